@@ -1,0 +1,188 @@
+package actors
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/wal"
+)
+
+// tick asks the actor to run one bounded expiry step.
+type tick struct{}
+
+// skuActor is the protoactor shell around one sku.Machine: it takes calls
+// one at a time from an unbounded mailbox, lets the Machine decide, appends
+// the records to the SKU's log and hands the reply to the log, which
+// releases it once every record it depends on is fsynced (group commit: the
+// next batch forms while the current one syncs). It keeps no state that the
+// log cannot rebuild: on Started (first start, or after a supervisor
+// restart caused by a panic) it rebuilds the Machine from disk.
+type skuActor struct {
+	h   *SKU
+	cfg *Config
+	m   *sku.Machine
+	log *wal.Log
+	// failed is set when the log failed or recovery failed: the actor then
+	// answers ErrUnavailable to everything (fail-stop) until restarted.
+	failed error
+
+	out []sku.Record // records of the current call, reused
+	buf []byte       // payload scratch, reused
+}
+
+// Receive implements actor.Actor.
+func (a *skuActor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *call:
+		a.handle(ctx, msg)
+	case tick:
+		a.expire(ctx)
+	case *actor.Started:
+		a.recover()
+	case *actor.Restarting, *actor.Stopping:
+		a.closeLog()
+	}
+}
+
+// recover opens the log and replays it into a fresh Machine.
+func (a *skuActor) recover() {
+	a.h.unavailable.Store(true)
+	a.m, a.failed = sku.New(), nil
+	start := time.Now()
+	log, err := wal.Open(filepath.Join(a.h.dir, "wal"), a.cfg.walOptions())
+	if err == nil {
+		a.log = log
+		err = a.replay()
+	}
+	if err != nil {
+		a.failed = fmt.Errorf("%w: %s/%s: %v", ErrUnavailable, a.h.campaignID, a.h.skuID, err)
+		a.cfg.Logger.Error("SKU recovery failed; it answers UNAVAILABLE", "campaign", a.h.campaignID, "sku", a.h.skuID, "err", err)
+		a.h.recovered(a.failed)
+		return
+	}
+	a.h.publish(a.view())
+	a.h.unavailable.Store(false)
+	a.cfg.Logger.Info("SKU recovered", "campaign", a.h.campaignID, "sku", a.h.skuID,
+		"records", a.log.LastIndex(), "reservations", a.m.Counts().Reservations, "took", time.Since(start))
+	a.h.recovered(nil)
+}
+
+func (a *skuActor) replay() error {
+	return a.log.Replay(a.log.FirstIndex(), func(index uint64, typ byte, payload []byte) error {
+		r, err := sku.DecodeRecord(sku.RecordType(typ), payload)
+		if err != nil {
+			return fmt.Errorf("record %d: %w", index, err)
+		}
+		if err := a.m.Apply(&r); err != nil {
+			return fmt.Errorf("record %d: %w", index, err)
+		}
+		return nil
+	})
+}
+
+func (a *skuActor) closeLog() {
+	if a.log != nil {
+		if err := a.log.Close(); err != nil {
+			a.cfg.Logger.Error("closing SKU log", "campaign", a.h.campaignID, "sku", a.h.skuID, "err", err)
+		}
+		a.log = nil
+	}
+}
+
+func (a *skuActor) view() durableView {
+	return durableView{def: a.m.Definition(), counts: a.m.Counts(), paused: a.m.Paused()}
+}
+
+func (a *skuActor) handle(ctx actor.Context, c *call) {
+	a.h.taken(c.enqueuedAt)
+	if a.failed != nil {
+		c.answer(ErrUnavailable)
+		return
+	}
+	start := time.Now()
+	now := a.cfg.Clock().UnixMilli()
+	out := a.out[:0]
+	m := a.m
+	switch c.kind {
+	case callReserve:
+		c.result, out = m.Reserve(now, c.requestID, c.userID, out)
+	case callPay:
+		c.result, out = m.Pay(now, c.seq, c.paymentID, c.amount, out)
+	case callClose:
+		c.result, out = m.Close(now, c.seq, c.reason, out)
+	case callRelease:
+		c.result, out = m.Release(now, c.seq, out)
+	case callPause:
+		c.outcome, out = m.Pause(now, out)
+	case callResume:
+		c.outcome, out = m.Resume(now, out)
+	case callDefine:
+		c.outcome, out, c.err = m.Define(now, c.def, out)
+	case callGet:
+		c.result.Reservation, c.found = m.Get(c.seq)
+	case callLookup:
+		c.result, c.found = m.Lookup(c.requestID)
+	case callAudit:
+		c.audit = m.Audit()
+	case callRefunds:
+		c.refunds = m.Refunds()
+	}
+	a.out = out
+	kind := c.kind
+	a.persist(c, out) // c belongs to its caller again from here on
+	a.cfg.metrics.observeCall(kind, time.Since(start))
+}
+
+// persist appends the records and registers w to be released once every
+// record up to the last one appended is durable. A reply that rests on
+// earlier, not yet durable records (a SOLD_OUT, a duplicate, a read) waits
+// for them too.
+func (a *skuActor) persist(c *call, out []sku.Record) {
+	a.appendRecords(out)
+	c.owner, c.view = a.h, a.view()
+	a.log.Await(a.log.LastIndex(), c)
+}
+
+// appendRecords hands the records to the log's pending batch; it does not
+// wait for the disk.
+func (a *skuActor) appendRecords(out []sku.Record) {
+	for i := range out {
+		a.buf = out[i].AppendPayload(a.buf[:0])
+		if _, err := a.log.Append(byte(out[i].Type), a.buf); err != nil {
+			a.fail(err)
+			return
+		}
+	}
+}
+
+// fail makes the SKU fail-stop: the Machine may now hold decisions that are
+// not on disk, so it acknowledges nothing more until restarted and
+// recovered (PostgreSQL's fsync-failure policy).
+func (a *skuActor) fail(err error) {
+	a.failed = fmt.Errorf("%w: log failed: %v", ErrUnavailable, err)
+	a.h.unavailable.Store(true)
+	a.cfg.Logger.Error("SKU log failed; fail-stop until restart", "campaign", a.h.campaignID, "sku", a.h.skuID, "err", err)
+}
+
+// expire runs one bounded expiry step, and asks for another while more
+// reservations are due.
+func (a *skuActor) expire(ctx actor.Context) {
+	if a.failed != nil || !a.m.Defined() {
+		return
+	}
+	now := a.cfg.Clock().UnixMilli()
+	out := a.m.Expire(now, a.cfg.ExpiryBatch, a.out[:0])
+	a.out = out
+	if len(out) == 0 {
+		return
+	}
+	a.cfg.metrics.expiries.Add(float64(len(out)))
+	a.appendRecords(out)
+	a.log.Await(a.log.LastIndex(), &publisher{owner: a.h, view: a.view()})
+	if next, ok := a.m.NextExpiry(); ok && next <= now {
+		ctx.Send(ctx.Self(), tick{})
+	}
+}

@@ -1,0 +1,178 @@
+package actors
+
+import (
+	"context"
+
+	"github.com/seckill/seckill/actors/sku"
+)
+
+// do sends c to the SKU actor and waits for its reply or for ctx. On ctx
+// expiry the outcome is unknown to the caller (the actor may still decide
+// and persist it): the caller retries with the same request_id or polls.
+func (h *SKU) do(ctx context.Context, c *call) error {
+	c.enqueuedAt = monoNow()
+	h.queued.Add(1)
+	h.engine.system.Root.Send(h.pid, c)
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err() // c is abandoned: the actor may still answer it
+	}
+}
+
+// run sends a call to the named SKU and returns it answered; the caller
+// frees it.
+func (e *Engine) run(ctx context.Context, campaignID, skuID string, c *call) (*call, error) {
+	h := e.SKU(campaignID, skuID)
+	if h == nil {
+		c.free()
+		return nil, ErrUnknownSKU
+	}
+	if err := h.do(ctx, c); err != nil {
+		return nil, err
+	}
+	if c.err != nil {
+		err := c.err
+		c.free()
+		return nil, err
+	}
+	return c, nil
+}
+
+// runReservation routes a call by reservation id.
+func (e *Engine) runReservation(ctx context.Context, reservationID string, c *call) (*call, error) {
+	campaignID, skuID, seq, err := sku.ParseReservationID(reservationID)
+	if err != nil {
+		c.free()
+		return nil, err
+	}
+	c.seq = seq
+	return e.run(ctx, campaignID, skuID, c)
+}
+
+func resultOf(c *call, err error) (sku.Result, error) {
+	if err != nil {
+		return sku.Result{}, err
+	}
+	res := c.result
+	c.free()
+	if res.Outcome == sku.OutcomeInvalid {
+		return res, ErrInvalidArgument
+	}
+	return res, nil
+}
+
+// Reserve asks for a token for userID, once per requestID (the idempotency
+// key). The Result's Outcome is ACCEPTED, SOLD_OUT, ALREADY_PURCHASED,
+// REQUEST_ID_REUSED, NOT_STARTED, ENDED or PAUSED; a repeated request_id
+// gets its original result with Duplicate set. Errors: ErrUnknownSKU,
+// ErrUnavailable, ErrInvalidArgument, ctx.Err() (result unknown).
+func (e *Engine) Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error) {
+	c := newCall(callReserve)
+	c.requestID, c.userID = requestID, userID
+	return resultOf(e.run(ctx, campaignID, skuID, c))
+}
+
+// Pay records payment paymentID (amount in minor units) for a reservation:
+// PAID, ALREADY_PAID, PAYMENT_CONFLICT, REFUND_REQUIRED or NOT_FOUND.
+func (e *Engine) Pay(ctx context.Context, reservationID, paymentID string, amount int64) (sku.Result, error) {
+	c := newCall(callPay)
+	c.paymentID, c.amount = paymentID, amount
+	return resultOf(e.runReservation(ctx, reservationID, c))
+}
+
+// Cancel closes a PENDING_PAYMENT reservation: CLOSED, ALREADY_CLOSED,
+// NOT_CLOSABLE (paid) or NOT_FOUND.
+func (e *Engine) Cancel(ctx context.Context, reservationID string) (sku.Result, error) {
+	return e.CloseReservation(ctx, reservationID, sku.ReasonCancelled)
+}
+
+// CloseReservation closes a reservation for reason; ReasonExpired before expire_at
+// answers NOT_EXPIRED and changes nothing.
+func (e *Engine) CloseReservation(ctx context.Context, reservationID string, reason sku.CloseReason) (sku.Result, error) {
+	c := newCall(callClose)
+	c.reason = reason
+	return resultOf(e.runReservation(ctx, reservationID, c))
+}
+
+// Release returns the token of a CLOSED reservation that still holds it:
+// RELEASED, ALREADY_RELEASED, NOT_CLOSED, NOT_CLOSABLE (paid) or NOT_FOUND.
+func (e *Engine) Release(ctx context.Context, reservationID string) (sku.Result, error) {
+	return resultOf(e.runReservation(ctx, reservationID, newCall(callRelease)))
+}
+
+// Get returns the durable state of a reservation, or ErrNotFound.
+func (e *Engine) Get(ctx context.Context, reservationID string) (sku.View, error) {
+	c, err := e.runReservation(ctx, reservationID, newCall(callGet))
+	if err != nil {
+		return sku.View{}, err
+	}
+	v, found := c.result.Reservation, c.found
+	c.free()
+	if !found {
+		return sku.View{}, ErrNotFound
+	}
+	return v, nil
+}
+
+// Lookup returns the durable answer a request_id got on a SKU: the
+// reservation it made, or its recorded rejection; ErrNotFound when nothing
+// durable exists (e.g. it was refused at the ingress).
+func (e *Engine) Lookup(ctx context.Context, campaignID, skuID, requestID string) (sku.Result, error) {
+	c := newCall(callLookup)
+	c.requestID = requestID
+	c, err := e.run(ctx, campaignID, skuID, c)
+	if err != nil {
+		return sku.Result{}, err
+	}
+	res, found := c.result, c.found
+	c.free()
+	if !found {
+		return sku.Result{}, ErrNotFound
+	}
+	return res, nil
+}
+
+// Pause stops admission on a SKU (reserve answers PAUSED); pay and close
+// go on. Idempotent; durable when it returns nil.
+func (e *Engine) Pause(ctx context.Context, campaignID, skuID string) error {
+	return e.simple(ctx, campaignID, skuID, callPause)
+}
+
+// Resume restarts admission on a SKU. Idempotent.
+func (e *Engine) Resume(ctx context.Context, campaignID, skuID string) error {
+	return e.simple(ctx, campaignID, skuID, callResume)
+}
+
+func (e *Engine) simple(ctx context.Context, campaignID, skuID string, kind callKind) error {
+	c, err := e.run(ctx, campaignID, skuID, newCall(kind))
+	if err != nil {
+		return err
+	}
+	c.free()
+	return nil
+}
+
+// Audit checks every invariant on the SKU's live state (see sku.Machine.Audit).
+func (e *Engine) Audit(ctx context.Context, campaignID, skuID string) (sku.Audit, error) {
+	c, err := e.run(ctx, campaignID, skuID, newCall(callAudit))
+	if err != nil {
+		return sku.Audit{}, err
+	}
+	a := c.audit
+	c.free()
+	return a, nil
+}
+
+// Refunds lists the payments of a SKU that arrived after close and must be
+// refunded, in log order.
+func (e *Engine) Refunds(ctx context.Context, campaignID, skuID string) ([]sku.Refund, error) {
+	c, err := e.run(ctx, campaignID, skuID, newCall(callRefunds))
+	if err != nil {
+		return nil, err
+	}
+	r := c.refunds
+	c.free()
+	return r, nil
+}

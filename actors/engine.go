@@ -1,0 +1,333 @@
+// Package actors runs one protoactor actor per SKU. Each actor alone owns
+// its SKU's sku.Machine (token pool and reservations) and handles reserve,
+// pay, close and release one at a time, so no lock and no read-modify-write
+// race can oversell. Every state change is a record in the SKU's
+// write-ahead log (package wal) and no reply, status read or rejection is
+// released before every record it depends on is fsynced.
+//
+// Engine is the entry point: it finds every SKU under the data directory,
+// recovers each from its log, and routes calls by campaign and SKU id (a
+// reservation id names both).
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/wal"
+)
+
+// Errors returned by Engine methods.
+var (
+	// ErrUnknownSKU: no SKU with that campaign and SKU id is defined.
+	ErrUnknownSKU = errors.New("unknown campaign or SKU")
+	// ErrNotFound: no durable reservation or request answers the lookup.
+	ErrNotFound = errors.New("not found")
+	// ErrUnavailable: the SKU is recovering, failed to recover, or its log
+	// failed (fail-stop); it acknowledges nothing until restarted.
+	ErrUnavailable = errors.New("SKU unavailable")
+	// ErrInvalidArgument: a malformed id or amount.
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrClosed: the engine is closed.
+	ErrClosed = errors.New("engine closed")
+)
+
+// Config configures an Engine. Zero fields take the defaults named.
+type Config struct {
+	// DataDir holds one folder per SKU: <DataDir>/<campaign>/<sku>/wal.
+	DataDir string
+	// Fsync is wal.FsyncAlways unless a benchmark asks otherwise.
+	Fsync wal.FsyncMode
+	// Clock is the time source for decisions (default time.Now). It is
+	// written into every record; replay never reads it.
+	Clock func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the engine's metrics (nil: none registered).
+	Registerer prometheus.Registerer
+	// ExpiryInterval is the period of the expiry timer (default 100ms).
+	// Expiry is decided by expire_at; the timer only makes it prompt.
+	ExpiryInterval time.Duration
+	// ExpiryBatch bounds the reservations one expiry step closes (default 1024).
+	ExpiryBatch int
+	// WAL tunes the logs; Fsync above overrides WAL.Fsync.
+	WAL wal.Options
+
+	metrics *engineMetrics
+}
+
+func (c *Config) fill() {
+	if c.DataDir == "" {
+		c.DataDir = "data"
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.ExpiryInterval <= 0 {
+		c.ExpiryInterval = 100 * time.Millisecond
+	}
+	if c.ExpiryBatch <= 0 {
+		c.ExpiryBatch = 1024
+	}
+	c.metrics = newEngineMetrics(c.Registerer)
+}
+
+func (c *Config) walOptions() wal.Options {
+	o := c.WAL
+	o.Fsync = c.Fsync
+	o.Logger = c.Logger
+	return o
+}
+
+type skuKey struct{ campaignID, skuID string }
+
+// Engine owns the actor system and one actor per SKU.
+type Engine struct {
+	cfg    Config
+	system *actor.ActorSystem
+
+	mu     sync.RWMutex
+	skus   map[skuKey]*SKU
+	closed bool
+	create sync.Mutex // serialises the creation of new SKUs
+
+	stop   chan struct{}
+	ticker sync.WaitGroup
+}
+
+// Open recovers every SKU found under cfg.DataDir and returns when each
+// has replayed its log. A SKU whose log cannot be recovered (mid-log
+// corruption) is kept, answering ErrUnavailable, and reported in the log;
+// Open itself fails only on I/O errors of the data directory.
+func Open(cfg Config) (*Engine, error) {
+	cfg.fill()
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	e := &Engine{
+		cfg:    cfg,
+		system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger.With("lib", "protoactor") })),
+		skus:   make(map[skuKey]*SKU),
+		stop:   make(chan struct{}),
+	}
+	found, err := discover(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	var started []*SKU
+	for _, k := range found {
+		started = append(started, e.spawn(k))
+	}
+	for _, h := range started {
+		<-h.ready
+		if h.readyErr == nil && h.Stats().Definition.CampaignID == "" {
+			// A log created but never given its definition: forget it; a
+			// later Define appends to it.
+			e.system.Root.Stop(h.pid)
+			e.mu.Lock()
+			delete(e.skus, skuKey{h.campaignID, h.skuID})
+			e.mu.Unlock()
+		}
+	}
+	e.ticker.Add(1)
+	go e.tickLoop()
+	return e, nil
+}
+
+// discover lists <dir>/<campaign>/<sku>/wal folders.
+func discover(dir string) ([]skuKey, error) {
+	campaigns, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var keys []skuKey
+	for _, c := range campaigns {
+		if !c.IsDir() || !sku.ValidID(c.Name()) {
+			continue
+		}
+		skus, err := os.ReadDir(filepath.Join(dir, c.Name()))
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range skus {
+			if s.IsDir() && sku.ValidID(s.Name()) {
+				if _, err := os.Stat(filepath.Join(dir, c.Name(), s.Name(), "wal")); err == nil {
+					keys = append(keys, skuKey{c.Name(), s.Name()})
+				}
+			}
+		}
+	}
+	return keys, nil
+}
+
+// spawn starts the actor of one SKU; it recovers on Started.
+func (e *Engine) spawn(k skuKey) *SKU {
+	h := &SKU{
+		campaignID: k.campaignID, skuID: k.skuID,
+		dir:    filepath.Join(e.cfg.DataDir, k.campaignID, k.skuID),
+		engine: e,
+		ready:  make(chan struct{}),
+	}
+	h.unavailable.Store(true)
+	cfg := &e.cfg
+	props := actor.PropsFromProducer(func() actor.Actor { return &skuActor{h: h, cfg: cfg} },
+		actor.WithMailbox(actor.Unbounded()))
+	h.pid = e.system.Root.Spawn(props)
+	e.mu.Lock()
+	e.skus[k] = h
+	e.mu.Unlock()
+	return h
+}
+
+// tickLoop drives expiry and the rate figures of every SKU.
+func (e *Engine) tickLoop() {
+	defer e.ticker.Done()
+	t := time.NewTicker(e.cfg.ExpiryInterval)
+	defer t.Stop()
+	rates := make(map[*SKU]*rateTracker)
+	lastRate := time.Now()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+		}
+		rate := time.Since(lastRate) >= time.Second
+		if rate {
+			lastRate = time.Now()
+		}
+		for _, h := range e.SKUs() {
+			e.system.Root.Send(h.pid, tick{})
+			if rate {
+				rt := rates[h]
+				if rt == nil {
+					rt = &rateTracker{}
+					rates[h] = rt
+				}
+				rt.tick(h)
+			}
+		}
+	}
+}
+
+// SKU returns the handle of a defined SKU, or nil.
+func (e *Engine) SKU(campaignID, skuID string) *SKU {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.skus[skuKey{campaignID, skuID}]
+}
+
+// SKUs returns every SKU handle, sorted by campaign and SKU id.
+func (e *Engine) SKUs() []*SKU {
+	e.mu.RLock()
+	out := make([]*SKU, 0, len(e.skus))
+	for _, h := range e.skus {
+		out = append(out, h)
+	}
+	e.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].campaignID != out[j].campaignID {
+			return out[i].campaignID < out[j].campaignID
+		}
+		return out[i].skuID < out[j].skuID
+	})
+	return out
+}
+
+// Define creates a SKU, or applies an allowed redefinition (end_at later,
+// sale_limit higher). A change that is not allowed returns an error
+// wrapping sku.ErrInvalidDefinition. The definition is durable when Define
+// returns nil.
+func (e *Engine) Define(ctx context.Context, d sku.Definition) error {
+	if err := d.Validate(); err != nil {
+		return err
+	}
+	h, err := e.handleFor(d.CampaignID, d.SKUID)
+	if err != nil {
+		return err
+	}
+	c := newCall(callDefine)
+	c.def = d
+	if err := h.do(ctx, c); err != nil {
+		return err
+	}
+	err = c.err
+	c.free()
+	return err
+}
+
+// handleFor returns the SKU, creating its folder and actor if needed.
+func (e *Engine) handleFor(campaignID, skuID string) (*SKU, error) {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, ErrClosed
+	}
+	h := e.skus[skuKey{campaignID, skuID}]
+	e.mu.Unlock()
+	if h != nil {
+		return h, nil
+	}
+	e.create.Lock()
+	defer e.create.Unlock()
+	if h = e.SKU(campaignID, skuID); h != nil { // created while we waited
+		return h, nil
+	}
+	dir := filepath.Join(e.cfg.DataDir, campaignID, skuID)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, err
+	}
+	if err := syncDir(filepath.Dir(dir)); err != nil {
+		return nil, err
+	}
+	if err := syncDir(e.cfg.DataDir); err != nil {
+		return nil, err
+	}
+	h = e.spawn(skuKey{campaignID, skuID})
+	<-h.ready
+	return h, h.readyErr
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+// Close stops every actor after it has handled what is in its mailbox,
+// flushes and fsyncs every log, and stops the actor system.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	close(e.stop)
+	e.ticker.Wait()
+	for _, h := range e.SKUs() {
+		if err := e.system.Root.PoisonFuture(h.pid).Wait(); err != nil {
+			return fmt.Errorf("stopping %s/%s: %w", h.campaignID, h.skuID, err)
+		}
+	}
+	e.system.Shutdown()
+	return nil
+}

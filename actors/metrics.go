@@ -1,0 +1,55 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// engineMetrics are the engine's own Prometheus metrics. SKU-level gauges
+// (counts, mailbox) are read from SKU.Stats by the HTTP layer at scrape
+// time; these are the ones only the engine can observe.
+type engineMetrics struct {
+	processing [len(callNames)]prometheus.Observer
+	expiries   prometheus.Counter
+	fsync      prometheus.Observer
+	batch      prometheus.Observer
+}
+
+func newEngineMetrics(reg prometheus.Registerer) *engineMetrics {
+	processing := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "seckill_actor_processing_seconds",
+		Help:    "Time a SKU actor spends deciding one call (not waiting for the log).",
+		Buckets: []float64{1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 1e-3, 1e-2, 0.1, 1},
+	}, []string{"command"})
+	m := &engineMetrics{
+		expiries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_expiries_total",
+			Help: "Reservations closed by the expiry timer because expire_at passed.",
+		}),
+	}
+	fsync := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "seckill_wal_fsync_seconds",
+		Help:    "Duration of one WAL group-commit fsync.",
+		Buckets: []float64{5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.5, 1},
+	})
+	batch := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "seckill_wal_batch_records",
+		Help:    "Records written by one WAL group commit (one write, one fsync).",
+		Buckets: prometheus.ExponentialBuckets(1, 4, 8),
+	})
+	m.fsync, m.batch = fsync, batch
+	for i, name := range callNames {
+		if name != "" {
+			m.processing[i] = processing.WithLabelValues(name)
+		}
+	}
+	if reg != nil {
+		reg.MustRegister(processing, m.expiries, fsync, batch)
+	}
+	return m
+}
+
+func (m *engineMetrics) observeCall(k callKind, d time.Duration) {
+	m.processing[k].Observe(d.Seconds())
+}

@@ -1,0 +1,226 @@
+package sku
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrDoesNotApply is wrapped by Apply when a record does not fit the state:
+// on replay it means the log and the state machine disagree (a corrupt or
+// foreign log), and the SKU must not start.
+var ErrDoesNotApply = errors.New("record does not apply")
+
+func notApply(r *Record, format string, args ...any) error {
+	return fmt.Errorf("%w: %s at %d: %s", ErrDoesNotApply, r.Type, r.At, fmt.Sprintf(format, args...))
+}
+
+// Apply changes the state by one record. It checks every precondition the
+// deciding command checked, so a log that does not describe a legal history
+// is refused with an error wrapping ErrDoesNotApply and the Machine is left
+// unchanged. Apply reads no clock: all times come from the record.
+func (m *Machine) Apply(r *Record) error {
+	if !m.defined && r.Type != RecordDefine {
+		return notApply(r, "SKU not defined yet")
+	}
+	if r.At < m.lastAt {
+		return notApply(r, "time goes backwards (last %d)", m.lastAt)
+	}
+	var err error
+	switch r.Type {
+	case RecordDefine:
+		err = m.applyDefine(r)
+	case RecordReserved:
+		err = m.applyReserved(r)
+	case RecordRejected:
+		err = m.applyRejected(r)
+	case RecordPaid:
+		err = m.applyPaid(r)
+	case RecordClosed:
+		err = m.applyClosed(r)
+	case RecordRefundRequired:
+		err = m.applyRefund(r)
+	case RecordReleased:
+		err = m.applyReleased(r)
+	case RecordPaused, RecordResumed:
+		if m.paused == (r.Type == RecordPaused) {
+			return notApply(r, "already in that state")
+		}
+		m.paused = r.Type == RecordPaused
+	default:
+		return notApply(r, "unknown record type")
+	}
+	if err != nil {
+		return err
+	}
+	m.lastAt = r.At
+	return nil
+}
+
+func (m *Machine) applyDefine(r *Record) error {
+	if m.defined {
+		if err := m.def.CheckRedefine(r.Def); err != nil {
+			return notApply(r, "%v", err)
+		}
+	} else if err := r.Def.Validate(); err != nil {
+		return notApply(r, "%v", err)
+	}
+	m.def, m.defined = r.Def, true
+	m.pool.saleLimit = r.Def.SaleLimit
+	return nil
+}
+
+func (m *Machine) applyReserved(r *Record) error {
+	switch {
+	case r.Seq != m.table.count+1 || r.Seq > MaxReservations:
+		return notApply(r, "seq %d, want %d", r.Seq, m.table.count+1)
+	case r.Token == 0 || r.Token != m.pool.next():
+		return notApply(r, "token %d, want %d", r.Token, m.pool.next())
+	case r.ExpireAt != r.At+m.def.PaymentWindowMs:
+		return notApply(r, "expire_at %d does not follow the payment window", r.ExpireAt)
+	case !ValidID(r.RequestID) || !ValidID(r.UserID):
+		return notApply(r, "invalid request or user id")
+	}
+	if _, ok := m.byRequest[r.RequestID]; ok {
+		return notApply(r, "request_id %q already decided", r.RequestID)
+	}
+	if _, ok := m.rejected[r.RequestID]; ok {
+		return notApply(r, "request_id %q already decided", r.RequestID)
+	}
+	if _, ok := m.live[r.UserID]; ok {
+		return notApply(r, "user %q already has a live purchase", r.UserID)
+	}
+	seq := m.table.add(reservation{
+		requestID: r.RequestID, userID: r.UserID,
+		createdAt: r.At, expireAt: r.ExpireAt,
+		token: r.Token, version: 1, state: StatePendingPayment, flags: flagHoldsToken,
+	})
+	m.pool.take(r.Token, seq)
+	m.byRequest[r.RequestID] = seq
+	m.live[r.UserID] = seq
+	m.states[StatePendingPayment]++
+	return nil
+}
+
+func (m *Machine) applyRejected(r *Record) error {
+	if !ValidID(r.RequestID) || !ValidID(r.UserID) {
+		return notApply(r, "invalid request or user id")
+	}
+	if _, ok := m.byRequest[r.RequestID]; ok {
+		return notApply(r, "request_id %q already decided", r.RequestID)
+	}
+	if _, ok := m.rejected[r.RequestID]; ok {
+		return notApply(r, "request_id %q already decided", r.RequestID)
+	}
+	switch r.Outcome {
+	case OutcomeSoldOut:
+		if m.pool.next() != 0 || r.Seq != 0 {
+			return notApply(r, "SOLD_OUT with %d tokens available", m.pool.available())
+		}
+	case OutcomeAlreadyPurchased:
+		if seq, ok := m.live[r.UserID]; !ok || seq != r.Seq {
+			return notApply(r, "ALREADY_PURCHASED but user's live reservation is %d", seq)
+		}
+	default:
+		return notApply(r, "outcome %s is not recorded", r.Outcome)
+	}
+	m.rejected[r.RequestID] = rejection{userID: r.UserID, outcome: r.Outcome, seq: r.Seq}
+	return nil
+}
+
+func (m *Machine) applyPaid(r *Record) error {
+	res := m.table.get(r.Seq)
+	switch {
+	case res == nil:
+		return notApply(r, "no reservation %d", r.Seq)
+	case !canMove(res.state, StatePaid):
+		return notApply(r, "reservation %d is %s", r.Seq, res.state)
+	case r.At >= res.expireAt:
+		return notApply(r, "payment at %d is not before expire_at %d", r.At, res.expireAt)
+	case !ValidID(r.PaymentID):
+		return notApply(r, "invalid payment id")
+	}
+	m.pool.confirm(res.token)
+	x := res.ensureExtra()
+	x.paymentID, x.amount, x.paidAt = r.PaymentID, r.Amount, r.At
+	m.move(res, StatePaid)
+	return nil
+}
+
+func (m *Machine) applyClosed(r *Record) error {
+	res := m.table.get(r.Seq)
+	switch {
+	case res == nil:
+		return notApply(r, "no reservation %d", r.Seq)
+	case !canMove(res.state, StateClosed):
+		return notApply(r, "reservation %d is %s", r.Seq, res.state)
+	case r.Reason != ReasonExpired && r.Reason != ReasonCancelled:
+		return notApply(r, "bad close reason %d", r.Reason)
+	case r.Reason == ReasonExpired && r.At < res.expireAt:
+		return notApply(r, "expired at %d before expire_at %d", r.At, res.expireAt)
+	}
+	delete(m.live, res.userID)
+	res.flags = res.flags&^flagReasonMask | uint8(r.Reason)
+	res.ensureExtra().closedAt = r.At
+	if r.Release {
+		m.pool.release(res.token)
+		res.flags &^= flagHoldsToken
+	} else {
+		m.heldClosed++
+	}
+	m.move(res, StateClosed)
+	return nil
+}
+
+func (m *Machine) applyRefund(r *Record) error {
+	res := m.table.get(r.Seq)
+	switch {
+	case res == nil:
+		return notApply(r, "no reservation %d", r.Seq)
+	case res.state != StateClosed:
+		return notApply(r, "reservation %d is %s, not CLOSED", r.Seq, res.state)
+	case !ValidID(r.PaymentID):
+		return notApply(r, "invalid payment id")
+	case res.hasRefund(r.PaymentID):
+		return notApply(r, "payment %q already recorded", r.PaymentID)
+	}
+	x := res.ensureExtra()
+	x.refundPayments = append(x.refundPayments, r.PaymentID)
+	x.refundAmounts = append(x.refundAmounts, r.Amount)
+	res.flags |= flagRefund
+	res.version++
+	m.refunds = append(m.refunds, Refund{ReservationSeq: r.Seq, PaymentID: r.PaymentID, Amount: r.Amount, At: r.At})
+	return nil
+}
+
+func (m *Machine) applyReleased(r *Record) error {
+	res := m.table.get(r.Seq)
+	switch {
+	case res == nil:
+		return notApply(r, "no reservation %d", r.Seq)
+	case res.state != StateClosed || !res.holdsToken():
+		return notApply(r, "reservation %d holds no releasable token", r.Seq)
+	}
+	m.pool.release(res.token)
+	res.flags &^= flagHoldsToken
+	res.version++
+	m.heldClosed--
+	return nil
+}
+
+// move changes a reservation's state along an edge of the state machine.
+func (m *Machine) move(res *reservation, to State) {
+	if !canMove(res.state, to) {
+		panic(fmt.Sprintf("sku: illegal transition %s -> %s", res.state, to))
+	}
+	m.states[res.state]--
+	m.states[to]++
+	res.state = to
+	res.version++
+}
+
+func (r *reservation) ensureExtra() *reservationExtra {
+	if r.extra == nil {
+		r.extra = &reservationExtra{}
+	}
+	return r.extra
+}

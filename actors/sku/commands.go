@@ -1,0 +1,251 @@
+package sku
+
+// The commands. Each takes the caller's clock reading now (ms), decides on
+// the current state, applies the records it produces and appends them to
+// out. A command that produces no record changes nothing. The caller must
+// not release the Result before every record it depends on is durable: the
+// records appended here, and any record appended earlier.
+
+// expireOnSoldOut bounds the expiry work a reserve may do when it finds no
+// token, before it answers SOLD_OUT.
+const expireOnSoldOut = 64
+
+// Define applies a first definition or an allowed redefinition (end_at
+// later, sale_limit higher). It returns OutcomeOK with no record when d is
+// the current definition, and an error wrapping ErrInvalidDefinition for a
+// change that is not allowed.
+func (m *Machine) Define(now int64, d Definition, out []Record) (Outcome, []Record, error) {
+	if m.defined {
+		if d == m.def {
+			return OutcomeOK, out, nil
+		}
+		if err := m.def.CheckRedefine(d); err != nil {
+			return OutcomeInvalid, out, err
+		}
+	} else if err := d.Validate(); err != nil {
+		return OutcomeInvalid, out, err
+	}
+	return OutcomeOK, m.emit(Record{Type: RecordDefine, At: m.decisionTime(now), Def: d}, out), nil
+}
+
+// Reserve binds a token to a new reservation for userID, once per
+// request_id. A repeat of a decided request_id answers the original result
+// with Duplicate set; the same request_id from another user answers
+// REQUEST_ID_REUSED. SOLD_OUT and ALREADY_PURCHASED are recorded, so a
+// request_id keeps its answer; NOT_STARTED, ENDED and PAUSED are not (they
+// change with time).
+func (m *Machine) Reserve(now int64, requestID, userID string, out []Record) (Result, []Record) {
+	if !m.defined {
+		return Result{Outcome: OutcomeNotFound}, out
+	}
+	if !ValidID(requestID) || !ValidID(userID) {
+		return Result{Outcome: OutcomeInvalid}, out
+	}
+	if res, ok := m.Lookup(requestID); ok {
+		if m.requestUser(requestID) != userID {
+			return Result{Outcome: OutcomeRequestIDReused}, out
+		}
+		res.Duplicate = true
+		return res, out
+	}
+	at := m.decisionTime(now)
+	switch {
+	case at < m.def.StartAt:
+		return Result{Outcome: OutcomeNotStarted}, out
+	case at >= m.def.EndAt:
+		return Result{Outcome: OutcomeEnded}, out
+	case m.paused:
+		return Result{Outcome: OutcomePaused}, out
+	}
+	if seq, ok := m.live[userID]; ok {
+		if r := m.table.get(seq); r.state == StatePendingPayment && at >= r.expireAt {
+			out = m.closeExpired(at, seq, out) // judged by expire_at, not by the timer
+		} else {
+			out = m.emit(Record{Type: RecordRejected, At: at, Outcome: OutcomeAlreadyPurchased,
+				Seq: seq, RequestID: requestID, UserID: userID}, out)
+			return Result{Outcome: OutcomeAlreadyPurchased, Reservation: m.view(seq, r)}, out
+		}
+	}
+	if m.pool.available() == 0 {
+		out = m.Expire(at, expireOnSoldOut, out)
+	}
+	token := m.pool.next()
+	if token == 0 {
+		out = m.emit(Record{Type: RecordRejected, At: at, Outcome: OutcomeSoldOut,
+			RequestID: requestID, UserID: userID}, out)
+		return Result{Outcome: OutcomeSoldOut}, out
+	}
+	seq := m.table.count + 1
+	requestID, userID = joinStrings(requestID, userID) // one allocation, shared with the indexes
+	out = m.emit(Record{Type: RecordReserved, At: at, Seq: seq, Token: token,
+		ExpireAt: at + m.def.PaymentWindowMs, RequestID: requestID, UserID: userID}, out)
+	return Result{Outcome: OutcomeAccepted, Reservation: m.view(seq, m.table.get(seq))}, out
+}
+
+// requestUser returns the user a decided request_id belongs to.
+func (m *Machine) requestUser(requestID string) string {
+	if seq, ok := m.byRequest[requestID]; ok {
+		return m.table.get(seq).userID
+	}
+	return m.rejected[requestID].userID
+}
+
+// Pay records payment paymentID for reservation seq. Before expire_at it
+// moves PENDING_PAYMENT -> PAID. At or after expire_at, or once closed, the
+// reservation stays (or becomes) CLOSED, its token is released exactly once,
+// and the payment is recorded as REFUND_REQUIRED: a late payment never
+// resurrects an order.
+func (m *Machine) Pay(now int64, seq uint32, paymentID string, amount int64, out []Record) (Result, []Record) {
+	r := m.table.get(seq)
+	if r == nil {
+		return Result{Outcome: OutcomeNotFound}, out
+	}
+	if !ValidID(paymentID) {
+		return Result{Outcome: OutcomeInvalid}, out
+	}
+	at := m.decisionTime(now)
+	switch r.state {
+	case StatePaid:
+		if r.extra.paymentID == paymentID {
+			return m.result(OutcomeAlreadyPaid, seq), out
+		}
+		return m.result(OutcomePaymentConflict, seq), out
+	case StatePendingPayment:
+		if at < r.expireAt {
+			out = m.emit(Record{Type: RecordPaid, At: at, Seq: seq, PaymentID: paymentID, Amount: amount}, out)
+			return m.result(OutcomePaid, seq), out
+		}
+		out = m.closeExpired(at, seq, out)
+	}
+	if !r.hasRefund(paymentID) {
+		out = m.emit(Record{Type: RecordRefundRequired, At: at, Seq: seq, PaymentID: paymentID, Amount: amount}, out)
+	}
+	return m.result(OutcomeRefundRequired, seq), out
+}
+
+func (r *reservation) hasRefund(paymentID string) bool {
+	if r.extra == nil {
+		return false
+	}
+	for _, p := range r.extra.refundPayments {
+		if p == paymentID {
+			return true
+		}
+	}
+	return false
+}
+
+// Close closes a PENDING_PAYMENT reservation. ReasonExpired before
+// expire_at answers NOT_EXPIRED and changes nothing; ReasonCancelled at or
+// after expire_at is recorded as EXPIRED, since expiry is decided by
+// expire_at. With release_on_close the token goes back to the pool.
+func (m *Machine) Close(now int64, seq uint32, reason CloseReason, out []Record) (Result, []Record) {
+	r := m.table.get(seq)
+	if r == nil {
+		return Result{Outcome: OutcomeNotFound}, out
+	}
+	switch r.state {
+	case StatePaid:
+		return m.result(OutcomeNotClosable, seq), out
+	case StateClosed:
+		return m.result(OutcomeAlreadyClosed, seq), out
+	}
+	at := m.decisionTime(now)
+	expired := at >= r.expireAt
+	if reason == ReasonExpired && !expired {
+		return m.result(OutcomeNotExpired, seq), out
+	}
+	if expired {
+		reason = ReasonExpired
+	}
+	out = m.emit(Record{Type: RecordClosed, At: at, Seq: seq, Reason: reason, Release: m.def.ReleaseOnClose}, out)
+	return m.result(OutcomeClosed, seq), out
+}
+
+func (m *Machine) closeExpired(at int64, seq uint32, out []Record) []Record {
+	return m.emit(Record{Type: RecordClosed, At: at, Seq: seq, Reason: ReasonExpired, Release: m.def.ReleaseOnClose}, out)
+}
+
+// Release returns the token of a CLOSED reservation that still holds it
+// (release_on_close=false). It is idempotent and never releases a paid
+// reservation's token.
+func (m *Machine) Release(now int64, seq uint32, out []Record) (Result, []Record) {
+	r := m.table.get(seq)
+	switch {
+	case r == nil:
+		return Result{Outcome: OutcomeNotFound}, out
+	case r.state == StatePaid:
+		return m.result(OutcomeNotClosable, seq), out
+	case r.state == StatePendingPayment:
+		return m.result(OutcomeNotClosed, seq), out
+	case !r.holdsToken():
+		return m.result(OutcomeAlreadyReleased, seq), out
+	}
+	out = m.emit(Record{Type: RecordReleased, At: m.decisionTime(now), Seq: seq}, out)
+	return m.result(OutcomeReleased, seq), out
+}
+
+// Pause stops admission; pay and close go on. Idempotent.
+func (m *Machine) Pause(now int64, out []Record) (Outcome, []Record) {
+	if !m.defined {
+		return OutcomeNotFound, out
+	}
+	if m.paused {
+		return OutcomeOK, out
+	}
+	return OutcomeOK, m.emit(Record{Type: RecordPaused, At: m.decisionTime(now)}, out)
+}
+
+// Resume restarts admission. Idempotent.
+func (m *Machine) Resume(now int64, out []Record) (Outcome, []Record) {
+	if !m.defined {
+		return OutcomeNotFound, out
+	}
+	if !m.paused {
+		return OutcomeOK, out
+	}
+	return OutcomeOK, m.emit(Record{Type: RecordResumed, At: m.decisionTime(now)}, out)
+}
+
+// Expire closes PENDING_PAYMENT reservations whose expire_at <= now, oldest
+// first. It looks at no more than 4*max rows and closes at most max, so one
+// step has bounded work; call it again while NextExpiry() <= now.
+func (m *Machine) Expire(now int64, max int, out []Record) []Record {
+	at := m.decisionTime(now)
+	closed, looked := 0, 0
+	for closed < max && looked < 4*max && m.expireCursor <= m.table.count {
+		seq := m.expireCursor
+		r := m.table.get(seq)
+		looked++
+		if r.state == StatePendingPayment {
+			if r.expireAt > at {
+				break // expire_at is monotonic in seq: nothing later is due
+			}
+			out = m.closeExpired(at, seq, out)
+			closed++
+		}
+		m.expireCursor++
+	}
+	return out
+}
+
+// NextExpiry returns the expire_at (ms) of the oldest reservation that may
+// still be PENDING_PAYMENT, and false when there is none. It looks at no
+// more than 4096 rows; past that it returns 0, true: call Expire, which
+// advances past settled rows.
+func (m *Machine) NextExpiry() (int64, bool) {
+	for c := m.expireCursor; c <= m.table.count; c++ {
+		r := m.table.get(c)
+		if r.state == StatePendingPayment {
+			return r.expireAt, true
+		}
+		if c-m.expireCursor > 4096 {
+			return 0, true // many settled rows: let Expire advance the cursor
+		}
+	}
+	return 0, false
+}
+
+func (m *Machine) result(o Outcome, seq uint32) Result {
+	return Result{Outcome: o, Reservation: m.view(seq, m.table.get(seq))}
+}

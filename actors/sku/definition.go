@@ -1,0 +1,134 @@
+package sku
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Limits of one SKU. Every table has a stated bound (TigerBeetle style).
+const (
+	// MaxSaleLimit bounds sale_limit: token ids are uint32 and the pool keeps
+	// one 4-byte slot per token ever handed out.
+	MaxSaleLimit = 1 << 30
+	// MaxReservations bounds the reservations one SKU log may hold: the
+	// reservation sequence number is a uint32 and one bit of a token slot
+	// is used for CONFIRMED.
+	MaxReservations = 1<<31 - 1
+	// MaxIDLength is the longest campaign, SKU, user, request or payment id.
+	MaxIDLength = 64
+	// DefaultPaymentWindowMs is the payment window when a definition gives none: 15 minutes.
+	DefaultPaymentWindowMs = 15 * 60 * 1000
+)
+
+// Definition is the part of a campaign that one SKU actor owns. Times are
+// Unix milliseconds.
+type Definition struct {
+	CampaignID      string
+	SKUID           string
+	StartAt         int64 // ms; reserve before it answers NOT_STARTED
+	EndAt           int64 // ms; reserve at or after it answers ENDED
+	PaymentWindowMs int64 // expire_at = created_at + PaymentWindowMs
+	SaleLimit       uint32
+	// ReleaseOnClose returns the token of a closed unpaid reservation to the
+	// pool. When false the token stays bound until an operator calls release.
+	ReleaseOnClose bool
+}
+
+// ErrInvalidDefinition is wrapped by Validate and by redefinitions that are
+// not allowed.
+var ErrInvalidDefinition = errors.New("invalid definition")
+
+// Validate checks the ids, the window and the limits.
+func (d Definition) Validate() error {
+	if !ValidID(d.CampaignID) {
+		return fmt.Errorf("%w: campaign_id %q must be 1-%d characters of [A-Za-z0-9._:-]", ErrInvalidDefinition, d.CampaignID, MaxIDLength)
+	}
+	if !ValidID(d.SKUID) {
+		return fmt.Errorf("%w: sku_id %q must be 1-%d characters of [A-Za-z0-9._:-]", ErrInvalidDefinition, d.SKUID, MaxIDLength)
+	}
+	if d.EndAt <= d.StartAt {
+		return fmt.Errorf("%w: end_at must be after start_at", ErrInvalidDefinition)
+	}
+	if d.PaymentWindowMs <= 0 {
+		return fmt.Errorf("%w: payment_window must be positive", ErrInvalidDefinition)
+	}
+	if d.SaleLimit == 0 || d.SaleLimit > MaxSaleLimit {
+		return fmt.Errorf("%w: sale_limit must be 1..%d", ErrInvalidDefinition, MaxSaleLimit)
+	}
+	return nil
+}
+
+// CheckRedefine reports whether next may replace d: the same campaign, SKU,
+// start_at, payment_window and release_on_close; end_at may only move later
+// and sale_limit only grow.
+func (d Definition) CheckRedefine(next Definition) error {
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case next.CampaignID != d.CampaignID || next.SKUID != d.SKUID:
+		return fmt.Errorf("%w: campaign or sku id changed", ErrInvalidDefinition)
+	case next.StartAt != d.StartAt:
+		return fmt.Errorf("%w: start_at may not change", ErrInvalidDefinition)
+	case next.PaymentWindowMs != d.PaymentWindowMs:
+		return fmt.Errorf("%w: payment_window may not change", ErrInvalidDefinition)
+	case next.ReleaseOnClose != d.ReleaseOnClose:
+		return fmt.Errorf("%w: release_on_close may not change", ErrInvalidDefinition)
+	case next.EndAt < d.EndAt:
+		return fmt.Errorf("%w: end_at may only be extended", ErrInvalidDefinition)
+	case next.SaleLimit < d.SaleLimit:
+		return fmt.Errorf("%w: sale_limit may only be raised", ErrInvalidDefinition)
+	}
+	return nil
+}
+
+// ValidID reports whether s is 1-64 characters of [A-Za-z0-9._:-], the
+// alphabet of every id the engine accepts.
+func ValidID(s string) bool {
+	if len(s) == 0 || len(s) > MaxIDLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '.', c == '_', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// reservationIDSep separates the parts of a reservation id. It is outside the
+// id alphabet and unreserved in URLs (RFC 3986 §2.3), so ids need no escaping.
+const reservationIDSep = "~"
+
+// FormatReservationID returns "<campaign>~<sku>~<seq>": a reservation id names
+// its campaign and SKU, so a router finds the owning actor without a table.
+func FormatReservationID(campaignID, skuID string, seq uint32) string {
+	return campaignID + reservationIDSep + skuID + reservationIDSep + strconv.FormatUint(uint64(seq), 10)
+}
+
+// ErrBadReservationID is returned by ParseReservationID.
+var ErrBadReservationID = errors.New("malformed reservation_id")
+
+// ParseReservationID splits an id made by FormatReservationID. It returns
+// ErrBadReservationID for anything else.
+func ParseReservationID(id string) (campaignID, skuID string, seq uint32, err error) {
+	c, rest, ok := strings.Cut(id, reservationIDSep)
+	if !ok {
+		return "", "", 0, ErrBadReservationID
+	}
+	s, n, ok := strings.Cut(rest, reservationIDSep)
+	if !ok || !ValidID(c) || !ValidID(s) || len(n) == 0 || len(n) > 10 || n[0] == '0' {
+		return "", "", 0, ErrBadReservationID
+	}
+	v, perr := strconv.ParseUint(n, 10, 32)
+	if perr != nil || v == 0 || v > MaxReservations {
+		return "", "", 0, ErrBadReservationID
+	}
+	return c, s, uint32(v), nil
+}

@@ -1,0 +1,186 @@
+// Package sku is the pure state machine of one SKU in a flash sale: its
+// token pool, its reservations and their state machine. It does no I/O and
+// reads no clock: every command takes the time as an argument, decides, and
+// returns the records that describe the change (already applied to the
+// Machine) together with the reply. The caller persists the records and only
+// then releases the reply. Replaying the same records with Apply, from an
+// empty Machine, rebuilds the same state (compare Hash).
+//
+// This follows etcd raft's split: the algorithm is a plain struct, storage
+// and network belong to the caller (see actors.SKU for the actor that drives
+// it and wal for the log).
+//
+// A Machine is not safe for concurrent use: one goroutine (the SKU actor)
+// owns it.
+package sku
+
+import "fmt"
+
+// Machine is one SKU's state. The zero value is an undefined SKU; its first
+// record must be RecordDefine.
+type Machine struct {
+	def     Definition
+	defined bool
+	paused  bool
+	// lastAt is the latest decision time applied (ms). Decisions use
+	// max(now, lastAt), so record times never go backwards even if the wall
+	// clock does, and expire_at is monotonic in seq.
+	lastAt int64
+
+	pool  tokenPool
+	table table
+
+	// byRequest maps an accepted request_id to its reservation seq.
+	byRequest map[string]uint32
+	// rejected maps a durably rejected request_id to the rejection.
+	rejected map[string]rejection
+	// live maps a user_id to its live (PENDING_PAYMENT or PAID) reservation.
+	live map[string]uint32
+	// refunds lists every payment that must be refunded, in log order.
+	refunds []Refund
+
+	states [4]uint32 // reservations by State
+	// heldClosed counts CLOSED reservations that still hold their token.
+	heldClosed uint32
+	// expireCursor is the lowest seq that may still be PENDING_PAYMENT. It
+	// is derived state (not part of Hash).
+	expireCursor uint32
+}
+
+type rejection struct {
+	userID  string
+	outcome Outcome
+	seq     uint32 // the existing reservation, for ALREADY_PURCHASED
+}
+
+// Refund is a payment received for a reservation that was already closed.
+type Refund struct {
+	ReservationSeq uint32
+	PaymentID      string
+	Amount         int64 // minor units
+	At             int64 // ms
+}
+
+// New returns an empty, undefined Machine.
+func New() *Machine {
+	return &Machine{
+		byRequest:    make(map[string]uint32),
+		rejected:     make(map[string]rejection),
+		live:         make(map[string]uint32),
+		expireCursor: 1,
+	}
+}
+
+// Defined reports whether a definition has been applied.
+func (m *Machine) Defined() bool { return m.defined }
+
+// Definition returns the current definition.
+func (m *Machine) Definition() Definition { return m.def }
+
+// Paused reports whether admission is paused.
+func (m *Machine) Paused() bool { return m.paused }
+
+// LastAt returns the latest decision time applied, in ms.
+func (m *Machine) LastAt() int64 { return m.lastAt }
+
+// Counts are the SKU's counters. SaleLimit = Available + Reserved + Confirmed.
+type Counts struct {
+	SaleLimit       uint32
+	Available       uint32
+	Reserved        uint32 // tokens bound to PENDING_PAYMENT reservations, or held by closed ones
+	Confirmed       uint32 // tokens sold: bound to PAID reservations
+	Reservations    uint32 // all reservations ever made
+	PendingPayment  uint32
+	Paid            uint32
+	Closed          uint32
+	HeldClosed      uint32 // CLOSED but still holding a token (release_on_close=false)
+	RefundsRequired uint32
+	Rejected        uint32 // durable rejections recorded
+}
+
+// Counts returns the current counters in O(1).
+func (m *Machine) Counts() Counts {
+	return Counts{
+		SaleLimit:       m.pool.saleLimit,
+		Available:       m.pool.available(),
+		Reserved:        m.pool.reserved,
+		Confirmed:       m.pool.confirmed,
+		Reservations:    m.table.count,
+		PendingPayment:  m.states[StatePendingPayment],
+		Paid:            m.states[StatePaid],
+		Closed:          m.states[StateClosed],
+		HeldClosed:      m.heldClosed,
+		RefundsRequired: uint32(len(m.refunds)),
+		Rejected:        uint32(len(m.rejected)),
+	}
+}
+
+// Refunds returns a copy of the payments that need a refund, in log order.
+func (m *Machine) Refunds() []Refund {
+	return append([]Refund(nil), m.refunds...)
+}
+
+// Get returns a copy of reservation seq.
+func (m *Machine) Get(seq uint32) (View, bool) {
+	r := m.table.get(seq)
+	if r == nil {
+		return View{}, false
+	}
+	return m.view(seq, r), true
+}
+
+// Lookup returns the durable answer a request_id got: the reservation it
+// made, or the rejection it was given. ok is false when the request_id is
+// unknown (it may have been refused by the ingress without reaching here).
+func (m *Machine) Lookup(requestID string) (Result, bool) {
+	if seq, ok := m.byRequest[requestID]; ok {
+		return Result{Outcome: OutcomeAccepted, Reservation: m.view(seq, m.table.get(seq))}, true
+	}
+	if rj, ok := m.rejected[requestID]; ok {
+		res := Result{Outcome: rj.outcome}
+		if r := m.table.get(rj.seq); r != nil {
+			res.Reservation = m.view(rj.seq, r)
+		}
+		return res, true
+	}
+	return Result{}, false
+}
+
+func (m *Machine) view(seq uint32, r *reservation) View {
+	v := View{
+		ReservationID:  FormatReservationID(m.def.CampaignID, m.def.SKUID, seq),
+		RequestID:      r.requestID,
+		UserID:         r.userID,
+		TokenID:        r.token,
+		State:          r.state,
+		CloseReason:    r.reason(),
+		CreatedAt:      r.createdAt,
+		ExpireAt:       r.expireAt,
+		Version:        uint32(r.version),
+		HoldsToken:     r.holdsToken(),
+		RefundRequired: r.refundRequired(),
+	}
+	if x := r.extra; x != nil {
+		v.PaymentID, v.Amount, v.PaidAt, v.ClosedAt = x.paymentID, x.amount, x.paidAt, x.closedAt
+		v.RefundPayments = append([]string(nil), x.refundPayments...)
+	}
+	return v
+}
+
+// decisionTime is the time a decision made now is recorded with.
+func (m *Machine) decisionTime(now int64) int64 {
+	if now < m.lastAt {
+		return m.lastAt
+	}
+	return now
+}
+
+// emit applies a record decided on this Machine and appends it to out. A
+// record the Machine itself decided must apply: failure is a programmer
+// error, so it panics with both sides named.
+func (m *Machine) emit(r Record, out []Record) []Record {
+	if err := m.Apply(&r); err != nil {
+		panic(fmt.Sprintf("sku: decided record does not apply: %v", err))
+	}
+	return append(out, r)
+}

@@ -1,0 +1,267 @@
+package sku
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// RecordType names a state change. The numbers are the wal frame's type byte
+// and are frozen: never reuse one.
+type RecordType uint8
+
+// Record types.
+const (
+	RecordDefine         RecordType = 1 // first record of a SKU log, and every allowed redefinition
+	RecordReserved       RecordType = 2 // a token bound to a new PENDING_PAYMENT reservation
+	RecordRejected       RecordType = 3 // a reserve durably refused (SOLD_OUT, ALREADY_PURCHASED)
+	RecordPaid           RecordType = 4 // PENDING_PAYMENT -> PAID, token RESERVED -> CONFIRMED
+	RecordClosed         RecordType = 5 // PENDING_PAYMENT -> CLOSED, token released if Release
+	RecordRefundRequired RecordType = 6 // a payment for a closed reservation, to be refunded
+	RecordReleased       RecordType = 7 // the token of a CLOSED reservation back to the pool
+	RecordPaused         RecordType = 8 // admission stops; pay and close go on
+	RecordResumed        RecordType = 9 // admission resumes
+)
+
+func (t RecordType) String() string {
+	names := [...]string{"", "DEFINE", "RESERVED", "REJECTED", "PAID", "CLOSED", "REFUND_REQUIRED", "RELEASED", "PAUSED", "RESUMED"}
+	if int(t) < len(names) && t != 0 {
+		return names[t]
+	}
+	return fmt.Sprintf("RecordType(%d)", uint8(t))
+}
+
+// Record is one state change, with the time it was decided. Replaying the
+// same records from an empty Machine gives the same state: Apply never reads
+// a clock. Which fields are set depends on Type (see the constants).
+type Record struct {
+	Type      RecordType
+	At        int64  // ms, the decision time (monotonic per SKU)
+	Seq       uint32 // reservation sequence number, 1-based
+	Token     uint32 // RESERVED: the token bound
+	ExpireAt  int64  // RESERVED: ms
+	RequestID string // RESERVED, REJECTED
+	UserID    string // RESERVED, REJECTED
+	PaymentID string // PAID, REFUND_REQUIRED
+	Amount    int64  // PAID, REFUND_REQUIRED: minor units
+	Outcome   Outcome
+	Reason    CloseReason
+	Release   bool       // CLOSED: the token goes back to the pool
+	Def       Definition // DEFINE
+}
+
+// ErrBadRecord is wrapped by DecodeRecord for a payload that does not parse.
+var ErrBadRecord = errors.New("malformed record")
+
+// AppendPayload appends the record's fields (not its type) to dst. The layout
+// per type is a fixed sequence of varints and length-prefixed strings.
+func (r *Record) AppendPayload(dst []byte) []byte {
+	dst = binary.AppendVarint(dst, r.At)
+	switch r.Type {
+	case RecordDefine:
+		d := &r.Def
+		dst = appendString(dst, d.CampaignID)
+		dst = appendString(dst, d.SKUID)
+		dst = binary.AppendVarint(dst, d.StartAt)
+		dst = binary.AppendVarint(dst, d.EndAt)
+		dst = binary.AppendVarint(dst, d.PaymentWindowMs)
+		dst = binary.AppendUvarint(dst, uint64(d.SaleLimit))
+		dst = appendBool(dst, d.ReleaseOnClose)
+	case RecordReserved:
+		dst = binary.AppendUvarint(dst, uint64(r.Seq))
+		dst = binary.AppendUvarint(dst, uint64(r.Token))
+		dst = binary.AppendVarint(dst, r.ExpireAt)
+		dst = appendString(dst, r.RequestID)
+		dst = appendString(dst, r.UserID)
+	case RecordRejected:
+		dst = append(dst, byte(r.Outcome))
+		dst = binary.AppendUvarint(dst, uint64(r.Seq))
+		dst = appendString(dst, r.RequestID)
+		dst = appendString(dst, r.UserID)
+	case RecordPaid, RecordRefundRequired:
+		dst = binary.AppendUvarint(dst, uint64(r.Seq))
+		dst = appendString(dst, r.PaymentID)
+		dst = binary.AppendVarint(dst, r.Amount)
+	case RecordClosed:
+		dst = binary.AppendUvarint(dst, uint64(r.Seq))
+		dst = append(dst, byte(r.Reason))
+		dst = appendBool(dst, r.Release)
+	case RecordReleased:
+		dst = binary.AppendUvarint(dst, uint64(r.Seq))
+	}
+	return dst
+}
+
+// DecodeRecord parses a payload made by AppendPayload. It never panics; a
+// payload that does not parse, or has bytes left over, wraps ErrBadRecord.
+// Strings are copied (RequestID and UserID share one allocation).
+func DecodeRecord(typ RecordType, payload []byte) (Record, error) {
+	d := decoder{b: payload}
+	r := Record{Type: typ, At: d.varint()}
+	switch typ {
+	case RecordDefine:
+		r.Def.CampaignID = string(d.bytes())
+		r.Def.SKUID = string(d.bytes())
+		r.Def.StartAt = d.varint()
+		r.Def.EndAt = d.varint()
+		r.Def.PaymentWindowMs = d.varint()
+		r.Def.SaleLimit = d.uint32()
+		r.Def.ReleaseOnClose = d.bool()
+	case RecordReserved:
+		r.Seq = d.uint32()
+		r.Token = d.uint32()
+		r.ExpireAt = d.varint()
+		r.RequestID, r.UserID = d.stringPair()
+	case RecordRejected:
+		r.Outcome = Outcome(d.byte())
+		r.Seq = d.uint32()
+		r.RequestID, r.UserID = d.stringPair()
+	case RecordPaid, RecordRefundRequired:
+		r.Seq = d.uint32()
+		r.PaymentID = string(d.bytes())
+		r.Amount = d.varint()
+	case RecordClosed:
+		r.Seq = d.uint32()
+		r.Reason = CloseReason(d.byte())
+		r.Release = d.bool()
+	case RecordReleased:
+		r.Seq = d.uint32()
+	case RecordPaused, RecordResumed:
+	default:
+		return Record{}, fmt.Errorf("%w: unknown type %d", ErrBadRecord, typ)
+	}
+	if d.err != nil {
+		return Record{}, fmt.Errorf("%w: %s: %v", ErrBadRecord, typ, d.err)
+	}
+	if len(d.b) != 0 {
+		return Record{}, fmt.Errorf("%w: %s: %d trailing bytes", ErrBadRecord, typ, len(d.b))
+	}
+	return r, nil
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func appendBool(dst []byte, v bool) []byte {
+	if v {
+		return append(dst, 1)
+	}
+	return append(dst, 0)
+}
+
+// decoder reads fields and remembers the first error.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+var errShort = errors.New("short payload")
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errShort
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errShort
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uint32() uint32 {
+	v := d.uvarint()
+	if v > 1<<32-1 {
+		d.err = errors.New("value out of range")
+		return 0
+	}
+	return uint32(v)
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) == 0 {
+		d.err = errShort
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) bool() bool {
+	switch d.byte() {
+	case 0:
+		return false
+	case 1:
+		return true
+	}
+	if d.err == nil {
+		d.err = errors.New("bad bool")
+	}
+	return false
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > MaxIDLength || n > uint64(len(d.b)) {
+		d.err = errors.New("string length out of range")
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+// stringPair reads two strings into one allocation.
+func (d *decoder) stringPair() (string, string) {
+	a := d.bytes()
+	b := d.bytes()
+	if d.err != nil {
+		return "", ""
+	}
+	return joinPair(a, b)
+}
+
+// joinPair copies a and b into one string allocation and returns the two
+// halves: a reservation's request_id and user_id live side by side.
+func joinPair(a, b []byte) (string, string) {
+	var sb strings.Builder
+	sb.Grow(len(a) + len(b))
+	sb.Write(a)
+	sb.Write(b)
+	s := sb.String()
+	return s[:len(a)], s[len(a):]
+}
+
+// joinStrings is joinPair for strings (e.g. copied out of a request buffer).
+func joinStrings(a, b string) (string, string) {
+	var sb strings.Builder
+	sb.Grow(len(a) + len(b))
+	sb.WriteString(a)
+	sb.WriteString(b)
+	s := sb.String()
+	return s[:len(a)], s[len(a):]
+}

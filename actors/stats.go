@@ -1,0 +1,147 @@
+package actors
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/seckill/seckill/actors/sku"
+)
+
+// processStart anchors monotonic time stamps (sojourn stamps, rates).
+var processStart = time.Now()
+
+// monoNow returns monotonic nanoseconds since the process started.
+func monoNow() int64 { return int64(time.Since(processStart)) }
+
+// SKU is the handle of one SKU actor: its address and what it publishes for
+// the ingress without a message round trip.
+type SKU struct {
+	campaignID, skuID string
+	dir               string
+	pid               *actor.PID
+	engine            *Engine
+
+	// Sojourn stamps (see libraries notes): the sender counts a message in
+	// queued and stamps it; the actor, on taking it, stores the stamp in
+	// headEnqueuedAt and counts it out. The age of the oldest waiting
+	// message is then now-headEnqueuedAt while queued > 0: high by at most
+	// one service time, and still growing while the actor waits on the log.
+	queued         atomic.Int64
+	headEnqueuedAt atomic.Int64
+	processed      atomic.Uint64
+	rateBits       atomic.Uint64 // float64 messages/s, EWMA
+	unavailable    atomic.Bool
+
+	mu      sync.Mutex // guards durable
+	durable durableView
+
+	ready     chan struct{} // closed after the first recovery
+	readyOnce sync.Once
+	readyErr  error
+}
+
+// durableView is the part of a SKU's state the ingress may read: what the
+// records up to the durable index say.
+type durableView struct {
+	def    sku.Definition
+	counts sku.Counts
+	paused bool
+}
+
+// Stats is what a SKU publishes. Counts, Definition and Paused describe
+// durable state only: the sold-out fast path may trust them.
+type Stats struct {
+	CampaignID, SKUID string
+	Definition        sku.Definition
+	Counts            sku.Counts
+	Paused            bool
+	// Unavailable is set while the SKU is recovering, or after its log
+	// failed (fail-stop): it answers ErrUnavailable until restarted.
+	Unavailable bool
+	// Queued is the number of messages waiting in the mailbox.
+	Queued int64
+	// OldestWait is the age of the oldest waiting message.
+	OldestWait time.Duration
+	// RatePerSecond is the recent processing rate (EWMA over ~1 s ticks):
+	// the consumer_rate of the admission bound.
+	RatePerSecond float64
+}
+
+// CampaignID returns the campaign the SKU belongs to.
+func (s *SKU) CampaignID() string { return s.campaignID }
+
+// ID returns the SKU id.
+func (s *SKU) ID() string { return s.skuID }
+
+// Stats returns the published figures; it takes a short lock, no message.
+func (s *SKU) Stats() Stats {
+	st := Stats{
+		CampaignID:    s.campaignID,
+		SKUID:         s.skuID,
+		Unavailable:   s.unavailable.Load(),
+		Queued:        s.queued.Load(),
+		RatePerSecond: math.Float64frombits(s.rateBits.Load()),
+	}
+	if st.Queued > 0 {
+		if age := monoNow() - s.headEnqueuedAt.Load(); age > 0 {
+			st.OldestWait = time.Duration(age)
+		}
+	}
+	s.mu.Lock()
+	st.Definition, st.Counts, st.Paused = s.durable.def, s.durable.counts, s.durable.paused
+	s.mu.Unlock()
+	return st
+}
+
+func (s *SKU) publish(v durableView) {
+	s.mu.Lock()
+	s.durable = v
+	s.mu.Unlock()
+}
+
+// recovered records the outcome of the first recovery and wakes Open.
+func (s *SKU) recovered(err error) {
+	s.readyOnce.Do(func() {
+		s.readyErr = err
+		close(s.ready)
+	})
+}
+
+// taken is called by the actor when it takes a stamped message.
+func (s *SKU) taken(enqueuedAt int64) {
+	s.headEnqueuedAt.Store(enqueuedAt)
+	s.queued.Add(-1)
+	s.processed.Add(1)
+}
+
+// rateTracker turns the processed counter into an EWMA rate.
+type rateTracker struct {
+	lastCount uint64
+	lastAt    int64
+}
+
+func (r *rateTracker) tick(s *SKU) {
+	now, n := monoNow(), s.processed.Load()
+	if r.lastAt != 0 && now > r.lastAt {
+		inst := float64(n-r.lastCount) / (float64(now-r.lastAt) / 1e9)
+		old := math.Float64frombits(s.rateBits.Load())
+		s.rateBits.Store(math.Float64bits(0.5*old + 0.5*inst))
+	}
+	r.lastCount, r.lastAt = n, now
+}
+
+// publisher is a wal.Waiter that publishes a SKU's state once the records
+// behind it are durable (used for records no caller waits on: expiry).
+type publisher struct {
+	owner *SKU
+	view  durableView
+}
+
+func (p *publisher) Durable(err error) {
+	if err == nil {
+		p.owner.publish(p.view)
+	}
+}
