@@ -55,6 +55,7 @@ func (a *skuActor) recover() {
 	log, err := wal.Open(filepath.Join(a.h.dir, "wal"), a.cfg.walOptions())
 	if err == nil {
 		a.log = log
+		a.h.log.Store(log)
 		err = a.replay()
 	}
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/wal"
 )
 
 // processStart anchors monotonic time stamps (sojourn stamps, rates).
@@ -34,6 +35,7 @@ type SKU struct {
 	processed      atomic.Uint64
 	rateBits       atomic.Uint64 // float64 messages/s, EWMA
 	unavailable    atomic.Bool
+	log            atomic.Pointer[wal.Log] // the open log, for its figures
 
 	mu      sync.Mutex // guards durable
 	durable durableView
@@ -94,6 +96,15 @@ func (s *SKU) Stats() Stats {
 	st.Definition, st.Counts, st.Paused = s.durable.def, s.durable.counts, s.durable.paused
 	s.mu.Unlock()
 	return st
+}
+
+// WALStats returns the figures of the SKU's log since it was opened
+// (batches, records, fsyncs), or zeros while no log is open.
+func (s *SKU) WALStats() wal.Stats {
+	if l := s.log.Load(); l != nil {
+		return l.Stats()
+	}
+	return wal.Stats{}
 }
 
 func (s *SKU) publish(v durableView) {

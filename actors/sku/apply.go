@@ -80,13 +80,13 @@ func (m *Machine) applyReserved(r *Record) error {
 	case !ValidID(r.RequestID) || !ValidID(r.UserID):
 		return notApply(r, "invalid request or user id")
 	}
-	if _, ok := m.byRequest[r.RequestID]; ok {
+	if _, ok := m.byRequest.get(r.RequestID); ok {
 		return notApply(r, "request_id %q already decided", r.RequestID)
 	}
 	if _, ok := m.rejected[r.RequestID]; ok {
 		return notApply(r, "request_id %q already decided", r.RequestID)
 	}
-	if _, ok := m.live[r.UserID]; ok {
+	if _, ok := m.live.get(r.UserID); ok {
 		return notApply(r, "user %q already has a live purchase", r.UserID)
 	}
 	seq := m.table.add(reservation{
@@ -95,8 +95,8 @@ func (m *Machine) applyReserved(r *Record) error {
 		token: r.Token, version: 1, state: StatePendingPayment, flags: flagHoldsToken,
 	})
 	m.pool.take(r.Token, seq)
-	m.byRequest[r.RequestID] = seq
-	m.live[r.UserID] = seq
+	m.byRequest.insert(r.RequestID, seq)
+	m.live.insert(r.UserID, seq)
 	m.states[StatePendingPayment]++
 	return nil
 }
@@ -105,7 +105,7 @@ func (m *Machine) applyRejected(r *Record) error {
 	if !ValidID(r.RequestID) || !ValidID(r.UserID) {
 		return notApply(r, "invalid request or user id")
 	}
-	if _, ok := m.byRequest[r.RequestID]; ok {
+	if _, ok := m.byRequest.get(r.RequestID); ok {
 		return notApply(r, "request_id %q already decided", r.RequestID)
 	}
 	if _, ok := m.rejected[r.RequestID]; ok {
@@ -117,7 +117,7 @@ func (m *Machine) applyRejected(r *Record) error {
 			return notApply(r, "SOLD_OUT with %d tokens available", m.pool.available())
 		}
 	case OutcomeAlreadyPurchased:
-		if seq, ok := m.live[r.UserID]; !ok || seq != r.Seq {
+		if seq, ok := m.live.get(r.UserID); !ok || seq != r.Seq {
 			return notApply(r, "ALREADY_PURCHASED but user's live reservation is %d", seq)
 		}
 	default:
@@ -158,7 +158,7 @@ func (m *Machine) applyClosed(r *Record) error {
 	case r.Reason == ReasonExpired && r.At < res.expireAt:
 		return notApply(r, "expired at %d before expire_at %d", r.At, res.expireAt)
 	}
-	delete(m.live, res.userID)
+	m.live.remove(res.userID, r.Seq)
 	res.flags = res.flags&^flagReasonMask | uint8(r.Reason)
 	res.ensureExtra().closedAt = r.At
 	if r.Release {

@@ -42,7 +42,7 @@ func (m *Machine) Audit() Audit {
 	var states [4]uint32
 	var reserved, confirmed, heldClosed uint32
 	held := make([]uint64, (len(m.pool.slots)+63)/64)
-	liveUsers := make(map[string]uint32, len(m.live))
+	liveUsers := make(map[string]uint32, m.live.len())
 	for seq := uint32(1); seq <= m.table.count; seq++ {
 		r := m.table.get(seq)
 		if r.state < StatePendingPayment || r.state > StateClosed {
@@ -59,7 +59,7 @@ func (m *Machine) Audit() Audit {
 				bad("reservation %d is %s but holds no token", seq, r.state)
 			}
 		}
-		if s, ok := m.byRequest[r.requestID]; !ok || s != seq {
+		if s, ok := m.byRequest.get(r.requestID); !ok || s != seq {
 			bad("request_id %q of reservation %d not indexed", r.requestID, seq)
 		}
 		if !r.holdsToken() {
@@ -111,16 +111,16 @@ func (m *Machine) Audit() Audit {
 		}
 		seen[token] = true
 	}
-	if len(liveUsers) != len(m.live) {
-		bad("live-user index has %d users, recount %d", len(m.live), len(liveUsers))
+	if len(liveUsers) != m.live.len() {
+		bad("live-user index has %d users, recount %d", m.live.len(), len(liveUsers))
 	}
 	for user, seq := range liveUsers {
-		if m.live[user] != seq {
-			bad("live-user index maps %q to %d, want %d", user, m.live[user], seq)
+		if got, _ := m.live.get(user); got != seq {
+			bad("live-user index maps %q to %d, want %d", user, got, seq)
 		}
 	}
-	if len(m.byRequest) != int(m.table.count) {
-		bad("request index has %d entries for %d reservations", len(m.byRequest), m.table.count)
+	if m.byRequest.len() != int(m.table.count) {
+		bad("request index has %d entries for %d reservations", m.byRequest.len(), m.table.count)
 	}
 	return a
 }

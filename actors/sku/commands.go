@@ -57,7 +57,7 @@ func (m *Machine) Reserve(now int64, requestID, userID string, out []Record) (Re
 	case m.paused:
 		return Result{Outcome: OutcomePaused}, out
 	}
-	if seq, ok := m.live[userID]; ok {
+	if seq, ok := m.live.get(userID); ok {
 		if r := m.table.get(seq); r.state == StatePendingPayment && at >= r.expireAt {
 			out = m.closeExpired(at, seq, out) // judged by expire_at, not by the timer
 		} else {
@@ -84,7 +84,7 @@ func (m *Machine) Reserve(now int64, requestID, userID string, out []Record) (Re
 
 // requestUser returns the user a decided request_id belongs to.
 func (m *Machine) requestUser(requestID string) string {
-	if seq, ok := m.byRequest[requestID]; ok {
+	if seq, ok := m.byRequest.get(requestID); ok {
 		return m.table.get(seq).userID
 	}
 	return m.rejected[requestID].userID

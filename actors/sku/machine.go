@@ -31,11 +31,11 @@ type Machine struct {
 	table table
 
 	// byRequest maps an accepted request_id to its reservation seq.
-	byRequest map[string]uint32
+	byRequest index
 	// rejected maps a durably rejected request_id to the rejection.
 	rejected map[string]rejection
 	// live maps a user_id to its live (PENDING_PAYMENT or PAID) reservation.
-	live map[string]uint32
+	live index
 	// refunds lists every payment that must be refunded, in log order.
 	refunds []Refund
 
@@ -63,12 +63,13 @@ type Refund struct {
 
 // New returns an empty, undefined Machine.
 func New() *Machine {
-	return &Machine{
-		byRequest:    make(map[string]uint32),
+	m := &Machine{
 		rejected:     make(map[string]rejection),
-		live:         make(map[string]uint32),
 		expireCursor: 1,
 	}
+	m.byRequest = newIndex(&m.table, keyRequestID)
+	m.live = newIndex(&m.table, keyUserID)
+	return m
 }
 
 // Defined reports whether a definition has been applied.
@@ -133,7 +134,7 @@ func (m *Machine) Get(seq uint32) (View, bool) {
 // made, or the rejection it was given. ok is false when the request_id is
 // unknown (it may have been refused by the ingress without reaching here).
 func (m *Machine) Lookup(requestID string) (Result, bool) {
-	if seq, ok := m.byRequest[requestID]; ok {
+	if seq, ok := m.byRequest.get(requestID); ok {
 		return Result{Outcome: OutcomeAccepted, Reservation: m.view(seq, m.table.get(seq))}, true
 	}
 	if rj, ok := m.rejected[requestID]; ok {

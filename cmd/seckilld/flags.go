@@ -1,0 +1,60 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/peterbourgon/ff/v3"
+	"github.com/seckill/seckill/wal"
+)
+
+// options are the command line, each flag also settable as SECKILL_<NAME>
+// in the environment (--data-dir: SECKILL_DATA_DIR). Flags win.
+type options struct {
+	addr          string
+	dataDir       string
+	campaigns     string
+	adminToken    string
+	paymentSecret string
+	maxQueueWait  time.Duration
+	fsync         wal.FsyncMode
+	logLevel      slog.Level
+}
+
+func parseOptions(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("seckilld", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address (port 0 picks a free one)")
+	fs.StringVar(&o.dataDir, "data-dir", "./data", "directory of the per-SKU logs")
+	fs.StringVar(&o.campaigns, "campaigns", "", "campaign file, JSON or YAML list (default: the embedded demo campaign)")
+	fs.StringVar(&o.adminToken, "admin-token", "", "bearer token of /admin routes (default: a random one, printed)")
+	fs.StringVar(&o.paymentSecret, "payment-secret", "", "HMAC-SHA256 key of payment callbacks (empty: unsigned, warned)")
+	fs.DurationVar(&o.maxQueueWait, "max-queue-wait", time.Second, "maximum acceptable queue age before admission stops")
+	fsync := fs.String("fsync", "always", "always | never (never: benchmarks only)")
+	level := fs.String("log-level", "info", "debug | info | warn | error")
+	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL")); err != nil {
+		return o, err
+	}
+	switch *fsync {
+	case "always":
+		o.fsync = wal.FsyncAlways
+	case "never":
+		o.fsync = wal.FsyncNeverBenchmarkOnly
+	default:
+		return o, fmt.Errorf("--fsync must be always or never, not %q", *fsync)
+	}
+	if err := o.logLevel.UnmarshalText([]byte(*level)); err != nil {
+		return o, fmt.Errorf("--log-level: %w", err)
+	}
+	if o.maxQueueWait <= 0 {
+		return o, fmt.Errorf("--max-queue-wait must be positive")
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return o, nil
+}

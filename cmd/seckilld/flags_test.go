@@ -1,0 +1,41 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/wal"
+)
+
+func TestOptionsFromFlagsAndEnvironment(t *testing.T) {
+	t.Setenv("SECKILL_DATA_DIR", "/env/data")
+	t.Setenv("SECKILL_ADMIN_TOKEN", "from-env")
+	t.Setenv("SECKILL_MAX_QUEUE_WAIT", "3s")
+	t.Setenv("SECKILL_ADDR", "127.0.0.1:1")
+	o, err := parseOptions([]string{"--addr", "127.0.0.1:9999", "--fsync", "never", "--log-level", "debug"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.addr != "127.0.0.1:9999" || o.dataDir != "/env/data" || o.adminToken != "from-env" ||
+		o.maxQueueWait != 3*time.Second || o.fsync != wal.FsyncNeverBenchmarkOnly || o.logLevel != slog.LevelDebug {
+		t.Fatalf("%+v", o)
+	}
+}
+
+func TestOptionsDefaultsAndErrors(t *testing.T) {
+	o, err := parseOptions(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.addr != "127.0.0.1:8080" || o.dataDir != "./data" || o.campaigns != "" || o.maxQueueWait != time.Second ||
+		o.fsync != wal.FsyncAlways || o.logLevel != slog.LevelInfo {
+		t.Fatalf("defaults: %+v", o)
+	}
+	for _, args := range [][]string{{"--fsync", "sometimes"}, {"--log-level", "loud"}, {"--max-queue-wait", "0s"}, {"extra"}, {"--nope"}} {
+		if _, err := parseOptions(args, io.Discard); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}

@@ -1,0 +1,162 @@
+// Command seckilld is the seckill flash-sale sequencer: the HTTP service of
+// package httpapi over the engine of package actors (one actor and one
+// fsynced log per SKU).
+//
+//	seckilld [--addr 127.0.0.1:8080] [--data-dir ./data] [--campaigns FILE]
+//	         [--admin-token T] [--payment-secret S] [--max-queue-wait 1s]
+//	         [--fsync always|never] [--log-level info]
+//
+// Every flag can also be given as SECKILL_<FLAG> (SECKILL_DATA_DIR, ...).
+// Without --campaigns the demo campaign (demo/sku-1, 10,000 tokens, open
+// for 24 h from the first start) is defined on first start. SIGINT or
+// SIGTERM stops accepting, finishes the requests in flight, flushes and
+// fsyncs every log and exits 0.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/wal"
+)
+
+// shutdownTimeout bounds the wait for requests in flight at shutdown.
+const shutdownTimeout = 30 * time.Second
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	opts, err := parseOptions(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "seckilld:", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: opts.logLevel}))
+	if err := serve(opts, stdout, log); err != nil {
+		log.Error("seckilld stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
+	if opts.fsync == wal.FsyncNeverBenchmarkOnly {
+		log.Warn("--fsync never: acknowledged reservations can be lost on a crash; benchmarks only")
+	}
+	if opts.paymentSecret == "" {
+		log.Warn("no --payment-secret: payment callbacks are accepted unsigned")
+	}
+	token, generated := opts.adminToken, false
+	if token == "" {
+		if token, err = randomToken(); err != nil {
+			return err
+		}
+		generated = true
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	engine, err := actors.Open(actors.Config{DataDir: opts.dataDir, Fsync: opts.fsync, Logger: log, Registerer: reg})
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", opts.dataDir, err)
+	}
+	defer func() {
+		if cerr := engine.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("closing the engine: %w", cerr)
+		}
+	}()
+	if err := defineCampaigns(engine, opts.campaigns, log); err != nil {
+		return err
+	}
+
+	srv, err := httpapi.New(httpapi.Config{
+		Engine:        engine,
+		AdminToken:    token,
+		PaymentSecret: []byte(opts.paymentSecret),
+		MaxQueueWait:  opts.maxQueueWait,
+		Logger:        log,
+		Registry:      reg,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", opts.addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "seckilld listening on http://%s\n", ln.Addr())
+	if generated {
+		fmt.Fprintf(stdout, "admin token: %s\n", token)
+	} else {
+		fmt.Fprintln(stdout, "admin token: the one given by --admin-token / SECKILL_ADMIN_TOKEN")
+	}
+
+	stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving: %w", err)
+	case <-stop.Done():
+	}
+	log.Info("shutting down: finishing requests in flight")
+	ctx, done := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer done()
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Warn("requests still in flight at the shutdown deadline", "err", err)
+	}
+	<-served
+	return nil // the deferred engine.Close flushes and fsyncs every log
+}
+
+// defineCampaigns applies the campaign file, or the demo campaign on the
+// first start when there is no file.
+func defineCampaigns(e *actors.Engine, path string, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if path == "" {
+		defined, err := httpapi.EnsureDemo(ctx, e, time.Now())
+		if defined {
+			log.Info("demo campaign defined", "campaign_id", httpapi.DemoCampaignID, "sku_id", httpapi.DemoSKUID)
+		}
+		return err
+	}
+	cs, err := httpapi.LoadCampaigns(path)
+	if err != nil {
+		return err
+	}
+	if err := httpapi.DefineCampaigns(ctx, e, cs); err != nil {
+		return err
+	}
+	log.Info("campaigns defined", "file", path, "campaigns", len(cs))
+	return nil
+}
+
+func randomToken() (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}

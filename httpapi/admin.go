@@ -1,0 +1,213 @@
+package httpapi
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/valyala/fasthttp"
+)
+
+// digest hashes a token so that comparisons take the same time whatever
+// the lengths (subtle.ConstantTimeCompare returns early on a length
+// mismatch).
+func digest(token string) [32]byte { return sha256.Sum256([]byte(token)) }
+
+// admin wraps an admin handler with the bearer-token check.
+func (s *Server) admin(h func(ctx *fasthttp.RequestCtx) string) func(ctx *fasthttp.RequestCtx) string {
+	return func(ctx *fasthttp.RequestCtx) string {
+		token, ok := bytes.CutPrefix(ctx.Request.Header.Peek("Authorization"), []byte("Bearer "))
+		got := digest(string(token))
+		if !ok || subtle.ConstantTimeCompare(got[:], s.adminID[:]) != 1 {
+			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="seckill-admin"`)
+			return write(ctx, errorReply(fasthttp.StatusUnauthorized, reasonUnauthorized, "admin bearer token required"))
+		}
+		return h(ctx)
+	}
+}
+
+// handleDefine is PUT /admin/campaigns/{c}: define or redefine a campaign.
+// Redefining may only move end_at later or raise sale_limit; every SKU is
+// checked before any is applied (409 otherwise).
+func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
+	campaignID := pathParam(ctx, "campaign_id")
+	if !sku.ValidID(campaignID) {
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	var c Campaign
+	if err := decodeJSON(ctx.PostBody(), &c, false); err != nil {
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+	}
+	if c.CampaignID == "" {
+		c.CampaignID = campaignID
+	}
+	if c.CampaignID != campaignID {
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, "campaign_id of the body differs from the path"))
+	}
+	defs, err := c.Definitions()
+	if err != nil {
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+	}
+	if err := checkRedefinitions(s.engine, defs); err != nil {
+		return write(ctx, errorReply(fasthttp.StatusConflict, reasonDefinitionConflict, err.Error()))
+	}
+	for _, d := range defs {
+		ectx, cancel := s.engineContext()
+		err := s.engine.Define(ectx, d)
+		cancel()
+		if err != nil {
+			if errors.Is(err, sku.ErrInvalidDefinition) {
+				return write(ctx, errorReply(fasthttp.StatusConflict, reasonDefinitionConflict, err.Error()))
+			}
+			return write(ctx, s.engineError("admin_define", err, "/admin/campaigns/"+campaignID))
+		}
+	}
+	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, campaignOf(defs)))
+}
+
+// pausedBody answers pause and resume.
+type pausedBody struct {
+	CampaignID string `json:"campaign_id"`
+	SKUID      string `json:"sku_id"`
+	Paused     bool   `json:"paused"`
+}
+
+// handlePause is POST /admin/campaigns/{c}/skus/{s}/pause.
+func (s *Server) handlePause(ctx *fasthttp.RequestCtx) string {
+	return s.setPaused(ctx, true)
+}
+
+// handleResume is POST /admin/campaigns/{c}/skus/{s}/resume.
+func (s *Server) handleResume(ctx *fasthttp.RequestCtx) string {
+	return s.setPaused(ctx, false)
+}
+
+func (s *Server) setPaused(ctx *fasthttp.RequestCtx, paused bool) string {
+	campaignID, skuID, ok := pathSKU(ctx)
+	if !ok {
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	ectx, cancel := s.engineContext()
+	var err error
+	if paused {
+		err = s.engine.Pause(ectx, campaignID, skuID)
+	} else {
+		err = s.engine.Resume(ectx, campaignID, skuID)
+	}
+	cancel()
+	if err != nil {
+		return write(ctx, s.engineError("admin_pause", err, "/v1/campaigns/"+campaignID+"/skus/"+skuID))
+	}
+	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, pausedBody{CampaignID: campaignID, SKUID: skuID, Paused: paused}))
+}
+
+// auditBody is the exact recount of one SKU.
+type auditBody struct {
+	CampaignID  string            `json:"campaign_id"`
+	SKUID       string            `json:"sku_id"`
+	SaleLimit   uint32            `json:"sale_limit"`
+	Available   uint32            `json:"available"`
+	Reserved    uint32            `json:"reserved"`
+	Confirmed   uint32            `json:"confirmed"`
+	States      map[string]uint32 `json:"states"`
+	HeldClosed  uint32            `json:"held_closed"`
+	Refunds     uint32            `json:"refunds_required"`
+	Rejected    uint32            `json:"durable_rejections"`
+	Total       uint32            `json:"reservations"`
+	InvariantOK bool              `json:"invariant_ok"`
+	Violations  []string          `json:"violations"`
+}
+
+// handleAudit is GET /admin/campaigns/{c}/skus/{s}/audit.
+func (s *Server) handleAudit(ctx *fasthttp.RequestCtx) string {
+	campaignID, skuID, ok := pathSKU(ctx)
+	if !ok {
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	ectx, cancel := s.engineContext()
+	a, err := s.engine.Audit(ectx, campaignID, skuID)
+	cancel()
+	if err != nil {
+		return write(ctx, s.engineError("admin_audit", err, ""))
+	}
+	n := a.Counts
+	body := auditBody{
+		CampaignID: campaignID, SKUID: skuID,
+		SaleLimit: n.SaleLimit, Available: n.Available, Reserved: n.Reserved, Confirmed: n.Confirmed,
+		States: map[string]uint32{
+			sku.StatePendingPayment.String(): n.PendingPayment,
+			sku.StatePaid.String():           n.Paid,
+			sku.StateClosed.String():         n.Closed,
+		},
+		HeldClosed: n.HeldClosed, Refunds: n.RefundsRequired, Rejected: n.Rejected, Total: n.Reservations,
+		InvariantOK: a.OK(), Violations: append([]string{}, a.Violations...),
+	}
+	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, body))
+}
+
+// refundBody is one payment to refund.
+type refundBody struct {
+	ReservationID string `json:"reservation_id"`
+	PaymentID     string `json:"payment_id"`
+	Amount        int64  `json:"amount"`
+	At            string `json:"at"`
+}
+
+// refundsBody lists the payments of a SKU that must be refunded.
+type refundsBody struct {
+	CampaignID string       `json:"campaign_id"`
+	SKUID      string       `json:"sku_id"`
+	Refunds    []refundBody `json:"refunds"`
+}
+
+// handleRefunds is GET /admin/campaigns/{c}/skus/{s}/refunds.
+func (s *Server) handleRefunds(ctx *fasthttp.RequestCtx) string {
+	campaignID, skuID, ok := pathSKU(ctx)
+	if !ok {
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	ectx, cancel := s.engineContext()
+	refunds, err := s.engine.Refunds(ectx, campaignID, skuID)
+	cancel()
+	if err != nil {
+		return write(ctx, s.engineError("admin_refunds", err, ""))
+	}
+	body := refundsBody{CampaignID: campaignID, SKUID: skuID, Refunds: make([]refundBody, 0, len(refunds))}
+	for _, r := range refunds {
+		body.Refunds = append(body.Refunds, refundBody{
+			ReservationID: sku.FormatReservationID(campaignID, skuID, r.ReservationSeq),
+			PaymentID:     r.PaymentID,
+			Amount:        r.Amount,
+			At:            formatMillis(r.At),
+		})
+	}
+	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, body))
+}
+
+// handleSnapshot is POST /admin/campaigns/{c}/skus/{s}/snapshot: it asks
+// the engine to snapshot the SKU, when the engine can (501 otherwise).
+func (s *Server) handleSnapshot(ctx *fasthttp.RequestCtx) string {
+	campaignID, skuID, ok := pathSKU(ctx)
+	if !ok {
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	if s.snapshot == nil {
+		return write(ctx, errorReply(fasthttp.StatusNotImplemented, reasonNotImplemented, "this engine takes no snapshots"))
+	}
+	ectx, cancel := s.engineContext()
+	info, err := s.snapshot(ectx, campaignID, skuID)
+	cancel()
+	if err != nil {
+		return write(ctx, s.engineError("admin_snapshot", err, ""))
+	}
+	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, snapshotBody{CampaignID: campaignID, SKUID: skuID, Snapshot: info}))
+}
+
+// snapshotBody answers a snapshot: the engine's description of it.
+type snapshotBody struct {
+	CampaignID string `json:"campaign_id"`
+	SKUID      string `json:"sku_id"`
+	Snapshot   any    `json:"snapshot"`
+}

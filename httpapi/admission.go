@@ -1,0 +1,153 @@
+package httpapi
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/seckill/seckill/actors"
+)
+
+// Admission (seed §2, §5, §10). A reserve reaches the SKU actor only with a
+// permit; permits in flight per SKU are bounded by
+//
+//	min(available + retry_margin, consumer_rate × max_queue_wait)
+//
+// where available is the durable count the SKU published and consumer_rate
+// its recent processing rate (never below Config.MinConsumerRate, so that a
+// cold SKU still admits). Independently, once the oldest message in the
+// SKU's mailbox has waited max_queue_wait, nothing more is admitted until
+// it drains: queue age, not length, is what the user feels.
+
+// limits are the admission parameters.
+type limits struct {
+	maxQueueWait time.Duration
+	retryMargin  int64
+	minRate      float64
+}
+
+// bound returns the number of permits a SKU may have in flight, and whether
+// the stock term is the smaller one (then a refusal means SOLD_OUT, not
+// QUEUE_FULL).
+func (l limits) bound(st actors.Stats) (permits int64, fromStock bool) {
+	rate := st.RatePerSecond
+	if rate < l.minRate {
+		rate = l.minRate
+	}
+	byRate := int64(rate * l.maxQueueWait.Seconds())
+	if byRate < 1 {
+		byRate = 1
+	}
+	byStock := int64(st.Counts.Available) + l.retryMargin
+	if byStock < byRate {
+		return byStock, true
+	}
+	return byRate, false
+}
+
+// verdict is what the ingress decides about one reserve.
+type verdict uint8
+
+const (
+	verdictAdmit       verdict = iota // go to the engine
+	verdictUnavailable                // 503 UNAVAILABLE
+	verdictNotStarted                 // 403 NOT_STARTED
+	verdictEnded                      // 403 ENDED
+	verdictPaused                     // 503 PAUSED
+	verdictSoldOut                    // 409 SOLD_OUT (durable available = 0)
+	verdictQueueFull                  // 429 QUEUE_FULL
+	verdictStockBound                 // 409 SOLD_OUT: permits already cover the stock
+)
+
+// precheck decides from published, durable stats alone whether a reserve
+// can be answered without the actor. The campaign window is judged on the
+// server's clock. For a retry of a request whose result was unknown only
+// the load checks apply: the engine must say what became of it, and a fast
+// SOLD_OUT or ENDED could contradict a reservation it made after all.
+func (l limits) precheck(st actors.Stats, now time.Time, retryOfUnknown bool) verdict {
+	if st.Unavailable {
+		return verdictUnavailable
+	}
+	if !retryOfUnknown {
+		ms := now.UnixMilli()
+		switch {
+		case ms < st.Definition.StartAt:
+			return verdictNotStarted
+		case ms >= st.Definition.EndAt:
+			return verdictEnded
+		case st.Paused:
+			return verdictPaused
+		case st.Counts.Available == 0:
+			return verdictSoldOut
+		}
+	}
+	if st.OldestWait >= l.maxQueueWait {
+		return verdictQueueFull
+	}
+	return verdictAdmit
+}
+
+// gate holds the permits of one SKU.
+type gate struct {
+	inFlight   atomic.Int64
+	admissions prometheus.Counter
+}
+
+// tryAcquire takes a permit if fewer than max are in flight.
+func (g *gate) tryAcquire(max int64) bool {
+	for {
+		n := g.inFlight.Load()
+		if n >= max {
+			return false
+		}
+		if g.inFlight.CompareAndSwap(n, n+1) {
+			g.admissions.Inc()
+			return true
+		}
+	}
+}
+
+// release returns a permit.
+func (g *gate) release() { g.inFlight.Add(-1) }
+
+// gates maps a SKU to its gate. Gates are made only for SKUs the engine
+// knows, so the map is bounded by the number of configured SKUs.
+type gates struct {
+	mu         sync.RWMutex
+	m          map[string]*gate
+	admissions *prometheus.CounterVec
+}
+
+func newGates(admissions *prometheus.CounterVec) *gates {
+	return &gates{m: make(map[string]*gate), admissions: admissions}
+}
+
+// get returns the gate of a SKU the engine knows, making it on first use.
+func (g *gates) get(campaignID, skuID string) *gate {
+	key := campaignID + "/" + skuID
+	g.mu.RLock()
+	gt := g.m[key]
+	g.mu.RUnlock()
+	if gt != nil {
+		return gt
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if gt = g.m[key]; gt == nil {
+		gt = &gate{admissions: g.admissions.WithLabelValues(campaignID, skuID)}
+		g.m[key] = gt
+	}
+	return gt
+}
+
+// inFlight returns the permits in flight for a SKU (0 when it has no gate).
+func (g *gates) inFlight(campaignID, skuID string) int64 {
+	g.mu.RLock()
+	gt := g.m[campaignID+"/"+skuID]
+	g.mu.RUnlock()
+	if gt == nil {
+		return 0
+	}
+	return gt.inFlight.Load()
+}

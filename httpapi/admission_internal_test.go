@@ -1,0 +1,149 @@
+package httpapi
+
+import (
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/sku"
+)
+
+func stats(available, reserved uint32, rate float64, oldest time.Duration) actors.Stats {
+	return actors.Stats{
+		CampaignID: "c", SKUID: "s",
+		Definition:    sku.Definition{CampaignID: "c", SKUID: "s", StartAt: 1000, EndAt: 2000, PaymentWindowMs: 10, SaleLimit: 100},
+		Counts:        sku.Counts{SaleLimit: 100, Available: available, Reserved: reserved, Confirmed: 100 - available - reserved},
+		RatePerSecond: rate,
+		OldestWait:    oldest,
+	}
+}
+
+func TestAdmissionBound(t *testing.T) {
+	l := limits{maxQueueWait: time.Second, retryMargin: 10, minRate: 50}
+	for _, c := range []struct {
+		available uint32
+		rate      float64
+		permits   int64
+		fromStock bool
+	}{
+		{available: 100, rate: 0, permits: 50, fromStock: false},    // cold: the floor
+		{available: 100, rate: 5000, permits: 110, fromStock: true}, // stock + margin
+		{available: 0, rate: 5000, permits: 10, fromStock: true},
+		{available: 100, rate: 80, permits: 80, fromStock: false},
+	} {
+		p, fs := l.bound(stats(c.available, 0, c.rate, 0))
+		if p != c.permits || fs != c.fromStock {
+			t.Errorf("available %d rate %v: %d %v, want %d %v", c.available, c.rate, p, fs, c.permits, c.fromStock)
+		}
+	}
+	tiny := limits{maxQueueWait: time.Millisecond, retryMargin: 1, minRate: 1}
+	if p, _ := tiny.bound(stats(100, 0, 0, 0)); p != 1 {
+		t.Errorf("bound never goes below 1 permit: %d", p)
+	}
+}
+
+func TestPrecheck(t *testing.T) {
+	l := limits{maxQueueWait: time.Second, retryMargin: 10, minRate: 50}
+	at := func(ms int64) time.Time { return time.UnixMilli(ms) }
+	paused := stats(5, 0, 0, 0)
+	paused.Paused = true
+	down := stats(5, 0, 0, 0)
+	down.Unavailable = true
+	for _, c := range []struct {
+		name    string
+		st      actors.Stats
+		now     int64
+		unknown bool
+		want    verdict
+	}{
+		{"open", stats(5, 0, 0, 0), 1500, false, verdictAdmit},
+		{"before start", stats(5, 0, 0, 0), 999, false, verdictNotStarted},
+		{"at end", stats(5, 0, 0, 0), 2000, false, verdictEnded},
+		{"paused", paused, 1500, false, verdictPaused},
+		{"unavailable", down, 1500, false, verdictUnavailable},
+		{"sold out", stats(0, 3, 0, 0), 1500, false, verdictSoldOut},
+		{"queue too old", stats(5, 0, 0, time.Second), 1500, false, verdictQueueFull},
+		{"retry of unknown skips sold out", stats(0, 3, 0, 0), 1500, true, verdictAdmit},
+		{"retry of unknown skips the window", stats(5, 0, 0, 0), 2500, true, verdictAdmit},
+		{"retry of unknown still waits for the queue", stats(0, 3, 0, 2*time.Second), 1500, true, verdictQueueFull},
+		{"retry of unknown on a failed SKU", down, 1500, true, verdictUnavailable},
+	} {
+		if got := l.precheck(c.st, at(c.now), c.unknown); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestSKUStatus(t *testing.T) {
+	l := limits{maxQueueWait: time.Second, retryMargin: 10, minRate: 50}
+	at := func(ms int64) time.Time { return time.UnixMilli(ms) }
+	paused := stats(5, 0, 0, 0)
+	paused.Paused = true
+	down := stats(5, 0, 0, 0)
+	down.Unavailable = true
+	for _, c := range []struct {
+		name     string
+		st       actors.Stats
+		now      int64
+		inFlight int64
+		want     string
+		final    bool
+	}{
+		{"open", stats(5, 0, 0, 0), 1500, 0, StatusOpen, false},
+		{"not started", stats(5, 0, 0, 0), 10, 0, StatusNotStarted, false},
+		{"ended with stock", stats(5, 0, 0, 0), 2000, 0, StatusEnded, true},
+		{"ended sold out", stats(0, 4, 0, 0), 2000, 0, StatusFinalSoldOut, true},
+		{"sold, nothing reserved", stats(0, 0, 0, 0), 1500, 0, StatusFinalSoldOut, true},
+		{"sold, some may come back", stats(0, 4, 0, 0), 1500, 0, StatusTempSoldOut, false},
+		{"paused", paused, 1500, 0, StatusPaused, false},
+		{"unavailable", down, 1500, 0, StatusPaused, false},
+		{"throttled", stats(5, 0, 0, 600*time.Millisecond), 1500, 0, StatusThrottled, false},
+		{"queue age", stats(5, 0, 0, time.Second), 1500, 0, StatusQueueFull, false},
+		{"permits", stats(50, 0, 0, 0), 1500, 50, StatusQueueFull, false},
+	} {
+		got, final := l.skuStatus(c.st, at(c.now), c.inFlight)
+		if got != c.want || final != c.final {
+			t.Errorf("%s: %s %v, want %s %v", c.name, got, final, c.want, c.final)
+		}
+	}
+}
+
+func TestAnswerCacheIsBounded(t *testing.T) {
+	c := newAnswerCache(64)
+	for i := 0; i < 10_000; i++ {
+		c.putFinal(requestKey("c", "s", string(rune('a'+i%26))+time.Duration(i).String()), "u", reply{status: 202})
+	}
+	if n := c.len(); n > 64 {
+		t.Fatalf("cache holds %d entries, bound 64", n)
+	}
+	c.putFinal("k", "u", reply{status: 202})
+	c.markUnknown("k", "u")
+	if a, ok := c.get("k"); !ok || a.unknown || a.rep.status != 202 {
+		t.Fatalf("an unknown mark replaced a final answer: %+v", a)
+	}
+	c.markUnknown("k2", "u")
+	c.putFinal("k2", "u", reply{status: 409})
+	if a, _ := c.get("k2"); a.unknown || a.rep.status != 409 {
+		t.Fatalf("a final answer did not replace the unknown mark: %+v", a)
+	}
+}
+
+func TestFlightsShareOneAnswer(t *testing.T) {
+	f := newFlights()
+	fl, leader := f.join("u", "r1")
+	if !leader {
+		t.Fatal("first join is not the leader")
+	}
+	fl2, leader2 := f.join("u", "r2")
+	if leader2 || fl2 != fl {
+		t.Fatal("second join did not join the flight")
+	}
+	f.finish("u", fl, reply{status: 202})
+	<-fl2.done
+	if fl2.rep.status != 202 || fl2.requestID != "r1" {
+		t.Fatalf("joined answer %+v", fl2)
+	}
+	if _, leader := f.join("u", "r2"); !leader {
+		t.Fatal("a finished flight was not removed")
+	}
+}

@@ -1,0 +1,245 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/seckill/seckill/actors/sku"
+	"sigs.k8s.io/yaml"
+)
+
+// Campaign is a campaign document: the body of PUT /admin/campaigns/{c}
+// and one element of the --campaigns file (JSON or YAML, same fields).
+//
+//	{"campaign_id":"demo","start_at":"2030-01-01T12:00:00Z","end_at":"2030-01-02T12:00:00Z",
+//	 "payment_window":"15m","release_on_close":true,"skus":[{"sku_id":"sku-1","sale_limit":10000}]}
+type Campaign struct {
+	// CampaignID names the campaign ([A-Za-z0-9._:-], 1-64 characters).
+	CampaignID string `json:"campaign_id"`
+	// StartAt opens the sale window [start_at, end_at), RFC 3339.
+	StartAt time.Time `json:"start_at"`
+	// EndAt closes the sale window; a redefinition may only move it later.
+	EndAt time.Time `json:"end_at"`
+	// PaymentWindow is how long a reservation waits for its payment, as a
+	// Go duration ("15m"); empty means 15m.
+	PaymentWindow string `json:"payment_window,omitempty"`
+	// ReleaseOnClose returns a closed unpaid reservation's token to the
+	// pool; absent means true.
+	ReleaseOnClose *bool `json:"release_on_close,omitempty"`
+	// SKUs are the campaign's SKUs, each with its own token pool.
+	SKUs []CampaignSKU `json:"skus"`
+}
+
+// CampaignSKU is one SKU of a Campaign.
+type CampaignSKU struct {
+	// SKUID names the SKU within the campaign.
+	SKUID string `json:"sku_id"`
+	// SaleLimit is the number of tokens the campaign may sell.
+	SaleLimit uint32 `json:"sale_limit"`
+}
+
+// MaxCampaignFileSize bounds the campaign file read at start (bytes).
+const MaxCampaignFileSize = 1 << 20
+
+// Definitions turns the document into one sku.Definition per SKU, checking
+// every field (sku.Definition.Validate) and that no SKU appears twice.
+func (c Campaign) Definitions() ([]sku.Definition, error) {
+	if c.StartAt.IsZero() || c.EndAt.IsZero() {
+		return nil, errors.New("start_at and end_at are required (RFC 3339)")
+	}
+	window := time.Duration(sku.DefaultPaymentWindowMs) * time.Millisecond
+	if c.PaymentWindow != "" {
+		d, err := time.ParseDuration(c.PaymentWindow)
+		if err != nil {
+			return nil, fmt.Errorf("payment_window: %v", err)
+		}
+		window = d
+	}
+	if window < time.Millisecond {
+		return nil, errors.New("payment_window must be at least 1ms")
+	}
+	release := true
+	if c.ReleaseOnClose != nil {
+		release = *c.ReleaseOnClose
+	}
+	if len(c.SKUs) == 0 {
+		return nil, errors.New("skus must list at least one SKU")
+	}
+	seen := make(map[string]bool, len(c.SKUs))
+	defs := make([]sku.Definition, 0, len(c.SKUs))
+	for _, s := range c.SKUs {
+		if seen[s.SKUID] {
+			return nil, fmt.Errorf("sku_id %q appears twice", s.SKUID)
+		}
+		seen[s.SKUID] = true
+		d := sku.Definition{
+			CampaignID:      c.CampaignID,
+			SKUID:           s.SKUID,
+			StartAt:         c.StartAt.UnixMilli(),
+			EndAt:           c.EndAt.UnixMilli(),
+			PaymentWindowMs: window.Milliseconds(),
+			SaleLimit:       s.SaleLimit,
+			ReleaseOnClose:  release,
+		}
+		if err := d.Validate(); err != nil {
+			return nil, err
+		}
+		defs = append(defs, d)
+	}
+	return defs, nil
+}
+
+// campaignOf renders definitions of one campaign back as a document.
+func campaignOf(defs []sku.Definition) Campaign {
+	c := Campaign{SKUs: make([]CampaignSKU, 0, len(defs))}
+	for i, d := range defs {
+		if i == 0 {
+			release := d.ReleaseOnClose
+			c.CampaignID = d.CampaignID
+			c.StartAt = time.UnixMilli(d.StartAt).UTC()
+			c.EndAt = time.UnixMilli(d.EndAt).UTC()
+			c.PaymentWindow = (time.Duration(d.PaymentWindowMs) * time.Millisecond).String()
+			c.ReleaseOnClose = &release
+		}
+		c.SKUs = append(c.SKUs, CampaignSKU{SKUID: d.SKUID, SaleLimit: d.SaleLimit})
+	}
+	return c
+}
+
+// ParseCampaigns reads a list of campaign documents, JSON or YAML. Unknown
+// fields are errors, and so is any campaign that Definitions refuses.
+func ParseCampaigns(data []byte) ([]Campaign, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("campaigns: %w", err)
+	}
+	var cs []Campaign
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cs); err != nil {
+		return nil, fmt.Errorf("campaigns: a list of campaigns is expected: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("campaigns: data after the list")
+	}
+	ids := make(map[string]bool, len(cs))
+	for i, c := range cs {
+		if ids[c.CampaignID] {
+			return nil, fmt.Errorf("campaigns: campaign_id %q appears twice", c.CampaignID)
+		}
+		ids[c.CampaignID] = true
+		if _, err := c.Definitions(); err != nil {
+			return nil, fmt.Errorf("campaigns[%d] (%q): %w", i, c.CampaignID, err)
+		}
+	}
+	return cs, nil
+}
+
+// LoadCampaigns reads and parses a campaign file (at most
+// MaxCampaignFileSize bytes).
+func LoadCampaigns(path string) ([]Campaign, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxCampaignFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxCampaignFileSize {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, MaxCampaignFileSize)
+	}
+	return ParseCampaigns(data)
+}
+
+// DefineCampaigns defines every SKU of every campaign on the engine. A SKU
+// already defined identically is left as it is; an allowed change (end_at
+// later, sale_limit higher) is applied; anything else fails with an error
+// wrapping sku.ErrInvalidDefinition, before any SKU is defined.
+func DefineCampaigns(ctx context.Context, e Engine, cs []Campaign) error {
+	var all []sku.Definition
+	for _, c := range cs {
+		defs, err := c.Definitions()
+		if err != nil {
+			return fmt.Errorf("campaign %q: %w", c.CampaignID, err)
+		}
+		if err := checkRedefinitions(e, defs); err != nil {
+			return err
+		}
+		all = append(all, defs...)
+	}
+	for _, d := range all {
+		if err := e.Define(ctx, d); err != nil {
+			return fmt.Errorf("defining %s/%s: %w", d.CampaignID, d.SKUID, err)
+		}
+	}
+	return nil
+}
+
+// checkRedefinitions refuses, before anything is applied, a definition the
+// engine would refuse for a SKU it already has (the rule itself is
+// sku.Definition.CheckRedefine).
+func checkRedefinitions(e Engine, defs []sku.Definition) error {
+	for _, d := range defs {
+		h := e.SKU(d.CampaignID, d.SKUID)
+		if h == nil {
+			continue
+		}
+		cur := h.Stats().Definition
+		if cur == d || cur.CampaignID == "" {
+			continue
+		}
+		if err := cur.CheckRedefine(d); err != nil {
+			return fmt.Errorf("%s/%s: %w", d.CampaignID, d.SKUID, err)
+		}
+	}
+	return nil
+}
+
+// The demo campaign, defined on the first start when no campaign file is
+// given.
+const (
+	// DemoCampaignID is the demo campaign's id.
+	DemoCampaignID = "demo"
+	// DemoSKUID is the demo campaign's only SKU.
+	DemoSKUID = "sku-1"
+	// DemoSaleLimit is the demo SKU's stock.
+	DemoSaleLimit = 10_000
+	// DemoDuration is how long the demo is open from its first start.
+	DemoDuration = 24 * time.Hour
+	// DemoPayment is the demo's payment window.
+	DemoPayment = 15 * time.Minute
+)
+
+// DemoCampaign is the embedded demo: campaign "demo", SKU "sku-1", 10,000
+// tokens, open from now for 24 h, payment window 15 m.
+func DemoCampaign(now time.Time) Campaign {
+	release := true
+	start := now.UTC().Truncate(time.Millisecond)
+	return Campaign{
+		CampaignID:     DemoCampaignID,
+		StartAt:        start,
+		EndAt:          start.Add(DemoDuration),
+		PaymentWindow:  DemoPayment.String(),
+		ReleaseOnClose: &release,
+		SKUs:           []CampaignSKU{{SKUID: DemoSKUID, SaleLimit: DemoSaleLimit}},
+	}
+}
+
+// EnsureDemo defines the demo campaign the first time only: when the
+// engine already knows demo/sku-1 (recovered from the data dir) it is left
+// as it is, so its window stays that of the first start. It reports
+// whether it defined it.
+func EnsureDemo(ctx context.Context, e Engine, now time.Time) (bool, error) {
+	if e.SKU(DemoCampaignID, DemoSKUID) != nil {
+		return false, nil
+	}
+	return true, DefineCampaigns(ctx, e, []Campaign{DemoCampaign(now)})
+}

@@ -1,0 +1,103 @@
+package httpapi
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/actors/sku"
+)
+
+func TestParseCampaignsJSONAndYAML(t *testing.T) {
+	js := `[{"campaign_id":"c1","start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z",
+	        "payment_window":"2m","release_on_close":false,"skus":[{"sku_id":"a","sale_limit":3},{"sku_id":"b","sale_limit":4}]}]`
+	yml := `
+- campaign_id: c1
+  start_at: "2030-01-01T00:00:00Z"
+  end_at: "2030-01-02T00:00:00Z"
+  payment_window: 2m
+  release_on_close: false
+  skus:
+    - {sku_id: a, sale_limit: 3}
+    - {sku_id: b, sale_limit: 4}
+`
+	for name, data := range map[string]string{"json": js, "yaml": yml} {
+		cs, err := ParseCampaigns([]byte(data))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		defs, err := cs[0].Definitions()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want := sku.Definition{CampaignID: "c1", SKUID: "b", StartAt: 1893456000000, EndAt: 1893542400000,
+			PaymentWindowMs: 120000, SaleLimit: 4, ReleaseOnClose: false}
+		if len(defs) != 2 || defs[1] != want {
+			t.Fatalf("%s: %+v", name, defs)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := LoadCampaigns(path); err != nil || len(cs) != 1 {
+		t.Fatalf("LoadCampaigns: %v %v", cs, err)
+	}
+}
+
+func TestParseCampaignsRefuses(t *testing.T) {
+	base := `{"campaign_id":"c","start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z","skus":[{"sku_id":"a","sale_limit":3}]}`
+	for name, data := range map[string]string{
+		"not a list":      base,
+		"unknown field":   `[{"campaign_id":"c","bogus":1}]`,
+		"no skus":         `[{"campaign_id":"c","start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z","skus":[]}]`,
+		"no start":        `[{"campaign_id":"c","end_at":"2030-01-02T00:00:00Z","skus":[{"sku_id":"a","sale_limit":3}]}]`,
+		"end before":      `[{"campaign_id":"c","start_at":"2030-01-02T00:00:00Z","end_at":"2030-01-01T00:00:00Z","skus":[{"sku_id":"a","sale_limit":3}]}]`,
+		"bad window":      `[{"campaign_id":"c","start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z","payment_window":"soon","skus":[{"sku_id":"a","sale_limit":3}]}]`,
+		"zero limit":      `[{"campaign_id":"c","start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z","skus":[{"sku_id":"a","sale_limit":0}]}]`,
+		"bad id":          `[{"campaign_id":"c d","start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z","skus":[{"sku_id":"a","sale_limit":3}]}]`,
+		"duplicate sku":   `[{"campaign_id":"c","start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z","skus":[{"sku_id":"a","sale_limit":3},{"sku_id":"a","sale_limit":3}]}]`,
+		"duplicate camp.": "[" + base + "," + base + "]",
+	} {
+		if _, err := ParseCampaigns([]byte(data)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestDemoCampaign(t *testing.T) {
+	now := time.Date(2030, 5, 1, 12, 0, 0, 123456789, time.UTC)
+	defs, err := DemoCampaign(now).Definitions()
+	if err != nil || len(defs) != 1 {
+		t.Fatal(defs, err)
+	}
+	d := defs[0]
+	if d.CampaignID != "demo" || d.SKUID != "sku-1" || d.SaleLimit != 10_000 || d.StartAt != now.UnixMilli() ||
+		d.EndAt-d.StartAt != 24*3600*1000 || d.PaymentWindowMs != 15*60*1000 || !d.ReleaseOnClose {
+		t.Fatalf("demo: %+v", d)
+	}
+}
+
+func TestCampaignRoundTrip(t *testing.T) {
+	c := DemoCampaign(time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC))
+	defs, _ := c.Definitions()
+	back, err := campaignOf(defs).Definitions()
+	if err != nil || back[0] != defs[0] {
+		t.Fatalf("round trip: %+v %v", back, err)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	if f := classify(errors.Join(errors.New("x"), sku.ErrBadReservationID)); f.status != 404 {
+		t.Fatalf("%+v", f)
+	}
+	if f := classify(errors.New("disk on fire")); f.status != 500 || f.reason != reasonInternal {
+		t.Fatalf("%+v", f)
+	}
+	if !strings.HasPrefix(formatMillis(1893456000123), "2030-01-01T00:00:00.123Z") {
+		t.Fatal(formatMillis(1893456000123))
+	}
+}

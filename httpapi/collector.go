@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/seckill/seckill/actors/sku"
+)
+
+// skuCollector exports per-SKU gauges read from the engine's published
+// stats at scrape time: no bookkeeping on the request path, and a SKU's
+// series exist exactly while the engine knows it.
+type skuCollector struct {
+	engine Engine
+	gates  *gates
+
+	mailbox, oldestAge, rate, saleLimit, tokens, reservations *prometheus.Desc
+	refunds, rejected, paused, unavailable, inFlight          *prometheus.Desc
+}
+
+func newSKUCollector(e Engine, g *gates) *skuCollector {
+	labels := []string{"campaign_id", "sku_id"}
+	desc := func(name, help string, extra ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, append(append([]string(nil), labels...), extra...), nil)
+	}
+	return &skuCollector{
+		engine:       e,
+		gates:        g,
+		mailbox:      desc("seckill_sku_mailbox_messages", "Messages waiting in the SKU actor's mailbox."),
+		oldestAge:    desc("seckill_sku_oldest_message_age_seconds", "Age of the oldest message waiting in the SKU actor's mailbox."),
+		rate:         desc("seckill_sku_consumer_rate_messages_per_second", "Recent processing rate of the SKU actor (the admission consumer_rate)."),
+		saleLimit:    desc("seckill_sku_sale_limit_tokens", "The SKU's sale_limit."),
+		tokens:       desc("seckill_sku_tokens", "Tokens by state (available, reserved, confirmed), as of the last durable record.", "state"),
+		reservations: desc("seckill_sku_reservations", "Reservations by state, as of the last durable record.", "state"),
+		refunds:      desc("seckill_sku_refunds_required", "Payments received after close that must be refunded (REFUND_REQUIRED)."),
+		rejected:     desc("seckill_sku_durable_rejections", "Reserves durably rejected (SOLD_OUT, ALREADY_PURCHASED)."),
+		paused:       desc("seckill_sku_paused", "1 while admission is paused."),
+		unavailable:  desc("seckill_sku_unavailable", "1 while the SKU is not recovered or its log failed."),
+		inFlight:     desc("seckill_sku_admission_permits_in_flight", "Reserves admitted to the SKU actor and not yet answered."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *skuCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.mailbox, c.oldestAge, c.rate, c.saleLimit, c.tokens,
+		c.reservations, c.refunds, c.rejected, c.paused, c.unavailable, c.inFlight} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *skuCollector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	flag := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	for _, h := range c.engine.SKUs() {
+		st := h.Stats()
+		cs, ss := st.CampaignID, st.SKUID
+		n := st.Counts
+		gauge(c.mailbox, float64(st.Queued), cs, ss)
+		gauge(c.oldestAge, st.OldestWait.Seconds(), cs, ss)
+		gauge(c.rate, st.RatePerSecond, cs, ss)
+		gauge(c.saleLimit, float64(n.SaleLimit), cs, ss)
+		gauge(c.tokens, float64(n.Available), cs, ss, "available")
+		gauge(c.tokens, float64(n.Reserved), cs, ss, "reserved")
+		gauge(c.tokens, float64(n.Confirmed), cs, ss, "confirmed")
+		gauge(c.reservations, float64(n.PendingPayment), cs, ss, sku.StatePendingPayment.String())
+		gauge(c.reservations, float64(n.Paid), cs, ss, sku.StatePaid.String())
+		gauge(c.reservations, float64(n.Closed), cs, ss, sku.StateClosed.String())
+		gauge(c.refunds, float64(n.RefundsRequired), cs, ss)
+		gauge(c.rejected, float64(n.Rejected), cs, ss)
+		gauge(c.paused, flag(st.Paused), cs, ss)
+		gauge(c.unavailable, flag(st.Unavailable), cs, ss)
+		gauge(c.inFlight, float64(c.gates.inFlight(cs, ss)), cs, ss)
+	}
+}

@@ -1,0 +1,168 @@
+package httpapi
+
+import (
+	"hash/maphash"
+	"sync"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+)
+
+// Per-user dedup (seed §2 step 3, §9): repeat clicks are folded into the
+// original request instead of reaching the actor again.
+//
+//   - flights: one reserve per (campaign, SKU, user) goes to the engine at a
+//     time. A request with the same request_id shares that call's answer; a
+//     request with another request_id waits for it and then asks the
+//     engine, which answers ALREADY_PURCHASED if the first one won.
+//   - answers: the final answers of finished request_ids, in a bounded LRU.
+//     Only answers the engine made durable and can never change are kept:
+//     ACCEPTED (the same 202 body), SOLD_OUT and ALREADY_PURCHASED. The
+//     engine stays the authority: a miss simply asks it.
+//
+// The cache also remembers request_ids whose answer was RESULT_UNKNOWN, so
+// that their retry goes to the engine instead of a fast path that could
+// contradict a reservation made after all.
+
+// dedupShards spreads the locks of both tables.
+const dedupShards = 32
+
+var dedupSeed = maphash.MakeSeed()
+
+func shardOf(key string) int {
+	return int(maphash.String(dedupSeed, key) % dedupShards)
+}
+
+// requestKey names a request_id within its SKU ('/' is outside the id
+// alphabet, so keys cannot collide).
+func requestKey(campaignID, skuID, requestID string) string {
+	return campaignID + "/" + skuID + "/" + requestID
+}
+
+// userKey names a user within a SKU.
+func userKey(campaignID, skuID, userID string) string {
+	return campaignID + "/" + skuID + "/" + userID
+}
+
+// cachedAnswer is what the cache knows about one request_id.
+type cachedAnswer struct {
+	userID string
+	// unknown: the engine did not answer in time; rep is not set.
+	unknown bool
+	rep     reply
+}
+
+// answerCache is a sharded LRU of request_id answers. Its size is bounded
+// by Config.DedupCacheSize entries in all (each shard holds its share).
+type answerCache struct {
+	shards [dedupShards]struct {
+		mu  sync.Mutex
+		lru *simplelru.LRU[string, cachedAnswer]
+	}
+}
+
+func newAnswerCache(size int) *answerCache {
+	per := size / dedupShards
+	if per < 1 {
+		per = 1
+	}
+	c := &answerCache{}
+	for i := range c.shards {
+		l, err := simplelru.NewLRU[string, cachedAnswer](per, nil)
+		if err != nil {
+			panic(err) // only for size <= 0, excluded above
+		}
+		c.shards[i].lru = l
+	}
+	return c
+}
+
+// get returns the answer cached for key.
+func (c *answerCache) get(key string) (cachedAnswer, bool) {
+	sh := &c.shards[shardOf(key)]
+	sh.mu.Lock()
+	a, ok := sh.lru.Get(key)
+	sh.mu.Unlock()
+	return a, ok
+}
+
+// putFinal stores a final answer; it replaces an unknown mark.
+func (c *answerCache) putFinal(key, userID string, rep reply) {
+	sh := &c.shards[shardOf(key)]
+	sh.mu.Lock()
+	sh.lru.Add(key, cachedAnswer{userID: userID, rep: rep})
+	sh.mu.Unlock()
+}
+
+// markUnknown remembers that key got RESULT_UNKNOWN, unless a final answer
+// is already there.
+func (c *answerCache) markUnknown(key, userID string) {
+	sh := &c.shards[shardOf(key)]
+	sh.mu.Lock()
+	if a, ok := sh.lru.Peek(key); !ok || a.unknown {
+		sh.lru.Add(key, cachedAnswer{userID: userID, unknown: true})
+	}
+	sh.mu.Unlock()
+}
+
+// len returns the number of entries (for tests and metrics).
+func (c *answerCache) len() int {
+	n := 0
+	for i := range c.shards {
+		c.shards[i].mu.Lock()
+		n += c.shards[i].lru.Len()
+		c.shards[i].mu.Unlock()
+	}
+	return n
+}
+
+// flight is one reserve in progress for a user. rep is written once,
+// before done is closed.
+type flight struct {
+	requestID string
+	done      chan struct{}
+	rep       reply
+}
+
+// flights holds the reserve in progress per (campaign, SKU, user). It holds
+// at most one entry per request being served, so it is bounded by the
+// server's connection limit.
+type flights struct {
+	shards [dedupShards]struct {
+		mu sync.Mutex
+		m  map[string]*flight
+	}
+}
+
+func newFlights() *flights {
+	f := &flights{}
+	for i := range f.shards {
+		f.shards[i].m = make(map[string]*flight)
+	}
+	return f
+}
+
+// join returns the flight of key. leader is true when the caller created it
+// and must end it with finish.
+func (f *flights) join(key, requestID string) (fl *flight, leader bool) {
+	sh := &f.shards[shardOf(key)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if fl, ok := sh.m[key]; ok {
+		return fl, false
+	}
+	fl = &flight{requestID: requestID, done: make(chan struct{})}
+	sh.m[key] = fl
+	return fl, true
+}
+
+// finish publishes the leader's answer and removes the flight.
+func (f *flights) finish(key string, fl *flight, rep reply) {
+	sh := &f.shards[shardOf(key)]
+	sh.mu.Lock()
+	if sh.m[key] == fl {
+		delete(sh.m, key)
+	}
+	sh.mu.Unlock()
+	fl.rep = rep
+	close(fl.done)
+}

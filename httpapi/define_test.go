@@ -1,0 +1,51 @@
+package httpapi_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/httpapi"
+)
+
+// DefineCampaigns (the --campaigns file at start) is idempotent, applies
+// allowed changes, and refuses a disallowed one before applying anything;
+// EnsureDemo defines the demo only once.
+func TestDefineCampaignsAndDemo(t *testing.T) {
+	t.Parallel()
+	eng, err := actors.Open(actors.Config{DataDir: t.TempDir(), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ctx := context.Background()
+	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := httpapi.Campaign{CampaignID: "file", StartAt: start, EndAt: start.Add(time.Hour),
+		SKUs: []httpapi.CampaignSKU{{SKUID: "a", SaleLimit: 5}, {SKUID: "b", SaleLimit: 5}}}
+	for i := 0; i < 2; i++ {
+		if err := httpapi.DefineCampaigns(ctx, eng, []httpapi.Campaign{c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.SKUs[0].SaleLimit, c.SKUs[1].SaleLimit = 9, 4 // a grows, b would shrink
+	err = httpapi.DefineCampaigns(ctx, eng, []httpapi.Campaign{c})
+	if !errors.Is(err, sku.ErrInvalidDefinition) {
+		t.Fatalf("shrinking: %v", err)
+	}
+	if got := eng.SKU("file", "a").Stats().Definition.SaleLimit; got != 5 {
+		t.Fatalf("a partly applied redefinition: sale_limit %d", got)
+	}
+
+	defined, err := httpapi.EnsureDemo(ctx, eng, time.Now())
+	if err != nil || !defined {
+		t.Fatalf("first EnsureDemo: %v %v", defined, err)
+	}
+	first := eng.SKU("demo", "sku-1").Stats().Definition
+	defined, err = httpapi.EnsureDemo(ctx, eng, time.Now().Add(time.Hour))
+	if err != nil || defined || eng.SKU("demo", "sku-1").Stats().Definition != first {
+		t.Fatalf("second EnsureDemo redefined: %v %v", defined, err)
+	}
+}

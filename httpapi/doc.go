@@ -1,0 +1,30 @@
+// Package httpapi is the HTTP service of seckill: it decodes and validates
+// requests, runs them through the ingress layers of the design (per-user
+// dedup, sold-out and campaign-window fast paths, admission bounded by stock
+// and queue age), hands the survivors to the engine (one actor per SKU, a
+// WAL fsync before every reply) and encodes the answers.
+//
+// It makes no domain decision: whether a reservation is accepted, paid,
+// closed or refunded is decided by the engine (package actors, built on the
+// pure state machine of actors/sku). What the ingress decides on its own,
+// before the engine, comes only from state the engine has published as
+// durable (SKU stats): a fast answer is never more optimistic than the log.
+//
+// Files, one idea each:
+//
+//	engine.go      the consumer-side Engine interface and error mapping
+//	server.go      Config, Server, routing, timeouts, panic recovery
+//	respond.go     JSON answers and time rendering
+//	decode.go      body decoding and id validation
+//	reserve.go     the reserve pipeline (dedup, ingress, engine, encode)
+//	dedup.go       per-user flights and the bounded answer cache
+//	admission.go   the admission bound and per-SKU in-flight counters
+//	status.go      the coarse SKU status (seed §7, §10)
+//	reservations.go get, lookup, pay, cancel
+//	signature.go   HMAC of payment callbacks
+//	admin.go       admin token and admin handlers
+//	campaigns.go   campaign documents (admin body, campaign file, demo)
+//	health.go      /healthz, /readyz, /metrics
+//	metrics.go     request and ingress metrics
+//	collector.go   per-SKU gauges collected at scrape time
+package httpapi

@@ -1,0 +1,104 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"reflect"
+
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/sku"
+)
+
+// Engine is what the HTTP service needs from the sequencer: exactly the
+// methods it calls. *actors.Engine satisfies it; tests wrap it to inject
+// faults (a slow engine).
+//
+// Every command method blocks until its answer is durable (fsynced) or ctx
+// is done; a ctx error means the command may or may not have been applied
+// (RESULT_UNKNOWN).
+type Engine interface {
+	// Define creates or redefines one SKU; a change that is not allowed
+	// returns an error wrapping sku.ErrInvalidDefinition.
+	Define(ctx context.Context, d sku.Definition) error
+	// Reserve asks for a token for userID, once per requestID.
+	Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error)
+	// Pay records a payment for a reservation.
+	Pay(ctx context.Context, reservationID, paymentID string, amount int64) (sku.Result, error)
+	// Cancel closes an unpaid reservation.
+	Cancel(ctx context.Context, reservationID string) (sku.Result, error)
+	// Get returns the durable state of a reservation.
+	Get(ctx context.Context, reservationID string) (sku.View, error)
+	// Lookup returns the durable answer a request_id got, or actors.ErrNotFound.
+	Lookup(ctx context.Context, campaignID, skuID, requestID string) (sku.Result, error)
+	// Pause stops admission on a SKU.
+	Pause(ctx context.Context, campaignID, skuID string) error
+	// Resume restarts admission on a SKU.
+	Resume(ctx context.Context, campaignID, skuID string) error
+	// Audit recounts a SKU and checks its invariants.
+	Audit(ctx context.Context, campaignID, skuID string) (sku.Audit, error)
+	// Refunds lists the payments of a SKU that must be refunded.
+	Refunds(ctx context.Context, campaignID, skuID string) ([]sku.Refund, error)
+	// SKU returns the handle of one SKU, nil when unknown.
+	SKU(campaignID, skuID string) *actors.SKU
+	// SKUs returns every known SKU.
+	SKUs() []*actors.SKU
+}
+
+// snapshotFunc calls the engine's optional Snapshot command and returns
+// its answer, to be encoded as JSON.
+type snapshotFunc func(ctx context.Context, campaignID, skuID string) (any, error)
+
+// findSnapshot returns the engine's Snapshot method, whatever type its
+// answer has: any method of the form
+//
+//	Snapshot(ctx context.Context, campaignID, skuID string) (T, error)
+//
+// It returns nil when the engine has none (the admin route answers 501).
+// The result type is left open so that the service does not depend on a
+// type the engine may not define.
+func findSnapshot(e Engine) snapshotFunc {
+	m := reflect.ValueOf(e).MethodByName("Snapshot")
+	if !m.IsValid() {
+		return nil
+	}
+	t := m.Type()
+	ctxType := reflect.TypeFor[context.Context]()
+	errType := reflect.TypeFor[error]()
+	str := reflect.TypeFor[string]()
+	if t.NumIn() != 3 || t.In(0) != ctxType || t.In(1) != str || t.In(2) != str ||
+		t.NumOut() != 2 || t.Out(1) != errType {
+		return nil
+	}
+	return func(ctx context.Context, campaignID, skuID string) (any, error) {
+		out := m.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(campaignID), reflect.ValueOf(skuID)})
+		err, _ := out[1].Interface().(error)
+		return out[0].Interface(), err
+	}
+}
+
+// engineFailure is how an engine error is answered.
+type engineFailure struct {
+	status int
+	reason string // the "error" field
+	// unknown is set when the command may or may not have been applied:
+	// the answer carries a status_url to poll.
+	unknown bool
+}
+
+// classify maps an engine error onto an answer. Anything it does not know
+// is INTERNAL (and logged by the caller).
+func classify(err error) engineFailure {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return engineFailure{status: 504, reason: reasonResultUnknown, unknown: true}
+	case errors.Is(err, actors.ErrUnknownSKU), errors.Is(err, actors.ErrNotFound), errors.Is(err, sku.ErrBadReservationID):
+		return engineFailure{status: 404, reason: reasonNotFound}
+	case errors.Is(err, actors.ErrUnavailable), errors.Is(err, actors.ErrClosed):
+		return engineFailure{status: 503, reason: reasonUnavailable}
+	case errors.Is(err, actors.ErrInvalidArgument):
+		return engineFailure{status: 400, reason: reasonBadRequest}
+	case errors.Is(err, sku.ErrInvalidDefinition):
+		return engineFailure{status: 409, reason: reasonDefinitionConflict}
+	}
+	return engineFailure{status: 500, reason: reasonInternal}
+}

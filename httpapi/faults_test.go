@@ -1,0 +1,240 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/httpapi"
+)
+
+// faultyEngine is the real engine with injectable faults: a slow reserve
+// (the command is still applied, only late, as when the actor is behind)
+// and a panicking Get.
+type faultyEngine struct {
+	*actors.Engine
+	reserveDelay atomic.Int64 // nanoseconds; 0: no delay
+	slowCalls    atomic.Int64 // how many more reserves are slowed (<0: all)
+	panicOnGet   atomic.Bool
+}
+
+func (f *faultyEngine) Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error) {
+	d := time.Duration(f.reserveDelay.Load())
+	if d == 0 || !f.takeSlowCall() {
+		return f.Engine.Reserve(ctx, campaignID, skuID, requestID, userID)
+	}
+	type answer struct {
+		res sku.Result
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		time.Sleep(d)
+		res, err := f.Engine.Reserve(context.Background(), campaignID, skuID, requestID, userID)
+		ch <- answer{res, err}
+	}()
+	select {
+	case a := <-ch:
+		return a.res, a.err
+	case <-ctx.Done():
+		return sku.Result{}, ctx.Err()
+	}
+}
+
+// takeSlowCall reports whether this reserve is to be slowed, counting it.
+func (f *faultyEngine) takeSlowCall() bool {
+	for {
+		n := f.slowCalls.Load()
+		switch {
+		case n < 0:
+			return true
+		case n == 0:
+			return false
+		case f.slowCalls.CompareAndSwap(n, n-1):
+			return true
+		}
+	}
+}
+
+func (f *faultyEngine) Get(ctx context.Context, reservationID string) (sku.View, error) {
+	if f.panicOnGet.Load() {
+		panic("injected")
+	}
+	return f.Engine.Get(ctx, reservationID)
+}
+
+// When the actor falls behind, admission stops at
+// consumer_rate × max_queue_wait permits and the rest get 429 QUEUE_FULL
+// with Retry-After; the status reads QUEUE_FULL meanwhile.
+func TestQueueFullWhenSlow(t *testing.T) {
+	t.Parallel()
+	fe := &faultyEngine{}
+	ts := startServer(t, serverOptions{
+		wrap: func(e *actors.Engine) httpapi.Engine { fe.Engine = e; return fe },
+		config: func(c *httpapi.Config) {
+			c.MaxQueueWait = 100 * time.Millisecond
+			c.MinConsumerRate = 50 // 5 permits in flight
+		},
+	})
+	ts.define(campaign("slow", "15m", map[string]int{"s": 1000}))
+	fe.slowCalls.Store(-1)
+	fe.reserveDelay.Store(int64(500 * time.Millisecond))
+
+	done := make(chan []response)
+	go func() {
+		out := make([]response, 30)
+		parallel(30, func(i int) {
+			out[i], _ = tryReserve(ts.base, "slow", "s", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i))
+		})
+		done <- out
+	}()
+	eventually(t, 2*time.Second, "status QUEUE_FULL", func() bool {
+		return ts.get("/v1/campaigns/slow/skus/s").str("status") == "QUEUE_FULL"
+	})
+	out := <-done
+	accepted, full := 0, 0
+	for _, r := range out {
+		switch {
+		case r.status == http.StatusAccepted:
+			accepted++
+		case r.status == http.StatusTooManyRequests && r.str("error") == "QUEUE_FULL":
+			full++
+			if r.header.Get("Retry-After") != "1" {
+				t.Errorf("429 Retry-After %q", r.header.Get("Retry-After"))
+			}
+		default:
+			t.Errorf("unexpected answer %v", r)
+		}
+	}
+	if accepted < 1 || accepted > 5 || full != 30-accepted {
+		t.Fatalf("%d accepted, %d QUEUE_FULL; want 1-5 admitted, the rest refused", accepted, full)
+	}
+	fe.reserveDelay.Store(0)
+	if st := ts.get("/v1/campaigns/slow/skus/s").str("status"); st != "OPEN" {
+		t.Fatalf("status after the load: %s", st)
+	}
+	if m := ts.get("/metrics"); !strings.Contains(string(m.raw), `seckill_ingress_rejections_total{layer="queue_full"} `+fmt.Sprint(full)) {
+		t.Fatalf("queue_full rejections not counted:\n%s", grepLines(string(m.raw), "seckill_ingress_rejections_total"))
+	}
+}
+
+// A reserve the engine applies too late for the handler answers 504
+// RESULT_UNKNOWN with the request's status URL; polling it shows the
+// reservation, and retrying the same request_id returns it (even though the
+// SKU now looks sold out to the fast path) instead of making a second.
+func TestResultUnknown(t *testing.T) {
+	t.Parallel()
+	fe := &faultyEngine{}
+	ts := startServer(t, serverOptions{
+		wrap:   func(e *actors.Engine) httpapi.Engine { fe.Engine = e; return fe },
+		config: func(c *httpapi.Config) { c.RequestTimeout = 200 * time.Millisecond },
+	})
+	ts.define(campaign("unk", "15m", map[string]int{"s": 1}))
+	fe.reserveDelay.Store(int64(600 * time.Millisecond))
+	fe.slowCalls.Store(1)
+
+	r := ts.reserve("unk", "s", "r1", "u1")
+	want(t, r, http.StatusGatewayTimeout, "RESULT_UNKNOWN")
+	if r.str("status_url") != "/v1/campaigns/unk/skus/s/requests/r1" {
+		t.Fatalf("504 body: %v", r)
+	}
+	var polled response
+	eventually(t, 3*time.Second, "the late reservation", func() bool {
+		polled = ts.get(r.str("status_url"))
+		return polled.status == http.StatusOK
+	})
+	if polled.str("outcome") != "ACCEPTED" {
+		t.Fatalf("poll: %v", polled)
+	}
+	eventually(t, 2*time.Second, "sold out", func() bool {
+		return ts.get("/v1/campaigns/unk/skus/s").str("status") == "TEMP_SOLD_OUT"
+	})
+	retry := ts.reserve("unk", "s", "r1", "u1")
+	want(t, retry, http.StatusAccepted, "")
+	if retry.str("reservation_id") != polled.str("reservation_id") {
+		t.Fatalf("retry %v, poll %v", retry, polled)
+	}
+	want(t, ts.reserve("unk", "s", "r2", "u2"), http.StatusConflict, "SOLD_OUT")
+	if a := ts.audit("unk", "s"); num(a, "reservations") != 1 {
+		t.Fatalf("audit: %v", a)
+	}
+}
+
+// A handler panic is answered 500 INTERNAL and the server lives on.
+func TestPanicRecovery(t *testing.T) {
+	t.Parallel()
+	fe := &faultyEngine{}
+	ts := startServer(t, serverOptions{wrap: func(e *actors.Engine) httpapi.Engine { fe.Engine = e; return fe }})
+	ts.define(campaign("pan", "15m", map[string]int{"s": 1}))
+	id := ts.reserve("pan", "s", "r1", "u1").str("reservation_id")
+	fe.panicOnGet.Store(true)
+	want(t, ts.get("/v1/reservations/"+id), http.StatusInternalServerError, "INTERNAL")
+	fe.panicOnGet.Store(false)
+	want(t, ts.get("/v1/reservations/"+id), http.StatusOK, "")
+	want(t, ts.get("/healthz"), http.StatusOK, "")
+}
+
+func grepLines(text, substr string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// *actors.Engine is the engine the service is built for.
+var _ httpapi.Engine = (*actors.Engine)(nil)
+
+// snapshotEngine adds a Snapshot command, of the shape the admin route
+// wires to whenever the engine has one.
+type snapshotEngine struct {
+	*actors.Engine
+	calls atomic.Int64
+}
+
+type snapshotInfo struct {
+	Index   uint64 `json:"index"`
+	Records int    `json:"records"`
+}
+
+func (s *snapshotEngine) Snapshot(ctx context.Context, campaignID, skuID string) (snapshotInfo, error) {
+	if s.SKU(campaignID, skuID) == nil {
+		return snapshotInfo{}, actors.ErrUnknownSKU
+	}
+	s.calls.Add(1)
+	return snapshotInfo{Index: 42, Records: 7}, nil
+}
+
+// The snapshot route calls the engine's Snapshot when it has one and says
+// 501 NOT_IMPLEMENTED otherwise.
+func TestSnapshotRoute(t *testing.T) {
+	t.Parallel()
+	se := &snapshotEngine{}
+	ts := startServer(t, serverOptions{wrap: func(e *actors.Engine) httpapi.Engine { se.Engine = e; return se }})
+	ts.define(campaign("snap", "15m", map[string]int{"s": 1}))
+	r := ts.admin(http.MethodPost, "/admin/campaigns/snap/skus/s/snapshot", nil)
+	info, _ := r.body["snapshot"].(map[string]any)
+	if r.status != http.StatusOK || info["index"] != float64(42) || se.calls.Load() != 1 {
+		t.Fatalf("snapshot: %v", r)
+	}
+	want(t, ts.admin(http.MethodPost, "/admin/campaigns/snap/skus/nope/snapshot", nil), http.StatusNotFound, "NOT_FOUND")
+	want(t, call(t, http.MethodPost, ts.base+"/admin/campaigns/snap/skus/s/snapshot", nil, nil), http.StatusUnauthorized, "UNAUTHORIZED")
+
+	plain := startServer(t, serverOptions{})
+	plain.define(campaign("snap", "15m", map[string]int{"s": 1}))
+	r = plain.admin(http.MethodPost, "/admin/campaigns/snap/skus/s/snapshot", nil)
+	if _, has := reflect.TypeOf(plain.engine).MethodByName("Snapshot"); has {
+		want(t, r, http.StatusOK, "") // the real engine has grown one
+	} else {
+		want(t, r, http.StatusNotImplemented, "NOT_IMPLEMENTED")
+	}
+}

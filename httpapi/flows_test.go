@@ -1,0 +1,172 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+)
+
+// reserve → status → pay, with every read and repeat on the way.
+func TestFlowReservePay(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("spring", "15m", map[string]int{"sku-1": 10}))
+
+	r := ts.reserve("spring", "sku-1", "req-1", "alice")
+	want(t, r, http.StatusAccepted, "")
+	id := r.str("reservation_id")
+	if r.str("state") != "PENDING_PAYMENT" || r.str("request_id") != "req-1" || num(r, "token_id") < 1 ||
+		r.str("status_url") != "/v1/reservations/"+id || r.header.Get("Location") != r.str("status_url") {
+		t.Fatalf("202 body: %v (Location %q)", r, r.header.Get("Location"))
+	}
+	if _, err := time.Parse(time.RFC3339, r.str("expire_at")); err != nil {
+		t.Fatalf("expire_at %q: %v", r.str("expire_at"), err)
+	}
+
+	g := ts.get(r.str("status_url"))
+	want(t, g, http.StatusOK, "")
+	if g.str("state") != "PENDING_PAYMENT" || g.str("user_id") != "alice" || g.str("request_id") != "req-1" || g.body["paid_at"] != nil {
+		t.Fatalf("reservation: %v", g)
+	}
+	l := ts.get("/v1/campaigns/spring/skus/sku-1/requests/req-1")
+	if l.status != http.StatusOK || l.str("outcome") != "ACCEPTED" || l.str("reservation_id") != id {
+		t.Fatalf("lookup: %v", l)
+	}
+	want(t, ts.get("/v1/campaigns/spring/skus/sku-1/requests/never-sent"), http.StatusNotFound, "NOT_FOUND")
+
+	p := ts.post("/v1/reservations/"+id+"/payment", map[string]any{"payment_id": "pay-1", "amount": 1999})
+	want(t, p, http.StatusOK, "")
+	if p.str("state") != "PAID" {
+		t.Fatalf("pay: %v", p)
+	}
+	again := ts.post("/v1/reservations/"+id+"/payment", map[string]any{"payment_id": "pay-1", "amount": 1999})
+	if again.status != http.StatusOK || string(again.raw) != string(p.raw) {
+		t.Fatalf("repeated payment: %v, first %v", again, p)
+	}
+	want(t, ts.post("/v1/reservations/"+id+"/payment", map[string]any{"payment_id": "pay-2"}), http.StatusConflict, "PAYMENT_CONFLICT")
+	want(t, ts.post("/v1/reservations/"+id+"/cancel", nil), http.StatusConflict, "NOT_CLOSABLE")
+
+	g = ts.get("/v1/reservations/" + id)
+	if g.str("state") != "PAID" || g.str("paid_at") == "" || g.str("payment_id") != "pay-1" {
+		t.Fatalf("paid reservation: %v", g)
+	}
+	a := ts.audit("spring", "sku-1")
+	if num(a, "confirmed") != 1 || num(a, "available") != 9 || num(a, "reserved") != 0 || num(a, "sale_limit") != 10 {
+		t.Fatalf("audit: %v", a)
+	}
+}
+
+// reserve → cancel → the token is back; a payment after close is a refund.
+func TestFlowReserveCancel(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("c", "15m", map[string]int{"s": 1}))
+
+	r := ts.reserve("c", "s", "r1", "bob")
+	want(t, r, http.StatusAccepted, "")
+	id := r.str("reservation_id")
+	want(t, ts.reserve("c", "s", "r2", "carol"), http.StatusConflict, "SOLD_OUT")
+
+	c := ts.post("/v1/reservations/"+id+"/cancel", nil)
+	if c.status != http.StatusOK || c.str("state") != "CLOSED" || c.str("closed_reason") != "CANCELLED" {
+		t.Fatalf("cancel: %v", c)
+	}
+	c2 := ts.post("/v1/reservations/"+id+"/cancel", nil)
+	if c2.status != http.StatusOK || c2.str("state") != "CLOSED" {
+		t.Fatalf("second cancel: %v", c2)
+	}
+	want(t, ts.post("/v1/reservations/"+id+"/payment", map[string]any{"payment_id": "late", "amount": 5}), http.StatusConflict, "REFUND_REQUIRED")
+	g := ts.get("/v1/reservations/" + id)
+	if g.str("state") != "CLOSED" || g.body["refund_required"] != true || g.str("closed_reason") != "CANCELLED" {
+		t.Fatalf("closed reservation: %v", g)
+	}
+	refunds := ts.admin(http.MethodGet, "/admin/campaigns/c/skus/s/refunds", nil)
+	list, _ := refunds.body["refunds"].([]any)
+	if refunds.status != http.StatusOK || len(list) != 1 || list[0].(map[string]any)["reservation_id"] != id {
+		t.Fatalf("refunds: %v", refunds)
+	}
+	// The released token sells again. carol's first SOLD_OUT came from the
+	// ingress fast path (durable available = 0), which records nothing, so
+	// her retry of the same request_id may now succeed.
+	r3 := ts.reserve("c", "s", "r2", "carol")
+	want(t, r3, http.StatusAccepted, "")
+	if num(r3, "token_id") != num(r, "token_id") {
+		t.Fatalf("token %d, want the released %d", num(r3, "token_id"), num(r, "token_id"))
+	}
+	ts.audit("c", "s")
+}
+
+// reserve → no payment → expiry frees the token for someone else.
+func TestFlowReserveExpire(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("exp", "1s", map[string]int{"s": 1}))
+
+	r := ts.reserve("exp", "s", "r1", "dave")
+	want(t, r, http.StatusAccepted, "")
+	id := r.str("reservation_id")
+	want(t, ts.reserve("exp", "s", "r2", "erin"), http.StatusConflict, "SOLD_OUT")
+	if st := ts.get("/v1/campaigns/exp/skus/s").str("status"); st != "TEMP_SOLD_OUT" {
+		t.Fatalf("status while reserved: %s", st)
+	}
+	eventually(t, 5*time.Second, "expiry", func() bool {
+		return ts.get("/v1/reservations/"+id).str("state") == "CLOSED"
+	})
+	g := ts.get("/v1/reservations/" + id)
+	if g.str("closed_reason") != "EXPIRED" {
+		t.Fatalf("expired reservation: %v", g)
+	}
+	if st := ts.get("/v1/campaigns/exp/skus/s").str("status"); st != "OPEN" {
+		t.Fatalf("status after expiry: %s", st)
+	}
+	r3 := ts.reserve("exp", "s", "r3", "erin")
+	want(t, r3, http.StatusAccepted, "")
+	if num(r3, "token_id") != num(r, "token_id") {
+		t.Fatalf("token %d, want the expired %d", num(r3, "token_id"), num(r, "token_id"))
+	}
+	want(t, ts.post("/v1/reservations/"+id+"/payment", map[string]any{"payment_id": "late"}), http.StatusConflict, "REFUND_REQUIRED")
+	// dave may buy again now that his reservation expired.
+	want(t, ts.reserve("exp", "s", "r4", "dave"), http.StatusConflict, "SOLD_OUT")
+	ts.audit("exp", "s")
+}
+
+// The SKU status moves OPEN → TEMP_SOLD_OUT → FINAL_SOLD_OUT, with a longer
+// cache lifetime once final; the window is judged on the server's clock.
+func TestStatusAndWindow(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("st", "15m", map[string]int{"s": 1}))
+	s := ts.get("/v1/campaigns/st/skus/s")
+	if s.status != http.StatusOK || s.str("status") != "OPEN" || s.header.Get("Cache-Control") != "public, max-age=1" {
+		t.Fatalf("status: %v %v", s, s.header)
+	}
+	if _, leaks := s.body["available"]; leaks {
+		t.Fatalf("status shows stock: %v", s)
+	}
+	id := ts.reserve("st", "s", "r1", "u1").str("reservation_id")
+	if st := ts.get("/v1/campaigns/st/skus/s").str("status"); st != "TEMP_SOLD_OUT" {
+		t.Fatalf("status: %s", st)
+	}
+	want(t, ts.post("/v1/reservations/"+id+"/payment", map[string]any{"payment_id": "p"}), http.StatusOK, "")
+	s = ts.get("/v1/campaigns/st/skus/s")
+	if s.str("status") != "FINAL_SOLD_OUT" || s.header.Get("Cache-Control") != "public, max-age=30" {
+		t.Fatalf("status after the last payment: %v %v", s, s.header)
+	}
+	want(t, ts.get("/v1/campaigns/st/skus/nope"), http.StatusNotFound, "NOT_FOUND")
+
+	now := time.Now().UTC()
+	future := map[string]any{"campaign_id": "later", "start_at": now.Add(time.Hour).Format(time.RFC3339),
+		"end_at": now.Add(2 * time.Hour).Format(time.RFC3339), "skus": []any{map[string]any{"sku_id": "s", "sale_limit": 5}}}
+	ts.define(future)
+	want(t, ts.reserve("later", "s", "r1", "u1"), http.StatusForbidden, "NOT_STARTED")
+	if st := ts.get("/v1/campaigns/later/skus/s").str("status"); st != "NOT_STARTED" {
+		t.Fatalf("status: %s", st)
+	}
+	past := map[string]any{"campaign_id": "over", "start_at": now.Add(-2 * time.Hour).Format(time.RFC3339),
+		"end_at": now.Add(-time.Hour).Format(time.RFC3339), "skus": []any{map[string]any{"sku_id": "s", "sale_limit": 5}}}
+	ts.define(past)
+	want(t, ts.reserve("over", "s", "r1", "u1"), http.StatusForbidden, "ENDED")
+	if st := ts.get("/v1/campaigns/over/skus/s").str("status"); st != "ENDED" {
+		t.Fatalf("status: %s", st)
+	}
+}

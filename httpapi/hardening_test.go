@@ -1,0 +1,147 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/seckill/seckill/httpapi"
+)
+
+// Payment callbacks must carry the HMAC of their raw body when a secret is
+// set.
+func TestPaymentSignature(t *testing.T) {
+	t.Parallel()
+	secret := []byte("s3cret")
+	ts := startServer(t, serverOptions{config: func(c *httpapi.Config) { c.PaymentSecret = secret }})
+	ts.define(campaign("sig", "15m", map[string]int{"s": 5}))
+	id := ts.reserve("sig", "s", "r1", "u1").str("reservation_id")
+	url := ts.base + "/v1/reservations/" + id + "/payment"
+	body := []byte(`{"payment_id":"p-1","amount":100}`)
+
+	want(t, call(t, http.MethodPost, url, body, nil), http.StatusUnauthorized, "UNAUTHORIZED")
+	want(t, call(t, http.MethodPost, url, body, map[string]string{"X-Signature": httpapi.Sign([]byte("wrong"), body)}), http.StatusUnauthorized, "UNAUTHORIZED")
+	want(t, call(t, http.MethodPost, url, body, map[string]string{"X-Signature": "zz"}), http.StatusUnauthorized, "UNAUTHORIZED")
+	tampered := bytes.Replace(body, []byte("100"), []byte("1"), 1)
+	want(t, call(t, http.MethodPost, url, tampered, map[string]string{"X-Signature": httpapi.Sign(secret, body)}), http.StatusUnauthorized, "UNAUTHORIZED")
+	if g := ts.get("/v1/reservations/" + id); g.str("state") != "PENDING_PAYMENT" {
+		t.Fatalf("an unsigned callback changed the reservation: %v", g)
+	}
+	ok := call(t, http.MethodPost, url, body, map[string]string{"X-Signature": httpapi.Sign(secret, body)})
+	if ok.status != http.StatusOK || ok.str("state") != "PAID" {
+		t.Fatalf("signed payment: %v", ok)
+	}
+}
+
+// Admin routes need the bearer token; redefinitions may only extend end_at
+// or raise sale_limit; pause and resume gate reserves.
+func TestAdmin(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{})
+	body := campaign("adm", "15m", map[string]int{"s": 5})
+	put := ts.base + "/admin/campaigns/adm"
+	for _, h := range []map[string]string{nil, {"Authorization": "Bearer wrong"}, {"Authorization": testToken},
+		{"Authorization": "Basic " + testToken}, {"Authorization": "Bearer " + testToken + "x"}} {
+		want(t, call(t, http.MethodPut, put, body, h), http.StatusUnauthorized, "UNAUTHORIZED")
+	}
+	want(t, call(t, http.MethodGet, ts.base+"/admin/campaigns/adm/skus/s/audit", nil, nil), http.StatusUnauthorized, "UNAUTHORIZED")
+	want(t, call(t, http.MethodPost, ts.base+"/admin/campaigns/adm/skus/s/pause", nil, nil), http.StatusUnauthorized, "UNAUTHORIZED")
+	want(t, ts.reserve("adm", "s", "r0", "u0"), http.StatusNotFound, "NOT_FOUND")
+
+	ts.define(body)
+	ts.define(body) // the same definition again is a no-op
+	raised := campaign("adm", "15m", map[string]int{"s": 8})
+	raised["start_at"], raised["end_at"] = body["start_at"], "2099-01-01T00:00:00Z"
+	ts.define(raised)
+	if a := ts.audit("adm", "s"); num(a, "sale_limit") != 8 {
+		t.Fatalf("audit after raise: %v", a)
+	}
+	lowered := campaign("adm", "15m", map[string]int{"s": 7})
+	lowered["start_at"], lowered["end_at"] = raised["start_at"], raised["end_at"]
+	want(t, ts.admin(http.MethodPut, "/admin/campaigns/adm", lowered), http.StatusConflict, "DEFINITION_CONFLICT")
+	moved := campaign("adm", "15m", map[string]int{"s": 8})
+	moved["end_at"] = raised["end_at"]
+	want(t, ts.admin(http.MethodPut, "/admin/campaigns/adm", moved), http.StatusConflict, "DEFINITION_CONFLICT")
+	want(t, ts.admin(http.MethodPut, "/admin/campaigns/other", body), http.StatusBadRequest, "BAD_REQUEST")
+	bad := campaign("adm2", "15m", map[string]int{"s": 0})
+	want(t, ts.admin(http.MethodPut, "/admin/campaigns/adm2", bad), http.StatusBadRequest, "BAD_REQUEST")
+	want(t, ts.admin(http.MethodPut, "/admin/campaigns/adm2", `{"campaign_id":"adm2","bogus":1}`), http.StatusBadRequest, "BAD_REQUEST")
+
+	want(t, ts.admin(http.MethodPost, "/admin/campaigns/adm/skus/s/pause", nil), http.StatusOK, "")
+	want(t, ts.reserve("adm", "s", "r1", "u1"), http.StatusServiceUnavailable, "PAUSED")
+	if st := ts.get("/v1/campaigns/adm/skus/s").str("status"); st != "PAUSED" {
+		t.Fatalf("status: %s", st)
+	}
+	want(t, ts.admin(http.MethodPost, "/admin/campaigns/adm/skus/s/resume", nil), http.StatusOK, "")
+	want(t, ts.reserve("adm", "s", "r1", "u1"), http.StatusAccepted, "")
+	want(t, ts.admin(http.MethodPost, "/admin/campaigns/adm/skus/nope/pause", nil), http.StatusNotFound, "NOT_FOUND")
+	r := ts.admin(http.MethodGet, "/admin/campaigns/adm/skus/s/refunds", nil)
+	if r.status != http.StatusOK || r.body["refunds"] == nil {
+		t.Fatalf("refunds: %v", r)
+	}
+	snap := ts.admin(http.MethodPost, "/admin/campaigns/adm/skus/s/snapshot", nil)
+	if snap.status != http.StatusOK && snap.status != http.StatusNotImplemented {
+		t.Fatalf("snapshot: %v", snap)
+	}
+}
+
+// Malformed input gets the documented errors, never a crash or a redirect.
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("bad", "15m", map[string]int{"s": 5}))
+	res := "/v1/campaigns/bad/skus/s/reservations"
+	for name, body := range map[string]string{
+		"malformed":      `{"request_id":"r1",`,
+		"not an object":  `["r1","u1"]`,
+		"empty":          ``,
+		"unknown field":  `{"request_id":"r1","user_id":"u1","qty":2}`,
+		"trailing data":  `{"request_id":"r1","user_id":"u1"} {}`,
+		"missing user":   `{"request_id":"r1"}`,
+		"bad user chars": `{"request_id":"r1","user_id":"u 1"}`,
+		"long request":   `{"request_id":"` + strings.Repeat("r", 65) + `","user_id":"u1"}`,
+		"slash in id":    `{"request_id":"a/b","user_id":"u1"}`,
+		"wrong type":     `{"request_id":1,"user_id":"u1"}`,
+	} {
+		r := ts.post(res, body)
+		if r.status != http.StatusBadRequest || r.str("error") != "BAD_REQUEST" || r.str("detail") == "" {
+			t.Errorf("%s: %v", name, r)
+		}
+	}
+	big := `{"request_id":"r1","user_id":"u1","pad":"` + strings.Repeat("x", 8<<10) + `"}`
+	if r, err := try(http.MethodPost, ts.base+res, big, nil); err == nil && r.status != http.StatusRequestEntityTooLarge {
+		t.Errorf("oversize body: %v", r)
+	}
+	for _, path := range []string{
+		"/v1/campaigns/bad/skus/nope/reservations",
+		"/v1/campaigns/b%20d/skus/s/reservations",
+		"/v1/campaigns/" + strings.Repeat("c", 65) + "/skus/s/reservations",
+	} {
+		want(t, ts.post(path, `{"request_id":"r1","user_id":"u1"}`), http.StatusNotFound, "NOT_FOUND")
+	}
+	for _, id := range []string{"x", "bad~s~0", "bad~s~01", "bad~s~-1", "bad~s~99999999999", "bad~s", "bad~s~1~2", "b%20d~s~1", "bad~s~5"} {
+		want(t, ts.get("/v1/reservations/"+id), http.StatusNotFound, "NOT_FOUND")
+		want(t, ts.post("/v1/reservations/"+id+"/cancel", nil), http.StatusNotFound, "NOT_FOUND")
+		want(t, ts.post("/v1/reservations/"+id+"/payment", `{"payment_id":"p"}`), http.StatusNotFound, "NOT_FOUND")
+	}
+	id := ts.reserve("bad", "s", "r1", "u1").str("reservation_id")
+	want(t, ts.post("/v1/reservations/"+id+"/payment", `{"payment_id":"p","amount":-1}`), http.StatusBadRequest, "BAD_REQUEST")
+	want(t, ts.post("/v1/reservations/"+id+"/payment", `{"amount":1}`), http.StatusBadRequest, "BAD_REQUEST")
+	want(t, ts.post("/v1/reservations/"+id+"/payment", `{"payment_id":"p","amount":1.5}`), http.StatusBadRequest, "BAD_REQUEST")
+
+	want(t, ts.get("/nope"), http.StatusNotFound, "NOT_FOUND")
+	want(t, ts.post(res+"/", `{"request_id":"r2","user_id":"u2"}`), http.StatusNotFound, "NOT_FOUND")
+	want(t, ts.get("/V1/CAMPAIGNS/bad/skus/s"), http.StatusNotFound, "NOT_FOUND")
+	r := call(t, http.MethodDelete, ts.base+res, nil, nil)
+	want(t, r, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED")
+	if r.header.Get("Allow") == "" {
+		t.Errorf("405 without Allow: %v", r.header)
+	}
+	want(t, ts.get(res), http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED")
+	want(t, call(t, http.MethodPut, ts.base+"/healthz", nil, nil), http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED")
+
+	want(t, ts.get("/healthz"), http.StatusOK, "")
+	want(t, ts.get("/readyz"), http.StatusOK, "")
+	ts.audit("bad", "s")
+}

@@ -1,0 +1,55 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// /metrics exports the request, ingress and per-SKU series (and the
+// engine's own), with SKU labels only for defined SKUs and no user or
+// request ids anywhere.
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("met", "15m", map[string]int{"s": 1}))
+	id := ts.reserve("met", "s", "request-secret-1", "user-secret-42").str("reservation_id")
+	ts.reserve("met", "s", "request-secret-2", "user-secret-43")      // SOLD_OUT, fast path
+	ts.reserve("ghost", "s", "request-secret-3", "user-secret-44")    // unknown SKU
+	ts.post("/v1/reservations/"+id+"/payment", `{"payment_id":"p1"}`) // PAID
+	ts.post("/v1/reservations/"+id+"/payment", `{"payment_id":"p2"}`) // PAYMENT_CONFLICT
+
+	m := ts.get("/metrics")
+	if m.status != http.StatusOK {
+		t.Fatalf("/metrics: %d", m.status)
+	}
+	text := string(m.raw)
+	for _, want := range []string{
+		`seckill_http_requests_total{outcome="ACCEPTED",route="reserve"} 1`,
+		`seckill_http_requests_total{outcome="SOLD_OUT",route="reserve"} 1`,
+		`seckill_http_requests_total{outcome="PAYMENT_CONFLICT",route="pay"} 1`,
+		`seckill_http_request_duration_seconds_bucket{route="reserve"`,
+		`seckill_ingress_rejections_total{layer="sold_out_cache"} 1`,
+		`seckill_ingress_rejections_total{layer="validation"} 1`,
+		`seckill_admissions_total{campaign_id="met",sku_id="s"} 1`,
+		`seckill_sku_mailbox_messages{campaign_id="met",sku_id="s"} 0`,
+		`seckill_sku_oldest_message_age_seconds{campaign_id="met",sku_id="s"} 0`,
+		`seckill_sku_consumer_rate_messages_per_second{campaign_id="met",sku_id="s"}`,
+		`seckill_sku_reservations{campaign_id="met",sku_id="s",state="PAID"} 1`,
+		`seckill_sku_tokens{campaign_id="met",sku_id="s",state="confirmed"} 1`,
+		`seckill_sku_tokens{campaign_id="met",sku_id="s",state="available"} 0`,
+		`seckill_sku_refunds_required{campaign_id="met",sku_id="s"} 0`,
+		`seckill_sku_admission_permits_in_flight{campaign_id="met",sku_id="s"} 0`,
+		`seckill_wal_fsync_seconds_bucket`,
+		`seckill_actor_processing_seconds_bucket`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	for _, leak := range []string{"secret", "ghost", id} {
+		if strings.Contains(text, leak) {
+			t.Errorf("/metrics mentions %q:\n%s", leak, grepLines(text, leak))
+		}
+	}
+}

@@ -1,0 +1,193 @@
+package httpapi
+
+import (
+	"context"
+
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/valyala/fasthttp"
+)
+
+// reservationBody renders a reservation (durable state only).
+type reservationBody struct {
+	ReservationID  string `json:"reservation_id"`
+	RequestID      string `json:"request_id"`
+	UserID         string `json:"user_id"`
+	State          string `json:"state"`
+	TokenID        uint32 `json:"token_id"`
+	CreatedAt      string `json:"created_at"`
+	ExpireAt       string `json:"expire_at"`
+	PaidAt         string `json:"paid_at,omitempty"`
+	PaymentID      string `json:"payment_id,omitempty"`
+	ClosedAt       string `json:"closed_at,omitempty"`
+	ClosedReason   string `json:"closed_reason,omitempty"`
+	RefundRequired bool   `json:"refund_required,omitempty"`
+}
+
+func renderReservation(v sku.View) reservationBody {
+	return reservationBody{
+		ReservationID:  v.ReservationID,
+		RequestID:      v.RequestID,
+		UserID:         v.UserID,
+		State:          v.State.String(),
+		TokenID:        v.TokenID,
+		CreatedAt:      formatMillis(v.CreatedAt),
+		ExpireAt:       formatMillis(v.ExpireAt),
+		PaidAt:         optionalMillis(v.PaidAt),
+		PaymentID:      v.PaymentID,
+		ClosedAt:       optionalMillis(v.ClosedAt),
+		ClosedReason:   v.CloseReason.String(),
+		RefundRequired: v.RefundRequired,
+	}
+}
+
+// requestBody renders what became of a reserve request.
+type requestBody struct {
+	RequestID string `json:"request_id"`
+	// Outcome is the durable answer: ACCEPTED, SOLD_OUT or ALREADY_PURCHASED.
+	Outcome string `json:"outcome"`
+	// ReservationID is the reservation made (ACCEPTED) or the one the user
+	// already holds (ALREADY_PURCHASED).
+	ReservationID string           `json:"reservation_id,omitempty"`
+	Reservation   *reservationBody `json:"reservation,omitempty"`
+}
+
+// paymentRequest is the body of a payment callback.
+type paymentRequest struct {
+	PaymentID string `json:"payment_id"`
+	Amount    *int64 `json:"amount"`
+}
+
+// stateBody answers pay and cancel.
+type stateBody struct {
+	ReservationID string `json:"reservation_id"`
+	State         string `json:"state"`
+	PaymentID     string `json:"payment_id,omitempty"`
+	PaidAt        string `json:"paid_at,omitempty"`
+	ClosedReason  string `json:"closed_reason,omitempty"`
+}
+
+// engineContext bounds one engine call by the request timeout.
+func (s *Server) engineContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+}
+
+// engineError encodes an engine error; statusURL is given with a 504.
+func (s *Server) engineError(route string, err error, statusURL string) reply {
+	f := classify(err)
+	if f.unknown {
+		return s.resultUnknown(statusURL)
+	}
+	if f.reason == reasonInternal {
+		s.log.Error("engine call failed", "route", route, "err", err)
+	}
+	return errorReply(f.status, f.reason, "")
+}
+
+// handleGet is GET /v1/reservations/{id}.
+func (s *Server) handleGet(ctx *fasthttp.RequestCtx) string {
+	id, ok := pathReservation(ctx)
+	if !ok {
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	ectx, cancel := s.engineContext()
+	v, err := s.engine.Get(ectx, id)
+	cancel()
+	if err != nil {
+		return write(ctx, s.engineError("get_reservation", err, reservationURL(id)))
+	}
+	return write(ctx, jsonReply(fasthttp.StatusOK, v.State.String(), renderReservation(v)))
+}
+
+// handleLookup is GET /v1/campaigns/{c}/skus/{s}/requests/{request_id}.
+func (s *Server) handleLookup(ctx *fasthttp.RequestCtx) string {
+	campaignID, skuID, ok := pathSKU(ctx)
+	requestID := pathParam(ctx, "request_id")
+	if !ok || !sku.ValidID(requestID) {
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	ectx, cancel := s.engineContext()
+	res, err := s.engine.Lookup(ectx, campaignID, skuID, requestID)
+	cancel()
+	if err != nil {
+		return write(ctx, s.engineError("lookup_request", err, lookupURL(campaignID, skuID, requestID)))
+	}
+	body := requestBody{RequestID: requestID, Outcome: res.Outcome.String(), ReservationID: res.Reservation.ReservationID}
+	if res.Outcome == sku.OutcomeAccepted {
+		r := renderReservation(res.Reservation)
+		body.Reservation = &r
+	}
+	return write(ctx, jsonReply(fasthttp.StatusOK, body.Outcome, body))
+}
+
+// handlePay is POST /v1/reservations/{id}/payment.
+func (s *Server) handlePay(ctx *fasthttp.RequestCtx) string {
+	body := ctx.PostBody()
+	if !s.signatureOK(body, ctx.Request.Header.Peek("X-Signature")) {
+		return write(ctx, errorReply(fasthttp.StatusUnauthorized, reasonUnauthorized, "missing or wrong X-Signature"))
+	}
+	id, ok := pathReservation(ctx)
+	if !ok {
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	var req paymentRequest
+	if err := decodeJSON(body, &req, true); err != nil {
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+	}
+	if bad := checkID("payment_id", req.PaymentID); bad != "" {
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad))
+	}
+	var amount int64
+	if req.Amount != nil {
+		if *req.Amount < 0 {
+			return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, "amount must not be negative"))
+		}
+		amount = *req.Amount
+	}
+	ectx, cancel := s.engineContext()
+	res, err := s.engine.Pay(ectx, id, req.PaymentID, amount)
+	cancel()
+	if err != nil {
+		return write(ctx, s.engineError("pay", err, reservationURL(id)))
+	}
+	reason := res.Outcome.String()
+	switch res.Outcome {
+	case sku.OutcomePaid, sku.OutcomeAlreadyPaid:
+		v := res.Reservation
+		return write(ctx, jsonReply(fasthttp.StatusOK, sku.StatePaid.String(), stateBody{
+			ReservationID: id, State: sku.StatePaid.String(), PaymentID: v.PaymentID, PaidAt: optionalMillis(v.PaidAt),
+		}))
+	case sku.OutcomeRefundRequired, sku.OutcomePaymentConflict:
+		return write(ctx, jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, ReservationID: id}))
+	case sku.OutcomeNotFound:
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	s.log.Error("pay: unexpected outcome", "outcome", reason)
+	return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+}
+
+// handleCancel is POST /v1/reservations/{id}/cancel.
+func (s *Server) handleCancel(ctx *fasthttp.RequestCtx) string {
+	id, ok := pathReservation(ctx)
+	if !ok {
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	ectx, cancel := s.engineContext()
+	res, err := s.engine.Cancel(ectx, id)
+	cancel()
+	if err != nil {
+		return write(ctx, s.engineError("cancel", err, reservationURL(id)))
+	}
+	reason := res.Outcome.String()
+	switch res.Outcome {
+	case sku.OutcomeClosed, sku.OutcomeAlreadyClosed:
+		return write(ctx, jsonReply(fasthttp.StatusOK, sku.StateClosed.String(), stateBody{
+			ReservationID: id, State: sku.StateClosed.String(), ClosedReason: res.Reservation.CloseReason.String(),
+		}))
+	case sku.OutcomeNotClosable:
+		return write(ctx, jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, ReservationID: id}))
+	case sku.OutcomeNotFound:
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	s.log.Error("cancel: unexpected outcome", "outcome", reason)
+	return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+}

@@ -1,0 +1,242 @@
+package httpapi
+
+import (
+	"context"
+	"time"
+
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/valyala/fasthttp"
+)
+
+// reserveRequest is the body of POST .../reservations.
+type reserveRequest struct {
+	RequestID string `json:"request_id"`
+	UserID    string `json:"user_id"`
+}
+
+// acceptedBody is the 202 answer. It describes the acceptance, so a repeat
+// of the request_id gets the very same body; the reservation's current
+// state is at status_url.
+type acceptedBody struct {
+	ReservationID string `json:"reservation_id"`
+	RequestID     string `json:"request_id"`
+	State         string `json:"state"`
+	TokenID       uint32 `json:"token_id"`
+	ExpireAt      string `json:"expire_at"`
+	StatusURL     string `json:"status_url"`
+}
+
+// handleReserve is POST /v1/campaigns/{c}/skus/{s}/reservations: decode,
+// validate, run the ingress pipeline, encode.
+func (s *Server) handleReserve(ctx *fasthttp.RequestCtx) string {
+	campaignID, skuID, ok := pathSKU(ctx)
+	if !ok {
+		s.rejected(layerValidation)
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
+	}
+	var req reserveRequest
+	if err := decodeJSON(ctx.PostBody(), &req, false); err != nil {
+		s.rejected(layerValidation)
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+	}
+	for _, bad := range []string{checkID("request_id", req.RequestID), checkID("user_id", req.UserID)} {
+		if bad != "" {
+			s.rejected(layerValidation)
+			return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad))
+		}
+	}
+	return write(ctx, s.reserve(campaignID, skuID, req.RequestID, req.UserID))
+}
+
+// reserve runs one reserve through the ingress layers: the answer cache,
+// the user's flight, the fast paths and admission, then the engine.
+func (s *Server) reserve(campaignID, skuID, requestID, userID string) reply {
+	handle := s.engine.SKU(campaignID, skuID)
+	if handle == nil {
+		s.rejected(layerValidation)
+		return errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU")
+	}
+	rkey := requestKey(campaignID, skuID, requestID)
+	ukey := userKey(campaignID, skuID, userID)
+	// Waiting behind the user's other requests is bounded by one request
+	// timeout in all; the wait loop runs once per flight that finishes.
+	var deadline <-chan time.Time
+	for {
+		retryOfUnknown := false
+		if a, ok := s.answers.get(rkey); ok {
+			if a.userID != userID {
+				s.rejected(layerDedup)
+				return replyRequestIDReused
+			}
+			if !a.unknown {
+				s.rejected(layerDedup)
+				return a.rep
+			}
+			retryOfUnknown = true
+		}
+		fl, leader := s.flights.join(ukey, requestID)
+		if leader {
+			rep := s.lead(handle, campaignID, skuID, requestID, userID, retryOfUnknown)
+			s.flights.finish(ukey, fl, rep)
+			return rep
+		}
+		if deadline == nil {
+			t := time.NewTimer(s.cfg.RequestTimeout)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-fl.done:
+		case <-deadline:
+			// The user's requests ahead did not finish in time.
+			if fl.requestID == requestID {
+				s.answers.markUnknown(rkey, userID)
+				return s.resultUnknown(lookupURL(campaignID, skuID, requestID))
+			}
+			s.rejected(layerQueueFull)
+			return s.queueFull()
+		}
+		if fl.requestID == requestID {
+			s.rejected(layerDedup)
+			return fl.rep
+		}
+		// Another request_id of the same user finished: ask again (the
+		// cache, then a flight of our own).
+	}
+}
+
+// lead is the reserve of the flight's leader: fast paths on the SKU's
+// published durable stats, a permit, then the engine.
+func (s *Server) lead(handle *actors.SKU, campaignID, skuID, requestID, userID string, retryOfUnknown bool) reply {
+	st := handle.Stats()
+	switch s.limits.precheck(st, s.cfg.Clock(), retryOfUnknown) {
+	case verdictUnavailable:
+		s.rejected(layerPaused)
+		return replyUnavailable
+	case verdictNotStarted:
+		s.rejected(layerWindow)
+		return replyNotStarted
+	case verdictEnded:
+		s.rejected(layerWindow)
+		return replyEnded
+	case verdictPaused:
+		s.rejected(layerPaused)
+		return replyPaused
+	case verdictSoldOut:
+		s.rejected(layerSoldOut)
+		return replySoldOut
+	case verdictQueueFull:
+		s.rejected(layerQueueFull)
+		return s.queueFull()
+	}
+	permits, fromStock := s.limits.bound(st)
+	g := s.gates.get(campaignID, skuID)
+	if !g.tryAcquire(permits) {
+		if fromStock && !retryOfUnknown {
+			s.rejected(layerSoldOut)
+			return replySoldOut
+		}
+		s.rejected(layerQueueFull)
+		return s.queueFull()
+	}
+	defer g.release()
+
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	res, err := s.engine.Reserve(ctx, campaignID, skuID, requestID, userID)
+	cancel()
+	rkey := requestKey(campaignID, skuID, requestID)
+	if err != nil {
+		f := classify(err)
+		if f.unknown {
+			s.answers.markUnknown(rkey, userID)
+			return s.resultUnknown(lookupURL(campaignID, skuID, requestID))
+		}
+		if f.status >= 500 && f.reason == reasonInternal {
+			s.log.Error("reserve failed", "campaign_id", campaignID, "sku_id", skuID, "err", err)
+		}
+		return errorReply(f.status, f.reason, "")
+	}
+	rep, final := s.reserveReply(res)
+	if final {
+		s.answers.putFinal(rkey, userID, rep)
+	}
+	return rep
+}
+
+// reserveReply encodes the engine's answer to a reserve. final is set for
+// answers the engine made durable for this request_id, which a repeat of
+// it always gets: ACCEPTED, SOLD_OUT, ALREADY_PURCHASED.
+func (s *Server) reserveReply(res sku.Result) (rep reply, final bool) {
+	reason := res.Outcome.String()
+	switch res.Outcome {
+	case sku.OutcomeAccepted:
+		v := res.Reservation
+		url := reservationURL(v.ReservationID)
+		rep = jsonReply(fasthttp.StatusAccepted, reason, acceptedBody{
+			ReservationID: v.ReservationID,
+			RequestID:     v.RequestID,
+			State:         sku.StatePendingPayment.String(),
+			TokenID:       v.TokenID,
+			ExpireAt:      formatMillis(v.ExpireAt),
+			StatusURL:     url,
+		})
+		rep.location = url
+		return rep, true
+	case sku.OutcomeSoldOut:
+		return errorReply(fasthttp.StatusConflict, reason, ""), true
+	case sku.OutcomeAlreadyPurchased:
+		return jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, ReservationID: res.Reservation.ReservationID}), true
+	case sku.OutcomeRequestIDReused:
+		return errorReply(fasthttp.StatusUnprocessableEntity, reason, ""), false
+	case sku.OutcomeNotStarted, sku.OutcomeEnded:
+		return errorReply(fasthttp.StatusForbidden, reason, ""), false
+	case sku.OutcomePaused:
+		return errorReply(fasthttp.StatusServiceUnavailable, reason, ""), false
+	case sku.OutcomeNotFound:
+		return errorReply(fasthttp.StatusNotFound, reasonNotFound, ""), false
+	}
+	s.log.Error("reserve: unexpected outcome", "outcome", reason)
+	return errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""), false
+}
+
+// The fixed answers of the ingress fast paths, encoded once: the sold-out
+// flood costs no JSON encoding.
+var (
+	replyUnavailable     = errorReply(fasthttp.StatusServiceUnavailable, reasonUnavailable, "")
+	replyNotStarted      = errorReply(fasthttp.StatusForbidden, reasonNotStarted, "")
+	replyEnded           = errorReply(fasthttp.StatusForbidden, reasonEnded, "")
+	replyPaused          = errorReply(fasthttp.StatusServiceUnavailable, reasonPaused, "")
+	replySoldOut         = errorReply(fasthttp.StatusConflict, reasonSoldOut, "")
+	replyRequestIDReused = errorReply(fasthttp.StatusUnprocessableEntity, sku.OutcomeRequestIDReused.String(), "")
+	replyQueueFull       = errorReply(fasthttp.StatusTooManyRequests, reasonQueueFull, "")
+)
+
+// queueFull is the 429 answer, with Retry-After: the queue drains within
+// max_queue_wait.
+func (s *Server) queueFull() reply {
+	rep := replyQueueFull
+	rep.retryAfter = s.retryAfter
+	return rep
+}
+
+// resultUnknown is the 504 answer: the engine did not answer in time; the
+// command may or may not have been applied. statusURL says where to look.
+func (s *Server) resultUnknown(statusURL string) reply {
+	return jsonReply(fasthttp.StatusGatewayTimeout, reasonResultUnknown, errorBody{Error: reasonResultUnknown, StatusURL: statusURL})
+}
+
+// rejected counts a reserve answered by an ingress layer.
+func (s *Server) rejected(layer string) {
+	s.metrics.rejectedBy[layer].Inc()
+}
+
+// reservationURL is the status URL of a reservation.
+func reservationURL(reservationID string) string {
+	return "/v1/reservations/" + reservationID
+}
+
+// lookupURL is the status URL of a reserve request.
+func lookupURL(campaignID, skuID, requestID string) string {
+	return "/v1/campaigns/" + campaignID + "/skus/" + skuID + "/requests/" + requestID
+}

@@ -1,0 +1,106 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Reasons the service itself gives in the "error" field. The reasons the
+// engine gives are sku.Outcome names (SOLD_OUT, ALREADY_PURCHASED, ...).
+const (
+	reasonBadRequest         = "BAD_REQUEST"
+	reasonNotFound           = "NOT_FOUND"
+	reasonMethodNotAllowed   = "METHOD_NOT_ALLOWED"
+	reasonUnauthorized       = "UNAUTHORIZED"
+	reasonQueueFull          = "QUEUE_FULL"
+	reasonUnavailable        = "UNAVAILABLE"
+	reasonResultUnknown      = "RESULT_UNKNOWN"
+	reasonInternal           = "INTERNAL"
+	reasonDefinitionConflict = "DEFINITION_CONFLICT"
+	reasonNotImplemented     = "NOT_IMPLEMENTED"
+	reasonSoldOut            = "SOLD_OUT"
+	reasonNotStarted         = "NOT_STARTED"
+	reasonEnded              = "ENDED"
+	reasonPaused             = "PAUSED"
+)
+
+// outcomeOK labels a successful answer that carries no other reason.
+const outcomeOK = "OK"
+
+// errorBody is the body of every error answer.
+type errorBody struct {
+	Error         string `json:"error"`
+	Detail        string `json:"detail,omitempty"`
+	ReservationID string `json:"reservation_id,omitempty"`
+	StatusURL     string `json:"status_url,omitempty"`
+}
+
+// reply is an encoded answer. Replies kept in the dedup cache are shared
+// between requests and never modified.
+type reply struct {
+	status     int
+	body       []byte
+	location   string // Location header, if any
+	retryAfter string // Retry-After header (seconds), if any
+	outcome    string // metric label: the reason or the state
+}
+
+// jsonReply encodes v as the body of a reply.
+func jsonReply(status int, outcome string, v any) reply {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only plain structs are encoded here; failure means a value the
+		// engine handed over (a snapshot description) does not encode.
+		return reply{status: 500, body: []byte(`{"error":"INTERNAL","detail":"unencodable answer"}`), outcome: reasonInternal}
+	}
+	return reply{status: status, body: b, outcome: outcome}
+}
+
+// errorReply is an error answer with the reason as its metric label.
+func errorReply(status int, reason, detail string) reply {
+	return jsonReply(status, reason, errorBody{Error: reason, Detail: detail})
+}
+
+// write sends r on ctx. The body is copied by fasthttp (SetBody), so a
+// shared reply stays untouched.
+func write(ctx *fasthttp.RequestCtx, r reply) string {
+	ctx.SetStatusCode(r.status)
+	ctx.SetContentType("application/json")
+	if r.location != "" {
+		ctx.Response.Header.Set("Location", r.location)
+	}
+	if r.retryAfter != "" {
+		ctx.Response.Header.Set("Retry-After", r.retryAfter)
+	}
+	ctx.SetBody(r.body)
+	return r.outcome
+}
+
+// retryAfterSeconds renders d as a Retry-After value: whole seconds, at
+// least 1.
+func retryAfterSeconds(d time.Duration) string {
+	s := int64((d + time.Second - 1) / time.Second)
+	if s < 1 {
+		s = 1
+	}
+	return strconv.FormatInt(s, 10)
+}
+
+// rfc3339Millis is RFC 3339 with milliseconds; times are rendered in UTC.
+const rfc3339Millis = "2006-01-02T15:04:05.000Z07:00"
+
+// formatMillis renders Unix milliseconds as RFC 3339 with ms, in UTC.
+func formatMillis(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format(rfc3339Millis)
+}
+
+// optionalMillis is formatMillis, or "" for zero (not set).
+func optionalMillis(ms int64) string {
+	if ms == 0 {
+		return ""
+	}
+	return formatMillis(ms)
+}

@@ -1,0 +1,307 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+)
+
+// Defaults of Config. Each is used when the field is zero.
+const (
+	// DefaultMaxQueueWait is the longest a reserve may wait in a SKU's
+	// mailbox before admission stops (seed §2: maximum acceptable wait).
+	DefaultMaxQueueWait = time.Second
+	// DefaultRetryMargin is added to the available stock in the admission
+	// bound: room for duplicates and requests the engine will reject.
+	DefaultRetryMargin = 32
+	// DefaultMinConsumerRate (messages/s) is the floor of consumer_rate, so
+	// that a SKU that has processed nothing yet still admits.
+	DefaultMinConsumerRate = 1000
+	// DefaultDedupCacheSize bounds the answer cache: 100,000 request_ids,
+	// a few hundred bytes each (tens of MiB at most).
+	DefaultDedupCacheSize = 100_000
+	// DefaultMaxRequestBodySize caps request bodies (bytes).
+	DefaultMaxRequestBodySize = 4 << 10
+	// DefaultReadTimeout bounds reading one request, headers and body.
+	DefaultReadTimeout = 5 * time.Second
+	// DefaultWriteTimeout bounds writing one response.
+	DefaultWriteTimeout = 5 * time.Second
+	// DefaultIdleTimeout closes keep-alive connections idle that long.
+	DefaultIdleTimeout = 60 * time.Second
+	// DefaultStatusMaxAge is the Cache-Control max-age of a SKU status that
+	// can change any moment.
+	DefaultStatusMaxAge = time.Second
+	// DefaultFinalStatusMaxAge is the Cache-Control max-age of ENDED and
+	// FINAL_SOLD_OUT (seed §7: a longer TTL once final).
+	DefaultFinalStatusMaxAge = 30 * time.Second
+)
+
+// Config configures a Server. Engine and AdminToken are required; every
+// other zero field takes its default.
+type Config struct {
+	// Engine executes the commands.
+	Engine Engine
+	// AdminToken is the bearer token of /admin routes.
+	AdminToken string
+	// PaymentSecret is the HMAC-SHA256 key of payment callbacks
+	// (X-Signature: hex of the HMAC of the raw body). Empty accepts
+	// unsigned callbacks.
+	PaymentSecret []byte
+	// MaxQueueWait is the admission's maximum acceptable queue age.
+	MaxQueueWait time.Duration
+	// RequestTimeout is how long a handler waits for the engine before it
+	// answers 504 RESULT_UNKNOWN. Default: MaxQueueWait + 2 s.
+	RequestTimeout time.Duration
+	// RetryMargin is added to available stock in the admission bound.
+	RetryMargin int
+	// MinConsumerRate is the floor of the consumer rate, messages/s.
+	MinConsumerRate float64
+	// DedupCacheSize is the number of request_id answers kept.
+	DedupCacheSize int
+	// MaxRequestBodySize caps request bodies, in bytes.
+	MaxRequestBodySize int
+	// ReadTimeout, WriteTimeout and IdleTimeout are the connection timeouts.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// StatusMaxAge and FinalStatusMaxAge are the Cache-Control max-age of
+	// SKU status answers, changing and final.
+	StatusMaxAge, FinalStatusMaxAge time.Duration
+	// Clock is the server's clock (the campaign window is judged on it).
+	Clock func() time.Time
+	// Logger receives errors and panics.
+	Logger *slog.Logger
+	// Registry receives the service's metrics and is served on /metrics
+	// (give the engine the same one). Default: a new registry.
+	Registry *prometheus.Registry
+}
+
+func (c *Config) fill() error {
+	if c.Engine == nil {
+		return errors.New("httpapi: Config.Engine is required")
+	}
+	if c.AdminToken == "" {
+		return errors.New("httpapi: Config.AdminToken is required")
+	}
+	if c.MaxQueueWait <= 0 {
+		c.MaxQueueWait = DefaultMaxQueueWait
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = c.MaxQueueWait + 2*time.Second
+	}
+	if c.RetryMargin <= 0 {
+		c.RetryMargin = DefaultRetryMargin
+	}
+	if c.MinConsumerRate <= 0 {
+		c.MinConsumerRate = DefaultMinConsumerRate
+	}
+	if c.DedupCacheSize <= 0 {
+		c.DedupCacheSize = DefaultDedupCacheSize
+	}
+	if c.MaxRequestBodySize <= 0 {
+		c.MaxRequestBodySize = DefaultMaxRequestBodySize
+	}
+	if c.ReadTimeout <= 0 {
+		c.ReadTimeout = DefaultReadTimeout
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.StatusMaxAge <= 0 {
+		c.StatusMaxAge = DefaultStatusMaxAge
+	}
+	if c.FinalStatusMaxAge <= 0 {
+		c.FinalStatusMaxAge = DefaultFinalStatusMaxAge
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+	}
+	return nil
+}
+
+// Server is the HTTP service. Create it with New, run it with Serve, stop
+// it with Shutdown.
+type Server struct {
+	cfg     Config
+	engine  Engine
+	log     *slog.Logger
+	limits  limits
+	metrics *metrics
+	gates   *gates
+	flights *flights
+	answers *answerCache
+	// retryAfter is the Retry-After of QUEUE_FULL answers.
+	retryAfter string
+	// snapshot is the engine's Snapshot command, nil if it has none.
+	snapshot snapshotFunc
+	adminID  [32]byte // SHA-256 of the admin token
+	http     *fasthttp.Server
+	// draining is set by Shutdown: /readyz answers 503 from then on.
+	draining atomic.Bool
+}
+
+// New checks cfg, registers the service's metrics on cfg.Registry and
+// returns a Server ready to Serve.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
+	}
+	s := &Server{
+		cfg:    cfg,
+		engine: cfg.Engine,
+		log:    cfg.Logger,
+		limits: limits{
+			maxQueueWait: cfg.MaxQueueWait,
+			retryMargin:  int64(cfg.RetryMargin),
+			minRate:      cfg.MinConsumerRate,
+		},
+		metrics:    m,
+		gates:      newGates(m.admissions),
+		flights:    newFlights(),
+		answers:    newAnswerCache(cfg.DedupCacheSize),
+		adminID:    digest(cfg.AdminToken),
+		snapshot:   findSnapshot(cfg.Engine),
+		retryAfter: retryAfterSeconds(cfg.MaxQueueWait),
+	}
+	if err := cfg.Registry.Register(newSKUCollector(cfg.Engine, s.gates)); err != nil {
+		return nil, fmt.Errorf("httpapi: registering the SKU collector: %w", err)
+	}
+	s.http = &fasthttp.Server{
+		Handler:               s.Handler(),
+		ErrorHandler:          s.parseError,
+		ReadTimeout:           cfg.ReadTimeout,
+		WriteTimeout:          cfg.WriteTimeout,
+		IdleTimeout:           cfg.IdleTimeout,
+		MaxRequestBodySize:    cfg.MaxRequestBodySize,
+		NoDefaultServerHeader: true,
+		CloseOnShutdown:       true,
+		Logger:                fasthttpLogger{cfg.Logger},
+	}
+	return s, nil
+}
+
+// Handler returns the routed request handler: every route of the API,
+// JSON 404 and 405 answers, and panic recovery (500 INTERNAL).
+func (s *Server) Handler() fasthttp.RequestHandler {
+	r := router.New()
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleMethodNotAllowed = true
+	r.HandleOPTIONS = false
+	r.NotFound = s.route("not_found", func(ctx *fasthttp.RequestCtx) string {
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such route"))
+	})
+	r.MethodNotAllowed = s.route("method_not_allowed", func(ctx *fasthttp.RequestCtx) string {
+		return write(ctx, errorReply(fasthttp.StatusMethodNotAllowed, reasonMethodNotAllowed, "allowed: "+string(ctx.Response.Header.Peek("Allow"))))
+	})
+	r.PanicHandler = s.recoverPanic
+
+	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", s.route("reserve", s.handleReserve))
+	r.GET("/v1/campaigns/{campaign_id}/skus/{sku_id}", s.route("sku_status", s.handleStatus))
+	r.GET("/v1/campaigns/{campaign_id}/skus/{sku_id}/requests/{request_id}", s.route("lookup_request", s.handleLookup))
+	r.GET("/v1/reservations/{reservation_id}", s.route("get_reservation", s.handleGet))
+	r.POST("/v1/reservations/{reservation_id}/payment", s.route("pay", s.handlePay))
+	r.POST("/v1/reservations/{reservation_id}/cancel", s.route("cancel", s.handleCancel))
+
+	r.PUT("/admin/campaigns/{campaign_id}", s.route("admin_define", s.admin(s.handleDefine)))
+	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/pause", s.route("admin_pause", s.admin(s.handlePause)))
+	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/resume", s.route("admin_resume", s.admin(s.handleResume)))
+	r.GET("/admin/campaigns/{campaign_id}/skus/{sku_id}/audit", s.route("admin_audit", s.admin(s.handleAudit)))
+	r.GET("/admin/campaigns/{campaign_id}/skus/{sku_id}/refunds", s.route("admin_refunds", s.admin(s.handleRefunds)))
+	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/snapshot", s.route("admin_snapshot", s.admin(s.handleSnapshot)))
+
+	r.GET("/metrics", s.metricsHandler())
+	r.GET("/healthz", s.route("healthz", s.handleHealthz))
+	r.GET("/readyz", s.route("readyz", s.handleReadyz))
+	return r.Handler
+}
+
+// routeKey is the user value that names the route being served, for the
+// panic handler's metric.
+const routeKey = "httpapi.route"
+
+// route wraps a handler that returns its outcome label with the request
+// metrics.
+func (s *Server) route(name string, h func(ctx *fasthttp.RequestCtx) string) fasthttp.RequestHandler {
+	duration := s.metrics.duration.WithLabelValues(name)
+	return func(ctx *fasthttp.RequestCtx) {
+		ctx.SetUserValue(routeKey, name)
+		start := time.Now()
+		outcome := h(ctx)
+		duration.Observe(time.Since(start).Seconds())
+		s.metrics.requests.WithLabelValues(name, outcome).Inc()
+	}
+}
+
+// recoverPanic answers 500 INTERNAL for a handler that panicked; fasthttp
+// itself would let the panic kill the process.
+func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx, v any) {
+	name, _ := ctx.UserValue(routeKey).(string)
+	if name == "" {
+		name = "unknown"
+	}
+	s.log.Error("handler panicked", "route", name, "method", string(ctx.Method()), "path", string(ctx.Path()), "panic", fmt.Sprint(v))
+	ctx.Response.Reset()
+	write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+	s.metrics.requests.WithLabelValues(name, reasonInternal).Inc()
+}
+
+// parseError answers requests fasthttp could not read: too large bodies
+// (413), oversized headers (431), timeouts (408), anything else (400).
+func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	var netErr net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		write(ctx, errorReply(fasthttp.StatusRequestEntityTooLarge, reasonBadRequest,
+			fmt.Sprintf("request body larger than %d bytes", s.cfg.MaxRequestBodySize)))
+	case errors.As(err, &small):
+		write(ctx, errorReply(fasthttp.StatusRequestHeaderFieldsTooLarge, reasonBadRequest, "request header too large"))
+	case errors.As(err, &netErr) && netErr.Timeout():
+		write(ctx, errorReply(fasthttp.StatusRequestTimeout, reasonBadRequest, "request not received in time"))
+	default:
+		write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, "malformed HTTP request"))
+	}
+	s.metrics.requests.WithLabelValues("unparsed", reasonBadRequest).Inc()
+}
+
+// Serve accepts connections on ln until Shutdown. It returns nil after
+// Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	return s.http.Serve(ln)
+}
+
+// Shutdown stops accepting connections, closes idle ones and waits for the
+// requests in flight to be answered, or for ctx. It does not close the
+// engine: the caller does that afterwards (flush and fsync).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	return s.http.ShutdownWithContext(ctx)
+}
+
+// fasthttpLogger sends fasthttp's own messages to slog.
+type fasthttpLogger struct{ log *slog.Logger }
+
+// Printf implements fasthttp.Logger.
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	l.log.Warn(fmt.Sprintf(format, args...), "component", "fasthttp")
+}

@@ -1,0 +1,87 @@
+package httpapi
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/seckill/seckill/actors"
+	"github.com/valyala/fasthttp"
+)
+
+// Coarse SKU statuses (seed §7, §10). No exact stock is ever shown: a
+// number would be stale at once and invite refresh storms.
+const (
+	StatusNotStarted   = "NOT_STARTED"    // before start_at
+	StatusOpen         = "OPEN"           // admitting normally
+	StatusThrottled    = "THROTTLED"      // queue age above half of max_queue_wait
+	StatusQueueFull    = "QUEUE_FULL"     // admission stopped: queue age or permits exhausted
+	StatusTempSoldOut  = "TEMP_SOLD_OUT"  // no token now; a release may free one
+	StatusFinalSoldOut = "FINAL_SOLD_OUT" // no token, and none can come back (ended, or nothing reserved)
+	StatusEnded        = "ENDED"          // at or after end_at, tokens left unsold
+	StatusPaused       = "PAUSED"         // paused by an operator, or unavailable (log failure, recovery)
+)
+
+// skuStatus classifies a SKU from its published stats. final is set for
+// statuses that cannot change any more (longer cache TTL).
+func (l limits) skuStatus(st actors.Stats, now time.Time, inFlight int64) (status string, final bool) {
+	ms := now.UnixMilli()
+	n := st.Counts
+	switch {
+	case st.Unavailable:
+		return StatusPaused, false
+	case ms < st.Definition.StartAt:
+		return StatusNotStarted, false
+	case n.Available == 0 && (ms >= st.Definition.EndAt || n.Reserved == 0):
+		return StatusFinalSoldOut, true
+	case ms >= st.Definition.EndAt:
+		return StatusEnded, true
+	case st.Paused:
+		return StatusPaused, false
+	case n.Available == 0:
+		return StatusTempSoldOut, false
+	}
+	permits, _ := l.bound(st)
+	switch {
+	case st.OldestWait >= l.maxQueueWait || inFlight >= permits:
+		return StatusQueueFull, false
+	case st.OldestWait > l.maxQueueWait/2:
+		return StatusThrottled, false
+	}
+	return StatusOpen, false
+}
+
+// statusBody is the answer of GET /v1/campaigns/{c}/skus/{s}.
+type statusBody struct {
+	CampaignID string `json:"campaign_id"`
+	SKUID      string `json:"sku_id"`
+	Status     string `json:"status"`
+	StartAt    string `json:"start_at"`
+	EndAt      string `json:"end_at"`
+}
+
+// handleStatus is GET /v1/campaigns/{c}/skus/{s}: the coarse status, with a
+// short Cache-Control max-age (longer once final).
+func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) string {
+	campaignID, skuID, ok := pathSKU(ctx)
+	var h *actors.SKU
+	if ok {
+		h = s.engine.SKU(campaignID, skuID)
+	}
+	if h == nil {
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
+	}
+	st := h.Stats()
+	status, final := s.limits.skuStatus(st, s.cfg.Clock(), s.gates.inFlight(campaignID, skuID))
+	maxAge := s.cfg.StatusMaxAge
+	if final {
+		maxAge = s.cfg.FinalStatusMaxAge
+	}
+	ctx.Response.Header.Set("Cache-Control", "public, max-age="+strconv.FormatInt(int64(maxAge/time.Second), 10))
+	return write(ctx, jsonReply(fasthttp.StatusOK, status, statusBody{
+		CampaignID: campaignID,
+		SKUID:      skuID,
+		Status:     status,
+		StartAt:    optionalMillis(st.Definition.StartAt),
+		EndAt:      optionalMillis(st.Definition.EndAt),
+	}))
+}
