@@ -29,6 +29,9 @@ type skuActor struct {
 	// answers ErrUnavailable to everything (fail-stop) until restarted.
 	failed error
 
+	// filter holds the decided request_ids, published as h.requests.
+	filter *requestFilter
+
 	out []sku.Record // records of the current call, reused
 	buf []byte       // payload scratch, reused
 }
@@ -64,6 +67,7 @@ func (a *skuActor) recover() {
 		a.h.recovered(a.failed)
 		return
 	}
+	a.sizeFilter()
 	a.h.publish(a.view())
 	a.h.unavailable.Store(false)
 	a.cfg.Logger.Info("SKU recovered", "campaign", a.h.campaignID, "sku", a.h.skuID,
@@ -110,6 +114,9 @@ func (a *skuActor) handle(ctx actor.Context, c *call) {
 	switch c.kind {
 	case callReserve:
 		c.result, out = m.Reserve(now, c.requestID, c.userID, out)
+		if !c.result.Duplicate && decided(c.result.Outcome) {
+			a.filter.add(c.requestID)
+		}
 	case callPay:
 		c.result, out = m.Pay(now, c.seq, c.paymentID, c.amount, out)
 	case callClose:
@@ -122,6 +129,7 @@ func (a *skuActor) handle(ctx actor.Context, c *call) {
 		c.outcome, out = m.Resume(now, out)
 	case callDefine:
 		c.outcome, out, c.err = m.Define(now, c.def, out)
+		a.sizeFilter()
 	case callGet:
 		c.result.Reservation, c.found = m.Get(c.seq)
 	case callLookup:
@@ -186,4 +194,25 @@ func (a *skuActor) expire(ctx actor.Context) {
 	if next, ok := a.m.NextExpiry(); ok && next <= now {
 		ctx.Send(ctx.Self(), tick{})
 	}
+}
+
+// decided reports whether a reserve outcome is recorded against its
+// request_id (and so must be repeated to a retry).
+func decided(o sku.Outcome) bool {
+	return o == sku.OutcomeAccepted || o == sku.OutcomeSoldOut || o == sku.OutcomeAlreadyPurchased
+}
+
+// sizeFilter (re)builds the request filter when the SKU may now decide
+// more request_ids than it was sized for: twice the larger of sale_limit
+// and what is already decided.
+func (a *skuActor) sizeFilter() {
+	c := a.m.Counts()
+	want := 2 * max(uint64(c.SaleLimit), uint64(c.Reservations)+uint64(c.Rejected))
+	if a.filter != nil && uint64(len(a.filter.words))*64 >= min(want*filterBitsPerRequest, filterMaxBits) {
+		return
+	}
+	f := newRequestFilter(want)
+	a.m.EachRequestID(f.add)
+	a.filter = f
+	a.h.requests.Store(f)
 }

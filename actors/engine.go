@@ -89,6 +89,7 @@ func (c *Config) walOptions() wal.Options {
 	o := c.WAL
 	o.Fsync = c.Fsync
 	o.Logger = c.Logger
+	o.Observer = c.metrics
 	return o
 }
 

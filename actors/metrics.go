@@ -50,6 +50,14 @@ func newEngineMetrics(reg prometheus.Registerer) *engineMetrics {
 	return m
 }
 
+// Committed implements wal.Observer.
+func (m *engineMetrics) Committed(records int, fsync time.Duration) {
+	m.batch.Observe(float64(records))
+	if fsync > 0 {
+		m.fsync.Observe(fsync.Seconds())
+	}
+}
+
 func (m *engineMetrics) observeCall(k callKind, d time.Duration) {
 	m.processing[k].Observe(d.Seconds())
 }

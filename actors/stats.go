@@ -36,6 +36,7 @@ type SKU struct {
 	rateBits       atomic.Uint64 // float64 messages/s, EWMA
 	unavailable    atomic.Bool
 	log            atomic.Pointer[wal.Log] // the open log, for its figures
+	requests       atomic.Pointer[requestFilter]
 
 	mu      sync.Mutex // guards durable
 	durable durableView
@@ -96,6 +97,15 @@ func (s *SKU) Stats() Stats {
 	st.Definition, st.Counts, st.Paused = s.durable.def, s.durable.counts, s.durable.paused
 	s.mu.Unlock()
 	return st
+}
+
+// MayKnowRequest reports whether the SKU may have decided requestID
+// already. False is certain: the ingress may then answer from its fast
+// paths (SOLD_OUT, ENDED); true means "ask the actor", which gives a
+// repeated request_id its original answer.
+func (s *SKU) MayKnowRequest(requestID string) bool {
+	f := s.requests.Load()
+	return f == nil || f.mayContain(requestID)
 }
 
 // WALStats returns the figures of the SKU's log since it was opened

@@ -109,6 +109,10 @@ func (s *Server) reserve(campaignID, skuID, requestID, userID string) reply {
 // lead is the reserve of the flight's leader: fast paths on the SKU's
 // published durable stats, a permit, then the engine.
 func (s *Server) lead(handle *actors.SKU, campaignID, skuID, requestID, userID string, retryOfUnknown bool) reply {
+	// A request_id the SKU may have decided already must get its original
+	// answer from the engine, not a fast SOLD_OUT or ENDED (one request_id,
+	// one result, also after a restart or a cache eviction).
+	retryOfUnknown = retryOfUnknown || handle.MayKnowRequest(requestID)
 	st := handle.Stats()
 	switch s.limits.precheck(st, s.cfg.Clock(), retryOfUnknown) {
 	case verdictUnavailable:

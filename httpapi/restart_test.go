@@ -55,3 +55,24 @@ func TestRestartKeepsState(t *testing.T) {
 	}
 	want(t, ts2.reserve("rs", "a", "req-new", "user-new"), http.StatusAccepted, "")
 }
+
+// After a restart (an empty answer cache) a sold-out SKU still gives a
+// repeated, accepted request_id its original 202, not a fast SOLD_OUT.
+func TestRepeatAfterRestartWhileSoldOut(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ts := startServer(t, serverOptions{dir: dir})
+	ts.define(campaign("so", "15m", map[string]int{"a": 2}))
+	first := ts.reserve("so", "a", "req-1", "user-1")
+	want(t, first, http.StatusAccepted, "")
+	want(t, ts.reserve("so", "a", "req-2", "user-2"), http.StatusAccepted, "")
+	want(t, ts.reserve("so", "a", "req-3", "user-3"), http.StatusConflict, "SOLD_OUT")
+	ts.stop()
+
+	ts2 := startServer(t, serverOptions{dir: dir})
+	again := ts2.reserve("so", "a", "req-1", "user-1")
+	if string(again.raw) != string(first.raw) {
+		t.Fatalf("repeat of an accepted request after restart, sold out: %v, first %v", again, first)
+	}
+	want(t, ts2.reserve("so", "a", "req-4", "user-4"), http.StatusConflict, "SOLD_OUT")
+}

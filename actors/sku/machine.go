@@ -185,3 +185,14 @@ func (m *Machine) emit(r Record, out []Record) []Record {
 	}
 	return append(out, r)
 }
+
+// EachRequestID calls fn with every decided request_id: accepted ones in
+// seq order, then the recorded rejections in no particular order.
+func (m *Machine) EachRequestID(fn func(requestID string)) {
+	for seq := uint32(1); seq <= m.table.count; seq++ {
+		fn(m.table.get(seq).requestID)
+	}
+	for id := range m.rejected {
+		fn(id)
+	}
+}

@@ -1,0 +1,54 @@
+# seckill: make run (the engine on its demo campaign), make test (what CI runs).
+GO       ?= go
+BIN      := bin
+PKGS     := ./...
+ADDR     ?= 127.0.0.1:8080
+DATA     ?= ./data
+
+.PHONY: all build run test test-long bench bench-engine bench-compare soak fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/seckilld ./cmd/seckilld
+	$(GO) build -o $(BIN)/seckill-bench ./cmd/seckill-bench
+	$(GO) build -o $(BIN)/seckillctl ./cmd/seckillctl
+
+## run: build and start seckilld on $(ADDR) with data in $(DATA) (demo campaign when none is given).
+run:
+	$(GO) build -o $(BIN)/seckilld ./cmd/seckilld
+	./$(BIN)/seckilld --addr $(ADDR) --data-dir $(DATA)
+
+## test: vet + race-enabled tests of every package, bounded for CI (fuzz targets run their seed corpus).
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+
+## test-long: the property tests with many more cases.
+test-long:
+	$(GO) test -count=1 -timeout 30m ./actors/sku/ -rapid.checks=20000
+
+## bench: the seed sale (10,000 units, 1,000,000 buyers) through a freshly started seckilld, with the audit.
+bench: build
+	./bench/run-seed.sh
+
+## bench-engine: the engine's own benchmarks (durable and no-sync reserve, replay, heap per reservation).
+bench-engine:
+	$(GO) test -run XXX -bench . -benchtime 1000000x -timeout 30m ./actors/
+	$(GO) test -run XXX -bench . -timeout 30m ./wal/
+
+## bench-compare: seckilld beside Redis + Lua, PostgreSQL, the in-process engine and a null HTTP server.
+bench-compare: build
+	./bench/compare.sh
+
+## soak: the kill -9 loop with many more cycles.
+soak:
+	SECKILL_SOAK_CYCLES=50 $(GO) test -count=1 -timeout 60m -run Kill ./...
+
+## fuzz: run each fuzz target for a while (CI runs only their seed corpus).
+fuzz:
+	$(GO) test -run XXX -fuzz FuzzDecodeFrame -fuzztime 60s ./wal/
+	$(GO) test -run XXX -fuzz FuzzDecodeRecord -fuzztime 60s ./actors/sku/
+
+clean:
+	rm -rf $(BIN)

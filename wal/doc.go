@@ -1,0 +1,74 @@
+// Package wal is seckill's per-SKU write-ahead log: github.com/tidwall/wal
+// for segment files, plus the checks and the group commit it lacks.
+//
+// # Frame
+//
+// Every tidwall entry holds exactly one frame, little-endian:
+//
+//	offset  size  field
+//	     0     2  magic    uint16  FrameMagic 0x5357 ("SW" read as hex; bytes 0x57 0x53)
+//	     2     1  version  uint8   FrameVersion 1
+//	     3     1  type     uint8   record type, opaque to wal, never 0
+//	     4     8  index    uint64  log index of this entry, equal to tidwall's
+//	    12     p  payload          opaque bytes, p >= 0
+//	  12+p     4  crc32c   uint32  CRC-32C (Castagnoli) of bytes [0, 12+p)
+//
+//	+------+------+------+------+----------------+---------- ... ---+----------+
+//	| 0x57 | 0x53 | 0x01 | type | index (8 bytes)| payload (p bytes) | crc32c   |
+//	+------+------+------+------+----------------+---------- ... ---+----------+
+//	|<------------- FrameHeaderSize = 12 ------->|                   |<-- 4 -->|
+//
+// A frame is FrameOverhead (16) + p bytes, at most MaxFrameSize (1 MiB).
+// The length comes from tidwall's entry prefix, uvarint(frame size), which
+// is bounded by MaxFrameSize before it is trusted. The CRC covers the header,
+// so a frame moved to another index, a record type changed, or a zero-filled
+// region (type 0, bad magic) never decodes. These constants are frozen.
+//
+// # Recovery
+//
+// tidwall cannot open a segment that ends in a cut entry, reads zero bytes at
+// the tail as empty entries, and has no checksum. Open therefore scans the
+// tail segment first (ScanSegment): every entry must be a valid frame whose
+// index follows the previous one. At the first invalid entry it looks at
+// every later byte offset for a valid frame with a larger index. If there is
+// none, the rest of the file is a torn tail: Open cuts it, fsyncs, and logs
+// a warning with the bytes dropped. If there is one, the damage is in the
+// middle of the log and Open returns an error wrapping ErrCorrupt naming the
+// file, offset and index: nothing is dropped silently. Older segments are
+// fsynced before a newer one is created, so they are checked by Replay,
+// which validates every frame and returns ErrCorrupt on the first bad one.
+// Damage to the very last frame cannot be told from a torn write.
+//
+// # Group commit
+//
+// One flusher goroutine per Log takes the whole pending batch, writes it with
+// one Store.WriteBatch, fsyncs it with one Store.Sync, fsyncs the directory
+// if the write created a segment file, advances DurableIndex, and only then
+// releases the waiters it covers, in order. Meanwhile Append fills the other
+// of two batch buffers, so batches grow as long as an fsync takes.
+//
+// A write, fsync or truncation error is sticky (ErrFailed): every queued and
+// future waiter gets it, Append refuses, and nothing more is acknowledged
+// until the log is reopened, as PostgreSQL does after a failed fsync.
+//
+// # Bounds
+//
+//   - pending batch: Options.MaxBatchRecords records and MaxBatchBytes bytes
+//     (one larger frame alone); two buffers, so at most twice that in memory;
+//     Append blocks while the pending one is full.
+//   - waiters: Options.MaxWaiters registered and unreleased; Await blocks
+//     while full. The flusher's release scratch space is as large.
+//   - frames: MaxFrameSize bytes; a length read from disk above it is damage.
+//   - recovery scan: linear in the tail segment size (each offset is tried
+//     once; the magic and an index bound skip the CRC at almost all of them).
+//   - tidwall keeps the tail segment and one older segment in memory:
+//     about 2 × SegmentSize bytes per Log.
+//
+// # Durability
+//
+// With FsyncAlways a waiter is released with nil only after the frames it
+// covers and any new segment's directory entry are fsynced. A disk that
+// reports a write or fsync as done and then loses it cannot be detected:
+// after reopening, those records are simply absent and their indexes are
+// given out again.
+package wal

@@ -1,0 +1,112 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+)
+
+// repairTail validates the segment that tidwall/wal will append to, before
+// tidwall opens it (tidwall fails on a cut entry and reads zeroes as empty
+// entries). A torn tail is cut off, fsynced, and reported with a warning; an
+// error wrapping ErrCorrupt, naming the file, is returned when valid frames
+// follow the damage. Older segments are checked by Replay.
+func repairTail(dir string, logger *slog.Logger, syncFiles bool) error {
+	files, err := listSegments(dir)
+	if err != nil {
+		return err
+	}
+	tail, ok := tailSegment(files)
+	if !ok {
+		return nil
+	}
+	path := segmentPath(dir, tail.name)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	validSize, lastIndex, scanErr := ScanSegment(data, tail.index)
+	switch {
+	case scanErr == nil:
+		return nil
+	case !errors.Is(scanErr, ErrTornTail):
+		return fmt.Errorf("segment %s: %w", path, scanErr)
+	}
+	if err := truncateFile(path, int64(validSize), syncFiles); err != nil {
+		return fmt.Errorf("cut torn tail of %s: %w", path, err)
+	}
+	logger.Warn("wal: cut torn tail",
+		"file", path,
+		"offset", validSize,
+		"bytes_dropped", len(data)-validSize,
+		"last_index", lastIndex,
+		"reason", scanErr.Error())
+	return nil
+}
+
+// truncateFile cuts the file at size and, if syncFiles, fsyncs it.
+func truncateFile(path string, size int64, syncFiles bool) error {
+	file, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = file.Truncate(size)
+	if err == nil && syncFiles {
+		err = file.Sync()
+	}
+	if closeErr := file.Close(); err == nil {
+		err = closeErr
+	}
+	return err
+}
+
+// createDir creates dir and its missing parents, and, if syncFiles, fsyncs
+// the parent of every directory it created so that the new entries survive
+// a crash. The new directory's own entries are synced later by the Store.
+func createDir(dir string, syncFiles bool) error {
+	dir = filepath.Clean(dir)
+	var missing []string // deepest first
+	for path := dir; ; {
+		if _, err := os.Stat(path); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, path)
+		parent := filepath.Dir(path)
+		if parent == path {
+			break
+		}
+		path = parent
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	if !syncFiles {
+		return nil
+	}
+	for _, path := range missing {
+		if err := syncDir(filepath.Dir(path)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory.
+func syncDir(path string) error {
+	dir, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = dir.Sync()
+	if closeErr := dir.Close(); err == nil {
+		err = closeErr
+	}
+	return err
+}

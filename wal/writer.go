@@ -1,0 +1,202 @@
+package wal
+
+import (
+	"fmt"
+	"time"
+)
+
+// Append frames one record (copying payload) into the pending batch and
+// returns its index, LastIndex()+1. It never waits for the disk: it blocks
+// only while the pending batch is full (Options.MaxBatchRecords or
+// MaxBatchBytes) and the flusher is still writing the previous one. The
+// record is durable once DurableIndex() reaches the index; use Await to be
+// told. typ must be non-zero (ErrInvalidType) and len(payload) at most
+// MaxPayloadSize (ErrFrameTooLarge). After a failure it returns the sticky
+// error (wrapping ErrFailed), after Close ErrClosed. Call it from one
+// goroutine; it is safe against the flusher.
+func (l *Log) Append(typ byte, payload []byte) (uint64, error) {
+	if typ == 0 {
+		return 0, ErrInvalidType
+	}
+	if len(payload) > MaxPayloadSize {
+		return 0, fmt.Errorf("%w: payload of %d bytes, at most %d", ErrFrameTooLarge, len(payload), MaxPayloadSize)
+	}
+	size := FrameOverhead + len(payload)
+	l.mu.Lock()
+	for {
+		if err := l.errLocked(); err != nil {
+			l.mu.Unlock()
+			return 0, err
+		}
+		if l.hasRoomLocked(size) {
+			break
+		}
+		l.batchSpace.Wait()
+	}
+	index := l.lastIndex.Load() + 1
+	l.pending.add(typ, index, payload)
+	l.lastIndex.Store(index)
+	if l.flusherIdle {
+		l.flusherIdle = false
+		l.workReady.Signal()
+	}
+	l.mu.Unlock()
+	return index, nil
+}
+
+// hasRoomLocked reports whether a frame of size bytes fits the pending batch.
+// An empty batch takes any frame.
+func (l *Log) hasRoomLocked(size int) bool {
+	b := l.pending
+	return b.Len() == 0 || (b.Len() < l.opts.MaxBatchRecords && b.Size()+size <= l.opts.MaxBatchBytes)
+}
+
+// Await registers w to be released once every record with an index <= index
+// is durable. If that is already so (and no earlier waiter is still being
+// released) it calls w.Durable(nil) at once, in the caller's goroutine.
+// Waiters are released in registration order: an index lower than that of
+// a waiter already queued is raised to it (released later, never earlier).
+// After a failure or Close, w is called at once with the error. Await blocks
+// while Options.MaxWaiters waiters are queued. index must be at most
+// LastIndex(): a waiter for a record not yet appended is a programming error
+// and panics.
+func (l *Log) Await(index uint64, w Waiter) {
+	l.mu.Lock()
+	for {
+		if err := l.awaitErrLocked(); err != nil {
+			l.mu.Unlock()
+			w.Durable(err)
+			return
+		}
+		if last := l.lastIndex.Load(); index > last {
+			l.mu.Unlock()
+			panic(fmt.Sprintf("wal: Await(%d) beyond LastIndex %d", index, last))
+		}
+		if index <= l.durableIndex.Load() && l.waiters.empty() && !l.releasing {
+			l.mu.Unlock()
+			w.Durable(nil)
+			return
+		}
+		if !l.waiters.full() {
+			break
+		}
+		l.waiterSpace.Wait()
+	}
+	if !l.waiters.empty() {
+		index = max(index, l.waiters.lastIndex())
+	}
+	l.waiters.push(waiter{index: index, w: w})
+	l.mu.Unlock()
+}
+
+// awaitErrLocked is the error a new waiter gets at once: the failure, or
+// ErrClosed once the flusher is gone. While Close drains, waiters still queue.
+func (l *Log) awaitErrLocked() error {
+	if l.failure != nil {
+		return l.failure
+	}
+	if l.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// runFlusher is the flusher goroutine: it takes the whole pending batch
+// (Append fills the other buffer meanwhile), writes and fsyncs it, advances
+// DurableIndex, and releases the waiters it covers. It stops after Close
+// once nothing is pending, or after a failure.
+func (l *Log) runFlusher() {
+	defer close(l.flusherDone)
+	batch := new(Batch) // the buffer not being filled
+	var releaseBuffer []waiter
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		for l.pending.Len() == 0 && !l.closing && l.failure == nil {
+			l.flusherIdle = true
+			l.workReady.Wait()
+		}
+		l.flusherIdle = false
+		if l.failure != nil || l.pending.Len() == 0 {
+			break
+		}
+		batch, l.pending = l.pending, batch
+		l.batchSpace.Broadcast()
+		l.mu.Unlock()
+		err := l.commit(batch)
+		l.mu.Lock()
+		if err != nil {
+			l.failLocked(err)
+		} else {
+			l.durableIndex.Store(batch.LastIndex())
+		}
+		batch.reset()
+		releaseBuffer = l.releaseLocked(releaseBuffer)
+	}
+	if l.failure != nil {
+		releaseBuffer = l.releaseLocked(releaseBuffer)
+	}
+	l.closed = true
+	l.waiterSpace.Broadcast()
+}
+
+// commit writes one batch and makes it durable. Errors wrap ErrFailed.
+func (l *Log) commit(b *Batch) error {
+	segmentsCreated, err := l.store.WriteBatch(b)
+	if err != nil {
+		return fmt.Errorf("%w: write records %d..%d: %w", ErrFailed, b.FirstIndex(), b.LastIndex(), err)
+	}
+	c := &l.counters
+	c.batches.Add(1)
+	c.records.Add(uint64(b.Len()))
+	c.bytes.Add(uint64(b.Size()))
+	c.segments.Add(uint64(segmentsCreated))
+	if l.opts.Fsync == FsyncNeverBenchmarkOnly {
+		if l.opts.Observer != nil {
+			l.opts.Observer.Committed(b.Len(), 0)
+		}
+		return nil
+	}
+	start := time.Now()
+	err = l.store.Sync()
+	c.syncNanos.Add(int64(time.Since(start)))
+	if err != nil {
+		return fmt.Errorf("%w: fsync records %d..%d: %w", ErrFailed, b.FirstIndex(), b.LastIndex(), err)
+	}
+	c.syncs.Add(1)
+	if l.opts.Observer != nil {
+		l.opts.Observer.Committed(b.Len(), time.Since(start))
+	}
+	if segmentsCreated > 0 {
+		if err := l.syncDir(); err != nil {
+			return fmt.Errorf("%w: fsync directory after creating %d segment(s): %w", ErrFailed, segmentsCreated, err)
+		}
+	}
+	return nil
+}
+
+// releaseLocked calls, outside mu and in order, every waiter that is due:
+// those covered by DurableIndex with nil, or all of them with the failure.
+// It loops until none is due, so that a waiter queued meanwhile is not
+// overtaken by one that Await would answer at once. buffer is reused scratch
+// space, at most MaxWaiters long.
+func (l *Log) releaseLocked(buffer []waiter) []waiter {
+	for {
+		var err error
+		if l.failure != nil {
+			err = l.failure
+			buffer = l.waiters.popAll(buffer[:0])
+		} else {
+			buffer = l.waiters.popThrough(l.durableIndex.Load(), buffer[:0])
+		}
+		if len(buffer) == 0 {
+			l.releasing = false
+			return buffer
+		}
+		l.releasing = true
+		l.waiterSpace.Broadcast()
+		l.mu.Unlock()
+		release(buffer, err)
+		l.mu.Lock()
+	}
+}
