@@ -138,6 +138,8 @@ func (a *skuActor) handle(ctx actor.Context, c *call) {
 		c.audit = m.Audit()
 	case callRefunds:
 		c.refunds = m.Refunds()
+	case callHash:
+		c.hash = m.Hash()
 	}
 	a.out = out
 	kind := c.kind

@@ -27,7 +27,7 @@ func BenchmarkReserveNoSync(b *testing.B) { benchReserve(b, wal.FsyncNeverBenchm
 func benchReserve(b *testing.B, mode wal.FsyncMode) {
 	for _, callers := range []int{1, 256, 4096} {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			e, err := Open(Config{DataDir: b.TempDir(), Fsync: mode, ExpiryInterval: time.Hour})
+			e, err := Open(Config{DataDir: b.TempDir(), Fsync: mode, ExpiryInterval: time.Hour, Logger: quiet})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -94,7 +94,7 @@ func benchReserve(b *testing.B, mode wal.FsyncMode) {
 func BenchmarkReplay(b *testing.B) {
 	const records = 1_000_000
 	dir := b.TempDir()
-	e, err := Open(Config{DataDir: dir, Fsync: wal.FsyncNeverBenchmarkOnly, ExpiryInterval: time.Hour})
+	e, err := Open(Config{DataDir: dir, Fsync: wal.FsyncNeverBenchmarkOnly, ExpiryInterval: time.Hour, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -21,9 +21,10 @@ const (
 	callLookup
 	callAudit
 	callRefunds
+	callHash
 )
 
-var callNames = [...]string{"", "reserve", "pay", "close", "release", "pause", "resume", "define", "get", "lookup", "audit", "refunds"}
+var callNames = [...]string{"", "reserve", "pay", "close", "release", "pause", "resume", "define", "get", "lookup", "audit", "refunds", "hash"}
 
 func (k callKind) String() string { return callNames[k] }
 
@@ -49,6 +50,7 @@ type call struct {
 	found   bool
 	audit   sku.Audit
 	refunds []sku.Refund
+	hash    [32]byte
 	err     error
 
 	// published with the reply: the SKU's state as of the records it depends on

@@ -176,3 +176,15 @@ func (e *Engine) Refunds(ctx context.Context, campaignID, skuID string) ([]sku.R
 	c.free()
 	return r, nil
 }
+
+// StateHash returns the canonical hash of a SKU's state (sku.Machine.Hash):
+// equal hashes mean equal states, e.g. a restored data dir and its source.
+func (e *Engine) StateHash(ctx context.Context, campaignID, skuID string) ([32]byte, error) {
+	c, err := e.run(ctx, campaignID, skuID, newCall(callHash))
+	if err != nil {
+		return [32]byte{}, err
+	}
+	h := c.hash
+	c.free()
+	return h, nil
+}

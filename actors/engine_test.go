@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,6 +21,9 @@ func (c *fakeClock) Set(ms int64)   { c.ms.Store(ms) }
 
 const t0 = 1_700_000_000_000 // ms
 
+// quiet drops the engine's log lines in tests and benchmarks.
+var quiet = slog.New(slog.DiscardHandler)
+
 func testDef(limit uint32) sku.Definition {
 	return sku.Definition{CampaignID: "c1", SKUID: "s1", StartAt: t0, EndAt: t0 + 86_400_000,
 		PaymentWindowMs: 60_000, SaleLimit: limit, ReleaseOnClose: true}
@@ -31,7 +35,7 @@ func openTest(t testing.TB, dir string, clock *fakeClock, d *sku.Definition) *En
 	if clock.ms.Load() == 0 {
 		clock.Set(t0)
 	}
-	e, err := Open(Config{DataDir: dir, Clock: clock.Now, ExpiryInterval: time.Hour})
+	e, err := Open(Config{DataDir: dir, Clock: clock.Now, ExpiryInterval: time.Hour, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,128 @@
+package actors
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/actors/sku"
+)
+
+// The crash child: reserves under load and appends every acknowledged
+// reservation id to a side file after the reply, until it is killed.
+const crashChildEnv = "SECKILL_CRASH_CHILD_DIR"
+
+func TestCrashChild(t *testing.T) {
+	dir := os.Getenv(crashChildEnv)
+	if dir == "" {
+		t.Skip("only run as the child of TestKillDuringReserve")
+	}
+	e, err := Open(Config{DataDir: dir, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sku.Definition{CampaignID: "c1", SKUID: "s1", StartAt: 0, EndAt: 1 << 50,
+		PaymentWindowMs: 60_000, SaleLimit: 1 << 20, ReleaseOnClose: true}
+	if err := e.Define(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	side, err := os.OpenFile(filepath.Join(dir, "acked.txt"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	round := os.Getenv("SECKILL_CRASH_ROUND")
+	var wg sync.WaitGroup
+	for g := 0; g < 64; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				id := fmt.Sprintf("%s-%d-%d", round, g, i)
+				res, err := e.Reserve(context.Background(), "c1", "s1", "r"+id, "u"+id)
+				if err != nil || res.Outcome != sku.OutcomeAccepted {
+					continue
+				}
+				mu.Lock()
+				fmt.Fprintln(side, res.Reservation.ReservationID) // after the reply: acknowledged
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestKillDuringReserve kills a reserving child with SIGKILL at a random
+// moment, several rounds on one data dir. After each kill every
+// reservation the child saw acknowledged is present and the audit is clean.
+func TestKillDuringReserve(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns child processes")
+	}
+	dir := t.TempDir()
+	rounds := 3
+	for round := 0; round < rounds; round++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, fmt.Sprintf("SECKILL_CRASH_ROUND=%d", round))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(300+rand.IntN(700)) * time.Millisecond)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+
+		acked := readLines(t, filepath.Join(dir, "acked.txt"))
+		e, err := Open(Config{DataDir: dir, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := e.Audit(ctxT(t), "c1", "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !a.OK() {
+			t.Fatalf("round %d: audit after kill: %v", round, a.Violations)
+		}
+		for _, id := range acked {
+			if _, err := e.Get(ctxT(t), id); err != nil {
+				t.Fatalf("round %d: acknowledged %s lost after kill -9: %v", round, id, err)
+			}
+		}
+		if round > 0 && len(acked) == 0 {
+			t.Fatalf("round %d: the child acknowledged nothing", round)
+		}
+		t.Logf("round %d: %d acknowledged, %d on disk", round, len(acked), a.Counts.Reservations)
+		e.Close()
+	}
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if line := strings.TrimSpace(s.Text()); line != "" {
+			out = append(out, line)
+		}
+	}
+	return out
+}

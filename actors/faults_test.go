@@ -1,0 +1,136 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/wal"
+)
+
+// faultyStore fails WriteBatch or Sync from the failAt-th call on.
+type faultyStore struct {
+	wal.Store
+	writes, syncs atomic.Int64
+	failWriteAt   int64 // 0: never
+	failSyncAt    int64
+}
+
+var errInjected = errors.New("injected I/O error")
+
+func (s *faultyStore) WriteBatch(b *wal.Batch) (int, error) {
+	if n := s.writes.Add(1); s.failWriteAt > 0 && n >= s.failWriteAt {
+		return 0, errInjected
+	}
+	return s.Store.WriteBatch(b)
+}
+
+func (s *faultyStore) Sync() error {
+	if n := s.syncs.Add(1); s.failSyncAt > 0 && n >= s.failSyncAt {
+		return errInjected
+	}
+	return s.Store.Sync()
+}
+
+// TestLogFailureStopsTheSKU injects a failed write or fsync on the Nth
+// batch: the reserve in it gets no ACCEPTED, the SKU stops admitting, and
+// after a restart on the real store its state equals a replay of what is
+// on disk (and every reserve acknowledged before the failure is there).
+func TestLogFailureStopsTheSKU(t *testing.T) {
+	for _, mode := range []string{"write", "sync"} {
+		for _, n := range []int64{2, 5, 9} {
+			t.Run(fmt.Sprintf("%s@%d", mode, n), func(t *testing.T) {
+				dir := t.TempDir()
+				clock := &fakeClock{}
+				clock.Set(t0)
+				d := testDef(100)
+				fs := &faultyStore{}
+				cfg := Config{DataDir: dir, Clock: clock.Now, ExpiryInterval: 1 << 40, Logger: quiet}
+				cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
+					st, err := wal.OpenTidwallStore(dir, o)
+					fs.Store = st
+					return fs, err
+				}
+				e, err := Open(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := e.Define(ctxT(t), d); err != nil { // batch 1
+					t.Fatal(err)
+				}
+				// Batch 1 was the definition: fail from batch n on.
+				if mode == "write" {
+					fs.failWriteAt = fs.writes.Load() + n - 1
+				} else {
+					fs.failSyncAt = fs.syncs.Load() + n - 1
+				}
+				var acked []string
+				failedAt := -1
+				for i := 0; i < 20; i++ { // one reserve per batch: each waits for its fsync
+					res, err := e.Reserve(ctxT(t), "c1", "s1", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i))
+					if err != nil {
+						if !errors.Is(err, ErrUnavailable) {
+							t.Fatalf("reserve %d: %v, want ErrUnavailable", i, err)
+						}
+						if failedAt < 0 {
+							failedAt = i
+						}
+						continue
+					}
+					if failedAt >= 0 {
+						t.Fatalf("reserve %d accepted after the log failed at %d", i, failedAt)
+					}
+					acked = append(acked, res.Reservation.ReservationID)
+				}
+				if failedAt != int(n)-2 {
+					t.Fatalf("first failure at reserve %d, want %d", failedAt, n-2)
+				}
+				if st := e.SKU("c1", "s1").Stats(); !st.Unavailable {
+					t.Fatal("SKU still reports itself available after a log failure")
+				}
+				e.Close()
+
+				// Restart on the real store: the state is a replay of the disk.
+				e2 := openTest(t, dir, clock, nil)
+				a := mustAudit(t, e2)
+				if int(a.Counts.Reservations) < len(acked) {
+					t.Fatalf("%d reservations on disk, %d were acknowledged", a.Counts.Reservations, len(acked))
+				}
+				for _, id := range acked {
+					if v, err := e2.Get(ctxT(t), id); err != nil || v.State != sku.StatePendingPayment {
+						t.Fatalf("acknowledged %s after restart: %+v %v", id, v, err)
+					}
+				}
+				live, err := e2.StateHash(ctxT(t), "c1", "s1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				e2.Close()
+				if replayDir(t, dir+"/c1/s1/wal").Hash() != live {
+					t.Fatal("state after restart differs from a replay of the log")
+				}
+				e3 := openTest(t, dir, clock, nil)
+				if res, err := e3.Reserve(ctxT(t), "c1", "s1", "after", "u-after"); err != nil || res.Outcome != sku.OutcomeAccepted {
+					t.Fatalf("SKU not admitting after restart: %v %v", res.Outcome, err)
+				}
+			})
+		}
+	}
+}
+
+// replayDir replays a closed log into a fresh Machine.
+func replayDir(t *testing.T, dir string) *sku.Machine {
+	t.Helper()
+	l, err := wal.Open(dir, wal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	a := &skuActor{m: sku.New(), log: l}
+	if err := a.replay(); err != nil {
+		t.Fatal(err)
+	}
+	return a.m
+}
