@@ -13,9 +13,9 @@ const (
 // index maps a reservation's request_id or user_id to its seq without
 // storing the key: a slot holds the key's 32-bit hash and the seq, and a
 // lookup compares the candidate row's key in the table. Open addressing,
-// linear probing, backward-shift deletion (no tombstones), load at most 3/4,
-// doubling growth. About 14 bytes per entry, against ~40 for a Go
-// map[string]uint32, and no per-insert table splits.
+// linear probing, backward-shift deletion (no tombstones), load at most 1/2
+// (a miss probes ~2.5 slots), doubling growth. About 20 bytes per entry,
+// against ~40 for a Go map[string]uint32, and no per-insert table splits.
 //
 // The hash seed is random per index, so ids chosen by clients cannot be
 // crafted to collide. The layout is not part of the state's Hash.
@@ -69,7 +69,7 @@ func (x *index) get(key string) (uint32, bool) {
 // insert stores seq under key, which must be absent; the row seq must
 // already be in the table with that key.
 func (x *index) insert(key string, seq uint32) {
-	if (x.count+1)*4 > len(x.slots)*3 {
+	if (x.count+1)*2 > len(x.slots) {
 		x.grow()
 	}
 	x.place(indexSlot{hash: x.hash(key), seq: seq})
