@@ -29,7 +29,9 @@ test-long:
 	$(GO) test -count=1 -timeout 30m ./actors/sku/ -rapid.checks=20000
 
 ## bench: the seed sale (10,000 units, 1,000,000 buyers) through a freshly started seckilld, with the audit.
-bench: build
+bench:
+	$(GO) build -o $(BIN)/seckilld ./cmd/seckilld
+	$(GO) build -o $(BIN)/seckill-bench ./cmd/seckill-bench
 	./bench/run-seed.sh
 
 ## bench-engine: the engine's own benchmarks (durable and no-sync reserve, replay, heap per reservation).
@@ -38,7 +40,7 @@ bench-engine:
 	$(GO) test -run XXX -bench . -timeout 30m ./wal/
 
 ## bench-compare: seckilld beside Redis + Lua, PostgreSQL, the in-process engine and a null HTTP server.
-bench-compare: build
+bench-compare:
 	./bench/compare.sh
 
 ## soak: the kill -9 loop with many more cycles.

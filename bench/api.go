@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// FlexibleID is an id the server may write as a JSON string or a number
+// (seckilld writes token_id as a number); it reads either as text.
+type FlexibleID string
+
+// UnmarshalJSON accepts a string, a number or null.
+func (id *FlexibleID) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	switch {
+	case bytes.Equal(data, []byte("null")):
+		*id = ""
+	case len(data) > 0 && data[0] == '"':
+		var text string
+		if err := json.Unmarshal(data, &text); err != nil {
+			return err
+		}
+		*id = FlexibleID(text)
+	default:
+		var number json.Number
+		if err := json.Unmarshal(data, &number); err != nil {
+			return fmt.Errorf("id is neither a string nor a number: %s", data)
+		}
+		*id = FlexibleID(number.String())
+	}
+	return nil
+}
+
+// CampaignSpec is the body of PUT /admin/campaigns/{campaign_id}.
+type CampaignSpec struct {
+	// CampaignID names the campaign; the tool makes a new one per run.
+	CampaignID string `json:"campaign_id"`
+	// StartAt is when reservations open (RFC 3339).
+	StartAt string `json:"start_at"`
+	// EndAt is when reservations close (RFC 3339).
+	EndAt string `json:"end_at"`
+	// PaymentWindow is how long a reservation waits for payment ("15m", "2s").
+	PaymentWindow string `json:"payment_window"`
+	// ReleaseOnClose returns a closed reservation's unit to available.
+	ReleaseOnClose bool `json:"release_on_close"`
+	// SKUs lists the SKUs and their sale limits.
+	SKUs []SKUSpec `json:"skus"`
+}
+
+// SKUSpec is one SKU of a campaign.
+type SKUSpec struct {
+	// SKUID names the SKU.
+	SKUID string `json:"sku_id"`
+	// SaleLimit is the number of units the campaign may sell.
+	SaleLimit int64 `json:"sale_limit"`
+}
+
+// FormatTime renders a time the way the API expects (RFC 3339, UTC).
+func FormatTime(t time.Time) string {
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// ParseTime reads an RFC 3339 time from the API.
+func ParseTime(text string) (time.Time, error) {
+	return time.Parse(time.RFC3339Nano, text)
+}
+
+// ReserveAnswer is the body of an answer to POST .../reservations.
+type ReserveAnswer struct {
+	// ReservationID names the reservation (202, and 409 ALREADY_PURCHASED).
+	ReservationID FlexibleID `json:"reservation_id"`
+	// RequestID echoes the request's id (202).
+	RequestID string `json:"request_id"`
+	// State is PENDING_PAYMENT on a 202.
+	State string `json:"state"`
+	// TokenID is the stock token bound to the reservation (202).
+	TokenID FlexibleID `json:"token_id"`
+	// ExpireAt is when an unpaid reservation closes (202).
+	ExpireAt string `json:"expire_at"`
+	// StatusURL is where to read the reservation (202, 504).
+	StatusURL string `json:"status_url"`
+	// Error is the refusal code (4xx, 5xx).
+	Error string `json:"error"`
+}
+
+// ReservationStatus is the body of GET /v1/reservations/{id}.
+type ReservationStatus struct {
+	// ReservationID names the reservation.
+	ReservationID FlexibleID `json:"reservation_id"`
+	// RequestID is the request that created it.
+	RequestID string `json:"request_id"`
+	// UserID is its buyer.
+	UserID string `json:"user_id"`
+	// State is PENDING_PAYMENT, PAID or CLOSED.
+	State string `json:"state"`
+	// TokenID is its stock token.
+	TokenID FlexibleID `json:"token_id"`
+	// ExpireAt is when it closes unless paid.
+	ExpireAt string `json:"expire_at"`
+	// PaidAt is set once paid.
+	PaidAt string `json:"paid_at,omitempty"`
+	// ClosedReason says why it closed (expired, cancelled, ...).
+	ClosedReason string `json:"closed_reason,omitempty"`
+	// RefundRequired is set when a payment arrived after the close.
+	RefundRequired bool `json:"refund_required,omitempty"`
+	// Error is set on a non-200 answer.
+	Error string `json:"error,omitempty"`
+}
+
+// AuditReport is the body of GET /admin/campaigns/{c}/skus/{s}/audit.
+type AuditReport struct {
+	// SaleLimit is the SKU's sale limit.
+	SaleLimit int64 `json:"sale_limit"`
+	// Available units may still be reserved.
+	Available int64 `json:"available"`
+	// Reserved units wait for payment.
+	Reserved int64 `json:"reserved"`
+	// Confirmed units are paid.
+	Confirmed int64 `json:"confirmed"`
+	// InvariantOK is the server's own check of sale_limit = available + reserved + confirmed.
+	InvariantOK bool `json:"invariant_ok"`
+	// Violations lists what the server found wrong, as it wrote it.
+	Violations []json.RawMessage `json:"violations"`
+	// Counts gives the number of reservations per state.
+	Counts map[string]int64 `json:"counts"`
+	// States is another name for Counts (seckilld writes "states").
+	States map[string]int64 `json:"states"`
+}
+
+// StateCounts returns the reservations per state under either name.
+func (a AuditReport) StateCounts() map[string]int64 {
+	if len(a.Counts) > 0 {
+		return a.Counts
+	}
+	return a.States
+}
+
+// PaymentRequest is the body of POST /v1/reservations/{id}/payment.
+type PaymentRequest struct {
+	// PaymentID identifies the payment; the same id again is the same payment.
+	PaymentID string `json:"payment_id"`
+	// Amount is optional.
+	Amount int64 `json:"amount,omitempty"`
+}
+
+// StateAnswer is the body of an answer to payment or cancel.
+type StateAnswer struct {
+	// State is the reservation's state after the call (PAID, CLOSED).
+	State string `json:"state"`
+	// Error is the refusal code (REFUND_REQUIRED, PAYMENT_CONFLICT, ...).
+	Error string `json:"error"`
+}

@@ -1,0 +1,221 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/term"
+)
+
+// Exit statuses of Main.
+const (
+	// ExitPass: the run completed and every check held.
+	ExitPass = 0
+	// ExitChecksFailed: the run completed and a check failed (oversold,
+	// duplicate winner, audit violation, not sold out exactly, ...).
+	ExitChecksFailed = 1
+	// ExitUsage: bad flags.
+	ExitUsage = 2
+	// ExitRunError: the run could not be carried out (server unreachable,
+	// campaign refused, output not writable).
+	ExitRunError = 3
+)
+
+// Main is the seckill-bench command: it parses args (without the program
+// name), runs the scenario, prints the summary on stdout and the progress
+// on stderr, writes --json and --report, and returns the exit status.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	config, paths, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitPass
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "seckill-bench: %v\n", err)
+		return ExitUsage
+	}
+	if err := config.Validate(); err != nil {
+		fmt.Fprintf(stderr, "seckill-bench: %v\n", err)
+		return ExitUsage
+	}
+	config.Progress, config.Terminal = progressOutput(paths.progress, stderr)
+	result, err := Run(ctx, config)
+	if err != nil {
+		fmt.Fprintf(stderr, "seckill-bench: %v\n", err)
+		return ExitRunError
+	}
+	WriteSummary(stdout, result)
+	status := ExitPass
+	if !result.Passed {
+		status = ExitChecksFailed
+	}
+	if paths.json != "" {
+		if err := result.WriteJSON(paths.json); err != nil {
+			fmt.Fprintf(stderr, "seckill-bench: %v\n", err)
+			return ExitRunError
+		}
+	}
+	if paths.report != "" {
+		if err := WriteReport(paths.report, result); err != nil {
+			fmt.Fprintf(stderr, "seckill-bench: %v\n", err)
+			return ExitRunError
+		}
+	}
+	return status
+}
+
+// ReportMain is "seckill-bench report RESULT.json REPORT.html": it renders
+// the HTML report again from a saved JSON result.
+func ReportMain(args []string, stderr io.Writer) int {
+	if len(args) != 2 {
+		fmt.Fprintln(stderr, "usage: seckill-bench report RESULT.json REPORT.html")
+		return ExitUsage
+	}
+	result, err := ReadResult(args[0])
+	if err == nil {
+		err = WriteReport(args[1], result)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "seckill-bench report: %v\n", err)
+		return ExitRunError
+	}
+	return ExitPass
+}
+
+// outputPaths are the flags that are not part of Config.
+type outputPaths struct {
+	json     string
+	report   string
+	progress string
+}
+
+// progressOutput decides where and how progress is printed: "auto" redraws
+// a line on a terminal and prints plain lines otherwise.
+func progressOutput(mode string, stderr io.Writer) (io.Writer, bool) {
+	terminal := false
+	if file, ok := stderr.(*os.File); ok {
+		terminal = term.IsTerminal(int(file.Fd()))
+	}
+	switch mode {
+	case "off":
+		return nil, false
+	case "plain":
+		return stderr, false
+	case "tty":
+		return stderr, true
+	}
+	return stderr, terminal
+}
+
+// parseFlags reads the flags. Flags left unset take the scenario's defaults
+// (DefaultConfig), so "--scenario hot" alone runs a sensible hot test.
+func parseFlags(args []string, stderr io.Writer) (Config, outputPaths, error) {
+	flags := flag.NewFlagSet("seckill-bench", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	parsed := DefaultConfig(ScenarioSeed)
+	var paths outputPaths
+	flags.StringVar(&parsed.Target, "target", parsed.Target, "base URL of seckilld; loopback addresses only")
+	flags.StringVar(&parsed.AdminToken, "admin-token", os.Getenv("SECKILL_ADMIN_TOKEN"), "bearer token of the admin API (default $SECKILL_ADMIN_TOKEN)")
+	flags.StringVar(&parsed.PaymentSecret, "payment-secret", os.Getenv("SECKILL_PAYMENT_SECRET"), "HMAC secret to sign payments with, if the server checks X-Signature (default $SECKILL_PAYMENT_SECRET)")
+	flags.StringVar(&parsed.Scenario, "scenario", ScenarioSeed, "scenario: "+strings.Join(Scenarios, ", "))
+	flags.Int64Var(&parsed.Stock, "stock", parsed.Stock, "sale_limit of each SKU (seed 10000, hot 1e9, many-skus 50, payflow 1000)")
+	flags.IntVar(&parsed.SKUs, "skus", parsed.SKUs, "number of SKUs (many-skus 1000, others 1)")
+	flags.IntVar(&parsed.SKUsPerCampaign, "skus-per-campaign", parsed.SKUsPerCampaign, "split the SKUs over campaigns of at most this many, opening together, to keep each admin body small (0 = one campaign)")
+	flags.Int64Var(&parsed.Requests, "requests", parsed.Requests, "reservation attempts (seed 1000000, many-skus 100000, payflow 1000; hot 0 = until --duration)")
+	flags.Int64Var(&parsed.Users, "users", parsed.Users, "distinct users of fresh attempts (0 = one per attempt)")
+	flags.IntVar(&parsed.Concurrency, "concurrency", parsed.Concurrency, "closed loop: workers each with one request in flight; open loop: bound on requests in flight")
+	flags.Float64Var(&parsed.Rate, "rate", 0, "open loop: attempts per second at fixed intended times; latency counts from the intended time (0 = closed loop)")
+	flags.DurationVar(&parsed.Duration, "duration", 0, "bound of the load phase (hot 10s; 0 = until --requests are done)")
+	flags.Float64Var(&parsed.RepeatShare, "repeat-share", parsed.RepeatShare, "share of repeat clicks: an earlier user, a new request_id (seed, many-skus 0.05)")
+	flags.Float64Var(&parsed.RetryShare, "retry-share", parsed.RetryShare, "share of retries: an earlier request_id sent again (seed, many-skus 0.05)")
+	flags.DurationVar(&parsed.PaymentWindow, "payment-window", parsed.PaymentWindow, "campaign payment window (payflow 2s, others 15m)")
+	flags.Int64Var(&parsed.Seed, "seed", parsed.Seed, "seed of the plan and of the payflow's choices")
+	flags.DurationVar(&parsed.Timeout, "timeout", parsed.Timeout, "bound of one HTTP request")
+	flags.DurationVar(&parsed.MaxTime, "max-time", parsed.MaxTime, "bound of the whole run, whatever happens; the audit is still read after it")
+	flags.IntVar(&parsed.MaxResends, "max-resends", parsed.MaxResends, "bound of resends of one attempt after 429 QUEUE_FULL, 504 RESULT_UNKNOWN or an error (seed, many-skus, payflow)")
+	flags.StringVar(&parsed.CampaignID, "campaign", "", "campaign id to define (default: a new unique id per run)")
+	flags.StringVar(&paths.json, "json", "", "write the result as JSON to this file")
+	flags.StringVar(&paths.report, "report", "", "write an offline HTML report (charts and summary) to this file")
+	flags.StringVar(&paths.progress, "progress", "auto", "progress on stderr: auto (a live line on a terminal, plain lines otherwise), tty, plain, off")
+	flags.Usage = func() {
+		fmt.Fprintf(stderr, "usage: seckill-bench [flags]\n       seckill-bench compare [flags]   (baselines side by side; see -h there)\n\nflags:\n")
+		flags.PrintDefaults()
+		fmt.Fprintf(stderr, "\nexit status: %d pass, %d a check failed, %d bad flags, %d the run could not be carried out\n",
+			ExitPass, ExitChecksFailed, ExitUsage, ExitRunError)
+	}
+	if err := flags.Parse(args); err != nil {
+		return Config{}, paths, err
+	}
+	if flags.NArg() > 0 {
+		return Config{}, paths, fmt.Errorf("unexpected argument %q", flags.Arg(0))
+	}
+	config := DefaultConfig(parsed.Scenario)
+	var problems []error
+	flags.Visit(func(f *flag.Flag) {
+		if err := copyFlag(&config, &parsed, f.Name); err != nil {
+			problems = append(problems, err)
+		}
+	})
+	config.AdminToken, config.PaymentSecret = parsed.AdminToken, parsed.PaymentSecret
+	if config.Scenario == ScenarioHot && isSet(flags, "requests") && !isSet(flags, "duration") {
+		config.Duration = 0 // hot bounded by --requests alone
+	}
+	return config, paths, errors.Join(problems...)
+}
+
+func isSet(flags *flag.FlagSet, name string) bool {
+	set := false
+	flags.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// copyFlag copies one explicitly set flag from parsed into config.
+func copyFlag(config, parsed *Config, name string) error {
+	switch name {
+	case "target":
+		config.Target = parsed.Target
+	case "scenario":
+		config.Scenario = parsed.Scenario
+	case "stock":
+		config.Stock = parsed.Stock
+	case "skus":
+		config.SKUs = parsed.SKUs
+	case "skus-per-campaign":
+		config.SKUsPerCampaign = parsed.SKUsPerCampaign
+	case "requests":
+		config.Requests = parsed.Requests
+	case "users":
+		config.Users = parsed.Users
+	case "concurrency":
+		config.Concurrency = parsed.Concurrency
+	case "rate":
+		config.Rate = parsed.Rate
+	case "duration":
+		config.Duration = parsed.Duration
+	case "repeat-share":
+		config.RepeatShare = parsed.RepeatShare
+	case "retry-share":
+		config.RetryShare = parsed.RetryShare
+	case "payment-window":
+		config.PaymentWindow = parsed.PaymentWindow
+	case "seed":
+		config.Seed = parsed.Seed
+	case "timeout":
+		config.Timeout = parsed.Timeout
+	case "max-resends":
+		config.MaxResends = parsed.MaxResends
+	case "max-time":
+		config.MaxTime = parsed.MaxTime
+	case "campaign":
+		config.CampaignID = parsed.CampaignID
+	case "admin-token", "payment-secret", "json", "report", "progress":
+		// not per-scenario: taken as parsed
+	default:
+		return fmt.Errorf("flag %s not handled", name)
+	}
+	return nil
+}

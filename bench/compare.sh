@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Baselines side by side: the hot and seed scenarios at 16, 64 and 1,024
+# concurrency against Redis (Lua script, appendfsync always), PostgreSQL
+# (conditional UPDATE + unique INSERTs, synchronous_commit=on), seckilld over
+# HTTP (--fsync always), the engine in process, and a null HTTP server.
+# Every server is private to the run, on 127.0.0.1, in a temp directory.
+#
+# Usage: bench/compare.sh [flags of "seckill-bench compare"]
+#   e.g. bench/compare.sh --concurrency 64 --hot-duration 10s --seed-requests 1000000
+#        bench/compare.sh --targets redis,postgres --json /tmp/compare.json
+# Missing servers are installed with apt-get when running as root (and the
+# script says so); a target that still cannot run is skipped with a reason.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_updated=0
+install_package() {
+	local package=$1
+	if [ "$(id -u)" != 0 ]; then
+		echo "compare.sh: $package is missing and this is not root: install it, or its target is skipped"
+		return 0
+	fi
+	echo "compare.sh: $package is missing: installing the Debian package with apt-get"
+	if [ $apt_updated = 0 ]; then
+		apt-get update -qq || true
+		apt_updated=1
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$package" >/dev/null ||
+		echo "compare.sh: apt-get install $package failed: its target will be skipped"
+}
+
+command -v redis-server >/dev/null 2>&1 || install_package redis-server
+ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || install_package postgresql
+
+mkdir -p bin
+go build -o bin/seckill-bench ./cmd/seckill-bench
+
+seckilld=bin/seckilld
+build_log=$(mktemp)
+if go build -o bin/seckilld ./cmd/seckilld >"$build_log" 2>&1; then
+	echo "compare.sh: built bin/seckilld"
+else
+	echo "compare.sh: cmd/seckilld does not build (yet): the seckilld target is skipped"
+	sed 's/^/    /' "$build_log" | head -5
+	seckilld=/nonexistent/seckilld # never bench a stale binary
+fi
+rm -f "$build_log"
+
+# Client and servers keep up to ~2,000 sockets open at 1,024 concurrency.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+exec bin/seckill-bench compare --seckilld "$seckilld" "$@"

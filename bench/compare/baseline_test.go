@@ -1,0 +1,109 @@
+package compare
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/bench"
+)
+
+// sellOut starts target (skipping the test when its program is missing),
+// sends 1,000 attempts (with repeat clicks and retries) for 100 units and
+// checks that exactly 100 were sold, once per user, and that the target's
+// own state agrees.
+func sellOut(t *testing.T, target Target) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	if err := target.Start(ctx); err != nil {
+		_ = target.Close()
+		if isUnavailable(err) {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := target.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	sku := SKURef{CampaignID: "test-" + target.Name(), SKUID: "sku-1", SaleLimit: 100}
+	reserver, err := target.Prepare(ctx, sku)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := bench.NewPlan(bench.PlanSpec{Attempts: 1000, Users: 1000, RepeatShare: 0.05, RetryShare: 0.05, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger := bench.NewLedger(plan)
+	tally := bench.NewTally(8, ledger, 1)
+	_, err = bench.RunLoad(ctx, bench.LoadSpec{
+		Plan: plan, Reservers: []bench.Reserver{reserver}, Concurrency: 16, RequestIDPrefix: sku.CampaignID,
+		Resend: bench.ResendPolicy{Uncertain: true, MaxResends: 5, MinBackoff: time.Millisecond, MaxBackoff: 100 * time.Millisecond},
+	}, tally)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := tally.Counts()
+	if counts[bench.OutcomeError] > 0 {
+		t.Errorf("%d errors: %v", counts[bench.OutcomeError], tally.ErrorKinds())
+	}
+	report := ledger.Check(1, func(int) int64 { return sku.SaleLimit })
+	if report.Accepted != 100 || report.Oversold != 0 || report.DuplicateWinners != 0 || report.RetryMismatches != 0 {
+		t.Errorf("ledger: accepted %d oversold %d duplicate winners %d retry mismatches %d; %v",
+			report.Accepted, report.Oversold, report.DuplicateWinners, report.RetryMismatches, report.Examples)
+	}
+	if counts[bench.OutcomeSoldOut] == 0 {
+		t.Errorf("no SOLD_OUT among 1,000 attempts for 100 units")
+	}
+	audit, err := target.Audit(ctx, sku)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !audit.Consistent || audit.Sold != 100 || audit.Available != 0 || audit.DuplicateUsers != 0 {
+		t.Errorf("audit %+v, want exactly 100 sold, none left, consistent", audit)
+	}
+	ok, verdict := judgeCell(scenarioSeed, sku, plan, tally, report, audit)
+	if !ok {
+		t.Errorf("verdict: %s", verdict)
+	}
+	if cpu, known := target.ServerCPU(); !known || cpu <= 0 {
+		t.Errorf("server CPU %v (known %v)", cpu, known)
+	}
+}
+
+func TestRedisBaselineSellsExactlyTheStock(t *testing.T) {
+	sellOut(t, NewRedisTarget(RedisOptions{WorkDir: t.TempDir(), PoolSize: 32}))
+}
+
+func TestPostgresBaselineSellsExactlyTheStock(t *testing.T) {
+	// The default work dir (the system's temp dir) is one the "postgres"
+	// user can reach when the test runs as root; t.TempDir() is not.
+	sellOut(t, NewPostgresTarget(PostgresOptions{PoolSize: 16}))
+}
+
+func TestMissingSeckilldIsSkippedNotFailed(t *testing.T) {
+	target := NewSeckilldTarget(SeckilldOptions{Binary: "/nonexistent/seckilld"})
+	err := target.Start(context.Background())
+	if !isUnavailable(err) {
+		t.Fatalf("start of a missing binary: %v, want ErrUnavailable", err)
+	}
+	if err := target.Close(); err != nil {
+		t.Error(err)
+	}
+	rows := RunMatrix(context.Background(), []Target{target},
+		MatrixOptions{Concurrencies: []int{4}, Scenarios: []string{scenarioHot}}, testWriter{t})
+	if len(rows) != 1 || rows[0].Skipped == "" {
+		t.Fatalf("rows %+v, want it skipped", rows)
+	}
+}
+
+// testWriter sends log lines to t.Log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}

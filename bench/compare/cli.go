@@ -1,0 +1,217 @@
+package compare
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/seckill/seckill/bench"
+)
+
+// Exit statuses of Main.
+const (
+	exitPass        = 0
+	exitIncorrect   = 1 // a cell that ran did not sell correctly
+	exitUsage       = 2
+	exitRunProblem  = 3
+	maxCellDuration = time.Hour
+)
+
+// Report is the comparison's JSON output.
+type Report struct {
+	// StartedAt is when the run began.
+	StartedAt time.Time `json:"started_at"`
+	// Machine describes where it ran.
+	Machine string `json:"machine"`
+	// Fsync is the disk probe taken before the run.
+	Fsync *FsyncProbe `json:"fsync_probe,omitempty"`
+	// Options are the sizes used.
+	Options map[string]string `json:"options"`
+	// Rows are the cells.
+	Rows []Row `json:"rows"`
+}
+
+// Main is "seckill-bench compare": it parses args, runs the matrix, prints
+// the tables on stdout and progress on stderr, and returns the exit status.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	flags := flag.NewFlagSet("seckill-bench compare", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	concurrencies := flags.String("concurrency", "16,64,1024", "comma-separated closed-loop concurrencies, one table each")
+	targetNames := flags.String("targets", "redis,postgres,seckilld,engine,null", "comma-separated targets: redis, postgres, seckilld, engine, null")
+	scenarios := flags.String("scenarios", "hot,seed", "comma-separated scenarios per cell: hot, seed")
+	hotDuration := flags.Duration("hot-duration", 5*time.Second, "length of each hot cell")
+	seedRequests := flags.Int64("seed-requests", 100_000, "attempts of each seed cell")
+	seedStock := flags.Int64("seed-stock", 10_000, "sale_limit of each seed cell")
+	seedTimeout := flags.Duration("seed-timeout", 5*time.Minute, "bound of each seed cell")
+	repeatShare := flags.Float64("repeat-share", 0.05, "seed: share of repeat clicks (same user, new request_id)")
+	retryShare := flags.Float64("retry-share", 0.05, "seed: share of retries (same request_id)")
+	seed := flags.Int64("seed", 1, "seed of the plans")
+	pause := flags.Duration("pause", time.Second, "pause between cells")
+	workDir := flags.String("work-dir", os.TempDir(), "directory for the servers' temporary directories (must be a real disk for fsync to mean anything)")
+	seckilldBinary := flags.String("seckilld", "./bin/seckilld", "seckilld binary (skipped when missing)")
+	redisBinary := flags.String("redis-server", "", "redis-server binary (default: from PATH)")
+	pgBinDir := flags.String("pg-bindir", "", "directory of initdb and postgres (default: newest /usr/lib/postgresql/*/bin)")
+	pgPool := flags.Int("pg-pool", 128, "PostgreSQL connection pool size; clients beyond it wait for a connection")
+	timeout := flags.Duration("timeout", 30*time.Second, "bound of one request")
+	jsonPath := flags.String("json", "", "write the rows as JSON to this file")
+	progress := flags.String("progress", "auto", "progress on stderr: auto, tty, plain, off")
+	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitPass
+		}
+		return exitUsage
+	}
+	levels, err := parseInts(*concurrencies)
+	if err != nil || len(levels) == 0 {
+		fmt.Fprintf(stderr, "compare: --concurrency: %v\n", err)
+		return exitUsage
+	}
+	scenarioList := splitList(*scenarios)
+	for _, scenario := range scenarioList {
+		if scenario != scenarioHot && scenario != scenarioSeed {
+			fmt.Fprintf(stderr, "compare: unknown scenario %q\n", scenario)
+			return exitUsage
+		}
+	}
+	if *hotDuration <= 0 || *hotDuration > maxCellDuration || *seedTimeout <= 0 || *seedTimeout > maxCellDuration ||
+		*seedRequests <= 0 || *seedRequests > bench.MaxPlanAttempts || *seedStock <= 0 || *pgPool < 1 {
+		fmt.Fprintln(stderr, "compare: durations must be in (0, 1h], requests, stock and pool > 0")
+		return exitUsage
+	}
+	maxLevel := 0
+	for _, level := range levels {
+		maxLevel = max(maxLevel, level)
+	}
+	targets, err := buildTargets(splitList(*targetNames), targetSettings{
+		workDir: *workDir, seckilld: *seckilldBinary, redis: *redisBinary, pgBinDir: *pgBinDir,
+		pgPool: *pgPool, maxConns: maxLevel + 16, timeout: *timeout,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "compare: %v\n", err)
+		return exitUsage
+	}
+	progressOut, terminal := progressWriter(*progress, stderr)
+	report := Report{
+		StartedAt: time.Now(),
+		Machine:   fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
+		Options: map[string]string{
+			"concurrency": *concurrencies, "scenarios": *scenarios, "hot_duration": hotDuration.String(),
+			"seed_requests": strconv.FormatInt(*seedRequests, 10), "seed_stock": strconv.FormatInt(*seedStock, 10),
+			"repeat_share": fmt.Sprint(*repeatShare), "retry_share": fmt.Sprint(*retryShare), "pg_pool": strconv.Itoa(*pgPool),
+		},
+	}
+	fmt.Fprintf(stdout, "seckill compare: %s\n", report.Machine)
+	fmt.Fprintf(stdout, "hot %s per cell; seed %d attempts for %d units (repeat %.0f%%, retry %.0f%%); postgres pool %d\n",
+		*hotDuration, *seedRequests, *seedStock, *repeatShare*100, *retryShare*100, *pgPool)
+	if probe, err := ProbeFsync(*workDir); err == nil {
+		report.Fsync = &probe
+		fmt.Fprintf(stdout, "fsync probe (%s, %s): %.0f appends+fdatasync/s, p50 %.2f ms, p99 %.2f ms\n",
+			*workDir, probe.Filesystem, probe.PerSecond, probe.P50MS, probe.P99MS)
+	} else {
+		fmt.Fprintf(stdout, "fsync probe failed: %v\n", err)
+	}
+	report.Rows = RunMatrix(ctx, targets, MatrixOptions{
+		Concurrencies: levels, Scenarios: scenarioList, HotDuration: *hotDuration,
+		SeedRequests: *seedRequests, SeedStock: *seedStock, SeedTimeout: *seedTimeout,
+		RepeatShare: *repeatShare, RetryShare: *retryShare, MaxResends: 20, Seed: *seed, Pause: *pause,
+		Progress: progressOut, Terminal: terminal,
+	}, stderr)
+	WriteTables(stdout, report.Rows, levels)
+	if *jsonPath != "" {
+		body, err := json.MarshalIndent(report, "", "  ")
+		if err == nil {
+			err = os.WriteFile(*jsonPath, append(body, '\n'), 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "compare: %v\n", err)
+			return exitRunProblem
+		}
+	}
+	if ctx.Err() != nil {
+		return exitRunProblem
+	}
+	for _, row := range report.Rows {
+		if row.Skipped == "" && !row.Correct {
+			return exitIncorrect
+		}
+	}
+	return exitPass
+}
+
+// targetSettings are the flags that shape targets.
+type targetSettings struct {
+	workDir, seckilld, redis, pgBinDir string
+	pgPool, maxConns                   int
+	timeout                            time.Duration
+}
+
+// buildTargets makes the named targets in the given order.
+func buildTargets(names []string, settings targetSettings) ([]Target, error) {
+	var targets []Target
+	for _, name := range names {
+		switch name {
+		case "redis":
+			targets = append(targets, NewRedisTarget(RedisOptions{Binary: settings.redis, WorkDir: settings.workDir, PoolSize: settings.maxConns}))
+		case "postgres", "pg":
+			targets = append(targets, NewPostgresTarget(PostgresOptions{BinDir: settings.pgBinDir, WorkDir: settings.workDir, PoolSize: settings.pgPool}))
+		case "seckilld":
+			targets = append(targets, NewSeckilldTarget(SeckilldOptions{Binary: settings.seckilld, WorkDir: settings.workDir, MaxConns: settings.maxConns, Timeout: settings.timeout}))
+		case "engine":
+			targets = append(targets, NewEngineTarget(settings.workDir))
+		case "null", "null-http":
+			targets = append(targets, NewNullTarget(settings.workDir, settings.maxConns, settings.timeout))
+		default:
+			return nil, fmt.Errorf("unknown target %q", name)
+		}
+	}
+	return targets, nil
+}
+
+// progressWriter mirrors bench's --progress modes.
+func progressWriter(mode string, stderr io.Writer) (io.Writer, bool) {
+	terminal := false
+	if file, ok := stderr.(*os.File); ok {
+		terminal = term.IsTerminal(int(file.Fd()))
+	}
+	switch mode {
+	case "off":
+		return nil, false
+	case "plain":
+		return stderr, false
+	case "tty":
+		return stderr, true
+	}
+	return stderr, terminal
+}
+
+func splitList(text string) []string {
+	var items []string
+	for _, item := range strings.Split(text, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			items = append(items, item)
+		}
+	}
+	return items
+}
+
+func parseInts(text string) ([]int, error) {
+	var values []int
+	for _, item := range splitList(text) {
+		value, err := strconv.Atoi(item)
+		if err != nil || value < 1 || value > bench.MaxConcurrency {
+			return nil, fmt.Errorf("%q is not a concurrency in [1, %d]", item, bench.MaxConcurrency)
+		}
+		values = append(values, value)
+	}
+	return values, nil
+}

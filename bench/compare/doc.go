@@ -1,0 +1,24 @@
+// Package compare runs the same hot and seed scenarios of package bench
+// against several ways to sell a flash-sale SKU, side by side, at several
+// concurrencies, and prints one table per concurrency: throughput, p50/p99,
+// ratio to seckilld, CPU seconds of server and client, and a correctness
+// audit of each target's own state.
+//
+// Targets (one file each):
+//
+//   - redis.go: a private redis-server (appendonly yes, appendfsync always)
+//     and the design's Lua reservation script, called with EVALSHA.
+//   - postgres.go: a private PostgreSQL cluster (synchronous_commit=on) and
+//     the design's transaction: conditional UPDATE of the inventory row,
+//     INSERT of the reservation under UNIQUE(campaign_id, user_id) and
+//     UNIQUE(request_id), INSERT of the order.
+//   - seckilld.go: ./bin/seckilld over HTTP with --fsync always.
+//   - engine.go: the engine in process, through an adapter the engine's
+//     authors plug in (skipped until they do).
+//   - nullserver.go: a fasthttp server that answers 202 and does nothing:
+//     the HTTP ceiling of the machine.
+//
+// Every server listens on 127.0.0.1 only, lives in its own temporary
+// directory, and is stopped (by its process id) when the run ends. A target
+// whose program is missing is skipped with a line that says why.
+package compare

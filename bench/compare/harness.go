@@ -1,0 +1,249 @@
+package compare
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seckill/seckill/bench"
+)
+
+// Scenario names of the comparison (the bench package's hot and seed).
+const (
+	scenarioHot  = bench.ScenarioHot
+	scenarioSeed = bench.ScenarioSeed
+)
+
+// MatrixOptions sizes the comparison.
+type MatrixOptions struct {
+	// Concurrencies lists the closed-loop concurrencies, one table each.
+	Concurrencies []int
+	// Scenarios lists the scenarios run in each cell (hot, seed).
+	Scenarios []string
+	// HotDuration is the length of each hot cell.
+	HotDuration time.Duration
+	// SeedRequests is the number of attempts of each seed cell.
+	SeedRequests int64
+	// SeedStock is the seed's sale limit.
+	SeedStock int64
+	// SeedTimeout bounds a seed cell.
+	SeedTimeout time.Duration
+	// RepeatShare and RetryShare shape the seed's plan.
+	RepeatShare, RetryShare float64
+	// MaxResends bounds the resends of a seed attempt after an uncertain answer.
+	MaxResends int
+	// Seed makes the plans reproducible.
+	Seed int64
+	// Pause separates cells, so a server's background flush does not fall
+	// into the next cell.
+	Pause time.Duration
+	// Progress receives progress lines (nil: none); Terminal redraws in place.
+	Progress io.Writer
+	// Terminal redraws the progress line in place.
+	Terminal bool
+}
+
+// Row is one cell: one target, one scenario, one concurrency.
+type Row struct {
+	// Target names the target.
+	Target string `json:"target"`
+	// Scenario is hot or seed.
+	Scenario string `json:"scenario"`
+	// Concurrency is the closed loop's number of workers.
+	Concurrency int `json:"concurrency"`
+	// Skipped says why the cell did not run (empty when it ran).
+	Skipped string `json:"skipped,omitempty"`
+	// Requests is the number of answers (and errors).
+	Requests int64 `json:"requests"`
+	// ElapsedS is the cell's load time.
+	ElapsedS float64 `json:"elapsed_s"`
+	// ThroughputRPS is Requests per second.
+	ThroughputRPS float64 `json:"throughput_rps"`
+	// P50MS is the median latency over every answer.
+	P50MS float64 `json:"p50_ms"`
+	// P99MS is the 99th percentile latency over every answer.
+	P99MS float64 `json:"p99_ms"`
+	// ServerCPUS is the server's CPU seconds during the cell (-1: not separable).
+	ServerCPUS float64 `json:"server_cpu_s"`
+	// ClientCPUS is this process's CPU seconds during the cell.
+	ClientCPUS float64 `json:"client_cpu_s"`
+	// Accepted counts distinct reservations the clients were given.
+	Accepted int64 `json:"accepted"`
+	// SoldOut counts SOLD_OUT answers.
+	SoldOut int64 `json:"sold_out"`
+	// Errors counts requests without a usable answer.
+	Errors int64 `json:"errors"`
+	// Audit is the target's own state after the cell.
+	Audit Audit `json:"audit"`
+	// Correct is the cell's verdict.
+	Correct bool `json:"correct"`
+	// Verdict says it in words.
+	Verdict string `json:"verdict"`
+}
+
+// RunMatrix runs every cell, one target at a time (each target's server
+// runs alone), and returns the rows. Each cell is bounded in time.
+func RunMatrix(ctx context.Context, targets []Target, options MatrixOptions, log io.Writer) []Row {
+	var rows []Row
+	for _, target := range targets {
+		rows = append(rows, runTarget(ctx, target, options, log)...)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return rows
+}
+
+// runTarget starts one target, runs its cells and stops it.
+func runTarget(ctx context.Context, target Target, options MatrixOptions, log io.Writer) []Row {
+	var rows []Row
+	skipAll := func(reason string) []Row {
+		for _, concurrency := range options.Concurrencies {
+			for _, scenario := range options.Scenarios {
+				rows = append(rows, Row{Target: target.Name(), Scenario: scenario, Concurrency: concurrency, Skipped: reason})
+			}
+		}
+		return rows
+	}
+	fmt.Fprintf(log, "%s: starting\n", target.Name())
+	if err := target.Start(ctx); err != nil {
+		_ = target.Close()
+		if isUnavailable(err) {
+			fmt.Fprintf(log, "%s: SKIPPED: %v\n", target.Name(), err)
+			return skipAll(err.Error())
+		}
+		fmt.Fprintf(log, "%s: FAILED to start: %v\n", target.Name(), err)
+		return skipAll("failed to start: " + err.Error())
+	}
+	defer func() {
+		if err := target.Close(); err != nil {
+			fmt.Fprintf(log, "%s: stop: %v\n", target.Name(), err)
+		}
+	}()
+	for _, concurrency := range options.Concurrencies {
+		for _, scenario := range options.Scenarios {
+			if ctx.Err() != nil {
+				return rows
+			}
+			row := runCell(ctx, target, scenario, concurrency, options)
+			fmt.Fprintf(log, "%s %s c=%d: %s req/s, p50 %.2f ms, p99 %.2f ms, %s\n", row.Target, row.Scenario, row.Concurrency,
+				strconv.FormatFloat(row.ThroughputRPS, 'f', 0, 64), row.P50MS, row.P99MS, row.Verdict)
+			rows = append(rows, row)
+			bench.RealClock{}.SleepUntil(ctx, time.Now().Add(options.Pause))
+		}
+	}
+	return rows
+}
+
+// runCell runs one scenario at one concurrency on a new SKU of the target.
+func runCell(ctx context.Context, target Target, scenario string, concurrency int, options MatrixOptions) Row {
+	row := Row{Target: target.Name(), Scenario: scenario, Concurrency: concurrency, ServerCPUS: -1}
+	sku := SKURef{
+		CampaignID: fmt.Sprintf("cmp-%s-c%d-%s", scenario, concurrency, strconv.FormatInt(time.Now().UnixNano(), 36)),
+		SKUID:      "sku-1",
+		SaleLimit:  bench.HotSaleLimit,
+	}
+	planSpec := bench.PlanSpec{Seed: options.Seed}
+	loadSpec := bench.LoadSpec{Concurrency: concurrency, Duration: options.HotDuration}
+	if scenario == scenarioSeed {
+		sku.SaleLimit = options.SeedStock
+		planSpec = bench.PlanSpec{Attempts: options.SeedRequests, Users: options.SeedRequests,
+			RepeatShare: options.RepeatShare, RetryShare: options.RetryShare, Seed: options.Seed}
+		loadSpec.Duration = options.SeedTimeout
+		loadSpec.Resend = bench.ResendPolicy{QueueFull: true, Uncertain: true, MaxResends: options.MaxResends,
+			MinBackoff: 5 * time.Millisecond, MaxBackoff: 2 * time.Second}
+	}
+	reserver, err := target.Prepare(ctx, sku)
+	if err != nil {
+		row.Skipped = "prepare: " + err.Error()
+		row.Verdict = "FAIL: " + row.Skipped
+		return row
+	}
+	plan, err := bench.NewPlan(planSpec)
+	if err != nil {
+		row.Skipped = err.Error()
+		return row
+	}
+	loadSpec.Plan = plan
+	loadSpec.Reservers = []bench.Reserver{reserver}
+	loadSpec.RequestIDPrefix = sku.CampaignID
+	ledger := bench.NewLedger(plan)
+	tally := bench.NewTally(64, ledger, 1)
+	monitor := bench.StartMonitor(bench.MonitorOptions{Tally: tally, Out: options.Progress, Terminal: options.Terminal,
+		Label: fmt.Sprintf("%s %s c=%d", target.Name(), scenario, concurrency), Total: plan.Len(), Duration: loadSpec.Duration})
+	serverBefore, serverKnown := target.ServerCPU()
+	clientBefore := selfCPU()
+	stats, _ := bench.RunLoad(ctx, loadSpec, tally)
+	clientAfter := selfCPU()
+	serverAfter, serverKnownAfter := target.ServerCPU()
+	monitor.Stop()
+	if serverKnown && serverKnownAfter {
+		row.ServerCPUS = (serverAfter - serverBefore).Seconds()
+	}
+	row.ClientCPUS = (clientAfter - clientBefore).Seconds()
+	counts := tally.Counts()
+	row.Requests = tally.Sent()
+	row.SoldOut = counts[bench.OutcomeSoldOut]
+	row.Errors = counts[bench.OutcomeError]
+	row.ElapsedS = stats.Elapsed.Seconds()
+	if row.ElapsedS > 0 {
+		row.ThroughputRPS = float64(row.Requests) / row.ElapsedS
+	}
+	latency := bench.Summarize(tally.Latency().Overall)
+	row.P50MS, row.P99MS = latency.P50, latency.P99
+	report := ledger.Check(1, func(int) int64 { return sku.SaleLimit })
+	row.Accepted = report.Accepted
+	auditCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	audit, err := target.Audit(auditCtx, sku)
+	if err != nil {
+		row.Verdict = "FAIL: audit: " + err.Error()
+		return row
+	}
+	row.Audit = audit
+	row.Correct, row.Verdict = judgeCell(scenario, sku, plan, tally, report, audit)
+	return row
+}
+
+// judgeCell decides whether a cell sold correctly: in seed, exactly the
+// sale limit, once per user, with the target's own state agreeing; in hot,
+// the target's state agreeing with what the clients were told.
+func judgeCell(scenario string, sku SKURef, plan *bench.Plan, tally *bench.Tally, report bench.LedgerReport, audit Audit) (bool, string) {
+	if !audit.Checked {
+		return true, "n/a: " + audit.Detail
+	}
+	var problems []string
+	if !audit.Consistent {
+		problems = append(problems, "inconsistent: "+audit.Detail)
+	}
+	if report.Oversold > 0 {
+		problems = append(problems, fmt.Sprintf("oversold %d", report.Oversold))
+	}
+	if report.DuplicateWinners > 0 || audit.DuplicateUsers > 0 {
+		problems = append(problems, fmt.Sprintf("duplicate winners %d (clients) / %d (state)", report.DuplicateWinners, audit.DuplicateUsers))
+	}
+	if report.RetryMismatches > 0 {
+		problems = append(problems, fmt.Sprintf("retry mismatches %d", report.RetryMismatches))
+	}
+	if audit.Sold != report.Accepted {
+		problems = append(problems, fmt.Sprintf("state holds %d, clients accepted %d", audit.Sold, report.Accepted))
+	}
+	if scenario == scenarioSeed {
+		if plan.Len() > 0 && tally.Attempts() < plan.Len() {
+			problems = append(problems, fmt.Sprintf("incomplete: %d of %d attempts", tally.Attempts(), plan.Len()))
+		}
+		if audit.Sold != sku.SaleLimit || audit.Available != 0 {
+			problems = append(problems, fmt.Sprintf("sold %d/%d, %d left", audit.Sold, sku.SaleLimit, audit.Available))
+		}
+	}
+	if len(problems) > 0 {
+		return false, "FAIL: " + strings.Join(problems, "; ")
+	}
+	if scenario == scenarioSeed {
+		return true, fmt.Sprintf("ok: sold %d/%d, one per user", audit.Sold, sku.SaleLimit)
+	}
+	return true, fmt.Sprintf("ok: %d reserved, state agrees", audit.Sold)
+}

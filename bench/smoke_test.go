@@ -1,0 +1,235 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/bench/fakeapi"
+)
+
+// startFake starts a fake server and stops it with the test.
+func startFake(t *testing.T, options fakeapi.Options) *fakeapi.Server {
+	t.Helper()
+	server, err := fakeapi.Start(options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = server.Close() })
+	return server
+}
+
+// runMain runs the command and decodes its JSON result.
+func runMain(t *testing.T, args ...string) (int, map[string]any, string) {
+	t.Helper()
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "result.json")
+	args = append(args, "--json", jsonPath, "--progress", "off")
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	status := Main(ctx, args, &stdout, &stderr)
+	output := stdout.String() + stderr.String()
+	body, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatalf("no JSON written (exit %d): %v\n%s", status, err, output)
+	}
+	var result map[string]any
+	if err := json.Unmarshal(body, &result); err != nil {
+		t.Fatal(err)
+	}
+	return status, result, output
+}
+
+func number(t *testing.T, result map[string]any, key string) float64 {
+	t.Helper()
+	value, ok := result[key].(float64)
+	if !ok {
+		t.Fatalf("JSON field %q missing or not a number: %v", key, result[key])
+	}
+	return value
+}
+
+func TestSeedAgainstFakeServerPasses(t *testing.T) {
+	server := startFake(t, fakeapi.Options{AdminToken: "secret"})
+	status, result, output := runMain(t, "--target", server.URL(), "--admin-token", "secret",
+		"--scenario", "seed", "--stock", "100", "--requests", "5000", "--concurrency", "32", "--seed", "7")
+	if status != ExitPass {
+		t.Fatalf("exit %d, want %d\n%s", status, ExitPass, output)
+	}
+	for _, key := range []string{"requests", "accepted", "sold_out", "already_purchased", "queue_full", "errors",
+		"oversold", "duplicate_winners", "undersold", "throughput_rps"} {
+		number(t, result, key)
+	}
+	if got := number(t, result, "accepted"); got != 100 {
+		t.Errorf("accepted %v, want 100", got)
+	}
+	if got := number(t, result, "oversold"); got != 0 {
+		t.Errorf("oversold %v, want 0", got)
+	}
+	if got := number(t, result, "sold_out"); got < 4000 {
+		t.Errorf("sold_out %v, want most of 5000", got)
+	}
+	if got := number(t, result, "already_purchased"); got == 0 {
+		t.Errorf("already_purchased 0: the repeat clicks of winners should meet it")
+	}
+	if got := number(t, result, "requests"); got < 5000 {
+		t.Errorf("requests %v < 5000 attempts", got)
+	}
+	latency, ok := result["latency_ms"].(map[string]any)
+	if !ok {
+		t.Fatalf("latency_ms missing")
+	}
+	for _, key := range []string{"p50", "p90", "p99", "p999", "max"} {
+		if _, ok := latency[key].(float64); !ok {
+			t.Errorf("latency_ms.%s missing", key)
+		}
+	}
+	byOutcome, ok := result["latency_ms_by_outcome"].(map[string]any)
+	if !ok || byOutcome["accepted"] == nil || byOutcome["sold_out"] == nil {
+		t.Errorf("latency_ms_by_outcome lacks accepted or sold_out: %v", result["latency_ms_by_outcome"])
+	}
+	audit, ok := result["audit"].(map[string]any)
+	if !ok {
+		t.Fatalf("audit missing")
+	}
+	if audit["ok"] != true || audit["available"] != 0.0 || audit["reserved"] != 100.0 || audit["confirmed"] != 0.0 {
+		t.Errorf("audit %v", audit)
+	}
+	if _, ok := audit["violations"].([]any); !ok {
+		t.Errorf("audit.violations missing: %v", audit)
+	}
+	if result["scenario"] != "seed" || result["passed"] != true {
+		t.Errorf("scenario %v passed %v", result["scenario"], result["passed"])
+	}
+	if !strings.Contains(output, "verdict    PASS") {
+		t.Errorf("summary lacks the verdict:\n%s", output)
+	}
+}
+
+func TestSeedAgainstOversellingServerFails(t *testing.T) {
+	server := startFake(t, fakeapi.Options{Oversell: true})
+	status, result, output := runMain(t, "--target", server.URL(),
+		"--scenario", "seed", "--stock", "100", "--requests", "2000", "--concurrency", "16")
+	if status != ExitChecksFailed {
+		t.Fatalf("exit %d, want %d\n%s", status, ExitChecksFailed, output)
+	}
+	if got := number(t, result, "oversold"); got <= 0 {
+		t.Errorf("oversold %v, want > 0", got)
+	}
+	if result["passed"] != false {
+		t.Errorf("passed %v", result["passed"])
+	}
+	if !strings.Contains(output, "oversold") {
+		t.Errorf("summary does not name the oversell:\n%s", output)
+	}
+}
+
+func TestSeedRidesOutQueueFullAndUnknownResults(t *testing.T) {
+	server := startFake(t, fakeapi.Options{QueueFullEvery: 7, UnknownEvery: 5})
+	status, result, output := runMain(t, "--target", server.URL(),
+		"--scenario", "seed", "--stock", "100", "--requests", "3000", "--concurrency", "16")
+	if status != ExitPass {
+		t.Fatalf("exit %d, want %d\n%s", status, ExitPass, output)
+	}
+	if got := number(t, result, "queue_full"); got == 0 {
+		t.Errorf("queue_full 0, want the 429s counted")
+	}
+	outcomes := result["outcomes"].(map[string]any)
+	if outcomes["result_unknown"] == nil {
+		t.Errorf("no result_unknown counted: %v", outcomes)
+	}
+	if got := number(t, result, "accepted"); got != 100 {
+		t.Errorf("accepted %v, want 100", got)
+	}
+}
+
+func TestHotAndManySKUsAgainstFakeServer(t *testing.T) {
+	server := startFake(t, fakeapi.Options{})
+	status, result, output := runMain(t, "--target", server.URL(), "--scenario", "hot", "--duration", "1s", "--concurrency", "8")
+	if status != ExitPass {
+		t.Fatalf("hot: exit %d\n%s", status, output)
+	}
+	if number(t, result, "accepted") == 0 || number(t, result, "throughput_rps") == 0 {
+		t.Errorf("hot accepted nothing:\n%s", output)
+	}
+	status, result, output = runMain(t, "--target", server.URL(), "--scenario", "many-skus",
+		"--skus", "20", "--stock", "5", "--requests", "600", "--concurrency", "16")
+	if status != ExitPass {
+		t.Fatalf("many-skus: exit %d\n%s", status, output)
+	}
+	if got := number(t, result, "accepted"); got != 100 {
+		t.Errorf("many-skus accepted %v, want 20 x 5", got)
+	}
+}
+
+func TestHotOpenLoopAgainstFakeServer(t *testing.T) {
+	server := startFake(t, fakeapi.Options{})
+	status, result, output := runMain(t, "--target", server.URL(), "--scenario", "hot",
+		"--duration", "1s", "--rate", "500", "--concurrency", "16")
+	if status != ExitPass {
+		t.Fatalf("exit %d\n%s", status, output)
+	}
+	if result["loop"] != "open" {
+		t.Errorf("loop %v", result["loop"])
+	}
+	if got := number(t, result, "requests"); got < 400 || got > 501 {
+		t.Errorf("requests %v, want about 500 in 1 s at 500/s", got)
+	}
+}
+
+func TestPayflowAgainstFakeServer(t *testing.T) {
+	server := startFake(t, fakeapi.Options{PaymentSecret: "pay-secret"})
+	status, result, output := runMain(t, "--target", server.URL(), "--scenario", "payflow",
+		"--stock", "80", "--requests", "80", "--concurrency", "16", "--payment-window", "1s", "--payment-secret", "pay-secret")
+	if status != ExitPass {
+		t.Fatalf("exit %d\n%s", status, output)
+	}
+	payflow, ok := result["payflow"].(map[string]any)
+	if !ok {
+		t.Fatalf("payflow missing")
+	}
+	if payflow["paid"].(float64) == 0 || payflow["closed"].(float64) == 0 {
+		t.Errorf("payflow %v", payflow)
+	}
+	if payflow["refund_required"] != payflow["refunds_listed"] {
+		t.Errorf("refund_required %v, listed %v", payflow["refund_required"], payflow["refunds_listed"])
+	}
+}
+
+func TestMainRejectsBadFlagsAndRemoteTargets(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if status := Main(context.Background(), []string{"--scenario", "nope"}, &stdout, &stderr); status != ExitUsage {
+		t.Errorf("unknown scenario: exit %d", status)
+	}
+	if status := Main(context.Background(), []string{"--target", "http://10.1.2.3:80", "--progress", "off"}, &stdout, &stderr); status != ExitRunError {
+		t.Errorf("remote target: exit %d", status)
+	}
+	if !strings.Contains(stderr.String(), "not a loopback address") {
+		t.Errorf("stderr: %s", stderr.String())
+	}
+}
+
+func TestMaxTimeStopsARunAndSaysSo(t *testing.T) {
+	server := startFake(t, fakeapi.Options{})
+	started := time.Now()
+	status, result, output := runMain(t, "--target", server.URL(), "--scenario", "seed",
+		"--requests", "1000000", "--concurrency", "4", "--max-time", "500ms")
+	if status != ExitChecksFailed {
+		t.Fatalf("exit %d, want %d\n%s", status, ExitChecksFailed, output)
+	}
+	if elapsed := time.Since(started); elapsed > 10*time.Second {
+		t.Errorf("took %v", elapsed)
+	}
+	if !strings.Contains(output, "stopped by --max-time 500ms") {
+		t.Errorf("summary does not say why it stopped:\n%s", output)
+	}
+	if result["audit"] == nil {
+		t.Errorf("no audit after the stop")
+	}
+}

@@ -1,0 +1,41 @@
+// Command seckill-bench is the load tool of seckill. With no subcommand it
+// runs one scenario (seed, hot, many-skus, payflow) against a seckilld server;
+// "compare" runs the baselines side by side (Redis, PostgreSQL, seckilld,
+// the in-process engine, a null HTTP server); "null-server" is the null
+// server itself, started by compare; "fake-server" serves the API contract
+// from memory, to try the tool without seckilld; "report RESULT.json
+// OUT.html" renders a report again from a saved result. Run with -h for the
+// flags.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/seckill/seckill/bench"
+	"github.com/seckill/seckill/bench/compare"
+	"github.com/seckill/seckill/bench/fakeapi"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	args := os.Args[1:]
+	status := 0
+	switch {
+	case len(args) > 0 && args[0] == "compare":
+		status = compare.Main(ctx, args[1:], os.Stdout, os.Stderr)
+	case len(args) > 0 && args[0] == "null-server":
+		status = compare.NullServerMain(ctx, args[1:], os.Stderr)
+	case len(args) > 0 && args[0] == "report":
+		status = bench.ReportMain(args[1:], os.Stderr)
+	case len(args) > 0 && args[0] == "fake-server":
+		status = fakeapi.Main(ctx, args[1:], os.Stderr)
+	default:
+		status = bench.Main(ctx, args, os.Stdout, os.Stderr)
+	}
+	stop()
+	os.Exit(status)
+}
