@@ -50,7 +50,10 @@ soak:
 ## fuzz: run each fuzz target for a while (CI runs only their seed corpus).
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzDecodeFrame -fuzztime 60s ./wal/
+	$(GO) test -run XXX -fuzz FuzzScanSegment -fuzztime 60s ./wal/
 	$(GO) test -run XXX -fuzz FuzzDecodeRecord -fuzztime 60s ./actors/sku/
+	$(GO) test -run XXX -fuzz FuzzDecodeState -fuzztime 60s ./actors/sku/
+	$(GO) test -run XXX -fuzz FuzzDecodeSnapshot -fuzztime 60s ./snapshot/
 
 clean:
 	rm -rf $(BIN)

@@ -32,6 +32,8 @@ type skuActor struct {
 	// filter holds the decided request_ids, published as h.requests.
 	filter *requestFilter
 
+	snap snapshots // snapshot bookkeeping (snapshot.go)
+
 	out []sku.Record // records of the current call, reused
 	buf []byte       // payload scratch, reused
 }
@@ -43,23 +45,32 @@ func (a *skuActor) Receive(ctx actor.Context) {
 		a.handle(ctx, msg)
 	case tick:
 		a.expire(ctx)
+		a.maybeSnapshot(ctx)
+	case snapshotMessage:
+		a.onSnapshot(ctx, msg)
 	case *actor.Started:
 		a.recover()
 	case *actor.Restarting, *actor.Stopping:
+		a.stopSnapshots()
 		a.closeLog()
 	}
 }
 
-// recover opens the log and replays it into a fresh Machine.
+// recover opens the log, loads the newest usable snapshot (snapshot.go)
+// and replays the records after it.
 func (a *skuActor) recover() {
 	a.h.unavailable.Store(true)
 	a.m, a.failed = sku.New(), nil
 	start := time.Now()
 	log, err := wal.Open(filepath.Join(a.h.dir, "wal"), a.cfg.walOptions())
+	var from uint64
 	if err == nil {
 		a.log = log
 		a.h.log.Store(log)
-		err = a.replay()
+		from, err = a.restoreSnapshot()
+	}
+	if err == nil {
+		err = a.replayFrom(from)
 	}
 	if err != nil {
 		a.failed = fmt.Errorf("%w: %s/%s: %v", ErrUnavailable, a.h.campaignID, a.h.skuID, err)
@@ -75,8 +86,12 @@ func (a *skuActor) recover() {
 	a.h.recovered(nil)
 }
 
-func (a *skuActor) replay() error {
-	return a.log.Replay(a.log.FirstIndex(), func(index uint64, typ byte, payload []byte) error {
+// replay replays the whole log (no snapshot) into a.m.
+func (a *skuActor) replay() error { return a.replayFrom(a.log.FirstIndex()) }
+
+// replayFrom applies the records from index from on to a.m.
+func (a *skuActor) replayFrom(from uint64) error {
+	return a.log.Replay(from, func(index uint64, typ byte, payload []byte) error {
 		r, err := sku.DecodeRecord(sku.RecordType(typ), payload)
 		if err != nil {
 			return fmt.Errorf("record %d: %w", index, err)

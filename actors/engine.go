@@ -62,6 +62,16 @@ type Config struct {
 	ExpiryBatch int
 	// WAL tunes the logs; Fsync above overrides WAL.Fsync.
 	WAL wal.Options
+	// SnapshotEvery: a SKU snapshots its state once this many records were
+	// appended since its last snapshot (default DefaultSnapshotEvery;
+	// negative: never by count). Checked on every expiry tick.
+	SnapshotEvery int
+	// SnapshotInterval: a SKU with new records snapshots at least this
+	// often (default DefaultSnapshotInterval; negative: never by time).
+	SnapshotInterval time.Duration
+	// SnapshotKeep is how many snapshots each SKU keeps (default
+	// DefaultSnapshotKeep); the log is truncated up to the oldest one kept.
+	SnapshotKeep int
 
 	metrics *engineMetrics
 }

@@ -14,6 +14,11 @@ type engineMetrics struct {
 	expiries   prometheus.Counter
 	fsync      prometheus.Observer
 	batch      prometheus.Observer
+
+	snapshotPause    prometheus.Observer
+	snapshotSeconds  prometheus.Observer
+	snapshotBytes    prometheus.Observer
+	snapshotFailures prometheus.Counter
 }
 
 func newEngineMetrics(reg prometheus.Registerer) *engineMetrics {
@@ -39,13 +44,34 @@ func newEngineMetrics(reg prometheus.Registerer) *engineMetrics {
 		Buckets: prometheus.ExponentialBuckets(1, 4, 8),
 	})
 	m.fsync, m.batch = fsync, batch
+	snapshotPause := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "seckill_snapshot_pause_seconds",
+		Help:    "Time a SKU actor spends freezing its state for a snapshot (the pause requests see).",
+		Buckets: []float64{1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.05, 0.1, 1},
+	})
+	snapshotSeconds := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "seckill_snapshot_seconds",
+		Help:    "Time from a snapshot's freeze until its file is durable.",
+		Buckets: []float64{1e-3, 1e-2, 0.05, 0.1, 0.5, 1, 5, 30},
+	})
+	snapshotBytes := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "seckill_snapshot_bytes",
+		Help:    "Size of each snapshot file written.",
+		Buckets: prometheus.ExponentialBuckets(1<<10, 8, 8),
+	})
+	m.snapshotFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "seckill_snapshot_failures_total",
+		Help: "Snapshots that failed to be written (the SKU retries later).",
+	})
+	m.snapshotPause, m.snapshotSeconds, m.snapshotBytes = snapshotPause, snapshotSeconds, snapshotBytes
 	for i, name := range callNames {
 		if name != "" {
 			m.processing[i] = processing.WithLabelValues(name)
 		}
 	}
 	if reg != nil {
-		reg.MustRegister(processing, m.expiries, fsync, batch)
+		reg.MustRegister(processing, m.expiries, fsync, batch,
+			snapshotPause, snapshotSeconds, snapshotBytes, m.snapshotFailures)
 	}
 	return m
 }
@@ -56,6 +82,16 @@ func (m *engineMetrics) Committed(records int, fsync time.Duration) {
 	if fsync > 0 {
 		m.fsync.Observe(fsync.Seconds())
 	}
+}
+
+func (m *engineMetrics) observeSnapshot(done *snapshotDone) {
+	if done.err != nil {
+		m.snapshotFailures.Inc()
+		return
+	}
+	m.snapshotPause.Observe(done.info.Pause.Seconds())
+	m.snapshotSeconds.Observe(done.info.Took.Seconds())
+	m.snapshotBytes.Observe(float64(done.info.Bytes))
 }
 
 func (m *engineMetrics) observeCall(k callKind, d time.Duration) {

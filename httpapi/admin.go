@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"errors"
 
+	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/valyala/fasthttp"
 )
@@ -187,17 +188,14 @@ func (s *Server) handleRefunds(ctx *fasthttp.RequestCtx) string {
 }
 
 // handleSnapshot is POST /admin/campaigns/{c}/skus/{s}/snapshot: it asks
-// the engine to snapshot the SKU, when the engine can (501 otherwise).
+// the engine to snapshot the SKU now.
 func (s *Server) handleSnapshot(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	if !ok {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
 	}
-	if s.snapshot == nil {
-		return write(ctx, errorReply(fasthttp.StatusNotImplemented, reasonNotImplemented, "this engine takes no snapshots"))
-	}
 	ectx, cancel := s.engineContext()
-	info, err := s.snapshot(ectx, campaignID, skuID)
+	info, err := s.engine.Snapshot(ectx, campaignID, skuID)
 	cancel()
 	if err != nil {
 		return write(ctx, s.engineError("admin_snapshot", err, ""))
@@ -207,7 +205,7 @@ func (s *Server) handleSnapshot(ctx *fasthttp.RequestCtx) string {
 
 // snapshotBody answers a snapshot: the engine's description of it.
 type snapshotBody struct {
-	CampaignID string `json:"campaign_id"`
-	SKUID      string `json:"sku_id"`
-	Snapshot   any    `json:"snapshot"`
+	CampaignID string              `json:"campaign_id"`
+	SKUID      string              `json:"sku_id"`
+	Snapshot   actors.SnapshotInfo `json:"snapshot"`
 }

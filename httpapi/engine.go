@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"reflect"
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
@@ -42,38 +41,8 @@ type Engine interface {
 	SKU(campaignID, skuID string) *actors.SKU
 	// SKUs returns every known SKU.
 	SKUs() []*actors.SKU
-}
-
-// snapshotFunc calls the engine's optional Snapshot command and returns
-// its answer, to be encoded as JSON.
-type snapshotFunc func(ctx context.Context, campaignID, skuID string) (any, error)
-
-// findSnapshot returns the engine's Snapshot method, whatever type its
-// answer has: any method of the form
-//
-//	Snapshot(ctx context.Context, campaignID, skuID string) (T, error)
-//
-// It returns nil when the engine has none (the admin route answers 501).
-// The result type is left open so that the service does not depend on a
-// type the engine may not define.
-func findSnapshot(e Engine) snapshotFunc {
-	m := reflect.ValueOf(e).MethodByName("Snapshot")
-	if !m.IsValid() {
-		return nil
-	}
-	t := m.Type()
-	ctxType := reflect.TypeFor[context.Context]()
-	errType := reflect.TypeFor[error]()
-	str := reflect.TypeFor[string]()
-	if t.NumIn() != 3 || t.In(0) != ctxType || t.In(1) != str || t.In(2) != str ||
-		t.NumOut() != 2 || t.Out(1) != errType {
-		return nil
-	}
-	return func(ctx context.Context, campaignID, skuID string) (any, error) {
-		out := m.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(campaignID), reflect.ValueOf(skuID)})
-		err, _ := out[1].Interface().(error)
-		return out[0].Interface(), err
-	}
+	// Snapshot writes a snapshot of one SKU now and truncates its log.
+	Snapshot(ctx context.Context, campaignID, skuID string) (actors.SnapshotInfo, error)
 }
 
 // engineFailure is how an engine error is answered.

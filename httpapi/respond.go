@@ -20,7 +20,6 @@ const (
 	reasonResultUnknown      = "RESULT_UNKNOWN"
 	reasonInternal           = "INTERNAL"
 	reasonDefinitionConflict = "DEFINITION_CONFLICT"
-	reasonNotImplemented     = "NOT_IMPLEMENTED"
 	reasonSoldOut            = "SOLD_OUT"
 	reasonNotStarted         = "NOT_STARTED"
 	reasonEnded              = "ENDED"

@@ -147,10 +147,8 @@ type Server struct {
 	answers *answerCache
 	// retryAfter is the Retry-After of QUEUE_FULL answers.
 	retryAfter string
-	// snapshot is the engine's Snapshot command, nil if it has none.
-	snapshot snapshotFunc
-	adminID  [32]byte // SHA-256 of the admin token
-	http     *fasthttp.Server
+	adminID    [32]byte // SHA-256 of the admin token
+	http       *fasthttp.Server
 	// draining is set by Shutdown: /readyz answers 503 from then on.
 	draining atomic.Bool
 }
@@ -179,7 +177,6 @@ func New(cfg Config) (*Server, error) {
 		flights:    newFlights(),
 		answers:    newAnswerCache(cfg.DedupCacheSize),
 		adminID:    digest(cfg.AdminToken),
-		snapshot:   findSnapshot(cfg.Engine),
 		retryAfter: retryAfterSeconds(cfg.MaxQueueWait),
 	}
 	if err := cfg.Registry.Register(newSKUCollector(cfg.Engine, s.gates)); err != nil {

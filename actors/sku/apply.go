@@ -18,7 +18,12 @@ func notApply(r *Record, format string, args ...any) error {
 // deciding command checked, so a log that does not describe a legal history
 // is refused with an error wrapping ErrDoesNotApply and the Machine is left
 // unchanged. Apply reads no clock: all times come from the record.
-func (m *Machine) Apply(r *Record) error {
+func (m *Machine) Apply(r *Record) error { return m.apply(r, false) }
+
+// apply is Apply; decided is set for a record this Machine has just decided,
+// whose index checks (request_id and user not yet known) the deciding
+// command made a moment ago: they are not repeated on the hot path.
+func (m *Machine) apply(r *Record, decided bool) error {
 	if !m.defined && r.Type != RecordDefine {
 		return notApply(r, "SKU not defined yet")
 	}
@@ -30,7 +35,7 @@ func (m *Machine) Apply(r *Record) error {
 	case RecordDefine:
 		err = m.applyDefine(r)
 	case RecordReserved:
-		err = m.applyReserved(r)
+		err = m.applyReserved(r, decided)
 	case RecordRejected:
 		err = m.applyRejected(r)
 	case RecordPaid:
@@ -69,7 +74,7 @@ func (m *Machine) applyDefine(r *Record) error {
 	return nil
 }
 
-func (m *Machine) applyReserved(r *Record) error {
+func (m *Machine) applyReserved(r *Record, decided bool) error {
 	switch {
 	case r.Seq != m.table.count+1 || r.Seq > MaxReservations:
 		return notApply(r, "seq %d, want %d", r.Seq, m.table.count+1)
@@ -80,14 +85,16 @@ func (m *Machine) applyReserved(r *Record) error {
 	case !ValidID(r.RequestID) || !ValidID(r.UserID):
 		return notApply(r, "invalid request or user id")
 	}
-	if _, ok := m.byRequest.get(r.RequestID); ok {
-		return notApply(r, "request_id %q already decided", r.RequestID)
-	}
-	if _, ok := m.rejected[r.RequestID]; ok {
-		return notApply(r, "request_id %q already decided", r.RequestID)
-	}
-	if _, ok := m.live.get(r.UserID); ok {
-		return notApply(r, "user %q already has a live purchase", r.UserID)
+	if !decided {
+		if _, ok := m.byRequest.get(r.RequestID); ok {
+			return notApply(r, "request_id %q already decided", r.RequestID)
+		}
+		if _, ok := m.rejected[r.RequestID]; ok {
+			return notApply(r, "request_id %q already decided", r.RequestID)
+		}
+		if _, ok := m.live.get(r.UserID); ok {
+			return notApply(r, "user %q already has a live purchase", r.UserID)
+		}
 	}
 	seq := m.table.add(reservation{
 		requestID: r.RequestID, userID: r.UserID,
@@ -123,12 +130,12 @@ func (m *Machine) applyRejected(r *Record) error {
 	default:
 		return notApply(r, "outcome %s is not recorded", r.Outcome)
 	}
-	m.rejected[r.RequestID] = rejection{userID: r.UserID, outcome: r.Outcome, seq: r.Seq}
+	m.addRejection(rejection{requestID: r.RequestID, userID: r.UserID, outcome: r.Outcome, seq: r.Seq})
 	return nil
 }
 
 func (m *Machine) applyPaid(r *Record) error {
-	res := m.table.get(r.Seq)
+	res := m.table.mut(r.Seq)
 	switch {
 	case res == nil:
 		return notApply(r, "no reservation %d", r.Seq)
@@ -140,14 +147,14 @@ func (m *Machine) applyPaid(r *Record) error {
 		return notApply(r, "invalid payment id")
 	}
 	m.pool.confirm(res.token)
-	x := res.ensureExtra()
+	x := res.editExtra()
 	x.paymentID, x.amount, x.paidAt = r.PaymentID, r.Amount, r.At
 	m.move(res, StatePaid)
 	return nil
 }
 
 func (m *Machine) applyClosed(r *Record) error {
-	res := m.table.get(r.Seq)
+	res := m.table.mut(r.Seq)
 	switch {
 	case res == nil:
 		return notApply(r, "no reservation %d", r.Seq)
@@ -160,7 +167,7 @@ func (m *Machine) applyClosed(r *Record) error {
 	}
 	m.live.remove(res.userID, r.Seq)
 	res.flags = res.flags&^flagReasonMask | uint8(r.Reason)
-	res.ensureExtra().closedAt = r.At
+	res.editExtra().closedAt = r.At
 	if r.Release {
 		m.pool.release(res.token)
 		res.flags &^= flagHoldsToken
@@ -172,7 +179,7 @@ func (m *Machine) applyClosed(r *Record) error {
 }
 
 func (m *Machine) applyRefund(r *Record) error {
-	res := m.table.get(r.Seq)
+	res := m.table.mut(r.Seq)
 	switch {
 	case res == nil:
 		return notApply(r, "no reservation %d", r.Seq)
@@ -183,7 +190,7 @@ func (m *Machine) applyRefund(r *Record) error {
 	case res.hasRefund(r.PaymentID):
 		return notApply(r, "payment %q already recorded", r.PaymentID)
 	}
-	x := res.ensureExtra()
+	x := res.editExtra()
 	x.refundPayments = append(x.refundPayments, r.PaymentID)
 	x.refundAmounts = append(x.refundAmounts, r.Amount)
 	res.flags |= flagRefund
@@ -193,7 +200,7 @@ func (m *Machine) applyRefund(r *Record) error {
 }
 
 func (m *Machine) applyReleased(r *Record) error {
-	res := m.table.get(r.Seq)
+	res := m.table.mut(r.Seq)
 	switch {
 	case res == nil:
 		return notApply(r, "no reservation %d", r.Seq)
@@ -216,11 +223,4 @@ func (m *Machine) move(res *reservation, to State) {
 	m.states[to]++
 	res.state = to
 	res.version++
-}
-
-func (r *reservation) ensureExtra() *reservationExtra {
-	if r.extra == nil {
-		r.extra = &reservationExtra{}
-	}
-	return r.extra
 }

@@ -87,7 +87,10 @@ func (m *Machine) requestUser(requestID string) string {
 	if seq, ok := m.byRequest.get(requestID); ok {
 		return m.table.get(seq).userID
 	}
-	return m.rejected[requestID].userID
+	if rj, ok := m.rejection(requestID); ok {
+		return rj.userID
+	}
+	return ""
 }
 
 // Pay records payment paymentID for reservation seq. Before expire_at it
@@ -116,6 +119,7 @@ func (m *Machine) Pay(now int64, seq uint32, paymentID string, amount int64, out
 			return m.result(OutcomePaid, seq), out
 		}
 		out = m.closeExpired(at, seq, out)
+		r = m.table.get(seq) // closing may have copied the row's chunk (copy on write)
 	}
 	if !r.hasRefund(paymentID) {
 		out = m.emit(Record{Type: RecordRefundRequired, At: at, Seq: seq, PaymentID: paymentID, Amount: amount}, out)

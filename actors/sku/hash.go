@@ -73,7 +73,7 @@ func (m *Machine) Hash() [32]byte {
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		rj := m.rejected[id]
+		rj, _ := m.rejection(id)
 		b = appendString(b, id)
 		b = appendString(b, rj.userID)
 		b = append(b, byte(rj.outcome))

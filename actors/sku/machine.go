@@ -32,8 +32,10 @@ type Machine struct {
 
 	// byRequest maps an accepted request_id to its reservation seq.
 	byRequest index
-	// rejected maps a durably rejected request_id to the rejection.
-	rejected map[string]rejection
+	// rejected maps a durably rejected request_id to its position in
+	// rejections (derived: rebuilt when a state is decoded).
+	rejected   map[string]uint32
+	rejections rejectionLog
 	// live maps a user_id to its live (PENDING_PAYMENT or PAID) reservation.
 	live index
 	// refunds lists every payment that must be refunded, in log order.
@@ -47,12 +49,6 @@ type Machine struct {
 	expireCursor uint32
 }
 
-type rejection struct {
-	userID  string
-	outcome Outcome
-	seq     uint32 // the existing reservation, for ALREADY_PURCHASED
-}
-
 // Refund is a payment received for a reservation that was already closed.
 type Refund struct {
 	ReservationSeq uint32
@@ -64,7 +60,7 @@ type Refund struct {
 // New returns an empty, undefined Machine.
 func New() *Machine {
 	m := &Machine{
-		rejected:     make(map[string]rejection),
+		rejected:     make(map[string]uint32),
 		expireCursor: 1,
 	}
 	m.byRequest = newIndex(&m.table, keyRequestID)
@@ -137,7 +133,7 @@ func (m *Machine) Lookup(requestID string) (Result, bool) {
 	if seq, ok := m.byRequest.get(requestID); ok {
 		return Result{Outcome: OutcomeAccepted, Reservation: m.view(seq, m.table.get(seq))}, true
 	}
-	if rj, ok := m.rejected[requestID]; ok {
+	if rj, ok := m.rejection(requestID); ok {
 		res := Result{Outcome: rj.outcome}
 		if r := m.table.get(rj.seq); r != nil {
 			res.Reservation = m.view(rj.seq, r)
@@ -180,7 +176,7 @@ func (m *Machine) decisionTime(now int64) int64 {
 // record the Machine itself decided must apply: failure is a programmer
 // error, so it panics with both sides named.
 func (m *Machine) emit(r Record, out []Record) []Record {
-	if err := m.Apply(&r); err != nil {
+	if err := m.apply(&r, true); err != nil {
 		panic(fmt.Sprintf("sku: decided record does not apply: %v", err))
 	}
 	return append(out, r)

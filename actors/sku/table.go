@@ -3,6 +3,10 @@ package sku
 // reservation is the in-memory row of one reservation: 64 bytes, plus the
 // request_id and user_id bytes (one allocation shared with the indexes) and
 // an optional side row for payment and close details.
+//
+// Rows are shared with frozen states (see Freeze): a row is changed only
+// through table.mut, and its extra is never changed in place (editExtra
+// installs a private copy first).
 type reservation struct {
 	requestID string
 	userID    string
@@ -19,6 +23,8 @@ const (
 	flagReasonMask = 0x03
 	flagHoldsToken = 0x04
 	flagRefund     = 0x08
+	// flagsKnown are the flag bits a row may have; the state decoder refuses others.
+	flagsKnown = flagReasonMask | flagHoldsToken | flagRefund
 )
 
 func (r *reservation) reason() CloseReason { return CloseReason(r.flags & flagReasonMask) }
@@ -27,7 +33,8 @@ func (r *reservation) refundRequired() bool {
 	return r.flags&flagRefund != 0
 }
 
-// reservationExtra holds what only paid or closed reservations need.
+// reservationExtra holds what only paid or closed reservations need. It is
+// immutable once installed in a row: a frozen state may be reading it.
 type reservationExtra struct {
 	paymentID      string
 	amount         int64
@@ -37,6 +44,20 @@ type reservationExtra struct {
 	refundAmounts  []int64
 }
 
+// editExtra installs in r a private copy of its extra (a new one if it has
+// none) and returns it for the caller to change. The refund slices are
+// clipped, so an append never writes into an array a frozen state shares.
+func (r *reservation) editExtra() *reservationExtra {
+	x := &reservationExtra{}
+	if r.extra != nil {
+		*x = *r.extra
+		x.refundPayments = x.refundPayments[:len(x.refundPayments):len(x.refundPayments)]
+		x.refundAmounts = x.refundAmounts[:len(x.refundAmounts):len(x.refundAmounts)]
+	}
+	r.extra = x
+	return x
+}
+
 // chunkShift sets the chunk size of the reservation table: 4096 rows of 64
 // bytes. Chunks never move, so the table grows without copying and without
 // the slack of a doubling slice.
@@ -44,11 +65,22 @@ const chunkShift = 12
 const chunkSize = 1 << chunkShift
 
 // table is the reservation table, indexed by seq (1-based).
+//
+// Copy on write: freeze hands out the chunk list and marks every chunk
+// shared; the next write to a row of a shared chunk (mut) first replaces the
+// chunk with a private copy. Appending never copies: rows past a frozen
+// chunk's length are invisible to the frozen state. So a freeze costs one
+// slice header per 4096 rows, and each chunk is copied (256 KiB) at most
+// once per freeze, only if one of its rows changes.
 type table struct {
 	chunks [][]reservation
+	// shared[i] is set while chunk i may be read by a frozen state.
+	shared []bool
 	count  uint32
 }
 
+// get returns row seq for reading, or nil. The row must not be changed
+// through this pointer: use mut.
 func (t *table) get(seq uint32) *reservation {
 	if seq == 0 || seq > t.count {
 		return nil
@@ -57,14 +89,39 @@ func (t *table) get(seq uint32) *reservation {
 	return &t.chunks[i>>chunkShift][i&(chunkSize-1)]
 }
 
+// mut returns row seq for writing, or nil; a shared chunk is copied first.
+func (t *table) mut(seq uint32) *reservation {
+	if seq == 0 || seq > t.count {
+		return nil
+	}
+	i := seq - 1
+	c := i >> chunkShift
+	if t.shared[c] {
+		private := make([]reservation, len(t.chunks[c]), chunkSize)
+		copy(private, t.chunks[c])
+		t.chunks[c], t.shared[c] = private, false
+	}
+	return &t.chunks[c][i&(chunkSize-1)]
+}
+
 // add appends a row and returns its seq.
 func (t *table) add(r reservation) uint32 {
 	i := t.count
 	if int(i>>chunkShift) == len(t.chunks) {
 		t.chunks = append(t.chunks, make([]reservation, 0, chunkSize))
+		t.shared = append(t.shared, false)
 	}
 	c := &t.chunks[i>>chunkShift]
 	*c = append(*c, r)
 	t.count++
 	return t.count
+}
+
+// freeze returns a read-only table of the rows as they are now and marks
+// every chunk shared. The result must only be read (get), never written.
+func (t *table) freeze() table {
+	for i := range t.shared {
+		t.shared[i] = true
+	}
+	return table{chunks: append([][]reservation(nil), t.chunks...), count: t.count}
 }

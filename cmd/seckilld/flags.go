@@ -8,20 +8,25 @@ import (
 	"time"
 
 	"github.com/peterbourgon/ff/v3"
+	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/wal"
 )
 
 // options are the command line, each flag also settable as SECKILL_<NAME>
 // in the environment (--data-dir: SECKILL_DATA_DIR). Flags win.
 type options struct {
-	addr          string
-	dataDir       string
-	campaigns     string
-	adminToken    string
-	paymentSecret string
-	maxQueueWait  time.Duration
-	fsync         wal.FsyncMode
-	logLevel      slog.Level
+	addr             string
+	dataDir          string
+	campaigns        string
+	adminToken       string
+	paymentSecret    string
+	maxQueueWait     time.Duration
+	fsync            wal.FsyncMode
+	logLevel         slog.Level
+	cpuProfile       string
+	snapshotEvery    int
+	snapshotInterval time.Duration
+	snapshotKeep     int
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -36,6 +41,10 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.maxQueueWait, "max-queue-wait", time.Second, "maximum acceptable queue age before admission stops")
 	fsync := fs.String("fsync", "always", "always | never (never: benchmarks only)")
 	level := fs.String("log-level", "info", "debug | info | warn | error")
+	fs.IntVar(&o.snapshotEvery, "snapshot-every", actors.DefaultSnapshotEvery, "snapshot a SKU after this many records (negative: never by count)")
+	fs.DurationVar(&o.snapshotInterval, "snapshot-interval", actors.DefaultSnapshotInterval, "snapshot a SKU with new records at least this often (negative: never by time)")
+	fs.IntVar(&o.snapshotKeep, "snapshot-keep", actors.DefaultSnapshotKeep, "snapshots kept per SKU; the log is truncated up to the oldest")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) to this file until shutdown")
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL")); err != nil {
 		return o, err
 	}
@@ -49,6 +58,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if err := o.logLevel.UnmarshalText([]byte(*level)); err != nil {
 		return o, fmt.Errorf("--log-level: %w", err)
+	}
+	if o.snapshotKeep < 1 {
+		return o, fmt.Errorf("--snapshot-keep must be at least 1")
 	}
 	if o.maxQueueWait <= 0 {
 		return o, fmt.Errorf("--max-queue-wait must be positive")

@@ -25,6 +25,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -66,6 +67,16 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 	if opts.paymentSecret == "" {
 		log.Warn("no --payment-secret: payment callbacks are accepted unsigned")
 	}
+	if opts.cpuProfile != "" {
+		f, err := os.Create(opts.cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	token, generated := opts.adminToken, false
 	if token == "" {
 		if token, err = randomToken(); err != nil {
@@ -76,7 +87,8 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	engine, err := actors.Open(actors.Config{DataDir: opts.dataDir, Fsync: opts.fsync, Logger: log, Registerer: reg})
+	engine, err := actors.Open(actors.Config{DataDir: opts.dataDir, Fsync: opts.fsync, Logger: log, Registerer: reg,
+		SnapshotEvery: opts.snapshotEvery, SnapshotInterval: opts.snapshotInterval, SnapshotKeep: opts.snapshotKeep})
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", opts.dataDir, err)
 	}

@@ -1,0 +1,442 @@
+package sku
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// StateFormatVersion is the first byte of an encoded state (the body of a
+// snapshot file). It is part of the snapshot format: a change of the layout
+// below gets a new number, and Restore refuses numbers it does not know.
+//
+// Layout of version 1 (varint: zig-zag, uvarint: unsigned LEB128, as in
+// encoding/binary; str: uvarint length <= MaxIDLength, then the bytes):
+//
+//	u8 version | definition | bool defined | bool paused | varint last_at
+//	uvarint tokens_handed_out
+//	uvarint n, n × uvarint token                     released FIFO, oldest first
+//	uvarint n, n × reservation                       in seq order from 1
+//	uvarint n, n × rejection                         in log order
+//	uvarint n, n × refund                            in log order
+//
+//	definition  = str campaign, str sku, varint start_at, varint end_at,
+//	              varint payment_window_ms, uvarint sale_limit, bool release_on_close
+//	reservation = str request_id, str user_id,
+//	              varint created_at - previous row's created_at (0 before the first),
+//	              varint expire_at - created_at, uvarint token, uvarint version,
+//	              u8 state, u8 flags, u8 has_extra,
+//	              [str payment_id, varint amount, varint paid_at, varint closed_at,
+//	               uvarint n, n × (str payment_id, varint amount)]   if has_extra
+//	rejection   = str request_id, str user_id, u8 outcome, uvarint seq
+//	refund      = uvarint seq, str payment_id, varint amount, varint at
+//
+// Token slots, counters, the indexes and the expiry cursor are derived from
+// these and rebuilt by Restore, which checks them as it goes.
+const StateFormatVersion = 1
+
+// ErrBadState is wrapped by Restore and DecodeState for bytes that are not
+// a valid encoded state.
+var ErrBadState = errors.New("malformed state")
+
+// stateFlushSize is the encoder's buffer: it writes to w in pieces of about
+// this many bytes.
+const stateFlushSize = 64 << 10
+
+// Encode writes the frozen state to w in the layout of StateFormatVersion
+// and returns the number of bytes written. It only reads f, so it may run
+// on any goroutine while the Machine goes on.
+func (f *Frozen) Encode(w io.Writer) (int64, error) {
+	e := stateEncoder{w: w, b: make([]byte, 0, stateFlushSize+4096)}
+	b := append(e.b, StateFormatVersion)
+	b = appendDefinition(b, &f.def)
+	b = appendBool(b, f.defined)
+	b = appendBool(b, f.paused)
+	b = binary.AppendVarint(b, f.lastAt)
+	b = binary.AppendUvarint(b, uint64(f.handedOut))
+	b = binary.AppendUvarint(b, uint64(len(f.released)))
+	e.b = b
+	for _, t := range f.released {
+		e.b = binary.AppendUvarint(e.b, uint64(t))
+		e.maybeFlush()
+	}
+	e.b = binary.AppendUvarint(e.b, uint64(f.table.count))
+	var prevCreated int64
+	for seq := uint32(1); seq <= f.table.count; seq++ {
+		r := f.table.get(seq)
+		e.b = appendRow(e.b, r, prevCreated)
+		prevCreated = r.createdAt
+		e.maybeFlush()
+	}
+	e.b = binary.AppendUvarint(e.b, uint64(f.rejections.count))
+	for i := uint32(1); i <= f.rejections.count; i++ {
+		rj := f.rejections.get(i)
+		b := appendString(e.b, rj.requestID)
+		b = appendString(b, rj.userID)
+		b = append(b, byte(rj.outcome))
+		e.b = binary.AppendUvarint(b, uint64(rj.seq))
+		e.maybeFlush()
+	}
+	e.b = binary.AppendUvarint(e.b, uint64(len(f.refunds)))
+	for _, rf := range f.refunds {
+		b := binary.AppendUvarint(e.b, uint64(rf.ReservationSeq))
+		b = appendString(b, rf.PaymentID)
+		b = binary.AppendVarint(b, rf.Amount)
+		e.b = binary.AppendVarint(b, rf.At)
+		e.maybeFlush()
+	}
+	e.flush()
+	return e.n, e.err
+}
+
+func appendDefinition(b []byte, d *Definition) []byte {
+	b = appendString(b, d.CampaignID)
+	b = appendString(b, d.SKUID)
+	b = binary.AppendVarint(b, d.StartAt)
+	b = binary.AppendVarint(b, d.EndAt)
+	b = binary.AppendVarint(b, d.PaymentWindowMs)
+	b = binary.AppendUvarint(b, uint64(d.SaleLimit))
+	return appendBool(b, d.ReleaseOnClose)
+}
+
+func appendRow(b []byte, r *reservation, prevCreated int64) []byte {
+	b = appendString(b, r.requestID)
+	b = appendString(b, r.userID)
+	b = binary.AppendVarint(b, r.createdAt-prevCreated)
+	b = binary.AppendVarint(b, r.expireAt-r.createdAt)
+	b = binary.AppendUvarint(b, uint64(r.token))
+	b = binary.AppendUvarint(b, uint64(r.version))
+	b = append(b, byte(r.state), r.flags)
+	x := r.extra
+	if x == nil {
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	b = appendString(b, x.paymentID)
+	b = binary.AppendVarint(b, x.amount)
+	b = binary.AppendVarint(b, x.paidAt)
+	b = binary.AppendVarint(b, x.closedAt)
+	b = binary.AppendUvarint(b, uint64(len(x.refundPayments)))
+	for i, p := range x.refundPayments {
+		b = appendString(b, p)
+		b = binary.AppendVarint(b, x.refundAmounts[i])
+	}
+	return b
+}
+
+// stateEncoder buffers the encoding and remembers the first write error.
+type stateEncoder struct {
+	w   io.Writer
+	b   []byte
+	n   int64
+	err error
+}
+
+func (e *stateEncoder) maybeFlush() {
+	if len(e.b) >= stateFlushSize {
+		e.flush()
+	}
+}
+
+func (e *stateEncoder) flush() {
+	if e.err == nil && len(e.b) > 0 {
+		n, err := e.w.Write(e.b)
+		e.n += int64(n)
+		e.err = err
+	}
+	e.b = e.b[:0]
+}
+
+// Restore reads an encoded state (Frozen.Encode) from r and rebuilds the
+// Machine with its derived state. Restore(Encode(m.Freeze())).Hash() ==
+// m.Hash() at the freeze.
+func Restore(r io.Reader) (*Machine, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeState(b)
+}
+
+// DecodeState is Restore on bytes. It never panics and never trusts a count
+// before checking it against the bytes left; anything that is not a state
+// Encode could have written (bad layout, trailing bytes, a token held twice,
+// a duplicate request_id, counters that do not add up) wraps ErrBadState.
+// Strings are copied out of b.
+func DecodeState(b []byte) (*Machine, error) {
+	s := stateDecoder{decoder: decoder{b: b}, m: New()}
+	s.decode()
+	if s.err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadState, s.err)
+	}
+	return s.m, nil
+}
+
+// Smallest encodings in bytes, to bound counts read from the input.
+const (
+	minRowSize       = 11 // two one-byte ids, 6 one-byte fields, state, flags, has_extra
+	minRejectionSize = 6
+	minRefundSize    = 5
+)
+
+type stateDecoder struct {
+	decoder
+	m *Machine
+	// held marks the tokens bound to a row or listed as released.
+	held []uint64
+}
+
+func (s *stateDecoder) fail(format string, args ...any) {
+	if s.err == nil {
+		s.err = fmt.Errorf(format, args...)
+	}
+}
+
+// count reads a count of items of at least min bytes each.
+func (s *stateDecoder) count(what string, min int) uint32 {
+	n := s.uvarint()
+	if s.err == nil && (n > uint64(len(s.b)/min) || n > MaxReservations) {
+		s.fail("%s count %d exceeds the %d bytes left", what, n, len(s.b))
+		return 0
+	}
+	return uint32(n)
+}
+
+// mark records token as taken once; false if it already was.
+func (s *stateDecoder) mark(token uint32) bool {
+	w, bit := (token-1)/64, uint64(1)<<((token-1)%64)
+	if s.held[w]&bit != 0 {
+		return false
+	}
+	s.held[w] |= bit
+	return true
+}
+
+func (s *stateDecoder) decode() {
+	m := s.m
+	if v := s.byte(); s.err == nil && v != StateFormatVersion {
+		s.fail("state format version %d, want %d", v, StateFormatVersion)
+	}
+	d := &m.def
+	d.CampaignID = string(s.bytes())
+	d.SKUID = string(s.bytes())
+	d.StartAt, d.EndAt, d.PaymentWindowMs = s.varint(), s.varint(), s.varint()
+	d.SaleLimit = s.uint32()
+	d.ReleaseOnClose = s.bool()
+	m.defined, m.paused, m.lastAt = s.bool(), s.bool(), s.varint()
+	if s.err != nil {
+		return
+	}
+	if m.defined {
+		if err := d.Validate(); err != nil {
+			s.fail("%v", err)
+			return
+		}
+	} else if *d != (Definition{}) || m.paused {
+		s.fail("an undefined SKU with a definition or a pause")
+		return
+	}
+	m.pool.saleLimit = d.SaleLimit
+	handedOut := s.uint32()
+	if s.err == nil && handedOut > d.SaleLimit {
+		s.fail("%d tokens handed out beyond sale_limit %d", handedOut, d.SaleLimit)
+	}
+	released := s.count("released token", 1)
+	if s.err != nil {
+		return
+	}
+	s.held = make([]uint64, (uint64(handedOut)+63)/64)
+	m.pool.slots = make([]uint32, handedOut)
+	m.pool.released = make([]uint32, released)
+	for i := range m.pool.released {
+		t := s.uint32()
+		if s.err == nil && (t == 0 || t > handedOut || !s.mark(t)) {
+			s.fail("released token %d is out of range or listed twice", t)
+		}
+		m.pool.released[i] = t
+	}
+	s.rows(handedOut)
+	s.rejectionsAndRefunds()
+	if s.err == nil && len(s.b) != 0 {
+		s.fail("%d trailing bytes", len(s.b))
+	}
+	if s.err == nil {
+		if held := m.pool.reserved + m.pool.confirmed; uint64(held)+uint64(released) != uint64(handedOut) {
+			s.fail("%d tokens held and %d released, but %d handed out", held, released, handedOut)
+		}
+	}
+}
+
+// rows decodes the reservations and rebuilds the token slots, counters and
+// indexes from them.
+func (s *stateDecoder) rows(handedOut uint32) {
+	m := s.m
+	n := s.count("reservation", minRowSize)
+	if s.err != nil {
+		return
+	}
+	if n > 0 && !m.defined {
+		s.fail("reservations on an undefined SKU")
+		return
+	}
+	var created int64
+	for seq := uint32(1); seq <= n && s.err == nil; seq++ {
+		var r reservation
+		r.requestID, r.userID = s.stringPair()
+		created += s.varint()
+		r.createdAt = created
+		r.expireAt = created + s.varint()
+		r.token = s.uint32()
+		version := s.uvarint()
+		r.state, r.flags = State(s.byte()), s.byte()
+		hasExtra := s.bool()
+		if hasExtra {
+			r.extra = s.extra()
+		}
+		if s.err != nil {
+			return
+		}
+		if msg := checkRow(&r, version, handedOut); msg != "" {
+			s.fail("reservation %d: %s", seq, msg)
+			return
+		}
+		r.version = uint16(version)
+		if _, dup := m.byRequest.get(r.requestID); dup {
+			s.fail("reservation %d: request_id %q used twice", seq, r.requestID)
+			return
+		}
+		m.table.add(r)
+		m.byRequest.insert(r.requestID, seq)
+		m.states[r.state]++
+		if r.state != StateClosed {
+			if _, dup := m.live.get(r.userID); dup {
+				s.fail("reservation %d: user %q has two live purchases", seq, r.userID)
+				return
+			}
+			m.live.insert(r.userID, seq)
+		}
+		if m.expireCursor == seq && r.state != StatePendingPayment {
+			m.expireCursor++ // the first row that may still expire
+		}
+		if !r.holdsToken() {
+			continue
+		}
+		if !s.mark(r.token) {
+			s.fail("reservation %d: token %d is held twice or also released", seq, r.token)
+			return
+		}
+		slot := seq
+		switch r.state {
+		case StatePaid:
+			slot |= confirmedBit
+			m.pool.confirmed++
+		case StateClosed:
+			m.heldClosed++
+			m.pool.reserved++
+		default:
+			m.pool.reserved++
+		}
+		m.pool.slots[r.token-1] = slot
+	}
+}
+
+// checkRow returns why a decoded row is impossible, or "".
+func checkRow(r *reservation, version uint64, handedOut uint32) string {
+	switch {
+	case !ValidID(r.requestID) || !ValidID(r.userID):
+		return "invalid request or user id"
+	case r.state < StatePendingPayment || r.state > StateClosed:
+		return fmt.Sprintf("state %d", r.state)
+	case r.flags&^flagsKnown != 0 || r.reason() > ReasonCancelled:
+		return fmt.Sprintf("flags %#x", r.flags)
+	case (r.state == StateClosed) != (r.reason() != ReasonNone):
+		return "close reason does not match the state"
+	case r.state != StateClosed && !r.holdsToken():
+		return fmt.Sprintf("%s without a token", r.state)
+	case r.token == 0 || r.token > handedOut:
+		return fmt.Sprintf("token %d never handed out", r.token)
+	case version == 0 || version > 1<<16-1:
+		return fmt.Sprintf("version %d", version)
+	case r.state == StatePaid && (r.extra == nil || !ValidID(r.extra.paymentID)):
+		return "paid without a payment"
+	case r.refundRequired() != (r.extra != nil && len(r.extra.refundPayments) > 0):
+		return "refund flag does not match the refund payments"
+	}
+	return ""
+}
+
+// extra decodes a row's payment and close details.
+func (s *stateDecoder) extra() *reservationExtra {
+	x := &reservationExtra{}
+	x.paymentID = string(s.bytes())
+	x.amount, x.paidAt, x.closedAt = s.varint(), s.varint(), s.varint()
+	n := s.count("refund payment", 2)
+	if n > 0 {
+		x.refundPayments = make([]string, n)
+		x.refundAmounts = make([]int64, n)
+	}
+	for i := uint32(0); i < n && s.err == nil; i++ {
+		x.refundPayments[i] = string(s.bytes())
+		x.refundAmounts[i] = s.varint()
+		if s.err == nil && !ValidID(x.refundPayments[i]) {
+			s.fail("invalid refund payment id")
+		}
+	}
+	return x
+}
+
+func (s *stateDecoder) rejectionsAndRefunds() {
+	m := s.m
+	n := s.count("rejection", minRejectionSize)
+	for i := uint32(0); i < n && s.err == nil; i++ {
+		var rj rejection
+		rj.requestID, rj.userID = s.stringPair()
+		rj.outcome = Outcome(s.byte())
+		rj.seq = s.uint32()
+		if s.err != nil {
+			return
+		}
+		switch {
+		case !ValidID(rj.requestID) || !ValidID(rj.userID):
+			s.fail("rejection %d: invalid request or user id", i+1)
+		case rj.outcome == OutcomeSoldOut && rj.seq == 0:
+		case rj.outcome == OutcomeAlreadyPurchased && rj.seq >= 1 && rj.seq <= m.table.count:
+		default:
+			s.fail("rejection %d: outcome %s for reservation %d", i+1, rj.outcome, rj.seq)
+		}
+		if _, ok := m.byRequest.get(rj.requestID); ok {
+			s.fail("rejection %d: request_id %q was accepted", i+1, rj.requestID)
+		}
+		if _, ok := m.rejected[rj.requestID]; ok {
+			s.fail("rejection %d: request_id %q rejected twice", i+1, rj.requestID)
+		}
+		if s.err == nil {
+			m.addRejection(rj)
+		}
+	}
+	n = s.count("refund", minRefundSize)
+	if s.err != nil {
+		return
+	}
+	want := 0
+	for seq := uint32(1); seq <= m.table.count; seq++ {
+		if x := m.table.get(seq).extra; x != nil {
+			want += len(x.refundPayments)
+		}
+	}
+	if int(n) != want {
+		s.fail("%d refunds listed, the reservations hold %d", n, want)
+		return
+	}
+	m.refunds = make([]Refund, n)
+	for i := range m.refunds {
+		rf := &m.refunds[i]
+		rf.ReservationSeq = s.uint32()
+		rf.PaymentID = string(s.bytes())
+		rf.Amount, rf.At = s.varint(), s.varint()
+		if s.err == nil && (m.table.get(rf.ReservationSeq) == nil || !ValidID(rf.PaymentID)) {
+			s.fail("refund %d: reservation %d, payment %q", i+1, rf.ReservationSeq, rf.PaymentID)
+		}
+	}
+}

@@ -1,0 +1,270 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/snapshot"
+	"github.com/seckill/seckill/wal"
+)
+
+// snapConfig is a test engine that snapshots every 64 records, ticks
+// every 5 ms and cuts the log into 4 KiB segments, so truncation happens.
+func snapConfig(dir string, clock *fakeClock) Config {
+	if clock.ms.Load() == 0 {
+		clock.Set(t0)
+	}
+	return Config{DataDir: dir, Clock: clock.Now, Logger: quiet, ExpiryInterval: 5 * time.Millisecond,
+		SnapshotEvery: 64, SnapshotInterval: -1, WAL: wal.Options{SegmentSize: 4 << 10}}
+}
+
+func openWith(t *testing.T, cfg Config) *Engine {
+	t.Helper()
+	e, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// history runs a fixed mix of commands: reserves (some sold out), pays,
+// cancels and a pause.
+func history(t *testing.T, e *Engine, clock *fakeClock, from, to int) {
+	t.Helper()
+	ctx := ctxT(t)
+	for i := from; i < to; i++ {
+		clock.Set(t0 + int64(i)*10)
+		res, err := e.Reserve(ctx, "c1", "s1", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i%997))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := res.Reservation.ReservationID
+		switch {
+		case res.Outcome != sku.OutcomeAccepted:
+		case i%3 == 0:
+			_, err = e.Pay(ctx, id, fmt.Sprintf("p%d", i), 990)
+		case i%5 == 0:
+			_, err = e.Cancel(ctx, id)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func stateHash(t *testing.T, e *Engine) [32]byte {
+	t.Helper()
+	h, err := e.StateHash(ctxT(t), "c1", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func snapshotFiles(t *testing.T, dir string) []snapshot.File {
+	t.Helper()
+	files, err := snapshot.List(filepath.Join(dir, "c1", "s1", "snapshots"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// Automatic snapshots keep K files and truncate the log; after a restart
+// the state (snapshot + tail) equals that of an engine that never took a
+// snapshot and replays its whole log, and record indexes continue.
+func TestSnapshotsTruncateAndRestoreSameState(t *testing.T) {
+	dir, plainDir := t.TempDir(), t.TempDir()
+	clock, plainClock := &fakeClock{}, &fakeClock{}
+	d := testDef(700)
+	e := openWith(t, snapConfig(dir, clock))
+	plainCfg := Config{DataDir: plainDir, Clock: plainClock.Now, Logger: quiet, ExpiryInterval: time.Hour, SnapshotEvery: -1, SnapshotInterval: -1}
+	plainClock.Set(t0)
+	plain := openWith(t, plainCfg)
+	for _, en := range []*Engine{e, plain} {
+		if err := en.Define(ctxT(t), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	history(t, e, clock, 0, 1000)
+	history(t, plain, plainClock, 0, 1000)
+	info, err := e.Snapshot(ctxT(t), "c1", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := e.SKU("c1", "s1").log.Load()
+	if info.Index != log.LastIndex() || info.Reservations != e.SKU("c1", "s1").Stats().Counts.Reservations || info.Bytes <= 0 || info.Pause <= 0 || info.Took < info.Pause {
+		t.Fatalf("snapshot info %+v, log last %d", info, log.LastIndex())
+	}
+	eventually(t, func() bool { return len(snapshotFiles(t, dir)) == 2 && log.FirstIndex() > 1 })
+	files := snapshotFiles(t, dir)
+	if first := log.FirstIndex(); first > files[0].Index+1 {
+		t.Fatalf("log starts at %d, after the oldest snapshot kept (%d)", first, files[0].Index)
+	}
+	want, last := stateHash(t, e), log.LastIndex()
+	if want != stateHash(t, plain) {
+		t.Fatal("snapshotting engine and plain engine differ before restart")
+	}
+	e.Close()
+
+	e = openWith(t, snapConfig(dir, clock))
+	if got := stateHash(t, e); got != want {
+		t.Fatal("state after restart (snapshot + tail) differs")
+	}
+	res, err := e.Reserve(ctxT(t), "c1", "s1", "after-restart", "u-new")
+	if err != nil || res.Outcome != sku.OutcomeSoldOut {
+		t.Fatalf("reserve after restart: %v %v", res.Outcome, err)
+	}
+	if got := e.SKU("c1", "s1").log.Load().LastIndex(); got != last+1 {
+		t.Fatalf("next record index %d, want %d", got, last+1)
+	}
+	mustAudit(t, e)
+}
+
+func eventually(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A damaged newest snapshot is reported and the previous one used, with a
+// longer replay; the state is the same.
+func TestCorruptNewestSnapshotFallsBack(t *testing.T) {
+	dir, clock := t.TempDir(), &fakeClock{}
+	cfg := snapConfig(dir, clock)
+	cfg.SnapshotEvery, cfg.WAL = -1, wal.Options{}
+	d := testDef(500)
+	e := openWith(t, cfg)
+	if err := e.Define(ctxT(t), d); err != nil {
+		t.Fatal(err)
+	}
+	history(t, e, clock, 0, 200)
+	older, err := e.Snapshot(ctxT(t), "c1", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	history(t, e, clock, 200, 400)
+	newer, err := e.Snapshot(ctxT(t), "c1", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := stateHash(t, e)
+	e.Close()
+
+	b, err := os.ReadFile(newer.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-100] ^= 0x10
+	if err := os.WriteFile(newer.Path, b, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	var logged lockedLog
+	cfg.Logger = textLogger(&logged)
+	e = openWith(t, cfg)
+	if got := stateHash(t, e); got != want {
+		t.Fatal("state after falling back differs")
+	}
+	if !strings.Contains(logged.String(), "snapshot not used") || !strings.Contains(logged.String(), filepath.Base(newer.Path)) ||
+		!strings.Contains(logged.String(), fmt.Sprintf("index=%d", older.Index)) {
+		t.Fatalf("fallback not reported:\n%s", logged.String())
+	}
+}
+
+// With the log truncated and no usable snapshot, the SKU refuses to start
+// (UNAVAILABLE, with a message that says why) instead of starting empty.
+func TestTruncatedLogWithoutSnapshotRefusesToStart(t *testing.T) {
+	dir, clock := t.TempDir(), &fakeClock{}
+	cfg := snapConfig(dir, clock)
+	d := testDef(700)
+	e := openWith(t, cfg)
+	if err := e.Define(ctxT(t), d); err != nil {
+		t.Fatal(err)
+	}
+	history(t, e, clock, 0, 600)
+	log := e.SKU("c1", "s1").log.Load()
+	eventually(t, func() bool { return log.FirstIndex() > 1 })
+	e.Close()
+	for _, f := range snapshotFiles(t, dir) {
+		b, _ := os.ReadFile(f.Path)
+		os.WriteFile(f.Path, b[:len(b)/2], 0o640) // torn
+	}
+	var logged lockedLog
+	cfg.Logger = textLogger(&logged)
+	e = openWith(t, cfg)
+	if _, err := e.Reserve(ctxT(t), "c1", "s1", "r-x", "u-x"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("reserve on a SKU without its history: %v", err)
+	}
+	if _, err := e.Snapshot(ctxT(t), "c1", "s1"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("snapshot of an unavailable SKU: %v", err)
+	}
+	if !strings.Contains(logged.String(), "no usable snapshot") || !strings.Contains(logged.String(), "seckillctl restore") {
+		t.Fatalf("refusal not explained:\n%s", logged.String())
+	}
+}
+
+func TestSnapshotErrors(t *testing.T) {
+	e := openTest(t, t.TempDir(), &fakeClock{}, nil)
+	if _, err := e.Snapshot(ctxT(t), "c1", "nope"); !errors.Is(err, ErrUnknownSKU) {
+		t.Fatalf("unknown SKU: %v", err)
+	}
+	e.Close()
+	if _, err := e.Snapshot(ctxT(t), "c1", "s1"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed engine: %v", err)
+	}
+}
+
+func TestTruncationPoint(t *testing.T) {
+	for _, c := range []struct {
+		starts      []uint64
+		need, first uint64
+		want        uint64
+	}{
+		{[]uint64{1}, 100, 1, 0},            // one segment: nothing to cut
+		{[]uint64{1, 50, 90}, 100, 1, 89},   // cut at the last record of the second segment
+		{[]uint64{1, 50, 90}, 60, 1, 49},    // the third segment is still needed
+		{[]uint64{1, 50, 90}, 49, 1, 49},    // exactly at the need
+		{[]uint64{1, 50, 90}, 48, 1, 0},     // not a whole segment yet
+		{[]uint64{49, 50, 90}, 100, 49, 89}, // after an earlier cut
+		{[]uint64{89, 90, 200}, 150, 89, 0}, // already cut there
+		{[]uint64{89, 90, 200, 300}, 400, 89, 299},
+	} {
+		if got := truncationPoint(c.starts, c.need, c.first); got != c.want {
+			t.Errorf("truncationPoint(%v, %d, %d) = %d, want %d", c.starts, c.need, c.first, got, c.want)
+		}
+	}
+}
+
+// lockedLog collects log lines from any goroutine.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func textLogger(w *lockedLog) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }

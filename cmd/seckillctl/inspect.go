@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/snapshot"
+)
+
+func runInspect(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError("inspect: wal or snapshot?")
+	}
+	switch args[0] {
+	case "wal":
+		return inspectWAL(args[1:], stdout)
+	case "snapshot":
+		return inspectSnapshot(args[1:], stdout)
+	}
+	return usageError("inspect: unknown %q (wal or snapshot)", args[0])
+}
+
+// recordJSON is one log record as inspect wal prints it. Field order is
+// fixed; fields a record type does not have are left out.
+type recordJSON struct {
+	Index         uint64          `json:"index"`
+	Type          string          `json:"type"`
+	At            string          `json:"at"`
+	AtMs          int64           `json:"at_ms"`
+	ReservationID string          `json:"reservation_id,omitempty"`
+	Token         uint32          `json:"token_id,omitempty"`
+	ExpireAt      string          `json:"expire_at,omitempty"`
+	RequestID     string          `json:"request_id,omitempty"`
+	UserID        string          `json:"user_id,omitempty"`
+	Outcome       string          `json:"outcome,omitempty"`
+	PaymentID     string          `json:"payment_id,omitempty"`
+	Amount        *int64          `json:"amount,omitempty"`
+	Reason        string          `json:"reason,omitempty"`
+	Release       *bool           `json:"release,omitempty"`
+	Definition    *definitionJSON `json:"definition,omitempty"`
+}
+
+func recordOf(index uint64, r *sku.Record, campaignID, skuID string) recordJSON {
+	j := recordJSON{Index: index, Type: r.Type.String(), At: formatMillis(r.At), AtMs: r.At,
+		Token: r.Token, ExpireAt: formatMillis(r.ExpireAt), RequestID: r.RequestID, UserID: r.UserID, PaymentID: r.PaymentID}
+	if r.Seq != 0 {
+		j.ReservationID = sku.FormatReservationID(campaignID, skuID, r.Seq)
+	}
+	switch r.Type {
+	case sku.RecordDefine:
+		j.Definition = definitionOf(r.Def)
+	case sku.RecordRejected:
+		j.Outcome = r.Outcome.String()
+	case sku.RecordPaid, sku.RecordRefundRequired:
+		j.Amount = &r.Amount
+	case sku.RecordClosed:
+		j.Reason, j.Release = r.Reason.String(), &r.Release
+	}
+	return j
+}
+
+// recordFilter selects the records of one reservation, user or request.
+type recordFilter struct {
+	seq       uint32 // --reservation
+	userID    string // --user
+	requestID string // --request
+	// seqs are the reservations of the user or request, learned from the
+	// snapshot and from RESERVED records as the scan goes.
+	seqs map[uint32]bool
+}
+
+func (f *recordFilter) active() bool { return f.seq != 0 || f.userID != "" || f.requestID != "" }
+
+func (f *recordFilter) match(r *sku.Record) bool {
+	if f.seq != 0 && r.Seq != f.seq {
+		return false
+	}
+	if f.userID == "" && f.requestID == "" {
+		return true
+	}
+	if r.Type == sku.RecordReserved && (f.userID == "" || r.UserID == f.userID) && (f.requestID == "" || r.RequestID == f.requestID) {
+		f.seqs[r.Seq] = true
+	}
+	if f.userID != "" && r.UserID != "" && r.UserID != f.userID {
+		return false
+	}
+	if f.requestID != "" && r.RequestID != "" && r.RequestID != f.requestID {
+		return false
+	}
+	if r.UserID != "" || r.RequestID != "" {
+		return true
+	}
+	return r.Seq != 0 && f.seqs[r.Seq]
+}
+
+// learn adds the reservations of the user or request that a snapshot
+// holds: their RESERVED records may be truncated from the log.
+func (f *recordFilter) learn(m *sku.Machine) {
+	if f.requestID != "" {
+		if res, ok := m.Lookup(f.requestID); ok && res.Reservation.ReservationID != "" {
+			if _, _, seq, err := sku.ParseReservationID(res.Reservation.ReservationID); err == nil && res.Outcome == sku.OutcomeAccepted {
+				f.seqs[seq] = true
+			}
+		}
+		return
+	}
+	for seq := uint32(1); seq <= m.Counts().Reservations; seq++ {
+		if v, _ := m.Get(seq); v.UserID == f.userID {
+			f.seqs[seq] = true
+		}
+	}
+}
+
+func inspectWAL(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("inspect wal", flag.ContinueOnError)
+	from := fs.Uint64("from", 0, "first record index")
+	to := fs.Uint64("to", 0, "last record index (0: the end)")
+	reservation := fs.String("reservation", "", "only records of this reservation (id or sequence number)")
+	user := fs.String("user", "", "only records of this user and their reservations")
+	request := fs.String("request", "", "only records of this request_id and the reservation it made")
+	pos, err := parse(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	skuDir := skuDirOf(pos[0])
+	log, err := readLog(walDirOf(pos[0]))
+	if err != nil {
+		return err
+	}
+	campaignID, skuID := filepath.Base(filepath.Dir(skuDir)), filepath.Base(skuDir)
+	filter := recordFilter{userID: *user, requestID: *request, seqs: map[uint32]bool{}}
+	if *reservation != "" {
+		if filter.seq, err = parseReservation(*reservation); err != nil {
+			return usageError("--reservation: %v", err)
+		}
+	}
+	// The newest snapshot names the SKU and knows what the log may no
+	// longer hold.
+	if loaded, _, _ := snapshot.LoadNewest(filepath.Join(skuDir, "snapshots"), nil); loaded != nil {
+		campaignID, skuID = loaded.Header.CampaignID, loaded.Header.SKUID
+		if filter.userID != "" || filter.requestID != "" {
+			filter.learn(loaded.Machine)
+		}
+	}
+	out := bufio.NewWriter(stdout)
+	enc := json.NewEncoder(out)
+	err = log.scan(max(*from, 1), func(index uint64, typ byte, payload []byte) error {
+		if *to != 0 && index > *to {
+			return errStop
+		}
+		r, err := sku.DecodeRecord(sku.RecordType(typ), payload)
+		if err != nil {
+			return fmt.Errorf("record %d: %w", index, err)
+		}
+		if r.Type == sku.RecordDefine {
+			campaignID, skuID = r.Def.CampaignID, r.Def.SKUID
+		}
+		if filter.active() && !filter.match(&r) {
+			return nil
+		}
+		return enc.Encode(recordOf(index, &r, campaignID, skuID))
+	})
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// parseReservation takes a reservation id (campaign~sku~seq) or a bare
+// sequence number.
+func parseReservation(s string) (uint32, error) {
+	if _, _, seq, err := sku.ParseReservationID(s); err == nil {
+		return seq, nil
+	}
+	seq, err := strconv.ParseUint(s, 10, 32)
+	if err != nil || seq == 0 {
+		return 0, fmt.Errorf("%q is neither a reservation id nor a sequence number", s)
+	}
+	return uint32(seq), nil
+}
+
+// snapshotJSON is what inspect snapshot prints.
+type snapshotJSON struct {
+	Path          string          `json:"path"`
+	Bytes         int64           `json:"bytes"`
+	FormatVersion uint16          `json:"format_version"`
+	CampaignID    string          `json:"campaign_id"`
+	SKUID         string          `json:"sku_id"`
+	Index         uint64          `json:"index"`
+	CreatedAt     string          `json:"created_at"`
+	LastAt        string          `json:"last_record_at"`
+	Reservations  uint32          `json:"reservations"`
+	Rejections    uint32          `json:"rejections"`
+	Refunds       uint32          `json:"refunds"`
+	Checksum      string          `json:"checksum"`
+	Error         string          `json:"error,omitempty"`
+	StateHash     string          `json:"state_hash,omitempty"`
+	Paused        *bool           `json:"paused,omitempty"`
+	Definition    *definitionJSON `json:"definition,omitempty"`
+	Counts        *countsJSON     `json:"counts,omitempty"`
+}
+
+func inspectSnapshot(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("inspect snapshot", flag.ContinueOnError)
+	pos, err := parse(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(pos[0])
+	if err != nil {
+		return err
+	}
+	out := snapshotJSON{Path: pos[0], Bytes: int64(len(b)), Checksum: "ok"}
+	h, m, derr := snapshot.Decode(b)
+	if derr != nil {
+		out.Checksum, out.Error = "not checked", derr.Error()
+		if _, cerr := snapshot.Check(b); cerr != nil {
+			out.Checksum = "bad"
+		}
+		if h.CampaignID == "" {
+			h, _ = snapshot.DecodeHeader(b) // what the header says, unverified
+		}
+	}
+	out.FormatVersion, out.CampaignID, out.SKUID, out.Index = h.Version, h.CampaignID, h.SKUID, h.Index
+	out.CreatedAt, out.LastAt = formatMillis(h.CreatedAt), formatMillis(h.LastAt)
+	out.Reservations, out.Rejections, out.Refunds = h.Reservations, h.Rejections, h.Refunds
+	if m != nil {
+		c, paused := countsOf(m.Counts()), m.Paused()
+		out.StateHash, out.Paused, out.Definition, out.Counts = hashHex(m.Hash()), &paused, definitionOf(m.Definition()), &c
+	}
+	if err := writeJSON(stdout, out); err != nil {
+		return err
+	}
+	if derr != nil {
+		return &checkFailed{msg: derr.Error()}
+	}
+	return nil
+}

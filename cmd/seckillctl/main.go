@@ -1,0 +1,227 @@
+// Command seckillctl is the operator's tool for seckill data directories:
+// it reads a SKU's write-ahead log and snapshots without opening them for
+// writing, so it runs offline or beside a running seckilld.
+//
+//	seckillctl inspect wal DIR [--from N] [--to N] [--reservation ID] [--user ID] [--request ID]
+//	seckillctl inspect snapshot FILE
+//	seckillctl verify DIR
+//	seckillctl snapshot DIR
+//	seckillctl snapshot --server URL --admin-token T --campaign C --sku S
+//	seckillctl restore --from SNAPSHOT_OR_DIR --to DATA_DIR [--until-index N | --until-time T]
+//	seckillctl export DIR [--format csv|jsonl]
+//
+// DIR is a SKU directory (<data-dir>/<campaign>/<sku>) or its wal
+// directory; verify also takes a whole data dir. Exit status: 0 success,
+// 1 a check failed (an invariant violation, corruption, a refused
+// request), 2 a usage or I/O error.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/snapshot"
+)
+
+// Exit statuses.
+const (
+	exitOK     = 0
+	exitFailed = 1 // a check failed: violation, corruption, refusal
+	exitUsage  = 2 // bad usage, or an I/O error
+)
+
+const usage = `seckillctl: operate on seckill data directories (read-only unless the command writes).
+
+  seckillctl inspect wal DIR [--from N] [--to N] [--reservation ID] [--user ID] [--request ID]
+        the log's records as JSON lines, oldest first
+  seckillctl inspect snapshot FILE
+        a snapshot's header, checksum and counts
+  seckillctl verify DIR
+        rebuild each SKU from its snapshots and log, check every snapshot against
+        the log and every invariant; exit 1 on a violation or corruption
+  seckillctl snapshot DIR
+        write a snapshot of a stopped SKU (offline)
+  seckillctl snapshot --server URL --admin-token T --campaign C --sku S
+        ask a running seckilld for one (SECKILL_ADMIN_TOKEN also works)
+  seckillctl restore --from SNAPSHOT_OR_DIR --to DATA_DIR [--until-index N | --until-time T]
+        build a data dir holding one SKU as of a record index or a time
+  seckillctl export DIR [--format csv|jsonl]
+        every reservation with its state, user, token, times, payment and refunds
+
+DIR is <data-dir>/<campaign>/<sku> or its wal directory.
+Exit status: 0 ok, 1 check failed, 2 usage or I/O error.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes one command line and returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	var err error
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "inspect":
+		err = runInspect(rest, stdout)
+	case "verify":
+		err = runVerify(rest, stdout)
+	case "snapshot":
+		err = runSnapshot(rest, stdout)
+	case "restore":
+		err = runRestore(rest, stdout)
+	case "export":
+		err = runExport(rest, stdout)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		err = usageError("unknown command %q", cmd)
+	}
+	return report(err, stderr)
+}
+
+// report prints err and maps it to an exit status.
+func report(err error, stderr io.Writer) int {
+	var failed *checkFailed
+	var bad *badUsage
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitUsage
+	case errors.As(err, &bad):
+		fmt.Fprintf(stderr, "seckillctl: %v\n\n%s", err, usage)
+		return exitUsage
+	case errors.As(err, &failed), isCorruption(err):
+		fmt.Fprintf(stderr, "seckillctl: %v\n", err)
+		return exitFailed
+	}
+	fmt.Fprintf(stderr, "seckillctl: %v\n", err)
+	return exitUsage
+}
+
+// badUsage is a command line that does not parse.
+type badUsage struct{ msg string }
+
+func (e *badUsage) Error() string { return e.msg }
+
+func usageError(format string, args ...any) error {
+	return &badUsage{msg: fmt.Sprintf(format, args...)}
+}
+
+// checkFailed is a negative answer: exit status 1.
+type checkFailed struct{ msg string }
+
+func (e *checkFailed) Error() string { return e.msg }
+
+// isCorruption reports whether err is damage found in the data.
+func isCorruption(err error) bool {
+	return errors.Is(err, errLogCorrupt) || errors.Is(err, snapshot.ErrCorrupt) || errors.Is(err, snapshot.ErrVersion) ||
+		errors.Is(err, sku.ErrBadRecord) || errors.Is(err, sku.ErrDoesNotApply) || errors.Is(err, errNoBase)
+}
+
+// parse parses flags placed anywhere among the positional arguments and
+// returns those, checking their number.
+func parse(fs *flag.FlagSet, args []string, positional int) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usageError("%s: %v", fs.Name(), err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+	if len(pos) != positional {
+		return nil, usageError("%s: want %d argument(s), got %d: %q", fs.Name(), positional, len(pos), pos)
+	}
+	return pos, nil
+}
+
+// writeJSON writes v as indented JSON and a newline.
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// formatMillis is an RFC 3339 UTC time with milliseconds; "" for 0.
+func formatMillis(ms int64) string {
+	if ms == 0 {
+		return ""
+	}
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// parseTime reads an RFC 3339 time or Unix milliseconds.
+func parseTime(s string) (int64, error) {
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return ms, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is neither RFC 3339 (2026-11-30T12:00:00Z) nor Unix milliseconds", s)
+	}
+	return t.UnixMilli(), nil
+}
+
+// countsJSON are a SKU's counters.
+type countsJSON struct {
+	SaleLimit       uint32 `json:"sale_limit"`
+	Available       uint32 `json:"available"`
+	Reserved        uint32 `json:"reserved"`
+	Confirmed       uint32 `json:"confirmed"`
+	Reservations    uint32 `json:"reservations"`
+	PendingPayment  uint32 `json:"pending_payment"`
+	Paid            uint32 `json:"paid"`
+	Closed          uint32 `json:"closed"`
+	HeldClosed      uint32 `json:"held_closed"`
+	RefundsRequired uint32 `json:"refunds_required"`
+	Rejected        uint32 `json:"durable_rejections"`
+}
+
+func countsOf(c sku.Counts) countsJSON {
+	return countsJSON{c.SaleLimit, c.Available, c.Reserved, c.Confirmed, c.Reservations,
+		c.PendingPayment, c.Paid, c.Closed, c.HeldClosed, c.RefundsRequired, c.Rejected}
+}
+
+// definitionJSON is a SKU's definition.
+type definitionJSON struct {
+	CampaignID      string `json:"campaign_id"`
+	SKUID           string `json:"sku_id"`
+	StartAt         string `json:"start_at"`
+	EndAt           string `json:"end_at"`
+	PaymentWindowMs int64  `json:"payment_window_ms"`
+	SaleLimit       uint32 `json:"sale_limit"`
+	ReleaseOnClose  bool   `json:"release_on_close"`
+}
+
+func definitionOf(d sku.Definition) *definitionJSON {
+	return &definitionJSON{d.CampaignID, d.SKUID, formatMillis(d.StartAt), formatMillis(d.EndAt),
+		d.PaymentWindowMs, d.SaleLimit, d.ReleaseOnClose}
+}
+
+// joinErrors is a short list of messages.
+func joinErrors(msgs []string) string {
+	if len(msgs) > 3 {
+		return strings.Join(msgs[:3], "; ") + fmt.Sprintf("; and %d more", len(msgs)-3)
+	}
+	return strings.Join(msgs, "; ")
+}

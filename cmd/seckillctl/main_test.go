@@ -1,0 +1,406 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/snapshot"
+	"github.com/seckill/seckill/wal"
+)
+
+const t0 = 1_700_000_000_000 // ms
+
+// ctl runs a command line in process and returns its exit status and output.
+func ctl(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func wantCode(t *testing.T, want int, args ...string) string {
+	t.Helper()
+	code, out, errOut := ctl(t, args...)
+	if code != want {
+		t.Fatalf("seckillctl %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, want, out, errOut)
+	}
+	return out
+}
+
+// fixture is a data dir with one SKU (c1/s1, 40 tokens): 60 reserves from
+// 30 users (accepted, ALREADY_PURCHASED, SOLD_OUT), pays, cancels, late
+// payments (refunds), a snapshot at record snapIndex, and more records
+// after it. Times come from a fake clock starting at t0.
+type fixture struct {
+	dataDir, skuDir string
+	snapIndex       uint64
+	lastIndex       uint64
+	hash            [32]byte
+}
+
+var quiet = slog.New(slog.DiscardHandler)
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{dataDir: t.TempDir()}
+	f.skuDir = filepath.Join(f.dataDir, "c1", "s1")
+	var now atomic.Int64
+	now.Store(t0)
+	e, err := actors.Open(actors.Config{DataDir: f.dataDir, Logger: quiet, Clock: func() time.Time { return time.UnixMilli(now.Load()) },
+		ExpiryInterval: time.Hour, SnapshotEvery: -1, SnapshotInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(e.Define(ctx, sku.Definition{CampaignID: "c1", SKUID: "s1", StartAt: t0, EndAt: t0 + 86_400_000,
+		PaymentWindowMs: 60_000, SaleLimit: 40, ReleaseOnClose: true}))
+	phase := func(from, to int) {
+		for i := from; i < to; i++ {
+			now.Add(10)
+			res, err := e.Reserve(ctx, "c1", "s1", fmt.Sprintf("req-%d", i), fmt.Sprintf("user-%d", i%30))
+			must(err)
+			id := res.Reservation.ReservationID
+			if res.Outcome != sku.OutcomeAccepted {
+				continue
+			}
+			switch i % 4 {
+			case 1:
+				_, err = e.Pay(ctx, id, fmt.Sprintf("pay-%d", i), 12_900)
+			case 2:
+				_, err = e.Cancel(ctx, id)
+				if err == nil {
+					_, err = e.Pay(ctx, id, fmt.Sprintf("late-%d", i), 12_900) // refund
+				}
+			}
+			must(err)
+		}
+	}
+	phase(0, 30)
+	info, err := e.Snapshot(ctx, "c1", "s1")
+	must(err)
+	f.snapIndex = info.Index
+	_, err = e.Cancel(ctx, "c1~s1~1") // made before the snapshot, closed after it
+	must(err)
+	phase(30, 60)
+	f.hash, err = e.StateHash(ctx, "c1", "s1")
+	must(err)
+	f.lastIndex = e.SKU("c1", "s1").WALStats().Records
+	must(e.Close())
+	return f
+}
+
+func snapshotPath(f *fixture) string {
+	return filepath.Join(f.skuDir, "snapshots", snapshot.Name(f.snapIndex))
+}
+
+func records(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var recs []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("not a JSON line: %q", line)
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+func TestInspectWAL(t *testing.T) {
+	f := newFixture(t)
+	all := records(t, wantCode(t, 0, "inspect", "wal", f.skuDir))
+	if len(all) == 0 || all[0]["type"] != "DEFINE" || all[0]["index"] != 1.0 || uint64(all[len(all)-1]["index"].(float64)) != f.lastIndex {
+		t.Fatalf("%d records, first %v, last %v (want last index %d)", len(all), all[0], all[len(all)-1], f.lastIndex)
+	}
+	// The same from the wal dir, and fields in a fixed order.
+	out := wantCode(t, 0, "inspect", "wal", filepath.Join(f.skuDir, "wal"), "--from", "2", "--to", "2")
+	if !strings.HasPrefix(out, `{"index":2,"type":"RESERVED","at":"2023-11-14T22:13:20.010Z","at_ms":1700000000010,"reservation_id":"c1~s1~1","token_id":1,`) {
+		t.Fatalf("record 2: %s", out)
+	}
+	// Every record of reservation 3 (paid? i=2: cancelled then refunded).
+	for _, id := range []string{"c1~s1~3", "3"} {
+		got := records(t, wantCode(t, 0, "inspect", "wal", f.skuDir, "--reservation", id))
+		var types []string
+		for _, r := range got {
+			types = append(types, r["type"].(string))
+			if r["reservation_id"] != "c1~s1~3" {
+				t.Fatalf("record of another reservation: %v", r)
+			}
+		}
+		if strings.Join(types, ",") != "RESERVED,CLOSED,REFUND_REQUIRED" {
+			t.Fatalf("reservation 3: %v", types)
+		}
+	}
+	// A user: both reservations' records and the rejections.
+	for _, r := range records(t, wantCode(t, 0, "inspect", "wal", f.skuDir, "--user", "user-1")) {
+		if u, ok := r["user_id"]; ok && u != "user-1" {
+			t.Fatalf("record of another user: %v", r)
+		}
+	}
+	req := records(t, wantCode(t, 0, "inspect", "wal", f.skuDir, "--request", "req-1"))
+	if len(req) != 2 || req[0]["type"] != "RESERVED" || req[1]["type"] != "PAID" {
+		t.Fatalf("request req-1: %v", req)
+	}
+	wantCode(t, 2, "inspect", "wal", f.skuDir, "--reservation", "x~y")
+	wantCode(t, 2, "inspect", "wal", filepath.Join(f.dataDir, "nope"))
+	wantCode(t, 2, "inspect", "wal")
+	wantCode(t, 2, "inspect", "log", f.skuDir)
+}
+
+// After the log is truncated, the records of a reservation made before the
+// cut are still found by request and by user, through the snapshot.
+func TestInspectWALAfterTruncation(t *testing.T) {
+	f := newFixture(t)
+	walDir := filepath.Join(f.skuDir, "wal")
+	log, err := readLog(walDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keep only the records after the snapshot, as the engine's truncation would.
+	os.RemoveAll(walDir)
+	if _, _, err := writeLog(walDir, log, f.snapIndex+1, f.lastIndex); err != nil {
+		t.Fatal(err)
+	}
+	all := records(t, wantCode(t, 0, "inspect", "wal", f.skuDir))
+	if uint64(all[0]["index"].(float64)) != f.snapIndex+1 {
+		t.Fatalf("first record %v, want index %d", all[0], f.snapIndex+1)
+	}
+	// Reservation 1 (req-0, user-0) was made before the snapshot and
+	// cancelled after it.
+	for _, filter := range [][]string{{"--request", "req-0"}, {"--user", "user-0"}, {"--reservation", "1"}} {
+		var closed bool
+		for _, r := range records(t, wantCode(t, 0, append([]string{"inspect", "wal", f.skuDir}, filter...)...)) {
+			closed = closed || r["type"] == "CLOSED" && r["reservation_id"] == "c1~s1~1"
+		}
+		if !closed {
+			t.Fatalf("inspect wal %v: the CLOSED record of c1~s1~1 is missing", filter)
+		}
+	}
+	wantCode(t, 0, "verify", f.skuDir)
+	// Without the snapshot the SKU cannot be rebuilt.
+	os.Remove(snapshotPath(f))
+	out := wantCode(t, 1, "verify", f.skuDir)
+	if !strings.Contains(out, "no snapshot usable for records 1..") {
+		t.Fatalf("verify without base: %s", out)
+	}
+}
+
+func TestInspectSnapshot(t *testing.T) {
+	f := newFixture(t)
+	var got snapshotJSON
+	if err := json.Unmarshal([]byte(wantCode(t, 0, "inspect", "snapshot", snapshotPath(f))), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Index != f.snapIndex || got.CampaignID != "c1" || got.Checksum != "ok" || got.Counts == nil ||
+		got.Counts.Reservations != got.Reservations || got.Definition.SaleLimit != 40 || got.FormatVersion != 1 {
+		t.Fatalf("inspect snapshot: %+v", got)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.snap")
+	b, _ := os.ReadFile(snapshotPath(f))
+	b[len(b)/2] ^= 1
+	os.WriteFile(bad, b, 0o640)
+	got = snapshotJSON{}
+	json.Unmarshal([]byte(wantCode(t, 1, "inspect", "snapshot", bad)), &got)
+	if got.Checksum != "bad" || got.Error == "" || got.Index != f.snapIndex {
+		t.Fatalf("corrupt snapshot: %+v", got)
+	}
+	wantCode(t, 2, "inspect", "snapshot", filepath.Join(t.TempDir(), "missing.snap"))
+}
+
+func TestVerify(t *testing.T) {
+	f := newFixture(t)
+	var rep verifyJSON
+	json.Unmarshal([]byte(wantCode(t, 0, "verify", f.skuDir)), &rep)
+	if !rep.OK || rep.StateHash != hashHex(f.hash) || rep.StateIndex != f.lastIndex || len(rep.Snapshots) != 1 ||
+		rep.Snapshots[0].Status != "matches the log" || rep.Counts.SaleLimit != 40 {
+		t.Fatalf("verify: %+v", rep)
+	}
+	wantCode(t, 0, "verify", f.dataDir) // every SKU of a data dir
+	wantCode(t, 0, "verify", filepath.Join(f.skuDir, "wal"))
+
+	// A damaged snapshot fails verify (the log alone still rebuilds the SKU).
+	b, _ := os.ReadFile(snapshotPath(f))
+	os.WriteFile(snapshotPath(f), b[:len(b)-3], 0o640)
+	out := wantCode(t, 1, "verify", f.skuDir)
+	if !strings.Contains(out, "corrupt") {
+		t.Fatalf("damaged snapshot: %s", out)
+	}
+	os.WriteFile(snapshotPath(f), b, 0o640)
+
+	// A flipped byte in the middle of the log is corruption, not a torn tail.
+	seg := filepath.Join(f.skuDir, "wal", fmt.Sprintf("%020d", 1))
+	w, _ := os.ReadFile(seg)
+	c := bytes.Clone(w)
+	c[len(c)/3] ^= 0x20
+	os.WriteFile(seg, c, 0o640)
+	wantCode(t, 1, "verify", f.skuDir)
+	// A cut last record is a torn tail: reported, not a failure.
+	os.WriteFile(seg, w[:len(w)-5], 0o640)
+	json.Unmarshal([]byte(wantCode(t, 0, "verify", f.skuDir)), &rep)
+	if rep.Log.TornTailBytes == 0 || rep.StateIndex != f.lastIndex-1 {
+		t.Fatalf("torn tail: %+v", rep.Log)
+	}
+	wantCode(t, 2, "verify", t.TempDir())
+}
+
+func TestSnapshotOffline(t *testing.T) {
+	f := newFixture(t)
+	var got snapshotWrittenJSON
+	json.Unmarshal([]byte(wantCode(t, 0, "snapshot", f.skuDir)), &got)
+	if got.Index != f.lastIndex || got.StateHash != hashHex(f.hash) || filepath.Base(got.Path) != snapshot.Name(f.lastIndex) {
+		t.Fatalf("offline snapshot: %+v", got)
+	}
+	var rep verifyJSON
+	json.Unmarshal([]byte(wantCode(t, 0, "verify", f.skuDir)), &rep)
+	if len(rep.Snapshots) != 2 || rep.Snapshots[1].Status != "matches the log" {
+		t.Fatalf("after offline snapshot: %+v", rep.Snapshots)
+	}
+	wantCode(t, 2, "snapshot")
+}
+
+func TestSnapshotOnline(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		if r.Header.Get("Authorization") != "Bearer tok" {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"error":"UNAUTHORIZED"}`)
+			return
+		}
+		if r.Method != http.MethodPost || r.URL.Path != "/admin/campaigns/c1/skus/s1/snapshot" {
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"error":"NOT_FOUND"}`)
+			return
+		}
+		fmt.Fprint(w, `{"campaign_id":"c1","sku_id":"s1","snapshot":{"index":7}}`)
+	}))
+	defer srv.Close()
+	out := wantCode(t, 0, "snapshot", "--server", srv.URL, "--admin-token", "tok", "--campaign", "c1", "--sku", "s1")
+	if !strings.Contains(out, `"index": 7`) {
+		t.Fatalf("online snapshot: %s", out)
+	}
+	wantCode(t, 1, "snapshot", "--server", srv.URL, "--admin-token", "wrong", "--campaign", "c1", "--sku", "s1")
+	wantCode(t, 1, "snapshot", "--server", srv.URL, "--admin-token", "tok", "--campaign", "c1", "--sku", "nope")
+	t.Setenv("SECKILL_ADMIN_TOKEN", "tok")
+	wantCode(t, 0, "snapshot", "--server", srv.URL, "--campaign", "c1", "--sku", "s1")
+	wantCode(t, 2, "snapshot", "--server", srv.URL, "--campaign", "c1")
+	srv.Close()
+	wantCode(t, 2, "snapshot", "--server", srv.URL, "--campaign", "c1", "--sku", "s1")
+	if calls.Load() != 4 {
+		t.Fatalf("%d calls", calls.Load())
+	}
+}
+
+// restoreAndOpen restores, checks the restored dir with verify, opens an
+// engine on it, and returns the engine's state hash and next record index.
+func restoreAndOpen(t *testing.T, args ...string) (restoreJSON, [32]byte, uint64) {
+	t.Helper()
+	var got restoreJSON
+	json.Unmarshal([]byte(wantCode(t, 0, append([]string{"restore"}, args...)...)), &got)
+	wantCode(t, 0, "verify", got.SKUDir)
+	e, err := actors.Open(actors.Config{DataDir: filepath.Dir(filepath.Dir(got.SKUDir)), Logger: quiet, ExpiryInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	h, err := e.StateHash(context.Background(), "c1", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Pause(context.Background(), "c1", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	return got, h, e.SKU("c1", "s1").WALStats().Records
+}
+
+func TestRestore(t *testing.T) {
+	f := newFixture(t)
+	// The whole log: the same state, and the log continues after it.
+	got, h, appended := restoreAndOpen(t, "--from", f.skuDir, "--to", t.TempDir())
+	if h != f.hash || got.Index != f.lastIndex || got.StateHash != hashHex(f.hash) || got.LogFirst != 1 || got.LogLast != f.lastIndex || appended != 1 {
+		t.Fatalf("restore to the end: %+v (appended %d)", got, appended)
+	}
+	// A point in the past, by index: the state the log had there.
+	st, err := loadState(f.skuDir, loadOptions{untilIndex: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, h, _ = restoreAndOpen(t, "--from", f.skuDir, "--to", t.TempDir(), "--until-index", "20")
+	if got.Index != 20 || h != st.m.Hash() || got.LogLast != 20 {
+		t.Fatalf("restore to 20: %+v", got)
+	}
+	// By time: records decided at or before it.
+	at := formatMillis(t0 + 100)
+	got, _, _ = restoreAndOpen(t, "--from", f.skuDir, "--to", t.TempDir(), "--until-time", at)
+	if got.LastRecordAt > at || got.Index == 0 || got.Index >= f.lastIndex {
+		t.Fatalf("restore to %s: %+v", at, got)
+	}
+	// From a lone snapshot file: its state, and an empty log after it.
+	got, _, _ = restoreAndOpen(t, "--from", snapshotPath(f), "--to", t.TempDir())
+	if got.Index != f.snapIndex || got.LogFirst != f.snapIndex+1 || got.LogLast != f.snapIndex {
+		t.Fatalf("restore from file: %+v", got)
+	}
+	to := t.TempDir()
+	wantCode(t, 0, "restore", "--from", f.skuDir, "--to", to)
+	wantCode(t, 2, "restore", "--from", f.skuDir, "--to", to) // exists
+	wantCode(t, 2, "restore", "--from", f.skuDir, "--to", t.TempDir(), "--until-index", "3", "--until-time", "0")
+	wantCode(t, 2, "restore", "--from", snapshotPath(f), "--to", t.TempDir(), "--until-index", "3")
+	wantCode(t, 2, "restore", "--from", f.skuDir, "--to", t.TempDir(), "--until-index", fmt.Sprint(f.lastIndex+1))
+	wantCode(t, 2, "restore", "--to", t.TempDir())
+}
+
+func TestExport(t *testing.T) {
+	f := newFixture(t)
+	rows, err := csv.NewReader(strings.NewReader(wantCode(t, 0, "export", f.skuDir, "--format", "csv"))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := loadState(f.skuDir, loadOptions{})
+	n := int(st.m.Counts().Reservations)
+	if len(rows) != n+1 || strings.Join(rows[0], ",") != strings.Join(exportColumns, ",") {
+		t.Fatalf("%d rows for %d reservations; header %v", len(rows), n, rows[0])
+	}
+	// Reservation 3 was cancelled and then paid late: a refund mark.
+	if r := rows[3]; r[0] != "c1~s1~3" || r[4] != "CLOSED" || r[5] != "CANCELLED" || r[13] != "true" || r[14] != "late-2" {
+		t.Fatalf("row of reservation 3: %v", r)
+	}
+	lines := records(t, wantCode(t, 0, "export", f.skuDir, "--format", "jsonl"))
+	if len(lines) != n || lines[1]["state"] != "PAID" || lines[1]["payment_id"] != "pay-1" || lines[1]["amount"] != 12900.0 {
+		t.Fatalf("jsonl: %d lines, second %v", len(lines), lines[1])
+	}
+	wantCode(t, 2, "export", f.skuDir, "--format", "xml")
+	wantCode(t, 2, "export")
+}
+
+func TestUsage(t *testing.T) {
+	wantCode(t, 2)
+	wantCode(t, 2, "frobnicate")
+	if out := wantCode(t, 0, "help"); !strings.Contains(out, "seckillctl verify DIR") {
+		t.Fatalf("help: %s", out)
+	}
+	_ = wal.ErrCorrupt
+}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/snapshot"
+	"github.com/seckill/seckill/wal"
+)
+
+// restoreJSON reports a restore.
+type restoreJSON struct {
+	SKUDir       string `json:"sku_dir"`
+	CampaignID   string `json:"campaign_id"`
+	SKUID        string `json:"sku_id"`
+	Index        uint64 `json:"index"`
+	LastRecordAt string `json:"last_record_at"`
+	Reservations uint32 `json:"reservations"`
+	Snapshot     string `json:"snapshot"`
+	LogFirst     uint64 `json:"log_first_index"`
+	LogLast      uint64 `json:"log_last_index"`
+	StateHash    string `json:"state_hash"`
+}
+
+// runRestore builds, under the data dir --to, the directory of one SKU as
+// it was at a record index or a time: a snapshot of that state, and the
+// log's records up to it (for investigation; the engine replays none of
+// them). seckilld started on --to serves the SKU from there, with record
+// indexes continuing after it. From a lone snapshot file, the state is the
+// file's.
+func runRestore(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
+	from := fs.String("from", "", "a snapshot file, or a SKU directory (its snapshots and log)")
+	to := fs.String("to", "", "the data dir to create the SKU in (the SKU must not exist there)")
+	untilIndex := fs.Uint64("until-index", 0, "the last record to include (default: the end of the log)")
+	untilTime := fs.String("until-time", "", "include records decided at or before this time (RFC 3339 or Unix ms)")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *from == "" || *to == "" {
+		return usageError("restore needs --from and --to")
+	}
+	if *untilIndex != 0 && *untilTime != "" {
+		return usageError("restore: give --until-index or --until-time, not both")
+	}
+	var o loadOptions
+	o.untilIndex = *untilIndex
+	if *untilTime != "" {
+		ms, err := parseTime(*untilTime)
+		if err != nil {
+			return usageError("--until-time: %v", err)
+		}
+		o.untilTime = ms
+	}
+	st, err := os.Stat(*from)
+	if err != nil {
+		return err
+	}
+	var m *sku.Machine
+	var index uint64
+	var log *logData
+	if st.IsDir() {
+		s, err := loadState(skuDirOf(*from), o)
+		if err != nil {
+			return err
+		}
+		m, index, log = s.m, s.index, s.log
+	} else {
+		var h snapshot.Header
+		if h, m, err = snapshot.Read(*from); err != nil {
+			return err
+		}
+		index = h.Index
+		if (o.untilIndex != 0 && o.untilIndex != index) || (o.untilTime != 0 && h.LastAt > o.untilTime) {
+			return usageError("restore: %s holds the state at record %d (%s); give its SKU directory to go to another point",
+				*from, index, formatMillis(h.LastAt))
+		}
+	}
+	if !m.Defined() {
+		return &checkFailed{msg: "restore: no definition at that point: nothing to restore"}
+	}
+	d := m.Definition()
+	dir := filepath.Join(*to, d.CampaignID, d.SKUID)
+	if _, err := os.Stat(dir); err == nil {
+		return fmt.Errorf("restore: %s %w; restore into another data dir, or remove it first", dir, errExists)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	info, err := snapshot.Write(filepath.Join(dir, "snapshots"), m.Freeze(), index, snapshot.Options{})
+	if err != nil {
+		return err
+	}
+	var logFirst uint64
+	if log != nil {
+		logFirst = log.info.FirstIndex
+	}
+	first, last, err := writeLog(filepath.Join(dir, "wal"), log, logFirst, index)
+	if err != nil {
+		return err
+	}
+	for _, p := range []string{filepath.Join(*to, d.CampaignID), *to} {
+		if err := syncDir(p); err != nil {
+			return err
+		}
+	}
+	return writeJSON(stdout, restoreJSON{SKUDir: dir, CampaignID: d.CampaignID, SKUID: d.SKUID, Index: index,
+		LastRecordAt: formatMillis(m.LastAt()), Reservations: m.Counts().Reservations, Snapshot: info.Path,
+		LogFirst: first, LogLast: last, StateHash: hashHex(m.Hash())})
+}
+
+// errExists: restore does not overwrite a SKU directory.
+var errExists = errors.New("already exists")
+
+// restoreSegmentSize bounds the segment files a restore writes.
+const restoreSegmentSize = wal.DefaultSegmentSize
+
+// writeLog creates a log directory holding the records from..index of log
+// (none when log is nil), in segment files of at most restoreSegmentSize
+// bytes. With no record, it holds one empty segment named index+1, so that
+// the log, opened, continues at index+1. It returns the first and last
+// index held (first = last+1 when empty).
+func writeLog(dir string, log *logData, from, index uint64) (first, last uint64, err error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return 0, 0, err
+	}
+	var seg *os.File
+	var size int
+	closeSegment := func() error {
+		if seg == nil {
+			return nil
+		}
+		err := seg.Sync()
+		if cerr := seg.Close(); err == nil {
+			err = cerr
+		}
+		seg = nil
+		return err
+	}
+	openSegment := func(first uint64) error {
+		if err := closeSegment(); err != nil {
+			return err
+		}
+		var err error
+		seg, err = os.OpenFile(filepath.Join(dir, fmt.Sprintf("%020d", first)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
+		size = 0
+		return err
+	}
+	first, last = index+1, index
+	if log != nil && from <= index {
+		err = log.entries(from, index, func(i uint64, entry []byte) error {
+			if seg == nil {
+				first = i
+			}
+			if seg == nil || size+len(entry) > restoreSegmentSize {
+				if err := openSegment(i); err != nil {
+					return err
+				}
+			}
+			size += len(entry)
+			last = i
+			_, err := seg.Write(entry)
+			return err
+		})
+	}
+	if err == nil && seg == nil {
+		err = openSegment(index + 1)
+	}
+	if cerr := closeSegment(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	return first, last, err
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,259 @@
+package snapshot
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seckill/seckill/actors/sku"
+)
+
+// File naming: <index in IndexDigits decimal digits><Suffix>.
+const (
+	// Suffix ends the name of every snapshot file.
+	Suffix = ".snap"
+	// IndexDigits is the width of the zero-padded index in a file name, so
+	// that names sort by index.
+	IndexDigits = 20
+	// tempSuffix ends the name of a snapshot being written.
+	tempSuffix = ".tmp"
+	// writeBufferSize is the buffer between the encoder and the file.
+	writeBufferSize = 1 << 20
+)
+
+// Name returns the file name of the snapshot at index.
+func Name(index uint64) string {
+	return fmt.Sprintf("%0*d%s", IndexDigits, index, Suffix)
+}
+
+// parseName returns the index a snapshot file name holds.
+func parseName(name string) (uint64, bool) {
+	digits, ok := strings.CutSuffix(name, Suffix)
+	if !ok || len(digits) != IndexDigits {
+		return 0, false
+	}
+	index, err := strconv.ParseUint(digits, 10, 64)
+	return index, err == nil
+}
+
+// File is one snapshot file in a directory.
+type File struct {
+	Path  string
+	Index uint64
+	Size  int64 // bytes
+}
+
+// List returns the snapshot files of dir, oldest (lowest index) first; none
+// when dir does not exist.
+func List(dir string) ([]File, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var files []File
+	for _, e := range entries {
+		index, ok := parseName(e.Name())
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		files = append(files, File{Path: filepath.Join(dir, e.Name()), Index: index, Size: info.Size()})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Index < files[j].Index })
+	return files, nil
+}
+
+// Options tune Write.
+type Options struct {
+	// NoSync skips the file and directory fsyncs (benchmarks of a log
+	// opened with wal.FsyncNeverBenchmarkOnly; never for real data).
+	NoSync bool
+	// Now is the clock for created_at (default time.Now).
+	Now func() time.Time
+}
+
+// Info describes a snapshot written by Write.
+type Info struct {
+	Header
+	Path  string
+	Bytes int64 // file size
+}
+
+// Write stores a snapshot of f at log index in dir (created if needed):
+// it writes <name>.<random>.tmp, fsyncs it, reads it back and checks its
+// header and checksum, renames it to Name(index) (replacing a file of the
+// same index) and fsyncs dir. On error the temp file is removed and no
+// snapshot file has changed.
+func Write(dir string, f *sku.Frozen, index uint64, o Options) (info Info, err error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return Info{}, err
+	}
+	tmp, err := os.CreateTemp(dir, Name(index)+".*"+tempSuffix)
+	if err != nil {
+		return Info{}, err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	bw := bufio.NewWriterSize(tmp, writeBufferSize)
+	h, n, err := Encode(bw, f, index, o.Now().UnixMilli())
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil && !o.NoSync {
+		err = tmp.Sync()
+	}
+	if err != nil {
+		return Info{}, fmt.Errorf("snapshot: write %s: %w", tmp.Name(), err)
+	}
+	if err = tmp.Close(); err != nil {
+		return Info{}, err
+	}
+	if err = verifyFile(tmp.Name(), h, n); err != nil {
+		return Info{}, err
+	}
+	path := filepath.Join(dir, Name(index))
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return Info{}, err
+	}
+	if !o.NoSync {
+		if err := syncDir(dir); err != nil {
+			return Info{}, fmt.Errorf("snapshot: fsync %s: %w", dir, err)
+		}
+	}
+	return Info{Header: h, Path: path, Bytes: n}, nil
+}
+
+// verifyFile reads a file just written and checks its size, header and
+// checksum (not the state: the encoder and decoder are tested to agree).
+func verifyFile(path string, want Header, size int64) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	h, err := Check(b)
+	if err == nil && (int64(len(b)) != size || h != want) {
+		err = fmt.Errorf("%w: read back %d bytes, header %+v; wrote %d bytes, header %+v", ErrCorrupt, len(b), h, size, want)
+	}
+	if err != nil {
+		return fmt.Errorf("snapshot: verify %s: %w", path, err)
+	}
+	return nil
+}
+
+// Read reads, verifies and decodes one snapshot file.
+func Read(path string) (Header, *sku.Machine, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Header{}, nil, err
+	}
+	h, m, err := Decode(b)
+	if err != nil {
+		return h, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return h, m, nil
+}
+
+// ReadHeader reads the header of a snapshot file without reading or
+// checking the rest (see DecodeHeader).
+func ReadHeader(path string) (Header, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Header{}, err
+	}
+	defer f.Close()
+	b := make([]byte, FixedHeaderSize+2+2*sku.MaxIDLength)
+	n, err := io.ReadFull(f, b)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return Header{}, fmt.Errorf("%s: %w", path, err)
+	}
+	h, err := DecodeHeader(b[:n])
+	if err != nil {
+		return h, fmt.Errorf("%s: %w", path, err)
+	}
+	return h, nil
+}
+
+// Prune removes every snapshot file of dir but the keep newest (keep >= 1)
+// and fsyncs dir if it removed any. It returns the index of the oldest
+// snapshot kept (0 when there is none) and the paths removed.
+func Prune(dir string, keep int, sync bool) (oldestKept uint64, removed []string, err error) {
+	if keep < 1 {
+		return 0, nil, fmt.Errorf("snapshot: keep %d, want at least 1", keep)
+	}
+	files, err := List(dir)
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(files) == 0 {
+		return 0, nil, nil
+	}
+	cut := max(len(files)-keep, 0)
+	for _, f := range files[:cut] {
+		if err := os.Remove(f.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, removed, err
+		}
+		removed = append(removed, f.Path)
+	}
+	if len(removed) > 0 && sync {
+		if err := syncDir(dir); err != nil {
+			return 0, removed, err
+		}
+	}
+	return files[cut].Index, removed, nil
+}
+
+// RemoveTemp removes the temp files of interrupted writes from dir and
+// returns their paths. Call it only when no Write is running on dir.
+func RemoveTemp(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasSuffix(name, tempSuffix) && strings.Contains(name, Suffix+".") {
+			path := filepath.Join(dir, name)
+			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return removed, err
+			}
+			removed = append(removed, path)
+		}
+	}
+	return removed, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
