@@ -97,10 +97,9 @@ func (m *Machine) applyReserved(r *Record, decided bool) error {
 		}
 	}
 	seq := m.table.add(reservation{
-		requestID: r.RequestID, userID: r.UserID,
 		createdAt: r.At, expireAt: r.ExpireAt,
 		token: r.Token, version: 1, state: StatePendingPayment, flags: flagHoldsToken,
-	})
+	}, r.RequestID, r.UserID)
 	m.pool.take(r.Token, seq)
 	m.byRequest.insert(r.RequestID, seq)
 	m.live.insert(r.UserID, seq)
@@ -147,7 +146,7 @@ func (m *Machine) applyPaid(r *Record) error {
 		return notApply(r, "invalid payment id")
 	}
 	m.pool.confirm(res.token)
-	x := res.editExtra()
+	x := m.table.editExtra(res)
 	x.paymentID, x.amount, x.paidAt = r.PaymentID, r.Amount, r.At
 	m.move(res, StatePaid)
 	return nil
@@ -165,9 +164,9 @@ func (m *Machine) applyClosed(r *Record) error {
 	case r.Reason == ReasonExpired && r.At < res.expireAt:
 		return notApply(r, "expired at %d before expire_at %d", r.At, res.expireAt)
 	}
-	m.live.remove(res.userID, r.Seq)
+	m.live.remove(m.table.userID(res), r.Seq)
 	res.flags = res.flags&^flagReasonMask | uint8(r.Reason)
-	res.editExtra().closedAt = r.At
+	m.table.editExtra(res).closedAt = r.At
 	if r.Release {
 		m.pool.release(res.token)
 		res.flags &^= flagHoldsToken
@@ -187,10 +186,10 @@ func (m *Machine) applyRefund(r *Record) error {
 		return notApply(r, "reservation %d is %s, not CLOSED", r.Seq, res.state)
 	case !ValidID(r.PaymentID):
 		return notApply(r, "invalid payment id")
-	case res.hasRefund(r.PaymentID):
+	case m.table.hasRefund(res, r.PaymentID):
 		return notApply(r, "payment %q already recorded", r.PaymentID)
 	}
-	x := res.editExtra()
+	x := m.table.editExtra(res)
 	x.refundPayments = append(x.refundPayments, r.PaymentID)
 	x.refundAmounts = append(x.refundAmounts, r.Amount)
 	res.flags |= flagRefund

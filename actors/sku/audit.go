@@ -51,16 +51,16 @@ func (m *Machine) Audit() Audit {
 		}
 		states[r.state]++
 		if r.state != StateClosed {
-			if prev, ok := liveUsers[r.userID]; ok {
-				bad("user %q has two live purchases: %d and %d", r.userID, prev, seq)
+			if prev, ok := liveUsers[m.table.userID(r)]; ok {
+				bad("user %q has two live purchases: %d and %d", m.table.userID(r), prev, seq)
 			}
-			liveUsers[r.userID] = seq
+			liveUsers[m.table.userID(r)] = seq
 			if !r.holdsToken() {
 				bad("reservation %d is %s but holds no token", seq, r.state)
 			}
 		}
-		if s, ok := m.byRequest.get(r.requestID); !ok || s != seq {
-			bad("request_id %q of reservation %d not indexed", r.requestID, seq)
+		if s, ok := m.byRequest.get(m.table.requestID(r)); !ok || s != seq {
+			bad("request_id %q of reservation %d not indexed", m.table.requestID(r), seq)
 		}
 		if !r.holdsToken() {
 			continue

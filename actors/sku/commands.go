@@ -76,7 +76,6 @@ func (m *Machine) Reserve(now int64, requestID, userID string, out []Record) (Re
 		return Result{Outcome: OutcomeSoldOut}, out
 	}
 	seq := m.table.count + 1
-	requestID, userID = joinStrings(requestID, userID) // one allocation, shared with the indexes
 	out = m.emit(Record{Type: RecordReserved, At: at, Seq: seq, Token: token,
 		ExpireAt: at + m.def.PaymentWindowMs, RequestID: requestID, UserID: userID}, out)
 	return Result{Outcome: OutcomeAccepted, Reservation: m.view(seq, m.table.get(seq))}, out
@@ -85,7 +84,7 @@ func (m *Machine) Reserve(now int64, requestID, userID string, out []Record) (Re
 // requestUser returns the user a decided request_id belongs to.
 func (m *Machine) requestUser(requestID string) string {
 	if seq, ok := m.byRequest.get(requestID); ok {
-		return m.table.get(seq).userID
+		return m.table.userID(m.table.get(seq))
 	}
 	if rj, ok := m.rejection(requestID); ok {
 		return rj.userID
@@ -109,7 +108,7 @@ func (m *Machine) Pay(now int64, seq uint32, paymentID string, amount int64, out
 	at := m.decisionTime(now)
 	switch r.state {
 	case StatePaid:
-		if r.extra.paymentID == paymentID {
+		if m.table.extra(r).paymentID == paymentID {
 			return m.result(OutcomeAlreadyPaid, seq), out
 		}
 		return m.result(OutcomePaymentConflict, seq), out
@@ -121,17 +120,19 @@ func (m *Machine) Pay(now int64, seq uint32, paymentID string, amount int64, out
 		out = m.closeExpired(at, seq, out)
 		r = m.table.get(seq) // closing may have copied the row's chunk (copy on write)
 	}
-	if !r.hasRefund(paymentID) {
+	if !m.table.hasRefund(r, paymentID) {
 		out = m.emit(Record{Type: RecordRefundRequired, At: at, Seq: seq, PaymentID: paymentID, Amount: amount}, out)
 	}
 	return m.result(OutcomeRefundRequired, seq), out
 }
 
-func (r *reservation) hasRefund(paymentID string) bool {
-	if r.extra == nil {
+// hasRefund reports whether paymentID is already recorded for refund on r.
+func (t *table) hasRefund(r *reservation, paymentID string) bool {
+	x := t.extra(r)
+	if x == nil {
 		return false
 	}
-	for _, p := range r.extra.refundPayments {
+	for _, p := range x.refundPayments {
 		if p == paymentID {
 			return true
 		}

@@ -41,14 +41,14 @@ func (m *Machine) Hash() [32]byte {
 	b = binary.AppendUvarint(b, uint64(m.table.count))
 	for seq := uint32(1); seq <= m.table.count; seq++ {
 		r := m.table.get(seq)
-		b = appendString(b, r.requestID)
-		b = appendString(b, r.userID)
+		b = appendString(b, m.table.requestID(r))
+		b = appendString(b, m.table.userID(r))
 		b = binary.AppendVarint(b, r.createdAt)
 		b = binary.AppendVarint(b, r.expireAt)
 		b = binary.AppendUvarint(b, uint64(r.token))
 		b = binary.AppendUvarint(b, uint64(r.version))
 		b = append(b, byte(r.state), r.flags)
-		if x := r.extra; x != nil {
+		if x := m.table.extra(r); x != nil {
 			b = append(b, 1)
 			b = appendString(b, x.paymentID)
 			b = binary.AppendVarint(b, x.amount)

@@ -43,9 +43,9 @@ func (x *index) hash(key string) uint32 { return uint32(maphash.String(x.seed, k
 func (x *index) keyOf(seq uint32) string {
 	r := x.table.get(seq)
 	if x.field == keyUserID {
-		return r.userID
+		return x.table.userID(r)
 	}
-	return r.requestID
+	return x.table.requestID(r)
 }
 
 // get returns the seq stored under key.

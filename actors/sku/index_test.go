@@ -22,7 +22,7 @@ func TestIndexAgainstMap(t *testing.T) {
 				x.remove(key, seq)
 				delete(want, key)
 			} else if !ok {
-				seq := tb.add(reservation{userID: key})
+				seq := tb.add(reservation{}, "r"+key, key)
 				x.insert(key, seq)
 				want[key] = seq
 			}

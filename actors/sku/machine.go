@@ -146,8 +146,8 @@ func (m *Machine) Lookup(requestID string) (Result, bool) {
 func (m *Machine) view(seq uint32, r *reservation) View {
 	v := View{
 		ReservationID:  FormatReservationID(m.def.CampaignID, m.def.SKUID, seq),
-		RequestID:      r.requestID,
-		UserID:         r.userID,
+		RequestID:      m.table.requestID(r),
+		UserID:         m.table.userID(r),
 		TokenID:        r.token,
 		State:          r.state,
 		CloseReason:    r.reason(),
@@ -157,7 +157,7 @@ func (m *Machine) view(seq uint32, r *reservation) View {
 		HoldsToken:     r.holdsToken(),
 		RefundRequired: r.refundRequired(),
 	}
-	if x := r.extra; x != nil {
+	if x := m.table.extra(r); x != nil {
 		v.PaymentID, v.Amount, v.PaidAt, v.ClosedAt = x.paymentID, x.amount, x.paidAt, x.closedAt
 		v.RefundPayments = append([]string(nil), x.refundPayments...)
 	}
@@ -186,7 +186,7 @@ func (m *Machine) emit(r Record, out []Record) []Record {
 // seq order, then the recorded rejections in no particular order.
 func (m *Machine) EachRequestID(fn func(requestID string)) {
 	for seq := uint32(1); seq <= m.table.count; seq++ {
-		fn(m.table.get(seq).requestID)
+		fn(m.table.requestID(m.table.get(seq)))
 	}
 	for id := range m.rejected {
 		fn(id)

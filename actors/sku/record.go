@@ -255,13 +255,3 @@ func joinPair(a, b []byte) (string, string) {
 	s := sb.String()
 	return s[:len(a)], s[len(a):]
 }
-
-// joinStrings is joinPair for strings (e.g. copied out of a request buffer).
-func joinStrings(a, b string) (string, string) {
-	var sb strings.Builder
-	sb.Grow(len(a) + len(b))
-	sb.WriteString(a)
-	sb.WriteString(b)
-	s := sb.String()
-	return s[:len(a)], s[len(a):]
-}

@@ -65,7 +65,7 @@ func (f *Frozen) Encode(w io.Writer) (int64, error) {
 	var prevCreated int64
 	for seq := uint32(1); seq <= f.table.count; seq++ {
 		r := f.table.get(seq)
-		e.b = appendRow(e.b, r, prevCreated)
+		e.b = appendRow(e.b, &f.table, r, prevCreated)
 		prevCreated = r.createdAt
 		e.maybeFlush()
 	}
@@ -100,15 +100,15 @@ func appendDefinition(b []byte, d *Definition) []byte {
 	return appendBool(b, d.ReleaseOnClose)
 }
 
-func appendRow(b []byte, r *reservation, prevCreated int64) []byte {
-	b = appendString(b, r.requestID)
-	b = appendString(b, r.userID)
+func appendRow(b []byte, t *table, r *reservation, prevCreated int64) []byte {
+	b = appendString(b, t.requestID(r))
+	b = appendString(b, t.userID(r))
 	b = binary.AppendVarint(b, r.createdAt-prevCreated)
 	b = binary.AppendVarint(b, r.expireAt-r.createdAt)
 	b = binary.AppendUvarint(b, uint64(r.token))
 	b = binary.AppendUvarint(b, uint64(r.version))
 	b = append(b, byte(r.state), r.flags)
-	x := r.extra
+	x := t.extra(r)
 	if x == nil {
 		return append(b, 0)
 	}
@@ -283,38 +283,42 @@ func (s *stateDecoder) rows(handedOut uint32) {
 	var created int64
 	for seq := uint32(1); seq <= n && s.err == nil; seq++ {
 		var r reservation
-		r.requestID, r.userID = s.stringPair()
+		requestID, userID := s.stringPair()
 		created += s.varint()
 		r.createdAt = created
 		r.expireAt = created + s.varint()
 		r.token = s.uint32()
 		version := s.uvarint()
 		r.state, r.flags = State(s.byte()), s.byte()
-		hasExtra := s.bool()
-		if hasExtra {
-			r.extra = s.extra()
+		var extra *reservationExtra
+		if s.bool() {
+			extra = s.extra()
 		}
 		if s.err != nil {
 			return
 		}
-		if msg := checkRow(&r, version, handedOut); msg != "" {
+		if msg := checkRow(&r, requestID, userID, extra, version, handedOut); msg != "" {
 			s.fail("reservation %d: %s", seq, msg)
 			return
 		}
 		r.version = uint16(version)
-		if _, dup := m.byRequest.get(r.requestID); dup {
-			s.fail("reservation %d: request_id %q used twice", seq, r.requestID)
+		if _, dup := m.byRequest.get(requestID); dup {
+			s.fail("reservation %d: request_id %q used twice", seq, requestID)
 			return
 		}
-		m.table.add(r)
-		m.byRequest.insert(r.requestID, seq)
+		if extra != nil {
+			m.table.extras = append(m.table.extras, extra)
+			r.extra = uint32(len(m.table.extras))
+		}
+		m.table.add(r, requestID, userID)
+		m.byRequest.insert(requestID, seq)
 		m.states[r.state]++
 		if r.state != StateClosed {
-			if _, dup := m.live.get(r.userID); dup {
-				s.fail("reservation %d: user %q has two live purchases", seq, r.userID)
+			if _, dup := m.live.get(userID); dup {
+				s.fail("reservation %d: user %q has two live purchases", seq, userID)
 				return
 			}
-			m.live.insert(r.userID, seq)
+			m.live.insert(userID, seq)
 		}
 		if m.expireCursor == seq && r.state != StatePendingPayment {
 			m.expireCursor++ // the first row that may still expire
@@ -342,9 +346,9 @@ func (s *stateDecoder) rows(handedOut uint32) {
 }
 
 // checkRow returns why a decoded row is impossible, or "".
-func checkRow(r *reservation, version uint64, handedOut uint32) string {
+func checkRow(r *reservation, requestID, userID string, x *reservationExtra, version uint64, handedOut uint32) string {
 	switch {
-	case !ValidID(r.requestID) || !ValidID(r.userID):
+	case !ValidID(requestID) || !ValidID(userID):
 		return "invalid request or user id"
 	case r.state < StatePendingPayment || r.state > StateClosed:
 		return fmt.Sprintf("state %d", r.state)
@@ -358,9 +362,9 @@ func checkRow(r *reservation, version uint64, handedOut uint32) string {
 		return fmt.Sprintf("token %d never handed out", r.token)
 	case version == 0 || version > 1<<16-1:
 		return fmt.Sprintf("version %d", version)
-	case r.state == StatePaid && (r.extra == nil || !ValidID(r.extra.paymentID)):
+	case r.state == StatePaid && (x == nil || !ValidID(x.paymentID)):
 		return "paid without a payment"
-	case r.refundRequired() != (r.extra != nil && len(r.extra.refundPayments) > 0):
+	case r.refundRequired() != (x != nil && len(x.refundPayments) > 0):
 		return "refund flag does not match the refund payments"
 	}
 	return ""
@@ -421,7 +425,7 @@ func (s *stateDecoder) rejectionsAndRefunds() {
 	}
 	want := 0
 	for seq := uint32(1); seq <= m.table.count; seq++ {
-		if x := m.table.get(seq).extra; x != nil {
+		if x := m.table.extra(m.table.get(seq)); x != nil {
 			want += len(x.refundPayments)
 		}
 	}

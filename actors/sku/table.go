@@ -1,22 +1,25 @@
 package sku
 
-// reservation is the in-memory row of one reservation: 64 bytes, plus the
-// request_id and user_id bytes (one allocation shared with the indexes) and
-// an optional side row for payment and close details.
+// reservation is the in-memory row of one reservation: 40 bytes and no
+// pointer, so the garbage collector never scans the table. Its request_id
+// and user_id bytes sit side by side in the table's arena, and payment and
+// close details, which only settled reservations need, in the table's
+// extras.
 //
 // Rows are shared with frozen states (see Freeze): a row is changed only
-// through table.mut, and its extra is never changed in place (editExtra
-// installs a private copy first).
+// through table.mut, and an extra is never changed in place (editExtra
+// installs a fresh one).
 type reservation struct {
-	requestID string
-	userID    string
-	extra     *reservationExtra
-	createdAt int64 // ms
-	expireAt  int64 // ms
-	token     uint32
-	version   uint16
+	ids       uint64 // arena position of request_id then user_id
+	reqLen    uint8
+	userLen   uint8
 	state     State
 	flags     uint8 // reason in the low 2 bits, flagHoldsToken, flagRefund
+	version   uint16
+	extra     uint32 // 1 + index in table.extras; 0: none
+	token     uint32
+	createdAt int64 // ms
+	expireAt  int64 // ms
 }
 
 const (
@@ -44,21 +47,7 @@ type reservationExtra struct {
 	refundAmounts  []int64
 }
 
-// editExtra installs in r a private copy of its extra (a new one if it has
-// none) and returns it for the caller to change. The refund slices are
-// clipped, so an append never writes into an array a frozen state shares.
-func (r *reservation) editExtra() *reservationExtra {
-	x := &reservationExtra{}
-	if r.extra != nil {
-		*x = *r.extra
-		x.refundPayments = x.refundPayments[:len(x.refundPayments):len(x.refundPayments)]
-		x.refundAmounts = x.refundAmounts[:len(x.refundAmounts):len(x.refundAmounts)]
-	}
-	r.extra = x
-	return x
-}
-
-// chunkShift sets the chunk size of the reservation table: 4096 rows of 64
+// chunkShift sets the chunk size of the reservation table: 4096 rows of 40
 // bytes. Chunks never move, so the table grows without copying and without
 // the slack of a doubling slice.
 const chunkShift = 12
@@ -73,6 +62,8 @@ const chunkSize = 1 << chunkShift
 // slice header per 4096 rows, and each chunk is copied (256 KiB) at most
 // once per freeze, only if one of its rows changes.
 type table struct {
+	ids    arena
+	extras []*reservationExtra // append-only; rows refer to them by index
 	chunks [][]reservation
 	// shared[i] is set while chunk i may be read by a frozen state.
 	shared []bool
@@ -104,8 +95,10 @@ func (t *table) mut(seq uint32) *reservation {
 	return &t.chunks[c][i&(chunkSize-1)]
 }
 
-// add appends a row and returns its seq.
-func (t *table) add(r reservation) uint32 {
+// add appends a row with its ids and returns its seq.
+func (t *table) add(r reservation, requestID, userID string) uint32 {
+	r.ids = t.ids.add(requestID, userID)
+	r.reqLen, r.userLen = uint8(len(requestID)), uint8(len(userID))
 	i := t.count
 	if int(i>>chunkShift) == len(t.chunks) {
 		t.chunks = append(t.chunks, make([]reservation, 0, chunkSize))
@@ -123,5 +116,46 @@ func (t *table) freeze() table {
 	for i := range t.shared {
 		t.shared[i] = true
 	}
-	return table{chunks: append([][]reservation(nil), t.chunks...), count: t.count}
+	return table{
+		ids:    t.ids.freeze(),
+		extras: t.extras[:len(t.extras):len(t.extras)],
+		chunks: append([][]reservation(nil), t.chunks...),
+		count:  t.count,
+	}
+}
+
+// requestID returns the row's request_id (a view of the arena, no copy).
+func (t *table) requestID(r *reservation) string {
+	return t.ids.str(r.ids, 0, int(r.reqLen))
+}
+
+// userID returns the row's user_id.
+func (t *table) userID(r *reservation) string {
+	return t.ids.str(r.ids, int(r.reqLen), int(r.userLen))
+}
+
+// extra returns the row's payment and close details, nil when it has none.
+// The result must not be changed: use editExtra.
+func (t *table) extra(r *reservation) *reservationExtra {
+	if r.extra == 0 {
+		return nil
+	}
+	return t.extras[r.extra-1]
+}
+
+// editExtra installs in r (a row got through mut) a fresh copy of its
+// extra (a new one if it has none) and returns it for the caller to change.
+// The refund slices are clipped, so an append never writes into an array a
+// frozen state shares. A superseded extra stays in the list: a row is
+// edited at most a few times (pay or close, refunds, release).
+func (t *table) editExtra(r *reservation) *reservationExtra {
+	x := &reservationExtra{}
+	if old := t.extra(r); old != nil {
+		*x = *old
+		x.refundPayments = x.refundPayments[:len(x.refundPayments):len(x.refundPayments)]
+		x.refundAmounts = x.refundAmounts[:len(x.refundAmounts):len(x.refundAmounts)]
+	}
+	t.extras = append(t.extras, x)
+	r.extra = uint32(len(t.extras))
+	return x
 }
