@@ -143,6 +143,8 @@ type PaymentRequest struct {
 	PaymentID string `json:"payment_id"`
 	// Amount is optional.
 	Amount int64 `json:"amount,omitempty"`
+	// ReservationID names the reservation paid: a signed body is bound to it.
+	ReservationID string `json:"reservation_id,omitempty"`
 }
 
 // StateAnswer is the body of an answer to payment or cancel.

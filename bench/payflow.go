@@ -241,7 +241,7 @@ func (p *payflowPhase) execute(ctx context.Context, job *payJob) {
 	id := job.reservation.ReservationID
 	pay := func(paymentID string) (StateAnswer, int, error) {
 		start := time.Now()
-		answer, status, err := p.client.Pay(ctx, id, PaymentRequest{PaymentID: paymentID, Amount: 100})
+		answer, status, err := p.client.Pay(ctx, id, PaymentRequest{PaymentID: paymentID, Amount: 100, ReservationID: id})
 		p.timer.record("pay", time.Since(start))
 		return answer, status, err
 	}

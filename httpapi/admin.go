@@ -19,7 +19,7 @@ func digest(token string) [32]byte { return sha256.Sum256([]byte(token)) }
 // admin wraps an admin handler with the bearer-token check.
 func (s *Server) admin(h func(ctx *fasthttp.RequestCtx) string) func(ctx *fasthttp.RequestCtx) string {
 	return func(ctx *fasthttp.RequestCtx) string {
-		token, ok := bytes.CutPrefix(ctx.Request.Header.Peek("Authorization"), []byte("Bearer "))
+		token, ok := bearer(ctx.Request.Header.Peek("Authorization"))
 		got := digest(string(token))
 		if !ok || subtle.ConstantTimeCompare(got[:], s.adminID[:]) != 1 {
 			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="seckill-admin"`)
@@ -27,6 +27,16 @@ func (s *Server) admin(h func(ctx *fasthttp.RequestCtx) string) func(ctx *fastht
 		}
 		return h(ctx)
 	}
+}
+
+// bearer returns the credentials of an "Authorization: Bearer <token>"
+// header; the scheme is case-insensitive (RFC 9110 §11.1).
+func bearer(header []byte) ([]byte, bool) {
+	const scheme = "bearer "
+	if len(header) < len(scheme) || !bytes.EqualFold(header[:len(scheme)], []byte(scheme)) {
+		return nil, false
+	}
+	return header[len(scheme):], true
 }
 
 // handleDefine is PUT /admin/campaigns/{c}: define or redefine a campaign.

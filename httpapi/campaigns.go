@@ -233,12 +233,12 @@ func DemoCampaign(now time.Time) Campaign {
 	}
 }
 
-// EnsureDemo defines the demo campaign the first time only: when the
-// engine already knows demo/sku-1 (recovered from the data dir) it is left
-// as it is, so its window stays that of the first start. It reports
-// whether it defined it.
+// EnsureDemo defines the demo campaign on a first start only, that is when
+// the data dir holds no SKU at all: a recovered demo keeps the window of its
+// first start, and a data dir of other campaigns (a restored one, say) gets
+// no demo sale. It reports whether it defined it.
 func EnsureDemo(ctx context.Context, e Engine, now time.Time) (bool, error) {
-	if e.SKU(DemoCampaignID, DemoSKUID) != nil {
+	if len(e.SKUs()) > 0 { // not a first start: the data dir has SKUs (the demo or others)
 		return false, nil
 	}
 	return true, DefineCampaigns(ctx, e, []Campaign{DemoCampaign(now)})

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"strings"
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/valyala/fasthttp"
@@ -44,6 +46,13 @@ func checkID(field, id string) string {
 // copies, so the string outlives the request.
 func pathParam(ctx *fasthttp.RequestCtx, name string) string {
 	v, _ := ctx.UserValue(name).(string)
+	if strings.IndexByte(v, '%') >= 0 {
+		// The router matches the raw path: undo percent-encoding (RFC 3986
+		// §2.1; "%7E" is "~"). Ids have no '%' of their own.
+		if u, err := url.PathUnescape(v); err == nil {
+			return u
+		}
+	}
 	return v
 }
 

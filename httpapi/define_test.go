@@ -39,13 +39,23 @@ func TestDefineCampaignsAndDemo(t *testing.T) {
 		t.Fatalf("a partly applied redefinition: sale_limit %d", got)
 	}
 
-	defined, err := httpapi.EnsureDemo(ctx, eng, time.Now())
+	// A data dir with other campaigns (a restored one, say) gets no demo.
+	if defined, err := httpapi.EnsureDemo(ctx, eng, time.Now()); err != nil || defined {
+		t.Fatalf("EnsureDemo beside other campaigns: %v %v", defined, err)
+	}
+
+	fresh, err := actors.Open(actors.Config{DataDir: t.TempDir(), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	defined, err := httpapi.EnsureDemo(ctx, fresh, time.Now())
 	if err != nil || !defined {
 		t.Fatalf("first EnsureDemo: %v %v", defined, err)
 	}
-	first := eng.SKU("demo", "sku-1").Stats().Definition
-	defined, err = httpapi.EnsureDemo(ctx, eng, time.Now().Add(time.Hour))
-	if err != nil || defined || eng.SKU("demo", "sku-1").Stats().Definition != first {
+	first := fresh.SKU("demo", "sku-1").Stats().Definition
+	defined, err = httpapi.EnsureDemo(ctx, fresh, time.Now().Add(time.Hour))
+	if err != nil || defined || fresh.SKU("demo", "sku-1").Stats().Definition != first {
 		t.Fatalf("second EnsureDemo redefined: %v %v", defined, err)
 	}
 }

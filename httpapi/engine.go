@@ -23,6 +23,9 @@ type Engine interface {
 	Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error)
 	// Pay records a payment for a reservation.
 	Pay(ctx context.Context, reservationID, paymentID string, amount int64) (sku.Result, error)
+	// Release returns the token of a closed reservation that still holds
+	// it (release_on_close=false): an operator's restock.
+	Release(ctx context.Context, reservationID string) (sku.Result, error)
 	// Cancel closes an unpaid reservation.
 	Cancel(ctx context.Context, reservationID string) (sku.Result, error)
 	// Get returns the durable state of a reservation.

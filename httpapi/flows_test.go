@@ -170,3 +170,29 @@ func TestStatusAndWindow(t *testing.T) {
 		t.Fatalf("status: %s", st)
 	}
 }
+
+// With release_on_close=false a cancelled reservation keeps its token until
+// an operator releases it through the admin route.
+func TestOperatorRelease(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{})
+	body := campaign("rel", "15m", map[string]int{"s": 1})
+	body["release_on_close"] = false
+	ts.define(body)
+	id := ts.reserve("rel", "s", "r1", "u1").str("reservation_id")
+	releaseURL := "/admin/reservations/" + id + "/release"
+	want(t, ts.admin(http.MethodPost, releaseURL, nil), http.StatusConflict, "NOT_CLOSED")
+	want(t, ts.post("/v1/reservations/"+id+"/cancel", nil), http.StatusOK, "")
+	want(t, ts.reserve("rel", "s", "r2", "u2"), http.StatusConflict, "SOLD_OUT") // the token is still held
+	want(t, call(t, http.MethodPost, ts.base+releaseURL, nil, nil), http.StatusUnauthorized, "UNAUTHORIZED")
+	if r := ts.admin(http.MethodPost, releaseURL, nil); r.status != http.StatusOK || r.str("outcome") != "RELEASED" {
+		t.Fatalf("release: %v", r)
+	}
+	if r := ts.admin(http.MethodPost, releaseURL, nil); r.status != http.StatusOK || r.str("outcome") != "ALREADY_RELEASED" {
+		t.Fatalf("repeat release: %v", r)
+	}
+	want(t, ts.reserve("rel", "s", "r3", "u3"), http.StatusAccepted, "")
+	if a := ts.audit("rel", "s"); num(a, "available") != 0 || a.body["invariant_ok"] != true {
+		t.Fatalf("audit after release and resale: %v", a)
+	}
+}

@@ -18,7 +18,7 @@ func TestPaymentSignature(t *testing.T) {
 	ts.define(campaign("sig", "15m", map[string]int{"s": 5}))
 	id := ts.reserve("sig", "s", "r1", "u1").str("reservation_id")
 	url := ts.base + "/v1/reservations/" + id + "/payment"
-	body := []byte(`{"payment_id":"p-1","amount":100}`)
+	body := []byte(`{"payment_id":"p-1","amount":100,"reservation_id":"` + id + `"}`)
 
 	want(t, call(t, http.MethodPost, url, body, nil), http.StatusUnauthorized, "UNAUTHORIZED")
 	want(t, call(t, http.MethodPost, url, body, map[string]string{"X-Signature": httpapi.Sign([]byte("wrong"), body)}), http.StatusUnauthorized, "UNAUTHORIZED")
@@ -31,6 +31,16 @@ func TestPaymentSignature(t *testing.T) {
 	ok := call(t, http.MethodPost, url, body, map[string]string{"X-Signature": httpapi.Sign(secret, body)})
 	if ok.status != http.StatusOK || ok.str("state") != "PAID" {
 		t.Fatalf("signed payment: %v", ok)
+	}
+	// A signed body is bound to its reservation: replayed on another one,
+	// or without reservation_id, it is refused.
+	other := ts.reserve("sig", "s", "r2", "u2").str("reservation_id")
+	otherURL := ts.base + "/v1/reservations/" + other + "/payment"
+	want(t, call(t, http.MethodPost, otherURL, body, map[string]string{"X-Signature": httpapi.Sign(secret, body)}), http.StatusUnauthorized, "UNAUTHORIZED")
+	bare := []byte(`{"payment_id":"p-2"}`)
+	want(t, call(t, http.MethodPost, otherURL, bare, map[string]string{"X-Signature": httpapi.Sign(secret, bare)}), http.StatusUnauthorized, "UNAUTHORIZED")
+	if g := ts.get("/v1/reservations/" + other); g.str("state") != "PENDING_PAYMENT" {
+		t.Fatalf("a replayed signature paid another reservation: %v", g)
 	}
 }
 
@@ -144,4 +154,19 @@ func TestBadInput(t *testing.T) {
 	want(t, ts.get("/healthz"), http.StatusOK, "")
 	want(t, ts.get("/readyz"), http.StatusOK, "")
 	ts.audit("bad", "s")
+}
+
+// Percent-encoded ids in the path name the same resources (RFC 3986 §2.1).
+func TestPercentEncodedPath(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("pct", "15m", map[string]int{"sku-1": 5}))
+	id := ts.reserve("pct", "sku-1", "r1", "u1").str("reservation_id")
+	encoded := strings.ReplaceAll(id, "~", "%7E")
+	if g := ts.get("/v1/reservations/" + encoded); g.status != http.StatusOK || g.str("reservation_id") != id {
+		t.Fatalf("GET %s: %v", encoded, g)
+	}
+	if g := ts.get("/v1/campaigns/pct/skus/sku%2D1"); g.status != http.StatusOK {
+		t.Fatalf("status with an encoded SKU id: %v", g)
+	}
 }

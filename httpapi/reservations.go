@@ -55,6 +55,9 @@ type requestBody struct {
 type paymentRequest struct {
 	PaymentID string `json:"payment_id"`
 	Amount    *int64 `json:"amount"`
+	// ReservationID must name the reservation of the path when callbacks
+	// are signed, so a signed body cannot be replayed on another one.
+	ReservationID string `json:"reservation_id"`
 }
 
 // stateBody answers pay and cancel.
@@ -136,6 +139,10 @@ func (s *Server) handlePay(ctx *fasthttp.RequestCtx) string {
 	if bad := checkID("payment_id", req.PaymentID); bad != "" {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad))
 	}
+	if len(s.cfg.PaymentSecret) > 0 && req.ReservationID != id {
+		return write(ctx, errorReply(fasthttp.StatusUnauthorized, reasonUnauthorized,
+			"a signed payment body must name the reservation of the path in reservation_id"))
+	}
 	var amount int64
 	if req.Amount != nil {
 		if *req.Amount < 0 {
@@ -189,5 +196,41 @@ func (s *Server) handleCancel(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
 	}
 	s.log.Error("cancel: unexpected outcome", "outcome", reason)
+	return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+}
+
+// releaseBody answers an operator's release.
+type releaseBody struct {
+	ReservationID string `json:"reservation_id"`
+	Outcome       string `json:"outcome"` // RELEASED or ALREADY_RELEASED
+	TokenID       uint32 `json:"token_id"`
+}
+
+// handleRelease is POST /admin/reservations/{id}/release: the token of a
+// CLOSED reservation that still holds it (a campaign with
+// release_on_close=false) goes back to the pool. Idempotent; a paid
+// reservation's token is never released (409 NOT_CLOSABLE), a pending one
+// must be closed first (409 NOT_CLOSED).
+func (s *Server) handleRelease(ctx *fasthttp.RequestCtx) string {
+	id, ok := pathReservation(ctx)
+	if !ok {
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	ectx, cancel := s.engineContext()
+	res, err := s.engine.Release(ectx, id)
+	cancel()
+	if err != nil {
+		return write(ctx, s.engineError("release", err, reservationURL(id)))
+	}
+	reason := res.Outcome.String()
+	switch res.Outcome {
+	case sku.OutcomeReleased, sku.OutcomeAlreadyReleased:
+		return write(ctx, jsonReply(fasthttp.StatusOK, reason, releaseBody{ReservationID: id, Outcome: reason, TokenID: res.Reservation.TokenID}))
+	case sku.OutcomeNotClosable, sku.OutcomeNotClosed:
+		return write(ctx, jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, ReservationID: id}))
+	case sku.OutcomeNotFound:
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	s.log.Error("release: unexpected outcome", "outcome", reason)
 	return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
 }

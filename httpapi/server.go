@@ -225,6 +225,7 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	r.GET("/admin/campaigns/{campaign_id}/skus/{sku_id}/audit", s.route("admin_audit", s.admin(s.handleAudit)))
 	r.GET("/admin/campaigns/{campaign_id}/skus/{sku_id}/refunds", s.route("admin_refunds", s.admin(s.handleRefunds)))
 	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/snapshot", s.route("admin_snapshot", s.admin(s.handleSnapshot)))
+	r.POST("/admin/reservations/{reservation_id}/release", s.route("admin_release", s.admin(s.handleRelease)))
 
 	r.GET("/metrics", s.metricsHandler())
 	r.GET("/healthz", s.route("healthz", s.handleHealthz))

@@ -55,8 +55,8 @@ type statusBody struct {
 	CampaignID string `json:"campaign_id"`
 	SKUID      string `json:"sku_id"`
 	Status     string `json:"status"`
-	StartAt    string `json:"start_at"`
-	EndAt      string `json:"end_at"`
+	StartAt    string `json:"start_at,omitempty"` // unknown while the SKU is unavailable
+	EndAt      string `json:"end_at,omitempty"`
 }
 
 // handleStatus is GET /v1/campaigns/{c}/skus/{s}: the coarse status, with a

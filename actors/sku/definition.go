@@ -85,9 +85,10 @@ func (d Definition) CheckRedefine(next Definition) error {
 }
 
 // ValidID reports whether s is 1-64 characters of [A-Za-z0-9._:-], the
-// alphabet of every id the engine accepts.
+// alphabet of every id the engine accepts, and not "." or "..": campaign
+// and SKU ids name folders of the data dir.
 func ValidID(s string) bool {
-	if len(s) == 0 || len(s) > MaxIDLength {
+	if len(s) == 0 || len(s) > MaxIDLength || s == "." || s == ".." {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -109,7 +110,14 @@ const reservationIDSep = "~"
 // FormatReservationID returns "<campaign>~<sku>~<seq>": a reservation id names
 // its campaign and SKU, so a router finds the owning actor without a table.
 func FormatReservationID(campaignID, skuID string, seq uint32) string {
-	return campaignID + reservationIDSep + skuID + reservationIDSep + strconv.FormatUint(uint64(seq), 10)
+	// One allocation: ids are at most 64 bytes each, seq at most 10 digits.
+	var buf [2*MaxIDLength + 2*len(reservationIDSep) + 10]byte
+	b := append(buf[:0], campaignID...)
+	b = append(b, reservationIDSep...)
+	b = append(b, skuID...)
+	b = append(b, reservationIDSep...)
+	b = strconv.AppendUint(b, uint64(seq), 10)
+	return string(b)
 }
 
 // ErrBadReservationID is returned by ParseReservationID.

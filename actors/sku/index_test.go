@@ -43,3 +43,16 @@ func TestIndexAgainstMap(t *testing.T) {
 		}
 	})
 }
+
+func TestValidIDRefusesDotFolders(t *testing.T) {
+	for _, id := range []string{".", "..", "", "a/b", "a~b", string(make([]byte, MaxIDLength+1))} {
+		if ValidID(id) {
+			t.Errorf("ValidID(%q) = true", id)
+		}
+	}
+	for _, id := range []string{"...", ".a", "a.", "demo", "sku-1", "u:1_2.3"} {
+		if !ValidID(id) {
+			t.Errorf("ValidID(%q) = false", id)
+		}
+	}
+}

@@ -129,6 +129,9 @@ func inspectWAL(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *to != 0 && *from > *to {
+		return usageError("inspect wal: --from %d is after --to %d", *from, *to)
+	}
 	skuDir := skuDirOf(pos[0])
 	log, err := readLog(walDirOf(pos[0]))
 	if err != nil {

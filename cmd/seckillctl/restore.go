@@ -48,6 +48,11 @@ func runRestore(args []string, stdout io.Writer) error {
 	if *untilIndex != 0 && *untilTime != "" {
 		return usageError("restore: give --until-index or --until-time, not both")
 	}
+	untilIndexSet := false
+	fs.Visit(func(f *flag.Flag) { untilIndexSet = untilIndexSet || f.Name == "until-index" })
+	if untilIndexSet && *untilIndex == 0 {
+		return usageError("restore: --until-index must be at least 1 (records start at 1)")
+	}
 	var o loadOptions
 	o.untilIndex = *untilIndex
 	if *untilTime != "" {
