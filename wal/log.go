@@ -32,7 +32,7 @@ type Log struct {
 	mu          sync.Mutex
 	pending     *Batch      // filled by Append; taken whole by the flusher
 	waiters     waiterQueue // bounded by opts.MaxWaiters
-	releasing   bool        // the flusher is calling waiters outside mu
+	releasing   bool        // the releaser is calling waiters outside mu
 	failure     error       // sticky, wraps ErrFailed
 	closing     bool        // Close called: no more Append
 	closed      bool        // flusher gone: Await answers ErrClosed
@@ -40,7 +40,11 @@ type Log struct {
 	workReady   sync.Cond   // flusher waits: pending empty
 	batchSpace  sync.Cond   // Append waits: pending full
 	waiterSpace sync.Cond   // Await waits: waiters full
+	releaseWork sync.Cond   // releaser waits: nothing due
 	flusherDone chan struct{}
+	// releaserDone is closed when the releaser has released every waiter
+	// the flusher made due and stopped (after the flusher).
+	releaserDone chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -99,6 +103,7 @@ func Open(dir string, opts Options) (l *Log, err error) {
 		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
 	}
 	go l.runFlusher()
+	go l.runReleaser()
 	return l, nil
 }
 
@@ -111,10 +116,13 @@ func newLog(dir string, o Options, store Store) *Log {
 		pending:     new(Batch),
 		waiters:     waiterQueue{max: o.MaxWaiters},
 		flusherDone: make(chan struct{}),
+
+		releaserDone: make(chan struct{}),
 	}
 	l.workReady.L = &l.mu
 	l.batchSpace.L = &l.mu
 	l.waiterSpace.L = &l.mu
+	l.releaseWork.L = &l.mu
 	return l
 }
 
@@ -279,6 +287,7 @@ func (l *Log) close() error {
 	l.waiterSpace.Broadcast()
 	l.mu.Unlock()
 	<-l.flusherDone
+	<-l.releaserDone
 
 	l.mu.Lock()
 	failure := l.failure

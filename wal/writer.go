@@ -103,12 +103,12 @@ func (l *Log) awaitErrLocked() error {
 
 // runFlusher is the flusher goroutine: it takes the whole pending batch
 // (Append fills the other buffer meanwhile), writes and fsyncs it, advances
-// DurableIndex, and releases the waiters it covers. It stops after Close
-// once nothing is pending, or after a failure.
+// DurableIndex, and hands the waiters it covers to the releaser, so the
+// next batch is written while the replies of this one are released. It
+// stops after Close once nothing is pending, or after a failure.
 func (l *Log) runFlusher() {
 	defer close(l.flusherDone)
 	batch := new(Batch) // the buffer not being filled
-	var releaseBuffer []waiter
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for {
@@ -131,13 +131,28 @@ func (l *Log) runFlusher() {
 			l.durableIndex.Store(batch.LastIndex())
 		}
 		batch.reset()
-		releaseBuffer = l.releaseLocked(releaseBuffer)
-	}
-	if l.failure != nil {
-		releaseBuffer = l.releaseLocked(releaseBuffer)
+		l.releaseWork.Signal()
 	}
 	l.closed = true
 	l.waiterSpace.Broadcast()
+	l.releaseWork.Signal()
+}
+
+// runReleaser is the releaser goroutine: it calls, in order, the waiters
+// the flusher made due (or all of them with the failure). It stops once the
+// flusher has stopped and nothing due is left.
+func (l *Log) runReleaser() {
+	defer close(l.releaserDone)
+	var buffer []waiter
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		buffer = l.releaseLocked(buffer)
+		if l.closed {
+			return
+		}
+		l.releaseWork.Wait()
+	}
 }
 
 // commit writes one batch and makes it durable. Errors wrap ErrFailed.
@@ -182,12 +197,13 @@ func (l *Log) commit(b *Batch) error {
 // space, at most MaxWaiters long.
 func (l *Log) releaseLocked(buffer []waiter) []waiter {
 	for {
+		// What became durable before a failure is released as durable;
+		// the rest gets the failure.
 		var err error
-		if l.failure != nil {
+		buffer = l.waiters.popThrough(l.durableIndex.Load(), buffer[:0])
+		if len(buffer) == 0 && l.failure != nil {
 			err = l.failure
 			buffer = l.waiters.popAll(buffer[:0])
-		} else {
-			buffer = l.waiters.popThrough(l.durableIndex.Load(), buffer[:0])
 		}
 		if len(buffer) == 0 {
 			l.releasing = false
