@@ -196,7 +196,7 @@ func (e *Engine) spawn(k skuKey) *SKU {
 	h.unavailable.Store(true)
 	cfg := &e.cfg
 	props := actor.PropsFromProducer(func() actor.Actor { return &skuActor{h: h, cfg: cfg} },
-		actor.WithMailbox(actor.UnboundedLockfree()), actor.WithDispatcher(actor.NewDefaultDispatcher(dispatcherThroughput)))
+		actor.WithMailbox(actor.Unbounded()), actor.WithDispatcher(actor.NewDefaultDispatcher(dispatcherThroughput)))
 	h.pid = e.system.Root.Spawn(props)
 	e.mu.Lock()
 	e.skus[k] = h
