@@ -159,13 +159,14 @@ func Open(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// discover lists <dir>/<campaign>/<sku>/wal folders.
-func discover(dir string) ([]skuKey, error) {
+// SKUDirs lists the SKU folders of a data dir: every <dir>/<campaign>/<sku>
+// (valid ids) that holds a wal folder, in name order.
+func SKUDirs(dir string) ([]string, error) {
 	campaigns, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	var keys []skuKey
+	var dirs []string
 	for _, c := range campaigns {
 		if !c.IsDir() || !sku.ValidID(c.Name()) {
 			continue
@@ -175,12 +176,27 @@ func discover(dir string) ([]skuKey, error) {
 			return nil, err
 		}
 		for _, s := range skus {
-			if s.IsDir() && sku.ValidID(s.Name()) {
-				if _, err := os.Stat(filepath.Join(dir, c.Name(), s.Name(), "wal")); err == nil {
-					keys = append(keys, skuKey{c.Name(), s.Name()})
-				}
+			skuDir := filepath.Join(dir, c.Name(), s.Name())
+			if !s.IsDir() || !sku.ValidID(s.Name()) {
+				continue
+			}
+			if st, err := os.Stat(filepath.Join(skuDir, "wal")); err == nil && st.IsDir() {
+				dirs = append(dirs, skuDir)
 			}
 		}
+	}
+	return dirs, nil
+}
+
+// discover lists the SKUs of a data dir.
+func discover(dir string) ([]skuKey, error) {
+	dirs, err := SKUDirs(dir)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]skuKey, len(dirs))
+	for i, d := range dirs {
+		keys[i] = skuKey{filepath.Base(filepath.Dir(d)), filepath.Base(d)}
 	}
 	return keys, nil
 }

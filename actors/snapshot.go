@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -313,23 +310,17 @@ func truncationPoint(starts []uint64, need, first uint64) uint64 {
 	return cut
 }
 
-// segmentStarts returns the first index of every segment file of a
-// tidwall/wal directory (files named by 20 decimal digits), ascending.
+// segmentStarts returns the first index of every segment of a log
+// directory, ascending.
 func segmentStarts(dir string) ([]uint64, error) {
-	entries, err := os.ReadDir(dir)
+	segs, err := wal.Segments(dir)
 	if err != nil {
 		return nil, err
 	}
-	var starts []uint64
-	for _, e := range entries {
-		if len(e.Name()) != 20 || e.IsDir() {
-			continue
-		}
-		if index, err := strconv.ParseUint(e.Name(), 10, 64); err == nil && index > 0 {
-			starts = append(starts, index)
-		}
+	starts := make([]uint64, len(segs))
+	for i, s := range segs {
+		starts[i] = s.FirstIndex
 	}
-	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
 	return starts, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -64,6 +65,36 @@ func listSegments(dir string) ([]segmentFile, error) {
 		}
 	}
 	return files, nil
+}
+
+// Segment is one segment file of a log directory, for readers that parse
+// the files themselves (an operator tool beside a running engine).
+type Segment struct {
+	Path       string
+	FirstIndex uint64 // index of its first entry
+}
+
+// Segments returns the segment files of a log directory that hold its
+// records, in index order: files named by their first index in 20 digits.
+// A ".START" file (a truncation cut short by a crash) replaces the
+// segments before it, as Open would; ".END" files are left out.
+func Segments(dir string) ([]Segment, error) {
+	files, err := listSegments(dir)
+	if err != nil {
+		return nil, err
+	}
+	var segs []Segment
+	for _, f := range files {
+		switch {
+		case f.start:
+			segs = segs[:0] // what precedes a START file is already cut
+		case f.end:
+			continue
+		}
+		segs = append(segs, Segment{Path: segmentPath(dir, f.name), FirstIndex: f.index})
+	}
+	sort.SliceStable(segs, func(i, j int) bool { return segs[i].FirstIndex < segs[j].FirstIndex })
+	return segs, nil
 }
 
 // tailSegment returns the segment that tidwall/wal will append to after its

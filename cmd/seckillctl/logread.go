@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/seckill/seckill/wal"
@@ -19,42 +17,6 @@ import (
 // digits, entries uvarint(len) + frame) and validates every frame with
 // wal.ScanSegment, so it never changes a byte and can run beside the engine.
 
-// segmentFile is one segment of a log directory.
-type segmentFile struct {
-	path  string
-	first uint64
-}
-
-// listSegments returns the segments tidwall/wal would load, in index
-// order. A ".START" file (a truncation cut short by a crash) replaces the
-// segments before it, as tidwall's Open would do.
-func listSegments(dir string) ([]segmentFile, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var segs []segmentFile
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || len(name) < 20 {
-			continue
-		}
-		first, err := strconv.ParseUint(name[:20], 10, 64)
-		if err != nil || first == 0 {
-			continue
-		}
-		switch {
-		case len(name) == 20:
-		case name[20:] == ".START":
-			segs = segs[:0] // what precedes a START file is already cut
-		default:
-			continue
-		}
-		segs = append(segs, segmentFile{path: filepath.Join(dir, name), first: first})
-	}
-	sort.SliceStable(segs, func(i, j int) bool { return segs[i].first < segs[j].first })
-	return segs, nil
-}
 
 // logInfo describes a log as read.
 type logInfo struct {
@@ -98,31 +60,31 @@ func readLog(dir string) (*logData, error) {
 }
 
 func readLogOnce(dir string) (*logData, error) {
-	segs, err := listSegments(dir)
+	segs, err := wal.Segments(dir)
 	if err != nil {
 		return nil, err
 	}
 	if len(segs) == 0 {
 		return nil, fmt.Errorf("%s: no log segment files (is it a SKU's wal directory?)", dir)
 	}
-	l := &logData{info: logInfo{Dir: dir, FirstIndex: segs[0].first, Segments: len(segs)}}
-	expected := segs[0].first
+	l := &logData{info: logInfo{Dir: dir, FirstIndex: segs[0].FirstIndex, Segments: len(segs)}}
+	expected := segs[0].FirstIndex
 	for i, s := range segs {
-		if s.first != expected {
-			return nil, fmt.Errorf("%w: %s starts at index %d, the previous segment ends at %d", errLogCorrupt, s.path, s.first, expected-1)
+		if s.FirstIndex != expected {
+			return nil, fmt.Errorf("%w: %s starts at index %d, the previous segment ends at %d", errLogCorrupt, s.Path, s.FirstIndex, expected-1)
 		}
-		data, err := os.ReadFile(s.path)
+		data, err := os.ReadFile(s.Path)
 		if err != nil {
 			return nil, err
 		}
-		valid, last, scanErr := wal.ScanSegment(data, s.first)
+		valid, last, scanErr := wal.ScanSegment(data, s.FirstIndex)
 		if scanErr != nil {
 			if !errors.Is(scanErr, wal.ErrTornTail) || i != len(segs)-1 {
-				return nil, fmt.Errorf("%w: %s: %v", errLogCorrupt, s.path, scanErr)
+				return nil, fmt.Errorf("%w: %s: %v", errLogCorrupt, s.Path, scanErr)
 			}
 			l.info.TornTailBytes, l.info.TornTail = len(data)-valid, strings.TrimPrefix(scanErr.Error(), "wal: torn tail: ")
 		}
-		l.segs = append(l.segs, segmentData{first: s.first, data: data[:valid]})
+		l.segs = append(l.segs, segmentData{first: s.FirstIndex, data: data[:valid]})
 		expected = last + 1
 	}
 	l.info.LastIndex = expected - 1
@@ -194,7 +156,7 @@ func skuDirOf(dir string) string {
 		if _, err := os.Stat(filepath.Join(dir, "..", "snapshots")); err == nil {
 			return filepath.Dir(dir)
 		}
-		if segs, err := listSegments(dir); err == nil && len(segs) > 0 {
+		if segs, err := wal.Segments(dir); err == nil && len(segs) > 0 {
 			return filepath.Dir(dir)
 		}
 	}

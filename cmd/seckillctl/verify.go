@@ -7,9 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 
-	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/actors"
 )
 
 // verifyJSON is verify's report on one SKU.
@@ -113,28 +112,12 @@ func skuDirs(dir string) ([]string, error) {
 	if st, err := os.Stat(filepath.Join(skuDir, "wal")); err == nil && st.IsDir() {
 		return []string{skuDir}, nil
 	}
-	campaigns, err := os.ReadDir(dir)
+	dirs, err := actors.SKUDirs(dir)
 	if err != nil {
 		return nil, err
-	}
-	var dirs []string
-	for _, c := range campaigns {
-		if !c.IsDir() || !sku.ValidID(c.Name()) {
-			continue
-		}
-		skus, err := os.ReadDir(filepath.Join(dir, c.Name()))
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range skus {
-			if _, err := os.Stat(filepath.Join(dir, c.Name(), s.Name(), "wal")); err == nil && s.IsDir() {
-				dirs = append(dirs, filepath.Join(dir, c.Name(), s.Name()))
-			}
-		}
 	}
 	if len(dirs) == 0 {
 		return nil, errors.New(dir + ": no SKU here (want <data-dir>, <data-dir>/<campaign>/<sku> or its wal directory)")
 	}
-	sort.Strings(dirs)
 	return dirs, nil
 }
