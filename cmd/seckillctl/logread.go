@@ -17,7 +17,6 @@ import (
 // digits, entries uvarint(len) + frame) and validates every frame with
 // wal.ScanSegment, so it never changes a byte and can run beside the engine.
 
-
 // logInfo describes a log as read.
 type logInfo struct {
 	Dir        string `json:"dir"`
