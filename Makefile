@@ -36,7 +36,8 @@ bench:
 
 ## bench-engine: the engine's own benchmarks (durable and no-sync reserve, replay, heap per reservation).
 bench-engine:
-	$(GO) test -run XXX -bench 'Reserve(Durable|NoSync)' -benchtime 3s -cpu 2,3 -timeout 30m ./actors/
+	$(GO) test -run XXX -bench 'Reserve(Durable|NoSync)/callers=1$$' -benchtime 20000x -timeout 30m ./actors/
+	$(GO) test -run XXX -bench 'Reserve(Durable|NoSync)/callers=(256|4096)' -benchtime 1000000x -cpu 2,3 -timeout 30m ./actors/
 	$(GO) test -run XXX -bench 'Replay|HeapPerReservation|Snapshot|StartWith' -benchtime 1x -timeout 30m ./actors/
 	$(GO) test -run XXX -bench . -benchtime 1x -timeout 30m ./snapshot/
 	$(GO) test -run XXX -bench . -timeout 30m ./wal/
