@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"time"
 
@@ -126,7 +127,12 @@ func (a *skuActor) handle(ctx actor.Context, c *call) {
 	now := a.cfg.Clock().UnixMilli()
 	out := a.out[:0]
 	m := a.m
-	switch c.kind {
+	kind := c.kind
+	if c.tag != "" && !m.ValidTag(c.seq, c.tag) {
+		kind = 0 // a wrong tag names no reservation: answered below as NOT_FOUND
+		c.result = sku.Result{Outcome: sku.OutcomeNotFound}
+	}
+	switch kind {
 	case callReserve:
 		c.result, out = m.Reserve(now, c.requestID, c.userID, out)
 		if !c.result.Duplicate && decided(c.result.Outcome) {
@@ -143,7 +149,14 @@ func (a *skuActor) handle(ctx actor.Context, c *call) {
 	case callResume:
 		c.outcome, out = m.Resume(now, out)
 	case callDefine:
-		c.outcome, out, c.err = m.Define(now, c.def, out)
+		d := c.def
+		if m.Defined() {
+			d.IDKey = m.Definition().IDKey // the key never changes
+		} else if _, err := io.ReadFull(a.cfg.Rand, d.IDKey[:]); err != nil {
+			c.err = fmt.Errorf("drawing the reservation id key: %w", err)
+			break
+		}
+		c.outcome, out, c.err = m.Define(now, d, out)
 		a.sizeFilter()
 	case callGet:
 		c.result.Reservation, c.found = m.Get(c.seq)
@@ -157,7 +170,7 @@ func (a *skuActor) handle(ctx actor.Context, c *call) {
 		c.hash = m.Hash()
 	}
 	a.out = out
-	kind := c.kind
+	kind = c.kind
 	a.persist(c, out) // c belongs to its caller again from here on
 	a.cfg.metrics.observeCall(kind, time.Since(start))
 }

@@ -39,6 +39,7 @@ type call struct {
 	// arguments
 	requestID, userID, paymentID string
 	seq                          uint32
+	tag                          string // of the reservation id: checked by the SKU
 	amount                       int64
 	reason                       sku.CloseReason
 	def                          sku.Definition

@@ -46,12 +46,12 @@ func (e *Engine) run(ctx context.Context, campaignID, skuID string, c *call) (*c
 
 // runReservation routes a call by reservation id.
 func (e *Engine) runReservation(ctx context.Context, reservationID string, c *call) (*call, error) {
-	campaignID, skuID, seq, err := sku.ParseReservationID(reservationID)
+	campaignID, skuID, seq, tag, err := sku.ParseReservationID(reservationID)
 	if err != nil {
 		c.free()
 		return nil, err
 	}
-	c.seq = seq
+	c.seq, c.tag = seq, tag
 	return e.run(ctx, campaignID, skuID, c)
 }
 

@@ -12,8 +12,10 @@ package actors
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -53,6 +55,9 @@ type Config struct {
 	Clock func() time.Time
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Rand is the source of each SKU's reservation id key, drawn at its
+	// first definition (default crypto/rand.Reader; tests fix it).
+	Rand io.Reader
 	// Registerer receives the engine's metrics (nil: none registered).
 	Registerer prometheus.Registerer
 	// ExpiryInterval is the period of the expiry timer (default 100ms).
@@ -85,6 +90,9 @@ func (c *Config) fill() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Reader
 	}
 	if c.ExpiryInterval <= 0 {
 		c.ExpiryInterval = 100 * time.Millisecond

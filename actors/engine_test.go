@@ -24,6 +24,17 @@ const t0 = 1_700_000_000_000 // ms
 // quiet drops the engine's log lines in tests and benchmarks.
 var quiet = slog.New(slog.DiscardHandler)
 
+// fixedRand gives every SKU the same reservation id key, so that two
+// engines fed the same commands reach the same state (and hash).
+type fixedRand struct{}
+
+func (fixedRand) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(i)
+	}
+	return len(p), nil
+}
+
 func testDef(limit uint32) sku.Definition {
 	return sku.Definition{CampaignID: "c1", SKUID: "s1", StartAt: t0, EndAt: t0 + 86_400_000,
 		PaymentWindowMs: 60_000, SaleLimit: limit, ReleaseOnClose: true}
@@ -324,7 +335,8 @@ func TestUnknownAndInvalid(t *testing.T) {
 	if _, err := e.Get(ctxT(t), "garbage"); !errors.Is(err, sku.ErrBadReservationID) {
 		t.Fatalf("bad reservation id: %v", err)
 	}
-	if _, err := e.Get(ctxT(t), sku.FormatReservationID("c1", "s1", 99)); !errors.Is(err, ErrNotFound) {
+	key := e.SKU("c1", "s1").Stats().Definition.IDKey
+	if _, err := e.Get(ctxT(t), sku.FormatReservationID("c1", "s1", 99, key)); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing reservation: %v", err)
 	}
 	bad := d
@@ -339,5 +351,28 @@ func TestUnknownAndInvalid(t *testing.T) {
 	}
 	if c := mustAudit(t, e).Counts; c.SaleLimit != 50 || c.Available != 50 {
 		t.Fatalf("after raise: %+v", c)
+	}
+	// A reservation id is a capability: the right seq with another tag
+	// names nothing, for reads and for commands.
+	res, err := e.Reserve(ctxT(t), "c1", "s1", "r-tag", "u-tag")
+	if err != nil || res.Outcome != sku.OutcomeAccepted {
+		t.Fatalf("reserve: %v %v", res.Outcome, err)
+	}
+	_, _, seq, _, _ := sku.ParseReservationID(res.Reservation.ReservationID)
+	forged := sku.FormatReservationID("c1", "s1", seq, [16]byte{1})
+	if _, err := e.Get(ctxT(t), forged); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("get with a forged tag: %v", err)
+	}
+	for _, cmd := range []func() (sku.Result, error){
+		func() (sku.Result, error) { return e.Pay(ctxT(t), forged, "p-forged", 1) },
+		func() (sku.Result, error) { return e.Cancel(ctxT(t), forged) },
+		func() (sku.Result, error) { return e.Release(ctxT(t), forged) },
+	} {
+		if r, err := cmd(); err != nil || r.Outcome != sku.OutcomeNotFound {
+			t.Fatalf("command with a forged tag: %v %v", r.Outcome, err)
+		}
+	}
+	if v, err := e.Get(ctxT(t), res.Reservation.ReservationID); err != nil || v.State != sku.StatePendingPayment {
+		t.Fatalf("the real id after forged attempts: %+v %v", v, err)
 	}
 }

@@ -55,13 +55,14 @@ func BenchmarkSnapshotPause1M(b *testing.B) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			key := e.SKU("bench", "million").Stats().Definition.IDKey
 			rng := rand.New(rand.NewPCG(uint64(g), 1))
 			for !stop.Load() {
 				start := time.Now()
 				var err error
 				if i := next.Add(1); i%4 == 0 {
 					seq := uint32(rng.IntN(benchSnapshotReservations) + 1)
-					_, err = e.Pay(ctx, sku.FormatReservationID("bench", "million", seq), "pay-"+strconv.FormatInt(i, 36), 100)
+					_, err = e.Pay(ctx, sku.FormatReservationID("bench", "million", seq, key), "pay-"+strconv.FormatInt(i, 36), 100)
 				} else {
 					id := "more-" + strconv.FormatInt(i, 36)
 					_, err = e.Reserve(ctx, "bench", "million", id, id)

@@ -22,7 +22,7 @@ func snapConfig(dir string, clock *fakeClock) Config {
 	if clock.ms.Load() == 0 {
 		clock.Set(t0)
 	}
-	return Config{DataDir: dir, Clock: clock.Now, Logger: quiet, ExpiryInterval: 5 * time.Millisecond,
+	return Config{DataDir: dir, Clock: clock.Now, Logger: quiet, ExpiryInterval: 5 * time.Millisecond, Rand: fixedRand{},
 		SnapshotEvery: 64, SnapshotInterval: -1, WAL: wal.Options{SegmentSize: 4 << 10}}
 }
 
@@ -87,7 +87,7 @@ func TestSnapshotsTruncateAndRestoreSameState(t *testing.T) {
 	clock, plainClock := &fakeClock{}, &fakeClock{}
 	d := testDef(700)
 	e := openWith(t, snapConfig(dir, clock))
-	plainCfg := Config{DataDir: plainDir, Clock: plainClock.Now, Logger: quiet, ExpiryInterval: time.Hour, SnapshotEvery: -1, SnapshotInterval: -1}
+	plainCfg := Config{DataDir: plainDir, Clock: plainClock.Now, Logger: quiet, ExpiryInterval: time.Hour, SnapshotEvery: -1, SnapshotInterval: -1, Rand: fixedRand{}}
 	plainClock.Set(t0)
 	plain := openWith(t, plainCfg)
 	for _, en := range []*Engine{e, plain} {

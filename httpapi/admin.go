@@ -188,7 +188,7 @@ func (s *Server) handleRefunds(ctx *fasthttp.RequestCtx) string {
 	body := refundsBody{CampaignID: campaignID, SKUID: skuID, Refunds: make([]refundBody, 0, len(refunds))}
 	for _, r := range refunds {
 		body.Refunds = append(body.Refunds, refundBody{
-			ReservationID: sku.FormatReservationID(campaignID, skuID, r.ReservationSeq),
+			ReservationID: r.ReservationID,
 			PaymentID:     r.PaymentID,
 			Amount:        r.Amount,
 			At:            formatMillis(r.At),

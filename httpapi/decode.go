@@ -67,7 +67,7 @@ func pathSKU(ctx *fasthttp.RequestCtx) (campaignID, skuID string, ok bool) {
 // is not one sku.FormatReservationID could have made (404).
 func pathReservation(ctx *fasthttp.RequestCtx) (string, bool) {
 	id := pathParam(ctx, "reservation_id")
-	if _, _, _, err := sku.ParseReservationID(id); err != nil {
+	if _, _, _, _, err := sku.ParseReservationID(id); err != nil {
 		return "", false
 	}
 	return id, true

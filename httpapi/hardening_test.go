@@ -170,3 +170,20 @@ func TestPercentEncodedPath(t *testing.T) {
 		t.Fatalf("status with an encoded SKU id: %v", g)
 	}
 }
+
+// A reservation id is a capability: the same sequence number with another
+// tag names nothing, for reads, payments and cancels.
+func TestForgedReservationID(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("cap", "15m", map[string]int{"s": 5}))
+	id := ts.reserve("cap", "s", "r1", "u1").str("reservation_id")
+	forged := id[:strings.LastIndex(id, "~")+1] + "0123456789abcdef"
+	want(t, ts.get("/v1/reservations/"+forged), http.StatusNotFound, "NOT_FOUND")
+	want(t, ts.post("/v1/reservations/"+forged+"/cancel", nil), http.StatusNotFound, "NOT_FOUND")
+	want(t, ts.post("/v1/reservations/"+forged+"/payment", map[string]any{"payment_id": "p1"}), http.StatusNotFound, "NOT_FOUND")
+	want(t, ts.get("/v1/reservations/"+id[:strings.LastIndex(id, "~")]), http.StatusNotFound, "NOT_FOUND") // no tag at all
+	if g := ts.get("/v1/reservations/" + id); g.status != http.StatusOK || g.str("state") != "PENDING_PAYMENT" {
+		t.Fatalf("the real id: %v", g)
+	}
+}

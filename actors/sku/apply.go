@@ -69,8 +69,7 @@ func (m *Machine) applyDefine(r *Record) error {
 	} else if err := r.Def.Validate(); err != nil {
 		return notApply(r, "%v", err)
 	}
-	m.def, m.defined = r.Def, true
-	m.pool.saleLimit = r.Def.SaleLimit
+	m.setDefinition(r.Def)
 	return nil
 }
 

@@ -1,6 +1,10 @@
 package sku
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -34,6 +38,10 @@ type Definition struct {
 	// ReleaseOnClose returns the token of a closed unpaid reservation to the
 	// pool. When false the token stays bound until an operator calls release.
 	ReleaseOnClose bool
+	// IDKey keys the tags that make reservation ids unguessable (see
+	// FormatReservationID). The engine draws it at random when it first
+	// defines the SKU; it never changes.
+	IDKey [16]byte
 }
 
 // ErrInvalidDefinition is wrapped by Validate and by redefinitions that are
@@ -76,6 +84,8 @@ func (d Definition) CheckRedefine(next Definition) error {
 		return fmt.Errorf("%w: payment_window may not change", ErrInvalidDefinition)
 	case next.ReleaseOnClose != d.ReleaseOnClose:
 		return fmt.Errorf("%w: release_on_close may not change", ErrInvalidDefinition)
+	case next.IDKey != d.IDKey && next.IDKey != [16]byte{}: // zero: "keep it"
+		return fmt.Errorf("%w: the reservation id key may not change", ErrInvalidDefinition)
 	case next.EndAt < d.EndAt:
 		return fmt.Errorf("%w: end_at may only be extended", ErrInvalidDefinition)
 	case next.SaleLimit < d.SaleLimit:
@@ -107,36 +117,76 @@ func ValidID(s string) bool {
 // id alphabet and unreserved in URLs (RFC 3986 §2.3), so ids need no escaping.
 const reservationIDSep = "~"
 
-// FormatReservationID returns "<campaign>~<sku>~<seq>": a reservation id names
-// its campaign and SKU, so a router finds the owning actor without a table.
-func FormatReservationID(campaignID, skuID string, seq uint32) string {
+// TagLength is the length of a reservation id's tag: 16 hex digits (64 bits).
+const TagLength = 16
+
+// FormatReservationID returns "<campaign>~<sku>~<seq>~<tag>". A reservation
+// id names its campaign and SKU, so a router finds the owning actor without
+// a table; the tag, keyed by the SKU's secret IDKey, makes it unguessable,
+// so the id works as the capability to read, pay or cancel the reservation
+// (sequence numbers alone could be walked).
+func FormatReservationID(campaignID, skuID string, seq uint32, key [16]byte) string {
+	c, err := aes.NewCipher(key[:])
+	if err != nil {
+		panic(err) // a 16-byte key always makes a cipher
+	}
+	return formatReservationID(campaignID, skuID, seq, c)
+}
+
+func formatReservationID(campaignID, skuID string, seq uint32, c cipher.Block) string {
 	// One allocation: ids are at most 64 bytes each, seq at most 10 digits.
-	var buf [2*MaxIDLength + 2*len(reservationIDSep) + 10]byte
+	var buf [2*MaxIDLength + 3*len(reservationIDSep) + 10 + TagLength]byte
 	b := append(buf[:0], campaignID...)
 	b = append(b, reservationIDSep...)
 	b = append(b, skuID...)
 	b = append(b, reservationIDSep...)
 	b = strconv.AppendUint(b, uint64(seq), 10)
+	b = append(b, reservationIDSep...)
+	tag := reservationTag(c, seq)
+	b = append(b, tag[:]...)
 	return string(b)
+}
+
+// reservationTag is hex of the first 8 bytes of AES_key(seq).
+func reservationTag(c cipher.Block, seq uint32) [TagLength]byte {
+	var block [aes.BlockSize]byte
+	binary.BigEndian.PutUint32(block[:], seq)
+	c.Encrypt(block[:], block[:])
+	var tag [TagLength]byte
+	hex.Encode(tag[:], block[:TagLength/2])
+	return tag
 }
 
 // ErrBadReservationID is returned by ParseReservationID.
 var ErrBadReservationID = errors.New("malformed reservation_id")
 
-// ParseReservationID splits an id made by FormatReservationID. It returns
-// ErrBadReservationID for anything else.
-func ParseReservationID(id string) (campaignID, skuID string, seq uint32, err error) {
-	c, rest, ok := strings.Cut(id, reservationIDSep)
-	if !ok {
-		return "", "", 0, ErrBadReservationID
+// ParseReservationID splits an id made by FormatReservationID. It checks the
+// form only (ErrBadReservationID otherwise): whether the tag is right is for
+// the SKU to say (Machine.ValidTag).
+func ParseReservationID(id string) (campaignID, skuID string, seq uint32, tag string, err error) {
+	parts := strings.Split(id, reservationIDSep)
+	if len(parts) != 4 {
+		return "", "", 0, "", ErrBadReservationID
 	}
-	s, n, ok := strings.Cut(rest, reservationIDSep)
-	if !ok || !ValidID(c) || !ValidID(s) || len(n) == 0 || len(n) > 10 || n[0] == '0' {
-		return "", "", 0, ErrBadReservationID
+	c, s, n, t := parts[0], parts[1], parts[2], parts[3]
+	if !ValidID(c) || !ValidID(s) || len(n) == 0 || len(n) > 10 || n[0] == '0' || !validTag(t) {
+		return "", "", 0, "", ErrBadReservationID
 	}
 	v, perr := strconv.ParseUint(n, 10, 32)
 	if perr != nil || v == 0 || v > MaxReservations {
-		return "", "", 0, ErrBadReservationID
+		return "", "", 0, "", ErrBadReservationID
 	}
-	return c, s, uint32(v), nil
+	return c, s, uint32(v), t, nil
+}
+
+func validTag(t string) bool {
+	if len(t) != TagLength {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -14,12 +14,18 @@
 // owns it.
 package sku
 
-import "fmt"
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/subtle"
+	"fmt"
+)
 
 // Machine is one SKU's state. The zero value is an undefined SKU; its first
 // record must be RecordDefine.
 type Machine struct {
 	def     Definition
+	idTags  cipher.Block // from def.IDKey: the tags of reservation ids
 	defined bool
 	paused  bool
 	// lastAt is the latest decision time applied (ms). Decisions use
@@ -52,6 +58,7 @@ type Machine struct {
 // Refund is a payment received for a reservation that was already closed.
 type Refund struct {
 	ReservationSeq uint32
+	ReservationID  string // filled by Machine.Refunds
 	PaymentID      string
 	Amount         int64 // minor units
 	At             int64 // ms
@@ -114,7 +121,32 @@ func (m *Machine) Counts() Counts {
 
 // Refunds returns a copy of the payments that need a refund, in log order.
 func (m *Machine) Refunds() []Refund {
-	return append([]Refund(nil), m.refunds...)
+	out := append([]Refund(nil), m.refunds...)
+	for i := range out {
+		out[i].ReservationID = formatReservationID(m.def.CampaignID, m.def.SKUID, out[i].ReservationSeq, m.idTags)
+	}
+	return out
+}
+
+// ValidTag reports whether tag is the tag of reservation seq's id, in
+// constant time: an id with a wrong tag names no reservation.
+func (m *Machine) ValidTag(seq uint32, tag string) bool {
+	if m.idTags == nil {
+		return false
+	}
+	want := reservationTag(m.idTags, seq)
+	return len(tag) == len(want) && subtle.ConstantTimeCompare(want[:], []byte(tag)) == 1
+}
+
+// setDefinition installs d and what derives from it.
+func (m *Machine) setDefinition(d Definition) {
+	m.def, m.defined = d, true
+	m.pool.saleLimit = d.SaleLimit
+	c, err := aes.NewCipher(d.IDKey[:])
+	if err != nil {
+		panic(err) // a 16-byte key always makes a cipher
+	}
+	m.idTags = c
 }
 
 // Get returns a copy of reservation seq.
@@ -145,7 +177,7 @@ func (m *Machine) Lookup(requestID string) (Result, bool) {
 
 func (m *Machine) view(seq uint32, r *reservation) View {
 	v := View{
-		ReservationID:  FormatReservationID(m.def.CampaignID, m.def.SKUID, seq),
+		ReservationID:  formatReservationID(m.def.CampaignID, m.def.SKUID, seq, m.idTags),
 		RequestID:      m.table.requestID(r),
 		UserID:         m.table.userID(r),
 		TokenID:        r.token,

@@ -68,6 +68,7 @@ func (r *Record) AppendPayload(dst []byte) []byte {
 		dst = binary.AppendVarint(dst, d.PaymentWindowMs)
 		dst = binary.AppendUvarint(dst, uint64(d.SaleLimit))
 		dst = appendBool(dst, d.ReleaseOnClose)
+		dst = append(dst, d.IDKey[:]...)
 	case RecordReserved:
 		dst = binary.AppendUvarint(dst, uint64(r.Seq))
 		dst = binary.AppendUvarint(dst, uint64(r.Token))
@@ -108,6 +109,7 @@ func DecodeRecord(typ RecordType, payload []byte) (Record, error) {
 		r.Def.PaymentWindowMs = d.varint()
 		r.Def.SaleLimit = d.uint32()
 		r.Def.ReleaseOnClose = d.bool()
+		r.Def.IDKey = d.key()
 	case RecordReserved:
 		r.Seq = d.uint32()
 		r.Token = d.uint32()
@@ -206,6 +208,19 @@ func (d *decoder) byte() byte {
 	v := d.b[0]
 	d.b = d.b[1:]
 	return v
+}
+
+func (d *decoder) key() (k [16]byte) {
+	if d.err != nil {
+		return k
+	}
+	if len(d.b) < len(k) {
+		d.err = errShort
+		return k
+	}
+	copy(k[:], d.b)
+	d.b = d.b[len(k):]
+	return k
 }
 
 func (d *decoder) bool() bool {

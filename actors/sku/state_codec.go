@@ -97,7 +97,8 @@ func appendDefinition(b []byte, d *Definition) []byte {
 	b = binary.AppendVarint(b, d.EndAt)
 	b = binary.AppendVarint(b, d.PaymentWindowMs)
 	b = binary.AppendUvarint(b, uint64(d.SaleLimit))
-	return appendBool(b, d.ReleaseOnClose)
+	b = appendBool(b, d.ReleaseOnClose)
+	return append(b, d.IDKey[:]...)
 }
 
 func appendRow(b []byte, t *table, r *reservation, prevCreated int64) []byte {
@@ -224,6 +225,7 @@ func (s *stateDecoder) decode() {
 	d.StartAt, d.EndAt, d.PaymentWindowMs = s.varint(), s.varint(), s.varint()
 	d.SaleLimit = s.uint32()
 	d.ReleaseOnClose = s.bool()
+	d.IDKey = s.key()
 	m.defined, m.paused, m.lastAt = s.bool(), s.bool(), s.varint()
 	if s.err != nil {
 		return
@@ -237,7 +239,9 @@ func (s *stateDecoder) decode() {
 		s.fail("an undefined SKU with a definition or a pause")
 		return
 	}
-	m.pool.saleLimit = d.SaleLimit
+	if m.defined {
+		m.setDefinition(*d)
+	}
 	handedOut := s.uint32()
 	if s.err == nil && handedOut > d.SaleLimit {
 		s.fail("%d tokens handed out beyond sale_limit %d", handedOut, d.SaleLimit)

@@ -47,11 +47,11 @@ type recordJSON struct {
 	Definition    *definitionJSON `json:"definition,omitempty"`
 }
 
-func recordOf(index uint64, r *sku.Record, campaignID, skuID string) recordJSON {
+func recordOf(index uint64, r *sku.Record, campaignID, skuID string, key [16]byte) recordJSON {
 	j := recordJSON{Index: index, Type: r.Type.String(), At: formatMillis(r.At), AtMs: r.At,
 		Token: r.Token, ExpireAt: formatMillis(r.ExpireAt), RequestID: r.RequestID, UserID: r.UserID, PaymentID: r.PaymentID}
 	if r.Seq != 0 {
-		j.ReservationID = sku.FormatReservationID(campaignID, skuID, r.Seq)
+		j.ReservationID = sku.FormatReservationID(campaignID, skuID, r.Seq, key)
 	}
 	switch r.Type {
 	case sku.RecordDefine:
@@ -105,7 +105,7 @@ func (f *recordFilter) match(r *sku.Record) bool {
 func (f *recordFilter) learn(m *sku.Machine) {
 	if f.requestID != "" {
 		if res, ok := m.Lookup(f.requestID); ok && res.Reservation.ReservationID != "" {
-			if _, _, seq, err := sku.ParseReservationID(res.Reservation.ReservationID); err == nil && res.Outcome == sku.OutcomeAccepted {
+			if _, _, seq, _, err := sku.ParseReservationID(res.Reservation.ReservationID); err == nil && res.Outcome == sku.OutcomeAccepted {
 				f.seqs[seq] = true
 			}
 		}
@@ -146,12 +146,25 @@ func inspectWAL(args []string, stdout io.Writer) error {
 	}
 	// The newest snapshot names the SKU and knows what the log may no
 	// longer hold.
+	// The reservation ids' key is in the SKU's definition: the snapshot's,
+	// or the log's first DEFINE record.
+	var key [16]byte
 	if loaded, _, _ := snapshot.LoadNewest(filepath.Join(skuDir, "snapshots"), nil); loaded != nil {
 		campaignID, skuID = loaded.Header.CampaignID, loaded.Header.SKUID
+		key = loaded.Machine.Definition().IDKey
 		if filter.userID != "" || filter.requestID != "" {
 			filter.learn(loaded.Machine)
 		}
 	}
+	_ = log.scan(1, func(_ uint64, typ byte, payload []byte) error {
+		if sku.RecordType(typ) != sku.RecordDefine {
+			return nil
+		}
+		if r, err := sku.DecodeRecord(sku.RecordDefine, payload); err == nil {
+			key = r.Def.IDKey
+		}
+		return errStop
+	})
 	out := bufio.NewWriter(stdout)
 	enc := json.NewEncoder(out)
 	err = log.scan(max(*from, 1), func(index uint64, typ byte, payload []byte) error {
@@ -163,12 +176,12 @@ func inspectWAL(args []string, stdout io.Writer) error {
 			return fmt.Errorf("record %d: %w", index, err)
 		}
 		if r.Type == sku.RecordDefine {
-			campaignID, skuID = r.Def.CampaignID, r.Def.SKUID
+			campaignID, skuID, key = r.Def.CampaignID, r.Def.SKUID, r.Def.IDKey
 		}
 		if filter.active() && !filter.match(&r) {
 			return nil
 		}
-		return enc.Encode(recordOf(index, &r, campaignID, skuID))
+		return enc.Encode(recordOf(index, &r, campaignID, skuID, key))
 	})
 	if ferr := out.Flush(); err == nil {
 		err = ferr
@@ -176,10 +189,10 @@ func inspectWAL(args []string, stdout io.Writer) error {
 	return err
 }
 
-// parseReservation takes a reservation id (campaign~sku~seq) or a bare
+// parseReservation takes a reservation id (campaign~sku~seq~tag) or a bare
 // sequence number.
 func parseReservation(s string) (uint32, error) {
-	if _, _, seq, err := sku.ParseReservationID(s); err == nil {
+	if _, _, seq, _, err := sku.ParseReservationID(s); err == nil {
 		return seq, nil
 	}
 	seq, err := strconv.ParseUint(s, 10, 32)

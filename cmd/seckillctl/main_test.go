@@ -50,7 +50,11 @@ type fixture struct {
 	snapIndex       uint64
 	lastIndex       uint64
 	hash            [32]byte
+	key             [16]byte // the SKU's reservation id key
 }
+
+// id returns the reservation id of seq in the fixture's SKU.
+func (f *fixture) id(seq uint32) string { return sku.FormatReservationID("c1", "s1", seq, f.key) }
 
 var quiet = slog.New(slog.DiscardHandler)
 
@@ -75,6 +79,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	must(e.Define(ctx, sku.Definition{CampaignID: "c1", SKUID: "s1", StartAt: t0, EndAt: t0 + 86_400_000,
 		PaymentWindowMs: 60_000, SaleLimit: 40, ReleaseOnClose: true}))
+	f.key = e.SKU("c1", "s1").Stats().Definition.IDKey
 	phase := func(from, to int) {
 		for i := from; i < to; i++ {
 			now.Add(10)
@@ -100,7 +105,7 @@ func newFixture(t *testing.T) *fixture {
 	info, err := e.Snapshot(ctx, "c1", "s1")
 	must(err)
 	f.snapIndex = info.Index
-	_, err = e.Cancel(ctx, "c1~s1~1") // made before the snapshot, closed after it
+	_, err = e.Cancel(ctx, f.id(1)) // made before the snapshot, closed after it
 	must(err)
 	phase(30, 60)
 	f.hash, err = e.StateHash(ctx, "c1", "s1")
@@ -138,16 +143,16 @@ func TestInspectWAL(t *testing.T) {
 	}
 	// The same from the wal dir, and fields in a fixed order.
 	out := wantCode(t, 0, "inspect", "wal", filepath.Join(f.skuDir, "wal"), "--from", "2", "--to", "2")
-	if !strings.HasPrefix(out, `{"index":2,"type":"RESERVED","at":"2023-11-14T22:13:20.010Z","at_ms":1700000000010,"reservation_id":"c1~s1~1","token_id":1,`) {
+	if !strings.HasPrefix(out, `{"index":2,"type":"RESERVED","at":"2023-11-14T22:13:20.010Z","at_ms":1700000000010,"reservation_id":"`+f.id(1)+`","token_id":1,`) {
 		t.Fatalf("record 2: %s", out)
 	}
 	// Every record of reservation 3 (paid? i=2: cancelled then refunded).
-	for _, id := range []string{"c1~s1~3", "3"} {
+	for _, id := range []string{f.id(3), "3"} {
 		got := records(t, wantCode(t, 0, "inspect", "wal", f.skuDir, "--reservation", id))
 		var types []string
 		for _, r := range got {
 			types = append(types, r["type"].(string))
-			if r["reservation_id"] != "c1~s1~3" {
+			if r["reservation_id"] != f.id(3) {
 				t.Fatalf("record of another reservation: %v", r)
 			}
 		}
@@ -194,7 +199,7 @@ func TestInspectWALAfterTruncation(t *testing.T) {
 	for _, filter := range [][]string{{"--request", "req-0"}, {"--user", "user-0"}, {"--reservation", "1"}} {
 		var closed bool
 		for _, r := range records(t, wantCode(t, 0, append([]string{"inspect", "wal", f.skuDir}, filter...)...)) {
-			closed = closed || r["type"] == "CLOSED" && r["reservation_id"] == "c1~s1~1"
+			closed = closed || r["type"] == "CLOSED" && r["reservation_id"] == f.id(1)
 		}
 		if !closed {
 			t.Fatalf("inspect wal %v: the CLOSED record of c1~s1~1 is missing", filter)
@@ -385,7 +390,7 @@ func TestExport(t *testing.T) {
 		t.Fatalf("%d rows for %d reservations; header %v", len(rows), n, rows[0])
 	}
 	// Reservation 3 was cancelled and then paid late: a refund mark.
-	if r := rows[3]; r[0] != "c1~s1~3" || r[4] != "CLOSED" || r[5] != "CANCELLED" || r[13] != "true" || r[14] != "late-2" {
+	if r := rows[3]; r[0] != f.id(3) || r[4] != "CLOSED" || r[5] != "CANCELLED" || r[13] != "true" || r[14] != "late-2" {
 		t.Fatalf("row of reservation 3: %v", r)
 	}
 	lines := records(t, wantCode(t, 0, "export", f.skuDir, "--format", "jsonl"))
