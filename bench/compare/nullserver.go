@@ -84,9 +84,8 @@ type NullTarget struct {
 	workDir  string
 	maxConns int
 	timeout  time.Duration
-	dir      string
-	process  *serverProcess
-	client   *bench.Client
+	serverHome
+	client *bench.Client
 }
 
 // NewNullTarget returns the target.
@@ -139,26 +138,10 @@ func (t *NullTarget) Audit(ctx context.Context, sku SKURef) (Audit, error) {
 	return Audit{Checked: false, Detail: "no state (ceiling only)"}, nil
 }
 
-// ServerCPU reads the null server's CPU time from /proc.
-func (t *NullTarget) ServerCPU() (time.Duration, bool) {
-	if t.process == nil {
-		return 0, false
-	}
-	cpu, err := treeCPU(t.process.pid())
-	return cpu, err == nil
-}
-
 // Close stops the null server.
 func (t *NullTarget) Close() error {
-	var err error
 	if t.client != nil {
 		t.client.CloseIdle()
 	}
-	if t.process != nil {
-		err = t.process.stop(syscall.SIGTERM)
-	}
-	if t.dir != "" {
-		_ = os.RemoveAll(t.dir)
-	}
-	return err
+	return t.shutdown(syscall.SIGTERM)
 }

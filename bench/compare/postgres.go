@@ -39,9 +39,8 @@ type PostgresOptions struct {
 // and the design's reservation transaction.
 type PostgresTarget struct {
 	options PostgresOptions
-	dir     string
-	process *serverProcess
-	pool    *pgxpool.Pool
+	serverHome
+	pool *pgxpool.Pool
 }
 
 // NewPostgresTarget returns the target; Start creates and starts the cluster.
@@ -344,27 +343,11 @@ WHERE r.campaign_id = $1 AND r.sku_id = $2`, sku.CampaignID, sku.SKUID).Scan(&re
 	return audit, nil
 }
 
-// ServerCPU sums the postmaster's and its backends' CPU time from /proc.
-func (t *PostgresTarget) ServerCPU() (time.Duration, bool) {
-	if t.process == nil {
-		return 0, false
-	}
-	cpu, err := treeCPU(t.process.pid())
-	return cpu, err == nil
-}
-
 // Close closes the pool, stops the cluster (SIGINT: fast shutdown) and
 // removes its directory.
 func (t *PostgresTarget) Close() error {
-	var err error
 	if t.pool != nil {
 		t.pool.Close()
 	}
-	if t.process != nil {
-		err = t.process.stop(syscall.SIGINT)
-	}
-	if t.dir != "" {
-		_ = os.RemoveAll(t.dir)
-	}
-	return err
+	return t.shutdown(syscall.SIGINT)
 }

@@ -160,3 +160,31 @@ func unavailable(format string, args ...any) error {
 
 // isUnavailable reports whether err skips a target.
 func isUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
+
+// serverHome is what every target that runs a server process holds: the
+// process and its private directory.
+type serverHome struct {
+	dir     string
+	process *serverProcess
+}
+
+// ServerCPU sums the server's CPU time, its children's included, from /proc.
+func (h *serverHome) ServerCPU() (time.Duration, bool) {
+	if h.process == nil {
+		return 0, false
+	}
+	cpu, err := treeCPU(h.process.pid())
+	return cpu, err == nil
+}
+
+// shutdown stops the process with sig and removes the directory.
+func (h *serverHome) shutdown(sig syscall.Signal) error {
+	var err error
+	if h.process != nil {
+		err = h.process.stop(sig)
+	}
+	if h.dir != "" {
+		_ = os.RemoveAll(h.dir)
+	}
+	return err
+}

@@ -37,10 +37,9 @@ type RedisOptions struct {
 // clients calling the design's Lua script directly.
 type RedisTarget struct {
 	options RedisOptions
-	dir     string
-	process *serverProcess
-	client  *redis.Client
-	script  *redis.Script
+	serverHome
+	client *redis.Client
+	script *redis.Script
 }
 
 // NewRedisTarget returns the target; Start launches the server.
@@ -178,26 +177,10 @@ func (t *RedisTarget) Audit(ctx context.Context, sku SKURef) (Audit, error) {
 	return audit, nil
 }
 
-// ServerCPU reads the server's CPU time from /proc.
-func (t *RedisTarget) ServerCPU() (time.Duration, bool) {
-	if t.process == nil {
-		return 0, false
-	}
-	cpu, err := treeCPU(t.process.pid())
-	return cpu, err == nil
-}
-
 // Close stops the server (SIGTERM: it flushes the AOF) and removes its directory.
 func (t *RedisTarget) Close() error {
-	var err error
 	if t.client != nil {
 		_ = t.client.Close()
 	}
-	if t.process != nil {
-		err = t.process.stop(syscall.SIGTERM)
-	}
-	if t.dir != "" {
-		_ = os.RemoveAll(t.dir)
-	}
-	return err
+	return t.shutdown(syscall.SIGTERM)
 }

@@ -30,9 +30,8 @@ type SeckilldOptions struct {
 type SeckilldTarget struct {
 	options SeckilldOptions
 	token   string
-	dir     string
-	process *serverProcess
-	client  *bench.Client
+	serverHome
+	client *bench.Client
 }
 
 // NewSeckilldTarget returns the target; Start launches the server.
@@ -129,26 +128,10 @@ func auditFromReport(sku SKURef, report bench.AuditReport) Audit {
 	return audit
 }
 
-// ServerCPU reads the server's CPU time from /proc.
-func (t *SeckilldTarget) ServerCPU() (time.Duration, bool) {
-	if t.process == nil {
-		return 0, false
-	}
-	cpu, err := treeCPU(t.process.pid())
-	return cpu, err == nil
-}
-
 // Close stops the server and removes its directory.
 func (t *SeckilldTarget) Close() error {
-	var err error
 	if t.client != nil {
 		t.client.CloseIdle()
 	}
-	if t.process != nil {
-		err = t.process.stop(syscall.SIGTERM)
-	}
-	if t.dir != "" {
-		_ = os.RemoveAll(t.dir)
-	}
-	return err
+	return t.shutdown(syscall.SIGTERM)
 }
