@@ -1,91 +1,24 @@
 package httpapi_test
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seckill/seckill/cmd/seckilld/seckilldtest"
 )
 
-// daemon is a seckilld child process.
-type daemon struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	base   string
-	token  string
-	stderr *bytes.Buffer
-	exited chan error
-}
-
 // startDaemon runs the binary on dir with a random port and waits until it
-// is ready. The admin token is passed through the environment
-// (SECKILL_ADMIN_TOKEN), the rest as flags.
-func startDaemon(t *testing.T, bin, dir string) *daemon {
+// is ready; the admin token comes through the environment.
+func startDaemon(t *testing.T, bin, dir string) *seckilldtest.Daemon {
 	t.Helper()
-	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--data-dir", dir, "--log-level", "warn")
-	cmd.Env = append(os.Environ(), "SECKILL_ADMIN_TOKEN="+testToken)
-	d := &daemon{t: t, cmd: cmd, token: testToken, stderr: &bytes.Buffer{}, exited: make(chan error, 1)}
-	cmd.Stderr = &lockedWriter{w: d.stderr}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(out)
-	addr := make(chan string, 1)
-	go func() {
-		for lines.Scan() {
-			if a, ok := strings.CutPrefix(lines.Text(), "seckilld listening on "); ok {
-				addr <- a
-			}
-		}
-	}()
-	go func() { d.exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			<-d.exited
-		}
-		if t.Failed() {
-			t.Logf("seckilld stderr:\n%s", d.stderr)
-		}
-	})
-	select {
-	case d.base = <-addr:
-	case err := <-d.exited:
-		t.Fatalf("seckilld exited at start: %v\n%s", err, d.stderr)
-	case <-time.After(20 * time.Second):
-		t.Fatalf("seckilld did not start:\n%s", d.stderr)
-	}
-	eventually(t, 10*time.Second, "readyz", func() bool {
-		r, err := try(http.MethodGet, d.base+"/readyz", nil, nil)
-		return err == nil && r.status == http.StatusOK
-	})
-	return d
-}
-
-// lockedWriter serialises writes to a buffer shared with the test.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	return seckilldtest.Start(t, bin, dir, []string{"SECKILL_ADMIN_TOKEN=" + testToken})
 }
 
 // accepted is one 202 a client saw.
@@ -170,36 +103,28 @@ func TestDaemonCrashAndShutdown(t *testing.T) {
 		t.Skip("builds and runs the seckilld binary")
 	}
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "seckilld")
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, "github.com/seckill/seckill/cmd/seckilld")...)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := seckilldtest.Build(t, raceEnabled)
 	dir := t.TempDir()
 	var all []accepted
 
 	// 1. SIGTERM under load: exit status 0, every 202 durable.
 	d := startDaemon(t, bin, dir)
-	first := d.get("/v1/campaigns/demo/skus/sku-1")
+	first := call(t, http.MethodGet, d.Base+"/v1/campaigns/demo/skus/sku-1", nil, nil)
 	if first.str("status") != "OPEN" {
 		t.Fatalf("demo campaign: %v", first)
 	}
 	var count atomic.Int64
 	stop := make(chan struct{})
 	seenc := make(chan []accepted)
-	go func() { seenc <- load(d.base, "term", 8, stop, &count) }()
+	go func() { seenc <- load(d.Base, "term", 8, stop, &count) }()
 	eventually(t, 10*time.Second, "load", func() bool { return count.Load() >= 100 })
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-d.exited:
+	case err := <-d.Exited:
 		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v\n%s", err, d.stderr)
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, d.Stderr())
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("seckilld did not exit after SIGTERM")
@@ -209,18 +134,18 @@ func TestDaemonCrashAndShutdown(t *testing.T) {
 
 	// 2. SIGKILL under load on the same data dir.
 	d = startDaemon(t, bin, dir)
-	if again := d.get("/v1/campaigns/demo/skus/sku-1"); again.str("start_at") != first.str("start_at") {
+	if again := call(t, http.MethodGet, d.Base+"/v1/campaigns/demo/skus/sku-1", nil, nil); again.str("start_at") != first.str("start_at") {
 		t.Fatalf("demo campaign redefined on restart: %v, first %v", again, first)
 	}
-	verify(t, d.base, all)
+	verify(t, d.Base, all)
 	count.Store(0)
 	stop = make(chan struct{})
-	go func() { seenc <- load(d.base, "kill", 8, stop, &count) }()
+	go func() { seenc <- load(d.Base, "kill", 8, stop, &count) }()
 	eventually(t, 10*time.Second, "load", func() bool { return count.Load() >= 200 })
-	if err := d.cmd.Process.Kill(); err != nil {
+	if err := d.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-d.exited; err == nil || !isKilled(err) {
+	if err := <-d.Exited; err == nil || !isKilled(err) {
 		t.Fatalf("exit after SIGKILL: %v", err)
 	}
 	close(stop)
@@ -228,18 +153,14 @@ func TestDaemonCrashAndShutdown(t *testing.T) {
 
 	// 3. Everything acknowledged is there after the crash.
 	d = startDaemon(t, bin, dir)
-	verify(t, d.base, all)
-	a := call(t, http.MethodGet, d.base+"/admin/campaigns/demo/skus/sku-1/audit", nil, map[string]string{"Authorization": "Bearer " + d.token})
+	verify(t, d.Base, all)
+	a := call(t, http.MethodGet, d.Base+"/admin/campaigns/demo/skus/sku-1/audit", nil, map[string]string{"Authorization": "Bearer " + testToken})
 	// A reserve made durable just before the kill may never have reached
 	// its client: at most one per worker.
 	if n := num(a, "reservations"); a.status != http.StatusOK || a.body["invariant_ok"] != true || n < len(all) || n > len(all)+8 {
 		t.Fatalf("audit after crash (%d acknowledged): %v", len(all), a)
 	}
 	t.Logf("%d acknowledged reservations survived a SIGTERM and a SIGKILL", len(all))
-}
-
-func (d *daemon) get(path string) response {
-	return call(d.t, http.MethodGet, d.base+path, nil, nil)
 }
 
 func isKilled(err error) bool {

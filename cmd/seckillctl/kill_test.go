@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -12,112 +11,24 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seckill/seckill/cmd/seckilld/seckilldtest"
 )
 
 const killToken = "kill-loop-token"
 
-// daemon is a seckilld child process.
-type daemon struct {
-	cmd    *exec.Cmd
-	base   string
-	stderr *lockedBuffer
-	exited chan error
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// buildDaemon builds ./cmd/seckilld (with -race when the tests have it).
-func buildDaemon(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "seckilld")
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	out, err := exec.Command("go", append(args, "github.com/seckill/seckill/cmd/seckilld")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // startDaemon runs seckilld on dir with a small snapshot cadence, given as
 // SECKILL_SNAPSHOT_* (each flag can also be set from the environment), and
 // waits until it is ready.
-func startDaemon(t *testing.T, bin, dir string) *daemon {
+func startDaemon(t *testing.T, bin, dir string) *seckilldtest.Daemon {
 	t.Helper()
-	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--data-dir", dir, "--log-level", "warn")
-	cmd.Env = append(os.Environ(), "SECKILL_ADMIN_TOKEN="+killToken,
-		"SECKILL_SNAPSHOT_EVERY=300", "SECKILL_SNAPSHOT_INTERVAL=200ms", "SECKILL_SNAPSHOT_KEEP=2")
-	d := &daemon{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
-	cmd.Stderr = d.stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	addr := make(chan string, 1)
-	go func() {
-		lines := bufio.NewScanner(out)
-		for lines.Scan() {
-			if a, ok := strings.CutPrefix(lines.Text(), "seckilld listening on "); ok {
-				addr <- a
-			}
-		}
-	}()
-	go func() { d.exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			<-d.exited
-		}
-		if t.Failed() {
-			t.Logf("seckilld stderr:\n%s", d.stderr)
-		}
-	})
-	select {
-	case d.base = <-addr:
-	case err := <-d.exited:
-		t.Fatalf("seckilld exited at start: %v\n%s", err, d.stderr)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("seckilld did not start:\n%s", d.stderr)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if resp, err := http.Get(d.base + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return d
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("seckilld not ready:\n%s", d.stderr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return seckilldtest.Start(t, bin, dir, []string{"SECKILL_ADMIN_TOKEN=" + killToken,
+		"SECKILL_SNAPSHOT_EVERY=300", "SECKILL_SNAPSHOT_INTERVAL=200ms", "SECKILL_SNAPSHOT_KEEP=2"})
 }
 
 // ack is one reservation a client saw accepted (202), and whether it saw
@@ -242,21 +153,21 @@ func TestKillLoopWithSnapshots(t *testing.T) {
 		}
 		cycles = n
 	}
-	bin := buildDaemon(t)
+	bin := seckilldtest.Build(t, raceEnabled)
 	dir := t.TempDir()
 	skuDir := filepath.Join(dir, "demo", "sku-1")
 	var all []ack
 	snapshots, logFirst := 0, uint64(0)
 	for cycle := 0; cycle < cycles; cycle++ {
 		d := startDaemon(t, bin, dir)
-		checkAcks(t, d.base, all)
+		checkAcks(t, d.Base, all)
 		if t.Failed() {
 			return
 		}
 		var accepted atomic.Int64
 		stop := make(chan struct{})
 		acks := make(chan []ack)
-		go func() { acks <- load(d.base, fmt.Sprintf("c%d", cycle), stop, &accepted) }()
+		go func() { acks <- load(d.Base, fmt.Sprintf("c%d", cycle), stop, &accepted) }()
 		// Once the 10,000 demo tokens are gone (cancels return half of
 		// them), the load is SOLD_OUT answers: wait a bounded time.
 		deadline := time.Now().Add(2 * time.Second)
@@ -265,13 +176,13 @@ func TestKillLoopWithSnapshots(t *testing.T) {
 		}
 		// Online: a snapshot through the admin route, and verify beside the
 		// running engine (read-only; a torn tail being written is fine).
-		wantCode(t, 0, "snapshot", "--server", d.base, "--admin-token", killToken, "--campaign", "demo", "--sku", "sku-1")
+		wantCode(t, 0, "snapshot", "--server", d.Base, "--admin-token", killToken, "--campaign", "demo", "--sku", "sku-1")
 		wantCode(t, 0, "verify", skuDir)
 		time.Sleep(300 * time.Millisecond)
-		if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		if err := d.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-d.exited; !isKilled(err) {
+		if err := <-d.Exited; !isKilled(err) {
 			t.Fatalf("exit after SIGKILL: %v", err)
 		}
 		close(stop)
@@ -287,7 +198,7 @@ func TestKillLoopWithSnapshots(t *testing.T) {
 		}
 	}
 	d := startDaemon(t, bin, dir)
-	checkAcks(t, d.base, all)
+	checkAcks(t, d.Base, all)
 	t.Logf("%d cycles: %d acknowledged reservations survived; %d snapshots kept, the log starts at record %d",
 		cycles, len(all), snapshots, logFirst)
 }
