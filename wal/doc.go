@@ -44,11 +44,12 @@
 // One flusher goroutine per Log takes the whole pending batch, writes it with
 // one Store.WriteBatch, fsyncs it with one Store.Sync, fsyncs the directory
 // if the write created a segment file, advances DurableIndex, and only then
-// releases the waiters it covers, in order. Meanwhile Append fills the other
-// of two batch buffers, so batches grow as long as an fsync takes.
+// hands the waiters it covers to the releaser goroutine, which calls them in
+// order while the flusher writes the next batch. Meanwhile Append fills the
+// other of two batch buffers, so batches grow as long as an fsync takes.
 //
-// A write, fsync or truncation error is sticky (ErrFailed): every queued and
-// future waiter gets it, Append refuses, and nothing more is acknowledged
+// A write, fsync or truncation error is sticky (ErrFailed): every waiter of
+// a record not yet durable, and every future waiter, gets it, Append refuses, and nothing more is acknowledged
 // until the log is reopened, as PostgreSQL does after a failed fsync.
 //
 // # Bounds
@@ -57,7 +58,7 @@
 //     (one larger frame alone); two buffers, so at most twice that in memory;
 //     Append blocks while the pending one is full.
 //   - waiters: Options.MaxWaiters registered and unreleased; Await blocks
-//     while full. The flusher's release scratch space is as large.
+//     while full. The releaser's scratch space is as large.
 //   - frames: MaxFrameSize bytes; a length read from disk above it is damage.
 //   - recovery scan: linear in the tail segment size (each offset is tried
 //     once; the magic and an index bound skip the CRC at almost all of them).
