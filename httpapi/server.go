@@ -36,6 +36,9 @@ const (
 	DefaultWriteTimeout = 5 * time.Second
 	// DefaultIdleTimeout closes keep-alive connections idle that long.
 	DefaultIdleTimeout = 60 * time.Second
+	// DefaultMaxConnections bounds the connections served at once; more are
+	// answered 503 and closed (fasthttp's Server.Concurrency).
+	DefaultMaxConnections = 16 << 10
 	// DefaultStatusMaxAge is the Cache-Control max-age of a SKU status that
 	// can change any moment.
 	DefaultStatusMaxAge = time.Second
@@ -68,6 +71,9 @@ type Config struct {
 	DedupCacheSize int
 	// MaxRequestBodySize caps request bodies, in bytes.
 	MaxRequestBodySize int
+	// MaxConnections bounds the connections served at once; keep it below
+	// the process's file descriptor limit.
+	MaxConnections int
 	// ReadTimeout, WriteTimeout and IdleTimeout are the connection timeouts.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// StatusMaxAge and FinalStatusMaxAge are the Cache-Control max-age of
@@ -103,6 +109,9 @@ func (c *Config) fill() error {
 	}
 	if c.DedupCacheSize <= 0 {
 		c.DedupCacheSize = DefaultDedupCacheSize
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = DefaultMaxConnections
 	}
 	if c.MaxRequestBodySize <= 0 {
 		c.MaxRequestBodySize = DefaultMaxRequestBodySize
@@ -191,6 +200,7 @@ func New(cfg Config) (*Server, error) {
 		MaxRequestBodySize:    cfg.MaxRequestBodySize,
 		NoDefaultServerHeader: true,
 		CloseOnShutdown:       true,
+		Concurrency:           cfg.MaxConnections,
 		Logger:                fasthttpLogger{cfg.Logger},
 	}
 	return s, nil
@@ -284,8 +294,13 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 
 // Serve accepts connections on ln until Shutdown. It returns nil after
 // Shutdown.
+//
+// Accept errors from descriptor or buffer exhaustion are waited out, not
+// returned (see sheddingListener).
 func (s *Server) Serve(ln net.Listener) error {
-	return s.http.Serve(ln)
+	return s.http.Serve(sheddingListener{Listener: ln, onShed: func(err error) {
+		s.log.Warn("accept failed for lack of resources; waiting", "err", err)
+	}})
 }
 
 // Shutdown stops accepting connections, closes idle ones and waits for the

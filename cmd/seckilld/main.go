@@ -110,12 +110,13 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 	}
 
 	srv, err := httpapi.New(httpapi.Config{
-		Engine:        engine,
-		AdminToken:    token,
-		PaymentSecret: []byte(opts.paymentSecret),
-		MaxQueueWait:  opts.maxQueueWait,
-		Logger:        log,
-		Registry:      reg,
+		MaxConnections: maxConnections(log),
+		Engine:         engine,
+		AdminToken:     token,
+		PaymentSecret:  []byte(opts.paymentSecret),
+		MaxQueueWait:   opts.maxQueueWait,
+		Logger:         log,
+		Registry:       reg,
 	})
 	if err != nil {
 		return err
@@ -179,4 +180,28 @@ func randomToken() (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b), nil
+}
+
+// maxConnections raises the soft limit of open files to the hard one and
+// keeps 1,024 descriptors (and a quarter) for the logs, snapshots and
+// listeners: connections beyond the rest are shed with a 503.
+func maxConnections(log *slog.Logger) int {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return httpapi.DefaultMaxConnections
+	}
+	if lim.Cur < lim.Max {
+		raised := lim
+		raised.Cur = lim.Max
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised); err == nil {
+			lim = raised
+		}
+	}
+	n := int(min(lim.Cur, 1<<20))
+	n = min(n*3/4, n-1024)
+	if n < 64 {
+		log.Warn("few file descriptors: serving at most 64 connections", "open_files_limit", lim.Cur)
+		n = 64
+	}
+	return min(n, httpapi.DefaultMaxConnections*4)
 }
