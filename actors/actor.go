@@ -212,6 +212,7 @@ func (a *skuActor) expire(ctx actor.Context) {
 	if a.failed != nil || !a.m.Defined() {
 		return
 	}
+	a.sizeFilter() // grow the request filter before it fills
 	now := a.cfg.Clock().UnixMilli()
 	out := a.m.Expire(now, a.cfg.ExpiryBatch, a.out[:0])
 	a.out = out
@@ -229,7 +230,7 @@ func (a *skuActor) expire(ctx actor.Context) {
 // decided reports whether a reserve outcome is recorded against its
 // request_id (and so must be repeated to a retry).
 func decided(o sku.Outcome) bool {
-	return o == sku.OutcomeAccepted || o == sku.OutcomeSoldOut || o == sku.OutcomeAlreadyPurchased
+	return o == sku.OutcomeAccepted || o == sku.OutcomeSoldOut
 }
 
 // sizeFilter (re)builds the request filter when the SKU may now decide

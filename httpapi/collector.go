@@ -31,7 +31,7 @@ func newSKUCollector(e Engine, g *gates) *skuCollector {
 		tokens:       desc("seckill_sku_tokens", "Tokens by state (available, reserved, confirmed), as of the last durable record.", "state"),
 		reservations: desc("seckill_sku_reservations", "Reservations by state, as of the last durable record.", "state"),
 		refunds:      desc("seckill_sku_refunds_required", "Payments received after close that must be refunded (REFUND_REQUIRED)."),
-		rejected:     desc("seckill_sku_durable_rejections", "Reserves durably rejected (SOLD_OUT, ALREADY_PURCHASED)."),
+		rejected:     desc("seckill_sku_durable_rejections", "Reserves durably rejected (SOLD_OUT decided by the actor)."),
 		paused:       desc("seckill_sku_paused", "1 while admission is paused."),
 		unavailable:  desc("seckill_sku_unavailable", "1 while the SKU is not recovered or its log failed."),
 		inFlight:     desc("seckill_sku_admission_permits_in_flight", "Reserves admitted to the SKU actor and not yet answered."),

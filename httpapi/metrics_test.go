@@ -19,6 +19,11 @@ func TestMetrics(t *testing.T) {
 	ts.post("/v1/reservations/"+id+"/payment", `{"payment_id":"p1"}`) // PAID
 	ts.post("/v1/reservations/"+id+"/payment", `{"payment_id":"p2"}`) // PAYMENT_CONFLICT
 
+	refunds := ts.admin(http.MethodGet, "/admin/campaigns/met/skus/s/refunds", nil)
+	if !strings.Contains(string(refunds.raw), `"payment_id":"p2"`) || strings.Contains(string(refunds.raw), `"payment_id":"p1"`) {
+		t.Fatalf("the conflicting payment is not listed for refund (or the paying one is): %s", refunds.raw)
+	}
+
 	m := ts.get("/metrics")
 	if m.status != http.StatusOK {
 		t.Fatalf("/metrics: %d", m.status)
@@ -38,7 +43,7 @@ func TestMetrics(t *testing.T) {
 		`seckill_sku_reservations{campaign_id="met",sku_id="s",state="PAID"} 1`,
 		`seckill_sku_tokens{campaign_id="met",sku_id="s",state="confirmed"} 1`,
 		`seckill_sku_tokens{campaign_id="met",sku_id="s",state="available"} 0`,
-		`seckill_sku_refunds_required{campaign_id="met",sku_id="s"} 0`,
+		`seckill_sku_refunds_required{campaign_id="met",sku_id="s"} 1`, // p2, the conflicting payment
 		`seckill_sku_admission_permits_in_flight{campaign_id="met",sku_id="s"} 0`,
 		`seckill_wal_fsync_seconds_bucket`,
 		`seckill_actor_processing_seconds_bucket`,

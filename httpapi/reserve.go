@@ -170,7 +170,8 @@ func (s *Server) lead(handle *actors.SKU, campaignID, skuID, requestID, userID s
 
 // reserveReply encodes the engine's answer to a reserve. final is set for
 // answers the engine made durable for this request_id, which a repeat of
-// it always gets: ACCEPTED, SOLD_OUT, ALREADY_PURCHASED.
+// it always gets: ACCEPTED and SOLD_OUT. ALREADY_PURCHASED is not final: it
+// holds while the user's purchase is live.
 func (s *Server) reserveReply(res sku.Result) (rep reply, final bool) {
 	reason := res.Outcome.String()
 	switch res.Outcome {
@@ -190,7 +191,7 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, final bool) {
 	case sku.OutcomeSoldOut:
 		return errorReply(fasthttp.StatusConflict, reason, ""), true
 	case sku.OutcomeAlreadyPurchased:
-		return jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, ReservationID: res.Reservation.ReservationID}), true
+		return jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, ReservationID: res.Reservation.ReservationID}), false
 	case sku.OutcomeRequestIDReused:
 		return errorReply(fasthttp.StatusUnprocessableEntity, reason, ""), false
 	case sku.OutcomeNotStarted, sku.OutcomeEnded:

@@ -121,10 +121,6 @@ func (m *Machine) applyRejected(r *Record) error {
 		if m.pool.next() != 0 || r.Seq != 0 {
 			return notApply(r, "SOLD_OUT with %d tokens available", m.pool.available())
 		}
-	case OutcomeAlreadyPurchased:
-		if seq, ok := m.live.get(r.UserID); !ok || seq != r.Seq {
-			return notApply(r, "ALREADY_PURCHASED but user's live reservation is %d", seq)
-		}
 	default:
 		return notApply(r, "outcome %s is not recorded", r.Outcome)
 	}
@@ -181,10 +177,12 @@ func (m *Machine) applyRefund(r *Record) error {
 	switch {
 	case res == nil:
 		return notApply(r, "no reservation %d", r.Seq)
-	case res.state != StateClosed:
-		return notApply(r, "reservation %d is %s, not CLOSED", r.Seq, res.state)
+	case res.state == StatePendingPayment:
+		return notApply(r, "reservation %d is %s: nothing to refund", r.Seq, res.state)
 	case !ValidID(r.PaymentID):
 		return notApply(r, "invalid payment id")
+	case res.state == StatePaid && m.table.extra(res).paymentID == r.PaymentID:
+		return notApply(r, "payment %q paid reservation %d: not a refund", r.PaymentID, r.Seq)
 	case m.table.hasRefund(res, r.PaymentID):
 		return notApply(r, "payment %q already recorded", r.PaymentID)
 	}

@@ -31,9 +31,10 @@ func (m *Machine) Define(now int64, d Definition, out []Record) (Outcome, []Reco
 // Reserve binds a token to a new reservation for userID, once per
 // request_id. A repeat of a decided request_id answers the original result
 // with Duplicate set; the same request_id from another user answers
-// REQUEST_ID_REUSED. SOLD_OUT and ALREADY_PURCHASED are recorded, so a
-// request_id keeps its answer; NOT_STARTED, ENDED and PAUSED are not (they
-// change with time).
+// REQUEST_ID_REUSED. SOLD_OUT is recorded, so a request_id keeps its
+// answer; ALREADY_PURCHASED, NOT_STARTED, ENDED and PAUSED are not: they
+// change with time, and a user with a live purchase clicking again must
+// not make the log (and the rejection table) grow.
 func (m *Machine) Reserve(now int64, requestID, userID string, out []Record) (Result, []Record) {
 	if !m.defined {
 		return Result{Outcome: OutcomeNotFound}, out
@@ -61,8 +62,6 @@ func (m *Machine) Reserve(now int64, requestID, userID string, out []Record) (Re
 		if r := m.table.get(seq); r.state == StatePendingPayment && at >= r.expireAt {
 			out = m.closeExpired(at, seq, out) // judged by expire_at, not by the timer
 		} else {
-			out = m.emit(Record{Type: RecordRejected, At: at, Outcome: OutcomeAlreadyPurchased,
-				Seq: seq, RequestID: requestID, UserID: userID}, out)
 			return Result{Outcome: OutcomeAlreadyPurchased, Reservation: m.view(seq, r)}, out
 		}
 	}
@@ -93,7 +92,8 @@ func (m *Machine) requestUser(requestID string) string {
 }
 
 // Pay records payment paymentID for reservation seq. Before expire_at it
-// moves PENDING_PAYMENT -> PAID. At or after expire_at, or once closed, the
+// moves PENDING_PAYMENT -> PAID; another payment_id on a PAID reservation
+// answers PAYMENT_CONFLICT and is recorded for refund. At or after expire_at, or once closed, the
 // reservation stays (or becomes) CLOSED, its token is released exactly once,
 // and the payment is recorded as REFUND_REQUIRED: a late payment never
 // resurrects an order.
@@ -110,6 +110,11 @@ func (m *Machine) Pay(now int64, seq uint32, paymentID string, amount int64, out
 	case StatePaid:
 		if m.table.extra(r).paymentID == paymentID {
 			return m.result(OutcomeAlreadyPaid, seq), out
+		}
+		// A second payment for a paid order is money to give back: record
+		// it for refund (once per payment_id), answer PAYMENT_CONFLICT.
+		if !m.table.hasRefund(r, paymentID) {
+			out = m.emit(Record{Type: RecordRefundRequired, At: at, Seq: seq, PaymentID: paymentID, Amount: amount}, out)
 		}
 		return m.result(OutcomePaymentConflict, seq), out
 	case StatePendingPayment:

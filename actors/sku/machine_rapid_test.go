@@ -73,8 +73,7 @@ func (md *model) reserve(req, user string) Outcome {
 		if r.state == StatePendingPayment && r.expireAt <= md.now {
 			md.closeRes(seq, ReasonExpired)
 		} else {
-			md.reqs[req] = modelReq{user, OutcomeAlreadyPurchased}
-			return OutcomeAlreadyPurchased
+			return OutcomeAlreadyPurchased // not recorded: it holds while the purchase is live
 		}
 	}
 	if md.avail == 0 {
@@ -100,6 +99,13 @@ func (md *model) pay(seq int, payment string) Outcome {
 	case StatePaid:
 		if r.payment == payment {
 			return OutcomeAlreadyPaid
+		}
+		if r.refunds == nil {
+			r.refunds = map[string]bool{}
+		}
+		if !r.refunds[payment] { // a second payment: recorded for refund
+			r.refunds[payment] = true
+			md.refunds++
 		}
 		return OutcomePaymentConflict
 	case StatePendingPayment:

@@ -15,7 +15,7 @@ type RecordType uint8
 const (
 	RecordDefine         RecordType = 1 // first record of a SKU log, and every allowed redefinition
 	RecordReserved       RecordType = 2 // a token bound to a new PENDING_PAYMENT reservation
-	RecordRejected       RecordType = 3 // a reserve durably refused (SOLD_OUT, ALREADY_PURCHASED)
+	RecordRejected       RecordType = 3 // a reserve durably refused: SOLD_OUT
 	RecordPaid           RecordType = 4 // PENDING_PAYMENT -> PAID, token RESERVED -> CONFIRMED
 	RecordClosed         RecordType = 5 // PENDING_PAYMENT -> CLOSED, token released if Release
 	RecordRefundRequired RecordType = 6 // a payment for a closed reservation, to be refunded

@@ -409,7 +409,6 @@ func (s *stateDecoder) rejectionsAndRefunds() {
 		case !ValidID(rj.requestID) || !ValidID(rj.userID):
 			s.fail("rejection %d: invalid request or user id", i+1)
 		case rj.outcome == OutcomeSoldOut && rj.seq == 0:
-		case rj.outcome == OutcomeAlreadyPurchased && rj.seq >= 1 && rj.seq <= m.table.count:
 		default:
 			s.fail("rejection %d: outcome %s for reservation %d", i+1, rj.outcome, rj.seq)
 		}
