@@ -183,6 +183,38 @@ func DefineCampaigns(ctx context.Context, e Engine, cs []Campaign) error {
 	return nil
 }
 
+// ApplyCampaignFile defines the campaigns of a campaign file at start-up,
+// like DefineCampaigns, except that a SKU whose current definition is an
+// allowed extension of the file's (an operator has since raised sale_limit
+// or extended end_at through the admin API) keeps its larger definition: a
+// restart with the same file must not fail. It returns the SKUs it kept.
+func ApplyCampaignFile(ctx context.Context, e Engine, cs []Campaign) (kept []string, err error) {
+	var apply []Campaign
+	for _, c := range cs {
+		defs, err := c.Definitions()
+		if err != nil {
+			return nil, fmt.Errorf("campaign %q: %w", c.CampaignID, err)
+		}
+		rest := c
+		rest.SKUs = nil
+		for i, d := range defs {
+			if h := e.SKU(d.CampaignID, d.SKUID); h != nil {
+				cur := h.Stats().Definition
+				d.IDKey = cur.IDKey
+				if cur != d && d.CheckRedefine(cur) == nil {
+					kept = append(kept, d.CampaignID+"/"+d.SKUID)
+					continue
+				}
+			}
+			rest.SKUs = append(rest.SKUs, c.SKUs[i])
+		}
+		if len(rest.SKUs) > 0 {
+			apply = append(apply, rest)
+		}
+	}
+	return kept, DefineCampaigns(ctx, e, apply)
+}
+
 // checkRedefinitions refuses, before anything is applied, a definition the
 // engine would refuse for a SKU it already has (the rule itself is
 // sku.Definition.CheckRedefine).

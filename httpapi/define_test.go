@@ -59,3 +59,38 @@ func TestDefineCampaignsAndDemo(t *testing.T) {
 		t.Fatalf("second EnsureDemo redefined: %v %v", defined, err)
 	}
 }
+
+// A campaign file applied again after an operator raised a SKU through
+// the admin API keeps the larger definition instead of failing the start.
+func TestApplyCampaignFileKeepsLargerDefinitions(t *testing.T) {
+	t.Parallel()
+	eng, err := actors.Open(actors.Config{DataDir: t.TempDir(), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ctx := context.Background()
+	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	file := []httpapi.Campaign{{CampaignID: "f", StartAt: start, EndAt: start.Add(time.Hour),
+		SKUs: []httpapi.CampaignSKU{{SKUID: "a", SaleLimit: 5}, {SKUID: "b", SaleLimit: 5}}}}
+	if _, err := httpapi.ApplyCampaignFile(ctx, eng, file); err != nil {
+		t.Fatal(err)
+	}
+	raised := []httpapi.Campaign{{CampaignID: "f", StartAt: start, EndAt: start.Add(2 * time.Hour),
+		SKUs: []httpapi.CampaignSKU{{SKUID: "a", SaleLimit: 9}}}}
+	if err := httpapi.DefineCampaigns(ctx, eng, raised); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := httpapi.ApplyCampaignFile(ctx, eng, file) // the restart
+	if err != nil || len(kept) != 1 || kept[0] != "f/a" {
+		t.Fatalf("restart with the file: kept %v, %v", kept, err)
+	}
+	if got := eng.SKU("f", "a").Stats().Definition.SaleLimit; got != 9 {
+		t.Fatalf("sale_limit after the restart: %d, want the raised 9", got)
+	}
+	moved := file
+	moved[0].StartAt = start.Add(time.Minute)
+	if _, err := httpapi.ApplyCampaignFile(ctx, eng, moved); !errors.Is(err, sku.ErrInvalidDefinition) {
+		t.Fatalf("a file that moves start_at: %v", err)
+	}
+}

@@ -167,8 +167,12 @@ func defineCampaigns(e *actors.Engine, path string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if err := httpapi.DefineCampaigns(ctx, e, cs); err != nil {
-		return err
+	kept, err := httpapi.ApplyCampaignFile(ctx, e, cs)
+	if err != nil {
+		return fmt.Errorf("campaign file %s: %w", path, err)
+	}
+	if len(kept) > 0 {
+		log.Info("SKUs extended since through the admin API keep their larger definition", "skus", kept)
 	}
 	log.Info("campaigns defined", "file", path, "campaigns", len(cs))
 	return nil
