@@ -77,6 +77,8 @@ func loadState(skuDir string, o loadOptions) (*state, error) {
 			h, err = checkFile(f.Path)
 		}
 		switch {
+		case errors.Is(err, os.ErrNotExist):
+			s.Status = "removed while reading (pruned by the engine)"
 		case err != nil:
 			s.Status, s.corrupt = corruptStatus(err), true
 		case h.Index != f.Index:

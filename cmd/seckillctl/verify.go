@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/seckill/seckill/actors"
 )
@@ -69,7 +70,24 @@ func runVerify(args []string, stdout io.Writer) error {
 	return nil
 }
 
+// verifyAttempts bounds the reads of one SKU: beside a running engine a
+// snapshot can be pruned, and the log truncated, between two reads.
+const verifyAttempts = 4
+
+// verifySKU verifies one SKU dir, reading it again when the engine changed
+// it underneath (a file gone, the log truncated past what was listed).
 func verifySKU(dir string) (verifyJSON, error) {
+	for attempt := 1; ; attempt++ {
+		report, err := verifySKUOnce(dir)
+		moved := errors.Is(err, errNoBase) || errors.Is(err, os.ErrNotExist)
+		if !moved || attempt == verifyAttempts {
+			return report, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func verifySKUOnce(dir string) (verifyJSON, error) {
 	report := verifyJSON{Dir: dir, CampaignID: filepath.Base(filepath.Dir(dir)), SKUID: filepath.Base(dir)}
 	st, err := loadState(dir, loadOptions{verify: true})
 	if err != nil {
