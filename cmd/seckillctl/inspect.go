@@ -140,7 +140,7 @@ func inspectWAL(args []string, stdout io.Writer) error {
 	campaignID, skuID := filepath.Base(filepath.Dir(skuDir)), filepath.Base(skuDir)
 	filter := recordFilter{userID: *user, requestID: *request, seqs: map[uint32]bool{}}
 	if *reservation != "" {
-		if filter.seq, err = parseReservation(*reservation); err != nil {
+		if filter.seq, err = parseReservation(*reservation, campaignID, skuID); err != nil {
 			return usageError("--reservation: %v", err)
 		}
 	}
@@ -189,10 +189,13 @@ func inspectWAL(args []string, stdout io.Writer) error {
 	return err
 }
 
-// parseReservation takes a reservation id (campaign~sku~seq~tag) or a bare
-// sequence number.
-func parseReservation(s string) (uint32, error) {
-	if _, _, seq, _, err := sku.ParseReservationID(s); err == nil {
+// parseReservation takes a reservation id (campaign~sku~seq~tag) of the
+// SKU campaignID/skuID, or a bare sequence number.
+func parseReservation(s, campaignID, skuID string) (uint32, error) {
+	if c, k, seq, _, err := sku.ParseReservationID(s); err == nil {
+		if c != campaignID || k != skuID {
+			return 0, fmt.Errorf("%q is a reservation of %s/%s, not of %s/%s", s, c, k, campaignID, skuID)
+		}
 		return seq, nil
 	}
 	seq, err := strconv.ParseUint(s, 10, 32)
