@@ -376,3 +376,42 @@ func TestUnknownAndInvalid(t *testing.T) {
 		t.Fatalf("the real id after forged attempts: %+v %v", v, err)
 	}
 }
+
+// A panic in the actor makes protoactor's supervisor restart it; the new
+// incarnation rebuilds the SKU from its log and goes on answering.
+func TestActorRestartAfterPanicRecoversFromDisk(t *testing.T) {
+	d := testDef(10)
+	e := openTest(t, t.TempDir(), &fakeClock{}, &d)
+	var ids []string
+	for i := 0; i < 3; i++ {
+		res, err := e.Reserve(ctxT(t), "c1", "s1", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i))
+		if err != nil || res.Outcome != sku.OutcomeAccepted {
+			t.Fatalf("reserve: %v %v", res.Outcome, err)
+		}
+		ids = append(ids, res.Reservation.ReservationID)
+	}
+	before := mustAudit(t, e).Counts
+	// A call of an unknown kind is a programming error: the actor panics
+	// on it (after answering, when it counts it in its metrics).
+	h := e.SKU("c1", "s1")
+	bad := &call{kind: callKind(200), done: make(chan struct{}, 1), enqueuedAt: monoNow()}
+	h.queued.Add(1)
+	e.system.Root.Send(h.pid, bad)
+	<-bad.done
+	res, err := e.Reserve(ctxT(t), "c1", "s1", "after", "u-after")
+	if err != nil || res.Outcome != sku.OutcomeAccepted {
+		t.Fatalf("reserve after the restart: %v %v", res.Outcome, err)
+	}
+	if n := h.WALStats().Records; n != 1 {
+		t.Fatalf("%d records appended since the log was opened: want 1, the log reopened by the restart", n)
+	}
+	after := mustAudit(t, e).Counts
+	if after.Reservations != before.Reservations+1 || after.Available != before.Available-1 {
+		t.Fatalf("counts before %+v, after the restart %+v", before, after)
+	}
+	for _, id := range ids {
+		if v, err := e.Get(ctxT(t), id); err != nil || v.State != sku.StatePendingPayment {
+			t.Fatalf("%s after the restart: %+v %v", id, v, err)
+		}
+	}
+}
