@@ -42,7 +42,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "seckill-bench: %v\n", err)
 		return ExitUsage
 	}
-	config.Progress, config.Terminal = progressOutput(paths.progress, stderr)
+	config.Progress, config.Terminal = ProgressOutput(paths.progress, stderr)
 	result, err := Run(ctx, config)
 	if err != nil {
 		fmt.Fprintf(stderr, "seckill-bench: %v\n", err)
@@ -93,9 +93,11 @@ type outputPaths struct {
 	progress string
 }
 
-// progressOutput decides where and how progress is printed: "auto" redraws
-// a line on a terminal and prints plain lines otherwise.
-func progressOutput(mode string, stderr io.Writer) (io.Writer, bool) {
+// ProgressOutput decides where and how progress is printed for a
+// --progress mode: "auto" redraws a line on a terminal and prints plain
+// lines otherwise, "tty" always redraws, "plain" never does, "off" prints
+// nothing (nil writer). It returns the writer and whether to redraw.
+func ProgressOutput(mode string, stderr io.Writer) (io.Writer, bool) {
 	terminal := false
 	if file, ok := stderr.(*os.File); ok {
 		terminal = term.IsTerminal(int(file.Fd()))

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/term"
-
 	"github.com/seckill/seckill/bench"
 )
 
@@ -100,7 +98,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "compare: %v\n", err)
 		return exitUsage
 	}
-	progressOut, terminal := progressWriter(*progress, stderr)
+	progressOut, terminal := bench.ProgressOutput(*progress, stderr)
 	report := Report{
 		StartedAt: time.Now(),
 		Machine:   fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
@@ -175,23 +173,6 @@ func buildTargets(names []string, settings targetSettings) ([]Target, error) {
 		}
 	}
 	return targets, nil
-}
-
-// progressWriter mirrors bench's --progress modes.
-func progressWriter(mode string, stderr io.Writer) (io.Writer, bool) {
-	terminal := false
-	if file, ok := stderr.(*os.File); ok {
-		terminal = term.IsTerminal(int(file.Fd()))
-	}
-	switch mode {
-	case "off":
-		return nil, false
-	case "plain":
-		return stderr, false
-	case "tty":
-		return stderr, true
-	}
-	return stderr, terminal
 }
 
 func splitList(text string) []string {
