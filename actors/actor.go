@@ -35,15 +35,16 @@ type skuActor struct {
 
 	snap snapshots // snapshot bookkeeping (snapshot.go)
 
-	out []sku.Record // records of the current call, reused
-	buf []byte       // payload scratch, reused
+	out   []sku.Record // records of the current call, reused
+	buf   []byte       // payload scratch, reused
+	spare []*call      // handed to the inbox in exchange for its calls
 }
 
 // Receive implements actor.Actor.
 func (a *skuActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
-	case *call:
-		a.handle(ctx, msg)
+	case drain:
+		a.drain(ctx)
 	case tick:
 		a.expire(ctx)
 		a.maybeSnapshot(ctx)
@@ -117,11 +118,63 @@ func (a *skuActor) view() durableView {
 	return durableView{def: a.m.Definition(), counts: a.m.Counts(), paused: a.m.Paused()}
 }
 
-func (a *skuActor) handle(ctx actor.Context, c *call) {
+// drain takes the waiting calls from the inbox, decides them one at a
+// time, and registers those that wait on the log as one batch, released
+// once the log is durable up to the last record appended: a reply that
+// rests on earlier, not yet durable records (a SOLD_OUT, a duplicate, a
+// read) waits for them too.
+func (a *skuActor) drain(ctx actor.Context) {
+	b := batchPool.Get().(*batch)
+	calls, more := a.h.in.take(a.spare)
+	if more {
+		ctx.Send(ctx.Self(), drain{}) // before deciding: a panic must not strand the rest
+	}
+	next := 0 // calls[next:] are not decided yet
+	defer func() {
+		if r := recover(); r != nil {
+			a.contain(ctx, b, calls[min(next, len(calls)):])
+			panic(r) // protoactor's supervisor restarts the actor
+		}
+	}()
+	for _, c := range calls {
+		next++
+		if a.handle(c) {
+			b.calls = append(b.calls, c)
+		}
+	}
+	clear(calls)
+	a.spare = calls[:0]
+	if len(b.calls) == 0 {
+		batchPool.Put(b)
+		return
+	}
+	b.owner, b.view = a.h, a.view()
+	a.log.Await(a.log.LastIndex(), b) // the calls belong to their callers again from here on
+}
+
+// contain keeps a panic while deciding one call (a programming error) from
+// stranding the rest of its batch: the calls decided before it wait on the
+// log as usual, those after it go back to the front of the inbox for the
+// restarted actor. The panicking call itself is never answered; its
+// caller's context ends it (result unknown).
+func (a *skuActor) contain(ctx actor.Context, b *batch, undecided []*call) {
+	if len(b.calls) > 0 && a.log != nil {
+		b.owner, b.view = a.h, a.view()
+		a.log.Await(a.log.LastIndex(), b)
+	}
+	if a.h.in.requeue(undecided) {
+		ctx.Send(ctx.Self(), drain{})
+	}
+}
+
+// handle decides one call and appends its records. It returns false when
+// it answered the call at once (fail-stop); otherwise the call waits for
+// the log with its batch.
+func (a *skuActor) handle(c *call) (wait bool) {
 	a.h.taken(c.enqueuedAt)
 	if a.failed != nil {
 		c.answer(ErrUnavailable)
-		return
+		return false
 	}
 	start := time.Now()
 	now := a.cfg.Clock().UnixMilli()
@@ -170,19 +223,9 @@ func (a *skuActor) handle(ctx actor.Context, c *call) {
 		c.hash = m.Hash()
 	}
 	a.out = out
-	kind = c.kind
-	a.persist(c, out) // c belongs to its caller again from here on
-	a.cfg.metrics.observeCall(kind, time.Since(start))
-}
-
-// persist appends the records and registers w to be released once every
-// record up to the last one appended is durable. A reply that rests on
-// earlier, not yet durable records (a SOLD_OUT, a duplicate, a read) waits
-// for them too.
-func (a *skuActor) persist(c *call, out []sku.Record) {
 	a.appendRecords(out)
-	c.owner, c.view = a.h, a.view()
-	a.log.Await(a.log.LastIndex(), c)
+	a.cfg.metrics.observeCall(c.kind, time.Since(start))
+	return true
 }
 
 // appendRecords hands the records to the log's pending batch; it does not

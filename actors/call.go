@@ -28,12 +28,11 @@ var callNames = [...]string{"", "reserve", "pay", "close", "release", "pause", "
 
 func (k callKind) String() string { return callNames[k] }
 
-// call is one request to a SKU actor and, once answered, its reply. It is
-// the wal.Waiter of the reply: the actor decides, appends the records, and
-// registers the call to be released when the log is durable up to the last
-// record it depends on. Calls are pooled; a call abandoned by its caller
-// (context done) is not returned to the pool, since the actor may still
-// answer it.
+// call is one request to a SKU actor and, once answered, its reply. The
+// actor decides it, appends its records and releases it with its batch
+// once the log is durable up to the last record the batch appended. Calls
+// are pooled; a call abandoned by its caller (context done) is not returned
+// to the pool, since the actor may still answer it.
 type call struct {
 	kind callKind
 	// arguments
@@ -54,10 +53,6 @@ type call struct {
 	hash    [32]byte
 	err     error
 
-	// published with the reply: the SKU's state as of the records it depends on
-	owner *SKU
-	view  durableView
-
 	done chan struct{} // capacity 1
 }
 
@@ -76,23 +71,39 @@ func (c *call) free() {
 	callPool.Put(c)
 }
 
-// Durable implements wal.Waiter: every record the reply depends on is now
-// fsynced (err == nil), or the log failed. It publishes the SKU's durable
-// state and wakes the caller. It runs on the log's flusher goroutine, in
-// index order, and never blocks.
-func (c *call) Durable(err error) {
-	if err != nil {
-		c.err = ErrUnavailable
-	} else if c.owner != nil {
-		c.owner.publish(c.view)
-	}
-	c.done <- struct{}{}
-}
-
 // answer releases the call at once, without waiting for the log (used when
 // nothing was decided, e.g. the SKU is unavailable).
 func (c *call) answer(err error) {
 	c.err = err
-	c.owner = nil
 	c.done <- struct{}{}
+}
+
+// batch is the calls of one drain that wait on the log, released together:
+// it is their one wal.Waiter. Batches are pooled with their slices.
+type batch struct {
+	calls []*call
+	// published on release: the SKU's state as of the batch's last record
+	owner *SKU
+	view  durableView
+}
+
+var batchPool = sync.Pool{New: func() any { return new(batch) }}
+
+// Durable implements wal.Waiter: every record of the batch is now fsynced
+// (err == nil), or the log failed. It publishes the SKU's durable state,
+// then wakes each caller. It runs on the log's releaser goroutine, in index
+// order, and never blocks (each done channel has room for the one reply).
+func (b *batch) Durable(err error) {
+	if err == nil {
+		b.owner.publish(b.view)
+	}
+	for i, c := range b.calls {
+		if err != nil {
+			c.err = ErrUnavailable
+		}
+		c.done <- struct{}{}
+		b.calls[i] = nil
+	}
+	b.calls, b.owner = b.calls[:0], nil
+	batchPool.Put(b)
 }

@@ -6,13 +6,11 @@ import (
 	"github.com/seckill/seckill/actors/sku"
 )
 
-// do sends c to the SKU actor and waits for its reply or for ctx. On ctx
+// do posts c to the SKU actor and waits for its reply or for ctx. On ctx
 // expiry the outcome is unknown to the caller (the actor may still decide
 // and persist it): the caller retries with the same request_id or polls.
 func (h *SKU) do(ctx context.Context, c *call) error {
-	c.enqueuedAt = monoNow()
-	h.queued.Add(1)
-	h.engine.system.Root.Send(h.pid, c)
+	h.post(c)
 	if ctx.Done() == nil { // no deadline: a plain receive is cheaper than select
 		<-c.done
 		return nil

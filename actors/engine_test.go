@@ -392,18 +392,33 @@ func TestActorRestartAfterPanicRecoversFromDisk(t *testing.T) {
 	}
 	before := mustAudit(t, e).Counts
 	// A call of an unknown kind is a programming error: the actor panics
-	// on it (after answering, when it counts it in its metrics).
+	// on it (when it counts it in its metrics). The call is never
+	// answered: its caller's context ends it (result unknown). The calls
+	// of its batch are answered all the same, those after it by the
+	// restarted actor.
 	h := e.SKU("c1", "s1")
-	bad := &call{kind: callKind(200), done: make(chan struct{}, 1), enqueuedAt: monoNow()}
-	h.queued.Add(1)
-	e.system.Root.Send(h.pid, bad)
-	<-bad.done
+	bad := &call{kind: callKind(200), done: make(chan struct{}, 1)}
+	batch := []*call{newReserveCall("b0", "ub0"), bad, newReserveCall("b1", "ub1"), newReserveCall("b2", "ub2")}
+	postBatch(e, h, batch...)
+	for _, c := range []*call{batch[0], batch[2], batch[3]} {
+		select {
+		case <-c.done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s of the panicking batch never answered", c.requestID)
+		}
+		if c.err != nil || c.result.Outcome != sku.OutcomeAccepted {
+			t.Fatalf("%s of the panicking batch: %v %v", c.requestID, c.result.Outcome, c.err)
+		}
+		ids = append(ids, c.result.Reservation.ReservationID)
+	}
+	before.Reservations += 3
+	before.Available -= 3
 	res, err := e.Reserve(ctxT(t), "c1", "s1", "after", "u-after")
 	if err != nil || res.Outcome != sku.OutcomeAccepted {
 		t.Fatalf("reserve after the restart: %v %v", res.Outcome, err)
 	}
-	if n := h.WALStats().Records; n != 1 {
-		t.Fatalf("%d records appended since the log was opened: want 1, the log reopened by the restart", n)
+	if n := h.WALStats().Records; n != 3 {
+		t.Fatalf("%d records appended since the log was opened: want 3 (b1, b2, after), the log reopened by the restart", n)
 	}
 	after := mustAudit(t, e).Counts
 	if after.Reservations != before.Reservations+1 || after.Available != before.Available-1 {
@@ -413,5 +428,28 @@ func TestActorRestartAfterPanicRecoversFromDisk(t *testing.T) {
 		if v, err := e.Get(ctxT(t), id); err != nil || v.State != sku.StatePendingPayment {
 			t.Fatalf("%s after the restart: %+v %v", id, v, err)
 		}
+	}
+}
+
+func newReserveCall(requestID, userID string) *call {
+	c := newCall(callReserve)
+	c.requestID, c.userID = requestID, userID
+	return c
+}
+
+// postBatch puts calls into h's inbox at once, so that one drain takes
+// them all as one batch.
+func postBatch(e *Engine, h *SKU, calls ...*call) {
+	h.in.mu.Lock()
+	for _, c := range calls {
+		c.enqueuedAt = monoNow()
+		h.queued.Add(1)
+		h.in.calls = append(h.in.calls, c)
+	}
+	send := !h.in.posted
+	h.in.posted = true
+	h.in.mu.Unlock()
+	if send {
+		e.system.Root.Send(h.pid, drain{})
 	}
 }

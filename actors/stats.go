@@ -24,6 +24,7 @@ type SKU struct {
 	dir               string
 	pid               *actor.PID
 	engine            *Engine
+	in                inbox // calls waiting for the actor
 
 	// Sojourn stamps (see libraries notes): the sender counts a message in
 	// queued and stamps it; the actor, on taking it, stores the stamp in

@@ -35,8 +35,8 @@ func (s *Server) handleReserve(ctx *fasthttp.RequestCtx) string {
 		s.rejected(layerValidation)
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
 	}
-	var req reserveRequest
-	if err := decodeJSON(ctx.PostBody(), &req, false); err != nil {
+	req, err := parseReserveBody(ctx.PostBody())
+	if err != nil {
 		s.rejected(layerValidation)
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
 	}
@@ -178,15 +178,8 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, final bool) {
 	case sku.OutcomeAccepted:
 		v := res.Reservation
 		url := reservationURL(v.ReservationID)
-		rep = jsonReply(fasthttp.StatusAccepted, reason, acceptedBody{
-			ReservationID: v.ReservationID,
-			RequestID:     v.RequestID,
-			State:         sku.StatePendingPayment.String(),
-			TokenID:       v.TokenID,
-			ExpireAt:      formatMillis(v.ExpireAt),
-			StatusURL:     url,
-		})
-		rep.location = url
+		rep = reply{status: fasthttp.StatusAccepted, outcome: reason, location: url,
+			body: acceptedJSON(v.ReservationID, v.RequestID, sku.StatePendingPayment.String(), v.TokenID, v.ExpireAt, url)}
 		return rep, true
 	case sku.OutcomeSoldOut:
 		return errorReply(fasthttp.StatusConflict, reason, ""), true

@@ -1,0 +1,73 @@
+package actors
+
+import "sync"
+
+// maxBatch bounds the calls the actor takes per drain message: the longest
+// the actor goes without looking at its mailbox (ticks, snapshots) and the
+// most replies one log waiter releases.
+const maxBatch = 4096
+
+// inbox is a SKU actor's ingress queue, batching on the way in as group
+// commit batches on the way out (TigerBeetle's "batching is the normal
+// path"): callers append calls under a mutex, and only the first call of a
+// burst posts a drain message to the actor's mailbox. The actor takes up to
+// maxBatch calls per drain, decides them one at a time in arrival order,
+// and registers the whole batch with the log as one waiter. The inbox has
+// no limit of its own: the ingress (httpapi admission) bounds what waits,
+// by permits and by the age of the oldest waiting call.
+type inbox struct {
+	mu     sync.Mutex
+	calls  []*call
+	posted bool // a drain message is in the mailbox and has not taken the last call
+}
+
+// drain asks the actor to take the calls waiting in its inbox.
+type drain struct{}
+
+// post appends c to the inbox of h, stamping it for the sojourn figures,
+// and posts a drain message when none is pending.
+func (h *SKU) post(c *call) {
+	c.enqueuedAt = monoNow()
+	h.queued.Add(1)
+	in := &h.in
+	in.mu.Lock()
+	in.calls = append(in.calls, c)
+	send := !in.posted
+	in.posted = true
+	in.mu.Unlock()
+	if send {
+		h.engine.system.Root.Send(h.pid, drain{})
+	}
+}
+
+// take moves up to maxBatch waiting calls, oldest first, into dst (which it
+// may swap with the inbox's own slice, so neither allocates once warm).
+// more reports calls left behind: the taker must post another drain.
+func (in *inbox) take(dst []*call) (calls []*call, more bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(in.calls) <= maxBatch {
+		calls, in.calls = in.calls, dst[:0]
+		in.posted = false
+		return calls, false
+	}
+	calls = append(dst[:0], in.calls[:maxBatch]...)
+	rest := copy(in.calls, in.calls[maxBatch:])
+	clear(in.calls[rest:])
+	in.calls = in.calls[:rest]
+	return calls, true
+}
+
+// requeue puts calls back at the front of the inbox, in order. post
+// reports that the caller must post a drain message.
+func (in *inbox) requeue(calls []*call) (post bool) {
+	if len(calls) == 0 {
+		return false
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.calls = append(append(make([]*call, 0, len(calls)+len(in.calls)), calls...), in.calls...)
+	post = !in.posted
+	in.posted = true
+	return post
+}

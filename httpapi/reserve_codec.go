@@ -1,0 +1,108 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fastjson"
+)
+
+// The reserve route is the flood path: its body is parsed with fastjson
+// (no reflection, a pooled parser) and its 202 answer is built by
+// appending, since every value in it is an id of the restricted alphabet
+// (sku.ValidID), a number or a timestamp, none of which JSON escapes.
+// Other routes use encoding/json.
+
+var reserveParsers fastjson.ParserPool
+
+// parseReserveBody decodes {"request_id": string, "user_id": string}.
+// Keys match exactly (no case folding); an unknown or repeated key, a
+// value that is not a string, a body that is not one object, or data after
+// it is an error. Missing keys leave "" (rejected later by checkID).
+func parseReserveBody(body []byte) (reserveRequest, error) {
+	var req reserveRequest
+	if len(body) == 0 {
+		return req, errors.New("empty body, a JSON object is expected")
+	}
+	p := reserveParsers.Get()
+	defer reserveParsers.Put(p)
+	v, err := p.ParseBytes(body)
+	if err != nil {
+		return req, fmt.Errorf("malformed JSON: %v", err)
+	}
+	obj, err := v.Object()
+	if err != nil {
+		return req, errors.New("malformed JSON: a JSON object is expected")
+	}
+	var seenRequest, seenUser bool
+	obj.Visit(func(key []byte, val *fastjson.Value) {
+		if err != nil {
+			return
+		}
+		var dst *string
+		var seen *bool
+		switch string(key) {
+		case "request_id":
+			dst, seen = &req.RequestID, &seenRequest
+		case "user_id":
+			dst, seen = &req.UserID, &seenUser
+		default:
+			err = fmt.Errorf("malformed JSON: unknown field %q", key)
+			return
+		}
+		if *seen {
+			err = fmt.Errorf("malformed JSON: field %q repeated", key)
+			return
+		}
+		*seen = true
+		s, e := val.StringBytes()
+		if e != nil {
+			err = fmt.Errorf("malformed JSON: %s must be a string", key)
+			return
+		}
+		*dst = string(s)
+	})
+	return req, err
+}
+
+// acceptedJSON encodes the 202 body. Its output equals json.Marshal of the
+// same acceptedBody (tested); strings that would need escaping (never from
+// the engine, whose ids are validated) take the encoding/json path.
+func acceptedJSON(reservationID, requestID, state string, tokenID uint32, expireAtMillis int64, statusURL string) []byte {
+	if !plainJSON(reservationID) || !plainJSON(requestID) || !plainJSON(state) || !plainJSON(statusURL) {
+		return jsonReply(0, "", acceptedBody{
+			ReservationID: reservationID, RequestID: requestID, State: state,
+			TokenID: tokenID, ExpireAt: formatMillis(expireAtMillis), StatusURL: statusURL,
+		}).body
+	}
+	dst := make([]byte, 0, 128+len(reservationID)+len(requestID)+len(statusURL))
+	dst = append(dst, `{"reservation_id":"`...)
+	dst = append(dst, reservationID...)
+	dst = append(dst, `","request_id":"`...)
+	dst = append(dst, requestID...)
+	dst = append(dst, `","state":"`...)
+	dst = append(dst, state...)
+	dst = append(dst, `","token_id":`...)
+	dst = strconv.AppendUint(dst, uint64(tokenID), 10)
+	dst = append(dst, `,"expire_at":"`...)
+	dst = time.UnixMilli(expireAtMillis).UTC().AppendFormat(dst, rfc3339Millis)
+	dst = append(dst, `","status_url":"`...)
+	dst = append(dst, statusURL...)
+	dst = append(dst, `"}`...)
+	return dst
+}
+
+// plainJSON reports whether s encodes as itself inside JSON quotes:
+// printable ASCII without '"', '\\' and the characters encoding/json
+// escapes for HTML ('<', '>', '&').
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}

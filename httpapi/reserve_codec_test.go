@@ -1,0 +1,58 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// The hand-built 202 body is byte for byte what encoding/json makes of the
+// same acceptedBody, for any strings (escaping ones take the slow path).
+func TestAcceptedJSONMatchesEncodingJSON(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		id := rapid.OneOf(rapid.StringMatching(`[A-Za-z0-9._:~-]{1,64}`), rapid.String())
+		rid, req, url := id.Draw(t, "reservation_id"), id.Draw(t, "request_id"), id.Draw(t, "status_url")
+		token := rapid.Uint32().Draw(t, "token")
+		ms := rapid.Int64Range(0, 4102444800000).Draw(t, "expire_at")
+		want, err := json.Marshal(acceptedBody{ReservationID: rid, RequestID: req, State: "PENDING_PAYMENT",
+			TokenID: token, ExpireAt: formatMillis(ms), StatusURL: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := acceptedJSON(rid, req, "PENDING_PAYMENT", token, ms, url); string(got) != string(want) {
+			t.Fatalf("got  %s\nwant %s", got, want)
+		}
+	})
+}
+
+func TestParseReserveBody(t *testing.T) {
+	good := map[string]reserveRequest{
+		`{"request_id":"r1","user_id":"u1"}`:            {RequestID: "r1", UserID: "u1"},
+		` { "user_id" : "u\u0031", "request_id":"r" } `: {RequestID: "r", UserID: "u1"},
+		`{"request_id":"r1"}`:                           {RequestID: "r1"},
+	}
+	for body, want := range good {
+		got, err := parseReserveBody([]byte(body))
+		if err != nil || got != want {
+			t.Errorf("%s: got %+v, %v; want %+v", body, got, err, want)
+		}
+	}
+	bad := map[string]string{
+		``:                    "empty",
+		`{"request_id":"r1",`: "malformed",
+		`["r1","u1"]`:         "object",
+		`{"request_id":"r1","user_id":"u1","qty":2}`: "unknown field",
+		`{"Request_ID":"r1","user_id":"u1"}`:         "unknown field",
+		`{"request_id":"r1","request_id":"r2"}`:      "repeated",
+		`{"request_id":1,"user_id":"u1"}`:            "must be a string",
+		`{"request_id":"r1","user_id":"u1"} {}`:      "malformed",
+		`null`:                                       "object",
+	}
+	for body, want := range bad {
+		if _, err := parseReserveBody([]byte(body)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want an error with %q", body, err, want)
+		}
+	}
+}
