@@ -22,10 +22,11 @@ type tick struct{}
 // log cannot rebuild: on Started (first start, or after a supervisor
 // restart caused by a panic) it rebuilds the Machine from disk.
 type skuActor struct {
-	h   *SKU
-	cfg *Config
-	m   *sku.Machine
-	log *wal.Log
+	h          *SKU
+	cfg        *Config
+	dispatcher *pinnedDispatcher // runs this actor; stopped with it
+	m          *sku.Machine
+	log        *wal.Log
 	// failed is set when the log failed or recovery failed: the actor then
 	// answers ErrUnavailable to everything (fail-stop) until restarted.
 	failed error
@@ -55,6 +56,8 @@ func (a *skuActor) Receive(ctx actor.Context) {
 	case *actor.Restarting, *actor.Stopping:
 		a.stopSnapshots()
 		a.closeLog()
+	case *actor.Stopped:
+		a.dispatcher.stop()
 	}
 }
 
@@ -136,11 +139,18 @@ func (a *skuActor) drain(ctx actor.Context) {
 			panic(r) // protoactor's supervisor restarts the actor
 		}
 	}()
+	// One clock reading decides the whole batch (its records carry it),
+	// and one more per call times it for the metrics.
+	now, start := a.cfg.Clock().UnixMilli(), time.Now()
 	for _, c := range calls {
 		next++
-		if a.handle(c) {
+		kind := c.kind // c is its caller's again once answered at once
+		if a.handle(c, now) {
 			b.calls = append(b.calls, c)
 		}
+		end := time.Now()
+		a.cfg.metrics.observeCall(kind, end.Sub(start))
+		start = end
 	}
 	clear(calls)
 	a.spare = calls[:0]
@@ -167,17 +177,15 @@ func (a *skuActor) contain(ctx actor.Context, b *batch, undecided []*call) {
 	}
 }
 
-// handle decides one call and appends its records. It returns false when
+// handle decides one call at time now (Unix ms) and appends its records. It returns false when
 // it answered the call at once (fail-stop); otherwise the call waits for
 // the log with its batch.
-func (a *skuActor) handle(c *call) (wait bool) {
+func (a *skuActor) handle(c *call, now int64) (wait bool) {
 	a.h.taken(c.enqueuedAt)
 	if a.failed != nil {
 		c.answer(ErrUnavailable)
 		return false
 	}
-	start := time.Now()
-	now := a.cfg.Clock().UnixMilli()
 	out := a.out[:0]
 	m := a.m
 	kind := c.kind
@@ -224,7 +232,6 @@ func (a *skuActor) handle(c *call) (wait bool) {
 	}
 	a.out = out
 	a.appendRecords(out)
-	a.cfg.metrics.observeCall(c.kind, time.Since(start))
 	return true
 }
 

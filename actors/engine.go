@@ -219,8 +219,9 @@ func (e *Engine) spawn(k skuKey) *SKU {
 	}
 	h.unavailable.Store(true)
 	cfg := &e.cfg
-	props := actor.PropsFromProducer(func() actor.Actor { return &skuActor{h: h, cfg: cfg} },
-		actor.WithMailbox(actor.Unbounded()), actor.WithDispatcher(actor.NewDefaultDispatcher(dispatcherThroughput)))
+	d := newPinnedDispatcher()
+	props := actor.PropsFromProducer(func() actor.Actor { return &skuActor{h: h, cfg: cfg, dispatcher: d} },
+		actor.WithMailbox(actor.Unbounded()), actor.WithDispatcher(d))
 	h.pid = e.system.Root.Spawn(props)
 	e.mu.Lock()
 	e.skus[k] = h
@@ -366,9 +367,3 @@ func (e *Engine) Close() error {
 	e.system.Shutdown()
 	return nil
 }
-
-// dispatcherThroughput is how many messages a SKU actor handles before it
-// yields its goroutine (protoactor's default is 300). The actor is the one
-// serial point of a hot SKU: with thousands of runnable callers, yielding
-// often hands its core to them and starves the sequencer.
-const dispatcherThroughput = 1 << 16

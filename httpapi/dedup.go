@@ -14,10 +14,10 @@ import (
 //     time. A request with the same request_id shares that call's answer; a
 //     request with another request_id waits for it and then asks the
 //     engine, which answers ALREADY_PURCHASED if the first one won.
-//   - answers: the final answers of finished request_ids, in a bounded LRU.
-//     Only answers the engine made durable and can never change are kept:
-//     ACCEPTED (the same 202 body), SOLD_OUT and ALREADY_PURCHASED. The
-//     engine stays the authority: a miss simply asks it.
+//   - answers: the SOLD_OUT answers the engine made durable for their
+//     request_ids, in a bounded LRU: they never change, and their repeats
+//     come in floods. The engine stays the authority: a miss simply asks
+//     it (ACCEPTED is answered from its request index, see reserveReply).
 //
 // The cache also remembers request_ids whose answer was RESULT_UNKNOWN, so
 // that their retry goes to the engine instead of a fast path that could

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"time"
 
 	"github.com/seckill/seckill/actors"
@@ -146,9 +145,7 @@ func (s *Server) lead(handle *actors.SKU, campaignID, skuID, requestID, userID s
 	}
 	defer g.release()
 
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
-	res, err := s.engine.Reserve(ctx, campaignID, skuID, requestID, userID)
-	cancel()
+	res, err := s.engine.Reserve(s.deadlines.get(), campaignID, skuID, requestID, userID)
 	rkey := requestKey(campaignID, skuID, requestID)
 	if err != nil {
 		f := classify(err)
@@ -161,18 +158,21 @@ func (s *Server) lead(handle *actors.SKU, campaignID, skuID, requestID, userID s
 		}
 		return errorReply(f.status, f.reason, "")
 	}
-	rep, final := s.reserveReply(res)
-	if final {
+	rep, cache := s.reserveReply(res)
+	if cache {
 		s.answers.putFinal(rkey, userID, rep)
 	}
 	return rep
 }
 
-// reserveReply encodes the engine's answer to a reserve. final is set for
-// answers the engine made durable for this request_id, which a repeat of
-// it always gets: ACCEPTED and SOLD_OUT. ALREADY_PURCHASED is not final: it
-// holds while the user's purchase is live.
-func (s *Server) reserveReply(res sku.Result) (rep reply, final bool) {
+// reserveReply encodes the engine's answer to a reserve. cache is set for
+// the answers kept in the answer cache: SOLD_OUT, which the engine made
+// durable for this request_id and which a repeat of it always gets.
+// ACCEPTED is just as final, but it is not cached: its repeats are few and
+// the engine answers them from its request index, while caching it would
+// put an LRU insert on the path of every sale. ALREADY_PURCHASED is not
+// final: it holds while the user's purchase is live.
+func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 	reason := res.Outcome.String()
 	switch res.Outcome {
 	case sku.OutcomeAccepted:
@@ -180,9 +180,9 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, final bool) {
 		url := reservationURL(v.ReservationID)
 		rep = reply{status: fasthttp.StatusAccepted, outcome: reason, location: url,
 			body: acceptedJSON(v.ReservationID, v.RequestID, sku.StatePendingPayment.String(), v.TokenID, v.ExpireAt, url)}
-		return rep, true
+		return rep, false
 	case sku.OutcomeSoldOut:
-		return errorReply(fasthttp.StatusConflict, reason, ""), true
+		return replySoldOut, true
 	case sku.OutcomeAlreadyPurchased:
 		return jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, ReservationID: res.Reservation.ReservationID}), false
 	case sku.OutcomeRequestIDReused:

@@ -154,6 +154,8 @@ type Server struct {
 	gates   *gates
 	flights *flights
 	answers *answerCache
+	// deadlines bound a reserve's wait for the engine (RequestTimeout)
+	deadlines *deadlines
 	// retryAfter is the Retry-After of QUEUE_FULL answers.
 	retryAfter string
 	adminID    [32]byte // SHA-256 of the admin token
@@ -185,6 +187,7 @@ func New(cfg Config) (*Server, error) {
 		gates:      newGates(m.admissions),
 		flights:    newFlights(),
 		answers:    newAnswerCache(cfg.DedupCacheSize),
+		deadlines:  &deadlines{timeout: cfg.RequestTimeout},
 		adminID:    digest(cfg.AdminToken),
 		retryAfter: retryAfterSeconds(cfg.MaxQueueWait),
 	}

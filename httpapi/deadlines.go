@@ -1,0 +1,45 @@
+package httpapi
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// deadlineGrain is how far apart the shared request deadlines are.
+const deadlineGrain = 10 * time.Millisecond
+
+// deadlines hands out the contexts that bound a reserve's wait for the
+// engine. Reserves that begin within the same deadlineGrain share one
+// context, ending timeout+deadlineGrain after the first of them began: one
+// timer per grain instead of one per request. Each request thus waits at
+// least timeout and at most timeout+deadlineGrain.
+type deadlines struct {
+	timeout time.Duration
+	mu      sync.Mutex // serializes making a new bucket
+	cur     atomic.Pointer[deadlineBucket]
+}
+
+// deadlineBucket is one shared context and until when requests may join it.
+type deadlineBucket struct {
+	ctx    context.Context
+	cancel context.CancelFunc // its timer cancels it; kept for vet's lostcancel
+	joinBy time.Time
+}
+
+// get returns a context that ends no sooner than timeout from now.
+func (d *deadlines) get() context.Context {
+	now := time.Now()
+	if b := d.cur.Load(); b != nil && now.Before(b.joinBy) {
+		return b.ctx
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if b := d.cur.Load(); b != nil && now.Before(b.joinBy) {
+		return b.ctx
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), now.Add(d.timeout+deadlineGrain))
+	d.cur.Store(&deadlineBucket{ctx: ctx, cancel: cancel, joinBy: now.Add(deadlineGrain)})
+	return ctx
+}
