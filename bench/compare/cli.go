@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +46,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("seckill-bench compare", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	concurrencies := flags.String("concurrency", "16,64,1024", "comma-separated closed-loop concurrencies, one table each")
+	engineConcurrencies := flags.String("engine-concurrency", "4096", "more concurrencies at which the in-process engine runs hot (its best lies beyond what sockets hold; empty: none)")
 	targetNames := flags.String("targets", "redis,postgres,seckilld,engine,null", "comma-separated targets: redis, postgres, seckilld, engine, null")
 	scenarios := flags.String("scenarios", "hot,seed", "comma-separated scenarios per cell: hot, seed")
 	hotDuration := flags.Duration("hot-duration", 5*time.Second, "length of each hot cell")
@@ -72,6 +74,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	levels, err := parseInts(*concurrencies)
 	if err != nil || len(levels) == 0 {
 		fmt.Fprintf(stderr, "compare: --concurrency: %v\n", err)
+		return exitUsage
+	}
+	engineLevels, err := parseInts(*engineConcurrencies)
+	if err != nil {
+		fmt.Fprintf(stderr, "compare: --engine-concurrency: %v\n", err)
 		return exitUsage
 	}
 	scenarioList := splitList(*scenarios)
@@ -103,7 +110,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		StartedAt: time.Now(),
 		Machine:   fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
 		Options: map[string]string{
-			"concurrency": *concurrencies, "scenarios": *scenarios, "hot_duration": hotDuration.String(),
+			"concurrency": *concurrencies, "engine_concurrency": *engineConcurrencies, "scenarios": *scenarios, "hot_duration": hotDuration.String(),
 			"seed_requests": strconv.FormatInt(*seedRequests, 10), "seed_stock": strconv.FormatInt(*seedStock, 10),
 			"repeat_share": fmt.Sprint(*repeatShare), "retry_share": fmt.Sprint(*retryShare), "pg_pool": strconv.Itoa(*pgPool),
 		},
@@ -119,12 +126,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "fsync probe failed: %v\n", err)
 	}
 	report.Rows = RunMatrix(ctx, targets, MatrixOptions{
-		Concurrencies: levels, Scenarios: scenarioList, HotDuration: *hotDuration,
+		Concurrencies: levels, Extra: map[string][]int{"engine": engineLevels}, Scenarios: scenarioList, HotDuration: *hotDuration,
 		SeedRequests: *seedRequests, SeedStock: *seedStock, SeedTimeout: *seedTimeout,
 		RepeatShare: *repeatShare, RetryShare: *retryShare, MaxResends: 20, Seed: *seed, Pause: *pause,
 		Progress: progressOut, Terminal: terminal,
 	}, stderr)
-	WriteTables(stdout, report.Rows, levels)
+	WriteTables(stdout, report.Rows, tableLevels(levels, engineLevels))
+	WriteGoals(stdout, report.Rows)
 	if *jsonPath != "" {
 		body, err := json.MarshalIndent(report, "", "  ")
 		if err == nil {
@@ -173,6 +181,18 @@ func buildTargets(names []string, settings targetSettings) ([]Target, error) {
 		}
 	}
 	return targets, nil
+}
+
+// tableLevels is every concurrency that has a table, in order.
+func tableLevels(levels, extra []int) []int {
+	all := slices.Clone(levels)
+	for _, level := range extra {
+		if !slices.Contains(all, level) {
+			all = append(all, level)
+		}
+	}
+	slices.Sort(all)
+	return all
 }
 
 func splitList(text string) []string {

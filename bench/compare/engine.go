@@ -3,8 +3,10 @@ package compare
 import (
 	"context"
 	"os"
+	"runtime"
 	"time"
 
+	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/bench"
 )
 
@@ -47,6 +49,7 @@ type EngineTarget struct {
 	workDir string
 	dir     string
 	engine  Engine
+	procs   int // GOMAXPROCS before Start, restored by Close
 }
 
 // NewEngineTarget returns the target; its data goes under workDir.
@@ -55,8 +58,10 @@ func NewEngineTarget(workDir string) *EngineTarget { return &EngineTarget{workDi
 // Name returns "engine".
 func (t *EngineTarget) Name() string { return "engine" }
 
-// Start opens the engine.
+// Start opens the engine, with GOMAXPROCS as seckilld sets it
+// (actors.TuneProcs) until Close.
 func (t *EngineTarget) Start(ctx context.Context) error {
+	t.procs = actors.TuneProcs()
 	dir, err := os.MkdirTemp(t.workDir, "seckill-compare-engine-")
 	if err != nil {
 		return err
@@ -118,6 +123,9 @@ func (t *EngineTarget) Close() error {
 	}
 	if t.dir != "" {
 		_ = os.RemoveAll(t.dir)
+	}
+	if t.procs > 0 {
+		runtime.GOMAXPROCS(t.procs)
 	}
 	return err
 }

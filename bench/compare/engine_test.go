@@ -65,11 +65,12 @@ func TestEngineAdapterDrivesAnInProcessEngine(t *testing.T) {
 	EngineFactory = func(dataDir string) (Engine, error) { return &memoryEngine{skus: map[string]*memorySKU{}}, nil }
 	var log bytes.Buffer
 	rows := RunMatrix(context.Background(), []Target{NewEngineTarget(t.TempDir())}, MatrixOptions{
-		Concurrencies: []int{8}, Scenarios: []string{scenarioHot, scenarioSeed},
+		Concurrencies: []int{8}, Extra: map[string][]int{"engine": {8, 32}, "redis": {64}}, Scenarios: []string{scenarioHot, scenarioSeed},
 		HotDuration: 200 * time.Millisecond, SeedRequests: 2000, SeedStock: 100, SeedTimeout: 20 * time.Second,
 		RepeatShare: 0.05, RetryShare: 0.05, MaxResends: 3, Seed: 1,
 	}, &log)
-	if len(rows) != 2 {
+	// 8 is a main level already; 32 runs hot only; redis's extras are not the engine's.
+	if len(rows) != 3 || rows[2].Concurrency != 32 || rows[2].Scenario != scenarioHot {
 		t.Fatalf("rows %+v\n%s", rows, log.String())
 	}
 	for _, row := range rows {
@@ -84,8 +85,9 @@ func TestEngineAdapterDrivesAnInProcessEngine(t *testing.T) {
 		t.Errorf("seed verdict %q", rows[1].Verdict)
 	}
 	var table bytes.Buffer
-	WriteTables(&table, rows, []int{8})
-	if !strings.Contains(table.String(), "in-process") || !strings.Contains(table.String(), "== concurrency 8") {
+	WriteTables(&table, rows, tableLevels([]int{8}, []int{8, 32}))
+	if !strings.Contains(table.String(), "in-process") || !strings.Contains(table.String(), "== concurrency 8") ||
+		!strings.Contains(table.String(), "== concurrency 32") {
 		t.Errorf("table:\n%s", table.String())
 	}
 }

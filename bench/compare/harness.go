@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,10 @@ const (
 type MatrixOptions struct {
 	// Concurrencies lists the closed-loop concurrencies, one table each.
 	Concurrencies []int
+	// Extra lists, per target name, more concurrencies at which only its
+	// hot scenario runs: the in-process engine's best concurrency lies
+	// beyond what socket clients can hold.
+	Extra map[string][]int
 	// Scenarios lists the scenarios run in each cell (hot, seed).
 	Scenarios []string
 	// HotDuration is the length of each hot cell.
@@ -123,17 +128,30 @@ func runTarget(ctx context.Context, target Target, options MatrixOptions, log io
 			fmt.Fprintf(log, "%s: stop: %v\n", target.Name(), err)
 		}
 	}()
+	type cell struct {
+		scenario    string
+		concurrency int
+	}
+	var cells []cell
 	for _, concurrency := range options.Concurrencies {
 		for _, scenario := range options.Scenarios {
-			if ctx.Err() != nil {
-				return rows
-			}
-			row := runCell(ctx, target, scenario, concurrency, options)
-			fmt.Fprintf(log, "%s %s c=%d: %s req/s, p50 %.2f ms, p99 %.2f ms, %s\n", row.Target, row.Scenario, row.Concurrency,
-				strconv.FormatFloat(row.ThroughputRPS, 'f', 0, 64), row.P50MS, row.P99MS, row.Verdict)
-			rows = append(rows, row)
-			bench.RealClock{}.SleepUntil(ctx, time.Now().Add(options.Pause))
+			cells = append(cells, cell{scenario, concurrency})
 		}
+	}
+	for _, concurrency := range options.Extra[target.Name()] {
+		if slices.Contains(options.Scenarios, scenarioHot) && !slices.Contains(options.Concurrencies, concurrency) {
+			cells = append(cells, cell{scenarioHot, concurrency})
+		}
+	}
+	for _, c := range cells {
+		if ctx.Err() != nil {
+			return rows
+		}
+		row := runCell(ctx, target, c.scenario, c.concurrency, options)
+		fmt.Fprintf(log, "%s %s c=%d: %s req/s, p50 %.2f ms, p99 %.2f ms, %s\n", row.Target, row.Scenario, row.Concurrency,
+			strconv.FormatFloat(row.ThroughputRPS, 'f', 0, 64), row.P50MS, row.P99MS, row.Verdict)
+		rows = append(rows, row)
+		bench.RealClock{}.SleepUntil(ctx, time.Now().Add(options.Pause))
 	}
 	return rows
 }

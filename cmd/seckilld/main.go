@@ -25,7 +25,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -41,13 +40,7 @@ import (
 const shutdownTimeout = 30 * time.Second
 
 func main() {
-	if os.Getenv("GOMAXPROCS") == "" {
-		// One P more than cores: each SKU's group-commit flusher spends
-		// most of its time blocked in fsync, and the runtime hands a P held
-		// by a blocking syscall to other goroutines only once sysmon notices.
-		// Measured on 2 cores: ~370 k -> ~480 k durable reservations/s.
-		runtime.GOMAXPROCS(runtime.NumCPU() + 1)
-	}
+	actors.TuneProcs()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
