@@ -115,17 +115,20 @@ func (g *gate) release() { g.inFlight.Add(-1) }
 // knows, so the map is bounded by the number of configured SKUs.
 type gates struct {
 	mu         sync.RWMutex
-	m          map[string]*gate
+	m          map[gateKey]*gate
 	admissions *prometheus.CounterVec
 }
 
 func newGates(admissions *prometheus.CounterVec) *gates {
-	return &gates{m: make(map[string]*gate), admissions: admissions}
+	return &gates{m: make(map[gateKey]*gate), admissions: admissions}
 }
 
 // get returns the gate of a SKU the engine knows, making it on first use.
+// gateKey names a SKU's gate (a struct key: no string built per lookup).
+type gateKey struct{ campaignID, skuID string }
+
 func (g *gates) get(campaignID, skuID string) *gate {
-	key := campaignID + "/" + skuID
+	key := gateKey{campaignID, skuID}
 	g.mu.RLock()
 	gt := g.m[key]
 	g.mu.RUnlock()
@@ -144,7 +147,7 @@ func (g *gates) get(campaignID, skuID string) *gate {
 // inFlight returns the permits in flight for a SKU (0 when it has no gate).
 func (g *gates) inFlight(campaignID, skuID string) int64 {
 	g.mu.RLock()
-	gt := g.m[campaignID+"/"+skuID]
+	gt := g.m[gateKey{campaignID, skuID}]
 	g.mu.RUnlock()
 	if gt == nil {
 		return 0

@@ -116,7 +116,8 @@ func (c *answerCache) len() int {
 }
 
 // flight is one reserve in progress for a user. rep is written once,
-// before done is closed.
+// before done is closed. done is made by the first follower (most flights
+// have none), under the shard lock, like every read of it.
 type flight struct {
 	requestID string
 	done      chan struct{}
@@ -148,9 +149,12 @@ func (f *flights) join(key, requestID string) (fl *flight, leader bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if fl, ok := sh.m[key]; ok {
+		if fl.done == nil {
+			fl.done = make(chan struct{})
+		}
 		return fl, false
 	}
-	fl = &flight{requestID: requestID, done: make(chan struct{})}
+	fl = &flight{requestID: requestID}
 	sh.m[key] = fl
 	return fl, true
 }
@@ -162,7 +166,10 @@ func (f *flights) finish(key string, fl *flight, rep reply) {
 	if sh.m[key] == fl {
 		delete(sh.m, key)
 	}
-	sh.mu.Unlock()
 	fl.rep = rep
-	close(fl.done)
+	done := fl.done
+	sh.mu.Unlock()
+	if done != nil {
+		close(done)
+	}
 }

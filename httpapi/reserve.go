@@ -76,7 +76,7 @@ func (s *Server) reserve(campaignID, skuID, requestID, userID string) reply {
 		}
 		fl, leader := s.flights.join(ukey, requestID)
 		if leader {
-			rep := s.lead(handle, campaignID, skuID, requestID, userID, retryOfUnknown)
+			rep := s.lead(handle, rkey, campaignID, skuID, requestID, userID, retryOfUnknown)
 			s.flights.finish(ukey, fl, rep)
 			return rep
 		}
@@ -107,7 +107,7 @@ func (s *Server) reserve(campaignID, skuID, requestID, userID string) reply {
 
 // lead is the reserve of the flight's leader: fast paths on the SKU's
 // published durable stats, a permit, then the engine.
-func (s *Server) lead(handle *actors.SKU, campaignID, skuID, requestID, userID string, retryOfUnknown bool) reply {
+func (s *Server) lead(handle *actors.SKU, rkey, campaignID, skuID, requestID, userID string, retryOfUnknown bool) reply {
 	// A request_id the SKU may have decided already must get its original
 	// answer from the engine, not a fast SOLD_OUT or ENDED (one request_id,
 	// one result, also after a restart or a cache eviction).
@@ -146,7 +146,6 @@ func (s *Server) lead(handle *actors.SKU, campaignID, skuID, requestID, userID s
 	defer g.release()
 
 	res, err := s.engine.Reserve(s.deadlines.get(), campaignID, skuID, requestID, userID)
-	rkey := requestKey(campaignID, skuID, requestID)
 	if err != nil {
 		f := classify(err)
 		if f.unknown {

@@ -77,7 +77,7 @@ func acceptedJSON(reservationID, requestID, state string, tokenID uint32, expire
 			TokenID: tokenID, ExpireAt: formatMillis(expireAtMillis), StatusURL: statusURL,
 		}).body
 	}
-	dst := make([]byte, 0, 128+len(reservationID)+len(requestID)+len(statusURL))
+	dst := make([]byte, 0, 160+len(reservationID)+len(requestID)+len(state)+len(statusURL))
 	dst = append(dst, `{"reservation_id":"`...)
 	dst = append(dst, reservationID...)
 	dst = append(dst, `","request_id":"`...)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -254,12 +255,18 @@ const routeKey = "httpapi.route"
 // metrics.
 func (s *Server) route(name string, h func(ctx *fasthttp.RequestCtx) string) fasthttp.RequestHandler {
 	duration := s.metrics.duration.WithLabelValues(name)
+	var routeName any = name // boxed once, not per request
+	var counters sync.Map    // outcome -> its requests counter (a small, fixed set)
 	return func(ctx *fasthttp.RequestCtx) {
-		ctx.SetUserValue(routeKey, name)
+		ctx.SetUserValue(routeKey, routeName)
 		start := time.Now()
 		outcome := h(ctx)
 		duration.Observe(time.Since(start).Seconds())
-		s.metrics.requests.WithLabelValues(name, outcome).Inc()
+		c, ok := counters.Load(outcome)
+		if !ok {
+			c, _ = counters.LoadOrStore(outcome, s.metrics.requests.WithLabelValues(name, outcome))
+		}
+		c.(prometheus.Counter).Inc()
 	}
 }
 

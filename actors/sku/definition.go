@@ -126,15 +126,27 @@ const TagLength = 16
 // so the id works as the capability to read, pay or cancel the reservation
 // (sequence numbers alone could be walked).
 func FormatReservationID(campaignID, skuID string, seq uint32, key [16]byte) string {
+	return newIDTagger(key).format(campaignID, skuID, seq)
+}
+
+// idTagger makes the tags of one SKU's reservation ids: hex of the first 8
+// bytes of AES_key(seq).
+type idTagger struct {
+	c   cipher.Block
+	buf [aes.BlockSize]byte // scratch: a local would escape through the interface call
+}
+
+func newIDTagger(key [16]byte) *idTagger {
 	c, err := aes.NewCipher(key[:])
 	if err != nil {
 		panic(err) // a 16-byte key always makes a cipher
 	}
-	return formatReservationID(campaignID, skuID, seq, c)
+	return &idTagger{c: c}
 }
 
-func formatReservationID(campaignID, skuID string, seq uint32, c cipher.Block) string {
-	// One allocation: ids are at most 64 bytes each, seq at most 10 digits.
+// format returns the reservation id of seq, in one allocation.
+func (t *idTagger) format(campaignID, skuID string, seq uint32) string {
+	// ids are at most 64 bytes each, seq at most 10 digits.
 	var buf [2*MaxIDLength + 3*len(reservationIDSep) + 10 + TagLength]byte
 	b := append(buf[:0], campaignID...)
 	b = append(b, reservationIDSep...)
@@ -142,18 +154,18 @@ func formatReservationID(campaignID, skuID string, seq uint32, c cipher.Block) s
 	b = append(b, reservationIDSep...)
 	b = strconv.AppendUint(b, uint64(seq), 10)
 	b = append(b, reservationIDSep...)
-	tag := reservationTag(c, seq)
+	tag := t.tag(seq)
 	b = append(b, tag[:]...)
 	return string(b)
 }
 
-// reservationTag is hex of the first 8 bytes of AES_key(seq).
-func reservationTag(c cipher.Block, seq uint32) [TagLength]byte {
-	var block [aes.BlockSize]byte
-	binary.BigEndian.PutUint32(block[:], seq)
-	c.Encrypt(block[:], block[:])
+// tag is the tag of reservation seq's id.
+func (t *idTagger) tag(seq uint32) [TagLength]byte {
+	t.buf = [aes.BlockSize]byte{}
+	binary.BigEndian.PutUint32(t.buf[:], seq)
+	t.c.Encrypt(t.buf[:], t.buf[:])
 	var tag [TagLength]byte
-	hex.Encode(tag[:], block[:TagLength/2])
+	hex.Encode(tag[:], t.buf[:TagLength/2])
 	return tag
 }
 

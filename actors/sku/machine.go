@@ -15,8 +15,6 @@
 package sku
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/subtle"
 	"fmt"
 )
@@ -25,7 +23,7 @@ import (
 // record must be RecordDefine.
 type Machine struct {
 	def     Definition
-	idTags  cipher.Block // from def.IDKey: the tags of reservation ids
+	idTags  *idTagger // from def.IDKey: the tags of reservation ids
 	defined bool
 	paused  bool
 	// lastAt is the latest decision time applied (ms). Decisions use
@@ -123,7 +121,7 @@ func (m *Machine) Counts() Counts {
 func (m *Machine) Refunds() []Refund {
 	out := append([]Refund(nil), m.refunds...)
 	for i := range out {
-		out[i].ReservationID = formatReservationID(m.def.CampaignID, m.def.SKUID, out[i].ReservationSeq, m.idTags)
+		out[i].ReservationID = m.idTags.format(m.def.CampaignID, m.def.SKUID, out[i].ReservationSeq)
 	}
 	return out
 }
@@ -134,7 +132,7 @@ func (m *Machine) ValidTag(seq uint32, tag string) bool {
 	if m.idTags == nil {
 		return false
 	}
-	want := reservationTag(m.idTags, seq)
+	want := m.idTags.tag(seq)
 	return len(tag) == len(want) && subtle.ConstantTimeCompare(want[:], []byte(tag)) == 1
 }
 
@@ -142,11 +140,7 @@ func (m *Machine) ValidTag(seq uint32, tag string) bool {
 func (m *Machine) setDefinition(d Definition) {
 	m.def, m.defined = d, true
 	m.pool.saleLimit = d.SaleLimit
-	c, err := aes.NewCipher(d.IDKey[:])
-	if err != nil {
-		panic(err) // a 16-byte key always makes a cipher
-	}
-	m.idTags = c
+	m.idTags = newIDTagger(d.IDKey)
 }
 
 // Get returns a copy of reservation seq.
@@ -177,7 +171,7 @@ func (m *Machine) Lookup(requestID string) (Result, bool) {
 
 func (m *Machine) view(seq uint32, r *reservation) View {
 	v := View{
-		ReservationID:  formatReservationID(m.def.CampaignID, m.def.SKUID, seq, m.idTags),
+		ReservationID:  m.idTags.format(m.def.CampaignID, m.def.SKUID, seq),
 		RequestID:      m.table.requestID(r),
 		UserID:         m.table.userID(r),
 		TokenID:        r.token,
