@@ -132,6 +132,9 @@ func (a *skuActor) drain(ctx actor.Context) {
 	if more {
 		ctx.Send(ctx.Self(), drain{}) // before deciding: a panic must not strand the rest
 	}
+	if len(calls) > 0 {
+		a.h.taken(calls[len(calls)-1].enqueuedAt, len(calls))
+	}
 	next := 0 // calls[next:] are not decided yet
 	defer func() {
 		if r := recover(); r != nil {
@@ -172,6 +175,7 @@ func (a *skuActor) contain(ctx actor.Context, b *batch, undecided []*call) {
 		b.owner, b.view = a.h, a.view()
 		a.log.Await(a.log.LastIndex(), b)
 	}
+	a.h.queued.Add(int64(len(undecided)))
 	if a.h.in.requeue(undecided) {
 		ctx.Send(ctx.Self(), drain{})
 	}
@@ -181,7 +185,6 @@ func (a *skuActor) contain(ctx actor.Context, b *batch, undecided []*call) {
 // it answered the call at once (fail-stop); otherwise the call waits for
 // the log with its batch.
 func (a *skuActor) handle(c *call, now int64) (wait bool) {
-	a.h.taken(c.enqueuedAt)
 	if a.failed != nil {
 		c.answer(ErrUnavailable)
 		return false

@@ -417,6 +417,9 @@ func TestActorRestartAfterPanicRecoversFromDisk(t *testing.T) {
 	if err != nil || res.Outcome != sku.OutcomeAccepted {
 		t.Fatalf("reserve after the restart: %v %v", res.Outcome, err)
 	}
+	if q := h.Stats().Queued; q != 0 {
+		t.Fatalf("%d calls counted as waiting after every call was answered", q)
+	}
 	if n := h.WALStats().Records; n != 3 {
 		t.Fatalf("%d records appended since the log was opened: want 3 (b1, b2, after), the log reopened by the restart", n)
 	}

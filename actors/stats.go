@@ -26,11 +26,11 @@ type SKU struct {
 	engine            *Engine
 	in                inbox // calls waiting for the actor
 
-	// Sojourn stamps (see libraries notes): the sender counts a message in
-	// queued and stamps it; the actor, on taking it, stores the stamp in
-	// headEnqueuedAt and counts it out. The age of the oldest waiting
-	// message is then now-headEnqueuedAt while queued > 0: high by at most
-	// one service time, and still growing while the actor waits on the log.
+	// Sojourn stamps (see libraries notes): the sender counts a call in
+	// queued and stamps it; the actor, on taking a batch, stores the stamp
+	// of its newest call in headEnqueuedAt and counts the batch out. The
+	// age of the oldest waiting call is then now-headEnqueuedAt while
+	// queued > 0: high by at most one batch's service time.
 	queued         atomic.Int64
 	headEnqueuedAt atomic.Int64
 	processed      atomic.Uint64
@@ -132,11 +132,12 @@ func (s *SKU) recovered(err error) {
 	})
 }
 
-// taken is called by the actor when it takes a stamped message.
-func (s *SKU) taken(enqueuedAt int64) {
-	s.headEnqueuedAt.Store(enqueuedAt)
-	s.queued.Add(-1)
-	s.processed.Add(1)
+// taken is called by the actor when it takes n stamped calls, the newest
+// stamped lastEnqueuedAt: every call still waiting is younger.
+func (s *SKU) taken(lastEnqueuedAt int64, n int) {
+	s.headEnqueuedAt.Store(lastEnqueuedAt)
+	s.queued.Add(-int64(n))
+	s.processed.Add(uint64(n))
 }
 
 // rateTracker turns the processed counter into an EWMA rate.
