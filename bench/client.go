@@ -81,13 +81,15 @@ func NewClient(options ClientOptions) (*Client, error) {
 	}
 	return &Client{
 		hc: &fasthttp.HostClient{
-			Addr:                     host,
-			IsTLS:                    target.Scheme == "https",
-			MaxConns:                 options.MaxConns,
-			MaxConnWaitTimeout:       options.Timeout,
-			MaxIdleConnDuration:      30 * time.Second,
-			ReadTimeout:              options.Timeout,
-			WriteTimeout:             options.Timeout,
+			Addr:                host,
+			IsTLS:               target.Scheme == "https",
+			MaxConns:            options.MaxConns,
+			MaxConnWaitTimeout:  options.Timeout,
+			MaxIdleConnDuration: 30 * time.Second,
+			// No ReadTimeout or WriteTimeout: every request carries its
+			// own timeout (roundTrip), which bounds the dial, the write and
+			// the read alike, and fasthttp would read the clock twice more
+			// per request for each.
 			MaxResponseBodySize:      maxResponseBody,
 			NoDefaultUserAgentHeader: true,
 			DisablePathNormalizing:   true,
