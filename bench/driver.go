@@ -61,12 +61,14 @@ type LoadSpec struct {
 
 // RequestID returns the request_id of a request number under a prefix.
 func RequestID(prefix string, request int64) string {
-	return prefix + "-" + strconv.FormatInt(request, 10)
+	var digits [20]byte // one allocation: the concatenation's
+	return prefix + "-" + string(strconv.AppendInt(digits[:0], request, 10))
 }
 
 // UserID returns the user_id of a user number.
 func UserID(user int64) string {
-	return "u" + strconv.FormatInt(user, 10)
+	var digits [20]byte // one allocation: the concatenation's
+	return "u" + string(strconv.AppendInt(digits[:0], user, 10))
 }
 
 func (s *LoadSpec) validate() error {
