@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"golang.org/x/term"
@@ -43,6 +44,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	config.Progress, config.Terminal = ProgressOutput(paths.progress, stderr)
+	if paths.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(paths.cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "seckill-bench: %v\n", err)
+			return ExitRunError
+		}
+		defer stopProfile()
+	}
 	result, err := Run(ctx, config)
 	if err != nil {
 		fmt.Fprintf(stderr, "seckill-bench: %v\n", err)
@@ -88,9 +97,27 @@ func ReportMain(args []string, stderr io.Writer) int {
 
 // outputPaths are the flags that are not part of Config.
 type outputPaths struct {
-	json     string
-	report   string
-	progress string
+	json       string
+	report     string
+	progress   string
+	cpuProfile string
+}
+
+// startCPUProfile writes a CPU profile of this process to path until the
+// returned function is called.
+func startCPUProfile(path string) (func(), error) {
+	file, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(file); err != nil {
+		file.Close()
+		return nil, fmt.Errorf("cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		file.Close()
+	}, nil
 }
 
 // ProgressOutput decides where and how progress is printed for a
@@ -143,6 +170,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, outputPaths, error) {
 	flags.StringVar(&paths.json, "json", "", "write the result as JSON to this file")
 	flags.StringVar(&paths.report, "report", "", "write an offline HTML report (charts and summary) to this file")
 	flags.StringVar(&paths.progress, "progress", "auto", "progress on stderr: auto (a live line on a terminal, plain lines otherwise), tty, plain, off")
+	flags.StringVar(&paths.cpuProfile, "cpuprofile", "", "write a CPU profile of this client (go tool pprof) to this file, for the whole run")
 	flags.Usage = func() {
 		fmt.Fprintf(stderr, "usage: seckill-bench [flags]\n       seckill-bench compare [flags]   (baselines side by side; see -h there)\n\nflags:\n")
 		flags.PrintDefaults()
@@ -214,7 +242,7 @@ func copyFlag(config, parsed *Config, name string) error {
 		config.MaxTime = parsed.MaxTime
 	case "campaign":
 		config.CampaignID = parsed.CampaignID
-	case "admin-token", "payment-secret", "json", "report", "progress":
+	case "admin-token", "payment-secret", "json", "report", "progress", "cpuprofile":
 		// not per-scenario: taken as parsed
 	default:
 		return fmt.Errorf("flag %s not handled", name)

@@ -81,13 +81,15 @@ func NewClient(options ClientOptions) (*Client, error) {
 	}
 	return &Client{
 		hc: &fasthttp.HostClient{
-			Addr:                     host,
-			IsTLS:                    target.Scheme == "https",
-			MaxConns:                 options.MaxConns,
-			MaxConnWaitTimeout:       options.Timeout,
-			MaxIdleConnDuration:      30 * time.Second,
-			ReadTimeout:              options.Timeout,
-			WriteTimeout:             options.Timeout,
+			Addr:                host,
+			IsTLS:               target.Scheme == "https",
+			MaxConns:            options.MaxConns,
+			MaxConnWaitTimeout:  options.Timeout,
+			MaxIdleConnDuration: 30 * time.Second,
+			// No ReadTimeout or WriteTimeout: every request carries its
+			// own timeout (roundTrip), which bounds the dial, the write and
+			// the read alike, and fasthttp would read the clock twice more
+			// per request for each.
 			MaxResponseBodySize:      maxResponseBody,
 			NoDefaultUserAgentHeader: true,
 			DisablePathNormalizing:   true,
@@ -172,7 +174,6 @@ func (c *Client) do(ctx context.Context, ex exchange) (answer, error) {
 	defer fasthttp.ReleaseResponse(response)
 	request.Header.SetMethod(ex.method)
 	request.SetRequestURI(ex.path)
-	request.Header.SetHost(c.host)
 	if ex.body != nil {
 		request.Header.SetContentType("application/json")
 		request.SetBodyRaw(ex.body)
@@ -183,21 +184,35 @@ func (c *Client) do(ctx context.Context, ex exchange) (answer, error) {
 	for _, header := range ex.headers {
 		request.Header.Set(header[0], header[1])
 	}
-	deadline := time.Now().Add(c.timeout)
-	if ctxDeadline, ok := ctx.Deadline(); ok && ctxDeadline.Before(deadline) {
-		deadline = ctxDeadline
-	}
-	if err := ctx.Err(); err != nil {
+	if err := c.roundTrip(ctx, request, response); err != nil {
 		return answer{}, err
 	}
-	if err := c.hc.DoDeadline(request, response, deadline); err != nil {
-		return answer{}, transportError(err)
+	return answer{status: response.StatusCode(), body: append([]byte(nil), response.Body()...), retryAfter: retryAfter(response)}, nil
+}
+
+// roundTrip sets the Host header, sends request and reads the answer into
+// response, within the client's timeout and ctx's deadline.
+func (c *Client) roundTrip(ctx context.Context, request *fasthttp.Request, response *fasthttp.Response) error {
+	request.Header.SetHost(c.host)
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	out := answer{status: response.StatusCode(), body: append([]byte(nil), response.Body()...)}
+	timeout := c.timeout
+	if deadline, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(deadline))
+	}
+	if err := c.hc.DoTimeout(request, response, timeout); err != nil {
+		return transportError(err)
+	}
+	return nil
+}
+
+// retryAfter reads the Retry-After header of response (0 when absent).
+func retryAfter(response *fasthttp.Response) time.Duration {
 	if value := response.Header.Peek("Retry-After"); len(value) > 0 {
-		out.retryAfter = parseRetryAfter(string(value))
+		return parseRetryAfter(string(value))
 	}
-	return out, nil
+	return 0
 }
 
 // parseRetryAfter reads Retry-After as (possibly fractional) seconds; an
@@ -260,35 +275,38 @@ type SKUReserver struct {
 
 // Reserve posts one reservation request and classifies the answer.
 func (r *SKUReserver) Reserve(ctx context.Context, requestID, userID string) (Reply, error) {
-	body := make([]byte, 0, 32+len(requestID)+len(userID))
-	body = append(body, `{"request_id":`...)
+	request := fasthttp.AcquireRequest()
+	response := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(request)
+	defer fasthttp.ReleaseResponse(response)
+	request.Header.SetMethod(fasthttp.MethodPost)
+	request.SetRequestURI(r.path)
+	request.Header.SetContentType("application/json")
+	var buffer [128]byte
+	body := append(buffer[:0], `{"request_id":`...)
 	body = appendJSONString(body, requestID)
 	body = append(body, `,"user_id":`...)
 	body = appendJSONString(body, userID)
 	body = append(body, '}')
-	got, err := r.client.do(ctx, exchange{method: "POST", path: r.path, body: body})
-	if err != nil {
+	request.SetBody(body) // copied into the request's pooled buffer
+	if err := r.client.roundTrip(ctx, request, response); err != nil {
 		return Reply{}, err
 	}
-	return reserveReply(got), nil
+	return reserveReply(response.StatusCode(), response.Body(), retryAfter(response)), nil
 }
 
-// reserveReply classifies a reservation answer.
-func reserveReply(got answer) Reply {
-	var body ReserveAnswer
-	parseErr := error(nil)
-	if len(got.body) > 0 {
-		parseErr = json.Unmarshal(got.body, &body)
-	}
-	outcome := ClassifyReserve(got.status, body.Error)
-	reply := Reply{Outcome: outcome, ReservationID: string(body.ReservationID), TokenID: string(body.TokenID), RetryAfter: got.retryAfter}
+// reserveReply classifies a reservation answer. body is only read.
+func reserveReply(status int, body []byte, retryAfter time.Duration) Reply {
+	fields, parseErr := decodeReserveAnswer(body)
+	outcome := ClassifyReserve(status, fields.errorCode)
+	reply := Reply{Outcome: outcome, ReservationID: fields.reservationID, TokenID: fields.tokenID, RetryAfter: retryAfter}
 	switch {
-	case outcome == OutcomeAccepted && (parseErr != nil || body.ReservationID == ""):
+	case outcome == OutcomeAccepted && (parseErr != nil || fields.reservationID == ""):
 		return Reply{Outcome: OutcomeError, Detail: "202 without a reservation_id"}
 	case outcome == OutcomeError:
-		reply.Detail = fmt.Sprintf("status %d %s", got.status, body.Error)
-	case outcome == OutcomeAccepted && body.ExpireAt != "":
-		reply.ExpireAt, _ = ParseTime(body.ExpireAt) // zero when unreadable
+		reply.Detail = fmt.Sprintf("status %d %s", status, fields.errorCode)
+	case outcome == OutcomeAccepted && fields.expireAt != "":
+		reply.ExpireAt, _ = ParseTime(fields.expireAt) // zero when unreadable
 	}
 	return reply
 }

@@ -61,12 +61,14 @@ type LoadSpec struct {
 
 // RequestID returns the request_id of a request number under a prefix.
 func RequestID(prefix string, request int64) string {
-	return prefix + "-" + strconv.FormatInt(request, 10)
+	var digits [20]byte // one allocation: the concatenation's
+	return prefix + "-" + string(strconv.AppendInt(digits[:0], request, 10))
 }
 
 // UserID returns the user_id of a user number.
 func UserID(user int64) string {
-	return "u" + strconv.FormatInt(user, 10)
+	var digits [20]byte // one allocation: the concatenation's
+	return "u" + string(strconv.AppendInt(digits[:0], user, 10))
 }
 
 func (s *LoadSpec) validate() error {
@@ -176,14 +178,14 @@ func (r *loadRun) attempt(ctx context.Context, worker int, attempt Attempt, inte
 	requestID := RequestID(r.spec.RequestIDPrefix, attempt.Request)
 	userID := UserID(attempt.User)
 	sentAt := intended
-	defer r.tally.FinishAttempt()
+	defer r.tally.FinishAttempt(worker)
 	for resend := 0; ; resend++ {
 		reply, err := reserver.Reserve(ctx, requestID, userID)
 		if err != nil {
 			reply = Reply{Outcome: OutcomeError, Detail: errorDetail(err)}
 		}
 		now := r.clock.Now()
-		r.tally.Record(worker, attempt, reply, now.Sub(sentAt))
+		r.tally.Record(worker, attempt, reply, now, now.Sub(sentAt))
 		wait, again := r.resendWait(reply, resend)
 		if !again || ctx.Err() != nil {
 			return

@@ -158,3 +158,15 @@ func TestRunLoadRejectsUnboundedRuns(t *testing.T) {
 		t.Fatal("an unbounded plan without a duration was accepted")
 	}
 }
+
+func TestRequestAndUserIDs(t *testing.T) {
+	if got := RequestID("bench-hot-x", 12345); got != "bench-hot-x-12345" {
+		t.Errorf("request id %q", got)
+	}
+	if got := RequestID("p", 0); got != "p-0" {
+		t.Errorf("request id %q", got)
+	}
+	if got := UserID(math.MaxInt64); got != "u9223372036854775807" {
+		t.Errorf("user id %q", got)
+	}
+}

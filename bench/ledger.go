@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -14,22 +15,48 @@ const maxLedgerExamples = 5
 // so that a run can prove what the server must never do: sell a unit beyond
 // the SKU's sale_limit, give one user two reservations, hand one token to two
 // reservations, or answer a resent request_id differently.
+//
+// Workers note into their own shard (worker modulo ledgerShards) and each
+// answer keeps its arrival time; readers merge the shards in arrival order.
 type Ledger struct {
-	mu      sync.Mutex
-	plan    *Plan
-	accepts []acceptance
+	plan   *Plan
+	shards [ledgerShards]ledgerShard
+}
+
+// Ledger shards and the chunks they keep acceptances in.
+const (
+	ledgerShards = 64
+	// acceptChunk is the length of one chunk: a shard grows by new chunks
+	// and never copies the acceptances it holds.
+	acceptChunk = 1024
+)
+
+// ledgerShard is the part of a ledger that some workers note into.
+type ledgerShard struct {
+	mu sync.Mutex
+	// accepts holds the shard's acceptances in the order noted, in chunks
+	// of acceptChunk (only the last one is not full).
+	accepts [][]acceptance
 	// refusals of request numbers that the plan resends; other refusals
 	// cannot be contradicted and are not kept.
-	refusals map[int64]Outcome
+	refusals map[int64]refusal
+	_        [cacheLine]byte
 }
 
 type acceptance struct {
+	at            time.Time // when the answer arrived
 	request       int64
 	user          int64
 	sku           int
 	reservationID string
 	tokenID       string
 	expireAt      time.Time
+}
+
+// refusal is the last definitive refusal of a resent request number.
+type refusal struct {
+	at      time.Time
+	outcome Outcome
 }
 
 // AcceptedReservation is one distinct reservation the clients were given.
@@ -47,11 +74,12 @@ type AcceptedReservation struct {
 // Accepted returns each distinct accepted reservation once, in the order
 // the answers arrived.
 func (l *Ledger) Accepted() []AcceptedReservation {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	seen := make(map[string]bool, len(l.accepts))
-	out := make([]AcceptedReservation, 0, len(l.accepts))
-	for _, a := range l.accepts {
+	l.lock()
+	defer l.unlock()
+	accepts := l.arrivals()
+	seen := make(map[string]bool, len(accepts))
+	out := make([]AcceptedReservation, 0, len(accepts))
+	for _, a := range accepts {
 		if a.reservationID == "" || seen[a.reservationID] {
 			continue
 		}
@@ -64,15 +92,23 @@ func (l *Ledger) Accepted() []AcceptedReservation {
 
 // NewLedger returns an empty ledger for the plan.
 func NewLedger(plan *Plan) *Ledger {
-	return &Ledger{plan: plan, refusals: make(map[int64]Outcome)}
+	return &Ledger{plan: plan}
 }
 
-// Note records one answer. Only definitive answers matter.
-func (l *Ledger) Note(attempt Attempt, reply Reply) {
+// Note records one answer, which arrived at at, into the worker's shard.
+// Only definitive answers matter.
+func (l *Ledger) Note(worker int, at time.Time, attempt Attempt, reply Reply) {
+	shard := &l.shards[worker%ledgerShards]
 	switch {
 	case reply.Outcome == OutcomeAccepted:
-		l.mu.Lock()
-		l.accepts = append(l.accepts, acceptance{
+		shard.mu.Lock()
+		last := len(shard.accepts) - 1
+		if last < 0 || len(shard.accepts[last]) == acceptChunk {
+			shard.accepts = append(shard.accepts, make([]acceptance, 0, acceptChunk))
+			last++
+		}
+		shard.accepts[last] = append(shard.accepts[last], acceptance{
+			at:            at,
 			request:       attempt.Request,
 			user:          attempt.User,
 			sku:           attempt.SKU,
@@ -80,12 +116,69 @@ func (l *Ledger) Note(attempt Attempt, reply Reply) {
 			tokenID:       reply.TokenID,
 			expireAt:      reply.ExpireAt,
 		})
-		l.mu.Unlock()
+		shard.mu.Unlock()
 	case reply.Outcome.Definitive() && l.plan != nil && l.plan.Retried(attempt.Request):
-		l.mu.Lock()
-		l.refusals[attempt.Request] = reply.Outcome
-		l.mu.Unlock()
+		shard.mu.Lock()
+		if shard.refusals == nil {
+			shard.refusals = make(map[int64]refusal)
+		}
+		shard.refusals[attempt.Request] = refusal{at: at, outcome: reply.Outcome}
+		shard.mu.Unlock()
 	}
+}
+
+// lock takes every shard's lock, in order.
+func (l *Ledger) lock() {
+	for i := range l.shards {
+		l.shards[i].mu.Lock()
+	}
+}
+
+// unlock releases every shard's lock.
+func (l *Ledger) unlock() {
+	for i := range l.shards {
+		l.shards[i].mu.Unlock()
+	}
+}
+
+// arrivals returns every acceptance in the order the answers arrived: by
+// arrival time, and at equal times by shard and then in the order noted.
+// The caller holds every shard's lock.
+func (l *Ledger) arrivals() []*acceptance {
+	total := 0
+	for i := range l.shards {
+		for _, chunk := range l.shards[i].accepts {
+			total += len(chunk)
+		}
+	}
+	out := make([]*acceptance, 0, total)
+	for i := range l.shards {
+		for _, chunk := range l.shards[i].accepts {
+			for j := range chunk {
+				out = append(out, &chunk[j])
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *acceptance) int { return a.at.Compare(b.at) })
+	return out
+}
+
+// refusals returns the last definitive refusal of each resent request
+// number, over all shards. The caller holds every shard's lock.
+func (l *Ledger) refusals() map[int64]Outcome {
+	latest := make(map[int64]refusal)
+	for i := range l.shards {
+		for request, r := range l.shards[i].refusals {
+			if seen, ok := latest[request]; !ok || !r.at.Before(seen.at) {
+				latest[request] = r
+			}
+		}
+	}
+	out := make(map[int64]Outcome, len(latest))
+	for request, r := range latest {
+		out[request] = r.outcome
+	}
+	return out
 }
 
 // tokenKey names a token within its SKU.
@@ -117,8 +210,8 @@ type LedgerReport struct {
 
 // Check analyses the ledger. saleLimit returns the limit of a SKU index.
 func (l *Ledger) Check(skus int, saleLimit func(sku int) int64) LedgerReport {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	if skus < 1 {
 		skus = 1
 	}
@@ -135,7 +228,7 @@ func (l *Ledger) Check(skus int, saleLimit func(sku int) int64) LedgerReport {
 			report.Examples = append(report.Examples, kind+": "+text)
 		}
 	}
-	for _, a := range l.accepts {
+	for _, a := range l.arrivals() {
 		if a.reservationID == "" {
 			report.MissingReservationID++
 			example("missing_reservation_id", fmt.Sprintf("request %d", a.request))
@@ -170,7 +263,7 @@ func (l *Ledger) Check(skus int, saleLimit func(sku int) int64) LedgerReport {
 			}
 		}
 	}
-	for request, outcome := range l.refusals {
+	for request, outcome := range l.refusals() {
 		if reservation, ok := byRequest[request]; ok {
 			report.RetryMismatches++
 			example("retry_mismatch", fmt.Sprintf("request %d accepted as %s and also answered %s", request, reservation, outcome))

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestLedgerFindsEveryKindOfDoubleSale(t *testing.T) {
@@ -11,8 +13,10 @@ func TestLedgerFindsEveryKindOfDoubleSale(t *testing.T) {
 		t.Fatal(err)
 	}
 	ledger := NewLedger(plan)
+	at := time.Unix(1_000_000, 0)
 	accept := func(request, user int64, sku int, reservation, token string) {
-		ledger.Note(Attempt{Request: request, User: user, SKU: sku}, Reply{Outcome: OutcomeAccepted, ReservationID: reservation, TokenID: token})
+		at = at.Add(time.Millisecond)
+		ledger.Note(int(request), at, Attempt{Request: request, User: user, SKU: sku}, Reply{Outcome: OutcomeAccepted, ReservationID: reservation, TokenID: token})
 	}
 	accept(1, 1, 0, "a", "1")
 	accept(1, 1, 0, "a", "1") // a retry answered the same: fine
@@ -58,9 +62,64 @@ func TestLedgerFlagsARetryAcceptedOnceAndRefusedOnce(t *testing.T) {
 		}
 	}
 	ledger := NewLedger(plan)
-	ledger.Note(Attempt{Request: retried, User: 1}, Reply{Outcome: OutcomeAccepted, ReservationID: "x"})
-	ledger.Note(Attempt{Request: retried, User: 1}, Reply{Outcome: OutcomeSoldOut})
+	at := time.Unix(1_000_000, 0)
+	ledger.Note(0, at, Attempt{Request: retried, User: 1}, Reply{Outcome: OutcomeAccepted, ReservationID: "x"})
+	ledger.Note(1, at.Add(time.Millisecond), Attempt{Request: retried, User: 1}, Reply{Outcome: OutcomeSoldOut})
 	if got := ledger.Check(1, func(int) int64 { return 10 }).RetryMismatches; got != 1 {
 		t.Errorf("retry mismatches %d, want 1", got)
+	}
+}
+
+// Answers noted by several workers are read in the order they arrived, not
+// worker by worker: the count of retry mismatches depends on it.
+func TestLedgerMergesWorkersInArrivalOrder(t *testing.T) {
+	ledger := NewLedger(nil)
+	start := time.Unix(1_000_000, 0)
+	note := func(worker int, ms int, reservation string) {
+		ledger.Note(worker, start.Add(time.Duration(ms)*time.Millisecond), Attempt{Request: 7, User: 7},
+			Reply{Outcome: OutcomeAccepted, ReservationID: reservation})
+	}
+	note(0, 3, "a")
+	note(1, 1, "b")
+	note(2, 2, "a")
+	note(ledgerShards+1, 4, "c") // shares worker 1's shard
+	// In arrival order b, a, a, c: request 7 was first answered b, then
+	// three times otherwise.
+	if got := ledger.Check(1, func(int) int64 { return 10 }).RetryMismatches; got != 3 {
+		t.Errorf("retry mismatches %d, want 3", got)
+	}
+	var order []string
+	for _, reservation := range ledger.Accepted() {
+		order = append(order, reservation.ReservationID)
+	}
+	if strings.Join(order, ",") != "b,a,c" {
+		t.Errorf("accepted in order %v, want b, a, c", order)
+	}
+}
+
+func TestLedgerKeepsEveryAnswerOfConcurrentWorkers(t *testing.T) {
+	ledger := NewLedger(nil)
+	const workers, each = 100, 3000 // more workers than shards, more answers than a chunk
+	start := time.Unix(1_000_000, 0)
+	var wait sync.WaitGroup
+	for worker := range workers {
+		wait.Add(1)
+		go func() {
+			defer wait.Done()
+			for i := range each {
+				request := int64(worker*each + i)
+				ledger.Note(worker, start.Add(time.Duration(i)*time.Microsecond), Attempt{Request: request, User: request},
+					Reply{Outcome: OutcomeAccepted, ReservationID: "r" + string(rune('a'+worker%26)) + time.Duration(request).String()})
+			}
+		}()
+	}
+	wait.Wait()
+	report := ledger.Check(1, func(int) int64 { return workers * each })
+	if report.Accepted != workers*each || report.RetryMismatches != 0 || report.DuplicateWinners != 0 || report.Oversold != 0 {
+		t.Fatalf("report %+v", report)
+	}
+	accepted := ledger.Accepted()
+	if len(accepted) != workers*each {
+		t.Fatalf("%d accepted, want %d", len(accepted), workers*each)
 	}
 }

@@ -233,3 +233,17 @@ func TestMaxTimeStopsARunAndSaysSo(t *testing.T) {
 		t.Errorf("no audit after the stop")
 	}
 }
+
+func TestCPUProfileFlagWritesAProfile(t *testing.T) {
+	server := startFake(t, fakeapi.Options{})
+	path := filepath.Join(t.TempDir(), "client.pprof")
+	status, _, output := runMain(t, "--target", server.URL(), "--scenario", "hot", "--requests", "200", "--concurrency", "4",
+		"--cpuprofile", path)
+	if status != ExitPass {
+		t.Fatalf("exit %d\n%s", status, output)
+	}
+	info, err := os.Stat(path)
+	if err != nil || info.Size() == 0 {
+		t.Fatalf("no profile written: %v", err)
+	}
+}

@@ -11,55 +11,76 @@ import (
 // maxErrorKinds bounds the table of error causes; later causes count as "other".
 const maxErrorKinds = 32
 
-// Tally counts what a load run has sent and been answered. Counters are
-// atomic so that the progress line and the timeline can read them live.
+// Tally counts what a load run has sent and been answered. Each worker
+// counts into its own stripe (worker modulo the stripes), so that workers
+// do not share written cache lines; readers add the stripes up. Counters
+// are atomic so that the progress line and the timeline can read them live.
 type Tally struct {
-	counts   [OutcomeCount]atomic.Int64
-	attempts atomic.Int64 // attempts whose last answer arrived
-	latency  *LatencyRecorder
-	ledger   *Ledger
-	// soldOutBySKU counts SOLD_OUT answers per SKU index, to tell undersold SKUs.
-	soldOutBySKU []atomic.Int64
+	stripes []tallyStripe
+	// soldOut counts SOLD_OUT answers per stripe and SKU index, to tell
+	// undersold SKUs: stripe i's SKU j is soldOut[i*soldOutStride+j].
+	soldOut       []atomic.Int64
+	soldOutStride int
+	skus          int
+	latency       *LatencyRecorder
+	ledger        *Ledger
 
 	errorMu    sync.Mutex
 	errorKinds map[string]int64
 }
 
-// NewTally returns a tally for skus SKUs with a latency recorder of the
-// given stripes and an optional ledger (nil when the run does not check who
-// won what).
+// tallyStripe is the counters of the workers of one stripe.
+type tallyStripe struct {
+	counts   [OutcomeCount]atomic.Int64
+	attempts atomic.Int64 // attempts whose last answer arrived
+	_        [cacheLine]byte
+}
+
+// cacheLine pads per-worker state apart (two lines: the CPU fetches pairs).
+const cacheLine = 128
+
+// NewTally returns a tally for skus SKUs with the given number of stripes
+// (for its counters and latency recorder) and an optional ledger (nil when
+// the run does not check who won what).
 func NewTally(stripes int, ledger *Ledger, skus int) *Tally {
+	stripes, skus = max(stripes, 1), max(skus, 1)
+	stride := (skus + cacheLine/8 - 1) / (cacheLine / 8) * (cacheLine / 8)
 	return &Tally{
-		latency:      NewLatencyRecorder(stripes),
-		ledger:       ledger,
-		soldOutBySKU: make([]atomic.Int64, max(skus, 1)),
-		errorKinds:   make(map[string]int64),
+		stripes:       make([]tallyStripe, stripes),
+		soldOut:       make([]atomic.Int64, stripes*stride),
+		soldOutStride: stride,
+		skus:          skus,
+		latency:       NewLatencyRecorder(stripes),
+		ledger:        ledger,
+		errorKinds:    make(map[string]int64),
 	}
 }
 
-// Record notes one answer: counters, latency and ledger.
-func (t *Tally) Record(worker int, attempt Attempt, reply Reply, latency time.Duration) {
+// Record notes one answer, which arrived at at after latency: counters,
+// latency and ledger. worker selects the stripe.
+func (t *Tally) Record(worker int, attempt Attempt, reply Reply, at time.Time, latency time.Duration) {
 	outcome := reply.Outcome
 	if outcome >= OutcomeCount {
 		outcome = OutcomeError
 	}
-	t.counts[outcome].Add(1)
+	stripe := worker % len(t.stripes)
+	t.stripes[stripe].counts[outcome].Add(1)
 	t.latency.Record(worker, outcome, latency)
 	switch outcome {
 	case OutcomeError:
 		t.noteError(reply.Detail)
 	case OutcomeSoldOut:
-		if attempt.SKU >= 0 && attempt.SKU < len(t.soldOutBySKU) {
-			t.soldOutBySKU[attempt.SKU].Add(1)
+		if attempt.SKU >= 0 && attempt.SKU < t.skus {
+			t.soldOut[stripe*t.soldOutStride+attempt.SKU].Add(1)
 		}
 	}
 	if t.ledger != nil {
-		t.ledger.Note(attempt, reply)
+		t.ledger.Note(worker, at, attempt, reply)
 	}
 }
 
-// FinishAttempt counts one attempt as done (after its last resend).
-func (t *Tally) FinishAttempt() { t.attempts.Add(1) }
+// FinishAttempt counts one attempt of the worker as done (after its last resend).
+func (t *Tally) FinishAttempt(worker int) { t.stripes[worker%len(t.stripes)].attempts.Add(1) }
 
 func (t *Tally) noteError(detail string) {
 	detail = strings.TrimSpace(detail)
@@ -80,8 +101,10 @@ func (t *Tally) noteError(detail string) {
 // Counts returns the number of answers per outcome so far.
 func (t *Tally) Counts() [OutcomeCount]int64 {
 	var counts [OutcomeCount]int64
-	for i := range counts {
-		counts[i] = t.counts[i].Load()
+	for i := range t.stripes {
+		for outcome := range counts {
+			counts[outcome] += t.stripes[i].counts[outcome].Load()
+		}
 	}
 	return counts
 }
@@ -90,22 +113,32 @@ func (t *Tally) Counts() [OutcomeCount]int64 {
 // resends included.
 func (t *Tally) Sent() int64 {
 	var sent int64
-	for i := range t.counts {
-		sent += t.counts[i].Load()
+	for _, count := range t.Counts() {
+		sent += count
 	}
 	return sent
 }
 
 // SoldOut returns the SOLD_OUT answers of one SKU index.
 func (t *Tally) SoldOut(sku int) int64 {
-	if sku < 0 || sku >= len(t.soldOutBySKU) {
+	if sku < 0 || sku >= t.skus {
 		return 0
 	}
-	return t.soldOutBySKU[sku].Load()
+	var total int64
+	for stripe := range t.stripes {
+		total += t.soldOut[stripe*t.soldOutStride+sku].Load()
+	}
+	return total
 }
 
 // Attempts returns the number of finished attempts.
-func (t *Tally) Attempts() int64 { return t.attempts.Load() }
+func (t *Tally) Attempts() int64 {
+	var attempts int64
+	for i := range t.stripes {
+		attempts += t.stripes[i].attempts.Load()
+	}
+	return attempts
+}
 
 // Latency returns the merged histograms.
 func (t *Tally) Latency() LatencySet { return t.latency.Merge() }
