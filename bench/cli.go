@@ -45,7 +45,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	config.Progress, config.Terminal = ProgressOutput(paths.progress, stderr)
 	if paths.cpuProfile != "" {
-		stopProfile, err := startCPUProfile(paths.cpuProfile)
+		stopProfile, err := StartCPUProfile(paths.cpuProfile)
 		if err != nil {
 			fmt.Fprintf(stderr, "seckill-bench: %v\n", err)
 			return ExitRunError
@@ -103,9 +103,9 @@ type outputPaths struct {
 	cpuProfile string
 }
 
-// startCPUProfile writes a CPU profile of this process to path until the
-// returned function is called.
-func startCPUProfile(path string) (func(), error) {
+// StartCPUProfile writes a CPU profile (go tool pprof) of this process to
+// path until the returned function is called.
+func StartCPUProfile(path string) (func(), error) {
 	file, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("cpuprofile: %w", err)

@@ -65,6 +65,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	timeout := flags.Duration("timeout", 30*time.Second, "bound of one request")
 	jsonPath := flags.String("json", "", "write the rows as JSON to this file")
 	progress := flags.String("progress", "auto", "progress on stderr: auto, tty, plain, off")
+	cpuProfile := flags.String("cpuprofile", "", "write a CPU profile of this process (clients and the in-process engine) to this file")
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitPass
@@ -104,6 +105,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "compare: %v\n", err)
 		return exitUsage
+	}
+	if *cpuProfile != "" {
+		stop, err := bench.StartCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "compare: %v\n", err)
+			return exitUsage
+		}
+		defer stop()
 	}
 	progressOut, terminal := bench.ProgressOutput(*progress, stderr)
 	report := Report{
