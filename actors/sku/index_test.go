@@ -3,6 +3,7 @@ package sku
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -15,9 +16,10 @@ func TestIndexAgainstMap(t *testing.T) {
 		var tb table
 		x := newIndex(&tb, keyUserID)
 		want := map[string]uint32{}
-		n := rapid.IntRange(1, 3000).Draw(t, "n")
+		n := rapid.IntRange(1, 6000).Draw(t, "n")
+		keys := rapid.IntRange(1, 4000).Draw(t, "keys")
 		for i := 0; i < n; i++ {
-			key := fmt.Sprintf("u%d", rapid.IntRange(0, 2000).Draw(t, "key"))
+			key := fmt.Sprintf("u%d", rapid.IntRange(0, keys).Draw(t, "key"))
 			if seq, ok := want[key]; ok && rapid.Bool().Draw(t, "remove") {
 				x.remove(key, seq)
 				delete(want, key)
@@ -25,6 +27,12 @@ func TestIndexAgainstMap(t *testing.T) {
 				seq := tb.add(reservation{}, "r"+key, key)
 				x.insert(key, seq)
 				want[key] = seq
+			}
+			// Look up as we go: most steps fall while a growth is moving.
+			probe := fmt.Sprintf("u%d", rapid.IntRange(0, keys).Draw(t, "probe"))
+			got, ok := x.get(probe)
+			if seq, present := want[probe]; ok != present || (present && got != seq) {
+				t.Fatalf("step %d: get(%s) = %d %v, want %d %v", i, probe, got, ok, seq, present)
 			}
 		}
 		if x.len() != len(want) {
@@ -55,4 +63,27 @@ func TestValidIDRefusesDotFolders(t *testing.T) {
 			t.Errorf("ValidID(%q) = false", id)
 		}
 	}
+}
+
+// BenchmarkIndexInsert inserts b.N keys and reports the slowest single
+// insert: with incremental growth no insert rehashes the whole table.
+func BenchmarkIndexInsert(b *testing.B) {
+	var tb table
+	x := newIndex(&tb, keyUserID)
+	keys := make([]string, b.N)
+	seqs := make([]uint32, b.N)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("user-%d", i)
+		seqs[i] = tb.add(reservation{}, "r"+keys[i], keys[i])
+	}
+	var slowest time.Duration
+	b.ResetTimer()
+	for i := range keys {
+		start := time.Now()
+		x.insert(keys[i], seqs[i])
+		if d := time.Since(start); d > slowest {
+			slowest = d
+		}
+	}
+	b.ReportMetric(float64(slowest.Microseconds()), "slowest-µs")
 }
