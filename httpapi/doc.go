@@ -12,19 +12,22 @@
 //
 // Files, one idea each:
 //
-//	engine.go      the consumer-side Engine interface and error mapping
-//	server.go      Config, Server, routing, timeouts, panic recovery
-//	respond.go     JSON answers and time rendering
-//	decode.go      body decoding and id validation
-//	reserve.go     the reserve pipeline (dedup, ingress, engine, encode)
-//	dedup.go       per-user flights and the bounded answer cache
-//	admission.go   the admission bound and per-SKU in-flight counters
-//	status.go      the coarse SKU status (seed §7, §10)
-//	reservations.go get, lookup, pay, cancel
-//	signature.go   HMAC of payment callbacks
-//	admin.go       admin token and admin handlers
-//	campaigns.go   campaign documents (admin body, campaign file, demo)
-//	health.go      /healthz, /readyz, /metrics
-//	metrics.go     request and ingress metrics
-//	collector.go   per-SKU gauges collected at scrape time
+//	engine.go        the consumer-side Engine interface and error mapping
+//	server.go        Config, Server, routing, timeouts, panic recovery
+//	respond.go       JSON answers and time rendering
+//	decode.go        body decoding and id validation
+//	reserve.go       the reserve pipeline (dedup, ingress, engine, encode)
+//	reserve_codec.go the reserve body and 202 answer without reflection
+//	deadlines.go     the shared deadlines of reserve waits
+//	dedup.go         per-user flights and the bounded answer cache
+//	admission.go     the admission bound and per-SKU in-flight counters
+//	status.go        the coarse SKU status (seed §7, §10)
+//	reservations.go  get, lookup, pay, cancel
+//	signature.go     HMAC of payment callbacks
+//	admin.go         admin token and admin handlers
+//	campaigns.go     campaign documents (admin body, campaign file, demo)
+//	health.go        /healthz, /readyz, /metrics
+//	metrics.go       request and ingress metrics
+//	collector.go     per-SKU gauges collected at scrape time
+//	listener.go      connection shedding at the connection limit and on EMFILE
 package httpapi

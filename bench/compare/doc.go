@@ -13,10 +13,15 @@
 //     INSERT of the reservation under UNIQUE(campaign_id, user_id) and
 //     UNIQUE(request_id), INSERT of the order.
 //   - seckilld.go: ./bin/seckilld over HTTP with --fsync always.
-//   - engine.go: the engine in process, through an adapter the engine's
-//     authors plug in (skipped until they do).
+//   - engine.go, engine_actors.go: the engine (package actors) in process,
+//     fsync on, with GOMAXPROCS as seckilld sets it; it also runs hot at
+//     the --engine-concurrency levels, since its best concurrency lies
+//     beyond what sockets hold.
 //   - nullserver.go: a fasthttp server that answers 202 and does nothing:
 //     the HTTP ceiling of the machine.
+//
+// harness.go runs the cells, table.go prints them, and goals.go judges the
+// issue's speed goals from ratios of figures of the same run.
 //
 // Every server listens on 127.0.0.1 only, lives in its own temporary
 // directory, and is stopped (by its process id) when the run ends. A target
