@@ -27,10 +27,9 @@ type limits struct {
 	minRate      float64
 }
 
-// bound returns the number of permits a SKU may have in flight, and whether
-// the stock term is the smaller one (then a refusal means SOLD_OUT, not
-// QUEUE_FULL).
-func (l limits) bound(st actors.Stats) (permits int64, fromStock bool) {
+// bound returns the number of permits a SKU may have in flight (seed §5):
+// min(available + retry_margin, consumer_rate × max_queue_wait), at least 1.
+func (l limits) bound(st actors.Stats) int64 {
 	rate := st.RatePerSecond
 	if rate < l.minRate {
 		rate = l.minRate
@@ -39,11 +38,7 @@ func (l limits) bound(st actors.Stats) (permits int64, fromStock bool) {
 	if byRate < 1 {
 		byRate = 1
 	}
-	byStock := int64(st.Counts.Available) + l.retryMargin
-	if byStock < byRate {
-		return byStock, true
-	}
-	return byRate, false
+	return min(int64(st.Counts.Available)+l.retryMargin, byRate)
 }
 
 // verdict is what the ingress decides about one reserve.

@@ -24,20 +24,19 @@ func TestAdmissionBound(t *testing.T) {
 		available uint32
 		rate      float64
 		permits   int64
-		fromStock bool
 	}{
-		{available: 100, rate: 0, permits: 50, fromStock: false},    // cold: the floor
-		{available: 100, rate: 5000, permits: 110, fromStock: true}, // stock + margin
-		{available: 0, rate: 5000, permits: 10, fromStock: true},
-		{available: 100, rate: 80, permits: 80, fromStock: false},
+		{available: 100, rate: 0, permits: 50},     // cold: the floor
+		{available: 100, rate: 5000, permits: 110}, // stock + margin
+		{available: 0, rate: 5000, permits: 10},
+		{available: 100, rate: 80, permits: 80},
 	} {
-		p, fs := l.bound(stats(c.available, 0, c.rate, 0))
-		if p != c.permits || fs != c.fromStock {
-			t.Errorf("available %d rate %v: %d %v, want %d %v", c.available, c.rate, p, fs, c.permits, c.fromStock)
+		p := l.bound(stats(c.available, 0, c.rate, 0))
+		if p != c.permits {
+			t.Errorf("available %d rate %v: %d, want %d", c.available, c.rate, p, c.permits)
 		}
 	}
 	tiny := limits{maxQueueWait: time.Millisecond, retryMargin: 1, minRate: 1}
-	if p, _ := tiny.bound(stats(100, 0, 0, 0)); p != 1 {
+	if p := tiny.bound(stats(100, 0, 0, 0)); p != 1 {
 		t.Errorf("bound never goes below 1 permit: %d", p)
 	}
 }

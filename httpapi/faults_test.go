@@ -207,3 +207,42 @@ func TestSnapshotRoute(t *testing.T) {
 	want(t, ts.admin(http.MethodPost, "/admin/campaigns/snap/skus/nope/snapshot", nil), http.StatusNotFound, "NOT_FOUND")
 	want(t, call(t, http.MethodPost, ts.base+"/admin/campaigns/snap/skus/s/snapshot", nil, nil), http.StatusUnauthorized, "UNAUTHORIZED")
 }
+
+// Permits held by requests the engine will refuse (holders clicking again)
+// make a newcomer wait (429 QUEUE_FULL), never hear SOLD_OUT while units
+// are available; once they are answered, the newcomer gets a unit.
+func TestOutOfPermitsIsBusyNotSoldOut(t *testing.T) {
+	t.Parallel()
+	fe := &faultyEngine{}
+	ts := startServer(t, serverOptions{
+		wrap:   func(e *actors.Engine) httpapi.Engine { fe.Engine = e; return fe },
+		config: func(c *httpapi.Config) { c.RetryMargin = 1 },
+	})
+	ts.define(campaign("busy", "15m", map[string]int{"s": 10}))
+	for i := 1; i <= 6; i++ {
+		want(t, ts.reserve("busy", "s", fmt.Sprintf("h%d-a", i), fmt.Sprintf("holder-%d", i)), http.StatusAccepted, "")
+	}
+	// 4 available, 5 permits: six holders clicking again hold them all.
+	fe.reserveDelay.Store(int64(time.Second))
+	fe.slowCalls.Store(6)
+	done := make(chan response, 6)
+	for i := 1; i <= 6; i++ {
+		go func() {
+			r, err := tryReserve(ts.base, "busy", "s", fmt.Sprintf("h%d-b", i), fmt.Sprintf("holder-%d", i))
+			if err != nil {
+				t.Error(err)
+			}
+			done <- r
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	want(t, ts.reserve("busy", "s", "n-1", "newcomer"), http.StatusTooManyRequests, "QUEUE_FULL")
+	for i := 0; i < 6; i++ {
+		r := <-done
+		if !(r.status == http.StatusConflict && r.str("error") == "ALREADY_PURCHASED") &&
+			!(r.status == http.StatusTooManyRequests && r.str("error") == "QUEUE_FULL") {
+			t.Errorf("holder clicking again: %v", r)
+		}
+	}
+	want(t, ts.reserve("busy", "s", "n-1", "newcomer"), http.StatusAccepted, "")
+}

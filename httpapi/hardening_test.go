@@ -120,7 +120,7 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 	big := `{"request_id":"r1","user_id":"u1","pad":"` + strings.Repeat("x", 8<<10) + `"}`
-	if r, err := try(http.MethodPost, ts.base+res, big, nil); err == nil && r.status != http.StatusRequestEntityTooLarge {
+	if r, err := try(http.MethodPost, ts.base+res, big, nil); err == nil && (r.status != http.StatusRequestEntityTooLarge || r.str("error") != "BODY_TOO_LARGE") {
 		t.Errorf("oversize body: %v", r)
 	}
 	for _, path := range []string{

@@ -133,13 +133,12 @@ func (s *Server) lead(handle *actors.SKU, rkey, campaignID, skuID, requestID, us
 		s.rejected(layerQueueFull)
 		return s.queueFull()
 	}
-	permits, fromStock := s.limits.bound(st)
+	// Out of permits is busy, not sold out, even when the stock term
+	// binds: requests in flight may still be refused (a holder clicking
+	// again, a reused request_id) and leave the units to this buyer. Only
+	// a durable available of 0 (the precheck above) is SOLD_OUT.
 	g := s.gates.get(campaignID, skuID)
-	if !g.tryAcquire(permits) {
-		if fromStock && !retryOfUnknown {
-			s.rejected(layerSoldOut)
-			return replySoldOut
-		}
+	if !g.tryAcquire(s.limits.bound(st)) {
 		s.rejected(layerQueueFull)
 		return s.queueFull()
 	}

@@ -17,6 +17,10 @@ import (
 
 var reserveParsers fastjson.ParserPool
 
+// maxParseErrorDetail bounds the parser's message in a 400 detail, so a
+// small malformed body never gets a large answer.
+const maxParseErrorDetail = 160
+
 // parseReserveBody decodes {"request_id": string, "user_id": string}.
 // Keys match exactly (no case folding); an unknown or repeated key, a
 // value that is not a string, a body that is not one object, or data after
@@ -30,7 +34,12 @@ func parseReserveBody(body []byte) (reserveRequest, error) {
 	defer reserveParsers.Put(p)
 	v, err := p.ParseBytes(body)
 	if err != nil {
-		return req, fmt.Errorf("malformed JSON: %v", err)
+		// fastjson's message grows with the nesting depth: keep the start.
+		msg := err.Error()
+		if len(msg) > maxParseErrorDetail {
+			msg = msg[:maxParseErrorDetail] + "..."
+		}
+		return req, fmt.Errorf("malformed JSON: %s", msg)
 	}
 	obj, err := v.Object()
 	if err != nil {

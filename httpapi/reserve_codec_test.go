@@ -50,6 +50,10 @@ func TestParseReserveBody(t *testing.T) {
 		`{"request_id":"r1","user_id":"u1"} {}`:      "malformed",
 		`null`:                                       "object",
 	}
+	deep := `{"z":` + strings.Repeat("[", 2040) + strings.Repeat("]", 2040) + `}`
+	if _, err := parseReserveBody([]byte(deep)); err == nil || len(err.Error()) > 200 {
+		t.Errorf("deep nesting: an error of %d bytes: %v", len(err.Error()), err)
+	}
 	for body, want := range bad {
 		if _, err := parseReserveBody([]byte(body)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want an error with %q", body, err, want)

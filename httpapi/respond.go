@@ -12,6 +12,9 @@ import (
 // engine gives are sku.Outcome names (SOLD_OUT, ALREADY_PURCHASED, ...).
 const (
 	reasonBadRequest         = "BAD_REQUEST"
+	reasonBodyTooLarge       = "BODY_TOO_LARGE"
+	reasonHeaderTooLarge     = "HEADER_TOO_LARGE"
+	reasonRequestTimeout     = "REQUEST_TIMEOUT"
 	reasonNotFound           = "NOT_FOUND"
 	reasonMethodNotAllowed   = "METHOD_NOT_ALLOWED"
 	reasonUnauthorized       = "UNAUTHORIZED"

@@ -288,18 +288,19 @@ func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx, v any) {
 func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	var netErr net.Error
+	var outcome string
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		write(ctx, errorReply(fasthttp.StatusRequestEntityTooLarge, reasonBadRequest,
+		outcome = write(ctx, errorReply(fasthttp.StatusRequestEntityTooLarge, reasonBodyTooLarge,
 			fmt.Sprintf("request body larger than %d bytes", s.cfg.MaxRequestBodySize)))
 	case errors.As(err, &small):
-		write(ctx, errorReply(fasthttp.StatusRequestHeaderFieldsTooLarge, reasonBadRequest, "request header too large"))
+		outcome = write(ctx, errorReply(fasthttp.StatusRequestHeaderFieldsTooLarge, reasonHeaderTooLarge, "request header too large"))
 	case errors.As(err, &netErr) && netErr.Timeout():
-		write(ctx, errorReply(fasthttp.StatusRequestTimeout, reasonBadRequest, "request not received in time"))
+		outcome = write(ctx, errorReply(fasthttp.StatusRequestTimeout, reasonRequestTimeout, "request not received in time"))
 	default:
-		write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, "malformed HTTP request"))
+		outcome = write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, "malformed HTTP request"))
 	}
-	s.metrics.requests.WithLabelValues("unparsed", reasonBadRequest).Inc()
+	s.metrics.requests.WithLabelValues("unparsed", outcome).Inc()
 }
 
 // Serve accepts connections on ln until Shutdown. It returns nil after

@@ -40,7 +40,7 @@ func (l limits) skuStatus(st actors.Stats, now time.Time, inFlight int64) (statu
 	case n.Available == 0:
 		return StatusTempSoldOut, false
 	}
-	permits, _ := l.bound(st)
+	permits := l.bound(st)
 	switch {
 	case st.OldestWait >= l.maxQueueWait || inFlight >= permits:
 		return StatusQueueFull, false
