@@ -15,7 +15,9 @@ const dispatcherThroughput = 1 << 16
 // start and a stack copy. The mailbox schedules at most one run at a time
 // and only once the previous run is past taking it from runs, so runs
 // (capacity 1) never blocks. It serves a single actor; stop ends it once
-// the actor has stopped.
+// the actor has stopped. Measured (BenchmarkReserveDurable, callers=256,
+// GOMAXPROCS 3): 345 k -> 430 k reservations/s, 3.8 -> 3.1 CPU seconds per
+// million.
 type pinnedDispatcher struct {
 	runs     chan func()
 	stopped  chan struct{}
