@@ -14,9 +14,8 @@ build:
 	$(GO) build -o $(BIN)/seckill-bench ./cmd/seckill-bench
 	$(GO) build -o $(BIN)/seckillctl ./cmd/seckillctl
 
-## run: build and start seckilld on $(ADDR) with data in $(DATA) (demo campaign when none is given).
-run:
-	$(GO) build -o $(BIN)/seckilld ./cmd/seckilld
+## run: build the binaries and start seckilld on $(ADDR) with data in $(DATA) (demo campaign when none is given).
+run: build
 	./$(BIN)/seckilld --addr $(ADDR) --data-dir $(DATA)
 
 ## test: vet + race-enabled tests of every package, bounded for CI (fuzz targets run their seed corpus).
@@ -29,9 +28,7 @@ test-long:
 	$(GO) test -count=1 -timeout 30m ./actors/sku/ -rapid.checks=20000
 
 ## bench: the seed sale (10,000 units, 1,000,000 buyers) through a freshly started seckilld, with the audit.
-bench:
-	$(GO) build -o $(BIN)/seckilld ./cmd/seckilld
-	$(GO) build -o $(BIN)/seckill-bench ./cmd/seckill-bench
+bench: build
 	./bench/run-seed.sh
 
 ## bench-engine: the engine's own benchmarks (durable and no-sync reserve, replay, heap per reservation).
