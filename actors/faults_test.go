@@ -1,10 +1,13 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/wal"
@@ -133,4 +136,65 @@ func replayDir(t *testing.T, dir string) *sku.Machine {
 		t.Fatal(err)
 	}
 	return a.m
+}
+
+// stallingStore blocks every Sync while stall is held (a disk that hangs).
+type stallingStore struct {
+	wal.Store
+	stall sync.RWMutex
+}
+
+func (s *stallingStore) Sync() error {
+	s.stall.RLock()
+	defer s.stall.RUnlock()
+	return s.Store.Sync()
+}
+
+// A caller whose context ends while its call waits on a hung disk gets
+// ctx.Err() promptly, and the SKU goes on once the disk comes back.
+func TestCallerContextEndsAWaitOnAHungDisk(t *testing.T) {
+	d := testDef(100)
+	fs := &stallingStore{}
+	clock := &fakeClock{}
+	clock.Set(t0)
+	cfg := Config{DataDir: t.TempDir(), Clock: clock.Now, ExpiryInterval: 1 << 40, Logger: quiet}
+	cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
+		st, err := wal.OpenTidwallStore(dir, o)
+		fs.Store = st
+		return fs, err
+	}
+	e, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Define(ctxT(t), d); err != nil {
+		t.Fatal(err)
+	}
+	fs.stall.Lock()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(5*time.Millisecond, cancel)
+	start := time.Now()
+	if _, err := e.Reserve(ctx, "c1", "s1", "r1", "u1"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("a cancellation took %v to end the wait", took)
+	}
+
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	if _, err := e.Reserve(ctx, "c1", "s1", "r2", "u2"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("deadline: %v", err)
+	}
+	if took := time.Since(start); took < 10*time.Millisecond || took > 5*time.Second {
+		t.Fatalf("a 10 ms deadline ended the wait after %v", took)
+	}
+
+	fs.stall.Unlock()
+	if res, err := e.Reserve(ctxT(t), "c1", "s1", "r3", "u3"); err != nil || res.Outcome != sku.OutcomeAccepted {
+		t.Fatalf("after the disk came back: %v %v", res.Outcome, err)
+	}
+	e.Close()
 }
