@@ -91,9 +91,6 @@ func (a *skuActor) recover() {
 	a.h.recovered(nil)
 }
 
-// replay replays the whole log (no snapshot) into a.m.
-func (a *skuActor) replay() error { return a.replayFrom(a.log.FirstIndex()) }
-
 // replayFrom applies the records from index from on to a.m.
 func (a *skuActor) replayFrom(from uint64) error {
 	return a.log.Replay(from, func(index uint64, typ byte, payload []byte) error {

@@ -111,7 +111,7 @@ func BenchmarkReplay(b *testing.B) {
 			b.Fatal(err)
 		}
 		a := &skuActor{m: sku.New(), log: l}
-		if err := a.replay(); err != nil {
+		if err := a.replayFrom(l.FirstIndex()); err != nil {
 			b.Fatal(err)
 		}
 		elapsed := time.Since(start)

@@ -132,7 +132,7 @@ func replayDir(t *testing.T, dir string) *sku.Machine {
 	}
 	defer l.Close()
 	a := &skuActor{m: sku.New(), log: l}
-	if err := a.replay(); err != nil {
+	if err := a.replayFrom(l.FirstIndex()); err != nil {
 		t.Fatal(err)
 	}
 	return a.m

@@ -16,8 +16,6 @@ type memStore struct {
 
 func newMemStore(events *eventLog) *memStore { return &memStore{firstIndex: 1, events: events} }
 
-func (s *memStore) open(string, StoreOptions) (Store, error) { return s, nil }
-
 func (s *memStore) WriteBatch(b *Batch) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -149,18 +149,9 @@ func (e *stateEncoder) flush() {
 	e.b = e.b[:0]
 }
 
-// Restore reads an encoded state (Frozen.Encode) from r and rebuilds the
-// Machine with its derived state. Restore(Encode(m.Freeze())).Hash() ==
-// m.Hash() at the freeze.
-func Restore(r io.Reader) (*Machine, error) {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return nil, err
-	}
-	return DecodeState(b)
-}
-
-// DecodeState is Restore on bytes. It never panics and never trusts a count
+// DecodeState rebuilds a Machine, with its derived state, from an encoded
+// state (Frozen.Encode): DecodeState(Encode(m.Freeze())).Hash() == m.Hash()
+// at the freeze. It never panics and never trusts a count
 // before checking it against the bytes left; anything that is not a state
 // Encode could have written (bad layout, trailing bytes, a token held twice,
 // a duplicate request_id, counters that do not add up) wraps ErrBadState.
