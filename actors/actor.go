@@ -165,8 +165,9 @@ func (a *skuActor) drain(ctx actor.Context) {
 // contain keeps a panic while deciding one call (a programming error) from
 // stranding the rest of its batch: the calls decided before it wait on the
 // log as usual, those after it go back to the front of the inbox for the
-// restarted actor. The panicking call itself is never answered; its
-// caller's context ends it (result unknown).
+// restarted actor. The panicking call waits with the decided ones if the
+// panic came after its decision (in the metrics); otherwise it is never
+// answered and its caller's context ends it (result unknown).
 func (a *skuActor) contain(ctx actor.Context, b *batch, undecided []*call) {
 	if len(b.calls) > 0 && a.log != nil {
 		b.owner, b.view = a.h, a.view()
@@ -178,9 +179,9 @@ func (a *skuActor) contain(ctx actor.Context, b *batch, undecided []*call) {
 	}
 }
 
-// handle decides one call at time now (Unix ms) and appends its records. It returns false when
-// it answered the call at once (fail-stop); otherwise the call waits for
-// the log with its batch.
+// handle decides one call at time now (Unix ms) and appends its records.
+// It returns false when it answered the call at once (fail-stop);
+// otherwise the call waits for the log with its batch.
 func (a *skuActor) handle(c *call, now int64) (wait bool) {
 	if a.failed != nil {
 		c.answer(ErrUnavailable)
