@@ -392,14 +392,18 @@ func TestActorRestartAfterPanicRecoversFromDisk(t *testing.T) {
 	}
 	before := mustAudit(t, e).Counts
 	// A call of an unknown kind is a programming error: the actor panics
-	// on it (when it counts it in its metrics). The call is never
-	// answered: its caller's context ends it (result unknown). The calls
-	// of its batch are answered all the same, those after it by the
-	// restarted actor.
+	// on it when it counts it in its metrics, after deciding it (it
+	// changes nothing), so it waits on the log with the calls decided
+	// before it. The calls after it are answered by the restarted actor.
 	h := e.SKU("c1", "s1")
 	bad := &call{kind: callKind(200), done: make(chan struct{}, 1)}
 	batch := []*call{newReserveCall("b0", "ub0"), bad, newReserveCall("b1", "ub1"), newReserveCall("b2", "ub2")}
 	postBatch(e, h, batch...)
+	select {
+	case <-bad.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the panicking call, decided before the panic, never answered")
+	}
 	for _, c := range []*call{batch[0], batch[2], batch[3]} {
 		select {
 		case <-c.done:
