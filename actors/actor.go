@@ -15,10 +15,11 @@ import (
 type tick struct{}
 
 // skuActor is the protoactor shell around one sku.Machine: it takes calls
-// one at a time from an unbounded mailbox, lets the Machine decide, appends
-// the records to the SKU's log and hands the reply to the log, which
-// releases it once every record it depends on is fsynced (group commit: the
-// next batch forms while the current one syncs). It keeps no state that the
+// in batches from the SKU's inbox (inbox.go), lets the Machine decide them
+// one at a time, appends the records to the SKU's log and hands the batch
+// to the log, which releases it once every record it depends on is
+// fsynced (group commit: the next batch forms while the current one
+// syncs). It keeps no state that the
 // log cannot rebuild: on Started (first start, or after a supervisor
 // restart caused by a panic) it rebuilds the Machine from disk.
 type skuActor struct {

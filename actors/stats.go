@@ -65,9 +65,10 @@ type Stats struct {
 	// Unavailable is set while the SKU is recovering, or after its log
 	// failed (fail-stop): it answers ErrUnavailable until restarted.
 	Unavailable bool
-	// Queued is the number of messages waiting in the mailbox.
+	// Queued is the number of calls waiting in the SKU's inbox (its
+	// mailbox, in the terms of the metrics).
 	Queued int64
-	// OldestWait is the age of the oldest waiting message.
+	// OldestWait is the age of the oldest waiting call.
 	OldestWait time.Duration
 	// RatePerSecond is the recent processing rate (EWMA over ~1 s ticks):
 	// the consumer_rate of the admission bound.

@@ -24,8 +24,8 @@ func newSKUCollector(e Engine, g *gates) *skuCollector {
 	return &skuCollector{
 		engine:       e,
 		gates:        g,
-		mailbox:      desc("seckill_sku_mailbox_messages", "Messages waiting in the SKU actor's mailbox."),
-		oldestAge:    desc("seckill_sku_oldest_message_age_seconds", "Age of the oldest message waiting in the SKU actor's mailbox."),
+		mailbox:      desc("seckill_sku_mailbox_messages", "Calls waiting for the SKU actor (its inbox: one mailbox message per burst)."),
+		oldestAge:    desc("seckill_sku_oldest_message_age_seconds", "Age of the oldest call waiting for the SKU actor."),
 		rate:         desc("seckill_sku_consumer_rate_messages_per_second", "Recent processing rate of the SKU actor (the admission consumer_rate)."),
 		saleLimit:    desc("seckill_sku_sale_limit_tokens", "The SKU's sale_limit."),
 		tokens:       desc("seckill_sku_tokens", "Tokens by state (available, reserved, confirmed), as of the last durable record.", "state"),
