@@ -39,8 +39,9 @@ type SKU struct {
 	log            atomic.Pointer[wal.Log] // the open log, for its figures
 	requests       atomic.Pointer[requestFilter]
 
-	mu      sync.Mutex // guards durable
-	durable durableView
+	// durable is the view as of the durable index, replaced whole by each
+	// release (one pointer store per batch, one load per ingress read).
+	durable atomic.Pointer[durableView]
 
 	ready     chan struct{} // closed after the first recovery
 	readyOnce sync.Once
@@ -95,9 +96,9 @@ func (s *SKU) Stats() Stats {
 			st.OldestWait = time.Duration(age)
 		}
 	}
-	s.mu.Lock()
-	st.Definition, st.Counts, st.Paused = s.durable.def, s.durable.counts, s.durable.paused
-	s.mu.Unlock()
+	if v := s.durable.Load(); v != nil {
+		st.Definition, st.Counts, st.Paused = v.def, v.counts, v.paused
+	}
 	return st
 }
 
@@ -120,9 +121,7 @@ func (s *SKU) WALStats() wal.Stats {
 }
 
 func (s *SKU) publish(v durableView) {
-	s.mu.Lock()
-	s.durable = v
-	s.mu.Unlock()
+	s.durable.Store(&v)
 }
 
 // recovered records the outcome of the first recovery and wakes Open.
