@@ -118,8 +118,8 @@ type Engine struct {
 	cfg    Config
 	system *actor.ActorSystem
 
-	mu     sync.RWMutex
-	skus   map[skuKey]*SKU
+	skus   sync.Map   // skuKey -> *SKU: read by every call without a lock
+	mu     sync.Mutex // guards closed
 	closed bool
 	create sync.Mutex // serialises the creation of new SKUs
 
@@ -140,7 +140,6 @@ func Open(cfg Config) (*Engine, error) {
 	e := &Engine{
 		cfg:    cfg,
 		system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger.With("lib", "protoactor") })),
-		skus:   make(map[skuKey]*SKU),
 		stop:   make(chan struct{}),
 	}
 	found, err := discover(cfg.DataDir)
@@ -157,9 +156,7 @@ func Open(cfg Config) (*Engine, error) {
 			// A log created but never given its definition: forget it; a
 			// later Define appends to it.
 			e.system.Root.Stop(h.pid)
-			e.mu.Lock()
-			delete(e.skus, skuKey{h.campaignID, h.skuID})
-			e.mu.Unlock()
+			e.skus.Delete(skuKey{h.campaignID, h.skuID})
 		}
 	}
 	e.ticker.Add(1)
@@ -223,9 +220,7 @@ func (e *Engine) spawn(k skuKey) *SKU {
 	props := actor.PropsFromProducer(func() actor.Actor { return &skuActor{h: h, cfg: cfg, dispatcher: d} },
 		actor.WithMailbox(actor.Unbounded()), actor.WithDispatcher(d))
 	h.pid = e.system.Root.Spawn(props)
-	e.mu.Lock()
-	e.skus[k] = h
-	e.mu.Unlock()
+	e.skus.Store(k, h)
 	return h
 }
 
@@ -262,19 +257,19 @@ func (e *Engine) tickLoop() {
 
 // SKU returns the handle of a defined SKU, or nil.
 func (e *Engine) SKU(campaignID, skuID string) *SKU {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return e.skus[skuKey{campaignID, skuID}]
+	if h, ok := e.skus.Load(skuKey{campaignID, skuID}); ok {
+		return h.(*SKU)
+	}
+	return nil
 }
 
 // SKUs returns every SKU handle, sorted by campaign and SKU id.
 func (e *Engine) SKUs() []*SKU {
-	e.mu.RLock()
-	out := make([]*SKU, 0, len(e.skus))
-	for _, h := range e.skus {
-		out = append(out, h)
-	}
-	e.mu.RUnlock()
+	var out []*SKU
+	e.skus.Range(func(_, h any) bool {
+		out = append(out, h.(*SKU))
+		return true
+	})
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].campaignID != out[j].campaignID {
 			return out[i].campaignID < out[j].campaignID
@@ -313,14 +308,13 @@ func (e *Engine) handleFor(campaignID, skuID string) (*SKU, error) {
 		e.mu.Unlock()
 		return nil, ErrClosed
 	}
-	h := e.skus[skuKey{campaignID, skuID}]
 	e.mu.Unlock()
-	if h != nil {
+	if h := e.SKU(campaignID, skuID); h != nil {
 		return h, nil
 	}
 	e.create.Lock()
 	defer e.create.Unlock()
-	if h = e.SKU(campaignID, skuID); h != nil { // created while we waited
+	if h := e.SKU(campaignID, skuID); h != nil { // created while we waited
 		return h, nil
 	}
 	dir := filepath.Join(e.cfg.DataDir, campaignID, skuID)
@@ -333,7 +327,7 @@ func (e *Engine) handleFor(campaignID, skuID string) (*SKU, error) {
 	if err := syncDir(e.cfg.DataDir); err != nil {
 		return nil, err
 	}
-	h = e.spawn(skuKey{campaignID, skuID})
+	h := e.spawn(skuKey{campaignID, skuID})
 	<-h.ready
 	return h, h.readyErr
 }

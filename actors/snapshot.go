@@ -78,9 +78,9 @@ type SnapshotInfo struct {
 // one starts after it. Errors: ErrUnknownSKU, ErrUnavailable, ErrClosed,
 // ctx.Err(), or the I/O error of the write.
 func (e *Engine) Snapshot(ctx context.Context, campaignID, skuID string) (SnapshotInfo, error) {
-	e.mu.RLock()
+	e.mu.Lock()
 	closed := e.closed
-	e.mu.RUnlock()
+	e.mu.Unlock()
 	if closed {
 		return SnapshotInfo{}, ErrClosed
 	}

@@ -107,45 +107,35 @@ func (g *gate) tryAcquire(max int64) bool {
 func (g *gate) release() { g.inFlight.Add(-1) }
 
 // gates maps a SKU to its gate. Gates are made only for SKUs the engine
-// knows, so the map is bounded by the number of configured SKUs.
+// knows, so the map is bounded by the number of configured SKUs; every
+// reserve reads it, without a lock.
 type gates struct {
-	mu         sync.RWMutex
-	m          map[gateKey]*gate
+	m          sync.Map // gateKey -> *gate
 	admissions *prometheus.CounterVec
 }
 
 func newGates(admissions *prometheus.CounterVec) *gates {
-	return &gates{m: make(map[gateKey]*gate), admissions: admissions}
+	return &gates{admissions: admissions}
 }
 
-// get returns the gate of a SKU the engine knows, making it on first use.
 // gateKey names a SKU's gate (a struct key: no string built per lookup).
 type gateKey struct{ campaignID, skuID string }
 
+// get returns the gate of a SKU the engine knows, making it on first use.
 func (g *gates) get(campaignID, skuID string) *gate {
 	key := gateKey{campaignID, skuID}
-	g.mu.RLock()
-	gt := g.m[key]
-	g.mu.RUnlock()
-	if gt != nil {
-		return gt
+	if gt, ok := g.m.Load(key); ok {
+		return gt.(*gate)
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if gt = g.m[key]; gt == nil {
-		gt = &gate{admissions: g.admissions.WithLabelValues(campaignID, skuID)}
-		g.m[key] = gt
-	}
-	return gt
+	gt, _ := g.m.LoadOrStore(key, &gate{admissions: g.admissions.WithLabelValues(campaignID, skuID)})
+	return gt.(*gate)
 }
 
 // inFlight returns the permits in flight for a SKU (0 when it has no gate).
 func (g *gates) inFlight(campaignID, skuID string) int64 {
-	g.mu.RLock()
-	gt := g.m[gateKey{campaignID, skuID}]
-	g.mu.RUnlock()
-	if gt == nil {
+	gt, ok := g.m.Load(gateKey{campaignID, skuID})
+	if !ok {
 		return 0
 	}
-	return gt.inFlight.Load()
+	return gt.(*gate).inFlight.Load()
 }
