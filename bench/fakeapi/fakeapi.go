@@ -459,19 +459,20 @@ func (s *Server) pay(ctx *fasthttp.RequestCtx, id string) {
 			writeJSON(ctx, 200, []byte(`{"state":"PAID"}`))
 			return
 		}
-		// Like the engine: a second payment id is money to give back,
-		// recorded for refund once per payment id.
-		if !hasRefund(r.sku.refunds, r.id, body.PaymentID) {
-			r.refundRequired = true
-			r.sku.refunds = append(r.sku.refunds, refund{ReservationID: r.id, PaymentID: body.PaymentID})
-		}
+		// Like the engine: a second payment id is money to give back.
+		r.recordRefund(body.PaymentID)
 		writeError(ctx, 409, "PAYMENT_CONFLICT")
 	default:
-		if !r.refundRequired || !hasRefund(r.sku.refunds, r.id, body.PaymentID) {
-			r.refundRequired = true
-			r.sku.refunds = append(r.sku.refunds, refund{ReservationID: r.id, PaymentID: body.PaymentID})
-		}
+		r.recordRefund(body.PaymentID)
 		writeError(ctx, 409, "REFUND_REQUIRED")
+	}
+}
+
+// recordRefund records paymentID of r for refund, once per payment id.
+func (r *reservation) recordRefund(paymentID string) {
+	if !hasRefund(r.sku.refunds, r.id, paymentID) {
+		r.refundRequired = true
+		r.sku.refunds = append(r.sku.refunds, refund{ReservationID: r.id, PaymentID: paymentID})
 	}
 }
 
