@@ -390,13 +390,23 @@ func (s *Server) closeLocked(r *reservation, reason string) {
 	}
 }
 
-func (s *Server) status(ctx *fasthttp.RequestCtx, id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.expireLocked(s.options.Now())
+// reservationLocked expires what is due at now and returns reservation
+// id, or answers 404 and returns nil. s.mu is held.
+func (s *Server) reservationLocked(ctx *fasthttp.RequestCtx, now time.Time, id string) *reservation {
+	s.expireLocked(now)
 	r, ok := s.reservations[id]
 	if !ok {
 		writeError(ctx, 404, "NOT_FOUND")
+		return nil
+	}
+	return r
+}
+
+func (s *Server) status(ctx *fasthttp.RequestCtx, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.reservationLocked(ctx, s.options.Now(), id)
+	if r == nil {
 		return
 	}
 	body := map[string]any{
@@ -437,10 +447,8 @@ func (s *Server) pay(ctx *fasthttp.RequestCtx, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.options.Now()
-	s.expireLocked(now)
-	r, ok := s.reservations[id]
-	if !ok {
-		writeError(ctx, 404, "NOT_FOUND")
+	r := s.reservationLocked(ctx, now, id)
+	if r == nil {
 		return
 	}
 	switch r.state {
@@ -488,10 +496,8 @@ func hasRefund(refunds []refund, reservationID, paymentID string) bool {
 func (s *Server) cancel(ctx *fasthttp.RequestCtx, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.expireLocked(s.options.Now())
-	r, ok := s.reservations[id]
-	if !ok {
-		writeError(ctx, 404, "NOT_FOUND")
+	r := s.reservationLocked(ctx, s.options.Now(), id)
+	if r == nil {
 		return
 	}
 	switch r.state {
