@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -18,17 +19,26 @@ const maxLedgerExamples = 5
 //
 // Workers note into their own shard (worker modulo ledgerShards) and each
 // answer keeps its arrival time; readers merge the shards in arrival order.
+// What a shard keeps holds no pointers (ids are copied into byte chunks),
+// so millions of acceptances cost the garbage collector nothing to scan
+// while the load runs.
 type Ledger struct {
 	plan   *Plan
+	base   time.Time // arrival times are kept as monotonic offsets from base
 	shards [ledgerShards]ledgerShard
 }
 
-// Ledger shards and the chunks they keep acceptances in.
+// Ledger shards and the chunks they keep acceptances and ids in.
 const (
 	ledgerShards = 64
-	// acceptChunk is the length of one chunk: a shard grows by new chunks
-	// and never copies the acceptances it holds.
+	// acceptChunk is the length of one chunk of acceptances, textChunk the
+	// size of one chunk of ids: a shard grows by new chunks and never
+	// copies what it holds.
 	acceptChunk = 1024
+	textChunk   = 64 << 10
+	// maxNotedID bounds the reservation and token ids a ledger keeps
+	// (longer ones are cut; real ones are tens of bytes).
+	maxNotedID = 1024
 )
 
 // ledgerShard is the part of a ledger that some workers note into.
@@ -37,26 +47,41 @@ type ledgerShard struct {
 	// accepts holds the shard's acceptances in the order noted, in chunks
 	// of acceptChunk (only the last one is not full).
 	accepts [][]acceptance
+	// text holds the acceptances' ids back to back, in chunks of textChunk.
+	text [][]byte
 	// refusals of request numbers that the plan resends; other refusals
 	// cannot be contradicted and are not kept.
 	refusals map[int64]refusal
 	_        [cacheLine]byte
 }
 
+// acceptance is one ACCEPTED answer, without pointers: its ids lie in the
+// shard's text chunk textChunkIndex at textOffset, the reservation id
+// first, then the token id.
 type acceptance struct {
-	at            time.Time // when the answer arrived
-	request       int64
-	user          int64
-	sku           int
-	reservationID string
-	tokenID       string
-	expireAt      time.Time
+	at             time.Duration // arrival, since the ledger's base
+	request, user  int64
+	expireAtNs     int64 // the answer's expire_at in Unix ns, 0 when absent
+	sku            int32
+	textChunkIndex uint32
+	textOffset     uint32
+	idLen, tokLen  uint16
 }
 
 // refusal is the last definitive refusal of a resent request number.
 type refusal struct {
-	at      time.Time
+	at      time.Duration // arrival, since the ledger's base
 	outcome Outcome
+}
+
+// notedAcceptance is an acceptance with its ids read back, for analysis
+// after the load.
+type notedAcceptance struct {
+	at                     time.Duration
+	request, user          int64
+	sku                    int
+	reservationID, tokenID string
+	expireAt               time.Time
 }
 
 // AcceptedReservation is one distinct reservation the clients were given.
@@ -92,7 +117,7 @@ func (l *Ledger) Accepted() []AcceptedReservation {
 
 // NewLedger returns an empty ledger for the plan.
 func NewLedger(plan *Plan) *Ledger {
-	return &Ledger{plan: plan}
+	return &Ledger{plan: plan, base: time.Now()}
 }
 
 // Note records one answer, which arrived at at, into the worker's shard.
@@ -102,29 +127,57 @@ func (l *Ledger) Note(worker int, at time.Time, attempt Attempt, reply Reply) {
 	switch {
 	case reply.Outcome == OutcomeAccepted:
 		shard.mu.Lock()
-		last := len(shard.accepts) - 1
-		if last < 0 || len(shard.accepts[last]) == acceptChunk {
-			shard.accepts = append(shard.accepts, make([]acceptance, 0, acceptChunk))
-			last++
-		}
-		shard.accepts[last] = append(shard.accepts[last], acceptance{
-			at:            at,
-			request:       attempt.Request,
-			user:          attempt.User,
-			sku:           attempt.SKU,
-			reservationID: reply.ReservationID,
-			tokenID:       reply.TokenID,
-			expireAt:      reply.ExpireAt,
-		})
+		shard.note(acceptance{at: at.Sub(l.base), request: attempt.Request, user: attempt.User,
+			expireAtNs: unixNanoOrZero(reply.ExpireAt), sku: int32(attempt.SKU)}, reply.ReservationID, reply.TokenID)
 		shard.mu.Unlock()
 	case reply.Outcome.Definitive() && l.plan != nil && l.plan.Retried(attempt.Request):
 		shard.mu.Lock()
 		if shard.refusals == nil {
 			shard.refusals = make(map[int64]refusal)
 		}
-		shard.refusals[attempt.Request] = refusal{at: at, outcome: reply.Outcome}
+		shard.refusals[attempt.Request] = refusal{at: at.Sub(l.base), outcome: reply.Outcome}
 		shard.mu.Unlock()
 	}
+}
+
+// note appends a to the shard with its ids; the caller holds s.mu.
+func (s *ledgerShard) note(a acceptance, reservationID, tokenID string) {
+	reservationID, tokenID = reservationID[:min(len(reservationID), maxNotedID)], tokenID[:min(len(tokenID), maxNotedID)]
+	size := len(reservationID) + len(tokenID)
+	last := len(s.text) - 1
+	if last < 0 || len(s.text[last])+size > cap(s.text[last]) {
+		s.text = append(s.text, make([]byte, 0, textChunk))
+		last++
+	}
+	a.textChunkIndex, a.textOffset = uint32(last), uint32(len(s.text[last]))
+	a.idLen, a.tokLen = uint16(len(reservationID)), uint16(len(tokenID))
+	s.text[last] = append(append(s.text[last], reservationID...), tokenID...)
+
+	chunk := len(s.accepts) - 1
+	if chunk < 0 || len(s.accepts[chunk]) == acceptChunk {
+		s.accepts = append(s.accepts, make([]acceptance, 0, acceptChunk))
+		chunk++
+	}
+	s.accepts[chunk] = append(s.accepts[chunk], a)
+}
+
+// read returns a with its ids copied out of the shard's text.
+func (s *ledgerShard) read(a *acceptance) notedAcceptance {
+	text := s.text[a.textChunkIndex][a.textOffset:]
+	n := notedAcceptance{at: a.at, request: a.request, user: a.user, sku: int(a.sku),
+		reservationID: string(text[:a.idLen]), tokenID: string(text[a.idLen : a.idLen+a.tokLen])}
+	if a.expireAtNs != 0 {
+		n.expireAt = time.Unix(0, a.expireAtNs)
+	}
+	return n
+}
+
+// unixNanoOrZero returns t in Unix ns, 0 for the zero time.
+func unixNanoOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 // lock takes every shard's lock, in order.
@@ -144,22 +197,23 @@ func (l *Ledger) unlock() {
 // arrivals returns every acceptance in the order the answers arrived: by
 // arrival time, and at equal times by shard and then in the order noted.
 // The caller holds every shard's lock.
-func (l *Ledger) arrivals() []*acceptance {
+func (l *Ledger) arrivals() []notedAcceptance {
 	total := 0
 	for i := range l.shards {
 		for _, chunk := range l.shards[i].accepts {
 			total += len(chunk)
 		}
 	}
-	out := make([]*acceptance, 0, total)
+	out := make([]notedAcceptance, 0, total)
 	for i := range l.shards {
-		for _, chunk := range l.shards[i].accepts {
+		shard := &l.shards[i]
+		for _, chunk := range shard.accepts {
 			for j := range chunk {
-				out = append(out, &chunk[j])
+				out = append(out, shard.read(&chunk[j]))
 			}
 		}
 	}
-	slices.SortStableFunc(out, func(a, b *acceptance) int { return a.at.Compare(b.at) })
+	slices.SortStableFunc(out, func(a, b notedAcceptance) int { return cmp.Compare(a.at, b.at) })
 	return out
 }
 
@@ -169,7 +223,7 @@ func (l *Ledger) refusals() map[int64]Outcome {
 	latest := make(map[int64]refusal)
 	for i := range l.shards {
 		for request, r := range l.shards[i].refusals {
-			if seen, ok := latest[request]; !ok || !r.at.Before(seen.at) {
+			if seen, ok := latest[request]; !ok || r.at >= seen.at {
 				latest[request] = r
 			}
 		}

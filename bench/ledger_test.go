@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -99,7 +100,9 @@ func TestLedgerMergesWorkersInArrivalOrder(t *testing.T) {
 
 func TestLedgerKeepsEveryAnswerOfConcurrentWorkers(t *testing.T) {
 	ledger := NewLedger(nil)
-	const workers, each = 100, 3000 // more workers than shards, more answers than a chunk
+	// More workers than shards, more answers than a chunk, more id bytes
+	// per shard than a text chunk.
+	const workers, each = 100, 3000
 	start := time.Unix(1_000_000, 0)
 	var wait sync.WaitGroup
 	for worker := range workers {
@@ -109,7 +112,8 @@ func TestLedgerKeepsEveryAnswerOfConcurrentWorkers(t *testing.T) {
 			for i := range each {
 				request := int64(worker*each + i)
 				ledger.Note(worker, start.Add(time.Duration(i)*time.Microsecond), Attempt{Request: request, User: request},
-					Reply{Outcome: OutcomeAccepted, ReservationID: "r" + string(rune('a'+worker%26)) + time.Duration(request).String()})
+					Reply{Outcome: OutcomeAccepted, ReservationID: notedID("r", request), TokenID: notedID("t", request),
+						ExpireAt: start.Add(time.Duration(request) * time.Millisecond)})
 			}
 		}()
 	}
@@ -122,4 +126,15 @@ func TestLedgerKeepsEveryAnswerOfConcurrentWorkers(t *testing.T) {
 	if len(accepted) != workers*each {
 		t.Fatalf("%d accepted, want %d", len(accepted), workers*each)
 	}
+	for _, a := range accepted {
+		if a.ReservationID != notedID("r", a.Request) || a.TokenID != notedID("t", a.Request) ||
+			!a.ExpireAt.Equal(start.Add(time.Duration(a.Request)*time.Millisecond)) {
+			t.Fatalf("request %d read back as %+v", a.Request, a)
+		}
+	}
+}
+
+// notedID is an id of varying length for request.
+func notedID(prefix string, request int64) string {
+	return prefix + strings.Repeat("x", int(request%7)) + strconv.FormatInt(request, 10)
 }
