@@ -2,7 +2,9 @@
 # Baselines side by side: the hot and seed scenarios at 16, 64 and 1,024
 # concurrency against Redis (Lua script, appendfsync always), PostgreSQL
 # (conditional UPDATE + unique INSERTs, synchronous_commit=on), seckilld over
-# HTTP (--fsync always), the engine in process, and a null HTTP server.
+# HTTP (--fsync always), the engine in process, a null HTTP server (the
+# HTTP ceiling) and a null server that fdatasyncs before it answers (the
+# durable ceiling).
 # Every server is private to the run, on 127.0.0.1, in a temp directory.
 #
 # Usage: bench/compare.sh [flags of "seckill-bench compare"]

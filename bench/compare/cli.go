@@ -47,7 +47,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags.SetOutput(stderr)
 	concurrencies := flags.String("concurrency", "16,64,1024", "comma-separated closed-loop concurrencies, one table each")
 	engineConcurrencies := flags.String("engine-concurrency", "4096", "more concurrencies at which the in-process engine runs hot (its best lies beyond what sockets hold; empty: none)")
-	targetNames := flags.String("targets", "redis,postgres,seckilld,engine,null", "comma-separated targets: redis, postgres, seckilld, engine, null")
+	targetNames := flags.String("targets", "redis,postgres,seckilld,engine,null,null-fsync", "comma-separated targets: redis, postgres, seckilld, engine, null (the HTTP ceiling), null-fsync (the durable ceiling)")
 	scenarios := flags.String("scenarios", "hot,seed", "comma-separated scenarios per cell: hot, seed")
 	hotDuration := flags.Duration("hot-duration", 5*time.Second, "length of each hot cell")
 	seedRequests := flags.Int64("seed-requests", 100_000, "attempts of each seed cell")
@@ -184,7 +184,9 @@ func buildTargets(names []string, settings targetSettings) ([]Target, error) {
 		case "engine":
 			targets = append(targets, NewEngineTarget(settings.workDir))
 		case "null", "null-http":
-			targets = append(targets, NewNullTarget(settings.workDir, settings.maxConns, settings.timeout))
+			targets = append(targets, NewNullTarget(settings.workDir, settings.maxConns, settings.timeout, false))
+		case "null-fsync":
+			targets = append(targets, NewNullTarget(settings.workDir, settings.maxConns, settings.timeout, true))
 		default:
 			return nil, fmt.Errorf("unknown target %q", name)
 		}

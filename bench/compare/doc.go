@@ -18,10 +18,14 @@
 //     the --engine-concurrency levels, since its best concurrency lies
 //     beyond what sockets hold.
 //   - nullserver.go: a fasthttp server that answers 202 and does nothing:
-//     the HTTP ceiling of the machine.
+//     the HTTP ceiling of the machine ("null-http"); as "null-fsync" it
+//     first appends the request to a file and waits for a group-commit
+//     fdatasync (groupsync.go): the durable ceiling, the most any server
+//     that syncs before it answers can do here.
 //
 // harness.go runs the cells, table.go prints them, and goals.go judges the
-// issue's speed goals from ratios of figures of the same run.
+// issue's speed goals from ratios of figures of the same run, and prints
+// the ceilings beside them.
 //
 // Every server listens on 127.0.0.1 only, lives in its own temporary
 // directory, and is stopped (by its process id) when the run ends. A target

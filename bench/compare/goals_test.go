@@ -13,7 +13,7 @@ func TestWriteGoalsJudgesRatiosOfTheRun(t *testing.T) {
 	rows := []Row{
 		hot("redis", 64, 40_000), hot("redis", 1024, 50_000),
 		hot("seckilld", 64, 90_000), hot("seckilld", 16, 10),
-		hot("null-http", 64, 200_000),
+		hot("null-http", 64, 200_000), hot("null-fsync", 64, 100_000),
 		hot("engine", 64, 100_000), hot("engine", 4096, 800_000),
 		{Target: "engine", Scenario: scenarioHot, Concurrency: 8192, Skipped: "not run", ThroughputRPS: 9e9},
 		{Target: "engine", Scenario: scenarioSeed, Concurrency: 64, ThroughputRPS: 9e9},
@@ -26,6 +26,9 @@ func TestWriteGoalsJudgesRatiosOfTheRun(t *testing.T) {
 		"2.25x (90000 at c=64 / 40000 at c=64), goal >= 2x: met",
 		"0.45x (90000 at c=64 / 200000 at c=64), goal >= 0.7x: NOT met",
 		"16.00x (800000 at c=4096 / 50000 at c=1024), goal >= 15x: met",
+		"durable ceiling (null-fsync) vs Redis + Lua, hot c=64",
+		"2.50x (100000 at c=64 / 40000 at c=64)\n",
+		"0.90x (90000 at c=64 / 100000 at c=64)\n",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("missing %q in\n%s", want, text)
