@@ -212,7 +212,7 @@ func (a *skuActor) handle(c *call, now int64) (wait bool) {
 	case callResume:
 		c.outcome, out = m.Resume(now, out)
 	case callDefine:
-		d := c.def
+		d := *c.def
 		if m.Defined() {
 			d.IDKey = m.Definition().IDKey // the key never changes
 		} else if _, err := io.ReadFull(a.cfg.Rand, d.IDKey[:]); err != nil {
@@ -226,11 +226,11 @@ func (a *skuActor) handle(c *call, now int64) (wait bool) {
 	case callLookup:
 		c.result, c.found = m.Lookup(c.requestID)
 	case callAudit:
-		c.audit = m.Audit()
+		c.report.audit = m.Audit()
 	case callRefunds:
-		c.refunds = m.Refunds()
+		c.report.refunds = m.Refunds()
 	case callHash:
-		c.hash = m.Hash()
+		c.report.hash = m.Hash()
 	}
 	a.out = out
 	a.appendRecords(out)

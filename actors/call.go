@@ -41,19 +41,27 @@ type call struct {
 	tag                          string // of the reservation id: checked by the SKU
 	amount                       int64
 	reason                       sku.CloseReason
-	def                          sku.Definition
-	enqueuedAt                   int64 // monotonic ns, the sojourn stamp
+	def                          *sku.Definition // callDefine only
+	enqueuedAt                   int64           // monotonic ns, the sojourn stamp
 
 	// reply, written by the actor before Await and read by the caller after done
 	result  sku.Result
 	outcome sku.Outcome
 	found   bool
-	audit   sku.Audit
-	refunds []sku.Refund
-	hash    [32]byte
+	report  *callReport // callAudit, callRefunds and callHash only
 	err     error
 
 	done chan struct{} // capacity 1
+}
+
+// callReport is the reply of the rare calls that read a whole SKU. It
+// lives outside call so that a reserve's call stays a few cache lines:
+// the caller writes it, the actor's core reads it and writes the result,
+// and the caller's core reads that back.
+type callReport struct {
+	audit   sku.Audit
+	refunds []sku.Refund
+	hash    [32]byte
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -61,6 +69,13 @@ var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}
 func newCall(kind callKind) *call {
 	c := callPool.Get().(*call)
 	c.kind = kind
+	return c
+}
+
+// newReportCall returns a call of a kind that replies with a callReport.
+func newReportCall(kind callKind) *call {
+	c := newCall(kind)
+	c.report = new(callReport)
 	return c
 }
 

@@ -158,11 +158,11 @@ func (e *Engine) simple(ctx context.Context, campaignID, skuID string, kind call
 
 // Audit checks every invariant on the SKU's live state (see sku.Machine.Audit).
 func (e *Engine) Audit(ctx context.Context, campaignID, skuID string) (sku.Audit, error) {
-	c, err := e.run(ctx, campaignID, skuID, newCall(callAudit))
+	c, err := e.run(ctx, campaignID, skuID, newReportCall(callAudit))
 	if err != nil {
 		return sku.Audit{}, err
 	}
-	a := c.audit
+	a := c.report.audit
 	c.free()
 	return a, nil
 }
@@ -170,11 +170,11 @@ func (e *Engine) Audit(ctx context.Context, campaignID, skuID string) (sku.Audit
 // Refunds lists the payments of a SKU that arrived after close and must be
 // refunded, in log order.
 func (e *Engine) Refunds(ctx context.Context, campaignID, skuID string) ([]sku.Refund, error) {
-	c, err := e.run(ctx, campaignID, skuID, newCall(callRefunds))
+	c, err := e.run(ctx, campaignID, skuID, newReportCall(callRefunds))
 	if err != nil {
 		return nil, err
 	}
-	r := c.refunds
+	r := c.report.refunds
 	c.free()
 	return r, nil
 }
@@ -182,11 +182,11 @@ func (e *Engine) Refunds(ctx context.Context, campaignID, skuID string) ([]sku.R
 // StateHash returns the canonical hash of a SKU's state (sku.Machine.Hash):
 // equal hashes mean equal states, e.g. a restored data dir and its source.
 func (e *Engine) StateHash(ctx context.Context, campaignID, skuID string) ([32]byte, error) {
-	c, err := e.run(ctx, campaignID, skuID, newCall(callHash))
+	c, err := e.run(ctx, campaignID, skuID, newReportCall(callHash))
 	if err != nil {
 		return [32]byte{}, err
 	}
-	h := c.hash
+	h := c.report.hash
 	c.free()
 	return h, nil
 }

@@ -292,7 +292,7 @@ func (e *Engine) Define(ctx context.Context, d sku.Definition) error {
 		return err
 	}
 	c := newCall(callDefine)
-	c.def = d
+	c.def = &d
 	if err := h.do(ctx, c); err != nil {
 		return err
 	}
