@@ -43,7 +43,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "seckill-bench: %v\n", err)
 		return ExitUsage
 	}
-	config.Progress, config.Terminal = ProgressOutput(paths.progress, stderr)
+	config.Progress, config.Terminal, err = ProgressOutput(paths.progress, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "seckill-bench: %v\n", err)
+		return ExitUsage
+	}
 	if paths.cpuProfile != "" {
 		stopProfile, err := StartCPUProfile(paths.cpuProfile)
 		if err != nil {
@@ -123,21 +127,21 @@ func StartCPUProfile(path string) (func(), error) {
 // ProgressOutput decides where and how progress is printed for a
 // --progress mode: "auto" redraws a line on a terminal and prints plain
 // lines otherwise, "tty" always redraws, "plain" never does, "off" prints
-// nothing (nil writer). It returns the writer and whether to redraw.
-func ProgressOutput(mode string, stderr io.Writer) (io.Writer, bool) {
-	terminal := false
-	if file, ok := stderr.(*os.File); ok {
-		terminal = term.IsTerminal(int(file.Fd()))
-	}
+// nothing (nil writer). It returns the writer and whether to redraw, or
+// an error for another mode.
+func ProgressOutput(mode string, stderr io.Writer) (io.Writer, bool, error) {
 	switch mode {
 	case "off":
-		return nil, false
+		return nil, false, nil
 	case "plain":
-		return stderr, false
+		return stderr, false, nil
 	case "tty":
-		return stderr, true
+		return stderr, true, nil
+	case "auto":
+		file, ok := stderr.(*os.File)
+		return stderr, ok && term.IsTerminal(int(file.Fd())), nil
 	}
-	return stderr, terminal
+	return nil, false, fmt.Errorf("progress %q is not one of auto, tty, plain, off", mode)
 }
 
 // parseFlags reads the flags. Flags left unset take the scenario's defaults
@@ -183,6 +187,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, outputPaths, error) {
 	if flags.NArg() > 0 {
 		return Config{}, paths, fmt.Errorf("unexpected argument %q", flags.Arg(0))
 	}
+
 	config := DefaultConfig(parsed.Scenario)
 	var problems []error
 	flags.Visit(func(f *flag.Flag) {

@@ -55,16 +55,10 @@ type Client struct {
 
 // NewClient checks the options and returns a client. It does not connect.
 func NewClient(options ClientOptions) (*Client, error) {
-	target, err := url.Parse(options.Target)
-	if err != nil {
-		return nil, fmt.Errorf("client: target %q: %w", options.Target, err)
+	if err := CheckTarget(options.Target); err != nil {
+		return nil, fmt.Errorf("client: %w", err)
 	}
-	if target.Scheme != "http" && target.Scheme != "https" {
-		return nil, fmt.Errorf("client: target %q: scheme must be http or https", options.Target)
-	}
-	if err := CheckLoopback(target.Hostname()); err != nil {
-		return nil, fmt.Errorf("client: target %q: %w", options.Target, err)
-	}
+	target, _ := url.Parse(options.Target) // checked
 	host := target.Host
 	if target.Port() == "" {
 		port := "80"
@@ -99,6 +93,30 @@ func NewClient(options ClientOptions) (*Client, error) {
 		paymentSecret: []byte(options.PaymentSecret),
 		timeout:       options.Timeout,
 	}, nil
+}
+
+// CheckTarget reports whether target is a base URL the tool may use:
+// http (or https) to a loopback host (CheckLoopback), with a port in
+// 1-65535 when given, and nothing after the host but an optional "/".
+func CheckTarget(target string) error {
+	u, err := url.Parse(target)
+	switch {
+	case err != nil:
+		return fmt.Errorf("target %q: %w", target, err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("target %q: give a URL like http://127.0.0.1:8080 (scheme http or https)", target)
+	case u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
+		return fmt.Errorf("target %q: give the server's base URL only (no path, query or credentials)", target)
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("target %q: port must be in 1-65535", target)
+		}
+	}
+	if err := CheckLoopback(u.Hostname()); err != nil {
+		return fmt.Errorf("target %q: %w", target, err)
+	}
+	return nil
 }
 
 // CheckLoopback returns an error unless host is localhost or a loopback IP:

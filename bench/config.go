@@ -4,7 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
+
+	"github.com/seckill/seckill/actors/sku"
+)
+
+// Bounds of the flags that the server or the tool itself would refuse later.
+const (
+	// MaxCampaignIDLength leaves room in the 64-character ids the server
+	// takes for the suffixes the tool adds (campaign parts "-p001",
+	// request ids "<campaign>-<number>").
+	MaxCampaignIDLength = 40
+	// MaxRate bounds --rate (attempts per second).
+	MaxRate = 10_000_000
 )
 
 // Scenario names.
@@ -131,14 +144,19 @@ func (c *Config) Validate() error {
 		known = known || name == c.Scenario
 	}
 	check(known, "scenario %q is not one of %v", c.Scenario, Scenarios)
-	check(c.Stock > 0, "stock must be > 0")
+	if err := CheckTarget(c.Target); err != nil {
+		problems = append(problems, err)
+	}
+	check(c.Stock > 0 && c.Stock <= sku.MaxSaleLimit, "stock must be in [1, %d] (the server's bound on sale_limit)", sku.MaxSaleLimit)
+	check(c.CampaignID == "" || (sku.ValidID(c.CampaignID) && len(c.CampaignID) <= MaxCampaignIDLength),
+		"campaign must be 1-%d characters of [A-Za-z0-9._:-]", MaxCampaignIDLength)
 	check(c.SKUs >= 1 && c.SKUs <= 100_000, "skus must be in [1, 100000]")
 	check(c.Requests >= 0 && c.Requests <= MaxPlanAttempts, "requests must be in [0, %d]", MaxPlanAttempts)
 	check(c.Requests > 0 || c.Duration > 0, "give --requests or --duration")
 	check(c.Users >= 0, "users must be >= 0")
 	check(c.SKUsPerCampaign >= 0, "skus-per-campaign must be >= 0")
 	check(c.Concurrency >= 1 && c.Concurrency <= MaxConcurrency, "concurrency must be in [1, %d]", MaxConcurrency)
-	check(c.Rate >= 0, "rate must be >= 0")
+	check(c.Rate >= 0 && c.Rate <= MaxRate && !math.IsInf(c.Rate, 0), "rate must be in [0, %d]", MaxRate)
 	check(c.Duration >= 0 && c.Duration <= 24*time.Hour, "duration must be in [0, 24h]")
 	check(c.RepeatShare >= 0 && c.RetryShare >= 0 && c.RepeatShare+c.RetryShare <= 1, "repeat and retry shares must be >= 0 and add up to at most 1")
 	check(c.PaymentWindow >= time.Second, "payment window must be at least 1s")

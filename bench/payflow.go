@@ -167,7 +167,7 @@ func runPayflow(ctx context.Context, config Config, client *Client) (*Result, er
 	phase.checkAuditAfter(load.result.Audit)
 	phase.report.CallLatencyMS = phase.timer.summaries()
 	load.result.Payflow = &phase.report
-	judge(load.result, expectations{}, load.report.AcceptedBySKU, scenario.skus)
+	judge(load.result, expectations{}, load.report.AcceptedBySKU, scenario.skus, nil)
 	return load.result, nil
 }
 

@@ -77,6 +77,7 @@ type Plan struct {
 	kinds    []AttemptKind
 	retried  []uint64 // bit per request number: some later attempt resends it
 	count    int64    // distinct request numbers
+	people   int64    // distinct users, numbered 0..people-1
 }
 
 // NewPlan validates spec and builds the plan.
@@ -139,6 +140,10 @@ func (p *Plan) build() {
 		}
 	}
 	p.count = int64(nextRequest)
+	p.people = int64(nextUser)
+	if p.spec.Users > 0 {
+		p.people = min(p.people, p.spec.Users)
+	}
 }
 
 // Bounded reports whether the plan has a fixed number of attempts.
@@ -173,6 +178,19 @@ func (p *Plan) Retried(request int64) bool {
 
 // DistinctRequests returns the number of distinct request_ids of a bounded plan.
 func (p *Plan) DistinctRequests() int64 { return p.count }
+
+// UsersBySKU returns, for a bounded plan, how many distinct users target
+// each SKU: the most units a SKU can sell, one per user. Nil when unbounded.
+func (p *Plan) UsersBySKU() []int64 {
+	if !p.Bounded() {
+		return nil
+	}
+	out := make([]int64, p.spec.SKUs)
+	for user := range p.people {
+		out[p.SKUOf(user)]++
+	}
+	return out
+}
 
 // SKUOf returns the SKU a user targets: a fixed mix of the user number, so
 // that users spread evenly and one user never competes on two SKUs.

@@ -1,6 +1,9 @@
 package bench
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestPlanIsDeterministicAndHasItsShares(t *testing.T) {
 	spec := PlanSpec{Attempts: 100_000, Users: 100_000, RepeatShare: 0.05, RetryShare: 0.05, Seed: 42}
@@ -62,6 +65,20 @@ func TestPlanSpreadsUsersOverSKUsAndKeepsEachUserOnOne(t *testing.T) {
 		if count < 100 || count > 320 {
 			t.Errorf("SKU %d got %d of 20000 attempts, want about 200", sku, count)
 		}
+	}
+	usersOf := make([]int64, 100)
+	for _, sku := range skuOf {
+		usersOf[sku]++
+	}
+	if got := plan.UsersBySKU(); !slices.Equal(got, usersOf) {
+		t.Errorf("UsersBySKU %v, counted %v", got, usersOf)
+	}
+	few, err := NewPlan(PlanSpec{Attempts: 1000, Users: 7, SKUs: 3, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := few.UsersBySKU(); got[0]+got[1]+got[2] != 7 {
+		t.Errorf("7 users spread as %v", got)
 	}
 }
 

@@ -115,6 +115,7 @@ type loadScenario struct {
 // loadPhase is a finished load: its result so far and what it recorded.
 type loadPhase struct {
 	scenario    loadScenario
+	plan        *Plan
 	campaignIDs []string // campaign of each SKU
 	result      *Result
 	tally       *Tally
@@ -129,7 +130,7 @@ func runLoadScenario(ctx context.Context, config Config, client *Client, scenari
 		return nil, err
 	}
 	phase.audit(ctx, config, client)
-	judge(phase.result, scenario.expect, phase.report.AcceptedBySKU, scenario.skus)
+	judge(phase.result, scenario.expect, phase.report.AcceptedBySKU, scenario.skus, phase.plan.UsersBySKU())
 	return phase.result, nil
 }
 
@@ -195,7 +196,7 @@ func runLoadPhase(ctx context.Context, config Config, client *Client, scenario l
 	}
 	report := ledger.Check(len(scenario.skus), func(sku int) int64 { return limits[sku] })
 	result.fillLedger(report)
-	return &loadPhase{scenario: scenario, campaignIDs: campaignIDs, result: result, tally: tally, ledger: ledger, report: report}, nil
+	return &loadPhase{scenario: scenario, plan: plan, campaignIDs: campaignIDs, result: result, tally: tally, ledger: ledger, report: report}, nil
 }
 
 // audit reads every SKU's audit into the result, with the undersold count.
@@ -272,7 +273,8 @@ func runHot(ctx context.Context, config Config, client *Client) (*Result, error)
 }
 
 // runManySKUs: --skus SKUs of --stock units, all opening at one instant a
-// few seconds after the campaign is defined; each must sell out exactly.
+// few seconds after the campaign is defined; each must sell out exactly
+// (or, when users are spread too thin, sell one unit to each of its users).
 func runManySKUs(ctx context.Context, config Config, client *Client) (*Result, error) {
 	users := config.Users
 	if users == 0 {

@@ -203,15 +203,58 @@ func TestPayflowAgainstFakeServer(t *testing.T) {
 }
 
 func TestMainRejectsBadFlagsAndRemoteTargets(t *testing.T) {
+	for _, args := range [][]string{
+		{"--scenario", "nope"},
+		{"--progress", "weird"},
+		{"--rate", "Inf"},
+		{"--rate", "NaN"},
+		{"--stock", "2000000000"},
+		{"--campaign", "a/b"},
+		{"--campaign", strings.Repeat("c", MaxCampaignIDLength+1)},
+		{"--target", "http://10.1.2.3:80"},
+		{"--target", "http://example.com"},
+		{"--target", "http://0.0.0.0:8080"},
+		{"--target", "ftp://127.0.0.1:8080"},
+		{"--target", "127.0.0.1:8080"},
+		{"--target", ""},
+		{"--target", "http://127.0.0.1:99999"},
+		{"--target", "http://127.0.0.1:8080/prefix"},
+		{"--target", "http://user:pw@127.0.0.1:8080"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if status := Main(context.Background(), args, &stdout, &stderr); status != ExitUsage {
+			t.Errorf("%q: exit %d, want %d (bad flags)\n%s", args, status, ExitUsage, stderr.String())
+		}
+		if !strings.HasPrefix(stderr.String(), "seckill-bench: ") || stdout.Len() != 0 {
+			t.Errorf("%q: stdout %q, stderr %q", args, stdout.String(), stderr.String())
+		}
+	}
 	var stdout, stderr bytes.Buffer
-	if status := Main(context.Background(), []string{"--scenario", "nope"}, &stdout, &stderr); status != ExitUsage {
-		t.Errorf("unknown scenario: exit %d", status)
-	}
-	if status := Main(context.Background(), []string{"--target", "http://10.1.2.3:80", "--progress", "off"}, &stdout, &stderr); status != ExitRunError {
-		t.Errorf("remote target: exit %d", status)
-	}
+	Main(context.Background(), []string{"--target", "http://10.1.2.3:80"}, &stdout, &stderr)
 	if !strings.Contains(stderr.String(), "not a loopback address") {
 		t.Errorf("stderr: %s", stderr.String())
+	}
+}
+
+func TestManySKUsWithFewerUsersThanUnitsSellsOneToEach(t *testing.T) {
+	server := startFake(t, fakeapi.Options{})
+	// 20 SKUs x 50 units, ~270 distinct users: every SKU has fewer users
+	// than units, so each user gets one unit and no SKU sells out.
+	status, result, output := runMain(t, "--target", server.URL(), "--scenario", "many-skus",
+		"--skus", "20", "--stock", "50", "--requests", "300", "--concurrency", "16")
+	if status != ExitPass {
+		t.Fatalf("exit %d\n%s", status, output)
+	}
+	plan, err := NewPlan(PlanSpec{Attempts: 300, Users: 300, SKUs: 20, RepeatShare: 0.05, RetryShare: 0.05, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var users int64
+	for _, n := range plan.UsersBySKU() {
+		users += n
+	}
+	if got := number(t, result, "accepted"); got != float64(users) {
+		t.Errorf("accepted %v, want one per user (%d)", got, users)
 	}
 }
 

@@ -4,7 +4,9 @@ import "fmt"
 
 // expectations are what a scenario promises beyond the checks every run makes.
 type expectations struct {
-	// sellOut: every SKU must sell exactly its sale_limit, none left over.
+	// sellOut: every SKU must sell exactly its sale_limit, none left over,
+	// or one unit to each of its users when the plan gives it fewer users
+	// than units (see judge).
 	sellOut bool
 	// noRelease: nothing expires or is cancelled during the run, so the
 	// server's reserved + confirmed must equal the units the clients saw.
@@ -13,8 +15,10 @@ type expectations struct {
 
 // judge fills r.Failures and r.Passed. Every run fails on an oversold unit,
 // a duplicate winner, a reused token, a resent request answered differently
-// or an audit that is missing or does not hold.
-func judge(r *Result, expect expectations, acceptedBySKU []int64, skus []SKUSpec) {
+// or an audit that is missing or does not hold. usersBySKU (nil: unknown)
+// is how many distinct users the plan sent to each SKU: a SKU that must
+// sell out is expected to sell min(sale_limit, its users).
+func judge(r *Result, expect expectations, acceptedBySKU []int64, skus []SKUSpec, usersBySKU []int64) {
 	var failures []string
 	fail := func(format string, args ...any) { failures = append(failures, fmt.Sprintf(format, args...)) }
 	if r.Oversold > 0 {
@@ -41,23 +45,35 @@ func judge(r *Result, expect expectations, acceptedBySKU []int64, skus []SKUSpec
 		fail("no attempt finished")
 	}
 	if expect.sellOut {
-		if r.Accepted != r.SaleLimit {
-			fail("accepted %d units, sale_limit is %d", r.Accepted, r.SaleLimit)
+		want, wantTotal := make([]int64, len(skus)), int64(0)
+		for i, spec := range skus {
+			want[i] = spec.SaleLimit
+			if i < len(usersBySKU) {
+				want[i] = min(want[i], usersBySKU[i])
+			}
+			wantTotal += want[i]
+		}
+		if r.Accepted != wantTotal {
+			if wantTotal == r.SaleLimit {
+				fail("accepted %d units, sale_limit is %d", r.Accepted, r.SaleLimit)
+			} else {
+				fail("accepted %d units, want %d: sale_limit %d, but some SKUs had fewer users than units", r.Accepted, wantTotal, r.SaleLimit)
+			}
 		}
 		if r.Undersold > 0 {
 			fail("undersold: %d units left available while requests were refused as SOLD_OUT", r.Undersold)
 		}
 		short := 0
 		for i, accepted := range acceptedBySKU {
-			if i < len(skus) && accepted != skus[i].SaleLimit {
+			if i < len(skus) && accepted != want[i] {
 				if short < 5 {
-					fail("%s accepted %d, sale_limit %d", skus[i].SKUID, accepted, skus[i].SaleLimit)
+					fail("%s accepted %d, want %d (sale_limit %d)", skus[i].SKUID, accepted, want[i], skus[i].SaleLimit)
 				}
 				short++
 			}
 		}
 		if short > 5 {
-			fail("... and %d more SKUs not sold exactly to their limit", short-5)
+			fail("... and %d more SKUs not sold exactly as expected", short-5)
 		}
 	}
 	if expect.noRelease && r.Audit != nil && r.Audit.Error == "" {

@@ -106,6 +106,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "compare: %v\n", err)
 		return exitUsage
 	}
+	progressOut, terminal, err := bench.ProgressOutput(*progress, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "compare: %v\n", err)
+		return exitUsage
+	}
 	if *cpuProfile != "" {
 		stop, err := bench.StartCPUProfile(*cpuProfile)
 		if err != nil {
@@ -114,7 +119,6 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		defer stop()
 	}
-	progressOut, terminal := bench.ProgressOutput(*progress, stderr)
 	report := Report{
 		StartedAt: time.Now(),
 		Machine:   fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
