@@ -64,7 +64,13 @@ func readLogOnce(dir string) (*logData, error) {
 		return nil, err
 	}
 	if len(segs) == 0 {
-		return nil, fmt.Errorf("%s: no log segment files (is it a SKU's wal directory?)", dir)
+		if filepath.Base(dir) != "wal" {
+			return nil, fmt.Errorf("%s: no log segment files (is it a SKU's wal directory?)", dir)
+		}
+		// A SKU's wal directory before its first segment (seckilld stopped
+		// between creating it and writing one): seckilld opens it as an
+		// empty log, whose first record will be 1.
+		return &logData{info: logInfo{Dir: dir, FirstIndex: 1}}, nil
 	}
 	l := &logData{info: logInfo{Dir: dir, FirstIndex: segs[0].FirstIndex, Segments: len(segs)}}
 	expected := segs[0].FirstIndex
@@ -148,14 +154,13 @@ func walDirOf(dir string) string {
 	return dir
 }
 
-// skuDirOf returns the SKU dir of a SKU dir or of its wal dir.
+// skuDirOf returns the SKU dir of a SKU dir or of its wal dir: a directory
+// named wal is a SKU's log, unless it holds a wal directory itself (then it
+// is the directory of a SKU named "wal").
 func skuDirOf(dir string) string {
 	dir = filepath.Clean(dir)
 	if filepath.Base(dir) == "wal" {
-		if _, err := os.Stat(filepath.Join(dir, "..", "snapshots")); err == nil {
-			return filepath.Dir(dir)
-		}
-		if segs, err := wal.Segments(dir); err == nil && len(segs) > 0 {
+		if st, err := os.Stat(filepath.Join(dir, "wal")); err != nil || !st.IsDir() {
 			return filepath.Dir(dir)
 		}
 	}

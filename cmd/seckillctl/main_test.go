@@ -272,6 +272,75 @@ func TestVerify(t *testing.T) {
 	wantCode(t, 2, "verify", t.TempDir())
 }
 
+// verifyReports decodes the reports verify prints, one JSON object per SKU.
+func verifyReports(t *testing.T, out string) []verifyJSON {
+	t.Helper()
+	var reps []verifyJSON
+	dec := json.NewDecoder(strings.NewReader(out))
+	for dec.More() {
+		var rep verifyJSON
+		if err := dec.Decode(&rep); err != nil {
+			t.Fatalf("verify output: %v\n%s", err, out)
+		}
+		reps = append(reps, rep)
+	}
+	return reps
+}
+
+// An empty wal/ (seckilld stopped between creating it and writing its
+// first segment) is an empty SKU, as seckilld opens it: no record, the
+// next one is 1.
+func TestEmptyWAL(t *testing.T) {
+	dataDir := t.TempDir()
+	skuDir := filepath.Join(dataDir, "aaa", "broken")
+	walDir := filepath.Join(skuDir, "wal")
+	if err := os.MkdirAll(walDir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{dataDir, skuDir, walDir} {
+		reps := verifyReports(t, wantCode(t, exitOK, "verify", dir))
+		if len(reps) != 1 {
+			t.Fatalf("verify %s: %+v", dir, reps)
+		}
+		if r := reps[0]; r.CampaignID != "aaa" || r.SKUID != "broken" || !r.OK || r.Log.Segments != 0 ||
+			r.Log.FirstIndex != 1 || r.Log.LastIndex != 0 || r.RecordsReplayed != 0 || r.Counts != (countsJSON{}) {
+			t.Fatalf("verify %s: %+v", dir, r)
+		}
+	}
+	for _, dir := range []string{skuDir, walDir} {
+		if out := wantCode(t, exitOK, "inspect", "wal", dir); out != "" {
+			t.Fatalf("inspect wal %s: %q", dir, out)
+		}
+	}
+	if out := wantCode(t, exitOK, "export", skuDir); strings.TrimSpace(out) != strings.Join(exportColumns, ",") {
+		t.Fatalf("export of an empty SKU: %q", out)
+	}
+	// A directory that is neither a SKU's nor a log's is still refused.
+	wantCode(t, exitUsage, "inspect", "wal", filepath.Join(dataDir, "aaa"))
+
+	// seckilld opens it as an empty log too: an undefined SKU (not served)
+	// whose definition becomes record 1.
+	e, err := actors.Open(actors.Config{DataDir: dataDir, Logger: quiet, ExpiryInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.SKU("aaa", "broken") != nil {
+		t.Fatal("seckilld serves aaa/broken before its definition")
+	}
+	now := time.Now().UnixMilli()
+	if err := e.Define(context.Background(), sku.Definition{CampaignID: "aaa", SKUID: "broken", StartAt: now, EndAt: now + 60_000,
+		PaymentWindowMs: 60_000, SaleLimit: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if recs := records(t, wantCode(t, exitOK, "inspect", "wal", skuDir)); len(recs) != 1 ||
+		recs[0]["index"] != 1.0 || recs[0]["type"] != "DEFINE" {
+		t.Fatalf("aaa/broken after its definition: %v", recs)
+	}
+}
+
 func TestSnapshotOffline(t *testing.T) {
 	f := newFixture(t)
 	var got snapshotWrittenJSON
