@@ -272,6 +272,39 @@ func TestVerify(t *testing.T) {
 	wantCode(t, 2, "verify", t.TempDir())
 }
 
+// smallSKU makes a SKU with a few records in a data dir of its own and
+// moves it to dataDir/campaignID/skuID; it returns the SKU dir.
+func smallSKU(t *testing.T, dataDir, campaignID, skuID string) string {
+	t.Helper()
+	own := t.TempDir()
+	e, err := actors.Open(actors.Config{DataDir: own, Logger: quiet, ExpiryInterval: time.Hour, SnapshotEvery: -1, SnapshotInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now().UnixMilli()
+	if err := e.Define(ctx, sku.Definition{CampaignID: campaignID, SKUID: skuID, StartAt: now - 60_000, EndAt: now + 86_400_000,
+		PaymentWindowMs: 600_000, SaleLimit: 100, ReleaseOnClose: true}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if _, err := e.Reserve(ctx, campaignID, skuID, fmt.Sprintf("req-%d", i), fmt.Sprintf("user-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(dataDir, campaignID, skuID)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(own, campaignID, skuID), dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // verifyReports decodes the reports verify prints, one JSON object per SKU.
 func verifyReports(t *testing.T, out string) []verifyJSON {
 	t.Helper()
@@ -339,6 +372,54 @@ func TestEmptyWAL(t *testing.T) {
 		recs[0]["index"] != 1.0 || recs[0]["type"] != "DEFINE" {
 		t.Fatalf("aaa/broken after its definition: %v", recs)
 	}
+}
+
+// A data dir holding an empty wal/, a SKU with a corrupt record mid-log,
+// one that cannot be read and a good one: verify reports every SKU and
+// fails (exit 1) for the two damaged ones only.
+func TestVerifyDataDir(t *testing.T) {
+	f := newFixture(t) // c1/s1, good
+	if err := os.MkdirAll(filepath.Join(f.dataDir, "aaa", "broken", "wal"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	corrupt := smallSKU(t, f.dataDir, "bbb", "corrupt")
+	seg := filepath.Join(corrupt, "wal", fmt.Sprintf("%020d", 1))
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/3] ^= 0x20
+	if err := os.WriteFile(seg, b, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	unreadable := smallSKU(t, f.dataDir, "bbb", "unreadable")
+	if err := os.WriteFile(filepath.Join(unreadable, "snapshots"), nil, 0o640); err != nil { // a file, not a directory
+		t.Fatal(err)
+	}
+
+	code, out, errOut := ctl(t, "verify", f.dataDir)
+	if code != exitFailed {
+		t.Fatalf("verify: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitFailed, out, errOut)
+	}
+	reps := verifyReports(t, out)
+	var got []string
+	for _, r := range reps {
+		got = append(got, fmt.Sprintf("%s/%s ok=%v", r.CampaignID, r.SKUID, r.OK))
+	}
+	if want := "aaa/broken ok=true, bbb/corrupt ok=false, bbb/unreadable ok=false, c1/s1 ok=true"; strings.Join(got, ", ") != want {
+		t.Fatalf("verify reports: %s, want %s\n%s", strings.Join(got, ", "), want, out)
+	}
+	if !strings.Contains(strings.Join(reps[1].Problems, " "), "log corrupt") ||
+		!strings.Contains(strings.Join(reps[2].Problems, " "), "not a directory") || reps[3].StateHash != hashHex(f.hash) {
+		t.Fatalf("reports: %+v", reps[1:])
+	}
+	for _, dir := range []string{corrupt, unreadable} {
+		if !strings.Contains(errOut, dir) {
+			t.Fatalf("stderr does not name %s: %s", dir, errOut)
+		}
+	}
+	// The data dir itself unreadable is an I/O error (exit 2).
+	wantCode(t, exitUsage, "verify", filepath.Join(f.dataDir, "missing"))
 }
 
 func TestSnapshotOffline(t *testing.T) {

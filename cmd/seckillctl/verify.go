@@ -31,9 +31,13 @@ type verifyJSON struct {
 // runVerify rebuilds every SKU under DIR from the oldest usable base (record
 // 1 when the log has it), checks each snapshot it passes against the
 // replayed state, verifies the checksum of every snapshot file, and runs
-// the invariant audit. It prints one JSON report per SKU and fails (exit 1)
-// on any violation or corruption. A torn tail (a write in progress, or one
-// the engine cuts at its next start) is reported but is not a failure.
+// the invariant audit. It prints one JSON report per SKU, also for a SKU
+// it cannot read, and goes on to the next; it fails (exit 1) when any SKU
+// has a problem: a violation, corruption, or files it cannot read. Only an
+// error listing DIR itself stops it (exit 2). A torn tail (a write in
+// progress, or one the engine cuts at its next start) is reported but is
+// not a failure, and neither is an empty wal directory (seckilld opens it
+// as an empty SKU).
 func runVerify(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	pos, err := parse(fs, args, 1)
@@ -48,9 +52,6 @@ func runVerify(args []string, stdout io.Writer) error {
 	for _, dir := range dirs {
 		report, err := verifySKU(dir)
 		if err != nil {
-			if !isCorruption(err) {
-				return err
-			}
 			report.Problems = append(report.Problems, err.Error())
 		}
 		report.OK = len(report.Problems) == 0
