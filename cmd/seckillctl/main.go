@@ -12,8 +12,8 @@
 //
 // DIR is a SKU directory (<data-dir>/<campaign>/<sku>) or its wal
 // directory; verify also takes a whole data dir. Exit status: 0 success,
-// 1 a check failed (an invariant violation, corruption, a refused
-// request), 2 a usage or I/O error.
+// 1 a check failed (an invariant violation, corruption), 2 a usage or I/O
+// error (also a request the server refused).
 package main
 
 import (
@@ -34,7 +34,7 @@ import (
 // Exit statuses.
 const (
 	exitOK     = 0
-	exitFailed = 1 // a check failed: violation, corruption, refusal
+	exitFailed = 1 // a check failed: violation, corruption
 	exitUsage  = 2 // bad usage, or an I/O error
 )
 
@@ -58,7 +58,8 @@ const usage = `seckillctl: operate on seckill data directories (read-only unless
         every reservation with its state, user, token, times, payment and refunds
 
 DIR is <data-dir>/<campaign>/<sku> or its wal directory.
-Exit status: 0 ok, 1 check failed, 2 usage or I/O error.
+Exit status: 0 ok, 1 a check failed (violation, corruption), 2 usage or I/O error
+(also a request seckilld refuses: a wrong admin token, an unknown SKU).
 `
 
 func main() {

@@ -458,8 +458,17 @@ func TestSnapshotOnline(t *testing.T) {
 	if !strings.Contains(out, `"index": 7`) {
 		t.Fatalf("online snapshot: %s", out)
 	}
-	wantCode(t, 1, "snapshot", "--server", srv.URL, "--admin-token", "wrong", "--campaign", "c1", "--sku", "s1")
-	wantCode(t, 1, "snapshot", "--server", srv.URL, "--admin-token", "tok", "--campaign", "c1", "--sku", "nope")
+	// A refusal is not a failed check: exit 2, nothing on stdout, the
+	// server's answer and a hint on stderr.
+	for _, c := range []struct{ token, sku, want string }{
+		{"wrong", "s1", "401 Unauthorized: {\"error\":\"UNAUTHORIZED\"} (the admin token was refused"},
+		{"tok", "nope", "404 Not Found: {\"error\":\"NOT_FOUND\"} (the server has no SKU c1/nope)"},
+	} {
+		code, out, errOut := ctl(t, "snapshot", "--server", srv.URL, "--admin-token", c.token, "--campaign", "c1", "--sku", c.sku)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, c.want) {
+			t.Fatalf("snapshot --admin-token %s --sku %s: exit %d\nstdout:\n%s\nstderr:\n%s", c.token, c.sku, code, out, errOut)
+		}
+	}
 	t.Setenv("SECKILL_ADMIN_TOKEN", "tok")
 	wantCode(t, 0, "snapshot", "--server", srv.URL, "--campaign", "c1", "--sku", "s1")
 	wantCode(t, 2, "snapshot", "--server", srv.URL, "--campaign", "c1")

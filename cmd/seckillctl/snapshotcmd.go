@@ -76,7 +76,9 @@ func snapshotOffline(dir string, stdout io.Writer) error {
 }
 
 // snapshotOnline asks a running seckilld for a snapshot through the admin
-// route and prints its answer; a refusal (non-2xx) is exit status 1.
+// route and prints its answer. A refusal (non-2xx) prints nothing on
+// stdout and is exit status 2: the server turned down the request (a wrong
+// token, an unknown SKU) or could not do it, and no check failed.
 func snapshotOnline(server, token, campaign, skuID string, timeout time.Duration, stdout io.Writer) error {
 	u := strings.TrimRight(server, "/") + "/admin/campaigns/" + url.PathEscape(campaign) + "/skus/" + url.PathEscape(skuID) + "/snapshot"
 	req, err := http.NewRequest(http.MethodPost, u, nil)
@@ -93,15 +95,29 @@ func snapshotOnline(server, token, campaign, skuID string, timeout time.Duration
 	if err != nil {
 		return err
 	}
+	if resp.StatusCode/100 != 2 {
+		return refusal(u, resp.Status, resp.StatusCode, body, campaign, skuID)
+	}
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, body, "", "  ") == nil {
 		body = append(pretty.Bytes(), '\n')
 	}
-	if _, err := stdout.Write(body); err != nil {
-		return err
+	_, err = stdout.Write(body)
+	return err
+}
+
+// refusalBodyMax bounds the server's answer quoted in a refusal's message.
+const refusalBodyMax = 512
+
+// refusal describes a non-2xx answer to an online snapshot, with a hint
+// for the usual causes.
+func refusal(u, status string, code int, body []byte, campaign, skuID string) error {
+	msg := strings.TrimSpace(string(body[:min(len(body), refusalBodyMax)]))
+	switch code {
+	case http.StatusUnauthorized:
+		msg += " (the admin token was refused: check --admin-token or SECKILL_ADMIN_TOKEN)"
+	case http.StatusNotFound:
+		msg += fmt.Sprintf(" (the server has no SKU %s/%s)", campaign, skuID)
 	}
-	if resp.StatusCode/100 != 2 {
-		return &checkFailed{msg: fmt.Sprintf("%s: %s", u, resp.Status)}
-	}
-	return nil
+	return fmt.Errorf("snapshot: %s: %s: %s", u, status, msg)
 }
