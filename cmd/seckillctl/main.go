@@ -13,7 +13,8 @@
 // DIR is a SKU directory (<data-dir>/<campaign>/<sku>) or its wal
 // directory; verify also takes a whole data dir. Exit status: 0 success,
 // 1 a check failed (an invariant violation, corruption), 2 a usage or I/O
-// error (also a request the server refused).
+// error (also a request the server refused, or nothing to snapshot or
+// restore).
 package main
 
 import (
@@ -59,7 +60,8 @@ const usage = `seckillctl: operate on seckill data directories (read-only unless
 
 DIR is <data-dir>/<campaign>/<sku> or its wal directory.
 Exit status: 0 ok, 1 a check failed (violation, corruption), 2 usage or I/O error
-(also a request seckilld refuses: a wrong admin token, an unknown SKU).
+(also a request seckilld refuses: a wrong admin token, an unknown SKU; and nothing
+to snapshot or restore: a SKU not yet defined, or a point before its definition).
 `
 
 func main() {

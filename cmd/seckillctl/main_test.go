@@ -348,6 +348,13 @@ func TestEmptyWAL(t *testing.T) {
 	if out := wantCode(t, exitOK, "export", skuDir); strings.TrimSpace(out) != strings.Join(exportColumns, ",") {
 		t.Fatalf("export of an empty SKU: %q", out)
 	}
+	// Nothing to snapshot or restore: usage errors, not failed checks.
+	if out := wantCode(t, exitUsage, "snapshot", skuDir); out != "" {
+		t.Fatalf("snapshot of an empty SKU: %q", out)
+	}
+	if out := wantCode(t, exitUsage, "restore", "--from", skuDir, "--to", t.TempDir()); out != "" {
+		t.Fatalf("restore of an empty SKU: %q", out)
+	}
 	// A directory that is neither a SKU's nor a log's is still refused.
 	wantCode(t, exitUsage, "inspect", "wal", filepath.Join(dataDir, "aaa"))
 
@@ -535,6 +542,15 @@ func TestRestore(t *testing.T) {
 	wantCode(t, 2, "restore", "--from", snapshotPath(f), "--to", t.TempDir(), "--until-index", "3")
 	wantCode(t, 2, "restore", "--from", f.skuDir, "--to", t.TempDir(), "--until-index", fmt.Sprint(f.lastIndex+1))
 	wantCode(t, 2, "restore", "--to", t.TempDir())
+	// A point before the definition: nothing to restore, a usage error.
+	to = t.TempDir()
+	code, out, errOut := ctl(t, "restore", "--from", f.skuDir, "--to", to, "--until-time", "2000-01-01T00:00:00Z")
+	if code != exitUsage || out != "" || !strings.Contains(errOut, "no definition at --until-time 2000-01-01T00:00:00.000Z (its first record, 1, is at 2023-11-14T22:13:20.000Z): nothing to restore") {
+		t.Fatalf("restore before the definition: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if entries, _ := os.ReadDir(to); len(entries) != 0 {
+		t.Fatalf("restore before the definition wrote %v", entries)
+	}
 }
 
 func TestExport(t *testing.T) {

@@ -87,7 +87,7 @@ func runRestore(args []string, stdout io.Writer) error {
 		}
 	}
 	if !m.Defined() {
-		return &checkFailed{msg: "restore: no definition at that point: nothing to restore"}
+		return nothingToRestore(*from, o, log)
 	}
 	d := m.Definition()
 	dir := filepath.Join(*to, d.CampaignID, d.SKUID)
@@ -116,6 +116,28 @@ func runRestore(args []string, stdout io.Writer) error {
 	return writeJSON(stdout, restoreJSON{SKUDir: dir, CampaignID: d.CampaignID, SKUID: d.SKUID, Index: index,
 		LastRecordAt: formatMillis(m.LastAt()), Reservations: m.Counts().Reservations, Snapshot: info.Path,
 		LogFirst: first, LogLast: last, StateHash: hashHex(m.Hash())})
+}
+
+// nothingToRestore is the error of a point before the SKU's definition (or
+// of a SKU never defined): a usage error, not a failed check.
+func nothingToRestore(from string, o loadOptions, log *logData) error {
+	point := "the end of the log"
+	switch {
+	case o.untilTime != 0:
+		point = "--until-time " + formatMillis(o.untilTime)
+	case o.untilIndex != 0:
+		point = fmt.Sprintf("--until-index %d", o.untilIndex)
+	}
+	first := ""
+	if log != nil {
+		_ = log.scan(log.info.FirstIndex, func(index uint64, typ byte, payload []byte) error {
+			if r, err := sku.DecodeRecord(sku.RecordType(typ), payload); err == nil {
+				first = fmt.Sprintf(" (its first record, %d, is at %s)", index, formatMillis(r.At))
+			}
+			return errStop
+		})
+	}
+	return fmt.Errorf("restore: %s holds no definition at %s%s: nothing to restore", from, point, first)
 }
 
 // errExists: restore does not overwrite a SKU directory.

@@ -65,7 +65,7 @@ func snapshotOffline(dir string, stdout io.Writer) error {
 		return err
 	}
 	if !st.m.Defined() {
-		return &checkFailed{msg: dir + ": the log holds no definition: nothing to snapshot"}
+		return fmt.Errorf("snapshot: %s: the log holds no definition: nothing to snapshot", dir)
 	}
 	info, err := snapshot.Write(filepath.Join(dir, "snapshots"), st.m.Freeze(), st.index, snapshot.Options{})
 	if err != nil {
