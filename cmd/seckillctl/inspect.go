@@ -226,6 +226,9 @@ type snapshotJSON struct {
 	Counts        *countsJSON     `json:"counts,omitempty"`
 }
 
+// inspectSnapshot prints what a snapshot file holds. A file whose body or
+// checksum is damaged is reported (exit 1) with what its header says; one
+// without a readable header prints nothing.
 func inspectSnapshot(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("inspect snapshot", flag.ContinueOnError)
 	pos, err := parse(fs, args, 1)
@@ -244,7 +247,10 @@ func inspectSnapshot(args []string, stdout io.Writer) error {
 			out.Checksum = "bad"
 		}
 		if h.CampaignID == "" {
-			h, _ = snapshot.DecodeHeader(b) // what the header says, unverified
+			var herr error
+			if h, herr = snapshot.DecodeHeader(b); herr != nil { // what the header says, unverified
+				return fmt.Errorf("%s: not a snapshot, or its header is damaged: %w", pos[0], herr)
+			}
 		}
 	}
 	out.FormatVersion, out.CampaignID, out.SKUID, out.Index = h.Version, h.CampaignID, h.SKUID, h.Index

@@ -234,6 +234,16 @@ func TestInspectSnapshot(t *testing.T) {
 		t.Fatalf("corrupt snapshot: %+v", got)
 	}
 	wantCode(t, 2, "inspect", "snapshot", filepath.Join(t.TempDir(), "missing.snap"))
+	// A file that is not a snapshot (or whose header is gone): nothing on
+	// stdout, the reason on stderr.
+	for _, b := range [][]byte{[]byte("hello\n"), b[:20], append(make([]byte, 8), b[8:]...)} {
+		notSnap := filepath.Join(t.TempDir(), "not.snap")
+		os.WriteFile(notSnap, b, 0o640)
+		code, out, errOut := ctl(t, "inspect", "snapshot", notSnap)
+		if code != exitFailed || out != "" || !strings.Contains(errOut, notSnap+": not a snapshot, or its header is damaged") {
+			t.Fatalf("inspect snapshot of %q...: exit %d\nstdout:\n%s\nstderr:\n%s", b[:min(len(b), 8)], code, out, errOut)
+		}
+	}
 }
 
 func TestVerify(t *testing.T) {
