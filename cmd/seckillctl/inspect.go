@@ -165,6 +165,9 @@ func inspectWAL(args []string, stdout io.Writer) error {
 		}
 		return errStop
 	})
+	if err := decodeAll(log, max(*from, 1), *to); err != nil {
+		return err
+	}
 	out := bufio.NewWriter(stdout)
 	enc := json.NewEncoder(out)
 	err = log.scan(max(*from, 1), func(index uint64, typ byte, payload []byte) error {
@@ -187,6 +190,20 @@ func inspectWAL(args []string, stdout io.Writer) error {
 		err = ferr
 	}
 	return err
+}
+
+// decodeAll decodes the records from..to (to 0: the end) and returns the
+// first error, so that inspect wal fails before it prints any record.
+func decodeAll(log *logData, from, to uint64) error {
+	return log.scan(from, func(index uint64, typ byte, payload []byte) error {
+		if to != 0 && index > to {
+			return errStop
+		}
+		if _, err := sku.DecodeRecord(sku.RecordType(typ), payload); err != nil {
+			return fmt.Errorf("record %d: %w", index, err)
+		}
+		return nil
+	})
 }
 
 // parseReservation takes a reservation id (campaign~sku~seq~tag) of the
