@@ -54,7 +54,8 @@ const usage = `seckillctl: operate on seckill data directories (read-only unless
   seckillctl snapshot --server URL --admin-token T --campaign C --sku S
         ask a running seckilld for one (SECKILL_ADMIN_TOKEN also works)
   seckillctl restore --from SNAPSHOT_OR_DIR --to DATA_DIR [--until-index N | --until-time T]
-        build a data dir holding one SKU as of a record index or a time
+        build a data dir holding one SKU as of a record index or a time; the copy
+        is a fork (the same reservation ids): it must not sell beside its source
   seckillctl export DIR [--format csv|jsonl]
         every reservation with its state, user, token, times, payment and refunds
 
@@ -83,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "snapshot":
 		err = runSnapshot(rest, stdout)
 	case "restore":
-		err = runRestore(rest, stdout)
+		err = runRestore(rest, stdout, stderr)
 	case "export":
 		err = runExport(rest, stdout)
 	case "help", "-h", "--help":

@@ -576,10 +576,25 @@ func TestRestore(t *testing.T) {
 	wantCode(t, 2, "restore", "--from", snapshotPath(f), "--to", t.TempDir(), "--until-index", "3")
 	wantCode(t, 2, "restore", "--from", f.skuDir, "--to", t.TempDir(), "--until-index", fmt.Sprint(f.lastIndex+1))
 	wantCode(t, 2, "restore", "--to", t.TempDir())
+	// Every restore warns that the copy is a fork: the same id key, so the
+	// same reservation ids as the source.
+	code, out, errOut := ctl(t, "restore", "--from", f.skuDir, "--to", t.TempDir())
+	json.Unmarshal([]byte(out), &got)
+	if code != exitOK || !strings.Contains(errOut, "warning: "+got.SKUDir+" is a fork of c1/s1 as of record "+fmt.Sprint(f.lastIndex)) ||
+		!strings.Contains(errOut, "issues the same reservation ids as the") || !strings.Contains(errOut, "The copy is not paused") ||
+		!strings.Contains(errOut, `curl -X POST -H "Authorization: Bearer $T" $B/admin/campaigns/c1/skus/s1/pause`) {
+		t.Fatalf("restore: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	// A copy of a paused SKU starts paused, and the warning says so.
+	paused, _, _ := restoreAndOpen(t, "--from", f.skuDir, "--to", t.TempDir()) // pauses the copy
+	code, out, errOut = ctl(t, "restore", "--from", paused.SKUDir, "--to", t.TempDir())
+	if code != exitOK || !strings.Contains(errOut, "The copy is paused (the source was, at that point) and starts paused") {
+		t.Fatalf("restore of a paused SKU: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
 	// A point before the definition: nothing to restore, a usage error.
 	to = t.TempDir()
-	code, out, errOut := ctl(t, "restore", "--from", f.skuDir, "--to", to, "--until-time", "2000-01-01T00:00:00Z")
-	if code != exitUsage || out != "" || !strings.Contains(errOut, "no definition at --until-time 2000-01-01T00:00:00.000Z (its first record, 1, is at 2023-11-14T22:13:20.000Z): nothing to restore") {
+	code, out, errOut = ctl(t, "restore", "--from", f.skuDir, "--to", to, "--until-time", "2000-01-01T00:00:00Z")
+	if code != exitUsage || out != "" || strings.Contains(errOut, "warning") || !strings.Contains(errOut, "no definition at --until-time 2000-01-01T00:00:00.000Z (its first record, 1, is at 2023-11-14T22:13:20.000Z): nothing to restore") {
 		t.Fatalf("restore before the definition: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	if entries, _ := os.ReadDir(to); len(entries) != 0 {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 
@@ -32,8 +33,9 @@ type restoreJSON struct {
 // log's records up to it (for investigation; the engine replays none of
 // them). seckilld started on --to serves the SKU from there, with record
 // indexes continuing after it. From a lone snapshot file, the state is the
-// file's.
-func runRestore(args []string, stdout io.Writer) error {
+// file's. After a restore it warns on stderr that the copy is a fork of
+// the source (forkWarning).
+func runRestore(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
 	from := fs.String("from", "", "a snapshot file, or a SKU directory (its snapshots and log)")
 	to := fs.String("to", "", "the data dir to create the SKU in (the SKU must not exist there)")
@@ -113,9 +115,33 @@ func runRestore(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	return writeJSON(stdout, restoreJSON{SKUDir: dir, CampaignID: d.CampaignID, SKUID: d.SKUID, Index: index,
+	if err := writeJSON(stdout, restoreJSON{SKUDir: dir, CampaignID: d.CampaignID, SKUID: d.SKUID, Index: index,
 		LastRecordAt: formatMillis(m.LastAt()), Reservations: m.Counts().Reservations, Snapshot: info.Path,
-		LogFirst: first, LogLast: last, StateHash: hashHex(m.Hash())})
+		LogFirst: first, LogLast: last, StateHash: hashHex(m.Hash())}); err != nil {
+		return err
+	}
+	_, err = fmt.Fprint(stderr, forkWarning(dir, d.CampaignID, d.SKUID, index, m.Paused()))
+	return err
+}
+
+// forkWarning tells the operator that a restored SKU is a fork of its
+// source: the copy keeps the source's reservation id key (the restored
+// state must be the source's, to the hash), so both would issue the same
+// ids, and both selling is split-brain, as with a database backup started
+// beside the database it came from.
+func forkWarning(dir, campaignID, skuID string, index uint64, paused bool) string {
+	w := fmt.Sprintf(`seckillctl: warning: %s is a fork of %s/%s as of record %d.
+  It keeps the source's reservation id key, so it issues the same reservation ids as the
+  source: it must not sell beside it. Stop the source for good (a move), or keep the copy paused.
+`, dir, campaignID, skuID, index)
+	if paused {
+		return w + "  The copy is paused (the source was, at that point) and starts paused: do not resume it\n" +
+			"  while the source sells.\n"
+	}
+	return w + fmt.Sprintf(`  The copy is not paused: when seckilld starts on it, pause it before buyers or the payment
+  system can reach it (serve it on a private --addr first; B is its address, T its admin token):
+    curl -X POST -H "Authorization: Bearer $T" $B/admin/campaigns/%s/skus/%s/pause
+`, url.PathEscape(campaignID), url.PathEscape(skuID))
 }
 
 // nothingToRestore is the error of a point before the SKU's definition (or
