@@ -48,7 +48,7 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
 	}
 	var c Campaign
-	if err := decodeJSON(ctx.PostBody(), &c, false); err != nil {
+	if err := decodeJSON(ctx.PostBody(), &c); err != nil {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
 	}
 	if c.CampaignID == "" {

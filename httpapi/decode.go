@@ -13,17 +13,15 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// decodeJSON decodes one JSON object from body into v: no unknown fields
-// (unless allowUnknown), nothing after it. Strings in v are copies, never
-// views of the request buffer, so they outlive the handler.
-func decodeJSON(body []byte, v any, allowUnknown bool) error {
+// decodeJSON decodes one JSON object from body into v: no unknown fields,
+// nothing after it. Strings in v are copies, never views of the request
+// buffer, so they outlive the handler.
+func decodeJSON(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return errors.New("empty body, a JSON object is expected")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
-	if !allowUnknown {
-		dec.DisallowUnknownFields()
-	}
+	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("malformed JSON: %v", err)
 	}
@@ -31,6 +29,16 @@ func decodeJSON(body []byte, v any, allowUnknown bool) error {
 		return errors.New("malformed JSON: data after the object")
 	}
 	return nil
+}
+
+// decodeNoFields checks the optional body of a route that takes no
+// parameters in it (cancel): nothing, or an empty JSON object. A field is
+// refused like an unknown field anywhere else.
+func decodeNoFields(body []byte) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	return decodeJSON(body, &struct{}{})
 }
 
 // checkID returns a detail message when id is not a valid id (sku.ValidID:

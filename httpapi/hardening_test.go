@@ -32,16 +32,50 @@ func TestPaymentSignature(t *testing.T) {
 	if ok.status != http.StatusOK || ok.str("state") != "PAID" {
 		t.Fatalf("signed payment: %v", ok)
 	}
-	// A signed body is bound to its reservation: replayed on another one,
-	// or without reservation_id, it is refused.
+	// A signed body is bound to its reservation: replayed on another one
+	// it is refused as naming another reservation, and without
+	// reservation_id as unsigned.
 	other := ts.reserve("sig", "s", "r2", "u2").str("reservation_id")
 	otherURL := ts.base + "/v1/reservations/" + other + "/payment"
-	want(t, call(t, http.MethodPost, otherURL, body, map[string]string{"X-Signature": httpapi.Sign(secret, body)}), http.StatusUnauthorized, "UNAUTHORIZED")
+	want(t, call(t, http.MethodPost, otherURL, body, map[string]string{"X-Signature": httpapi.Sign(secret, body)}), http.StatusBadRequest, "RESERVATION_MISMATCH")
 	bare := []byte(`{"payment_id":"p-2"}`)
 	want(t, call(t, http.MethodPost, otherURL, bare, map[string]string{"X-Signature": httpapi.Sign(secret, bare)}), http.StatusUnauthorized, "UNAUTHORIZED")
 	if g := ts.get("/v1/reservations/" + other); g.str("state") != "PENDING_PAYMENT" {
 		t.Fatalf("a replayed signature paid another reservation: %v", g)
 	}
+}
+
+// Without a payment secret, a payment body is still checked: a
+// reservation_id must name the reservation of the path, and unknown fields
+// are refused, as in every body of the API; a cancel body carries nothing.
+func TestPaymentAndCancelBodies(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("pb", "15m", map[string]int{"s": 5}))
+	id := ts.reserve("pb", "s", "r1", "u1").str("reservation_id")
+	other := ts.reserve("pb", "s", "r2", "u2").str("reservation_id")
+	pay, cancel := "/v1/reservations/"+id+"/payment", "/v1/reservations/"+id+"/cancel"
+
+	r := ts.post(pay, `{"payment_id":"p-mm","reservation_id":"`+other+`"}`)
+	want(t, r, http.StatusBadRequest, "RESERVATION_MISMATCH")
+	if r.str("detail") == "" {
+		t.Errorf("mismatch without detail: %v", r)
+	}
+	for _, body := range []string{`{"payment_id":"p-u","x":1}`, `{"payment_id":"p-u","amount":1,"reservation_id":"` + id + `","extra":null}`} {
+		r := ts.post(pay, body)
+		want(t, r, http.StatusBadRequest, "BAD_REQUEST")
+		if !strings.Contains(r.str("detail"), "unknown field") {
+			t.Errorf("%s: detail %q", body, r.str("detail"))
+		}
+	}
+	for _, body := range []string{`{"reason":"changed my mind"}`, `[]`, `{`} {
+		want(t, ts.post(cancel, body), http.StatusBadRequest, "BAD_REQUEST")
+	}
+	if g := ts.get("/v1/reservations/" + id); g.str("state") != "PENDING_PAYMENT" {
+		t.Fatalf("a refused body changed the reservation: %v", g)
+	}
+	want(t, ts.post(pay, `{"payment_id":"p-1","reservation_id":"`+id+`"}`), http.StatusOK, "")
+	want(t, ts.post("/v1/reservations/"+other+"/cancel", `{}`), http.StatusOK, "")
 }
 
 // Admin routes need the bearer token; redefinitions may only extend end_at
