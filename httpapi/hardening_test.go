@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -188,6 +189,57 @@ func TestBadInput(t *testing.T) {
 	want(t, ts.get("/healthz"), http.StatusOK, "")
 	want(t, ts.get("/readyz"), http.StatusOK, "")
 	ts.audit("bad", "s")
+}
+
+// OPTIONS answers 204 with the route's methods in Allow (RFC 9110
+// §9.3.7), HEAD is served on every GET route without a body (§9.3.2), and
+// a 405 names the methods it allows in Allow.
+func TestOptionsHeadAndAllow(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("opt", "15m", map[string]int{"s": 5}))
+	id := ts.reserve("opt", "s", "r1", "u1").str("reservation_id")
+	reserve, status := ts.base+"/v1/campaigns/opt/skus/s/reservations", ts.base+"/v1/campaigns/opt/skus/s"
+	for url, allow := range map[string]string{
+		reserve:                            "OPTIONS, POST",
+		status:                             "GET, HEAD, OPTIONS",
+		ts.base + "/v1/reservations/" + id: "GET, HEAD, OPTIONS",
+		ts.base + "/admin/campaigns/opt":   "OPTIONS, PUT",
+		ts.base + "/healthz":               "GET, HEAD, OPTIONS",
+	} {
+		r := call(t, http.MethodOptions, url, nil, nil)
+		if r.status != http.StatusNoContent || r.header.Get("Allow") != allow || len(r.raw) != 0 {
+			t.Errorf("OPTIONS %s: %v, Allow %q; want 204, Allow %q", url, r, r.header.Get("Allow"), allow)
+		}
+	}
+	want(t, call(t, http.MethodOptions, ts.base+"/nope", nil, nil), http.StatusNotFound, "NOT_FOUND")
+
+	for _, path := range []string{"/v1/campaigns/opt/skus/s", "/v1/reservations/" + id, "/v1/campaigns/opt/skus/s/requests/r1", "/healthz", "/readyz", "/metrics"} {
+		got := ts.get(path)
+		head := call(t, http.MethodHead, ts.base+path, nil, nil)
+		if head.status != got.status || len(head.raw) != 0 || head.header.Get("Content-Type") != got.header.Get("Content-Type") {
+			t.Errorf("HEAD %s: %v %v; GET: %d %s", path, head, head.header, got.status, got.header.Get("Content-Type"))
+		}
+		if path != "/metrics" && head.header.Get("Content-Length") != strconv.Itoa(len(got.raw)) {
+			t.Errorf("HEAD %s: Content-Length %q, GET's body has %d bytes", path, head.header.Get("Content-Length"), len(got.raw))
+		}
+	}
+	if h := call(t, http.MethodHead, status, nil, nil); h.header.Get("Cache-Control") == "" {
+		t.Errorf("HEAD of a status without its Cache-Control: %v", h.header)
+	}
+	if h := call(t, http.MethodHead, ts.base+"/v1/reservations/opt~s~9~0123456789abcdef", nil, nil); h.status != http.StatusNotFound {
+		t.Errorf("HEAD of a missing reservation: %v", h)
+	}
+
+	for method, url := range map[string]string{http.MethodDelete: reserve, http.MethodHead: reserve, http.MethodPost: status} {
+		r := call(t, method, url, nil, nil)
+		if r.status != http.StatusMethodNotAllowed || r.header.Get("Allow") == "" {
+			t.Errorf("%s %s: %v, Allow %q", method, url, r, r.header.Get("Allow"))
+		}
+		if method != http.MethodHead && (r.str("error") != "METHOD_NOT_ALLOWED" || r.str("detail") != "allowed: "+r.header.Get("Allow")) {
+			t.Errorf("%s %s: %v", method, url, r)
+		}
+	}
 }
 
 // Percent-encoded ids in the path name the same resources (RFC 3986 §2.1).
