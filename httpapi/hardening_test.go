@@ -173,7 +173,24 @@ func TestBadInput(t *testing.T) {
 	id := ts.reserve("bad", "s", "r1", "u1").str("reservation_id")
 	want(t, ts.post("/v1/reservations/"+id+"/payment", `{"payment_id":"p","amount":-1}`), http.StatusBadRequest, "BAD_REQUEST")
 	want(t, ts.post("/v1/reservations/"+id+"/payment", `{"amount":1}`), http.StatusBadRequest, "BAD_REQUEST")
-	want(t, ts.post("/v1/reservations/"+id+"/payment", `{"payment_id":"p","amount":1.5}`), http.StatusBadRequest, "BAD_REQUEST")
+	// Details name the field in JSON's terms, never Go's.
+	for path, c := range map[string]struct{ body, detail string }{
+		"/v1/reservations/" + id + "/payment": {`{"payment_id":"p","amount":1.5}`, "amount: must be an integer"},
+		"/v1/reservations/" + id + "/cancel":  {`{"x":1}`, `malformed JSON: unknown field "x"`},
+		res:                                   {`{"request_id":1,"user_id":"u1"}`, "request_id: must be a string"},
+	} {
+		r := ts.post(path, c.body)
+		want(t, r, http.StatusBadRequest, "BAD_REQUEST")
+		if r.str("detail") != c.detail {
+			t.Errorf("%s %s: detail %q, want %q", path, c.body, r.str("detail"), c.detail)
+		}
+	}
+	define := campaign("bad", "15m", map[string]int{"s": 5})
+	define["start_at"] = "tomorrow"
+	if r := ts.admin(http.MethodPut, "/admin/campaigns/bad", define); r.status != http.StatusBadRequest ||
+		r.str("detail") != "start_at: must be an RFC 3339 time such as 2030-01-01T12:00:00Z" {
+		t.Errorf("define with a bad time: %v", r)
+	}
 
 	want(t, ts.get("/nope"), http.StatusNotFound, "NOT_FOUND")
 	want(t, ts.post(res+"/", `{"request_id":"r2","user_id":"u2"}`), http.StatusNotFound, "NOT_FOUND")
