@@ -14,6 +14,7 @@
 //
 //	engine.go        the consumer-side Engine interface and error mapping
 //	server.go        Config, Server, routing, timeouts, panic recovery
+//	fasthttplog.go   fasthttp's own log messages, bounded, into slog
 //	respond.go       JSON answers and time rendering
 //	decode.go        body decoding, its error details, id validation
 //	reserve.go       the reserve pipeline (dedup, ingress, engine, encode)

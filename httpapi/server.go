@@ -206,6 +206,9 @@ func New(cfg Config) (*Server, error) {
 		CloseOnShutdown:       true,
 		Concurrency:           cfg.MaxConnections,
 		Logger:                fasthttpLogger{cfg.Logger},
+		// fasthttp's parse errors leave out the request bytes they would
+		// otherwise quote (fasthttpLogger bounds whatever remains).
+		SecureErrorLogMessage: true,
 	}
 	return s, nil
 }
@@ -335,12 +338,4 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	return s.http.ShutdownWithContext(ctx)
-}
-
-// fasthttpLogger sends fasthttp's own messages to slog.
-type fasthttpLogger struct{ log *slog.Logger }
-
-// Printf implements fasthttp.Logger.
-func (l fasthttpLogger) Printf(format string, args ...any) {
-	l.log.Warn(fmt.Sprintf(format, args...), "component", "fasthttp")
 }
