@@ -8,7 +8,8 @@ import (
 
 // campaignJSON is the JSON form of a Campaign: the same fields, with
 // start_at and end_at as text, so that a time that does not parse is
-// reported with its field's name. (Embedding Campaign's fields would put
+// reported with its field's name, and times are written in the API's one
+// format. (Embedding Campaign's fields would put
 // the embedded type's name into encoding/json's error paths.)
 type campaignJSON struct {
 	CampaignID     string        `json:"campaign_id"`
@@ -17,6 +18,28 @@ type campaignJSON struct {
 	PaymentWindow  string        `json:"payment_window,omitempty"`
 	ReleaseOnClose *bool         `json:"release_on_close,omitempty"`
 	SKUs           []CampaignSKU `json:"skus"`
+}
+
+// MarshalJSON writes a campaign document with its times as every answer
+// of the API writes them (formatMillis: RFC 3339 in UTC, milliseconds, the
+// resolution a definition keeps); a zero time is written "".
+func (c Campaign) MarshalJSON() ([]byte, error) {
+	return json.Marshal(campaignJSON{
+		CampaignID:     c.CampaignID,
+		StartAt:        formatCampaignTime(c.StartAt),
+		EndAt:          formatCampaignTime(c.EndAt),
+		PaymentWindow:  c.PaymentWindow,
+		ReleaseOnClose: c.ReleaseOnClose,
+		SKUs:           c.SKUs,
+	})
+}
+
+// formatCampaignTime is formatMillis of t, or "" for the zero time.
+func formatCampaignTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return formatMillis(t.UnixMilli())
 }
 
 // exampleTime shows the expected form of a time in error messages.

@@ -15,7 +15,7 @@
 //	engine.go        the consumer-side Engine interface and error mapping
 //	server.go        Config, Server, routing, timeouts, panic recovery
 //	fasthttplog.go   fasthttp's own log messages, bounded, into slog
-//	respond.go       JSON answers and time rendering
+//	respond.go       JSON answers and time rendering (one format everywhere)
 //	decode.go        body decoding, its error details, id validation
 //	reserve.go       the reserve pipeline (dedup, ingress, engine, encode)
 //	reserve_codec.go the reserve body and 202 answer without reflection

@@ -104,6 +104,10 @@ type reservation struct {
 	heapIndex      int
 }
 
+// timeLayout is seckilld's format of every time in its answers: RFC 3339
+// in UTC with milliseconds.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
 // Reservation states.
 const (
 	statePending = "PENDING_PAYMENT"
@@ -369,7 +373,7 @@ func (s *Server) newReservationLocked(c *campaign, item *sku, requestID, userID 
 		"request_id":     requestID,
 		"state":          statePending,
 		"token_id":       token,
-		"expire_at":      r.expireAt.UTC().Format(time.RFC3339Nano),
+		"expire_at":      r.expireAt.UTC().Format(timeLayout),
 		"status_url":     "/v1/reservations/" + r.id,
 	})
 	s.reservations[r.id] = r
@@ -431,10 +435,10 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, id string) {
 		"user_id":        r.userID,
 		"state":          r.state,
 		"token_id":       r.tokenID,
-		"expire_at":      r.expireAt.UTC().Format(time.RFC3339Nano),
+		"expire_at":      r.expireAt.UTC().Format(timeLayout),
 	}
 	if !r.paidAt.IsZero() {
-		body["paid_at"] = r.paidAt.UTC().Format(time.RFC3339Nano)
+		body["paid_at"] = r.paidAt.UTC().Format(timeLayout)
 	}
 	if r.closedReason != "" {
 		body["closed_reason"] = r.closedReason

@@ -3,16 +3,21 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"testing"
 	"time"
 
 	"github.com/seckill/seckill/bench/fakeapi"
 )
 
-// The fake API checks payment and cancel bodies by seckilld's rules: the
-// same bodies get the same statuses and error codes from both, and the
-// bodies the client builds pass both.
-func TestPaymentAndCancelBodiesAsSeckilld(t *testing.T) {
+// apiTime is the API's format of times (timeLayout).
+var apiTime = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
+
+// The fake API follows seckilld's rules: the same payment and cancel
+// bodies get the same statuses and error codes from both, the bodies the
+// client builds pass both, and both write times in one format, which the
+// client reads.
+func TestFakeAPIFollowsSeckilld(t *testing.T) {
 	targets := map[string]string{
 		"fakeapi":  startFake(t, fakeapi.Options{AdminToken: "admin"}).URL(),
 		"seckilld": startSeckilld(t, "admin", ""),
@@ -61,6 +66,19 @@ func TestPaymentAndCancelBodiesAsSeckilld(t *testing.T) {
 			answer, status, err := client.Pay(ctx, id, PaymentRequest{PaymentID: "p-1", Amount: 100, ReservationID: id})
 			if err != nil || status != 200 || answer.State != "PAID" {
 				t.Fatalf("client payment: %d %+v %v", status, answer, err)
+			}
+			read, status, err := client.Reservation(ctx, id)
+			if err != nil || status != 200 || !apiTime.MatchString(read.ExpireAt) || !apiTime.MatchString(read.PaidAt) {
+				t.Errorf("reservation's times: %d %+v %v", status, read, err)
+			}
+			accepted, err := client.do(ctx, exchange{method: "POST", path: "/v1/campaigns/bodies/skus/s/reservations",
+				body: []byte(`{"request_id":"r3","user_id":"u3"}`)})
+			var fields ReserveAnswer
+			if err != nil || json.Unmarshal(accepted.body, &fields) != nil || !apiTime.MatchString(fields.ExpireAt) {
+				t.Errorf("202's expire_at: %s %v", accepted.body, err)
+			}
+			if at, err := ParseTime(fields.ExpireAt); err != nil || at.Before(now) {
+				t.Errorf("ParseTime(%q): %v %v", fields.ExpireAt, at, err)
 			}
 			post(cancelPath, `{}`, 409, "NOT_CLOSABLE")
 			answer, status, err = client.Cancel(ctx, other)
