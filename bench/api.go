@@ -57,12 +57,19 @@ type SKUSpec struct {
 	SaleLimit int64 `json:"sale_limit"`
 }
 
-// FormatTime renders a time the way the API expects (RFC 3339, UTC).
+// timeLayout is the API's one format of times: RFC 3339 in UTC with
+// milliseconds ("2030-01-01T12:00:00.000Z"), as seckilld (and fakeapi)
+// write every time in their answers.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// FormatTime renders a time the way the API writes them (timeLayout); the
+// server keeps times to the millisecond.
 func FormatTime(t time.Time) string {
-	return t.UTC().Format(time.RFC3339Nano)
+	return t.UTC().Format(timeLayout)
 }
 
-// ParseTime reads an RFC 3339 time from the API.
+// ParseTime reads a time from the API: timeLayout, or any other RFC 3339
+// time.
 func ParseTime(text string) (time.Time, error) {
 	return time.Parse(time.RFC3339Nano, text)
 }

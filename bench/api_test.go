@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"testing"
+	"time"
 )
 
 func TestFlexibleIDReadsStringsAndNumbers(t *testing.T) {
@@ -71,6 +72,22 @@ func TestCheckLoopbackRefusesOtherHosts(t *testing.T) {
 	for _, host := range []string{"10.0.0.1", "192.168.1.1", "8.8.8.8", "example.com", ""} {
 		if err := CheckLoopback(host); err == nil {
 			t.Errorf("%s accepted", host)
+		}
+	}
+}
+
+func TestFormatTimeWritesTheAPIFormat(t *testing.T) {
+	at := time.Date(2030, 1, 1, 13, 0, 0, 123456789, time.FixedZone("CET", 3600))
+	if got := FormatTime(at); got != "2030-01-01T12:00:00.123Z" {
+		t.Fatalf("FormatTime: %s", got)
+	}
+	for text, want := range map[string]time.Time{
+		"2030-01-01T12:00:00.123Z":            at.Truncate(time.Millisecond),
+		"2030-01-01T12:00:00Z":                at.Truncate(time.Second),
+		"2030-01-01T13:00:00.123456789+01:00": at,
+	} {
+		if got, err := ParseTime(text); err != nil || !got.Equal(want) {
+			t.Errorf("ParseTime(%s): %v %v, want %v", text, got, err, want)
 		}
 	}
 }

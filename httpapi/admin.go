@@ -48,7 +48,7 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
 	}
 	var c Campaign
-	if err := decodeJSON(ctx.PostBody(), &c, false); err != nil {
+	if err := decodeJSON(ctx.PostBody(), &c); err != nil {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
 	}
 	if c.CampaignID == "" {
@@ -58,8 +58,8 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, "campaign_id of the body differs from the path"))
 	}
 	defs, err := c.Definitions()
-	if err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+	if err != nil { // the message may quote the ids of the body
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, boundDetail(err.Error())))
 	}
 	if err := checkRedefinitions(s.engine, defs); err != nil {
 		return write(ctx, errorReply(fasthttp.StatusConflict, reasonDefinitionConflict, err.Error()))

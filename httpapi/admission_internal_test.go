@@ -78,8 +78,6 @@ func TestSKUStatus(t *testing.T) {
 	at := func(ms int64) time.Time { return time.UnixMilli(ms) }
 	paused := stats(5, 0, 0, 0)
 	paused.Paused = true
-	down := stats(5, 0, 0, 0)
-	down.Unavailable = true
 	for _, c := range []struct {
 		name     string
 		st       actors.Stats
@@ -95,7 +93,6 @@ func TestSKUStatus(t *testing.T) {
 		{"sold, nothing reserved", stats(0, 0, 0, 0), 1500, 0, StatusFinalSoldOut, true},
 		{"sold, some may come back", stats(0, 4, 0, 0), 1500, 0, StatusTempSoldOut, false},
 		{"paused", paused, 1500, 0, StatusPaused, false},
-		{"unavailable", down, 1500, 0, StatusPaused, false},
 		{"throttled", stats(5, 0, 0, 600*time.Millisecond), 1500, 0, StatusThrottled, false},
 		{"queue age", stats(5, 0, 0, time.Second), 1500, 0, StatusQueueFull, false},
 		{"permits", stats(50, 0, 0, 0), 1500, 50, StatusQueueFull, false},

@@ -57,7 +57,7 @@ func (c Campaign) Definitions() ([]sku.Definition, error) {
 	if c.PaymentWindow != "" {
 		d, err := time.ParseDuration(c.PaymentWindow)
 		if err != nil {
-			return nil, fmt.Errorf("payment_window: %v", err)
+			return nil, &fieldError{field: "payment_window", want: `a duration such as "15m" or "90s"`}
 		}
 		window = d
 	}

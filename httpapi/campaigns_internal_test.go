@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -99,5 +100,20 @@ func TestClassify(t *testing.T) {
 	}
 	if !strings.HasPrefix(formatMillis(1893456000123), "2030-01-01T00:00:00.123Z") {
 		t.Fatal(formatMillis(1893456000123))
+	}
+}
+
+// campaignJSON carries every field of Campaign, under the same JSON names.
+func TestCampaignJSONHasCampaignsFields(t *testing.T) {
+	names := func(v any) map[string]bool {
+		out := map[string]bool{}
+		typ := reflect.TypeOf(v)
+		for i := 0; i < typ.NumField(); i++ {
+			out[strings.Split(typ.Field(i).Tag.Get("json"), ",")[0]] = true
+		}
+		return out
+	}
+	if a, b := names(Campaign{}), names(campaignJSON{}); !reflect.DeepEqual(a, b) {
+		t.Fatalf("Campaign %v, campaignJSON %v", a, b)
 	}
 }

@@ -6,31 +6,134 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
+	"reflect"
 	"strings"
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/valyala/fasthttp"
 )
 
-// decodeJSON decodes one JSON object from body into v: no unknown fields
-// (unless allowUnknown), nothing after it. Strings in v are copies, never
-// views of the request buffer, so they outlive the handler.
-func decodeJSON(body []byte, v any, allowUnknown bool) error {
+// maxDetail bounds the variable part of a 400 detail (a parser's message,
+// a value the client sent), so a small malformed body never gets a large
+// answer.
+const maxDetail = 160
+
+// boundDetail cuts msg to maxDetail bytes, marking the cut.
+func boundDetail(msg string) string {
+	if len(msg) <= maxDetail {
+		return msg
+	}
+	return msg[:maxDetail] + "..."
+}
+
+// decodeJSON decodes one JSON object from body into v: no unknown fields,
+// nothing after it. Strings in v are copies, never views of the request
+// buffer, so they outlive the handler. Its errors are answer details
+// (describeDecodeError).
+func decodeJSON(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return errors.New("empty body, a JSON object is expected")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
-	if !allowUnknown {
-		dec.DisallowUnknownFields()
-	}
+	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("malformed JSON: %v", err)
+		return errors.New(describeDecodeError(err))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("malformed JSON: data after the object")
 	}
 	return nil
+}
+
+// fieldError is a field of a body whose value is not what it must be.
+type fieldError struct {
+	field string // the JSON name, dotted below the top level ("skus.sale_limit")
+	want  string // what the value must be: "an integer", "a string", ...
+}
+
+// Error renders the error as "field: must be what".
+func (e *fieldError) Error() string { return e.field + ": must be " + e.want }
+
+// describeDecodeError turns an encoding/json error into a detail that names
+// the field and what it must be, in JSON's terms, never Go's ("amount: must
+// be an integer", not "cannot unmarshal number 1.5 into Go struct field
+// paymentRequest.amount of type int64"). It is at most maxDetail bytes
+// and a few words long.
+func describeDecodeError(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	var fieldErr *fieldError
+	switch {
+	case errors.As(err, &fieldErr):
+		return boundDetail(fieldErr.Error())
+	case errors.As(err, &typeErr) && typeErr.Field == "":
+		return "malformed JSON: a JSON object is expected"
+	case errors.As(err, &typeErr):
+		return boundDetail((&fieldError{field: typeErr.Field, want: jsonKind(typeErr)}).Error())
+	case errors.As(err, &syntaxErr):
+		return boundDetail(fmt.Sprintf("malformed JSON: %s (at byte %d)", syntaxErr.Error(), syntaxErr.Offset))
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "malformed JSON: the body ends inside the object"
+	}
+	// DisallowUnknownFields reports an unknown field as a plain error.
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return boundDetail("malformed JSON: unknown field " + name)
+	}
+	return "malformed JSON"
+}
+
+// jsonKind says, in JSON's terms, what a value of the Go type an
+// UnmarshalTypeError names must be. An integer out of the type's range
+// gets the range.
+func jsonKind(e *json.UnmarshalTypeError) string {
+	t := e.Type
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if integerLiteral(e.Value) {
+			maxValue := int64(math.MaxInt64 >> (64 - t.Bits()))
+			return fmt.Sprintf("an integer from %d to %d", -maxValue-1, maxValue)
+		}
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if integerLiteral(e.Value) {
+			return fmt.Sprintf("an integer from 0 to %d", uint64(math.MaxUint64>>(64-t.Bits())))
+		}
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "of another type"
+}
+
+// integerLiteral reports whether an UnmarshalTypeError's Value ("number
+// 1.5", "number -1", "string") is an integer: then it was refused for its
+// range, not its form.
+func integerLiteral(value string) bool {
+	n, ok := strings.CutPrefix(value, "number ")
+	return ok && !strings.ContainsAny(n, ".eE")
+}
+
+// decodeNoFields checks the optional body of a route that takes no
+// parameters in it (cancel): nothing, or an empty JSON object. A field is
+// refused like an unknown field anywhere else.
+func decodeNoFields(body []byte) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	return decodeJSON(body, &struct{}{})
 }
 
 // checkID returns a detail message when id is not a valid id (sku.ValidID:

@@ -14,8 +14,9 @@
 //
 //	engine.go        the consumer-side Engine interface and error mapping
 //	server.go        Config, Server, routing, timeouts, panic recovery
-//	respond.go       JSON answers and time rendering
-//	decode.go        body decoding and id validation
+//	fasthttplog.go   fasthttp's own log messages, bounded, into slog
+//	respond.go       JSON answers and time rendering (one format everywhere)
+//	decode.go        body decoding, its error details, id validation
 //	reserve.go       the reserve pipeline (dedup, ingress, engine, encode)
 //	reserve_codec.go the reserve body and 202 answer without reflection
 //	deadlines.go     the shared deadlines of reserve waits
@@ -26,6 +27,7 @@
 //	signature.go     HMAC of payment callbacks
 //	admin.go         admin token and admin handlers
 //	campaigns.go     campaign documents (admin body, campaign file, demo)
+//	campaign_json.go the JSON form of a campaign document
 //	health.go        /healthz, /readyz, /metrics
 //	metrics.go       request and ingress metrics
 //	collector.go     per-SKU gauges collected at scrape time

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/wal"
 )
 
 // faultyEngine is the real engine with injectable faults: a slow reserve
@@ -245,4 +248,48 @@ func TestOutOfPermitsIsBusyNotSoldOut(t *testing.T) {
 		}
 	}
 	want(t, ts.reserve("busy", "s", "n-1", "newcomer"), http.StatusAccepted, "")
+}
+
+// A SKU whose log fails recovery (a damaged record followed by valid ones)
+// is unavailable: its status, its reserves and its reads answer 503
+// UNAVAILABLE, /readyz names it, and the other SKUs serve on.
+func TestUnavailableSKU(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ts := startServer(t, serverOptions{dir: dir})
+	ts.define(campaign("down", "15m", map[string]int{"bad": 50, "good": 50}))
+	var id string
+	for i := 0; i < 20; i++ { // one record each, so the log has many
+		id = ts.reserve("down", "bad", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i)).str("reservation_id")
+	}
+	ts.stop()
+	segments, err := wal.Segments(filepath.Join(dir, "down", "bad", "wal"))
+	if err != nil || len(segments) == 0 {
+		t.Fatalf("segments: %v %v", segments, err)
+	}
+	data, err := os.ReadFile(segments[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0x20
+	if err := os.WriteFile(segments[0].Path, data, 0o640); err != nil {
+		t.Fatal(err)
+	}
+
+	ts2 := startServer(t, serverOptions{dir: dir})
+	st := ts2.get("/v1/campaigns/down/skus/bad")
+	want(t, st, http.StatusServiceUnavailable, "UNAVAILABLE")
+	if st.body["status"] != nil {
+		t.Fatalf("an unavailable SKU claims a status: %v", st)
+	}
+	want(t, ts2.reserve("down", "bad", "r-new", "u-new"), http.StatusServiceUnavailable, "UNAVAILABLE")
+	want(t, ts2.get("/v1/reservations/"+id), http.StatusServiceUnavailable, "UNAVAILABLE")
+	ready := ts2.get("/readyz")
+	want(t, ready, http.StatusServiceUnavailable, "")
+	if !strings.Contains(string(ready.raw), "down/bad") {
+		t.Fatalf("readyz: %v", ready)
+	}
+	if g := ts2.get("/v1/campaigns/down/skus/good"); g.status != http.StatusOK || g.str("status") != "OPEN" {
+		t.Fatalf("the other SKU: %v", g)
+	}
 }

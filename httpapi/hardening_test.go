@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -32,16 +33,50 @@ func TestPaymentSignature(t *testing.T) {
 	if ok.status != http.StatusOK || ok.str("state") != "PAID" {
 		t.Fatalf("signed payment: %v", ok)
 	}
-	// A signed body is bound to its reservation: replayed on another one,
-	// or without reservation_id, it is refused.
+	// A signed body is bound to its reservation: replayed on another one
+	// it is refused as naming another reservation, and without
+	// reservation_id as unsigned.
 	other := ts.reserve("sig", "s", "r2", "u2").str("reservation_id")
 	otherURL := ts.base + "/v1/reservations/" + other + "/payment"
-	want(t, call(t, http.MethodPost, otherURL, body, map[string]string{"X-Signature": httpapi.Sign(secret, body)}), http.StatusUnauthorized, "UNAUTHORIZED")
+	want(t, call(t, http.MethodPost, otherURL, body, map[string]string{"X-Signature": httpapi.Sign(secret, body)}), http.StatusBadRequest, "RESERVATION_MISMATCH")
 	bare := []byte(`{"payment_id":"p-2"}`)
 	want(t, call(t, http.MethodPost, otherURL, bare, map[string]string{"X-Signature": httpapi.Sign(secret, bare)}), http.StatusUnauthorized, "UNAUTHORIZED")
 	if g := ts.get("/v1/reservations/" + other); g.str("state") != "PENDING_PAYMENT" {
 		t.Fatalf("a replayed signature paid another reservation: %v", g)
 	}
+}
+
+// Without a payment secret, a payment body is still checked: a
+// reservation_id must name the reservation of the path, and unknown fields
+// are refused, as in every body of the API; a cancel body carries nothing.
+func TestPaymentAndCancelBodies(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("pb", "15m", map[string]int{"s": 5}))
+	id := ts.reserve("pb", "s", "r1", "u1").str("reservation_id")
+	other := ts.reserve("pb", "s", "r2", "u2").str("reservation_id")
+	pay, cancel := "/v1/reservations/"+id+"/payment", "/v1/reservations/"+id+"/cancel"
+
+	r := ts.post(pay, `{"payment_id":"p-mm","reservation_id":"`+other+`"}`)
+	want(t, r, http.StatusBadRequest, "RESERVATION_MISMATCH")
+	if r.str("detail") == "" {
+		t.Errorf("mismatch without detail: %v", r)
+	}
+	for _, body := range []string{`{"payment_id":"p-u","x":1}`, `{"payment_id":"p-u","amount":1,"reservation_id":"` + id + `","extra":null}`} {
+		r := ts.post(pay, body)
+		want(t, r, http.StatusBadRequest, "BAD_REQUEST")
+		if !strings.Contains(r.str("detail"), "unknown field") {
+			t.Errorf("%s: detail %q", body, r.str("detail"))
+		}
+	}
+	for _, body := range []string{`{"reason":"changed my mind"}`, `[]`, `{`} {
+		want(t, ts.post(cancel, body), http.StatusBadRequest, "BAD_REQUEST")
+	}
+	if g := ts.get("/v1/reservations/" + id); g.str("state") != "PENDING_PAYMENT" {
+		t.Fatalf("a refused body changed the reservation: %v", g)
+	}
+	want(t, ts.post(pay, `{"payment_id":"p-1","reservation_id":"`+id+`"}`), http.StatusOK, "")
+	want(t, ts.post("/v1/reservations/"+other+"/cancel", `{}`), http.StatusOK, "")
 }
 
 // Admin routes need the bearer token; redefinitions may only extend end_at
@@ -138,7 +173,24 @@ func TestBadInput(t *testing.T) {
 	id := ts.reserve("bad", "s", "r1", "u1").str("reservation_id")
 	want(t, ts.post("/v1/reservations/"+id+"/payment", `{"payment_id":"p","amount":-1}`), http.StatusBadRequest, "BAD_REQUEST")
 	want(t, ts.post("/v1/reservations/"+id+"/payment", `{"amount":1}`), http.StatusBadRequest, "BAD_REQUEST")
-	want(t, ts.post("/v1/reservations/"+id+"/payment", `{"payment_id":"p","amount":1.5}`), http.StatusBadRequest, "BAD_REQUEST")
+	// Details name the field in JSON's terms, never Go's.
+	for path, c := range map[string]struct{ body, detail string }{
+		"/v1/reservations/" + id + "/payment": {`{"payment_id":"p","amount":1.5}`, "amount: must be an integer"},
+		"/v1/reservations/" + id + "/cancel":  {`{"x":1}`, `malformed JSON: unknown field "x"`},
+		res:                                   {`{"request_id":1,"user_id":"u1"}`, "request_id: must be a string"},
+	} {
+		r := ts.post(path, c.body)
+		want(t, r, http.StatusBadRequest, "BAD_REQUEST")
+		if r.str("detail") != c.detail {
+			t.Errorf("%s %s: detail %q, want %q", path, c.body, r.str("detail"), c.detail)
+		}
+	}
+	define := campaign("bad", "15m", map[string]int{"s": 5})
+	define["start_at"] = "tomorrow"
+	if r := ts.admin(http.MethodPut, "/admin/campaigns/bad", define); r.status != http.StatusBadRequest ||
+		r.str("detail") != "start_at: must be an RFC 3339 time such as 2030-01-01T12:00:00Z" {
+		t.Errorf("define with a bad time: %v", r)
+	}
 
 	want(t, ts.get("/nope"), http.StatusNotFound, "NOT_FOUND")
 	want(t, ts.post(res+"/", `{"request_id":"r2","user_id":"u2"}`), http.StatusNotFound, "NOT_FOUND")
@@ -154,6 +206,57 @@ func TestBadInput(t *testing.T) {
 	want(t, ts.get("/healthz"), http.StatusOK, "")
 	want(t, ts.get("/readyz"), http.StatusOK, "")
 	ts.audit("bad", "s")
+}
+
+// OPTIONS answers 204 with the route's methods in Allow (RFC 9110
+// §9.3.7), HEAD is served on every GET route without a body (§9.3.2), and
+// a 405 names the methods it allows in Allow.
+func TestOptionsHeadAndAllow(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("opt", "15m", map[string]int{"s": 5}))
+	id := ts.reserve("opt", "s", "r1", "u1").str("reservation_id")
+	reserve, status := ts.base+"/v1/campaigns/opt/skus/s/reservations", ts.base+"/v1/campaigns/opt/skus/s"
+	for url, allow := range map[string]string{
+		reserve:                            "OPTIONS, POST",
+		status:                             "GET, HEAD, OPTIONS",
+		ts.base + "/v1/reservations/" + id: "GET, HEAD, OPTIONS",
+		ts.base + "/admin/campaigns/opt":   "OPTIONS, PUT",
+		ts.base + "/healthz":               "GET, HEAD, OPTIONS",
+	} {
+		r := call(t, http.MethodOptions, url, nil, nil)
+		if r.status != http.StatusNoContent || r.header.Get("Allow") != allow || len(r.raw) != 0 {
+			t.Errorf("OPTIONS %s: %v, Allow %q; want 204, Allow %q", url, r, r.header.Get("Allow"), allow)
+		}
+	}
+	want(t, call(t, http.MethodOptions, ts.base+"/nope", nil, nil), http.StatusNotFound, "NOT_FOUND")
+
+	for _, path := range []string{"/v1/campaigns/opt/skus/s", "/v1/reservations/" + id, "/v1/campaigns/opt/skus/s/requests/r1", "/healthz", "/readyz", "/metrics"} {
+		got := ts.get(path)
+		head := call(t, http.MethodHead, ts.base+path, nil, nil)
+		if head.status != got.status || len(head.raw) != 0 || head.header.Get("Content-Type") != got.header.Get("Content-Type") {
+			t.Errorf("HEAD %s: %v %v; GET: %d %s", path, head, head.header, got.status, got.header.Get("Content-Type"))
+		}
+		if path != "/metrics" && head.header.Get("Content-Length") != strconv.Itoa(len(got.raw)) {
+			t.Errorf("HEAD %s: Content-Length %q, GET's body has %d bytes", path, head.header.Get("Content-Length"), len(got.raw))
+		}
+	}
+	if h := call(t, http.MethodHead, status, nil, nil); h.header.Get("Cache-Control") == "" {
+		t.Errorf("HEAD of a status without its Cache-Control: %v", h.header)
+	}
+	if h := call(t, http.MethodHead, ts.base+"/v1/reservations/opt~s~9~0123456789abcdef", nil, nil); h.status != http.StatusNotFound {
+		t.Errorf("HEAD of a missing reservation: %v", h)
+	}
+
+	for method, url := range map[string]string{http.MethodDelete: reserve, http.MethodHead: reserve, http.MethodPost: status} {
+		r := call(t, method, url, nil, nil)
+		if r.status != http.StatusMethodNotAllowed || r.header.Get("Allow") == "" {
+			t.Errorf("%s %s: %v, Allow %q", method, url, r, r.header.Get("Allow"))
+		}
+		if method != http.MethodHead && (r.str("error") != "METHOD_NOT_ALLOWED" || r.str("detail") != "allowed: "+r.header.Get("Allow")) {
+			t.Errorf("%s %s: %v", method, url, r)
+		}
+	}
 }
 
 // Percent-encoded ids in the path name the same resources (RFC 3986 §2.1).

@@ -55,8 +55,9 @@ type requestBody struct {
 type paymentRequest struct {
 	PaymentID string `json:"payment_id"`
 	Amount    *int64 `json:"amount"`
-	// ReservationID must name the reservation of the path when callbacks
-	// are signed, so a signed body cannot be replayed on another one.
+	// ReservationID, when given, must name the reservation of the path
+	// (400 RESERVATION_MISMATCH otherwise). Signed callbacks must give it,
+	// so that a signed body cannot be replayed on another reservation.
 	ReservationID string `json:"reservation_id"`
 }
 
@@ -133,13 +134,17 @@ func (s *Server) handlePay(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
 	}
 	var req paymentRequest
-	if err := decodeJSON(body, &req, true); err != nil {
+	if err := decodeJSON(body, &req); err != nil {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
 	}
 	if bad := checkID("payment_id", req.PaymentID); bad != "" {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad))
 	}
-	if len(s.cfg.PaymentSecret) > 0 && req.ReservationID != id {
+	if req.ReservationID != "" && req.ReservationID != id {
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonReservationMismatch,
+			"reservation_id of the body differs from the path"))
+	}
+	if len(s.cfg.PaymentSecret) > 0 && req.ReservationID == "" {
 		return write(ctx, errorReply(fasthttp.StatusUnauthorized, reasonUnauthorized,
 			"a signed payment body must name the reservation of the path in reservation_id"))
 	}
@@ -172,11 +177,15 @@ func (s *Server) handlePay(ctx *fasthttp.RequestCtx) string {
 	return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
 }
 
-// handleCancel is POST /v1/reservations/{id}/cancel.
+// handleCancel is POST /v1/reservations/{id}/cancel. Its body is optional
+// and carries nothing: empty or {}.
 func (s *Server) handleCancel(ctx *fasthttp.RequestCtx) string {
 	id, ok := pathReservation(ctx)
 	if !ok {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	if err := decodeNoFields(ctx.PostBody()); err != nil {
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
 	}
 	ectx, cancel := s.engineContext()
 	res, err := s.engine.Cancel(ectx, id)

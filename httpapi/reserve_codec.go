@@ -17,10 +17,6 @@ import (
 
 var reserveParsers fastjson.ParserPool
 
-// maxParseErrorDetail bounds the parser's message in a 400 detail, so a
-// small malformed body never gets a large answer.
-const maxParseErrorDetail = 160
-
 // parseReserveBody decodes {"request_id": string, "user_id": string}.
 // Keys match exactly (no case folding); an unknown or repeated key, a
 // value that is not a string, a body that is not one object, or data after
@@ -35,11 +31,7 @@ func parseReserveBody(body []byte) (reserveRequest, error) {
 	v, err := p.ParseBytes(body)
 	if err != nil {
 		// fastjson's message grows with the nesting depth: keep the start.
-		msg := err.Error()
-		if len(msg) > maxParseErrorDetail {
-			msg = msg[:maxParseErrorDetail] + "..."
-		}
-		return req, fmt.Errorf("malformed JSON: %s", msg)
+		return req, fmt.Errorf("malformed JSON: %s", boundDetail(err.Error()))
 	}
 	obj, err := v.Object()
 	if err != nil {
@@ -58,7 +50,7 @@ func parseReserveBody(body []byte) (reserveRequest, error) {
 		case "user_id":
 			dst, seen = &req.UserID, &seenUser
 		default:
-			err = fmt.Errorf("malformed JSON: unknown field %q", key)
+			err = errors.New(boundDetail(fmt.Sprintf("malformed JSON: unknown field %q", key)))
 			return
 		}
 		if *seen {
@@ -68,7 +60,7 @@ func parseReserveBody(body []byte) (reserveRequest, error) {
 		*seen = true
 		s, e := val.StringBytes()
 		if e != nil {
-			err = fmt.Errorf("malformed JSON: %s must be a string", key)
+			err = &fieldError{field: string(key), want: "a string"}
 			return
 		}
 		*dst = string(s)

@@ -27,6 +27,9 @@ const (
 	reasonNotStarted         = "NOT_STARTED"
 	reasonEnded              = "ENDED"
 	reasonPaused             = "PAUSED"
+	// reasonReservationMismatch: a payment body's reservation_id names
+	// another reservation than the path.
+	reasonReservationMismatch = "RESERVATION_MISMATCH"
 )
 
 // outcomeOK labels a successful answer that carries no other reason.

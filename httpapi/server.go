@@ -206,44 +206,62 @@ func New(cfg Config) (*Server, error) {
 		CloseOnShutdown:       true,
 		Concurrency:           cfg.MaxConnections,
 		Logger:                fasthttpLogger{cfg.Logger},
+		// fasthttp's parse errors leave out the request bytes they would
+		// otherwise quote (fasthttpLogger bounds whatever remains).
+		SecureErrorLogMessage: true,
 	}
 	return s, nil
 }
 
 // Handler returns the routed request handler: every route of the API,
-// JSON 404 and 405 answers, and panic recovery (500 INTERNAL).
+// HEAD on every GET route, OPTIONS on every route, JSON 404 and 405
+// answers, and panic recovery (500 INTERNAL).
 func (s *Server) Handler() fasthttp.RequestHandler {
 	r := router.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
+	// 405 carries Allow, set by the router (RFC 9110 §15.5.6).
 	r.HandleMethodNotAllowed = true
-	r.HandleOPTIONS = false
-	r.NotFound = s.route("not_found", func(ctx *fasthttp.RequestCtx) string {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such route"))
-	})
 	r.MethodNotAllowed = s.route("method_not_allowed", func(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusMethodNotAllowed, reasonMethodNotAllowed, "allowed: "+string(ctx.Response.Header.Peek("Allow"))))
 	})
+	// OPTIONS on a route is answered by the router: its Allow header, and
+	// 204 without a body (RFC 9110 §9.3.7).
+	r.HandleOPTIONS = true
+	r.GlobalOPTIONS = s.route("options", func(ctx *fasthttp.RequestCtx) string {
+		ctx.SetStatusCode(fasthttp.StatusNoContent)
+		return outcomeOK
+	})
+	r.NotFound = s.route("not_found", func(ctx *fasthttp.RequestCtx) string {
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such route"))
+	})
 	r.PanicHandler = s.recoverPanic
 
+	// get serves a GET route on HEAD too: the same answer, whose body
+	// fasthttp leaves out (RFC 9110 §9.3.2).
+	get := func(path string, h fasthttp.RequestHandler) {
+		r.GET(path, h)
+		r.HEAD(path, h)
+	}
+
 	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", s.route("reserve", s.handleReserve))
-	r.GET("/v1/campaigns/{campaign_id}/skus/{sku_id}", s.route("sku_status", s.handleStatus))
-	r.GET("/v1/campaigns/{campaign_id}/skus/{sku_id}/requests/{request_id}", s.route("lookup_request", s.handleLookup))
-	r.GET("/v1/reservations/{reservation_id}", s.route("get_reservation", s.handleGet))
+	get("/v1/campaigns/{campaign_id}/skus/{sku_id}", s.route("sku_status", s.handleStatus))
+	get("/v1/campaigns/{campaign_id}/skus/{sku_id}/requests/{request_id}", s.route("lookup_request", s.handleLookup))
+	get("/v1/reservations/{reservation_id}", s.route("get_reservation", s.handleGet))
 	r.POST("/v1/reservations/{reservation_id}/payment", s.route("pay", s.handlePay))
 	r.POST("/v1/reservations/{reservation_id}/cancel", s.route("cancel", s.handleCancel))
 
 	r.PUT("/admin/campaigns/{campaign_id}", s.route("admin_define", s.admin(s.handleDefine)))
 	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/pause", s.route("admin_pause", s.admin(s.handlePause)))
 	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/resume", s.route("admin_resume", s.admin(s.handleResume)))
-	r.GET("/admin/campaigns/{campaign_id}/skus/{sku_id}/audit", s.route("admin_audit", s.admin(s.handleAudit)))
-	r.GET("/admin/campaigns/{campaign_id}/skus/{sku_id}/refunds", s.route("admin_refunds", s.admin(s.handleRefunds)))
+	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/audit", s.route("admin_audit", s.admin(s.handleAudit)))
+	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/refunds", s.route("admin_refunds", s.admin(s.handleRefunds)))
 	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/snapshot", s.route("admin_snapshot", s.admin(s.handleSnapshot)))
 	r.POST("/admin/reservations/{reservation_id}/release", s.route("admin_release", s.admin(s.handleRelease)))
 
-	r.GET("/metrics", s.metricsHandler())
-	r.GET("/healthz", s.route("healthz", s.handleHealthz))
-	r.GET("/readyz", s.route("readyz", s.handleReadyz))
+	get("/metrics", s.metricsHandler())
+	get("/healthz", s.route("healthz", s.handleHealthz))
+	get("/readyz", s.route("readyz", s.handleReadyz))
 	return r.Handler
 }
 
@@ -320,12 +338,4 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	return s.http.ShutdownWithContext(ctx)
-}
-
-// fasthttpLogger sends fasthttp's own messages to slog.
-type fasthttpLogger struct{ log *slog.Logger }
-
-// Printf implements fasthttp.Logger.
-func (l fasthttpLogger) Printf(format string, args ...any) {
-	l.log.Warn(fmt.Sprintf(format, args...), "component", "fasthttp")
 }

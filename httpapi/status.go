@@ -18,17 +18,17 @@ const (
 	StatusTempSoldOut  = "TEMP_SOLD_OUT"  // no token now; a release may free one
 	StatusFinalSoldOut = "FINAL_SOLD_OUT" // no token, and none can come back (ended, or nothing reserved)
 	StatusEnded        = "ENDED"          // at or after end_at, tokens left unsold
-	StatusPaused       = "PAUSED"         // paused by an operator, or unavailable (log failure, recovery)
+	StatusPaused       = "PAUSED"         // paused by an operator
 )
 
-// skuStatus classifies a SKU from its published stats. final is set for
-// statuses that cannot change any more (longer cache TTL).
+// skuStatus classifies an available SKU from its published stats (an
+// unavailable one has no status: it is answered 503 UNAVAILABLE, as every
+// other route answers it). final is set for statuses that cannot change
+// any more (longer cache TTL).
 func (l limits) skuStatus(st actors.Stats, now time.Time, inFlight int64) (status string, final bool) {
 	ms := now.UnixMilli()
 	n := st.Counts
 	switch {
-	case st.Unavailable:
-		return StatusPaused, false
 	case ms < st.Definition.StartAt:
 		return StatusNotStarted, false
 	case n.Available == 0 && (ms >= st.Definition.EndAt || n.Reserved == 0):
@@ -55,12 +55,14 @@ type statusBody struct {
 	CampaignID string `json:"campaign_id"`
 	SKUID      string `json:"sku_id"`
 	Status     string `json:"status"`
-	StartAt    string `json:"start_at,omitempty"` // unknown while the SKU is unavailable
+	StartAt    string `json:"start_at,omitempty"` // unknown until the SKU's definition is applied
 	EndAt      string `json:"end_at,omitempty"`
 }
 
 // handleStatus is GET /v1/campaigns/{c}/skus/{s}: the coarse status, with a
-// short Cache-Control max-age (longer once final).
+// short Cache-Control max-age (longer once final); 503 UNAVAILABLE while
+// the SKU is recovering or its log has failed (actors.Stats.Unavailable),
+// the answer its reserves get.
 func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	var h *actors.SKU
@@ -71,6 +73,9 @@ func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
 	}
 	st := h.Stats()
+	if st.Unavailable {
+		return write(ctx, replyUnavailable)
+	}
 	status, final := s.limits.skuStatus(st, s.cfg.Clock(), s.gates.inFlight(campaignID, skuID))
 	maxAge := s.cfg.StatusMaxAge
 	if final {

@@ -7,10 +7,12 @@
 package fakeapi
 
 import (
+	"bytes"
 	"container/heap"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -101,6 +103,10 @@ type reservation struct {
 	acceptedBody   []byte
 	heapIndex      int
 }
+
+// timeLayout is seckilld's format of every time in its answers: RFC 3339
+// in UTC with milliseconds.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // Reservation states.
 const (
@@ -201,6 +207,20 @@ func (s *Server) authorized(ctx *fasthttp.RequestCtx) bool {
 	}
 	writeError(ctx, 401, "UNAUTHORIZED")
 	return false
+}
+
+// decodeStrict decodes one JSON object into v, refusing unknown fields and
+// data after it, as seckilld does.
+func decodeStrict(body []byte, v any) error {
+	decoder := json.NewDecoder(bytes.NewReader(body))
+	decoder.DisallowUnknownFields()
+	if err := decoder.Decode(v); err != nil {
+		return err
+	}
+	if _, err := decoder.Token(); err != io.EOF {
+		return errors.New("data after the object")
+	}
+	return nil
 }
 
 func writeJSON(ctx *fasthttp.RequestCtx, status int, body []byte) {
@@ -353,7 +373,7 @@ func (s *Server) newReservationLocked(c *campaign, item *sku, requestID, userID 
 		"request_id":     requestID,
 		"state":          statePending,
 		"token_id":       token,
-		"expire_at":      r.expireAt.UTC().Format(time.RFC3339Nano),
+		"expire_at":      r.expireAt.UTC().Format(timeLayout),
 		"status_url":     "/v1/reservations/" + r.id,
 	})
 	s.reservations[r.id] = r
@@ -415,10 +435,10 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, id string) {
 		"user_id":        r.userID,
 		"state":          r.state,
 		"token_id":       r.tokenID,
-		"expire_at":      r.expireAt.UTC().Format(time.RFC3339Nano),
+		"expire_at":      r.expireAt.UTC().Format(timeLayout),
 	}
 	if !r.paidAt.IsZero() {
-		body["paid_at"] = r.paidAt.UTC().Format(time.RFC3339Nano)
+		body["paid_at"] = r.paidAt.UTC().Format(timeLayout)
 	}
 	if r.closedReason != "" {
 		body["closed_reason"] = r.closedReason
@@ -429,19 +449,34 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, id string) {
 	writeJSON(ctx, 200, mustJSON(body))
 }
 
+// paymentBody is the body of a payment, as seckilld reads it.
+type paymentBody struct {
+	PaymentID     string `json:"payment_id"`
+	Amount        *int64 `json:"amount"`
+	ReservationID string `json:"reservation_id"`
+}
+
+// pay follows seckilld's checks of a payment, in its order: the signature
+// (401), the body (400: unknown fields, no payment_id, a negative amount),
+// a reservation_id naming another reservation (400 RESERVATION_MISMATCH),
+// and a signed body without reservation_id (401).
 func (s *Server) pay(ctx *fasthttp.RequestCtx, id string) {
-	if s.options.PaymentSecret != "" {
-		want := signature(s.options.PaymentSecret, ctx.PostBody())
-		if string(ctx.Request.Header.Peek("X-Signature")) != want {
-			writeError(ctx, 401, "BAD_SIGNATURE")
-			return
-		}
+	signed := s.options.PaymentSecret != ""
+	if signed && string(ctx.Request.Header.Peek("X-Signature")) != signature(s.options.PaymentSecret, ctx.PostBody()) {
+		writeError(ctx, 401, "UNAUTHORIZED")
+		return
 	}
-	var body struct {
-		PaymentID string `json:"payment_id"`
-	}
-	if err := json.Unmarshal(ctx.PostBody(), &body); err != nil || body.PaymentID == "" {
+	var body paymentBody
+	if err := decodeStrict(ctx.PostBody(), &body); err != nil || body.PaymentID == "" || (body.Amount != nil && *body.Amount < 0) {
 		writeError(ctx, 400, "BAD_REQUEST")
+		return
+	}
+	switch {
+	case body.ReservationID != "" && body.ReservationID != id:
+		writeError(ctx, 400, "RESERVATION_MISMATCH")
+		return
+	case signed && body.ReservationID == "":
+		writeError(ctx, 401, "UNAUTHORIZED")
 		return
 	}
 	s.mu.Lock()
@@ -493,7 +528,14 @@ func hasRefund(refunds []refund, reservationID, paymentID string) bool {
 	return false
 }
 
+// cancel closes a pending reservation. Like seckilld, it takes no body
+// but an empty one or {} (400 otherwise), and refuses a paid reservation
+// (409 NOT_CLOSABLE).
 func (s *Server) cancel(ctx *fasthttp.RequestCtx, id string) {
+	if body := bytes.TrimSpace(ctx.PostBody()); len(body) > 0 && decodeStrict(body, &struct{}{}) != nil {
+		writeError(ctx, 400, "BAD_REQUEST")
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.reservationLocked(ctx, s.options.Now(), id)
@@ -507,7 +549,7 @@ func (s *Server) cancel(ctx *fasthttp.RequestCtx, id string) {
 	case stateClosed:
 		writeJSON(ctx, 200, []byte(`{"state":"CLOSED"}`))
 	default:
-		writeError(ctx, 409, "ALREADY_PAID")
+		writeError(ctx, 409, "NOT_CLOSABLE")
 	}
 }
 

@@ -1,0 +1,90 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+)
+
+// campaignJSON is the JSON form of a Campaign: the same fields, with
+// start_at and end_at as text, so that a time that does not parse is
+// reported with its field's name, and times are written in the API's one
+// format. (Embedding Campaign's fields would put
+// the embedded type's name into encoding/json's error paths.)
+type campaignJSON struct {
+	CampaignID     string        `json:"campaign_id"`
+	StartAt        string        `json:"start_at"`
+	EndAt          string        `json:"end_at"`
+	PaymentWindow  string        `json:"payment_window,omitempty"`
+	ReleaseOnClose *bool         `json:"release_on_close,omitempty"`
+	SKUs           []CampaignSKU `json:"skus"`
+}
+
+// MarshalJSON writes a campaign document with its times as every answer
+// of the API writes them (formatMillis: RFC 3339 in UTC, milliseconds, the
+// resolution a definition keeps); a zero time is written "".
+func (c Campaign) MarshalJSON() ([]byte, error) {
+	return json.Marshal(campaignJSON{
+		CampaignID:     c.CampaignID,
+		StartAt:        formatCampaignTime(c.StartAt),
+		EndAt:          formatCampaignTime(c.EndAt),
+		PaymentWindow:  c.PaymentWindow,
+		ReleaseOnClose: c.ReleaseOnClose,
+		SKUs:           c.SKUs,
+	})
+}
+
+// formatCampaignTime is formatMillis of t, or "" for the zero time.
+func formatCampaignTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return formatMillis(t.UnixMilli())
+}
+
+// exampleTime shows the expected form of a time in error messages.
+const exampleTime = "2030-01-01T12:00:00Z"
+
+// UnmarshalJSON reads a campaign document. Unknown fields are errors, as
+// in every body of the API; start_at and end_at are RFC 3339 strings
+// (empty or absent: not set, which Definitions refuses).
+func (c *Campaign) UnmarshalJSON(data []byte) error {
+	if string(bytes.TrimSpace(data)) == "null" {
+		return nil
+	}
+	var doc campaignJSON
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return err
+	}
+	start, err := parseCampaignTime("start_at", doc.StartAt)
+	if err != nil {
+		return err
+	}
+	end, err := parseCampaignTime("end_at", doc.EndAt)
+	if err != nil {
+		return err
+	}
+	*c = Campaign{
+		CampaignID:     doc.CampaignID,
+		StartAt:        start,
+		EndAt:          end,
+		PaymentWindow:  doc.PaymentWindow,
+		ReleaseOnClose: doc.ReleaseOnClose,
+		SKUs:           doc.SKUs,
+	}
+	return nil
+}
+
+// parseCampaignTime reads an RFC 3339 time; "" is the zero time.
+func parseCampaignTime(field, text string) (time.Time, error) {
+	var t time.Time
+	if text == "" {
+		return t, nil
+	}
+	if err := t.UnmarshalText([]byte(text)); err != nil {
+		return time.Time{}, &fieldError{field: field, want: "an RFC 3339 time such as " + exampleTime}
+	}
+	return t, nil
+}

@@ -1,0 +1,62 @@
+package httpapi
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Decoding errors are answered field by field in JSON's terms, bounded,
+// without Go's type, struct or package names.
+func TestDecodeErrorDetails(t *testing.T) {
+	long := strings.Repeat("x", 3000)
+	for _, c := range []struct {
+		body string
+		into func() any
+		want string
+	}{
+		{`{"payment_id":"p","amount":1.5}`, func() any { return &paymentRequest{} }, "amount: must be an integer"},
+		{`{"payment_id":"p","amount":"1"}`, func() any { return &paymentRequest{} }, "amount: must be an integer"},
+		{`{"payment_id":"p","amount":99999999999999999999}`, func() any { return &paymentRequest{} },
+			"amount: must be an integer from -9223372036854775808 to 9223372036854775807"},
+		{`{"payment_id":7}`, func() any { return &paymentRequest{} }, "payment_id: must be a string"},
+		{`{"payment_id":"p","x":1}`, func() any { return &paymentRequest{} }, `malformed JSON: unknown field "x"`},
+		{`{"payment_id":"p",}`, func() any { return &paymentRequest{} },
+			"malformed JSON: invalid character '}' looking for beginning of object key string (at byte 19)"},
+		{`{"payment_id":"p"`, func() any { return &paymentRequest{} }, "malformed JSON: the body ends inside the object"},
+		{`["p"]`, func() any { return &paymentRequest{} }, "malformed JSON: a JSON object is expected"},
+		{`{"payment_id":"p"} 1`, func() any { return &paymentRequest{} }, "malformed JSON: data after the object"},
+		{`{"skus":[{"sku_id":"a","sale_limit":-1}]}`, func() any { return &Campaign{} }, "skus.sale_limit: must be an integer from 0 to 4294967295"},
+		{`{"skus":{}}`, func() any { return &Campaign{} }, "skus: must be an array"},
+		{`{"release_on_close":"yes"}`, func() any { return &Campaign{} }, "release_on_close: must be true or false"},
+		{`{"start_at":"tomorrow"}`, func() any { return &Campaign{} }, "start_at: must be an RFC 3339 time such as 2030-01-01T12:00:00Z"},
+		{`{"start_at":"2030-01-01T00:00:00Z","end_at":1}`, func() any { return &Campaign{} }, "end_at: must be a string"},
+		{`{"skus":[{"bogus":1}]}`, func() any { return &Campaign{} }, `malformed JSON: unknown field "bogus"`},
+		{`{"reason":"x"}`, func() any { return &struct{}{} }, `malformed JSON: unknown field "reason"`},
+		{`{"` + long + `":1}`, func() any { return &struct{}{} }, `malformed JSON: unknown field "` + long[:maxDetail-len(`malformed JSON: unknown field "`)] + "..."},
+	} {
+		err := decodeJSON([]byte(c.body), c.into())
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%.60s: %v, want %q", c.body, err, c.want)
+			continue
+		}
+		if len(err.Error()) > maxDetail+len("...") {
+			t.Errorf("%.60s: a detail of %d bytes", c.body, len(err.Error()))
+		}
+		for _, internal := range []string{"Go ", "struct", "int64", "uint32", "paymentRequest", "campaignJSON", "json:", "time."} {
+			if strings.Contains(err.Error(), internal) {
+				t.Errorf("%.60s: %q names %q", c.body, err, internal)
+			}
+		}
+	}
+}
+
+// A payment_window that is not a duration is named, not described by the
+// time package.
+func TestDefinitionsPaymentWindowDetail(t *testing.T) {
+	c := DemoCampaign(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
+	c.PaymentWindow = "soon"
+	if _, err := c.Definitions(); err == nil || err.Error() != `payment_window: must be a duration such as "15m" or "90s"` {
+		t.Fatalf("%v", err)
+	}
+}
