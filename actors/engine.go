@@ -255,8 +255,22 @@ func (e *Engine) tickLoop() {
 	}
 }
 
-// SKU returns the handle of a defined SKU, or nil.
+// SKU returns the handle of a defined SKU, or nil. A SKU being created
+// is not one until its definition is durable: before that it has no
+// window, no counts and takes no calls, and callers (the ingress, the
+// status route) must answer as for an unknown SKU, not from its empty
+// figures. A SKU whose recovery failed is returned (it answers
+// ErrUnavailable), whatever its log still says.
 func (e *Engine) SKU(campaignID, skuID string) *SKU {
+	if h := e.handle(campaignID, skuID); h != nil && h.defined() {
+		return h
+	}
+	return nil
+}
+
+// handle returns the handle of a SKU in any state (being created,
+// recovering, defined), or nil.
+func (e *Engine) handle(campaignID, skuID string) *SKU {
 	if h, ok := e.skus.Load(skuKey{campaignID, skuID}); ok {
 		return h.(*SKU)
 	}
@@ -309,12 +323,12 @@ func (e *Engine) handleFor(campaignID, skuID string) (*SKU, error) {
 		return nil, ErrClosed
 	}
 	e.mu.Unlock()
-	if h := e.SKU(campaignID, skuID); h != nil {
+	if h := e.handle(campaignID, skuID); h != nil {
 		return h, nil
 	}
 	e.create.Lock()
 	defer e.create.Unlock()
-	if h := e.SKU(campaignID, skuID); h != nil { // created while we waited
+	if h := e.handle(campaignID, skuID); h != nil { // created while we waited
 		return h, nil
 	}
 	dir := filepath.Join(e.cfg.DataDir, campaignID, skuID)

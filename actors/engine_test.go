@@ -460,3 +460,33 @@ func postBatch(e *Engine, h *SKU, calls ...*call) {
 		e.system.Root.Send(h.pid, drain{})
 	}
 }
+
+// A SKU being created (its actor started, its definition not yet durable)
+// is not a SKU to callers: no handle, ErrUnknownSKU, rather than the empty
+// figures of a SKU without a window (which read as ended and sold out).
+func TestSKUIsUnknownUntilItsDefinitionIsDurable(t *testing.T) {
+	e := openTest(t, t.TempDir(), &fakeClock{}, nil)
+	h, err := e.handleFor("c1", "s1") // what Define does first
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.SKU("c1", "s1"); got != nil {
+		t.Fatalf("a SKU without a definition is visible: %+v", got.Stats())
+	}
+	if _, err := e.Reserve(ctxT(t), "c1", "s1", "r1", "u1"); !errors.Is(err, ErrUnknownSKU) {
+		t.Fatalf("reserve before the definition: %v, want ErrUnknownSKU", err)
+	}
+	if _, err := e.Audit(ctxT(t), "c1", "s1"); !errors.Is(err, ErrUnknownSKU) {
+		t.Fatalf("audit before the definition: %v, want ErrUnknownSKU", err)
+	}
+	d := testDef(5)
+	if err := e.Define(ctxT(t), d); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.SKU("c1", "s1"); got != h {
+		t.Fatalf("after Define: handle %p, want %p", got, h)
+	}
+	if res, err := e.Reserve(ctxT(t), "c1", "s1", "r1", "u1"); err != nil || res.Outcome != sku.OutcomeAccepted {
+		t.Fatalf("reserve after the definition: %v %v", res.Outcome, err)
+	}
+}

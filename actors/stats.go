@@ -82,6 +82,21 @@ func (s *SKU) CampaignID() string { return s.campaignID }
 // ID returns the SKU id.
 func (s *SKU) ID() string { return s.skuID }
 
+// defined reports whether the SKU's definition is durable, or its first
+// recovery is over and left it unavailable (a failed log answers
+// ErrUnavailable rather than "unknown").
+func (s *SKU) defined() bool {
+	if v := s.durable.Load(); v != nil && v.def.CampaignID != "" {
+		return true
+	}
+	select {
+	case <-s.ready:
+		return s.unavailable.Load()
+	default:
+		return false
+	}
+}
+
 // Stats returns the published figures; it takes a short lock, no message.
 func (s *SKU) Stats() Stats {
 	st := Stats{
