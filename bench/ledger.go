@@ -198,22 +198,25 @@ func (l *Ledger) unlock() {
 // arrival time, and at equal times by shard and then in the order noted.
 // The caller holds every shard's lock.
 func (l *Ledger) arrivals() []notedAcceptance {
-	total := 0
-	for i := range l.shards {
-		for _, chunk := range l.shards[i].accepts {
-			total += len(chunk)
-		}
+	type ref struct {
+		at    time.Duration
+		a     *acceptance
+		shard *ledgerShard
 	}
-	out := make([]notedAcceptance, 0, total)
+	var refs []ref
 	for i := range l.shards {
 		shard := &l.shards[i]
 		for _, chunk := range shard.accepts {
 			for j := range chunk {
-				out = append(out, shard.read(&chunk[j]))
+				refs = append(refs, ref{at: chunk[j].at, a: &chunk[j], shard: shard})
 			}
 		}
 	}
-	slices.SortStableFunc(out, func(a, b notedAcceptance) int { return cmp.Compare(a.at, b.at) })
+	slices.SortStableFunc(refs, func(x, y ref) int { return cmp.Compare(x.at, y.at) })
+	out := make([]notedAcceptance, len(refs))
+	for i, r := range refs {
+		out[i] = r.shard.read(r.a)
+	}
 	return out
 }
 
@@ -270,10 +273,14 @@ func (l *Ledger) Check(skus int, saleLimit func(sku int) int64) LedgerReport {
 		skus = 1
 	}
 	report := LedgerReport{AcceptedBySKU: make([]int64, skus)}
-	seen := make(map[string]int) // reservation id -> sku
-	byUser := make(map[int64]map[string]struct{})
-	byRequest := make(map[int64]string)
-	byToken := make(map[tokenKey]string) // tokens are unique within a SKU
+	accepts := l.arrivals()
+	seen := make(map[string]int, len(accepts)) // reservation id -> sku
+	byRequest := make(map[int64]string, len(accepts))
+	byToken := make(map[tokenKey]string, len(accepts)) // tokens are unique within a SKU
+	// A user's first reservation; the users with more than one distinct
+	// reservation also get the set of them (rare: only a broken server).
+	firstOfUser := make(map[int64]string, len(accepts))
+	moreOfUser := make(map[int64]map[string]struct{})
 
 	examples := map[string]int{}
 	example := func(kind, text string) {
@@ -282,7 +289,7 @@ func (l *Ledger) Check(skus int, saleLimit func(sku int) int64) LedgerReport {
 			report.Examples = append(report.Examples, kind+": "+text)
 		}
 	}
-	for _, a := range l.arrivals() {
+	for _, a := range accepts {
 		if a.reservationID == "" {
 			report.MissingReservationID++
 			example("missing_reservation_id", fmt.Sprintf("request %d", a.request))
@@ -301,12 +308,16 @@ func (l *Ledger) Check(skus int, saleLimit func(sku int) int64) LedgerReport {
 		if a.sku >= 0 && a.sku < skus {
 			report.AcceptedBySKU[a.sku]++
 		}
-		users := byUser[a.user]
-		if users == nil {
-			users = make(map[string]struct{}, 1)
-			byUser[a.user] = users
+		if first, ok := firstOfUser[a.user]; !ok {
+			firstOfUser[a.user] = a.reservationID
+		} else if first != a.reservationID {
+			more := moreOfUser[a.user]
+			if more == nil {
+				more = map[string]struct{}{first: {}}
+				moreOfUser[a.user] = more
+			}
+			more[a.reservationID] = struct{}{}
 		}
-		users[a.reservationID] = struct{}{}
 		if a.tokenID != "" {
 			key := tokenKey{sku: a.sku, token: a.tokenID}
 			if holder, ok := byToken[key]; ok && holder != a.reservationID {
@@ -330,16 +341,14 @@ func (l *Ledger) Check(skus int, saleLimit func(sku int) int64) LedgerReport {
 			example("oversold", fmt.Sprintf("sku %d accepted %d > sale_limit %d", sku, accepted, limit))
 		}
 	}
-	users := make([]int64, 0)
-	for user, reservations := range byUser {
-		if len(reservations) > 1 {
-			users = append(users, user)
-		}
+	users := make([]int64, 0, len(moreOfUser))
+	for user := range moreOfUser {
+		users = append(users, user)
 	}
 	sort.Slice(users, func(i, j int) bool { return users[i] < users[j] })
 	report.DuplicateWinners = int64(len(users))
 	for _, user := range users {
-		example("duplicate_winner", fmt.Sprintf("user u%d holds %d reservations", user, len(byUser[user])))
+		example("duplicate_winner", fmt.Sprintf("user u%d holds %d reservations", user, len(moreOfUser[user])))
 	}
 	sort.Strings(report.Examples)
 	return report
