@@ -18,15 +18,15 @@ func BenchmarkMachineReserve(b *testing.B) {
 	if _, _, err := m.Define(1, d, out); err != nil {
 		b.Fatal(err)
 	}
-	ids := make([]string, b.N)
-	for i := range ids {
-		ids[i] = strconv.Itoa(i)
+	requests, users := make([]string, b.N), make([]string, b.N)
+	for i := range requests {
+		requests[i], users[i] = "r"+strconv.Itoa(i), "u"+strconv.Itoa(i)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
 		var res Result
-		res, out = m.Reserve(2, "r"+ids[i], "u"+ids[i], out[:0])
+		res, out = m.Reserve(2, requests[i], users[i], out[:0])
 		if res.Outcome != OutcomeAccepted {
 			b.Fatalf("reserve %d: %v", i, res.Outcome)
 		}
