@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 
@@ -40,6 +41,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	if err := config.Validate(); err != nil {
+		fmt.Fprintf(stderr, "seckill-bench: %v\n", err)
+		return ExitUsage
+	}
+	if err := paths.check(); err != nil {
 		fmt.Fprintf(stderr, "seckill-bench: %v\n", err)
 		return ExitUsage
 	}
@@ -105,6 +110,20 @@ type outputPaths struct {
 	report     string
 	progress   string
 	cpuProfile string
+}
+
+// check refuses, before the run, an output file whose directory does not
+// exist: the result would be lost after the whole load.
+func (p outputPaths) check() error {
+	for flag, path := range map[string]string{"json": p.json, "report": p.report, "cpuprofile": p.cpuProfile} {
+		if path == "" {
+			continue
+		}
+		if info, err := os.Stat(filepath.Dir(path)); err != nil || !info.IsDir() {
+			return fmt.Errorf("--%s %s: its directory does not exist", flag, path)
+		}
+	}
+	return nil
 }
 
 // StartCPUProfile writes a CPU profile (go tool pprof) of this process to

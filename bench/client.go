@@ -58,15 +58,8 @@ func NewClient(options ClientOptions) (*Client, error) {
 	if err := CheckTarget(options.Target); err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	target, _ := url.Parse(options.Target) // checked
+	target, _ := url.Parse(options.Target) // checked: http, a loopback host and a port
 	host := target.Host
-	if target.Port() == "" {
-		port := "80"
-		if target.Scheme == "https" {
-			port = "443"
-		}
-		host = net.JoinHostPort(target.Hostname(), port)
-	}
 	if options.MaxConns <= 0 {
 		options.MaxConns = 512
 	}
@@ -76,7 +69,7 @@ func NewClient(options ClientOptions) (*Client, error) {
 	return &Client{
 		hc: &fasthttp.HostClient{
 			Addr:                host,
-			IsTLS:               target.Scheme == "https",
+			DialDualStack:       true, // [::1] as well as 127.0.0.1
 			MaxConns:            options.MaxConns,
 			MaxConnWaitTimeout:  options.Timeout,
 			MaxIdleConnDuration: 30 * time.Second,
@@ -96,22 +89,27 @@ func NewClient(options ClientOptions) (*Client, error) {
 }
 
 // CheckTarget reports whether target is a base URL the tool may use:
-// http (or https) to a loopback host (CheckLoopback), with a port in
-// 1-65535 when given, and nothing after the host but an optional "/".
+// http://HOST:PORT[/] with a loopback HOST (CheckLoopback) and a PORT in
+// 1-65535. seckilld serves plain HTTP, so https is refused rather than
+// failing at the first request.
 func CheckTarget(target string) error {
+	const example = "give a URL like http://127.0.0.1:8080"
+	if !strings.Contains(target, "://") {
+		return fmt.Errorf("target %q: %s", target, example)
+	}
 	u, err := url.Parse(target)
 	switch {
 	case err != nil:
-		return fmt.Errorf("target %q: %w", target, err)
-	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("target %q: give a URL like http://127.0.0.1:8080 (scheme http or https)", target)
+		return fmt.Errorf("target %q: %s", target, example)
+	case u.Scheme == "https":
+		return fmt.Errorf("target %q: seckilld serves plain HTTP: %s", target, example)
+	case u.Scheme != "http":
+		return fmt.Errorf("target %q: scheme must be http: %s", target, example)
 	case u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
 		return fmt.Errorf("target %q: give the server's base URL only (no path, query or credentials)", target)
 	}
-	if port := u.Port(); port != "" {
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("target %q: port must be in 1-65535", target)
-		}
+	if n, err := strconv.Atoi(u.Port()); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("target %q: give a port in 1-65535: %s", target, example)
 	}
 	if err := CheckLoopback(u.Hostname()); err != nil {
 		return fmt.Errorf("target %q: %w", target, err)

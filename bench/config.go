@@ -149,10 +149,10 @@ func (c *Config) Validate() error {
 	}
 	check(c.Stock > 0 && c.Stock <= sku.MaxSaleLimit, "stock must be in [1, %d] (the server's bound on sale_limit)", sku.MaxSaleLimit)
 	check(c.CampaignID == "" || (sku.ValidID(c.CampaignID) && len(c.CampaignID) <= MaxCampaignIDLength),
-		"campaign must be 1-%d characters of [A-Za-z0-9._:-]", MaxCampaignIDLength)
+		"campaign must be 1-%d characters of [A-Za-z0-9._:-] (the server takes 64; the tool adds suffixes to it)", MaxCampaignIDLength)
 	check(c.SKUs >= 1 && c.SKUs <= 100_000, "skus must be in [1, 100000]")
 	check(c.Requests >= 0 && c.Requests <= MaxPlanAttempts, "requests must be in [0, %d]", MaxPlanAttempts)
-	check(c.Requests > 0 || c.Duration > 0, "give --requests or --duration")
+	check(c.Requests != 0 || c.Duration != 0, "give --requests or --duration")
 	check(c.Users >= 0, "users must be >= 0")
 	check(c.SKUsPerCampaign >= 0, "skus-per-campaign must be >= 0")
 	check(c.Concurrency >= 1 && c.Concurrency <= MaxConcurrency, "concurrency must be in [1, %d]", MaxConcurrency)

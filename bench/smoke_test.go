@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -220,6 +221,11 @@ func TestMainRejectsBadFlagsAndRemoteTargets(t *testing.T) {
 		{"--target", "http://127.0.0.1:99999"},
 		{"--target", "http://127.0.0.1:8080/prefix"},
 		{"--target", "http://user:pw@127.0.0.1:8080"},
+		{"--target", "https://127.0.0.1:8080"},
+		{"--target", "http://127.0.0.1"},
+		{"--target", "http://127.0.0.1:"},
+		{"--json", "/nonexistent-dir/result.json"},
+		{"--report", "/nonexistent-dir/report.html"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if status := Main(context.Background(), args, &stdout, &stderr); status != ExitUsage {
@@ -288,5 +294,18 @@ func TestCPUProfileFlagWritesAProfile(t *testing.T) {
 	info, err := os.Stat(path)
 	if err != nil || info.Size() == 0 {
 		t.Fatalf("no profile written: %v", err)
+	}
+}
+
+func TestIPv6LoopbackTarget(t *testing.T) {
+	if listener, err := net.Listen("tcp", "[::1]:0"); err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	} else {
+		listener.Close()
+	}
+	server := startFake(t, fakeapi.Options{Addr: "[::1]:0"})
+	status, result, output := runMain(t, "--target", server.URL(), "--scenario", "hot", "--requests", "50", "--concurrency", "2")
+	if status != ExitPass || number(t, result, "accepted") != 50 {
+		t.Fatalf("hot against %s: exit %d\n%s", server.URL(), status, output)
 	}
 }

@@ -85,9 +85,12 @@ func TestEngineAdapterDrivesAnInProcessEngine(t *testing.T) {
 		t.Errorf("seed verdict %q", rows[1].Verdict)
 	}
 	var table bytes.Buffer
-	WriteTables(&table, rows, tableLevels([]int{8}, []int{8, 32}))
+	WriteTables(&table, rows, tableLevels([]int{8}, []int{8, 32, 4096}))
 	if !strings.Contains(table.String(), "in-process") || !strings.Contains(table.String(), "== concurrency 8") ||
 		!strings.Contains(table.String(), "== concurrency 32") {
 		t.Errorf("table:\n%s", table.String())
+	}
+	if strings.Contains(table.String(), "== concurrency 4096") {
+		t.Errorf("a table without rows is printed:\n%s", table.String())
 	}
 }

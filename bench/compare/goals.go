@@ -67,13 +67,17 @@ func hotBest(target string) func([]Row) (float64, string) {
 // the ratio, what the goal asks, and whether it is met; then the ceilings
 // the run measured, for reference.
 func WriteGoals(w io.Writer, rows []Row) {
-	writeRatios(w, rows, "speed goals (ratios of figures from this run)", speedGoals)
-	writeRatios(w, rows, "ceilings of this machine (for reference, not goals)", ceilings)
+	judged := writeRatios(w, rows, "speed goals (ratios of figures from this run)", speedGoals)
+	judged = writeRatios(w, rows, "ceilings of this machine (for reference, not goals)", ceilings) || judged
+	if !judged && len(rows) > 0 {
+		fmt.Fprintf(w, "\n(no speed goal or ceiling judged: they compare hot rows at %d connections of two targets; run them with --scenarios hot and --concurrency %d)\n",
+			goalConcurrency, goalConcurrency)
+	}
 }
 
 // writeRatios prints the ratios of goals whose figures rows hold, under
-// title; a goal with min 0 gets no verdict.
-func writeRatios(w io.Writer, rows []Row, title string, goals []goal) {
+// title; a goal with min 0 gets no verdict. It reports whether it printed any.
+func writeRatios(w io.Writer, rows []Row, title string, goals []goal) bool {
 	header := false
 	for _, g := range goals {
 		n, nAt := g.numer(rows)
@@ -95,4 +99,5 @@ func writeRatios(w io.Writer, rows []Row, title string, goals []goal) {
 		}
 		fmt.Fprintln(w)
 	}
+	return header
 }

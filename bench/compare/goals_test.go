@@ -42,4 +42,9 @@ func TestWriteGoalsJudgesRatiosOfTheRun(t *testing.T) {
 	if out.Len() != 0 {
 		t.Errorf("goals printed for an empty run: %q", out.String())
 	}
+	out.Reset()
+	WriteGoals(&out, []Row{hot("seckilld", 16, 20_000), hot("null-http", 16, 90_000)})
+	if text := out.String(); !strings.Contains(text, "no speed goal or ceiling judged") || strings.Contains(text, "==") {
+		t.Errorf("a run without c=64 does not say why no goal is judged:\n%s", text)
+	}
 }

@@ -3,6 +3,7 @@ package compare
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -20,6 +21,9 @@ func WriteTables(w io.Writer, rows []Row, concurrencies []int) {
 		}
 	}
 	for _, concurrency := range concurrencies {
+		if !slices.ContainsFunc(rows, func(row Row) bool { return row.Concurrency == concurrency }) {
+			continue // e.g. the engine's own levels in a run without the engine
+		}
 		fmt.Fprintf(w, "\n== concurrency %d (closed loop) ==\n", concurrency)
 		table := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(table, "target\tscenario\treq/s\tp50 ms\tp99 ms\tvs seckilld\tserver cpu s\tclient cpu s\t  audit")
