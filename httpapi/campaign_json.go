@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"time"
+
+	"github.com/seckill/seckill/internal/jsonkeys"
 )
 
 // campaignJSON is the JSON form of a Campaign: the same fields, with
@@ -45,9 +47,11 @@ func formatCampaignTime(t time.Time) string {
 // exampleTime shows the expected form of a time in error messages.
 const exampleTime = "2030-01-01T12:00:00Z"
 
-// UnmarshalJSON reads a campaign document. Unknown fields are errors, as
-// in every body of the API; start_at and end_at are RFC 3339 strings
-// (empty or absent: not set, which Definitions refuses).
+// UnmarshalJSON reads a campaign document. As in every body of the API,
+// keys are spelled exactly as documented, at every level, and none is
+// unknown or repeated (jsonkeys.Check against campaignJSON); start_at and
+// end_at are RFC 3339 strings (empty or absent: not set, which Definitions
+// refuses).
 func (c *Campaign) UnmarshalJSON(data []byte) error {
 	if string(bytes.TrimSpace(data)) == "null" {
 		return nil
@@ -56,6 +60,9 @@ func (c *Campaign) UnmarshalJSON(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
+		return err
+	}
+	if err := jsonkeys.Check(data, &doc); err != nil {
 		return err
 	}
 	start, err := parseCampaignTime("start_at", doc.StartAt)

@@ -54,6 +54,7 @@ func TestParseCampaignsRefuses(t *testing.T) {
 	for name, data := range map[string]string{
 		"not a list":      base,
 		"unknown field":   `[{"campaign_id":"c","bogus":1}]`,
+		"wrong case":      `[{"campaign_id":"c","start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z","skus":[{"SKU_ID":"a","sale_limit":3}]}]`,
 		"no skus":         `[{"campaign_id":"c","start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z","skus":[]}]`,
 		"no start":        `[{"campaign_id":"c","end_at":"2030-01-02T00:00:00Z","skus":[{"sku_id":"a","sale_limit":3}]}]`,
 		"end before":      `[{"campaign_id":"c","start_at":"2030-01-02T00:00:00Z","end_at":"2030-01-01T00:00:00Z","skus":[{"sku_id":"a","sale_limit":3}]}]`,

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/jsonkeys"
 	"github.com/valyala/fasthttp"
 )
 
@@ -29,9 +30,11 @@ func boundDetail(msg string) string {
 }
 
 // decodeJSON decodes one JSON object from body into v: no unknown fields,
-// nothing after it. Strings in v are copies, never views of the request
-// buffer, so they outlive the handler. Its errors are answer details
-// (describeDecodeError).
+// nothing after it, and at every level keys spelled exactly as v's json
+// tags, none repeated (jsonkeys.Check: encoding/json alone folds case and
+// lets the last of repeated keys win). Strings in v are copies, never
+// views of the request buffer, so they outlive the handler. Its errors
+// are answer details (describeDecodeError).
 func decodeJSON(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return errors.New("empty body, a JSON object is expected")
@@ -44,7 +47,17 @@ func decodeJSON(body []byte, v any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("malformed JSON: data after the object")
 	}
+	if err := jsonkeys.Check(body, v); err != nil {
+		return errors.New(describeDecodeError(err))
+	}
 	return nil
+}
+
+// keyDetail is the detail of a key refused by its spelling or repetition,
+// the same on every route: `malformed JSON: unknown field "x"`,
+// `malformed JSON: field "x" repeated`.
+func keyDetail(err *jsonkeys.Error) string {
+	return boundDetail("malformed JSON: " + err.Error())
 }
 
 // fieldError is a field of a body whose value is not what it must be.
@@ -65,9 +78,12 @@ func describeDecodeError(err error) string {
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
 	var fieldErr *fieldError
+	var keyErr *jsonkeys.Error
 	switch {
 	case errors.As(err, &fieldErr):
 		return boundDetail(fieldErr.Error())
+	case errors.As(err, &keyErr):
+		return keyDetail(keyErr)
 	case errors.As(err, &typeErr) && typeErr.Field == "":
 		return "malformed JSON: a JSON object is expected"
 	case errors.As(err, &typeErr):

@@ -33,6 +33,13 @@ func TestDecodeErrorDetails(t *testing.T) {
 		{`{"start_at":"2030-01-01T00:00:00Z","end_at":1}`, func() any { return &Campaign{} }, "end_at: must be a string"},
 		{`{"skus":[{"bogus":1}]}`, func() any { return &Campaign{} }, `malformed JSON: unknown field "bogus"`},
 		{`{"reason":"x"}`, func() any { return &struct{}{} }, `malformed JSON: unknown field "reason"`},
+		// Keys are exact and unique at every level, as in the reserve body.
+		{`{"Payment_Id":"z1","AMOUNT":777}`, func() any { return &paymentRequest{} }, `malformed JSON: unknown field "Payment_Id"`},
+		{`{"payment_id":"p1","payment_id":"p2"}`, func() any { return &paymentRequest{} }, `malformed JSON: field "payment_id" repeated`},
+		{`{"skus":[{"SKU_ID":"a","Sale_Limit":5}]}`, func() any { return &Campaign{} }, `malformed JSON: unknown field "SKU_ID"`},
+		{`{"skus":[{"sku_id":"a","sku_id":"b"}]}`, func() any { return &Campaign{} }, `malformed JSON: field "sku_id" repeated`},
+		{`{"skus":[],"skus":[{"sku_id":"a","sale_limit":5}]}`, func() any { return &Campaign{} }, `malformed JSON: field "skus" repeated`},
+		{`{"Campaign_ID":"c"}`, func() any { return &Campaign{} }, `malformed JSON: unknown field "Campaign_ID"`},
 		{`{"` + long + `":1}`, func() any { return &struct{}{} }, `malformed JSON: unknown field "` + long[:maxDetail-len(`malformed JSON: unknown field "`)] + "..."},
 	} {
 		err := decodeJSON([]byte(c.body), c.into())

@@ -79,6 +79,50 @@ func TestPaymentAndCancelBodies(t *testing.T) {
 	want(t, ts.post("/v1/reservations/"+other+"/cancel", `{}`), http.StatusOK, "")
 }
 
+// Every body takes its keys exactly as documented, case and all, and
+// once: encoding/json alone would fold case and let the last of repeated
+// keys win, so a signed payment could be read differently by its sender.
+func TestBodiesTakeExactKeys(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("ek", "15m", map[string]int{"s": 5}))
+	id := ts.reserve("ek", "s", "r1", "u1").str("reservation_id")
+	pay := "/v1/reservations/" + id + "/payment"
+	for body, detail := range map[string]string{
+		`{"Payment_Id":"z1","AMOUNT":777}`:          `malformed JSON: unknown field "Payment_Id"`,
+		`{"payment_id":"z1","AMOUNT":777}`:          `malformed JSON: unknown field "AMOUNT"`,
+		`{"payment_id":"p1","payment_id":"p2"}`:     `malformed JSON: field "payment_id" repeated`,
+		`{"payment_id":"p1","amount":1,"amount":2}`: `malformed JSON: field "amount" repeated`,
+	} {
+		r := ts.post(pay, body)
+		want(t, r, http.StatusBadRequest, "BAD_REQUEST")
+		if r.str("detail") != detail {
+			t.Errorf("%s: detail %q, want %q", body, r.str("detail"), detail)
+		}
+	}
+	if g := ts.get("/v1/reservations/" + id); g.str("state") != "PENDING_PAYMENT" {
+		t.Fatalf("a refused payment changed the reservation: %v", g)
+	}
+	want(t, ts.post("/v1/reservations/"+id+"/cancel", `{"":1}`), http.StatusBadRequest, "BAD_REQUEST")
+
+	window := `"start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z"`
+	for body, detail := range map[string]string{
+		`{"campaign_id":"ek2",` + window + `,"skus":[{"SKU_ID":"a","Sale_Limit":5}]}`:                                        `malformed JSON: unknown field "SKU_ID"`,
+		`{"campaign_id":"ek2",` + window + `,"skus":[{"sku_id":"a","sale_limit":5,"sale_limit":9}]}`:                         `malformed JSON: field "sale_limit" repeated`,
+		`{"campaign_id":"ek2",` + window + `,"skus":[{"sku_id":"a","sale_limit":5}],"skus":[{"sku_id":"b","sale_limit":5}]}`: `malformed JSON: field "skus" repeated`,
+		`{"Campaign_Id":"ek2",` + window + `,"skus":[{"sku_id":"a","sale_limit":5}]}`:                                        `malformed JSON: unknown field "Campaign_Id"`,
+	} {
+		r := ts.admin(http.MethodPut, "/admin/campaigns/ek2", body)
+		want(t, r, http.StatusBadRequest, "BAD_REQUEST")
+		if r.str("detail") != detail {
+			t.Errorf("%s: detail %q, want %q", body, r.str("detail"), detail)
+		}
+	}
+	for _, skuID := range []string{"a", "b"} {
+		want(t, ts.admin(http.MethodGet, "/admin/campaigns/ek2/skus/"+skuID+"/audit", nil), http.StatusNotFound, "NOT_FOUND")
+	}
+}
+
 // Admin routes need the bearer token; redefinitions may only extend end_at
 // or raise sale_limit; pause and resume gate reserves.
 func TestAdmin(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/seckill/seckill/internal/jsonkeys"
 	"github.com/valyala/fastjson"
 )
 
@@ -13,7 +14,7 @@ import (
 // (no reflection, a pooled parser) and its 202 answer is built by
 // appending, since every value in it is an id of the restricted alphabet
 // (sku.ValidID), a number or a timestamp, none of which JSON escapes.
-// Other routes use encoding/json.
+// Other routes use encoding/json, with the same key rules (decodeJSON).
 
 var reserveParsers fastjson.ParserPool
 
@@ -50,11 +51,11 @@ func parseReserveBody(body []byte) (reserveRequest, error) {
 		case "user_id":
 			dst, seen = &req.UserID, &seenUser
 		default:
-			err = errors.New(boundDetail(fmt.Sprintf("malformed JSON: unknown field %q", key)))
+			err = errors.New(keyDetail(&jsonkeys.Error{Key: string(key)}))
 			return
 		}
 		if *seen {
-			err = fmt.Errorf("malformed JSON: field %q repeated", key)
+			err = errors.New(keyDetail(&jsonkeys.Error{Key: string(key), Repeated: true}))
 			return
 		}
 		*seen = true

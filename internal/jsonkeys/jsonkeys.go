@@ -1,0 +1,152 @@
+// Package jsonkeys checks that a JSON document spells the keys of its
+// objects exactly as the Go type it is decoded into names its fields, and
+// repeats none.
+//
+// encoding/json matches keys to fields case-insensitively and lets the last
+// of repeated keys win, so {"Payment_Id":"a","payment_id":"b"} decodes
+// without an error, and two readers of one signed body may disagree about
+// what it says. Check, run beside the decoding, refuses such documents. The
+// allowed keys have one source: the json tags of the Go type, found by
+// reflection.
+package jsonkeys
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/valyala/fastjson"
+)
+
+// Error is a key that Check refuses.
+type Error struct {
+	// Key is the key as the document spells it (escapes undone).
+	Key string
+	// Repeated is true for a key that appears twice in one object, false
+	// for a key that names no field of the type.
+	Repeated bool
+}
+
+// Error renders the refusal as `unknown field "x"` or `field "x" repeated`.
+func (e *Error) Error() string {
+	if e.Repeated {
+		return fmt.Sprintf("field %q repeated", e.Key)
+	}
+	return fmt.Sprintf("unknown field %q", e.Key)
+}
+
+var parsers fastjson.ParserPool
+
+// Check parses doc and checks every object in it against the type of v,
+// the value doc is decoded into (a pointer, as for json.Unmarshal): an
+// object decoded into a struct may only have keys spelled exactly as the
+// struct's JSON field names (the json tag's name, else the Go field's
+// name), and no object anywhere may repeat a key. It returns the first
+// refused key as an *Error, or the parser's error for a document that is
+// not JSON.
+//
+// A value of a type with its own UnmarshalJSON is not looked into: that
+// method reads it and must check its keys itself. Embedded structs are not
+// flattened (no body of the API embeds one).
+func Check(doc []byte, v any) error {
+	p := parsers.Get()
+	defer parsers.Put(p)
+	root, err := p.ParseBytes(doc)
+	if err != nil {
+		return err
+	}
+	return check(root, reflect.TypeOf(v))
+}
+
+// unmarshaler is the interface of types that decode themselves.
+var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+// check checks v, which is decoded into a value of type t.
+func check(v *fastjson.Value, t reflect.Type) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(unmarshaler) {
+		return nil
+	}
+	switch v.Type() {
+	case fastjson.TypeObject:
+		return checkObject(v.GetObject(), t)
+	case fastjson.TypeArray:
+		elem := t
+		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			elem = t.Elem()
+		}
+		for _, item := range v.GetArray() {
+			if err := check(item, elem); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkObject checks an object decoded into a value of type t: a struct
+// takes only its fields' names; a map or an interface takes any key.
+func checkObject(o *fastjson.Object, t reflect.Type) error {
+	var fields map[string]reflect.Type
+	values := t // an interface: what it holds is decoded as an interface again
+	switch t.Kind() {
+	case reflect.Struct:
+		fields = fieldsOf(t)
+	case reflect.Map:
+		values = t.Elem()
+	}
+	seen := make(map[string]bool, o.Len())
+	var err error
+	o.Visit(func(k []byte, item *fastjson.Value) {
+		if err != nil {
+			return
+		}
+		key := string(k)
+		into := values
+		if fields != nil {
+			ft, ok := fields[key]
+			if !ok {
+				err = &Error{Key: key}
+				return
+			}
+			into = ft
+		}
+		if seen[key] {
+			err = &Error{Key: key, Repeated: true}
+			return
+		}
+		seen[key] = true
+		err = check(item, into)
+	})
+	return err
+}
+
+// fieldCache maps a struct type to its fieldsOf.
+var fieldCache sync.Map
+
+// fieldsOf maps the JSON names of a struct's fields, as encoding/json
+// names them, to their types; never nil.
+func fieldsOf(t reflect.Type) map[string]reflect.Type {
+	if cached, ok := fieldCache.Load(t); ok {
+		return cached.(map[string]reflect.Type)
+	}
+	fields := make(map[string]reflect.Type, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if !f.IsExported() || tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = f.Name
+		}
+		fields[name] = f.Type
+	}
+	fieldCache.Store(t, fields)
+	return fields
+}

@@ -1,0 +1,76 @@
+package jsonkeys
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+type item struct {
+	ID    string `json:"sku_id"`
+	Limit int    `json:"sale_limit,omitempty"`
+	Plain string
+	Skip  string `json:"-"`
+	quiet string // unexported: no key
+}
+
+type doc struct {
+	Name  *string         `json:"name"`
+	Items []item          `json:"items"`
+	Extra map[string]item `json:"extra"`
+	Any   any             `json:"any"`
+	Raw   json.RawMessage `json:"raw"`
+}
+
+func TestCheckAccepts(t *testing.T) {
+	for _, body := range []string{
+		`{}`,
+		`{"name":"n","items":[{"sku_id":"a","sale_limit":1,"Plain":"p"},{"sku_id":"b"}]}`,
+		`{"na\u006de":"escaped key"}`,
+		`{"extra":{"x":{"sku_id":"a"},"y":{"sku_id":"b"}}}`,
+		`{"any":{"x":{"Whatever":1},"y":[{"a":1},{"a":2}]}}`,
+		`{"raw":{"anything":1,"anything":2}}`, // json.RawMessage reads itself
+		`{"name":null,"items":null}`,
+	} {
+		if err := Check([]byte(body), &doc{}); err != nil {
+			t.Errorf("%s: %v", body, err)
+		}
+	}
+}
+
+func TestCheckRefuses(t *testing.T) {
+	for body, want := range map[string]Error{
+		`{"Name":"n"}`:                              {Key: "Name"},
+		`{"NAME":"n"}`:                              {Key: "NAME"},
+		`{"name":"a","name":"b"}`:                   {Key: "name", Repeated: true},
+		`{"name":"a","na\u006de":"b"}`:              {Key: "name", Repeated: true},
+		`{"items":[{"sku_id":"a"},{"SKU_ID":"b"}]}`: {Key: "SKU_ID"},
+		`{"items":[{"sku_id":"a","sku_id":"b"}]}`:   {Key: "sku_id", Repeated: true},
+		`{"items":[],"items":[{"sku_id":"a"}]}`:     {Key: "items", Repeated: true},
+		`{"items":[{"Skip":"x"}]}`:                  {Key: "Skip"},
+		`{"items":[{"plain":"x"}]}`:                 {Key: "plain"},
+		`{"items":[{"quiet":"x"}]}`:                 {Key: "quiet"},
+		`{"extra":{"x":{"sku_id":"a"},"x":{}}}`:     {Key: "x", Repeated: true},
+		`{"extra":{"x":{"Sale_Limit":1}}}`:          {Key: "Sale_Limit"},
+		`{"any":[{"a":{"b":1,"b":2}}]}`:             {Key: "b", Repeated: true},
+		`{"unknown":1,"unknown":2}`:                 {Key: "unknown"},
+	} {
+		err := Check([]byte(body), &doc{})
+		var got *Error
+		if !errors.As(err, &got) || *got != want {
+			t.Errorf("%s: %v, want %v", body, err, &want)
+		}
+	}
+	if err := Check([]byte(`{"name":`), &doc{}); err == nil {
+		t.Error("a truncated document passed")
+	}
+}
+
+func TestErrorMessages(t *testing.T) {
+	if got := (&Error{Key: "x"}).Error(); got != `unknown field "x"` {
+		t.Error(got)
+	}
+	if got := (&Error{Key: "x", Repeated: true}).Error(); got != `field "x" repeated` {
+		t.Error(got)
+	}
+}
