@@ -112,10 +112,12 @@ func campaignOf(defs []sku.Definition) Campaign {
 	return c
 }
 
-// ParseCampaigns reads a list of campaign documents, JSON or YAML. Unknown
-// fields are errors, and so is any campaign that Definitions refuses.
+// ParseCampaigns reads a list of campaign documents, JSON or YAML, by the
+// rules of the admin body: an unknown, misspelled or repeated key is an
+// error (a repeated YAML key too: YAMLToJSONStrict, not the last one
+// silently), and so is any campaign that Definitions refuses.
 func ParseCampaigns(data []byte) ([]Campaign, error) {
-	js, err := yaml.YAMLToJSON(data)
+	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return nil, fmt.Errorf("campaigns: %w", err)
 	}

@@ -55,6 +55,8 @@ func TestParseCampaignsRefuses(t *testing.T) {
 		"not a list":      base,
 		"unknown field":   `[{"campaign_id":"c","bogus":1}]`,
 		"wrong case":      `[{"campaign_id":"c","start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z","skus":[{"SKU_ID":"a","sale_limit":3}]}]`,
+		"repeated key":    `[{"campaign_id":"c","start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z","skus":[{"sku_id":"a","sale_limit":3,"sale_limit":4}]}]`,
+		"repeated (YAML)": "- campaign_id: c\n  campaign_id: d\n  start_at: 2030-01-01T00:00:00Z\n  end_at: 2030-01-02T00:00:00Z\n  skus: [{sku_id: a, sale_limit: 3}]\n",
 		"no skus":         `[{"campaign_id":"c","start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z","skus":[]}]`,
 		"no start":        `[{"campaign_id":"c","end_at":"2030-01-02T00:00:00Z","skus":[{"sku_id":"a","sale_limit":3}]}]`,
 		"end before":      `[{"campaign_id":"c","start_at":"2030-01-02T00:00:00Z","end_at":"2030-01-01T00:00:00Z","skus":[{"sku_id":"a","sale_limit":3}]}]`,
