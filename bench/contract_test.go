@@ -13,10 +13,10 @@ import (
 // apiTime is the API's format of times (timeLayout).
 var apiTime = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
 
-// The fake API follows seckilld's rules: the same payment and cancel
-// bodies get the same statuses and error codes from both, the bodies the
-// client builds pass both, and both write times in one format, which the
-// client reads.
+// The fake API follows seckilld's rules: the same payment, cancel,
+// reserve and campaign bodies get the same statuses and error codes from
+// both (keys exact and once), the bodies the client builds pass both, and
+// both write times in one format, which the client reads.
 func TestFakeAPIFollowsSeckilld(t *testing.T) {
 	targets := map[string]string{
 		"fakeapi":  startFake(t, fakeapi.Options{AdminToken: "admin"}).URL(),
@@ -44,17 +44,21 @@ func TestFakeAPIFollowsSeckilld(t *testing.T) {
 				return reply.ReservationID
 			}
 			id, other := reserve("r1", "u1"), reserve("r2", "u2")
-			post := func(path, body string, wantStatus int, wantCode string) {
+			send := func(method, path, body string, wantStatus int, wantCode string) {
 				t.Helper()
-				got, err := client.do(ctx, exchange{method: "POST", path: path, body: []byte(body)})
+				got, err := client.do(ctx, exchange{method: method, path: path, body: []byte(body), admin: method == "PUT"})
 				if err != nil {
 					t.Fatal(err)
 				}
 				var answer StateAnswer
 				_ = json.Unmarshal(got.body, &answer)
 				if got.status != wantStatus || answer.Error != wantCode {
-					t.Errorf("POST %s %s: %d %s, want %d %s", path, body, got.status, got.body, wantStatus, wantCode)
+					t.Errorf("%s %s %s: %d %s, want %d %s", method, path, body, got.status, got.body, wantStatus, wantCode)
 				}
+			}
+			post := func(path, body string, wantStatus int, wantCode string) {
+				t.Helper()
+				send("POST", path, body, wantStatus, wantCode)
 			}
 			pay, cancelPath := "/v1/reservations/"+id+"/payment", "/v1/reservations/"+id+"/cancel"
 			post(pay, `{"payment_id":"p-mm","reservation_id":"`+other+`"}`, 400, "RESERVATION_MISMATCH")
@@ -62,6 +66,20 @@ func TestFakeAPIFollowsSeckilld(t *testing.T) {
 			post(pay, `{"payment_id":"p-n","amount":-1}`, 400, "BAD_REQUEST")
 			post(pay, `{"amount":1}`, 400, "BAD_REQUEST")
 			post(cancelPath, `{"reason":"x"}`, 400, "BAD_REQUEST")
+			// Keys are exact (case-sensitive) and given once, in every body.
+			post(pay, `{"Payment_Id":"z1","AMOUNT":777}`, 400, "BAD_REQUEST")
+			post(pay, `{"payment_id":"z1","AMOUNT":777}`, 400, "BAD_REQUEST")
+			post(pay, `{"payment_id":"p1","payment_id":"p2"}`, 400, "BAD_REQUEST")
+			reservations := "/v1/campaigns/bodies/skus/s/reservations"
+			post(reservations, `{"Request_ID":"r9","user_id":"u9"}`, 400, "BAD_REQUEST")
+			post(reservations, `{"request_id":"r9","user_id":"u9","user_id":"u8"}`, 400, "BAD_REQUEST")
+			campaign := `{"campaign_id":"keys","start_at":"` + FormatTime(now.Add(-time.Second)) + `","end_at":"` +
+				FormatTime(now.Add(time.Hour)) + `","payment_window":"15m","release_on_close":true,`
+			send("PUT", "/admin/campaigns/keys", campaign+`"skus":[{"SKU_ID":"a","Sale_Limit":5}]}`, 400, "BAD_REQUEST")
+			send("PUT", "/admin/campaigns/keys", campaign+`"skus":[{"sku_id":"a","sale_limit":5,"sale_limit":6}]}`, 400, "BAD_REQUEST")
+			send("PUT", "/admin/campaigns/keys", campaign+`"skus":[],"skus":[{"sku_id":"a","sale_limit":5}]}`, 400, "BAD_REQUEST")
+			send("PUT", "/admin/campaigns/keys", `{"Campaign_Id":"keys"`+campaign[len(`{"campaign_id":"keys"`):]+
+				`"skus":[{"sku_id":"a","sale_limit":5}]}`, 400, "BAD_REQUEST")
 
 			answer, status, err := client.Pay(ctx, id, PaymentRequest{PaymentID: "p-1", Amount: 100, ReservationID: id})
 			if err != nil || status != 200 || answer.State != "PAID" {

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seckill/seckill/internal/jsonkeys"
 	"github.com/valyala/fasthttp"
 )
 
@@ -209,8 +210,9 @@ func (s *Server) authorized(ctx *fasthttp.RequestCtx) bool {
 	return false
 }
 
-// decodeStrict decodes one JSON object into v, refusing unknown fields and
-// data after it, as seckilld does.
+// decodeStrict decodes one JSON object into v, refusing unknown fields,
+// keys spelled otherwise than v's json tags or repeated (at every level),
+// and data after it, as seckilld does.
 func decodeStrict(body []byte, v any) error {
 	decoder := json.NewDecoder(bytes.NewReader(body))
 	decoder.DisallowUnknownFields()
@@ -220,7 +222,7 @@ func decodeStrict(body []byte, v any) error {
 	if _, err := decoder.Token(); err != io.EOF {
 		return errors.New("data after the object")
 	}
-	return nil
+	return jsonkeys.Check(body, v)
 }
 
 func writeJSON(ctx *fasthttp.RequestCtx, status int, body []byte) {
@@ -255,7 +257,7 @@ type campaignBody struct {
 
 func (s *Server) putCampaign(ctx *fasthttp.RequestCtx, id string) {
 	var body campaignBody
-	if err := json.Unmarshal(ctx.PostBody(), &body); err != nil || body.CampaignID != id || len(body.SKUs) == 0 {
+	if err := decodeStrict(ctx.PostBody(), &body); err != nil || body.CampaignID != id || len(body.SKUs) == 0 {
 		writeError(ctx, 400, "BAD_REQUEST")
 		return
 	}
@@ -292,7 +294,7 @@ func (s *Server) reserve(ctx *fasthttp.RequestCtx, campaignID, skuID string) {
 		RequestID string `json:"request_id"`
 		UserID    string `json:"user_id"`
 	}
-	if err := json.Unmarshal(ctx.PostBody(), &body); err != nil || body.RequestID == "" || body.UserID == "" {
+	if err := decodeStrict(ctx.PostBody(), &body); err != nil || body.RequestID == "" || body.UserID == "" {
 		writeError(ctx, 400, "BAD_REQUEST")
 		return
 	}
