@@ -111,8 +111,8 @@ func jsonKind(e *json.UnmarshalTypeError) string {
 	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		if integerLiteral(e.Value) {
-			maxValue := int64(math.MaxInt64 >> (64 - t.Bits()))
-			return fmt.Sprintf("an integer from %d to %d", -maxValue-1, maxValue)
+			lowest, highest := signedRange(t)
+			return fmt.Sprintf("an integer from %d to %d", lowest, highest)
 		}
 		return "an integer"
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
@@ -132,6 +132,33 @@ func jsonKind(e *json.UnmarshalTypeError) string {
 		return "an object"
 	}
 	return "of another type"
+}
+
+// signedRange is the range of values of a signed integer type: its
+// size's, or from 0 for minorUnits (an amount of money).
+func signedRange(t reflect.Type) (lowest, highest int64) {
+	highest = math.MaxInt64 >> (64 - t.Bits())
+	if t == reflect.TypeFor[minorUnits]() {
+		return 0, highest
+	}
+	return -highest - 1, highest
+}
+
+// jsonValueKind names the kind of a JSON value other than null as
+// UnmarshalTypeError.Value does: "number 1.5" (with the number), "string",
+// "bool", "array", "object".
+func jsonValueKind(data []byte) string {
+	switch {
+	case bytes.HasPrefix(data, []byte(`"`)):
+		return "string"
+	case bytes.HasPrefix(data, []byte("t")), bytes.HasPrefix(data, []byte("f")):
+		return "bool"
+	case bytes.HasPrefix(data, []byte("[")):
+		return "array"
+	case bytes.HasPrefix(data, []byte("{")):
+		return "object"
+	}
+	return "number " + string(data)
 }
 
 // integerLiteral reports whether an UnmarshalTypeError's Value ("number

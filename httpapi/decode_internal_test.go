@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,13 @@ func TestDecodeErrorDetails(t *testing.T) {
 		{`{"payment_id":"p","amount":1.5}`, func() any { return &paymentRequest{} }, "amount: must be an integer"},
 		{`{"payment_id":"p","amount":"1"}`, func() any { return &paymentRequest{} }, "amount: must be an integer"},
 		{`{"payment_id":"p","amount":99999999999999999999}`, func() any { return &paymentRequest{} },
-			"amount: must be an integer from -9223372036854775808 to 9223372036854775807"},
+			"amount: must be an integer from 0 to 9223372036854775807"},
+		{`{"payment_id":"p","amount":-1}`, func() any { return &paymentRequest{} },
+			"amount: must be an integer from 0 to 9223372036854775807"},
+		{`{"payment_id":"p","amount":-1.5}`, func() any { return &paymentRequest{} }, "amount: must be an integer"},
+		{`{"payment_id":"p","amount":1e3}`, func() any { return &paymentRequest{} }, "amount: must be an integer"},
+		{`{"payment_id":"p","amount":true}`, func() any { return &paymentRequest{} }, "amount: must be an integer"},
+		{`{"payment_id":"p","amount":{}}`, func() any { return &paymentRequest{} }, "amount: must be an integer"},
 		{`{"payment_id":7}`, func() any { return &paymentRequest{} }, "payment_id: must be a string"},
 		{`{"payment_id":"p","x":1}`, func() any { return &paymentRequest{} }, `malformed JSON: unknown field "x"`},
 		{`{"payment_id":"p",}`, func() any { return &paymentRequest{} },
@@ -55,6 +62,30 @@ func TestDecodeErrorDetails(t *testing.T) {
 				t.Errorf("%.60s: %q names %q", c.body, err, internal)
 			}
 		}
+	}
+}
+
+// An amount is any integer from 0 to math.MaxInt64, or absent (null too).
+func TestPaymentAmount(t *testing.T) {
+	for body, want := range map[string]int64{
+		`{"payment_id":"p","amount":0}`:                   0,
+		`{"payment_id":"p","amount":-0}`:                  0,
+		`{"payment_id":"p","amount":1999}`:                1999,
+		`{"payment_id":"p","amount":9223372036854775807}`: math.MaxInt64,
+	} {
+		var req paymentRequest
+		if err := decodeJSON([]byte(body), &req); err != nil || req.Amount == nil || int64(*req.Amount) != want {
+			t.Errorf("%s: %v %v, want %d", body, req.Amount, err, want)
+		}
+	}
+	for _, body := range []string{`{"payment_id":"p"}`, `{"payment_id":"p","amount":null}`} {
+		var req paymentRequest
+		if err := decodeJSON([]byte(body), &req); err != nil || req.Amount != nil {
+			t.Errorf("%s: %v %v, want no amount", body, req.Amount, err)
+		}
+	}
+	if m := minorUnits(5); m.UnmarshalJSON([]byte("null")) != nil || m != 5 {
+		t.Errorf("null changed an amount: %d", m)
 	}
 }
 

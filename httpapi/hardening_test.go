@@ -215,7 +215,13 @@ func TestBadInput(t *testing.T) {
 		want(t, ts.post("/v1/reservations/"+id+"/payment", `{"payment_id":"p"}`), http.StatusNotFound, "NOT_FOUND")
 	}
 	id := ts.reserve("bad", "s", "r1", "u1").str("reservation_id")
-	want(t, ts.post("/v1/reservations/"+id+"/payment", `{"payment_id":"p","amount":-1}`), http.StatusBadRequest, "BAD_REQUEST")
+	for _, amount := range []string{"-1", "9223372036854775808"} {
+		r := ts.post("/v1/reservations/"+id+"/payment", `{"payment_id":"p","amount":`+amount+`}`)
+		want(t, r, http.StatusBadRequest, "BAD_REQUEST")
+		if d := r.str("detail"); d != "amount: must be an integer from 0 to 9223372036854775807" {
+			t.Errorf("amount %s: detail %q", amount, d)
+		}
+	}
 	want(t, ts.post("/v1/reservations/"+id+"/payment", `{"amount":1}`), http.StatusBadRequest, "BAD_REQUEST")
 	// Details name the field in JSON's terms, never Go's.
 	for path, c := range map[string]struct{ body, detail string }{

@@ -2,6 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
+	"strconv"
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/valyala/fasthttp"
@@ -53,12 +56,31 @@ type requestBody struct {
 
 // paymentRequest is the body of a payment callback.
 type paymentRequest struct {
-	PaymentID string `json:"payment_id"`
-	Amount    *int64 `json:"amount"`
+	PaymentID string      `json:"payment_id"`
+	Amount    *minorUnits `json:"amount"`
 	// ReservationID, when given, must name the reservation of the path
 	// (400 RESERVATION_MISMATCH otherwise). Signed callbacks must give it,
 	// so that a signed body cannot be replayed on another reservation.
 	ReservationID string `json:"reservation_id"`
+}
+
+// minorUnits is an amount of money in minor units: a JSON integer from 0
+// to math.MaxInt64. Anything else is refused while decoding, with an
+// UnmarshalTypeError that jsonKind renders with that range.
+type minorUnits int64
+
+// UnmarshalJSON reads a JSON integer from 0 to math.MaxInt64; null
+// leaves m as it is (encoding/json's convention).
+func (m *minorUnits) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		return nil
+	}
+	n, err := strconv.ParseInt(string(data), 10, 64)
+	if err != nil || n < 0 {
+		return &json.UnmarshalTypeError{Value: jsonValueKind(data), Type: reflect.TypeFor[minorUnits]()}
+	}
+	*m = minorUnits(n)
+	return nil
 }
 
 // stateBody answers pay and cancel.
@@ -150,10 +172,7 @@ func (s *Server) handlePay(ctx *fasthttp.RequestCtx) string {
 	}
 	var amount int64
 	if req.Amount != nil {
-		if *req.Amount < 0 {
-			return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, "amount must not be negative"))
-		}
-		amount = *req.Amount
+		amount = int64(*req.Amount)
 	}
 	ectx, cancel := s.engineContext()
 	res, err := s.engine.Pay(ectx, id, req.PaymentID, amount)
