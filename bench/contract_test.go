@@ -62,6 +62,7 @@ func TestFakeAPIFollowsSeckilld(t *testing.T) {
 			}
 			pay, cancelPath := "/v1/reservations/"+id+"/payment", "/v1/reservations/"+id+"/cancel"
 			post(pay, `{"payment_id":"p-mm","reservation_id":"`+other+`"}`, 400, "RESERVATION_MISMATCH")
+			post(pay, `{"payment_id":"p-mm","reservation_id":""}`, 400, "RESERVATION_MISMATCH")
 			post(pay, `{"payment_id":"p-u","x":1}`, 400, "BAD_REQUEST")
 			post(pay, `{"payment_id":"p-n","amount":-1}`, 400, "BAD_REQUEST")
 			post(pay, `{"amount":1}`, 400, "BAD_REQUEST")

@@ -58,10 +58,11 @@ type requestBody struct {
 type paymentRequest struct {
 	PaymentID string      `json:"payment_id"`
 	Amount    *minorUnits `json:"amount"`
-	// ReservationID, when given, must name the reservation of the path
-	// (400 RESERVATION_MISMATCH otherwise). Signed callbacks must give it,
-	// so that a signed body cannot be replayed on another reservation.
-	ReservationID string `json:"reservation_id"`
+	// ReservationID, when given (even ""), must name the reservation of
+	// the path (400 RESERVATION_MISMATCH otherwise); null is not given.
+	// Signed callbacks must give it, so that a signed body cannot be
+	// replayed on another reservation.
+	ReservationID *string `json:"reservation_id"`
 }
 
 // minorUnits is an amount of money in minor units: a JSON integer from 0
@@ -162,11 +163,11 @@ func (s *Server) handlePay(ctx *fasthttp.RequestCtx) string {
 	if bad := checkID("payment_id", req.PaymentID); bad != "" {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad))
 	}
-	if req.ReservationID != "" && req.ReservationID != id {
+	if req.ReservationID != nil && *req.ReservationID != id {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonReservationMismatch,
 			"reservation_id of the body differs from the path"))
 	}
-	if len(s.cfg.PaymentSecret) > 0 && req.ReservationID == "" {
+	if len(s.cfg.PaymentSecret) > 0 && req.ReservationID == nil {
 		return write(ctx, errorReply(fasthttp.StatusUnauthorized, reasonUnauthorized,
 			"a signed payment body must name the reservation of the path in reservation_id"))
 	}

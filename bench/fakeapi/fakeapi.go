@@ -453,9 +453,9 @@ func (s *Server) status(ctx *fasthttp.RequestCtx, id string) {
 
 // paymentBody is the body of a payment, as seckilld reads it.
 type paymentBody struct {
-	PaymentID     string `json:"payment_id"`
-	Amount        *int64 `json:"amount"`
-	ReservationID string `json:"reservation_id"`
+	PaymentID     string  `json:"payment_id"`
+	Amount        *int64  `json:"amount"`
+	ReservationID *string `json:"reservation_id"` // given (even ""): must be the path's
 }
 
 // pay follows seckilld's checks of a payment, in its order: the signature
@@ -474,10 +474,10 @@ func (s *Server) pay(ctx *fasthttp.RequestCtx, id string) {
 		return
 	}
 	switch {
-	case body.ReservationID != "" && body.ReservationID != id:
+	case body.ReservationID != nil && *body.ReservationID != id:
 		writeError(ctx, 400, "RESERVATION_MISMATCH")
 		return
-	case signed && body.ReservationID == "":
+	case signed && body.ReservationID == nil:
 		writeError(ctx, 401, "UNAUTHORIZED")
 		return
 	}
