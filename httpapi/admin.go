@@ -16,14 +16,20 @@ import (
 // mismatch).
 func digest(token string) [32]byte { return sha256.Sum256([]byte(token)) }
 
-// admin wraps an admin handler with the bearer-token check.
+// admin wraps an admin handler with the bearer-token check. The 401 says
+// whether no bearer token was given or a wrong one.
 func (s *Server) admin(h func(ctx *fasthttp.RequestCtx) string) func(ctx *fasthttp.RequestCtx) string {
 	return func(ctx *fasthttp.RequestCtx) string {
 		token, ok := bearer(ctx.Request.Header.Peek("Authorization"))
+		given := ok && len(token) > 0
 		got := digest(string(token))
-		if !ok || subtle.ConstantTimeCompare(got[:], s.adminID[:]) != 1 {
+		if !given || subtle.ConstantTimeCompare(got[:], s.adminID[:]) != 1 {
+			detail := "admin bearer token wrong"
+			if !given {
+				detail = "admin bearer token missing"
+			}
 			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="seckill-admin"`)
-			return write(ctx, errorReply(fasthttp.StatusUnauthorized, reasonUnauthorized, "admin bearer token required"))
+			return write(ctx, errorReply(fasthttp.StatusUnauthorized, reasonUnauthorized, detail))
 		}
 		return h(ctx)
 	}

@@ -132,9 +132,14 @@ func TestAdmin(t *testing.T) {
 	ts := startServer(t, serverOptions{})
 	body := campaign("adm", "15m", map[string]int{"s": 5})
 	put := ts.base + "/admin/campaigns/adm"
-	for _, h := range []map[string]string{nil, {"Authorization": "Bearer wrong"}, {"Authorization": testToken},
-		{"Authorization": "Basic " + testToken}, {"Authorization": "Bearer " + testToken + "x"}} {
-		want(t, call(t, http.MethodPut, put, body, h), http.StatusUnauthorized, "UNAUTHORIZED")
+	for h, detail := range map[string]string{"": "admin bearer token missing", "Bearer wrong": "admin bearer token wrong",
+		testToken: "admin bearer token missing", "Basic " + testToken: "admin bearer token missing", "Bearer ": "admin bearer token missing",
+		"Bearer " + testToken + "x": "admin bearer token wrong"} {
+		r := call(t, http.MethodPut, put, body, map[string]string{"Authorization": h})
+		want(t, r, http.StatusUnauthorized, "UNAUTHORIZED")
+		if r.str("detail") != detail {
+			t.Errorf("Authorization %q: detail %q, want %q", h, r.str("detail"), detail)
+		}
 	}
 	want(t, call(t, http.MethodGet, ts.base+"/admin/campaigns/adm/skus/s/audit", nil, nil), http.StatusUnauthorized, "UNAUTHORIZED")
 	want(t, call(t, http.MethodPost, ts.base+"/admin/campaigns/adm/skus/s/pause", nil, nil), http.StatusUnauthorized, "UNAUTHORIZED")
