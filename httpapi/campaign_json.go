@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/seckill/seckill/internal/jsonkeys"
+	"github.com/seckill/seckill/httpapi/jsonkeys"
 )
 
 // campaignJSON is the JSON form of a Campaign: the same fields, with

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/seckill/seckill/actors/sku"
-	"github.com/seckill/seckill/internal/jsonkeys"
+	"github.com/seckill/seckill/httpapi/jsonkeys"
 	"github.com/valyala/fasthttp"
 )
 

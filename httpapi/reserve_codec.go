@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/seckill/seckill/internal/jsonkeys"
+	"github.com/seckill/seckill/httpapi/jsonkeys"
 	"github.com/valyala/fastjson"
 )
 

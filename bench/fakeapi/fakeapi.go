@@ -19,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seckill/seckill/internal/jsonkeys"
+	"github.com/seckill/seckill/httpapi/jsonkeys"
 	"github.com/valyala/fasthttp"
 )
 
