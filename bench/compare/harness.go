@@ -1,9 +1,11 @@
 package compare
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,70 +91,117 @@ type Row struct {
 	Verdict string `json:"verdict"`
 }
 
-// RunMatrix runs every cell, one target at a time (each target's server
-// runs alone), and returns the rows. Each cell is bounded in time.
+// RunMatrix starts every target, runs every cell and stops them, and
+// returns the rows grouped by concurrency, then in the targets' order. The
+// targets take turns cell by cell (at each concurrency and scenario, each
+// target once, then the next cell), so that a machine whose speed drifts
+// over minutes (a shared VM) shifts every target alike and the ratios of
+// one run stay fair; the servers not under load meanwhile sit idle. Each
+// cell is bounded in time.
 func RunMatrix(ctx context.Context, targets []Target, options MatrixOptions, log io.Writer) []Row {
 	var rows []Row
+	var running []Target
+	defer func() {
+		for _, target := range running {
+			if err := target.Close(); err != nil {
+				fmt.Fprintf(log, "%s: stop: %v\n", target.Name(), err)
+			}
+		}
+	}()
 	for _, target := range targets {
-		rows = append(rows, runTarget(ctx, target, options, log)...)
-		if ctx.Err() != nil {
-			break
+		if reason := start(ctx, target, log); reason != "" {
+			rows = append(rows, skippedRows(target.Name(), reason, options)...)
+			continue
+		}
+		running = append(running, target)
+	}
+	for _, c := range matrixCells(options) {
+		for _, target := range running {
+			if c.only != "" && c.only != target.Name() {
+				continue
+			}
+			if ctx.Err() != nil {
+				return orderRows(rows, targets)
+			}
+			row := runCell(ctx, target, c.scenario, c.concurrency, options)
+			fmt.Fprintf(log, "%s %s c=%d: %s req/s, p50 %.2f ms, p99 %.2f ms, %s\n", row.Target, row.Scenario, row.Concurrency,
+				strconv.FormatFloat(row.ThroughputRPS, 'f', 0, 64), row.P50MS, row.P99MS, row.Verdict)
+			rows = append(rows, row)
+			bench.RealClock{}.SleepUntil(ctx, time.Now().Add(options.Pause))
+		}
+	}
+	return orderRows(rows, targets)
+}
+
+// start starts one target; it returns why the target's cells are skipped,
+// or "" when it runs.
+func start(ctx context.Context, target Target, log io.Writer) string {
+	fmt.Fprintf(log, "%s: starting\n", target.Name())
+	err := target.Start(ctx)
+	if err == nil {
+		return ""
+	}
+	_ = target.Close()
+	if isUnavailable(err) {
+		fmt.Fprintf(log, "%s: SKIPPED: %v\n", target.Name(), err)
+		return err.Error()
+	}
+	fmt.Fprintf(log, "%s: FAILED to start: %v\n", target.Name(), err)
+	return "failed to start: " + err.Error()
+}
+
+// skippedRows are the rows of a target that could not start.
+func skippedRows(target, reason string, options MatrixOptions) []Row {
+	var rows []Row
+	for _, concurrency := range options.Concurrencies {
+		for _, scenario := range options.Scenarios {
+			rows = append(rows, Row{Target: target, Scenario: scenario, Concurrency: concurrency, Skipped: reason})
 		}
 	}
 	return rows
 }
 
-// runTarget starts one target, runs its cells and stops it.
-func runTarget(ctx context.Context, target Target, options MatrixOptions, log io.Writer) []Row {
-	var rows []Row
-	skipAll := func(reason string) []Row {
-		for _, concurrency := range options.Concurrencies {
-			for _, scenario := range options.Scenarios {
-				rows = append(rows, Row{Target: target.Name(), Scenario: scenario, Concurrency: concurrency, Skipped: reason})
-			}
-		}
-		return rows
-	}
-	fmt.Fprintf(log, "%s: starting\n", target.Name())
-	if err := target.Start(ctx); err != nil {
-		_ = target.Close()
-		if isUnavailable(err) {
-			fmt.Fprintf(log, "%s: SKIPPED: %v\n", target.Name(), err)
-			return skipAll(err.Error())
-		}
-		fmt.Fprintf(log, "%s: FAILED to start: %v\n", target.Name(), err)
-		return skipAll("failed to start: " + err.Error())
-	}
-	defer func() {
-		if err := target.Close(); err != nil {
-			fmt.Fprintf(log, "%s: stop: %v\n", target.Name(), err)
-		}
-	}()
-	type cell struct {
-		scenario    string
-		concurrency int
-	}
-	var cells []cell
+// matrixCell is one scenario at one concurrency, for every target or, for
+// the extra levels, only the one named.
+type matrixCell struct {
+	scenario    string
+	concurrency int
+	only        string
+}
+
+// matrixCells lists the cells in the order they run: each concurrency with
+// each scenario, then each target's extra hot levels.
+func matrixCells(options MatrixOptions) []matrixCell {
+	var cells []matrixCell
 	for _, concurrency := range options.Concurrencies {
 		for _, scenario := range options.Scenarios {
-			cells = append(cells, cell{scenario, concurrency})
+			cells = append(cells, matrixCell{scenario: scenario, concurrency: concurrency})
 		}
 	}
-	for _, concurrency := range options.Extra[target.Name()] {
-		if slices.Contains(options.Scenarios, scenarioHot) && !slices.Contains(options.Concurrencies, concurrency) {
-			cells = append(cells, cell{scenarioHot, concurrency})
+	names := slices.Sorted(maps.Keys(options.Extra))
+	for _, name := range names {
+		for _, concurrency := range options.Extra[name] {
+			if slices.Contains(options.Scenarios, scenarioHot) && !slices.Contains(options.Concurrencies, concurrency) {
+				cells = append(cells, matrixCell{scenario: scenarioHot, concurrency: concurrency, only: name})
+			}
 		}
 	}
-	for _, c := range cells {
-		if ctx.Err() != nil {
-			return rows
-		}
-		row := runCell(ctx, target, c.scenario, c.concurrency, options)
-		fmt.Fprintf(log, "%s %s c=%d: %s req/s, p50 %.2f ms, p99 %.2f ms, %s\n", row.Target, row.Scenario, row.Concurrency,
-			strconv.FormatFloat(row.ThroughputRPS, 'f', 0, 64), row.P50MS, row.P99MS, row.Verdict)
-		rows = append(rows, row)
-		bench.RealClock{}.SleepUntil(ctx, time.Now().Add(options.Pause))
+	return cells
+}
+
+// orderRows sorts rows by concurrency, then by the targets' order, then
+// by scenario in the order they ran (stable).
+func orderRows(rows []Row, targets []Target) []Row {
+	rank := map[string]int{}
+	for i, target := range targets {
+		rank[target.Name()] = i
 	}
+	slices.SortStableFunc(rows, func(a, b Row) int {
+		if a.Concurrency != b.Concurrency {
+			return cmp.Compare(a.Concurrency, b.Concurrency)
+		}
+		return cmp.Compare(rank[a.Target], rank[b.Target])
+	})
 	return rows
 }
 
