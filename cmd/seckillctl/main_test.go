@@ -459,6 +459,9 @@ func TestVerifyDataDir(t *testing.T) {
 			t.Fatalf("stderr does not name %s: %s", dir, errOut)
 		}
 	}
+	if strings.Contains(out, `"snapshots": null`) {
+		t.Errorf("a report lists its snapshots as null, not []:\n%s", out)
+	}
 	// The data dir itself unreadable is an I/O error (exit 2).
 	wantCode(t, exitUsage, "verify", filepath.Join(f.dataDir, "missing"))
 }

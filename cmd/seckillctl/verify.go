@@ -89,7 +89,8 @@ func verifySKU(dir string) (verifyJSON, error) {
 }
 
 func verifySKUOnce(dir string) (verifyJSON, error) {
-	report := verifyJSON{Dir: dir, CampaignID: filepath.Base(filepath.Dir(dir)), SKUID: filepath.Base(dir)}
+	report := verifyJSON{Dir: dir, CampaignID: filepath.Base(filepath.Dir(dir)), SKUID: filepath.Base(dir),
+		Snapshots: []snapshotStatus{}}
 	st, err := loadState(dir, loadOptions{verify: true})
 	if err != nil {
 		if log, lerr := readLog(walDirOf(dir)); lerr == nil {
@@ -97,9 +98,9 @@ func verifySKUOnce(dir string) (verifyJSON, error) {
 		}
 		return report, err
 	}
-	report.Log, report.Snapshots, report.Problems = st.log.info, st.snapshots, st.problems
-	if report.Snapshots == nil {
-		report.Snapshots = []snapshotStatus{}
+	report.Log, report.Problems = st.log.info, st.problems
+	if st.snapshots != nil {
+		report.Snapshots = st.snapshots
 	}
 	report.ReplayedFrom = "record 1"
 	if st.base != "" {
