@@ -93,7 +93,7 @@ func TestMissingSeckilldIsSkippedNotFailed(t *testing.T) {
 	if err := target.Close(); err != nil {
 		t.Error(err)
 	}
-	rows := RunMatrix(context.Background(), []Target{target},
+	rows, _ := RunMatrix(context.Background(), []Target{target},
 		MatrixOptions{Concurrencies: []int{4}, Scenarios: []string{scenarioHot}}, testWriter{t})
 	if len(rows) != 1 || rows[0].Skipped == "" {
 		t.Fatalf("rows %+v, want it skipped", rows)

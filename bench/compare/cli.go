@@ -19,11 +19,16 @@ import (
 
 // Exit statuses of Main.
 const (
-	exitPass        = 0
-	exitIncorrect   = 1 // a cell that ran did not sell correctly
-	exitUsage       = 2
-	exitRunProblem  = 3
+	exitPass       = 0
+	exitIncorrect  = 1 // a cell that ran did not sell correctly
+	exitUsage      = 2
+	exitRunProblem = 3
+)
+
+// Bounds of the flags.
+const (
 	maxCellDuration = time.Hour
+	maxRounds       = 9
 )
 
 // Report is the comparison's JSON output.
@@ -36,8 +41,10 @@ type Report struct {
 	Fsync *FsyncProbe `json:"fsync_probe,omitempty"`
 	// Options are the sizes used.
 	Options map[string]string `json:"options"`
-	// Rows are the cells.
+	// Rows are the cells (with several rounds, each cell's median round).
 	Rows []Row `json:"rows"`
+	// Rounds are every round's rows, when there were several.
+	Rounds []Row `json:"rounds,omitempty"`
 }
 
 // Main is "seckill-bench compare": it parses args, runs the matrix, prints
@@ -57,6 +64,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	retryShare := flags.Float64("retry-share", 0.05, "seed: share of retries (same request_id)")
 	seed := flags.Int64("seed", 1, "seed of the plans")
 	pause := flags.Duration("pause", time.Second, "pause between cells")
+	rounds := flags.Int("rounds", 1, "run the whole matrix this many times (1-9) and keep each cell's median round: steadier ratios on a noisy machine")
 	workDir := flags.String("work-dir", os.TempDir(), "directory for the servers' temporary directories (must be a real disk for fsync to mean anything)")
 	seckilldBinary := flags.String("seckilld", "./bin/seckilld", "seckilld binary (skipped when missing)")
 	redisBinary := flags.String("redis-server", "", "redis-server binary (default: from PATH)")
@@ -88,6 +96,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "compare: unknown scenario %q\n", scenario)
 			return exitUsage
 		}
+	}
+	if *rounds < 1 || *rounds > maxRounds {
+		fmt.Fprintf(stderr, "compare: --rounds must be in [1, %d]\n", maxRounds)
+		return exitUsage
 	}
 	if *hotDuration <= 0 || *hotDuration > maxCellDuration || *seedTimeout <= 0 || *seedTimeout > maxCellDuration ||
 		*seedRequests <= 0 || *seedRequests > bench.MaxPlanAttempts || *seedStock <= 0 || *pgPool < 1 {
@@ -126,11 +138,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"concurrency": *concurrencies, "engine_concurrency": *engineConcurrencies, "scenarios": *scenarios, "hot_duration": hotDuration.String(),
 			"seed_requests": strconv.FormatInt(*seedRequests, 10), "seed_stock": strconv.FormatInt(*seedStock, 10),
 			"repeat_share": fmt.Sprint(*repeatShare), "retry_share": fmt.Sprint(*retryShare), "pg_pool": strconv.Itoa(*pgPool),
+			"rounds": strconv.Itoa(*rounds),
 		},
 	}
 	fmt.Fprintf(stdout, "seckill compare: %s\n", report.Machine)
 	fmt.Fprintf(stdout, "hot %s per cell; seed %d attempts for %d units (repeat %.0f%%, retry %.0f%%); postgres pool %d\n",
 		*hotDuration, *seedRequests, *seedStock, *repeatShare*100, *retryShare*100, *pgPool)
+	if *rounds > 1 {
+		fmt.Fprintf(stdout, "%d rounds, targets taking turns cell by cell; each cell below is its median round\n", *rounds)
+	}
 	if probe, err := ProbeFsync(*workDir); err == nil {
 		report.Fsync = &probe
 		fmt.Fprintf(stdout, "fsync probe (%s, %s): %.0f appends+fdatasync/s, p50 %.2f ms, p99 %.2f ms\n",
@@ -138,10 +154,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "fsync probe failed: %v\n", err)
 	}
-	report.Rows = RunMatrix(ctx, targets, MatrixOptions{
+	report.Rows, report.Rounds = RunMatrix(ctx, targets, MatrixOptions{
 		Concurrencies: levels, Extra: map[string][]int{"engine": engineLevels}, Scenarios: scenarioList, HotDuration: *hotDuration,
 		SeedRequests: *seedRequests, SeedStock: *seedStock, SeedTimeout: *seedTimeout,
-		RepeatShare: *repeatShare, RetryShare: *retryShare, MaxResends: 20, Seed: *seed, Pause: *pause,
+		RepeatShare: *repeatShare, RetryShare: *retryShare, MaxResends: 20, Seed: *seed, Pause: *pause, Rounds: *rounds,
 		Progress: progressOut, Terminal: terminal,
 	}, stderr)
 	WriteTables(stdout, report.Rows, tableLevels(levels, engineLevels))

@@ -64,7 +64,7 @@ func TestEngineAdapterDrivesAnInProcessEngine(t *testing.T) {
 	t.Cleanup(func() { EngineFactory = saved })
 	EngineFactory = func(dataDir string) (Engine, error) { return &memoryEngine{skus: map[string]*memorySKU{}}, nil }
 	var log bytes.Buffer
-	rows := RunMatrix(context.Background(), []Target{NewEngineTarget(t.TempDir())}, MatrixOptions{
+	rows, _ := RunMatrix(context.Background(), []Target{NewEngineTarget(t.TempDir())}, MatrixOptions{
 		Concurrencies: []int{8}, Extra: map[string][]int{"engine": {8, 32}, "redis": {64}}, Scenarios: []string{scenarioHot, scenarioSeed},
 		HotDuration: 200 * time.Millisecond, SeedRequests: 2000, SeedStock: 100, SeedTimeout: 20 * time.Second,
 		RepeatShare: 0.05, RetryShare: 0.05, MaxResends: 3, Seed: 1,

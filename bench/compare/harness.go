@@ -51,6 +51,9 @@ type MatrixOptions struct {
 	Progress io.Writer
 	// Terminal redraws the progress line in place.
 	Terminal bool
+	// Rounds is how many times the whole matrix runs (at least 1); each
+	// cell's row is then its median round (see medianRows).
+	Rounds int
 }
 
 // Row is one cell: one target, one scenario, one concurrency.
@@ -89,6 +92,9 @@ type Row struct {
 	Correct bool `json:"correct"`
 	// Verdict says it in words.
 	Verdict string `json:"verdict"`
+	// Round numbers the round the row comes from (from 1; 0 when the run
+	// had one round).
+	Round int `json:"round,omitempty"`
 }
 
 // RunMatrix starts every target, runs every cell and stops them, and
@@ -98,8 +104,10 @@ type Row struct {
 // over minutes (a shared VM) shifts every target alike and the ratios of
 // one run stay fair; the servers not under load meanwhile sit idle. Each
 // cell is bounded in time.
-func RunMatrix(ctx context.Context, targets []Target, options MatrixOptions, log io.Writer) []Row {
-	var rows []Row
+//
+// With several rounds, rows holds each cell's median round and rounds
+// every round's row (nil with one round).
+func RunMatrix(ctx context.Context, targets []Target, options MatrixOptions, log io.Writer) (rows, rounds []Row) {
 	var running []Target
 	defer func() {
 		for _, target := range running {
@@ -115,22 +123,78 @@ func RunMatrix(ctx context.Context, targets []Target, options MatrixOptions, log
 		}
 		running = append(running, target)
 	}
-	for _, c := range matrixCells(options) {
-		for _, target := range running {
-			if c.only != "" && c.only != target.Name() {
-				continue
+	count := max(options.Rounds, 1)
+	var all []Row
+	done := func() ([]Row, []Row) {
+		if count > 1 {
+			rounds = orderRows(slices.Clone(all), targets)
+		}
+		return orderRows(append(rows, medianRows(all)...), targets), rounds
+	}
+	for round := 1; round <= count; round++ {
+		for _, c := range matrixCells(options) {
+			for _, target := range running {
+				if c.only != "" && c.only != target.Name() {
+					continue
+				}
+				if ctx.Err() != nil {
+					return done()
+				}
+				row := runCell(ctx, target, c.scenario, c.concurrency, options)
+				if count > 1 {
+					row.Round = round
+				}
+				fmt.Fprintf(log, "%s%s %s c=%d: %s req/s, p50 %.2f ms, p99 %.2f ms, %s\n", roundLabel(round, count), row.Target, row.Scenario,
+					row.Concurrency, strconv.FormatFloat(row.ThroughputRPS, 'f', 0, 64), row.P50MS, row.P99MS, row.Verdict)
+				all = append(all, row)
+				bench.RealClock{}.SleepUntil(ctx, time.Now().Add(options.Pause))
 			}
-			if ctx.Err() != nil {
-				return orderRows(rows, targets)
-			}
-			row := runCell(ctx, target, c.scenario, c.concurrency, options)
-			fmt.Fprintf(log, "%s %s c=%d: %s req/s, p50 %.2f ms, p99 %.2f ms, %s\n", row.Target, row.Scenario, row.Concurrency,
-				strconv.FormatFloat(row.ThroughputRPS, 'f', 0, 64), row.P50MS, row.P99MS, row.Verdict)
-			rows = append(rows, row)
-			bench.RealClock{}.SleepUntil(ctx, time.Now().Add(options.Pause))
 		}
 	}
-	return orderRows(rows, targets)
+	return done()
+}
+
+// roundLabel prefixes a progress line with its round when there are several.
+func roundLabel(round, rounds int) string {
+	if rounds < 2 {
+		return ""
+	}
+	return fmt.Sprintf("[round %d/%d] ", round, rounds)
+}
+
+// medianRows keeps, of the rounds of each cell, the one with the median
+// throughput (the lower middle for an even count), whole: its latency,
+// CPU and audit come from the same round. A cell is correct only if every
+// round was: a failed round's verdict replaces the median's.
+func medianRows(all []Row) []Row {
+	type key struct {
+		target, scenario string
+		concurrency      int
+	}
+	var order []key
+	cells := map[key][]Row{}
+	for _, row := range all {
+		k := key{row.Target, row.Scenario, row.Concurrency}
+		if cells[k] == nil {
+			order = append(order, k)
+		}
+		cells[k] = append(cells[k], row)
+	}
+	out := make([]Row, 0, len(order))
+	for _, k := range order {
+		rounds := cells[k]
+		sorted := slices.Clone(rounds)
+		slices.SortStableFunc(sorted, func(a, b Row) int { return cmp.Compare(a.ThroughputRPS, b.ThroughputRPS) })
+		median := sorted[(len(sorted)-1)/2]
+		for _, row := range rounds {
+			if !row.Correct && row.Skipped == "" {
+				median.Correct, median.Verdict = false, fmt.Sprintf("%s (round %d)", row.Verdict, row.Round)
+				break
+			}
+		}
+		out = append(out, median)
+	}
+	return out
 }
 
 // start starts one target; it returns why the target's cells are skipped,

@@ -52,7 +52,7 @@ func TestRunMatrixTakesTurnsCellByCell(t *testing.T) {
 	a := &turnTarget{name: "a", mu: &mu, cells: &cells}
 	b := &turnTarget{name: "b", mu: &mu, cells: &cells}
 	down := &turnTarget{name: "down", mu: &mu, cells: &cells, startErr: fmt.Errorf("%w: not installed", ErrUnavailable)}
-	rows := RunMatrix(context.Background(), []Target{a, down, b}, MatrixOptions{
+	rows, _ := RunMatrix(context.Background(), []Target{a, down, b}, MatrixOptions{
 		Concurrencies: []int{16, 64}, Extra: map[string][]int{"b": {128}}, Scenarios: []string{scenarioHot},
 		HotDuration: 50 * time.Millisecond, Seed: 1,
 	}, io.Discard)
@@ -69,5 +69,49 @@ func TestRunMatrixTakesTurnsCellByCell(t *testing.T) {
 	}
 	if !a.closed || !b.closed {
 		t.Errorf("targets left running: a closed %t, b closed %t", a.closed, b.closed)
+	}
+}
+
+func TestRunMatrixRoundsKeepEachCellsMedianRound(t *testing.T) {
+	var mu sync.Mutex
+	var cells []string
+	a := &turnTarget{name: "a", mu: &mu, cells: &cells}
+	rows, rounds := RunMatrix(context.Background(), []Target{a}, MatrixOptions{
+		Concurrencies: []int{16}, Scenarios: []string{scenarioHot}, HotDuration: 30 * time.Millisecond, Seed: 1, Rounds: 3,
+	}, io.Discard)
+	if len(cells) != 3 || len(rounds) != 3 || len(rows) != 1 {
+		t.Fatalf("%d cells run, %d round rows, %d rows; want 3, 3, 1", len(cells), len(rounds), len(rows))
+	}
+	for i, row := range rounds {
+		if row.Round != i+1 {
+			t.Errorf("round row %d says round %d", i, row.Round)
+		}
+	}
+}
+
+func TestMedianRowsPicksTheMiddleRoundWhole(t *testing.T) {
+	row := func(round int, rps, p99 float64, correct bool) Row {
+		return Row{Target: "t", Scenario: scenarioHot, Concurrency: 64, Round: round, ThroughputRPS: rps, P99MS: p99,
+			Correct: correct, Verdict: fmt.Sprintf("verdict %d", round)}
+	}
+	got := medianRows([]Row{row(1, 10, 1, true), row(2, 30, 3, true), row(3, 20, 2, true)})
+	if len(got) != 1 || got[0].Round != 3 || got[0].P99MS != 2 || !got[0].Correct {
+		t.Fatalf("median %+v, want round 3 whole", got)
+	}
+	got = medianRows([]Row{row(1, 10, 1, true), row(2, 30, 3, false), row(3, 20, 2, true), row(4, 40, 4, true)})
+	if got[0].Round != 3 || got[0].Correct || got[0].Verdict != "verdict 2 (round 2)" {
+		t.Fatalf("median of four with a failed round %+v, want round 3, incorrect, round 2's verdict", got[0])
+	}
+}
+
+func TestMainRefusesBadRoundsAndProgress(t *testing.T) {
+	for _, args := range [][]string{{"--rounds", "0"}, {"--rounds", "10"}, {"--progress", "weird"}, {"--concurrency", "x"}} {
+		var stdout, stderr strings.Builder
+		if status := Main(context.Background(), args, &stdout, &stderr); status != exitUsage {
+			t.Errorf("%q: exit %d, want %d\n%s", args, status, exitUsage, stderr.String())
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("%q: printed %q before refusing", args, stdout.String())
+		}
 	}
 }
