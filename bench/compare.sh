@@ -10,6 +10,7 @@
 # Usage: bench/compare.sh [flags of "seckill-bench compare"]
 #   e.g. bench/compare.sh --concurrency 64 --hot-duration 10s --seed-requests 1000000
 #        bench/compare.sh --targets redis,postgres --json /tmp/compare.json
+#        bench/compare.sh --rounds 3     (each cell its median of three rounds)
 # Missing servers are installed with apt-get when running as root (and the
 # script says so); a target that still cannot run is skipped with a reason.
 set -euo pipefail
