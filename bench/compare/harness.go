@@ -165,7 +165,7 @@ func roundLabel(round, rounds int) string {
 // medianRows keeps, of the rounds of each cell, the one with the median
 // throughput (the lower middle for an even count), whole: its latency,
 // CPU and audit come from the same round. A cell is correct only if every
-// round was: a failed round's verdict replaces the median's.
+// round was: another round's failed verdict replaces the median's.
 func medianRows(all []Row) []Row {
 	type key struct {
 		target, scenario string
@@ -187,7 +187,7 @@ func medianRows(all []Row) []Row {
 		slices.SortStableFunc(sorted, func(a, b Row) int { return cmp.Compare(a.ThroughputRPS, b.ThroughputRPS) })
 		median := sorted[(len(sorted)-1)/2]
 		for _, row := range rounds {
-			if !row.Correct && row.Skipped == "" {
+			if !row.Correct && row.Skipped == "" && row.Round != median.Round {
 				median.Correct, median.Verdict = false, fmt.Sprintf("%s (round %d)", row.Verdict, row.Round)
 				break
 			}

@@ -102,6 +102,10 @@ func TestMedianRowsPicksTheMiddleRoundWhole(t *testing.T) {
 	if got[0].Round != 3 || got[0].Correct || got[0].Verdict != "verdict 2 (round 2)" {
 		t.Fatalf("median of four with a failed round %+v, want round 3, incorrect, round 2's verdict", got[0])
 	}
+	single := row(0, 10, 1, false)
+	if got = medianRows([]Row{single}); got[0].Verdict != single.Verdict || got[0].Correct {
+		t.Fatalf("a single failed round became %+v", got[0])
+	}
 }
 
 func TestMainRefusesBadRoundsAndProgress(t *testing.T) {
