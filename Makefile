@@ -40,9 +40,11 @@ bench-engine:
 	$(GO) test -run XXX -bench . -benchtime 1x -timeout 30m ./snapshot/
 	$(GO) test -run XXX -bench . -timeout 30m ./wal/
 
-## bench-compare: seckilld beside Redis + Lua, PostgreSQL, the in-process engine and a null HTTP server.
+## bench-compare: seckilld beside Redis + Lua, PostgreSQL, the in-process engine and the null servers
+## (flags of "seckill-bench compare" in COMPARE_ARGS, e.g. make bench-compare COMPARE_ARGS="--rounds 3").
+COMPARE_ARGS ?=
 bench-compare:
-	./bench/compare.sh
+	./bench/compare.sh $(COMPARE_ARGS)
 
 ## soak: the kill -9 loop with many more cycles.
 soak:
