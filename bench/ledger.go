@@ -75,13 +75,10 @@ type refusal struct {
 }
 
 // notedAcceptance is an acceptance with its ids read back, for analysis
-// after the load.
+// after the load: the reservation and when its answer arrived.
 type notedAcceptance struct {
-	at                     time.Duration
-	request, user          int64
-	sku                    int
-	reservationID, tokenID string
-	expireAt               time.Time
+	at time.Duration
+	AcceptedReservation
 }
 
 // AcceptedReservation is one distinct reservation the clients were given.
@@ -105,12 +102,11 @@ func (l *Ledger) Accepted() []AcceptedReservation {
 	seen := make(map[string]bool, len(accepts))
 	out := make([]AcceptedReservation, 0, len(accepts))
 	for _, a := range accepts {
-		if a.reservationID == "" || seen[a.reservationID] {
+		if a.ReservationID == "" || seen[a.ReservationID] {
 			continue
 		}
-		seen[a.reservationID] = true
-		out = append(out, AcceptedReservation{Request: a.request, User: a.user, SKU: a.sku,
-			ReservationID: a.reservationID, TokenID: a.tokenID, ExpireAt: a.expireAt})
+		seen[a.ReservationID] = true
+		out = append(out, a.AcceptedReservation)
 	}
 	return out
 }
@@ -164,10 +160,10 @@ func (s *ledgerShard) note(a acceptance, reservationID, tokenID string) {
 // read returns a with its ids copied out of the shard's text.
 func (s *ledgerShard) read(a *acceptance) notedAcceptance {
 	text := s.text[a.textChunkIndex][a.textOffset:]
-	n := notedAcceptance{at: a.at, request: a.request, user: a.user, sku: int(a.sku),
-		reservationID: string(text[:a.idLen]), tokenID: string(text[a.idLen : a.idLen+a.tokLen])}
+	n := notedAcceptance{at: a.at, AcceptedReservation: AcceptedReservation{Request: a.request, User: a.user, SKU: int(a.sku),
+		ReservationID: string(text[:a.idLen]), TokenID: string(text[a.idLen : a.idLen+a.tokLen])}}
 	if a.expireAtNs != 0 {
-		n.expireAt = time.Unix(0, a.expireAtNs)
+		n.ExpireAt = time.Unix(0, a.expireAtNs)
 	}
 	return n
 }
@@ -290,41 +286,41 @@ func (l *Ledger) Check(skus int, saleLimit func(sku int) int64) LedgerReport {
 		}
 	}
 	for _, a := range accepts {
-		if a.reservationID == "" {
+		if a.ReservationID == "" {
 			report.MissingReservationID++
-			example("missing_reservation_id", fmt.Sprintf("request %d", a.request))
+			example("missing_reservation_id", fmt.Sprintf("request %d", a.Request))
 			continue
 		}
-		if first, ok := byRequest[a.request]; ok && first != a.reservationID {
+		if first, ok := byRequest[a.Request]; ok && first != a.ReservationID {
 			report.RetryMismatches++
-			example("retry_mismatch", fmt.Sprintf("request %d got %s and %s", a.request, first, a.reservationID))
+			example("retry_mismatch", fmt.Sprintf("request %d got %s and %s", a.Request, first, a.ReservationID))
 		} else if !ok {
-			byRequest[a.request] = a.reservationID
+			byRequest[a.Request] = a.ReservationID
 		}
-		if _, ok := seen[a.reservationID]; ok {
+		if _, ok := seen[a.ReservationID]; ok {
 			continue // the same reservation answered again (a retry): not a new unit
 		}
-		seen[a.reservationID] = a.sku
-		if a.sku >= 0 && a.sku < skus {
-			report.AcceptedBySKU[a.sku]++
+		seen[a.ReservationID] = a.SKU
+		if a.SKU >= 0 && a.SKU < skus {
+			report.AcceptedBySKU[a.SKU]++
 		}
-		if first, ok := firstOfUser[a.user]; !ok {
-			firstOfUser[a.user] = a.reservationID
-		} else if first != a.reservationID {
-			more := moreOfUser[a.user]
+		if first, ok := firstOfUser[a.User]; !ok {
+			firstOfUser[a.User] = a.ReservationID
+		} else if first != a.ReservationID {
+			more := moreOfUser[a.User]
 			if more == nil {
 				more = map[string]struct{}{first: {}}
-				moreOfUser[a.user] = more
+				moreOfUser[a.User] = more
 			}
-			more[a.reservationID] = struct{}{}
+			more[a.ReservationID] = struct{}{}
 		}
-		if a.tokenID != "" {
-			key := tokenKey{sku: a.sku, token: a.tokenID}
-			if holder, ok := byToken[key]; ok && holder != a.reservationID {
+		if a.TokenID != "" {
+			key := tokenKey{sku: a.SKU, token: a.TokenID}
+			if holder, ok := byToken[key]; ok && holder != a.ReservationID {
 				report.TokenReused++
-				example("token_reused", fmt.Sprintf("sku %d token %s held by %s and %s", a.sku, a.tokenID, holder, a.reservationID))
+				example("token_reused", fmt.Sprintf("sku %d token %s held by %s and %s", a.SKU, a.TokenID, holder, a.ReservationID))
 			} else {
-				byToken[key] = a.reservationID
+				byToken[key] = a.ReservationID
 			}
 		}
 	}
