@@ -71,7 +71,7 @@ func TestPaymentAndCancelBodies(t *testing.T) {
 			t.Errorf("%s: detail %q", body, r.str("detail"))
 		}
 	}
-	for _, body := range []string{`{"reason":"changed my mind"}`, `[]`, `{`} {
+	for _, body := range []string{`{"reason":"changed my mind"}`, `[]`, `{`, `null`} {
 		want(t, ts.post(cancel, body), http.StatusBadRequest, "BAD_REQUEST")
 	}
 	if g := ts.get("/v1/reservations/" + id); g.str("state") != "PENDING_PAYMENT" {
