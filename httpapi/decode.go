@@ -179,10 +179,11 @@ func integerLiteral(value string) bool {
 }
 
 // decodeNoFields checks the optional body of a route that takes no
-// parameters in it (cancel): nothing (JSON whitespace at most), or an
-// empty JSON object. A field is refused like an unknown field anywhere
-// else; null, any other value and anything that is not JSON are refused
-// as decodeJSON refuses them.
+// parameters in it (cancel; the admin pause, resume, snapshot and
+// release): nothing (JSON whitespace at most), or an empty JSON object. A
+// field is refused like an unknown field anywhere else; null, any other
+// value and anything that is not JSON are refused as decodeJSON refuses
+// them.
 func decodeNoFields(body []byte) error {
 	if len(bytes.Trim(body, jsonSpace)) == 0 {
 		return nil
