@@ -91,20 +91,28 @@ type pausedBody struct {
 	Paused     bool   `json:"paused"`
 }
 
-// handlePause is POST /admin/campaigns/{c}/skus/{s}/pause.
+// handlePause is POST /admin/campaigns/{c}/skus/{s}/pause. Its body is
+// optional and carries nothing: empty or {}.
 func (s *Server) handlePause(ctx *fasthttp.RequestCtx) string {
 	return s.setPaused(ctx, true)
 }
 
-// handleResume is POST /admin/campaigns/{c}/skus/{s}/resume.
+// handleResume is POST /admin/campaigns/{c}/skus/{s}/resume. Its body is
+// optional and carries nothing: empty or {}.
 func (s *Server) handleResume(ctx *fasthttp.RequestCtx) string {
 	return s.setPaused(ctx, false)
 }
 
+// setPaused pauses or resumes a SKU. A body with anything in it is refused
+// before the engine is asked, so that no client believes it recorded a
+// reason or targeted another SKU.
 func (s *Server) setPaused(ctx *fasthttp.RequestCtx, paused bool) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	if !ok {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	if err := decodeNoFields(ctx.PostBody()); err != nil {
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
 	}
 	ectx, cancel := s.engineContext()
 	var err error
@@ -204,11 +212,15 @@ func (s *Server) handleRefunds(ctx *fasthttp.RequestCtx) string {
 }
 
 // handleSnapshot is POST /admin/campaigns/{c}/skus/{s}/snapshot: it asks
-// the engine to snapshot the SKU now.
+// the engine to snapshot the SKU now. Its body is optional and carries
+// nothing: empty or {}.
 func (s *Server) handleSnapshot(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	if !ok {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	if err := decodeNoFields(ctx.PostBody()); err != nil {
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
 	}
 	ectx, cancel := s.engineContext()
 	info, err := s.engine.Snapshot(ectx, campaignID, skuID)

@@ -29,15 +29,24 @@ func boundDetail(msg string) string {
 	return msg[:maxDetail] + "..."
 }
 
+// jsonSpace is the whitespace JSON allows around a value (RFC 8259 §2);
+// bytes.TrimSpace would also take Unicode spaces, which JSON does not.
+const jsonSpace = " \t\r\n"
+
 // decodeJSON decodes one JSON object from body into v: no unknown fields,
 // nothing after it, and at every level keys spelled exactly as v's json
 // tags, none repeated (jsonkeys.Check: encoding/json alone folds case and
-// lets the last of repeated keys win). Strings in v are copies, never
-// views of the request buffer, so they outlive the handler. Its errors
-// are answer details (describeDecodeError).
+// lets the last of repeated keys win). A bare null is refused as not an
+// object (encoding/json would take it and leave v as it is), as
+// parseReserveBody refuses it. Strings in v are copies, never views of the
+// request buffer, so they outlive the handler. Its errors are answer
+// details (describeDecodeError).
 func decodeJSON(body []byte, v any) error {
-	if len(bytes.TrimSpace(body)) == 0 {
+	switch trimmed := bytes.Trim(body, jsonSpace); {
+	case len(trimmed) == 0:
 		return errors.New("empty body, a JSON object is expected")
+	case string(trimmed) == "null":
+		return errors.New("malformed JSON: a JSON object is expected")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -170,10 +179,13 @@ func integerLiteral(value string) bool {
 }
 
 // decodeNoFields checks the optional body of a route that takes no
-// parameters in it (cancel): nothing, or an empty JSON object. A field is
-// refused like an unknown field anywhere else.
+// parameters in it (cancel; the admin pause, resume, snapshot and
+// release): nothing (JSON whitespace at most), or an empty JSON object. A
+// field is refused like an unknown field anywhere else; null, any other
+// value and anything that is not JSON are refused as decodeJSON refuses
+// them.
 func decodeNoFields(body []byte) error {
-	if len(bytes.TrimSpace(body)) == 0 {
+	if len(bytes.Trim(body, jsonSpace)) == 0 {
 		return nil
 	}
 	return decodeJSON(body, &struct{}{})

@@ -40,6 +40,11 @@ func TestDecodeErrorDetails(t *testing.T) {
 		{`{"start_at":"2030-01-01T00:00:00Z","end_at":1}`, func() any { return &Campaign{} }, "end_at: must be a string"},
 		{`{"skus":[{"bogus":1}]}`, func() any { return &Campaign{} }, `malformed JSON: unknown field "bogus"`},
 		{`{"reason":"x"}`, func() any { return &struct{}{} }, `malformed JSON: unknown field "reason"`},
+		// null is no object, though encoding/json would take it for one.
+		{`null`, func() any { return &paymentRequest{} }, "malformed JSON: a JSON object is expected"},
+		{" null\r\n", func() any { return &Campaign{} }, "malformed JSON: a JSON object is expected"},
+		// Only JSON's whitespace is whitespace.
+		{"\v", func() any { return &struct{}{} }, `malformed JSON: invalid character '\v' looking for beginning of value (at byte 1)`},
 		// Keys are exact and unique at every level, as in the reserve body.
 		{`{"Payment_Id":"z1","AMOUNT":777}`, func() any { return &paymentRequest{} }, `malformed JSON: unknown field "Payment_Id"`},
 		{`{"payment_id":"p1","payment_id":"p2"}`, func() any { return &paymentRequest{} }, `malformed JSON: field "payment_id" repeated`},
@@ -61,6 +66,37 @@ func TestDecodeErrorDetails(t *testing.T) {
 			if strings.Contains(err.Error(), internal) {
 				t.Errorf("%.60s: %q names %q", c.body, err, internal)
 			}
+		}
+	}
+}
+
+// A body that carries nothing (cancel, the admin actions) is nothing, JSON
+// whitespace or {}; anything else is refused with the detail any other
+// body would get.
+func TestDecodeNoFields(t *testing.T) {
+	for _, body := range []string{"", " ", "\r\n\t", "{}", " {\n} \n"} {
+		if err := decodeNoFields([]byte(body)); err != nil {
+			t.Errorf("%q: %v, want accepted", body, err)
+		}
+	}
+	for body, want := range map[string]string{
+		`{"reason":"fraud"}`:      `malformed JSON: unknown field "reason"`,
+		`{"sku_id":"other"}`:      `malformed JSON: unknown field "sku_id"`,
+		`{"Reason":1,"reason":2}`: `malformed JSON: unknown field "Reason"`,
+		`{"":null}`:               `malformed JSON: unknown field ""`,
+		`null`:                    "malformed JSON: a JSON object is expected",
+		`[]`:                      "malformed JSON: a JSON object is expected",
+		`"fraud"`:                 "malformed JSON: a JSON object is expected",
+		`0`:                       "malformed JSON: a JSON object is expected",
+		`{`:                       "malformed JSON: the body ends inside the object",
+		`{}{}`:                    "malformed JSON: data after the object",
+		`{} {"reason":"fraud"}`:   "malformed JSON: data after the object",
+		`reason=fraud`:            "malformed JSON: invalid character 'r' looking for beginning of value (at byte 1)",
+		"\v":                      `malformed JSON: invalid character '\v' looking for beginning of value (at byte 1)`,
+		"\u00a0{}":                `malformed JSON: invalid character 'Â' looking for beginning of value (at byte 1)`,
+	} {
+		if err := decodeNoFields([]byte(body)); err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %q", body, err, want)
 		}
 	}
 }

@@ -3,11 +3,13 @@ package httpapi_test
 import (
 	"bytes"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/snapshot"
 )
 
 // Payment callbacks must carry the HMAC of their raw body when a secret is
@@ -71,7 +73,7 @@ func TestPaymentAndCancelBodies(t *testing.T) {
 			t.Errorf("%s: detail %q", body, r.str("detail"))
 		}
 	}
-	for _, body := range []string{`{"reason":"changed my mind"}`, `[]`, `{`} {
+	for _, body := range []string{`{"reason":"changed my mind"}`, `[]`, `{`, `null`} {
 		want(t, ts.post(cancel, body), http.StatusBadRequest, "BAD_REQUEST")
 	}
 	if g := ts.get("/v1/reservations/" + id); g.str("state") != "PENDING_PAYMENT" {
@@ -180,6 +182,138 @@ func TestAdmin(t *testing.T) {
 	if snap.status != http.StatusOK && snap.status != http.StatusNotImplemented {
 		t.Fatalf("snapshot: %v", snap)
 	}
+}
+
+// The admin actions (pause, resume, snapshot, release) take no body, or
+// an empty object {}: a body that says anything is refused with 400
+// BAD_REQUEST and the detail any other body would get, before anything is
+// done, so that no client believes it recorded a reason or targeted
+// another SKU. As on every route the Content-Type is not looked at; the
+// token is checked first, then the path.
+func TestAdminActionBodies(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{})
+	def := campaign("ab", "15m", map[string]int{"s": 2})
+	def["release_on_close"] = false
+	ts.define(def)
+	id := ts.reserve("ab", "s", "r1", "u1").str("reservation_id")
+	want(t, ts.post("/v1/reservations/"+id+"/cancel", nil), http.StatusOK, "") // CLOSED, still holding its token
+
+	const skuPath = "/admin/campaigns/ab/skus/s"
+	pause, resume, snap := skuPath+"/pause", skuPath+"/resume", skuPath+"/snapshot"
+	release := "/admin/reservations/" + id + "/release"
+	asJSON := map[string]string{"Content-Type": "application/json"}
+	asForm := map[string]string{"Content-Type": "application/x-www-form-urlencoded"} // curl -d's
+	asText := map[string]string{"Content-Type": "text/plain"}
+	post := func(path string, body any, header map[string]string) response {
+		h := map[string]string{"Authorization": "Bearer " + testToken}
+		for k, v := range header {
+			h[k] = v
+		}
+		return call(t, http.MethodPost, ts.base+path, body, h)
+	}
+
+	refuse := func(path string) {
+		t.Helper()
+		for body, detail := range map[string]string{
+			`{"reason":"fraud"}`:              `malformed JSON: unknown field "reason"`,
+			`{"sku_id":"other"}`:              `malformed JSON: unknown field "sku_id"`,
+			`{"reservation_id":"` + id + `"}`: `malformed JSON: unknown field "reservation_id"`,
+			`{"paused":true}`:                 `malformed JSON: unknown field "paused"`,
+			`null`:                            "malformed JSON: a JSON object is expected",
+			`["fraud"]`:                       "malformed JSON: a JSON object is expected",
+			`{"reason":`:                      "malformed JSON: the body ends inside the object",
+			`{} {"reason":"fraud"}`:           "malformed JSON: data after the object",
+			`reason=fraud`:                    "malformed JSON: invalid character 'r' looking for beginning of value (at byte 1)",
+		} {
+			for _, header := range []map[string]string{nil, asJSON, asForm} {
+				r := post(path, body, header)
+				want(t, r, http.StatusBadRequest, "BAD_REQUEST")
+				if r.str("detail") != detail {
+					t.Errorf("%s %s (%v): detail %q, want %q", path, body, header, r.str("detail"), detail)
+				}
+			}
+		}
+		want(t, call(t, http.MethodPost, ts.base+path, `{"reason":"fraud"}`, nil), http.StatusUnauthorized, "UNAUTHORIZED")
+	}
+	accepted := []struct {
+		body   any
+		header map[string]string
+	}{{nil, nil}, {"", nil}, {" \r\n\t", nil}, {`{}`, nil}, {" {\n} \n", nil}, {`{}`, asJSON}, {`{}`, asText}, {`{}`, asForm}}
+	status := func() string { return ts.get("/v1/campaigns/ab/skus/s").str("status") }
+	snapshots := func() int {
+		files, err := snapshot.List(filepath.Join(ts.dir, "ab", "s", "snapshots"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(files)
+	}
+
+	refuse(pause)
+	if st := status(); st != "OPEN" {
+		t.Fatalf("a refused pause paused the SKU: %s", st)
+	}
+	for _, a := range accepted {
+		if r := post(pause, a.body, a.header); r.status != http.StatusOK || r.body["paused"] != true {
+			t.Fatalf("pause with %q %v: %v", a.body, a.header, r)
+		}
+	}
+	if st := status(); st != "PAUSED" {
+		t.Fatalf("after pause: %s", st)
+	}
+	refuse(resume)
+	if st := status(); st != "PAUSED" {
+		t.Fatalf("a refused resume resumed the SKU: %s", st)
+	}
+	for _, a := range accepted {
+		if r := post(resume, a.body, a.header); r.status != http.StatusOK || r.body["paused"] != false {
+			t.Fatalf("resume with %q %v: %v", a.body, a.header, r)
+		}
+	}
+	if st := status(); st != "OPEN" {
+		t.Fatalf("after resume: %s", st)
+	}
+
+	if n := snapshots(); n != 0 {
+		t.Fatalf("%d snapshots before any was asked for", n)
+	}
+	refuse(snap)
+	if n := snapshots(); n != 0 {
+		t.Fatalf("a refused snapshot request wrote %d snapshots", n)
+	}
+	for _, a := range accepted {
+		if r := post(snap, a.body, a.header); r.status != http.StatusOK || r.body["snapshot"] == nil {
+			t.Fatalf("snapshot with %q %v: %v", a.body, a.header, r)
+		}
+	}
+	if n := snapshots(); n == 0 {
+		t.Fatal("no snapshot written")
+	}
+
+	refuse(release)
+	if a := ts.audit("ab", "s"); num(a, "held_closed") != 1 || num(a, "available") != 1 {
+		t.Fatalf("a refused release released the token: %v", a)
+	}
+	for i, a := range accepted {
+		outcome := "ALREADY_RELEASED"
+		if i == 0 {
+			outcome = "RELEASED"
+		}
+		if r := post(release, a.body, a.header); r.status != http.StatusOK || r.str("outcome") != outcome {
+			t.Fatalf("release with %q %v: %v, want %s", a.body, a.header, r, outcome)
+		}
+	}
+	if a := ts.audit("ab", "s"); num(a, "held_closed") != 0 || num(a, "available") != 2 {
+		t.Fatalf("after release: %v", a)
+	}
+
+	// As for cancel: a path that cannot name anything is 404 whatever the
+	// body; one that could is refused for its body before the engine is
+	// asked whether it does.
+	want(t, post("/admin/campaigns/ab/skus/b%20d/pause", `{"reason":"fraud"}`, nil), http.StatusNotFound, "NOT_FOUND")
+	want(t, post("/admin/reservations/x/release", `{"reason":"fraud"}`, nil), http.StatusNotFound, "NOT_FOUND")
+	want(t, post("/admin/campaigns/ab/skus/nope/pause", `{"reason":"fraud"}`, nil), http.StatusBadRequest, "BAD_REQUEST")
+	want(t, post("/admin/campaigns/ab/skus/nope/pause", `{}`, nil), http.StatusNotFound, "NOT_FOUND")
 }
 
 // Malformed input gets the documented errors, never a crash or a redirect.

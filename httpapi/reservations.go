@@ -239,11 +239,15 @@ type releaseBody struct {
 // CLOSED reservation that still holds it (a campaign with
 // release_on_close=false) goes back to the pool. Idempotent; a paid
 // reservation's token is never released (409 NOT_CLOSABLE), a pending one
-// must be closed first (409 NOT_CLOSED).
+// must be closed first (409 NOT_CLOSED). Its body is optional and carries
+// nothing: empty or {}.
 func (s *Server) handleRelease(ctx *fasthttp.RequestCtx) string {
 	id, ok := pathReservation(ctx)
 	if !ok {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	if err := decodeNoFields(ctx.PostBody()); err != nil {
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
 	}
 	ectx, cancel := s.engineContext()
 	res, err := s.engine.Release(ectx, id)
