@@ -142,15 +142,15 @@ func (a *skuActor) drain(ctx actor.Context) {
 	}()
 	// One clock reading decides the whole batch (its records carry it),
 	// and one more per call times it for the metrics.
-	now, start := a.cfg.Clock().UnixMilli(), time.Now()
+	now, start := a.cfg.Clock().UnixMilli(), monoNow()
 	for _, c := range calls {
 		next++
 		kind := c.kind // c is its caller's again once answered at once
 		if a.handle(c, now) {
 			b.calls = append(b.calls, c)
 		}
-		end := time.Now()
-		a.cfg.metrics.observeCall(kind, end.Sub(start))
+		end := monoNow() // the monotonic clock alone: half the cost of time.Now
+		a.cfg.metrics.observeCall(kind, time.Duration(end-start))
 		start = end
 	}
 	clear(calls)
