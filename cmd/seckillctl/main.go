@@ -47,8 +47,8 @@ const usage = `seckillctl: operate on seckill data directories (read-only unless
         a snapshot's header, checksum and counts
   seckillctl verify DIR
         rebuild each SKU from its snapshots and log, check every snapshot against
-        the log and every invariant; report every SKU, and exit 1 if any has a
-        violation, corruption or a file that cannot be read
+        the log and every invariant; report every SKU (one JSON document), and
+        exit 1 if any has a violation, corruption or a file that cannot be read
   seckillctl snapshot DIR
         write a snapshot of a stopped SKU (offline)
   seckillctl snapshot --server URL --admin-token T --campaign C --sku S

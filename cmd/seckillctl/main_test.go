@@ -272,21 +272,31 @@ func TestInspectSnapshot(t *testing.T) {
 
 func TestVerify(t *testing.T) {
 	f := newFixture(t)
-	var rep verifyJSON
-	json.Unmarshal([]byte(wantCode(t, 0, "verify", f.skuDir)), &rep)
+	out := wantCode(t, 0, "verify", f.skuDir)
+	if run := verifyRun(t, out); run.Dir != f.skuDir || !run.OK {
+		t.Fatalf("verify: dir %q, ok %v", run.Dir, run.OK)
+	}
+	if !strings.HasPrefix(out, "{\n  \"dir\": ") { // indented, for a human reading it
+		t.Fatalf("verify output is not indented:\n%.200s", out)
+	}
+	rep := verifySKUReport(t, out)
 	if !rep.OK || rep.StateHash != hashHex(f.hash) || rep.StateIndex != f.lastIndex || len(rep.Snapshots) != 1 ||
 		rep.Snapshots[0].Status != "matches the log" || rep.Counts.SaleLimit != 40 {
 		t.Fatalf("verify: %+v", rep)
 	}
-	wantCode(t, 0, "verify", f.dataDir) // every SKU of a data dir
-	wantCode(t, 0, "verify", filepath.Join(f.skuDir, "wal"))
+	for _, dir := range []string{f.dataDir, filepath.Join(f.skuDir, "wal")} { // every SKU of a data dir; a wal dir
+		if got := verifySKUReport(t, wantCode(t, 0, "verify", dir)); got.StateHash != rep.StateHash || got.Dir != f.skuDir {
+			t.Fatalf("verify %s: %+v", dir, got)
+		}
+	}
 
-	// A damaged snapshot fails verify (the log alone still rebuilds the SKU).
+	// A damaged snapshot fails verify (the log alone still rebuilds the SKU),
+	// and the report says why.
 	b, _ := os.ReadFile(snapshotPath(f))
 	os.WriteFile(snapshotPath(f), b[:len(b)-3], 0o640)
-	out := wantCode(t, 1, "verify", f.skuDir)
-	if !strings.Contains(out, "corrupt") {
-		t.Fatalf("damaged snapshot: %s", out)
+	if got := verifySKUReport(t, wantCode(t, 1, "verify", f.skuDir)); got.OK || len(got.Snapshots) != 1 ||
+		!strings.HasPrefix(got.Snapshots[0].Status, "corrupt") || !strings.Contains(strings.Join(got.Problems, " "), "corrupt") {
+		t.Fatalf("damaged snapshot: %+v", got)
 	}
 	os.WriteFile(snapshotPath(f), b, 0o640)
 
@@ -296,14 +306,22 @@ func TestVerify(t *testing.T) {
 	c := bytes.Clone(w)
 	c[len(c)/3] ^= 0x20
 	os.WriteFile(seg, c, 0o640)
-	wantCode(t, 1, "verify", f.skuDir)
+	if got := verifySKUReport(t, wantCode(t, 1, "verify", f.skuDir)); got.OK || !strings.Contains(strings.Join(got.Problems, " "), "log corrupt") {
+		t.Fatalf("flipped byte in the log: %+v", got)
+	}
 	// A cut last record is a torn tail: reported, not a failure.
 	os.WriteFile(seg, w[:len(w)-5], 0o640)
-	json.Unmarshal([]byte(wantCode(t, 0, "verify", f.skuDir)), &rep)
+	rep = verifySKUReport(t, wantCode(t, 0, "verify", f.skuDir))
 	if rep.Log.TornTailBytes == 0 || rep.StateIndex != f.lastIndex-1 {
 		t.Fatalf("torn tail: %+v", rep.Log)
 	}
-	wantCode(t, 2, "verify", t.TempDir())
+	// Nothing to verify, or a directory that cannot be read: exit 2 and
+	// nothing on stdout.
+	for _, dir := range []string{t.TempDir(), filepath.Join(f.dataDir, "missing")} {
+		if out := wantCode(t, 2, "verify", dir); out != "" {
+			t.Fatalf("verify %s: stdout %q", dir, out)
+		}
+	}
 }
 
 // smallSKU makes a SKU with a few records in a data dir of its own and
@@ -339,19 +357,37 @@ func smallSKU(t *testing.T, dataDir, campaignID, skuID string) string {
 	return dir
 }
 
-// verifyReports decodes the reports verify prints, one JSON object per SKU.
-func verifyReports(t *testing.T, out string) []verifyJSON {
+// verifyRun decodes what verify prints: one JSON document (a stream of
+// several does not decode), with a report per SKU, whose ok is true
+// exactly when every SKU's is.
+func verifyRun(t *testing.T, out string) verifyRunJSON {
 	t.Helper()
-	var reps []verifyJSON
-	dec := json.NewDecoder(strings.NewReader(out))
-	for dec.More() {
-		var rep verifyJSON
-		if err := dec.Decode(&rep); err != nil {
-			t.Fatalf("verify output: %v\n%s", err, out)
-		}
-		reps = append(reps, rep)
+	var run verifyRunJSON
+	if err := json.Unmarshal([]byte(out), &run); err != nil {
+		t.Fatalf("verify output is not one JSON document: %v\n%s", err, out)
 	}
-	return reps
+	if len(run.SKUs) == 0 {
+		t.Fatalf("verify output has no SKU reports:\n%s", out)
+	}
+	allOK := true
+	for _, r := range run.SKUs {
+		allOK = allOK && r.OK
+	}
+	if run.OK != allOK {
+		t.Fatalf("verify output: ok %v, but every SKU ok: %v\n%s", run.OK, allOK, out)
+	}
+	return run
+}
+
+// verifySKUReport decodes what verify prints for a single SKU and returns
+// that SKU's report.
+func verifySKUReport(t *testing.T, out string) verifyJSON {
+	t.Helper()
+	run := verifyRun(t, out)
+	if len(run.SKUs) != 1 {
+		t.Fatalf("verify output: %d SKU reports, want 1\n%s", len(run.SKUs), out)
+	}
+	return run.SKUs[0]
 }
 
 // An empty wal/ (seckilld stopped between creating it and writing its
@@ -365,11 +401,7 @@ func TestEmptyWAL(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dir := range []string{dataDir, skuDir, walDir} {
-		reps := verifyReports(t, wantCode(t, exitOK, "verify", dir))
-		if len(reps) != 1 {
-			t.Fatalf("verify %s: %+v", dir, reps)
-		}
-		if r := reps[0]; r.CampaignID != "aaa" || r.SKUID != "broken" || !r.OK || r.Log.Segments != 0 ||
+		if r := verifySKUReport(t, wantCode(t, exitOK, "verify", dir)); r.CampaignID != "aaa" || r.SKUID != "broken" || !r.OK || r.Log.Segments != 0 ||
 			r.Log.FirstIndex != 1 || r.Log.LastIndex != 0 || r.RecordsReplayed != 0 || r.Counts != (countsJSON{}) {
 			t.Fatalf("verify %s: %+v", dir, r)
 		}
@@ -442,7 +474,11 @@ func TestVerifyDataDir(t *testing.T) {
 	if code != exitFailed {
 		t.Fatalf("verify: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitFailed, out, errOut)
 	}
-	reps := verifyReports(t, out)
+	run := verifyRun(t, out)
+	if run.OK || run.Dir != f.dataDir {
+		t.Fatalf("verify %s: dir %q, ok %v", f.dataDir, run.Dir, run.OK)
+	}
+	reps := run.SKUs
 	var got []string
 	for _, r := range reps {
 		got = append(got, fmt.Sprintf("%s/%s ok=%v", r.CampaignID, r.SKUID, r.OK))
@@ -473,8 +509,7 @@ func TestSnapshotOffline(t *testing.T) {
 	if got.Index != f.lastIndex || got.StateHash != hashHex(f.hash) || filepath.Base(got.Path) != snapshot.Name(f.lastIndex) {
 		t.Fatalf("offline snapshot: %+v", got)
 	}
-	var rep verifyJSON
-	json.Unmarshal([]byte(wantCode(t, 0, "verify", f.skuDir)), &rep)
+	rep := verifySKUReport(t, wantCode(t, 0, "verify", f.skuDir))
 	if len(rep.Snapshots) != 2 || rep.Snapshots[1].Status != "matches the log" {
 		t.Fatalf("after offline snapshot: %+v", rep.Snapshots)
 	}
