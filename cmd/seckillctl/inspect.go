@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -25,6 +23,16 @@ func runInspect(args []string, stdout io.Writer) error {
 		return inspectSnapshot(args[1:], stdout)
 	}
 	return usageError("inspect: unknown %q (wal or snapshot)", args[0])
+}
+
+// walJSON is what inspect wal prints: the SKU, its log as read, and the
+// records selected, oldest first. The records are written one at a time
+// (arrayStream).
+type walJSON struct {
+	CampaignID string       `json:"campaign_id"`
+	SKUID      string       `json:"sku_id"`
+	Log        logInfo      `json:"log"`
+	Records    []recordJSON `json:"records"`
 }
 
 // recordJSON is one log record as inspect wal prints it. Field order is
@@ -118,6 +126,9 @@ func (f *recordFilter) learn(m *sku.Machine) {
 	}
 }
 
+// inspectWAL prints one JSON document: the SKU, its log's range, and the
+// records from..to that match the filter, oldest first. A record that does
+// not decode fails it before anything is printed.
 func inspectWAL(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("inspect wal", flag.ContinueOnError)
 	from := fs.Uint64("from", 0, "first record index")
@@ -156,20 +167,24 @@ func inspectWAL(args []string, stdout io.Writer) error {
 			filter.learn(loaded.Machine)
 		}
 	}
+	head := walJSON{CampaignID: campaignID, SKUID: skuID, Log: log.info, Records: []recordJSON{}}
 	_ = log.scan(1, func(_ uint64, typ byte, payload []byte) error {
 		if sku.RecordType(typ) != sku.RecordDefine {
 			return nil
 		}
 		if r, err := sku.DecodeRecord(sku.RecordDefine, payload); err == nil {
 			key = r.Def.IDKey
+			head.CampaignID, head.SKUID = r.Def.CampaignID, r.Def.SKUID
 		}
 		return errStop
 	})
 	if err := decodeAll(log, max(*from, 1), *to); err != nil {
 		return err
 	}
-	out := bufio.NewWriter(stdout)
-	enc := json.NewEncoder(out)
+	out, err := startArrayStream(stdout, head)
+	if err != nil {
+		return err
+	}
 	err = log.scan(max(*from, 1), func(index uint64, typ byte, payload []byte) error {
 		if *to != 0 && index > *to {
 			return errStop
@@ -184,12 +199,12 @@ func inspectWAL(args []string, stdout io.Writer) error {
 		if filter.active() && !filter.match(&r) {
 			return nil
 		}
-		return enc.Encode(recordOf(index, &r, campaignID, skuID, key))
+		return out.add(recordOf(index, &r, campaignID, skuID, key))
 	})
-	if ferr := out.Flush(); err == nil {
-		err = ferr
+	if err != nil {
+		return err
 	}
-	return err
+	return out.end()
 }
 
 // decodeAll decodes the records from..to (to 0: the end) and returns the

@@ -188,10 +188,7 @@ func TestKillLoopWithSnapshots(t *testing.T) {
 		close(stop)
 		all = append(all, <-acks...)
 
-		var rep verifyJSON
-		if err := json.Unmarshal([]byte(wantCode(t, 0, "verify", skuDir)), &rep); err != nil {
-			t.Fatal(err)
-		}
+		rep := verifySKUReport(t, wantCode(t, 0, "verify", skuDir))
 		snapshots, logFirst = len(rep.Snapshots), rep.Log.FirstIndex
 		if snapshots == 0 || rep.Counts.Reservations < uint32(len(all)) {
 			t.Fatalf("cycle %d: %d snapshots, %d reservations for %d acknowledged", cycle, snapshots, rep.Counts.Reservations, len(all))

@@ -18,6 +18,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -42,13 +44,13 @@ const (
 const usage = `seckillctl: operate on seckill data directories (read-only unless the command writes).
 
   seckillctl inspect wal DIR [--from N] [--to N] [--reservation ID] [--user ID] [--request ID]
-        the log's records as JSON lines, oldest first
+        the log's records, oldest first, in one JSON document
   seckillctl inspect snapshot FILE
         a snapshot's header, checksum and counts
   seckillctl verify DIR
         rebuild each SKU from its snapshots and log, check every snapshot against
-        the log and every invariant; report every SKU, and exit 1 if any has a
-        violation, corruption or a file that cannot be read
+        the log and every invariant; report every SKU (one JSON document), and
+        exit 1 if any has a violation, corruption or a file that cannot be read
   seckillctl snapshot DIR
         write a snapshot of a stopped SKU (offline)
   seckillctl snapshot --server URL --admin-token T --campaign C --sku S
@@ -165,6 +167,63 @@ func writeJSON(w io.Writer, v any) error {
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
+}
+
+// arrayStream writes one JSON document, indented as writeJSON indents it,
+// whose last field is an array filled one element at a time: the same bytes
+// as writeJSON of the whole document, without holding every element (a
+// log's records) in memory.
+type arrayStream struct {
+	w     *bufio.Writer
+	count int // elements written
+}
+
+// emptyArrayTail ends an indented document whose last field is [].
+const emptyArrayTail = "[]\n}"
+
+// startArrayStream writes head, a struct whose last field is an empty
+// (non-nil) slice, up to that array's opening bracket.
+func startArrayStream(w io.Writer, head any) (*arrayStream, error) {
+	b, err := json.MarshalIndent(head, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.HasSuffix(b, []byte(emptyArrayTail)) {
+		panic(fmt.Sprintf("startArrayStream: %T does not end with an empty array", head))
+	}
+	s := &arrayStream{w: bufio.NewWriter(w)}
+	_, err = s.w.Write(b[:len(b)-len(emptyArrayTail)+1]) // keeps the '['
+	return s, err
+}
+
+// add writes the array's next element.
+func (s *arrayStream) add(v any) error {
+	b, err := json.MarshalIndent(v, "    ", "  ")
+	if err != nil {
+		return err
+	}
+	sep := ",\n    "
+	if s.count == 0 {
+		sep = "\n    "
+	}
+	s.count++
+	if _, err := s.w.WriteString(sep); err != nil {
+		return err
+	}
+	_, err = s.w.Write(b)
+	return err
+}
+
+// end closes the array and the document, and flushes.
+func (s *arrayStream) end() error {
+	tail := "\n  ]\n}\n"
+	if s.count == 0 {
+		tail = "]\n}\n"
+	}
+	if _, err := s.w.WriteString(tail); err != nil {
+		return err
+	}
+	return s.w.Flush()
 }
 
 // formatMillis is an RFC 3339 UTC time with milliseconds; "" for 0.

@@ -120,7 +120,36 @@ func snapshotPath(f *fixture) string {
 	return filepath.Join(f.skuDir, "snapshots", snapshot.Name(f.snapIndex))
 }
 
-func records(t *testing.T, out string) []map[string]any {
+// walDocument decodes what inspect wal prints: one JSON document (a stream
+// of several does not decode) that holds a records array, byte for byte
+// what writeJSON prints for it (its records are written one at a time).
+func walDocument(t *testing.T, out string) walJSON {
+	t.Helper()
+	var doc walJSON
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("inspect wal output is not one JSON document: %v\n%.500s", err, out)
+	}
+	if doc.Records == nil {
+		t.Fatalf("inspect wal output has no records array:\n%.500s", out)
+	}
+	var again bytes.Buffer
+	if err := writeJSON(&again, doc); err != nil {
+		t.Fatal(err)
+	}
+	if again.String() != out {
+		t.Fatalf("inspect wal output differs from writeJSON of the same document:\n%.500s\nwant:\n%.500s", out, again.String())
+	}
+	return doc
+}
+
+// walRecords decodes what inspect wal prints and returns its records.
+func walRecords(t *testing.T, out string) []recordJSON {
+	t.Helper()
+	return walDocument(t, out).Records
+}
+
+// jsonLines decodes JSON lines (export --format jsonl), one object a line.
+func jsonLines(t *testing.T, out string) []map[string]any {
 	t.Helper()
 	var recs []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
@@ -138,23 +167,31 @@ func records(t *testing.T, out string) []map[string]any {
 
 func TestInspectWAL(t *testing.T) {
 	f := newFixture(t)
-	all := records(t, wantCode(t, 0, "inspect", "wal", f.skuDir))
-	if len(all) == 0 || all[0]["type"] != "DEFINE" || all[0]["index"] != 1.0 || uint64(all[len(all)-1]["index"].(float64)) != f.lastIndex {
-		t.Fatalf("%d records, first %v, last %v (want last index %d)", len(all), all[0], all[len(all)-1], f.lastIndex)
+	doc := walDocument(t, wantCode(t, 0, "inspect", "wal", f.skuDir))
+	all := doc.Records
+	if len(all) == 0 || all[0].Type != "DEFINE" || all[0].Index != 1 || all[len(all)-1].Index != f.lastIndex {
+		t.Fatalf("%d records, first %+v, last %+v (want last index %d)", len(all), all[0], all[len(all)-1], f.lastIndex)
 	}
-	// The same from the wal dir, and fields in a fixed order.
+	if doc.CampaignID != "c1" || doc.SKUID != "s1" || doc.Log.Dir != filepath.Join(f.skuDir, "wal") ||
+		doc.Log.FirstIndex != 1 || doc.Log.LastIndex != f.lastIndex {
+		t.Fatalf("inspect wal: %s/%s, log %+v", doc.CampaignID, doc.SKUID, doc.Log)
+	}
+	// The same from the wal dir, indented, and fields in a fixed order.
 	out := wantCode(t, 0, "inspect", "wal", filepath.Join(f.skuDir, "wal"), "--from", "2", "--to", "2")
-	if !strings.HasPrefix(out, `{"index":2,"type":"RESERVED","at":"2023-11-14T22:13:20.010Z","at_ms":1700000000010,"reservation_id":"`+f.id(1)+`","token_id":1,`) {
+	if want := "  \"records\": [\n    {\n      \"index\": 2,\n      \"type\": \"RESERVED\",\n" +
+		"      \"at\": \"2023-11-14T22:13:20.010Z\",\n      \"at_ms\": 1700000000010,\n" +
+		"      \"reservation_id\": \"" + f.id(1) + "\",\n      \"token_id\": 1,\n"; !strings.HasPrefix(out, "{\n  \"campaign_id\": \"c1\",\n") ||
+		!strings.Contains(out, want) || len(walRecords(t, out)) != 1 {
 		t.Fatalf("record 2: %s", out)
 	}
 	// Every record of reservation 3 (paid? i=2: cancelled then refunded).
 	for _, id := range []string{f.id(3), "3"} {
-		got := records(t, wantCode(t, 0, "inspect", "wal", f.skuDir, "--reservation", id))
+		got := walRecords(t, wantCode(t, 0, "inspect", "wal", f.skuDir, "--reservation", id))
 		var types []string
 		for _, r := range got {
-			types = append(types, r["type"].(string))
-			if r["reservation_id"] != f.id(3) {
-				t.Fatalf("record of another reservation: %v", r)
+			types = append(types, r.Type)
+			if r.ReservationID != f.id(3) {
+				t.Fatalf("record of another reservation: %+v", r)
 			}
 		}
 		if strings.Join(types, ",") != "RESERVED,CLOSED,REFUND_REQUIRED" {
@@ -162,14 +199,18 @@ func TestInspectWAL(t *testing.T) {
 		}
 	}
 	// A user: both reservations' records and the rejections.
-	for _, r := range records(t, wantCode(t, 0, "inspect", "wal", f.skuDir, "--user", "user-1")) {
-		if u, ok := r["user_id"]; ok && u != "user-1" {
-			t.Fatalf("record of another user: %v", r)
+	for _, r := range walRecords(t, wantCode(t, 0, "inspect", "wal", f.skuDir, "--user", "user-1")) {
+		if r.UserID != "" && r.UserID != "user-1" {
+			t.Fatalf("record of another user: %+v", r)
 		}
 	}
-	req := records(t, wantCode(t, 0, "inspect", "wal", f.skuDir, "--request", "req-1"))
-	if len(req) != 2 || req[0]["type"] != "RESERVED" || req[1]["type"] != "PAID" {
-		t.Fatalf("request req-1: %v", req)
+	req := walRecords(t, wantCode(t, 0, "inspect", "wal", f.skuDir, "--request", "req-1"))
+	if len(req) != 2 || req[0].Type != "RESERVED" || req[1].Type != "PAID" {
+		t.Fatalf("request req-1: %+v", req)
+	}
+	// A filter that matches nothing: an empty array, not nothing.
+	if got := walRecords(t, wantCode(t, 0, "inspect", "wal", f.skuDir, "--request", "no-such-request")); len(got) != 0 {
+		t.Fatalf("request no-such-request: %+v", got)
 	}
 	wantCode(t, 2, "inspect", "wal", f.skuDir, "--reservation", "x~y")
 	wantCode(t, 2, "inspect", "wal", filepath.Join(f.dataDir, "nope"))
@@ -191,16 +232,16 @@ func TestInspectWALAfterTruncation(t *testing.T) {
 	if _, _, err := writeLog(walDir, log, f.snapIndex+1, f.lastIndex); err != nil {
 		t.Fatal(err)
 	}
-	all := records(t, wantCode(t, 0, "inspect", "wal", f.skuDir))
-	if uint64(all[0]["index"].(float64)) != f.snapIndex+1 {
-		t.Fatalf("first record %v, want index %d", all[0], f.snapIndex+1)
+	doc := walDocument(t, wantCode(t, 0, "inspect", "wal", f.skuDir))
+	if all := doc.Records; all[0].Index != f.snapIndex+1 || doc.Log.FirstIndex != f.snapIndex+1 || doc.CampaignID != "c1" {
+		t.Fatalf("first record %+v, log %+v, want index %d", all[0], doc.Log, f.snapIndex+1)
 	}
 	// Reservation 1 (req-0, user-0) was made before the snapshot and
 	// cancelled after it.
 	for _, filter := range [][]string{{"--request", "req-0"}, {"--user", "user-0"}, {"--reservation", "1"}} {
 		var closed bool
-		for _, r := range records(t, wantCode(t, 0, append([]string{"inspect", "wal", f.skuDir}, filter...)...)) {
-			closed = closed || r["type"] == "CLOSED" && r["reservation_id"] == f.id(1)
+		for _, r := range walRecords(t, wantCode(t, 0, append([]string{"inspect", "wal", f.skuDir}, filter...)...)) {
+			closed = closed || r.Type == "CLOSED" && r.ReservationID == f.id(1)
 		}
 		if !closed {
 			t.Fatalf("inspect wal %v: the CLOSED record of c1~s1~1 is missing", filter)
@@ -233,7 +274,7 @@ func TestInspectWALUndecodable(t *testing.T) {
 	if code != exitFailed || out != "" || !strings.Contains(errOut, fmt.Sprintf("record %d", f.lastIndex+1)) {
 		t.Fatalf("inspect wal: exit %d\nstdout:\n%.300s\nstderr:\n%s", code, out, errOut)
 	}
-	if recs := records(t, wantCode(t, exitOK, "inspect", "wal", f.skuDir, "--to", fmt.Sprint(f.lastIndex))); len(recs) != int(f.lastIndex) {
+	if recs := walRecords(t, wantCode(t, exitOK, "inspect", "wal", f.skuDir, "--to", fmt.Sprint(f.lastIndex))); len(recs) != int(f.lastIndex) {
 		t.Fatalf("inspect wal --to %d: %d records", f.lastIndex, len(recs))
 	}
 }
@@ -272,21 +313,31 @@ func TestInspectSnapshot(t *testing.T) {
 
 func TestVerify(t *testing.T) {
 	f := newFixture(t)
-	var rep verifyJSON
-	json.Unmarshal([]byte(wantCode(t, 0, "verify", f.skuDir)), &rep)
+	out := wantCode(t, 0, "verify", f.skuDir)
+	if run := verifyRun(t, out); run.Dir != f.skuDir || !run.OK {
+		t.Fatalf("verify: dir %q, ok %v", run.Dir, run.OK)
+	}
+	if !strings.HasPrefix(out, "{\n  \"dir\": ") { // indented, for a human reading it
+		t.Fatalf("verify output is not indented:\n%.200s", out)
+	}
+	rep := verifySKUReport(t, out)
 	if !rep.OK || rep.StateHash != hashHex(f.hash) || rep.StateIndex != f.lastIndex || len(rep.Snapshots) != 1 ||
 		rep.Snapshots[0].Status != "matches the log" || rep.Counts.SaleLimit != 40 {
 		t.Fatalf("verify: %+v", rep)
 	}
-	wantCode(t, 0, "verify", f.dataDir) // every SKU of a data dir
-	wantCode(t, 0, "verify", filepath.Join(f.skuDir, "wal"))
+	for _, dir := range []string{f.dataDir, filepath.Join(f.skuDir, "wal")} { // every SKU of a data dir; a wal dir
+		if got := verifySKUReport(t, wantCode(t, 0, "verify", dir)); got.StateHash != rep.StateHash || got.Dir != f.skuDir {
+			t.Fatalf("verify %s: %+v", dir, got)
+		}
+	}
 
-	// A damaged snapshot fails verify (the log alone still rebuilds the SKU).
+	// A damaged snapshot fails verify (the log alone still rebuilds the SKU),
+	// and the report says why.
 	b, _ := os.ReadFile(snapshotPath(f))
 	os.WriteFile(snapshotPath(f), b[:len(b)-3], 0o640)
-	out := wantCode(t, 1, "verify", f.skuDir)
-	if !strings.Contains(out, "corrupt") {
-		t.Fatalf("damaged snapshot: %s", out)
+	if got := verifySKUReport(t, wantCode(t, 1, "verify", f.skuDir)); got.OK || len(got.Snapshots) != 1 ||
+		!strings.HasPrefix(got.Snapshots[0].Status, "corrupt") || !strings.Contains(strings.Join(got.Problems, " "), "corrupt") {
+		t.Fatalf("damaged snapshot: %+v", got)
 	}
 	os.WriteFile(snapshotPath(f), b, 0o640)
 
@@ -296,14 +347,22 @@ func TestVerify(t *testing.T) {
 	c := bytes.Clone(w)
 	c[len(c)/3] ^= 0x20
 	os.WriteFile(seg, c, 0o640)
-	wantCode(t, 1, "verify", f.skuDir)
+	if got := verifySKUReport(t, wantCode(t, 1, "verify", f.skuDir)); got.OK || !strings.Contains(strings.Join(got.Problems, " "), "log corrupt") {
+		t.Fatalf("flipped byte in the log: %+v", got)
+	}
 	// A cut last record is a torn tail: reported, not a failure.
 	os.WriteFile(seg, w[:len(w)-5], 0o640)
-	json.Unmarshal([]byte(wantCode(t, 0, "verify", f.skuDir)), &rep)
+	rep = verifySKUReport(t, wantCode(t, 0, "verify", f.skuDir))
 	if rep.Log.TornTailBytes == 0 || rep.StateIndex != f.lastIndex-1 {
 		t.Fatalf("torn tail: %+v", rep.Log)
 	}
-	wantCode(t, 2, "verify", t.TempDir())
+	// Nothing to verify, or a directory that cannot be read: exit 2 and
+	// nothing on stdout.
+	for _, dir := range []string{t.TempDir(), filepath.Join(f.dataDir, "missing")} {
+		if out := wantCode(t, 2, "verify", dir); out != "" {
+			t.Fatalf("verify %s: stdout %q", dir, out)
+		}
+	}
 }
 
 // smallSKU makes a SKU with a few records in a data dir of its own and
@@ -339,19 +398,37 @@ func smallSKU(t *testing.T, dataDir, campaignID, skuID string) string {
 	return dir
 }
 
-// verifyReports decodes the reports verify prints, one JSON object per SKU.
-func verifyReports(t *testing.T, out string) []verifyJSON {
+// verifyRun decodes what verify prints: one JSON document (a stream of
+// several does not decode), with a report per SKU, whose ok is true
+// exactly when every SKU's is.
+func verifyRun(t *testing.T, out string) verifyRunJSON {
 	t.Helper()
-	var reps []verifyJSON
-	dec := json.NewDecoder(strings.NewReader(out))
-	for dec.More() {
-		var rep verifyJSON
-		if err := dec.Decode(&rep); err != nil {
-			t.Fatalf("verify output: %v\n%s", err, out)
-		}
-		reps = append(reps, rep)
+	var run verifyRunJSON
+	if err := json.Unmarshal([]byte(out), &run); err != nil {
+		t.Fatalf("verify output is not one JSON document: %v\n%s", err, out)
 	}
-	return reps
+	if len(run.SKUs) == 0 {
+		t.Fatalf("verify output has no SKU reports:\n%s", out)
+	}
+	allOK := true
+	for _, r := range run.SKUs {
+		allOK = allOK && r.OK
+	}
+	if run.OK != allOK {
+		t.Fatalf("verify output: ok %v, but every SKU ok: %v\n%s", run.OK, allOK, out)
+	}
+	return run
+}
+
+// verifySKUReport decodes what verify prints for a single SKU and returns
+// that SKU's report.
+func verifySKUReport(t *testing.T, out string) verifyJSON {
+	t.Helper()
+	run := verifyRun(t, out)
+	if len(run.SKUs) != 1 {
+		t.Fatalf("verify output: %d SKU reports, want 1\n%s", len(run.SKUs), out)
+	}
+	return run.SKUs[0]
 }
 
 // An empty wal/ (seckilld stopped between creating it and writing its
@@ -365,18 +442,15 @@ func TestEmptyWAL(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dir := range []string{dataDir, skuDir, walDir} {
-		reps := verifyReports(t, wantCode(t, exitOK, "verify", dir))
-		if len(reps) != 1 {
-			t.Fatalf("verify %s: %+v", dir, reps)
-		}
-		if r := reps[0]; r.CampaignID != "aaa" || r.SKUID != "broken" || !r.OK || r.Log.Segments != 0 ||
+		if r := verifySKUReport(t, wantCode(t, exitOK, "verify", dir)); r.CampaignID != "aaa" || r.SKUID != "broken" || !r.OK || r.Log.Segments != 0 ||
 			r.Log.FirstIndex != 1 || r.Log.LastIndex != 0 || r.RecordsReplayed != 0 || r.Counts != (countsJSON{}) {
 			t.Fatalf("verify %s: %+v", dir, r)
 		}
 	}
 	for _, dir := range []string{skuDir, walDir} {
-		if out := wantCode(t, exitOK, "inspect", "wal", dir); out != "" {
-			t.Fatalf("inspect wal %s: %q", dir, out)
+		if doc := walDocument(t, wantCode(t, exitOK, "inspect", "wal", dir)); len(doc.Records) != 0 ||
+			doc.CampaignID != "aaa" || doc.SKUID != "broken" || doc.Log.FirstIndex != 1 || doc.Log.LastIndex != 0 {
+			t.Fatalf("inspect wal %s: %+v", dir, doc)
 		}
 	}
 	if out := wantCode(t, exitOK, "export", skuDir); strings.TrimSpace(out) != strings.Join(exportColumns, ",") {
@@ -409,9 +483,9 @@ func TestEmptyWAL(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if recs := records(t, wantCode(t, exitOK, "inspect", "wal", skuDir)); len(recs) != 1 ||
-		recs[0]["index"] != 1.0 || recs[0]["type"] != "DEFINE" {
-		t.Fatalf("aaa/broken after its definition: %v", recs)
+	if recs := walRecords(t, wantCode(t, exitOK, "inspect", "wal", skuDir)); len(recs) != 1 ||
+		recs[0].Index != 1 || recs[0].Type != "DEFINE" || recs[0].Definition == nil || recs[0].Definition.SKUID != "broken" {
+		t.Fatalf("aaa/broken after its definition: %+v", recs)
 	}
 }
 
@@ -442,7 +516,11 @@ func TestVerifyDataDir(t *testing.T) {
 	if code != exitFailed {
 		t.Fatalf("verify: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitFailed, out, errOut)
 	}
-	reps := verifyReports(t, out)
+	run := verifyRun(t, out)
+	if run.OK || run.Dir != f.dataDir {
+		t.Fatalf("verify %s: dir %q, ok %v", f.dataDir, run.Dir, run.OK)
+	}
+	reps := run.SKUs
 	var got []string
 	for _, r := range reps {
 		got = append(got, fmt.Sprintf("%s/%s ok=%v", r.CampaignID, r.SKUID, r.OK))
@@ -473,8 +551,7 @@ func TestSnapshotOffline(t *testing.T) {
 	if got.Index != f.lastIndex || got.StateHash != hashHex(f.hash) || filepath.Base(got.Path) != snapshot.Name(f.lastIndex) {
 		t.Fatalf("offline snapshot: %+v", got)
 	}
-	var rep verifyJSON
-	json.Unmarshal([]byte(wantCode(t, 0, "verify", f.skuDir)), &rep)
+	rep := verifySKUReport(t, wantCode(t, 0, "verify", f.skuDir))
 	if len(rep.Snapshots) != 2 || rep.Snapshots[1].Status != "matches the log" {
 		t.Fatalf("after offline snapshot: %+v", rep.Snapshots)
 	}
@@ -620,7 +697,7 @@ func TestExport(t *testing.T) {
 	if r := rows[3]; r[0] != f.id(3) || r[4] != "CLOSED" || r[5] != "CANCELLED" || r[13] != "true" || r[14] != "late-2" {
 		t.Fatalf("row of reservation 3: %v", r)
 	}
-	lines := records(t, wantCode(t, 0, "export", f.skuDir, "--format", "jsonl"))
+	lines := jsonLines(t, wantCode(t, 0, "export", f.skuDir, "--format", "jsonl"))
 	if len(lines) != n || lines[1]["state"] != "PAID" || lines[1]["payment_id"] != "pay-1" || lines[1]["amount"] != 12900.0 {
 		t.Fatalf("jsonl: %d lines, second %v", len(lines), lines[1])
 	}

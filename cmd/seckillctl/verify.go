@@ -12,6 +12,13 @@ import (
 	"github.com/seckill/seckill/actors"
 )
 
+// verifyRunJSON is what verify prints: one document for the whole run.
+type verifyRunJSON struct {
+	Dir  string       `json:"dir"`  // the directory given
+	OK   bool         `json:"ok"`   // every SKU verified
+	SKUs []verifyJSON `json:"skus"` // one report per SKU, in directory order
+}
+
 // verifyJSON is verify's report on one SKU.
 type verifyJSON struct {
 	Dir             string           `json:"dir"`
@@ -31,8 +38,9 @@ type verifyJSON struct {
 // runVerify rebuilds every SKU under DIR from the oldest usable base (record
 // 1 when the log has it), checks each snapshot it passes against the
 // replayed state, verifies the checksum of every snapshot file, and runs
-// the invariant audit. It prints one JSON report per SKU, also for a SKU
-// it cannot read, and goes on to the next; it fails (exit 1) when any SKU
+// the invariant audit. It prints one JSON document holding a report per
+// SKU, also for a SKU it cannot read (it goes on to the next), once every
+// SKU is done; it fails (exit 1) when any SKU
 // has a problem: a violation, corruption, or files it cannot read. Only an
 // error listing DIR itself stops it (exit 2). A torn tail (a write in
 // progress, or one the engine cuts at its next start) is reported but is
@@ -48,6 +56,7 @@ func runVerify(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	run := verifyRunJSON{Dir: pos[0], SKUs: make([]verifyJSON, 0, len(dirs))}
 	var failed []string
 	for _, dir := range dirs {
 		report, err := verifySKU(dir)
@@ -58,12 +67,14 @@ func runVerify(args []string, stdout io.Writer) error {
 		if report.Problems == nil {
 			report.Problems = []string{}
 		}
-		if err := writeJSON(stdout, report); err != nil {
-			return err
-		}
+		run.SKUs = append(run.SKUs, report)
 		if !report.OK {
 			failed = append(failed, fmt.Sprintf("%s: %s", dir, joinErrors(report.Problems)))
 		}
+	}
+	run.OK = len(failed) == 0
+	if err := writeJSON(stdout, run); err != nil {
+		return err
 	}
 	if len(failed) > 0 {
 		return &checkFailed{msg: "verify failed: " + joinErrors(failed)}
