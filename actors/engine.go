@@ -129,15 +129,23 @@ type Engine struct {
 
 	stop   chan struct{}
 	ticker sync.WaitGroup
+
+	unlock func() error // releases the data dir's lock (datadirlock.go)
 }
 
 // Open recovers every SKU found under cfg.DataDir and returns when each
 // has replayed its log. A SKU whose log cannot be recovered (mid-log
 // corruption) is kept, answering ErrUnavailable, and reported in the log;
-// Open itself fails only on I/O errors of the data directory.
+// Open itself fails only on I/O errors of the data directory and when
+// another engine holds the data dir (ErrDataDirLocked): the Engine holds
+// its lock file (LockFileName) until Close.
 func Open(cfg Config) (*Engine, error) {
 	cfg.fill()
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, err
+	}
+	unlock, err := LockDataDir(cfg.DataDir)
+	if err != nil {
 		return nil, err
 	}
 	logger := cfg.Logger
@@ -146,9 +154,11 @@ func Open(cfg Config) (*Engine, error) {
 		system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger.With("lib", "protoactor") })),
 		stop:   make(chan struct{}),
 		skus:   make(map[skuKey]*SKU),
+		unlock: unlock,
 	}
 	found, err := discover(cfg.DataDir)
 	if err != nil {
+		_ = unlock()
 		return nil, err
 	}
 	var started []*SKU
@@ -383,5 +393,7 @@ func (e *Engine) Close() error {
 		}
 	}
 	e.system.Shutdown()
-	return nil
+	// Only now that no actor can append: a SKU that would not stop keeps
+	// the data dir locked (the error above).
+	return e.unlock()
 }

@@ -1,10 +1,12 @@
 package httpapi_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -151,8 +153,18 @@ func TestDaemonCrashAndShutdown(t *testing.T) {
 	close(stop)
 	all = append(all, <-seenc...)
 
-	// 3. Everything acknowledged is there after the crash.
+	// 3. Everything acknowledged is there after the crash (the kill left
+	// the data dir's lock to the kernel, which dropped it), and a second
+	// seckilld on the same data dir refuses to start beside the first.
 	d = startDaemon(t, bin, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	second := exec.CommandContext(ctx, bin, "--addr", "127.0.0.1:0", "--data-dir", dir)
+	second.Env = append(second.Environ(), "SECKILL_ADMIN_TOKEN="+testToken)
+	out, err := second.CombinedOutput()
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "data dir in use by another engine") {
+		t.Fatalf("a second seckilld on the same data dir: %v\n%s", err, out)
+	}
 	verify(t, d.Base, all)
 	a := call(t, http.MethodGet, d.Base+"/admin/campaigns/demo/skus/sku-1/audit", nil, map[string]string{"Authorization": "Bearer " + testToken})
 	// A reserve made durable just before the kill may never have reached

@@ -713,3 +713,57 @@ func TestUsage(t *testing.T) {
 	}
 	_ = wal.ErrCorrupt
 }
+
+// The commands that write into a data dir refuse to while an engine runs
+// on it (its lock), with nothing on stdout and nothing written, and work
+// once it has stopped; a copy outside any data dir needs no lock.
+func TestWritesRefusedBesideARunningEngine(t *testing.T) {
+	f := newFixture(t)
+	e, err := actors.Open(actors.Config{DataDir: f.dataDir, Logger: quiet, ExpiryInterval: time.Hour,
+		SnapshotEvery: -1, SnapshotInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps := func() int {
+		entries, err := os.ReadDir(filepath.Join(f.skuDir, "snapshots"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(entries)
+	}
+	before := snaps()
+	for _, args := range [][]string{
+		{"snapshot", f.skuDir},
+		{"restore", "--from", f.skuDir, "--to", f.dataDir},
+	} {
+		code, out, errOut := ctl(t, args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, "data dir in use by another engine") {
+			t.Errorf("seckillctl %s beside a running engine: exit %d\nstdout: %q\nstderr: %s", strings.Join(args, " "), code, out, errOut)
+		}
+	}
+	if n := snaps(); n != before {
+		t.Errorf("snapshots beside a running engine: %d files, had %d", n, before)
+	}
+	// The source SKU of a restore may be live: only the target is locked.
+	other := t.TempDir()
+	if _, err := actors.LockDataDir(other); err != nil {
+		t.Fatal(err) // taken and left held by this test: restore must refuse
+	}
+	if code, _, errOut := ctl(t, "restore", "--from", f.skuDir, "--to", other); code != 2 || !strings.Contains(errOut, "in use") {
+		t.Errorf("restore into a locked data dir: exit %d: %s", code, errOut)
+	}
+	wantCode(t, 0, "restore", "--from", f.skuDir, "--to", t.TempDir())
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, 0, "snapshot", f.skuDir)
+	if n := snaps(); n != before+1 {
+		t.Errorf("snapshots after the engine stopped: %d files, want %d", n, before+1)
+	}
+	// A SKU copy outside any data dir (no lock file above it).
+	copyDir := t.TempDir()
+	got := restoreJSON{}
+	json.Unmarshal([]byte(wantCode(t, 0, "restore", "--from", f.skuDir, "--to", copyDir)), &got)
+	os.Remove(filepath.Join(copyDir, actors.LockFileName))
+	wantCode(t, 0, "snapshot", got.SKUDir)
+}

@@ -35,7 +35,7 @@ type restoreJSON struct {
 // indexes continuing after it. From a lone snapshot file, the state is the
 // file's. After a restore it warns on stderr that the copy is a fork of
 // the source (forkWarning).
-func runRestore(args []string, stdout, stderr io.Writer) error {
+func runRestore(args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
 	from := fs.String("from", "", "a snapshot file, or a SKU directory (its snapshots and log)")
 	to := fs.String("to", "", "the data dir to create the SKU in (the SKU must not exist there)")
@@ -91,6 +91,15 @@ func runRestore(args []string, stdout, stderr io.Writer) error {
 	if !m.Defined() {
 		return nothingToRestore(*from, o, log)
 	}
+	release, err := lockDataDir(*to)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if rerr := release(); err == nil {
+			err = rerr
+		}
+	}()
 	d := m.Definition()
 	dir := filepath.Join(*to, d.CampaignID, d.SKUID)
 	if _, err := os.Stat(dir); err == nil {

@@ -58,8 +58,17 @@ func runSnapshot(args []string, stdout io.Writer) error {
 // snapshotOffline writes a snapshot of a stopped SKU at its log's last
 // record. It prunes nothing and truncates nothing: the engine does that
 // after its next snapshot.
-func snapshotOffline(dir string, stdout io.Writer) error {
+func snapshotOffline(dir string, stdout io.Writer) (err error) {
 	start := time.Now()
+	release, err := lockEnclosingDataDir(dir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if rerr := release(); err == nil {
+			err = rerr
+		}
+	}()
 	st, err := loadState(dir, loadOptions{})
 	if err != nil {
 		return err
