@@ -67,6 +67,9 @@ func TestFakeAPIFollowsSeckilld(t *testing.T) {
 			post(pay, `{"payment_id":"p-n","amount":-1}`, 400, "BAD_REQUEST")
 			post(pay, `{"amount":1}`, 400, "BAD_REQUEST")
 			post(cancelPath, `{"reason":"x"}`, 400, "BAD_REQUEST")
+			post(cancelPath, ` null `, 400, "BAD_REQUEST")
+			post(cancelPath, "\v", 400, "BAD_REQUEST") // not JSON whitespace
+			post(pay, `null`, 400, "BAD_REQUEST")
 			// Keys are exact (case-sensitive) and given once, in every body.
 			post(pay, `{"Payment_Id":"z1","AMOUNT":777}`, 400, "BAD_REQUEST")
 			post(pay, `{"payment_id":"z1","AMOUNT":777}`, 400, "BAD_REQUEST")

@@ -214,6 +214,9 @@ func (s *Server) authorized(ctx *fasthttp.RequestCtx) bool {
 // keys spelled otherwise than v's json tags or repeated (at every level),
 // and data after it, as seckilld does.
 func decodeStrict(body []byte, v any) error {
+	if string(bytes.Trim(body, jsonSpace)) == "null" {
+		return errors.New("a JSON object is expected") // encoding/json would take it
+	}
 	decoder := json.NewDecoder(bytes.NewReader(body))
 	decoder.DisallowUnknownFields()
 	if err := decoder.Decode(v); err != nil {
@@ -224,6 +227,10 @@ func decodeStrict(body []byte, v any) error {
 	}
 	return jsonkeys.Check(body, v)
 }
+
+// jsonSpace is JSON's whitespace (RFC 8259 §2), all a body may hold and
+// still count as empty.
+const jsonSpace = " \t\r\n"
 
 func writeJSON(ctx *fasthttp.RequestCtx, status int, body []byte) {
 	ctx.SetStatusCode(status)
@@ -534,7 +541,7 @@ func hasRefund(refunds []refund, reservationID, paymentID string) bool {
 // but an empty one or {} (400 otherwise), and refuses a paid reservation
 // (409 NOT_CLOSABLE).
 func (s *Server) cancel(ctx *fasthttp.RequestCtx, id string) {
-	if body := bytes.TrimSpace(ctx.PostBody()); len(body) > 0 && decodeStrict(body, &struct{}{}) != nil {
+	if body := bytes.Trim(ctx.PostBody(), jsonSpace); len(body) > 0 && decodeStrict(body, &struct{}{}) != nil {
 		writeError(ctx, 400, "BAD_REQUEST")
 		return
 	}
