@@ -366,6 +366,9 @@ func (a *skuActor) restoreSnapshot() (uint64, error) {
 	for _, r := range refused {
 		log.Warn("snapshot not used", "path", r.Path, "index", r.Index, "err", r.Err)
 	}
+	if err := checkLogNotShort(refused, last); err != nil {
+		return 0, err
+	}
 	if loaded == nil {
 		if first > 1 {
 			return 0, fmt.Errorf("the log starts at record %d and no usable snapshot covers records 1..%d (%d refused): "+
@@ -383,6 +386,32 @@ func (a *skuActor) restoreSnapshot() (uint64, error) {
 // errSnapshotUnusable is wrapped by snapshotFits.
 var errSnapshotUnusable = errors.New("snapshot does not fit the log")
 
+// errSnapshotBeyondLog is wrapped by snapshotFits for a snapshot of
+// records the log no longer holds.
+var errSnapshotBeyondLog = fmt.Errorf("%w: beyond the end of the log", errSnapshotUnusable)
+
+// checkLogNotShort fails the recovery when a whole snapshot of this SKU
+// (its checksum holds) was taken at a record after the log's last one. A
+// snapshot is written only once the log is durable up to its record, so
+// the log has lost durable, acknowledged records (a truncated or deleted
+// segment): replaying the shorter log would forget reservations and sell
+// their units again. The operator decides instead (seckillctl restore).
+func checkLogNotShort(refused []snapshot.Refused, last uint64) error {
+	for _, r := range refused {
+		if !errors.Is(r.Err, errSnapshotBeyondLog) {
+			continue
+		}
+		if _, _, err := snapshot.Read(r.Path); err != nil {
+			continue // damaged: no proof of anything
+		}
+		return fmt.Errorf("the log ends at record %d but the whole snapshot %s was taken at record %d: "+
+			"durable records are missing from the log (a truncated or deleted segment); "+
+			"restore the SKU from a backup or from that snapshot (seckillctl restore) instead of selling from a shorter history",
+			last, r.Path, r.Index)
+	}
+	return nil
+}
+
 // snapshotFits reports whether a snapshot of campaign/sku at h.Index can
 // start a replay of a log holding records first..last.
 func snapshotFits(h snapshot.Header, campaignID, skuID string, first, last uint64) error {
@@ -390,7 +419,7 @@ func snapshotFits(h snapshot.Header, campaignID, skuID string, first, last uint6
 	case h.CampaignID != campaignID || h.SKUID != skuID:
 		return fmt.Errorf("%w: it is of %s/%s", errSnapshotUnusable, h.CampaignID, h.SKUID)
 	case h.Index > last:
-		return fmt.Errorf("%w: it includes records up to %d, the log ends at %d", errSnapshotUnusable, h.Index, last)
+		return fmt.Errorf("%w: it includes records up to %d, the log ends at %d", errSnapshotBeyondLog, h.Index, last)
 	case h.Index+1 < first:
 		return fmt.Errorf("%w: it ends at record %d, the log starts at %d", errSnapshotUnusable, h.Index, first)
 	}

@@ -217,6 +217,56 @@ func TestTruncatedLogWithoutSnapshotRefusesToStart(t *testing.T) {
 	}
 }
 
+// A whole snapshot taken at a record the log no longer reaches proves
+// that durable records were lost (a truncated or deleted segment): the
+// SKU refuses to start (UNAVAILABLE, saying why) instead of replaying the
+// shorter log and selling the lost reservations' units again.
+func TestShortLogBehindASnapshotRefusesToStart(t *testing.T) {
+	for _, damage := range []string{"truncated", "deleted"} {
+		t.Run(damage, func(t *testing.T) {
+			dir, clock := t.TempDir(), &fakeClock{}
+			cfg := snapConfig(dir, clock)
+			cfg.SnapshotEvery, cfg.WAL = -1, wal.Options{}
+			e := openWith(t, cfg)
+			if err := e.Define(ctxT(t), testDef(500)); err != nil {
+				t.Fatal(err)
+			}
+			history(t, e, clock, 0, 200)
+			snap, err := e.Snapshot(ctxT(t), "c1", "s1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			history(t, e, clock, 200, 300)
+			e.Close()
+			segs, err := wal.Segments(filepath.Join(dir, "c1", "s1", "wal"))
+			if err != nil || len(segs) != 1 {
+				t.Fatalf("segments: %v %v", segs, err)
+			}
+			if damage == "truncated" {
+				var st os.FileInfo
+				if st, err = os.Stat(segs[0].Path); err == nil {
+					err = os.Truncate(segs[0].Path, st.Size()/3)
+				}
+			} else {
+				err = os.Remove(segs[0].Path)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logged lockedLog
+			cfg.Logger = textLogger(&logged)
+			e = openWith(t, cfg)
+			if _, err := e.Reserve(ctxT(t), "c1", "s1", "r-x", "u-x"); !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("reserve on a SKU whose log lost records: %v", err)
+			}
+			if !strings.Contains(logged.String(), "durable records are missing from the log") ||
+				!strings.Contains(logged.String(), fmt.Sprintf("taken at record %d", snap.Index)) {
+				t.Fatalf("refusal not explained:\n%s", logged.String())
+			}
+		})
+	}
+}
+
 func TestSnapshotErrors(t *testing.T) {
 	e := openTest(t, t.TempDir(), &fakeClock{}, nil)
 	if _, err := e.Snapshot(ctxT(t), "c1", "nope"); !errors.Is(err, ErrUnknownSKU) {

@@ -767,3 +767,24 @@ func TestWritesRefusedBesideARunningEngine(t *testing.T) {
 	os.Remove(filepath.Join(copyDir, actors.LockFileName))
 	wantCode(t, 0, "snapshot", got.SKUDir)
 }
+
+// A whole snapshot beyond the end of the log proves the log lost durable
+// records: verify fails (exit 1) and says so.
+func TestVerifyShortLogBehindASnapshot(t *testing.T) {
+	f := newFixture(t)
+	segs, err := wal.Segments(filepath.Join(f.skuDir, "wal"))
+	if err != nil || len(segs) != 1 {
+		t.Fatalf("segments: %v %v", segs, err)
+	}
+	st, err := os.Stat(segs[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(segs[0].Path, st.Size()/4); err != nil {
+		t.Fatal(err)
+	}
+	rep := verifySKUReport(t, wantCode(t, 1, "verify", f.skuDir))
+	if rep.OK || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "durable records are missing from the log") {
+		t.Fatalf("verify of a log shorter than its snapshot: ok %v, problems %q", rep.OK, rep.Problems)
+	}
+}

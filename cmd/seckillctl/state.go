@@ -83,6 +83,12 @@ func loadState(skuDir string, o loadOptions) (*state, error) {
 			s.Status, s.corrupt = corruptStatus(err), true
 		case h.Index != f.Index:
 			s.Status, s.corrupt = fmt.Sprintf("corrupt: the file holds index %d", h.Index), true
+		case f.Index > last && o.verify && logEndsBefore(skuDir, f.Index):
+			// Checked whole, and the log still ends before it: a snapshot
+			// is written only once the log is durable up to its record.
+			s.Status = fmt.Sprintf("beyond the log (which ends at %d): durable records are missing from the log", last)
+			st.problems = append(st.problems, fmt.Sprintf("snapshot %s was taken at record %d, the log ends at %d: "+
+				"durable records are missing from the log (seckilld refuses to start this SKU)", f.Path, f.Index, last))
 		case f.Index > last:
 			s.Status = fmt.Sprintf("beyond the log (which ends at %d)", last)
 		case f.Index+1 < first:
@@ -186,6 +192,14 @@ func checkFile(path string) (snapshot.Header, error) {
 		return snapshot.Header{}, err
 	}
 	return snapshot.Check(b)
+}
+
+// logEndsBefore reads the log of skuDir again and reports whether it
+// still ends before record index: a running engine may have appended up
+// to a snapshot it wrote while the log was being read.
+func logEndsBefore(skuDir string, index uint64) bool {
+	log, err := readLog(walDirOf(skuDir))
+	return err == nil && log.info.LastIndex < index
 }
 
 func hashHex(h [32]byte) string { return hex.EncodeToString(h[:]) }
