@@ -26,15 +26,11 @@ func lockDataDir(dir string) (release func() error, err error) {
 }
 
 // lockEnclosingDataDir takes the lock of the data dir that holds the SKU
-// directory skuDir (<data-dir>/<campaign>/<sku>), if an engine ever ran on
-// it (its lock file exists); otherwise skuDir is a copy outside any data
-// dir and there is nothing to lock.
+// directory skuDir (<data-dir>/<campaign>/<sku>). For a SKU copied outside
+// any data dir it locks a directory no engine uses, which costs nothing
+// (the lock creates no file).
 func lockEnclosingDataDir(skuDir string) (release func() error, err error) {
-	dataDir := filepath.Dir(filepath.Dir(filepath.Clean(skuDir)))
-	if _, err := os.Stat(filepath.Join(dataDir, actors.LockFileName)); errors.Is(err, os.ErrNotExist) {
-		return func() error { return nil }, nil
-	}
-	release, err = actors.LockDataDir(dataDir)
+	release, err = actors.LockDataDir(filepath.Dir(filepath.Dir(filepath.Clean(skuDir))))
 	if errors.Is(err, actors.ErrDataDirLocked) {
 		return nil, fmt.Errorf("%w: take the snapshot online (snapshot --server), or stop seckilld first", err)
 	}
