@@ -233,20 +233,28 @@ func (a *skuActor) handle(c *call, now int64) (wait bool) {
 		c.report.hash = m.Hash()
 	}
 	a.out = out
-	a.appendRecords(out)
+	if len(out) > 0 && a.appendRecords(out) == 0 {
+		// The log had failed: none of the call's records is in it, so
+		// nothing was done (a partly appended call waits, and learns
+		// ErrResultUnknown with its batch).
+		c.answer(ErrUnavailable)
+		return false
+	}
 	return true
 }
 
 // appendRecords hands the records to the log's pending batch; it does not
-// wait for the disk.
-func (a *skuActor) appendRecords(out []sku.Record) {
+// wait for the disk. It returns how many it handed over: fewer than
+// len(out) when the log failed (the SKU is then failed too).
+func (a *skuActor) appendRecords(out []sku.Record) (appended int) {
 	for i := range out {
 		a.buf = out[i].AppendPayload(a.buf[:0])
 		if _, err := a.log.Append(byte(out[i].Type), a.buf); err != nil {
 			a.fail(err)
-			return
+			return i
 		}
 	}
+	return len(out)
 }
 
 // fail makes the SKU fail-stop: the Machine may now hold decisions that are

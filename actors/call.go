@@ -114,7 +114,7 @@ func (b *batch) Durable(err error) {
 	}
 	for i, c := range b.calls {
 		if err != nil {
-			c.err = ErrUnavailable
+			c.err = ErrResultUnknown // its records may have reached the disk
 		}
 		c.done <- struct{}{}
 		b.calls[i] = nil

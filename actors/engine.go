@@ -38,6 +38,13 @@ var (
 	// ErrUnavailable: the SKU is recovering, failed to recover, or its log
 	// failed (fail-stop); it acknowledges nothing until restarted.
 	ErrUnavailable = errors.New("SKU unavailable")
+	// ErrResultUnknown: the call was decided, then the SKU's log failed
+	// (a write or fsync error) before its records were known durable: they
+	// may or may not be on disk, so the command may or may not stand. The
+	// SKU is unavailable (ErrUnavailable) until restarted; after that,
+	// reading the reservation or the request_id tells. (A call the failed
+	// SKU never decided gets ErrUnavailable: nothing was done.)
+	ErrResultUnknown = errors.New("result unknown: the log failed after the call was decided")
 	// ErrInvalidArgument: a malformed id or amount.
 	ErrInvalidArgument = errors.New("invalid argument")
 	// ErrClosed: the engine is closed.

@@ -61,7 +61,7 @@ type engineFailure struct {
 // is INTERNAL (and logged by the caller).
 func classify(err error) engineFailure {
 	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.Is(err, actors.ErrResultUnknown):
 		return engineFailure{status: 504, reason: reasonResultUnknown, unknown: true}
 	case errors.Is(err, actors.ErrUnknownSKU), errors.Is(err, actors.ErrNotFound), errors.Is(err, sku.ErrBadReservationID):
 		return engineFailure{status: 404, reason: reasonNotFound}

@@ -25,9 +25,13 @@ type faultyEngine struct {
 	reserveDelay atomic.Int64 // nanoseconds; 0: no delay
 	slowCalls    atomic.Int64 // how many more reserves are slowed (<0: all)
 	panicOnGet   atomic.Bool
+	reserveErr   atomic.Pointer[error] // answered instead of reserving, once
 }
 
 func (f *faultyEngine) Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error) {
+	if err := f.reserveErr.Swap(nil); err != nil {
+		return sku.Result{}, *err
+	}
 	d := time.Duration(f.reserveDelay.Load())
 	if d == 0 || !f.takeSlowCall() {
 		return f.Engine.Reserve(ctx, campaignID, skuID, requestID, userID)
@@ -167,6 +171,26 @@ func TestResultUnknown(t *testing.T) {
 	if a := ts.audit("unk", "s"); num(a, "reservations") != 1 {
 		t.Fatalf("audit: %v", a)
 	}
+}
+
+// A reserve decided just before its SKU's log failed may be on disk or
+// not (actors.ErrResultUnknown): 504 RESULT_UNKNOWN with the status_url to
+// poll, never 503 UNAVAILABLE, which says nothing was done.
+func TestLogFailureAfterDecisionIsResultUnknown(t *testing.T) {
+	t.Parallel()
+	fe := &faultyEngine{}
+	ts := startServer(t, serverOptions{wrap: func(e *actors.Engine) httpapi.Engine { fe.Engine = e; return fe }})
+	ts.define(campaign("lf", "15m", map[string]int{"s": 5}))
+	err := fmt.Errorf("lf/s: %w", actors.ErrResultUnknown)
+	fe.reserveErr.Store(&err)
+	r := ts.reserve("lf", "s", "r1", "u1")
+	want(t, r, http.StatusGatewayTimeout, "RESULT_UNKNOWN")
+	if r.str("status_url") != "/v1/campaigns/lf/skus/s/requests/r1" {
+		t.Fatalf("504 body: %v", r)
+	}
+	unavailable := fmt.Errorf("lf/s: %w", actors.ErrUnavailable)
+	fe.reserveErr.Store(&unavailable)
+	want(t, ts.reserve("lf", "s", "r2", "u2"), http.StatusServiceUnavailable, "UNAVAILABLE")
 }
 
 // A handler panic is answered 500 INTERNAL and the server lives on.
