@@ -29,13 +29,17 @@ type skuActor struct {
 	m          *sku.Machine
 	log        *wal.Log
 	// failed is set when the log failed or recovery failed: the actor then
-	// answers ErrUnavailable to everything (fail-stop) until restarted.
+	// answers ErrUnavailable to everything (fail-stop) until it recovers again (retry.go).
 	failed error
 
 	// filter holds the decided request_ids, published as h.requests.
 	filter *requestFilter
 
 	snap snapshots // snapshot bookkeeping (snapshot.go)
+
+	// retryWait is the wait before the next recovery after a log failure
+	// (retry.go); 0 when none is scheduled.
+	retryWait time.Duration
 
 	out   []sku.Record // records of the current call, reused
 	buf   []byte       // payload scratch, reused
@@ -52,6 +56,8 @@ func (a *skuActor) Receive(ctx actor.Context) {
 		a.maybeSnapshot(ctx)
 	case snapshotMessage:
 		a.onSnapshot(ctx, msg)
+	case retryRecovery:
+		a.retryRecovery()
 	case *actor.Started:
 		a.recover()
 	case *actor.Restarting, *actor.Stopping:
@@ -258,12 +264,14 @@ func (a *skuActor) appendRecords(out []sku.Record) (appended int) {
 }
 
 // fail makes the SKU fail-stop: the Machine may now hold decisions that are
-// not on disk, so it acknowledges nothing more until restarted and
-// recovered (PostgreSQL's fsync-failure policy).
+// not on disk, so it acknowledges nothing more until it has recovered from
+// disk again (retry.go; PostgreSQL's fsync-failure policy: never retry the
+// fsync and go on).
 func (a *skuActor) fail(err error) {
 	a.failed = fmt.Errorf("%w: log failed: %v", ErrUnavailable, err)
 	a.h.unavailable.Store(true)
-	a.cfg.Logger.Error("SKU log failed; fail-stop until restart", "campaign", a.h.campaignID, "sku", a.h.skuID, "err", err)
+	a.cfg.Logger.Error("SKU log failed; fail-stop until it recovers from disk", "campaign", a.h.campaignID, "sku", a.h.skuID, "err", err)
+	a.scheduleRetry()
 }
 
 // expire runs one bounded expiry step, and asks for another while more

@@ -36,14 +36,15 @@ var (
 	// ErrNotFound: no durable reservation or request answers the lookup.
 	ErrNotFound = errors.New("not found")
 	// ErrUnavailable: the SKU is recovering, failed to recover, or its log
-	// failed (fail-stop); it acknowledges nothing until restarted.
+	// failed (fail-stop); it acknowledges nothing until it has recovered
+	// from disk again (Config.LogFailureRetry).
 	ErrUnavailable = errors.New("SKU unavailable")
 	// ErrResultUnknown: the call was decided, then the SKU's log failed
 	// (a write or fsync error) before its records were known durable: they
 	// may or may not be on disk, so the command may or may not stand. The
-	// SKU is unavailable (ErrUnavailable) until restarted; after that,
-	// reading the reservation or the request_id tells. (A call the failed
-	// SKU never decided gets ErrUnavailable: nothing was done.)
+	// SKU is unavailable (ErrUnavailable) until it recovers from disk;
+	// after that, reading the reservation or the request_id tells. (A call
+	// the failed SKU never decided gets ErrUnavailable: nothing was done.)
 	ErrResultUnknown = errors.New("result unknown: the log failed after the call was decided")
 	// ErrInvalidArgument: a malformed id or amount.
 	ErrInvalidArgument = errors.New("invalid argument")
@@ -84,6 +85,11 @@ type Config struct {
 	// SnapshotKeep is how many snapshots each SKU keeps (default
 	// DefaultSnapshotKeep); the log is truncated up to the oldest one kept.
 	SnapshotKeep int
+	// LogFailureRetry is the first wait before a SKU whose log failed
+	// (fail-stop) recovers from disk again; it doubles up to
+	// maxLogFailureRetry while recovery fails (default 1 s; negative:
+	// never, the SKU stays unavailable until the engine restarts).
+	LogFailureRetry time.Duration
 
 	metrics *engineMetrics
 }
@@ -106,6 +112,9 @@ func (c *Config) fill() {
 	}
 	if c.ExpiryBatch <= 0 {
 		c.ExpiryBatch = 1024
+	}
+	if c.LogFailureRetry == 0 {
+		c.LogFailureRetry = time.Second
 	}
 	c.metrics = newEngineMetrics(c.Registerer)
 }

@@ -17,21 +17,21 @@ import (
 type faultyStore struct {
 	wal.Store
 	writes, syncs atomic.Int64
-	failWriteAt   int64 // 0: never
-	failSyncAt    int64
+	failWriteAt   atomic.Int64 // 0: never
+	failSyncAt    atomic.Int64
 }
 
 var errInjected = errors.New("injected I/O error")
 
 func (s *faultyStore) WriteBatch(b *wal.Batch) (int, error) {
-	if n := s.writes.Add(1); s.failWriteAt > 0 && n >= s.failWriteAt {
+	if n, at := s.writes.Add(1), s.failWriteAt.Load(); at > 0 && n >= at {
 		return 0, errInjected
 	}
 	return s.Store.WriteBatch(b)
 }
 
 func (s *faultyStore) Sync() error {
-	if n := s.syncs.Add(1); s.failSyncAt > 0 && n >= s.failSyncAt {
+	if n, at := s.syncs.Add(1), s.failSyncAt.Load(); at > 0 && n >= at {
 		return errInjected
 	}
 	return s.Store.Sync()
@@ -51,7 +51,7 @@ func TestLogFailureStopsTheSKU(t *testing.T) {
 				clock.Set(t0)
 				d := testDef(100)
 				fs := &faultyStore{}
-				cfg := Config{DataDir: dir, Clock: clock.Now, ExpiryInterval: 1 << 40, Logger: quiet}
+				cfg := Config{DataDir: dir, Clock: clock.Now, ExpiryInterval: 1 << 40, Logger: quiet, LogFailureRetry: -1}
 				cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
 					st, err := wal.OpenTidwallStore(dir, o)
 					fs.Store = st
@@ -66,9 +66,9 @@ func TestLogFailureStopsTheSKU(t *testing.T) {
 				}
 				// Batch 1 was the definition: fail from batch n on.
 				if mode == "write" {
-					fs.failWriteAt = fs.writes.Load() + n - 1
+					fs.failWriteAt.Store(fs.writes.Load() + n - 1)
 				} else {
-					fs.failSyncAt = fs.syncs.Load() + n - 1
+					fs.failSyncAt.Store(fs.syncs.Load() + n - 1)
 				}
 				var acked []string
 				failedAt := -1
@@ -201,4 +201,76 @@ func TestCallerContextEndsAWaitOnAHungDisk(t *testing.T) {
 		t.Fatalf("after the disk came back: %v %v", res.Outcome, err)
 	}
 	e.Close()
+}
+
+// A SKU whose log failed recovers from disk by itself once the cause is
+// gone (a full disk freed): it answers UNAVAILABLE while the fault lasts,
+// then admits again without an engine restart, with every acknowledged
+// reservation kept and its state equal to a replay of the log.
+func TestLogFailureHealsWithoutRestart(t *testing.T) {
+	dir := t.TempDir()
+	clock := &fakeClock{}
+	clock.Set(t0)
+	fs := &faultyStore{}
+	cfg := Config{DataDir: dir, Clock: clock.Now, ExpiryInterval: 1 << 40, Logger: quiet, LogFailureRetry: 20 * time.Millisecond}
+	cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
+		st, err := wal.OpenTidwallStore(dir, o)
+		fs.Store = st
+		return fs, err
+	}
+	e, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.Define(ctxT(t), testDef(100)); err != nil {
+		t.Fatal(err)
+	}
+	var acked []string
+	reserve := func(i int) error {
+		res, err := e.Reserve(ctxT(t), "c1", "s1", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i))
+		if err == nil && res.Outcome == sku.OutcomeAccepted {
+			acked = append(acked, res.Reservation.ReservationID)
+		}
+		return err
+	}
+	for i := 0; i < 5; i++ {
+		if err := reserve(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs.failWriteAt.Store(fs.writes.Load() + 1) // the disk is full from now on
+	if err := reserve(5); !errors.Is(err, ErrResultUnknown) {
+		t.Fatalf("reserve in the failing batch: %v", err)
+	}
+	// While the fault lasts, retries recover, fail on the next write and
+	// back off; nothing is acknowledged.
+	time.Sleep(100 * time.Millisecond)
+	for i := 6; i < 9; i++ {
+		if err := reserve(i); err == nil {
+			t.Fatalf("reserve %d acknowledged while the disk is full", i)
+		}
+	}
+	fs.failWriteAt.Store(0) // space freed
+	i := 9
+	eventually(t, func() bool {
+		i++
+		return reserve(i) == nil
+	})
+	if len(acked) != 6 {
+		t.Fatalf("acknowledged %d reservations, want the 5 before the fault and 1 after it", len(acked))
+	}
+	for _, id := range acked {
+		if v, err := e.Get(ctxT(t), id); err != nil || v.State != sku.StatePendingPayment {
+			t.Fatalf("acknowledged %s after healing: %+v %v", id, v, err)
+		}
+	}
+	live, err := e.StateHash(ctxT(t), "c1", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if replayDir(t, dir+"/c1/s1/wal").Hash() != live {
+		t.Fatal("state after healing differs from a replay of the log")
+	}
 }

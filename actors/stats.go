@@ -64,7 +64,7 @@ type Stats struct {
 	Counts            sku.Counts
 	Paused            bool
 	// Unavailable is set while the SKU is recovering, or after its log
-	// failed (fail-stop): it answers ErrUnavailable until restarted.
+	// failed (fail-stop): it answers ErrUnavailable until it recovers from disk again.
 	Unavailable bool
 	// Queued is the number of calls waiting in the SKU's inbox (its
 	// mailbox, in the terms of the metrics).
