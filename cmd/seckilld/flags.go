@@ -42,7 +42,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fsync := fs.String("fsync", "always", "always | never (never: benchmarks only)")
 	level := fs.String("log-level", "info", "debug | info | warn | error")
 	fs.IntVar(&o.snapshotEvery, "snapshot-every", actors.DefaultSnapshotEvery, "snapshot a SKU after this many records (negative: never by count)")
-	fs.DurationVar(&o.snapshotInterval, "snapshot-interval", actors.DefaultSnapshotInterval, "snapshot a SKU with new records at least this often (negative: never by time)")
+	fs.DurationVar(&o.snapshotInterval, "snapshot-interval", actors.DefaultSnapshotInterval, "snapshot a SKU with new records at least this often (a negative duration such as -1s: never by time)")
 	fs.IntVar(&o.snapshotKeep, "snapshot-keep", actors.DefaultSnapshotKeep, "snapshots kept per SKU; the log is truncated up to the oldest")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) to this file until shutdown")
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL")); err != nil {
