@@ -22,11 +22,15 @@ import (
 //
 // and each close creates the next segment file. The mirror is seeded from the
 // tail file's size at Open and after a TruncateFront that rewrote the tail.
+//
+// At rest the store holds one file descriptor: tidwall's tail segment.
+// SyncDir opens the directory, fsyncs and closes it each time (once per new
+// segment, at Open and after TruncateFront): an engine of thousands of logs
+// must not pay a second descriptor per log for a rare fsync.
 type tidwallStore struct {
 	dir         string
 	segmentSize int
 	log         *tidwal.Log
-	dirFile     *os.File // kept open for SyncDir
 
 	mu        sync.Mutex   // guards the fields below and orders WriteBatch vs TruncateFront
 	batch     tidwal.Batch // reused; its buffers grow to the largest batch
@@ -62,10 +66,6 @@ func OpenTidwallStore(dir string, o StoreOptions) (_ Store, err error) {
 	}
 	s := &tidwallStore{dir: dir, segmentSize: o.SegmentSize, log: log}
 	if err := s.seedTail(); err != nil {
-		log.Close()
-		return nil, err
-	}
-	if s.dirFile, err = os.Open(dir); err != nil {
 		log.Close()
 		return nil, err
 	}
@@ -117,7 +117,9 @@ func (s *tidwallStore) WriteBatch(b *Batch) (segmentsCreated int, err error) {
 
 func (s *tidwallStore) Sync() error { return mapTidwallError(s.log.Sync()) }
 
-func (s *tidwallStore) SyncDir() error { return s.dirFile.Sync() }
+// SyncDir fsyncs the log's directory through a descriptor of its own,
+// closed before it returns (see the type's comment).
+func (s *tidwallStore) SyncDir() error { return syncDir(s.dir) }
 
 func (s *tidwallStore) FirstIndex() (uint64, error) {
 	index, err := s.log.FirstIndex()
@@ -160,13 +162,7 @@ func (s *tidwallStore) TruncateFront(index uint64) error {
 	return nil
 }
 
-func (s *tidwallStore) Close() error {
-	err := mapTidwallError(s.log.Close())
-	if dirErr := s.dirFile.Close(); err == nil {
-		err = dirErr
-	}
-	return err
-}
+func (s *tidwallStore) Close() error { return mapTidwallError(s.log.Close()) }
 
 // mapTidwallError turns tidwall's sentinels into this package's.
 func mapTidwallError(err error) error {
