@@ -50,7 +50,19 @@ var (
 	ErrInvalidArgument = errors.New("invalid argument")
 	// ErrClosed: the engine is closed.
 	ErrClosed = errors.New("engine closed")
+	// ErrTooManySKUs: a new SKU would take the engine beyond
+	// Config.MaxSKUs (Define, MakeRoom: nothing was created), or the data
+	// dir already holds more SKUs than that (Open: nothing was started).
+	ErrTooManySKUs = errors.New("too many SKUs for this engine")
 )
+
+// DefaultMaxSKUs is Config.MaxSKUs when zero. A SKU at rest costs one
+// file descriptor, three goroutines (its actor's dispatcher, its log's
+// flusher and releaser) and ~50 KB of memory with few reservations (its
+// reservations and its log's tail segment, up to 2 x WAL.SegmentSize when
+// busy, come on top): 10,000 of them ~0.5 GB and 10,000
+// descriptors. seckilld sets it from the open-files limit (--max-skus).
+const DefaultMaxSKUs = 10_000
 
 // Config configures an Engine. Zero fields take the defaults named.
 type Config struct {
@@ -90,6 +102,12 @@ type Config struct {
 	// maxLogFailureRetry while recovery fails (default 1 s; negative:
 	// never, the SKU stays unavailable until the engine restarts).
 	LogFailureRetry time.Duration
+	// MaxSKUs is the most SKUs the engine holds, counted as SKU folders in
+	// DataDir (defined, being defined, or left undefined by a crash
+	// between a SKU's folder and its definition): default DefaultMaxSKUs.
+	// A Define beyond it fails with ErrTooManySKUs before any folder is
+	// made; Open fails with it when DataDir already holds more.
+	MaxSKUs int
 
 	metrics *engineMetrics
 }
@@ -116,6 +134,9 @@ func (c *Config) fill() {
 	if c.LogFailureRetry == 0 {
 		c.LogFailureRetry = time.Second
 	}
+	if c.MaxSKUs <= 0 {
+		c.MaxSKUs = DefaultMaxSKUs
+	}
 	c.metrics = newEngineMetrics(c.Registerer)
 }
 
@@ -141,7 +162,14 @@ type Engine struct {
 	skus   map[skuKey]*SKU
 	mu     sync.Mutex // guards closed
 	closed bool
-	create sync.Mutex // serialises the creation of new SKUs
+	create sync.Mutex // serialises the creation of new SKUs; guards the two below
+
+	// The SKU folders beside those in skus, counted against MaxSKUs
+	// (room.go): held are promised by MakeRoom to a definition in
+	// progress, leftover exist in DataDir without a definition (Open
+	// forgot them). A key leaves either when its SKU is created.
+	held     map[skuKey]struct{}
+	leftover map[skuKey]struct{}
 
 	stop   chan struct{}
 	ticker sync.WaitGroup
@@ -152,9 +180,11 @@ type Engine struct {
 // Open recovers every SKU found under cfg.DataDir and returns when each
 // has replayed its log. A SKU whose log cannot be recovered (mid-log
 // corruption) is kept, answering ErrUnavailable, and reported in the log;
-// Open itself fails only on I/O errors of the data directory and when
-// another engine holds the data dir (ErrDataDirLocked): the Engine holds
-// its lock file (LockFileName) until Close.
+// Open itself fails on I/O errors of the data
+// directory, when another engine holds the data dir (ErrDataDirLocked: the
+// Engine holds its lock file, LockFileName, until Close), and when the data
+// dir holds more SKU folders than cfg.MaxSKUs (ErrTooManySKUs, before any
+// SKU is started: rather than run with SKUs that cannot open their files).
 func Open(cfg Config) (*Engine, error) {
 	cfg.fill()
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
@@ -166,35 +196,52 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	logger := cfg.Logger
 	e := &Engine{
-		cfg:    cfg,
-		system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger.With("lib", "protoactor") })),
-		stop:   make(chan struct{}),
-		skus:   make(map[skuKey]*SKU),
-		unlock: unlock,
+		cfg:      cfg,
+		system:   actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger.With("lib", "protoactor") })),
+		stop:     make(chan struct{}),
+		skus:     make(map[skuKey]*SKU),
+		held:     make(map[skuKey]struct{}),
+		leftover: make(map[skuKey]struct{}),
+		unlock:   unlock,
 	}
 	found, err := discover(cfg.DataDir)
 	if err != nil {
 		_ = unlock()
 		return nil, err
 	}
-	var started []*SKU
+	if len(found) > cfg.MaxSKUs {
+		_ = unlock()
+		return nil, fmt.Errorf("%w: %s holds %d SKUs, more than the limit of %d (Config.MaxSKUs)",
+			ErrTooManySKUs, cfg.DataDir, len(found), cfg.MaxSKUs)
+	}
+	started := make([]*SKU, 0, len(found))
 	for _, k := range found {
 		started = append(started, e.spawn(k))
 	}
 	for _, h := range started {
-		<-h.ready
-		if h.readyErr == nil && h.Stats().Definition.CampaignID == "" {
-			// A log created but never given its definition: forget it; a
-			// later Define appends to it.
-			e.system.Root.Stop(h.pid)
-			e.skusMu.Lock()
-			delete(e.skus, skuKey{h.campaignID, h.skuID})
-			e.skusMu.Unlock()
-		}
+		e.settle(h)
 	}
 	e.ticker.Add(1)
 	go e.tickLoop()
 	return e, nil
+}
+
+// settle waits for a SKU that Open started to recover. A log created but
+// never given its definition is forgotten (a later Define appends to it);
+// its folder stays, and still counts against MaxSKUs.
+func (e *Engine) settle(h *SKU) {
+	<-h.ready
+	if h.readyErr != nil || h.Stats().Definition.CampaignID != "" {
+		return
+	}
+	e.system.Root.Stop(h.pid)
+	k := skuKey{h.campaignID, h.skuID}
+	e.create.Lock() // the count (room.go) sees it in skus or in leftover
+	e.skusMu.Lock()
+	delete(e.skus, k)
+	e.skusMu.Unlock()
+	e.leftover[k] = struct{}{}
+	e.create.Unlock()
 }
 
 // SKUDirs lists the SKU folders of a data dir: every <dir>/<campaign>/<sku>
@@ -331,8 +378,9 @@ func (e *Engine) SKUs() []*SKU {
 
 // Define creates a SKU, or applies an allowed redefinition (end_at later,
 // sale_limit higher). A change that is not allowed returns an error
-// wrapping sku.ErrInvalidDefinition. The definition is durable when Define
-// returns nil.
+// wrapping sku.ErrInvalidDefinition; a new SKU beyond Config.MaxSKUs one
+// wrapping ErrTooManySKUs, before its folder is made (unless MakeRoom holds
+// a place for it). The definition is durable when Define returns nil.
 func (e *Engine) Define(ctx context.Context, d sku.Definition) error {
 	if err := d.Validate(); err != nil {
 		return err
@@ -367,6 +415,12 @@ func (e *Engine) handleFor(campaignID, skuID string) (*SKU, error) {
 	if h := e.handle(campaignID, skuID); h != nil { // created while we waited
 		return h, nil
 	}
+	k := skuKey{campaignID, skuID}
+	if err := e.roomForLocked(k); err != nil {
+		return nil, err
+	}
+	delete(e.held, k)
+	delete(e.leftover, k)
 	dir := filepath.Join(e.cfg.DataDir, campaignID, skuID)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, err

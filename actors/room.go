@@ -1,0 +1,87 @@
+package actors
+
+import (
+	"fmt"
+
+	"github.com/seckill/seckill/actors/sku"
+)
+
+// The room for SKUs: an engine holds at most Config.MaxSKUs SKU folders,
+// counted as len(skus) + len(held) + len(leftover), all under e.create.
+
+// MaxSKUs returns the most SKUs the engine holds (Config.MaxSKUs).
+func (e *Engine) MaxSKUs() int { return e.cfg.MaxSKUs }
+
+// SKUCount returns the SKU folders the engine counts against MaxSKUs:
+// its SKUs (defined or being defined), the places MakeRoom holds, and the
+// folders left undefined by a crash.
+func (e *Engine) SKUCount() int {
+	e.create.Lock()
+	defer e.create.Unlock()
+	return e.countLocked()
+}
+
+func (e *Engine) countLocked() int {
+	e.skusMu.RLock()
+	n := len(e.skus)
+	e.skusMu.RUnlock()
+	return n + len(e.held) + len(e.leftover)
+}
+
+// roomForLocked returns nil if the SKU k may be created: a place is held
+// for it, its folder is left over, or the count is below MaxSKUs.
+func (e *Engine) roomForLocked(k skuKey) error {
+	if _, ok := e.held[k]; ok {
+		return nil
+	}
+	if _, ok := e.leftover[k]; ok {
+		return nil
+	}
+	if n := e.countLocked(); n >= e.cfg.MaxSKUs {
+		return fmt.Errorf("%w: %s/%s would be SKU %d of at most %d", ErrTooManySKUs, k.campaignID, k.skuID, n+1, e.cfg.MaxSKUs)
+	}
+	return nil
+}
+
+// MakeRoom checks, before any of them is defined, that the SKUs of defs
+// that the engine does not hold yet fit under MaxSKUs, and holds their
+// places until release is called: a Define of one of them then needs no
+// more room, and no other Define or MakeRoom can take its place. It
+// returns an error wrapping ErrTooManySKUs, holding nothing, when they do
+// not fit. Call release once the definitions are done (or failed): the
+// places of SKUs not created by then are freed. A SKU whose place another
+// MakeRoom holds is not counted twice; if that one releases it uncreated,
+// its Define needs room again.
+func (e *Engine) MakeRoom(defs []sku.Definition) (release func(), err error) {
+	e.create.Lock()
+	defer e.create.Unlock()
+	var added []skuKey
+	for _, d := range defs {
+		k := skuKey{d.CampaignID, d.SKUID}
+		if e.handle(k.campaignID, k.skuID) != nil {
+			continue
+		}
+		if _, ok := e.held[k]; ok {
+			continue
+		}
+		if _, ok := e.leftover[k]; ok {
+			continue
+		}
+		added = append(added, k)
+		e.held[k] = struct{}{}
+	}
+	if n := e.countLocked(); n > e.cfg.MaxSKUs {
+		for _, k := range added {
+			delete(e.held, k)
+		}
+		return nil, fmt.Errorf("%w: %d new SKUs, room for %d more (%d of at most %d held)",
+			ErrTooManySKUs, len(added), max(0, e.cfg.MaxSKUs-(n-len(added))), n-len(added), e.cfg.MaxSKUs)
+	}
+	return func() {
+		e.create.Lock()
+		defer e.create.Unlock()
+		for _, k := range added {
+			delete(e.held, k)
+		}
+	}, nil
+}
