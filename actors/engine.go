@@ -56,13 +56,35 @@ var (
 	ErrTooManySKUs = errors.New("too many SKUs for this engine")
 )
 
-// DefaultMaxSKUs is Config.MaxSKUs when zero. A SKU at rest costs one
-// file descriptor, three goroutines (its actor's dispatcher, its log's
-// flusher and releaser) and ~50 KB of memory with few reservations (its
-// reservations and its log's tail segment, up to 2 x WAL.SegmentSize when
-// busy, come on top): 10,000 of them ~0.5 GB and 10,000
-// descriptors. seckilld sets it from the open-files limit (--max-skus).
-const DefaultMaxSKUs = 10_000
+// Limits of an Engine's SKUs and of the file operations they run at once.
+// Each SKU holds one file descriptor at rest (its log's tail segment: see
+// package wal); a file operation in progress (a recovery, a snapshot being
+// written, a log truncation, a new SKU's folder) holds one more at a time
+// (see the wal README): an engine holds at most
+// MaxSKUs + FileOperationsMax descriptors for its SKUs.
+const (
+	// DefaultMaxSKUs is Config.MaxSKUs when zero. A SKU at rest costs one
+	// file descriptor, three goroutines (its actor's dispatcher, its log's
+	// flusher and releaser) and ~50 KB of memory with few reservations (its
+	// reservations and its log's tail segment, up to 2 x WAL.SegmentSize
+	// when busy, come on top): 10,000 of them ~0.5 GB and 10,000
+	// descriptors. seckilld sets it from the open-files limit (--max-skus).
+	DefaultMaxSKUs = 10_000
+	// RecoveriesMax bounds the SKUs that Open recovers at once (each one
+	// opening, repairing and fsyncing its log, reading a snapshot).
+	RecoveriesMax = 16
+	// SnapshotWritersMax bounds the snapshot files written at once, over
+	// every SKU of the engine (SKUs defined together snapshot together);
+	// a snapshot waits for a writer.
+	SnapshotWritersMax = 4
+	// TruncationsMax bounds the logs truncated at once after a snapshot; a
+	// truncation that finds none free is left to the SKU's next snapshot.
+	TruncationsMax = 4
+	// FileOperationsMax is the most file operations an engine runs at once
+	// beyond its SKUs' logs: the above, plus one SKU created (Define, one at
+	// a time) and one SKU restarted after a panic.
+	FileOperationsMax = RecoveriesMax + SnapshotWritersMax + TruncationsMax + 2
+)
 
 // Config configures an Engine. Zero fields take the defaults named.
 type Config struct {
@@ -110,6 +132,10 @@ type Config struct {
 	MaxSKUs int
 
 	metrics *engineMetrics
+	// snapshotWriters and truncations are semaphores (SnapshotWritersMax,
+	// TruncationsMax): a slot is a value sent, freed by a receive.
+	snapshotWriters chan struct{}
+	truncations     chan struct{}
 }
 
 func (c *Config) fill() {
@@ -138,6 +164,8 @@ func (c *Config) fill() {
 		c.MaxSKUs = DefaultMaxSKUs
 	}
 	c.metrics = newEngineMetrics(c.Registerer)
+	c.snapshotWriters = make(chan struct{}, SnapshotWritersMax)
+	c.truncations = make(chan struct{}, TruncationsMax)
 }
 
 func (c *Config) walOptions() wal.Options {
@@ -177,10 +205,10 @@ type Engine struct {
 	unlock func() error // releases the data dir's lock (datadirlock.go)
 }
 
-// Open recovers every SKU found under cfg.DataDir and returns when each
-// has replayed its log. A SKU whose log cannot be recovered (mid-log
-// corruption) is kept, answering ErrUnavailable, and reported in the log;
-// Open itself fails on I/O errors of the data
+// Open recovers every SKU found under cfg.DataDir, RecoveriesMax at a
+// time, and returns when each has replayed its log. A SKU whose log cannot
+// be recovered (mid-log corruption) is kept, answering ErrUnavailable, and
+// reported in the log; Open itself fails on I/O errors of the data
 // directory, when another engine holds the data dir (ErrDataDirLocked: the
 // Engine holds its lock file, LockFileName, until Close), and when the data
 // dir holds more SKU folders than cfg.MaxSKUs (ErrTooManySKUs, before any
@@ -214,11 +242,16 @@ func Open(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("%w: %s holds %d SKUs, more than the limit of %d (Config.MaxSKUs)",
 			ErrTooManySKUs, cfg.DataDir, len(found), cfg.MaxSKUs)
 	}
+	// A sliding window of RecoveriesMax: the oldest recovery is waited
+	// for before the next starts.
 	started := make([]*SKU, 0, len(found))
-	for _, k := range found {
+	for i, k := range found {
+		if i >= RecoveriesMax {
+			e.settle(started[i-RecoveriesMax])
+		}
 		started = append(started, e.spawn(k))
 	}
-	for _, h := range started {
+	for _, h := range started[max(0, len(started)-RecoveriesMax):] {
 		e.settle(h)
 	}
 	e.ticker.Add(1)

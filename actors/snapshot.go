@@ -203,7 +203,8 @@ func (a *skuActor) startSnapshot(ctx actor.Context) {
 
 	w := snapshotWriter{
 		dir: a.snapshotDir(), keep: a.cfg.snapshotKeep(), index: index, frozen: frozen,
-		opts: snapshot.Options{NoSync: a.cfg.Fsync == wal.FsyncNeverBenchmarkOnly},
+		opts:  snapshot.Options{NoSync: a.cfg.Fsync == wal.FsyncNeverBenchmarkOnly},
+		slots: a.cfg.snapshotWriters,
 	}
 	owner, root, self := &a.snap, ctx.ActorSystem().Root, ctx.Self()
 	a.snap.writers.Add(1)
@@ -228,6 +229,7 @@ type snapshotWriter struct {
 	index  uint64
 	frozen *sku.Frozen
 	opts   snapshot.Options
+	slots  chan struct{} // the engine's SnapshotWritersMax
 }
 
 func (w *snapshotWriter) run(durable <-chan error) *snapshotDone {
@@ -236,6 +238,10 @@ func (w *snapshotWriter) run(durable <-chan error) *snapshotDone {
 		done.err = fmt.Errorf("%w: the log failed before the snapshot's records were durable: %v", ErrUnavailable, err)
 		return done
 	}
+	// Its file descriptors count against the engine's budget
+	// (FileOperationsMax): it waits for a writer slot.
+	w.slots <- struct{}{}
+	defer func() { <-w.slots }()
 	info, err := snapshot.Write(w.dir, w.frozen, w.index, w.opts)
 	if err != nil {
 		done.err = err
@@ -278,9 +284,21 @@ func (a *skuActor) finishSnapshot(ctx actor.Context, done *snapshotDone) {
 // segment boundary: tidwall/wal rewrites the rest of the segment that holds
 // the new first record, so the cut is placed at the last record of an
 // older segment (a one-record rewrite); records are kept until a whole
-// segment is covered.
-func (a *skuActor) truncateLog(oldestKept uint64, log interface{ Warn(string, ...any) }) {
+// segment is covered. It runs on the actor, so it does not wait for one of
+// the engine's TruncationsMax slots: with none free, the records are kept
+// until the next snapshot.
+func (a *skuActor) truncateLog(oldestKept uint64, log interface {
+	Warn(string, ...any)
+	Info(string, ...any)
+}) {
 	if oldestKept == 0 || a.log == nil || a.failed != nil {
+		return
+	}
+	select {
+	case a.cfg.truncations <- struct{}{}:
+		defer func() { <-a.cfg.truncations }()
+	default:
+		log.Info("log truncation left to the next snapshot: TruncationsMax truncations running", "max", TruncationsMax)
 		return
 	}
 	starts, err := segmentStarts(filepath.Join(a.h.dir, "wal"))
