@@ -47,7 +47,14 @@ func bearer(header []byte) ([]byte, bool) {
 
 // handleDefine is PUT /admin/campaigns/{c}: define or redefine a campaign.
 // Redefining may only move end_at later or raise sale_limit; every SKU is
-// checked before any is applied (409 otherwise).
+// checked before any is applied (409 otherwise). The campaign's new SKUs
+// must fit in the engine's limit of SKUs, checked and held before any is
+// defined: otherwise 507 TOO_MANY_SKUS and nothing is created. 507
+// (Insufficient Storage, RFC 4918 §11.5: the server cannot store what the
+// request needs) because the body is valid and would succeed on an engine
+// with room: it is this server's capacity, which an operator changes
+// (--max-skus, the open-files limit), not a conflict with the campaign's
+// state (409) nor a malformed body (4xx), and not transient (503).
 func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 	campaignID := pathParam(ctx, "campaign_id")
 	if !sku.ValidID(campaignID) {
@@ -70,6 +77,14 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 	if err := checkRedefinitions(s.engine, defs); err != nil {
 		return write(ctx, errorReply(fasthttp.StatusConflict, reasonDefinitionConflict, err.Error()))
 	}
+	release, err := s.engine.MakeRoom(defs)
+	if err != nil {
+		if errors.Is(err, actors.ErrTooManySKUs) {
+			return write(ctx, errorReply(fasthttp.StatusInsufficientStorage, reasonTooManySKUs, err.Error()))
+		}
+		return write(ctx, s.engineError("admin_define", err, "/admin/campaigns/"+campaignID))
+	}
+	defer release()
 	for _, d := range defs {
 		ectx, cancel := s.engineContext()
 		err := s.engine.Define(ectx, d)

@@ -164,7 +164,8 @@ func LoadCampaigns(path string) ([]Campaign, error) {
 // DefineCampaigns defines every SKU of every campaign on the engine. A SKU
 // already defined identically is left as it is; an allowed change (end_at
 // later, sale_limit higher) is applied; anything else fails with an error
-// wrapping sku.ErrInvalidDefinition, before any SKU is defined.
+// wrapping sku.ErrInvalidDefinition, and new SKUs beyond the engine's limit
+// with one wrapping actors.ErrTooManySKUs, before any SKU is defined.
 func DefineCampaigns(ctx context.Context, e Engine, cs []Campaign) error {
 	var all []sku.Definition
 	for _, c := range cs {
@@ -177,6 +178,11 @@ func DefineCampaigns(ctx context.Context, e Engine, cs []Campaign) error {
 		}
 		all = append(all, defs...)
 	}
+	release, err := e.MakeRoom(all)
+	if err != nil {
+		return err
+	}
+	defer release()
 	for _, d := range all {
 		if err := e.Define(ctx, d); err != nil {
 			return fmt.Errorf("defining %s/%s: %w", d.CampaignID, d.SKUID, err)

@@ -17,8 +17,13 @@ import (
 // (RESULT_UNKNOWN).
 type Engine interface {
 	// Define creates or redefines one SKU; a change that is not allowed
-	// returns an error wrapping sku.ErrInvalidDefinition.
+	// returns an error wrapping sku.ErrInvalidDefinition, a new SKU beyond
+	// the engine's limit one wrapping actors.ErrTooManySKUs.
 	Define(ctx context.Context, d sku.Definition) error
+	// MakeRoom holds, before any is defined, the places of the SKUs of defs
+	// that do not exist yet, or refuses them all with an error wrapping
+	// actors.ErrTooManySKUs; release frees the places not used.
+	MakeRoom(defs []sku.Definition) (release func(), err error)
 	// Reserve asks for a token for userID, once per requestID.
 	Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error)
 	// Pay records a payment for a reservation.
@@ -71,6 +76,8 @@ func classify(err error) engineFailure {
 		return engineFailure{status: 400, reason: reasonBadRequest}
 	case errors.Is(err, sku.ErrInvalidDefinition):
 		return engineFailure{status: 409, reason: reasonDefinitionConflict}
+	case errors.Is(err, actors.ErrTooManySKUs):
+		return engineFailure{status: 507, reason: reasonTooManySKUs}
 	}
 	return engineFailure{status: 500, reason: reasonInternal}
 }

@@ -38,6 +38,8 @@ type testServer struct {
 type serverOptions struct {
 	dir    string
 	config func(*httpapi.Config)
+	// engine tunes the engine's Config (MaxSKUs, ...).
+	engine func(*actors.Config)
 	// wrap replaces the engine the server sees (fault injection).
 	wrap func(*actors.Engine) httpapi.Engine
 }
@@ -56,7 +58,11 @@ func startServer(t *testing.T, o serverOptions) *testServer {
 	}
 	reg := prometheus.NewRegistry()
 	log := testLogger(t)
-	eng, err := actors.Open(actors.Config{DataDir: o.dir, Logger: log, Registerer: reg})
+	ecfg := actors.Config{DataDir: o.dir, Logger: log, Registerer: reg}
+	if o.engine != nil {
+		o.engine(&ecfg)
+	}
+	eng, err := actors.Open(ecfg)
 	if err != nil {
 		t.Fatalf("actors.Open: %v", err)
 	}

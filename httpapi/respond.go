@@ -30,6 +30,10 @@ const (
 	// reasonReservationMismatch: a payment body's reservation_id names
 	// another reservation than the path.
 	reasonReservationMismatch = "RESERVATION_MISMATCH"
+	// reasonTooManySKUs: defining the campaign would take the engine
+	// beyond its limit of SKUs (507: a capacity of this server, see
+	// handleDefine).
+	reasonTooManySKUs = "TOO_MANY_SKUS"
 )
 
 // outcomeOK labels a successful answer that carries no other reason.

@@ -1,0 +1,50 @@
+package httpapi_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/httpapi"
+)
+
+// A campaign PUT whose new SKUs do not fit in the engine's limit is
+// refused whole, 507 TOO_MANY_SKUS, before any of its SKUs is created;
+// one that fits, or redefines SKUs already there, is applied.
+func TestCampaignBeyondMaxSKUsIsRefusedWhole(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{engine: func(c *actors.Config) { c.MaxSKUs = 3 }})
+	a := campaign("a", "15m", map[string]int{"x": 5, "y": 5})
+	ts.define(a)
+	r := ts.admin(http.MethodPut, "/admin/campaigns/b", campaign("b", "15m", map[string]int{"x": 5, "y": 5}))
+	want(t, r, http.StatusInsufficientStorage, "TOO_MANY_SKUS")
+	if d := r.str("detail"); !strings.Contains(d, "2 new SKUs, room for 1 more") {
+		t.Fatalf("detail %q does not say what fits", d)
+	}
+	if _, err := os.Stat(filepath.Join(ts.dir, "b")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused campaign left a folder: %v", err)
+	}
+	want(t, ts.get("/v1/campaigns/b/skus/x"), http.StatusNotFound, "NOT_FOUND")
+	if n := ts.engine.SKUCount(); n != 2 {
+		t.Fatalf("SKUCount %d after the refusal, want 2", n)
+	}
+	ts.define(a) // at the limit, nothing new
+
+	// The campaign file at start is refused whole too, before any write.
+	now := time.Now()
+	err := httpapi.DefineCampaigns(context.Background(), ts.engine, []httpapi.Campaign{{CampaignID: "c",
+		StartAt: now, EndAt: now.Add(time.Hour), SKUs: []httpapi.CampaignSKU{{SKUID: "z1", SaleLimit: 1}, {SKUID: "z2", SaleLimit: 1}}}})
+	if !errors.Is(err, actors.ErrTooManySKUs) {
+		t.Fatalf("a campaign file beyond the limit: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ts.dir, "c")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused file left a folder: %v", err)
+	}
+	ts.define(campaign("b", "15m", map[string]int{"x": 5}))
+}
