@@ -35,6 +35,36 @@ func (s *Server) admin(h func(ctx *fasthttp.RequestCtx) string) func(ctx *fastht
 	}
 }
 
+// requestConfig is fasthttp's HeaderReceived: the body limit of a request,
+// decided from its header before its body is read. Only a campaign PUT
+// with the admin token gets MaxCampaignBodySize; a request without it
+// cannot make the server read more than MaxRequestBodySize.
+func (s *Server) requestConfig(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	if limit := s.bodyLimit(h); limit != s.cfg.MaxRequestBodySize {
+		return fasthttp.RequestConfig{MaxRequestBodySize: limit}
+	}
+	return fasthttp.RequestConfig{}
+}
+
+// bodyLimit returns the body limit of a request by its header.
+func (s *Server) bodyLimit(h *fasthttp.RequestHeader) int {
+	if !h.IsPut() {
+		return s.cfg.MaxRequestBodySize
+	}
+	const prefix = "/admin/campaigns/"
+	path, _, _ := bytes.Cut(h.RequestURI(), []byte("?"))
+	id, ok := bytes.CutPrefix(path, []byte(prefix))
+	if !ok || len(id) == 0 || bytes.IndexByte(id, '/') >= 0 {
+		return s.cfg.MaxRequestBodySize
+	}
+	token, ok := bearer(h.Peek("Authorization"))
+	got := digest(string(token))
+	if !ok || len(token) == 0 || subtle.ConstantTimeCompare(got[:], s.adminID[:]) != 1 {
+		return s.cfg.MaxRequestBodySize
+	}
+	return s.cfg.MaxCampaignBodySize
+}
+
 // bearer returns the credentials of an "Authorization: Bearer <token>"
 // header; the scheme is case-insensitive (RFC 9110 §11.1).
 func bearer(header []byte) ([]byte, bool) {

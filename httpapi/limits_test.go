@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -47,4 +48,26 @@ func TestCampaignBeyondMaxSKUsIsRefusedWhole(t *testing.T) {
 		t.Fatalf("the refused file left a folder: %v", err)
 	}
 	ts.define(campaign("b", "15m", map[string]int{"x": 5}))
+}
+
+// A campaign PUT with the admin token may carry MaxCampaignBodySize;
+// without it, and on every other route, bodies stay at MaxRequestBodySize
+// (the server does not read more before the token is checked).
+func TestCampaignBodyLimit(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{config: func(c *httpapi.Config) { c.MaxRequestBodySize = 512 }})
+	skus := map[string]int{}
+	for i := range 12 {
+		skus[fmt.Sprintf("sku-%02d", i)] = 1
+	}
+	body := campaign("big", "15m", skus) // ~600 bytes
+	ts.define(body)
+	r := call(t, http.MethodPut, ts.base+"/admin/campaigns/big", body, map[string]string{"Authorization": "Bearer wrong"})
+	want(t, r, http.StatusRequestEntityTooLarge, "BODY_TOO_LARGE")
+	if d := r.str("detail"); d != "request body larger than 512 bytes" {
+		t.Fatalf("detail %q", d)
+	}
+	big := fmt.Sprintf(`{"request_id":"r-1","user_id":"%s"}`, strings.Repeat("u", 600))
+	r = call(t, http.MethodPost, ts.base+"/v1/campaigns/big/skus/sku-01/reservations", big, map[string]string{"Authorization": "Bearer " + testToken})
+	want(t, r, http.StatusRequestEntityTooLarge, "BODY_TOO_LARGE")
 }

@@ -31,6 +31,9 @@ const (
 	DefaultDedupCacheSize = 100_000
 	// DefaultMaxRequestBodySize caps request bodies (bytes).
 	DefaultMaxRequestBodySize = 4 << 10
+	// DefaultMaxCampaignBodySize caps the body of an authorised campaign
+	// PUT (bytes): the campaign file's limit, ~25,000 SKUs of short ids.
+	DefaultMaxCampaignBodySize = MaxCampaignFileSize
 	// DefaultReadTimeout bounds reading one request, headers and body.
 	DefaultReadTimeout = 5 * time.Second
 	// DefaultWriteTimeout bounds writing one response.
@@ -72,6 +75,11 @@ type Config struct {
 	DedupCacheSize int
 	// MaxRequestBodySize caps request bodies, in bytes.
 	MaxRequestBodySize int
+	// MaxCampaignBodySize caps, in bytes, the body of a PUT
+	// /admin/campaigns/{c} that carries the admin token (a large catalog
+	// in one campaign); every other request, an unauthorised PUT too, has
+	// MaxRequestBodySize.
+	MaxCampaignBodySize int
 	// MaxConnections bounds the connections served at once; keep it below
 	// the process's file descriptor limit.
 	MaxConnections int
@@ -116,6 +124,9 @@ func (c *Config) fill() error {
 	}
 	if c.MaxRequestBodySize <= 0 {
 		c.MaxRequestBodySize = DefaultMaxRequestBodySize
+	}
+	if c.MaxCampaignBodySize <= 0 {
+		c.MaxCampaignBodySize = DefaultMaxCampaignBodySize
 	}
 	if c.ReadTimeout <= 0 {
 		c.ReadTimeout = DefaultReadTimeout
@@ -202,6 +213,7 @@ func New(cfg Config) (*Server, error) {
 		WriteTimeout:          cfg.WriteTimeout,
 		IdleTimeout:           cfg.IdleTimeout,
 		MaxRequestBodySize:    cfg.MaxRequestBodySize,
+		HeaderReceived:        s.requestConfig,
 		NoDefaultServerHeader: true,
 		CloseOnShutdown:       true,
 		Concurrency:           cfg.MaxConnections,
@@ -310,7 +322,7 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		outcome = write(ctx, errorReply(fasthttp.StatusRequestEntityTooLarge, reasonBodyTooLarge,
-			fmt.Sprintf("request body larger than %d bytes", s.cfg.MaxRequestBodySize)))
+			fmt.Sprintf("request body larger than %d bytes", s.bodyLimit(&ctx.Request.Header))))
 	case errors.As(err, &small):
 		outcome = write(ctx, errorReply(fasthttp.StatusRequestHeaderFieldsTooLarge, reasonHeaderTooLarge, "request header too large"))
 	case errors.As(err, &netErr) && netErr.Timeout():
