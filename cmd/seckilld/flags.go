@@ -27,6 +27,7 @@ type options struct {
 	snapshotEvery    int
 	snapshotInterval time.Duration
 	snapshotKeep     int
+	maxSKUs          int
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -44,6 +45,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.snapshotEvery, "snapshot-every", actors.DefaultSnapshotEvery, "snapshot a SKU after this many records (negative: never by count)")
 	fs.DurationVar(&o.snapshotInterval, "snapshot-interval", actors.DefaultSnapshotInterval, "snapshot a SKU with new records at least this often (a negative duration such as -1s: never by time)")
 	fs.IntVar(&o.snapshotKeep, "snapshot-keep", actors.DefaultSnapshotKeep, "snapshots kept per SKU; the log is truncated up to the oldest")
+	fs.IntVar(&o.maxSKUs, "max-skus", 0, fmt.Sprintf("most SKUs this engine holds, one open file each (0: half the open-files limit left after the reserve, at most %d)", actors.DefaultMaxSKUs))
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) to this file until shutdown")
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL")); err != nil {
 		return o, err
@@ -61,6 +63,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.snapshotKeep < 1 {
 		return o, fmt.Errorf("--snapshot-keep must be at least 1")
+	}
+	if o.maxSKUs < 0 {
+		return o, fmt.Errorf("--max-skus must be positive (0: from the open-files limit)")
 	}
 	if o.maxQueueWait <= 0 {
 		return o, fmt.Errorf("--max-queue-wait must be positive")

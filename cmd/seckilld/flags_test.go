@@ -14,12 +14,13 @@ func TestOptionsFromFlagsAndEnvironment(t *testing.T) {
 	t.Setenv("SECKILL_ADMIN_TOKEN", "from-env")
 	t.Setenv("SECKILL_MAX_QUEUE_WAIT", "3s")
 	t.Setenv("SECKILL_ADDR", "127.0.0.1:1")
+	t.Setenv("SECKILL_MAX_SKUS", "500")
 	o, err := parseOptions([]string{"--addr", "127.0.0.1:9999", "--fsync", "never", "--log-level", "debug"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.addr != "127.0.0.1:9999" || o.dataDir != "/env/data" || o.adminToken != "from-env" ||
-		o.maxQueueWait != 3*time.Second || o.fsync != wal.FsyncNeverBenchmarkOnly || o.logLevel != slog.LevelDebug {
+		o.maxQueueWait != 3*time.Second || o.fsync != wal.FsyncNeverBenchmarkOnly || o.logLevel != slog.LevelDebug || o.maxSKUs != 500 {
 		t.Fatalf("%+v", o)
 	}
 }
@@ -30,10 +31,10 @@ func TestOptionsDefaultsAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.addr != "127.0.0.1:8080" || o.dataDir != "./data" || o.campaigns != "" || o.maxQueueWait != time.Second ||
-		o.fsync != wal.FsyncAlways || o.logLevel != slog.LevelInfo {
+		o.fsync != wal.FsyncAlways || o.logLevel != slog.LevelInfo || o.maxSKUs != 0 {
 		t.Fatalf("defaults: %+v", o)
 	}
-	for _, args := range [][]string{{"--fsync", "sometimes"}, {"--log-level", "loud"}, {"--max-queue-wait", "0s"}, {"extra"}, {"--nope"}} {
+	for _, args := range [][]string{{"--fsync", "sometimes"}, {"--log-level", "loud"}, {"--max-queue-wait", "0s"}, {"--max-skus", "-1"}, {"extra"}, {"--nope"}} {
 		if _, err := parseOptions(args, io.Discard); err == nil {
 			t.Errorf("%v accepted", args)
 		}

@@ -4,7 +4,7 @@
 //
 //	seckilld [--addr 127.0.0.1:8080] [--data-dir ./data] [--campaigns FILE]
 //	         [--admin-token T] [--payment-secret S] [--max-queue-wait 1s]
-//	         [--fsync always|never] [--log-level info]
+//	         [--max-skus N] [--fsync always|never] [--log-level info]
 //
 // Every flag can also be given as SECKILL_<FLAG> (SECKILL_DATA_DIR, ...).
 // Without --campaigns the demo campaign (demo/sku-1, 10,000 tokens, open
@@ -86,12 +86,25 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 		generated = true
 	}
 
+	openFiles, err := openFilesLimit()
+	if err != nil {
+		return err
+	}
+	budget, err := planBudget(openFiles, opts.maxSKUs)
+	if err != nil {
+		return err
+	}
+	log.Info("file descriptor budget", "open_files_limit", budget.OpenFiles, "reserved", budget.Reserved,
+		"max_skus", budget.MaxSKUs, "fds_per_sku", fdsPerSKU, "max_connections", budget.MaxConnections,
+		"max_skus_from", maxSKUsSource(opts.maxSKUs))
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	engine, err := actors.Open(actors.Config{DataDir: opts.dataDir, Fsync: opts.fsync, Logger: log, Registerer: reg,
-		SnapshotEvery: opts.snapshotEvery, SnapshotInterval: opts.snapshotInterval, SnapshotKeep: opts.snapshotKeep})
+		SnapshotEvery: opts.snapshotEvery, SnapshotInterval: opts.snapshotInterval, SnapshotKeep: opts.snapshotKeep,
+		MaxSKUs: budget.MaxSKUs})
 	if err != nil {
-		return fmt.Errorf("opening %s: %w", opts.dataDir, err)
+		return fmt.Errorf("opening %s: %w%s", opts.dataDir, err, tooManyHint(err, budget))
 	}
 	defer func() {
 		if cerr := engine.Close(); cerr != nil && err == nil {
@@ -99,11 +112,11 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 		}
 	}()
 	if err := defineCampaigns(engine, opts.campaigns, log); err != nil {
-		return err
+		return fmt.Errorf("%w%s", err, tooManyHint(err, budget))
 	}
 
 	srv, err := httpapi.New(httpapi.Config{
-		MaxConnections: maxConnections(log),
+		MaxConnections: budget.MaxConnections,
 		Engine:         engine,
 		AdminToken:     token,
 		PaymentSecret:  []byte(opts.paymentSecret),
@@ -179,26 +192,25 @@ func randomToken() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// maxConnections raises the soft limit of open files to the hard one and
-// keeps 1,024 descriptors (and a quarter) for the logs, snapshots and
-// listeners: connections beyond the rest are shed with a 503.
-func maxConnections(log *slog.Logger) int {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return httpapi.DefaultMaxConnections
+// maxSKUsSource says where the SKU limit came from, for the start log.
+func maxSKUsSource(flagValue int) string {
+	if flagValue == 0 {
+		return "default: the open-files limit"
 	}
-	if lim.Cur < lim.Max {
-		raised := lim
-		raised.Cur = lim.Max
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised); err == nil {
-			lim = raised
-		}
+	return "--max-skus"
+}
+
+// tooManyHint is what to do about an error wrapping actors.ErrTooManySKUs
+// at start ("" for any other error): nothing was written.
+func tooManyHint(err error, b fdBudget) string {
+	if !errors.Is(err, actors.ErrTooManySKUs) {
+		return ""
 	}
-	n := int(min(lim.Cur, 1<<20))
-	n = min(n*3/4, n-1024)
-	if n < 64 {
-		log.Warn("few file descriptors: serving at most 64 connections", "open_files_limit", lim.Cur)
-		n = 64
+	most := max((b.OpenFiles-fdsReserved-connectionsMin)/fdsPerSKU, 0)
+	if b.MaxSKUs < most {
+		return fmt.Sprintf(" (nothing was written; the limit is --max-skus / SECKILL_MAX_SKUS %d: raise it, to at most %d with the open-files limit of %d)",
+			b.MaxSKUs, most, b.OpenFiles)
 	}
-	return min(n, httpapi.DefaultMaxConnections*4)
+	return fmt.Sprintf(" (nothing was written; the limit is --max-skus / SECKILL_MAX_SKUS %d, the most that the open-files limit of %d holds: "+
+		"raise that limit (ulimit -n, systemd LimitNOFILE=) and --max-skus, or move SKUs to another engine)", b.MaxSKUs, b.OpenFiles)
 }
