@@ -70,8 +70,10 @@ const (
 	// when busy, come on top): 10,000 of them ~0.5 GB and 10,000
 	// descriptors. seckilld sets it from the open-files limit (--max-skus).
 	DefaultMaxSKUs = 10_000
-	// RecoveriesMax bounds the SKUs that Open recovers at once (each one
-	// opening, repairing and fsyncing its log, reading a snapshot).
+	// RecoveriesMax bounds the SKUs that recover at once (each one
+	// opening, repairing and fsyncing its log, reading a snapshot): at Open,
+	// and later after their logs failed (retry.go: a full disk fails every
+	// log at once). The two never overlap: no log fails before Open returns.
 	RecoveriesMax = 16
 	// SnapshotWritersMax bounds the snapshot files written at once, over
 	// every SKU of the engine (SKUs defined together snapshot together);
@@ -132,8 +134,10 @@ type Config struct {
 	MaxSKUs int
 
 	metrics *engineMetrics
-	// snapshotWriters and truncations are semaphores (SnapshotWritersMax,
-	// TruncationsMax): a slot is a value sent, freed by a receive.
+	// recoveries, snapshotWriters and truncations are semaphores
+	// (RecoveriesMax, SnapshotWritersMax, TruncationsMax): a slot is a
+	// value sent, freed by a receive.
+	recoveries      chan struct{}
 	snapshotWriters chan struct{}
 	truncations     chan struct{}
 }
@@ -164,8 +168,18 @@ func (c *Config) fill() {
 		c.MaxSKUs = DefaultMaxSKUs
 	}
 	c.metrics = newEngineMetrics(c.Registerer)
+	c.recoveries = make(chan struct{}, RecoveriesMax)
 	c.snapshotWriters = make(chan struct{}, SnapshotWritersMax)
 	c.truncations = make(chan struct{}, TruncationsMax)
+}
+
+// recoverySlot waits for one of the engine's RecoveriesMax recovery slots
+// and returns its release. A SKU recovering after its log failed takes one
+// on its actor, which answers nothing meanwhile (it would answer
+// UNAVAILABLE): a few milliseconds per recovery ahead of it.
+func (c *Config) recoverySlot() (release func()) {
+	c.recoveries <- struct{}{}
+	return func() { <-c.recoveries }
 }
 
 func (c *Config) walOptions() wal.Options {

@@ -95,3 +95,43 @@ func TestOpenRecoversABoundedNumberAtOnce(t *testing.T) {
 		t.Fatalf("%d SKUs recovering at once, want 2..%d", most, RecoveriesMax)
 	}
 }
+
+// A SKU recovering after its log failed takes one of the engine's
+// RecoveriesMax slots: with every log failing at once (a full disk), they
+// do not all reopen their files at once.
+func TestRecoveryAfterLogFailureTakesASlot(t *testing.T) {
+	fs, clock := &faultyStore{}, &fakeClock{}
+	clock.Set(t0)
+	cfg := Config{DataDir: t.TempDir(), Clock: clock.Now, ExpiryInterval: time.Hour, Logger: quiet, LogFailureRetry: 5 * time.Millisecond}
+	cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
+		st, err := wal.OpenTidwallStore(dir, o)
+		fs.Store = st
+		return fs, err
+	}
+	e := openWith(t, cfg)
+	if err := e.Define(ctxT(t), testDef(100)); err != nil {
+		t.Fatal(err)
+	}
+	for range RecoveriesMax {
+		e.cfg.recoveries <- struct{}{}
+	}
+	fs.failWriteAt.Store(fs.writes.Load() + 1)
+	if _, err := e.Reserve(ctxT(t), "c1", "s1", "r1", "u1"); !errors.Is(err, ErrResultUnknown) {
+		t.Fatalf("reserve in the failing batch: %v", err)
+	}
+	// The next call finds the log failed: the SKU stops and schedules its
+	// recovery.
+	if _, err := e.Reserve(ctxT(t), "c1", "s1", "r2", "u2"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("reserve after the failure: %v", err)
+	}
+	fs.failWriteAt.Store(0) // the cause is gone at once...
+	time.Sleep(50 * time.Millisecond)
+	if !e.SKU("c1", "s1").Stats().Unavailable {
+		t.Fatal("the SKU recovered with every recovery slot taken")
+	}
+	<-e.cfg.recoveries // ...and it recovers once a slot is free
+	eventually(t, func() bool { return !e.SKU("c1", "s1").Stats().Unavailable })
+	if _, err := e.Reserve(ctxT(t), "c1", "s1", "r3", "u3"); err != nil {
+		t.Fatal(err)
+	}
+}

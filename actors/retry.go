@@ -44,6 +44,7 @@ func (a *skuActor) retryRecovery() {
 	if a.failed == nil || a.retryWait == 0 {
 		return // a restart (supervisor) came first
 	}
+	defer a.cfg.recoverySlot()() // RecoveriesMax at once (engine.go)
 	a.cfg.Logger.Info("SKU recovering from disk after a log failure", "campaign", a.h.campaignID, "sku", a.h.skuID)
 	a.stopSnapshots()
 	a.closeLog()
