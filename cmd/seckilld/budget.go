@@ -18,7 +18,7 @@ const (
 	// (package wal keeps no directory open).
 	fdsPerSKU = 1
 	// fdsProcess is the process's own: stdin, stdout, stderr, the data
-	// dir's LOCK, the listener, the netpoller's epoll and eventfd, the CPU
+	// dir's lock, the listener, the netpoller's epoll and eventfd, the CPU
 	// profile, the campaign file while it is read, the process collector's
 	// /proc reads during a scrape, the one connection fasthttp accepts
 	// beyond MaxConnections to answer 503 and close; the rest is margin
