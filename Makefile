@@ -36,6 +36,7 @@ bench-engine:
 	$(GO) test -run XXX -bench 'Reserve(Durable|NoSync)/callers=1$$' -benchtime 20000x -timeout 30m ./actors/
 	$(GO) test -run XXX -bench 'Reserve(Durable|NoSync)/callers=(256|4096)' -benchtime 1000000x -cpu 2,3 -timeout 30m ./actors/
 	$(GO) test -run XXX -bench 'Replay|HeapPerReservation|Snapshot|StartWith' -benchtime 1x -timeout 30m ./actors/
+	$(GO) test -run XXX -bench 'IdleSKUs' -benchtime 3x -timeout 30m ./actors/
 	$(GO) test -run XXX -bench 'MachineReserve' -benchtime 2000000x -timeout 30m ./actors/sku/
 	$(GO) test -run XXX -bench . -benchtime 1x -timeout 30m ./snapshot/
 	$(GO) test -run XXX -bench . -timeout 30m ./wal/

@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"time"
 
@@ -284,13 +285,18 @@ func (a *skuActor) expire(ctx actor.Context) {
 	now := a.cfg.Clock().UnixMilli()
 	out := a.m.Expire(now, a.cfg.ExpiryBatch, a.out[:0])
 	a.out = out
+	next, ok := a.m.NextExpiry()
+	if !ok {
+		next = math.MaxInt64
+	}
+	a.h.nextExpiry.Store(next)
 	if len(out) == 0 {
 		return
 	}
 	a.cfg.metrics.expiries.Add(float64(len(out)))
 	a.appendRecords(out)
 	a.log.Await(a.log.LastIndex(), &publisher{owner: a.h, view: a.view()})
-	if next, ok := a.m.NextExpiry(); ok && next <= now {
+	if next <= now {
 		ctx.Send(ctx.Self(), tick{})
 	}
 }

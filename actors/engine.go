@@ -353,12 +353,17 @@ func (e *Engine) spawn(k skuKey) *SKU {
 	return h
 }
 
-// tickLoop drives expiry and the rate figures of every SKU.
+// tickLoop drives expiry, snapshots and the rate figures of every SKU. A
+// SKU gets a tick when it appended records since its last one, when a
+// reservation of it is due to expire, or at least every idleTick: an
+// engine of 10,000 quiet SKUs then sends 10,000 ticks a second, not
+// 100,000 (each wakes the SKU's goroutine).
 func (e *Engine) tickLoop() {
 	defer e.ticker.Done()
 	t := time.NewTicker(e.cfg.ExpiryInterval)
 	defer t.Stop()
 	rates := make(map[*SKU]*rateTracker)
+	ticked := make(map[*SKU]tickMark)
 	lastRate := time.Now()
 	for {
 		select {
@@ -370,8 +375,16 @@ func (e *Engine) tickLoop() {
 		if rate {
 			lastRate = time.Now()
 		}
+		now, nowMs := time.Now(), e.cfg.Clock().UnixMilli()
 		for _, h := range e.SKUs() {
-			e.system.Root.Send(h.pid, tick{})
+			var index uint64
+			if l := h.log.Load(); l != nil {
+				index = l.LastIndex()
+			}
+			if m, ok := ticked[h]; !ok || index != m.index || h.nextExpiry.Load() <= nowMs || now.Sub(m.at) >= idleTick {
+				e.system.Root.Send(h.pid, tick{})
+				ticked[h] = tickMark{index: index, at: now}
+			}
 			if rate {
 				rt := rates[h]
 				if rt == nil {
@@ -382,6 +395,16 @@ func (e *Engine) tickLoop() {
 			}
 		}
 	}
+}
+
+// idleTick is the longest a SKU goes without a tick (its snapshot by
+// interval, its request filter's growth).
+const idleTick = time.Second
+
+// tickMark is what the tick loop remembers of a SKU's last tick.
+type tickMark struct {
+	index uint64    // the log's last index when it was sent
+	at    time.Time // when
 }
 
 // SKU returns the handle of a defined SKU, or nil. A SKU being created

@@ -38,6 +38,10 @@ type SKU struct {
 	unavailable    atomic.Bool
 	log            atomic.Pointer[wal.Log] // the open log, for its figures
 	requests       atomic.Pointer[requestFilter]
+	// nextExpiry is the earliest expire_at (Unix ms) of a pending
+	// reservation as of the actor's last expiry step (math.MaxInt64: none;
+	// 0 until the first step): the tick loop skips idle SKUs with it.
+	nextExpiry atomic.Int64
 
 	// durable is the view as of the durable index, replaced whole by each
 	// release (one pointer store per batch, one load per ingress read).
