@@ -134,9 +134,9 @@ func TestFlightsShareOneAnswer(t *testing.T) {
 	if leader2 || fl2 != fl {
 		t.Fatal("second join did not join the flight")
 	}
-	f.finish("u", fl, reply{status: 202})
+	f.finish("u", fl, reply{status: 202}, true)
 	<-fl2.done
-	if fl2.rep.status != 202 || fl2.requestID != "r1" {
+	if fl2.rep.status != 202 || fl2.requestID != "r1" || !fl2.shared {
 		t.Fatalf("joined answer %+v", fl2)
 	}
 	if _, leader := f.join("u", "r2"); !leader {

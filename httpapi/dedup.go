@@ -11,7 +11,8 @@ import (
 // original request instead of reaching the actor again.
 //
 //   - flights: one reserve per (campaign, SKU, user) goes to the engine at a
-//     time. A request with the same request_id shares that call's answer; a
+//     time. A request with the same request_id shares that call's answer
+//     when it is final for the request_id (Server.lead), else asks again; a
 //     request with another request_id waits for it and then asks the
 //     engine, which answers ALREADY_PURCHASED if the first one won.
 //   - answers: the SOLD_OUT answers the engine made durable for their
@@ -122,6 +123,7 @@ type flight struct {
 	requestID string
 	done      chan struct{}
 	rep       reply
+	shared    bool // rep may answer a repeat of requestID (Server.lead)
 }
 
 // flights holds the reserve in progress per (campaign, SKU, user). It holds
@@ -160,13 +162,13 @@ func (f *flights) join(key, requestID string) (fl *flight, leader bool) {
 }
 
 // finish publishes the leader's answer and removes the flight.
-func (f *flights) finish(key string, fl *flight, rep reply) {
+func (f *flights) finish(key string, fl *flight, rep reply, shared bool) {
 	sh := &f.shards[shardOf(key)]
 	sh.mu.Lock()
 	if sh.m[key] == fl {
 		delete(sh.m, key)
 	}
-	fl.rep = rep
+	fl.rep, fl.shared = rep, shared
 	done := fl.done
 	sh.mu.Unlock()
 	if done != nil {

@@ -26,11 +26,17 @@ type faultyEngine struct {
 	slowCalls    atomic.Int64 // how many more reserves are slowed (<0: all)
 	panicOnGet   atomic.Bool
 	reserveErr   atomic.Pointer[error] // answered instead of reserving, once
+	replyDelay   atomic.Int64          // nanoseconds a reserve's answer is held after the engine decided, once
 }
 
 func (f *faultyEngine) Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error) {
 	if err := f.reserveErr.Swap(nil); err != nil {
 		return sku.Result{}, *err
+	}
+	if d := time.Duration(f.replyDelay.Swap(0)); d > 0 {
+		res, err := f.Engine.Reserve(ctx, campaignID, skuID, requestID, userID)
+		time.Sleep(d)
+		return res, err
 	}
 	d := time.Duration(f.reserveDelay.Load())
 	if d == 0 || !f.takeSlowCall() {
@@ -191,6 +197,30 @@ func TestLogFailureAfterDecisionIsResultUnknown(t *testing.T) {
 	unavailable := fmt.Errorf("lf/s: %w", actors.ErrUnavailable)
 	fe.reserveErr.Store(&unavailable)
 	want(t, ts.reserve("lf", "s", "r2", "u2"), http.StatusServiceUnavailable, "UNAVAILABLE")
+}
+
+// A repeat of a request_id sent while the first is in flight shares its
+// answer only if that answer cannot have gone stale meanwhile: here the
+// first is decided ALREADY_PURCHASED, the user's purchase is cancelled,
+// and only then the repeat is sent; it must not hear ALREADY_PURCHASED
+// (the race the porcupine test found, made deterministic).
+func TestRepeatDuringFlightGetsNoStaleAnswer(t *testing.T) {
+	t.Parallel()
+	fe := &faultyEngine{}
+	ts := startServer(t, serverOptions{wrap: func(e *actors.Engine) httpapi.Engine { fe.Engine = e; return fe }})
+	ts.define(campaign("rep", "15m", map[string]int{"s": 5}))
+	first := ts.reserve("rep", "s", "r0", "u")
+	want(t, first, http.StatusAccepted, "")
+	fe.replyDelay.Store(int64(400 * time.Millisecond))
+	lead := make(chan response, 1)
+	go func() { lead <- ts.reserve("rep", "s", "r1", "u") }()
+	time.Sleep(100 * time.Millisecond) // r1 decided ALREADY_PURCHASED, its answer held
+	want(t, ts.post("/v1/reservations/"+first.str("reservation_id")+"/cancel", nil), http.StatusOK, "")
+	repeat := ts.reserve("rep", "s", "r1", "u") // joins r1's flight
+	if l := <-lead; l.status != http.StatusConflict || l.str("error") != "ALREADY_PURCHASED" {
+		t.Fatalf("the held answer: %v", l)
+	}
+	want(t, repeat, http.StatusAccepted, "")
 }
 
 // A handler panic is answered 500 INTERNAL and the server lives on.

@@ -76,8 +76,8 @@ func (s *Server) reserve(campaignID, skuID, requestID, userID string) reply {
 		}
 		fl, leader := s.flights.join(ukey, requestID)
 		if leader {
-			rep := s.lead(handle, rkey, campaignID, skuID, requestID, userID, retryOfUnknown)
-			s.flights.finish(ukey, fl, rep)
+			rep, shared := s.lead(handle, rkey, campaignID, skuID, requestID, userID, retryOfUnknown)
+			s.flights.finish(ukey, fl, rep, shared)
 			return rep
 		}
 		if deadline == nil {
@@ -96,18 +96,27 @@ func (s *Server) reserve(campaignID, skuID, requestID, userID string) reply {
 			s.rejected(layerQueueFull)
 			return s.queueFull()
 		}
-		if fl.requestID == requestID {
+		if fl.requestID == requestID && fl.shared {
 			s.rejected(layerDedup)
 			return fl.rep
 		}
-		// Another request_id of the same user finished: ask again (the
-		// cache, then a flight of our own).
+		// Another request_id of the same user finished, or ours with an
+		// answer that may be stale by now (ALREADY_PURCHASED while a cancel
+		// completed meanwhile): ask again (the cache, then a flight of our
+		// own).
 	}
 }
 
 // lead is the reserve of the flight's leader: fast paths on the SKU's
-// published durable stats, a permit, then the engine.
-func (s *Server) lead(handle *actors.SKU, rkey, campaignID, skuID, requestID, userID string, retryOfUnknown bool) reply {
+// published durable stats, a permit, then the engine. shared reports an
+// answer that a repeat of the request_id, sent while this one was in
+// flight, may get too: one that is final for the request_id (ACCEPTED, the
+// engine's recorded SOLD_OUT, REQUEST_ID_REUSED) or decides nothing
+// (QUEUE_FULL, RESULT_UNKNOWN). The others hold only at the moment they
+// were decided (ALREADY_PURCHASED, a fast-path SOLD_OUT, the sale window):
+// the repeat, which may have been sent after the state changed, asks again
+// (found by the porcupine linearizability test).
+func (s *Server) lead(handle *actors.SKU, rkey, campaignID, skuID, requestID, userID string, retryOfUnknown bool) (rep reply, shared bool) {
 	// A request_id the SKU may have decided already must get its original
 	// answer from the engine, not a fast SOLD_OUT or ENDED (one request_id,
 	// one result, also after a restart or a cache eviction).
@@ -116,22 +125,22 @@ func (s *Server) lead(handle *actors.SKU, rkey, campaignID, skuID, requestID, us
 	switch s.limits.precheck(st, s.cfg.Clock(), retryOfUnknown) {
 	case verdictUnavailable:
 		s.rejected(layerPaused)
-		return replyUnavailable
+		return replyUnavailable, false
 	case verdictNotStarted:
 		s.rejected(layerWindow)
-		return replyNotStarted
+		return replyNotStarted, false
 	case verdictEnded:
 		s.rejected(layerWindow)
-		return replyEnded
+		return replyEnded, false
 	case verdictPaused:
 		s.rejected(layerPaused)
-		return replyPaused
+		return replyPaused, false
 	case verdictSoldOut:
 		s.rejected(layerSoldOut)
-		return replySoldOut
+		return replySoldOut, false
 	case verdictQueueFull:
 		s.rejected(layerQueueFull)
-		return s.queueFull()
+		return s.queueFull(), true
 	}
 	// Out of permits is busy, not sold out, even when the stock term
 	// binds: requests in flight may still be refused (a holder clicking
@@ -140,7 +149,7 @@ func (s *Server) lead(handle *actors.SKU, rkey, campaignID, skuID, requestID, us
 	g := s.gates.get(campaignID, skuID)
 	if !g.tryAcquire(s.limits.bound(st)) {
 		s.rejected(layerQueueFull)
-		return s.queueFull()
+		return s.queueFull(), true
 	}
 	defer g.release()
 
@@ -149,18 +158,18 @@ func (s *Server) lead(handle *actors.SKU, rkey, campaignID, skuID, requestID, us
 		f := classify(err)
 		if f.unknown {
 			s.answers.markUnknown(rkey, userID)
-			return s.resultUnknown(lookupURL(campaignID, skuID, requestID))
+			return s.resultUnknown(lookupURL(campaignID, skuID, requestID)), true
 		}
 		if f.status >= 500 && f.reason == reasonInternal {
 			s.log.Error("reserve failed", "campaign_id", campaignID, "sku_id", skuID, "err", err)
 		}
-		return errorReply(f.status, f.reason, "")
+		return errorReply(f.status, f.reason, ""), false
 	}
 	rep, cache := s.reserveReply(res)
 	if cache {
 		s.answers.putFinal(rkey, userID, rep)
 	}
-	return rep
+	return rep, cache || res.Outcome == sku.OutcomeAccepted || res.Outcome == sku.OutcomeRequestIDReused
 }
 
 // reserveReply encodes the engine's answer to a reserve. cache is set for
