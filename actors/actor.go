@@ -38,9 +38,12 @@ type skuActor struct {
 
 	snap snapshots // snapshot bookkeeping (snapshot.go)
 
-	// retryWait is the wait before the next recovery after a log failure
-	// (retry.go); 0 when none is scheduled.
-	retryWait time.Duration
+	// Recovery after a log failure (retry.go): retryWait is the current
+	// backoff (0: healthy), retryArmed a recovery is scheduled, healthyAt
+	// the index whose durability ends the backoff.
+	retryWait  time.Duration
+	retryArmed bool
+	healthyAt  uint64
 
 	out   []sku.Record // records of the current call, reused
 	buf   []byte       // payload scratch, reused
@@ -132,6 +135,7 @@ func (a *skuActor) view() durableView {
 // rests on earlier, not yet durable records (a SOLD_OUT, a duplicate, a
 // read) waits for them too.
 func (a *skuActor) drain(ctx actor.Context) {
+	a.noteHealthy()
 	b := batchPool.Get().(*batch)
 	calls, more := a.h.in.take(a.spare)
 	if more {
@@ -281,6 +285,7 @@ func (a *skuActor) expire(ctx actor.Context) {
 	if a.failed != nil || !a.m.Defined() {
 		return
 	}
+	a.noteHealthy()
 	a.sizeFilter() // grow the request filter before it fills
 	now := a.cfg.Clock().UnixMilli()
 	out := a.m.Expire(now, a.cfg.ExpiryBatch, a.out[:0])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -273,4 +274,44 @@ func TestLogFailureHealsWithoutRestart(t *testing.T) {
 	if replayDir(t, dir+"/c1/s1/wal").Hash() != live {
 		t.Fatal("state after healing differs from a replay of the log")
 	}
+}
+
+// On a disk that stays full, reopening the log succeeds and only the next
+// write fails: the wait before each recovery must still double, not stay
+// at its first value (a tester saw one full recovery a second, and every
+// fourth request answered RESULT_UNKNOWN).
+func TestLogFailureBackoffDoublesWhileWritesFail(t *testing.T) {
+	dir := t.TempDir()
+	clock := &fakeClock{}
+	clock.Set(t0)
+	fs := &faultyStore{}
+	var logged lockedLog
+	cfg := Config{DataDir: dir, Clock: clock.Now, ExpiryInterval: 1 << 40, Logger: textLogger(&logged), LogFailureRetry: 10 * time.Millisecond}
+	cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
+		st, err := wal.OpenTidwallStore(dir, o)
+		fs.Store = st
+		return fs, err
+	}
+	e := openWith(t, cfg)
+	if err := e.Define(ctxT(t), testDef(100)); err != nil {
+		t.Fatal(err)
+	}
+	fs.failWriteAt.Store(fs.writes.Load() + 1)
+	// Requests keep coming while the disk is full: each recovery is
+	// followed at once by a failing write. Waits 10, 20, 40, 80, 160, 320
+	// ms: at most 6 recoveries in 640 ms (64 at a constant 10 ms).
+	deadline := time.Now().Add(640 * time.Millisecond)
+	for i := 0; time.Now().Before(deadline); i++ {
+		e.Reserve(ctxT(t), "c1", "s1", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i))
+		time.Sleep(2 * time.Millisecond)
+	}
+	if n := strings.Count(logged.String(), "SKU recovering from disk"); n < 2 || n > 7 {
+		t.Fatalf("%d recoveries in 640 ms of failing writes, want 2-7 (a doubling wait):\n%s", n, logged.String())
+	}
+	// Space freed: the SKU heals.
+	fs.failWriteAt.Store(0)
+	eventually(t, func() bool {
+		_, err := e.Reserve(ctxT(t), "c1", "s1", "ok", "u-ok")
+		return err == nil
+	})
 }
