@@ -26,11 +26,17 @@ func lockDataDir(dir string) (release func() error, err error) {
 }
 
 // lockEnclosingDataDir takes the lock of the data dir that holds the SKU
-// directory skuDir (<data-dir>/<campaign>/<sku>). For a SKU copied outside
+// directory skuDir (<data-dir>/<campaign>/<sku>, symlinks resolved). For a SKU copied outside
 // any data dir it locks a directory no engine uses, which costs nothing
 // (the lock creates no file).
 func lockEnclosingDataDir(skuDir string) (release func() error, err error) {
-	release, err = actors.LockDataDir(filepath.Dir(filepath.Dir(filepath.Clean(skuDir))))
+	// Through symlinks to the real folder: a link to a live SKU must find
+	// the data dir its engine locked.
+	real, err := filepath.EvalSymlinks(skuDir)
+	if err != nil {
+		return nil, err
+	}
+	release, err = actors.LockDataDir(filepath.Dir(filepath.Dir(real)))
 	if errors.Is(err, actors.ErrDataDirLocked) {
 		return nil, fmt.Errorf("%w: take the snapshot online (snapshot --server), or stop seckilld first", err)
 	}

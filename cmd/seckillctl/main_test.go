@@ -742,6 +742,19 @@ func TestWritesRefusedBesideARunningEngine(t *testing.T) {
 			t.Errorf("seckillctl %s beside a running engine: exit %d\nstdout: %q\nstderr: %s", strings.Join(args, " "), code, out, errOut)
 		}
 	}
+	// The same SKU through a symlink, to the SKU or to its campaign.
+	links := t.TempDir()
+	if err := os.Symlink(f.skuDir, filepath.Join(links, "sku")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Dir(f.skuDir), filepath.Join(links, "campaign")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(links, "sku"), filepath.Join(links, "campaign", "s1")} {
+		if code, out, errOut := ctl(t, "snapshot", p); code != 2 || out != "" || !strings.Contains(errOut, "in use") {
+			t.Errorf("seckillctl snapshot %s (a link) beside a running engine: exit %d\nstdout: %q\nstderr: %s", p, code, out, errOut)
+		}
+	}
 	if n := snaps(); n != before {
 		t.Errorf("snapshots beside a running engine: %d files, had %d", n, before)
 	}
