@@ -292,7 +292,10 @@ func (e *Engine) settle(h *SKU) {
 }
 
 // SKUDirs lists the SKU folders of a data dir: every <dir>/<campaign>/<sku>
-// (valid ids) that holds a wal folder, in name order.
+// (valid ids) that holds a wal or a snapshots folder, in name order. A
+// folder whose wal was lost but whose snapshots remain is listed: it is a
+// SKU with a history, which recovery then refuses (its snapshots lie
+// beyond its empty log) instead of forgetting it.
 func SKUDirs(dir string) ([]string, error) {
 	campaigns, err := os.ReadDir(dir)
 	if err != nil {
@@ -312,12 +315,17 @@ func SKUDirs(dir string) ([]string, error) {
 			if !s.IsDir() || !sku.ValidID(s.Name()) {
 				continue
 			}
-			if st, err := os.Stat(filepath.Join(skuDir, "wal")); err == nil && st.IsDir() {
+			if isDir(filepath.Join(skuDir, "wal")) || isDir(filepath.Join(skuDir, "snapshots")) {
 				dirs = append(dirs, skuDir)
 			}
 		}
 	}
 	return dirs, nil
+}
+
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
 }
 
 // discover lists the SKUs of a data dir.

@@ -318,3 +318,36 @@ func (l *lockedLog) String() string {
 }
 
 func textLogger(w *lockedLog) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// A SKU folder whose wal folder is gone but whose snapshots remain is a
+// SKU with a lost history: it is found at start and answers UNAVAILABLE,
+// not forgotten (404) nor started empty.
+func TestLostWALFolderIsNotForgotten(t *testing.T) {
+	dir, clock := t.TempDir(), &fakeClock{}
+	cfg := snapConfig(dir, clock)
+	cfg.SnapshotEvery, cfg.WAL = -1, wal.Options{}
+	e := openWith(t, cfg)
+	if err := e.Define(ctxT(t), testDef(500)); err != nil {
+		t.Fatal(err)
+	}
+	history(t, e, clock, 0, 100)
+	if _, err := e.Snapshot(ctxT(t), "c1", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if err := os.RemoveAll(filepath.Join(dir, "c1", "s1", "wal")); err != nil {
+		t.Fatal(err)
+	}
+	var logged lockedLog
+	cfg.Logger = textLogger(&logged)
+	e = openWith(t, cfg)
+	if e.SKU("c1", "s1") == nil && !strings.Contains(logged.String(), "durable records are missing") {
+		t.Fatalf("the SKU was forgotten:\n%s", logged.String())
+	}
+	if _, err := e.Reserve(ctxT(t), "c1", "s1", "r-x", "u-x"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("reserve on a SKU whose log is gone: %v", err)
+	}
+	if err := e.Define(ctxT(t), testDef(500)); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("redefining a SKU whose log is gone: %v", err)
+	}
+}

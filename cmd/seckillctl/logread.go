@@ -65,6 +65,11 @@ func readLogOnce(dir string) (*logData, error) {
 	}
 	if len(segs) == 0 {
 		if filepath.Base(dir) != "wal" {
+			if st, err := os.Stat(filepath.Join(dir, "snapshots")); err == nil && st.IsDir() {
+				return nil, fmt.Errorf("%w: %s has snapshots but no wal folder: its log is lost "+
+					"(seckilld answers UNAVAILABLE for it; seckillctl restore --from <its newest snapshot> rebuilds it up to that snapshot)",
+					errLogCorrupt, dir)
+			}
 			return nil, fmt.Errorf("%s: no log segment files (is it a SKU's wal directory?)", dir)
 		}
 		// A SKU's wal directory before its first segment (seckilld stopped

@@ -800,3 +800,21 @@ func TestVerifyShortLogBehindASnapshot(t *testing.T) {
 		t.Fatalf("verify of a log shorter than its snapshot: ok %v, problems %q", rep.OK, rep.Problems)
 	}
 }
+
+// A SKU folder whose wal folder is gone but whose snapshots remain is
+// reported by verify (exit 1), not skipped.
+func TestVerifyLostWALFolder(t *testing.T) {
+	f := newFixture(t)
+	if err := os.RemoveAll(filepath.Join(f.skuDir, "wal")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := ctl(t, "verify", f.dataDir)
+	if code != 1 || !strings.Contains(out, f.skuDir) {
+		t.Fatalf("verify of a data dir with a SKU whose log is gone: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	run := verifyRun(t, out)
+	if run.OK || len(run.SKUs) != 1 || run.SKUs[0].OK || len(run.SKUs[0].Problems) != 1 ||
+		!strings.Contains(run.SKUs[0].Problems[0], "has snapshots but no wal folder") {
+		t.Fatalf("verify report: %+v", run)
+	}
+}
