@@ -253,7 +253,7 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	if len(found) > cfg.MaxSKUs {
 		_ = unlock()
-		return nil, fmt.Errorf("%w: %s holds %d SKUs, more than the limit of %d (Config.MaxSKUs)",
+		return nil, fmt.Errorf("%w: %s holds %d SKUs, more than the limit of %d (seckilld: --max-skus)",
 			ErrTooManySKUs, cfg.DataDir, len(found), cfg.MaxSKUs)
 	}
 	// A sliding window of RecoveriesMax: the oldest recovery is waited

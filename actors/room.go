@@ -74,8 +74,8 @@ func (e *Engine) MakeRoom(defs []sku.Definition) (release func(), err error) {
 		for _, k := range added {
 			delete(e.held, k)
 		}
-		return nil, fmt.Errorf("%w: %d new SKUs, room for %d more (%d of at most %d held)",
-			ErrTooManySKUs, len(added), max(0, e.cfg.MaxSKUs-(n-len(added))), n-len(added), e.cfg.MaxSKUs)
+		return nil, fmt.Errorf("%w: %d new SKU%s, room for %d more (%d of at most %d held)",
+			ErrTooManySKUs, len(added), plural(len(added)), max(0, e.cfg.MaxSKUs-(n-len(added))), n-len(added), e.cfg.MaxSKUs)
 	}
 	return func() {
 		e.create.Lock()
@@ -84,4 +84,12 @@ func (e *Engine) MakeRoom(defs []sku.Definition) (release func(), err error) {
 			delete(e.held, k)
 		}
 	}, nil
+}
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
