@@ -306,7 +306,7 @@ func TestOutOfPermitsIsBusyNotSoldOut(t *testing.T) {
 
 // A SKU whose log fails recovery (a damaged record followed by valid ones)
 // is unavailable: its status, its reserves and its reads answer 503
-// UNAVAILABLE, /readyz names it, and the other SKUs serve on.
+// UNAVAILABLE, /readyz names it (200 degraded), and the other SKUs serve on.
 func TestUnavailableSKU(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -338,9 +338,10 @@ func TestUnavailableSKU(t *testing.T) {
 	}
 	want(t, ts2.reserve("down", "bad", "r-new", "u-new"), http.StatusServiceUnavailable, "UNAVAILABLE")
 	want(t, ts2.get("/v1/reservations/"+id), http.StatusServiceUnavailable, "UNAVAILABLE")
+	// The node stays in rotation (the good SKU lives only here), degraded.
 	ready := ts2.get("/readyz")
-	want(t, ready, http.StatusServiceUnavailable, "")
-	if !strings.Contains(string(ready.raw), "down/bad") {
+	want(t, ready, http.StatusOK, "")
+	if ready.str("status") != "degraded" || !strings.Contains(string(ready.raw), `"unavailable":["down/bad"]`) {
 		t.Fatalf("readyz: %v", ready)
 	}
 	if g := ts2.get("/v1/campaigns/down/skus/good"); g.status != http.StatusOK || g.str("status") != "OPEN" {

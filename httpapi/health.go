@@ -8,10 +8,11 @@ import (
 
 // healthBody answers /healthz and /readyz.
 type healthBody struct {
+	// Status is "ok" (/healthz), "ready", "degraded" or "draining".
 	Status string `json:"status"`
-	// NotReady lists the SKUs ("campaign/sku") not recovered or whose log
-	// failed.
-	NotReady []string `json:"not_ready,omitempty"`
+	// Unavailable lists the SKUs ("campaign/sku") that failed to recover
+	// or whose log failed, at most maxNotReadyListed of them.
+	Unavailable []string `json:"unavailable,omitempty"`
 }
 
 // handleHealthz is GET /healthz: the process is up and serving.
@@ -22,8 +23,12 @@ func (s *Server) handleHealthz(ctx *fasthttp.RequestCtx) string {
 // maxNotReadyListed bounds the SKUs /readyz names.
 const maxNotReadyListed = 20
 
-// handleReadyz is GET /readyz: 200 while every SKU is recovered and its log
-// writable, 503 otherwise (and from the start of Shutdown).
+// handleReadyz is GET /readyz, for a load balancer: 200 while the server
+// takes requests, 503 from the start of Shutdown (draining). A SKU that is
+// unavailable does not make the node unready: every SKU lives on this node
+// only, so taking it out of rotation would stop the SKUs that do serve and
+// heal none; the answer is then 200 "degraded" with the SKUs named (and
+// seckill_sku_unavailable says it too, for alerts).
 func (s *Server) handleReadyz(ctx *fasthttp.RequestCtx) string {
 	if s.draining.Load() {
 		return write(ctx, jsonReply(fasthttp.StatusServiceUnavailable, reasonUnavailable, healthBody{Status: "draining"}))
@@ -37,7 +42,7 @@ func (s *Server) handleReadyz(ctx *fasthttp.RequestCtx) string {
 		}
 	}
 	if len(bad) > 0 {
-		return write(ctx, jsonReply(fasthttp.StatusServiceUnavailable, reasonUnavailable, healthBody{Status: "unavailable", NotReady: bad}))
+		return write(ctx, jsonReply(fasthttp.StatusOK, "degraded", healthBody{Status: "degraded", Unavailable: bad}))
 	}
 	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, healthBody{Status: "ready"}))
 }
