@@ -24,6 +24,21 @@ type faultyStore struct {
 
 var errInjected = errors.New("injected I/O error")
 
+// faultyConfig is a test engine on dir whose logs go through fs (each log
+// opened replaces fs's inner store), with a fake clock and no expiry
+// timer; retry is its LogFailureRetry.
+func faultyConfig(dir string, retry time.Duration) (cfg Config, fs *faultyStore, clock *fakeClock) {
+	fs, clock = &faultyStore{}, &fakeClock{}
+	clock.Set(t0)
+	cfg = Config{DataDir: dir, Clock: clock.Now, ExpiryInterval: 1 << 40, Logger: quiet, LogFailureRetry: retry}
+	cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
+		st, err := wal.OpenTidwallStore(dir, o)
+		fs.Store = st
+		return fs, err
+	}
+	return cfg, fs, clock
+}
+
 func (s *faultyStore) WriteBatch(b *wal.Batch) (int, error) {
 	if n, at := s.writes.Add(1), s.failWriteAt.Load(); at > 0 && n >= at {
 		return 0, errInjected
@@ -48,16 +63,8 @@ func TestLogFailureStopsTheSKU(t *testing.T) {
 		for _, n := range []int64{2, 5, 9} {
 			t.Run(fmt.Sprintf("%s@%d", mode, n), func(t *testing.T) {
 				dir := t.TempDir()
-				clock := &fakeClock{}
-				clock.Set(t0)
 				d := testDef(100)
-				fs := &faultyStore{}
-				cfg := Config{DataDir: dir, Clock: clock.Now, ExpiryInterval: 1 << 40, Logger: quiet, LogFailureRetry: -1}
-				cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
-					st, err := wal.OpenTidwallStore(dir, o)
-					fs.Store = st
-					return fs, err
-				}
+				cfg, fs, clock := faultyConfig(dir, -1)
 				e, err := Open(cfg)
 				if err != nil {
 					t.Fatal(err)
@@ -210,15 +217,7 @@ func TestCallerContextEndsAWaitOnAHungDisk(t *testing.T) {
 // reservation kept and its state equal to a replay of the log.
 func TestLogFailureHealsWithoutRestart(t *testing.T) {
 	dir := t.TempDir()
-	clock := &fakeClock{}
-	clock.Set(t0)
-	fs := &faultyStore{}
-	cfg := Config{DataDir: dir, Clock: clock.Now, ExpiryInterval: 1 << 40, Logger: quiet, LogFailureRetry: 20 * time.Millisecond}
-	cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
-		st, err := wal.OpenTidwallStore(dir, o)
-		fs.Store = st
-		return fs, err
-	}
+	cfg, fs, _ := faultyConfig(dir, 20*time.Millisecond)
 	e, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -281,17 +280,9 @@ func TestLogFailureHealsWithoutRestart(t *testing.T) {
 // at its first value (a tester saw one full recovery a second, and every
 // fourth request answered RESULT_UNKNOWN).
 func TestLogFailureBackoffDoublesWhileWritesFail(t *testing.T) {
-	dir := t.TempDir()
-	clock := &fakeClock{}
-	clock.Set(t0)
-	fs := &faultyStore{}
+	cfg, fs, _ := faultyConfig(t.TempDir(), 10*time.Millisecond)
 	var logged lockedLog
-	cfg := Config{DataDir: dir, Clock: clock.Now, ExpiryInterval: 1 << 40, Logger: textLogger(&logged), LogFailureRetry: 10 * time.Millisecond}
-	cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
-		st, err := wal.OpenTidwallStore(dir, o)
-		fs.Store = st
-		return fs, err
-	}
+	cfg.Logger = textLogger(&logged)
 	e := openWith(t, cfg)
 	if err := e.Define(ctxT(t), testDef(100)); err != nil {
 		t.Fatal(err)

@@ -100,14 +100,7 @@ func TestOpenRecoversABoundedNumberAtOnce(t *testing.T) {
 // RecoveriesMax slots: with every log failing at once (a full disk), they
 // do not all reopen their files at once.
 func TestRecoveryAfterLogFailureTakesASlot(t *testing.T) {
-	fs, clock := &faultyStore{}, &fakeClock{}
-	clock.Set(t0)
-	cfg := Config{DataDir: t.TempDir(), Clock: clock.Now, ExpiryInterval: time.Hour, Logger: quiet, LogFailureRetry: 5 * time.Millisecond}
-	cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
-		st, err := wal.OpenTidwallStore(dir, o)
-		fs.Store = st
-		return fs, err
-	}
+	cfg, fs, _ := faultyConfig(t.TempDir(), 5*time.Millisecond)
 	e := openWith(t, cfg)
 	if err := e.Define(ctxT(t), testDef(100)); err != nil {
 		t.Fatal(err)
