@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -64,7 +65,11 @@ func (a *skuActor) Receive(ctx actor.Context) {
 		a.retryRecovery()
 	case *actor.Started:
 		a.recover()
-	case *actor.Restarting, *actor.Stopping:
+	case *actor.Restarting:
+		a.stopSnapshots()
+		a.closeLog()
+	case *actor.Stopping:
+		a.h.shut()
 		a.stopSnapshots()
 		a.closeLog()
 	case *actor.Stopped:
@@ -95,6 +100,7 @@ func (a *skuActor) recover() {
 		return
 	}
 	a.sizeFilter()
+	a.h.nextExpiry.Store(0) // the first tick looks for due expiries
 	a.h.publish(a.view())
 	a.h.unavailable.Store(false)
 	a.cfg.Logger.Info("SKU recovered", "campaign", a.h.campaignID, "sku", a.h.skuID,
@@ -244,7 +250,8 @@ func (a *skuActor) handle(c *call, now int64) (wait bool) {
 		c.report.hash = m.Hash()
 	}
 	a.out = out
-	if len(out) > 0 && a.appendRecords(out) == 0 {
+	c.wrote = len(out) > 0
+	if c.wrote && a.appendRecords(out) == 0 {
 		// The log had failed: none of the call's records is in it, so
 		// nothing was done (a partly appended call waits, and learns
 		// ErrResultUnknown with its batch).
@@ -275,6 +282,13 @@ func (a *skuActor) appendRecords(out []sku.Record) (appended int) {
 func (a *skuActor) fail(err error) {
 	a.failed = fmt.Errorf("%w: log failed: %v", ErrUnavailable, err)
 	a.h.unavailable.Store(true)
+	if errors.Is(err, wal.ErrSyncFailed) {
+		// The page cache may hold records the disk lost: rebuilding from
+		// the file now could acknowledge on top of them (wal.ErrSyncFailed).
+		a.cfg.Logger.Error("SKU log fsync failed; fail-stop until the process restarts (check the disk first)",
+			"campaign", a.h.campaignID, "sku", a.h.skuID, "err", err)
+		return
+	}
 	a.cfg.Logger.Error("SKU log failed; fail-stop until it recovers from disk", "campaign", a.h.campaignID, "sku", a.h.skuID, "err", err)
 	a.scheduleRetry()
 }

@@ -48,6 +48,7 @@ type call struct {
 	result  sku.Result
 	outcome sku.Outcome
 	found   bool
+	wrote   bool        // the call appended records: a log failure leaves it unknown
 	report  *callReport // callAudit, callRefunds and callHash only
 	err     error
 
@@ -113,8 +114,11 @@ func (b *batch) Durable(err error) {
 		b.owner.publish(b.view)
 	}
 	for i, c := range b.calls {
-		if err != nil {
+		switch {
+		case err != nil && c.wrote:
 			c.err = ErrResultUnknown // its records may have reached the disk
+		case err != nil:
+			c.err = ErrUnavailable // it wrote nothing: nothing was done
 		}
 		c.done <- struct{}{}
 		b.calls[i] = nil

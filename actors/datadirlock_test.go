@@ -50,3 +50,4 @@ func TestDataDirLock(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+

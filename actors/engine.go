@@ -224,7 +224,7 @@ type Engine struct {
 // be recovered (mid-log corruption) is kept, answering ErrUnavailable, and
 // reported in the log; Open itself fails on I/O errors of the data
 // directory, when another engine holds the data dir (ErrDataDirLocked: the
-// Engine holds its lock file, LockFileName, until Close), and when the data
+// Engine holds the lock of the data dir itself until Close), and when the data
 // dir holds more SKU folders than cfg.MaxSKUs (ErrTooManySKUs, before any
 // SKU is started: rather than run with SKUs that cannot open their files).
 func Open(cfg Config) (*Engine, error) {
@@ -289,6 +289,12 @@ func (e *Engine) settle(h *SKU) {
 	e.skusMu.Unlock()
 	e.leftover[k] = struct{}{}
 	e.create.Unlock()
+}
+
+func (e *Engine) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
 }
 
 // SKUDirs lists the SKU folders of a data dir: every <dir>/<campaign>/<sku>
@@ -493,6 +499,9 @@ func (e *Engine) handleFor(campaignID, skuID string) (*SKU, error) {
 	if h := e.handle(campaignID, skuID); h != nil { // created while we waited
 		return h, nil
 	}
+	if e.isClosed() { // Close takes e.create after closing: no SKU is born after its sweep
+		return nil, ErrClosed
+	}
 	k := skuKey{campaignID, skuID}
 	if err := e.roomForLocked(k); err != nil {
 		return nil, err
@@ -533,6 +542,10 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	e.mu.Unlock()
+	// A SKU being created finishes before the sweep below lists the SKUs;
+	// one not started yet sees closed (handleFor).
+	e.create.Lock()
+	e.create.Unlock() // an empty critical section: a barrier
 	close(e.stop)
 	e.ticker.Wait()
 	for _, h := range e.SKUs() {

@@ -490,3 +490,34 @@ func TestSKUIsUnknownUntilItsDefinitionIsDurable(t *testing.T) {
 		t.Fatalf("reserve after the definition: %v %v", res.Outcome, err)
 	}
 }
+
+// A SKU defined while the engine closes is either refused (ErrClosed) or
+// stopped by Close: no actor may keep its log open, and write, once Close
+// has returned and released the data dir to another engine.
+func TestCloseDuringDefine(t *testing.T) {
+	for round := 0; round < 50; round++ {
+		dir := t.TempDir()
+		e, err := Open(Config{DataDir: dir, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UnixMilli()
+		d := sku.Definition{CampaignID: "c", SKUID: fmt.Sprintf("s%d", round), StartAt: now, EndAt: now + 3_600_000,
+			PaymentWindowMs: 60_000, SaleLimit: 10}
+		defined := make(chan error, 1)
+		go func() { defined <- e.Define(context.Background(), d) }()
+		time.Sleep(time.Duration(round%10) * 100 * time.Microsecond) // into the folder's fsyncs
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		err = <-defined
+		if err != nil && !errors.Is(err, ErrClosed) {
+			t.Fatalf("round %d: Define during Close: %v", round, err)
+		}
+		for _, h := range e.SKUs() {
+			if l := h.log.Load(); l != nil && l.Err() == nil {
+				t.Fatalf("round %d: the SKU's log is still open after Close (Define: %v)", round, err)
+			}
+		}
+	}
+}

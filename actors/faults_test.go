@@ -306,3 +306,49 @@ func TestLogFailureBackoffDoublesWhileWritesFail(t *testing.T) {
 		return err == nil
 	})
 }
+
+// After a failed fsync the SKU does not rebuild itself from the file: the
+// page cache may show records the disk lost. It stays unavailable until
+// the engine restarts, even once fsync works again.
+func TestFsyncFailureWaitsForARestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg, fs, clock := faultyConfig(dir, 10*time.Millisecond)
+	e, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Define(ctxT(t), testDef(100)); err != nil {
+		t.Fatal(err)
+	}
+	fs.failSyncAt.Store(fs.syncs.Load() + 1)
+	if _, err := e.Reserve(ctxT(t), "c1", "s1", "r0", "u0"); !errors.Is(err, ErrResultUnknown) {
+		t.Fatalf("reserve in the batch whose fsync failed: %v", err)
+	}
+	if _, err := e.Reserve(ctxT(t), "c1", "s1", "r1", "u1"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("reserve after the fsync failure: %v", err)
+	}
+	fs.failSyncAt.Store(0)
+	time.Sleep(200 * time.Millisecond) // 20 retry periods
+	if _, err := e.Reserve(ctxT(t), "c1", "s1", "r2", "u2"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("reserve after an fsync failure, without a restart: %v", err)
+	}
+	e.Close()
+	e2 := openTest(t, dir, clock, nil)
+	if res, err := e2.Reserve(ctxT(t), "c1", "s1", "r3", "u3"); err != nil || res.Outcome != sku.OutcomeAccepted {
+		t.Fatalf("after a restart: %v %v", res.Outcome, err)
+	}
+}
+
+// A log failure leaves unknown only the calls that wrote records into the
+// failed batch; a read or a refusal that wrote nothing did nothing.
+func TestFailedBatchAnswers(t *testing.T) {
+	wrote, read := newCall(callReserve), newCall(callGet)
+	wrote.wrote = true
+	b := &batch{calls: []*call{wrote, read}}
+	b.Durable(errInjected)
+	<-wrote.done
+	<-read.done
+	if !errors.Is(wrote.err, ErrResultUnknown) || !errors.Is(read.err, ErrUnavailable) {
+		t.Fatalf("after a failed batch: the writer %v, the reader %v", wrote.err, read.err)
+	}
+}

@@ -19,6 +19,7 @@ type inbox struct {
 	mu     sync.Mutex
 	calls  []*call
 	posted bool // a drain message is in the mailbox and has not taken the last call
+	closed bool // the actor stopped: calls are answered ErrClosed at once
 }
 
 // drain asks the actor to take the calls waiting in its inbox.
@@ -31,6 +32,12 @@ func (h *SKU) post(c *call) {
 	h.queued.Add(1)
 	in := &h.in
 	in.mu.Lock()
+	if in.closed {
+		in.mu.Unlock()
+		h.queued.Add(-1)
+		c.answer(ErrClosed)
+		return
+	}
 	in.calls = append(in.calls, c)
 	send := !in.posted
 	in.posted = true
@@ -70,4 +77,18 @@ func (in *inbox) requeue(calls []*call) (post bool) {
 	post = !in.posted
 	in.posted = true
 	return post
+}
+
+// shut closes the inbox for good (the actor is stopping) and answers the
+// calls still in it ErrClosed: none waits for an actor that is gone.
+func (h *SKU) shut() {
+	in := &h.in
+	in.mu.Lock()
+	calls := in.calls
+	in.calls, in.closed = nil, true
+	in.mu.Unlock()
+	h.queued.Add(-int64(len(calls)))
+	for _, c := range calls {
+		c.answer(ErrClosed)
+	}
 }

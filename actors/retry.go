@@ -45,9 +45,9 @@ func (a *skuActor) scheduleRetry() {
 // retryRecovery rebuilds the SKU from disk if its log failed; if that
 // fails too, it tries again later, waiting longer.
 func (a *skuActor) retryRecovery() {
-	if !a.retryArmed {
-		return // a restart (supervisor) came first: a new actor
-	}
+	// A supervisor restart (a panic) may have come between: the new actor
+	// has no retry armed but may have failed its own recovery on the same
+	// bad disk, so the failure, not the flag, decides.
 	a.retryArmed = false
 	if a.failed == nil {
 		return

@@ -29,6 +29,14 @@ var (
 	// (fail-stop; a failed fsync is never retried and then acknowledged).
 	ErrFailed = errors.New("wal: failed")
 
+	// ErrSyncFailed is wrapped, with ErrFailed, when an fsync of the log
+	// failed. After a failed writeback Linux may mark the pages clean while
+	// keeping them in the page cache ("fsyncgate"): reading the file back
+	// can then show records that are not on disk, so the caller must not
+	// rebuild state from this log while the machine runs on (PostgreSQL
+	// panics; seckill's SKU stays down until the process restarts).
+	ErrSyncFailed = errors.New("wal: fsync failed")
+
 	// ErrClosed is returned by Append, Replay and TruncateFront after Close,
 	// and passed to waiters still registered when the Log closed.
 	ErrClosed = errors.New("wal: closed")

@@ -176,7 +176,7 @@ func (l *Log) commit(b *Batch) error {
 	err = l.store.Sync()
 	c.syncNanos.Add(int64(time.Since(start)))
 	if err != nil {
-		return fmt.Errorf("%w: fsync records %d..%d: %w", ErrFailed, b.FirstIndex(), b.LastIndex(), err)
+		return fmt.Errorf("%w: %w: records %d..%d: %w", ErrFailed, ErrSyncFailed, b.FirstIndex(), b.LastIndex(), err)
 	}
 	c.syncs.Add(1)
 	if l.opts.Observer != nil {
