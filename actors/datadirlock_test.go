@@ -50,4 +50,3 @@ func TestDataDirLock(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
