@@ -217,6 +217,28 @@ func TestTruncatedLogWithoutSnapshotRefusesToStart(t *testing.T) {
 	}
 }
 
+// snapshotted is a closed engine's data dir after a definition, the
+// history of requests 0..n and a snapshot taken then, then requests
+// n..after; cfg opens it again (no automatic snapshots, one segment).
+func snapshotted(t *testing.T, n, after int) (dir string, cfg Config, snap SnapshotInfo) {
+	t.Helper()
+	dir, clock := t.TempDir(), &fakeClock{}
+	cfg = snapConfig(dir, clock)
+	cfg.SnapshotEvery, cfg.WAL = -1, wal.Options{}
+	e := openWith(t, cfg)
+	if err := e.Define(ctxT(t), testDef(500)); err != nil {
+		t.Fatal(err)
+	}
+	history(t, e, clock, 0, n)
+	snap, err := e.Snapshot(ctxT(t), "c1", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	history(t, e, clock, n, after)
+	e.Close()
+	return dir, cfg, snap
+}
+
 // A whole snapshot taken at a record the log no longer reaches proves
 // that durable records were lost (a truncated or deleted segment): the
 // SKU refuses to start (UNAVAILABLE, saying why) instead of replaying the
@@ -224,20 +246,7 @@ func TestTruncatedLogWithoutSnapshotRefusesToStart(t *testing.T) {
 func TestShortLogBehindASnapshotRefusesToStart(t *testing.T) {
 	for _, damage := range []string{"truncated", "deleted"} {
 		t.Run(damage, func(t *testing.T) {
-			dir, clock := t.TempDir(), &fakeClock{}
-			cfg := snapConfig(dir, clock)
-			cfg.SnapshotEvery, cfg.WAL = -1, wal.Options{}
-			e := openWith(t, cfg)
-			if err := e.Define(ctxT(t), testDef(500)); err != nil {
-				t.Fatal(err)
-			}
-			history(t, e, clock, 0, 200)
-			snap, err := e.Snapshot(ctxT(t), "c1", "s1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			history(t, e, clock, 200, 300)
-			e.Close()
+			dir, cfg, snap := snapshotted(t, 200, 300)
 			segs, err := wal.Segments(filepath.Join(dir, "c1", "s1", "wal"))
 			if err != nil || len(segs) != 1 {
 				t.Fatalf("segments: %v %v", segs, err)
@@ -255,7 +264,7 @@ func TestShortLogBehindASnapshotRefusesToStart(t *testing.T) {
 			}
 			var logged lockedLog
 			cfg.Logger = textLogger(&logged)
-			e = openWith(t, cfg)
+			e := openWith(t, cfg)
 			if _, err := e.Reserve(ctxT(t), "c1", "s1", "r-x", "u-x"); !errors.Is(err, ErrUnavailable) {
 				t.Fatalf("reserve on a SKU whose log lost records: %v", err)
 			}
@@ -323,24 +332,13 @@ func textLogger(w *lockedLog) *slog.Logger { return slog.New(slog.NewTextHandler
 // SKU with a lost history: it is found at start and answers UNAVAILABLE,
 // not forgotten (404) nor started empty.
 func TestLostWALFolderIsNotForgotten(t *testing.T) {
-	dir, clock := t.TempDir(), &fakeClock{}
-	cfg := snapConfig(dir, clock)
-	cfg.SnapshotEvery, cfg.WAL = -1, wal.Options{}
-	e := openWith(t, cfg)
-	if err := e.Define(ctxT(t), testDef(500)); err != nil {
-		t.Fatal(err)
-	}
-	history(t, e, clock, 0, 100)
-	if _, err := e.Snapshot(ctxT(t), "c1", "s1"); err != nil {
-		t.Fatal(err)
-	}
-	e.Close()
+	dir, cfg, _ := snapshotted(t, 100, 100)
 	if err := os.RemoveAll(filepath.Join(dir, "c1", "s1", "wal")); err != nil {
 		t.Fatal(err)
 	}
 	var logged lockedLog
 	cfg.Logger = textLogger(&logged)
-	e = openWith(t, cfg)
+	e := openWith(t, cfg)
 	if e.SKU("c1", "s1") == nil && !strings.Contains(logged.String(), "durable records are missing") {
 		t.Fatalf("the SKU was forgotten:\n%s", logged.String())
 	}
