@@ -236,16 +236,6 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	logger := cfg.Logger
-	e := &Engine{
-		cfg:      cfg,
-		system:   actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger.With("lib", "protoactor") })),
-		stop:     make(chan struct{}),
-		skus:     make(map[skuKey]*SKU),
-		held:     make(map[skuKey]struct{}),
-		leftover: make(map[skuKey]struct{}),
-		unlock:   unlock,
-	}
 	found, err := discover(cfg.DataDir)
 	if err != nil {
 		_ = unlock()
@@ -255,6 +245,16 @@ func Open(cfg Config) (*Engine, error) {
 		_ = unlock()
 		return nil, fmt.Errorf("%w: %s holds %d SKUs, more than the limit of %d (seckilld: --max-skus)",
 			ErrTooManySKUs, cfg.DataDir, len(found), cfg.MaxSKUs)
+	}
+	logger := cfg.Logger
+	e := &Engine{
+		cfg:      cfg,
+		system:   actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger.With("lib", "protoactor") })),
+		stop:     make(chan struct{}),
+		skus:     make(map[skuKey]*SKU),
+		held:     make(map[skuKey]struct{}),
+		leftover: make(map[skuKey]struct{}),
+		unlock:   unlock,
 	}
 	// A sliding window of RecoveriesMax: the oldest recovery is waited
 	// for before the next starts.
