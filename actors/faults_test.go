@@ -113,19 +113,7 @@ func TestLogFailureStopsTheSKU(t *testing.T) {
 				if int(a.Counts.Reservations) < len(acked) {
 					t.Fatalf("%d reservations on disk, %d were acknowledged", a.Counts.Reservations, len(acked))
 				}
-				for _, id := range acked {
-					if v, err := e2.Get(ctxT(t), id); err != nil || v.State != sku.StatePendingPayment {
-						t.Fatalf("acknowledged %s after restart: %+v %v", id, v, err)
-					}
-				}
-				live, err := e2.StateHash(ctxT(t), "c1", "s1")
-				if err != nil {
-					t.Fatal(err)
-				}
-				e2.Close()
-				if replayDir(t, dir+"/c1/s1/wal").Hash() != live {
-					t.Fatal("state after restart differs from a replay of the log")
-				}
+				closeMatchingDisk(t, e2, dir, acked, "restart")
 				e3 := openTest(t, dir, clock, nil)
 				if res, err := e3.Reserve(ctxT(t), "c1", "s1", "after", "u-after"); err != nil || res.Outcome != sku.OutcomeAccepted {
 					t.Fatalf("SKU not admitting after restart: %v %v", res.Outcome, err)
@@ -260,19 +248,7 @@ func TestLogFailureHealsWithoutRestart(t *testing.T) {
 	if len(acked) != 6 {
 		t.Fatalf("acknowledged %d reservations, want the 5 before the fault and 1 after it", len(acked))
 	}
-	for _, id := range acked {
-		if v, err := e.Get(ctxT(t), id); err != nil || v.State != sku.StatePendingPayment {
-			t.Fatalf("acknowledged %s after healing: %+v %v", id, v, err)
-		}
-	}
-	live, err := e.StateHash(ctxT(t), "c1", "s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Close()
-	if replayDir(t, dir+"/c1/s1/wal").Hash() != live {
-		t.Fatal("state after healing differs from a replay of the log")
-	}
+	closeMatchingDisk(t, e, dir, acked, "healing")
 }
 
 // On a disk that stays full, reopening the log succeeds and only the next
@@ -350,5 +326,25 @@ func TestFailedBatchAnswers(t *testing.T) {
 	<-read.done
 	if !errors.Is(wrote.err, ErrResultUnknown) || !errors.Is(read.err, ErrUnavailable) {
 		t.Fatalf("after a failed batch: the writer %v, the reader %v", wrote.err, read.err)
+	}
+}
+
+// closeMatchingDisk checks that every acknowledged reservation of c1/s1 is
+// there and pending after what (a restart, a self-recovery), closes e, and
+// checks its state against a replay of the log in dir.
+func closeMatchingDisk(t *testing.T, e *Engine, dir string, acked []string, what string) {
+	t.Helper()
+	for _, id := range acked {
+		if v, err := e.Get(ctxT(t), id); err != nil || v.State != sku.StatePendingPayment {
+			t.Fatalf("acknowledged %s after %s: %+v %v", id, what, v, err)
+		}
+	}
+	live, err := e.StateHash(ctxT(t), "c1", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if replayDir(t, dir+"/c1/s1/wal").Hash() != live {
+		t.Fatalf("state after %s differs from a replay of the log", what)
 	}
 }
