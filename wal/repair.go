@@ -27,22 +27,22 @@ func repairTail(dir string, logger *slog.Logger, syncFiles bool) error {
 	if err != nil {
 		return err
 	}
-	validSize, lastIndex, scanErr := ScanSegment(data, tail.index)
+	d, err := DecideTail(data, tail.index)
 	switch {
-	case scanErr == nil:
+	case err != nil:
+		return fmt.Errorf("segment %s: %w", path, err)
+	case d.Dropped == 0:
 		return nil
-	case !errors.Is(scanErr, ErrTornTail):
-		return fmt.Errorf("segment %s: %w", path, scanErr)
 	}
-	if err := truncateFile(path, int64(validSize), syncFiles); err != nil {
+	if err := truncateFile(path, int64(d.Keep), syncFiles); err != nil {
 		return fmt.Errorf("cut torn tail of %s: %w", path, err)
 	}
 	logger.Warn("wal: cut torn tail",
 		"file", path,
-		"offset", validSize,
-		"bytes_dropped", len(data)-validSize,
-		"last_index", lastIndex,
-		"reason", scanErr.Error())
+		"offset", d.Keep,
+		"bytes_dropped", d.Dropped,
+		"last_index", d.LastIndex,
+		"reason", ErrTornTail.Error()+": "+d.Reason)
 	return nil
 }
 
@@ -91,15 +91,19 @@ func createDir(dir string, syncFiles bool) error {
 		return nil
 	}
 	for _, path := range missing {
-		if err := syncDir(filepath.Dir(path)); err != nil {
+		if err := SyncDir(filepath.Dir(path)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// syncDir fsyncs a directory.
-func syncDir(path string) error {
+// SyncDir fsyncs the directory at path, so that the entries created,
+// renamed or removed in it survive a crash, and returns the error of the
+// fsync or, failing that, of the close. It is the one directory fsync of
+// the module: the log, snapshots, the engine's data dir and seckillctl's
+// restore all call it.
+func SyncDir(path string) error {
 	dir, err := os.Open(path)
 	if err != nil {
 		return err
