@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -77,21 +78,17 @@ func (a *skuActor) Receive(ctx actor.Context) {
 	}
 }
 
-// recover opens the log, loads the newest usable snapshot (snapshot.go)
-// and replays the records after it.
+// recover opens the log and rebuilds the state from the newest usable
+// snapshot and the records after it (restoreState, recovery.go).
 func (a *skuActor) recover() {
 	a.h.unavailable.Store(true)
 	a.m, a.failed = sku.New(), nil
 	start := time.Now()
 	log, err := wal.Open(filepath.Join(a.h.dir, "wal"), a.cfg.walOptions())
-	var from uint64
 	if err == nil {
 		a.log = log
 		a.h.log.Store(log)
-		from, err = a.restoreSnapshot()
-	}
-	if err == nil {
-		err = a.replayFrom(from)
+		err = a.restoreState()
 	}
 	if err != nil {
 		a.failed = fmt.Errorf("%w: %s/%s: %v", ErrUnavailable, a.h.campaignID, a.h.skuID, err)
@@ -110,16 +107,8 @@ func (a *skuActor) recover() {
 
 // replayFrom applies the records from index from on to a.m.
 func (a *skuActor) replayFrom(from uint64) error {
-	return a.log.Replay(from, func(index uint64, typ byte, payload []byte) error {
-		r, err := sku.DecodeRecord(sku.RecordType(typ), payload)
-		if err != nil {
-			return fmt.Errorf("record %d: %w", index, err)
-		}
-		if err := a.m.Apply(&r); err != nil {
-			return fmt.Errorf("record %d: %w", index, err)
-		}
-		return nil
-	})
+	_, err := recovery.Replay(a.log, a.m, from)
+	return err
 }
 
 func (a *skuActor) closeLog() {

@@ -91,6 +91,8 @@ func (e *ShortLogError) Is(target error) bool { return target == ErrShortLog }
 // It only reads. Errors: ErrOutOfRange, ErrNoBase, *ShortLogError (not in
 // verify mode), an error listing the snapshots, and an error of the log's
 // Replay or of a record that does not decode or apply ("record N: ...").
+// With ErrNoBase and *ShortLogError the Result is returned too, without a
+// Machine, for its verdicts on the snapshots.
 func Plan(log Log, snaps Snapshots, o Options) (*Result, error) {
 	last := log.LastIndex()
 	first := log.FirstIndex()
@@ -114,14 +116,14 @@ func Plan(log Log, snaps Snapshots, o Options) (*Result, error) {
 		p.judge(i, f)
 	}
 	if err := p.proveShortLog(); err != nil {
-		return nil, err
+		return p.res, err
 	}
 	if !(o.Verify && first == 1) { // verify replays from record 1 when the log has it
 		p.pickBase()
 	}
 	if p.res.Machine == nil {
 		if first > 1 {
-			return nil, fmt.Errorf("%w: the log starts at record %d and no snapshot usable for records 1..%d is among the %d found",
+			return p.res, fmt.Errorf("%w: the log starts at record %d and no snapshot usable for records 1..%d is among the %d found",
 				ErrNoBase, first, first-1, len(files))
 		}
 		p.res.Machine = sku.New()
