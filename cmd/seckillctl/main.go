@@ -31,7 +31,9 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/snapshot"
+	"github.com/seckill/seckill/wal"
 )
 
 // Exit statuses.
@@ -134,8 +136,9 @@ func (e *checkFailed) Error() string { return e.msg }
 
 // isCorruption reports whether err is damage found in the data.
 func isCorruption(err error) bool {
-	return errors.Is(err, errLogCorrupt) || errors.Is(err, snapshot.ErrCorrupt) || errors.Is(err, snapshot.ErrVersion) ||
-		errors.Is(err, sku.ErrBadRecord) || errors.Is(err, sku.ErrDoesNotApply) || errors.Is(err, errNoBase)
+	return errors.Is(err, errLogCorrupt) || errors.Is(err, wal.ErrCorrupt) || errors.Is(err, snapshot.ErrCorrupt) ||
+		errors.Is(err, snapshot.ErrVersion) || errors.Is(err, sku.ErrBadRecord) || errors.Is(err, sku.ErrDoesNotApply) ||
+		errors.Is(err, recovery.ErrNoBase) || errors.Is(err, recovery.ErrShortLog)
 }
 
 // parse parses flags placed anywhere among the positional arguments and

@@ -230,7 +230,7 @@ func TestInspectWALAfterTruncation(t *testing.T) {
 	}
 	// Keep only the records after the snapshot, as the engine's truncation would.
 	os.RemoveAll(walDir)
-	if _, _, err := writeLog(walDir, log, f.snapIndex+1, f.lastIndex); err != nil {
+	if _, _, err := wal.CopyRange(walDir, log, f.snapIndex+1, f.lastIndex); err != nil {
 		t.Fatal(err)
 	}
 	doc := walDocument(t, wantCode(t, 0, "inspect", "wal", f.skuDir))
