@@ -11,7 +11,9 @@
 //	seckillctl export DIR [--format csv|jsonl]
 //
 // DIR is a SKU directory (<data-dir>/<campaign>/<sku>) or its wal
-// directory; verify also takes a whole data dir. Exit status: 0 success,
+// directory; verify also takes a whole data dir. The log is read with
+// wal.Reader and copied with wal.CopyRange (package wal owns the format);
+// every state is rebuilt with recovery.Plan, the rule seckilld uses too. Exit status: 0 success,
 // 1 a check failed (an invariant violation, corruption), 2 a usage or I/O
 // error (also a request the server refused, or nothing to snapshot or
 // restore).
