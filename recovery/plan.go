@@ -140,6 +140,7 @@ type planner struct {
 	o                  Options
 	first, last, until uint64
 	res                *Result
+	next               int // compare's cursor in res.Snapshots
 }
 
 // set records a verdict on snapshot i, and a problem for a bad one.
@@ -273,11 +274,15 @@ func (p *planner) replay(log Log) error {
 	return err
 }
 
-// compare checks the replayed state against every usable snapshot at index.
+// compare checks the replayed state against every usable snapshot at
+// index. Snapshots are sorted by index, so a cursor skips those passed:
+// a replay costs one comparison per snapshot, not per record.
 func (p *planner) compare(index uint64) {
-	for i := range p.res.Snapshots {
+	for ; p.next < len(p.res.Snapshots) && p.res.Snapshots[p.next].Index < index; p.next++ {
+	}
+	for i := p.next; i < len(p.res.Snapshots) && p.res.Snapshots[i].Index == index; i++ {
 		s := &p.res.Snapshots[i]
-		if s.Index != index || s.Verdict != Usable {
+		if s.Verdict != Usable {
 			continue
 		}
 		_, m, err := p.snaps.Read(s.File)
