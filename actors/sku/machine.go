@@ -160,11 +160,7 @@ func (m *Machine) Lookup(requestID string) (Result, bool) {
 		return Result{Outcome: OutcomeAccepted, Reservation: m.view(seq, m.table.get(seq))}, true
 	}
 	if rj, ok := m.rejection(requestID); ok {
-		res := Result{Outcome: rj.outcome}
-		if r := m.table.get(rj.seq); r != nil {
-			res.Reservation = m.view(rj.seq, r)
-		}
-		return res, true
+		return Result{Outcome: rj.outcome}, true
 	}
 	return Result{}, false
 }
