@@ -65,14 +65,13 @@ type statusBody struct {
 // the answer its reserves get.
 func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
-	var h *actors.SKU
+	var st actors.Stats
 	if ok {
-		h = s.engine.SKU(campaignID, skuID)
+		st, ok = s.engine.SKUStats(campaignID, skuID)
 	}
-	if h == nil {
+	if !ok {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
 	}
-	st := h.Stats()
 	if st.Unavailable {
 		return write(ctx, replyUnavailable)
 	}
