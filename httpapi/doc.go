@@ -15,7 +15,9 @@
 //
 // Files, one idea each:
 //
-//	engine.go        the consumer-side Engine interface and error mapping
+//	engine.go        the consumer-side engine interfaces (Reserver, StatsReader,
+//	                 Admin; their in-memory twin is package memengine) and
+//	                 the error mapping
 //	server.go        Config, Server, routing, timeouts, panic recovery
 //	fasthttplog.go   fasthttp's own log messages, bounded, into slog
 //	respond.go       JSON answers and time rendering (one format everywhere)
