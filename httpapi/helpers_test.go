@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -327,3 +328,17 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// stepClock is a clock a test steps by hand (start: the wall clock's now,
+// so that campaign() windows are open).
+type stepClock struct{ ms atomic.Int64 }
+
+func newStepClock() *stepClock {
+	c := &stepClock{}
+	c.ms.Store(time.Now().UnixMilli())
+	return c
+}
+
+func (c *stepClock) now() time.Time { return time.UnixMilli(c.ms.Load()) }
+
+func (c *stepClock) step(d time.Duration) { c.ms.Add(d.Milliseconds()) }
