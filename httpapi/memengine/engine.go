@@ -181,15 +181,17 @@ func (e *Engine) Expire() int {
 	n := 0
 	for _, s := range e.skus {
 		for {
+			// NextExpiry answers 0 past many settled rows: Expire then
+			// moves its cursor over them, closing nothing.
 			at, ok := s.m.NextExpiry()
 			if !ok || at > now {
 				break
 			}
 			out := s.m.Expire(now, 1024, nil)
-			if len(out) == 0 {
-				break
+			if len(out) == 0 && at != 0 {
+				break // nothing due after all
 			}
-			s.index += uint64(len(out))
+			s.decided(out)
 			n += len(out)
 		}
 	}
