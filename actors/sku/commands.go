@@ -52,6 +52,8 @@ func (m *Machine) Reserve(now int64, requestID, userID string, out []Record) (Re
 		return res, out
 	}
 	at := m.decisionTime(now)
+	// The window and the pause are answered first; sold out waits for the
+	// user's own purchase and for expiry, below.
 	if o, refused := m.gate(at).Refusal(); refused && o != OutcomeSoldOut {
 		return Result{Outcome: o}, out
 	}
