@@ -70,3 +70,8 @@ func longestClaims() Claims {
 	}
 	return c
 }
+
+// minimalClaims is the shortest pass: 1-character ids, no subject key.
+func minimalClaims() Claims {
+	return Claims{CampaignID: "c", SKUID: "s", UserID: "u", NotBeforeMs: testNow, ExpiresAtMs: testNow + 1}
+}
