@@ -185,21 +185,9 @@ func TestVerifyRefusesEveryDamage(t *testing.T) {
 	for _, c := range []Claims{testClaims(), minimalClaims(), longestClaims()} {
 		want := Scope{c.CampaignID, c.SKUID, c.UserID}
 		text := mustEncode(t, ring.Signer(), c, testNonce)
-		refused := func(what, damaged string) {
-			t.Helper()
-			if _, err := ring.Verify(damaged, want, testNow); err == nil {
-				t.Fatalf("%s accepted: %q", what, damaged)
-			} else if r := Reason(err); r != "malformed" && r != "bad_mac" && r != "unknown_key" {
-				t.Fatalf("%s: class %q (%v), want malformed, bad_mac or unknown_key", what, r, err)
-			}
-		}
+		checkFragile(t, ring, text, want)
+		refused := func(what, damaged string) { t.Helper(); checkRefused(t, ring, what, damaged, want) }
 		for i := range len(text) {
-			for bit := range 8 {
-				b := []byte(text)
-				b[i] ^= 1 << bit
-				refused("text bit flip", string(b))
-			}
-			refused("cut", text[:i])
 			refused("line break", text[:i]+"\n"+text[i:])
 			refused("carriage return", text[:i]+"\r"+text[i:])
 		}
