@@ -2,15 +2,22 @@ package entrypass
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"testing"
 )
 
-// Test keys: fixed secrets, so failures reproduce. Key 1 is the old key,
-// key 2 the new one of a rotation.
+// Test keys: fixed secrets, so failures reproduce, with no repeated
+// pattern, so a byte-order slip in another implementation shows. Key 1 is
+// the old key, key 2 the new one of a rotation.
 var (
-	secret1 = bytes.Repeat([]byte{0x11}, 32)
-	secret2 = bytes.Repeat([]byte{0x22}, 32)
+	secret1 = testSecret("seckill entry pass test key 1")
+	secret2 = testSecret("seckill entry pass test key 2")
 )
+
+func testSecret(label string) []byte {
+	s := sha256.Sum256([]byte(label))
+	return s[:]
+}
 
 func mustKey(t testing.TB, id uint8, secret []byte) *Key {
 	t.Helper()
