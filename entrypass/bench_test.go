@@ -44,3 +44,21 @@ func BenchmarkEncode(b *testing.B) {
 		}
 	}
 }
+
+// TestVerifyAllocations holds Verify's allocation budget (issue #14: at most
+// one) in every build: verifyWith, all of Verify but the pool, allocates
+// nothing. (With -race, sync.Pool drops a quarter of what it is given, so
+// Verify itself is measured by BenchmarkVerify.)
+func TestVerifyAllocations(t *testing.T) {
+	ring := mustRing(t, mustKey(t, 2, secret2), mustKey(t, 1, secret1))
+	text := mustEncode(t, ring.keys[1], testClaims(), testNonce)
+	s := ring.scratch.Get().(*verifyScratch)
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := ring.verifyWith(s, text, testScope, testNow); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 0 {
+		t.Fatalf("a valid pass costs %v allocations, want 0", allocs)
+	}
+}

@@ -24,14 +24,21 @@ var domainBytes = []byte(Domain)
 // ErrUnknownKey, ErrBadMAC, ErrWrongScope, ErrWrongUser, or a *TimeError
 // wrapping ErrNotYetValid or ErrExpired. nowMs is the caller's clock in Unix
 // ms; LeewayMs of skew is forgiven at both ends. A valid pass costs about
-// 1 µs and no allocation (BenchmarkVerify).
+// 0.3-0.6 µs here, the longest under 2 µs, and no allocation
+// (BenchmarkVerify, TestVerifyAllocations).
 func (r *KeyRing) Verify(text string, want Scope, nowMs int64) (Pass, error) {
 	if len(text) < MinTextLength || len(text) > MaxTextLength {
 		return Pass{}, malformed("length outside %d-%d characters", MinTextLength, MaxTextLength)
 	}
 	s := r.scratch.Get().(*verifyScratch)
-	defer r.scratch.Put(s)
+	p, err := r.verifyWith(s, text, want, nowMs)
+	r.scratch.Put(s)
+	return p, err
+}
 
+// verifyWith is Verify's steps 2-9 in the working memory s; text is at
+// most MaxTextLength characters.
+func (r *KeyRing) verifyWith(s *verifyScratch, text string, want Scope, nowMs int64) (Pass, error) {
 	n := copy(s.text[:], text)
 	raw := s.raw[:encoding.DecodedLen(n)]
 	// base64's decoder skips '\r' and '\n': a text holding one decodes to
