@@ -29,7 +29,7 @@ func NewKey(id uint8, secret []byte) (*Key, error) {
 }
 
 // ID returns the key's id.
-func (k *Key) ID() uint8 { return k.id }
+func (k Key) ID() uint8 { return k.id }
 
 // String shows the id only, e.g. "entrypass.Key(3)".
 func (k Key) String() string { return "entrypass.Key(" + strconv.Itoa(int(k.id)) + ")" }
