@@ -81,8 +81,9 @@ func NewKeyRing(keys ...*Key) (*KeyRing, error) {
 }
 
 // ParseKeyRing parses the --entry-pass-keys form "kid:hex,kid:hex,...":
-// kid is a decimal key id 0-255, hex the secret (MinSecretSize..
-// MaxSecretSize bytes, so 64-128 hex digits, e.g. `openssl rand -hex 32`).
+// kid is a decimal key id 0-255, hex the secret of 32-64 bytes
+// (MinSecretSize to MaxSecretSize), so 64-128 hex digits, as
+// `openssl rand -hex 32` prints.
 // Spaces around entries are ignored. The first key signs.
 func ParseKeyRing(s string) (*KeyRing, error) {
 	var keys []*Key

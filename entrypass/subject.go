@@ -88,8 +88,9 @@ func (s Subjects) Count() int {
 	return n
 }
 
-// Subject secret bounds, in bytes: at least SHA-256's output, at most its
-// block size (HMAC hashes a longer key first; nothing is gained).
+// Bounds of every secret, signing key or subject secret, in bytes: at
+// least SHA-256's output, at most its block size (HMAC hashes a longer key
+// first; nothing is gained).
 const (
 	MinSecretSize = 32
 	MaxSecretSize = 64

@@ -47,11 +47,13 @@ def parse_key_ring(text):
     """'kid:hex,kid:hex' -> [(kid, secret)]; the first signs. Errors never show a secret."""
     ring = []
     for n, entry in enumerate(text.split(","), 1):
-        kid, sep, secret_hex = entry.strip().partition(":")
-        if not sep or not kid.strip().isdigit() or int(kid) > 255:
+        kid, sep, secret_hex = (part.strip() for part in entry.partition(":"))
+        if not sep or not (kid.isascii() and kid.isdigit()) or int(kid) > 255:
             raise ValueError(f"entry {n}: not kid:hex with a key id 0-255")
         try:
-            secret = bytes.fromhex(secret_hex.strip())
+            if not secret_hex.isalnum():  # bytes.fromhex would skip inner spaces
+                raise ValueError
+            secret = bytes.fromhex(secret_hex)
         except ValueError:
             raise ValueError(f"key id {kid}: the secret is not hex") from None
         if not 32 <= len(secret) <= 64 or int(kid) in dict(ring):
