@@ -27,7 +27,7 @@
 //	   1      tier             uint8    opaque to this package
 //	   1      risk             uint8    0 normal; >= 1 high risk
 //	   1      subjects         uint8    presence flags; bits 4-7 are zero
-//	 8*k      subject keys     8 B each one per set flag, in bit order (k = set flags, 0..4)
+//	 8*k      subject keys     [8]byte  one per set flag, in bit order (k set flags, 0..4)
 //	   8      not_before_ms    int64    Unix ms, 0 <= not_before_ms
 //	   8      expires_at_ms    int64    not_before_ms < expires_at_ms <= MaxTimeMs,
 //	                                    expires_at_ms - not_before_ms <= MaxLifetimeMs
@@ -40,7 +40,7 @@
 //	| 01 | kid | c | campgn | s | sku | u | user | tr | rk | flg | 8*k keys | nbf  | exp  | nonce | mac     |
 //	+----+-----+---+--------+---+-----+---+------+----+----+-----+----------+------+------+-------+---------+
 //	  1    1     1    c       1    s    1    u     1    1    1      8*k        8      8      16      32
-//	|<------------------------------- payload, MACed after Domain -------------------------------->|
+//	|<----------------------------- payload: the MAC covers Domain ‖ payload ---------------------->|
 //
 // Subject flag bits, in the order their keys follow:
 //
