@@ -58,6 +58,8 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzDecodeRecord -fuzztime 60s ./actors/sku/
 	$(GO) test -run XXX -fuzz FuzzDecodeState -fuzztime 60s ./actors/sku/
 	$(GO) test -run XXX -fuzz FuzzDecodeSnapshot -fuzztime 60s ./snapshot/
+	$(GO) test -run XXX -fuzz 'FuzzVerify$$' -fuzztime 60s ./entrypass/
+	$(GO) test -run XXX -fuzz FuzzVerifySealed -fuzztime 60s ./entrypass/
 
 clean:
 	rm -rf $(BIN)
