@@ -353,6 +353,10 @@ func TestFsyncFailureWaitsForARestart(t *testing.T) {
 	if _, err := e.Reserve(ctxT(t), "c1", "s1", "r1", "u1"); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("reserve after the fsync failure: %v", err)
 	}
+	// The SKU's error keeps its cause (wrapped, not flattened).
+	if _, err := e.Snapshot(ctxT(t), "c1", "s1"); !errors.Is(err, ErrUnavailable) || !errors.Is(err, wal.ErrSyncFailed) {
+		t.Fatalf("snapshot of a SKU whose fsync failed: %v", err)
+	}
 	fs.failSyncAt.Store(0)
 	for range 20 { // 20 retry periods, each tick handled
 		step(t, e, clock, 10*time.Millisecond)
@@ -384,5 +388,40 @@ func closeMatchingDisk(t *testing.T, e *Engine, dir string, acked []string, what
 	e.Close()
 	if replayDir(t, dir+"/c1/s1/wal").Hash() != live {
 		t.Fatalf("state after %s differs from a replay of the log", what)
+	}
+}
+
+// A SKU whose first recovery fails (a transient I/O error at start) is
+// not left unavailable until a restart: it recovers again after
+// LogFailureRetry, like after a log failure.
+func TestFailedFirstRecoveryIsRetried(t *testing.T) {
+	dir := t.TempDir()
+	clock := &fakeClock{}
+	clock.Set(t0)
+	e := openTest(t, dir, clock, nil)
+	if err := e.Define(ctxT(t), testDef(10)); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+
+	var opens atomic.Int64
+	cfg := Config{DataDir: dir, Clock: clock.Now, ManualTick: true, Logger: quiet, LogFailureRetry: time.Second}
+	cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
+		if opens.Add(1) == 1 {
+			return nil, errInjected
+		}
+		return wal.OpenTidwallStore(dir, o)
+	}
+	e = openWith(t, cfg)
+	if _, err := e.Reserve(ctxT(t), "c1", "s1", "r1", "u1"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("reserve after a failed recovery: %v", err)
+	}
+	step(t, e, clock, 999*time.Millisecond)
+	if opens.Load() != 1 {
+		t.Fatalf("%d recoveries before LogFailureRetry passed", opens.Load())
+	}
+	step(t, e, clock, time.Millisecond)
+	if res, err := e.Reserve(ctxT(t), "c1", "s1", "r2", "u2"); err != nil || res.Outcome != sku.OutcomeAccepted {
+		t.Fatalf("reserve after the retried recovery: %v %v", res.Outcome, err)
 	}
 }
