@@ -251,9 +251,7 @@ func (a *skuActor) decideAll(ctx actor.Context, calls []*call) (defined bool) {
 // if the panic came after the core decided it (in the metrics); otherwise
 // it is never answered and its caller's context ends it (result unknown).
 func (a *skuActor) contain(ctx actor.Context, undecided []*call) {
-	if a.log != nil {
-		a.commit(ctx)
-	}
+	a.commit(ctx) // a failed SKU has nothing to append: its answers go out
 	a.h.queued.Add(int64(len(undecided)))
 	if a.h.in.requeue(undecided) {
 		ctx.Send(ctx.Self(), drain{})

@@ -157,7 +157,7 @@ func TestCallerContextEndsAWaitOnAHungDisk(t *testing.T) {
 	fs := &stallingStore{}
 	clock := &fakeClock{}
 	clock.Set(t0)
-	cfg := Config{DataDir: t.TempDir(), Clock: clock.Now, ExpiryInterval: 1 << 40, Logger: quiet}
+	cfg := Config{DataDir: t.TempDir(), Clock: clock.Now, ManualTick: true, Logger: quiet}
 	cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
 		st, err := wal.OpenTidwallStore(dir, o)
 		fs.Store = st
