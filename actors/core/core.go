@@ -315,7 +315,9 @@ func (c *Core) Advance(appended int, err error) *Actions {
 	ticked, tickAt := r.ticked && err == nil, r.tickAt
 	c.endRound()
 	if ticked {
-		out.Snapshot = c.snapshotDue(tickAt) // every record appended: the Machine is the log
+		// Once the round is over: the snapshot freezes the state with
+		// every record of the round appended.
+		out.Snapshot = c.snapshotDue(tickAt)
 	}
 	return out
 }
