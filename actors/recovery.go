@@ -3,7 +3,6 @@ package actors
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/snapshot"
@@ -18,7 +17,7 @@ import (
 func (a *skuActor) restoreState() error {
 	dir := a.snapshotDir()
 	log := a.cfg.Logger.With("campaign", a.h.campaignID, "sku", a.h.skuID)
-	a.snap = snapshots{at: time.Now()}
+	a.snap = snapshots{}
 	if removed, err := snapshot.RemoveTemp(dir); err != nil {
 		return err
 	} else if len(removed) > 0 {
