@@ -58,8 +58,8 @@ type SKUSpec struct {
 }
 
 // timeLayout is the API's one format of times: RFC 3339 in UTC with
-// milliseconds ("2030-01-01T12:00:00.000Z"), as seckilld (and fakeapi)
-// write every time in their answers.
+// milliseconds ("2030-01-01T12:00:00.000Z"), as seckilld writes every time
+// in its answers.
 const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // FormatTime renders a time the way the API writes them (timeLayout); the

@@ -2,9 +2,6 @@ package bench
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +14,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/seckill/seckill/httpapi"
 )
 
 // Client defaults.
@@ -351,16 +350,9 @@ func (c *Client) Pay(ctx context.Context, reservationID string, payment PaymentR
 	}
 	ex := exchange{method: "POST", path: "/v1/reservations/" + url.PathEscape(reservationID) + "/payment", body: body}
 	if len(c.paymentSecret) > 0 {
-		ex.headers = append(ex.headers, [2]string{"X-Signature", SignPayment(c.paymentSecret, body)})
+		ex.headers = append(ex.headers, [2]string{"X-Signature", httpapi.Sign(c.paymentSecret, body)})
 	}
 	return c.stateCall(ctx, ex)
-}
-
-// SignPayment returns hex(HMAC-SHA256(secret, body)).
-func SignPayment(secret, body []byte) string {
-	mac := hmac.New(sha256.New, secret)
-	mac.Write(body)
-	return hex.EncodeToString(mac.Sum(nil))
 }
 
 // Cancel closes a reservation; the int is the HTTP status.

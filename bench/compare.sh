@@ -3,8 +3,8 @@
 # concurrency against Redis (Lua script, appendfsync always), PostgreSQL
 # (conditional UPDATE + unique INSERTs, synchronous_commit=on), seckilld over
 # HTTP (--fsync always), the engine in process, a null HTTP server (the
-# HTTP ceiling) and a null server that fdatasyncs before it answers (the
-# durable ceiling).
+# HTTP ceiling) and a null server that logs each request to seckill's wal
+# and answers once it is fsynced (the durable ceiling).
 # Every server is private to the run, on 127.0.0.1, in a temp directory.
 #
 # Usage: bench/compare.sh [flags of "seckill-bench compare"]

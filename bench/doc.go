@@ -13,9 +13,8 @@
 //   - tally.go, latency.go, ledger.go: what was answered, how fast (HDR
 //     histograms), and which reservation went to whom.
 //   - client.go: the fasthttp client of the seckilld HTTP API;
-//     reserveanswer.go reads its reservation answers without reflection when
-//     they have the plain shape seckilld writes.
-//   - scenario_*.go: seed, hot, many-skus and payflow.
+//     reserveanswer.go reads its reservation answers with fastjson.
+//   - scenario.go: seed, hot and many-skus; payflow.go: payflow.
 //   - result.go, verdict.go, summary.go, report.go: the JSON result, the
 //     pass/fail verdict, the text summary and the offline HTML report.
 //   - cli.go: flags and Main, called by cmd/seckill-bench.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench: the seed sale of the design document (§11): 10,000 units,
+# make bench: the seed sale: 10,000 units,
 # 1,000,000 buyers, through a freshly started seckilld (fsync on) with its
 # own temp data dir on 127.0.0.1, then the audit. Exits non-zero when the
 # audit fails (oversold, duplicate winners, invariant violations, or

@@ -161,7 +161,6 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Progress: progressOut, Terminal: terminal,
 	}, stderr)
 	WriteTables(stdout, report.Rows, tableLevels(levels, engineLevels))
-	WriteGoals(stdout, report.Rows)
 	if *jsonPath != "" {
 		body, err := json.MarshalIndent(report, "", "  ")
 		if err == nil {

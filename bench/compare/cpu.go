@@ -1,99 +1,66 @@
 package compare
 
 import (
-	"bytes"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // clockTicksPerSecond is Linux's USER_HZ, the unit of /proc/<pid>/stat
-// times; it is 100 on every architecture Go supports on Linux.
+// times; it is 100 on every architecture Go supports on Linux (procfs
+// assumes the same).
 const clockTicksPerSecond = 100
 
-// procTimes is one process's line of /proc/<pid>/stat, the fields we use.
-type procTimes struct {
-	pid, ppid int
-	// ticks = utime + stime + cutime + cstime: the process's own CPU and
-	// that of its children it has waited for.
-	ticks int64
-}
-
-// readProcStat parses /proc/<pid>/stat.
-func readProcStat(pid int) (procTimes, error) {
-	body, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return procTimes{}, err
-	}
-	return parseProcStat(body)
-}
-
-// parseProcStat reads pid, ppid and the four time fields. The command name
-// (field 2) is in parentheses and may hold spaces, so fields are counted
-// after its closing parenthesis.
-func parseProcStat(body []byte) (procTimes, error) {
-	open := bytes.IndexByte(body, '(')
-	closing := bytes.LastIndexByte(body, ')')
-	if open < 0 || closing < open {
-		return procTimes{}, fmt.Errorf("stat: no command name")
-	}
-	pid, err := strconv.Atoi(string(bytes.TrimSpace(body[:open])))
-	if err != nil {
-		return procTimes{}, fmt.Errorf("stat: pid: %w", err)
-	}
-	fields := bytes.Fields(body[closing+1:])
-	// fields[0] is field 3 (state): ppid is field 4, utime..cstime 14..17.
-	if len(fields) < 15 {
-		return procTimes{}, fmt.Errorf("stat: %d fields", len(fields)+2)
-	}
-	ppid, err := strconv.Atoi(string(fields[1]))
-	if err != nil {
-		return procTimes{}, fmt.Errorf("stat: ppid: %w", err)
-	}
-	var ticks int64
-	for _, index := range []int{11, 12, 13, 14} {
-		value, err := strconv.ParseInt(string(fields[index]), 10, 64)
-		if err != nil {
-			return procTimes{}, fmt.Errorf("stat: time field: %w", err)
-		}
-		ticks += value
-	}
-	return procTimes{pid: pid, ppid: ppid, ticks: ticks}, nil
+// ownTicks is a process's CPU time in clock ticks: its own user and system
+// time, and that of its children it has waited for.
+func ownTicks(stat procfs.ProcStat) int64 {
+	return int64(stat.UTime) + int64(stat.STime) + int64(stat.CUTime) + int64(stat.CSTime)
 }
 
 // treeCPU returns the CPU time of a process and all its live descendants
 // (PostgreSQL's backends are children of the postmaster), plus the children
-// they have reaped.
+// they have reaped. /proc is read with prometheus/procfs.
 func treeCPU(root int) (time.Duration, error) {
-	rootTimes, err := readProcStat(root)
+	fs, err := procfs.NewDefaultFS()
 	if err != nil {
 		return 0, err
 	}
-	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
-	children := make(map[int][]procTimes)
-	for _, path := range paths {
-		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path)))
-		if err != nil || pid == root {
+	rootProc, err := fs.Proc(root)
+	if err != nil {
+		return 0, err
+	}
+	rootStat, err := rootProc.Stat()
+	if err != nil {
+		return 0, err
+	}
+	procs, err := fs.AllProcs()
+	if err != nil {
+		return 0, err
+	}
+	children := make(map[int][]procfs.ProcStat)
+	for _, proc := range procs {
+		if proc.PID == root {
 			continue
 		}
-		times, err := readProcStat(pid)
+		stat, err := proc.Stat()
 		if err != nil {
 			continue // exited meanwhile
 		}
-		children[times.ppid] = append(children[times.ppid], times)
+		children[stat.PPID] = append(children[stat.PPID], stat)
 	}
-	total := rootTimes.ticks
+	total := ownTicks(rootStat)
+	// Each process is visited once: a pid has one parent, so the walk
+	// takes at most len(procs) steps.
 	queue := []int{root}
-	for steps := 0; len(queue) > 0 && steps < len(paths)+1; steps++ {
+	for len(queue) > 0 {
 		parent := queue[0]
 		queue = queue[1:]
 		for _, child := range children[parent] {
-			total += child.ticks
-			queue = append(queue, child.pid)
+			total += ownTicks(child)
+			queue = append(queue, child.PID)
 		}
+		delete(children, parent)
 	}
 	return time.Duration(total) * time.Second / clockTicksPerSecond, nil
 }

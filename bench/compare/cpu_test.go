@@ -2,21 +2,22 @@ package compare
 
 import (
 	"os"
+	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
-func TestParseProcStatCountsFieldsAfterTheCommandName(t *testing.T) {
-	line := []byte("4242 (redis server) S 7 4242 4242 0 -1 4194560 100 0 0 0 150 50 3 2 20 0 4 0 100 1000 200\n")
-	times, err := parseProcStat(line)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if times.pid != 4242 || times.ppid != 7 || times.ticks != 150+50+3+2 {
-		t.Fatalf("got %+v, want pid 4242 ppid 7 ticks 205", times)
-	}
-	if _, err := parseProcStat([]byte("garbage")); err == nil {
-		t.Fatal("garbage parsed")
+// spinCPU burns this process's CPU until getrusage says it used want more,
+// or ten seconds passed (a crowded machine).
+func spinCPU(t *testing.T, want time.Duration) {
+	t.Helper()
+	start, deadline := selfCPU(), time.Now().Add(10*time.Second)
+	for selfCPU()-start < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("used %v of CPU in 10 s", selfCPU()-start)
+		}
 	}
 }
 
@@ -25,19 +26,60 @@ func TestTreeCPUOfThisProcessGrowsWithWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(150 * time.Millisecond)
-	spins := 0
-	for time.Now().Before(deadline) {
-		spins++
-	}
+	spinCPU(t, 200*time.Millisecond)
 	after, err := treeCPU(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after < before || spins == 0 {
-		t.Fatalf("cpu went from %v to %v", before, after)
+	// /proc counts in 10 ms ticks.
+	if after-before < 150*time.Millisecond {
+		t.Fatalf("cpu went from %v to %v after 200 ms of work", before, after)
 	}
-	if selfCPU() <= 0 {
-		t.Fatal("getrusage reported no CPU")
+}
+
+// A live child's CPU counts towards its parent's tree.
+func TestTreeCPUCountsLiveChildren(t *testing.T) {
+	child := exec.Command("/bin/sh", "-c", "while :; do :; done")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = child.Process.Kill()
+		_ = child.Wait()
+	}()
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc, err := fs.Proc(child.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var childTicks int64
+	for deadline := time.Now().Add(10 * time.Second); childTicks < 20; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the child used %d ticks in 10 s", childTicks)
+		}
+		time.Sleep(10 * time.Millisecond)
+		stat, err := proc.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		childTicks = ownTicks(stat)
+	}
+	self, err := fs.Proc(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	selfStat, err := self.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := treeCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Duration(ownTicks(selfStat)+childTicks) * time.Second / clockTicksPerSecond; tree < want {
+		t.Fatalf("tree CPU %v, want at least this process's and the child's %v", tree, want)
 	}
 }

@@ -7,9 +7,9 @@
 // Targets (one file each):
 //
 //   - redis.go: a private redis-server (appendonly yes, appendfsync always)
-//     and the design's Lua reservation script, called with EVALSHA.
+//     and a Lua reservation script (reserve.lua), called with EVALSHA.
 //   - postgres.go: a private PostgreSQL cluster (synchronous_commit=on) and
-//     the design's transaction: conditional UPDATE of the inventory row,
+//     one transaction per attempt: conditional UPDATE of the inventory row,
 //     INSERT of the reservation under UNIQUE(campaign_id, user_id) and
 //     UNIQUE(request_id), INSERT of the order.
 //   - seckilld.go: ./bin/seckilld over HTTP with --fsync always.
@@ -19,13 +19,13 @@
 //     beyond what sockets hold.
 //   - nullserver.go: a fasthttp server that answers 202 and does nothing:
 //     the HTTP ceiling of the machine ("null-http"); as "null-fsync" it
-//     first appends the request to a file and waits for a group-commit
-//     fdatasync (groupsync.go): the durable ceiling, the most any server
-//     that syncs before it answers can do here.
+//     first appends the request body to seckill's own write-ahead log
+//     (package wal: group commit, fsync) and answers once it is durable:
+//     the durable ceiling, the most a server that logs each request before
+//     it answers can do here.
 //
-// harness.go runs the cells, table.go prints them, and goals.go judges the
-// issue's speed goals from ratios of figures of the same run, and prints
-// the ceilings beside them.
+// harness.go runs the cells and table.go prints them. The speed targets
+// the tables are read against are the README's text, not this package's.
 //
 // Every server listens on 127.0.0.1 only, lives in its own temporary
 // directory, and is stopped (by its process id) when the run ends. A target

@@ -9,30 +9,69 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/seckill/seckill/bench"
+	"github.com/seckill/seckill/wal"
 )
 
 // nullBody is the null server's answer to every request.
 var nullBody = []byte(`{"reservation_id":"null","request_id":"null","state":"PENDING_PAYMENT","token_id":"null","expire_at":"2100-01-01T00:00:00Z","status_url":"/v1/reservations/null"}`)
 
+// nullRecordType is the wal record type of the null-fsync server's records
+// (the request bodies); wal only asks that it not be 0.
+const nullRecordType = 1
+
+// NullLog is the null-fsync server's log: seckill's own write-ahead log
+// (package wal, fsync always, its group commit and its bounds), fed the
+// request bodies and nothing else. What the null-fsync server reaches is
+// what a server that logs each request durably before answering can reach
+// on this machine, with no state, no actor and no decision.
+type NullLog struct {
+	mu  sync.Mutex // wal.Log.Append is called from one goroutine at a time
+	log *wal.Log
+}
+
+// OpenNullLog opens (or creates) a log in dir.
+func OpenNullLog(dir string) (*NullLog, error) {
+	log, err := wal.Open(dir, wal.Options{Fsync: wal.FsyncAlways})
+	if err != nil {
+		return nil, err
+	}
+	return &NullLog{log: log}, nil
+}
+
+// Append logs body and returns once it is durable (nil), or the log's
+// error: wal's sticky failure, or wal.ErrClosed after Close.
+func (l *NullLog) Append(body []byte) error {
+	l.mu.Lock()
+	index, err := l.log.Append(nullRecordType, body)
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	durable := make(chan error, 1)
+	l.log.Await(index, wal.WaiterFunc(func(err error) { durable <- err }))
+	return <-durable
+}
+
+// Close closes the log.
+func (l *NullLog) Close() error { return l.log.Close() }
+
 // ServeNull serves every request on listener with 202 and a fixed body
 // until ctx ends. With durable nil it does nothing else (the HTTP ceiling);
 // otherwise it first appends the request body to durable and answers once
-// the group commit that covers it is fdatasynced (the durable ceiling), or
-// 500 if that failed.
-func ServeNull(ctx context.Context, listener net.Listener, durable *groupSync) error {
+// that is fsynced (the durable ceiling), or 500 if that failed.
+func ServeNull(ctx context.Context, listener net.Listener, durable *NullLog) error {
 	server := &fasthttp.Server{
 		Handler: func(ctx *fasthttp.RequestCtx) {
 			if durable != nil {
-				group := durable.append(ctx.PostBody())
-				<-group.done
-				if group.err != nil {
-					ctx.Error(group.err.Error(), fasthttp.StatusInternalServerError)
+				if err := durable.Append(ctx.PostBody()); err != nil {
+					ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
 					return
 				}
 			}
@@ -58,13 +97,13 @@ func ServeNull(ctx context.Context, listener net.Listener, durable *groupSync) e
 }
 
 // NullServerMain is "seckill-bench null-server --addr 127.0.0.1:PORT
-// [--fsync-file PATH]": the null server as its own process, so that its
+// [--fsync-dir DIR]": the null server as its own process, so that its
 // CPU time is its own.
 func NullServerMain(ctx context.Context, args []string, stderr io.Writer) int {
 	flags := flag.NewFlagSet("null-server", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	addr := flags.String("addr", "127.0.0.1:0", "loopback address to listen on")
-	fsyncFile := flags.String("fsync-file", "", "append each request body to this file and answer after its group's fdatasync (empty: answer at once)")
+	fsyncDir := flags.String("fsync-dir", "", "append each request body to a write-ahead log in this directory and answer once it is fsynced (empty: answer at once)")
 	if err := flags.Parse(args); err != nil {
 		return 2
 	}
@@ -81,16 +120,16 @@ func NullServerMain(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "null-server: %v\n", err)
 		return 1
 	}
-	var durable *groupSync
-	if *fsyncFile != "" {
-		if durable, err = openGroupSync(*fsyncFile); err != nil {
+	var durable *NullLog
+	if *fsyncDir != "" {
+		if durable, err = OpenNullLog(*fsyncDir); err != nil {
 			fmt.Fprintf(stderr, "null-server: %v\n", err)
 			return 1
 		}
 	}
 	err = ServeNull(ctx, listener, durable)
 	if durable != nil {
-		if closeErr := durable.close(); err == nil {
+		if closeErr := durable.Close(); err == nil {
 			err = closeErr
 		}
 	}
@@ -103,8 +142,8 @@ func NullServerMain(ctx context.Context, args []string, stderr io.Writer) int {
 
 // NullTarget runs the null server as a child process (this program with
 // the null-server subcommand) and drives it with the HTTP client. A
-// durable one ("null-fsync") syncs each request to a file in its temp
-// directory before answering.
+// durable one ("null-fsync") logs each request to a wal in its temp
+// directory and answers once it is fsynced.
 type NullTarget struct {
 	// Command starts the null server; "--addr ADDR" is appended. Default:
 	// this executable with the null-server subcommand.
@@ -118,7 +157,7 @@ type NullTarget struct {
 }
 
 // NewNullTarget returns the target: the HTTP ceiling, or with durable the
-// durable ceiling (its file goes under workDir, which must be a real disk).
+// durable ceiling (its log goes under workDir, which must be a real disk).
 func NewNullTarget(workDir string, maxConns int, timeout time.Duration, durable bool) *NullTarget {
 	return &NullTarget{workDir: workDir, maxConns: maxConns, timeout: timeout, durable: durable}
 }
@@ -153,7 +192,7 @@ func (t *NullTarget) Start(ctx context.Context) error {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	argv := append(append([]string{}, command...), "--addr", addr)
 	if t.durable {
-		argv = append(argv, "--fsync-file", filepath.Join(dir, "null.wal"))
+		argv = append(argv, "--fsync-dir", filepath.Join(dir, "wal"))
 	}
 	t.process, err = startProcess("null-server", filepath.Join(dir, "null.log"), nil, argv...)
 	if err != nil {

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/seckill/seckill/bench"
+	"github.com/seckill/seckill/wal"
 )
 
 func TestNullServerAnswers202(t *testing.T) {
@@ -36,9 +36,9 @@ func TestNullServerAnswers202(t *testing.T) {
 	}
 }
 
-func TestNullFsyncServerAnswersOnlyWhatItSynced(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "null.wal")
-	durable, err := openGroupSync(path)
+func TestNullFsyncServerLogsWhatItAnswered(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	durable, err := OpenNullLog(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +55,7 @@ func TestNullFsyncServerAnswersOnlyWhatItSynced(t *testing.T) {
 	}
 	const callers, each = 16, 50
 	var wait sync.WaitGroup
+	answered := make(chan string, callers*each)
 	for c := range callers {
 		wait.Add(1)
 		go func() {
@@ -66,45 +67,74 @@ func TestNullFsyncServerAnswersOnlyWhatItSynced(t *testing.T) {
 					t.Errorf("%s: reply %+v, err %v", id, reply, err)
 					return
 				}
-				// Answered only after its group was written: the file holds it.
-				if data, err := os.ReadFile(path); err != nil || !strings.Contains(string(data), `"`+id+`"`) {
-					t.Errorf("%s answered 202 but not in the file (err %v)", id, err)
-					return
-				}
+				answered <- id
 			}
 		}()
 	}
 	wait.Wait()
+	close(answered)
 	cancel()
 	if err := <-served; err != nil {
 		t.Fatal(err)
 	}
-	if err := durable.close(); err != nil {
+	if err := durable.Close(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func TestGroupSyncReportsFailuresAndClose(t *testing.T) {
-	durable, err := openGroupSync(filepath.Join(t.TempDir(), "null.wal"))
+	// Reopened, the log holds every request that was answered 202.
+	reopened, err := wal.Open(dir, wal.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	group := durable.append([]byte("one"))
-	if <-group.done; group.err != nil {
-		t.Fatalf("first append: %v", group.err)
+	defer reopened.Close()
+	var logged strings.Builder
+	if err := reopened.Replay(0, func(index uint64, typ byte, payload []byte) error {
+		logged.Write(payload)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
-	durable.file.Close() // the next write fails
-	group = durable.append([]byte("two"))
-	<-group.done
-	if group.err == nil {
-		t.Fatal("a failed write was reported durable")
+	count := 0
+	for id := range answered {
+		count++
+		if !strings.Contains(logged.String(), `"`+id+`"`) {
+			t.Errorf("%s answered 202 but not in the log", id)
+		}
 	}
-	if err := durable.close(); err == nil {
-		t.Error("closing an already closed file reported no error")
+	if count != callers*each {
+		t.Errorf("%d answered, want %d", count, callers*each)
 	}
-	group = durable.append([]byte("three"))
-	<-group.done
-	if !errors.Is(group.err, os.ErrClosed) {
-		t.Fatalf("append after close: %v, want os.ErrClosed", group.err)
+}
+
+func TestNullFsyncServerAnswers500WhenTheLogFails(t *testing.T) {
+	durable, err := OpenNullLog(filepath.Join(t.TempDir(), "wal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := durable.Append([]byte("one")); err != nil {
+		t.Fatalf("first append: %v", err)
+	}
+	if err := durable.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := durable.Append([]byte("two")); !errors.Is(err, wal.ErrClosed) {
+		t.Fatalf("append after close: %v, want wal.ErrClosed", err)
+	}
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- ServeNull(ctx, listener, durable) }()
+	client, err := bench.NewClient(bench.ClientOptions{Target: "http://" + listener.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply, err := client.SKU("c", "s").Reserve(ctx, "r1", "u1"); err != nil || reply.Outcome == bench.OutcomeAccepted {
+		t.Errorf("a request the log refused was answered %+v (err %v)", reply, err)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -36,7 +36,7 @@ type PostgresOptions struct {
 }
 
 // PostgresTarget is a private PostgreSQL cluster with synchronous_commit=on
-// and the design's reservation transaction.
+// and the usual relational reservation transaction (Reserve).
 type PostgresTarget struct {
 	options PostgresOptions
 	serverHome
@@ -57,8 +57,8 @@ func NewPostgresTarget(options PostgresOptions) *PostgresTarget {
 // Name returns "postgres".
 func (t *PostgresTarget) Name() string { return "postgres" }
 
-// postgresSchema is the design's tables (section 3), reduced to the columns
-// the transaction uses.
+// postgresSchema is an inventory, a reservation and an order table, with
+// only the columns the transaction uses.
 const postgresSchema = `
 CREATE TABLE campaign_inventory (
     campaign_id text NOT NULL,
@@ -244,7 +244,7 @@ type postgresReserver struct {
 	sku    SKURef
 }
 
-// Reserve runs the design's transaction: the conditional UPDATE takes a
+// Reserve runs the transaction: the conditional UPDATE takes a
 // unit (0 rows: none left), the INSERTs record the reservation and its
 // order; a unique violation rolls the unit back. A request id seen before
 // is answered from its existing reservation.

@@ -16,7 +16,7 @@ import (
 	"github.com/seckill/seckill/bench"
 )
 
-// reserveScript is the design's reservation script (reserve.lua).
+// reserveScript is the Lua reservation script (reserve.lua).
 //
 //go:embed reserve.lua
 var reserveScript string
@@ -34,7 +34,7 @@ type RedisOptions struct {
 }
 
 // RedisTarget is a private redis-server with AOF fsync on every write, and
-// clients calling the design's Lua script directly.
+// clients calling the Lua reservation script directly.
 type RedisTarget struct {
 	options RedisOptions
 	serverHome

@@ -1,4 +1,4 @@
--- Flash-sale reservation, as in the design (section 4): one atomic script
+-- Flash-sale reservation, the usual Redis way: one atomic script
 -- per attempt. Every key shares the hash tag {campaign:sku}.
 -- KEYS[1] hash  request_id -> reservation_id (results of accepted requests)
 -- KEYS[2] set   users holding a reservation

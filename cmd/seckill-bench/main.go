@@ -2,9 +2,8 @@
 // runs one scenario (seed, hot, many-skus, payflow) against a seckilld server;
 // "compare" runs the baselines side by side (Redis, PostgreSQL, seckilld,
 // the in-process engine, a null HTTP server); "null-server" is the null
-// server itself, started by compare; "fake-server" serves the API contract
-// from memory, to try the tool without seckilld; "report RESULT.json
-// OUT.html" renders a report again from a saved result. Run with -h for the
+// server itself, started by compare; "report RESULT.json OUT.html" renders
+// a report again from a saved result. Run with -h for the
 // flags.
 package main
 
@@ -16,7 +15,6 @@ import (
 
 	"github.com/seckill/seckill/bench"
 	"github.com/seckill/seckill/bench/compare"
-	"github.com/seckill/seckill/bench/fakeapi"
 )
 
 func main() {
@@ -31,8 +29,6 @@ func main() {
 		status = compare.NullServerMain(ctx, args[1:], os.Stderr)
 	case len(args) > 0 && args[0] == "report":
 		status = bench.ReportMain(args[1:], os.Stderr)
-	case len(args) > 0 && args[0] == "fake-server":
-		status = fakeapi.Main(ctx, args[1:], os.Stderr)
 	default:
 		status = bench.Main(ctx, args, os.Stdout, os.Stderr)
 	}
