@@ -46,6 +46,12 @@ func (m *Machine) apply(r *Record, decided bool) error {
 		err = m.applyRefund(r)
 	case RecordReleased:
 		err = m.applyReleased(r)
+	case RecordGrant:
+		err = m.applyGrant(r)
+	case RecordReturn:
+		err = m.applyReturn(r)
+	case RecordEpoch:
+		err = m.applyEpoch(r)
 	case RecordPaused, RecordResumed:
 		if m.paused == (r.Type == RecordPaused) {
 			return notApply(r, "already in that state")
@@ -118,6 +124,9 @@ func (m *Machine) applyRejected(r *Record) error {
 	}
 	switch r.Outcome {
 	case OutcomeSoldOut:
+		if m.pool.celled {
+			return notApply(r, "a celled SKU never records SOLD_OUT")
+		}
 		if m.pool.next() != 0 || r.Seq != 0 {
 			return notApply(r, "SOLD_OUT with %d tokens available", m.pool.available())
 		}

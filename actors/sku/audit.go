@@ -21,7 +21,11 @@ func (a Audit) OK() bool { return len(a.Violations) == 0 }
 //     in the matching state (PENDING_PAYMENT or held CLOSED: RESERVED; PAID:
 //     CONFIRMED); every PENDING_PAYMENT or PAID reservation holds a token;
 //   - each user has at most one live (PENDING_PAYMENT or PAID) reservation;
-//   - the indexes agree with the table.
+//   - the indexes agree with the table;
+//   - for a celled SKU instead of the first: granted = available + reserved
+//   - confirmed + returned, the grant and return totals recount, and the
+//     unsold tokens lie within 1..sale_limit and are neither held nor
+//     released (auditCell).
 //
 // It is O(reservations + tokens) and allocates a bitmap of sale_limit bits.
 func (m *Machine) Audit() Audit {
@@ -32,7 +36,9 @@ func (m *Machine) Audit() Audit {
 		}
 	}
 	c := a.Counts
-	if uint64(c.Available)+uint64(c.Reserved)+uint64(c.Confirmed) != uint64(c.SaleLimit) {
+	if m.pool.celled {
+		m.auditCell(bad)
+	} else if uint64(c.Available)+uint64(c.Reserved)+uint64(c.Confirmed) != uint64(c.SaleLimit) {
 		bad("sale_limit %d != available %d + reserved %d + confirmed %d", c.SaleLimit, c.Available, c.Reserved, c.Confirmed)
 	}
 	if int(m.pool.saleLimit) < len(m.pool.slots) {

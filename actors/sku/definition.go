@@ -42,6 +42,15 @@ type Definition struct {
 	// FormatReservationID). The engine draws it at random when it first
 	// defines the SKU; it never changes.
 	IDKey [16]byte
+	// Cell, when set, makes the SKU celled: this process is that cell and
+	// sells only the token ranges the quota ledger granted it (GRANT
+	// records), not 1..sale_limit, and never records SOLD_OUT (other
+	// cells may still return units). Empty: the whole sale_limit is
+	// sellable here, as for every SKU before cells.
+	Cell string
+	// CellMapVersion is the version of the campaign's frozen cell map (the
+	// user -> cell routing) this cell enforces. 0 when not celled.
+	CellMapVersion uint64
 }
 
 // ErrInvalidDefinition is wrapped by Validate and by redefinitions that are
@@ -65,6 +74,12 @@ func (d Definition) Validate() error {
 	if d.SaleLimit == 0 || d.SaleLimit > MaxSaleLimit {
 		return fmt.Errorf("%w: sale_limit must be 1..%d", ErrInvalidDefinition, MaxSaleLimit)
 	}
+	if d.Cell != "" && !ValidID(d.Cell) {
+		return fmt.Errorf("%w: cell %q must be 1-%d characters of [A-Za-z0-9._:-]", ErrInvalidDefinition, d.Cell, MaxIDLength)
+	}
+	if d.Cell == "" && d.CellMapVersion != 0 {
+		return fmt.Errorf("%w: a cell map version without a cell", ErrInvalidDefinition)
+	}
 	return nil
 }
 
@@ -86,6 +101,8 @@ func (d Definition) CheckRedefine(next Definition) error {
 		return fmt.Errorf("%w: release_on_close may not change", ErrInvalidDefinition)
 	case next.IDKey != d.IDKey && next.IDKey != [16]byte{}: // zero: "keep it"
 		return fmt.Errorf("%w: the reservation id key may not change", ErrInvalidDefinition)
+	case next.Cell != d.Cell || next.CellMapVersion != d.CellMapVersion:
+		return fmt.Errorf("%w: the cell and its cell map are frozen", ErrInvalidDefinition)
 	case next.EndAt < d.EndAt:
 		return fmt.Errorf("%w: end_at may only be extended", ErrInvalidDefinition)
 	case next.SaleLimit < d.SaleLimit:

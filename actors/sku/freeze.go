@@ -23,6 +23,8 @@ type Frozen struct {
 	table      table
 	rejections rejectionLog
 	refunds    []Refund
+	cell       cellState  // grants and returns shared by length
+	unsold     rangeQueue // a copy
 }
 
 // Freeze returns the state as it is now. It runs in O(reservations/4096 +
@@ -41,6 +43,12 @@ func (m *Machine) Freeze() *Frozen {
 		table:      m.table.freeze(),
 		rejections: m.rejections.freeze(),
 		refunds:    m.refunds[:len(m.refunds):len(m.refunds)],
+		cell: cellState{
+			epoch:   m.cell.epoch,
+			grants:  m.cell.grants[:len(m.cell.grants):len(m.cell.grants)],
+			returns: m.cell.returns[:len(m.cell.returns):len(m.cell.returns)],
+		},
+		unsold: m.pool.unsold.clone(),
 	}
 }
 

@@ -60,8 +60,13 @@ func (v Verdict) String() string {
 // c, at nowMs (Unix ms). Only c.Available and c.Reserved are read. The
 // caller chooses the moment: Machine.Reserve passes its decision time
 // max(now, lastAt), the ingress the server's clock.
+//
+// A celled SKU (d.Cell set) is never sold out for good within its window:
+// a grant or a return of another cell may bring tokens, so an empty cell
+// is VerdictSoldOut (or VerdictPaused), not final.
 func Gate(d Definition, paused bool, c Counts, nowMs int64) Verdict {
 	empty := c.Available == 0
+	drained := empty && c.Reserved == 0 && d.Cell == "" // nothing can come back
 	switch {
 	case nowMs < d.StartAt:
 		return VerdictNotStarted
@@ -69,11 +74,11 @@ func Gate(d Definition, paused bool, c Counts, nowMs int64) Verdict {
 		return VerdictEndedSoldOut
 	case nowMs >= d.EndAt:
 		return VerdictEnded
-	case paused && empty && c.Reserved == 0:
+	case paused && drained:
 		return VerdictPausedSoldOut
 	case paused:
 		return VerdictPaused
-	case empty && c.Reserved == 0:
+	case drained:
 		return VerdictFinalSoldOut
 	case empty:
 		return VerdictSoldOut

@@ -38,6 +38,7 @@ type Machine struct {
 
 	pool  tokenPool
 	table table
+	cell  cellState // a celled SKU's grants, returns and epoch (grants.go)
 
 	// byRequest maps an accepted request_id to its reservation seq.
 	byRequest index
@@ -90,7 +91,9 @@ func (m *Machine) Paused() bool { return m.paused }
 // LastAt returns the latest decision time applied, in ms.
 func (m *Machine) LastAt() int64 { return m.lastAt }
 
-// Counts are the SKU's counters. SaleLimit = Available + Reserved + Confirmed.
+// Counts are the SKU's counters. SaleLimit = Available + Reserved +
+// Confirmed; for a celled SKU Granted - Returned = Available + Reserved +
+// Confirmed instead, and SaleLimit is the whole SKU's, across cells.
 type Counts struct {
 	SaleLimit       uint32
 	Available       uint32
@@ -103,6 +106,8 @@ type Counts struct {
 	HeldClosed      uint32 // CLOSED but still holding a token (release_on_close=false)
 	RefundsRequired uint32
 	Rejected        uint32 // durable rejections recorded
+	Granted         uint64 // celled: units in GRANT records; 0 otherwise
+	Returned        uint64 // celled: units in RETURN records; 0 otherwise
 }
 
 // Counts returns the current counters in O(1).
@@ -119,6 +124,8 @@ func (m *Machine) Counts() Counts {
 		HeldClosed:      m.heldClosed,
 		RefundsRequired: uint32(len(m.refunds)),
 		Rejected:        uint32(len(m.rejected)),
+		Granted:         m.cell.granted,
+		Returned:        m.cell.returned,
 	}
 }
 
@@ -145,6 +152,7 @@ func (m *Machine) ValidTag(seq uint32, tag string) bool {
 func (m *Machine) setDefinition(d Definition) {
 	m.def, m.defined = d, true
 	m.pool.saleLimit = d.SaleLimit
+	m.pool.celled = d.Cell != ""
 	m.idTags = newIDTagger(d.IDKey)
 }
 

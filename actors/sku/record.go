@@ -13,19 +13,22 @@ type RecordType uint8
 
 // Record types.
 const (
-	RecordDefine         RecordType = 1 // first record of a SKU log, and every allowed redefinition
-	RecordReserved       RecordType = 2 // a token bound to a new PENDING_PAYMENT reservation
-	RecordRejected       RecordType = 3 // a reserve durably refused: SOLD_OUT
-	RecordPaid           RecordType = 4 // PENDING_PAYMENT -> PAID, token RESERVED -> CONFIRMED
-	RecordClosed         RecordType = 5 // PENDING_PAYMENT -> CLOSED, token released if Release
-	RecordRefundRequired RecordType = 6 // a payment for a closed reservation, to be refunded
-	RecordReleased       RecordType = 7 // the token of a CLOSED reservation back to the pool
-	RecordPaused         RecordType = 8 // admission stops; pay and close go on
-	RecordResumed        RecordType = 9 // admission resumes
+	RecordDefine         RecordType = 1  // first record of a SKU log, and every allowed redefinition
+	RecordReserved       RecordType = 2  // a token bound to a new PENDING_PAYMENT reservation
+	RecordRejected       RecordType = 3  // a reserve durably refused: SOLD_OUT
+	RecordPaid           RecordType = 4  // PENDING_PAYMENT -> PAID, token RESERVED -> CONFIRMED
+	RecordClosed         RecordType = 5  // PENDING_PAYMENT -> CLOSED, token released if Release
+	RecordRefundRequired RecordType = 6  // a payment for a closed reservation, to be refunded
+	RecordReleased       RecordType = 7  // the token of a CLOSED reservation back to the pool
+	RecordPaused         RecordType = 8  // admission stops; pay and close go on
+	RecordResumed        RecordType = 9  // admission resumes
+	RecordGrant          RecordType = 10 // a celled SKU: an allocation's token ranges join the pool (grants.go)
+	RecordReturn         RecordType = 11 // a celled SKU: available tokens leave the pool, before the ledger credit
+	RecordEpoch          RecordType = 12 // a celled SKU: the epoch the process holds in the ledger
 )
 
 func (t RecordType) String() string {
-	names := [...]string{"", "DEFINE", "RESERVED", "REJECTED", "PAID", "CLOSED", "REFUND_REQUIRED", "RELEASED", "PAUSED", "RESUMED"}
+	names := [...]string{"", "DEFINE", "RESERVED", "REJECTED", "PAID", "CLOSED", "REFUND_REQUIRED", "RELEASED", "PAUSED", "RESUMED", "GRANT", "RETURN", "EPOCH"}
 	if int(t) < len(names) && t != 0 {
 		return names[t]
 	}
@@ -47,8 +50,9 @@ type Record struct {
 	Amount    int64  // PAID, REFUND_REQUIRED: minor units
 	Outcome   Outcome
 	Reason    CloseReason
-	Release   bool       // CLOSED: the token goes back to the pool
-	Def       Definition // DEFINE
+	Release   bool        // CLOSED: the token goes back to the pool
+	Def       Definition  // DEFINE
+	Cell      *Allocation // GRANT, RETURN: the allocation or return; EPOCH: Epoch only
 }
 
 // ErrBadRecord is wrapped by DecodeRecord for a payload that does not parse.
@@ -69,6 +73,10 @@ func (r *Record) AppendPayload(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(d.SaleLimit))
 		dst = appendBool(dst, d.ReleaseOnClose)
 		dst = append(dst, d.IDKey[:]...)
+		if d.Cell != "" { // optional trailing fields: a SKU that is not celled keeps the old layout
+			dst = appendString(dst, d.Cell)
+			dst = binary.AppendUvarint(dst, d.CellMapVersion)
+		}
 	case RecordReserved:
 		dst = binary.AppendUvarint(dst, uint64(r.Seq))
 		dst = binary.AppendUvarint(dst, uint64(r.Token))
@@ -90,6 +98,10 @@ func (r *Record) AppendPayload(dst []byte) []byte {
 		dst = appendBool(dst, r.Release)
 	case RecordReleased:
 		dst = binary.AppendUvarint(dst, uint64(r.Seq))
+	case RecordGrant, RecordReturn:
+		dst = appendAllocation(dst, r.Cell)
+	case RecordEpoch:
+		dst = binary.AppendUvarint(dst, r.Cell.Epoch)
 	}
 	return dst
 }
@@ -110,6 +122,10 @@ func DecodeRecord(typ RecordType, payload []byte) (Record, error) {
 		r.Def.SaleLimit = d.uint32()
 		r.Def.ReleaseOnClose = d.bool()
 		r.Def.IDKey = d.key()
+		if len(d.b) > 0 && d.err == nil {
+			r.Def.Cell = string(d.bytes())
+			r.Def.CellMapVersion = d.uvarint()
+		}
 	case RecordReserved:
 		r.Seq = d.uint32()
 		r.Token = d.uint32()
@@ -129,6 +145,10 @@ func DecodeRecord(typ RecordType, payload []byte) (Record, error) {
 		r.Release = d.bool()
 	case RecordReleased:
 		r.Seq = d.uint32()
+	case RecordGrant, RecordReturn:
+		r.Cell = d.allocation()
+	case RecordEpoch:
+		r.Cell = &Allocation{Epoch: d.uvarint()}
 	case RecordPaused, RecordResumed:
 	default:
 		return Record{}, fmt.Errorf("%w: unknown type %d", ErrBadRecord, typ)
@@ -140,6 +160,23 @@ func DecodeRecord(typ RecordType, payload []byte) (Record, error) {
 		return Record{}, fmt.Errorf("%w: %s: %d trailing bytes", ErrBadRecord, typ, len(d.b))
 	}
 	return r, nil
+}
+
+// appendAllocation appends uvarint seq, uvarint epoch, uvarint n and n
+// token ranges (uvarint first, uvarint last-first).
+func appendAllocation(dst []byte, a *Allocation) []byte {
+	dst = binary.AppendUvarint(dst, a.Seq)
+	dst = binary.AppendUvarint(dst, a.Epoch)
+	return appendRanges(dst, a.Ranges)
+}
+
+func appendRanges(dst []byte, rs []TokenRange) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(rs)))
+	for _, r := range rs {
+		dst = binary.AppendUvarint(dst, uint64(r.First))
+		dst = binary.AppendUvarint(dst, uint64(r.Last-r.First))
+	}
+	return dst
 }
 
 func appendString(dst []byte, s string) []byte {
@@ -248,6 +285,36 @@ func (d *decoder) bytes() []byte {
 	v := d.b[:n]
 	d.b = d.b[n:]
 	return v
+}
+
+// allocation reads what appendAllocation wrote.
+func (d *decoder) allocation() *Allocation {
+	a := &Allocation{Seq: d.uvarint(), Epoch: d.uvarint()}
+	a.Ranges = d.ranges()
+	return a
+}
+
+// ranges reads what appendRanges wrote; at most MaxRangesPerRecord, each
+// checked to stay within uint32. Whether they fit a SKU is Apply's to say.
+func (d *decoder) ranges() []TokenRange {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > MaxRangesPerRecord || n > uint64(len(d.b)/2) {
+		d.err = errors.New("token range count out of range")
+		return nil
+	}
+	rs := make([]TokenRange, n)
+	for i := range rs {
+		first := d.uint32()
+		span := d.uint32()
+		if d.err == nil && uint64(first)+uint64(span) > 1<<32-1 {
+			d.err = errors.New("token range out of range")
+		}
+		rs[i] = TokenRange{First: first, Last: first + span}
+	}
+	return rs
 }
 
 // stringPair reads two strings into one allocation.

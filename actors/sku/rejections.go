@@ -72,9 +72,12 @@ func (m *Machine) addRejection(rj rejection) {
 }
 
 // soldOut answers SOLD_OUT to a reserve that found no token, recording it
-// while fewer than MaxRecordedRejections are recorded.
+// while fewer than MaxRecordedRejections are recorded. A celled SKU never
+// records it: a grant or another cell's return may still bring tokens, so
+// its SOLD_OUT is the ingress kind, to be retried (the shell adds
+// Retry-After while a top-up is pending).
 func (m *Machine) soldOut(at int64, requestID, userID string, out []Record) (Result, []Record) {
-	if m.rejections.count < MaxRecordedRejections {
+	if m.rejections.count < MaxRecordedRejections && !m.pool.celled {
 		out = m.emit(Record{Type: RecordRejected, At: at, Outcome: OutcomeSoldOut,
 			RequestID: requestID, UserID: userID}, out)
 	}

@@ -32,6 +32,20 @@ import (
 //	rejection   = str request_id, str user_id, u8 outcome, uvarint 0 (a reserved field, always 0)
 //	refund      = uvarint seq, str payment_id, varint amount, varint at
 //
+// An optional trailing section follows for a celled SKU (definition with a
+// cell; absent otherwise, so other states keep the layout above):
+//
+//	str cell, uvarint cellmap_version, uvarint epoch
+//	uvarint n, n × allocation                        GRANTs in log order
+//	uvarint n, n × allocation                        RETURNs in log order
+//	ranges                                           the unsold queue, in order
+//
+//	allocation  = uvarint seq, uvarint epoch, ranges
+//	ranges      = uvarint n, n × (uvarint first, uvarint last - first)
+//
+// For a celled SKU tokens_handed_out is the highest token id ever handed
+// out (the token slots have holes for ids the cell never owned).
+//
 // Token slots, counters, the indexes and the expiry cursor are derived from
 // these and rebuilt by Restore, which checks them as it goes.
 const StateFormatVersion = 1
@@ -85,6 +99,19 @@ func (f *Frozen) Encode(w io.Writer) (int64, error) {
 		b = binary.AppendVarint(b, rf.Amount)
 		e.b = binary.AppendVarint(b, rf.At)
 		e.maybeFlush()
+	}
+	if f.def.Cell != "" {
+		e.b = appendString(e.b, f.def.Cell)
+		e.b = binary.AppendUvarint(e.b, f.def.CellMapVersion)
+		e.b = binary.AppendUvarint(e.b, f.cell.epoch)
+		for _, list := range [][]Allocation{f.cell.grants, f.cell.returns} {
+			e.b = binary.AppendUvarint(e.b, uint64(len(list)))
+			for i := range list {
+				e.b = appendAllocation(e.b, &list[i])
+				e.maybeFlush()
+			}
+		}
+		e.b = appendRanges(e.b, f.unsold.ranges)
 	}
 	e.flush()
 	return e.n, e.err
@@ -253,6 +280,10 @@ func (s *stateDecoder) decode() {
 	}
 	s.rows(handedOut)
 	s.rejectionsAndRefunds()
+	if s.err == nil && len(s.b) != 0 && m.defined {
+		s.cellSection(released)
+		return
+	}
 	if s.err == nil && len(s.b) != 0 {
 		s.fail("%d trailing bytes", len(s.b))
 	}
@@ -436,5 +467,77 @@ func (s *stateDecoder) rejectionsAndRefunds() {
 		if s.err == nil && (m.table.get(rf.ReservationSeq) == nil || !ValidID(rf.PaymentID)) {
 			s.fail("refund %d: reservation %d, payment %q", i+1, rf.ReservationSeq, rf.PaymentID)
 		}
+	}
+}
+
+// cellSection decodes the trailing section of a celled SKU and checks the
+// pool against it: grants and returns well formed and unique by seq, the
+// unsold queue disjoint from the tokens held or released, and granted -
+// returned = unsold + released + reserved + confirmed.
+func (s *stateDecoder) cellSection(released uint32) {
+	m := s.m
+	m.def.Cell = string(s.bytes())
+	m.def.CellMapVersion = s.uvarint()
+	m.cell.epoch = s.uvarint()
+	if s.err != nil {
+		return
+	}
+	if err := m.def.Validate(); err != nil || m.def.Cell == "" {
+		s.fail("cell section: %v", err)
+		return
+	}
+	m.pool.celled = true
+	for list := 0; list < 2 && s.err == nil; list++ {
+		n := s.count("allocation", 4)
+		if s.err == nil && n > MaxCellChanges {
+			s.fail("%d allocations, at most %d", n, MaxCellChanges)
+		}
+		for i := uint32(0); i < n && s.err == nil; i++ {
+			a := *s.allocation()
+			if s.err != nil {
+				return
+			}
+			if err := CheckRanges(a.Ranges, m.def.SaleLimit); err != nil || a.Seq == 0 {
+				s.fail("allocation %d: seq %d: %v", i+1, a.Seq, err)
+				return
+			}
+			if list == 0 {
+				if m.HasGrant(a.Seq) {
+					s.fail("grant %d listed twice", a.Seq)
+				}
+				m.cell.addGrant(a)
+			} else {
+				if _, dup := m.cell.returnIndex[a.Seq]; dup {
+					s.fail("return %d listed twice", a.Seq)
+				}
+				m.cell.addReturn(a)
+			}
+		}
+	}
+	unsold := s.ranges()
+	if s.err != nil {
+		return
+	}
+	if len(s.b) != 0 {
+		s.fail("%d trailing bytes", len(s.b))
+		return
+	}
+	sorted := normalizeRanges(append([]TokenRange(nil), unsold...))
+	if err := checkSorted(sorted, m.def.SaleLimit); err != nil {
+		s.fail("unsold tokens: %v", err)
+		return
+	}
+	for _, r := range unsold {
+		for t := r.First; t <= r.Last && int(t) <= len(m.pool.slots); t++ {
+			if s.held[(t-1)/64]&(1<<((t-1)%64)) != 0 {
+				s.fail("token %d is unsold and also held or released", t)
+				return
+			}
+		}
+	}
+	m.pool.unsold.push(unsold)
+	owned := uint64(m.pool.unsold.units) + uint64(released) + uint64(m.pool.reserved) + uint64(m.pool.confirmed)
+	if m.cell.returned > m.cell.granted || owned != m.cell.granted-m.cell.returned {
+		s.fail("granted %d - returned %d != %d tokens owned", m.cell.granted, m.cell.returned, owned)
 	}
 }

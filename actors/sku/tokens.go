@@ -36,11 +36,20 @@ type tokenPool struct {
 	releasedHead int
 	reserved     uint32
 	confirmed    uint32
+
+	// celled: the pool sells only the granted tokens queued in unsold (and
+	// released ones), not 1..saleLimit; slots then has holes for tokens the
+	// cell never owned (grants.go).
+	celled bool
+	unsold rangeQueue
 }
 
 func (p *tokenPool) fresh() uint32 { return uint32(len(p.slots)) + 1 }
 
 func (p *tokenPool) available() uint32 {
+	if p.celled {
+		return p.unsold.units + uint32(len(p.released)-p.releasedHead)
+	}
 	return p.saleLimit - uint32(len(p.slots)) + uint32(len(p.released)-p.releasedHead)
 }
 
@@ -48,6 +57,9 @@ func (p *tokenPool) available() uint32 {
 func (p *tokenPool) next() uint32 {
 	if p.releasedHead < len(p.released) {
 		return p.released[p.releasedHead]
+	}
+	if p.celled {
+		return p.unsold.first()
 	}
 	if uint32(len(p.slots)) < p.saleLimit {
 		return p.fresh()
@@ -65,6 +77,11 @@ func (p *tokenPool) take(token, seq uint32) {
 			n := copy(p.released, p.released[p.releasedHead:])
 			p.released, p.releasedHead = p.released[:n], 0
 		}
+	} else if p.celled {
+		p.unsold.pop()
+		for uint32(len(p.slots)) < token {
+			p.slots = append(p.slots, 0)
+		}
 	} else {
 		p.slots = append(p.slots, 0)
 	}
@@ -77,6 +94,18 @@ func (p *tokenPool) release(token uint32) {
 	p.slots[token-1] = 0
 	p.released = append(p.released, token)
 	p.reserved--
+}
+
+// dropReleased removes the released tokens that lie in the sorted ranges
+// rs from the FIFO, keeping the order of the others (a RETURN).
+func (p *tokenPool) dropReleased(rs []TokenRange) {
+	kept := p.released[:0]
+	for _, t := range p.released[p.releasedHead:] {
+		if !inRanges(rs, t) {
+			kept = append(kept, t)
+		}
+	}
+	p.released, p.releasedHead = kept, 0
 }
 
 // confirm moves a RESERVED token to CONFIRMED.

@@ -54,6 +54,7 @@ type recordJSON struct {
 	Reason        string          `json:"reason,omitempty"`
 	Release       *bool           `json:"release,omitempty"`
 	Definition    *definitionJSON `json:"definition,omitempty"`
+	Allocation    *allocationJSON `json:"allocation,omitempty"` // GRANT, RETURN, EPOCH
 }
 
 func recordOf(index uint64, r *sku.Record, campaignID, skuID string, key [16]byte) recordJSON {
@@ -71,6 +72,8 @@ func recordOf(index uint64, r *sku.Record, campaignID, skuID string, key [16]byt
 		j.Amount = &r.Amount
 	case sku.RecordClosed:
 		j.Reason, j.Release = r.Reason.String(), &r.Release
+	case sku.RecordGrant, sku.RecordReturn, sku.RecordEpoch:
+		j.Allocation = allocationOf(r.Cell)
 	}
 	return j
 }

@@ -280,11 +280,13 @@ type definitionJSON struct {
 	PaymentWindowMs int64  `json:"payment_window_ms"`
 	SaleLimit       uint32 `json:"sale_limit"`
 	ReleaseOnClose  bool   `json:"release_on_close"`
+	Cell            string `json:"cell,omitempty"`             // celled SKUs only
+	CellMapVersion  uint64 `json:"cell_map_version,omitempty"` // celled SKUs only
 }
 
 func definitionOf(d sku.Definition) *definitionJSON {
 	return &definitionJSON{d.CampaignID, d.SKUID, formatMillis(d.StartAt), formatMillis(d.EndAt),
-		d.PaymentWindowMs, d.SaleLimit, d.ReleaseOnClose}
+		d.PaymentWindowMs, d.SaleLimit, d.ReleaseOnClose, d.Cell, d.CellMapVersion}
 }
 
 // joinErrors is a short list of messages.
