@@ -227,7 +227,7 @@ func (m *Machine) Return(now int64, seq, epoch uint64, units uint32, out []Recor
 		ranges = append(ranges, TokenRange{t, t})
 		taken++
 	}
-	ranges = normalizeRanges(ranges)
+	ranges = NormalizeRanges(ranges)
 	if len(ranges) == 0 {
 		return ReturnResult{Outcome: OutcomeOK, Return: Allocation{Seq: seq, Epoch: epoch}}, out
 	}
@@ -333,7 +333,7 @@ func (m *Machine) auditCell(bad func(string, ...any)) {
 	if units != q.units {
 		bad("unsold queue counts %d tokens, recount %d", q.units, units)
 	}
-	sorted := normalizeRanges(append([]TokenRange(nil), q.ranges...))
+	sorted := NormalizeRanges(append([]TokenRange(nil), q.ranges...))
 	if err := checkSorted(sorted, m.def.SaleLimit); err != nil {
 		bad("unsold tokens: %v", err)
 		return

@@ -25,7 +25,7 @@ func (l *ledgerModel) take(n int) []TokenRange {
 		rs = append(rs, TokenRange{t, t})
 	}
 	l.free = l.free[n:]
-	return normalizeRanges(rs)
+	return NormalizeRanges(rs)
 }
 
 func (l *ledgerModel) credit(rs []TokenRange) {
@@ -257,7 +257,7 @@ func checkCell(t *rapid.T, m *Machine, md *model, led *ledgerModel) {
 		free = append(free, TokenRange{f, f})
 	}
 	if len(free) > 0 {
-		if n := m.ownedIn(normalizeRanges(free)); n != 0 {
+		if n := m.ownedIn(NormalizeRanges(free)); n != 0 {
 			t.Fatalf("%d tokens are free in the ledger and owned by the cell", n)
 		}
 	}

@@ -7,8 +7,8 @@ import "fmt"
 // by construction, so a token id names one unit of the SKU across every
 // cell that sells it.
 type TokenRange struct {
-	First uint32
-	Last  uint32
+	First uint32 `json:"first"`
+	Last  uint32 `json:"last"`
 }
 
 // Units returns the number of tokens in r.
@@ -160,11 +160,12 @@ func (q *rangeQueue) tail(units uint32) []TokenRange {
 		out = append(out, r)
 		units -= r.Units()
 	}
-	return normalizeRanges(out)
+	return NormalizeRanges(out)
 }
 
-// normalizeRanges sorts rs and merges adjacent ranges. rs must be disjoint.
-func normalizeRanges(rs []TokenRange) []TokenRange {
+// NormalizeRanges sorts rs in place and merges adjacent ranges, returning
+// the merged prefix of rs. rs must be disjoint.
+func NormalizeRanges(rs []TokenRange) []TokenRange {
 	// Insertion sort: the lists are short (bounded by MaxRangesPerRecord).
 	for i := 1; i < len(rs); i++ {
 		for j := i; j > 0 && rs[j].First < rs[j-1].First; j-- {

@@ -522,7 +522,7 @@ func (s *stateDecoder) cellSection(released uint32) {
 		s.fail("%d trailing bytes", len(s.b))
 		return
 	}
-	sorted := normalizeRanges(append([]TokenRange(nil), unsold...))
+	sorted := NormalizeRanges(append([]TokenRange(nil), unsold...))
 	if err := checkSorted(sorted, m.def.SaleLimit); err != nil {
 		s.fail("unsold tokens: %v", err)
 		return

@@ -1,0 +1,197 @@
+// Package etcdtest runs a real etcd (v3.7.3, built from the etcd server Go
+// module by the nested module etcdserver/) as a separate process on
+// 127.0.0.1 with a temporary data dir, for the ledger and cell tests and
+// for make cluster. Being a process of its own, it can be paused (SIGSTOP)
+// and killed like a production member. Proxy (proxy.go) cuts one client's
+// link to it.
+package etcdtest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Version is the etcd server version the nested module pins.
+const Version = "3.7.3"
+
+var (
+	buildOnce sync.Once
+	buildPath string
+	buildErr  error
+)
+
+// moduleDir is the nested module's directory, next to this file.
+func moduleDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "etcdserver")
+}
+
+// Build compiles the etcd server once per process into a temporary
+// directory and returns the binary's path. The first build of the server's
+// dependency graph takes minutes on a small machine; the Go build cache
+// makes later ones a link.
+func Build() (string, error) {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "seckill-etcd-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildPath = filepath.Join(dir, "etcdserver")
+		cmd := exec.Command("go", "build", "-o", buildPath, ".")
+		cmd.Dir = moduleDir()
+		cmd.Env = append(os.Environ(), "GOWORK=off")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("etcdtest: build etcd %s: %v\n%s", Version, err, out)
+		}
+	})
+	return buildPath, buildErr
+}
+
+// Server is one running etcd member.
+type Server struct {
+	// Endpoint is its client address, host:port.
+	Endpoint string
+	dataDir  string
+	peer     string
+	bin      string
+	cmd      *exec.Cmd
+	done     chan struct{}
+}
+
+// FreePort returns a loopback host:port nobody listened on a moment ago.
+func FreePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// Start builds (once) and starts an etcd member with data in a temporary
+// directory and waits until it serves. It is killed when t ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	s, err := StartIn(filepath.Join(t.TempDir(), "etcd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Kill)
+	return s
+}
+
+// StartIn starts a member with its data in dataDir and its log (stderr)
+// in dataDir + ".log" (see Start). The caller must Kill or Terminate it.
+func StartIn(dataDir string) (*Server, error) {
+	bin, err := Build()
+	if err != nil {
+		return nil, err
+	}
+	client, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	peer, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Endpoint: client, dataDir: dataDir, peer: peer, bin: bin}
+	return s, s.start()
+}
+
+func (s *Server) start() error {
+	cmd := exec.Command(s.bin, "--data-dir", s.dataDir, "--client-addr", s.Endpoint, "--peer-addr", s.peer)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	logFile, err := os.OpenFile(s.dataDir+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close() // the child has its own descriptor
+	cmd.Stderr = logFile
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	s.cmd, s.done = cmd, make(chan struct{})
+	ready := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "READY ") {
+				ready <- nil
+			}
+		}
+		ready <- errors.New("etcdtest: etcd exited before it was ready")
+	}()
+	go func() { cmd.Wait(); close(s.done) }()
+	select {
+	case err := <-ready:
+		if err != nil {
+			s.Kill()
+		}
+		return err
+	case <-time.After(90 * time.Second):
+		s.Kill()
+		return errors.New("etcdtest: etcd not ready after 90 s")
+	}
+}
+
+// Restart starts the member again on the same data dir and address after
+// Kill.
+func (s *Server) Restart() error { return s.start() }
+
+// Pause stops the process (SIGSTOP): its sockets stay open, nothing answers.
+func (s *Server) Pause() error { return s.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process (SIGCONT).
+func (s *Server) Resume() error { return s.cmd.Process.Signal(syscall.SIGCONT) }
+
+// Kill kills the process (SIGKILL, after SIGCONT in case it is paused) and
+// waits for it. Killing a dead member does nothing.
+func (s *Server) Kill() {
+	if s.cmd == nil {
+		return
+	}
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	s.cmd.Process.Signal(syscall.SIGCONT)
+	s.cmd.Process.Kill()
+	<-s.done
+}
+
+// Terminate stops the member cleanly (SIGTERM) and waits up to 10 s.
+func (s *Server) Terminate() {
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGCONT)
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		s.Kill()
+	}
+}
+
+// Pid returns the process id.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }

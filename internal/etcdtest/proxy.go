@@ -1,0 +1,143 @@
+package etcdtest
+
+import (
+	"net"
+	"sync"
+)
+
+// Proxy forwards TCP connections from its own loopback address to a
+// target, and can blackhole them: while cut, it keeps every socket open
+// but forwards no byte in either direction (and holds new connections
+// unanswered), which is how a network partition looks to both ends.
+// Resuming lets the held bytes through.
+type Proxy struct {
+	// Addr is the proxy's listening address, host:port.
+	Addr   string
+	target string
+	ln     net.Listener
+
+	mu      sync.Mutex
+	cut     bool
+	replies bool          // the cut holds only the target's replies
+	resume  chan struct{} // closed when a cut ends
+	conns   map[net.Conn]struct{}
+}
+
+// NewProxy listens on a free loopback port and forwards to target.
+func NewProxy(target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, resume: make(chan struct{}), conns: map[net.Conn]struct{}{}}
+	close(p.resume)
+	go p.accept()
+	return p, nil
+}
+
+// Cut starts blackholing both directions.
+func (p *Proxy) Cut() { p.startCut(false) }
+
+// CutReplies starts blackholing the target's replies only: requests still
+// reach it, so a write can commit while its caller hears nothing, the
+// "timed out, outcome unknown" case.
+func (p *Proxy) CutReplies() { p.startCut(true) }
+
+func (p *Proxy) startCut(replies bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.cut {
+		p.cut, p.resume = true, make(chan struct{})
+	}
+	p.replies = replies
+}
+
+// Heal ends a cut.
+func (p *Proxy) Heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cut {
+		p.cut = false
+		close(p.resume)
+	}
+}
+
+// Close stops listening and closes every connection.
+func (p *Proxy) Close() {
+	p.ln.Close()
+	p.Heal()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// gate blocks while the proxy is cut for traffic in this direction
+// (reply: from the target).
+func (p *Proxy) gate(reply bool) {
+	p.mu.Lock()
+	ch, cut, repliesOnly := p.resume, p.cut, p.replies
+	p.mu.Unlock()
+	if cut && (reply || !repliesOnly) {
+		<-ch
+	}
+}
+
+func (p *Proxy) track(c net.Conn, add bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if add {
+		p.conns[c] = struct{}{}
+	} else {
+		delete(p.conns, c)
+	}
+}
+
+func (p *Proxy) accept() {
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		go p.serve(in)
+	}
+}
+
+func (p *Proxy) serve(in net.Conn) {
+	p.gate(false)
+	out, err := net.Dial("tcp", p.target)
+	if err != nil {
+		in.Close()
+		return
+	}
+	p.track(in, true)
+	p.track(out, true)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); p.pipe(out, in, false) }()
+	go func() { defer wg.Done(); p.pipe(in, out, true) }()
+	wg.Wait()
+	p.track(in, false)
+	p.track(out, false)
+}
+
+// pipe copies src to dst, holding each chunk while the proxy is cut for
+// that direction; it closes both at the first error or EOF.
+func (p *Proxy) pipe(dst, src net.Conn, reply bool) {
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.gate(reply)
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}

@@ -1,0 +1,411 @@
+// Package ledger is the quota ledger of celled SKUs, kept in etcd: which
+// token ranges each cell was granted and returned, and what the central
+// pool still holds. etcd transactions are its only concurrency control
+// (no locks, no leases: a lease cannot fence a paused holder, see the
+// README's "Beyond one node"). A cell's own log is the other half of the
+// story (sku GRANT/RETURN/EPOCH records): a cell sells a token only after
+// its GRANT is durable, and logs a RETURN before Credit.
+//
+// Key layout, all under one prefix (DefaultPrefix):
+//
+//	<prefix>/cells/<cell>/epoch                              decimal epoch, bumped by each process that opens the cell
+//	<prefix>/campaigns/<c>/skus/<s>/ledger                   JSON Pool
+//	<prefix>/campaigns/<c>/skus/<s>/allocs/<cell>/<seq>      JSON Allocation, created once, never changed
+//	<prefix>/campaigns/<c>/skus/<s>/returns/<cell>/<seq>     JSON Allocation, created once, never changed
+//	<prefix>/campaigns/<c>/skus/<s>/cellmap                  JSON cell map (package cells), created once
+//	<prefix>/campaigns/<c>/skus/<s>/return_requests/<cell>   JSON {"units": n}, written by seckillctl
+//
+// <seq> is 20 decimal digits, so keys sort by seq. An allocation is
+// created only by a transaction that checks, at once, that the ledger is
+// unchanged since it was read (ModRevision), that the allocation key does
+// not exist (CreateRevision == 0) and that the cell's epoch is the
+// caller's; a retry of a top-up whose answer was lost uses the same seq
+// and finds its allocation instead of making a second one.
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/seckill/seckill/actors/sku"
+)
+
+// DefaultPrefix is the key prefix of the ledger.
+const DefaultPrefix = "/seckill/v1"
+
+// maxCASAttempts bounds the re-reads of one operation when other writers
+// keep changing the ledger between its read and its transaction.
+const maxCASAttempts = 64
+
+// Errors. Every other error is etcd's (unreachable, timed out): the
+// outcome is then unknown and the caller retries with the same seq.
+var (
+	// ErrExists: Publish found the SKU's ledger already published.
+	ErrExists = errors.New("ledger: already published")
+	// ErrNotFound: the SKU has no ledger.
+	ErrNotFound = errors.New("ledger: no ledger for this SKU")
+	// ErrFenced: the cell's epoch in etcd is not the caller's: another
+	// process opened the cell since. The caller must stop writing.
+	ErrFenced = errors.New("ledger: fenced: the cell's epoch moved on")
+	// ErrExhausted: nothing is left to grant.
+	ErrExhausted = errors.New("ledger: nothing left to grant")
+	// ErrContended: maxCASAttempts transactions failed their compare.
+	ErrContended = errors.New("ledger: too many concurrent changes")
+	// ErrNotOwned: a return names tokens the cell does not hold per the
+	// ledger. Nothing is credited.
+	ErrNotOwned = errors.New("ledger: returned tokens are not the cell's")
+	// ErrCorrupt: a value in etcd does not parse or breaks the pool's rules.
+	ErrCorrupt = errors.New("ledger: corrupt value")
+)
+
+// SKU names one celled SKU of a campaign.
+type SKU struct {
+	Campaign string
+	SKU      string
+}
+
+// Allocation is one grant (or return) as stored: the cell, the seq, the
+// epoch of the process that made it (0: seckillctl's initial grants) and
+// the token ranges.
+type Allocation struct {
+	Cell   string           `json:"cell"`
+	Seq    uint64           `json:"seq"`
+	Epoch  uint64           `json:"epoch"`
+	Ranges []sku.TokenRange `json:"ranges"`
+}
+
+// Units returns the number of tokens of a.
+func (a Allocation) Units() uint64 { return sku.RangesUnits(a.Ranges) }
+
+// SKUAllocation returns a as the sku package's Allocation (for a GRANT).
+func (a Allocation) SKUAllocation() sku.Allocation {
+	return sku.Allocation{Seq: a.Seq, Epoch: a.Epoch, Ranges: a.Ranges}
+}
+
+// Ledger reads and writes the ledger through an etcd client.
+type Ledger struct {
+	c      *clientv3.Client
+	prefix string
+	// beforeCommit, when set (tests only), runs between the read and the
+	// transaction of Allocate.
+	beforeCommit func()
+}
+
+// New returns a Ledger on client c under prefix ("" = DefaultPrefix).
+func New(c *clientv3.Client, prefix string) *Ledger {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return &Ledger{c: c, prefix: strings.TrimSuffix(prefix, "/")}
+}
+
+// Dial connects to etcd. It does not wait for a connection: the first
+// operation does, within its context.
+func Dial(endpoints []string) (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{
+		Endpoints:            endpoints,
+		DialTimeout:          2 * time.Second,
+		DialKeepAliveTime:    2 * time.Second,
+		DialKeepAliveTimeout: 2 * time.Second,
+		Logger:               zap.NewNop(), // errors reach the caller; retries are the caller's
+	})
+}
+
+// Keys.
+
+func (l *Ledger) epochKey(cell string) string { return l.prefix + "/cells/" + cell + "/epoch" }
+func (l *Ledger) skuKey(s SKU) string {
+	return l.prefix + "/campaigns/" + s.Campaign + "/skus/" + s.SKU
+}
+func (l *Ledger) poolKey(s SKU) string { return l.skuKey(s) + "/ledger" }
+func (l *Ledger) allocKey(s SKU, cell string, seq uint64) string {
+	return fmt.Sprintf("%s/allocs/%s/%020d", l.skuKey(s), cell, seq)
+}
+func (l *Ledger) returnKey(s SKU, cell string, seq uint64) string {
+	return fmt.Sprintf("%s/returns/%s/%020d", l.skuKey(s), cell, seq)
+}
+
+// CellMapKey is the key of the SKU's cell map (written by package cells).
+func (l *Ledger) CellMapKey(s SKU) string { return l.skuKey(s) + "/cellmap" }
+
+// ReturnRequestKey is the key where seckillctl asks cell for a return.
+func (l *Ledger) ReturnRequestKey(s SKU, cell string) string {
+	return l.skuKey(s) + "/return_requests/" + cell
+}
+
+// Client returns the etcd client.
+func (l *Ledger) Client() *clientv3.Client { return l.c }
+
+// InitialGrant is the units Publish grants one cell as its allocation 1.
+type InitialGrant struct {
+	Cell  string
+	Units uint32
+}
+
+// Publish creates the SKU's ledger with sale_limit and top-up chunk, and
+// each cell's allocation 1 from the initial grants, in one transaction,
+// only if the ledger does not exist yet (ErrExists otherwise). extra
+// (may be nil) are further puts to make in the same transaction, such as
+// the cell map.
+func (l *Ledger) Publish(ctx context.Context, s SKU, saleLimit, chunk uint32, initial []InitialGrant, extra ...clientv3.Op) ([]Allocation, error) {
+	pool := NewPool(saleLimit, chunk)
+	if err := pool.validate(); err != nil {
+		return nil, fmt.Errorf("ledger: publish: %v", err)
+	}
+	ops := append([]clientv3.Op(nil), extra...)
+	var allocs []Allocation
+	seen := map[string]bool{}
+	for _, g := range initial {
+		if !sku.ValidID(g.Cell) || seen[g.Cell] {
+			return nil, fmt.Errorf("ledger: publish: bad or repeated cell %q", g.Cell)
+		}
+		seen[g.Cell] = true
+		var rs []sku.TokenRange
+		pool, rs = pool.take(g.Units)
+		if sku.RangesUnits(rs) != uint64(g.Units) {
+			return nil, fmt.Errorf("ledger: publish: initial grants exceed sale_limit %d", saleLimit)
+		}
+		a := Allocation{Cell: g.Cell, Seq: 1, Ranges: rs}
+		allocs = append(allocs, a)
+		ops = append(ops, clientv3.OpPut(l.allocKey(s, g.Cell, 1), mustJSON(a)))
+	}
+	ops = append(ops, clientv3.OpPut(l.poolKey(s), mustJSON(pool)))
+	resp, err := l.c.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(l.poolKey(s)), "=", 0)).Then(ops...).Commit()
+	if err != nil {
+		return nil, err
+	}
+	if !resp.Succeeded {
+		return nil, ErrExists
+	}
+	return allocs, nil
+}
+
+// Epoch returns the cell's epoch in etcd (0 when never bumped).
+func (l *Ledger) Epoch(ctx context.Context, cell string) (uint64, error) {
+	resp, err := l.c.Get(ctx, l.epochKey(cell))
+	if err != nil {
+		return 0, err
+	}
+	e, _, err := epochOf(resp.Kvs)
+	return e, err
+}
+
+// BumpEpoch raises the cell's epoch by one and returns it: the process
+// that calls it fences every earlier process of the cell out of the
+// ledger. Only a process that holds the cell's data dir calls it.
+func (l *Ledger) BumpEpoch(ctx context.Context, cell string) (uint64, error) {
+	key := l.epochKey(cell)
+	for range maxCASAttempts {
+		resp, err := l.c.Get(ctx, key)
+		if err != nil {
+			return 0, err
+		}
+		e, rev, err := epochOf(resp.Kvs)
+		if err != nil {
+			return 0, err
+		}
+		txn, err := l.c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+			Then(clientv3.OpPut(key, strconv.FormatUint(e+1, 10))).Commit()
+		if err != nil {
+			return 0, err
+		}
+		if txn.Succeeded {
+			return e + 1, nil
+		}
+	}
+	return 0, ErrContended
+}
+
+// Allocate grants cell up to units tokens (at most what is left) as
+// allocation seq, under the cell's epoch. If allocation seq exists it is
+// returned as it is, whatever its size: a retry after a lost answer finds
+// what the first try made. ErrFenced when the cell's epoch is not epoch,
+// ErrExhausted when nothing is left, ErrNotFound without a ledger; any
+// other error leaves the outcome unknown: retry with the same seq.
+func (l *Ledger) Allocate(ctx context.Context, s SKU, cell string, seq, epoch uint64, units uint32) (Allocation, error) {
+	if seq == 0 || epoch == 0 || units == 0 || !sku.ValidID(cell) {
+		return Allocation{}, fmt.Errorf("ledger: allocate: seq %d, epoch %d, units %d, cell %q", seq, epoch, units, cell)
+	}
+	poolKey, epochKey, allocKey := l.poolKey(s), l.epochKey(cell), l.allocKey(s, cell, seq)
+	for range maxCASAttempts {
+		resp, err := l.c.Txn(ctx).Then(clientv3.OpGet(poolKey), clientv3.OpGet(epochKey), clientv3.OpGet(allocKey)).Commit()
+		if err != nil {
+			return Allocation{}, err
+		}
+		if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) == 1 && !plantedNoCreateGuard {
+			return decodeAllocation(kvs[0].Value)
+		}
+		pool, rev, err := poolOf(resp.Responses[0].GetResponseRange().Kvs)
+		if err != nil {
+			return Allocation{}, err
+		}
+		if cur, _, err := epochOf(resp.Responses[1].GetResponseRange().Kvs); err != nil {
+			return Allocation{}, err
+		} else if cur != epoch {
+			return Allocation{}, fmt.Errorf("%w: %d, not %d", ErrFenced, cur, epoch)
+		}
+		next, rs := pool.take(units)
+		if len(rs) == 0 {
+			return Allocation{}, ErrExhausted
+		}
+		a := Allocation{Cell: cell, Seq: seq, Epoch: epoch, Ranges: rs}
+		cmps := []clientv3.Cmp{
+			clientv3.Compare(clientv3.ModRevision(poolKey), "=", rev),
+			clientv3.Compare(clientv3.Value(epochKey), "=", strconv.FormatUint(epoch, 10)),
+		}
+		if !plantedNoCreateGuard {
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(allocKey), "=", 0))
+		}
+		if l.beforeCommit != nil {
+			l.beforeCommit()
+		}
+		txn, err := l.c.Txn(ctx).If(cmps...).Then(clientv3.OpPut(poolKey, mustJSON(next)), clientv3.OpPut(allocKey, mustJSON(a))).Commit()
+		if err != nil {
+			return Allocation{}, err
+		}
+		if txn.Succeeded {
+			return a, nil
+		}
+		// A compare failed: re-read; never grant from a stale pool.
+	}
+	return Allocation{}, ErrContended
+}
+
+// Credit puts the tokens of a return the cell has durably logged (RETURN)
+// back into the central pool, as return ret.Seq, under the calling
+// process's epoch. A return already credited is not credited again.
+// ErrNotOwned when a token of ret is not the cell's per the ledger,
+// ErrFenced as for Allocate; any other error: retry with the same ret.
+func (l *Ledger) Credit(ctx context.Context, s SKU, cell string, epoch uint64, ret Allocation) error {
+	if ret.Seq == 0 || len(ret.Ranges) == 0 || ret.Cell != cell {
+		return fmt.Errorf("ledger: credit: return %d of %q with %d ranges by %q", ret.Seq, ret.Cell, len(ret.Ranges), cell)
+	}
+	poolKey, epochKey, retKey := l.poolKey(s), l.epochKey(cell), l.returnKey(s, cell, ret.Seq)
+	for range maxCASAttempts {
+		resp, err := l.c.Txn(ctx).Then(clientv3.OpGet(poolKey), clientv3.OpGet(epochKey), clientv3.OpGet(retKey),
+			clientv3.OpGet(l.skuKey(s)+"/allocs/"+cell+"/", clientv3.WithPrefix()),
+			clientv3.OpGet(l.skuKey(s)+"/returns/"+cell+"/", clientv3.WithPrefix())).Commit()
+		if err != nil {
+			return err
+		}
+		if len(resp.Responses[2].GetResponseRange().Kvs) == 1 {
+			return nil // credited before
+		}
+		pool, rev, err := poolOf(resp.Responses[0].GetResponseRange().Kvs)
+		if err != nil {
+			return err
+		}
+		if cur, _, err := epochOf(resp.Responses[1].GetResponseRange().Kvs); err != nil {
+			return err
+		} else if cur != epoch {
+			return fmt.Errorf("%w: %d, not %d", ErrFenced, cur, epoch)
+		}
+		grants, err := decodeAllocations(resp.Responses[3].GetResponseRange().Kvs)
+		if err != nil {
+			return err
+		}
+		returns, err := decodeAllocations(resp.Responses[4].GetResponseRange().Kvs)
+		if err != nil {
+			return err
+		}
+		if n := heldOf(grants, returns).count(ret.Ranges); n != ret.Units() {
+			return fmt.Errorf("%w: %d of %d tokens", ErrNotOwned, n, ret.Units())
+		}
+		txn, err := l.c.Txn(ctx).If(
+			clientv3.Compare(clientv3.ModRevision(poolKey), "=", rev),
+			clientv3.Compare(clientv3.Value(epochKey), "=", strconv.FormatUint(epoch, 10)),
+			clientv3.Compare(clientv3.CreateRevision(retKey), "=", 0),
+		).Then(clientv3.OpPut(poolKey, mustJSON(pool.credit(ret.Ranges))), clientv3.OpPut(retKey, mustJSON(ret))).Commit()
+		if err != nil {
+			return err
+		}
+		if txn.Succeeded {
+			return nil
+		}
+	}
+	return ErrContended
+}
+
+// Allocations returns the cell's allocations in seq order.
+func (l *Ledger) Allocations(ctx context.Context, s SKU, cell string) ([]Allocation, error) {
+	return l.list(ctx, l.skuKey(s)+"/allocs/"+cell+"/")
+}
+
+// Returns returns the cell's credited returns in seq order.
+func (l *Ledger) Returns(ctx context.Context, s SKU, cell string) ([]Allocation, error) {
+	return l.list(ctx, l.skuKey(s)+"/returns/"+cell+"/")
+}
+
+func (l *Ledger) list(ctx context.Context, prefix string) ([]Allocation, error) {
+	resp, err := l.c.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, err
+	}
+	return decodeAllocations(resp.Kvs)
+}
+
+// Decoding.
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("ledger: " + err.Error()) // only plain structs are marshalled
+	}
+	return string(b)
+}
+
+func epochOf(kvs []*mvccKV) (uint64, int64, error) {
+	if len(kvs) == 0 {
+		return 0, 0, nil
+	}
+	e, err := strconv.ParseUint(string(kvs[0].Value), 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: epoch %q", ErrCorrupt, kvs[0].Value)
+	}
+	return e, kvs[0].ModRevision, nil
+}
+
+func poolOf(kvs []*mvccKV) (Pool, int64, error) {
+	if len(kvs) == 0 {
+		return Pool{}, 0, ErrNotFound
+	}
+	var p Pool
+	if err := json.Unmarshal(kvs[0].Value, &p); err != nil {
+		return Pool{}, 0, fmt.Errorf("%w: ledger: %v", ErrCorrupt, err)
+	}
+	if err := p.validate(); err != nil {
+		return Pool{}, 0, fmt.Errorf("%w: ledger: %v", ErrCorrupt, err)
+	}
+	return p, kvs[0].ModRevision, nil
+}
+
+func decodeAllocation(b []byte) (Allocation, error) {
+	var a Allocation
+	if err := json.Unmarshal(b, &a); err != nil {
+		return Allocation{}, fmt.Errorf("%w: allocation: %v", ErrCorrupt, err)
+	}
+	if err := sku.CheckRanges(a.Ranges, sku.MaxSaleLimit); err != nil || a.Seq == 0 {
+		return Allocation{}, fmt.Errorf("%w: allocation %d: %v", ErrCorrupt, a.Seq, err)
+	}
+	return a, nil
+}
+
+func decodeAllocations(kvs []*mvccKV) ([]Allocation, error) {
+	out := make([]Allocation, 0, len(kvs))
+	for _, kv := range kvs {
+		a, err := decodeAllocation(kv.Value)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
