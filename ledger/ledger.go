@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -96,7 +97,7 @@ type Ledger struct {
 	prefix string
 	// beforeCommit, when set (tests only), runs between the read and the
 	// transaction of Allocate.
-	beforeCommit func()
+	beforeCommit atomic.Pointer[func()]
 }
 
 // New returns a Ledger on client c under prefix ("" = DefaultPrefix).
@@ -139,6 +140,17 @@ func (l *Ledger) CellMapKey(s SKU) string { return l.skuKey(s) + "/cellmap" }
 // ReturnRequestKey is the key where seckillctl asks cell for a return.
 func (l *Ledger) ReturnRequestKey(s SKU, cell string) string {
 	return l.skuKey(s) + "/return_requests/" + cell
+}
+
+// SetBeforeCommit installs f (nil: none) to run in Allocate between its
+// read and its transaction: a fault-test hook (e.g. cut the link so that
+// the transaction commits and its answer is lost). Not for production.
+func (l *Ledger) SetBeforeCommit(f func()) {
+	if f == nil {
+		l.beforeCommit.Store(nil)
+		return
+	}
+	l.beforeCommit.Store(&f)
 }
 
 // Client returns the etcd client.
@@ -264,8 +276,8 @@ func (l *Ledger) Allocate(ctx context.Context, s SKU, cell string, seq, epoch ui
 		if !plantedNoCreateGuard {
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(allocKey), "=", 0))
 		}
-		if l.beforeCommit != nil {
-			l.beforeCommit()
+		if f := l.beforeCommit.Load(); f != nil {
+			(*f)()
 		}
 		txn, err := l.c.Txn(ctx).If(cmps...).Then(clientv3.OpPut(poolKey, mustJSON(next)), clientv3.OpPut(allocKey, mustJSON(a))).Commit()
 		if err != nil {

@@ -166,7 +166,7 @@ func TestLedgerAgainstRealEtcd(t *testing.T) {
 		if _, err := cut.Epoch(ctxFor(t, 10*time.Second), "c1"); err != nil { // connected
 			t.Fatal(err)
 		}
-		cut.beforeCommit = proxy.CutReplies // the read passes, the commit's answer is held
+		cut.SetBeforeCommit(proxy.CutReplies) // the read passes, the commit's answer is held
 		_, err = cut.Allocate(ctxFor(t, 1500*time.Millisecond), demo, "c1", 500, epochs["c1"], 20)
 		if err == nil {
 			t.Fatal("allocate answered through a cut link")
@@ -175,7 +175,7 @@ func TestLedgerAgainstRealEtcd(t *testing.T) {
 		if got := mustState(t, l).Allocs["c1"]; got[len(got)-1].Seq != 500 {
 			t.Fatalf("the allocation did not commit: last seq %d", got[len(got)-1].Seq)
 		}
-		cut.beforeCommit = nil
+		cut.SetBeforeCommit(nil)
 		proxy.Heal()
 		a, err := cut.Allocate(ctxFor(t, 20*time.Second), demo, "c1", 500, epochs["c1"], 20)
 		if err != nil || a.Units() != 20 {

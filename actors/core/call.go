@@ -36,12 +36,16 @@ const (
 	KindAudit
 	KindRefunds
 	KindHash
+	KindGrant  // a celled SKU: add an allocation (Cell.Alloc)
+	KindReturn // a celled SKU: give back up to Cell.Units tokens as return Cell.Alloc.Seq
+	KindEpoch  // a celled SKU: record epoch Cell.Alloc.Epoch
+	KindCell   // a celled SKU: its grants, returns and epoch (Report.Cell)
 	// KindCount is one more than the largest Kind: the size of a table
 	// indexed by Kind.
 	KindCount
 )
 
-var kindNames = [KindCount]string{"", "reserve", "pay", "close", "release", "pause", "resume", "define", "get", "lookup", "audit", "refunds", "hash"}
+var kindNames = [KindCount]string{"", "reserve", "pay", "close", "release", "pause", "resume", "define", "get", "lookup", "audit", "refunds", "hash", "grant", "return", "epoch", "cell"}
 
 // String returns the kind's name, e.g. "reserve" (a metrics label).
 func (k Kind) String() string {
@@ -67,6 +71,7 @@ type Call struct {
 	Amount int64 // KindPay, minor units
 	Reason sku.CloseReason
 	Def    *sku.Definition // KindDefine only; its IDKey is filled by the core
+	Cell   *CellCall       // KindGrant, KindReturn, KindEpoch only (cells.go)
 
 	// Reply.
 	Result  sku.Result
@@ -89,6 +94,7 @@ type Report struct {
 	Audit   sku.Audit
 	Refunds []sku.Refund
 	Hash    [32]byte
+	Cell    CellReport // KindCell
 }
 
 // Settle sets each call's Err once the records a Wait rests on are durable

@@ -178,6 +178,8 @@ func (c *Core) decide(now int64, call *Call, out []sku.Record) []sku.Record {
 		call.Report.Refunds = m.Refunds()
 	case KindHash:
 		call.Report.Hash = m.Hash()
+	case KindGrant, KindReturn, KindEpoch, KindCell:
+		out = decideCell(m, now, call, out)
 	}
 	return out
 }

@@ -1,0 +1,399 @@
+package cells
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seckill/seckill/actors/core"
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/ledger"
+)
+
+// Engine is what the agent needs of a cell's engine (*actors.Engine).
+type Engine interface {
+	Grant(ctx context.Context, campaignID, skuID string, a sku.Allocation) error
+	Return(ctx context.Context, campaignID, skuID string, seq, epoch uint64, units uint32) (sku.Allocation, error)
+	SetEpoch(ctx context.Context, campaignID, skuID string, epoch uint64) error
+	Cell(ctx context.Context, campaignID, skuID string) (core.CellReport, error)
+}
+
+// AgentConfig configures an Agent. Durations are wall-clock.
+type AgentConfig struct {
+	Engine Engine
+	Ledger *ledger.Ledger
+	SKU    ledger.SKU
+	Cell   string
+	// Chunk is the units one top-up asks for (default: the ledger's chunk).
+	Chunk uint32
+	// LowWater: a top-up starts when available falls below it (default
+	// Chunk/2, at least 1).
+	LowWater uint32
+	// OpTimeout bounds one etcd operation (default 2 s): past it the
+	// outcome is unknown and the same operation is retried.
+	OpTimeout time.Duration
+	// Interval is the period of the agent's loop (default 100 ms).
+	Interval time.Duration
+	// MaxBackoff bounds the wait between retries while etcd does not
+	// answer (default 2 s).
+	MaxBackoff time.Duration
+	Logger     *slog.Logger
+}
+
+func (c *AgentConfig) fill() {
+	if c.OpTimeout <= 0 {
+		c.OpTimeout = 2 * time.Second
+	}
+	if c.Interval <= 0 {
+		c.Interval = 100 * time.Millisecond
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = 2 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// ErrWrongCell: the SKU's log belongs to another cell (its DEFINE names
+// it), or is not celled: a data dir started under the wrong --cell.
+var ErrWrongCell = errors.New("cells: the data dir belongs to another cell")
+
+// Agent keeps one cell's share of a celled SKU in step with the ledger,
+// off the request path: at start it bumps the cell's epoch (fencing any
+// earlier process out of the ledger) and records it, then adds every
+// allocation the ledger has that the log lacks, credits every logged
+// return the ledger lacks, and from then on tops the pool up when it runs
+// low and answers return requests. A top-up whose outcome is unknown is
+// retried with the same seq until the ledger answers; no later seq is used
+// before. While etcd does not answer the cell sells what its log holds.
+type Agent struct {
+	cfg AgentConfig
+
+	epoch     uint64 // 0 until the bump succeeded; then only the loop's goroutine writes it
+	pending   atomic.Bool
+	reachable atomic.Bool
+	exhausted atomic.Bool
+
+	mu    sync.Mutex
+	stats AgentStats
+}
+
+// AgentStats counts an agent's ledger work.
+type AgentStats struct {
+	Epoch         uint64 `json:"epoch"`
+	TopUps        uint64 `json:"top_ups"`         // allocations granted by this process
+	TopUpRetries  uint64 `json:"top_up_retries"`  // attempts that ended without an answer
+	Reconciled    uint64 `json:"reconciled"`      // allocations found in etcd, missing from the log
+	Credits       uint64 `json:"credits"`         // returns credited to the ledger
+	LedgerErrors  uint64 `json:"ledger_errors"`   // etcd operations that failed
+	LastLedgerErr string `json:"last_ledger_err"` // the latest of them
+}
+
+// NewAgent checks cfg and returns an agent; Run starts it.
+func NewAgent(cfg AgentConfig) (*Agent, error) {
+	cfg.fill()
+	if cfg.Engine == nil || cfg.Ledger == nil || !sku.ValidID(cfg.Cell) {
+		return nil, fmt.Errorf("cells: agent needs an engine, a ledger and a valid cell (got %q)", cfg.Cell)
+	}
+	return &Agent{cfg: cfg}, nil
+}
+
+// TopUpPending reports whether a top-up is asked for and not yet granted:
+// an empty cell then answers SOLD_OUT with Retry-After.
+func (a *Agent) TopUpPending() bool { return a.pending.Load() }
+
+// LedgerReachable reports whether the last etcd operation answered.
+func (a *Agent) LedgerReachable() bool { return a.reachable.Load() }
+
+// Exhausted reports whether the ledger had nothing left at the last top-up.
+func (a *Agent) Exhausted() bool { return a.exhausted.Load() }
+
+// Stats returns a copy of the counters.
+func (a *Agent) Stats() AgentStats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.stats
+}
+
+func (a *Agent) count(f func(*AgentStats)) {
+	a.mu.Lock()
+	f(&a.stats)
+	a.mu.Unlock()
+}
+
+// ledgerFailed notes an etcd operation that did not answer (or failed).
+func (a *Agent) ledgerFailed(what string, err error) {
+	a.reachable.Store(false)
+	a.count(func(s *AgentStats) { s.LedgerErrors++; s.LastLedgerErr = what + ": " + err.Error() })
+	a.cfg.Logger.Warn("ledger operation failed; retrying", "cell", a.cfg.Cell, "op", what, "err", err)
+}
+
+func (a *Agent) op() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), a.cfg.OpTimeout)
+}
+
+// CheckOwner refuses a SKU log that belongs to another cell.
+func CheckOwner(r core.CellReport, def sku.Definition, cell string) error {
+	if !r.Celled || def.Cell != cell {
+		return fmt.Errorf("%w: %s/%s is cell %q's, this is %q", ErrWrongCell, def.CampaignID, def.SKUID, def.Cell, cell)
+	}
+	return nil
+}
+
+// Run drives the agent until ctx is done. It returns ledger.ErrFenced
+// when another process took the cell's epoch (the caller stops topping
+// up; the log still holds what it sold), or an engine error that is not
+// transient.
+func (a *Agent) Run(ctx context.Context) error {
+	backoff := a.cfg.Interval
+	wait := func() bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(backoff):
+			backoff = min(2*backoff, a.cfg.MaxBackoff)
+			return true
+		}
+	}
+	// 1. The epoch: nothing is asked of the ledger before it is ours.
+	for a.epoch == 0 {
+		if err := a.takeEpoch(); err != nil {
+			if errors.Is(err, ledger.ErrFenced) {
+				return err
+			}
+			if !wait() {
+				return nil
+			}
+		}
+	}
+	backoff = a.cfg.Interval
+	// 2. Then the loop: reconcile, credit, top up, answer return requests.
+	for {
+		err := a.step()
+		switch {
+		case errors.Is(err, ledger.ErrFenced):
+			a.cfg.Logger.Error("cell fenced: another process holds its epoch; no more top-ups", "cell", a.cfg.Cell, "err", err)
+			return err
+		case err != nil:
+			if !wait() {
+				return nil
+			}
+			continue
+		}
+		backoff = a.cfg.Interval
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(a.cfg.Interval):
+		}
+	}
+}
+
+// takeEpoch bumps the cell's epoch in the ledger and records it.
+func (a *Agent) takeEpoch() error {
+	ctx, cancel := a.op()
+	defer cancel()
+	e, err := a.cfg.Ledger.BumpEpoch(ctx, a.cfg.Cell)
+	if err != nil {
+		a.ledgerFailed("bump epoch", err)
+		return err
+	}
+	a.reachable.Store(true)
+	if err := a.cfg.Engine.SetEpoch(ctx, a.cfg.SKU.Campaign, a.cfg.SKU.SKU, e); err != nil {
+		return err
+	}
+	a.epoch = e
+	a.count(func(s *AgentStats) { s.Epoch = e })
+	a.cfg.Logger.Info("cell epoch taken", "cell", a.cfg.Cell, "epoch", e)
+	return nil
+}
+
+// step is one turn of the loop.
+func (a *Agent) step() error {
+	ctx, cancel := a.op()
+	defer cancel()
+	rep, err := a.cfg.Engine.Cell(ctx, a.cfg.SKU.Campaign, a.cfg.SKU.SKU)
+	if err != nil {
+		return err
+	}
+	low := a.cfg.LowWater
+	if low == 0 {
+		low = max(a.cfg.Chunk/2, 1)
+	}
+	if rep.Counts.Available < low {
+		if err := a.topUp(); err != nil {
+			return err
+		}
+	} else {
+		a.pending.Store(false)
+	}
+	if err := a.creditLogged(rep); err != nil {
+		return err
+	}
+	return a.answerReturnRequest(rep)
+}
+
+// reconcile adds to the log every allocation of the cell the ledger has
+// and the log lacks, and returns the highest seq either knows.
+func (a *Agent) reconcile() (uint64, error) {
+	ctx, cancel := a.op()
+	defer cancel()
+	allocs, err := a.cfg.Ledger.Allocations(ctx, a.cfg.SKU, a.cfg.Cell)
+	if err != nil {
+		a.ledgerFailed("list allocations", err)
+		return 0, err
+	}
+	a.reachable.Store(true)
+	rep, err := a.cfg.Engine.Cell(ctx, a.cfg.SKU.Campaign, a.cfg.SKU.SKU)
+	if err != nil {
+		return 0, err
+	}
+	logged := map[uint64]bool{}
+	var top uint64
+	for _, g := range rep.Grants {
+		logged[g.Seq] = true
+		top = max(top, g.Seq)
+	}
+	for _, al := range allocs {
+		top = max(top, al.Seq)
+		if logged[al.Seq] {
+			continue
+		}
+		if err := a.cfg.Engine.Grant(ctx, a.cfg.SKU.Campaign, a.cfg.SKU.SKU, al.SKUAllocation()); err != nil {
+			return 0, err
+		}
+		a.count(func(s *AgentStats) { s.Reconciled++ })
+	}
+	return top, nil
+}
+
+// topUp asks the ledger for one chunk, as seq max(ledger, log) + 1, and
+// retries that same seq until the ledger answers.
+func (a *Agent) topUp() error {
+	a.pending.Store(true)
+	top, err := a.reconcile() // before each top-up: what etcd has, the log gets
+	if err != nil {
+		return err
+	}
+	chunk := a.cfg.Chunk
+	if chunk == 0 {
+		chunk = 50
+	}
+	seq := top + 1
+	ctx, cancel := a.op()
+	defer cancel()
+	al, err := a.cfg.Ledger.Allocate(ctx, a.cfg.SKU, a.cfg.Cell, seq, a.epoch, chunk)
+	switch {
+	case errors.Is(err, ledger.ErrExhausted):
+		a.reachable.Store(true)
+		a.exhausted.Store(true)
+		a.pending.Store(false)
+		return nil
+	case errors.Is(err, ledger.ErrFenced):
+		return err
+	case err != nil:
+		// Unknown outcome: the next turn reconciles first, so a seq that
+		// committed is found and logged, and one that did not is asked
+		// for again with the same number.
+		a.count(func(s *AgentStats) { s.TopUpRetries++ })
+		a.ledgerFailed("allocate", err)
+		return err
+	}
+	a.reachable.Store(true)
+	a.exhausted.Store(false)
+	if err := a.cfg.Engine.Grant(ctx, a.cfg.SKU.Campaign, a.cfg.SKU.SKU, al.SKUAllocation()); err != nil {
+		return err
+	}
+	a.count(func(s *AgentStats) { s.TopUps++ })
+	a.pending.Store(false)
+	return nil
+}
+
+// creditLogged credits every RETURN in the log the ledger lacks (a crash
+// or a partition between the record and the credit).
+func (a *Agent) creditLogged(rep core.CellReport) error {
+	if len(rep.Returns) == 0 {
+		return nil
+	}
+	ctx, cancel := a.op()
+	defer cancel()
+	credited, err := a.cfg.Ledger.Returns(ctx, a.cfg.SKU, a.cfg.Cell)
+	if err != nil {
+		a.ledgerFailed("list returns", err)
+		return err
+	}
+	done := map[uint64]bool{}
+	for _, r := range credited {
+		done[r.Seq] = true
+	}
+	for _, r := range rep.Returns {
+		if done[r.Seq] {
+			continue
+		}
+		if err := a.credit(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *Agent) credit(ctx context.Context, r sku.Allocation) error {
+	err := a.cfg.Ledger.Credit(ctx, a.cfg.SKU, a.cfg.Cell, a.epoch,
+		ledger.Allocation{Cell: a.cfg.Cell, Seq: r.Seq, Epoch: r.Epoch, Ranges: r.Ranges})
+	if err != nil {
+		if !errors.Is(err, ledger.ErrFenced) {
+			a.ledgerFailed("credit", err)
+		}
+		return err
+	}
+	a.count(func(s *AgentStats) { s.Credits++ })
+	return nil
+}
+
+// ReturnRequest is what seckillctl writes at the ledger's return request
+// key of a cell: give back up to Units available tokens, once per ID (the
+// return's seq).
+type ReturnRequest struct {
+	ID    uint64 `json:"id"`
+	Units uint32 `json:"units"`
+}
+
+// answerReturnRequest logs and credits the return the control plane asked
+// for, if it is new: RETURN first (durable), then the credit.
+func (a *Agent) answerReturnRequest(rep core.CellReport) error {
+	ctx, cancel := a.op()
+	defer cancel()
+	resp, err := a.cfg.Ledger.Client().Get(ctx, a.cfg.Ledger.ReturnRequestKey(a.cfg.SKU, a.cfg.Cell))
+	if err != nil {
+		a.ledgerFailed("read return request", err)
+		return err
+	}
+	a.reachable.Store(true)
+	if len(resp.Kvs) == 0 {
+		return nil
+	}
+	var req ReturnRequest
+	if err := json.Unmarshal(resp.Kvs[0].Value, &req); err != nil || req.ID == 0 {
+		a.cfg.Logger.Warn("ignoring a malformed return request", "cell", a.cfg.Cell, "value", string(resp.Kvs[0].Value))
+		return nil
+	}
+	for _, r := range rep.Returns {
+		if r.Seq == req.ID {
+			return nil // answered (and credited by creditLogged)
+		}
+	}
+	ret, err := a.cfg.Engine.Return(ctx, a.cfg.SKU.Campaign, a.cfg.SKU.SKU, req.ID, a.epoch, req.Units)
+	if err != nil {
+		return err
+	}
+	if len(ret.Ranges) == 0 {
+		return nil // nothing available: nothing logged, nothing to credit
+	}
+	return a.credit(ctx, ret)
+}

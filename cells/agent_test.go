@@ -1,0 +1,239 @@
+package cells
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/etcdtest"
+	"github.com/seckill/seckill/ledger"
+)
+
+var (
+	quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+	demo  = ledger.SKU{Campaign: "demo", SKU: "sku-1"}
+)
+
+// within polls cond every 20 ms until it holds or the generous deadline
+// for real processes passes.
+func within(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 30 s: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func openCell(t *testing.T, dir, cell string) *actors.Engine {
+	t.Helper()
+	e, err := actors.Open(actors.Config{DataDir: dir, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	def := sku.Definition{CampaignID: demo.Campaign, SKUID: demo.SKU, StartAt: now.Add(-time.Second).UnixMilli(),
+		EndAt: now.Add(time.Hour).UnixMilli(), PaymentWindowMs: 60_000, SaleLimit: 300, ReleaseOnClose: true,
+		Cell: cell, CellMapVersion: 1}
+	if err := e.Define(context.Background(), def); err != nil && e.SKU(demo.Campaign, demo.SKU) == nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+type cellRun struct {
+	agent  *Agent
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startAgent(t *testing.T, e *actors.Engine, l *ledger.Ledger, cell string) *cellRun {
+	t.Helper()
+	a, err := NewAgent(AgentConfig{Engine: e, Ledger: l, SKU: demo, Cell: cell, Chunk: 20,
+		OpTimeout: 500 * time.Millisecond, Interval: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &cellRun{agent: a, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- a.Run(ctx) }()
+	return r
+}
+
+func (r *cellRun) stop() error { r.cancel(); return <-r.done }
+
+// checkAgrees compares the cell's log with the ledger: the same
+// allocations and returns by seq, and the ledger's own invariants.
+func checkAgrees(t *testing.T, e *actors.Engine, l *ledger.Ledger, cell string) ledger.State {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := l.Read(ctx, demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := st.Check(); len(bad) != 0 {
+		t.Fatalf("ledger: %v", bad)
+	}
+	rep, err := e.Cell(ctx, demo.Campaign, demo.SKU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := e.Audit(ctx, demo.Campaign, demo.SKU); err != nil || !a.OK() {
+		t.Fatalf("cell audit: %v %v", err, a.Violations)
+	}
+	same := func(what string, logged []sku.Allocation, stored []ledger.Allocation) {
+		if len(logged) != len(stored) {
+			t.Fatalf("%s: the log has %d, the ledger %d", what, len(logged), len(stored))
+		}
+		for i := range stored {
+			if fmt.Sprint(logged[i].Seq, logged[i].Ranges) != fmt.Sprint(stored[i].Seq, stored[i].Ranges) {
+				t.Fatalf("%s %d: log %v, ledger %v", what, i, logged[i], stored[i])
+			}
+		}
+	}
+	same("allocations", rep.Grants, st.Allocs[cell])
+	same("returns", rep.Returns, st.Returns[cell])
+	if held := st.Held(cell); held != rep.Counts.Granted-rep.Counts.Returned {
+		t.Fatalf("the ledger says %s holds %d, its log %d", cell, held, rep.Counts.Granted-rep.Counts.Returned)
+	}
+	return st
+}
+
+// TestAgentAgainstRealEtcd runs one cell (a real engine, fsync on) with its
+// agent against a real etcd behind a proxy: initial grant reconciled,
+// top-ups as it sells, a partition while the pool runs dry (unrecorded
+// SOLD_OUT, top-up pending, then the same seq granted once), a top-up
+// whose answer is lost, a return asked by the control plane, and a
+// restart that takes a new epoch and fences the old one.
+func TestAgentAgainstRealEtcd(t *testing.T) {
+	srv := etcdtest.Start(t)
+	proxy, err := etcdtest.NewProxy(srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	client, err := ledger.Dial([]string{proxy.Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	l := ledger.New(client, "/t")
+	m, _ := EvenMap(1, []string{"c1", "c2"})
+	op, err := PublishOp(l, demo, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := l.Publish(ctx, demo, 300, 20, []ledger.InitialGrant{{Cell: "c1", Units: 40}, {Cell: "c2", Units: 40}}, op); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadMap(ctx, l, demo); err != nil || got.Version != 1 {
+		t.Fatalf("cell map: %v %v", got.Version, err)
+	}
+
+	dir := t.TempDir()
+	e := openCell(t, dir, "c1")
+	run := startAgent(t, e, l, "c1")
+	within(t, "the initial grant reconciled", func() bool {
+		rep, err := e.Cell(ctx, demo.Campaign, demo.SKU)
+		return err == nil && rep.Epoch == 1 && rep.Counts.Granted >= 40
+	})
+
+	user := 0
+	reserve := func() sku.Outcome {
+		res, err := e.Reserve(context.Background(), demo.Campaign, demo.SKU, fmt.Sprintf("r%d", user), fmt.Sprintf("u%d", user))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Outcome == sku.OutcomeAccepted {
+			user++
+		}
+		return res.Outcome
+	}
+	// Sell 100: beyond the initial 40, so top-ups must come.
+	within(t, "100 sold", func() bool {
+		for user < 100 && reserve() == sku.OutcomeAccepted {
+		}
+		return user >= 100
+	})
+	checkAgrees(t, e, l, "c1")
+
+	// A partition while the pool runs dry.
+	proxy.Cut()
+	within(t, "the pool dry with a top-up pending", func() bool {
+		return reserve() == sku.OutcomeSoldOut && run.agent.TopUpPending()
+	})
+	if _, err := e.Lookup(context.Background(), demo.Campaign, demo.SKU, fmt.Sprintf("r%d", user)); !errors.Is(err, actors.ErrNotFound) {
+		t.Fatalf("a celled SOLD_OUT was recorded: %v", err)
+	}
+	within(t, "etcd marked unreachable", func() bool { return !run.agent.LedgerReachable() })
+	proxy.Heal()
+	within(t, "selling again", func() bool { return reserve() == sku.OutcomeAccepted })
+	checkAgrees(t, e, l, "c1")
+
+	// A top-up whose answer is lost: the transaction commits, the reply
+	// is held; the retry (same seq) finds it.
+	var once sync.Once
+	l.SetBeforeCommit(func() { once.Do(proxy.CutReplies) })
+	within(t, "the top-up's answer lost", func() bool {
+		reserve()
+		return run.agent.Stats().TopUpRetries > 0
+	})
+	l.SetBeforeCommit(nil)
+	proxy.Heal()
+	before := run.agent.Stats().TopUps
+	within(t, "selling again after the lost answer", func() bool {
+		return reserve() == sku.OutcomeAccepted && run.agent.Stats().Reconciled > 0
+	})
+	if run.agent.Stats().TopUps != before {
+		t.Logf("top-ups %d -> %d", before, run.agent.Stats().TopUps)
+	}
+	checkAgrees(t, e, l, "c1")
+
+	// The control plane asks for 5 units back.
+	req, _ := json.Marshal(ReturnRequest{ID: 1, Units: 5})
+	if _, err := client.Put(ctx, l.ReturnRequestKey(demo, "c1"), string(req)); err != nil {
+		t.Fatal(err)
+	}
+	within(t, "the return credited", func() bool {
+		rs, err := l.Returns(ctx, demo, "c1")
+		return err == nil && len(rs) == 1 && rs[0].Units() > 0
+	})
+	checkAgrees(t, e, l, "c1")
+
+	// Restart: the new process takes epoch 2; the old agent is fenced at
+	// its next ledger write.
+	if err := run.stop(); err != nil {
+		t.Fatalf("agent: %v", err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openCell(t, dir, "c1")
+	defer e.Close()
+	run = startAgent(t, e, l, "c1")
+	within(t, "epoch 2 recorded", func() bool {
+		rep, err := e.Cell(ctx, demo.Campaign, demo.SKU)
+		return err == nil && rep.Epoch == 2
+	})
+	if _, err := l.Allocate(ctx, demo, "c1", 1000, 1, 5); !errors.Is(err, ledger.ErrFenced) {
+		t.Fatalf("a top-up at the old epoch: %v", err)
+	}
+	within(t, "selling after the restart", func() bool { return reserve() == sku.OutcomeAccepted })
+	if err := run.stop(); err != nil {
+		t.Fatalf("agent: %v", err)
+	}
+	checkAgrees(t, e, l, "c1")
+}
