@@ -76,6 +76,9 @@ type Agent struct {
 	cfg AgentConfig
 
 	epoch     uint64 // 0 until the bump succeeded; then only the loop's goroutine writes it
+	// inFlight is the seq of a top-up asked for and not answered yet (0:
+	// none): it is retried as it is, never replaced by a later seq.
+	inFlight uint64
 	pending   atomic.Bool
 	reachable atomic.Bool
 	exhausted atomic.Bool
@@ -239,8 +242,9 @@ func (a *Agent) step() error {
 	return a.answerReturnRequest(rep)
 }
 
-// reconcile adds to the log every allocation of the cell the ledger has
-// and the log lacks, and returns the highest seq either knows.
+// reconcile hands every allocation of the cell the ledger has to the
+// engine, which logs those its log lacks (GRANT is idempotent by seq, so
+// the others write nothing), and returns the highest seq either knows.
 func (a *Agent) reconcile() (uint64, error) {
 	ctx, cancel := a.op()
 	defer cancel()
@@ -262,45 +266,47 @@ func (a *Agent) reconcile() (uint64, error) {
 	}
 	for _, al := range allocs {
 		top = max(top, al.Seq)
-		if logged[al.Seq] {
-			continue
-		}
 		if err := a.cfg.Engine.Grant(ctx, a.cfg.SKU.Campaign, a.cfg.SKU.SKU, al.SKUAllocation()); err != nil {
 			return 0, err
 		}
-		a.count(func(s *AgentStats) { s.Reconciled++ })
+		if !logged[al.Seq] {
+			a.count(func(s *AgentStats) { s.Reconciled++ })
+		}
 	}
 	return top, nil
 }
 
-// topUp asks the ledger for one chunk, as seq max(ledger, log) + 1, and
-// retries that same seq until the ledger answers.
+// topUp asks the ledger for one chunk. A new top-up first reconciles
+// (what etcd has, the log gets) and takes seq max(ledger, log) + 1; a
+// top-up whose outcome is unknown is asked again with that same seq until
+// the ledger answers, and the ledger answers a seq it holds with the
+// allocation it made.
 func (a *Agent) topUp() error {
 	a.pending.Store(true)
-	top, err := a.reconcile() // before each top-up: what etcd has, the log gets
-	if err != nil {
-		return err
+	if a.inFlight == 0 {
+		top, err := a.reconcile()
+		if err != nil {
+			return err
+		}
+		a.inFlight = top + 1
 	}
 	chunk := a.cfg.Chunk
 	if chunk == 0 {
 		chunk = 50
 	}
-	seq := top + 1
 	ctx, cancel := a.op()
 	defer cancel()
-	al, err := a.cfg.Ledger.Allocate(ctx, a.cfg.SKU, a.cfg.Cell, seq, a.epoch, chunk)
+	al, err := a.cfg.Ledger.Allocate(ctx, a.cfg.SKU, a.cfg.Cell, a.inFlight, a.epoch, chunk)
 	switch {
 	case errors.Is(err, ledger.ErrExhausted):
 		a.reachable.Store(true)
 		a.exhausted.Store(true)
 		a.pending.Store(false)
+		a.inFlight = 0
 		return nil
 	case errors.Is(err, ledger.ErrFenced):
 		return err
 	case err != nil:
-		// Unknown outcome: the next turn reconciles first, so a seq that
-		// committed is found and logged, and one that did not is asked
-		// for again with the same number.
 		a.count(func(s *AgentStats) { s.TopUpRetries++ })
 		a.ledgerFailed("allocate", err)
 		return err
@@ -310,6 +316,7 @@ func (a *Agent) topUp() error {
 	if err := a.cfg.Engine.Grant(ctx, a.cfg.SKU.Campaign, a.cfg.SKU.SKU, al.SKUAllocation()); err != nil {
 		return err
 	}
+	a.inFlight = 0
 	a.count(func(s *AgentStats) { s.TopUps++ })
 	a.pending.Store(false)
 	return nil
