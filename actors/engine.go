@@ -59,6 +59,9 @@ var (
 	// Config.MaxSKUs (Define, MakeRoom: nothing was created), or the data
 	// dir already holds more SKUs than that (Open: nothing was started).
 	ErrTooManySKUs = errors.New("too many SKUs for this engine")
+	// ErrWrongCell: the user belongs to another cell of a celled SKU (the
+	// frozen cell map says which; package cells). HTTP: 421 WRONG_CELL.
+	ErrWrongCell = errors.New("the user belongs to another cell")
 )
 
 // Limits of an Engine's SKUs and of the file operations they run at once.

@@ -29,10 +29,10 @@ type AgentConfig struct {
 	Ledger *ledger.Ledger
 	SKU    ledger.SKU
 	Cell   string
-	// Chunk is the units one top-up asks for (default: the ledger's chunk).
+	// Chunk is the units one top-up asks for (0: the ledger's chunk).
 	Chunk uint32
 	// LowWater: a top-up starts when available falls below it (default
-	// Chunk/2, at least 1).
+	// Chunk/2, or 25 with the ledger's chunk; at least 1).
 	LowWater uint32
 	// OpTimeout bounds one etcd operation (default 2 s): past it the
 	// outcome is unknown and the same operation is retried.
@@ -228,6 +228,9 @@ func (a *Agent) step() error {
 	low := a.cfg.LowWater
 	if low == 0 {
 		low = max(a.cfg.Chunk/2, 1)
+		if a.cfg.Chunk == 0 {
+			low = 25
+		}
 	}
 	if rep.Counts.Available < low {
 		if err := a.topUp(); err != nil {
@@ -290,13 +293,9 @@ func (a *Agent) topUp() error {
 		}
 		a.inFlight = top + 1
 	}
-	chunk := a.cfg.Chunk
-	if chunk == 0 {
-		chunk = 50
-	}
 	ctx, cancel := a.op()
 	defer cancel()
-	al, err := a.cfg.Ledger.Allocate(ctx, a.cfg.SKU, a.cfg.Cell, a.inFlight, a.epoch, chunk)
+	al, err := a.cfg.Ledger.Allocate(ctx, a.cfg.SKU, a.cfg.Cell, a.inFlight, a.epoch, a.cfg.Chunk)
 	switch {
 	case errors.Is(err, ledger.ErrExhausted):
 		a.reachable.Store(true)

@@ -105,6 +105,8 @@ func classify(err error) engineFailure {
 		return engineFailure{status: 409, reason: reasonDefinitionConflict}
 	case errors.Is(err, actors.ErrTooManySKUs):
 		return engineFailure{status: 507, reason: reasonTooManySKUs}
+	case errors.Is(err, actors.ErrWrongCell):
+		return engineFailure{status: 421, reason: reasonWrongCell}
 	}
 	return engineFailure{status: 500, reason: reasonInternal}
 }

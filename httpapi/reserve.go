@@ -139,7 +139,7 @@ func (s *Server) lead(rkey, campaignID, skuID, requestID, userID string, retryOf
 		return replyPaused, false
 	case verdictSoldOut:
 		s.rejected(layerSoldOut)
-		return replySoldOut, false
+		return s.soldOutReply(st), false
 	case verdictQueueFull:
 		s.rejected(layerQueueFull)
 		return s.queueFull(), true
@@ -165,9 +165,12 @@ func (s *Server) lead(rkey, campaignID, skuID, requestID, userID string, retryOf
 		if f.status >= 500 && f.reason == reasonInternal {
 			s.log.Error("reserve failed", "campaign_id", campaignID, "sku_id", skuID, "err", err)
 		}
-		return errorReply(f.status, f.reason, ""), false
+		return errorReply(f.status, f.reason, wrongCellDetail(err)), false
 	}
 	rep, cache := s.reserveReply(res)
+	if res.Outcome == sku.OutcomeSoldOut && st.Definition.Cell != "" {
+		rep, cache = s.soldOutReply(st), false // a cell's SOLD_OUT is never final (cell.go)
+	}
 	if cache {
 		s.answers.putFinal(rkey, userID, rep)
 	}

@@ -95,6 +95,10 @@ type Config struct {
 	// Registry receives the service's metrics and is served on /metrics
 	// (give the engine the same one). Default: a new registry.
 	Registry *prometheus.Registry
+	// TopUpPending, when set, tells whether a celled SKU's cell is waiting
+	// for a top-up from the quota ledger: its SOLD_OUT answers then carry
+	// Retry-After (cell.go). Nil: never.
+	TopUpPending func(campaignID, skuID string) bool
 }
 
 func (c *Config) fill() error {

@@ -13,6 +13,7 @@
 //	<prefix>/campaigns/<c>/skus/<s>/allocs/<cell>/<seq>      JSON Allocation, created once, never changed
 //	<prefix>/campaigns/<c>/skus/<s>/returns/<cell>/<seq>     JSON Allocation, created once, never changed
 //	<prefix>/campaigns/<c>/skus/<s>/cellmap                  JSON cell map (package cells), created once
+//	<prefix>/campaigns/<c>/skus/<s>/definition               JSON SKU definition (package cells), created once
 //	<prefix>/campaigns/<c>/skus/<s>/return_requests/<cell>   JSON {"units": n}, written by seckillctl
 //
 // <seq> is 20 decimal digits, so keys sort by seq. An allocation is
@@ -137,6 +138,13 @@ func (l *Ledger) returnKey(s SKU, cell string, seq uint64) string {
 // CellMapKey is the key of the SKU's cell map (written by package cells).
 func (l *Ledger) CellMapKey(s SKU) string { return l.skuKey(s) + "/cellmap" }
 
+// DefinitionKey is the key of the SKU's published definition (written by
+// package cells).
+func (l *Ledger) DefinitionKey(s SKU) string { return l.skuKey(s) + "/definition" }
+
+// CampaignsPrefix is the prefix of every SKU's keys.
+func (l *Ledger) CampaignsPrefix() string { return l.prefix + "/campaigns/" }
+
 // ReturnRequestKey is the key where seckillctl asks cell for a return.
 func (l *Ledger) ReturnRequestKey(s SKU, cell string) string {
 	return l.skuKey(s) + "/return_requests/" + cell
@@ -236,14 +244,15 @@ func (l *Ledger) BumpEpoch(ctx context.Context, cell string) (uint64, error) {
 	return 0, ErrContended
 }
 
-// Allocate grants cell up to units tokens (at most what is left) as
+// Allocate grants cell up to units tokens (0: the ledger's chunk; at
+// most what is left) as
 // allocation seq, under the cell's epoch. If allocation seq exists it is
 // returned as it is, whatever its size: a retry after a lost answer finds
 // what the first try made. ErrFenced when the cell's epoch is not epoch,
 // ErrExhausted when nothing is left, ErrNotFound without a ledger; any
 // other error leaves the outcome unknown: retry with the same seq.
 func (l *Ledger) Allocate(ctx context.Context, s SKU, cell string, seq, epoch uint64, units uint32) (Allocation, error) {
-	if seq == 0 || epoch == 0 || units == 0 || !sku.ValidID(cell) {
+	if seq == 0 || epoch == 0 || !sku.ValidID(cell) {
 		return Allocation{}, fmt.Errorf("ledger: allocate: seq %d, epoch %d, units %d, cell %q", seq, epoch, units, cell)
 	}
 	poolKey, epochKey, allocKey := l.poolKey(s), l.epochKey(cell), l.allocKey(s, cell, seq)
@@ -264,7 +273,11 @@ func (l *Ledger) Allocate(ctx context.Context, s SKU, cell string, seq, epoch ui
 		} else if cur != epoch {
 			return Allocation{}, fmt.Errorf("%w: %d, not %d", ErrFenced, cur, epoch)
 		}
-		next, rs := pool.take(units)
+		ask := units
+		if ask == 0 {
+			ask = pool.Chunk
+		}
+		next, rs := pool.take(ask)
 		if len(rs) == 0 {
 			return Allocation{}, ErrExhausted
 		}

@@ -143,7 +143,27 @@ const TagLength = 16
 // so the id works as the capability to read, pay or cancel the reservation
 // (sequence numbers alone could be walked).
 func FormatReservationID(campaignID, skuID string, seq uint32, key [16]byte) string {
-	return newIDTagger(key).format(campaignID, skuID, seq)
+	return newIDTagger(key).format(campaignID, skuID, "", seq)
+}
+
+// FormatCellReservationID is FormatReservationID for a celled SKU:
+// "<campaign>~<sku>~<cell>~<seq>~<tag>", so pay, cancel and status are
+// routed to the cell by parsing the id (ReservationCell).
+func FormatCellReservationID(campaignID, skuID, cell string, seq uint32, key [16]byte) string {
+	return newIDTagger(key).format(campaignID, skuID, cell, seq)
+}
+
+// ReservationCell returns the cell named by a celled SKU's reservation
+// id, and "" for any other id (malformed ones included).
+func ReservationCell(id string) string {
+	parts := strings.Split(id, reservationIDSep)
+	if len(parts) != 5 || !ValidID(parts[2]) {
+		return ""
+	}
+	if _, _, _, _, err := ParseReservationID(id); err != nil {
+		return ""
+	}
+	return parts[2]
 }
 
 // idTagger makes the tags of one SKU's reservation ids: hex of the first 8
@@ -161,14 +181,19 @@ func newIDTagger(key [16]byte) *idTagger {
 	return &idTagger{c: c}
 }
 
-// format returns the reservation id of seq, in one allocation.
-func (t *idTagger) format(campaignID, skuID string, seq uint32) string {
+// format returns the reservation id of seq, in one allocation; a celled
+// SKU's (cell not empty) names its cell after the SKU.
+func (t *idTagger) format(campaignID, skuID, cell string, seq uint32) string {
 	// ids are at most 64 bytes each, seq at most 10 digits.
-	var buf [2*MaxIDLength + 3*len(reservationIDSep) + 10 + TagLength]byte
+	var buf [3*MaxIDLength + 4*len(reservationIDSep) + 10 + TagLength]byte
 	b := append(buf[:0], campaignID...)
 	b = append(b, reservationIDSep...)
 	b = append(b, skuID...)
 	b = append(b, reservationIDSep...)
+	if cell != "" {
+		b = append(b, cell...)
+		b = append(b, reservationIDSep...)
+	}
 	b = strconv.AppendUint(b, uint64(seq), 10)
 	b = append(b, reservationIDSep...)
 	tag := t.tag(seq)
@@ -189,11 +214,15 @@ func (t *idTagger) tag(seq uint32) [TagLength]byte {
 // ErrBadReservationID is returned by ParseReservationID.
 var ErrBadReservationID = errors.New("malformed reservation_id")
 
-// ParseReservationID splits an id made by FormatReservationID. It checks the
-// form only (ErrBadReservationID otherwise): whether the tag is right is for
-// the SKU to say (Machine.ValidTag).
+// ParseReservationID splits an id made by FormatReservationID or
+// FormatCellReservationID (whose cell it skips: see ReservationCell). It
+// checks the form only (ErrBadReservationID otherwise): whether the tag is
+// right is for the SKU to say (Machine.ValidTag).
 func ParseReservationID(id string) (campaignID, skuID string, seq uint32, tag string, err error) {
 	parts := strings.Split(id, reservationIDSep)
+	if len(parts) == 5 && ValidID(parts[2]) {
+		parts = append(parts[:2], parts[3:]...) // a celled SKU's: the cell is the router's
+	}
 	if len(parts) != 4 {
 		return "", "", 0, "", ErrBadReservationID
 	}

@@ -347,3 +347,26 @@ func TestPlainDefineLayoutUnchanged(t *testing.T) {
 		t.Fatal("record names")
 	}
 }
+
+// TestCellReservationIDs: a celled SKU's reservation ids name the cell;
+// they parse to the same campaign, SKU and seq, and other ids name none.
+func TestCellReservationIDs(t *testing.T) {
+	key := [16]byte{7}
+	id := FormatCellReservationID("demo", "sku-1", "c2", 42, key)
+	c, s, seq, tag, err := ParseReservationID(id)
+	if err != nil || c != "demo" || s != "sku-1" || seq != 42 || ReservationCell(id) != "c2" {
+		t.Fatalf("%s: %s %s %d %s %v, cell %q", id, c, s, seq, tag, err, ReservationCell(id))
+	}
+	plain := FormatReservationID("demo", "sku-1", 42, key)
+	if ReservationCell(plain) != "" || plain == id {
+		t.Fatalf("%s names a cell", plain)
+	}
+	if _, _, _, ptag, _ := ParseReservationID(plain); ptag != tag {
+		t.Fatal("the cell changes the tag")
+	}
+	for _, bad := range []string{"demo~sku-1~c2~42", "demo~sku-1~c/2~42~" + tag, "demo~sku-1~c2~c3~42~" + tag} {
+		if _, _, _, _, err := ParseReservationID(bad); err == nil || ReservationCell(bad) != "" {
+			t.Fatalf("%q accepted", bad)
+		}
+	}
+}

@@ -133,7 +133,7 @@ func (m *Machine) Counts() Counts {
 func (m *Machine) Refunds() []Refund {
 	out := append([]Refund(nil), m.refunds...)
 	for i := range out {
-		out[i].ReservationID = m.idTags.format(m.def.CampaignID, m.def.SKUID, out[i].ReservationSeq)
+		out[i].ReservationID = m.idTags.format(m.def.CampaignID, m.def.SKUID, m.def.Cell, out[i].ReservationSeq)
 	}
 	return out
 }
@@ -180,7 +180,7 @@ func (m *Machine) Lookup(requestID string) (Result, bool) {
 
 func (m *Machine) view(seq uint32, r *reservation) View {
 	v := View{
-		ReservationID:  m.idTags.format(m.def.CampaignID, m.def.SKUID, seq),
+		ReservationID:  m.idTags.format(m.def.CampaignID, m.def.SKUID, m.def.Cell, seq),
 		RequestID:      m.table.requestID(r),
 		UserID:         m.table.userID(r),
 		TokenID:        r.token,

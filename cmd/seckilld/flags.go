@@ -28,6 +28,7 @@ type options struct {
 	snapshotInterval time.Duration
 	snapshotKeep     int
 	maxSKUs          int
+	cell             cellOptions // cell.go
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -47,7 +48,11 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.snapshotKeep, "snapshot-keep", actors.DefaultSnapshotKeep, "snapshots kept per SKU; the log is truncated up to the oldest")
 	fs.IntVar(&o.maxSKUs, "max-skus", 0, fmt.Sprintf("most SKUs this engine holds, one open file each (0: half the open-files limit left after the reserve, at most %d)", actors.DefaultMaxSKUs))
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) to this file until shutdown")
+	registerCellFlags(fs, &o.cell)
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL")); err != nil {
+		return o, err
+	}
+	if err := o.cell.validate(); err != nil {
 		return o, err
 	}
 	switch *fsync {

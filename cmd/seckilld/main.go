@@ -5,6 +5,7 @@
 //	seckilld [--addr 127.0.0.1:8080] [--data-dir ./data] [--campaigns FILE]
 //	         [--admin-token T] [--payment-secret S] [--max-queue-wait 1s]
 //	         [--max-skus N] [--fsync always|never] [--log-level info]
+//	         [--cell ID --etcd HOST:PORT,... [--etcd-prefix /seckill/v1]]
 //
 // Every flag can also be given as SECKILL_<FLAG> (SECKILL_DATA_DIR, ...).
 // Without --campaigns the demo campaign (demo/sku-1, 10,000 tokens, open
@@ -111,13 +112,23 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 			err = fmt.Errorf("closing the engine: %w", cerr)
 		}
 	}()
-	if err := defineCampaigns(engine, opts.campaigns, log); err != nil {
+	var served httpapi.Engine = engine
+	var topUpPending func(campaignID, skuID string) bool
+	if opts.cell.id != "" { // one cell of celled SKUs (cell.go)
+		rt, err := startCell(engine, opts.cell, opts.dataDir, reg, log)
+		if err != nil {
+			return err
+		}
+		defer rt.stop()
+		served, topUpPending = rt.guard, rt.topUpPending
+	} else if err := defineCampaigns(engine, opts.campaigns, log); err != nil {
 		return fmt.Errorf("%w%s", err, tooManyHint(err, budget))
 	}
 
 	srv, err := httpapi.New(httpapi.Config{
 		MaxConnections: budget.MaxConnections,
-		Engine:         engine,
+		Engine:         served,
+		TopUpPending:   topUpPending,
 		AdminToken:     token,
 		PaymentSecret:  []byte(opts.paymentSecret),
 		MaxQueueWait:   opts.maxQueueWait,
@@ -140,10 +151,10 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 
 	stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	serving := make(chan error, 1)
+	go func() { serving <- srv.Serve(ln) }()
 	select {
-	case err := <-served:
+	case err := <-serving:
 		return fmt.Errorf("serving: %w", err)
 	case <-stop.Done():
 	}
@@ -153,7 +164,7 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn("requests still in flight at the shutdown deadline", "err", err)
 	}
-	<-served
+	<-serving
 	return nil // the deferred engine.Close flushes and fsyncs every log
 }
 
