@@ -75,10 +75,10 @@ var ErrWrongCell = errors.New("cells: the data dir belongs to another cell")
 type Agent struct {
 	cfg AgentConfig
 
-	epoch     uint64 // 0 until the bump succeeded; then only the loop's goroutine writes it
+	epoch uint64 // 0 until the bump succeeded; then only the loop's goroutine writes it
 	// inFlight is the seq of a top-up asked for and not answered yet (0:
 	// none): it is retried as it is, never replaced by a later seq.
-	inFlight uint64
+	inFlight  uint64
 	pending   atomic.Bool
 	reachable atomic.Bool
 	exhausted atomic.Bool

@@ -188,6 +188,11 @@ type auditBody struct {
 	Total       uint32            `json:"reservations"`
 	InvariantOK bool              `json:"invariant_ok"`
 	Violations  []string          `json:"violations"`
+	// A celled SKU's cell and its share of the ledger (absent otherwise):
+	// granted - returned = available + reserved + confirmed.
+	Cell     string `json:"cell,omitempty"`
+	Granted  uint64 `json:"granted,omitempty"`
+	Returned uint64 `json:"returned,omitempty"`
 }
 
 // handleAudit is GET /admin/campaigns/{c}/skus/{s}/audit.
@@ -213,6 +218,10 @@ func (s *Server) handleAudit(ctx *fasthttp.RequestCtx) string {
 		},
 		HeldClosed: n.HeldClosed, Refunds: n.RefundsRequired, Rejected: n.Rejected, Total: n.Reservations,
 		InvariantOK: a.OK(), Violations: append([]string{}, a.Violations...),
+		Granted: n.Granted, Returned: n.Returned,
+	}
+	if st, ok := s.engine.SKUStats(campaignID, skuID); ok {
+		body.Cell = st.Definition.Cell
 	}
 	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, body))
 }

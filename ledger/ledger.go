@@ -9,6 +9,7 @@
 // Key layout, all under one prefix (DefaultPrefix):
 //
 //	<prefix>/cells/<cell>/epoch                              decimal epoch, bumped by each process that opens the cell
+//	<prefix>/cells/<cell>/addr                               the cell's HTTP base URL, for operators (never for safety)
 //	<prefix>/campaigns/<c>/skus/<s>/ledger                   JSON Pool
 //	<prefix>/campaigns/<c>/skus/<s>/allocs/<cell>/<seq>      JSON Allocation, created once, never changed
 //	<prefix>/campaigns/<c>/skus/<s>/returns/<cell>/<seq>     JSON Allocation, created once, never changed
@@ -137,6 +138,9 @@ func (l *Ledger) returnKey(s SKU, cell string, seq uint64) string {
 
 // CellMapKey is the key of the SKU's cell map (written by package cells).
 func (l *Ledger) CellMapKey(s SKU) string { return l.skuKey(s) + "/cellmap" }
+
+// AddrKey is the key where a cell announces its HTTP base URL.
+func (l *Ledger) AddrKey(cell string) string { return l.prefix + "/cells/" + cell + "/addr" }
 
 // DefinitionKey is the key of the SKU's published definition (written by
 // package cells).

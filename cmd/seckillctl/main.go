@@ -64,6 +64,13 @@ const usage = `seckillctl: operate on seckill data directories (read-only unless
         is a fork (the same reservation ids): it must not sell beside its source
   seckillctl export DIR [--format csv|jsonl]
         every reservation with its state, user, token, times, payment and refunds
+  seckillctl cells publish --etcd E --campaign C --sku S --sale-limit N --cells c1,c2
+        --initial UNITS --chunk UNITS [--start T --end T --payment-window D]
+        publish a celled SKU: definition, frozen cell map, ledger, initial grants
+  seckillctl cells return --etcd E --campaign C --sku S --cell ID --units N --id K
+        ask a cell to give back up to N available units (return seq K)
+  seckillctl audit --etcd E --campaign C --cells c1=URL,... --admin-token T
+        one JSON document: the ledger, each cell's counts, conservation, ok
 
 DIR is <data-dir>/<campaign>/<sku> or its wal directory.
 Exit status: 0 ok, 1 a check failed (violation, corruption), 2 usage or I/O error
@@ -93,6 +100,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runRestore(rest, stdout, stderr)
 	case "export":
 		err = runExport(rest, stdout)
+	case "cells":
+		err = runCells(rest, stdout)
+	case "audit":
+		err = runClusterAudit(rest, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -53,6 +53,9 @@ type cellRuntime struct {
 	guard  *cells.Guard
 	agents map[string]*cells.Agent // by campaign + "/" + sku
 	client *clientv3.Client
+	ledger *ledger.Ledger
+	id     string
+	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -94,9 +97,9 @@ func startCell(engine *actors.Engine, o cellOptions, dataDir string, reg prometh
 			return nil, fmt.Errorf("defining %s/%s for cell %s: %w", p.Definition.CampaignID, p.Definition.SKUID, o.id, err)
 		}
 	}
-	rt := &cellRuntime{guard: cells.NewGuard(engine, o.id, pubs), agents: map[string]*cells.Agent{}, client: client}
+	rt := &cellRuntime{guard: cells.NewGuard(engine, o.id, pubs), agents: map[string]*cells.Agent{}, client: client, ledger: l, id: o.id}
 	runCtx, stop := context.WithCancel(context.Background())
-	rt.cancel = stop
+	rt.ctx, rt.cancel = runCtx, stop
 	for _, p := range pubs {
 		s := ledger.SKU{Campaign: p.Definition.CampaignID, SKU: p.Definition.SKUID}
 		a, err := cells.NewAgent(cells.AgentConfig{Engine: engine, Ledger: l, SKU: s, Cell: o.id, Logger: log})
@@ -116,6 +119,29 @@ func startCell(engine *actors.Engine, o cellOptions, dataDir string, reg prometh
 	}
 	log.Info("cell started", "cell", o.id, "skus", len(pubs), "etcd", o.etcd)
 	return rt, nil
+}
+
+// announce publishes the cell's HTTP base URL in etcd for seckillctl
+// audit, retrying in the background until etcd answers or the cell stops.
+func (rt *cellRuntime) announce(l *ledger.Ledger, cell, url string, log *slog.Logger) {
+	rt.wg.Add(1)
+	go func() {
+		defer rt.wg.Done()
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, err := l.Client().Put(ctx, l.AddrKey(cell), url)
+			cancel()
+			if err == nil {
+				return
+			}
+			log.Warn("announcing the cell's address in etcd failed; retrying", "err", err)
+			select {
+			case <-rt.ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
 }
 
 // topUpPending is httpapi.Config.TopUpPending.

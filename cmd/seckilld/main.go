@@ -114,9 +114,9 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 	}()
 	var served httpapi.Engine = engine
 	var topUpPending func(campaignID, skuID string) bool
+	var rt *cellRuntime
 	if opts.cell.id != "" { // one cell of celled SKUs (cell.go)
-		rt, err := startCell(engine, opts.cell, opts.dataDir, reg, log)
-		if err != nil {
+		if rt, err = startCell(engine, opts.cell, opts.dataDir, reg, log); err != nil {
 			return err
 		}
 		defer rt.stop()
@@ -143,6 +143,9 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 		return err
 	}
 	fmt.Fprintf(stdout, "seckilld listening on http://%s\n", ln.Addr())
+	if rt != nil {
+		rt.announce(rt.ledger, rt.id, "http://"+ln.Addr().String(), log)
+	}
 	if generated {
 		fmt.Fprintf(stdout, "admin token: %s\n", token)
 	} else {

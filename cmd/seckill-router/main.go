@@ -1,0 +1,180 @@
+// Command seckill-router is the stateless front of a celled sale: it sends
+// each request of the seckilld HTTP API to the cell that owns it (package
+// cells): a reserve by slot = hash(campaign, sku, user_id) mod 1024
+// through the SKU's frozen cell map, pay, cancel and status by the cell
+// the reservation id names, a request_id lookup to every cell of the SKU.
+// It never reads etcd after start: the maps are frozen.
+//
+//	seckill-router --addr 127.0.0.1:8090 --etcd HOST:PORT,...
+//	               --cells c1=127.0.0.1:8081,c2=127.0.0.1:8082 [--default-cell c1]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/seckill/seckill/cells"
+	"github.com/seckill/seckill/ledger"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+type options struct {
+	addr, etcd, prefix, cells, defaultCell string
+	timeout                                time.Duration
+}
+
+func parse(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("seckill-router", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8090", "listen address")
+	fs.StringVar(&o.etcd, "etcd", "", "etcd endpoints, comma-separated (required)")
+	fs.StringVar(&o.prefix, "etcd-prefix", ledger.DefaultPrefix, "key prefix of the ledger")
+	fs.StringVar(&o.cells, "cells", "", "cell=host:port,... (required)")
+	fs.StringVar(&o.defaultCell, "default-cell", "", "cell for SKUs that are not celled and routes without a SKU (default: the first of --cells)")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Second, "per-request timeout towards a cell")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.etcd == "" || o.cells == "" {
+		return o, errors.New("--etcd and --cells are required")
+	}
+	return o, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "seckill-router:", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if err := serve(o, stdout, log); err != nil {
+		log.Error("seckill-router stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// router forwards each request to its cell.
+type router struct {
+	routes      *cells.Routes
+	clients     map[string]*fasthttp.HostClient
+	order       []string
+	defaultCell string
+	timeout     time.Duration
+}
+
+func serve(o options, stdout io.Writer, log *slog.Logger) error {
+	r := &router{clients: map[string]*fasthttp.HostClient{}, timeout: o.timeout}
+	for _, kv := range strings.Split(o.cells, ",") {
+		cell, addr, ok := strings.Cut(kv, "=")
+		if !ok || cell == "" || addr == "" {
+			return fmt.Errorf("--cells: %q is not cell=host:port", kv)
+		}
+		r.clients[cell] = &fasthttp.HostClient{Addr: addr, MaxConns: 4096, ReadTimeout: o.timeout, WriteTimeout: o.timeout,
+			MaxIdemponentCallAttempts: 1}
+		r.order = append(r.order, cell)
+	}
+	r.defaultCell = o.defaultCell
+	if r.defaultCell == "" {
+		r.defaultCell = r.order[0]
+	}
+	client, err := ledger.Dial(strings.Split(o.etcd, ","))
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	l := ledger.New(client, o.prefix)
+	var pubs []cells.Published
+	for attempt := 0; ; attempt++ { // the maps are needed before the first request
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		pubs, err = cells.ReadPublished(ctx, l, "")
+		cancel()
+		if err == nil {
+			break
+		}
+		if attempt == 20 {
+			return fmt.Errorf("reading the cell maps: %w", err)
+		}
+		time.Sleep(time.Second)
+	}
+	r.routes = cells.NewRoutes(pubs)
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "seckill-router listening on http://%s (%d celled SKUs, cells %v)\n", ln.Addr(), len(pubs), r.order)
+	srv := &fasthttp.Server{Handler: r.handle, Name: "seckill-router", ReadTimeout: 30 * time.Second, IdleTimeout: time.Minute}
+	stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-stop.Done():
+	}
+	return srv.ShutdownWithContext(context.Background())
+}
+
+func (r *router) handle(ctx *fasthttp.RequestCtx) {
+	if string(ctx.Path()) == "/healthz" {
+		ctx.SetStatusCode(fasthttp.StatusOK)
+		ctx.SetBodyString(`{"status":"ok"}`)
+		return
+	}
+	route := r.routes.Decide(string(ctx.Method()), string(ctx.Path()), ctx.PostBody())
+	if !route.FanOut {
+		cell := route.Cell
+		if cell == "" {
+			cell = r.defaultCell
+		}
+		r.forward(ctx, cell)
+		return
+	}
+	// A request_id lookup: the first cell that knows it answers.
+	for _, cell := range route.Map.Cells {
+		if r.forward(ctx, cell) && ctx.Response.StatusCode() != fasthttp.StatusNotFound {
+			return
+		}
+	}
+}
+
+// forward sends the request to cell and copies its answer; false (and a
+// 503 CELL_UNAVAILABLE answer) when the cell did not answer.
+func (r *router) forward(ctx *fasthttp.RequestCtx, cell string) bool {
+	c := r.clients[cell]
+	if c == nil {
+		ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+		ctx.SetContentType("application/json")
+		ctx.SetBodyString(fmt.Sprintf(`{"error":"CELL_UNAVAILABLE","detail":"no address for cell %s"}`, cell))
+		return false
+	}
+	ctx.Response.Reset()
+	if err := c.DoTimeout(&ctx.Request, &ctx.Response, r.timeout); err != nil {
+		ctx.Response.Reset()
+		ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+		ctx.SetContentType("application/json")
+		ctx.Response.Header.Set("Retry-After", "1")
+		ctx.SetBodyString(fmt.Sprintf(`{"error":"CELL_UNAVAILABLE","detail":"cell %s: %s"}`, cell, strings.ReplaceAll(err.Error(), `"`, `'`)))
+		return false
+	}
+	return true
+}
