@@ -141,6 +141,9 @@ func (a *Agent) op() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), a.cfg.OpTimeout)
 }
 
+// errLostAnswer is the fault point's error (fault_on.go).
+var errLostAnswer = errors.New("cells: the top-up's answer was lost (fault injection)")
+
 // CheckOwner refuses a SKU log that belongs to another cell.
 func CheckOwner(r core.CellReport, def sku.Definition, cell string) error {
 	if !r.Celled || def.Cell != cell {
@@ -310,6 +313,11 @@ func (a *Agent) topUp() error {
 		a.ledgerFailed("allocate", err)
 		return err
 	}
+	if loseTopUpAnswer(a.cfg.Cell) {
+		a.count(func(s *AgentStats) { s.TopUpRetries++ })
+		a.ledgerFailed("allocate", errLostAnswer)
+		return errLostAnswer
+	}
 	a.reachable.Store(true)
 	a.exhausted.Store(false)
 	if err := a.cfg.Engine.Grant(ctx, a.cfg.SKU.Campaign, a.cfg.SKU.SKU, al.SKUAllocation()); err != nil {
@@ -394,6 +402,9 @@ func (a *Agent) answerReturnRequest(rep core.CellReport) error {
 			return nil // answered (and credited by creditLogged)
 		}
 	}
+	if plantedCreditBeforeReturn {
+		return a.plantedCredit(ctx, rep, req)
+	}
 	ret, err := a.cfg.Engine.Return(ctx, a.cfg.SKU.Campaign, a.cfg.SKU.SKU, req.ID, a.epoch, req.Units)
 	if err != nil {
 		return err
@@ -402,4 +413,16 @@ func (a *Agent) answerReturnRequest(rep core.CellReport) error {
 		return nil // nothing available: nothing logged, nothing to credit
 	}
 	return a.credit(ctx, ret)
+}
+
+// plantedCredit is the planted bug's return: the tail of the latest grant
+// credited with no RETURN logged (planted_on.go).
+func (a *Agent) plantedCredit(ctx context.Context, rep core.CellReport, req ReturnRequest) error {
+	if len(rep.Grants) == 0 {
+		return nil
+	}
+	rs := rep.Grants[len(rep.Grants)-1].Ranges
+	last := rs[len(rs)-1]
+	n := min(req.Units, last.Units())
+	return a.credit(ctx, sku.Allocation{Seq: req.ID, Epoch: a.epoch, Ranges: []sku.TokenRange{{First: last.Last - n + 1, Last: last.Last}}})
 }

@@ -1,0 +1,478 @@
+// Package clustertest is the multi-process fault test of cells: a real
+// etcd (3.7.3), four seckilld cells (fsync on) each reaching etcd through
+// a proxy the test can cut, and a seckill-router, all on loopback; seeded
+// load through the router while cells are killed, paused, partitioned from
+// etcd and etcd itself is paused.
+package clustertest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/internal/etcdtest"
+	"github.com/seckill/seckill/ledger"
+)
+
+const (
+	campaign  = "demo"
+	skuID     = "sku-1"
+	saleLimit = 10_000
+	token     = "cluster-test-token"
+)
+
+// buildAll compiles seckilld, seckill-router and seckillctl with the
+// fault points (tag faultinject: c4 loses the answer of its first top-up,
+// cells/fault_on.go) and the test's planted-bug tags (plantedTags, from
+// the build tags of the test).
+func buildAll(t *testing.T) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	bins := map[string]string{}
+	for _, name := range []string{"seckilld", "seckill-router", "seckillctl"} {
+		bins[name] = filepath.Join(dir, name)
+		args := []string{"build", "-o", bins[name], "-tags", strings.Join(append([]string{"faultinject"}, plantedTags...), ",")}
+		out, err := exec.Command("go", append(args, "github.com/seckill/seckill/cmd/"+name)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go build %s: %v\n%s", name, err, out)
+		}
+	}
+	return bins
+}
+
+// proc is one child process, restartable on the same arguments.
+type proc struct {
+	name string
+	bin  string
+	args []string
+	log  *os.File
+	cmd  *exec.Cmd
+	done chan error
+}
+
+func startProc(t *testing.T, name, bin, logDir string, args ...string) *proc {
+	t.Helper()
+	f, err := os.Create(filepath.Join(logDir, name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{name: name, bin: bin, args: args, log: f}
+	p.start(t)
+	t.Cleanup(p.kill)
+	return p
+}
+
+// start runs the process and waits for its "listening on" line.
+func (p *proc) start(t *testing.T) {
+	t.Helper()
+	p.cmd = exec.Command(p.bin, p.args...)
+	p.cmd.Env = append(os.Environ(), "SECKILL_FAULT_LOSE_TOPUP_ANSWER=c4")
+	p.cmd.Stderr = p.log
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.done = make(chan error, 1)
+	ready := make(chan struct{}, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			fmt.Fprintln(p.log, "stdout:", sc.Text())
+			if strings.Contains(sc.Text(), "listening on") {
+				ready <- struct{}{}
+			}
+		}
+	}()
+	go func(cmd *exec.Cmd, done chan error) { done <- cmd.Wait() }(p.cmd, p.done)
+	select {
+	case <-ready:
+	case err := <-p.done:
+		t.Fatalf("%s exited at start: %v (log %s)", p.name, err, p.log.Name())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s did not start (log %s)", p.name, p.log.Name())
+	}
+}
+
+func (p *proc) signal(s syscall.Signal) { _ = p.cmd.Process.Signal(s) }
+
+// kill sends SIGKILL (after SIGCONT) and waits.
+func (p *proc) kill() {
+	if p.cmd == nil || p.cmd.ProcessState != nil {
+		return
+	}
+	p.signal(syscall.SIGCONT)
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// term stops it cleanly and waits up to 30 s.
+func (p *proc) term() {
+	p.signal(syscall.SIGCONT)
+	p.signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		p.kill()
+	}
+}
+
+// cellAudit is what the sampler reads from a cell's admin audit.
+type cellAudit struct {
+	Available   uint32 `json:"available"`
+	Reserved    uint32 `json:"reserved"`
+	Confirmed   uint32 `json:"confirmed"`
+	Granted     uint64 `json:"granted"`
+	Returned    uint64 `json:"returned"`
+	InvariantOK bool   `json:"invariant_ok"`
+}
+
+func getAudit(client *http.Client, base string) (cellAudit, error) {
+	req, _ := http.NewRequest(http.MethodGet, base+"/admin/campaigns/"+campaign+"/skus/"+skuID+"/audit", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return cellAudit{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return cellAudit{}, fmt.Errorf("%s", resp.Status)
+	}
+	var a cellAudit
+	return a, json.NewDecoder(resp.Body).Decode(&a)
+}
+
+// TestCellsUnderFaults is the issue's fault test. Four cells, sale_limit
+// 10,000 = 4 × 2,400 + 400, top-ups of 50, a 3 s payment window; seeded
+// load with repeated users and request_ids, 60% pay, 20% cancel, the rest
+// expire. During the load: a second process on c1's data dir (refused),
+// kill -9 of c3 and its restart, SIGSTOP of c2, c4's etcd link cut, etcd
+// SIGSTOPped, a return asked of c1. Every 100 ms: Σ (reserved + confirmed)
+// ≤ sale_limit. At the end: the ledger's invariants, each cell's holdings
+// equal the ledger's, seckillctl audit ok, no token held by two
+// reservations across cells, one live purchase per user across cells.
+func TestCellsUnderFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process fault test") // run by go test without -short, as CI does
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d (planted: %v)", seed, plantedTags)
+	bins := buildAll(t)
+	logDir := t.TempDir()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("process logs kept in %s", logDir)
+			keep, _ := os.MkdirTemp("", "seckill-cells-logs-")
+			exec.Command("cp", "-r", logDir+"/.", keep).Run()
+			t.Logf("copied to %s", keep)
+		}
+	})
+	etcd := etcdtest.Start(t)
+
+	cells := []string{"c1", "c2", "c3", "c4"}
+	start := time.Now().Add(-time.Second).UTC().Format(time.RFC3339)
+	ctl := func(args ...string) ([]byte, error) {
+		cmd := exec.Command(bins["seckillctl"], args...)
+		cmd.Env = append(os.Environ(), "SECKILL_ADMIN_TOKEN="+token)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return out, fmt.Errorf("seckillctl %v: %v\n%s", args[0], err, stderr.String())
+		}
+		return out, nil
+	}
+	if out, err := ctl("cells", "publish", "--etcd", etcd.Endpoint, "--campaign", campaign, "--sku", skuID,
+		"--sale-limit", fmt.Sprint(saleLimit), "--cells", strings.Join(cells, ","), "--initial", "2400", "--chunk", "50",
+		"--start", start, "--payment-window", "3s"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+
+	addrs := map[string]string{}
+	dirs := map[string]string{}
+	proxies := map[string]*etcdtest.Proxy{}
+	procs := map[string]*proc{}
+	var routes []string
+	for _, c := range cells {
+		addr, err := etcdtest.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		px, err := etcdtest.NewProxy(etcd.Endpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(px.Close)
+		addrs[c], dirs[c], proxies[c] = addr, filepath.Join(t.TempDir(), c), px
+		procs[c] = startProc(t, c, bins["seckilld"], logDir, "--addr", addr, "--data-dir", dirs[c], "--cell", c,
+			"--etcd", px.Addr, "--admin-token", token, "--log-level", "warn")
+		routes = append(routes, c+"="+addr)
+	}
+	routerAddr, err := etcdtest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	startProc(t, "router", bins["seckill-router"], logDir, "--addr", routerAddr, "--etcd", etcd.Endpoint,
+		"--cells", strings.Join(routes, ","))
+	router := "http://" + routerAddr
+
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	sampler := &http.Client{Timeout: 300 * time.Millisecond}
+
+	// The sampler: Σ over cells of (reserved + confirmed) ≤ sale_limit at
+	// every sample; a cell that does not answer counts with its last one.
+	stopSampling := make(chan struct{})
+	var samples, overSamples atomic.Int64
+	var worst atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		last := map[string]cellAudit{}
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopSampling:
+				return
+			case <-tick.C:
+			}
+			var sum int64
+			for _, c := range cells {
+				if a, err := getAudit(sampler, "http://"+addrs[c]); err == nil {
+					last[c] = a
+				}
+				sum += int64(last[c].Reserved) + int64(last[c].Confirmed)
+			}
+			samples.Add(1)
+			if sum > saleLimit {
+				overSamples.Add(1)
+			}
+			if sum > worst.Load() {
+				worst.Store(sum)
+			}
+		}
+	}()
+
+	// The load.
+	stopLoad := make(chan struct{})
+	var accepted, paid, cancelled, soldOut, wrongCell, unavailable atomic.Int64
+	post := func(url, body string) (int, map[string]any) {
+		resp, err := client.Post(url, "application/json", strings.NewReader(body))
+		if err != nil {
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		b, _ := io.ReadAll(resp.Body)
+		_ = json.Unmarshal(b, &m)
+		return resp.StatusCode, m
+	}
+	for w := 0; w < 24; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			for {
+				select {
+				case <-stopLoad:
+					return
+				default:
+				}
+				user := rng.IntN(40_000)
+				body := fmt.Sprintf(`{"request_id":"r%d-%d","user_id":"u%d"}`, user, rng.IntN(2), user)
+				var code int
+				var m map[string]any
+				for try := 0; try < 3; try++ { // retries keep the request_id
+					code, m = post(router+"/v1/campaigns/"+campaign+"/skus/"+skuID+"/reservations", body)
+					if code != 0 && code != 503 && code != 504 && code != 429 {
+						break
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				switch code {
+				case 202:
+					accepted.Add(1)
+				case 409:
+					if m["error"] == "SOLD_OUT" {
+						soldOut.Add(1)
+					}
+					continue
+				case 421:
+					wrongCell.Add(1)
+					continue
+				default:
+					unavailable.Add(1)
+					continue
+				}
+				id, _ := m["reservation_id"].(string)
+				switch p := rng.IntN(100); {
+				case p < 60:
+					if c, _ := post(router+"/v1/reservations/"+id+"/payment", fmt.Sprintf(`{"payment_id":"p-%s","amount":100}`, strings.ReplaceAll(id, "~", "-"))); c == 200 {
+						paid.Add(1)
+					}
+				case p < 80:
+					if c, _ := post(router+"/v1/reservations/"+id+"/cancel", `{}`); c == 200 {
+						cancelled.Add(1)
+					}
+				}
+			}
+		}()
+	}
+
+	// The faults.
+	at := func(d time.Duration) { time.Sleep(d) }
+	at(time.Second)
+	second := exec.Command(bins["seckilld"], "--addr", "127.0.0.1:0", "--data-dir", dirs["c1"], "--cell", "c1",
+		"--etcd", etcd.Endpoint, "--admin-token", token)
+	if out, err := second.CombinedOutput(); err == nil {
+		t.Errorf("a second process on c1's data dir started:\n%s", out)
+	}
+	at(500 * time.Millisecond)
+	procs["c3"].kill() // kill -9
+	at(500 * time.Millisecond)
+	procs["c2"].signal(syscall.SIGSTOP)
+	at(time.Second)
+	proxies["c4"].Cut()
+	at(2 * time.Second)
+	procs["c3"].start(t) // same dir, same port
+	at(time.Second)
+	procs["c2"].signal(syscall.SIGCONT)
+	at(time.Second)
+	proxies["c4"].Heal()
+	if out, err := ctl("cells", "return", "--etcd", etcd.Endpoint, "--campaign", campaign, "--sku", skuID,
+		"--cell", "c1", "--units", "100", "--id", "1"); err != nil {
+		t.Errorf("%v\n%s", err, out)
+	}
+	at(time.Second)
+	if err := etcd.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	at(2 * time.Second)
+	if err := etcd.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	at(2 * time.Second)
+	close(stopLoad)
+	time.Sleep(200 * time.Millisecond)
+	close(stopSampling)
+	wg.Wait()
+	t.Logf("load: %d accepted, %d paid, %d cancelled, %d sold out, %d wrong cell, %d unavailable; %d samples, worst Σ %d",
+		accepted.Load(), paid.Load(), cancelled.Load(), soldOut.Load(), wrongCell.Load(), unavailable.Load(), samples.Load(), worst.Load())
+	if overSamples.Load() > 0 {
+		t.Errorf("%d samples with Σ (reserved + confirmed) > %d (worst %d)", overSamples.Load(), saleLimit, worst.Load())
+	}
+	if accepted.Load() == 0 || wrongCell.Load() != 0 {
+		t.Errorf("accepted %d, wrong cell through the router %d", accepted.Load(), wrongCell.Load())
+	}
+
+	// A user of another cell, asked directly: 421 naming the cell.
+	for u := 0; ; u++ {
+		code, m := post("http://"+addrs["c1"]+"/v1/campaigns/"+campaign+"/skus/"+skuID+"/reservations",
+			fmt.Sprintf(`{"request_id":"direct-%d","user_id":"direct-%d"}`, u, u))
+		if code == 421 {
+			if d, _ := m["detail"].(string); m["error"] != "WRONG_CELL" || !strings.Contains(d, "cell c") {
+				t.Errorf("421 body %v", m)
+			}
+			break
+		}
+		if u > 50 {
+			t.Fatalf("no 421 from c1 for 50 users")
+		}
+	}
+
+	// Reconciliation: every cell's holdings equal the ledger's, and the
+	// ledger's invariants hold (seckillctl audit).
+	var audit []byte
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		audit, err = ctl("audit", "--etcd", etcd.Endpoint, "--campaign", campaign)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("seckillctl audit never ok: %v\n%s", err, audit)
+	}
+	lc, err := ledger.Dial([]string{etcd.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := ledger.New(lc, "").Read(ctx, ledger.SKU{Campaign: campaign, SKU: skuID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := st.Check(); len(bad) != 0 {
+		t.Fatalf("ledger: %v", bad)
+	}
+	if len(st.Returns["c1"]) != 1 {
+		t.Errorf("c1's return: %v", st.Returns["c1"])
+	}
+	for _, c := range cells { // one allocation per (cell, seq), no seq skipped
+		for i, a := range st.Allocs[c] {
+			if a.Seq != uint64(i+1) {
+				t.Errorf("%s's allocations: seq %d at position %d", c, a.Seq, i+1)
+			}
+		}
+	}
+	var topUps int
+	for _, c := range cells {
+		topUps += len(st.Allocs[c]) - 1
+	}
+	t.Logf("ledger: %d top-ups, granted %d, returned %d, free %v, next token %d", topUps, st.Pool.Granted, st.Pool.Returned, st.Pool.Free, st.Pool.NextToken)
+
+	// Across cells: no token held by two reservations, one live purchase
+	// per user (from each stopped cell's data dir).
+	for _, c := range cells {
+		procs[c].term()
+	}
+	holder := map[float64]string{}
+	live := map[string]string{}
+	for _, c := range cells {
+		out, err := ctl("export", filepath.Join(dirs[c], campaign, skuID), "--format", "jsonl")
+		if err != nil {
+			t.Fatalf("export %s: %v", c, err)
+		}
+		for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+			var r map[string]any
+			if err := json.Unmarshal(line, &r); err != nil {
+				t.Fatalf("export %s: %v: %s", c, err, line)
+			}
+			id := fmt.Sprintf("%s/%v", c, r["reservation_id"])
+			if held, _ := r["holds_token"].(bool); held {
+				tok := r["token_id"].(float64)
+				if prev, ok := holder[tok]; ok {
+					t.Errorf("token %v held by %s and %s", tok, prev, id)
+				}
+				holder[tok] = id
+			}
+			if s := r["state"]; s == "PENDING_PAYMENT" || s == "PAID" {
+				u := r["user_id"].(string)
+				if prev, ok := live[u]; ok {
+					t.Errorf("user %s has two live purchases: %s and %s", u, prev, id)
+				}
+				live[u] = id
+			}
+		}
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !planted_return_after_credit
+
+package cells
+
+// plantedCreditBeforeReturn is false: a return is logged (RETURN, durable)
+// before the ledger credits it. See planted_on.go.
+const plantedCreditBeforeReturn = false
