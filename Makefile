@@ -5,7 +5,7 @@ PKGS     := ./...
 ADDR     ?= 127.0.0.1:8080
 DATA     ?= ./data
 
-.PHONY: all build run test test-long bench bench-engine bench-compare soak fuzz clean
+.PHONY: all build run test test-long bench bench-engine bench-compare soak fuzz clean cluster
 
 all: build
 
@@ -13,10 +13,15 @@ build:
 	$(GO) build -o $(BIN)/seckilld ./cmd/seckilld
 	$(GO) build -o $(BIN)/seckill-bench ./cmd/seckill-bench
 	$(GO) build -o $(BIN)/seckillctl ./cmd/seckillctl
+	$(GO) build -o $(BIN)/seckill-router ./cmd/seckill-router
 
 ## run: build the binaries and start seckilld on $(ADDR) with data in $(DATA) (demo campaign when none is given).
 run: build
 	./$(BIN)/seckilld --addr $(ADDR) --data-dir $(DATA)
+
+## cluster: one etcd, three cells and a router on loopback; the demo hot SKU split across the cells (cells/cluster.sh).
+cluster: build
+	BIN=$(BIN) ./cells/cluster.sh
 
 ## test: vet + race-enabled tests of every package, bounded for CI (fuzz targets run their seed corpus).
 test:

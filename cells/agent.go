@@ -236,7 +236,7 @@ func (a *Agent) step() error {
 		}
 	}
 	if rep.Counts.Available < low {
-		if err := a.topUp(); err != nil {
+		if err := a.topUp(low); err != nil {
 			return err
 		}
 	} else {
@@ -287,12 +287,24 @@ func (a *Agent) reconcile() (uint64, error) {
 // top-up whose outcome is unknown is asked again with that same seq until
 // the ledger answers, and the ledger answers a seq it holds with the
 // allocation it made.
-func (a *Agent) topUp() error {
+func (a *Agent) topUp(low uint32) error {
 	a.pending.Store(true)
 	if a.inFlight == 0 {
 		top, err := a.reconcile()
 		if err != nil {
 			return err
+		}
+		// What the ledger had and the log lacked may be enough (the
+		// initial grant at a first start).
+		ctx, cancel := a.op()
+		rep, err := a.cfg.Engine.Cell(ctx, a.cfg.SKU.Campaign, a.cfg.SKU.SKU)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if rep.Counts.Available >= low {
+			a.pending.Store(false)
+			return nil
 		}
 		a.inFlight = top + 1
 	}
