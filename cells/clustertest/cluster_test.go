@@ -168,9 +168,6 @@ func getAudit(client *http.Client, base string) (cellAudit, error) {
 // equal the ledger's, seckillctl audit ok, no token held by two
 // reservations across cells, one live purchase per user across cells.
 func TestCellsUnderFaults(t *testing.T) {
-	if testing.Short() {
-		t.Skip("multi-process fault test") // run by go test without -short, as CI does
-	}
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d (planted: %v)", seed, plantedTags)
 	bins := buildAll(t)
