@@ -241,6 +241,7 @@ func (a *skuActor) finishSnapshot(ctx actor.Context, done *snapshotDone) {
 			"reservations", done.info.Reservations, "bytes", done.info.Bytes,
 			"took", done.info.Took, "pause", done.info.Pause)
 		a.truncateLog(done.oldestKept, logger)
+		a.h.activity.snapshotWritten(a.cfg.Clock(), done.info.Index)
 	}
 	start := monoNow()
 	act := a.core.SnapshotDone(a.cfg.Clock(), done.info.Index, done.err)
