@@ -74,6 +74,10 @@ function sparkline(lines) {
     const off = POINTS - vs.length;
     const pts = [];
     vs.forEach((v, i) => { if (v != null) pts.push(`${off + i},${(100 - (v / top) * 96 - 2).toFixed(1)}`); });
+    if (pts.length === 1) { // one point: a short dash, so that it shows
+      const [x, y] = pts[0].split(',');
+      pts.push(`${Number(x) - 0.8},${y}`);
+    }
     if (pts.length) box.appendChild(svg('polyline', { class: cls, points: pts.join(' ') }));
   }
   const title = svg('title');
@@ -119,8 +123,8 @@ function drawTotals(doc) {
   const tokens = $('t-tokens');
   tokens.replaceChildren(tokensBar(t));
   const nums = el('div', 'nums');
-  nums.append(el('span', 'available', `available ${int(t.available)}`), el('span', 'reserved', `reserved ${int(t.reserved)}`),
-    el('span', 'confirmed', `confirmed ${int(t.confirmed)}`),
+  nums.append(el('span', 'available-count', `available ${int(t.available)}`), el('span', 'reserved-count', `reserved ${int(t.reserved)}`),
+    el('span', 'confirmed-count', `confirmed ${int(t.confirmed)}`),
     el('span', t.invariant_ok ? 'dim' : 'invariant-bad', t.invariant_ok ? 'invariant ok' : 'INVARIANT BROKEN'));
   tokens.appendChild(nums);
   const o = t.outcomes_per_second;
@@ -170,8 +174,8 @@ function fillRow(tr, r, s) {
 
   const tokens = c('tokens-cell');
   const nums = el('div', 'small');
-  nums.append(el('span', 'available', String(r.available)), ' · ', el('span', 'reserved', String(r.reserved)), ' · ',
-    el('span', 'confirmed', String(r.confirmed)), ` / ${r.sale_limit}`);
+  nums.append(el('span', 'available-count', String(r.available)), ' · ', el('span', 'reserved-count', String(r.reserved)), ' · ',
+    el('span', 'confirmed-count', String(r.confirmed)), ` / ${r.sale_limit}`);
   if (!r.invariant_ok) nums.append(' ', el('span', 'invariant-bad', 'INVARIANT BROKEN'));
   tokens.replaceChildren(tokensBar(r), nums);
 
@@ -197,7 +201,7 @@ function fillRow(tr, r, s) {
   c('durability-cell').replaceChildren(
     el('div', 'small', `fsync p99 ${ms(r.fsync_p99_ms)} · ${num(r.records_per_fsync)} rec/fsync`),
     el('div', 'small', `durable ${int(r.durable_index)} / ${int(r.last_index)}`),
-    el('div', 'small', `snapshot ${age(r.snapshot_age_seconds)} ago`));
+    el('div', 'small', r.snapshot_age_seconds == null ? 'no snapshot since start' : `snapshot ${age(r.snapshot_age_seconds)} ago`));
 }
 
 function drawRows(doc) {
