@@ -178,10 +178,10 @@ type Server struct {
 	// retryAfter is the Retry-After of QUEUE_FULL answers.
 	retryAfter string
 	// ingress and stats feed the dashboard (stats*.go).
-	ingress    *ingressStats
-	stats      *statsSampler
-	adminID    [32]byte // SHA-256 of the admin token
-	http       *fasthttp.Server
+	ingress *ingressStats
+	stats   *statsSampler
+	adminID [32]byte // SHA-256 of the admin token
+	http    *fasthttp.Server
 	// draining is set by Shutdown: /readyz answers 503 from then on.
 	draining atomic.Bool
 }

@@ -59,7 +59,7 @@ type skuTrack struct {
 // ingressReading is a copy of ingressCounters.
 type ingressReading struct {
 	soldOut, queueFull, entryPass, subjectLimit, serverErrors, answers uint64
-	latency                                                           actors.HistogramCounts
+	latency                                                            actors.HistogramCounts
 }
 
 func (c *ingressCounters) read() ingressReading {
@@ -230,7 +230,7 @@ func (s *Server) statsRow(st *actors.Stats, act *actors.Activity, clock time.Tim
 // (a counter that went back, after a restart of the SKU, counts as 0).
 type intervalDelta struct {
 	accepted, soldOutActor, alreadyPurchased, expired, batches, records uint64
-	soldOut, queueFull, entryPass, subjectLimit, serverErrors, answers   uint64
+	soldOut, queueFull, entryPass, subjectLimit, serverErrors, answers  uint64
 	latency, fsync                                                      actors.HistogramCounts
 }
 
