@@ -177,13 +177,14 @@ type Server struct {
 	deadlines *deadlines
 	// retryAfter is the Retry-After of QUEUE_FULL answers.
 	retryAfter string
+	adminID    [32]byte // SHA-256 of the admin token
+	http       *fasthttp.Server
+	// draining is set by Shutdown: /readyz answers 503 from then on.
+	draining atomic.Bool
+
 	// ingress and stats feed the dashboard (stats*.go).
 	ingress *ingressStats
 	stats   *statsSampler
-	adminID [32]byte // SHA-256 of the admin token
-	http    *fasthttp.Server
-	// draining is set by Shutdown: /readyz answers 503 from then on.
-	draining atomic.Bool
 }
 
 // New checks cfg, registers the service's metrics on cfg.Registry and
