@@ -21,8 +21,15 @@ const state = {
 
 // ---- formatting ----
 const int = (n) => (n == null ? '–' : Math.round(n).toLocaleString('en-US'));
-const num = (n, d = 1) => (n == null ? '–' : Number(n).toFixed(d));
-const ms = (n) => (n == null ? '–' : n < 10 ? n.toFixed(2) + ' ms' : Math.round(n) + ' ms');
+const num = (n, d = 1) => {
+  if (n == null) return '–';
+  return Math.abs(n) >= 100 ? Math.round(n).toLocaleString('en-US') : Number(n).toFixed(d);
+};
+const ms = (n) => {
+  if (n == null) return '–';
+  if (n < 1) return Math.round(n * 1000) + ' µs';
+  return n < 10 ? n.toFixed(2) + ' ms' : Math.round(n) + ' ms';
+};
 const age = (s) => {
   if (s == null) return '–';
   if (s < 60) return s.toFixed(0) + ' s';
@@ -163,6 +170,7 @@ function row(key) {
   const cells = ['id', 'status-cell', 'tokens-cell', 'queue-cell', 'outcomes-cell', 'latency-cell', 'abuse-cell', 'durability-cell'];
   for (const c of cells) tr.appendChild(el('td', c));
   tr.querySelector('.id').textContent = key;
+  tr.querySelector('.id').title = key;
   state.rows.set(key, tr);
   return tr;
 }
@@ -187,21 +195,22 @@ function fillRow(tr, r, s) {
   const spark = el('div', 'spark');
   spark.appendChild(sparkOutcomes(s));
   c('outcomes-cell').replaceChildren(spark,
-    el('div', 'small', `acc ${num(o.accepted)} · sold out ${num(o.sold_out_fast + o.sold_out_actor)} · full ${num(o.queue_full)} · 5xx ${num(o.server_errors)}`));
+    el('div', 'small', `acc ${num(o.accepted)} · sold out ${num(o.sold_out_fast + o.sold_out_actor)} · full ${num(o.queue_full)}`),
+    el('div', o.server_errors > 0 ? 'small bad' : 'small', `5xx ${num(o.server_errors)} · all ${num(o.all)}`));
 
   const lspark = el('div', 'spark');
   lspark.appendChild(sparkLatency(s));
   c('latency-cell').replaceChildren(lspark, el('div', 'small', `p50 ${ms(r.reserve_p50_ms)} · p99 ${ms(r.reserve_p99_ms)}`));
 
   c('abuse-cell').replaceChildren(
-    el('div', '', `unpaid ${int(r.unpaid)} (oldest ${age(r.unpaid_oldest_age_seconds)})`),
+    el('div', '', `unpaid ${int(r.unpaid)} · oldest ${age(r.unpaid_oldest_age_seconds)}`),
     el('div', 'small', `closed ${int(r.reservations.closed)} · expiries ${num(r.expiries_per_minute)}/min`),
     el('div', r.refunds_required > 0 ? 'small bad' : 'small', `refunds required ${int(r.refunds_required)}`));
 
   c('durability-cell').replaceChildren(
     el('div', 'small', `fsync p99 ${ms(r.fsync_p99_ms)} · ${num(r.records_per_fsync)} rec/fsync`),
     el('div', 'small', `durable ${int(r.durable_index)} / ${int(r.last_index)}`),
-    el('div', 'small', r.snapshot_age_seconds == null ? 'no snapshot since start' : `snapshot ${age(r.snapshot_age_seconds)} ago`));
+    el('div', 'small', r.snapshot_age_seconds == null ? 'no snapshot yet' : `snapshot ${age(r.snapshot_age_seconds)} ago`));
 }
 
 function drawRows(doc) {
