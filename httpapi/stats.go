@@ -25,6 +25,9 @@ const (
 	StatsStreamMaxAge = 10 * time.Minute
 	// maxStatsSelection bounds the ids of ?skus=.
 	maxStatsSelection = 1000
+	// StatsStreamMaxRows bounds the rows of each stream event (and of its
+	// history): ?top= beyond it, or none, means this many busiest.
+	StatsStreamMaxRows = 500
 )
 
 // statsPath and statsStreamPath are the routes (the stream's write
@@ -114,7 +117,8 @@ func (s *Server) handleStats(ctx *fasthttp.RequestCtx) string {
 	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, s.latestStats(sel)))
 }
 
-// handleStatsStream is GET /admin/stats/stream: Server-Sent Events. It
+// handleStatsStream is GET /admin/stats/stream: Server-Sent Events, the
+// same selection as /admin/stats (at most StatsStreamMaxRows rows). It
 // sends a "history" event (the last minute of sparklines of the selected
 // rows, statsHistory), then a "stats" event (statsDoc) per sample. It ends
 // with a "rotate" event after StatsStreamMaxAge, and without one when the
@@ -124,6 +128,9 @@ func (s *Server) handleStatsStream(ctx *fasthttp.RequestCtx) string {
 	sel, err := parseSelection(ctx.QueryArgs())
 	if err != nil {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+	}
+	if sel.top == 0 || sel.top > StatsStreamMaxRows {
+		sel.top = StatsStreamMaxRows
 	}
 	doc := s.latestStats(sel) // makes sure a sample exists
 	sp := s.stats

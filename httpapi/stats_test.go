@@ -294,3 +294,36 @@ func TestAdminStatsStream(t *testing.T) {
 		t.Fatalf("third event %s %s (%v)", name, data, err)
 	}
 }
+
+// The page and its assets need no token, carry a strict Content Security
+// Policy, and name no other host; the page reads the stream with fetch and
+// never puts the token in a URL.
+func TestDashboardPage(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{config: manualStats})
+	const csp = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
+		"img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	pages := map[string]string{
+		"/admin/dashboard":         "text/html",
+		"/admin/dashboard/app.js":  "text/javascript",
+		"/admin/dashboard/app.css": "text/css",
+	}
+	for path, ct := range pages {
+		r := ts.get(path)
+		if r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), ct) ||
+			r.header.Get("Content-Security-Policy") != csp || r.header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: %d %v", path, r.status, r.header)
+		}
+		for _, bad := range []string{"http://", "https://", "//cdn", "<script>", "new EventSource", "localStorage", "?token", "&token"} {
+			if strings.Contains(string(r.raw), bad) && !(bad == "http://" && strings.Contains(string(r.raw), "http://www.w3.org/2000/svg")) {
+				t.Errorf("%s contains %q", path, bad)
+			}
+		}
+	}
+	js := string(ts.get("/admin/dashboard/app.js").raw)
+	for _, need := range []string{"fetch(", "'Bearer '", "sessionStorage", "/admin/stats/stream"} {
+		if !strings.Contains(js, need) {
+			t.Errorf("app.js lacks %q", need)
+		}
+	}
+}
