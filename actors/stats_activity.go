@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -29,8 +30,10 @@ type Activity struct {
 	// DurableIndex and LastIndex are the log's durable and last record
 	// index (0 while no log is open).
 	DurableIndex, LastIndex uint64
-	// SnapshotAt is when this process last wrote a snapshot of the SKU
-	// (zero: none since it started), SnapshotIndex the log index it covers.
+	// SnapshotAt is when the SKU's newest snapshot was written: by this
+	// process, or the one its recovery started from (its file's
+	// modification time); zero: none. SnapshotIndex is the log index it
+	// covers.
 	SnapshotAt    time.Time
 	SnapshotIndex uint64
 	// EarliestExpireAt is the earliest expire_at (Unix ms) of a
@@ -71,6 +74,15 @@ func (a *activity) decided(kind core.Kind, c *core.Call) {
 func (a *activity) snapshotWritten(at time.Time, index uint64) {
 	a.snapshotIndex.Store(index)
 	a.snapshotAtMs.Store(at.UnixMilli())
+}
+
+// snapshotLoaded records the snapshot recovery started from, as written
+// when its file was last modified (a failed stat leaves the figure as it
+// was: it is only shown).
+func (a *activity) snapshotLoaded(path string, index uint64) {
+	if st, err := os.Stat(path); err == nil {
+		a.snapshotWritten(st.ModTime(), index)
+	}
 }
 
 // logObserver is the wal.Observer of one SKU's log: the engine's metrics,

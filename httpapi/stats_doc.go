@@ -64,15 +64,16 @@ type statsRow struct {
 	RefundsRequired        uint64   `json:"refunds_required"`
 
 	// Durability: the log's group commits over the interval, its indexes,
-	// the last snapshot this process wrote.
+	// the newest snapshot.
 	FsyncP99Ms      *float64 `json:"fsync_p99_ms"`
 	RecordsPerFsync *float64 `json:"records_per_fsync"`
 	// DurableIndex and LastIndex: the log's fsynced and last record (sums
 	// in the totals).
 	DurableIndex uint64 `json:"durable_index"`
 	LastIndex    uint64 `json:"last_index"`
-	// SnapshotAgeSeconds: since the last snapshot written by this process
-	// (null: none yet; in the totals, the oldest).
+	// SnapshotAgeSeconds: since the SKU's newest snapshot was written
+	// (actors.Activity.SnapshotAt; null: none; in the totals, the oldest,
+	// null while some SKU has none).
 	SnapshotAgeSeconds *float64 `json:"snapshot_age_seconds"`
 	// FeedLagRecords is left for the event feed (issue #11's feed part):
 	// always null until it exists.

@@ -39,6 +39,7 @@ type statsRow struct {
 	RefundsRequired uint32             `json:"refunds_required"`
 	RecordsPerFsync *float64           `json:"records_per_fsync"`
 	DurableIndex    uint64             `json:"durable_index"`
+	SnapshotAge     *float64           `json:"snapshot_age_seconds"`
 	FeedLag         *uint64            `json:"feed_lag_records"`
 }
 
@@ -231,8 +232,13 @@ func TestAdminStatsActorOutcomes(t *testing.T) {
 	if a := o.OutcomesJSON; a["accepted"] != 2 || a["already_purchased"] != 1 || a["all"] != 3 {
 		t.Errorf("outcomes %v", a)
 	}
-	if o.RecordsPerFsync == nil || *o.RecordsPerFsync < 1 || o.DurableIndex == 0 {
-		t.Errorf("durability: records/fsync %v, durable index %d", o.RecordsPerFsync, o.DurableIndex)
+	if o.RecordsPerFsync == nil || *o.RecordsPerFsync < 1 || o.DurableIndex == 0 || o.SnapshotAge != nil {
+		t.Errorf("durability: records/fsync %v, durable index %d, snapshot age %v", o.RecordsPerFsync, o.DurableIndex, o.SnapshotAge)
+	}
+	want(t, ts.admin(http.MethodPost, "/admin/campaigns/act/skus/s/snapshot", nil), http.StatusOK, "")
+	ts.srv.SampleStats(t0.Add(2 * time.Second))
+	if age := ts.stats("").row(t, "act", "s").SnapshotAge; age == nil || *age < 0 || *age > 60 {
+		t.Errorf("snapshot age after a snapshot: %v", age)
 	}
 }
 

@@ -210,7 +210,7 @@ function fillRow(tr, r, s) {
   c('durability-cell').replaceChildren(
     el('div', 'small', `fsync p99 ${ms(r.fsync_p99_ms)} · ${num(r.records_per_fsync)} rec/fsync`),
     el('div', 'small', `durable ${int(r.durable_index)} / ${int(r.last_index)}`),
-    el('div', 'small', r.snapshot_age_seconds == null ? 'no snapshot yet' : `snapshot ${age(r.snapshot_age_seconds)} ago`));
+    el('div', 'small', r.snapshot_age_seconds == null ? 'no snapshot' : `snapshot ${age(r.snapshot_age_seconds)} ago`));
 }
 
 function drawRows(doc) {
