@@ -54,6 +54,10 @@ var (
 	// DurableIndex()+1: a snapshot may only cover durable records.
 	ErrOutOfRange = errors.New("wal: index out of range")
 
+	// ErrNotStepped is returned by Flush on a Log not opened with
+	// Options.Stepped: its own flusher goroutine commits.
+	ErrNotStepped = errors.New("wal: Flush needs Options.Stepped")
+
 	// ErrInvalidOptions is returned by Open for a negative size or limit, or
 	// an unknown FsyncMode.
 	ErrInvalidOptions = errors.New("wal: invalid options")

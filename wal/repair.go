@@ -27,14 +27,25 @@ func repairTail(dir string, logger *slog.Logger, syncFiles bool) error {
 	if err != nil {
 		return err
 	}
-	validSize, lastIndex, scanErr := ScanSegment(data, tail.index)
+	return cutTornTail(path, data, tail.index, logger, func(size int) error {
+		return truncateFile(path, int64(size), syncFiles)
+	})
+}
+
+// cutTornTail is the torn-tail rule of Open and OpenOver, over the bytes of
+// the tail segment named path whose first entry is firstIndex: valid bytes
+// are kept; a torn tail (ScanSegment's ErrTornTail) is cut with cut(valid
+// size) and reported to logger; damage followed by a valid frame is an
+// error wrapping ErrCorrupt.
+func cutTornTail(path string, data []byte, firstIndex uint64, logger *slog.Logger, cut func(size int) error) error {
+	validSize, lastIndex, scanErr := ScanSegment(data, firstIndex)
 	switch {
 	case scanErr == nil:
 		return nil
 	case !errors.Is(scanErr, ErrTornTail):
 		return fmt.Errorf("segment %s: %w", path, scanErr)
 	}
-	if err := truncateFile(path, int64(validSize), syncFiles); err != nil {
+	if err := cut(validSize); err != nil {
 		return fmt.Errorf("cut torn tail of %s: %w", path, err)
 	}
 	logger.Warn("wal: cut torn tail",
