@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/wal"
 )
 
 // File naming: <index in IndexDigits decimal digits><Suffix>.
@@ -72,8 +73,13 @@ func List(dir string) ([]File, error) {
 		}
 		files = append(files, File{Path: filepath.Join(dir, e.Name()), Index: index, Size: info.Size()})
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].Index < files[j].Index })
+	sortFiles(files)
 	return files, nil
+}
+
+// sortFiles sorts files by index, oldest first.
+func sortFiles(files []File) {
+	sort.Slice(files, func(i, j int) bool { return files[i].Index < files[j].Index })
 }
 
 // Options tune Write.
@@ -136,7 +142,7 @@ func Write(dir string, f *sku.Frozen, index uint64, o Options) (info Info, err e
 		return Info{}, err
 	}
 	if !o.NoSync {
-		if err := syncDir(dir); err != nil {
+		if err := wal.SyncDir(dir); err != nil {
 			return Info{}, fmt.Errorf("snapshot: fsync %s: %w", dir, err)
 		}
 	}
@@ -215,7 +221,7 @@ func Prune(dir string, keep int, sync bool) (oldestKept uint64, removed []string
 		removed = append(removed, f.Path)
 	}
 	if len(removed) > 0 && sync {
-		if err := syncDir(dir); err != nil {
+		if err := wal.SyncDir(dir); err != nil {
 			return 0, removed, err
 		}
 	}
@@ -244,16 +250,4 @@ func RemoveTemp(dir string) ([]string, error) {
 		}
 	}
 	return removed, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

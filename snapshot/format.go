@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -157,6 +158,18 @@ func Encode(w io.Writer, f *sku.Frozen, index uint64, createdAt int64) (Header, 
 	n := cw.n
 	_, err := w.Write(binary.LittleEndian.AppendUint32(nil, cw.sum))
 	return h, n + ChecksumSize, err
+}
+
+// Marshal returns the bytes of a whole snapshot of f at log index, as Encode
+// writes them, for a store that keeps snapshots in memory (a simulator);
+// Decode reads them back.
+func Marshal(f *sku.Frozen, index uint64, createdAt int64) ([]byte, Header, error) {
+	var b bytes.Buffer
+	h, _, err := Encode(&b, f, index, createdAt)
+	if err != nil {
+		return nil, h, err
+	}
+	return b.Bytes(), h, nil
 }
 
 // checksumWriter passes bytes on and keeps their CRC-32C and count.

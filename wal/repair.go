@@ -32,28 +32,27 @@ func repairTail(dir string, logger *slog.Logger, syncFiles bool) error {
 	})
 }
 
-// cutTornTail is the torn-tail rule of Open and OpenOver, over the bytes of
-// the tail segment named path whose first entry is firstIndex: valid bytes
-// are kept; a torn tail (ScanSegment's ErrTornTail) is cut with cut(valid
-// size) and reported to logger; damage followed by a valid frame is an
-// error wrapping ErrCorrupt.
+// cutTornTail applies DecideTail, the torn-tail rule, for Open and
+// OpenOver, to the bytes of the tail segment named path whose first entry
+// is firstIndex: a torn tail is cut with cut(bytes to keep) and reported to
+// logger; damage followed by a valid frame is an error wrapping ErrCorrupt.
 func cutTornTail(path string, data []byte, firstIndex uint64, logger *slog.Logger, cut func(size int) error) error {
-	validSize, lastIndex, scanErr := ScanSegment(data, firstIndex)
+	d, err := DecideTail(data, firstIndex)
 	switch {
-	case scanErr == nil:
+	case err != nil:
+		return fmt.Errorf("segment %s: %w", path, err)
+	case d.Dropped == 0:
 		return nil
-	case !errors.Is(scanErr, ErrTornTail):
-		return fmt.Errorf("segment %s: %w", path, scanErr)
 	}
-	if err := cut(validSize); err != nil {
+	if err := cut(d.Keep); err != nil {
 		return fmt.Errorf("cut torn tail of %s: %w", path, err)
 	}
 	logger.Warn("wal: cut torn tail",
 		"file", path,
-		"offset", validSize,
-		"bytes_dropped", len(data)-validSize,
-		"last_index", lastIndex,
-		"reason", scanErr.Error())
+		"offset", d.Keep,
+		"bytes_dropped", d.Dropped,
+		"last_index", d.LastIndex,
+		"reason", ErrTornTail.Error()+": "+d.Reason)
 	return nil
 }
 
@@ -102,15 +101,19 @@ func createDir(dir string, syncFiles bool) error {
 		return nil
 	}
 	for _, path := range missing {
-		if err := syncDir(filepath.Dir(path)); err != nil {
+		if err := SyncDir(filepath.Dir(path)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// syncDir fsyncs a directory.
-func syncDir(path string) error {
+// SyncDir fsyncs the directory at path, so that the entries created,
+// renamed or removed in it survive a crash, and returns the error of the
+// fsync or, failing that, of the close. It is the one directory fsync of
+// the module: the log, snapshots, the engine's data dir and seckillctl's
+// restore all call it.
+func SyncDir(path string) error {
 	dir, err := os.Open(path)
 	if err != nil {
 		return err

@@ -119,7 +119,7 @@ func (s *tidwallStore) Sync() error { return mapTidwallError(s.log.Sync()) }
 
 // SyncDir fsyncs the log's directory through a descriptor of its own,
 // closed before it returns (see the type's comment).
-func (s *tidwallStore) SyncDir() error { return syncDir(s.dir) }
+func (s *tidwallStore) SyncDir() error { return SyncDir(s.dir) }
 
 func (s *tidwallStore) FirstIndex() (uint64, error) {
 	index, err := s.log.FirstIndex()
