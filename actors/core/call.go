@@ -1,0 +1,110 @@
+package core
+
+import (
+	"errors"
+
+	"github.com/seckill/seckill/actors/sku"
+)
+
+// Errors set on calls and returned by the Core.
+var (
+	// ErrUnavailable: the SKU is recovering, failed to recover, or its log
+	// failed (fail-stop); the call was not decided, or its decision was
+	// not appended: nothing was done.
+	ErrUnavailable = errors.New("SKU unavailable")
+	// ErrResultUnknown: the call was decided and some of its records were
+	// appended, then the log failed: they may or may not be on disk.
+	ErrResultUnknown = errors.New("result unknown: the log failed after the call was decided")
+	// ErrUndefined: the SKU has no definition yet (RequestSnapshot).
+	ErrUndefined = errors.New("SKU not defined")
+)
+
+// Kind names what a call asks of the SKU.
+type Kind uint8
+
+// Kinds of call.
+const (
+	KindReserve Kind = iota + 1
+	KindPay
+	KindClose
+	KindRelease
+	KindPause
+	KindResume
+	KindDefine
+	KindGet
+	KindLookup
+	KindAudit
+	KindRefunds
+	KindHash
+	// KindCount is one more than the largest Kind: the size of a table
+	// indexed by Kind.
+	KindCount
+)
+
+var kindNames = [KindCount]string{"", "reserve", "pay", "close", "release", "pause", "resume", "define", "get", "lookup", "audit", "refunds", "hash"}
+
+// String returns the kind's name, e.g. "reserve" (a metrics label).
+func (k Kind) String() string {
+	if k >= KindCount {
+		return "unknown"
+	}
+	return kindNames[k]
+}
+
+// Call is one request to a SKU and, once answered, its reply. The caller
+// fills the arguments its Kind uses; the core writes the reply fields in
+// Decide (and Err in Advance or Settle). A call is the caller's again
+// once it is in an Answer list, or once Settle has run on it.
+type Call struct {
+	Kind Kind
+
+	// Arguments.
+	RequestID, UserID, PaymentID string
+	// Seq and Tag name a reservation (from its reservation id): a Tag
+	// the SKU did not issue names none (NOT_FOUND). Empty Tag: not checked.
+	Seq    uint32
+	Tag    string
+	Amount int64 // KindPay, minor units
+	Reason sku.CloseReason
+	Def    *sku.Definition // KindDefine only; its IDKey is filled by the core
+
+	// Reply.
+	Result  sku.Result
+	Outcome sku.Outcome // KindPause, KindResume, KindDefine
+	Found   bool        // KindGet, KindLookup
+	// Wrote is set when deciding the call produced records: a log failure
+	// then leaves its result unknown.
+	Wrote  bool
+	Report *Report // KindAudit, KindRefunds and KindHash: the caller allocates it
+	Err    error
+
+	// Ref is the caller's own handle for the call (the actors shell keeps
+	// its pooled call there); the core never reads it.
+	Ref any
+}
+
+// Report is the reply of the rare calls that read a whole SKU. It lives
+// outside Call so that a reserve's call stays small.
+type Report struct {
+	Audit   sku.Audit
+	Refunds []sku.Refund
+	Hash    [32]byte
+}
+
+// Settle sets each call's Err once the records a Wait rests on are durable
+// (err == nil: Err is left as Decide set it) or the log failed (err !=
+// nil): a call that wrote records gets ErrResultUnknown (they may have
+// reached the disk), one that wrote nothing ErrUnavailable (nothing was
+// done).
+func Settle(calls []*Call, err error) {
+	if err == nil {
+		return
+	}
+	for _, c := range calls {
+		if c.Wrote {
+			c.Err = ErrResultUnknown
+		} else {
+			c.Err = ErrUnavailable
+		}
+	}
+}
