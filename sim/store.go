@@ -17,6 +17,10 @@ type storeFaults struct {
 	failWrite bool  // the next WriteBatch writes a prefix of its bytes and fails
 	failSync  bool  // the next Sync fails and loses the unsynced bytes
 	syncDelay int64 // ms the next Sync takes (slow fsync)
+	// crashInSync: the power fails during the next Sync. It returns an
+	// error (nobody sees it: the simulator crashes the disk next) and the
+	// written bytes stay in the page cache only.
+	crashInSync bool
 }
 
 // logStore is a wal.SegmentStore over a simulated directory, laid out as
@@ -156,6 +160,9 @@ func (s *logStore) WriteBatch(b *wal.Batch) (created int, err error) {
 func (s *logStore) Sync() error {
 	*s.clock += s.faults.syncDelay
 	s.faults.syncDelay = 0
+	if s.faults.crashInSync {
+		return errInjected
+	}
 	if s.faults.failSync {
 		s.faults.failSync = false
 		s.tailFile().sync(true)
@@ -232,4 +239,14 @@ func (s *logStore) TruncateFront(index uint64) error {
 func (s *logStore) Close() error {
 	s.tailFile().sync(false)
 	return nil
+}
+
+// SegmentStarts implements wal.SegmentedStore: TruncateBefore cuts where a
+// segment begins.
+func (s *logStore) SegmentStarts() ([]uint64, error) {
+	starts := make([]uint64, len(s.segments))
+	for i, seg := range s.segments {
+		starts[i] = seg.first
+	}
+	return starts, nil
 }

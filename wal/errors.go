@@ -30,7 +30,8 @@ var (
 	ErrFailed = errors.New("wal: failed")
 
 	// ErrSyncFailed is wrapped, with ErrFailed, when an fsync of the log
-	// failed. After a failed writeback Linux may mark the pages clean while
+	// failed, and by Open when its fsync of the records it found failed.
+	// After a failed writeback Linux may mark the pages clean while
 	// keeping them in the page cache ("fsyncgate"): reading the file back
 	// can then show records that are not on disk, so the caller must not
 	// rebuild state from this log while the machine runs on (PostgreSQL

@@ -155,7 +155,9 @@ func (l *Log) load(syncFiles bool) error {
 		// Records left in the page cache by a crashed process are not yet
 		// durable: nothing may be decided on them before this.
 		if err := l.store.Sync(); err != nil {
-			return err
+			// The page cache may now show records the disk lost: the
+			// caller must not open this log again in place (ErrSyncFailed).
+			return fmt.Errorf("%w: of the records found at open: %w", ErrSyncFailed, err)
 		}
 		if err := l.store.SyncDir(); err != nil {
 			return err

@@ -309,11 +309,16 @@ func (c *Core) Advance(appended int, err error) *Actions {
 		}
 		if r.ticked {
 			out.Ticked, out.Expired, out.NextExpiry, out.MoreExpiry = true, r.expired, r.next, r.more
-			out.Snapshot = c.snapshotDue(r.tickAt)
 		}
 	}
 	out.Recover = r.recover
+	ticked, tickAt := r.ticked && err == nil, r.tickAt
 	c.endRound()
+	if ticked {
+		// Once the round is over: the snapshot freezes the state with
+		// every record of the round appended.
+		out.Snapshot = c.snapshotDue(tickAt)
+	}
 	return out
 }
 
