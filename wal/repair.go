@@ -41,7 +41,7 @@ func cutTornTail(path string, data []byte, firstIndex uint64, logger *slog.Logge
 	switch {
 	case err != nil:
 		return fmt.Errorf("segment %s: %w", path, err)
-	case d.Dropped == 0:
+	case d.Dropped == 0 || mutantKeepTornTail:
 		return nil
 	}
 	if err := cut(d.Keep); err != nil {

@@ -216,8 +216,14 @@ func (l *Log) commit(b *Batch) error {
 		}
 		return nil
 	}
+	if mutantAckBeforeFsync {
+		return nil
+	}
 	start := time.Now()
 	err = l.store.Sync()
+	if err != nil && mutantRetryFsync {
+		err = l.store.Sync()
+	}
 	c.syncNanos.Add(int64(time.Since(start)))
 	if err != nil {
 		return fmt.Errorf("%w: %w: records %d..%d: %w", ErrFailed, ErrSyncFailed, b.FirstIndex(), b.LastIndex(), err)
