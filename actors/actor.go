@@ -3,52 +3,83 @@ package actors
 import (
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"path/filepath"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/wal"
 )
 
-// tick asks the actor to run one bounded expiry step.
-type tick struct{}
+// tick asks the actor to run its timers at now (expiry, snapshot, a due
+// recovery): Engine.Tick sends it.
+type tick struct{ now time.Time }
 
-// skuActor is the protoactor shell around one sku.Machine: it takes calls
-// in batches from the SKU's inbox (inbox.go), lets the Machine decide them
-// one at a time, appends the records to the SKU's log and hands the batch
-// to the log, which releases it once every record it depends on is
-// fsynced (group commit: the next batch forms while the current one
-// syncs). It keeps no state that the
-// log cannot rebuild: on Started (first start, or after a supervisor
-// restart caused by a panic) it rebuilds the Machine from disk.
+// logFailure tells the actor that its log failed under a batch waiting
+// on it (the flusher's write or fsync failed): the SKU stops at once,
+// rather than at its next append, and its backoff counts from now.
+type logFailure struct {
+	log *wal.Log  // the log that failed: a later incarnation's is not
+	at  time.Time // when the waiter learned it
+	err error
+}
+
+// logFailed reports a failure of log to the actor (from the log's
+// releaser goroutine; it does not block). Closing is no failure.
+func (s *SKU) logFailed(log *wal.Log, err error) {
+	if !errors.Is(err, wal.ErrClosed) {
+		s.engine.system.Root.Send(s.pid, logFailure{log: log, at: s.engine.cfg.Clock(), err: err})
+	}
+}
+
+// skuActor is the protoactor shell around one SKU's core (package
+// actors/core), which decides. The shell does what the core may not: it
+// takes calls in batches from the SKU's inbox (inbox.go), appends the
+// records the core returns to the SKU's log, and hands the replies to the
+// log, which releases them once every record they rest on is fsynced
+// (group commit: the next batch forms while the current one syncs). It
+// also opens logs, recovers, writes snapshots and contains panics. It keeps
+// no state that the log cannot rebuild: on Started (first start, or after a
+// supervisor restart caused by a panic) it rebuilds the SKU from disk.
 type skuActor struct {
 	h          *SKU
 	cfg        *Config
 	dispatcher *pinnedDispatcher // runs this actor; stopped with it
-	m          *sku.Machine
+	core       *core.Core
 	log        *wal.Log
-	// failed is set when the log failed or recovery failed: the actor then
-	// answers ErrUnavailable to everything (fail-stop) until it recovers again (retry.go).
+	// m is the Machine being rebuilt during a recovery (restoreSnapshot
+	// loads it), handed to the core once replayed; nil otherwise.
+	m *sku.Machine
+	// failed mirrors core.Failed() after each input: set while the SKU
+	// answers ErrUnavailable (fail-stop) until it recovers.
 	failed error
 
 	// filter holds the decided request_ids, published as h.requests.
 	filter *requestFilter
 
-	snap snapshots // snapshot bookkeeping (snapshot.go)
+	snap snapshots // snapshot writers and their callers (snapshot.go)
 
-	// Recovery after a log failure (retry.go): retryWait is the current
-	// backoff (0: healthy), retryArmed a recovery is scheduled, healthyAt
-	// the index whose durability ends the backoff.
-	retryWait  time.Duration
-	retryArmed bool
-	healthyAt  uint64
+	buf   []byte  // payload scratch, reused
+	spare []*call // handed to the inbox in exchange for its calls
+}
 
-	out   []sku.Record // records of the current call, reused
-	buf   []byte       // payload scratch, reused
-	spare []*call      // handed to the inbox in exchange for its calls
+// newCore returns the core of a new actor incarnation.
+func (a *skuActor) newCore() *core.Core {
+	c := a.cfg
+	return core.New(core.Config{
+		Rand:               c.Rand,
+		ExpiryBatch:        c.ExpiryBatch,
+		SnapshotEvery:      c.snapshotEvery(),
+		SnapshotInterval:   c.snapshotInterval(),
+		SnapshotRetryAfter: snapshotRetryAfter,
+		LogFailureRetry:    c.LogFailureRetry,
+		OnRecorded: func(requestID string) {
+			if a.filter != nil {
+				a.filter.add(requestID)
+			}
+		},
+	})
 }
 
 // Receive implements actor.Actor.
@@ -57,13 +88,15 @@ func (a *skuActor) Receive(ctx actor.Context) {
 	case drain:
 		a.drain(ctx)
 	case tick:
-		a.expire(ctx)
-		a.maybeSnapshot(ctx)
+		a.tick(ctx, msg.now)
 	case snapshotMessage:
 		a.onSnapshot(ctx, msg)
-	case retryRecovery:
-		a.retryRecovery()
+	case logFailure:
+		if msg.log == a.log && a.log != nil {
+			a.failAt(msg.at, msg.err)
+		}
 	case *actor.Started:
+		a.core = a.newCore()
 		a.recover()
 	case *actor.Restarting:
 		a.stopSnapshots()
@@ -77,11 +110,12 @@ func (a *skuActor) Receive(ctx actor.Context) {
 	}
 }
 
-// recover opens the log, loads the newest usable snapshot (snapshot.go)
-// and replays the records after it.
+// recover opens the log, loads the newest usable snapshot (snapshot.go),
+// replays the records after it and hands the result to the core. A failed
+// recovery leaves the SKU unavailable; the core schedules another.
 func (a *skuActor) recover() {
 	a.h.unavailable.Store(true)
-	a.m, a.failed = sku.New(), nil
+	a.m = sku.New()
 	start := time.Now()
 	log, err := wal.Open(filepath.Join(a.h.dir, "wal"), a.cfg.walOptions())
 	var from uint64
@@ -93,19 +127,39 @@ func (a *skuActor) recover() {
 	if err == nil {
 		err = a.replayFrom(from)
 	}
+	m := a.m
+	a.m = nil
 	if err != nil {
-		a.failed = fmt.Errorf("%w: %s/%s: %v", ErrUnavailable, a.h.campaignID, a.h.skuID, err)
-		a.cfg.Logger.Error("SKU recovery failed; it answers UNAVAILABLE", "campaign", a.h.campaignID, "sku", a.h.skuID, "err", err)
+		a.core.RecoveryFailed(a.cfg.Clock(), fmt.Errorf("%s/%s: %w", a.h.campaignID, a.h.skuID, err))
+		a.failed = a.core.Failed()
+		retry, armed := a.core.RetryAt()
+		a.cfg.Logger.Error("SKU recovery failed; it answers UNAVAILABLE", "campaign", a.h.campaignID, "sku", a.h.skuID,
+			"err", err, "retry", armed, "retry_at", retry)
 		a.h.recovered(a.failed)
 		return
 	}
+	a.core.Recovered(a.cfg.Clock(), m, a.log.LastIndex(), a.snap.index)
+	a.failed = nil
 	a.sizeFilter()
 	a.h.nextExpiry.Store(0) // the first tick looks for due expiries
 	a.h.publish(a.view())
 	a.h.unavailable.Store(false)
 	a.cfg.Logger.Info("SKU recovered", "campaign", a.h.campaignID, "sku", a.h.skuID,
-		"records", a.log.LastIndex(), "reservations", a.m.Counts().Reservations, "took", time.Since(start))
+		"records", a.log.LastIndex(), "reservations", m.Counts().Reservations, "took", time.Since(start))
 	a.h.recovered(nil)
+}
+
+// recoverAgain rebuilds a failed SKU from disk when its core says a
+// recovery is due (after a log failure or a failed recovery).
+func (a *skuActor) recoverAgain() {
+	defer a.cfg.recoverySlot()() // RecoveriesMax at once (engine.go)
+	a.cfg.Logger.Info("SKU recovering from disk after a failure", "campaign", a.h.campaignID, "sku", a.h.skuID,
+		"cause", a.failed)
+	a.stopSnapshots()
+	a.closeLog()
+	a.h.log.Store(nil)
+	a.filter = nil
+	a.recover()
 }
 
 // replayFrom applies the records from index from on to a.m.
@@ -132,17 +186,23 @@ func (a *skuActor) closeLog() {
 }
 
 func (a *skuActor) view() durableView {
-	return durableView{def: a.m.Definition(), counts: a.m.Counts(), paused: a.m.Paused()}
+	m := a.core.Machine()
+	return durableView{def: m.Definition(), counts: m.Counts(), paused: m.Paused()}
 }
 
-// drain takes the waiting calls from the inbox, decides them one at a
-// time, and registers those that wait on the log as one batch, released
-// once the log is durable up to the last record appended: a reply that
-// rests on earlier, not yet durable records (a SOLD_OUT, a duplicate, a
-// read) waits for them too.
+// noteDurable tells the core how far the log is durable (the end of a
+// backoff after a recovery). One load and one comparison.
+func (a *skuActor) noteDurable() {
+	if a.log != nil {
+		a.core.Durable(a.log.DurableIndex())
+	}
+}
+
+// drain takes the waiting calls from the inbox, has the core decide them
+// one at a time, and commits the round: a reply that rests on earlier, not
+// yet durable records (a SOLD_OUT, a duplicate, a read) waits for them too.
 func (a *skuActor) drain(ctx actor.Context) {
-	a.noteHealthy()
-	b := batchPool.Get().(*batch)
+	a.noteDurable()
 	calls, more := a.h.in.take(a.spare)
 	if more {
 		ctx.Send(ctx.Self(), drain{}) // before deciding: a panic must not strand the rest
@@ -150,193 +210,168 @@ func (a *skuActor) drain(ctx actor.Context) {
 	if len(calls) > 0 {
 		a.h.taken(calls[len(calls)-1].enqueuedAt, len(calls))
 	}
+	defined := a.decideAll(ctx, calls)
+	clear(calls)
+	a.spare = calls[:0]
+	a.commit(ctx)
+	if defined {
+		a.sizeFilter()
+	}
+}
+
+// decideAll has the core decide calls in order at one clock reading (their
+// records carry it). It reports whether one was a definition.
+func (a *skuActor) decideAll(ctx actor.Context, calls []*call) (defined bool) {
 	next := 0 // calls[next:] are not decided yet
 	defer func() {
 		if r := recover(); r != nil {
-			a.contain(ctx, b, calls[min(next, len(calls)):])
+			a.contain(ctx, calls[min(next, len(calls)):])
 			panic(r) // protoactor's supervisor restarts the actor
 		}
 	}()
-	// One clock reading decides the whole batch (its records carry it),
-	// and one more per call times it for the metrics.
-	now, start := a.cfg.Clock().UnixMilli(), monoNow()
+	// One more clock reading per call times it for the metrics.
+	now, start := a.cfg.Clock(), monoNow()
 	for _, c := range calls {
 		next++
-		kind := c.kind // c is its caller's again once answered at once
-		if a.handle(c, now) {
-			b.calls = append(b.calls, c)
-		}
+		kind := c.Kind // c is its caller's again once answered
+		a.core.Decide(now, &c.Call)
+		defined = defined || kind == core.KindDefine
 		end := monoNow() // the monotonic clock alone: half the cost of time.Now
 		a.cfg.metrics.observeCall(kind, time.Duration(end-start))
 		start = end
 	}
-	clear(calls)
-	a.spare = calls[:0]
-	if len(b.calls) == 0 {
-		batchPool.Put(b)
-		return
-	}
-	b.owner, b.view = a.h, a.view()
-	a.log.Await(a.log.LastIndex(), b) // the calls belong to their callers again from here on
+	return defined
 }
 
 // contain keeps a panic while deciding one call (a programming error) from
-// stranding the rest of its batch: the calls decided before it wait on the
-// log as usual, those after it go back to the front of the inbox for the
-// restarted actor. The panicking call waits with the decided ones if the
-// panic came after its decision (in the metrics); otherwise it is never
-// answered and its caller's context ends it (result unknown).
-func (a *skuActor) contain(ctx actor.Context, b *batch, undecided []*call) {
-	if len(b.calls) > 0 && a.log != nil {
-		b.owner, b.view = a.h, a.view()
-		a.log.Await(a.log.LastIndex(), b)
-	}
+// stranding the rest of its batch: the calls the core decided before it
+// are committed as usual (their records appended, their replies released
+// once durable), those after it go back to the front of the inbox for the
+// restarted actor. The panicking call is committed with the decided ones
+// if the panic came after the core decided it (in the metrics); otherwise
+// it is never answered and its caller's context ends it (result unknown).
+func (a *skuActor) contain(ctx actor.Context, undecided []*call) {
+	a.commit(ctx) // a failed SKU has nothing to append: its answers go out
 	a.h.queued.Add(int64(len(undecided)))
 	if a.h.in.requeue(undecided) {
 		ctx.Send(ctx.Self(), drain{})
 	}
 }
 
-// handle decides one call at time now (Unix ms) and appends its records.
-// It returns false when it answered the call at once (fail-stop);
-// otherwise the call waits for the log with its batch.
-func (a *skuActor) handle(c *call, now int64) (wait bool) {
-	if a.failed != nil {
-		c.answer(ErrUnavailable)
-		return false
+// commit ends the core's round: it appends the round's records to the log
+// (without waiting for the disk), tells the core how far it got, and does
+// what the core asks: answer calls now, hand the others to the log as one
+// batch, publish the state expiry made once durable, start a snapshot,
+// recover.
+func (a *skuActor) commit(ctx actor.Context) *core.Actions {
+	rd := a.core.Ready()
+	appended, err := a.appendRecords(rd.Records)
+	start := monoNow()
+	act := a.core.Advance(appended, err)
+	pause := time.Duration(monoNow() - start)
+	if err != nil {
+		a.noteFailure(err)
 	}
-	out := a.out[:0]
-	m := a.m
-	kind := c.kind
-	if c.tag != "" && !m.ValidTag(c.seq, c.tag) {
-		kind = 0 // a wrong tag names no reservation: answered below as NOT_FOUND
-		c.result = sku.Result{Outcome: sku.OutcomeNotFound}
+	for _, c := range act.Answer {
+		wake(c)
 	}
-	switch kind {
-	case callReserve:
-		c.result, out = m.Reserve(now, c.requestID, c.userID, out)
-		if !c.result.Duplicate && decided(c.result.Outcome) {
-			a.filter.add(c.requestID)
+	if w := act.Wait; w != nil {
+		if len(w.Calls) == 0 {
+			a.log.Await(w.Index, &publisher{owner: a.h, view: a.view()})
+		} else {
+			b := batchPool.Get().(*batch)
+			b.calls = append(b.calls[:0], w.Calls...)
+			b.owner, b.view, b.log = a.h, a.view(), a.log
+			a.log.Await(w.Index, b) // the calls belong to their callers again from here on
 		}
-	case callPay:
-		c.result, out = m.Pay(now, c.seq, c.paymentID, c.amount, out)
-	case callClose:
-		c.result, out = m.Close(now, c.seq, c.reason, out)
-	case callRelease:
-		c.result, out = m.Release(now, c.seq, out)
-	case callPause:
-		c.outcome, out = m.Pause(now, out)
-	case callResume:
-		c.outcome, out = m.Resume(now, out)
-	case callDefine:
-		d := *c.def
-		if m.Defined() {
-			d.IDKey = m.Definition().IDKey // the key never changes
-		} else if _, err := io.ReadFull(a.cfg.Rand, d.IDKey[:]); err != nil {
-			c.err = fmt.Errorf("drawing the reservation id key: %w", err)
-			break
-		}
-		c.outcome, out, c.err = m.Define(now, d, out)
-		a.sizeFilter()
-	case callGet:
-		c.result.Reservation, c.found = m.Get(c.seq)
-	case callLookup:
-		c.result, c.found = m.Lookup(c.requestID)
-	case callAudit:
-		c.report.audit = m.Audit()
-	case callRefunds:
-		c.report.refunds = m.Refunds()
-	case callHash:
-		c.report.hash = m.Hash()
 	}
-	a.out = out
-	c.wrote = len(out) > 0
-	if c.wrote && a.appendRecords(out) == 0 {
-		// The log had failed: none of the call's records is in it, so
-		// nothing was done (a partly appended call waits, and learns
-		// ErrResultUnknown with its batch).
-		c.answer(ErrUnavailable)
-		return false
+	if act.Snapshot != nil {
+		a.startSnapshot(ctx, act.Snapshot, pause)
 	}
-	return true
+	if act.Recover {
+		a.recoverAgain()
+	}
+	return act
 }
 
 // appendRecords hands the records to the log's pending batch; it does not
-// wait for the disk. It returns how many it handed over: fewer than
-// len(out) when the log failed (the SKU is then failed too).
-func (a *skuActor) appendRecords(out []sku.Record) (appended int) {
-	for i := range out {
-		a.buf = out[i].AppendPayload(a.buf[:0])
-		if _, err := a.log.Append(byte(out[i].Type), a.buf); err != nil {
-			a.fail(err)
-			return i
+// wait for the disk. It returns how many it handed over, and the error
+// that stopped it (the log failed).
+func (a *skuActor) appendRecords(records []sku.Record) (appended int, err error) {
+	for i := range records {
+		a.buf = records[i].AppendPayload(a.buf[:0])
+		if _, err := a.log.Append(byte(records[i].Type), a.buf); err != nil {
+			return i, err
 		}
 	}
-	return len(out)
+	return len(records), nil
 }
 
-// fail makes the SKU fail-stop: the Machine may now hold decisions that are
-// not on disk, so it acknowledges nothing more until it has recovered from
-// disk again (retry.go; PostgreSQL's fsync-failure policy: never retry the
-// fsync and go on).
-func (a *skuActor) fail(err error) {
-	a.failed = fmt.Errorf("%w: log failed: %v", ErrUnavailable, err)
+// fail reports a log failure seen outside a round (a failed truncation,
+// a batch whose write or fsync failed): the SKU becomes fail-stop like
+// after a failed append. A SKU failed already stays as it is.
+func (a *skuActor) fail(err error) { a.failAt(a.cfg.Clock(), err) }
+
+// failAt is fail for a failure that happened at now.
+func (a *skuActor) failAt(now time.Time, err error) {
+	if a.failed != nil {
+		return
+	}
+	a.core.LogFailed(now, err)
+	a.noteFailure(err)
+}
+
+// noteFailure publishes that the core failed the SKU (fail-stop: the
+// Machine may hold decisions that are not on disk) and says in the log
+// whether it heals by itself.
+func (a *skuActor) noteFailure(cause error) {
+	failed := a.core.Failed()
+	if failed == nil || a.failed != nil {
+		a.failed = failed
+		return
+	}
+	a.failed = failed
 	a.h.unavailable.Store(true)
-	if errors.Is(err, wal.ErrSyncFailed) {
-		// The page cache may hold records the disk lost: rebuilding from
-		// the file now could acknowledge on top of them (wal.ErrSyncFailed).
-		a.cfg.Logger.Error("SKU log fsync failed; fail-stop until the process restarts (check the disk first)",
-			"campaign", a.h.campaignID, "sku", a.h.skuID, "err", err)
+	if at, armed := a.core.RetryAt(); armed {
+		a.cfg.Logger.Error("SKU log failed; fail-stop until it recovers from disk", "campaign", a.h.campaignID, "sku", a.h.skuID,
+			"err", cause, "retry_at", at)
 		return
 	}
-	a.cfg.Logger.Error("SKU log failed; fail-stop until it recovers from disk", "campaign", a.h.campaignID, "sku", a.h.skuID, "err", err)
-	a.scheduleRetry()
+	// After a failed fsync the page cache may hold records the disk lost:
+	// the core never rebuilds from the file in place (wal.ErrSyncFailed).
+	a.cfg.Logger.Error("SKU log failed; fail-stop until the process restarts (check the disk first)",
+		"campaign", a.h.campaignID, "sku", a.h.skuID, "err", cause)
 }
 
-// expire runs one bounded expiry step, and asks for another while more
-// reservations are due.
-func (a *skuActor) expire(ctx actor.Context) {
-	if a.failed != nil || !a.m.Defined() {
+// tick runs the core's timers at now: one bounded expiry step (another is
+// asked for while more reservations are due), a due snapshot, a due
+// recovery.
+func (a *skuActor) tick(ctx actor.Context, now time.Time) {
+	a.noteDurable()
+	a.core.Tick(now)
+	act := a.commit(ctx)
+	if !act.Ticked {
 		return
 	}
-	a.noteHealthy()
+	a.h.nextExpiry.Store(act.NextExpiry)
+	if act.Expired > 0 {
+		a.cfg.metrics.expiries.Add(float64(act.Expired))
+	}
 	a.sizeFilter() // grow the request filter before it fills
-	now := a.cfg.Clock().UnixMilli()
-	out := a.m.Expire(now, a.cfg.ExpiryBatch, a.out[:0])
-	a.out = out
-	next, ok := a.m.NextExpiry()
-	if !ok {
-		next = math.MaxInt64
+	if act.MoreExpiry {
+		ctx.Send(ctx.Self(), tick{now: now})
 	}
-	a.h.nextExpiry.Store(next)
-	if len(out) == 0 {
-		return
-	}
-	a.cfg.metrics.expiries.Add(float64(len(out)))
-	a.appendRecords(out)
-	a.log.Await(a.log.LastIndex(), &publisher{owner: a.h, view: a.view()})
-	if next <= now {
-		ctx.Send(ctx.Self(), tick{})
-	}
-}
-
-// decided reports whether a reserve outcome is recorded against its
-// request_id (and so must be repeated to a retry).
-func decided(o sku.Outcome) bool {
-	return o == sku.OutcomeAccepted || o == sku.OutcomeSoldOut
 }
 
 // sizeFilter (re)builds the request filter when the SKU may now decide
-// more request_ids than it was sized for: twice the larger of sale_limit
-// and what is already decided.
+// more request_ids than it was sized for (core.RequestCapacity).
 func (a *skuActor) sizeFilter() {
-	c := a.m.Counts()
-	want := 2 * max(uint64(c.SaleLimit), uint64(c.Reservations)+uint64(c.Rejected))
+	want := a.core.RequestCapacity()
 	if a.filter != nil && uint64(len(a.filter.words))*64 >= min(want*filterBitsPerRequest, filterMaxBits) {
 		return
 	}
 	f := newRequestFilter(want)
-	a.m.EachRequestID(f.add)
+	a.core.Machine().EachRequestID(f.add)
 	a.filter = f
 	a.h.requests.Store(f)
 }

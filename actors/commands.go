@@ -3,6 +3,8 @@ package actors
 import (
 	"context"
 
+	"github.com/seckill/seckill/actors/core"
+
 	"github.com/seckill/seckill/actors/sku"
 )
 
@@ -34,8 +36,8 @@ func (e *Engine) run(ctx context.Context, campaignID, skuID string, c *call) (*c
 	if err := h.do(ctx, c); err != nil {
 		return nil, err
 	}
-	if c.err != nil {
-		err := c.err
+	if c.Err != nil {
+		err := c.Err
 		c.free()
 		return nil, err
 	}
@@ -49,7 +51,7 @@ func (e *Engine) runReservation(ctx context.Context, reservationID string, c *ca
 		c.free()
 		return nil, err
 	}
-	c.seq, c.tag = seq, tag
+	c.Seq, c.Tag = seq, tag
 	return e.run(ctx, campaignID, skuID, c)
 }
 
@@ -57,7 +59,7 @@ func resultOf(c *call, err error) (sku.Result, error) {
 	if err != nil {
 		return sku.Result{}, err
 	}
-	res := c.result
+	res := c.Result
 	c.free()
 	if res.Outcome == sku.OutcomeInvalid {
 		return res, ErrInvalidArgument
@@ -71,16 +73,16 @@ func resultOf(c *call, err error) (sku.Result, error) {
 // gets its original result with Duplicate set. Errors: ErrUnknownSKU,
 // ErrUnavailable, ErrInvalidArgument, ctx.Err() (result unknown).
 func (e *Engine) Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error) {
-	c := newCall(callReserve)
-	c.requestID, c.userID = requestID, userID
+	c := newCall(core.KindReserve)
+	c.RequestID, c.UserID = requestID, userID
 	return resultOf(e.run(ctx, campaignID, skuID, c))
 }
 
 // Pay records payment paymentID (amount in minor units) for a reservation:
 // PAID, ALREADY_PAID, PAYMENT_CONFLICT, REFUND_REQUIRED or NOT_FOUND.
 func (e *Engine) Pay(ctx context.Context, reservationID, paymentID string, amount int64) (sku.Result, error) {
-	c := newCall(callPay)
-	c.paymentID, c.amount = paymentID, amount
+	c := newCall(core.KindPay)
+	c.PaymentID, c.Amount = paymentID, amount
 	return resultOf(e.runReservation(ctx, reservationID, c))
 }
 
@@ -93,24 +95,24 @@ func (e *Engine) Cancel(ctx context.Context, reservationID string) (sku.Result, 
 // CloseReservation closes a reservation for reason; ReasonExpired before expire_at
 // answers NOT_EXPIRED and changes nothing.
 func (e *Engine) CloseReservation(ctx context.Context, reservationID string, reason sku.CloseReason) (sku.Result, error) {
-	c := newCall(callClose)
-	c.reason = reason
+	c := newCall(core.KindClose)
+	c.Reason = reason
 	return resultOf(e.runReservation(ctx, reservationID, c))
 }
 
 // Release returns the token of a CLOSED reservation that still holds it:
 // RELEASED, ALREADY_RELEASED, NOT_CLOSED, NOT_CLOSABLE (paid) or NOT_FOUND.
 func (e *Engine) Release(ctx context.Context, reservationID string) (sku.Result, error) {
-	return resultOf(e.runReservation(ctx, reservationID, newCall(callRelease)))
+	return resultOf(e.runReservation(ctx, reservationID, newCall(core.KindRelease)))
 }
 
 // Get returns the durable state of a reservation, or ErrNotFound.
 func (e *Engine) Get(ctx context.Context, reservationID string) (sku.View, error) {
-	c, err := e.runReservation(ctx, reservationID, newCall(callGet))
+	c, err := e.runReservation(ctx, reservationID, newCall(core.KindGet))
 	if err != nil {
 		return sku.View{}, err
 	}
-	v, found := c.result.Reservation, c.found
+	v, found := c.Result.Reservation, c.Found
 	c.free()
 	if !found {
 		return sku.View{}, ErrNotFound
@@ -122,13 +124,13 @@ func (e *Engine) Get(ctx context.Context, reservationID string) (sku.View, error
 // reservation it made, or its recorded rejection; ErrNotFound when nothing
 // durable exists (e.g. it was refused at the ingress).
 func (e *Engine) Lookup(ctx context.Context, campaignID, skuID, requestID string) (sku.Result, error) {
-	c := newCall(callLookup)
-	c.requestID = requestID
+	c := newCall(core.KindLookup)
+	c.RequestID = requestID
 	c, err := e.run(ctx, campaignID, skuID, c)
 	if err != nil {
 		return sku.Result{}, err
 	}
-	res, found := c.result, c.found
+	res, found := c.Result, c.Found
 	c.free()
 	if !found {
 		return sku.Result{}, ErrNotFound
@@ -139,15 +141,15 @@ func (e *Engine) Lookup(ctx context.Context, campaignID, skuID, requestID string
 // Pause stops admission on a SKU (reserve answers PAUSED); pay and close
 // go on. Idempotent; durable when it returns nil.
 func (e *Engine) Pause(ctx context.Context, campaignID, skuID string) error {
-	return e.simple(ctx, campaignID, skuID, callPause)
+	return e.simple(ctx, campaignID, skuID, core.KindPause)
 }
 
 // Resume restarts admission on a SKU. Idempotent.
 func (e *Engine) Resume(ctx context.Context, campaignID, skuID string) error {
-	return e.simple(ctx, campaignID, skuID, callResume)
+	return e.simple(ctx, campaignID, skuID, core.KindResume)
 }
 
-func (e *Engine) simple(ctx context.Context, campaignID, skuID string, kind callKind) error {
+func (e *Engine) simple(ctx context.Context, campaignID, skuID string, kind core.Kind) error {
 	c, err := e.run(ctx, campaignID, skuID, newCall(kind))
 	if err != nil {
 		return err
@@ -158,11 +160,11 @@ func (e *Engine) simple(ctx context.Context, campaignID, skuID string, kind call
 
 // Audit checks every invariant on the SKU's live state (see sku.Machine.Audit).
 func (e *Engine) Audit(ctx context.Context, campaignID, skuID string) (sku.Audit, error) {
-	c, err := e.run(ctx, campaignID, skuID, newReportCall(callAudit))
+	c, err := e.run(ctx, campaignID, skuID, newReportCall(core.KindAudit))
 	if err != nil {
 		return sku.Audit{}, err
 	}
-	a := c.report.audit
+	a := c.Report.Audit
 	c.free()
 	return a, nil
 }
@@ -170,11 +172,11 @@ func (e *Engine) Audit(ctx context.Context, campaignID, skuID string) (sku.Audit
 // Refunds lists the payments of a SKU that arrived after close and must be
 // refunded, in log order.
 func (e *Engine) Refunds(ctx context.Context, campaignID, skuID string) ([]sku.Refund, error) {
-	c, err := e.run(ctx, campaignID, skuID, newReportCall(callRefunds))
+	c, err := e.run(ctx, campaignID, skuID, newReportCall(core.KindRefunds))
 	if err != nil {
 		return nil, err
 	}
-	r := c.report.refunds
+	r := c.Report.Refunds
 	c.free()
 	return r, nil
 }
@@ -182,11 +184,11 @@ func (e *Engine) Refunds(ctx context.Context, campaignID, skuID string) ([]sku.R
 // StateHash returns the canonical hash of a SKU's state (sku.Machine.Hash):
 // equal hashes mean equal states, e.g. a restored data dir and its source.
 func (e *Engine) StateHash(ctx context.Context, campaignID, skuID string) ([32]byte, error) {
-	c, err := e.run(ctx, campaignID, skuID, newReportCall(callHash))
+	c, err := e.run(ctx, campaignID, skuID, newReportCall(core.KindHash))
 	if err != nil {
 		return [32]byte{}, err
 	}
-	h := c.report.hash
+	h := c.Report.Hash
 	c.free()
 	return h, nil
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/wal"
 )
@@ -38,14 +39,18 @@ var (
 	// ErrUnavailable: the SKU is recovering, failed to recover, or its log
 	// failed (fail-stop); it acknowledges nothing until it has recovered
 	// from disk again (Config.LogFailureRetry).
-	ErrUnavailable = errors.New("SKU unavailable")
+	ErrUnavailable = core.ErrUnavailable
 	// ErrResultUnknown: the call was decided, then the SKU's log failed
 	// (a write or fsync error) before its records were known durable: they
 	// may or may not be on disk, so the command may or may not stand. The
 	// SKU is unavailable (ErrUnavailable) until it recovers from disk;
 	// after that, reading the reservation or the request_id tells. (A call
 	// the failed SKU never decided gets ErrUnavailable: nothing was done.)
-	ErrResultUnknown = errors.New("result unknown: the log failed after the call was decided")
+	ErrResultUnknown = core.ErrResultUnknown
+	// ErrBusy: the SKU's inbox holds Config.InboxMax calls already; the
+	// call was refused at once, nothing was decided. Retry later (HTTP:
+	// 429 QUEUE_FULL).
+	ErrBusy = errors.New("SKU busy: its inbox is full")
 	// ErrInvalidArgument: a malformed id or amount.
 	ErrInvalidArgument = errors.New("invalid argument")
 	// ErrClosed: the engine is closed.
@@ -104,9 +109,18 @@ type Config struct {
 	Rand io.Reader
 	// Registerer receives the engine's metrics (nil: none registered).
 	Registerer prometheus.Registerer
-	// ExpiryInterval is the period of the expiry timer (default 100ms).
-	// Expiry is decided by expire_at; the timer only makes it prompt.
+	// ExpiryInterval is the period of the tick loop (default 100ms), which
+	// calls Engine.Tick with Clock: expiry, snapshots, the recovery of a
+	// failed log, rates. Expiry is decided by expire_at; the tick only
+	// makes it prompt. The recovery backoff is as precise as this period.
 	ExpiryInterval time.Duration
+	// ManualTick turns the tick loop off: time reaches the SKUs' timers
+	// only through the caller's Engine.Tick (tests step it).
+	ManualTick bool
+	// InboxMax bounds the calls waiting in each SKU's inbox (default
+	// DefaultInboxMax): a call beyond it is refused at once with ErrBusy,
+	// never queued and never blocking its caller.
+	InboxMax int
 	// ExpiryBatch bounds the reservations one expiry step closes (default 1024).
 	ExpiryBatch int
 	// WAL tunes the logs; Fsync above overrides WAL.Fsync.
@@ -123,8 +137,10 @@ type Config struct {
 	SnapshotKeep int
 	// LogFailureRetry is the first wait before a SKU whose log failed
 	// (fail-stop) recovers from disk again; it doubles up to
-	// maxLogFailureRetry while recovery fails (default 1 s; negative:
-	// never, the SKU stays unavailable until the engine restarts).
+	// core.MaxLogFailureRetry while recovery fails (default 1 s;
+	// negative: never, the SKU stays unavailable until the engine
+	// restarts). A SKU whose first recovery failed is retried the same
+	// way. Recoveries are driven by Tick.
 	LogFailureRetry time.Duration
 	// MaxSKUs is the most SKUs the engine holds, counted as SKU folders in
 	// DataDir (defined, being defined, or left undefined by a crash
@@ -166,6 +182,9 @@ func (c *Config) fill() {
 	}
 	if c.MaxSKUs <= 0 {
 		c.MaxSKUs = DefaultMaxSKUs
+	}
+	if c.InboxMax <= 0 {
+		c.InboxMax = DefaultInboxMax
 	}
 	c.metrics = newEngineMetrics(c.Registerer)
 	c.recoveries = make(chan struct{}, RecoveriesMax)
@@ -214,7 +233,14 @@ type Engine struct {
 	leftover map[skuKey]struct{}
 
 	stop   chan struct{}
-	ticker sync.WaitGroup
+	ticker sync.WaitGroup // the tick loop
+
+	// Tick's memory, under tickMu: each SKU's last tick and rate figures,
+	// and when the rates were last updated.
+	tickMu   sync.Mutex
+	ticked   map[*SKU]tickMark
+	rates    map[*SKU]*rateTracker
+	lastRate time.Time
 
 	unlock func() error // releases the data dir's lock (datadirlock.go)
 }
@@ -254,6 +280,8 @@ func Open(cfg Config) (*Engine, error) {
 		skus:     make(map[skuKey]*SKU),
 		held:     make(map[skuKey]struct{}),
 		leftover: make(map[skuKey]struct{}),
+		ticked:   make(map[*SKU]tickMark),
+		rates:    make(map[*SKU]*rateTracker),
 		unlock:   unlock,
 	}
 	// A sliding window of RecoveriesMax: the oldest recovery is waited
@@ -268,8 +296,10 @@ func Open(cfg Config) (*Engine, error) {
 	for _, h := range started[max(0, len(started)-RecoveriesMax):] {
 		e.settle(h)
 	}
-	e.ticker.Add(1)
-	go e.tickLoop()
+	if !cfg.ManualTick {
+		e.ticker.Add(1)
+		go e.tickLoop()
+	}
 	return e, nil
 }
 
@@ -289,6 +319,10 @@ func (e *Engine) settle(h *SKU) {
 	e.skusMu.Unlock()
 	e.leftover[k] = struct{}{}
 	e.create.Unlock()
+	e.tickMu.Lock()
+	delete(e.ticked, h)
+	delete(e.rates, h)
+	e.tickMu.Unlock()
 }
 
 func (e *Engine) isClosed() bool {
@@ -355,6 +389,7 @@ func (e *Engine) spawn(k skuKey) *SKU {
 		engine: e,
 		ready:  make(chan struct{}),
 	}
+	h.in.max = e.cfg.InboxMax
 	h.unavailable.Store(true)
 	cfg := &e.cfg
 	d := newPinnedDispatcher()
@@ -367,46 +402,63 @@ func (e *Engine) spawn(k skuKey) *SKU {
 	return h
 }
 
-// tickLoop drives expiry, snapshots and the rate figures of every SKU. A
-// SKU gets a tick when it appended records since its last one, when a
-// reservation of it is due to expire, or at least every idleTick: an
-// engine of 10,000 quiet SKUs then sends 10,000 ticks a second, not
-// 100,000 (each wakes the SKU's goroutine).
+// tickLoop calls Tick every ExpiryInterval with the configured clock,
+// until Close.
 func (e *Engine) tickLoop() {
 	defer e.ticker.Done()
 	t := time.NewTicker(e.cfg.ExpiryInterval)
 	defer t.Stop()
-	rates := make(map[*SKU]*rateTracker)
-	ticked := make(map[*SKU]tickMark)
-	lastRate := time.Now()
 	for {
 		select {
 		case <-e.stop:
 			return
 		case <-t.C:
 		}
-		rate := time.Since(lastRate) >= time.Second
-		if rate {
-			lastRate = time.Now()
+		e.Tick(e.cfg.Clock())
+	}
+}
+
+// Tick runs every SKU's timers at now: expiry, snapshots by count and by
+// age, the recovery of a SKU whose log failed, and the rate figures (once
+// now is a second past the last). Like raft's Tick, it is the only way time
+// reaches them: the background loop calls it every Config.ExpiryInterval
+// with Config.Clock (unless Config.ManualTick), and a test steps it. A SKU
+// gets a tick message when it appended records since its last one, when a
+// reservation of it is due to expire, while it is unavailable (a recovery
+// may be due), or at least every idleTick of now: an engine of 10,000
+// quiet SKUs then sends 10,000 ticks a second, not 100,000 (each wakes the
+// SKU's goroutine). Tick returns once the messages are sent; a message
+// the same goroutine sends a SKU later (any call) is handled after its
+// tick. It does nothing after Close.
+func (e *Engine) Tick(now time.Time) {
+	if e.isClosed() {
+		return
+	}
+	e.tickMu.Lock()
+	defer e.tickMu.Unlock()
+	rate := !e.lastRate.IsZero() && (now.Sub(e.lastRate) >= time.Second || now.Before(e.lastRate))
+	if rate || e.lastRate.IsZero() {
+		e.lastRate = now
+	}
+	nowMs := now.UnixMilli()
+	for _, h := range e.SKUs() {
+		var index uint64
+		if l := h.log.Load(); l != nil {
+			index = l.LastIndex()
 		}
-		now, nowMs := time.Now(), e.cfg.Clock().UnixMilli()
-		for _, h := range e.SKUs() {
-			var index uint64
-			if l := h.log.Load(); l != nil {
-				index = l.LastIndex()
+		m, ok := e.ticked[h]
+		if !ok || index != m.index || h.nextExpiry.Load() <= nowMs || h.unavailable.Load() ||
+			now.Sub(m.at) >= idleTick || now.Before(m.at) {
+			e.system.Root.Send(h.pid, tick{now: now})
+			e.ticked[h] = tickMark{index: index, at: now}
+		}
+		if rate {
+			rt := e.rates[h]
+			if rt == nil {
+				rt = &rateTracker{}
+				e.rates[h] = rt
 			}
-			if m, ok := ticked[h]; !ok || index != m.index || h.nextExpiry.Load() <= nowMs || now.Sub(m.at) >= idleTick {
-				e.system.Root.Send(h.pid, tick{})
-				ticked[h] = tickMark{index: index, at: now}
-			}
-			if rate {
-				rt := rates[h]
-				if rt == nil {
-					rt = &rateTracker{}
-					rates[h] = rt
-				}
-				rt.tick(h)
-			}
+			rt.tick(h, now)
 		}
 	}
 }
@@ -415,10 +467,10 @@ func (e *Engine) tickLoop() {
 // interval, its request filter's growth).
 const idleTick = time.Second
 
-// tickMark is what the tick loop remembers of a SKU's last tick.
+// tickMark is what Tick remembers of a SKU's last tick.
 type tickMark struct {
 	index uint64    // the log's last index when it was sent
-	at    time.Time // when
+	at    time.Time // the now it carried
 }
 
 // SKU returns the handle of a defined SKU, or nil. A SKU being created
@@ -473,12 +525,12 @@ func (e *Engine) Define(ctx context.Context, d sku.Definition) error {
 	if err != nil {
 		return err
 	}
-	c := newCall(callDefine)
-	c.def = &d
+	c := newCall(core.KindDefine)
+	c.Def = &d
 	if err := h.do(ctx, c); err != nil {
 		return err
 	}
-	err = c.err
+	err = c.Err
 	c.free()
 	return err
 }

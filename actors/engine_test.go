@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/sku"
 )
 
@@ -269,7 +270,7 @@ func TestPaymentAgainstExpiry(t *testing.T) {
 // expireNow runs one expiry step through the mailbox and waits for it.
 func (h *SKU) expireNow(t *testing.T) {
 	t.Helper()
-	h.engine.system.Root.Send(h.pid, tick{})
+	h.engine.system.Root.Send(h.pid, tick{now: h.engine.cfg.Clock()})
 	if _, err := h.engine.Audit(ctxT(t), h.campaignID, h.skuID); err != nil { // a barrier: same mailbox
 		t.Fatal(err)
 	}
@@ -396,7 +397,8 @@ func TestActorRestartAfterPanicRecoversFromDisk(t *testing.T) {
 	// changes nothing), so it waits on the log with the calls decided
 	// before it. The calls after it are answered by the restarted actor.
 	h := e.SKU("c1", "s1")
-	bad := &call{kind: callKind(200), done: make(chan struct{}, 1)}
+	bad := &call{Call: core.Call{Kind: core.Kind(200)}, done: make(chan struct{}, 1)}
+	bad.Ref = bad
 	batch := []*call{newReserveCall("b0", "ub0"), bad, newReserveCall("b1", "ub1"), newReserveCall("b2", "ub2")}
 	postBatch(e, h, batch...)
 	select {
@@ -408,12 +410,12 @@ func TestActorRestartAfterPanicRecoversFromDisk(t *testing.T) {
 		select {
 		case <-c.done:
 		case <-time.After(10 * time.Second):
-			t.Fatalf("%s of the panicking batch never answered", c.requestID)
+			t.Fatalf("%s of the panicking batch never answered", c.RequestID)
 		}
-		if c.err != nil || c.result.Outcome != sku.OutcomeAccepted {
-			t.Fatalf("%s of the panicking batch: %v %v", c.requestID, c.result.Outcome, c.err)
+		if c.Err != nil || c.Result.Outcome != sku.OutcomeAccepted {
+			t.Fatalf("%s of the panicking batch: %v %v", c.RequestID, c.Result.Outcome, c.Err)
 		}
-		ids = append(ids, c.result.Reservation.ReservationID)
+		ids = append(ids, c.Result.Reservation.ReservationID)
 	}
 	before.Reservations += 3
 	before.Available -= 3
@@ -439,8 +441,8 @@ func TestActorRestartAfterPanicRecoversFromDisk(t *testing.T) {
 }
 
 func newReserveCall(requestID, userID string) *call {
-	c := newCall(callReserve)
-	c.requestID, c.userID = requestID, userID
+	c := newCall(core.KindReserve)
+	c.RequestID, c.UserID = requestID, userID
 	return c
 }
 

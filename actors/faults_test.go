@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/wal"
 )
@@ -25,12 +25,12 @@ type faultyStore struct {
 var errInjected = errors.New("injected I/O error")
 
 // faultyConfig is a test engine on dir whose logs go through fs (each log
-// opened replaces fs's inner store), with a fake clock and no expiry
-// timer; retry is its LogFailureRetry.
+// opened replaces fs's inner store), with a fake clock and no tick loop
+// (the test steps Engine.Tick); retry is its LogFailureRetry.
 func faultyConfig(dir string, retry time.Duration) (cfg Config, fs *faultyStore, clock *fakeClock) {
 	fs, clock = &faultyStore{}, &fakeClock{}
 	clock.Set(t0)
-	cfg = Config{DataDir: dir, Clock: clock.Now, ExpiryInterval: 1 << 40, Logger: quiet, LogFailureRetry: retry}
+	cfg = Config{DataDir: dir, Clock: clock.Now, ManualTick: true, Logger: quiet, LogFailureRetry: retry}
 	cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
 		st, err := wal.OpenTidwallStore(dir, o)
 		fs.Store = st
@@ -157,7 +157,7 @@ func TestCallerContextEndsAWaitOnAHungDisk(t *testing.T) {
 	fs := &stallingStore{}
 	clock := &fakeClock{}
 	clock.Set(t0)
-	cfg := Config{DataDir: t.TempDir(), Clock: clock.Now, ExpiryInterval: 1 << 40, Logger: quiet}
+	cfg := Config{DataDir: t.TempDir(), Clock: clock.Now, ManualTick: true, Logger: quiet}
 	cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
 		st, err := wal.OpenTidwallStore(dir, o)
 		fs.Store = st
@@ -205,7 +205,7 @@ func TestCallerContextEndsAWaitOnAHungDisk(t *testing.T) {
 // reservation kept and its state equal to a replay of the log.
 func TestLogFailureHealsWithoutRestart(t *testing.T) {
 	dir := t.TempDir()
-	cfg, fs, _ := faultyConfig(dir, 20*time.Millisecond)
+	cfg, fs, clock := faultyConfig(dir, 20*time.Millisecond)
 	e, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -233,18 +233,22 @@ func TestLogFailureHealsWithoutRestart(t *testing.T) {
 	}
 	// While the fault lasts, retries recover, fail on the next write and
 	// back off; nothing is acknowledged.
-	time.Sleep(100 * time.Millisecond)
-	for i := 6; i < 9; i++ {
+	i := 6
+	for range 10 { // 100 ms: recoveries at 20, 60 ms
+		step(t, e, clock, 10*time.Millisecond)
 		if err := reserve(i); err == nil {
 			t.Fatalf("reserve %d acknowledged while the disk is full", i)
 		}
-	}
-	fs.failWriteAt.Store(0) // space freed
-	i := 9
-	eventually(t, func() bool {
 		i++
-		return reserve(i) == nil
-	})
+	}
+	fs.failWriteAt.Store(0)             // space freed
+	for healed := false; !healed; i++ { // the next recovery is due at 140 ms
+		if clock.Now().UnixMilli() > t0+140 {
+			t.Fatal("no recovery 80 ms after the last one")
+		}
+		step(t, e, clock, 10*time.Millisecond)
+		healed = reserve(i) == nil
+	}
 	if len(acked) != 6 {
 		t.Fatalf("acknowledged %d reservations, want the 5 before the fault and 1 after it", len(acked))
 	}
@@ -254,33 +258,79 @@ func TestLogFailureHealsWithoutRestart(t *testing.T) {
 // On a disk that stays full, reopening the log succeeds and only the next
 // write fails: the wait before each recovery must still double, not stay
 // at its first value (a tester saw one full recovery a second, and every
-// fourth request answered RESULT_UNKNOWN).
+// fourth request answered RESULT_UNKNOWN). Once a record appended after a
+// recovery is durable, the wait starts again from LogFailureRetry.
 func TestLogFailureBackoffDoublesWhileWritesFail(t *testing.T) {
-	cfg, fs, _ := faultyConfig(t.TempDir(), 10*time.Millisecond)
-	var logged lockedLog
-	cfg.Logger = textLogger(&logged)
+	cfg, fs, clock := faultyConfig(t.TempDir(), 10*time.Millisecond)
 	e := openWith(t, cfg)
 	if err := e.Define(ctxT(t), testDef(100)); err != nil {
 		t.Fatal(err)
 	}
+	// recoveries steps time by 10 ms up to until (ms after now) with a
+	// request after each tick, and returns when (ms after now) each
+	// recovery was: the request after it fails with RESULT_UNKNOWN (the
+	// SKU took it, its write failed); while the SKU waits it answers
+	// UNAVAILABLE.
+	n := 0
+	recoveries := func(until int64) (at []int64) {
+		from := clock.Now().UnixMilli()
+		for clock.Now().UnixMilli() < from+until {
+			step(t, e, clock, 10*time.Millisecond)
+			n++
+			_, err := e.Reserve(ctxT(t), "c1", "s1", fmt.Sprintf("r%d", n), fmt.Sprintf("u%d", n))
+			switch {
+			case errors.Is(err, ErrResultUnknown):
+				at = append(at, clock.Now().UnixMilli()-from)
+			case !errors.Is(err, ErrUnavailable):
+				t.Fatalf("reserve %d while the disk is full: %v", n, err)
+			}
+		}
+		return at
+	}
 	fs.failWriteAt.Store(fs.writes.Load() + 1)
-	// Requests keep coming while the disk is full: each recovery is
-	// followed at once by a failing write. Waits 10, 20, 40, 80, 160, 320
-	// ms: at most 6 recoveries in 640 ms (64 at a constant 10 ms).
-	deadline := time.Now().Add(640 * time.Millisecond)
-	for i := 0; time.Now().Before(deadline); i++ {
-		e.Reserve(ctxT(t), "c1", "s1", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i))
-		time.Sleep(2 * time.Millisecond)
+	if _, err := e.Reserve(ctxT(t), "c1", "s1", "r0", "u0"); !errors.Is(err, ErrResultUnknown) {
+		t.Fatalf("reserve in the failing batch: %v", err)
 	}
-	if n := strings.Count(logged.String(), "SKU recovering from disk"); n < 2 || n > 7 {
-		t.Fatalf("%d recoveries in 640 ms of failing writes, want 2-7 (a doubling wait):\n%s", n, logged.String())
+	// Failed at 0: waits of 10, 20, 40, 80, 160, 320 ms (64 recoveries
+	// at a constant 10 ms).
+	if at := recoveries(640); fmt.Sprint(at) != "[10 30 70 150 310 630]" {
+		t.Fatalf("recoveries at %v ms of failing writes, want [10 30 70 150 310 630] (a doubling wait)", at)
 	}
-	// Space freed: the SKU heals.
+	// Space freed: the SKU heals at the next recovery, at 630 + 640 ms
+	// (the window ended at 640).
 	fs.failWriteAt.Store(0)
-	eventually(t, func() bool {
-		_, err := e.Reserve(ctxT(t), "c1", "s1", "ok", "u-ok")
-		return err == nil
-	})
+	step(t, e, clock, 620*time.Millisecond)
+	if _, err := e.Reserve(ctxT(t), "c1", "s1", "early", "u-early"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("reserve 10 ms before the recovery is due: %v", err)
+	}
+	step(t, e, clock, 10*time.Millisecond)
+	if _, err := e.Reserve(ctxT(t), "c1", "s1", "ok", "u-ok"); err != nil {
+		t.Fatalf("reserve after the recovery, the disk freed: %v", err)
+	}
+	// Its record is durable: the next failure waits 10 ms again.
+	fs.failWriteAt.Store(fs.writes.Load() + 1)
+	if _, err := e.Reserve(ctxT(t), "c1", "s1", "fail-again", "u-fail-again"); !errors.Is(err, ErrResultUnknown) {
+		t.Fatalf("reserve in the failing batch: %v", err)
+	}
+	if at := recoveries(30); fmt.Sprint(at) != "[10 30]" {
+		t.Fatalf("after healing, recoveries at %v ms, want [10 30] (the wait reset)", at)
+	}
+}
+
+// step advances clock by d, runs one engine Tick at the new time, and
+// waits until every SKU has handled it (a call posted after the tick is
+// handled after it: the same mailbox).
+func step(t *testing.T, e *Engine, clock *fakeClock, d time.Duration) {
+	t.Helper()
+	clock.Set(clock.Now().Add(d).UnixMilli())
+	e.Tick(clock.Now())
+	for _, h := range e.SKUs() {
+		c := newCall(core.KindLookup)
+		if err := h.do(ctxT(t), c); err != nil {
+			t.Fatal(err)
+		}
+		c.free()
+	}
 }
 
 // After a failed fsync the SKU does not rebuild itself from the file: the
@@ -303,8 +353,14 @@ func TestFsyncFailureWaitsForARestart(t *testing.T) {
 	if _, err := e.Reserve(ctxT(t), "c1", "s1", "r1", "u1"); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("reserve after the fsync failure: %v", err)
 	}
+	// The SKU's error keeps its cause (wrapped, not flattened).
+	if _, err := e.Snapshot(ctxT(t), "c1", "s1"); !errors.Is(err, ErrUnavailable) || !errors.Is(err, wal.ErrSyncFailed) {
+		t.Fatalf("snapshot of a SKU whose fsync failed: %v", err)
+	}
 	fs.failSyncAt.Store(0)
-	time.Sleep(200 * time.Millisecond) // 20 retry periods
+	for range 20 { // 20 retry periods, each tick handled
+		step(t, e, clock, 10*time.Millisecond)
+	}
 	if _, err := e.Reserve(ctxT(t), "c1", "s1", "r2", "u2"); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("reserve after an fsync failure, without a restart: %v", err)
 	}
@@ -312,20 +368,6 @@ func TestFsyncFailureWaitsForARestart(t *testing.T) {
 	e2 := openTest(t, dir, clock, nil)
 	if res, err := e2.Reserve(ctxT(t), "c1", "s1", "r3", "u3"); err != nil || res.Outcome != sku.OutcomeAccepted {
 		t.Fatalf("after a restart: %v %v", res.Outcome, err)
-	}
-}
-
-// A log failure leaves unknown only the calls that wrote records into the
-// failed batch; a read or a refusal that wrote nothing did nothing.
-func TestFailedBatchAnswers(t *testing.T) {
-	wrote, read := newCall(callReserve), newCall(callGet)
-	wrote.wrote = true
-	b := &batch{calls: []*call{wrote, read}}
-	b.Durable(errInjected)
-	<-wrote.done
-	<-read.done
-	if !errors.Is(wrote.err, ErrResultUnknown) || !errors.Is(read.err, ErrUnavailable) {
-		t.Fatalf("after a failed batch: the writer %v, the reader %v", wrote.err, read.err)
 	}
 }
 
@@ -346,5 +388,40 @@ func closeMatchingDisk(t *testing.T, e *Engine, dir string, acked []string, what
 	e.Close()
 	if replayDir(t, dir+"/c1/s1/wal").Hash() != live {
 		t.Fatalf("state after %s differs from a replay of the log", what)
+	}
+}
+
+// A SKU whose first recovery fails (a transient I/O error at start) is
+// not left unavailable until a restart: it recovers again after
+// LogFailureRetry, like after a log failure.
+func TestFailedFirstRecoveryIsRetried(t *testing.T) {
+	dir := t.TempDir()
+	clock := &fakeClock{}
+	clock.Set(t0)
+	e := openTest(t, dir, clock, nil)
+	if err := e.Define(ctxT(t), testDef(10)); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+
+	var opens atomic.Int64
+	cfg := Config{DataDir: dir, Clock: clock.Now, ManualTick: true, Logger: quiet, LogFailureRetry: time.Second}
+	cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
+		if opens.Add(1) == 1 {
+			return nil, errInjected
+		}
+		return wal.OpenTidwallStore(dir, o)
+	}
+	e = openWith(t, cfg)
+	if _, err := e.Reserve(ctxT(t), "c1", "s1", "r1", "u1"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("reserve after a failed recovery: %v", err)
+	}
+	step(t, e, clock, 999*time.Millisecond)
+	if opens.Load() != 1 {
+		t.Fatalf("%d recoveries before LogFailureRetry passed", opens.Load())
+	}
+	step(t, e, clock, time.Millisecond)
+	if res, err := e.Reserve(ctxT(t), "c1", "s1", "r2", "u2"); err != nil || res.Outcome != sku.OutcomeAccepted {
+		t.Fatalf("reserve after the retried recovery: %v %v", res.Outcome, err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,7 +102,7 @@ func TestOpenRecoversABoundedNumberAtOnce(t *testing.T) {
 // RecoveriesMax slots: with every log failing at once (a full disk), they
 // do not all reopen their files at once.
 func TestRecoveryAfterLogFailureTakesASlot(t *testing.T) {
-	cfg, fs, _ := faultyConfig(t.TempDir(), 5*time.Millisecond)
+	cfg, fs, clock := faultyConfig(t.TempDir(), 5*time.Millisecond)
 	e := openWith(t, cfg)
 	if err := e.Define(ctxT(t), testDef(100)); err != nil {
 		t.Fatal(err)
@@ -118,7 +120,9 @@ func TestRecoveryAfterLogFailureTakesASlot(t *testing.T) {
 		t.Fatalf("reserve after the failure: %v", err)
 	}
 	fs.failWriteAt.Store(0) // the cause is gone at once...
-	time.Sleep(50 * time.Millisecond)
+	clock.Set(clock.Now().Add(5 * time.Millisecond).UnixMilli())
+	e.Tick(clock.Now()) // the recovery is due
+	eventually(t, func() bool { return strings.Contains(goroutines(), "recoverySlot") })
 	if !e.SKU("c1", "s1").Stats().Unavailable {
 		t.Fatal("the SKU recovered with every recovery slot taken")
 	}
@@ -127,4 +131,11 @@ func TestRecoveryAfterLogFailureTakesASlot(t *testing.T) {
 	if _, err := e.Reserve(ctxT(t), "c1", "s1", "r3", "u3"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// goroutines returns the stacks of every goroutine: a test sees there
+// that one is blocked where it must wait.
+func goroutines() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
 }

@@ -7,16 +7,24 @@ import "sync"
 // most replies one log waiter releases.
 const maxBatch = 4096
 
+// DefaultInboxMax is Config.InboxMax when zero: four batches wait behind
+// the one being decided.
+const DefaultInboxMax = 4 * maxBatch
+
 // inbox is a SKU actor's ingress queue, batching on the way in as group
 // commit batches on the way out (TigerBeetle's "batching is the normal
 // path"): callers append calls under a mutex, and only the first call of a
 // burst posts a drain message to the actor's mailbox. The actor takes up to
 // maxBatch calls per drain, decides them one at a time in arrival order,
-// and registers the whole batch with the log as one waiter. The inbox has
-// no limit of its own: the ingress (httpapi admission) bounds what waits,
-// by permits and by the age of the oldest waiting call.
+// and registers the whole batch with the log as one waiter. The inbox
+// holds at most max calls (Config.InboxMax): post refuses one more with
+// ErrBusy at once, so an in-process caller cannot grow it without limit;
+// the ingress (httpapi admission) bounds what waits well below that, by
+// permits and by the age of the oldest waiting call. (Calls put back after
+// a panic, requeue, may exceed it: they were admitted already.)
 type inbox struct {
 	mu     sync.Mutex
+	max    int // Config.InboxMax
 	calls  []*call
 	posted bool // a drain message is in the mailbox and has not taken the last call
 	closed bool // the actor stopped: calls are answered ErrClosed at once
@@ -26,16 +34,21 @@ type inbox struct {
 type drain struct{}
 
 // post appends c to the inbox of h, stamping it for the sojourn figures,
-// and posts a drain message when none is pending.
+// and posts a drain message when none is pending. It never blocks: a full
+// inbox answers c ErrBusy, a closed one ErrClosed.
 func (h *SKU) post(c *call) {
 	c.enqueuedAt = monoNow()
 	h.queued.Add(1)
 	in := &h.in
 	in.mu.Lock()
-	if in.closed {
+	if in.closed || len(in.calls) >= in.max {
+		err := ErrClosed
+		if !in.closed {
+			err = ErrBusy
+		}
 		in.mu.Unlock()
 		h.queued.Add(-1)
-		c.answer(ErrClosed)
+		c.answer(err)
 		return
 	}
 	in.calls = append(in.calls, c)

@@ -4,13 +4,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/seckill/seckill/actors/core"
 )
 
 // engineMetrics are the engine's own Prometheus metrics. SKU-level gauges
 // (counts, mailbox) are read from SKU.Stats by the HTTP layer at scrape
 // time; these are the ones only the engine can observe.
 type engineMetrics struct {
-	processing [len(callNames)]prometheus.Observer
+	processing [core.KindCount]prometheus.Observer
 	expiries   prometheus.Counter
 	fsync      prometheus.Observer
 	batch      prometheus.Observer
@@ -64,10 +65,8 @@ func newEngineMetrics(reg prometheus.Registerer) *engineMetrics {
 		Help: "Snapshots that failed to be written (the SKU retries later).",
 	})
 	m.snapshotPause, m.snapshotSeconds, m.snapshotBytes = snapshotPause, snapshotSeconds, snapshotBytes
-	for i, name := range callNames {
-		if name != "" {
-			m.processing[i] = processing.WithLabelValues(name)
-		}
+	for k := core.KindReserve; k < core.KindCount; k++ {
+		m.processing[k] = processing.WithLabelValues(k.String())
 	}
 	if reg != nil {
 		reg.MustRegister(processing, m.expiries, fsync, batch,
@@ -94,6 +93,6 @@ func (m *engineMetrics) observeSnapshot(done *snapshotDone) {
 	m.snapshotBytes.Observe(float64(done.info.Bytes))
 }
 
-func (m *engineMetrics) observeCall(k callKind, d time.Duration) {
+func (m *engineMetrics) observeCall(k core.Kind, d time.Duration) {
 	m.processing[k].Observe(d.Seconds())
 }

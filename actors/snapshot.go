@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
@@ -28,7 +29,7 @@ const (
 	DefaultSnapshotKeep = 2
 	// snapshotRetryAfter is the pause after a failed snapshot before an
 	// automatic one is tried again.
-	snapshotRetryAfter = 10 * time.Second
+	snapshotRetryAfter = core.DefaultSnapshotRetryAfter
 )
 
 func (c *Config) snapshotEvery() uint64 {
@@ -121,17 +122,14 @@ type snapshotDone struct {
 func (*snapshotRequest) isSnapshotMessage() {}
 func (*snapshotDone) isSnapshotMessage()    {}
 
-// snapshots is the actor's snapshot bookkeeping. Only the actor's
-// goroutine touches it, except writers (a WaitGroup) and stopped.
+// snapshots is the shell's snapshot bookkeeping; the core decides when a
+// snapshot is due (core.Snapshot). Only the actor's goroutine touches it,
+// except writers (a WaitGroup) and stopped.
 type snapshots struct {
-	// index is the log index of the newest durable snapshot (or the one
-	// recovery started from); 0 if none.
+	// index is the log index of the snapshot recovery started from (0:
+	// none), handed to the core; at is when recovery loaded it.
 	index uint64
-	// at is when that snapshot was taken (or recovery finished).
-	at time.Time
-	// notBefore delays automatic snapshots after a failure.
-	notBefore time.Time
-	running   bool
+	at    time.Time
 	// queued are on-demand callers waiting for the next snapshot to start.
 	queued  []chan snapshotReply
 	writers sync.WaitGroup
@@ -144,17 +142,20 @@ func (a *skuActor) snapshotDir() string { return filepath.Join(a.h.dir, "snapsho
 func (a *skuActor) onSnapshot(ctx actor.Context, msg snapshotMessage) {
 	switch msg := msg.(type) {
 	case *snapshotRequest:
+		start := monoNow()
+		s, err := a.core.RequestSnapshot()
+		pause := time.Duration(monoNow() - start)
 		switch {
-		case a.failed != nil:
-			msg.reply <- snapshotReply{err: a.failed}
-			return
-		case !a.m.Defined():
+		case errors.Is(err, core.ErrUndefined):
 			msg.reply <- snapshotReply{err: ErrUnknownSKU}
+			return
+		case err != nil:
+			msg.reply <- snapshotReply{err: err}
 			return
 		}
 		a.snap.queued = append(a.snap.queued, msg.reply)
-		if !a.snap.running {
-			a.startSnapshot(ctx)
+		if s != nil {
+			a.startSnapshot(ctx, s, pause)
 		}
 	case *snapshotDone:
 		if msg.owner != &a.snap {
@@ -164,45 +165,21 @@ func (a *skuActor) onSnapshot(ctx actor.Context, msg snapshotMessage) {
 	}
 }
 
-// maybeSnapshot starts an automatic snapshot when SnapshotEvery records or
-// SnapshotInterval have passed since the last one. It runs on every tick.
-func (a *skuActor) maybeSnapshot(ctx actor.Context) {
-	if a.snap.running || a.failed != nil || a.log == nil || !a.m.Defined() {
-		return
-	}
-	pending := a.log.LastIndex() - a.snap.index
-	if pending == 0 || a.log.LastIndex() < a.snap.index {
-		return
-	}
-	now := time.Now()
-	if now.Before(a.snap.notBefore) {
-		return
-	}
-	every, interval := a.cfg.snapshotEvery(), a.cfg.snapshotInterval()
-	if (every > 0 && pending >= every) || (interval > 0 && now.Sub(a.snap.at) >= interval) {
-		a.startSnapshot(ctx)
-	}
-}
-
-// startSnapshot freezes the state at the log's last index and hands it to
-// a writer goroutine: the only pause it adds to request handling is the
-// freeze.
-func (a *skuActor) startSnapshot(ctx actor.Context) {
-	index := a.log.LastIndex()
+// startSnapshot hands the state the core froze (at the log's last index;
+// the freeze took pause) to a writer goroutine, with the callers waiting
+// for a snapshot: the only pause it adds to request handling is the freeze.
+func (a *skuActor) startSnapshot(ctx actor.Context, s *core.Snapshot, pause time.Duration) {
 	start := time.Now()
-	frozen := a.m.Freeze()
-	pause := time.Since(start)
-	a.snap.running = true
 	callers := a.snap.queued
 	a.snap.queued = nil
 
 	// The state includes records that may not be fsynced yet: the file is
 	// written only once they are, so a snapshot never runs ahead of the log.
 	durable := make(chan error, 1)
-	a.log.Await(index, wal.WaiterFunc(func(err error) { durable <- err }))
+	a.log.Await(s.Index, wal.WaiterFunc(func(err error) { durable <- err }))
 
 	w := snapshotWriter{
-		dir: a.snapshotDir(), keep: a.cfg.snapshotKeep(), index: index, frozen: frozen,
+		dir: a.snapshotDir(), keep: a.cfg.snapshotKeep(), index: s.Index, frozen: s.Frozen,
 		opts:  snapshot.Options{NoSync: a.cfg.Fsync == wal.FsyncNeverBenchmarkOnly},
 		slots: a.cfg.snapshotWriters,
 	}
@@ -212,7 +189,7 @@ func (a *skuActor) startSnapshot(ctx actor.Context) {
 		defer owner.writers.Done()
 		done := w.run(durable)
 		done.owner = owner
-		done.info.Took, done.info.Pause = time.Since(start), pause
+		done.info.Took, done.info.Pause = time.Since(start)+pause, pause
 		for _, c := range callers {
 			c <- snapshotReply{info: done.info, err: done.err}
 		}
@@ -233,9 +210,9 @@ type snapshotWriter struct {
 }
 
 func (w *snapshotWriter) run(durable <-chan error) *snapshotDone {
-	done := &snapshotDone{}
+	done := &snapshotDone{info: SnapshotInfo{Index: w.index}}
 	if err := <-durable; err != nil {
-		done.err = fmt.Errorf("%w: the log failed before the snapshot's records were durable: %v", ErrUnavailable, err)
+		done.err = fmt.Errorf("%w: the log failed before the snapshot's records were durable: %w", ErrUnavailable, err)
 		return done
 	}
 	// Its file descriptors count against the engine's budget
@@ -252,31 +229,31 @@ func (w *snapshotWriter) run(durable <-chan error) *snapshotDone {
 	return done
 }
 
-// finishSnapshot records a written snapshot and truncates the log that the
-// oldest snapshot kept no longer needs.
+// finishSnapshot records a written snapshot, truncates the log that the
+// oldest snapshot kept no longer needs, and starts the snapshot asked for
+// meanwhile, if any.
 func (a *skuActor) finishSnapshot(ctx actor.Context, done *snapshotDone) {
-	a.snap.running = false
-	log := a.cfg.Logger.With("campaign", a.h.campaignID, "sku", a.h.skuID)
+	logger := a.cfg.Logger.With("campaign", a.h.campaignID, "sku", a.h.skuID)
 	a.cfg.metrics.observeSnapshot(done)
 	if done.err != nil {
-		a.snap.notBefore = time.Now().Add(snapshotRetryAfter)
-		log.Error("snapshot failed", "err", done.err)
+		logger.Error("snapshot failed", "err", done.err)
 	} else {
-		a.snap.index, a.snap.at = done.info.Index, time.Now()
-		log.Info("snapshot written", "path", done.info.Path, "index", done.info.Index,
+		logger.Info("snapshot written", "path", done.info.Path, "index", done.info.Index,
 			"reservations", done.info.Reservations, "bytes", done.info.Bytes,
 			"took", done.info.Took, "pause", done.info.Pause)
-		a.truncateLog(done.oldestKept, log)
+		a.truncateLog(done.oldestKept, logger)
 	}
+	start := monoNow()
+	act := a.core.SnapshotDone(a.cfg.Clock(), done.info.Index, done.err)
+	pause := time.Duration(monoNow() - start)
 	switch {
-	case len(a.snap.queued) == 0:
-	case a.failed != nil:
+	case act.SnapshotRefused != nil:
 		for _, c := range a.snap.queued {
-			c <- snapshotReply{err: a.failed}
+			c <- snapshotReply{err: act.SnapshotRefused}
 		}
 		a.snap.queued = nil
-	default:
-		a.startSnapshot(ctx)
+	case act.Snapshot != nil:
+		a.startSnapshot(ctx, act.Snapshot, pause)
 	}
 }
 

@@ -101,7 +101,7 @@ func (s *SKU) defined() bool {
 	}
 }
 
-// Stats returns the published figures; it takes a short lock, no message.
+// Stats returns the published figures: atomic loads, no lock, no message.
 func (s *SKU) Stats() Stats {
 	st := Stats{
 		CampaignID:    s.campaignID,
@@ -159,16 +159,17 @@ func (s *SKU) taken(lastEnqueuedAt int64, n int) {
 	s.processed.Add(uint64(n))
 }
 
-// rateTracker turns the processed counter into an EWMA rate.
+// rateTracker turns the processed counter into an EWMA rate, at the times
+// Engine.Tick gives it.
 type rateTracker struct {
 	lastCount uint64
-	lastAt    int64
+	lastAt    time.Time
 }
 
-func (r *rateTracker) tick(s *SKU) {
-	now, n := monoNow(), s.processed.Load()
-	if r.lastAt != 0 && now > r.lastAt {
-		inst := float64(n-r.lastCount) / (float64(now-r.lastAt) / 1e9)
+func (r *rateTracker) tick(s *SKU, now time.Time) {
+	n := s.processed.Load()
+	if !r.lastAt.IsZero() && now.After(r.lastAt) {
+		inst := float64(n-r.lastCount) / now.Sub(r.lastAt).Seconds()
 		old := math.Float64frombits(s.rateBits.Load())
 		s.rateBits.Store(math.Float64bits(0.5*old + 0.5*inst))
 	}

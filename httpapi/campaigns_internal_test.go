@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
 )
 
@@ -100,6 +102,9 @@ func TestClassify(t *testing.T) {
 	}
 	if f := classify(errors.New("disk on fire")); f.status != 500 || f.reason != reasonInternal {
 		t.Fatalf("%+v", f)
+	}
+	if f := classify(fmt.Errorf("reserve: %w", actors.ErrBusy)); f.status != 429 || f.reason != reasonQueueFull {
+		t.Fatalf("a full SKU inbox: %+v", f)
 	}
 	if !strings.HasPrefix(formatMillis(1893456000123), "2030-01-01T00:00:00.123Z") {
 		t.Fatal(formatMillis(1893456000123))

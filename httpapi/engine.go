@@ -72,6 +72,8 @@ func classify(err error) engineFailure {
 		return engineFailure{status: 404, reason: reasonNotFound}
 	case errors.Is(err, actors.ErrUnavailable), errors.Is(err, actors.ErrClosed):
 		return engineFailure{status: 503, reason: reasonUnavailable}
+	case errors.Is(err, actors.ErrBusy):
+		return engineFailure{status: 429, reason: reasonQueueFull}
 	case errors.Is(err, actors.ErrInvalidArgument):
 		return engineFailure{status: 400, reason: reasonBadRequest}
 	case errors.Is(err, sku.ErrInvalidDefinition):
