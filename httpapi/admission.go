@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/sku"
 )
 
 // Admission (seed §2, §5, §10). A reserve reaches the SKU actor only with a
@@ -41,7 +42,7 @@ func (l limits) bound(st actors.Stats) int64 {
 	return min(int64(st.Counts.Available)+l.retryMargin, byRate)
 }
 
-// verdict is what the ingress decides about one reserve.
+// verdict is what the ingress answers a reserve before the engine.
 type verdict uint8
 
 const (
@@ -52,35 +53,40 @@ const (
 	verdictPaused                     // 503 PAUSED
 	verdictSoldOut                    // 409 SOLD_OUT (durable available = 0)
 	verdictQueueFull                  // 429 QUEUE_FULL
-	verdictStockBound                 // 409 SOLD_OUT: permits already cover the stock
 )
 
-// precheck decides from published, durable stats alone whether a reserve
-// can be answered without the actor. The campaign window is judged on the
-// server's clock. For a retry of a request whose result was unknown only
-// the load checks apply: the engine must say what became of it, and a fast
-// SOLD_OUT or ENDED could contradict a reservation it made after all.
+// refusals maps the sale gate's refusals onto the ingress's answers.
+var refusals = map[sku.Outcome]verdict{
+	sku.OutcomeNotStarted: verdictNotStarted,
+	sku.OutcomeEnded:      verdictEnded,
+	sku.OutcomePaused:     verdictPaused,
+	sku.OutcomeSoldOut:    verdictSoldOut,
+}
+
+// precheck says from published, durable stats alone whether a reserve can
+// be answered without the actor. The window, the pause and sold out are the
+// sale gate's (sku.Gate), asked at the server's clock. For a retry of a
+// request whose result was unknown only the load checks apply: the engine
+// must say what became of it, and a fast SOLD_OUT or ENDED could
+// contradict a reservation it made after all.
 func (l limits) precheck(st actors.Stats, now time.Time, retryOfUnknown bool) verdict {
 	if st.Unavailable {
 		return verdictUnavailable
 	}
 	if !retryOfUnknown {
-		ms := now.UnixMilli()
-		switch {
-		case ms < st.Definition.StartAt:
-			return verdictNotStarted
-		case ms >= st.Definition.EndAt:
-			return verdictEnded
-		case st.Paused:
-			return verdictPaused
-		case st.Counts.Available == 0:
-			return verdictSoldOut
+		if o, refused := gateOf(st, now).Refusal(); refused {
+			return refusals[o]
 		}
 	}
 	if st.OldestWait >= l.maxQueueWait {
 		return verdictQueueFull
 	}
 	return verdictAdmit
+}
+
+// gateOf asks the sale gate about the durable state st at now.
+func gateOf(st actors.Stats, now time.Time) sku.Verdict {
+	return sku.Gate(st.Definition, st.Paused, st.Counts, now.UnixMilli())
 }
 
 // gate holds the permits of one SKU.

@@ -206,8 +206,8 @@ func ApplyCampaignFile(ctx context.Context, e Engine, cs []Campaign) (kept []str
 		rest := c
 		rest.SKUs = nil
 		for i, d := range defs {
-			if h := e.SKU(d.CampaignID, d.SKUID); h != nil {
-				cur := h.Stats().Definition
+			if st, ok := e.SKUStats(d.CampaignID, d.SKUID); ok {
+				cur := st.Definition
 				d.IDKey = cur.IDKey
 				if cur != d && d.CheckRedefine(cur) == nil {
 					kept = append(kept, d.CampaignID+"/"+d.SKUID)
@@ -228,11 +228,11 @@ func ApplyCampaignFile(ctx context.Context, e Engine, cs []Campaign) (kept []str
 // sku.Definition.CheckRedefine).
 func checkRedefinitions(e Engine, defs []sku.Definition) error {
 	for _, d := range defs {
-		h := e.SKU(d.CampaignID, d.SKUID)
-		if h == nil {
+		st, ok := e.SKUStats(d.CampaignID, d.SKUID)
+		if !ok {
 			continue
 		}
-		cur := h.Stats().Definition
+		cur := st.Definition
 		if cur == d || cur.CampaignID == "" {
 			continue
 		}
@@ -278,7 +278,7 @@ func DemoCampaign(now time.Time) Campaign {
 // first start, and a data dir of other campaigns (a restored one, say) gets
 // no demo sale. It reports whether it defined it.
 func EnsureDemo(ctx context.Context, e Engine, now time.Time) (bool, error) {
-	if len(e.SKUs()) > 0 { // not a first start: the data dir has SKUs (the demo or others)
+	if len(e.AllStats()) > 0 { // not a first start: the data dir has SKUs (the demo or others)
 		return false, nil
 	}
 	return true, DefineCampaigns(ctx, e, []Campaign{DemoCampaign(now)})

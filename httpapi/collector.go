@@ -9,14 +9,14 @@ import (
 // stats at scrape time: no bookkeeping on the request path, and a SKU's
 // series exist exactly while the engine knows it.
 type skuCollector struct {
-	engine Engine
+	engine StatsReader
 	gates  *gates
 
 	mailbox, oldestAge, rate, saleLimit, tokens, reservations *prometheus.Desc
 	refunds, rejected, paused, unavailable, inFlight          *prometheus.Desc
 }
 
-func newSKUCollector(e Engine, g *gates) *skuCollector {
+func newSKUCollector(e StatsReader, g *gates) *skuCollector {
 	labels := []string{"campaign_id", "sku_id"}
 	desc := func(name, help string, extra ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, append(append([]string(nil), labels...), extra...), nil)
@@ -57,8 +57,7 @@ func (c *skuCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		return 0
 	}
-	for _, h := range c.engine.SKUs() {
-		st := h.Stats()
+	for _, st := range c.engine.AllStats() {
 		cs, ss := st.CampaignID, st.SKUID
 		n := st.Counts
 		gauge(c.mailbox, float64(st.Queued), cs, ss)

@@ -6,13 +6,18 @@
 //
 // It makes no domain decision: whether a reservation is accepted, paid,
 // closed or refunded is decided by the engine (package actors, built on the
-// pure state machine of actors/sku). What the ingress decides on its own,
-// before the engine, comes only from state the engine has published as
-// durable (SKU stats): a fast answer is never more optimistic than the log.
+// pure state machine of actors/sku). The fast answers the ingress gives
+// before the engine (NOT_STARTED, ENDED, PAUSED, SOLD_OUT) and the coarse
+// SKU status are the sale gate's verdict (sku.Gate, the rule the engine's
+// Machine.Reserve decides with), asked on the state the engine has
+// published as durable (SKU stats): a fast answer is never more optimistic
+// than the log. What httpapi adds is load: admission permits and queue age.
 //
 // Files, one idea each:
 //
-//	engine.go        the consumer-side Engine interface and error mapping
+//	engine.go        the consumer-side engine interfaces (Reserver, StatsReader,
+//	                 Admin; their in-memory twin is package memengine) and
+//	                 the error mapping
 //	server.go        Config, Server, routing, timeouts, panic recovery
 //	fasthttplog.go   fasthttp's own log messages, bounded, into slog
 //	respond.go       JSON answers and time rendering (one format everywhere)
@@ -21,8 +26,8 @@
 //	reserve_codec.go the reserve body and 202 answer without reflection
 //	deadlines.go     the shared deadlines of reserve waits
 //	dedup.go         per-user flights and the bounded answer cache
-//	admission.go     the admission bound and per-SKU in-flight counters
-//	status.go        the coarse SKU status (seed §7, §10)
+//	admission.go     the admission bound, the fast answers, per-SKU permits
+//	status.go        the coarse SKU status: the sale gate's verdict and the load
 //	reservations.go  get, lookup, pay, cancel
 //	signature.go     HMAC of payment callbacks
 //	admin.go         admin token and admin handlers

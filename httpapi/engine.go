@@ -8,22 +8,23 @@ import (
 	"github.com/seckill/seckill/actors/sku"
 )
 
-// Engine is what the HTTP service needs from the sequencer: exactly the
-// methods it calls. *actors.Engine satisfies it; tests wrap it to inject
-// faults (a slow engine).
+// Engine is what the HTTP service needs from the sequencer: the commands
+// of the reservation flow, the SKUs' published figures and the operator's
+// commands, exactly the methods it calls, in three small interfaces.
+// *actors.Engine satisfies it; package memengine is its in-memory twin for
+// tests (hashicorp/raft keeps one of each interface it defines).
 //
 // Every command method blocks until its answer is durable (fsynced) or ctx
 // is done; a ctx error means the command may or may not have been applied
 // (RESULT_UNKNOWN).
 type Engine interface {
-	// Define creates or redefines one SKU; a change that is not allowed
-	// returns an error wrapping sku.ErrInvalidDefinition, a new SKU beyond
-	// the engine's limit one wrapping actors.ErrTooManySKUs.
-	Define(ctx context.Context, d sku.Definition) error
-	// MakeRoom holds, before any is defined, the places of the SKUs of defs
-	// that do not exist yet, or refuses them all with an error wrapping
-	// actors.ErrTooManySKUs; release frees the places not used.
-	MakeRoom(defs []sku.Definition) (release func(), err error)
+	Reserver
+	StatsReader
+	Admin
+}
+
+// Reserver runs the commands of the reservation flow.
+type Reserver interface {
 	// Reserve asks for a token for userID, once per requestID.
 	Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error)
 	// Pay records a payment for a reservation.
@@ -37,6 +38,34 @@ type Engine interface {
 	Get(ctx context.Context, reservationID string) (sku.View, error)
 	// Lookup returns the durable answer a request_id got, or actors.ErrNotFound.
 	Lookup(ctx context.Context, campaignID, skuID, requestID string) (sku.Result, error)
+}
+
+// StatsReader reads what the SKUs publish without a message to them: their
+// durable definition, counts and pause, their availability and load
+// (actors.Stats). Values, never handles.
+type StatsReader interface {
+	// SKUStats returns the published stats of one SKU; ok is false while
+	// the engine does not know it (also before its definition is durable).
+	SKUStats(campaignID, skuID string) (st actors.Stats, ok bool)
+	// MayKnowRequest reports whether the SKU may have decided requestID
+	// already. False is certain (the ingress may answer from its fast
+	// paths); true means "ask the engine".
+	MayKnowRequest(campaignID, skuID, requestID string) bool
+	// AllStats returns the published stats of every SKU, sorted by
+	// campaign and SKU id.
+	AllStats() []actors.Stats
+}
+
+// Admin runs the operator's commands.
+type Admin interface {
+	// Define creates or redefines one SKU; a change that is not allowed
+	// returns an error wrapping sku.ErrInvalidDefinition, a new SKU beyond
+	// the engine's limit one wrapping actors.ErrTooManySKUs.
+	Define(ctx context.Context, d sku.Definition) error
+	// MakeRoom holds, before any is defined, the places of the SKUs of defs
+	// that do not exist yet, or refuses them all with an error wrapping
+	// actors.ErrTooManySKUs; release frees the places not used.
+	MakeRoom(defs []sku.Definition) (release func(), err error)
 	// Pause stops admission on a SKU.
 	Pause(ctx context.Context, campaignID, skuID string) error
 	// Resume restarts admission on a SKU.
@@ -45,10 +74,6 @@ type Engine interface {
 	Audit(ctx context.Context, campaignID, skuID string) (sku.Audit, error)
 	// Refunds lists the payments of a SKU that must be refunded.
 	Refunds(ctx context.Context, campaignID, skuID string) ([]sku.Refund, error)
-	// SKU returns the handle of one SKU, nil when unknown.
-	SKU(campaignID, skuID string) *actors.SKU
-	// SKUs returns every known SKU.
-	SKUs() []*actors.SKU
 	// Snapshot writes a snapshot of one SKU now and truncates its log.
 	Snapshot(ctx context.Context, campaignID, skuID string) (actors.SnapshotInfo, error)
 }

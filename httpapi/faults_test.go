@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,160 +15,145 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/httpapi/memengine"
 	"github.com/seckill/seckill/wal"
 )
 
-// faultyEngine is the real engine with injectable faults: a slow reserve
-// (the command is still applied, only late, as when the actor is behind)
-// and a panicking Get.
-type faultyEngine struct {
-	*actors.Engine
-	reserveDelay atomic.Int64 // nanoseconds; 0: no delay
-	slowCalls    atomic.Int64 // how many more reserves are slowed (<0: all)
-	panicOnGet   atomic.Bool
-	reserveErr   atomic.Pointer[error] // answered instead of reserving, once
-	replyDelay   atomic.Int64          // nanoseconds a reserve's answer is held after the engine decided, once
+// held holds the engine calls a test picks until it releases them: each
+// announces itself on arrived when it is held, so the test orders its next
+// step against the engine's progress instead of sleeping.
+type held struct {
+	arrived chan memengine.Call
+	release chan struct{}
 }
 
-func (f *faultyEngine) Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error) {
-	if err := f.reserveErr.Swap(nil); err != nil {
-		return sku.Result{}, *err
-	}
-	if d := time.Duration(f.replyDelay.Swap(0)); d > 0 {
-		res, err := f.Engine.Reserve(ctx, campaignID, skuID, requestID, userID)
-		time.Sleep(d)
-		return res, err
-	}
-	d := time.Duration(f.reserveDelay.Load())
-	if d == 0 || !f.takeSlowCall() {
-		return f.Engine.Reserve(ctx, campaignID, skuID, requestID, userID)
-	}
-	type answer struct {
-		res sku.Result
-		err error
-	}
-	ch := make(chan answer, 1)
-	go func() {
-		time.Sleep(d)
-		res, err := f.Engine.Reserve(context.Background(), campaignID, skuID, requestID, userID)
-		ch <- answer{res, err}
-	}()
+func newHeld() *held {
+	return &held{arrived: make(chan memengine.Call, 64), release: make(chan struct{})}
+}
+
+// hold announces c and waits for the release (or the caller's deadline).
+func (h *held) hold(ctx context.Context, c memengine.Call) error {
+	h.arrived <- c
 	select {
-	case a := <-ch:
-		return a.res, a.err
+	case <-h.release:
+		return nil
 	case <-ctx.Done():
-		return sku.Result{}, ctx.Err()
+		return ctx.Err()
 	}
 }
 
-// takeSlowCall reports whether this reserve is to be slowed, counting it.
-func (f *faultyEngine) takeSlowCall() bool {
-	for {
-		n := f.slowCalls.Load()
-		switch {
-		case n < 0:
-			return true
-		case n == 0:
-			return false
-		case f.slowCalls.CompareAndSwap(n, n-1):
-			return true
+// waitArrivals waits until n held calls have arrived.
+func (h *held) waitArrivals(t *testing.T, n int) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for i := 0; i < n; i++ {
+		select {
+		case <-h.arrived:
+		case <-timeout:
+			t.Fatalf("%d of %d held calls arrived", i, n)
 		}
 	}
 }
 
-func (f *faultyEngine) Get(ctx context.Context, reservationID string) (sku.View, error) {
-	if f.panicOnGet.Load() {
-		panic("injected")
+// sendReserves sends n reserves at once, req(i) giving the ids, and
+// returns the channel their answers arrive on, in the order they come.
+func sendReserves(t *testing.T, base, campaignID, skuID string, n int, req func(i int) (requestID, userID string)) <-chan response {
+	answers := make(chan response, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			requestID, userID := req(i)
+			r, err := tryReserve(base, campaignID, skuID, requestID, userID)
+			if err != nil {
+				t.Error(err)
+			}
+			answers <- r
+		}()
 	}
-	return f.Engine.Get(ctx, reservationID)
+	return answers
 }
 
 // When the actor falls behind, admission stops at
 // consumer_rate × max_queue_wait permits and the rest get 429 QUEUE_FULL
-// with Retry-After; the status reads QUEUE_FULL meanwhile.
+// with Retry-After; the status reads QUEUE_FULL meanwhile. The engine holds
+// the admitted reserves until every refused one is answered.
 func TestQueueFullWhenSlow(t *testing.T) {
 	t.Parallel()
-	fe := &faultyEngine{}
+	twin := memengine.New(memengine.Config{})
 	ts := startServer(t, serverOptions{
-		wrap: func(e *actors.Engine) httpapi.Engine { fe.Engine = e; return fe },
+		twin: twin,
 		config: func(c *httpapi.Config) {
 			c.MaxQueueWait = 100 * time.Millisecond
 			c.MinConsumerRate = 50 // 5 permits in flight
 		},
 	})
 	ts.define(campaign("slow", "15m", map[string]int{"s": 1000}))
-	fe.slowCalls.Store(-1)
-	fe.reserveDelay.Store(int64(500 * time.Millisecond))
+	slow := newHeld()
+	twin.SetHooks(memengine.Hooks{Before: func(ctx context.Context, c memengine.Call) error {
+		if c.Kind != memengine.KindReserve {
+			return nil
+		}
+		return slow.hold(ctx, c)
+	}})
 
-	done := make(chan []response)
-	go func() {
-		out := make([]response, 30)
-		parallel(30, func(i int) {
-			out[i], _ = tryReserve(ts.base, "slow", "s", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i))
-		})
-		done <- out
-	}()
-	eventually(t, 2*time.Second, "status QUEUE_FULL", func() bool {
-		return ts.get("/v1/campaigns/slow/skus/s").str("status") == "QUEUE_FULL"
+	answers := sendReserves(t, ts.base, "slow", "s", 30, func(i int) (string, string) {
+		return fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i)
 	})
-	out := <-done
-	accepted, full := 0, 0
-	for _, r := range out {
-		switch {
-		case r.status == http.StatusAccepted:
-			accepted++
-		case r.status == http.StatusTooManyRequests && r.str("error") == "QUEUE_FULL":
-			full++
-			if r.header.Get("Retry-After") != "1" {
-				t.Errorf("429 Retry-After %q", r.header.Get("Retry-After"))
-			}
-		default:
-			t.Errorf("unexpected answer %v", r)
+	slow.waitArrivals(t, 5)
+	for i := 0; i < 25; i++ {
+		r := <-answers
+		want(t, r, http.StatusTooManyRequests, "QUEUE_FULL")
+		if r.header.Get("Retry-After") != "1" {
+			t.Errorf("429 Retry-After %q", r.header.Get("Retry-After"))
 		}
 	}
-	if accepted < 1 || accepted > 5 || full != 30-accepted {
-		t.Fatalf("%d accepted, %d QUEUE_FULL; want 1-5 admitted, the rest refused", accepted, full)
+	if st := ts.get("/v1/campaigns/slow/skus/s").str("status"); st != "QUEUE_FULL" {
+		t.Fatalf("status with every permit held: %s", st)
 	}
-	fe.reserveDelay.Store(0)
+	close(slow.release)
+	for i := 0; i < 5; i++ {
+		want(t, <-answers, http.StatusAccepted, "")
+	}
 	if st := ts.get("/v1/campaigns/slow/skus/s").str("status"); st != "OPEN" {
 		t.Fatalf("status after the load: %s", st)
 	}
-	if m := ts.get("/metrics"); !strings.Contains(string(m.raw), `seckill_ingress_rejections_total{layer="queue_full"} `+fmt.Sprint(full)) {
+	if m := ts.get("/metrics"); !strings.Contains(string(m.raw), `seckill_ingress_rejections_total{layer="queue_full"} 25`) {
 		t.Fatalf("queue_full rejections not counted:\n%s", grepLines(string(m.raw), "seckill_ingress_rejections_total"))
 	}
 }
 
-// A reserve the engine applies too late for the handler answers 504
-// RESULT_UNKNOWN with the request's status URL; polling it shows the
-// reservation, and retrying the same request_id returns it (even though the
-// SKU now looks sold out to the fast path) instead of making a second.
+// A reserve the engine decides but answers too late for the handler
+// answers 504 RESULT_UNKNOWN with the request's status URL; polling it
+// shows the reservation, and retrying the same request_id returns it (even
+// though the SKU now looks sold out to the fast path) instead of making a
+// second.
 func TestResultUnknown(t *testing.T) {
 	t.Parallel()
-	fe := &faultyEngine{}
+	twin := memengine.New(memengine.Config{})
 	ts := startServer(t, serverOptions{
-		wrap:   func(e *actors.Engine) httpapi.Engine { fe.Engine = e; return fe },
+		twin:   twin,
 		config: func(c *httpapi.Config) { c.RequestTimeout = 200 * time.Millisecond },
 	})
 	ts.define(campaign("unk", "15m", map[string]int{"s": 1}))
-	fe.reserveDelay.Store(int64(600 * time.Millisecond))
-	fe.slowCalls.Store(1)
+	twin.SetHooks(memengine.Hooks{Decided: func(ctx context.Context, c memengine.Call, res sku.Result) error {
+		if c.Kind == memengine.KindReserve && c.RequestID == "r1" && !res.Duplicate {
+			<-ctx.Done() // decided; the answer comes after the handler gave up
+			return ctx.Err()
+		}
+		return nil
+	}})
 
 	r := ts.reserve("unk", "s", "r1", "u1")
 	want(t, r, http.StatusGatewayTimeout, "RESULT_UNKNOWN")
 	if r.str("status_url") != "/v1/campaigns/unk/skus/s/requests/r1" {
 		t.Fatalf("504 body: %v", r)
 	}
-	var polled response
-	eventually(t, 3*time.Second, "the late reservation", func() bool {
-		polled = ts.get(r.str("status_url"))
-		return polled.status == http.StatusOK
-	})
-	if polled.str("outcome") != "ACCEPTED" {
+	polled := ts.get(r.str("status_url"))
+	if polled.status != http.StatusOK || polled.str("outcome") != "ACCEPTED" {
 		t.Fatalf("poll: %v", polled)
 	}
-	eventually(t, 2*time.Second, "sold out", func() bool {
-		return ts.get("/v1/campaigns/unk/skus/s").str("status") == "TEMP_SOLD_OUT"
-	})
+	if st := ts.get("/v1/campaigns/unk/skus/s").str("status"); st != "TEMP_SOLD_OUT" {
+		t.Fatalf("status: %s", st)
+	}
 	retry := ts.reserve("unk", "s", "r1", "u1")
 	want(t, retry, http.StatusAccepted, "")
 	if retry.str("reservation_id") != polled.str("reservation_id") {
@@ -181,58 +167,93 @@ func TestResultUnknown(t *testing.T) {
 
 // A reserve decided just before its SKU's log failed may be on disk or
 // not (actors.ErrResultUnknown): 504 RESULT_UNKNOWN with the status_url to
-// poll, never 503 UNAVAILABLE, which says nothing was done.
+// poll, never 503 UNAVAILABLE, which says nothing was done. One refused
+// before any decision (actors.ErrUnavailable) is 503, and nothing is
+// recorded for it.
 func TestLogFailureAfterDecisionIsResultUnknown(t *testing.T) {
 	t.Parallel()
-	fe := &faultyEngine{}
-	ts := startServer(t, serverOptions{wrap: func(e *actors.Engine) httpapi.Engine { fe.Engine = e; return fe }})
+	twin := memengine.New(memengine.Config{})
+	ts := startServer(t, serverOptions{twin: twin})
 	ts.define(campaign("lf", "15m", map[string]int{"s": 5}))
-	err := fmt.Errorf("lf/s: %w", actors.ErrResultUnknown)
-	fe.reserveErr.Store(&err)
+	twin.SetHooks(memengine.Hooks{
+		Before: func(_ context.Context, c memengine.Call) error {
+			if c.Kind == memengine.KindReserve && c.RequestID == "r2" {
+				return fmt.Errorf("lf/s: %w", actors.ErrUnavailable)
+			}
+			return nil
+		},
+		Decided: func(_ context.Context, c memengine.Call, res sku.Result) error {
+			if c.Kind == memengine.KindReserve && c.RequestID == "r1" && !res.Duplicate {
+				return fmt.Errorf("lf/s: %w", actors.ErrResultUnknown)
+			}
+			return nil
+		},
+	})
 	r := ts.reserve("lf", "s", "r1", "u1")
 	want(t, r, http.StatusGatewayTimeout, "RESULT_UNKNOWN")
 	if r.str("status_url") != "/v1/campaigns/lf/skus/s/requests/r1" {
 		t.Fatalf("504 body: %v", r)
 	}
-	unavailable := fmt.Errorf("lf/s: %w", actors.ErrUnavailable)
-	fe.reserveErr.Store(&unavailable)
+	if polled := ts.get(r.str("status_url")); polled.str("outcome") != "ACCEPTED" {
+		t.Fatalf("poll of the decided reserve: %v", polled)
+	}
 	want(t, ts.reserve("lf", "s", "r2", "u2"), http.StatusServiceUnavailable, "UNAVAILABLE")
+	want(t, ts.get("/v1/campaigns/lf/skus/s/requests/r2"), http.StatusNotFound, "NOT_FOUND")
 }
 
 // A repeat of a request_id sent while the first is in flight shares its
 // answer only if that answer cannot have gone stale meanwhile: here the
-// first is decided ALREADY_PURCHASED, the user's purchase is cancelled,
-// and only then the repeat is sent; it must not hear ALREADY_PURCHASED
-// (the race the porcupine test found, made deterministic).
+// first is decided ALREADY_PURCHASED and its answer held, the user's
+// purchase is cancelled, and only then the repeat is sent and joins the
+// flight; it must not hear ALREADY_PURCHASED (the race the porcupine test
+// found, ordered by hooks).
 func TestRepeatDuringFlightGetsNoStaleAnswer(t *testing.T) {
 	t.Parallel()
-	fe := &faultyEngine{}
-	ts := startServer(t, serverOptions{wrap: func(e *actors.Engine) httpapi.Engine { fe.Engine = e; return fe }})
+	twin := memengine.New(memengine.Config{})
+	ts := startServer(t, serverOptions{twin: twin})
 	ts.define(campaign("rep", "15m", map[string]int{"s": 5}))
 	first := ts.reserve("rep", "s", "r0", "u")
 	want(t, first, http.StatusAccepted, "")
-	fe.replyDelay.Store(int64(400 * time.Millisecond))
-	lead := make(chan response, 1)
-	go func() { lead <- ts.reserve("rep", "s", "r1", "u") }()
-	time.Sleep(100 * time.Millisecond) // r1 decided ALREADY_PURCHASED, its answer held
+	answer := newHeld()
+	var once sync.Once
+	twin.SetHooks(memengine.Hooks{Decided: func(ctx context.Context, c memengine.Call, res sku.Result) error {
+		if c.Kind != memengine.KindReserve || res.Outcome != sku.OutcomeAlreadyPurchased {
+			return nil
+		}
+		err := error(nil)
+		once.Do(func() { err = answer.hold(ctx, c) }) // only the first: a stale repeat must not hang
+		return err
+	}})
+
+	lead := sendReserves(t, ts.base, "rep", "s", 1, func(int) (string, string) { return "r1", "u" })
+	answer.waitArrivals(t, 1) // r1 decided ALREADY_PURCHASED, its answer held
 	want(t, ts.post("/v1/reservations/"+first.str("reservation_id")+"/cancel", nil), http.StatusOK, "")
-	repeat := ts.reserve("rep", "s", "r1", "u") // joins r1's flight
-	if l := <-lead; l.status != http.StatusConflict || l.str("error") != "ALREADY_PURCHASED" {
-		t.Fatalf("the held answer: %v", l)
-	}
-	want(t, repeat, http.StatusAccepted, "")
+	repeat := sendReserves(t, ts.base, "rep", "s", 1, func(int) (string, string) { return "r1", "u" })
+	eventually(t, 10*time.Second, "the repeat joins r1's flight", func() bool {
+		return httpapi.HasFollower(ts.srv, "rep", "s", "u")
+	})
+	close(answer.release)
+	want(t, <-lead, http.StatusConflict, "ALREADY_PURCHASED")
+	want(t, <-repeat, http.StatusAccepted, "")
 }
 
 // A handler panic is answered 500 INTERNAL and the server lives on.
 func TestPanicRecovery(t *testing.T) {
 	t.Parallel()
-	fe := &faultyEngine{}
-	ts := startServer(t, serverOptions{wrap: func(e *actors.Engine) httpapi.Engine { fe.Engine = e; return fe }})
+	twin := memengine.New(memengine.Config{})
+	ts := startServer(t, serverOptions{twin: twin})
 	ts.define(campaign("pan", "15m", map[string]int{"s": 1}))
 	id := ts.reserve("pan", "s", "r1", "u1").str("reservation_id")
-	fe.panicOnGet.Store(true)
+	var panicOnGet atomic.Bool
+	twin.SetHooks(memengine.Hooks{Before: func(_ context.Context, c memengine.Call) error {
+		if c.Kind == memengine.KindGet && panicOnGet.Load() {
+			panic("injected")
+		}
+		return nil
+	}})
+	panicOnGet.Store(true)
 	want(t, ts.get("/v1/reservations/"+id), http.StatusInternalServerError, "INTERNAL")
-	fe.panicOnGet.Store(false)
+	panicOnGet.Store(false)
 	want(t, ts.get("/v1/reservations/"+id), http.StatusOK, "")
 	want(t, ts.get("/healthz"), http.StatusOK, "")
 }
@@ -247,8 +268,12 @@ func grepLines(text, substr string) string {
 	return strings.Join(out, "\n")
 }
 
-// *actors.Engine is the engine the service is built for.
-var _ httpapi.Engine = (*actors.Engine)(nil)
+// *actors.Engine is the engine the service is built for; memengine is its
+// in-memory twin.
+var (
+	_ httpapi.Engine = (*actors.Engine)(nil)
+	_ httpapi.Engine = (*memengine.Engine)(nil)
+)
 
 // The snapshot route snapshots the SKU through the engine.
 func TestSnapshotRoute(t *testing.T) {
@@ -270,36 +295,33 @@ func TestSnapshotRoute(t *testing.T) {
 // are available; once they are answered, the newcomer gets a unit.
 func TestOutOfPermitsIsBusyNotSoldOut(t *testing.T) {
 	t.Parallel()
-	fe := &faultyEngine{}
+	twin := memengine.New(memengine.Config{})
 	ts := startServer(t, serverOptions{
-		wrap:   func(e *actors.Engine) httpapi.Engine { fe.Engine = e; return fe },
+		twin:   twin,
 		config: func(c *httpapi.Config) { c.RetryMargin = 1 },
 	})
 	ts.define(campaign("busy", "15m", map[string]int{"s": 10}))
 	for i := 1; i <= 6; i++ {
 		want(t, ts.reserve("busy", "s", fmt.Sprintf("h%d-a", i), fmt.Sprintf("holder-%d", i)), http.StatusAccepted, "")
 	}
-	// 4 available, 5 permits: six holders clicking again hold them all.
-	fe.reserveDelay.Store(int64(time.Second))
-	fe.slowCalls.Store(6)
-	done := make(chan response, 6)
-	for i := 1; i <= 6; i++ {
-		go func() {
-			r, err := tryReserve(ts.base, "busy", "s", fmt.Sprintf("h%d-b", i), fmt.Sprintf("holder-%d", i))
-			if err != nil {
-				t.Error(err)
-			}
-			done <- r
-		}()
-	}
-	time.Sleep(300 * time.Millisecond)
-	want(t, ts.reserve("busy", "s", "n-1", "newcomer"), http.StatusTooManyRequests, "QUEUE_FULL")
-	for i := 0; i < 6; i++ {
-		r := <-done
-		if !(r.status == http.StatusConflict && r.str("error") == "ALREADY_PURCHASED") &&
-			!(r.status == http.StatusTooManyRequests && r.str("error") == "QUEUE_FULL") {
-			t.Errorf("holder clicking again: %v", r)
+	// 4 available, 5 permits: five of six holders clicking again hold
+	// them all, in the engine; the sixth is refused at once.
+	again := newHeld()
+	twin.SetHooks(memengine.Hooks{Before: func(ctx context.Context, c memengine.Call) error {
+		if c.Kind == memengine.KindReserve && strings.HasSuffix(c.RequestID, "-b") {
+			return again.hold(ctx, c)
 		}
+		return nil
+	}})
+	answers := sendReserves(t, ts.base, "busy", "s", 6, func(i int) (string, string) {
+		return fmt.Sprintf("h%d-b", i+1), fmt.Sprintf("holder-%d", i+1)
+	})
+	again.waitArrivals(t, 5)
+	want(t, <-answers, http.StatusTooManyRequests, "QUEUE_FULL")
+	want(t, ts.reserve("busy", "s", "n-1", "newcomer"), http.StatusTooManyRequests, "QUEUE_FULL")
+	close(again.release)
+	for i := 0; i < 5; i++ {
+		want(t, <-answers, http.StatusConflict, "ALREADY_PURCHASED")
 	}
 	want(t, ts.reserve("busy", "s", "n-1", "newcomer"), http.StatusAccepted, "")
 }

@@ -4,6 +4,9 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/httpapi/memengine"
 )
 
 // reserve → status → pay, with every read and repeat on the way.
@@ -96,10 +99,14 @@ func TestFlowReserveCancel(t *testing.T) {
 	ts.audit("c", "s")
 }
 
-// reserve → no payment → expiry frees the token for someone else.
+// reserve → no payment → expiry frees the token for someone else. On the
+// twin, with a clock the test steps past expire_at and the expiry step the
+// real engine's tick loop runs.
 func TestFlowReserveExpire(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, serverOptions{})
+	clock := newStepClock()
+	twin := memengine.New(memengine.Config{Clock: clock.now})
+	ts := startServer(t, serverOptions{twin: twin, config: func(c *httpapi.Config) { c.Clock = clock.now }})
 	ts.define(campaign("exp", "1s", map[string]int{"s": 1}))
 
 	r := ts.reserve("exp", "s", "r1", "dave")
@@ -109,11 +116,16 @@ func TestFlowReserveExpire(t *testing.T) {
 	if st := ts.get("/v1/campaigns/exp/skus/s").str("status"); st != "TEMP_SOLD_OUT" {
 		t.Fatalf("status while reserved: %s", st)
 	}
-	eventually(t, 5*time.Second, "expiry", func() bool {
-		return ts.get("/v1/reservations/"+id).str("state") == "CLOSED"
-	})
+	clock.step(999 * time.Millisecond)
+	if n := twin.Expire(); n != 0 {
+		t.Fatalf("%d records expired before expire_at", n)
+	}
+	clock.step(time.Millisecond)
+	if n := twin.Expire(); n != 1 {
+		t.Fatalf("%d records at expire_at, want the one close", n)
+	}
 	g := ts.get("/v1/reservations/" + id)
-	if g.str("closed_reason") != "EXPIRED" {
+	if g.str("state") != "CLOSED" || g.str("closed_reason") != "EXPIRED" {
 		t.Fatalf("expired reservation: %v", g)
 	}
 	if st := ts.get("/v1/campaigns/exp/skus/s").str("status"); st != "OPEN" {

@@ -34,8 +34,8 @@ func (s *Server) handleReadyz(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, jsonReply(fasthttp.StatusServiceUnavailable, reasonUnavailable, healthBody{Status: "draining"}))
 	}
 	var bad []string
-	for _, h := range s.engine.SKUs() {
-		if st := h.Stats(); st.Unavailable {
+	for _, st := range s.engine.AllStats() {
+		if st.Unavailable {
 			if len(bad) < maxNotReadyListed {
 				bad = append(bad, st.CampaignID+"/"+st.SKUID)
 			}

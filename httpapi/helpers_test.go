@@ -12,23 +12,25 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/httpapi/memengine"
 )
 
 const testToken = "test-admin-token"
 
-// testServer is a real server (real engine on a temp data dir) on a free
-// loopback port.
+// testServer is a real server on a free loopback port, on the real engine
+// (a temp data dir) or on the in-memory twin (serverOptions.twin).
 type testServer struct {
 	t      *testing.T
 	base   string
 	dir    string
-	engine *actors.Engine
+	engine *actors.Engine // nil on the twin
 	srv    *httpapi.Server
 	served chan error
 	closed bool
@@ -42,6 +44,9 @@ type serverOptions struct {
 	engine func(*actors.Config)
 	// wrap replaces the engine the server sees (fault injection).
 	wrap func(*actors.Engine) httpapi.Engine
+	// twin, when set, is the engine instead of a real one: no data dir,
+	// no actors; its hooks inject faults and orderings.
+	twin *memengine.Engine
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -58,17 +63,21 @@ func startServer(t *testing.T, o serverOptions) *testServer {
 	}
 	reg := prometheus.NewRegistry()
 	log := testLogger(t)
-	ecfg := actors.Config{DataDir: o.dir, Logger: log, Registerer: reg}
-	if o.engine != nil {
-		o.engine(&ecfg)
-	}
-	eng, err := actors.Open(ecfg)
-	if err != nil {
-		t.Fatalf("actors.Open: %v", err)
-	}
-	var e httpapi.Engine = eng
-	if o.wrap != nil {
-		e = o.wrap(eng)
+	var eng *actors.Engine
+	var e httpapi.Engine = o.twin
+	if o.twin == nil {
+		ecfg := actors.Config{DataDir: o.dir, Logger: log, Registerer: reg}
+		if o.engine != nil {
+			o.engine(&ecfg)
+		}
+		var err error
+		if eng, err = actors.Open(ecfg); err != nil {
+			t.Fatalf("actors.Open: %v", err)
+		}
+		e = eng
+		if o.wrap != nil {
+			e = o.wrap(eng)
+		}
 	}
 	cfg := httpapi.Config{Engine: e, AdminToken: testToken, Logger: log, Registry: reg}
 	if o.config != nil {
@@ -76,12 +85,12 @@ func startServer(t *testing.T, o serverOptions) *testServer {
 	}
 	srv, err := httpapi.New(cfg)
 	if err != nil {
-		eng.Close()
+		closeEngine(eng)
 		t.Fatalf("httpapi.New: %v", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		eng.Close()
+		closeEngine(eng)
 		t.Fatal(err)
 	}
 	ts := &testServer{t: t, base: "http://" + ln.Addr().String(), dir: o.dir, engine: eng, srv: srv, served: make(chan error, 1)}
@@ -108,9 +117,17 @@ func (ts *testServer) stop() {
 	if err := <-ts.served; err != nil {
 		ts.t.Errorf("Serve: %v", err)
 	}
-	if err := ts.engine.Close(); err != nil {
+	if err := closeEngine(ts.engine); err != nil {
 		ts.t.Errorf("engine.Close: %v", err)
 	}
+}
+
+// closeEngine closes a real engine; the twin (nil here) has nothing to close.
+func closeEngine(e *actors.Engine) error {
+	if e == nil {
+		return nil
+	}
+	return e.Close()
 }
 
 // client is shared by the tests; it keeps enough idle connections for the
@@ -311,3 +328,17 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// stepClock is a clock a test steps by hand (start: the wall clock's now,
+// so that campaign() windows are open).
+type stepClock struct{ ms atomic.Int64 }
+
+func newStepClock() *stepClock {
+	c := &stepClock{}
+	c.ms.Store(time.Now().UnixMilli())
+	return c
+}
+
+func (c *stepClock) now() time.Time { return time.UnixMilli(c.ms.Load()) }
+
+func (c *stepClock) step(d time.Duration) { c.ms.Add(d.Milliseconds()) }

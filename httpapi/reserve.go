@@ -3,7 +3,6 @@ package httpapi
 import (
 	"time"
 
-	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/valyala/fasthttp"
 )
@@ -51,8 +50,7 @@ func (s *Server) handleReserve(ctx *fasthttp.RequestCtx) string {
 // reserve runs one reserve through the ingress layers: the answer cache,
 // the user's flight, the fast paths and admission, then the engine.
 func (s *Server) reserve(campaignID, skuID, requestID, userID string) reply {
-	handle := s.engine.SKU(campaignID, skuID)
-	if handle == nil {
+	if _, known := s.engine.SKUStats(campaignID, skuID); !known {
 		s.rejected(layerValidation)
 		return errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU")
 	}
@@ -76,7 +74,7 @@ func (s *Server) reserve(campaignID, skuID, requestID, userID string) reply {
 		}
 		fl, leader := s.flights.join(ukey, requestID)
 		if leader {
-			rep, shared := s.lead(handle, rkey, campaignID, skuID, requestID, userID, retryOfUnknown)
+			rep, shared := s.lead(rkey, campaignID, skuID, requestID, userID, retryOfUnknown)
 			s.flights.finish(ukey, fl, rep, shared)
 			return rep
 		}
@@ -116,12 +114,16 @@ func (s *Server) reserve(campaignID, skuID, requestID, userID string) reply {
 // were decided (ALREADY_PURCHASED, a fast-path SOLD_OUT, the sale window):
 // the repeat, which may have been sent after the state changed, asks again
 // (found by the porcupine linearizability test).
-func (s *Server) lead(handle *actors.SKU, rkey, campaignID, skuID, requestID, userID string, retryOfUnknown bool) (rep reply, shared bool) {
+func (s *Server) lead(rkey, campaignID, skuID, requestID, userID string, retryOfUnknown bool) (rep reply, shared bool) {
 	// A request_id the SKU may have decided already must get its original
 	// answer from the engine, not a fast SOLD_OUT or ENDED (one request_id,
 	// one result, also after a restart or a cache eviction).
-	retryOfUnknown = retryOfUnknown || handle.MayKnowRequest(requestID)
-	st := handle.Stats()
+	retryOfUnknown = retryOfUnknown || s.engine.MayKnowRequest(campaignID, skuID, requestID)
+	st, known := s.engine.SKUStats(campaignID, skuID)
+	if !known {
+		s.rejected(layerValidation)
+		return errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"), false
+	}
 	switch s.limits.precheck(st, s.cfg.Clock(), retryOfUnknown) {
 	case verdictUnavailable:
 		s.rejected(layerPaused)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/sku"
 	"github.com/valyala/fasthttp"
 )
 
@@ -21,23 +22,22 @@ const (
 	StatusPaused       = "PAUSED"         // paused by an operator
 )
 
-// skuStatus classifies an available SKU from its published stats (an
+// skuStatus renders the sale gate's verdict (sku.Gate) on an available
+// SKU's published stats as a coarse status, and an open SKU's load (an
 // unavailable one has no status: it is answered 503 UNAVAILABLE, as every
 // other route answers it). final is set for statuses that cannot change
 // any more (longer cache TTL).
 func (l limits) skuStatus(st actors.Stats, now time.Time, inFlight int64) (status string, final bool) {
-	ms := now.UnixMilli()
-	n := st.Counts
-	switch {
-	case ms < st.Definition.StartAt:
+	switch v := gateOf(st, now); {
+	case v == sku.VerdictNotStarted:
 		return StatusNotStarted, false
-	case n.Available == 0 && (ms >= st.Definition.EndAt || n.Reserved == 0):
+	case v.SoldOutForGood():
 		return StatusFinalSoldOut, true
-	case ms >= st.Definition.EndAt:
+	case v == sku.VerdictEnded:
 		return StatusEnded, true
-	case st.Paused:
+	case v == sku.VerdictPaused:
 		return StatusPaused, false
-	case n.Available == 0:
+	case v == sku.VerdictSoldOut:
 		return StatusTempSoldOut, false
 	}
 	permits := l.bound(st)
@@ -65,14 +65,13 @@ type statusBody struct {
 // the answer its reserves get.
 func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
-	var h *actors.SKU
+	var st actors.Stats
 	if ok {
-		h = s.engine.SKU(campaignID, skuID)
+		st, ok = s.engine.SKUStats(campaignID, skuID)
 	}
-	if h == nil {
+	if !ok {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
 	}
-	st := h.Stats()
 	if st.Unavailable {
 		return write(ctx, replyUnavailable)
 	}

@@ -124,7 +124,7 @@ func (m *Machine) applyRejected(r *Record) error {
 	default:
 		return notApply(r, "outcome %s is not recorded", r.Outcome)
 	}
-	m.addRejection(rejection{requestID: r.RequestID, userID: r.UserID, outcome: r.Outcome, seq: r.Seq})
+	m.addRejection(rejection{requestID: r.RequestID, userID: r.UserID, outcome: r.Outcome})
 	return nil
 }
 

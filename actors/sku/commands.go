@@ -31,10 +31,12 @@ func (m *Machine) Define(now int64, d Definition, out []Record) (Outcome, []Reco
 // Reserve binds a token to a new reservation for userID, once per
 // request_id. A repeat of a decided request_id answers the original result
 // with Duplicate set; the same request_id from another user answers
-// REQUEST_ID_REUSED. SOLD_OUT is recorded, so a request_id keeps its
-// answer; ALREADY_PURCHASED, NOT_STARTED, ENDED and PAUSED are not: they
-// change with time, and a user with a live purchase clicking again must
-// not make the log (and the rejection table) grow.
+// REQUEST_ID_REUSED. The window, the pause and sold out are the sale gate's
+// (Gate) at the decision time max(now, LastAt). SOLD_OUT is recorded, up
+// to MaxRecordedRejections, so a request_id keeps its answer;
+// ALREADY_PURCHASED, NOT_STARTED, ENDED and PAUSED are not: they change
+// with time, and a user with a live purchase clicking again must not make
+// the log (and the rejection table) grow.
 func (m *Machine) Reserve(now int64, requestID, userID string, out []Record) (Result, []Record) {
 	if !m.defined {
 		return Result{Outcome: OutcomeNotFound}, out
@@ -50,13 +52,10 @@ func (m *Machine) Reserve(now int64, requestID, userID string, out []Record) (Re
 		return res, out
 	}
 	at := m.decisionTime(now)
-	switch {
-	case at < m.def.StartAt:
-		return Result{Outcome: OutcomeNotStarted}, out
-	case at >= m.def.EndAt:
-		return Result{Outcome: OutcomeEnded}, out
-	case m.paused:
-		return Result{Outcome: OutcomePaused}, out
+	// The window and the pause are answered first; sold out waits for the
+	// user's own purchase and for expiry, below.
+	if o, refused := m.gate(at).Refusal(); refused && o != OutcomeSoldOut {
+		return Result{Outcome: o}, out
 	}
 	if seq, ok := m.live.get(userID); ok {
 		if r := m.table.get(seq); r.state == StatePendingPayment && at >= r.expireAt {
@@ -65,15 +64,17 @@ func (m *Machine) Reserve(now int64, requestID, userID string, out []Record) (Re
 			return Result{Outcome: OutcomeAlreadyPurchased, Reservation: m.view(seq, r)}, out
 		}
 	}
-	if m.pool.available() == 0 {
+	// The window and the pause passed, so a refusal now is SOLD_OUT. The
+	// user's own purchase is answered before the stock, and sold out is
+	// decided only after up to expireOnSoldOut due reservations gave their
+	// tokens back.
+	if _, refused := m.gate(at).Refusal(); refused {
 		out = m.Expire(at, expireOnSoldOut, out)
+		if _, refused = m.gate(at).Refusal(); refused {
+			return m.soldOut(at, requestID, userID, out)
+		}
 	}
 	token := m.pool.next()
-	if token == 0 {
-		out = m.emit(Record{Type: RecordRejected, At: at, Outcome: OutcomeSoldOut,
-			RequestID: requestID, UserID: userID}, out)
-		return Result{Outcome: OutcomeSoldOut}, out
-	}
 	seq := m.table.count + 1
 	out = m.emit(Record{Type: RecordReserved, At: at, Seq: seq, Token: token,
 		ExpireAt: at + m.def.PaymentWindowMs, RequestID: requestID, UserID: userID}, out)

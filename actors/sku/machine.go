@@ -10,6 +10,11 @@
 // and network belong to the caller (see actors.SKU for the actor that drives
 // it and wal for the log).
 //
+// The sale gate (Gate, gate.go) is the one owner of the rule that says
+// whether a SKU sells at a moment (window, pause, sold out): Machine.Reserve
+// decides with it, and the HTTP ingress asks it for its fast answers and
+// its status instead of deciding anything of its own.
+//
 // A Machine is not safe for concurrent use: one goroutine (the SKU actor)
 // owns it.
 package sku
@@ -160,11 +165,7 @@ func (m *Machine) Lookup(requestID string) (Result, bool) {
 		return Result{Outcome: OutcomeAccepted, Reservation: m.view(seq, m.table.get(seq))}, true
 	}
 	if rj, ok := m.rejection(requestID); ok {
-		res := Result{Outcome: rj.outcome}
-		if r := m.table.get(rj.seq); r != nil {
-			res.Reservation = m.view(rj.seq, r)
-		}
-		return res, true
+		return Result{Outcome: rj.outcome}, true
 	}
 	return Result{}, false
 }

@@ -1,11 +1,26 @@
 package sku
 
+// MaxRecordedRejections is the most SOLD_OUT rejections one SKU records.
+// A recorded rejection keeps its request_id's answer: a repeat is answered
+// SOLD_OUT from the record even after a token came back. Beyond the cap a
+// reserve that finds no token is answered SOLD_OUT without a record, as the
+// ingress's fast path answers it, so a repeat may get another answer once a
+// token comes back. The cap bounds what a sold-out SKU keeps growing by:
+// its rejection table, its log and every snapshot, each by one row of at
+// most ~200 bytes (two ids of up to MaxIDLength), so at most ~3 MiB per SKU.
+// Requests reach the Machine after sell-out only when they were admitted
+// before it (admission permits shrink to the retry margin as available
+// nears 0), when the request-id filter may know their id (about 1% of new
+// ids at its design fill), or as retries of unknown results: 16,384 covers
+// the burst at the moment of sell-out many times over. It is decided on
+// the state alone, so replay makes the same choice.
+const MaxRecordedRejections = 1 << 14
+
 // rejection is a durably recorded refusal of one request_id.
 type rejection struct {
 	requestID string
 	userID    string
 	outcome   Outcome
-	seq       uint32 // the existing reservation, for ALREADY_PURCHASED
 }
 
 // rejectionLog holds the rejections in log order, in chunks that never move
@@ -54,4 +69,14 @@ func (m *Machine) rejection(requestID string) (*rejection, bool) {
 // addRejection records rj, whose request_id must not be decided yet.
 func (m *Machine) addRejection(rj rejection) {
 	m.rejected[rj.requestID] = m.rejections.add(rj)
+}
+
+// soldOut answers SOLD_OUT to a reserve that found no token, recording it
+// while fewer than MaxRecordedRejections are recorded.
+func (m *Machine) soldOut(at int64, requestID, userID string, out []Record) (Result, []Record) {
+	if m.rejections.count < MaxRecordedRejections {
+		out = m.emit(Record{Type: RecordRejected, At: at, Outcome: OutcomeSoldOut,
+			RequestID: requestID, UserID: userID}, out)
+	}
+	return Result{Outcome: OutcomeSoldOut}, out
 }

@@ -29,7 +29,7 @@ import (
 //	              u8 state, u8 flags, u8 has_extra,
 //	              [str payment_id, varint amount, varint paid_at, varint closed_at,
 //	               uvarint n, n × (str payment_id, varint amount)]   if has_extra
-//	rejection   = str request_id, str user_id, u8 outcome, uvarint seq
+//	rejection   = str request_id, str user_id, u8 outcome, uvarint 0 (a reserved field, always 0)
 //	refund      = uvarint seq, str payment_id, varint amount, varint at
 //
 // Token slots, counters, the indexes and the expiry cursor are derived from
@@ -75,7 +75,7 @@ func (f *Frozen) Encode(w io.Writer) (int64, error) {
 		b := appendString(e.b, rj.requestID)
 		b = appendString(b, rj.userID)
 		b = append(b, byte(rj.outcome))
-		e.b = binary.AppendUvarint(b, uint64(rj.seq))
+		e.b = binary.AppendUvarint(b, 0)
 		e.maybeFlush()
 	}
 	e.b = binary.AppendUvarint(e.b, uint64(len(f.refunds)))
@@ -392,16 +392,16 @@ func (s *stateDecoder) rejectionsAndRefunds() {
 		var rj rejection
 		rj.requestID, rj.userID = s.stringPair()
 		rj.outcome = Outcome(s.byte())
-		rj.seq = s.uint32()
+		reserved := s.uint32()
 		if s.err != nil {
 			return
 		}
 		switch {
 		case !ValidID(rj.requestID) || !ValidID(rj.userID):
 			s.fail("rejection %d: invalid request or user id", i+1)
-		case rj.outcome == OutcomeSoldOut && rj.seq == 0:
+		case rj.outcome == OutcomeSoldOut && reserved == 0:
 		default:
-			s.fail("rejection %d: outcome %s for reservation %d", i+1, rj.outcome, rj.seq)
+			s.fail("rejection %d: outcome %s for reservation %d", i+1, rj.outcome, reserved)
 		}
 		if _, ok := m.byRequest.get(rj.requestID); ok {
 			s.fail("rejection %d: request_id %q was accepted", i+1, rj.requestID)

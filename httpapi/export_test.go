@@ -1,0 +1,14 @@
+package httpapi
+
+// HasFollower reports whether a reserve of the user on the SKU is waiting
+// behind the user's reserve in flight (a flight's done channel is made by
+// its first follower): for tests that order a repeat against a held answer
+// without sleeping.
+func HasFollower(s *Server, campaignID, skuID, userID string) bool {
+	key := userKey(campaignID, skuID, userID)
+	sh := &s.flights.shards[shardOf(key)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	fl, ok := sh.m[key]
+	return ok && fl.done != nil
+}
