@@ -55,12 +55,17 @@ type model struct {
 	released []uint32          // tokens given back, oldest first
 	fresh    uint32            // tokens ever handed out
 	refunds  int
+	soldOut  int // SOLD_OUT answers recorded
 
 	// effects counts the effects applied since the count was last read;
 	// onEffect, when set, runs after each one.
 	effects  int
 	onEffect func()
 }
+
+// maxRecordedSoldOut is the README's cap on recorded SOLD_OUT answers: a
+// request_id refused beyond it keeps no answer (a retry is decided again).
+const maxRecordedSoldOut = 1 << 14
 
 func newModel() *model {
 	return &model{requests: map[string]modelRequest{}, live: map[string]uint32{}}
@@ -183,7 +188,12 @@ func (m *model) reserve(now int64, request, user string) modelReply {
 		m.expireDue(at)
 	}
 	if m.available() == 0 {
-		m.effect(at, func() { m.requests[request] = modelRequest{user: user, soldOut: true} })
+		if m.soldOut < maxRecordedSoldOut { // beyond it, answered without a record
+			m.effect(at, func() {
+				m.requests[request] = modelRequest{user: user, soldOut: true}
+				m.soldOut++
+			})
+		}
 		return modelReply{outcome: sku.OutcomeSoldOut}
 	}
 	seq := uint32(len(m.res)) + 1

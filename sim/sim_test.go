@@ -14,9 +14,9 @@ import (
 // change (about a minute): a fixed range of seeds, so a failure names a
 // seed that `make sim SEED=N` replays.
 func TestSeedSlice(t *testing.T) {
-	seeds := uint64(1000)
+	seeds := uint64(2000)
 	if raceEnabled {
-		seeds = 100
+		seeds = 600
 	}
 	if testing.Short() {
 		seeds /= 10
