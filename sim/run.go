@@ -44,6 +44,9 @@ type Result struct {
 	Seed   uint64
 	Steps  int            // steps run
 	Faults map[string]int // faults injected, by kind
+	// Replies counts the replies decided, by kind of call and outcome
+	// (e.g. "pay REFUND_REQUIRED"): what the workload reached.
+	Replies map[string]int
 	// Err is the first check that failed (nil: every check passed), at
 	// step Step (-1: the set-up, len(History): the final checks).
 	Err     error
@@ -56,7 +59,7 @@ type Result struct {
 func Run(o Options) Result {
 	r := newRun(o.Seed)
 	history := plan(rand.New(rand.NewPCG(o.Seed, 0x5eed)), o.Steps)
-	res := Result{Seed: o.Seed, History: history, Faults: r.faults, Step: -1}
+	res := Result{Seed: o.Seed, History: history, Faults: r.faults, Replies: r.replies, Step: -1}
 	if res.Err = r.protect(r.setUp); res.Err != nil {
 		return res
 	}
@@ -80,10 +83,11 @@ func Run(o Options) Result {
 
 // run is one history in progress: the disk, the process on it, the model.
 type run struct {
-	seed   uint64
-	rng    *rand.Rand // this step's draws
-	now    int64      // the simulated wall clock, ms
-	faults map[string]int
+	seed    uint64
+	rng     *rand.Rand // this step's draws
+	now     int64      // the simulated wall clock, ms
+	faults  map[string]int
+	replies map[string]int
 
 	// The disk: survives crashes.
 	walDir      *directory
@@ -127,6 +131,7 @@ func newRun(seed uint64) *run {
 		rng:       rand.New(rand.NewPCG(seed, 1)),
 		now:       startMs,
 		faults:    map[string]int{},
+		replies:   map[string]int{},
 		walDir:    newDirectory(),
 		model:     newModel(),
 		saved:     map[uint64]*model{},
@@ -289,7 +294,26 @@ func (r *run) decide(c *core.Call, predict func() modelReply) error {
 	if err := r.checkDecided(c, want); err != nil {
 		return fmt.Errorf("%s %s/%s seq %d: %w", c.Kind, c.RequestID, c.UserID, c.Seq, err)
 	}
+	r.countReply(c)
 	return nil
+}
+
+// countReply counts a decided reply by kind and outcome.
+func (r *run) countReply(c *core.Call) {
+	outcome := c.Result.Outcome.String()
+	switch c.Kind {
+	case core.KindPause, core.KindResume, core.KindDefine:
+		outcome = c.Outcome.String()
+	case core.KindGet, core.KindLookup:
+		outcome = "found"
+		if !c.Found {
+			outcome = "not found"
+		}
+	}
+	if c.Result.Duplicate {
+		outcome += " (duplicate)"
+	}
+	r.replies[c.Kind.String()+" "+outcome]++
 }
 
 // checkDecided compares the reply Decide gave with the model's.

@@ -8,9 +8,10 @@ import (
 
 // Summary is what a run of many seeds did.
 type Summary struct {
-	Seeds  int            // histories run
-	Steps  int            // steps run in them
-	Faults map[string]int // faults injected, by kind
+	Seeds   int            // histories run
+	Steps   int            // steps run in them
+	Faults  map[string]int // faults injected, by kind
+	Replies map[string]int // replies decided, by kind of call and outcome
 	// Failures are the failing histories, in seed order (with StopAtFirst,
 	// at most one per worker).
 	Failures []Result
@@ -40,7 +41,7 @@ func RunSeeds(o SeedsOptions) Summary {
 		next, done atomic.Uint64
 		stop       atomic.Bool
 		mu         sync.Mutex
-		sum        = Summary{Faults: map[string]int{}}
+		sum        = Summary{Faults: map[string]int{}, Replies: map[string]int{}}
 		wg         sync.WaitGroup
 	)
 	for range workers {
@@ -58,6 +59,9 @@ func RunSeeds(o SeedsOptions) Summary {
 				sum.Steps += res.Steps
 				for kind, n := range res.Faults {
 					sum.Faults[kind] += n
+				}
+				for kind, n := range res.Replies {
+					sum.Replies[kind] += n
 				}
 				if res.Err != nil {
 					sum.Failures = append(sum.Failures, res)

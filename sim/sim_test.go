@@ -28,6 +28,15 @@ func TestSeedSlice(t *testing.T) {
 			t.Errorf("no %s in %d seeds: the workload no longer reaches it", kind, seeds)
 		}
 	}
+	for _, reply := range []string{"reserve ACCEPTED", "reserve SOLD_OUT", "reserve SOLD_OUT (duplicate)", "reserve ACCEPTED (duplicate)",
+		"reserve ALREADY_PURCHASED", "reserve REQUEST_ID_REUSED", "reserve NOT_STARTED", "reserve ENDED", "reserve PAUSED",
+		"pay PAID", "pay ALREADY_PAID", "pay PAYMENT_CONFLICT", "pay REFUND_REQUIRED", "pay NOT_FOUND",
+		"close CLOSED", "close ALREADY_CLOSED", "close NOT_EXPIRED", "close NOT_CLOSABLE",
+		"release RELEASED", "release ALREADY_RELEASED", "release NOT_CLOSED", "define OK", "define INVALID"} {
+		if sum.Replies[reply] == 0 {
+			t.Errorf("no %q reply in %d seeds: the workload no longer reaches it", reply, seeds)
+		}
+	}
 	for i, f := range sum.Failures {
 		if i == 3 {
 			t.Errorf("... and %d more failing seeds", len(sum.Failures)-i)

@@ -61,6 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		sum.Seeds, *first, sum.Steps, len(sum.Failures), elapsed.Seconds(),
 		float64(sum.Seeds)/elapsed.Minutes(), *workers)
 	fmt.Fprintf(stdout, "faults and events: %s\n", faults(sum.Faults))
+	fmt.Fprintf(stdout, "replies: %s\n", faults(sum.Replies))
 	for i, f := range sum.Failures {
 		if i == 3 {
 			fmt.Fprintf(stdout, "... and %d more failing seeds\n", len(sum.Failures)-i)
@@ -83,6 +84,7 @@ func replay(seed uint64, steps int, trace bool, stdout io.Writer) int {
 	}
 	res := sim.Run(o)
 	fmt.Fprintf(stdout, "seed %d: %d steps; faults and events: %s\n", seed, res.Steps, faults(res.Faults))
+	fmt.Fprintf(stdout, "replies: %s\n", faults(res.Replies))
 	if res.Err == nil {
 		fmt.Fprintln(stdout, "every check passed")
 		return 0
@@ -107,7 +109,7 @@ func printFailure(w io.Writer, f sim.Result, steps int) {
 	fmt.Fprintln(w)
 }
 
-// faults formats the fault counts, largest first.
+// faults formats counts by kind, largest first.
 func faults(m map[string]int) string {
 	kinds := make([]string, 0, len(m))
 	for k := range m {
