@@ -105,7 +105,8 @@ type run struct {
 	modelIndex uint64            // the log index of the model's last effect
 	saved      map[uint64]*model // the model after each record not yet durable
 	hashAt     map[uint64][32]byte
-	acked      uint64 // the highest index an acknowledged reply rested on
+	recordAt   map[uint64]int64 // the decision time of each record appended
+	acked      uint64           // the highest index an acknowledged reply rested on
 	ackedReqs  map[string]modelRequest
 	replica    *sku.Machine // the durable log replayed, record by record
 	replicaAt  uint64
@@ -136,6 +137,7 @@ func newRun(seed uint64) *run {
 		model:     newModel(),
 		saved:     map[uint64]*model{},
 		hashAt:    map[uint64][32]byte{},
+		recordAt:  map[uint64]int64{},
 		ackedReqs: map[string]modelRequest{},
 	}
 	r.saved[0] = r.model.clone()
@@ -252,6 +254,11 @@ func (r *run) recovered() error {
 			delete(r.hashAt, index)
 		}
 	}
+	for index := range r.recordAt {
+		if index > last {
+			delete(r.recordAt, index)
+		}
+	}
 	e := r.core.Machine()
 	if err := checkMachine(r.model, e); err != nil {
 		return fmt.Errorf("recovery to record %d: %w", last, err)
@@ -362,6 +369,7 @@ func (r *run) advance() error {
 		if index != rd.FirstIndex+uint64(i) {
 			return fmt.Errorf("record appended at %d, the core expected %d", index, rd.FirstIndex+uint64(i))
 		}
+		r.recordAt[index] = rec.At
 		appended++
 	}
 	complete := err == nil

@@ -114,10 +114,10 @@ func (r *run) tick() error {
 }
 
 // restore rebuilds the state at an earlier record with the recovery plan
-// (restore to a point in time) and compares it with the live state the
-// history had at that record.
+// (restore to a point in time, by index or by time) and compares it with
+// the live state the history had at that record.
 func (r *run) restore() error {
-	if r.core.Failed() != nil || r.log == nil || r.log.Err() != nil || r.log.DurableIndex() != r.log.LastIndex() || len(r.hashAt) == 0 {
+	if r.core.Failed() != nil || r.log == nil || r.log.Err() != nil || r.log.DurableIndex() != r.log.LastIndex() {
 		return nil
 	}
 	var points []uint64
@@ -129,19 +129,26 @@ func (r *run) restore() error {
 	if len(points) == 0 {
 		return nil
 	}
-	sortIndexes(points)
+	slices.Sort(points)
 	point := points[r.rng.IntN(len(points))]
-	res, err := recovery.Plan(r.log, &r.snaps, recovery.Options{CampaignID: campaignID, SKUID: skuID, UntilIndex: point})
+	o := recovery.Options{CampaignID: campaignID, SKUID: skuID, UntilIndex: point}
+	kind := "restore"
+	if next, ok := r.recordAt[point+1]; ok && next > r.recordAt[point] && r.rng.IntN(2) == 0 {
+		// By time: the records decided at or before the point's time, and
+		// the next one decided later.
+		o.UntilIndex, o.UntilTime, kind = 0, r.recordAt[point], "restore_by_time"
+	}
+	res, err := recovery.Plan(r.log, &r.snaps, o)
 	if err != nil {
-		if isNoBase(err) {
+		if errors.Is(err, recovery.ErrNoBase) {
 			return nil // the log before the point was truncated and no snapshot covers it
 		}
-		return fmt.Errorf("restore to record %d: %w", point, err)
+		return fmt.Errorf("%s to record %d: %w", kind, point, err)
 	}
-	r.faults["restore"]++
 	if res.Machine.Hash() != r.hashAt[point] {
-		return fmt.Errorf("restore to record %d: the state differs from the live state at that record", point)
+		return fmt.Errorf("%s to record %d: the state differs from the live state at that record (replayed to %d)", kind, point, res.LastApplied)
 	}
+	r.faults[kind]++
 	return nil
 }
 
@@ -246,7 +253,3 @@ func (r *run) pickSeq(a uint32) uint32 {
 	n := uint32(len(r.model.res))
 	return 1 + a%(n+1)
 }
-
-func sortIndexes(s []uint64) { slices.Sort(s) }
-
-func isNoBase(err error) bool { return errors.Is(err, recovery.ErrNoBase) }
