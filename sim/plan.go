@@ -106,7 +106,7 @@ func plan(r *rand.Rand, n int) []step {
 		if s.kind == stepCalls {
 			s.flush = r.IntN(4) != 0
 			for range 1 + r.IntN(4) {
-				kind := callKind(1 + weighted(r, 30, 10, 20, 6, 3, 4, 2, 2, 2, 3, 3))
+				kind := callKind(1 + weighted(r, 30, 10, 20, 6, 3, 4, 1, 3, 2, 3, 3))
 				s.calls = append(s.calls, callSpec{kind: kind, a: r.Uint32(), b: r.Uint32()})
 			}
 		}

@@ -190,7 +190,7 @@ func (r *run) setUp() error {
 	start := startMs + int64(g.IntN(3000))
 	r.def = sku.Definition{
 		CampaignID: campaignID, SKUID: skuID,
-		StartAt: start, EndAt: start + 20_000 + int64(g.IntN(200_000)),
+		StartAt: start, EndAt: start + 60_000 + int64(g.IntN(600_000)),
 		PaymentWindowMs: 1000 + int64(g.IntN(15_000)),
 		SaleLimit:       uint32(1 + g.IntN(10)),
 		ReleaseOnClose:  g.IntN(4) != 0,
