@@ -69,7 +69,7 @@ sim:
 	./$(BIN)/seckill-sim -steps $(SIM_STEPS) $(if $(SEED),-seed $(SEED),-seeds $(SIM_SEEDS))
 
 ## sim-mutants: build the simulator with each planted bug and fail if one survives 2,000 seeds.
-SIM_MUTANTS := ackbeforefsync keeptorntail retryfsync replaytwice timerexpiry
+SIM_MUTANTS := ackbeforefsync keeptorntail retryfsync replaytwice timerexpiry healfsync
 sim-mutants:
 	@survived=""; for m in $(SIM_MUTANTS); do \
 		$(GO) build -tags mutant_$$m -o $(BIN)/seckill-sim-mutant ./cmd/seckill-sim || exit 2; \
