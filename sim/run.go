@@ -107,9 +107,13 @@ type run struct {
 	hashAt     map[uint64][32]byte
 	recordAt   map[uint64]int64 // the decision time of each record appended
 	acked      uint64           // the highest index an acknowledged reply rested on
-	ackedReqs  map[string]modelRequest
-	replica    *sku.Machine // the durable log replayed, record by record
-	replicaAt  uint64
+	// restsOn is, for each call decided and not yet released, the last
+	// record it rests on by the model's count: every record decided before
+	// its reply, its own included.
+	restsOn   map[*core.Call]uint64
+	ackedReqs map[string]modelRequest
+	replica   *sku.Machine // the durable log replayed, record by record
+	replicaAt uint64
 
 	// The workload.
 	users    int
@@ -138,6 +142,7 @@ func newRun(seed uint64) *run {
 		saved:     map[uint64]*model{},
 		hashAt:    map[uint64][32]byte{},
 		recordAt:  map[uint64]int64{},
+		restsOn:   map[*core.Call]uint64{},
 		ackedReqs: map[string]modelRequest{},
 	}
 	r.saved[0] = r.model.clone()
@@ -302,6 +307,7 @@ func (r *run) decide(c *core.Call, predict func() modelReply) error {
 		return fmt.Errorf("%s %s/%s seq %d: %w", c.Kind, c.RequestID, c.UserID, c.Seq, err)
 	}
 	r.countReply(c)
+	r.restsOn[c] = r.modelIndex
 	return nil
 }
 
@@ -378,6 +384,7 @@ func (r *run) advance() error {
 		if c.Err == nil {
 			return fmt.Errorf("%s answered at once without an error", c.Kind)
 		}
+		delete(r.restsOn, c)
 	}
 	if act.Wait != nil {
 		r.waits = append(r.waits, wait{index: act.Wait.Index, calls: slices.Clone(act.Wait.Calls)})
@@ -412,9 +419,15 @@ func (r *run) flush() error {
 			continue
 		}
 		for _, c := range w.calls {
-			if c.Err == nil {
-				r.acknowledge(c, w.index)
+			rests := r.restsOn[c]
+			delete(r.restsOn, c)
+			if c.Err != nil {
+				continue
 			}
+			if rests > durable {
+				return fmt.Errorf("%s released with the log durable to %d, but its reply rests on record %d", c.Kind, durable, rests)
+			}
+			r.acknowledge(c, rests)
 		}
 	}
 	r.waits = left
@@ -428,6 +441,7 @@ func (r *run) flush() error {
 			}
 		}
 		r.waits = nil
+		clear(r.restsOn)
 		r.core.LogFailed(r.t(), err)
 		return nil
 	}
@@ -517,6 +531,7 @@ func (r *run) crash() error {
 	r.faults["crash"]++
 	r.log = nil // no Close: the process died
 	r.waits = nil
+	clear(r.restsOn)
 	r.storeFaults = storeFaults{}
 	r.walDir.crash(r.rng, r.faults)
 	r.core = core.New(r.coreConfig())
@@ -536,6 +551,7 @@ func (r *run) recoverInPlace() error {
 		r.log = nil
 	}
 	r.waits = nil
+	clear(r.restsOn)
 	if err := r.open(); err != nil {
 		if !errors.Is(err, errInjected) {
 			return err
