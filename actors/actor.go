@@ -13,8 +13,12 @@ import (
 )
 
 // tick asks the actor to run its timers at now (expiry, snapshot, a due
-// recovery): Engine.Tick sends it.
-type tick struct{ now time.Time }
+// recovery). Engine.Tick sends one at a time (SKU.tickPending); the actor
+// sends itself one more (more) while reservations are due.
+type tick struct {
+	now  time.Time
+	more bool
+}
 
 // logFailure tells the actor that its log failed under a batch waiting
 // on it (the flusher's write or fsync failed): the SKU stops at once,
@@ -88,6 +92,9 @@ func (a *skuActor) Receive(ctx actor.Context) {
 	case drain:
 		a.drain(ctx)
 	case tick:
+		if !msg.more {
+			a.h.tickPending.Store(false)
+		}
 		a.tick(ctx, msg.now)
 	case snapshotMessage:
 		a.onSnapshot(ctx, msg)
@@ -359,7 +366,7 @@ func (a *skuActor) tick(ctx actor.Context, now time.Time) {
 	}
 	a.sizeFilter() // grow the request filter before it fills
 	if act.MoreExpiry {
-		ctx.Send(ctx.Self(), tick{now: now})
+		ctx.Send(ctx.Self(), tick{now: now, more: true})
 	}
 }
 

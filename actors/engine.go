@@ -393,6 +393,12 @@ func (e *Engine) spawn(k skuKey) *SKU {
 	h.unavailable.Store(true)
 	cfg := &e.cfg
 	d := newPinnedDispatcher()
+	// The mailbox has no capacity of its own, but what it holds is bounded
+	// by its senders: one drain (inbox.posted), one tick from Tick
+	// (tickPending) and one the actor sends itself, one message per
+	// snapshot caller and per snapshot writer, one log failure per batch
+	// waiting on the log (wal.Options.MaxWaiters). Calls wait in the inbox,
+	// bounded by Config.InboxMax.
 	props := actor.PropsFromProducer(func() actor.Actor { return &skuActor{h: h, cfg: cfg, dispatcher: d} },
 		actor.WithMailbox(actor.Unbounded()), actor.WithDispatcher(d))
 	h.pid = e.system.Root.Spawn(props)
@@ -427,7 +433,8 @@ func (e *Engine) tickLoop() {
 // reservation of it is due to expire, while it is unavailable (a recovery
 // may be due), or at least every idleTick of now: an engine of 10,000
 // quiet SKUs then sends 10,000 ticks a second, not 100,000 (each wakes the
-// SKU's goroutine). Tick returns once the messages are sent; a message
+// SKU's goroutine). A SKU whose last tick is still in its mailbox (a busy
+// or stuck actor) gets none: ticks never pile up. Tick returns once the messages are sent; a message
 // the same goroutine sends a SKU later (any call) is handled after its
 // tick. It does nothing after Close.
 func (e *Engine) Tick(now time.Time) {
@@ -447,8 +454,9 @@ func (e *Engine) Tick(now time.Time) {
 			index = l.LastIndex()
 		}
 		m, ok := e.ticked[h]
-		if !ok || index != m.index || h.nextExpiry.Load() <= nowMs || h.unavailable.Load() ||
-			now.Sub(m.at) >= idleTick || now.Before(m.at) {
+		due := !ok || index != m.index || h.nextExpiry.Load() <= nowMs || h.unavailable.Load() ||
+			now.Sub(m.at) >= idleTick || now.Before(m.at)
+		if due && h.tickPending.CompareAndSwap(false, true) { // one tick in its mailbox at a time
 			e.system.Root.Send(h.pid, tick{now: now})
 			e.ticked[h] = tickMark{index: index, at: now}
 		}

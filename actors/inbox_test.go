@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/wal"
@@ -89,5 +90,60 @@ func TestInboxBoundRefusesWithErrBusy(t *testing.T) {
 	}
 	if n := mustAudit(t, e).Counts.Reservations; int(n) != accepted {
 		t.Fatalf("%d reservations, %d accepted", n, accepted)
+	}
+}
+
+// Ticks do not pile up in the mailbox of a stuck actor: Engine.Tick sends
+// a SKU no tick while its last one is still waiting, and sends again once
+// it was handled.
+func TestTicksDoNotPileUp(t *testing.T) {
+	fs := &stallingStore{}
+	clock := &fakeClock{}
+	clock.Set(t0)
+	cfg := Config{DataDir: t.TempDir(), Clock: clock.Now, ManualTick: true, Logger: quiet}
+	cfg.WAL.MaxBatchRecords = 1
+	cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
+		st, err := wal.OpenTidwallStore(dir, o)
+		fs.Store = st
+		return fs, err
+	}
+	e := openWith(t, cfg)
+	if err := e.Define(ctxT(t), testDef(1000)); err != nil {
+		t.Fatal(err)
+	}
+	h := e.SKU("c1", "s1")
+	fs.stall.Lock()
+	var wg sync.WaitGroup
+	i := 0
+	eventually(t, func() bool { // the actor stuck in Append
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			e.Reserve(context.Background(), "c1", "s1", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i))
+		}(i)
+		i++
+		return strings.Contains(goroutines(), "wal.(*Log).Append")
+	})
+	e.Tick(clock.Now())
+	if !h.tickPending.Load() {
+		t.Fatal("no tick sent to the SKU")
+	}
+	sent := e.ticked[h]
+	for ms := int64(1); ms <= 1000; ms++ {
+		e.Tick(time.UnixMilli(t0 + ms*int64(idleTick/time.Millisecond))) // each one idleTick later: due
+	}
+	if e.ticked[h] != sent {
+		t.Fatalf("a tick sent while the last one waits: %+v, then %+v", sent, e.ticked[h])
+	}
+	fs.stall.Unlock()
+	wg.Wait()
+	step(t, e, clock, 0) // the waiting tick handled (a barrier)
+	if h.tickPending.Load() {
+		t.Fatal("the tick handled, still pending")
+	}
+	clock.Set(t0 + 2000*int64(idleTick/time.Millisecond))
+	e.Tick(clock.Now())
+	if !h.tickPending.Load() || e.ticked[h] == sent {
+		t.Fatal("no tick sent once the last one was handled")
 	}
 }

@@ -38,6 +38,9 @@ type SKU struct {
 	unavailable    atomic.Bool
 	log            atomic.Pointer[wal.Log] // the open log, for its figures
 	requests       atomic.Pointer[requestFilter]
+	// tickPending is set while a tick Engine.Tick sent is in the actor's
+	// mailbox: Tick sends no other.
+	tickPending atomic.Bool
 	// nextExpiry is the earliest expire_at (Unix ms) of a pending
 	// reservation as of the actor's last expiry step (math.MaxInt64: none;
 	// 0 until the first step): the tick loop skips idle SKUs with it.
