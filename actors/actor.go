@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -52,7 +53,7 @@ type skuActor struct {
 	dispatcher *pinnedDispatcher // runs this actor; stopped with it
 	core       *core.Core
 	log        *wal.Log
-	// m is the Machine being rebuilt during a recovery (restoreSnapshot
+	// m is the Machine being rebuilt during a recovery (restoreState
 	// loads it), handed to the core once replayed; nil otherwise.
 	m *sku.Machine
 	// failed mirrors core.Failed() after each input: set while the SKU
@@ -117,22 +118,19 @@ func (a *skuActor) Receive(ctx actor.Context) {
 	}
 }
 
-// recover opens the log, loads the newest usable snapshot (snapshot.go),
-// replays the records after it and hands the result to the core. A failed
-// recovery leaves the SKU unavailable; the core schedules another.
+// recover opens the log, rebuilds the state from the newest usable
+// snapshot and the records after it (restoreState, recovery.go) and hands
+// it to the core. A failed recovery leaves the SKU unavailable; the core
+// schedules another.
 func (a *skuActor) recover() {
 	a.h.unavailable.Store(true)
 	a.m = sku.New()
 	start := time.Now()
 	log, err := wal.Open(filepath.Join(a.h.dir, "wal"), a.cfg.walOptions())
-	var from uint64
 	if err == nil {
 		a.log = log
 		a.h.log.Store(log)
-		from, err = a.restoreSnapshot()
-	}
-	if err == nil {
-		err = a.replayFrom(from)
+		err = a.restoreState()
 	}
 	m := a.m
 	a.m = nil
@@ -171,16 +169,8 @@ func (a *skuActor) recoverAgain() {
 
 // replayFrom applies the records from index from on to a.m.
 func (a *skuActor) replayFrom(from uint64) error {
-	return a.log.Replay(from, func(index uint64, typ byte, payload []byte) error {
-		r, err := sku.DecodeRecord(sku.RecordType(typ), payload)
-		if err != nil {
-			return fmt.Errorf("record %d: %w", index, err)
-		}
-		if err := a.m.Apply(&r); err != nil {
-			return fmt.Errorf("record %d: %w", index, err)
-		}
-		return nil
-	})
+	_, err := recovery.Replay(a.log, a.m, from)
+	return err
 }
 
 func (a *skuActor) closeLog() {

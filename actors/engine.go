@@ -572,24 +572,15 @@ func (e *Engine) handleFor(campaignID, skuID string) (*SKU, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, err
 	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	if err := wal.SyncDir(filepath.Dir(dir)); err != nil {
 		return nil, err
 	}
-	if err := syncDir(e.cfg.DataDir); err != nil {
+	if err := wal.SyncDir(e.cfg.DataDir); err != nil {
 		return nil, err
 	}
 	h := e.spawn(skuKey{campaignID, skuID})
 	<-h.ready
 	return h, h.readyErr
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }
 
 // Close stops every actor after it has handled what is in its mailbox,

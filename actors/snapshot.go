@@ -257,13 +257,12 @@ func (a *skuActor) finishSnapshot(ctx actor.Context, done *snapshotDone) {
 	}
 }
 
-// truncateLog removes the records the oldest kept snapshot covers, at a
-// segment boundary: tidwall/wal rewrites the rest of the segment that holds
-// the new first record, so the cut is placed at the last record of an
-// older segment (a one-record rewrite); records are kept until a whole
-// segment is covered. It runs on the actor, so it does not wait for one of
-// the engine's TruncationsMax slots: with none free, the records are kept
-// until the next snapshot.
+// truncateLog removes the records the oldest kept snapshot covers; the log
+// picks the segment boundary (wal.Log.TruncateBefore). It runs on the
+// actor, so it does not wait for one of the engine's TruncationsMax slots:
+// with none free, the records are kept until the next snapshot. Only a
+// failed log (wal.ErrFailed) makes the SKU fail-stop; any other error
+// changed nothing and is logged.
 func (a *skuActor) truncateLog(oldestKept uint64, log interface {
 	Warn(string, ...any)
 	Info(string, ...any)
@@ -278,45 +277,13 @@ func (a *skuActor) truncateLog(oldestKept uint64, log interface {
 		log.Info("log truncation left to the next snapshot: TruncationsMax truncations running", "max", TruncationsMax)
 		return
 	}
-	starts, err := segmentStarts(filepath.Join(a.h.dir, "wal"))
-	if err != nil {
-		log.Warn("listing the log's segments", "err", err)
-		return
-	}
-	cut := truncationPoint(starts, oldestKept+1, a.log.FirstIndex())
-	if cut == 0 {
-		return
-	}
-	if err := a.log.TruncateFront(cut); err != nil {
-		a.fail(err)
-	}
-}
-
-// truncationPoint returns the largest index that ends a segment (the one
-// before a later segment's first index), is at most need (the first record
-// still needed) and beyond first (the log's first record); 0 if none.
-func truncationPoint(starts []uint64, need, first uint64) uint64 {
-	var cut uint64
-	for _, s := range starts {
-		if s >= 2 && s-1 <= need && s-1 > first {
-			cut = s - 1
+	if _, err := a.log.TruncateBefore(oldestKept + 1); err != nil {
+		if errors.Is(err, wal.ErrFailed) {
+			a.fail(err)
+			return
 		}
+		log.Warn("log truncation failed; the records are kept", "err", err)
 	}
-	return cut
-}
-
-// segmentStarts returns the first index of every segment of a log
-// directory, ascending.
-func segmentStarts(dir string) ([]uint64, error) {
-	segs, err := wal.Segments(dir)
-	if err != nil {
-		return nil, err
-	}
-	starts := make([]uint64, len(segs))
-	for i, s := range segs {
-		starts[i] = s.FirstIndex
-	}
-	return starts, nil
 }
 
 // stopSnapshots waits for a running writer (it never waits on the actor)
@@ -328,95 +295,4 @@ func (a *skuActor) stopSnapshots() {
 		c <- snapshotReply{err: ErrUnavailable}
 	}
 	a.snap.queued = nil
-}
-
-// restoreSnapshot loads the newest usable snapshot into a.m and returns the
-// index of the first record to replay after it. A snapshot is usable when
-// it reads back whole (CRC-32C), names this SKU, and the log holds every
-// record after it: first <= index+1 and index <= last. Unusable ones are
-// reported and passed over (an older one means a longer replay). With none,
-// the log must reach back to record 1; if it does not, recovery fails with
-// an error that says so, and the SKU answers UNAVAILABLE rather than start
-// from a partial history.
-func (a *skuActor) restoreSnapshot() (uint64, error) {
-	dir := a.snapshotDir()
-	log := a.cfg.Logger.With("campaign", a.h.campaignID, "sku", a.h.skuID)
-	a.snap = snapshots{at: time.Now()}
-	if removed, err := snapshot.RemoveTemp(dir); err != nil {
-		return 0, err
-	} else if len(removed) > 0 {
-		log.Warn("removed unfinished snapshot files", "files", removed)
-	}
-	last := a.log.LastIndex()
-	first := a.log.FirstIndex()
-	if first == 0 {
-		first = last + 1 // an empty log continues after its last index
-	}
-	loaded, refused, err := snapshot.LoadNewest(dir, func(h snapshot.Header) error {
-		return snapshotFits(h, a.h.campaignID, a.h.skuID, first, last)
-	})
-	if err != nil {
-		return 0, err
-	}
-	for _, r := range refused {
-		log.Warn("snapshot not used", "path", r.Path, "index", r.Index, "err", r.Err)
-	}
-	if err := checkLogNotShort(refused, last); err != nil {
-		return 0, err
-	}
-	if loaded == nil {
-		if first > 1 {
-			return 0, fmt.Errorf("the log starts at record %d and no usable snapshot covers records 1..%d (%d refused): "+
-				"restore a snapshot into %s (seckillctl restore) instead of starting empty", first, first-1, len(refused), dir)
-		}
-		return 1, nil
-	}
-	a.m = loaded.Machine
-	a.snap.index = loaded.Index
-	log.Info("snapshot loaded", "path", loaded.Path, "index", loaded.Index,
-		"reservations", loaded.Header.Reservations, "replay_from", loaded.Index+1, "log_last", last)
-	return loaded.Index + 1, nil
-}
-
-// errSnapshotUnusable is wrapped by snapshotFits.
-var errSnapshotUnusable = errors.New("snapshot does not fit the log")
-
-// errSnapshotBeyondLog is wrapped by snapshotFits for a snapshot of
-// records the log no longer holds.
-var errSnapshotBeyondLog = fmt.Errorf("%w: beyond the end of the log", errSnapshotUnusable)
-
-// checkLogNotShort fails the recovery when a whole snapshot of this SKU
-// (its checksum holds) was taken at a record after the log's last one. A
-// snapshot is written only once the log is durable up to its record, so
-// the log has lost durable, acknowledged records (a truncated or deleted
-// segment): replaying the shorter log would forget reservations and sell
-// their units again. The operator decides instead (seckillctl restore).
-func checkLogNotShort(refused []snapshot.Refused, last uint64) error {
-	for _, r := range refused {
-		if !errors.Is(r.Err, errSnapshotBeyondLog) {
-			continue
-		}
-		if _, _, err := snapshot.Read(r.Path); err != nil {
-			continue // damaged: no proof of anything
-		}
-		return fmt.Errorf("the log ends at record %d but the whole snapshot %s was taken at record %d: "+
-			"durable records are missing from the log (a truncated or deleted segment); "+
-			"restore the SKU from a backup or from that snapshot (seckillctl restore) instead of selling from a shorter history",
-			last, r.Path, r.Index)
-	}
-	return nil
-}
-
-// snapshotFits reports whether a snapshot of campaign/sku at h.Index can
-// start a replay of a log holding records first..last.
-func snapshotFits(h snapshot.Header, campaignID, skuID string, first, last uint64) error {
-	switch {
-	case h.CampaignID != campaignID || h.SKUID != skuID:
-		return fmt.Errorf("%w: it is of %s/%s", errSnapshotUnusable, h.CampaignID, h.SKUID)
-	case h.Index > last:
-		return fmt.Errorf("%w: it includes records up to %d, the log ends at %d", errSnapshotBeyondLog, h.Index, last)
-	case h.Index+1 < first:
-		return fmt.Errorf("%w: it ends at record %d, the log starts at %d", errSnapshotUnusable, h.Index, first)
-	}
-	return nil
 }

@@ -287,27 +287,6 @@ func TestSnapshotErrors(t *testing.T) {
 	}
 }
 
-func TestTruncationPoint(t *testing.T) {
-	for _, c := range []struct {
-		starts      []uint64
-		need, first uint64
-		want        uint64
-	}{
-		{[]uint64{1}, 100, 1, 0},            // one segment: nothing to cut
-		{[]uint64{1, 50, 90}, 100, 1, 89},   // cut at the last record of the second segment
-		{[]uint64{1, 50, 90}, 60, 1, 49},    // the third segment is still needed
-		{[]uint64{1, 50, 90}, 49, 1, 49},    // exactly at the need
-		{[]uint64{1, 50, 90}, 48, 1, 0},     // not a whole segment yet
-		{[]uint64{49, 50, 90}, 100, 49, 89}, // after an earlier cut
-		{[]uint64{89, 90, 200}, 150, 89, 0}, // already cut there
-		{[]uint64{89, 90, 200, 300}, 400, 89, 299},
-	} {
-		if got := truncationPoint(c.starts, c.need, c.first); got != c.want {
-			t.Errorf("truncationPoint(%v, %d, %d) = %d, want %d", c.starts, c.need, c.first, got, c.want)
-		}
-	}
-}
-
 // lockedLog collects log lines from any goroutine.
 type lockedLog struct {
 	mu sync.Mutex

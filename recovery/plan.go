@@ -91,6 +91,8 @@ func (e *ShortLogError) Is(target error) bool { return target == ErrShortLog }
 // It only reads. Errors: ErrOutOfRange, ErrNoBase, *ShortLogError (not in
 // verify mode), an error listing the snapshots, and an error of the log's
 // Replay or of a record that does not decode or apply ("record N: ...").
+// With ErrNoBase and *ShortLogError the Result is returned too, without a
+// Machine, for its verdicts on the snapshots.
 func Plan(log Log, snaps Snapshots, o Options) (*Result, error) {
 	last := log.LastIndex()
 	first := log.FirstIndex()
@@ -114,14 +116,14 @@ func Plan(log Log, snaps Snapshots, o Options) (*Result, error) {
 		p.judge(i, f)
 	}
 	if err := p.proveShortLog(); err != nil {
-		return nil, err
+		return p.res, err
 	}
 	if !(o.Verify && first == 1) { // verify replays from record 1 when the log has it
 		p.pickBase()
 	}
 	if p.res.Machine == nil {
 		if first > 1 {
-			return nil, fmt.Errorf("%w: the log starts at record %d and no snapshot usable for records 1..%d is among the %d found",
+			return p.res, fmt.Errorf("%w: the log starts at record %d and no snapshot usable for records 1..%d is among the %d found",
 				ErrNoBase, first, first-1, len(files))
 		}
 		p.res.Machine = sku.New()
@@ -138,6 +140,7 @@ type planner struct {
 	o                  Options
 	first, last, until uint64
 	res                *Result
+	next               int // compare's cursor in res.Snapshots
 }
 
 // set records a verdict on snapshot i, and a problem for a bad one.
@@ -275,11 +278,15 @@ func (p *planner) replay(log Log) error {
 	return err
 }
 
-// compare checks the replayed state against every usable snapshot at index.
+// compare checks the replayed state against every usable snapshot at
+// index. Snapshots are sorted by index, so a cursor skips those passed:
+// a replay costs one comparison per snapshot, not per record.
 func (p *planner) compare(index uint64) {
-	for i := range p.res.Snapshots {
+	for ; p.next < len(p.res.Snapshots) && p.res.Snapshots[p.next].Index < index; p.next++ {
+	}
+	for i := p.next; i < len(p.res.Snapshots) && p.res.Snapshots[i].Index == index; i++ {
 		s := &p.res.Snapshots[i]
-		if s.Index != index || s.Verdict != Usable {
+		if s.Verdict != Usable {
 			continue
 		}
 		_, m, err := p.snaps.Read(s.File)

@@ -3,7 +3,10 @@
 // can be truncated. The state itself is encoded by the pure sku package
 // (sku.Frozen.Encode, sku.DecodeState); this package frames it, checksums
 // it, and does the file work: temp file, fsync, rename, directory fsync,
-// verify on write and on load.
+// verify on write and on load. Which snapshot a recovery starts from is
+// decided by package recovery alone, through the Snapshots interface that
+// Dir (files) and Memory (Marshal's bytes kept in memory, for tests and the
+// simulator) implement; directory fsyncs are wal.SyncDir.
 //
 // # Files
 //
@@ -16,7 +19,7 @@
 // renamed to <index>.snap, and the directory is fsynced: a crash leaves
 // either no file or a whole one (leftover .tmp files are removed at the next
 // start). A file whose checksum fails is reported and the previous snapshot
-// is used (LoadNewest).
+// is used (recovery.Plan).
 //
 // # Format
 //

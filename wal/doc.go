@@ -1,6 +1,24 @@
 // Package wal is seckill's per-SKU write-ahead log: github.com/tidwall/wal
 // for segment files, plus the checks and the group commit it lacks.
 //
+// # One owner of the log format
+//
+// The on-disk log belongs to this package alone: segment names (the first
+// index in 20 digits), entry framing (uvarint(len) + frame), tidwall's
+// ".START"/".END" crash files, the torn-tail rule (DecideTail) and the
+// choice of truncation point (Log.TruncateBefore). Other packages use its
+// operations and never parse or write the files themselves:
+//
+//   - Log: the engine's read-write log (Open, Append, Replay, TruncateBefore);
+//   - Reader (OpenReader): a read-only view that never writes a byte and can
+//     run beside a live engine (seckillctl), with its range and torn-tail
+//     report;
+//   - CopyRange: a new, durable log directory holding a range of records
+//     (seckillctl restore);
+//   - DecideTail: the torn-tail decision over a segment's bytes, for Open's
+//     repair, the Reader and a simulated store;
+//   - SyncDir: the one directory fsync of the module.
+//
 // # Frame
 //
 // Every tidwall entry holds exactly one frame, little-endian:
@@ -28,7 +46,7 @@
 //
 // tidwall cannot open a segment that ends in a cut entry, reads zero bytes at
 // the tail as empty entries, and has no checksum. Open therefore scans the
-// tail segment first (ScanSegment): every entry must be a valid frame whose
+// tail segment first (DecideTail): every entry must be a valid frame whose
 // index follows the previous one. At the first invalid entry it looks at
 // every later byte offset for a valid frame with a larger index. If there is
 // none, the rest of the file is a torn tail: Open cuts it, fsyncs, and logs
@@ -38,6 +56,15 @@
 // fsynced before a newer one is created, so they are checked by Replay,
 // which validates every frame and returns ErrCorrupt on the first bad one.
 // Damage to the very last frame cannot be told from a torn write.
+//
+// # Truncation
+//
+// tidwall/wal's TruncateFront rewrites the rest of the segment holding the
+// new first record. TruncateBefore(need) therefore cuts at the last record
+// of an older segment (the record before a later segment's first index), at
+// most need: the rewrite is one record, and records are kept until a whole
+// segment is covered. Which snapshot makes them unneeded is decided by
+// package recovery's rule, not here.
 //
 // # Group commit
 //

@@ -67,8 +67,8 @@ func listSegments(dir string) ([]segmentFile, error) {
 	return files, nil
 }
 
-// Segment is one segment file of a log directory, for readers that parse
-// the files themselves (an operator tool beside a running engine).
+// Segment is one segment file of a log directory. Reader and
+// TruncateBefore list them; tests use them to damage a log on purpose.
 type Segment struct {
 	Path       string
 	FirstIndex uint64 // index of its first entry

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/snapshot"
+	"github.com/seckill/seckill/wal"
 )
 
 func runInspect(args []string, stdout io.Writer) error {
@@ -155,20 +156,23 @@ func inspectWAL(args []string, stdout io.Writer) error {
 			return usageError("--reservation: %v", err)
 		}
 	}
-	// The newest snapshot names the SKU and knows what the log may no
-	// longer hold.
-	// The reservation ids' key is in the SKU's definition: the snapshot's,
-	// or the log's first DEFINE record.
+	// The newest whole snapshot names the SKU and knows what the log may
+	// no longer hold. The reservation ids' key is in the SKU's definition:
+	// the snapshot's, or the log's first DEFINE record.
 	var key [16]byte
-	if loaded, _, _ := snapshot.LoadNewest(filepath.Join(skuDir, "snapshots"), nil); loaded != nil {
+	loaded, _, err := snapshot.LoadNewest(filepath.Join(skuDir, "snapshots"), nil)
+	if err != nil {
+		return err
+	}
+	if loaded != nil {
 		campaignID, skuID = loaded.Header.CampaignID, loaded.Header.SKUID
 		key = loaded.Machine.Definition().IDKey
 		if filter.userID != "" || filter.requestID != "" {
 			filter.learn(loaded.Machine)
 		}
 	}
-	head := walJSON{CampaignID: campaignID, SKUID: skuID, Log: log.info, Records: []recordJSON{}}
-	_ = log.scan(1, func(_ uint64, typ byte, payload []byte) error {
+	head := walJSON{CampaignID: campaignID, SKUID: skuID, Log: infoOf(log), Records: []recordJSON{}}
+	err = scan(log, 1, func(_ uint64, typ byte, payload []byte) error {
 		if sku.RecordType(typ) != sku.RecordDefine {
 			return nil
 		}
@@ -178,6 +182,9 @@ func inspectWAL(args []string, stdout io.Writer) error {
 		}
 		return errStop
 	})
+	if err != nil {
+		return err
+	}
 	if err := decodeAll(log, max(*from, 1), *to); err != nil {
 		return err
 	}
@@ -185,7 +192,7 @@ func inspectWAL(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	err = log.scan(max(*from, 1), func(index uint64, typ byte, payload []byte) error {
+	err = scan(log, max(*from, 1), func(index uint64, typ byte, payload []byte) error {
 		if *to != 0 && index > *to {
 			return errStop
 		}
@@ -209,8 +216,8 @@ func inspectWAL(args []string, stdout io.Writer) error {
 
 // decodeAll decodes the records from..to (to 0: the end) and returns the
 // first error, so that inspect wal fails before it prints any record.
-func decodeAll(log *logData, from, to uint64) error {
-	return log.scan(from, func(index uint64, typ byte, payload []byte) error {
+func decodeAll(log *wal.Reader, from, to uint64) error {
+	return scan(log, from, func(index uint64, typ byte, payload []byte) error {
 		if to != 0 && index > to {
 			return errStop
 		}

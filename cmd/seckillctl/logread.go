@@ -1,21 +1,19 @@
 package main
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/seckill/seckill/wal"
 )
 
-// The log is read without opening it: wal.Open would repair a torn tail
-// (write) and tidwall/wal takes the directory for itself. seckillctl reads
-// the segment files (tidwall/wal's: named by their first index in 20
-// digits, entries uvarint(len) + frame) and validates every frame with
-// wal.ScanSegment, so it never changes a byte and can run beside the engine.
+// The log is read with wal.Reader, never opened: wal.Open would repair a
+// torn tail (a write) and tidwall/wal takes the directory for itself. The
+// Reader validates every frame as Open and Replay do, never changes a
+// byte, and starts again when the engine truncates the log under it, so
+// seckillctl can run beside the engine. The log format is wal's alone.
 
 // logInfo describes a log as read.
 type logInfo struct {
@@ -30,124 +28,58 @@ type logInfo struct {
 	TornTail      string `json:"torn_tail,omitempty"`
 }
 
+// infoOf describes what r read.
+func infoOf(r *wal.Reader) logInfo {
+	torn, why := r.TornTail()
+	first := r.FirstIndex()
+	if first == 0 {
+		first = r.NextIndex()
+	}
+	return logInfo{Dir: r.Dir(), FirstIndex: first, LastIndex: r.LastIndex(), Segments: r.Segments(),
+		TornTailBytes: torn, TornTail: why}
+}
+
 // errLogCorrupt wraps damage in the log that is not a torn tail.
 var errLogCorrupt = errors.New("log corrupt")
 
-// logData is a log read into memory: every segment's valid bytes.
-type logData struct {
-	info logInfo
-	segs []segmentData
-}
-
-type segmentData struct {
-	first uint64
-	data  []byte // the valid prefix
-}
-
-// readLog reads and validates every segment of the log in dir. A segment
-// that disappears while it is read (the engine truncated the log) makes it
-// start again, up to 3 times.
-func readLog(dir string) (*logData, error) {
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		var l *logData
-		if l, err = readLogOnce(dir); !errors.Is(err, os.ErrNotExist) {
-			return l, err
-		}
-	}
-	return nil, err
-}
-
-func readLogOnce(dir string) (*logData, error) {
-	segs, err := wal.Segments(dir)
-	if err != nil {
+// readLog reads the log in dir (wal.OpenReader). A directory without
+// segment files is an empty log if it is a SKU's wal directory; a SKU
+// directory with snapshots but no wal folder has lost its log.
+func readLog(dir string) (*wal.Reader, error) {
+	r, err := wal.OpenReader(dir)
+	switch {
+	case errors.Is(err, wal.ErrCorrupt):
+		return nil, fmt.Errorf("%w: %w", errLogCorrupt, err)
+	case err != nil:
 		return nil, err
-	}
-	if len(segs) == 0 {
-		if filepath.Base(dir) != "wal" {
-			if st, err := os.Stat(filepath.Join(dir, "snapshots")); err == nil && st.IsDir() {
-				return nil, fmt.Errorf("%w: %s has snapshots but no wal folder: its log is lost "+
-					"(seckilld answers UNAVAILABLE for it; seckillctl restore --from <its newest snapshot> rebuilds it up to that snapshot)",
-					errLogCorrupt, dir)
-			}
-			return nil, fmt.Errorf("%s: no log segment files (is it a SKU's wal directory?)", dir)
-		}
+	case r.Segments() > 0 || filepath.Base(dir) == "wal":
 		// A SKU's wal directory before its first segment (seckilld stopped
-		// between creating it and writing one): seckilld opens it as an
-		// empty log, whose first record will be 1.
-		return &logData{info: logInfo{Dir: dir, FirstIndex: 1}}, nil
+		// between creating it and writing one) is an empty log, whose
+		// first record will be 1.
+		return r, nil
 	}
-	l := &logData{info: logInfo{Dir: dir, FirstIndex: segs[0].FirstIndex, Segments: len(segs)}}
-	expected := segs[0].FirstIndex
-	for i, s := range segs {
-		if s.FirstIndex != expected {
-			return nil, fmt.Errorf("%w: %s starts at index %d, the previous segment ends at %d", errLogCorrupt, s.Path, s.FirstIndex, expected-1)
-		}
-		data, err := os.ReadFile(s.Path)
-		if err != nil {
-			return nil, err
-		}
-		valid, last, scanErr := wal.ScanSegment(data, s.FirstIndex)
-		if scanErr != nil {
-			if !errors.Is(scanErr, wal.ErrTornTail) || i != len(segs)-1 {
-				return nil, fmt.Errorf("%w: %s: %v", errLogCorrupt, s.Path, scanErr)
-			}
-			l.info.TornTailBytes, l.info.TornTail = len(data)-valid, strings.TrimPrefix(scanErr.Error(), "wal: torn tail: ")
-		}
-		l.segs = append(l.segs, segmentData{first: s.FirstIndex, data: data[:valid]})
-		expected = last + 1
+	if st, err := os.Stat(filepath.Join(dir, "snapshots")); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("%w: %s has snapshots but no wal folder: its log is lost "+
+			"(seckilld answers UNAVAILABLE for it; seckillctl restore --from <its newest snapshot> rebuilds it up to that snapshot)",
+			errLogCorrupt, dir)
 	}
-	l.info.LastIndex = expected - 1
-	return l, nil
+	return nil, fmt.Errorf("%s: no log segment files (is it a SKU's wal directory?)", dir)
 }
 
 // errStop ends a scan early without an error.
 var errStop = errors.New("stop")
 
-// scan calls fn for every record with from <= index, in order, until fn
-// returns an error (errStop ends it quietly).
-func (l *logData) scan(from uint64, fn func(index uint64, typ byte, payload []byte) error) error {
-	for _, s := range l.segs {
-		index, data := s.first, s.data
-		for pos := 0; pos < len(data); index++ {
-			size, n := binary.Uvarint(data[pos:])
-			frame := data[pos+n : pos+n+int(size)]
-			pos += n + int(size)
-			if index < from {
-				continue
-			}
-			typ, _, payload, err := wal.DecodeFrame(frame) // validated by ScanSegment
-			if err != nil {
-				return fmt.Errorf("%w: record %d: %v", errLogCorrupt, index, err)
-			}
-			if err := fn(index, typ, payload); err != nil {
-				if errors.Is(err, errStop) {
-					return nil
-				}
-				return err
-			}
-		}
+// scan calls fn for every record of log with from <= index, in order,
+// until fn returns an error (errStop ends it quietly).
+func scan(log *wal.Reader, from uint64, fn func(index uint64, typ byte, payload []byte) error) error {
+	err := log.Replay(from, fn)
+	if errors.Is(err, errStop) {
+		return nil
 	}
-	return nil
-}
-
-// entries returns the raw entries (uvarint length + frame) of records
-// from..to, for copying into another log.
-func (l *logData) entries(from, to uint64, fn func(index uint64, entry []byte) error) error {
-	for _, s := range l.segs {
-		index, data := s.first, s.data
-		for pos := 0; pos < len(data) && index <= to; index++ {
-			size, n := binary.Uvarint(data[pos:])
-			entry := data[pos : pos+n+int(size)]
-			pos += n + int(size)
-			if index >= from {
-				if err := fn(index, entry); err != nil {
-					return err
-				}
-			}
-		}
+	if errors.Is(err, wal.ErrCorrupt) {
+		return fmt.Errorf("%w: %w", errLogCorrupt, err)
 	}
-	return nil
+	return err
 }
 
 // walDirOf returns the log directory of a SKU dir, or dir itself when it is

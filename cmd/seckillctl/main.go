@@ -11,7 +11,9 @@
 //	seckillctl export DIR [--format csv|jsonl]
 //
 // DIR is a SKU directory (<data-dir>/<campaign>/<sku>) or its wal
-// directory; verify also takes a whole data dir. Exit status: 0 success,
+// directory; verify also takes a whole data dir. The log is read with
+// wal.Reader and copied with wal.CopyRange (package wal owns the format);
+// every state is rebuilt with recovery.Plan, the rule seckilld uses too. Exit status: 0 success,
 // 1 a check failed (an invariant violation, corruption), 2 a usage or I/O
 // error (also a request the server refused, or nothing to snapshot or
 // restore).
@@ -31,7 +33,9 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/snapshot"
+	"github.com/seckill/seckill/wal"
 )
 
 // Exit statuses.
@@ -134,8 +138,9 @@ func (e *checkFailed) Error() string { return e.msg }
 
 // isCorruption reports whether err is damage found in the data.
 func isCorruption(err error) bool {
-	return errors.Is(err, errLogCorrupt) || errors.Is(err, snapshot.ErrCorrupt) || errors.Is(err, snapshot.ErrVersion) ||
-		errors.Is(err, sku.ErrBadRecord) || errors.Is(err, sku.ErrDoesNotApply) || errors.Is(err, errNoBase)
+	return errors.Is(err, errLogCorrupt) || errors.Is(err, wal.ErrCorrupt) || errors.Is(err, snapshot.ErrCorrupt) ||
+		errors.Is(err, snapshot.ErrVersion) || errors.Is(err, sku.ErrBadRecord) || errors.Is(err, sku.ErrDoesNotApply) ||
+		errors.Is(err, recovery.ErrNoBase) || errors.Is(err, recovery.ErrShortLog)
 }
 
 // parse parses flags placed anywhere among the positional arguments and

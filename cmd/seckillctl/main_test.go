@@ -230,7 +230,7 @@ func TestInspectWALAfterTruncation(t *testing.T) {
 	}
 	// Keep only the records after the snapshot, as the engine's truncation would.
 	os.RemoveAll(walDir)
-	if _, _, err := writeLog(walDir, log, f.snapIndex+1, f.lastIndex); err != nil {
+	if _, _, err := wal.CopyRange(walDir, log, f.snapIndex+1, f.lastIndex); err != nil {
 		t.Fatal(err)
 	}
 	doc := walDocument(t, wantCode(t, 0, "inspect", "wal", f.skuDir))
@@ -799,6 +799,15 @@ func TestVerifyShortLogBehindASnapshot(t *testing.T) {
 	if rep.OK || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "durable records are missing from the log") {
 		t.Fatalf("verify of a log shorter than its snapshot: ok %v, problems %q", rep.OK, rep.Problems)
 	}
+	// The commands that rebuild the state refuse it too, as seckilld does
+	// (recovery.Plan); the snapshot file itself can still be restored.
+	for _, args := range [][]string{{"export", f.skuDir}, {"restore", "--from", f.skuDir, "--to", t.TempDir()}} {
+		code, out, errOut := ctl(t, args...)
+		if code != exitFailed || out != "" || !strings.Contains(errOut, "durable records are missing from the log") {
+			t.Fatalf("%v on a short log: exit %d\nstdout:\n%s\nstderr:\n%s", args, code, out, errOut)
+		}
+	}
+	wantCode(t, 0, "restore", "--from", snapshotPath(f), "--to", t.TempDir())
 }
 
 // A SKU folder whose wal folder is gone but whose snapshots remain is

@@ -70,7 +70,7 @@ func runRestore(args []string, stdout, stderr io.Writer) (err error) {
 	}
 	var m *sku.Machine
 	var index uint64
-	var log *logData
+	var log *wal.Reader
 	if st.IsDir() {
 		s, err := loadState(skuDirOf(*from), o)
 		if err != nil {
@@ -111,16 +111,12 @@ func runRestore(args []string, stdout, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	var logFirst uint64
-	if log != nil {
-		logFirst = log.info.FirstIndex
-	}
-	first, last, err := writeLog(filepath.Join(dir, "wal"), log, logFirst, index)
+	first, last, err := wal.CopyRange(filepath.Join(dir, "wal"), log, 1, index)
 	if err != nil {
 		return err
 	}
 	for _, p := range []string{filepath.Join(*to, d.CampaignID), *to} {
-		if err := syncDir(p); err != nil {
+		if err := wal.SyncDir(p); err != nil {
 			return err
 		}
 	}
@@ -155,7 +151,7 @@ func forkWarning(dir, campaignID, skuID string, index uint64, paused bool) strin
 
 // nothingToRestore is the error of a point before the SKU's definition (or
 // of a SKU never defined): a usage error, not a failed check.
-func nothingToRestore(from string, o loadOptions, log *logData) error {
+func nothingToRestore(from string, o loadOptions, log *wal.Reader) error {
 	point := "the end of the log"
 	switch {
 	case o.untilTime != 0:
@@ -165,7 +161,7 @@ func nothingToRestore(from string, o loadOptions, log *logData) error {
 	}
 	first := ""
 	if log != nil {
-		_ = log.scan(log.info.FirstIndex, func(index uint64, typ byte, payload []byte) error {
+		_ = scan(log, 1, func(index uint64, typ byte, payload []byte) error {
 			if r, err := sku.DecodeRecord(sku.RecordType(typ), payload); err == nil {
 				first = fmt.Sprintf(" (its first record, %d, is at %s)", index, formatMillis(r.At))
 			}
@@ -177,78 +173,3 @@ func nothingToRestore(from string, o loadOptions, log *logData) error {
 
 // errExists: restore does not overwrite a SKU directory.
 var errExists = errors.New("already exists")
-
-// restoreSegmentSize bounds the segment files a restore writes.
-const restoreSegmentSize = wal.DefaultSegmentSize
-
-// writeLog creates a log directory holding the records from..index of log
-// (none when log is nil), in segment files of at most restoreSegmentSize
-// bytes. With no record, it holds one empty segment named index+1, so that
-// the log, opened, continues at index+1. It returns the first and last
-// index held (first = last+1 when empty).
-func writeLog(dir string, log *logData, from, index uint64) (first, last uint64, err error) {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return 0, 0, err
-	}
-	var seg *os.File
-	var size int
-	closeSegment := func() error {
-		if seg == nil {
-			return nil
-		}
-		err := seg.Sync()
-		if cerr := seg.Close(); err == nil {
-			err = cerr
-		}
-		seg = nil
-		return err
-	}
-	openSegment := func(first uint64) error {
-		if err := closeSegment(); err != nil {
-			return err
-		}
-		var err error
-		seg, err = os.OpenFile(filepath.Join(dir, fmt.Sprintf("%020d", first)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
-		size = 0
-		return err
-	}
-	first, last = index+1, index
-	if log != nil && from <= index {
-		err = log.entries(from, index, func(i uint64, entry []byte) error {
-			if seg == nil {
-				first = i
-			}
-			if seg == nil || size+len(entry) > restoreSegmentSize {
-				if err := openSegment(i); err != nil {
-					return err
-				}
-			}
-			size += len(entry)
-			last = i
-			_, err := seg.Write(entry)
-			return err
-		})
-	}
-	if err == nil && seg == nil {
-		err = openSegment(index + 1)
-	}
-	if cerr := closeSegment(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = syncDir(dir)
-	}
-	return first, last, err
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/recovery"
 )
 
 // verifyRunJSON is what verify prints: one document for the whole run.
@@ -91,7 +92,7 @@ const verifyAttempts = 4
 func verifySKU(dir string) (verifyJSON, error) {
 	for attempt := 1; ; attempt++ {
 		report, err := verifySKUOnce(dir)
-		moved := errors.Is(err, errNoBase) || errors.Is(err, os.ErrNotExist)
+		moved := errors.Is(err, recovery.ErrNoBase) || errors.Is(err, os.ErrNotExist)
 		if !moved || attempt == verifyAttempts {
 			return report, err
 		}
@@ -105,11 +106,11 @@ func verifySKUOnce(dir string) (verifyJSON, error) {
 	st, err := loadState(dir, loadOptions{verify: true})
 	if err != nil {
 		if log, lerr := readLog(walDirOf(dir)); lerr == nil {
-			report.Log = log.info
+			report.Log = infoOf(log)
 		}
 		return report, err
 	}
-	report.Log, report.Problems = st.log.info, st.problems
+	report.Log, report.Problems = infoOf(st.log), st.problems
 	if st.snapshots != nil {
 		report.Snapshots = st.snapshots
 	}
