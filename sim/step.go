@@ -169,6 +169,9 @@ func (r *run) call(spec callSpec) error {
 			payment = fmt.Sprintf("p%d-%d", seq, spec.b%3) // another payment for the same order
 		}
 		c := &core.Call{Kind: core.KindPay, Seq: seq, PaymentID: payment, Amount: 100}
+		if r.tag(c, spec.b) {
+			return r.decide(c, func() modelReply { return modelReply{outcome: sku.OutcomeNotFound} })
+		}
 		return r.decide(c, func() modelReply { return m.pay(now, seq, payment) })
 	case callCancel, callCloseExpired:
 		seq := r.pickSeq(spec.a)
@@ -177,6 +180,9 @@ func (r *run) call(spec callSpec) error {
 			reason = sku.ReasonExpired
 		}
 		c := &core.Call{Kind: core.KindClose, Seq: seq, Reason: reason}
+		if r.tag(c, spec.b) {
+			return r.decide(c, func() modelReply { return modelReply{outcome: sku.OutcomeNotFound} })
+		}
 		return r.decide(c, func() modelReply { return m.cancel(now, seq, reason == sku.ReasonExpired) })
 	case callRelease:
 		seq := r.pickSeq(spec.a)
@@ -255,4 +261,33 @@ func (r *run) pickSeq(a uint32) uint32 {
 		return n + 1
 	}
 	return 1 + a%n
+}
+
+// tag gives the call, now and then, the tag of its reservation id: the
+// right one (drawn from the SKU's key, as an id handed to a buyer carries
+// it) or a forged one. It reports whether the tag is forged: the call then
+// names no reservation (NOT_FOUND) and changes nothing.
+func (r *run) tag(c *core.Call, b uint32) (forged bool) {
+	switch b % 16 {
+	case 1:
+		c.Tag = "0123456789abcdef"
+		return !r.model.defined || c.Tag != r.rightTag(c.Seq)
+	case 2:
+		c.Tag = r.rightTag(c.Seq)
+		return c.Tag == ""
+	}
+	return false
+}
+
+// rightTag returns the tag of reservation seq's id under the SKU's key.
+func (r *run) rightTag(seq uint32) string {
+	if r.core.Failed() != nil || !r.core.Machine().Defined() {
+		return ""
+	}
+	key := r.core.Machine().Definition().IDKey
+	_, _, _, tag, err := sku.ParseReservationID(sku.FormatReservationID(campaignID, skuID, seq, key))
+	if err != nil {
+		return ""
+	}
+	return tag
 }
