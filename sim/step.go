@@ -63,6 +63,7 @@ func (r *run) act(s step) error {
 		switch r.rng.IntN(3) {
 		case 0:
 			r.storeFaults.failWrite = true
+			r.storeFaults.writeKeep = r.rng.IntN(1001)
 			r.faults["write_error"]++
 		case 1:
 			r.storeFaults.failSync = true

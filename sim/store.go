@@ -15,6 +15,7 @@ var errInjected = errors.New("sim: injected I/O error")
 // storeFaults are the faults the simulator arms for the log's next calls.
 type storeFaults struct {
 	failWrite bool  // the next WriteBatch writes a prefix of its bytes and fails
+	writeKeep int   // the prefix, in thousandths of the batch's bytes
 	failSync  bool  // the next Sync fails and loses the unsynced bytes
 	syncDelay int64 // ms the next Sync takes (slow fsync)
 	// crashInSync: the power fails during the next Sync. It returns an
@@ -133,7 +134,7 @@ func (s *logStore) WriteBatch(b *wal.Batch) (created int, err error) {
 		// A failed write may still have put some of its bytes in the
 		// cache; the entry index does not count them.
 		f := s.tailFile()
-		f.cache = append(f.cache, buf[:len(buf)/2]...)
+		f.cache = append(f.cache, buf[:len(buf)*s.faults.writeKeep/1000]...)
 		return 0, errInjected
 	}
 	index := b.FirstIndex()
