@@ -95,10 +95,11 @@ type run struct {
 	storeFaults storeFaults
 
 	// The process: replaced at a crash.
-	log   *wal.Log
-	core  *core.Core
-	waits []wait
-	buf   []byte
+	log     *wal.Log
+	core    *core.Core
+	snapJob *core.Snapshot // started by the core, not yet written
+	waits   []wait
+	buf     []byte
 
 	// The model and the history it checks against.
 	model      *model
@@ -393,9 +394,10 @@ func (r *run) advance() error {
 		r.hashAt[r.core.LastIndex()] = r.core.Machine().Hash()
 	}
 	if act.Snapshot != nil {
-		if err := r.writeSnapshot(act.Snapshot); err != nil {
-			return err
+		if r.snapJob != nil {
+			return fmt.Errorf("a snapshot at %d started while the one at %d runs", act.Snapshot.Index, r.snapJob.Index)
 		}
+		r.snapJob = act.Snapshot // written later: the shell writes it beside the actor
 	}
 	if act.Recover {
 		return r.recoverInPlace()
@@ -483,45 +485,51 @@ func (r *run) checkReplica() error {
 	return nil
 }
 
-// writeSnapshot writes a snapshot the core asked for once the log is
-// durable up to its index, checks it against the history, prunes the old
-// ones and truncates the log they no longer need, as the actors shell does.
-func (r *run) writeSnapshot(s *core.Snapshot) error {
-	for s != nil {
-		if r.log.DurableIndex() < s.Index {
-			if err := r.flush(); err != nil {
-				return err
-			}
-		}
-		if r.log.DurableIndex() < s.Index {
-			r.core.SnapshotDone(r.t(), s.Index, r.log.Err())
-			return nil
-		}
-		b, _, err := snapshot.Marshal(s.Frozen, s.Index, r.now)
-		if err != nil {
-			return fmt.Errorf("snapshot at %d: %w", s.Index, err)
-		}
-		_, m, err := snapshot.Decode(b)
-		if err != nil {
-			return fmt.Errorf("snapshot at %d does not decode: %w", s.Index, err)
-		}
-		if h, ok := r.hashAt[s.Index]; ok && h != m.Hash() {
-			return fmt.Errorf("snapshot at %d differs from the live state at that record", s.Index)
-		}
-		r.snaps.Put(s.Index, b)
-		r.faults["snapshot"]++
-		files, _ := r.snaps.List()
-		for len(files) > snapshotKeep {
-			r.snaps.Remove(files[0].Index)
-			files = files[1:]
-		}
-		if cut, err := r.log.TruncateBefore(files[0].Index + 1); err != nil {
-			r.core.LogFailed(r.t(), err)
-		} else if cut > 0 {
-			r.faults["log_truncated"]++
-		}
-		s = r.core.SnapshotDone(r.t(), s.Index, nil).Snapshot
+// finishSnapshot writes the snapshot the core started (snapJob), as the
+// actors shell's writer does while the actor goes on deciding: once the
+// log is durable up to its index, from its frozen state. It checks it
+// against the history, prunes the old ones and truncates the log they no
+// longer need, and tells the core, which may start the next one.
+func (r *run) finishSnapshot() error {
+	s := r.snapJob
+	if s == nil {
+		return nil
 	}
+	r.snapJob = nil
+	if r.log != nil && r.log.DurableIndex() < s.Index {
+		if err := r.flush(); err != nil {
+			return err
+		}
+	}
+	if r.log == nil || r.log.DurableIndex() < s.Index {
+		r.snapJob = r.core.SnapshotDone(r.t(), s.Index, fmt.Errorf("sim: the log failed before record %d was durable", s.Index)).Snapshot
+		return nil
+	}
+	b, _, err := snapshot.Marshal(s.Frozen, s.Index, r.now)
+	if err != nil {
+		return fmt.Errorf("snapshot at %d: %w", s.Index, err)
+	}
+	_, m, err := snapshot.Decode(b)
+	if err != nil {
+		return fmt.Errorf("snapshot at %d does not decode: %w", s.Index, err)
+	}
+	if h, ok := r.hashAt[s.Index]; ok && h != m.Hash() {
+		return fmt.Errorf("snapshot at %d (written %d records later) differs from the live state at that record",
+			s.Index, r.core.LastIndex()-s.Index)
+	}
+	r.snaps.Put(s.Index, b)
+	r.faults["snapshot"]++
+	files, _ := r.snaps.List()
+	for len(files) > snapshotKeep {
+		r.snaps.Remove(files[0].Index)
+		files = files[1:]
+	}
+	if cut, err := r.log.TruncateBefore(files[0].Index + 1); err != nil {
+		r.core.LogFailed(r.t(), err)
+	} else if cut > 0 {
+		r.faults["log_truncated"]++
+	}
+	r.snapJob = r.core.SnapshotDone(r.t(), s.Index, nil).Snapshot
 	return nil
 }
 
@@ -529,7 +537,8 @@ func (r *run) writeSnapshot(s *core.Snapshot) error {
 // durable, the disk keeps what its rules say, and a new process recovers.
 func (r *run) crash() error {
 	r.faults["crash"]++
-	r.log = nil // no Close: the process died
+	r.log = nil     // no Close: the process died
+	r.snapJob = nil // its writer died with it
 	r.waits = nil
 	clear(r.restsOn)
 	r.storeFaults = storeFaults{}
@@ -550,6 +559,10 @@ func (r *run) recoverInPlace() error {
 		r.log.Close()
 		r.log = nil
 	}
+	if r.snapJob != nil {
+		r.faults["snapshot_unwritten"]++
+		r.snapJob = nil // the shell stops its writer before it recovers
+	}
 	r.waits = nil
 	clear(r.restsOn)
 	if err := r.open(); err != nil {
@@ -567,6 +580,9 @@ func (r *run) recoverInPlace() error {
 // final flushes and checks the whole history once more: every snapshot
 // and the log verified by the recovery plan.
 func (r *run) final() error {
+	if err := r.finishSnapshot(); err != nil {
+		return err
+	}
 	if r.core.Failed() != nil {
 		return nil
 	}

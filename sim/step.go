@@ -54,11 +54,17 @@ func (r *run) act(s step) error {
 		}
 		return r.crash()
 	case stepSnapshot:
+		if r.snapJob != nil {
+			return r.finishSnapshot()
+		}
 		snap, err := r.core.RequestSnapshot()
 		if err != nil || snap == nil {
 			return nil
 		}
-		return r.writeSnapshot(snap)
+		r.snapJob = snap
+		if r.rng.IntN(2) == 0 {
+			return r.finishSnapshot()
+		}
 	case stepFault:
 		switch r.rng.IntN(3) {
 		case 0:
@@ -111,7 +117,13 @@ func (r *run) tick() error {
 	if r.log == nil || r.core.Failed() != nil {
 		return nil
 	}
-	return r.flush()
+	if err := r.flush(); err != nil {
+		return err
+	}
+	if r.snapJob != nil && r.rng.IntN(3) == 0 {
+		return r.finishSnapshot()
+	}
+	return nil
 }
 
 // restore rebuilds the state at an earlier record with the recovery plan
