@@ -146,15 +146,24 @@ func (m *model) closeRes(at int64, seq uint32, expired bool) {
 	})
 }
 
-// expireDue closes, oldest first, every PENDING reservation whose
+// expireDue closes, oldest first, up to limit PENDING reservations whose
 // expire_at is at or before at.
-func (m *model) expireDue(at int64) {
-	for seq := uint32(1); int(seq) <= len(m.res); seq++ {
+func (m *model) expireDue(at int64, limit int) {
+	for seq := uint32(1); int(seq) <= len(m.res) && limit > 0; seq++ {
 		if r := m.get(seq); r.state == mPending && r.expireAt <= at {
 			m.closeRes(at, seq, true)
+			limit--
 		}
 	}
 }
+
+// The rule's bounds on expiry work: a reserve that finds no token closes
+// up to expireOnSoldOut due reservations before it answers SOLD_OUT, a tick
+// up to the engine's expiry batch (far more than a history reaches).
+const (
+	expireOnSoldOut = 64
+	expireOnTick    = 1024
+)
 
 func (m *model) reserve(now int64, request, user string) modelReply {
 	if !m.defined {
@@ -185,7 +194,7 @@ func (m *model) reserve(now int64, request, user string) modelReply {
 		m.closeRes(at, seq, true) // its payment window is over: the user may buy again
 	}
 	if m.available() == 0 {
-		m.expireDue(at)
+		m.expireDue(at, expireOnSoldOut)
 	}
 	if m.available() == 0 {
 		if m.soldOut < maxRecordedSoldOut { // beyond it, answered without a record
@@ -299,6 +308,6 @@ func (m *model) setPaused(now int64, paused bool) sku.Outcome {
 // tick is the engine's timer: every reservation past its expire_at closes.
 func (m *model) tick(now int64) {
 	if m.defined {
-		m.expireDue(m.at(now))
+		m.expireDue(m.at(now), expireOnTick)
 	}
 }
