@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -604,6 +603,3 @@ func (r *run) final() error {
 	}
 	return nil
 }
-
-// faultKinds lists the kinds a Result may count, in print order.
-func faultKinds(m map[string]int) []string { return slices.Sorted(maps.Keys(m)) }
