@@ -3,6 +3,7 @@ package sim
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/seckill/seckill/actors/sku"
 )
@@ -169,6 +170,9 @@ func (m *model) reserve(now int64, request, user string) modelReply {
 	if !m.defined {
 		return modelReply{outcome: sku.OutcomeNotFound}
 	}
+	if !validID(request) || !validID(user) {
+		return modelReply{outcome: sku.OutcomeInvalid}
+	}
 	if q, ok := m.requests[request]; ok {
 		switch {
 		case q.user != user:
@@ -310,4 +314,18 @@ func (m *model) tick(now int64) {
 	if m.defined {
 		m.expireDue(m.at(now), expireOnTick)
 	}
+}
+
+// validID is the README's id rule: 1-64 characters of [A-Za-z0-9._:-],
+// not "." or "..".
+func validID(s string) bool {
+	if len(s) == 0 || len(s) > 64 || s == "." || s == ".." {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._:-", c)) {
+			return false
+		}
+	}
+	return true
 }

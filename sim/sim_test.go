@@ -29,7 +29,7 @@ func TestSeedSlice(t *testing.T) {
 		}
 	}
 	for _, reply := range []string{"reserve ACCEPTED", "reserve SOLD_OUT", "reserve SOLD_OUT (duplicate)", "reserve ACCEPTED (duplicate)",
-		"reserve ALREADY_PURCHASED", "reserve REQUEST_ID_REUSED", "reserve NOT_STARTED", "reserve ENDED", "reserve PAUSED",
+		"reserve ALREADY_PURCHASED", "reserve REQUEST_ID_REUSED", "reserve INVALID", "reserve NOT_STARTED", "reserve ENDED", "reserve PAUSED",
 		"pay PAID", "pay ALREADY_PAID", "pay PAYMENT_CONFLICT", "pay REFUND_REQUIRED", "pay NOT_FOUND",
 		"close CLOSED", "close ALREADY_CLOSED", "close NOT_EXPIRED", "close NOT_CLOSABLE",
 		"release RELEASED", "release ALREADY_RELEASED", "release NOT_CLOSED", "define OK", "define INVALID"} {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/sku"
@@ -254,6 +255,12 @@ func (r *run) call(spec callSpec) error {
 func (r *run) pickRequest(spec callSpec) (request, user string) {
 	if spec.kind == callReserve || len(r.reqIDs) == 0 {
 		request = fmt.Sprintf("q%d", len(r.reqIDs)+1)
+		switch spec.a % 64 {
+		case 1:
+			request += " x" // not an id: INVALID, nothing recorded
+		case 2:
+			request += strings.Repeat("z", 64) // too long
+		}
 		user = fmt.Sprintf("u%d", spec.b%uint32(r.users))
 		r.reqIDs = append(r.reqIDs, request)
 		r.requests = append(r.requests, modelRequest{user: user})
