@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -81,6 +82,13 @@ func TestDashboardInBrowser(t *testing.T) {
 					args = append(args, string(a.Value)+a.Description)
 				}
 				problem("console.%s: %s", ev.Type, strings.Join(args, " "))
+			}
+		case *cdplog.EventEntryAdded:
+			// The browser's own messages: a Content Security Policy
+			// violation, a failed script. A failed request is expected
+			// while the server restarts (the page retries it).
+			if e := ev.Entry; e.Level == cdplog.EntryLevelError && e.Source != cdplog.EntrySourceNetwork {
+				problem("browser log (%s): %s %s", e.Source, e.Text, e.URL)
 			}
 		case *network.EventRequestWillBeSent:
 			u, err := url.Parse(ev.Request.URL)
