@@ -235,7 +235,7 @@ type intervalDelta struct {
 }
 
 func deltaOf(tr *skuTrack, act *actors.Activity, in *ingressReading) intervalDelta {
-	return intervalDelta{
+	d := intervalDelta{
 		accepted:         diff(act.Accepted, tr.act.Accepted),
 		soldOutActor:     diff(act.SoldOut, tr.act.SoldOut),
 		alreadyPurchased: diff(act.AlreadyPurchased, tr.act.AlreadyPurchased),
@@ -248,9 +248,15 @@ func deltaOf(tr *skuTrack, act *actors.Activity, in *ingressReading) intervalDel
 		subjectLimit:     diff(in.subjectLimit, tr.in.subjectLimit),
 		serverErrors:     diff(in.serverErrors, tr.in.serverErrors),
 		answers:          diff(in.answers, tr.in.answers),
-		latency:          histogramDiff(in.latency, tr.in.latency),
-		fsync:            histogramDiff(act.Fsync, tr.act.Fsync),
 	}
+	// An idle SKU's histograms are not compared: no answer, no commit.
+	if in.answers != tr.in.answers {
+		d.latency = histogramDiff(in.latency, tr.in.latency)
+	}
+	if act.Batches != tr.act.Batches {
+		d.fsync = histogramDiff(act.Fsync, tr.act.Fsync)
+	}
+	return d
 }
 
 // rates fills the row's per-interval figures from d over dt seconds.

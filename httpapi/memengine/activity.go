@@ -32,8 +32,19 @@ func (a *activity) reserved(res sku.Result) {
 func (e *Engine) AllActivity() []actors.Activity {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	keys := make([]skuKey, 0, len(e.skus))
+	for k := range e.skus {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { // the keys, not the large Activity values
+		if keys[i].campaignID != keys[j].campaignID {
+			return keys[i].campaignID < keys[j].campaignID
+		}
+		return keys[i].skuID < keys[j].skuID
+	})
 	out := make([]actors.Activity, 0, len(e.skus))
-	for k, s := range e.skus {
+	for _, k := range keys {
+		s := e.skus[k]
 		a := actors.Activity{
 			CampaignID: k.campaignID, SKUID: k.skuID,
 			Accepted: s.act.accepted, SoldOut: s.act.soldOut, AlreadyPurchased: s.act.alreadyPurchased,
@@ -45,11 +56,5 @@ func (e *Engine) AllActivity() []actors.Activity {
 		}
 		out = append(out, a)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CampaignID != out[j].CampaignID {
-			return out[i].CampaignID < out[j].CampaignID
-		}
-		return out[i].SKUID < out[j].SKUID
-	})
 	return out
 }
