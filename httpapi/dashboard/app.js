@@ -16,6 +16,7 @@ const state = {
   abort: null,
   generation: 0,
   series: new Map(), // "campaign/sku" or "" (totals) -> {accepted, soldOut, refused, p99}
+  lastPointAt: 0,    // Unix ms of the newest point in series
   rows: new Map(),   // "campaign/sku" -> its <tr>
 };
 
@@ -63,6 +64,7 @@ function pushPoint(key, row) {
 }
 function loadHistory(h) {
   state.series.clear();
+  state.lastPointAt = h.at && h.at.length ? h.at[h.at.length - 1] : 0;
   const take = (src) => ({
     accepted: src.accepted || [], soldOut: src.sold_out || [], refused: src.refused || [], p99: src.reserve_p99_ms || [],
   });
@@ -230,8 +232,12 @@ function drawRows(doc) {
 }
 
 function onStats(doc) {
-  pushPoint('', doc.totals);
-  for (const r of doc.skus) pushPoint(`${r.campaign_id}/${r.sku_id}`, r);
+  const at = Date.parse(doc.at);
+  if (at > state.lastPointAt) { // the first event repeats the history's last point
+    state.lastPointAt = at;
+    pushPoint('', doc.totals);
+    for (const r of doc.skus) pushPoint(`${r.campaign_id}/${r.sku_id}`, r);
+  }
   drawTotals(doc);
   drawRows(doc);
   $('at').textContent = 'sample ' + new Date(doc.at).toLocaleTimeString();
