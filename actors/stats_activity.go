@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"math"
 	"os"
 	"sync/atomic"
 	"time"
@@ -131,14 +132,11 @@ func (s *SKU) Activity() Activity {
 	if l := s.log.Load(); l != nil {
 		out.DurableIndex, out.LastIndex = l.DurableIndex(), l.LastIndex()
 	}
-	if next := s.nextExpiry.Load(); next > 0 && next != maxExpiry {
+	if next := s.nextExpiry.Load(); next > 0 && next != math.MaxInt64 {
 		out.EarliestExpireAt = next
 	}
 	return out
 }
-
-// maxExpiry is nextExpiry's "no reservation pending".
-const maxExpiry = int64(^uint64(0) >> 1)
 
 // AllActivity returns the Activity of every defined SKU, sorted by
 // campaign and SKU id (the order of AllStats).
