@@ -84,7 +84,11 @@ func checkMachine(m *model, e *sku.Machine) error {
 		return fmt.Errorf("paused %v, model %v", e.Paused(), m.paused)
 	}
 	c := e.Counts()
-	if uint64(c.Available)+uint64(c.Reserved)+uint64(c.Confirmed) != uint64(c.SaleLimit) {
+	if m.celled() {
+		if err := checkCell(m, e); err != nil {
+			return err
+		}
+	} else if uint64(c.Available)+uint64(c.Reserved)+uint64(c.Confirmed) != uint64(c.SaleLimit) {
 		return fmt.Errorf("sale_limit %d != available %d + reserved %d + confirmed %d", c.SaleLimit, c.Available, c.Reserved, c.Confirmed)
 	}
 	if int(c.Reservations) != len(m.res) {

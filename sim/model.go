@@ -56,7 +56,8 @@ type model struct {
 	released []uint32          // tokens given back, oldest first
 	fresh    uint32            // tokens ever handed out
 	refunds  int
-	soldOut  int // SOLD_OUT answers recorded
+	soldOut  int       // SOLD_OUT answers recorded
+	cell     modelCell // a celled SKU's grants and returns (model_cells.go)
 
 	// effects counts the effects applied since the count was last read;
 	// onEffect, when set, runs after each one.
@@ -82,6 +83,7 @@ func (m *model) clone() *model {
 	c.requests = maps.Clone(m.requests)
 	c.live = maps.Clone(m.live)
 	c.released = slices.Clone(m.released)
+	c.cell = m.cell.clone()
 	c.onEffect = nil
 	return &c
 }
@@ -107,6 +109,9 @@ func (m *model) get(seq uint32) *modelReservation {
 
 // available is the tokens a reserve can take without closing anything.
 func (m *model) available() uint32 {
+	if m.celled() {
+		return uint32(len(m.cell.unsold) + len(m.released))
+	}
 	return m.def.SaleLimit - m.fresh + uint32(len(m.released))
 }
 
@@ -201,7 +206,7 @@ func (m *model) reserve(now int64, request, user string) modelReply {
 		m.expireDue(at, expireOnSoldOut)
 	}
 	if m.available() == 0 {
-		if m.soldOut < maxRecordedSoldOut { // beyond it, answered without a record
+		if m.soldOut < maxRecordedSoldOut && !m.celled() { // beyond it, or celled: answered without a record
 			m.effect(at, func() {
 				m.requests[request] = modelRequest{user: user, soldOut: true}
 				m.soldOut++
@@ -212,9 +217,12 @@ func (m *model) reserve(now int64, request, user string) modelReply {
 	seq := uint32(len(m.res)) + 1
 	m.effect(at, func() {
 		token := m.fresh + 1
-		if len(m.released) > 0 {
+		switch {
+		case len(m.released) > 0:
 			token, m.released = m.released[0], m.released[1:]
-		} else {
+		case m.celled():
+			token, m.cell.unsold = m.cell.unsold[0], m.cell.unsold[1:]
+		default:
 			m.fresh++
 		}
 		m.res = append(m.res, modelReservation{request: request, user: user, token: token,

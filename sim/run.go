@@ -118,6 +118,7 @@ type run struct {
 	// The workload.
 	users    int
 	def      sku.Definition
+	ledger   simLedger // a celled SKU's quota ledger (cells_step.go)
 	requests []modelRequest // request_ids sent, with their user (request in .request)
 	reqIDs   []string
 }
@@ -207,10 +208,18 @@ func (r *run) setUp() error {
 	if err := r.recovered(); err != nil {
 		return err
 	}
+	if r.seed%4 == 3 { // a quarter of the seeds run a celled SKU (cells_step.go)
+		r.def.Cell, r.def.CellMapVersion = "c1", 1
+	}
 	def := r.def
 	c := &core.Call{Kind: core.KindDefine, Def: &def}
 	if err := r.decide(c, func() modelReply { return modelReply{outcome: r.model.define(r.now, r.def)} }); err != nil {
 		return err
+	}
+	if r.def.Cell != "" { // the cell's initial grant
+		if err := r.cellCall(callSpec{kind: callRedefine, a: 2 * uint32(g.IntN(8)), b: 0}); err != nil {
+			return err
+		}
 	}
 	r.advance()
 	return r.flush()
@@ -315,7 +324,7 @@ func (r *run) decide(c *core.Call, predict func() modelReply) error {
 func (r *run) countReply(c *core.Call) {
 	outcome := c.Result.Outcome.String()
 	switch c.Kind {
-	case core.KindPause, core.KindResume, core.KindDefine:
+	case core.KindPause, core.KindResume, core.KindDefine, core.KindGrant, core.KindReturn, core.KindEpoch:
 		outcome = c.Outcome.String()
 	case core.KindGet, core.KindLookup:
 		outcome = "found"
@@ -332,7 +341,10 @@ func (r *run) countReply(c *core.Call) {
 // checkDecided compares the reply Decide gave with the model's.
 func (r *run) checkDecided(c *core.Call, want modelReply) error {
 	switch c.Kind {
-	case core.KindPause, core.KindResume, core.KindDefine:
+	case core.KindPause, core.KindResume, core.KindDefine, core.KindGrant, core.KindReturn, core.KindEpoch:
+		if c.Kind == core.KindReturn && c.Cell.Alloc.Units() != uint64(want.seq) {
+			return fmt.Errorf("returned %d units, model %d", c.Cell.Alloc.Units(), want.seq)
+		}
 		if c.Outcome != want.outcome || (c.Err != nil) != (want.outcome == sku.OutcomeInvalid) {
 			return fmt.Errorf("answered %s (err %v), model %s", c.Outcome, c.Err, want.outcome)
 		}
@@ -457,7 +469,9 @@ func (r *run) flush() error {
 // acknowledge notes a reply released to its caller.
 func (r *run) acknowledge(c *core.Call, index uint64) {
 	r.acked = max(r.acked, index)
-	if c.Kind == core.KindReserve && (c.Result.Outcome == sku.OutcomeAccepted || c.Result.Outcome == sku.OutcomeSoldOut) {
+	// A celled SKU's SOLD_OUT is not recorded (model_cells.go): nothing to reproduce.
+	recordedSoldOut := c.Result.Outcome == sku.OutcomeSoldOut && r.def.Cell == ""
+	if c.Kind == core.KindReserve && (c.Result.Outcome == sku.OutcomeAccepted || recordedSoldOut) {
 		r.ackedReqs[c.RequestID] = modelRequest{user: c.UserID, soldOut: c.Result.Outcome == sku.OutcomeSoldOut}
 	}
 }

@@ -211,6 +211,9 @@ func (r *run) call(spec callSpec) error {
 		c := &core.Call{Kind: kind}
 		return r.decide(c, func() modelReply { return modelReply{outcome: m.setPaused(now, paused)} })
 	case callRedefine:
+		if r.model.celled() && spec.a%2 == 0 {
+			return r.cellCall(spec) // cells_step.go
+		}
 		d := r.model.def
 		switch spec.b % 8 {
 		case 0:
