@@ -118,7 +118,7 @@ type run struct {
 	// The workload.
 	users    int
 	def      sku.Definition
-	ledger   simLedger // a celled SKU's quota ledger (cells_step.go)
+	ledger   simLedger      // a celled SKU's quota ledger (cells_step.go)
 	requests []modelRequest // request_ids sent, with their user (request in .request)
 	reqIDs   []string
 }
