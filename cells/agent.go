@@ -60,9 +60,9 @@ func (c *AgentConfig) fill() {
 	}
 }
 
-// ErrWrongCell: the SKU's log belongs to another cell (its DEFINE names
+// ErrForeignDataDir: the SKU's log belongs to another cell (its DEFINE names
 // it), or is not celled: a data dir started under the wrong --cell.
-var ErrWrongCell = errors.New("cells: the data dir belongs to another cell")
+var ErrForeignDataDir = errors.New("cells: the data dir belongs to another cell")
 
 // Agent keeps one cell's share of a celled SKU in step with the ledger,
 // off the request path: at start it bumps the cell's epoch (fencing any
@@ -143,14 +143,6 @@ func (a *Agent) op() (context.Context, context.CancelFunc) {
 
 // errLostAnswer is the fault point's error (fault_on.go).
 var errLostAnswer = errors.New("cells: the top-up's answer was lost (fault injection)")
-
-// CheckOwner refuses a SKU log that belongs to another cell.
-func CheckOwner(r core.CellReport, def sku.Definition, cell string) error {
-	if !r.Celled || def.Cell != cell {
-		return fmt.Errorf("%w: %s/%s is cell %q's, this is %q", ErrWrongCell, def.CampaignID, def.SKUID, def.Cell, cell)
-	}
-	return nil
-}
 
 // Run drives the agent until ctx is done. It returns ledger.ErrFenced
 // when another process took the cell's epoch (the caller stops topping

@@ -66,7 +66,7 @@ type cellRuntime struct {
 func startCell(engine *actors.Engine, o cellOptions, dataDir string, reg prometheus.Registerer, log *slog.Logger) (*cellRuntime, error) {
 	for _, st := range engine.AllStats() {
 		if st.Definition.Cell != "" && st.Definition.Cell != o.id {
-			return nil, fmt.Errorf("%w: %s/%s in %s is cell %s's, not %s", cells.ErrWrongCell, st.CampaignID, st.SKUID, dataDir, st.Definition.Cell, o.id)
+			return nil, fmt.Errorf("%w: %s/%s in %s is cell %s's, not %s", cells.ErrForeignDataDir, st.CampaignID, st.SKUID, dataDir, st.Definition.Cell, o.id)
 		}
 	}
 	client, err := ledger.Dial(strings.Split(o.etcd, ","))
