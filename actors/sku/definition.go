@@ -42,6 +42,9 @@ type Definition struct {
 	// FormatReservationID). The engine draws it at random when it first
 	// defines the SKU; it never changes.
 	IDKey [16]byte
+	// Lottery, when set, makes the SKU a lottery sale (lottery.go): it is
+	// recorded by LOTTERY_COMMITTED, not by DEFINE, and never changes.
+	Lottery *LotteryRules
 }
 
 // ErrInvalidDefinition is wrapped by Validate and by redefinitions that are
@@ -64,6 +67,9 @@ func (d Definition) Validate() error {
 	}
 	if d.SaleLimit == 0 || d.SaleLimit > MaxSaleLimit {
 		return fmt.Errorf("%w: sale_limit must be 1..%d", ErrInvalidDefinition, MaxSaleLimit)
+	}
+	if d.Lottery != nil {
+		return d.Lottery.validate(d.SaleLimit)
 	}
 	return nil
 }
@@ -91,7 +97,7 @@ func (d Definition) CheckRedefine(next Definition) error {
 	case next.SaleLimit < d.SaleLimit:
 		return fmt.Errorf("%w: sale_limit may only be raised", ErrInvalidDefinition)
 	}
-	return nil
+	return d.checkLotteryRedefine(next)
 }
 
 // ValidID reports whether s is 1-64 characters of [A-Za-z0-9._:-], the

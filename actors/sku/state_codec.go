@@ -32,6 +32,9 @@ import (
 //	rejection   = str request_id, str user_id, u8 outcome, uvarint 0 (a reserved field, always 0)
 //	refund      = uvarint seq, str payment_id, varint amount, varint at
 //
+// A lottery SKU's state follows, as an optional trailing section
+// (lottery_codec.go).
+//
 // Token slots, counters, the indexes and the expiry cursor are derived from
 // these and rebuilt by Restore, which checks them as it goes.
 const StateFormatVersion = 1
@@ -86,6 +89,7 @@ func (f *Frozen) Encode(w io.Writer) (int64, error) {
 		e.b = binary.AppendVarint(b, rf.At)
 		e.maybeFlush()
 	}
+	e.encodeLottery(f)
 	e.flush()
 	return e.n, e.err
 }
@@ -253,6 +257,7 @@ func (s *stateDecoder) decode() {
 	}
 	s.rows(handedOut)
 	s.rejectionsAndRefunds()
+	s.decodeLottery()
 	if s.err == nil && len(s.b) != 0 {
 		s.fail("%d trailing bytes", len(s.b))
 	}
