@@ -50,9 +50,14 @@ func (s *Server) handleReserve(ctx *fasthttp.RequestCtx) string {
 // reserve runs one reserve through the ingress layers: the answer cache,
 // the user's flight, the fast paths and admission, then the engine.
 func (s *Server) reserve(campaignID, skuID, requestID, userID string) reply {
-	if _, known := s.engine.SKUStats(campaignID, skuID); !known {
+	st, known := s.engine.SKUStats(campaignID, skuID)
+	if !known {
 		s.rejected(layerValidation)
 		return errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU")
+	}
+	if st.Definition.Lottery != nil {
+		s.rejected(layerValidation)
+		return replyLotterySale
 	}
 	rkey := requestKey(campaignID, skuID, requestID)
 	ukey := userKey(campaignID, skuID, userID)
@@ -202,6 +207,8 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 		return errorReply(fasthttp.StatusServiceUnavailable, reason, ""), false
 	case sku.OutcomeNotFound:
 		return errorReply(fasthttp.StatusNotFound, reasonNotFound, ""), false
+	case sku.OutcomeLotterySale:
+		return replyLotterySale, false
 	}
 	s.log.Error("reserve: unexpected outcome", "outcome", reason)
 	return errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""), false
@@ -217,6 +224,7 @@ var (
 	replySoldOut         = errorReply(fasthttp.StatusConflict, reasonSoldOut, "")
 	replyRequestIDReused = errorReply(fasthttp.StatusUnprocessableEntity, sku.OutcomeRequestIDReused.String(), "")
 	replyQueueFull       = errorReply(fasthttp.StatusTooManyRequests, reasonQueueFull, "")
+	replyLotterySale     = errorReply(fasthttp.StatusConflict, reasonLotterySale, "this SKU is sold by lottery: POST an entry instead")
 )
 
 // queueFull is the 429 answer, with Retry-After: the queue drains within

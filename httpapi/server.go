@@ -271,6 +271,8 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/snapshot", s.route("admin_snapshot", s.admin(s.handleSnapshot)))
 	r.POST("/admin/reservations/{reservation_id}/release", s.route("admin_release", s.admin(s.handleRelease)))
 
+	s.lotteryRoutes(r, get)
+
 	get("/metrics", s.metricsHandler())
 	get("/healthz", s.route("healthz", s.handleHealthz))
 	get("/readyz", s.route("readyz", s.handleReadyz))

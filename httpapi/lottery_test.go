@@ -1,0 +1,136 @@
+package httpapi_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/lottery"
+)
+
+// lotteryCampaign is a campaign with one lottery SKU whose entries are
+// open from a second ago for a minute, and the beacon round published
+// next after the close.
+func lotteryCampaign(now time.Time, saleLimit, waitlist int) (map[string]any, uint64) {
+	closeAt := now.Add(time.Minute)
+	round := uint64((closeAt.Unix()-lottery.QuicknetGenesis)/lottery.QuicknetPeriod + 3)
+	return map[string]any{
+		"campaign_id":    "lc",
+		"start_at":       now.Add(-time.Second).UTC().Format(time.RFC3339Nano),
+		"end_at":         now.Add(24 * time.Hour).UTC().Format(time.RFC3339Nano),
+		"payment_window": "10m",
+		"skus": []map[string]any{{
+			"sku_id": "ls", "sale_limit": saleLimit, "allocation": "lottery",
+			"entries_open_at":  now.Add(-time.Second).UTC().Format(time.RFC3339Nano),
+			"entries_close_at": closeAt.UTC().Format(time.RFC3339Nano),
+			"beacon":           map[string]any{"source": "drand-quicknet", "round": round},
+			"waitlist":         waitlist,
+			"tiers":            []map[string]any{{"tier": 0, "quota": "rest"}},
+		}},
+	}, round
+}
+
+func TestLotteryOverHTTP(t *testing.T) {
+	clock := newStepClock()
+	ts := startServer(t, serverOptions{
+		engine: func(c *actors.Config) { c.Clock = clock.now },
+		config: func(c *httpapi.Config) { c.Clock = clock.now },
+	})
+	body, round := lotteryCampaign(clock.now(), 5, 3)
+	ts.define(body)
+	const entries = "/v1/campaigns/lc/skus/ls/entries"
+	want(t, ts.reserve("lc", "ls", "r0", "u0"), http.StatusConflict, "LOTTERY_SALE")
+	for i := 1; i <= 30; i++ {
+		r := ts.post(entries, map[string]string{"request_id": fmt.Sprintf("r%d", i), "user_id": fmt.Sprintf("u%d", i)})
+		if r.status != http.StatusAccepted || r.str("outcome") != "ENTERED" || num(r, "entry_seq") != i || r.header.Get("Location") != r.str("status_url") {
+			t.Fatalf("entry %d: %v", i, r)
+		}
+	}
+	if r := ts.post(entries, map[string]string{"request_id": "again", "user_id": "u7"}); r.status != http.StatusAccepted || num(r, "entry_seq") != 7 {
+		t.Fatalf("a second entry of u7: %v", r)
+	}
+	want(t, ts.post(entries, map[string]string{"request_id": "r7", "user_id": "u8"}), http.StatusUnprocessableEntity, "REQUEST_ID_REUSED")
+	want(t, ts.post(entries, map[string]string{"request_id": "r7"}), http.StatusBadRequest, "BAD_REQUEST")
+	if r := ts.get(entries + "/r3"); r.status != http.StatusOK || r.str("status") != "ENTERED" {
+		t.Fatalf("entry status: %v", r)
+	}
+	want(t, ts.get(entries+"/nope"), http.StatusNotFound, "NOT_FOUND")
+	info := ts.get("/v1/campaigns/lc/skus/ls/lottery")
+	if info.status != http.StatusOK || info.str("phase") != "OPEN" || len(info.str("commit")) != 64 || info.str("server_seed") != "" {
+		t.Fatalf("lottery info while open: %v", info)
+	}
+	rnd := sha256.Sum256([]byte("beacon"))
+	draw := func(r uint64, randomness string) response {
+		return ts.admin(http.MethodPost, "/admin/campaigns/lc/skus/ls/lottery/draw",
+			map[string]any{"beacon": map[string]any{"round": r, "randomness": randomness}})
+	}
+	want(t, draw(round, hex.EncodeToString(rnd[:])), http.StatusConflict, "ENTRIES_OPEN")
+	want(t, draw(round, hex.EncodeToString(rnd[:31])), http.StatusBadRequest, "BAD_BEACON")
+	clock.step(61 * time.Second)
+	want(t, ts.post(entries, map[string]string{"request_id": "late", "user_id": "late"}), http.StatusForbidden, "ENTRIES_CLOSED")
+	want(t, draw(round, hex.EncodeToString(rnd[:])), http.StatusConflict, "BEACON_NOT_DUE")
+	want(t, draw(round+1, hex.EncodeToString(rnd[:])), http.StatusBadRequest, "WRONG_ROUND")
+	clock.step(15 * time.Second)
+	if r := draw(round, hex.EncodeToString(rnd[:])); r.status != http.StatusAccepted || r.str("outcome") != "DRAW_STARTED" {
+		t.Fatalf("draw: %v", r)
+	}
+	want(t, draw(round, hex.EncodeToString(rnd[:])), http.StatusConflict, "ALREADY_DRAWN")
+	eventually(t, 30*time.Second, "the draw is recorded", func() bool {
+		info = ts.get("/v1/campaigns/lc/skus/ls/lottery")
+		return info.str("phase") == "DRAWN"
+	})
+	// The evidence checks out against the exported pool.
+	seed := mustHex(t, info.str("server_seed"))
+	if c := lottery.Commit(seed); hex.EncodeToString(c[:]) != info.str("commit") {
+		t.Fatal("the server seed does not match its commit")
+	}
+	csv := ts.admin(http.MethodGet, "/admin/campaigns/lc/skus/ls/lottery/entries.csv", nil)
+	root := sha256.Sum256(csv.raw)
+	if csv.status != http.StatusOK || hex.EncodeToString(root[:]) != info.str("entries_root") || csv.header.Get("X-Entries-Root") != info.str("entries_root") {
+		t.Fatalf("entries.csv: %d, root %x, evidence %s", csv.status, root, info.str("entries_root"))
+	}
+	pool, err := lottery.ParsePool(csv.raw)
+	if err != nil || len(pool) != 30 {
+		t.Fatalf("pool: %d entries, %v", len(pool), err)
+	}
+	drawSeed := lottery.Seed("lc", "ls", seed, rnd[:], root)
+	if hex.EncodeToString(drawSeed[:]) != info.str("seed") {
+		t.Fatal("the seed does not follow from the evidence")
+	}
+	res := lottery.Draw(drawSeed, pool, lottery.Rules{Units: 5, Waitlist: 3})
+	if wr := lottery.ListRoot(res.Winners); hex.EncodeToString(wr[:]) != info.str("winners_root") {
+		t.Fatal("the winners do not follow from the evidence")
+	}
+	for _, e := range res.Winners {
+		r := ts.get(fmt.Sprintf("%s/r%d", entries, e))
+		if r.str("status") != "WON" || r.str("reservation_id") == "" {
+			t.Fatalf("winner %d: %v", e, r)
+		}
+		if g := ts.get("/v1/reservations/" + r.str("reservation_id")); g.str("state") != "PENDING_PAYMENT" {
+			t.Fatalf("winner %d's reservation: %v", e, g)
+		}
+	}
+	for i, e := range res.Waitlist {
+		if r := ts.get(fmt.Sprintf("%s/r%d", entries, e)); r.str("status") != "WAITLISTED" || num(r, "position") != i+1 {
+			t.Fatalf("waitlisted %d: %v", e, r)
+		}
+	}
+	if r := ts.get(fmt.Sprintf("%s/r%d", entries, res.Lost[0])); r.str("status") != "LOST" {
+		t.Fatalf("lost: %v", r)
+	}
+	ts.audit("lc", "ls")
+}
+
+func mustHex(t *testing.T, s string) lottery.Hash {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != lottery.Size {
+		t.Fatalf("hex %q", s)
+	}
+	return lottery.Hash(b)
+}
