@@ -170,6 +170,7 @@ type lotteryBody struct {
 	Phase       string           `json:"phase"`
 	Rules       lotteryRulesBody `json:"rules"`
 	Commit      string           `json:"commit"`
+	CommittedAt string           `json:"committed_at"`
 	EntryCount  uint32           `json:"entry_count"`
 	EntriesRoot string           `json:"entries_root,omitempty"`
 	ClosedAt    string           `json:"closed_at,omitempty"`
@@ -218,7 +219,7 @@ func renderLottery(info sku.LotteryInfo) lotteryBody {
 			Beacon: beaconRuleBody{Source: r.Beacon.Source, Round: r.Beacon.Round, RoundTime: formatMillis(roundTime),
 				FallbackRound: r.Beacon.Fallback().Round, FallbackRoundTime: formatMillis(fallbackTime)},
 			Waitlist: r.Waitlist, Tiers: campaignSKUOf(sku.Definition{Lottery: &r}).Tiers},
-		Commit: hexOf(info.Commit), EntryCount: info.EntryCount}
+		Commit: hexOf(info.Commit), CommittedAt: formatMillis(info.CommittedAt), EntryCount: info.EntryCount}
 	if body.Rules.Tiers == nil {
 		body.Rules.Tiers = []TierQuotaJSON{{Tier: 0, Quota: QuotaValue{Rest: true}}}
 	}

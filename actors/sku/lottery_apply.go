@@ -79,6 +79,7 @@ func (m *Machine) applyCommitted(r *Record) error {
 		return notApply(r, "%v", err)
 	}
 	m.lot = newLotteryState(*lr)
+	m.lot.committedAt = r.At
 	m.def.Lottery = &m.lot.rules
 	return nil
 }

@@ -7,7 +7,7 @@ import (
 // The lottery section of an encoded state (state_codec.go): an optional
 // trailing section, present only for a lottery SKU, after the refunds.
 //
-//	u8 1 (the section's tag) | rules (the layout of LOTTERY_COMMITTED)
+//	u8 1 (the section's tag) | rules (the layout of LOTTERY_COMMITTED) | varint committed_at
 //	uvarint n, n × (str request_id, str user_id, u8 tier)     entries in seq order
 //	bool closed, varint closed_at, hash entries_root
 //	bool draw_started, varint draw_at, uvarint round, hash randomness
@@ -31,6 +31,7 @@ func (e *stateEncoder) encodeLottery(f *Frozen) {
 	}
 	e.b = append(e.b, lotterySectionTag)
 	e.b = appendRules(e.b, &l.rules)
+	e.b = binary.AppendVarint(e.b, l.committedAt)
 	e.b = binary.AppendUvarint(e.b, uint64(l.entries.count))
 	for seq := uint32(1); seq <= l.entries.count; seq++ {
 		r := l.entries.get(seq)
@@ -73,6 +74,7 @@ func (s *stateDecoder) decodeLottery() {
 		return
 	}
 	rules := s.rules()
+	committedAt := s.varint()
 	if s.err != nil {
 		return
 	}
@@ -81,6 +83,7 @@ func (s *stateDecoder) decodeLottery() {
 		return
 	}
 	l := newLotteryState(*rules)
+	l.committedAt = committedAt
 	m.lot = l
 	m.def.Lottery = &l.rules
 	n := s.count("entry", minEntrySize)

@@ -8,7 +8,8 @@ import (
 // is append-only, so a frozen copy shares them by length; the maps are
 // derived (rebuilt when a state is decoded).
 type lotteryState struct {
-	rules LotteryRules
+	rules       LotteryRules
+	committedAt int64 // ms, the time of LOTTERY_COMMITTED
 
 	entries entryLog
 	// byUser and byRequest map a user_id and a request_id to its entry_seq.

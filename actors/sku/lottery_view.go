@@ -51,7 +51,7 @@ type LotteryInfo struct {
 	Rules             LotteryRules // ServerSeed and PseudonymKey zeroed: never published here
 	Phase             LotteryPhase
 	Commit            lottery.Hash
-	CommittedAt       int64 // ms: unknown to the Machine, see Frozen
+	CommittedAt       int64 // ms, when the rules and the commit were recorded
 	EntryCount        uint32
 	Closed            bool
 	ClosedAt          int64 // ms
@@ -80,7 +80,7 @@ func (f *Frozen) LotteryInfo(now int64) (LotteryInfo, bool) {
 		return LotteryInfo{}, false
 	}
 	info := LotteryInfo{CampaignID: f.def.CampaignID, SKUID: f.def.SKUID, SaleLimit: f.def.SaleLimit,
-		Rules: l.rules, Phase: l.phase(max(now, f.lastAt)), Commit: lottery.Commit(l.rules.ServerSeed),
+		Rules: l.rules, Phase: l.phase(max(now, f.lastAt)), Commit: lottery.Commit(l.rules.ServerSeed), CommittedAt: l.committedAt,
 		EntryCount: l.entries.count, Closed: l.closed, ClosedAt: l.closedAt, EntriesRoot: l.entriesRoot}
 	info.Rules.ServerSeed, info.Rules.PseudonymKey = lottery.Hash{}, lottery.Hash{}
 	if l.drawStarted {
