@@ -104,7 +104,7 @@ func evidenceJSONOf(t *testing.T, info sku.LotteryInfo) []byte {
 	doc := map[string]any{
 		"campaign_id": info.CampaignID, "sku_id": info.SKUID, "phase": info.Phase.String(),
 		"rules": map[string]any{"sale_limit": info.SaleLimit, "entries_close_at": formatMillis(info.Rules.EntriesCloseAt),
-			"beacon": map[string]any{"source": info.Rules.Beacon.Source, "round": info.Rules.Beacon.Round},
+			"beacon":   map[string]any{"source": info.Rules.Beacon.Source, "round": info.Rules.Beacon.Round},
 			"waitlist": info.Rules.Waitlist, "tiers": []map[string]any{{"tier": 0, "quota": "rest"}}},
 		"commit": h(info.Commit), "committed_at": formatMillis(info.CommittedAt), "entry_count": info.EntryCount,
 		"entries_root": h(info.EntriesRoot), "closed_at": formatMillis(info.ClosedAt), "round": info.Round,
