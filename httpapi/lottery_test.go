@@ -10,6 +10,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/httpapi/memengine"
 	"github.com/seckill/seckill/lottery"
 )
 
@@ -35,12 +36,31 @@ func lotteryCampaign(now time.Time, saleLimit, waitlist int) (map[string]any, ui
 	}, round
 }
 
+var (
+	_ httpapi.Lotteries = (*actors.Engine)(nil)
+	_ httpapi.Lotteries = (*memengine.Engine)(nil)
+)
+
+// TestLotteryOverHTTP runs a lottery through the API, on the real engine
+// (the ranking off the actor) and on the twin.
 func TestLotteryOverHTTP(t *testing.T) {
-	clock := newStepClock()
-	ts := startServer(t, serverOptions{
-		engine: func(c *actors.Config) { c.Clock = clock.now },
-		config: func(c *httpapi.Config) { c.Clock = clock.now },
+	t.Run("engine", func(t *testing.T) {
+		clock := newStepClock()
+		testLotteryOverHTTP(t, clock, startServer(t, serverOptions{
+			engine: func(c *actors.Config) { c.Clock = clock.now },
+			config: func(c *httpapi.Config) { c.Clock = clock.now },
+		}))
 	})
+	t.Run("twin", func(t *testing.T) {
+		clock := newStepClock()
+		testLotteryOverHTTP(t, clock, startServer(t, serverOptions{
+			twin:   memengine.New(memengine.Config{Clock: clock.now}),
+			config: func(c *httpapi.Config) { c.Clock = clock.now },
+		}))
+	})
+}
+
+func testLotteryOverHTTP(t *testing.T, clock *stepClock, ts *testServer) {
 	body, round := lotteryCampaign(clock.now(), 5, 3)
 	ts.define(body)
 	const entries = "/v1/campaigns/lc/skus/ls/entries"

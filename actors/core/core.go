@@ -170,7 +170,7 @@ func (c *Core) decide(now int64, call *Call, out []sku.Record) []sku.Record {
 			call.Err = fmt.Errorf("drawing the reservation id key: %w", err)
 			return out
 		}
-		if err := c.drawLotterySecrets(&d); err != nil {
+		if err := sku.DrawLotterySecrets(&d, m, c.cfg.Rand); err != nil {
 			call.Err = err
 			return out
 		}

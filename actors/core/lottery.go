@@ -1,8 +1,6 @@
 package core
 
 import (
-	"fmt"
-	"io"
 	"time"
 
 	"github.com/seckill/seckill/actors/sku"
@@ -50,30 +48,6 @@ func (c *Core) decideLottery(now int64, call *Call, out []sku.Record) []sku.Reco
 		call.Report.Frozen = m.Freeze()
 	}
 	return out
-}
-
-// drawLotterySecrets fills a lottery definition's server seed and
-// pseudonym key: drawn from Rand at the first definition, kept after.
-func (c *Core) drawLotterySecrets(d *sku.Definition) error {
-	if d.Lottery == nil {
-		return nil
-	}
-	rules := *d.Lottery
-	if cur := c.m.Definition().Lottery; c.m.Defined() && cur != nil {
-		rules.ServerSeed, rules.PseudonymKey = cur.ServerSeed, cur.PseudonymKey
-	} else if c.m.Defined() {
-		d.Lottery = &rules
-		return nil // a plain SKU: the Machine refuses the change
-	} else {
-		if _, err := io.ReadFull(c.cfg.Rand, rules.ServerSeed[:]); err != nil {
-			return fmt.Errorf("drawing the lottery's server seed: %w", err)
-		}
-		if _, err := io.ReadFull(c.cfg.Rand, rules.PseudonymKey[:]); err != nil {
-			return fmt.Errorf("drawing the lottery's pseudonym key: %w", err)
-		}
-	}
-	d.Lottery = &rules
-	return nil
 }
 
 // tickLottery closes due entries and records more of a ranking.

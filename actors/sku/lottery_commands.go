@@ -2,6 +2,7 @@ package sku
 
 import (
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/seckill/seckill/lottery"
@@ -228,4 +229,30 @@ func (f *Frozen) RankDraw() (*DrawRanking, bool) {
 	}
 	res := lottery.Draw(l.seed, l.pool(), l.rules.rules(f.def.SaleLimit))
 	return &DrawRanking{Seed: l.seed, Winners: res.Winners, Waitlist: res.Waitlist}, true
+}
+
+// DrawLotterySecrets fills a lottery definition's server seed and
+// pseudonym key for Define: drawn from rnd (crypto/rand in production)
+// at the SKU's first definition, copied from m's definition after it, so
+// a redefinition states the same lottery. d.Lottery is replaced by a copy;
+// a definition without a lottery is left as it is.
+func DrawLotterySecrets(d *Definition, m *Machine, rnd io.Reader) error {
+	if d.Lottery == nil {
+		return nil
+	}
+	rules := *d.Lottery
+	switch {
+	case m.Defined() && m.lot != nil:
+		rules.ServerSeed, rules.PseudonymKey = m.lot.rules.ServerSeed, m.lot.rules.PseudonymKey
+	case m.Defined(): // a plain SKU: Define refuses the change
+	default:
+		if _, err := io.ReadFull(rnd, rules.ServerSeed[:]); err != nil {
+			return fmt.Errorf("drawing the lottery's server seed: %w", err)
+		}
+		if _, err := io.ReadFull(rnd, rules.PseudonymKey[:]); err != nil {
+			return fmt.Errorf("drawing the lottery's pseudonym key: %w", err)
+		}
+	}
+	d.Lottery = &rules
+	return nil
 }
