@@ -122,6 +122,14 @@ func testLotteryOverHTTP(t *testing.T, clock *stepClock, ts *testServer) {
 	if hex.EncodeToString(drawSeed[:]) != info.str("seed") {
 		t.Fatal("the seed does not follow from the evidence")
 	}
+	// The auditor's parser reads what the server publishes, and passes it.
+	ev, err := lottery.ParseEvidence(info.raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := lottery.Verify(ev, csv.raw); !rep.OK {
+		t.Fatalf("the auditor fails the evidence: %+v", rep.Checks)
+	}
 	res := lottery.Draw(drawSeed, pool, lottery.Rules{Units: 5, Waitlist: 3})
 	if wr := lottery.ListRoot(res.Winners); hex.EncodeToString(wr[:]) != info.str("winners_root") {
 		t.Fatal("the winners do not follow from the evidence")

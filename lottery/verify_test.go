@@ -7,7 +7,7 @@ import (
 )
 
 // evidenceOf builds honest evidence for a pool of n entries.
-func evidenceOf(n int) (Evidence, []byte) {
+func honestEvidence(n int) (Evidence, []byte) {
 	key := sha256.Sum256([]byte("k"))
 	var entries []Entry
 	var pool []byte
@@ -41,7 +41,7 @@ func failed(r Report) []string {
 }
 
 func TestVerifyHonestAndTampered(t *testing.T) {
-	ev, pool := evidenceOf(40)
+	ev, pool := honestEvidence(40)
 	if r := Verify(ev, pool); !r.OK {
 		t.Fatalf("honest evidence fails: %v %+v", failed(r), r.Checks)
 	}
@@ -67,7 +67,7 @@ func TestVerifyHonestAndTampered(t *testing.T) {
 		"another randomness":        func(ev *Evidence, pool []byte) []byte { ev.Randomness[3] ^= 1; return pool },
 	}
 	for name, tamper := range cases {
-		ev, pool := evidenceOf(40)
+		ev, pool := honestEvidence(40)
 		p := tamper(&ev, pool)
 		if r := Verify(ev, p); r.OK {
 			t.Errorf("%s: the auditor passes it", name)

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -225,38 +222,6 @@ func nonNil(s []uint32) []uint32 {
 
 func head(s []uint32) []uint32 { return s[:min(len(s), 10)] }
 
-// evidenceJSON is the part of the published evidence the auditor reads
-// (GET /v1/campaigns/{c}/skus/{s}/lottery after the draw).
-type evidenceJSON struct {
-	CampaignID string `json:"campaign_id"`
-	SKUID      string `json:"sku_id"`
-	Rules      struct {
-		SaleLimit      uint32 `json:"sale_limit"`
-		EntriesCloseAt string `json:"entries_close_at"`
-		Beacon         struct {
-			Source string `json:"source"`
-			Round  uint64 `json:"round"`
-		} `json:"beacon"`
-		Waitlist uint32 `json:"waitlist"`
-		Tiers    []struct {
-			Tier  uint8           `json:"tier"`
-			Quota json.RawMessage `json:"quota"`
-		} `json:"tiers"`
-	} `json:"rules"`
-	Commit       string `json:"commit"`
-	CommittedAt  string `json:"committed_at"`
-	EntryCount   uint32 `json:"entry_count"`
-	EntriesRoot  string `json:"entries_root"`
-	ClosedAt     string `json:"closed_at"`
-	Round        uint64 `json:"round"`
-	Randomness   string `json:"randomness"`
-	DrawnAt      string `json:"drawn_at"`
-	ServerSeed   string `json:"server_seed"`
-	Seed         string `json:"seed"`
-	WinnersRoot  string `json:"winners_root"`
-	WaitlistRoot string `json:"waitlist_root"`
-}
-
 // verifyEvidence audits published evidence against an exported pool.
 func verifyEvidence(evidencePath, poolPath string) (lottery.Report, error) {
 	raw, err := os.ReadFile(evidencePath)
@@ -267,57 +232,9 @@ func verifyEvidence(evidencePath, poolPath string) (lottery.Report, error) {
 	if err != nil {
 		return lottery.Report{}, err
 	}
-	var doc evidenceJSON
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return lottery.Report{}, usageError("%s: %v", evidencePath, err)
-	}
-	ev, err := evidenceOf(doc)
+	ev, err := lottery.ParseEvidence(raw)
 	if err != nil {
 		return lottery.Report{}, &checkFailed{msg: fmt.Sprintf("%s: %v", evidencePath, err)}
 	}
 	return lottery.Verify(ev, pool), nil
-}
-
-// evidenceOf reads the evidence's fields; a missing or malformed one is an error.
-func evidenceOf(doc evidenceJSON) (lottery.Evidence, error) {
-	ev := lottery.Evidence{CampaignID: doc.CampaignID, SKUID: doc.SKUID, SaleLimit: doc.Rules.SaleLimit,
-		WaitlistSize: doc.Rules.Waitlist, Beacon: lottery.Beacon{Source: doc.Rules.Beacon.Source, Round: doc.Rules.Beacon.Round},
-		EntryCount: doc.EntryCount, Round: doc.Round}
-	var errs []error
-	hash := func(name, s string, dst *lottery.Hash) {
-		b, err := hex.DecodeString(s)
-		if err != nil || len(b) != lottery.Size {
-			errs = append(errs, fmt.Errorf("%s: want 64 hex digits, got %q", name, s))
-			return
-		}
-		*dst = lottery.Hash(b)
-	}
-	hash("commit", doc.Commit, &ev.Commit)
-	hash("entries_root", doc.EntriesRoot, &ev.EntriesRoot)
-	hash("randomness", doc.Randomness, &ev.Randomness)
-	hash("server_seed", doc.ServerSeed, &ev.ServerSeed)
-	hash("seed", doc.Seed, &ev.Seed)
-	hash("winners_root", doc.WinnersRoot, &ev.WinnersRoot)
-	hash("waitlist_root", doc.WaitlistRoot, &ev.WaitlistRoot)
-	ms := func(name, s string, dst *int64) {
-		v, err := parseTime(s)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %v", name, err))
-		}
-		*dst = v
-	}
-	ms("rules.entries_close_at", doc.Rules.EntriesCloseAt, &ev.EntriesCloseAtMs)
-	ms("committed_at", doc.CommittedAt, &ev.CommittedAtMs)
-	ms("closed_at", doc.ClosedAt, &ev.ClosedAtMs)
-	ms("drawn_at", doc.DrawnAt, &ev.DrawnAtMs)
-	for _, t := range doc.Rules.Tiers {
-		q := lottery.Quota{Tier: t.Tier}
-		if string(t.Quota) == `"rest"` {
-			q.Rest = true
-		} else if err := json.Unmarshal(t.Quota, &q.Count); err != nil {
-			errs = append(errs, fmt.Errorf("tier %d: quota %s", t.Tier, t.Quota))
-		}
-		ev.Tiers = append(ev.Tiers, q)
-	}
-	return ev, errors.Join(errs...)
 }
