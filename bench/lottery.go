@@ -47,6 +47,14 @@ type LotteryReport struct {
 	Mismatches      []string       `json:"mismatches,omitempty"`
 }
 
+// line is the report in one line of the summary.
+func (r *LotteryReport) line() string {
+	return fmt.Sprintf("%d entered in %.1f s (%.0f/s, %d repeats got their entry), %d winners and %d waitlisted drawn in %.1f s, "+
+		"%d paid, %d left to expire, %d promoted from the waitlist (%d paid), auditor ok %v",
+		r.Entered, r.EnterS, r.EntriesPerS, r.RepeatsSame, r.Winners, r.Waitlisted, r.DrawS,
+		r.Paid, r.LeftToExpire, r.Promoted, r.PromotedPaid, r.AuditorOK)
+}
+
 type lotteryBeacon struct {
 	Source string `json:"source"`
 	Round  uint64 `json:"round"`
@@ -93,6 +101,9 @@ func runLottery(ctx context.Context, config Config, client *Client) (*Result, er
 		result.Requests += int64(n)
 	}
 	result.Attempts = rep.Entered
+	if rep.EnterS > 0 {
+		result.ThroughputRPS = float64(result.Requests) / rep.EnterS
+	}
 	if time.Now().After(closeAt) {
 		fail("the entries took longer than the entry window (%s): raise --duration", config.Duration)
 	}
