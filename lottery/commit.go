@@ -3,6 +3,7 @@ package lottery
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"hash"
 	"strconv"
 )
 
@@ -61,11 +62,7 @@ func RankKey(seed Hash, seq uint32) Hash {
 
 // ranker computes rank keys with one reusable HMAC state.
 type ranker struct {
-	mac interface {
-		Write([]byte) (int, error)
-		Sum([]byte) []byte
-		Reset()
-	}
+	mac hash.Hash
 	buf [10]byte
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"strconv"
 )
 
@@ -36,17 +37,13 @@ func AppendLine(dst []byte, e Entry) []byte {
 // Rooter computes entries_root line by line, so a pool of any size is
 // hashed without holding its text. Add entries in ascending seq order.
 type Rooter struct {
-	h     interface{ Write([]byte) (int, error) }
-	sum   func([]byte) []byte
+	h     hash.Hash
 	buf   [MaxLineSize]byte
 	count uint32
 }
 
 // NewRooter returns an empty Rooter.
-func NewRooter() *Rooter {
-	h := sha256.New()
-	return &Rooter{h: h, sum: h.Sum}
-}
+func NewRooter() *Rooter { return &Rooter{h: sha256.New()} }
 
 // Add hashes e's line.
 func (r *Rooter) Add(e Entry) {
@@ -60,7 +57,7 @@ func (r *Rooter) Count() uint32 { return r.count }
 // Root returns entries_root of the lines added so far.
 func (r *Rooter) Root() Hash {
 	var s Hash
-	r.sum(s[:0])
+	r.h.Sum(s[:0])
 	return s
 }
 
