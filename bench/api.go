@@ -108,6 +108,8 @@ type ReservationStatus struct {
 	ExpireAt string `json:"expire_at"`
 	// PaidAt is set once paid.
 	PaidAt string `json:"paid_at,omitempty"`
+	// ClosedAt is set once closed.
+	ClosedAt string `json:"closed_at,omitempty"`
 	// ClosedReason says why it closed (expired, cancelled, ...).
 	ClosedReason string `json:"closed_reason,omitempty"`
 	// RefundRequired is set when a payment arrived after the close.
