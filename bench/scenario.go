@@ -194,7 +194,9 @@ func runLoadPhase(ctx context.Context, config Config, client *Client, scenario l
 	for i, spec := range scenario.skus {
 		limits[i] = spec.SaleLimit
 	}
-	report := ledger.Check(len(scenario.skus), func(sku int) int64 { return limits[sku] }, config.PaymentWindow) // release_on_close, as defined above
+	// The campaigns release tokens on close (above); the server keeps the
+	// payment window in whole milliseconds.
+	report := ledger.Check(len(scenario.skus), func(sku int) int64 { return limits[sku] }, config.PaymentWindow.Truncate(time.Millisecond))
 	result.fillLedger(report)
 	return &loadPhase{scenario: scenario, plan: plan, campaignIDs: campaignIDs, result: result, tally: tally, ledger: ledger, report: report}, nil
 }
