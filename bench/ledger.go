@@ -240,13 +240,6 @@ type tokenKey struct {
 	token string
 }
 
-// tokenHolder is a reservation a token was handed to, with its answer's
-// expire_at (zero when absent).
-type tokenHolder struct {
-	reservation string
-	expireAt    time.Time
-}
-
 // TokenHandover is a token handed from one reservation to the next after
 // the first one's expire_at, which release_on_close allows once the first
 // is CLOSED. The ledger sees only the answers, not that close: a caller that
@@ -306,10 +299,12 @@ func (l *Ledger) Check(skus int, saleLimit func(sku int) int64, paymentWindow ti
 	accepts := l.arrivals()
 	seen := make(map[string]int, len(accepts)) // reservation id -> sku
 	byRequest := make(map[int64]string, len(accepts))
-	byToken := make(map[tokenKey]tokenHolder, len(accepts)) // tokens are unique within a SKU
-	// The tokens with more than one holder also get the list of them
-	// (release_on_close hands tokens on; without it, only a broken server).
-	moreOfToken := make(map[tokenKey][]tokenHolder)
+	// A token's first holder, as an index into accepts (tokens are unique
+	// within a SKU); the tokens with more than one holder also get the list
+	// of them (release_on_close hands tokens on; without it, only a broken
+	// server).
+	byToken := make(map[tokenKey]int, len(accepts))
+	moreOfToken := make(map[tokenKey][]int)
 	// A user's first reservation; the users with more than one distinct
 	// reservation also get the set of them (rare: only a broken server).
 	firstOfUser := make(map[int64]string, len(accepts))
@@ -322,7 +317,7 @@ func (l *Ledger) Check(skus int, saleLimit func(sku int) int64, paymentWindow ti
 			report.Examples = append(report.Examples, kind+": "+text)
 		}
 	}
-	for _, a := range accepts {
+	for index, a := range accepts {
 		if a.ReservationID == "" {
 			report.MissingReservationID++
 			example("missing_reservation_id", fmt.Sprintf("request %d", a.Request))
@@ -352,13 +347,13 @@ func (l *Ledger) Check(skus int, saleLimit func(sku int) int64, paymentWindow ti
 			more[a.ReservationID] = struct{}{}
 		}
 		if a.TokenID != "" {
-			key, holder := tokenKey{sku: a.SKU, token: a.TokenID}, tokenHolder{reservation: a.ReservationID, expireAt: a.ExpireAt}
+			key := tokenKey{sku: a.SKU, token: a.TokenID}
 			if first, ok := byToken[key]; !ok {
-				byToken[key] = holder
+				byToken[key] = index
 			} else if more := moreOfToken[key]; more == nil {
-				moreOfToken[key] = []tokenHolder{first, holder}
+				moreOfToken[key] = []int{first, index}
 			} else {
-				moreOfToken[key] = append(more, holder)
+				moreOfToken[key] = append(more, index)
 			}
 		}
 	}
@@ -370,18 +365,18 @@ func (l *Ledger) Check(skus int, saleLimit func(sku int) int64, paymentWindow ti
 	for _, key := range keys {
 		holders := moreOfToken[key]
 		// In server order: expire_at is the creation time plus the window.
-		slices.SortStableFunc(holders, func(x, y tokenHolder) int { return x.expireAt.Compare(y.expireAt) })
+		slices.SortStableFunc(holders, func(x, y int) int { return accepts[x].ExpireAt.Compare(accepts[y].ExpireAt) })
 		for i := 1; i < len(holders); i++ {
-			earlier, later := holders[i-1], holders[i]
-			laterCreatedAt := later.expireAt.Add(-paymentWindow)
-			if paymentWindow > 0 && !earlier.expireAt.IsZero() && !later.expireAt.IsZero() && !laterCreatedAt.Before(earlier.expireAt) {
+			earlier, later := &accepts[holders[i-1]], &accepts[holders[i]]
+			laterCreatedAt := later.ExpireAt.Add(-paymentWindow)
+			if paymentWindow > 0 && !earlier.ExpireAt.IsZero() && !later.ExpireAt.IsZero() && !laterCreatedAt.Before(earlier.ExpireAt) {
 				report.TokenHandovers = append(report.TokenHandovers, TokenHandover{SKU: key.sku, Token: key.token,
-					Earlier: earlier.reservation, Later: later.reservation, LaterCreatedAt: laterCreatedAt})
+					Earlier: earlier.ReservationID, Later: later.ReservationID, LaterCreatedAt: laterCreatedAt})
 				continue
 			}
 			report.TokenReused++
 			example("token_reused", fmt.Sprintf("sku %d token %s held by %s (expire_at %s) and %s (expire_at %s)", key.sku, key.token,
-				earlier.reservation, formatTimeOrNone(earlier.expireAt), later.reservation, formatTimeOrNone(later.expireAt)))
+				earlier.ReservationID, formatTimeOrNone(earlier.ExpireAt), later.ReservationID, formatTimeOrNone(later.ExpireAt)))
 		}
 	}
 	for request, outcome := range l.refusals() {
