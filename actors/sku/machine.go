@@ -56,6 +56,15 @@ type Machine struct {
 	// expireCursor is the lowest seq that may still be PENDING_PAYMENT. It
 	// is derived state (not part of Hash).
 	expireCursor uint32
+
+	// holders keeps the Holder of every reservation made with one, in seq
+	// order (caps.go).
+	holders holderList
+	// unpaid counts PENDING_PAYMENT reservations per subject key (derived).
+	unpaid map[subjectSlot]uint32
+	// riskCursor is the first row of holders the high-risk expiry walk
+	// has not passed (derived).
+	riskCursor int
 }
 
 // Refund is a payment received for a reservation that was already closed.
@@ -72,6 +81,7 @@ func New() *Machine {
 	m := &Machine{
 		rejected:     make(map[string]uint32),
 		expireCursor: 1,
+		unpaid:       make(map[subjectSlot]uint32),
 	}
 	m.byRequest = newIndex(&m.table, keyRequestID)
 	m.live = newIndex(&m.table, keyUserID)
