@@ -95,6 +95,8 @@ type Config struct {
 	// Registry receives the service's metrics and is served on /metrics
 	// (give the engine the same one). Default: a new registry.
 	Registry *prometheus.Registry
+	// EntryPasses configures entry passes: their keys, the issuing route.
+	EntryPasses EntryPassConfig
 }
 
 func (c *Config) fill() error {
@@ -103,6 +105,9 @@ func (c *Config) fill() error {
 	}
 	if c.AdminToken == "" {
 		return errors.New("httpapi: Config.AdminToken is required")
+	}
+	if err := c.EntryPasses.check(); err != nil {
+		return err
 	}
 	if c.MaxQueueWait <= 0 {
 		c.MaxQueueWait = DefaultMaxQueueWait
@@ -163,9 +168,13 @@ type Server struct {
 	log     *slog.Logger
 	limits  limits
 	metrics *metrics
-	gates   *gates
-	flights *flights
-	answers *answerCache
+	// passMetrics counts entry-pass refusals and issued passes.
+	passMetrics *passMetrics
+	// issuerID is the SHA-256 of the entry-pass issuer token.
+	issuerID [32]byte
+	gates    *gates
+	flights  *flights
+	answers  *answerCache
 	// deadlines bound a reserve's wait for the engine (RequestTimeout)
 	deadlines *deadlines
 	// retryAfter is the Retry-After of QUEUE_FULL answers.
@@ -186,6 +195,10 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
 	}
+	pm, err := newPassMetrics(cfg.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
+	}
 	s := &Server{
 		cfg:    cfg,
 		engine: cfg.Engine,
@@ -195,13 +208,15 @@ func New(cfg Config) (*Server, error) {
 			retryMargin:  int64(cfg.RetryMargin),
 			minRate:      cfg.MinConsumerRate,
 		},
-		metrics:    m,
-		gates:      newGates(m.admissions),
-		flights:    newFlights(),
-		answers:    newAnswerCache(cfg.DedupCacheSize),
-		deadlines:  &deadlines{timeout: cfg.RequestTimeout},
-		adminID:    digest(cfg.AdminToken),
-		retryAfter: retryAfterSeconds(cfg.MaxQueueWait),
+		metrics:     m,
+		passMetrics: pm,
+		issuerID:    digest(cfg.EntryPasses.IssuerToken),
+		gates:       newGates(m.admissions),
+		flights:     newFlights(),
+		answers:     newAnswerCache(cfg.DedupCacheSize),
+		deadlines:   &deadlines{timeout: cfg.RequestTimeout},
+		adminID:     digest(cfg.AdminToken),
+		retryAfter:  retryAfterSeconds(cfg.MaxQueueWait),
 	}
 	if err := cfg.Registry.Register(newSKUCollector(cfg.Engine, s.gates)); err != nil {
 		return nil, fmt.Errorf("httpapi: registering the SKU collector: %w", err)
@@ -257,6 +272,7 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	}
 
 	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", s.route("reserve", s.handleReserve))
+	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/entry-passes", s.route("issue_entry_pass", s.issuer(s.handleIssuePass)))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}", s.route("sku_status", s.handleStatus))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}/requests/{request_id}", s.route("lookup_request", s.handleLookup))
 	get("/v1/reservations/{reservation_id}", s.route("get_reservation", s.handleGet))
