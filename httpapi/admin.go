@@ -111,6 +111,11 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 	if err != nil { // the message may quote the ids of the body
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, boundDetail(err.Error())))
 	}
+	if c.EntryPass != nil && c.EntryPass.Required && s.cfg.EntryPasses.Keys == nil {
+		// Every reserve would be refused: say so now, not at the sale.
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest,
+			"entry_pass.required: this server has no entry-pass keys (--entry-pass-keys)"))
+	}
 	if err := checkRedefinitions(s.engine, defs); err != nil {
 		return write(ctx, errorReply(fasthttp.StatusConflict, reasonDefinitionConflict, err.Error()))
 	}
