@@ -68,14 +68,11 @@ func checkRequestID(requestID, entryPass string) string {
 	return checkID("request_id", requestID)
 }
 
-// reserve runs one reserve, its entry pass checked (holder: what it
-// vouched for, zero without one), through the ingress layers: the answer
-// cache, the user's flight, the fast paths and admission, then the engine.
+// reserve runs one reserve of a SKU the engine knows, its entry pass
+// checked (holder: what it vouched for, zero without one), through the
+// ingress layers: the answer cache, the user's flight, the fast paths and
+// admission, then the engine.
 func (s *Server) reserve(campaignID, skuID, requestID, userID string, holder sku.Holder) reply {
-	if _, known := s.engine.SKUStats(campaignID, skuID); !known {
-		s.rejected(layerValidation)
-		return errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU")
-	}
 	rkey := requestKey(campaignID, skuID, requestID)
 	ukey := userKey(campaignID, skuID, userID)
 	// Waiting behind the user's other requests is bounded by one request
