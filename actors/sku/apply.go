@@ -110,6 +110,9 @@ func (m *Machine) applyReserved(r *Record, decided bool) error {
 	if r.Holder != (Holder{}) {
 		m.holders.add(seq, r.Holder)
 		m.countUnpaid(&r.Holder)
+		if m.shortWindow(&r.Holder) {
+			m.queueHighRisk(seq)
+		}
 	}
 	return nil
 }

@@ -61,39 +61,51 @@ func (m *Machine) UnpaidBySubject(kind int, key SubjectKey) uint32 {
 	return m.unpaid[subjectSlot{uint8(kind), key}]
 }
 
-// expireHighRisk closes the due PENDING_PAYMENT reservations of high-risk
-// holders, oldest first, looking at no more than 4*max holder rows and
-// closing at most max. High-risk reservations have their own, shorter
-// window, so their expire_at grows with seq among themselves but not among
-// all rows: the main walk (Expire) would stop at an earlier normal
-// reservation not yet due, and this one goes on past it.
+// shortWindow reports whether a reservation by h gets a payment window
+// shorter than payment_window: it then goes on the high-risk expiry queue.
+func (m *Machine) shortWindow(h *Holder) bool {
+	return m.def.PaymentWindowFor(*h) != m.def.PaymentWindowMs
+}
+
+// queueHighRisk puts reservation seq on the high-risk expiry queue,
+// dropping the settled prefix once it is most of the queue (so the queue
+// holds about twice the high-risk reservations not yet walked past).
+func (m *Machine) queueHighRisk(seq uint32) {
+	if m.riskCursor >= 1024 && 2*m.riskCursor >= len(m.highRisk) {
+		n := copy(m.highRisk, m.highRisk[m.riskCursor:])
+		m.highRisk, m.riskCursor = m.highRisk[:n], 0
+	}
+	m.highRisk = append(m.highRisk, seq)
+}
+
+// expireHighRisk closes the due PENDING_PAYMENT reservations of the
+// high-risk queue, oldest first, looking at no more than 4*max of them and
+// closing at most max. Their window is shorter than payment_window, so
+// their expire_at grows with seq among themselves but not among all rows:
+// the main walk (Expire) would stop at an earlier normal reservation not
+// yet due, and this one goes on past it.
 func (m *Machine) expireHighRisk(at int64, max int, out []Record) ([]Record, int) {
 	closed, looked := 0, 0
-	for closed < max && looked < 4*max && m.riskCursor < len(m.holders.rows) {
-		row := m.holders.rows[m.riskCursor]
+	for closed < max && looked < 4*max && m.riskCursor < len(m.highRisk) {
+		seq := m.highRisk[m.riskCursor]
 		looked++
-		if row.h.HighRisk() {
-			if r := m.table.get(row.seq); r.state == StatePendingPayment {
-				if r.expireAt > at {
-					break
-				}
-				out = m.closeExpired(at, row.seq, out)
-				closed++
+		if r := m.table.get(seq); r.state == StatePendingPayment {
+			if r.expireAt > at {
+				break
 			}
+			out = m.closeExpired(at, seq, out)
+			closed++
 		}
 		m.riskCursor++
 	}
 	return out, closed
 }
 
-// nextHighRiskExpiry is NextExpiry for the high-risk walk.
+// nextHighRiskExpiry is NextExpiry for the high-risk queue.
 func (m *Machine) nextHighRiskExpiry() (int64, bool) {
-	for i := m.riskCursor; i < len(m.holders.rows); i++ {
-		row := m.holders.rows[i]
-		if row.h.HighRisk() {
-			if r := m.table.get(row.seq); r.state == StatePendingPayment {
-				return r.expireAt, true
-			}
+	for i := m.riskCursor; i < len(m.highRisk); i++ {
+		if r := m.table.get(m.highRisk[i]); r.state == StatePendingPayment {
+			return r.expireAt, true
 		}
 		if i-m.riskCursor > 4096 {
 			return 0, true // many settled rows: let Expire advance the cursor

@@ -245,7 +245,7 @@ func (m *Machine) Resume(now int64, out []Record) (Outcome, []Record) {
 func (m *Machine) Expire(now int64, max int, out []Record) []Record {
 	at := m.decisionTime(now)
 	out, closed := m.expireInOrder(at, max, out)
-	if closed < max && len(m.holders.rows) > 0 {
+	if closed < max && len(m.highRisk) > 0 {
 		out, _ = m.expireHighRisk(at, max-closed, out)
 	}
 	return out
@@ -276,7 +276,7 @@ func (m *Machine) expireInOrder(at int64, max int, out []Record) ([]Record, int)
 // advances past settled rows.
 func (m *Machine) NextExpiry() (int64, bool) {
 	next, ok := m.nextExpiryInOrder()
-	if len(m.holders.rows) > 0 {
+	if len(m.highRisk) > 0 {
 		if r, rok := m.nextHighRiskExpiry(); rok && (!ok || r < next) {
 			return r, true
 		}

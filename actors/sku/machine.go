@@ -62,8 +62,10 @@ type Machine struct {
 	holders holderList
 	// unpaid counts PENDING_PAYMENT reservations per subject key (derived).
 	unpaid map[subjectSlot]uint32
-	// riskCursor is the first row of holders the high-risk expiry walk
-	// has not passed (derived).
+	// highRisk lists, in seq order, the reservations with the high-risk
+	// payment window (derived), and riskCursor is the first of them the
+	// high-risk expiry walk has not passed.
+	highRisk   []uint32
 	riskCursor int
 }
 

@@ -519,6 +519,9 @@ func (s *stateDecoder) passes() {
 		m.holders.add(seq, h)
 		if r.state == StatePendingPayment {
 			m.countUnpaid(&h)
+			if m.shortWindow(&h) {
+				m.queueHighRisk(seq)
+			}
 		}
 	}
 }
