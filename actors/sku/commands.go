@@ -241,33 +241,41 @@ func (m *Machine) Resume(now int64, out []Record) (Outcome, []Record) {
 // first. It looks at no more than 4*max rows and closes at most max, so one
 // step has bounded work; call it again while NextExpiry() <= now. The
 // high-risk reservations, whose window is shorter, have a walk of their own
-// (expireHighRisk), which gets what the main walk leaves of max.
+// (expireHighRisk), which gets what the main walk leaves of max once that
+// walk has reached a reservation not yet due (or the last): every due
+// reservation before it is closed by then, and the high-risk walk only
+// finds later ones, so the due reservations close in seq order.
 func (m *Machine) Expire(now int64, max int, out []Record) []Record {
 	at := m.decisionTime(now)
-	out, closed := m.expireInOrder(at, max, out)
-	if closed < max && len(m.highRisk) > 0 {
+	out, closed, reached := m.expireInOrder(at, max, out)
+	if reached && closed < max && len(m.highRisk) > 0 {
 		out, _ = m.expireHighRisk(at, max-closed, out)
 	}
 	return out
 }
 
-// expireInOrder is Expire's walk over every row in seq order.
-func (m *Machine) expireInOrder(at int64, max int, out []Record) ([]Record, int) {
-	closed, looked := 0, 0
+// expireInOrder is Expire's walk over every row in seq order. reached
+// reports that it stopped at a PENDING_PAYMENT reservation not yet due or
+// at the end of the table, not at a bound.
+func (m *Machine) expireInOrder(at int64, max int, out []Record) (_ []Record, closed int, reached bool) {
+	looked := 0
 	for closed < max && looked < 4*max && m.expireCursor <= m.table.count {
 		seq := m.expireCursor
 		r := m.table.get(seq)
 		looked++
 		if r.state == StatePendingPayment {
 			if r.expireAt > at {
-				break // expire_at is monotonic in seq: nothing later is due
+				// Nothing later is due but reservations of a shorter
+				// window: normal ones have expire_at monotonic in seq,
+				// and a high-risk one not due means no later one is.
+				return out, closed, true
 			}
 			out = m.closeExpired(at, seq, out)
 			closed++
 		}
 		m.expireCursor++
 	}
-	return out, closed
+	return out, closed, m.expireCursor > m.table.count
 }
 
 // NextExpiry returns the expire_at (ms) of the oldest reservation that may
