@@ -92,6 +92,10 @@ type Config struct {
 	Clock func() time.Time
 	// Logger receives errors and panics.
 	Logger *slog.Logger
+	// StatsInterval is the period of the dashboard's stats sample
+	// (/admin/stats: rates over it); negative: no background sampling (a
+	// test calls Server.SampleStats).
+	StatsInterval time.Duration
 	// Registry receives the service's metrics and is served on /metrics
 	// (give the engine the same one). Default: a new registry.
 	Registry *prometheus.Registry
@@ -151,6 +155,9 @@ func (c *Config) fill() error {
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
+	if c.StatsInterval == 0 {
+		c.StatsInterval = DefaultStatsInterval
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -168,13 +175,9 @@ type Server struct {
 	log     *slog.Logger
 	limits  limits
 	metrics *metrics
-	// passMetrics counts entry-pass refusals and issued passes.
-	passMetrics *passMetrics
-	// issuerID is the SHA-256 of the entry-pass issuer token.
-	issuerID [32]byte
-	gates    *gates
-	flights  *flights
-	answers  *answerCache
+	gates   *gates
+	flights *flights
+	answers *answerCache
 	// deadlines bound a reserve's wait for the engine (RequestTimeout)
 	deadlines *deadlines
 	// retryAfter is the Retry-After of QUEUE_FULL answers.
@@ -183,6 +186,15 @@ type Server struct {
 	http       *fasthttp.Server
 	// draining is set by Shutdown: /readyz answers 503 from then on.
 	draining atomic.Bool
+
+	// ingress and stats feed the dashboard (stats*.go).
+	ingress *ingressStats
+	stats   *statsSampler
+
+	// passMetrics counts entry-pass refusals and issued passes;
+	// issuerID is the SHA-256 of the entry-pass issuer token.
+	passMetrics *passMetrics
+	issuerID    [32]byte
 }
 
 // New checks cfg, registers the service's metrics on cfg.Registry and
@@ -208,16 +220,17 @@ func New(cfg Config) (*Server, error) {
 			retryMargin:  int64(cfg.RetryMargin),
 			minRate:      cfg.MinConsumerRate,
 		},
-		metrics:     m,
-		passMetrics: pm,
-		issuerID:    digest(cfg.EntryPasses.IssuerToken),
-		gates:       newGates(m.admissions),
-		flights:     newFlights(),
-		answers:     newAnswerCache(cfg.DedupCacheSize),
-		deadlines:   &deadlines{timeout: cfg.RequestTimeout},
-		adminID:     digest(cfg.AdminToken),
-		retryAfter:  retryAfterSeconds(cfg.MaxQueueWait),
+		metrics:    m,
+		gates:      newGates(m.admissions),
+		flights:    newFlights(),
+		answers:    newAnswerCache(cfg.DedupCacheSize),
+		deadlines:  &deadlines{timeout: cfg.RequestTimeout},
+		adminID:    digest(cfg.AdminToken),
+		retryAfter: retryAfterSeconds(cfg.MaxQueueWait),
+		ingress:    &ingressStats{engine: cfg.Engine},
+		stats:      newStatsSampler(),
 	}
+	s.passMetrics, s.issuerID = pm, digest(cfg.EntryPasses.IssuerToken)
 	if err := cfg.Registry.Register(newSKUCollector(cfg.Engine, s.gates)); err != nil {
 		return nil, fmt.Errorf("httpapi: registering the SKU collector: %w", err)
 	}
@@ -228,7 +241,7 @@ func New(cfg Config) (*Server, error) {
 		WriteTimeout:          cfg.WriteTimeout,
 		IdleTimeout:           cfg.IdleTimeout,
 		MaxRequestBodySize:    cfg.MaxRequestBodySize,
-		HeaderReceived:        s.requestConfig,
+		HeaderReceived:        s.headerReceived,
 		NoDefaultServerHeader: true,
 		CloseOnShutdown:       true,
 		Concurrency:           cfg.MaxConnections,
@@ -271,7 +284,7 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 		r.HEAD(path, h)
 	}
 
-	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", s.route("reserve", s.handleReserve))
+	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", s.route("reserve", s.countReserve(s.handleReserve)))
 	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/entry-passes", s.route("issue_entry_pass", s.issuer(s.handleIssuePass)))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}", s.route("sku_status", s.handleStatus))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}/requests/{request_id}", s.route("lookup_request", s.handleLookup))
@@ -286,6 +299,9 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/refunds", s.route("admin_refunds", s.admin(s.handleRefunds)))
 	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/snapshot", s.route("admin_snapshot", s.admin(s.handleSnapshot)))
 	r.POST("/admin/reservations/{reservation_id}/release", s.route("admin_release", s.admin(s.handleRelease)))
+	get(statsPath, s.route("admin_stats", s.admin(s.handleStats)))
+	r.GET(statsStreamPath, s.route("admin_stats_stream", s.admin(s.handleStatsStream))) // no HEAD: a stream
+	s.dashboardRoutes(get)
 
 	get("/metrics", s.metricsHandler())
 	get("/healthz", s.route("healthz", s.handleHealthz))
@@ -355,6 +371,7 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 // Accept errors from descriptor or buffer exhaustion are waited out, not
 // returned (see sheddingListener).
 func (s *Server) Serve(ln net.Listener) error {
+	s.runStats()
 	return s.http.Serve(sheddingListener{Listener: ln, onShed: func(err error) {
 		s.log.Warn("accept failed for lack of resources; waiting", "err", err)
 	}})
@@ -365,5 +382,6 @@ func (s *Server) Serve(ln net.Listener) error {
 // engine: the caller does that afterwards (flush and fsync).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
+	s.stopStats()
 	return s.http.ShutdownWithContext(ctx)
 }
