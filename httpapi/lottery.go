@@ -54,8 +54,11 @@ func lotteryURL(campaignID, skuID string) string {
 
 // enterRequest is the body of POST .../entries.
 type enterRequest struct {
-	RequestID string `json:"request_id"`
+	RequestID string `json:"request_id"` // may be left out with an entry pass: the pass's
 	UserID    string `json:"user_id"`
+	// EntryPass is an optional signed entry pass (issue #14), checked by
+	// checkEntryPass as for a reserve; its tier is the entry's tier.
+	EntryPass string `json:"entry_pass"`
 }
 
 // enteredBody is the 202 answer to an entry, and to its repeats.
@@ -69,15 +72,12 @@ type enteredBody struct {
 	EvidenceURL string `json:"evidence_url"`
 }
 
-// entryTier is the hook for entry passes: the tier a signed entry pass
-// grants the entrant (entrypass.Claims.Tier), once passes are wired into
-// the ingress. Without passes every entry is tier 0.
-func (s *Server) entryTier(campaignID, skuID, userID string) uint8 { return 0 }
-
 // handleEnter is POST /v1/campaigns/{c}/skus/{s}/entries: 202 ENTERED once
 // the entry is fsynced (a repeat, by request_id or by user, gets the same
 // entry), 403 ENTRIES_NOT_OPEN or ENTRIES_CLOSED, 409 NOT_LOTTERY, 422
-// REQUEST_ID_REUSED, 503 PAUSED.
+// REQUEST_ID_REUSED, 503 PAUSED. An entry_pass goes through checkEntryPass
+// as a reserve's does (its refusals, the pass's request_id, "ep." kept for
+// passes), and its tier is the entry's tier; without one the tier is 0.
 func (s *Server) handleEnter(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	lots, has := s.lotteries()
@@ -88,16 +88,24 @@ func (s *Server) handleEnter(ctx *fasthttp.RequestCtx) string {
 	if err := decodeJSON(ctx.PostBody(), &req); err != nil {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
 	}
-	for _, bad := range []string{checkID("request_id", req.RequestID), checkID("user_id", req.UserID)} {
+	for _, bad := range []string{checkRequestID(req.RequestID, req.EntryPass), checkID("user_id", req.UserID)} {
 		if bad != "" {
 			return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad))
 		}
 	}
+	st, known := s.engine.SKUStats(campaignID, skuID)
+	if !known {
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
+	}
+	p, rep, ok := s.checkEntryPass(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass)
+	if !ok {
+		return write(ctx, rep)
+	}
 	ectx, cancel := s.engineContext()
-	res, err := lots.Enter(ectx, campaignID, skuID, req.RequestID, req.UserID, s.entryTier(campaignID, skuID, req.UserID))
+	res, err := lots.Enter(ectx, campaignID, skuID, p.requestID, req.UserID, p.holder.Tier)
 	cancel()
 	if err != nil {
-		return write(ctx, s.engineError("enter", err, entryURL(campaignID, skuID, req.RequestID)))
+		return write(ctx, s.engineError("enter", err, entryURL(campaignID, skuID, p.requestID)))
 	}
 	reason := res.Outcome.String()
 	switch res.Outcome {

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/entrypass"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/httpapi/memengine"
 	"github.com/seckill/seckill/lottery"
@@ -161,4 +163,53 @@ func mustHex(t *testing.T, s string) lottery.Hash {
 		t.Fatalf("hex %q", s)
 	}
 	return lottery.Hash(b)
+}
+
+// TestLotteryEntryPass: on a lottery SKU whose campaign requires entry
+// passes, the entries route checks them as reserve does (required, the
+// "ep." prefix, another user's pass, a mismatched request_id), takes the
+// pass's request_id when the body leaves it out, and enters at the pass's
+// tier.
+func TestLotteryEntryPass(t *testing.T) {
+	t.Parallel()
+	clock := newStepClock()
+	ts := startServer(t, serverOptions{
+		engine: func(c *actors.Config) { c.Clock = clock.now },
+		config: func(c *httpapi.Config) { passConfig(t)(c); c.Clock = clock.now },
+	})
+	body, _ := lotteryCampaign(clock.now(), 5, 3)
+	body["entry_pass"] = map[string]any{"required": true}
+	ts.define(body)
+	const entries = "/v1/campaigns/lc/skus/ls/entries"
+	ring, err := entrypass.ParseKeyRing(testPassKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mint := func(user string, tier uint8) (string, entrypass.Pass) {
+		c := entrypass.Claims{CampaignID: "lc", SKUID: "ls", UserID: user, Tier: tier,
+			NotBeforeMs: clock.now().UnixMilli(), ExpiresAtMs: clock.now().Add(10 * time.Minute).UnixMilli()}
+		text, pass, err := entrypass.Mint(ring.Signer(), c, rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return text, pass
+	}
+	want(t, ts.post(entries, map[string]string{"request_id": "r1", "user_id": "u1"}), http.StatusForbidden, "ENTRY_PASS_REQUIRED")
+	text, pass := mint("u1", 2)
+	want(t, ts.post(entries, map[string]string{"user_id": "u2", "entry_pass": text}), http.StatusForbidden, "ENTRY_PASS_INVALID")
+	want(t, ts.post(entries, map[string]string{"request_id": "other", "user_id": "u1", "entry_pass": text}), http.StatusBadRequest, "ENTRY_PASS_MISMATCH")
+	r := ts.post(entries, map[string]string{"user_id": "u1", "entry_pass": text})
+	if r.status != http.StatusAccepted || r.str("outcome") != "ENTERED" || r.str("request_id") != pass.RequestID() || num(r, "tier") != 2 {
+		t.Fatalf("entry with a pass: %v", r)
+	}
+	if again := ts.post(entries, map[string]string{"request_id": pass.RequestID(), "user_id": "u1", "entry_pass": text}); again.status != http.StatusAccepted || num(again, "entry_seq") != num(r, "entry_seq") {
+		t.Fatalf("the same pass again: %v", again)
+	}
+	if st := ts.get(entries + "/" + pass.RequestID()); st.status != http.StatusOK || st.str("status") != "ENTERED" {
+		t.Fatalf("entry status: %v", st)
+	}
+	text0, _ := mint("u3", 0)
+	if r := ts.post(entries, map[string]string{"user_id": "u3", "entry_pass": text0}); r.status != http.StatusAccepted || num(r, "tier") != 0 {
+		t.Fatalf("a tier-0 pass: %v", r)
+	}
 }

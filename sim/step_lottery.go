@@ -56,18 +56,18 @@ func (r *run) lotteryCall(spec callSpec) (handled bool, err error) {
 		if spec.kind == callReserveRepeat && spec.b%5 == 0 {
 			return false, nil // a plain reserve: LOTTERY_SALE
 		}
-		request, user := r.pickRequest(spec)
+		request, user, holder := r.pickRequest(spec)
 		if spec.kind == callReserveRepeat && spec.b%5 == 1 {
 			request = fmt.Sprintf("q%d-again", len(r.reqIDs)) // the same user, another request_id
 		}
-		tier := uint8(spec.b % 3)
+		tier := holder.Tier // the entry pass's tier, as the entries route takes it
 		c := &core.Call{Kind: core.KindEnter, RequestID: request, UserID: user, Tier: tier}
 		return true, r.decide(c, func() modelReply {
 			e := m.enter(now, request, user, tier)
 			return modelReply{outcome: e.outcome, seq: e.seq, duplicate: e.duplicate}
 		})
 	case callLookup:
-		request, _ := r.pickRequest(callSpec{kind: callReserveRepeat, a: spec.a})
+		request, _, _ := r.pickRequest(callSpec{kind: callReserveRepeat, a: spec.a})
 		c := &core.Call{Kind: core.KindEntry, RequestID: request}
 		return true, r.decide(c, func() modelReply {
 			if m.lot == nil {

@@ -71,6 +71,9 @@ type Call struct {
 	Amount int64 // KindPay, minor units
 	Reason sku.CloseReason
 	Def    *sku.Definition // KindDefine only; its IDKey is filled by the core
+	// Holder is KindReserve's entry-pass holder (tier, risk, subject
+	// keys); zero for a reserve without a pass.
+	Holder sku.Holder
 	// Lottery arguments.
 	Tier       uint8  // KindEnter: the entry pass's tier (0 without one)
 	Round      uint64 // KindDraw: the beacon round

@@ -23,6 +23,7 @@ type Frozen struct {
 	table      table
 	rejections rejectionLog
 	refunds    []Refund
+	holders    holderList
 	lot        *lotteryState // a lottery's entries and draw, nil otherwise
 }
 
@@ -42,6 +43,7 @@ func (m *Machine) Freeze() *Frozen {
 		table:      m.table.freeze(),
 		rejections: m.rejections.freeze(),
 		refunds:    m.refunds[:len(m.refunds):len(m.refunds)],
+		holders:    m.holders.freeze(),
 		lot:        m.freezeLottery(),
 	}
 }

@@ -263,6 +263,10 @@ func FuzzDecodeRecord(f *testing.F) {
 		{Type: RecordWon, At: 17, Seq: 1, Token: 1, ExpireAt: 20, Lot: &LotteryFields{EntrySeq: 1, FromWaitlist: true}},
 		{Type: RecordWaitlisted, At: 18, Lot: &LotteryFields{Seqs: []uint32{3, 1, 2}}},
 		{Type: RecordDrawDone, At: 19, Lot: &LotteryFields{Count: 1, Root: lottery.Hash{5}, WaitlistRoot: lottery.Hash{6}}},
+		{Type: RecordDefine, At: 20, Def: Definition{CampaignID: "c", SKUID: "s", StartAt: 1, EndAt: 2, PaymentWindowMs: 3, SaleLimit: 4,
+			EntryPass: EntryPassRule{Required: true, LeadMs: 5, TTLMs: 6}, MaxUnpaidPerSubject: 1, PaymentWindowHighRiskMs: 2}},
+		{Type: RecordReserved, At: 21, Seq: 2, Token: 2, ExpireAt: 16, RequestID: "ep.r3", UserID: "u3",
+			Holder: Holder{Tier: 1, Risk: 2, Subjects: 0b1001, Keys: [4]SubjectKey{{1, 2, 3, 4, 5, 6, 7, 8}, {}, {}, {9}}}},
 	}
 	for _, r := range seeds {
 		f.Add(byte(r.Type), r.AppendPayload(nil))

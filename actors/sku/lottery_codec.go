@@ -5,9 +5,10 @@ import (
 )
 
 // The lottery section of an encoded state (state_codec.go): an optional
-// trailing section, present only for a lottery SKU, after the refunds.
+// trailing section, present only for a lottery SKU, after the refunds and
+// the passes section (tag 1), if any.
 //
-//	u8 1 (the section's tag) | rules (the layout of LOTTERY_COMMITTED) | varint committed_at
+//	u8 2 (the section's tag) | rules (the layout of LOTTERY_COMMITTED) | varint committed_at
 //	uvarint n, n × (str request_id, str user_id, u8 tier)     entries in seq order
 //	bool closed, varint closed_at, hash entries_root
 //	bool draw_started, varint draw_at, uvarint round, hash randomness
@@ -18,7 +19,7 @@ import (
 //
 // The indexes, the running pool hash and the seed are derived, and rebuilt
 // by the decoder, which checks the section against the reservations.
-const lotterySectionTag = 1
+const lotterySectionTag = 2
 
 // minEntrySize is the smallest encoded entry, to bound counts.
 const minEntrySize = 5
