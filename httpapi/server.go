@@ -103,6 +103,8 @@ type Config struct {
 	// for a top-up from the quota ledger: its SOLD_OUT answers then carry
 	// Retry-After (cell.go). Nil: never.
 	TopUpPending func(campaignID, skuID string) bool
+	// EntryPasses configures entry passes: their keys, the issuing route.
+	EntryPasses EntryPassConfig
 }
 
 func (c *Config) fill() error {
@@ -111,6 +113,9 @@ func (c *Config) fill() error {
 	}
 	if c.AdminToken == "" {
 		return errors.New("httpapi: Config.AdminToken is required")
+	}
+	if err := c.EntryPasses.check(); err != nil {
+		return err
 	}
 	if c.MaxQueueWait <= 0 {
 		c.MaxQueueWait = DefaultMaxQueueWait
@@ -189,6 +194,11 @@ type Server struct {
 	// ingress and stats feed the dashboard (stats*.go).
 	ingress *ingressStats
 	stats   *statsSampler
+
+	// passMetrics counts entry-pass refusals and issued passes;
+	// issuerID is the SHA-256 of the entry-pass issuer token.
+	passMetrics *passMetrics
+	issuerID    [32]byte
 }
 
 // New checks cfg, registers the service's metrics on cfg.Registry and
@@ -198,6 +208,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	m, err := newMetrics(cfg.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
+	}
+	pm, err := newPassMetrics(cfg.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
 	}
@@ -220,6 +234,7 @@ func New(cfg Config) (*Server, error) {
 		ingress:    &ingressStats{engine: cfg.Engine},
 		stats:      newStatsSampler(),
 	}
+	s.passMetrics, s.issuerID = pm, digest(cfg.EntryPasses.IssuerToken)
 	if err := cfg.Registry.Register(newSKUCollector(cfg.Engine, s.gates)); err != nil {
 		return nil, fmt.Errorf("httpapi: registering the SKU collector: %w", err)
 	}
@@ -274,6 +289,7 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	}
 
 	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", s.route("reserve", s.countReserve(s.handleReserve)))
+	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/entry-passes", s.route("issue_entry_pass", s.issuer(s.handleIssuePass)))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}", s.route("sku_status", s.handleStatus))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}/requests/{request_id}", s.route("lookup_request", s.handleLookup))
 	get("/v1/reservations/{reservation_id}", s.route("get_reservation", s.handleGet))
@@ -290,6 +306,8 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	get(statsPath, s.route("admin_stats", s.admin(s.handleStats)))
 	r.GET(statsStreamPath, s.route("admin_stats_stream", s.admin(s.handleStatsStream))) // no HEAD: a stream
 	s.dashboardRoutes(get)
+
+	s.lotteryRoutes(r, get)
 
 	get("/metrics", s.metricsHandler())
 	get("/healthz", s.route("healthz", s.handleHealthz))

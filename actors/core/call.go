@@ -36,6 +36,10 @@ const (
 	KindAudit
 	KindRefunds
 	KindHash
+	KindEnter  // a lottery entry (Tier from the entry pass)
+	KindDraw   // a lottery draw (Round, Randomness)
+	KindEntry  // an entry's status by request_id
+	KindFreeze // a frozen copy of the state (Report.Frozen)
 	KindGrant  // a celled SKU: add an allocation (Cell.Alloc)
 	KindReturn // a celled SKU: give back up to Cell.Units tokens as return Cell.Alloc.Seq
 	KindEpoch  // a celled SKU: record epoch Cell.Alloc.Epoch
@@ -45,7 +49,7 @@ const (
 	KindCount
 )
 
-var kindNames = [KindCount]string{"", "reserve", "pay", "close", "release", "pause", "resume", "define", "get", "lookup", "audit", "refunds", "hash", "grant", "return", "epoch", "cell"}
+var kindNames = [KindCount]string{"", "reserve", "pay", "close", "release", "pause", "resume", "define", "get", "lookup", "audit", "refunds", "hash", "enter", "draw", "entry", "freeze", "grant", "return", "epoch", "cell"}
 
 // String returns the kind's name, e.g. "reserve" (a metrics label).
 func (k Kind) String() string {
@@ -72,11 +76,19 @@ type Call struct {
 	Reason sku.CloseReason
 	Def    *sku.Definition // KindDefine only; its IDKey is filled by the core
 	Cell   *CellCall       // KindGrant, KindReturn, KindEpoch only (cells.go)
+	// Holder is KindReserve's entry-pass holder (tier, risk, subject
+	// keys); zero for a reserve without a pass.
+	Holder sku.Holder
+	// Lottery arguments.
+	Tier       uint8  // KindEnter: the entry pass's tier (0 without one)
+	Round      uint64 // KindDraw: the beacon round
+	Randomness []byte // KindDraw: its randomness, 32 bytes
 
 	// Reply.
 	Result  sku.Result
-	Outcome sku.Outcome // KindPause, KindResume, KindDefine
-	Found   bool        // KindGet, KindLookup
+	Outcome sku.Outcome     // KindPause, KindResume, KindDefine
+	Found   bool            // KindGet, KindLookup, KindEntry
+	Entry   sku.EntryResult // KindEnter; KindEntry: Entry.Entry
 	// Wrote is set when deciding the call produced records: a log failure
 	// then leaves its result unknown.
 	Wrote  bool
@@ -94,7 +106,8 @@ type Report struct {
 	Audit   sku.Audit
 	Refunds []sku.Refund
 	Hash    [32]byte
-	Cell    CellReport // KindCell
+	Cell    CellReport  // KindCell
+	Frozen  *sku.Frozen // KindFreeze: read it off the actor
 }
 
 // Settle sets each call's Err once the records a Wait rests on are durable

@@ -25,6 +25,8 @@ type Frozen struct {
 	refunds    []Refund
 	cell       cellState  // grants and returns shared by length
 	unsold     rangeQueue // a copy
+	holders    holderList
+	lot        *lotteryState // a lottery's entries and draw, nil otherwise
 }
 
 // Freeze returns the state as it is now. It runs in O(reservations/4096 +
@@ -48,7 +50,9 @@ func (m *Machine) Freeze() *Frozen {
 			grants:  m.cell.grants[:len(m.cell.grants):len(m.cell.grants)],
 			returns: m.cell.returns[:len(m.cell.returns):len(m.cell.returns)],
 		},
-		unsold: m.pool.unsold.clone(),
+		unsold:  m.pool.unsold.clone(),
+		holders: m.holders.freeze(),
+		lot:     m.freezeLottery(),
 	}
 }
 

@@ -13,22 +13,33 @@ type RecordType uint8
 
 // Record types.
 const (
-	RecordDefine         RecordType = 1  // first record of a SKU log, and every allowed redefinition
-	RecordReserved       RecordType = 2  // a token bound to a new PENDING_PAYMENT reservation
-	RecordRejected       RecordType = 3  // a reserve durably refused: SOLD_OUT
-	RecordPaid           RecordType = 4  // PENDING_PAYMENT -> PAID, token RESERVED -> CONFIRMED
-	RecordClosed         RecordType = 5  // PENDING_PAYMENT -> CLOSED, token released if Release
-	RecordRefundRequired RecordType = 6  // a payment for a closed reservation, to be refunded
-	RecordReleased       RecordType = 7  // the token of a CLOSED reservation back to the pool
-	RecordPaused         RecordType = 8  // admission stops; pay and close go on
-	RecordResumed        RecordType = 9  // admission resumes
-	RecordGrant          RecordType = 10 // a celled SKU: an allocation's token ranges join the pool (grants.go)
-	RecordReturn         RecordType = 11 // a celled SKU: available tokens leave the pool, before the ledger credit
-	RecordEpoch          RecordType = 12 // a celled SKU: the epoch the process holds in the ledger
+	RecordDefine         RecordType = 1 // first record of a SKU log, and every allowed redefinition
+	RecordReserved       RecordType = 2 // a token bound to a new PENDING_PAYMENT reservation
+	RecordRejected       RecordType = 3 // a reserve durably refused: SOLD_OUT
+	RecordPaid           RecordType = 4 // PENDING_PAYMENT -> PAID, token RESERVED -> CONFIRMED
+	RecordClosed         RecordType = 5 // PENDING_PAYMENT -> CLOSED, token released if Release
+	RecordRefundRequired RecordType = 6 // a payment for a closed reservation, to be refunded
+	RecordReleased       RecordType = 7 // the token of a CLOSED reservation back to the pool
+	RecordPaused         RecordType = 8 // admission stops; pay and close go on
+	RecordResumed        RecordType = 9 // admission resumes
+	// The lottery records (lottery.go, lottery_record.go).
+	RecordLotteryCommitted RecordType = 10 // the lottery's rules, server seed and pseudonym key
+	RecordEntered          RecordType = 11 // an entry
+	RecordEntriesClosed    RecordType = 12 // the entry count and entries_root
+	RecordDrawStarted      RecordType = 13 // the beacon round and randomness of the draw
+	RecordWon              RecordType = 14 // a reservation for a winner or a promoted waitlisted entry
+	RecordWaitlisted       RecordType = 15 // a chunk of the waitlist, in rank order
+	RecordDrawDone         RecordType = 16 // the draw's winner count and result roots
+	// The records of a celled SKU (cells.go, grants.go).
+	RecordGrant  RecordType = 17 // an allocation's token ranges join the pool
+	RecordReturn RecordType = 18 // available tokens leave the pool, before the ledger credit
+	RecordEpoch  RecordType = 19 // the epoch the process holds in the ledger
 )
 
 func (t RecordType) String() string {
-	names := [...]string{"", "DEFINE", "RESERVED", "REJECTED", "PAID", "CLOSED", "REFUND_REQUIRED", "RELEASED", "PAUSED", "RESUMED", "GRANT", "RETURN", "EPOCH"}
+	names := [...]string{"", "DEFINE", "RESERVED", "REJECTED", "PAID", "CLOSED", "REFUND_REQUIRED", "RELEASED", "PAUSED", "RESUMED",
+		"LOTTERY_COMMITTED", "ENTERED", "ENTRIES_CLOSED", "DRAW_STARTED", "WON", "WAITLISTED", "DRAW_DONE",
+		"GRANT", "RETURN", "EPOCH"}
 	if int(t) < len(names) && t != 0 {
 		return names[t]
 	}
@@ -50,9 +61,13 @@ type Record struct {
 	Amount    int64  // PAID, REFUND_REQUIRED: minor units
 	Outcome   Outcome
 	Reason    CloseReason
-	Release   bool        // CLOSED: the token goes back to the pool
-	Def       Definition  // DEFINE
-	Cell      *Allocation // GRANT, RETURN: the allocation or return; EPOCH: Epoch only
+	Release   bool           // CLOSED: the token goes back to the pool
+	Def       Definition     // DEFINE; LOTTERY_COMMITTED: Def.Lottery only
+	Lot       *LotteryFields // the lottery records but LOTTERY_COMMITTED
+	Cell      *Allocation    // GRANT, RETURN: the allocation or return; EPOCH: Epoch only
+	// Holder is RESERVED's optional trailing field: what the entry pass of
+	// the reserve said (tier, risk, subject keys); zero without a pass.
+	Holder Holder
 }
 
 // ErrBadRecord is wrapped by DecodeRecord for a payload that does not parse.
@@ -60,6 +75,24 @@ var ErrBadRecord = errors.New("malformed record")
 
 // AppendPayload appends the record's fields (not its type) to dst. The layout
 // per type is a fixed sequence of varints and length-prefixed strings.
+//
+// Optional trailing groups, written only when needed, so a record without
+// them is byte for byte what older versions wrote, and an older record
+// decodes with them zero:
+//
+//	DEFINE    ... id_key | passes group | cell group
+//	  passes group (issue #14): bool entry_pass.required, varint
+//	          entry_pass.lead_ms, varint entry_pass.ttl_ms, uvarint
+//	          max_unpaid_per_subject, varint payment_window_high_risk_ms
+//	  cell group (issue #13): str cell (not empty), uvarint cellmap_version
+//	RESERVED  ... user_id | u8 tier, u8 risk, u8 subject flags,
+//	          8 bytes per set flag (bit order)
+//
+// DEFINE's groups are positional: a later group is written only after the
+// earlier ones, so a celled definition writes the passes group even when
+// its fields are all zero. The decoder reads the passes group when bytes
+// are left after id_key and the cell group when bytes are left after that;
+// the passes group has a fixed field sequence, so the two never overlap.
 func (r *Record) AppendPayload(dst []byte) []byte {
 	dst = binary.AppendVarint(dst, r.At)
 	switch r.Type {
@@ -73,9 +106,11 @@ func (r *Record) AppendPayload(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(d.SaleLimit))
 		dst = appendBool(dst, d.ReleaseOnClose)
 		dst = append(dst, d.IDKey[:]...)
-		if d.Cell != "" { // optional trailing fields: a SKU that is not celled keeps the old layout
-			dst = appendString(dst, d.Cell)
-			dst = binary.AppendUvarint(dst, d.CellMapVersion)
+		if d.hasPassFields() || d.Cell != "" {
+			dst = appendPassFields(dst, d)
+		}
+		if d.Cell != "" {
+			dst = appendCellFields(dst, d)
 		}
 	case RecordReserved:
 		dst = binary.AppendUvarint(dst, uint64(r.Seq))
@@ -83,6 +118,9 @@ func (r *Record) AppendPayload(dst []byte) []byte {
 		dst = binary.AppendVarint(dst, r.ExpireAt)
 		dst = appendString(dst, r.RequestID)
 		dst = appendString(dst, r.UserID)
+		if r.Holder != (Holder{}) {
+			dst = appendHolder(dst, &r.Holder)
+		}
 	case RecordRejected:
 		dst = append(dst, byte(r.Outcome))
 		dst = binary.AppendUvarint(dst, uint64(r.Seq))
@@ -102,6 +140,10 @@ func (r *Record) AppendPayload(dst []byte) []byte {
 		dst = appendAllocation(dst, r.Cell)
 	case RecordEpoch:
 		dst = binary.AppendUvarint(dst, r.Cell.Epoch)
+	default:
+		if r.Type.isLottery() {
+			dst = r.appendLotteryPayload(dst)
+		}
 	}
 	return dst
 }
@@ -122,15 +164,20 @@ func DecodeRecord(typ RecordType, payload []byte) (Record, error) {
 		r.Def.SaleLimit = d.uint32()
 		r.Def.ReleaseOnClose = d.bool()
 		r.Def.IDKey = d.key()
-		if len(d.b) > 0 && d.err == nil {
-			r.Def.Cell = string(d.bytes())
-			r.Def.CellMapVersion = d.uvarint()
+		if d.err == nil && len(d.b) > 0 {
+			d.passFields(&r.Def)
+		}
+		if d.err == nil && len(d.b) > 0 {
+			d.cellFields(&r.Def)
 		}
 	case RecordReserved:
 		r.Seq = d.uint32()
 		r.Token = d.uint32()
 		r.ExpireAt = d.varint()
 		r.RequestID, r.UserID = d.stringPair()
+		if d.err == nil && len(d.b) > 0 {
+			r.Holder = d.holder()
+		}
 	case RecordRejected:
 		r.Outcome = Outcome(d.byte())
 		r.Seq = d.uint32()
@@ -151,6 +198,10 @@ func DecodeRecord(typ RecordType, payload []byte) (Record, error) {
 		r.Cell = &Allocation{Epoch: d.uvarint()}
 	case RecordPaused, RecordResumed:
 	default:
+		if typ.isLottery() {
+			d.decodeLottery(&r)
+			break
+		}
 		return Record{}, fmt.Errorf("%w: unknown type %d", ErrBadRecord, typ)
 	}
 	if d.err != nil {
@@ -177,6 +228,42 @@ func appendRanges(dst []byte, rs []TokenRange) []byte {
 		dst = binary.AppendUvarint(dst, uint64(r.Last-r.First))
 	}
 	return dst
+}
+
+// appendPassFields appends the definition's fields of issue #14: DEFINE's
+// trailing field and the state's.
+func appendPassFields(dst []byte, d *Definition) []byte {
+	dst = appendBool(dst, d.EntryPass.Required)
+	dst = binary.AppendVarint(dst, d.EntryPass.LeadMs)
+	dst = binary.AppendVarint(dst, d.EntryPass.TTLMs)
+	dst = binary.AppendUvarint(dst, uint64(d.MaxUnpaidPerSubject))
+	return binary.AppendVarint(dst, d.PaymentWindowHighRiskMs)
+}
+
+// passFields reads what appendPassFields wrote.
+func (d *decoder) passFields(def *Definition) {
+	def.EntryPass.Required = d.bool()
+	def.EntryPass.LeadMs = d.varint()
+	def.EntryPass.TTLMs = d.varint()
+	def.MaxUnpaidPerSubject = d.uint32()
+	def.PaymentWindowHighRiskMs = d.varint()
+}
+
+// appendCellFields appends DEFINE's cell group: the definition's fields of
+// issue #13.
+func appendCellFields(dst []byte, d *Definition) []byte {
+	dst = appendString(dst, d.Cell)
+	return binary.AppendUvarint(dst, d.CellMapVersion)
+}
+
+// cellFields reads what appendCellFields wrote; an empty cell is refused
+// (it would be written without the group).
+func (d *decoder) cellFields(def *Definition) {
+	def.Cell = string(d.bytes())
+	def.CellMapVersion = d.uvarint()
+	if d.err == nil && def.Cell == "" {
+		d.fail(errors.New("an empty cell in the cell group"))
+	}
 }
 
 func appendString(dst []byte, s string) []byte {

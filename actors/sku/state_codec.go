@@ -32,23 +32,36 @@ import (
 //	rejection   = str request_id, str user_id, u8 outcome, uvarint 0 (a reserved field, always 0)
 //	refund      = uvarint seq, str payment_id, varint amount, varint at
 //
-// An optional trailing section follows for a celled SKU (definition with a
-// cell; absent otherwise, so other states keep the layout above):
+// then optional trailing sections, each a u8 tag and its body, in tag order
+// (a state without them is what older versions wrote):
 //
-//	str cell, uvarint cellmap_version, uvarint epoch
-//	uvarint n, n × allocation                        GRANTs in log order
-//	uvarint n, n × allocation                        RETURNs in log order
-//	ranges                                           the unsold queue, in order
-//
+//	tag 1: passes (issue #14), written when the definition sets a field of
+//	       issue #14 or a reservation has a holder:
+//	       definition's pass fields (as DEFINE's trailing field),
+//	       uvarint n, n × (uvarint seq - previous seq, holder)   in seq order
+//	holder      = u8 tier, u8 risk, u8 subject flags, 8 bytes per set flag
+//	tag 2: a lottery SKU's entries and draw (lottery_codec.go), written
+//	       for a lottery SKU only
+//	tag 3: a celled SKU's cell (issue #13), written for a celled SKU only:
+//	       str cell, uvarint cellmap_version, uvarint epoch
+//	       uvarint n, n × allocation                 GRANTs in log order
+//	       uvarint n, n × allocation                 RETURNs in log order
+//	       ranges                                    the unsold queue, in order
 //	allocation  = uvarint seq, uvarint epoch, ranges
 //	ranges      = uvarint n, n × (uvarint first, uvarint last - first)
 //
-// For a celled SKU tokens_handed_out is the highest token id ever handed
-// out (the token slots have holes for ids the cell never owned).
+// The sections are written in tag order and only when used; the decoder
+// accepts any subset of them in that order and refuses another order, a
+// repeated tag or an unknown one. For a celled SKU tokens_handed_out is the
+// highest token id ever handed out (the token slots have holes for ids the
+// cell never owned).
 //
 // Token slots, counters, the indexes and the expiry cursor are derived from
 // these and rebuilt by Restore, which checks them as it goes.
 const StateFormatVersion = 1
+
+// stateSectionPasses tags the state's trailing section of issue #14.
+const stateSectionPasses = 1
 
 // ErrBadState is wrapped by Restore and DecodeState for bytes that are not
 // a valid encoded state.
@@ -100,21 +113,30 @@ func (f *Frozen) Encode(w io.Writer) (int64, error) {
 		e.b = binary.AppendVarint(b, rf.At)
 		e.maybeFlush()
 	}
-	if f.def.Cell != "" {
-		e.b = appendString(e.b, f.def.Cell)
-		e.b = binary.AppendUvarint(e.b, f.def.CellMapVersion)
-		e.b = binary.AppendUvarint(e.b, f.cell.epoch)
-		for _, list := range [][]Allocation{f.cell.grants, f.cell.returns} {
-			e.b = binary.AppendUvarint(e.b, uint64(len(list)))
-			for i := range list {
-				e.b = appendAllocation(e.b, &list[i])
-				e.maybeFlush()
-			}
-		}
-		e.b = appendRanges(e.b, f.unsold.ranges)
-	}
+	e.encodePasses(f)
+	e.encodeLottery(f)
+	e.encodeCell(f)
 	e.flush()
 	return e.n, e.err
+}
+
+// encodePasses appends f's passes section (tag 1), if the definition sets
+// a field of issue #14 or a reservation has a holder.
+func (e *stateEncoder) encodePasses(f *Frozen) {
+	if !f.def.hasPassFields() && len(f.holders.rows) == 0 {
+		return
+	}
+	e.b = append(e.b, stateSectionPasses)
+	e.b = appendPassFields(e.b, &f.def)
+	e.b = binary.AppendUvarint(e.b, uint64(len(f.holders.rows)))
+	var prev uint32
+	for i := range f.holders.rows {
+		row := &f.holders.rows[i]
+		e.b = binary.AppendUvarint(e.b, uint64(row.seq-prev))
+		e.b = appendHolder(e.b, &row.h)
+		prev = row.seq
+		e.maybeFlush()
+	}
 }
 
 func appendDefinition(b []byte, d *Definition) []byte {
@@ -280,12 +302,16 @@ func (s *stateDecoder) decode() {
 	}
 	s.rows(handedOut)
 	s.rejectionsAndRefunds()
-	if s.err == nil && len(s.b) != 0 && m.defined {
+	if s.err == nil && len(s.b) != 0 && s.b[0] == stateSectionPasses {
+		s.passes()
+	}
+	s.decodeLottery()
+	if s.err == nil && len(s.b) != 0 && s.b[0] == stateSectionCell {
 		s.cellSection(released)
 		return
 	}
 	if s.err == nil && len(s.b) != 0 {
-		s.fail("%d trailing bytes", len(s.b))
+		s.fail("%d trailing bytes: section tag %d unknown or out of order", len(s.b), s.b[0])
 	}
 	if s.err == nil {
 		if held := m.pool.reserved + m.pool.confirmed; uint64(held)+uint64(released) != uint64(handedOut) {
@@ -470,74 +496,61 @@ func (s *stateDecoder) rejectionsAndRefunds() {
 	}
 }
 
-// cellSection decodes the trailing section of a celled SKU and checks the
-// pool against it: grants and returns well formed and unique by seq, the
-// unsold queue disjoint from the tokens held or released, and granted -
-// returned = unsold + released + reserved + confirmed.
-func (s *stateDecoder) cellSection(released uint32) {
+// Smallest encoding of a holder row: a one-byte seq delta and a holder
+// without keys.
+const minHolderRowSize = 4
+
+// passes decodes the trailing section of issue #14 and rebuilds the unpaid
+// counts from it.
+func (s *stateDecoder) passes() {
 	m := s.m
-	m.def.Cell = string(s.bytes())
-	m.def.CellMapVersion = s.uvarint()
-	m.cell.epoch = s.uvarint()
+	if tag := s.byte(); s.err == nil && tag != stateSectionPasses {
+		s.fail("unknown trailing section %d", tag)
+		return
+	}
+	var d Definition = m.def
+	s.passFields(&d)
 	if s.err != nil {
 		return
 	}
-	if err := m.def.Validate(); err != nil || m.def.Cell == "" {
-		s.fail("cell section: %v", err)
-		return
-	}
-	m.pool.celled = true
-	for list := 0; list < 2 && s.err == nil; list++ {
-		n := s.count("allocation", 4)
-		if s.err == nil && n > MaxCellChanges {
-			s.fail("%d allocations, at most %d", n, MaxCellChanges)
+	if m.defined {
+		if err := d.Validate(); err != nil {
+			s.fail("%v", err)
+			return
 		}
-		for i := uint32(0); i < n && s.err == nil; i++ {
-			a := *s.allocation()
-			if s.err != nil {
-				return
-			}
-			if err := CheckRanges(a.Ranges, m.def.SaleLimit); err != nil || a.Seq == 0 {
-				s.fail("allocation %d: seq %d: %v", i+1, a.Seq, err)
-				return
-			}
-			if list == 0 {
-				if m.HasGrant(a.Seq) {
-					s.fail("grant %d listed twice", a.Seq)
-				}
-				m.cell.addGrant(a)
-			} else {
-				if _, dup := m.cell.returnIndex[a.Seq]; dup {
-					s.fail("return %d listed twice", a.Seq)
-				}
-				m.cell.addReturn(a)
-			}
+		m.setDefinition(d)
+	} else if d.hasPassFields() {
+		s.fail("an undefined SKU with a definition")
+		return
+	}
+	n := s.count("holder", minHolderRowSize)
+	var seq uint32
+	for i := uint32(0); i < n && s.err == nil; i++ {
+		delta := s.uint32()
+		h := s.holder()
+		if s.err != nil {
+			return
 		}
-	}
-	unsold := s.ranges()
-	if s.err != nil {
-		return
-	}
-	if len(s.b) != 0 {
-		s.fail("%d trailing bytes", len(s.b))
-		return
-	}
-	sorted := NormalizeRanges(append([]TokenRange(nil), unsold...))
-	if err := checkSorted(sorted, m.def.SaleLimit); err != nil {
-		s.fail("unsold tokens: %v", err)
-		return
-	}
-	for _, r := range unsold {
-		for t := r.First; t <= r.Last && int(t) <= len(m.pool.slots); t++ {
-			if s.held[(t-1)/64]&(1<<((t-1)%64)) != 0 {
-				s.fail("token %d is unsold and also held or released", t)
-				return
+		if delta == 0 || uint64(seq)+uint64(delta) > uint64(m.table.count) {
+			s.fail("holder %d: reservation %d+%d out of order or unknown", i+1, seq, delta)
+			return
+		}
+		seq += delta
+		r := m.table.get(seq)
+		if h == (Holder{}) {
+			s.fail("holder %d: empty", i+1)
+			return
+		}
+		if r.expireAt-r.createdAt != d.PaymentWindowFor(h) {
+			s.fail("reservation %d: expire_at does not follow its payment window", seq)
+			return
+		}
+		m.holders.add(seq, h)
+		if r.state == StatePendingPayment {
+			m.countUnpaid(&h)
+			if m.shortWindow(&h) {
+				m.queueHighRisk(seq)
 			}
 		}
-	}
-	m.pool.unsold.push(unsold)
-	owned := uint64(m.pool.unsold.units) + uint64(released) + uint64(m.pool.reserved) + uint64(m.pool.confirmed)
-	if m.cell.returned > m.cell.granted || owned != m.cell.granted-m.cell.returned {
-		s.fail("granted %d - returned %d != %d tokens owned", m.cell.granted, m.cell.returned, owned)
 	}
 }

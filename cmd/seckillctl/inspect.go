@@ -55,6 +55,7 @@ type recordJSON struct {
 	Release       *bool           `json:"release,omitempty"`
 	Definition    *definitionJSON `json:"definition,omitempty"`
 	Allocation    *allocationJSON `json:"allocation,omitempty"` // GRANT, RETURN, EPOCH
+	Holder        *holderJSON     `json:"holder,omitempty"`     // RESERVED with an entry pass
 }
 
 func recordOf(index uint64, r *sku.Record, campaignID, skuID string, key [16]byte) recordJSON {
@@ -66,6 +67,8 @@ func recordOf(index uint64, r *sku.Record, campaignID, skuID string, key [16]byt
 	switch r.Type {
 	case sku.RecordDefine:
 		j.Definition = definitionOf(r.Def)
+	case sku.RecordReserved:
+		j.Holder = holderOf(r.Holder)
 	case sku.RecordRejected:
 		j.Outcome = r.Outcome.String()
 	case sku.RecordPaid, sku.RecordRefundRequired:
