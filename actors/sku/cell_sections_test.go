@@ -177,3 +177,35 @@ func TestCelledDefinitionRefusals(t *testing.T) {
 		t.Fatalf("the celled definition alone: %v", err)
 	}
 }
+
+// TestLotteryWinnerIDsNameNoCell: a lottery SKU is never celled, so its
+// winners' reservation ids keep the four-part form: they parse to the
+// winner's reservation and name no cell (the router sends them to the
+// SKU's default cell), beside a celled SKU's five-part ids.
+func TestLotteryWinnerIDsNameNoCell(t *testing.T) {
+	m, _ := lotteryWithPasses(t, false)
+	won := 0
+	for i := 1; i <= 5; i++ {
+		v, ok := m.EntryByRequest("r" + string(rune('0'+i)))
+		if !ok || v.Status != EntryWon {
+			continue
+		}
+		won++
+		id := v.Reservation.ReservationID
+		_, _, seq, tag, err := ParseReservationID(id)
+		if got, ok := m.Get(seq); err != nil || !ok || !m.ValidTag(seq, tag) || got.ReservationID != id || got.UserID != v.Reservation.UserID {
+			t.Errorf("winner id %s: seq %d, %v", id, seq, err)
+		}
+		if c := ReservationCell(id); c != "" || strings.Count(id, reservationIDSep) != 3 {
+			t.Errorf("winner id %s names cell %q", id, c)
+		}
+	}
+	if won == 0 {
+		t.Fatal("no winner")
+	}
+	celled, _ := celledWithPasses(t, false)
+	v, _ := celled.Get(1)
+	if c := ReservationCell(v.ReservationID); c != "c1" {
+		t.Fatalf("celled id %s names cell %q", v.ReservationID, c)
+	}
+}

@@ -12,7 +12,7 @@ import (
 func TestRecordHolder(t *testing.T) {
 	r := sku.Record{Type: sku.RecordReserved, At: 1, Seq: 1, Token: 1, ExpireAt: 2, RequestID: "ep.x", UserID: "u",
 		Holder: sku.Holder{Tier: 3, Risk: 1, Subjects: 0b1001, Keys: [4]sku.SubjectKey{{1, 2, 3, 4, 5, 6, 7, 8}, {}, {}, {0xff}}}}
-	b, err := json.Marshal(recordOf(1, &r, "c", "s", [16]byte{}).Holder)
+	b, err := json.Marshal(recordOf(1, &r, "c", "s", "", [16]byte{}).Holder)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +20,7 @@ func TestRecordHolder(t *testing.T) {
 		t.Fatalf("%s, want %s", b, want)
 	}
 	r.Holder = sku.Holder{}
-	if h := recordOf(1, &r, "c", "s", [16]byte{}).Holder; h != nil {
+	if h := recordOf(1, &r, "c", "s", "", [16]byte{}).Holder; h != nil {
 		t.Fatalf("a record without a pass shows %+v", h)
 	}
 }

@@ -58,11 +58,11 @@ type recordJSON struct {
 	Holder        *holderJSON     `json:"holder,omitempty"`     // RESERVED with an entry pass
 }
 
-func recordOf(index uint64, r *sku.Record, campaignID, skuID string, key [16]byte) recordJSON {
+func recordOf(index uint64, r *sku.Record, campaignID, skuID, cell string, key [16]byte) recordJSON {
 	j := recordJSON{Index: index, Type: r.Type.String(), At: formatMillis(r.At), AtMs: r.At,
 		Token: r.Token, ExpireAt: formatMillis(r.ExpireAt), RequestID: r.RequestID, UserID: r.UserID, PaymentID: r.PaymentID}
 	if r.Seq != 0 {
-		j.ReservationID = sku.FormatReservationID(campaignID, skuID, r.Seq, key)
+		j.ReservationID = sku.FormatCellReservationID(campaignID, skuID, cell, r.Seq, key)
 	}
 	switch r.Type {
 	case sku.RecordDefine:
@@ -164,15 +164,17 @@ func inspectWAL(args []string, stdout io.Writer) error {
 	}
 	// The newest whole snapshot names the SKU and knows what the log may
 	// no longer hold. The reservation ids' key is in the SKU's definition:
-	// the snapshot's, or the log's first DEFINE record.
+	// the snapshot's, or the log's first DEFINE record; so is a celled
+	// SKU's cell, which its ids name.
 	var key [16]byte
+	var cell string
 	loaded, _, err := snapshot.LoadNewest(filepath.Join(skuDir, "snapshots"), nil)
 	if err != nil {
 		return err
 	}
 	if loaded != nil {
 		campaignID, skuID = loaded.Header.CampaignID, loaded.Header.SKUID
-		key = loaded.Machine.Definition().IDKey
+		key, cell = loaded.Machine.Definition().IDKey, loaded.Machine.Definition().Cell
 		if filter.userID != "" || filter.requestID != "" {
 			filter.learn(loaded.Machine)
 		}
@@ -183,7 +185,7 @@ func inspectWAL(args []string, stdout io.Writer) error {
 			return nil
 		}
 		if r, err := sku.DecodeRecord(sku.RecordDefine, payload); err == nil {
-			key = r.Def.IDKey
+			key, cell = r.Def.IDKey, r.Def.Cell
 			head.CampaignID, head.SKUID = r.Def.CampaignID, r.Def.SKUID
 		}
 		return errStop
@@ -207,12 +209,12 @@ func inspectWAL(args []string, stdout io.Writer) error {
 			return fmt.Errorf("record %d: %w", index, err)
 		}
 		if r.Type == sku.RecordDefine {
-			campaignID, skuID, key = r.Def.CampaignID, r.Def.SKUID, r.Def.IDKey
+			campaignID, skuID, cell, key = r.Def.CampaignID, r.Def.SKUID, r.Def.Cell, r.Def.IDKey
 		}
 		if filter.active() && !filter.match(&r) {
 			return nil
 		}
-		return out.add(recordOf(index, &r, campaignID, skuID, key))
+		return out.add(recordOf(index, &r, campaignID, skuID, cell, key))
 	})
 	if err != nil {
 		return err
