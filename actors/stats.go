@@ -26,6 +26,9 @@ type SKU struct {
 	engine            *Engine
 	in                inbox // calls waiting for the actor
 
+	// audit is the recount of the SKU off the actor (audit.go).
+	audit auditSlot
+
 	// Sojourn stamps (see libraries notes): the sender counts a call in
 	// queued and stamps it; the actor, on taking a batch, stores the stamp
 	// of its newest call in headEnqueuedAt and counts the batch out. The

@@ -188,6 +188,9 @@ type auditBody struct {
 	Total       uint32            `json:"reservations"`
 	InvariantOK bool              `json:"invariant_ok"`
 	Violations  []string          `json:"violations"`
+	// AsOf is the time of the last record of the state recounted (the
+	// recount runs on a copy frozen then).
+	AsOf string `json:"as_of"`
 }
 
 // handleAudit is GET /admin/campaigns/{c}/skus/{s}/audit.
@@ -200,7 +203,7 @@ func (s *Server) handleAudit(ctx *fasthttp.RequestCtx) string {
 	a, err := s.engine.Audit(ectx, campaignID, skuID)
 	cancel()
 	if err != nil {
-		return write(ctx, s.engineError("admin_audit", err, ""))
+		return write(ctx, s.readError("admin_audit", err))
 	}
 	n := a.Counts
 	body := auditBody{
@@ -213,6 +216,7 @@ func (s *Server) handleAudit(ctx *fasthttp.RequestCtx) string {
 		},
 		HeldClosed: n.HeldClosed, Refunds: n.RefundsRequired, Rejected: n.Rejected, Total: n.Reservations,
 		InvariantOK: a.OK(), Violations: append([]string{}, a.Violations...),
+		AsOf: formatMillis(a.LastAt),
 	}
 	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, body))
 }
@@ -242,7 +246,7 @@ func (s *Server) handleRefunds(ctx *fasthttp.RequestCtx) string {
 	refunds, err := s.engine.Refunds(ectx, campaignID, skuID)
 	cancel()
 	if err != nil {
-		return write(ctx, s.engineError("admin_refunds", err, ""))
+		return write(ctx, s.readError("admin_refunds", err))
 	}
 	body := refundsBody{CampaignID: campaignID, SKUID: skuID, Refunds: make([]refundBody, 0, len(refunds))}
 	for _, r := range refunds {

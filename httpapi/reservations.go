@@ -3,9 +3,11 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strconv"
 
+	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/valyala/fasthttp"
 )
@@ -110,6 +112,23 @@ func (s *Server) engineError(route string, err error, statusURL string) reply {
 	return errorReply(f.status, f.reason, "")
 }
 
+// readError answers the error of a read: like engineError, except that a
+// read that did not get its answer in time changed nothing, so it is a 503
+// READ_TIMEOUT (or AUDIT_PENDING) with Retry-After, never RESULT_UNKNOWN.
+func (s *Server) readError(route string, err error) reply {
+	var r reply
+	switch {
+	case errors.Is(err, actors.ErrAuditPending):
+		r = errorReply(fasthttp.StatusServiceUnavailable, reasonAuditPending, "the recount goes on; retry to get its result")
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		r = errorReply(fasthttp.StatusServiceUnavailable, reasonReadTimeout, "the SKU did not answer in time; nothing was changed")
+	default:
+		return s.engineError(route, err, "")
+	}
+	r.retryAfter = "1"
+	return r
+}
+
 // handleGet is GET /v1/reservations/{id}.
 func (s *Server) handleGet(ctx *fasthttp.RequestCtx) string {
 	id, ok := pathReservation(ctx)
@@ -120,7 +139,7 @@ func (s *Server) handleGet(ctx *fasthttp.RequestCtx) string {
 	v, err := s.engine.Get(ectx, id)
 	cancel()
 	if err != nil {
-		return write(ctx, s.engineError("get_reservation", err, reservationURL(id)))
+		return write(ctx, s.readError("get_reservation", err))
 	}
 	return write(ctx, jsonReply(fasthttp.StatusOK, v.State.String(), renderReservation(v)))
 }
@@ -136,7 +155,7 @@ func (s *Server) handleLookup(ctx *fasthttp.RequestCtx) string {
 	res, err := s.engine.Lookup(ectx, campaignID, skuID, requestID)
 	cancel()
 	if err != nil {
-		return write(ctx, s.engineError("lookup_request", err, lookupURL(campaignID, skuID, requestID)))
+		return write(ctx, s.readError("lookup_request", err))
 	}
 	body := requestBody{RequestID: requestID, Outcome: res.Outcome.String(), ReservationID: res.Reservation.ReservationID}
 	if res.Outcome == sku.OutcomeAccepted {

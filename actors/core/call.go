@@ -86,7 +86,7 @@ type Call struct {
 // Report is the reply of the rare calls that read a whole SKU. It lives
 // outside Call so that a reserve's call stays small.
 type Report struct {
-	Audit   sku.Audit
+	Frozen  *sku.Frozen // KindAudit: the state to recount off the actor
 	Refunds []sku.Refund
 	Hash    [32]byte
 }
