@@ -5,7 +5,7 @@ PKGS     := ./...
 ADDR     ?= 127.0.0.1:8080
 DATA     ?= ./data
 
-.PHONY: all build run test test-long bench bench-engine bench-compare soak fuzz clean
+.PHONY: all build run test test-long bench bench-engine bench-audit bench-compare soak fuzz clean
 
 all: build
 
@@ -40,6 +40,10 @@ bench-engine:
 	$(GO) test -run XXX -bench 'MachineReserve' -benchtime 2000000x -timeout 30m ./actors/sku/
 	$(GO) test -run XXX -bench . -benchtime 1x -timeout 30m ./snapshot/
 	$(GO) test -run XXX -bench . -timeout 30m ./wal/
+
+## bench-audit: the audit's time and the reserve p99 during it at 1, 4 and 8 million reservations (~2 GB of memory).
+bench-audit:
+	$(GO) test -run XXX -bench 'AuditDuringSale' -benchtime 1x -timeout 30m ./actors/
 
 ## bench-compare: seckilld beside Redis + Lua, PostgreSQL, the in-process engine and the null servers
 ## (flags of "seckill-bench compare" in COMPARE_ARGS, e.g. make bench-compare COMPARE_ARGS="--rounds 3").
