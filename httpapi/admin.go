@@ -75,7 +75,9 @@ func bearer(header []byte) ([]byte, bool) {
 	return header[len(scheme):], true
 }
 
-// handleDefine is PUT /admin/campaigns/{c}: define or redefine a campaign.
+// handleDefine is PUT /admin/campaigns/{c}: define or redefine a campaign
+// (201 Created with Location when the campaign had no SKU before, 200
+// otherwise).
 // Redefining may only move end_at later or raise sale_limit; every SKU is
 // checked before any is applied (409 otherwise). The campaign's new SKUs
 // must fit in the engine's limit of SKUs, checked and held before any is
@@ -115,6 +117,7 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, s.engineError("admin_define", err, "/admin/campaigns/"+campaignID))
 	}
 	defer release()
+	created := !s.campaignExists(campaignID)
 	for _, d := range defs {
 		ectx, cancel := s.engineContext()
 		err := s.engine.Define(ectx, d)
@@ -125,8 +128,24 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 			}
 			return write(ctx, s.engineError("admin_define", err, "/admin/campaigns/"+campaignID))
 		}
+		s.gates.get(d.CampaignID, d.SKUID) // its series exist from its definition
+	}
+	if created { // RFC 9110 §9.3.4: a PUT that creates answers 201
+		r := jsonReply(fasthttp.StatusCreated, outcomeOK, campaignOf(defs))
+		r.location = "/admin/campaigns/" + campaignID
+		return write(ctx, r)
 	}
 	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, campaignOf(defs)))
+}
+
+// campaignExists reports whether the engine knows a SKU of campaignID.
+func (s *Server) campaignExists(campaignID string) bool {
+	for _, st := range s.engine.AllStats() {
+		if st.CampaignID == campaignID {
+			return true
+		}
+	}
+	return false
 }
 
 // pausedBody answers pause and resume.

@@ -203,6 +203,9 @@ func New(cfg Config) (*Server, error) {
 		adminID:    digest(cfg.AdminToken),
 		retryAfter: retryAfterSeconds(cfg.MaxQueueWait),
 	}
+	for _, st := range cfg.Engine.AllStats() { // each SKU's series exist from the start
+		s.gates.get(st.CampaignID, st.SKUID)
+	}
 	if err := cfg.Registry.Register(newSKUCollector(cfg.Engine, s.gates)); err != nil {
 		return nil, fmt.Errorf("httpapi: registering the SKU collector: %w", err)
 	}
@@ -287,6 +290,9 @@ func (s *Server) route(name string, h func(ctx *fasthttp.RequestCtx) string) fas
 	duration := s.metrics.duration.WithLabelValues(name)
 	var routeName any = name // boxed once, not per request
 	var counters sync.Map    // outcome -> its requests counter (a small, fixed set)
+	for _, outcome := range knownOutcomes(name) {
+		counters.Store(outcome, s.metrics.requests.WithLabelValues(name, outcome))
+	}
 	return func(ctx *fasthttp.RequestCtx) {
 		ctx.SetUserValue(routeKey, routeName)
 		start := time.Now()
