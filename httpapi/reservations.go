@@ -141,6 +141,9 @@ func (s *Server) handleGet(ctx *fasthttp.RequestCtx) string {
 	if err != nil {
 		return write(ctx, s.readError("get_reservation", err))
 	}
+	// A reservation changes (paid, closed) and names a user: no shared
+	// cache may keep it, and a client asks again each time.
+	ctx.Response.Header.Set("Cache-Control", "private, no-cache")
 	return write(ctx, jsonReply(fasthttp.StatusOK, v.State.String(), renderReservation(v)))
 }
 
@@ -162,14 +165,23 @@ func (s *Server) handleLookup(ctx *fasthttp.RequestCtx) string {
 		r := renderReservation(res.Reservation)
 		body.Reservation = &r
 	}
+	ctx.Response.Header.Set("Cache-Control", "private, no-cache") // the reservation it names changes
 	return write(ctx, jsonReply(fasthttp.StatusOK, body.Outcome, body))
+}
+
+// unsigned is the 401 of a payment without a valid signature. Its
+// WWW-Authenticate challenge (RFC 9110 §11.6.1) names the scheme: an
+// HMAC-SHA256 of the body in the X-Signature header.
+func unsigned(ctx *fasthttp.RequestCtx, detail string) reply {
+	ctx.Response.Header.Set("WWW-Authenticate", `X-Signature realm="seckill-payments", algorithm="HMAC-SHA256"`)
+	return errorReply(fasthttp.StatusUnauthorized, reasonUnauthorized, detail)
 }
 
 // handlePay is POST /v1/reservations/{id}/payment.
 func (s *Server) handlePay(ctx *fasthttp.RequestCtx) string {
 	body := ctx.PostBody()
 	if !s.signatureOK(body, ctx.Request.Header.Peek("X-Signature")) {
-		return write(ctx, errorReply(fasthttp.StatusUnauthorized, reasonUnauthorized, "missing or wrong X-Signature"))
+		return write(ctx, unsigned(ctx, "missing or wrong X-Signature"))
 	}
 	id, ok := pathReservation(ctx)
 	if !ok {
@@ -187,8 +199,7 @@ func (s *Server) handlePay(ctx *fasthttp.RequestCtx) string {
 			"reservation_id of the body differs from the path"))
 	}
 	if len(s.cfg.PaymentSecret) > 0 && req.ReservationID == nil {
-		return write(ctx, errorReply(fasthttp.StatusUnauthorized, reasonUnauthorized,
-			"a signed payment body must name the reservation of the path in reservation_id"))
+		return write(ctx, unsigned(ctx, "a signed payment body must name the reservation of the path in reservation_id"))
 	}
 	var amount int64
 	if req.Amount != nil {

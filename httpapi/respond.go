@@ -15,6 +15,7 @@ const (
 	reasonBodyTooLarge       = "BODY_TOO_LARGE"
 	reasonHeaderTooLarge     = "HEADER_TOO_LARGE"
 	reasonRequestTimeout     = "REQUEST_TIMEOUT"
+	reasonNotImplemented     = "NOT_IMPLEMENTED"
 	reasonNotFound           = "NOT_FOUND"
 	reasonMethodNotAllowed   = "METHOD_NOT_ALLOWED"
 	reasonUnauthorized       = "UNAUTHORIZED"

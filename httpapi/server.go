@@ -217,6 +217,7 @@ func New(cfg Config) (*Server, error) {
 		IdleTimeout:           cfg.IdleTimeout,
 		MaxRequestBodySize:    cfg.MaxRequestBodySize,
 		HeaderReceived:        s.requestConfig,
+		ExpectHandler:         s.expectContinue,
 		NoDefaultServerHeader: true,
 		CloseOnShutdown:       true,
 		Concurrency:           cfg.MaxConnections,
@@ -320,7 +321,8 @@ func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx, v any) {
 }
 
 // parseError answers requests fasthttp could not read: too large bodies
-// (413), oversized headers (431), timeouts (408), anything else (400).
+// (413), transfer codings other than chunked (501), oversized headers
+// (431), timeouts (408), anything else (400).
 func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	var netErr net.Error
@@ -329,6 +331,10 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		outcome = write(ctx, errorReply(fasthttp.StatusRequestEntityTooLarge, reasonBodyTooLarge,
 			fmt.Sprintf("request body larger than %d bytes", s.bodyLimit(&ctx.Request.Header))))
+	case errors.Is(err, fasthttp.ErrUnsupportedTransferEncoding):
+		// RFC 9112 §6.1: a transfer coding the server does not
+		// understand is 501; only chunked is.
+		outcome = write(ctx, errorReply(fasthttp.StatusNotImplemented, reasonNotImplemented, "only the chunked transfer coding is supported"))
 	case errors.As(err, &small):
 		outcome = write(ctx, errorReply(fasthttp.StatusRequestHeaderFieldsTooLarge, reasonHeaderTooLarge, "request header too large"))
 	case errors.As(err, &netErr) && netErr.Timeout():
@@ -337,6 +343,22 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 		outcome = write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, "malformed HTTP request"))
 	}
 	s.metrics.requests.WithLabelValues("unparsed", outcome).Inc()
+}
+
+// expectContinue is fasthttp's ExpectHandler for "Expect: 100-continue":
+// a body whose Content-Length exceeds the request's limit is refused with
+// 413 from the header alone, without inviting the body (RFC 9110
+// §10.1.1); fasthttp then closes the connection. Anything else gets its
+// 100 Continue.
+func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
+	limit := s.bodyLimit(&ctx.Request.Header)
+	if n := ctx.Request.Header.ContentLength(); n > limit {
+		outcome := write(ctx, errorReply(fasthttp.StatusRequestEntityTooLarge, reasonBodyTooLarge,
+			fmt.Sprintf("request body larger than %d bytes", limit)))
+		s.metrics.requests.WithLabelValues("unparsed", outcome).Inc()
+		return fasthttp.StatusRequestEntityTooLarge
+	}
+	return fasthttp.StatusContinue
 }
 
 // Serve accepts connections on ln until Shutdown. It returns nil after
