@@ -9,10 +9,15 @@ DATA     ?= ./data
 
 all: build
 
+# --version reads the commit from the build information; where the toolchain
+# records none (a git worktree, GOFLAGS=-buildvcs=false) these stamp it.
+VERSION_PKG := github.com/seckill/seckill/cmd/internal/version
+LDFLAGS     := -X $(VERSION_PKG).commit=$(shell git rev-parse HEAD 2>/dev/null) -X $(VERSION_PKG).buildTime=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+
 build:
-	$(GO) build -o $(BIN)/seckilld ./cmd/seckilld
-	$(GO) build -o $(BIN)/seckill-bench ./cmd/seckill-bench
-	$(GO) build -o $(BIN)/seckillctl ./cmd/seckillctl
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckilld ./cmd/seckilld
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckill-bench ./cmd/seckill-bench
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckillctl ./cmd/seckillctl
 
 ## run: build the binaries and start seckilld on $(ADDR) with data in $(DATA) (demo campaign when none is given).
 run: build

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/peterbourgon/ff/v3"
@@ -47,6 +48,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.snapshotKeep, "snapshot-keep", actors.DefaultSnapshotKeep, "snapshots kept per SKU; the log is truncated up to the oldest")
 	fs.IntVar(&o.maxSKUs, "max-skus", 0, fmt.Sprintf("most SKUs this engine holds, one open file each (0: half the open-files limit left after the reserve, at most %d)", actors.DefaultMaxSKUs))
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) to this file until shutdown")
+	fs.Usage = func() { printUsage(fs) }
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL")); err != nil {
 		return o, err
 	}
@@ -74,4 +76,25 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	return o, nil
+}
+
+// printUsage is seckilld --help: every flag with its environment variable
+// (SECKILL_ and the flag's name in upper case, "-" as "_") and default.
+func printUsage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprint(w, `usage: seckilld [flags]
+
+The flash-sale sequencer: the HTTP API over one actor and one fsynced log per SKU.
+Every flag can also be set in the environment; a flag given wins over its variable.
+--version prints the build's version.
+
+`)
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "SECKILL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		def := ""
+		if f.DefValue != "" {
+			def = fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(w, "  --%s, %s\n        %s%s\n", f.Name, env, f.Usage, def)
+	})
 }
