@@ -90,7 +90,7 @@ func bearer(header []byte) ([]byte, bool) {
 func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 	campaignID := pathParam(ctx, "campaign_id")
 	if !sku.ValidID(campaignID) {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, badPathID(ctx))
 	}
 	var c Campaign
 	if err := decodeJSON(ctx.PostBody(), &c); err != nil {
@@ -173,7 +173,7 @@ func (s *Server) handleResume(ctx *fasthttp.RequestCtx) string {
 func (s *Server) setPaused(ctx *fasthttp.RequestCtx, paused bool) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	if !ok {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, badPathID(ctx))
 	}
 	if err := decodeNoFields(ctx.PostBody()); err != nil {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
@@ -216,7 +216,7 @@ type auditBody struct {
 func (s *Server) handleAudit(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	if !ok {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, badPathID(ctx))
 	}
 	ectx, cancel := s.engineContext()
 	a, err := s.engine.Audit(ectx, campaignID, skuID)
@@ -259,7 +259,7 @@ type refundsBody struct {
 func (s *Server) handleRefunds(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	if !ok {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, badPathID(ctx))
 	}
 	ectx, cancel := s.engineContext()
 	refunds, err := s.engine.Refunds(ectx, campaignID, skuID)
@@ -285,7 +285,7 @@ func (s *Server) handleRefunds(ctx *fasthttp.RequestCtx) string {
 func (s *Server) handleSnapshot(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	if !ok {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, badPathID(ctx))
 	}
 	if err := decodeNoFields(ctx.PostBody()); err != nil {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
