@@ -131,3 +131,89 @@ func TestRetryAfterAndCacheControl(t *testing.T) {
 		t.Errorf("NOT_STARTED Retry-After %q, want ~90", early.header.Get("Retry-After"))
 	}
 }
+
+// Campaigns can be read back: GET /admin/campaigns/{c} lists every SKU of
+// the campaign (also those of earlier PUTs), GET /admin/campaigns every
+// campaign; an unknown campaign is 404, a malformed id 400 with the rule.
+func TestReadCampaigns(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{})
+	first := campaign("spring", "10m", map[string]int{"a": 5, "b": 7})
+	ts.define(first)
+	second := campaign("spring", "10m", map[string]int{"c": 9})
+	second["start_at"], second["end_at"] = first["start_at"], first["end_at"]
+	ts.define(second)
+	ts.define(campaign("autumn", "15m", map[string]int{"x": 1}))
+	want(t, ts.admin(http.MethodPost, "/admin/campaigns/spring/skus/b/pause", nil), http.StatusOK, "")
+
+	got := ts.admin(http.MethodGet, "/admin/campaigns/spring", nil)
+	want(t, got, http.StatusOK, "")
+	skus, _ := got.body["skus"].([]any)
+	if got.str("campaign_id") != "spring" || len(skus) != 3 {
+		t.Fatalf("campaign: %s", got.raw)
+	}
+	for i, wantID := range []string{"a", "b", "c"} {
+		s := skus[i].(map[string]any)
+		if s["sku_id"] != wantID || s["payment_window"] != "10m0s" || s["release_on_close"] != true || s["paused"] != (wantID == "b") {
+			t.Errorf("sku %d: %v", i, s)
+		}
+	}
+	all := ts.admin(http.MethodGet, "/admin/campaigns", nil)
+	want(t, all, http.StatusOK, "")
+	if cs, _ := all.body["campaigns"].([]any); len(cs) != 2 || cs[0].(map[string]any)["campaign_id"] != "autumn" {
+		t.Fatalf("campaigns: %s", all.raw)
+	}
+	want(t, ts.admin(http.MethodGet, "/admin/campaigns/winter", nil), http.StatusNotFound, "NOT_FOUND")
+	bad := ts.admin(http.MethodGet, "/admin/campaigns/b%20d", nil)
+	want(t, bad, http.StatusBadRequest, "BAD_REQUEST")
+	if !strings.Contains(bad.str("detail"), "campaign_id must be") {
+		t.Errorf("bad id: %v", bad)
+	}
+	want(t, ts.get("/admin/campaigns"), http.StatusUnauthorized, "UNAUTHORIZED")
+
+	limit := campaign("neg", "15m", map[string]int{"s": 1})
+	limit["skus"] = []map[string]any{{"sku_id": "s", "sale_limit": -1}}
+	neg := ts.admin(http.MethodPut, "/admin/campaigns/neg", limit)
+	want(t, neg, http.StatusBadRequest, "BAD_REQUEST")
+	if !strings.Contains(neg.str("detail"), "from 1 to 1073741824") {
+		t.Errorf("sale_limit -1: %v", neg)
+	}
+}
+
+// A connection beyond MaxConnections gets the documented JSON error body
+// (503 UNAVAILABLE, Retry-After), not fasthttp's plain-text one; once a
+// connection closes, a new one is served.
+func TestConnectionLimitAnswersJSON(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{config: func(c *httpapi.Config) { c.MaxConnections = 1 }})
+	first, err := net.Dial("tcp", strings.TrimPrefix(ts.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := first.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(first), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("first connection: %v %v", resp, err)
+	}
+	resp.Body.Close() // the connection stays open (keep-alive)
+	got := rawExchange(t, ts, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	if !strings.HasPrefix(got, "HTTP/1.1 503 ") || !strings.Contains(got, "Content-Type: application/json") ||
+		!strings.Contains(got, "Retry-After: 1") || !strings.Contains(got, `{"error":"UNAVAILABLE"`) {
+		t.Fatalf("connection over the limit: %q", got)
+	}
+	first.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r, err := try(http.MethodGet, ts.base+"/healthz", nil, map[string]string{"Connection": "close"})
+		if err == nil && r.status == http.StatusOK {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no connection served after the first closed: %v %v", r, err)
+		}
+		time.Sleep(10 * time.Millisecond) // the server sees the close a moment later
+	}
+}

@@ -41,7 +41,7 @@ const (
 	// DefaultIdleTimeout closes keep-alive connections idle that long.
 	DefaultIdleTimeout = 60 * time.Second
 	// DefaultMaxConnections bounds the connections served at once; more are
-	// answered 503 and closed (fasthttp's Server.Concurrency).
+	// answered 503 UNAVAILABLE (JSON, Retry-After) and closed (connLimiter).
 	DefaultMaxConnections = 16 << 10
 	// DefaultStatusMaxAge is the Cache-Control max-age of a SKU status that
 	// can change any moment.
@@ -220,7 +220,7 @@ func New(cfg Config) (*Server, error) {
 		ExpectHandler:         s.expectContinue,
 		NoDefaultServerHeader: true,
 		CloseOnShutdown:       true,
-		Concurrency:           cfg.MaxConnections,
+		Concurrency:           cfg.MaxConnections + connLimitSlack, // connLimiter refuses first
 		Logger:                fasthttpLogger{cfg.Logger},
 		// fasthttp's parse errors leave out the request bytes they would
 		// otherwise quote (fasthttpLogger bounds whatever remains).
@@ -268,6 +268,8 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	r.POST("/v1/reservations/{reservation_id}/cancel", s.route("cancel", s.handleCancel))
 
 	r.PUT("/admin/campaigns/{campaign_id}", s.route("admin_define", s.admin(s.handleDefine)))
+	get("/admin/campaigns/{campaign_id}", s.route("admin_campaign", s.admin(s.handleCampaign)))
+	get("/admin/campaigns", s.route("admin_campaigns", s.admin(s.handleCampaigns)))
 	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/pause", s.route("admin_pause", s.admin(s.handlePause)))
 	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/resume", s.route("admin_resume", s.admin(s.handleResume)))
 	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/audit", s.route("admin_audit", s.admin(s.handleAudit)))
@@ -367,9 +369,11 @@ func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
 // Accept errors from descriptor or buffer exhaustion are waited out, not
 // returned (see sheddingListener).
 func (s *Server) Serve(ln net.Listener) error {
-	return s.http.Serve(sheddingListener{Listener: ln, onShed: func(err error) {
+	shedding := sheddingListener{Listener: ln, onShed: func(err error) {
 		s.log.Warn("accept failed for lack of resources; waiting", "err", err)
-	}})
+	}}
+	refused := s.metrics.requests.WithLabelValues("connection_limit", reasonUnavailable)
+	return s.http.Serve(newConnLimiter(shedding, s.cfg.MaxConnections, refused.Inc))
 }
 
 // Shutdown stops accepting connections, closes idle ones and waits for the
