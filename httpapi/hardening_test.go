@@ -416,7 +416,7 @@ func TestOptionsHeadAndAllow(t *testing.T) {
 		reserve:                            "OPTIONS, POST",
 		status:                             "GET, HEAD, OPTIONS",
 		ts.base + "/v1/reservations/" + id: "GET, HEAD, OPTIONS",
-		ts.base + "/admin/campaigns/opt":   "OPTIONS, PUT",
+		ts.base + "/admin/campaigns/opt":   "GET, HEAD, OPTIONS, PUT",
 		ts.base + "/healthz":               "GET, HEAD, OPTIONS",
 	} {
 		r := call(t, http.MethodOptions, url, nil, nil)
