@@ -11,7 +11,7 @@ all: build
 
 # --version reads the commit from the build information; where the toolchain
 # records none (a git worktree, GOFLAGS=-buildvcs=false) these stamp it.
-VERSION_PKG := github.com/seckill/seckill/cmd/internal/version
+VERSION_PKG := github.com/seckill/seckill/internal/version
 LDFLAGS     := -X $(VERSION_PKG).commit=$(shell git rev-parse HEAD 2>/dev/null) -X $(VERSION_PKG).buildTime=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 
 build:

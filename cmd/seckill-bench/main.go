@@ -16,7 +16,7 @@ import (
 
 	"github.com/seckill/seckill/bench"
 	"github.com/seckill/seckill/bench/compare"
-	"github.com/seckill/seckill/cmd/internal/version"
+	"github.com/seckill/seckill/internal/version"
 )
 
 func main() {

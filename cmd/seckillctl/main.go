@@ -33,7 +33,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors/sku"
-	"github.com/seckill/seckill/cmd/internal/version"
+	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"

@@ -66,6 +66,30 @@ func describe(program string, info *debug.BuildInfo) string {
 	return b.String()
 }
 
+// Commit returns the commit the binary was built from (the build
+// information's, else the Makefile's stamp), with " (modified)" when the
+// tree had local changes; "unknown" when neither recorded it.
+func Commit() string {
+	rev, modified := commit, false
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+	}
+	if rev == "" {
+		return "unknown"
+	}
+	if modified {
+		rev += " (modified)"
+	}
+	return rev
+}
+
 // Requested reports whether args ask for the version: a --version or
 // -version before any "--".
 func Requested(args []string) bool {
