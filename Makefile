@@ -32,9 +32,12 @@ test:
 test-long:
 	$(GO) test -count=1 -timeout 30m ./actors/sku/ -rapid.checks=20000
 
-## bench: the seed sale (10,000 units, 1,000,000 buyers) through a freshly started seckilld, with the audit.
+## bench: the seed sale (10,000 units, 1,000,000 buyers) through a freshly started seckilld, with the audit;
+## the result in ./bench-seed.json (SEED_JSON), flags of seckill-bench in BENCH_ARGS, e.g.
+## make bench BENCH_ARGS="--report bench-seed.html --concurrency 512".
+BENCH_ARGS ?=
 bench: build
-	./bench/run-seed.sh
+	./bench/run-seed.sh $(BENCH_ARGS)
 
 ## bench-engine: the engine's own benchmarks (durable and no-sync reserve, replay, heap per reservation).
 bench-engine:
