@@ -32,8 +32,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/seckill/seckill/actors"
-	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/wal"
 )
 
