@@ -233,6 +233,12 @@ func New(cfg Config) (*Server, error) {
 // HEAD on every GET route, OPTIONS on every route, JSON 404 and 405
 // answers, and panic recovery (500 INTERNAL).
 func (s *Server) Handler() fasthttp.RequestHandler {
+	return s.router().Handler
+}
+
+// router builds the router of every route (Handler, and the OpenAPI test
+// through its list of routes).
+func (s *Server) router() *router.Router {
 	r := router.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
@@ -280,7 +286,8 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	get("/metrics", s.metricsHandler())
 	get("/healthz", s.route("healthz", s.handleHealthz))
 	get("/readyz", s.route("readyz", s.handleReadyz))
-	return r.Handler
+	get("/openapi.json", s.route("openapi", s.handleOpenAPI))
+	return r
 }
 
 // routeKey is the user value that names the route being served, for the
