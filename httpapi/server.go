@@ -92,6 +92,10 @@ type Config struct {
 	Clock func() time.Time
 	// Logger receives errors and panics.
 	Logger *slog.Logger
+	// StatsInterval is the period of the dashboard's stats sample
+	// (/admin/stats: rates over it); negative: no background sampling (a
+	// test calls Server.SampleStats).
+	StatsInterval time.Duration
 	// Registry receives the service's metrics and is served on /metrics
 	// (give the engine the same one). Default: a new registry.
 	Registry *prometheus.Registry
@@ -146,6 +150,9 @@ func (c *Config) fill() error {
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
+	if c.StatsInterval == 0 {
+		c.StatsInterval = DefaultStatsInterval
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -174,6 +181,10 @@ type Server struct {
 	http       *fasthttp.Server
 	// draining is set by Shutdown: /readyz answers 503 from then on.
 	draining atomic.Bool
+
+	// ingress and stats feed the dashboard (stats*.go).
+	ingress *ingressStats
+	stats   *statsSampler
 }
 
 // New checks cfg, registers the service's metrics on cfg.Registry and
@@ -202,6 +213,8 @@ func New(cfg Config) (*Server, error) {
 		deadlines:  &deadlines{timeout: cfg.RequestTimeout},
 		adminID:    digest(cfg.AdminToken),
 		retryAfter: retryAfterSeconds(cfg.MaxQueueWait),
+		ingress:    &ingressStats{engine: cfg.Engine},
+		stats:      newStatsSampler(),
 	}
 	for _, st := range cfg.Engine.AllStats() { // each SKU's series exist from the start
 		s.gates.get(st.CampaignID, st.SKUID)
@@ -216,7 +229,7 @@ func New(cfg Config) (*Server, error) {
 		WriteTimeout:          cfg.WriteTimeout,
 		IdleTimeout:           cfg.IdleTimeout,
 		MaxRequestBodySize:    cfg.MaxRequestBodySize,
-		HeaderReceived:        s.requestConfig,
+		HeaderReceived:        s.headerReceived,
 		ExpectHandler:         s.expectContinue,
 		NoDefaultServerHeader: true,
 		CloseOnShutdown:       true,
@@ -266,7 +279,7 @@ func (s *Server) router() *router.Router {
 		r.HEAD(path, h)
 	}
 
-	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", s.route("reserve", s.handleReserve))
+	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", s.route("reserve", s.countReserve(s.handleReserve)))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}", s.route("sku_status", s.handleStatus))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}/requests/{request_id}", s.route("lookup_request", s.handleLookup))
 	get("/v1/reservations/{reservation_id}", s.route("get_reservation", s.handleGet))
@@ -282,6 +295,9 @@ func (s *Server) router() *router.Router {
 	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/refunds", s.route("admin_refunds", s.admin(s.handleRefunds)))
 	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/snapshot", s.route("admin_snapshot", s.admin(s.handleSnapshot)))
 	r.POST("/admin/reservations/{reservation_id}/release", s.route("admin_release", s.admin(s.handleRelease)))
+	get(statsPath, s.route("admin_stats", s.admin(s.handleStats)))
+	r.GET(statsStreamPath, s.route("admin_stats_stream", s.admin(s.handleStatsStream))) // no HEAD: a stream
+	s.dashboardRoutes(get)
 
 	get("/metrics", s.metricsHandler())
 	get("/healthz", s.route("healthz", s.handleHealthz))
@@ -376,6 +392,7 @@ func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
 // Accept errors from descriptor or buffer exhaustion are waited out, not
 // returned (see sheddingListener).
 func (s *Server) Serve(ln net.Listener) error {
+	s.runStats()
 	shedding := sheddingListener{Listener: ln, onShed: func(err error) {
 		s.log.Warn("accept failed for lack of resources; waiting", "err", err)
 	}}
@@ -388,5 +405,6 @@ func (s *Server) Serve(ln net.Listener) error {
 // engine: the caller does that afterwards (flush and fsync).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
+	s.stopStats()
 	return s.http.ShutdownWithContext(ctx)
 }
