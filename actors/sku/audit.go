@@ -1,6 +1,11 @@
 package sku
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+	"hash/maphash"
+	"slices"
+)
 
 // MaxViolations bounds the violations one Audit reports.
 const MaxViolations = 100
@@ -63,12 +68,13 @@ func (m *Machine) Audit() Audit {
 			a.violation("token %d is %s held by %d, want %s held by %d", token, st, holder, want, seq)
 		}
 	}
-	if len(r.liveUsers) != m.live.len() {
-		a.violation("live-user index has %d users, recount %d", m.live.len(), len(r.liveUsers))
+	if r.liveUsers != m.live.len() {
+		a.violation("live-user index has %d users, recount %d", m.live.len(), r.liveUsers)
 	}
-	for user, seq := range r.liveUsers {
-		if got, _ := m.live.get(user); got != seq {
-			a.violation("live-user index maps %q to %d, want %d", user, got, seq)
+	for _, e := range r.live {
+		user := m.table.userID(m.table.get(e.seq))
+		if got, _ := m.live.get(user); got != e.seq {
+			a.violation("live-user index maps %q to %d, want %d", user, got, e.seq)
 		}
 	}
 	if m.byRequest.len() != int(m.table.count) {
@@ -89,12 +95,22 @@ func (f *Frozen) Audit() Audit {
 	return a
 }
 
-// rowRecount is what recountRows learnt from the rows.
+// rowRecount is what recountRows learnt from the rows. It holds no
+// pointers: at millions of reservations the garbage collector, which runs
+// beside the SKU's actor, has nothing in it to scan.
 type rowRecount struct {
-	held      []uint64          // bit token-1 is set when a row holds token
-	holder    []uint32          // holder[token-1]: the seq holding it (when held)
-	paid      []uint64          // bit token-1 is set when its holder is PAID
-	liveUsers map[string]uint32 // user_id -> its live reservation's seq
+	held   []uint64 // bit token-1 is set when a row holds token
+	holder []uint32 // holder[token-1]: the seq holding it (when held)
+	paid   []uint64 // bit token-1 is set when its holder is PAID
+	// live lists the live (PENDING_PAYMENT or PAID) reservations by the
+	// hash of their user_id; liveUsers counts their distinct users.
+	live      []liveRow
+	liveUsers int
+}
+
+// liveRow is a live reservation and the 32-bit hash of its user_id.
+type liveRow struct {
+	hash, seq uint32
 }
 
 // want returns the state and holder a held token must have.
@@ -120,11 +136,12 @@ func recountRows(a *Audit, t *table, handedOut uint32, released []uint32, perRow
 	}
 	words := (int(handedOut) + 63) / 64
 	r := rowRecount{
-		held:      make([]uint64, words),
-		holder:    make([]uint32, handedOut),
-		paid:      make([]uint64, words),
-		liveUsers: make(map[string]uint32, c.PendingPayment+c.Paid),
+		held:   make([]uint64, words),
+		holder: make([]uint32, handedOut),
+		paid:   make([]uint64, words),
+		live:   make([]liveRow, 0, c.PendingPayment+c.Paid),
 	}
+	seed := maphash.MakeSeed()
 	var states [4]uint32
 	var reserved, confirmed, heldClosed uint32
 	for seq := uint32(1); seq <= t.count; seq++ {
@@ -135,11 +152,7 @@ func recountRows(a *Audit, t *table, handedOut uint32, released []uint32, perRow
 		}
 		states[row.state]++
 		if row.state != StateClosed {
-			user := t.userID(row)
-			if prev, ok := r.liveUsers[user]; ok {
-				a.violation("user %q has two live purchases: %d and %d", user, prev, seq)
-			}
-			r.liveUsers[user] = seq
+			r.live = append(r.live, liveRow{hash: uint32(maphash.String(seed, t.userID(row))), seq: seq})
 			if !row.holdsToken() {
 				a.violation("reservation %d is %s but holds no token", seq, row.state)
 			}
@@ -172,6 +185,7 @@ func recountRows(a *Audit, t *table, handedOut uint32, released []uint32, perRow
 			reserved++
 		}
 	}
+	r.liveUsers = checkOneLivePerUser(a, t, r.live)
 	if got := [4]uint32{0, c.PendingPayment, c.Paid, c.Closed}; states != got || t.count != c.Reservations {
 		a.violation("state counters %v of %d reservations, recount %v of %d", got[1:], c.Reservations, states[1:], t.count)
 	}
@@ -191,4 +205,29 @@ func recountRows(a *Audit, t *table, handedOut uint32, released []uint32, perRow
 		seen[token] = true
 	}
 	return r
+}
+
+// checkOneLivePerUser sorts live by user hash and reports every user with
+// two live reservations (rows of equal hash are compared by user_id); it
+// returns the number of distinct users. O(n log n), no allocation.
+func checkOneLivePerUser(a *Audit, t *table, live []liveRow) int {
+	slices.SortFunc(live, func(x, y liveRow) int {
+		return cmp.Or(cmp.Compare(x.hash, y.hash), cmp.Compare(x.seq, y.seq))
+	})
+	users := 0
+	for i := range live {
+		user := t.userID(t.get(live[i].seq))
+		first := true
+		for j := i - 1; j >= 0 && live[j].hash == live[i].hash; j-- {
+			if t.userID(t.get(live[j].seq)) == user {
+				a.violation("user %q has two live purchases: %d and %d", user, live[j].seq, live[i].seq)
+				first = false
+				break
+			}
+		}
+		if first {
+			users++
+		}
+	}
+	return users
 }
