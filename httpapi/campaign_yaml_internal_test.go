@@ -20,7 +20,7 @@ func TestCampaignFileErrorsNameTheLine(t *testing.T) {
 		"sku id number": {head + "  skus:\n    - sku_id: 1e3\n      sale_limit: 3\n",
 			`line 5: sku_id: 1e3 is read as a number`},
 		"unknown campaign key": {head + "  payment_windw: 15m\n  skus: [{sku_id: a, sale_limit: 3}]\n",
-			`line 4: campaign "spring": unknown key "payment_windw" (the keys are campaign_id, start_at, end_at, payment_window, release_on_close, skus)`},
+			`line 4: campaign "spring": unknown key "payment_windw" (the keys are campaign_id, start_at, end_at, payment_window, release_on_close, skus`},
 		"unknown sku key": {head + "  skus:\n    - sku_id: a\n      limit: 3\n",
 			`line 6: campaign "spring", a SKU: unknown key "limit"`},
 		"not a list": {"campaign_id: spring\n", `line 1: a list of campaigns is expected`},

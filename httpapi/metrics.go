@@ -14,6 +14,7 @@ const (
 	layerPaused     = "paused"     // PAUSED / UNAVAILABLE published by the SKU
 	layerSoldOut    = "sold_out"   // SOLD_OUT: durable available = 0, or permits in flight cover the stock
 	layerQueueFull  = "queue_full" // permits or queue age exhausted
+	layerEntryPass  = "entry_pass" // refused by the entry-pass check (seckill_entry_pass_rejections_total says why)
 )
 
 // httpBuckets are the bounds of seckill_http_request_duration_seconds,
@@ -66,7 +67,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.rejectedBy = make(map[string]prometheus.Counter)
 	// Series made at start: a counter that first appears at its first
 	// increment loses that increment to rate() and increase().
-	for _, layer := range []string{layerValidation, layerDedup, layerWindow, layerPaused, layerSoldOut, layerQueueFull} {
+	for _, layer := range []string{layerValidation, layerDedup, layerWindow, layerPaused, layerSoldOut, layerQueueFull, layerEntryPass} {
 		m.rejectedBy[layer] = m.rejections.WithLabelValues(layer) // also exports zeros
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.rejections, m.admissions} {

@@ -37,7 +37,10 @@ func (a *Audit) violation(format string, args ...any) {
 //     CONFIRMED); every PENDING_PAYMENT or PAID reservation holds a token;
 //   - each user has at most one live (PENDING_PAYMENT or PAID) reservation;
 //   - the counters agree with the recount;
-//   - the indexes and the token slots agree with the table.
+//   - the indexes and the token slots agree with the table;
+//   - the lottery's state agrees with the table (auditLottery);
+//   - the unpaid counts per subject key agree with the holders of the
+//     PENDING_PAYMENT reservations, and holders are in seq order.
 //
 // It is O(reservations + tokens) and allocates a bitmap of sale_limit bits.
 // It runs on the Machine's goroutine, so it stalls the SKU for as long:
@@ -77,9 +80,11 @@ func (m *Machine) Audit() Audit {
 			a.violation("live-user index maps %q to %d, want %d", user, got, e.seq)
 		}
 	}
+	m.auditLottery(a.violation)
 	if m.byRequest.len() != int(m.table.count) {
 		a.violation("request index has %d entries for %d reservations", m.byRequest.len(), m.table.count)
 	}
+	m.auditUnpaid(a.violation)
 	return a
 }
 
@@ -230,4 +235,33 @@ func checkOneLivePerUser(a *Audit, t *table, live []liveRow) int {
 		}
 	}
 	return users
+}
+
+// auditUnpaid recounts the unpaid reservations per subject key.
+func (m *Machine) auditUnpaid(bad func(format string, args ...any)) {
+	recount := make(map[subjectSlot]uint32, len(m.unpaid))
+	var prev uint32
+	for _, row := range m.holders.rows {
+		if row.seq <= prev || row.seq > m.table.count {
+			bad("holder of reservation %d out of order", row.seq)
+			continue
+		}
+		prev = row.seq
+		if m.table.get(row.seq).state != StatePendingPayment {
+			continue
+		}
+		for k := 0; k < SubjectKindCount; k++ {
+			if row.h.Subjects&(1<<k) != 0 {
+				recount[subjectSlot{uint8(k), row.h.Keys[k]}]++
+			}
+		}
+	}
+	if len(recount) != len(m.unpaid) {
+		bad("unpaid counts hold %d subject keys, recount %d", len(m.unpaid), len(recount))
+	}
+	for s, n := range recount {
+		if m.unpaid[s] != n {
+			bad("unpaid count of a %d-kind subject key is %d, recount %d", s.kind, m.unpaid[s], n)
+		}
+	}
 }
