@@ -195,6 +195,8 @@ func parseFlags(args []string, stderr io.Writer) (Config, outputPaths, error) {
 	flags.StringVar(&paths.report, "report", "", "write an offline HTML report (charts and summary) to this file")
 	flags.StringVar(&paths.progress, "progress", "auto", "progress on stderr: auto (a live line on a terminal, plain lines otherwise), tty, plain, off")
 	flags.StringVar(&paths.cpuProfile, "cpuprofile", "", "write a CPU profile of this client (go tool pprof) to this file, for the whole run")
+	flags.StringVar(&parsed.ServerFlags, "server-flags", "", "the server's flags, recorded in the result and the report (bench/run-seed.sh passes seckilld's)")
+	flags.IntVar(&parsed.ServerPID, "server-pid", 0, "the server's process id, when it runs on this machine: its CPU time is told apart from other processes'")
 	flags.Usage = func() {
 		fmt.Fprintf(stderr, "usage: seckill-bench [flags]\n       seckill-bench compare [flags]   (baselines side by side; see -h there)\n\nflags:\n")
 		flags.PrintDefaults()
@@ -216,6 +218,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, outputPaths, error) {
 		}
 	})
 	config.AdminToken, config.PaymentSecret, config.EntryPassKeys = parsed.AdminToken, parsed.PaymentSecret, parsed.EntryPassKeys
+	config.ServerFlags, config.ServerPID = parsed.ServerFlags, parsed.ServerPID
 	if config.Scenario == ScenarioHot && isSet(flags, "requests") && !isSet(flags, "duration") {
 		config.Duration = 0 // hot bounded by --requests alone
 	}
@@ -267,7 +270,7 @@ func copyFlag(config, parsed *Config, name string) error {
 		config.MaxTime = parsed.MaxTime
 	case "campaign":
 		config.CampaignID = parsed.CampaignID
-	case "admin-token", "payment-secret", "entry-pass-keys", "json", "report", "progress", "cpuprofile":
+	case "admin-token", "payment-secret", "entry-pass-keys", "json", "report", "progress", "cpuprofile", "server-flags", "server-pid":
 		// not per-scenario: taken as parsed
 	default:
 		return fmt.Errorf("flag %s not handled", name)

@@ -99,6 +99,12 @@ type Config struct {
 	Progress io.Writer
 	// Terminal redraws the progress line in place.
 	Terminal bool
+	// ServerFlags are the server's flags, recorded in the result's
+	// Environment (the client cannot read them).
+	ServerFlags string
+	// ServerPID is the server's process id, when it runs on this machine:
+	// its CPU time is then told apart from other processes' (0: unknown).
+	ServerPID int
 }
 
 // DefaultConfig returns the defaults of a scenario.

@@ -91,6 +91,12 @@ type Result struct {
 	Failures []string `json:"failures"`
 	// Passed is true when Failures is empty.
 	Passed bool `json:"passed"`
+	// Environment is where and how the run was measured.
+	Environment *Environment `json:"environment,omitempty"`
+	// SoldOutAfterS is the time from the start of the load until the last
+	// unit was accepted, in seconds, when every unit of sale_limit was
+	// sold (0: not sold out).
+	SoldOutAfterS float64 `json:"sold_out_after_s,omitempty"`
 }
 
 // AuditSummary is the audit of every SKU of the run, added up.

@@ -153,7 +153,7 @@ func (s *Server) lead(rkey, campaignID, skuID, requestID, userID string, holder 
 		return replyUnavailable, false
 	case verdictNotStarted:
 		s.rejected(layerWindow)
-		return replyNotStarted, false
+		return notStarted(st.Definition.StartAt, s.cfg.Clock()), false
 	case verdictEnded:
 		s.rejected(layerWindow)
 		return replyEnded, false
@@ -234,7 +234,7 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 	case sku.OutcomeNotStarted, sku.OutcomeEnded:
 		return errorReply(fasthttp.StatusForbidden, reason, ""), false
 	case sku.OutcomePaused:
-		return errorReply(fasthttp.StatusServiceUnavailable, reason, ""), false
+		return replyPaused, false
 	case sku.OutcomeNotFound:
 		return errorReply(fasthttp.StatusNotFound, reasonNotFound, ""), false
 	case sku.OutcomeLotterySale:
@@ -247,10 +247,9 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 // The fixed answers of the ingress fast paths, encoded once: the sold-out
 // flood costs no JSON encoding.
 var (
-	replyUnavailable     = errorReply(fasthttp.StatusServiceUnavailable, reasonUnavailable, "")
-	replyNotStarted      = errorReply(fasthttp.StatusForbidden, reasonNotStarted, "")
+	replyUnavailable     = withRetryAfter(errorReply(fasthttp.StatusServiceUnavailable, reasonUnavailable, ""), unavailableRetryAfter)
 	replyEnded           = errorReply(fasthttp.StatusForbidden, reasonEnded, "")
-	replyPaused          = errorReply(fasthttp.StatusServiceUnavailable, reasonPaused, "")
+	replyPaused          = withRetryAfter(errorReply(fasthttp.StatusServiceUnavailable, reasonPaused, ""), pausedRetryAfter)
 	replySoldOut         = errorReply(fasthttp.StatusConflict, reasonSoldOut, "")
 	replyRequestIDReused = errorReply(fasthttp.StatusUnprocessableEntity, sku.OutcomeRequestIDReused.String(), "")
 	replyQueueFull       = errorReply(fasthttp.StatusTooManyRequests, reasonQueueFull, "")
@@ -258,6 +257,32 @@ var (
 	replySubjectLimit    = errorReply(fasthttp.StatusConflict, sku.OutcomeSubjectLimit.String(),
 		"a subject of the entry pass has the most unpaid reservations this SKU allows")
 )
+
+// Retry-After of the 503s whose end the server cannot know: a pause lasts
+// until an operator resumes (5 s spreads the retries of a crowd), a SKU
+// recovers from a log failure after a backoff that starts at 1 s.
+const (
+	pausedRetryAfter      = "5"
+	unavailableRetryAfter = "1"
+)
+
+// withRetryAfter returns r with a Retry-After of seconds.
+func withRetryAfter(r reply, seconds string) reply {
+	r.retryAfter = seconds
+	return r
+}
+
+// notStarted is the 403 NOT_STARTED answer at now of a SKU that opens at
+// startAt (Unix ms): the body gives start_at, Retry-After the seconds
+// until then. Built without encoding/json: a crowd clicking early gets it.
+func notStarted(startAt int64, now time.Time) reply {
+	b := make([]byte, 0, 64)
+	b = append(b, `{"error":"NOT_STARTED","start_at":"`...)
+	b = time.UnixMilli(startAt).UTC().AppendFormat(b, rfc3339Millis)
+	b = append(b, `"}`...)
+	return reply{status: fasthttp.StatusForbidden, body: b, outcome: reasonNotStarted,
+		retryAfter: retryAfterSeconds(time.UnixMilli(startAt).Sub(now))}
+}
 
 // queueFull is the 429 answer, with Retry-After: the queue drains within
 // max_queue_wait.

@@ -103,11 +103,10 @@ type Call struct {
 // Report is the reply of the rare calls that read a whole SKU. It lives
 // outside Call so that a reserve's call stays small.
 type Report struct {
-	Audit   sku.Audit
 	Refunds []sku.Refund
 	Hash    [32]byte
 	Cell    CellReport  // KindCell
-	Frozen  *sku.Frozen // KindFreeze: read it off the actor
+	Frozen  *sku.Frozen // KindFreeze, and KindAudit (recounted off the actor): read it off the actor
 }
 
 // Settle sets each call's Err once the records a Wait rests on are durable

@@ -180,7 +180,7 @@ func (c *Core) decide(now int64, call *Call, out []sku.Record) []sku.Record {
 	case KindLookup:
 		call.Result, call.Found = m.Lookup(call.RequestID)
 	case KindAudit:
-		call.Report.Audit = m.Audit()
+		call.Report.Frozen = m.Freeze() // the recount runs off the actor: Frozen.Audit
 	case KindRefunds:
 		call.Report.Refunds = m.Refunds()
 	case KindHash:

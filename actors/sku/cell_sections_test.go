@@ -209,3 +209,25 @@ func TestLotteryWinnerIDsNameNoCell(t *testing.T) {
 		t.Fatalf("celled id %s names cell %q", v.ReservationID, c)
 	}
 }
+
+// TestFrozenAuditCelled: the audit off the actor (Frozen.Audit) checks a
+// celled SKU against its grants, as Machine.Audit does: a healthy one
+// passes (its token ids have holes), a copy whose grants, unsold queue
+// or released tokens disagree does not.
+func TestFrozenAuditCelled(t *testing.T) {
+	m, _ := celledWithPasses(t, true)
+	if a := m.Freeze().Audit(); !a.OK() || a.Counts.Granted != 4 {
+		t.Fatalf("healthy: %v, granted %d", a.Violations, a.Counts.Granted)
+	}
+	for name, corrupt := range map[string]func(f *Frozen){
+		"a grant lost":         func(f *Frozen) { f.cell.grants = nil },
+		"an unsold token held": func(f *Frozen) { f.unsold = rangeQueue{ranges: []TokenRange{{3, 4}}, units: 2} },
+		"released and unsold":  func(f *Frozen) { f.released = append(f.released, f.unsold.ranges[0].First) },
+	} {
+		f := m.Freeze()
+		corrupt(f)
+		if a := f.Audit(); a.OK() {
+			t.Errorf("%s: the audit passed", name)
+		}
+	}
+}

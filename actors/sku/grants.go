@@ -307,45 +307,54 @@ func (m *Machine) applyEpoch(r *Record) error {
 	return nil
 }
 
-// auditCell checks a celled SKU's pool against its grants and returns.
-func (m *Machine) auditCell(bad func(string, ...any)) {
-	c := m.Counts()
+// auditCell checks a celled SKU's pool against its grants and returns:
+// the totals in a.Counts recount, granted - returned = available +
+// reserved + confirmed, the unsold queue counts its tokens, lies within
+// 1..sale_limit and holds no token a row holds (r) or released lists. It
+// reads only its arguments, so Machine.Audit and Frozen.Audit share it.
+func auditCell(a *Audit, cell *cellState, unsold *rangeQueue, r *rowRecount, released []uint32) {
+	c := a.Counts
 	var granted, returned uint64
-	for _, g := range m.cell.grants {
+	for _, g := range cell.grants {
 		granted += g.Units()
 	}
-	for _, r := range m.cell.returns {
-		returned += r.Units()
+	for _, rt := range cell.returns {
+		returned += rt.Units()
 	}
 	if granted != c.Granted || returned != c.Returned {
-		bad("grant and return totals %d and %d, recount %d and %d", c.Granted, c.Returned, granted, returned)
+		a.violation("grant and return totals %d and %d, recount %d and %d", c.Granted, c.Returned, granted, returned)
 	}
 	owned := uint64(c.Available) + uint64(c.Reserved) + uint64(c.Confirmed)
 	if returned > granted || owned != granted-returned {
-		bad("granted %d != available %d + reserved %d + confirmed %d + returned %d",
+		a.violation("granted %d != available %d + reserved %d + confirmed %d + returned %d",
 			granted, c.Available, c.Reserved, c.Confirmed, returned)
 	}
-	q := &m.pool.unsold
 	var units uint32
-	for _, r := range q.ranges {
-		units += r.Units()
+	for _, rg := range unsold.ranges {
+		units += rg.Units()
 	}
-	if units != q.units {
-		bad("unsold queue counts %d tokens, recount %d", q.units, units)
+	if units != unsold.units {
+		a.violation("unsold queue counts %d tokens, recount %d", unsold.units, units)
 	}
-	sorted := NormalizeRanges(append([]TokenRange(nil), q.ranges...))
-	if err := checkSorted(sorted, m.def.SaleLimit); err != nil {
-		bad("unsold tokens: %v", err)
+	sorted := NormalizeRanges(append([]TokenRange(nil), unsold.ranges...))
+	if err := checkSorted(sorted, c.SaleLimit); err != nil {
+		a.violation("unsold tokens: %v", err)
 		return
 	}
-	for _, r := range sorted {
-		for t := r.First; t <= r.Last && int(t) <= len(m.pool.slots); t++ {
-			if m.pool.slots[t-1] != 0 {
-				bad("token %d is unsold and bound to %d", t, m.pool.slots[t-1]&^confirmedBit)
+	for _, rg := range sorted {
+		for t := rg.First; t <= rg.Last && int(t) <= len(r.holder); t++ {
+			if r.isHeld(t) {
+				a.violation("token %d is unsold and held by %d", t, r.holder[t-1])
 			}
 		}
 	}
-	if n := m.releasedIn(sorted); n != 0 {
-		bad("%d released tokens are also unsold", n)
+	var n int
+	for _, t := range released {
+		if inRanges(sorted, t) {
+			n++
+		}
+	}
+	if n != 0 {
+		a.violation("%d released tokens are also unsold", n)
 	}
 }
