@@ -36,12 +36,15 @@ const (
 	KindAudit
 	KindRefunds
 	KindHash
+	// KindReserveBatch decides the reserves in Call.Items in order, in
+	// one round: one call, one waiter, one reply per item (batch.go).
+	KindReserveBatch
 	// KindCount is one more than the largest Kind: the size of a table
 	// indexed by Kind.
 	KindCount
 )
 
-var kindNames = [KindCount]string{"", "reserve", "pay", "close", "release", "pause", "resume", "define", "get", "lookup", "audit", "refunds", "hash"}
+var kindNames = [KindCount]string{"", "reserve", "pay", "close", "release", "pause", "resume", "define", "get", "lookup", "audit", "refunds", "hash", "reserve_batch"}
 
 // String returns the kind's name, e.g. "reserve" (a metrics label).
 func (k Kind) String() string {
@@ -67,6 +70,9 @@ type Call struct {
 	Amount int64 // KindPay, minor units
 	Reason sku.CloseReason
 	Def    *sku.Definition // KindDefine only; its IDKey is filled by the core
+	// Items are the reserves of a KindReserveBatch call (each KindReserve,
+	// at most MaxBatchItems): each gets its own Result, Wrote and Err.
+	Items []Call
 
 	// Reply.
 	Result  sku.Result
@@ -101,6 +107,7 @@ func Settle(calls []*Call, err error) {
 		return
 	}
 	for _, c := range calls {
+		settleItems(c, err)
 		if c.Wrote {
 			c.Err = ErrResultUnknown
 		} else {

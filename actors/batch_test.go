@@ -1,0 +1,137 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/actors/sku"
+	"pgregory.net/rapid"
+)
+
+// On the real engine, a batch answers each item what Engine.Reserve gave
+// the same request sent alone, in the same order: two engines with the
+// same reservation id key, one fed batches and one fed the items one by
+// one, give equal results (reservation ids, token ids, expire_at,
+// Duplicate) and reach the same state.
+func TestReserveBatchAnswersAsSingleReserves(t *testing.T) {
+	clock := &fakeClock{}
+	clock.Set(t0)
+	open := func() *Engine {
+		return openWith(t, Config{DataDir: t.TempDir(), Clock: clock.Now, ManualTick: true, Logger: quiet, Rand: fixedRand{}})
+	}
+	batched, single := open(), open()
+	var n atomic.Int64
+	rapid.Check(t, func(rt *rapid.T) {
+		d := testDef(rapid.Uint32Range(1, 6).Draw(rt, "sale_limit"))
+		d.SKUID = fmt.Sprintf("s%d", n.Add(1))
+		for _, e := range []*Engine{batched, single} {
+			if err := e.Define(ctxT(t), d); err != nil {
+				rt.Fatal(err)
+			}
+		}
+		for b := range rapid.IntRange(1, 5).Draw(rt, "batches") {
+			items := make([]ReserveItem, rapid.IntRange(1, 10).Draw(rt, "items"))
+			for i := range items {
+				items[i] = ReserveItem{
+					RequestID: fmt.Sprintf("r%d", rapid.IntRange(0, 12).Draw(rt, "request")),
+					UserID:    fmt.Sprintf("u%d", rapid.IntRange(0, 6).Draw(rt, "user")),
+				}
+			}
+			got, err := batched.ReserveBatch(ctxT(t), d.CampaignID, d.SKUID, items)
+			if err != nil || len(got) != len(items) {
+				rt.Fatalf("batch %d: %d results, %v", b, len(got), err)
+			}
+			for i, it := range items {
+				res, err := single.Reserve(ctxT(t), d.CampaignID, d.SKUID, it.RequestID, it.UserID)
+				if !reflect.DeepEqual(got[i], ItemResult{Result: res, Err: err}) {
+					rt.Fatalf("batch %d item %d %+v: %+v; alone %+v %v", b, i, it, got[i], res, err)
+				}
+			}
+		}
+		hb, err1 := batched.StateHash(ctxT(t), d.CampaignID, d.SKUID)
+		hs, err2 := single.StateHash(ctxT(t), d.CampaignID, d.SKUID)
+		if err1 != nil || err2 != nil || hb != hs {
+			rt.Fatalf("states differ after the same history (%v %v)", err1, err2)
+		}
+	})
+}
+
+// A batch is one call: its items are decided in one round and released by
+// one waiter, so the log gets one batch for them. The inbox counts it as
+// its items: a batch larger than the room left is refused whole with
+// ErrBusy, and the queue figures and the rate count items.
+func TestReserveBatchIsOneCallCountedAsItsItems(t *testing.T) {
+	clock := &fakeClock{}
+	clock.Set(t0)
+	e := openWith(t, Config{DataDir: t.TempDir(), Clock: clock.Now, ManualTick: true, Logger: quiet, InboxMax: 16})
+	d := testDef(100)
+	if err := e.Define(ctxT(t), d); err != nil {
+		t.Fatal(err)
+	}
+	h := e.SKU("c1", "s1")
+	before := h.WALStats()
+	items := make([]ReserveItem, 16)
+	for i := range items {
+		items[i] = ReserveItem{RequestID: fmt.Sprintf("r%d", i), UserID: fmt.Sprintf("u%d", i)}
+	}
+	got, err := e.ReserveBatch(ctxT(t), "c1", "s1", items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range got {
+		if r.Err != nil || r.Result.Outcome != sku.OutcomeAccepted {
+			t.Fatalf("item %d: %+v", i, r)
+		}
+	}
+	after := h.WALStats()
+	if recs, batches := after.Records-before.Records, after.Batches-before.Batches; recs != 16 || batches != 1 {
+		t.Fatalf("the batch took %d log batches for %d records, want 1 for 16", batches, recs)
+	}
+	if p := h.processed.Load(); p < 16 {
+		t.Fatalf("processed %d, want the 16 items counted", p)
+	}
+	over, err := e.ReserveBatch(ctxT(t), "c1", "s1", append(items, ReserveItem{RequestID: "r99", UserID: "u99"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range over {
+		if !errors.Is(r.Err, ErrBusy) {
+			t.Fatalf("item %d of a batch beyond InboxMax: %+v, want ErrBusy", i, r)
+		}
+	}
+	if q := h.Stats().Queued; q != 0 {
+		t.Fatalf("queued %d after a refused batch", q)
+	}
+}
+
+// The whole batch is refused, with no item decided, when it names no SKU
+// or holds no item or more than MaxBatchItems; a bad item fails alone.
+func TestReserveBatchRefusals(t *testing.T) {
+	e := openTest(t, t.TempDir(), &fakeClock{}, ptrDef(testDef(5)))
+	if _, err := e.ReserveBatch(ctxT(t), "c1", "nope", []ReserveItem{{"r1", "u1"}}); !errors.Is(err, ErrUnknownSKU) {
+		t.Fatalf("unknown SKU: %v", err)
+	}
+	for _, n := range []int{0, MaxBatchItems + 1} {
+		if _, err := e.ReserveBatch(ctxT(t), "c1", "s1", make([]ReserveItem, n)); !errors.Is(err, ErrInvalidArgument) {
+			t.Fatalf("%d items: %v", n, err)
+		}
+	}
+	got, err := e.ReserveBatch(ctxT(t), "c1", "s1", []ReserveItem{{"bad id!", "u1"}, {"r2", "u2"}})
+	if err != nil || !errors.Is(got[0].Err, ErrInvalidArgument) || got[1].Err != nil || got[1].Result.Outcome != sku.OutcomeAccepted {
+		t.Fatalf("a bad item: %+v %v", got, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	<-ctx.Done()
+	got, err = e.ReserveBatch(ctx, "c1", "s1", []ReserveItem{{"r3", "u3"}})
+	if err != nil || (got[0].Err != nil && !errors.Is(got[0].Err, context.DeadlineExceeded)) {
+		t.Fatalf("ctx done: %+v %v", got, err)
+	}
+}
+
+func ptrDef(d sku.Definition) *sku.Definition { return &d }
