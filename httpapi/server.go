@@ -80,6 +80,9 @@ type Config struct {
 	// in one campaign); every other request, an unauthorised PUT too, has
 	// MaxRequestBodySize.
 	MaxCampaignBodySize int
+	// MaxBatchBodySize caps, in bytes, the body of a batch reserve
+	// (default DefaultMaxBatchBodySize).
+	MaxBatchBodySize int
 	// MaxConnections bounds the connections served at once; keep it below
 	// the process's file descriptor limit.
 	MaxConnections int
@@ -127,6 +130,9 @@ func (c *Config) fill() error {
 	}
 	if c.MaxCampaignBodySize <= 0 {
 		c.MaxCampaignBodySize = DefaultMaxCampaignBodySize
+	}
+	if c.MaxBatchBodySize <= 0 {
+		c.MaxBatchBodySize = DefaultMaxBatchBodySize
 	}
 	if c.ReadTimeout <= 0 {
 		c.ReadTimeout = DefaultReadTimeout
@@ -257,6 +263,7 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	}
 
 	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", s.route("reserve", s.handleReserve))
+	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations:batch", s.route("reserve_batch", s.handleReserveBatch))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}", s.route("sku_status", s.handleStatus))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}/requests/{request_id}", s.route("lookup_request", s.handleLookup))
 	get("/v1/reservations/{reservation_id}", s.route("get_reservation", s.handleGet))

@@ -44,12 +44,16 @@ const (
 	KindAudit
 	KindRefunds
 	KindSnapshot
+	// KindReserveBatch is a batch reserve: the hooks see it once, with
+	// Call.Items, and Decided gets no result (each item has its own).
+	KindReserveBatch
 )
 
 var kindNames = [...]string{
 	KindReserve: "reserve", KindPay: "pay", KindCancel: "cancel", KindRelease: "release",
 	KindGet: "get", KindLookup: "lookup", KindDefine: "define", KindPause: "pause",
 	KindResume: "resume", KindAudit: "audit", KindRefunds: "refunds", KindSnapshot: "snapshot",
+	KindReserveBatch: "reserve_batch",
 }
 
 func (k Kind) String() string {
@@ -64,8 +68,9 @@ func (k Kind) String() string {
 type Call struct {
 	Kind              Kind
 	CampaignID, SKUID string
-	RequestID, UserID string // reserve, lookup
-	ReservationID     string // pay, cancel, release, get
+	RequestID, UserID string               // reserve, lookup
+	ReservationID     string               // pay, cancel, release, get
+	Items             []actors.ReserveItem // reserve_batch
 }
 
 // Hooks inject faults, latency and orderings. Both run on the caller's
