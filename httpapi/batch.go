@@ -20,7 +20,8 @@ import (
 //	POST /v1/campaigns/{c}/skus/{s}/reservations:batch
 //	{"items": [{"request_id": "...", "user_id": "..."}, ...]}   1 to MaxBatchItems items
 //
-//	200 {"results": [{"status": 202, "body": {...}}, {"status": 409, "body": {"error": "SOLD_OUT"}}, ...]}
+//	200 {"results": [{"status": 202, "body": {...}}, {"status": 409, "body": {"error": "SOLD_OUT"}},
+//	                 {"status": 429, "retry_after": 1, "body": {"error": "QUEUE_FULL"}}, ...]}
 //
 // Each result is what POST .../reservations would have answered the item
 // alone (its status and its body, byte for byte), in the items' order. An
@@ -281,7 +282,8 @@ func (s *Server) batchItemReply(campaignID, skuID string, it *batchItem, r actor
 }
 
 // appendBatchResults appends the batch answer: {"results": [...]}, each
-// result the status and the body of one item's reply.
+// result the status and the body of one item's reply, and for a 429 its
+// Retry-After in seconds ("retry_after").
 func appendBatchResults(dst []byte, reps []reply) []byte {
 	dst = append(dst, `{"results":[`...)
 	for i, rep := range reps {
@@ -290,6 +292,10 @@ func appendBatchResults(dst []byte, reps []reply) []byte {
 		}
 		dst = append(dst, `{"status":`...)
 		dst = strconv.AppendInt(dst, int64(rep.status), 10)
+		if rep.retryAfter != "" {
+			dst = append(dst, `,"retry_after":`...)
+			dst = append(dst, rep.retryAfter...)
+		}
 		dst = append(dst, `,"body":`...)
 		dst = append(dst, rep.body...)
 		dst = append(dst, '}')
