@@ -141,7 +141,7 @@ func (s *Server) handleReserveBatch(ctx *fasthttp.RequestCtx) string {
 // batchItem is one item on its way through the ingress layers.
 type batchItem struct {
 	req            reserveRequest
-	rkey           string
+	rkey           dedupKey
 	retryOfUnknown bool
 }
 

@@ -114,7 +114,7 @@ func (s *Server) reserve(campaignID, skuID, requestID, userID string) reply {
 // were decided (ALREADY_PURCHASED, a fast-path SOLD_OUT, the sale window):
 // the repeat, which may have been sent after the state changed, asks again
 // (found by the porcupine linearizability test).
-func (s *Server) lead(rkey, campaignID, skuID, requestID, userID string, retryOfUnknown bool) (rep reply, shared bool) {
+func (s *Server) lead(rkey dedupKey, campaignID, skuID, requestID, userID string, retryOfUnknown bool) (rep reply, shared bool) {
 	// A request_id the SKU may have decided already must get its original
 	// answer from the engine, not a fast SOLD_OUT or ENDED (one request_id,
 	// one result, also after a restart or a cache eviction).
