@@ -223,8 +223,11 @@ func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st acto
 		s.rejected(layerValidation)
 		return errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"), true
 	}
-	it.retryOfUnknown = it.retryOfUnknown || s.engine.MayKnowRequest(campaignID, skuID, req.RequestID)
-	switch s.limits.precheck(st, now, it.retryOfUnknown) {
+	v := s.limits.precheck(st, now, it.retryOfUnknown)
+	if v.gateRefusal() && s.engine.MayKnowRequest(campaignID, skuID, req.RequestID) { // as Server.lead
+		v = s.limits.precheck(st, now, true)
+	}
+	switch v {
 	case verdictUnavailable:
 		s.rejected(layerPaused)
 		return replyUnavailable, true

@@ -48,12 +48,10 @@ func (s *Server) handleReserve(ctx *fasthttp.RequestCtx) string {
 }
 
 // reserve runs one reserve through the ingress layers: the answer cache,
-// the user's flight, the fast paths and admission, then the engine.
+// the user's flight, the fast paths and admission, then the engine. An
+// unknown SKU is answered 404 by the flight's leader (lead): the cache
+// holds nothing for it.
 func (s *Server) reserve(campaignID, skuID, requestID, userID string) reply {
-	if _, known := s.engine.SKUStats(campaignID, skuID); !known {
-		s.rejected(layerValidation)
-		return errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU")
-	}
 	rkey := requestKey(campaignID, skuID, requestID)
 	ukey := userKey(campaignID, skuID, userID)
 	// Waiting behind the user's other requests is bounded by one request
@@ -115,16 +113,21 @@ func (s *Server) reserve(campaignID, skuID, requestID, userID string) reply {
 // the repeat, which may have been sent after the state changed, asks again
 // (found by the porcupine linearizability test).
 func (s *Server) lead(rkey dedupKey, campaignID, skuID, requestID, userID string, retryOfUnknown bool) (rep reply, shared bool) {
-	// A request_id the SKU may have decided already must get its original
-	// answer from the engine, not a fast SOLD_OUT or ENDED (one request_id,
-	// one result, also after a restart or a cache eviction).
-	retryOfUnknown = retryOfUnknown || s.engine.MayKnowRequest(campaignID, skuID, requestID)
 	st, known := s.engine.SKUStats(campaignID, skuID)
 	if !known {
 		s.rejected(layerValidation)
 		return errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"), false
 	}
-	switch s.limits.precheck(st, s.cfg.Clock(), retryOfUnknown) {
+	now := s.cfg.Clock()
+	v := s.limits.precheck(st, now, retryOfUnknown)
+	// A request_id the SKU may have decided already must get its original
+	// answer from the engine, not a fast SOLD_OUT or ENDED (one request_id,
+	// one result, also after a restart or a cache eviction). Only the
+	// sale gate's refusals depend on it: the request filter is asked then.
+	if v.gateRefusal() && s.engine.MayKnowRequest(campaignID, skuID, requestID) {
+		v = s.limits.precheck(st, now, true)
+	}
+	switch v {
 	case verdictUnavailable:
 		s.rejected(layerPaused)
 		return replyUnavailable, false
