@@ -262,7 +262,8 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 		r.HEAD(path, h)
 	}
 
-	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", s.route("reserve", s.handleReserve))
+	reserve := s.route("reserve", s.handleReserve)
+	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", reserve)
 	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations:batch", s.route("reserve_batch", s.handleReserveBatch))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}", s.route("sku_status", s.handleStatus))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}/requests/{request_id}", s.route("lookup_request", s.handleLookup))
@@ -281,7 +282,7 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	get("/metrics", s.metricsHandler())
 	get("/healthz", s.route("healthz", s.handleHealthz))
 	get("/readyz", s.route("readyz", s.handleReadyz))
-	return r.Handler
+	return s.reserveRoute(reserve, r.Handler) // reserveroute.go
 }
 
 // routeKey is the user value that names the route being served, for the
