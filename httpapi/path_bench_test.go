@@ -26,7 +26,11 @@ func pathServer(b *testing.B, saleLimit int) fasthttp.RequestHandler {
 	b.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	reg := prometheus.NewRegistry()
-	eng, err := actors.Open(actors.Config{DataDir: b.TempDir(), Fsync: wal.FsyncNeverBenchmarkOnly, Logger: log, Registerer: reg})
+	// ManualTick: no timer-driven work beside the requests (instruction
+	// counts then depend on the requests alone, not on how slowly
+	// valgrind runs them).
+	eng, err := actors.Open(actors.Config{DataDir: b.TempDir(), Fsync: wal.FsyncNeverBenchmarkOnly, Logger: log, Registerer: reg,
+		ManualTick: true})
 	if err != nil {
 		b.Fatal(err)
 	}
