@@ -456,6 +456,9 @@ func (r *run) flush() error {
 
 // acknowledge notes a reply released to its caller.
 func (r *run) acknowledge(c *core.Call, index uint64) {
+	for i := range c.Items { // a batch: each reserve is acknowledged
+		r.acknowledge(&c.Items[i], index)
+	}
 	r.acked = max(r.acked, index)
 	if c.Kind == core.KindReserve && (c.Result.Outcome == sku.OutcomeAccepted || c.Result.Outcome == sku.OutcomeSoldOut) {
 		r.ackedReqs[c.RequestID] = modelRequest{user: c.UserID, soldOut: c.Result.Outcome == sku.OutcomeSoldOut}
