@@ -95,6 +95,10 @@ type Config struct {
 	Clock func() time.Time
 	// Logger receives errors and panics.
 	Logger *slog.Logger
+	// StatsInterval is the period of the dashboard's stats sample
+	// (/admin/stats: rates over it); negative: no background sampling (a
+	// test calls Server.SampleStats).
+	StatsInterval time.Duration
 	// Registry receives the service's metrics and is served on /metrics
 	// (give the engine the same one). Default: a new registry.
 	Registry *prometheus.Registry
@@ -152,6 +156,9 @@ func (c *Config) fill() error {
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
+	if c.StatsInterval == 0 {
+		c.StatsInterval = DefaultStatsInterval
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -180,6 +187,10 @@ type Server struct {
 	http       *fasthttp.Server
 	// draining is set by Shutdown: /readyz answers 503 from then on.
 	draining atomic.Bool
+
+	// ingress and stats feed the dashboard (stats*.go).
+	ingress *ingressStats
+	stats   *statsSampler
 }
 
 // New checks cfg, registers the service's metrics on cfg.Registry and
@@ -208,6 +219,8 @@ func New(cfg Config) (*Server, error) {
 		deadlines:  &deadlines{timeout: cfg.RequestTimeout},
 		adminID:    digest(cfg.AdminToken),
 		retryAfter: retryAfterSeconds(cfg.MaxQueueWait),
+		ingress:    &ingressStats{engine: cfg.Engine},
+		stats:      newStatsSampler(),
 	}
 	if err := cfg.Registry.Register(newSKUCollector(cfg.Engine, s.gates)); err != nil {
 		return nil, fmt.Errorf("httpapi: registering the SKU collector: %w", err)
@@ -219,7 +232,7 @@ func New(cfg Config) (*Server, error) {
 		WriteTimeout:          cfg.WriteTimeout,
 		IdleTimeout:           cfg.IdleTimeout,
 		MaxRequestBodySize:    cfg.MaxRequestBodySize,
-		HeaderReceived:        s.requestConfig,
+		HeaderReceived:        s.headerReceived,
 		NoDefaultServerHeader: true,
 		CloseOnShutdown:       true,
 		Concurrency:           cfg.MaxConnections,
@@ -262,7 +275,7 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 		r.HEAD(path, h)
 	}
 
-	reserve := s.route("reserve", s.handleReserve)
+	reserve := s.route("reserve", s.countReserve(s.handleReserve))
 	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", reserve)
 	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations:batch", s.route("reserve_batch", s.handleReserveBatch))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}", s.route("sku_status", s.handleStatus))
@@ -278,6 +291,9 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/refunds", s.route("admin_refunds", s.admin(s.handleRefunds)))
 	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/snapshot", s.route("admin_snapshot", s.admin(s.handleSnapshot)))
 	r.POST("/admin/reservations/{reservation_id}/release", s.route("admin_release", s.admin(s.handleRelease)))
+	get(statsPath, s.route("admin_stats", s.admin(s.handleStats)))
+	r.GET(statsStreamPath, s.route("admin_stats_stream", s.admin(s.handleStatsStream))) // no HEAD: a stream
+	s.dashboardRoutes(get)
 
 	get("/metrics", s.metricsHandler())
 	get("/healthz", s.route("healthz", s.handleHealthz))
@@ -347,6 +363,7 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 // Accept errors from descriptor or buffer exhaustion are waited out, not
 // returned (see sheddingListener).
 func (s *Server) Serve(ln net.Listener) error {
+	s.runStats()
 	return s.http.Serve(sheddingListener{Listener: ln, onShed: func(err error) {
 		s.log.Warn("accept failed for lack of resources; waiting", "err", err)
 	}})
@@ -357,5 +374,6 @@ func (s *Server) Serve(ln net.Listener) error {
 // engine: the caller does that afterwards (flush and fsync).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
+	s.stopStats()
 	return s.http.ShutdownWithContext(ctx)
 }
