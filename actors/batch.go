@@ -11,14 +11,17 @@ import (
 // MaxBatchItems bounds the items of one ReserveBatch (core.MaxBatchItems).
 const MaxBatchItems = core.MaxBatchItems
 
-// ReserveItem is one reserve of a batch: the arguments of Engine.Reserve
-// that vary per buyer. (An entry pass, issue #14, is checked by the
-// ingress before an item gets here: the engine decides no pass.)
+// ReserveItem is one reserve of a batch: the arguments of
+// Engine.ReserveWith that vary per buyer. Holder is the item's entry-pass
+// holder (tier, risk, subject keys; issue #14), zero for an item without a
+// pass: the ingress checks the pass, the engine records the holder and
+// counts it against max_unpaid_per_subject, as for a single reserve.
 type ReserveItem struct {
 	RequestID, UserID string
+	Holder            sku.Holder
 }
 
-// ItemResult is the answer to one item of a batch: what Engine.Reserve
+// ItemResult is the answer to one item of a batch: what Engine.ReserveWith
 // would have returned for it, its Result or its Err (ErrInvalidArgument,
 // ErrUnavailable, ErrResultUnknown, ErrBusy, ErrClosed, ctx.Err()).
 type ItemResult struct {
@@ -30,7 +33,7 @@ type ItemResult struct {
 // gateway forwards them: the batch goes to the SKU's inbox as one call,
 // its items are decided in order within one round of the actor and are
 // released together once their records are durable. Each item gets what
-// Engine.Reserve would have answered it had the items been sent one by one
+// Engine.ReserveWith would have answered it had the items been sent one by one
 // in this order with nothing between them (per-item idempotency included:
 // a repeated request_id gets its original result with Duplicate set).
 // The inbox counts the batch as len(items) calls (Config.InboxMax).
@@ -51,7 +54,7 @@ func (e *Engine) ReserveBatch(ctx context.Context, campaignID, skuID string, ite
 	c := newCall(core.KindReserveBatch)
 	c.Items = make([]core.Call, len(items))
 	for i, it := range items {
-		c.Items[i] = core.Call{Kind: core.KindReserve, RequestID: it.RequestID, UserID: it.UserID}
+		c.Items[i] = core.Call{Kind: core.KindReserve, RequestID: it.RequestID, UserID: it.UserID, Holder: it.Holder}
 	}
 	out := make([]ItemResult, len(items))
 	if err := h.do(ctx, c); err != nil {

@@ -118,7 +118,7 @@ func TestReserveBatchIsOneCallCountedAsItsItems(t *testing.T) {
 // or holds no item or more than MaxBatchItems; a bad item fails alone.
 func TestReserveBatchRefusals(t *testing.T) {
 	e := openTest(t, t.TempDir(), &fakeClock{}, ptrDef(testDef(5)))
-	if _, err := e.ReserveBatch(ctxT(t), "c1", "nope", []ReserveItem{{"r1", "u1"}}); !errors.Is(err, ErrUnknownSKU) {
+	if _, err := e.ReserveBatch(ctxT(t), "c1", "nope", []ReserveItem{{RequestID: "r1", UserID: "u1"}}); !errors.Is(err, ErrUnknownSKU) {
 		t.Fatalf("unknown SKU: %v", err)
 	}
 	for _, n := range []int{0, MaxBatchItems + 1} {
@@ -126,14 +126,14 @@ func TestReserveBatchRefusals(t *testing.T) {
 			t.Fatalf("%d items: %v", n, err)
 		}
 	}
-	got, err := e.ReserveBatch(ctxT(t), "c1", "s1", []ReserveItem{{"bad id!", "u1"}, {"r2", "u2"}})
+	got, err := e.ReserveBatch(ctxT(t), "c1", "s1", []ReserveItem{{RequestID: "bad id!", UserID: "u1"}, {RequestID: "r2", UserID: "u2"}})
 	if err != nil || !errors.Is(got[0].Err, ErrInvalidArgument) || got[1].Err != nil || got[1].Result.Outcome != sku.OutcomeAccepted {
 		t.Fatalf("a bad item: %+v %v", got, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel()
 	<-ctx.Done()
-	got, err = e.ReserveBatch(ctx, "c1", "s1", []ReserveItem{{"r3", "u3"}})
+	got, err = e.ReserveBatch(ctx, "c1", "s1", []ReserveItem{{RequestID: "r3", UserID: "u3"}})
 	if err != nil || (got[0].Err != nil && !errors.Is(got[0].Err, context.DeadlineExceeded)) {
 		t.Fatalf("ctx done: %+v %v", got, err)
 	}
@@ -163,4 +163,36 @@ func decidedCalls(t *testing.T, reg *prometheus.Registry) map[string]uint64 {
 		}
 	}
 	return out
+}
+
+// A batch item carries its entry pass's holder as ReserveWith's call does:
+// the holder is recorded and counted against max_unpaid_per_subject, so a
+// second item on the same subject key gets SUBJECT_LIMIT, the high-risk
+// payment window applies, and a malformed holder fails its item alone.
+func TestReserveBatchHolders(t *testing.T) {
+	d := testDef(5)
+	d.MaxUnpaidPerSubject, d.PaymentWindowHighRiskMs = 1, 10_000
+	e := openTest(t, t.TempDir(), &fakeClock{}, &d)
+	device := sku.Holder{Tier: 1, Risk: 1, Subjects: 1, Keys: [sku.SubjectKindCount]sku.SubjectKey{{1}}}
+	got, err := e.ReserveBatch(ctxT(t), "c1", "s1", []ReserveItem{
+		{RequestID: "r1", UserID: "u1", Holder: device},
+		{RequestID: "r2", UserID: "u2", Holder: device},
+		{RequestID: "r3", UserID: "u3", Holder: sku.Holder{Subjects: 1 << sku.SubjectKindCount}},
+		{RequestID: "r4", UserID: "u4"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Err != nil || got[0].Result.Outcome != sku.OutcomeAccepted || got[0].Result.Reservation.ExpireAt != t0+10_000 {
+		t.Fatalf("first holder of the key: %+v", got[0])
+	}
+	if got[1].Err != nil || got[1].Result.Outcome != sku.OutcomeSubjectLimit {
+		t.Fatalf("second holder of the key: %+v, want SUBJECT_LIMIT", got[1])
+	}
+	if !errors.Is(got[2].Err, ErrInvalidArgument) {
+		t.Fatalf("malformed holder: %+v, want ErrInvalidArgument", got[2])
+	}
+	if got[3].Err != nil || got[3].Result.Outcome != sku.OutcomeAccepted || got[3].Result.Reservation.ExpireAt != t0+60_000 {
+		t.Fatalf("no holder: %+v", got[3])
+	}
 }

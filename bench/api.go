@@ -47,6 +47,14 @@ type CampaignSpec struct {
 	ReleaseOnClose bool `json:"release_on_close"`
 	// SKUs lists the SKUs and their sale limits.
 	SKUs []SKUSpec `json:"skus"`
+	// EntryPass, when set, is the campaign's entry_pass object: the tool
+	// sets required when it sends passes, so no reserve goes without one.
+	EntryPass *EntryPassSpec `json:"entry_pass,omitempty"`
+}
+
+// EntryPassSpec is a campaign's entry_pass object.
+type EntryPassSpec struct {
+	Required bool `json:"required"`
 }
 
 // SKUSpec is one SKU of a campaign.
@@ -55,6 +63,12 @@ type SKUSpec struct {
 	SKUID string `json:"sku_id"`
 	// SaleLimit is the number of units the campaign may sell.
 	SaleLimit int64 `json:"sale_limit"`
+	// Lottery SKUs (the lottery scenario): the allocation and its rules.
+	Allocation     string         `json:"allocation,omitempty"`
+	EntriesOpenAt  string         `json:"entries_open_at,omitempty"`
+	EntriesCloseAt string         `json:"entries_close_at,omitempty"`
+	Beacon         *lotteryBeacon `json:"beacon,omitempty"`
+	Waitlist       int64          `json:"waitlist,omitempty"`
 }
 
 // timeLayout is the API's one format of times: RFC 3339 in UTC with
@@ -108,6 +122,8 @@ type ReservationStatus struct {
 	ExpireAt string `json:"expire_at"`
 	// PaidAt is set once paid.
 	PaidAt string `json:"paid_at,omitempty"`
+	// ClosedAt is set once closed.
+	ClosedAt string `json:"closed_at,omitempty"`
 	// ClosedReason says why it closed (expired, cancelled, ...).
 	ClosedReason string `json:"closed_reason,omitempty"`
 	// RefundRequired is set when a payment arrived after the close.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/entrypass"
 )
 
 // Bounds of the flags that the server or the tool itself would refuse later.
@@ -32,10 +33,15 @@ const (
 	// ScenarioPayflow reserves, then pays, cancels or lets expire, with
 	// payments racing the expiry, and checks every final state.
 	ScenarioPayflow = "payflow"
+	// ScenarioLottery runs a lottery sale (lottery.go): entrants enter, the
+	// entries close, the draw, winners pay or let their reservations
+	// expire, the waitlist takes the tokens back, and the auditor
+	// recomputes the draw from the published evidence.
+	ScenarioLottery = "lottery"
 )
 
 // Scenarios lists the scenario names.
-var Scenarios = []string{ScenarioSeed, ScenarioHot, ScenarioManySKUs, ScenarioPayflow}
+var Scenarios = []string{ScenarioSeed, ScenarioHot, ScenarioManySKUs, ScenarioPayflow, ScenarioLottery}
 
 // HotSaleLimit is the hot scenario's sale limit: more than any run can sell.
 const HotSaleLimit = 1_000_000_000
@@ -48,6 +54,10 @@ type Config struct {
 	AdminToken string
 	// PaymentSecret signs payments (payflow), when the server wants it.
 	PaymentSecret string
+	// EntryPassKeys, when set ("kid:hex,..." as seckilld's
+	// --entry-pass-keys), makes every reserve carry an entry pass minted
+	// with its first key, and the campaign require one.
+	EntryPassKeys string
 	// Scenario is one of Scenarios.
 	Scenario string
 	// Stock is each SKU's sale_limit.
@@ -124,6 +134,12 @@ func DefaultConfig(scenario string) Config {
 		config.SKUs = 1000
 		config.Stock = 50
 		config.Requests = 100_000
+	case ScenarioLottery:
+		config.Stock = 10_000
+		config.Requests = 100_000 // entrants
+		config.RetryShare = 0
+		config.PaymentWindow = 5 * time.Second
+		config.Duration = 60 * time.Second // the entry window
 	case ScenarioPayflow:
 		config.Stock = 1000
 		config.Requests = 1000
@@ -168,6 +184,11 @@ func (c *Config) Validate() error {
 	check(c.Timeout > 0, "timeout must be > 0")
 	check(c.MaxTime > c.Duration && c.MaxTime <= 25*time.Hour, "max-time must exceed duration and be at most 25h")
 	check(c.MaxResends >= 0 && c.MaxResends <= maxResendsLimit, "max resends must be in [0, %d]", maxResendsLimit)
+	if c.EntryPassKeys != "" {
+		if _, err := entrypass.ParseKeyRing(c.EntryPassKeys); err != nil {
+			problems = append(problems, fmt.Errorf("entry-pass-keys: %w", err))
+		}
+	}
 	if c.Scenario == ScenarioPayflow {
 		check(c.Requests > 0 && c.Requests <= 100_000, "payflow needs requests in [1, 100000]")
 		check(c.Requests <= c.Stock*int64(c.SKUs), "payflow needs requests <= stock, so that every reservation is accepted")

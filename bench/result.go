@@ -11,7 +11,7 @@ import (
 // named after an outcome count answers (resends included); Accepted counts
 // units: distinct reservation ids accepted.
 type Result struct {
-	// Scenario is seed, hot, many-skus or payflow.
+	// Scenario is seed, hot, many-skus, payflow or lottery.
 	Scenario string `json:"scenario"`
 	// Target is the server's base URL.
 	Target string `json:"target"`
@@ -65,7 +65,9 @@ type Result struct {
 	// Undersold counts units still available at the end of a SKU whose
 	// requests were refused as SOLD_OUT.
 	Undersold int64 `json:"undersold"`
-	// TokenReused counts tokens handed to two reservations.
+	// TokenReused counts tokens handed to a reservation while another held
+	// them (a token handed on after its holder closed, with
+	// release_on_close, is not counted).
 	TokenReused int64 `json:"token_reused"`
 	// RetryMismatches counts request ids answered differently when resent.
 	RetryMismatches int64 `json:"retry_mismatches"`
@@ -81,6 +83,8 @@ type Result struct {
 	Audit *AuditSummary `json:"audit"`
 	// Payflow is the payflow scenario's own report.
 	Payflow *PayflowReport `json:"payflow,omitempty"`
+	// Lottery is the lottery scenario's own report.
+	Lottery *LotteryReport `json:"lottery,omitempty"`
 	// Timeline is the answers per second over the run.
 	Timeline []TimelinePoint `json:"timeline"`
 	// Examples lists a few offending ids behind failed checks.

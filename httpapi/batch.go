@@ -18,7 +18,7 @@ import (
 // Kafka producers do:
 //
 //	POST /v1/campaigns/{c}/skus/{s}/reservations:batch
-//	{"items": [{"request_id": "...", "user_id": "..."}, ...]}   1 to MaxBatchItems items
+//	{"items": [{"request_id": "...", "user_id": "...", "entry_pass": "..."}, ...]}   1 to MaxBatchItems items
 //
 //	200 {"results": [{"status": 202, "body": {...}}, {"status": 409, "body": {"error": "SOLD_OUT"}},
 //	                 {"status": 429, "retry_after": 1, "body": {"error": "QUEUE_FULL"}}, ...]}
@@ -26,10 +26,12 @@ import (
 // Each result is what POST .../reservations would have answered the item
 // alone (its status and its body, byte for byte), in the items' order. An
 // item goes through the same layers as a single reserve (its ids, the
-// answer cache, the fast paths on the SKU's published durable stats, a
-// permit), and the items that reach the engine go to the SKU's inbox as
-// one call (actors.Engine.ReserveBatch): decided in order in one round,
-// durable before the answer. A bad item fails alone (400 in its result); a
+// lottery refusal, its entry pass, the answer cache, the fast paths on
+// the SKU's published durable stats, a permit), and the items that reach
+// the engine go to the SKU's inbox as one call (actors.Engine.ReserveBatch,
+// each item with its pass's holder): decided in order in one round,
+// durable before the answer. A bad item fails alone (400 in its result,
+// an entry-pass refusal 403, a lottery SKU's items 409 LOTTERY_SALE); a
 // bad envelope (not one object with just "items", no item, too many) fails
 // the whole request with 400, an unknown SKU with 404.
 //
@@ -127,34 +129,37 @@ func (s *Server) handleReserveBatch(ctx *fasthttp.RequestCtx) string {
 		s.rejected(layerValidation)
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
 	}
-	if _, known := s.engine.SKUStats(campaignID, skuID); !known {
+	st, known := s.engine.SKUStats(campaignID, skuID)
+	if !known {
 		s.rejected(layerValidation)
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
 	}
-	reps := s.reserveBatch(campaignID, skuID, raw)
+	reps := s.reserveBatch(campaignID, skuID, st, raw)
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(appendBatchResults(nil, reps))
 	return outcomeOK
 }
 
-// batchItem is one item on its way through the ingress layers.
+// batchItem is one item on its way through the ingress layers: its body,
+// and what its entry pass gave (the request_id to use and the holder).
 type batchItem struct {
 	req            reserveRequest
+	pass           passed
 	rkey           dedupKey
 	retryOfUnknown bool
 }
 
 // reserveBatch answers each raw item as the single reserve would, sending
-// the items no layer answered to the engine as one batch.
-func (s *Server) reserveBatch(campaignID, skuID string, raw [][]byte) []reply {
+// the items no layer answered to the engine as one batch. st is the SKU's
+// published stats, read once for the batch (the SKU is known).
+func (s *Server) reserveBatch(campaignID, skuID string, st actors.Stats, raw [][]byte) []reply {
 	reps := make([]reply, len(raw))
 	items := make([]batchItem, len(raw))
 	var pending []int // the items for the engine, in order
-	st, known := s.engine.SKUStats(campaignID, skuID)
 	now := s.cfg.Clock()
 	for i, body := range raw {
-		rep, done := s.batchItemIngress(campaignID, skuID, body, st, known, now, &items[i])
+		rep, done := s.batchItemIngress(campaignID, skuID, body, &st, now, &items[i])
 		if done {
 			reps[i] = rep
 			continue
@@ -179,7 +184,8 @@ func (s *Server) reserveBatch(campaignID, skuID string, raw [][]byte) []reply {
 	}
 	batch := make([]actors.ReserveItem, len(pending))
 	for j, i := range pending {
-		batch[j] = actors.ReserveItem{RequestID: items[i].req.RequestID, UserID: items[i].req.UserID}
+		it := &items[i]
+		batch[j] = actors.ReserveItem{RequestID: it.pass.requestID, UserID: it.req.UserID, Holder: it.pass.holder}
 	}
 	results, err := s.engine.ReserveBatch(s.deadlines.get(), campaignID, skuID, batch)
 	for j, i := range pending {
@@ -192,11 +198,12 @@ func (s *Server) reserveBatch(campaignID, skuID string, raw [][]byte) []reply {
 	return reps
 }
 
-// batchItemIngress runs one item through the layers before the engine:
-// decoding, the ids, the answer cache and the fast paths on the SKU's
-// stats st (known: the engine knows the SKU). done reports that rep
-// answers the item; otherwise it goes to the engine, it filled.
-func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st actors.Stats, known bool,
+// batchItemIngress runs one item through the layers before the engine,
+// in handleReserve's order: decoding, the ids, the lottery refusal, the
+// entry pass (checkEntryPass on the SKU's published definition), the
+// answer cache and the fast paths on the SKU's stats st. done reports
+// that rep answers the item; otherwise it goes to the engine, it filled.
+func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st *actors.Stats,
 	now time.Time, it *batchItem) (rep reply, done bool) {
 	req, err := parseReserveBody(body)
 	if err != nil {
@@ -207,7 +214,15 @@ func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st acto
 		s.rejected(layerValidation)
 		return rep, true
 	}
-	it.req, it.rkey = req, requestKey(campaignID, skuID, req.RequestID)
+	if st.Definition.Lottery != nil {
+		s.rejected(layerValidation)
+		return replyLotterySale, true
+	}
+	p, rep, ok := s.checkEntryPass(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass)
+	if !ok {
+		return rep, true
+	}
+	it.req, it.pass, it.rkey = req, p, requestKey(campaignID, skuID, p.requestID)
 	if a, ok := s.answers.get(it.rkey); ok {
 		if a.userID != req.UserID {
 			s.rejected(layerDedup)
@@ -219,13 +234,9 @@ func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st acto
 		}
 		it.retryOfUnknown = true
 	}
-	if !known {
-		s.rejected(layerValidation)
-		return errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"), true
-	}
-	v := s.limits.precheck(st, now, it.retryOfUnknown)
-	if v.gateRefusal() && s.engine.MayKnowRequest(campaignID, skuID, req.RequestID) { // as Server.lead
-		v = s.limits.precheck(st, now, true)
+	v := s.limits.precheck(*st, now, it.retryOfUnknown)
+	if v.gateRefusal() && s.engine.MayKnowRequest(campaignID, skuID, p.requestID) { // as Server.lead
+		v = s.limits.precheck(*st, now, true)
 	}
 	switch v {
 	case verdictUnavailable:
@@ -250,12 +261,12 @@ func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st acto
 	return reply{}, false
 }
 
-// checkBatchItem validates a decoded item as handleReserve validates a
-// single reserve's body: bad reports rep, its 400. This is where an
-// item's entry pass (issue #14) is to be checked, with the function the
-// single reserve uses, once reserveRequest carries one.
+// checkBatchItem validates a decoded item's ids as handleReserve
+// validates a single reserve's body (request_id may be left out when the
+// item carries an entry pass): bad reports rep, its 400. The pass itself
+// is checked next, by checkEntryPass (batchItemIngress).
 func (s *Server) checkBatchItem(req reserveRequest) (rep reply, bad bool) {
-	for _, msg := range []string{checkID("request_id", req.RequestID), checkID("user_id", req.UserID)} {
+	for _, msg := range []string{checkRequestID(req.RequestID, req.EntryPass), checkID("user_id", req.UserID)} {
 		if msg != "" {
 			return errorReply(fasthttp.StatusBadRequest, reasonBadRequest, msg), true
 		}
@@ -270,7 +281,7 @@ func (s *Server) batchItemReply(campaignID, skuID string, it *batchItem, r actor
 		f := classify(r.Err)
 		if f.unknown {
 			s.answers.markUnknown(it.rkey, it.req.UserID)
-			return s.resultUnknown(lookupURL(campaignID, skuID, it.req.RequestID))
+			return s.resultUnknown(lookupURL(campaignID, skuID, it.pass.requestID))
 		}
 		if f.status >= 500 && f.reason == reasonInternal {
 			s.log.Error("batch reserve failed", "campaign_id", campaignID, "sku_id", skuID, "err", r.Err)

@@ -27,7 +27,8 @@ const (
 	linBatchMaxItems = 3
 )
 
-// chooseBatch picks the items of a batch: retried and reused request_ids
+// chooseBatch picks the items of a batch: retried and reused request_ids,
+// reserves with an entry pass (choosePass: new, retried or another user's)
 // and new ones, from the same pools as single reserves.
 func (r *linRecorder) chooseBatch(client, n int, rng *rand.Rand) []linInput {
 	r.mu.Lock()
@@ -41,6 +42,8 @@ func (r *linRecorder) chooseBatch(client, n int, rng *rand.Rand) []linInput {
 			items[i] = linInput{kind: linReserve, requestID: q.requestID, userID: q.userID}
 		case pick < 35 && len(r.requests) > 0: // a request_id sent again by any user
 			items[i] = linInput{kind: linReserve, requestID: r.requests[rng.IntN(len(r.requests))].requestID, userID: user}
+		case pick < 55: // with an entry pass, as a single reserve's
+			items[i] = r.choosePass(rng)
 		default:
 			q := linRequest{requestID: fmt.Sprintf("r%d-%d-b%d", client, n, i), userID: user}
 			r.requests = append(r.requests, q)
@@ -57,6 +60,9 @@ func (r *linRecorder) doBatch(client int, items []linInput) {
 	list := make([]map[string]string, len(items))
 	for i, in := range items {
 		list[i] = map[string]string{"request_id": in.requestID, "user_id": in.userID}
+		if in.pass != "" {
+			list[i]["entry_pass"] = in.pass
+		}
 	}
 	body["items"] = list
 	path := "/v1/campaigns/" + linCampaign + "/skus/" + linSKU + "/reservations:batch"

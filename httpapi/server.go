@@ -102,6 +102,8 @@ type Config struct {
 	// Registry receives the service's metrics and is served on /metrics
 	// (give the engine the same one). Default: a new registry.
 	Registry *prometheus.Registry
+	// EntryPasses configures entry passes: their keys, the issuing route.
+	EntryPasses EntryPassConfig
 }
 
 func (c *Config) fill() error {
@@ -110,6 +112,9 @@ func (c *Config) fill() error {
 	}
 	if c.AdminToken == "" {
 		return errors.New("httpapi: Config.AdminToken is required")
+	}
+	if err := c.EntryPasses.check(); err != nil {
+		return err
 	}
 	if c.MaxQueueWait <= 0 {
 		c.MaxQueueWait = DefaultMaxQueueWait
@@ -191,6 +196,11 @@ type Server struct {
 	// ingress and stats feed the dashboard (stats*.go).
 	ingress *ingressStats
 	stats   *statsSampler
+
+	// passMetrics counts entry-pass refusals and issued passes;
+	// issuerID is the SHA-256 of the entry-pass issuer token.
+	passMetrics *passMetrics
+	issuerID    [32]byte
 }
 
 // New checks cfg, registers the service's metrics on cfg.Registry and
@@ -200,6 +210,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	m, err := newMetrics(cfg.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
+	}
+	pm, err := newPassMetrics(cfg.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
 	}
@@ -222,6 +236,7 @@ func New(cfg Config) (*Server, error) {
 		ingress:    &ingressStats{engine: cfg.Engine},
 		stats:      newStatsSampler(),
 	}
+	s.passMetrics, s.issuerID = pm, digest(cfg.EntryPasses.IssuerToken)
 	if err := cfg.Registry.Register(newSKUCollector(cfg.Engine, s.gates)); err != nil {
 		return nil, fmt.Errorf("httpapi: registering the SKU collector: %w", err)
 	}
@@ -278,6 +293,7 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	reserve := s.route("reserve", s.countReserve(s.handleReserve))
 	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", reserve)
 	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations:batch", s.route("reserve_batch", s.handleReserveBatch))
+	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/entry-passes", s.route("issue_entry_pass", s.issuer(s.handleIssuePass)))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}", s.route("sku_status", s.handleStatus))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}/requests/{request_id}", s.route("lookup_request", s.handleLookup))
 	get("/v1/reservations/{reservation_id}", s.route("get_reservation", s.handleGet))
@@ -294,6 +310,8 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	get(statsPath, s.route("admin_stats", s.admin(s.handleStats)))
 	r.GET(statsStreamPath, s.route("admin_stats_stream", s.admin(s.handleStatsStream))) // no HEAD: a stream
 	s.dashboardRoutes(get)
+
+	s.lotteryRoutes(r, get)
 
 	get("/metrics", s.metricsHandler())
 	get("/healthz", s.route("healthz", s.handleHealthz))

@@ -9,7 +9,8 @@ import (
 
 // Batch reserves (issue #17): in a round whose step says so, each run of
 // two or more consecutive reserve calls is decided as one batch call
-// (core.KindReserveBatch), as a gateway's batch reaches the actor. The
+// (core.KindReserveBatch), as a gateway's batch reaches the actor; each
+// item carries the holder its entry pass would (pickRequest). The
 // model predicts the items one by one, in order, exactly as it predicts
 // lone reserves: a batch must be answered what its items alone would have
 // been. The plan draws nothing for it (the step's own number decides), so
@@ -52,8 +53,8 @@ func (r *run) reserveBatch(specs []callSpec) error {
 	now := r.now
 	c := &core.Call{Kind: core.KindReserveBatch, Items: make([]core.Call, len(specs))}
 	for i, spec := range specs {
-		request, user := r.pickRequest(spec)
-		c.Items[i] = core.Call{Kind: core.KindReserve, RequestID: request, UserID: user}
+		request, user, holder := r.pickRequest(spec)
+		c.Items[i] = core.Call{Kind: core.KindReserve, RequestID: request, UserID: user, Holder: holder}
 	}
 	if r.core.Failed() != nil {
 		r.core.Decide(r.t(), c)
@@ -71,7 +72,7 @@ func (r *run) reserveBatch(specs []callSpec) error {
 		// Each item is checked against the model as it stands after it
 		// (a later item may change the model's view of the reservation).
 		it := &c.Items[i]
-		if err := r.checkDecided(it, r.model.reserve(now, it.RequestID, it.UserID)); err != nil {
+		if err := r.checkDecided(it, r.model.reserve(now, it.RequestID, it.UserID, it.Holder)); err != nil {
 			return fmt.Errorf("batch item %d %s/%s: %w", i, it.RequestID, it.UserID, err)
 		}
 		r.countReply(it)

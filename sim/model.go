@@ -27,6 +27,7 @@ const (
 // modelReservation is one reservation as the model sees it.
 type modelReservation struct {
 	request, user string
+	subjects      []modelSubject // the subject keys of its entry pass
 	token         uint32
 	state         modelState
 	expired       bool // closed because expire_at passed (else cancelled)
@@ -56,7 +57,8 @@ type model struct {
 	released []uint32          // tokens given back, oldest first
 	fresh    uint32            // tokens ever handed out
 	refunds  int
-	soldOut  int // SOLD_OUT answers recorded
+	soldOut  int           // SOLD_OUT answers recorded
+	lot      *modelLottery // a lottery SKU's entries and draw (model_lottery.go), nil otherwise
 
 	// effects counts the effects applied since the count was last read;
 	// onEffect, when set, runs after each one.
@@ -82,6 +84,7 @@ func (m *model) clone() *model {
 	c.requests = maps.Clone(m.requests)
 	c.live = maps.Clone(m.live)
 	c.released = slices.Clone(m.released)
+	c.lot = m.lot.clone()
 	c.onEffect = nil
 	return &c
 }
@@ -118,18 +121,27 @@ type modelReply struct {
 }
 
 func (m *model) define(now int64, d sku.Definition) sku.Outcome {
+	rules := d.Lottery
+	d.Lottery = nil // the model keeps a lottery's rules in m.lot
 	if m.defined {
 		d.IDKey = m.def.IDKey
-		if d == m.def {
+		if d == m.def && (rules != nil) == (m.lot != nil) {
 			return sku.OutcomeOK
 		}
 		if d.SaleLimit < m.def.SaleLimit || d.EndAt < m.def.EndAt || d.StartAt != m.def.StartAt ||
 			d.PaymentWindowMs != m.def.PaymentWindowMs || d.ReleaseOnClose != m.def.ReleaseOnClose ||
-			d.CampaignID != m.def.CampaignID || d.SKUID != m.def.SKUID {
-			return sku.OutcomeInvalid
+			d.PaymentWindowHighRiskMs != m.def.PaymentWindowHighRiskMs ||
+			d.CampaignID != m.def.CampaignID || d.SKUID != m.def.SKUID ||
+			(rules != nil) != (m.lot != nil) || m.lot != nil && d.SaleLimit != m.def.SaleLimit {
+			return sku.OutcomeInvalid // a lottery stays one, with its sale_limit
 		}
 	}
-	m.effect(m.at(now), func() { m.def, m.defined = d, true })
+	first := !m.defined
+	at := m.at(now)
+	m.effect(at, func() { m.def, m.defined = d, true })
+	if first && rules != nil {
+		m.defineLottery(at, *rules)
+	}
 	return sku.OutcomeOK
 }
 
@@ -145,6 +157,7 @@ func (m *model) closeRes(at int64, seq uint32, expired bool) {
 			m.released = append(m.released, r.token)
 		}
 	})
+	m.promote(at) // a lottery's waitlist takes the token
 }
 
 // expireDue closes, oldest first, up to limit PENDING reservations whose
@@ -166,12 +179,55 @@ const (
 	expireOnTick    = 1024
 )
 
-func (m *model) reserve(now int64, request, user string) modelReply {
+// modelSubject is one subject key of an entry pass, with its kind: the
+// same 8 bytes as a device and as a network are two subjects.
+type modelSubject struct {
+	kind int
+	key  sku.SubjectKey
+}
+
+// subjectsOf lists the subject keys an entry pass's holder carries.
+func subjectsOf(h sku.Holder) []modelSubject {
+	var out []modelSubject
+	for k := 0; k < sku.SubjectKindCount; k++ {
+		if key, ok := h.Key(k); ok {
+			out = append(out, modelSubject{k, key})
+		}
+	}
+	return out
+}
+
+// overCap is the README's cap: one of the subjects already has
+// max_unpaid_per_subject PENDING reservations (0: no cap).
+func (m *model) overCap(subjects []modelSubject) bool {
+	if m.def.MaxUnpaidPerSubject == 0 {
+		return false
+	}
+	for _, s := range subjects {
+		n := uint32(0)
+		for i := range m.res {
+			if r := &m.res[i]; r.state == mPending && slices.Contains(r.subjects, s) {
+				n++
+			}
+		}
+		if n >= m.def.MaxUnpaidPerSubject {
+			return true
+		}
+	}
+	return false
+}
+
+// reserve is a reserve by user, with the holder of its entry pass (zero:
+// none).
+func (m *model) reserve(now int64, request, user string, holder sku.Holder) modelReply {
 	if !m.defined {
 		return modelReply{outcome: sku.OutcomeNotFound}
 	}
 	if !validID(request) || !validID(user) {
 		return modelReply{outcome: sku.OutcomeInvalid}
+	}
+	if m.lot != nil {
+		return modelReply{outcome: sku.OutcomeLotterySale}
 	}
 	if q, ok := m.requests[request]; ok {
 		switch {
@@ -197,6 +253,13 @@ func (m *model) reserve(now int64, request, user string) modelReply {
 		}
 		m.closeRes(at, seq, true) // its payment window is over: the user may buy again
 	}
+	subjects := subjectsOf(holder)
+	if m.overCap(subjects) {
+		m.expireDue(at, expireOnSoldOut) // a due reservation frees its subjects
+		if m.overCap(subjects) {
+			return modelReply{outcome: sku.OutcomeSubjectLimit} // not recorded
+		}
+	}
 	if m.available() == 0 {
 		m.expireDue(at, expireOnSoldOut)
 	}
@@ -217,8 +280,12 @@ func (m *model) reserve(now int64, request, user string) modelReply {
 		} else {
 			m.fresh++
 		}
-		m.res = append(m.res, modelReservation{request: request, user: user, token: token,
-			state: mPending, expireAt: at + m.def.PaymentWindowMs, holds: true})
+		window := m.def.PaymentWindowMs
+		if holder.Risk >= 1 && m.def.PaymentWindowHighRiskMs > 0 {
+			window = m.def.PaymentWindowHighRiskMs // risk >= 1: the high-risk window
+		}
+		m.res = append(m.res, modelReservation{request: request, user: user, token: token, subjects: subjects,
+			state: mPending, expireAt: at + window, holds: true})
 		m.requests[request] = modelRequest{user: user, seq: seq}
 		m.live[user] = seq
 	})
@@ -292,10 +359,12 @@ func (m *model) release(now int64, seq uint32) modelReply {
 	case !r.holds:
 		return modelReply{outcome: sku.OutcomeAlreadyReleased, seq: seq}
 	}
-	m.effect(m.at(now), func() {
+	at := m.at(now)
+	m.effect(at, func() {
 		r.holds = false
 		m.released = append(m.released, r.token)
 	})
+	m.promote(at)
 	return modelReply{outcome: sku.OutcomeReleased, seq: seq}
 }
 
@@ -313,6 +382,7 @@ func (m *model) setPaused(now int64, paused bool) sku.Outcome {
 func (m *model) tick(now int64) {
 	if m.defined {
 		m.expireDue(m.at(now), expireOnTick)
+		m.closeEntries(m.at(now))
 	}
 }
 

@@ -36,6 +36,10 @@ const (
 	KindAudit
 	KindRefunds
 	KindHash
+	KindEnter  // a lottery entry (Tier from the entry pass)
+	KindDraw   // a lottery draw (Round, Randomness)
+	KindEntry  // an entry's status by request_id
+	KindFreeze // a frozen copy of the state (Report.Frozen)
 	// KindReserveBatch decides the reserves in Call.Items in order, in
 	// one round: one call, one waiter, one reply per item (batch.go).
 	KindReserveBatch
@@ -44,7 +48,7 @@ const (
 	KindCount
 )
 
-var kindNames = [KindCount]string{"", "reserve", "pay", "close", "release", "pause", "resume", "define", "get", "lookup", "audit", "refunds", "hash", "reserve_batch"}
+var kindNames = [KindCount]string{"", "reserve", "pay", "close", "release", "pause", "resume", "define", "get", "lookup", "audit", "refunds", "hash", "enter", "draw", "entry", "freeze", "reserve_batch"}
 
 // String returns the kind's name, e.g. "reserve" (a metrics label).
 func (k Kind) String() string {
@@ -70,14 +74,23 @@ type Call struct {
 	Amount int64 // KindPay, minor units
 	Reason sku.CloseReason
 	Def    *sku.Definition // KindDefine only; its IDKey is filled by the core
+	// Holder is KindReserve's entry-pass holder (tier, risk, subject
+	// keys); zero for a reserve without a pass.
+	Holder sku.Holder
+	// Lottery arguments.
+	Tier       uint8  // KindEnter: the entry pass's tier (0 without one)
+	Round      uint64 // KindDraw: the beacon round
+	Randomness []byte // KindDraw: its randomness, 32 bytes
 	// Items are the reserves of a KindReserveBatch call (each KindReserve,
-	// at most MaxBatchItems): each gets its own Result, Wrote and Err.
+	// with its own Holder; at most MaxBatchItems): each gets its own
+	// Result, Wrote and Err.
 	Items []Call
 
 	// Reply.
 	Result  sku.Result
-	Outcome sku.Outcome // KindPause, KindResume, KindDefine
-	Found   bool        // KindGet, KindLookup
+	Outcome sku.Outcome     // KindPause, KindResume, KindDefine
+	Found   bool            // KindGet, KindLookup, KindEntry
+	Entry   sku.EntryResult // KindEnter; KindEntry: Entry.Entry
 	// Wrote is set when deciding the call produced records: a log failure
 	// then leaves its result unknown.
 	Wrote  bool
@@ -95,6 +108,7 @@ type Report struct {
 	Audit   sku.Audit
 	Refunds []sku.Refund
 	Hash    [32]byte
+	Frozen  *sku.Frozen // KindFreeze: read it off the actor
 }
 
 // Settle sets each call's Err once the records a Wait rests on are durable

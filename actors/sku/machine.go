@@ -56,6 +56,21 @@ type Machine struct {
 	// expireCursor is the lowest seq that may still be PENDING_PAYMENT. It
 	// is derived state (not part of Hash).
 	expireCursor uint32
+
+	// holders keeps the Holder of every reservation made with one, in seq
+	// order (caps.go).
+	holders holderList
+	// unpaid counts PENDING_PAYMENT reservations per subject key (derived).
+	unpaid map[subjectSlot]uint32
+	// highRisk lists, in seq order, the reservations with the high-risk
+	// payment window (derived), and riskCursor is the first of them the
+	// high-risk expiry walk has not passed.
+	highRisk   []uint32
+	riskCursor int
+
+	// lot is a lottery SKU's entries and draw (lottery_state.go); nil for
+	// a SKU sold first come, first served.
+	lot *lotteryState
 }
 
 // Refund is a payment received for a reservation that was already closed.
@@ -72,6 +87,7 @@ func New() *Machine {
 	m := &Machine{
 		rejected:     make(map[string]uint32),
 		expireCursor: 1,
+		unpaid:       make(map[subjectSlot]uint32),
 	}
 	m.byRequest = newIndex(&m.table, keyRequestID)
 	m.live = newIndex(&m.table, keyUserID)
@@ -143,6 +159,9 @@ func (m *Machine) ValidTag(seq uint32, tag string) bool {
 
 // setDefinition installs d and what derives from it.
 func (m *Machine) setDefinition(d Definition) {
+	if m.lot != nil {
+		d.Lottery = &m.lot.rules // recorded by LOTTERY_COMMITTED, never changed
+	}
 	m.def, m.defined = d, true
 	m.pool.saleLimit = d.SaleLimit
 	m.idTags = newIDTagger(d.IDKey)
@@ -206,7 +225,11 @@ func (m *Machine) emit(r Record, out []Record) []Record {
 	if err := m.apply(&r, true); err != nil {
 		panic(fmt.Sprintf("sku: decided record does not apply: %v", err))
 	}
-	return append(out, r)
+	out = append(out, r)
+	if m.lot != nil && (r.Type == RecordClosed || r.Type == RecordReleased) {
+		out = m.promoteWaitlist(r.At, out) // a token came back: the waitlist's
+	}
+	return out
 }
 
 // EachRequestID calls fn with every decided request_id: accepted ones in

@@ -26,11 +26,7 @@ func (e *Engine) ReserveBatch(ctx context.Context, campaignID, skuID string, ite
 			}
 			now := e.now()
 			for i, it := range items {
-				res, recs := s.m.Reserve(now, it.RequestID, it.UserID, nil)
-				s.decided(recs)
-				if !res.Duplicate && (res.Outcome == sku.OutcomeAccepted || res.Outcome == sku.OutcomeSoldOut) {
-					s.known[it.RequestID] = struct{}{}
-				}
+				res := s.reserve(now, it.RequestID, it.UserID, it.Holder)
 				out[i] = actors.ItemResult{Result: res, Err: invalid(res)}
 			}
 			return sku.Result{}, nil

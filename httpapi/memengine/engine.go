@@ -44,6 +44,10 @@ const (
 	KindAudit
 	KindRefunds
 	KindSnapshot
+	KindEnter // lottery.go
+	KindDraw
+	KindEntry
+	KindFreeze
 	// KindReserveBatch is a batch reserve: the hooks see it once, with
 	// Call.Items, and Decided gets no result (each item has its own).
 	KindReserveBatch
@@ -53,6 +57,7 @@ var kindNames = [...]string{
 	KindReserve: "reserve", KindPay: "pay", KindCancel: "cancel", KindRelease: "release",
 	KindGet: "get", KindLookup: "lookup", KindDefine: "define", KindPause: "pause",
 	KindResume: "resume", KindAudit: "audit", KindRefunds: "refunds", KindSnapshot: "snapshot",
+	KindEnter: "enter", KindDraw: "draw", KindEntry: "entry", KindFreeze: "freeze",
 	KindReserveBatch: "reserve_batch",
 }
 
@@ -261,6 +266,11 @@ func (s *skuState) decided(out []sku.Record) { s.index += uint64(len(out)) }
 
 // Reserve implements httpapi.Reserver on sku.Machine.Reserve.
 func (e *Engine) Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error) {
+	return e.ReserveWith(ctx, campaignID, skuID, requestID, userID, sku.Holder{})
+}
+
+// ReserveWith implements httpapi.Reserver on sku.Machine.ReserveWith.
+func (e *Engine) ReserveWith(ctx context.Context, campaignID, skuID, requestID, userID string, holder sku.Holder) (sku.Result, error) {
 	var res sku.Result
 	err := e.run(ctx, Call{Kind: KindReserve, CampaignID: campaignID, SKUID: skuID, RequestID: requestID, UserID: userID},
 		func() (sku.Result, error) {
@@ -268,16 +278,23 @@ func (e *Engine) Reserve(ctx context.Context, campaignID, skuID, requestID, user
 			if err != nil {
 				return res, err
 			}
-			var out []sku.Record
-			res, out = s.m.Reserve(e.now(), requestID, userID, nil)
-			s.decided(out)
-			s.act.reserved(res)
-			if !res.Duplicate && (res.Outcome == sku.OutcomeAccepted || res.Outcome == sku.OutcomeSoldOut) {
-				s.known[requestID] = struct{}{}
-			}
+			res = s.reserve(e.now(), requestID, userID, holder)
 			return res, invalid(res)
 		})
 	return res, err
+}
+
+// reserve decides one reserve at now (Unix ms) on the SKU's machine and
+// counts it (records, activity, recorded request_ids): the one rule for a
+// reserve alone and for each item of a batch. The caller holds e.mu.
+func (s *skuState) reserve(now int64, requestID, userID string, holder sku.Holder) sku.Result {
+	res, out := s.m.ReserveWith(now, requestID, userID, holder, nil)
+	s.decided(out)
+	s.act.reserved(res)
+	if !res.Duplicate && (res.Outcome == sku.OutcomeAccepted || res.Outcome == sku.OutcomeSoldOut) {
+		s.known[requestID] = struct{}{}
+	}
+	return res
 }
 
 // invalid is actors' answer to an INVALID outcome.
@@ -448,6 +465,9 @@ func (e *Engine) Define(ctx context.Context, d sku.Definition) error {
 				return sku.Result{}, actors.ErrUnavailable
 			}
 			d.IDKey = s.m.Definition().IDKey // the key never changes
+		}
+		if err := sku.DrawLotterySecrets(&d, s.m, e.cfg.Rand); err != nil {
+			return sku.Result{}, err
 		}
 		o, out, err := s.m.Define(e.now(), d, nil)
 		if err != nil {
