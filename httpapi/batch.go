@@ -119,6 +119,7 @@ func parseBatchEnvelope(body []byte) ([][]byte, error) {
 
 // handleReserveBatch is POST /v1/campaigns/{c}/skus/{s}/reservations:batch.
 func (s *Server) handleReserveBatch(ctx *fasthttp.RequestCtx) string {
+	start := time.Now()
 	campaignID, skuID, ok := pathSKU(ctx)
 	if !ok {
 		s.rejected(layerValidation)
@@ -135,10 +136,24 @@ func (s *Server) handleReserveBatch(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
 	}
 	reps := s.reserveBatch(campaignID, skuID, st, raw)
+	s.countBatch(campaignID, skuID, reps, time.Since(start))
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(appendBatchResults(nil, reps))
 	return outcomeOK
+}
+
+// countBatch counts each item's answer in the SKU's ingress counters (the
+// dashboard's), as countReserve counts a single reserve's; each item's
+// latency is its batch's, took (from routing to the answers).
+func (s *Server) countBatch(campaignID, skuID string, reps []reply, took time.Duration) {
+	c := s.ingress.of(campaignID, skuID)
+	if c == nil {
+		return
+	}
+	for _, rep := range reps {
+		c.count(rep.outcome, rep.status, took)
+	}
 }
 
 // batchItem is one item on its way through the ingress layers: its body,

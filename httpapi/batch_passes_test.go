@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -121,5 +122,36 @@ func TestBatchLotterySale(t *testing.T) {
 			}
 			want(t, ts.get("/v1/campaigns/lc/skus/ls/requests/r1"), http.StatusNotFound, "")
 		})
+	}
+}
+
+// A batch's items count in the dashboard as single reserves do: the
+// engine's outcomes (batch items decided by the actor) and the ingress's
+// answers (every item, a bad one too); the real engine, a SKU of 2.
+func TestBatchItemsInAdminStats(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{config: manualStats})
+	ts.define(campaign("bst", "15m", map[string]int{"s": 2}))
+	t0 := time.Unix(2_000_000, 0)
+	ts.srv.SampleStats(t0)
+	r, results := ts.postBatch("bst", "s", []string{
+		`{"request_id":"r0","user_id":"u0"}`,
+		`{"request_id":"r1","user_id":"u0"}`,
+		`{"request_id":"r2","user_id":"u1"}`,
+		`{"request_id":"r3","user_id":"u2"}`,
+		`{"request_id":"bad id","user_id":"u3"}`,
+	})
+	want(t, r, http.StatusOK, "")
+	statuses := []int{}
+	for _, res := range results {
+		statuses = append(statuses, res.Status)
+	}
+	if fmt.Sprint(statuses) != "[202 409 202 409 400]" {
+		t.Fatalf("statuses %v: %s", statuses, r.raw)
+	}
+	ts.srv.SampleStats(t0.Add(time.Second))
+	o := ts.stats("").row(t, "bst", "s").OutcomesJSON
+	if o["accepted"] != 2 || o["already_purchased"] != 1 || o["sold_out_actor"] != 1 || o["all"] != 5 {
+		t.Errorf("outcomes %v, want 2 accepted, 1 already_purchased, 1 sold_out_actor, 5 in all", o)
 	}
 }
