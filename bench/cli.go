@@ -181,6 +181,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, outputPaths, error) {
 	flags.Int64Var(&parsed.Requests, "requests", parsed.Requests, "reservation attempts (seed 1000000, many-skus 100000, payflow 1000; hot 0 = until --duration)")
 	flags.Int64Var(&parsed.Users, "users", parsed.Users, "distinct users of fresh attempts (0 = one per attempt)")
 	flags.IntVar(&parsed.Concurrency, "concurrency", parsed.Concurrency, "closed loop: workers each with one request in flight; open loop: bound on requests in flight")
+	flags.IntVar(&parsed.Batch, "batch", 0, "send the attempts this many at a time as one batch reserve per SKU, as a gateway would (0 or 1 = one request each; at most 1000)")
 	flags.Float64Var(&parsed.Rate, "rate", 0, "open loop: attempts per second at fixed intended times; latency counts from the intended time (0 = closed loop)")
 	flags.DurationVar(&parsed.Duration, "duration", 0, "bound of the load phase (hot 10s; 0 = until --requests are done)")
 	flags.Float64Var(&parsed.RepeatShare, "repeat-share", parsed.RepeatShare, "share of repeat clicks: an earlier user, a new request_id (seed, many-skus 0.05)")
@@ -242,6 +243,8 @@ func copyFlag(config, parsed *Config, name string) error {
 		config.Stock = parsed.Stock
 	case "skus":
 		config.SKUs = parsed.SKUs
+	case "batch":
+		config.Batch = parsed.Batch
 	case "skus-per-campaign":
 		config.SKUsPerCampaign = parsed.SKUsPerCampaign
 	case "requests":

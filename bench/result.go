@@ -24,6 +24,8 @@ type Result struct {
 	Loop string `json:"loop"`
 	// Concurrency is the number of workers.
 	Concurrency int `json:"concurrency"`
+	// Batch is the attempts per batch reserve (omitted: one request each).
+	Batch int `json:"batch,omitempty"`
 	// RateRPS is the open loop's arrival rate.
 	RateRPS float64 `json:"rate_rps,omitempty"`
 	// Seed made the plan.

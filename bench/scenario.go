@@ -200,6 +200,7 @@ func runLoadPhase(ctx context.Context, config Config, client *Client, scenario l
 		StartAt:         scenario.opensAt,
 		RequestIDPrefix: config.CampaignID,
 		Resend:          scenario.resend,
+		Batch:           config.Batch,
 	}, tally)
 	timeline := monitor.Stop()
 	if loadErr != nil && ctx.Err() == nil {
@@ -242,6 +243,7 @@ func newResult(config Config, skus []SKUSpec) *Result {
 		Campaigns:   len(distinct(campaignIDs(config, len(skus)))),
 		Loop:        "closed",
 		Concurrency: config.Concurrency,
+		Batch:       config.Batch,
 		Seed:        config.Seed,
 		SKUs:        len(skus),
 	}

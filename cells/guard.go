@@ -31,10 +31,53 @@ func NewGuard(engine httpapi.Engine, cell string, published []Published) *Guard 
 
 // Reserve refuses a user of another cell, then reserves.
 func (g *Guard) Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error) {
-	if m := g.maps[campaignID+"/"+skuID]; m != nil && sku.ValidID(userID) {
-		if owner := m.CellOf(campaignID, skuID, userID); owner != g.cell {
-			return sku.Result{}, fmt.Errorf("%w: user %s of %s/%s is cell %s's", actors.ErrWrongCell, userID, campaignID, skuID, owner)
-		}
+	if err := g.check(campaignID, skuID, userID); err != nil {
+		return sku.Result{}, err
 	}
 	return g.Engine.Reserve(ctx, campaignID, skuID, requestID, userID)
+}
+
+// ReserveWith refuses a user of another cell, then reserves with holder.
+func (g *Guard) ReserveWith(ctx context.Context, campaignID, skuID, requestID, userID string, holder sku.Holder) (sku.Result, error) {
+	if err := g.check(campaignID, skuID, userID); err != nil {
+		return sku.Result{}, err
+	}
+	return g.Engine.ReserveWith(ctx, campaignID, skuID, requestID, userID, holder)
+}
+
+// ReserveBatch answers the items of users of other cells with
+// actors.ErrWrongCell and sends the others, in order, as one batch.
+func (g *Guard) ReserveBatch(ctx context.Context, campaignID, skuID string, items []actors.ReserveItem) ([]actors.ItemResult, error) {
+	results := make([]actors.ItemResult, len(items))
+	mine := make([]actors.ReserveItem, 0, len(items))
+	at := make([]int, 0, len(items)) // at[j]: the item mine[j] is
+	for i := range items {
+		if err := g.check(campaignID, skuID, items[i].UserID); err != nil {
+			results[i].Err = err
+			continue
+		}
+		mine, at = append(mine, items[i]), append(at, i)
+	}
+	if len(mine) == 0 {
+		return results, nil
+	}
+	got, err := g.Engine.ReserveBatch(ctx, campaignID, skuID, mine)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range at {
+		results[i] = got[j]
+	}
+	return results, nil
+}
+
+// check returns actors.ErrWrongCell, naming the owner, when the SKU is
+// celled and its map gives userID to another cell.
+func (g *Guard) check(campaignID, skuID, userID string) error {
+	if m := g.maps[campaignID+"/"+skuID]; m != nil && sku.ValidID(userID) {
+		if owner := m.CellOf(campaignID, skuID, userID); owner != g.cell {
+			return fmt.Errorf("%w: user %s of %s/%s is cell %s's", actors.ErrWrongCell, userID, campaignID, skuID, owner)
+		}
+	}
+	return nil
 }

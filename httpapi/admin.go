@@ -45,7 +45,8 @@ func withBearer(want *[32]byte, realm, who string, h func(ctx *fasthttp.RequestC
 // requestConfig is fasthttp's HeaderReceived: the body limit of a request,
 // decided from its header before its body is read. Only a campaign PUT
 // with the admin token gets MaxCampaignBodySize; a request without it
-// cannot make the server read more than MaxRequestBodySize.
+// cannot make the server read more than MaxRequestBodySize, except a batch
+// reserve (POST .../reservations:batch), which has MaxBatchBodySize.
 func (s *Server) requestConfig(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	if limit := s.bodyLimit(h); limit != s.cfg.MaxRequestBodySize {
 		return fasthttp.RequestConfig{MaxRequestBodySize: limit}
@@ -55,6 +56,9 @@ func (s *Server) requestConfig(h *fasthttp.RequestHeader) fasthttp.RequestConfig
 
 // bodyLimit returns the body limit of a request by its header.
 func (s *Server) bodyLimit(h *fasthttp.RequestHeader) int {
+	if h.IsPost() && isBatchPath(h.RequestURI()) {
+		return s.cfg.MaxBatchBodySize
+	}
 	if !h.IsPut() {
 		return s.cfg.MaxRequestBodySize
 	}

@@ -14,4 +14,7 @@ func HasFollower(s *Server, campaignID, skuID, userID string) bool {
 }
 
 // Routes lists the routes the server's router serves: paths by method.
-func Routes(s *Server) map[string][]string { return s.router().List() }
+func Routes(s *Server) map[string][]string {
+	r, _ := s.router()
+	return r.List()
+}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"github.com/seckill/seckill/actors"
 	"time"
 
 	"github.com/seckill/seckill/actors/sku"
@@ -137,35 +138,23 @@ func (s *Server) reserve(campaignID, skuID, requestID, userID string, holder sku
 // were decided (ALREADY_PURCHASED, a fast-path SOLD_OUT, the sale window):
 // the repeat, which may have been sent after the state changed, asks again
 // (found by the porcupine linearizability test).
-func (s *Server) lead(rkey, campaignID, skuID, requestID, userID string, holder sku.Holder, retryOfUnknown bool) (rep reply, shared bool) {
-	// A request_id the SKU may have decided already must get its original
-	// answer from the engine, not a fast SOLD_OUT or ENDED (one request_id,
-	// one result, also after a restart or a cache eviction).
-	retryOfUnknown = retryOfUnknown || s.engine.MayKnowRequest(campaignID, skuID, requestID)
+func (s *Server) lead(rkey dedupKey, campaignID, skuID, requestID, userID string, holder sku.Holder, retryOfUnknown bool) (rep reply, shared bool) {
 	st, known := s.engine.SKUStats(campaignID, skuID)
 	if !known {
 		s.rejected(layerValidation)
 		return errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"), false
 	}
-	switch s.limits.precheck(st, s.cfg.Clock(), retryOfUnknown) {
-	case verdictUnavailable:
-		s.rejected(layerPaused)
-		return replyUnavailable, false
-	case verdictNotStarted:
-		s.rejected(layerWindow)
-		return notStarted(st.Definition.StartAt, s.cfg.Clock()), false
-	case verdictEnded:
-		s.rejected(layerWindow)
-		return replyEnded, false
-	case verdictPaused:
-		s.rejected(layerPaused)
-		return replyPaused, false
-	case verdictSoldOut:
-		s.rejected(layerSoldOut)
-		return s.soldOutReply(st), false
-	case verdictQueueFull:
-		s.rejected(layerQueueFull)
-		return s.queueFull(), true
+	now := s.cfg.Clock()
+	v := s.limits.precheck(st, now, retryOfUnknown)
+	// A request_id the SKU may have decided already must get its original
+	// answer from the engine, not a fast SOLD_OUT or ENDED (one request_id,
+	// one result, also after a restart or a cache eviction). Only the
+	// sale gate's refusals depend on it: the request filter is asked then.
+	if v.gateRefusal() && s.engine.MayKnowRequest(campaignID, skuID, requestID) {
+		v = s.limits.precheck(st, now, true)
+	}
+	if rep, refused := s.fastRefusal(v, &st, now); refused {
+		return rep, v == verdictQueueFull
 	}
 	// Out of permits is busy, not sold out, even when the stock term
 	// binds: requests in flight may still be refused (a holder clicking
@@ -311,4 +300,32 @@ func reservationURL(reservationID string) string {
 // lookupURL is the status URL of a reserve request.
 func lookupURL(campaignID, skuID, requestID string) string {
 	return "/v1/campaigns/" + campaignID + "/skus/" + skuID + "/requests/" + requestID
+}
+
+// fastRefusal is the answer at the door for the ingress's verdict on a
+// reserve (precheck), counted by layer; refused is false for
+// verdictAdmit. A single reserve (lead) and each batch item
+// (batchItemIngress) answer through it.
+func (s *Server) fastRefusal(v verdict, st *actors.Stats, now time.Time) (rep reply, refused bool) {
+	switch v {
+	case verdictUnavailable:
+		s.rejected(layerPaused)
+		return replyUnavailable, true
+	case verdictNotStarted:
+		s.rejected(layerWindow)
+		return notStarted(st.Definition.StartAt, now), true
+	case verdictEnded:
+		s.rejected(layerWindow)
+		return replyEnded, true
+	case verdictPaused:
+		s.rejected(layerPaused)
+		return replyPaused, true
+	case verdictSoldOut:
+		s.rejected(layerSoldOut)
+		return s.soldOutReply(*st), true
+	case verdictQueueFull:
+		s.rejected(layerQueueFull)
+		return s.queueFull(), true
+	}
+	return reply{}, false
 }

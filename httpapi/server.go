@@ -80,6 +80,9 @@ type Config struct {
 	// in one campaign); every other request, an unauthorised PUT too, has
 	// MaxRequestBodySize.
 	MaxCampaignBodySize int
+	// MaxBatchBodySize caps, in bytes, the body of a batch reserve
+	// (default DefaultMaxBatchBodySize).
+	MaxBatchBodySize int
 	// MaxConnections bounds the connections served at once; keep it below
 	// the process's file descriptor limit.
 	MaxConnections int
@@ -140,6 +143,9 @@ func (c *Config) fill() error {
 	}
 	if c.MaxCampaignBodySize <= 0 {
 		c.MaxCampaignBodySize = DefaultMaxCampaignBodySize
+	}
+	if c.MaxBatchBodySize <= 0 {
+		c.MaxBatchBodySize = DefaultMaxBatchBodySize
 	}
 	if c.ReadTimeout <= 0 {
 		c.ReadTimeout = DefaultReadTimeout
@@ -265,13 +271,15 @@ func New(cfg Config) (*Server, error) {
 // HEAD on every GET route, OPTIONS on every route, JSON 404 and 405
 // answers, and panic recovery (500 INTERNAL).
 func (s *Server) Handler() fasthttp.RequestHandler {
-	return s.router().Handler
+	r, reserve := s.router()
+	return s.reserveRoute(reserve, r.Handler) // reserveroute.go
 }
 
 // router builds the router of every route (Handler, and the OpenAPI test
-// through its list of routes).
-func (s *Server) router() *router.Router {
-	r := router.New()
+// through its list of routes) and returns the reserve route's handler with
+// it, for the fast route of known SKUs.
+func (s *Server) router() (r *router.Router, reserve fasthttp.RequestHandler) {
+	r = router.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
 	// 405 carries Allow, set by the router (RFC 9110 §15.5.6).
@@ -298,7 +306,9 @@ func (s *Server) router() *router.Router {
 		r.HEAD(path, h)
 	}
 
-	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", s.route("reserve", s.countReserve(s.handleReserve)))
+	reserve = s.route("reserve", s.countReserve(s.handleReserve))
+	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", reserve)
+	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations:batch", s.route("reserve_batch", s.handleReserveBatch))
 	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/entry-passes", s.route("issue_entry_pass", s.issuer(s.handleIssuePass)))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}", s.route("sku_status", s.handleStatus))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}/requests/{request_id}", s.route("lookup_request", s.handleLookup))
@@ -325,7 +335,7 @@ func (s *Server) router() *router.Router {
 	get("/healthz", s.route("healthz", s.handleHealthz))
 	get("/readyz", s.route("readyz", s.handleReadyz))
 	get("/openapi.json", s.route("openapi", s.handleOpenAPI))
-	return r
+	return r, reserve
 }
 
 // routeKey is the user value that names the route being served, for the

@@ -40,6 +40,9 @@ const (
 	KindDraw   // a lottery draw (Round, Randomness)
 	KindEntry  // an entry's status by request_id
 	KindFreeze // a frozen copy of the state (Report.Frozen)
+	// KindReserveBatch decides the reserves in Call.Items in order, in
+	// one round: one call, one waiter, one reply per item (batch.go).
+	KindReserveBatch
 	KindGrant  // a celled SKU: add an allocation (Cell.Alloc)
 	KindReturn // a celled SKU: give back up to Cell.Units tokens as return Cell.Alloc.Seq
 	KindEpoch  // a celled SKU: record epoch Cell.Alloc.Epoch
@@ -49,7 +52,7 @@ const (
 	KindCount
 )
 
-var kindNames = [KindCount]string{"", "reserve", "pay", "close", "release", "pause", "resume", "define", "get", "lookup", "audit", "refunds", "hash", "enter", "draw", "entry", "freeze", "grant", "return", "epoch", "cell"}
+var kindNames = [KindCount]string{"", "reserve", "pay", "close", "release", "pause", "resume", "define", "get", "lookup", "audit", "refunds", "hash", "enter", "draw", "entry", "freeze", "reserve_batch", "grant", "return", "epoch", "cell"}
 
 // String returns the kind's name, e.g. "reserve" (a metrics label).
 func (k Kind) String() string {
@@ -83,6 +86,10 @@ type Call struct {
 	Tier       uint8  // KindEnter: the entry pass's tier (0 without one)
 	Round      uint64 // KindDraw: the beacon round
 	Randomness []byte // KindDraw: its randomness, 32 bytes
+	// Items are the reserves of a KindReserveBatch call (each KindReserve,
+	// with its own Holder; at most MaxBatchItems): each gets its own
+	// Result, Wrote and Err.
+	Items []Call
 
 	// Reply.
 	Result  sku.Result
@@ -119,6 +126,7 @@ func Settle(calls []*Call, err error) {
 		return
 	}
 	for _, c := range calls {
+		settleItems(c, err)
 		if c.Wrote {
 			c.Err = ErrResultUnknown
 		} else {

@@ -205,6 +205,7 @@ func (t *NullTarget) Start(ctx context.Context) error {
 	if err := t.process.waitReady(ctx, dialProbe(addr)); err != nil {
 		return err
 	}
+	t.base = "http://" + addr
 	t.client, err = bench.NewClient(bench.ClientOptions{Target: "http://" + addr, MaxConns: t.maxConns, Timeout: t.timeout})
 	return err
 }
