@@ -129,6 +129,7 @@ func (l *Log) runFlusher() {
 			l.failLocked(err)
 		} else {
 			l.durableIndex.Store(batch.LastIndex())
+			l.notifyDurableLocked()
 		}
 		batch.reset()
 		l.releaseWork.Signal()
