@@ -270,6 +270,7 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/refunds", s.route("admin_refunds", s.admin(s.handleRefunds)))
 	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/snapshot", s.route("admin_snapshot", s.admin(s.handleSnapshot)))
 	r.POST("/admin/reservations/{reservation_id}/release", s.route("admin_release", s.admin(s.handleRelease)))
+	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/events", s.route("admin_feed", s.admin(s.handleFeed)))
 
 	get("/metrics", s.metricsHandler())
 	get("/healthz", s.route("healthz", s.handleHealthz))

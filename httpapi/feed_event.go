@@ -1,0 +1,164 @@
+package httpapi
+
+import (
+	"strconv"
+
+	"github.com/seckill/seckill/actors/sku"
+)
+
+// Event types of the feed (CloudEvents "type"). Every sku.RecordType maps
+// to one (eventTypes); a record type without one fails the feed's tests.
+const (
+	eventSKUDefined            = "seckill.sku.defined"
+	eventSKUPaused             = "seckill.sku.paused"
+	eventSKUResumed            = "seckill.sku.resumed"
+	eventReservationCreated    = "seckill.reservation.created"
+	eventReservationPaid       = "seckill.reservation.paid"
+	eventReservationClosed     = "seckill.reservation.closed"
+	eventReservationReleased   = "seckill.reservation.released"
+	eventPaymentRefundRequired = "seckill.payment.refund_required"
+	// eventRequestRejected is a durable SOLD_OUT: most records of a busy
+	// sale, sent only when a consumer names it in types=.
+	eventRequestRejected = "seckill.request.rejected"
+)
+
+// eventType returns the feed's event type of a record type, "" for a type
+// it does not know. The switch lists every sku.RecordType.
+func eventType(t sku.RecordType) string {
+	switch t {
+	case sku.RecordDefine:
+		return eventSKUDefined
+	case sku.RecordReserved:
+		return eventReservationCreated
+	case sku.RecordRejected:
+		return eventRequestRejected
+	case sku.RecordPaid:
+		return eventReservationPaid
+	case sku.RecordClosed:
+		return eventReservationClosed
+	case sku.RecordRefundRequired:
+		return eventPaymentRefundRequired
+	case sku.RecordReleased:
+		return eventReservationReleased
+	case sku.RecordPaused:
+		return eventSKUPaused
+	case sku.RecordResumed:
+		return eventSKUResumed
+	}
+	return ""
+}
+
+// cloudEvent is one feed event, a CloudEvents 1.0 JSON object
+// (github.com/cloudevents/spec, json-format.md). id is the feed cursor of
+// the record, so (source, id) names one durable record for good; the
+// extension seckillindex is its log index.
+type cloudEvent struct {
+	SpecVersion     string    `json:"specversion"`
+	ID              string    `json:"id"`
+	Source          string    `json:"source"`
+	Type            string    `json:"type"`
+	Subject         string    `json:"subject,omitempty"`
+	Time            string    `json:"time"`
+	DataContentType string    `json:"datacontenttype"`
+	SeckillIndex    uint64    `json:"seckillindex"`
+	Data            eventData `json:"data"`
+}
+
+// eventData is an event's data: the record's fields, and for the events
+// of a reservation its immutable fields (request_id, user_id, token_id,
+// created_at, expire_at). Times are RFC 3339 with milliseconds, UTC;
+// amounts in minor units.
+type eventData struct {
+	CampaignID    string          `json:"campaign_id"`
+	SKUID         string          `json:"sku_id"`
+	ReservationID string          `json:"reservation_id,omitempty"`
+	RequestID     string          `json:"request_id,omitempty"`
+	UserID        string          `json:"user_id,omitempty"`
+	TokenID       uint32          `json:"token_id,omitempty"`
+	CreatedAt     string          `json:"created_at,omitempty"`
+	ExpireAt      string          `json:"expire_at,omitempty"`
+	PaymentID     string          `json:"payment_id,omitempty"`
+	Amount        *int64          `json:"amount,omitempty"`
+	Reason        string          `json:"reason,omitempty"`
+	TokenReleased *bool           `json:"token_released,omitempty"`
+	Outcome       string          `json:"outcome,omitempty"`
+	Definition    *definitionData `json:"definition,omitempty"`
+}
+
+// definitionData is a seckill.sku.defined event's definition (never the
+// reservation id key).
+type definitionData struct {
+	StartAt         string `json:"start_at"`
+	EndAt           string `json:"end_at"`
+	PaymentWindowMs int64  `json:"payment_window_ms"`
+	SaleLimit       uint32 `json:"sale_limit"`
+	ReleaseOnClose  bool   `json:"release_on_close"`
+}
+
+// eventSource is the CloudEvents source of a SKU's events.
+func eventSource(campaignID, skuID string) string { return "/seckill/" + campaignID + "/" + skuID }
+
+// newEvent maps one durable record to its event: a pure function of the
+// record, its index and id, the SKU's definition (for reservation ids)
+// and, for the records after RESERVED, the reservation's view (only its
+// immutable fields are read, so a later state does not change the event).
+func newEvent(r sku.Record, index uint64, id string, def sku.Definition, res sku.View) cloudEvent {
+	e := cloudEvent{
+		SpecVersion:     "1.0",
+		ID:              id,
+		Source:          eventSource(def.CampaignID, def.SKUID),
+		Type:            eventType(r.Type),
+		Time:            formatMillis(r.At),
+		DataContentType: "application/json",
+		SeckillIndex:    index,
+		Data:            eventData{CampaignID: def.CampaignID, SKUID: def.SKUID},
+	}
+	d := &e.Data
+	switch r.Type {
+	case sku.RecordDefine:
+		d.Definition = &definitionData{
+			StartAt: formatMillis(r.Def.StartAt), EndAt: formatMillis(r.Def.EndAt),
+			PaymentWindowMs: r.Def.PaymentWindowMs, SaleLimit: r.Def.SaleLimit, ReleaseOnClose: r.Def.ReleaseOnClose,
+		}
+	case sku.RecordReserved:
+		res = sku.View{RequestID: r.RequestID, UserID: r.UserID, TokenID: r.Token, CreatedAt: r.At, ExpireAt: r.ExpireAt}
+		d.setReservation(r.Seq, def, res)
+	case sku.RecordRejected:
+		d.RequestID, d.UserID, d.Outcome = r.RequestID, r.UserID, r.Outcome.String()
+	case sku.RecordPaid, sku.RecordRefundRequired:
+		d.setReservation(r.Seq, def, res)
+		amount := r.Amount
+		d.PaymentID, d.Amount = r.PaymentID, &amount
+	case sku.RecordClosed:
+		d.setReservation(r.Seq, def, res)
+		release := r.Release
+		d.Reason, d.TokenReleased = r.Reason.String(), &release
+	case sku.RecordReleased:
+		d.setReservation(r.Seq, def, res)
+	}
+	e.Subject = d.ReservationID
+	return e
+}
+
+// setReservation fills the reservation's id and immutable fields.
+func (d *eventData) setReservation(seq uint32, def sku.Definition, res sku.View) {
+	d.ReservationID = sku.FormatReservationID(def.CampaignID, def.SKUID, seq, def.IDKey)
+	d.RequestID, d.UserID, d.TokenID = res.RequestID, res.UserID, res.TokenID
+	d.CreatedAt, d.ExpireAt = optionalMillis(res.CreatedAt), optionalMillis(res.ExpireAt)
+}
+
+// needsReservation reports whether a record's event carries immutable
+// fields that only the reservation's view has.
+func needsReservation(t sku.RecordType) bool {
+	switch t {
+	case sku.RecordPaid, sku.RecordRefundRequired, sku.RecordClosed, sku.RecordReleased:
+		return true
+	}
+	return false
+}
+
+// eventID is the feed cursor of the record at index in history: the event
+// id. "<history>-<index>", e.g. "3f2a9c0d1b4e5f60-1042".
+func eventID(history string, index uint64) string {
+	return history + "-" + strconv.FormatUint(index, 10)
+}
