@@ -248,6 +248,8 @@ func (s *Server) waitPage(req *feedRequest, deadline time.Time) (*feedPage, *rep
 		select {
 		case <-req.log.DurableAfter(req.from - 1):
 		case <-timer.C:
+		case <-s.feeds.Done():
+			deadline = time.Now() // shutting down: answer what there is
 		}
 		timer.Stop()
 	}
@@ -377,7 +379,7 @@ func (s *Server) streamFeed(ctx *fasthttp.RequestCtx, req *feedRequest) string {
 		if !flush() {
 			return
 		}
-		for {
+		for s.feeds.Err() == nil {
 			page, failure := s.waitPage(req, time.Now().Add(feedHeartbeat))
 			if failure != nil {
 				fmt.Fprintf(w, "event: error\ndata: %s\n\n", failure.body)

@@ -174,6 +174,10 @@ type Server struct {
 	http       *fasthttp.Server
 	// draining is set by Shutdown: /readyz answers 503 from then on.
 	draining atomic.Bool
+	// feeds is cancelled by Shutdown: long polls answer and event streams
+	// end (feed.go).
+	feeds     context.Context
+	stopFeeds context.CancelFunc
 }
 
 // New checks cfg, registers the service's metrics on cfg.Registry and
@@ -203,6 +207,7 @@ func New(cfg Config) (*Server, error) {
 		adminID:    digest(cfg.AdminToken),
 		retryAfter: retryAfterSeconds(cfg.MaxQueueWait),
 	}
+	s.feeds, s.stopFeeds = context.WithCancel(context.Background())
 	if err := cfg.Registry.Register(newSKUCollector(cfg.Engine, s.gates)); err != nil {
 		return nil, fmt.Errorf("httpapi: registering the SKU collector: %w", err)
 	}
@@ -350,5 +355,6 @@ func (s *Server) Serve(ln net.Listener) error {
 // engine: the caller does that afterwards (flush and fsync).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
+	s.stopFeeds()
 	return s.http.ShutdownWithContext(ctx)
 }

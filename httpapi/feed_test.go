@@ -1,0 +1,240 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/history"
+)
+
+// feedEvent is the part of a feed event the tests read.
+type feedEvent struct {
+	ID           string         `json:"id"`
+	Type         string         `json:"type"`
+	Source       string         `json:"source"`
+	Subject      string         `json:"subject"`
+	SeckillIndex uint64         `json:"seckillindex"`
+	Data         map[string]any `json:"data"`
+}
+
+type feedPage struct {
+	Events       []feedEvent `json:"events"`
+	NextCursor   string      `json:"next_cursor"`
+	FirstIndex   uint64      `json:"first_index"`
+	DurableIndex uint64      `json:"durable_index"`
+}
+
+func feedPath(campaignID, skuID, query string) string {
+	return "/admin/campaigns/" + campaignID + "/skus/" + skuID + "/events" + query
+}
+
+// page reads one feed page and fails the test unless it is 200.
+func (ts *testServer) page(campaignID, skuID, query string) feedPage {
+	ts.t.Helper()
+	r := ts.admin(http.MethodGet, feedPath(campaignID, skuID, query), nil)
+	if r.status != http.StatusOK {
+		ts.t.Fatalf("feed %s: %v", query, r)
+	}
+	var p feedPage
+	if err := json.Unmarshal(r.raw, &p); err != nil {
+		ts.t.Fatal(err)
+	}
+	return p
+}
+
+func types(events []feedEvent) string {
+	var s []string
+	for _, e := range events {
+		s = append(s, strings.TrimPrefix(e.Type, "seckill."))
+	}
+	return strings.Join(s, " ")
+}
+
+// The feed sends every durable record of a SKU as an event, in log order,
+// with the reservation's immutable fields on later events; SOLD_OUT only
+// when asked for; bad input gets clear errors.
+func TestFeedEvents(t *testing.T) {
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("fd", "15m", map[string]int{"s": 2}))
+	a := ts.reserve("fd", "s", "req-a", "alice")
+	b := ts.reserve("fd", "s", "req-b", "bob")
+	want(t, ts.reserve("fd", "s", "req-c", "carol"), http.StatusConflict, "SOLD_OUT")
+	want(t, ts.post("/v1/reservations/"+a.str("reservation_id")+"/payment", map[string]any{"payment_id": "pay-a", "amount": 500}), http.StatusOK, "")
+	want(t, ts.post("/v1/reservations/"+b.str("reservation_id")+"/cancel", nil), http.StatusOK, "")
+
+	p := ts.page("fd", "s", "")
+	if got := types(p.Events); got != "sku.defined reservation.created reservation.created reservation.paid reservation.closed" {
+		t.Fatalf("events: %s", got)
+	}
+	paid := p.Events[3]
+	if paid.Subject != a.str("reservation_id") || paid.Data["user_id"] != "alice" || paid.Data["request_id"] != "req-a" ||
+		paid.Data["payment_id"] != "pay-a" || paid.Data["amount"] != 500.0 || paid.Data["created_at"] == nil || paid.Source != "/seckill/fd/s" {
+		t.Fatalf("paid event: %+v", paid)
+	}
+	if closed := p.Events[4]; closed.Data["reason"] != "CANCELLED" || closed.Data["user_id"] != "bob" {
+		t.Fatalf("closed event: %+v", closed)
+	}
+	if p.NextCursor != p.Events[4].ID || p.DurableIndex != p.Events[4].SeckillIndex || p.FirstIndex != 1 {
+		t.Fatalf("page: cursor %q first %d durable %d, last event %+v", p.NextCursor, p.FirstIndex, p.DurableIndex, p.Events[4])
+	}
+	// The same records give the same ids and payloads; after the last
+	// cursor, nothing (wait=0 answers at once).
+	again := ts.page("fd", "s", "?limit=2&after="+p.Events[1].ID)
+	if len(again.Events) != 2 || again.Events[0].ID != p.Events[2].ID || again.NextCursor != p.Events[3].ID {
+		t.Fatalf("page after %s: %+v", p.Events[1].ID, again)
+	}
+	if empty := ts.page("fd", "s", "?after="+p.NextCursor); len(empty.Events) != 0 || empty.NextCursor != p.NextCursor {
+		t.Fatalf("page at the end: %+v", empty)
+	}
+	if only := ts.page("fd", "s", "?types=seckill.reservation.paid,seckill.sku.defined"); types(only.Events) != "sku.defined reservation.paid" || only.NextCursor != p.NextCursor {
+		t.Fatalf("types=: %+v", only)
+	}
+
+	want(t, call(t, http.MethodGet, ts.base+feedPath("fd", "s", ""), nil, nil), http.StatusUnauthorized, "UNAUTHORIZED")
+	want(t, ts.admin(http.MethodGet, feedPath("fd", "nope", ""), nil), http.StatusNotFound, "NOT_FOUND")
+	want(t, ts.admin(http.MethodGet, feedPath("fd", "s", "?after=xyz"), nil), http.StatusBadRequest, "BAD_CURSOR")
+	want(t, ts.admin(http.MethodGet, feedPath("fd", "s", "?after=0123456789abcdef-1"), nil), http.StatusBadRequest, "BAD_CURSOR")
+	want(t, ts.admin(http.MethodGet, feedPath("fd", "s", "?limit=1001"), nil), http.StatusBadRequest, "BAD_REQUEST")
+	want(t, ts.admin(http.MethodGet, feedPath("fd", "s", "?wait=61s"), nil), http.StatusBadRequest, "BAD_REQUEST")
+	want(t, ts.admin(http.MethodGet, feedPath("fd", "s", "?types=seckill.nope"), nil), http.StatusBadRequest, "BAD_REQUEST")
+	// Another SKU's cursor (another history) is refused.
+	ts.define(campaign("fd2", "15m", map[string]int{"t": 1}))
+	other := ts.page("fd2", "t", "")
+	want(t, ts.admin(http.MethodGet, feedPath("fd", "s", "?after="+other.NextCursor), nil), http.StatusBadRequest, "BAD_CURSOR")
+	// A cursor beyond the durable log (an older copy of it) is refused.
+	h, _, _ := strings.Cut(p.NextCursor, "-")
+	want(t, ts.admin(http.MethodGet, feedPath("fd", "s", "?after="+h+"-999"), nil), http.StatusConflict, "CURSOR_DIVERGED")
+}
+
+// A long poll answers as soon as a record passes the cursor.
+func TestFeedLongPoll(t *testing.T) {
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("lp", "15m", map[string]int{"s": 5}))
+	start := ts.page("lp", "s", "")
+	got := make(chan response, 1)
+	go func() {
+		r, err := try(http.MethodGet, ts.base+feedPath("lp", "s", "?wait=30s&after="+start.NextCursor), nil,
+			map[string]string{"Authorization": "Bearer " + testToken})
+		if err != nil {
+			r.status = -1
+		}
+		got <- r
+	}()
+	ts.reserve("lp", "s", "req-1", "u1")
+	select {
+	case r := <-got:
+		var p feedPage
+		if r.status != http.StatusOK || json.Unmarshal(r.raw, &p) != nil || len(p.Events) != 1 || p.Events[0].Data["user_id"] != "u1" {
+			t.Fatalf("long poll: %v", r)
+		}
+	case <-time.After(25 * time.Second):
+		t.Fatal("the long poll did not answer after the reserve")
+	}
+}
+
+// After snapshots truncate the log, an old cursor answers 410 with the
+// first index kept.
+func TestFeedCompactedCursor(t *testing.T) {
+	ts := startServer(t, serverOptions{engine: func(c *actors.Config) {
+		c.WAL.SegmentSize = 512
+		c.SnapshotKeep = 1
+	}})
+	ts.define(campaign("cp", "15m", map[string]int{"s": 200}))
+	first := ts.page("cp", "s", "?limit=1")
+	for i := 0; i < 60; i++ {
+		ts.reserve("cp", "s", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i))
+	}
+	want(t, ts.admin(http.MethodPost, "/admin/campaigns/cp/skus/s/snapshot", nil), http.StatusOK, "")
+	// The actor truncates the log after the snapshot's answer.
+	var r response
+	eventually(t, 20*time.Second, "410 for a truncated cursor", func() bool {
+		r = ts.admin(http.MethodGet, feedPath("cp", "s", "?limit=1&after="+first.NextCursor), nil)
+		return r.status == http.StatusGone
+	})
+	want(t, r, http.StatusGone, "CURSOR_COMPACTED")
+	if num(r, "first_index") < 3 {
+		t.Fatalf("410 without the first index kept: %v", r)
+	}
+	// Without a cursor the feed starts at the retained log.
+	if p := ts.page("cp", "s", ""); p.Events[0].SeckillIndex != uint64(num(r, "first_index")) {
+		t.Fatalf("first event %d, first index %d", p.Events[0].SeckillIndex, num(r, "first_index"))
+	}
+}
+
+// A cursor of a history that a restore abandoned answers 409 beyond the
+// fork point, and resumes before it.
+func TestFeedDivergedCursor(t *testing.T) {
+	dir := t.TempDir()
+	ts := startServer(t, serverOptions{dir: dir})
+	ts.define(campaign("fk", "15m", map[string]int{"s": 5}))
+	for i := 0; i < 4; i++ {
+		ts.reserve("fk", "s", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i))
+	}
+	p := ts.page("fk", "s", "")
+	root, _, _ := strings.Cut(p.NextCursor, "-")
+	// What seckillctl restore --until-index 2 leaves in the SKU folder.
+	chain := history.Chain{Root: root, Forks: []history.Fork{{History: "00000000000000aa", ForkIndex: 2}}}
+	if err := chain.Write(filepath.Join(dir, "fk", "s")); err != nil {
+		t.Fatal(err)
+	}
+	r := ts.admin(http.MethodGet, feedPath("fk", "s", "?after="+p.NextCursor), nil)
+	want(t, r, http.StatusConflict, "CURSOR_DIVERGED")
+	if num(r, "fork_index") != 2 {
+		t.Fatalf("409 without the fork index: %v", r)
+	}
+	ok := ts.page("fk", "s", "?after="+p.Events[1].ID)
+	if ok.Events[0].ID != "00000000000000aa-3" {
+		t.Fatalf("record 3 after the fork has id %s", ok.Events[0].ID)
+	}
+}
+
+// Server-Sent Events: id: is the cursor, and Last-Event-ID resumes after it.
+func TestFeedSSE(t *testing.T) {
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("se", "15m", map[string]int{"s": 5}))
+	ts.reserve("se", "s", "r1", "u1")
+	ids := readSSE(t, ts, "", 2)
+	ts.reserve("se", "s", "r2", "u2")
+	more := readSSE(t, ts, ids[1], 1)
+	if more[0] == ids[1] || more[0] == ids[0] {
+		t.Fatalf("resumed at %s after %v", more[0], ids)
+	}
+}
+
+// readSSE opens the stream (after lastID when not empty) and returns the
+// ids of its first n events.
+func readSSE(t *testing.T, ts *testServer, lastID string, n int) []string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, ts.base+feedPath("se", "s", ""), nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("SSE answer %d %s", resp.StatusCode, ct)
+	}
+	var ids []string
+	sc := bufio.NewScanner(resp.Body)
+	for len(ids) < n && sc.Scan() {
+		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) < n {
+		t.Fatalf("stream ended after %d events: %v", len(ids), sc.Err())
+	}
+	return ids
+}
