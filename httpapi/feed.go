@@ -44,6 +44,9 @@ type FeedSource interface {
 	// Reservations returns views of the reservations with these sequence
 	// numbers (actors.Engine.Reservations).
 	Reservations(ctx context.Context, campaignID, skuID string, seqs []uint32) ([]sku.View, error)
+	// DurableState rebuilds the SKU's state as of a durable index, off
+	// the actor (actors.Engine.DurableState): the export's source.
+	DurableState(campaignID, skuID string) (m *sku.Machine, asOf uint64, err error)
 }
 
 // feedPage is the JSON answer of the feed.

@@ -238,3 +238,109 @@ func readSSE(t *testing.T, ts *testServer, lastID string, n int) []string {
 	}
 	return ids
 }
+
+// table is a consumer's view: reservation id -> state.
+type table map[string]string
+
+func (tb table) apply(events []feedEvent) {
+	for _, e := range events {
+		switch e.Type {
+		case "seckill.reservation.created":
+			tb[e.Subject] = "PENDING_PAYMENT"
+		case "seckill.reservation.paid":
+			tb[e.Subject] = "PAID"
+		case "seckill.reservation.closed":
+			tb[e.Subject] = "CLOSED"
+		}
+	}
+}
+
+// follow reads the feed from cursor to its end into tb and returns the
+// last cursor; a 410 is returned as is.
+func (ts *testServer) follow(tb table, campaignID, skuID, cursor string) (string, response) {
+	for {
+		r := ts.admin(http.MethodGet, feedPath(campaignID, skuID, "?limit=7&after="+cursor), nil)
+		if r.status != http.StatusOK {
+			return cursor, r
+		}
+		var p feedPage
+		if err := json.Unmarshal(r.raw, &p); err != nil {
+			ts.t.Fatal(err)
+		}
+		tb.apply(p.Events)
+		if p.NextCursor == cursor {
+			return cursor, r
+		}
+		cursor = p.NextCursor
+	}
+}
+
+// A consumer that fell behind a truncation gets 410, resynchronises from
+// the export and continues after it: it ends with the table of a consumer
+// that never fell behind.
+func TestFeedExportAfterCompaction(t *testing.T) {
+	ts := startServer(t, serverOptions{engine: func(c *actors.Config) {
+		c.WAL.SegmentSize = 512
+		c.SnapshotKeep = 1
+	}})
+	ts.define(campaign("ex", "15m", map[string]int{"s": 100}))
+	live, behind := table{}, table{}
+	liveCursor, _ := ts.follow(live, "ex", "s", "")
+	behindCursor := ts.page("ex", "s", "?limit=1").NextCursor
+	ops := func(from, to int) {
+		for i := from; i < to; i++ {
+			r := ts.reserve("ex", "s", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i))
+			id := r.str("reservation_id")
+			switch i % 3 {
+			case 0:
+				want(t, ts.post("/v1/reservations/"+id+"/payment", map[string]any{"payment_id": fmt.Sprintf("p%d", i), "amount": 1}), http.StatusOK, "")
+			case 1:
+				want(t, ts.post("/v1/reservations/"+id+"/cancel", nil), http.StatusOK, "")
+			}
+		}
+	}
+	ops(0, 30)
+	liveCursor, _ = ts.follow(live, "ex", "s", liveCursor)
+	want(t, ts.admin(http.MethodPost, "/admin/campaigns/ex/skus/s/snapshot", nil), http.StatusOK, "")
+	var gone response
+	eventually(t, 20*time.Second, "410 for the consumer behind", func() bool {
+		gone = ts.admin(http.MethodGet, feedPath("ex", "s", "?limit=1&after="+behindCursor), nil)
+		return gone.status == http.StatusGone
+	})
+	want(t, gone, http.StatusGone, "CURSOR_COMPACTED")
+	ops(30, 40)
+
+	// Resynchronise: the export's rows, then the feed after its cursor.
+	r := ts.admin(http.MethodGet, "/admin/campaigns/ex/skus/s/reservations", nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("export: %v", r)
+	}
+	lines := strings.Split(strings.TrimSpace(string(r.raw)), "\n")
+	var end struct {
+		AsOfIndex  uint64 `json:"as_of_index"`
+		NextCursor string `json:"next_cursor"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &end); err != nil || end.NextCursor == "" {
+		t.Fatalf("export's last line %q: %v", lines[len(lines)-1], err)
+	}
+	for _, line := range lines[:len(lines)-1] {
+		var row struct {
+			ReservationID string `json:"reservation_id"`
+			State         string `json:"state"`
+		}
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("export line %q: %v", line, err)
+		}
+		behind[row.ReservationID] = row.State
+	}
+	ops(40, 45)
+	if _, r := ts.follow(behind, "ex", "s", end.NextCursor); r.status != http.StatusOK {
+		t.Fatalf("continuing after the export: %v", r)
+	}
+	if _, r := ts.follow(live, "ex", "s", liveCursor); r.status != http.StatusOK {
+		t.Fatalf("the live consumer: %v", r)
+	}
+	if len(live) != 45 || fmt.Sprint(live) != fmt.Sprint(behind) {
+		t.Fatalf("tables differ:\nlive   %v\nbehind %v", live, behind)
+	}
+}
