@@ -64,6 +64,8 @@ type feedError struct {
 	FirstIndex uint64 `json:"first_index,omitempty"`
 	ForkIndex  uint64 `json:"fork_index,omitempty"`
 	History    string `json:"history,omitempty"`
+	// SKUID names the SKU of the campaign feed whose cursor failed.
+	SKUID string `json:"sku_id,omitempty"`
 }
 
 // feedRequest is a parsed feed request.
@@ -74,6 +76,7 @@ type feedRequest struct {
 	def               sku.Definition
 	chain             history.Chain
 	from              uint64 // the first index to send
+	fromStart         bool   // no cursor: from follows the start of the retained log
 	limit             int
 	wait              time.Duration
 	rejections        bool            // types= asks for seckill.request.rejected
@@ -98,25 +101,81 @@ func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) string {
 	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, page))
 }
 
-// parseFeed checks the SKU, the cursor and the parameters.
+// feedParams are the query parameters of both feed routes.
+type feedParams struct {
+	limit int
+	wait  time.Duration
+	types map[string]bool // nil: the default types
+}
+
+// parseFeed checks the SKU, the cursor (after=, else Last-Event-ID) and
+// the parameters.
 func (s *Server) parseFeed(ctx *fasthttp.RequestCtx) (*feedRequest, *reply) {
+	p, failure := parseFeedParams(ctx)
+	if failure != nil {
+		return nil, failure
+	}
+	campaignID, _ := ctx.UserValue("campaign_id").(string)
+	skuID, _ := ctx.UserValue("sku_id").(string)
+	cursor := string(ctx.QueryArgs().Peek("after"))
+	if cursor == "" {
+		cursor = string(ctx.Request.Header.Peek("Last-Event-ID"))
+	}
+	return s.openFeed(campaignID, skuID, cursor, p)
+}
+
+// parseFeedParams reads limit=, wait= and types=.
+func parseFeedParams(ctx *fasthttp.RequestCtx) (feedParams, *reply) {
+	fail := func(detail string) (feedParams, *reply) {
+		r := errorReply(fasthttp.StatusBadRequest, reasonBadRequest, detail)
+		return feedParams{}, &r
+	}
+	p := feedParams{limit: feedMaxLimit}
+	args := ctx.QueryArgs()
+	if v := args.Peek("limit"); len(v) > 0 {
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n < 1 || n > feedMaxLimit {
+			return fail(fmt.Sprintf("limit must be 1..%d", feedMaxLimit))
+		}
+		p.limit = n
+	}
+	if v := args.Peek("wait"); len(v) > 0 {
+		d, err := parseWait(string(v))
+		if err != nil {
+			return fail(err.Error())
+		}
+		p.wait = d
+	}
+	if v := args.Peek("types"); len(v) > 0 {
+		p.types = map[string]bool{}
+		for _, t := range strings.Split(string(v), ",") {
+			if !knownEventType(t) {
+				return fail("unknown event type " + strconv.Quote(t))
+			}
+			p.types[t] = true
+		}
+	}
+	return p, nil
+}
+
+// openFeed opens the feed of one SKU after cursor ("" for the start of
+// the retained log).
+func (s *Server) openFeed(campaignID, skuID, cursor string, p feedParams) (*feedRequest, *reply) {
 	fail := func(status int, reason, detail string) (*feedRequest, *reply) {
 		r := errorReply(status, reason, detail)
 		return nil, &r
 	}
-	req := &feedRequest{limit: feedMaxLimit}
-	req.campaignID, _ = ctx.UserValue("campaign_id").(string)
-	req.skuID, _ = ctx.UserValue("sku_id").(string)
+	req := &feedRequest{campaignID: campaignID, skuID: skuID, limit: p.limit, wait: p.wait, types: p.types}
 	source, ok := s.engine.(FeedSource)
 	if !ok {
 		return fail(fasthttp.StatusNotFound, reasonNotFound, "this engine serves no event feed")
 	}
 	req.source = source
-	st, known := s.engine.SKUStats(req.campaignID, req.skuID)
+	st, known := s.engine.SKUStats(campaignID, skuID)
 	if !known {
 		return fail(fasthttp.StatusNotFound, reasonNotFound, "unknown SKU")
 	}
-	log, dir, ok := source.FeedLog(req.campaignID, req.skuID)
+	log, dir, ok := source.FeedLog(campaignID, skuID)
 	if !ok {
 		return fail(fasthttp.StatusServiceUnavailable, reasonUnavailable, "the SKU's log is not open (recovering)")
 	}
@@ -127,36 +186,8 @@ func (s *Server) parseFeed(ctx *fasthttp.RequestCtx) (*feedRequest, *reply) {
 		return fail(fasthttp.StatusInternalServerError, reasonInternal, "")
 	}
 	req.chain = chain
-	args := ctx.QueryArgs()
-	if v := args.Peek("limit"); len(v) > 0 {
-		n, err := strconv.Atoi(string(v))
-		if err != nil || n < 1 || n > feedMaxLimit {
-			return fail(fasthttp.StatusBadRequest, reasonBadRequest, fmt.Sprintf("limit must be 1..%d", feedMaxLimit))
-		}
-		req.limit = n
-	}
-	if v := args.Peek("wait"); len(v) > 0 {
-		d, err := parseWait(string(v))
-		if err != nil {
-			return fail(fasthttp.StatusBadRequest, reasonBadRequest, err.Error())
-		}
-		req.wait = d
-	}
-	if v := args.Peek("types"); len(v) > 0 {
-		req.types = map[string]bool{}
-		for _, t := range strings.Split(string(v), ",") {
-			if !knownEventType(t) {
-				return fail(fasthttp.StatusBadRequest, reasonBadRequest, "unknown event type "+strconv.Quote(t))
-			}
-			req.types[t] = true
-		}
-	}
-	cursor := string(args.Peek("after"))
 	if cursor == "" {
-		cursor = string(ctx.Request.Header.Peek("Last-Event-ID"))
-	}
-	if cursor == "" {
-		req.from = max(log.FirstIndex(), 1)
+		req.from, req.fromStart = max(log.FirstIndex(), 1), true
 		return req, nil
 	}
 	h, index, err := parseCursor(cursor)
@@ -171,7 +202,7 @@ func (s *Server) parseFeed(ctx *fasthttp.RequestCtx) (*feedRequest, *reply) {
 		r := jsonReply(fasthttp.StatusConflict, reasonCursorDiverged, feedError{
 			Error:     reasonCursorDiverged,
 			Detail:    "the log was restored to an earlier point; resynchronise from the export and continue after fork_index",
-			ForkIndex: forkIndex, History: req.chain.At(forkIndex + 1),
+			ForkIndex: forkIndex, History: req.chain.At(forkIndex + 1), SKUID: skuID,
 		})
 		return nil, &r
 	}
@@ -179,7 +210,7 @@ func (s *Server) parseFeed(ctx *fasthttp.RequestCtx) (*feedRequest, *reply) {
 		r := jsonReply(fasthttp.StatusConflict, reasonCursorDiverged, feedError{
 			Error:     reasonCursorDiverged,
 			Detail:    fmt.Sprintf("the cursor is beyond the log's durable index %d: this log is an older copy", durable),
-			ForkIndex: durable,
+			ForkIndex: durable, SKUID: skuID,
 		})
 		return nil, &r
 	}
@@ -292,11 +323,21 @@ func (s *Server) readPage(req *feedRequest) (*feedPage, *reply) {
 	page := &feedPage{Events: []cloudEvent{}, FirstIndex: req.log.FirstIndex(), DurableIndex: req.log.DurableIndex()}
 	switch {
 	case errors.Is(err, wal.ErrCompacted):
+		var compacted *wal.CompactedError
+		if errors.As(err, &compacted) {
+			page.FirstIndex = max(page.FirstIndex, compacted.First)
+			if req.fromStart && compacted.First > req.from {
+				// A truncation overtook a consumer without a cursor: it
+				// starts at the retained log, wherever that is now.
+				req.from = compacted.First
+				return s.readPage(req)
+			}
+		}
 		r := jsonReply(fasthttp.StatusGone, reasonCursorCompacted, feedError{
 			Error: reasonCursorCompacted,
 			Detail: fmt.Sprintf("records before %d were removed after a snapshot; resynchronise from GET /admin/campaigns/%s/skus/%s/reservations and continue after its index",
 				page.FirstIndex, req.campaignID, req.skuID),
-			FirstIndex: page.FirstIndex,
+			FirstIndex: page.FirstIndex, SKUID: req.skuID,
 		})
 		return nil, &r
 	case errors.Is(err, wal.ErrClosed), errors.Is(err, wal.ErrFailed):
@@ -327,7 +368,7 @@ func (s *Server) readPage(req *feedRequest) (*feedPage, *reply) {
 		e := newEvent(r.rec, r.index, eventID(req.chain.At(r.index), r.index), req.def, views[r.rec.Seq])
 		page.Events = append(page.Events, e)
 	}
-	req.from = next
+	req.from, req.fromStart = next, false
 	page.NextCursor = req.cursorBefore()
 	return page, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/history"
+	"github.com/seckill/seckill/httpapi"
 )
 
 // feedEvent is the part of a feed event the tests read.
@@ -364,4 +365,52 @@ func TestFeedRetentionHoldsTruncation(t *testing.T) {
 	if p := ts.page("rt", "s", "?limit=1"); p.FirstIndex != 1 || p.Events[0].SeckillIndex != 1 {
 		t.Fatalf("retained log starts at %d", p.FirstIndex)
 	}
+}
+
+// The campaign feed merges the SKUs' feeds; its cursor carries each SKU's
+// position, and a long poll wakes for any of them.
+func TestCampaignFeed(t *testing.T) {
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("cf", "15m", map[string]int{"a": 5, "b": 5}))
+	ts.reserve("cf", "a", "r1", "u1")
+	ts.reserve("cf", "b", "r2", "u2")
+	path := "/admin/campaigns/cf/events"
+	r := ts.admin(http.MethodGet, path, nil)
+	var p struct {
+		Events     []feedEvent `json:"events"`
+		NextCursor string      `json:"next_cursor"`
+	}
+	if r.status != http.StatusOK || json.Unmarshal(r.raw, &p) != nil {
+		t.Fatalf("campaign feed: %v", r)
+	}
+	if got := types(p.Events); got != "sku.defined reservation.created sku.defined reservation.created" ||
+		p.Events[0].Source != "/seckill/cf/a" || p.Events[2].Source != "/seckill/cf/b" {
+		t.Fatalf("campaign events: %s", got)
+	}
+	positions, err := httpapi.ParseCampaignCursor(p.NextCursor)
+	if err != nil || positions["a"] != p.Events[1].ID || positions["b"] != p.Events[3].ID {
+		t.Fatalf("cursor %v, %v", positions, err)
+	}
+	got := make(chan response, 1)
+	go func() {
+		r, _ := try(http.MethodGet, ts.base+path+"?wait=30s&after="+p.NextCursor, nil, map[string]string{"Authorization": "Bearer " + testToken})
+		got <- r
+	}()
+	ts.reserve("cf", "b", "r3", "u3")
+	select {
+	case r := <-got:
+		if r.status != http.StatusOK || json.Unmarshal(r.raw, &p) != nil || len(p.Events) != 1 || p.Events[0].Data["user_id"] != "u3" {
+			t.Fatalf("long poll: %v", r)
+		}
+	case <-time.After(25 * time.Second):
+		t.Fatal("the campaign long poll did not answer")
+	}
+	// A limit of 1 still serves every SKU in turn (a share each, rounded up).
+	r = ts.admin(http.MethodGet, path+"?limit=1", nil)
+	if json.Unmarshal(r.raw, &p) != nil || len(p.Events) != 1 {
+		t.Fatalf("limit=1: %v", r)
+	}
+	want(t, ts.admin(http.MethodGet, "/admin/campaigns/nope/events", nil), http.StatusNotFound, "NOT_FOUND")
+	want(t, ts.admin(http.MethodGet, path+"?after=!!", nil), http.StatusBadRequest, "BAD_CURSOR")
+	want(t, ts.admin(http.MethodGet, path+"?after="+httpapi.CampaignCursor(map[string]string{"zz": "0123456789abcdef-1"}), nil), http.StatusBadRequest, "BAD_CURSOR")
 }

@@ -10,9 +10,23 @@ import (
 	"sync"
 )
 
-// ErrCompacted is returned by ReadDurable for a record below FirstIndex():
-// a snapshot covers it and TruncateFront removed it.
+// ErrCompacted is wrapped by ReadDurable's *CompactedError for a record
+// below the first one kept: a snapshot covers it and TruncateFront removed it.
 var ErrCompacted = errors.New("wal: record compacted")
+
+// CompactedError says which record was asked for and which is the first
+// the log keeps (FirstIndex() may lag behind the files for a moment during
+// a truncation: First is what the reader found).
+type CompactedError struct {
+	Index, First uint64
+}
+
+func (e *CompactedError) Error() string {
+	return fmt.Sprintf("%v: record %d, the log starts at %d", ErrCompacted, e.Index, e.First)
+}
+
+// Is makes errors.Is(err, ErrCompacted) hold.
+func (e *CompactedError) Is(target error) bool { return target == ErrCompacted }
 
 // readHintCount is the number of read positions a Log remembers, so that
 // readers following the tail (a feed's long polls) continue where the last
@@ -49,7 +63,7 @@ func (l *Log) ReadDurable(from uint64, maxRecords int, fn func(index uint64, typ
 		return from, err
 	}
 	if first := l.firstIndex.Load(); from < first {
-		return from, fmt.Errorf("%w: record %d, the log starts at %d", ErrCompacted, from, first)
+		return from, &CompactedError{Index: from, First: first}
 	}
 	last := l.durableIndex.Load()
 	if maxRecords <= 0 || from > last {
@@ -67,7 +81,7 @@ func (l *Log) ReadDurable(from uint64, maxRecords int, fn func(index uint64, typ
 		// A truncation removed the segment between the listing and the
 		// open: list again, or report the records gone.
 		if first := l.firstIndex.Load(); next < first {
-			return next, fmt.Errorf("%w: record %d, the log starts at %d", ErrCompacted, next, first)
+			return next, &CompactedError{Index: next, First: first}
 		}
 		from = next
 	}
@@ -112,12 +126,17 @@ func (l *Log) readFiles(from, last uint64, fn func(index uint64, typ byte, paylo
 	if err != nil {
 		return from, err
 	}
+	if len(segs) == 0 {
+		return from, fmt.Errorf("%w: no segment file in %s", ErrCorrupt, l.dir)
+	}
 	i := len(segs) - 1
 	for i >= 0 && segs[i].FirstIndex > from {
 		i--
 	}
 	if i < 0 {
-		return from, fmt.Errorf("%w: no segment file holds record %d: %w", ErrCompacted, from, os.ErrNotExist)
+		// The first segment starts after from: truncated, whether or not
+		// TruncateFront has stored the new first index yet.
+		return from, &CompactedError{Index: from, First: max(segs[0].FirstIndex, l.firstIndex.Load())}
 	}
 	index := from
 	var frame []byte
