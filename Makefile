@@ -13,6 +13,7 @@ build:
 	$(GO) build -o $(BIN)/seckilld ./cmd/seckilld
 	$(GO) build -o $(BIN)/seckill-bench ./cmd/seckill-bench
 	$(GO) build -o $(BIN)/seckillctl ./cmd/seckillctl
+	$(GO) build -o $(BIN)/seckill-relay ./cmd/seckill-relay
 
 ## run: build the binaries and start seckilld on $(ADDR) with data in $(DATA) (demo campaign when none is given).
 run: build
