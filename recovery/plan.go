@@ -248,7 +248,11 @@ var errStop = errors.New("stop")
 // comparing in verify mode.
 func (p *planner) replay(log Log) error {
 	r := p.res
-	err := log.Replay(r.Base.Index+1, func(index uint64, typ byte, payload []byte) error {
+	from := r.Base.Index + 1
+	if mutantReplayTwice && r.Base.Index > 0 {
+		from = r.Base.Index
+	}
+	err := log.Replay(from, func(index uint64, typ byte, payload []byte) error {
 		if index > p.until {
 			return errStop
 		}

@@ -75,6 +75,12 @@
 // order while the flusher writes the next batch. Meanwhile Append fills the
 // other of two batch buffers, so batches grow as long as an fsync takes.
 //
+// With Options.Stepped no goroutine runs: the caller drives the same step
+// (Log.flushLocked, the one place that advances DurableIndex) with Flush,
+// which writes, fsyncs and releases the due waiters before it returns. The
+// simulator (package sim) runs every log this way, on one goroutine, over
+// an in-memory store opened with OpenOver.
+//
 // A write, fsync or truncation error is sticky (ErrFailed): every waiter of
 // a record not yet durable, and every future waiter, gets it, Append refuses, and nothing more is acknowledged
 // until the log is reopened, as PostgreSQL does after a failed fsync.

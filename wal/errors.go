@@ -30,7 +30,8 @@ var (
 	ErrFailed = errors.New("wal: failed")
 
 	// ErrSyncFailed is wrapped, with ErrFailed, when an fsync of the log
-	// failed. After a failed writeback Linux may mark the pages clean while
+	// failed, and by Open when its fsync of the records it found failed.
+	// After a failed writeback Linux may mark the pages clean while
 	// keeping them in the page cache ("fsyncgate"): reading the file back
 	// can then show records that are not on disk, so the caller must not
 	// rebuild state from this log while the machine runs on (PostgreSQL
@@ -53,6 +54,10 @@ var (
 	// ErrOutOfRange is returned by TruncateFront for an index beyond
 	// DurableIndex()+1: a snapshot may only cover durable records.
 	ErrOutOfRange = errors.New("wal: index out of range")
+
+	// ErrNotStepped is returned by Flush on a Log not opened with
+	// Options.Stepped: its own flusher goroutine commits.
+	ErrNotStepped = errors.New("wal: Flush needs Options.Stepped")
 
 	// ErrInvalidOptions is returned by Open for a negative size or limit, or
 	// an unknown FsyncMode.

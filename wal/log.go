@@ -46,6 +46,11 @@ type Log struct {
 	// the flusher made due and stopped (after the flusher).
 	releaserDone chan struct{}
 
+	spare *Batch // the buffer not being filled; nil while flushLocked writes it
+	// releaseBuffer is the scratch space of releaseLocked when it runs on
+	// the caller's goroutine (Options.Stepped).
+	releaseBuffer []waiter
+
 	closeOnce sync.Once
 	closeErr  error
 
@@ -107,9 +112,18 @@ func Open(dir string, opts Options) (l *Log, err error) {
 		store.Close()
 		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
 	}
+	l.start()
+	return l, nil
+}
+
+// start runs the flusher and the releaser, unless the caller drives the
+// Log (Options.Stepped).
+func (l *Log) start() {
+	if l.opts.Stepped {
+		return
+	}
 	go l.runFlusher()
 	go l.runReleaser()
-	return l, nil
 }
 
 func newLog(dir string, o Options, store Store) *Log {
@@ -119,6 +133,7 @@ func newLog(dir string, o Options, store Store) *Log {
 		logger:      o.Logger,
 		store:       store,
 		pending:     new(Batch),
+		spare:       new(Batch),
 		waiters:     waiterQueue{max: o.MaxWaiters},
 		flusherDone: make(chan struct{}),
 
@@ -145,7 +160,9 @@ func (l *Log) load(syncFiles bool) error {
 		// Records left in the page cache by a crashed process are not yet
 		// durable: nothing may be decided on them before this.
 		if err := l.store.Sync(); err != nil {
-			return err
+			// The page cache may now show records the disk lost: the
+			// caller must not open this log again in place (ErrSyncFailed).
+			return fmt.Errorf("%w: of the records found at open: %w", ErrSyncFailed, err)
 		}
 		if err := l.store.SyncDir(); err != nil {
 			return err
@@ -293,8 +310,12 @@ func (l *Log) close() error {
 	l.batchSpace.Broadcast()
 	l.waiterSpace.Broadcast()
 	l.mu.Unlock()
-	<-l.flusherDone
-	<-l.releaserDone
+	if l.opts.Stepped {
+		l.drainStepped()
+	} else {
+		<-l.flusherDone
+		<-l.releaserDone
+	}
 
 	l.mu.Lock()
 	failure := l.failure
@@ -313,6 +334,17 @@ func (l *Log) close() error {
 		return fmt.Errorf("wal: close %s: %w", l.dir, err)
 	}
 	return nil
+}
+
+// drainStepped is Close's flush of a Stepped Log, on the caller's
+// goroutine: what the flusher and releaser do before they stop.
+func (l *Log) drainStepped() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.flushLocked() {
+	}
+	l.closed = true
+	l.releaseBuffer = l.releaseLocked(l.releaseBuffer)
 }
 
 // release calls every waiter with err and clears the slice's entries.

@@ -60,6 +60,13 @@ type Options struct {
 	Logger *slog.Logger
 	// Observer, when set, is told about every committed batch (for metrics).
 	Observer Observer
+	// Stepped starts no goroutine: the caller drives group commit with
+	// Flush, which writes and fsyncs the pending batch and releases the due
+	// waiters on the calling goroutine; Append and Await flush themselves
+	// when their bound is reached instead of blocking. For a driver that
+	// owns the only goroutine (the simulator, package sim). The commit rule
+	// is the same code in both modes (Log.flushLocked).
+	Stepped bool
 	// OpenStore opens the Store in dir (which exists and whose tail segment
 	// has been repaired); nil means OpenTidwallStore. Tests inject faults here.
 	OpenStore func(dir string, o StoreOptions) (Store, error)

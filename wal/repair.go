@@ -27,14 +27,24 @@ func repairTail(dir string, logger *slog.Logger, syncFiles bool) error {
 	if err != nil {
 		return err
 	}
-	d, err := DecideTail(data, tail.index)
+	return cutTornTail(path, data, tail.index, logger, func(size int) error {
+		return truncateFile(path, int64(size), syncFiles)
+	})
+}
+
+// cutTornTail applies DecideTail, the torn-tail rule, for Open and
+// OpenOver, to the bytes of the tail segment named path whose first entry
+// is firstIndex: a torn tail is cut with cut(bytes to keep) and reported to
+// logger; damage followed by a valid frame is an error wrapping ErrCorrupt.
+func cutTornTail(path string, data []byte, firstIndex uint64, logger *slog.Logger, cut func(size int) error) error {
+	d, err := DecideTail(data, firstIndex)
 	switch {
 	case err != nil:
 		return fmt.Errorf("segment %s: %w", path, err)
-	case d.Dropped == 0:
+	case d.Dropped == 0 || mutantKeepTornTail:
 		return nil
 	}
-	if err := truncateFile(path, int64(d.Keep), syncFiles); err != nil {
+	if err := cut(d.Keep); err != nil {
 		return fmt.Errorf("cut torn tail of %s: %w", path, err)
 	}
 	logger.Warn("wal: cut torn tail",

@@ -8,7 +8,8 @@ import (
 // Append frames one record (copying payload) into the pending batch and
 // returns its index, LastIndex()+1. It never waits for the disk: it blocks
 // only while the pending batch is full (Options.MaxBatchRecords or
-// MaxBatchBytes) and the flusher is still writing the previous one. The
+// MaxBatchBytes) and the flusher is still writing the previous one (in
+// Options.Stepped mode it flushes the full batch itself instead). The
 // record is durable once DurableIndex() reaches the index; use Await to be
 // told. typ must be non-zero (ErrInvalidType) and len(payload) at most
 // MaxPayloadSize (ErrFrameTooLarge). After a failure it returns the sticky
@@ -30,6 +31,10 @@ func (l *Log) Append(typ byte, payload []byte) (uint64, error) {
 		}
 		if l.hasRoomLocked(size) {
 			break
+		}
+		if l.opts.Stepped {
+			l.flushLocked() // no flusher to wait for: the caller's goroutine writes
+			continue
 		}
 		l.batchSpace.Wait()
 	}
@@ -57,7 +62,8 @@ func (l *Log) hasRoomLocked(size int) bool {
 // Waiters are released in registration order: an index lower than that of
 // a waiter already queued is raised to it (released later, never earlier).
 // After a failure or Close, w is called at once with the error. Await blocks
-// while Options.MaxWaiters waiters are queued. index must be at most
+// while Options.MaxWaiters waiters are queued (in Options.Stepped mode it
+// flushes and releases them itself instead). index must be at most
 // LastIndex(): a waiter for a record not yet appended is a programming error
 // and panics.
 func (l *Log) Await(index uint64, w Waiter) {
@@ -80,6 +86,12 @@ func (l *Log) Await(index uint64, w Waiter) {
 		if !l.waiters.full() {
 			break
 		}
+		if l.opts.Stepped {
+			// No releaser to wait for: make every waiter due and release them.
+			l.flushLocked()
+			l.releaseBuffer = l.releaseLocked(l.releaseBuffer)
+			continue
+		}
 		l.waiterSpace.Wait()
 	}
 	if !l.waiters.empty() {
@@ -101,14 +113,13 @@ func (l *Log) awaitErrLocked() error {
 	return nil
 }
 
-// runFlusher is the flusher goroutine: it takes the whole pending batch
-// (Append fills the other buffer meanwhile), writes and fsyncs it, advances
-// DurableIndex, and hands the waiters it covers to the releaser, so the
-// next batch is written while the replies of this one are released. It
-// stops after Close once nothing is pending, or after a failure.
+// runFlusher is the flusher goroutine: a loop over flushLocked, so the next
+// batch forms (Append fills the other buffer) while this one is written,
+// and the waiters it covers go to the releaser, so the next batch is
+// written while the replies of this one are released. It stops after Close
+// once nothing is pending, or after a failure.
 func (l *Log) runFlusher() {
 	defer close(l.flusherDone)
-	batch := new(Batch) // the buffer not being filled
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for {
@@ -117,26 +128,59 @@ func (l *Log) runFlusher() {
 			l.workReady.Wait()
 		}
 		l.flusherIdle = false
-		if l.failure != nil || l.pending.Len() == 0 {
+		if !l.flushLocked() {
 			break
 		}
-		batch, l.pending = l.pending, batch
-		l.batchSpace.Broadcast()
-		l.mu.Unlock()
-		err := l.commit(batch)
-		l.mu.Lock()
-		if err != nil {
-			l.failLocked(err)
-		} else {
-			l.durableIndex.Store(batch.LastIndex())
-			l.notifyDurableLocked()
-		}
-		batch.reset()
 		l.releaseWork.Signal()
 	}
 	l.closed = true
 	l.waiterSpace.Broadcast()
 	l.releaseWork.Signal()
+}
+
+// flushLocked is group commit's one step, the only place that advances
+// DurableIndex: it takes the whole pending batch, writes and fsyncs it
+// (commit, with mu released), then advances DurableIndex to its last
+// index, or records the failure. It returns false when nothing was pending
+// or the log has failed. Called with mu held, by the flusher goroutine or,
+// in Options.Stepped mode, by Flush, Append, Await and Close on the
+// caller's goroutine. It does not release waiters (releaseLocked does).
+func (l *Log) flushLocked() bool {
+	if l.failure != nil || l.pending.Len() == 0 {
+		return false
+	}
+	batch := l.spare
+	batch, l.pending = l.pending, batch
+	l.spare = nil // the flusher owns it until reset
+	l.batchSpace.Broadcast()
+	l.mu.Unlock()
+	err := l.commit(batch)
+	l.mu.Lock()
+	if err != nil {
+		l.failLocked(err)
+	} else {
+		l.durableIndex.Store(batch.LastIndex())
+		l.notifyDurableLocked()
+	}
+	batch.reset()
+	l.spare = batch
+	return err == nil
+}
+
+// Flush is group commit on the caller's goroutine, for a Log opened with
+// Options.Stepped: it writes and fsyncs the pending batch (if any), then
+// calls, in order, every waiter that became due, before it returns. It
+// returns the sticky failure (wrapping ErrFailed), ErrClosed after Close,
+// or nil; ErrNotStepped on a Log that runs its own flusher.
+func (l *Log) Flush() error {
+	if !l.opts.Stepped {
+		return ErrNotStepped
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.flushLocked()
+	l.releaseBuffer = l.releaseLocked(l.releaseBuffer)
+	return l.errLocked()
 }
 
 // runReleaser is the releaser goroutine: it calls, in order, the waiters
@@ -173,8 +217,14 @@ func (l *Log) commit(b *Batch) error {
 		}
 		return nil
 	}
+	if mutantAckBeforeFsync {
+		return nil
+	}
 	start := time.Now()
 	err = l.store.Sync()
+	if err != nil && mutantRetryFsync {
+		err = l.store.Sync()
+	}
 	c.syncNanos.Add(int64(time.Since(start)))
 	if err != nil {
 		return fmt.Errorf("%w: %w: records %d..%d: %w", ErrFailed, ErrSyncFailed, b.FirstIndex(), b.LastIndex(), err)

@@ -37,7 +37,7 @@ func (c *Core) fail(now time.Time, err error) {
 	}
 	c.failed = err
 	b := &c.backoff
-	if errors.Is(err, wal.ErrSyncFailed) {
+	if errors.Is(err, wal.ErrSyncFailed) && !mutantHealFsync {
 		// The page cache may hold records the disk lost: rebuilding from
 		// the file could acknowledge on top of them.
 		b.never, b.armed = true, false

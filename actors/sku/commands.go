@@ -119,7 +119,7 @@ func (m *Machine) Pay(now int64, seq uint32, paymentID string, amount int64, out
 		}
 		return m.result(OutcomePaymentConflict, seq), out
 	case StatePendingPayment:
-		if at < r.expireAt {
+		if at < r.expireAt || mutantTimerExpiry {
 			out = m.emit(Record{Type: RecordPaid, At: at, Seq: seq, PaymentID: paymentID, Amount: amount}, out)
 			return m.result(OutcomePaid, seq), out
 		}

@@ -1,0 +1,171 @@
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/seckill/seckill/wal"
+)
+
+// TestSeedSlice is the slice of the simulation that CI runs on every
+// change (about a minute): a fixed range of seeds, so a failure names a
+// seed that `make sim SEED=N` replays.
+func TestSeedSlice(t *testing.T) {
+	seeds := uint64(2000)
+	if raceEnabled {
+		seeds = 600
+	}
+	if testing.Short() {
+		seeds /= 10
+	}
+	sum := RunSeeds(SeedsOptions{First: 1, Count: seeds, Steps: 200})
+	t.Logf("seeds %d, steps %d, faults and events %v", sum.Seeds, sum.Steps, sum.Faults)
+	for _, kind := range []string{"crash", "crash_in_fsync", "write_error", "fsync_error", "torn", "snapshot", "log_truncated", "restore", "recovery_in_place"} {
+		if sum.Faults[kind] == 0 {
+			t.Errorf("no %s in %d seeds: the workload no longer reaches it", kind, seeds)
+		}
+	}
+	for _, reply := range []string{"reserve ACCEPTED", "reserve SOLD_OUT", "reserve SOLD_OUT (duplicate)", "reserve ACCEPTED (duplicate)",
+		"reserve ALREADY_PURCHASED", "reserve REQUEST_ID_REUSED", "reserve INVALID", "reserve NOT_STARTED", "reserve ENDED", "reserve PAUSED",
+		"pay PAID", "pay ALREADY_PAID", "pay PAYMENT_CONFLICT", "pay REFUND_REQUIRED", "pay NOT_FOUND",
+		"close CLOSED", "close ALREADY_CLOSED", "close NOT_EXPIRED", "close NOT_CLOSABLE",
+		"release RELEASED", "release ALREADY_RELEASED", "release NOT_CLOSED", "define OK", "define INVALID"} {
+		if sum.Replies[reply] == 0 {
+			t.Errorf("no %q reply in %d seeds: the workload no longer reaches it", reply, seeds)
+		}
+	}
+	for i, f := range sum.Failures {
+		if i == 3 {
+			t.Errorf("... and %d more failing seeds", len(sum.Failures)-i)
+			break
+		}
+		keep, shrunk := Shrink(f)
+		indexes, steps := Kept(f, keep)
+		var b bytes.Buffer
+		for j := range steps {
+			fmt.Fprintf(&b, "\n  step %d: %s", indexes[j], steps[j])
+		}
+		t.Errorf("seed %d failed at step %d: %v\nshortest failing history (%v):%s\nreplay: make sim SEED=%d",
+			f.Seed, f.Step, f.Err, shrunk.Err, b.String(), f.Seed)
+	}
+}
+
+// The same seed gives the same history, faults and verdict.
+func TestRunIsDeterministic(t *testing.T) {
+	for _, seed := range []uint64{3, 77} {
+		var a, b bytes.Buffer
+		ra := Run(Options{Seed: seed, Steps: 150, Trace: &a})
+		rb := Run(Options{Seed: seed, Steps: 150, Trace: &b})
+		if a.String() != b.String() || fmt.Sprint(ra.Faults) != fmt.Sprint(rb.Faults) || fmt.Sprint(ra.Err) != fmt.Sprint(rb.Err) {
+			t.Fatalf("seed %d ran two ways: %v / %v, %v / %v", seed, ra.Faults, rb.Faults, ra.Err, rb.Err)
+		}
+	}
+}
+
+// A crash keeps fsynced bytes, a prefix of the others, and never the bytes
+// of a failed fsync, even though reads saw them before the crash.
+func TestFileCrashKeepsDurableBytesOnly(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		f := &file{}
+		f.cache = append(f.cache, "durable|"...)
+		f.sync(false)
+		f.cache = append(f.cache, "lost|"...)
+		f.sync(true) // fsync failed: the pages are clean in the cache, not on disk
+		if string(f.cache) != "durable|lost|" {
+			t.Fatalf("reads after a failed fsync see %q", f.cache)
+		}
+		f.cache = append(f.cache, "maybe"...)
+		f.crash(r)
+		got := string(f.cache)
+		if len(got) < 13 || got[:8] != "durable|" || got[8:13] != "\x00\x00\x00\x00\x00" {
+			t.Fatalf("after the crash: %q", got)
+		}
+		if string(f.cache) != string(f.disk) {
+			t.Fatal("after the crash the disk and the cache differ")
+		}
+	}
+}
+
+// A directory change not yet fsynced may be lost at a crash; one followed
+// by SyncDir never is.
+func TestDirectoryCrashKeepsSyncedEntries(t *testing.T) {
+	lost := 0
+	for seed := range uint64(100) {
+		d := newDirectory()
+		d.create("a")
+		d.syncDir()
+		d.create("b")
+		d.crash(rand.New(rand.NewPCG(seed, 0)), map[string]int{})
+		if _, ok := d.entries["a"]; !ok {
+			t.Fatal("a synced entry was lost")
+		}
+		if _, ok := d.entries["b"]; !ok {
+			lost++
+		}
+	}
+	if lost == 0 || lost == 100 {
+		t.Fatalf("an unsynced entry was lost in %d of 100 crashes, want some", lost)
+	}
+}
+
+// Over the simulated store, OpenOver cuts a torn tail with wal's rule and
+// the log goes on after the records that were fsynced.
+func TestOpenOverCutsTornTail(t *testing.T) {
+	dir := newDirectory()
+	clock := int64(0)
+	faults := &storeFaults{}
+	open := func() *wal.Log {
+		l, err := wal.OpenOver("test", openLogStore(dir, 4096, faults, &clock), wal.Options{Stepped: true, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	l := open()
+	for i := range 3 {
+		if _, err := l.Append(1, []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(1, []byte("never fsynced")); err != nil {
+		t.Fatal(err)
+	}
+	faults.crashInSync = true
+	if err := l.Flush(); err == nil {
+		t.Fatal("the fsync the power cut returned no error")
+	}
+	tail := dir.entries[segmentName(1)]
+	tail.cache = tail.cache[:len(tail.cache)-3] // the unsynced entry, torn
+	tail.disk = append([]byte(nil), tail.cache...)
+	faults.crashInSync = false
+	l = open()
+	if l.LastIndex() != 3 {
+		t.Fatalf("after the cut the log ends at %d, want 3", l.LastIndex())
+	}
+	if _, err := l.Append(1, []byte("next")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := l.Replay(1, func(index uint64, typ byte, payload []byte) error {
+		got = append(got, string(payload))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint([]string{"\x00", "\x01", "\x02", "next"}) {
+		t.Fatalf("replayed %q", got)
+	}
+	if err := l.Close(); err != nil && !errors.Is(err, wal.ErrClosed) {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,313 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/seckill/seckill/actors/core"
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/recovery"
+)
+
+// step runs one step and then the checks every step ends with.
+func (r *run) step(s step) error {
+	r.now += s.dt
+	r.rng = rand.New(rand.NewPCG(r.seed, s.x))
+	if err := r.act(s); err != nil {
+		return err
+	}
+	if r.core.Failed() != nil {
+		return nil // the Machine may hold decisions the log lost: the next recovery is checked
+	}
+	return checkMachine(r.model, r.core.Machine())
+}
+
+func (r *run) act(s step) error {
+	switch s.kind {
+	case stepCalls:
+		for _, spec := range s.calls {
+			if err := r.call(spec); err != nil {
+				return err
+			}
+		}
+		if err := r.advance(); err != nil {
+			return err
+		}
+		if s.flush {
+			return r.flush()
+		}
+	case stepTick:
+		return r.tick()
+	case stepFlush:
+		return r.flush()
+	case stepCrash:
+		if r.log != nil && r.log.LastIndex() > r.log.DurableIndex() && r.rng.IntN(2) == 0 {
+			// Power fails during the fsync: the batch was written to the
+			// page cache and nothing was acknowledged.
+			r.storeFaults.crashInSync = true
+			r.faults["crash_in_fsync"]++
+			if err := r.flush(); err != nil {
+				return err
+			}
+		}
+		return r.crash()
+	case stepSnapshot:
+		if r.snapJob != nil {
+			return r.finishSnapshot()
+		}
+		snap, err := r.core.RequestSnapshot()
+		if err != nil || snap == nil {
+			return nil
+		}
+		r.snapJob = snap
+		if r.rng.IntN(2) == 0 {
+			return r.finishSnapshot()
+		}
+	case stepFault:
+		switch r.rng.IntN(3) {
+		case 0:
+			r.storeFaults.failWrite = true
+			r.storeFaults.writeKeep = r.rng.IntN(1001)
+			r.faults["write_error"]++
+		case 1:
+			r.storeFaults.failSync = true
+			r.faults["fsync_error"]++
+		default:
+			r.storeFaults.syncDelay = int64(1 + r.rng.IntN(5000))
+			r.faults["slow_fsync"]++
+		}
+	case stepClockJump:
+		if r.rng.IntN(2) == 0 {
+			r.now += r.def.PaymentWindowMs + int64(r.rng.IntN(60_000))
+			r.faults["clock_forward"]++
+		} else {
+			r.now -= 1 + int64(r.rng.IntN(30_000))
+			r.faults["clock_backward"]++
+		}
+	case stepRestore:
+		return r.restore()
+	}
+	return nil
+}
+
+// tick runs the engine's timer: expiry, a due snapshot, a due recovery. A
+// SKU whose fsync failed waits for a restart: the tick restarts it.
+func (r *run) tick() error {
+	if r.core.Failed() != nil {
+		if _, armed := r.core.RetryAt(); !armed {
+			r.faults["restart"]++
+			return r.crash()
+		}
+	}
+	failed := r.core.Failed() != nil
+	before := len(r.core.Ready().Records)
+	r.model.effects = 0
+	r.core.Tick(r.t())
+	if !failed {
+		r.model.tick(r.now)
+		if wrote := len(r.core.Ready().Records) - before; wrote != r.model.effects {
+			return fmt.Errorf("tick wrote %d records, the model %d", wrote, r.model.effects)
+		}
+	}
+	if err := r.advance(); err != nil {
+		return err
+	}
+	if r.log == nil || r.core.Failed() != nil {
+		return nil
+	}
+	if err := r.flush(); err != nil {
+		return err
+	}
+	if r.snapJob != nil && r.rng.IntN(3) == 0 {
+		return r.finishSnapshot()
+	}
+	return nil
+}
+
+// restore rebuilds the state at an earlier record with the recovery plan
+// (restore to a point in time, by index or by time) and compares it with
+// the live state the history had at that record.
+func (r *run) restore() error {
+	if r.core.Failed() != nil || r.log == nil || r.log.Err() != nil || r.log.DurableIndex() != r.log.LastIndex() {
+		return nil
+	}
+	var points []uint64
+	for index := range r.hashAt {
+		if index > 0 && index <= r.log.DurableIndex() {
+			points = append(points, index)
+		}
+	}
+	if len(points) == 0 {
+		return nil
+	}
+	slices.Sort(points)
+	point := points[r.rng.IntN(len(points))]
+	o := recovery.Options{CampaignID: campaignID, SKUID: skuID, UntilIndex: point}
+	kind := "restore"
+	if next, ok := r.recordAt[point+1]; ok && next > r.recordAt[point] && r.rng.IntN(2) == 0 {
+		// By time: the records decided at or before the point's time, and
+		// the next one decided later.
+		o.UntilIndex, o.UntilTime, kind = 0, r.recordAt[point], "restore_by_time"
+	}
+	res, err := recovery.Plan(r.log, &r.snaps, o)
+	if err != nil {
+		if errors.Is(err, recovery.ErrNoBase) {
+			return nil // the log before the point was truncated and no snapshot covers it
+		}
+		return fmt.Errorf("%s to record %d: %w", kind, point, err)
+	}
+	if res.Machine.Hash() != r.hashAt[point] {
+		return fmt.Errorf("%s to record %d: the state differs from the live state at that record (replayed to %d)", kind, point, res.LastApplied)
+	}
+	r.faults[kind]++
+	return nil
+}
+
+// call decides one call of a round, its arguments resolved against the
+// current state.
+func (r *run) call(spec callSpec) error {
+	now := r.now
+	m := r.model
+	switch spec.kind {
+	case callReserve, callReserveRepeat:
+		request, user := r.pickRequest(spec)
+		c := &core.Call{Kind: core.KindReserve, RequestID: request, UserID: user}
+		return r.decide(c, func() modelReply { return m.reserve(now, request, user) })
+	case callPay:
+		seq := r.pickSeq(spec.a)
+		payment := fmt.Sprintf("p%d", seq)
+		if spec.b%4 == 0 {
+			payment = fmt.Sprintf("p%d-%d", seq, spec.b%3) // another payment for the same order
+		}
+		c := &core.Call{Kind: core.KindPay, Seq: seq, PaymentID: payment, Amount: 100}
+		if r.tag(c, spec.b) {
+			return r.decide(c, func() modelReply { return modelReply{outcome: sku.OutcomeNotFound} })
+		}
+		return r.decide(c, func() modelReply { return m.pay(now, seq, payment) })
+	case callCancel, callCloseExpired:
+		seq := r.pickSeq(spec.a)
+		reason := sku.ReasonCancelled
+		if spec.kind == callCloseExpired {
+			reason = sku.ReasonExpired
+		}
+		c := &core.Call{Kind: core.KindClose, Seq: seq, Reason: reason}
+		if r.tag(c, spec.b) {
+			return r.decide(c, func() modelReply { return modelReply{outcome: sku.OutcomeNotFound} })
+		}
+		return r.decide(c, func() modelReply { return m.cancel(now, seq, reason == sku.ReasonExpired) })
+	case callRelease:
+		seq := r.pickSeq(spec.a)
+		c := &core.Call{Kind: core.KindRelease, Seq: seq}
+		return r.decide(c, func() modelReply { return m.release(now, seq) })
+	case callPause, callResume:
+		paused := spec.kind == callPause
+		kind := core.KindResume
+		if paused {
+			kind = core.KindPause
+		}
+		c := &core.Call{Kind: kind}
+		return r.decide(c, func() modelReply { return modelReply{outcome: m.setPaused(now, paused)} })
+	case callRedefine:
+		d := r.model.def
+		switch spec.b % 8 {
+		case 0:
+			d.SaleLimit = max(1, d.SaleLimit-1) // not allowed (or no change)
+		case 1, 2, 3:
+			d.EndAt += int64(1000 + spec.a%60_000)
+		default:
+			d.SaleLimit += 1 + spec.a%3
+		}
+		d.IDKey = [16]byte{}
+		c := &core.Call{Kind: core.KindDefine, Def: &d}
+		return r.decide(c, func() modelReply { return modelReply{outcome: m.define(now, d)} })
+	case callGet:
+		seq := r.pickSeq(spec.a)
+		c := &core.Call{Kind: core.KindGet, Seq: seq}
+		return r.decide(c, func() modelReply {
+			if m.get(seq) == nil {
+				return modelReply{}
+			}
+			return modelReply{seq: seq}
+		})
+	case callLookup:
+		request, _ := r.pickRequest(callSpec{kind: callReserveRepeat, a: spec.a})
+		c := &core.Call{Kind: core.KindLookup, RequestID: request}
+		return r.decide(c, func() modelReply {
+			q, ok := m.requests[request]
+			switch {
+			case !ok:
+				return modelReply{}
+			case q.soldOut:
+				return modelReply{outcome: sku.OutcomeSoldOut}
+			}
+			return modelReply{outcome: sku.OutcomeAccepted, seq: q.seq}
+		})
+	}
+	return fmt.Errorf("unknown call kind %d", spec.kind)
+}
+
+// pickRequest returns a new request_id for a random user, or one already
+// sent: by the same user (a retry of an in-flight or finished request) or,
+// now and then, by another user (REQUEST_ID_REUSED).
+func (r *run) pickRequest(spec callSpec) (request, user string) {
+	if spec.kind == callReserve || len(r.reqIDs) == 0 {
+		request = fmt.Sprintf("q%d", len(r.reqIDs)+1)
+		switch spec.a % 64 {
+		case 1:
+			request += " x" // not an id: INVALID, nothing recorded
+		case 2:
+			request += strings.Repeat("z", 64) // too long
+		}
+		user = fmt.Sprintf("u%d", spec.b%uint32(r.users))
+		r.reqIDs = append(r.reqIDs, request)
+		r.requests = append(r.requests, modelRequest{user: user})
+		return request, user
+	}
+	i := int(spec.a % uint32(len(r.reqIDs)))
+	request, user = r.reqIDs[i], r.requests[i].user
+	if spec.b%6 == 0 {
+		user = fmt.Sprintf("u%d", spec.b%uint32(r.users))
+	}
+	return request, user
+}
+
+// pickSeq returns a reservation seq, now and then one that does not exist.
+func (r *run) pickSeq(a uint32) uint32 {
+	n := uint32(len(r.model.res))
+	if n == 0 || a%8 == 0 {
+		return n + 1
+	}
+	return 1 + a%n
+}
+
+// tag gives the call, now and then, the tag of its reservation id: the
+// right one (drawn from the SKU's key, as an id handed to a buyer carries
+// it) or a forged one. It reports whether the tag is forged: the call then
+// names no reservation (NOT_FOUND) and changes nothing.
+func (r *run) tag(c *core.Call, b uint32) (forged bool) {
+	switch b % 16 {
+	case 1:
+		c.Tag = "0123456789abcdef"
+		return !r.model.defined || c.Tag != r.rightTag(c.Seq)
+	case 2:
+		c.Tag = r.rightTag(c.Seq)
+		return c.Tag == ""
+	}
+	return false
+}
+
+// rightTag returns the tag of reservation seq's id under the SKU's key.
+func (r *run) rightTag(seq uint32) string {
+	if r.core.Failed() != nil || !r.core.Machine().Defined() {
+		return ""
+	}
+	key := r.core.Machine().Definition().IDKey
+	_, _, _, tag, err := sku.ParseReservationID(sku.FormatReservationID(campaignID, skuID, seq, key))
+	if err != nil {
+		return ""
+	}
+	return tag
+}
