@@ -48,6 +48,13 @@ COMPARE_ARGS ?=
 bench-compare:
 	./bench/compare.sh $(COMPARE_ARGS)
 
+## bench-feed: the event feed's benchmarks (records/s read from a 1,000,000-record log, raw and through HTTP;
+## reserve throughput with 0, 1 and 4 live consumers in the same run).
+bench-feed:
+	$(GO) test -run XXX -bench ReadDurable -benchtime 3x -timeout 30m ./wal/
+	$(GO) test -run XXX -bench FeedRead -benchtime 1x -timeout 30m ./httpapi/
+	$(GO) test -run XXX -bench ReserveWithConsumers -benchtime 20000x -count 3 -timeout 30m ./httpapi/
+
 ## soak: the kill -9 loop with many more cycles.
 soak:
 	SECKILL_SOAK_CYCLES=50 $(GO) test -count=1 -timeout 60m -run Kill ./...

@@ -36,6 +36,9 @@ const readHintCount = 16
 // readBufferSize is the size of the buffered reader over a segment file.
 const readBufferSize = 64 << 10
 
+// readers are the buffered readers of ReadDurable, reused between reads.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufferSize) }}
+
 // ReadDurable calls fn, in index order and from the calling goroutine, for
 // at most maxRecords durable records from index from on (from 0 means 1):
 // those from through min(from+maxRecords-1, DurableIndex()) as of the call.
@@ -166,7 +169,9 @@ func (l *Log) readSegment(seg Segment, from, end uint64, buf []byte, fn func(ind
 	}
 	defer f.Close()
 	index, offset := l.hints.find(seg.FirstIndex, from)
-	r := bufio.NewReaderSize(io.NewSectionReader(f, offset, 1<<62), readBufferSize)
+	r := readers.Get().(*bufio.Reader)
+	defer readers.Put(r)
+	r.Reset(io.NewSectionReader(f, offset, 1<<62))
 	for ; index <= end; index++ {
 		size, err := binary.ReadUvarint(r)
 		if err == nil && (size == 0 || size > MaxFrameSize) {
