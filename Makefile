@@ -5,7 +5,7 @@ PKGS     := ./...
 ADDR     ?= 127.0.0.1:8080
 DATA     ?= ./data
 
-.PHONY: all build run test test-long bench bench-engine bench-compare soak fuzz sim sim-mutants clean
+.PHONY: all build run test test-long bench bench-engine bench-compare bench-feed soak fuzz sim sim-mutants clean
 
 all: build
 
