@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -95,13 +98,16 @@ func do(t *testing.T, method, url string, body any, admin bool) map[string]any {
 	return out
 }
 
+// saleStart is the start of campaign rl: the same for every define of a
+// test run (a redefinition may not move it).
+var saleStart = time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
+
 // load defines campaign rl with two SKUs and runs a reserve, pay and
 // cancel mix on them.
 func load(t *testing.T, base string, from, to int) {
 	t.Helper()
-	now := time.Now().UTC()
 	do(t, http.MethodPut, base+"/admin/campaigns/rl", map[string]any{
-		"campaign_id": "rl", "start_at": now.Add(-time.Minute).Format(time.RFC3339), "end_at": now.Add(time.Hour).Format(time.RFC3339),
+		"campaign_id": "rl", "start_at": saleStart.Format(time.RFC3339), "end_at": saleStart.Add(time.Hour).Format(time.RFC3339),
 		"payment_window": "15m", "skus": []map[string]any{{"sku_id": "a.1", "sale_limit": 1000}, {"sku_id": "b", "sale_limit": 1000}},
 	}, true)
 	for i := from; i < to; i++ {
@@ -211,9 +217,97 @@ func TestRelayKilledMidBatch(t *testing.T) {
 	stop()
 	<-done
 
+	checkStream(t, st, want)
+	for seq := uint64(1); seq <= info.State.LastSeq; seq++ {
+		m, err := st.GetMsg(context.Background(), seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct{ Type string }
+		if skuID := m.Header.Get(relay.HeaderSKU); json.Unmarshal(m.Data, &e) != nil || m.Subject != sink.Subject(skuID, e.Type) {
+			t.Fatalf("message %d: subject %s for an event of type %q", seq, m.Subject, e.Type)
+		}
+	}
+	if _, err := st.GetLastMsgForSubject(context.Background(), "seckill.rl.a%2E1.reservation.created"); err != nil {
+		t.Fatalf("no reservation.created of SKU a.1 under its escaped subject: %v", err)
+	}
+}
+
+// The relay binary killed with SIGKILL at random points (between and in
+// the middle of its batches) while sales go on, and started again each
+// time: the stream ends with every event of the feed exactly once by id,
+// in log order per SKU.
+func TestRelayProcessKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills the seckill-relay binary")
+	}
+	bin := filepath.Join(t.TempDir(), "seckill-relay")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/seckill/seckill/cmd/seckill-relay").CombinedOutput(); err != nil {
+		t.Fatalf("go build seckill-relay: %v\n%s", err, out)
+	}
+	nc := startNATS(t)
+	base := startSeckill(t)
+	args := []string{"--feed", base, "--admin-token", token, "--nats", nc.ConnectedUrl(), "--stream", "SECKILL_KILL",
+		"--campaign", "rl", "--limit", "5", "--wait", "1s", "--log-level", "error"}
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 7))
+	t.Logf("seed %d", seed)
+	for round := 0; round < 6; round++ {
+		load(t, base, round*30, round*30+30)
+		cmd := exec.Command(bin, args...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(30+rng.IntN(300)) * time.Millisecond) // the kill's time is the test's input
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	want := feedIDs(t, base)
+	if st, err := jetstream.New(nc); err == nil {
+		if s, err := st.Stream(context.Background(), "SECKILL_KILL"); err == nil {
+			info, _ := s.Info(context.Background())
+			t.Logf("after 6 killed relays the stream holds %d of %d events", info.State.Msgs, len(want))
+		}
+	}
+	cmd := exec.Command(bin, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st jetstream.Stream
+	var info *jetstream.StreamInfo
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if st == nil {
+			st, _ = js.Stream(context.Background(), "SECKILL_KILL")
+		}
+		if st != nil {
+			if info, err = st.Info(context.Background()); err == nil && info.State.Msgs >= uint64(len(want)) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream holds %v of %d events", info, len(want))
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	checkStream(t, st, want)
+}
+
+// checkStream asserts that the stream holds exactly the events want, each
+// once by id, in log order per SKU.
+func checkStream(t *testing.T, st jetstream.Stream, want []string) {
+	t.Helper()
+	info, err := st.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	seen := map[string]bool{}
 	lastIndex := map[string]uint64{}
-	var got []string
 	for seq := uint64(1); seq <= info.State.LastSeq; seq++ {
 		m, err := st.GetMsg(context.Background(), seq)
 		if err != nil {
@@ -224,27 +318,19 @@ func TestRelayKilledMidBatch(t *testing.T) {
 			t.Fatalf("event %s stored twice", id)
 		}
 		seen[id] = true
-		got = append(got, id)
 		skuID := m.Header.Get(relay.HeaderSKU)
 		index, _ := strconv.ParseUint(m.Header.Get(relay.HeaderIndex), 10, 64)
 		if index <= lastIndex[skuID] {
 			t.Fatalf("SKU %s: index %d stored after %d", skuID, index, lastIndex[skuID])
 		}
 		lastIndex[skuID] = index
-		var e struct{ Type string }
-		if json.Unmarshal(m.Data, &e) != nil || m.Subject != sink.Subject(skuID, e.Type) {
-			t.Fatalf("message %d: subject %s for an event of type %q", seq, m.Subject, e.Type)
-		}
 	}
-	if len(got) != len(want) {
-		t.Fatalf("stream holds %d events, the feed %d", len(got), len(want))
+	if len(seen) != len(want) {
+		t.Fatalf("stream holds %d events, the feed %d", len(seen), len(want))
 	}
 	for _, id := range want {
 		if !seen[id] {
 			t.Fatalf("event %s of the feed is not in the stream", id)
 		}
-	}
-	if _, err := st.GetLastMsgForSubject(context.Background(), "seckill.rl.a%2E1.reservation.created"); err != nil {
-		t.Fatalf("no reservation.created of SKU a.1 under its escaped subject: %v", err)
 	}
 }
