@@ -248,19 +248,28 @@ func TestRelayProcessKilled(t *testing.T) {
 	nc := startNATS(t)
 	base := startSeckill(t)
 	args := []string{"--feed", base, "--admin-token", token, "--nats", nc.ConnectedUrl(), "--stream", "SECKILL_KILL",
-		"--campaign", "rl", "--limit", "5", "--wait", "1s", "--log-level", "error"}
+		"--campaign", "rl", "--limit", "3", "--wait", "1s", "--log-level", "error"}
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 7))
 	t.Logf("seed %d", seed)
+	load(t, base, 0, 1) // defines the campaign
 	for round := 0; round < 6; round++ {
-		load(t, base, round*30, round*30+30)
 		cmd := exec.Command(bin, args...)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(30+rng.IntN(300)) * time.Millisecond) // the kill's time is the test's input
-		cmd.Process.Kill()
-		cmd.Wait()
+		// Kill it at a random point while the sales go on: the kill's
+		// time is the test's input.
+		after := time.Duration(20+rng.IntN(300)) * time.Millisecond
+		killed := make(chan struct{})
+		go func() {
+			time.Sleep(after)
+			cmd.Process.Kill()
+			cmd.Wait()
+			close(killed)
+		}()
+		load(t, base, 1+round*100, 1+round*100+100)
+		<-killed
 	}
 	want := feedIDs(t, base)
 	if st, err := jetstream.New(nc); err == nil {
