@@ -79,7 +79,6 @@ type feedRequest struct {
 	fromStart         bool   // no cursor: from follows the start of the retained log
 	limit             int
 	wait              time.Duration
-	rejections        bool            // types= asks for seckill.request.rejected
 	types             map[string]bool // nil: the default types
 }
 
