@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -51,10 +52,45 @@ type FeedSource interface {
 
 // feedPage is the JSON answer of the feed.
 type feedPage struct {
-	Events       []cloudEvent `json:"events"`
-	NextCursor   string       `json:"next_cursor"`
-	FirstIndex   uint64       `json:"first_index"`
-	DurableIndex uint64       `json:"durable_index"`
+	Events       []json.RawMessage `json:"events"` // CloudEvents (cloudEvent), encoded once per SKU and record
+	NextCursor   string            `json:"next_cursor"`
+	FirstIndex   uint64            `json:"first_index"`
+	DurableIndex uint64            `json:"durable_index"`
+	meta         []encodedEvent    // the events' ids and types, for SSE
+}
+
+// encode renders the page as JSON. The events are copied as they are:
+// encoding/json would scan every byte of each again (it compacts
+// RawMessage), which costs more than the rest of the page.
+func (p *feedPage) encode() []byte {
+	b := appendEvents(make([]byte, 0, 128+eventsSize(p.Events)), p.Events)
+	b = append(b, `,"next_cursor":`...)
+	b = strconv.AppendQuote(b, p.NextCursor)
+	b = append(b, `,"first_index":`...)
+	b = strconv.AppendUint(b, p.FirstIndex, 10)
+	b = append(b, `,"durable_index":`...)
+	b = strconv.AppendUint(b, p.DurableIndex, 10)
+	return append(b, '}')
+}
+
+// appendEvents appends `{"events":[e1,e2,...]` (no closing brace).
+func appendEvents(b []byte, events []json.RawMessage) []byte {
+	b = append(b, `{"events":[`...)
+	for i, e := range events {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, e...)
+	}
+	return append(b, ']')
+}
+
+func eventsSize(events []json.RawMessage) int {
+	n := 0
+	for _, e := range events {
+		n += len(e) + 1
+	}
+	return n
 }
 
 // feedError is the body of 409 and 410 answers.
@@ -97,7 +133,7 @@ func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) string {
 	if failure != nil {
 		return write(ctx, *failure)
 	}
-	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, page))
+	return write(ctx, reply{status: fasthttp.StatusOK, body: page.encode(), outcome: outcomeOK})
 }
 
 // feedParams are the query parameters of both feed routes.
@@ -302,14 +338,20 @@ func (req *feedRequest) cursorBefore() string {
 // req.from.
 func (s *Server) readPage(req *feedRequest) (*feedPage, *reply) {
 	type read struct {
-		index uint64
-		rec   sku.Record
+		index  uint64
+		rec    sku.Record   // Type 0: filtered out, or cached
+		cached encodedEvent // index 0: not cached
 	}
-	var records []read
+	cache := s.eventCaches.of(req.campaignID, req.skuID, req.chain.At(math.MaxUint64))
+	records := make([]read, 0, min(req.limit, 64))
 	next, err := req.log.ReadDurable(req.from, req.limit, func(index uint64, typ byte, payload []byte) error {
 		t := sku.RecordType(typ)
 		if !req.wanted(eventType(t)) {
 			records = append(records, read{index: index}) // advances the cursor only
+			return nil
+		}
+		if e, ok := cache.get(index); ok {
+			records = append(records, read{index: index, cached: e})
 			return nil
 		}
 		rec, err := sku.DecodeRecord(t, payload)
@@ -319,7 +361,7 @@ func (s *Server) readPage(req *feedRequest) (*feedPage, *reply) {
 		records = append(records, read{index: index, rec: rec})
 		return nil
 	})
-	page := &feedPage{Events: []cloudEvent{}, FirstIndex: req.log.FirstIndex(), DurableIndex: req.log.DurableIndex()}
+	page := &feedPage{Events: []json.RawMessage{}, FirstIndex: req.log.FirstIndex(), DurableIndex: req.log.DurableIndex()}
 	switch {
 	case errors.Is(err, wal.ErrCompacted):
 		var compacted *wal.CompactedError
@@ -361,11 +403,23 @@ func (s *Server) readPage(req *feedRequest) (*feedPage, *reply) {
 		return nil, failure
 	}
 	for _, r := range records {
-		if r.rec.Type == 0 {
-			continue
+		e := r.cached
+		if r.rec.Type != 0 {
+			ce := newEvent(r.rec, r.index, eventID(req.chain.At(r.index), r.index), req.def, views[r.rec.Seq])
+			b, err := json.Marshal(ce)
+			if err != nil {
+				s.log.Error("feed: encoding an event", "index", r.index, "err", err)
+				f := errorReply(fasthttp.StatusInternalServerError, reasonInternal, "")
+				return nil, &f
+			}
+			e = encodedEvent{index: r.index, id: ce.ID, typ: ce.Type, json: b}
+			cache.put(e)
 		}
-		e := newEvent(r.rec, r.index, eventID(req.chain.At(r.index), r.index), req.def, views[r.rec.Seq])
-		page.Events = append(page.Events, e)
+		if e.index == 0 {
+			continue // filtered out
+		}
+		page.Events = append(page.Events, e.json)
+		page.meta = append(page.meta, e)
 	}
 	req.from, req.fromStart = next, false
 	page.NextCursor = req.cursorBefore()
@@ -429,9 +483,8 @@ func (s *Server) streamFeed(ctx *fasthttp.RequestCtx, req *feedRequest) string {
 				flush()
 				return
 			}
-			for _, e := range page.Events {
-				b, _ := json.Marshal(e)
-				fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", e.ID, e.Type, b)
+			for _, e := range page.meta {
+				fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", e.id, e.typ, e.json)
 			}
 			if len(page.Events) == 0 {
 				w.WriteString(": ping\n\n")

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,13 +20,29 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/wal"
+	"github.com/valyala/fasthttp"
 )
 
 // benchServer is an engine and its HTTP service on a loopback port.
 type benchServer struct {
 	base string
 	eng  *actors.Engine
+	srv  *httpapi.Server
 	stop func()
+	root string
+}
+
+// history returns the root history of a campaign's SKU s (its cursors'
+// prefix), read once from the feed.
+func (s *benchServer) history(b *testing.B, c string) string {
+	if s.root == "" {
+		r, err := try(http.MethodGet, s.base+feedPath(c, "s", "?limit=1"), nil, map[string]string{"Authorization": "Bearer " + testToken})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.root, _, _ = strings.Cut(r.str("next_cursor"), "-")
+	}
+	return s.root
 }
 
 func startBenchServer(b *testing.B, fsync wal.FsyncMode) *benchServer {
@@ -45,7 +62,7 @@ func startBenchServer(b *testing.B, fsync wal.FsyncMode) *benchServer {
 		b.Fatal(err)
 	}
 	go srv.Serve(ln)
-	return &benchServer{base: "http://" + ln.Addr().String(), eng: eng, stop: func() {
+	return &benchServer{base: "http://" + ln.Addr().String(), eng: eng, srv: srv, stop: func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)
@@ -204,4 +221,70 @@ func BenchmarkReserveWithConsumers(b *testing.B) {
 			}
 		})
 	}
+}
+
+// cpuTime is the process's CPU time so far (user + system): a measure
+// that a loaded machine disturbs far less than wall time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkFeedPageHandler: the server's CPU per event of a feed page
+// (read from the log, decoded, mapped to CloudEvents, encoded), the
+// handler called in process on pages of 1,000 reservation events, as the
+// first consumer to read them (first=cpu-ns/event) and as a second one
+// (cached=cpu-ns/event: the SKU's encoded events are shared).
+func BenchmarkFeedPageHandler(b *testing.B) {
+	const records = 100_000
+	s := startBenchServer(b, wal.FsyncNeverBenchmarkOnly)
+	defer s.stop()
+	s.define(b, "ph")
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 64; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i < records; i = next.Add(1) {
+				if _, err := s.eng.Reserve(context.Background(), "ph", "s", fmt.Sprint("r", i), fmt.Sprint("u", i)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	handler := s.srv.Handler()
+	var ctx fasthttp.RequestCtx
+	page := func(from int) int {
+		after := ""
+		if from > 0 {
+			after = fmt.Sprintf("&after=%s-%d", s.history(b, "ph"), from)
+		}
+		ctx.Request.Reset()
+		ctx.Response.Reset()
+		ctx.Request.SetRequestURI(feedPath("ph", "s", "?limit=1000"+after))
+		ctx.Request.Header.Set("Authorization", "Bearer "+testToken)
+		handler(&ctx)
+		if ctx.Response.StatusCode() != http.StatusOK {
+			b.Fatalf("%d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+		return bytes.Count(ctx.Response.Body(), []byte(`"specversion"`))
+	}
+	var first, cached time.Duration
+	events := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		from := (i * 1000) % (records - 1000)
+		start := cpuTime()
+		events += page(from)
+		mid := cpuTime()
+		page(from)
+		first, cached = first+mid-start, cached+cpuTime()-mid
+	}
+	b.ReportMetric(float64(first.Nanoseconds())/float64(events), "first-cpu-ns/event")
+	b.ReportMetric(float64(cached.Nanoseconds())/float64(events), "cached-cpu-ns/event")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -13,8 +14,16 @@ import (
 
 // campaignPage is the JSON answer of the campaign feed.
 type campaignPage struct {
-	Events     []cloudEvent `json:"events"`
-	NextCursor string       `json:"next_cursor"`
+	Events     []json.RawMessage `json:"events"`
+	NextCursor string            `json:"next_cursor"`
+}
+
+// encode renders the page as JSON (see feedPage.encode).
+func (p *campaignPage) encode() []byte {
+	b := appendEvents(make([]byte, 0, 64+eventsSize(p.Events)), p.Events)
+	b = append(b, `,"next_cursor":`...)
+	b = strconv.AppendQuote(b, p.NextCursor)
+	return append(b, '}')
 }
 
 // CampaignCursor encodes the position of a campaign feed consumer: each
@@ -94,14 +103,14 @@ func (s *Server) handleCampaignFeed(ctx *fasthttp.RequestCtx) string {
 	if failure != nil {
 		return write(ctx, *failure)
 	}
-	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, page))
+	return write(ctx, reply{status: fasthttp.StatusOK, body: page.encode(), outcome: outcomeOK})
 }
 
 // waitCampaignPage reads one page from the SKUs' feeds, waiting until
 // deadline for a durable record in any of them.
 func (s *Server) waitCampaignPage(feeds []*feedRequest, positions map[string]string, limit int, deadline time.Time) (*campaignPage, *reply) {
 	for {
-		page := &campaignPage{Events: []cloudEvent{}}
+		page := &campaignPage{Events: []json.RawMessage{}}
 		moved := false
 		for _, req := range feeds {
 			req.limit = min(req.limit, limit-len(page.Events))

@@ -178,6 +178,9 @@ type Server struct {
 	// end (feed.go).
 	feeds     context.Context
 	stopFeeds context.CancelFunc
+	// eventCaches share the encoded events of a SKU between its feed
+	// consumers (feed_cache.go).
+	eventCaches *eventCaches
 }
 
 // New checks cfg, registers the service's metrics on cfg.Registry and
@@ -208,6 +211,7 @@ func New(cfg Config) (*Server, error) {
 		retryAfter: retryAfterSeconds(cfg.MaxQueueWait),
 	}
 	s.feeds, s.stopFeeds = context.WithCancel(context.Background())
+	s.eventCaches = newEventCaches()
 	if err := cfg.Registry.Register(newSKUCollector(cfg.Engine, s.gates)); err != nil {
 		return nil, fmt.Errorf("httpapi: registering the SKU collector: %w", err)
 	}
