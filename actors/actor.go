@@ -128,7 +128,7 @@ func (a *skuActor) recover() {
 	a.h.unavailable.Store(true)
 	a.m = sku.New()
 	start := time.Now()
-	log, err := wal.Open(filepath.Join(a.h.dir, "wal"), a.cfg.walOptions())
+	log, err := wal.Open(filepath.Join(a.h.dir, "wal"), a.h.walOptions(a.cfg))
 	if err == nil {
 		a.log = log
 		a.h.log.Store(log)
@@ -234,6 +234,7 @@ func (a *skuActor) decideAll(ctx actor.Context, calls []*call) (defined bool) {
 		next++
 		kind := c.Kind // c is its caller's again once answered
 		a.core.Decide(now, &c.Call)
+		a.h.activity.decided(kind, &c.Call)
 		defined = defined || kind == core.KindDefine
 		end := monoNow() // the monotonic clock alone: half the cost of time.Now
 		a.cfg.metrics.observeCall(kind, time.Duration(end-start))
@@ -355,6 +356,7 @@ func (a *skuActor) tick(ctx actor.Context, now time.Time) {
 	a.h.nextExpiry.Store(act.NextExpiry)
 	if act.Expired > 0 {
 		a.cfg.metrics.expiries.Add(float64(act.Expired))
+		a.h.activity.expired.Add(uint64(act.Expired))
 	}
 	a.sizeFilter() // grow the request filter before it fills
 	if act.MoreExpiry {

@@ -39,6 +39,7 @@ func (a *skuActor) restoreState() error {
 	}
 	a.m, a.snap.index = res.Machine, res.Base.Index
 	if res.Base.Path != "" {
+		a.h.activity.snapshotLoaded(res.Base.Path, res.Base.Index)
 		log.Info("snapshot loaded", "path", res.Base.Path, "index", res.Base.Index,
 			"replay_from", res.Base.Index+1, "log_last", res.LogLast, "replayed", res.Replayed)
 	}

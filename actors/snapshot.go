@@ -183,12 +183,16 @@ func (a *skuActor) startSnapshot(ctx actor.Context, s *core.Snapshot, pause time
 		slots: a.cfg.snapshotWriters,
 	}
 	owner, root, self := &a.snap, ctx.ActorSystem().Root, ctx.Self()
+	act, clock := &a.h.activity, a.cfg.Clock
 	a.snap.writers.Add(1)
 	go func() {
 		defer owner.writers.Done()
 		done := w.run(durable)
 		done.owner = owner
 		done.info.Took, done.info.Pause = time.Since(start)+pause, pause
+		if done.err == nil {
+			act.snapshotWritten(clock(), done.info.Index) // before its callers hear of it
+		}
 		for _, c := range callers {
 			c <- snapshotReply{info: done.info, err: done.err}
 		}

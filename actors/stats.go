@@ -45,6 +45,8 @@ type SKU struct {
 	// reservation as of the actor's last expiry step (math.MaxInt64: none;
 	// 0 until the first step): the tick loop skips idle SKUs with it.
 	nextExpiry atomic.Int64
+	// activity counts what the SKU did, for the dashboard (stats_activity.go).
+	activity activity
 
 	// durable is the view as of the durable index, replaced whole by each
 	// release (one pointer store per batch, one load per ingress read).

@@ -37,4 +37,10 @@
 //	metrics.go       request and ingress metrics
 //	collector.go     per-SKU gauges collected at scrape time
 //	listener.go      connection shedding at the connection limit and on EMFILE
+//	stats.go         /admin/stats and its Server-Sent Events stream
+//	stats_doc.go     the JSON documents of the stats routes
+//	stats_sampler.go the 1 Hz sample: rates from per-SKU counters, a minute of history
+//	stats_ingress.go per-SKU counters of the reserve answers the ingress gives
+//	stats_engine.go  ActivityReader: what the engine counts per SKU (actors.Activity)
+//	dashboard.go     /admin/dashboard: the embedded page (package dashboard), its CSP
 package httpapi

@@ -20,6 +20,7 @@ import (
 type Engine interface {
 	Reserver
 	StatsReader
+	ActivityReader
 	Admin
 }
 

@@ -92,6 +92,10 @@ type Config struct {
 	Clock func() time.Time
 	// Logger receives errors and panics.
 	Logger *slog.Logger
+	// StatsInterval is the period of the dashboard's stats sample
+	// (/admin/stats: rates over it); negative: no background sampling (a
+	// test calls Server.SampleStats).
+	StatsInterval time.Duration
 	// Registry receives the service's metrics and is served on /metrics
 	// (give the engine the same one). Default: a new registry.
 	Registry *prometheus.Registry
@@ -146,6 +150,9 @@ func (c *Config) fill() error {
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
+	if c.StatsInterval == 0 {
+		c.StatsInterval = DefaultStatsInterval
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -181,6 +188,10 @@ type Server struct {
 	// eventCaches share the encoded events of a SKU between its feed
 	// consumers (feed_cache.go).
 	eventCaches *eventCaches
+
+	// ingress and stats feed the dashboard (stats*.go).
+	ingress *ingressStats
+	stats   *statsSampler
 }
 
 // New checks cfg, registers the service's metrics on cfg.Registry and
@@ -209,6 +220,8 @@ func New(cfg Config) (*Server, error) {
 		deadlines:  &deadlines{timeout: cfg.RequestTimeout},
 		adminID:    digest(cfg.AdminToken),
 		retryAfter: retryAfterSeconds(cfg.MaxQueueWait),
+		ingress:    &ingressStats{engine: cfg.Engine},
+		stats:      newStatsSampler(),
 	}
 	s.feeds, s.stopFeeds = context.WithCancel(context.Background())
 	s.eventCaches = newEventCaches()
@@ -222,7 +235,7 @@ func New(cfg Config) (*Server, error) {
 		WriteTimeout:          cfg.WriteTimeout,
 		IdleTimeout:           cfg.IdleTimeout,
 		MaxRequestBodySize:    cfg.MaxRequestBodySize,
-		HeaderReceived:        s.requestConfig,
+		HeaderReceived:        s.headerReceived,
 		NoDefaultServerHeader: true,
 		CloseOnShutdown:       true,
 		Concurrency:           cfg.MaxConnections,
@@ -265,7 +278,7 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 		r.HEAD(path, h)
 	}
 
-	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", s.route("reserve", s.handleReserve))
+	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", s.route("reserve", s.countReserve(s.handleReserve)))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}", s.route("sku_status", s.handleStatus))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}/requests/{request_id}", s.route("lookup_request", s.handleLookup))
 	get("/v1/reservations/{reservation_id}", s.route("get_reservation", s.handleGet))
@@ -282,6 +295,9 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/events", s.route("admin_feed", s.admin(s.handleFeed)))
 	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/reservations", s.route("admin_export", s.admin(s.handleExport)))
 	get("/admin/campaigns/{campaign_id}/events", s.route("admin_campaign_feed", s.admin(s.handleCampaignFeed)))
+	get(statsPath, s.route("admin_stats", s.admin(s.handleStats)))
+	r.GET(statsStreamPath, s.route("admin_stats_stream", s.admin(s.handleStatsStream))) // no HEAD: a stream
+	s.dashboardRoutes(get)
 
 	get("/metrics", s.metricsHandler())
 	get("/healthz", s.route("healthz", s.handleHealthz))
@@ -351,6 +367,7 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 // Accept errors from descriptor or buffer exhaustion are waited out, not
 // returned (see sheddingListener).
 func (s *Server) Serve(ln net.Listener) error {
+	s.runStats()
 	return s.http.Serve(sheddingListener{Listener: ln, onShed: func(err error) {
 		s.log.Warn("accept failed for lack of resources; waiting", "err", err)
 	}})
@@ -362,5 +379,6 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	s.stopFeeds()
+	s.stopStats()
 	return s.http.ShutdownWithContext(ctx)
 }

@@ -227,18 +227,27 @@ func (p *planner) pickBase() {
 		if s.Verdict != Usable {
 			continue
 		}
-		_, m, err := p.snaps.Read(s.File)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			p.set(i, Removed, err)
-		case err != nil:
-			p.set(i, Corrupt, err)
-		default:
+		if m, ok := p.read(i); ok {
 			p.set(i, Base, nil)
 			p.res.Machine, p.res.Base, p.res.LastApplied = m, s.File, s.Index
 			return
 		}
 	}
+}
+
+// read loads snapshot i whole; one that is gone (pruned by a running
+// engine) or does not read back is marked so, and ok is false.
+func (p *planner) read(i int) (m *sku.Machine, ok bool) {
+	_, m, err := p.snaps.Read(p.res.Snapshots[i].File)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		p.set(i, Removed, err)
+	case err != nil:
+		p.set(i, Corrupt, err)
+	default:
+		return m, true
+	}
+	return nil, false
 }
 
 // errStop ends a replay at the point asked for.
@@ -289,12 +298,9 @@ func (p *planner) compare(index uint64) {
 		if s.Verdict != Usable {
 			continue
 		}
-		_, m, err := p.snaps.Read(s.File)
+		m, ok := p.read(i)
 		switch {
-		case errors.Is(err, os.ErrNotExist):
-			p.set(i, Removed, err)
-		case err != nil:
-			p.set(i, Corrupt, err)
+		case !ok:
 		case m.Hash() != p.res.Machine.Hash():
 			p.set(i, Differs, nil)
 		default:

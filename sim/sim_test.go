@@ -16,7 +16,7 @@ import (
 func TestSeedSlice(t *testing.T) {
 	seeds := uint64(2000)
 	if raceEnabled {
-		seeds = 600
+		seeds = 300
 	}
 	if testing.Short() {
 		seeds /= 10

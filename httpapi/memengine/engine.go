@@ -114,6 +114,7 @@ type skuState struct {
 	// known holds the request_ids answered ACCEPTED or SOLD_OUT, as the
 	// real request filter does, without false positives.
 	known map[string]struct{}
+	act   activity // activity.go
 }
 
 // Engine is the in-memory twin. It satisfies httpapi.Engine (checked in
@@ -192,6 +193,7 @@ func (e *Engine) Expire() int {
 				break // nothing due after all
 			}
 			s.decided(out)
+			s.act.expired += uint64(len(out))
 			n += len(out)
 		}
 	}
@@ -264,6 +266,7 @@ func (e *Engine) Reserve(ctx context.Context, campaignID, skuID, requestID, user
 			var out []sku.Record
 			res, out = s.m.Reserve(e.now(), requestID, userID, nil)
 			s.decided(out)
+			s.act.reserved(res)
 			if !res.Duplicate && (res.Outcome == sku.OutcomeAccepted || res.Outcome == sku.OutcomeSoldOut) {
 				s.known[requestID] = struct{}{}
 			}
