@@ -78,6 +78,16 @@ func (e *Engine) Reserve(ctx context.Context, campaignID, skuID, requestID, user
 	return resultOf(e.run(ctx, campaignID, skuID, c))
 }
 
+// ReserveWith is Reserve for a buyer an entry pass vouched for: holder
+// (tier, risk, subject keys) is recorded with the reservation and counted
+// against max_unpaid_per_subject (sku.Machine.ReserveWith). It may also
+// answer SUBJECT_LIMIT; a malformed holder is ErrInvalidArgument.
+func (e *Engine) ReserveWith(ctx context.Context, campaignID, skuID, requestID, userID string, holder sku.Holder) (sku.Result, error) {
+	c := newCall(core.KindReserve)
+	c.RequestID, c.UserID, c.Holder = requestID, userID, holder
+	return resultOf(e.run(ctx, campaignID, skuID, c))
+}
+
 // Pay records payment paymentID (amount in minor units) for a reservation:
 // PAID, ALREADY_PAID, PAYMENT_CONFLICT, REFUND_REQUIRED or NOT_FOUND.
 func (e *Engine) Pay(ctx context.Context, reservationID, paymentID string, amount int64) (sku.Result, error) {

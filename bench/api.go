@@ -47,6 +47,14 @@ type CampaignSpec struct {
 	ReleaseOnClose bool `json:"release_on_close"`
 	// SKUs lists the SKUs and their sale limits.
 	SKUs []SKUSpec `json:"skus"`
+	// EntryPass, when set, is the campaign's entry_pass object: the tool
+	// sets required when it sends passes, so no reserve goes without one.
+	EntryPass *EntryPassSpec `json:"entry_pass,omitempty"`
+}
+
+// EntryPassSpec is a campaign's entry_pass object.
+type EntryPassSpec struct {
+	Required bool `json:"required"`
 }
 
 // SKUSpec is one SKU of a campaign.
@@ -108,6 +116,8 @@ type ReservationStatus struct {
 	ExpireAt string `json:"expire_at"`
 	// PaidAt is set once paid.
 	PaidAt string `json:"paid_at,omitempty"`
+	// ClosedAt is set once closed.
+	ClosedAt string `json:"closed_at,omitempty"`
 	// ClosedReason says why it closed (expired, cancelled, ...).
 	ClosedReason string `json:"closed_reason,omitempty"`
 	// RefundRequired is set when a payment arrived after the close.

@@ -173,6 +173,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, outputPaths, error) {
 	flags.StringVar(&parsed.Target, "target", parsed.Target, "base URL of seckilld; loopback addresses only")
 	flags.StringVar(&parsed.AdminToken, "admin-token", os.Getenv("SECKILL_ADMIN_TOKEN"), "bearer token of the admin API (default $SECKILL_ADMIN_TOKEN)")
 	flags.StringVar(&parsed.PaymentSecret, "payment-secret", os.Getenv("SECKILL_PAYMENT_SECRET"), "HMAC secret to sign payments with, if the server checks X-Signature (default $SECKILL_PAYMENT_SECRET)")
+	flags.StringVar(&parsed.EntryPassKeys, "entry-pass-keys", os.Getenv("SECKILL_ENTRY_PASS_KEYS"), "reserve with entry passes minted with the first of these keys (kid:hex,..., as seckilld's; default $SECKILL_ENTRY_PASS_KEYS); the campaign then requires them")
 	flags.StringVar(&parsed.Scenario, "scenario", ScenarioSeed, "scenario: "+strings.Join(Scenarios, ", "))
 	flags.Int64Var(&parsed.Stock, "stock", parsed.Stock, "sale_limit of each SKU (seed 10000, hot 1e9, many-skus 50, payflow 1000)")
 	flags.IntVar(&parsed.SKUs, "skus", parsed.SKUs, "number of SKUs (many-skus 1000, others 1)")
@@ -214,7 +215,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, outputPaths, error) {
 			problems = append(problems, err)
 		}
 	})
-	config.AdminToken, config.PaymentSecret = parsed.AdminToken, parsed.PaymentSecret
+	config.AdminToken, config.PaymentSecret, config.EntryPassKeys = parsed.AdminToken, parsed.PaymentSecret, parsed.EntryPassKeys
 	if config.Scenario == ScenarioHot && isSet(flags, "requests") && !isSet(flags, "duration") {
 		config.Duration = 0 // hot bounded by --requests alone
 	}
@@ -266,7 +267,7 @@ func copyFlag(config, parsed *Config, name string) error {
 		config.MaxTime = parsed.MaxTime
 	case "campaign":
 		config.CampaignID = parsed.CampaignID
-	case "admin-token", "payment-secret", "json", "report", "progress", "cpuprofile":
+	case "admin-token", "payment-secret", "entry-pass-keys", "json", "report", "progress", "cpuprofile":
 		// not per-scenario: taken as parsed
 	default:
 		return fmt.Errorf("flag %s not handled", name)

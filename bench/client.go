@@ -15,6 +15,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/seckill/seckill/entrypass"
 	"github.com/seckill/seckill/httpapi"
 )
 
@@ -41,6 +42,9 @@ type ClientOptions struct {
 	MaxConns int
 	// Timeout bounds each request (default DefaultRequestTimeout).
 	Timeout time.Duration
+	// EntryPasses, when set, makes every reserve carry an entry pass the
+	// client mints with the ring's signing key (issue #14).
+	EntryPasses *entrypass.KeyRing
 }
 
 // Client speaks the seckilld HTTP API over fasthttp.
@@ -50,6 +54,7 @@ type Client struct {
 	adminToken    string
 	paymentSecret []byte
 	timeout       time.Duration
+	entryPasses   *entrypass.KeyRing
 }
 
 // NewClient checks the options and returns a client. It does not connect.
@@ -84,6 +89,7 @@ func NewClient(options ClientOptions) (*Client, error) {
 		adminToken:    options.AdminToken,
 		paymentSecret: []byte(options.PaymentSecret),
 		timeout:       options.Timeout,
+		entryPasses:   options.EntryPasses,
 	}, nil
 }
 
@@ -279,6 +285,7 @@ func (c *Client) SKU(campaignID, skuID string) *SKUReserver {
 	return &SKUReserver{
 		client: c,
 		path:   "/v1/campaigns/" + url.PathEscape(campaignID) + "/skus/" + url.PathEscape(skuID) + "/reservations",
+		passes: newPassMinter(c.entryPasses, campaignID, skuID, time.Now()),
 	}
 }
 
@@ -286,6 +293,7 @@ func (c *Client) SKU(campaignID, skuID string) *SKUReserver {
 type SKUReserver struct {
 	client *Client
 	path   string
+	passes *passMinter // nil: reserves without entry passes
 }
 
 // Reserve posts one reservation request and classifies the answer.
@@ -297,11 +305,22 @@ func (r *SKUReserver) Reserve(ctx context.Context, requestID, userID string) (Re
 	request.Header.SetMethod(fasthttp.MethodPost)
 	request.SetRequestURI(r.path)
 	request.Header.SetContentType("application/json")
-	var buffer [128]byte
-	body := append(buffer[:0], `{"request_id":`...)
-	body = appendJSONString(body, requestID)
-	body = append(body, `,"user_id":`...)
+	var buffer [128 + entrypass.MaxTextLength]byte
+	body := append(buffer[:0], `{"user_id":`...)
 	body = appendJSONString(body, userID)
+	if r.passes != nil {
+		// The pass gives the request_id (its own, derived from ours).
+		pass, err := r.passes.mint(requestID, userID)
+		if err != nil {
+			return Reply{}, err
+		}
+		body = append(body, `,"entry_pass":"`...)
+		body = append(body, pass...)
+		body = append(body, '"')
+	} else {
+		body = append(body, `,"request_id":`...)
+		body = appendJSONString(body, requestID)
+	}
 	body = append(body, '}')
 	request.SetBody(body) // copied into the request's pooled buffer
 	if err := r.client.roundTrip(ctx, request, response); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/entrypass"
 )
 
 // Bounds of the flags that the server or the tool itself would refuse later.
@@ -48,6 +49,10 @@ type Config struct {
 	AdminToken string
 	// PaymentSecret signs payments (payflow), when the server wants it.
 	PaymentSecret string
+	// EntryPassKeys, when set ("kid:hex,..." as seckilld's
+	// --entry-pass-keys), makes every reserve carry an entry pass minted
+	// with its first key, and the campaign require one.
+	EntryPassKeys string
 	// Scenario is one of Scenarios.
 	Scenario string
 	// Stock is each SKU's sale_limit.
@@ -163,6 +168,11 @@ func (c *Config) Validate() error {
 	check(c.Timeout > 0, "timeout must be > 0")
 	check(c.MaxTime > c.Duration && c.MaxTime <= 25*time.Hour, "max-time must exceed duration and be at most 25h")
 	check(c.MaxResends >= 0 && c.MaxResends <= maxResendsLimit, "max resends must be in [0, %d]", maxResendsLimit)
+	if c.EntryPassKeys != "" {
+		if _, err := entrypass.ParseKeyRing(c.EntryPassKeys); err != nil {
+			problems = append(problems, fmt.Errorf("entry-pass-keys: %w", err))
+		}
+	}
 	if c.Scenario == ScenarioPayflow {
 		check(c.Requests > 0 && c.Requests <= 100_000, "payflow needs requests in [1, 100000]")
 		check(c.Requests <= c.Stock*int64(c.SKUs), "payflow needs requests <= stock, so that every reservation is accepted")

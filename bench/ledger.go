@@ -15,7 +15,7 @@ const maxLedgerExamples = 5
 // Ledger remembers, on the client side, which reservation each request got,
 // so that a run can prove what the server must never do: sell a unit beyond
 // the SKU's sale_limit, give one user two reservations, hand one token to two
-// reservations, or answer a resent request_id differently.
+// reservations at once, or answer a resent request_id differently.
 //
 // Workers note into their own shard (worker modulo ledgerShards) and each
 // answer keeps its arrival time; readers merge the shards in arrival order.
@@ -240,6 +240,21 @@ type tokenKey struct {
 	token string
 }
 
+// TokenHandover is a token handed from one reservation to the next after
+// the first one's expire_at, which release_on_close allows once the first
+// is CLOSED. The ledger sees only the answers, not that close: a caller that
+// reads the final states checks it (payflow).
+type TokenHandover struct {
+	// SKU indexes the SKU; Token is the token id.
+	SKU   int
+	Token string
+	// Earlier held the token first; Later was given it at LaterCreatedAt
+	// (server time: its expire_at less the payment window), at or after
+	// Earlier's expire_at.
+	Earlier, Later string
+	LaterCreatedAt time.Time
+}
+
 // LedgerReport is what the ledger proves after a run.
 type LedgerReport struct {
 	// AcceptedBySKU counts distinct accepted reservation ids per SKU index.
@@ -250,8 +265,16 @@ type LedgerReport struct {
 	Oversold int64
 	// DuplicateWinners counts users holding more than one distinct reservation.
 	DuplicateWinners int64
-	// TokenReused counts token ids bound to more than one reservation.
+	// TokenReused counts tokens handed to a reservation while an earlier
+	// one may still have held them: before its expire_at, or at all when
+	// tokens are not released (a payment window of 0) or an answer has no
+	// expire_at to prove the release. The ledger does not see cancels: a
+	// token a cancel released early counts here (no scenario cancels while
+	// it reserves).
 	TokenReused int64
+	// TokenHandovers lists the tokens handed on after an expire_at, in
+	// (SKU, token, server time) order.
+	TokenHandovers []TokenHandover
 	// RetryMismatches counts request ids answered with two different
 	// reservation ids, or accepted once and refused another time.
 	RetryMismatches int64
@@ -262,7 +285,11 @@ type LedgerReport struct {
 }
 
 // Check analyses the ledger. saleLimit returns the limit of a SKU index.
-func (l *Ledger) Check(skus int, saleLimit func(sku int) int64) LedgerReport {
+// paymentWindow is the campaigns' payment window when they release the
+// token of a closed unpaid reservation (release_on_close), 0 when tokens
+// are never released: then a token given to two reservations is reused,
+// whenever it happened.
+func (l *Ledger) Check(skus int, saleLimit func(sku int) int64, paymentWindow time.Duration) LedgerReport {
 	l.lock()
 	defer l.unlock()
 	if skus < 1 {
@@ -272,7 +299,12 @@ func (l *Ledger) Check(skus int, saleLimit func(sku int) int64) LedgerReport {
 	accepts := l.arrivals()
 	seen := make(map[string]int, len(accepts)) // reservation id -> sku
 	byRequest := make(map[int64]string, len(accepts))
-	byToken := make(map[tokenKey]string, len(accepts)) // tokens are unique within a SKU
+	// A token's first holder, as an index into accepts (tokens are unique
+	// within a SKU); the tokens with more than one holder also get the list
+	// of them (release_on_close hands tokens on; without it, only a broken
+	// server).
+	byToken := make(map[tokenKey]int, len(accepts))
+	moreOfToken := make(map[tokenKey][]int)
 	// A user's first reservation; the users with more than one distinct
 	// reservation also get the set of them (rare: only a broken server).
 	firstOfUser := make(map[int64]string, len(accepts))
@@ -285,7 +317,7 @@ func (l *Ledger) Check(skus int, saleLimit func(sku int) int64) LedgerReport {
 			report.Examples = append(report.Examples, kind+": "+text)
 		}
 	}
-	for _, a := range accepts {
+	for index, a := range accepts {
 		if a.ReservationID == "" {
 			report.MissingReservationID++
 			example("missing_reservation_id", fmt.Sprintf("request %d", a.Request))
@@ -316,12 +348,35 @@ func (l *Ledger) Check(skus int, saleLimit func(sku int) int64) LedgerReport {
 		}
 		if a.TokenID != "" {
 			key := tokenKey{sku: a.SKU, token: a.TokenID}
-			if holder, ok := byToken[key]; ok && holder != a.ReservationID {
-				report.TokenReused++
-				example("token_reused", fmt.Sprintf("sku %d token %s held by %s and %s", a.SKU, a.TokenID, holder, a.ReservationID))
+			if first, ok := byToken[key]; !ok {
+				byToken[key] = index
+			} else if more := moreOfToken[key]; more == nil {
+				moreOfToken[key] = []int{first, index}
 			} else {
-				byToken[key] = a.ReservationID
+				moreOfToken[key] = append(more, index)
 			}
+		}
+	}
+	keys := make([]tokenKey, 0, len(moreOfToken))
+	for key := range moreOfToken {
+		keys = append(keys, key)
+	}
+	slices.SortFunc(keys, func(x, y tokenKey) int { return cmp.Or(cmp.Compare(x.sku, y.sku), cmp.Compare(x.token, y.token)) })
+	for _, key := range keys {
+		holders := moreOfToken[key]
+		// In server order: expire_at is the creation time plus the window.
+		slices.SortStableFunc(holders, func(x, y int) int { return accepts[x].ExpireAt.Compare(accepts[y].ExpireAt) })
+		for i := 1; i < len(holders); i++ {
+			earlier, later := &accepts[holders[i-1]], &accepts[holders[i]]
+			laterCreatedAt := later.ExpireAt.Add(-paymentWindow)
+			if paymentWindow > 0 && !earlier.ExpireAt.IsZero() && !later.ExpireAt.IsZero() && !laterCreatedAt.Before(earlier.ExpireAt) {
+				report.TokenHandovers = append(report.TokenHandovers, TokenHandover{SKU: key.sku, Token: key.token,
+					Earlier: earlier.ReservationID, Later: later.ReservationID, LaterCreatedAt: laterCreatedAt})
+				continue
+			}
+			report.TokenReused++
+			example("token_reused", fmt.Sprintf("sku %d token %s held by %s (expire_at %s) and %s (expire_at %s)", key.sku, key.token,
+				earlier.ReservationID, formatTimeOrNone(earlier.ExpireAt), later.ReservationID, formatTimeOrNone(later.ExpireAt)))
 		}
 	}
 	for request, outcome := range l.refusals() {
@@ -348,4 +403,12 @@ func (l *Ledger) Check(skus int, saleLimit func(sku int) int64) LedgerReport {
 	}
 	sort.Strings(report.Examples)
 	return report
+}
+
+// formatTimeOrNone formats t as the API does, "none" for the zero time.
+func formatTimeOrNone(t time.Time) string {
+	if t.IsZero() {
+		return "none"
+	}
+	return FormatTime(t)
 }

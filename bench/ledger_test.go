@@ -27,7 +27,7 @@ func TestLedgerFindsEveryKindOfDoubleSale(t *testing.T) {
 	accept(5, 5, 1, "e", "1") // token 1 of another SKU: fine
 	accept(6, 6, 1, "f", "6")
 	accept(6, 6, 1, "g", "7") // request 6 answered with two reservations
-	report := ledger.Check(2, func(int) int64 { return 3 })
+	report := ledger.Check(2, func(int) int64 { return 3 }, 0)
 	if report.AcceptedBySKU[0] != 4 || report.AcceptedBySKU[1] != 3 || report.Accepted != 7 {
 		t.Errorf("accepted %v / %d", report.AcceptedBySKU, report.Accepted)
 	}
@@ -66,7 +66,7 @@ func TestLedgerFlagsARetryAcceptedOnceAndRefusedOnce(t *testing.T) {
 	at := time.Unix(1_000_000, 0)
 	ledger.Note(0, at, Attempt{Request: retried, User: 1}, Reply{Outcome: OutcomeAccepted, ReservationID: "x"})
 	ledger.Note(1, at.Add(time.Millisecond), Attempt{Request: retried, User: 1}, Reply{Outcome: OutcomeSoldOut})
-	if got := ledger.Check(1, func(int) int64 { return 10 }).RetryMismatches; got != 1 {
+	if got := ledger.Check(1, func(int) int64 { return 10 }, 0).RetryMismatches; got != 1 {
 		t.Errorf("retry mismatches %d, want 1", got)
 	}
 }
@@ -86,7 +86,7 @@ func TestLedgerMergesWorkersInArrivalOrder(t *testing.T) {
 	note(ledgerShards+1, 4, "c") // shares worker 1's shard
 	// In arrival order b, a, a, c: request 7 was first answered b, then
 	// three times otherwise.
-	if got := ledger.Check(1, func(int) int64 { return 10 }).RetryMismatches; got != 3 {
+	if got := ledger.Check(1, func(int) int64 { return 10 }, 0).RetryMismatches; got != 3 {
 		t.Errorf("retry mismatches %d, want 3", got)
 	}
 	var order []string
@@ -118,7 +118,7 @@ func TestLedgerKeepsEveryAnswerOfConcurrentWorkers(t *testing.T) {
 		}()
 	}
 	wait.Wait()
-	report := ledger.Check(1, func(int) int64 { return workers * each })
+	report := ledger.Check(1, func(int) int64 { return workers * each }, 0)
 	if report.Accepted != workers*each || report.RetryMismatches != 0 || report.DuplicateWinners != 0 || report.Oversold != 0 {
 		t.Fatalf("report %+v", report)
 	}
@@ -149,8 +149,47 @@ func BenchmarkLedgerCheck(b *testing.B) {
 			ReservationID: "cmp-hot-c1024-abcdefgh~sku-1~" + strconv.FormatInt(i, 10) + "~0123456789abcdef", TokenID: strconv.FormatInt(i, 10)})
 	}
 	for b.Loop() {
-		if report := ledger.Check(1, func(int) int64 { return 1 << 40 }); report.Accepted != 2_000_000 {
+		if report := ledger.Check(1, func(int) int64 { return 1 << 40 }, 0); report.Accepted != 2_000_000 {
 			b.Fatalf("accepted %d", report.Accepted)
 		}
+	}
+}
+
+// With release_on_close, a token that went back to the pool when its
+// reservation expired is handed to the next reservation: that is not a
+// reuse. Only a token handed out again before its holder's expire_at (two
+// reservations holding it at once) is, and without release every second
+// holder is. Answers are noted out of server order (a slow first answer).
+func TestLedgerAllowsATokenReleasedByAnExpiry(t *testing.T) {
+	const window = 2 * time.Second
+	created := time.Unix(1_000_000, 0) // server time of the first reservations
+	arrival := created
+	ledger := NewLedger(nil)
+	accept := func(request int64, reservation, token string, createdAt time.Time) {
+		arrival = arrival.Add(time.Millisecond)
+		ledger.Note(int(request), arrival, Attempt{Request: request, User: request},
+			Reply{Outcome: OutcomeAccepted, ReservationID: reservation, TokenID: token, ExpireAt: createdAt.Add(window)})
+	}
+	accept(1, "b", "1", created.Add(window))                    // token 1 once a expired ...
+	accept(2, "a", "1", created)                                // ... whose answer came later
+	accept(3, "c", "1", created.Add(2*window+time.Millisecond)) // and again once b expired
+	accept(4, "d", "2", created)                                // token 2 ...
+	accept(5, "e", "2", created.Add(window-time.Millisecond))   // ... again while d still held it
+	accept(6, "f", "3", created)                                // token 3, then an answer without expire_at
+	ledger.Note(7, arrival.Add(time.Millisecond), Attempt{Request: 7, User: 7},
+		Reply{Outcome: OutcomeAccepted, ReservationID: "g", TokenID: "3"}) // cannot prove a release
+	report := ledger.Check(1, func(int) int64 { return 10 }, window)
+	if report.TokenReused != 2 {
+		t.Errorf("token reused %d, want 2 (token 2 held by d and e at once, token 3 by f and g): %v", report.TokenReused, report.Examples)
+	}
+	handovers := make([]string, 0, len(report.TokenHandovers))
+	for _, h := range report.TokenHandovers {
+		handovers = append(handovers, h.Earlier+">"+h.Later)
+	}
+	if got := strings.Join(handovers, ","); got != "a>b,b>c" {
+		t.Errorf("handovers %s, want a>b,b>c", got)
+	}
+	if got := ledger.Check(1, func(int) int64 { return 10 }, 0).TokenReused; got != 4 {
+		t.Errorf("without release: token reused %d, want 4 (b, c, e, g)", got)
 	}
 }

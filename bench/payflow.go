@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -163,6 +164,9 @@ func runPayflow(ctx context.Context, config Config, client *Client) (*Result, er
 		phase.mismatch("refund list unreadable: %v", err)
 	}
 	phase.check(jobs, states, refunds)
+	reused, examples := checkHandovers(load.report.TokenHandovers, states)
+	load.result.TokenReused += reused
+	load.result.Examples = append(load.result.Examples, examples...)
 	load.audit(ctx, config, client)
 	phase.checkAuditAfter(load.result.Audit)
 	phase.report.CallLatencyMS = phase.timer.summaries()
@@ -374,6 +378,31 @@ func (p *payflowPhase) check(jobs []*payJob, states map[string]ReservationStatus
 			p.mismatch("%s: on the refund list, but no payment was refused for it", id)
 		}
 	}
+}
+
+// checkHandovers checks each token handed on after an expire_at against
+// the final states: the earlier holder must have closed (not been paid) no
+// later than the next one got the token. It returns how many did not, and a
+// few examples. An unreadable final state is left to check's mismatches.
+func checkHandovers(handovers []TokenHandover, states map[string]ReservationStatus) (int64, []string) {
+	var reused int64
+	var examples []string
+	for _, h := range handovers {
+		earlier := states[h.Earlier]
+		if earlier.Error != "" {
+			continue // unreadable: check already counts it as a mismatch
+		}
+		closedAt, err := ParseTime(earlier.ClosedAt)
+		if earlier.State == "CLOSED" && err == nil && !closedAt.After(h.LaterCreatedAt) {
+			continue
+		}
+		reused++
+		if len(examples) < maxLedgerExamples {
+			examples = append(examples, fmt.Sprintf("token_reused: sku %d token %s given to %s at %s while %s was %s (closed_at %q)",
+				h.SKU, h.Token, h.Later, FormatTime(h.LaterCreatedAt), h.Earlier, cmp.Or(earlier.State, "unread"), earlier.ClosedAt))
+		}
+	}
+	return reused, examples
 }
 
 // expectedFinal returns the final state a job's answers allow ("" when the

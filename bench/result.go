@@ -63,7 +63,9 @@ type Result struct {
 	// Undersold counts units still available at the end of a SKU whose
 	// requests were refused as SOLD_OUT.
 	Undersold int64 `json:"undersold"`
-	// TokenReused counts tokens handed to two reservations.
+	// TokenReused counts tokens handed to a reservation while another held
+	// them (a token handed on after its holder closed, with
+	// release_on_close, is not counted).
 	TokenReused int64 `json:"token_reused"`
 	// RetryMismatches counts request ids answered differently when resent.
 	RetryMismatches int64 `json:"retry_mismatches"`

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/seckill/seckill/entrypass"
 )
 
 // Campaign timing.
@@ -26,12 +28,17 @@ func Run(ctx context.Context, config Config) (*Result, error) {
 	if err := config.Validate(); err != nil {
 		return nil, err
 	}
+	var passes *entrypass.KeyRing
+	if config.EntryPassKeys != "" {
+		passes, _ = entrypass.ParseKeyRing(config.EntryPassKeys) // checked by Validate
+	}
 	client, err := NewClient(ClientOptions{
 		Target:        config.Target,
 		AdminToken:    config.AdminToken,
 		PaymentSecret: config.PaymentSecret,
 		MaxConns:      config.Concurrency + 16,
 		Timeout:       config.Timeout,
+		EntryPasses:   passes,
 	})
 	if err != nil {
 		return nil, err
@@ -155,6 +162,9 @@ func runLoadPhase(ctx context.Context, config Config, client *Client, scenario l
 			ReleaseOnClose: true,
 			SKUs:           scenario.skus[first:last],
 		}
+		if config.EntryPassKeys != "" {
+			campaign.EntryPass = &EntryPassSpec{Required: true}
+		}
 		if err := client.PutCampaign(ctx, campaign); err != nil {
 			return nil, err
 		}
@@ -194,7 +204,9 @@ func runLoadPhase(ctx context.Context, config Config, client *Client, scenario l
 	for i, spec := range scenario.skus {
 		limits[i] = spec.SaleLimit
 	}
-	report := ledger.Check(len(scenario.skus), func(sku int) int64 { return limits[sku] })
+	// The campaigns release tokens on close (above); the server keeps the
+	// payment window in whole milliseconds.
+	report := ledger.Check(len(scenario.skus), func(sku int) int64 { return limits[sku] }, config.PaymentWindow.Truncate(time.Millisecond))
 	result.fillLedger(report)
 	return &loadPhase{scenario: scenario, plan: plan, campaignIDs: campaignIDs, result: result, tally: tally, ledger: ledger, report: report}, nil
 }

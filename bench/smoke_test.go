@@ -207,6 +207,21 @@ func TestPayflowAgainstSeckilld(t *testing.T) {
 	}
 }
 
+// A reserve phase longer than the payment window: the first reservations
+// expire while the last ones are made, and the engine hands their tokens
+// on (release_on_close). That is no reuse: the run passes.
+func TestPayflowWhoseReservePhaseOutlastsTheWindow(t *testing.T) {
+	target := startSeckilld(t, serverOptions{})
+	status, result, output := runMain(t, "--target", target, "--admin-token", "admin", "--scenario", "payflow",
+		"--stock", "80", "--requests", "80", "--rate", "40", "--payment-window", "1s")
+	if status != ExitPass || number(t, result, "token_reused") != 0 {
+		t.Fatalf("exit %d\n%s", status, output)
+	}
+	if payflow, _ := result["payflow"].(map[string]any); payflow == nil || payflow["late_payments"] == 0.0 {
+		t.Errorf("payflow %v, want late payments (reservations that expired during the reserve phase)", payflow)
+	}
+}
+
 func TestMainRejectsBadFlagsAndRemoteTargets(t *testing.T) {
 	for _, args := range [][]string{
 		{"--scenario", "nope"},

@@ -49,7 +49,7 @@ func TestTallyAddsUpTheStripes(t *testing.T) {
 	if got := tally.Latency().Overall.TotalCount(); got != workers*each+workers {
 		t.Errorf("latency count %d", got)
 	}
-	if got := tally.Ledger().Check(skus, func(int) int64 { return 1 << 40 }).Accepted; got != workers*each/5 {
+	if got := tally.Ledger().Check(skus, func(int) int64 { return 1 << 40 }, 0).Accepted; got != workers*each/5 {
 		t.Errorf("ledger accepted %d", got)
 	}
 }

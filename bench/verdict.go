@@ -28,7 +28,7 @@ func judge(r *Result, expect expectations, acceptedBySKU []int64, skus []SKUSpec
 		fail("duplicate winners: %d users hold more than one reservation", r.DuplicateWinners)
 	}
 	if r.TokenReused > 0 {
-		fail("token reused: %d tokens handed to two reservations", r.TokenReused)
+		fail("token reused: %d tokens handed to a reservation while another held them", r.TokenReused)
 	}
 	if r.RetryMismatches > 0 {
 		fail("retry mismatches: %d request ids answered differently when resent (or 202 without reservation_id)", r.RetryMismatches)

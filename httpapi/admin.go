@@ -19,16 +19,23 @@ func digest(token string) [32]byte { return sha256.Sum256([]byte(token)) }
 // admin wraps an admin handler with the bearer-token check. The 401 says
 // whether no bearer token was given or a wrong one.
 func (s *Server) admin(h func(ctx *fasthttp.RequestCtx) string) func(ctx *fasthttp.RequestCtx) string {
+	return withBearer(&s.adminID, "seckill-admin", "admin", h)
+}
+
+// withBearer wraps h with a check of the request's bearer token against
+// want, the SHA-256 of the token (compared in constant time); who names
+// the token in the 401's detail, realm in its WWW-Authenticate.
+func withBearer(want *[32]byte, realm, who string, h func(ctx *fasthttp.RequestCtx) string) func(ctx *fasthttp.RequestCtx) string {
 	return func(ctx *fasthttp.RequestCtx) string {
 		token, ok := bearer(ctx.Request.Header.Peek("Authorization"))
 		given := ok && len(token) > 0
 		got := digest(string(token))
-		if !given || subtle.ConstantTimeCompare(got[:], s.adminID[:]) != 1 {
-			detail := "admin bearer token wrong"
+		if !given || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			detail := who + " bearer token wrong"
 			if !given {
-				detail = "admin bearer token missing"
+				detail = who + " bearer token missing"
 			}
-			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="seckill-admin"`)
+			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="`+realm+`"`)
 			return write(ctx, errorReply(fasthttp.StatusUnauthorized, reasonUnauthorized, detail))
 		}
 		return h(ctx)
@@ -103,6 +110,11 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 	defs, err := c.Definitions()
 	if err != nil { // the message may quote the ids of the body
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, boundDetail(err.Error())))
+	}
+	if c.EntryPass != nil && c.EntryPass.Required && s.cfg.EntryPasses.Keys == nil {
+		// Every reserve would be refused: say so now, not at the sale.
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest,
+			"entry_pass.required: this server has no entry-pass keys (--entry-pass-keys)"))
 	}
 	if err := checkRedefinitions(s.engine, defs); err != nil {
 		return write(ctx, errorReply(fasthttp.StatusConflict, reasonDefinitionConflict, err.Error()))

@@ -20,6 +20,10 @@ type campaignJSON struct {
 	PaymentWindow  string        `json:"payment_window,omitempty"`
 	ReleaseOnClose *bool         `json:"release_on_close,omitempty"`
 	SKUs           []CampaignSKU `json:"skus"`
+
+	EntryPass             *CampaignEntryPass `json:"entry_pass,omitempty"`
+	MaxUnpaidPerSubject   uint32             `json:"max_unpaid_per_subject,omitempty"`
+	PaymentWindowHighRisk string             `json:"payment_window_high_risk,omitempty"`
 }
 
 // MarshalJSON writes a campaign document with its times as every answer
@@ -33,6 +37,10 @@ func (c Campaign) MarshalJSON() ([]byte, error) {
 		PaymentWindow:  c.PaymentWindow,
 		ReleaseOnClose: c.ReleaseOnClose,
 		SKUs:           c.SKUs,
+
+		EntryPass:             c.EntryPass,
+		MaxUnpaidPerSubject:   c.MaxUnpaidPerSubject,
+		PaymentWindowHighRisk: c.PaymentWindowHighRisk,
 	})
 }
 
@@ -80,6 +88,10 @@ func (c *Campaign) UnmarshalJSON(data []byte) error {
 		PaymentWindow:  doc.PaymentWindow,
 		ReleaseOnClose: doc.ReleaseOnClose,
 		SKUs:           doc.SKUs,
+
+		EntryPass:             doc.EntryPass,
+		MaxUnpaidPerSubject:   doc.MaxUnpaidPerSubject,
+		PaymentWindowHighRisk: doc.PaymentWindowHighRisk,
 	}
 	return nil
 }

@@ -34,6 +34,57 @@ type Campaign struct {
 	ReleaseOnClose *bool `json:"release_on_close,omitempty"`
 	// SKUs are the campaign's SKUs, each with its own token pool.
 	SKUs []CampaignSKU `json:"skus"`
+	// EntryPass says whether reserves need an entry pass and how the
+	// issuing route hands them out; absent: passes are optional, lead and
+	// ttl 10m (issue #14).
+	EntryPass *CampaignEntryPass `json:"entry_pass,omitempty"`
+	// MaxUnpaidPerSubject caps, per SKU, the unpaid reservations whose
+	// entry passes carry the same subject key; 0 or absent: no cap.
+	MaxUnpaidPerSubject uint32 `json:"max_unpaid_per_subject,omitempty"`
+	// PaymentWindowHighRisk is the payment window of a reservation made
+	// with a pass of risk >= 1, a Go duration no longer than
+	// payment_window; empty: payment_window.
+	PaymentWindowHighRisk string `json:"payment_window_high_risk,omitempty"`
+}
+
+// CampaignEntryPass is a campaign's entry_pass object.
+type CampaignEntryPass struct {
+	// Required refuses reserves without a pass (403 ENTRY_PASS_REQUIRED).
+	Required bool `json:"required"`
+	// Lead: passes are issued from start_at - lead (a Go duration, at
+	// least 1ms, at most 24h; empty: 10m).
+	Lead string `json:"lead,omitempty"`
+	// TTL is an issued pass's lifetime after max(now, start_at) (at least
+	// 1ms, at most 24h; empty: 10m).
+	TTL string `json:"ttl,omitempty"`
+}
+
+// passFields returns the fields of issue #14 of every SKU's definition.
+func (c Campaign) passFields(window time.Duration) (rule sku.EntryPassRule, highRiskMs int64, err error) {
+	if e := c.EntryPass; e != nil {
+		rule.Required = e.Required
+		for _, f := range [...]struct {
+			name, text string
+			dst        *int64
+		}{{"entry_pass.lead", e.Lead, &rule.LeadMs}, {"entry_pass.ttl", e.TTL, &rule.TTLMs}} {
+			if f.text == "" {
+				continue
+			}
+			d, perr := time.ParseDuration(f.text)
+			if perr != nil || d < time.Millisecond || d.Milliseconds() > sku.MaxEntryPassTTLMs {
+				return rule, 0, &fieldError{field: f.name, want: `a duration from "1ms" to "24h", such as "10m"`}
+			}
+			*f.dst = d.Milliseconds()
+		}
+	}
+	if c.PaymentWindowHighRisk != "" {
+		d, perr := time.ParseDuration(c.PaymentWindowHighRisk)
+		if perr != nil || d < time.Millisecond || d > window {
+			return rule, 0, &fieldError{field: "payment_window_high_risk", want: `a duration from "1ms" to payment_window, such as "3m"`}
+		}
+		highRiskMs = d.Milliseconds()
+	}
+	return rule, highRiskMs, nil
 }
 
 // CampaignSKU is one SKU of a Campaign.
@@ -71,6 +122,10 @@ func (c Campaign) Definitions() ([]sku.Definition, error) {
 	if len(c.SKUs) == 0 {
 		return nil, errors.New("skus must list at least one SKU")
 	}
+	rule, highRiskMs, err := c.passFields(window)
+	if err != nil {
+		return nil, err
+	}
 	seen := make(map[string]bool, len(c.SKUs))
 	defs := make([]sku.Definition, 0, len(c.SKUs))
 	for _, s := range c.SKUs {
@@ -86,6 +141,10 @@ func (c Campaign) Definitions() ([]sku.Definition, error) {
 			PaymentWindowMs: window.Milliseconds(),
 			SaleLimit:       s.SaleLimit,
 			ReleaseOnClose:  release,
+
+			EntryPass:               rule,
+			MaxUnpaidPerSubject:     c.MaxUnpaidPerSubject,
+			PaymentWindowHighRiskMs: highRiskMs,
 		}
 		if err := d.Validate(); err != nil {
 			return nil, err
@@ -106,6 +165,19 @@ func campaignOf(defs []sku.Definition) Campaign {
 			c.EndAt = time.UnixMilli(d.EndAt).UTC()
 			c.PaymentWindow = (time.Duration(d.PaymentWindowMs) * time.Millisecond).String()
 			c.ReleaseOnClose = &release
+			c.MaxUnpaidPerSubject = d.MaxUnpaidPerSubject
+			if d.PaymentWindowHighRiskMs != 0 {
+				c.PaymentWindowHighRisk = (time.Duration(d.PaymentWindowHighRiskMs) * time.Millisecond).String()
+			}
+			if d.EntryPass != (sku.EntryPassRule{}) {
+				c.EntryPass = &CampaignEntryPass{Required: d.EntryPass.Required}
+				if d.EntryPass.LeadMs != 0 {
+					c.EntryPass.Lead = (time.Duration(d.EntryPass.LeadMs) * time.Millisecond).String()
+				}
+				if d.EntryPass.TTLMs != 0 {
+					c.EntryPass.TTL = (time.Duration(d.EntryPass.TTLMs) * time.Millisecond).String()
+				}
+			}
 		}
 		c.SKUs = append(c.SKUs, CampaignSKU{SKUID: d.SKUID, SaleLimit: d.SaleLimit})
 	}

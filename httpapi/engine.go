@@ -28,6 +28,9 @@ type Engine interface {
 type Reserver interface {
 	// Reserve asks for a token for userID, once per requestID.
 	Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error)
+	// ReserveWith is Reserve with the holder an entry pass vouched for
+	// (recorded, counted against max_unpaid_per_subject).
+	ReserveWith(ctx context.Context, campaignID, skuID, requestID, userID string, holder sku.Holder) (sku.Result, error)
 	// Pay records a payment for a reservation.
 	Pay(ctx context.Context, reservationID, paymentID string, amount int64) (sku.Result, error)
 	// Release returns the token of a closed reservation that still holds

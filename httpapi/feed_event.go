@@ -83,16 +83,24 @@ type eventData struct {
 	TokenReleased *bool           `json:"token_released,omitempty"`
 	Outcome       string          `json:"outcome,omitempty"`
 	Definition    *definitionData `json:"definition,omitempty"`
+	// Tier and Risk are what the reserve's entry pass said (created
+	// events of reserves made with a pass only; the pass's subject keys
+	// are not sent).
+	Tier *uint8 `json:"tier,omitempty"`
+	Risk *uint8 `json:"risk,omitempty"`
 }
 
 // definitionData is a seckill.sku.defined event's definition (never the
 // reservation id key).
 type definitionData struct {
-	StartAt         string `json:"start_at"`
-	EndAt           string `json:"end_at"`
-	PaymentWindowMs int64  `json:"payment_window_ms"`
-	SaleLimit       uint32 `json:"sale_limit"`
-	ReleaseOnClose  bool   `json:"release_on_close"`
+	StartAt                 string `json:"start_at"`
+	EndAt                   string `json:"end_at"`
+	PaymentWindowMs         int64  `json:"payment_window_ms"`
+	SaleLimit               uint32 `json:"sale_limit"`
+	ReleaseOnClose          bool   `json:"release_on_close"`
+	EntryPassRequired       bool   `json:"entry_pass_required,omitempty"`
+	MaxUnpaidPerSubject     uint32 `json:"max_unpaid_per_subject,omitempty"`
+	PaymentWindowHighRiskMs int64  `json:"payment_window_high_risk_ms,omitempty"`
 }
 
 // eventSource is the CloudEvents source of a SKU's events.
@@ -119,10 +127,16 @@ func newEvent(r sku.Record, index uint64, id string, def sku.Definition, res sku
 		d.Definition = &definitionData{
 			StartAt: formatMillis(r.Def.StartAt), EndAt: formatMillis(r.Def.EndAt),
 			PaymentWindowMs: r.Def.PaymentWindowMs, SaleLimit: r.Def.SaleLimit, ReleaseOnClose: r.Def.ReleaseOnClose,
+			EntryPassRequired: r.Def.EntryPass.Required, MaxUnpaidPerSubject: r.Def.MaxUnpaidPerSubject,
+			PaymentWindowHighRiskMs: r.Def.PaymentWindowHighRiskMs,
 		}
 	case sku.RecordReserved:
 		res = sku.View{RequestID: r.RequestID, UserID: r.UserID, TokenID: r.Token, CreatedAt: r.At, ExpireAt: r.ExpireAt}
 		d.setReservation(r.Seq, def, res)
+		if r.Holder != (sku.Holder{}) {
+			tier, risk := r.Holder.Tier, r.Holder.Risk
+			d.Tier, d.Risk = &tier, &risk
+		}
 	case sku.RecordRejected:
 		d.RequestID, d.UserID, d.Outcome = r.RequestID, r.UserID, r.Outcome.String()
 	case sku.RecordPaid, sku.RecordRefundRequired:

@@ -45,8 +45,10 @@ func goldenRecords() map[sku.RecordType]sku.Record {
 	const at = 1_767_225_600_000 // 2026-01-01T00:00:00Z
 	return map[sku.RecordType]sku.Record{
 		sku.RecordDefine: {Type: sku.RecordDefine, At: at, Def: sku.Definition{CampaignID: "c1", SKUID: "s1",
-			StartAt: at, EndAt: at + 3_600_000, PaymentWindowMs: 900_000, SaleLimit: 100, ReleaseOnClose: true}},
-		sku.RecordReserved:       {Type: sku.RecordReserved, At: at + 1, Seq: 7, Token: 3, ExpireAt: at + 900_001, RequestID: "r-7", UserID: "u-7"},
+			StartAt: at, EndAt: at + 3_600_000, PaymentWindowMs: 900_000, SaleLimit: 100, ReleaseOnClose: true,
+			EntryPass: sku.EntryPassRule{Required: true}, MaxUnpaidPerSubject: 2, PaymentWindowHighRiskMs: 180_000}},
+		sku.RecordReserved: {Type: sku.RecordReserved, At: at + 1, Seq: 7, Token: 3, ExpireAt: at + 900_001, RequestID: "r-7", UserID: "u-7",
+			Holder: sku.Holder{Tier: 2, Risk: 1, Subjects: 1, Keys: [sku.SubjectKindCount]sku.SubjectKey{{9}}}},
 		sku.RecordRejected:       {Type: sku.RecordRejected, At: at + 2, Outcome: sku.OutcomeSoldOut, Seq: 1, RequestID: "r-8", UserID: "u-8"},
 		sku.RecordPaid:           {Type: sku.RecordPaid, At: at + 3, Seq: 7, PaymentID: "p-1", Amount: 1999},
 		sku.RecordClosed:         {Type: sku.RecordClosed, At: at + 4, Seq: 7, Reason: sku.ReasonExpired, Release: true},

@@ -33,6 +33,12 @@ func reserveIn(requestID, userID string) linInput {
 	return linInput{kind: linReserve, requestID: requestID, userID: userID}
 }
 
+// passIn is a reserve with the pass minted for passUser (on device, "" for
+// none), sent by userID; its request_id stands for the pass's.
+func passIn(requestID, passUser, userID, device string) linInput {
+	return linInput{kind: linReserve, requestID: requestID, userID: userID, pass: "pass-" + requestID, passUser: passUser, device: device}
+}
+
 func payIn(id, paymentID string, amount int64) linInput {
 	return linInput{kind: linPay, reservationID: id, paymentID: paymentID, amount: amount, hasAmount: true}
 }
@@ -216,6 +222,35 @@ func TestLinearizabilityModel(t *testing.T) {
 			{0, 0, 1, reserveIn("r1", "u1"), acceptedOut(resA, "r1", 1)},
 			{1, 2, 3, linInput{kind: linAudit}, auditOut(2, 2, 0, 0, 0, 0)},
 		}, false},
+		{"a cap of one per device: the second is SUBJECT_LIMIT", 3, []modelOp{
+			{0, 0, 1, passIn("ep.1", "u1", "u1", "d1"), acceptedOut(resA, "ep.1", 1)},
+			{1, 2, 3, passIn("ep.2", "u2", "u2", "d1"), failed(409, "SUBJECT_LIMIT")},
+			{1, 4, 5, passIn("ep.3", "u3", "u3", "d2"), acceptedOut(resB, "ep.3", 2)},
+		}, true},
+		{"two unpaid reservations on one device", 3, []modelOp{
+			{0, 0, 1, passIn("ep.1", "u1", "u1", "d1"), acceptedOut(resA, "ep.1", 1)},
+			{1, 2, 3, passIn("ep.2", "u2", "u2", "d1"), acceptedOut(resB, "ep.2", 2)},
+		}, false},
+		{"SUBJECT_LIMIT with the device free", 3, []modelOp{
+			{0, 0, 1, passIn("ep.1", "u1", "u1", "d1"), acceptedOut(resA, "ep.1", 1)},
+			{1, 2, 3, passIn("ep.2", "u2", "u2", "d2"), failed(409, "SUBJECT_LIMIT")},
+		}, false},
+		{"once paid, the device may reserve again; SUBJECT_LIMIT decided nothing", 3, []modelOp{
+			{0, 0, 1, passIn("ep.1", "u1", "u1", "d1"), acceptedOut(resA, "ep.1", 1)},
+			{1, 2, 3, passIn("ep.2", "u2", "u2", "d1"), failed(409, "SUBJECT_LIMIT")},
+			{0, 4, 5, payIn(resA, "p1", 1999), paidOut(resA, "p1")},
+			{1, 6, 7, passIn("ep.2", "u2", "u2", "d1"), acceptedOut(resB, "ep.2", 2)},
+		}, true},
+		{"another user's pass is refused and decides nothing", 2, []modelOp{
+			{1, 0, 1, passIn("ep.1", "u1", "u2", ""), failed(403, "ENTRY_PASS_INVALID")},
+			{0, 2, 3, passIn("ep.1", "u1", "u1", ""), acceptedOut(resA, "ep.1", 1)},
+		}, true},
+		{"another user's pass reserves", 2, []modelOp{
+			{1, 0, 1, passIn("ep.1", "u1", "u2", ""), acceptedOut(resA, "ep.1", 1)},
+		}, false},
+		{"a pass's request_id spent without the pass", 2, []modelOp{
+			{1, 0, 1, reserveIn("ep.1", "u1"), acceptedOut(resA, "ep.1", 1)},
+		}, false},
 		{"QUEUE_FULL decides nothing", 1, []modelOp{
 			{1, 0, 1, reserveIn("r2", "u2"), failed(429, "QUEUE_FULL")},
 			{0, 2, 3, reserveIn("r1", "u1"), acceptedOut(resA, "r1", 1)},
@@ -232,8 +267,9 @@ func TestLinearizabilityModel(t *testing.T) {
 		if c.linearizable {
 			want = porcupine.Ok
 		}
-		if got := porcupine.CheckOperationsTimeout(linModel(c.saleLimit), history, 10*time.Second); got != want {
-			t.Errorf("%s: %s, want %s\n%s", c.name, got, want, renderHistory(linModel(c.saleLimit), history))
+		model := linModel(c.saleLimit, 1) // a cap of 1 per device; reserves without a device are not capped
+		if got := porcupine.CheckOperationsTimeout(model, history, 10*time.Second); got != want {
+			t.Errorf("%s: %s, want %s\n%s", c.name, got, want, renderHistory(model, history))
 		}
 	}
 }

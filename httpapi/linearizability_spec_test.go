@@ -18,6 +18,14 @@ import (
 // independent description of the same promises, so that a mistake shared by
 // the Machine and its own tests still shows here.
 //
+// Entry passes and caps (issue #14): a reserve may carry an entry pass,
+// minted for a user with or without a device subject; the SKU caps the
+// unpaid reservations per device (max_unpaid_per_subject). A pass sent by
+// another user than its own is ENTRY_PASS_INVALID and decides nothing; a
+// request_id of the form "ep.…" without its pass is BAD_REQUEST; a new
+// reserve whose device is at the cap, by a user without a live purchase,
+// is SUBJECT_LIMIT and decides nothing.
+//
 // Scope: a SKU of a campaign that is open for the whole test, with
 // release_on_close=true and a payment window far longer than the test, so
 // that nothing expires (expiry is decided by the server's clock, which this
@@ -78,6 +86,9 @@ type linInput struct {
 	paymentID     string // pay
 	amount        int64  // pay: sent only when hasAmount
 	hasAmount     bool
+	// An entry pass (reserve): its text ("" none), the user it was minted
+	// for and its device subject ("" none). requestID is then the pass's.
+	pass, passUser, device string
 }
 
 // linOutput is the full answer the client observed: status code, the
@@ -149,6 +160,7 @@ type specReservation struct {
 	acceptance            string // the 202 body, which a repeat of the request_id gets byte for byte
 	state                 string
 	paymentID, paidAt     string // set once PAID
+	device                string // the device subject of its pass, "" none
 }
 
 // live reports whether r is the user's purchase (and holds its token).
@@ -177,7 +189,10 @@ type specRequest struct {
 // operations that commute (two refunds, two reservations) reach the same
 // state in either order and the checker explores it once.
 type specState struct {
-	saleLimit    int
+	saleLimit int
+	// maxUnpaid is max_unpaid_per_subject: the most PENDING_PAYMENT
+	// reservations one device may have (0: no cap).
+	maxUnpaid    int
 	reservations []specReservation      // by id
 	requests     map[string]specRequest // the request_ids decided (or maybe)
 	refunds      []linRefund            // payments to refund, by reservation and payment id
@@ -186,9 +201,25 @@ type specState struct {
 	soldOutKnown, soldOutMaybe int
 }
 
-// newSpecState is a SKU of saleLimit tokens before any request.
-func newSpecState(saleLimit int) specState {
-	return specState{saleLimit: saleLimit, requests: map[string]specRequest{}}
+// newSpecState is a SKU of saleLimit tokens, and a cap of maxUnpaid
+// unpaid reservations per device (0: none), before any request.
+func newSpecState(saleLimit, maxUnpaid int) specState {
+	return specState{saleLimit: saleLimit, maxUnpaid: maxUnpaid, requests: map[string]specRequest{}}
+}
+
+// overCap reports whether device already has maxUnpaid PENDING_PAYMENT
+// reservations.
+func (s specState) overCap(device string) bool {
+	if device == "" || s.maxUnpaid == 0 {
+		return false
+	}
+	n := 0
+	for _, r := range s.reservations {
+		if r.device == device && r.state == statePending {
+			n++
+		}
+	}
+	return n >= s.maxUnpaid
 }
 
 // counts returns the reservations per state.
@@ -364,6 +395,14 @@ func isError(out linOutput, code int, reason string) bool {
 // reserve: a decided request_id answers as it was decided (REQUEST_ID_REUSED
 // from another user); an undecided one is decided now (decide).
 func (s specState) reserve(in linInput, out linOutput) (bool, specState) {
+	// The entry-pass check comes first, before the answer cache and
+	// admission, and decides nothing.
+	if in.pass != "" && in.passUser != in.userID {
+		return isError(out, http.StatusForbidden, "ENTRY_PASS_INVALID"), s
+	}
+	if in.pass == "" && strings.HasPrefix(in.requestID, "ep.") {
+		return isError(out, http.StatusBadRequest, "BAD_REQUEST"), s
+	}
 	if isError(out, http.StatusTooManyRequests, "QUEUE_FULL") {
 		return true, s // busy: decides nothing
 	}
@@ -409,12 +448,12 @@ func (s specState) decide(in linInput, out linOutput) (bool, specState) {
 	live := s.liveOf(in.userID)
 	switch {
 	case out.code == http.StatusAccepted:
-		if live >= 0 || s.available() == 0 {
+		if live >= 0 || s.available() == 0 || s.overCap(in.device) {
 			return false, s
 		}
 		b := out.body
 		r := specReservation{id: b.ReservationID, requestID: in.requestID, userID: in.userID,
-			token: b.TokenID, expireAt: b.ExpireAt, acceptance: out.raw, state: statePending}
+			token: b.TokenID, expireAt: b.ExpireAt, acceptance: out.raw, state: statePending, device: in.device}
 		if r.id == "" || s.find(r.id) >= 0 || r.token < 1 || r.token > s.saleLimit || s.tokenHeld(r.token) || r.expireAt == "" ||
 			!s.acceptedAnswer(r, in, out) {
 			return false, s
@@ -425,6 +464,8 @@ func (s specState) decide(in linInput, out linOutput) (bool, specState) {
 		return true, next.withRequest(in.requestID, specRequest{userID: in.userID, fate: fateAccepted, reservationID: r.id})
 	case isError(out, http.StatusConflict, "ALREADY_PURCHASED"):
 		return live >= 0 && out.body.ReservationID == s.reservations[live].id, s
+	case isError(out, http.StatusConflict, "SUBJECT_LIMIT"):
+		return live < 0 && s.overCap(in.device), s
 	case isError(out, http.StatusConflict, "SOLD_OUT"):
 		if s.available() > 0 {
 			return false, s
@@ -571,7 +612,7 @@ func (s specState) audit(out linOutput) (bool, specState) {
 
 // equal reports whether two states are the same.
 func (s specState) equal(o specState) bool {
-	if s.saleLimit != o.saleLimit || s.soldOutKnown != o.soldOutKnown || s.soldOutMaybe != o.soldOutMaybe ||
+	if s.saleLimit != o.saleLimit || s.maxUnpaid != o.maxUnpaid || s.soldOutKnown != o.soldOutKnown || s.soldOutMaybe != o.soldOutMaybe ||
 		len(s.requests) != len(o.requests) || !slices.Equal(s.reservations, o.reservations) || !slices.Equal(s.refunds, o.refunds) {
 		return false
 	}
@@ -633,6 +674,12 @@ func describe(in linInput, out linOutput) string {
 	switch in.kind {
 	case linReserve:
 		args = in.requestID + ", " + in.userID
+		if in.pass != "" {
+			args += ", pass of " + in.passUser
+			if in.device != "" {
+				args += " on " + in.device
+			}
+		}
 	case linPay:
 		args = shortID(in.reservationID) + ", " + in.paymentID
 		if in.hasAmount {
@@ -679,11 +726,12 @@ func renderHistory(model porcupine.Model, history []porcupine.Operation) string 
 }
 
 // linModel is the specification as a porcupine model of one SKU with
-// saleLimit tokens. It is not partitioned: every operation on the SKU may
-// bear on every other (the stock, the user's purchase, the request_id).
-func linModel(saleLimit int) porcupine.Model {
+// saleLimit tokens and a cap of maxUnpaid unpaid reservations per device
+// (0: none). It is not partitioned: every operation on the SKU may bear on
+// every other (the stock, the user's purchase, the request_id, the device).
+func linModel(saleLimit, maxUnpaid int) porcupine.Model {
 	return porcupine.Model{
-		Init: func() any { return newSpecState(saleLimit) },
+		Init: func() any { return newSpecState(saleLimit, maxUnpaid) },
 		Step: func(state, input, output any) (bool, any) {
 			return state.(specState).step(input.(linInput), output.(linOutput))
 		},

@@ -17,15 +17,19 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/seckill/seckill/entrypass"
 	"github.com/seckill/seckill/httpapi"
 )
 
 // The linearizability run: a small SKU, a few users who collide, request_ids
 // retried and reused, over the real server on loopback, restarted once.
 const (
-	linCampaign    = "lin"
-	linSKU         = "s"
-	linSaleLimit   = 4
+	linCampaign  = "lin"
+	linSKU       = "s"
+	linSaleLimit = 4
+	// linMaxUnpaid is the SKU's max_unpaid_per_subject: reserves with an
+	// entry pass name one of linDevices (or none).
+	linMaxUnpaid   = 1
 	linUsers       = 6
 	linClients     = 8
 	linEpochs      = 6
@@ -72,12 +76,16 @@ func TestLinearizability(t *testing.T) {
 	t.Parallel()
 	seed := linSeed(t)
 	t.Logf("seed %d (replay the choices with %s=%d)", seed, linSeedEnv, seed)
-	config := func(c *httpapi.Config) { c.RequestTimeout = linRequestTimeout }
+	passes := passConfig(t)
+	config := func(c *httpapi.Config) { passes(c); c.RequestTimeout = linRequestTimeout }
 	ts := startServer(t, serverOptions{config: config})
-	ts.define(campaign(linCampaign, "15m", map[string]int{linSKU: linSaleLimit}))
+	c := campaign(linCampaign, "15m", map[string]int{linSKU: linSaleLimit})
+	c["max_unpaid_per_subject"] = linMaxUnpaid
+	ts.define(c)
 
 	began := time.Now()
 	rec := newLinRecorder(ts.base)
+	rec.signer, _ = entrypass.ParseKeyRing(testPassKeys)
 	rngs := make([]*rand.Rand, linClients)
 	for client := range rngs {
 		rngs[client] = rand.New(rand.NewPCG(seed, uint64(client)))
@@ -105,13 +113,15 @@ func TestLinearizability(t *testing.T) {
 	// ALREADY_PURCHASED, are in the tally): a history without them would
 	// pass the check without testing much, e.g. if every reserve were
 	// refused QUEUE_FULL, which decides nothing and is always allowed.
-	for _, want := range []string{"reserve 202", "reserve 409 SOLD_OUT", "pay 200 PAID", "cancel 200 CLOSED"} {
+	// (SUBJECT_LIMIT needs stock left and a device with an unpaid
+	// reservation: a few per run, not every run; the model test has it.)
+	for _, want := range []string{"reserve 202", "reserve 409 SOLD_OUT", "pay 200 PAID", "cancel 200 CLOSED", "reserve 403 ENTRY_PASS_INVALID"} {
 		if tally[want] == 0 {
 			t.Errorf("seed %d: no %q in the history: the mix no longer exercises it", seed, want)
 		}
 	}
 
-	checkLinearizable(t, linModel(linSaleLimit), rec.ops, seed)
+	checkLinearizable(t, linModel(linSaleLimit, linMaxUnpaid), rec.ops, seed)
 }
 
 // checkLinearizable fails the test unless history is linearizable under
@@ -176,6 +186,44 @@ type linRecorder struct {
 	payments     []string        // payment_ids sent
 	soldOut      map[string]bool // request_ids answered SOLD_OUT since the last sweep
 	pending      map[string]bool // reservation ids last seen PENDING_PAYMENT
+	passes       []linInput      // reserves with a pass sent, by the pass's user
+
+	signer *entrypass.KeyRing // mints the passes (the server's keys)
+}
+
+// linDevices are the device subjects of the passes.
+var linDevices = []string{"", "d0", "d0", "d1"}
+
+// choosePass picks a reserve with an entry pass: a new one (for any user,
+// on a device or none), or, now and then, one sent before, by its user (a
+// retry) or by another (refused).
+func (r *linRecorder) choosePass(rng *rand.Rand) linInput {
+	if len(r.passes) > 0 && rng.IntN(4) == 0 {
+		in := r.passes[rng.IntN(len(r.passes))]
+		if rng.IntN(2) == 0 {
+			in.userID = fmt.Sprintf("u%d", rng.IntN(linUsers))
+		}
+		return in
+	}
+	user := fmt.Sprintf("u%d", rng.IntN(linUsers))
+	device := linDevices[rng.IntN(len(linDevices))]
+	c := entrypass.Claims{CampaignID: linCampaign, SKUID: linSKU, UserID: user,
+		NotBeforeMs: time.Now().Add(-time.Second).UnixMilli(), ExpiresAtMs: time.Now().Add(time.Hour).UnixMilli()}
+	if device != "" {
+		c.Subjects.Set(entrypass.SubjectDevice, entrypass.SubjectKey([]byte("dev-" + device + "--")[:8]))
+	}
+	var nonce entrypass.Nonce
+	for i := range nonce {
+		nonce[i] = byte(rng.Uint32())
+	}
+	text, err := entrypass.Encode(r.signer.Signer(), c, nonce)
+	if err != nil {
+		panic(err)
+	}
+	in := linInput{kind: linReserve, requestID: entrypass.RequestID(nonce), userID: user, pass: text, passUser: user, device: device}
+	r.passes = append(r.passes, in)
+	r.requests = append(r.requests, linRequest{requestID: in.requestID, userID: user})
+	return in
 }
 
 // newLinRecorder is a recorder for the server at base, knowing no ids yet.
@@ -231,6 +279,8 @@ func (r *linRecorder) choose(epoch, client, n int, rng *rand.Rand) linInput {
 		return linInput{kind: linAudit}
 	case pick < 62:
 		return linInput{kind: linRefunds}
+	case pick < 82:
+		return r.choosePass(rng)
 	}
 	q := linRequest{requestID: fmt.Sprintf("r%d-%d", client, n), userID: user()}
 	r.requests = append(r.requests, q)
@@ -331,7 +381,11 @@ func (r *linRecorder) request(in linInput) (method, path string, body any, heade
 	adminHeader := map[string]string{"Authorization": "Bearer " + testToken}
 	switch in.kind {
 	case linReserve:
-		return http.MethodPost, skuPath + "/reservations", map[string]string{"request_id": in.requestID, "user_id": in.userID}, nil
+		b := map[string]string{"request_id": in.requestID, "user_id": in.userID}
+		if in.pass != "" {
+			b["entry_pass"] = in.pass
+		}
+		return http.MethodPost, skuPath + "/reservations", b, nil
 	case linPay:
 		b := map[string]any{"payment_id": in.paymentID}
 		if in.hasAmount {

@@ -13,6 +13,7 @@ const (
 	layerPaused     = "paused"         // PAUSED / UNAVAILABLE published by the SKU
 	layerSoldOut    = "sold_out_cache" // durable available = 0, or permits cover the stock
 	layerQueueFull  = "queue_full"     // permits or queue age exhausted
+	layerEntryPass  = "entry_pass"     // refused by the entry-pass check (seckill_entry_pass_rejections_total says why)
 )
 
 // metrics are the service's own series. Label values are bounded: routes
@@ -52,7 +53,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"campaign_id", "sku_id"}),
 	}
 	m.rejectedBy = make(map[string]prometheus.Counter)
-	for _, layer := range []string{layerValidation, layerDedup, layerWindow, layerPaused, layerSoldOut, layerQueueFull} {
+	for _, layer := range []string{layerValidation, layerDedup, layerWindow, layerPaused, layerSoldOut, layerQueueFull, layerEntryPass} {
 		m.rejectedBy[layer] = m.rejections.WithLabelValues(layer) // also exports zeros
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.rejections, m.admissions} {

@@ -11,6 +11,9 @@ import (
 type reserveRequest struct {
 	RequestID string `json:"request_id"`
 	UserID    string `json:"user_id"`
+	// EntryPass is the buyer's entry pass (issue #14), "" for none. With
+	// a pass, request_id may be left out: it is the pass's.
+	EntryPass string `json:"entry_pass"`
 }
 
 // acceptedBody is the 202 answer. It describes the acceptance, so a repeat
@@ -38,22 +41,38 @@ func (s *Server) handleReserve(ctx *fasthttp.RequestCtx) string {
 		s.rejected(layerValidation)
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
 	}
-	for _, bad := range []string{checkID("request_id", req.RequestID), checkID("user_id", req.UserID)} {
+	for _, bad := range []string{checkRequestID(req.RequestID, req.EntryPass), checkID("user_id", req.UserID)} {
 		if bad != "" {
 			s.rejected(layerValidation)
 			return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad))
 		}
 	}
-	return write(ctx, s.reserve(campaignID, skuID, req.RequestID, req.UserID))
+	st, known := s.engine.SKUStats(campaignID, skuID)
+	if !known {
+		s.rejected(layerValidation)
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
+	}
+	p, rep, ok := s.checkEntryPass(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass)
+	if !ok {
+		return write(ctx, rep)
+	}
+	return write(ctx, s.reserve(campaignID, skuID, p.requestID, req.UserID, p.holder))
 }
 
-// reserve runs one reserve through the ingress layers: the answer cache,
-// the user's flight, the fast paths and admission, then the engine.
-func (s *Server) reserve(campaignID, skuID, requestID, userID string) reply {
-	if _, known := s.engine.SKUStats(campaignID, skuID); !known {
-		s.rejected(layerValidation)
-		return errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU")
+// checkRequestID checks a reserve's request_id: an id, or left out when
+// an entry pass gives it.
+func checkRequestID(requestID, entryPass string) string {
+	if requestID == "" && entryPass != "" {
+		return ""
 	}
+	return checkID("request_id", requestID)
+}
+
+// reserve runs one reserve of a SKU the engine knows, its entry pass
+// checked (holder: what it vouched for, zero without one), through the
+// ingress layers: the answer cache, the user's flight, the fast paths and
+// admission, then the engine.
+func (s *Server) reserve(campaignID, skuID, requestID, userID string, holder sku.Holder) reply {
 	rkey := requestKey(campaignID, skuID, requestID)
 	ukey := userKey(campaignID, skuID, userID)
 	// Waiting behind the user's other requests is bounded by one request
@@ -74,7 +93,7 @@ func (s *Server) reserve(campaignID, skuID, requestID, userID string) reply {
 		}
 		fl, leader := s.flights.join(ukey, requestID)
 		if leader {
-			rep, shared := s.lead(rkey, campaignID, skuID, requestID, userID, retryOfUnknown)
+			rep, shared := s.lead(rkey, campaignID, skuID, requestID, userID, holder, retryOfUnknown)
 			s.flights.finish(ukey, fl, rep, shared)
 			return rep
 		}
@@ -114,7 +133,7 @@ func (s *Server) reserve(campaignID, skuID, requestID, userID string) reply {
 // were decided (ALREADY_PURCHASED, a fast-path SOLD_OUT, the sale window):
 // the repeat, which may have been sent after the state changed, asks again
 // (found by the porcupine linearizability test).
-func (s *Server) lead(rkey, campaignID, skuID, requestID, userID string, retryOfUnknown bool) (rep reply, shared bool) {
+func (s *Server) lead(rkey, campaignID, skuID, requestID, userID string, holder sku.Holder, retryOfUnknown bool) (rep reply, shared bool) {
 	// A request_id the SKU may have decided already must get its original
 	// answer from the engine, not a fast SOLD_OUT or ENDED (one request_id,
 	// one result, also after a restart or a cache eviction).
@@ -155,7 +174,13 @@ func (s *Server) lead(rkey, campaignID, skuID, requestID, userID string, retryOf
 	}
 	defer g.release()
 
-	res, err := s.engine.Reserve(s.deadlines.get(), campaignID, skuID, requestID, userID)
+	var res sku.Result
+	var err error
+	if holder == (sku.Holder{}) {
+		res, err = s.engine.Reserve(s.deadlines.get(), campaignID, skuID, requestID, userID)
+	} else {
+		res, err = s.engine.ReserveWith(s.deadlines.get(), campaignID, skuID, requestID, userID, holder)
+	}
 	if err != nil {
 		f := classify(err)
 		if f.unknown {
@@ -196,6 +221,9 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 		return jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, ReservationID: res.Reservation.ReservationID}), false
 	case sku.OutcomeRequestIDReused:
 		return errorReply(fasthttp.StatusUnprocessableEntity, reason, ""), false
+	case sku.OutcomeSubjectLimit:
+		// Not final: it holds while the subject's unpaid reservations do.
+		return replySubjectLimit, false
 	case sku.OutcomeNotStarted, sku.OutcomeEnded:
 		return errorReply(fasthttp.StatusForbidden, reason, ""), false
 	case sku.OutcomePaused:
@@ -217,6 +245,8 @@ var (
 	replySoldOut         = errorReply(fasthttp.StatusConflict, reasonSoldOut, "")
 	replyRequestIDReused = errorReply(fasthttp.StatusUnprocessableEntity, sku.OutcomeRequestIDReused.String(), "")
 	replyQueueFull       = errorReply(fasthttp.StatusTooManyRequests, reasonQueueFull, "")
+	replySubjectLimit    = errorReply(fasthttp.StatusConflict, sku.OutcomeSubjectLimit.String(),
+		"a subject of the entry pass has the most unpaid reservations this SKU allows")
 )
 
 // queueFull is the 429 answer, with Retry-After: the queue drains within

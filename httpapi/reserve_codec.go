@@ -18,7 +18,8 @@ import (
 
 var reserveParsers fastjson.ParserPool
 
-// parseReserveBody decodes {"request_id": string, "user_id": string}.
+// parseReserveBody decodes {"request_id": string, "user_id": string,
+// "entry_pass": string}.
 // Keys match exactly (no case folding); an unknown or repeated key, a
 // value that is not a string, a body that is not one object, or data after
 // it is an error. Missing keys leave "" (rejected later by checkID).
@@ -38,7 +39,7 @@ func parseReserveBody(body []byte) (reserveRequest, error) {
 	if err != nil {
 		return req, errors.New("malformed JSON: a JSON object is expected")
 	}
-	var seenRequest, seenUser bool
+	var seenRequest, seenUser, seenPass bool
 	obj.Visit(func(key []byte, val *fastjson.Value) {
 		if err != nil {
 			return
@@ -50,6 +51,8 @@ func parseReserveBody(body []byte) (reserveRequest, error) {
 			dst, seen = &req.RequestID, &seenRequest
 		case "user_id":
 			dst, seen = &req.UserID, &seenUser
+		case "entry_pass":
+			dst, seen = &req.EntryPass, &seenPass
 		default:
 			err = errors.New(keyDetail(&jsonkeys.Error{Key: string(key)}))
 			return

@@ -45,6 +45,8 @@ type errorBody struct {
 	Detail        string `json:"detail,omitempty"`
 	ReservationID string `json:"reservation_id,omitempty"`
 	StatusURL     string `json:"status_url,omitempty"`
+	// ExpiredAt is when an entry pass expired (ENTRY_PASS_EXPIRED).
+	ExpiredAt string `json:"expired_at,omitempty"`
 }
 
 // reply is an encoded answer. Replies kept in the dedup cache are shared

@@ -99,6 +99,8 @@ type Config struct {
 	// Registry receives the service's metrics and is served on /metrics
 	// (give the engine the same one). Default: a new registry.
 	Registry *prometheus.Registry
+	// EntryPasses configures entry passes: their keys, the issuing route.
+	EntryPasses EntryPassConfig
 }
 
 func (c *Config) fill() error {
@@ -107,6 +109,9 @@ func (c *Config) fill() error {
 	}
 	if c.AdminToken == "" {
 		return errors.New("httpapi: Config.AdminToken is required")
+	}
+	if err := c.EntryPasses.check(); err != nil {
+		return err
 	}
 	if c.MaxQueueWait <= 0 {
 		c.MaxQueueWait = DefaultMaxQueueWait
@@ -192,6 +197,11 @@ type Server struct {
 	// ingress and stats feed the dashboard (stats*.go).
 	ingress *ingressStats
 	stats   *statsSampler
+
+	// passMetrics counts entry-pass refusals and issued passes;
+	// issuerID is the SHA-256 of the entry-pass issuer token.
+	passMetrics *passMetrics
+	issuerID    [32]byte
 }
 
 // New checks cfg, registers the service's metrics on cfg.Registry and
@@ -201,6 +211,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	m, err := newMetrics(cfg.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
+	}
+	pm, err := newPassMetrics(cfg.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
 	}
@@ -225,6 +239,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.feeds, s.stopFeeds = context.WithCancel(context.Background())
 	s.eventCaches = newEventCaches()
+	s.passMetrics, s.issuerID = pm, digest(cfg.EntryPasses.IssuerToken)
 	if err := cfg.Registry.Register(newSKUCollector(cfg.Engine, s.gates)); err != nil {
 		return nil, fmt.Errorf("httpapi: registering the SKU collector: %w", err)
 	}
@@ -279,6 +294,7 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	}
 
 	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", s.route("reserve", s.countReserve(s.handleReserve)))
+	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/entry-passes", s.route("issue_entry_pass", s.issuer(s.handleIssuePass)))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}", s.route("sku_status", s.handleStatus))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}/requests/{request_id}", s.route("lookup_request", s.handleLookup))
 	get("/v1/reservations/{reservation_id}", s.route("get_reservation", s.handleGet))

@@ -27,6 +27,7 @@ const (
 // modelReservation is one reservation as the model sees it.
 type modelReservation struct {
 	request, user string
+	subjects      []modelSubject // the subject keys of its entry pass
 	token         uint32
 	state         modelState
 	expired       bool // closed because expire_at passed (else cancelled)
@@ -125,6 +126,7 @@ func (m *model) define(now int64, d sku.Definition) sku.Outcome {
 		}
 		if d.SaleLimit < m.def.SaleLimit || d.EndAt < m.def.EndAt || d.StartAt != m.def.StartAt ||
 			d.PaymentWindowMs != m.def.PaymentWindowMs || d.ReleaseOnClose != m.def.ReleaseOnClose ||
+			d.PaymentWindowHighRiskMs != m.def.PaymentWindowHighRiskMs ||
 			d.CampaignID != m.def.CampaignID || d.SKUID != m.def.SKUID {
 			return sku.OutcomeInvalid
 		}
@@ -166,7 +168,47 @@ const (
 	expireOnTick    = 1024
 )
 
-func (m *model) reserve(now int64, request, user string) modelReply {
+// modelSubject is one subject key of an entry pass, with its kind: the
+// same 8 bytes as a device and as a network are two subjects.
+type modelSubject struct {
+	kind int
+	key  sku.SubjectKey
+}
+
+// subjectsOf lists the subject keys an entry pass's holder carries.
+func subjectsOf(h sku.Holder) []modelSubject {
+	var out []modelSubject
+	for k := 0; k < sku.SubjectKindCount; k++ {
+		if key, ok := h.Key(k); ok {
+			out = append(out, modelSubject{k, key})
+		}
+	}
+	return out
+}
+
+// overCap is the README's cap: one of the subjects already has
+// max_unpaid_per_subject PENDING reservations (0: no cap).
+func (m *model) overCap(subjects []modelSubject) bool {
+	if m.def.MaxUnpaidPerSubject == 0 {
+		return false
+	}
+	for _, s := range subjects {
+		n := uint32(0)
+		for i := range m.res {
+			if r := &m.res[i]; r.state == mPending && slices.Contains(r.subjects, s) {
+				n++
+			}
+		}
+		if n >= m.def.MaxUnpaidPerSubject {
+			return true
+		}
+	}
+	return false
+}
+
+// reserve is a reserve by user, with the holder of its entry pass (zero:
+// none).
+func (m *model) reserve(now int64, request, user string, holder sku.Holder) modelReply {
 	if !m.defined {
 		return modelReply{outcome: sku.OutcomeNotFound}
 	}
@@ -197,6 +239,13 @@ func (m *model) reserve(now int64, request, user string) modelReply {
 		}
 		m.closeRes(at, seq, true) // its payment window is over: the user may buy again
 	}
+	subjects := subjectsOf(holder)
+	if m.overCap(subjects) {
+		m.expireDue(at, expireOnSoldOut) // a due reservation frees its subjects
+		if m.overCap(subjects) {
+			return modelReply{outcome: sku.OutcomeSubjectLimit} // not recorded
+		}
+	}
 	if m.available() == 0 {
 		m.expireDue(at, expireOnSoldOut)
 	}
@@ -217,8 +266,12 @@ func (m *model) reserve(now int64, request, user string) modelReply {
 		} else {
 			m.fresh++
 		}
-		m.res = append(m.res, modelReservation{request: request, user: user, token: token,
-			state: mPending, expireAt: at + m.def.PaymentWindowMs, holds: true})
+		window := m.def.PaymentWindowMs
+		if holder.Risk >= 1 && m.def.PaymentWindowHighRiskMs > 0 {
+			window = m.def.PaymentWindowHighRiskMs // risk >= 1: the high-risk window
+		}
+		m.res = append(m.res, modelReservation{request: request, user: user, token: token, subjects: subjects,
+			state: mPending, expireAt: at + window, holds: true})
 		m.requests[request] = modelRequest{user: user, seq: seq}
 		m.live[user] = seq
 	})

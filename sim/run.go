@@ -120,6 +120,9 @@ type run struct {
 	def      sku.Definition
 	requests []modelRequest // request_ids sent, with their user (request in .request)
 	reqIDs   []string
+	// holders are the entry-pass holders of the request_ids sent (zero:
+	// no pass), parallel to reqIDs: a resend carries the same pass.
+	holders []sku.Holder
 }
 
 // wait is a group of replies released once the log is durable up to index.
@@ -199,6 +202,12 @@ func (r *run) setUp() error {
 		PaymentWindowMs: 1000 + int64(g.IntN(15_000)),
 		SaleLimit:       uint32(1 + g.IntN(10)),
 		ReleaseOnClose:  g.IntN(4) != 0,
+	}
+	// Issue #14: a cap on unpaid reservations per subject (0: none) and,
+	// now and then, a shorter payment window for high-risk passes.
+	r.def.MaxUnpaidPerSubject = uint32(g.IntN(3))
+	if g.IntN(2) == 0 {
+		r.def.PaymentWindowHighRiskMs = 1 + int64(g.IntN(int(r.def.PaymentWindowMs)))
 	}
 	r.core = core.New(r.coreConfig())
 	if err := r.open(); err != nil {

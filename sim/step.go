@@ -173,9 +173,9 @@ func (r *run) call(spec callSpec) error {
 	m := r.model
 	switch spec.kind {
 	case callReserve, callReserveRepeat:
-		request, user := r.pickRequest(spec)
-		c := &core.Call{Kind: core.KindReserve, RequestID: request, UserID: user}
-		return r.decide(c, func() modelReply { return m.reserve(now, request, user) })
+		request, user, holder := r.pickRequest(spec)
+		c := &core.Call{Kind: core.KindReserve, RequestID: request, UserID: user, Holder: holder}
+		return r.decide(c, func() modelReply { return m.reserve(now, request, user, holder) })
 	case callPay:
 		seq := r.pickSeq(spec.a)
 		payment := fmt.Sprintf("p%d", seq)
@@ -217,6 +217,8 @@ func (r *run) call(spec callSpec) error {
 			d.SaleLimit = max(1, d.SaleLimit-1) // not allowed (or no change)
 		case 1, 2, 3:
 			d.EndAt += int64(1000 + spec.a%60_000)
+		case 7:
+			d.MaxUnpaidPerSubject = spec.a % 3 // the cap may change either way
 		default:
 			d.SaleLimit += 1 + spec.a%3
 		}
@@ -233,7 +235,7 @@ func (r *run) call(spec callSpec) error {
 			return modelReply{seq: seq}
 		})
 	case callLookup:
-		request, _ := r.pickRequest(callSpec{kind: callReserveRepeat, a: spec.a})
+		request, _, _ := r.pickRequest(callSpec{kind: callReserveRepeat, a: spec.a})
 		c := &core.Call{Kind: core.KindLookup, RequestID: request}
 		return r.decide(c, func() modelReply {
 			q, ok := m.requests[request]
@@ -251,8 +253,9 @@ func (r *run) call(spec callSpec) error {
 
 // pickRequest returns a new request_id for a random user, or one already
 // sent: by the same user (a retry of an in-flight or finished request) or,
-// now and then, by another user (REQUEST_ID_REUSED).
-func (r *run) pickRequest(spec callSpec) (request, user string) {
+// now and then, by another user (REQUEST_ID_REUSED). Most new ones carry
+// an entry pass's holder (holderOf); a resend carries the first's.
+func (r *run) pickRequest(spec callSpec) (request, user string, holder sku.Holder) {
 	if spec.kind == callReserve || len(r.reqIDs) == 0 {
 		request = fmt.Sprintf("q%d", len(r.reqIDs)+1)
 		switch spec.a % 64 {
@@ -262,16 +265,38 @@ func (r *run) pickRequest(spec callSpec) (request, user string) {
 			request += strings.Repeat("z", 64) // too long
 		}
 		user = fmt.Sprintf("u%d", spec.b%uint32(r.users))
+		holder = holderOf(spec.a >> 6)
 		r.reqIDs = append(r.reqIDs, request)
 		r.requests = append(r.requests, modelRequest{user: user})
-		return request, user
+		r.holders = append(r.holders, holder)
+		return request, user, holder
 	}
 	i := int(spec.a % uint32(len(r.reqIDs)))
-	request, user = r.reqIDs[i], r.requests[i].user
+	request, user, holder = r.reqIDs[i], r.requests[i].user, r.holders[i]
 	if spec.b%6 == 0 {
 		user = fmt.Sprintf("u%d", spec.b%uint32(r.users))
 	}
-	return request, user
+	return request, user, holder
+}
+
+// holderOf draws an entry pass's holder from x: a third of reserves carry
+// none; the others a device key of three, now and then also a network key
+// of two (kinds are separate subjects), a tier, and risk >= 1 for a third.
+// Few devices for 2-31 users, so the caps bind.
+func holderOf(x uint32) sku.Holder {
+	if x%3 == 0 {
+		return sku.Holder{}
+	}
+	h := sku.Holder{Tier: uint8(x / 3 % 4), Subjects: 1}
+	h.Keys[0] = sku.SubjectKey{'d', byte('0' + x/12%3)}
+	if x/36%2 == 0 {
+		h.Subjects |= 1 << 3
+		h.Keys[3] = sku.SubjectKey{'n', byte('0' + x/72%2)}
+	}
+	if x/144%3 == 0 {
+		h.Risk = uint8(1 + x/432%2)
+	}
+	return h
 }
 
 // pickSeq returns a reservation seq, now and then one that does not exist.

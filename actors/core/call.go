@@ -67,6 +67,9 @@ type Call struct {
 	Amount int64 // KindPay, minor units
 	Reason sku.CloseReason
 	Def    *sku.Definition // KindDefine only; its IDKey is filled by the core
+	// Holder is KindReserve's entry-pass holder (tier, risk, subject
+	// keys); zero for a reserve without a pass.
+	Holder sku.Holder
 
 	// Reply.
 	Result  sku.Result

@@ -145,7 +145,7 @@ func (c *Core) decide(now int64, call *Call, out []sku.Record) []sku.Record {
 	}
 	switch kind {
 	case KindReserve:
-		call.Result, out = m.Reserve(now, call.RequestID, call.UserID, out)
+		call.Result, out = m.ReserveWith(now, call.RequestID, call.UserID, call.Holder, out)
 		if c.cfg.OnRecorded != nil && !call.Result.Duplicate && recorded(call.Result.Outcome) {
 			c.cfg.OnRecorded(call.RequestID)
 		}

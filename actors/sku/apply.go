@@ -79,10 +79,14 @@ func (m *Machine) applyReserved(r *Record, decided bool) error {
 		return notApply(r, "seq %d, want %d", r.Seq, m.table.count+1)
 	case r.Token == 0 || r.Token != m.pool.next():
 		return notApply(r, "token %d, want %d", r.Token, m.pool.next())
-	case r.ExpireAt != r.At+m.def.PaymentWindowMs:
+	case r.ExpireAt != r.At+m.def.PaymentWindowFor(r.Holder):
 		return notApply(r, "expire_at %d does not follow the payment window", r.ExpireAt)
 	case !ValidID(r.RequestID) || !ValidID(r.UserID):
 		return notApply(r, "invalid request or user id")
+	case r.Holder.Validate() != nil:
+		return notApply(r, "%v", r.Holder.Validate())
+	case m.overCap(&r.Holder):
+		return notApply(r, "a subject key is at max_unpaid_per_subject %d", m.def.MaxUnpaidPerSubject)
 	}
 	if !decided {
 		if _, ok := m.byRequest.get(r.RequestID); ok {
@@ -103,6 +107,13 @@ func (m *Machine) applyReserved(r *Record, decided bool) error {
 	m.byRequest.insert(r.RequestID, seq)
 	m.live.insert(r.UserID, seq)
 	m.states[StatePendingPayment]++
+	if r.Holder != (Holder{}) {
+		m.holders.add(seq, r.Holder)
+		m.countUnpaid(&r.Holder)
+		if m.shortWindow(&r.Holder) {
+			m.queueHighRisk(seq)
+		}
+	}
 	return nil
 }
 
@@ -140,6 +151,7 @@ func (m *Machine) applyPaid(r *Record) error {
 	case !ValidID(r.PaymentID):
 		return notApply(r, "invalid payment id")
 	}
+	m.settleUnpaid(r.Seq)
 	m.pool.confirm(res.token)
 	x := m.table.editExtra(res)
 	x.paymentID, x.amount, x.paidAt = r.PaymentID, r.Amount, r.At
@@ -160,6 +172,7 @@ func (m *Machine) applyClosed(r *Record) error {
 		return notApply(r, "expired at %d before expire_at %d", r.At, res.expireAt)
 	}
 	m.live.remove(m.table.userID(res), r.Seq)
+	m.settleUnpaid(r.Seq)
 	res.flags = res.flags&^flagReasonMask | uint8(r.Reason)
 	m.table.editExtra(res).closedAt = r.At
 	if r.Release {

@@ -21,7 +21,9 @@ func (a Audit) OK() bool { return len(a.Violations) == 0 }
 //     in the matching state (PENDING_PAYMENT or held CLOSED: RESERVED; PAID:
 //     CONFIRMED); every PENDING_PAYMENT or PAID reservation holds a token;
 //   - each user has at most one live (PENDING_PAYMENT or PAID) reservation;
-//   - the indexes agree with the table.
+//   - the indexes agree with the table;
+//   - the unpaid counts per subject key agree with the holders of the
+//     PENDING_PAYMENT reservations, and holders are in seq order.
 //
 // It is O(reservations + tokens) and allocates a bitmap of sale_limit bits.
 func (m *Machine) Audit() Audit {
@@ -122,5 +124,35 @@ func (m *Machine) Audit() Audit {
 	if m.byRequest.len() != int(m.table.count) {
 		bad("request index has %d entries for %d reservations", m.byRequest.len(), m.table.count)
 	}
+	m.auditUnpaid(bad)
 	return a
+}
+
+// auditUnpaid recounts the unpaid reservations per subject key.
+func (m *Machine) auditUnpaid(bad func(format string, args ...any)) {
+	recount := make(map[subjectSlot]uint32, len(m.unpaid))
+	var prev uint32
+	for _, row := range m.holders.rows {
+		if row.seq <= prev || row.seq > m.table.count {
+			bad("holder of reservation %d out of order", row.seq)
+			continue
+		}
+		prev = row.seq
+		if m.table.get(row.seq).state != StatePendingPayment {
+			continue
+		}
+		for k := 0; k < SubjectKindCount; k++ {
+			if row.h.Subjects&(1<<k) != 0 {
+				recount[subjectSlot{uint8(k), row.h.Keys[k]}]++
+			}
+		}
+	}
+	if len(recount) != len(m.unpaid) {
+		bad("unpaid counts hold %d subject keys, recount %d", len(m.unpaid), len(recount))
+	}
+	for s, n := range recount {
+		if m.unpaid[s] != n {
+			bad("unpaid count of a %d-kind subject key is %d, recount %d", s.kind, m.unpaid[s], n)
+		}
+	}
 }

@@ -38,10 +38,23 @@ func (m *Machine) Define(now int64, d Definition, out []Record) (Outcome, []Reco
 // with time, and a user with a live purchase clicking again must not make
 // the log (and the rejection table) grow.
 func (m *Machine) Reserve(now int64, requestID, userID string, out []Record) (Result, []Record) {
+	return m.ReserveWith(now, requestID, userID, Holder{}, out)
+}
+
+// ReserveWith is Reserve for a buyer an entry pass vouched for: h (its
+// tier, risk and subject keys) is recorded with the reservation. When
+// max_unpaid_per_subject is set and one of h's subject keys already has
+// that many PENDING_PAYMENT reservations, it answers SUBJECT_LIMIT, not
+// recorded (after closing up to expireOnSoldOut due reservations, whose
+// expiry may free the key); the user's own live purchase is answered
+// first, and the stock after. Risk >= 1 gets the high-risk payment window
+// (Definition.PaymentWindowFor), and the recorded expire_at keeps it. A
+// malformed h answers INVALID.
+func (m *Machine) ReserveWith(now int64, requestID, userID string, h Holder, out []Record) (Result, []Record) {
 	if !m.defined {
 		return Result{Outcome: OutcomeNotFound}, out
 	}
-	if !ValidID(requestID) || !ValidID(userID) {
+	if !ValidID(requestID) || !ValidID(userID) || h.Validate() != nil {
 		return Result{Outcome: OutcomeInvalid}, out
 	}
 	if res, ok := m.Lookup(requestID); ok {
@@ -64,6 +77,12 @@ func (m *Machine) Reserve(now int64, requestID, userID string, out []Record) (Re
 			return Result{Outcome: OutcomeAlreadyPurchased, Reservation: m.view(seq, r)}, out
 		}
 	}
+	if m.overCap(&h) {
+		out = m.Expire(at, expireOnSoldOut, out)
+		if m.overCap(&h) {
+			return Result{Outcome: OutcomeSubjectLimit}, out
+		}
+	}
 	// The window and the pause passed, so a refusal now is SOLD_OUT. The
 	// user's own purchase is answered before the stock, and sold out is
 	// decided only after up to expireOnSoldOut due reservations gave their
@@ -77,7 +96,7 @@ func (m *Machine) Reserve(now int64, requestID, userID string, out []Record) (Re
 	token := m.pool.next()
 	seq := m.table.count + 1
 	out = m.emit(Record{Type: RecordReserved, At: at, Seq: seq, Token: token,
-		ExpireAt: at + m.def.PaymentWindowMs, RequestID: requestID, UserID: userID}, out)
+		ExpireAt: at + m.def.PaymentWindowFor(h), RequestID: requestID, UserID: userID, Holder: h}, out)
 	return Result{Outcome: OutcomeAccepted, Reservation: m.view(seq, m.table.get(seq))}, out
 }
 
@@ -220,24 +239,43 @@ func (m *Machine) Resume(now int64, out []Record) (Outcome, []Record) {
 
 // Expire closes PENDING_PAYMENT reservations whose expire_at <= now, oldest
 // first. It looks at no more than 4*max rows and closes at most max, so one
-// step has bounded work; call it again while NextExpiry() <= now.
+// step has bounded work; call it again while NextExpiry() <= now. The
+// high-risk reservations, whose window is shorter, have a walk of their own
+// (expireHighRisk), which gets what the main walk leaves of max once that
+// walk has reached a reservation not yet due (or the last): every due
+// reservation before it is closed by then, and the high-risk walk only
+// finds later ones, so the due reservations close in seq order.
 func (m *Machine) Expire(now int64, max int, out []Record) []Record {
 	at := m.decisionTime(now)
-	closed, looked := 0, 0
+	out, closed, reached := m.expireInOrder(at, max, out)
+	if reached && closed < max && len(m.highRisk) > 0 {
+		out, _ = m.expireHighRisk(at, max-closed, out)
+	}
+	return out
+}
+
+// expireInOrder is Expire's walk over every row in seq order. reached
+// reports that it stopped at a PENDING_PAYMENT reservation not yet due or
+// at the end of the table, not at a bound.
+func (m *Machine) expireInOrder(at int64, max int, out []Record) (_ []Record, closed int, reached bool) {
+	looked := 0
 	for closed < max && looked < 4*max && m.expireCursor <= m.table.count {
 		seq := m.expireCursor
 		r := m.table.get(seq)
 		looked++
 		if r.state == StatePendingPayment {
 			if r.expireAt > at {
-				break // expire_at is monotonic in seq: nothing later is due
+				// Nothing later is due but reservations of a shorter
+				// window: normal ones have expire_at monotonic in seq,
+				// and a high-risk one not due means no later one is.
+				return out, closed, true
 			}
 			out = m.closeExpired(at, seq, out)
 			closed++
 		}
 		m.expireCursor++
 	}
-	return out
+	return out, closed, m.expireCursor > m.table.count
 }
 
 // NextExpiry returns the expire_at (ms) of the oldest reservation that may
@@ -245,6 +283,17 @@ func (m *Machine) Expire(now int64, max int, out []Record) []Record {
 // more than 4096 rows; past that it returns 0, true: call Expire, which
 // advances past settled rows.
 func (m *Machine) NextExpiry() (int64, bool) {
+	next, ok := m.nextExpiryInOrder()
+	if len(m.highRisk) > 0 {
+		if r, rok := m.nextHighRiskExpiry(); rok && (!ok || r < next) {
+			return r, true
+		}
+	}
+	return next, ok
+}
+
+// nextExpiryInOrder is NextExpiry for the walk in seq order.
+func (m *Machine) nextExpiryInOrder() (int64, bool) {
 	for c := m.expireCursor; c <= m.table.count; c++ {
 		r := m.table.get(c)
 		if r.state == StatePendingPayment {

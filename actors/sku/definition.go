@@ -24,6 +24,15 @@ const (
 	MaxIDLength = 64
 	// DefaultPaymentWindowMs is the payment window when a definition gives none: 15 minutes.
 	DefaultPaymentWindowMs = 15 * 60 * 1000
+	// DefaultEntryPassLeadMs is how long before start_at passes are issued
+	// when a definition gives no lead: 10 minutes.
+	DefaultEntryPassLeadMs = 10 * 60 * 1000
+	// DefaultEntryPassTTLMs is the lifetime of an issued pass when a
+	// definition gives none: 10 minutes.
+	DefaultEntryPassTTLMs = 10 * 60 * 1000
+	// MaxEntryPassTTLMs bounds a pass's lifetime: one day (the layout's
+	// bound, entrypass.MaxLifetimeMs). It also bounds the lead.
+	MaxEntryPassTTLMs = 24 * 60 * 60 * 1000
 )
 
 // Definition is the part of a campaign that one SKU actor owns. Times are
@@ -42,6 +51,64 @@ type Definition struct {
 	// FormatReservationID). The engine draws it at random when it first
 	// defines the SKU; it never changes.
 	IDKey [16]byte
+
+	// EntryPass says whether a reserve needs an entry pass and when and
+	// for how long the SKU's issuing route hands them out (issue #14). The
+	// SKU itself never reads a pass: the HTTP ingress checks it.
+	EntryPass EntryPassRule
+	// MaxUnpaidPerSubject caps the PENDING_PAYMENT reservations that carry
+	// the same subject key (a device, payment account, address or network
+	// hash from an entry pass); a reserve over it answers SUBJECT_LIMIT and
+	// is not recorded. 0: no cap. The cap is per SKU.
+	MaxUnpaidPerSubject uint32
+	// PaymentWindowHighRiskMs is the payment window of a reservation whose
+	// pass has risk >= 1; 0: PaymentWindowMs. At most PaymentWindowMs.
+	PaymentWindowHighRiskMs int64
+}
+
+// EntryPassRule is a definition's entry_pass object. Zero times take the
+// defaults (EntryPassLead, EntryPassTTL).
+type EntryPassRule struct {
+	// Required refuses a reserve without a pass (ENTRY_PASS_REQUIRED).
+	Required bool
+	// LeadMs: passes are issued from start_at - LeadMs to end_at.
+	LeadMs int64
+	// TTLMs is the lifetime of an issued pass.
+	TTLMs int64
+}
+
+// EntryPassLead returns the lead in ms: LeadMs, or DefaultEntryPassLeadMs.
+func (d Definition) EntryPassLead() int64 {
+	if d.EntryPass.LeadMs == 0 {
+		return DefaultEntryPassLeadMs
+	}
+	return d.EntryPass.LeadMs
+}
+
+// EntryPassTTL returns the lifetime of an issued pass in ms: TTLMs, or
+// DefaultEntryPassTTLMs.
+func (d Definition) EntryPassTTL() int64 {
+	if d.EntryPass.TTLMs == 0 {
+		return DefaultEntryPassTTLMs
+	}
+	return d.EntryPass.TTLMs
+}
+
+// PaymentWindowFor returns the payment window of a reservation made by h,
+// in ms: the high-risk window for risk >= 1 when the definition sets one,
+// else PaymentWindowMs. It is the one owner of the rule; the RESERVED
+// record keeps the expire_at it gave, and Apply checks it.
+func (d Definition) PaymentWindowFor(h Holder) int64 {
+	if h.HighRisk() && d.PaymentWindowHighRiskMs > 0 {
+		return d.PaymentWindowHighRiskMs
+	}
+	return d.PaymentWindowMs
+}
+
+// hasPassFields reports whether any field of issue #14 is set: only then
+// do the DEFINE record and the state carry them.
+func (d *Definition) hasPassFields() bool {
+	return d.EntryPass != (EntryPassRule{}) || d.MaxUnpaidPerSubject != 0 || d.PaymentWindowHighRiskMs != 0
 }
 
 // ErrInvalidDefinition is wrapped by Validate and by redefinitions that are
@@ -65,12 +132,26 @@ func (d Definition) Validate() error {
 	if d.SaleLimit == 0 || d.SaleLimit > MaxSaleLimit {
 		return fmt.Errorf("%w: sale_limit must be 1..%d", ErrInvalidDefinition, MaxSaleLimit)
 	}
+	if d.EntryPass.LeadMs < 0 || d.EntryPass.LeadMs > MaxEntryPassTTLMs {
+		return fmt.Errorf("%w: entry_pass.lead must be 0..%d ms", ErrInvalidDefinition, MaxEntryPassTTLMs)
+	}
+	if d.EntryPass.TTLMs < 0 || d.EntryPass.TTLMs > MaxEntryPassTTLMs {
+		return fmt.Errorf("%w: entry_pass.ttl must be 0..%d ms", ErrInvalidDefinition, MaxEntryPassTTLMs)
+	}
+	if d.MaxUnpaidPerSubject > MaxSaleLimit {
+		return fmt.Errorf("%w: max_unpaid_per_subject must be 0..%d", ErrInvalidDefinition, MaxSaleLimit)
+	}
+	if d.PaymentWindowHighRiskMs < 0 || d.PaymentWindowHighRiskMs > d.PaymentWindowMs {
+		return fmt.Errorf("%w: payment_window_high_risk must be 0..payment_window", ErrInvalidDefinition)
+	}
 	return nil
 }
 
 // CheckRedefine reports whether next may replace d: the same campaign, SKU,
-// start_at, payment_window and release_on_close; end_at may only move later
-// and sale_limit only grow.
+// start_at, payment_window, payment_window_high_risk and release_on_close;
+// end_at may only move later and sale_limit only grow. entry_pass and
+// max_unpaid_per_subject may change (a cap applies to the reserves decided
+// after it; reservations already made stay).
 func (d Definition) CheckRedefine(next Definition) error {
 	if err := next.Validate(); err != nil {
 		return err
@@ -82,6 +163,9 @@ func (d Definition) CheckRedefine(next Definition) error {
 		return fmt.Errorf("%w: start_at may not change", ErrInvalidDefinition)
 	case next.PaymentWindowMs != d.PaymentWindowMs:
 		return fmt.Errorf("%w: payment_window may not change", ErrInvalidDefinition)
+	case next.PaymentWindowHighRiskMs != d.PaymentWindowHighRiskMs:
+		// Each window's expire_at must grow with seq: the expiry walks rely on it.
+		return fmt.Errorf("%w: payment_window_high_risk may not change", ErrInvalidDefinition)
 	case next.ReleaseOnClose != d.ReleaseOnClose:
 		return fmt.Errorf("%w: release_on_close may not change", ErrInvalidDefinition)
 	case next.IDKey != d.IDKey && next.IDKey != [16]byte{}: // zero: "keep it"

@@ -23,6 +23,7 @@ type Frozen struct {
 	table      table
 	rejections rejectionLog
 	refunds    []Refund
+	holders    holderList
 }
 
 // Freeze returns the state as it is now. It runs in O(reservations/4096 +
@@ -41,6 +42,7 @@ func (m *Machine) Freeze() *Frozen {
 		table:      m.table.freeze(),
 		rejections: m.rejections.freeze(),
 		refunds:    m.refunds[:len(m.refunds):len(m.refunds)],
+		holders:    m.holders.freeze(),
 	}
 }
 

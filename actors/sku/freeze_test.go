@@ -252,6 +252,10 @@ func FuzzDecodeRecord(f *testing.F) {
 		{Type: RecordReleased, At: 10, Seq: 1},
 		{Type: RecordPaused, At: 11},
 		{Type: RecordResumed, At: 12},
+		{Type: RecordDefine, At: 13, Def: Definition{CampaignID: "c", SKUID: "s", StartAt: 1, EndAt: 2, PaymentWindowMs: 3, SaleLimit: 4,
+			EntryPass: EntryPassRule{Required: true, LeadMs: 5, TTLMs: 6}, MaxUnpaidPerSubject: 1, PaymentWindowHighRiskMs: 2}},
+		{Type: RecordReserved, At: 14, Seq: 2, Token: 2, ExpireAt: 16, RequestID: "ep.r3", UserID: "u3",
+			Holder: Holder{Tier: 1, Risk: 2, Subjects: 0b1001, Keys: [4]SubjectKey{{1, 2, 3, 4, 5, 6, 7, 8}, {}, {}, {9}}}},
 	}
 	for _, r := range seeds {
 		f.Add(byte(r.Type), r.AppendPayload(nil))

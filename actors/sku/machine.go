@@ -56,6 +56,17 @@ type Machine struct {
 	// expireCursor is the lowest seq that may still be PENDING_PAYMENT. It
 	// is derived state (not part of Hash).
 	expireCursor uint32
+
+	// holders keeps the Holder of every reservation made with one, in seq
+	// order (caps.go).
+	holders holderList
+	// unpaid counts PENDING_PAYMENT reservations per subject key (derived).
+	unpaid map[subjectSlot]uint32
+	// highRisk lists, in seq order, the reservations with the high-risk
+	// payment window (derived), and riskCursor is the first of them the
+	// high-risk expiry walk has not passed.
+	highRisk   []uint32
+	riskCursor int
 }
 
 // Refund is a payment received for a reservation that was already closed.
@@ -72,6 +83,7 @@ func New() *Machine {
 	m := &Machine{
 		rejected:     make(map[string]uint32),
 		expireCursor: 1,
+		unpaid:       make(map[subjectSlot]uint32),
 	}
 	m.byRequest = newIndex(&m.table, keyRequestID)
 	m.live = newIndex(&m.table, keyUserID)

@@ -1,6 +1,7 @@
 package sku
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
@@ -22,6 +23,8 @@ type model struct {
 
 type modelRes struct {
 	user     string
+	device   string // the pass's device subject, "" without one
+	highRisk bool
 	state    State
 	expireAt int64
 	holds    bool
@@ -53,7 +56,27 @@ func (md *model) closeRes(seq int, _ CloseReason) {
 	}
 }
 
-func (md *model) reserve(req, user string) Outcome {
+// unpaidOn counts the PENDING_PAYMENT reservations of a device.
+func (md *model) unpaidOn(device string) int {
+	n := 0
+	for _, r := range md.res {
+		if r.state == StatePendingPayment && r.device == device {
+			n++
+		}
+	}
+	return n
+}
+
+// overCap is the cap on unpaid reservations per subject.
+func (md *model) overCap(device string) bool {
+	return device != "" && md.def.MaxUnpaidPerSubject > 0 && md.unpaidOn(device) >= int(md.def.MaxUnpaidPerSubject)
+}
+
+func (md *model) reserve(req, user string) Outcome { return md.reserveWith(req, user, "", false) }
+
+// reserveWith is reserve with an entry pass naming a device (or none) and a
+// risk level.
+func (md *model) reserveWith(req, user, device string, highRisk bool) Outcome {
 	if q, ok := md.reqs[req]; ok {
 		if q.user != user {
 			return OutcomeRequestIDReused
@@ -76,6 +99,12 @@ func (md *model) reserve(req, user string) Outcome {
 			return OutcomeAlreadyPurchased // not recorded: it holds while the purchase is live
 		}
 	}
+	if md.overCap(device) {
+		md.expireDue() // an expired reservation frees its device
+		if md.overCap(device) {
+			return OutcomeSubjectLimit // not recorded
+		}
+	}
 	if md.avail == 0 {
 		md.expireDue()
 	}
@@ -84,7 +113,12 @@ func (md *model) reserve(req, user string) Outcome {
 		return OutcomeSoldOut
 	}
 	md.avail--
-	md.res = append(md.res, modelRes{user: user, state: StatePendingPayment, expireAt: md.now + md.def.PaymentWindowMs, holds: true})
+	window := md.def.PaymentWindowMs
+	if highRisk && md.def.PaymentWindowHighRiskMs > 0 {
+		window = md.def.PaymentWindowHighRiskMs
+	}
+	md.res = append(md.res, modelRes{user: user, device: device, highRisk: highRisk,
+		state: StatePendingPayment, expireAt: md.now + window, holds: true})
 	md.live[user] = len(md.res)
 	md.reqs[req] = modelReq{user, OutcomeAccepted}
 	return OutcomeAccepted
@@ -172,7 +206,10 @@ func TestMachineAgainstModel(t *testing.T) {
 			PaymentWindowMs: rapid.Int64Range(1, 50).Draw(t, "window"),
 			SaleLimit:       uint32(rapid.IntRange(1, 6).Draw(t, "limit")),
 			ReleaseOnClose:  rapid.Bool().Draw(t, "release_on_close"),
+			// Issue #14: a cap per device, a shorter window for risk >= 1.
+			MaxUnpaidPerSubject: uint32(rapid.IntRange(0, 2).Draw(t, "max_unpaid_per_subject")),
 		}
+		def.PaymentWindowHighRiskMs = rapid.Int64Range(0, def.PaymentWindowMs).Draw(t, "window_high_risk")
 		m := New()
 		md := &model{def: def, now: 990, avail: int(def.SaleLimit), reqs: map[string]modelReq{}, live: map[string]int{}}
 		var log []Record
@@ -184,6 +221,8 @@ func TestMachineAgainstModel(t *testing.T) {
 		users := rapid.SampledFrom([]string{"u1", "u2", "u3", "u4", "u5", "u6", "u7", "u8"})
 		reqs := rapid.SampledFrom([]string{"r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12"})
 		payments := rapid.SampledFrom([]string{"p1", "p2", "p3"})
+		devices := rapid.SampledFrom([]string{"", "d1", "d2"})
+		deviceKey := func(device string) SubjectKey { return SubjectKey{device[0], device[1]} }
 		check := func(what string, got, want Outcome) {
 			if got != want {
 				t.Fatalf("%s: got %s, model says %s", what, got, want)
@@ -197,6 +236,23 @@ func TestMachineAgainstModel(t *testing.T) {
 				res, recs := m.Reserve(md.now, req, user, nil)
 				log = append(log, recs...)
 				check(fmt.Sprintf("reserve(%s,%s)", req, user), res.Outcome, want)
+			},
+			"reserveWithPass": func(t *rapid.T) {
+				req, user, device := reqs.Draw(t, "req"), users.Draw(t, "user"), devices.Draw(t, "device")
+				highRisk := rapid.Bool().Draw(t, "high_risk")
+				h := Holder{Tier: uint8(rapid.IntRange(0, 2).Draw(t, "tier"))}
+				if highRisk {
+					h.Risk = uint8(rapid.IntRange(1, 3).Draw(t, "risk"))
+				}
+				if device != "" {
+					h.Subjects, h.Keys[0] = 1, deviceKey(device)
+					// A second subject kind that never binds: kinds are kept apart.
+					h.Subjects, h.Keys[3] = h.Subjects|8, deviceKey(device)
+				}
+				want := md.reserveWith(req, user, device, highRisk)
+				res, recs := m.ReserveWith(md.now, req, user, h, nil)
+				log = append(log, recs...)
+				check(fmt.Sprintf("reserve(%s,%s,device %q,high risk %v)", req, user, device, highRisk), res.Outcome, want)
 			},
 			"pay": func(t *rapid.T) {
 				seq, p := seqs(), payments.Draw(t, "payment")
@@ -261,7 +317,7 @@ func TestMachineAgainstModel(t *testing.T) {
 				}
 			},
 		}
-		names := []string{"reserve", "reserve", "reserve", "pay", "pay", "cancel", "closeExpired", "release", "expire", "pauseResume", "clock", "clock", "clock", "toExpiry"}
+		names := []string{"reserve", "reserve", "reserveWithPass", "reserveWithPass", "pay", "pay", "cancel", "closeExpired", "release", "expire", "pauseResume", "clock", "clock", "clock", "toExpiry"}
 		steps := rapid.IntRange(1, 300).Draw(t, "steps")
 		for i := 0; i < steps; i++ {
 			actions[rapid.SampledFrom(names).Draw(t, "action")](t)
@@ -275,6 +331,11 @@ func TestMachineAgainstModel(t *testing.T) {
 				}
 				if int(a.Counts.RefundsRequired) != md.refunds {
 					t.Fatalf("refunds %d, model %d", a.Counts.RefundsRequired, md.refunds)
+				}
+				for _, d := range []string{"d1", "d2"} {
+					if got := m.UnpaidBySubject(0, deviceKey(d)); int(got) != md.unpaidOn(d) {
+						t.Fatalf("unpaid on %s: %d, model %d", d, got, md.unpaidOn(d))
+					}
 				}
 			}()
 		}
@@ -291,6 +352,23 @@ func TestMachineAgainstModel(t *testing.T) {
 		}
 		if replayed.Hash() != m.Hash() {
 			t.Fatalf("replay of %d records gives another state", len(log))
+		}
+		if a := replayed.Audit(); !a.OK() {
+			t.Fatalf("audit after replay: %v", a.Violations)
+		}
+		var state bytes.Buffer
+		if _, err := m.Freeze().Encode(&state); err != nil {
+			t.Fatal(err)
+		}
+		restored, err := DecodeState(state.Bytes())
+		if err != nil {
+			t.Fatalf("decode state: %v", err)
+		}
+		if restored.Hash() != m.Hash() {
+			t.Fatal("the state decodes to another state")
+		}
+		if a := restored.Audit(); !a.OK() {
+			t.Fatalf("audit after decode: %v", a.Violations)
 		}
 	})
 }

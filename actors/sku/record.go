@@ -49,6 +49,9 @@ type Record struct {
 	Reason    CloseReason
 	Release   bool       // CLOSED: the token goes back to the pool
 	Def       Definition // DEFINE
+	// Holder is RESERVED's optional trailing field: what the entry pass of
+	// the reserve said (tier, risk, subject keys); zero without a pass.
+	Holder Holder
 }
 
 // ErrBadRecord is wrapped by DecodeRecord for a payload that does not parse.
@@ -56,6 +59,16 @@ var ErrBadRecord = errors.New("malformed record")
 
 // AppendPayload appends the record's fields (not its type) to dst. The layout
 // per type is a fixed sequence of varints and length-prefixed strings.
+//
+// Two optional trailing fields (issue #14), written only when set, so a
+// record without them is byte for byte what older versions wrote, and an
+// older record decodes with them zero:
+//
+//	DEFINE    ... id_key | bool entry_pass.required, varint entry_pass.lead_ms,
+//	          varint entry_pass.ttl_ms, uvarint max_unpaid_per_subject,
+//	          varint payment_window_high_risk_ms
+//	RESERVED  ... user_id | u8 tier, u8 risk, u8 subject flags,
+//	          8 bytes per set flag (bit order)
 func (r *Record) AppendPayload(dst []byte) []byte {
 	dst = binary.AppendVarint(dst, r.At)
 	switch r.Type {
@@ -69,12 +82,18 @@ func (r *Record) AppendPayload(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(d.SaleLimit))
 		dst = appendBool(dst, d.ReleaseOnClose)
 		dst = append(dst, d.IDKey[:]...)
+		if d.hasPassFields() {
+			dst = appendPassFields(dst, d)
+		}
 	case RecordReserved:
 		dst = binary.AppendUvarint(dst, uint64(r.Seq))
 		dst = binary.AppendUvarint(dst, uint64(r.Token))
 		dst = binary.AppendVarint(dst, r.ExpireAt)
 		dst = appendString(dst, r.RequestID)
 		dst = appendString(dst, r.UserID)
+		if r.Holder != (Holder{}) {
+			dst = appendHolder(dst, &r.Holder)
+		}
 	case RecordRejected:
 		dst = append(dst, byte(r.Outcome))
 		dst = binary.AppendUvarint(dst, uint64(r.Seq))
@@ -110,11 +129,17 @@ func DecodeRecord(typ RecordType, payload []byte) (Record, error) {
 		r.Def.SaleLimit = d.uint32()
 		r.Def.ReleaseOnClose = d.bool()
 		r.Def.IDKey = d.key()
+		if d.err == nil && len(d.b) > 0 {
+			d.passFields(&r.Def)
+		}
 	case RecordReserved:
 		r.Seq = d.uint32()
 		r.Token = d.uint32()
 		r.ExpireAt = d.varint()
 		r.RequestID, r.UserID = d.stringPair()
+		if d.err == nil && len(d.b) > 0 {
+			r.Holder = d.holder()
+		}
 	case RecordRejected:
 		r.Outcome = Outcome(d.byte())
 		r.Seq = d.uint32()
@@ -140,6 +165,25 @@ func DecodeRecord(typ RecordType, payload []byte) (Record, error) {
 		return Record{}, fmt.Errorf("%w: %s: %d trailing bytes", ErrBadRecord, typ, len(d.b))
 	}
 	return r, nil
+}
+
+// appendPassFields appends the definition's fields of issue #14: DEFINE's
+// trailing field and the state's.
+func appendPassFields(dst []byte, d *Definition) []byte {
+	dst = appendBool(dst, d.EntryPass.Required)
+	dst = binary.AppendVarint(dst, d.EntryPass.LeadMs)
+	dst = binary.AppendVarint(dst, d.EntryPass.TTLMs)
+	dst = binary.AppendUvarint(dst, uint64(d.MaxUnpaidPerSubject))
+	return binary.AppendVarint(dst, d.PaymentWindowHighRiskMs)
+}
+
+// passFields reads what appendPassFields wrote.
+func (d *decoder) passFields(def *Definition) {
+	def.EntryPass.Required = d.bool()
+	def.EntryPass.LeadMs = d.varint()
+	def.EntryPass.TTLMs = d.varint()
+	def.MaxUnpaidPerSubject = d.uint32()
+	def.PaymentWindowHighRiskMs = d.varint()
 }
 
 func appendString(dst []byte, s string) []byte {

@@ -32,9 +32,21 @@ import (
 //	rejection   = str request_id, str user_id, u8 outcome, uvarint 0 (a reserved field, always 0)
 //	refund      = uvarint seq, str payment_id, varint amount, varint at
 //
+// then optional trailing sections, each a u8 tag and its body, in tag order
+// (a state without them is what older versions wrote):
+//
+//	tag 1: passes (issue #14), written when the definition sets a field of
+//	       issue #14 or a reservation has a holder:
+//	       definition's pass fields (as DEFINE's trailing field),
+//	       uvarint n, n × (uvarint seq - previous seq, holder)   in seq order
+//	holder      = u8 tier, u8 risk, u8 subject flags, 8 bytes per set flag
+//
 // Token slots, counters, the indexes and the expiry cursor are derived from
 // these and rebuilt by Restore, which checks them as it goes.
 const StateFormatVersion = 1
+
+// stateSectionPasses tags the state's trailing section of issue #14.
+const stateSectionPasses = 1
 
 // ErrBadState is wrapped by Restore and DecodeState for bytes that are not
 // a valid encoded state.
@@ -85,6 +97,19 @@ func (f *Frozen) Encode(w io.Writer) (int64, error) {
 		b = binary.AppendVarint(b, rf.Amount)
 		e.b = binary.AppendVarint(b, rf.At)
 		e.maybeFlush()
+	}
+	if f.def.hasPassFields() || len(f.holders.rows) > 0 {
+		e.b = append(e.b, stateSectionPasses)
+		e.b = appendPassFields(e.b, &f.def)
+		e.b = binary.AppendUvarint(e.b, uint64(len(f.holders.rows)))
+		var prev uint32
+		for i := range f.holders.rows {
+			row := &f.holders.rows[i]
+			e.b = binary.AppendUvarint(e.b, uint64(row.seq-prev))
+			e.b = appendHolder(e.b, &row.h)
+			prev = row.seq
+			e.maybeFlush()
+		}
 	}
 	e.flush()
 	return e.n, e.err
@@ -253,6 +278,9 @@ func (s *stateDecoder) decode() {
 	}
 	s.rows(handedOut)
 	s.rejectionsAndRefunds()
+	if s.err == nil && len(s.b) != 0 {
+		s.passes()
+	}
 	if s.err == nil && len(s.b) != 0 {
 		s.fail("%d trailing bytes", len(s.b))
 	}
@@ -435,6 +463,65 @@ func (s *stateDecoder) rejectionsAndRefunds() {
 		rf.Amount, rf.At = s.varint(), s.varint()
 		if s.err == nil && (m.table.get(rf.ReservationSeq) == nil || !ValidID(rf.PaymentID)) {
 			s.fail("refund %d: reservation %d, payment %q", i+1, rf.ReservationSeq, rf.PaymentID)
+		}
+	}
+}
+
+// Smallest encoding of a holder row: a one-byte seq delta and a holder
+// without keys.
+const minHolderRowSize = 4
+
+// passes decodes the trailing section of issue #14 and rebuilds the unpaid
+// counts from it.
+func (s *stateDecoder) passes() {
+	m := s.m
+	if tag := s.byte(); s.err == nil && tag != stateSectionPasses {
+		s.fail("unknown trailing section %d", tag)
+		return
+	}
+	var d Definition = m.def
+	s.passFields(&d)
+	if s.err != nil {
+		return
+	}
+	if m.defined {
+		if err := d.Validate(); err != nil {
+			s.fail("%v", err)
+			return
+		}
+		m.setDefinition(d)
+	} else if d.hasPassFields() {
+		s.fail("an undefined SKU with a definition")
+		return
+	}
+	n := s.count("holder", minHolderRowSize)
+	var seq uint32
+	for i := uint32(0); i < n && s.err == nil; i++ {
+		delta := s.uint32()
+		h := s.holder()
+		if s.err != nil {
+			return
+		}
+		if delta == 0 || uint64(seq)+uint64(delta) > uint64(m.table.count) {
+			s.fail("holder %d: reservation %d+%d out of order or unknown", i+1, seq, delta)
+			return
+		}
+		seq += delta
+		r := m.table.get(seq)
+		if h == (Holder{}) {
+			s.fail("holder %d: empty", i+1)
+			return
+		}
+		if r.expireAt-r.createdAt != d.PaymentWindowFor(h) {
+			s.fail("reservation %d: expire_at does not follow its payment window", seq)
+			return
+		}
+		m.holders.add(seq, h)
+		if r.state == StatePendingPayment {
+			m.countUnpaid(&h)
+			if m.shortWindow(&h) {
+				m.queueHighRisk(seq)
+			}
 		}
 	}
 }

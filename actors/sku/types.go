@@ -82,6 +82,7 @@ const (
 	OutcomeNotClosed        Outcome = 19 // release: the reservation is still PENDING_PAYMENT
 	OutcomeOK               Outcome = 20 // pause, resume, define: applied or already so
 	OutcomeInvalid          Outcome = 21 // a malformed id, or a definition change that is not allowed
+	OutcomeSubjectLimit     Outcome = 22 // reserve: a subject key of the pass is at max_unpaid_per_subject; not recorded
 )
 
 var outcomeNames = [...]string{
@@ -89,6 +90,7 @@ var outcomeNames = [...]string{
 	"NOT_STARTED", "ENDED", "PAUSED", "PAID", "ALREADY_PAID", "PAYMENT_CONFLICT",
 	"REFUND_REQUIRED", "NOT_FOUND", "CLOSED", "ALREADY_CLOSED", "NOT_CLOSABLE",
 	"NOT_EXPIRED", "RELEASED", "ALREADY_RELEASED", "NOT_CLOSED", "OK", "INVALID",
+	"SUBJECT_LIMIT",
 }
 
 func (o Outcome) String() string {

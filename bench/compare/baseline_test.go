@@ -63,7 +63,7 @@ func sellOut(t *testing.T, target Target) {
 	if counts[bench.OutcomeError] > 0 {
 		t.Errorf("%d errors: %v", counts[bench.OutcomeError], tally.ErrorKinds())
 	}
-	report := ledger.Check(1, func(int) int64 { return sku.SaleLimit })
+	report := ledger.Check(1, func(int) int64 { return sku.SaleLimit }, 0)
 	if report.Accepted != 100 || report.Oversold != 0 || report.DuplicateWinners != 0 || report.RetryMismatches != 0 {
 		t.Errorf("ledger: accepted %d oversold %d duplicate winners %d retry mismatches %d; %v",
 			report.Accepted, report.Oversold, report.DuplicateWinners, report.RetryMismatches, report.Examples)

@@ -54,6 +54,7 @@ type recordJSON struct {
 	Reason        string          `json:"reason,omitempty"`
 	Release       *bool           `json:"release,omitempty"`
 	Definition    *definitionJSON `json:"definition,omitempty"`
+	Holder        *holderJSON     `json:"holder,omitempty"` // RESERVED with an entry pass
 }
 
 func recordOf(index uint64, r *sku.Record, campaignID, skuID string, key [16]byte) recordJSON {
@@ -65,6 +66,8 @@ func recordOf(index uint64, r *sku.Record, campaignID, skuID string, key [16]byt
 	switch r.Type {
 	case sku.RecordDefine:
 		j.Definition = definitionOf(r.Def)
+	case sku.RecordReserved:
+		j.Holder = holderOf(r.Holder)
 	case sku.RecordRejected:
 		j.Outcome = r.Outcome.String()
 	case sku.RecordPaid, sku.RecordRefundRequired:

@@ -22,6 +22,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -280,11 +281,46 @@ type definitionJSON struct {
 	PaymentWindowMs int64  `json:"payment_window_ms"`
 	SaleLimit       uint32 `json:"sale_limit"`
 	ReleaseOnClose  bool   `json:"release_on_close"`
+	// The fields of issue #14, shown when set.
+	EntryPassRequired       bool   `json:"entry_pass_required,omitempty"`
+	EntryPassLeadMs         int64  `json:"entry_pass_lead_ms,omitempty"`
+	EntryPassTTLMs          int64  `json:"entry_pass_ttl_ms,omitempty"`
+	MaxUnpaidPerSubject     uint32 `json:"max_unpaid_per_subject,omitempty"`
+	PaymentWindowHighRiskMs int64  `json:"payment_window_high_risk_ms,omitempty"`
 }
 
 func definitionOf(d sku.Definition) *definitionJSON {
 	return &definitionJSON{d.CampaignID, d.SKUID, formatMillis(d.StartAt), formatMillis(d.EndAt),
-		d.PaymentWindowMs, d.SaleLimit, d.ReleaseOnClose}
+		d.PaymentWindowMs, d.SaleLimit, d.ReleaseOnClose,
+		d.EntryPass.Required, d.EntryPass.LeadMs, d.EntryPass.TTLMs, d.MaxUnpaidPerSubject, d.PaymentWindowHighRiskMs}
+}
+
+// holderJSON is a RESERVED record's holder: what its entry pass said.
+// Subject keys are hex, by kind (device, payment_account, address,
+// network): hashes, never the raw values.
+type holderJSON struct {
+	Tier     uint8             `json:"tier"`
+	Risk     uint8             `json:"risk"`
+	Subjects map[string]string `json:"subjects,omitempty"`
+}
+
+// subjectKindNames are the JSON names of the subject kinds, by bit.
+var subjectKindNames = [sku.SubjectKindCount]string{"device", "payment_account", "address", "network"}
+
+func holderOf(h sku.Holder) *holderJSON {
+	if h == (sku.Holder{}) {
+		return nil
+	}
+	j := &holderJSON{Tier: h.Tier, Risk: h.Risk}
+	for k := 0; k < sku.SubjectKindCount; k++ {
+		if key, ok := h.Key(k); ok {
+			if j.Subjects == nil {
+				j.Subjects = map[string]string{}
+			}
+			j.Subjects[subjectKindNames[k]] = hex.EncodeToString(key[:])
+		}
+	}
+	return j
 }
 
 // joinErrors is a short list of messages.

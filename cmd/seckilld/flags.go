@@ -1,33 +1,41 @@
 package main
 
 import (
+	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/peterbourgon/ff/v3"
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/entrypass"
+	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/wal"
 )
 
 // options are the command line, each flag also settable as SECKILL_<NAME>
 // in the environment (--data-dir: SECKILL_DATA_DIR). Flags win.
 type options struct {
-	addr              string
-	dataDir           string
-	campaigns         string
-	adminToken        string
-	paymentSecret     string
-	maxQueueWait      time.Duration
-	fsync             wal.FsyncMode
-	logLevel          slog.Level
-	cpuProfile        string
-	snapshotEvery     int
-	snapshotInterval  time.Duration
-	snapshotKeep      int
-	maxSKUs           int
+	addr             string
+	dataDir          string
+	campaigns        string
+	adminToken       string
+	paymentSecret    string
+	maxQueueWait     time.Duration
+	fsync            wal.FsyncMode
+	logLevel         slog.Level
+	cpuProfile       string
+	snapshotEvery    int
+	snapshotInterval time.Duration
+	snapshotKeep     int
+	maxSKUs          int
+	// entryPasses holds the parsed --entry-pass-* flags (issue #14); its
+	// types never print their secrets.
+	entryPasses       httpapi.EntryPassConfig
 	feedRetainRecords uint64
 	feedRetainAge     time.Duration
 }
@@ -51,6 +59,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.Uint64Var(&o.feedRetainRecords, "feed-retain-records", 0, fmt.Sprintf("keep at least this many newest records of each SKU's log for event-feed consumers when snapshots truncate it (at most %d)", actors.MaxFeedRetainRecords))
 	fs.DurationVar(&o.feedRetainAge, "feed-retain-age", 0, fmt.Sprintf("keep the records of the last this long for event-feed consumers (at most %s)", actors.MaxFeedRetainAge))
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) to this file until shutdown")
+	passKeys := fs.String("entry-pass-keys", "", "entry-pass signing keys kid:hex,... (the first signs, all verify; empty: no passes)")
+	subjectSecret := fs.String("entry-pass-subject-secret", "", "hex secret (32-64 bytes) hashing the subject values of issued passes")
+	fs.StringVar(&o.entryPasses.IssuerToken, "entry-pass-issuer-token", "", "bearer token of the entry-pass issuing route (empty: the route is off)")
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL")); err != nil {
 		return o, err
 	}
@@ -83,5 +94,33 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	if err := parseEntryPassFlags(&o.entryPasses, *passKeys, *subjectSecret); err != nil {
+		return o, err
+	}
 	return o, nil
+}
+
+// parseEntryPassFlags fills c from --entry-pass-keys and
+// --entry-pass-subject-secret. Errors never quote a secret.
+func parseEntryPassFlags(c *httpapi.EntryPassConfig, keys, subjectSecret string) error {
+	if keys != "" {
+		ring, err := entrypass.ParseKeyRing(keys)
+		if err != nil {
+			return fmt.Errorf("--entry-pass-keys: %w", err)
+		}
+		c.Keys = ring
+	}
+	if subjectSecret != "" {
+		secret, err := hex.DecodeString(strings.TrimSpace(subjectSecret))
+		if err != nil {
+			return errors.New("--entry-pass-subject-secret: not an even number of hex digits")
+		}
+		if c.Subjects, err = entrypass.NewSubjectHasher(secret); err != nil {
+			return fmt.Errorf("--entry-pass-subject-secret: %w", err)
+		}
+	}
+	if c.IssuerToken != "" && (c.Keys == nil || c.Subjects == nil) {
+		return errors.New("--entry-pass-issuer-token needs --entry-pass-keys and --entry-pass-subject-secret")
+	}
+	return nil
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,6 +52,42 @@ func TestFeedRetentionFlags(t *testing.T) {
 	for _, args := range [][]string{{"--feed-retain-records", "100000001"}, {"--feed-retain-age", "169h"}, {"--feed-retain-age", "-1s"}} {
 		if _, err := parseOptions(args, io.Discard); err == nil {
 			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+// The --entry-pass-* flags, from the environment too; errors never quote a
+// secret.
+func TestEntryPassOptions(t *testing.T) {
+	key := strings.Repeat("ab", 32)
+	t.Setenv("SECKILL_ENTRY_PASS_KEYS", "2:"+key+",1:"+strings.Repeat("cd", 32))
+	t.Setenv("SECKILL_ENTRY_PASS_SUBJECT_SECRET", strings.Repeat("ef", 32))
+	o, err := parseOptions([]string{"--entry-pass-issuer-token", "issuer"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := o.entryPasses
+	if c.Keys == nil || c.Keys.Signer().ID() != 2 || c.Subjects == nil || c.IssuerToken != "issuer" {
+		t.Fatalf("%v", c.Keys)
+	}
+	if s := fmt.Sprintf("%+v %v", o, c.Subjects); strings.Contains(s, key) || strings.Contains(s, "efef") {
+		t.Fatalf("options print a secret: %s", s)
+	}
+	t.Setenv("SECKILL_ENTRY_PASS_KEYS", "")
+	t.Setenv("SECKILL_ENTRY_PASS_SUBJECT_SECRET", "")
+	for _, args := range [][]string{
+		{"--entry-pass-keys", "1:" + key[:40] + "zz"},
+		{"--entry-pass-keys", "1:abcd"},
+		{"--entry-pass-subject-secret", "xyz"},
+		{"--entry-pass-subject-secret", "abcd"},
+		{"--entry-pass-issuer-token", "t"},
+		{"--entry-pass-issuer-token", "t", "--entry-pass-keys", "1:" + key},
+	} {
+		_, err := parseOptions(args, io.Discard)
+		if err == nil {
+			t.Errorf("%v accepted", args)
+		} else if strings.Contains(err.Error(), key[:40]) {
+			t.Errorf("%v: the error quotes the secret: %v", args, err)
 		}
 	}
 }

@@ -123,6 +123,7 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 		MaxQueueWait:   opts.maxQueueWait,
 		Logger:         log,
 		Registry:       reg,
+		EntryPasses:    opts.entryPasses,
 	})
 	if err != nil {
 		return err

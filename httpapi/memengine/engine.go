@@ -256,6 +256,11 @@ func (s *skuState) decided(out []sku.Record) { s.index += uint64(len(out)) }
 
 // Reserve implements httpapi.Reserver on sku.Machine.Reserve.
 func (e *Engine) Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error) {
+	return e.ReserveWith(ctx, campaignID, skuID, requestID, userID, sku.Holder{})
+}
+
+// ReserveWith implements httpapi.Reserver on sku.Machine.ReserveWith.
+func (e *Engine) ReserveWith(ctx context.Context, campaignID, skuID, requestID, userID string, holder sku.Holder) (sku.Result, error) {
 	var res sku.Result
 	err := e.run(ctx, Call{Kind: KindReserve, CampaignID: campaignID, SKUID: skuID, RequestID: requestID, UserID: userID},
 		func() (sku.Result, error) {
@@ -264,7 +269,7 @@ func (e *Engine) Reserve(ctx context.Context, campaignID, skuID, requestID, user
 				return res, err
 			}
 			var out []sku.Record
-			res, out = s.m.Reserve(e.now(), requestID, userID, nil)
+			res, out = s.m.ReserveWith(e.now(), requestID, userID, holder, nil)
 			s.decided(out)
 			s.act.reserved(res)
 			if !res.Duplicate && (res.Outcome == sku.OutcomeAccepted || res.Outcome == sku.OutcomeSoldOut) {

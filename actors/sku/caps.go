@@ -1,0 +1,115 @@
+package sku
+
+// Caps on unpaid reservations per subject (issue #14). A reserve made with
+// an entry pass carries its Holder; the Machine counts, per subject key,
+// the PENDING_PAYMENT reservations whose holder carries it, and refuses a
+// reserve that would take a key past Definition.MaxUnpaidPerSubject. The
+// counts are derived state: Apply keeps them, and replay and DecodeState
+// rebuild them from the holders. They hold at most SubjectKindCount entries
+// per PENDING_PAYMENT reservation, so at most 4 × sale_limit.
+
+// overCap reports whether one of h's subject keys already has
+// MaxUnpaidPerSubject unpaid reservations.
+func (m *Machine) overCap(h *Holder) bool {
+	limit := m.def.MaxUnpaidPerSubject
+	if limit == 0 || h.Subjects == 0 {
+		return false
+	}
+	for k := 0; k < SubjectKindCount; k++ {
+		if h.Subjects&(1<<k) != 0 && m.unpaid[subjectSlot{uint8(k), h.Keys[k]}] >= limit {
+			return true
+		}
+	}
+	return false
+}
+
+// countUnpaid adds one unpaid reservation to each subject key of h.
+func (m *Machine) countUnpaid(h *Holder) {
+	for k := 0; k < SubjectKindCount; k++ {
+		if h.Subjects&(1<<k) != 0 {
+			m.unpaid[subjectSlot{uint8(k), h.Keys[k]}]++
+		}
+	}
+}
+
+// settleUnpaid takes reservation seq, leaving PENDING_PAYMENT, out of the
+// counts of its holder's subject keys.
+func (m *Machine) settleUnpaid(seq uint32) {
+	if len(m.holders.rows) == 0 {
+		return
+	}
+	h := m.holders.get(seq)
+	for k := 0; k < SubjectKindCount; k++ {
+		if h.Subjects&(1<<k) == 0 {
+			continue
+		}
+		s := subjectSlot{uint8(k), h.Keys[k]}
+		switch n := m.unpaid[s]; n {
+		case 0:
+			panic("sku: unpaid count of a subject goes below zero")
+		case 1:
+			delete(m.unpaid, s)
+		default:
+			m.unpaid[s] = n - 1
+		}
+	}
+}
+
+// UnpaidBySubject returns the number of unpaid reservations of the subject
+// key of kind k (0..SubjectKindCount-1): what the cap is compared with.
+func (m *Machine) UnpaidBySubject(kind int, key SubjectKey) uint32 {
+	return m.unpaid[subjectSlot{uint8(kind), key}]
+}
+
+// shortWindow reports whether a reservation by h gets a payment window
+// shorter than payment_window: it then goes on the high-risk expiry queue.
+func (m *Machine) shortWindow(h *Holder) bool {
+	return m.def.PaymentWindowFor(*h) != m.def.PaymentWindowMs
+}
+
+// queueHighRisk puts reservation seq on the high-risk expiry queue,
+// dropping the settled prefix once it is most of the queue (so the queue
+// holds about twice the high-risk reservations not yet walked past).
+func (m *Machine) queueHighRisk(seq uint32) {
+	if m.riskCursor >= 1024 && 2*m.riskCursor >= len(m.highRisk) {
+		n := copy(m.highRisk, m.highRisk[m.riskCursor:])
+		m.highRisk, m.riskCursor = m.highRisk[:n], 0
+	}
+	m.highRisk = append(m.highRisk, seq)
+}
+
+// expireHighRisk closes the due PENDING_PAYMENT reservations of the
+// high-risk queue, oldest first, looking at no more than 4*max of them and
+// closing at most max. Their window is shorter than payment_window, so
+// their expire_at grows with seq among themselves but not among all rows:
+// the main walk (Expire) would stop at an earlier normal reservation not
+// yet due, and this one goes on past it.
+func (m *Machine) expireHighRisk(at int64, max int, out []Record) ([]Record, int) {
+	closed, looked := 0, 0
+	for closed < max && looked < 4*max && m.riskCursor < len(m.highRisk) {
+		seq := m.highRisk[m.riskCursor]
+		looked++
+		if r := m.table.get(seq); r.state == StatePendingPayment {
+			if r.expireAt > at {
+				break
+			}
+			out = m.closeExpired(at, seq, out)
+			closed++
+		}
+		m.riskCursor++
+	}
+	return out, closed
+}
+
+// nextHighRiskExpiry is NextExpiry for the high-risk queue.
+func (m *Machine) nextHighRiskExpiry() (int64, bool) {
+	for i := m.riskCursor; i < len(m.highRisk); i++ {
+		if r := m.table.get(m.highRisk[i]); r.state == StatePendingPayment {
+			return r.expireAt, true
+		}
+		if i-m.riskCursor > 4096 {
+			return 0, true // many settled rows: let Expire advance the cursor
+		}
+	}
+	return 0, false
+}
