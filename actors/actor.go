@@ -101,6 +101,8 @@ func (a *skuActor) Receive(ctx actor.Context) {
 		a.tick(ctx, msg.now)
 	case snapshotMessage:
 		a.onSnapshot(ctx, msg)
+	case rankedMessage:
+		a.onRanked(ctx, msg)
 	case logFailure:
 		if msg.log == a.log && a.log != nil {
 			a.failAt(msg.at, msg.err)
@@ -288,6 +290,7 @@ func (a *skuActor) commit(ctx actor.Context) *core.Actions {
 	if act.Snapshot != nil {
 		a.startSnapshot(ctx, act.Snapshot, pause)
 	}
+	a.lotteryActions(ctx, act)
 	if act.Recover {
 		a.recoverAgain()
 	}

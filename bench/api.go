@@ -63,6 +63,12 @@ type SKUSpec struct {
 	SKUID string `json:"sku_id"`
 	// SaleLimit is the number of units the campaign may sell.
 	SaleLimit int64 `json:"sale_limit"`
+	// Lottery SKUs (the lottery scenario): the allocation and its rules.
+	Allocation     string         `json:"allocation,omitempty"`
+	EntriesOpenAt  string         `json:"entries_open_at,omitempty"`
+	EntriesCloseAt string         `json:"entries_close_at,omitempty"`
+	Beacon         *lotteryBeacon `json:"beacon,omitempty"`
+	Waitlist       int64          `json:"waitlist,omitempty"`
 }
 
 // timeLayout is the API's one format of times: RFC 3339 in UTC with

@@ -33,10 +33,15 @@ const (
 	// ScenarioPayflow reserves, then pays, cancels or lets expire, with
 	// payments racing the expiry, and checks every final state.
 	ScenarioPayflow = "payflow"
+	// ScenarioLottery runs a lottery sale (lottery.go): entrants enter, the
+	// entries close, the draw, winners pay or let their reservations
+	// expire, the waitlist takes the tokens back, and the auditor
+	// recomputes the draw from the published evidence.
+	ScenarioLottery = "lottery"
 )
 
 // Scenarios lists the scenario names.
-var Scenarios = []string{ScenarioSeed, ScenarioHot, ScenarioManySKUs, ScenarioPayflow}
+var Scenarios = []string{ScenarioSeed, ScenarioHot, ScenarioManySKUs, ScenarioPayflow, ScenarioLottery}
 
 // HotSaleLimit is the hot scenario's sale limit: more than any run can sell.
 const HotSaleLimit = 1_000_000_000
@@ -125,6 +130,12 @@ func DefaultConfig(scenario string) Config {
 		config.SKUs = 1000
 		config.Stock = 50
 		config.Requests = 100_000
+	case ScenarioLottery:
+		config.Stock = 10_000
+		config.Requests = 100_000 // entrants
+		config.RetryShare = 0
+		config.PaymentWindow = 5 * time.Second
+		config.Duration = 60 * time.Second // the entry window
 	case ScenarioPayflow:
 		config.Stock = 1000
 		config.Requests = 1000

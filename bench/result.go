@@ -11,7 +11,7 @@ import (
 // named after an outcome count answers (resends included); Accepted counts
 // units: distinct reservation ids accepted.
 type Result struct {
-	// Scenario is seed, hot, many-skus or payflow.
+	// Scenario is seed, hot, many-skus, payflow or lottery.
 	Scenario string `json:"scenario"`
 	// Target is the server's base URL.
 	Target string `json:"target"`
@@ -81,6 +81,8 @@ type Result struct {
 	Audit *AuditSummary `json:"audit"`
 	// Payflow is the payflow scenario's own report.
 	Payflow *PayflowReport `json:"payflow,omitempty"`
+	// Lottery is the lottery scenario's own report.
+	Lottery *LotteryReport `json:"lottery,omitempty"`
 	// Timeline is the answers per second over the run.
 	Timeline []TimelinePoint `json:"timeline"`
 	// Examples lists a few offending ids behind failed checks.

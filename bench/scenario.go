@@ -72,6 +72,8 @@ func runScenario(ctx context.Context, config Config, client *Client) (*Result, e
 		return runManySKUs(ctx, config, client)
 	case ScenarioPayflow:
 		return runPayflow(ctx, config, client)
+	case ScenarioLottery:
+		return runLottery(ctx, config, client)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", config.Scenario)
 }

@@ -69,6 +69,9 @@ func WriteSummary(w io.Writer, r *Result) {
 	if p := r.Payflow; p != nil {
 		fmt.Fprintf(w, "payflow    %s\n", p.line())
 	}
+	if l := r.Lottery; l != nil {
+		fmt.Fprintf(w, "lottery    %s\n", l.line())
+	}
 	for i, example := range r.Examples {
 		if i == 10 {
 			break

@@ -93,6 +93,15 @@ type CampaignSKU struct {
 	SKUID string `json:"sku_id"`
 	// SaleLimit is the number of tokens the campaign may sell.
 	SaleLimit uint32 `json:"sale_limit"`
+	// A lottery sale (lottery_campaign.go): "allocation":"lottery", the
+	// entry window (RFC 3339), the beacon round, the waitlist (default
+	// sale_limit) and optional tier quotas.
+	Allocation     string          `json:"allocation,omitempty"`
+	EntriesOpenAt  string          `json:"entries_open_at,omitempty"`
+	EntriesCloseAt string          `json:"entries_close_at,omitempty"`
+	Beacon         *BeaconJSON     `json:"beacon,omitempty"`
+	Waitlist       *uint32         `json:"waitlist,omitempty"`
+	Tiers          []TierQuotaJSON `json:"tiers,omitempty"`
 }
 
 // MaxCampaignFileSize bounds the campaign file read at start (bytes).
@@ -146,6 +155,9 @@ func (c Campaign) Definitions() ([]sku.Definition, error) {
 			MaxUnpaidPerSubject:     c.MaxUnpaidPerSubject,
 			PaymentWindowHighRiskMs: highRiskMs,
 		}
+		if err := s.lotteryRules(&d); err != nil {
+			return nil, err
+		}
 		if err := d.Validate(); err != nil {
 			return nil, err
 		}
@@ -179,7 +191,7 @@ func campaignOf(defs []sku.Definition) Campaign {
 				}
 			}
 		}
-		c.SKUs = append(c.SKUs, CampaignSKU{SKUID: d.SKUID, SaleLimit: d.SaleLimit})
+		c.SKUs = append(c.SKUs, campaignSKUOf(d))
 	}
 	return c
 }

@@ -113,10 +113,10 @@ type passed struct {
 	holder    sku.Holder
 }
 
-// checkEntryPass is the one place a reserve's entry pass is checked; a
-// route that reserves (one item or a batch) calls it per item, before the
-// answer cache, the flights and the fast paths, on the SKU's published
-// definition. Its checks, in order:
+// checkEntryPass is the one place a reserve's or an entry's entry pass is
+// checked; a route that reserves (one item or a batch) or enters a lottery
+// calls it per item, before the answer cache, the flights and the fast
+// paths, on the SKU's published definition. Its checks, in order:
 //
 //  1. no pass: ENTRY_PASS_REQUIRED (403) if the definition requires one; a
 //     request_id with the prefix "ep." is refused (400): it belongs to a

@@ -52,6 +52,10 @@ func (s *Server) handleReserve(ctx *fasthttp.RequestCtx) string {
 		s.rejected(layerValidation)
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
 	}
+	if st.Definition.Lottery != nil {
+		s.rejected(layerValidation)
+		return write(ctx, replyLotterySale)
+	}
 	p, rep, ok := s.checkEntryPass(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass)
 	if !ok {
 		return write(ctx, rep)
@@ -230,6 +234,8 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 		return errorReply(fasthttp.StatusServiceUnavailable, reason, ""), false
 	case sku.OutcomeNotFound:
 		return errorReply(fasthttp.StatusNotFound, reasonNotFound, ""), false
+	case sku.OutcomeLotterySale:
+		return replyLotterySale, false
 	}
 	s.log.Error("reserve: unexpected outcome", "outcome", reason)
 	return errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""), false
@@ -245,6 +251,7 @@ var (
 	replySoldOut         = errorReply(fasthttp.StatusConflict, reasonSoldOut, "")
 	replyRequestIDReused = errorReply(fasthttp.StatusUnprocessableEntity, sku.OutcomeRequestIDReused.String(), "")
 	replyQueueFull       = errorReply(fasthttp.StatusTooManyRequests, reasonQueueFull, "")
+	replyLotterySale     = errorReply(fasthttp.StatusConflict, reasonLotterySale, "this SKU is sold by lottery: POST an entry instead")
 	replySubjectLimit    = errorReply(fasthttp.StatusConflict, sku.OutcomeSubjectLimit.String(),
 		"a subject of the entry pass has the most unpaid reservations this SKU allows")
 )

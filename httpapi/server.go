@@ -315,6 +315,8 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	r.GET(statsStreamPath, s.route("admin_stats_stream", s.admin(s.handleStatsStream))) // no HEAD: a stream
 	s.dashboardRoutes(get)
 
+	s.lotteryRoutes(r, get)
+
 	get("/metrics", s.metricsHandler())
 	get("/healthz", s.route("healthz", s.handleHealthz))
 	get("/readyz", s.route("readyz", s.handleReadyz))

@@ -77,8 +77,12 @@ func checkMachine(m *model, e *sku.Machine) error {
 	}
 	d, md := e.Definition(), m.def
 	d.IDKey, md.IDKey = [16]byte{}, [16]byte{}
+	d.Lottery = nil // checkLottery compares it
 	if d != md {
 		return fmt.Errorf("definition %+v, model %+v", d, md)
+	}
+	if err := checkLottery(m, e); err != nil {
+		return err
 	}
 	if e.Paused() != m.paused {
 		return fmt.Errorf("paused %v, model %v", e.Paused(), m.paused)

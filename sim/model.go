@@ -57,7 +57,8 @@ type model struct {
 	released []uint32          // tokens given back, oldest first
 	fresh    uint32            // tokens ever handed out
 	refunds  int
-	soldOut  int // SOLD_OUT answers recorded
+	soldOut  int           // SOLD_OUT answers recorded
+	lot      *modelLottery // a lottery SKU's entries and draw (model_lottery.go), nil otherwise
 
 	// effects counts the effects applied since the count was last read;
 	// onEffect, when set, runs after each one.
@@ -83,6 +84,7 @@ func (m *model) clone() *model {
 	c.requests = maps.Clone(m.requests)
 	c.live = maps.Clone(m.live)
 	c.released = slices.Clone(m.released)
+	c.lot = m.lot.clone()
 	c.onEffect = nil
 	return &c
 }
@@ -119,19 +121,27 @@ type modelReply struct {
 }
 
 func (m *model) define(now int64, d sku.Definition) sku.Outcome {
+	rules := d.Lottery
+	d.Lottery = nil // the model keeps a lottery's rules in m.lot
 	if m.defined {
 		d.IDKey = m.def.IDKey
-		if d == m.def {
+		if d == m.def && (rules != nil) == (m.lot != nil) {
 			return sku.OutcomeOK
 		}
 		if d.SaleLimit < m.def.SaleLimit || d.EndAt < m.def.EndAt || d.StartAt != m.def.StartAt ||
 			d.PaymentWindowMs != m.def.PaymentWindowMs || d.ReleaseOnClose != m.def.ReleaseOnClose ||
 			d.PaymentWindowHighRiskMs != m.def.PaymentWindowHighRiskMs ||
-			d.CampaignID != m.def.CampaignID || d.SKUID != m.def.SKUID {
-			return sku.OutcomeInvalid
+			d.CampaignID != m.def.CampaignID || d.SKUID != m.def.SKUID ||
+			(rules != nil) != (m.lot != nil) || m.lot != nil && d.SaleLimit != m.def.SaleLimit {
+			return sku.OutcomeInvalid // a lottery stays one, with its sale_limit
 		}
 	}
-	m.effect(m.at(now), func() { m.def, m.defined = d, true })
+	first := !m.defined
+	at := m.at(now)
+	m.effect(at, func() { m.def, m.defined = d, true })
+	if first && rules != nil {
+		m.defineLottery(at, *rules)
+	}
 	return sku.OutcomeOK
 }
 
@@ -147,6 +157,7 @@ func (m *model) closeRes(at int64, seq uint32, expired bool) {
 			m.released = append(m.released, r.token)
 		}
 	})
+	m.promote(at) // a lottery's waitlist takes the token
 }
 
 // expireDue closes, oldest first, up to limit PENDING reservations whose
@@ -214,6 +225,9 @@ func (m *model) reserve(now int64, request, user string, holder sku.Holder) mode
 	}
 	if !validID(request) || !validID(user) {
 		return modelReply{outcome: sku.OutcomeInvalid}
+	}
+	if m.lot != nil {
+		return modelReply{outcome: sku.OutcomeLotterySale}
 	}
 	if q, ok := m.requests[request]; ok {
 		switch {
@@ -345,10 +359,12 @@ func (m *model) release(now int64, seq uint32) modelReply {
 	case !r.holds:
 		return modelReply{outcome: sku.OutcomeAlreadyReleased, seq: seq}
 	}
-	m.effect(m.at(now), func() {
+	at := m.at(now)
+	m.effect(at, func() {
 		r.holds = false
 		m.released = append(m.released, r.token)
 	})
+	m.promote(at)
 	return modelReply{outcome: sku.OutcomeReleased, seq: seq}
 }
 
@@ -366,6 +382,7 @@ func (m *model) setPaused(now int64, paused bool) sku.Outcome {
 func (m *model) tick(now int64) {
 	if m.defined {
 		m.expireDue(m.at(now), expireOnTick)
+		m.closeEntries(m.at(now))
 	}
 }
 

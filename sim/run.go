@@ -115,7 +115,13 @@ type run struct {
 	replica   *sku.Machine // the durable log replayed, record by record
 	replicaAt uint64
 
+	// A lottery SKU's draw: the ranking the core asked for, computed
+	// later (the shell's goroutine), and the entries acknowledged.
+	rankJob      *core.Rank
+	ackedEntries map[string]string // request_id -> user
+
 	// The workload.
+	lottery  bool // the SKU is a lottery (step_lottery.go)
 	users    int
 	def      sku.Definition
 	requests []modelRequest // request_ids sent, with their user (request in .request)
@@ -135,18 +141,19 @@ var quiet = slog.New(slog.DiscardHandler)
 
 func newRun(seed uint64) *run {
 	r := &run{
-		seed:      seed,
-		rng:       rand.New(rand.NewPCG(seed, 1)),
-		now:       startMs,
-		faults:    map[string]int{},
-		replies:   map[string]int{},
-		walDir:    newDirectory(),
-		model:     newModel(),
-		saved:     map[uint64]*model{},
-		hashAt:    map[uint64][32]byte{},
-		recordAt:  map[uint64]int64{},
-		restsOn:   map[*core.Call]uint64{},
-		ackedReqs: map[string]modelRequest{},
+		seed:         seed,
+		rng:          rand.New(rand.NewPCG(seed, 1)),
+		now:          startMs,
+		faults:       map[string]int{},
+		replies:      map[string]int{},
+		walDir:       newDirectory(),
+		model:        newModel(),
+		saved:        map[uint64]*model{},
+		hashAt:       map[uint64][32]byte{},
+		recordAt:     map[uint64]int64{},
+		restsOn:      map[*core.Call]uint64{},
+		ackedReqs:    map[string]modelRequest{},
+		ackedEntries: map[string]string{},
 	}
 	r.saved[0] = r.model.clone()
 	r.model.onEffect = r.saveModel
@@ -209,6 +216,10 @@ func (r *run) setUp() error {
 	if g.IntN(2) == 0 {
 		r.def.PaymentWindowHighRiskMs = 1 + int64(g.IntN(int(r.def.PaymentWindowMs)))
 	}
+	r.lottery = r.seed%5 == 4
+	if r.lottery {
+		r.def.Lottery = lotteryRules(g, start)
+	}
 	r.core = core.New(r.coreConfig())
 	if err := r.open(); err != nil {
 		return err
@@ -218,7 +229,7 @@ func (r *run) setUp() error {
 	}
 	def := r.def
 	c := &core.Call{Kind: core.KindDefine, Def: &def}
-	if err := r.decide(c, func() modelReply { return modelReply{outcome: r.model.define(r.now, r.def)} }); err != nil {
+	if err := r.decide(c, func() modelReply { return modelReply{outcome: r.model.define(r.now, r.withSecrets(r.def))} }); err != nil {
 		return err
 	}
 	r.advance()
@@ -281,6 +292,11 @@ func (r *run) recovered() error {
 		return fmt.Errorf("recovery to record %d: state hash differs from the live state's at that record", last)
 	}
 	r.hashAt[last] = e.Hash()
+	for request, user := range r.ackedEntries {
+		if v, found := e.EntryByRequest(request); !found || v.UserID != user {
+			return fmt.Errorf("recovery: acknowledged entry %s of %s not reproduced", request, user)
+		}
+	}
 	for request, q := range r.ackedReqs {
 		got, found := e.Lookup(request)
 		if !found || (got.Outcome == sku.OutcomeSoldOut) != q.soldOut {
@@ -324,15 +340,15 @@ func (r *run) decide(c *core.Call, predict func() modelReply) error {
 func (r *run) countReply(c *core.Call) {
 	outcome := c.Result.Outcome.String()
 	switch c.Kind {
-	case core.KindPause, core.KindResume, core.KindDefine:
+	case core.KindPause, core.KindResume, core.KindDefine, core.KindDraw:
 		outcome = c.Outcome.String()
-	case core.KindGet, core.KindLookup:
+	case core.KindGet, core.KindLookup, core.KindEntry:
 		outcome = "found"
 		if !c.Found {
 			outcome = "not found"
 		}
 	}
-	if c.Result.Duplicate {
+	if c.Result.Duplicate || c.Entry.Duplicate {
 		outcome += " (duplicate)"
 	}
 	r.replies[c.Kind.String()+" "+outcome]++
@@ -341,6 +357,8 @@ func (r *run) countReply(c *core.Call) {
 // checkDecided compares the reply Decide gave with the model's.
 func (r *run) checkDecided(c *core.Call, want modelReply) error {
 	switch c.Kind {
+	case core.KindEnter, core.KindDraw, core.KindEntry:
+		return checkLotteryReply(c, want)
 	case core.KindPause, core.KindResume, core.KindDefine:
 		if c.Outcome != want.outcome || (c.Err != nil) != (want.outcome == sku.OutcomeInvalid) {
 			return fmt.Errorf("answered %s (err %v), model %s", c.Outcome, c.Err, want.outcome)
@@ -385,6 +403,9 @@ func (r *run) advance() error {
 			return fmt.Errorf("record appended at %d, the core expected %d", index, rd.FirstIndex+uint64(i))
 		}
 		r.recordAt[index] = rec.At
+		if rec.Type == sku.RecordWon && rec.Lot.FromWaitlist {
+			r.faults["lottery_promoted"]++
+		}
 		appended++
 	}
 	complete := err == nil
@@ -406,6 +427,9 @@ func (r *run) advance() error {
 			return fmt.Errorf("a snapshot at %d started while the one at %d runs", act.Snapshot.Index, r.snapJob.Index)
 		}
 		r.snapJob = act.Snapshot // written later: the shell writes it beside the actor
+	}
+	if act.Rank != nil {
+		r.rankJob = act.Rank // computed later: the shell ranks beside the actor
 	}
 	if act.Recover {
 		return r.recoverInPlace()
@@ -466,6 +490,9 @@ func (r *run) flush() error {
 // acknowledge notes a reply released to its caller.
 func (r *run) acknowledge(c *core.Call, index uint64) {
 	r.acked = max(r.acked, index)
+	if c.Kind == core.KindEnter && c.Entry.Outcome == sku.OutcomeEntered {
+		r.ackedEntries[c.Entry.Entry.RequestID] = c.Entry.Entry.UserID // a repeat by user answers the first entry
+	}
 	if c.Kind == core.KindReserve && (c.Result.Outcome == sku.OutcomeAccepted || c.Result.Outcome == sku.OutcomeSoldOut) {
 		r.ackedReqs[c.RequestID] = modelRequest{user: c.UserID, soldOut: c.Result.Outcome == sku.OutcomeSoldOut}
 	}
@@ -547,6 +574,7 @@ func (r *run) crash() error {
 	r.faults["crash"]++
 	r.log = nil     // no Close: the process died
 	r.snapJob = nil // its writer died with it
+	r.rankJob = nil // and so did a ranking in progress
 	r.waits = nil
 	clear(r.restsOn)
 	r.storeFaults = storeFaults{}
@@ -571,6 +599,7 @@ func (r *run) recoverInPlace() error {
 		r.faults["snapshot_unwritten"]++
 		r.snapJob = nil // the shell stops its writer before it recovers
 	}
+	r.rankJob = nil // the recovered core asks again
 	r.waits = nil
 	clear(r.restsOn)
 	if err := r.open(); err != nil {

@@ -23,7 +23,8 @@ func TestSeedSlice(t *testing.T) {
 	}
 	sum := RunSeeds(SeedsOptions{First: 1, Count: seeds, Steps: 200})
 	t.Logf("seeds %d, steps %d, faults and events %v", sum.Seeds, sum.Steps, sum.Faults)
-	for _, kind := range []string{"crash", "crash_in_fsync", "write_error", "fsync_error", "torn", "snapshot", "log_truncated", "restore", "recovery_in_place"} {
+	for _, kind := range []string{"crash", "crash_in_fsync", "write_error", "fsync_error", "torn", "snapshot", "log_truncated", "restore", "recovery_in_place",
+		"lottery_ranked", "lottery_promoted"} {
 		if sum.Faults[kind] == 0 {
 			t.Errorf("no %s in %d seeds: the workload no longer reaches it", kind, seeds)
 		}
@@ -32,7 +33,9 @@ func TestSeedSlice(t *testing.T) {
 		"reserve ALREADY_PURCHASED", "reserve REQUEST_ID_REUSED", "reserve INVALID", "reserve NOT_STARTED", "reserve ENDED", "reserve PAUSED",
 		"pay PAID", "pay ALREADY_PAID", "pay PAYMENT_CONFLICT", "pay REFUND_REQUIRED", "pay NOT_FOUND",
 		"close CLOSED", "close ALREADY_CLOSED", "close NOT_EXPIRED", "close NOT_CLOSABLE",
-		"release RELEASED", "release ALREADY_RELEASED", "release NOT_CLOSED", "define OK", "define INVALID"} {
+		"release RELEASED", "release ALREADY_RELEASED", "release NOT_CLOSED", "define OK", "define INVALID",
+		"enter ENTERED", "enter ENTERED (duplicate)", "enter ENTRIES_CLOSED", "enter REQUEST_ID_REUSED", "reserve LOTTERY_SALE",
+		"draw DRAW_STARTED", "draw ALREADY_DRAWN", "draw ENTRIES_OPEN", "entry found"} {
 		if sum.Replies[reply] == 0 {
 			t.Errorf("no %q reply in %d seeds: the workload no longer reaches it", reply, seeds)
 		}

@@ -102,6 +102,9 @@ func (r *run) tick() error {
 			return r.crash()
 		}
 	}
+	if err := r.deliverRanking(); err != nil {
+		return err
+	}
 	failed := r.core.Failed() != nil
 	before := len(r.core.Ready().Records)
 	r.model.effects = 0
@@ -169,6 +172,11 @@ func (r *run) restore() error {
 // call decides one call of a round, its arguments resolved against the
 // current state.
 func (r *run) call(spec callSpec) error {
+	if r.lottery {
+		if handled, err := r.lotteryCall(spec); handled {
+			return err
+		}
+	}
 	now := r.now
 	m := r.model
 	switch spec.kind {

@@ -36,12 +36,16 @@ const (
 	KindAudit
 	KindRefunds
 	KindHash
+	KindEnter  // a lottery entry (Tier from the entry pass)
+	KindDraw   // a lottery draw (Round, Randomness)
+	KindEntry  // an entry's status by request_id
+	KindFreeze // a frozen copy of the state (Report.Frozen)
 	// KindCount is one more than the largest Kind: the size of a table
 	// indexed by Kind.
 	KindCount
 )
 
-var kindNames = [KindCount]string{"", "reserve", "pay", "close", "release", "pause", "resume", "define", "get", "lookup", "audit", "refunds", "hash"}
+var kindNames = [KindCount]string{"", "reserve", "pay", "close", "release", "pause", "resume", "define", "get", "lookup", "audit", "refunds", "hash", "enter", "draw", "entry", "freeze"}
 
 // String returns the kind's name, e.g. "reserve" (a metrics label).
 func (k Kind) String() string {
@@ -70,11 +74,16 @@ type Call struct {
 	// Holder is KindReserve's entry-pass holder (tier, risk, subject
 	// keys); zero for a reserve without a pass.
 	Holder sku.Holder
+	// Lottery arguments.
+	Tier       uint8  // KindEnter: the entry pass's tier (0 without one)
+	Round      uint64 // KindDraw: the beacon round
+	Randomness []byte // KindDraw: its randomness, 32 bytes
 
 	// Reply.
 	Result  sku.Result
-	Outcome sku.Outcome // KindPause, KindResume, KindDefine
-	Found   bool        // KindGet, KindLookup
+	Outcome sku.Outcome     // KindPause, KindResume, KindDefine
+	Found   bool            // KindGet, KindLookup, KindEntry
+	Entry   sku.EntryResult // KindEnter; KindEntry: Entry.Entry
 	// Wrote is set when deciding the call produced records: a log failure
 	// then leaves its result unknown.
 	Wrote  bool
@@ -92,6 +101,7 @@ type Report struct {
 	Audit   sku.Audit
 	Refunds []sku.Refund
 	Hash    [32]byte
+	Frozen  *sku.Frozen // KindFreeze: read it off the actor
 }
 
 // Settle sets each call's Err once the records a Wait rests on are durable

@@ -64,6 +64,7 @@ type Core struct {
 
 	snap    snapshots
 	backoff backoff
+	draw    ranking // a lottery draw being ranked or recorded (lottery.go)
 }
 
 // round is what the inputs since the last Advance produced.
@@ -78,6 +79,8 @@ type round struct {
 	next    int64 // next expire_at after the tick (math.MaxInt64: none)
 	more    bool  // reservations were still due after the tick's batch
 	recover bool
+	// moreDraw: a ranking has records left to record (Actions.MoreDraw).
+	moreDraw bool
 }
 
 // mark is a decided call and its records, records[first:end].
@@ -167,6 +170,10 @@ func (c *Core) decide(now int64, call *Call, out []sku.Record) []sku.Record {
 			call.Err = fmt.Errorf("drawing the reservation id key: %w", err)
 			return out
 		}
+		if err := sku.DrawLotterySecrets(&d, m, c.cfg.Rand); err != nil {
+			call.Err = err
+			return out
+		}
 		call.Outcome, out, call.Err = m.Define(now, d, out)
 	case KindGet:
 		call.Result.Reservation, call.Found = m.Get(call.Seq)
@@ -178,6 +185,8 @@ func (c *Core) decide(now int64, call *Call, out []sku.Record) []sku.Record {
 		call.Report.Refunds = m.Refunds()
 	case KindHash:
 		call.Report.Hash = m.Hash()
+	default:
+		out = c.decideLottery(now, call, out)
 	}
 	return out
 }
@@ -208,6 +217,7 @@ func (c *Core) Tick(now time.Time) {
 	first := len(c.round.records)
 	c.round.records = c.m.Expire(ms, c.cfg.ExpiryBatch, c.round.records)
 	expired := len(c.round.records) - first
+	c.tickLottery(ms)
 	next, ok := c.m.NextExpiry()
 	if !ok {
 		next = math.MaxInt64
@@ -271,6 +281,11 @@ type Actions struct {
 	// Recover asks the shell to rebuild the Machine from disk now and to
 	// report Recovered or RecoveryFailed.
 	Recover bool
+	// Rank, when not nil, is a lottery ranking to compute off the actor
+	// (lottery.go); report it with Ranked.
+	Rank *Rank
+	// MoreDraw is set while a ranking has records left: tick again at once.
+	MoreDraw bool
 }
 
 // Advance ends a round: the shell appended the first appended records of
@@ -312,12 +327,16 @@ func (c *Core) Advance(appended int, err error) *Actions {
 		}
 	}
 	out.Recover = r.recover
+	out.MoreDraw = r.moreDraw && err == nil
 	ticked, tickAt := r.ticked && err == nil, r.tickAt
 	c.endRound()
 	if ticked {
 		// Once the round is over: the snapshot freezes the state with
 		// every record of the round appended.
 		out.Snapshot = c.snapshotDue(tickAt)
+	}
+	if len(c.round.records) == 0 {
+		out.Rank = c.rankDue()
 	}
 	return out
 }

@@ -52,7 +52,10 @@ func (m *Machine) apply(r *Record, decided bool) error {
 		}
 		m.paused = r.Type == RecordPaused
 	default:
-		return notApply(r, "unknown record type")
+		if !r.Type.isLottery() {
+			return notApply(r, "unknown record type")
+		}
+		err = m.applyLottery(r)
 	}
 	if err != nil {
 		return err

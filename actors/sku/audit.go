@@ -121,6 +121,7 @@ func (m *Machine) Audit() Audit {
 			bad("live-user index maps %q to %d, want %d", user, got, seq)
 		}
 	}
+	m.auditLottery(bad)
 	if m.byRequest.len() != int(m.table.count) {
 		bad("request index has %d entries for %d reservations", m.byRequest.len(), m.table.count)
 	}

@@ -16,7 +16,7 @@ const expireOnSoldOut = 64
 // change that is not allowed.
 func (m *Machine) Define(now int64, d Definition, out []Record) (Outcome, []Record, error) {
 	if m.defined {
-		if d == m.def {
+		if m.def.sameDefinition(d) {
 			return OutcomeOK, out, nil
 		}
 		if err := m.def.CheckRedefine(d); err != nil {
@@ -25,7 +25,11 @@ func (m *Machine) Define(now int64, d Definition, out []Record) (Outcome, []Reco
 	} else if err := d.Validate(); err != nil {
 		return OutcomeInvalid, out, err
 	}
-	return OutcomeOK, m.emit(Record{Type: RecordDefine, At: m.decisionTime(now), Def: d}, out), nil
+	at := m.decisionTime(now)
+	if err := m.checkLotteryDefine(at, d); err != nil {
+		return OutcomeInvalid, out, err
+	}
+	return OutcomeOK, m.defineRecords(at, d, out), nil
 }
 
 // Reserve binds a token to a new reservation for userID, once per
@@ -56,6 +60,9 @@ func (m *Machine) ReserveWith(now int64, requestID, userID string, h Holder, out
 	}
 	if !ValidID(requestID) || !ValidID(userID) || h.Validate() != nil {
 		return Result{Outcome: OutcomeInvalid}, out
+	}
+	if m.lot != nil {
+		return Result{Outcome: OutcomeLotterySale}, out // entries, not reserves
 	}
 	if res, ok := m.Lookup(requestID); ok {
 		if m.requestUser(requestID) != userID {

@@ -51,6 +51,9 @@ type Definition struct {
 	// FormatReservationID). The engine draws it at random when it first
 	// defines the SKU; it never changes.
 	IDKey [16]byte
+	// Lottery, when set, makes the SKU a lottery sale (lottery.go): it is
+	// recorded by LOTTERY_COMMITTED, not by DEFINE, and never changes.
+	Lottery *LotteryRules
 
 	// EntryPass says whether a reserve needs an entry pass and when and
 	// for how long the SKU's issuing route hands them out (issue #14). The
@@ -144,6 +147,9 @@ func (d Definition) Validate() error {
 	if d.PaymentWindowHighRiskMs < 0 || d.PaymentWindowHighRiskMs > d.PaymentWindowMs {
 		return fmt.Errorf("%w: payment_window_high_risk must be 0..payment_window", ErrInvalidDefinition)
 	}
+	if d.Lottery != nil {
+		return d.Lottery.validate(d.SaleLimit)
+	}
 	return nil
 }
 
@@ -175,7 +181,7 @@ func (d Definition) CheckRedefine(next Definition) error {
 	case next.SaleLimit < d.SaleLimit:
 		return fmt.Errorf("%w: sale_limit may only be raised", ErrInvalidDefinition)
 	}
-	return nil
+	return d.checkLotteryRedefine(next)
 }
 
 // ValidID reports whether s is 1-64 characters of [A-Za-z0-9._:-], the

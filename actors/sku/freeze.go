@@ -24,6 +24,7 @@ type Frozen struct {
 	rejections rejectionLog
 	refunds    []Refund
 	holders    holderList
+	lot        *lotteryState // a lottery's entries and draw, nil otherwise
 }
 
 // Freeze returns the state as it is now. It runs in O(reservations/4096 +
@@ -43,6 +44,7 @@ func (m *Machine) Freeze() *Frozen {
 		rejections: m.rejections.freeze(),
 		refunds:    m.refunds[:len(m.refunds):len(m.refunds)],
 		holders:    m.holders.freeze(),
+		lot:        m.freezeLottery(),
 	}
 }
 

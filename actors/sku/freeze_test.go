@@ -3,8 +3,10 @@ package sku
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"testing"
 
+	"github.com/seckill/seckill/lottery"
 	"pgregory.net/rapid"
 )
 
@@ -252,9 +254,18 @@ func FuzzDecodeRecord(f *testing.F) {
 		{Type: RecordReleased, At: 10, Seq: 1},
 		{Type: RecordPaused, At: 11},
 		{Type: RecordResumed, At: 12},
-		{Type: RecordDefine, At: 13, Def: Definition{CampaignID: "c", SKUID: "s", StartAt: 1, EndAt: 2, PaymentWindowMs: 3, SaleLimit: 4,
+		{Type: RecordLotteryCommitted, At: 13, Def: Definition{Lottery: &LotteryRules{EntriesOpenAt: 1, EntriesCloseAt: 2,
+			Beacon: lottery.Beacon{Source: lottery.SourceDrandQuicknet, Round: 9}, Waitlist: 3,
+			Tiers: []lottery.Quota{{Tier: 2, Count: 5}, {Tier: 0, Rest: true}}, ServerSeed: lottery.Hash{1}, PseudonymKey: lottery.Hash{2}}}},
+		{Type: RecordEntered, At: 14, Seq: 1, RequestID: "r1", UserID: "u1", Lot: &LotteryFields{Tier: 2}},
+		{Type: RecordEntriesClosed, At: 15, Lot: &LotteryFields{Count: 1, Root: lottery.Hash{3}}},
+		{Type: RecordDrawStarted, At: 16, Lot: &LotteryFields{Round: 9, Randomness: lottery.Hash{4}}},
+		{Type: RecordWon, At: 17, Seq: 1, Token: 1, ExpireAt: 20, Lot: &LotteryFields{EntrySeq: 1, FromWaitlist: true}},
+		{Type: RecordWaitlisted, At: 18, Lot: &LotteryFields{Seqs: []uint32{3, 1, 2}}},
+		{Type: RecordDrawDone, At: 19, Lot: &LotteryFields{Count: 1, Root: lottery.Hash{5}, WaitlistRoot: lottery.Hash{6}}},
+		{Type: RecordDefine, At: 20, Def: Definition{CampaignID: "c", SKUID: "s", StartAt: 1, EndAt: 2, PaymentWindowMs: 3, SaleLimit: 4,
 			EntryPass: EntryPassRule{Required: true, LeadMs: 5, TTLMs: 6}, MaxUnpaidPerSubject: 1, PaymentWindowHighRiskMs: 2}},
-		{Type: RecordReserved, At: 14, Seq: 2, Token: 2, ExpireAt: 16, RequestID: "ep.r3", UserID: "u3",
+		{Type: RecordReserved, At: 21, Seq: 2, Token: 2, ExpireAt: 16, RequestID: "ep.r3", UserID: "u3",
 			Holder: Holder{Tier: 1, Risk: 2, Subjects: 0b1001, Keys: [4]SubjectKey{{1, 2, 3, 4, 5, 6, 7, 8}, {}, {}, {9}}}},
 	}
 	for _, r := range seeds {
@@ -268,7 +279,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			return
 		}
 		again, err := DecodeRecord(r.Type, r.AppendPayload(nil))
-		if err != nil || again != r {
+		if err != nil || !reflect.DeepEqual(again, r) {
 			t.Fatalf("%s: re-encoding gives %+v, %v; first %+v", r.Type, again, err, r)
 		}
 	})

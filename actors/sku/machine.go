@@ -67,6 +67,10 @@ type Machine struct {
 	// high-risk expiry walk has not passed.
 	highRisk   []uint32
 	riskCursor int
+
+	// lot is a lottery SKU's entries and draw (lottery_state.go); nil for
+	// a SKU sold first come, first served.
+	lot *lotteryState
 }
 
 // Refund is a payment received for a reservation that was already closed.
@@ -155,6 +159,9 @@ func (m *Machine) ValidTag(seq uint32, tag string) bool {
 
 // setDefinition installs d and what derives from it.
 func (m *Machine) setDefinition(d Definition) {
+	if m.lot != nil {
+		d.Lottery = &m.lot.rules // recorded by LOTTERY_COMMITTED, never changed
+	}
 	m.def, m.defined = d, true
 	m.pool.saleLimit = d.SaleLimit
 	m.idTags = newIDTagger(d.IDKey)
@@ -218,7 +225,11 @@ func (m *Machine) emit(r Record, out []Record) []Record {
 	if err := m.apply(&r, true); err != nil {
 		panic(fmt.Sprintf("sku: decided record does not apply: %v", err))
 	}
-	return append(out, r)
+	out = append(out, r)
+	if m.lot != nil && (r.Type == RecordClosed || r.Type == RecordReleased) {
+		out = m.promoteWaitlist(r.At, out) // a token came back: the waitlist's
+	}
+	return out
 }
 
 // EachRequestID calls fn with every decided request_id: accepted ones in

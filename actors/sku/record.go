@@ -22,10 +22,19 @@ const (
 	RecordReleased       RecordType = 7 // the token of a CLOSED reservation back to the pool
 	RecordPaused         RecordType = 8 // admission stops; pay and close go on
 	RecordResumed        RecordType = 9 // admission resumes
+	// The lottery records (lottery.go, lottery_record.go).
+	RecordLotteryCommitted RecordType = 10 // the lottery's rules, server seed and pseudonym key
+	RecordEntered          RecordType = 11 // an entry
+	RecordEntriesClosed    RecordType = 12 // the entry count and entries_root
+	RecordDrawStarted      RecordType = 13 // the beacon round and randomness of the draw
+	RecordWon              RecordType = 14 // a reservation for a winner or a promoted waitlisted entry
+	RecordWaitlisted       RecordType = 15 // a chunk of the waitlist, in rank order
+	RecordDrawDone         RecordType = 16 // the draw's winner count and result roots
 )
 
 func (t RecordType) String() string {
-	names := [...]string{"", "DEFINE", "RESERVED", "REJECTED", "PAID", "CLOSED", "REFUND_REQUIRED", "RELEASED", "PAUSED", "RESUMED"}
+	names := [...]string{"", "DEFINE", "RESERVED", "REJECTED", "PAID", "CLOSED", "REFUND_REQUIRED", "RELEASED", "PAUSED", "RESUMED",
+		"LOTTERY_COMMITTED", "ENTERED", "ENTRIES_CLOSED", "DRAW_STARTED", "WON", "WAITLISTED", "DRAW_DONE"}
 	if int(t) < len(names) && t != 0 {
 		return names[t]
 	}
@@ -47,8 +56,9 @@ type Record struct {
 	Amount    int64  // PAID, REFUND_REQUIRED: minor units
 	Outcome   Outcome
 	Reason    CloseReason
-	Release   bool       // CLOSED: the token goes back to the pool
-	Def       Definition // DEFINE
+	Release   bool           // CLOSED: the token goes back to the pool
+	Def       Definition     // DEFINE; LOTTERY_COMMITTED: Def.Lottery only
+	Lot       *LotteryFields // the lottery records but LOTTERY_COMMITTED
 	// Holder is RESERVED's optional trailing field: what the entry pass of
 	// the reserve said (tier, risk, subject keys); zero without a pass.
 	Holder Holder
@@ -109,6 +119,10 @@ func (r *Record) AppendPayload(dst []byte) []byte {
 		dst = appendBool(dst, r.Release)
 	case RecordReleased:
 		dst = binary.AppendUvarint(dst, uint64(r.Seq))
+	default:
+		if r.Type.isLottery() {
+			dst = r.appendLotteryPayload(dst)
+		}
 	}
 	return dst
 }
@@ -156,6 +170,10 @@ func DecodeRecord(typ RecordType, payload []byte) (Record, error) {
 		r.Seq = d.uint32()
 	case RecordPaused, RecordResumed:
 	default:
+		if typ.isLottery() {
+			d.decodeLottery(&r)
+			break
+		}
 		return Record{}, fmt.Errorf("%w: unknown type %d", ErrBadRecord, typ)
 	}
 	if d.err != nil {

@@ -40,6 +40,8 @@ import (
 //	       definition's pass fields (as DEFINE's trailing field),
 //	       uvarint n, n × (uvarint seq - previous seq, holder)   in seq order
 //	holder      = u8 tier, u8 risk, u8 subject flags, 8 bytes per set flag
+//	tag 2: a lottery SKU's entries and draw (lottery_codec.go), written
+//	       for a lottery SKU only
 //
 // Token slots, counters, the indexes and the expiry cursor are derived from
 // these and rebuilt by Restore, which checks them as it goes.
@@ -111,6 +113,7 @@ func (f *Frozen) Encode(w io.Writer) (int64, error) {
 			e.maybeFlush()
 		}
 	}
+	e.encodeLottery(f)
 	e.flush()
 	return e.n, e.err
 }
@@ -278,9 +281,10 @@ func (s *stateDecoder) decode() {
 	}
 	s.rows(handedOut)
 	s.rejectionsAndRefunds()
-	if s.err == nil && len(s.b) != 0 {
+	if s.err == nil && len(s.b) != 0 && s.b[0] == stateSectionPasses {
 		s.passes()
 	}
+	s.decodeLottery()
 	if s.err == nil && len(s.b) != 0 {
 		s.fail("%d trailing bytes", len(s.b))
 	}

@@ -83,6 +83,17 @@ const (
 	OutcomeOK               Outcome = 20 // pause, resume, define: applied or already so
 	OutcomeInvalid          Outcome = 21 // a malformed id, or a definition change that is not allowed
 	OutcomeSubjectLimit     Outcome = 22 // reserve: a subject key of the pass is at max_unpaid_per_subject; not recorded
+	// Lottery outcomes (lottery_commands.go).
+	OutcomeLotterySale    Outcome = 23 // reserve on a lottery SKU: enter instead
+	OutcomeEntered        Outcome = 24 // enter: the entry is recorded
+	OutcomeEntriesNotOpen Outcome = 25 // enter: before entries_open_at
+	OutcomeEntriesClosed  Outcome = 26 // enter: at or after entries_close_at
+	OutcomeNotLottery     Outcome = 27 // enter, draw: the SKU is not a lottery
+	OutcomeDrawStarted    Outcome = 28 // draw: the draw inputs are recorded
+	OutcomeEntriesOpen    Outcome = 29 // draw: entries are still open
+	OutcomeBeaconNotDue   Outcome = 30 // draw: before the beacon round's time
+	OutcomeAlreadyDrawn   Outcome = 31 // draw: a draw was recorded before
+	OutcomeWrongRound     Outcome = 32 // draw: neither the named round nor its fallback
 )
 
 var outcomeNames = [...]string{
@@ -91,6 +102,8 @@ var outcomeNames = [...]string{
 	"REFUND_REQUIRED", "NOT_FOUND", "CLOSED", "ALREADY_CLOSED", "NOT_CLOSABLE",
 	"NOT_EXPIRED", "RELEASED", "ALREADY_RELEASED", "NOT_CLOSED", "OK", "INVALID",
 	"SUBJECT_LIMIT",
+	"LOTTERY_SALE", "ENTERED", "ENTRIES_NOT_OPEN", "ENTRIES_CLOSED", "NOT_LOTTERY",
+	"DRAW_STARTED", "ENTRIES_OPEN", "BEACON_NOT_DUE", "ALREADY_DRAWN", "WRONG_ROUND",
 }
 
 func (o Outcome) String() string {

@@ -9,6 +9,7 @@
 //	seckillctl snapshot --server URL --admin-token T --campaign C --sku S
 //	seckillctl restore --from SNAPSHOT_OR_DIR --to DATA_DIR [--until-index N | --until-time T]
 //	seckillctl export DIR [--format csv|jsonl]
+//	seckillctl lottery verify DIR | --evidence EVIDENCE.json --pool ENTRIES.csv
 //
 // DIR is a SKU directory (<data-dir>/<campaign>/<sku>) or its wal
 // directory; verify also takes a whole data dir. The log is read with
@@ -65,6 +66,10 @@ const usage = `seckillctl: operate on seckill data directories (read-only unless
         is a fork (the same reservation ids): it must not sell beside its source
   seckillctl export DIR [--format csv|jsonl]
         every reservation with its state, user, token, times, payment and refunds
+  seckillctl lottery verify DIR
+  seckillctl lottery verify --evidence EVIDENCE.json --pool ENTRIES.csv
+        audit a lottery sale: recompute its draw from its log, or from its published
+        evidence and exported pool; a JSON report, exit 1 if any check fails
 
 DIR is <data-dir>/<campaign>/<sku> or its wal directory.
 Exit status: 0 ok, 1 a check failed (violation, corruption), 2 usage or I/O error
@@ -94,6 +99,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runRestore(rest, stdout, stderr)
 	case "export":
 		err = runExport(rest, stdout)
+	case "lottery":
+		err = runLottery(rest, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -44,12 +44,17 @@ const (
 	KindAudit
 	KindRefunds
 	KindSnapshot
+	KindEnter // lottery.go
+	KindDraw
+	KindEntry
+	KindFreeze
 )
 
 var kindNames = [...]string{
 	KindReserve: "reserve", KindPay: "pay", KindCancel: "cancel", KindRelease: "release",
 	KindGet: "get", KindLookup: "lookup", KindDefine: "define", KindPause: "pause",
 	KindResume: "resume", KindAudit: "audit", KindRefunds: "refunds", KindSnapshot: "snapshot",
+	KindEnter: "enter", KindDraw: "draw", KindEntry: "entry", KindFreeze: "freeze",
 }
 
 func (k Kind) String() string {
@@ -448,6 +453,9 @@ func (e *Engine) Define(ctx context.Context, d sku.Definition) error {
 				return sku.Result{}, actors.ErrUnavailable
 			}
 			d.IDKey = s.m.Definition().IDKey // the key never changes
+		}
+		if err := sku.DrawLotterySecrets(&d, s.m, e.cfg.Rand); err != nil {
+			return sku.Result{}, err
 		}
 		o, out, err := s.m.Define(e.now(), d, nil)
 		if err != nil {

@@ -1,0 +1,157 @@
+package sku
+
+import (
+	"encoding/binary"
+)
+
+// The lottery section of an encoded state (state_codec.go): an optional
+// trailing section, present only for a lottery SKU, after the refunds and
+// the passes section (tag 1), if any.
+//
+//	u8 2 (the section's tag) | rules (the layout of LOTTERY_COMMITTED) | varint committed_at
+//	uvarint n, n × (str request_id, str user_id, u8 tier)     entries in seq order
+//	bool closed, varint closed_at, hash entries_root
+//	bool draw_started, varint draw_at, uvarint round, hash randomness
+//	uvarint n, n × (uvarint entry_seq, uvarint reservation)   won, in record order
+//	uvarint draw_winners
+//	uvarint n, n × uvarint entry_seq                           waitlist in rank order
+//	uvarint wait_next, bool draw_done
+//
+// The indexes, the running pool hash and the seed are derived, and rebuilt
+// by the decoder, which checks the section against the reservations.
+const lotterySectionTag = 2
+
+// minEntrySize is the smallest encoded entry, to bound counts.
+const minEntrySize = 5
+
+// encodeLottery appends f's lottery section, if any.
+func (e *stateEncoder) encodeLottery(f *Frozen) {
+	l := f.lot
+	if l == nil {
+		return
+	}
+	e.b = append(e.b, lotterySectionTag)
+	e.b = appendRules(e.b, &l.rules)
+	e.b = binary.AppendVarint(e.b, l.committedAt)
+	e.b = binary.AppendUvarint(e.b, uint64(l.entries.count))
+	for seq := uint32(1); seq <= l.entries.count; seq++ {
+		r := l.entries.get(seq)
+		e.b = appendString(e.b, l.entries.requestID(r))
+		e.b = appendString(e.b, l.entries.userID(r))
+		e.b = append(e.b, r.tier)
+		e.maybeFlush()
+	}
+	b := appendBool(e.b, l.closed)
+	b = binary.AppendVarint(b, l.closedAt)
+	b = append(b, l.entriesRoot[:]...)
+	b = appendBool(b, l.drawStarted)
+	b = binary.AppendVarint(b, l.drawAt)
+	b = binary.AppendUvarint(b, l.round)
+	b = append(b, l.randomness[:]...)
+	e.b = binary.AppendUvarint(b, uint64(len(l.won)))
+	for _, w := range l.won {
+		e.b = binary.AppendUvarint(binary.AppendUvarint(e.b, uint64(w.entry)), uint64(w.reservation))
+		e.maybeFlush()
+	}
+	e.b = binary.AppendUvarint(e.b, uint64(l.drawWinners))
+	e.b = binary.AppendUvarint(e.b, uint64(len(l.waitlist)))
+	for _, s := range l.waitlist {
+		e.b = binary.AppendUvarint(e.b, uint64(s))
+		e.maybeFlush()
+	}
+	e.b = binary.AppendUvarint(e.b, uint64(l.waitNext))
+	e.b = appendBool(e.b, l.drawDone)
+}
+
+// decodeLottery reads the lottery section when bytes are left, checking
+// it against the reservations decoded before it.
+func (s *stateDecoder) decodeLottery() {
+	if s.err != nil || len(s.b) == 0 {
+		return
+	}
+	m := s.m
+	if tag := s.byte(); tag != lotterySectionTag {
+		s.fail("unknown trailing section %d", tag)
+		return
+	}
+	rules := s.rules()
+	committedAt := s.varint()
+	if s.err != nil {
+		return
+	}
+	if err := rules.validate(m.def.SaleLimit); err != nil {
+		s.fail("lottery rules: %v", err)
+		return
+	}
+	l := newLotteryState(*rules)
+	l.committedAt = committedAt
+	m.lot = l
+	m.def.Lottery = &l.rules
+	n := s.count("entry", minEntrySize)
+	for i := uint32(0); i < n && s.err == nil; i++ {
+		req, user := s.stringPair()
+		tier := s.byte()
+		if s.err != nil {
+			return
+		}
+		_, dupUser := l.byUser[user]
+		_, dupReq := l.byRequest[req]
+		if !ValidID(req) || !ValidID(user) || dupUser || dupReq {
+			s.fail("entry %d: invalid or repeated ids", i+1)
+			return
+		}
+		l.addEntry(req, user, tier)
+	}
+	l.closed, l.closedAt, l.entriesRoot = s.bool(), s.varint(), s.hash()
+	l.drawStarted, l.drawAt, l.round, l.randomness = s.bool(), s.varint(), s.uvarint(), s.hash()
+	if s.err != nil {
+		return
+	}
+	if l.closed && l.entriesRoot != l.rooter.Root() {
+		s.fail("entries_root does not match the entries")
+		return
+	}
+	if l.drawStarted {
+		if !l.closed || l.rules.Beacon.Accepts(l.round) != nil {
+			s.fail("a draw on open entries or of a wrong round")
+			return
+		}
+		l.seed = l.drawSeed(m.def.CampaignID, m.def.SKUID)
+	}
+	n = s.count("won entry", 2)
+	for i := uint32(0); i < n && s.err == nil; i++ {
+		entry, res := s.uint32(), s.uint32()
+		if s.err != nil {
+			return
+		}
+		e, r := l.entries.get(entry), m.table.get(res)
+		_, dup := l.wonBy[entry]
+		if e == nil || r == nil || dup || m.table.requestID(r) != l.entries.requestID(e) || m.table.userID(r) != l.entries.userID(e) {
+			s.fail("won entry %d: reservation %d does not match", entry, res)
+			return
+		}
+		l.addWon(entry, res)
+	}
+	l.drawWinners = s.uint32()
+	n = s.count("waitlisted entry", 1)
+	seqs := make([]uint32, 0, n)
+	for i := uint32(0); i < n && s.err == nil; i++ {
+		seqs = append(seqs, s.uint32())
+	}
+	l.addWaitlisted(seqs)
+	l.waitNext = s.uint32()
+	l.drawDone = s.bool()
+	if s.err != nil {
+		return
+	}
+	switch {
+	case int(l.drawWinners) > len(l.won) || int(l.waitNext) > len(l.waitlist) || len(l.won) != int(l.drawWinners)+int(l.waitNext):
+		s.fail("won %d, draw winners %d, promoted %d do not add up", len(l.won), l.drawWinners, l.waitNext)
+	case len(l.waitPos) != len(l.waitlist) || uint64(len(l.waitlist)) > uint64(l.rules.Waitlist):
+		s.fail("the waitlist repeats an entry or is too long")
+	case int(m.table.count) != len(l.won):
+		s.fail("%d reservations for %d won entries", m.table.count, len(l.won))
+	case l.drawDone && !l.drawStarted:
+		s.fail("a draw done that never started")
+	}
+}

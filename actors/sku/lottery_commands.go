@@ -1,0 +1,258 @@
+package sku
+
+import (
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/seckill/seckill/lottery"
+)
+
+// The lottery commands. Like the others (commands.go) each takes the
+// caller's clock reading now (ms), decides, applies the records it makes
+// and appends them to out.
+
+// DrawBatch bounds the WON and WAITLISTED records one RecordDraw call
+// makes, so one round of the actor has bounded work.
+const DrawBatch = 8192
+
+// defineRecords makes the records of an accepted definition: DEFINE, and
+// at a lottery's first definition LOTTERY_COMMITTED with its rules and
+// secrets (DEFINE never carries them).
+func (m *Machine) defineRecords(at int64, d Definition, out []Record) []Record {
+	first := !m.defined
+	rd := d
+	rd.Lottery = nil
+	out = m.emit(Record{Type: RecordDefine, At: at, Def: rd}, out)
+	if first && d.Lottery != nil {
+		rules := *d.Lottery
+		rules.Tiers = slices.Clone(rules.Tiers)
+		out = m.emit(Record{Type: RecordLotteryCommitted, At: at, Def: Definition{Lottery: &rules}}, out)
+	}
+	return out
+}
+
+// checkLotteryDefine refuses what Validate cannot see: a lottery SKU whose
+// definition drops the lottery, and a first lottery definition at or after
+// entries_close_at (the commitment must precede the close).
+func (m *Machine) checkLotteryDefine(at int64, d Definition) error {
+	switch {
+	case m.lot != nil && d.Lottery == nil:
+		return fmt.Errorf("%w: a lottery SKU stays a lottery", ErrInvalidDefinition)
+	case !m.defined && d.Lottery != nil && at >= d.Lottery.EntriesCloseAt:
+		return fmt.Errorf("%w: a lottery must be defined before entries_close_at", ErrInvalidDefinition)
+	case !m.defined && d.Lottery != nil && (d.Lottery.ServerSeed == lottery.Hash{} || d.Lottery.PseudonymKey == lottery.Hash{}):
+		return fmt.Errorf("%w: the lottery's server seed and pseudonym key must be drawn", ErrInvalidDefinition)
+	}
+	return nil
+}
+
+// Lottery reports whether the SKU is a lottery sale.
+func (m *Machine) Lottery() bool { return m.lot != nil }
+
+// Enter records userID's entry, once per user, with the tier of its entry
+// pass (0 without passes). A repeat, by request_id or by user, answers the
+// original entry with Duplicate set; a request_id used by another user
+// answers REQUEST_ID_REUSED. Refusals, not recorded: NOT_LOTTERY,
+// INVALID, ENTRIES_NOT_OPEN, ENTRIES_CLOSED (closing the entries first
+// when entries_close_at has passed), PAUSED.
+func (m *Machine) Enter(now int64, requestID, userID string, tier uint8, out []Record) (EntryResult, []Record) {
+	switch {
+	case !m.defined:
+		return EntryResult{Outcome: OutcomeNotFound}, out
+	case m.lot == nil:
+		return EntryResult{Outcome: OutcomeNotLottery}, out
+	case !ValidID(requestID) || !ValidID(userID):
+		return EntryResult{Outcome: OutcomeInvalid}, out
+	}
+	l := m.lot
+	if seq, ok := l.byRequest[requestID]; ok {
+		if l.entries.userID(l.entries.get(seq)) != userID {
+			return EntryResult{Outcome: OutcomeRequestIDReused}, out
+		}
+		return EntryResult{Outcome: OutcomeEntered, Duplicate: true, Entry: m.entryView(seq)}, out
+	}
+	if seq, ok := l.byUser[userID]; ok {
+		return EntryResult{Outcome: OutcomeEntered, Duplicate: true, Entry: m.entryView(seq)}, out
+	}
+	at := m.decisionTime(now)
+	if at < l.rules.EntriesOpenAt {
+		return EntryResult{Outcome: OutcomeEntriesNotOpen}, out
+	}
+	out = m.closeEntriesIfDue(at, out)
+	switch {
+	case l.closed || l.entries.count >= MaxEntries:
+		return EntryResult{Outcome: OutcomeEntriesClosed}, out
+	case m.paused:
+		return EntryResult{Outcome: OutcomePaused}, out
+	}
+	seq := l.entries.count + 1
+	out = m.emit(Record{Type: RecordEntered, At: at, Seq: seq, RequestID: requestID, UserID: userID, Lot: &LotteryFields{Tier: tier}}, out)
+	return EntryResult{Outcome: OutcomeEntered, Entry: m.entryView(seq)}, out
+}
+
+// closeEntriesIfDue records ENTRIES_CLOSED once at >= entries_close_at.
+func (m *Machine) closeEntriesIfDue(at int64, out []Record) []Record {
+	l := m.lot
+	if l == nil || l.closed || at < l.rules.EntriesCloseAt {
+		return out
+	}
+	return m.emit(Record{Type: RecordEntriesClosed, At: at, Lot: &LotteryFields{Count: l.entries.count, Root: l.rooter.Root()}}, out)
+}
+
+// LotteryTick closes a lottery's entries once entries_close_at has passed
+// (the actor's timer calls it); nothing otherwise.
+func (m *Machine) LotteryTick(now int64, out []Record) []Record {
+	return m.closeEntriesIfDue(m.decisionTime(now), out)
+}
+
+// StartDraw records the draw's inputs: the beacon round (the named one or
+// its fallback) and its 32-byte randomness. It answers DRAW_STARTED, or,
+// recording nothing: NOT_LOTTERY, INVALID (randomness not 32 bytes),
+// WRONG_ROUND, ALREADY_DRAWN, ENTRIES_OPEN (before entries_close_at),
+// BEACON_NOT_DUE (before the round's publication time). The ranking is
+// then computed off the actor (Frozen.RankDraw) and recorded by RecordDraw.
+func (m *Machine) StartDraw(now int64, round uint64, randomness []byte, out []Record) (Outcome, []Record) {
+	switch {
+	case !m.defined:
+		return OutcomeNotFound, out
+	case m.lot == nil:
+		return OutcomeNotLottery, out
+	case len(randomness) != lottery.Size:
+		return OutcomeInvalid, out
+	}
+	l := m.lot
+	if l.rules.Beacon.Accepts(round) != nil {
+		return OutcomeWrongRound, out
+	}
+	if l.drawStarted {
+		return OutcomeAlreadyDrawn, out
+	}
+	at := m.decisionTime(now)
+	if at < l.rules.EntriesCloseAt {
+		return OutcomeEntriesOpen, out
+	}
+	if t, _ := lottery.RoundTimeMs(l.rules.Beacon.Source, round); at < t {
+		return OutcomeBeaconNotDue, out
+	}
+	out = m.closeEntriesIfDue(at, out)
+	out = m.emit(Record{Type: RecordDrawStarted, At: at, Lot: &LotteryFields{Round: round, Randomness: lottery.Hash(randomness)}}, out)
+	return OutcomeDrawStarted, out
+}
+
+// DrawPending reports whether a draw was started and not finished: its
+// ranking must be computed (Frozen.RankDraw) and recorded (RecordDraw),
+// also after a restart.
+func (m *Machine) DrawPending() bool {
+	return m.lot != nil && m.lot.drawStarted && !m.lot.drawDone
+}
+
+// DrawRanking is a draw's result as the rules compute it: the entry seqs of
+// the winners and of the waitlist, in rank order, for the seed Seed.
+type DrawRanking struct {
+	Seed     lottery.Hash
+	Winners  []uint32
+	Waitlist []uint32
+}
+
+// RecordDraw records up to DrawBatch records of ranking, resuming where
+// the log stands: a WON reservation for each winner not yet recorded, in
+// rank order, then the waitlist in chunks, then DRAW_DONE (and the
+// promotions of waitlisted entrants to tokens already given back). It
+// reports whether the draw is done. A ranking of another seed (a stale
+// one) records nothing.
+func (m *Machine) RecordDraw(now int64, rk *DrawRanking, out []Record) ([]Record, bool) {
+	l := m.lot
+	if !m.DrawPending() || rk.Seed != l.seed {
+		return out, !m.DrawPending()
+	}
+	at := m.decisionTime(now)
+	n := 0
+	for int(l.drawWinners) < len(rk.Winners) && n < DrawBatch {
+		token := m.pool.next()
+		if token == 0 {
+			break // a token bound elsewhere: the units run out here
+		}
+		out = m.emit(Record{Type: RecordWon, At: at, Seq: m.table.count + 1, Token: token,
+			ExpireAt: at + m.def.PaymentWindowMs, Lot: &LotteryFields{EntrySeq: rk.Winners[l.drawWinners]}}, out)
+		n++
+	}
+	if int(l.drawWinners) < len(rk.Winners) && m.pool.next() != 0 {
+		return out, false
+	}
+	for len(l.waitlist) < len(rk.Waitlist) && n < DrawBatch {
+		chunk := rk.Waitlist[len(l.waitlist):min(len(rk.Waitlist), len(l.waitlist)+MaxWaitlistChunk)]
+		out = m.emit(Record{Type: RecordWaitlisted, At: at, Lot: &LotteryFields{Seqs: slices.Clone(chunk)}}, out)
+		n++
+	}
+	if len(l.waitlist) < len(rk.Waitlist) {
+		return out, false
+	}
+	winners, waitlist := l.drawLists()
+	out = m.emit(Record{Type: RecordDrawDone, At: at, Lot: &LotteryFields{Count: l.drawWinners,
+		Root: lottery.ListRoot(winners), WaitlistRoot: lottery.ListRoot(waitlist)}}, out)
+	return m.promoteWaitlist(at, out), true
+}
+
+// drawLists returns the recorded winners of the draw and the waitlist, as
+// entry seqs in rank order.
+func (l *lotteryState) drawLists() (winners, waitlist []uint32) {
+	winners = make([]uint32, l.drawWinners)
+	for i := range winners {
+		winners[i] = l.won[i].entry
+	}
+	return winners, l.waitlist
+}
+
+// promoteWaitlist gives each available token, once the draw is done, to
+// the next waitlisted entrant, with a fresh payment window (WON with
+// FromWaitlist). A waitlisted entrant never holds a live purchase on this
+// SKU (only a WON makes one), so none is skipped.
+func (m *Machine) promoteWaitlist(at int64, out []Record) []Record {
+	l := m.lot
+	for l.drawDone && int(l.waitNext) < len(l.waitlist) && m.pool.next() != 0 {
+		out = m.emit(Record{Type: RecordWon, At: at, Seq: m.table.count + 1, Token: m.pool.next(),
+			ExpireAt: at + m.def.PaymentWindowMs, Lot: &LotteryFields{EntrySeq: l.waitlist[l.waitNext], FromWaitlist: true}}, out)
+	}
+	return out
+}
+
+// RankDraw computes the ranking of the draw this frozen state started:
+// every entry's rank key, the sort, the tier quotas and the waitlist
+// (package lottery). It reads only the frozen copy, so the actor runs it on
+// another goroutine: about 1.3 µs per entry for the keys, plus the sort.
+// It returns false when the state holds no pending draw.
+func (f *Frozen) RankDraw() (*DrawRanking, bool) {
+	l := f.lot
+	if l == nil || !l.drawStarted || l.drawDone {
+		return nil, false
+	}
+	res := lottery.Draw(l.seed, l.pool(), l.rules.rules(f.def.SaleLimit))
+	return &DrawRanking{Seed: l.seed, Winners: res.Winners, Waitlist: res.Waitlist}, true
+}
+
+// DrawLotterySecrets fills a lottery definition's server seed and
+// pseudonym key for Define: drawn from rnd (crypto/rand in production)
+// at the SKU's first definition, copied from m's definition after it, so
+// a redefinition states the same lottery. d.Lottery is replaced by a copy;
+// a definition without a lottery is left as it is.
+func DrawLotterySecrets(d *Definition, m *Machine, rnd io.Reader) error {
+	if d.Lottery == nil {
+		return nil
+	}
+	rules := *d.Lottery
+	switch {
+	case m.Defined() && m.lot != nil:
+		rules.ServerSeed, rules.PseudonymKey = m.lot.rules.ServerSeed, m.lot.rules.PseudonymKey
+	case m.Defined(): // a plain SKU: Define refuses the change
+	default:
+		if _, err := io.ReadFull(rnd, rules.ServerSeed[:]); err != nil {
+			return fmt.Errorf("drawing the lottery's server seed: %w", err)
+		}
+		if _, err := io.ReadFull(rnd, rules.PseudonymKey[:]); err != nil {
+			return fmt.Errorf("drawing the lottery's pseudonym key: %w", err)
+		}
+	}
+	d.Lottery = &rules
+	return nil
+}

@@ -1,0 +1,173 @@
+package sku
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/seckill/seckill/lottery"
+)
+
+// LotteryFields are the fields of the lottery records (record types
+// RecordLotteryCommitted..RecordDrawDone; see lottery.go). A Record of
+// another type has none (Record.Lot is nil).
+type LotteryFields struct {
+	Tier         uint8        // ENTERED: from the entry pass; 0 without one
+	Count        uint32       // ENTRIES_CLOSED: the entries; DRAW_DONE: the draw's winners
+	Root         lottery.Hash // ENTRIES_CLOSED: entries_root; DRAW_DONE: winners_root
+	WaitlistRoot lottery.Hash // DRAW_DONE: waitlist_root
+	Round        uint64       // DRAW_STARTED: the beacon round used
+	Randomness   lottery.Hash // DRAW_STARTED: its randomness
+	EntrySeq     uint32       // WON: the entry the reservation is for
+	FromWaitlist bool         // WON: a promotion from the waitlist, not a winner of the draw
+	Seqs         []uint32     // WAITLISTED: entry seqs, in rank order
+}
+
+// MaxWaitlistChunk bounds the entry seqs one WAITLISTED record lists (at
+// most 5 bytes each: ~80 KiB, far below the log's frame limit).
+const MaxWaitlistChunk = 1 << 14
+
+// isLottery reports whether t is a lottery record type.
+func (t RecordType) isLottery() bool { return t >= RecordLotteryCommitted && t <= RecordDrawDone }
+
+// appendLotteryPayload appends a lottery record's fields after At.
+// Layouts (uvarint unless said; hash: 32 raw bytes; str: uvarint length
+// and bytes):
+//
+//	LOTTERY_COMMITTED  varint entries_open_at, varint entries_close_at,
+//	                   str beacon_source, round, waitlist, n_tiers,
+//	                   n × (u8 tier, bool rest, count), hash server_seed,
+//	                   hash pseudonym_key
+//	ENTERED            entry_seq, u8 tier, str request_id, str user_id
+//	ENTRIES_CLOSED     count, hash entries_root
+//	DRAW_STARTED       round, hash randomness
+//	WON                reservation seq, token, varint expire_at, entry_seq,
+//	                   bool from_waitlist
+//	WAITLISTED         n, n × entry_seq
+//	DRAW_DONE          winners, hash winners_root, hash waitlist_root
+func (r *Record) appendLotteryPayload(dst []byte) []byte {
+	l := r.Lot
+	if l == nil && r.Type != RecordLotteryCommitted {
+		l = &LotteryFields{}
+	}
+	switch r.Type {
+	case RecordLotteryCommitted:
+		dst = appendRules(dst, r.Def.Lottery)
+	case RecordEntered:
+		dst = binary.AppendUvarint(dst, uint64(r.Seq))
+		dst = append(dst, l.Tier)
+		dst = appendString(dst, r.RequestID)
+		dst = appendString(dst, r.UserID)
+	case RecordEntriesClosed:
+		dst = binary.AppendUvarint(dst, uint64(l.Count))
+		dst = append(dst, l.Root[:]...)
+	case RecordDrawStarted:
+		dst = binary.AppendUvarint(dst, l.Round)
+		dst = append(dst, l.Randomness[:]...)
+	case RecordWon:
+		dst = binary.AppendUvarint(dst, uint64(r.Seq))
+		dst = binary.AppendUvarint(dst, uint64(r.Token))
+		dst = binary.AppendVarint(dst, r.ExpireAt)
+		dst = binary.AppendUvarint(dst, uint64(l.EntrySeq))
+		dst = appendBool(dst, l.FromWaitlist)
+	case RecordWaitlisted:
+		dst = binary.AppendUvarint(dst, uint64(len(l.Seqs)))
+		for _, s := range l.Seqs {
+			dst = binary.AppendUvarint(dst, uint64(s))
+		}
+	case RecordDrawDone:
+		dst = binary.AppendUvarint(dst, uint64(l.Count))
+		dst = append(dst, l.Root[:]...)
+		dst = append(dst, l.WaitlistRoot[:]...)
+	}
+	return dst
+}
+
+// decodeLottery reads a lottery record's fields after At into r.
+func (d *decoder) decodeLottery(r *Record) {
+	if r.Type == RecordLotteryCommitted {
+		r.Def.Lottery = d.rules()
+		return
+	}
+	l := &LotteryFields{}
+	r.Lot = l
+	switch r.Type {
+	case RecordEntered:
+		r.Seq = d.uint32()
+		l.Tier = d.byte()
+		r.RequestID, r.UserID = d.stringPair()
+	case RecordEntriesClosed:
+		l.Count, l.Root = d.uint32(), d.hash()
+	case RecordDrawStarted:
+		l.Round, l.Randomness = d.uvarint(), d.hash()
+	case RecordWon:
+		r.Seq, r.Token, r.ExpireAt = d.uint32(), d.uint32(), d.varint()
+		l.EntrySeq, l.FromWaitlist = d.uint32(), d.bool()
+	case RecordWaitlisted:
+		n := d.uvarint()
+		if n > MaxWaitlistChunk || n > uint64(len(d.b)) {
+			d.fail(errors.New("waitlist chunk too long"))
+			return
+		}
+		l.Seqs = make([]uint32, n)
+		for i := range l.Seqs {
+			l.Seqs[i] = d.uint32()
+		}
+	case RecordDrawDone:
+		l.Count, l.Root, l.WaitlistRoot = d.uint32(), d.hash(), d.hash()
+	}
+}
+
+func (d *decoder) fail(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+}
+
+func (d *decoder) hash() (h lottery.Hash) {
+	if d.err != nil {
+		return h
+	}
+	if len(d.b) < len(h) {
+		d.err = errShort
+		return h
+	}
+	copy(h[:], d.b)
+	d.b = d.b[len(h):]
+	return h
+}
+
+// appendRules appends the layout of LOTTERY_COMMITTED's payload after At.
+func appendRules(dst []byte, lr *LotteryRules) []byte {
+	dst = binary.AppendVarint(dst, lr.EntriesOpenAt)
+	dst = binary.AppendVarint(dst, lr.EntriesCloseAt)
+	dst = appendString(dst, lr.Beacon.Source)
+	dst = binary.AppendUvarint(dst, lr.Beacon.Round)
+	dst = binary.AppendUvarint(dst, uint64(lr.Waitlist))
+	dst = binary.AppendUvarint(dst, uint64(len(lr.Tiers)))
+	for _, q := range lr.Tiers {
+		dst = append(dst, q.Tier)
+		dst = appendBool(dst, q.Rest)
+		dst = binary.AppendUvarint(dst, uint64(q.Count))
+	}
+	dst = append(dst, lr.ServerSeed[:]...)
+	return append(dst, lr.PseudonymKey[:]...)
+}
+
+// rules reads what appendRules wrote.
+func (d *decoder) rules() *LotteryRules {
+	lr := &LotteryRules{}
+	lr.EntriesOpenAt, lr.EntriesCloseAt = d.varint(), d.varint()
+	lr.Beacon.Source = string(d.bytes())
+	lr.Beacon.Round = d.uvarint()
+	lr.Waitlist = d.uint32()
+	n := d.uvarint()
+	if n > lottery.MaxTiers {
+		d.fail(errors.New("too many tiers"))
+		return lr
+	}
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		lr.Tiers = append(lr.Tiers, lottery.Quota{Tier: d.byte(), Rest: d.bool(), Count: d.uint32()})
+	}
+	lr.ServerSeed, lr.PseudonymKey = d.hash(), d.hash()
+	return lr
+}

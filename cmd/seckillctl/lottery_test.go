@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/lottery"
+	"github.com/seckill/seckill/wal"
+)
+
+const lotOpen = lottery.QuicknetGenesis * 1000
+
+// lotteryFixture is a data dir with one drawn lottery SKU (c1/lot: 60
+// entries, 10 units, waitlist 5, a winner who cancelled and a promotion),
+// its published evidence and its exported pool.
+type lotteryFixture struct {
+	skuDir   string
+	evidence []byte
+	pool     []byte
+}
+
+func newLotteryFixture(t *testing.T) *lotteryFixture {
+	t.Helper()
+	dataDir := t.TempDir()
+	var now atomic.Int64
+	now.Store(lotOpen - 1000)
+	e, err := actors.Open(actors.Config{DataDir: dataDir, Logger: quiet, Clock: func() time.Time { return time.UnixMilli(now.Load()) },
+		ExpiryInterval: time.Hour, SnapshotEvery: -1, SnapshotInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(e.Define(ctx, sku.Definition{CampaignID: "c1", SKUID: "lot", StartAt: lotOpen, EndAt: lotOpen + 86_400_000,
+		PaymentWindowMs: 600_000, SaleLimit: 10, ReleaseOnClose: true,
+		Lottery: &sku.LotteryRules{EntriesOpenAt: lotOpen, EntriesCloseAt: lotOpen + 60_000, Waitlist: 5,
+			Beacon: lottery.Beacon{Source: lottery.SourceDrandQuicknet, Round: 31},
+			Tiers:  []lottery.Quota{{Tier: 0, Rest: true}}}}))
+	now.Store(lotOpen)
+	for i := 1; i <= 60; i++ {
+		now.Add(100)
+		_, err := e.Enter(ctx, "c1", "lot", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i), 0)
+		must(err)
+	}
+	now.Store(lotOpen + 90_000)
+	rnd := sha256.Sum256([]byte("round 31"))
+	o, err := e.Draw(ctx, "c1", "lot", 31, rnd[:])
+	must(err)
+	if o != sku.OutcomeDrawStarted {
+		t.Fatal(o)
+	}
+	var info sku.LotteryInfo
+	deadline := time.Now().Add(30 * time.Second)
+	for !info.Done {
+		if time.Now().After(deadline) {
+			t.Fatal("the draw is not recorded")
+		}
+		e.Tick(time.UnixMilli(now.Load()))
+		time.Sleep(5 * time.Millisecond)
+		f, err := e.Frozen(ctx, "c1", "lot")
+		must(err)
+		info, _ = f.LotteryInfo(now.Load())
+	}
+	// A winner cancels: the first waitlisted entrant is promoted.
+	for i := 1; i <= 60; i++ {
+		v, err := e.Entry(ctx, "c1", "lot", fmt.Sprintf("r%d", i))
+		must(err)
+		if v.Status == sku.EntryWon {
+			_, err = e.Cancel(ctx, v.Reservation.ReservationID)
+			must(err)
+			break
+		}
+	}
+	f, err := e.Frozen(ctx, "c1", "lot")
+	must(err)
+	info, _ = f.LotteryInfo(now.Load())
+	var pool bytes.Buffer
+	_, err = f.WritePool(&pool)
+	must(err)
+	must(e.Close())
+	return &lotteryFixture{skuDir: filepath.Join(dataDir, "c1", "lot"), evidence: evidenceJSONOf(t, info), pool: pool.Bytes()}
+}
+
+// evidenceJSONOf writes info with the field names of the published evidence.
+func evidenceJSONOf(t *testing.T, info sku.LotteryInfo) []byte {
+	h := func(x lottery.Hash) string { return hex.EncodeToString(x[:]) }
+	doc := map[string]any{
+		"campaign_id": info.CampaignID, "sku_id": info.SKUID, "phase": info.Phase.String(),
+		"rules": map[string]any{"sale_limit": info.SaleLimit, "entries_close_at": formatMillis(info.Rules.EntriesCloseAt),
+			"beacon":   map[string]any{"source": info.Rules.Beacon.Source, "round": info.Rules.Beacon.Round},
+			"waitlist": info.Rules.Waitlist, "tiers": []map[string]any{{"tier": 0, "quota": "rest"}}},
+		"commit": h(info.Commit), "committed_at": formatMillis(info.CommittedAt), "entry_count": info.EntryCount,
+		"entries_root": h(info.EntriesRoot), "closed_at": formatMillis(info.ClosedAt), "round": info.Round,
+		"randomness": h(info.Randomness), "drawn_at": formatMillis(info.DrawAt), "server_seed": h(info.ServerSeed),
+		"seed": h(info.Seed), "winners_root": h(info.WinnersRoot), "waitlist_root": h(info.WaitlistRoot),
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func writeFile(t *testing.T, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, b, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// rewriteLog copies the fixture's log into a new SKU dir, passing every
+// record through edit (which may change it, drop it (nil) or add some).
+func rewriteLog(t *testing.T, skuDir string, edit func(index uint64, r sku.Record) []sku.Record) string {
+	t.Helper()
+	src, err := readLog(walDirOf(skuDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []sku.Record
+	if err := scan(src, 1, func(index uint64, typ byte, payload []byte) error {
+		r, err := sku.DecodeRecord(sku.RecordType(typ), payload)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, edit(index, r)...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "c1", "lot")
+	l, err := wal.Open(filepath.Join(dir, "wal"), wal.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range recs {
+		if _, err := l.Append(byte(recs[i].Type), recs[i].AppendPayload(nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func reportOf(t *testing.T, out string) lottery.Report {
+	t.Helper()
+	var r lottery.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("report %q: %v", out, err)
+	}
+	return r
+}
+
+func TestLotteryVerify(t *testing.T) {
+	f := newLotteryFixture(t)
+	if r := reportOf(t, wantCode(t, exitOK, "lottery", "verify", f.skuDir)); !r.OK || r.Entries != 60 || r.Winners != 10 {
+		t.Fatalf("the honest log: %+v", r)
+	}
+	ev, pool := writeFile(t, "evidence.json", f.evidence), writeFile(t, "entries.csv", f.pool)
+	wantCode(t, exitOK, "lottery", "verify", "--evidence", ev, "--pool", pool)
+
+	t.Run("an edited pool line", func(t *testing.T) {
+		p := bytes.Clone(f.pool)
+		p[bytes.IndexByte(p, ',')+1] ^= 1
+		wantCode(t, exitFailed, "lottery", "verify", "--evidence", ev, "--pool", writeFile(t, "entries.csv", p))
+	})
+	t.Run("a changed server seed", func(t *testing.T) {
+		var doc map[string]any
+		json.Unmarshal(f.evidence, &doc)
+		s := []byte(doc["server_seed"].(string))
+		s[0] = "01"[map[bool]int{true: 1, false: 0}[s[0] == '0']]
+		doc["server_seed"] = string(s)
+		b, _ := json.Marshal(doc)
+		wantCode(t, exitFailed, "lottery", "verify", "--evidence", writeFile(t, "evidence.json", b), "--pool", pool)
+	})
+	t.Run("two winners swapped", func(t *testing.T) {
+		var won []uint64
+		rewriteLog(t, f.skuDir, func(index uint64, r sku.Record) []sku.Record {
+			if r.Type == sku.RecordWon && !r.Lot.FromWaitlist {
+				won = append(won, index)
+			}
+			return []sku.Record{r}
+		})
+		var first sku.Record
+		dir := rewriteLog(t, f.skuDir, func(index uint64, r sku.Record) []sku.Record {
+			switch index {
+			case won[0]:
+				first = r
+				return nil
+			case won[1]:
+				lot := *first.Lot
+				first.Lot, first.Seq, first.Token = &lot, r.Seq+1, r.Token+1
+				r.Seq, r.Token = r.Seq-1, r.Token-1
+				return []sku.Record{r, first}
+			}
+			return []sku.Record{r}
+		})
+		code, out, _ := ctl(t, "lottery", "verify", dir)
+		if code != exitFailed || reportOf(t, out).OK {
+			t.Fatalf("exit %d: %s", code, out)
+		}
+	})
+	t.Run("an entry recorded after the close", func(t *testing.T) {
+		dir := rewriteLog(t, f.skuDir, func(index uint64, r sku.Record) []sku.Record {
+			if r.Type == sku.RecordEntriesClosed {
+				late := sku.Record{Type: sku.RecordEntered, At: r.At, Seq: r.Lot.Count + 1, RequestID: "late", UserID: "late", Lot: &sku.LotteryFields{}}
+				return []sku.Record{r, late}
+			}
+			return []sku.Record{r}
+		})
+		code, out, _ := ctl(t, "lottery", "verify", dir)
+		r := reportOf(t, out)
+		if code != exitFailed || r.OK {
+			t.Fatalf("exit %d: %s", code, out)
+		}
+		for _, c := range r.Checks {
+			if c.Name == "no_entry_after_close" && c.OK {
+				t.Fatalf("the late entry is not reported: %s", out)
+			}
+		}
+	})
+	wantCode(t, exitUsage, "lottery", "verify", "--evidence", ev)
+	wantCode(t, exitUsage, "lottery")
+}

@@ -1,0 +1,372 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+
+	"github.com/fasthttp/router"
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/lottery"
+	"github.com/valyala/fasthttp"
+)
+
+// Lotteries runs the commands of lottery sales. *actors.Engine satisfies
+// it; an engine that does not answers the lottery routes 404.
+type Lotteries interface {
+	// Enter records a user's entry, once per user (actors.Engine.Enter).
+	Enter(ctx context.Context, campaignID, skuID, requestID, userID string, tier uint8) (sku.EntryResult, error)
+	// Draw records the draw's beacon round and randomness.
+	Draw(ctx context.Context, campaignID, skuID string, round uint64, randomness []byte) (sku.Outcome, error)
+	// Entry returns an entry and its answer by request_id, or actors.ErrNotFound.
+	Entry(ctx context.Context, campaignID, skuID, requestID string) (sku.EntryView, error)
+	// Frozen returns a frozen copy of the SKU's durable state, read off the actor.
+	Frozen(ctx context.Context, campaignID, skuID string) (*sku.Frozen, error)
+}
+
+// reasonLotterySale answers a plain reserve on a lottery SKU.
+var reasonLotterySale = sku.OutcomeLotterySale.String()
+
+// lotteryRoutes adds the routes of lottery sales.
+func (s *Server) lotteryRoutes(r *router.Router, get func(string, fasthttp.RequestHandler)) {
+	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/entries", s.route("enter", s.handleEnter))
+	get("/v1/campaigns/{campaign_id}/skus/{sku_id}/entries/{request_id}", s.route("entry_status", s.handleEntry))
+	get("/v1/campaigns/{campaign_id}/skus/{sku_id}/lottery", s.route("lottery_info", s.handleLotteryInfo))
+	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/lottery/draw", s.route("admin_draw", s.admin(s.handleDraw)))
+	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/lottery/entries.csv", s.route("admin_entries_csv", s.admin(s.handleEntriesCSV)))
+}
+
+// lotteries returns the engine's lottery commands, false when it has none.
+func (s *Server) lotteries() (Lotteries, bool) {
+	l, ok := s.engine.(Lotteries)
+	return l, ok
+}
+
+func entryURL(campaignID, skuID, requestID string) string {
+	return "/v1/campaigns/" + campaignID + "/skus/" + skuID + "/entries/" + requestID
+}
+
+func lotteryURL(campaignID, skuID string) string {
+	return "/v1/campaigns/" + campaignID + "/skus/" + skuID + "/lottery"
+}
+
+// enterRequest is the body of POST .../entries.
+type enterRequest struct {
+	RequestID string `json:"request_id"` // may be left out with an entry pass: the pass's
+	UserID    string `json:"user_id"`
+	// EntryPass is an optional signed entry pass (issue #14), checked by
+	// checkEntryPass as for a reserve; its tier is the entry's tier.
+	EntryPass string `json:"entry_pass"`
+}
+
+// enteredBody is the 202 answer to an entry, and to its repeats.
+type enteredBody struct {
+	Outcome     string `json:"outcome"`
+	RequestID   string `json:"request_id"`
+	EntrySeq    uint32 `json:"entry_seq"`
+	Tier        uint8  `json:"tier"`
+	Pseudonym   string `json:"pseudonym"`
+	StatusURL   string `json:"status_url"`
+	EvidenceURL string `json:"evidence_url"`
+}
+
+// handleEnter is POST /v1/campaigns/{c}/skus/{s}/entries: 202 ENTERED once
+// the entry is fsynced (a repeat, by request_id or by user, gets the same
+// entry), 403 ENTRIES_NOT_OPEN or ENTRIES_CLOSED, 409 NOT_LOTTERY, 422
+// REQUEST_ID_REUSED, 503 PAUSED. An entry_pass goes through checkEntryPass
+// as a reserve's does (its refusals, the pass's request_id, "ep." kept for
+// passes), and its tier is the entry's tier; without one the tier is 0.
+func (s *Server) handleEnter(ctx *fasthttp.RequestCtx) string {
+	campaignID, skuID, ok := pathSKU(ctx)
+	lots, has := s.lotteries()
+	if !ok || !has {
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
+	}
+	var req enterRequest
+	if err := decodeJSON(ctx.PostBody(), &req); err != nil {
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+	}
+	for _, bad := range []string{checkRequestID(req.RequestID, req.EntryPass), checkID("user_id", req.UserID)} {
+		if bad != "" {
+			return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad))
+		}
+	}
+	st, known := s.engine.SKUStats(campaignID, skuID)
+	if !known {
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
+	}
+	p, rep, ok := s.checkEntryPass(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass)
+	if !ok {
+		return write(ctx, rep)
+	}
+	ectx, cancel := s.engineContext()
+	res, err := lots.Enter(ectx, campaignID, skuID, p.requestID, req.UserID, p.holder.Tier)
+	cancel()
+	if err != nil {
+		return write(ctx, s.engineError("enter", err, entryURL(campaignID, skuID, p.requestID)))
+	}
+	reason := res.Outcome.String()
+	switch res.Outcome {
+	case sku.OutcomeEntered:
+		e := res.Entry
+		url := entryURL(campaignID, skuID, e.RequestID)
+		rep := jsonReply(fasthttp.StatusAccepted, reason, enteredBody{Outcome: reason, RequestID: e.RequestID, EntrySeq: e.EntrySeq,
+			Tier: e.Tier, Pseudonym: hex.EncodeToString(e.Pseudonym[:]), StatusURL: url, EvidenceURL: lotteryURL(campaignID, skuID)})
+		rep.location = url
+		return write(ctx, rep)
+	case sku.OutcomeEntriesNotOpen, sku.OutcomeEntriesClosed:
+		return write(ctx, errorReply(fasthttp.StatusForbidden, reason, ""))
+	case sku.OutcomeNotLottery:
+		return write(ctx, errorReply(fasthttp.StatusConflict, reason, "this SKU sells first come, first served: reserve instead"))
+	case sku.OutcomeRequestIDReused:
+		return write(ctx, replyRequestIDReused)
+	case sku.OutcomePaused:
+		return write(ctx, replyPaused)
+	case sku.OutcomeNotFound:
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	s.log.Error("enter: unexpected outcome", "outcome", reason)
+	return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+}
+
+// entryBody is the answer of GET .../entries/{request_id}.
+type entryBody struct {
+	RequestID     string           `json:"request_id"`
+	EntrySeq      uint32           `json:"entry_seq"`
+	Tier          uint8            `json:"tier"`
+	Pseudonym     string           `json:"pseudonym"`
+	Status        string           `json:"status"`
+	Position      uint32           `json:"position,omitempty"`
+	ReservationID string           `json:"reservation_id,omitempty"`
+	ExpireAt      string           `json:"expire_at,omitempty"`
+	Reservation   *reservationBody `json:"reservation,omitempty"`
+	EvidenceURL   string           `json:"evidence_url"`
+}
+
+// handleEntry is GET /v1/campaigns/{c}/skus/{s}/entries/{request_id}:
+// ENTERED, WON (with the reservation), WAITLISTED (with the position among
+// those still waiting) or LOST; 404 when the request_id made no entry.
+func (s *Server) handleEntry(ctx *fasthttp.RequestCtx) string {
+	campaignID, skuID, ok := pathSKU(ctx)
+	requestID := pathParam(ctx, "request_id")
+	lots, has := s.lotteries()
+	if !ok || !has || !sku.ValidID(requestID) {
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	ectx, cancel := s.engineContext()
+	v, err := lots.Entry(ectx, campaignID, skuID, requestID)
+	cancel()
+	if err != nil {
+		return write(ctx, s.engineError("entry_status", err, entryURL(campaignID, skuID, requestID)))
+	}
+	body := entryBody{RequestID: v.RequestID, EntrySeq: v.EntrySeq, Tier: v.Tier, Pseudonym: hex.EncodeToString(v.Pseudonym[:]),
+		Status: v.Status.String(), Position: v.Position, EvidenceURL: lotteryURL(campaignID, skuID)}
+	if v.Status == sku.EntryWon {
+		r := renderReservation(v.Reservation)
+		body.ReservationID, body.ExpireAt, body.Reservation = r.ReservationID, r.ExpireAt, &r
+	}
+	return write(ctx, jsonReply(fasthttp.StatusOK, body.Status, body))
+}
+
+// lotteryBody is the public evidence of a lottery (GET .../lottery):
+// hashes and seeds as lowercase hex, times as RFC 3339.
+type lotteryBody struct {
+	CampaignID  string           `json:"campaign_id"`
+	SKUID       string           `json:"sku_id"`
+	Phase       string           `json:"phase"`
+	Rules       lotteryRulesBody `json:"rules"`
+	Commit      string           `json:"commit"`
+	CommittedAt string           `json:"committed_at"`
+	EntryCount  uint32           `json:"entry_count"`
+	EntriesRoot string           `json:"entries_root,omitempty"`
+	ClosedAt    string           `json:"closed_at,omitempty"`
+	// After the draw started.
+	Round      uint64 `json:"round,omitempty"`
+	Randomness string `json:"randomness,omitempty"`
+	DrawnAt    string `json:"drawn_at,omitempty"`
+	// After the draw is done.
+	ServerSeed   string  `json:"server_seed,omitempty"`
+	Seed         string  `json:"seed,omitempty"`
+	Winners      *uint32 `json:"winners,omitempty"`
+	WinnersRoot  string  `json:"winners_root,omitempty"`
+	Waitlisted   *uint32 `json:"waitlisted,omitempty"`
+	WaitlistRoot string  `json:"waitlist_root,omitempty"`
+	Promoted     *uint32 `json:"promoted,omitempty"`
+}
+
+type lotteryRulesBody struct {
+	Version        string          `json:"version"`
+	SaleLimit      uint32          `json:"sale_limit"`
+	EntriesOpenAt  string          `json:"entries_open_at"`
+	EntriesCloseAt string          `json:"entries_close_at"`
+	Beacon         beaconRuleBody  `json:"beacon"`
+	Waitlist       uint32          `json:"waitlist"`
+	Tiers          []TierQuotaJSON `json:"tiers"`
+}
+
+type beaconRuleBody struct {
+	Source            string `json:"source"`
+	Round             uint64 `json:"round"`
+	RoundTime         string `json:"round_time"`
+	FallbackRound     uint64 `json:"fallback_round"`
+	FallbackRoundTime string `json:"fallback_round_time"`
+}
+
+func hexOf(h lottery.Hash) string { return hex.EncodeToString(h[:]) }
+
+// renderLottery renders the public lottery information.
+func renderLottery(info sku.LotteryInfo) lotteryBody {
+	r := info.Rules
+	roundTime, _ := r.Beacon.TimeMs()
+	fallbackTime, _ := r.Beacon.Fallback().TimeMs()
+	body := lotteryBody{CampaignID: info.CampaignID, SKUID: info.SKUID, Phase: info.Phase.String(),
+		Rules: lotteryRulesBody{Version: lottery.Version, SaleLimit: info.SaleLimit,
+			EntriesOpenAt: formatMillis(r.EntriesOpenAt), EntriesCloseAt: formatMillis(r.EntriesCloseAt),
+			Beacon: beaconRuleBody{Source: r.Beacon.Source, Round: r.Beacon.Round, RoundTime: formatMillis(roundTime),
+				FallbackRound: r.Beacon.Fallback().Round, FallbackRoundTime: formatMillis(fallbackTime)},
+			Waitlist: r.Waitlist, Tiers: campaignSKUOf(sku.Definition{Lottery: &r}).Tiers},
+		Commit: hexOf(info.Commit), CommittedAt: formatMillis(info.CommittedAt), EntryCount: info.EntryCount}
+	if body.Rules.Tiers == nil {
+		body.Rules.Tiers = []TierQuotaJSON{{Tier: 0, Quota: QuotaValue{Rest: true}}}
+	}
+	if info.Closed {
+		body.EntriesRoot, body.ClosedAt = hexOf(info.EntriesRoot), formatMillis(info.ClosedAt)
+	}
+	if info.Drawn {
+		body.Round, body.Randomness, body.DrawnAt = info.Round, hexOf(info.Randomness), formatMillis(info.DrawAt)
+	}
+	if info.Done {
+		body.ServerSeed, body.Seed = hexOf(info.ServerSeed), hexOf(info.Seed)
+		body.Winners, body.WinnersRoot = &info.Winners, hexOf(info.WinnersRoot)
+		body.Waitlisted, body.WaitlistRoot = &info.Waitlisted, hexOf(info.WaitlistRoot)
+		body.Promoted = &info.Promoted
+	}
+	return body
+}
+
+// handleLotteryInfo is GET /v1/campaigns/{c}/skus/{s}/lottery: the public
+// evidence (rules and commit from the start; the pool's root from the
+// close; the server seed, the beacon value, the seed and the result roots
+// after the draw). 404 for a SKU that is not a lottery.
+func (s *Server) handleLotteryInfo(ctx *fasthttp.RequestCtx) string {
+	info, rep, ok := s.lotteryInfo(ctx, "lottery_info")
+	if !ok {
+		return write(ctx, rep)
+	}
+	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, renderLottery(info)))
+}
+
+// frozenLottery returns the frozen state of the path's lottery SKU, or the
+// answer to give.
+func (s *Server) frozenLottery(ctx *fasthttp.RequestCtx, route string) (*sku.Frozen, reply, bool) {
+	campaignID, skuID, ok := pathSKU(ctx)
+	lots, has := s.lotteries()
+	if !ok || !has {
+		return nil, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""), false
+	}
+	ectx, cancel := s.engineContext()
+	f, err := lots.Frozen(ectx, campaignID, skuID)
+	cancel()
+	if err != nil {
+		return nil, s.engineError(route, err, ""), false
+	}
+	if !f.Lottery() {
+		return nil, errorReply(fasthttp.StatusNotFound, reasonNotFound, "not a lottery SKU"), false
+	}
+	return f, reply{}, true
+}
+
+func (s *Server) lotteryInfo(ctx *fasthttp.RequestCtx, route string) (sku.LotteryInfo, reply, bool) {
+	f, rep, ok := s.frozenLottery(ctx, route)
+	if !ok {
+		return sku.LotteryInfo{}, rep, false
+	}
+	info, _ := f.LotteryInfo(s.cfg.Clock().UnixMilli())
+	return info, reply{}, true
+}
+
+// drawRequest is the body of POST /admin/.../lottery/draw.
+type drawRequest struct {
+	Beacon struct {
+		Round      uint64 `json:"round"`
+		Randomness string `json:"randomness"`
+	} `json:"beacon"`
+}
+
+// handleDraw is POST /admin/campaigns/{c}/skus/{s}/lottery/draw
+// {"beacon":{"round":R,"randomness":"<64 hex digits>"}}: 202 DRAW_STARTED
+// once the inputs are fsynced (the ranking is recorded next; watch the
+// phase at the status URL). 400 BAD_BEACON for randomness that is not 32
+// bytes of hex, 400 WRONG_ROUND for a round that is neither the named one
+// nor its fallback; 409 ENTRIES_OPEN, BEACON_NOT_DUE (before the round's
+// time) or ALREADY_DRAWN, nothing recorded.
+func (s *Server) handleDraw(ctx *fasthttp.RequestCtx) string {
+	campaignID, skuID, ok := pathSKU(ctx)
+	lots, has := s.lotteries()
+	if !ok || !has {
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	var req drawRequest
+	if err := decodeJSON(ctx.PostBody(), &req); err != nil {
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+	}
+	randomness, err := hex.DecodeString(req.Beacon.Randomness)
+	if err != nil || len(randomness) != lottery.Size {
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadBeacon, "beacon.randomness must be 64 hex digits (32 bytes)"))
+	}
+	ectx, cancel := s.engineContext()
+	o, err := lots.Draw(ectx, campaignID, skuID, req.Beacon.Round, randomness)
+	cancel()
+	if err != nil {
+		return write(ctx, s.engineError("admin_draw", err, lotteryURL(campaignID, skuID)))
+	}
+	reason := o.String()
+	switch o {
+	case sku.OutcomeDrawStarted:
+		url := lotteryURL(campaignID, skuID)
+		rep := jsonReply(fasthttp.StatusAccepted, reason, map[string]string{"outcome": reason, "status_url": url})
+		rep.location = url
+		return write(ctx, rep)
+	case sku.OutcomeEntriesOpen, sku.OutcomeBeaconNotDue, sku.OutcomeAlreadyDrawn, sku.OutcomeNotLottery:
+		return write(ctx, errorReply(fasthttp.StatusConflict, reason, ""))
+	case sku.OutcomeWrongRound:
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reason, "the round must be the one the rules name or its stated fallback"))
+	case sku.OutcomeInvalid:
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadBeacon, ""))
+	case sku.OutcomeNotFound:
+		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+	}
+	s.log.Error("draw: unexpected outcome", "outcome", reason)
+	return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+}
+
+// reasonBadBeacon answers a draw whose randomness is not 32 bytes of hex.
+const reasonBadBeacon = "BAD_BEACON"
+
+// handleEntriesCSV is GET /admin/campaigns/{c}/skus/{s}/lottery/entries.csv:
+// the canonical pool, one line "entry_seq,pseudonym_hex,tier" per entry:
+// once the entries are closed, exactly the bytes entries_root hashes
+// (X-Entries-Root carries it). The lines are made off the actor.
+func (s *Server) handleEntriesCSV(ctx *fasthttp.RequestCtx) string {
+	f, rep, ok := s.frozenLottery(ctx, "admin_entries_csv")
+	if !ok {
+		return write(ctx, rep)
+	}
+	var buf bytes.Buffer
+	if _, err := f.WritePool(&buf); err != nil {
+		return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+	}
+	info, _ := f.LotteryInfo(s.cfg.Clock().UnixMilli())
+	if info.Closed {
+		ctx.Response.Header.Set("X-Entries-Root", hexOf(info.EntriesRoot))
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	ctx.Response.Header.Set("X-Pool-SHA256", hex.EncodeToString(sum[:]))
+	ctx.Response.Header.Set("X-Entry-Count", strconv.FormatUint(uint64(info.EntryCount), 10))
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("text/csv; charset=utf-8")
+	ctx.SetBody(buf.Bytes())
+	return outcomeOK
+}

@@ -1,0 +1,226 @@
+package sim
+
+import (
+	"slices"
+
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/lottery"
+)
+
+// The model of a lottery SKU (README "Lottery sales"), beside the model of
+// its reservations: entries, one per user, during the window; the close at
+// entries_close_at (by an entry, a tick or the draw); a draw at or after the
+// beacon round's time; the winners' reservations in rank order; the
+// waitlist; a token given back after the draw goes to the next waitlisted
+// entrant. The ranking is the rules' (package lottery, checked against a
+// reference in another language); what the model decides itself is when
+// each record is due and what every answer is.
+
+// modelEntry is one entry.
+type modelEntry struct {
+	request, user string
+	tier          uint8
+	won           uint32 // the reservation it won, 0: none
+}
+
+// modelLottery is a lottery's state in the model.
+type modelLottery struct {
+	rules     sku.LotteryRules
+	entries   []modelEntry // entry_seq-1
+	byUser    map[string]uint32
+	byRequest map[string]uint32
+	closed    bool
+	started   bool
+	done      bool
+	// ranking is the draw's result, computed when the draw starts;
+	// recorded counts its winners recorded so far.
+	ranking  lottery.Result
+	recorded int
+	waitlist []uint32 // recorded
+	waitNext int
+}
+
+func (l *modelLottery) clone() *modelLottery {
+	if l == nil {
+		return nil
+	}
+	c := *l
+	c.entries = slices.Clone(l.entries)
+	c.byUser = cloneMap(l.byUser)
+	c.byRequest = cloneMap(l.byRequest)
+	c.waitlist = slices.Clone(l.waitlist)
+	return &c
+}
+
+func cloneMap(m map[string]uint32) map[string]uint32 {
+	c := make(map[string]uint32, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// defineLottery is the LOTTERY_COMMITTED effect of a first definition.
+func (m *model) defineLottery(at int64, rules sku.LotteryRules) {
+	m.effect(at, func() {
+		m.lot = &modelLottery{rules: rules, byUser: map[string]uint32{}, byRequest: map[string]uint32{}}
+	})
+}
+
+// closeEntries records the close once entries_close_at has passed.
+func (m *model) closeEntries(at int64) {
+	if l := m.lot; l != nil && !l.closed && at >= l.rules.EntriesCloseAt {
+		m.effect(at, func() { l.closed = true })
+	}
+}
+
+// entryReply is a predicted answer to an entry.
+type entryReply struct {
+	outcome   sku.Outcome
+	seq       uint32
+	duplicate bool
+}
+
+func (m *model) enter(now int64, request, user string, tier uint8) entryReply {
+	switch {
+	case !m.defined:
+		return entryReply{outcome: sku.OutcomeNotFound}
+	case m.lot == nil:
+		return entryReply{outcome: sku.OutcomeNotLottery}
+	case !validID(request) || !validID(user):
+		return entryReply{outcome: sku.OutcomeInvalid}
+	}
+	l := m.lot
+	if seq, ok := l.byRequest[request]; ok {
+		if l.entries[seq-1].user != user {
+			return entryReply{outcome: sku.OutcomeRequestIDReused}
+		}
+		return entryReply{outcome: sku.OutcomeEntered, seq: seq, duplicate: true}
+	}
+	if seq, ok := l.byUser[user]; ok {
+		return entryReply{outcome: sku.OutcomeEntered, seq: seq, duplicate: true}
+	}
+	at := m.at(now)
+	if at < l.rules.EntriesOpenAt {
+		return entryReply{outcome: sku.OutcomeEntriesNotOpen}
+	}
+	m.closeEntries(at)
+	switch {
+	case l.closed:
+		return entryReply{outcome: sku.OutcomeEntriesClosed}
+	case m.paused:
+		return entryReply{outcome: sku.OutcomePaused}
+	}
+	seq := uint32(len(l.entries)) + 1
+	m.effect(at, func() {
+		l.entries = append(l.entries, modelEntry{request: request, user: user, tier: tier})
+		l.byUser[user], l.byRequest[request] = seq, seq
+	})
+	return entryReply{outcome: sku.OutcomeEntered, seq: seq}
+}
+
+// draw is the admin's draw: the inputs recorded, or a refusal.
+func (m *model) draw(now int64, round uint64, randomness []byte) sku.Outcome {
+	switch {
+	case !m.defined:
+		return sku.OutcomeNotFound
+	case m.lot == nil:
+		return sku.OutcomeNotLottery
+	case len(randomness) != lottery.Size:
+		return sku.OutcomeInvalid
+	}
+	l := m.lot
+	b := l.rules.Beacon
+	if round != b.Round && round != b.Round+lottery.FallbackRounds {
+		return sku.OutcomeWrongRound
+	}
+	if l.started {
+		return sku.OutcomeAlreadyDrawn
+	}
+	at := m.at(now)
+	if at < l.rules.EntriesCloseAt {
+		return sku.OutcomeEntriesOpen
+	}
+	if t, _ := lottery.RoundTimeMs(b.Source, round); at < t {
+		return sku.OutcomeBeaconNotDue
+	}
+	m.closeEntries(at)
+	m.effect(at, func() {
+		l.started = true
+		var pool []lottery.Entry
+		for i, e := range l.entries {
+			pool = append(pool, lottery.Entry{Seq: uint32(i + 1), Pseudonym: lottery.Pseudonym(l.rules.PseudonymKey, e.user), Tier: e.tier})
+		}
+		seed := lottery.Seed(campaignID, skuID, l.rules.ServerSeed, randomness, lottery.EntriesRoot(pool))
+		l.ranking = lottery.Draw(seed, pool, lottery.Rules{Units: m.def.SaleLimit, Waitlist: l.rules.Waitlist, Tiers: l.rules.Tiers})
+	})
+	return sku.OutcomeDrawStarted
+}
+
+// recordDraw is the shell's delivery of the ranking: the winners not yet
+// recorded, in rank order, then the waitlist (one chunk), DRAW_DONE and the
+// promotions to tokens already given back.
+func (m *model) recordDraw(now int64) {
+	l := m.lot
+	if l == nil || !l.started || l.done {
+		return
+	}
+	at := m.at(now)
+	for l.recorded < len(l.ranking.Winners) && m.available() > 0 {
+		e := l.ranking.Winners[l.recorded]
+		m.win(at, e, func() { l.recorded++ })
+	}
+	if len(l.waitlist) < len(l.ranking.Waitlist) { // one chunk, unless recorded before a crash
+		m.effect(at, func() { l.waitlist = slices.Clone(l.ranking.Waitlist) })
+	}
+	m.effect(at, func() { l.done = true })
+	m.promote(at)
+}
+
+// win makes the reservation an entry won, with a fresh payment window.
+func (m *model) win(at int64, entry uint32, then func()) {
+	l := m.lot
+	e := &l.entries[entry-1]
+	seq := uint32(len(m.res)) + 1
+	m.effect(at, func() {
+		token := m.fresh + 1
+		if len(m.released) > 0 {
+			token, m.released = m.released[0], m.released[1:]
+		} else {
+			m.fresh++
+		}
+		m.res = append(m.res, modelReservation{request: e.request, user: e.user, token: token,
+			state: mPending, expireAt: at + m.def.PaymentWindowMs, holds: true})
+		m.requests[e.request] = modelRequest{user: e.user, seq: seq}
+		m.live[e.user] = seq
+		e.won = seq
+		then()
+	})
+}
+
+// promote gives each token available after the draw to the next
+// waitlisted entrant.
+func (m *model) promote(at int64) {
+	l := m.lot
+	if l == nil || !l.done {
+		return
+	}
+	for l.waitNext < len(l.waitlist) && m.available() > 0 {
+		m.win(at, l.waitlist[l.waitNext], func() { l.waitNext++ })
+	}
+}
+
+// entryStatus is the answer an entry's status gives.
+func (l *modelLottery) entryStatus(seq uint32) (sku.EntryStatus, uint32) {
+	e := l.entries[seq-1]
+	switch {
+	case e.won != 0:
+		return sku.EntryWon, 0
+	case !l.done:
+		return sku.EntryEntered, 0
+	}
+	if i := slices.Index(l.waitlist, seq); i >= 0 {
+		return sku.EntryWaitlisted, uint32(i - l.waitNext + 1)
+	}
+	return sku.EntryLost, 0
+}
