@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/hex"
 	"strconv"
 
 	"github.com/seckill/seckill/actors/sku"
@@ -17,6 +18,14 @@ const (
 	eventReservationClosed     = "seckill.reservation.closed"
 	eventReservationReleased   = "seckill.reservation.released"
 	eventPaymentRefundRequired = "seckill.payment.refund_required"
+	// The lottery's events (a lottery SKU's entries and draw). A winner's
+	// reservation (WON) is a seckill.reservation.created like any other.
+	eventLotteryCommitted     = "seckill.lottery.committed"
+	eventLotteryEntered       = "seckill.lottery.entered"
+	eventLotteryEntriesClosed = "seckill.lottery.entries_closed"
+	eventLotteryDrawStarted   = "seckill.lottery.draw_started"
+	eventLotteryWaitlisted    = "seckill.lottery.waitlisted"
+	eventLotteryDrawDone      = "seckill.lottery.draw_done"
 	// eventRequestRejected is a durable SOLD_OUT: most records of a busy
 	// sale, sent only when a consumer names it in types=.
 	eventRequestRejected = "seckill.request.rejected"
@@ -44,6 +53,20 @@ func eventType(t sku.RecordType) string {
 		return eventSKUPaused
 	case sku.RecordResumed:
 		return eventSKUResumed
+	case sku.RecordLotteryCommitted:
+		return eventLotteryCommitted
+	case sku.RecordEntered:
+		return eventLotteryEntered
+	case sku.RecordEntriesClosed:
+		return eventLotteryEntriesClosed
+	case sku.RecordDrawStarted:
+		return eventLotteryDrawStarted
+	case sku.RecordWon:
+		return eventReservationCreated
+	case sku.RecordWaitlisted:
+		return eventLotteryWaitlisted
+	case sku.RecordDrawDone:
+		return eventLotteryDrawDone
 	}
 	return ""
 }
@@ -88,6 +111,27 @@ type eventData struct {
 	// are not sent).
 	Tier *uint8 `json:"tier,omitempty"`
 	Risk *uint8 `json:"risk,omitempty"`
+	// Lottery holds the lottery records' fields (and a winner's
+	// reservation's entry).
+	Lottery *lotteryData `json:"lottery,omitempty"`
+}
+
+// lotteryData is the lottery part of an event's data. Hashes are hex. The
+// committed event leaves out the server seed and the pseudonym key.
+type lotteryData struct {
+	EntriesOpenAt  string   `json:"entries_open_at,omitempty"`  // committed
+	EntriesCloseAt string   `json:"entries_close_at,omitempty"` // committed
+	Waitlist       *uint32  `json:"waitlist,omitempty"`         // committed: its length
+	EntrySeq       uint32   `json:"entry_seq,omitempty"`        // entered; created (WON)
+	FromWaitlist   bool     `json:"from_waitlist,omitempty"`    // created (WON): a promotion
+	Entries        *uint32  `json:"entries,omitempty"`          // entries_closed
+	EntriesRoot    string   `json:"entries_root,omitempty"`     // entries_closed
+	Round          uint64   `json:"round,omitempty"`            // draw_started
+	Randomness     string   `json:"randomness,omitempty"`       // draw_started
+	WaitlistSeqs   []uint32 `json:"waitlist_entry_seqs,omitempty"`
+	Winners        *uint32  `json:"winners,omitempty"`       // draw_done
+	WinnersRoot    string   `json:"winners_root,omitempty"`  // draw_done
+	WaitlistRoot   string   `json:"waitlist_root,omitempty"` // draw_done
 }
 
 // definitionData is a seckill.sku.defined event's definition (never the
@@ -149,9 +193,44 @@ func newEvent(r sku.Record, index uint64, id string, def sku.Definition, res sku
 		d.Reason, d.TokenReleased = r.Reason.String(), &release
 	case sku.RecordReleased:
 		d.setReservation(r.Seq, def, res)
+	default:
+		d.setLottery(r, def, res)
 	}
 	e.Subject = d.ReservationID
 	return e
+}
+
+// setLottery fills the data of a lottery record.
+func (d *eventData) setLottery(r sku.Record, def sku.Definition, res sku.View) {
+	l := &lotteryData{}
+	d.Lottery = l
+	lot := r.Lot
+	if lot == nil {
+		lot = &sku.LotteryFields{}
+	}
+	switch r.Type {
+	case sku.RecordLotteryCommitted:
+		if rules := r.Def.Lottery; rules != nil {
+			waitlist := rules.Waitlist
+			l.EntriesOpenAt, l.EntriesCloseAt, l.Waitlist = formatMillis(rules.EntriesOpenAt), formatMillis(rules.EntriesCloseAt), &waitlist
+		}
+	case sku.RecordEntered:
+		tier := lot.Tier
+		d.RequestID, d.UserID, d.Tier, l.EntrySeq = r.RequestID, r.UserID, &tier, r.Seq
+	case sku.RecordEntriesClosed:
+		count := lot.Count
+		l.Entries, l.EntriesRoot = &count, hex.EncodeToString(lot.Root[:])
+	case sku.RecordDrawStarted:
+		l.Round, l.Randomness = lot.Round, hex.EncodeToString(lot.Randomness[:])
+	case sku.RecordWon:
+		d.setReservation(r.Seq, def, res)
+		l.EntrySeq, l.FromWaitlist = lot.EntrySeq, lot.FromWaitlist
+	case sku.RecordWaitlisted:
+		l.WaitlistSeqs = lot.Seqs
+	case sku.RecordDrawDone:
+		count := lot.Count
+		l.Winners, l.WinnersRoot, l.WaitlistRoot = &count, hex.EncodeToString(lot.Root[:]), hex.EncodeToString(lot.WaitlistRoot[:])
+	}
 }
 
 // setReservation fills the reservation's id and immutable fields.
@@ -165,7 +244,7 @@ func (d *eventData) setReservation(seq uint32, def sku.Definition, res sku.View)
 // fields that only the reservation's view has.
 func needsReservation(t sku.RecordType) bool {
 	switch t {
-	case sku.RecordPaid, sku.RecordRefundRequired, sku.RecordClosed, sku.RecordReleased:
+	case sku.RecordPaid, sku.RecordRefundRequired, sku.RecordClosed, sku.RecordReleased, sku.RecordWon:
 		return true
 	}
 	return false
