@@ -5,15 +5,20 @@ PKGS     := ./...
 ADDR     ?= 127.0.0.1:8080
 DATA     ?= ./data
 
-.PHONY: all build run test test-long bench bench-engine bench-compare bench-feed soak fuzz sim sim-mutants clean
+.PHONY: all build run test test-long bench bench-engine bench-audit bench-compare bench-feed soak fuzz sim sim-mutants clean
 
 all: build
 
+# --version reads the commit from the build information; where the toolchain
+# records none (a git worktree, GOFLAGS=-buildvcs=false) these stamp it.
+VERSION_PKG := github.com/seckill/seckill/internal/version
+LDFLAGS     := -X $(VERSION_PKG).commit=$(shell git rev-parse HEAD 2>/dev/null) -X $(VERSION_PKG).buildTime=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+
 build:
-	$(GO) build -o $(BIN)/seckilld ./cmd/seckilld
-	$(GO) build -o $(BIN)/seckill-bench ./cmd/seckill-bench
-	$(GO) build -o $(BIN)/seckillctl ./cmd/seckillctl
-	$(GO) build -o $(BIN)/seckill-relay ./cmd/seckill-relay
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckilld ./cmd/seckilld
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckill-bench ./cmd/seckill-bench
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckillctl ./cmd/seckillctl
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckill-relay ./cmd/seckill-relay
 
 ## run: build the binaries and start seckilld on $(ADDR) with data in $(DATA) (demo campaign when none is given).
 run: build
@@ -28,9 +33,12 @@ test:
 test-long:
 	$(GO) test -count=1 -timeout 30m ./actors/sku/ -rapid.checks=20000
 
-## bench: the seed sale (10,000 units, 1,000,000 buyers) through a freshly started seckilld, with the audit.
+## bench: the seed sale (10,000 units, 1,000,000 buyers) through a freshly started seckilld, with the audit;
+## the result in ./bench-seed.json (SEED_JSON), flags of seckill-bench in BENCH_ARGS, e.g.
+## make bench BENCH_ARGS="--report bench-seed.html --concurrency 512".
+BENCH_ARGS ?=
 bench: build
-	./bench/run-seed.sh
+	./bench/run-seed.sh $(BENCH_ARGS)
 
 ## bench-engine: the engine's own benchmarks (durable and no-sync reserve, replay, heap per reservation).
 bench-engine:
@@ -41,6 +49,10 @@ bench-engine:
 	$(GO) test -run XXX -bench 'MachineReserve' -benchtime 2000000x -timeout 30m ./actors/sku/
 	$(GO) test -run XXX -bench . -benchtime 1x -timeout 30m ./snapshot/
 	$(GO) test -run XXX -bench . -timeout 30m ./wal/
+
+## bench-audit: the audit's time and the reserve p99 during it at 1, 4 and 8 million reservations (~2 GB of memory).
+bench-audit:
+	$(GO) test -run XXX -bench 'AuditDuringSale' -benchtime 1x -timeout 30m ./actors/
 
 ## bench-compare: seckilld beside Redis + Lua, PostgreSQL, the in-process engine and the null servers
 ## (flags of "seckill-bench compare" in COMPARE_ARGS, e.g. make bench-compare COMPARE_ARGS="--rounds 3").

@@ -204,12 +204,12 @@ func (a *skuActor) noteDurable() {
 // yet durable records (a SOLD_OUT, a duplicate, a read) waits for them too.
 func (a *skuActor) drain(ctx actor.Context) {
 	a.noteDurable()
-	calls, more := a.h.in.take(a.spare)
+	calls, items, more := a.h.in.take(a.spare)
 	if more {
 		ctx.Send(ctx.Self(), drain{}) // before deciding: a panic must not strand the rest
 	}
 	if len(calls) > 0 {
-		a.h.taken(calls[len(calls)-1].enqueuedAt, len(calls))
+		a.h.taken(calls[len(calls)-1].enqueuedAt, items)
 	}
 	defined := a.decideAll(ctx, calls)
 	clear(calls)
@@ -254,7 +254,7 @@ func (a *skuActor) decideAll(ctx actor.Context, calls []*call) (defined bool) {
 // it is never answered and its caller's context ends it (result unknown).
 func (a *skuActor) contain(ctx actor.Context, undecided []*call) {
 	a.commit(ctx) // a failed SKU has nothing to append: its answers go out
-	a.h.queued.Add(int64(len(undecided)))
+	a.h.queued.Add(int64(itemsOf(undecided)))
 	if a.h.in.requeue(undecided) {
 		ctx.Send(ctx.Self(), drain{})
 	}

@@ -168,17 +168,6 @@ func (e *Engine) simple(ctx context.Context, campaignID, skuID string, kind core
 	return nil
 }
 
-// Audit checks every invariant on the SKU's live state (see sku.Machine.Audit).
-func (e *Engine) Audit(ctx context.Context, campaignID, skuID string) (sku.Audit, error) {
-	c, err := e.run(ctx, campaignID, skuID, newReportCall(core.KindAudit))
-	if err != nil {
-		return sku.Audit{}, err
-	}
-	a := c.Report.Audit
-	c.free()
-	return a, nil
-}
-
 // Refunds lists the payments of a SKU that arrived after close and must be
 // refunded, in log order.
 func (e *Engine) Refunds(ctx context.Context, campaignID, skuID string) ([]sku.Refund, error) {

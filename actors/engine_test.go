@@ -454,6 +454,7 @@ func postBatch(e *Engine, h *SKU, calls ...*call) {
 		c.enqueuedAt = monoNow()
 		h.queued.Add(1)
 		h.in.calls = append(h.in.calls, c)
+		h.in.items++
 	}
 	send := !h.in.posted
 	h.in.posted = true

@@ -20,12 +20,16 @@ const DefaultInboxMax = 4 * maxBatch
 // holds at most max calls (Config.InboxMax): post refuses one more with
 // ErrBusy at once, so an in-process caller cannot grow it without limit;
 // the ingress (httpapi admission) bounds what waits well below that, by
-// permits and by the age of the oldest waiting call. (Calls put back after
-// a panic, requeue, may exceed it: they were admitted already.)
+// permits and by the age of the oldest waiting call. A batch call counts
+// as its items everywhere (the bound, the queue figures, the rate, the
+// calls per drain): it costs the actor what its items sent one by one
+// would. (Calls put back after a panic, requeue, may exceed the bound:
+// they were admitted already.)
 type inbox struct {
 	mu     sync.Mutex
 	max    int // Config.InboxMax
 	calls  []*call
+	items  int  // the items of calls (call.items): what max bounds
 	posted bool // a drain message is in the mailbox and has not taken the last call
 	closed bool // the actor stopped: calls are answered ErrClosed at once
 }
@@ -38,20 +42,22 @@ type drain struct{}
 // inbox answers c ErrBusy, a closed one ErrClosed.
 func (h *SKU) post(c *call) {
 	c.enqueuedAt = monoNow()
-	h.queued.Add(1)
+	n := c.items()
+	h.queued.Add(int64(n))
 	in := &h.in
 	in.mu.Lock()
-	if in.closed || len(in.calls) >= in.max {
+	if in.closed || in.items+n > in.max {
 		err := ErrClosed
 		if !in.closed {
 			err = ErrBusy
 		}
 		in.mu.Unlock()
-		h.queued.Add(-1)
+		h.queued.Add(-int64(n))
 		c.answer(err)
 		return
 	}
 	in.calls = append(in.calls, c)
+	in.items += n
 	send := !in.posted
 	in.posted = true
 	in.mu.Unlock()
@@ -60,22 +66,30 @@ func (h *SKU) post(c *call) {
 	}
 }
 
-// take moves up to maxBatch waiting calls, oldest first, into dst (which it
-// may swap with the inbox's own slice, so neither allocates once warm).
-// more reports calls left behind: the taker must post another drain.
-func (in *inbox) take(dst []*call) (calls []*call, more bool) {
+// take moves waiting calls, oldest first, into dst (which it may swap with
+// the inbox's own slice, so neither allocates once warm): as many as hold
+// up to maxBatch items, and at least one. items is the items taken; more
+// reports calls left behind: the taker must post another drain.
+func (in *inbox) take(dst []*call) (calls []*call, items int, more bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if len(in.calls) <= maxBatch {
+	if in.items <= maxBatch {
 		calls, in.calls = in.calls, dst[:0]
+		items, in.items = in.items, 0
 		in.posted = false
-		return calls, false
+		return calls, items, false
 	}
-	calls = append(dst[:0], in.calls[:maxBatch]...)
-	rest := copy(in.calls, in.calls[maxBatch:])
+	n := 0
+	for n < len(in.calls) && (n == 0 || items+in.calls[n].items() <= maxBatch) {
+		items += in.calls[n].items()
+		n++
+	}
+	calls = append(dst[:0], in.calls[:n]...)
+	rest := copy(in.calls, in.calls[n:])
 	clear(in.calls[rest:])
 	in.calls = in.calls[:rest]
-	return calls, true
+	in.items -= items
+	return calls, items, rest > 0
 }
 
 // requeue puts calls back at the front of the inbox, in order. post
@@ -87,6 +101,7 @@ func (in *inbox) requeue(calls []*call) (post bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.calls = append(append(make([]*call, 0, len(calls)+len(in.calls)), calls...), in.calls...)
+	in.items += itemsOf(calls)
 	post = !in.posted
 	in.posted = true
 	return post
@@ -97,10 +112,10 @@ func (in *inbox) requeue(calls []*call) (post bool) {
 func (h *SKU) shut() {
 	in := &h.in
 	in.mu.Lock()
-	calls := in.calls
-	in.calls, in.closed = nil, true
+	calls, items := in.calls, in.items
+	in.calls, in.items, in.closed = nil, 0, true
 	in.mu.Unlock()
-	h.queued.Add(-int64(len(calls)))
+	h.queued.Add(-int64(items))
 	for _, c := range calls {
 		c.answer(ErrClosed)
 	}

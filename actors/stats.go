@@ -26,6 +26,9 @@ type SKU struct {
 	engine            *Engine
 	in                inbox // calls waiting for the actor
 
+	// audit is the recount of the SKU off the actor (audit.go).
+	audit auditSlot
+
 	// Sojourn stamps (see libraries notes): the sender counts a call in
 	// queued and stamps it; the actor, on taking a batch, stores the stamp
 	// of its newest call in headEnqueuedAt and counts the batch out. The
@@ -164,6 +167,11 @@ func (s *SKU) taken(lastEnqueuedAt int64, n int) {
 	s.processed.Add(uint64(n))
 }
 
+// minRate is the smallest rate published (messages/s): an average that
+// halves every tick decays below it within ~14 ticks of the last message,
+// and is then published as 0.
+const minRate = 1e-3
+
 // rateTracker turns the processed counter into an EWMA rate, at the times
 // Engine.Tick gives it.
 type rateTracker struct {
@@ -176,7 +184,11 @@ func (r *rateTracker) tick(s *SKU, now time.Time) {
 	if !r.lastAt.IsZero() && now.After(r.lastAt) {
 		inst := float64(n-r.lastCount) / now.Sub(r.lastAt).Seconds()
 		old := math.Float64frombits(s.rateBits.Load())
-		s.rateBits.Store(math.Float64bits(0.5*old + 0.5*inst))
+		rate := 0.5*old + 0.5*inst
+		if rate < minRate { // an idle SKU reads 0, not 3e-16
+			rate = 0
+		}
+		s.rateBits.Store(math.Float64bits(rate))
 	}
 	r.lastCount, r.lastAt = n, now
 }

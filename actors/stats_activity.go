@@ -56,8 +56,15 @@ type activity struct {
 }
 
 // decided counts the answer the core gave a call (the actor, right after
-// Decide; a few atomic adds on reserves, nothing on other kinds).
+// Decide; a few atomic adds on reserves, one per item of a batch reserve,
+// nothing on other kinds).
 func (a *activity) decided(kind core.Kind, c *core.Call) {
+	if kind == core.KindReserveBatch && c.Err == nil {
+		for i := range c.Items {
+			a.decided(core.KindReserve, &c.Items[i])
+		}
+		return
+	}
 	if kind != core.KindReserve || c.Err != nil {
 		return
 	}

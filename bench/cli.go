@@ -181,6 +181,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, outputPaths, error) {
 	flags.Int64Var(&parsed.Requests, "requests", parsed.Requests, "reservation attempts (seed 1000000, many-skus 100000, payflow 1000; hot 0 = until --duration)")
 	flags.Int64Var(&parsed.Users, "users", parsed.Users, "distinct users of fresh attempts (0 = one per attempt)")
 	flags.IntVar(&parsed.Concurrency, "concurrency", parsed.Concurrency, "closed loop: workers each with one request in flight; open loop: bound on requests in flight")
+	flags.IntVar(&parsed.Batch, "batch", 0, "send the attempts this many at a time as one batch reserve per SKU, as a gateway would (0 or 1 = one request each; at most 1000)")
 	flags.Float64Var(&parsed.Rate, "rate", 0, "open loop: attempts per second at fixed intended times; latency counts from the intended time (0 = closed loop)")
 	flags.DurationVar(&parsed.Duration, "duration", 0, "bound of the load phase (hot 10s; 0 = until --requests are done)")
 	flags.Float64Var(&parsed.RepeatShare, "repeat-share", parsed.RepeatShare, "share of repeat clicks: an earlier user, a new request_id (seed, many-skus 0.05)")
@@ -195,6 +196,8 @@ func parseFlags(args []string, stderr io.Writer) (Config, outputPaths, error) {
 	flags.StringVar(&paths.report, "report", "", "write an offline HTML report (charts and summary) to this file")
 	flags.StringVar(&paths.progress, "progress", "auto", "progress on stderr: auto (a live line on a terminal, plain lines otherwise), tty, plain, off")
 	flags.StringVar(&paths.cpuProfile, "cpuprofile", "", "write a CPU profile of this client (go tool pprof) to this file, for the whole run")
+	flags.StringVar(&parsed.ServerFlags, "server-flags", "", "the server's flags, recorded in the result and the report (bench/run-seed.sh passes seckilld's)")
+	flags.IntVar(&parsed.ServerPID, "server-pid", 0, "the server's process id, when it runs on this machine: its CPU time is told apart from other processes'")
 	flags.Usage = func() {
 		fmt.Fprintf(stderr, "usage: seckill-bench [flags]\n       seckill-bench compare [flags]   (baselines side by side; see -h there)\n\nflags:\n")
 		flags.PrintDefaults()
@@ -216,6 +219,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, outputPaths, error) {
 		}
 	})
 	config.AdminToken, config.PaymentSecret, config.EntryPassKeys = parsed.AdminToken, parsed.PaymentSecret, parsed.EntryPassKeys
+	config.ServerFlags, config.ServerPID = parsed.ServerFlags, parsed.ServerPID
 	if config.Scenario == ScenarioHot && isSet(flags, "requests") && !isSet(flags, "duration") {
 		config.Duration = 0 // hot bounded by --requests alone
 	}
@@ -239,6 +243,8 @@ func copyFlag(config, parsed *Config, name string) error {
 		config.Stock = parsed.Stock
 	case "skus":
 		config.SKUs = parsed.SKUs
+	case "batch":
+		config.Batch = parsed.Batch
 	case "skus-per-campaign":
 		config.SKUsPerCampaign = parsed.SKUsPerCampaign
 	case "requests":
@@ -267,7 +273,7 @@ func copyFlag(config, parsed *Config, name string) error {
 		config.MaxTime = parsed.MaxTime
 	case "campaign":
 		config.CampaignID = parsed.CampaignID
-	case "admin-token", "payment-secret", "entry-pass-keys", "json", "report", "progress", "cpuprofile":
+	case "admin-token", "payment-secret", "entry-pass-keys", "json", "report", "progress", "cpuprofile", "server-flags", "server-pid":
 		// not per-scenario: taken as parsed
 	default:
 		return fmt.Errorf("flag %s not handled", name)

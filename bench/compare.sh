@@ -4,12 +4,15 @@
 # (conditional UPDATE + unique INSERTs, synchronous_commit=on), seckilld over
 # HTTP (--fsync always), the engine in process, a null HTTP server (the
 # HTTP ceiling) and a null server that logs each request to seckill's wal
-# and answers once it is fsynced (the durable ceiling).
+# and answers once it is fsynced (the durable ceiling); batch cells
+# (seckilld's batch reserve, Redis pipelined, the engine's batch, 64 per
+# request); and wrk (Debian's, an independent load generator) against
+# seckilld and the null HTTP server.
 # Every server is private to the run, on 127.0.0.1, in a temp directory.
 #
 # Usage: bench/compare.sh [flags of "seckill-bench compare"]
 #   e.g. bench/compare.sh --concurrency 64 --hot-duration 10s --seed-requests 1000000
-#        bench/compare.sh --targets redis,postgres --json /tmp/compare.json
+#        bench/compare.sh --targets redis,postgres --json /tmp/compare.json   (one object per cell)
 #        bench/compare.sh --rounds 3     (each cell its median of three rounds)
 # Missing servers are installed with apt-get when running as root (and the
 # script says so); a target that still cannot run is skipped with a reason.
@@ -34,6 +37,7 @@ install_package() {
 
 command -v redis-server >/dev/null 2>&1 || install_package redis-server
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || install_package postgresql
+command -v wrk >/dev/null 2>&1 || install_package wrk
 
 mkdir -p bin
 go build -o bin/seckill-bench ./cmd/seckill-bench

@@ -76,6 +76,10 @@ type Config struct {
 	Concurrency int
 	// Rate, when > 0, selects the open loop at that many attempts per second.
 	Rate float64
+	// Batch, when > 1, sends the attempts that many at a time through the
+	// batch reserve (POST .../reservations:batch), as a gateway would
+	// (0 or 1: one request per attempt).
+	Batch int
 	// Duration bounds the load phase (0: none, the plan bounds it).
 	Duration time.Duration
 	// MaxTime bounds the whole run, whatever happens (a server that stops
@@ -99,6 +103,12 @@ type Config struct {
 	Progress io.Writer
 	// Terminal redraws the progress line in place.
 	Terminal bool
+	// ServerFlags are the server's flags, recorded in the result's
+	// Environment (the client cannot read them).
+	ServerFlags string
+	// ServerPID is the server's process id, when it runs on this machine:
+	// its CPU time is then told apart from other processes' (0: unknown).
+	ServerPID int
 }
 
 // DefaultConfig returns the defaults of a scenario.
@@ -173,6 +183,7 @@ func (c *Config) Validate() error {
 	check(c.SKUsPerCampaign >= 0, "skus-per-campaign must be >= 0")
 	check(c.Concurrency >= 1 && c.Concurrency <= MaxConcurrency, "concurrency must be in [1, %d]", MaxConcurrency)
 	check(c.Rate >= 0 && c.Rate <= MaxRate && !math.IsInf(c.Rate, 0), "rate must be in [0, %d]", MaxRate)
+	check(c.Batch >= 0 && c.Batch <= MaxBatch, "batch must be in [0, %d]", MaxBatch)
 	check(c.Duration >= 0 && c.Duration <= 24*time.Hour, "duration must be in [0, 24h]")
 	check(c.RepeatShare >= 0 && c.RetryShare >= 0 && c.RepeatShare+c.RetryShare <= 1, "repeat and retry shares must be >= 0 and add up to at most 1")
 	check(c.PaymentWindow >= time.Second, "payment window must be at least 1s")

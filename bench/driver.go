@@ -57,6 +57,10 @@ type LoadSpec struct {
 	Resend ResendPolicy
 	// Clock is the time source; nil means the wall clock.
 	Clock Clock
+	// Batch, when > 1, sends the attempts Batch at a time, one batch per
+	// SKU (batch.go); every Reserver must then be a BatchReserver. 0 or 1:
+	// one request per attempt.
+	Batch int
 }
 
 // RequestID returns the request_id of a request number under a prefix.
@@ -86,6 +90,14 @@ func (s *LoadSpec) validate() error {
 	}
 	if s.Rate < 0 {
 		return errors.New("load: negative rate")
+	}
+	if s.Batch < 0 || s.Batch > MaxBatch {
+		return fmt.Errorf("load: batch %d outside [0, %d]", s.Batch, MaxBatch)
+	}
+	for i, r := range s.Reservers {
+		if _, ok := r.(BatchReserver); s.Batch > 1 && !ok {
+			return fmt.Errorf("load: the reserver of SKU %d (%T) sends no batches", i, r)
+		}
 	}
 	if s.Resend.MaxResends < 0 || s.Resend.MaxResends > maxResendsLimit {
 		return fmt.Errorf("load: max resends %d outside [0, %d]", s.Resend.MaxResends, maxResendsLimit)
@@ -148,6 +160,10 @@ type loadRun struct {
 // work is one worker's loop: take the next attempt, wait for its due time
 // (open loop), send it and its resends.
 func (r *loadRun) work(ctx context.Context, worker int) {
+	if r.spec.Batch > 1 {
+		r.workBatches(ctx, worker)
+		return
+	}
 	if r.interval == 0 && !r.clock.SleepUntil(ctx, r.start) {
 		return
 	}

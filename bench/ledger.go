@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,6 +27,13 @@ type Ledger struct {
 	plan   *Plan
 	base   time.Time // arrival times are kept as monotonic offsets from base
 	shards [ledgerShards]ledgerShard
+
+	// units counts the distinct requests accepted so far (units sold),
+	// for the live progress; a request the plan resends is counted once,
+	// by retried (under retriedMu), the only requests answered ACCEPTED twice.
+	units     atomic.Int64
+	retriedMu sync.Mutex
+	retried   map[int64]bool
 }
 
 // Ledger shards and the chunks they keep acceptances and ids in.
@@ -96,19 +104,62 @@ type AcceptedReservation struct {
 // Accepted returns each distinct accepted reservation once, in the order
 // the answers arrived.
 func (l *Ledger) Accepted() []AcceptedReservation {
+	distinct := l.distinctArrivals()
+	out := make([]AcceptedReservation, len(distinct))
+	for i, a := range distinct {
+		out[i] = a.AcceptedReservation
+	}
+	return out
+}
+
+// LastUnitAt returns when the last distinct reservation was first
+// accepted; false when none was.
+func (l *Ledger) LastUnitAt() (time.Time, bool) {
+	distinct := l.distinctArrivals()
+	if len(distinct) == 0 {
+		return time.Time{}, false
+	}
+	return l.base.Add(distinct[len(distinct)-1].at), true
+}
+
+// Units returns the distinct requests accepted so far: the units sold, as
+// against the ACCEPTED answers (a resent request is answered again).
+func (l *Ledger) Units() int64 { return l.units.Load() }
+
+// distinctArrivals returns each distinct accepted reservation's first
+// answer, in arrival order.
+func (l *Ledger) distinctArrivals() []notedAcceptance {
 	l.lock()
 	defer l.unlock()
 	accepts := l.arrivals()
 	seen := make(map[string]bool, len(accepts))
-	out := make([]AcceptedReservation, 0, len(accepts))
+	out := make([]notedAcceptance, 0, len(accepts))
 	for _, a := range accepts {
 		if a.ReservationID == "" || seen[a.ReservationID] {
 			continue
 		}
 		seen[a.ReservationID] = true
-		out = append(out, a.AcceptedReservation)
+		out = append(out, a)
 	}
 	return out
+}
+
+// countUnit counts an ACCEPTED answer to request as a unit unless the
+// request was accepted before.
+func (l *Ledger) countUnit(request int64) {
+	if l.plan != nil && l.plan.Retried(request) {
+		l.retriedMu.Lock()
+		if l.retried == nil {
+			l.retried = make(map[int64]bool)
+		}
+		first := !l.retried[request]
+		l.retried[request] = true
+		l.retriedMu.Unlock()
+		if !first {
+			return
+		}
+	}
+	l.units.Add(1)
 }
 
 // NewLedger returns an empty ledger for the plan.
@@ -122,6 +173,7 @@ func (l *Ledger) Note(worker int, at time.Time, attempt Attempt, reply Reply) {
 	shard := &l.shards[worker%ledgerShards]
 	switch {
 	case reply.Outcome == OutcomeAccepted:
+		l.countUnit(attempt.Request)
 		shard.mu.Lock()
 		shard.note(acceptance{at: at.Sub(l.base), request: attempt.Request, user: attempt.User,
 			expireAtNs: unixNanoOrZero(reply.ExpireAt), sku: int32(attempt.SKU)}, reply.ReservationID, reply.TokenID)

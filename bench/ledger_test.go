@@ -155,6 +155,41 @@ func BenchmarkLedgerCheck(b *testing.B) {
 	}
 }
 
+// Units counts distinct requests accepted, a retried one once, while the
+// answers count every ACCEPTED; LastUnitAt is the first answer of the last
+// distinct reservation.
+func TestLedgerUnitsAndLastUnit(t *testing.T) {
+	plan, err := NewPlan(PlanSpec{Attempts: 2000, RetryShare: 0.5, Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var retried int64 = -1
+	for i := int64(0); i < plan.Len() && retried < 0; i++ {
+		if plan.At(i).Kind == AttemptRetry {
+			retried = plan.At(i).Request
+		}
+	}
+	ledger := NewLedger(plan)
+	if _, ok := ledger.LastUnitAt(); ok {
+		t.Fatal("a last unit before any acceptance")
+	}
+	start := time.Now()
+	accept := func(worker int, ms int, request int64, reservation string) {
+		ledger.Note(worker, start.Add(time.Duration(ms)*time.Millisecond), Attempt{Request: request, User: request},
+			Reply{Outcome: OutcomeAccepted, ReservationID: reservation})
+	}
+	accept(0, 1, retried, "r")
+	accept(1, 2, retried, "r") // the same request answered again
+	accept(2, 3, retried+100_000, "s")
+	accept(3, 5, retried, "r")
+	if got := ledger.Units(); got != 2 {
+		t.Fatalf("units %d, want 2", got)
+	}
+	if last, ok := ledger.LastUnitAt(); !ok || !last.Equal(start.Add(3*time.Millisecond)) {
+		t.Fatalf("last unit at %v, want %v", last.Sub(start), 3*time.Millisecond)
+	}
+}
+
 // With release_on_close, a token that went back to the pool when its
 // reservation expired is handed to the next reservation: that is not a
 // reuse. Only a token handed out again before its holder's expire_at (two

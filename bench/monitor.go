@@ -15,10 +15,18 @@ const (
 	maxTimelinePoints = 24 * 3600 // one day of seconds; later seconds are not kept
 )
 
-// TimelinePoint is one interval (about a second) of a run.
+// TimelinePoint is one interval of a run: a whole second [t_s-1, t_s)
+// after the start, read when its second ends, or the partial interval
+// the run ended in.
 type TimelinePoint struct {
 	// Second is the end of the interval, in seconds since the start.
 	Second float64 `json:"t_s"`
+	// WidthS is the interval's length as read, in seconds (1 but for the
+	// sampler's own delay, less for a partial one).
+	WidthS float64 `json:"width_s"`
+	// Partial marks the last interval, cut short by the end of the run:
+	// its rate is of a fraction of a second (the report leaves it out).
+	Partial bool `json:"partial,omitempty"`
 	// ThroughputRPS is the answers per second during the interval.
 	ThroughputRPS float64 `json:"throughput_rps"`
 	// Outcomes counts the answers of the interval by outcome (non-zero only).
@@ -42,6 +50,9 @@ type MonitorOptions struct {
 	Total int64
 	// Duration is the run's time bound, for the ETA (0: none).
 	Duration time.Duration
+	// Units, if set, returns the units sold so far (distinct requests
+	// accepted), printed apart from the ACCEPTED answers.
+	Units func() int64
 }
 
 // Monitor samples a tally once a second into a timeline and prints a live
@@ -70,22 +81,32 @@ func (m *Monitor) loop() {
 	defer close(m.stopped)
 	ticker := time.NewTicker(monitorTick)
 	defer ticker.Stop()
+	// Timeline intervals end on whole seconds after the start, read by a
+	// timer set for each (not by the print ticker, whose period would
+	// make them 1 to 1.25 s long).
+	boundary := 1
+	sampler := time.NewTimer(timelineStep)
+	defer sampler.Stop()
 	lastSample, lastPrint := m.start, m.start
 	lastCounts := m.options.Tally.Counts()
 	printedCounts, printedAt := lastCounts, m.start
 	for {
 		select {
 		case <-m.done:
-			m.sample(time.Now(), lastSample, &lastCounts)
+			now := time.Now()
+			if now.Sub(lastSample) > 0 {
+				m.sample(now, lastSample, float64(boundary-1)+now.Sub(lastSample).Seconds(), true, &lastCounts)
+			}
 			if m.options.Terminal && m.options.Out != nil {
 				fmt.Fprintln(m.options.Out)
 			}
 			return
+		case now := <-sampler.C:
+			m.sample(now, lastSample, float64(boundary), false, &lastCounts)
+			lastSample = now
+			boundary++
+			sampler.Reset(time.Until(m.start.Add(time.Duration(boundary) * timelineStep)))
 		case now := <-ticker.C:
-			if now.Sub(lastSample) >= timelineStep {
-				m.sample(now, lastSample, &lastCounts)
-				lastSample = now
-			}
 			if m.options.Out == nil {
 				continue
 			}
@@ -106,10 +127,11 @@ func (m *Monitor) loop() {
 	}
 }
 
-// sample appends the interval (since, now] to the timeline.
-func (m *Monitor) sample(now, since time.Time, last *[OutcomeCount]int64) {
+// sample appends the interval (since, now], labelled second, to the
+// timeline.
+func (m *Monitor) sample(now, since time.Time, second float64, partial bool, last *[OutcomeCount]int64) {
 	counts := m.options.Tally.Counts()
-	point := TimelinePoint{Second: now.Sub(m.start).Seconds(), Outcomes: map[string]int64{}}
+	point := TimelinePoint{Second: round3(second), WidthS: round3(now.Sub(since).Seconds()), Partial: partial, Outcomes: map[string]int64{}}
 	var total int64
 	for outcome, count := range counts {
 		delta := count - last[outcome]
@@ -147,6 +169,10 @@ func (m *Monitor) line(now time.Time, counts, before [OutcomeCount]int64, window
 		fmt.Fprintf(&b, ", %s/%s attempts", groupDigits(attempts), groupDigits(m.options.Total))
 	}
 	fmt.Fprintf(&b, " | %s/s |", groupDigits(int64(rate)))
+	if m.options.Units != nil {
+		fmt.Fprintf(&b, " sold %s units |", groupDigits(m.options.Units()))
+	}
+	fmt.Fprintf(&b, " answers:")
 	for outcome, count := range counts {
 		if count > 0 {
 			fmt.Fprintf(&b, " %s %s", Outcome(outcome), groupDigits(count))
@@ -182,6 +208,9 @@ func (m *Monitor) Stop() []TimelinePoint {
 	defer m.mu.Unlock()
 	return append([]TimelinePoint(nil), m.timeline...)
 }
+
+// round3 rounds to thousandths.
+func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
 
 // groupDigits prints n with thin separators every three digits (1,234,567).
 func groupDigits(n int64) string {

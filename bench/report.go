@@ -70,42 +70,52 @@ func chartSize(id string) opts.Initialization {
 	return opts.Initialization{ChartID: id, Width: "1000px", Height: "380px", Renderer: "svg"}
 }
 
-// throughputChart draws answers per second over time, total and per outcome.
+// noAnimation draws each chart complete at once: an animated chart that
+// is printed or captured (a headless browser's screenshot) shows it half
+// drawn.
+var noAnimation = charts.WithAnimation(false)
+
+// throughputChart draws answers per second over time, total and per
+// outcome, one point per whole second (the partial last interval is left
+// out: a rate over a fraction of a second is noise). The "all" line is
+// added last, so it is drawn over the others.
 func throughputChart(r *Result) *charts.Line {
 	line := charts.NewLine()
 	line.SetGlobalOptions(
-		charts.WithInitializationOpts(chartSize("throughput")),
+		charts.WithInitializationOpts(chartSize("throughput")), noAnimation,
 		charts.WithTitleOpts(opts.Title{Title: "Throughput over time", Subtitle: "answers per second"}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "bottom"}),
 		charts.WithXAxisOpts(opts.XAxis{Name: "s"}),
 		charts.WithYAxisOpts(opts.YAxis{Name: "req/s"}),
 	)
-	seconds := make([]string, len(r.Timeline))
-	total := make([]opts.LineData, len(r.Timeline))
+	timeline := r.Timeline
+	if n := len(timeline); n > 0 && timeline[n-1].Partial {
+		timeline = timeline[:n-1]
+	}
+	seconds := make([]string, len(timeline))
+	total := make([]opts.LineData, len(timeline))
 	byOutcome := map[string][]opts.LineData{}
-	previous := 0.0
-	for i, point := range r.Timeline {
-		seconds[i] = strconv.FormatFloat(point.Second, 'f', 1, 64)
+	for i, point := range timeline {
+		seconds[i] = strconv.FormatFloat(point.Second, 'f', 0, 64)
 		total[i] = opts.LineData{Value: round1(point.ThroughputRPS)}
-		width := point.Second - previous
-		previous = point.Second
 		for name, count := range point.Outcomes {
 			if byOutcome[name] == nil {
-				byOutcome[name] = make([]opts.LineData, len(r.Timeline))
+				byOutcome[name] = make([]opts.LineData, len(timeline))
 				for j := range byOutcome[name] {
 					byOutcome[name][j] = opts.LineData{Value: 0}
 				}
 			}
-			if width > 0 {
-				byOutcome[name][i] = opts.LineData{Value: round1(float64(count) / width)}
+			if point.WidthS > 0 {
+				byOutcome[name][i] = opts.LineData{Value: round1(float64(count) / point.WidthS)}
 			}
 		}
 	}
-	line.SetXAxis(seconds).AddSeries("all", total, seriesColor("all"))
+	line.SetXAxis(seconds)
 	for _, name := range outcomeOrder(byOutcome) {
 		line.AddSeries(name, byOutcome[name], seriesColor(name))
 	}
+	line.AddSeries("all", total, seriesColor("all"))
 	return line
 }
 
@@ -114,7 +124,7 @@ func throughputChart(r *Result) *charts.Line {
 func latencyChart(r *Result) *charts.Line {
 	line := charts.NewLine()
 	line.SetGlobalOptions(
-		charts.WithInitializationOpts(chartSize("latency")),
+		charts.WithInitializationOpts(chartSize("latency")), noAnimation,
 		charts.WithTitleOpts(opts.Title{Title: "Latency distribution", Subtitle: "ms at each percentile (HDR histogram)"}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "bottom"}),
@@ -126,7 +136,7 @@ func latencyChart(r *Result) *charts.Line {
 		labels[i] = strconv.FormatFloat(q, 'f', -1, 64)
 	}
 	line.SetXAxis(labels)
-	for _, name := range append([]string{"all"}, outcomeOrder(r.LatencyCurvesMS)...) {
+	for _, name := range append(outcomeOrder(r.LatencyCurvesMS), "all") { // "all" last: drawn on top
 		curve, ok := r.LatencyCurvesMS[name]
 		if !ok {
 			continue
@@ -144,7 +154,7 @@ func latencyChart(r *Result) *charts.Line {
 func outcomeChart(r *Result) *charts.Bar {
 	bar := charts.NewBar()
 	bar.SetGlobalOptions(
-		charts.WithInitializationOpts(chartSize("outcomes")),
+		charts.WithInitializationOpts(chartSize("outcomes")), noAnimation,
 		charts.WithTitleOpts(opts.Title{Title: "Answers by outcome", Subtitle: "log scale"}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true)}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "log"}),
@@ -230,6 +240,7 @@ func summaryRows(r *Result) [][2]string {
 		{"elapsed", fmt.Sprintf("%.2f s", r.ElapsedS)},
 		{"throughput", fmt.Sprintf("%s req/s", groupDigits(int64(r.ThroughputRPS)))},
 		{"accepted (units / answers)", fmt.Sprintf("%s / %s", groupDigits(r.Accepted), groupDigits(r.AcceptedResponses))},
+		{"sold out", soldOutLine(r)},
 		{"sold_out", groupDigits(r.SoldOut)},
 		{"already_purchased", groupDigits(r.AlreadyPurchased)},
 		{"queue_full", groupDigits(r.QueueFull)},
@@ -257,7 +268,28 @@ func summaryRows(r *Result) [][2]string {
 	if p := r.Payflow; p != nil {
 		rows = append(rows, [2]string{"payflow", p.line()})
 	}
+	if e := r.Environment; e != nil {
+		rows = append(rows,
+			[2]string{"started", r.StartedAt.UTC().Format("2006-01-02 15:04:05 MST")},
+			[2]string{"machine", fmt.Sprintf("%s, %d cores, %.1f GiB memory", orUnknown(e.CPUModel), e.Cores, float64(e.MemoryBytes)/(1<<30))},
+			[2]string{"software", fmt.Sprintf("%s; %s; commit %s", e.OS, e.GoVersion, e.Commit)},
+			[2]string{"server flags", e.ServerFlags},
+			[2]string{"load average before / after", fmt.Sprintf("%.2f / %.2f", e.LoadAverageBefore[0], e.LoadAverageAfter[0])},
+			[2]string{"CPU-s during the run", fmt.Sprintf("machine %.1f, client %.1f, server %s, others %.1f", e.MachineCPUS, e.ClientCPUS, serverCPU(e), e.OtherCPUS)},
+		)
+		for _, w := range e.Warnings {
+			rows = append(rows, [2]string{"warning", w})
+		}
+	}
 	return rows
+}
+
+// soldOutLine says when the sale sold out ("10,000 units sold in 0.41 s").
+func soldOutLine(r *Result) string {
+	if r.SoldOutAfterS <= 0 {
+		return fmt.Sprintf("no: %s of %s units sold", groupDigits(r.Accepted), groupDigits(r.SaleLimit))
+	}
+	return fmt.Sprintf("%s units sold in %.2f s", groupDigits(r.Accepted), r.SoldOutAfterS)
 }
 
 // latencyRows is the report's latency table.

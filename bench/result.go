@@ -24,6 +24,8 @@ type Result struct {
 	Loop string `json:"loop"`
 	// Concurrency is the number of workers.
 	Concurrency int `json:"concurrency"`
+	// Batch is the attempts per batch reserve (omitted: one request each).
+	Batch int `json:"batch,omitempty"`
 	// RateRPS is the open loop's arrival rate.
 	RateRPS float64 `json:"rate_rps,omitempty"`
 	// Seed made the plan.
@@ -91,6 +93,12 @@ type Result struct {
 	Failures []string `json:"failures"`
 	// Passed is true when Failures is empty.
 	Passed bool `json:"passed"`
+	// Environment is where and how the run was measured.
+	Environment *Environment `json:"environment,omitempty"`
+	// SoldOutAfterS is the time from the start of the load until the last
+	// unit was accepted, in seconds, when every unit of sale_limit was
+	// sold (0: not sold out).
+	SoldOutAfterS float64 `json:"sold_out_after_s,omitempty"`
 }
 
 // AuditSummary is the audit of every SKU of the run, added up.

@@ -6,6 +6,8 @@
 # accepted != sale_limit).
 #
 # Usage: bench/run-seed.sh [extra seckill-bench flags], e.g. --report /tmp/seed.html
+# (make bench BENCH_ARGS="..." passes them). The result is written as JSON to
+# $SEED_JSON (default ./bench-seed.json); the script says where at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x bin/seckilld ] && [ -x bin/seckill-bench ] || make build >/dev/null
@@ -15,6 +17,7 @@ port=$(( 20000 + RANDOM % 20000 ))
 token=bench-$RANDOM$RANDOM
 log=$data/seckilld.log
 ./bin/seckilld --addr 127.0.0.1:$port --data-dir "$data/data" --admin-token "$token" --fsync always >"$log" 2>&1 &
+# (the flags recorded in the result below, as --server-flags, are these)
 server=$!
 cleanup() { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$data"; }
 trap cleanup EXIT
@@ -29,5 +32,11 @@ if [ $ready = 0 ]; then
 	exit 3
 fi
 echo "seckilld pid $server on 127.0.0.1:$port, data in $data/data (fsync always)"
+server_flags="--fsync always"
+result=${SEED_JSON:-bench-seed.json}
+status=0
 ./bin/seckill-bench --target "http://127.0.0.1:$port" --admin-token "$token" --scenario seed \
-	--stock 10000 --requests 1000000 --json "${SEED_JSON:-bench-seed.json}" "$@"
+	--stock 10000 --requests 1000000 --json "$result" \
+	--server-flags "$server_flags" --server-pid "$server" "$@" || status=$?
+[ -f "$result" ] && echo "result: $result (JSON; seckill-bench report $result OUT.html renders it)"
+exit $status

@@ -49,7 +49,12 @@ func Run(ctx context.Context, config Config) (*Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, config.MaxTime)
 	defer cancel()
+	probe := beginEnvironment(config.ServerFlags, config.ServerPID)
 	result, err := runScenario(ctx, config, client)
+	if result != nil {
+		env := probe.end()
+		result.Environment = &env
+	}
 	if err == nil && ctx.Err() != nil {
 		reason := "interrupted"
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -184,7 +189,7 @@ func runLoadPhase(ctx context.Context, config Config, client *Client, scenario l
 	tally := NewTally(64, ledger, len(scenario.skus))
 	monitor := StartMonitor(MonitorOptions{
 		Tally: tally, Out: config.Progress, Terminal: config.Terminal, Label: config.Scenario,
-		Total: plan.Len(), Duration: config.Duration,
+		Total: plan.Len(), Duration: config.Duration, Units: ledger.Units,
 	})
 	stats, loadErr := RunLoad(ctx, LoadSpec{
 		Plan:            plan,
@@ -195,6 +200,7 @@ func runLoadPhase(ctx context.Context, config Config, client *Client, scenario l
 		StartAt:         scenario.opensAt,
 		RequestIDPrefix: config.CampaignID,
 		Resend:          scenario.resend,
+		Batch:           config.Batch,
 	}, tally)
 	timeline := monitor.Stop()
 	if loadErr != nil && ctx.Err() == nil {
@@ -210,6 +216,9 @@ func runLoadPhase(ctx context.Context, config Config, client *Client, scenario l
 	// payment window in whole milliseconds.
 	report := ledger.Check(len(scenario.skus), func(sku int) int64 { return limits[sku] }, config.PaymentWindow.Truncate(time.Millisecond))
 	result.fillLedger(report)
+	if last, ok := ledger.LastUnitAt(); ok && result.SaleLimit > 0 && result.Accepted >= result.SaleLimit {
+		result.SoldOutAfterS = last.Sub(stats.Started).Seconds()
+	}
 	return &loadPhase{scenario: scenario, plan: plan, campaignIDs: campaignIDs, result: result, tally: tally, ledger: ledger, report: report}, nil
 }
 
@@ -234,6 +243,7 @@ func newResult(config Config, skus []SKUSpec) *Result {
 		Campaigns:   len(distinct(campaignIDs(config, len(skus)))),
 		Loop:        "closed",
 		Concurrency: config.Concurrency,
+		Batch:       config.Batch,
 		Seed:        config.Seed,
 		SKUs:        len(skus),
 	}

@@ -33,6 +33,9 @@ func WriteSummary(w io.Writer, r *Result) {
 		fmt.Fprintf(w, ", %s %s", name, groupDigits(r.Outcomes[name]))
 	}
 	fmt.Fprintln(w)
+	if r.SoldOutAfterS > 0 {
+		fmt.Fprintf(w, "sold out   %s\n", soldOutLine(r))
+	}
 	for _, kind := range r.ErrorKinds {
 		fmt.Fprintf(w, "  error    %s x%s\n", kind.Detail, groupDigits(kind.Count))
 	}
@@ -77,6 +80,14 @@ func WriteSummary(w io.Writer, r *Result) {
 			break
 		}
 		fmt.Fprintf(w, "  example  %s\n", example)
+	}
+	if e := r.Environment; e != nil {
+		for _, line := range e.lines() {
+			fmt.Fprintf(w, "machine    %s\n", line)
+		}
+		for _, warning := range e.Warnings {
+			fmt.Fprintf(w, "  warning  %s\n", warning)
+		}
 	}
 	if r.Passed {
 		fmt.Fprintln(w, "verdict    PASS")

@@ -45,7 +45,8 @@ func withBearer(want *[32]byte, realm, who string, h func(ctx *fasthttp.RequestC
 // requestConfig is fasthttp's HeaderReceived: the body limit of a request,
 // decided from its header before its body is read. Only a campaign PUT
 // with the admin token gets MaxCampaignBodySize; a request without it
-// cannot make the server read more than MaxRequestBodySize.
+// cannot make the server read more than MaxRequestBodySize, except a batch
+// reserve (POST .../reservations:batch), which has MaxBatchBodySize.
 func (s *Server) requestConfig(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	if limit := s.bodyLimit(h); limit != s.cfg.MaxRequestBodySize {
 		return fasthttp.RequestConfig{MaxRequestBodySize: limit}
@@ -55,6 +56,9 @@ func (s *Server) requestConfig(h *fasthttp.RequestHeader) fasthttp.RequestConfig
 
 // bodyLimit returns the body limit of a request by its header.
 func (s *Server) bodyLimit(h *fasthttp.RequestHeader) int {
+	if h.IsPost() && isBatchPath(h.RequestURI()) {
+		return s.cfg.MaxBatchBodySize
+	}
 	if !h.IsPut() {
 		return s.cfg.MaxRequestBodySize
 	}
@@ -82,7 +86,9 @@ func bearer(header []byte) ([]byte, bool) {
 	return header[len(scheme):], true
 }
 
-// handleDefine is PUT /admin/campaigns/{c}: define or redefine a campaign.
+// handleDefine is PUT /admin/campaigns/{c}: define or redefine a campaign
+// (201 Created with Location when the campaign had no SKU before, 200
+// otherwise).
 // Redefining may only move end_at later or raise sale_limit; every SKU is
 // checked before any is applied (409 otherwise). The campaign's new SKUs
 // must fit in the engine's limit of SKUs, checked and held before any is
@@ -95,7 +101,7 @@ func bearer(header []byte) ([]byte, bool) {
 func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 	campaignID := pathParam(ctx, "campaign_id")
 	if !sku.ValidID(campaignID) {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, badPathID(ctx))
 	}
 	var c Campaign
 	if err := decodeJSON(ctx.PostBody(), &c); err != nil {
@@ -127,6 +133,7 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, s.engineError("admin_define", err, "/admin/campaigns/"+campaignID))
 	}
 	defer release()
+	created := !s.campaignExists(campaignID)
 	for _, d := range defs {
 		ectx, cancel := s.engineContext()
 		err := s.engine.Define(ectx, d)
@@ -137,8 +144,24 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 			}
 			return write(ctx, s.engineError("admin_define", err, "/admin/campaigns/"+campaignID))
 		}
+		s.gates.get(d.CampaignID, d.SKUID) // its series exist from its definition
+	}
+	if created { // RFC 9110 §9.3.4: a PUT that creates answers 201
+		r := jsonReply(fasthttp.StatusCreated, outcomeOK, campaignOf(defs))
+		r.location = "/admin/campaigns/" + campaignID
+		return write(ctx, r)
 	}
 	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, campaignOf(defs)))
+}
+
+// campaignExists reports whether the engine knows a SKU of campaignID.
+func (s *Server) campaignExists(campaignID string) bool {
+	for _, st := range s.engine.AllStats() {
+		if st.CampaignID == campaignID {
+			return true
+		}
+	}
+	return false
 }
 
 // pausedBody answers pause and resume.
@@ -166,7 +189,7 @@ func (s *Server) handleResume(ctx *fasthttp.RequestCtx) string {
 func (s *Server) setPaused(ctx *fasthttp.RequestCtx, paused bool) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	if !ok {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, badPathID(ctx))
 	}
 	if err := decodeNoFields(ctx.PostBody()); err != nil {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
@@ -200,19 +223,22 @@ type auditBody struct {
 	Total       uint32            `json:"reservations"`
 	InvariantOK bool              `json:"invariant_ok"`
 	Violations  []string          `json:"violations"`
+	// AsOf is the time of the last record of the state recounted (the
+	// recount runs on a copy frozen then).
+	AsOf string `json:"as_of"`
 }
 
 // handleAudit is GET /admin/campaigns/{c}/skus/{s}/audit.
 func (s *Server) handleAudit(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	if !ok {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, badPathID(ctx))
 	}
 	ectx, cancel := s.engineContext()
 	a, err := s.engine.Audit(ectx, campaignID, skuID)
 	cancel()
 	if err != nil {
-		return write(ctx, s.engineError("admin_audit", err, ""))
+		return write(ctx, s.readError("admin_audit", err))
 	}
 	n := a.Counts
 	body := auditBody{
@@ -225,6 +251,7 @@ func (s *Server) handleAudit(ctx *fasthttp.RequestCtx) string {
 		},
 		HeldClosed: n.HeldClosed, Refunds: n.RefundsRequired, Rejected: n.Rejected, Total: n.Reservations,
 		InvariantOK: a.OK(), Violations: append([]string{}, a.Violations...),
+		AsOf: formatMillis(a.LastAt),
 	}
 	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, body))
 }
@@ -248,13 +275,13 @@ type refundsBody struct {
 func (s *Server) handleRefunds(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	if !ok {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, badPathID(ctx))
 	}
 	ectx, cancel := s.engineContext()
 	refunds, err := s.engine.Refunds(ectx, campaignID, skuID)
 	cancel()
 	if err != nil {
-		return write(ctx, s.engineError("admin_refunds", err, ""))
+		return write(ctx, s.readError("admin_refunds", err))
 	}
 	body := refundsBody{CampaignID: campaignID, SKUID: skuID, Refunds: make([]refundBody, 0, len(refunds))}
 	for _, r := range refunds {
@@ -274,7 +301,7 @@ func (s *Server) handleRefunds(ctx *fasthttp.RequestCtx) string {
 func (s *Server) handleSnapshot(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	if !ok {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, badPathID(ctx))
 	}
 	if err := decodeNoFields(ctx.PostBody()); err != nil {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))

@@ -63,6 +63,13 @@ var refusals = map[sku.Outcome]verdict{
 	sku.OutcomeSoldOut:    verdictSoldOut,
 }
 
+// gateRefusal reports whether v is one of the sale gate's refusals (the
+// answers precheck gives only when the request is not a retry of an
+// unknown result).
+func (v verdict) gateRefusal() bool {
+	return v == verdictNotStarted || v == verdictEnded || v == verdictPaused || v == verdictSoldOut
+}
+
 // precheck says from published, durable stats alone whether a reserve can
 // be answered without the actor. The window, the pause and sold out are the
 // sale gate's (sku.Gate), asked at the server's clock. For a retry of a

@@ -112,34 +112,36 @@ func TestAnswerCacheIsBounded(t *testing.T) {
 	if n := c.len(); n > 64 {
 		t.Fatalf("cache holds %d entries, bound 64", n)
 	}
-	c.putFinal("k", "u", reply{status: 202})
-	c.markUnknown("k", "u")
-	if a, ok := c.get("k"); !ok || a.unknown || a.rep.status != 202 {
+	k, k2 := requestKey("c", "s", "k"), requestKey("c", "s", "k2")
+	c.putFinal(k, "u", reply{status: 202})
+	c.markUnknown(k, "u")
+	if a, ok := c.get(k); !ok || a.unknown || a.rep.status != 202 {
 		t.Fatalf("an unknown mark replaced a final answer: %+v", a)
 	}
-	c.markUnknown("k2", "u")
-	c.putFinal("k2", "u", reply{status: 409})
-	if a, _ := c.get("k2"); a.unknown || a.rep.status != 409 {
+	c.markUnknown(k2, "u")
+	c.putFinal(k2, "u", reply{status: 409})
+	if a, _ := c.get(k2); a.unknown || a.rep.status != 409 {
 		t.Fatalf("a final answer did not replace the unknown mark: %+v", a)
 	}
 }
 
 func TestFlightsShareOneAnswer(t *testing.T) {
 	f := newFlights()
-	fl, leader := f.join("u", "r1")
+	u := userKey("c", "s", "u")
+	fl, leader := f.join(u, "r1")
 	if !leader {
 		t.Fatal("first join is not the leader")
 	}
-	fl2, leader2 := f.join("u", "r2")
+	fl2, leader2 := f.join(u, "r2")
 	if leader2 || fl2 != fl {
 		t.Fatal("second join did not join the flight")
 	}
-	f.finish("u", fl, reply{status: 202}, true)
+	f.finish(u, fl, reply{status: 202}, true)
 	<-fl2.done
 	if fl2.rep.status != 202 || fl2.requestID != "r1" || !fl2.shared {
 		t.Fatalf("joined answer %+v", fl2)
 	}
-	if _, leader := f.join("u", "r2"); !leader {
+	if _, leader := f.join(u, "r2"); !leader {
 		t.Fatal("a finished flight was not removed")
 	}
 }

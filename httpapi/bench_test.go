@@ -43,7 +43,7 @@ func BenchmarkReserveHandler(b *testing.B) {
 	define.Request.Header.Set("Authorization", "Bearer "+testToken)
 	define.Request.SetBody(body)
 	handler(&define)
-	if define.Response.StatusCode() != fasthttp.StatusOK {
+	if define.Response.StatusCode() != fasthttp.StatusCreated {
 		b.Fatalf("define: %d %s", define.Response.StatusCode(), define.Response.Body())
 	}
 	time.Sleep(10 * time.Millisecond) // the definition's durable view is published

@@ -209,6 +209,9 @@ func ParseCampaigns(data []byte) ([]Campaign, error) {
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cs); err != nil {
+		if explained := explainCampaigns(data, err); explained != nil {
+			return nil, fmt.Errorf("campaigns: %w", explained)
+		}
 		return nil, fmt.Errorf("campaigns: a list of campaigns is expected: %w", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -242,7 +245,11 @@ func LoadCampaigns(path string) ([]Campaign, error) {
 	if len(data) > MaxCampaignFileSize {
 		return nil, fmt.Errorf("%s: larger than %d bytes", path, MaxCampaignFileSize)
 	}
-	return ParseCampaigns(data)
+	cs, err := ParseCampaigns(data)
+	if err != nil {
+		return nil, fmt.Errorf("campaign file %s: %w", path, err)
+	}
+	return cs, nil
 }
 
 // DefineCampaigns defines every SKU of every campaign on the engine. A SKU

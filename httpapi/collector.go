@@ -28,10 +28,10 @@ func newSKUCollector(e StatsReader, g *gates) *skuCollector {
 		oldestAge:    desc("seckill_sku_oldest_message_age_seconds", "Age of the oldest call waiting for the SKU actor."),
 		rate:         desc("seckill_sku_consumer_rate_messages_per_second", "Recent processing rate of the SKU actor (the admission consumer_rate)."),
 		saleLimit:    desc("seckill_sku_sale_limit_tokens", "The SKU's sale_limit."),
-		tokens:       desc("seckill_sku_tokens", "Tokens by state (available, reserved, confirmed), as of the last durable record.", "state"),
+		tokens:       desc("seckill_sku_tokens", "Tokens by state (AVAILABLE, RESERVED, CONFIRMED), as of the last durable record.", "state"),
 		reservations: desc("seckill_sku_reservations", "Reservations by state, as of the last durable record.", "state"),
 		refunds:      desc("seckill_sku_refunds_required", "Payments received after close that must be refunded (REFUND_REQUIRED)."),
-		rejected:     desc("seckill_sku_durable_rejections", "Reserves durably rejected (SOLD_OUT decided by the actor)."),
+		rejected:     desc("seckill_sku_durable_rejections_total", "Reserves durably rejected (SOLD_OUT decided by the actor)."),
 		paused:       desc("seckill_sku_paused", "1 while admission is paused."),
 		unavailable:  desc("seckill_sku_unavailable", "1 while the SKU is not recovered or its log failed."),
 		inFlight:     desc("seckill_sku_admission_permits_in_flight", "Reserves admitted to the SKU actor and not yet answered."),
@@ -64,14 +64,14 @@ func (c *skuCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.oldestAge, st.OldestWait.Seconds(), cs, ss)
 		gauge(c.rate, st.RatePerSecond, cs, ss)
 		gauge(c.saleLimit, float64(n.SaleLimit), cs, ss)
-		gauge(c.tokens, float64(n.Available), cs, ss, "available")
-		gauge(c.tokens, float64(n.Reserved), cs, ss, "reserved")
-		gauge(c.tokens, float64(n.Confirmed), cs, ss, "confirmed")
+		gauge(c.tokens, float64(n.Available), cs, ss, sku.TokenAvailable.String())
+		gauge(c.tokens, float64(n.Reserved), cs, ss, sku.TokenReserved.String())
+		gauge(c.tokens, float64(n.Confirmed), cs, ss, sku.TokenConfirmed.String())
 		gauge(c.reservations, float64(n.PendingPayment), cs, ss, sku.StatePendingPayment.String())
 		gauge(c.reservations, float64(n.Paid), cs, ss, sku.StatePaid.String())
 		gauge(c.reservations, float64(n.Closed), cs, ss, sku.StateClosed.String())
 		gauge(c.refunds, float64(n.RefundsRequired), cs, ss)
-		gauge(c.rejected, float64(n.Rejected), cs, ss)
+		ch <- prometheus.MustNewConstMetric(c.rejected, prometheus.CounterValue, float64(n.Rejected), cs, ss)
 		gauge(c.paused, flag(st.Paused), cs, ss)
 		gauge(c.unavailable, flag(st.Unavailable), cs, ss)
 		gauge(c.inFlight, float64(c.gates.inFlight(cs, ss)), cs, ss)

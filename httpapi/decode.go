@@ -95,6 +95,8 @@ func describeDecodeError(err error) string {
 		return keyDetail(keyErr)
 	case errors.As(err, &typeErr) && typeErr.Field == "":
 		return "malformed JSON: a JSON object is expected"
+	case errors.As(err, &typeErr) && fieldRules[typeErr.Field] != "":
+		return boundDetail((&fieldError{field: typeErr.Field, want: fieldRules[typeErr.Field]}).Error())
 	case errors.As(err, &typeErr):
 		return boundDetail((&fieldError{field: typeErr.Field, want: jsonKind(typeErr)}).Error())
 	case errors.As(err, &syntaxErr):
@@ -107,6 +109,14 @@ func describeDecodeError(err error) string {
 		return boundDetail("malformed JSON: unknown field " + name)
 	}
 	return "malformed JSON"
+}
+
+// fieldRules are the rules of the fields whose Go type allows more than
+// the field does: a value the type refuses is answered with the field's
+// own rule, not the type's range (sale_limit -1: "1 to 1073741824", not
+// "0 to 4294967295", 0 being refused too).
+var fieldRules = map[string]string{
+	"skus.sale_limit": fmt.Sprintf("an integer from 1 to %d", sku.MaxSaleLimit),
 }
 
 // jsonKind says, in JSON's terms, what a value of the Go type an
@@ -219,6 +229,22 @@ func pathParam(ctx *fasthttp.RequestCtx, name string) string {
 func pathSKU(ctx *fasthttp.RequestCtx) (campaignID, skuID string, ok bool) {
 	campaignID, skuID = pathParam(ctx, "campaign_id"), pathParam(ctx, "sku_id")
 	return campaignID, skuID, sku.ValidID(campaignID) && sku.ValidID(skuID)
+}
+
+// badPathID answers an admin path whose campaign or SKU id breaks the id
+// rule: 400 with the rule, as the same id in a body gets (an operator's
+// typo deserves the reason; a public route answers 404, as for any SKU
+// that does not exist).
+func badPathID(ctx *fasthttp.RequestCtx) reply {
+	for _, field := range []string{"campaign_id", "sku_id"} {
+		if ctx.UserValue(field) == nil {
+			continue
+		}
+		if rule := checkID(field, pathParam(ctx, field)); rule != "" {
+			return errorReply(fasthttp.StatusBadRequest, reasonBadRequest, rule+" (in the path)")
+		}
+	}
+	return errorReply(fasthttp.StatusNotFound, reasonNotFound, "")
 }
 
 // pathReservation returns the reservation id of the path, and false when it

@@ -33,7 +33,7 @@ func TestDecodeErrorDetails(t *testing.T) {
 		{`{"payment_id":"p"`, func() any { return &paymentRequest{} }, "malformed JSON: the body ends inside the object"},
 		{`["p"]`, func() any { return &paymentRequest{} }, "malformed JSON: a JSON object is expected"},
 		{`{"payment_id":"p"} 1`, func() any { return &paymentRequest{} }, "malformed JSON: data after the object"},
-		{`{"skus":[{"sku_id":"a","sale_limit":-1}]}`, func() any { return &Campaign{} }, "skus.sale_limit: must be an integer from 0 to 4294967295"},
+		{`{"skus":[{"sku_id":"a","sale_limit":-1}]}`, func() any { return &Campaign{} }, "skus.sale_limit: must be an integer from 1 to 1073741824"},
 		{`{"skus":{}}`, func() any { return &Campaign{} }, "skus: must be an array"},
 		{`{"release_on_close":"yes"}`, func() any { return &Campaign{} }, "release_on_close: must be true or false"},
 		{`{"start_at":"tomorrow"}`, func() any { return &Campaign{} }, "start_at: must be an RFC 3339 time such as 2030-01-01T12:00:00Z"},

@@ -29,19 +29,26 @@ const dedupShards = 32
 
 var dedupSeed = maphash.MakeSeed()
 
-func shardOf(key string) int {
-	return int(maphash.String(dedupSeed, key) % dedupShards)
+// dedupKey names a request_id (requestKey) or a user (userKey) within its
+// SKU: a struct of the ids the request carries, so that naming one costs
+// no allocation (a concatenated string key cost one per key, two per
+// reserve).
+type dedupKey struct{ campaignID, skuID, id string }
+
+// shardOf spreads keys by their request_id or user_id: the campaign and
+// SKU ids are the same for most of a flood.
+func shardOf(key dedupKey) int {
+	return int(maphash.String(dedupSeed, key.id) % dedupShards)
 }
 
-// requestKey names a request_id within its SKU ('/' is outside the id
-// alphabet, so keys cannot collide).
-func requestKey(campaignID, skuID, requestID string) string {
-	return campaignID + "/" + skuID + "/" + requestID
+// requestKey names a request_id within its SKU.
+func requestKey(campaignID, skuID, requestID string) dedupKey {
+	return dedupKey{campaignID, skuID, requestID}
 }
 
 // userKey names a user within a SKU.
-func userKey(campaignID, skuID, userID string) string {
-	return campaignID + "/" + skuID + "/" + userID
+func userKey(campaignID, skuID, userID string) dedupKey {
+	return dedupKey{campaignID, skuID, userID}
 }
 
 // cachedAnswer is what the cache knows about one request_id.
@@ -57,7 +64,7 @@ type cachedAnswer struct {
 type answerCache struct {
 	shards [dedupShards]struct {
 		mu  sync.Mutex
-		lru *simplelru.LRU[string, cachedAnswer]
+		lru *simplelru.LRU[dedupKey, cachedAnswer]
 	}
 }
 
@@ -68,7 +75,7 @@ func newAnswerCache(size int) *answerCache {
 	}
 	c := &answerCache{}
 	for i := range c.shards {
-		l, err := simplelru.NewLRU[string, cachedAnswer](per, nil)
+		l, err := simplelru.NewLRU[dedupKey, cachedAnswer](per, nil)
 		if err != nil {
 			panic(err) // only for size <= 0, excluded above
 		}
@@ -77,17 +84,21 @@ func newAnswerCache(size int) *answerCache {
 	return c
 }
 
-// get returns the answer cached for key.
-func (c *answerCache) get(key string) (cachedAnswer, bool) {
+// get returns the answer cached for key. A hit does not move the entry
+// (Peek, not Get): the flood of repeats of one answer costs no list
+// update under the shard lock, and entries leave in the order they came
+// (the engine answers a request_id whose entry left, and it is cached
+// again).
+func (c *answerCache) get(key dedupKey) (cachedAnswer, bool) {
 	sh := &c.shards[shardOf(key)]
 	sh.mu.Lock()
-	a, ok := sh.lru.Get(key)
+	a, ok := sh.lru.Peek(key)
 	sh.mu.Unlock()
 	return a, ok
 }
 
 // putFinal stores a final answer; it replaces an unknown mark.
-func (c *answerCache) putFinal(key, userID string, rep reply) {
+func (c *answerCache) putFinal(key dedupKey, userID string, rep reply) {
 	sh := &c.shards[shardOf(key)]
 	sh.mu.Lock()
 	sh.lru.Add(key, cachedAnswer{userID: userID, rep: rep})
@@ -96,7 +107,7 @@ func (c *answerCache) putFinal(key, userID string, rep reply) {
 
 // markUnknown remembers that key got RESULT_UNKNOWN, unless a final answer
 // is already there.
-func (c *answerCache) markUnknown(key, userID string) {
+func (c *answerCache) markUnknown(key dedupKey, userID string) {
 	sh := &c.shards[shardOf(key)]
 	sh.mu.Lock()
 	if a, ok := sh.lru.Peek(key); !ok || a.unknown {
@@ -132,21 +143,21 @@ type flight struct {
 type flights struct {
 	shards [dedupShards]struct {
 		mu sync.Mutex
-		m  map[string]*flight
+		m  map[dedupKey]*flight
 	}
 }
 
 func newFlights() *flights {
 	f := &flights{}
 	for i := range f.shards {
-		f.shards[i].m = make(map[string]*flight)
+		f.shards[i].m = make(map[dedupKey]*flight)
 	}
 	return f
 }
 
 // join returns the flight of key. leader is true when the caller created it
 // and must end it with finish.
-func (f *flights) join(key, requestID string) (fl *flight, leader bool) {
+func (f *flights) join(key dedupKey, requestID string) (fl *flight, leader bool) {
 	sh := &f.shards[shardOf(key)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -162,7 +173,7 @@ func (f *flights) join(key, requestID string) (fl *flight, leader bool) {
 }
 
 // finish publishes the leader's answer and removes the flight.
-func (f *flights) finish(key string, fl *flight, rep reply, shared bool) {
+func (f *flights) finish(key dedupKey, fl *flight, rep reply, shared bool) {
 	sh := &f.shards[shardOf(key)]
 	sh.mu.Lock()
 	if sh.m[key] == fl {

@@ -42,6 +42,10 @@ type Reserver interface {
 	Get(ctx context.Context, reservationID string) (sku.View, error)
 	// Lookup returns the durable answer a request_id got, or actors.ErrNotFound.
 	Lookup(ctx context.Context, campaignID, skuID, requestID string) (sku.Result, error)
+	// ReserveBatch runs reserves of one SKU as one batch, decided in
+	// order: one result per item, each what Reserve would have answered
+	// it (see actors.Engine.ReserveBatch).
+	ReserveBatch(ctx context.Context, campaignID, skuID string, items []actors.ReserveItem) ([]actors.ItemResult, error)
 }
 
 // StatsReader reads what the SKUs publish without a message to them: their

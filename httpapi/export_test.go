@@ -12,3 +12,9 @@ func HasFollower(s *Server, campaignID, skuID, userID string) bool {
 	fl, ok := sh.m[key]
 	return ok && fl.done != nil
 }
+
+// Routes lists the routes the server's router serves: paths by method.
+func Routes(s *Server) map[string][]string {
+	r, _ := s.router()
+	return r.List()
+}

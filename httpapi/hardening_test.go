@@ -307,10 +307,14 @@ func TestAdminActionBodies(t *testing.T) {
 		t.Fatalf("after release: %v", a)
 	}
 
-	// As for cancel: a path that cannot name anything is 404 whatever the
-	// body; one that could is refused for its body before the engine is
-	// asked whether it does.
-	want(t, post("/admin/campaigns/ab/skus/b%20d/pause", `{"reason":"fraud"}`, nil), http.StatusNotFound, "NOT_FOUND")
+	// An admin path whose id breaks the id rule is 400 with the rule,
+	// whatever the body; one that could name a SKU is refused for its body
+	// before the engine is asked whether it does.
+	bad := post("/admin/campaigns/ab/skus/b%20d/pause", `{"reason":"fraud"}`, nil)
+	want(t, bad, http.StatusBadRequest, "BAD_REQUEST")
+	if !strings.Contains(bad.str("detail"), "sku_id must be 1-64 characters") {
+		t.Fatalf("bad sku_id in the path: %v", bad)
+	}
 	want(t, post("/admin/reservations/x/release", `{"reason":"fraud"}`, nil), http.StatusNotFound, "NOT_FOUND")
 	want(t, post("/admin/campaigns/ab/skus/nope/pause", `{"reason":"fraud"}`, nil), http.StatusBadRequest, "BAD_REQUEST")
 	want(t, post("/admin/campaigns/ab/skus/nope/pause", `{}`, nil), http.StatusNotFound, "NOT_FOUND")
@@ -412,7 +416,7 @@ func TestOptionsHeadAndAllow(t *testing.T) {
 		reserve:                            "OPTIONS, POST",
 		status:                             "GET, HEAD, OPTIONS",
 		ts.base + "/v1/reservations/" + id: "GET, HEAD, OPTIONS",
-		ts.base + "/admin/campaigns/opt":   "OPTIONS, PUT",
+		ts.base + "/admin/campaigns/opt":   "GET, HEAD, OPTIONS, PUT",
 		ts.base + "/healthz":               "GET, HEAD, OPTIONS",
 	} {
 		r := call(t, http.MethodOptions, url, nil, nil)

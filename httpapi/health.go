@@ -54,6 +54,9 @@ func (s *Server) metricsHandler() fasthttp.RequestHandler {
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: 4,
 		Registry:            s.cfg.Registry,
+		// OpenMetrics when the scraper asks for it (Accept), the text
+		// format otherwise.
+		EnableOpenMetrics: true,
 	})
 	return fasthttpadaptor.NewFastHTTPHandler(h)
 }

@@ -272,7 +272,7 @@ func campaign(id string, window string, skus map[string]int) map[string]any {
 func (ts *testServer) define(body map[string]any) {
 	ts.t.Helper()
 	r := ts.admin(http.MethodPut, "/admin/campaigns/"+body["campaign_id"].(string), body)
-	if r.status != http.StatusOK {
+	if r.status != http.StatusOK && r.status != http.StatusCreated {
 		ts.t.Fatalf("define: %v", r)
 	}
 }

@@ -98,6 +98,10 @@ func TestLinearizability(t *testing.T) {
 		}
 		parallel(linClients, func(client int) {
 			for n := range linOpsPerEpoch {
+				if rngs[client].IntN(linBatchOneIn) == 0 {
+					rec.doBatch(client, rec.chooseBatch(client, epoch*linOpsPerEpoch+n, rngs[client]))
+					continue
+				}
 				rec.do(client, rec.choose(epoch, client, epoch*linOpsPerEpoch+n, rngs[client]))
 			}
 		})
@@ -119,6 +123,9 @@ func TestLinearizability(t *testing.T) {
 		if tally[want] == 0 {
 			t.Errorf("seed %d: no %q in the history: the mix no longer exercises it", seed, want)
 		}
+	}
+	if rec.batchItems == 0 {
+		t.Errorf("seed %d: no batch reserve in the history", seed)
 	}
 
 	checkLinearizable(t, linModel(linSaleLimit, linMaxUnpaid), rec.ops, seed)
@@ -186,6 +193,7 @@ type linRecorder struct {
 	payments     []string        // payment_ids sent
 	soldOut      map[string]bool // request_ids answered SOLD_OUT since the last sweep
 	pending      map[string]bool // reservation ids last seen PENDING_PAYMENT
+	batchItems   int             // reserves answered within a batch
 	passes       []linInput      // reserves with a pass sent, by the pass's user
 
 	signer *entrypass.KeyRing // mints the passes (the server's keys)
@@ -351,8 +359,14 @@ func (r *linRecorder) do(client int, in linInput) {
 		r.errs = append(r.errs, fmt.Errorf("%s %s: %v (a stall: the specification has no unknown results)", method, path, resp))
 		return
 	}
-	out := linOutput{code: resp.status, location: resp.header.Get("Location"), raw: strings.TrimSpace(string(resp.raw))}
-	if err := json.Unmarshal(resp.raw, &out.body); err != nil {
+	r.record(client, in, call, ret, resp.status, resp.header.Get("Location"), resp.raw)
+}
+
+// record adds one answered operation to the history (the caller holds
+// r.mu) and learns the ids it names.
+func (r *linRecorder) record(client int, in linInput, call, ret int64, code int, location string, raw []byte) {
+	out := linOutput{code: code, location: location, raw: strings.TrimSpace(string(raw))}
+	if err := json.Unmarshal(raw, &out.body); err != nil {
 		out.body = linAnswer{} // not a JSON object: no answer the specification allows
 	}
 	r.ops = append(r.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})

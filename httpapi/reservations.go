@@ -3,9 +3,11 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strconv"
 
+	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/valyala/fasthttp"
 )
@@ -110,6 +112,23 @@ func (s *Server) engineError(route string, err error, statusURL string) reply {
 	return errorReply(f.status, f.reason, "")
 }
 
+// readError answers the error of a read: like engineError, except that a
+// read that did not get its answer in time changed nothing, so it is a 503
+// READ_TIMEOUT (or AUDIT_PENDING) with Retry-After, never RESULT_UNKNOWN.
+func (s *Server) readError(route string, err error) reply {
+	var r reply
+	switch {
+	case errors.Is(err, actors.ErrAuditPending):
+		r = errorReply(fasthttp.StatusServiceUnavailable, reasonAuditPending, "the recount goes on; retry to get its result")
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		r = errorReply(fasthttp.StatusServiceUnavailable, reasonReadTimeout, "the SKU did not answer in time; nothing was changed")
+	default:
+		return s.engineError(route, err, "")
+	}
+	r.retryAfter = "1"
+	return r
+}
+
 // handleGet is GET /v1/reservations/{id}.
 func (s *Server) handleGet(ctx *fasthttp.RequestCtx) string {
 	id, ok := pathReservation(ctx)
@@ -120,8 +139,11 @@ func (s *Server) handleGet(ctx *fasthttp.RequestCtx) string {
 	v, err := s.engine.Get(ectx, id)
 	cancel()
 	if err != nil {
-		return write(ctx, s.engineError("get_reservation", err, reservationURL(id)))
+		return write(ctx, s.readError("get_reservation", err))
 	}
+	// A reservation changes (paid, closed) and names a user: no shared
+	// cache may keep it, and a client asks again each time.
+	ctx.Response.Header.Set("Cache-Control", "private, no-cache")
 	return write(ctx, jsonReply(fasthttp.StatusOK, v.State.String(), renderReservation(v)))
 }
 
@@ -136,21 +158,30 @@ func (s *Server) handleLookup(ctx *fasthttp.RequestCtx) string {
 	res, err := s.engine.Lookup(ectx, campaignID, skuID, requestID)
 	cancel()
 	if err != nil {
-		return write(ctx, s.engineError("lookup_request", err, lookupURL(campaignID, skuID, requestID)))
+		return write(ctx, s.readError("lookup_request", err))
 	}
 	body := requestBody{RequestID: requestID, Outcome: res.Outcome.String(), ReservationID: res.Reservation.ReservationID}
 	if res.Outcome == sku.OutcomeAccepted {
 		r := renderReservation(res.Reservation)
 		body.Reservation = &r
 	}
+	ctx.Response.Header.Set("Cache-Control", "private, no-cache") // the reservation it names changes
 	return write(ctx, jsonReply(fasthttp.StatusOK, body.Outcome, body))
+}
+
+// unsigned is the 401 of a payment without a valid signature. Its
+// WWW-Authenticate challenge (RFC 9110 §11.6.1) names the scheme: an
+// HMAC-SHA256 of the body in the X-Signature header.
+func unsigned(ctx *fasthttp.RequestCtx, detail string) reply {
+	ctx.Response.Header.Set("WWW-Authenticate", `X-Signature realm="seckill-payments", algorithm="HMAC-SHA256"`)
+	return errorReply(fasthttp.StatusUnauthorized, reasonUnauthorized, detail)
 }
 
 // handlePay is POST /v1/reservations/{id}/payment.
 func (s *Server) handlePay(ctx *fasthttp.RequestCtx) string {
 	body := ctx.PostBody()
 	if !s.signatureOK(body, ctx.Request.Header.Peek("X-Signature")) {
-		return write(ctx, errorReply(fasthttp.StatusUnauthorized, reasonUnauthorized, "missing or wrong X-Signature"))
+		return write(ctx, unsigned(ctx, "missing or wrong X-Signature"))
 	}
 	id, ok := pathReservation(ctx)
 	if !ok {
@@ -168,8 +199,7 @@ func (s *Server) handlePay(ctx *fasthttp.RequestCtx) string {
 			"reservation_id of the body differs from the path"))
 	}
 	if len(s.cfg.PaymentSecret) > 0 && req.ReservationID == nil {
-		return write(ctx, errorReply(fasthttp.StatusUnauthorized, reasonUnauthorized,
-			"a signed payment body must name the reservation of the path in reservation_id"))
+		return write(ctx, unsigned(ctx, "a signed payment body must name the reservation of the path in reservation_id"))
 	}
 	var amount int64
 	if req.Amount != nil {

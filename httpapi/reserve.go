@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"github.com/seckill/seckill/actors"
 	"time"
 
 	"github.com/seckill/seckill/actors/sku"
@@ -137,35 +138,23 @@ func (s *Server) reserve(campaignID, skuID, requestID, userID string, holder sku
 // were decided (ALREADY_PURCHASED, a fast-path SOLD_OUT, the sale window):
 // the repeat, which may have been sent after the state changed, asks again
 // (found by the porcupine linearizability test).
-func (s *Server) lead(rkey, campaignID, skuID, requestID, userID string, holder sku.Holder, retryOfUnknown bool) (rep reply, shared bool) {
-	// A request_id the SKU may have decided already must get its original
-	// answer from the engine, not a fast SOLD_OUT or ENDED (one request_id,
-	// one result, also after a restart or a cache eviction).
-	retryOfUnknown = retryOfUnknown || s.engine.MayKnowRequest(campaignID, skuID, requestID)
+func (s *Server) lead(rkey dedupKey, campaignID, skuID, requestID, userID string, holder sku.Holder, retryOfUnknown bool) (rep reply, shared bool) {
 	st, known := s.engine.SKUStats(campaignID, skuID)
 	if !known {
 		s.rejected(layerValidation)
 		return errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"), false
 	}
-	switch s.limits.precheck(st, s.cfg.Clock(), retryOfUnknown) {
-	case verdictUnavailable:
-		s.rejected(layerPaused)
-		return replyUnavailable, false
-	case verdictNotStarted:
-		s.rejected(layerWindow)
-		return replyNotStarted, false
-	case verdictEnded:
-		s.rejected(layerWindow)
-		return replyEnded, false
-	case verdictPaused:
-		s.rejected(layerPaused)
-		return replyPaused, false
-	case verdictSoldOut:
-		s.rejected(layerSoldOut)
-		return replySoldOut, false
-	case verdictQueueFull:
-		s.rejected(layerQueueFull)
-		return s.queueFull(), true
+	now := s.cfg.Clock()
+	v := s.limits.precheck(st, now, retryOfUnknown)
+	// A request_id the SKU may have decided already must get its original
+	// answer from the engine, not a fast SOLD_OUT or ENDED (one request_id,
+	// one result, also after a restart or a cache eviction). Only the
+	// sale gate's refusals depend on it: the request filter is asked then.
+	if v.gateRefusal() && s.engine.MayKnowRequest(campaignID, skuID, requestID) {
+		v = s.limits.precheck(st, now, true)
+	}
+	if rep, refused := s.fastRefusal(v, &st, now); refused {
+		return rep, v == verdictQueueFull
 	}
 	// Out of permits is busy, not sold out, even when the stock term
 	// binds: requests in flight may still be refused (a holder clicking
@@ -231,7 +220,7 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 	case sku.OutcomeNotStarted, sku.OutcomeEnded:
 		return errorReply(fasthttp.StatusForbidden, reason, ""), false
 	case sku.OutcomePaused:
-		return errorReply(fasthttp.StatusServiceUnavailable, reason, ""), false
+		return replyPaused, false
 	case sku.OutcomeNotFound:
 		return errorReply(fasthttp.StatusNotFound, reasonNotFound, ""), false
 	case sku.OutcomeLotterySale:
@@ -244,10 +233,9 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 // The fixed answers of the ingress fast paths, encoded once: the sold-out
 // flood costs no JSON encoding.
 var (
-	replyUnavailable     = errorReply(fasthttp.StatusServiceUnavailable, reasonUnavailable, "")
-	replyNotStarted      = errorReply(fasthttp.StatusForbidden, reasonNotStarted, "")
+	replyUnavailable     = withRetryAfter(errorReply(fasthttp.StatusServiceUnavailable, reasonUnavailable, ""), unavailableRetryAfter)
 	replyEnded           = errorReply(fasthttp.StatusForbidden, reasonEnded, "")
-	replyPaused          = errorReply(fasthttp.StatusServiceUnavailable, reasonPaused, "")
+	replyPaused          = withRetryAfter(errorReply(fasthttp.StatusServiceUnavailable, reasonPaused, ""), pausedRetryAfter)
 	replySoldOut         = errorReply(fasthttp.StatusConflict, reasonSoldOut, "")
 	replyRequestIDReused = errorReply(fasthttp.StatusUnprocessableEntity, sku.OutcomeRequestIDReused.String(), "")
 	replyQueueFull       = errorReply(fasthttp.StatusTooManyRequests, reasonQueueFull, "")
@@ -255,6 +243,32 @@ var (
 	replySubjectLimit    = errorReply(fasthttp.StatusConflict, sku.OutcomeSubjectLimit.String(),
 		"a subject of the entry pass has the most unpaid reservations this SKU allows")
 )
+
+// Retry-After of the 503s whose end the server cannot know: a pause lasts
+// until an operator resumes (5 s spreads the retries of a crowd), a SKU
+// recovers from a log failure after a backoff that starts at 1 s.
+const (
+	pausedRetryAfter      = "5"
+	unavailableRetryAfter = "1"
+)
+
+// withRetryAfter returns r with a Retry-After of seconds.
+func withRetryAfter(r reply, seconds string) reply {
+	r.retryAfter = seconds
+	return r
+}
+
+// notStarted is the 403 NOT_STARTED answer at now of a SKU that opens at
+// startAt (Unix ms): the body gives start_at, Retry-After the seconds
+// until then. Built without encoding/json: a crowd clicking early gets it.
+func notStarted(startAt int64, now time.Time) reply {
+	b := make([]byte, 0, 64)
+	b = append(b, `{"error":"NOT_STARTED","start_at":"`...)
+	b = time.UnixMilli(startAt).UTC().AppendFormat(b, rfc3339Millis)
+	b = append(b, `"}`...)
+	return reply{status: fasthttp.StatusForbidden, body: b, outcome: reasonNotStarted,
+		retryAfter: retryAfterSeconds(time.UnixMilli(startAt).Sub(now))}
+}
 
 // queueFull is the 429 answer, with Retry-After: the queue drains within
 // max_queue_wait.
@@ -283,4 +297,32 @@ func reservationURL(reservationID string) string {
 // lookupURL is the status URL of a reserve request.
 func lookupURL(campaignID, skuID, requestID string) string {
 	return "/v1/campaigns/" + campaignID + "/skus/" + skuID + "/requests/" + requestID
+}
+
+// fastRefusal is the answer at the door for the ingress's verdict on a
+// reserve (precheck), counted by layer; refused is false for
+// verdictAdmit. A single reserve (lead) and each batch item
+// (batchItemIngress) answer through it.
+func (s *Server) fastRefusal(v verdict, st *actors.Stats, now time.Time) (rep reply, refused bool) {
+	switch v {
+	case verdictUnavailable:
+		s.rejected(layerPaused)
+		return replyUnavailable, true
+	case verdictNotStarted:
+		s.rejected(layerWindow)
+		return notStarted(st.Definition.StartAt, now), true
+	case verdictEnded:
+		s.rejected(layerWindow)
+		return replyEnded, true
+	case verdictPaused:
+		s.rejected(layerPaused)
+		return replyPaused, true
+	case verdictSoldOut:
+		s.rejected(layerSoldOut)
+		return replySoldOut, true
+	case verdictQueueFull:
+		s.rejected(layerQueueFull)
+		return s.queueFull(), true
+	}
+	return reply{}, false
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/seckill/seckill/httpapi/jsonkeys"
 	"github.com/valyala/fastjson"
@@ -92,7 +91,7 @@ func acceptedJSON(reservationID, requestID, state string, tokenID uint32, expire
 	dst = append(dst, `","token_id":`...)
 	dst = strconv.AppendUint(dst, uint64(tokenID), 10)
 	dst = append(dst, `,"expire_at":"`...)
-	dst = time.UnixMilli(expireAtMillis).UTC().AppendFormat(dst, rfc3339Millis)
+	dst = appendMillisUTC(dst, expireAtMillis)
 	dst = append(dst, `","status_url":"`...)
 	dst = append(dst, statusURL...)
 	dst = append(dst, `"}`...)

@@ -15,6 +15,7 @@ const (
 	reasonBodyTooLarge       = "BODY_TOO_LARGE"
 	reasonHeaderTooLarge     = "HEADER_TOO_LARGE"
 	reasonRequestTimeout     = "REQUEST_TIMEOUT"
+	reasonNotImplemented     = "NOT_IMPLEMENTED"
 	reasonNotFound           = "NOT_FOUND"
 	reasonMethodNotAllowed   = "METHOD_NOT_ALLOWED"
 	reasonUnauthorized       = "UNAUTHORIZED"
@@ -34,6 +35,12 @@ const (
 	// beyond its limit of SKUs (507: a capacity of this server, see
 	// handleDefine).
 	reasonTooManySKUs = "TOO_MANY_SKUS"
+	// reasonReadTimeout: a read (a reservation, a request lookup, refunds)
+	// did not get its answer in time; it changed nothing (503, Retry-After).
+	reasonReadTimeout = "READ_TIMEOUT"
+	// reasonAuditPending: the SKU's recount outlasted the request; it goes
+	// on, and a retry gets its result (503, Retry-After).
+	reasonAuditPending = "AUDIT_PENDING"
 )
 
 // outcomeOK labels a successful answer that carries no other reason.

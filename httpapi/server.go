@@ -41,7 +41,7 @@ const (
 	// DefaultIdleTimeout closes keep-alive connections idle that long.
 	DefaultIdleTimeout = 60 * time.Second
 	// DefaultMaxConnections bounds the connections served at once; more are
-	// answered 503 and closed (fasthttp's Server.Concurrency).
+	// answered 503 UNAVAILABLE (JSON, Retry-After) and closed (connLimiter).
 	DefaultMaxConnections = 16 << 10
 	// DefaultStatusMaxAge is the Cache-Control max-age of a SKU status that
 	// can change any moment.
@@ -80,6 +80,9 @@ type Config struct {
 	// in one campaign); every other request, an unauthorised PUT too, has
 	// MaxRequestBodySize.
 	MaxCampaignBodySize int
+	// MaxBatchBodySize caps, in bytes, the body of a batch reserve
+	// (default DefaultMaxBatchBodySize).
+	MaxBatchBodySize int
 	// MaxConnections bounds the connections served at once; keep it below
 	// the process's file descriptor limit.
 	MaxConnections int
@@ -136,6 +139,9 @@ func (c *Config) fill() error {
 	}
 	if c.MaxCampaignBodySize <= 0 {
 		c.MaxCampaignBodySize = DefaultMaxCampaignBodySize
+	}
+	if c.MaxBatchBodySize <= 0 {
+		c.MaxBatchBodySize = DefaultMaxBatchBodySize
 	}
 	if c.ReadTimeout <= 0 {
 		c.ReadTimeout = DefaultReadTimeout
@@ -240,6 +246,9 @@ func New(cfg Config) (*Server, error) {
 	s.feeds, s.stopFeeds = context.WithCancel(context.Background())
 	s.eventCaches = newEventCaches()
 	s.passMetrics, s.issuerID = pm, digest(cfg.EntryPasses.IssuerToken)
+	for _, st := range cfg.Engine.AllStats() { // each SKU's series exist from the start
+		s.gates.get(st.CampaignID, st.SKUID)
+	}
 	if err := cfg.Registry.Register(newSKUCollector(cfg.Engine, s.gates)); err != nil {
 		return nil, fmt.Errorf("httpapi: registering the SKU collector: %w", err)
 	}
@@ -251,9 +260,10 @@ func New(cfg Config) (*Server, error) {
 		IdleTimeout:           cfg.IdleTimeout,
 		MaxRequestBodySize:    cfg.MaxRequestBodySize,
 		HeaderReceived:        s.headerReceived,
+		ExpectHandler:         s.expectContinue,
 		NoDefaultServerHeader: true,
 		CloseOnShutdown:       true,
-		Concurrency:           cfg.MaxConnections,
+		Concurrency:           cfg.MaxConnections + connLimitSlack, // connLimiter refuses first
 		Logger:                fasthttpLogger{cfg.Logger},
 		// fasthttp's parse errors leave out the request bytes they would
 		// otherwise quote (fasthttpLogger bounds whatever remains).
@@ -266,7 +276,15 @@ func New(cfg Config) (*Server, error) {
 // HEAD on every GET route, OPTIONS on every route, JSON 404 and 405
 // answers, and panic recovery (500 INTERNAL).
 func (s *Server) Handler() fasthttp.RequestHandler {
-	r := router.New()
+	r, reserve := s.router()
+	return s.reserveRoute(reserve, r.Handler) // reserveroute.go
+}
+
+// router builds the router of every route (Handler, and the OpenAPI test
+// through its list of routes) and returns the reserve route's handler with
+// it, for the fast route of known SKUs.
+func (s *Server) router() (r *router.Router, reserve fasthttp.RequestHandler) {
+	r = router.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
 	// 405 carries Allow, set by the router (RFC 9110 §15.5.6).
@@ -293,7 +311,9 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 		r.HEAD(path, h)
 	}
 
-	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", s.route("reserve", s.countReserve(s.handleReserve)))
+	reserve = s.route("reserve", s.countReserve(s.handleReserve))
+	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", reserve)
+	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations:batch", s.route("reserve_batch", s.handleReserveBatch))
 	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/entry-passes", s.route("issue_entry_pass", s.issuer(s.handleIssuePass)))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}", s.route("sku_status", s.handleStatus))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}/requests/{request_id}", s.route("lookup_request", s.handleLookup))
@@ -302,6 +322,8 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	r.POST("/v1/reservations/{reservation_id}/cancel", s.route("cancel", s.handleCancel))
 
 	r.PUT("/admin/campaigns/{campaign_id}", s.route("admin_define", s.admin(s.handleDefine)))
+	get("/admin/campaigns/{campaign_id}", s.route("admin_campaign", s.admin(s.handleCampaign)))
+	get("/admin/campaigns", s.route("admin_campaigns", s.admin(s.handleCampaigns)))
 	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/pause", s.route("admin_pause", s.admin(s.handlePause)))
 	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/resume", s.route("admin_resume", s.admin(s.handleResume)))
 	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/audit", s.route("admin_audit", s.admin(s.handleAudit)))
@@ -320,7 +342,8 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	get("/metrics", s.metricsHandler())
 	get("/healthz", s.route("healthz", s.handleHealthz))
 	get("/readyz", s.route("readyz", s.handleReadyz))
-	return r.Handler
+	get("/openapi.json", s.route("openapi", s.handleOpenAPI))
+	return r, reserve
 }
 
 // routeKey is the user value that names the route being served, for the
@@ -333,6 +356,9 @@ func (s *Server) route(name string, h func(ctx *fasthttp.RequestCtx) string) fas
 	duration := s.metrics.duration.WithLabelValues(name)
 	var routeName any = name // boxed once, not per request
 	var counters sync.Map    // outcome -> its requests counter (a small, fixed set)
+	for _, outcome := range knownOutcomes(name) {
+		counters.Store(outcome, s.metrics.requests.WithLabelValues(name, outcome))
+	}
 	return func(ctx *fasthttp.RequestCtx) {
 		ctx.SetUserValue(routeKey, routeName)
 		start := time.Now()
@@ -360,7 +386,8 @@ func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx, v any) {
 }
 
 // parseError answers requests fasthttp could not read: too large bodies
-// (413), oversized headers (431), timeouts (408), anything else (400).
+// (413), transfer codings other than chunked (501), oversized headers
+// (431), timeouts (408), anything else (400).
 func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	var netErr net.Error
@@ -369,6 +396,10 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		outcome = write(ctx, errorReply(fasthttp.StatusRequestEntityTooLarge, reasonBodyTooLarge,
 			fmt.Sprintf("request body larger than %d bytes", s.bodyLimit(&ctx.Request.Header))))
+	case errors.Is(err, fasthttp.ErrUnsupportedTransferEncoding):
+		// RFC 9112 §6.1: a transfer coding the server does not
+		// understand is 501; only chunked is.
+		outcome = write(ctx, errorReply(fasthttp.StatusNotImplemented, reasonNotImplemented, "only the chunked transfer coding is supported"))
 	case errors.As(err, &small):
 		outcome = write(ctx, errorReply(fasthttp.StatusRequestHeaderFieldsTooLarge, reasonHeaderTooLarge, "request header too large"))
 	case errors.As(err, &netErr) && netErr.Timeout():
@@ -379,6 +410,22 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 	s.metrics.requests.WithLabelValues("unparsed", outcome).Inc()
 }
 
+// expectContinue is fasthttp's ExpectHandler for "Expect: 100-continue":
+// a body whose Content-Length exceeds the request's limit is refused with
+// 413 from the header alone, without inviting the body (RFC 9110
+// §10.1.1); fasthttp then closes the connection. Anything else gets its
+// 100 Continue.
+func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
+	limit := s.bodyLimit(&ctx.Request.Header)
+	if n := ctx.Request.Header.ContentLength(); n > limit {
+		outcome := write(ctx, errorReply(fasthttp.StatusRequestEntityTooLarge, reasonBodyTooLarge,
+			fmt.Sprintf("request body larger than %d bytes", limit)))
+		s.metrics.requests.WithLabelValues("unparsed", outcome).Inc()
+		return fasthttp.StatusRequestEntityTooLarge
+	}
+	return fasthttp.StatusContinue
+}
+
 // Serve accepts connections on ln until Shutdown. It returns nil after
 // Shutdown.
 //
@@ -386,9 +433,11 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 // returned (see sheddingListener).
 func (s *Server) Serve(ln net.Listener) error {
 	s.runStats()
-	return s.http.Serve(sheddingListener{Listener: ln, onShed: func(err error) {
+	shedding := sheddingListener{Listener: ln, onShed: func(err error) {
 		s.log.Warn("accept failed for lack of resources; waiting", "err", err)
-	}})
+	}}
+	refused := s.metrics.requests.WithLabelValues("connection_limit", reasonUnavailable)
+	return s.http.Serve(newConnLimiter(shedding, s.cfg.MaxConnections, refused.Inc))
 }
 
 // Shutdown stops accepting connections, closes idle ones and waits for the

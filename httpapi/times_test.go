@@ -45,7 +45,7 @@ func TestTimesHaveOneFormat(t *testing.T) {
 	body := campaign("tf", "15m", map[string]int{"s": 5})
 	body["start_at"], body["end_at"] = "2020-01-01T12:00:00Z", "2099-01-01T12:00:00.5+01:00"
 	defined := ts.admin(http.MethodPut, "/admin/campaigns/tf", body)
-	want(t, defined, http.StatusOK, "")
+	want(t, defined, http.StatusCreated, "")
 	if defined.str("start_at") != "2020-01-01T12:00:00.000Z" || defined.str("end_at") != "2099-01-01T11:00:00.500Z" {
 		t.Fatalf("define: %v", defined)
 	}

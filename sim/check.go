@@ -151,5 +151,10 @@ func checkMachine(m *model, e *sku.Machine) error {
 	if a := e.Audit(); !a.OK() {
 		return fmt.Errorf("audit: %v", a.Violations)
 	}
+	// The live service audits a frozen copy off the actor: it must find
+	// the same state healthy, with the same counts.
+	if a := e.Freeze().Audit(); !a.OK() || a.Counts != c {
+		return fmt.Errorf("audit of the frozen copy: %v, counts %+v, live %+v", a.Violations, a.Counts, c)
+	}
 	return nil
 }

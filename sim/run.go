@@ -489,6 +489,9 @@ func (r *run) flush() error {
 
 // acknowledge notes a reply released to its caller.
 func (r *run) acknowledge(c *core.Call, index uint64) {
+	for i := range c.Items { // a batch: each reserve is acknowledged
+		r.acknowledge(&c.Items[i], index)
+	}
 	r.acked = max(r.acked, index)
 	if c.Kind == core.KindEnter && c.Entry.Outcome == sku.OutcomeEntered {
 		r.ackedEntries[c.Entry.Entry.RequestID] = c.Entry.Entry.UserID // a repeat by user answers the first entry

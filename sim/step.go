@@ -28,10 +28,8 @@ func (r *run) step(s step) error {
 func (r *run) act(s step) error {
 	switch s.kind {
 	case stepCalls:
-		for _, spec := range s.calls {
-			if err := r.call(spec); err != nil {
-				return err
-			}
+		if err := r.calls(s); err != nil { // batch.go
+			return err
 		}
 		if err := r.advance(); err != nil {
 			return err

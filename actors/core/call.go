@@ -40,12 +40,15 @@ const (
 	KindDraw   // a lottery draw (Round, Randomness)
 	KindEntry  // an entry's status by request_id
 	KindFreeze // a frozen copy of the state (Report.Frozen)
+	// KindReserveBatch decides the reserves in Call.Items in order, in
+	// one round: one call, one waiter, one reply per item (batch.go).
+	KindReserveBatch
 	// KindCount is one more than the largest Kind: the size of a table
 	// indexed by Kind.
 	KindCount
 )
 
-var kindNames = [KindCount]string{"", "reserve", "pay", "close", "release", "pause", "resume", "define", "get", "lookup", "audit", "refunds", "hash", "enter", "draw", "entry", "freeze"}
+var kindNames = [KindCount]string{"", "reserve", "pay", "close", "release", "pause", "resume", "define", "get", "lookup", "audit", "refunds", "hash", "enter", "draw", "entry", "freeze", "reserve_batch"}
 
 // String returns the kind's name, e.g. "reserve" (a metrics label).
 func (k Kind) String() string {
@@ -78,6 +81,10 @@ type Call struct {
 	Tier       uint8  // KindEnter: the entry pass's tier (0 without one)
 	Round      uint64 // KindDraw: the beacon round
 	Randomness []byte // KindDraw: its randomness, 32 bytes
+	// Items are the reserves of a KindReserveBatch call (each KindReserve,
+	// with its own Holder; at most MaxBatchItems): each gets its own
+	// Result, Wrote and Err.
+	Items []Call
 
 	// Reply.
 	Result  sku.Result
@@ -98,10 +105,9 @@ type Call struct {
 // Report is the reply of the rare calls that read a whole SKU. It lives
 // outside Call so that a reserve's call stays small.
 type Report struct {
-	Audit   sku.Audit
 	Refunds []sku.Refund
 	Hash    [32]byte
-	Frozen  *sku.Frozen // KindFreeze: read it off the actor
+	Frozen  *sku.Frozen // KindFreeze, and KindAudit (recounted off the actor): read it off the actor
 }
 
 // Settle sets each call's Err once the records a Wait rests on are durable
@@ -114,6 +120,7 @@ func Settle(calls []*Call, err error) {
 		return
 	}
 	for _, c := range calls {
+		settleItems(c, err)
 		if c.Wrote {
 			c.Err = ErrResultUnknown
 		} else {

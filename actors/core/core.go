@@ -126,7 +126,7 @@ func (c *Core) RequestCapacity() uint64 {
 // the next Advance's Answer) and nothing is decided.
 func (c *Core) Decide(now time.Time, call *Call) {
 	if c.failed != nil {
-		call.Err = ErrUnavailable
+		undecided(call)
 		c.round.answer = append(c.round.answer, call)
 		return
 	}
@@ -180,11 +180,13 @@ func (c *Core) decide(now int64, call *Call, out []sku.Record) []sku.Record {
 	case KindLookup:
 		call.Result, call.Found = m.Lookup(call.RequestID)
 	case KindAudit:
-		call.Report.Audit = m.Audit()
+		call.Report.Frozen = m.Freeze() // the recount runs off the actor: Frozen.Audit
 	case KindRefunds:
 		call.Report.Refunds = m.Refunds()
 	case KindHash:
 		call.Report.Hash = m.Hash()
+	case KindReserveBatch:
+		out = c.decideItems(now, call, out)
 	default:
 		out = c.decideLottery(now, call, out)
 	}
@@ -310,7 +312,7 @@ func (c *Core) Advance(appended int, err error) *Actions {
 			if mk.end <= appended || mk.first < appended {
 				Settle([]*Call{mk.call}, err) // it rests on the failed batch
 			} else {
-				mk.call.Err = ErrUnavailable // decided after the failing record: never appended
+				undecided(mk.call) // decided after the failing record: never appended
 			}
 		}
 	} else {

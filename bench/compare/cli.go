@@ -2,7 +2,6 @@ package compare
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -71,7 +70,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pgBinDir := flags.String("pg-bindir", "", "directory of initdb and postgres (default: newest /usr/lib/postgresql/*/bin)")
 	pgPool := flags.Int("pg-pool", 128, "PostgreSQL connection pool size; clients beyond it wait for a connection")
 	timeout := flags.Duration("timeout", 30*time.Second, "bound of one request")
-	jsonPath := flags.String("json", "", "write the rows as JSON to this file")
+	jsonPath := flags.String("json", "", "write the cells to this file: a JSON array, one object per cell (target, scenario, concurrency, batch, rate_per_s, p50_ms, p99_ms, server_cpu_us_per_item, audit_ok)")
+	reportPath := flags.String("report-json", "", "write the whole report (options, fsync probe, every row and round) as JSON to this file")
+	batch := flags.Int("batch", 64, "attempts per request of the batch cells (seckilld's batch reserve, Redis pipelined, the engine's batch); 0 or 1: no batch cells")
+	batchConcurrencies := flags.String("batch-concurrency", "16,64", "comma-separated concurrencies of the batch cells")
+	wrkConcurrencies := flags.String("wrk-concurrency", "64", "comma-separated connections of wrk's hot cells against seckilld and the null HTTP server (empty: no wrk cells)")
+	wrkBinary := flags.String("wrk", "", "wrk binary (default: from PATH; skipped when missing)")
 	progress := flags.String("progress", "auto", "progress on stderr: auto, tty, plain, off")
 	cpuProfile := flags.String("cpuprofile", "", "write a CPU profile of this process (clients and the in-process engine) to this file")
 	if err := flags.Parse(args); err != nil {
@@ -88,6 +92,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	engineLevels, err := parseInts(*engineConcurrencies)
 	if err != nil {
 		fmt.Fprintf(stderr, "compare: --engine-concurrency: %v\n", err)
+		return exitUsage
+	}
+	batchLevels, err := parseInts(*batchConcurrencies)
+	if err != nil || *batch < 0 || *batch > bench.MaxBatch {
+		fmt.Fprintf(stderr, "compare: --batch must be in [0, %d], --batch-concurrency: %v\n", bench.MaxBatch, err)
+		return exitUsage
+	}
+	wrkLevels, err := parseInts(*wrkConcurrencies)
+	if err != nil {
+		fmt.Fprintf(stderr, "compare: --wrk-concurrency: %v\n", err)
 		return exitUsage
 	}
 	scenarioList := splitList(*scenarios)
@@ -107,7 +121,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	maxLevel := 0
-	for _, level := range levels {
+	for _, level := range slices.Concat(levels, batchLevels) {
 		maxLevel = max(maxLevel, level)
 	}
 	targets, err := buildTargets(splitList(*targetNames), targetSettings{
@@ -138,7 +152,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"concurrency": *concurrencies, "engine_concurrency": *engineConcurrencies, "scenarios": *scenarios, "hot_duration": hotDuration.String(),
 			"seed_requests": strconv.FormatInt(*seedRequests, 10), "seed_stock": strconv.FormatInt(*seedStock, 10),
 			"repeat_share": fmt.Sprint(*repeatShare), "retry_share": fmt.Sprint(*retryShare), "pg_pool": strconv.Itoa(*pgPool),
-			"rounds": strconv.Itoa(*rounds),
+			"rounds": strconv.Itoa(*rounds), "batch": strconv.Itoa(*batch), "batch_concurrency": *batchConcurrencies,
+			"wrk_concurrency": *wrkConcurrencies,
 		},
 	}
 	fmt.Fprintf(stdout, "seckill compare: %s\n", report.Machine)
@@ -154,19 +169,23 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "fsync probe failed: %v\n", err)
 	}
+	var wrk *WrkOptions
+	if len(wrkLevels) > 0 {
+		wrk = &WrkOptions{Binary: *wrkBinary, Concurrencies: wrkLevels, Threads: runtime.NumCPU(), Timeout: *timeout}
+	}
 	report.Rows, report.Rounds = RunMatrix(ctx, targets, MatrixOptions{
+		Batch: *batch, BatchConcurrencies: batchLevels, Wrk: wrk,
 		Concurrencies: levels, Extra: map[string][]int{"engine": engineLevels}, Scenarios: scenarioList, HotDuration: *hotDuration,
 		SeedRequests: *seedRequests, SeedStock: *seedStock, SeedTimeout: *seedTimeout,
 		RepeatShare: *repeatShare, RetryShare: *retryShare, MaxResends: 20, Seed: *seed, Pause: *pause, Rounds: *rounds,
 		Progress: progressOut, Terminal: terminal,
 	}, stderr)
-	WriteTables(stdout, report.Rows, tableLevels(levels, engineLevels))
-	if *jsonPath != "" {
-		body, err := json.MarshalIndent(report, "", "  ")
-		if err == nil {
-			err = os.WriteFile(*jsonPath, append(body, '\n'), 0o644)
+	WriteTables(stdout, report.Rows, tableLevels(levels, slices.Concat(engineLevels, batchLevels, wrkLevels)))
+	for path, v := range map[string]any{*jsonPath: Cells(report.Rows), *reportPath: report} {
+		if path == "" {
+			continue
 		}
-		if err != nil {
+		if err := writeJSON(path, v); err != nil {
 			fmt.Fprintf(stderr, "compare: %v\n", err)
 			return exitRunProblem
 		}

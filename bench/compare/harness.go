@@ -54,6 +54,14 @@ type MatrixOptions struct {
 	// Rounds is how many times the whole matrix runs (at least 1); each
 	// cell's row is then its median round (see medianRows).
 	Rounds int
+	// Batch, when > 1, adds batch cells: each scenario at each of
+	// BatchConcurrencies, Batch attempts per request, for the targets that
+	// take batches (batch.go).
+	Batch int
+	// BatchConcurrencies are the concurrencies of the batch cells.
+	BatchConcurrencies []int
+	// Wrk, when set, adds the independent load generator's cells (wrk.go).
+	Wrk *WrkOptions
 }
 
 // Row is one cell: one target, one scenario, one concurrency.
@@ -64,6 +72,8 @@ type Row struct {
 	Scenario string `json:"scenario"`
 	// Concurrency is the closed loop's number of workers.
 	Concurrency int `json:"concurrency"`
+	// Batch is the attempts per request (1: single requests).
+	Batch int `json:"batch"`
 	// Skipped says why the cell did not run (empty when it ran).
 	Skipped string `json:"skipped,omitempty"`
 	// Requests is the number of answers (and errors).
@@ -137,15 +147,23 @@ func RunMatrix(ctx context.Context, targets []Target, options MatrixOptions, log
 				if c.only != "" && c.only != target.Name() {
 					continue
 				}
+				if c.batch > 1 && !takesBatches(target) || c.wrk && !wrkTargets[target.Name()] {
+					continue
+				}
 				if ctx.Err() != nil {
 					return done()
 				}
-				row := runCell(ctx, target, c.scenario, c.concurrency, options)
+				var row Row
+				if c.wrk {
+					row = runWrkCell(ctx, target, c.concurrency, options)
+				} else {
+					row = runCell(ctx, target, c.scenario, c.concurrency, c.batch, options)
+				}
 				if count > 1 {
 					row.Round = round
 				}
-				fmt.Fprintf(log, "%s%s %s c=%d: %s req/s, p50 %.2f ms, p99 %.2f ms, %s\n", roundLabel(round, count), row.Target, row.Scenario,
-					row.Concurrency, strconv.FormatFloat(row.ThroughputRPS, 'f', 0, 64), row.P50MS, row.P99MS, row.Verdict)
+				fmt.Fprintf(log, "%s%s %s c=%d batch %d: %s req/s, p50 %.2f ms, p99 %.2f ms, %s\n", roundLabel(round, count), row.Target, row.Scenario,
+					row.Concurrency, row.Batch, strconv.FormatFloat(row.ThroughputRPS, 'f', 0, 64), row.P50MS, row.P99MS, row.Verdict)
 				all = append(all, row)
 				bench.RealClock{}.SleepUntil(ctx, time.Now().Add(options.Pause))
 			}
@@ -168,13 +186,13 @@ func roundLabel(round, rounds int) string {
 // round was: another round's failed verdict replaces the median's.
 func medianRows(all []Row) []Row {
 	type key struct {
-		target, scenario string
-		concurrency      int
+		target, scenario   string
+		concurrency, batch int
 	}
 	var order []key
 	cells := map[key][]Row{}
 	for _, row := range all {
-		k := key{row.Target, row.Scenario, row.Concurrency}
+		k := key{row.Target, row.Scenario, row.Concurrency, row.Batch}
 		if cells[k] == nil {
 			order = append(order, k)
 		}
@@ -219,7 +237,7 @@ func skippedRows(target, reason string, options MatrixOptions) []Row {
 	var rows []Row
 	for _, concurrency := range options.Concurrencies {
 		for _, scenario := range options.Scenarios {
-			rows = append(rows, Row{Target: target, Scenario: scenario, Concurrency: concurrency, Skipped: reason})
+			rows = append(rows, Row{Target: target, Scenario: scenario, Concurrency: concurrency, Batch: 1, Skipped: reason})
 		}
 	}
 	return rows
@@ -231,6 +249,8 @@ type matrixCell struct {
 	scenario    string
 	concurrency int
 	only        string
+	batch       int  // > 1: a batch cell, for the targets that take batches
+	wrk         bool // a cell of the independent load generator
 }
 
 // matrixCells lists the cells in the order they run: each concurrency with
@@ -240,6 +260,18 @@ func matrixCells(options MatrixOptions) []matrixCell {
 	for _, concurrency := range options.Concurrencies {
 		for _, scenario := range options.Scenarios {
 			cells = append(cells, matrixCell{scenario: scenario, concurrency: concurrency})
+		}
+	}
+	if options.Batch > 1 {
+		for _, concurrency := range options.BatchConcurrencies {
+			for _, scenario := range options.Scenarios {
+				cells = append(cells, matrixCell{scenario: scenario, concurrency: concurrency, batch: options.Batch})
+			}
+		}
+	}
+	if options.Wrk != nil && slices.Contains(options.Scenarios, scenarioHot) {
+		for _, concurrency := range options.Wrk.Concurrencies {
+			cells = append(cells, matrixCell{scenario: scenarioHot, concurrency: concurrency, wrk: true})
 		}
 	}
 	names := slices.Sorted(maps.Keys(options.Extra))
@@ -264,21 +296,24 @@ func orderRows(rows []Row, targets []Target) []Row {
 		if a.Concurrency != b.Concurrency {
 			return cmp.Compare(a.Concurrency, b.Concurrency)
 		}
-		return cmp.Compare(rank[a.Target], rank[b.Target])
+		if a.Batch != b.Batch {
+			return cmp.Compare(a.Batch, b.Batch)
+		}
+		return cmp.Compare(rank[strings.TrimPrefix(a.Target, wrkPrefix)], rank[strings.TrimPrefix(b.Target, wrkPrefix)])
 	})
 	return rows
 }
 
 // runCell runs one scenario at one concurrency on a new SKU of the target.
-func runCell(ctx context.Context, target Target, scenario string, concurrency int, options MatrixOptions) Row {
-	row := Row{Target: target.Name(), Scenario: scenario, Concurrency: concurrency, ServerCPUS: -1}
+func runCell(ctx context.Context, target Target, scenario string, concurrency, batch int, options MatrixOptions) Row {
+	row := Row{Target: target.Name(), Scenario: scenario, Concurrency: concurrency, Batch: max(batch, 1), ServerCPUS: -1}
 	sku := SKURef{
-		CampaignID: fmt.Sprintf("cmp-%s-c%d-%s", scenario, concurrency, strconv.FormatInt(time.Now().UnixNano(), 36)),
+		CampaignID: fmt.Sprintf("cmp-%s-c%d-b%d-%s", scenario, concurrency, row.Batch, strconv.FormatInt(time.Now().UnixNano(), 36)),
 		SKUID:      "sku-1",
 		SaleLimit:  bench.HotSaleLimit,
 	}
 	planSpec := bench.PlanSpec{Seed: options.Seed}
-	loadSpec := bench.LoadSpec{Concurrency: concurrency, Duration: options.HotDuration}
+	loadSpec := bench.LoadSpec{Concurrency: concurrency, Duration: options.HotDuration, Batch: batch}
 	if scenario == scenarioSeed {
 		sku.SaleLimit = options.SeedStock
 		planSpec = bench.PlanSpec{Attempts: options.SeedRequests, Users: options.SeedRequests,
@@ -304,7 +339,7 @@ func runCell(ctx context.Context, target Target, scenario string, concurrency in
 	ledger := bench.NewLedger(plan)
 	tally := bench.NewTally(64, ledger, 1)
 	monitor := bench.StartMonitor(bench.MonitorOptions{Tally: tally, Out: options.Progress, Terminal: options.Terminal,
-		Label: fmt.Sprintf("%s %s c=%d", target.Name(), scenario, concurrency), Total: plan.Len(), Duration: loadSpec.Duration})
+		Label: fmt.Sprintf("%s %s c=%d b=%d", target.Name(), scenario, concurrency, row.Batch), Total: plan.Len(), Duration: loadSpec.Duration})
 	serverBefore, serverKnown := target.ServerCPU()
 	clientBefore := selfCPU()
 	stats, _ := bench.RunLoad(ctx, loadSpec, tally)

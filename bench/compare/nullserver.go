@@ -2,6 +2,7 @@ package compare
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -105,6 +106,9 @@ func NullServerMain(ctx context.Context, args []string, stderr io.Writer) int {
 	addr := flags.String("addr", "127.0.0.1:0", "loopback address to listen on")
 	fsyncDir := flags.String("fsync-dir", "", "append each request body to a write-ahead log in this directory and answer once it is fsynced (empty: answer at once)")
 	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	host, _, err := net.SplitHostPort(*addr)
@@ -201,6 +205,7 @@ func (t *NullTarget) Start(ctx context.Context) error {
 	if err := t.process.waitReady(ctx, dialProbe(addr)); err != nil {
 		return err
 	}
+	t.base = "http://" + addr
 	t.client, err = bench.NewClient(bench.ClientOptions{Target: "http://" + addr, MaxConns: t.maxConns, Timeout: t.timeout})
 	return err
 }

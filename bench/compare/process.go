@@ -166,6 +166,7 @@ func isUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
 type serverHome struct {
 	dir     string
 	process *serverProcess
+	base    string // http://ADDR, for the servers that speak HTTP
 }
 
 // ServerCPU sums the server's CPU time, its children's included, from /proc.

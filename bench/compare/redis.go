@@ -119,11 +119,19 @@ type redisReserver struct {
 
 // Reserve runs the script with EVALSHA (EVAL if the script cache was lost).
 func (r *redisReserver) Reserve(ctx context.Context, requestID, userID string) (bench.Reply, error) {
-	expireAt := time.Now().Add(r.target.options.PaymentWindow).UnixMilli()
+	expireAt := redisExpireAt(r.target.options.PaymentWindow)
 	values, err := r.target.script.Run(ctx, r.target.client, r.keys, requestID, userID, "r-"+requestID, expireAt).Slice()
 	if err != nil {
 		return bench.Reply{}, err
 	}
+	return redisReply(values)
+}
+
+// redisExpireAt is the expire_at (Unix ms) of a reservation made now.
+func redisExpireAt(window time.Duration) int64 { return time.Now().Add(window).UnixMilli() }
+
+// redisReply classifies the script's answer.
+func redisReply(values []any) (bench.Reply, error) {
 	if len(values) == 0 {
 		return bench.Reply{}, fmt.Errorf("redis: empty script answer")
 	}

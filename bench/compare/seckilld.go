@@ -75,6 +75,7 @@ func (t *SeckilldTarget) Start(ctx context.Context) error {
 	if err := t.process.waitReady(ctx, dialProbe(addr)); err != nil {
 		return err
 	}
+	t.base = "http://" + addr
 	t.client, err = bench.NewClient(bench.ClientOptions{
 		Target: "http://" + addr, AdminToken: t.token, MaxConns: t.options.MaxConns, Timeout: t.options.Timeout,
 	})

@@ -17,7 +17,7 @@ func WriteTables(w io.Writer, rows []Row, concurrencies []int) {
 	reference := map[string]float64{} // scenario/concurrency -> seckilld req/s
 	for _, row := range rows {
 		if row.Target == referenceTarget && row.Skipped == "" && row.ThroughputRPS > 0 {
-			reference[fmt.Sprintf("%s/%d", row.Scenario, row.Concurrency)] = row.ThroughputRPS
+			reference[fmt.Sprintf("%s/%d/%d", row.Scenario, row.Concurrency, row.Batch)] = row.ThroughputRPS
 		}
 	}
 	for _, concurrency := range concurrencies {
@@ -26,24 +26,24 @@ func WriteTables(w io.Writer, rows []Row, concurrencies []int) {
 		}
 		fmt.Fprintf(w, "\n== concurrency %d (closed loop) ==\n", concurrency)
 		table := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(table, "target\tscenario\treq/s\tp50 ms\tp99 ms\tvs seckilld\tserver cpu s\tclient cpu s\t  audit")
+		fmt.Fprintln(table, "target\tscenario\tbatch\titems/s\tp50 ms\tp99 ms\tvs seckilld\tserver cpu s\tclient cpu s\t  audit")
 		for _, row := range rows {
 			if row.Concurrency != concurrency {
 				continue
 			}
 			if row.Skipped != "" {
-				fmt.Fprintf(table, "%s\t%s\t-\t-\t-\t-\t-\t-\t  skipped: %s\n", row.Target, row.Scenario, firstLine(row.Skipped))
+				fmt.Fprintf(table, "%s\t%s\t%d\t-\t-\t-\t-\t-\t-\t  skipped: %s\n", row.Target, row.Scenario, max(row.Batch, 1), firstLine(row.Skipped))
 				continue
 			}
 			ratio := "-"
-			if value, ok := reference[fmt.Sprintf("%s/%d", row.Scenario, row.Concurrency)]; ok {
+			if value, ok := reference[fmt.Sprintf("%s/%d/%d", row.Scenario, row.Concurrency, row.Batch)]; ok {
 				ratio = fmt.Sprintf("%.2fx", row.ThroughputRPS/value)
 			}
 			serverCPU := "in-process"
 			if row.ServerCPUS >= 0 {
 				serverCPU = fmt.Sprintf("%.2f", row.ServerCPUS)
 			}
-			fmt.Fprintf(table, "%s\t%s\t%.0f\t%.2f\t%.2f\t%s\t%s\t%.2f\t  %s\n", row.Target, row.Scenario,
+			fmt.Fprintf(table, "%s\t%s\t%d\t%.0f\t%.2f\t%.2f\t%s\t%s\t%.2f\t  %s\n", row.Target, row.Scenario, max(row.Batch, 1),
 				row.ThroughputRPS, row.P50MS, row.P99MS, ratio, serverCPU, row.ClientCPUS, row.Verdict)
 		}
 		table.Flush()

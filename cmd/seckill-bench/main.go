@@ -9,12 +9,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/seckill/seckill/bench"
 	"github.com/seckill/seckill/bench/compare"
+	"github.com/seckill/seckill/internal/version"
 )
 
 func main() {
@@ -23,6 +25,10 @@ func main() {
 	args := os.Args[1:]
 	status := 0
 	switch {
+	case version.Requested(args):
+		fmt.Println(version.String("seckill-bench"))
+	case len(args) > 0 && args[0] == "report" && version.HelpRequested(args[1:]):
+		fmt.Println("usage: seckill-bench report RESULT.json REPORT.html\n\nRenders the HTML report of a saved result (--json) again.")
 	case len(args) > 0 && args[0] == "compare":
 		status = compare.Main(ctx, args[1:], os.Stdout, os.Stderr)
 	case len(args) > 0 && args[0] == "null-server":

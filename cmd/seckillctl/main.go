@@ -4,7 +4,7 @@
 //
 //	seckillctl inspect wal DIR [--from N] [--to N] [--reservation ID] [--user ID] [--request ID]
 //	seckillctl inspect snapshot FILE
-//	seckillctl verify DIR
+//	seckillctl verify DIR|DATA_DIR
 //	seckillctl snapshot DIR
 //	seckillctl snapshot --server URL --admin-token T --campaign C --sku S
 //	seckillctl restore --from SNAPSHOT_OR_DIR --to DATA_DIR [--until-index N | --until-time T]
@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
@@ -53,10 +54,11 @@ const usage = `seckillctl: operate on seckill data directories (read-only unless
         the log's records, oldest first, in one JSON document
   seckillctl inspect snapshot FILE
         a snapshot's header, checksum and counts
-  seckillctl verify DIR
-        rebuild each SKU from its snapshots and log, check every snapshot against
-        the log and every invariant; report every SKU (one JSON document), and
-        exit 1 if any has a violation, corruption or a file that cannot be read
+  seckillctl verify DIR|DATA_DIR
+        rebuild each SKU (of DIR, or every SKU of a whole data dir) from its
+        snapshots and log, check every snapshot against the log and every
+        invariant; report every SKU (one JSON document), and exit 1 if any has
+        a violation, corruption or a file that cannot be read
   seckillctl snapshot DIR
         write a snapshot of a stopped SKU (offline)
   seckillctl snapshot --server URL --admin-token T --campaign C --sku S
@@ -87,6 +89,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
+	if version.Requested(args) {
+		fmt.Fprintln(stdout, version.String("seckillctl"))
+		return exitOK
+	}
+	if version.HelpRequested(args[1:]) {
+		fmt.Fprint(stdout, commandUsage(args[0]))
+		return exitOK
+	}
 	var err error
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "inspect":
@@ -108,6 +118,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = usageError("unknown command %q", cmd)
 	}
 	return report(err, stderr)
+}
+
+// commandUsage returns the part of usage about cmd (its lines and their
+// descriptions, then the notes at the end), or all of usage for a
+// command it does not know.
+func commandUsage(cmd string) string {
+	head, notes, _ := strings.Cut(usage, "\n\nDIR is")
+	var b strings.Builder
+	keep := false
+	for _, line := range strings.Split(head, "\n") {
+		if strings.HasPrefix(line, "  seckillctl ") {
+			keep = strings.HasPrefix(line, "  seckillctl "+cmd+" ") || line == "  seckillctl "+cmd
+		}
+		if keep {
+			b.WriteString(line + "\n")
+		}
+	}
+	if b.Len() == 0 {
+		return usage
+	}
+	return "usage:\n" + b.String() + "\nDIR is" + notes
 }
 
 // report prints err and maps it to an exit status.

@@ -852,3 +852,22 @@ func TestVerifyLostWALFolder(t *testing.T) {
 		t.Fatalf("verify report: %+v", run)
 	}
 }
+
+// --help (or -h) on any command prints that command's usage on stdout and
+// exits 0; --version prints the build's version line and exits 0.
+func TestHelpAndVersion(t *testing.T) {
+	for _, cmd := range []string{"inspect", "verify", "snapshot", "restore", "export"} {
+		for _, flag := range []string{"--help", "-h"} {
+			code, out, errOut := ctl(t, cmd, flag)
+			if code != exitOK || !strings.Contains(out, "seckillctl "+cmd) || errOut != "" {
+				t.Errorf("%s %s: exit %d, stdout %q, stderr %q", cmd, flag, code, out, errOut)
+			}
+		}
+	}
+	if _, out, _ := ctl(t, "verify", "--help"); !strings.Contains(out, "whole data dir") {
+		t.Errorf("verify's usage does not say it takes a whole data dir:\n%s", out)
+	}
+	if code, out, _ := ctl(t, "--version"); code != exitOK || !strings.HasPrefix(out, "seckillctl ") || !strings.Contains(out, "go1.") {
+		t.Errorf("--version: exit %d, %q", code, out)
+	}
+}

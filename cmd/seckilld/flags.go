@@ -62,6 +62,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	passKeys := fs.String("entry-pass-keys", "", "entry-pass signing keys kid:hex,... (the first signs, all verify; empty: no passes)")
 	subjectSecret := fs.String("entry-pass-subject-secret", "", "hex secret (32-64 bytes) hashing the subject values of issued passes")
 	fs.StringVar(&o.entryPasses.IssuerToken, "entry-pass-issuer-token", "", "bearer token of the entry-pass issuing route (empty: the route is off)")
+	fs.Usage = func() { printUsage(fs) }
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL")); err != nil {
 		return o, err
 	}
@@ -98,6 +99,27 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, err
 	}
 	return o, nil
+}
+
+// printUsage is seckilld --help: every flag with its environment variable
+// (SECKILL_ and the flag's name in upper case, "-" as "_") and default.
+func printUsage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprint(w, `usage: seckilld [flags]
+
+The flash-sale sequencer: the HTTP API over one actor and one fsynced log per SKU.
+Every flag can also be set in the environment; a flag given wins over its variable.
+--version prints the build's version.
+
+`)
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "SECKILL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		def := ""
+		if f.DefValue != "" {
+			def = fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(w, "  --%s, %s\n        %s%s\n", f.Name, env, f.Usage, def)
+	})
 }
 
 // parseEntryPassFlags fills c from --entry-pass-keys and

@@ -33,6 +33,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -45,7 +46,15 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	opts, err := parseOptions(args, stderr)
+	if version.Requested(args) {
+		fmt.Fprintln(stdout, version.String("seckilld"))
+		return 0
+	}
+	usageOut := stderr
+	if version.HelpRequested(args) {
+		usageOut = stdout // asked for: the usage is the answer
+	}
+	opts, err := parseOptions(args, usageOut)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -98,6 +107,27 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 		"max_skus", budget.MaxSKUs, "fds_per_sku", fdsPerSKU, "max_connections", budget.MaxConnections,
 		"max_skus_from", maxSKUsSource(opts.maxSKUs))
 
+	// Every check that can fail comes before anything is written to the
+	// data dir: the campaign file parses and the address is bound, so a
+	// refused start (the port in use) writes nothing, and the demo
+	// campaign's window starts at a start that serves.
+	var campaigns []httpapi.Campaign
+	if opts.campaigns != "" {
+		if campaigns, err = httpapi.LoadCampaigns(opts.campaigns); err != nil {
+			return err
+		}
+	}
+	ln, err := net.Listen("tcp", opts.addr)
+	if err != nil {
+		return err
+	}
+	served := false
+	defer func() {
+		if !served {
+			ln.Close()
+		}
+	}()
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	engine, err := actors.Open(actors.Config{DataDir: opts.dataDir, Fsync: opts.fsync, Logger: log, Registerer: reg,
@@ -111,7 +141,7 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 			err = fmt.Errorf("closing the engine: %w", cerr)
 		}
 	}()
-	if err := defineCampaigns(engine, opts.campaigns, log); err != nil {
+	if err := defineCampaigns(engine, opts.campaigns, campaigns, log); err != nil {
 		return fmt.Errorf("%w%s", err, tooManyHint(err, budget))
 	}
 
@@ -128,10 +158,6 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", opts.addr)
-	if err != nil {
-		return err
-	}
 	fmt.Fprintf(stdout, "seckilld listening on http://%s\n", ln.Addr())
 	if generated {
 		fmt.Fprintf(stdout, "admin token: %s\n", token)
@@ -141,26 +167,27 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 
 	stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	done := make(chan error, 1)
+	served = true // Serve closes ln
+	go func() { done <- srv.Serve(ln) }()
 	select {
-	case err := <-served:
+	case err := <-done:
 		return fmt.Errorf("serving: %w", err)
 	case <-stop.Done():
 	}
 	log.Info("shutting down: finishing requests in flight")
-	ctx, done := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer done()
+	ctx, cancelShutdown := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancelShutdown()
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn("requests still in flight at the shutdown deadline", "err", err)
 	}
-	<-served
+	<-done
 	return nil // the deferred engine.Close flushes and fsyncs every log
 }
 
-// defineCampaigns applies the campaign file, or the demo campaign on the
-// first start when there is no file.
-func defineCampaigns(e *actors.Engine, path string, log *slog.Logger) error {
+// defineCampaigns applies cs, read from the campaign file at path, or the
+// demo campaign on the first start when there is no file.
+func defineCampaigns(e *actors.Engine, path string, cs []httpapi.Campaign, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if path == "" {
@@ -168,10 +195,6 @@ func defineCampaigns(e *actors.Engine, path string, log *slog.Logger) error {
 		if defined {
 			log.Info("demo campaign defined", "campaign_id", httpapi.DemoCampaignID, "sku_id", httpapi.DemoSKUID)
 		}
-		return err
-	}
-	cs, err := httpapi.LoadCampaigns(path)
-	if err != nil {
 		return err
 	}
 	kept, err := httpapi.ApplyCampaignFile(ctx, e, cs)

@@ -48,6 +48,9 @@ const (
 	KindDraw
 	KindEntry
 	KindFreeze
+	// KindReserveBatch is a batch reserve: the hooks see it once, with
+	// Call.Items, and Decided gets no result (each item has its own).
+	KindReserveBatch
 )
 
 var kindNames = [...]string{
@@ -55,6 +58,7 @@ var kindNames = [...]string{
 	KindGet: "get", KindLookup: "lookup", KindDefine: "define", KindPause: "pause",
 	KindResume: "resume", KindAudit: "audit", KindRefunds: "refunds", KindSnapshot: "snapshot",
 	KindEnter: "enter", KindDraw: "draw", KindEntry: "entry", KindFreeze: "freeze",
+	KindReserveBatch: "reserve_batch",
 }
 
 func (k Kind) String() string {
@@ -69,8 +73,9 @@ func (k Kind) String() string {
 type Call struct {
 	Kind              Kind
 	CampaignID, SKUID string
-	RequestID, UserID string // reserve, lookup
-	ReservationID     string // pay, cancel, release, get
+	RequestID, UserID string               // reserve, lookup
+	ReservationID     string               // pay, cancel, release, get
+	Items             []actors.ReserveItem // reserve_batch
 }
 
 // Hooks inject faults, latency and orderings. Both run on the caller's
@@ -273,16 +278,23 @@ func (e *Engine) ReserveWith(ctx context.Context, campaignID, skuID, requestID, 
 			if err != nil {
 				return res, err
 			}
-			var out []sku.Record
-			res, out = s.m.ReserveWith(e.now(), requestID, userID, holder, nil)
-			s.decided(out)
-			s.act.reserved(res)
-			if !res.Duplicate && (res.Outcome == sku.OutcomeAccepted || res.Outcome == sku.OutcomeSoldOut) {
-				s.known[requestID] = struct{}{}
-			}
+			res = s.reserve(e.now(), requestID, userID, holder)
 			return res, invalid(res)
 		})
 	return res, err
+}
+
+// reserve decides one reserve at now (Unix ms) on the SKU's machine and
+// counts it (records, activity, recorded request_ids): the one rule for a
+// reserve alone and for each item of a batch. The caller holds e.mu.
+func (s *skuState) reserve(now int64, requestID, userID string, holder sku.Holder) sku.Result {
+	res, out := s.m.ReserveWith(now, requestID, userID, holder, nil)
+	s.decided(out)
+	s.act.reserved(res)
+	if !res.Duplicate && (res.Outcome == sku.OutcomeAccepted || res.Outcome == sku.OutcomeSoldOut) {
+		s.known[requestID] = struct{}{}
+	}
+	return res
 }
 
 // invalid is actors' answer to an INVALID outcome.

@@ -1,0 +1,37 @@
+package httpapi
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A campaign file's mistakes are named by file, line, campaign and key:
+// an unquoted id that YAML 1.1 reads as a boolean or a number says to
+// quote it; an unknown key names its campaign and the keys there are.
+func TestCampaignFileErrorsNameTheLine(t *testing.T) {
+	const head = "- campaign_id: spring\n  start_at: 2030-01-01T00:00:00Z\n  end_at: 2030-01-02T00:00:00Z\n"
+	for name, c := range map[string]struct{ yaml, want string }{
+		"campaign id y": {"- campaign_id: y\n  start_at: 2030-01-01T00:00:00Z\n  end_at: 2030-01-02T00:00:00Z\n  skus: [{sku_id: a, sale_limit: 3}]\n",
+			`c.yaml: campaigns: line 1: campaign_id: y is read as a bool, not as the id "y" (YAML 1.1): quote it, campaign_id: "y"`},
+		"sku id no": {head + "  skus:\n    - sku_id: no\n      sale_limit: 3\n",
+			`line 5: sku_id: no is read as a bool`},
+		"sku id number": {head + "  skus:\n    - sku_id: 1e3\n      sale_limit: 3\n",
+			`line 5: sku_id: 1e3 is read as a number`},
+		"unknown campaign key": {head + "  payment_windw: 15m\n  skus: [{sku_id: a, sale_limit: 3}]\n",
+			`line 4: campaign "spring": unknown key "payment_windw" (the keys are campaign_id, start_at, end_at, payment_window, release_on_close, skus`},
+		"unknown sku key": {head + "  skus:\n    - sku_id: a\n      limit: 3\n",
+			`line 6: campaign "spring", a SKU: unknown key "limit"`},
+		"not a list": {"campaign_id: spring\n", `line 1: a list of campaigns is expected`},
+	} {
+		path := filepath.Join(t.TempDir(), "c.yaml")
+		if err := os.WriteFile(path, []byte(c.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadCampaigns(path)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: %v\nwant it to name %s and hold %q", name, err, path, c.want)
+		}
+	}
+}

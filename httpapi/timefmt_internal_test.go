@@ -1,0 +1,22 @@
+package httpapi
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// appendMillisUTC renders what formatMillis does, over the whole range of
+// four-digit years and at the edges of seconds, days and years.
+func TestAppendMillisUTCMatchesFormatMillis(t *testing.T) {
+	cases := []int64{0, 1, 999, 1000, 86_399_999, 951_782_400_000, 1_700_000_000_123, 253_402_300_799_999, -1, -62_167_219_200_000}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 100_000 {
+		cases = append(cases, rng.Int64N(253_402_300_800_000))
+	}
+	cases = append(cases, 253_402_300_800_000, -62_167_219_200_001) // years 10000 and -1: the fallback
+	for _, ms := range cases {
+		if got, want := string(appendMillisUTC(nil, ms)), formatMillis(ms); got != want {
+			t.Fatalf("%d: %q, want %q", ms, got, want)
+		}
+	}
+}

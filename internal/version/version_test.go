@@ -1,0 +1,41 @@
+package version
+
+import (
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+func TestDescribe(t *testing.T) {
+	info := &debug.BuildInfo{GoVersion: "go1.99", Main: debug.Module{Version: "v1.2.3"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "0123456789abcdef0123"},
+		{Key: "vcs.time", Value: "2026-12-01T15:04:05Z"},
+		{Key: "vcs.modified", Value: "true"},
+	}}
+	want := "seckilld v1.2.3 commit 0123456789ab (modified) of 2026-12-01T15:04:05Z go1.99"
+	if got := describe("seckilld", info); got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	bare := describe("x", &debug.BuildInfo{GoVersion: "go1.99"})
+	if bare != "x (devel) commit unknown go1.99" {
+		t.Fatalf("without VCS stamps: %q", bare)
+	}
+	commit, buildTime = "fedcba9876543210", "2026-12-02T00:00:00Z"
+	defer func() { commit, buildTime = "", "" }()
+	if got := describe("x", &debug.BuildInfo{GoVersion: "go1.99"}); got != "x (devel) commit fedcba987654 built 2026-12-02T00:00:00Z go1.99" {
+		t.Fatalf("stamped by the Makefile: %q", got)
+	}
+}
+
+func TestRequested(t *testing.T) {
+	for args, want := range map[string]bool{"--version": true, "-version": true, "verify --version": true, "-- --version": false, "verify DIR": false} {
+		if got := Requested(strings.Fields(args)); got != want {
+			t.Errorf("%q: %v, want %v", args, got, want)
+		}
+	}
+	for args, want := range map[string]bool{"-h": true, "verify --help": true, "-help": true, "-- -h": false, "verify DIR": false} {
+		if got := HelpRequested(strings.Fields(args)); got != want {
+			t.Errorf("help %q: %v, want %v", args, got, want)
+		}
+	}
+}
