@@ -90,7 +90,6 @@ func (s segmentedFaultStore) SegmentStarts() ([]uint64, error) {
 // DurableAfter wakes its waiters on the failure.
 func TestReadDurableNeverPassesAFailedSync(t *testing.T) {
 	fs := newFaultStore()
-	fs.failSyncAt = 2
 	l := openLog(t, t.TempDir(), Options{OpenStore: func(dir string, o StoreOptions) (Store, error) {
 		_, err := fs.openReal(dir, o)
 		return segmentedFaultStore{fs}, err
@@ -106,6 +105,7 @@ func TestReadDurableNeverPassesAFailedSync(t *testing.T) {
 		t.Fatal("DurableAfter(3) closed with DurableIndex 3")
 	default:
 	}
+	fs.failSyncAt = fs.batch() + 1 // the next batch's fsync fails
 	appendRecords(t, l, 4, 6)
 	if err := awaitDurable(t, l, 6); err == nil {
 		t.Fatal("the failed fsync was acknowledged")
