@@ -5,7 +5,7 @@ PKGS     := ./...
 ADDR     ?= 127.0.0.1:8080
 DATA     ?= ./data
 
-.PHONY: all build run test test-long bench bench-engine bench-audit bench-compare soak fuzz sim sim-mutants clean cluster
+.PHONY: all build run test test-long bench bench-engine bench-audit bench-compare bench-feed soak fuzz sim sim-mutants clean cluster
 
 all: build
 
@@ -19,6 +19,7 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckill-bench ./cmd/seckill-bench
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckillctl ./cmd/seckillctl
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckill-router ./cmd/seckill-router
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckill-relay ./cmd/seckill-relay
 
 ## run: build the binaries and start seckilld on $(ADDR) with data in $(DATA) (demo campaign when none is given).
 run: build
@@ -63,6 +64,13 @@ bench-audit:
 COMPARE_ARGS ?=
 bench-compare:
 	./bench/compare.sh $(COMPARE_ARGS)
+
+## bench-feed: the event feed's benchmarks (records/s read from a 1,000,000-record log, raw and through HTTP;
+## reserve throughput with 0, 1 and 4 live consumers in the same run).
+bench-feed:
+	$(GO) test -run XXX -bench ReadDurable -benchtime 3x -timeout 30m ./wal/
+	$(GO) test -run XXX -bench FeedRead -benchtime 1x -timeout 30m ./httpapi/
+	$(GO) test -run XXX -bench ReserveWithConsumers -benchtime 20000x -count 3 -timeout 30m ./httpapi/
 
 ## soak: the kill -9 loop with many more cycles.
 soak:

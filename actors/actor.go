@@ -65,6 +65,8 @@ type skuActor struct {
 
 	snap snapshots // snapshot writers and their callers (snapshot.go)
 
+	retain feedRetention // holds truncation back for feed consumers (feed_retention.go)
+
 	buf   []byte  // payload scratch, reused
 	spare []*call // handed to the inbox in exchange for its calls
 }

@@ -151,6 +151,14 @@ type Config struct {
 	// A Define beyond it fails with ErrTooManySKUs before any folder is
 	// made; Open fails with it when DataDir already holds more.
 	MaxSKUs int
+	// FeedRetainRecords holds back the truncation of each SKU's log after
+	// a snapshot so that its newest this-many records stay for feed
+	// consumers (0: none; at most MaxFeedRetainRecords).
+	FeedRetainRecords uint64
+	// FeedRetainAge holds back truncation so that records appended within
+	// this age stay (0: none; at most MaxFeedRetainAge). They are removed
+	// at the first snapshot after they age out.
+	FeedRetainAge time.Duration
 
 	metrics *engineMetrics
 	// recoveries, snapshotWriters and truncations are semaphores
@@ -402,7 +410,7 @@ func (e *Engine) spawn(k skuKey) *SKU {
 	// snapshot caller and per snapshot writer, one log failure per batch
 	// waiting on the log (wal.Options.MaxWaiters). Calls wait in the inbox,
 	// bounded by Config.InboxMax.
-	props := actor.PropsFromProducer(func() actor.Actor { return &skuActor{h: h, cfg: cfg, dispatcher: d} },
+	props := actor.PropsFromProducer(func() actor.Actor { return &skuActor{h: h, cfg: cfg, dispatcher: d, retain: newFeedRetention(cfg)} },
 		actor.WithMailbox(actor.Unbounded()), actor.WithDispatcher(d))
 	h.pid = e.system.Root.Spawn(props)
 	e.skusMu.Lock()

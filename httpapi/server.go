@@ -196,6 +196,13 @@ type Server struct {
 	http       *fasthttp.Server
 	// draining is set by Shutdown: /readyz answers 503 from then on.
 	draining atomic.Bool
+	// feeds is cancelled by Shutdown: long polls answer and event streams
+	// end (feed.go).
+	feeds     context.Context
+	stopFeeds context.CancelFunc
+	// eventCaches share the encoded events of a SKU between its feed
+	// consumers (feed_cache.go).
+	eventCaches *eventCaches
 
 	// ingress and stats feed the dashboard (stats*.go).
 	ingress *ingressStats
@@ -240,6 +247,8 @@ func New(cfg Config) (*Server, error) {
 		ingress:    &ingressStats{engine: cfg.Engine},
 		stats:      newStatsSampler(),
 	}
+	s.feeds, s.stopFeeds = context.WithCancel(context.Background())
+	s.eventCaches = newEventCaches()
 	s.passMetrics, s.issuerID = pm, digest(cfg.EntryPasses.IssuerToken)
 	for _, st := range cfg.Engine.AllStats() { // each SKU's series exist from the start
 		s.gates.get(st.CampaignID, st.SKUID)
@@ -325,6 +334,9 @@ func (s *Server) router() (r *router.Router, reserve fasthttp.RequestHandler) {
 	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/refunds", s.route("admin_refunds", s.admin(s.handleRefunds)))
 	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/snapshot", s.route("admin_snapshot", s.admin(s.handleSnapshot)))
 	r.POST("/admin/reservations/{reservation_id}/release", s.route("admin_release", s.admin(s.handleRelease)))
+	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/events", s.route("admin_feed", s.admin(s.handleFeed)))
+	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/reservations", s.route("admin_export", s.admin(s.handleExport)))
+	get("/admin/campaigns/{campaign_id}/events", s.route("admin_campaign_feed", s.admin(s.handleCampaignFeed)))
 	get(statsPath, s.route("admin_stats", s.admin(s.handleStats)))
 	r.GET(statsStreamPath, s.route("admin_stats_stream", s.admin(s.handleStatsStream))) // no HEAD: a stream
 	s.dashboardRoutes(get)
@@ -437,6 +449,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // engine: the caller does that afterwards (flush and fsync).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
+	s.stopFeeds()
 	s.stopStats()
 	return s.http.ShutdownWithContext(ctx)
 }

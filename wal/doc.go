@@ -85,6 +85,18 @@
 // a record not yet durable, and every future waiter, gets it, Append refuses, and nothing more is acknowledged
 // until the log is reopened, as PostgreSQL does after a failed fsync.
 //
+// # Readers beside the log
+//
+// ReadDurable serves readers that follow a running log (the event feed): it
+// reads durable records only, from the segment files through descriptors
+// of its own, so it takes neither the flusher's locks nor tidwall's (whose
+// concurrent reads can race), and a truncation cannot pull a segment from
+// under it (an open descriptor keeps the removed file readable). Where its
+// reads ended is remembered (a small ring per Log), so a reader following
+// the tail reads only new bytes. DurableAfter(index) returns a channel
+// the flusher closes once DurableIndex passes index: one channel per batch
+// for every long poll.
+//
 // # Bounds
 //
 //   - pending batch: Options.MaxBatchRecords records and MaxBatchBytes bytes
@@ -97,6 +109,8 @@
 //     once; the magic and an index bound skip the CRC at almost all of them).
 //   - tidwall keeps the tail segment and one older segment in memory:
 //     about 2 × SegmentSize bytes per Log.
+//   - ReadDurable: the caller's page (maxRecords) and one pooled 64 KiB
+//     read buffer per read in progress; readHintCount positions per Log.
 //
 // # Durability
 //

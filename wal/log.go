@@ -53,6 +53,11 @@ type Log struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// advanced is closed when DurableIndex next moves (DurableAfter);
+	// nil while nobody waits. Guarded by mu.
+	advanced chan struct{}
+	hints    readHints // where ReadDurable's reads ended
 }
 
 // counters are the Stats figures, updated by the flusher.
@@ -283,6 +288,7 @@ func (l *Log) failLocked(err error) error {
 	l.workReady.Signal()
 	l.batchSpace.Broadcast()
 	l.waiterSpace.Broadcast()
+	l.notifyDurableLocked()
 	return l.failure
 }
 
@@ -299,6 +305,7 @@ func (l *Log) Close() error {
 func (l *Log) close() error {
 	l.mu.Lock()
 	l.closing = true
+	l.notifyDurableLocked()
 	l.workReady.Signal()
 	l.batchSpace.Broadcast()
 	l.waiterSpace.Broadcast()

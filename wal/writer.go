@@ -160,6 +160,7 @@ func (l *Log) flushLocked() bool {
 		l.failLocked(err)
 	} else {
 		l.durableIndex.Store(batch.LastIndex())
+		l.notifyDurableLocked()
 	}
 	batch.reset()
 	l.spare = batch

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/history"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
 )
@@ -26,6 +28,9 @@ type restoreJSON struct {
 	LogFirst     uint64 `json:"log_first_index"`
 	LogLast      uint64 `json:"log_last_index"`
 	StateHash    string `json:"state_hash"`
+	// History is the event feed's history of the records after Index:
+	// a new one after --until-* (a fork), else the source's.
+	History string `json:"history"`
 }
 
 // runRestore builds, under the data dir --to, the directory of one SKU as
@@ -115,6 +120,13 @@ func runRestore(args []string, stdout, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	chain, err := restoredHistory(*from, st.IsDir(), d.IDKey, index, *untilIndex != 0 || *untilTime != "")
+	if err != nil {
+		return err
+	}
+	if err := chain.Write(dir); err != nil {
+		return err
+	}
 	for _, p := range []string{filepath.Join(*to, d.CampaignID), *to} {
 		if err := wal.SyncDir(p); err != nil {
 			return err
@@ -122,11 +134,32 @@ func runRestore(args []string, stdout, stderr io.Writer) (err error) {
 	}
 	if err := writeJSON(stdout, restoreJSON{SKUDir: dir, CampaignID: d.CampaignID, SKUID: d.SKUID, Index: index,
 		LastRecordAt: formatMillis(m.LastAt()), Reservations: m.Counts().Reservations, Snapshot: info.Path,
-		LogFirst: first, LogLast: last, StateHash: hashHex(m.Hash())}); err != nil {
+		LogFirst: first, LogLast: last, StateHash: hashHex(m.Hash()), History: chain.At(index + 1)}); err != nil {
 		return err
 	}
 	_, err = fmt.Fprint(stderr, forkWarning(dir, d.CampaignID, d.SKUID, index, m.Paused()))
 	return err
+}
+
+// restoredHistory returns the history chain of a restored copy: the
+// source's (from its SKU folder; for a snapshot file, the folder that
+// holds its snapshots folder, if it has a chain), with a new history after
+// index when the copy stops at an earlier point (--until-*): the copy
+// re-uses the indexes after it for other records, and feed cursors of the
+// source beyond it must answer CURSOR_DIVERGED.
+func restoredHistory(from string, isDir bool, idKey [16]byte, index uint64, fork bool) (history.Chain, error) {
+	source := skuDirOf(from)
+	if !isDir {
+		source = filepath.Dir(filepath.Dir(from))
+	}
+	chain, err := history.Load(source, idKey)
+	if err != nil {
+		return history.Chain{}, err
+	}
+	if !fork {
+		return chain, nil
+	}
+	return chain.Fork(index, rand.Reader)
 }
 
 // forkWarning tells the operator that a restored SKU is a fork of its

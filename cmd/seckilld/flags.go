@@ -36,7 +36,9 @@ type options struct {
 	cell             cellOptions // cell.go
 	// entryPasses holds the parsed --entry-pass-* flags (issue #14); its
 	// types never print their secrets.
-	entryPasses httpapi.EntryPassConfig
+	entryPasses       httpapi.EntryPassConfig
+	feedRetainRecords uint64
+	feedRetainAge     time.Duration
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -55,6 +57,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.snapshotInterval, "snapshot-interval", actors.DefaultSnapshotInterval, "snapshot a SKU with new records at least this often (a negative duration such as -1s: never by time)")
 	fs.IntVar(&o.snapshotKeep, "snapshot-keep", actors.DefaultSnapshotKeep, "snapshots kept per SKU; the log is truncated up to the oldest")
 	fs.IntVar(&o.maxSKUs, "max-skus", 0, fmt.Sprintf("most SKUs this engine holds, one open file each (0: half the open-files limit left after the reserve, at most %d)", actors.DefaultMaxSKUs))
+	fs.Uint64Var(&o.feedRetainRecords, "feed-retain-records", 0, fmt.Sprintf("keep at least this many newest records of each SKU's log for event-feed consumers when snapshots truncate it (at most %d)", actors.MaxFeedRetainRecords))
+	fs.DurationVar(&o.feedRetainAge, "feed-retain-age", 0, fmt.Sprintf("keep the records of the last this long for event-feed consumers (at most %s)", actors.MaxFeedRetainAge))
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) to this file until shutdown")
 	registerCellFlags(fs, &o.cell)
 	passKeys := fs.String("entry-pass-keys", "", "entry-pass signing keys kid:hex,... (the first signs, all verify; empty: no passes)")
@@ -83,6 +87,12 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.maxSKUs < 0 {
 		return o, fmt.Errorf("--max-skus must be positive (0: from the open-files limit)")
+	}
+	if o.feedRetainRecords > actors.MaxFeedRetainRecords {
+		return o, fmt.Errorf("--feed-retain-records must be at most %d", actors.MaxFeedRetainRecords)
+	}
+	if o.feedRetainAge < 0 || o.feedRetainAge > actors.MaxFeedRetainAge {
+		return o, fmt.Errorf("--feed-retain-age must be 0..%s", actors.MaxFeedRetainAge)
 	}
 	if o.maxQueueWait <= 0 {
 		return o, fmt.Errorf("--max-queue-wait must be positive")

@@ -43,6 +43,19 @@ func TestOptionsDefaultsAndErrors(t *testing.T) {
 	}
 }
 
+// The feed retention flags are bounded.
+func TestFeedRetentionFlags(t *testing.T) {
+	o, err := parseOptions([]string{"--feed-retain-records", "5000", "--feed-retain-age", "2h"}, io.Discard)
+	if err != nil || o.feedRetainRecords != 5000 || o.feedRetainAge != 2*time.Hour {
+		t.Fatalf("%+v, %v", o, err)
+	}
+	for _, args := range [][]string{{"--feed-retain-records", "100000001"}, {"--feed-retain-age", "169h"}, {"--feed-retain-age", "-1s"}} {
+		if _, err := parseOptions(args, io.Discard); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
 // The --entry-pass-* flags, from the environment too; errors never quote a
 // secret.
 func TestEntryPassOptions(t *testing.T) {

@@ -1,0 +1,49 @@
+package actors
+
+import (
+	"testing"
+	"time"
+)
+
+// The retention keeps the newest records and the young ones, never more
+// than its bounds allow to be held back.
+func TestFeedRetentionCut(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	none := newFeedRetention(&Config{})
+	if got := none.cut(500, 1000, 1000, t0); got != 500 {
+		t.Fatalf("no retention: cut %d, want 500", got)
+	}
+	byCount := newFeedRetention(&Config{FeedRetainRecords: 100})
+	if got := byCount.cut(950, 1000, 1000, t0); got != 901 {
+		t.Fatalf("100 records kept: cut %d, want 901", got)
+	}
+	if got := byCount.cut(50, 1000, 1000, t0); got != 50 {
+		t.Fatalf("the snapshots need more: cut %d, want 50", got)
+	}
+	if got := byCount.cut(40, 60, 60, t0); got != 1 {
+		t.Fatalf("fewer records than retained: cut %d, want 1 (none)", got)
+	}
+	byAge := newFeedRetention(&Config{FeedRetainAge: time.Minute})
+	if got := byAge.cut(500, 1000, 1000, t0); got != 1 {
+		t.Fatalf("no record known to be a minute old: cut %d, want 1", got)
+	}
+	if got := byAge.cut(1500, 2000, 2000, t0.Add(30*time.Second)); got != 1 {
+		t.Fatalf("30 s later: cut %d, want 1", got)
+	}
+	if got := byAge.cut(2500, 3000, 3000, t0.Add(61*time.Second)); got != 1001 {
+		t.Fatalf("a minute after the first mark: cut %d, want 1001", got)
+	}
+	if got := byAge.cut(3500, 4000, 4000, t0.Add(10*time.Minute)); got != 3001 {
+		t.Fatalf("ten minutes on: cut %d, want 3001", got)
+	}
+	capped := newFeedRetention(&Config{FeedRetainRecords: 1 << 40, FeedRetainAge: 1000 * time.Hour})
+	if capped.records != MaxFeedRetainRecords || capped.age != MaxFeedRetainAge {
+		t.Fatalf("unbounded retention: %+v", capped)
+	}
+	for i := 0; i < 3*feedRetainMarks; i++ {
+		capped.cut(1, 1, uint64(i), t0)
+	}
+	if len(capped.marks) != feedRetainMarks {
+		t.Fatalf("%d marks kept, at most %d", len(capped.marks), feedRetainMarks)
+	}
+}

@@ -1,0 +1,83 @@
+// Command seckill-relay tails the event feed of one seckilld campaign and
+// publishes every event to a NATS JetStream stream (package relay): at
+// least once, in log order per SKU, Nats-Msg-Id = the event id. It keeps
+// no state: on start it reads where it stopped from the stream's last
+// message. Run one relay per stream. Every flag is also read from the
+// environment as SECKILL_RELAY_<NAME> (--admin-token:
+// SECKILL_RELAY_ADMIN_TOKEN); flags win.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/peterbourgon/ff/v3"
+	"github.com/seckill/seckill/relay"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "seckill-relay:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("seckill-relay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	feed := fs.String("feed", "http://127.0.0.1:8080", "base URL of seckilld")
+	token := fs.String("admin-token", "", "seckilld's admin bearer token (required)")
+	natsURL := fs.String("nats", nats.DefaultURL, "NATS server URL")
+	stream := fs.String("stream", "", "JetStream stream name, this relay's alone (created with subjects seckill.<campaign>.> if missing; required)")
+	campaign := fs.String("campaign", "", "campaign whose feed is relayed (required)")
+	types := fs.String("types", "", "comma-separated event types (the feed's types=; empty: its defaults, without seckill.request.rejected)")
+	limit := fs.Int("limit", relay.DefaultLimit, "events per feed page (1..1000)")
+	wait := fs.Duration("wait", relay.DefaultWait, "feed long poll (at most 60s)")
+	level := fs.String("log-level", "info", "debug | info | warn | error")
+	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL_RELAY")); err != nil {
+		return err
+	}
+	var logLevel slog.Level
+	if err := logLevel.UnmarshalText([]byte(*level)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	switch {
+	case *token == "" || *stream == "" || *campaign == "":
+		return errors.New("--admin-token, --stream and --campaign are required")
+	case *limit < 1 || *limit > 1000:
+		return errors.New("--limit must be 1..1000")
+	case *wait <= 0 || *wait > 60*time.Second:
+		return errors.New("--wait must be in (0, 60s]")
+	case fs.NArg() > 0:
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
+	nc, err := nats.Connect(*natsURL, nats.Name("seckill-relay "+*campaign), nats.MaxReconnects(-1))
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w", *natsURL, err)
+	}
+	defer nc.Close()
+	sink, err := relay.NewNATSSink(ctx, nc, *stream, *campaign)
+	if err != nil {
+		return err
+	}
+	cfg := relay.Config{FeedURL: *feed, AdminToken: *token, CampaignID: *campaign, Limit: *limit, Wait: *wait, Logger: log}
+	if *types != "" {
+		cfg.Types = strings.Split(*types, ",")
+	}
+	return relay.Run(ctx, cfg, sink)
+}

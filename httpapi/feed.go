@@ -1,0 +1,501 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/history"
+	"github.com/seckill/seckill/wal"
+	"github.com/valyala/fasthttp"
+)
+
+// Limits of the event feed.
+const (
+	// feedMaxLimit bounds the events of one page (limit=).
+	feedMaxLimit = 1000
+	// feedMaxWait bounds a long poll (wait=).
+	feedMaxWait = 60 * time.Second
+	// feedHeartbeat is the period of an SSE stream's comment heartbeat: a
+	// client that vanished is noticed by the next write.
+	feedHeartbeat = 15 * time.Second
+)
+
+// Reasons of the feed's error answers.
+const (
+	reasonBadCursor       = "BAD_CURSOR"
+	reasonCursorCompacted = "CURSOR_COMPACTED"
+	reasonCursorDiverged  = "CURSOR_DIVERGED"
+)
+
+// FeedSource is what the event feed needs from the engine beside Engine:
+// *actors.Engine has it. A Server whose engine lacks it answers the feed's
+// route 404.
+type FeedSource interface {
+	// FeedLog returns the SKU's open log and folder (actors.Engine.FeedLog).
+	FeedLog(campaignID, skuID string) (log *wal.Log, dir string, ok bool)
+	// Reservations returns views of the reservations with these sequence
+	// numbers (actors.Engine.Reservations).
+	Reservations(ctx context.Context, campaignID, skuID string, seqs []uint32) ([]sku.View, error)
+	// DurableState rebuilds the SKU's state as of a durable index, off
+	// the actor (actors.Engine.DurableState): the export's source.
+	DurableState(campaignID, skuID string) (m *sku.Machine, asOf uint64, err error)
+}
+
+// feedPage is the JSON answer of the feed.
+type feedPage struct {
+	Events       []json.RawMessage `json:"events"` // CloudEvents (cloudEvent), encoded once per SKU and record
+	NextCursor   string            `json:"next_cursor"`
+	FirstIndex   uint64            `json:"first_index"`
+	DurableIndex uint64            `json:"durable_index"`
+	meta         []encodedEvent    // the events' ids and types, for SSE
+}
+
+// encode renders the page as JSON. The events are copied as they are:
+// encoding/json would scan every byte of each again (it compacts
+// RawMessage), which costs more than the rest of the page.
+func (p *feedPage) encode() []byte {
+	b := appendEvents(make([]byte, 0, 128+eventsSize(p.Events)), p.Events)
+	b = append(b, `,"next_cursor":`...)
+	b = strconv.AppendQuote(b, p.NextCursor)
+	b = append(b, `,"first_index":`...)
+	b = strconv.AppendUint(b, p.FirstIndex, 10)
+	b = append(b, `,"durable_index":`...)
+	b = strconv.AppendUint(b, p.DurableIndex, 10)
+	return append(b, '}')
+}
+
+// appendEvents appends `{"events":[e1,e2,...]` (no closing brace).
+func appendEvents(b []byte, events []json.RawMessage) []byte {
+	b = append(b, `{"events":[`...)
+	for i, e := range events {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, e...)
+	}
+	return append(b, ']')
+}
+
+func eventsSize(events []json.RawMessage) int {
+	n := 0
+	for _, e := range events {
+		n += len(e) + 1
+	}
+	return n
+}
+
+// feedError is the body of 409 and 410 answers.
+type feedError struct {
+	Error      string `json:"error"`
+	Detail     string `json:"detail,omitempty"`
+	FirstIndex uint64 `json:"first_index,omitempty"`
+	ForkIndex  uint64 `json:"fork_index,omitempty"`
+	History    string `json:"history,omitempty"`
+	// SKUID names the SKU of the campaign feed whose cursor failed.
+	SKUID string `json:"sku_id,omitempty"`
+}
+
+// feedRequest is a parsed feed request.
+type feedRequest struct {
+	campaignID, skuID string
+	source            FeedSource
+	log               *wal.Log
+	def               sku.Definition
+	chain             history.Chain
+	from              uint64 // the first index to send
+	fromStart         bool   // no cursor: from follows the start of the retained log
+	limit             int
+	wait              time.Duration
+	types             map[string]bool // nil: the default types
+}
+
+// handleFeed is GET /admin/campaigns/{c}/skus/{s}/events: one page of the
+// SKU's events after the cursor, as JSON (long poll with wait=), or a
+// Server-Sent Events stream with Accept: text/event-stream.
+func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) string {
+	req, failure := s.parseFeed(ctx)
+	if failure != nil {
+		return write(ctx, *failure)
+	}
+	if strings.Contains(string(ctx.Request.Header.Peek("Accept")), "text/event-stream") {
+		return s.streamFeed(ctx, req)
+	}
+	page, failure := s.waitPage(req, time.Now().Add(req.wait))
+	if failure != nil {
+		return write(ctx, *failure)
+	}
+	return write(ctx, reply{status: fasthttp.StatusOK, body: page.encode(), outcome: outcomeOK})
+}
+
+// feedParams are the query parameters of both feed routes.
+type feedParams struct {
+	limit int
+	wait  time.Duration
+	types map[string]bool // nil: the default types
+}
+
+// parseFeed checks the SKU, the cursor (after=, else Last-Event-ID) and
+// the parameters.
+func (s *Server) parseFeed(ctx *fasthttp.RequestCtx) (*feedRequest, *reply) {
+	p, failure := parseFeedParams(ctx)
+	if failure != nil {
+		return nil, failure
+	}
+	campaignID, _ := ctx.UserValue("campaign_id").(string)
+	skuID, _ := ctx.UserValue("sku_id").(string)
+	cursor := string(ctx.QueryArgs().Peek("after"))
+	if cursor == "" {
+		cursor = string(ctx.Request.Header.Peek("Last-Event-ID"))
+	}
+	return s.openFeed(campaignID, skuID, cursor, p)
+}
+
+// parseFeedParams reads limit=, wait= and types=.
+func parseFeedParams(ctx *fasthttp.RequestCtx) (feedParams, *reply) {
+	fail := func(detail string) (feedParams, *reply) {
+		r := errorReply(fasthttp.StatusBadRequest, reasonBadRequest, detail)
+		return feedParams{}, &r
+	}
+	p := feedParams{limit: feedMaxLimit}
+	args := ctx.QueryArgs()
+	if v := args.Peek("limit"); len(v) > 0 {
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n < 1 || n > feedMaxLimit {
+			return fail(fmt.Sprintf("limit must be 1..%d", feedMaxLimit))
+		}
+		p.limit = n
+	}
+	if v := args.Peek("wait"); len(v) > 0 {
+		d, err := parseWait(string(v))
+		if err != nil {
+			return fail(err.Error())
+		}
+		p.wait = d
+	}
+	if v := args.Peek("types"); len(v) > 0 {
+		p.types = map[string]bool{}
+		for _, t := range strings.Split(string(v), ",") {
+			if !knownEventType(t) {
+				return fail("unknown event type " + strconv.Quote(t))
+			}
+			p.types[t] = true
+		}
+	}
+	return p, nil
+}
+
+// openFeed opens the feed of one SKU after cursor ("" for the start of
+// the retained log).
+func (s *Server) openFeed(campaignID, skuID, cursor string, p feedParams) (*feedRequest, *reply) {
+	fail := func(status int, reason, detail string) (*feedRequest, *reply) {
+		r := errorReply(status, reason, detail)
+		return nil, &r
+	}
+	req := &feedRequest{campaignID: campaignID, skuID: skuID, limit: p.limit, wait: p.wait, types: p.types}
+	source, ok := s.engine.(FeedSource)
+	if !ok {
+		return fail(fasthttp.StatusNotFound, reasonNotFound, "this engine serves no event feed")
+	}
+	req.source = source
+	st, known := s.engine.SKUStats(campaignID, skuID)
+	if !known {
+		return fail(fasthttp.StatusNotFound, reasonNotFound, "unknown SKU")
+	}
+	log, dir, ok := source.FeedLog(campaignID, skuID)
+	if !ok {
+		return fail(fasthttp.StatusServiceUnavailable, reasonUnavailable, "the SKU's log is not open (recovering)")
+	}
+	req.log, req.def = log, st.Definition
+	chain, err := history.Load(dir, req.def.IDKey) // small; only restore writes it
+	if err != nil {
+		s.log.Error("feed: reading the history chain", "dir", dir, "err", err)
+		return fail(fasthttp.StatusInternalServerError, reasonInternal, "")
+	}
+	req.chain = chain
+	if cursor == "" {
+		req.from, req.fromStart = max(log.FirstIndex(), 1), true
+		return req, nil
+	}
+	h, index, err := parseCursor(cursor)
+	if err != nil {
+		return fail(fasthttp.StatusBadRequest, reasonBadCursor, err.Error())
+	}
+	forkIndex, err := req.chain.Check(h, index)
+	switch {
+	case errors.Is(err, history.ErrUnknown):
+		return fail(fasthttp.StatusBadRequest, reasonBadCursor, "the cursor is not one of this SKU's")
+	case errors.Is(err, history.ErrDiverged):
+		r := jsonReply(fasthttp.StatusConflict, reasonCursorDiverged, feedError{
+			Error:     reasonCursorDiverged,
+			Detail:    "the log was restored to an earlier point; resynchronise from the export and continue after fork_index",
+			ForkIndex: forkIndex, History: req.chain.At(forkIndex + 1), SKUID: skuID,
+		})
+		return nil, &r
+	}
+	if durable := log.DurableIndex(); index > durable {
+		r := jsonReply(fasthttp.StatusConflict, reasonCursorDiverged, feedError{
+			Error:     reasonCursorDiverged,
+			Detail:    fmt.Sprintf("the cursor is beyond the log's durable index %d: this log is an older copy", durable),
+			ForkIndex: durable, SKUID: skuID,
+		})
+		return nil, &r
+	}
+	req.from = index + 1
+	return req, nil
+}
+
+// parseCursor splits "<history>-<index>".
+func parseCursor(cursor string) (string, uint64, error) {
+	h, idx, ok := strings.Cut(cursor, "-")
+	if !ok || len(h) != 16 || strings.Trim(h, "0123456789abcdef") != "" {
+		return "", 0, fmt.Errorf("malformed cursor %q: want <16 hex digits>-<index>", cursor)
+	}
+	index, err := strconv.ParseUint(idx, 10, 64)
+	if err != nil || index == 0 {
+		return "", 0, fmt.Errorf("malformed cursor %q: bad index", cursor)
+	}
+	return h, index, nil
+}
+
+// parseWait accepts a Go duration ("30s") or whole seconds ("30").
+func parseWait(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		n, nerr := strconv.Atoi(v)
+		if nerr != nil {
+			return 0, fmt.Errorf("wait %q: want a duration such as 30s", v)
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if d < 0 || d > feedMaxWait {
+		return 0, fmt.Errorf("wait must be 0..%s", feedMaxWait)
+	}
+	return d, nil
+}
+
+// knownEventType reports whether t is one of the feed's event types.
+func knownEventType(t string) bool {
+	for rt := 1; rt < 256; rt++ {
+		if eventType(sku.RecordType(rt)) == t {
+			return true
+		}
+	}
+	return false
+}
+
+// wanted reports whether an event of type t goes to this consumer.
+func (req *feedRequest) wanted(t string) bool {
+	if req.types != nil {
+		return req.types[t]
+	}
+	return t != eventRequestRejected
+}
+
+// waitPage reads the next page, waiting until deadline for a durable
+// record after the cursor.
+func (s *Server) waitPage(req *feedRequest, deadline time.Time) (*feedPage, *reply) {
+	for {
+		page, failure := s.readPage(req)
+		if failure != nil || page.NextCursor != "" {
+			return page, failure
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			page.NextCursor = req.cursorBefore()
+			return page, nil
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-req.log.DurableAfter(req.from - 1):
+		case <-timer.C:
+		case <-s.feeds.Done():
+			deadline = time.Now() // shutting down: answer what there is
+		}
+		timer.Stop()
+	}
+}
+
+// cursorBefore is the cursor of the record before req.from: where the
+// consumer stands ("" before the first record of a log).
+func (req *feedRequest) cursorBefore() string {
+	if req.from <= 1 {
+		return ""
+	}
+	return eventID(req.chain.At(req.from-1), req.from-1)
+}
+
+// readPage reads up to req.limit durable records from req.from and maps
+// them to events; NextCursor is "" when there was no record. It advances
+// req.from.
+func (s *Server) readPage(req *feedRequest) (*feedPage, *reply) {
+	type read struct {
+		index  uint64
+		rec    sku.Record   // Type 0: filtered out, or cached
+		cached encodedEvent // index 0: not cached
+	}
+	cache := s.eventCaches.of(req.campaignID, req.skuID, req.chain.At(math.MaxUint64))
+	records := make([]read, 0, min(req.limit, 64))
+	next, err := req.log.ReadDurable(req.from, req.limit, func(index uint64, typ byte, payload []byte) error {
+		t := sku.RecordType(typ)
+		if !req.wanted(eventType(t)) {
+			records = append(records, read{index: index}) // advances the cursor only
+			return nil
+		}
+		if e, ok := cache.get(index); ok {
+			records = append(records, read{index: index, cached: e})
+			return nil
+		}
+		rec, err := sku.DecodeRecord(t, payload)
+		if err != nil {
+			return fmt.Errorf("record %d: %w", index, err)
+		}
+		records = append(records, read{index: index, rec: rec})
+		return nil
+	})
+	page := &feedPage{Events: []json.RawMessage{}, FirstIndex: req.log.FirstIndex(), DurableIndex: req.log.DurableIndex()}
+	switch {
+	case errors.Is(err, wal.ErrCompacted):
+		var compacted *wal.CompactedError
+		if errors.As(err, &compacted) {
+			page.FirstIndex = max(page.FirstIndex, compacted.First)
+			if req.fromStart && compacted.First > req.from {
+				// A truncation overtook a consumer without a cursor: it
+				// starts at the retained log, wherever that is now.
+				req.from = compacted.First
+				return s.readPage(req)
+			}
+		}
+		r := jsonReply(fasthttp.StatusGone, reasonCursorCompacted, feedError{
+			Error: reasonCursorCompacted,
+			Detail: fmt.Sprintf("records before %d were removed after a snapshot; resynchronise from GET /admin/campaigns/%s/skus/%s/reservations and continue after its index",
+				page.FirstIndex, req.campaignID, req.skuID),
+			FirstIndex: page.FirstIndex, SKUID: req.skuID,
+		})
+		return nil, &r
+	case errors.Is(err, wal.ErrClosed), errors.Is(err, wal.ErrFailed):
+		r := errorReply(fasthttp.StatusServiceUnavailable, reasonUnavailable, "the SKU's log closed; retry")
+		return nil, &r
+	case err != nil:
+		s.log.Error("feed: reading the log", "campaign", req.campaignID, "sku", req.skuID, "err", err)
+		r := errorReply(fasthttp.StatusInternalServerError, reasonInternal, "")
+		return nil, &r
+	}
+	if len(records) == 0 {
+		return page, nil
+	}
+	views, failure := s.reservationsOf(req, func(yield func(sku.Record)) {
+		for _, r := range records {
+			if r.rec.Type != 0 {
+				yield(r.rec)
+			}
+		}
+	})
+	if failure != nil {
+		return nil, failure
+	}
+	for _, r := range records {
+		e := r.cached
+		if r.rec.Type != 0 {
+			ce := newEvent(r.rec, r.index, eventID(req.chain.At(r.index), r.index), req.def, views[r.rec.Seq])
+			b, err := json.Marshal(ce)
+			if err != nil {
+				s.log.Error("feed: encoding an event", "index", r.index, "err", err)
+				f := errorReply(fasthttp.StatusInternalServerError, reasonInternal, "")
+				return nil, &f
+			}
+			e = encodedEvent{index: r.index, id: ce.ID, typ: ce.Type, json: b}
+			cache.put(e)
+		}
+		if e.index == 0 {
+			continue // filtered out
+		}
+		page.Events = append(page.Events, e.json)
+		page.meta = append(page.meta, e)
+	}
+	req.from, req.fromStart = next, false
+	page.NextCursor = req.cursorBefore()
+	return page, nil
+}
+
+// reservationsOf looks up the reservations the records' events need, in
+// one batch for the page.
+func (s *Server) reservationsOf(req *feedRequest, records func(yield func(sku.Record))) (map[uint32]sku.View, *reply) {
+	var seqs []uint32
+	seen := map[uint32]bool{}
+	records(func(r sku.Record) {
+		if needsReservation(r.Type) && !seen[r.Seq] {
+			seen[r.Seq] = true
+			seqs = append(seqs, r.Seq)
+		}
+	})
+	views := make(map[uint32]sku.View, len(seqs))
+	if len(seqs) == 0 {
+		return views, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	defer cancel()
+	found, err := req.source.Reservations(ctx, req.campaignID, req.skuID, seqs)
+	if err != nil {
+		f := classify(err)
+		r := errorReply(f.status, f.reason, "looking up the page's reservations")
+		return nil, &r
+	}
+	for i, seq := range seqs {
+		views[seq] = found[i]
+	}
+	return views, nil
+}
+
+// streamFeed serves the feed as Server-Sent Events (WHATWG HTML §9.2):
+// each event's id: is its cursor, so EventSource resumes with
+// Last-Event-ID; a ": ping" comment every feedHeartbeat keeps proxies open
+// and finds vanished clients (fasthttp does not report a disconnect, the
+// next write fails). An error after the stream started (compaction,
+// a closed log) is sent as an "error" event with the JSON error body, and
+// ends the stream.
+func (s *Server) streamFeed(ctx *fasthttp.RequestCtx, req *feedRequest) string {
+	conn := ctx.Conn()
+	writeTimeout := s.cfg.WriteTimeout
+	ctx.SetContentType("text/event-stream")
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		flush := func() bool {
+			conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+			return w.Flush() == nil
+		}
+		w.WriteString("retry: 1000\n\n")
+		if !flush() {
+			return
+		}
+		for s.feeds.Err() == nil {
+			page, failure := s.waitPage(req, time.Now().Add(feedHeartbeat))
+			if failure != nil {
+				fmt.Fprintf(w, "event: error\ndata: %s\n\n", failure.body)
+				flush()
+				return
+			}
+			for _, e := range page.meta {
+				fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", e.id, e.typ, e.json)
+			}
+			if len(page.Events) == 0 {
+				w.WriteString(": ping\n\n")
+			}
+			if !flush() {
+				return
+			}
+		}
+	})
+	return outcomeOK
+}
+
+// ensure *actors.Engine serves the feed.
+var _ FeedSource = (*actors.Engine)(nil)

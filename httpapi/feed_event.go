@@ -1,0 +1,295 @@
+package httpapi
+
+import (
+	"encoding/hex"
+	"strconv"
+
+	"github.com/seckill/seckill/actors/sku"
+)
+
+// Event types of the feed (CloudEvents "type"). Every sku.RecordType maps
+// to one (eventTypes); a record type without one fails the feed's tests.
+const (
+	eventSKUDefined            = "seckill.sku.defined"
+	eventSKUPaused             = "seckill.sku.paused"
+	eventSKUResumed            = "seckill.sku.resumed"
+	eventReservationCreated    = "seckill.reservation.created"
+	eventReservationPaid       = "seckill.reservation.paid"
+	eventReservationClosed     = "seckill.reservation.closed"
+	eventReservationReleased   = "seckill.reservation.released"
+	eventPaymentRefundRequired = "seckill.payment.refund_required"
+	// The lottery's events (a lottery SKU's entries and draw). A winner's
+	// reservation (WON) is a seckill.reservation.created like any other.
+	eventLotteryCommitted     = "seckill.lottery.committed"
+	eventLotteryEntered       = "seckill.lottery.entered"
+	eventLotteryEntriesClosed = "seckill.lottery.entries_closed"
+	eventLotteryDrawStarted   = "seckill.lottery.draw_started"
+	eventLotteryWaitlisted    = "seckill.lottery.waitlisted"
+	eventLotteryDrawDone      = "seckill.lottery.draw_done"
+	// A celled SKU's quota (Beyond one node): a grant of token ranges from
+	// the etcd ledger made sellable, unsold tokens handed back before the
+	// ledger credits them, the cell's epoch raised at start.
+	eventCellGranted  = "seckill.cell.granted"
+	eventCellReturned = "seckill.cell.returned"
+	eventCellEpoch    = "seckill.cell.epoch"
+	// eventRequestRejected is a durable SOLD_OUT: most records of a busy
+	// sale, sent only when a consumer names it in types=.
+	eventRequestRejected = "seckill.request.rejected"
+)
+
+// eventType returns the feed's event type of a record type, "" for a type
+// it does not know. The switch lists every sku.RecordType.
+func eventType(t sku.RecordType) string {
+	switch t {
+	case sku.RecordDefine:
+		return eventSKUDefined
+	case sku.RecordReserved:
+		return eventReservationCreated
+	case sku.RecordRejected:
+		return eventRequestRejected
+	case sku.RecordPaid:
+		return eventReservationPaid
+	case sku.RecordClosed:
+		return eventReservationClosed
+	case sku.RecordRefundRequired:
+		return eventPaymentRefundRequired
+	case sku.RecordReleased:
+		return eventReservationReleased
+	case sku.RecordPaused:
+		return eventSKUPaused
+	case sku.RecordResumed:
+		return eventSKUResumed
+	case sku.RecordLotteryCommitted:
+		return eventLotteryCommitted
+	case sku.RecordEntered:
+		return eventLotteryEntered
+	case sku.RecordEntriesClosed:
+		return eventLotteryEntriesClosed
+	case sku.RecordDrawStarted:
+		return eventLotteryDrawStarted
+	case sku.RecordWon:
+		return eventReservationCreated
+	case sku.RecordWaitlisted:
+		return eventLotteryWaitlisted
+	case sku.RecordDrawDone:
+		return eventLotteryDrawDone
+	case sku.RecordGrant:
+		return eventCellGranted
+	case sku.RecordReturn:
+		return eventCellReturned
+	case sku.RecordEpoch:
+		return eventCellEpoch
+	}
+	return ""
+}
+
+// cloudEvent is one feed event, a CloudEvents 1.0 JSON object
+// (github.com/cloudevents/spec, json-format.md). id is the feed cursor of
+// the record, so (source, id) names one durable record for good; the
+// extension seckillindex is its log index.
+type cloudEvent struct {
+	SpecVersion     string    `json:"specversion"`
+	ID              string    `json:"id"`
+	Source          string    `json:"source"`
+	Type            string    `json:"type"`
+	Subject         string    `json:"subject,omitempty"`
+	Time            string    `json:"time"`
+	DataContentType string    `json:"datacontenttype"`
+	SeckillIndex    uint64    `json:"seckillindex"`
+	Data            eventData `json:"data"`
+}
+
+// eventData is an event's data: the record's fields, and for the events
+// of a reservation its immutable fields (request_id, user_id, token_id,
+// created_at, expire_at). Times are RFC 3339 with milliseconds, UTC;
+// amounts in minor units.
+type eventData struct {
+	CampaignID    string          `json:"campaign_id"`
+	SKUID         string          `json:"sku_id"`
+	ReservationID string          `json:"reservation_id,omitempty"`
+	RequestID     string          `json:"request_id,omitempty"`
+	UserID        string          `json:"user_id,omitempty"`
+	TokenID       uint32          `json:"token_id,omitempty"`
+	CreatedAt     string          `json:"created_at,omitempty"`
+	ExpireAt      string          `json:"expire_at,omitempty"`
+	PaymentID     string          `json:"payment_id,omitempty"`
+	Amount        *int64          `json:"amount,omitempty"`
+	Reason        string          `json:"reason,omitempty"`
+	TokenReleased *bool           `json:"token_released,omitempty"`
+	Outcome       string          `json:"outcome,omitempty"`
+	Definition    *definitionData `json:"definition,omitempty"`
+	// Tier and Risk are what the reserve's entry pass said (created
+	// events of reserves made with a pass only; the pass's subject keys
+	// are not sent).
+	Tier *uint8 `json:"tier,omitempty"`
+	Risk *uint8 `json:"risk,omitempty"`
+	// Lottery holds the lottery records' fields (and a winner's
+	// reservation's entry).
+	Lottery *lotteryData `json:"lottery,omitempty"`
+	Cell    *cellData    `json:"cell,omitempty"` // granted, returned, epoch
+}
+
+// lotteryData is the lottery part of an event's data. Hashes are hex. The
+// committed event leaves out the server seed and the pseudonym key.
+type lotteryData struct {
+	EntriesOpenAt  string   `json:"entries_open_at,omitempty"`  // committed
+	EntriesCloseAt string   `json:"entries_close_at,omitempty"` // committed
+	Waitlist       *uint32  `json:"waitlist,omitempty"`         // committed: its length
+	EntrySeq       uint32   `json:"entry_seq,omitempty"`        // entered; created (WON)
+	FromWaitlist   bool     `json:"from_waitlist,omitempty"`    // created (WON): a promotion
+	Entries        *uint32  `json:"entries,omitempty"`          // entries_closed
+	EntriesRoot    string   `json:"entries_root,omitempty"`     // entries_closed
+	Round          uint64   `json:"round,omitempty"`            // draw_started
+	Randomness     string   `json:"randomness,omitempty"`       // draw_started
+	WaitlistSeqs   []uint32 `json:"waitlist_entry_seqs,omitempty"`
+	Winners        *uint32  `json:"winners,omitempty"`       // draw_done
+	WinnersRoot    string   `json:"winners_root,omitempty"`  // draw_done
+	WaitlistRoot   string   `json:"waitlist_root,omitempty"` // draw_done
+}
+
+// definitionData is a seckill.sku.defined event's definition (never the
+// reservation id key).
+type definitionData struct {
+	StartAt                 string `json:"start_at"`
+	EndAt                   string `json:"end_at"`
+	PaymentWindowMs         int64  `json:"payment_window_ms"`
+	SaleLimit               uint32 `json:"sale_limit"`
+	ReleaseOnClose          bool   `json:"release_on_close"`
+	EntryPassRequired       bool   `json:"entry_pass_required,omitempty"`
+	MaxUnpaidPerSubject     uint32 `json:"max_unpaid_per_subject,omitempty"`
+	PaymentWindowHighRiskMs int64  `json:"payment_window_high_risk_ms,omitempty"`
+}
+
+// eventSource is the CloudEvents source of a SKU's events.
+func eventSource(campaignID, skuID string) string { return "/seckill/" + campaignID + "/" + skuID }
+
+// newEvent maps one durable record to its event: a pure function of the
+// record, its index and id, the SKU's definition (for reservation ids)
+// and, for the records after RESERVED, the reservation's view (only its
+// immutable fields are read, so a later state does not change the event).
+func newEvent(r sku.Record, index uint64, id string, def sku.Definition, res sku.View) cloudEvent {
+	e := cloudEvent{
+		SpecVersion:     "1.0",
+		ID:              id,
+		Source:          eventSource(def.CampaignID, def.SKUID),
+		Type:            eventType(r.Type),
+		Time:            formatMillis(r.At),
+		DataContentType: "application/json",
+		SeckillIndex:    index,
+		Data:            eventData{CampaignID: def.CampaignID, SKUID: def.SKUID},
+	}
+	d := &e.Data
+	switch r.Type {
+	case sku.RecordDefine:
+		d.Definition = &definitionData{
+			StartAt: formatMillis(r.Def.StartAt), EndAt: formatMillis(r.Def.EndAt),
+			PaymentWindowMs: r.Def.PaymentWindowMs, SaleLimit: r.Def.SaleLimit, ReleaseOnClose: r.Def.ReleaseOnClose,
+			EntryPassRequired: r.Def.EntryPass.Required, MaxUnpaidPerSubject: r.Def.MaxUnpaidPerSubject,
+			PaymentWindowHighRiskMs: r.Def.PaymentWindowHighRiskMs,
+		}
+	case sku.RecordReserved:
+		res = sku.View{RequestID: r.RequestID, UserID: r.UserID, TokenID: r.Token, CreatedAt: r.At, ExpireAt: r.ExpireAt}
+		d.setReservation(r.Seq, def, res)
+		if r.Holder != (sku.Holder{}) {
+			tier, risk := r.Holder.Tier, r.Holder.Risk
+			d.Tier, d.Risk = &tier, &risk
+		}
+	case sku.RecordRejected:
+		d.RequestID, d.UserID, d.Outcome = r.RequestID, r.UserID, r.Outcome.String()
+	case sku.RecordPaid, sku.RecordRefundRequired:
+		d.setReservation(r.Seq, def, res)
+		amount := r.Amount
+		d.PaymentID, d.Amount = r.PaymentID, &amount
+	case sku.RecordClosed:
+		d.setReservation(r.Seq, def, res)
+		release := r.Release
+		d.Reason, d.TokenReleased = r.Reason.String(), &release
+	case sku.RecordReleased:
+		d.setReservation(r.Seq, def, res)
+	case sku.RecordGrant, sku.RecordReturn, sku.RecordEpoch:
+		d.setCell(r, def)
+	default:
+		d.setLottery(r, def, res)
+	}
+	e.Subject = d.ReservationID
+	return e
+}
+
+// setLottery fills the data of a lottery record.
+func (d *eventData) setLottery(r sku.Record, def sku.Definition, res sku.View) {
+	l := &lotteryData{}
+	d.Lottery = l
+	lot := r.Lot
+	if lot == nil {
+		lot = &sku.LotteryFields{}
+	}
+	switch r.Type {
+	case sku.RecordLotteryCommitted:
+		if rules := r.Def.Lottery; rules != nil {
+			waitlist := rules.Waitlist
+			l.EntriesOpenAt, l.EntriesCloseAt, l.Waitlist = formatMillis(rules.EntriesOpenAt), formatMillis(rules.EntriesCloseAt), &waitlist
+		}
+	case sku.RecordEntered:
+		tier := lot.Tier
+		d.RequestID, d.UserID, d.Tier, l.EntrySeq = r.RequestID, r.UserID, &tier, r.Seq
+	case sku.RecordEntriesClosed:
+		count := lot.Count
+		l.Entries, l.EntriesRoot = &count, hex.EncodeToString(lot.Root[:])
+	case sku.RecordDrawStarted:
+		l.Round, l.Randomness = lot.Round, hex.EncodeToString(lot.Randomness[:])
+	case sku.RecordWon:
+		d.setReservation(r.Seq, def, res)
+		l.EntrySeq, l.FromWaitlist = lot.EntrySeq, lot.FromWaitlist
+	case sku.RecordWaitlisted:
+		l.WaitlistSeqs = lot.Seqs
+	case sku.RecordDrawDone:
+		count := lot.Count
+		l.Winners, l.WinnersRoot, l.WaitlistRoot = &count, hex.EncodeToString(lot.Root[:]), hex.EncodeToString(lot.WaitlistRoot[:])
+	}
+}
+
+// cellData is the data of a celled SKU's quota event: the cell, and for a
+// grant or a return its allocation (or return) seq, the epoch it was made
+// under and the token ranges (inclusive) with their count.
+type cellData struct {
+	Cell   string           `json:"cell"`
+	Seq    uint64           `json:"seq,omitempty"`
+	Epoch  uint64           `json:"epoch"`
+	Ranges []sku.TokenRange `json:"ranges,omitempty"`
+	Units  uint64           `json:"units,omitempty"`
+}
+
+// setCell fills the data of a GRANT, RETURN or EPOCH record.
+func (d *eventData) setCell(r sku.Record, def sku.Definition) {
+	c := &cellData{Cell: def.Cell}
+	if a := r.Cell; a != nil {
+		c.Seq, c.Epoch, c.Ranges, c.Units = a.Seq, a.Epoch, a.Ranges, a.Units()
+	}
+	d.Cell = c
+}
+
+// setReservation fills the reservation's id and immutable fields.
+func (d *eventData) setReservation(seq uint32, def sku.Definition, res sku.View) {
+	d.ReservationID = sku.FormatReservationID(def.CampaignID, def.SKUID, seq, def.IDKey)
+	if def.Cell != "" { // a celled SKU's ids name its cell
+		d.ReservationID = sku.FormatCellReservationID(def.CampaignID, def.SKUID, def.Cell, seq, def.IDKey)
+	}
+	d.RequestID, d.UserID, d.TokenID = res.RequestID, res.UserID, res.TokenID
+	d.CreatedAt, d.ExpireAt = optionalMillis(res.CreatedAt), optionalMillis(res.ExpireAt)
+}
+
+// needsReservation reports whether a record's event carries immutable
+// fields that only the reservation's view has.
+func needsReservation(t sku.RecordType) bool {
+	switch t {
+	case sku.RecordPaid, sku.RecordRefundRequired, sku.RecordClosed, sku.RecordReleased, sku.RecordWon:
+		return true
+	}
+	return false
+}
+
+// eventID is the feed cursor of the record at index in history: the event
+// id. "<history>-<index>", e.g. "3f2a9c0d1b4e5f60-1042".
+func eventID(history string, index uint64) string {
+	return history + "-" + strconv.FormatUint(index, 10)
+}

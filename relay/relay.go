@@ -1,0 +1,241 @@
+// Package relay tails the event feed of a seckilld campaign
+// (GET /admin/campaigns/{c}/events) and publishes every event to a broker,
+// at least once and in log order per SKU. It keeps no state of its own:
+// each message carries the campaign cursor as of that event, and on start
+// (or after any error) the relay asks the sink for the cursor of the last
+// message it holds and goes on from there (TigerBeetle's CDC keeps its
+// progress in the broker the same way). Consumers deduplicate by the
+// event id (CloudEvents: source + id names one event; the id is the same
+// for every re-send).
+//
+// A sink is one small type (Sink); NATS JetStream is the one built here
+// (nats.go), with Nats-Msg-Id = event id and an expected last sequence on
+// every publish, so that a second relay on the same stream cannot
+// interleave messages: its publishes fail and it starts again from the
+// stream.
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/seckill/seckill/httpapi"
+)
+
+// Defaults of Config.
+const (
+	DefaultLimit = 500
+	DefaultWait  = 30 * time.Second
+	// DefaultRetryAfter is the pause after an error before the relay
+	// resumes from the sink.
+	DefaultRetryAfter = time.Second
+)
+
+// Config configures Run.
+type Config struct {
+	// FeedURL is the base URL of seckilld (http://host:port).
+	FeedURL string
+	// AdminToken is seckilld's admin bearer token.
+	AdminToken string
+	// CampaignID is the campaign whose feed is relayed.
+	CampaignID string
+	// Types, when set, is the feed's types= (e.g. to add
+	// seckill.request.rejected); empty: the feed's default types.
+	Types []string
+	// Limit is the events per feed page (default DefaultLimit, at most 1000).
+	Limit int
+	// Wait is the feed's long poll (default DefaultWait, at most 60 s).
+	Wait time.Duration
+	// RetryAfter is the pause after an error (default DefaultRetryAfter).
+	RetryAfter time.Duration
+	// Client is the HTTP client (default: one with a timeout of Wait + 10 s).
+	Client *http.Client
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Message is one event to publish.
+type Message struct {
+	// ID is the event id: the broker's deduplication key.
+	ID string
+	// Type is the CloudEvents type, e.g. seckill.reservation.created.
+	Type string
+	// SKUID is the SKU of the event (from its source).
+	SKUID string
+	// Index is the event's log index (seckillindex).
+	Index uint64
+	// Cursor is the campaign cursor as of this event: where a relay that
+	// finds this message last in the sink resumes.
+	Cursor string
+	// Event is the CloudEvents JSON object as the feed sent it.
+	Event json.RawMessage
+}
+
+// Sink is where the relay publishes.
+type Sink interface {
+	// Resume returns the Cursor of the last message the sink holds, ""
+	// when it holds none.
+	Resume(ctx context.Context) (string, error)
+	// Publish stores msgs in order and returns once every one is stored,
+	// or with the first error; after an error the relay calls Resume
+	// again, so a sink must never store a message after one that failed.
+	Publish(ctx context.Context, msgs []Message) error
+}
+
+// ErrFeed wraps answers of the feed the relay cannot go past by itself:
+// 410 CURSOR_COMPACTED, 409 CURSOR_DIVERGED (an operator resynchronises
+// the consumers and the stream), 400, 401 and 404.
+var ErrFeed = errors.New("relay: the feed refused the cursor")
+
+// Run relays until ctx is done (it then returns ctx.Err()) or the feed
+// refuses the position (an error wrapping ErrFeed). Any other error (the
+// feed unreachable, a publish that failed) is logged, and the relay
+// resumes from the sink after RetryAfter.
+func Run(ctx context.Context, cfg Config, sink Sink) error {
+	cfg.fill()
+	for {
+		err := relayOnce(ctx, &cfg, sink)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, ErrFeed) {
+			return err
+		}
+		cfg.Logger.Warn("relay: resuming from the sink after an error", "err", err, "after", cfg.RetryAfter)
+		select {
+		case <-time.After(cfg.RetryAfter):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (c *Config) fill() {
+	if c.Limit <= 0 {
+		c.Limit = DefaultLimit
+	}
+	if c.Wait <= 0 {
+		c.Wait = DefaultWait
+	}
+	if c.RetryAfter <= 0 {
+		c.RetryAfter = DefaultRetryAfter
+	}
+	if c.Client == nil {
+		c.Client = &http.Client{Timeout: c.Wait + 10*time.Second}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// relayOnce resumes from the sink and relays pages until an error.
+func relayOnce(ctx context.Context, cfg *Config, sink Sink) error {
+	cursor, err := sink.Resume(ctx)
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	cfg.Logger.Info("relay: resuming", "campaign", cfg.CampaignID, "cursor", cursor)
+	for {
+		page, err := fetch(ctx, cfg, cursor)
+		if err != nil {
+			return err
+		}
+		msgs, err := messages(page, cursor)
+		if err != nil {
+			return err
+		}
+		if len(msgs) > 0 {
+			if err := sink.Publish(ctx, msgs); err != nil {
+				return fmt.Errorf("publish: %w", err)
+			}
+		}
+		cursor = page.NextCursor
+	}
+}
+
+// feedPage is the campaign feed's answer.
+type feedPage struct {
+	Events     []json.RawMessage `json:"events"`
+	NextCursor string            `json:"next_cursor"`
+}
+
+// fetch reads one page of the campaign feed after cursor.
+func fetch(ctx context.Context, cfg *Config, cursor string) (*feedPage, error) {
+	q := url.Values{}
+	q.Set("limit", fmt.Sprint(cfg.Limit))
+	q.Set("wait", cfg.Wait.String())
+	if cursor != "" {
+		q.Set("after", cursor)
+	}
+	if len(cfg.Types) > 0 {
+		q.Set("types", strings.Join(cfg.Types, ","))
+	}
+	u := strings.TrimRight(cfg.FeedURL, "/") + "/admin/campaigns/" + url.PathEscape(cfg.CampaignID) + "/events?" + q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+cfg.AdminToken)
+	resp, err := cfg.Client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case resp.StatusCode == http.StatusOK:
+	case resp.StatusCode == http.StatusGone, resp.StatusCode == http.StatusConflict,
+		resp.StatusCode == http.StatusBadRequest, resp.StatusCode == http.StatusUnauthorized, resp.StatusCode == http.StatusNotFound:
+		return nil, fmt.Errorf("%w: %s: %s", ErrFeed, resp.Status, body)
+	default:
+		return nil, fmt.Errorf("feed: %s: %s", resp.Status, body)
+	}
+	var page feedPage
+	if err := json.Unmarshal(body, &page); err != nil {
+		return nil, fmt.Errorf("feed: %w", err)
+	}
+	return &page, nil
+}
+
+// eventHead is the part of an event the relay reads.
+type eventHead struct {
+	ID           string `json:"id"`
+	Type         string `json:"type"`
+	Source       string `json:"source"`
+	SeckillIndex uint64 `json:"seckillindex"`
+}
+
+// messages turns a page into messages, each with the campaign cursor as
+// of it (the cursor before the page, advanced event by event).
+func messages(page *feedPage, cursor string) ([]Message, error) {
+	positions, err := httpapi.ParseCampaignCursor(cursor)
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([]Message, 0, len(page.Events))
+	for _, raw := range page.Events {
+		var h eventHead
+		if err := json.Unmarshal(raw, &h); err != nil {
+			return nil, fmt.Errorf("feed: event: %w", err)
+		}
+		parts := strings.Split(h.Source, "/") // /seckill/{campaign}/{sku}
+		if len(parts) != 4 || h.ID == "" || h.Type == "" {
+			return nil, fmt.Errorf("feed: event without id, type or source /seckill/{campaign}/{sku}: %s", raw)
+		}
+		positions[parts[3]] = h.ID
+		msgs = append(msgs, Message{ID: h.ID, Type: h.Type, SKUID: parts[3], Index: h.SeckillIndex,
+			Cursor: httpapi.CampaignCursor(positions), Event: raw})
+	}
+	return msgs, nil
+}
