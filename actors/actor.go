@@ -254,7 +254,6 @@ func (a *skuActor) decideAll(ctx actor.Context, calls []*call) (defined bool) {
 // it is never answered and its caller's context ends it (result unknown).
 func (a *skuActor) contain(ctx actor.Context, undecided []*call) {
 	a.commit(ctx) // a failed SKU has nothing to append: its answers go out
-	a.h.queued.Add(int64(itemsOf(undecided)))
 	if a.h.in.requeue(undecided) {
 		ctx.Send(ctx.Self(), drain{})
 	}

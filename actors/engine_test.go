@@ -452,9 +452,8 @@ func postBatch(e *Engine, h *SKU, calls ...*call) {
 	h.in.mu.Lock()
 	for _, c := range calls {
 		c.enqueuedAt = monoNow()
-		h.queued.Add(1)
 		h.in.calls = append(h.in.calls, c)
-		h.in.items++
+		h.in.items.Add(1)
 	}
 	send := !h.in.posted
 	h.in.posted = true

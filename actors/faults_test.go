@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -138,23 +137,11 @@ func replayDir(t *testing.T, dir string) *sku.Machine {
 	return a.m
 }
 
-// stallingStore blocks every Sync while stall is held (a disk that hangs).
-type stallingStore struct {
-	wal.Store
-	stall sync.RWMutex
-}
-
-func (s *stallingStore) Sync() error {
-	s.stall.RLock()
-	defer s.stall.RUnlock()
-	return s.Store.Sync()
-}
-
 // A caller whose context ends while its call waits on a hung disk gets
 // ctx.Err() promptly, and the SKU goes on once the disk comes back.
 func TestCallerContextEndsAWaitOnAHungDisk(t *testing.T) {
 	d := testDef(100)
-	fs := &stallingStore{}
+	fs := &gatedStore{}
 	clock := &fakeClock{}
 	clock.Set(t0)
 	cfg := Config{DataDir: t.TempDir(), Clock: clock.Now, ManualTick: true, Logger: quiet}
@@ -170,7 +157,7 @@ func TestCallerContextEndsAWaitOnAHungDisk(t *testing.T) {
 	if err := e.Define(ctxT(t), d); err != nil {
 		t.Fatal(err)
 	}
-	fs.stall.Lock()
+	fs.shut()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(5*time.Millisecond, cancel)
@@ -192,7 +179,7 @@ func TestCallerContextEndsAWaitOnAHungDisk(t *testing.T) {
 		t.Fatalf("a 10 ms deadline ended the wait after %v", took)
 	}
 
-	fs.stall.Unlock()
+	fs.open()
 	if res, err := e.Reserve(ctxT(t), "c1", "s1", "r3", "u3"); err != nil || res.Outcome != sku.OutcomeAccepted {
 		t.Fatalf("after the disk came back: %v %v", res.Outcome, err)
 	}

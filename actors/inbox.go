@@ -1,6 +1,9 @@
 package actors
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // maxBatch bounds the calls the actor takes per drain message: the longest
 // the actor goes without looking at its mailbox (ticks, snapshots) and the
@@ -26,10 +29,14 @@ const DefaultInboxMax = 4 * maxBatch
 // would. (Calls put back after a panic, requeue, may exceed the bound:
 // they were admitted already.)
 type inbox struct {
-	mu     sync.Mutex
-	max    int // Config.InboxMax
-	calls  []*call
-	items  int  // the items of calls (call.items): what max bounds
+	mu    sync.Mutex
+	max   int // Config.InboxMax
+	calls []*call
+	// items is the items of calls (call.items): what max bounds, and the
+	// published queue depth (Stats.Queued). Written only under mu, with
+	// calls, so a lock-free reader never sees more than max (but after
+	// requeue) nor a call counted that is not in calls.
+	items  atomic.Int64
 	posted bool // a drain message is in the mailbox and has not taken the last call
 	closed bool // the actor stopped: calls are answered ErrClosed at once
 }
@@ -42,22 +49,20 @@ type drain struct{}
 // inbox answers c ErrBusy, a closed one ErrClosed.
 func (h *SKU) post(c *call) {
 	c.enqueuedAt = monoNow()
-	n := c.items()
-	h.queued.Add(int64(n))
+	n := int64(c.items())
 	in := &h.in
 	in.mu.Lock()
-	if in.closed || in.items+n > in.max {
+	if in.closed || in.items.Load()+n > int64(in.max) { // the bound before the count
 		err := ErrClosed
 		if !in.closed {
 			err = ErrBusy
 		}
 		in.mu.Unlock()
-		h.queued.Add(-int64(n))
 		c.answer(err)
 		return
 	}
 	in.calls = append(in.calls, c)
-	in.items += n
+	in.items.Add(n)
 	send := !in.posted
 	in.posted = true
 	in.mu.Unlock()
@@ -73,9 +78,9 @@ func (h *SKU) post(c *call) {
 func (in *inbox) take(dst []*call) (calls []*call, items int, more bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if in.items <= maxBatch {
+	if in.items.Load() <= maxBatch {
 		calls, in.calls = in.calls, dst[:0]
-		items, in.items = in.items, 0
+		items = int(in.items.Swap(0))
 		in.posted = false
 		return calls, items, false
 	}
@@ -88,7 +93,7 @@ func (in *inbox) take(dst []*call) (calls []*call, items int, more bool) {
 	rest := copy(in.calls, in.calls[n:])
 	clear(in.calls[rest:])
 	in.calls = in.calls[:rest]
-	in.items -= items
+	in.items.Add(-int64(items))
 	return calls, items, rest > 0
 }
 
@@ -101,7 +106,7 @@ func (in *inbox) requeue(calls []*call) (post bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.calls = append(append(make([]*call, 0, len(calls)+len(in.calls)), calls...), in.calls...)
-	in.items += itemsOf(calls)
+	in.items.Add(int64(itemsOf(calls)))
 	post = !in.posted
 	in.posted = true
 	return post
@@ -112,10 +117,10 @@ func (in *inbox) requeue(calls []*call) (post bool) {
 func (h *SKU) shut() {
 	in := &h.in
 	in.mu.Lock()
-	calls, items := in.calls, in.items
-	in.calls, in.items, in.closed = nil, 0, true
+	calls := in.calls
+	in.calls, in.closed = nil, true
+	in.items.Store(0)
 	in.mu.Unlock()
-	h.queued.Add(-int64(items))
 	for _, c := range calls {
 		c.answer(ErrClosed)
 	}

@@ -29,12 +29,11 @@ type SKU struct {
 	// audit is the recount of the SKU off the actor (audit.go).
 	audit auditSlot
 
-	// Sojourn stamps (see libraries notes): the sender counts a call in
-	// queued and stamps it; the actor, on taking a batch, stores the stamp
-	// of its newest call in headEnqueuedAt and counts the batch out. The
-	// age of the oldest waiting call is then now-headEnqueuedAt while
-	// queued > 0: high by at most one batch's service time.
-	queued         atomic.Int64
+	// Sojourn stamps (see libraries notes): the sender stamps a call and
+	// counts it in the inbox (inbox.items); the actor, on taking a batch,
+	// stores the stamp of its newest call in headEnqueuedAt. The age of the
+	// oldest waiting call is then now-headEnqueuedAt while the inbox holds
+	// items: high by at most one batch's service time.
 	headEnqueuedAt atomic.Int64
 	processed      atomic.Uint64
 	rateBits       atomic.Uint64 // float64 messages/s, EWMA
@@ -115,7 +114,7 @@ func (s *SKU) Stats() Stats {
 		CampaignID:    s.campaignID,
 		SKUID:         s.skuID,
 		Unavailable:   s.unavailable.Load(),
-		Queued:        s.queued.Load(),
+		Queued:        s.in.items.Load(),
 		RatePerSecond: math.Float64frombits(s.rateBits.Load()),
 	}
 	if st.Queued > 0 {
@@ -159,11 +158,11 @@ func (s *SKU) recovered(err error) {
 	})
 }
 
-// taken is called by the actor when it takes n stamped calls, the newest
-// stamped lastEnqueuedAt: every call still waiting is younger.
+// taken is called by the actor when it takes n stamped calls (take has
+// counted them out of the inbox), the newest stamped lastEnqueuedAt: every
+// call still waiting is younger.
 func (s *SKU) taken(lastEnqueuedAt int64, n int) {
 	s.headEnqueuedAt.Store(lastEnqueuedAt)
-	s.queued.Add(-int64(n))
 	s.processed.Add(uint64(n))
 }
 
