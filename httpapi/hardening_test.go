@@ -380,6 +380,14 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s %s: detail %q, want %q", path, c.body, r.str("detail"), c.detail)
 		}
 	}
+	// A dot folder name is refused with a detail that says so.
+	for _, id := range []string{".", ".."} {
+		r := ts.post(res, `{"request_id":"r9","user_id":"`+id+`"}`)
+		want(t, r, http.StatusBadRequest, "BAD_REQUEST")
+		if d := r.str("detail"); d != `user_id must be 1-64 characters of [A-Za-z0-9._:-], not "." or ".."` {
+			t.Errorf("user_id %q: detail %q", id, d)
+		}
+	}
 	define := campaign("bad", "15m", map[string]int{"s": 5})
 	define["start_at"] = "tomorrow"
 	if r := ts.admin(http.MethodPut, "/admin/campaigns/bad", define); r.status != http.StatusBadRequest ||
