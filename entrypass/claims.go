@@ -45,7 +45,7 @@ func (c Claims) validateIDs() error {
 		{"campaign_id", c.CampaignID}, {"sku_id", c.SKUID}, {"user_id", c.UserID},
 	} {
 		if !sku.ValidID(f.id) {
-			return fmt.Errorf("%w: %s must be 1-%d characters of [A-Za-z0-9._:-]", ErrBadClaims, f.name, MaxIDLength)
+			return fmt.Errorf("%w: %s must be %s", ErrBadClaims, f.name, sku.IDRule)
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/seckill/seckill/httpapi/jsonkeys"
@@ -96,7 +97,18 @@ func (c *Campaign) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// parseCampaignTime reads an RFC 3339 time; "" is the zero time.
+// The years a campaign time may fall in, in UTC: from the Unix epoch
+// (definitions keep Unix milliseconds) to the last year RFC 3339 can write
+// (four digits). A time outside would be written back as something no
+// RFC 3339 parser reads ("-0001-12-31T23:00:00.000Z").
+const (
+	minCampaignYear = 1970
+	maxCampaignYear = 9999
+)
+
+// parseCampaignTime reads an RFC 3339 time whose UTC year is from
+// minCampaignYear to maxCampaignYear; "" is the zero time. Errors are a
+// *fieldError naming field.
 func parseCampaignTime(field, text string) (time.Time, error) {
 	var t time.Time
 	if text == "" {
@@ -104,6 +116,9 @@ func parseCampaignTime(field, text string) (time.Time, error) {
 	}
 	if err := t.UnmarshalText([]byte(text)); err != nil {
 		return time.Time{}, &fieldError{field: field, want: "an RFC 3339 time such as " + exampleTime}
+	}
+	if y := t.UTC().Year(); y < minCampaignYear || y > maxCampaignYear {
+		return time.Time{}, &fieldError{field: field, want: fmt.Sprintf("a time from %d-01-01T00:00:00Z to %d-12-31T23:59:59Z (UTC)", minCampaignYear, maxCampaignYear)}
 	}
 	return t, nil
 }

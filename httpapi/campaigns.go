@@ -22,7 +22,8 @@ import (
 type Campaign struct {
 	// CampaignID names the campaign ([A-Za-z0-9._:-], 1-64 characters).
 	CampaignID string `json:"campaign_id"`
-	// StartAt opens the sale window [start_at, end_at), RFC 3339.
+	// StartAt opens the sale window [start_at, end_at), RFC 3339 with a
+	// UTC year from 1970 to 9999.
 	StartAt time.Time `json:"start_at"`
 	// EndAt closes the sale window; a redefinition may only move it later.
 	EndAt time.Time `json:"end_at"`

@@ -201,13 +201,13 @@ func decodeNoFields(body []byte) error {
 	return decodeJSON(body, &struct{}{})
 }
 
-// checkID returns a detail message when id is not a valid id (sku.ValidID:
-// 1-64 characters of [A-Za-z0-9._:-]), "" when it is.
+// checkID returns a detail message when id is not a valid id (sku.ValidID,
+// worded by sku.IDRule), "" when it is.
 func checkID(field, id string) string {
 	if sku.ValidID(id) {
 		return ""
 	}
-	return fmt.Sprintf("%s must be 1-%d characters of [A-Za-z0-9._:-]", field, sku.MaxIDLength)
+	return field + " must be " + sku.IDRule
 }
 
 // pathParam returns a path parameter set by the router. The router stores

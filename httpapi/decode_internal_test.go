@@ -37,6 +37,14 @@ func TestDecodeErrorDetails(t *testing.T) {
 		{`{"skus":{}}`, func() any { return &Campaign{} }, "skus: must be an array"},
 		{`{"release_on_close":"yes"}`, func() any { return &Campaign{} }, "release_on_close: must be true or false"},
 		{`{"start_at":"tomorrow"}`, func() any { return &Campaign{} }, "start_at: must be an RFC 3339 time such as 2030-01-01T12:00:00Z"},
+		// The UTC year must be 1970..9999: "0000-01-01T00:00:00+01:00" is
+		// year -1 in UTC, which RFC 3339 cannot write back.
+		{`{"start_at":"0000-01-01T00:00:00+01:00"}`, func() any { return &Campaign{} },
+			"start_at: must be a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)"},
+		{`{"end_at":"1969-12-31T23:59:59.999Z"}`, func() any { return &Campaign{} },
+			"end_at: must be a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)"},
+		{`{"end_at":"9999-12-31T23:00:00-01:00"}`, func() any { return &Campaign{} },
+			"end_at: must be a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)"},
 		{`{"start_at":"2030-01-01T00:00:00Z","end_at":1}`, func() any { return &Campaign{} }, "end_at: must be a string"},
 		{`{"skus":[{"bogus":1}]}`, func() any { return &Campaign{} }, `malformed JSON: unknown field "bogus"`},
 		{`{"reason":"x"}`, func() any { return &struct{}{} }, `malformed JSON: unknown field "reason"`},
@@ -132,5 +140,19 @@ func TestDefinitionsPaymentWindowDetail(t *testing.T) {
 	c.PaymentWindow = "soon"
 	if _, err := c.Definitions(); err == nil || err.Error() != `payment_window: must be a duration such as "15m" or "90s"` {
 		t.Fatalf("%v", err)
+	}
+}
+
+// A lottery SKU's entry window is held to the same years as start_at.
+func TestLotteryEntryTimeRange(t *testing.T) {
+	var c Campaign
+	body := `{"campaign_id":"c","start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z","skus":[{"sku_id":"a","sale_limit":5,` +
+		`"allocation":"lottery","entries_open_at":"0001-01-01T00:00:00Z","entries_close_at":"2029-12-31T00:00:00Z","beacon":{"source":"x","round":1}}]}`
+	if err := decodeJSON([]byte(body), &c); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Definitions()
+	if want := "entries_open_at: must be a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)"; err == nil || err.Error() != want {
+		t.Fatalf("Definitions: %v, want %q", err, want)
 	}
 }

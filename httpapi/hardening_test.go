@@ -380,11 +380,26 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s %s: detail %q, want %q", path, c.body, r.str("detail"), c.detail)
 		}
 	}
+	// A dot folder name is refused with a detail that says so.
+	for _, id := range []string{".", ".."} {
+		r := ts.post(res, `{"request_id":"r9","user_id":"`+id+`"}`)
+		want(t, r, http.StatusBadRequest, "BAD_REQUEST")
+		if d := r.str("detail"); d != `user_id must be 1-64 characters of [A-Za-z0-9._:-], not "." or ".."` {
+			t.Errorf("user_id %q: detail %q", id, d)
+		}
+	}
 	define := campaign("bad", "15m", map[string]int{"s": 5})
 	define["start_at"] = "tomorrow"
 	if r := ts.admin(http.MethodPut, "/admin/campaigns/bad", define); r.status != http.StatusBadRequest ||
 		r.str("detail") != "start_at: must be an RFC 3339 time such as 2030-01-01T12:00:00Z" {
 		t.Errorf("define with a bad time: %v", r)
+	}
+	// A time RFC 3339 parses but cannot write back (UTC year -1) is
+	// refused, not echoed as "-0001-12-31T23:00:00.000Z".
+	define["start_at"] = "0000-01-01T00:00:00+01:00"
+	if r := ts.admin(http.MethodPut, "/admin/campaigns/bad", define); r.status != http.StatusBadRequest || r.str("error") != "BAD_REQUEST" ||
+		r.str("detail") != "start_at: must be a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)" {
+		t.Errorf("define with a time before 1970: %v", r)
 	}
 
 	want(t, ts.get("/nope"), http.StatusNotFound, "NOT_FOUND")

@@ -131,10 +131,10 @@ var ErrInvalidDefinition = errors.New("invalid definition")
 // Validate checks the ids, the window and the limits.
 func (d Definition) Validate() error {
 	if !ValidID(d.CampaignID) {
-		return fmt.Errorf("%w: campaign_id %q must be 1-%d characters of [A-Za-z0-9._:-]", ErrInvalidDefinition, d.CampaignID, MaxIDLength)
+		return fmt.Errorf("%w: campaign_id %q must be %s", ErrInvalidDefinition, d.CampaignID, IDRule)
 	}
 	if !ValidID(d.SKUID) {
-		return fmt.Errorf("%w: sku_id %q must be 1-%d characters of [A-Za-z0-9._:-]", ErrInvalidDefinition, d.SKUID, MaxIDLength)
+		return fmt.Errorf("%w: sku_id %q must be %s", ErrInvalidDefinition, d.SKUID, IDRule)
 	}
 	if d.EndAt <= d.StartAt {
 		return fmt.Errorf("%w: end_at must be after start_at", ErrInvalidDefinition)
@@ -146,7 +146,7 @@ func (d Definition) Validate() error {
 		return fmt.Errorf("%w: sale_limit must be 1..%d", ErrInvalidDefinition, MaxSaleLimit)
 	}
 	if d.Cell != "" && !ValidID(d.Cell) {
-		return fmt.Errorf("%w: cell %q must be 1-%d characters of [A-Za-z0-9._:-]", ErrInvalidDefinition, d.Cell, MaxIDLength)
+		return fmt.Errorf("%w: cell %q must be %s", ErrInvalidDefinition, d.Cell, IDRule)
 	}
 	if d.Cell == "" && d.CellMapVersion != 0 {
 		return fmt.Errorf("%w: a cell map version without a cell", ErrInvalidDefinition)
@@ -207,6 +207,10 @@ func (d Definition) CheckRedefine(next Definition) error {
 	}
 	return d.checkLotteryRedefine(next)
 }
+
+// IDRule is ValidID's rule in words, for every message that refuses an id
+// ("sku_id must be " + IDRule); its length is MaxIDLength.
+const IDRule = `1-64 characters of [A-Za-z0-9._:-], not "." or ".."`
 
 // ValidID reports whether s is 1-64 characters of [A-Za-z0-9._:-], the
 // alphabet of every id the engine accepts, and not "." or "..": campaign

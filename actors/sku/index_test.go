@@ -2,6 +2,7 @@ package sku
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +63,18 @@ func TestValidIDRefusesDotFolders(t *testing.T) {
 		if !ValidID(id) {
 			t.Errorf("ValidID(%q) = false", id)
 		}
+	}
+}
+
+// IDRule words ValidID: its length is MaxIDLength and it names the dot
+// folders, which is why "." and ".." are refused; Validate uses it.
+func TestIDRuleWordsValidID(t *testing.T) {
+	if !strings.HasPrefix(IDRule, fmt.Sprintf("1-%d characters of ", MaxIDLength)) || !strings.HasSuffix(IDRule, `not "." or ".."`) {
+		t.Fatalf("IDRule = %q", IDRule)
+	}
+	err := Definition{CampaignID: "..", SKUID: "s", EndAt: 1, PaymentWindowMs: 1, SaleLimit: 1}.Validate()
+	if want := `campaign_id ".." must be ` + IDRule; err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Fatalf("Validate: %v, want ...%s", err, want)
 	}
 }
 

@@ -4,7 +4,8 @@
 // no state: on start it reads where it stopped from the stream's last
 // message. Run one relay per stream. Every flag is also read from the
 // environment as SECKILL_RELAY_<NAME> (--admin-token:
-// SECKILL_RELAY_ADMIN_TOKEN); flags win.
+// SECKILL_RELAY_ADMIN_TOKEN); flags win. --version prints the build's
+// version line and --help the usage, both on stdout with exit 0.
 package main
 
 import (
@@ -22,13 +23,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/peterbourgon/ff/v3"
+	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/relay"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := run(ctx, os.Args[1:], os.Stderr)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "seckill-relay:", err)
@@ -36,9 +38,16 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, stderr io.Writer) error {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if version.Requested(args) {
+		fmt.Fprintln(stdout, version.String("seckill-relay"))
+		return nil
+	}
 	fs := flag.NewFlagSet("seckill-relay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	if version.HelpRequested(args) {
+		fs.SetOutput(stdout) // asked for: the usage is the answer
+	}
 	feed := fs.String("feed", "http://127.0.0.1:8080", "base URL of seckilld")
 	token := fs.String("admin-token", "", "seckilld's admin bearer token (required)")
 	natsURL := fs.String("nats", nats.DefaultURL, "NATS server URL")
@@ -48,7 +57,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	limit := fs.Int("limit", relay.DefaultLimit, "events per feed page (1..1000)")
 	wait := fs.Duration("wait", relay.DefaultWait, "feed long poll (at most 60s)")
 	level := fs.String("log-level", "info", "debug | info | warn | error")
-	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL_RELAY")); err != nil {
+	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL_RELAY")); errors.Is(err, flag.ErrHelp) {
+		return nil
+	} else if err != nil {
 		return err
 	}
 	var logLevel slog.Level

@@ -7,6 +7,7 @@
 //
 //	seckill-router --addr 127.0.0.1:8090 --etcd HOST:PORT,...
 //	               --cells c1=127.0.0.1:8081,c2=127.0.0.1:8082 [--default-cell c1]
+//	seckill-router --version | --help
 package main
 
 import (
@@ -26,6 +27,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/seckill/seckill/cells"
+	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/ledger"
 )
 
@@ -56,7 +58,15 @@ func parse(args []string, stderr io.Writer) (options, error) {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	o, err := parse(args, stderr)
+	if version.Requested(args) {
+		fmt.Fprintln(stdout, version.String("seckill-router"))
+		return 0
+	}
+	usageOut := stderr
+	if version.HelpRequested(args) {
+		usageOut = stdout // asked for: the usage is the answer
+	}
+	o, err := parse(args, usageOut)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}

@@ -5,6 +5,7 @@
 //
 //	seckill-sim [-seeds N] [-first N] [-steps N] [-workers N] [-stop]
 //	seckill-sim -seed N [-steps N] [-trace]
+//	seckill-sim --version | --help
 //
 // The first form runs seeds first..first+N-1 and prints the totals; each
 // failure is printed with its seed and the shortest step list the shrinker
@@ -13,6 +14,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/sim"
 )
 
@@ -29,8 +32,15 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if version.Requested(args) {
+		fmt.Fprintln(stdout, version.String("seckill-sim"))
+		return 0
+	}
 	fs := flag.NewFlagSet("seckill-sim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	if version.HelpRequested(args) {
+		fs.SetOutput(stdout) // asked for: the usage is the answer
+	}
 	seeds := fs.Uint64("seeds", 10_000, "histories to run, one per seed")
 	first := fs.Uint64("first", 1, "first seed")
 	steps := fs.Int("steps", 200, "steps per history")
@@ -38,7 +48,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	stop := fs.Bool("stop", false, "stop at the first failing seed")
 	seed := fs.Uint64("seed", 0, "replay this one seed (with its shortest failing history if it fails)")
 	trace := fs.Bool("trace", false, "with -seed: print every step")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || *steps <= 0 {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil || fs.NArg() > 0 || *steps <= 0 {
 		if err == nil {
 			fmt.Fprintln(stderr, "usage: seckill-sim [-seeds N] [-first N] [-steps N] [-workers N] [-stop] | -seed N [-trace]")
 		}

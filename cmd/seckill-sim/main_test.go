@@ -34,3 +34,16 @@ func TestUsageError(t *testing.T) {
 		t.Fatalf("exit %d for -steps 0, want 2", code)
 	}
 }
+
+// --help prints the flags on stdout and --version the build's version
+// line, both with exit 0.
+func TestHelpAndVersion(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"--help"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "-seeds") {
+		t.Fatalf("--help: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	if code := run([]string{"--version"}, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "seckill-sim ") || !strings.Contains(out.String(), "go1.") {
+		t.Fatalf("--version: exit %d, %q", code, out.String())
+	}
+}

@@ -4,11 +4,19 @@
 // for make cluster. Being a process of its own, it can be paused (SIGSTOP)
 // and killed like a production member. Proxy (proxy.go) cuts one client's
 // link to it.
+//
+// The binary is built once per content of the nested module and kept in
+// the user cache directory ($XDG_CACHE_HOME or ~/.cache on Linux) as
+// seckill/etcd-<version>-<hash>, shared by every test run and test binary
+// (see Build); nothing is written to /tmp per run. Remove that directory
+// to reclaim the space (about 33 MB per module version).
 package etcdtest
 
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -38,26 +46,75 @@ func moduleDir() string {
 	return filepath.Join(filepath.Dir(file), "etcdserver")
 }
 
-// Build compiles the etcd server once per process into a temporary
-// directory and returns the binary's path. The first build of the server's
-// dependency graph takes minutes on a small machine; the Go build cache
-// makes later ones a link.
+// moduleFiles are the nested module's inputs that decide the binary.
+var moduleFiles = []string{"go.mod", "go.sum", "main.go"}
+
+// cachePath returns where the binary built from the module in dir lives
+// under cacheRoot: seckill/etcd-<Version>-<first 16 hex digits of the
+// SHA-256 of go.mod, go.sum and main.go>. A change to any of them names a
+// new file; the old one stays until the cache is cleaned.
+func cachePath(cacheRoot, dir string) (string, error) {
+	h := sha256.New()
+	for _, name := range moduleFiles {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return "", fmt.Errorf("etcdtest: hash module: %w", err)
+		}
+		fmt.Fprintf(h, "%s %d\n", name, len(b))
+		h.Write(b)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))[:16]
+	return filepath.Join(cacheRoot, "seckill", "etcd-"+Version+"-"+sum), nil
+}
+
+// Build returns the path of the etcd server binary, building it into the
+// user cache directory (os.UserCacheDir, e.g. ~/.cache; os.TempDir if
+// there is none) when no binary for this module content is there yet (see
+// cachePath). Later runs and other test binaries reuse it, so nothing is
+// left behind per run. Two processes building at once each write a temp
+// file in the cache directory and rename it into place; the rename is
+// atomic, so a reader sees a whole binary or none. The first build of the
+// server's dependency graph takes minutes on a small machine.
 func Build() (string, error) {
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "seckill-etcd-bin-")
+		root, err := os.UserCacheDir()
 		if err != nil {
-			buildErr = err
-			return
+			root = os.TempDir()
 		}
-		buildPath = filepath.Join(dir, "etcdserver")
-		cmd := exec.Command("go", "build", "-o", buildPath, ".")
-		cmd.Dir = moduleDir()
-		cmd.Env = append(os.Environ(), "GOWORK=off")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("etcdtest: build etcd %s: %v\n%s", Version, err, out)
-		}
+		buildPath, buildErr = buildInto(root, moduleDir())
 	})
 	return buildPath, buildErr
+}
+
+// buildInto builds the module in dir to its cachePath under cacheRoot
+// unless the file is already there, and returns that path.
+func buildInto(cacheRoot, dir string) (string, error) {
+	path, err := cachePath(cacheRoot, dir)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", fmt.Errorf("etcdtest: cache dir: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-")
+	if err != nil {
+		return "", fmt.Errorf("etcdtest: cache dir: %w", err)
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	cmd := exec.Command("go", "build", "-o", tmp.Name(), ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("etcdtest: build etcd %s: %v\n%s", Version, err, out)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", fmt.Errorf("etcdtest: install etcd binary: %w", err)
+	}
+	return path, nil
 }
 
 // Server is one running etcd member.

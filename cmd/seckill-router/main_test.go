@@ -1,0 +1,28 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// --help prints the flags on stdout and --version the build's version
+// line, both with exit 0 and without the required --etcd and --cells.
+func TestHelpAndVersion(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"--help"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "-default-cell") {
+		t.Fatalf("--help: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	if code := run([]string{"--version"}, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "seckill-router ") || !strings.Contains(out.String(), "go1.") {
+		t.Fatalf("--version: exit %d, %q, stderr %q", code, out.String(), errOut.String())
+	}
+}
+
+// Without --etcd and --cells the router refuses with a usage error (2).
+func TestMissingRequiredFlags(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(nil, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "--etcd and --cells are required") {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+}
