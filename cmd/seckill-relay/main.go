@@ -39,15 +39,12 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if version.Requested(args) {
-		fmt.Fprintln(stdout, version.String("seckill-relay"))
+	usageOut, done := version.Preamble("seckill-relay", args, stdout, stderr)
+	if done {
 		return nil
 	}
 	fs := flag.NewFlagSet("seckill-relay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if version.HelpRequested(args) {
-		fs.SetOutput(stdout) // asked for: the usage is the answer
-	}
+	fs.SetOutput(usageOut)
 	feed := fs.String("feed", "http://127.0.0.1:8080", "base URL of seckilld")
 	token := fs.String("admin-token", "", "seckilld's admin bearer token (required)")
 	natsURL := fs.String("nats", nats.DefaultURL, "NATS server URL")

@@ -58,13 +58,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if version.Requested(args) {
-		fmt.Fprintln(stdout, version.String("seckill-router"))
+	usageOut, done := version.Preamble("seckill-router", args, stdout, stderr)
+	if done {
 		return 0
-	}
-	usageOut := stderr
-	if version.HelpRequested(args) {
-		usageOut = stdout // asked for: the usage is the answer
 	}
 	o, err := parse(args, usageOut)
 	if errors.Is(err, flag.ErrHelp) {

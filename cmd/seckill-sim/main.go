@@ -32,15 +32,12 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if version.Requested(args) {
-		fmt.Fprintln(stdout, version.String("seckill-sim"))
+	usageOut, done := version.Preamble("seckill-sim", args, stdout, stderr)
+	if done {
 		return 0
 	}
 	fs := flag.NewFlagSet("seckill-sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if version.HelpRequested(args) {
-		fs.SetOutput(stdout) // asked for: the usage is the answer
-	}
+	fs.SetOutput(usageOut)
 	seeds := fs.Uint64("seeds", 10_000, "histories to run, one per seed")
 	first := fs.Uint64("first", 1, "first seed")
 	steps := fs.Int("steps", 200, "steps per history")

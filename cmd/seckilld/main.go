@@ -47,13 +47,9 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if version.Requested(args) {
-		fmt.Fprintln(stdout, version.String("seckilld"))
+	usageOut, done := version.Preamble("seckilld", args, stdout, stderr)
+	if done {
 		return 0
-	}
-	usageOut := stderr
-	if version.HelpRequested(args) {
-		usageOut = stdout // asked for: the usage is the answer
 	}
 	opts, err := parseOptions(args, usageOut)
 	if errors.Is(err, flag.ErrHelp) {

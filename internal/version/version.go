@@ -6,6 +6,7 @@ package version
 
 import (
 	"fmt"
+	"io"
 	"runtime/debug"
 	"strings"
 )
@@ -116,4 +117,19 @@ func hasFlag(args []string, names ...string) bool {
 		}
 	}
 	return false
+}
+
+// Preamble is the start of every binary's main: it answers --version
+// (String(program) on stdout; done is true, exit 0) and otherwise says
+// where a flag set's usage goes: stdout when --help was asked for (the
+// usage is then the answer, exit 0), stderr otherwise (a usage error).
+func Preamble(program string, args []string, stdout, stderr io.Writer) (usage io.Writer, done bool) {
+	if Requested(args) {
+		fmt.Fprintln(stdout, String(program))
+		return nil, true
+	}
+	if HelpRequested(args) {
+		return stdout, false
+	}
+	return stderr, false
 }

@@ -39,3 +39,17 @@ func TestRequested(t *testing.T) {
 		}
 	}
 }
+
+func TestPreamble(t *testing.T) {
+	var out, errOut strings.Builder
+	if usage, done := Preamble("prog", []string{"--version"}, &out, &errOut); !done || usage != nil ||
+		!strings.HasPrefix(out.String(), "prog ") {
+		t.Fatalf("--version: done %v, usage %v, stdout %q", done, usage, out.String())
+	}
+	if usage, done := Preamble("prog", []string{"-h"}, &out, &errOut); done || usage != &out {
+		t.Fatalf("-h: done %v, usage is stdout %v", done, usage == &out)
+	}
+	if usage, done := Preamble("prog", []string{"--bogus"}, &out, &errOut); done || usage != &errOut {
+		t.Fatalf("a usage error: done %v, usage is stderr %v", done, usage == &errOut)
+	}
+}
