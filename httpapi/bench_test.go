@@ -117,7 +117,7 @@ func benchmarkReserveEntryPass(b *testing.B, fsync wal.FsyncMode) {
 	define.Request.Header.Set("Authorization", "Bearer "+testToken)
 	define.Request.SetBody(body)
 	handler(&define)
-	if define.Response.StatusCode() != fasthttp.StatusOK {
+	if define.Response.StatusCode() != fasthttp.StatusCreated { // a new campaign (RFC 9110 §9.3.4)
 		b.Fatalf("define: %d %s", define.Response.StatusCode(), define.Response.Body())
 	}
 	time.Sleep(10 * time.Millisecond) // the definition's durable view is published

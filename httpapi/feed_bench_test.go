@@ -77,7 +77,7 @@ func (s *benchServer) define(b *testing.B, c string) {
 	b.Helper()
 	r, err := try(http.MethodPut, s.base+"/admin/campaigns/"+c, campaign(c, "15m", map[string]int{"s": 100_000_000}),
 		map[string]string{"Authorization": "Bearer " + testToken})
-	if err != nil || r.status != http.StatusOK {
+	if err != nil || r.status != http.StatusCreated {
 		b.Fatalf("define: %v %v", r, err)
 	}
 }

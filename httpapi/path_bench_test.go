@@ -47,7 +47,7 @@ func pathServer(b *testing.B, saleLimit int) fasthttp.RequestHandler {
 	define.Request.Header.Set("Authorization", "Bearer "+testToken)
 	define.Request.SetBody(body)
 	handler(&define)
-	if define.Response.StatusCode() != fasthttp.StatusOK {
+	if define.Response.StatusCode() != fasthttp.StatusCreated { // a new campaign (RFC 9110 §9.3.4)
 		b.Fatalf("define: %d %s", define.Response.StatusCode(), define.Response.Body())
 	}
 	for _, ok := eng.SKUStats("bench", "s"); !ok; _, ok = eng.SKUStats("bench", "s") {
