@@ -34,39 +34,27 @@ func buildConsumer(t *testing.T) string {
 func mix(base, campaignID, skuID, prefix string, workers int, stop <-chan struct{}, count *atomic.Int64) []string {
 	var mu sync.Mutex
 	var ids []string
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				r, err := tryReserve(base, campaignID, skuID, fmt.Sprintf("%s-%d-%d", prefix, w, i), fmt.Sprintf("%s-u%d-%d", prefix, w, i))
-				if err != nil {
-					return // the server went away
-				}
-				if r.status != http.StatusAccepted {
-					continue
-				}
-				id := r.str("reservation_id")
-				mu.Lock()
-				ids = append(ids, id)
-				mu.Unlock()
-				count.Add(1)
-				switch i % 3 {
-				case 0:
-					try(http.MethodPost, base+"/v1/reservations/"+id+"/payment", map[string]any{"payment_id": fmt.Sprintf("p-%d-%d", w, i), "amount": 1}, nil)
-				case 1:
-					try(http.MethodPost, base+"/v1/reservations/"+id+"/cancel", nil, nil)
-				} // else: it expires
-			}
-		}()
-	}
-	wg.Wait()
+	untilStopped(workers, stop, func(w, i int) bool {
+		r, err := tryReserve(base, campaignID, skuID, fmt.Sprintf("%s-%d-%d", prefix, w, i), fmt.Sprintf("%s-u%d-%d", prefix, w, i))
+		if err != nil {
+			return false // the server went away
+		}
+		if r.status != http.StatusAccepted {
+			return true
+		}
+		id := r.str("reservation_id")
+		mu.Lock()
+		ids = append(ids, id)
+		mu.Unlock()
+		count.Add(1)
+		switch i % 3 {
+		case 0:
+			try(http.MethodPost, base+"/v1/reservations/"+id+"/payment", map[string]any{"payment_id": fmt.Sprintf("p-%d-%d", w, i), "amount": 1}, nil)
+		case 1:
+			try(http.MethodPost, base+"/v1/reservations/"+id+"/cancel", nil, nil)
+		} // else: it expires
+		return true
+	})
 	return ids
 }
 

@@ -36,6 +36,27 @@ type accepted struct {
 func load(base, prefix string, workers int, stop <-chan struct{}, count *atomic.Int64) []accepted {
 	var mu sync.Mutex
 	var seen []accepted
+	untilStopped(workers, stop, func(w, i int) bool {
+		rid, uid := fmt.Sprintf("%s-w%d-r%d", prefix, w, i), fmt.Sprintf("%s-w%d-u%d", prefix, w, i)
+		r, err := tryReserve(base, "demo", "sku-1", rid, uid)
+		if err != nil {
+			return false // the server went away
+		}
+		if r.status == http.StatusAccepted {
+			mu.Lock()
+			seen = append(seen, accepted{rid, uid, r.str("reservation_id"), num(r, "token_id"), string(r.raw)})
+			mu.Unlock()
+			count.Add(1)
+		}
+		return true
+	})
+	return seen
+}
+
+// untilStopped runs step(worker, i) for i = 0, 1, ... on workers
+// goroutines until stop is closed or step returns false, and waits for
+// them all: the load loop of the process tests.
+func untilStopped(workers int, stop <-chan struct{}, step func(w, i int) bool) {
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -47,22 +68,13 @@ func load(base, prefix string, workers int, stop <-chan struct{}, count *atomic.
 					return
 				default:
 				}
-				rid, uid := fmt.Sprintf("%s-w%d-r%d", prefix, w, i), fmt.Sprintf("%s-w%d-u%d", prefix, w, i)
-				r, err := tryReserve(base, "demo", "sku-1", rid, uid)
-				if err != nil {
-					return // the server went away
-				}
-				if r.status == http.StatusAccepted {
-					mu.Lock()
-					seen = append(seen, accepted{rid, uid, r.str("reservation_id"), num(r, "token_id"), string(r.raw)})
-					mu.Unlock()
-					count.Add(1)
+				if !step(w, i) {
+					return
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	return seen
 }
 
 // verify checks that every 202 in seen is durable on the server at base:
