@@ -152,22 +152,7 @@ func BenchmarkFeedRead(b *testing.B) {
 	const records = 1_000_000
 	s := startBenchServer(b, wal.FsyncNeverBenchmarkOnly)
 	defer s.stop()
-	s.define(b, "fr")
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < 256; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1); i < records; i = next.Add(1) {
-				if _, err := s.eng.Reserve(context.Background(), "fr", "s", fmt.Sprint("r", i), fmt.Sprint("u", i)); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	s.fill(b, "fr", records-1, 256)
 	log, _, _ := s.eng.FeedLog("fr", "s")
 	last := log.DurableIndex()
 	b.ResetTimer()
@@ -245,22 +230,7 @@ func BenchmarkFeedPageHandler(b *testing.B) {
 	const records = 100_000
 	s := startBenchServer(b, wal.FsyncNeverBenchmarkOnly)
 	defer s.stop()
-	s.define(b, "ph")
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < 64; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1); i < records; i = next.Add(1) {
-				if _, err := s.eng.Reserve(context.Background(), "ph", "s", fmt.Sprint("r", i), fmt.Sprint("u", i)); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	s.fill(b, "ph", records-1, 64)
 	handler := s.srv.Handler()
 	var ctx fasthttp.RequestCtx
 	page := func(from int) int {
@@ -292,4 +262,26 @@ func BenchmarkFeedPageHandler(b *testing.B) {
 	}
 	b.ReportMetric(float64(first.Nanoseconds())/float64(events), "first-cpu-ns/event")
 	b.ReportMetric(float64(cached.Nanoseconds())/float64(events), "cached-cpu-ns/event")
+}
+
+// fill defines campaign c and makes reservations 1..n of its SKU s from
+// callers goroutines (in process: the engine, not HTTP).
+func (s *benchServer) fill(b *testing.B, c string, n, callers int) {
+	b.Helper()
+	s.define(b, c)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < callers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				if _, err := s.eng.Reserve(context.Background(), c, "s", fmt.Sprint("r", i), fmt.Sprint("u", i)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
