@@ -195,12 +195,14 @@ func (r *rateTracker) tick(s *SKU, now time.Time) {
 // publisher is a wal.Waiter that publishes a SKU's state once the records
 // behind it are durable (used for records no caller waits on: expiry).
 type publisher struct {
-	owner *SKU
-	view  durableView
+	owner  *SKU
+	view   durableView
+	events []purchaseEvent // batch.events
 }
 
 func (p *publisher) Durable(err error) {
 	if err == nil {
 		p.owner.publish(p.view)
+		p.owner.applyPurchaseEvents(p.events)
 	}
 }

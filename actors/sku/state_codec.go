@@ -49,6 +49,9 @@ import (
 //	       ranges                                    the unsold queue, in order
 //	allocation  = uvarint seq, uvarint epoch, ranges
 //	ranges      = uvarint n, n × (uvarint first, uvarint last - first)
+//	tag 4: purchase (issue #19), written for a campaign whose
+//	       purchase_limit is "campaign" only (never with tags 2 or 3):
+//	       u8 purchase_limit (1)
 //
 // The sections are written in tag order and only when used; the decoder
 // accepts any subset of them in that order and refuses another order, a
@@ -116,6 +119,7 @@ func (f *Frozen) Encode(w io.Writer) (int64, error) {
 	e.encodePasses(f)
 	e.encodeLottery(f)
 	e.encodeCell(f)
+	e.encodePurchase(f)
 	e.flush()
 	return e.n, e.err
 }
@@ -309,6 +313,9 @@ func (s *stateDecoder) decode() {
 	if s.err == nil && len(s.b) != 0 && s.b[0] == stateSectionCell {
 		s.cellSection(released)
 		return
+	}
+	if s.err == nil && len(s.b) != 0 && s.b[0] == stateSectionPurchase {
+		s.purchaseSection()
 	}
 	if s.err == nil && len(s.b) != 0 {
 		s.fail("%d trailing bytes: section tag %d unknown or out of order", len(s.b), s.b[0])

@@ -1,0 +1,292 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/seckill/seckill/actors/core"
+	"github.com/seckill/seckill/actors/purchase"
+	"github.com/seckill/seckill/actors/sku"
+)
+
+// The engine side of purchase_limit "campaign" (issue #19): one
+// purchase.Registry per campaign of that scope, behind a mutex. A reserve
+// of such a campaign's SKU claims the user first (reserveScoped); the
+// registry learns the SKU's reservations and closes from the durable path
+// (purchaseEvents, applied by the log's releaser before the callers wake,
+// in log order) and from the SKU's state after each recovery
+// (resyncPurchases). The rule itself is package purchase's.
+
+// purchases is one campaign's registry.
+type purchases struct {
+	mu  sync.Mutex
+	reg *purchase.Registry[chan struct{}]
+}
+
+// purchasesOf returns the campaign's registry, creating it.
+func (e *Engine) purchasesOf(campaignID string) *purchases {
+	e.purchasesMu.Lock()
+	defer e.purchasesMu.Unlock()
+	p := e.purchases[campaignID]
+	if p == nil {
+		p = &purchases{reg: purchase.New[chan struct{}]()}
+		e.purchases[campaignID] = p
+	}
+	return p
+}
+
+// wakeAll hands each waiter its wake-up (the channels have room for one).
+func wakeAll(ws []chan struct{}) {
+	for _, w := range ws {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// campaignScoped reports whether the SKU's campaign limits purchases per
+// campaign, by its durable definition.
+func (s *SKU) campaignScoped() bool {
+	v := s.durable.Load()
+	return v != nil && v.def.PurchaseLimit == sku.PurchaseLimitCampaign
+}
+
+// purchaseEvent is a reservation made or closed, in a SKU's log order.
+type purchaseEvent struct {
+	closed        bool
+	userID        string
+	reservationID string
+}
+
+// purchaseEventsOf returns the events of records a campaign-scope SKU
+// appended (nil for any other SKU), read on the actor from its Machine.
+func purchaseEventsOf(m *sku.Machine, records []sku.Record) []purchaseEvent {
+	if m.Definition().PurchaseLimit != sku.PurchaseLimitCampaign {
+		return nil
+	}
+	var out []purchaseEvent
+	for i := range records {
+		r := &records[i]
+		if r.Type != sku.RecordReserved && r.Type != sku.RecordClosed {
+			continue
+		}
+		v, ok := m.Get(r.Seq)
+		if !ok {
+			continue
+		}
+		out = append(out, purchaseEvent{closed: r.Type == sku.RecordClosed, userID: v.UserID, reservationID: v.ReservationID})
+	}
+	return out
+}
+
+// applyPurchaseEvents hands a SKU's durable events to its campaign's
+// registry (on the log's releaser goroutine, before the batch's callers
+// wake). Events of a batch whose log failed are never applied: its claims
+// stay until the SKU recovers (resyncPurchases).
+func (s *SKU) applyPurchaseEvents(events []purchaseEvent) {
+	if len(events) == 0 {
+		return
+	}
+	p := s.engine.purchasesOf(s.campaignID)
+	var wake []chan struct{}
+	p.mu.Lock()
+	for _, ev := range events {
+		if ev.closed {
+			wake = append(wake, p.reg.Closed(ev.userID, s.skuID, ev.reservationID)...)
+			continue
+		}
+		w, conflict := p.reg.Reserved(ev.userID, s.skuID, ev.reservationID)
+		wake = append(wake, w...)
+		if conflict {
+			s.engine.cfg.Logger.Error("a second live purchase in a campaign-scope campaign", "campaign", s.campaignID,
+				"sku", s.skuID, "user", ev.userID, "reservation", ev.reservationID)
+		}
+	}
+	p.mu.Unlock()
+	wakeAll(wake)
+}
+
+// resyncPurchases tells the campaign's registry the SKU's live
+// reservations as rebuilt from disk (on the actor, after a recovery,
+// before it decides anything).
+func (s *SKU) resyncPurchases(m *sku.Machine) {
+	if m.Definition().PurchaseLimit != sku.PurchaseLimitCampaign {
+		return
+	}
+	p := s.engine.purchasesOf(s.campaignID)
+	p.mu.Lock()
+	wake, conflicts := p.reg.Resync(s.skuID, m.LivePurchases())
+	p.mu.Unlock()
+	for _, u := range conflicts {
+		s.engine.cfg.Logger.Error("a second live purchase in a campaign-scope campaign", "campaign", s.campaignID,
+			"sku", s.skuID, "user", u)
+	}
+	wakeAll(wake)
+}
+
+// unknownResult reports whether err leaves a reserve's result unknown: it
+// may have been decided (a timeout, a log failure after the decision).
+// The other errors say nothing was decided.
+func unknownResult(err error) bool {
+	return errors.Is(err, ErrResultUnknown) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// reserveScoped runs the reserve c on h, a SKU of a campaign-scope
+// campaign, behind the user's claim: Proceed sends it to h; Held answers
+// ALREADY_PURCHASED (not recorded) with the live reservation of another
+// SKU; Wait waits for a reserve of the user on another SKU to be decided;
+// Probe looks up lost answers first; Busy is ErrBusy. A wait that outlasts
+// ctx is ErrBusy too: nothing was decided.
+func (e *Engine) reserveScoped(ctx context.Context, h *SKU, c *call) (sku.Result, error) {
+	p := e.purchasesOf(h.campaignID)
+	userID, requestID := c.UserID, c.RequestID
+	var wake chan struct{}
+	for {
+		if wake == nil {
+			wake = make(chan struct{}, 1)
+		}
+		p.mu.Lock()
+		d := p.reg.Claim(userID, h.skuID, requestID, wake)
+		p.mu.Unlock()
+		switch d.Verdict {
+		case purchase.Proceed:
+			res, err := resultOf(e.runOn(ctx, h, c))
+			p.mu.Lock()
+			w := p.reg.Done(userID, h.skuID, requestID, unknownResult(err))
+			p.mu.Unlock()
+			wakeAll(w)
+			return res, err
+		case purchase.Held:
+			c.free()
+			return alreadyPurchased(userID, d.ReservationID), nil
+		case purchase.Busy:
+			c.free()
+			return sku.Result{}, ErrBusy
+		case purchase.Wait:
+			select {
+			case <-wake:
+			case <-ctx.Done():
+				p.mu.Lock()
+				p.reg.Forget(userID, wake)
+				p.mu.Unlock()
+				c.free()
+				return sku.Result{}, ErrBusy
+			}
+		case purchase.Probe:
+			still := e.probe(ctx, h.campaignID, d.SKU, d.RequestIDs)
+			p.mu.Lock()
+			w := p.reg.ProbeDone(userID, d.SKU, still)
+			p.mu.Unlock()
+			wakeAll(w)
+			if len(still) > 0 {
+				c.free()
+				return sku.Result{}, ErrUnavailable
+			}
+		}
+	}
+}
+
+// alreadyPurchased is the answer for a user whose live purchase is
+// reservationID on another SKU of the campaign.
+func alreadyPurchased(userID, reservationID string) sku.Result {
+	return sku.Result{Outcome: sku.OutcomeAlreadyPurchased, Reservation: sku.View{ReservationID: reservationID, UserID: userID}}
+}
+
+// probe looks up request_ids whose reserve answers were lost on a SKU,
+// through its inbox (behind the lost calls: FIFO), and returns those it
+// could not (the SKU unavailable, ctx ended). Found or not, a look-up that
+// answers is definite: any reservation the lost call made is durable
+// before the answer, and the durable path told the registry already.
+func (e *Engine) probe(ctx context.Context, campaignID, skuID string, requestIDs []string) (still []string) {
+	for _, id := range requestIDs {
+		c := newCall(core.KindLookup)
+		c.RequestID = id
+		c, err := e.run(ctx, campaignID, skuID, c)
+		if err != nil {
+			still = append(still, id)
+			continue
+		}
+		c.free()
+	}
+	return still
+}
+
+// runOn is run for a SKU handle already found.
+func (e *Engine) runOn(ctx context.Context, h *SKU, c *call) (*call, error) {
+	if err := h.do(ctx, c); err != nil {
+		return nil, err
+	}
+	if c.Err != nil {
+		err := c.Err
+		c.free()
+		return nil, err
+	}
+	return c, nil
+}
+
+// reserveBatchScoped is ReserveBatch on a SKU of a campaign-scope
+// campaign, the simplest honest way: each item claims its user in order;
+// those let through (Proceed) go to h as one batch call and end their
+// claims with its answers; Held and Busy are answered at once; a Probe is
+// run there and the item claims again; an item that must Wait (its user's
+// reserve on another SKU is being decided) gives its place back and is
+// reserved alone after the batch (reserveScoped, which waits).
+func (e *Engine) reserveBatchScoped(ctx context.Context, h *SKU, items []ReserveItem) []ItemResult {
+	p := e.purchasesOf(h.campaignID)
+	out := make([]ItemResult, len(items))
+	var granted, alone []int
+	wake := make(chan struct{}, 1)
+	for i, it := range items {
+		for claimed := false; !claimed; {
+			p.mu.Lock()
+			d := p.reg.Claim(it.UserID, h.skuID, it.RequestID, wake)
+			if d.Verdict == purchase.Wait {
+				p.reg.Forget(it.UserID, wake)
+			}
+			p.mu.Unlock()
+			claimed = true
+			switch d.Verdict {
+			case purchase.Proceed:
+				granted = append(granted, i)
+			case purchase.Held:
+				out[i].Result = alreadyPurchased(it.UserID, d.ReservationID)
+			case purchase.Busy:
+				out[i].Err = ErrBusy
+			case purchase.Wait:
+				alone = append(alone, i)
+			case purchase.Probe:
+				still := e.probe(ctx, h.campaignID, d.SKU, d.RequestIDs)
+				p.mu.Lock()
+				w := p.reg.ProbeDone(it.UserID, d.SKU, still)
+				p.mu.Unlock()
+				wakeAll(w)
+				if len(still) > 0 {
+					out[i].Err = ErrUnavailable
+				} else {
+					claimed = false
+				}
+			}
+		}
+	}
+	if len(granted) > 0 {
+		sent := make([]ReserveItem, len(granted))
+		for j, i := range granted {
+			sent[j] = items[i]
+		}
+		got := e.reserveBatchOn(ctx, h, sent)
+		var w []chan struct{}
+		p.mu.Lock()
+		for j, i := range granted {
+			out[i] = got[j]
+			w = append(w, p.reg.Done(items[i].UserID, h.skuID, items[i].RequestID, unknownResult(got[j].Err))...)
+		}
+		p.mu.Unlock()
+		wakeAll(w)
+	}
+	for _, i := range alone {
+		out[i].Result, out[i].Err = e.ReserveWith(ctx, h.campaignID, h.skuID, items[i].RequestID, items[i].UserID, items[i].Holder)
+	}
+	return out
+}
