@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/seckill/seckill/actors/core"
+	"github.com/seckill/seckill/actors/purchase"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/wal"
@@ -268,7 +269,7 @@ func (a *skuActor) contain(ctx actor.Context, undecided []*call) {
 func (a *skuActor) commit(ctx actor.Context) *core.Actions {
 	rd := a.core.Ready()
 	appended, err := a.appendRecords(rd.Records)
-	events := purchaseEventsOf(a.core.Machine(), rd.Records[:appended])
+	events := purchase.Events(a.core.Machine(), rd.Records[:appended])
 	start := monoNow()
 	act := a.core.Advance(appended, err)
 	pause := time.Duration(monoNow() - start)

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/seckill/seckill/actors/core"
+	"github.com/seckill/seckill/actors/purchase"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -63,7 +64,7 @@ type batch struct {
 	// events are the purchases the batch's records made or closed, for
 	// the campaign's purchase registry (purchases.go); nil for a SKU of a
 	// campaign whose purchase_limit is "sku".
-	events []purchaseEvent
+	events []purchase.Event
 }
 
 var batchPool = sync.Pool{New: func() any { return new(batch) }}

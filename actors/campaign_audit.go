@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/seckill/seckill/actors/core"
+	"github.com/seckill/seckill/actors/purchase"
 	"github.com/seckill/seckill/actors/sku"
 )
 
@@ -72,26 +73,21 @@ func (e *Engine) CampaignAudit(ctx context.Context, campaignID string) (Campaign
 			out.PurchaseLimit = sku.PurchaseLimitCampaign
 		}
 	}
-	byUser := make(map[string][]string)
+	live := make([]map[string]string, 0, len(hs))
 	for _, h := range hs {
 		c, err := e.runOn(ctx, h, newReportCall(core.KindAudit))
 		if err != nil {
 			return CampaignAudit{}, fmt.Errorf("%s/%s: %w", campaignID, h.skuID, err)
 		}
-		live := c.Report.Frozen.LivePurchases()
+		live = append(live, c.Report.Frozen.LivePurchases())
 		c.free()
-		for user, id := range live {
-			byUser[user] = append(byUser[user], id)
-		}
 	}
-	out.LiveUsers = len(byUser)
+	overlaps, users := purchase.Overlaps(live)
+	out.LiveUsers = users
 	if out.PurchaseLimit != sku.PurchaseLimitCampaign {
 		return out, nil
 	}
-	for user, ids := range byUser {
-		if len(ids) < 2 {
-			continue
-		}
+	for user, ids := range overlaps {
 		var still []string
 		for _, id := range ids {
 			v, err := e.Get(ctx, id)
@@ -103,9 +99,15 @@ func (e *Engine) CampaignAudit(ctx context.Context, campaignID string) (Campaign
 			}
 		}
 		if len(still) > 1 {
-			out.Violations = append(out.Violations, fmt.Sprintf("user %s holds %d live purchases: %v", user, len(still), still))
+			out.Violations = append(out.Violations, OverlapViolation(user, still))
 		}
 	}
 	sort.Strings(out.Violations)
 	return out, nil
+}
+
+// OverlapViolation is the violation text for a user holding the live
+// purchases ids in one campaign-scope campaign.
+func OverlapViolation(userID string, ids []string) string {
+	return fmt.Sprintf("user %s holds %d live purchases in a campaign whose purchase_limit is \"campaign\": %v", userID, len(ids), ids)
 }

@@ -53,59 +53,30 @@ func (s *SKU) campaignScoped() bool {
 	return v != nil && v.def.PurchaseLimit == sku.PurchaseLimitCampaign
 }
 
-// purchaseEvent is a reservation made or closed, in a SKU's log order.
-type purchaseEvent struct {
-	closed        bool
-	userID        string
-	reservationID string
-}
-
-// purchaseEventsOf returns the events of records a campaign-scope SKU
-// appended (nil for any other SKU), read on the actor from its Machine.
-func purchaseEventsOf(m *sku.Machine, records []sku.Record) []purchaseEvent {
-	if m.Definition().PurchaseLimit != sku.PurchaseLimitCampaign {
-		return nil
-	}
-	var out []purchaseEvent
-	for i := range records {
-		r := &records[i]
-		if r.Type != sku.RecordReserved && r.Type != sku.RecordClosed {
-			continue
-		}
-		v, ok := m.Get(r.Seq)
-		if !ok {
-			continue
-		}
-		out = append(out, purchaseEvent{closed: r.Type == sku.RecordClosed, userID: v.UserID, reservationID: v.ReservationID})
-	}
-	return out
-}
-
 // applyPurchaseEvents hands a SKU's durable events to its campaign's
 // registry (on the log's releaser goroutine, before the batch's callers
 // wake). Events of a batch whose log failed are never applied: its claims
 // stay until the SKU recovers (resyncPurchases).
-func (s *SKU) applyPurchaseEvents(events []purchaseEvent) {
+func (s *SKU) applyPurchaseEvents(events []purchase.Event) {
 	if len(events) == 0 {
 		return
 	}
 	p := s.engine.purchasesOf(s.campaignID)
-	var wake []chan struct{}
 	p.mu.Lock()
-	for _, ev := range events {
-		if ev.closed {
-			wake = append(wake, p.reg.Closed(ev.userID, s.skuID, ev.reservationID)...)
-			continue
-		}
-		w, conflict := p.reg.Reserved(ev.userID, s.skuID, ev.reservationID)
-		wake = append(wake, w...)
-		if conflict {
-			s.engine.cfg.Logger.Error("a second live purchase in a campaign-scope campaign", "campaign", s.campaignID,
-				"sku", s.skuID, "user", ev.userID, "reservation", ev.reservationID)
-		}
-	}
+	wake, conflicts := p.reg.Apply(s.skuID, events)
 	p.mu.Unlock()
+	s.logConflicts(conflicts)
 	wakeAll(wake)
+}
+
+// logConflicts logs users seen with live purchases on two SKUs of a
+// campaign-scope campaign (the registry's rule never lets it happen; the
+// campaign audit reports it too).
+func (s *SKU) logConflicts(users []string) {
+	for _, u := range users {
+		s.engine.cfg.Logger.Error("a second live purchase in a campaign-scope campaign", "campaign", s.campaignID,
+			"sku", s.skuID, "user", u)
+	}
 }
 
 // resyncPurchases tells the campaign's registry the SKU's live
@@ -119,10 +90,7 @@ func (s *SKU) resyncPurchases(m *sku.Machine) {
 	p.mu.Lock()
 	wake, conflicts := p.reg.Resync(s.skuID, m.LivePurchases())
 	p.mu.Unlock()
-	for _, u := range conflicts {
-		s.engine.cfg.Logger.Error("a second live purchase in a campaign-scope campaign", "campaign", s.campaignID,
-			"sku", s.skuID, "user", u)
-	}
+	s.logConflicts(conflicts)
 	wakeAll(wake)
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/seckill/seckill/actors/purchase"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/wal"
 )
@@ -197,7 +198,7 @@ func (r *rateTracker) tick(s *SKU, now time.Time) {
 type publisher struct {
 	owner  *SKU
 	view   durableView
-	events []purchaseEvent // batch.events
+	events []purchase.Event // batch.events
 }
 
 func (p *publisher) Durable(err error) {
