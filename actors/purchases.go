@@ -128,7 +128,7 @@ func (e *Engine) reserveScoped(ctx context.Context, h *SKU, c *call) (sku.Result
 			return res, err
 		case purchase.Held:
 			c.free()
-			return alreadyPurchased(userID, d.ReservationID), nil
+			return e.heldAnswer(ctx, h, userID, requestID, d.ReservationID)
 		case purchase.Busy:
 			c.free()
 			return sku.Result{}, ErrBusy
@@ -156,10 +156,27 @@ func (e *Engine) reserveScoped(ctx context.Context, h *SKU, c *call) (sku.Result
 	}
 }
 
-// alreadyPurchased is the answer for a user whose live purchase is
-// reservationID on another SKU of the campaign.
-func alreadyPurchased(userID, reservationID string) sku.Result {
-	return sku.Result{Outcome: sku.OutcomeAlreadyPurchased, Reservation: sku.View{ReservationID: reservationID, UserID: userID}}
+// heldAnswer answers a reserve of requestID on h by a user whose live
+// purchase is reservationID on another SKU: ALREADY_PURCHASED, not
+// recorded, unless h decided requestID already (its request filter may
+// know it, and a look-up through its inbox finds it): then its one result
+// again (sku.KnownRequest), so that a retry of a request_id accepted before
+// a purchase elsewhere still gets its 202.
+func (e *Engine) heldAnswer(ctx context.Context, h *SKU, userID, requestID, reservationID string) (sku.Result, error) {
+	if h.MayKnowRequest(requestID) {
+		c := newCall(core.KindLookup)
+		c.RequestID = requestID
+		c, err := e.runOn(ctx, h, c)
+		if err != nil {
+			return sku.Result{}, err
+		}
+		res, found := c.Result, c.Found
+		c.free()
+		if found {
+			return sku.KnownRequest(res, userID), nil
+		}
+	}
+	return sku.Result{Outcome: sku.OutcomeAlreadyPurchased, Reservation: sku.View{ReservationID: reservationID, UserID: userID}}, nil
 }
 
 // probe looks up request_ids whose reserve answers were lost on a SKU,
@@ -219,7 +236,7 @@ func (e *Engine) reserveBatchScoped(ctx context.Context, h *SKU, items []Reserve
 			case purchase.Proceed:
 				granted = append(granted, i)
 			case purchase.Held:
-				out[i].Result = alreadyPurchased(it.UserID, d.ReservationID)
+				out[i].Result, out[i].Err = e.heldAnswer(ctx, h, it.UserID, it.RequestID, d.ReservationID)
 			case purchase.Busy:
 				out[i].Err = ErrBusy
 			case purchase.Wait:

@@ -142,3 +142,20 @@ func livePurchases(t *table, d *Definition, tags *idTagger) map[string]string {
 	}
 	return live
 }
+
+// KnownRequest is the answer to a reserve of a request_id the SKU decided
+// already, by userID, given what Lookup found: the original result again
+// (Duplicate set; a rejection without its user), or REQUEST_ID_REUSED when
+// another user decided it. The one rule of "one request_id, one result":
+// ReserveWith answers it, and so does the engine for a reserve of a
+// campaign-scope campaign whose user holds a purchase on another SKU.
+func KnownRequest(found Result, userID string) Result {
+	if found.Reservation.UserID != userID {
+		return Result{Outcome: OutcomeRequestIDReused}
+	}
+	if found.Outcome != OutcomeAccepted {
+		return Result{Outcome: found.Outcome, Duplicate: true}
+	}
+	found.Duplicate = true
+	return found
+}

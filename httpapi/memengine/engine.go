@@ -305,7 +305,10 @@ func (s *skuState) reserve(now int64, requestID, userID string, holder sku.Holde
 	if s.purchases != nil { // purchase_limit "campaign": the user's claim first
 		skuID := s.m.Definition().SKUID
 		d := s.purchases.Claim(userID, skuID, requestID, 0)
-		if d.Verdict == purchase.Held {
+		if d.Verdict == purchase.Held { // the request_id's own result first (actors: heldAnswer)
+			if found, ok := s.m.Lookup(requestID); ok {
+				return sku.KnownRequest(found, userID)
+			}
 			return sku.Result{Outcome: sku.OutcomeAlreadyPurchased, Reservation: sku.View{ReservationID: d.ReservationID, UserID: userID}}
 		}
 		defer s.purchases.Done(userID, skuID, requestID, false) // Proceed: nothing is ever in flight here
