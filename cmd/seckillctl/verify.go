@@ -18,6 +18,9 @@ type verifyRunJSON struct {
 	Dir  string       `json:"dir"`  // the directory given
 	OK   bool         `json:"ok"`   // every SKU verified
 	SKUs []verifyJSON `json:"skus"` // one report per SKU, in directory order
+	// Campaigns checks each campaign whose purchase_limit is "campaign"
+	// (verify_campaign.go); absent when there is none.
+	Campaigns []campaignCheckJSON `json:"campaigns,omitempty"`
 }
 
 // verifyJSON is verify's report on one SKU.
@@ -34,6 +37,8 @@ type verifyJSON struct {
 	Counts          countsJSON       `json:"counts"`
 	OK              bool             `json:"ok"`
 	Problems        []string         `json:"problems"`
+
+	purchases *skuPurchases // for the campaign's check; nil when unread
 }
 
 // runVerify rebuilds every SKU under DIR from the oldest usable base (record
@@ -59,6 +64,7 @@ func runVerify(args []string, stdout io.Writer) error {
 	}
 	run := verifyRunJSON{Dir: pos[0], SKUs: make([]verifyJSON, 0, len(dirs))}
 	var failed []string
+	var purchases []skuPurchases
 	for _, dir := range dirs {
 		report, err := verifySKU(dir)
 		if err != nil {
@@ -71,6 +77,15 @@ func runVerify(args []string, stdout io.Writer) error {
 		run.SKUs = append(run.SKUs, report)
 		if !report.OK {
 			failed = append(failed, fmt.Sprintf("%s: %s", dir, joinErrors(report.Problems)))
+		}
+		if report.purchases != nil {
+			purchases = append(purchases, *report.purchases)
+		}
+	}
+	run.Campaigns = checkCampaigns(purchases)
+	for _, c := range run.Campaigns {
+		if !c.OK {
+			failed = append(failed, fmt.Sprintf("campaign %s: %s", c.CampaignID, joinErrors(c.Problems)))
 		}
 	}
 	run.OK = len(failed) == 0
@@ -126,6 +141,7 @@ func verifySKUOnce(dir string) (verifyJSON, error) {
 				d.CampaignID, d.SKUID, report.CampaignID, report.SKUID))
 		}
 	}
+	report.purchases = &skuPurchases{dir: dir, campaignID: report.CampaignID, limit: d.PurchaseLimit, live: st.m.LivePurchases()}
 	audit := st.m.Audit()
 	report.Counts = countsOf(audit.Counts)
 	for _, v := range audit.Violations {
