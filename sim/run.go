@@ -51,6 +51,9 @@ type Result struct {
 	Err     error
 	Step    int
 	History []step
+	// Campaign is set for a campaign-mode history (RunCampaign), which
+	// the shrinker does not shrink.
+	Campaign bool
 }
 
 // Run runs one history: the steps drawn from o.Seed, each followed by the

@@ -170,7 +170,7 @@ func (r *Registry[W]) Done(userID, sku, requestID string, unknown bool) []W {
 		panic("purchase: Done without a granted reserve on " + sku)
 	}
 	c.inFlight--
-	if unknown {
+	if unknown && !mutantReleaseUnknown {
 		c.unknown = append(c.unknown, requestID)
 	}
 	return r.settle(userID, c)
