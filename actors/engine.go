@@ -257,7 +257,7 @@ type Engine struct {
 
 	// purchases holds the purchase registry of each campaign whose
 	// purchase_limit is "campaign" (purchases.go), created on first use.
-	purchasesMu sync.Mutex
+	purchasesMu sync.RWMutex
 	purchases   map[string]*purchases
 	// defineMu serialises Define's check that a campaign's SKUs agree on
 	// purchase_limit with the definition itself.

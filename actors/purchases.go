@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"sync"
 
 	"github.com/seckill/seckill/actors/core"
@@ -18,22 +19,124 @@ import (
 // in log order) and from the SKU's state after each recovery
 // (resyncPurchases). The rule itself is package purchase's.
 
-// purchases is one campaign's registry.
+// purchases is one campaign's registry, in purchaseShards shards by user:
+// claims of different users never meet, so each shard has its own mutex
+// and the callers of a busy sale rarely wait for one another.
 type purchases struct {
+	shards [purchaseShards]purchaseShard
+}
+
+// purchaseShards is the number of shards of a campaign's registry.
+const purchaseShards = 64
+
+type purchaseShard struct {
 	mu  sync.Mutex
 	reg *purchase.Registry[chan struct{}]
 }
 
+var purchaseSeed = maphash.MakeSeed()
+
+// shard returns the user's shard.
+func (p *purchases) shard(userID string) *purchaseShard {
+	return &p.shards[maphash.String(purchaseSeed, userID)%purchaseShards]
+}
+
 // purchasesOf returns the campaign's registry, creating it.
 func (e *Engine) purchasesOf(campaignID string) *purchases {
+	e.purchasesMu.RLock()
+	p := e.purchases[campaignID]
+	e.purchasesMu.RUnlock()
+	if p != nil {
+		return p
+	}
 	e.purchasesMu.Lock()
 	defer e.purchasesMu.Unlock()
-	p := e.purchases[campaignID]
-	if p == nil {
-		p = &purchases{reg: purchase.New[chan struct{}]()}
+	if p = e.purchases[campaignID]; p == nil {
+		p = &purchases{}
+		for i := range p.shards {
+			p.shards[i].reg = purchase.New[chan struct{}]()
+		}
 		e.purchases[campaignID] = p
 	}
 	return p
+}
+
+// claim is purchase.Registry.Claim under the user's shard lock. A nil w
+// is replaced by a new channel only when the claim must wait (most do
+// not: no allocation).
+func (p *purchases) claim(userID, skuID, requestID string, w *chan struct{}) purchase.Decision {
+	s := p.shard(userID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if *w == nil {
+		if d := s.reg.Claim(userID, skuID, requestID, nil); d.Verdict != purchase.Wait {
+			return d
+		}
+		s.reg.Forget(userID, nil)
+		*w = make(chan struct{}, 1)
+	}
+	return s.reg.Claim(userID, skuID, requestID, *w)
+}
+
+// done is purchase.Registry.Done; it wakes the waiters it returns.
+func (p *purchases) done(userID, skuID, requestID string, unknown bool) {
+	s := p.shard(userID)
+	s.mu.Lock()
+	w := s.reg.Done(userID, skuID, requestID, unknown)
+	s.mu.Unlock()
+	wakeAll(w)
+}
+
+// probeDone is purchase.Registry.ProbeDone; it wakes the waiters it returns.
+func (p *purchases) probeDone(userID, skuID string, still []string) {
+	s := p.shard(userID)
+	s.mu.Lock()
+	w := s.reg.ProbeDone(userID, skuID, still)
+	s.mu.Unlock()
+	wakeAll(w)
+}
+
+// forget is purchase.Registry.Forget.
+func (p *purchases) forget(userID string, w chan struct{}) {
+	s := p.shard(userID)
+	s.mu.Lock()
+	s.reg.Forget(userID, w)
+	s.mu.Unlock()
+}
+
+// apply is purchase.Registry.Apply, event by event in the users' shards;
+// it wakes the waiters and returns the conflicts.
+func (p *purchases) apply(skuID string, events []purchase.Event) (conflicts []string) {
+	for i := range events {
+		s := p.shard(events[i].UserID)
+		s.mu.Lock()
+		w, c := s.reg.Apply(skuID, events[i:i+1])
+		s.mu.Unlock()
+		wakeAll(w)
+		conflicts = append(conflicts, c...)
+	}
+	return conflicts
+}
+
+// resync is purchase.Registry.Resync, shard by shard.
+func (p *purchases) resync(skuID string, live map[string]string) (conflicts []string) {
+	var parts [purchaseShards]map[string]string
+	for user, id := range live {
+		i := maphash.String(purchaseSeed, user) % purchaseShards
+		if parts[i] == nil {
+			parts[i] = make(map[string]string)
+		}
+		parts[i][user] = id
+	}
+	for i := range p.shards {
+		s := &p.shards[i]
+		s.mu.Lock()
+		w, c := s.reg.Resync(skuID, parts[i])
+		s.mu.Unlock()
+		wakeAll(w)
+		conflicts = append(conflicts, c...)
+	}
+	return conflicts
 }
 
 // wakeAll hands each waiter its wake-up (the channels have room for one).
@@ -61,12 +164,7 @@ func (s *SKU) applyPurchaseEvents(events []purchase.Event) {
 	if len(events) == 0 {
 		return
 	}
-	p := s.engine.purchasesOf(s.campaignID)
-	p.mu.Lock()
-	wake, conflicts := p.reg.Apply(s.skuID, events)
-	p.mu.Unlock()
-	s.logConflicts(conflicts)
-	wakeAll(wake)
+	s.logConflicts(s.engine.purchasesOf(s.campaignID).apply(s.skuID, events))
 }
 
 // logConflicts logs users seen with live purchases on two SKUs of a
@@ -86,12 +184,7 @@ func (s *SKU) resyncPurchases(m *sku.Machine) {
 	if m.Definition().PurchaseLimit != sku.PurchaseLimitCampaign {
 		return
 	}
-	p := s.engine.purchasesOf(s.campaignID)
-	p.mu.Lock()
-	wake, conflicts := p.reg.Resync(s.skuID, m.LivePurchases())
-	p.mu.Unlock()
-	s.logConflicts(conflicts)
-	wakeAll(wake)
+	s.logConflicts(s.engine.purchasesOf(s.campaignID).resync(s.skuID, m.LivePurchases()))
 }
 
 // unknownResult reports whether err leaves a reserve's result unknown: it
@@ -110,21 +203,13 @@ func unknownResult(err error) bool {
 func (e *Engine) reserveScoped(ctx context.Context, h *SKU, c *call) (sku.Result, error) {
 	p := e.purchasesOf(h.campaignID)
 	userID, requestID := c.UserID, c.RequestID
-	var wake chan struct{}
+	var wake chan struct{} // made only if the claim must wait
 	for {
-		if wake == nil {
-			wake = make(chan struct{}, 1)
-		}
-		p.mu.Lock()
-		d := p.reg.Claim(userID, h.skuID, requestID, wake)
-		p.mu.Unlock()
+		d := p.claim(userID, h.skuID, requestID, &wake)
 		switch d.Verdict {
 		case purchase.Proceed:
 			res, err := resultOf(e.runOn(ctx, h, c))
-			p.mu.Lock()
-			w := p.reg.Done(userID, h.skuID, requestID, unknownResult(err))
-			p.mu.Unlock()
-			wakeAll(w)
+			p.done(userID, h.skuID, requestID, unknownResult(err))
 			return res, err
 		case purchase.Held:
 			c.free()
@@ -136,18 +221,13 @@ func (e *Engine) reserveScoped(ctx context.Context, h *SKU, c *call) (sku.Result
 			select {
 			case <-wake:
 			case <-ctx.Done():
-				p.mu.Lock()
-				p.reg.Forget(userID, wake)
-				p.mu.Unlock()
+				p.forget(userID, wake)
 				c.free()
 				return sku.Result{}, ErrBusy
 			}
 		case purchase.Probe:
 			still := e.probe(ctx, h.campaignID, d.SKU, d.RequestIDs)
-			p.mu.Lock()
-			w := p.reg.ProbeDone(userID, d.SKU, still)
-			p.mu.Unlock()
-			wakeAll(w)
+			p.probeDone(userID, d.SKU, still)
 			if len(still) > 0 {
 				c.free()
 				return sku.Result{}, ErrUnavailable
@@ -222,15 +302,13 @@ func (e *Engine) reserveBatchScoped(ctx context.Context, h *SKU, items []Reserve
 	p := e.purchasesOf(h.campaignID)
 	out := make([]ItemResult, len(items))
 	var granted, alone []int
-	wake := make(chan struct{}, 1)
 	for i, it := range items {
 		for claimed := false; !claimed; {
-			p.mu.Lock()
-			d := p.reg.Claim(it.UserID, h.skuID, it.RequestID, wake)
-			if d.Verdict == purchase.Wait {
-				p.reg.Forget(it.UserID, wake)
+			var w chan struct{}
+			d := p.claim(it.UserID, h.skuID, it.RequestID, &w)
+			if d.Verdict == purchase.Wait { // reserved alone after the batch, which waits
+				p.forget(it.UserID, w)
 			}
-			p.mu.Unlock()
 			claimed = true
 			switch d.Verdict {
 			case purchase.Proceed:
@@ -243,10 +321,7 @@ func (e *Engine) reserveBatchScoped(ctx context.Context, h *SKU, items []Reserve
 				alone = append(alone, i)
 			case purchase.Probe:
 				still := e.probe(ctx, h.campaignID, d.SKU, d.RequestIDs)
-				p.mu.Lock()
-				w := p.reg.ProbeDone(it.UserID, d.SKU, still)
-				p.mu.Unlock()
-				wakeAll(w)
+				p.probeDone(it.UserID, d.SKU, still)
 				if len(still) > 0 {
 					out[i].Err = ErrUnavailable
 				} else {
@@ -261,14 +336,10 @@ func (e *Engine) reserveBatchScoped(ctx context.Context, h *SKU, items []Reserve
 			sent[j] = items[i]
 		}
 		got := e.reserveBatchOn(ctx, h, sent)
-		var w []chan struct{}
-		p.mu.Lock()
 		for j, i := range granted {
 			out[i] = got[j]
-			w = append(w, p.reg.Done(items[i].UserID, h.skuID, items[i].RequestID, unknownResult(got[j].Err))...)
+			p.done(items[i].UserID, h.skuID, items[i].RequestID, unknownResult(got[j].Err))
 		}
-		p.mu.Unlock()
-		wakeAll(w)
 	}
 	for _, i := range alone {
 		out[i].Result, out[i].Err = e.ReserveWith(ctx, h.campaignID, h.skuID, items[i].RequestID, items[i].UserID, items[i].Holder)
