@@ -5,13 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/seckill/seckill/actors/sku"
 )
@@ -22,47 +17,18 @@ import (
 const scopedCrashChildEnv = "SECKILL_SCOPED_CRASH_CHILD_DIR"
 
 func TestScopedCrashChild(t *testing.T) {
-	dir := os.Getenv(scopedCrashChildEnv)
-	if dir == "" {
-		t.Skip("only run as the child of TestKillDuringCampaignScopeSale")
-	}
-	e, err := Open(Config{DataDir: dir, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range crashScopedDefs() {
-		if err := e.Define(context.Background(), d); err != nil {
-			t.Fatal(err)
+	runCrashChild(t, scopedCrashChildEnv, crashScopedDefs(), func(e *Engine, round string, g, i int) string {
+		user := fmt.Sprintf("u%d", rand.IntN(1000))
+		s := fmt.Sprintf("s%d", rand.IntN(5)+1)
+		res, err := e.Reserve(context.Background(), "c5", s, fmt.Sprintf("r%s-%d-%d", round, g, i), user)
+		if err != nil || res.Outcome != sku.OutcomeAccepted {
+			return ""
 		}
-	}
-	side, err := os.OpenFile(filepath.Join(dir, "acked.txt"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	round := os.Getenv("SECKILL_CRASH_ROUND")
-	var wg sync.WaitGroup
-	for g := 0; g < 64; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				user := fmt.Sprintf("u%d", rand.IntN(1000))
-				s := fmt.Sprintf("s%d", rand.IntN(5)+1)
-				res, err := e.Reserve(context.Background(), "c5", s, fmt.Sprintf("r%s-%d-%d", round, g, i), user)
-				if err != nil || res.Outcome != sku.OutcomeAccepted {
-					continue
-				}
-				mu.Lock()
-				fmt.Fprintln(side, res.Reservation.ReservationID) // after the reply: acknowledged
-				mu.Unlock()
-				if rand.IntN(2) == 0 {
-					_, _ = e.Cancel(context.Background(), res.Reservation.ReservationID)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+		if rand.IntN(2) == 0 { // after the reply: the cancel's own answer does not matter
+			defer e.Cancel(context.Background(), res.Reservation.ReservationID)
+		}
+		return res.Reservation.ReservationID
+	})
 }
 
 func crashScopedDefs() []sku.Definition {
@@ -84,16 +50,7 @@ func TestKillDuringCampaignScopeSale(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for round := 0; round < 3; round++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestScopedCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), scopedCrashChildEnv+"="+dir, fmt.Sprintf("SECKILL_CRASH_ROUND=%d", round))
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Duration(300+rand.IntN(700)) * time.Millisecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		_ = cmd.Wait()
+		killChild(t, "TestScopedCrashChild", scopedCrashChildEnv, dir, round)
 
 		acked := readLines(t, filepath.Join(dir, "acked.txt"))
 		e, err := Open(Config{DataDir: dir, Logger: quiet})
