@@ -98,10 +98,10 @@ func (m *Machine) applyEntered(r *Record) error {
 	case !ValidID(r.RequestID) || !ValidID(r.UserID):
 		return notApply(r, "invalid request or user id")
 	}
-	if _, ok := l.byUser[r.UserID]; ok {
+	if _, ok := l.byUser.get(r.UserID); ok {
 		return notApply(r, "user %q entered already", r.UserID)
 	}
-	if _, ok := l.byRequest[r.RequestID]; ok {
+	if _, ok := l.byRequest.get(r.RequestID); ok {
 		return notApply(r, "request_id %q entered already", r.RequestID)
 	}
 	l.addEntry(r.RequestID, r.UserID, r.Lot.Tier)

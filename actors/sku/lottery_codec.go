@@ -91,8 +91,8 @@ func (s *stateDecoder) decodeLottery() {
 		if s.err != nil {
 			return
 		}
-		_, dupUser := l.byUser[user]
-		_, dupReq := l.byRequest[req]
+		_, dupUser := l.byUser.get(user)
+		_, dupReq := l.byRequest.get(req)
 		if !ValidID(req) || !ValidID(user) || dupUser || dupReq {
 			s.fail("entry %d: invalid or repeated ids", i+1)
 			return

@@ -66,13 +66,13 @@ func (m *Machine) Enter(now int64, requestID, userID string, tier uint8, out []R
 		return EntryResult{Outcome: OutcomeInvalid}, out
 	}
 	l := m.lot
-	if seq, ok := l.byRequest[requestID]; ok {
+	if seq, ok := l.byRequest.get(requestID); ok {
 		if l.entries.userID(l.entries.get(seq)) != userID {
 			return EntryResult{Outcome: OutcomeRequestIDReused}, out
 		}
 		return EntryResult{Outcome: OutcomeEntered, Duplicate: true, Entry: m.entryView(seq)}, out
 	}
-	if seq, ok := l.byUser[userID]; ok {
+	if seq, ok := l.byUser.get(userID); ok {
 		return EntryResult{Outcome: OutcomeEntered, Duplicate: true, Entry: m.entryView(seq)}, out
 	}
 	at := m.decisionTime(now)

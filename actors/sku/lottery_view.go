@@ -34,7 +34,7 @@ func (m *Machine) EntryByRequest(requestID string) (EntryView, bool) {
 	if m.lot == nil {
 		return EntryView{}, false
 	}
-	seq, ok := m.lot.byRequest[requestID]
+	seq, ok := m.lot.byRequest.get(requestID)
 	if !ok {
 		return EntryView{}, false
 	}
