@@ -77,6 +77,7 @@ func (a *skuActor) newCore() *core.Core {
 	return core.New(core.Config{
 		Rand:               c.Rand,
 		ExpiryBatch:        c.ExpiryBatch,
+		DrawBatch:          c.DrawBatch,
 		SnapshotEvery:      c.snapshotEvery(),
 		SnapshotInterval:   c.snapshotInterval(),
 		SnapshotRetryAfter: snapshotRetryAfter,

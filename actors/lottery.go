@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"time"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/sku"
@@ -33,12 +35,19 @@ func (a *skuActor) onRanked(ctx actor.Context, msg rankedMessage) {
 }
 
 // lotteryActions does what a round's actions ask of a lottery: start a
-// ranking, and tick again at once while a ranking has records left.
+// ranking, and tick again while a ranking has records left: at once, or
+// after Config.DrawPause.
 func (a *skuActor) lotteryActions(ctx actor.Context, act *core.Actions) {
 	if act.Rank != nil {
 		a.startRank(ctx, act.Rank)
 	}
-	if act.MoreDraw {
-		ctx.Send(ctx.Self(), tick{now: a.cfg.Clock(), more: true})
+	if !act.MoreDraw {
+		return
 	}
+	if a.cfg.DrawPause <= 0 {
+		ctx.Send(ctx.Self(), tick{now: a.cfg.Clock(), more: true})
+		return
+	}
+	root, self, clock := ctx.ActorSystem().Root, ctx.Self(), a.cfg.Clock
+	time.AfterFunc(a.cfg.DrawPause, func() { root.Send(self, tick{now: clock(), more: true}) })
 }

@@ -182,14 +182,15 @@ type lotteryBody struct {
 	EntryCount  uint32           `json:"entry_count"`
 	EntriesRoot string           `json:"entries_root,omitempty"`
 	ClosedAt    string           `json:"closed_at,omitempty"`
-	// After the draw started.
-	Round      uint64 `json:"round,omitempty"`
-	Randomness string `json:"randomness,omitempty"`
-	DrawnAt    string `json:"drawn_at,omitempty"`
+	// After the draw started; winners: those recorded so far while
+	// DRAWING (the draw's progress), all of them once DRAWN.
+	Round      uint64  `json:"round,omitempty"`
+	Randomness string  `json:"randomness,omitempty"`
+	DrawnAt    string  `json:"drawn_at,omitempty"`
+	Winners    *uint32 `json:"winners,omitempty"`
 	// After the draw is done.
 	ServerSeed   string  `json:"server_seed,omitempty"`
 	Seed         string  `json:"seed,omitempty"`
-	Winners      *uint32 `json:"winners,omitempty"`
 	WinnersRoot  string  `json:"winners_root,omitempty"`
 	Waitlisted   *uint32 `json:"waitlisted,omitempty"`
 	WaitlistRoot string  `json:"waitlist_root,omitempty"`
@@ -236,10 +237,11 @@ func renderLottery(info sku.LotteryInfo) lotteryBody {
 	}
 	if info.Drawn {
 		body.Round, body.Randomness, body.DrawnAt = info.Round, hexOf(info.Randomness), formatMillis(info.DrawAt)
+		body.Winners = &info.Winners
 	}
 	if info.Done {
 		body.ServerSeed, body.Seed = hexOf(info.ServerSeed), hexOf(info.Seed)
-		body.Winners, body.WinnersRoot = &info.Winners, hexOf(info.WinnersRoot)
+		body.WinnersRoot = hexOf(info.WinnersRoot)
 		body.Waitlisted, body.WaitlistRoot = &info.Waitlisted, hexOf(info.WaitlistRoot)
 		body.Promoted = &info.Promoted
 	}

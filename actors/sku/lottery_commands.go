@@ -12,8 +12,8 @@ import (
 // caller's clock reading now (ms), decides, applies the records it makes
 // and appends them to out.
 
-// DrawBatch bounds the WON and WAITLISTED records one RecordDraw call
-// makes, so one round of the actor has bounded work.
+// DrawBatch is the default bound on the WON and WAITLISTED records one
+// RecordDraw call makes, so one round of the actor has bounded work.
 const DrawBatch = 8192
 
 // defineRecords makes the records of an accepted definition: DEFINE, and
@@ -155,20 +155,24 @@ type DrawRanking struct {
 	Waitlist []uint32
 }
 
-// RecordDraw records up to DrawBatch records of ranking, resuming where
+// RecordDraw records up to batch records of ranking (DrawBatch when batch
+// is 0 or less, or above DrawBatch), resuming where
 // the log stands: a WON reservation for each winner not yet recorded, in
 // rank order, then the waitlist in chunks, then DRAW_DONE (and the
 // promotions of waitlisted entrants to tokens already given back). It
 // reports whether the draw is done. A ranking of another seed (a stale
 // one) records nothing.
-func (m *Machine) RecordDraw(now int64, rk *DrawRanking, out []Record) ([]Record, bool) {
+func (m *Machine) RecordDraw(now int64, rk *DrawRanking, batch int, out []Record) ([]Record, bool) {
 	l := m.lot
 	if !m.DrawPending() || rk.Seed != l.seed {
 		return out, !m.DrawPending()
 	}
+	if batch <= 0 || batch > DrawBatch {
+		batch = DrawBatch
+	}
 	at := m.decisionTime(now)
 	n := 0
-	for int(l.drawWinners) < len(rk.Winners) && n < DrawBatch {
+	for int(l.drawWinners) < len(rk.Winners) && n < batch {
 		token := m.pool.next()
 		if token == 0 {
 			break // a token bound elsewhere: the units run out here
@@ -180,7 +184,7 @@ func (m *Machine) RecordDraw(now int64, rk *DrawRanking, out []Record) ([]Record
 	if int(l.drawWinners) < len(rk.Winners) && m.pool.next() != 0 {
 		return out, false
 	}
-	for len(l.waitlist) < len(rk.Waitlist) && n < DrawBatch {
+	for len(l.waitlist) < len(rk.Waitlist) && n < batch {
 		chunk := rk.Waitlist[len(l.waitlist):min(len(rk.Waitlist), len(l.waitlist)+MaxWaitlistChunk)]
 		out = m.emit(Record{Type: RecordWaitlisted, At: at, Lot: &LotteryFields{Seqs: slices.Clone(chunk)}}, out)
 		n++

@@ -69,7 +69,7 @@ func (r *lotteryRun) draw(now int64) *DrawRanking {
 		r.t.Fatal("no pending draw")
 	}
 	for done := false; !done; {
-		r.log, done = r.m.RecordDraw(now, rk, r.log)
+		r.log, done = r.m.RecordDraw(now, rk, 0, r.log)
 	}
 	return rk
 }
@@ -252,7 +252,7 @@ func TestLotteryDrawResumesAfterCrash(t *testing.T) {
 		if m.DrawPending() {
 			rk, _ := m.Freeze().RankDraw()
 			for done := false; !done; {
-				log, done = m.RecordDraw(lotRoundT, rk, log)
+				log, done = m.RecordDraw(lotRoundT, rk, 0, log)
 			}
 		}
 		if m.Hash() != full.m.Hash() {

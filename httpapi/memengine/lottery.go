@@ -42,7 +42,7 @@ func (e *Engine) Draw(ctx context.Context, campaignID, skuID string, round uint6
 		o, out = s.m.StartDraw(now, round, randomness, nil)
 		if rk, ok := s.m.Freeze().RankDraw(); ok && o == sku.OutcomeDrawStarted {
 			for done := false; !done; {
-				out, done = s.m.RecordDraw(now, rk, out)
+				out, done = s.m.RecordDraw(now, rk, 0, out)
 			}
 		}
 		s.decided(out)
