@@ -41,7 +41,7 @@ func (c *Core) decideLottery(now int64, call *Call, out []sku.Record) []sku.Reco
 		call.Entry, out = m.Enter(now, call.RequestID, call.UserID, call.Tier, out)
 		call.Result.Outcome = call.Entry.Outcome
 	case KindDraw:
-		call.Outcome, out = m.StartDraw(now, call.Round, call.Randomness, out)
+		call.Outcome, out = m.StartDraw(now, call.Round, call.Randomness, call.Signature, out)
 	case KindEntry:
 		call.Entry.Entry, call.Found = m.EntryByRequest(call.RequestID)
 	case KindFreeze:

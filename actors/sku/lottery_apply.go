@@ -42,7 +42,13 @@ func (m *Machine) applyLottery(r *Record) error {
 		case r.At < t:
 			return notApply(r, "drawn at %d before round %d's time %d", r.At, r.Lot.Round, t)
 		}
+		if len(r.Lot.Signature) > 0 {
+			if err := lottery.CheckSignature(l.rules.Beacon.Source, r.Lot.Round, r.Lot.Randomness, r.Lot.Signature); err != nil {
+				return notApply(r, "%v", err)
+			}
+		}
 		l.drawStarted, l.drawAt, l.round, l.randomness = true, r.At, r.Lot.Round, r.Lot.Randomness
+		l.signature = r.Lot.Signature
 		l.seed = l.drawSeed(m.def.CampaignID, m.def.SKUID)
 	case RecordWon:
 		return m.applyWon(r)

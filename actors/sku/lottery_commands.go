@@ -1,6 +1,7 @@
 package sku
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"slices"
@@ -107,12 +108,15 @@ func (m *Machine) LotteryTick(now int64, out []Record) []Record {
 }
 
 // StartDraw records the draw's inputs: the beacon round (the named one or
-// its fallback) and its 32-byte randomness. It answers DRAW_STARTED, or,
-// recording nothing: NOT_LOTTERY, INVALID (randomness not 32 bytes),
+// its fallback), its 32-byte randomness and, optionally, the beacon's
+// signature of the round (recorded once lottery.CheckSignature accepts it:
+// it verifies and the randomness is its SHA-256). It answers DRAW_STARTED,
+// or, recording nothing: NOT_LOTTERY, INVALID (randomness not 32 bytes, or
+// a signature that does not check),
 // WRONG_ROUND, ALREADY_DRAWN, ENTRIES_OPEN (before entries_close_at),
 // BEACON_NOT_DUE (before the round's publication time). The ranking is
 // then computed off the actor (Frozen.RankDraw) and recorded by RecordDraw.
-func (m *Machine) StartDraw(now int64, round uint64, randomness []byte, out []Record) (Outcome, []Record) {
+func (m *Machine) StartDraw(now int64, round uint64, randomness, signature []byte, out []Record) (Outcome, []Record) {
 	switch {
 	case !m.defined:
 		return OutcomeNotFound, out
@@ -125,6 +129,9 @@ func (m *Machine) StartDraw(now int64, round uint64, randomness []byte, out []Re
 	if l.rules.Beacon.Accepts(round) != nil {
 		return OutcomeWrongRound, out
 	}
+	if len(signature) > 0 && lottery.CheckSignature(l.rules.Beacon.Source, round, lottery.Hash(randomness), signature) != nil {
+		return OutcomeInvalid, out
+	}
 	if l.drawStarted {
 		return OutcomeAlreadyDrawn, out
 	}
@@ -136,7 +143,8 @@ func (m *Machine) StartDraw(now int64, round uint64, randomness []byte, out []Re
 		return OutcomeBeaconNotDue, out
 	}
 	out = m.closeEntriesIfDue(at, out)
-	out = m.emit(Record{Type: RecordDrawStarted, At: at, Lot: &LotteryFields{Round: round, Randomness: lottery.Hash(randomness)}}, out)
+	out = m.emit(Record{Type: RecordDrawStarted, At: at, Lot: &LotteryFields{Round: round, Randomness: lottery.Hash(randomness),
+		Signature: bytes.Clone(signature)}}, out)
 	return OutcomeDrawStarted, out
 }
 

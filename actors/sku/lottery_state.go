@@ -30,6 +30,7 @@ type lotteryState struct {
 	drawAt      int64 // ms
 	round       uint64
 	randomness  lottery.Hash
+	signature   []byte       // the beacon's signature of round, when the draw was given one
 	seed        lottery.Hash // derived from the draw inputs
 
 	// won lists the reservations made for entries, in record order: the

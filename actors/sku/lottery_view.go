@@ -61,6 +61,7 @@ type LotteryInfo struct {
 	DrawAt     int64 // ms
 	Round      uint64
 	Randomness lottery.Hash
+	Signature  []byte // the beacon's signature of Round, when the draw was given one
 	Winners    uint32 // of the draw: those recorded so far while DRAWING, all once done
 	// Set once the draw is done: the server seed is revealed.
 	Done         bool
@@ -85,7 +86,7 @@ func (f *Frozen) LotteryInfo(now int64) (LotteryInfo, bool) {
 	info.Rules.ServerSeed, info.Rules.PseudonymKey = lottery.Hash{}, lottery.Hash{}
 	if l.drawStarted {
 		info.Drawn, info.DrawAt, info.Round, info.Randomness = true, l.drawAt, l.round, l.randomness
-		info.Winners = l.drawWinners
+		info.Winners, info.Signature = l.drawWinners, l.signature
 	}
 	if l.drawDone {
 		winners, waitlist := l.drawLists()
