@@ -2,10 +2,8 @@ package httpapi_test
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/httpapi/memengine"
 	"github.com/seckill/seckill/lottery"
+	"github.com/seckill/seckill/lottery/lotterytest"
 )
 
 // TestLotteryDrawSignedOverHTTP: a draw given the signature of a published
@@ -23,20 +22,9 @@ import (
 // randomness that is not its SHA-256, answers 400 BAD_BEACON and records
 // nothing. On the real engine and on the twin.
 func TestLotteryDrawSignedOverHTTP(t *testing.T) {
-	raw, err := os.ReadFile("../lottery/testdata/beacons.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v struct {
-		Quicknet struct {
-			Round     uint64 `json:"round"`
-			Signature string `json:"signature"`
-		} `json:"quicknet"`
-	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
-	roundT, _ := lottery.RoundTimeMs(lottery.SourceDrandQuicknet, v.Quicknet.Round)
+	q := lotterytest.Load(t).Quicknet
+	sigHex := hex.EncodeToString(q.Signature)
+	roundT, _ := lottery.RoundTimeMs(lottery.SourceDrandQuicknet, q.Round)
 	for _, twin := range []bool{false, true} {
 		t.Run(map[bool]string{false: "engine", true: "twin"}[twin], func(t *testing.T) {
 			clock := newStepClock()
@@ -49,26 +37,26 @@ func TestLotteryDrawSignedOverHTTP(t *testing.T) {
 			}
 			ts := startServer(t, opts)
 			body, _ := lotteryCampaign(clock.now(), 3, 2)
-			body["skus"].([]map[string]any)[0]["beacon"] = map[string]any{"source": lottery.SourceDrandQuicknet, "round": v.Quicknet.Round}
+			body["skus"].([]map[string]any)[0]["beacon"] = map[string]any{"source": lottery.SourceDrandQuicknet, "round": q.Round}
 			ts.define(body)
 			for i := 1; i <= 12; i++ {
 				want(t, ts.post("/v1/campaigns/lc/skus/ls/entries", map[string]string{"request_id": fmt.Sprintf("r%d", i), "user_id": fmt.Sprintf("u%d", i)}), http.StatusAccepted, "")
 			}
 			clock.step(75 * time.Second) // the round's time
 			draw := func(beacon map[string]any) response {
-				beacon["round"] = v.Quicknet.Round
+				beacon["round"] = q.Round
 				return ts.admin(http.MethodPost, "/admin/campaigns/lc/skus/ls/lottery/draw", map[string]any{"beacon": beacon})
 			}
-			flipped := []byte(v.Quicknet.Signature)
+			flipped := []byte(sigHex)
 			flipped[10] = "01"[map[bool]int{true: 1, false: 0}[flipped[10] == '0']]
 			want(t, draw(map[string]any{"signature": string(flipped)}), http.StatusBadRequest, "BAD_BEACON")
 			other := lottery.RandomnessOf([]byte("another"))
-			want(t, draw(map[string]any{"signature": v.Quicknet.Signature, "randomness": hex.EncodeToString(other[:])}), http.StatusBadRequest, "BAD_BEACON")
+			want(t, draw(map[string]any{"signature": sigHex, "randomness": hex.EncodeToString(other[:])}), http.StatusBadRequest, "BAD_BEACON")
 			want(t, draw(map[string]any{"signature": "zz"}), http.StatusBadRequest, "BAD_BEACON")
 			if info := ts.get("/v1/campaigns/lc/skus/ls/lottery"); info.str("phase") != "CLOSED" {
 				t.Fatalf("a refused draw recorded something: %v", info)
 			}
-			if r := draw(map[string]any{"signature": v.Quicknet.Signature}); r.status != http.StatusAccepted {
+			if r := draw(map[string]any{"signature": sigHex}); r.status != http.StatusAccepted {
 				t.Fatalf("a signed draw: %v", r)
 			}
 			var info response
@@ -76,9 +64,8 @@ func TestLotteryDrawSignedOverHTTP(t *testing.T) {
 				info = ts.get("/v1/campaigns/lc/skus/ls/lottery")
 				return info.str("phase") == "DRAWN"
 			})
-			sig, _ := hex.DecodeString(v.Quicknet.Signature)
-			rnd := lottery.RandomnessOf(sig)
-			if info.str("signature") != v.Quicknet.Signature || info.str("randomness") != hex.EncodeToString(rnd[:]) {
+			rnd := lottery.RandomnessOf(q.Signature)
+			if info.str("signature") != sigHex || info.str("randomness") != hex.EncodeToString(rnd[:]) {
 				t.Fatalf("evidence: signature %q, randomness %q", info.str("signature"), info.str("randomness"))
 			}
 			ev, err := lottery.ParseEvidence(info.raw)

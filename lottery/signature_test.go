@@ -1,64 +1,26 @@
 package lottery
 
 import (
-	"encoding/hex"
-	"encoding/json"
+	"bytes"
 	"errors"
-	"os"
 	"testing"
 
 	"github.com/cloudflare/circl/sign/bls"
+	"github.com/seckill/seckill/lottery/lotterytest"
 )
 
-// beaconVectors are published drand beacons (testdata/beacons.json says
-// where each comes from).
-type beaconVectors struct {
-	Quicknet struct {
-		Round     uint64 `json:"round"`
-		Signature string `json:"signature"`
-	} `json:"quicknet"`
-	Walkthrough struct {
-		PublicKey  string `json:"public_key"`
-		Round      uint64 `json:"round"`
-		Signature  string `json:"signature"`
-		Randomness string `json:"randomness"`
-	} `json:"walkthrough"`
-}
-
-func loadBeacons(t *testing.T) beaconVectors {
-	t.Helper()
-	raw, err := os.ReadFile("testdata/beacons.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v beaconVectors
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-func unhex(t *testing.T, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func TestCheckSignatureQuicknet(t *testing.T) {
-	v := loadBeacons(t)
+	v := lotterytest.Load(t)
 	quicknetRound := v.Quicknet.Round
 	walkthroughRound, walkthroughSignature := v.Walkthrough.Round, v.Walkthrough.Signature
-	sig := unhex(t, v.Quicknet.Signature)
+	sig := v.Quicknet.Signature
 	rnd := RandomnessOf(sig)
 	if err := CheckSignature(SourceDrandQuicknet, quicknetRound, rnd, sig); err != nil {
 		t.Fatalf("a published quicknet round: %v", err)
 	}
 	flipped := append([]byte(nil), sig...)
 	flipped[20] ^= 1
-	other := RandomnessOf(unhex(t, walkthroughSignature))
+	other := RandomnessOf(walkthroughSignature)
 	for _, c := range []struct {
 		name       string
 		source     string
@@ -72,7 +34,7 @@ func TestCheckSignatureQuicknet(t *testing.T) {
 		{"a flipped bit", SourceDrandQuicknet, quicknetRound, RandomnessOf(flipped), flipped, nil},
 		{"randomness of another signature", SourceDrandQuicknet, quicknetRound, other, sig, ErrRandomnessMismatch},
 		{"a short signature", SourceDrandQuicknet, quicknetRound, RandomnessOf(sig[:47]), sig[:47], ErrSignatureLength},
-		{"another chain's signature", SourceDrandQuicknet, walkthroughRound, RandomnessOf(unhex(t, walkthroughSignature)), unhex(t, walkthroughSignature), ErrBadSignature},
+		{"another chain's signature", SourceDrandQuicknet, walkthroughRound, RandomnessOf(walkthroughSignature), walkthroughSignature, ErrBadSignature},
 		{"an unknown source", "drand-mainnet", quicknetRound, rnd, sig, ErrUnknownSource},
 		{"round 0", SourceDrandQuicknet, 0, rnd, sig, ErrBadRound},
 	} {
@@ -90,14 +52,14 @@ func TestCheckSignatureQuicknet(t *testing.T) {
 // published randomness is SHA-256 of the signature, and the signature
 // verifies for its round only.
 func TestVerifyRoundRFC9380(t *testing.T) {
-	w := loadBeacons(t).Walkthrough
+	w := lotterytest.Load(t).Walkthrough
 	var pk bls.PublicKey[bls.KeyG2SigG1]
-	if err := pk.UnmarshalBinary(unhex(t, w.PublicKey)); err != nil {
+	if err := pk.UnmarshalBinary(w.PublicKey); err != nil {
 		t.Fatal(err)
 	}
-	sig := unhex(t, w.Signature)
-	if got := RandomnessOf(sig); hex.EncodeToString(got[:]) != w.Randomness {
-		t.Fatalf("randomness %x, published %s", got, w.Randomness)
+	sig := w.Signature
+	if got := RandomnessOf(sig); !bytes.Equal(got[:], w.Randomness) {
+		t.Fatalf("randomness %x, published %x", got, w.Randomness)
 	}
 	if !verifyRound(&pk, w.Round, sig) {
 		t.Fatal("a published round does not verify")

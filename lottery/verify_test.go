@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/seckill/seckill/lottery/lotterytest"
 )
 
 // evidenceOf builds honest evidence for a pool of n entries.
@@ -82,11 +84,11 @@ func TestVerifyHonestAndTampered(t *testing.T) {
 // the quicknet round of testdata/beacons.json with its published signature.
 func signedEvidence(t *testing.T, n int) (Evidence, []byte) {
 	ev, pool := honestEvidence(n)
-	v := loadBeacons(t)
+	v := lotterytest.Load(t)
 	roundMs := (QuicknetGenesis + int64(v.Quicknet.Round-1)*QuicknetPeriod) * 1000
 	ev.Beacon.Round, ev.Round = v.Quicknet.Round, v.Quicknet.Round
 	ev.EntriesCloseAtMs, ev.ClosedAtMs, ev.CommittedAtMs, ev.DrawnAtMs = roundMs-60_000, roundMs-60_000, roundMs-120_000, roundMs
-	ev.Signature = unhex(t, v.Quicknet.Signature)
+	ev.Signature = v.Quicknet.Signature
 	ev.Randomness = RandomnessOf(ev.Signature)
 	ev.Seed = Seed("c", "s", ev.ServerSeed, ev.Randomness[:], ev.EntriesRoot)
 	entries, _ := ParsePool(pool)
@@ -109,7 +111,7 @@ func TestVerifyBeaconSignature(t *testing.T) {
 			ev.Signature[5] ^= 1
 		},
 		"randomness not of the signature": func(ev *Evidence) { ev.Randomness[0] ^= 1 },
-		"another chain's signature":       func(ev *Evidence) { ev.Signature = unhex(t, loadBeacons(t).Walkthrough.Signature) },
+		"another chain's signature":       func(ev *Evidence) { ev.Signature = lotterytest.Load(t).Walkthrough.Signature },
 	} {
 		ev, pool := signedEvidence(t, 30)
 		tamper(&ev)

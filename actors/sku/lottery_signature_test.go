@@ -1,38 +1,11 @@
 package sku
 
 import (
-	"encoding/hex"
-	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/seckill/seckill/lottery"
+	"github.com/seckill/seckill/lottery/lotterytest"
 )
-
-// publishedQuicknetRound returns the published quicknet round of
-// lottery/testdata/beacons.json (where it comes from is said there): its
-// number, signature and randomness (SHA-256 of the signature).
-func publishedQuicknetRound(t testing.TB) (uint64, []byte, lottery.Hash) {
-	t.Helper()
-	raw, err := os.ReadFile("../../lottery/testdata/beacons.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v struct {
-		Quicknet struct {
-			Round     uint64 `json:"round"`
-			Signature string `json:"signature"`
-		} `json:"quicknet"`
-	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
-	sig, err := hex.DecodeString(v.Quicknet.Signature)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v.Quicknet.Round, sig, lottery.RandomnessOf(sig)
-}
 
 // A draw given the beacon's signature of a published quicknet round
 // records it; a signature of another round, a changed one, or randomness
@@ -40,7 +13,8 @@ func publishedQuicknetRound(t testing.TB) (uint64, []byte, lottery.Hash) {
 // snapshot and the evidence carry the signature, and a hand-made
 // DRAW_STARTED with a bad signature does not apply.
 func TestLotteryDrawWithBeaconSignature(t *testing.T) {
-	round, sig, rnd := publishedQuicknetRound(t)
+	q := lotterytest.Load(t).Quicknet
+	round, sig, rnd := q.Round, q.Signature, lottery.RandomnessOf(q.Signature)
 	roundT, _ := lottery.RoundTimeMs(lottery.SourceDrandQuicknet, round)
 	d := lotteryDef(3, 2)
 	d.StartAt, d.EndAt = roundT-120_000, roundT+1e9

@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/lottery"
+	"github.com/seckill/seckill/lottery/lotterytest"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -261,25 +262,10 @@ func TestLotteryVerify(t *testing.T) {
 // and from the evidence (beacon_signature); a changed signature in either
 // makes it exit 1.
 func TestLotteryVerifyBeaconSignature(t *testing.T) {
-	raw, err := os.ReadFile("../../lottery/testdata/beacons.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v struct {
-		Quicknet struct {
-			Round     uint64 `json:"round"`
-			Signature string `json:"signature"`
-		} `json:"quicknet"`
-	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
-	sig, err := hex.DecodeString(v.Quicknet.Signature)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := lotterytest.Load(t).Quicknet
+	sig := q.Signature
 	rnd := lottery.RandomnessOf(sig)
-	f := newLotteryFixtureOf(t, v.Quicknet.Round, rnd[:], sig)
+	f := newLotteryFixtureOf(t, q.Round, rnd[:], sig)
 	signatureCheck := func(out string) lottery.Check {
 		for _, c := range reportOf(t, out).Checks {
 			if c.Name == "beacon_signature" {
@@ -296,7 +282,7 @@ func TestLotteryVerifyBeaconSignature(t *testing.T) {
 	wantCode(t, exitOK, "lottery", "verify", "--evidence", writeFile(t, "evidence.json", f.evidence), "--pool", pool)
 
 	var doc map[string]any
-	if err := json.Unmarshal(f.evidence, &doc); err != nil || doc["signature"] != v.Quicknet.Signature {
+	if err := json.Unmarshal(f.evidence, &doc); err != nil || doc["signature"] != hex.EncodeToString(sig) {
 		t.Fatalf("the evidence's signature: %v %v", doc["signature"], err)
 	}
 	flipped := bytes.Clone(sig)
