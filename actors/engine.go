@@ -132,7 +132,8 @@ type Config struct {
 	DrawBatch int
 	// DrawPause is the pause between two rounds of a lottery draw
 	// (default 0: none): it spreads a large draw's group commits over
-	// time, so a draw takes at least winners / DrawBatch × DrawPause.
+	// time. The engine's tick (ExpiryInterval) records a round too, so a
+	// draw of n rounds takes about n / (1/DrawPause + 1/ExpiryInterval).
 	DrawPause time.Duration
 	// WAL tunes the logs; Fsync above overrides WAL.Fsync.
 	WAL wal.Options

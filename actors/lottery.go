@@ -34,9 +34,14 @@ func (a *skuActor) onRanked(ctx actor.Context, msg rankedMessage) {
 	a.commit(ctx)
 }
 
+// drawResume ends the pause between two rounds of a draw (Config.DrawPause).
+type drawResume struct{}
+
 // lotteryActions does what a round's actions ask of a lottery: start a
 // ranking, and tick again while a ranking has records left: at once, or
-// after Config.DrawPause.
+// after Config.DrawPause. One pause at a time: a round the engine's tick
+// made meanwhile (it records a batch too) starts no second timer, so the
+// pauses never overlap into a faster draw.
 func (a *skuActor) lotteryActions(ctx actor.Context, act *core.Actions) {
 	if act.Rank != nil {
 		a.startRank(ctx, act.Rank)
@@ -48,6 +53,10 @@ func (a *skuActor) lotteryActions(ctx actor.Context, act *core.Actions) {
 		ctx.Send(ctx.Self(), tick{now: a.cfg.Clock(), more: true})
 		return
 	}
-	root, self, clock := ctx.ActorSystem().Root, ctx.Self(), a.cfg.Clock
-	time.AfterFunc(a.cfg.DrawPause, func() { root.Send(self, tick{now: clock(), more: true}) })
+	if a.drawPaused {
+		return
+	}
+	a.drawPaused = true
+	root, self := ctx.ActorSystem().Root, ctx.Self()
+	time.AfterFunc(a.cfg.DrawPause, func() { root.Send(self, drawResume{}) })
 }

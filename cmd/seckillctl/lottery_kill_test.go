@@ -21,8 +21,9 @@ import (
 )
 
 // Sizes of the lottery the kill test draws: every winner is one group
-// commit (--lottery-draw-batch 1), 1 ms apart (--lottery-draw-pause), so
-// the draw is 2,000 commits over 2 s or more.
+// commit (--lottery-draw-batch 1), 200 µs apart (--lottery-draw-pause,
+// about an fsync here, so a kill lands inside a commit about as often as
+// between two), so the draw is 2,000 commits over half a second or more.
 const (
 	killEntries   = 2500
 	killSaleLimit = 2000
@@ -30,14 +31,13 @@ const (
 )
 
 // lotteryDaemon runs seckilld on dir with one WON record per group commit
-// and a millisecond between two,
-// snapshots every 500 records (a restart resumes from a snapshot taken in
-// the middle of the draw) and the whole log kept for the auditor
-// (--feed-retain-records holds back truncation).
+// and 200 µs between two, snapshots every 500 records (a restart resumes
+// from a snapshot taken in the middle of the draw) and the whole log kept
+// for the auditor (--feed-retain-records holds back truncation).
 func lotteryDaemon(t *testing.T, bin, dir string) *seckilldtest.Daemon {
 	t.Helper()
 	return seckilldtest.Start(t, bin, dir, []string{"SECKILL_ADMIN_TOKEN=" + killToken,
-		"SECKILL_LOTTERY_DRAW_BATCH=1", "SECKILL_LOTTERY_DRAW_PAUSE=1ms", "SECKILL_SNAPSHOT_EVERY=500", "SECKILL_SNAPSHOT_INTERVAL=200ms",
+		"SECKILL_LOTTERY_DRAW_BATCH=1", "SECKILL_LOTTERY_DRAW_PAUSE=200us", "SECKILL_SNAPSHOT_EVERY=500", "SECKILL_SNAPSHOT_INTERVAL=200ms",
 		"SECKILL_FEED_RETAIN_RECORDS=1000000"})
 }
 
