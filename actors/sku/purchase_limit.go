@@ -66,8 +66,8 @@ func (d *Definition) checkPurchaseLimit() error {
 }
 
 // The purchase group of DEFINE (record.go) and the state's purchase
-// section (tag 4), written only for PurchaseLimitCampaign: a u8, the limit.
-const stateSectionPurchase = 4
+// section (tag 5), written only for PurchaseLimitCampaign: a u8, the limit.
+const stateSectionPurchase = 5
 
 // errPurchaseGroup refuses a purchase group that says "sku": it is never
 // written (canonical encodings only).

@@ -49,8 +49,10 @@ import (
 //	       ranges                                    the unsold queue, in order
 //	allocation  = uvarint seq, uvarint epoch, ranges
 //	ranges      = uvarint n, n × (uvarint first, uvarint last - first)
-//	tag 4: purchase (issue #19), written for a campaign whose
-//	       purchase_limit is "campaign" only (never with tags 2 or 3):
+//	tag 4: a lottery draw's beacon signature (lottery_codec.go), written
+//	       when the draw recorded one: str signature
+//	tag 5: purchase (issue #19), written for a campaign whose
+//	       purchase_limit is "campaign" only (never with tags 2, 3 or 4):
 //	       u8 purchase_limit (1)
 //
 // The sections are written in tag order and only when used; the decoder
@@ -119,6 +121,7 @@ func (f *Frozen) Encode(w io.Writer) (int64, error) {
 	e.encodePasses(f)
 	e.encodeLottery(f)
 	e.encodeCell(f)
+	e.encodeBeaconSignature(f)
 	e.encodePurchase(f)
 	e.flush()
 	return e.n, e.err
@@ -314,6 +317,7 @@ func (s *stateDecoder) decode() {
 		s.cellSection(released)
 		return
 	}
+	s.decodeBeaconSignature()
 	if s.err == nil && len(s.b) != 0 && s.b[0] == stateSectionPurchase {
 		s.purchaseSection()
 	}
