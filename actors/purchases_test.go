@@ -41,7 +41,7 @@ func mustCampaignAudit(t *testing.T, e *Engine) (live int) {
 		t.Fatalf("campaign audit: %v %+v", a.Violations, a.SKUs)
 	}
 	for _, s := range a.SKUs {
-		live += int(s.Audit.Counts.Reserved + s.Audit.Counts.Confirmed)
+		live += int(s.Audit.Counts.PendingPayment + s.Audit.Counts.Paid)
 	}
 	if a.PurchaseLimit == sku.PurchaseLimitCampaign && live != a.LiveUsers {
 		t.Fatalf("%d live purchases for %d users", live, a.LiveUsers)

@@ -31,12 +31,13 @@ func (ts *testServer) campaignAudit(campaignID string) response {
 	return r
 }
 
-// livePurchases sums reserved + confirmed over a campaign audit's SKUs.
+// livePurchases sums the PENDING_PAYMENT and PAID reservations over a
+// campaign audit's SKUs.
 func livePurchases(r response) int {
 	n := 0
 	for _, s := range r.body["skus"].([]any) {
-		m := s.(map[string]any)
-		n += int(m["reserved"].(float64) + m["confirmed"].(float64))
+		states := s.(map[string]any)["states"].(map[string]any)
+		n += int(states["PENDING_PAYMENT"].(float64) + states["PAID"].(float64))
 	}
 	return n
 }
