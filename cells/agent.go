@@ -29,6 +29,10 @@ type AgentConfig struct {
 	Ledger *ledger.Ledger
 	SKU    ledger.SKU
 	Cell   string
+	// Epoch is the process's epoch of the cell, shared by the agents of
+	// all its celled SKUs (nil: the agent takes one of its own, for a
+	// process with a single celled SKU).
+	Epoch *CellEpoch
 	// Chunk is the units one top-up asks for (0: the ledger's chunk).
 	Chunk uint32
 	// LowWater: a top-up starts when available falls below it (default
@@ -58,6 +62,9 @@ func (c *AgentConfig) fill() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Epoch == nil {
+		c.Epoch = NewCellEpoch(c.Ledger, c.Cell)
+	}
 }
 
 // ErrForeignDataDir: the SKU's log belongs to another cell (its DEFINE names
@@ -65,8 +72,9 @@ func (c *AgentConfig) fill() {
 var ErrForeignDataDir = errors.New("cells: the data dir belongs to another cell")
 
 // Agent keeps one cell's share of a celled SKU in step with the ledger,
-// off the request path: at start it bumps the cell's epoch (fencing any
-// earlier process out of the ledger) and records it, then adds every
+// off the request path: at start it takes the process's epoch of the cell
+// (CellEpoch: bumped once per process, fencing any earlier process out of
+// the ledger) and records it, then adds every
 // allocation the ledger has that the log lacks, credits every logged
 // return the ledger lacks, and from then on tops the pool up when it runs
 // low and answers return requests. A top-up whose outcome is unknown is
@@ -110,6 +118,13 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 // TopUpPending reports whether a top-up is asked for and not yet granted:
 // an empty cell then answers SOLD_OUT with Retry-After.
 func (a *Agent) TopUpPending() bool { return a.pending.Load() }
+
+// ExpectsTopUp reports whether an empty cell should tell its buyers to
+// retry: a top-up is pending, or the ledger was not found exhausted at the
+// last top-up (an empty cell asks for one within an Interval). False only
+// once the ledger answered that nothing is left: the cell's SOLD_OUT then
+// holds until a return (still never final: another cell may return units).
+func (a *Agent) ExpectsTopUp() bool { return a.pending.Load() || !a.exhausted.Load() }
 
 // LedgerReachable reports whether the last etcd operation answered.
 func (a *Agent) LedgerReachable() bool { return a.reachable.Load() }
@@ -193,11 +208,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
-// takeEpoch bumps the cell's epoch in the ledger and records it.
+// takeEpoch takes the process's epoch of the cell (bumped in the ledger
+// once per process) and records it.
 func (a *Agent) takeEpoch() error {
 	ctx, cancel := a.op()
 	defer cancel()
-	e, err := a.cfg.Ledger.BumpEpoch(ctx, a.cfg.Cell)
+	e, err := a.cfg.Epoch.Take(ctx)
 	if err != nil {
 		a.ledgerFailed("bump epoch", err)
 		return err

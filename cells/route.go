@@ -66,3 +66,12 @@ func (r *Routes) Decide(method, path string, body []byte) Route {
 	}
 	return Route{}
 }
+
+// Map returns the frozen map of a celled SKU, nil when the SKU is not
+// celled (or not published when the routes were built).
+func (r *Routes) Map(campaignID, skuID string) *Map {
+	return r.maps[campaignID+"/"+skuID]
+}
+
+// Len returns the number of celled SKUs routed.
+func (r *Routes) Len() int { return len(r.maps) }

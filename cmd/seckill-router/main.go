@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -78,9 +80,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// publishedPoll is how often the router reads the SKUs published since
+// its last read.
+const publishedPoll = time.Second
+
 // router forwards each request to its cell.
 type router struct {
-	routes      *cells.Routes
+	routes      atomic.Pointer[cells.Routes]
 	clients     map[string]*fasthttp.HostClient
 	order       []string
 	defaultCell string
@@ -121,7 +127,7 @@ func serve(o options, stdout io.Writer, log *slog.Logger) error {
 		}
 		time.Sleep(time.Second)
 	}
-	r.routes = cells.NewRoutes(pubs)
+	r.routes.Store(cells.NewRoutes(pubs))
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return err
@@ -130,6 +136,7 @@ func serve(o options, stdout io.Writer, log *slog.Logger) error {
 	srv := &fasthttp.Server{Handler: r.handle, Name: "seckill-router", ReadTimeout: 30 * time.Second, IdleTimeout: time.Minute}
 	stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
+	go r.pollPublished(stop, l, log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -140,13 +147,40 @@ func serve(o options, stdout io.Writer, log *slog.Logger) error {
 	return srv.ShutdownWithContext(context.Background())
 }
 
+// pollPublished rebuilds the routes every publishedPoll from the SKUs
+// published in etcd until ctx ends. A map, once published, never changes
+// in etcd, so a rebuild only adds SKUs.
+func (r *router) pollPublished(ctx context.Context, l *ledger.Ledger, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(publishedPoll):
+		}
+		readCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		pubs, err := cells.ReadPublished(readCtx, l, "")
+		cancel()
+		if err != nil {
+			log.Debug("reading the published SKUs failed; keeping the routes", "err", err)
+			continue
+		}
+		if len(pubs) != r.routes.Load().Len() {
+			r.routes.Store(cells.NewRoutes(pubs))
+		}
+	}
+}
+
 func (r *router) handle(ctx *fasthttp.RequestCtx) {
 	if string(ctx.Path()) == "/healthz" {
 		ctx.SetStatusCode(fasthttp.StatusOK)
 		ctx.SetBodyString(`{"status":"ok"}`)
 		return
 	}
-	route := r.routes.Decide(string(ctx.Method()), string(ctx.Path()), ctx.PostBody())
+	if campaign, skuID, ok := routerMapPath(string(ctx.Path())); ok {
+		r.answerMap(ctx, campaign, skuID)
+		return
+	}
+	route := r.routes.Load().Decide(string(ctx.Method()), string(ctx.Path()), ctx.PostBody())
 	if !route.FanOut {
 		cell := route.Cell
 		if cell == "" {
@@ -161,6 +195,32 @@ func (r *router) handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
+}
+
+// routerMapPath parses GET /router/campaigns/{c}/skus/{s}.
+func routerMapPath(path string) (campaign, skuID string, ok bool) {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if len(parts) != 5 || parts[0] != "router" || parts[1] != "campaigns" || parts[3] != "skus" {
+		return "", "", false
+	}
+	return parts[2], parts[4], true
+}
+
+// answerMap answers the map the router sends a SKU's users by: 200 with
+// its version and cells, or 404 NOT_CELLED.
+func (r *router) answerMap(ctx *fasthttp.RequestCtx, campaign, skuID string) {
+	ctx.SetContentType("application/json")
+	m := r.routes.Load().Map(campaign, skuID)
+	if m == nil {
+		ctx.SetStatusCode(fasthttp.StatusNotFound)
+		ctx.SetBodyString(`{"error":"NOT_CELLED","detail":"the router has no cell map for this SKU (not published, or published less than a second ago)"}`)
+		return
+	}
+	b, _ := json.Marshal(struct {
+		Version uint64   `json:"cell_map_version"`
+		Cells   []string `json:"cells"`
+	}{m.Version, m.Cells})
+	ctx.SetBody(b)
 }
 
 // forward sends the request to cell and copies its answer; false (and a
