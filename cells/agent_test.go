@@ -247,3 +247,87 @@ func TestAgentAgainstRealEtcd(t *testing.T) {
 	}
 	checkAgrees(t, e, l, "c1")
 }
+
+// TestOneEpochPerCellProcess: a cell process selling two celled SKUs bumps
+// the cell's epoch once, and both SKUs' agents top up under it. (Each
+// agent bumping on its own gave the second SKU epoch 2, and the first
+// SKU's agent was fenced at its next top-up.)
+func TestOneEpochPerCellProcess(t *testing.T) {
+	srv := etcdtest.Start(t)
+	client, err := ledger.Dial([]string{srv.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	l := ledger.New(client, "/t")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, _ := EvenMap(1, []string{"c1", "c2"})
+	e := openCell(t, t.TempDir(), "c1") // defines demo/sku-1
+	defer e.Close()
+	second := ledger.SKU{Campaign: demo.Campaign, SKU: "sku-2"}
+	def := sku.Definition{CampaignID: second.Campaign, SKUID: second.SKU, StartAt: time.Now().Add(-time.Second).UnixMilli(),
+		EndAt: time.Now().Add(time.Hour).UnixMilli(), PaymentWindowMs: 60_000, SaleLimit: 300, ReleaseOnClose: true,
+		Cell: "c1", CellMapVersion: 1}
+	if err := e.Define(ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	epoch := NewCellEpoch(l, "c1")
+	var runs []*cellRun
+	for _, s := range []ledger.SKU{demo, second} {
+		op, err := PublishOp(l, s, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Publish(ctx, s, 300, 20, []ledger.InitialGrant{{Cell: "c1", Units: 40}, {Cell: "c2", Units: 40}}, op); err != nil {
+			t.Fatal(err)
+		}
+		a, err := NewAgent(AgentConfig{Engine: e, Ledger: l, SKU: s, Cell: "c1", Chunk: 20, Epoch: epoch,
+			OpTimeout: 500 * time.Millisecond, Interval: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCtx, stop := context.WithCancel(context.Background())
+		r := &cellRun{agent: a, cancel: stop, done: make(chan error, 1)}
+		go func() { r.done <- a.Run(runCtx) }()
+		runs = append(runs, r)
+	}
+	// Sell 100 of each: beyond the initial 40, so both agents top up.
+	for _, s := range []ledger.SKU{demo, second} {
+		sold := 0
+		within(t, "100 of "+s.SKU+" sold", func() bool {
+			for sold < 100 {
+				res, err := e.Reserve(ctx, s.Campaign, s.SKU, fmt.Sprintf("r%d", sold), fmt.Sprintf("u%d", sold))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Outcome != sku.OutcomeAccepted {
+					return false
+				}
+				sold++
+			}
+			return true
+		})
+	}
+	for i, r := range runs {
+		if err := r.stop(); err != nil {
+			t.Fatalf("agent %d: %v", i, err)
+		}
+	}
+	if got, err := l.Epoch(ctx, "c1"); err != nil || got != 1 {
+		t.Fatalf("the cell's epoch in etcd: %d %v, want 1 (one bump per process)", got, err)
+	}
+	for _, s := range []ledger.SKU{demo, second} {
+		rep, err := e.Cell(ctx, s.Campaign, s.SKU)
+		if err != nil {
+			t.Fatal(err)
+		}
+		allocs, err := l.Allocations(ctx, s, "c1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Epoch != 1 || len(allocs) < 4 || len(rep.Grants) != len(allocs) {
+			t.Fatalf("%s: logged epoch %d, %d grants logged, %d allocations in etcd", s.SKU, rep.Epoch, len(rep.Grants), len(allocs))
+		}
+	}
+}
