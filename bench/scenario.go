@@ -270,13 +270,11 @@ func newResult(config Config, skus []SKUSpec) *Result {
 
 // saleResend is the resend policy of a sale that must complete: 429 waits
 // for Retry-After, an unknown result is asked again with the same
-// request_id, each bounded; with celled SKUs, a SOLD_OUT with Retry-After
-// (a cell waiting for a top-up) waits too.
+// request_id, each bounded.
 func saleResend(config Config) ResendPolicy {
 	return ResendPolicy{
-		QueueFull:         true,
-		Uncertain:         true,
-		SoldOutRetryAfter: config.Cells.Enabled(),
+		QueueFull:  true,
+		Uncertain:  true,
 		MaxResends:        config.MaxResends,
 		MinBackoff:        5 * time.Millisecond,
 		MaxBackoff:        2 * time.Second,

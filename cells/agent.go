@@ -46,7 +46,12 @@ type AgentConfig struct {
 	// MaxBackoff bounds the wait between retries while etcd does not
 	// answer (default 2 s).
 	MaxBackoff time.Duration
-	Logger     *slog.Logger
+	// ExhaustedRecheck is how long a cell that found the ledger
+	// exhausted waits before it asks again (default 1 s): only another
+	// cell's return can refill it, and asking every Interval cost each
+	// sold-out SKU ten etcd transactions a second per cell.
+	ExhaustedRecheck time.Duration
+	Logger           *slog.Logger
 }
 
 func (c *AgentConfig) fill() {
@@ -58,6 +63,9 @@ func (c *AgentConfig) fill() {
 	}
 	if c.MaxBackoff <= 0 {
 		c.MaxBackoff = 2 * time.Second
+	}
+	if c.ExhaustedRecheck <= 0 {
+		c.ExhaustedRecheck = time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -86,7 +94,13 @@ type Agent struct {
 	epoch uint64 // 0 until the bump succeeded; then only the loop's goroutine writes it
 	// inFlight is the seq of a top-up asked for and not answered yet (0:
 	// none): it is retried as it is, never replaced by a later seq.
-	inFlight  uint64
+	inFlight uint64
+	// exhaustedAt is when the ledger last answered that nothing is left
+	// (only the loop's goroutine reads and writes it).
+	exhaustedAt time.Time
+	// granted: the last step's top-up was granted (the loop's goroutine
+	// only); the loop then steps again without waiting.
+	granted   bool
 	pending   atomic.Bool
 	reachable atomic.Bool
 	exhausted atomic.Bool
@@ -200,6 +214,15 @@ func (a *Agent) Run(ctx context.Context) error {
 			continue
 		}
 		backoff = a.cfg.Interval
+		if a.granted {
+			// A chunk came: look again at once, so that a cell drained
+			// faster than one chunk per Interval tops up at etcd's pace.
+			a.granted = false
+			if ctx.Err() != nil {
+				return nil
+			}
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -248,7 +271,8 @@ func (a *Agent) step() error {
 	// stand in the ledger, and must reach the log, not wait for the next
 	// need (found by cells/clustertest: "holds 2400 per its log, 2450 per
 	// the ledger").
-	if rep.Counts.Available < low || a.inFlight != 0 {
+	recheck := a.inFlight != 0 || !a.exhausted.Load() || time.Since(a.exhaustedAt) >= a.cfg.ExhaustedRecheck
+	if (rep.Counts.Available < low && recheck) || a.inFlight != 0 {
 		if err := a.topUp(low); err != nil {
 			return err
 		}
@@ -328,6 +352,7 @@ func (a *Agent) topUp(low uint32) error {
 	case errors.Is(err, ledger.ErrExhausted):
 		a.reachable.Store(true)
 		a.exhausted.Store(true)
+		a.exhaustedAt = time.Now()
 		a.pending.Store(false)
 		a.inFlight = 0
 		return nil
@@ -349,6 +374,7 @@ func (a *Agent) topUp(low uint32) error {
 		return err
 	}
 	a.inFlight = 0
+	a.granted = true
 	a.count(func(s *AgentStats) { s.TopUps++ })
 	a.pending.Store(false)
 	return nil

@@ -175,7 +175,8 @@ type InitialGrant struct {
 }
 
 // Publish creates the SKU's ledger with sale_limit and top-up chunk, and
-// each cell's allocation 1 from the initial grants, in one transaction,
+// each cell's allocation 1 from the initial grants (none for a grant of 0
+// units), in one transaction,
 // only if the ledger does not exist yet (ErrExists otherwise). extra
 // (may be nil) are further puts to make in the same transaction, such as
 // the cell map.
@@ -192,6 +193,9 @@ func (l *Ledger) Publish(ctx context.Context, s SKU, saleLimit, chunk uint32, in
 			return nil, fmt.Errorf("ledger: publish: bad or repeated cell %q", g.Cell)
 		}
 		seen[g.Cell] = true
+		if g.Units == 0 {
+			continue // no allocation 1: the cell starts empty and tops up
+		}
 		var rs []sku.TokenRange
 		pool, rs = pool.take(g.Units)
 		if sku.RangesUnits(rs) != uint64(g.Units) {

@@ -219,3 +219,36 @@ func mustState(t *testing.T, l *Ledger) State {
 	}
 	return st
 }
+
+// TestPublishZeroInitialGrant: a cell with an initial grant of 0 units
+// gets no allocation 1 (an empty one would not decode: every allocation
+// has ranges) and its first top-up is seq 1.
+func TestPublishZeroInitialGrant(t *testing.T) {
+	srv := etcdtest.Start(t)
+	l := newLedger(t, srv.Endpoint)
+	allocs, err := l.Publish(ctxFor(t, 10*time.Second), demo, 100, 10, []InitialGrant{{Cell: "c1", Units: 0}, {Cell: "c2", Units: 30}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(allocs) != 1 || allocs[0].Cell != "c2" || allocs[0].Units() != 30 {
+		t.Fatalf("initial allocations: %+v", allocs)
+	}
+	if got, err := l.Allocations(ctxFor(t, 10*time.Second), demo, "c1"); err != nil || len(got) != 0 {
+		t.Fatalf("c1's allocations: %v %v", got, err)
+	}
+	e, err := l.BumpEpoch(ctxFor(t, 10*time.Second), "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := l.Allocate(ctxFor(t, 10*time.Second), demo, "c1", 1, e, 0)
+	if err != nil || a.Units() != 10 {
+		t.Fatalf("c1's first top-up: %+v %v", a, err)
+	}
+	st, err := l.Read(ctxFor(t, 10*time.Second), demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := st.Check(); len(bad) != 0 {
+		t.Fatal(bad)
+	}
+}
