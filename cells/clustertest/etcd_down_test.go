@@ -1,0 +1,162 @@
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/cells"
+	"github.com/seckill/seckill/internal/etcdtest"
+	"github.com/seckill/seckill/ledger"
+)
+
+// TestCellStartsWithEtcdDown: a cell whose data dir holds a grant, started
+// while etcd does not answer (its link cut by a proxy the test controls),
+// serves the quota its log holds, takes no epoch and asks for no top-up;
+// once etcd answers it takes a new epoch, tops up and sells on.
+func TestCellStartsWithEtcdDown(t *testing.T) {
+	bins := buildAll(t)
+	logDir := t.TempDir()
+	etcd := etcdtest.Start(t)
+	proxy, err := etcdtest.NewProxy(etcd.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	client, err := ledger.Dial([]string{etcd.Endpoint}) // the test's own link, never cut
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	l := ledger.New(client, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s := ledger.SKU{Campaign: campaign, SKU: skuID}
+	m, err := cells.EvenMap(1, []string{"c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	d := sku.Definition{CampaignID: campaign, SKUID: skuID, StartAt: now.Add(-time.Second).UnixMilli(), EndAt: now.Add(time.Hour).UnixMilli(),
+		PaymentWindowMs: 600_000, SaleLimit: 300, ReleaseOnClose: true}
+	if _, err := cells.Publish(ctx, l, d, m, 50, []ledger.InitialGrant{{Cell: "c1", Units: 100}}); err != nil {
+		t.Fatal(err)
+	}
+	addr, err := etcdtest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + addr
+	httpClient := &http.Client{Timeout: 5 * time.Second}
+	cell := startProc(t, "c1", bins["seckilld"], logDir, "--addr", addr, "--data-dir", filepath.Join(t.TempDir(), "c1"),
+		"--cell", "c1", "--etcd", proxy.Addr, "--admin-token", token, "--log-level", "info")
+	waitFor(t, "the initial grant logged", func() bool {
+		a, err := getAudit(httpClient, base)
+		return err == nil && a.Granted == 100
+	})
+	cell.term()
+
+	// etcd down at start: the link cut, the data dir holds allocation 1.
+	proxy.Cut()
+	cell.start(t)
+	sold := 0
+	for ; sold < 120; sold++ {
+		code, body := reserve(t, httpClient, base, sold)
+		if code != http.StatusAccepted {
+			if code != http.StatusConflict || !strings.Contains(body, "SOLD_OUT") {
+				t.Fatalf("reserve %d with etcd down: %d %s", sold, code, body)
+			}
+			break
+		}
+	}
+	if sold != 100 {
+		t.Fatalf("with etcd down the cell sold %d, want the 100 its log holds", sold)
+	}
+	metrics := get(t, httpClient, base+"/metrics")
+	for _, want := range []string{"seckill_cell_ledger_reachable{", "seckill_cell_epoch{"} {
+		if !strings.Contains(metrics, want) {
+			t.Fatalf("/metrics lacks %s", want)
+		}
+	}
+	if line := metricLine(metrics, "seckill_cell_ledger_reachable{"); !strings.HasSuffix(line, " 0") {
+		t.Fatalf("with etcd down: %s", line)
+	}
+	if e, err := l.Epoch(ctx, "c1"); err != nil || e != 1 {
+		t.Fatalf("the cell's epoch in etcd while its link is cut: %d %v, want 1 (the first start's)", e, err)
+	}
+	if allocs, err := l.Allocations(ctx, s, "c1"); err != nil || len(allocs) != 1 {
+		t.Fatalf("allocations while the link is cut: %d %v, want only the initial one", len(allocs), err)
+	}
+
+	// etcd answers again: a new epoch, a top-up, sales again.
+	proxy.Heal()
+	waitFor(t, "selling again once etcd answers", func() bool {
+		code, _ := reserve(t, httpClient, base, sold)
+		if code == http.StatusAccepted {
+			sold++
+			return true
+		}
+		return false
+	})
+	if e, err := l.Epoch(ctx, "c1"); err != nil || e != 2 {
+		t.Fatalf("the cell's epoch after etcd came back: %d %v, want 2", e, err)
+	}
+	if allocs, err := l.Allocations(ctx, s, "c1"); err != nil || len(allocs) < 2 || allocs[1].Epoch != 2 {
+		t.Fatalf("the top-up after etcd came back: %+v %v", allocs, err)
+	}
+	if line := metricLine(get(t, httpClient, base+"/metrics"), "seckill_cell_ledger_reachable{"); !strings.HasSuffix(line, " 1") {
+		t.Fatalf("with etcd back: %s", line)
+	}
+}
+
+// waitFor polls cond every 50 ms for up to 30 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 30 s: %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// reserve posts the reserve of user n (request_id r<n>) to a cell.
+func reserve(t *testing.T, c *http.Client, base string, n int) (int, string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"request_id":"r%d","user_id":"u%d"}`, n, n)
+	resp, err := c.Post(base+"/v1/campaigns/"+campaign+"/skus/"+skuID+"/reservations", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func get(t *testing.T, c *http.Client, url string) string {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// metricLine returns the first line of a /metrics text that starts with prefix.
+func metricLine(metrics, prefix string) string {
+	for _, line := range strings.Split(metrics, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			return line
+		}
+	}
+	return ""
+}
