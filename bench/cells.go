@@ -212,6 +212,11 @@ func (cc *cellControl) audit(ctx context.Context, campaignID, skuID string) (Aud
 	problems := append([]string(nil), a.Problems...)
 	for _, cell := range p.Map.Cells {
 		c := a.Cells[cell]
+		if c.WrittenOff > 0 {
+			problems = append(problems, fmt.Sprintf("cell %s was written off (%d units lost with its disk)", cell, c.WrittenOff))
+			report.InvariantOK = false
+			continue
+		}
 		if !c.Reachable {
 			problems = append(problems, fmt.Sprintf("cell %s unreachable (holds %d units): %s", cell, c.LedgerHeld, c.Error))
 			report.InvariantOK = false

@@ -175,8 +175,10 @@ var errLostAnswer = errors.New("cells: the top-up's answer was lost (fault injec
 
 // Run drives the agent until ctx is done. It returns ledger.ErrFenced
 // when another process took the cell's epoch (the caller stops topping
-// up; the log still holds what it sold), or an engine error that is not
-// transient.
+// up; the log still holds what it sold), ledger.ErrWrittenOff when the
+// cell's quota of the SKU was written off (a lost disk: a process started
+// on a new data dir gets none of the old allocations), or an engine error
+// that is not transient.
 func (a *Agent) Run(ctx context.Context) error {
 	backoff := a.cfg.Interval
 	wait := func() bool {
@@ -206,6 +208,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		switch {
 		case errors.Is(err, ledger.ErrFenced):
 			a.cfg.Logger.Error("cell fenced: another process holds its epoch; no more top-ups", "cell", a.cfg.Cell, "err", err)
+			return err
+		case errors.Is(err, ledger.ErrWrittenOff):
+			a.cfg.Logger.Error("the cell's quota of this SKU was written off (a lost disk): no more top-ups", "cell", a.cfg.Cell,
+				"campaign_id", a.cfg.SKU.Campaign, "sku_id", a.cfg.SKU.SKU)
 			return err
 		case err != nil:
 			if !wait() {
@@ -293,7 +299,9 @@ func (a *Agent) reconcile() (uint64, error) {
 	defer cancel()
 	allocs, err := a.cfg.Ledger.Allocations(ctx, a.cfg.SKU, a.cfg.Cell)
 	if err != nil {
-		a.ledgerFailed("list allocations", err)
+		if !errors.Is(err, ledger.ErrWrittenOff) {
+			a.ledgerFailed("list allocations", err)
+		}
 		return 0, err
 	}
 	a.reachable.Store(true)
@@ -356,7 +364,7 @@ func (a *Agent) topUp(low uint32) error {
 		a.pending.Store(false)
 		a.inFlight = 0
 		return nil
-	case errors.Is(err, ledger.ErrFenced):
+	case errors.Is(err, ledger.ErrFenced), errors.Is(err, ledger.ErrWrittenOff):
 		return err
 	case err != nil:
 		a.count(func(s *AgentStats) { s.TopUpRetries++ })
@@ -412,7 +420,7 @@ func (a *Agent) credit(ctx context.Context, r sku.Allocation) error {
 	err := a.cfg.Ledger.Credit(ctx, a.cfg.SKU, a.cfg.Cell, a.epoch,
 		ledger.Allocation{Cell: a.cfg.Cell, Seq: r.Seq, Epoch: r.Epoch, Ranges: r.Ranges})
 	if err != nil {
-		if !errors.Is(err, ledger.ErrFenced) {
+		if !errors.Is(err, ledger.ErrFenced) && !errors.Is(err, ledger.ErrWrittenOff) {
 			a.ledgerFailed("credit", err)
 		}
 		return err

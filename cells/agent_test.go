@@ -331,3 +331,52 @@ func TestOneEpochPerCellProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentOfWrittenOffCell: after an operator wrote off a lost cell's
+// quota, a process started as that cell on an empty data dir is handed
+// none of the old allocations (they were sold, and paid, in the lost log)
+// and asks for no top-up: its agent stops with ledger.ErrWrittenOff.
+func TestAgentOfWrittenOffCell(t *testing.T) {
+	srv := etcdtest.Start(t)
+	client, err := ledger.Dial([]string{srv.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	l := ledger.New(client, "/t")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, _ := EvenMap(1, []string{"c1", "c2"})
+	op, err := PublishOp(l, demo, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Publish(ctx, demo, 300, 20, []ledger.InitialGrant{{Cell: "c1", Units: 40}, {Cell: "c2", Units: 40}}, op); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := l.WriteOffCell(ctx, demo, "c2", time.Now().UnixMilli()); err != nil || w.Units != 40 {
+		t.Fatalf("write-off: %+v %v", w, err)
+	}
+	e := openCell(t, t.TempDir(), "c2")
+	defer e.Close()
+	run := startAgent(t, e, l, "c2")
+	select {
+	case err := <-run.done:
+		if !errors.Is(err, ledger.ErrWrittenOff) {
+			t.Fatalf("agent: %v, want ErrWrittenOff", err)
+		}
+	case <-time.After(20 * time.Second):
+		run.cancel()
+		t.Fatal("the agent of a written-off cell is still running")
+	}
+	rep, err := e.Cell(ctx, demo.Campaign, demo.SKU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Grants) != 0 || rep.Counts.Available != 0 {
+		t.Fatalf("the new process of a written-off cell logged grants %v, available %d", rep.Grants, rep.Counts.Available)
+	}
+	if allocs, err := l.Allocations(ctx, demo, "c1"); err != nil || len(allocs) != 1 {
+		t.Fatalf("c1 is not affected: %v %v", allocs, err)
+	}
+}

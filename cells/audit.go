@@ -30,6 +30,9 @@ type CellAudit struct {
 	Violations  []string `json:"violations,omitempty"`
 	// States counts the cell's reservations by state.
 	States map[string]uint32 `json:"states,omitempty"`
+	// WrittenOff is the quota written off when the cell's disk was lost
+	// (ledger.WriteOffCell); such a cell is not asked for its audit.
+	WrittenOff uint64 `json:"written_off,omitempty"`
 }
 
 // SKUAudit is the cluster audit of one celled SKU: the ledger and its
@@ -46,6 +49,7 @@ type SKUAudit struct {
 	Free             uint64               `json:"ledger_free"`
 	NeverGranted     uint64               `json:"never_granted"`
 	Unreached        uint64               `json:"held_by_unreached_cells"` // the most this audit cannot see, and the undersell bound if they never return
+	WrittenOff       uint64               `json:"written_off"`             // held by cells whose disk was lost: never resold (their paid units are unknown)
 	Problems         []string             `json:"problems"`
 	OK               bool                 `json:"ok"`
 }
@@ -69,6 +73,12 @@ func AuditSKU(ctx context.Context, l *ledger.Ledger, p Published, urls map[strin
 	a.Problems = append([]string{}, a.LedgerViolations...)
 	for _, cell := range p.Map.Cells {
 		c := CellAudit{URL: urls[cell], LedgerHeld: st.Held(cell)}
+		if w, ok := st.WrittenOff[cell]; ok {
+			c.WrittenOff = w.Units
+			a.WrittenOff += w.Units
+			a.Cells[cell] = c
+			continue
+		}
 		if c.URL == "" {
 			if resp, err := l.Client().Get(ctx, l.AddrKey(cell)); err == nil && len(resp.Kvs) == 1 {
 				c.URL = string(resp.Kvs[0].Value)

@@ -18,38 +18,61 @@ import (
 // The control plane of celled SKUs (package cells): seckillctl is a
 // command, not a daemon; it is never on a request's path.
 
-// runCells runs "cells publish" and "cells return".
+// runCells runs "cells publish", "cells return" and "cells write-off".
 func runCells(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageError("cells: publish or return")
+		return usageError("cells: publish, return or write-off")
 	}
 	switch args[0] {
 	case "publish":
 		return runCellsPublish(args[1:], stdout)
 	case "return":
 		return runCellsReturn(args[1:], stdout)
+	case "write-off":
+		return runCellsWriteOff(args[1:], stdout)
 	}
-	return usageError("cells: unknown %q (publish or return)", args[0])
+	return usageError("cells: unknown %q (publish, return or write-off)", args[0])
 }
 
-func dialLedger(endpoints, prefix string) (*ledger.Ledger, func(), error) {
-	if endpoints == "" {
+// ledgerFlags are the flags every command on the ledger takes: where etcd
+// is, the ledger's key prefix, the campaign, and (withSKU) the SKU.
+type ledgerFlags struct {
+	etcd, prefix, campaign, sku *string
+}
+
+// addLedgerFlags registers --etcd, --etcd-prefix, --campaign and, with
+// withSKU, --sku on fs.
+func addLedgerFlags(fs *flag.FlagSet, withSKU bool) ledgerFlags {
+	f := ledgerFlags{
+		etcd:     fs.String("etcd", "", "etcd endpoints"),
+		prefix:   fs.String("etcd-prefix", ledger.DefaultPrefix, "ledger key prefix"),
+		campaign: fs.String("campaign", "", "campaign id"),
+	}
+	if withSKU {
+		f.sku = fs.String("sku", "", "SKU id")
+	}
+	return f
+}
+
+// skuOf returns the SKU the flags name.
+func (f ledgerFlags) skuOf() ledger.SKU { return ledger.SKU{Campaign: *f.campaign, SKU: *f.sku} }
+
+// dial connects to the ledger; the returned func closes the connection.
+func (f ledgerFlags) dial() (*ledger.Ledger, func(), error) {
+	if *f.etcd == "" {
 		return nil, nil, usageError("--etcd is required")
 	}
-	c, err := ledger.Dial(strings.Split(endpoints, ","))
+	c, err := ledger.Dial(strings.Split(*f.etcd, ","))
 	if err != nil {
 		return nil, nil, err
 	}
-	return ledger.New(c, prefix), func() { c.Close() }, nil
+	return ledger.New(c, *f.prefix), func() { c.Close() }, nil
 }
 
 func runCellsPublish(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("cells publish", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	etcd := fs.String("etcd", "", "etcd endpoints")
-	prefix := fs.String("etcd-prefix", ledger.DefaultPrefix, "ledger key prefix")
-	campaign := fs.String("campaign", "", "campaign id")
-	skuID := fs.String("sku", "", "SKU id")
+	lf := addLedgerFlags(fs, true)
 	saleLimit := fs.Uint("sale-limit", 0, "units of the whole SKU")
 	cellList := fs.String("cells", "", "cell ids, comma-separated")
 	initial := fs.Uint("initial", 0, "units each cell is granted up front (allocation 1)")
@@ -78,7 +101,7 @@ func runCellsPublish(args []string, stdout io.Writer) error {
 	if err != nil {
 		return usageError("--cells: %v", err)
 	}
-	d := sku.Definition{CampaignID: *campaign, SKUID: *skuID, StartAt: startAt.UnixMilli(), EndAt: endAt.UnixMilli(),
+	d := sku.Definition{CampaignID: *lf.campaign, SKUID: *lf.sku, StartAt: startAt.UnixMilli(), EndAt: endAt.UnixMilli(),
 		PaymentWindowMs: window.Milliseconds(), SaleLimit: uint32(*saleLimit), ReleaseOnClose: *release}
 	if err := d.Validate(); err != nil {
 		return usageError("%v", err)
@@ -90,7 +113,7 @@ func runCellsPublish(args []string, stdout io.Writer) error {
 	for _, c := range ids {
 		grants = append(grants, ledger.InitialGrant{Cell: c, Units: uint32(*initial)})
 	}
-	l, closeFn, err := dialLedger(*etcd, *prefix)
+	l, closeFn, err := lf.dial()
 	if err != nil {
 		return err
 	}
@@ -108,10 +131,7 @@ func runCellsPublish(args []string, stdout io.Writer) error {
 func runCellsReturn(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("cells return", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	etcd := fs.String("etcd", "", "etcd endpoints")
-	prefix := fs.String("etcd-prefix", ledger.DefaultPrefix, "ledger key prefix")
-	campaign := fs.String("campaign", "", "campaign id")
-	skuID := fs.String("sku", "", "SKU id")
+	lf := addLedgerFlags(fs, true)
 	cell := fs.String("cell", "", "cell id")
 	units := fs.Uint("units", 0, "units to give back, at most what is available")
 	id := fs.Uint64("id", 0, "return seq, unique per cell (a repeat of an id is answered once)")
@@ -121,7 +141,7 @@ func runCellsReturn(args []string, stdout io.Writer) error {
 	if *id == 0 || *units == 0 || !sku.ValidID(*cell) {
 		return usageError("cells return needs --cell, --units and --id")
 	}
-	l, closeFn, err := dialLedger(*etcd, *prefix)
+	l, closeFn, err := lf.dial()
 	if err != nil {
 		return err
 	}
@@ -129,11 +149,45 @@ func runCellsReturn(args []string, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	b, _ := json.Marshal(cells.ReturnRequest{ID: *id, Units: uint32(*units)})
-	s := ledger.SKU{Campaign: *campaign, SKU: *skuID}
-	if _, err := l.Client().Put(ctx, l.ReturnRequestKey(s, *cell), string(b)); err != nil {
+	if _, err := l.Client().Put(ctx, l.ReturnRequestKey(lf.skuOf(), *cell), string(b)); err != nil {
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(map[string]any{"asked": *cell, "return_id": *id, "units": *units})
+}
+
+// runCellsWriteOff writes off a lost cell's outstanding quota of one SKU
+// in the ledger (ledger.WriteOffCell): never granted, credited or resold
+// again; the audit then counts it as written off.
+func runCellsWriteOff(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("cells write-off", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	lf := addLedgerFlags(fs, true)
+	cell := fs.String("cell", "", "the cell whose data dir is lost")
+	if err := fs.Parse(args); err != nil {
+		return usageError("cells write-off: %v", err)
+	}
+	if !sku.ValidID(*cell) || !sku.ValidID(*lf.campaign) || !sku.ValidID(*lf.sku) {
+		return usageError("cells write-off needs --campaign, --sku and --cell")
+	}
+	l, closeFn, err := lf.dial()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, err := cells.ReadMap(ctx, l, lf.skuOf())
+	if err != nil {
+		return fmt.Errorf("%s/%s: %w", *lf.campaign, *lf.sku, err)
+	}
+	if !m.Has(*cell) {
+		return usageError("cell %s is not in the cell map of %s/%s (%v)", *cell, *lf.campaign, *lf.sku, m.Cells)
+	}
+	w, err := l.WriteOffCell(ctx, lf.skuOf(), *cell, time.Now().UnixMilli())
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(map[string]any{"written_off": w, "campaign": *lf.campaign, "sku": *lf.sku})
 }
 
 // runClusterAudit prints the ledger, each cell's counts and the
@@ -141,15 +195,13 @@ func runCellsReturn(args []string, stdout io.Writer) error {
 func runClusterAudit(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	etcd := fs.String("etcd", "", "etcd endpoints")
-	prefix := fs.String("etcd-prefix", ledger.DefaultPrefix, "ledger key prefix")
-	campaign := fs.String("campaign", "", "campaign id")
+	lf := addLedgerFlags(fs, false)
 	cellURLs := fs.String("cells", "", "cell=URL,... (default: the addresses the cells announced in etcd)")
 	token := fs.String("admin-token", os.Getenv("SECKILL_ADMIN_TOKEN"), "admin token of the cells")
 	if err := fs.Parse(args); err != nil {
 		return usageError("audit: %v", err)
 	}
-	l, closeFn, err := dialLedger(*etcd, *prefix)
+	l, closeFn, err := lf.dial()
 	if err != nil {
 		return err
 	}
@@ -170,9 +222,9 @@ func runClusterAudit(args []string, stdout io.Writer) error {
 		Campaign string           `json:"campaign"`
 		SKUs     []cells.SKUAudit `json:"skus"`
 		OK       bool             `json:"ok"`
-	}{Campaign: *campaign, OK: true}
+	}{Campaign: *lf.campaign, OK: true}
 	for _, p := range pubs {
-		if p.Definition.CampaignID != *campaign {
+		if p.Definition.CampaignID != *lf.campaign {
 			continue
 		}
 		a, err := cells.AuditSKU(ctx, l, p, urls, *token)
@@ -183,7 +235,7 @@ func runClusterAudit(args []string, stdout io.Writer) error {
 		out.OK = out.OK && a.OK
 	}
 	if len(out.SKUs) == 0 {
-		return fmt.Errorf("no celled SKU of campaign %q in etcd", *campaign)
+		return fmt.Errorf("no celled SKU of campaign %q in etcd", *lf.campaign)
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
