@@ -275,9 +275,9 @@ func saleResend(config Config) ResendPolicy {
 	return ResendPolicy{
 		QueueFull:  true,
 		Uncertain:  true,
-		MaxResends:        config.MaxResends,
-		MinBackoff:        5 * time.Millisecond,
-		MaxBackoff:        2 * time.Second,
+		MaxResends: config.MaxResends,
+		MinBackoff: 5 * time.Millisecond,
+		MaxBackoff: 2 * time.Second,
 	}
 }
 
