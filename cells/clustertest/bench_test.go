@@ -17,9 +17,11 @@ import (
 // in a bounded form: a real etcd, two seckilld cells and a router, all
 // started before the tool publishes anything; the seed scenario, unchanged
 // but small (2,000 units, 20,000 attempts), run through the router with
-// --etcd and --cells. It must pass the tool's own checks (sold exactly
-// out, no mismatch, the cluster audit ok), and the sale must have been
-// celled: both cells sold, and the central pool went out in top-ups.
+// --etcd and --cells, once with single reserves and once with batches
+// (the router splits each by cell). It must pass the tool's own checks
+// (sold exactly out, no mismatch, the cluster audit ok), and the sale must
+// have been celled: both cells sold, and the central pool went out in
+// top-ups.
 func TestBenchThroughRouter(t *testing.T) {
 	bins := buildAll(t)
 	logDir := t.TempDir()
@@ -42,28 +44,38 @@ func TestBenchThroughRouter(t *testing.T) {
 	startProc(t, "router", bins["seckill-router"], logDir, "--addr", routerAddr, "--etcd", etcd.Endpoint,
 		"--cells", strings.Join(routes, ","))
 
-	config := bench.DefaultConfig(bench.ScenarioSeed)
-	config.Target, config.AdminToken = "http://"+routerAddr, token
-	config.Stock, config.Requests, config.Concurrency = 2000, 20_000, 32
-	config.MaxTime = time.Minute
-	config.Cells = bench.CellsConfig{Etcd: etcd.Endpoint, Cells: cellIDs, Initial: -1, Chunk: 50}
-	result, err := bench.Run(context.Background(), config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !result.Passed || result.Accepted != config.Stock {
-		t.Fatalf("seed through the router: passed %v, accepted %d of %d; failures %v; audit %+v",
-			result.Passed, result.Accepted, config.Stock, result.Failures, result.Audit)
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	client, err := ledger.Dial([]string{etcd.Endpoint})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
 	l := ledger.New(client, "")
+	seedThroughRouter(t, l, "http://"+routerAddr, etcd.Endpoint, cellIDs, 2000, 20_000, 0)
+	// The same, as a gateway would send it: batches of 20, each split by
+	// the router into one sub-batch per cell.
+	seedThroughRouter(t, l, "http://"+routerAddr, etcd.Endpoint, cellIDs, 1000, 10_000, 20)
+}
+
+// seedThroughRouter runs the seed scenario through the router (batches of
+// batch items when > 1) and checks that it passed and was celled.
+func seedThroughRouter(t *testing.T, l *ledger.Ledger, router, endpoint string, cellIDs []string, stock, requests int64, batch int) {
+	t.Helper()
+	config := bench.DefaultConfig(bench.ScenarioSeed)
+	config.Target, config.AdminToken = router, token
+	config.Stock, config.Requests, config.Concurrency, config.Batch = stock, requests, 32, batch
+	config.MaxTime = time.Minute
+	config.Cells = bench.CellsConfig{Etcd: endpoint, Cells: cellIDs, Initial: -1, Chunk: 50}
+	result, err := bench.Run(context.Background(), config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !result.Passed || result.Accepted != config.Stock {
+		t.Fatalf("seed through the router (batch %d): passed %v, accepted %d of %d; failures %v; audit %+v",
+			batch, result.Passed, result.Accepted, config.Stock, result.Failures, result.Audit)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
 	pubs, err := cells.ReadPublished(ctx, l, "")
 	if err != nil {
 		t.Fatal(err)
@@ -95,5 +107,5 @@ func TestBenchThroughRouter(t *testing.T) {
 	if a.NeverGranted+a.Free != 0 || topUps == 0 {
 		t.Errorf("the central pool was not sold through top-ups: %d never granted, %d free, %d top-ups", a.NeverGranted, a.Free, topUps)
 	}
-	t.Logf("sold %d units through the router in %d top-ups; %d answers", result.Accepted, topUps, result.Requests)
+	t.Logf("batch %d: sold %d units through the router in %d top-ups; %d answers", batch, result.Accepted, topUps, result.Requests)
 }

@@ -1,7 +1,9 @@
 // Command seckill-router is the stateless front of a celled sale: it sends
 // each request of the seckilld HTTP API to the cell that owns it (package
 // cells): a reserve by slot = hash(campaign, sku, user_id) mod 1024
-// through the SKU's frozen cell map, pay, cancel and status by the cell
+// through the SKU's frozen cell map, a batch reserve split by cell (each
+// item to its user's cell, the results put back in order), pay, cancel and
+// status by the cell
 // the reservation id names, a request_id lookup to every cell of the SKU.
 // It never reads etcd after start: the maps are frozen.
 //
@@ -22,12 +24,14 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/cells"
 	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/ledger"
@@ -181,6 +185,10 @@ func (r *router) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	route := r.routes.Load().Decide(string(ctx.Method()), string(ctx.Path()), ctx.PostBody())
+	if route.Batch {
+		r.forwardBatch(ctx, route)
+		return
+	}
 	if !route.FanOut {
 		cell := route.Cell
 		if cell == "" {
@@ -195,6 +203,47 @@ func (r *router) handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
+}
+
+// forwardBatch splits a batch reserve of a celled SKU by cell, sends the
+// sub-batches at once and answers their results in the items' order
+// (cells.SplitBatch, cells.JoinBatch). A body it cannot split, or whose
+// items all belong to one cell, goes whole to that cell.
+func (r *router) forwardBatch(ctx *fasthttp.RequestCtx, route cells.Route) {
+	split, err := cells.SplitBatch(route.Map, route.Campaign, route.SKU, ctx.PostBody(), actors.MaxBatchItems)
+	if err != nil || len(split.Parts) == 1 {
+		cell := route.Map.Cells[0]
+		if err == nil {
+			cell = split.Parts[0].Cell
+		}
+		r.forward(ctx, cell)
+		return
+	}
+	answers := make([]cells.PartAnswer, len(split.Parts))
+	var wg sync.WaitGroup
+	for k, part := range split.Parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := r.clients[part.Cell]
+			if c == nil {
+				answers[k].Err = fmt.Errorf("no address for cell %s", part.Cell)
+				return
+			}
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			ctx.Request.CopyTo(req) // the method, path and headers (a token, an entry pass's header)
+			req.SetBody(part.Body)
+			err := c.DoTimeout(req, resp, r.timeout)
+			answers[k] = cells.PartAnswer{Status: resp.StatusCode(), Body: append([]byte(nil), resp.Body()...), Err: err}
+		}()
+	}
+	wg.Wait()
+	ctx.Response.Reset()
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(cells.JoinBatch(split, answers))
 }
 
 // routerMapPath parses GET /router/campaigns/{c}/skus/{s}.
