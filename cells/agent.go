@@ -113,7 +113,7 @@ type Agent struct {
 type AgentStats struct {
 	Epoch         uint64 `json:"epoch"`
 	TopUps        uint64 `json:"top_ups"`         // allocations granted by this process
-	TopUpRetries  uint64 `json:"top_up_retries"`  // attempts that ended without an answer
+	TopUpRetries  uint64 `json:"top_up_retries"`  // attempts that ended without an answer (its reconciliation's or its allocation's)
 	Reconciled    uint64 `json:"reconciled"`      // allocations found in etcd, missing from the log
 	Credits       uint64 `json:"credits"`         // returns credited to the ledger
 	LedgerErrors  uint64 `json:"ledger_errors"`   // etcd operations that failed
@@ -337,6 +337,9 @@ func (a *Agent) topUp(low uint32) error {
 	if a.inFlight == 0 {
 		top, err := a.reconcile()
 		if err != nil {
+			if !errors.Is(err, ledger.ErrWrittenOff) {
+				a.count(func(s *AgentStats) { s.TopUpRetries++ })
+			}
 			return err
 		}
 		// What the ledger had and the log lacked may be enough (the

@@ -32,6 +32,7 @@ type verifyJSON struct {
 	StateIndex      uint64           `json:"state_index"`
 	StateHash       string           `json:"state_hash"`
 	Counts          countsJSON       `json:"counts"`
+	Cell            *cellJSON        `json:"cell,omitempty"` // a celled SKU's quota as its log holds it
 	OK              bool             `json:"ok"`
 	Problems        []string         `json:"problems"`
 }
@@ -125,6 +126,9 @@ func verifySKUOnce(dir string) (verifyJSON, error) {
 			report.Problems = append(report.Problems, fmt.Sprintf("the log defines %s/%s, the directory is %s/%s",
 				d.CampaignID, d.SKUID, report.CampaignID, report.SKUID))
 		}
+	}
+	if st.m.Celled() {
+		report.Cell = cellOf(st.m)
 	}
 	audit := st.m.Audit()
 	report.Counts = countsOf(audit.Counts)
