@@ -47,9 +47,10 @@ type AgentConfig struct {
 	// answer (default 2 s).
 	MaxBackoff time.Duration
 	// ExhaustedRecheck is how long a cell that found the ledger
-	// exhausted waits before it asks again (default 1 s): only another
-	// cell's return can refill it, and asking every Interval cost each
-	// sold-out SKU ten etcd transactions a second per cell.
+	// exhausted waits before it asks again (default 1 s), doubled at each
+	// answer "exhausted" up to 16 times it: only another cell's return
+	// can refill the ledger, and asking every Interval cost each sold-out
+	// SKU twenty etcd transactions a second per cell.
 	ExhaustedRecheck time.Duration
 	Logger           *slog.Logger
 }
@@ -98,6 +99,8 @@ type Agent struct {
 	// exhaustedAt is when the ledger last answered that nothing is left
 	// (only the loop's goroutine reads and writes it).
 	exhaustedAt time.Time
+	// exhaustedWait is how long after exhaustedAt the next ask comes.
+	exhaustedWait time.Duration
 	// granted: the last step's top-up was granted (the loop's goroutine
 	// only); the loop then steps again without waiting.
 	granted   bool
@@ -202,7 +205,23 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	backoff = a.cfg.Interval
-	// 2. Then the loop: reconcile, credit, top up, answer return requests.
+	// 2. What etcd granted and the log lacks (a crash between a top-up's
+	// commit and its GRANT) is logged at start, not at the next top-up.
+	for {
+		_, err := a.reconcile()
+		if err == nil {
+			break
+		}
+		if errors.Is(err, ledger.ErrWrittenOff) {
+			a.logWrittenOff()
+			return err
+		}
+		if !wait() {
+			return nil
+		}
+	}
+	backoff = a.cfg.Interval
+	// 3. Then the loop: reconcile, credit, top up, answer return requests.
 	for {
 		err := a.step()
 		switch {
@@ -210,8 +229,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.cfg.Logger.Error("cell fenced: another process holds its epoch; no more top-ups", "cell", a.cfg.Cell, "err", err)
 			return err
 		case errors.Is(err, ledger.ErrWrittenOff):
-			a.cfg.Logger.Error("the cell's quota of this SKU was written off (a lost disk): no more top-ups", "cell", a.cfg.Cell,
-				"campaign_id", a.cfg.SKU.Campaign, "sku_id", a.cfg.SKU.SKU)
+			a.logWrittenOff()
 			return err
 		case err != nil:
 			if !wait() {
@@ -235,6 +253,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-time.After(a.cfg.Interval):
 		}
 	}
+}
+
+func (a *Agent) logWrittenOff() {
+	a.cfg.Logger.Error("the cell's quota of this SKU was written off (a lost disk): no more top-ups", "cell", a.cfg.Cell,
+		"campaign_id", a.cfg.SKU.Campaign, "sku_id", a.cfg.SKU.SKU)
 }
 
 // takeEpoch takes the process's epoch of the cell (bumped in the ledger
@@ -277,7 +300,7 @@ func (a *Agent) step() error {
 	// stand in the ledger, and must reach the log, not wait for the next
 	// need (found by cells/clustertest: "holds 2400 per its log, 2450 per
 	// the ledger").
-	recheck := a.inFlight != 0 || !a.exhausted.Load() || time.Since(a.exhaustedAt) >= a.cfg.ExhaustedRecheck
+	recheck := a.inFlight != 0 || !a.exhausted.Load() || time.Since(a.exhaustedAt) >= a.exhaustedWait
 	if (rep.Counts.Available < low && recheck) || a.inFlight != 0 {
 		if err := a.topUp(low); err != nil {
 			return err
@@ -362,7 +385,11 @@ func (a *Agent) topUp(low uint32) error {
 	switch {
 	case errors.Is(err, ledger.ErrExhausted):
 		a.reachable.Store(true)
-		a.exhausted.Store(true)
+		if a.exhausted.Swap(true) {
+			a.exhaustedWait = min(2*a.exhaustedWait, 16*a.cfg.ExhaustedRecheck)
+		} else {
+			a.exhaustedWait = a.cfg.ExhaustedRecheck
+		}
 		a.exhaustedAt = time.Now()
 		a.pending.Store(false)
 		a.inFlight = 0

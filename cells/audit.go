@@ -33,6 +33,11 @@ type CellAudit struct {
 	// WrittenOff is the quota written off when the cell's disk was lost
 	// (ledger.WriteOffCell); such a cell is not asked for its audit.
 	WrittenOff uint64 `json:"written_off,omitempty"`
+	// LedgerReachable and TopUpPending are the cell's agent's own view,
+	// read from its /metrics (absent when it does not export them): a
+	// cell cut off from etcd goes on selling what it holds, and says so.
+	LedgerReachable *bool `json:"ledger_reachable,omitempty"`
+	TopUpPending    *bool `json:"top_up_pending,omitempty"`
 }
 
 // SKUAudit is the cluster audit of one celled SKU: the ledger and its
@@ -84,6 +89,7 @@ func AuditSKU(ctx context.Context, l *ledger.Ledger, p Published, urls map[strin
 				c.URL = string(resp.Kvs[0].Value)
 			}
 		}
+		c.LedgerReachable, c.TopUpPending = fetchAgentState(ctx, c.URL, s)
 		if err := fetchCellAudit(ctx, c.URL, s, token, &c); err != nil {
 			c.Error = err.Error()
 			a.Unreached += c.LedgerHeld
@@ -144,4 +150,38 @@ func fetchCellAudit(ctx context.Context, base string, s ledger.SKU, token string
 	c.Granted, c.Returned, c.InvariantOK, c.Violations = body.Granted, body.Returned, body.InvariantOK, body.Violations
 	c.States = body.States
 	return nil
+}
+
+// fetchAgentState reads the cell's agent gauges of SKU s from its
+// /metrics (seckill_cell_ledger_reachable, seckill_cell_top_up_pending);
+// nil for a gauge it cannot read.
+func fetchAgentState(ctx context.Context, base string, s ledger.SKU) (reachable, pending *bool) {
+	if base == "" {
+		return nil, nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/metrics", nil)
+	if err != nil {
+		return nil, nil
+	}
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, nil
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return nil, nil
+	}
+	labels := [2]string{`campaign_id="` + s.Campaign + `"`, `sku_id="` + s.SKU + `"`}
+	gauge := func(name string) *bool {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, name+"{") && strings.Contains(line, labels[0]) && strings.Contains(line, labels[1]) {
+				v := strings.HasSuffix(line, " 1")
+				return &v
+			}
+		}
+		return nil
+	}
+	return gauge("seckill_cell_ledger_reachable"), gauge("seckill_cell_top_up_pending")
 }

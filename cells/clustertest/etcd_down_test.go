@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,7 +20,8 @@ import (
 // TestCellStartsWithEtcdDown: a cell whose data dir holds a grant, started
 // while etcd does not answer (its link cut by a proxy the test controls),
 // serves the quota its log holds, takes no epoch and asks for no top-up;
-// once etcd answers it takes a new epoch, tops up and sells on.
+// once etcd answers it takes a new epoch, tops up and sells on. On the
+// way, the data dir started under another cell's id is refused.
 func TestCellStartsWithEtcdDown(t *testing.T) {
 	bins := buildAll(t)
 	logDir := t.TempDir()
@@ -54,13 +56,20 @@ func TestCellStartsWithEtcdDown(t *testing.T) {
 	}
 	base := "http://" + addr
 	httpClient := &http.Client{Timeout: 5 * time.Second}
-	cell := startProc(t, "c1", bins["seckilld"], logDir, "--addr", addr, "--data-dir", filepath.Join(t.TempDir(), "c1"),
+	dir := filepath.Join(t.TempDir(), "c1")
+	cell := startProc(t, "c1", bins["seckilld"], logDir, "--addr", addr, "--data-dir", dir,
 		"--cell", "c1", "--etcd", proxy.Addr, "--admin-token", token, "--log-level", "info")
 	waitFor(t, "the initial grant logged", func() bool {
 		a, err := getAudit(httpClient, base)
 		return err == nil && a.Granted == 100
 	})
 	cell.term()
+
+	// c1's data dir started as another cell: refused at start.
+	if out, err := exec.Command(bins["seckilld"], "--addr", "127.0.0.1:0", "--data-dir", dir, "--cell", "c2",
+		"--etcd", etcd.Endpoint, "--admin-token", token).CombinedOutput(); err == nil || !strings.Contains(string(out), "belongs to another cell") {
+		t.Fatalf("c1's data dir started as c2: %v\n%s", err, out)
+	}
 
 	// etcd down at start: the link cut, the data dir holds allocation 1.
 	proxy.Cut()
@@ -86,6 +95,14 @@ func TestCellStartsWithEtcdDown(t *testing.T) {
 	}
 	if line := metricLine(metrics, "seckill_cell_ledger_reachable{"); !strings.HasSuffix(line, " 0") {
 		t.Fatalf("with etcd down: %s", line)
+	}
+	// The cluster audit (etcd reached directly) shows the cell's own view.
+	a, err := cells.AuditSKU(ctx, l, cells.Published{Definition: d, Map: m}, map[string]string{"c1": base}, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := a.Cells["c1"]; !c.Reachable || c.LedgerReachable == nil || *c.LedgerReachable || c.Granted != 100 {
+		t.Fatalf("the cluster audit of the cut-off cell: %+v", c)
 	}
 	if e, err := l.Epoch(ctx, "c1"); err != nil || e != 1 {
 		t.Fatalf("the cell's epoch in etcd while its link is cut: %d %v, want 1 (the first start's)", e, err)
