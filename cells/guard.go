@@ -18,14 +18,19 @@ import (
 // published while the cell runs are added (Add) before the cell defines
 // them, so no reserve of theirs is ever taken unguarded.
 type Guard struct {
-	httpapi.Engine
+	// The engine itself, not the httpapi.Engine interface: every method
+	// of *actors.Engine is the Guard's too, so the HTTP service still
+	// finds the optional interfaces it looks for on its engine
+	// (httpapi.FeedSource for the event feed, httpapi.Lotteries), which
+	// an embedded interface would hide (a cell served neither).
+	*actors.Engine
 	cell string
 	mu   sync.Mutex                      // serializes Add
 	maps atomic.Pointer[map[string]*Map] // by campaign + "/" + sku; copied on Add, never changed in place
 }
 
 // NewGuard guards engine for cell with the maps of its celled SKUs.
-func NewGuard(engine httpapi.Engine, cell string, published []Published) *Guard {
+func NewGuard(engine *actors.Engine, cell string, published []Published) *Guard {
 	g := &Guard{Engine: engine, cell: cell}
 	g.maps.Store(&map[string]*Map{})
 	for _, p := range published {
@@ -110,3 +115,10 @@ func (g *Guard) check(campaignID, skuID, userID string) error {
 	}
 	return nil
 }
+
+// The HTTP service's view of a cell's engine, with the optional parts.
+var (
+	_ httpapi.Engine     = (*Guard)(nil)
+	_ httpapi.FeedSource = (*Guard)(nil)
+	_ httpapi.Lotteries  = (*Guard)(nil)
+)
