@@ -52,7 +52,11 @@ type AgentConfig struct {
 	// can refill the ledger, and asking every Interval cost each sold-out
 	// SKU twenty etcd transactions a second per cell.
 	ExhaustedRecheck time.Duration
-	Logger           *slog.Logger
+	// ReturnPoll is how often the agent reads its return request (default
+	// 1 s): an operator's request waits at most that long, and a cell of
+	// many SKUs does not read etcd ten times a second for each.
+	ReturnPoll time.Duration
+	Logger     *slog.Logger
 }
 
 func (c *AgentConfig) fill() {
@@ -67,6 +71,9 @@ func (c *AgentConfig) fill() {
 	}
 	if c.ExhaustedRecheck <= 0 {
 		c.ExhaustedRecheck = time.Second
+	}
+	if c.ReturnPoll <= 0 {
+		c.ReturnPoll = time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -101,6 +108,8 @@ type Agent struct {
 	exhaustedAt time.Time
 	// exhaustedWait is how long after exhaustedAt the next ask comes.
 	exhaustedWait time.Duration
+	// returnsReadAt is when the return request was last read.
+	returnsReadAt time.Time
 	// granted: the last step's top-up was granted (the loop's goroutine
 	// only); the loop then steps again without waiting.
 	granted   bool
@@ -311,7 +320,14 @@ func (a *Agent) step() error {
 	if err := a.creditLogged(rep); err != nil {
 		return err
 	}
-	return a.answerReturnRequest(rep)
+	if time.Since(a.returnsReadAt) < a.cfg.ReturnPoll {
+		return nil
+	}
+	if err := a.answerReturnRequest(rep); err != nil {
+		return err
+	}
+	a.returnsReadAt = time.Now()
+	return nil
 }
 
 // reconcile hands every allocation of the cell the ledger has to the
