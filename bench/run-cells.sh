@@ -55,5 +55,5 @@ run 2-cells "${cells[0]},${cells[1]}" "$@" || status=1
 run 3-cells "${cells[0]},${cells[1]},${cells[2]}" "$@" || status=1
 run 3-cells-no-initial "${cells[0]},${cells[1]},${cells[2]}" --cell-initial 0 "$@" || status=1
 echo "uptime: $(uptime)"
-echo "(Range includes the cells' and the router's background reads: the SKUs published, every second; each agent's return request, every 100 ms)"
+echo "(Range includes the cells' and the router's background reads: the SKUs published, every second; each agent's return request, every second)"
 exit $status

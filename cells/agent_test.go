@@ -59,7 +59,14 @@ type cellRun struct {
 
 func startAgent(t *testing.T, e *actors.Engine, l *ledger.Ledger, cell string) *cellRun {
 	t.Helper()
-	a, err := NewAgent(AgentConfig{Engine: e, Ledger: l, SKU: demo, Cell: cell, Chunk: 20,
+	return startAgentOf(t, e, l, demo, cell, nil)
+}
+
+// startAgentOf starts the agent of cell for SKU s with the test's short
+// timings (epoch nil: its own).
+func startAgentOf(t *testing.T, e *actors.Engine, l *ledger.Ledger, s ledger.SKU, cell string, epoch *CellEpoch) *cellRun {
+	t.Helper()
+	a, err := NewAgent(AgentConfig{Engine: e, Ledger: l, SKU: s, Cell: cell, Chunk: 20, Epoch: epoch,
 		OpTimeout: 500 * time.Millisecond, Interval: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +78,35 @@ func startAgent(t *testing.T, e *actors.Engine, l *ledger.Ledger, cell string) *
 }
 
 func (r *cellRun) stop() error { r.cancel(); return <-r.done }
+
+// testLedger dials etcd at addr, the ledger under prefix /t; the client
+// is closed when the test ends.
+func testLedger(t *testing.T, addr string) *ledger.Ledger {
+	t.Helper()
+	client, err := ledger.Dial([]string{addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	return ledger.New(client, "/t")
+}
+
+// publishTest publishes SKU s over cells c1 and c2 (an even map, version
+// 1): sale_limit 300, chunks of 20, 40 units each up front.
+func publishTest(t *testing.T, l *ledger.Ledger, s ledger.SKU) Map {
+	t.Helper()
+	m, _ := EvenMap(1, []string{"c1", "c2"})
+	op, err := PublishOp(l, s, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := l.Publish(ctx, s, 300, 20, []ledger.InitialGrant{{Cell: "c1", Units: 40}, {Cell: "c2", Units: 40}}, op); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
 
 // checkAgrees compares the cell's log with the ledger: the same
 // allocations and returns by seq, and the ledger's own invariants.
@@ -123,22 +159,11 @@ func TestAgentAgainstRealEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer proxy.Close()
-	client, err := ledger.Dial([]string{proxy.Addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	l := ledger.New(client, "/t")
-	m, _ := EvenMap(1, []string{"c1", "c2"})
-	op, err := PublishOp(l, demo, m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testLedger(t, proxy.Addr)
+	client := l.Client()
+	publishTest(t, l, demo)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := l.Publish(ctx, demo, 300, 20, []ledger.InitialGrant{{Cell: "c1", Units: 40}, {Cell: "c2", Units: 40}}, op); err != nil {
-		t.Fatal(err)
-	}
 	if got, err := ReadMap(ctx, l, demo); err != nil || got.Version != 1 {
 		t.Fatalf("cell map: %v %v", got.Version, err)
 	}
@@ -253,16 +278,9 @@ func TestAgentAgainstRealEtcd(t *testing.T) {
 // agent bumping on its own gave the second SKU epoch 2, and the first
 // SKU's agent was fenced at its next top-up.)
 func TestOneEpochPerCellProcess(t *testing.T) {
-	srv := etcdtest.Start(t)
-	client, err := ledger.Dial([]string{srv.Endpoint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	l := ledger.New(client, "/t")
+	l := testLedger(t, etcdtest.Start(t).Endpoint)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	m, _ := EvenMap(1, []string{"c1", "c2"})
 	e := openCell(t, t.TempDir(), "c1") // defines demo/sku-1
 	defer e.Close()
 	second := ledger.SKU{Campaign: demo.Campaign, SKU: "sku-2"}
@@ -275,22 +293,8 @@ func TestOneEpochPerCellProcess(t *testing.T) {
 	epoch := NewCellEpoch(l, "c1")
 	var runs []*cellRun
 	for _, s := range []ledger.SKU{demo, second} {
-		op, err := PublishOp(l, s, m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := l.Publish(ctx, s, 300, 20, []ledger.InitialGrant{{Cell: "c1", Units: 40}, {Cell: "c2", Units: 40}}, op); err != nil {
-			t.Fatal(err)
-		}
-		a, err := NewAgent(AgentConfig{Engine: e, Ledger: l, SKU: s, Cell: "c1", Chunk: 20, Epoch: epoch,
-			OpTimeout: 500 * time.Millisecond, Interval: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		runCtx, stop := context.WithCancel(context.Background())
-		r := &cellRun{agent: a, cancel: stop, done: make(chan error, 1)}
-		go func() { r.done <- a.Run(runCtx) }()
-		runs = append(runs, r)
+		publishTest(t, l, s)
+		runs = append(runs, startAgentOf(t, e, l, s, "c1", epoch))
 	}
 	// Sell 100 of each: beyond the initial 40, so both agents top up.
 	for _, s := range []ledger.SKU{demo, second} {
@@ -337,23 +341,10 @@ func TestOneEpochPerCellProcess(t *testing.T) {
 // none of the old allocations (they were sold, and paid, in the lost log)
 // and asks for no top-up: its agent stops with ledger.ErrWrittenOff.
 func TestAgentOfWrittenOffCell(t *testing.T) {
-	srv := etcdtest.Start(t)
-	client, err := ledger.Dial([]string{srv.Endpoint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	l := ledger.New(client, "/t")
+	l := testLedger(t, etcdtest.Start(t).Endpoint)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	m, _ := EvenMap(1, []string{"c1", "c2"})
-	op, err := PublishOp(l, demo, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Publish(ctx, demo, 300, 20, []ledger.InitialGrant{{Cell: "c1", Units: 40}, {Cell: "c2", Units: 40}}, op); err != nil {
-		t.Fatal(err)
-	}
+	publishTest(t, l, demo)
 	if w, err := l.WriteOffCell(ctx, demo, "c2", time.Now().UnixMilli()); err != nil || w.Units != 40 {
 		t.Fatalf("write-off: %+v %v", w, err)
 	}

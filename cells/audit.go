@@ -90,7 +90,7 @@ func AuditSKU(ctx context.Context, l *ledger.Ledger, p Published, urls map[strin
 			}
 		}
 		c.LedgerReachable, c.TopUpPending = fetchAgentState(ctx, c.URL, s)
-		if err := fetchCellAudit(ctx, c.URL, s, token, &c); err != nil {
+		if err := FetchCellAudit(ctx, c.URL, s, token, &c); err != nil {
 			c.Error = err.Error()
 			a.Unreached += c.LedgerHeld
 		} else {
@@ -113,8 +113,9 @@ func AuditSKU(ctx context.Context, l *ledger.Ledger, p Published, urls map[strin
 	return a, nil
 }
 
-// fetchCellAudit reads a cell's admin audit of SKU s into c.
-func fetchCellAudit(ctx context.Context, base string, s ledger.SKU, token string, c *CellAudit) error {
+// FetchCellAudit reads the admin audit of SKU s at the cell serving at
+// base (its HTTP base URL) into c's counts, within ctx.
+func FetchCellAudit(ctx context.Context, base string, s ledger.SKU, token string, c *CellAudit) error {
 	if base == "" {
 		return errors.New("no address (give --cells, or the cell never announced one)")
 	}

@@ -3,7 +3,6 @@ package clustertest
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -29,20 +28,10 @@ func TestBenchThroughRouter(t *testing.T) {
 	cellIDs := []string{"c1", "c2"}
 	var routes []string
 	for _, c := range cellIDs {
-		addr, err := etcdtest.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		startProc(t, c, bins["seckilld"], logDir, "--addr", addr, "--data-dir", filepath.Join(t.TempDir(), c), "--cell", c,
-			"--etcd", etcd.Endpoint, "--admin-token", token, "--log-level", "warn")
+		addr, _ := startCell(t, bins, logDir, c, filepath.Join(t.TempDir(), c), etcd.Endpoint)
 		routes = append(routes, c+"="+addr)
 	}
-	routerAddr, err := etcdtest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	startProc(t, "router", bins["seckill-router"], logDir, "--addr", routerAddr, "--etcd", etcd.Endpoint,
-		"--cells", strings.Join(routes, ","))
+	router := startRouter(t, bins, logDir, etcd.Endpoint, routes)
 
 	client, err := ledger.Dial([]string{etcd.Endpoint})
 	if err != nil {
@@ -50,10 +39,10 @@ func TestBenchThroughRouter(t *testing.T) {
 	}
 	defer client.Close()
 	l := ledger.New(client, "")
-	seedThroughRouter(t, l, "http://"+routerAddr, etcd.Endpoint, cellIDs, 2000, 20_000, 0)
+	seedThroughRouter(t, l, router, etcd.Endpoint, cellIDs, 2000, 20_000, 0)
 	// The same, as a gateway would send it: batches of 20, each split by
 	// the router into one sub-batch per cell.
-	seedThroughRouter(t, l, "http://"+routerAddr, etcd.Endpoint, cellIDs, 1000, 10_000, 20)
+	seedThroughRouter(t, l, router, etcd.Endpoint, cellIDs, 1000, 10_000, 20)
 }
 
 // seedThroughRouter runs the seed scenario through the router (batches of

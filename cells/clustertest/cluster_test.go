@@ -134,14 +134,30 @@ func (p *proc) term() {
 	}
 }
 
-// cellAudit is what the sampler reads from a cell's admin audit.
-type cellAudit struct {
-	Available   uint32 `json:"available"`
-	Reserved    uint32 `json:"reserved"`
-	Confirmed   uint32 `json:"confirmed"`
-	Granted     uint64 `json:"granted"`
-	Returned    uint64 `json:"returned"`
-	InvariantOK bool   `json:"invariant_ok"`
+// startCell starts seckilld as cell on a free port with data dir dir,
+// reaching etcd at etcdAddr (the log level is warn's unless given), and
+// returns its address and process.
+func startCell(t *testing.T, bins map[string]string, logDir, cell, dir, etcdAddr string) (string, *proc) {
+	t.Helper()
+	addr, err := etcdtest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, cell, bins["seckilld"], logDir, "--addr", addr, "--data-dir", dir, "--cell", cell,
+		"--etcd", etcdAddr, "--admin-token", token, "--log-level", "warn")
+	return addr, p
+}
+
+// startRouter starts seckill-router on a free port over the cells'
+// routes (cell=host:port) and returns its base URL.
+func startRouter(t *testing.T, bins map[string]string, logDir, etcdAddr string, routes []string) string {
+	t.Helper()
+	addr, err := etcdtest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	startProc(t, "router", bins["seckill-router"], logDir, "--addr", addr, "--etcd", etcdAddr, "--cells", strings.Join(routes, ","))
+	return "http://" + addr
 }
 
 // metricValue reads one sample's value from a /metrics page (-1 when
@@ -175,19 +191,13 @@ func ownerOf(cellIDs []string, user string) string {
 	return m.CellOf(campaign, skuID, user)
 }
 
-func getAudit(client *http.Client, base string) (cellAudit, error) {
-	req, _ := http.NewRequest(http.MethodGet, base+"/admin/campaigns/"+campaign+"/skus/"+skuID+"/audit", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := client.Do(req)
-	if err != nil {
-		return cellAudit{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		return cellAudit{}, fmt.Errorf("%s", resp.Status)
-	}
-	var a cellAudit
-	return a, json.NewDecoder(resp.Body).Decode(&a)
+// getAudit reads a cell's admin audit of the test's SKU, within the
+// client's timeout.
+func getAudit(client *http.Client, base string) (cellmap.CellAudit, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), client.Timeout)
+	defer cancel()
+	var a cellmap.CellAudit
+	return a, cellmap.FetchCellAudit(ctx, base, ledger.SKU{Campaign: campaign, SKU: skuID}, token, &a)
 }
 
 // TestCellsUnderFaults is the issue's fault test. Four cells, sale_limit
@@ -243,27 +253,16 @@ func TestCellsUnderFaults(t *testing.T) {
 	procs := map[string]*proc{}
 	var routes []string
 	for _, c := range cells {
-		addr, err := etcdtest.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
 		px, err := etcdtest.NewProxy(etcd.Endpoint)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(px.Close)
-		addrs[c], dirs[c], proxies[c] = addr, filepath.Join(t.TempDir(), c), px
-		procs[c] = startProc(t, c, bins["seckilld"], logDir, "--addr", addr, "--data-dir", dirs[c], "--cell", c,
-			"--etcd", px.Addr, "--admin-token", token, "--log-level", "warn")
-		routes = append(routes, c+"="+addr)
+		dirs[c], proxies[c] = filepath.Join(t.TempDir(), c), px
+		addrs[c], procs[c] = startCell(t, bins, logDir, c, dirs[c], px.Addr)
+		routes = append(routes, c+"="+addrs[c])
 	}
-	routerAddr, err := etcdtest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	startProc(t, "router", bins["seckill-router"], logDir, "--addr", routerAddr, "--etcd", etcd.Endpoint,
-		"--cells", strings.Join(routes, ","))
-	router := "http://" + routerAddr
+	router := startRouter(t, bins, logDir, etcd.Endpoint, routes)
 
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	sampler := &http.Client{Timeout: 300 * time.Millisecond}
@@ -277,7 +276,7 @@ func TestCellsUnderFaults(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		last := map[string]cellAudit{}
+		last := map[string]cellmap.CellAudit{}
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -477,6 +476,7 @@ func TestCellsUnderFaults(t *testing.T) {
 	// Reconciliation: every cell's holdings equal the ledger's, and the
 	// ledger's invariants hold (seckillctl audit).
 	var audit []byte
+	var err error
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		audit, err = ctl("audit", "--etcd", etcd.Endpoint, "--campaign", campaign)

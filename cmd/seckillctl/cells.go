@@ -57,16 +57,18 @@ func addLedgerFlags(fs *flag.FlagSet, withSKU bool) ledgerFlags {
 // skuOf returns the SKU the flags name.
 func (f ledgerFlags) skuOf() ledger.SKU { return ledger.SKU{Campaign: *f.campaign, SKU: *f.sku} }
 
-// dial connects to the ledger; the returned func closes the connection.
-func (f ledgerFlags) dial() (*ledger.Ledger, func(), error) {
+// open connects to the ledger, with a context of the command's timeout;
+// done closes both.
+func (f ledgerFlags) open(timeout time.Duration) (*ledger.Ledger, context.Context, func(), error) {
 	if *f.etcd == "" {
-		return nil, nil, usageError("--etcd is required")
+		return nil, nil, nil, usageError("--etcd is required")
 	}
 	c, err := ledger.Dial(strings.Split(*f.etcd, ","))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return ledger.New(c, *f.prefix), func() { c.Close() }, nil
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	return ledger.New(c, *f.prefix), ctx, func() { cancel(); c.Close() }, nil
 }
 
 func runCellsPublish(args []string, stdout io.Writer) error {
@@ -113,13 +115,11 @@ func runCellsPublish(args []string, stdout io.Writer) error {
 	for _, c := range ids {
 		grants = append(grants, ledger.InitialGrant{Cell: c, Units: uint32(*initial)})
 	}
-	l, closeFn, err := lf.dial()
+	l, ctx, done, err := lf.open(10 * time.Second)
 	if err != nil {
 		return err
 	}
-	defer closeFn()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	defer done()
 	allocs, err := cells.Publish(ctx, l, d, m, uint32(*chunk), grants)
 	if err != nil {
 		return err
@@ -141,13 +141,11 @@ func runCellsReturn(args []string, stdout io.Writer) error {
 	if *id == 0 || *units == 0 || !sku.ValidID(*cell) {
 		return usageError("cells return needs --cell, --units and --id")
 	}
-	l, closeFn, err := lf.dial()
+	l, ctx, done, err := lf.open(10 * time.Second)
 	if err != nil {
 		return err
 	}
-	defer closeFn()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	defer done()
 	b, _ := json.Marshal(cells.ReturnRequest{ID: *id, Units: uint32(*units)})
 	if _, err := l.Client().Put(ctx, l.ReturnRequestKey(lf.skuOf(), *cell), string(b)); err != nil {
 		return err
@@ -169,13 +167,11 @@ func runCellsWriteOff(args []string, stdout io.Writer) error {
 	if !sku.ValidID(*cell) || !sku.ValidID(*lf.campaign) || !sku.ValidID(*lf.sku) {
 		return usageError("cells write-off needs --campaign, --sku and --cell")
 	}
-	l, closeFn, err := lf.dial()
+	l, ctx, done, err := lf.open(10 * time.Second)
 	if err != nil {
 		return err
 	}
-	defer closeFn()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	defer done()
 	m, err := cells.ReadMap(ctx, l, lf.skuOf())
 	if err != nil {
 		return fmt.Errorf("%s/%s: %w", *lf.campaign, *lf.sku, err)
@@ -201,13 +197,11 @@ func runClusterAudit(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return usageError("audit: %v", err)
 	}
-	l, closeFn, err := lf.dial()
+	l, ctx, done, err := lf.open(30 * time.Second)
 	if err != nil {
 		return err
 	}
-	defer closeFn()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	defer done()
 	pubs, err := cells.ReadPublished(ctx, l, "")
 	if err != nil {
 		return err
