@@ -48,7 +48,8 @@ bench: build
 ## bench-cells: the seed sale through seckill-router against 1, 2 and 3 cells of one make-cluster cluster
 ## (ratios to 1 cell, etcd requests per 10,000 units sold); flags of seckill-bench in BENCH_ARGS.
 bench-cells: build
-	BIN=$(BIN) DEMO=0 DATA=$${DATA:-$$(mktemp -d /tmp/seckill-cells-XXXXXX)} ./cells/cluster.sh ./bench/run-cells.sh $(BENCH_ARGS)
+	d=$$(mktemp -d /tmp/seckill-cells-XXXXXX); BIN=$(BIN) DEMO=0 DATA=$$d ./cells/cluster.sh ./bench/run-cells.sh $(BENCH_ARGS); \
+		s=$$?; rm -rf $$d; exit $$s
 
 ## bench-engine: the engine's own benchmarks (durable and no-sync reserve, replay, heap per reservation).
 bench-engine:
