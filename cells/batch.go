@@ -40,12 +40,12 @@ type BatchSplit struct {
 // (400 with the reason).
 var ErrBatchEnvelope = errors.New("cells: not a batch envelope")
 
-// SplitBatch splits a batch reserve body of SKU (campaignID, skuID) by
-// the cells of m. It refuses (ErrBatchEnvelope) a body that is not one
+// SplitBatch splits a batch reserve body of the published SKU p by the
+// cells of its map (Published.CellOf). It refuses (ErrBatchEnvelope) a body that is not one
 // object holding just "items", an array of at most maxItems.
-func SplitBatch(m *Map, campaignID, skuID string, body []byte, maxItems int) (BatchSplit, error) {
-	var p fastjson.Parser
-	v, err := p.ParseBytes(body)
+func SplitBatch(p *Published, body []byte, maxItems int) (BatchSplit, error) {
+	var parser fastjson.Parser
+	v, err := parser.ParseBytes(body)
 	if err != nil {
 		return BatchSplit{}, ErrBatchEnvelope
 	}
@@ -61,9 +61,9 @@ func SplitBatch(m *Map, campaignID, skuID string, body []byte, maxItems int) (Ba
 	var split BatchSplit
 	split.Items = len(items)
 	for i, it := range items {
-		cell := m.Cells[0]
+		cell := p.Map.Cells[0]
 		if user := it.GetStringBytes("user_id"); sku.ValidID(string(user)) {
-			cell = m.CellOf(campaignID, skuID, string(user))
+			cell = p.CellOf(string(user))
 		}
 		k, ok := byCell[cell]
 		if !ok {

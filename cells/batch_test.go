@@ -20,8 +20,10 @@ func TestSplitAndJoinBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRoutes([]Published{{Definition: sku.Definition{CampaignID: "demo", SKUID: "hot"}, Map: m}})
-	if got := r.Decide("POST", "/v1/campaigns/demo/skus/hot/reservations:batch", nil); !got.Batch || got.Map == nil || got.Campaign != "demo" || got.SKU != "hot" {
+	pub := Published{Definition: sku.Definition{CampaignID: "demo", SKUID: "hot"}, Map: m}
+	r := NewRoutes([]Published{pub})
+	if got := r.Decide("POST", "/v1/campaigns/demo/skus/hot/reservations:batch", nil); !got.Batch || got.SKU == nil ||
+		got.SKU.Definition.CampaignID != "demo" || got.SKU.Definition.SKUID != "hot" {
 		t.Fatalf("batch route: %+v", got)
 	}
 	var items []string
@@ -30,7 +32,7 @@ func TestSplitAndJoinBatch(t *testing.T) {
 	}
 	items = append(items, `{"request_id":"bad"}`)
 	body := []byte(`{"items":[` + strings.Join(items, ",") + `]}`)
-	split, err := SplitBatch(&m, "demo", "hot", body, 1000)
+	split, err := SplitBatch(&pub, body, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +58,7 @@ func TestSplitAndJoinBatch(t *testing.T) {
 			seen[at] = true
 			want := m.Cells[0]
 			if at < 30 {
-				want = m.CellOf("demo", "hot", fmt.Sprintf("u%d", at))
+				want = pub.CellOf(fmt.Sprintf("u%d", at))
 			}
 			if it.RequestID != fmt.Sprintf("r%d", at) && at < 30 || part.Cell != want {
 				t.Fatalf("item %d (%+v) in %s, want %s", at, it, part.Cell, want)
@@ -113,11 +115,11 @@ func TestSplitAndJoinBatch(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{``, `[]`, `{"items":[]}`, `{"items":[{}],"x":1}`, `{"items":{}}`} {
-		if _, err := SplitBatch(&m, "demo", "hot", []byte(bad), 1000); !errors.Is(err, ErrBatchEnvelope) {
+		if _, err := SplitBatch(&pub, []byte(bad), 1000); !errors.Is(err, ErrBatchEnvelope) {
 			t.Fatalf("%q: %v", bad, err)
 		}
 	}
-	if _, err := SplitBatch(&m, "demo", "hot", body, 30); !errors.Is(err, ErrBatchEnvelope) {
+	if _, err := SplitBatch(&pub, body, 30); !errors.Is(err, ErrBatchEnvelope) {
 		t.Fatalf("31 items over a bound of 30: %v", err)
 	}
 }

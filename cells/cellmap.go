@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -66,21 +67,39 @@ func (m Map) Validate() error {
 	return nil
 }
 
-// Slot returns the routing slot of a user of a campaign's SKU: FNV-1a
-// (64 bit) of campaign, SKU and user, each followed by a zero byte (none
-// of the ids may hold one), mod Slots.
-func Slot(campaignID, skuID, userID string) int {
+// Slot returns the routing slot of a user of a campaign's SKU whose
+// campaign has purchase limit limit: FNV-1a (64 bit) of campaign, SKU and
+// user, each followed by a zero byte (none of the ids may hold one), mod
+// Slots. With purchase_limit "campaign" the SKU is left out (FNV-1a of
+// campaign and user): every SKU of the campaign gives a user the same
+// slot, so, the campaign's SKUs sharing one map (CheckCampaign), the same
+// cell, whose purchase registry then sees all the user's purchases. The
+// one owner of the rule: the router (Routes), the cell's guard (Guard)
+// and the batch split (SplitBatch) all ask Published.CellOf.
+func Slot(limit sku.PurchaseLimit, campaignID, skuID, userID string) int {
 	h := fnv.New64a()
-	for _, s := range []string{campaignID, skuID, userID} {
+	keys := []string{campaignID, skuID, userID}
+	if limit == sku.PurchaseLimitCampaign {
+		keys = []string{campaignID, userID}
+	}
+	for _, s := range keys {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
 	return int(h.Sum64() % Slots)
 }
 
-// CellOf returns the cell that owns userID's purchases of the SKU.
-func (m *Map) CellOf(campaignID, skuID, userID string) string {
-	return m.Cells[m.Slots[Slot(campaignID, skuID, userID)]]
+// CellOf returns the cell that owns userID's purchases of the published
+// SKU: its map's cell of Slot (by its campaign's purchase limit).
+func (p *Published) CellOf(userID string) string {
+	d := &p.Definition
+	return p.Map.Cells[p.Map.Slots[Slot(d.PurchaseLimit, d.CampaignID, d.SKUID, userID)]]
+}
+
+// Same reports whether m and o are one map: the same version, cells and
+// slots.
+func (m *Map) Same(o *Map) bool {
+	return m.Version == o.Version && slices.Equal(m.Cells, o.Cells) && m.Slots == o.Slots
 }
 
 // Has reports whether cell is in the map.

@@ -25,14 +25,15 @@ type Guard struct {
 	// an embedded interface would hide (a cell served neither).
 	*actors.Engine
 	cell string
-	mu   sync.Mutex                      // serializes Add
-	maps atomic.Pointer[map[string]*Map] // by campaign + "/" + sku; copied on Add, never changed in place
+	mu   sync.Mutex                            // serializes Add
+	skus atomic.Pointer[map[string]*Published] // by campaign + "/" + sku; copied on Add, never changed in place
 }
 
-// NewGuard guards engine for cell with the maps of its celled SKUs.
+// NewGuard guards engine for cell with the maps (and purchase limits) of
+// its celled SKUs.
 func NewGuard(engine *actors.Engine, cell string, published []Published) *Guard {
 	g := &Guard{Engine: engine, cell: cell}
-	g.maps.Store(&map[string]*Map{})
+	g.skus.Store(&map[string]*Published{})
 	for _, p := range published {
 		g.Add(p)
 	}
@@ -44,23 +45,22 @@ func NewGuard(engine *actors.Engine, cell string, published []Published) *Guard 
 func (g *Guard) Add(p Published) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	old := *g.maps.Load()
+	old := *g.skus.Load()
 	key := p.Definition.CampaignID + "/" + p.Definition.SKUID
 	if old[key] != nil {
 		return
 	}
-	next := make(map[string]*Map, len(old)+1)
+	next := make(map[string]*Published, len(old)+1)
 	for k, m := range old {
 		next[k] = m
 	}
-	m := p.Map
-	next[key] = &m
-	g.maps.Store(&next)
+	next[key] = &p
+	g.skus.Store(&next)
 }
 
 // Guards reports whether the SKU's map is held.
 func (g *Guard) Guards(campaignID, skuID string) bool {
-	return (*g.maps.Load())[campaignID+"/"+skuID] != nil
+	return (*g.skus.Load())[campaignID+"/"+skuID] != nil
 }
 
 // Reserve refuses a user of another cell, then reserves.
@@ -106,10 +106,11 @@ func (g *Guard) ReserveBatch(ctx context.Context, campaignID, skuID string, item
 }
 
 // check returns actors.ErrWrongCell, naming the owner, when the SKU is
-// celled and its map gives userID to another cell.
+// celled and its map gives userID to another cell (Published.CellOf: by
+// campaign and user when the campaign's purchase limit is "campaign").
 func (g *Guard) check(campaignID, skuID, userID string) error {
-	if m := (*g.maps.Load())[campaignID+"/"+skuID]; m != nil && sku.ValidID(userID) {
-		if owner := m.CellOf(campaignID, skuID, userID); owner != g.cell {
+	if p := (*g.skus.Load())[campaignID+"/"+skuID]; p != nil && sku.ValidID(userID) {
+		if owner := p.CellOf(userID); owner != g.cell {
 			return fmt.Errorf("%w: user %s of %s/%s is cell %s's", actors.ErrWrongCell, userID, campaignID, skuID, owner)
 		}
 	}

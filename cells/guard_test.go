@@ -21,10 +21,11 @@ func TestGuardEveryReservePath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pub := Published{Definition: sku.Definition{CampaignID: "demo", SKUID: "sku-1"}, Map: m}
 	var mine, other string
 	for u := 0; mine == "" || other == ""; u++ {
 		user := fmt.Sprintf("u%d", u)
-		if m.CellOf("demo", "hot", user) == "c1" {
+		if pub.CellOf(user) == "c1" {
 			mine = user
 		} else {
 			other = user
@@ -41,7 +42,7 @@ func TestGuardEveryReservePath(t *testing.T) {
 		EndAt: now.Add(time.Hour).UnixMilli(), PaymentWindowMs: 60_000, SaleLimit: 10, ReleaseOnClose: true}); err != nil {
 		t.Fatal(err)
 	}
-	g := NewGuard(e, "c1", []Published{{Definition: sku.Definition{CampaignID: "demo", SKUID: "sku-1"}, Map: m}})
+	g := NewGuard(e, "c1", []Published{pub})
 	if _, err := g.Reserve(ctx, "demo", "sku-1", "r1", other); !errors.Is(err, actors.ErrWrongCell) {
 		t.Fatalf("reserve of another cell's user: %v", err)
 	}

@@ -30,11 +30,17 @@ type definitionJSON struct {
 	PaymentWindowMs int64  `json:"payment_window_ms"`
 	SaleLimit       uint32 `json:"sale_limit"`
 	ReleaseOnClose  bool   `json:"release_on_close"`
+	// PurchaseLimit is "campaign" for a campaign-scope campaign, absent
+	// for "sku" (so a SKU published before issue #19 reads as "sku").
+	PurchaseLimit string `json:"purchase_limit,omitempty"`
 }
 
 // Publish publishes a celled SKU in one etcd transaction: its definition,
 // its frozen cell map, its ledger and the initial grants; ledger.ErrExists
-// when the SKU was published before (nothing is changed then).
+// when the SKU was published before (nothing is changed then), ErrBadMap
+// or sku.ErrInvalidDefinition when the campaign's SKUs published already
+// disagree with it (CheckCampaign). The campaign check reads etcd before
+// the transaction: publish a campaign's SKUs one at a time.
 func Publish(ctx context.Context, l *ledger.Ledger, d sku.Definition, m Map, chunk uint32, initial []ledger.InitialGrant) ([]ledger.Allocation, error) {
 	d.IDKey, d.Cell, d.CellMapVersion = [16]byte{}, "", 0
 	if err := d.Validate(); err != nil {
@@ -45,12 +51,23 @@ func Publish(ctx context.Context, l *ledger.Ledger, d sku.Definition, m Map, chu
 			return nil, fmt.Errorf("%w: initial grant to %q, not in the map", ErrBadMap, g.Cell)
 		}
 	}
+	published, err := ReadPublished(ctx, l, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckCampaign(published, Published{Definition: d, Map: m}); err != nil {
+		return nil, err
+	}
 	s := ledger.SKU{Campaign: d.CampaignID, SKU: d.SKUID}
 	mapOp, err := PublishOp(l, s, m)
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(definitionJSON{d.CampaignID, d.SKUID, d.StartAt, d.EndAt, d.PaymentWindowMs, d.SaleLimit, d.ReleaseOnClose})
+	j := definitionJSON{d.CampaignID, d.SKUID, d.StartAt, d.EndAt, d.PaymentWindowMs, d.SaleLimit, d.ReleaseOnClose, ""}
+	if d.PurchaseLimit != sku.PurchaseLimitSKU {
+		j.PurchaseLimit = d.PurchaseLimit.String()
+	}
+	b, err := json.Marshal(j)
 	if err != nil {
 		return nil, err
 	}
@@ -75,9 +92,13 @@ func ReadPublished(ctx context.Context, l *ledger.Ledger, cell string) ([]Publis
 			if err := json.Unmarshal(kv.Value, &j); err != nil {
 				return nil, fmt.Errorf("%s: %w", key, err)
 			}
+			limit, ok := sku.ParsePurchaseLimit(j.PurchaseLimit)
+			if !ok {
+				return nil, fmt.Errorf("%s: purchase_limit %q", key, j.PurchaseLimit)
+			}
 			base := strings.TrimSuffix(key, "/definition")
 			defs[base] = sku.Definition{CampaignID: j.CampaignID, SKUID: j.SKUID, StartAt: j.StartAt, EndAt: j.EndAt,
-				PaymentWindowMs: j.PaymentWindowMs, SaleLimit: j.SaleLimit, ReleaseOnClose: j.ReleaseOnClose}
+				PaymentWindowMs: j.PaymentWindowMs, SaleLimit: j.SaleLimit, ReleaseOnClose: j.ReleaseOnClose, PurchaseLimit: limit}
 			order = append(order, base)
 		case strings.HasSuffix(key, "/cellmap"):
 			var m Map
@@ -107,4 +128,30 @@ func (p Published) ForCell(cell string) sku.Definition {
 	d := p.Definition
 	d.Cell, d.CellMapVersion = cell, p.Map.Version
 	return d
+}
+
+// CheckCampaign checks next against the SKUs of its campaign published
+// already: the same purchase_limit (sku.ErrInvalidDefinition otherwise,
+// as a cell's engine refuses a second scope), and with purchase_limit
+// "campaign" the same cell map (ErrBadMap otherwise): a user's slot is
+// then the same on every SKU of the campaign (Slot), and only one map
+// makes it the same cell, whose purchase registry sees all the user's
+// purchases. Pure.
+func CheckCampaign(published []Published, next Published) error {
+	d := next.Definition
+	for i := range published {
+		o := &published[i]
+		if o.Definition.CampaignID != d.CampaignID || o.Definition.SKUID == d.SKUID {
+			continue
+		}
+		if o.Definition.PurchaseLimit != d.PurchaseLimit {
+			return fmt.Errorf("%w: campaign %s: SKU %s was published with purchase_limit %q, not %q (the scope is the campaign's)",
+				sku.ErrInvalidDefinition, d.CampaignID, o.Definition.SKUID, o.Definition.PurchaseLimit, d.PurchaseLimit)
+		}
+		if d.PurchaseLimit == sku.PurchaseLimitCampaign && !o.Map.Same(&next.Map) {
+			return fmt.Errorf("%w: campaign %s has purchase_limit \"campaign\": every SKU must share one cell map (a user must reach one cell, whose purchase registry sees all the user's purchases), but SKU %s was published with map version %d over %v",
+				ErrBadMap, d.CampaignID, o.Definition.SKUID, o.Map.Version, o.Map.Cells)
+		}
+	}
+	return nil
 }

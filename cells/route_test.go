@@ -14,12 +14,13 @@ func TestRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRoutes([]Published{{Definition: sku.Definition{CampaignID: "demo", SKUID: "hot"}, Map: m}})
+	pub := Published{Definition: sku.Definition{CampaignID: "demo", SKUID: "hot"}, Map: m}
+	r := NewRoutes([]Published{pub})
 	seen := map[string]bool{}
 	for u := range 60 {
 		user := "u" + string(rune('a'+u%26)) + string(rune('a'+u/26))
 		got := r.Decide("POST", "/v1/campaigns/demo/skus/hot/reservations", []byte(`{"request_id":"r","user_id":"`+user+`"}`))
-		if want := m.CellOf("demo", "hot", user); got.Cell != want || got.FanOut {
+		if want := pub.CellOf(user); got.Cell != want || got.FanOut {
 			t.Fatalf("user %s: %+v, want %s", user, got, want)
 		}
 		seen[got.Cell] = true
@@ -33,7 +34,7 @@ func TestRoutes(t *testing.T) {
 			t.Fatalf("%s: %+v", path, got)
 		}
 	}
-	if got := r.Decide("GET", "/v1/campaigns/demo/skus/hot/requests/r1", nil); !got.FanOut || got.Map == nil {
+	if got := r.Decide("GET", "/v1/campaigns/demo/skus/hot/requests/r1", nil); !got.FanOut || got.SKU == nil {
 		t.Fatalf("lookup: %+v", got)
 	}
 	for _, path := range []string{"/v1/campaigns/demo/skus/cold/reservations", "/healthz", "/v1/reservations/demo~cold~1~0123456789abcdef"} {
@@ -41,7 +42,7 @@ func TestRoutes(t *testing.T) {
 			t.Fatalf("%s: %+v, want the default cell", path, got)
 		}
 	}
-	if s := Slot("demo", "hot", "u1"); s < 0 || s >= Slots || s != Slot("demo", "hot", "u1") {
+	if s := Slot(sku.PurchaseLimitSKU, "demo", "hot", "u1"); s < 0 || s >= Slots || s != Slot(sku.PurchaseLimitSKU, "demo", "hot", "u1") {
 		t.Fatalf("slot %d", s)
 	}
 	if _, err := EvenMap(1, []string{"c1", "c1"}); err == nil {

@@ -3,7 +3,8 @@ package sku
 import "encoding/binary"
 
 // The cell section of an encoded state (state_codec.go, tag 3): present
-// only for a celled SKU, after the passes (tag 1) section, if any. A celled
+// only for a celled SKU, after the passes (tag 1) section, if any, and
+// before the purchase section (tag 5) of a campaign-scope campaign. A celled
 // SKU is never a lottery (Definition.Validate), so tag 2 never precedes it
 // in a valid state; the decoder refuses that through Validate.
 const stateSectionCell = 3
@@ -79,7 +80,7 @@ func (s *stateDecoder) cellSection(released uint32) {
 	if s.err != nil {
 		return
 	}
-	if len(s.b) != 0 {
+	if len(s.b) != 0 && s.b[0] != stateSectionPurchase { // the purchase section: lastSection
 		s.fail("%d trailing bytes: section tag %d unknown or out of order", len(s.b), s.b[0])
 		return
 	}

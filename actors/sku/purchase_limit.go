@@ -48,7 +48,11 @@ func ParsePurchaseLimit(s string) (PurchaseLimit, bool) {
 }
 
 // checkPurchaseLimit is Validate's part for the purchase limit: a known
-// value, and no campaign scope on a lottery or a celled SKU.
+// value, and no campaign scope on a lottery. A celled SKU may have
+// campaign scope: the router and the cell's guard then route a user by
+// (campaign, user) over one cell map shared by the campaign's SKUs
+// (cells.Slot, cells.CheckCampaign), so one cell's purchase registry sees
+// every purchase of the user.
 func (d *Definition) checkPurchaseLimit() error {
 	switch {
 	case d.PurchaseLimit > PurchaseLimitCampaign:
@@ -59,8 +63,6 @@ func (d *Definition) checkPurchaseLimit() error {
 		// A winner's reservation is made by the draw, not by a reserve the
 		// purchase registry could admit: two draws could both pick a user.
 		return fmt.Errorf("%w: a lottery SKU cannot have purchase_limit \"campaign\" (its draw reserves for winners without asking the campaign's other SKUs)", ErrInvalidDefinition)
-	case d.Cell != "":
-		return fmt.Errorf("%w: a celled SKU cannot have purchase_limit \"campaign\" (the purchase registry holds one process's SKUs)", ErrInvalidDefinition)
 	}
 	return nil
 }
@@ -89,6 +91,18 @@ func (e *stateEncoder) encodePurchase(f *Frozen) {
 		return
 	}
 	e.b = append(e.b, stateSectionPurchase, byte(f.def.PurchaseLimit))
+}
+
+// lastSection decodes the state's purchase section, if present, and
+// refuses any byte after it: the purchase section is the last, after the
+// cell section (tag 3) of a celled SKU or the sections of one that is not.
+func (s *stateDecoder) lastSection() {
+	if s.err == nil && len(s.b) != 0 && s.b[0] == stateSectionPurchase {
+		s.purchaseSection()
+	}
+	if s.err == nil && len(s.b) != 0 {
+		s.fail("%d trailing bytes: section tag %d unknown or out of order", len(s.b), s.b[0])
+	}
 }
 
 // purchaseSection decodes the state's purchase section.

@@ -60,9 +60,9 @@ func TestPurchaseLimitRules(t *testing.T) {
 		t.Fatalf("limit 2: %v", err)
 	}
 	celled := d
-	celled.Cell = "a"
-	if err := celled.Validate(); !errors.Is(err, ErrInvalidDefinition) {
-		t.Fatalf("celled: %v", err)
+	celled.Cell, celled.CellMapVersion = "a", 1
+	if err := celled.Validate(); err != nil {
+		t.Fatalf("celled with campaign scope (routed by campaign and user): %v", err)
 	}
 	next := d
 	next.PurchaseLimit = PurchaseLimitSKU
@@ -86,5 +86,64 @@ func TestPurchaseLimitRules(t *testing.T) {
 	p[len(p)-1] = 0
 	if _, err := DecodeRecord(RecordDefine, p); !errors.Is(err, ErrBadRecord) {
 		t.Fatalf("a purchase group of 0: %v", err)
+	}
+}
+
+// TestCelledCampaignScopeRoundTrips: a celled SKU of a campaign-scope
+// campaign (issue #19 with cells) writes its DEFINE with the cell group
+// (its cell, not empty) then the purchase group, and decodes to the same
+// definition; its state ends with the cell section (tag 3) then the
+// purchase section (tag 5), and decodes to the same state and hash. The
+// purchase section before the cell section, twice, or with a byte after
+// it is refused.
+func TestCelledCampaignScopeRoundTrips(t *testing.T) {
+	d := campaignScoped()
+	d.Cell, d.CellMapVersion = "c1", 4
+	r := Record{Type: RecordDefine, At: 1, Def: d}
+	payload := r.AppendPayload(nil)
+	cellGroup := appendCellFields(nil, &d)
+	if !bytes.HasSuffix(payload, append(cellGroup, byte(PurchaseLimitCampaign))) {
+		t.Fatalf("DEFINE %x does not end with the cell group %x then the purchase group", payload, cellGroup)
+	}
+	got, err := DecodeRecord(RecordDefine, payload)
+	if err != nil || got.Def != d {
+		t.Fatalf("DEFINE round trip: %+v, %v", got.Def, err)
+	}
+
+	m := New()
+	o, log, err := m.Define(1, d, nil)
+	if err != nil || o != OutcomeOK {
+		t.Fatalf("define: %s %v", o, err)
+	}
+	if o, log, err = m.Grant(2, Allocation{Seq: 1, Ranges: []TokenRange{{First: 1, Last: 3}}}, log); err != nil || o != OutcomeOK {
+		t.Fatalf("grant: %s %v", o, err)
+	}
+	var res Result
+	if res, log = m.Reserve(3, "r1", "u1", log); res.Outcome != OutcomeAccepted {
+		t.Fatalf("reserve: %s", res.Outcome)
+	}
+	replayAndCompare(t, m, log)
+	state := encodeFrozen(t, m.Freeze())
+	f := m.Freeze()
+	cell, purchase := section(f, (*stateEncoder).encodeCell), section(f, (*stateEncoder).encodePurchase)
+	if len(cell) == 0 || len(purchase) != 2 || !bytes.HasSuffix(state, append(append([]byte(nil), cell...), purchase...)) {
+		t.Fatalf("the state does not end with the cell section %x then the purchase section %x", cell, purchase)
+	}
+	back, err := DecodeState(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Definition() != m.Definition() || back.Hash() != m.Hash() {
+		t.Fatalf("restored %+v (hash equal %v)", back.Definition(), back.Hash() == m.Hash())
+	}
+	body := state[:len(state)-len(cell)-len(purchase)]
+	for name, bad := range map[string][]byte{
+		"purchase before cell": append(append(append([]byte(nil), body...), purchase...), cell...),
+		"purchase twice":       append(append([]byte(nil), state...), purchase...),
+		"a byte after":         append(append([]byte(nil), state...), 0),
+	} {
+		if _, err := DecodeState(bad); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
 	}
 }

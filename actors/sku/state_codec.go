@@ -52,7 +52,8 @@ import (
 //	tag 4: a lottery draw's beacon signature (lottery_codec.go), written
 //	       when the draw recorded one: str signature
 //	tag 5: purchase (issue #19), written for a campaign whose
-//	       purchase_limit is "campaign" only (never with tags 2, 3 or 4):
+//	       purchase_limit is "campaign" only (never with tags 2 or 4;
+//	       after tag 3 for a celled SKU):
 //	       u8 purchase_limit (1)
 //
 // The sections are written in tag order and only when used; the decoder
@@ -315,15 +316,11 @@ func (s *stateDecoder) decode() {
 	s.decodeLottery()
 	if s.err == nil && len(s.b) != 0 && s.b[0] == stateSectionCell {
 		s.cellSection(released)
+		s.lastSection()
 		return
 	}
 	s.decodeBeaconSignature()
-	if s.err == nil && len(s.b) != 0 && s.b[0] == stateSectionPurchase {
-		s.purchaseSection()
-	}
-	if s.err == nil && len(s.b) != 0 {
-		s.fail("%d trailing bytes: section tag %d unknown or out of order", len(s.b), s.b[0])
-	}
+	s.lastSection()
 	if s.err == nil {
 		if held := m.pool.reserved + m.pool.confirmed; uint64(held)+uint64(released) != uint64(handedOut) {
 			s.fail("%d tokens held and %d released, but %d handed out", held, released, handedOut)

@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/actors/sku"
 	cellmap "github.com/seckill/seckill/cells"
 	"github.com/seckill/seckill/internal/etcdtest"
 	"github.com/seckill/seckill/ledger"
@@ -188,7 +189,8 @@ func ownerOf(cellIDs []string, user string) string {
 	if err != nil {
 		panic(err)
 	}
-	return m.CellOf(campaign, skuID, user)
+	p := cellmap.Published{Definition: sku.Definition{CampaignID: campaign, SKUID: skuID}, Map: m}
+	return p.CellOf(user)
 }
 
 // getAudit reads a cell's admin audit of the test's SKU, within the

@@ -1,7 +1,9 @@
 // Command seckill-router is the stateless front of a celled sale: it sends
 // each request of the seckilld HTTP API to the cell that owns it (package
 // cells): a reserve by slot = hash(campaign, sku, user_id) mod 1024
-// through the SKU's frozen cell map, a batch reserve split by cell (each
+// (hash(campaign, user_id) when the campaign's purchase_limit is
+// "campaign", as published in etcd: cells.Slot) through the SKU's frozen
+// cell map, a batch reserve split by cell (each
 // item to its user's cell, the results put back in order), pay, cancel and
 // status by the cell
 // the reservation id names, a request_id lookup to every cell of the SKU.
@@ -198,7 +200,7 @@ func (r *router) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	// A request_id lookup: the first cell that knows it answers.
-	for _, cell := range route.Map.Cells {
+	for _, cell := range route.SKU.Map.Cells {
 		if r.forward(ctx, cell) && ctx.Response.StatusCode() != fasthttp.StatusNotFound {
 			return
 		}
@@ -210,9 +212,9 @@ func (r *router) handle(ctx *fasthttp.RequestCtx) {
 // (cells.SplitBatch, cells.JoinBatch). A body it cannot split, or whose
 // items all belong to one cell, goes whole to that cell.
 func (r *router) forwardBatch(ctx *fasthttp.RequestCtx, route cells.Route) {
-	split, err := cells.SplitBatch(route.Map, route.Campaign, route.SKU, ctx.PostBody(), actors.MaxBatchItems)
+	split, err := cells.SplitBatch(route.SKU, ctx.PostBody(), actors.MaxBatchItems)
 	if err != nil || len(split.Parts) == 1 {
-		cell := route.Map.Cells[0]
+		cell := route.SKU.Map.Cells[0]
 		if err == nil {
 			cell = split.Parts[0].Cell
 		}
@@ -256,19 +258,22 @@ func routerMapPath(path string) (campaign, skuID string, ok bool) {
 }
 
 // answerMap answers the map the router sends a SKU's users by: 200 with
-// its version and cells, or 404 NOT_CELLED.
+// its version, cells and the campaign's purchase limit ("campaign": users
+// are routed by campaign and user, the same cell on every SKU), or 404
+// NOT_CELLED.
 func (r *router) answerMap(ctx *fasthttp.RequestCtx, campaign, skuID string) {
 	ctx.SetContentType("application/json")
-	m := r.routes.Load().Map(campaign, skuID)
-	if m == nil {
+	p := r.routes.Load().SKU(campaign, skuID)
+	if p == nil {
 		ctx.SetStatusCode(fasthttp.StatusNotFound)
 		ctx.SetBodyString(`{"error":"NOT_CELLED","detail":"the router has no cell map for this SKU (not published, or published less than a second ago)"}`)
 		return
 	}
 	b, _ := json.Marshal(struct {
-		Version uint64   `json:"cell_map_version"`
-		Cells   []string `json:"cells"`
-	}{m.Version, m.Cells})
+		Version       uint64   `json:"cell_map_version"`
+		Cells         []string `json:"cells"`
+		PurchaseLimit string   `json:"purchase_limit"`
+	}{p.Map.Version, p.Map.Cells, p.Definition.PurchaseLimit.String()})
 	ctx.SetBody(b)
 }
 

@@ -83,8 +83,13 @@ func runCellsPublish(args []string, stdout io.Writer) error {
 	end := fs.String("end", "", "end_at, RFC 3339 (default: start + 24h)")
 	window := fs.Duration("payment-window", 15*time.Minute, "payment window")
 	release := fs.Bool("release-on-close", true, "a closed unpaid reservation's token goes back to the pool")
+	scope := fs.String("purchase-limit", "sku", `"sku" or "campaign" (one live purchase per user over the campaign's SKUs; they must then share --cells)`)
 	if err := fs.Parse(args); err != nil {
 		return usageError("cells publish: %v", err)
+	}
+	limit, ok := sku.ParsePurchaseLimit(*scope)
+	if !ok {
+		return usageError(`--purchase-limit must be "sku" or "campaign"`)
 	}
 	startAt, endAt := time.Now(), time.Time{}
 	var err error
@@ -104,7 +109,7 @@ func runCellsPublish(args []string, stdout io.Writer) error {
 		return usageError("--cells: %v", err)
 	}
 	d := sku.Definition{CampaignID: *lf.campaign, SKUID: *lf.sku, StartAt: startAt.UnixMilli(), EndAt: endAt.UnixMilli(),
-		PaymentWindowMs: window.Milliseconds(), SaleLimit: uint32(*saleLimit), ReleaseOnClose: *release}
+		PaymentWindowMs: window.Milliseconds(), SaleLimit: uint32(*saleLimit), ReleaseOnClose: *release, PurchaseLimit: limit}
 	if err := d.Validate(); err != nil {
 		return usageError("%v", err)
 	}
@@ -125,7 +130,7 @@ func runCellsPublish(args []string, stdout io.Writer) error {
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(map[string]any{"published": d.CampaignID + "/" + d.SKUID,
-		"cells": ids, "cell_map_version": m.Version, "initial_allocations": allocs, "chunk": *chunk})
+		"cells": ids, "cell_map_version": m.Version, "initial_allocations": allocs, "chunk": *chunk, "purchase_limit": limit.String()})
 }
 
 func runCellsReturn(args []string, stdout io.Writer) error {
