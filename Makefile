@@ -5,7 +5,7 @@ PKGS     := ./...
 ADDR     ?= 127.0.0.1:8080
 DATA     ?= ./data
 
-.PHONY: all build run test test-long bench bench-engine bench-audit bench-compare bench-feed soak fuzz sim sim-mutants clean cluster
+.PHONY: all build run test test-long bench bench-engine bench-audit bench-compare bench-feed soak fuzz sim sim-mutants clean cluster bench-cells
 
 all: build
 
@@ -44,6 +44,12 @@ test-long:
 BENCH_ARGS ?=
 bench: build
 	./bench/run-seed.sh $(BENCH_ARGS)
+
+## bench-cells: the seed sale through seckill-router against 1, 2 and 3 cells of one make-cluster cluster
+## (ratios to 1 cell, etcd requests per 10,000 units sold); flags of seckill-bench in BENCH_ARGS.
+bench-cells: build
+	d=$$(mktemp -d /tmp/seckill-cells-XXXXXX); BIN=$(BIN) DEMO=0 DATA=$$d ./cells/cluster.sh ./bench/run-cells.sh $(BENCH_ARGS); \
+		s=$$?; rm -rf $$d; exit $$s
 
 ## bench-engine: the engine's own benchmarks (durable and no-sync reserve, replay, heap per reservation).
 bench-engine:

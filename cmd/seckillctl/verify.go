@@ -35,6 +35,7 @@ type verifyJSON struct {
 	StateIndex      uint64           `json:"state_index"`
 	StateHash       string           `json:"state_hash"`
 	Counts          countsJSON       `json:"counts"`
+	Cell            *cellJSON        `json:"cell,omitempty"` // a celled SKU's quota as its log holds it
 	OK              bool             `json:"ok"`
 	Problems        []string         `json:"problems"`
 
@@ -142,6 +143,9 @@ func verifySKUOnce(dir string) (verifyJSON, error) {
 		}
 	}
 	report.purchases = &skuPurchases{dir: dir, campaignID: report.CampaignID, limit: d.PurchaseLimit, live: st.m.LivePurchases()}
+	if st.m.Celled() {
+		report.Cell = cellOf(st.m)
+	}
 	audit := st.m.Audit()
 	report.Counts = countsOf(audit.Counts)
 	for _, v := range audit.Violations {
