@@ -39,8 +39,12 @@ type definitionJSON struct {
 // its frozen cell map, its ledger and the initial grants; ledger.ErrExists
 // when the SKU was published before (nothing is changed then), ErrBadMap
 // or sku.ErrInvalidDefinition when the campaign's SKUs published already
-// disagree with it (CheckCampaign). The campaign check reads etcd before
-// the transaction: publish a campaign's SKUs one at a time.
+// disagree with it (CheckCampaign). The campaign's first publish also
+// creates its routing (ledger.CampaignKey: the purchase limit, and the
+// map with campaign scope), and every later one requires it unchanged in
+// its transaction, so two SKUs of a campaign published at once cannot
+// both pass the check with different maps (the loser: ledger.ErrContended,
+// publish it again).
 func Publish(ctx context.Context, l *ledger.Ledger, d sku.Definition, m Map, chunk uint32, initial []ledger.InitialGrant) ([]ledger.Allocation, error) {
 	d.IDKey, d.Cell, d.CellMapVersion = [16]byte{}, "", 0
 	if err := d.Validate(); err != nil {
@@ -53,9 +57,6 @@ func Publish(ctx context.Context, l *ledger.Ledger, d sku.Definition, m Map, chu
 	}
 	published, err := ReadPublished(ctx, l, "")
 	if err != nil {
-		return nil, err
-	}
-	if err := CheckCampaign(published, Published{Definition: d, Map: m}); err != nil {
 		return nil, err
 	}
 	s := ledger.SKU{Campaign: d.CampaignID, SKU: d.SKUID}
@@ -71,7 +72,53 @@ func Publish(ctx context.Context, l *ledger.Ledger, d sku.Definition, m Map, chu
 	if err != nil {
 		return nil, err
 	}
-	return l.Publish(ctx, s, d.SaleLimit, chunk, initial, mapOp, clientv3.OpPut(l.DefinitionKey(s), string(b)))
+	ops := []clientv3.Op{mapOp, clientv3.OpPut(l.DefinitionKey(s), string(b))}
+	key := l.CampaignKey(d.CampaignID)
+	resp, err := l.Client().Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	var cond clientv3.Cmp
+	if len(resp.Kvs) == 0 {
+		r := campaignRouting{FirstSKU: d.SKUID, PurchaseLimit: d.PurchaseLimit.String()}
+		if d.PurchaseLimit == sku.PurchaseLimitCampaign {
+			r.Map = &m
+		}
+		rb, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		cond, ops = clientv3.Compare(clientv3.CreateRevision(key), "=", 0), append(ops, clientv3.OpPut(key, string(rb)))
+	} else {
+		var r campaignRouting
+		limit, ok := sku.PurchaseLimit(0), false
+		if err := json.Unmarshal(resp.Kvs[0].Value, &r); err == nil {
+			limit, ok = sku.ParsePurchaseLimit(r.PurchaseLimit)
+		}
+		if !ok || (limit == sku.PurchaseLimitCampaign) != (r.Map != nil) {
+			return nil, fmt.Errorf("%s: %q is not a campaign's routing", key, resp.Kvs[0].Value)
+		}
+		first := Published{Definition: sku.Definition{CampaignID: d.CampaignID, SKUID: r.FirstSKU, PurchaseLimit: limit}}
+		if r.Map != nil {
+			first.Map = *r.Map
+		}
+		published = append(published, first)
+		cond = clientv3.Compare(clientv3.ModRevision(key), "=", resp.Kvs[0].ModRevision)
+	}
+	if err := CheckCampaign(published, Published{Definition: d, Map: m}); err != nil {
+		return nil, err
+	}
+	return l.PublishIf(ctx, s, d.SaleLimit, chunk, initial, []clientv3.Cmp{cond}, ops...)
+}
+
+// campaignRouting is the stored form of a campaign's routing
+// (ledger.CampaignKey): the purchase limit of its celled SKUs and, with
+// "campaign", the one cell map they share. Its first SKU's publish
+// creates it; it never changes.
+type campaignRouting struct {
+	FirstSKU      string `json:"first_sku"`
+	PurchaseLimit string `json:"purchase_limit"`
+	Map           *Map   `json:"cell_map,omitempty"`
 }
 
 // ReadPublished returns every SKU published under the ledger's prefix

@@ -147,6 +147,12 @@ func (l *Ledger) AddrKey(cell string) string { return l.prefix + "/cells/" + cel
 // package cells).
 func (l *Ledger) DefinitionKey(s SKU) string { return l.skuKey(s) + "/definition" }
 
+// CampaignKey is the key of a campaign's routing, the same for all its
+// celled SKUs (written by package cells; not under any SKU's keys).
+func (l *Ledger) CampaignKey(campaign string) string {
+	return l.prefix + "/campaigns/" + campaign + "/routing"
+}
+
 // CampaignsPrefix is the prefix of every SKU's keys.
 func (l *Ledger) CampaignsPrefix() string { return l.prefix + "/campaigns/" }
 
@@ -182,6 +188,13 @@ type InitialGrant struct {
 // (may be nil) are further puts to make in the same transaction, such as
 // the cell map.
 func (l *Ledger) Publish(ctx context.Context, s SKU, saleLimit, chunk uint32, initial []InitialGrant, extra ...clientv3.Op) ([]Allocation, error) {
+	return l.PublishIf(ctx, s, saleLimit, chunk, initial, nil, extra...)
+}
+
+// PublishIf is Publish that also requires cond (such as a campaign key
+// unchanged since it was read); ErrContended when the SKU's ledger does
+// not exist but cond failed (read again and retry).
+func (l *Ledger) PublishIf(ctx context.Context, s SKU, saleLimit, chunk uint32, initial []InitialGrant, cond []clientv3.Cmp, extra ...clientv3.Op) ([]Allocation, error) {
 	pool := NewPool(saleLimit, chunk)
 	if err := pool.validate(); err != nil {
 		return nil, fmt.Errorf("ledger: publish: %v", err)
@@ -207,11 +220,15 @@ func (l *Ledger) Publish(ctx context.Context, s SKU, saleLimit, chunk uint32, in
 		ops = append(ops, clientv3.OpPut(l.allocKey(s, g.Cell, 1), mustJSON(a)))
 	}
 	ops = append(ops, clientv3.OpPut(l.poolKey(s), mustJSON(pool)))
-	resp, err := l.c.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(l.poolKey(s)), "=", 0)).Then(ops...).Commit()
+	cmps := append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(l.poolKey(s)), "=", 0)}, cond...)
+	resp, err := l.c.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(l.poolKey(s), clientv3.WithCountOnly())).Commit()
 	if err != nil {
 		return nil, err
 	}
 	if !resp.Succeeded {
+		if len(resp.Responses) == 1 && resp.Responses[0].GetResponseRange().Count == 0 {
+			return nil, ErrContended
+		}
 		return nil, ErrExists
 	}
 	return allocs, nil
