@@ -100,6 +100,7 @@ func RunCampaign(o Options) Result {
 func (cr *campaignRun) hook(k int, r *run) {
 	r.hooks = runHooks{
 		purchaseLimit: sku.PurchaseLimitCampaign,
+		celled:        cr.seed%4 == 3,
 		records: func(m *sku.Machine, first uint64, records []sku.Record) {
 			for i := range records {
 				for _, ev := range purchase.Events(m, records[i:i+1]) {

@@ -147,6 +147,7 @@ type run struct {
 // All nil for a lone SKU.
 type runHooks struct {
 	purchaseLimit sku.PurchaseLimit
+	celled        bool                                                     // a campaign run's SKUs, all celled or none
 	records       func(m *sku.Machine, first uint64, records []sku.Record) // before they are appended
 	durable       func(index uint64)                                       // before the replies are released
 	recovered     func(m *sku.Machine)                                     // after a recovery, checked
@@ -254,7 +255,11 @@ func (r *run) setUp() error {
 	// a lottery seed (seed%5 == 4): a celled SKU cannot be a lottery, nor
 	// cap max_unpaid_per_subject (Definition.Validate), so seeds 3, 7, 11,
 	// 15 of every 20 are celled, 4, 9, 14, 19 lotteries, 19 not celled.
-	if r.seed%4 == 3 && !r.lottery && r.def.PurchaseLimit == sku.PurchaseLimitSKU {
+	// A quarter of the campaign runs have all their SKUs celled (hooks:
+	// a celled campaign-scope campaign as one cell sees it: its registry
+	// over its celled SKUs, the state's cell then purchase sections
+	// across crashes and snapshots).
+	if (r.seed%4 == 3 || r.hooks.celled) && !r.lottery {
 		r.def.Cell, r.def.CellMapVersion = "c1", 1
 		r.def.MaxUnpaidPerSubject = 0
 	}
