@@ -70,7 +70,7 @@ bench-compare:
 bench-feed:
 	$(GO) test -run XXX -bench ReadDurable -benchtime 3x -timeout 30m ./wal/
 	$(GO) test -run XXX -bench FeedRead -benchtime 1x -timeout 30m ./httpapi/
-	$(GO) test -run XXX -bench ReserveWithConsumers -benchtime 20000x -count 3 -timeout 30m ./httpapi/
+	$(GO) test -run XXX -bench ReserveWithConsumers -benchtime 20000x -timeout 30m ./httpapi/
 
 ## soak: the kill -9 loop with many more cycles.
 soak:

@@ -9,6 +9,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/seckill/seckill/actors"
@@ -50,20 +51,20 @@ type FeedSource interface {
 	DurableState(campaignID, skuID string) (m *sku.Machine, asOf uint64, err error)
 }
 
-// feedPage is the JSON answer of the feed.
+// feedPage is the JSON answer of the feed:
+// {"events":[...],"next_cursor":"...","first_index":N,"durable_index":N}.
 type feedPage struct {
-	Events       []json.RawMessage `json:"events"` // CloudEvents (cloudEvent), encoded once per SKU and record
-	NextCursor   string            `json:"next_cursor"`
-	FirstIndex   uint64            `json:"first_index"`
-	DurableIndex uint64            `json:"durable_index"`
-	meta         []encodedEvent    // the events' ids and types, for SSE
+	events       []*encodedEvent // CloudEvents, encoded once per SKU and record
+	NextCursor   string
+	FirstIndex   uint64
+	DurableIndex uint64
 }
 
-// encode renders the page as JSON. The events are copied as they are:
-// encoding/json would scan every byte of each again (it compacts
+// appendJSON appends the page as JSON to b. The events are copied as they
+// are: encoding/json would scan every byte of each again (it compacts
 // RawMessage), which costs more than the rest of the page.
-func (p *feedPage) encode() []byte {
-	b := appendEvents(make([]byte, 0, 128+eventsSize(p.Events)), p.Events)
+func (p *feedPage) appendJSON(b []byte) []byte {
+	b = appendEvents(b, p.events)
 	b = append(b, `,"next_cursor":`...)
 	b = strconv.AppendQuote(b, p.NextCursor)
 	b = append(b, `,"first_index":`...)
@@ -74,23 +75,31 @@ func (p *feedPage) encode() []byte {
 }
 
 // appendEvents appends `{"events":[e1,e2,...]` (no closing brace).
-func appendEvents(b []byte, events []json.RawMessage) []byte {
+func appendEvents(b []byte, events []*encodedEvent) []byte {
 	b = append(b, `{"events":[`...)
 	for i, e := range events {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, e...)
+		b = append(b, e.json...)
 	}
 	return append(b, ']')
 }
 
-func eventsSize(events []json.RawMessage) int {
-	n := 0
-	for _, e := range events {
-		n += len(e) + 1
-	}
-	return n
+// pageBuffers are the buffers pages are rendered into before fasthttp
+// copies them into its own (pooled) body buffer.
+var pageBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// writeJSONPage answers 200 with a page rendered by appendJSON: no
+// allocation once the pooled buffers have grown to a page.
+func writeJSONPage(ctx *fasthttp.RequestCtx, appendJSON func([]byte) []byte) string {
+	buf := pageBuffers.Get().(*[]byte)
+	*buf = appendJSON((*buf)[:0])
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(*buf)
+	pageBuffers.Put(buf)
+	return outcomeOK
 }
 
 // feedError is the body of 409 and 410 answers.
@@ -133,7 +142,7 @@ func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) string {
 	if failure != nil {
 		return write(ctx, *failure)
 	}
-	return write(ctx, reply{status: fasthttp.StatusOK, body: page.encode(), outcome: outcomeOK})
+	return writeJSONPage(ctx, page.appendJSON)
 }
 
 // feedParams are the query parameters of both feed routes.
@@ -335,22 +344,62 @@ func (req *feedRequest) cursorBefore() string {
 
 // readPage reads up to req.limit durable records from req.from and maps
 // them to events; NextCursor is "" when there was no record. It advances
-// req.from.
+// req.from. The SKU's event cache answers when it holds the records (a
+// consumer at the tail behind another); else one reader at a time reads
+// the log and fills the cache (readLog), and the others then find it
+// filled.
 func (s *Server) readPage(req *feedRequest) (*feedPage, *reply) {
+	cache := s.eventCaches.of(req.campaignID, req.skuID, req.chain.At(math.MaxUint64))
+	if page, ok := req.pageFromCache(cache); ok {
+		return page, nil
+	}
+	cache.fill.Lock()
+	defer cache.fill.Unlock()
+	if page, ok := req.pageFromCache(cache); ok {
+		return page, nil
+	}
+	return s.readLog(req, cache)
+}
+
+// pageFromCache serves the next page from the cache alone, when it holds
+// every record of it. It answers only for records at or after the log's
+// first index (a compacted cursor gets its 410 from readLog) and through
+// the durable index read before it.
+func (req *feedRequest) pageFromCache(cache *eventCache) (*feedPage, bool) {
+	durable := req.log.DurableIndex()
+	if req.from > durable || req.from < req.log.FirstIndex() {
+		return nil, false
+	}
+	to := min(durable, req.from+uint64(req.limit)-1)
+	events, ok := cache.appendRange(make([]*encodedEvent, 0, min(to-req.from+1, 64)), req.from, to, req.wanted)
+	if !ok {
+		return nil, false
+	}
+	page := &feedPage{events: events, FirstIndex: req.log.FirstIndex(), DurableIndex: durable}
+	req.from, req.fromStart = to+1, false
+	page.NextCursor = req.cursorBefore()
+	return page, true
+}
+
+// readLog reads the next page from the log, maps and encodes the records
+// the cache lacks and caches them (the records of types this reader does
+// not want unencoded: their place only).
+func (s *Server) readLog(req *feedRequest, cache *eventCache) (*feedPage, *reply) {
 	type read struct {
 		index  uint64
-		rec    sku.Record   // Type 0: filtered out, or cached
-		cached encodedEvent // index 0: not cached
+		typ    string
+		rec    sku.Record    // Type 0: filtered out, or cached
+		cached *encodedEvent // nil: not cached
 	}
-	cache := s.eventCaches.of(req.campaignID, req.skuID, req.chain.At(math.MaxUint64))
 	records := make([]read, 0, min(req.limit, 64))
 	next, err := req.log.ReadDurable(req.from, req.limit, func(index uint64, typ byte, payload []byte) error {
 		t := sku.RecordType(typ)
-		if !req.wanted(eventType(t)) {
-			records = append(records, read{index: index}) // advances the cursor only
+		et := eventType(t)
+		if !req.wanted(et) {
+			records = append(records, read{index: index, typ: et}) // advances the cursor only
 			return nil
 		}
-		if e, ok := cache.get(index); ok {
+		if e, ok := cache.get(index); ok && e.json != nil {
 			records = append(records, read{index: index, cached: e})
 			return nil
 		}
@@ -361,7 +410,7 @@ func (s *Server) readPage(req *feedRequest) (*feedPage, *reply) {
 		records = append(records, read{index: index, rec: rec})
 		return nil
 	})
-	page := &feedPage{Events: []json.RawMessage{}, FirstIndex: req.log.FirstIndex(), DurableIndex: req.log.DurableIndex()}
+	page := &feedPage{FirstIndex: req.log.FirstIndex(), DurableIndex: req.log.DurableIndex()}
 	switch {
 	case errors.Is(err, wal.ErrCompacted):
 		var compacted *wal.CompactedError
@@ -371,7 +420,7 @@ func (s *Server) readPage(req *feedRequest) (*feedPage, *reply) {
 				// A truncation overtook a consumer without a cursor: it
 				// starts at the retained log, wherever that is now.
 				req.from = compacted.First
-				return s.readPage(req)
+				return s.readLog(req, cache)
 			}
 		}
 		r := jsonReply(fasthttp.StatusGone, reasonCursorCompacted, feedError{
@@ -404,7 +453,8 @@ func (s *Server) readPage(req *feedRequest) (*feedPage, *reply) {
 	}
 	for _, r := range records {
 		e := r.cached
-		if r.rec.Type != 0 {
+		switch {
+		case r.rec.Type != 0:
 			ce := newEvent(r.rec, r.index, eventID(req.chain.At(r.index), r.index), req.def, views[r.rec.Seq])
 			b, err := json.Marshal(ce)
 			if err != nil {
@@ -412,14 +462,13 @@ func (s *Server) readPage(req *feedRequest) (*feedPage, *reply) {
 				f := errorReply(fasthttp.StatusInternalServerError, reasonInternal, "")
 				return nil, &f
 			}
-			e = encodedEvent{index: r.index, id: ce.ID, typ: ce.Type, json: b}
+			e = &encodedEvent{index: r.index, id: ce.ID, typ: ce.Type, json: b}
 			cache.put(e)
+		case e == nil: // filtered out
+			cache.put(&encodedEvent{index: r.index, id: eventID(req.chain.At(r.index), r.index), typ: r.typ})
+			continue
 		}
-		if e.index == 0 {
-			continue // filtered out
-		}
-		page.Events = append(page.Events, e.json)
-		page.meta = append(page.meta, e)
+		page.events = append(page.events, e)
 	}
 	req.from, req.fromStart = next, false
 	page.NextCursor = req.cursorBefore()
@@ -483,10 +532,10 @@ func (s *Server) streamFeed(ctx *fasthttp.RequestCtx, req *feedRequest) string {
 				flush()
 				return
 			}
-			for _, e := range page.meta {
+			for _, e := range page.events {
 				fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", e.id, e.typ, e.json)
 			}
-			if len(page.Events) == 0 {
+			if len(page.events) == 0 {
 				w.WriteString(": ping\n\n")
 			}
 			if !flush() {

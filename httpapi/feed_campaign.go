@@ -12,15 +12,16 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// campaignPage is the JSON answer of the campaign feed.
+// campaignPage is the JSON answer of the campaign feed:
+// {"events":[...],"next_cursor":"..."}.
 type campaignPage struct {
-	Events     []json.RawMessage `json:"events"`
-	NextCursor string            `json:"next_cursor"`
+	events     []*encodedEvent
+	NextCursor string
 }
 
-// encode renders the page as JSON (see feedPage.encode).
-func (p *campaignPage) encode() []byte {
-	b := appendEvents(make([]byte, 0, 64+eventsSize(p.Events)), p.Events)
+// appendJSON appends the page as JSON to b (see feedPage.appendJSON).
+func (p *campaignPage) appendJSON(b []byte) []byte {
+	b = appendEvents(b, p.events)
 	b = append(b, `,"next_cursor":`...)
 	b = strconv.AppendQuote(b, p.NextCursor)
 	return append(b, '}')
@@ -103,17 +104,17 @@ func (s *Server) handleCampaignFeed(ctx *fasthttp.RequestCtx) string {
 	if failure != nil {
 		return write(ctx, *failure)
 	}
-	return write(ctx, reply{status: fasthttp.StatusOK, body: page.encode(), outcome: outcomeOK})
+	return writeJSONPage(ctx, page.appendJSON)
 }
 
 // waitCampaignPage reads one page from the SKUs' feeds, waiting until
 // deadline for a durable record in any of them.
 func (s *Server) waitCampaignPage(feeds []*feedRequest, positions map[string]string, limit int, deadline time.Time) (*campaignPage, *reply) {
 	for {
-		page := &campaignPage{Events: []json.RawMessage{}}
+		page := &campaignPage{}
 		moved := false
 		for _, req := range feeds {
-			req.limit = min(req.limit, limit-len(page.Events))
+			req.limit = min(req.limit, limit-len(page.events))
 			if req.limit <= 0 {
 				break
 			}
@@ -124,7 +125,7 @@ func (s *Server) waitCampaignPage(feeds []*feedRequest, positions map[string]str
 			if p.NextCursor != "" {
 				moved = true
 				positions[req.skuID] = p.NextCursor
-				page.Events = append(page.Events, p.Events...)
+				page.events = append(page.events, p.events...)
 			}
 		}
 		page.NextCursor = CampaignCursor(positions)
