@@ -451,11 +451,15 @@ func (s *Server) readLog(req *feedRequest, cache *eventCache) (*feedPage, *reply
 	if failure != nil {
 		return nil, failure
 	}
+	var ids *sku.ReservationIDs // made for the first record to encode
 	for _, r := range records {
 		e := r.cached
 		switch {
 		case r.rec.Type != 0:
-			ce := newEvent(r.rec, r.index, eventID(req.chain.At(r.index), r.index), req.def, views[r.rec.Seq])
+			if ids == nil {
+				ids = sku.NewReservationIDs(req.def)
+			}
+			ce := newEvent(r.rec, r.index, eventID(req.chain.At(r.index), r.index), req.def, ids, views[r.rec.Seq])
 			b, err := json.Marshal(ce)
 			if err != nil {
 				s.log.Error("feed: encoding an event", "index", r.index, "err", err)

@@ -420,3 +420,48 @@ func (s *benchServer) fill(b *testing.B, c string, n, callers int) {
 	}
 	wg.Wait()
 }
+
+// BenchmarkFeedTail: the CPU a consumer at the tail costs, without the
+// reserve load's noise: consumers=N clients (feedConsumer, over loopback
+// HTTP, in this process) each read a 30,000-record log from its start in
+// pages of 30 events (the page a tail consumer gets from one group commit
+// in BenchmarkReserveWithConsumers), all at once. Reports the process's
+// CPU (server, clients and the kernel's work for both) per event per
+// consumer, and per page: multiplied by the reserve rate and the
+// consumers, the CPU the feed takes from reserves on a CPU-bound machine.
+func BenchmarkFeedTail(b *testing.B) {
+	const records, pageSize = 30_000, 30
+	s := startBenchServer(b, wal.FsyncNeverBenchmarkOnly)
+	defer s.stop()
+	s.fill(b, "ft", records-1, 64)
+	log, _, _ := s.eng.FeedLog("ft", "s")
+	last := log.DurableIndex()
+	for _, consumers := range []int{1, 4} {
+		b.Run(fmt.Sprintf("consumers=%d", consumers), func(b *testing.B) {
+			var cpu time.Duration
+			events, pages := 0, 0
+			for b.Loop() {
+				fcs := make([]*feedConsumer, consumers)
+				errs := make(chan error, consumers)
+				start := cpuTime()
+				for i := range fcs {
+					fcs[i] = newFeedConsumer(s.base, "ft", "0s")
+					fcs[i].path = feedPath("ft", "s", fmt.Sprintf("?limit=%d&after=", pageSize))
+					go func() { errs <- fcs[i].readThrough(last, nil) }()
+				}
+				for range fcs {
+					if err := <-errs; err != nil {
+						b.Fatal(err)
+					}
+				}
+				cpu += cpuTime() - start
+				for _, fc := range fcs {
+					events, pages = events+fc.events, pages+fc.pages
+				}
+			}
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(events), "cpu-ns/event/consumer")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(pages), "cpu-ns/page")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}

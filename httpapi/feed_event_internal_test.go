@@ -95,7 +95,7 @@ func TestEventGolden(t *testing.T) {
 		if r.Cell != nil { // a celled SKU's records
 			d.Cell = "c2"
 		}
-		e := newEvent(back, uint64(rt)+100, eventID("0123456789abcdef", uint64(rt)+100), d, view)
+		e := newEvent(back, uint64(rt)+100, eventID("0123456789abcdef", uint64(rt)+100), d, sku.NewReservationIDs(d), view)
 		b, err := json.MarshalIndent(e, "", "  ")
 		if err != nil {
 			t.Fatal(err)
@@ -122,7 +122,7 @@ func TestEventGolden(t *testing.T) {
 func TestEventReservationIDOfACelledSKU(t *testing.T) {
 	def := sku.Definition{CampaignID: "c1", SKUID: "s1", Cell: "c2", IDKey: [16]byte{1, 2, 3}}
 	r := sku.Record{Type: sku.RecordReserved, At: 1, Seq: 7, Token: 3, ExpireAt: 2, RequestID: "r-7", UserID: "u-7"}
-	e := newEvent(r, 1, eventID("0123456789abcdef", 1), def, sku.View{})
+	e := newEvent(r, 1, eventID("0123456789abcdef", 1), def, sku.NewReservationIDs(def), sku.View{})
 	want := sku.FormatCellReservationID("c1", "s1", "c2", 7, def.IDKey)
 	if e.Data.ReservationID != want || e.Subject != want || sku.ReservationCell(e.Subject) != "c2" {
 		t.Fatalf("reservation id %q, subject %q, want %q naming cell c2", e.Data.ReservationID, e.Subject, want)
