@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -460,7 +459,7 @@ func (s *Server) readLog(req *feedRequest, cache *eventCache) (*feedPage, *reply
 				ids = sku.NewReservationIDs(req.def)
 			}
 			ce := newEvent(r.rec, r.index, eventID(req.chain.At(r.index), r.index), req.def, ids, views[r.rec.Seq])
-			b, err := json.Marshal(ce)
+			b, err := ce.appendJSON(make([]byte, 0, 512))
 			if err != nil {
 				s.log.Error("feed: encoding an event", "index", r.index, "err", err)
 				f := errorReply(fasthttp.StatusInternalServerError, reasonInternal, "")

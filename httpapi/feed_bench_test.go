@@ -429,6 +429,10 @@ func (s *benchServer) fill(b *testing.B, c string, n, callers int) {
 // CPU (server, clients and the kernel's work for both) per event per
 // consumer, and per page: multiplied by the reserve rate and the
 // consumers, the CPU the feed takes from reserves on a CPU-bound machine.
+// The null=N arms are the floor: the same clients read the same pages
+// (bytes recorded from the feed) from a bare fasthttp server that answers
+// each request from a map, so null's figure is what any HTTP page of that
+// size costs here, and the difference is the feed's own.
 func BenchmarkFeedTail(b *testing.B) {
 	const records, pageSize = 30_000, 30
 	s := startBenchServer(b, wal.FsyncNeverBenchmarkOnly)
@@ -436,17 +440,24 @@ func BenchmarkFeedTail(b *testing.B) {
 	s.fill(b, "ft", records-1, 64)
 	log, _, _ := s.eng.FeedLog("ft", "s")
 	last := log.DurableIndex()
-	for _, consumers := range []int{1, 4} {
-		b.Run(fmt.Sprintf("consumers=%d", consumers), func(b *testing.B) {
+	pagePath := feedPath("ft", "s", fmt.Sprintf("?limit=%d&after=", pageSize))
+	null := startNullFeed(b, s.base, pagePath, last)
+	defer null.Shutdown()
+	for _, arm := range []struct {
+		name      string
+		base      string
+		consumers int
+	}{{"consumers=1", s.base, 1}, {"consumers=4", s.base, 4}, {"null=1", null.base, 1}, {"null=4", null.base, 4}} {
+		b.Run(arm.name, func(b *testing.B) {
 			var cpu time.Duration
 			events, pages := 0, 0
 			for b.Loop() {
-				fcs := make([]*feedConsumer, consumers)
-				errs := make(chan error, consumers)
+				fcs := make([]*feedConsumer, arm.consumers)
+				errs := make(chan error, arm.consumers)
 				start := cpuTime()
 				for i := range fcs {
-					fcs[i] = newFeedConsumer(s.base, "ft", "0s")
-					fcs[i].path = feedPath("ft", "s", fmt.Sprintf("?limit=%d&after=", pageSize))
+					fcs[i] = newFeedConsumer(arm.base, "ft", "0s")
+					fcs[i].path = pagePath
 					go func() { errs <- fcs[i].readThrough(last, nil) }()
 				}
 				for range fcs {
@@ -464,4 +475,40 @@ func BenchmarkFeedTail(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		})
 	}
+}
+
+// nullFeed is a bare fasthttp server answering recorded feed pages by
+// request URI: BenchmarkFeedTail's floor.
+type nullFeed struct {
+	*fasthttp.Server
+	base string
+}
+
+// startNullFeed records every page of the feed at base (pagePath's pages
+// from the start through last) and serves them on a loopback port.
+func startNullFeed(b *testing.B, base, pagePath string, last uint64) *nullFeed {
+	b.Helper()
+	pages := map[string][]byte{}
+	fc := newFeedConsumer(base, "ft", "0s")
+	fc.path = pagePath
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	for fc.progress.Load() < last {
+		uri := pagePath + fc.cursor
+		if _, err := fc.next(req, resp); err != nil {
+			b.Fatal(err)
+		}
+		pages[uri] = append([]byte(nil), resp.Body()...)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+		ctx.SetContentType("application/json")
+		ctx.SetBody(pages[string(ctx.RequestURI())])
+	}}
+	go srv.Serve(ln)
+	return &nullFeed{Server: srv, base: "http://" + ln.Addr().String()}
 }
