@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,9 +25,9 @@ const (
 	feedMaxLimit = 1000
 	// feedMaxWait bounds a long poll (wait=).
 	feedMaxWait = 60 * time.Second
-	// feedHeartbeat is the period of an SSE stream's comment heartbeat: a
-	// client that vanished is noticed by the next write.
-	feedHeartbeat = 15 * time.Second
+	// feedGoneCheck is how long a stream's heartbeat waits to read from
+	// its client (which sends nothing) to learn whether it closed.
+	feedGoneCheck = time.Millisecond
 )
 
 // Reasons of the feed's error answers.
@@ -317,18 +318,27 @@ func (s *Server) waitPage(req *feedRequest, deadline time.Time) (*feedPage, *rep
 			return page, failure
 		}
 		wait := time.Until(deadline)
-		if wait <= 0 {
+		if wait <= 0 || s.feeds.Err() != nil { // shutting down: answer what there is
 			page.NextCursor = req.cursorBefore()
 			return page, nil
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-req.log.DurableAfter(req.from - 1):
-		case <-timer.C:
-		case <-s.feeds.Done():
-			deadline = time.Now() // shutting down: answer what there is
-		}
-		timer.Stop()
+		s.waitDurable(req.log.DurableAfter(req.from-1), wait)
+	}
+}
+
+// waitDurable waits for durable (a log's DurableAfter channel, closed by
+// its flusher once per group commit and shared by every reader of the
+// SKU), for wait, or for shutdown. An idle reader costs one timer and
+// nothing else until one of them fires.
+func (s *Server) waitDurable(durable <-chan struct{}, wait time.Duration) {
+	s.feedGauges.waiting.Add(1)
+	defer s.feedGauges.waiting.Add(-1)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-durable:
+	case <-timer.C:
+	case <-s.feeds.Done():
 	}
 }
 
@@ -507,19 +517,49 @@ func (s *Server) reservationsOf(req *feedRequest, records func(yield func(sku.Re
 	return views, nil
 }
 
-// streamFeed serves the feed as Server-Sent Events (WHATWG HTML §9.2):
-// each event's id: is its cursor, so EventSource resumes with
-// Last-Event-ID; a ": ping" comment every feedHeartbeat keeps proxies open
-// and finds vanished clients (fasthttp does not report a disconnect, the
-// next write fails). An error after the stream started (compaction,
-// a closed log) is sent as an "error" event with the JSON error body, and
-// ends the stream.
+// feedSSEEvent is one event of a stream and the id: it goes out with (its
+// cursor: the event's id on a SKU's feed, the campaign cursor as of it on
+// a campaign's).
+type feedSSEEvent struct {
+	id string
+	e  *encodedEvent
+}
+
+// streamFeed serves a SKU's feed as Server-Sent Events (streamEvents).
 func (s *Server) streamFeed(ctx *fasthttp.RequestCtx, req *feedRequest) string {
+	return s.streamEvents(ctx, func(deadline time.Time) ([]feedSSEEvent, *reply) {
+		page, failure := s.waitPage(req, deadline)
+		if failure != nil {
+			return nil, failure
+		}
+		events := make([]feedSSEEvent, len(page.events))
+		for i, e := range page.events {
+			events[i] = feedSSEEvent{id: e.id, e: e}
+		}
+		return events, nil
+	})
+}
+
+// streamEvents serves a feed as Server-Sent Events (WHATWG HTML §9.2):
+// next waits until deadline for the next events; each goes out with its
+// id: (its cursor, so EventSource resumes with Last-Event-ID) and its type
+// as event:. A ": ping" comment every Config.FeedHeartbeat keeps proxies
+// open. fasthttp does not report a disconnect, so before each heartbeat
+// the stream reads from its client, which sends nothing on an SSE
+// connection: end of file means it closed, and the stream ends then,
+// within one heartbeat (a client that vanished without closing is found
+// by the write timeout). The connection closes with the stream. An error
+// after the stream started (compaction, a closed log) is sent as an
+// "error" event with the JSON error body, and ends the stream.
+func (s *Server) streamEvents(ctx *fasthttp.RequestCtx, next func(deadline time.Time) ([]feedSSEEvent, *reply)) string {
 	conn := ctx.Conn()
-	writeTimeout := s.cfg.WriteTimeout
+	writeTimeout, heartbeat := s.cfg.WriteTimeout, s.cfg.FeedHeartbeat
 	ctx.SetContentType("text/event-stream")
 	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.SetConnectionClose() // nothing follows a stream: the heartbeat may read the connection
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		s.feedGauges.streams.Add(1)
+		defer s.feedGauges.streams.Add(-1)
 		flush := func() bool {
 			conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 			return w.Flush() == nil
@@ -529,16 +569,19 @@ func (s *Server) streamFeed(ctx *fasthttp.RequestCtx, req *feedRequest) string {
 			return
 		}
 		for s.feeds.Err() == nil {
-			page, failure := s.waitPage(req, time.Now().Add(feedHeartbeat))
+			events, failure := next(time.Now().Add(heartbeat))
 			if failure != nil {
 				fmt.Fprintf(w, "event: error\ndata: %s\n\n", failure.body)
 				flush()
 				return
 			}
-			for _, e := range page.events {
-				fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", e.id, e.typ, e.json)
+			for _, e := range events {
+				writeSSEEvent(w, e.id, e.e.typ, e.e.json)
 			}
-			if len(page.events) == 0 {
+			if len(events) == 0 {
+				if clientClosed(conn) {
+					return
+				}
 				w.WriteString(": ping\n\n")
 			}
 			if !flush() {
@@ -547,6 +590,30 @@ func (s *Server) streamFeed(ctx *fasthttp.RequestCtx, req *feedRequest) string {
 		}
 	})
 	return outcomeOK
+}
+
+// writeSSEEvent writes one event of a stream: its id: (the cursor), its
+// event: (the type) and its data: (the JSON, one line).
+func writeSSEEvent(w *bufio.Writer, id, typ string, data []byte) {
+	w.WriteString("id: ")
+	w.WriteString(id)
+	w.WriteString("\nevent: ")
+	w.WriteString(typ)
+	w.WriteString("\ndata: ")
+	w.Write(data)
+	w.WriteString("\n\n")
+}
+
+// clientClosed reports whether the client of a stream closed its end: a
+// read that finds end of file (or fails otherwise) within feedGoneCheck.
+// The client of an SSE stream sends nothing, so a read that times out
+// means it is still there.
+func clientClosed(conn net.Conn) bool {
+	var b [1]byte
+	conn.SetReadDeadline(time.Now().Add(feedGoneCheck))
+	_, err := conn.Read(b[:])
+	var timeout net.Error
+	return err != nil && !(errors.As(err, &timeout) && timeout.Timeout())
 }
 
 // ensure *actors.Engine serves the feed.

@@ -423,9 +423,9 @@ func (s *benchServer) fill(b *testing.B, c string, n, callers int) {
 
 // BenchmarkFeedTail: the CPU a consumer at the tail costs, without the
 // reserve load's noise: consumers=N clients (feedConsumer, over loopback
-// HTTP, in this process) each read a 30,000-record log from its start in
-// pages of 30 events (the page a tail consumer gets from one group commit
-// in BenchmarkReserveWithConsumers), all at once. Reports the process's
+// HTTP, in this process) read a 30,000-record log from its start in pages
+// of 30 events (the page a tail consumer gets from one group commit in
+// BenchmarkReserveWithConsumers), in step (readInStep). Reports the process's
 // CPU (server, clients and the kernel's work for both) per event per
 // consumer, and per page: multiplied by the reserve rate and the
 // consumers, the CPU the feed takes from reserves on a CPU-bound machine.
@@ -452,18 +452,10 @@ func BenchmarkFeedTail(b *testing.B) {
 			var cpu time.Duration
 			events, pages := 0, 0
 			for b.Loop() {
-				fcs := make([]*feedConsumer, arm.consumers)
-				errs := make(chan error, arm.consumers)
 				start := cpuTime()
-				for i := range fcs {
-					fcs[i] = newFeedConsumer(arm.base, "ft", "0s")
-					fcs[i].path = pagePath
-					go func() { errs <- fcs[i].readThrough(last, nil) }()
-				}
-				for range fcs {
-					if err := <-errs; err != nil {
-						b.Fatal(err)
-					}
+				fcs, err := readInStep(arm.base, pagePath, arm.consumers, last)
+				if err != nil {
+					b.Fatal(err)
 				}
 				cpu += cpuTime() - start
 				for _, fc := range fcs {
@@ -475,6 +467,45 @@ func BenchmarkFeedTail(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		})
 	}
+}
+
+// readInStep has n consumers read pagePath's pages through last in step,
+// as consumers at the tail do (one group commit wakes them all): each
+// page is asked for by all of them at once, and the next once all have it.
+func readInStep(base, pagePath string, n int, last uint64) ([]*feedConsumer, error) {
+	fcs := make([]*feedConsumer, n)
+	starts := make([]chan bool, n)
+	done := make(chan error, n)
+	for i := range fcs {
+		fcs[i] = newFeedConsumer(base, "ft", "0s")
+		fcs[i].path = pagePath
+		starts[i] = make(chan bool)
+		go func() {
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			for range starts[i] {
+				_, err := fcs[i].next(req, resp)
+				done <- err
+			}
+		}()
+	}
+	defer func() {
+		for _, s := range starts {
+			close(s)
+		}
+	}()
+	for fcs[0].progress.Load() < last {
+		for _, s := range starts {
+			s <- true
+		}
+		for range fcs {
+			if err := <-done; err != nil {
+				return nil, err
+			}
+		}
+	}
+	return fcs, nil
 }
 
 // nullFeed is a bare fasthttp server answering recorded feed pages by
