@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,9 +24,6 @@ const (
 	feedMaxLimit = 1000
 	// feedMaxWait bounds a long poll (wait=).
 	feedMaxWait = 60 * time.Second
-	// feedGoneCheck is how long a stream's heartbeat waits to read from
-	// its client (which sends nothing) to learn whether it closed.
-	feedGoneCheck = time.Millisecond
 )
 
 // Reasons of the feed's error answers.
@@ -358,6 +354,12 @@ func (req *feedRequest) cursorBefore() string {
 // the log and fills the cache (readLog), and the others then find it
 // filled.
 func (s *Server) readPage(req *feedRequest) (*feedPage, *reply) {
+	if req.from > req.log.DurableIndex() && req.log.Err() == nil {
+		// Nothing new (a waiting reader's wake-up, a heartbeat): no cache,
+		// no lock but the log's (a failed or closed log takes readLog's
+		// answer).
+		return &feedPage{FirstIndex: req.log.FirstIndex(), DurableIndex: req.log.DurableIndex()}, nil
+	}
 	cache := s.eventCaches.of(req.campaignID, req.skuID, req.chain.At(math.MaxUint64))
 	if page, ok := req.pageFromCache(cache); ok {
 		return page, nil
@@ -602,18 +604,6 @@ func writeSSEEvent(w *bufio.Writer, id, typ string, data []byte) {
 	w.WriteString("\ndata: ")
 	w.Write(data)
 	w.WriteString("\n\n")
-}
-
-// clientClosed reports whether the client of a stream closed its end: a
-// read that finds end of file (or fails otherwise) within feedGoneCheck.
-// The client of an SSE stream sends nothing, so a read that times out
-// means it is still there.
-func clientClosed(conn net.Conn) bool {
-	var b [1]byte
-	conn.SetReadDeadline(time.Now().Add(feedGoneCheck))
-	_, err := conn.Read(b[:])
-	var timeout net.Error
-	return err != nil && !(errors.As(err, &timeout) && timeout.Timeout())
 }
 
 // ensure *actors.Engine serves the feed.

@@ -1,0 +1,192 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/httpapi"
+)
+
+// idleFeedClients is how many idle long polls and streams the idle tests
+// hold open (the figure).
+const idleFeedClients = 1000
+
+// openFeedRequests opens n connections and sends each the feed request of
+// path (raw HTTP/1.1, sse: with Accept: text/event-stream); it reads
+// nothing back. The connections close at the test's end.
+func openFeedRequests(t *testing.T, ts *testServer, path string, sse bool, n int) []net.Conn {
+	t.Helper()
+	request := "GET " + path + " HTTP/1.1\r\nHost: feed\r\nAuthorization: Bearer " + testToken + "\r\n"
+	if sse {
+		request += "Accept: text/event-stream\r\n"
+	}
+	request += "\r\n"
+	conns := make([]net.Conn, 0, n)
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	for range n {
+		c, err := net.Dial("tcp", strings.TrimPrefix(ts.base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		if _, err := c.Write([]byte(request)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return conns
+}
+
+// waitMetric waits until /metrics shows series at want, or fails after
+// timeout.
+func (ts *testServer) waitMetric(series string, want int, timeout time.Duration) time.Duration {
+	ts.t.Helper()
+	start := time.Now()
+	for ts.metric(series) != fmt.Sprint(want) {
+		if time.Since(start) > timeout {
+			ts.t.Fatalf("%s = %s after %s, want %d", series, ts.metric(series), timeout, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// processCPU is the CPU time this process (server and clients) has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// idleCPU is the process's CPU over an idle interval of d.
+func idleCPU(d time.Duration) time.Duration {
+	start := processCPU()
+	time.Sleep(d)
+	return processCPU() - start
+}
+
+// idleInterval is what the idle tests measure over.
+const idleInterval = 2 * time.Second
+
+// 1,000 idle long polls (wait=60s) cost no CPU: each waits on its SKU's
+// durable channel and one timer, so the process's CPU over an idle
+// interval stays at what it is without them (a per-poll ticker, or a
+// loop that polls, would show: 1,000 polls ticking even once a second
+// cost milliseconds, a busy loop a whole core).
+func TestFeedIdleLongPollsCostNoCPU(t *testing.T) {
+	ts := startServer(t, serverOptions{config: func(c *httpapi.Config) { c.StatsInterval = -1 }})
+	ts.define(campaign("il", "15m", map[string]int{"s": 5}))
+	tail := ts.page("il", "s", "").NextCursor
+	baseline := idleCPU(idleInterval)
+	openFeedRequests(t, ts, feedPath("il", "s", "?wait=60s&after="+tail), false, idleFeedClients)
+	ts.waitMetric("seckill_feed_waiting", idleFeedClients, 30*time.Second)
+	held := idleCPU(idleInterval)
+	t.Logf("CPU over %s: %s without polls, %s with %d idle long polls", idleInterval, baseline, held, idleFeedClients)
+	if extra := held - baseline; extra > idleInterval/100 { // 1% of a core: 10 µs per poll per second
+		t.Fatalf("%d idle long polls cost %s of CPU over %s (%s without them)", idleFeedClients, held, idleInterval, baseline)
+	}
+	// They are still waiting, and the first durable record answers them.
+	ts.waitMetric("seckill_feed_waiting", idleFeedClients, time.Second)
+}
+
+// 1,000 idle SSE streams cost only their heartbeats: the process's CPU
+// over an interval, beyond what it is without them, divided by the
+// heartbeats sent in it stays small (a heartbeat is a timer, a 1 ms read
+// and an 8-byte write); nothing else of theirs runs.
+func TestFeedIdleStreamsCostOnlyHeartbeats(t *testing.T) {
+	const heartbeat = 250 * time.Millisecond
+	ts := startServer(t, serverOptions{config: func(c *httpapi.Config) { c.StatsInterval, c.FeedHeartbeat = -1, heartbeat }})
+	ts.define(campaign("is", "15m", map[string]int{"s": 5}))
+	tail := ts.page("is", "s", "").NextCursor
+	baseline := idleCPU(idleInterval)
+	openFeedRequests(t, ts, feedPath("is", "s", "?after="+tail), true, idleFeedClients)
+	ts.waitMetric("seckill_feed_streams", idleFeedClients, 30*time.Second)
+	held := idleCPU(idleInterval)
+	heartbeats := idleFeedClients * int(idleInterval/heartbeat)
+	perHeartbeat := (held - baseline) / time.Duration(heartbeats)
+	t.Logf("CPU over %s: %s without streams, %s with %d idle streams (%d heartbeats): %s a heartbeat",
+		idleInterval, baseline, held, idleFeedClients, heartbeats, perHeartbeat)
+	bound := 100 * time.Microsecond
+	if raceEnabled {
+		bound *= 5
+	}
+	if perHeartbeat > bound {
+		t.Fatalf("idle streams cost %s of CPU a heartbeat (bound %s)", perHeartbeat, bound)
+	}
+	ts.waitMetric("seckill_feed_streams", idleFeedClients, time.Second)
+}
+
+// The heartbeat: a stream with nothing to send writes a ": ping" comment
+// every Config.FeedHeartbeat, and the default period is 15 s.
+func TestFeedHeartbeat(t *testing.T) {
+	if httpapi.DefaultFeedHeartbeat != 15*time.Second {
+		t.Fatalf("DefaultFeedHeartbeat = %s, want 15s", httpapi.DefaultFeedHeartbeat)
+	}
+	const heartbeat = 100 * time.Millisecond
+	ts := startServer(t, serverOptions{config: func(c *httpapi.Config) { c.FeedHeartbeat = heartbeat }})
+	ts.define(campaign("hb", "15m", map[string]int{"s": 5}))
+	tail := ts.page("hb", "s", "").NextCursor
+	conn := openFeedRequests(t, ts, feedPath("hb", "s", "?after="+tail), true, 1)[0]
+	r := bufio.NewReader(conn)
+	var pings []time.Time
+	for len(pings) < 4 {
+		conn.SetReadDeadline(time.Now().Add(10 * heartbeat))
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("after %d pings: %v", len(pings), err)
+		}
+		if line == ": ping\n" {
+			pings = append(pings, time.Now())
+		}
+	}
+	for i := 1; i < len(pings); i++ {
+		if gap := pings[i].Sub(pings[i-1]); gap < heartbeat*8/10 {
+			t.Fatalf("pings %s apart, heartbeat %s", gap, heartbeat)
+		}
+	}
+}
+
+// A stream's resources (its goroutine, its connection, the feed's
+// stream count) are freed within one heartbeat of its client closing the
+// socket; the connections of streams still open are kept.
+func TestFeedVanishedClientFreedWithinHeartbeat(t *testing.T) {
+	const heartbeat, streams = 300 * time.Millisecond, 20
+	ts := startServer(t, serverOptions{config: func(c *httpapi.Config) { c.FeedHeartbeat = heartbeat }})
+	ts.define(campaign("vc", "15m", map[string]int{"s": 5}))
+	tail := ts.page("vc", "s", "").NextCursor
+	conns := openFeedRequests(t, ts, feedPath("vc", "s", "?after="+tail), true, streams)
+	ts.waitMetric("seckill_feed_streams", streams, 10*time.Second)
+	for _, c := range conns[:streams/2] {
+		c.Close()
+	}
+	// The margin is for a loaded machine; without the heartbeat's check a
+	// stream would live until a write failed, a second heartbeat or more.
+	took := ts.waitMetric("seckill_feed_streams", streams/2, heartbeat+700*time.Millisecond)
+	t.Logf("%d closed streams freed in %s (heartbeat %s)", streams/2, took, heartbeat)
+	// The others still stream: each gets the next event.
+	ts.reserve("vc", "s", "r1", "u1")
+	for _, c := range conns[streams/2:] {
+		r := bufio.NewReader(c)
+		for {
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(line, "event: seckill.reservation.created") {
+				break
+			}
+		}
+	}
+	if got := ts.metric("seckill_feed_streams"); got != fmt.Sprint(streams/2) {
+		t.Fatalf("seckill_feed_streams = %s, want %d", got, streams/2)
+	}
+}
