@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -413,4 +414,96 @@ func TestCampaignFeed(t *testing.T) {
 	want(t, ts.admin(http.MethodGet, "/admin/campaigns/nope/events", nil), http.StatusNotFound, "NOT_FOUND")
 	want(t, ts.admin(http.MethodGet, path+"?after=!!", nil), http.StatusBadRequest, "BAD_CURSOR")
 	want(t, ts.admin(http.MethodGet, path+"?after="+httpapi.CampaignCursor(map[string]string{"zz": "0123456789abcdef-1"}), nil), http.StatusBadRequest, "BAD_CURSOR")
+}
+
+// sseMessage is one event of a Server-Sent Events stream.
+type sseMessage struct {
+	id, event string
+	data      feedEvent
+}
+
+// readSSEMessages reads n events of the stream at path (after lastID, as
+// Last-Event-ID, when not empty).
+func readSSEMessages(t *testing.T, ts *testServer, path, lastID string, n int) []sseMessage {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, ts.base+path, nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("SSE answer %d %s", resp.StatusCode, ct)
+	}
+	var out []sseMessage
+	var m sseMessage
+	sc := bufio.NewScanner(resp.Body)
+	for len(out) < n && sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			m.id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "event: "):
+			m.event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &m.data); err != nil {
+				t.Fatalf("data %q: %v", line, err)
+			}
+		case line == "" && m.id != "":
+			out = append(out, m)
+			m = sseMessage{}
+		}
+	}
+	if len(out) < n {
+		t.Fatalf("stream ended after %d events: %v", len(out), sc.Err())
+	}
+	return out
+}
+
+// The campaign feed as Server-Sent Events: each event's id: is the
+// campaign cursor as of it (every SKU's position, this one's at the
+// event), and Last-Event-ID resumes after it.
+func TestCampaignFeedSSE(t *testing.T) {
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("cs", "15m", map[string]int{"a": 5, "b": 5}))
+	ts.reserve("cs", "a", "r1", "u1")
+	ts.reserve("cs", "b", "r2", "u2")
+	path := "/admin/campaigns/cs/events"
+	got := readSSEMessages(t, ts, path, "", 4)
+	seen := map[string]string{}
+	for i, m := range got {
+		positions, err := httpapi.ParseCampaignCursor(m.id)
+		sku := strings.TrimPrefix(m.data.Source, "/seckill/cs/")
+		seen[sku] = m.data.ID
+		if err != nil || !maps.Equal(positions, seen) || m.event != m.data.Type {
+			t.Fatalf("event %d (%s of %s): id %v (%v), want the positions %v", i, m.data.ID, sku, positions, err, seen)
+		}
+	}
+	if types([]feedEvent{got[0].data, got[1].data, got[2].data, got[3].data}) != "sku.defined reservation.created sku.defined reservation.created" {
+		t.Fatalf("campaign events: %+v", got)
+	}
+	// Resumed after the second event: a's created, b's events, then new ones.
+	ts.reserve("cs", "b", "r3", "u3")
+	more := readSSEMessages(t, ts, path, got[1].id, 3)
+	if more[0].data.ID != got[2].data.ID || more[1].data.ID != got[3].data.ID || more[2].data.Data["user_id"] != "u3" {
+		t.Fatalf("resumed after %s: %+v", got[1].id, more)
+	}
+	// A bad Last-Event-ID is a 400 before the stream starts.
+	req, _ := http.NewRequest(http.MethodGet, ts.base+path, nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", "!!")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("bad Last-Event-ID: %d", resp.StatusCode)
+	}
 }
