@@ -69,7 +69,7 @@ bench-compare:
 ## reserve throughput with 0, 1 and 4 live consumers in the same run).
 bench-feed:
 	$(GO) test -run XXX -bench ReadDurable -benchtime 3x -timeout 30m ./wal/
-	$(GO) test -run XXX -bench FeedRead -benchtime 1x -timeout 30m ./httpapi/
+	$(GO) test -run XXX -bench 'FeedRead|FeedPageHandler|FeedTail' -benchtime 3x -timeout 30m ./httpapi/
 	$(GO) test -run XXX -bench ReserveWithConsumers -benchtime 20000x -timeout 30m ./httpapi/
 
 ## soak: the kill -9 loop with many more cycles.

@@ -220,7 +220,7 @@ func (s *Server) openFeed(campaignID, skuID, cursor string, p feedParams) (*feed
 		return fail(fasthttp.StatusServiceUnavailable, reasonUnavailable, "the SKU's log is not open (recovering)")
 	}
 	req.log, req.def = log, st.Definition
-	chain, err := history.Load(dir, req.def.IDKey) // small; only restore writes it
+	chain, err := s.feedChains.load(dir, log, req.def.IDKey)
 	if err != nil {
 		s.log.Error("feed: reading the history chain", "dir", dir, "err", err)
 		return fail(fasthttp.StatusInternalServerError, reasonInternal, "")

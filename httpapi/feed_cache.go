@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/seckill/seckill/history"
+	"github.com/seckill/seckill/wal"
 )
 
 // Bounds of the encoded-event cache: feedCacheEvents per SKU (a consumer
@@ -113,4 +115,42 @@ func (e *eventCaches) of(campaignID, skuID, newest string) *eventCache {
 		return prev
 	}
 	return c
+}
+
+// feedChainsMax bounds the history chains kept (one per SKU folder read).
+const feedChainsMax = 4096
+
+// chainCache keeps each SKU folder's history chain (history.Load reads a
+// file: a system call and a SHA-256 per feed request otherwise). Only
+// seckillctl restore writes a chain, into a data dir no seckilld holds,
+// so a chain read for a SKU's open log stays right while that log is
+// open; a SKU that recovers opens a new log, and its chain is read again.
+type chainCache struct {
+	chains *lru.Cache[string, loadedChain]
+}
+
+// loadedChain is a chain and the log it was read for.
+type loadedChain struct {
+	log   *wal.Log
+	chain history.Chain
+}
+
+func newChainCache() *chainCache {
+	c, err := lru.New[string, loadedChain](feedChainsMax)
+	if err != nil {
+		panic(err) // only for a size <= 0
+	}
+	return &chainCache{chains: c}
+}
+
+// load returns the chain of the SKU folder dir whose open log is log.
+func (c *chainCache) load(dir string, log *wal.Log, idKey [16]byte) (history.Chain, error) {
+	if l, ok := c.chains.Get(dir); ok && l.log == log {
+		return l.chain, nil
+	}
+	chain, err := history.Load(dir, idKey)
+	if err == nil {
+		c.chains.Add(dir, loadedChain{log: log, chain: chain})
+	}
+	return chain, err
 }

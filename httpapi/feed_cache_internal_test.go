@@ -1,6 +1,11 @@
 package httpapi
 
-import "testing"
+import (
+	"crypto/rand"
+	"testing"
+
+	"github.com/seckill/seckill/wal"
+)
 
 // The cache answers only for the index it holds in a slot, and a SKU's
 // cache is per history chain.
@@ -56,5 +61,31 @@ func TestEventCacheRange(t *testing.T) {
 	prefix := []*encodedEvent{{index: 9}}
 	if got, ok := c.appendRange(prefix, 1, 2, all); ok || len(got) != 1 {
 		t.Fatalf("a miss changed dst: %+v", got)
+	}
+}
+
+// A SKU folder's chain is read once for its open log, and again for a new
+// log (a SKU that recovered).
+func TestChainCache(t *testing.T) {
+	dir := t.TempDir()
+	key := [16]byte{4}
+	c := newChainCache()
+	first, second := new(wal.Log), new(wal.Log)
+	root, err := c.load(dir, first, key)
+	if err != nil || len(root.Forks) != 0 {
+		t.Fatalf("%+v %v", root, err)
+	}
+	forked, err := root.Fork(7, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := forked.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.load(dir, first, key); len(got.Forks) != 0 {
+		t.Fatal("the same log's chain was read again")
+	}
+	if got, _ := c.load(dir, second, key); len(got.Forks) != 1 || got.At(8) != forked.At(8) {
+		t.Fatalf("a new log's chain: %+v", got)
 	}
 }

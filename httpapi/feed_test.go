@@ -183,11 +183,14 @@ func TestFeedDivergedCursor(t *testing.T) {
 	}
 	p := ts.page("fk", "s", "")
 	root, _, _ := strings.Cut(p.NextCursor, "-")
-	// What seckillctl restore --until-index 2 leaves in the SKU folder.
+	// What seckillctl restore --until-index 2 leaves in the SKU folder
+	// (of a stopped server: restore refuses a data dir a seckilld holds).
+	ts.stop()
 	chain := history.Chain{Root: root, Forks: []history.Fork{{History: "00000000000000aa", ForkIndex: 2}}}
 	if err := chain.Write(filepath.Join(dir, "fk", "s")); err != nil {
 		t.Fatal(err)
 	}
+	ts = startServer(t, serverOptions{dir: dir})
 	r := ts.admin(http.MethodGet, feedPath("fk", "s", "?after="+p.NextCursor), nil)
 	want(t, r, http.StatusConflict, "CURSOR_DIVERGED")
 	if num(r, "fork_index") != 2 {

@@ -213,6 +213,7 @@ type Server struct {
 	// eventCaches share the encoded events of a SKU between its feed
 	// consumers (feed_cache.go).
 	eventCaches *eventCaches
+	feedChains  *chainCache
 	feedGauges  feedGauges
 
 	// ingress and stats feed the dashboard (stats*.go).
@@ -259,7 +260,7 @@ func New(cfg Config) (*Server, error) {
 		stats:      newStatsSampler(),
 	}
 	s.feeds, s.stopFeeds = context.WithCancel(context.Background())
-	s.eventCaches = newEventCaches()
+	s.eventCaches, s.feedChains = newEventCaches(), newChainCache()
 	if err := s.feedGauges.register(cfg.Registry); err != nil {
 		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
 	}
