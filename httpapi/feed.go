@@ -393,33 +393,59 @@ func (req *feedRequest) pageFromCache(cache *eventCache) (*feedPage, bool) {
 }
 
 // readLog reads the next page from the log, maps and encodes the records
-// the cache lacks and caches them (the records of types this reader does
-// not want unencoded: their place only).
+// the cache lacks as it reads them, and caches them (the records of types
+// this reader does not want unencoded: their place only). The events of
+// records that need their reservation's view (needsReservation) are
+// encoded after the read, with the page's views looked up in one batch.
 func (s *Server) readLog(req *feedRequest, cache *eventCache) (*feedPage, *reply) {
-	type read struct {
-		index  uint64
-		typ    string
-		rec    sku.Record    // Type 0: filtered out, or cached
-		cached *encodedEvent // nil: not cached
+	type pending struct {
+		at    int // in page.events
+		index uint64
+		rec   sku.Record
 	}
-	records := make([]read, 0, min(req.limit, 64))
+	var (
+		waiting []pending
+		ids     *sku.ReservationIDs // made for the first record to encode
+		events  = make([]*encodedEvent, 0, min(req.limit, 64))
+	)
+	encode := func(rec sku.Record, index uint64, view sku.View) (*encodedEvent, error) {
+		if ids == nil {
+			ids = sku.NewReservationIDs(req.def)
+		}
+		ce := newEvent(rec, index, eventID(req.chain.At(index), index), req.def, ids, view)
+		b, err := ce.appendJSON(make([]byte, 0, 512))
+		if err != nil {
+			return nil, fmt.Errorf("encoding the event of record %d: %w", index, err)
+		}
+		e := &encodedEvent{index: index, id: ce.ID, typ: ce.Type, json: b}
+		cache.put(e)
+		return e, nil
+	}
 	next, err := req.log.ReadDurable(req.from, req.limit, func(index uint64, typ byte, payload []byte) error {
 		t := sku.RecordType(typ)
 		et := eventType(t)
-		if !req.wanted(et) {
-			records = append(records, read{index: index, typ: et}) // advances the cursor only
+		if !req.wanted(et) { // advances the cursor only
+			if _, ok := cache.get(index); !ok {
+				cache.put(&encodedEvent{index: index, id: eventID(req.chain.At(index), index), typ: et})
+			}
 			return nil
 		}
 		if e, ok := cache.get(index); ok && e.json != nil {
-			records = append(records, read{index: index, cached: e})
+			events = append(events, e)
 			return nil
 		}
 		rec, err := sku.DecodeRecord(t, payload)
 		if err != nil {
 			return fmt.Errorf("record %d: %w", index, err)
 		}
-		records = append(records, read{index: index, rec: rec})
-		return nil
+		if needsReservation(t) {
+			waiting = append(waiting, pending{at: len(events), index: index, rec: rec})
+			events = append(events, nil)
+			return nil
+		}
+		e, err := encode(rec, index, sku.View{})
+		events = append(events, e)
+		return err
 	})
 	page := &feedPage{FirstIndex: req.log.FirstIndex(), DurableIndex: req.log.DurableIndex()}
 	switch {
@@ -449,42 +475,29 @@ func (s *Server) readLog(req *feedRequest, cache *eventCache) (*feedPage, *reply
 		r := errorReply(fasthttp.StatusInternalServerError, reasonInternal, "")
 		return nil, &r
 	}
-	if len(records) == 0 {
-		return page, nil
+	if next == req.from {
+		return page, nil // no record
 	}
-	views, failure := s.reservationsOf(req, func(yield func(sku.Record)) {
-		for _, r := range records {
-			if r.rec.Type != 0 {
-				yield(r.rec)
+	if len(waiting) > 0 {
+		views, failure := s.reservationsOf(req, func(yield func(sku.Record)) {
+			for _, p := range waiting {
+				yield(p.rec)
 			}
+		})
+		if failure != nil {
+			return nil, failure
 		}
-	})
-	if failure != nil {
-		return nil, failure
-	}
-	var ids *sku.ReservationIDs // made for the first record to encode
-	for _, r := range records {
-		e := r.cached
-		switch {
-		case r.rec.Type != 0:
-			if ids == nil {
-				ids = sku.NewReservationIDs(req.def)
-			}
-			ce := newEvent(r.rec, r.index, eventID(req.chain.At(r.index), r.index), req.def, ids, views[r.rec.Seq])
-			b, err := ce.appendJSON(make([]byte, 0, 512))
+		for _, p := range waiting {
+			e, err := encode(p.rec, p.index, views[p.rec.Seq])
 			if err != nil {
-				s.log.Error("feed: encoding an event", "index", r.index, "err", err)
-				f := errorReply(fasthttp.StatusInternalServerError, reasonInternal, "")
-				return nil, &f
+				s.log.Error("feed: encoding an event", "campaign", req.campaignID, "sku", req.skuID, "err", err)
+				r := errorReply(fasthttp.StatusInternalServerError, reasonInternal, "")
+				return nil, &r
 			}
-			e = &encodedEvent{index: r.index, id: ce.ID, typ: ce.Type, json: b}
-			cache.put(e)
-		case e == nil: // filtered out
-			cache.put(&encodedEvent{index: r.index, id: eventID(req.chain.At(r.index), r.index), typ: r.typ})
-			continue
+			events[p.at] = e
 		}
-		page.events = append(page.events, e)
 	}
+	page.events = events
 	req.from, req.fromStart = next, false
 	page.NextCursor = req.cursorBefore()
 	return page, nil

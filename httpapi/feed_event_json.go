@@ -96,6 +96,15 @@ func appendMarshalled(b []byte, key string, v any) ([]byte, error) {
 	return append(append(b, key...), j...), err
 }
 
+// jsonVerbatim marks the bytes encoding/json copies as they are in a
+// string: printable ASCII but '"', '\\' and the HTML characters.
+var jsonVerbatim = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendJSONString appends s quoted as encoding/json quotes it: a string
 // of printable ASCII without '"', '\\' and the HTML characters '<', '>',
 // '&' (ids, types, times: nearly every string of an event) is copied;
@@ -103,7 +112,7 @@ func appendMarshalled(b []byte, key string, v any) ([]byte, error) {
 // UTF-8, \u2028, ...).
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !jsonVerbatim[s[i]] {
 			j, _ := json.Marshal(s) // a string always encodes
 			return append(b, j...)
 		}
