@@ -2,13 +2,18 @@ package httpapi_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/httpapi"
 )
 
@@ -20,6 +25,12 @@ const idleFeedClients = 1000
 // path (raw HTTP/1.1, sse: with Accept: text/event-stream); it reads
 // nothing back. The connections close at the test's end.
 func openFeedRequests(t *testing.T, ts *testServer, path string, sse bool, n int) []net.Conn {
+	t.Helper()
+	return openFeedRequestsWith(t, ts, &net.Dialer{}, path, sse, n)
+}
+
+// openFeedRequestsWith is openFeedRequests through dialer.
+func openFeedRequestsWith(t *testing.T, ts *testServer, dialer *net.Dialer, path string, sse bool, n int) []net.Conn {
 	t.Helper()
 	request := "GET " + path + " HTTP/1.1\r\nHost: feed\r\nAuthorization: Bearer " + testToken + "\r\n"
 	if sse {
@@ -33,7 +44,7 @@ func openFeedRequests(t *testing.T, ts *testServer, path string, sse bool, n int
 		}
 	})
 	for range n {
-		c, err := net.Dial("tcp", strings.TrimPrefix(ts.base, "http://"))
+		c, err := dialer.Dial("tcp", strings.TrimPrefix(ts.base, "http://"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,5 +199,55 @@ func TestFeedVanishedClientFreedWithinHeartbeat(t *testing.T) {
 	}
 	if got := ts.metric("seckill_feed_streams"); got != fmt.Sprint(streams/2) {
 		t.Fatalf("seckill_feed_streams = %s, want %d", got, streams/2)
+	}
+}
+
+// Stuck consumers (they ask for full pages and never read them) hold no
+// actor time: reserves, payments (whose events need the actor's look-ups)
+// and another consumer's pages go on while they hang in their writes.
+func TestFeedStuckConsumersHoldNoActor(t *testing.T) {
+	const records, stuck = 2000, 20
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("sc", "15m", map[string]int{"s": 1_000_000}))
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= records; i = next.Add(1) {
+				res, err := ts.engine.Reserve(context.Background(), "sc", "s", fmt.Sprint("r", i), fmt.Sprint("u", i))
+				if err != nil || res.Outcome != sku.OutcomeAccepted {
+					t.Errorf("reserve %d: %+v %v", i, res, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// A receive buffer of 4 KiB and nobody reading: each ~500 KB answer
+	// stays in the server's write (until the write timeout).
+	small := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		c.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return err
+	}}
+	conns := openFeedRequestsWith(t, ts, small, feedPath("sc", "s", "?limit=1000"), false, stuck)
+	time.Sleep(200 * time.Millisecond) // their pages are read and being written
+	start := time.Now()
+	for i := range 20 {
+		r := ts.reserve("sc", "s", fmt.Sprint("late", i), fmt.Sprint("late", i))
+		want(t, r, http.StatusAccepted, "")
+		want(t, ts.post("/v1/reservations/"+r.str("reservation_id")+"/payment", map[string]any{"payment_id": fmt.Sprint("p", i), "amount": 1}), http.StatusOK, "")
+	}
+	p := ts.page("sc", "s", fmt.Sprintf("?after=%s-%d", strings.SplitN(ts.page("sc", "s", "?limit=1").NextCursor, "-", 2)[0], records+1))
+	if len(p.Events) != 40 || p.Events[39].Type != "seckill.reservation.paid" {
+		t.Fatalf("the late records' page: %d events", len(p.Events))
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("20 reserves, 20 payments and a page took %s beside %d stuck consumers", took, stuck)
+	}
+	for _, c := range conns {
+		c.Close()
 	}
 }
