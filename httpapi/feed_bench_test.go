@@ -21,6 +21,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/wal"
 	"github.com/valyala/fasthttp"
@@ -399,11 +400,19 @@ func BenchmarkFeedPageHandler(b *testing.B) {
 	b.ReportMetric(float64(cached.Nanoseconds())/float64(events), "cached-cpu-ns/event")
 }
 
-// fill defines campaign c and makes reservations 1..n of its SKU s from
-// callers goroutines (in process: the engine, not HTTP).
+// fill defines campaign c and makes reservations 1..n of its SKU s
+// (reserveMany).
 func (s *benchServer) fill(b *testing.B, c string, n, callers int) {
 	b.Helper()
 	s.define(b, c)
+	reserveMany(b, s.eng, c, n, callers)
+}
+
+// reserveMany makes reservations 1..n (request ids r1.., user ids u1..) of
+// campaign c's SKU s from callers goroutines, in process (the engine, not
+// HTTP).
+func reserveMany(tb testing.TB, eng *actors.Engine, c string, n, callers int) {
+	tb.Helper()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < callers; w++ {
@@ -411,8 +420,9 @@ func (s *benchServer) fill(b *testing.B, c string, n, callers int) {
 		go func() {
 			defer wg.Done()
 			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				if _, err := s.eng.Reserve(context.Background(), c, "s", fmt.Sprint("r", i), fmt.Sprint("u", i)); err != nil {
-					b.Error(err)
+				res, err := eng.Reserve(context.Background(), c, "s", fmt.Sprint("r", i), fmt.Sprint("u", i))
+				if err != nil || res.Outcome != sku.OutcomeAccepted {
+					tb.Errorf("reserve %d: %+v %v", i, res, err)
 					return
 				}
 			}

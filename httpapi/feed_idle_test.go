@@ -2,18 +2,14 @@ package httpapi_test
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/httpapi"
 )
 
@@ -87,6 +83,30 @@ func idleCPU(d time.Duration) time.Duration {
 // idleInterval is what the idle tests measure over.
 const idleInterval = 2 * time.Second
 
+// openAtTail defines campaign c (one SKU, s) and opens n feed requests of
+// it after its last record (query appended to after=CURSOR).
+func openAtTail(t *testing.T, ts *testServer, c, query string, sse bool, n int) []net.Conn {
+	t.Helper()
+	ts.define(campaign(c, "15m", map[string]int{"s": 5}))
+	tail := ts.page(c, "s", "").NextCursor
+	return openFeedRequests(t, ts, feedPath(c, "s", "?after="+tail+query), sse, n)
+}
+
+// idleCPUOf measures the process's CPU over idleInterval before and while
+// idleFeedClients idle feed requests (openAtTail's) are held, once gauge
+// counts them all.
+func idleCPUOf(t *testing.T, ts *testServer, c, query string, sse bool, gauge string) (without, with time.Duration) {
+	t.Helper()
+	without = idleCPU(idleInterval)
+	openAtTail(t, ts, c, query, sse, idleFeedClients)
+	ts.waitMetric(gauge, idleFeedClients, 30*time.Second)
+	with = idleCPU(idleInterval)
+	if got := ts.metric(gauge); got != fmt.Sprint(idleFeedClients) {
+		t.Fatalf("%s = %s after the interval, want %d", gauge, got, idleFeedClients)
+	}
+	return without, with
+}
+
 // 1,000 idle long polls (wait=60s) cost no CPU: each waits on its SKU's
 // durable channel and one timer, so the process's CPU over an idle
 // interval stays at what it is without them (a per-poll ticker, or a
@@ -94,33 +114,21 @@ const idleInterval = 2 * time.Second
 // cost milliseconds, a busy loop a whole core).
 func TestFeedIdleLongPollsCostNoCPU(t *testing.T) {
 	ts := startServer(t, serverOptions{config: func(c *httpapi.Config) { c.StatsInterval = -1 }})
-	ts.define(campaign("il", "15m", map[string]int{"s": 5}))
-	tail := ts.page("il", "s", "").NextCursor
-	baseline := idleCPU(idleInterval)
-	openFeedRequests(t, ts, feedPath("il", "s", "?wait=60s&after="+tail), false, idleFeedClients)
-	ts.waitMetric("seckill_feed_waiting", idleFeedClients, 30*time.Second)
-	held := idleCPU(idleInterval)
+	baseline, held := idleCPUOf(t, ts, "il", "&wait=60s", false, "seckill_feed_waiting")
 	t.Logf("CPU over %s: %s without polls, %s with %d idle long polls", idleInterval, baseline, held, idleFeedClients)
 	if extra := held - baseline; extra > idleInterval/100 { // 1% of a core: 10 µs per poll per second
 		t.Fatalf("%d idle long polls cost %s of CPU over %s (%s without them)", idleFeedClients, held, idleInterval, baseline)
 	}
-	// They are still waiting, and the first durable record answers them.
-	ts.waitMetric("seckill_feed_waiting", idleFeedClients, time.Second)
 }
 
 // 1,000 idle SSE streams cost only their heartbeats: the process's CPU
 // over an interval, beyond what it is without them, divided by the
-// heartbeats sent in it stays small (a heartbeat is a timer, a 1 ms read
-// and an 8-byte write); nothing else of theirs runs.
+// heartbeats sent in it stays small (a heartbeat is a timer, a peek at
+// the socket and an 8-byte write); nothing else of theirs runs.
 func TestFeedIdleStreamsCostOnlyHeartbeats(t *testing.T) {
 	const heartbeat = 250 * time.Millisecond
 	ts := startServer(t, serverOptions{config: func(c *httpapi.Config) { c.StatsInterval, c.FeedHeartbeat = -1, heartbeat }})
-	ts.define(campaign("is", "15m", map[string]int{"s": 5}))
-	tail := ts.page("is", "s", "").NextCursor
-	baseline := idleCPU(idleInterval)
-	openFeedRequests(t, ts, feedPath("is", "s", "?after="+tail), true, idleFeedClients)
-	ts.waitMetric("seckill_feed_streams", idleFeedClients, 30*time.Second)
-	held := idleCPU(idleInterval)
+	baseline, held := idleCPUOf(t, ts, "is", "", true, "seckill_feed_streams")
 	heartbeats := idleFeedClients * int(idleInterval/heartbeat)
 	perHeartbeat := (held - baseline) / time.Duration(heartbeats)
 	t.Logf("CPU over %s: %s without streams, %s with %d idle streams (%d heartbeats): %s a heartbeat",
@@ -132,7 +140,6 @@ func TestFeedIdleStreamsCostOnlyHeartbeats(t *testing.T) {
 	if perHeartbeat > bound {
 		t.Fatalf("idle streams cost %s of CPU a heartbeat (bound %s)", perHeartbeat, bound)
 	}
-	ts.waitMetric("seckill_feed_streams", idleFeedClients, time.Second)
 }
 
 // The heartbeat: a stream with nothing to send writes a ": ping" comment
@@ -143,9 +150,7 @@ func TestFeedHeartbeat(t *testing.T) {
 	}
 	const heartbeat = 100 * time.Millisecond
 	ts := startServer(t, serverOptions{config: func(c *httpapi.Config) { c.FeedHeartbeat = heartbeat }})
-	ts.define(campaign("hb", "15m", map[string]int{"s": 5}))
-	tail := ts.page("hb", "s", "").NextCursor
-	conn := openFeedRequests(t, ts, feedPath("hb", "s", "?after="+tail), true, 1)[0]
+	conn := openAtTail(t, ts, "hb", "", true, 1)[0]
 	r := bufio.NewReader(conn)
 	var pings []time.Time
 	for len(pings) < 4 {
@@ -171,9 +176,7 @@ func TestFeedHeartbeat(t *testing.T) {
 func TestFeedVanishedClientFreedWithinHeartbeat(t *testing.T) {
 	const heartbeat, streams = 300 * time.Millisecond, 20
 	ts := startServer(t, serverOptions{config: func(c *httpapi.Config) { c.FeedHeartbeat = heartbeat }})
-	ts.define(campaign("vc", "15m", map[string]int{"s": 5}))
-	tail := ts.page("vc", "s", "").NextCursor
-	conns := openFeedRequests(t, ts, feedPath("vc", "s", "?after="+tail), true, streams)
+	conns := openAtTail(t, ts, "vc", "", true, streams)
 	ts.waitMetric("seckill_feed_streams", streams, 10*time.Second)
 	for _, c := range conns[:streams/2] {
 		c.Close()
@@ -209,22 +212,7 @@ func TestFeedStuckConsumersHoldNoActor(t *testing.T) {
 	const records, stuck = 2000, 20
 	ts := startServer(t, serverOptions{})
 	ts.define(campaign("sc", "15m", map[string]int{"s": 1_000_000}))
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1); i <= records; i = next.Add(1) {
-				res, err := ts.engine.Reserve(context.Background(), "sc", "s", fmt.Sprint("r", i), fmt.Sprint("u", i))
-				if err != nil || res.Outcome != sku.OutcomeAccepted {
-					t.Errorf("reserve %d: %+v %v", i, res, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	reserveMany(t, ts.engine, "sc", records, 32)
 	// A receive buffer of 4 KiB and nobody reading: each ~500 KB answer
 	// stays in the server's write (until the write timeout).
 	small := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {

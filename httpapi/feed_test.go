@@ -219,29 +219,9 @@ func TestFeedSSE(t *testing.T) {
 // ids of its first n events.
 func readSSE(t *testing.T, ts *testServer, lastID string, n int) []string {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, ts.base+feedPath("se", "s", ""), nil)
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	req.Header.Set("Accept", "text/event-stream")
-	if lastID != "" {
-		req.Header.Set("Last-Event-ID", lastID)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
-		t.Fatalf("SSE answer %d %s", resp.StatusCode, ct)
-	}
 	var ids []string
-	sc := bufio.NewScanner(resp.Body)
-	for len(ids) < n && sc.Scan() {
-		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) < n {
-		t.Fatalf("stream ended after %d events: %v", len(ids), sc.Err())
+	for _, m := range readSSEMessages(t, ts, feedPath("se", "s", ""), lastID, n) {
+		ids = append(ids, m.id)
 	}
 	return ids
 }
@@ -373,14 +353,21 @@ func TestFeedRetentionHoldsTruncation(t *testing.T) {
 	}
 }
 
+// startCampaignFeed starts a server with campaign c of SKUs a and b, one
+// reservation each (r1 by u1 of a, r2 by u2 of b), and returns the path of
+// its campaign feed.
+func startCampaignFeed(t *testing.T, c string) (*testServer, string) {
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign(c, "15m", map[string]int{"a": 5, "b": 5}))
+	ts.reserve(c, "a", "r1", "u1")
+	ts.reserve(c, "b", "r2", "u2")
+	return ts, "/admin/campaigns/" + c + "/events"
+}
+
 // The campaign feed merges the SKUs' feeds; its cursor carries each SKU's
 // position, and a long poll wakes for any of them.
 func TestCampaignFeed(t *testing.T) {
-	ts := startServer(t, serverOptions{})
-	ts.define(campaign("cf", "15m", map[string]int{"a": 5, "b": 5}))
-	ts.reserve("cf", "a", "r1", "u1")
-	ts.reserve("cf", "b", "r2", "u2")
-	path := "/admin/campaigns/cf/events"
+	ts, path := startCampaignFeed(t, "cf")
 	r := ts.admin(http.MethodGet, path, nil)
 	var p struct {
 		Events     []feedEvent `json:"events"`
@@ -474,11 +461,7 @@ func readSSEMessages(t *testing.T, ts *testServer, path, lastID string, n int) [
 // campaign cursor as of it (every SKU's position, this one's at the
 // event), and Last-Event-ID resumes after it.
 func TestCampaignFeedSSE(t *testing.T) {
-	ts := startServer(t, serverOptions{})
-	ts.define(campaign("cs", "15m", map[string]int{"a": 5, "b": 5}))
-	ts.reserve("cs", "a", "r1", "u1")
-	ts.reserve("cs", "b", "r2", "u2")
-	path := "/admin/campaigns/cs/events"
+	ts, path := startCampaignFeed(t, "cs")
 	got := readSSEMessages(t, ts, path, "", 4)
 	seen := map[string]string{}
 	for i, m := range got {
