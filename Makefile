@@ -66,7 +66,8 @@ bench-compare:
 	./bench/compare.sh $(COMPARE_ARGS)
 
 ## bench-feed: the event feed's benchmarks (records/s read from a 1,000,000-record log, raw and through HTTP;
-## reserve throughput with 0, 1 and 4 live consumers in the same run).
+## CPU per event per consumer at the tail, in process and over loopback beside a bare HTTP server's floor;
+## reserve throughput with 0, 1 and 4 live consumers interleaved in rounds of the same run).
 bench-feed:
 	$(GO) test -run XXX -bench ReadDurable -benchtime 3x -timeout 30m ./wal/
 	$(GO) test -run XXX -bench 'FeedRead|FeedPageHandler|FeedTail' -benchtime 3x -timeout 30m ./httpapi/
