@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -407,17 +408,18 @@ func (s *Server) readLog(req *feedRequest, cache *eventCache) (*feedPage, *reply
 		waiting []pending
 		ids     *sku.ReservationIDs // made for the first record to encode
 		events  = make([]*encodedEvent, 0, min(req.limit, 64))
+		scratch []byte // an event is encoded here, then copied at its size
 	)
 	encode := func(rec sku.Record, index uint64, view sku.View) (*encodedEvent, error) {
 		if ids == nil {
 			ids = sku.NewReservationIDs(req.def)
 		}
 		ce := newEvent(rec, index, eventID(req.chain.At(index), index), req.def, ids, view)
-		b, err := ce.appendJSON(make([]byte, 0, 512))
-		if err != nil {
+		var err error
+		if scratch, err = ce.appendJSON(scratch[:0]); err != nil {
 			return nil, fmt.Errorf("encoding the event of record %d: %w", index, err)
 		}
-		e := &encodedEvent{index: index, id: ce.ID, typ: ce.Type, json: b}
+		e := &encodedEvent{index: index, id: ce.ID, typ: ce.Type, json: bytes.Clone(scratch)}
 		cache.put(e)
 		return e, nil
 	}

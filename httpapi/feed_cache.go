@@ -10,8 +10,8 @@ import (
 
 // Bounds of the encoded-event cache: feedCacheEvents per SKU (a consumer
 // at the tail reads one group commit a page, tens to hundreds of records),
-// for the feedCacheSKUs SKUs read most recently (~500 bytes an event: at
-// most ~32 MiB).
+// for the feedCacheSKUs SKUs read most recently (~600 bytes an event with
+// its id and entry: at most ~40 MiB).
 const (
 	feedCacheEvents = 1024
 	feedCacheSKUs   = 64
