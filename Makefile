@@ -5,7 +5,7 @@ PKGS     := ./...
 ADDR     ?= 127.0.0.1:8080
 DATA     ?= ./data
 
-.PHONY: all build run test test-long bench bench-engine bench-audit bench-compare bench-feed soak fuzz sim sim-mutants clean cluster
+.PHONY: all build run test test-long bench bench-engine bench-audit bench-compare bench-feed soak fuzz sim sim-mutants clean cluster bench-cells
 
 all: build
 
@@ -44,6 +44,12 @@ test-long:
 BENCH_ARGS ?=
 bench: build
 	./bench/run-seed.sh $(BENCH_ARGS)
+
+## bench-cells: the seed sale through seckill-router against 1, 2 and 3 cells of one make-cluster cluster
+## (ratios to 1 cell, etcd requests per 10,000 units sold); flags of seckill-bench in BENCH_ARGS.
+bench-cells: build
+	d=$$(mktemp -d /tmp/seckill-cells-XXXXXX); BIN=$(BIN) DEMO=0 DATA=$$d ./cells/cluster.sh ./bench/run-cells.sh $(BENCH_ARGS); \
+		s=$$?; rm -rf $$d; exit $$s
 
 ## bench-engine: the engine's own benchmarks (durable and no-sync reserve, replay, heap per reservation).
 bench-engine:
@@ -87,21 +93,25 @@ fuzz:
 	$(GO) test -run XXX -fuzz 'FuzzVerify$$' -fuzztime 60s ./entrypass/
 	$(GO) test -run XXX -fuzz FuzzVerifySealed -fuzztime 60s ./entrypass/
 
-## sim: the deterministic simulation: SIM_SEEDS histories of SIM_STEPS steps, checked step by step
-## (make sim SEED=N replays one seed exactly and prints its shortest failing history).
+## sim: the deterministic simulation: SIM_SEEDS histories of SIM_STEPS steps, checked step by step,
+## of one SKU, then of a campaign-scope campaign (make sim SEED=N replays one seed exactly and
+## prints its shortest failing history; SIM_MODE=-campaign replays a campaign seed).
 SIM_SEEDS ?= 10000
 SIM_STEPS ?= 200
 SEED      ?=
+SIM_MODE  ?=
 sim:
 	$(GO) build -o $(BIN)/seckill-sim ./cmd/seckill-sim
-	./$(BIN)/seckill-sim -steps $(SIM_STEPS) $(if $(SEED),-seed $(SEED),-seeds $(SIM_SEEDS))
+	./$(BIN)/seckill-sim -steps $(SIM_STEPS) $(if $(SEED),-seed $(SEED),-seeds $(SIM_SEEDS)) $(SIM_MODE)
+	$(if $(SEED),,./$(BIN)/seckill-sim -campaign -steps $(SIM_STEPS) -seeds $(SIM_SEEDS))
 
 ## sim-mutants: build the simulator with each planted bug and fail if one survives 2,000 seeds.
-SIM_MUTANTS := ackbeforefsync keeptorntail retryfsync replaytwice timerexpiry healfsync
+SIM_MUTANTS := ackbeforefsync keeptorntail retryfsync replaytwice timerexpiry healfsync releaseunknown
 sim-mutants:
 	@survived=""; for m in $(SIM_MUTANTS); do \
+		mode=""; case $$m in releaseunknown) mode=-campaign;; esac; \
 		$(GO) build -tags mutant_$$m -o $(BIN)/seckill-sim-mutant ./cmd/seckill-sim || exit 2; \
-		./$(BIN)/seckill-sim-mutant -seeds 2000 -steps $(SIM_STEPS) -stop > $(BIN)/sim-mutant-$$m.txt 2>&1; status=$$?; \
+		./$(BIN)/seckill-sim-mutant $$mode -seeds 2000 -steps $(SIM_STEPS) -stop > $(BIN)/sim-mutant-$$m.txt 2>&1; status=$$?; \
 		if [ $$status -eq 1 ]; then echo "mutant $$m: caught ($$(grep -m1 '^FAIL' $(BIN)/sim-mutant-$$m.txt))"; \
 		elif [ $$status -eq 0 ]; then echo "mutant $$m: SURVIVED 2000 seeds"; survived="$$survived $$m"; \
 		else cat $(BIN)/sim-mutant-$$m.txt; exit 2; fi; \

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/seckill/seckill/actors/core"
+	"github.com/seckill/seckill/actors/purchase"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/wal"
@@ -154,6 +155,7 @@ func (a *skuActor) recover() {
 		return
 	}
 	a.core.Recovered(a.cfg.Clock(), m, a.log.LastIndex(), a.snap.index)
+	a.h.resyncPurchases(m)
 	a.failed = nil
 	a.sizeFilter()
 	a.h.nextExpiry.Store(0) // the first tick looks for due expiries
@@ -273,6 +275,7 @@ func (a *skuActor) contain(ctx actor.Context, undecided []*call) {
 func (a *skuActor) commit(ctx actor.Context) *core.Actions {
 	rd := a.core.Ready()
 	appended, err := a.appendRecords(rd.Records)
+	events := purchase.Events(a.core.Machine(), rd.Records[:appended])
 	start := monoNow()
 	act := a.core.Advance(appended, err)
 	pause := time.Duration(monoNow() - start)
@@ -284,11 +287,11 @@ func (a *skuActor) commit(ctx actor.Context) *core.Actions {
 	}
 	if w := act.Wait; w != nil {
 		if len(w.Calls) == 0 {
-			a.log.Await(w.Index, &publisher{owner: a.h, view: a.view()})
+			a.log.Await(w.Index, &publisher{owner: a.h, view: a.view(), events: events})
 		} else {
 			b := batchPool.Get().(*batch)
 			b.calls = append(b.calls[:0], w.Calls...)
-			b.owner, b.view, b.log = a.h, a.view(), a.log
+			b.owner, b.view, b.log, b.events = a.h, a.view(), a.log, events
 			a.log.Await(w.Index, b) // the calls belong to their callers again from here on
 		}
 	}

@@ -43,6 +43,13 @@ type ItemResult struct {
 // MaxBatchItems); otherwise there is one ItemResult per item, in order. A
 // ctx that ends first answers every item ctx.Err() (result unknown: the
 // actor may still decide them).
+//
+// On a SKU of a campaign whose purchase_limit is "campaign" each item
+// claims its user first, in order (reserveBatchScoped): the items let
+// through go to the SKU as one batch call; an item whose user holds a
+// purchase on another SKU is answered ALREADY_PURCHASED; an item whose
+// user has a reserve being decided on another SKU waits for it and is
+// then reserved on its own (Engine.ReserveWith), after the batch.
 func (e *Engine) ReserveBatch(ctx context.Context, campaignID, skuID string, items []ReserveItem) ([]ItemResult, error) {
 	if len(items) == 0 || len(items) > MaxBatchItems {
 		return nil, fmt.Errorf("%w: a batch holds 1 to %d items, not %d", ErrInvalidArgument, MaxBatchItems, len(items))
@@ -51,6 +58,14 @@ func (e *Engine) ReserveBatch(ctx context.Context, campaignID, skuID string, ite
 	if h == nil {
 		return nil, ErrUnknownSKU
 	}
+	if h.campaignScoped() {
+		return e.reserveBatchScoped(ctx, h, items), nil
+	}
+	return e.reserveBatchOn(ctx, h, items), nil
+}
+
+// reserveBatchOn sends items to h as one batch call.
+func (e *Engine) reserveBatchOn(ctx context.Context, h *SKU, items []ReserveItem) []ItemResult {
 	c := newCall(core.KindReserveBatch)
 	c.Items = make([]core.Call, len(items))
 	for i, it := range items {
@@ -61,7 +76,7 @@ func (e *Engine) ReserveBatch(ctx context.Context, campaignID, skuID string, ite
 		for i := range out {
 			out[i].Err = err // c is abandoned: the actor may still answer it
 		}
-		return out, nil
+		return out
 	}
 	for i := range c.Items {
 		it := &c.Items[i]
@@ -77,7 +92,7 @@ func (e *Engine) ReserveBatch(ctx context.Context, campaignID, skuID string, ite
 		}
 	}
 	c.free()
-	return out, nil
+	return out
 }
 
 // items returns what c counts for in the inbox: its items for a batch,

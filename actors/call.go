@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/seckill/seckill/actors/core"
+	"github.com/seckill/seckill/actors/purchase"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -60,6 +61,10 @@ type batch struct {
 	owner *SKU
 	view  durableView
 	log   *wal.Log // awaited: a failure of it is reported to the actor
+	// events are the purchases the batch's records made or closed, for
+	// the campaign's purchase registry (purchases.go); nil for a SKU of a
+	// campaign whose purchase_limit is "sku".
+	events []purchase.Event
 }
 
 var batchPool = sync.Pool{New: func() any { return new(batch) }}
@@ -72,6 +77,7 @@ var batchPool = sync.Pool{New: func() any { return new(batch) }}
 func (b *batch) Durable(err error) {
 	if err == nil {
 		b.owner.publish(b.view)
+		b.owner.applyPurchaseEvents(b.events)
 	} else {
 		b.owner.logFailed(b.log, err)
 	}
@@ -80,6 +86,6 @@ func (b *batch) Durable(err error) {
 		wake(c)
 		b.calls[i] = nil
 	}
-	b.calls, b.owner, b.log = b.calls[:0], nil, nil
+	b.calls, b.owner, b.log, b.events = b.calls[:0], nil, nil, nil
 	batchPool.Put(b)
 }

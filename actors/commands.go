@@ -33,15 +33,7 @@ func (e *Engine) run(ctx context.Context, campaignID, skuID string, c *call) (*c
 		c.free()
 		return nil, ErrUnknownSKU
 	}
-	if err := h.do(ctx, c); err != nil {
-		return nil, err
-	}
-	if c.Err != nil {
-		err := c.Err
-		c.free()
-		return nil, err
-	}
-	return c, nil
+	return e.runOn(ctx, h, c)
 }
 
 // runReservation routes a call by reservation id.
@@ -72,10 +64,31 @@ func resultOf(c *call, err error) (sku.Result, error) {
 // REQUEST_ID_REUSED, NOT_STARTED, ENDED or PAUSED; a repeated request_id
 // gets its original result with Duplicate set. Errors: ErrUnknownSKU,
 // ErrUnavailable, ErrInvalidArgument, ctx.Err() (result unknown).
+//
+// On a SKU of a campaign whose purchase_limit is "campaign" the user's
+// live purchase may be on another SKU: ALREADY_PURCHASED then names it
+// (Reservation.ReservationID, not recorded); a reserve that waited for
+// the user's reserve on another SKU beyond ctx, or found too many waiting,
+// is ErrBusy (nothing decided); ErrUnavailable when a lost answer of the
+// user's could not be looked up (reserveScoped).
 func (e *Engine) Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error) {
 	c := newCall(core.KindReserve)
 	c.RequestID, c.UserID = requestID, userID
-	return resultOf(e.run(ctx, campaignID, skuID, c))
+	return e.reserve(ctx, campaignID, skuID, c)
+}
+
+// reserve runs a reserve call, behind the user's claim on a SKU of a
+// campaign-scope campaign.
+func (e *Engine) reserve(ctx context.Context, campaignID, skuID string, c *call) (sku.Result, error) {
+	h := e.SKU(campaignID, skuID)
+	if h == nil {
+		c.free()
+		return sku.Result{}, ErrUnknownSKU
+	}
+	if h.campaignScoped() {
+		return e.reserveScoped(ctx, h, c)
+	}
+	return resultOf(e.runOn(ctx, h, c))
 }
 
 // ReserveWith is Reserve for a buyer an entry pass vouched for: holder
@@ -85,7 +98,7 @@ func (e *Engine) Reserve(ctx context.Context, campaignID, skuID, requestID, user
 func (e *Engine) ReserveWith(ctx context.Context, campaignID, skuID, requestID, userID string, holder sku.Holder) (sku.Result, error) {
 	c := newCall(core.KindReserve)
 	c.RequestID, c.UserID, c.Holder = requestID, userID, holder
-	return resultOf(e.run(ctx, campaignID, skuID, c))
+	return e.reserve(ctx, campaignID, skuID, c)
 }
 
 // Pay records payment paymentID (amount in minor units) for a reservation:

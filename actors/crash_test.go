@@ -22,18 +22,36 @@ import (
 const crashChildEnv = "SECKILL_CRASH_CHILD_DIR"
 
 func TestCrashChild(t *testing.T) {
-	dir := os.Getenv(crashChildEnv)
+	d := sku.Definition{CampaignID: "c1", SKUID: "s1", StartAt: 0, EndAt: 1 << 50,
+		PaymentWindowMs: 60_000, SaleLimit: 1 << 20, ReleaseOnClose: true}
+	runCrashChild(t, crashChildEnv, []sku.Definition{d}, func(e *Engine, round string, g, i int) string {
+		id := fmt.Sprintf("%s-%d-%d", round, g, i)
+		res, err := e.Reserve(context.Background(), "c1", "s1", "r"+id, "u"+id)
+		if err != nil || res.Outcome != sku.OutcomeAccepted {
+			return ""
+		}
+		return res.Reservation.ReservationID
+	})
+}
+
+// runCrashChild is the body of a crash child, run only when env names
+// its data dir: it opens the engine there, defines defs, and has 64
+// goroutines call step(e, round, g, i) for i = 0, 1, ... until the process
+// is killed, appending each reservation id step returns ("" none) to
+// acked.txt after the reply: acknowledged.
+func runCrashChild(t *testing.T, env string, defs []sku.Definition, step func(e *Engine, round string, g, i int) string) {
+	dir := os.Getenv(env)
 	if dir == "" {
-		t.Skip("only run as the child of TestKillDuringReserve")
+		t.Skip("only run as the child of a kill -9 test")
 	}
 	e, err := Open(Config{DataDir: dir, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := sku.Definition{CampaignID: "c1", SKUID: "s1", StartAt: 0, EndAt: 1 << 50,
-		PaymentWindowMs: 60_000, SaleLimit: 1 << 20, ReleaseOnClose: true}
-	if err := e.Define(context.Background(), d); err != nil {
-		t.Fatal(err)
+	for _, d := range defs {
+		if err := e.Define(context.Background(), d); err != nil {
+			t.Fatal(err)
+		}
 	}
 	side, err := os.OpenFile(filepath.Join(dir, "acked.txt"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -47,14 +65,11 @@ func TestCrashChild(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; ; i++ {
-				id := fmt.Sprintf("%s-%d-%d", round, g, i)
-				res, err := e.Reserve(context.Background(), "c1", "s1", "r"+id, "u"+id)
-				if err != nil || res.Outcome != sku.OutcomeAccepted {
-					continue
+				if id := step(e, round, g, i); id != "" {
+					mu.Lock()
+					fmt.Fprintln(side, id)
+					mu.Unlock()
 				}
-				mu.Lock()
-				fmt.Fprintln(side, res.Reservation.ReservationID) // after the reply: acknowledged
-				mu.Unlock()
 			}
 		}()
 	}
@@ -71,16 +86,7 @@ func TestKillDuringReserve(t *testing.T) {
 	dir := t.TempDir()
 	rounds := 3
 	for round := 0; round < rounds; round++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, fmt.Sprintf("SECKILL_CRASH_ROUND=%d", round))
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Duration(300+rand.IntN(700)) * time.Millisecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		_ = cmd.Wait()
+		killChild(t, "TestCrashChild", crashChildEnv, dir, round)
 
 		acked := readLines(t, filepath.Join(dir, "acked.txt"))
 		e, err := Open(Config{DataDir: dir, Logger: quiet})
@@ -105,6 +111,23 @@ func TestKillDuringReserve(t *testing.T) {
 		t.Logf("round %d: %d acknowledged, %d on disk", round, len(acked), a.Counts.Reservations)
 		e.Close()
 	}
+}
+
+// killChild runs the test named child in a child process on dir (passed
+// in the environment variable env, the round in SECKILL_CRASH_ROUND),
+// kills it with SIGKILL at a random moment 0.3-1 s later, and reaps it.
+func killChild(t *testing.T, child, env, dir string, round int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"="+dir, fmt.Sprintf("SECKILL_CRASH_ROUND=%d", round))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Duration(300+rand.IntN(700)) * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
 }
 
 func readLines(t *testing.T, path string) []string {

@@ -263,6 +263,14 @@ type Engine struct {
 	lastRate time.Time
 
 	unlock func() error // releases the data dir's lock (datadirlock.go)
+
+	// purchases holds the purchase registry of each campaign whose
+	// purchase_limit is "campaign" (purchases.go), created on first use.
+	purchasesMu sync.RWMutex
+	purchases   map[string]*purchases
+	// defineMu serialises Define's check that a campaign's SKUs agree on
+	// purchase_limit with the definition itself.
+	defineMu sync.Mutex
 }
 
 // Open recovers every SKU found under cfg.DataDir, RecoveriesMax at a
@@ -303,6 +311,8 @@ func Open(cfg Config) (*Engine, error) {
 		ticked:   make(map[*SKU]tickMark),
 		rates:    make(map[*SKU]*rateTracker),
 		unlock:   unlock,
+
+		purchases: make(map[string]*purchases),
 	}
 	// A sliding window of RecoveriesMax: the oldest recovery is waited
 	// for before the next starts.
@@ -549,6 +559,11 @@ func (e *Engine) Define(ctx context.Context, d sku.Definition) error {
 	if err := d.Validate(); err != nil {
 		return err
 	}
+	e.defineMu.Lock()
+	defer e.defineMu.Unlock()
+	if err := e.checkPurchaseLimit(d); err != nil {
+		return err
+	}
 	h, err := e.handleFor(d.CampaignID, d.SKUID)
 	if err != nil {
 		return err
@@ -561,6 +576,21 @@ func (e *Engine) Define(ctx context.Context, d sku.Definition) error {
 	err = c.Err
 	c.free()
 	return err
+}
+
+// checkPurchaseLimit refuses a definition whose purchase_limit differs
+// from that of the campaign's other defined SKUs: one campaign, one scope.
+func (e *Engine) checkPurchaseLimit(d sku.Definition) error {
+	for _, h := range e.SKUs() {
+		if h.campaignID != d.CampaignID || h.skuID == d.SKUID {
+			continue
+		}
+		if v := h.durable.Load(); v != nil && v.def.CampaignID != "" && v.def.PurchaseLimit != d.PurchaseLimit {
+			return fmt.Errorf("%w: purchase_limit may not change (the campaign's SKU %s has %q)",
+				sku.ErrInvalidDefinition, h.skuID, v.def.PurchaseLimit)
+		}
+	}
+	return nil
 }
 
 // handleFor returns the SKU, creating its folder and actor if needed.

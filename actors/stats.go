@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/seckill/seckill/actors/purchase"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/wal"
 )
@@ -195,12 +196,14 @@ func (r *rateTracker) tick(s *SKU, now time.Time) {
 // publisher is a wal.Waiter that publishes a SKU's state once the records
 // behind it are durable (used for records no caller waits on: expiry).
 type publisher struct {
-	owner *SKU
-	view  durableView
+	owner  *SKU
+	view   durableView
+	events []purchase.Event // batch.events
 }
 
 func (p *publisher) Durable(err error) {
 	if err == nil {
 		p.owner.publish(p.view)
+		p.owner.applyPurchaseEvents(p.events)
 	}
 }

@@ -192,6 +192,12 @@ func parseFlags(args []string, stderr io.Writer) (Config, outputPaths, error) {
 	flags.DurationVar(&parsed.MaxTime, "max-time", parsed.MaxTime, "bound of the whole run, whatever happens; the audit is still read after it")
 	flags.IntVar(&parsed.MaxResends, "max-resends", parsed.MaxResends, "bound of resends of one attempt after 429 QUEUE_FULL, 504 RESULT_UNKNOWN or an error (seed, many-skus, payflow)")
 	flags.StringVar(&parsed.CampaignID, "campaign", "", "campaign id to define (default: a new unique id per run)")
+	var cellList string
+	flags.StringVar(&parsed.Cells.Etcd, "etcd", "", "etcd endpoints (host:port,...): the target is a seckill-router, and every SKU is published in etcd as a celled SKU split over --cells (README \"Beyond one node\")")
+	flags.StringVar(&cellList, "cells", "", "with --etcd: the cells each SKU is split over, comma-separated (e.g. c1,c2,c3)")
+	flags.Int64Var(&parsed.Cells.Initial, "cell-initial", -1, "with --etcd: each cell's initial grant in units (-1 = 90% of the stock split evenly; the rest is the central pool)")
+	var chunk uint
+	flags.UintVar(&chunk, "cell-chunk", 50, "with --etcd: units of one top-up from the central pool")
 	flags.StringVar(&paths.json, "json", "", "write the result as JSON to this file")
 	flags.StringVar(&paths.report, "report", "", "write an offline HTML report (charts and summary) to this file")
 	flags.StringVar(&paths.progress, "progress", "auto", "progress on stderr: auto (a live line on a terminal, plain lines otherwise), tty, plain, off")
@@ -220,6 +226,13 @@ func parseFlags(args []string, stderr io.Writer) (Config, outputPaths, error) {
 	})
 	config.AdminToken, config.PaymentSecret, config.EntryPassKeys = parsed.AdminToken, parsed.PaymentSecret, parsed.EntryPassKeys
 	config.ServerFlags, config.ServerPID = parsed.ServerFlags, parsed.ServerPID
+	config.Cells = CellsConfig{Etcd: parsed.Cells.Etcd, Initial: parsed.Cells.Initial, Chunk: uint32(min(chunk, 1<<30))}
+	if cellList != "" {
+		config.Cells.Cells = strings.Split(cellList, ",")
+	}
+	if config.Cells.Enabled() && !isSet(flags, "stock") {
+		config.Stock = min(config.Stock, MaxCelledStock)
+	}
 	if config.Scenario == ScenarioHot && isSet(flags, "requests") && !isSet(flags, "duration") {
 		config.Duration = 0 // hot bounded by --requests alone
 	}
@@ -273,7 +286,7 @@ func copyFlag(config, parsed *Config, name string) error {
 		config.MaxTime = parsed.MaxTime
 	case "campaign":
 		config.CampaignID = parsed.CampaignID
-	case "admin-token", "payment-secret", "entry-pass-keys", "json", "report", "progress", "cpuprofile", "server-flags", "server-pid":
+	case "admin-token", "payment-secret", "entry-pass-keys", "etcd", "cells", "cell-initial", "cell-chunk", "json", "report", "progress", "cpuprofile", "server-flags", "server-pid":
 		// not per-scenario: taken as parsed
 	default:
 		return fmt.Errorf("flag %s not handled", name)

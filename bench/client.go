@@ -55,6 +55,9 @@ type Client struct {
 	paymentSecret []byte
 	timeout       time.Duration
 	entryPasses   *entrypass.KeyRing
+	// cells, when set (Config.Cells), takes the campaign's definition,
+	// the audit and the refund list: the target is a seckill-router.
+	cells *cellControl
 }
 
 // NewClient checks the options and returns a client. It does not connect.
@@ -264,8 +267,12 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// PutCampaign defines (or redefines) a campaign through the admin API.
+// PutCampaign defines (or redefines) a campaign through the admin API;
+// with celled SKUs (Config.Cells) it publishes them in etcd instead.
 func (c *Client) PutCampaign(ctx context.Context, spec CampaignSpec) error {
+	if c.cells != nil {
+		return c.cells.define(ctx, spec)
+	}
 	body, err := json.Marshal(spec)
 	if err != nil {
 		return err
@@ -393,8 +400,12 @@ func (c *Client) stateCall(ctx context.Context, ex exchange) (StateAnswer, int, 
 	return state, got.status, nil
 }
 
-// Audit reads the server's audit of one SKU.
+// Audit reads the server's audit of one SKU; with celled SKUs, the
+// cluster audit across etcd and every cell.
 func (c *Client) Audit(ctx context.Context, campaignID, skuID string) (AuditReport, error) {
+	if c.cells != nil {
+		return c.cells.audit(ctx, campaignID, skuID)
+	}
 	path := "/admin/campaigns/" + url.PathEscape(campaignID) + "/skus/" + url.PathEscape(skuID) + "/audit"
 	got, err := c.do(ctx, exchange{method: "GET", path: path, admin: true})
 	if err != nil {
@@ -412,8 +423,12 @@ func (c *Client) Audit(ctx context.Context, campaignID, skuID string) (AuditRepo
 
 // Refunds reads the reservation ids on a SKU's refund list. The list may
 // be a JSON array or an object holding one array; each entry is an object
-// with a reservation_id, or a bare id string.
+// with a reservation_id, or a bare id string. With celled SKUs, every
+// cell's list.
 func (c *Client) Refunds(ctx context.Context, campaignID, skuID string) ([]string, error) {
+	if c.cells != nil {
+		return c.cells.refunds(ctx, campaignID, skuID)
+	}
 	path := "/admin/campaigns/" + url.PathEscape(campaignID) + "/skus/" + url.PathEscape(skuID) + "/refunds"
 	got, err := c.do(ctx, exchange{method: "GET", path: path, admin: true})
 	if err != nil {

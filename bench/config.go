@@ -106,6 +106,9 @@ type Config struct {
 	// ServerFlags are the server's flags, recorded in the result's
 	// Environment (the client cannot read them).
 	ServerFlags string
+	// Cells, when enabled, makes the target a seckill-router and every
+	// SKU celled (cells.go).
+	Cells CellsConfig
 	// ServerPID is the server's process id, when it runs on this machine:
 	// its CPU time is then told apart from other processes' (0: unknown).
 	ServerPID int
@@ -128,6 +131,7 @@ func DefaultConfig(scenario string) Config {
 		Timeout:         DefaultRequestTimeout,
 		MaxTime:         30 * time.Minute,
 		MaxResends:      20,
+		Cells:           CellsConfig{Initial: -1, Chunk: 50},
 	}
 	switch scenario {
 	case ScenarioHot:
@@ -195,6 +199,7 @@ func (c *Config) Validate() error {
 			problems = append(problems, fmt.Errorf("entry-pass-keys: %w", err))
 		}
 	}
+	problems = append(problems, c.Cells.validate(c)...)
 	if c.Scenario == ScenarioPayflow {
 		check(c.Requests > 0 && c.Requests <= 100_000, "payflow needs requests in [1, 100000]")
 		check(c.Requests <= c.Stock*int64(c.SKUs), "payflow needs requests <= stock, so that every reservation is accepted")

@@ -26,6 +26,10 @@ type ResendPolicy struct {
 	// error: the request may have been taken, and only the same request_id
 	// can tell without selling twice.
 	Uncertain bool
+	// SoldOutRetryAfter resends after a SOLD_OUT that carries
+	// Retry-After: a celled SKU's cell waiting for a top-up (README
+	// "Beyond one node"); the stock may come within a second.
+	SoldOutRetryAfter bool
 	// MaxResends bounds the resends of one attempt.
 	MaxResends int
 	// MinBackoff is the shortest wait before a resend (also when Retry-After is 0).
@@ -223,6 +227,8 @@ func (r *loadRun) resendWait(reply Reply, resend int) (time.Duration, bool) {
 	var wait time.Duration
 	switch {
 	case reply.Outcome == OutcomeQueueFull && policy.QueueFull:
+		wait = reply.RetryAfter
+	case reply.Outcome == OutcomeSoldOut && reply.RetryAfter > 0 && policy.SoldOutRetryAfter:
 		wait = reply.RetryAfter
 	case reply.Outcome.Transient() && reply.Outcome != OutcomeQueueFull && policy.Uncertain:
 		wait = policy.MinBackoff << min(resend, 6)

@@ -34,6 +34,11 @@ type Ledger struct {
 	units     atomic.Int64
 	retriedMu sync.Mutex
 	retried   map[int64]bool
+
+	// soldOutNotFinal: a SOLD_OUT does not decide its request_id (celled
+	// SKUs: a cell's SOLD_OUT is never final, a top-up or another cell's
+	// return may bring stock back), so one later accepted is no mismatch.
+	soldOutNotFinal bool
 }
 
 // Ledger shards and the chunks they keep acceptances and ids in.
@@ -167,11 +172,18 @@ func NewLedger(plan *Plan) *Ledger {
 	return &Ledger{plan: plan, base: time.Now()}
 }
 
+// SoldOutNotFinal makes the ledger keep no SOLD_OUT as a request_id's
+// answer: a celled SKU's cell answers SOLD_OUT while it waits for a
+// top-up, and the same request_id may be accepted once it came (README
+// "Beyond one node"). Call it before the first Note.
+func (l *Ledger) SoldOutNotFinal() { l.soldOutNotFinal = true }
+
 // Note records one answer, which arrived at at, into the worker's shard.
 // Only definitive answers matter.
 func (l *Ledger) Note(worker int, at time.Time, attempt Attempt, reply Reply) {
 	shard := &l.shards[worker%ledgerShards]
 	switch {
+	case reply.Outcome == OutcomeSoldOut && l.soldOutNotFinal:
 	case reply.Outcome == OutcomeAccepted:
 		l.countUnit(attempt.Request)
 		shard.mu.Lock()

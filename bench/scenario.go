@@ -44,6 +44,14 @@ func Run(ctx context.Context, config Config) (*Result, error) {
 		return nil, err
 	}
 	defer client.CloseIdle()
+	if config.Cells.Enabled() {
+		cc, err := newCellControl(config.Cells, client, config.AdminToken)
+		if err != nil {
+			return nil, err
+		}
+		defer cc.close()
+		client.cells = cc
+	}
 	if config.CampaignID == "" {
 		config.CampaignID = newCampaignID(config.Scenario)
 	}
@@ -186,6 +194,9 @@ func runLoadPhase(ctx context.Context, config Config, client *Client, scenario l
 		reservers[i] = client.SKU(campaignIDs[i], spec.SKUID)
 	}
 	ledger := NewLedger(plan)
+	if config.Cells.Enabled() {
+		ledger.SoldOutNotFinal()
+	}
 	tally := NewTally(64, ledger, len(scenario.skus))
 	monitor := StartMonitor(MonitorOptions{
 		Tally: tally, Out: config.Progress, Terminal: config.Terminal, Label: config.Scenario,

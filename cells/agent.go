@@ -29,6 +29,10 @@ type AgentConfig struct {
 	Ledger *ledger.Ledger
 	SKU    ledger.SKU
 	Cell   string
+	// Epoch is the process's epoch of the cell, shared by the agents of
+	// all its celled SKUs (nil: the agent takes one of its own, for a
+	// process with a single celled SKU).
+	Epoch *CellEpoch
 	// Chunk is the units one top-up asks for (0: the ledger's chunk).
 	Chunk uint32
 	// LowWater: a top-up starts when available falls below it (default
@@ -42,6 +46,16 @@ type AgentConfig struct {
 	// MaxBackoff bounds the wait between retries while etcd does not
 	// answer (default 2 s).
 	MaxBackoff time.Duration
+	// ExhaustedRecheck is how long a cell that found the ledger
+	// exhausted waits before it asks again (default 1 s), doubled at each
+	// answer "exhausted" up to 16 times it: only another cell's return
+	// can refill the ledger, and asking every Interval cost each sold-out
+	// SKU twenty etcd transactions a second per cell.
+	ExhaustedRecheck time.Duration
+	// ReturnPoll is how often the agent reads its return request (default
+	// 1 s): an operator's request waits at most that long, and a cell of
+	// many SKUs does not read etcd ten times a second for each.
+	ReturnPoll time.Duration
 	Logger     *slog.Logger
 }
 
@@ -55,8 +69,17 @@ func (c *AgentConfig) fill() {
 	if c.MaxBackoff <= 0 {
 		c.MaxBackoff = 2 * time.Second
 	}
+	if c.ExhaustedRecheck <= 0 {
+		c.ExhaustedRecheck = time.Second
+	}
+	if c.ReturnPoll <= 0 {
+		c.ReturnPoll = time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Epoch == nil {
+		c.Epoch = NewCellEpoch(c.Ledger, c.Cell)
 	}
 }
 
@@ -65,8 +88,9 @@ func (c *AgentConfig) fill() {
 var ErrForeignDataDir = errors.New("cells: the data dir belongs to another cell")
 
 // Agent keeps one cell's share of a celled SKU in step with the ledger,
-// off the request path: at start it bumps the cell's epoch (fencing any
-// earlier process out of the ledger) and records it, then adds every
+// off the request path: at start it takes the process's epoch of the cell
+// (CellEpoch: bumped once per process, fencing any earlier process out of
+// the ledger) and records it, then adds every
 // allocation the ledger has that the log lacks, credits every logged
 // return the ledger lacks, and from then on tops the pool up when it runs
 // low and answers return requests. A top-up whose outcome is unknown is
@@ -78,7 +102,17 @@ type Agent struct {
 	epoch uint64 // 0 until the bump succeeded; then only the loop's goroutine writes it
 	// inFlight is the seq of a top-up asked for and not answered yet (0:
 	// none): it is retried as it is, never replaced by a later seq.
-	inFlight  uint64
+	inFlight uint64
+	// exhaustedAt is when the ledger last answered that nothing is left
+	// (only the loop's goroutine reads and writes it).
+	exhaustedAt time.Time
+	// exhaustedWait is how long after exhaustedAt the next ask comes.
+	exhaustedWait time.Duration
+	// returnsReadAt is when the return request was last read.
+	returnsReadAt time.Time
+	// granted: the last step's top-up was granted (the loop's goroutine
+	// only); the loop then steps again without waiting.
+	granted   bool
 	pending   atomic.Bool
 	reachable atomic.Bool
 	exhausted atomic.Bool
@@ -91,7 +125,7 @@ type Agent struct {
 type AgentStats struct {
 	Epoch         uint64 `json:"epoch"`
 	TopUps        uint64 `json:"top_ups"`         // allocations granted by this process
-	TopUpRetries  uint64 `json:"top_up_retries"`  // attempts that ended without an answer
+	TopUpRetries  uint64 `json:"top_up_retries"`  // attempts that ended without an answer (its reconciliation's or its allocation's)
 	Reconciled    uint64 `json:"reconciled"`      // allocations found in etcd, missing from the log
 	Credits       uint64 `json:"credits"`         // returns credited to the ledger
 	LedgerErrors  uint64 `json:"ledger_errors"`   // etcd operations that failed
@@ -110,6 +144,13 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 // TopUpPending reports whether a top-up is asked for and not yet granted:
 // an empty cell then answers SOLD_OUT with Retry-After.
 func (a *Agent) TopUpPending() bool { return a.pending.Load() }
+
+// ExpectsTopUp reports whether an empty cell should tell its buyers to
+// retry: a top-up is pending, or the ledger was not found exhausted at the
+// last top-up (an empty cell asks for one within an Interval). False only
+// once the ledger answered that nothing is left: the cell's SOLD_OUT then
+// holds until a return (still never final: another cell may return units).
+func (a *Agent) ExpectsTopUp() bool { return a.pending.Load() || !a.exhausted.Load() }
 
 // LedgerReachable reports whether the last etcd operation answered.
 func (a *Agent) LedgerReachable() bool { return a.reachable.Load() }
@@ -146,8 +187,10 @@ var errLostAnswer = errors.New("cells: the top-up's answer was lost (fault injec
 
 // Run drives the agent until ctx is done. It returns ledger.ErrFenced
 // when another process took the cell's epoch (the caller stops topping
-// up; the log still holds what it sold), or an engine error that is not
-// transient.
+// up; the log still holds what it sold), ledger.ErrWrittenOff when the
+// cell's quota of the SKU was written off (a lost disk: a process started
+// on a new data dir gets none of the old allocations), or an engine error
+// that is not transient.
 func (a *Agent) Run(ctx context.Context) error {
 	backoff := a.cfg.Interval
 	wait := func() bool {
@@ -171,12 +214,31 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	backoff = a.cfg.Interval
-	// 2. Then the loop: reconcile, credit, top up, answer return requests.
+	// 2. What etcd granted and the log lacks (a crash between a top-up's
+	// commit and its GRANT) is logged at start, not at the next top-up.
+	for {
+		_, err := a.reconcile()
+		if err == nil {
+			break
+		}
+		if errors.Is(err, ledger.ErrWrittenOff) {
+			a.logWrittenOff()
+			return err
+		}
+		if !wait() {
+			return nil
+		}
+	}
+	backoff = a.cfg.Interval
+	// 3. Then the loop: reconcile, credit, top up, answer return requests.
 	for {
 		err := a.step()
 		switch {
 		case errors.Is(err, ledger.ErrFenced):
 			a.cfg.Logger.Error("cell fenced: another process holds its epoch; no more top-ups", "cell", a.cfg.Cell, "err", err)
+			return err
+		case errors.Is(err, ledger.ErrWrittenOff):
+			a.logWrittenOff()
 			return err
 		case err != nil:
 			if !wait() {
@@ -185,6 +247,15 @@ func (a *Agent) Run(ctx context.Context) error {
 			continue
 		}
 		backoff = a.cfg.Interval
+		if a.granted {
+			// A chunk came: look again at once, so that a cell drained
+			// faster than one chunk per Interval tops up at etcd's pace.
+			a.granted = false
+			if ctx.Err() != nil {
+				return nil
+			}
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -193,11 +264,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
-// takeEpoch bumps the cell's epoch in the ledger and records it.
+func (a *Agent) logWrittenOff() {
+	a.cfg.Logger.Error("the cell's quota of this SKU was written off (a lost disk): no more top-ups", "cell", a.cfg.Cell,
+		"campaign_id", a.cfg.SKU.Campaign, "sku_id", a.cfg.SKU.SKU)
+}
+
+// takeEpoch takes the process's epoch of the cell (bumped in the ledger
+// once per process) and records it.
 func (a *Agent) takeEpoch() error {
 	ctx, cancel := a.op()
 	defer cancel()
-	e, err := a.cfg.Ledger.BumpEpoch(ctx, a.cfg.Cell)
+	e, err := a.cfg.Epoch.Take(ctx)
 	if err != nil {
 		a.ledgerFailed("bump epoch", err)
 		return err
@@ -232,7 +309,8 @@ func (a *Agent) step() error {
 	// stand in the ledger, and must reach the log, not wait for the next
 	// need (found by cells/clustertest: "holds 2400 per its log, 2450 per
 	// the ledger").
-	if rep.Counts.Available < low || a.inFlight != 0 {
+	recheck := a.inFlight != 0 || !a.exhausted.Load() || time.Since(a.exhaustedAt) >= a.exhaustedWait
+	if (rep.Counts.Available < low && recheck) || a.inFlight != 0 {
 		if err := a.topUp(low); err != nil {
 			return err
 		}
@@ -242,7 +320,14 @@ func (a *Agent) step() error {
 	if err := a.creditLogged(rep); err != nil {
 		return err
 	}
-	return a.answerReturnRequest(rep)
+	if time.Since(a.returnsReadAt) < a.cfg.ReturnPoll {
+		return nil
+	}
+	if err := a.answerReturnRequest(rep); err != nil {
+		return err
+	}
+	a.returnsReadAt = time.Now()
+	return nil
 }
 
 // reconcile hands every allocation of the cell the ledger has to the
@@ -253,7 +338,9 @@ func (a *Agent) reconcile() (uint64, error) {
 	defer cancel()
 	allocs, err := a.cfg.Ledger.Allocations(ctx, a.cfg.SKU, a.cfg.Cell)
 	if err != nil {
-		a.ledgerFailed("list allocations", err)
+		if !errors.Is(err, ledger.ErrWrittenOff) {
+			a.ledgerFailed("list allocations", err)
+		}
 		return 0, err
 	}
 	a.reachable.Store(true)
@@ -289,6 +376,9 @@ func (a *Agent) topUp(low uint32) error {
 	if a.inFlight == 0 {
 		top, err := a.reconcile()
 		if err != nil {
+			if !errors.Is(err, ledger.ErrWrittenOff) {
+				a.count(func(s *AgentStats) { s.TopUpRetries++ })
+			}
 			return err
 		}
 		// What the ledger had and the log lacked may be enough (the
@@ -311,11 +401,16 @@ func (a *Agent) topUp(low uint32) error {
 	switch {
 	case errors.Is(err, ledger.ErrExhausted):
 		a.reachable.Store(true)
-		a.exhausted.Store(true)
+		if a.exhausted.Swap(true) {
+			a.exhaustedWait = min(2*a.exhaustedWait, 16*a.cfg.ExhaustedRecheck)
+		} else {
+			a.exhaustedWait = a.cfg.ExhaustedRecheck
+		}
+		a.exhaustedAt = time.Now()
 		a.pending.Store(false)
 		a.inFlight = 0
 		return nil
-	case errors.Is(err, ledger.ErrFenced):
+	case errors.Is(err, ledger.ErrFenced), errors.Is(err, ledger.ErrWrittenOff):
 		return err
 	case err != nil:
 		a.count(func(s *AgentStats) { s.TopUpRetries++ })
@@ -333,6 +428,7 @@ func (a *Agent) topUp(low uint32) error {
 		return err
 	}
 	a.inFlight = 0
+	a.granted = true
 	a.count(func(s *AgentStats) { s.TopUps++ })
 	a.pending.Store(false)
 	return nil
@@ -370,7 +466,7 @@ func (a *Agent) credit(ctx context.Context, r sku.Allocation) error {
 	err := a.cfg.Ledger.Credit(ctx, a.cfg.SKU, a.cfg.Cell, a.epoch,
 		ledger.Allocation{Cell: a.cfg.Cell, Seq: r.Seq, Epoch: r.Epoch, Ranges: r.Ranges})
 	if err != nil {
-		if !errors.Is(err, ledger.ErrFenced) {
+		if !errors.Is(err, ledger.ErrFenced) && !errors.Is(err, ledger.ErrWrittenOff) {
 			a.ledgerFailed("credit", err)
 		}
 		return err

@@ -59,7 +59,14 @@ type cellRun struct {
 
 func startAgent(t *testing.T, e *actors.Engine, l *ledger.Ledger, cell string) *cellRun {
 	t.Helper()
-	a, err := NewAgent(AgentConfig{Engine: e, Ledger: l, SKU: demo, Cell: cell, Chunk: 20,
+	return startAgentOf(t, e, l, demo, cell, nil)
+}
+
+// startAgentOf starts the agent of cell for SKU s with the test's short
+// timings (epoch nil: its own).
+func startAgentOf(t *testing.T, e *actors.Engine, l *ledger.Ledger, s ledger.SKU, cell string, epoch *CellEpoch) *cellRun {
+	t.Helper()
+	a, err := NewAgent(AgentConfig{Engine: e, Ledger: l, SKU: s, Cell: cell, Chunk: 20, Epoch: epoch,
 		OpTimeout: 500 * time.Millisecond, Interval: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +78,35 @@ func startAgent(t *testing.T, e *actors.Engine, l *ledger.Ledger, cell string) *
 }
 
 func (r *cellRun) stop() error { r.cancel(); return <-r.done }
+
+// testLedger dials etcd at addr, the ledger under prefix /t; the client
+// is closed when the test ends.
+func testLedger(t *testing.T, addr string) *ledger.Ledger {
+	t.Helper()
+	client, err := ledger.Dial([]string{addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	return ledger.New(client, "/t")
+}
+
+// publishTest publishes SKU s over cells c1 and c2 (an even map, version
+// 1): sale_limit 300, chunks of 20, 40 units each up front.
+func publishTest(t *testing.T, l *ledger.Ledger, s ledger.SKU) Map {
+	t.Helper()
+	m, _ := EvenMap(1, []string{"c1", "c2"})
+	op, err := PublishOp(l, s, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := l.Publish(ctx, s, 300, 20, []ledger.InitialGrant{{Cell: "c1", Units: 40}, {Cell: "c2", Units: 40}}, op); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
 
 // checkAgrees compares the cell's log with the ledger: the same
 // allocations and returns by seq, and the ledger's own invariants.
@@ -123,22 +159,11 @@ func TestAgentAgainstRealEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer proxy.Close()
-	client, err := ledger.Dial([]string{proxy.Addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	l := ledger.New(client, "/t")
-	m, _ := EvenMap(1, []string{"c1", "c2"})
-	op, err := PublishOp(l, demo, m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testLedger(t, proxy.Addr)
+	client := l.Client()
+	publishTest(t, l, demo)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := l.Publish(ctx, demo, 300, 20, []ledger.InitialGrant{{Cell: "c1", Units: 40}, {Cell: "c2", Units: 40}}, op); err != nil {
-		t.Fatal(err)
-	}
 	if got, err := ReadMap(ctx, l, demo); err != nil || got.Version != 1 {
 		t.Fatalf("cell map: %v %v", got.Version, err)
 	}
@@ -246,4 +271,103 @@ func TestAgentAgainstRealEtcd(t *testing.T) {
 		t.Fatalf("agent: %v", err)
 	}
 	checkAgrees(t, e, l, "c1")
+}
+
+// TestOneEpochPerCellProcess: a cell process selling two celled SKUs bumps
+// the cell's epoch once, and both SKUs' agents top up under it. (Each
+// agent bumping on its own gave the second SKU epoch 2, and the first
+// SKU's agent was fenced at its next top-up.)
+func TestOneEpochPerCellProcess(t *testing.T) {
+	l := testLedger(t, etcdtest.Start(t).Endpoint)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e := openCell(t, t.TempDir(), "c1") // defines demo/sku-1
+	defer e.Close()
+	second := ledger.SKU{Campaign: demo.Campaign, SKU: "sku-2"}
+	def := sku.Definition{CampaignID: second.Campaign, SKUID: second.SKU, StartAt: time.Now().Add(-time.Second).UnixMilli(),
+		EndAt: time.Now().Add(time.Hour).UnixMilli(), PaymentWindowMs: 60_000, SaleLimit: 300, ReleaseOnClose: true,
+		Cell: "c1", CellMapVersion: 1}
+	if err := e.Define(ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	epoch := NewCellEpoch(l, "c1")
+	var runs []*cellRun
+	for _, s := range []ledger.SKU{demo, second} {
+		publishTest(t, l, s)
+		runs = append(runs, startAgentOf(t, e, l, s, "c1", epoch))
+	}
+	// Sell 100 of each: beyond the initial 40, so both agents top up.
+	for _, s := range []ledger.SKU{demo, second} {
+		sold := 0
+		within(t, "100 of "+s.SKU+" sold", func() bool {
+			for sold < 100 {
+				res, err := e.Reserve(ctx, s.Campaign, s.SKU, fmt.Sprintf("r%d", sold), fmt.Sprintf("u%d", sold))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Outcome != sku.OutcomeAccepted {
+					return false
+				}
+				sold++
+			}
+			return true
+		})
+	}
+	for i, r := range runs {
+		if err := r.stop(); err != nil {
+			t.Fatalf("agent %d: %v", i, err)
+		}
+	}
+	if got, err := l.Epoch(ctx, "c1"); err != nil || got != 1 {
+		t.Fatalf("the cell's epoch in etcd: %d %v, want 1 (one bump per process)", got, err)
+	}
+	for _, s := range []ledger.SKU{demo, second} {
+		rep, err := e.Cell(ctx, s.Campaign, s.SKU)
+		if err != nil {
+			t.Fatal(err)
+		}
+		allocs, err := l.Allocations(ctx, s, "c1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Epoch != 1 || len(allocs) < 4 || len(rep.Grants) != len(allocs) {
+			t.Fatalf("%s: logged epoch %d, %d grants logged, %d allocations in etcd", s.SKU, rep.Epoch, len(rep.Grants), len(allocs))
+		}
+	}
+}
+
+// TestAgentOfWrittenOffCell: after an operator wrote off a lost cell's
+// quota, a process started as that cell on an empty data dir is handed
+// none of the old allocations (they were sold, and paid, in the lost log)
+// and asks for no top-up: its agent stops with ledger.ErrWrittenOff.
+func TestAgentOfWrittenOffCell(t *testing.T) {
+	l := testLedger(t, etcdtest.Start(t).Endpoint)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	publishTest(t, l, demo)
+	if w, err := l.WriteOffCell(ctx, demo, "c2", time.Now().UnixMilli()); err != nil || w.Units != 40 {
+		t.Fatalf("write-off: %+v %v", w, err)
+	}
+	e := openCell(t, t.TempDir(), "c2")
+	defer e.Close()
+	run := startAgent(t, e, l, "c2")
+	select {
+	case err := <-run.done:
+		if !errors.Is(err, ledger.ErrWrittenOff) {
+			t.Fatalf("agent: %v, want ErrWrittenOff", err)
+		}
+	case <-time.After(20 * time.Second):
+		run.cancel()
+		t.Fatal("the agent of a written-off cell is still running")
+	}
+	rep, err := e.Cell(ctx, demo.Campaign, demo.SKU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Grants) != 0 || rep.Counts.Available != 0 {
+		t.Fatalf("the new process of a written-off cell logged grants %v, available %d", rep.Grants, rep.Counts.Available)
+	}
+	if allocs, err := l.Allocations(ctx, demo, "c1"); err != nil || len(allocs) != 1 {
+		t.Fatalf("c1 is not affected: %v %v", allocs, err)
+	}
 }

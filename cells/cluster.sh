@@ -4,6 +4,11 @@
 # hot SKU (demo/sku-1, sale_limit 10,000 = 3 x 3,000 + 1,000 central, top-ups
 # of 50) is split across the cells. Ctrl-C stops everything; the data stays
 # in $DATA (remove it to start over).
+#
+# With arguments, the cluster runs them as a command once it is up (with
+# ROUTER, ETCD, CELL_IDS and ADMIN_TOKEN in its environment), then stops
+# and exits with the command's status: make bench-cells is
+# "cells/cluster.sh bench/run-cells.sh". DEMO=0 publishes no demo campaign.
 set -euo pipefail
 BIN=$(cd "${BIN:-bin}" && pwd)
 DATA=${DATA:-./cluster-data}
@@ -24,7 +29,7 @@ trap cleanup EXIT INT TERM
 pids+=($!)
 for _ in $(seq 100); do grep -q READY "$DATA/etcd.out" 2>/dev/null && break; sleep 0.1; done
 
-if ! out=$("$BIN/seckillctl" cells publish --etcd "$ETCD" --campaign demo --sku sku-1 --sale-limit 10000 \
+if [ "${DEMO:-1}" != 0 ] && ! out=$("$BIN/seckillctl" cells publish --etcd "$ETCD" --campaign demo --sku sku-1 --sale-limit 10000 \
 	--cells "$(IFS=,; echo "${CELLS[*]}")" --initial 3000 --chunk 50 2>&1); then
 	grep -q "already published" <<<"$out" || { echo "$out" >&2; exit 1; }
 	echo "demo/sku-1 already published in $DATA"
@@ -42,12 +47,17 @@ done
 pids+=($!)
 for _ in $(seq 100); do grep -q listening "$DATA/router.out" 2>/dev/null && break; sleep 0.1; done
 
+if [ $# -gt 0 ]; then
+	status=0
+	ROUTER=http://$ROUTER ETCD=$ETCD CELL_IDS=$(IFS=,; echo "${CELLS[*]}") ADMIN_TOKEN=$TOKEN "$@" || status=$?
+	exit $status
+fi
 cat <<MSG
 router:  http://$ROUTER   (POST /v1/campaigns/demo/skus/sku-1/reservations, ...)
 cells:   ${routes[*]}   admin token: $TOKEN
 etcd:    $ETCD
 audit:   $BIN/seckillctl audit --etcd $ETCD --campaign demo --admin-token $TOKEN
-bench:   $BIN/seckill-bench --target http://$ROUTER
+bench:   $BIN/seckill-bench --target http://$ROUTER --etcd $ETCD --cells $(IFS=,; echo "${CELLS[*]}") --admin-token $TOKEN
 logs:    $DATA/*.log        Ctrl-C stops the cluster.
 MSG
 wait

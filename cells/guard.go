@@ -3,6 +3,8 @@ package cells
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
@@ -12,21 +14,53 @@ import (
 // Guard is a cell's engine as its HTTP service sees it: a reserve for a
 // user the frozen cell map gives to another cell is refused with
 // actors.ErrWrongCell (421 WRONG_CELL, naming the cell), so a stale router
-// cannot make a user buy twice. Every other call goes through.
+// cannot make a user buy twice. Every other call goes through. SKUs
+// published while the cell runs are added (Add) before the cell defines
+// them, so no reserve of theirs is ever taken unguarded.
 type Guard struct {
-	httpapi.Engine
+	// The engine itself, not the httpapi.Engine interface: every method
+	// of *actors.Engine is the Guard's too, so the HTTP service still
+	// finds the optional interfaces it looks for on its engine
+	// (httpapi.FeedSource for the event feed, httpapi.Lotteries), which
+	// an embedded interface would hide (a cell served neither).
+	*actors.Engine
 	cell string
-	maps map[string]*Map // by campaign + "/" + sku
+	mu   sync.Mutex                      // serializes Add
+	maps atomic.Pointer[map[string]*Map] // by campaign + "/" + sku; copied on Add, never changed in place
 }
 
 // NewGuard guards engine for cell with the maps of its celled SKUs.
-func NewGuard(engine httpapi.Engine, cell string, published []Published) *Guard {
-	g := &Guard{Engine: engine, cell: cell, maps: map[string]*Map{}}
-	for i := range published {
-		d := published[i].Definition
-		g.maps[d.CampaignID+"/"+d.SKUID] = &published[i].Map
+func NewGuard(engine *actors.Engine, cell string, published []Published) *Guard {
+	g := &Guard{Engine: engine, cell: cell}
+	g.maps.Store(&map[string]*Map{})
+	for _, p := range published {
+		g.Add(p)
 	}
 	return g
+}
+
+// Add guards one more published SKU (a map already held is kept: maps
+// are frozen).
+func (g *Guard) Add(p Published) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	old := *g.maps.Load()
+	key := p.Definition.CampaignID + "/" + p.Definition.SKUID
+	if old[key] != nil {
+		return
+	}
+	next := make(map[string]*Map, len(old)+1)
+	for k, m := range old {
+		next[k] = m
+	}
+	m := p.Map
+	next[key] = &m
+	g.maps.Store(&next)
+}
+
+// Guards reports whether the SKU's map is held.
+func (g *Guard) Guards(campaignID, skuID string) bool {
+	return (*g.maps.Load())[campaignID+"/"+skuID] != nil
 }
 
 // Reserve refuses a user of another cell, then reserves.
@@ -74,10 +108,17 @@ func (g *Guard) ReserveBatch(ctx context.Context, campaignID, skuID string, item
 // check returns actors.ErrWrongCell, naming the owner, when the SKU is
 // celled and its map gives userID to another cell.
 func (g *Guard) check(campaignID, skuID, userID string) error {
-	if m := g.maps[campaignID+"/"+skuID]; m != nil && sku.ValidID(userID) {
+	if m := (*g.maps.Load())[campaignID+"/"+skuID]; m != nil && sku.ValidID(userID) {
 		if owner := m.CellOf(campaignID, skuID, userID); owner != g.cell {
 			return fmt.Errorf("%w: user %s of %s/%s is cell %s's", actors.ErrWrongCell, userID, campaignID, skuID, owner)
 		}
 	}
 	return nil
 }
+
+// The HTTP service's view of a cell's engine, with the optional parts.
+var (
+	_ httpapi.Engine     = (*Guard)(nil)
+	_ httpapi.FeedSource = (*Guard)(nil)
+	_ httpapi.Lotteries  = (*Guard)(nil)
+)

@@ -16,7 +16,11 @@ type Route struct {
 	// that names no SKU).
 	Cell   string
 	FanOut bool
-	// Map is the SKU's map for FanOut (nil: every cell).
+	// Batch: a batch reserve of a celled SKU, split by cell (SplitBatch)
+	// through Map; Campaign and SKU name the SKU.
+	Batch         bool
+	Campaign, SKU string
+	// Map is the SKU's map for FanOut and Batch (nil: every cell).
 	Map *Map
 }
 
@@ -38,8 +42,9 @@ func NewRoutes(published []Published) *Routes {
 
 // Decide routes a request of the seckilld HTTP API by its method, path
 // and body: a reserve by hash(campaign, sku, user_id) through the SKU's
-// map, a reservation by the cell its id names, a request_id lookup to
-// every cell of the SKU, anything else to the default cell.
+// map, a batch reserve split by cell, a reservation by the cell its id
+// names, a request_id lookup to every cell of the SKU, anything else to
+// the default cell.
 func (r *Routes) Decide(method, path string, body []byte) Route {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	switch {
@@ -59,6 +64,9 @@ func (r *Routes) Decide(method, path string, body []byte) Route {
 			}
 			return Route{Cell: m.CellOf(parts[2], parts[4], user)}
 		}
+		if len(parts) == 6 && parts[5] == "reservations:batch" && method == "POST" {
+			return Route{Batch: true, Campaign: parts[2], SKU: parts[4], Map: m}
+		}
 		if len(parts) == 7 && parts[5] == "requests" {
 			return Route{FanOut: true, Map: m}
 		}
@@ -66,3 +74,12 @@ func (r *Routes) Decide(method, path string, body []byte) Route {
 	}
 	return Route{}
 }
+
+// Map returns the frozen map of a celled SKU, nil when the SKU is not
+// celled (or not published when the routes were built).
+func (r *Routes) Map(campaignID, skuID string) *Map {
+	return r.maps[campaignID+"/"+skuID]
+}
+
+// Len returns the number of celled SKUs routed.
+func (r *Routes) Len() int { return len(r.maps) }

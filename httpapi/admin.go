@@ -233,20 +233,10 @@ type auditBody struct {
 	AsOf string `json:"as_of"`
 }
 
-// handleAudit is GET /admin/campaigns/{c}/skus/{s}/audit.
-func (s *Server) handleAudit(ctx *fasthttp.RequestCtx) string {
-	campaignID, skuID, ok := pathSKU(ctx)
-	if !ok {
-		return write(ctx, badPathID(ctx))
-	}
-	ectx, cancel := s.engineContext()
-	a, err := s.engine.Audit(ectx, campaignID, skuID)
-	cancel()
-	if err != nil {
-		return write(ctx, s.readError("admin_audit", err))
-	}
+// auditBodyOf is the answer for one SKU's audit.
+func auditBodyOf(campaignID, skuID string, a sku.Audit) auditBody {
 	n := a.Counts
-	body := auditBody{
+	return auditBody{
 		CampaignID: campaignID, SKUID: skuID,
 		SaleLimit: n.SaleLimit, Available: n.Available, Reserved: n.Reserved, Confirmed: n.Confirmed,
 		States: map[string]uint32{
@@ -259,6 +249,59 @@ func (s *Server) handleAudit(ctx *fasthttp.RequestCtx) string {
 		Granted: n.Granted, Returned: n.Returned,
 		AsOf: formatMillis(a.LastAt),
 	}
+}
+
+// campaignAuditBody is GET /admin/campaigns/{c}/audit's answer.
+type campaignAuditBody struct {
+	CampaignID    string `json:"campaign_id"`
+	PurchaseLimit string `json:"purchase_limit"`
+	// LiveUsers counts the users holding a live purchase; with
+	// purchase_limit "campaign" it equals the live purchases
+	// (reserved + confirmed over the SKUs) when the invariant holds.
+	LiveUsers   int         `json:"live_users"`
+	InvariantOK bool        `json:"invariant_ok"`
+	Violations  []string    `json:"violations"` // the campaign's rule; each SKU lists its own
+	SKUs        []auditBody `json:"skus"`
+}
+
+// handleCampaignAudit is GET /admin/campaigns/{c}/audit: every SKU's
+// audit and the campaign's purchase rule.
+func (s *Server) handleCampaignAudit(ctx *fasthttp.RequestCtx) string {
+	campaignID := pathParam(ctx, "campaign_id")
+	if !sku.ValidID(campaignID) {
+		return write(ctx, badPathID(ctx))
+	}
+	ectx, cancel := s.engineContext()
+	a, err := s.engine.CampaignAudit(ectx, campaignID)
+	cancel()
+	if err != nil {
+		return write(ctx, s.readError("admin_campaign_audit", err))
+	}
+	body := campaignAuditBody{CampaignID: campaignID, PurchaseLimit: a.PurchaseLimit.String(), LiveUsers: a.LiveUsers,
+		InvariantOK: a.OK(), Violations: append([]string{}, a.Violations...), SKUs: make([]auditBody, 0, len(a.SKUs))}
+	for _, sa := range a.SKUs {
+		b := auditBodyOf(campaignID, sa.SKUID, sa.Audit)
+		if st, ok := s.engine.SKUStats(campaignID, sa.SKUID); ok {
+			b.Cell = st.Definition.Cell
+		}
+		body.SKUs = append(body.SKUs, b)
+	}
+	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, body))
+}
+
+// handleAudit is GET /admin/campaigns/{c}/skus/{s}/audit.
+func (s *Server) handleAudit(ctx *fasthttp.RequestCtx) string {
+	campaignID, skuID, ok := pathSKU(ctx)
+	if !ok {
+		return write(ctx, badPathID(ctx))
+	}
+	ectx, cancel := s.engineContext()
+	a, err := s.engine.Audit(ectx, campaignID, skuID)
+	cancel()
+	if err != nil {
+		return write(ctx, s.readError("admin_audit", err))
+	}
+	body := auditBodyOf(campaignID, skuID, a)
 	if st, ok := s.engine.SKUStats(campaignID, skuID); ok {
 		body.Cell = st.Definition.Cell
 	}

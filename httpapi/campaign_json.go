@@ -25,6 +25,7 @@ type campaignJSON struct {
 	EntryPass             *CampaignEntryPass `json:"entry_pass,omitempty"`
 	MaxUnpaidPerSubject   uint32             `json:"max_unpaid_per_subject,omitempty"`
 	PaymentWindowHighRisk string             `json:"payment_window_high_risk,omitempty"`
+	PurchaseLimit         string             `json:"purchase_limit,omitempty"`
 }
 
 // MarshalJSON writes a campaign document with its times as every answer
@@ -42,6 +43,7 @@ func (c Campaign) MarshalJSON() ([]byte, error) {
 		EntryPass:             c.EntryPass,
 		MaxUnpaidPerSubject:   c.MaxUnpaidPerSubject,
 		PaymentWindowHighRisk: c.PaymentWindowHighRisk,
+		PurchaseLimit:         c.PurchaseLimit,
 	})
 }
 
@@ -93,6 +95,7 @@ func (c *Campaign) UnmarshalJSON(data []byte) error {
 		EntryPass:             doc.EntryPass,
 		MaxUnpaidPerSubject:   doc.MaxUnpaidPerSubject,
 		PaymentWindowHighRisk: doc.PaymentWindowHighRisk,
+		PurchaseLimit:         doc.PurchaseLimit,
 	}
 	return nil
 }

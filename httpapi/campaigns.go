@@ -46,6 +46,11 @@ type Campaign struct {
 	// with a pass of risk >= 1, a Go duration no longer than
 	// payment_window; empty: payment_window.
 	PaymentWindowHighRisk string `json:"payment_window_high_risk,omitempty"`
+	// PurchaseLimit is the scope of the one-purchase-per-user rule
+	// (issue #19): "sku" (absent: one live purchase per SKU and user) or
+	// "campaign" (one per campaign and user, over all its SKUs). Never
+	// changes once defined.
+	PurchaseLimit string `json:"purchase_limit,omitempty"`
 }
 
 // CampaignEntryPass is a campaign's entry_pass object.
@@ -136,6 +141,10 @@ func (c Campaign) Definitions() ([]sku.Definition, error) {
 	if err != nil {
 		return nil, err
 	}
+	limit, ok := sku.ParsePurchaseLimit(c.PurchaseLimit)
+	if !ok {
+		return nil, &fieldError{field: "purchase_limit", want: `"sku" or "campaign"`}
+	}
 	seen := make(map[string]bool, len(c.SKUs))
 	defs := make([]sku.Definition, 0, len(c.SKUs))
 	for _, s := range c.SKUs {
@@ -155,6 +164,7 @@ func (c Campaign) Definitions() ([]sku.Definition, error) {
 			EntryPass:               rule,
 			MaxUnpaidPerSubject:     c.MaxUnpaidPerSubject,
 			PaymentWindowHighRiskMs: highRiskMs,
+			PurchaseLimit:           limit,
 		}
 		if err := s.lotteryRules(&d); err != nil {
 			return nil, err
@@ -179,6 +189,9 @@ func campaignOf(defs []sku.Definition) Campaign {
 			c.PaymentWindow = (time.Duration(d.PaymentWindowMs) * time.Millisecond).String()
 			c.ReleaseOnClose = &release
 			c.MaxUnpaidPerSubject = d.MaxUnpaidPerSubject
+			if d.PurchaseLimit != sku.PurchaseLimitSKU {
+				c.PurchaseLimit = d.PurchaseLimit.String()
+			}
 			if d.PaymentWindowHighRiskMs != 0 {
 				c.PaymentWindowHighRisk = (time.Duration(d.PaymentWindowHighRiskMs) * time.Millisecond).String()
 			}
@@ -317,8 +330,18 @@ func ApplyCampaignFile(ctx context.Context, e Engine, cs []Campaign) (kept []str
 
 // checkRedefinitions refuses, before anything is applied, a definition the
 // engine would refuse for a SKU it already has (the rule itself is
-// sku.Definition.CheckRedefine).
+// sku.Definition.CheckRedefine), and a purchase_limit other than that of
+// the campaign's SKUs already defined (the engine's Define refuses it
+// too).
 func checkRedefinitions(e Engine, defs []sku.Definition) error {
+	for _, st := range e.AllStats() {
+		for _, d := range defs {
+			if st.CampaignID == d.CampaignID && st.Definition.CampaignID != "" && st.Definition.PurchaseLimit != d.PurchaseLimit {
+				return fmt.Errorf("%w: purchase_limit may not change (%q, not %q)", sku.ErrInvalidDefinition,
+					st.Definition.PurchaseLimit, d.PurchaseLimit)
+			}
+		}
+	}
 	for _, d := range defs {
 		st, ok := e.SKUStats(d.CampaignID, d.SKUID)
 		if !ok {

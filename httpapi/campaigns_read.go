@@ -13,8 +13,10 @@ import (
 // definition (the fields of the PUT body, which later PUTs may have
 // changed SKU by SKU) and whether it is paused.
 type campaignBody struct {
-	CampaignID string        `json:"campaign_id"`
-	SKUs       []campaignSKU `json:"skus"`
+	CampaignID string `json:"campaign_id"`
+	// PurchaseLimit is "sku" or "campaign", the same for every SKU.
+	PurchaseLimit string        `json:"purchase_limit"`
+	SKUs          []campaignSKU `json:"skus"`
 }
 
 // campaignSKU is one SKU of a campaignBody.
@@ -42,7 +44,7 @@ func campaignsOf(stats []actors.Stats, campaignID string) []campaignBody {
 			continue
 		}
 		if len(out) == 0 || out[len(out)-1].CampaignID != st.CampaignID {
-			out = append(out, campaignBody{CampaignID: st.CampaignID})
+			out = append(out, campaignBody{CampaignID: st.CampaignID, PurchaseLimit: st.Definition.PurchaseLimit.String()})
 		}
 		d := st.Definition
 		c := &out[len(out)-1]

@@ -80,6 +80,10 @@ type Admin interface {
 	Resume(ctx context.Context, campaignID, skuID string) error
 	// Audit recounts a SKU and checks its invariants.
 	Audit(ctx context.Context, campaignID, skuID string) (sku.Audit, error)
+	// CampaignAudit audits every SKU of a campaign and, with
+	// purchase_limit "campaign", one live purchase per user over them
+	// (actors.Engine.CampaignAudit).
+	CampaignAudit(ctx context.Context, campaignID string) (actors.CampaignAudit, error)
 	// Refunds lists the payments of a SKU that must be refunded.
 	Refunds(ctx context.Context, campaignID, skuID string) ([]sku.Refund, error)
 	// Snapshot writes a snapshot of one SKU now and truncates its log.

@@ -159,6 +159,7 @@ type definitionData struct {
 	EntryPassRequired       bool   `json:"entry_pass_required,omitempty"`
 	MaxUnpaidPerSubject     uint32 `json:"max_unpaid_per_subject,omitempty"`
 	PaymentWindowHighRiskMs int64  `json:"payment_window_high_risk_ms,omitempty"`
+	PurchaseLimit           string `json:"purchase_limit,omitempty"` // "campaign"; absent: "sku"
 }
 
 // eventSource is the CloudEvents source of a SKU's events.
@@ -187,6 +188,9 @@ func newEvent(r sku.Record, index uint64, id string, def sku.Definition, ids *sk
 			PaymentWindowMs: r.Def.PaymentWindowMs, SaleLimit: r.Def.SaleLimit, ReleaseOnClose: r.Def.ReleaseOnClose,
 			EntryPassRequired: r.Def.EntryPass.Required, MaxUnpaidPerSubject: r.Def.MaxUnpaidPerSubject,
 			PaymentWindowHighRiskMs: r.Def.PaymentWindowHighRiskMs,
+		}
+		if r.Def.PurchaseLimit != sku.PurchaseLimitSKU {
+			d.Definition.PurchaseLimit = r.Def.PurchaseLimit.String()
 		}
 	case sku.RecordReserved:
 		res = sku.View{RequestID: r.RequestID, UserID: r.UserID, TokenID: r.Token, CreatedAt: r.At, ExpireAt: r.ExpireAt}

@@ -106,6 +106,7 @@ type linAnswer struct {
 	Outcome        string     `json:"outcome"`
 	Status         string     `json:"status"`
 	ReservationID  string     `json:"reservation_id"`
+	SKUID          string     `json:"sku_id"` // ALREADY_PURCHASED (the campaign specification)
 	RequestID      string     `json:"request_id"`
 	UserID         string     `json:"user_id"`
 	State          string     `json:"state"`

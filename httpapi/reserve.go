@@ -214,7 +214,8 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 	case sku.OutcomeSoldOut:
 		return replySoldOut, true
 	case sku.OutcomeAlreadyPurchased:
-		return jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, ReservationID: res.Reservation.ReservationID}), false
+		_, skuID, _, _, _ := sku.ParseReservationID(res.Reservation.ReservationID)
+		return jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, ReservationID: res.Reservation.ReservationID, SKUID: skuID}), false
 	case sku.OutcomeRequestIDReused:
 		return errorReply(fasthttp.StatusUnprocessableEntity, reason, ""), false
 	case sku.OutcomeSubjectLimit:

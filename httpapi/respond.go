@@ -51,7 +51,11 @@ type errorBody struct {
 	Error         string `json:"error"`
 	Detail        string `json:"detail,omitempty"`
 	ReservationID string `json:"reservation_id,omitempty"`
-	StatusURL     string `json:"status_url,omitempty"`
+	// SKUID is the SKU of ReservationID for ALREADY_PURCHASED (in a
+	// campaign whose purchase_limit is "campaign" it may be another SKU
+	// than the one asked).
+	SKUID     string `json:"sku_id,omitempty"`
+	StatusURL string `json:"status_url,omitempty"`
 	// ExpiredAt is when an entry pass expired (ENTRY_PASS_EXPIRED).
 	ExpiredAt string `json:"expired_at,omitempty"`
 }

@@ -346,6 +346,7 @@ func (s *Server) router() (r *router.Router, reserve fasthttp.RequestHandler) {
 	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/pause", s.route("admin_pause", s.admin(s.handlePause)))
 	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/resume", s.route("admin_resume", s.admin(s.handleResume)))
 	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/audit", s.route("admin_audit", s.admin(s.handleAudit)))
+	get("/admin/campaigns/{campaign_id}/audit", s.route("admin_campaign_audit", s.admin(s.handleCampaignAudit)))
 	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/refunds", s.route("admin_refunds", s.admin(s.handleRefunds)))
 	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/snapshot", s.route("admin_snapshot", s.admin(s.handleSnapshot)))
 	r.POST("/admin/reservations/{reservation_id}/release", s.route("admin_release", s.admin(s.handleRelease)))

@@ -21,6 +21,8 @@ type State struct {
 	Pool     Pool                    `json:"pool"`
 	Allocs   map[string][]Allocation `json:"allocations"` // by cell, seq order
 	Returns  map[string][]Allocation `json:"returns"`     // by cell, seq order
+	// WrittenOff holds the write-offs of lost cells, by cell (writeoff.go).
+	WrittenOff map[string]WriteOff `json:"written_off"`
 }
 
 // Read returns the SKU's ledger state, read in one etcd request (one
@@ -30,7 +32,7 @@ func (l *Ledger) Read(ctx context.Context, s SKU) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	st := State{Revision: resp.Header.Revision, Allocs: map[string][]Allocation{}, Returns: map[string][]Allocation{}}
+	st := State{Revision: resp.Header.Revision, Allocs: map[string][]Allocation{}, Returns: map[string][]Allocation{}, WrittenOff: map[string]WriteOff{}}
 	found := false
 	for _, kv := range resp.Kvs {
 		rest := strings.TrimPrefix(string(kv.Key), l.skuKey(s)+"/")
@@ -40,6 +42,12 @@ func (l *Ledger) Read(ctx context.Context, s SKU) (State, error) {
 				return State{}, err
 			}
 			found = true
+		case strings.HasPrefix(rest, "writeoffs/"):
+			w, err := decodeWriteOff(kv.Value)
+			if err != nil {
+				return State{}, err
+			}
+			st.WrittenOff[w.Cell] = w
 		case strings.HasPrefix(rest, "allocs/") || strings.HasPrefix(rest, "returns/"):
 			a, err := decodeAllocation(kv.Value)
 			if err != nil {
@@ -95,7 +103,10 @@ const MaxCheckedSaleLimit = 1 << 26
 //     by exactly one cell (its grants minus its returns hold it once);
 //   - a cell returns only tokens it holds;
 //   - granted and returned totals match the allocations and returns;
-//   - conservation: Σ held + |free| + never granted = sale_limit.
+//   - conservation: Σ held + |free| + never granted = sale_limit
+//     (written-off cells' holdings count as held: never free again);
+//   - a written-off cell holds what its write-off recorded (nothing was
+//     granted or credited to it after).
 func (st State) Check() []string {
 	var bad []string
 	fail := func(format string, args ...any) {
@@ -150,6 +161,11 @@ func (st State) Check() []string {
 		}
 		if holds[t] == 1 {
 			held++
+		}
+	}
+	for cell, w := range st.WrittenOff {
+		if h := st.Held(cell); h != w.Units {
+			fail("cell %s was written off holding %d, holds %d", cell, w.Units, h)
 		}
 	}
 	if granted != p.Granted || returned != p.Returned {

@@ -16,6 +16,7 @@
 //	<prefix>/campaigns/<c>/skus/<s>/cellmap                  JSON cell map (package cells), created once
 //	<prefix>/campaigns/<c>/skus/<s>/definition               JSON SKU definition (package cells), created once
 //	<prefix>/campaigns/<c>/skus/<s>/return_requests/<cell>   JSON {"units": n}, written by seckillctl
+//	<prefix>/campaigns/<c>/skus/<s>/writeoffs/<cell>         JSON WriteOff (writeoff.go), created once
 //
 // <seq> is 20 decimal digits, so keys sort by seq. An allocation is
 // created only by a transaction that checks, at once, that the ledger is
@@ -175,7 +176,8 @@ type InitialGrant struct {
 }
 
 // Publish creates the SKU's ledger with sale_limit and top-up chunk, and
-// each cell's allocation 1 from the initial grants, in one transaction,
+// each cell's allocation 1 from the initial grants (none for a grant of 0
+// units), in one transaction,
 // only if the ledger does not exist yet (ErrExists otherwise). extra
 // (may be nil) are further puts to make in the same transaction, such as
 // the cell map.
@@ -192,6 +194,9 @@ func (l *Ledger) Publish(ctx context.Context, s SKU, saleLimit, chunk uint32, in
 			return nil, fmt.Errorf("ledger: publish: bad or repeated cell %q", g.Cell)
 		}
 		seen[g.Cell] = true
+		if g.Units == 0 {
+			continue // no allocation 1: the cell starts empty and tops up
+		}
 		var rs []sku.TokenRange
 		pool, rs = pool.take(g.Units)
 		if sku.RangesUnits(rs) != uint64(g.Units) {
@@ -259,11 +264,14 @@ func (l *Ledger) Allocate(ctx context.Context, s SKU, cell string, seq, epoch ui
 	if seq == 0 || epoch == 0 || !sku.ValidID(cell) {
 		return Allocation{}, fmt.Errorf("ledger: allocate: seq %d, epoch %d, units %d, cell %q", seq, epoch, units, cell)
 	}
-	poolKey, epochKey, allocKey := l.poolKey(s), l.epochKey(cell), l.allocKey(s, cell, seq)
+	poolKey, epochKey, allocKey, woKey := l.poolKey(s), l.epochKey(cell), l.allocKey(s, cell, seq), l.writeOffKey(s, cell)
 	for range maxCASAttempts {
-		resp, err := l.c.Txn(ctx).Then(clientv3.OpGet(poolKey), clientv3.OpGet(epochKey), clientv3.OpGet(allocKey)).Commit()
+		resp, err := l.c.Txn(ctx).Then(clientv3.OpGet(poolKey), clientv3.OpGet(epochKey), clientv3.OpGet(allocKey), clientv3.OpGet(woKey)).Commit()
 		if err != nil {
 			return Allocation{}, err
+		}
+		if len(resp.Responses[3].GetResponseRange().Kvs) == 1 {
+			return Allocation{}, ErrWrittenOff
 		}
 		if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) == 1 && !plantedNoCreateGuard {
 			return decodeAllocation(kvs[0].Value)
@@ -289,6 +297,7 @@ func (l *Ledger) Allocate(ctx context.Context, s SKU, cell string, seq, epoch ui
 		cmps := []clientv3.Cmp{
 			clientv3.Compare(clientv3.ModRevision(poolKey), "=", rev),
 			clientv3.Compare(clientv3.Value(epochKey), "=", strconv.FormatUint(epoch, 10)),
+			clientv3.Compare(clientv3.CreateRevision(woKey), "=", 0),
 		}
 		if !plantedNoCreateGuard {
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(allocKey), "=", 0))
@@ -317,13 +326,16 @@ func (l *Ledger) Credit(ctx context.Context, s SKU, cell string, epoch uint64, r
 	if ret.Seq == 0 || len(ret.Ranges) == 0 || ret.Cell != cell {
 		return fmt.Errorf("ledger: credit: return %d of %q with %d ranges by %q", ret.Seq, ret.Cell, len(ret.Ranges), cell)
 	}
-	poolKey, epochKey, retKey := l.poolKey(s), l.epochKey(cell), l.returnKey(s, cell, ret.Seq)
+	poolKey, epochKey, retKey, woKey := l.poolKey(s), l.epochKey(cell), l.returnKey(s, cell, ret.Seq), l.writeOffKey(s, cell)
 	for range maxCASAttempts {
 		resp, err := l.c.Txn(ctx).Then(clientv3.OpGet(poolKey), clientv3.OpGet(epochKey), clientv3.OpGet(retKey),
 			clientv3.OpGet(l.skuKey(s)+"/allocs/"+cell+"/", clientv3.WithPrefix()),
-			clientv3.OpGet(l.skuKey(s)+"/returns/"+cell+"/", clientv3.WithPrefix())).Commit()
+			clientv3.OpGet(l.skuKey(s)+"/returns/"+cell+"/", clientv3.WithPrefix()), clientv3.OpGet(woKey)).Commit()
 		if err != nil {
 			return err
+		}
+		if len(resp.Responses[5].GetResponseRange().Kvs) == 1 {
+			return ErrWrittenOff
 		}
 		if len(resp.Responses[2].GetResponseRange().Kvs) == 1 {
 			return nil // credited before
@@ -352,6 +364,7 @@ func (l *Ledger) Credit(ctx context.Context, s SKU, cell string, epoch uint64, r
 			clientv3.Compare(clientv3.ModRevision(poolKey), "=", rev),
 			clientv3.Compare(clientv3.Value(epochKey), "=", strconv.FormatUint(epoch, 10)),
 			clientv3.Compare(clientv3.CreateRevision(retKey), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(woKey), "=", 0),
 		).Then(clientv3.OpPut(poolKey, mustJSON(pool.credit(ret.Ranges))), clientv3.OpPut(retKey, mustJSON(ret))).Commit()
 		if err != nil {
 			return err
@@ -363,9 +376,18 @@ func (l *Ledger) Credit(ctx context.Context, s SKU, cell string, epoch uint64, r
 	return ErrContended
 }
 
-// Allocations returns the cell's allocations in seq order.
+// Allocations returns the cell's allocations in seq order, for the cell
+// to log (reconciliation); ErrWrittenOff once its quota was written off.
 func (l *Ledger) Allocations(ctx context.Context, s SKU, cell string) ([]Allocation, error) {
-	return l.list(ctx, l.skuKey(s)+"/allocs/"+cell+"/")
+	resp, err := l.c.Txn(ctx).Then(clientv3.OpGet(l.skuKey(s)+"/allocs/"+cell+"/", clientv3.WithPrefix()),
+		clientv3.OpGet(l.writeOffKey(s, cell))).Commit()
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Responses[1].GetResponseRange().Kvs) == 1 {
+		return nil, ErrWrittenOff
+	}
+	return decodeAllocations(resp.Responses[0].GetResponseRange().Kvs)
 }
 
 // Returns returns the cell's credited returns in seq order.

@@ -219,3 +219,130 @@ func mustState(t *testing.T, l *Ledger) State {
 	}
 	return st
 }
+
+// TestPublishZeroInitialGrant: a cell with an initial grant of 0 units
+// gets no allocation 1 (an empty one would not decode: every allocation
+// has ranges) and its first top-up is seq 1.
+func TestPublishZeroInitialGrant(t *testing.T) {
+	srv := etcdtest.Start(t)
+	l := newLedger(t, srv.Endpoint)
+	allocs, err := l.Publish(ctxFor(t, 10*time.Second), demo, 100, 10, []InitialGrant{{Cell: "c1", Units: 0}, {Cell: "c2", Units: 30}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(allocs) != 1 || allocs[0].Cell != "c2" || allocs[0].Units() != 30 {
+		t.Fatalf("initial allocations: %+v", allocs)
+	}
+	if got, err := l.Allocations(ctxFor(t, 10*time.Second), demo, "c1"); err != nil || len(got) != 0 {
+		t.Fatalf("c1's allocations: %v %v", got, err)
+	}
+	e, err := l.BumpEpoch(ctxFor(t, 10*time.Second), "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := l.Allocate(ctxFor(t, 10*time.Second), demo, "c1", 1, e, 0)
+	if err != nil || a.Units() != 10 {
+		t.Fatalf("c1's first top-up: %+v %v", a, err)
+	}
+	st, err := l.Read(ctxFor(t, 10*time.Second), demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := st.Check(); len(bad) != 0 {
+		t.Fatal(bad)
+	}
+}
+
+// TestWriteOffCell: a lost cell's quota written off is never granted,
+// credited or listed to that cell again, the write-off is idempotent, and
+// the ledger's conservation counts it as held.
+func TestWriteOffCell(t *testing.T) {
+	srv := etcdtest.Start(t)
+	l := newLedger(t, srv.Endpoint)
+	ctx := ctxFor(t, 20*time.Second)
+	if _, err := l.Publish(ctx, demo, 100, 10, []InitialGrant{{Cell: "c1", Units: 30}, {Cell: "c2", Units: 30}}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := l.BumpEpoch(ctx, "c2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Allocate(ctx, demo, "c2", 2, e, 0); err != nil {
+		t.Fatal(err)
+	}
+	ret := Allocation{Cell: "c2", Seq: 1, Epoch: e, Ranges: []sku.TokenRange{{First: 31, Last: 35}}}
+	if err := l.Credit(ctx, demo, "c2", e, ret); err != nil {
+		t.Fatal(err)
+	}
+	w, err := l.WriteOffCell(ctx, demo, "c2", 1234)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Units != 35 || w.Allocations != 2 || w.Returns != 1 || w.AtMs != 1234 {
+		t.Fatalf("write-off: %+v, want 30 + 10 - 5 = 35 units over 2 allocations and 1 return", w)
+	}
+	if again, err := l.WriteOffCell(ctx, demo, "c2", 9999); err != nil || again != w {
+		t.Fatalf("a second write-off: %+v %v, want the first", again, err)
+	}
+	if _, err := l.Allocate(ctx, demo, "c2", 3, e, 0); !errors.Is(err, ErrWrittenOff) {
+		t.Fatalf("a top-up of a written-off cell: %v", err)
+	}
+	if _, err := l.Allocate(ctx, demo, "c2", 2, e, 0); !errors.Is(err, ErrWrittenOff) {
+		t.Fatalf("a retried top-up of a written-off cell: %v", err)
+	}
+	ret2 := Allocation{Cell: "c2", Seq: 2, Epoch: e, Ranges: []sku.TokenRange{{First: 36, Last: 40}}}
+	if err := l.Credit(ctx, demo, "c2", e, ret2); !errors.Is(err, ErrWrittenOff) {
+		t.Fatalf("a credit of a written-off cell: %v", err)
+	}
+	if _, err := l.Allocations(ctx, demo, "c2"); !errors.Is(err, ErrWrittenOff) {
+		t.Fatalf("listing a written-off cell's allocations for it: %v", err)
+	}
+	if got, err := l.Allocations(ctx, demo, "c1"); err != nil || len(got) != 1 {
+		t.Fatalf("another cell's allocations: %v %v", got, err)
+	}
+	st, err := l.Read(ctx, demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := st.Check(); len(bad) != 0 {
+		t.Fatal(bad)
+	}
+	if st.WrittenOff["c2"] != w || st.Held("c2") != 35 {
+		t.Fatalf("state: written off %+v, c2 holds %d", st.WrittenOff, st.Held("c2"))
+	}
+	// The tokens the lost cell held are never granted again: what is left
+	// to grant excludes them (the 5 it returned before are free, fairly).
+	lost := heldOf(st.Allocs["c2"], st.Returns["c2"])
+	for seq := uint64(2); ; seq++ {
+		a, err := l.Allocate(ctx, demo, "c1", seq, mustBump(t, l, "c1", seq), 0)
+		if errors.Is(err, ErrExhausted) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := lost.count(a.Ranges); n != 0 {
+			t.Fatalf("c1 was granted %v: %d tokens of the written-off cell", a.Ranges, n)
+		}
+	}
+	if st, err = l.Read(ctx, demo); err != nil || len(st.Check()) != 0 || st.Held("c1")+st.Held("c2")+sku.RangesUnits(st.Pool.Free) != 100 {
+		t.Fatalf("after the rest was sold: %v %v, c1 %d c2 %d", err, st.Check(), st.Held("c1"), st.Held("c2"))
+	}
+}
+
+// mustBump takes c1's epoch once (seq 2), then keeps it.
+func mustBump(t *testing.T, l *Ledger, cell string, seq uint64) uint64 {
+	t.Helper()
+	if seq == 2 {
+		e, err := l.BumpEpoch(ctxFor(t, 10*time.Second), cell)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	e, err := l.Epoch(ctxFor(t, 10*time.Second), cell)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}

@@ -379,6 +379,19 @@ func (m *model) release(now int64, seq uint32) modelReply {
 	return modelReply{outcome: sku.OutcomeReleased, seq: seq}
 }
 
+// lookup is the durable answer a request_id got: its reservation, a
+// recorded SOLD_OUT, or nothing (OutcomeNone).
+func (m *model) lookup(request string) modelReply {
+	q, ok := m.requests[request]
+	switch {
+	case !ok:
+		return modelReply{}
+	case q.soldOut:
+		return modelReply{outcome: sku.OutcomeSoldOut}
+	}
+	return modelReply{outcome: sku.OutcomeAccepted, seq: q.seq}
+}
+
 func (m *model) setPaused(now int64, paused bool) sku.Outcome {
 	if !m.defined {
 		return sku.OutcomeNotFound

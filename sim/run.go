@@ -51,6 +51,9 @@ type Result struct {
 	Err     error
 	Step    int
 	History []step
+	// Campaign is set for a campaign-mode history (RunCampaign), which
+	// the shrinker does not shrink.
+	Campaign bool
 }
 
 // Run runs one history: the steps drawn from o.Seed, each followed by the
@@ -120,6 +123,13 @@ type run struct {
 	rankJob      *core.Rank
 	ackedEntries map[string]string // request_id -> user
 
+	// skuID names the SKU: the constant skuID, or one SKU of a campaign
+	// (campaign.go).
+	skuID string
+	// hooks, set by a campaign run (campaign.go), see what the shell does
+	// as the actors shell shows it to the campaign's purchase registry.
+	hooks runHooks
+
 	// The workload.
 	lottery  bool // the SKU is a lottery (step_lottery.go)
 	users    int
@@ -132,6 +142,16 @@ type run struct {
 	holders []sku.Holder
 }
 
+// runHooks let a campaign run (campaign.go) see one SKU's shell: the
+// records a round appends, how far the log is durable, each recovery.
+// All nil for a lone SKU.
+type runHooks struct {
+	purchaseLimit sku.PurchaseLimit
+	records       func(m *sku.Machine, first uint64, records []sku.Record) // before they are appended
+	durable       func(index uint64)                                       // before the replies are released
+	recovered     func(m *sku.Machine)                                     // after a recovery, checked
+}
+
 // wait is a group of replies released once the log is durable up to index.
 type wait struct {
 	index uint64
@@ -142,6 +162,7 @@ var quiet = slog.New(slog.DiscardHandler)
 
 func newRun(seed uint64) *run {
 	r := &run{
+		skuID:        skuID,
 		seed:         seed,
 		rng:          rand.New(rand.NewPCG(seed, 1)),
 		now:          startMs,
@@ -205,7 +226,7 @@ func (r *run) setUp() error {
 	r.users = 2 + g.IntN(30)
 	start := startMs + int64(g.IntN(3000))
 	r.def = sku.Definition{
-		CampaignID: campaignID, SKUID: skuID,
+		CampaignID: campaignID, SKUID: r.skuID,
 		StartAt: start, EndAt: start + 60_000 + int64(g.IntN(600_000)),
 		PaymentWindowMs: 1000 + int64(g.IntN(15_000)),
 		SaleLimit:       uint32(1 + g.IntN(10)),
@@ -217,7 +238,8 @@ func (r *run) setUp() error {
 	if g.IntN(2) == 0 {
 		r.def.PaymentWindowHighRiskMs = 1 + int64(g.IntN(int(r.def.PaymentWindowMs)))
 	}
-	r.lottery = r.seed%5 == 4
+	r.lottery = r.seed%5 == 4 && r.hooks.purchaseLimit == sku.PurchaseLimitSKU
+	r.def.PurchaseLimit = r.hooks.purchaseLimit
 	if r.lottery {
 		r.def.Lottery = lotteryRules(g, start)
 	}
@@ -232,7 +254,7 @@ func (r *run) setUp() error {
 	// a lottery seed (seed%5 == 4): a celled SKU cannot be a lottery, nor
 	// cap max_unpaid_per_subject (Definition.Validate), so seeds 3, 7, 11,
 	// 15 of every 20 are celled, 4, 9, 14, 19 lotteries, 19 not celled.
-	if r.seed%4 == 3 && !r.lottery {
+	if r.seed%4 == 3 && !r.lottery && r.def.PurchaseLimit == sku.PurchaseLimitSKU {
 		r.def.Cell, r.def.CellMapVersion = "c1", 1
 		r.def.MaxUnpaidPerSubject = 0
 	}
@@ -258,7 +280,7 @@ func (r *run) open() error {
 	if err != nil {
 		return fmt.Errorf("open the log: %w", err)
 	}
-	res, err := recovery.Plan(log, &r.snaps, recovery.Options{CampaignID: campaignID, SKUID: skuID})
+	res, err := recovery.Plan(log, &r.snaps, recovery.Options{CampaignID: campaignID, SKUID: r.skuID})
 	if err != nil {
 		log.Close()
 		return fmt.Errorf("recovery: %w", err)
@@ -317,11 +339,14 @@ func (r *run) recovered() error {
 			return fmt.Errorf("recovery: acknowledged reply to request_id %s (sold out %v) not reproduced: %s", request, q.soldOut, got.Outcome)
 		}
 	}
-	res, err := recovery.Plan(r.log, &r.snaps, recovery.Options{CampaignID: campaignID, SKUID: skuID})
+	res, err := recovery.Plan(r.log, &r.snaps, recovery.Options{CampaignID: campaignID, SKUID: r.skuID})
 	if err != nil {
 		return fmt.Errorf("replica: %w", err)
 	}
 	r.replica, r.replicaAt = res.Machine, last
+	if r.hooks.recovered != nil {
+		r.hooks.recovered(e)
+	}
 	return nil
 }
 
@@ -407,6 +432,9 @@ func (r *run) checkDecided(c *core.Call, want modelReply) error {
 // advance appends the round's records and does what the core asks.
 func (r *run) advance() error {
 	rd := r.core.Ready()
+	if r.hooks.records != nil && len(rd.Records) > 0 {
+		r.hooks.records(r.core.Machine(), rd.FirstIndex, rd.Records)
+	}
 	appended := 0
 	var err error
 	for i := range rd.Records {
@@ -463,6 +491,9 @@ func (r *run) flush() error {
 	err := r.log.Flush()
 	durable := r.log.DurableIndex()
 	r.core.Durable(durable)
+	if r.hooks.durable != nil {
+		r.hooks.durable(durable) // before the replies are released, as the actors shell
+	}
 	var left []wait
 	for _, w := range r.waits {
 		if w.index > durable {
@@ -651,7 +682,7 @@ func (r *run) final() error {
 	if r.core.Failed() != nil {
 		return nil
 	}
-	res, err := recovery.Plan(r.log, &r.snaps, recovery.Options{CampaignID: campaignID, SKUID: skuID, Verify: true})
+	res, err := recovery.Plan(r.log, &r.snaps, recovery.Options{CampaignID: campaignID, SKUID: r.skuID, Verify: true})
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}

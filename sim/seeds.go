@@ -26,6 +26,9 @@ type SeedsOptions struct {
 	Workers int
 	// StopAtFirst stops handing out seeds once one fails.
 	StopAtFirst bool
+	// Campaign runs campaign-mode histories (RunCampaign) instead of one
+	// SKU's.
+	Campaign bool
 	// Progress, when set, is called after every seed with the number done
 	// (from the worker goroutines, one at a time).
 	Progress func(done int)
@@ -53,7 +56,11 @@ func RunSeeds(o SeedsOptions) Summary {
 				if i >= o.Count {
 					return
 				}
-				res := Run(Options{Seed: o.First + i, Steps: o.Steps})
+				run := Run
+				if o.Campaign {
+					run = RunCampaign
+				}
+				res := run(Options{Seed: o.First + i, Steps: o.Steps})
 				mu.Lock()
 				sum.Seeds++
 				sum.Steps += res.Steps

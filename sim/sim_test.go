@@ -173,3 +173,38 @@ func TestOpenOverCutsTornTail(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCampaignSeeds runs campaign-mode histories (campaign.go): SKUs of a
+// campaign whose purchase_limit is "campaign", crashes between claims and
+// reservations, lost answers, failed logs; the checks find no user with
+// live purchases on two SKUs and no live purchase the registry forgot.
+func TestCampaignSeeds(t *testing.T) {
+	seeds := uint64(600)
+	if raceEnabled || testing.Short() {
+		seeds = 100
+	}
+	faults, replies := map[string]int{}, map[string]int{}
+	for seed := uint64(1); seed <= seeds; seed++ {
+		res := RunCampaign(Options{Seed: seed, Steps: 200})
+		for k, n := range res.Faults {
+			faults[k] += n
+		}
+		for k, n := range res.Replies {
+			replies[k] += n
+		}
+		if res.Err != nil {
+			t.Fatalf("campaign seed %d failed at step %d: %v (replay: RunCampaign(Options{Seed: %d, Steps: 200}))", seed, res.Step, res.Err, seed)
+		}
+	}
+	t.Logf("campaign seeds %d: faults %v, replies %v", seeds, faults, replies)
+	for _, kind := range []string{"campaign_crash", "answer_lost", "probe", "probe_unanswered", "write_error", "fsync_error"} {
+		if faults[kind] == 0 {
+			t.Errorf("no %s in %d campaign seeds", kind, seeds)
+		}
+	}
+	for _, reply := range []string{"claim PROCEED", "claim HELD", "claim WAIT", "claim PROBE", "reserve ACCEPTED", "reserve ALREADY_PURCHASED", "close CLOSED"} {
+		if replies[reply] == 0 {
+			t.Errorf("no %q in %d campaign seeds", reply, seeds)
+		}
+	}
+}

@@ -146,7 +146,7 @@ func (r *run) restore() error {
 	}
 	slices.Sort(points)
 	point := points[r.rng.IntN(len(points))]
-	o := recovery.Options{CampaignID: campaignID, SKUID: skuID, UntilIndex: point}
+	o := recovery.Options{CampaignID: campaignID, SKUID: r.skuID, UntilIndex: point}
 	kind := "restore"
 	if next, ok := r.recordAt[point+1]; ok && next > r.recordAt[point] && r.rng.IntN(2) == 0 {
 		// By time: the records decided at or before the point's time, and
@@ -246,16 +246,7 @@ func (r *run) call(spec callSpec) error {
 	case callLookup:
 		request, _, _ := r.pickRequest(callSpec{kind: callReserveRepeat, a: spec.a})
 		c := &core.Call{Kind: core.KindLookup, RequestID: request}
-		return r.decide(c, func() modelReply {
-			q, ok := m.requests[request]
-			switch {
-			case !ok:
-				return modelReply{}
-			case q.soldOut:
-				return modelReply{outcome: sku.OutcomeSoldOut}
-			}
-			return modelReply{outcome: sku.OutcomeAccepted, seq: q.seq}
-		})
+		return r.decide(c, func() modelReply { return m.lookup(request) })
 	}
 	return fmt.Errorf("unknown call kind %d", spec.kind)
 }
@@ -339,7 +330,7 @@ func (r *run) rightTag(seq uint32) string {
 		return ""
 	}
 	key := r.core.Machine().Definition().IDKey
-	_, _, _, tag, err := sku.ParseReservationID(sku.FormatReservationID(campaignID, skuID, seq, key))
+	_, _, _, tag, err := sku.ParseReservationID(sku.FormatReservationID(campaignID, r.skuID, seq, key))
 	if err != nil {
 		return ""
 	}

@@ -65,11 +65,7 @@ func (m *Machine) ReserveWith(now int64, requestID, userID string, h Holder, out
 		return Result{Outcome: OutcomeLotterySale}, out // entries, not reserves
 	}
 	if res, ok := m.Lookup(requestID); ok {
-		if m.requestUser(requestID) != userID {
-			return Result{Outcome: OutcomeRequestIDReused}, out
-		}
-		res.Duplicate = true
-		return res, out
+		return KnownRequest(res, userID), out
 	}
 	at := m.decisionTime(now)
 	// The window and the pause are answered first; sold out waits for the
@@ -105,17 +101,6 @@ func (m *Machine) ReserveWith(now int64, requestID, userID string, h Holder, out
 	out = m.emit(Record{Type: RecordReserved, At: at, Seq: seq, Token: token,
 		ExpireAt: at + m.def.PaymentWindowFor(h), RequestID: requestID, UserID: userID, Holder: h}, out)
 	return Result{Outcome: OutcomeAccepted, Reservation: m.view(seq, m.table.get(seq))}, out
-}
-
-// requestUser returns the user a decided request_id belongs to.
-func (m *Machine) requestUser(requestID string) string {
-	if seq, ok := m.byRequest.get(requestID); ok {
-		return m.table.userID(m.table.get(seq))
-	}
-	if rj, ok := m.rejection(requestID); ok {
-		return rj.userID
-	}
-	return ""
 }
 
 // Pay records payment paymentID for reservation seq. Before expire_at it

@@ -77,6 +77,11 @@ type Definition struct {
 	// CellMapVersion is the version of the campaign's frozen cell map (the
 	// user -> cell routing) this cell enforces. 0 when not celled.
 	CellMapVersion uint64
+
+	// PurchaseLimit is the campaign's one-purchase scope (issue #19,
+	// purchase_limit.go): per SKU (the default) or over the whole
+	// campaign. The same for every SKU of a campaign; never changes.
+	PurchaseLimit PurchaseLimit
 }
 
 // EntryPassRule is a definition's entry_pass object. Zero times take the
@@ -169,6 +174,9 @@ func (d Definition) Validate() error {
 	if d.PaymentWindowHighRiskMs < 0 || d.PaymentWindowHighRiskMs > d.PaymentWindowMs {
 		return fmt.Errorf("%w: payment_window_high_risk must be 0..payment_window", ErrInvalidDefinition)
 	}
+	if err := d.checkPurchaseLimit(); err != nil {
+		return err
+	}
 	if d.Lottery != nil {
 		return d.Lottery.validate(d.SaleLimit)
 	}
@@ -176,7 +184,8 @@ func (d Definition) Validate() error {
 }
 
 // CheckRedefine reports whether next may replace d: the same campaign, SKU,
-// start_at, payment_window, payment_window_high_risk and release_on_close;
+// start_at, payment_window, payment_window_high_risk, release_on_close and
+// purchase_limit;
 // end_at may only move later and sale_limit only grow. entry_pass and
 // max_unpaid_per_subject may change (a cap applies to the reserves decided
 // after it; reservations already made stay).
@@ -200,6 +209,8 @@ func (d Definition) CheckRedefine(next Definition) error {
 		return fmt.Errorf("%w: the reservation id key may not change", ErrInvalidDefinition)
 	case next.Cell != d.Cell || next.CellMapVersion != d.CellMapVersion:
 		return fmt.Errorf("%w: the cell and its cell map are frozen", ErrInvalidDefinition)
+	case next.PurchaseLimit != d.PurchaseLimit:
+		return fmt.Errorf("%w: purchase_limit may not change", ErrInvalidDefinition)
 	case next.EndAt < d.EndAt:
 		return fmt.Errorf("%w: end_at may only be extended", ErrInvalidDefinition)
 	case next.SaleLimit < d.SaleLimit:

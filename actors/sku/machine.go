@@ -185,14 +185,15 @@ func (m *Machine) Get(seq uint32) (View, bool) {
 }
 
 // Lookup returns the durable answer a request_id got: the reservation it
-// made, or the rejection it was given. ok is false when the request_id is
+// made, or the rejection it was given (its Reservation then names only the
+// request_id and the user it was given to). ok is false when the request_id is
 // unknown (it may have been refused by the ingress without reaching here).
 func (m *Machine) Lookup(requestID string) (Result, bool) {
 	if seq, ok := m.byRequest.get(requestID); ok {
 		return Result{Outcome: OutcomeAccepted, Reservation: m.view(seq, m.table.get(seq))}, true
 	}
 	if rj, ok := m.rejection(requestID); ok {
-		return Result{Outcome: rj.outcome}, true
+		return Result{Outcome: rj.outcome, Reservation: View{RequestID: requestID, UserID: rj.userID}}, true
 	}
 	return Result{}, false
 }

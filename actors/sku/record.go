@@ -84,7 +84,10 @@ var ErrBadRecord = errors.New("malformed record")
 //	  passes group (issue #14): bool entry_pass.required, varint
 //	          entry_pass.lead_ms, varint entry_pass.ttl_ms, uvarint
 //	          max_unpaid_per_subject, varint payment_window_high_risk_ms
-//	  cell group (issue #13): str cell (not empty), uvarint cellmap_version
+//	  cell group (issue #13): str cell (not empty unless a purchase group
+//	          follows), uvarint cellmap_version
+//	  purchase group (issue #19): u8 purchase_limit (1, campaign: the group
+//	          is written only for campaign scope)
 //	RESERVED  ... user_id | u8 tier, u8 risk, u8 subject flags,
 //	          8 bytes per set flag (bit order)
 //
@@ -106,11 +109,15 @@ func (r *Record) AppendPayload(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(d.SaleLimit))
 		dst = appendBool(dst, d.ReleaseOnClose)
 		dst = append(dst, d.IDKey[:]...)
-		if d.hasPassFields() || d.Cell != "" {
+		scoped := d.PurchaseLimit != PurchaseLimitSKU
+		if d.hasPassFields() || d.Cell != "" || scoped {
 			dst = appendPassFields(dst, d)
 		}
-		if d.Cell != "" {
+		if d.Cell != "" || scoped {
 			dst = appendCellFields(dst, d)
+		}
+		if scoped {
+			dst = append(dst, byte(d.PurchaseLimit))
 		}
 	case RecordReserved:
 		dst = binary.AppendUvarint(dst, uint64(r.Seq))
@@ -169,6 +176,9 @@ func DecodeRecord(typ RecordType, payload []byte) (Record, error) {
 		}
 		if d.err == nil && len(d.b) > 0 {
 			d.cellFields(&r.Def)
+		}
+		if d.err == nil && len(d.b) > 0 {
+			d.purchaseLimit(&r.Def)
 		}
 	case RecordReserved:
 		r.Seq = d.uint32()
@@ -257,11 +267,11 @@ func appendCellFields(dst []byte, d *Definition) []byte {
 }
 
 // cellFields reads what appendCellFields wrote; an empty cell is refused
-// (it would be written without the group).
+// (it would be written without the group) unless a purchase group follows.
 func (d *decoder) cellFields(def *Definition) {
 	def.Cell = string(d.bytes())
 	def.CellMapVersion = d.uvarint()
-	if d.err == nil && def.Cell == "" {
+	if d.err == nil && def.Cell == "" && len(d.b) == 0 {
 		d.fail(errors.New("an empty cell in the cell group"))
 	}
 }

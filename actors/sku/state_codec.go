@@ -51,6 +51,9 @@ import (
 //	ranges      = uvarint n, n × (uvarint first, uvarint last - first)
 //	tag 4: a lottery draw's beacon signature (lottery_codec.go), written
 //	       when the draw recorded one: str signature
+//	tag 5: purchase (issue #19), written for a campaign whose
+//	       purchase_limit is "campaign" only (never with tags 2, 3 or 4):
+//	       u8 purchase_limit (1)
 //
 // The sections are written in tag order and only when used; the decoder
 // accepts any subset of them in that order and refuses another order, a
@@ -119,6 +122,7 @@ func (f *Frozen) Encode(w io.Writer) (int64, error) {
 	e.encodeLottery(f)
 	e.encodeCell(f)
 	e.encodeBeaconSignature(f)
+	e.encodePurchase(f)
 	e.flush()
 	return e.n, e.err
 }
@@ -314,6 +318,9 @@ func (s *stateDecoder) decode() {
 		return
 	}
 	s.decodeBeaconSignature()
+	if s.err == nil && len(s.b) != 0 && s.b[0] == stateSectionPurchase {
+		s.purchaseSection()
+	}
 	if s.err == nil && len(s.b) != 0 {
 		s.fail("%d trailing bytes: section tag %d unknown or out of order", len(s.b), s.b[0])
 	}

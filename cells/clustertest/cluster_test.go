@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	cellmap "github.com/seckill/seckill/cells"
 	"github.com/seckill/seckill/internal/etcdtest"
 	"github.com/seckill/seckill/ledger"
 )
@@ -36,7 +37,7 @@ const (
 )
 
 // buildAll compiles seckilld, seckill-router and seckillctl with the
-// fault points (tag faultinject: c4 loses the answer of its first top-up,
+// fault points (tag faultinject: c1 loses the answer of its first top-up,
 // cells/fault_on.go) and the test's planted-bug tags (plantedTags, from
 // the build tags of the test).
 func buildAll(t *testing.T) map[string]string {
@@ -80,7 +81,7 @@ func startProc(t *testing.T, name, bin, logDir string, args ...string) *proc {
 func (p *proc) start(t *testing.T) {
 	t.Helper()
 	p.cmd = exec.Command(p.bin, p.args...)
-	p.cmd.Env = append(os.Environ(), "SECKILL_FAULT_LOSE_TOPUP_ANSWER=c4")
+	p.cmd.Env = append(os.Environ(), "SECKILL_FAULT_LOSE_TOPUP_ANSWER=c1")
 	p.cmd.Stderr = p.log
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
@@ -133,40 +134,85 @@ func (p *proc) term() {
 	}
 }
 
-// cellAudit is what the sampler reads from a cell's admin audit.
-type cellAudit struct {
-	Available   uint32 `json:"available"`
-	Reserved    uint32 `json:"reserved"`
-	Confirmed   uint32 `json:"confirmed"`
-	Granted     uint64 `json:"granted"`
-	Returned    uint64 `json:"returned"`
-	InvariantOK bool   `json:"invariant_ok"`
+// startCell starts seckilld as cell on a free port with data dir dir,
+// reaching etcd at etcdAddr (the log level is warn's unless given), and
+// returns its address and process.
+func startCell(t *testing.T, bins map[string]string, logDir, cell, dir, etcdAddr string) (string, *proc) {
+	t.Helper()
+	addr, err := etcdtest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, cell, bins["seckilld"], logDir, "--addr", addr, "--data-dir", dir, "--cell", cell,
+		"--etcd", etcdAddr, "--admin-token", token, "--log-level", "warn")
+	return addr, p
 }
 
-func getAudit(client *http.Client, base string) (cellAudit, error) {
-	req, _ := http.NewRequest(http.MethodGet, base+"/admin/campaigns/"+campaign+"/skus/"+skuID+"/audit", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := client.Do(req)
+// startRouter starts seckill-router on a free port over the cells'
+// routes (cell=host:port) and returns its base URL.
+func startRouter(t *testing.T, bins map[string]string, logDir, etcdAddr string, routes []string) string {
+	t.Helper()
+	addr, err := etcdtest.FreePort()
 	if err != nil {
-		return cellAudit{}, err
+		t.Fatal(err)
+	}
+	startProc(t, "router", bins["seckill-router"], logDir, "--addr", addr, "--etcd", etcdAddr, "--cells", strings.Join(routes, ","))
+	return "http://" + addr
+}
+
+// metricValue reads one sample's value from a /metrics page (-1 when
+// absent or unreadable).
+func metricValue(t *testing.T, client *http.Client, url, prefix string) float64 {
+	t.Helper()
+	resp, err := client.Get(url)
+	if err != nil {
+		return -1
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		return cellAudit{}, fmt.Errorf("%s", resp.Status)
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, prefix) {
+			var v float64
+			if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
+				return v
+			}
+		}
 	}
-	var a cellAudit
-	return a, json.NewDecoder(resp.Body).Decode(&a)
+	return -1
+}
+
+// ownerOf is the cell the test's published map (an even map of cellIDs,
+// version 1, as seckillctl cells publish makes it) gives user.
+func ownerOf(cellIDs []string, user string) string {
+	m, err := cellmap.EvenMap(1, cellIDs)
+	if err != nil {
+		panic(err)
+	}
+	return m.CellOf(campaign, skuID, user)
+}
+
+// getAudit reads a cell's admin audit of the test's SKU, within the
+// client's timeout.
+func getAudit(client *http.Client, base string) (cellmap.CellAudit, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), client.Timeout)
+	defer cancel()
+	var a cellmap.CellAudit
+	return a, cellmap.FetchCellAudit(ctx, base, ledger.SKU{Campaign: campaign, SKU: skuID}, token, &a)
 }
 
 // TestCellsUnderFaults is the issue's fault test. Four cells, sale_limit
 // 10,000 = 4 × 2,400 + 400, top-ups of 50, a 3 s payment window; seeded
 // load with repeated users and request_ids, 60% pay, 20% cancel, the rest
 // expire. During the load: a second process on c1's data dir (refused),
-// kill -9 of c3 and its restart, SIGSTOP of c2, c4's etcd link cut, etcd
-// SIGSTOPped, a return asked of c1. Every 100 ms: Σ (reserved + confirmed)
-// ≤ sale_limit. At the end: the ledger's invariants, each cell's holdings
-// equal the ledger's, seckillctl audit ok, no token held by two
-// reservations across cells, one live purchase per user across cells.
+// kill -9 of c3 and its restart, SIGSTOP of c2, c4's etcd link cut while
+// its pool is below a chunk (its top-up times out and is retried), c1's
+// first top-up committed with its answer lost (the faultinject point),
+// etcd SIGSTOPped, a return asked of c1. Every 100 ms: Σ (reserved +
+// confirmed) ≤ sale_limit. At the end: the ledger's invariants, each
+// cell's holdings equal the ledger's, seckillctl audit ok, each cell's
+// GRANTs (read from its stopped data dir by seckillctl verify) equal
+// etcd's allocations of it, no token held by two reservations across
+// cells, one live purchase per user across cells.
 func TestCellsUnderFaults(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d (planted: %v)", seed, plantedTags)
@@ -207,27 +253,16 @@ func TestCellsUnderFaults(t *testing.T) {
 	procs := map[string]*proc{}
 	var routes []string
 	for _, c := range cells {
-		addr, err := etcdtest.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
 		px, err := etcdtest.NewProxy(etcd.Endpoint)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(px.Close)
-		addrs[c], dirs[c], proxies[c] = addr, filepath.Join(t.TempDir(), c), px
-		procs[c] = startProc(t, c, bins["seckilld"], logDir, "--addr", addr, "--data-dir", dirs[c], "--cell", c,
-			"--etcd", px.Addr, "--admin-token", token, "--log-level", "warn")
-		routes = append(routes, c+"="+addr)
+		dirs[c], proxies[c] = filepath.Join(t.TempDir(), c), px
+		addrs[c], procs[c] = startCell(t, bins, logDir, c, dirs[c], px.Addr)
+		routes = append(routes, c+"="+addrs[c])
 	}
-	routerAddr, err := etcdtest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	startProc(t, "router", bins["seckill-router"], logDir, "--addr", routerAddr, "--etcd", etcd.Endpoint,
-		"--cells", strings.Join(routes, ","))
-	router := "http://" + routerAddr
+	router := startRouter(t, bins, logDir, etcd.Endpoint, routes)
 
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	sampler := &http.Client{Timeout: 300 * time.Millisecond}
@@ -241,7 +276,7 @@ func TestCellsUnderFaults(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		last := map[string]cellAudit{}
+		last := map[string]cellmap.CellAudit{}
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -333,6 +368,43 @@ func TestCellsUnderFaults(t *testing.T) {
 		}()
 	}
 
+	// c4's etcd link is cut while its pool is low (available below a
+	// chunk). The test then buys, directly at c4, for users the map gives
+	// c4, until c4 asks for a top-up (its pool below half a chunk), and
+	// keeps the link cut past an etcd operation's timeout (2 s): that
+	// top-up times out, and is retried with the same seq once the link
+	// heals (one allocation per (cell, seq) is checked at the end).
+	var c4AvailableAtCut, c4RetriesInCut atomic.Int64
+	c4AvailableAtCut.Store(-1)
+	c4Done := make(chan struct{})
+	go func() {
+		defer close(c4Done)
+		deadline := time.Now().Add(40 * time.Second)
+		for time.Now().Before(deadline) {
+			if a, err := getAudit(sampler, "http://"+addrs["c4"]); err == nil && a.Available < 50 {
+				proxies["c4"].Cut()
+				c4AvailableAtCut.Store(int64(a.Available))
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		defer proxies["c4"].Heal()
+		metrics := "http://" + addrs["c4"] + "/metrics"
+		for u := 0; time.Now().Before(deadline) && metricValue(t, client, metrics, "seckill_cell_top_up_pending{") != 1; u++ {
+			if user := fmt.Sprintf("cut-%d", u); ownerOf(cells, user) == "c4" {
+				post("http://"+addrs["c4"]+"/v1/campaigns/"+campaign+"/skus/"+skuID+"/reservations",
+					fmt.Sprintf(`{"request_id":"%s","user_id":"%s"}`, user, user))
+			}
+		}
+		for time.Now().Before(deadline) && metricValue(t, client, metrics, "seckill_cell_top_up_retries{") < 1 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if metricValue(t, client, metrics, "seckill_cell_ledger_reachable{") != 0 {
+			t.Errorf("c4 says its ledger is reachable while its link is cut")
+		}
+		c4RetriesInCut.Store(int64(metricValue(t, client, metrics, "seckill_cell_top_up_retries{")))
+	}()
+
 	// The faults.
 	at := func(d time.Duration) { time.Sleep(d) }
 	at(time.Second)
@@ -346,13 +418,11 @@ func TestCellsUnderFaults(t *testing.T) {
 	at(500 * time.Millisecond)
 	procs["c2"].signal(syscall.SIGSTOP)
 	at(time.Second)
-	proxies["c4"].Cut()
 	at(2 * time.Second)
 	procs["c3"].start(t) // same dir, same port
 	at(time.Second)
 	procs["c2"].signal(syscall.SIGCONT)
 	at(time.Second)
-	proxies["c4"].Heal()
 	if out, err := ctl("cells", "return", "--etcd", etcd.Endpoint, "--campaign", campaign, "--sku", skuID,
 		"--cell", "c1", "--units", "100", "--id", "1"); err != nil {
 		t.Errorf("%v\n%s", err, out)
@@ -366,12 +436,21 @@ func TestCellsUnderFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	at(2 * time.Second)
+	<-c4Done // the load goes on until c4's link was cut and healed (at most 40 s)
+	at(time.Second)
 	close(stopLoad)
 	time.Sleep(200 * time.Millisecond)
 	close(stopSampling)
 	wg.Wait()
 	t.Logf("load: %d accepted, %d paid, %d cancelled, %d sold out, %d wrong cell, %d unavailable; %d samples, worst Σ %d",
 		accepted.Load(), paid.Load(), cancelled.Load(), soldOut.Load(), wrongCell.Load(), unavailable.Load(), samples.Load(), worst.Load())
+	if c4AvailableAtCut.Load() < 0 {
+		t.Errorf("c4's pool never went below a chunk: its etcd link was not cut")
+	}
+	t.Logf("c4's etcd link cut with %d units available; %d top-up retries before it healed", c4AvailableAtCut.Load(), c4RetriesInCut.Load())
+	if c4RetriesInCut.Load() < 1 {
+		t.Errorf("c4's top-up retries while its link was cut: %d, want at least one", c4RetriesInCut.Load())
+	}
 	if overSamples.Load() > 0 {
 		t.Errorf("%d samples with Σ (reserved + confirmed) > %d (worst %d)", overSamples.Load(), saleLimit, worst.Load())
 	}
@@ -390,13 +469,14 @@ func TestCellsUnderFaults(t *testing.T) {
 			break
 		}
 		if u > 50 {
-			t.Fatalf("no 421 from c1 for 50 users")
+			t.Fatalf("no 421 from c1 for 50 users (the last: %d %v)", code, m)
 		}
 	}
 
 	// Reconciliation: every cell's holdings equal the ledger's, and the
 	// ledger's invariants hold (seckillctl audit).
 	var audit []byte
+	var err error
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		audit, err = ctl("audit", "--etcd", etcd.Endpoint, "--campaign", campaign)
@@ -413,7 +493,7 @@ func TestCellsUnderFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	st, err := ledger.New(lc, "").Read(ctx, ledger.SKU{Campaign: campaign, SKU: skuID})
 	if err != nil {
@@ -443,6 +523,48 @@ func TestCellsUnderFaults(t *testing.T) {
 	for _, c := range cells {
 		procs[c].term()
 	}
+	// Each cell's GRANTs, as its own log holds them (seckillctl verify of
+	// its stopped data dir), are etcd's allocations of that cell: the
+	// same seqs, epochs and token ranges, none missing, none extra.
+	final, err := ledger.New(lc, "").Read(ctx, ledger.SKU{Campaign: campaign, SKU: skuID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cells {
+		out, err := ctl("verify", filepath.Join(dirs[c], campaign, skuID))
+		if err != nil {
+			t.Fatalf("verify %s: %v\n%s", c, err, out)
+		}
+		var v struct {
+			SKUs []struct {
+				Cell struct {
+					Grants []struct {
+						Seq    uint64   `json:"seq"`
+						Epoch  uint64   `json:"epoch"`
+						Ranges []string `json:"token_ranges"`
+					} `json:"grants"`
+				} `json:"cell"`
+			} `json:"skus"`
+		}
+		if err := json.Unmarshal(out, &v); err != nil || len(v.SKUs) != 1 {
+			t.Fatalf("verify %s: %v\n%s", c, err, out)
+		}
+		var logged, stored []string
+		for _, g := range v.SKUs[0].Cell.Grants {
+			logged = append(logged, fmt.Sprint(g.Seq, g.Epoch, g.Ranges))
+		}
+		for _, a := range final.Allocs[c] {
+			var rs []string
+			for _, r := range a.Ranges {
+				rs = append(rs, r.String())
+			}
+			stored = append(stored, fmt.Sprint(a.Seq, a.Epoch, rs))
+		}
+		if strings.Join(logged, "; ") != strings.Join(stored, "; ") {
+			t.Errorf("%s's GRANTs are not etcd's allocations:\nlog:  %v\netcd: %v", c, logged, stored)
+		}
+	}
+
 	holder := map[float64]string{}
 	live := map[string]string{}
 	for _, c := range cells {

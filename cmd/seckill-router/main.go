@@ -1,7 +1,9 @@
 // Command seckill-router is the stateless front of a celled sale: it sends
 // each request of the seckilld HTTP API to the cell that owns it (package
 // cells): a reserve by slot = hash(campaign, sku, user_id) mod 1024
-// through the SKU's frozen cell map, pay, cancel and status by the cell
+// through the SKU's frozen cell map, a batch reserve split by cell (each
+// item to its user's cell, the results put back in order), pay, cancel and
+// status by the cell
 // the reservation id names, a request_id lookup to every cell of the SKU.
 // It never reads etcd after start: the maps are frozen.
 //
@@ -12,6 +14,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,11 +24,14 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/cells"
 	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/ledger"
@@ -78,9 +84,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// publishedPoll is how often the router reads the SKUs published since
+// its last read.
+const publishedPoll = time.Second
+
 // router forwards each request to its cell.
 type router struct {
-	routes      *cells.Routes
+	routes      atomic.Pointer[cells.Routes]
 	clients     map[string]*fasthttp.HostClient
 	order       []string
 	defaultCell string
@@ -121,7 +131,7 @@ func serve(o options, stdout io.Writer, log *slog.Logger) error {
 		}
 		time.Sleep(time.Second)
 	}
-	r.routes = cells.NewRoutes(pubs)
+	r.routes.Store(cells.NewRoutes(pubs))
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return err
@@ -130,6 +140,7 @@ func serve(o options, stdout io.Writer, log *slog.Logger) error {
 	srv := &fasthttp.Server{Handler: r.handle, Name: "seckill-router", ReadTimeout: 30 * time.Second, IdleTimeout: time.Minute}
 	stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
+	go r.pollPublished(stop, l, log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -140,13 +151,44 @@ func serve(o options, stdout io.Writer, log *slog.Logger) error {
 	return srv.ShutdownWithContext(context.Background())
 }
 
+// pollPublished rebuilds the routes every publishedPoll from the SKUs
+// published in etcd until ctx ends. A map, once published, never changes
+// in etcd, so a rebuild only adds SKUs.
+func (r *router) pollPublished(ctx context.Context, l *ledger.Ledger, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(publishedPoll):
+		}
+		readCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		pubs, err := cells.ReadPublished(readCtx, l, "")
+		cancel()
+		if err != nil {
+			log.Debug("reading the published SKUs failed; keeping the routes", "err", err)
+			continue
+		}
+		if len(pubs) != r.routes.Load().Len() {
+			r.routes.Store(cells.NewRoutes(pubs))
+		}
+	}
+}
+
 func (r *router) handle(ctx *fasthttp.RequestCtx) {
 	if string(ctx.Path()) == "/healthz" {
 		ctx.SetStatusCode(fasthttp.StatusOK)
 		ctx.SetBodyString(`{"status":"ok"}`)
 		return
 	}
-	route := r.routes.Decide(string(ctx.Method()), string(ctx.Path()), ctx.PostBody())
+	if campaign, skuID, ok := routerMapPath(string(ctx.Path())); ok {
+		r.answerMap(ctx, campaign, skuID)
+		return
+	}
+	route := r.routes.Load().Decide(string(ctx.Method()), string(ctx.Path()), ctx.PostBody())
+	if route.Batch {
+		r.forwardBatch(ctx, route)
+		return
+	}
 	if !route.FanOut {
 		cell := route.Cell
 		if cell == "" {
@@ -161,6 +203,73 @@ func (r *router) handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
+}
+
+// forwardBatch splits a batch reserve of a celled SKU by cell, sends the
+// sub-batches at once and answers their results in the items' order
+// (cells.SplitBatch, cells.JoinBatch). A body it cannot split, or whose
+// items all belong to one cell, goes whole to that cell.
+func (r *router) forwardBatch(ctx *fasthttp.RequestCtx, route cells.Route) {
+	split, err := cells.SplitBatch(route.Map, route.Campaign, route.SKU, ctx.PostBody(), actors.MaxBatchItems)
+	if err != nil || len(split.Parts) == 1 {
+		cell := route.Map.Cells[0]
+		if err == nil {
+			cell = split.Parts[0].Cell
+		}
+		r.forward(ctx, cell)
+		return
+	}
+	answers := make([]cells.PartAnswer, len(split.Parts))
+	var wg sync.WaitGroup
+	for k, part := range split.Parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := r.clients[part.Cell]
+			if c == nil {
+				answers[k].Err = fmt.Errorf("no address for cell %s", part.Cell)
+				return
+			}
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			ctx.Request.CopyTo(req) // the method, path and headers (a token, an entry pass's header)
+			req.SetBody(part.Body)
+			err := c.DoTimeout(req, resp, r.timeout)
+			answers[k] = cells.PartAnswer{Status: resp.StatusCode(), Body: append([]byte(nil), resp.Body()...), Err: err}
+		}()
+	}
+	wg.Wait()
+	ctx.Response.Reset()
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(cells.JoinBatch(split, answers))
+}
+
+// routerMapPath parses GET /router/campaigns/{c}/skus/{s}.
+func routerMapPath(path string) (campaign, skuID string, ok bool) {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if len(parts) != 5 || parts[0] != "router" || parts[1] != "campaigns" || parts[3] != "skus" {
+		return "", "", false
+	}
+	return parts[2], parts[4], true
+}
+
+// answerMap answers the map the router sends a SKU's users by: 200 with
+// its version and cells, or 404 NOT_CELLED.
+func (r *router) answerMap(ctx *fasthttp.RequestCtx, campaign, skuID string) {
+	ctx.SetContentType("application/json")
+	m := r.routes.Load().Map(campaign, skuID)
+	if m == nil {
+		ctx.SetStatusCode(fasthttp.StatusNotFound)
+		ctx.SetBodyString(`{"error":"NOT_CELLED","detail":"the router has no cell map for this SKU (not published, or published less than a second ago)"}`)
+		return
+	}
+	b, _ := json.Marshal(struct {
+		Version uint64   `json:"cell_map_version"`
+		Cells   []string `json:"cells"`
+	}{m.Version, m.Cells})
+	ctx.SetBody(b)
 }
 
 // forward sends the request to cell and copies its answer; false (and a

@@ -3,8 +3,8 @@
 // faults over the real core, log and recovery code, each checked step by
 // step against an independent model.
 //
-//	seckill-sim [-seeds N] [-first N] [-steps N] [-workers N] [-stop]
-//	seckill-sim -seed N [-steps N] [-trace]
+//	seckill-sim [-seeds N] [-first N] [-steps N] [-workers N] [-stop] [-campaign]
+//	seckill-sim -seed N [-steps N] [-trace] [-campaign]
 //	seckill-sim --version | --help
 //
 // The first form runs seeds first..first+N-1 and prints the totals; each
@@ -45,6 +45,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	stop := fs.Bool("stop", false, "stop at the first failing seed")
 	seed := fs.Uint64("seed", 0, "replay this one seed (with its shortest failing history if it fails)")
 	trace := fs.Bool("trace", false, "with -seed: print every step")
+	campaign := fs.Bool("campaign", false, "run campaign-mode histories: the SKUs of a campaign whose purchase_limit is \"campaign\" (sim.RunCampaign)")
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -56,11 +57,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *seed != 0 {
-		return replay(*seed, *steps, *trace, stdout)
+		return replay(*seed, *steps, *trace, *campaign, stdout)
 	}
 	start := time.Now()
 	sum := sim.RunSeeds(sim.SeedsOptions{
-		First: *first, Count: *seeds, Steps: *steps, Workers: *workers, StopAtFirst: *stop,
+		First: *first, Count: *seeds, Steps: *steps, Workers: *workers, StopAtFirst: *stop, Campaign: *campaign,
 		Progress: func(done int) {
 			if done%1000 == 0 {
 				fmt.Fprintf(stderr, "  %d seeds, %.0f s\n", done, time.Since(start).Seconds())
@@ -88,12 +89,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // replay runs one seed, printing its steps with -trace, and shrinks it if
 // it fails.
-func replay(seed uint64, steps int, trace bool, stdout io.Writer) int {
+func replay(seed uint64, steps int, trace, campaign bool, stdout io.Writer) int {
 	o := sim.Options{Seed: seed, Steps: steps}
 	if trace {
 		o.Trace = stdout
 	}
-	res := sim.Run(o)
+	run := sim.Run
+	if campaign {
+		run = sim.RunCampaign
+	}
+	res := run(o)
 	fmt.Fprintf(stdout, "seed %d: %d steps; faults and events: %s\n", seed, res.Steps, faults(res.Faults))
 	fmt.Fprintf(stdout, "replies: %s\n", faults(res.Replies))
 	if res.Err == nil {
@@ -107,6 +112,10 @@ func replay(seed uint64, steps int, trace bool, stdout io.Writer) int {
 // printFailure prints a failing seed and its shortest failing history.
 func printFailure(w io.Writer, f sim.Result, steps int) {
 	fmt.Fprintf(w, "\nFAIL seed %d at step %d: %v\n", f.Seed, f.Step, f.Err)
+	if f.Campaign { // not shrunk: replay it whole
+		fmt.Fprintf(w, "replay: seckill-sim -campaign -seed %d -steps %d -trace\n", f.Seed, steps)
+		return
+	}
 	keep, shrunk := sim.Shrink(f)
 	indexes, lines := sim.Kept(f, keep)
 	fmt.Fprintf(w, "shortest failing history found: %d of %d steps, failing with: %v\n", len(lines), f.Step+1, shrunk.Err)

@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -20,38 +18,63 @@ import (
 // The control plane of celled SKUs (package cells): seckillctl is a
 // command, not a daemon; it is never on a request's path.
 
-// runCells runs "cells publish" and "cells return".
+// runCells runs "cells publish", "cells return" and "cells write-off".
 func runCells(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageError("cells: publish or return")
+		return usageError("cells: publish, return or write-off")
 	}
 	switch args[0] {
 	case "publish":
 		return runCellsPublish(args[1:], stdout)
 	case "return":
 		return runCellsReturn(args[1:], stdout)
+	case "write-off":
+		return runCellsWriteOff(args[1:], stdout)
 	}
-	return usageError("cells: unknown %q (publish or return)", args[0])
+	return usageError("cells: unknown %q (publish, return or write-off)", args[0])
 }
 
-func dialLedger(endpoints, prefix string) (*ledger.Ledger, func(), error) {
-	if endpoints == "" {
-		return nil, nil, usageError("--etcd is required")
+// ledgerFlags are the flags every command on the ledger takes: where etcd
+// is, the ledger's key prefix, the campaign, and (withSKU) the SKU.
+type ledgerFlags struct {
+	etcd, prefix, campaign, sku *string
+}
+
+// addLedgerFlags registers --etcd, --etcd-prefix, --campaign and, with
+// withSKU, --sku on fs.
+func addLedgerFlags(fs *flag.FlagSet, withSKU bool) ledgerFlags {
+	f := ledgerFlags{
+		etcd:     fs.String("etcd", "", "etcd endpoints"),
+		prefix:   fs.String("etcd-prefix", ledger.DefaultPrefix, "ledger key prefix"),
+		campaign: fs.String("campaign", "", "campaign id"),
 	}
-	c, err := ledger.Dial(strings.Split(endpoints, ","))
+	if withSKU {
+		f.sku = fs.String("sku", "", "SKU id")
+	}
+	return f
+}
+
+// skuOf returns the SKU the flags name.
+func (f ledgerFlags) skuOf() ledger.SKU { return ledger.SKU{Campaign: *f.campaign, SKU: *f.sku} }
+
+// open connects to the ledger, with a context of the command's timeout;
+// done closes both.
+func (f ledgerFlags) open(timeout time.Duration) (*ledger.Ledger, context.Context, func(), error) {
+	if *f.etcd == "" {
+		return nil, nil, nil, usageError("--etcd is required")
+	}
+	c, err := ledger.Dial(strings.Split(*f.etcd, ","))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return ledger.New(c, prefix), func() { c.Close() }, nil
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	return ledger.New(c, *f.prefix), ctx, func() { cancel(); c.Close() }, nil
 }
 
 func runCellsPublish(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("cells publish", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	etcd := fs.String("etcd", "", "etcd endpoints")
-	prefix := fs.String("etcd-prefix", ledger.DefaultPrefix, "ledger key prefix")
-	campaign := fs.String("campaign", "", "campaign id")
-	skuID := fs.String("sku", "", "SKU id")
+	lf := addLedgerFlags(fs, true)
 	saleLimit := fs.Uint("sale-limit", 0, "units of the whole SKU")
 	cellList := fs.String("cells", "", "cell ids, comma-separated")
 	initial := fs.Uint("initial", 0, "units each cell is granted up front (allocation 1)")
@@ -80,7 +103,7 @@ func runCellsPublish(args []string, stdout io.Writer) error {
 	if err != nil {
 		return usageError("--cells: %v", err)
 	}
-	d := sku.Definition{CampaignID: *campaign, SKUID: *skuID, StartAt: startAt.UnixMilli(), EndAt: endAt.UnixMilli(),
+	d := sku.Definition{CampaignID: *lf.campaign, SKUID: *lf.sku, StartAt: startAt.UnixMilli(), EndAt: endAt.UnixMilli(),
 		PaymentWindowMs: window.Milliseconds(), SaleLimit: uint32(*saleLimit), ReleaseOnClose: *release}
 	if err := d.Validate(); err != nil {
 		return usageError("%v", err)
@@ -92,13 +115,11 @@ func runCellsPublish(args []string, stdout io.Writer) error {
 	for _, c := range ids {
 		grants = append(grants, ledger.InitialGrant{Cell: c, Units: uint32(*initial)})
 	}
-	l, closeFn, err := dialLedger(*etcd, *prefix)
+	l, ctx, done, err := lf.open(10 * time.Second)
 	if err != nil {
 		return err
 	}
-	defer closeFn()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	defer done()
 	allocs, err := cells.Publish(ctx, l, d, m, uint32(*chunk), grants)
 	if err != nil {
 		return err
@@ -110,10 +131,7 @@ func runCellsPublish(args []string, stdout io.Writer) error {
 func runCellsReturn(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("cells return", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	etcd := fs.String("etcd", "", "etcd endpoints")
-	prefix := fs.String("etcd-prefix", ledger.DefaultPrefix, "ledger key prefix")
-	campaign := fs.String("campaign", "", "campaign id")
-	skuID := fs.String("sku", "", "SKU id")
+	lf := addLedgerFlags(fs, true)
 	cell := fs.String("cell", "", "cell id")
 	units := fs.Uint("units", 0, "units to give back, at most what is available")
 	id := fs.Uint64("id", 0, "return seq, unique per cell (a repeat of an id is answered once)")
@@ -123,50 +141,49 @@ func runCellsReturn(args []string, stdout io.Writer) error {
 	if *id == 0 || *units == 0 || !sku.ValidID(*cell) {
 		return usageError("cells return needs --cell, --units and --id")
 	}
-	l, closeFn, err := dialLedger(*etcd, *prefix)
+	l, ctx, done, err := lf.open(10 * time.Second)
 	if err != nil {
 		return err
 	}
-	defer closeFn()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	defer done()
 	b, _ := json.Marshal(cells.ReturnRequest{ID: *id, Units: uint32(*units)})
-	s := ledger.SKU{Campaign: *campaign, SKU: *skuID}
-	if _, err := l.Client().Put(ctx, l.ReturnRequestKey(s, *cell), string(b)); err != nil {
+	if _, err := l.Client().Put(ctx, l.ReturnRequestKey(lf.skuOf(), *cell), string(b)); err != nil {
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(map[string]any{"asked": *cell, "return_id": *id, "units": *units})
 }
 
-// cellAudit is one cell's figures in the cluster audit.
-type cellAudit struct {
-	URL         string   `json:"url,omitempty"`
-	Reachable   bool     `json:"reachable"`
-	Error       string   `json:"error,omitempty"`
-	Available   uint32   `json:"available"`
-	Reserved    uint32   `json:"reserved"`
-	Confirmed   uint32   `json:"confirmed"`
-	Granted     uint64   `json:"granted"`
-	Returned    uint64   `json:"returned"`
-	LedgerHeld  uint64   `json:"ledger_held"` // granted - returned per the ledger
-	InvariantOK bool     `json:"invariant_ok"`
-	Violations  []string `json:"violations,omitempty"`
-}
-
-// skuAudit is one celled SKU in the cluster audit.
-type skuAudit struct {
-	SKUID            string               `json:"sku_id"`
-	Ledger           ledger.State         `json:"ledger"`
-	LedgerViolations []string             `json:"ledger_violations"`
-	Cells            map[string]cellAudit `json:"cells"`
-	SaleLimit        uint32               `json:"sale_limit"`
-	Sold             uint64               `json:"confirmed"`
-	Reserved         uint64               `json:"reserved"`
-	Free             uint64               `json:"ledger_free"`
-	NeverGranted     uint64               `json:"never_granted"`
-	Unreached        uint64               `json:"held_by_unreached_cells"` // the most this audit cannot see, and the undersell bound if they never return
-	Problems         []string             `json:"problems"`
-	OK               bool                 `json:"ok"`
+// runCellsWriteOff writes off a lost cell's outstanding quota of one SKU
+// in the ledger (ledger.WriteOffCell): never granted, credited or resold
+// again; the audit then counts it as written off.
+func runCellsWriteOff(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("cells write-off", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	lf := addLedgerFlags(fs, true)
+	cell := fs.String("cell", "", "the cell whose data dir is lost")
+	if err := fs.Parse(args); err != nil {
+		return usageError("cells write-off: %v", err)
+	}
+	if !sku.ValidID(*cell) || !sku.ValidID(*lf.campaign) || !sku.ValidID(*lf.sku) {
+		return usageError("cells write-off needs --campaign, --sku and --cell")
+	}
+	l, ctx, done, err := lf.open(10 * time.Second)
+	if err != nil {
+		return err
+	}
+	defer done()
+	m, err := cells.ReadMap(ctx, l, lf.skuOf())
+	if err != nil {
+		return fmt.Errorf("%s/%s: %w", *lf.campaign, *lf.sku, err)
+	}
+	if !m.Has(*cell) {
+		return usageError("cell %s is not in the cell map of %s/%s (%v)", *cell, *lf.campaign, *lf.sku, m.Cells)
+	}
+	w, err := l.WriteOffCell(ctx, lf.skuOf(), *cell, time.Now().UnixMilli())
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(map[string]any{"written_off": w, "campaign": *lf.campaign, "sku": *lf.sku})
 }
 
 // runClusterAudit prints the ledger, each cell's counts and the
@@ -174,21 +191,17 @@ type skuAudit struct {
 func runClusterAudit(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	etcd := fs.String("etcd", "", "etcd endpoints")
-	prefix := fs.String("etcd-prefix", ledger.DefaultPrefix, "ledger key prefix")
-	campaign := fs.String("campaign", "", "campaign id")
+	lf := addLedgerFlags(fs, false)
 	cellURLs := fs.String("cells", "", "cell=URL,... (default: the addresses the cells announced in etcd)")
 	token := fs.String("admin-token", os.Getenv("SECKILL_ADMIN_TOKEN"), "admin token of the cells")
 	if err := fs.Parse(args); err != nil {
 		return usageError("audit: %v", err)
 	}
-	l, closeFn, err := dialLedger(*etcd, *prefix)
+	l, ctx, done, err := lf.open(30 * time.Second)
 	if err != nil {
 		return err
 	}
-	defer closeFn()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	defer done()
 	pubs, err := cells.ReadPublished(ctx, l, "")
 	if err != nil {
 		return err
@@ -200,15 +213,15 @@ func runClusterAudit(args []string, stdout io.Writer) error {
 		}
 	}
 	out := struct {
-		Campaign string     `json:"campaign"`
-		SKUs     []skuAudit `json:"skus"`
-		OK       bool       `json:"ok"`
-	}{Campaign: *campaign, OK: true}
+		Campaign string           `json:"campaign"`
+		SKUs     []cells.SKUAudit `json:"skus"`
+		OK       bool             `json:"ok"`
+	}{Campaign: *lf.campaign, OK: true}
 	for _, p := range pubs {
-		if p.Definition.CampaignID != *campaign {
+		if p.Definition.CampaignID != *lf.campaign {
 			continue
 		}
-		a, err := auditSKU(ctx, l, p, urls, *token)
+		a, err := cells.AuditSKU(ctx, l, p, urls, *token)
 		if err != nil {
 			return err
 		}
@@ -216,7 +229,7 @@ func runClusterAudit(args []string, stdout io.Writer) error {
 		out.OK = out.OK && a.OK
 	}
 	if len(out.SKUs) == 0 {
-		return fmt.Errorf("no celled SKU of campaign %q in etcd", *campaign)
+		return fmt.Errorf("no celled SKU of campaign %q in etcd", *lf.campaign)
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
@@ -226,84 +239,5 @@ func runClusterAudit(args []string, stdout io.Writer) error {
 	if !out.OK {
 		return &checkFailed{msg: "audit: the cells and the ledger disagree (see problems)"}
 	}
-	return nil
-}
-
-func auditSKU(ctx context.Context, l *ledger.Ledger, p cells.Published, urls map[string]string, token string) (skuAudit, error) {
-	s := ledger.SKU{Campaign: p.Definition.CampaignID, SKU: p.Definition.SKUID}
-	st, err := l.Read(ctx, s)
-	if err != nil {
-		return skuAudit{}, err
-	}
-	a := skuAudit{SKUID: s.SKU, Ledger: st, LedgerViolations: st.Check(), Cells: map[string]cellAudit{},
-		SaleLimit: st.Pool.SaleLimit, Free: sku.RangesUnits(st.Pool.Free), NeverGranted: uint64(st.Pool.SaleLimit + 1 - st.Pool.NextToken)}
-	if a.LedgerViolations == nil {
-		a.LedgerViolations = []string{}
-	}
-	a.Problems = append([]string{}, a.LedgerViolations...)
-	for _, cell := range p.Map.Cells {
-		c := cellAudit{URL: urls[cell], LedgerHeld: st.Held(cell)}
-		if c.URL == "" {
-			if resp, err := l.Client().Get(ctx, l.AddrKey(cell)); err == nil && len(resp.Kvs) == 1 {
-				c.URL = string(resp.Kvs[0].Value)
-			}
-		}
-		if err := fetchCellAudit(ctx, c.URL, s, token, &c); err != nil {
-			c.Error = err.Error()
-			a.Unreached += c.LedgerHeld
-		} else {
-			c.Reachable = true
-			a.Sold += uint64(c.Confirmed)
-			a.Reserved += uint64(c.Reserved)
-			if !c.InvariantOK {
-				a.Problems = append(a.Problems, fmt.Sprintf("cell %s: invariants: %v", cell, c.Violations))
-			}
-			if c.Granted-c.Returned != c.LedgerHeld {
-				a.Problems = append(a.Problems, fmt.Sprintf("cell %s holds %d per its log, %d per the ledger (not reconciled yet?)", cell, c.Granted-c.Returned, c.LedgerHeld))
-			}
-		}
-		a.Cells[cell] = c
-	}
-	if a.Sold+a.Reserved > uint64(a.SaleLimit) {
-		a.Problems = append(a.Problems, fmt.Sprintf("confirmed %d + reserved %d > sale_limit %d", a.Sold, a.Reserved, a.SaleLimit))
-	}
-	a.OK = len(a.Problems) == 0
-	return a, nil
-}
-
-// fetchCellAudit reads a cell's admin audit of SKU s into c.
-func fetchCellAudit(ctx context.Context, base string, s ledger.SKU, token string, c *cellAudit) error {
-	if base == "" {
-		return errors.New("no address (give --cells, or the cell never announced one)")
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/admin/campaigns/"+s.Campaign+"/skus/"+s.SKU+"/audit", nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	client := http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("%s: %s", resp.Status, b)
-	}
-	var body struct {
-		Available   uint32   `json:"available"`
-		Reserved    uint32   `json:"reserved"`
-		Confirmed   uint32   `json:"confirmed"`
-		Granted     uint64   `json:"granted"`
-		Returned    uint64   `json:"returned"`
-		InvariantOK bool     `json:"invariant_ok"`
-		Violations  []string `json:"violations"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return err
-	}
-	c.Available, c.Reserved, c.Confirmed = body.Available, body.Reserved, body.Confirmed
-	c.Granted, c.Returned, c.InvariantOK, c.Violations = body.Granted, body.Returned, body.InvariantOK, body.Violations
 	return nil
 }

@@ -23,3 +23,24 @@ func allocationOf(a *sku.Allocation) *allocationJSON {
 	}
 	return j
 }
+
+// cellJSON is a celled SKU's quota as verify rebuilds it from the log: the
+// cell, its epoch, and its grants and returns in log order (compare them
+// with the ledger's allocations: seckillctl audit, ledger.State).
+type cellJSON struct {
+	Cell    string            `json:"cell"`
+	Epoch   uint64            `json:"epoch"`
+	Grants  []*allocationJSON `json:"grants"`
+	Returns []*allocationJSON `json:"returns"`
+}
+
+func cellOf(m *sku.Machine) *cellJSON {
+	c := &cellJSON{Cell: m.Definition().Cell, Epoch: m.Epoch(), Grants: []*allocationJSON{}, Returns: []*allocationJSON{}}
+	for _, g := range m.Grants() {
+		c.Grants = append(c.Grants, allocationOf(&g))
+	}
+	for _, r := range m.Returns() {
+		c.Returns = append(c.Returns, allocationOf(&r))
+	}
+	return c
+}

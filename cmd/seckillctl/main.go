@@ -73,6 +73,9 @@ const usage = `seckillctl: operate on seckill data directories (read-only unless
         publish a celled SKU: definition, frozen cell map, ledger, initial grants
   seckillctl cells return --etcd E --campaign C --sku S --cell ID --units N --id K
         ask a cell to give back up to N available units (return seq K)
+  seckillctl cells write-off --etcd E --campaign C --sku S --cell ID
+        write off a lost cell's outstanding quota (granted - returned): recorded in
+        the ledger, never granted, credited or resold again; the audit counts it
   seckillctl audit --etcd E --campaign C --cells c1=URL,... --admin-token T
         one JSON document: the ledger, each cell's counts, conservation, ok
   seckillctl lottery verify DIR

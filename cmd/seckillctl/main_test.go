@@ -402,7 +402,7 @@ func smallSKU(t *testing.T, dataDir, campaignID, skuID string) string {
 
 // verifyRun decodes what verify prints: one JSON document (a stream of
 // several does not decode), with a report per SKU, whose ok is true
-// exactly when every SKU's is.
+// exactly when every SKU's is, and every campaign check's.
 func verifyRun(t *testing.T, out string) verifyRunJSON {
 	t.Helper()
 	var run verifyRunJSON
@@ -416,8 +416,11 @@ func verifyRun(t *testing.T, out string) verifyRunJSON {
 	for _, r := range run.SKUs {
 		allOK = allOK && r.OK
 	}
+	for _, c := range run.Campaigns {
+		allOK = allOK && c.OK
+	}
 	if run.OK != allOK {
-		t.Fatalf("verify output: ok %v, but every SKU ok: %v\n%s", run.OK, allOK, out)
+		t.Fatalf("verify output: ok %v, but every SKU and campaign ok: %v\n%s", run.OK, allOK, out)
 	}
 	return run
 }

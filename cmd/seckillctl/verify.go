@@ -18,6 +18,9 @@ type verifyRunJSON struct {
 	Dir  string       `json:"dir"`  // the directory given
 	OK   bool         `json:"ok"`   // every SKU verified
 	SKUs []verifyJSON `json:"skus"` // one report per SKU, in directory order
+	// Campaigns checks each campaign whose purchase_limit is "campaign"
+	// (verify_campaign.go); absent when there is none.
+	Campaigns []campaignCheckJSON `json:"campaigns,omitempty"`
 }
 
 // verifyJSON is verify's report on one SKU.
@@ -32,8 +35,11 @@ type verifyJSON struct {
 	StateIndex      uint64           `json:"state_index"`
 	StateHash       string           `json:"state_hash"`
 	Counts          countsJSON       `json:"counts"`
+	Cell            *cellJSON        `json:"cell,omitempty"` // a celled SKU's quota as its log holds it
 	OK              bool             `json:"ok"`
 	Problems        []string         `json:"problems"`
+
+	purchases *skuPurchases // for the campaign's check; nil when unread
 }
 
 // runVerify rebuilds every SKU under DIR from the oldest usable base (record
@@ -59,6 +65,7 @@ func runVerify(args []string, stdout io.Writer) error {
 	}
 	run := verifyRunJSON{Dir: pos[0], SKUs: make([]verifyJSON, 0, len(dirs))}
 	var failed []string
+	var purchases []skuPurchases
 	for _, dir := range dirs {
 		report, err := verifySKU(dir)
 		if err != nil {
@@ -71,6 +78,15 @@ func runVerify(args []string, stdout io.Writer) error {
 		run.SKUs = append(run.SKUs, report)
 		if !report.OK {
 			failed = append(failed, fmt.Sprintf("%s: %s", dir, joinErrors(report.Problems)))
+		}
+		if report.purchases != nil {
+			purchases = append(purchases, *report.purchases)
+		}
+	}
+	run.Campaigns = checkCampaigns(purchases)
+	for _, c := range run.Campaigns {
+		if !c.OK {
+			failed = append(failed, fmt.Sprintf("campaign %s: %s", c.CampaignID, joinErrors(c.Problems)))
 		}
 	}
 	run.OK = len(failed) == 0
@@ -125,6 +141,10 @@ func verifySKUOnce(dir string) (verifyJSON, error) {
 			report.Problems = append(report.Problems, fmt.Sprintf("the log defines %s/%s, the directory is %s/%s",
 				d.CampaignID, d.SKUID, report.CampaignID, report.SKUID))
 		}
+	}
+	report.purchases = &skuPurchases{dir: dir, campaignID: report.CampaignID, limit: d.PurchaseLimit, live: st.m.LivePurchases()}
+	if st.m.Celled() {
+		report.Cell = cellOf(st.m)
 	}
 	audit := st.m.Audit()
 	report.Counts = countsOf(audit.Counts)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,22 +48,34 @@ func (o cellOptions) validate() error {
 // their frozen maps: a cell started while etcd is down still enforces them.
 const cellsFile = "cells.json"
 
+// publishedPoll is how often a running cell looks in etcd for SKUs
+// published since it started (a new campaign; the maps of SKUs it has are
+// frozen and never re-read).
+const publishedPoll = time.Second
+
 // cellRuntime is a running cell: the guarded engine for the HTTP service
 // and one ledger agent per celled SKU.
 type cellRuntime struct {
 	guard  *cells.Guard
-	agents map[string]*cells.Agent // by campaign + "/" + sku
+	engine *actors.Engine
+	epoch  *cells.CellEpoch
+	agents atomic.Pointer[map[string]*cells.Agent] // by campaign + "/" + sku; copied on add
 	client *clientv3.Client
 	ledger *ledger.Ledger
 	id     string
+	reg    prometheus.Registerer
+	log    *slog.Logger
+	cache  string            // <data-dir>/cells.json
+	pubs   []cells.Published // what the cache holds; only the poll loop changes it after start
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
 // startCell defines the cell's published SKUs (or, with etcd down, keeps
-// those of its data dir), refuses a data dir of another cell, and starts
-// the agents. Requests never wait on etcd: the agents work beside them.
+// those of its data dir), refuses a data dir of another cell, starts the
+// agents, and then keeps adding the SKUs published while it runs.
+// Requests never wait on etcd: the agents work beside them.
 func startCell(engine *actors.Engine, o cellOptions, dataDir string, reg prometheus.Registerer, log *slog.Logger) (*cellRuntime, error) {
 	for _, st := range engine.AllStats() {
 		if st.Definition.Cell != "" && st.Definition.Cell != o.id {
@@ -88,37 +101,105 @@ func startCell(engine *actors.Engine, o cellOptions, dataDir string, reg prometh
 		client.Close()
 		return nil, err
 	}
-	for _, p := range pubs {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		err := engine.Define(ctx, p.ForCell(o.id))
-		cancel()
-		if err != nil {
-			client.Close()
-			return nil, fmt.Errorf("defining %s/%s for cell %s: %w", p.Definition.CampaignID, p.Definition.SKUID, o.id, err)
-		}
-	}
-	rt := &cellRuntime{guard: cells.NewGuard(engine, o.id, pubs), agents: map[string]*cells.Agent{}, client: client, ledger: l, id: o.id}
 	runCtx, stop := context.WithCancel(context.Background())
-	rt.ctx, rt.cancel = runCtx, stop
+	rt := &cellRuntime{guard: cells.NewGuard(engine, o.id, pubs), engine: engine, epoch: cells.NewCellEpoch(l, o.id),
+		client: client, ledger: l, id: o.id, reg: reg, log: log, cache: cache, pubs: pubs, ctx: runCtx, cancel: stop}
+	rt.agents.Store(&map[string]*cells.Agent{})
 	for _, p := range pubs {
-		s := ledger.SKU{Campaign: p.Definition.CampaignID, SKU: p.Definition.SKUID}
-		a, err := cells.NewAgent(cells.AgentConfig{Engine: engine, Ledger: l, SKU: s, Cell: o.id, Logger: log})
-		if err != nil {
+		if err := rt.add(p); err != nil {
 			rt.stop()
 			return nil, err
 		}
-		rt.agents[s.Campaign+"/"+s.SKU] = a
-		registerAgentMetrics(reg, s, o.id, a)
-		rt.wg.Add(1)
-		go func() {
-			defer rt.wg.Done()
-			if err := a.Run(runCtx); err != nil {
-				log.Error("cell agent stopped", "campaign_id", s.Campaign, "sku_id", s.SKU, "err", err)
-			}
-		}()
 	}
+	rt.wg.Add(1)
+	go rt.pollPublished()
 	log.Info("cell started", "cell", o.id, "skus", len(pubs), "etcd", o.etcd)
 	return rt, nil
+}
+
+// add guards, defines and starts the agent of one published SKU: the
+// guard first, so that no reserve of a user of another cell is ever
+// taken between the definition and the guard.
+func (rt *cellRuntime) add(p cells.Published) error {
+	rt.guard.Add(p)
+	ctx, cancel := context.WithTimeout(rt.ctx, time.Minute)
+	err := rt.engine.Define(ctx, p.ForCell(rt.id))
+	cancel()
+	if err != nil {
+		return fmt.Errorf("defining %s/%s for cell %s: %w", p.Definition.CampaignID, p.Definition.SKUID, rt.id, err)
+	}
+	s := ledger.SKU{Campaign: p.Definition.CampaignID, SKU: p.Definition.SKUID}
+	a, err := cells.NewAgent(cells.AgentConfig{Engine: rt.engine, Ledger: rt.ledger, SKU: s, Cell: rt.id, Epoch: rt.epoch, Logger: rt.log})
+	if err != nil {
+		return err
+	}
+	old := *rt.agents.Load()
+	next := make(map[string]*cells.Agent, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[s.Campaign+"/"+s.SKU] = a
+	rt.agents.Store(&next)
+	registerAgentMetrics(rt.reg, s, rt.id, a)
+	rt.wg.Add(1)
+	go func() {
+		defer rt.wg.Done()
+		if err := a.Run(rt.ctx); err != nil {
+			rt.log.Error("cell agent stopped", "campaign_id", s.Campaign, "sku_id", s.SKU, "err", err)
+		}
+	}()
+	return nil
+}
+
+// pollPublished adds, every publishedPoll, the SKUs published for this
+// cell since it started: the cache first (a restart with etcd down must
+// still enforce their maps), then add. A failure is retried at the next
+// poll.
+func (rt *cellRuntime) pollPublished() {
+	defer rt.wg.Done()
+	for {
+		select {
+		case <-rt.ctx.Done():
+			return
+		case <-time.After(publishedPoll):
+		}
+		ctx, cancel := context.WithTimeout(rt.ctx, 2*time.Second)
+		pubs, err := cells.ReadPublished(ctx, rt.ledger, rt.id)
+		cancel()
+		if err != nil {
+			continue // etcd unreachable: the agents say so on /metrics
+		}
+		agents := *rt.agents.Load()
+		for _, p := range pubs {
+			key := p.Definition.CampaignID + "/" + p.Definition.SKUID
+			if agents[key] != nil {
+				continue
+			}
+			if !rt.cached(key) {
+				next := append(append([]cells.Published(nil), rt.pubs...), p)
+				if err := savePublished(rt.cache, next); err != nil {
+					rt.log.Error("caching a newly published SKU failed; retrying", "sku", key, "err", err)
+					continue
+				}
+				rt.pubs = next
+			}
+			if err := rt.add(p); err != nil {
+				rt.log.Error("adding a newly published SKU failed; retrying", "sku", key, "err", err)
+				continue
+			}
+			rt.log.Info("cell took a newly published SKU", "cell", rt.id, "sku", key)
+		}
+	}
+}
+
+// cached reports whether the cache holds the SKU campaign + "/" + sku.
+func (rt *cellRuntime) cached(key string) bool {
+	for _, p := range rt.pubs {
+		if p.Definition.CampaignID+"/"+p.Definition.SKUID == key {
+			return true
+		}
+	}
+	return false
 }
 
 // announce publishes the cell's HTTP base URL in etcd for seckillctl
@@ -144,10 +225,11 @@ func (rt *cellRuntime) announce(l *ledger.Ledger, cell, url string, log *slog.Lo
 	}()
 }
 
-// topUpPending is httpapi.Config.TopUpPending.
+// topUpPending is httpapi.Config.TopUpPending: the SKU's agent expects a
+// top-up (cells.Agent.ExpectsTopUp), so an empty cell says Retry-After.
 func (rt *cellRuntime) topUpPending(campaignID, skuID string) bool {
-	a := rt.agents[campaignID+"/"+skuID]
-	return a != nil && a.TopUpPending()
+	a := (*rt.agents.Load())[campaignID+"/"+skuID]
+	return a != nil && a.ExpectsTopUp()
 }
 
 func (rt *cellRuntime) stop() {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/purchase"
 	"github.com/seckill/seckill/actors/sku"
 )
 
@@ -125,6 +126,10 @@ type skuState struct {
 	// real request filter does, without false positives.
 	known map[string]struct{}
 	act   activity // activity.go
+	// purchases is the purchase registry of the SKU's campaign when its
+	// purchase_limit is "campaign" (shared by its SKUs), nil otherwise.
+	// Everything happens under e.mu, so no claim is ever waited for.
+	purchases *purchase.Registry[int]
 }
 
 // Engine is the in-memory twin. It satisfies httpapi.Engine (checked in
@@ -133,9 +138,10 @@ type Engine struct {
 	cfg   Config
 	hooks atomic.Pointer[Hooks]
 
-	mu   sync.Mutex
-	skus map[skuKey]*skuState
-	held map[skuKey]struct{} // places held by MakeRoom
+	mu        sync.Mutex
+	skus      map[skuKey]*skuState
+	held      map[skuKey]struct{}                // places held by MakeRoom
+	purchases map[string]*purchase.Registry[int] // campaign-scope campaigns
 }
 
 // New returns an empty twin.
@@ -149,7 +155,8 @@ func New(cfg Config) *Engine {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
 	}
-	e := &Engine{cfg: cfg, skus: make(map[skuKey]*skuState), held: make(map[skuKey]struct{})}
+	e := &Engine{cfg: cfg, skus: make(map[skuKey]*skuState), held: make(map[skuKey]struct{}),
+		purchases: make(map[string]*purchase.Registry[int])}
 	e.hooks.Store(&Hooks{})
 	return e
 }
@@ -261,8 +268,15 @@ func (e *Engine) lockedSKU(campaignID, skuID string) (*skuState, error) {
 	return s, nil
 }
 
-// decided counts the records of one decision.
-func (s *skuState) decided(out []sku.Record) { s.index += uint64(len(out)) }
+// decided counts the records of one decision and tells the campaign's
+// purchase registry the reservations they made or closed ("durable" at
+// once, as everything in the twin).
+func (s *skuState) decided(out []sku.Record) {
+	s.index += uint64(len(out))
+	if s.purchases != nil {
+		s.purchases.Apply(s.m.Definition().SKUID, purchase.Events(s.m, out))
+	}
+}
 
 // Reserve implements httpapi.Reserver on sku.Machine.Reserve.
 func (e *Engine) Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error) {
@@ -288,6 +302,17 @@ func (e *Engine) ReserveWith(ctx context.Context, campaignID, skuID, requestID, 
 // counts it (records, activity, recorded request_ids): the one rule for a
 // reserve alone and for each item of a batch. The caller holds e.mu.
 func (s *skuState) reserve(now int64, requestID, userID string, holder sku.Holder) sku.Result {
+	if s.purchases != nil { // purchase_limit "campaign": the user's claim first
+		skuID := s.m.Definition().SKUID
+		d := s.purchases.Claim(userID, skuID, requestID, 0)
+		if d.Verdict == purchase.Held { // the request_id's own result first (actors: heldAnswer)
+			if found, ok := s.m.Lookup(requestID); ok {
+				return sku.KnownRequest(found, userID)
+			}
+			return sku.Result{Outcome: sku.OutcomeAlreadyPurchased, Reservation: sku.View{ReservationID: d.ReservationID, UserID: userID}}
+		}
+		defer s.purchases.Done(userID, skuID, requestID, false) // Proceed: nothing is ever in flight here
+	}
 	res, out := s.m.ReserveWith(now, requestID, userID, holder, nil)
 	s.decided(out)
 	s.act.reserved(res)
@@ -469,9 +494,21 @@ func (e *Engine) Define(ctx context.Context, d sku.Definition) error {
 		if err := sku.DrawLotterySecrets(&d, s.m, e.cfg.Rand); err != nil {
 			return sku.Result{}, err
 		}
+		for k, other := range e.skus {
+			if k.campaignID == d.CampaignID && k.skuID != d.SKUID && other.m.Definition().PurchaseLimit != d.PurchaseLimit {
+				return sku.Result{}, fmt.Errorf("%w: purchase_limit may not change", sku.ErrInvalidDefinition)
+			}
+		}
 		o, out, err := s.m.Define(e.now(), d, nil)
 		if err != nil {
 			return sku.Result{Outcome: o}, err
+		}
+		if d.PurchaseLimit == sku.PurchaseLimitCampaign && s.purchases == nil {
+			s.purchases = e.purchases[d.CampaignID]
+			if s.purchases == nil {
+				s.purchases = purchase.New[int]()
+				e.purchases[d.CampaignID] = s.purchases
+			}
 		}
 		s.decided(out)
 		delete(e.held, k)
@@ -585,4 +622,43 @@ func (e *Engine) Snapshot(ctx context.Context, campaignID, skuID string) (actors
 	}
 	info.Took = time.Since(start)
 	return info, nil
+}
+
+// CampaignAudit implements httpapi.Admin: every SKU's audit and, with
+// purchase_limit "campaign", the users holding live purchases on two SKUs
+// (purchase.Overlaps), all read at one instant under the twin's lock.
+func (e *Engine) CampaignAudit(ctx context.Context, campaignID string) (actors.CampaignAudit, error) {
+	out := actors.CampaignAudit{CampaignID: campaignID}
+	err := e.run(ctx, Call{Kind: KindAudit, CampaignID: campaignID}, func() (sku.Result, error) {
+		var keys []skuKey
+		for k := range e.skus {
+			if k.campaignID == campaignID {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) == 0 {
+			return sku.Result{}, actors.ErrUnknownSKU
+		}
+		sort.Slice(keys, func(i, j int) bool { return keys[i].skuID < keys[j].skuID })
+		live := make([]map[string]string, 0, len(keys))
+		for _, k := range keys {
+			s, err := e.lockedSKU(k.campaignID, k.skuID)
+			if err != nil {
+				return sku.Result{}, err
+			}
+			out.SKUs = append(out.SKUs, actors.SKUAudit{SKUID: k.skuID, Audit: s.m.Audit()})
+			live = append(live, s.m.LivePurchases())
+			out.PurchaseLimit = s.m.Definition().PurchaseLimit
+		}
+		overlaps, users := purchase.Overlaps(live)
+		out.LiveUsers = users
+		if out.PurchaseLimit == sku.PurchaseLimitCampaign {
+			for user, ids := range overlaps {
+				out.Violations = append(out.Violations, actors.OverlapViolation(user, ids))
+			}
+			sort.Strings(out.Violations)
+		}
+		return sku.Result{}, nil
+	})
+	return out, err
 }

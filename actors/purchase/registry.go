@@ -1,0 +1,292 @@
+// Package purchase holds the pure rule of a campaign whose purchase_limit
+// is "campaign" (issue #19): at most one live purchase (PENDING_PAYMENT or
+// PAID) per (campaign, user) over all the campaign's SKUs, although each
+// SKU is decided by its own actor and log.
+//
+// A Registry is the campaign's lock table, user -> claim. A claim names the
+// one SKU that holds, or may hold, the user's live purchase; a reserve of
+// the user goes to a SKU only while the registry says that SKU is the one
+// (Claim answers Proceed), so no two SKUs ever decide a purchase of the
+// same user. The registry has no log of its own: what it must keep across
+// a crash, the live reservations, is in the SKUs' logs, and the engine
+// rebuilds it from their states (Resync). A crash loses only claims whose
+// reserves were never acknowledged.
+//
+// A claim is released only on knowledge, never on a guess:
+//   - a reserve granted to a SKU ended with a definite answer that made no
+//     reservation (Done with unknown false, nothing held);
+//   - the close of the held reservation is durable (Closed);
+//   - a reserve whose answer was lost (a timeout, a log failure) was looked
+//     up afterwards on its SKU, behind it in the SKU's mailbox, and left
+//     no live reservation (Probe, then ProbeDone).
+//
+// Like the SKU core it has no I/O, no clock and no goroutines: the engine
+// (package actors) calls it under a mutex and hands the waiters it returns
+// their wake-up. W is the engine's waiter (a channel), opaque here.
+package purchase
+
+// Limits per user; every list of a claim is bounded.
+const (
+	// MaxWaiters bounds the reserves of one user waiting for the answer
+	// of a pending claim on another SKU; beyond it Claim answers Busy (HTTP
+	// 429 QUEUE_FULL, as the other queues).
+	MaxWaiters = 8
+	// MaxInFlight bounds the reserves of one user granted to its claim's
+	// SKU at once (the HTTP ingress sends one per SKU and user at a time);
+	// beyond it Claim answers Busy.
+	MaxInFlight = 64
+	// MaxUnknown is how many lost answers a claim remembers: a reserve of
+	// the user on the claim's own SKU with this many asks for a Probe
+	// first. A claim holds at most MaxUnknown + MaxInFlight of them.
+	MaxUnknown = 16
+)
+
+// Verdict is Claim's answer.
+type Verdict uint8
+
+// Verdicts.
+const (
+	// Proceed: send the reserve to its SKU, then call Done.
+	Proceed Verdict = iota + 1
+	// Held: another SKU holds the user's live purchase (Decision.SKU,
+	// Decision.ReservationID): answer ALREADY_PURCHASED, unrecorded.
+	Held
+	// Wait: a reserve on another SKU is being decided; the waiter was
+	// registered and is returned by the call that settles it; then ask
+	// again. A waiter that gives up calls Forget.
+	Wait
+	// Probe: answers of reserves on Decision.SKU were lost: look up each
+	// of Decision.RequestIDs on that SKU (through its mailbox, behind the
+	// lost calls), then call ProbeDone, then ask again.
+	Probe
+	// Busy: too many reserves of this user wait or are in flight: refuse
+	// (nothing decided).
+	Busy
+)
+
+func (v Verdict) String() string {
+	names := [...]string{"", "PROCEED", "HELD", "WAIT", "PROBE", "BUSY"}
+	if int(v) < len(names) && v != 0 {
+		return names[v]
+	}
+	return "Verdict(?)"
+}
+
+// Decision is Claim's answer with what it names.
+type Decision struct {
+	Verdict       Verdict
+	SKU           string   // Held, Probe, Wait: the claim's SKU
+	ReservationID string   // Held: the live reservation
+	RequestIDs    []string // Probe: the request_ids whose answers were lost
+}
+
+// claim is the user's claim on one SKU.
+type claim[W comparable] struct {
+	sku      string
+	inFlight int      // reserves granted (Proceed) and not Done, and a probe running
+	probing  bool     // a Probe was handed out and is not done
+	unknown  []string // request_ids granted whose answers were lost
+	// reservationID is the live reservation the SKU holds for the user
+	// ("" for none known): set by Reserved and Resync, cleared by Closed.
+	reservationID string
+	waiters       []W
+}
+
+func (c *claim[W]) idle() bool {
+	return c.inFlight == 0 && !c.probing && len(c.unknown) == 0 && c.reservationID == ""
+}
+
+// Registry is one campaign's purchase registry. The zero value is not
+// usable: call New. Not safe for concurrent use.
+type Registry[W comparable] struct {
+	claims map[string]*claim[W]
+}
+
+// New returns an empty registry.
+func New[W comparable]() *Registry[W] {
+	return &Registry[W]{claims: make(map[string]*claim[W])}
+}
+
+// Len returns the number of users with a claim.
+func (r *Registry[W]) Len() int { return len(r.claims) }
+
+// Claim asks whether userID's reserve requestID may go to SKU sku. For
+// Wait, w is registered and returned later by the call that settles the
+// claim (Done, Reserved, Closed, ProbeDone, Resync).
+func (r *Registry[W]) Claim(userID, sku, requestID string, w W) Decision {
+	c := r.claims[userID]
+	if c == nil {
+		r.claims[userID] = &claim[W]{sku: sku, inFlight: 1}
+		return Decision{Verdict: Proceed, SKU: sku}
+	}
+	if c.probing {
+		return r.wait(c, w)
+	}
+	if c.sku == sku {
+		// The SKU's own rule answers: the same request_id its first
+		// answer, another one ALREADY_PURCHASED while a purchase is live.
+		if len(c.unknown) >= MaxUnknown {
+			return r.probe(c)
+		}
+		if c.inFlight >= MaxInFlight {
+			return Decision{Verdict: Busy, SKU: c.sku}
+		}
+		c.inFlight++
+		return Decision{Verdict: Proceed, SKU: sku}
+	}
+	switch {
+	case c.reservationID != "":
+		return Decision{Verdict: Held, SKU: c.sku, ReservationID: c.reservationID}
+	case c.inFlight > 0:
+		return r.wait(c, w)
+	case len(c.unknown) > 0:
+		return r.probe(c)
+	}
+	panic("purchase: an idle claim was kept") // every settling call deletes idle claims
+}
+
+func (r *Registry[W]) wait(c *claim[W], w W) Decision {
+	if len(c.waiters) >= MaxWaiters {
+		return Decision{Verdict: Busy, SKU: c.sku}
+	}
+	c.waiters = append(c.waiters, w)
+	return Decision{Verdict: Wait, SKU: c.sku}
+}
+
+func (r *Registry[W]) probe(c *claim[W]) Decision {
+	ids := c.unknown
+	c.unknown, c.probing = nil, true
+	return Decision{Verdict: Probe, SKU: c.sku, RequestIDs: ids}
+}
+
+// Done ends a reserve that Claim let proceed to sku: unknown is set when
+// its answer was lost (a timeout, ErrResultUnknown), and then the claim
+// stays until a Probe clears requestID. A reservation the reserve made was
+// reported by Reserved before (the durable path runs before the caller
+// wakes). It returns the waiters to wake.
+func (r *Registry[W]) Done(userID, sku, requestID string, unknown bool) []W {
+	c := r.claims[userID]
+	if c == nil || c.sku != sku || c.inFlight == 0 {
+		panic("purchase: Done without a granted reserve on " + sku)
+	}
+	c.inFlight--
+	if unknown && !mutantReleaseUnknown {
+		c.unknown = append(c.unknown, requestID)
+	}
+	return r.settle(userID, c)
+}
+
+// ProbeDone ends a Probe on sku; stillUnknown are the request_ids whose
+// look-up failed too (the SKU unavailable): they stay. It returns the
+// waiters to wake.
+func (r *Registry[W]) ProbeDone(userID, sku string, stillUnknown []string) []W {
+	c := r.claims[userID]
+	if c == nil || c.sku != sku || !c.probing {
+		panic("purchase: ProbeDone without a Probe on " + sku)
+	}
+	c.probing = false
+	c.unknown = append(c.unknown, stillUnknown...)
+	return r.settle(userID, c)
+}
+
+// Forget removes a waiter that gave up (its context ended).
+func (r *Registry[W]) Forget(userID string, w W) {
+	c := r.claims[userID]
+	if c == nil {
+		return
+	}
+	for i, x := range c.waiters {
+		if x == w {
+			c.waiters = append(c.waiters[:i], c.waiters[i+1:]...)
+			return
+		}
+	}
+}
+
+// Reserved reports that a reservation of userID on sku is durable. It
+// returns the waiters to wake (they now hear Held), and conflict set when
+// the user's claim is on another SKU: a second live purchase, which the
+// registry's rule never lets happen (the engine logs it; the audit reports
+// it). The first claim is kept.
+func (r *Registry[W]) Reserved(userID, sku, reservationID string) (wake []W, conflict bool) {
+	c := r.claims[userID]
+	switch {
+	case c == nil:
+		r.claims[userID] = &claim[W]{sku: sku, reservationID: reservationID}
+		return nil, false
+	case c.sku != sku:
+		return nil, true
+	}
+	c.reservationID = reservationID
+	w := c.waiters
+	c.waiters = nil
+	return w, false
+}
+
+// Closed reports that the close of reservation reservationID of userID on
+// sku is durable (cancel, expiry, an operator's close): the user may buy
+// again. It returns the waiters to wake.
+func (r *Registry[W]) Closed(userID, sku, reservationID string) []W {
+	c := r.claims[userID]
+	if c == nil || c.sku != sku || c.reservationID != reservationID {
+		return nil
+	}
+	c.reservationID = ""
+	return r.settle(userID, c)
+}
+
+// Resync replaces what the registry knows of the live reservations of sku
+// with live (user -> reservation id), the SKU's state as rebuilt from disk
+// (at start, and after its log failed and it recovered): claims on sku not
+// in live lose their reservation, users in live get one. Reserves in
+// flight and lost answers stay as they are. It returns the waiters to wake
+// and the users whose claim is on another SKU (conflicts, as Reserved).
+func (r *Registry[W]) Resync(sku string, live map[string]string) (wake []W, conflicts []string) {
+	for user, c := range r.claims {
+		if c.sku != sku {
+			continue
+		}
+		if _, ok := live[user]; !ok && c.reservationID != "" {
+			c.reservationID = ""
+			wake = append(wake, r.settle(user, c)...)
+		}
+	}
+	for user, id := range live {
+		w, conflict := r.Reserved(user, sku, id)
+		wake = append(wake, w...)
+		if conflict {
+			conflicts = append(conflicts, user)
+		}
+	}
+	return wake, conflicts
+}
+
+// settle deletes an idle claim and returns its waiters; a claim that no
+// longer makes anyone wait (nothing in flight, no probe: Claim now answers
+// Held or Probe) hands its waiters back too.
+func (r *Registry[W]) settle(userID string, c *claim[W]) []W {
+	if c.idle() {
+		delete(r.claims, userID)
+		return c.waiters
+	}
+	if c.inFlight > 0 || c.probing {
+		return nil
+	}
+	w := c.waiters
+	c.waiters = nil
+	return w
+}
+
+// Holder is one entry of Holders: a user's known live purchase.
+type Holder struct {
+	UserID, SKU, ReservationID string
+}
+
+// HolderOf returns the user's known live purchase, if any.
+func (r *Registry[W]) HolderOf(userID string) (Holder, bool) {
+	c := r.claims[userID]
+	if c == nil || c.reservationID == "" {
+		return Holder{}, false
+	}
+	return Holder{UserID: userID, SKU: c.sku, ReservationID: c.reservationID}, true
+}

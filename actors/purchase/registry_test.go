@@ -1,0 +1,101 @@
+package purchase
+
+import (
+	"slices"
+	"testing"
+)
+
+// The verdicts in order, as one user's reserves meet them.
+func TestClaimVerdicts(t *testing.T) {
+	r := New[int]()
+	if d := r.Claim("u", "a", "r1", 1); d.Verdict != Proceed {
+		t.Fatalf("first claim: %v", d)
+	}
+	if d := r.Claim("u", "a", "r2", 2); d.Verdict != Proceed {
+		t.Fatalf("same SKU: %v (its own rule answers)", d)
+	}
+	for w := 3; w < 3+MaxWaiters; w++ {
+		if d := r.Claim("u", "b", "rb", w); d.Verdict != Wait || d.SKU != "a" {
+			t.Fatalf("other SKU while a is deciding: %v", d)
+		}
+	}
+	if d := r.Claim("u", "b", "rb", 99); d.Verdict != Busy {
+		t.Fatalf("beyond MaxWaiters: %v", d)
+	}
+	r.Forget("u", 3)
+	if w := r.Done("u", "a", "r2", false); w != nil {
+		t.Fatalf("woke %v while r1 is in flight", w)
+	}
+	w, conflict := r.Reserved("u", "a", "a~1")
+	if conflict || !slices.Equal(w, []int{4, 5, 6, 7, 8, 9, 10}) {
+		t.Fatalf("reserved: woke %v, conflict %v", w, conflict)
+	}
+	if w := r.Done("u", "a", "r1", false); w != nil {
+		t.Fatalf("woke %v after the waiters left", w)
+	}
+	if d := r.Claim("u", "b", "rb", 11); d.Verdict != Held || d.SKU != "a" || d.ReservationID != "a~1" {
+		t.Fatalf("held: %v", d)
+	}
+	if w := r.Closed("u", "a", "a~9"); w != nil || r.Len() != 1 {
+		t.Fatal("the close of another reservation released the claim")
+	}
+	r.Closed("u", "a", "a~1")
+	if r.Len() != 0 {
+		t.Fatal("a durable close kept the claim")
+	}
+}
+
+// A lost answer keeps the claim until a probe clears it; an unanswered
+// probe keeps it still.
+func TestLostAnswerNeedsAProbe(t *testing.T) {
+	r := New[int]()
+	r.Claim("u", "a", "r1", 0)
+	r.Done("u", "a", "r1", true)
+	d := r.Claim("u", "b", "r2", 1)
+	if d.Verdict != Probe || d.SKU != "a" || !slices.Equal(d.RequestIDs, []string{"r1"}) {
+		t.Fatalf("after a lost answer: %v", d)
+	}
+	if d := r.Claim("u", "b", "r3", 2); d.Verdict != Wait {
+		t.Fatalf("while probing: %v", d)
+	}
+	if w := r.ProbeDone("u", "a", []string{"r1"}); !slices.Equal(w, []int{2}) {
+		t.Fatalf("probe unanswered woke %v", w)
+	}
+	if d := r.Claim("u", "b", "r2", 3); d.Verdict != Probe {
+		t.Fatalf("still unknown: %v", d)
+	}
+	r.ProbeDone("u", "a", nil)
+	if d := r.Claim("u", "b", "r2", 4); d.Verdict != Proceed {
+		t.Fatalf("after the probe answered: %v", d)
+	}
+	// Same SKU: at MaxUnknown lost answers, probe first.
+	for i := range MaxUnknown {
+		r.Claim("v", "a", "x", 0)
+		r.Done("v", "a", string(rune('a'+i)), true)
+	}
+	if d := r.Claim("v", "a", "y", 0); d.Verdict != Probe || len(d.RequestIDs) != MaxUnknown {
+		t.Fatalf("at MaxUnknown: %v", d)
+	}
+}
+
+// Resync replaces one SKU's reservations with the rebuilt state's and
+// reports a user live on two SKUs.
+func TestResync(t *testing.T) {
+	r := New[int]()
+	r.Reserved("u", "a", "a~1")
+	r.Reserved("v", "a", "a~2")
+	r.Claim("w", "a", "r", 0) // in flight: kept
+	_, conflicts := r.Resync("a", map[string]string{"v": "a~2", "x": "a~3"})
+	if len(conflicts) != 0 || r.Len() != 3 {
+		t.Fatalf("resync: conflicts %v, %d claims", conflicts, r.Len())
+	}
+	if _, ok := r.HolderOf("u"); ok {
+		t.Fatal("u's reservation, gone from the state, is still held")
+	}
+	if h, ok := r.HolderOf("x"); !ok || h.ReservationID != "a~3" {
+		t.Fatalf("x: %+v", h)
+	}
+	if _, conflicts := r.Resync("b", map[string]string{"x": "b~1"}); !slices.Equal(conflicts, []string{"x"}) {
+		t.Fatalf("x live on a and b: %v", conflicts)
+	}
+}

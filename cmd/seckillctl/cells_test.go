@@ -1,0 +1,67 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/seckill/seckill/internal/etcdtest"
+)
+
+// TestCellsWriteOff: "cells write-off" records a lost cell's outstanding
+// quota in the ledger once (a repeat answers the same write-off), refuses
+// a cell outside the SKU's map, and the cluster audit counts the quota as
+// written off, not as held by a cell it could not reach.
+func TestCellsWriteOff(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	sku := []string{"--etcd", etcd.Endpoint, "--campaign", "demo", "--sku", "sku-1"}
+	wantCode(t, 0, append([]string{"cells", "publish", "--sale-limit", "200", "--cells", "c1,c2", "--initial", "40", "--chunk", "20"}, sku...)...)
+
+	var first, again struct {
+		WrittenOff struct {
+			Cell        string `json:"cell"`
+			Units       uint64 `json:"units"`
+			Allocations int    `json:"allocations"`
+			AtMs        int64  `json:"at_ms"`
+		} `json:"written_off"`
+	}
+	if err := json.Unmarshal([]byte(wantCode(t, 0, append([]string{"cells", "write-off", "--cell", "c2"}, sku...)...)), &first); err != nil {
+		t.Fatal(err)
+	}
+	if w := first.WrittenOff; w.Cell != "c2" || w.Units != 40 || w.Allocations != 1 || w.AtMs == 0 {
+		t.Fatalf("write-off: %+v", w)
+	}
+	if err := json.Unmarshal([]byte(wantCode(t, 0, append([]string{"cells", "write-off", "--cell", "c2"}, sku...)...)), &again); err != nil {
+		t.Fatal(err)
+	}
+	if again != first {
+		t.Fatalf("a repeated write-off: %+v, want the first %+v", again.WrittenOff, first.WrittenOff)
+	}
+	wantCode(t, 2, append([]string{"cells", "write-off", "--cell", "c9"}, sku...)...)
+	wantCode(t, 2, "cells", "write-off", "--etcd", etcd.Endpoint, "--campaign", "demo", "--cell", "c2")
+
+	// No cell runs: c1 is unreached (its 40 units are the undersell bound
+	// while it stays away), c2's 40 are written off.
+	var audit struct {
+		SKUs []struct {
+			Unreached  uint64 `json:"held_by_unreached_cells"`
+			WrittenOff uint64 `json:"written_off"`
+			Never      uint64 `json:"never_granted"`
+			Cells      map[string]struct {
+				WrittenOff uint64 `json:"written_off"`
+				Error      string `json:"error"`
+			} `json:"cells"`
+			LedgerViolations []string `json:"ledger_violations"`
+			Ledger           struct {
+				WrittenOff map[string]json.RawMessage `json:"written_off"`
+			} `json:"ledger"`
+		} `json:"skus"`
+	}
+	if err := json.Unmarshal([]byte(wantCode(t, 0, "audit", "--etcd", etcd.Endpoint, "--campaign", "demo")), &audit); err != nil {
+		t.Fatal(err)
+	}
+	a := audit.SKUs[0]
+	if a.Unreached != 40 || a.WrittenOff != 40 || a.Never != 120 || a.Cells["c2"].WrittenOff != 40 || a.Cells["c2"].Error != "" ||
+		len(a.LedgerViolations) != 0 || a.Ledger.WrittenOff["c2"] == nil {
+		t.Fatalf("audit after the write-off: %+v", a)
+	}
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/sku"
+)
+
+// scopedSKU makes a SKU of a campaign-scope campaign in an engine of its
+// own (which knows no other SKU of the campaign), reserves for users, and
+// moves it into dataDir: two of them may hold one user twice, which no
+// single engine lets happen.
+func scopedSKU(t *testing.T, dataDir, campaignID, skuID string, users ...string) {
+	t.Helper()
+	own := t.TempDir()
+	e, err := actors.Open(actors.Config{DataDir: own, Logger: quiet, ExpiryInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now().UnixMilli()
+	if err := e.Define(ctx, sku.Definition{CampaignID: campaignID, SKUID: skuID, StartAt: now - 60_000, EndAt: now + 86_400_000,
+		PaymentWindowMs: 600_000, SaleLimit: 10, ReleaseOnClose: true, PurchaseLimit: sku.PurchaseLimitCampaign}); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range users {
+		if res, err := e.Reserve(ctx, campaignID, skuID, "r-"+u, u); err != nil || res.Outcome != sku.OutcomeAccepted {
+			t.Fatalf("reserve %s: %v %v", u, res.Outcome, err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dataDir, campaignID), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(own, campaignID, skuID), filepath.Join(dataDir, campaignID, skuID)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestVerifyCampaignScope(t *testing.T) {
+	dataDir := t.TempDir()
+	scopedSKU(t, dataDir, "one", "s1", "alice", "bob")
+	scopedSKU(t, dataDir, "one", "s2", "carol")
+	run := verifyRun(t, wantCode(t, 0, "verify", dataDir))
+	if len(run.Campaigns) != 1 || !run.Campaigns[0].OK || run.Campaigns[0].LiveUsers != 3 || run.Campaigns[0].SKUs != 2 {
+		t.Fatalf("campaign check: %+v", run.Campaigns)
+	}
+	scopedSKU(t, dataDir, "two", "s1", "alice")
+	scopedSKU(t, dataDir, "two", "s2", "alice")
+	code, out, _ := ctl(t, "verify", dataDir)
+	if code != exitFailed {
+		t.Fatalf("verify: exit %d, want %d\n%s", code, exitFailed, out)
+	}
+	run = verifyRun(t, out) // every SKU alone is fine
+	if len(run.Campaigns) != 2 || run.Campaigns[1].OK || !strings.Contains(strings.Join(run.Campaigns[1].Problems, " "), "user alice holds 2 live purchases") {
+		t.Fatalf("campaign check: %+v", run.Campaigns)
+	}
+}

@@ -1,0 +1,134 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/seckill/seckill/httpapi/memengine"
+)
+
+// scopedCampaign is a campaign of n SKUs (s1..sn) with purchase_limit
+// "campaign".
+func scopedCampaign(id string, n, limit int) map[string]any {
+	skus := map[string]int{}
+	for i := 1; i <= n; i++ {
+		skus[fmt.Sprintf("s%d", i)] = limit
+	}
+	c := campaign(id, "15m", skus)
+	c["purchase_limit"] = "campaign"
+	return c
+}
+
+// campaignAudit returns GET /admin/campaigns/{c}/audit, checked.
+func (ts *testServer) campaignAudit(campaignID string) response {
+	ts.t.Helper()
+	r := ts.admin(http.MethodGet, "/admin/campaigns/"+campaignID+"/audit", nil)
+	if r.status != http.StatusOK || r.body["invariant_ok"] != true {
+		ts.t.Fatalf("campaign audit: %v", r)
+	}
+	return r
+}
+
+// livePurchases sums the PENDING_PAYMENT and PAID reservations over a
+// campaign audit's SKUs.
+func livePurchases(r response) int {
+	n := 0
+	for _, s := range r.body["skus"].([]any) {
+		states := s.(map[string]any)["states"].(map[string]any)
+		n += int(states["PENDING_PAYMENT"].(float64) + states["PAID"].(float64))
+	}
+	return n
+}
+
+// On the real engine and on the twin: the definition's rules, a
+// cross-SKU ALREADY_PURCHASED naming the other SKU, buying again after a
+// cancel, and the campaign audit.
+func TestPurchaseLimitCampaign(t *testing.T) {
+	for _, name := range []string{"engine", "twin"} {
+		t.Run(name, func(t *testing.T) {
+			o := serverOptions{}
+			if name == "twin" {
+				o.twin = memengine.New(memengine.Config{})
+			}
+			ts := startServer(t, o)
+			bad := scopedCampaign("pl", 2, 10)
+			bad["purchase_limit"] = "user"
+			r := ts.admin(http.MethodPut, "/admin/campaigns/pl", bad)
+			want(t, r, http.StatusBadRequest, "BAD_REQUEST")
+			if !strings.Contains(r.str("detail"), "purchase_limit") {
+				t.Fatalf("detail: %v", r)
+			}
+			lottery := scopedCampaign("pl-lot", 1, 10)
+			lottery["skus"].([]map[string]any)[0]["allocation"] = "lottery"
+			want(t, ts.admin(http.MethodPut, "/admin/campaigns/pl-lot", lottery), http.StatusBadRequest, "BAD_REQUEST")
+
+			ts.define(scopedCampaign("pl", 2, 10))
+			if got := ts.admin(http.MethodGet, "/admin/campaigns/pl", nil).str("purchase_limit"); got != "campaign" {
+				t.Fatalf("read back purchase_limit %q", got)
+			}
+			changed := scopedCampaign("pl", 2, 10)
+			changed["purchase_limit"] = "sku"
+			want(t, ts.admin(http.MethodPut, "/admin/campaigns/pl", changed), http.StatusConflict, "DEFINITION_CONFLICT")
+			added := campaign("pl", "15m", map[string]int{"s3": 10}) // a new SKU without the scope
+			added["start_at"], added["end_at"] = changed["start_at"], changed["end_at"]
+			want(t, ts.admin(http.MethodPut, "/admin/campaigns/pl", added), http.StatusConflict, "DEFINITION_CONFLICT")
+
+			first := ts.reserve("pl", "s1", "r1", "alice")
+			want(t, first, http.StatusAccepted, "")
+			other := ts.reserve("pl", "s2", "r2", "alice")
+			want(t, other, http.StatusConflict, "ALREADY_PURCHASED")
+			if other.str("reservation_id") != first.str("reservation_id") || other.str("sku_id") != "s1" {
+				t.Fatalf("cross-SKU refusal: %v, first %v", other, first)
+			}
+			// Not recorded: the request_id has no durable answer on s2.
+			want(t, ts.get("/v1/campaigns/pl/skus/s2/requests/r2"), http.StatusNotFound, "")
+			want(t, ts.post("/v1/reservations/"+first.str("reservation_id")+"/cancel", nil), http.StatusOK, "")
+			// The same request_id may now be accepted: the refusal decided nothing.
+			want(t, ts.reserve("pl", "s2", "r2", "alice"), http.StatusAccepted, "")
+			want(t, ts.reserve("pl", "s1", "r3", "alice"), http.StatusConflict, "ALREADY_PURCHASED")
+			a := ts.campaignAudit("pl")
+			if a.str("purchase_limit") != "campaign" || num(a, "live_users") != 1 || livePurchases(a) != 1 {
+				t.Fatalf("campaign audit: %v", a)
+			}
+			// A SKU-scope campaign is unchanged: one purchase per SKU.
+			ts.define(campaign("free", "15m", map[string]int{"a": 5, "b": 5}))
+			want(t, ts.reserve("free", "a", "f1", "alice"), http.StatusAccepted, "")
+			want(t, ts.reserve("free", "b", "f2", "alice"), http.StatusAccepted, "")
+			if a := ts.campaignAudit("free"); a.str("purchase_limit") != "sku" || num(a, "live_users") != 1 || livePurchases(a) != 2 {
+				t.Fatalf("SKU-scope campaign audit: %v", a)
+			}
+		})
+	}
+}
+
+// Two SKUs, 64 clients of one user clicking both at once: one 202.
+func TestOneUserSixtyFourClicksOverHTTP(t *testing.T) {
+	ts := startServer(t, serverOptions{})
+	ts.define(scopedCampaign("clicks", 2, 100))
+	got := make([]response, 64)
+	errs := make([]error, 64)
+	parallel(64, func(i int) {
+		got[i], errs[i] = tryReserve(ts.base, "clicks", fmt.Sprintf("s%d", i%2+1), fmt.Sprintf("r%d", i), "bob")
+	})
+	accepted := 0
+	for i, r := range got {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		switch r.status {
+		case http.StatusAccepted:
+			accepted++
+		case http.StatusConflict, http.StatusTooManyRequests:
+		default:
+			t.Fatalf("click %d: %v", i, r)
+		}
+	}
+	if accepted != 1 {
+		t.Fatalf("%d clicks accepted", accepted)
+	}
+	if a := ts.campaignAudit("clicks"); livePurchases(a) != 1 {
+		t.Fatalf("audit: %v", a)
+	}
+}

@@ -1,0 +1,447 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/seckill/seckill/actors/core"
+	"github.com/seckill/seckill/actors/purchase"
+	"github.com/seckill/seckill/actors/sku"
+)
+
+// Campaign mode (issue #19): one campaign whose purchase_limit is
+// "campaign", of 2 or 3 SKUs, each a whole simulated SKU engine (a run:
+// its own disk, log, core and model), in one process with the engine's
+// purchase registry (package actors/purchase, the real code). The
+// simulator is the engine's shell around them, as package actors is: a
+// reserve claims its user first and goes to its SKU only on Proceed; the
+// registry learns each SKU's reservations and closes once durable, before
+// the replies are released; a reply that never comes (a caller that gave
+// up, a failed log) leaves its claim unknown until a look-up on that SKU
+// answers; every recovery of a SKU resyncs the registry from its rebuilt
+// state, and a crash (power lost: every SKU at once) rebuilds it from
+// them all. Crashes come at any point, between a claim and its
+// reservation included.
+//
+// Checked after every step, against the SKUs' models (model.go, not the
+// registry): no user holds live purchases (decided, durable or not) on two
+// SKUs; a cross-SKU ALREADY_PURCHASED names a reservation of that user on
+// that SKU. At the end, with every log durable: the registry knows every
+// live purchase (none lost).
+
+// campaignRun is one campaign-mode history in progress.
+type campaignRun struct {
+	seed  uint64
+	rng   *rand.Rand
+	skus  []*run
+	users int
+	reg   *purchase.Registry[int]
+	// pending are the purchase events of records appended and not yet
+	// durable, per SKU, with their log index.
+	pending  [][]indexedEvent
+	inFlight []claimedCall
+	nextReq  int
+	faults   map[string]int
+	replies  map[string]int
+}
+
+type indexedEvent struct {
+	index uint64
+	ev    purchase.Event
+}
+
+// claimedCall is a reserve or look-up the registry let through, until its
+// reply is released (or it gave up: abandoned).
+type claimedCall struct {
+	sku       int
+	c         *core.Call
+	abandoned bool
+}
+
+// RunCampaign runs one campaign-mode history: deterministic, like Run.
+func RunCampaign(o Options) Result {
+	cr := &campaignRun{seed: o.Seed, rng: rand.New(rand.NewPCG(o.Seed, 0xca4a)), reg: purchase.New[int](),
+		faults: map[string]int{}, replies: map[string]int{}}
+	res := Result{Seed: o.Seed, Faults: cr.faults, Replies: cr.replies, Step: -1, Campaign: true}
+	n := 2 + cr.rng.IntN(2)
+	cr.users = 2 + cr.rng.IntN(6)
+	cr.pending = make([][]indexedEvent, n)
+	for k := range n {
+		r := newRun(o.Seed*8 + uint64(k))
+		r.skuID = fmt.Sprintf("sku%d", k+1)
+		r.faults, r.replies = cr.faults, cr.replies
+		cr.hook(k, r)
+		cr.skus = append(cr.skus, r)
+	}
+	for _, r := range cr.skus {
+		if res.Err = r.protect(r.setUp); res.Err != nil {
+			return res
+		}
+	}
+	for i := 0; i < o.Steps; i++ {
+		res.Steps++
+		kind := weighted(cr.rng, 40, 10, 6, 12, 8, 4, 5, 4)
+		if o.Trace != nil {
+			fmt.Fprintf(o.Trace, "step %d: %d\n", i, kind)
+		}
+		if res.Err = cr.skus[0].protect(func() error { return cr.step(kind) }); res.Err != nil {
+			res.Step = i
+			return res
+		}
+	}
+	res.Step = o.Steps
+	res.Err = cr.skus[0].protect(cr.final)
+	return res
+}
+
+// hook connects SKU k's shell to the registry.
+func (cr *campaignRun) hook(k int, r *run) {
+	r.hooks = runHooks{
+		purchaseLimit: sku.PurchaseLimitCampaign,
+		records: func(m *sku.Machine, first uint64, records []sku.Record) {
+			for i := range records {
+				for _, ev := range purchase.Events(m, records[i:i+1]) {
+					cr.pending[k] = append(cr.pending[k], indexedEvent{index: first + uint64(i), ev: ev})
+				}
+			}
+		},
+		durable: func(index uint64) {
+			var left []indexedEvent
+			var now []purchase.Event
+			for _, p := range cr.pending[k] {
+				if p.index <= index {
+					now = append(now, p.ev)
+				} else {
+					left = append(left, p)
+				}
+			}
+			cr.pending[k] = left
+			if _, conflicts := cr.reg.Apply(r.skuID, now); len(conflicts) > 0 {
+				panic(fmt.Sprintf("registry: users %v reserved on %s while claimed elsewhere", conflicts, r.skuID))
+			}
+		},
+		recovered: func(m *sku.Machine) {
+			cr.pending[k] = nil // what was not durable is gone; what was is in m
+			if m.Defined() {
+				if _, conflicts := cr.reg.Resync(r.skuID, m.LivePurchases()); len(conflicts) > 0 {
+					panic(fmt.Sprintf("resync: users %v live on %s and claimed elsewhere", conflicts, r.skuID))
+				}
+			}
+		},
+	}
+}
+
+// step runs one step of a campaign history, then its checks.
+func (cr *campaignRun) step(kind int) error {
+	dt := int64(cr.rng.IntN(800))
+	for _, r := range cr.skus {
+		r.now += dt
+		r.rng = rand.New(rand.NewPCG(r.seed, cr.rng.Uint64()))
+	}
+	var err error
+	switch kind {
+	case 0:
+		err = cr.reserve()
+	case 1:
+		err = cr.closeOne()
+	case 2:
+		err = cr.payOne()
+	case 3:
+		err = cr.flushAll()
+	case 4:
+		for _, r := range cr.skus {
+			if err = r.tick(); err != nil {
+				break
+			}
+		}
+	case 5:
+		err = cr.crash()
+	case 6:
+		r := cr.skus[cr.rng.IntN(len(cr.skus))]
+		err = r.act(step{kind: stepFault})
+	case 7:
+		jump := 1000 + int64(cr.rng.IntN(20_000))
+		for _, r := range cr.skus {
+			r.now += jump
+		}
+		cr.faults["clock_forward"]++
+	}
+	if err != nil {
+		return err
+	}
+	cr.settle()
+	return cr.check()
+}
+
+// reserve draws a user and a SKU and runs the reserve behind the claim.
+func (cr *campaignRun) reserve() error {
+	user := fmt.Sprintf("u%d", cr.rng.IntN(cr.users))
+	k := cr.rng.IntN(len(cr.skus))
+	r := cr.skus[k]
+	cr.nextReq++
+	request := fmt.Sprintf("q%d", cr.nextReq)
+	if cr.rng.IntN(5) == 0 && cr.nextReq > 1 { // a retry of an earlier request_id of this user
+		request = fmt.Sprintf("q%d", 1+cr.rng.IntN(cr.nextReq-1))
+	}
+	for range 4 { // a Probe, then the claim again
+		d := cr.reg.Claim(user, r.skuID, request, cr.nextReq)
+		cr.replies["claim "+d.Verdict.String()]++
+		switch d.Verdict {
+		case purchase.Proceed:
+			c := &core.Call{Kind: core.KindReserve, RequestID: request, UserID: user}
+			now, m := r.now, r.model
+			if err := r.decide(c, func() modelReply { return m.reserve(now, request, user, sku.Holder{}) }); err != nil {
+				return err
+			}
+			call := claimedCall{sku: k, c: c}
+			if cr.rng.IntN(6) == 0 { // the caller gives up: its answer is lost
+				call.abandoned = true
+				cr.reg.Done(user, r.skuID, request, true)
+				cr.faults["answer_lost"]++
+			}
+			cr.inFlight = append(cr.inFlight, call)
+			if err := r.advance(); err != nil {
+				return err
+			}
+			if cr.rng.IntN(2) == 0 {
+				return r.flush()
+			}
+			return nil
+		case purchase.Held:
+			return cr.checkHeld(user, d)
+		case purchase.Wait:
+			cr.reg.Forget(user, cr.nextReq) // a caller that waits asks again later: a later step
+			return nil
+		case purchase.Busy:
+			return nil
+		case purchase.Probe:
+			if err := cr.probe(user, d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// probe looks up lost answers on their SKU, as the engine does, and ends
+// the Probe with those whose look-up was not answered.
+func (cr *campaignRun) probe(user string, d purchase.Decision) error {
+	k := cr.skuIndex(d.SKU)
+	r := cr.skus[k]
+	calls := make([]*core.Call, len(d.RequestIDs))
+	for i, request := range d.RequestIDs {
+		c := &core.Call{Kind: core.KindLookup, RequestID: request}
+		m := r.model
+		if err := r.decide(c, func() modelReply { return m.lookup(request) }); err != nil {
+			return err
+		}
+		calls[i] = c
+	}
+	if err := r.advance(); err != nil {
+		return err
+	}
+	if err := r.flush(); err != nil {
+		return err
+	}
+	var still []string
+	for i, c := range calls {
+		if _, waiting := r.restsOn[c]; waiting || c.Err != nil {
+			still = append(still, d.RequestIDs[i])
+		}
+	}
+	cr.faults["probe"]++
+	if len(still) > 0 {
+		cr.faults["probe_unanswered"]++
+	}
+	cr.reg.ProbeDone(user, d.SKU, still)
+	return nil
+}
+
+// checkHeld checks a cross-SKU ALREADY_PURCHASED against the model: the
+// named SKU made that reservation for this user, and it is live or its
+// close is not durable yet.
+func (cr *campaignRun) checkHeld(user string, d purchase.Decision) error {
+	r := cr.skus[cr.skuIndex(d.SKU)]
+	_, skuID, seq, _, err := sku.ParseReservationID(d.ReservationID)
+	if err != nil || skuID != d.SKU {
+		return fmt.Errorf("Held %s: %v", d.ReservationID, err)
+	}
+	res := r.model.get(seq)
+	if res == nil || res.user != user {
+		return fmt.Errorf("Held names %s, not a reservation of %s on %s", d.ReservationID, user, d.SKU)
+	}
+	if res.state == mPending || res.state == mPaid {
+		return nil
+	}
+	for _, p := range cr.pending[cr.skuIndex(d.SKU)] { // closed, but not durably yet
+		if p.ev.Closed && p.ev.ReservationID == d.ReservationID {
+			return nil
+		}
+	}
+	return fmt.Errorf("Held names %s of %s, closed durably", d.ReservationID, user)
+}
+
+// closeOne cancels (or closes as expired) a live reservation of the models.
+func (cr *campaignRun) closeOne() error {
+	k, seq, ok := cr.pickLive()
+	if !ok {
+		return nil
+	}
+	r := cr.skus[k]
+	expired := cr.rng.IntN(4) == 0
+	reason := sku.ReasonCancelled
+	if expired {
+		reason = sku.ReasonExpired
+	}
+	c := &core.Call{Kind: core.KindClose, Seq: seq, Reason: reason}
+	now, m := r.now, r.model
+	if err := r.decide(c, func() modelReply { return m.cancel(now, seq, expired) }); err != nil {
+		return err
+	}
+	return r.advance()
+}
+
+// payOne pays a live reservation of the models.
+func (cr *campaignRun) payOne() error {
+	k, seq, ok := cr.pickLive()
+	if !ok {
+		return nil
+	}
+	r := cr.skus[k]
+	c := &core.Call{Kind: core.KindPay, Seq: seq, PaymentID: fmt.Sprintf("p%d", seq), Amount: 100}
+	now, m := r.now, r.model
+	if err := r.decide(c, func() modelReply { return m.pay(now, seq, c.PaymentID) }); err != nil {
+		return err
+	}
+	return r.advance()
+}
+
+// pickLive draws a live reservation of the SKUs' models, in a fixed order.
+func (cr *campaignRun) pickLive() (k int, seq uint32, ok bool) {
+	type live struct {
+		k   int
+		seq uint32
+	}
+	var all []live
+	for k, r := range cr.skus {
+		var seqs []uint32
+		for _, s := range r.model.live {
+			seqs = append(seqs, s)
+		}
+		sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+		for _, s := range seqs {
+			all = append(all, live{k, s})
+		}
+	}
+	if len(all) == 0 {
+		return 0, 0, false
+	}
+	l := all[cr.rng.IntN(len(all))]
+	return l.k, l.seq, true
+}
+
+func (cr *campaignRun) flushAll() error {
+	for _, r := range cr.skus {
+		if err := r.flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// crash is a power loss of the process: every SKU's, and the registry
+// with it; the new process rebuilds the registry from the SKUs' states.
+func (cr *campaignRun) crash() error {
+	cr.reg = purchase.New[int]()
+	cr.inFlight = nil
+	for k := range cr.pending {
+		cr.pending[k] = nil
+	}
+	cr.faults["campaign_crash"]++
+	for _, r := range cr.skus {
+		if err := r.crash(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settle ends the claims of the calls whose replies were released (or
+// answered at once): a definite answer, or, after a failed log, an
+// unknown one.
+func (cr *campaignRun) settle() {
+	var left []claimedCall
+	for _, call := range cr.inFlight {
+		r := cr.skus[call.sku]
+		if _, waiting := r.restsOn[call.c]; waiting {
+			left = append(left, call)
+			continue
+		}
+		if call.abandoned {
+			continue
+		}
+		unknown := call.c.Err != nil && !errors.Is(call.c.Err, core.ErrUnavailable)
+		cr.reg.Done(call.c.UserID, r.skuID, call.c.RequestID, unknown)
+	}
+	cr.inFlight = left
+}
+
+func (cr *campaignRun) skuIndex(skuID string) int {
+	for k, r := range cr.skus {
+		if r.skuID == skuID {
+			return k
+		}
+	}
+	panic("sim: unknown SKU " + skuID)
+}
+
+// check is the campaign's invariant on the models: no user has live
+// purchases on two SKUs, decided or durable.
+func (cr *campaignRun) check() error {
+	on := map[string]string{}
+	for _, r := range cr.skus {
+		if r.core.Failed() == nil {
+			if err := checkMachine(r.model, r.core.Machine()); err != nil {
+				return fmt.Errorf("%s: %w", r.skuID, err)
+			}
+		}
+		for user := range r.model.live {
+			if other, ok := on[user]; ok {
+				return fmt.Errorf("user %s holds live purchases on %s and %s", user, other, r.skuID)
+			}
+			on[user] = r.skuID
+		}
+	}
+	return nil
+}
+
+// final makes every log durable and checks that the registry knows every
+// live purchase: none lost.
+func (cr *campaignRun) final() error {
+	for _, r := range cr.skus {
+		if err := r.final(); err != nil {
+			return fmt.Errorf("%s: %w", r.skuID, err)
+		}
+	}
+	cr.settle()
+	for _, r := range cr.skus {
+		if r.core.Failed() != nil {
+			return nil // its claims wait for the recovery
+		}
+	}
+	if err := cr.check(); err != nil {
+		return err
+	}
+	for _, r := range cr.skus {
+		for user, seq := range r.model.live {
+			v, _ := r.core.Machine().Get(seq)
+			h, ok := cr.reg.HolderOf(user)
+			if !ok || h.SKU != r.skuID || h.ReservationID != v.ReservationID {
+				return fmt.Errorf("the registry does not hold %s's live purchase %s (it has %+v)", user, v.ReservationID, h)
+			}
+		}
+	}
+	return nil
+}
