@@ -72,11 +72,12 @@ bench-compare:
 	./bench/compare.sh $(COMPARE_ARGS)
 
 ## bench-feed: the event feed's benchmarks (records/s read from a 1,000,000-record log, raw and through HTTP;
-## reserve throughput with 0, 1 and 4 live consumers in the same run).
+## CPU per event per consumer at the tail, in process and over loopback beside a bare HTTP server's floor;
+## reserve throughput with 0, 1 and 4 live consumers interleaved in rounds of the same run).
 bench-feed:
 	$(GO) test -run XXX -bench ReadDurable -benchtime 3x -timeout 30m ./wal/
-	$(GO) test -run XXX -bench FeedRead -benchtime 1x -timeout 30m ./httpapi/
-	$(GO) test -run XXX -bench ReserveWithConsumers -benchtime 20000x -count 3 -timeout 30m ./httpapi/
+	$(GO) test -run XXX -bench 'FeedRead|FeedPageHandler|FeedTail' -benchtime 3x -timeout 30m ./httpapi/
+	$(GO) test -run XXX -bench ReserveWithConsumers -benchtime 20000x -timeout 30m ./httpapi/
 
 ## soak: the kill -9 loop with many more cycles.
 soak:

@@ -66,6 +66,9 @@ type countedConn struct {
 	once sync.Once
 }
 
+// NetConn returns the connection it counts (as tls.Conn.NetConn does).
+func (c *countedConn) NetConn() net.Conn { return c.Conn }
+
 // Close closes the connection and frees its place.
 func (c *countedConn) Close() error {
 	c.once.Do(func() { c.l.open.Add(-1) })

@@ -2,13 +2,14 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/seckill/seckill/actors"
@@ -24,9 +25,6 @@ const (
 	feedMaxLimit = 1000
 	// feedMaxWait bounds a long poll (wait=).
 	feedMaxWait = 60 * time.Second
-	// feedHeartbeat is the period of an SSE stream's comment heartbeat: a
-	// client that vanished is noticed by the next write.
-	feedHeartbeat = 15 * time.Second
 )
 
 // Reasons of the feed's error answers.
@@ -50,20 +48,20 @@ type FeedSource interface {
 	DurableState(campaignID, skuID string) (m *sku.Machine, asOf uint64, err error)
 }
 
-// feedPage is the JSON answer of the feed.
+// feedPage is the JSON answer of the feed:
+// {"events":[...],"next_cursor":"...","first_index":N,"durable_index":N}.
 type feedPage struct {
-	Events       []json.RawMessage `json:"events"` // CloudEvents (cloudEvent), encoded once per SKU and record
-	NextCursor   string            `json:"next_cursor"`
-	FirstIndex   uint64            `json:"first_index"`
-	DurableIndex uint64            `json:"durable_index"`
-	meta         []encodedEvent    // the events' ids and types, for SSE
+	events       []*encodedEvent // CloudEvents, encoded once per SKU and record
+	NextCursor   string
+	FirstIndex   uint64
+	DurableIndex uint64
 }
 
-// encode renders the page as JSON. The events are copied as they are:
-// encoding/json would scan every byte of each again (it compacts
+// appendJSON appends the page as JSON to b. The events are copied as they
+// are: encoding/json would scan every byte of each again (it compacts
 // RawMessage), which costs more than the rest of the page.
-func (p *feedPage) encode() []byte {
-	b := appendEvents(make([]byte, 0, 128+eventsSize(p.Events)), p.Events)
+func (p *feedPage) appendJSON(b []byte) []byte {
+	b = appendEvents(b, p.events)
 	b = append(b, `,"next_cursor":`...)
 	b = strconv.AppendQuote(b, p.NextCursor)
 	b = append(b, `,"first_index":`...)
@@ -74,23 +72,31 @@ func (p *feedPage) encode() []byte {
 }
 
 // appendEvents appends `{"events":[e1,e2,...]` (no closing brace).
-func appendEvents(b []byte, events []json.RawMessage) []byte {
+func appendEvents(b []byte, events []*encodedEvent) []byte {
 	b = append(b, `{"events":[`...)
 	for i, e := range events {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, e...)
+		b = append(b, e.json...)
 	}
 	return append(b, ']')
 }
 
-func eventsSize(events []json.RawMessage) int {
-	n := 0
-	for _, e := range events {
-		n += len(e) + 1
-	}
-	return n
+// pageBuffers are the buffers pages are rendered into before fasthttp
+// copies them into its own (pooled) body buffer.
+var pageBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// writeJSONPage answers 200 with a page rendered by appendJSON: no
+// allocation once the pooled buffers have grown to a page.
+func writeJSONPage(ctx *fasthttp.RequestCtx, appendJSON func([]byte) []byte) string {
+	buf := pageBuffers.Get().(*[]byte)
+	*buf = appendJSON((*buf)[:0])
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(*buf)
+	pageBuffers.Put(buf)
+	return outcomeOK
 }
 
 // feedError is the body of 409 and 410 answers.
@@ -133,7 +139,7 @@ func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) string {
 	if failure != nil {
 		return write(ctx, *failure)
 	}
-	return write(ctx, reply{status: fasthttp.StatusOK, body: page.encode(), outcome: outcomeOK})
+	return writeJSONPage(ctx, page.appendJSON)
 }
 
 // feedParams are the query parameters of both feed routes.
@@ -215,7 +221,7 @@ func (s *Server) openFeed(campaignID, skuID, cursor string, p feedParams) (*feed
 		return fail(fasthttp.StatusServiceUnavailable, reasonUnavailable, "the SKU's log is not open (recovering)")
 	}
 	req.log, req.def = log, st.Definition
-	chain, err := history.Load(dir, req.def.IDKey) // small; only restore writes it
+	chain, err := s.feedChains.load(dir, log, req.def.IDKey)
 	if err != nil {
 		s.log.Error("feed: reading the history chain", "dir", dir, "err", err)
 		return fail(fasthttp.StatusInternalServerError, reasonInternal, "")
@@ -309,18 +315,27 @@ func (s *Server) waitPage(req *feedRequest, deadline time.Time) (*feedPage, *rep
 			return page, failure
 		}
 		wait := time.Until(deadline)
-		if wait <= 0 {
+		if wait <= 0 || s.feeds.Err() != nil { // shutting down: answer what there is
 			page.NextCursor = req.cursorBefore()
 			return page, nil
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-req.log.DurableAfter(req.from - 1):
-		case <-timer.C:
-		case <-s.feeds.Done():
-			deadline = time.Now() // shutting down: answer what there is
-		}
-		timer.Stop()
+		s.waitDurable(req.log.DurableAfter(req.from-1), wait)
+	}
+}
+
+// waitDurable waits for durable (a log's DurableAfter channel, closed by
+// its flusher once per group commit and shared by every reader of the
+// SKU), for wait, or for shutdown. An idle reader costs one timer and
+// nothing else until one of them fires.
+func (s *Server) waitDurable(durable <-chan struct{}, wait time.Duration) {
+	s.feedGauges.waiting.Add(1)
+	defer s.feedGauges.waiting.Add(-1)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-durable:
+	case <-timer.C:
+	case <-s.feeds.Done():
 	}
 }
 
@@ -335,33 +350,106 @@ func (req *feedRequest) cursorBefore() string {
 
 // readPage reads up to req.limit durable records from req.from and maps
 // them to events; NextCursor is "" when there was no record. It advances
-// req.from.
+// req.from. The SKU's event cache answers when it holds the records (a
+// consumer at the tail behind another); else one reader at a time reads
+// the log and fills the cache (readLog), and the others then find it
+// filled.
 func (s *Server) readPage(req *feedRequest) (*feedPage, *reply) {
-	type read struct {
-		index  uint64
-		rec    sku.Record   // Type 0: filtered out, or cached
-		cached encodedEvent // index 0: not cached
+	if req.from > req.log.DurableIndex() && req.log.Err() == nil {
+		// Nothing new (a waiting reader's wake-up, a heartbeat): no cache,
+		// no lock but the log's (a failed or closed log takes readLog's
+		// answer).
+		return &feedPage{FirstIndex: req.log.FirstIndex(), DurableIndex: req.log.DurableIndex()}, nil
 	}
 	cache := s.eventCaches.of(req.campaignID, req.skuID, req.chain.At(math.MaxUint64))
-	records := make([]read, 0, min(req.limit, 64))
+	if page, ok := req.pageFromCache(cache); ok {
+		return page, nil
+	}
+	cache.fill.Lock()
+	defer cache.fill.Unlock()
+	if page, ok := req.pageFromCache(cache); ok {
+		return page, nil
+	}
+	return s.readLog(req, cache)
+}
+
+// pageFromCache serves the next page from the cache alone, when it holds
+// every record of it. It answers only for records at or after the log's
+// first index (a compacted cursor gets its 410 from readLog) and through
+// the durable index read before it.
+func (req *feedRequest) pageFromCache(cache *eventCache) (*feedPage, bool) {
+	durable := req.log.DurableIndex()
+	if req.from > durable || req.from < req.log.FirstIndex() {
+		return nil, false
+	}
+	to := min(durable, req.from+uint64(req.limit)-1)
+	events, ok := cache.appendRange(make([]*encodedEvent, 0, min(to-req.from+1, 64)), req.from, to, req.wanted)
+	if !ok {
+		return nil, false
+	}
+	page := &feedPage{events: events, FirstIndex: req.log.FirstIndex(), DurableIndex: durable}
+	req.from, req.fromStart = to+1, false
+	page.NextCursor = req.cursorBefore()
+	return page, true
+}
+
+// readLog reads the next page from the log, maps and encodes the records
+// the cache lacks as it reads them, and caches them (the records of types
+// this reader does not want unencoded: their place only). The events of
+// records that need their reservation's view (needsReservation) are
+// encoded after the read, with the page's views looked up in one batch.
+func (s *Server) readLog(req *feedRequest, cache *eventCache) (*feedPage, *reply) {
+	type pending struct {
+		at    int // in page.events
+		index uint64
+		rec   sku.Record
+	}
+	var (
+		waiting []pending
+		ids     *sku.ReservationIDs // made for the first record to encode
+		events  = make([]*encodedEvent, 0, min(req.limit, 64))
+		scratch []byte // an event is encoded here, then copied at its size
+	)
+	encode := func(rec sku.Record, index uint64, view sku.View) (*encodedEvent, error) {
+		if ids == nil {
+			ids = sku.NewReservationIDs(req.def)
+		}
+		ce := newEvent(rec, index, eventID(req.chain.At(index), index), req.def, ids, view)
+		var err error
+		if scratch, err = ce.appendJSON(scratch[:0]); err != nil {
+			return nil, fmt.Errorf("encoding the event of record %d: %w", index, err)
+		}
+		e := &encodedEvent{index: index, id: ce.ID, typ: ce.Type, json: bytes.Clone(scratch)}
+		cache.put(e)
+		return e, nil
+	}
 	next, err := req.log.ReadDurable(req.from, req.limit, func(index uint64, typ byte, payload []byte) error {
 		t := sku.RecordType(typ)
-		if !req.wanted(eventType(t)) {
-			records = append(records, read{index: index}) // advances the cursor only
+		et := eventType(t)
+		if !req.wanted(et) { // advances the cursor only
+			if _, ok := cache.get(index); !ok {
+				cache.put(&encodedEvent{index: index, id: eventID(req.chain.At(index), index), typ: et})
+			}
 			return nil
 		}
-		if e, ok := cache.get(index); ok {
-			records = append(records, read{index: index, cached: e})
+		if e, ok := cache.get(index); ok && e.json != nil {
+			events = append(events, e)
 			return nil
 		}
 		rec, err := sku.DecodeRecord(t, payload)
 		if err != nil {
 			return fmt.Errorf("record %d: %w", index, err)
 		}
-		records = append(records, read{index: index, rec: rec})
-		return nil
+		if needsReservation(t) {
+			waiting = append(waiting, pending{at: len(events), index: index, rec: rec})
+			events = append(events, nil)
+			return nil
+		}
+		e, err := encode(rec, index, sku.View{})
+		events = append(events, e)
+		return err
 	})
-	page := &feedPage{Events: []json.RawMessage{}, FirstIndex: req.log.FirstIndex(), DurableIndex: req.log.DurableIndex()}
+	page := &feedPage{FirstIndex: req.log.FirstIndex(), DurableIndex: req.log.DurableIndex()}
 	switch {
 	case errors.Is(err, wal.ErrCompacted):
 		var compacted *wal.CompactedError
@@ -371,7 +459,7 @@ func (s *Server) readPage(req *feedRequest) (*feedPage, *reply) {
 				// A truncation overtook a consumer without a cursor: it
 				// starts at the retained log, wherever that is now.
 				req.from = compacted.First
-				return s.readPage(req)
+				return s.readLog(req, cache)
 			}
 		}
 		r := jsonReply(fasthttp.StatusGone, reasonCursorCompacted, feedError{
@@ -389,38 +477,29 @@ func (s *Server) readPage(req *feedRequest) (*feedPage, *reply) {
 		r := errorReply(fasthttp.StatusInternalServerError, reasonInternal, "")
 		return nil, &r
 	}
-	if len(records) == 0 {
-		return page, nil
+	if next == req.from {
+		return page, nil // no record
 	}
-	views, failure := s.reservationsOf(req, func(yield func(sku.Record)) {
-		for _, r := range records {
-			if r.rec.Type != 0 {
-				yield(r.rec)
+	if len(waiting) > 0 {
+		views, failure := s.reservationsOf(req, func(yield func(sku.Record)) {
+			for _, p := range waiting {
+				yield(p.rec)
 			}
+		})
+		if failure != nil {
+			return nil, failure
 		}
-	})
-	if failure != nil {
-		return nil, failure
-	}
-	for _, r := range records {
-		e := r.cached
-		if r.rec.Type != 0 {
-			ce := newEvent(r.rec, r.index, eventID(req.chain.At(r.index), r.index), req.def, views[r.rec.Seq])
-			b, err := json.Marshal(ce)
+		for _, p := range waiting {
+			e, err := encode(p.rec, p.index, views[p.rec.Seq])
 			if err != nil {
-				s.log.Error("feed: encoding an event", "index", r.index, "err", err)
-				f := errorReply(fasthttp.StatusInternalServerError, reasonInternal, "")
-				return nil, &f
+				s.log.Error("feed: encoding an event", "campaign", req.campaignID, "sku", req.skuID, "err", err)
+				r := errorReply(fasthttp.StatusInternalServerError, reasonInternal, "")
+				return nil, &r
 			}
-			e = encodedEvent{index: r.index, id: ce.ID, typ: ce.Type, json: b}
-			cache.put(e)
+			events[p.at] = e
 		}
-		if e.index == 0 {
-			continue // filtered out
-		}
-		page.Events = append(page.Events, e.json)
-		page.meta = append(page.meta, e)
 	}
+	page.events = events
 	req.from, req.fromStart = next, false
 	page.NextCursor = req.cursorBefore()
 	return page, nil
@@ -455,19 +534,49 @@ func (s *Server) reservationsOf(req *feedRequest, records func(yield func(sku.Re
 	return views, nil
 }
 
-// streamFeed serves the feed as Server-Sent Events (WHATWG HTML §9.2):
-// each event's id: is its cursor, so EventSource resumes with
-// Last-Event-ID; a ": ping" comment every feedHeartbeat keeps proxies open
-// and finds vanished clients (fasthttp does not report a disconnect, the
-// next write fails). An error after the stream started (compaction,
-// a closed log) is sent as an "error" event with the JSON error body, and
-// ends the stream.
+// feedSSEEvent is one event of a stream and the id: it goes out with (its
+// cursor: the event's id on a SKU's feed, the campaign cursor as of it on
+// a campaign's).
+type feedSSEEvent struct {
+	id string
+	e  *encodedEvent
+}
+
+// streamFeed serves a SKU's feed as Server-Sent Events (streamEvents).
 func (s *Server) streamFeed(ctx *fasthttp.RequestCtx, req *feedRequest) string {
+	return s.streamEvents(ctx, func(deadline time.Time) ([]feedSSEEvent, *reply) {
+		page, failure := s.waitPage(req, deadline)
+		if failure != nil {
+			return nil, failure
+		}
+		events := make([]feedSSEEvent, len(page.events))
+		for i, e := range page.events {
+			events[i] = feedSSEEvent{id: e.id, e: e}
+		}
+		return events, nil
+	})
+}
+
+// streamEvents serves a feed as Server-Sent Events (WHATWG HTML §9.2):
+// next waits until deadline for the next events; each goes out with its
+// id: (its cursor, so EventSource resumes with Last-Event-ID) and its type
+// as event:. A ": ping" comment every Config.FeedHeartbeat keeps proxies
+// open. fasthttp does not report a disconnect, so before each heartbeat
+// the stream reads from its client, which sends nothing on an SSE
+// connection: end of file means it closed, and the stream ends then,
+// within one heartbeat (a client that vanished without closing is found
+// by the write timeout). The connection closes with the stream. An error
+// after the stream started (compaction, a closed log) is sent as an
+// "error" event with the JSON error body, and ends the stream.
+func (s *Server) streamEvents(ctx *fasthttp.RequestCtx, next func(deadline time.Time) ([]feedSSEEvent, *reply)) string {
 	conn := ctx.Conn()
-	writeTimeout := s.cfg.WriteTimeout
+	writeTimeout, heartbeat := s.cfg.WriteTimeout, s.cfg.FeedHeartbeat
 	ctx.SetContentType("text/event-stream")
 	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.SetConnectionClose() // nothing follows a stream: the heartbeat may read the connection
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		s.feedGauges.streams.Add(1)
+		defer s.feedGauges.streams.Add(-1)
 		flush := func() bool {
 			conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 			return w.Flush() == nil
@@ -477,16 +586,19 @@ func (s *Server) streamFeed(ctx *fasthttp.RequestCtx, req *feedRequest) string {
 			return
 		}
 		for s.feeds.Err() == nil {
-			page, failure := s.waitPage(req, time.Now().Add(feedHeartbeat))
+			events, failure := next(time.Now().Add(heartbeat))
 			if failure != nil {
 				fmt.Fprintf(w, "event: error\ndata: %s\n\n", failure.body)
 				flush()
 				return
 			}
-			for _, e := range page.meta {
-				fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", e.id, e.typ, e.json)
+			for _, e := range events {
+				writeSSEEvent(w, e.id, e.e.typ, e.e.json)
 			}
-			if len(page.Events) == 0 {
+			if len(events) == 0 {
+				if clientClosed(conn) {
+					return
+				}
 				w.WriteString(": ping\n\n")
 			}
 			if !flush() {
@@ -495,6 +607,18 @@ func (s *Server) streamFeed(ctx *fasthttp.RequestCtx, req *feedRequest) string {
 		}
 	})
 	return outcomeOK
+}
+
+// writeSSEEvent writes one event of a stream: its id: (the cursor), its
+// event: (the type) and its data: (the JSON, one line).
+func writeSSEEvent(w *bufio.Writer, id, typ string, data []byte) {
+	w.WriteString("id: ")
+	w.WriteString(id)
+	w.WriteString("\nevent: ")
+	w.WriteString(typ)
+	w.WriteString("\ndata: ")
+	w.Write(data)
+	w.WriteString("\n\n")
 }
 
 // ensure *actors.Engine serves the feed.

@@ -166,10 +166,10 @@ type definitionData struct {
 func eventSource(campaignID, skuID string) string { return "/seckill/" + campaignID + "/" + skuID }
 
 // newEvent maps one durable record to its event: a pure function of the
-// record, its index and id, the SKU's definition (for reservation ids)
-// and, for the records after RESERVED, the reservation's view (only its
+// record, its index and id, the SKU's definition and its reservation ids
+// (ids: sku.NewReservationIDs of def) and, for the records after RESERVED, the reservation's view (only its
 // immutable fields are read, so a later state does not change the event).
-func newEvent(r sku.Record, index uint64, id string, def sku.Definition, res sku.View) cloudEvent {
+func newEvent(r sku.Record, index uint64, id string, def sku.Definition, ids *sku.ReservationIDs, res sku.View) cloudEvent {
 	e := cloudEvent{
 		SpecVersion:     "1.0",
 		ID:              id,
@@ -194,7 +194,7 @@ func newEvent(r sku.Record, index uint64, id string, def sku.Definition, res sku
 		}
 	case sku.RecordReserved:
 		res = sku.View{RequestID: r.RequestID, UserID: r.UserID, TokenID: r.Token, CreatedAt: r.At, ExpireAt: r.ExpireAt}
-		d.setReservation(r.Seq, def, res)
+		d.setReservation(r.Seq, ids, res)
 		if r.Holder != (sku.Holder{}) {
 			tier, risk := r.Holder.Tier, r.Holder.Risk
 			d.Tier, d.Risk = &tier, &risk
@@ -202,26 +202,26 @@ func newEvent(r sku.Record, index uint64, id string, def sku.Definition, res sku
 	case sku.RecordRejected:
 		d.RequestID, d.UserID, d.Outcome = r.RequestID, r.UserID, r.Outcome.String()
 	case sku.RecordPaid, sku.RecordRefundRequired:
-		d.setReservation(r.Seq, def, res)
+		d.setReservation(r.Seq, ids, res)
 		amount := r.Amount
 		d.PaymentID, d.Amount = r.PaymentID, &amount
 	case sku.RecordClosed:
-		d.setReservation(r.Seq, def, res)
+		d.setReservation(r.Seq, ids, res)
 		release := r.Release
 		d.Reason, d.TokenReleased = r.Reason.String(), &release
 	case sku.RecordReleased:
-		d.setReservation(r.Seq, def, res)
+		d.setReservation(r.Seq, ids, res)
 	case sku.RecordGrant, sku.RecordReturn, sku.RecordEpoch:
 		d.setCell(r, def)
 	default:
-		d.setLottery(r, def, res)
+		d.setLottery(r, ids, res)
 	}
 	e.Subject = d.ReservationID
 	return e
 }
 
 // setLottery fills the data of a lottery record.
-func (d *eventData) setLottery(r sku.Record, def sku.Definition, res sku.View) {
+func (d *eventData) setLottery(r sku.Record, ids *sku.ReservationIDs, res sku.View) {
 	l := &lotteryData{}
 	d.Lottery = l
 	lot := r.Lot
@@ -243,7 +243,7 @@ func (d *eventData) setLottery(r sku.Record, def sku.Definition, res sku.View) {
 	case sku.RecordDrawStarted:
 		l.Round, l.Randomness, l.Signature = lot.Round, hex.EncodeToString(lot.Randomness[:]), hex.EncodeToString(lot.Signature)
 	case sku.RecordWon:
-		d.setReservation(r.Seq, def, res)
+		d.setReservation(r.Seq, ids, res)
 		l.EntrySeq, l.FromWaitlist = lot.EntrySeq, lot.FromWaitlist
 	case sku.RecordWaitlisted:
 		l.WaitlistSeqs = lot.Seqs
@@ -274,11 +274,8 @@ func (d *eventData) setCell(r sku.Record, def sku.Definition) {
 }
 
 // setReservation fills the reservation's id and immutable fields.
-func (d *eventData) setReservation(seq uint32, def sku.Definition, res sku.View) {
-	d.ReservationID = sku.FormatReservationID(def.CampaignID, def.SKUID, seq, def.IDKey)
-	if def.Cell != "" { // a celled SKU's ids name its cell
-		d.ReservationID = sku.FormatCellReservationID(def.CampaignID, def.SKUID, def.Cell, seq, def.IDKey)
-	}
+func (d *eventData) setReservation(seq uint32, ids *sku.ReservationIDs, res sku.View) {
+	d.ReservationID = ids.Format(seq)
 	d.RequestID, d.UserID, d.TokenID = res.RequestID, res.UserID, res.TokenID
 	d.CreatedAt, d.ExpireAt = optionalMillis(res.CreatedAt), optionalMillis(res.ExpireAt)
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/lottery"
+	"pgregory.net/rapid"
 )
 
 var updateGolden = flag.Bool("update-feed-golden", false, "rewrite testdata/feed_events.golden")
@@ -95,12 +97,16 @@ func TestEventGolden(t *testing.T) {
 		if r.Cell != nil { // a celled SKU's records
 			d.Cell = "c2"
 		}
-		e := newEvent(back, uint64(rt)+100, eventID("0123456789abcdef", uint64(rt)+100), d, view)
-		b, err := json.MarshalIndent(e, "", "  ")
+		e := newEvent(back, uint64(rt)+100, eventID("0123456789abcdef", uint64(rt)+100), d, sku.NewReservationIDs(d), view)
+		raw, err := e.appendJSON(nil) // what the feed sends
 		if err != nil {
 			t.Fatal(err)
 		}
-		out.WriteString("# " + r.Type.String() + "\n" + string(b) + "\n")
+		var b bytes.Buffer
+		if err := json.Indent(&b, raw, "", "  "); err != nil {
+			t.Fatalf("%v: %v in %s", r.Type, err, raw)
+		}
+		out.WriteString("# " + r.Type.String() + "\n" + b.String() + "\n")
 	}
 	path := filepath.Join("testdata", "feed_events.golden")
 	if *updateGolden {
@@ -122,9 +128,53 @@ func TestEventGolden(t *testing.T) {
 func TestEventReservationIDOfACelledSKU(t *testing.T) {
 	def := sku.Definition{CampaignID: "c1", SKUID: "s1", Cell: "c2", IDKey: [16]byte{1, 2, 3}}
 	r := sku.Record{Type: sku.RecordReserved, At: 1, Seq: 7, Token: 3, ExpireAt: 2, RequestID: "r-7", UserID: "u-7"}
-	e := newEvent(r, 1, eventID("0123456789abcdef", 1), def, sku.View{})
+	e := newEvent(r, 1, eventID("0123456789abcdef", 1), def, sku.NewReservationIDs(def), sku.View{})
 	want := sku.FormatCellReservationID("c1", "s1", "c2", 7, def.IDKey)
 	if e.Data.ReservationID != want || e.Subject != want || sku.ReservationCell(e.Subject) != "c2" {
 		t.Fatalf("reservation id %q, subject %q, want %q naming cell c2", e.Data.ReservationID, e.Subject, want)
 	}
+}
+
+// The feed's encoder renders every event as json.Marshal does (the
+// struct tags are the reference): every record type, and reservation
+// events with arbitrary strings (quotes, HTML characters, control
+// characters, invalid UTF-8, U+2028) and values.
+func TestEventJSONMatchesMarshal(t *testing.T) {
+	def := sku.Definition{CampaignID: "c1", SKUID: "s1", IDKey: [16]byte{1, 2, 3}}
+	check := func(t interface{ Fatalf(string, ...any) }, e cloudEvent) {
+		got, err := e.appendJSON(nil)
+		want, werr := json.Marshal(e)
+		if err != nil || werr != nil || !bytes.Equal(got, want) {
+			t.Fatalf("appendJSON:\n%s (%v)\njson.Marshal:\n%s (%v)", got, err, want, werr)
+		}
+	}
+	for _, r := range goldenRecords() {
+		d := def
+		if r.Cell != nil {
+			d.Cell = "c2"
+		}
+		check(t, newEvent(r, 9, eventID("0123456789abcdef", 9), d, sku.NewReservationIDs(d), sku.View{RequestID: "r", UserID: "u", TokenID: 1, CreatedAt: 1, ExpireAt: 2}))
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		text := rapid.OneOf(rapid.String(), rapid.StringOf(rapid.SampledFrom([]rune{'a', '"', '\\', '<', '>', '&', '\n', 0x01, 0x7f, 0xe9, 0x2028, 0xfffd})),
+			rapid.Map(rapid.SliceOf(rapid.Byte()), func(b []byte) string { return string(b) }))
+		r := sku.Record{
+			Type:      rapid.SampledFrom([]sku.RecordType{sku.RecordReserved, sku.RecordPaid, sku.RecordClosed, sku.RecordRejected, sku.RecordRefundRequired, sku.RecordReleased}).Draw(rt, "type"),
+			At:        rapid.Int64Range(0, 253_402_300_799_999).Draw(rt, "at"),
+			Seq:       rapid.Uint32().Draw(rt, "seq"),
+			Token:     rapid.Uint32().Draw(rt, "token"),
+			ExpireAt:  rapid.Int64Range(0, 253_402_300_799_999).Draw(rt, "expire_at"),
+			RequestID: text.Draw(rt, "request_id"),
+			UserID:    text.Draw(rt, "user_id"),
+			PaymentID: text.Draw(rt, "payment_id"),
+			Amount:    rapid.Int64().Draw(rt, "amount"),
+			Release:   rapid.Bool().Draw(rt, "release"),
+			Holder:    sku.Holder{Tier: rapid.Uint8().Draw(rt, "tier"), Risk: rapid.Uint8().Draw(rt, "risk")},
+		}
+		view := sku.View{RequestID: text.Draw(rt, "view_request_id"), UserID: text.Draw(rt, "view_user_id"), TokenID: rapid.Uint32().Draw(rt, "view_token"),
+			CreatedAt: rapid.Int64Range(0, 1<<40).Draw(rt, "created_at"), ExpireAt: rapid.Int64Range(0, 1<<40).Draw(rt, "view_expire_at")}
+		d := def
+		d.CampaignID, d.SKUID = text.Draw(rt, "campaign"), text.Draw(rt, "sku")
+		check(rt, newEvent(r, rapid.Uint64().Draw(rt, "index"), text.Draw(rt, "id"), d, sku.NewReservationIDs(d), view))
+	})
 }

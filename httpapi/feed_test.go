@@ -2,8 +2,10 @@ package httpapi_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/history"
 	"github.com/seckill/seckill/httpapi"
 )
@@ -180,11 +183,14 @@ func TestFeedDivergedCursor(t *testing.T) {
 	}
 	p := ts.page("fk", "s", "")
 	root, _, _ := strings.Cut(p.NextCursor, "-")
-	// What seckillctl restore --until-index 2 leaves in the SKU folder.
+	// What seckillctl restore --until-index 2 leaves in the SKU folder
+	// (of a stopped server: restore refuses a data dir a seckilld holds).
+	ts.stop()
 	chain := history.Chain{Root: root, Forks: []history.Fork{{History: "00000000000000aa", ForkIndex: 2}}}
 	if err := chain.Write(filepath.Join(dir, "fk", "s")); err != nil {
 		t.Fatal(err)
 	}
+	ts = startServer(t, serverOptions{dir: dir})
 	r := ts.admin(http.MethodGet, feedPath("fk", "s", "?after="+p.NextCursor), nil)
 	want(t, r, http.StatusConflict, "CURSOR_DIVERGED")
 	if num(r, "fork_index") != 2 {
@@ -213,29 +219,9 @@ func TestFeedSSE(t *testing.T) {
 // ids of its first n events.
 func readSSE(t *testing.T, ts *testServer, lastID string, n int) []string {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, ts.base+feedPath("se", "s", ""), nil)
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	req.Header.Set("Accept", "text/event-stream")
-	if lastID != "" {
-		req.Header.Set("Last-Event-ID", lastID)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
-		t.Fatalf("SSE answer %d %s", resp.StatusCode, ct)
-	}
 	var ids []string
-	sc := bufio.NewScanner(resp.Body)
-	for len(ids) < n && sc.Scan() {
-		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) < n {
-		t.Fatalf("stream ended after %d events: %v", len(ids), sc.Err())
+	for _, m := range readSSEMessages(t, ts, feedPath("se", "s", ""), lastID, n) {
+		ids = append(ids, m.id)
 	}
 	return ids
 }
@@ -367,14 +353,21 @@ func TestFeedRetentionHoldsTruncation(t *testing.T) {
 	}
 }
 
+// startCampaignFeed starts a server with campaign c of SKUs a and b, one
+// reservation each (r1 by u1 of a, r2 by u2 of b), and returns the path of
+// its campaign feed.
+func startCampaignFeed(t *testing.T, c string) (*testServer, string) {
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign(c, "15m", map[string]int{"a": 5, "b": 5}))
+	ts.reserve(c, "a", "r1", "u1")
+	ts.reserve(c, "b", "r2", "u2")
+	return ts, "/admin/campaigns/" + c + "/events"
+}
+
 // The campaign feed merges the SKUs' feeds; its cursor carries each SKU's
 // position, and a long poll wakes for any of them.
 func TestCampaignFeed(t *testing.T) {
-	ts := startServer(t, serverOptions{})
-	ts.define(campaign("cf", "15m", map[string]int{"a": 5, "b": 5}))
-	ts.reserve("cf", "a", "r1", "u1")
-	ts.reserve("cf", "b", "r2", "u2")
-	path := "/admin/campaigns/cf/events"
+	ts, path := startCampaignFeed(t, "cf")
 	r := ts.admin(http.MethodGet, path, nil)
 	var p struct {
 		Events     []feedEvent `json:"events"`
@@ -413,4 +406,164 @@ func TestCampaignFeed(t *testing.T) {
 	want(t, ts.admin(http.MethodGet, "/admin/campaigns/nope/events", nil), http.StatusNotFound, "NOT_FOUND")
 	want(t, ts.admin(http.MethodGet, path+"?after=!!", nil), http.StatusBadRequest, "BAD_CURSOR")
 	want(t, ts.admin(http.MethodGet, path+"?after="+httpapi.CampaignCursor(map[string]string{"zz": "0123456789abcdef-1"}), nil), http.StatusBadRequest, "BAD_CURSOR")
+}
+
+// sseMessage is one event of a Server-Sent Events stream.
+type sseMessage struct {
+	id, event string
+	data      feedEvent
+}
+
+// readSSEMessages reads n events of the stream at path (after lastID, as
+// Last-Event-ID, when not empty).
+func readSSEMessages(t *testing.T, ts *testServer, path, lastID string, n int) []sseMessage {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, ts.base+path, nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("SSE answer %d %s", resp.StatusCode, ct)
+	}
+	var out []sseMessage
+	var m sseMessage
+	sc := bufio.NewScanner(resp.Body)
+	for len(out) < n && sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			m.id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "event: "):
+			m.event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &m.data); err != nil {
+				t.Fatalf("data %q: %v", line, err)
+			}
+		case line == "" && m.id != "":
+			out = append(out, m)
+			m = sseMessage{}
+		}
+	}
+	if len(out) < n {
+		t.Fatalf("stream ended after %d events: %v", len(out), sc.Err())
+	}
+	return out
+}
+
+// The campaign feed as Server-Sent Events: each event's id: is the
+// campaign cursor as of it (every SKU's position, this one's at the
+// event), and Last-Event-ID resumes after it.
+func TestCampaignFeedSSE(t *testing.T) {
+	ts, path := startCampaignFeed(t, "cs")
+	got := readSSEMessages(t, ts, path, "", 4)
+	seen := map[string]string{}
+	for i, m := range got {
+		positions, err := httpapi.ParseCampaignCursor(m.id)
+		sku := strings.TrimPrefix(m.data.Source, "/seckill/cs/")
+		seen[sku] = m.data.ID
+		if err != nil || !maps.Equal(positions, seen) || m.event != m.data.Type {
+			t.Fatalf("event %d (%s of %s): id %v (%v), want the positions %v", i, m.data.ID, sku, positions, err, seen)
+		}
+	}
+	if types([]feedEvent{got[0].data, got[1].data, got[2].data, got[3].data}) != "sku.defined reservation.created sku.defined reservation.created" {
+		t.Fatalf("campaign events: %+v", got)
+	}
+	// Resumed after the second event: a's created, b's events, then new ones.
+	ts.reserve("cs", "b", "r3", "u3")
+	more := readSSEMessages(t, ts, path, got[1].id, 3)
+	if more[0].data.ID != got[2].data.ID || more[1].data.ID != got[3].data.ID || more[2].data.Data["user_id"] != "u3" {
+		t.Fatalf("resumed after %s: %+v", got[1].id, more)
+	}
+	// A bad Last-Event-ID is a 400 before the stream starts.
+	req, _ := http.NewRequest(http.MethodGet, ts.base+path, nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", "!!")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("bad Last-Event-ID: %d", resp.StatusCode)
+	}
+}
+
+// rawEvents reads a SKU's events (query's page) as the bytes the feed
+// sent, by id, in order.
+func (ts *testServer) rawEvents(campaignID, skuID, query string) (ids []string, raw map[string]string) {
+	ts.t.Helper()
+	r := ts.admin(http.MethodGet, feedPath(campaignID, skuID, query), nil)
+	var p struct {
+		Events []json.RawMessage `json:"events"`
+	}
+	if r.status != http.StatusOK || json.Unmarshal(r.raw, &p) != nil {
+		ts.t.Fatalf("feed: %v", r)
+	}
+	raw = map[string]string{}
+	for _, e := range p.Events {
+		var head struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(e, &head); err != nil {
+			ts.t.Fatal(err)
+		}
+		ids = append(ids, head.ID)
+		raw[head.ID] = string(e)
+	}
+	return ids, raw
+}
+
+// The same durable record gives the same id and the same payload, byte
+// for byte, across a snapshot and a restart (the event cache starts empty,
+// the reservations' views come from the recovered state), and a durable
+// SOLD_OUT is an event when asked for with types=.
+func TestFeedPayloadsStableAcrossSnapshotAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	opts := serverOptions{dir: dir, engine: func(c *actors.Config) { c.FeedRetainRecords = 1000 }}
+	ts := startServer(t, opts)
+	ts.define(campaign("sr", "15m", map[string]int{"s": 2}))
+	a := ts.reserve("sr", "s", "req-a", "alice")
+	b := ts.reserve("sr", "s", "req-b", "bob")
+	// Straight to the engine (the ingress would answer SOLD_OUT itself):
+	// the actor records the rejection.
+	if res, err := ts.engine.Reserve(context.Background(), "sr", "s", "req-c", "carol"); err != nil || res.Outcome != sku.OutcomeSoldOut {
+		t.Fatalf("carol's reserve: %+v %v", res, err)
+	}
+	want(t, ts.post("/v1/reservations/"+a.str("reservation_id")+"/payment", map[string]any{"payment_id": "pay-a", "amount": 500}), http.StatusOK, "")
+	want(t, ts.admin(http.MethodPost, "/admin/campaigns/sr/skus/s/snapshot", nil), http.StatusOK, "")
+	want(t, ts.post("/v1/reservations/"+b.str("reservation_id")+"/cancel", nil), http.StatusOK, "")
+	const all = "?types=seckill.sku.defined,seckill.reservation.created,seckill.request.rejected,seckill.reservation.paid,seckill.reservation.closed"
+	ids, before := ts.rawEvents("sr", "s", all)
+	if got := strings.Count(strings.Join(ids, " "), "-"); got != 6 {
+		t.Fatalf("events %v, want 6 (defined, 2 created, rejected, paid, closed)", ids)
+	}
+	rejected := 0
+	for _, e := range before {
+		if strings.Contains(e, `"type":"seckill.request.rejected"`) && strings.Contains(e, `"outcome":"SOLD_OUT"`) && strings.Contains(e, `"user_id":"carol"`) {
+			rejected++
+		}
+	}
+	if rejected != 1 {
+		t.Fatalf("want carol's SOLD_OUT as one seckill.request.rejected event: %v", before)
+	}
+	ts.stop()
+
+	ts2 := startServer(t, opts)
+	ids2, after := ts2.rawEvents("sr", "s", all)
+	if strings.Join(ids2, " ") != strings.Join(ids, " ") {
+		t.Fatalf("ids after the restart %v, before %v", ids2, ids)
+	}
+	for _, id := range ids {
+		if after[id] != before[id] {
+			t.Fatalf("event %s changed across the restart:\n%s\n%s", id, before[id], after[id])
+		}
+	}
 }

@@ -116,7 +116,8 @@ const rfc3339Millis = "2006-01-02T15:04:05.000Z07:00"
 
 // formatMillis renders Unix milliseconds as RFC 3339 with ms, in UTC.
 func formatMillis(ms int64) string {
-	return time.UnixMilli(ms).UTC().Format(rfc3339Millis)
+	var buf [len(rfc3339Millis)]byte
+	return string(appendMillisUTC(buf[:0], ms))
 }
 
 // optionalMillis is formatMillis, or "" for zero (not set).

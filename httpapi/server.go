@@ -40,6 +40,9 @@ const (
 	DefaultWriteTimeout = 5 * time.Second
 	// DefaultIdleTimeout closes keep-alive connections idle that long.
 	DefaultIdleTimeout = 60 * time.Second
+	// DefaultFeedHeartbeat is the period of an event feed stream's
+	// heartbeat comment.
+	DefaultFeedHeartbeat = 15 * time.Second
 	// DefaultMaxConnections bounds the connections served at once; more are
 	// answered 503 UNAVAILABLE (JSON, Retry-After) and closed (connLimiter).
 	DefaultMaxConnections = 16 << 10
@@ -88,6 +91,10 @@ type Config struct {
 	MaxConnections int
 	// ReadTimeout, WriteTimeout and IdleTimeout are the connection timeouts.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// FeedHeartbeat is the period of an event feed stream's ": ping"
+	// comment (default DefaultFeedHeartbeat): it keeps proxies from
+	// closing an idle stream, and a client that vanished is found by it.
+	FeedHeartbeat time.Duration
 	// StatusMaxAge and FinalStatusMaxAge are the Cache-Control max-age of
 	// SKU status answers, changing and final.
 	StatusMaxAge, FinalStatusMaxAge time.Duration
@@ -156,6 +163,9 @@ func (c *Config) fill() error {
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
+	if c.FeedHeartbeat <= 0 {
+		c.FeedHeartbeat = DefaultFeedHeartbeat
+	}
 	if c.StatusMaxAge <= 0 {
 		c.StatusMaxAge = DefaultStatusMaxAge
 	}
@@ -203,6 +213,8 @@ type Server struct {
 	// eventCaches share the encoded events of a SKU between its feed
 	// consumers (feed_cache.go).
 	eventCaches *eventCaches
+	feedChains  *chainCache
+	feedGauges  feedGauges
 
 	// ingress and stats feed the dashboard (stats*.go).
 	ingress *ingressStats
@@ -248,7 +260,10 @@ func New(cfg Config) (*Server, error) {
 		stats:      newStatsSampler(),
 	}
 	s.feeds, s.stopFeeds = context.WithCancel(context.Background())
-	s.eventCaches = newEventCaches()
+	s.eventCaches, s.feedChains = newEventCaches(), newChainCache()
+	if err := s.feedGauges.register(cfg.Registry); err != nil {
+		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
+	}
 	s.passMetrics, s.issuerID = pm, digest(cfg.EntryPasses.IssuerToken)
 	for _, st := range cfg.Engine.AllStats() { // each SKU's series exist from the start
 		s.gates.get(st.CampaignID, st.SKUID)

@@ -265,6 +265,25 @@ func FormatCellReservationID(campaignID, skuID, cell string, seq uint32, key [16
 	return newIDTagger(key).format(campaignID, skuID, cell, seq)
 }
 
+// ReservationIDs formats the reservation ids of one SKU (a celled SKU's
+// name its cell: FormatCellReservationID), keeping its key's cipher, which
+// FormatReservationID builds for every id: a reader of many ids (the
+// event feed) pays the key schedule once. Not safe for concurrent use.
+type ReservationIDs struct {
+	campaignID, skuID, cell string
+	tags                    *idTagger
+}
+
+// NewReservationIDs returns the formatter of def's reservation ids.
+func NewReservationIDs(def Definition) *ReservationIDs {
+	return &ReservationIDs{campaignID: def.CampaignID, skuID: def.SKUID, cell: def.Cell, tags: newIDTagger(def.IDKey)}
+}
+
+// Format returns the reservation id of seq.
+func (r *ReservationIDs) Format(seq uint32) string {
+	return r.tags.format(r.campaignID, r.skuID, r.cell, seq)
+}
+
 // ReservationCell returns the cell named by a celled SKU's reservation
 // id, and "" for any other id (malformed ones included).
 func ReservationCell(id string) string {

@@ -18,6 +18,13 @@ import (
 	"github.com/seckill/seckill/wal"
 )
 
+// Bounds of --feed-heartbeat: below a second a heartbeat is traffic, above
+// ten minutes proxies close idle streams and a closed client is held long.
+const (
+	minFeedHeartbeat = time.Second
+	maxFeedHeartbeat = 10 * time.Minute
+)
+
 // options are the command line, each flag also settable as SECKILL_<NAME>
 // in the environment (--data-dir: SECKILL_DATA_DIR). Flags win.
 type options struct {
@@ -40,6 +47,7 @@ type options struct {
 	entryPasses       httpapi.EntryPassConfig
 	feedRetainRecords uint64
 	feedRetainAge     time.Duration
+	feedHeartbeat     time.Duration
 	lotteryDrawBatch  int
 	lotteryDrawPause  time.Duration
 }
@@ -62,6 +70,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.maxSKUs, "max-skus", 0, fmt.Sprintf("most SKUs this engine holds, one open file each (0: half the open-files limit left after the reserve, at most %d)", actors.DefaultMaxSKUs))
 	fs.Uint64Var(&o.feedRetainRecords, "feed-retain-records", 0, fmt.Sprintf("keep at least this many newest records of each SKU's log for event-feed consumers when snapshots truncate it (at most %d)", actors.MaxFeedRetainRecords))
 	fs.DurationVar(&o.feedRetainAge, "feed-retain-age", 0, fmt.Sprintf("keep the records of the last this long for event-feed consumers (at most %s)", actors.MaxFeedRetainAge))
+	fs.DurationVar(&o.feedHeartbeat, "feed-heartbeat", httpapi.DefaultFeedHeartbeat, fmt.Sprintf("period of an event-feed stream's heartbeat comment; a client that closed is let go at the next (%s..%s)", minFeedHeartbeat, maxFeedHeartbeat))
 	fs.IntVar(&o.lotteryDrawBatch, "lottery-draw-batch", sku.DrawBatch, fmt.Sprintf("records of a lottery draw per group commit (1..%d; smaller: other calls answered sooner between rounds, the draw slower)", sku.DrawBatch))
 	fs.DurationVar(&o.lotteryDrawPause, "lottery-draw-pause", 0, "pause between two group commits of a lottery draw (0: none; spreads a large draw over time)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) to this file until shutdown")
@@ -95,6 +104,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.feedRetainRecords > actors.MaxFeedRetainRecords {
 		return o, fmt.Errorf("--feed-retain-records must be at most %d", actors.MaxFeedRetainRecords)
+	}
+	if o.feedHeartbeat < minFeedHeartbeat || o.feedHeartbeat > maxFeedHeartbeat {
+		return o, fmt.Errorf("--feed-heartbeat must be %s..%s", minFeedHeartbeat, maxFeedHeartbeat)
 	}
 	if o.feedRetainAge < 0 || o.feedRetainAge > actors.MaxFeedRetainAge {
 		return o, fmt.Errorf("--feed-retain-age must be 0..%s", actors.MaxFeedRetainAge)

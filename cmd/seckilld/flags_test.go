@@ -44,13 +44,18 @@ func TestOptionsDefaultsAndErrors(t *testing.T) {
 	}
 }
 
-// The feed retention flags are bounded.
+// The feed retention and heartbeat flags are bounded; the heartbeat is
+// 15 s by default.
 func TestFeedRetentionFlags(t *testing.T) {
-	o, err := parseOptions([]string{"--feed-retain-records", "5000", "--feed-retain-age", "2h"}, io.Discard)
-	if err != nil || o.feedRetainRecords != 5000 || o.feedRetainAge != 2*time.Hour {
+	o, err := parseOptions([]string{"--feed-retain-records", "5000", "--feed-retain-age", "2h", "--feed-heartbeat", "5s"}, io.Discard)
+	if err != nil || o.feedRetainRecords != 5000 || o.feedRetainAge != 2*time.Hour || o.feedHeartbeat != 5*time.Second {
 		t.Fatalf("%+v, %v", o, err)
 	}
-	for _, args := range [][]string{{"--feed-retain-records", "100000001"}, {"--feed-retain-age", "169h"}, {"--feed-retain-age", "-1s"}} {
+	if o, err := parseOptions(nil, io.Discard); err != nil || o.feedHeartbeat != 15*time.Second {
+		t.Fatalf("default heartbeat %s, %v", o.feedHeartbeat, err)
+	}
+	for _, args := range [][]string{{"--feed-retain-records", "100000001"}, {"--feed-retain-age", "169h"}, {"--feed-retain-age", "-1s"},
+		{"--feed-heartbeat", "0s"}, {"--feed-heartbeat", "11m"}} {
 		if _, err := parseOptions(args, io.Discard); err == nil {
 			t.Errorf("%v accepted", args)
 		}

@@ -162,6 +162,7 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 		Logger:         log,
 		Registry:       reg,
 		EntryPasses:    opts.entryPasses,
+		FeedHeartbeat:  opts.feedHeartbeat,
 	})
 	if err != nil {
 		return err
