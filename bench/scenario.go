@@ -270,14 +270,17 @@ func newResult(config Config, skus []SKUSpec) *Result {
 
 // saleResend is the resend policy of a sale that must complete: 429 waits
 // for Retry-After, an unknown result is asked again with the same
-// request_id, each bounded.
+// request_id, and with celled SKUs a SOLD_OUT that carries Retry-After (a
+// cell waiting for its top-up: the unit may come within a second) is sent
+// again after it, each bounded.
 func saleResend(config Config) ResendPolicy {
 	return ResendPolicy{
-		QueueFull:  true,
-		Uncertain:  true,
-		MaxResends: config.MaxResends,
-		MinBackoff: 5 * time.Millisecond,
-		MaxBackoff: 2 * time.Second,
+		QueueFull:         true,
+		Uncertain:         true,
+		SoldOutRetryAfter: config.Cells.Enabled(),
+		MaxResends:        config.MaxResends,
+		MinBackoff:        5 * time.Millisecond,
+		MaxBackoff:        2 * time.Second,
 	}
 }
 
