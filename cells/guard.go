@@ -9,6 +9,7 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/ledger"
 )
 
 // Guard is a cell's engine as its HTTP service sees it: a reserve for a
@@ -24,15 +25,19 @@ type Guard struct {
 	// (httpapi.FeedSource for the event feed, httpapi.Lotteries), which
 	// an embedded interface would hide (a cell served neither).
 	*actors.Engine
-	cell string
-	mu   sync.Mutex                            // serializes Add
-	skus atomic.Pointer[map[string]*Published] // by campaign + "/" + sku; copied on Add, never changed in place
+	cell    string
+	ledger  *ledger.Ledger                        // for ClaimCampaign (local.go); nil: no local definition
+	claimed sync.Map                              // campaign id → true: claimed locally by this cell (never undone)
+	mu      sync.Mutex                            // serializes Add
+	skus    atomic.Pointer[map[string]*Published] // by campaign + "/" + sku; copied on Add, never changed in place
 }
 
 // NewGuard guards engine for cell with the maps (and purchase limits) of
-// its celled SKUs.
-func NewGuard(engine *actors.Engine, cell string, published []Published) *Guard {
-	g := &Guard{Engine: engine, cell: cell}
+// its celled SKUs; l (nil: none, every local definition is refused) is
+// the ledger asked before the admin API defines a campaign locally
+// (ClaimCampaign).
+func NewGuard(engine *actors.Engine, cell string, published []Published, l *ledger.Ledger) *Guard {
+	g := &Guard{Engine: engine, cell: cell, ledger: l}
 	g.skus.Store(&map[string]*Published{})
 	for _, p := range published {
 		g.Add(p)

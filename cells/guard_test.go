@@ -42,7 +42,7 @@ func TestGuardEveryReservePath(t *testing.T) {
 		EndAt: now.Add(time.Hour).UnixMilli(), PaymentWindowMs: 60_000, SaleLimit: 10, ReleaseOnClose: true}); err != nil {
 		t.Fatal(err)
 	}
-	g := NewGuard(e, "c1", []Published{pub})
+	g := NewGuard(e, "c1", []Published{pub}, nil)
 	if _, err := g.Reserve(ctx, "demo", "sku-1", "r1", other); !errors.Is(err, actors.ErrWrongCell) {
 		t.Fatalf("reserve of another cell's user: %v", err)
 	}

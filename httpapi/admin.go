@@ -122,6 +122,16 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest,
 			"entry_pass.required: this server has no entry-pass keys (--entry-pass-keys)"))
 	}
+	if claimer, ok := s.engine.(CampaignClaimer); ok { // a cell: local or published, never both (cell.go)
+		ectx, cancel := s.engineContext()
+		err := claimer.ClaimCampaign(ectx, campaignID)
+		cancel()
+		if r, ok := claimReply(err); ok {
+			return write(ctx, r)
+		} else if err != nil {
+			return write(ctx, s.engineError("admin_define", err, ""))
+		}
+	}
 	if err := checkRedefinitions(s.engine, defs); err != nil {
 		return write(ctx, errorReply(fasthttp.StatusConflict, reasonDefinitionConflict, err.Error()))
 	}
@@ -139,6 +149,9 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 		err := s.engine.Define(ectx, d)
 		cancel()
 		if err != nil {
+			if r, ok := claimReply(err); ok {
+				return write(ctx, r)
+			}
 			if errors.Is(err, sku.ErrInvalidDefinition) {
 				return write(ctx, errorReply(fasthttp.StatusConflict, reasonDefinitionConflict, err.Error()))
 			}

@@ -1,7 +1,10 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/seckill/seckill/actors"
 )
@@ -33,4 +36,43 @@ func wrongCellDetail(err error) string {
 		return err.Error()
 	}
 	return ""
+}
+
+// A cell defines a campaign through its admin API only if the campaign is
+// not published across cells, and only one cell may (package cells,
+// Guard.ClaimCampaign): the errors of that claim, answered with their text.
+var (
+	// ErrCampaignPublished: the campaign is published across cells in
+	// etcd; its SKUs are defined with seckillctl cells publish. HTTP: 409
+	// CAMPAIGN_PUBLISHED.
+	ErrCampaignPublished = errors.New("the campaign is published across cells: define its SKUs with `seckillctl cells publish`, not through a cell's admin API")
+	// ErrCampaignOnOtherCell: another cell defines the campaign locally.
+	// HTTP: 409 CAMPAIGN_ON_OTHER_CELL.
+	ErrCampaignOnOtherCell = errors.New("another cell defines the campaign locally")
+	// ErrLedgerUnreachable: the cell could not ask etcd whether the
+	// campaign is published; nothing was defined. HTTP: 503
+	// LEDGER_UNREACHABLE with Retry-After.
+	ErrLedgerUnreachable = errors.New("etcd did not answer whether the campaign is published across cells; nothing was defined")
+)
+
+// CampaignClaimer is the optional part of an Engine that must be asked
+// before a campaign is defined through the admin API (a cell's guard):
+// nil when this engine may define it.
+type CampaignClaimer interface {
+	ClaimCampaign(ctx context.Context, campaignID string) error
+}
+
+// claimReply answers a refused claim; ok is false for any other error.
+func claimReply(err error) (r reply, ok bool) {
+	switch {
+	case errors.Is(err, ErrCampaignPublished):
+		return errorReply(fasthttp.StatusConflict, "CAMPAIGN_PUBLISHED", err.Error()), true
+	case errors.Is(err, ErrCampaignOnOtherCell):
+		return errorReply(fasthttp.StatusConflict, "CAMPAIGN_ON_OTHER_CELL", err.Error()), true
+	case errors.Is(err, ErrLedgerUnreachable):
+		r = errorReply(fasthttp.StatusServiceUnavailable, "LEDGER_UNREACHABLE", err.Error())
+		r.retryAfter = "1"
+		return r, true
+	}
+	return reply{}, false
 }

@@ -17,6 +17,8 @@
 //	<prefix>/campaigns/<c>/skus/<s>/definition               JSON SKU definition (package cells), created once
 //	<prefix>/campaigns/<c>/skus/<s>/return_requests/<cell>   JSON {"units": n}, written by seckillctl
 //	<prefix>/campaigns/<c>/skus/<s>/writeoffs/<cell>         JSON WriteOff (writeoff.go), created once
+//	<prefix>/campaigns/<c>/routing                           JSON campaign routing (package cells), created once
+//	<prefix>/campaigns/<c>/local                             the cell that defines the campaign locally (local.go), created once
 //
 // <seq> is 20 decimal digits, so keys sort by seq. An allocation is
 // created only by a transaction that checks, at once, that the ledger is
@@ -193,7 +195,9 @@ func (l *Ledger) Publish(ctx context.Context, s SKU, saleLimit, chunk uint32, in
 
 // PublishIf is Publish that also requires cond (such as a campaign key
 // unchanged since it was read); ErrContended when the SKU's ledger does
-// not exist but cond failed (read again and retry).
+// not exist but cond failed (read again and retry). Publish and PublishIf
+// also require, in the transaction, that no cell defines the campaign
+// locally (LocalKey): a *LocalError naming the cell otherwise.
 func (l *Ledger) PublishIf(ctx context.Context, s SKU, saleLimit, chunk uint32, initial []InitialGrant, cond []clientv3.Cmp, extra ...clientv3.Op) ([]Allocation, error) {
 	pool := NewPool(saleLimit, chunk)
 	if err := pool.validate(); err != nil {
@@ -220,13 +224,18 @@ func (l *Ledger) PublishIf(ctx context.Context, s SKU, saleLimit, chunk uint32, 
 		ops = append(ops, clientv3.OpPut(l.allocKey(s, g.Cell, 1), mustJSON(a)))
 	}
 	ops = append(ops, clientv3.OpPut(l.poolKey(s), mustJSON(pool)))
-	cmps := append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(l.poolKey(s)), "=", 0)}, cond...)
-	resp, err := l.c.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(l.poolKey(s), clientv3.WithCountOnly())).Commit()
+	local := l.LocalKey(s.Campaign)
+	cmps := append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(l.poolKey(s)), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(local), "=", 0)}, cond...)
+	resp, err := l.c.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(l.poolKey(s), clientv3.WithCountOnly()), clientv3.OpGet(local)).Commit()
 	if err != nil {
 		return nil, err
 	}
 	if !resp.Succeeded {
-		if len(resp.Responses) == 1 && resp.Responses[0].GetResponseRange().Count == 0 {
+		if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
+			return nil, &LocalError{Campaign: s.Campaign, Cell: string(kvs[0].Value)}
+		}
+		if resp.Responses[0].GetResponseRange().Count == 0 {
 			return nil, ErrContended
 		}
 		return nil, ErrExists

@@ -102,7 +102,7 @@ func startCell(engine *actors.Engine, o cellOptions, dataDir string, reg prometh
 		return nil, err
 	}
 	runCtx, stop := context.WithCancel(context.Background())
-	rt := &cellRuntime{guard: cells.NewGuard(engine, o.id, pubs), engine: engine, epoch: cells.NewCellEpoch(l, o.id),
+	rt := &cellRuntime{guard: cells.NewGuard(engine, o.id, pubs, l), engine: engine, epoch: cells.NewCellEpoch(l, o.id),
 		client: client, ledger: l, id: o.id, reg: reg, log: log, cache: cache, pubs: pubs, ctx: runCtx, cancel: stop}
 	rt.agents.Store(&map[string]*cells.Agent{})
 	for _, p := range pubs {
