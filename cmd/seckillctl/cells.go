@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -126,6 +127,11 @@ func runCellsPublish(args []string, stdout io.Writer) error {
 	}
 	defer done()
 	allocs, err := cells.Publish(ctx, l, d, m, uint32(*chunk), grants)
+	var local *ledger.LocalError
+	if errors.As(err, &local) { // exit 1: refused, nothing published
+		return &checkFailed{msg: fmt.Sprintf("cells publish %s/%s refused: %v; nothing was published. Its SKUs are sold by cell %s alone: publish under another campaign id",
+			d.CampaignID, d.SKUID, err, local.Cell)}
+	}
 	if err != nil {
 		return err
 	}

@@ -106,7 +106,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if version.HelpRequested(args[1:]) {
-		fmt.Fprint(stdout, commandUsage(args[0]))
+		fmt.Fprint(stdout, commandUsage(args))
 		return exitOK
 	}
 	var err error
@@ -136,11 +136,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return report(err, stderr)
 }
 
-// commandUsage returns the part of usage about cmd (its lines and their
-// descriptions, then the notes at the end), or all of usage for a
-// command it does not know.
-func commandUsage(cmd string) string {
+// commandUsage returns the part of usage about the command args name
+// (its lines and their descriptions, then the notes at the end), or all
+// of usage for a command it does not know. "cells SUB" is one of the
+// cells subcommands: its lines alone (the notes are about DIR, which none
+// takes).
+func commandUsage(args []string) string {
+	cmd := args[0]
 	head, notes, _ := strings.Cut(usage, "\n\nDIR is")
+	if cmd == "cells" && len(args) > 1 && !strings.HasPrefix(args[1], "-") {
+		cmd, notes = "cells "+args[1], ""
+	}
 	var b strings.Builder
 	keep := false
 	for _, line := range strings.Split(head, "\n") {
@@ -153,6 +159,9 @@ func commandUsage(cmd string) string {
 	}
 	if b.Len() == 0 {
 		return usage
+	}
+	if notes == "" {
+		return "usage:\n" + b.String()
 	}
 	return "usage:\n" + b.String() + "\nDIR is" + notes
 }

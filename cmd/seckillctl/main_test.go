@@ -870,6 +870,13 @@ func TestHelpAndVersion(t *testing.T) {
 	if _, out, _ := ctl(t, "verify", "--help"); !strings.Contains(out, "whole data dir") {
 		t.Errorf("verify's usage does not say it takes a whole data dir:\n%s", out)
 	}
+	for _, sub := range []string{"publish", "return", "write-off"} { // its usage only
+		code, out, _ := ctl(t, "cells", sub, "--help")
+		lines := strings.Count(out, "\n  seckillctl ")
+		if code != exitOK || !strings.Contains(out, "seckillctl cells "+sub+" ") || lines != 1 || strings.Contains(out, "DIR is") {
+			t.Errorf("cells %s --help: exit %d, %d commands, stdout %q", sub, code, lines, out)
+		}
+	}
 	if code, out, _ := ctl(t, "--version"); code != exitOK || !strings.HasPrefix(out, "seckillctl ") || !strings.Contains(out, "go1.") {
 		t.Errorf("--version: exit %d, %q", code, out)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/cells"
+	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/ledger"
 )
 
@@ -67,9 +68,15 @@ type cellRuntime struct {
 	log    *slog.Logger
 	cache  string            // <data-dir>/cells.json
 	pubs   []cells.Published // what the cache holds; only the poll loop changes it after start
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// refused holds the published SKUs not taken (errLocalCampaign), and
+	// claimDone the local campaigns claimed or found in conflict: only
+	// startCell, then the poll loop, touch them.
+	refused      map[string]bool
+	claimDone    map[string]bool
+	localClaimed bool // every campaign held at start is in claimDone
+	ctx          context.Context
+	cancel       context.CancelFunc
+	wg           sync.WaitGroup
 }
 
 // startCell defines the cell's published SKUs (or, with etcd down, keeps
@@ -106,7 +113,9 @@ func startCell(engine *actors.Engine, o cellOptions, dataDir string, reg prometh
 		client: client, ledger: l, id: o.id, reg: reg, log: log, cache: cache, pubs: pubs, ctx: runCtx, cancel: stop}
 	rt.agents.Store(&map[string]*cells.Agent{})
 	for _, p := range pubs {
-		if err := rt.add(p); err != nil {
+		if err := rt.add(p); errors.Is(err, errLocalCampaign) {
+			rt.refuse(p, err) // a data dir from before the claim: serve the rest
+		} else if err != nil {
 			rt.stop()
 			return nil, err
 		}
@@ -117,10 +126,23 @@ func startCell(engine *actors.Engine, o cellOptions, dataDir string, reg prometh
 	return rt, nil
 }
 
+// errLocalCampaign: a published SKU's campaign is defined locally
+// (uncelled) in this cell's data dir. With the claim (cells'
+// Guard.ClaimCampaign, ledger.ClaimLocal) it cannot arise; a data dir
+// from before it may hold one.
+var errLocalCampaign = errors.New("the campaign is defined locally (uncelled) on this cell")
+
 // add guards, defines and starts the agent of one published SKU: the
 // guard first, so that no reserve of a user of another cell is ever
-// taken between the definition and the guard.
+// taken between the definition and the guard. errLocalCampaign, with
+// nothing done, when the engine holds a SKU of the campaign uncelled.
 func (rt *cellRuntime) add(p cells.Published) error {
+	for _, st := range rt.engine.AllStats() {
+		if st.CampaignID == p.Definition.CampaignID && st.Definition.Cell == "" {
+			return fmt.Errorf("%w: SKU %s/%s is defined here uncelled, so the published %s/%s cannot be taken: a campaign is local to one cell or published across cells, never both (write off this cell's quota of it: seckillctl cells write-off)",
+				errLocalCampaign, st.CampaignID, st.SKUID, p.Definition.CampaignID, p.Definition.SKUID)
+		}
+	}
 	rt.guard.Add(p)
 	ctx, cancel := context.WithTimeout(rt.ctx, time.Minute)
 	err := rt.engine.Define(ctx, p.ForCell(rt.id))
@@ -151,12 +173,32 @@ func (rt *cellRuntime) add(p cells.Published) error {
 	return nil
 }
 
+// addRetryMax bounds the backoff of a published SKU whose add failed.
+const addRetryMax = time.Minute
+
+// refuse logs, once, that published SKU p is not taken (errLocalCampaign:
+// it never will be by this process), and never retries it.
+func (rt *cellRuntime) refuse(p cells.Published, err error) {
+	key := p.Definition.CampaignID + "/" + p.Definition.SKUID
+	if rt.refused == nil {
+		rt.refused = map[string]bool{}
+	}
+	if !rt.refused[key] {
+		rt.refused[key] = true
+		rt.log.Error("not taking a published SKU", "cell", rt.id, "sku", key, "err", err)
+	}
+}
+
 // pollPublished adds, every publishedPoll, the SKUs published for this
 // cell since it started: the cache first (a restart with etcd down must
-// still enforce their maps), then add. A failure is retried at the next
-// poll.
+// still enforce their maps), then add. A failure is retried with backoff
+// (1 s doubling up to addRetryMax, logged at each retry); a SKU refused
+// with errLocalCampaign is logged once and not retried. It also claims
+// the campaigns the data dir defines locally (claimLocal).
 func (rt *cellRuntime) pollPublished() {
 	defer rt.wg.Done()
+	retry := map[string]time.Duration{} // by SKU: the backoff of a failed add
+	next := map[string]time.Time{}      // by SKU: when to try it again
 	for {
 		select {
 		case <-rt.ctx.Done():
@@ -169,10 +211,11 @@ func (rt *cellRuntime) pollPublished() {
 		if err != nil {
 			continue // etcd unreachable: the agents say so on /metrics
 		}
+		rt.claimLocal()
 		agents := *rt.agents.Load()
 		for _, p := range pubs {
 			key := p.Definition.CampaignID + "/" + p.Definition.SKUID
-			if agents[key] != nil {
+			if agents[key] != nil || rt.refused[key] || time.Now().Before(next[key]) {
 				continue
 			}
 			if !rt.cached(key) {
@@ -183,11 +226,52 @@ func (rt *cellRuntime) pollPublished() {
 				}
 				rt.pubs = next
 			}
-			if err := rt.add(p); err != nil {
-				rt.log.Error("adding a newly published SKU failed; retrying", "sku", key, "err", err)
+			if err := rt.add(p); errors.Is(err, errLocalCampaign) {
+				rt.refuse(p, err)
+				continue
+			} else if err != nil {
+				retry[key] = min(max(2*retry[key], publishedPoll), addRetryMax)
+				next[key] = time.Now().Add(retry[key])
+				rt.log.Error("adding a newly published SKU failed; retrying", "sku", key, "in", retry[key], "err", err)
 				continue
 			}
+			delete(retry, key)
+			delete(next, key)
 			rt.log.Info("cell took a newly published SKU", "cell", rt.id, "sku", key)
+		}
+	}
+}
+
+// claimLocal claims (cells' Guard.ClaimCampaign) each campaign the
+// engine held uncelled at start and has not claimed yet: a data dir from
+// before the claim then keeps its campaigns from being published over it
+// (a campaign defined since was claimed by its admin PUT). A campaign
+// found published already (such a data dir's conflict) is logged once;
+// one etcd did not answer for is asked again at the next poll, until a
+// pass leaves none.
+func (rt *cellRuntime) claimLocal() {
+	if rt.localClaimed {
+		return
+	}
+	rt.localClaimed = true
+	for _, st := range rt.engine.AllStats() {
+		c := st.CampaignID
+		if st.Definition.Cell != "" || rt.claimDone[c] {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(rt.ctx, 2*time.Second)
+		err := rt.guard.ClaimCampaign(ctx, c)
+		cancel()
+		if errors.Is(err, httpapi.ErrLedgerUnreachable) {
+			rt.localClaimed = false
+			continue
+		}
+		if rt.claimDone == nil {
+			rt.claimDone = map[string]bool{}
+		}
+		rt.claimDone[c] = true
+		if err != nil {
+			rt.log.Error("a campaign defined locally on this cell cannot be claimed", "cell", rt.id, "campaign_id", c, "err", err)
 		}
 	}
 }
