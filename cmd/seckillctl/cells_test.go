@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/seckill/seckill/internal/etcdtest"
+	"github.com/seckill/seckill/ledger"
 )
 
 // TestCellsWriteOff: "cells write-off" records a lost cell's outstanding
@@ -63,5 +68,32 @@ func TestCellsWriteOff(t *testing.T) {
 	if a.Unreached != 40 || a.WrittenOff != 40 || a.Never != 120 || a.Cells["c2"].WrittenOff != 40 || a.Cells["c2"].Error != "" ||
 		len(a.LedgerViolations) != 0 || a.Ledger.WrittenOff["c2"] == nil {
 		t.Fatalf("audit after the write-off: %+v", a)
+	}
+}
+
+// TestCellsPublishOverLocal: "cells publish" of a campaign a cell defines
+// locally (its claim in etcd, ledger.ClaimLocal) exits 1 and names the
+// cell; nothing is published.
+func TestCellsPublishOverLocal(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	client, err := ledger.Dial([]string{etcd.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	l := ledger.New(client, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := l.ClaimLocal(ctx, "dd", "c1"); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"cells", "publish", "--etcd", etcd.Endpoint, "--campaign", "dd", "--sku", "a", "--sale-limit", "10",
+		"--cells", "c1,c2", "--initial", "4", "--chunk", "1"}
+	code, out, errOut := ctl(t, args...)
+	if code != exitFailed || out != "" || !strings.Contains(errOut, "on cell c1") || !strings.Contains(errOut, "nothing was published") {
+		t.Fatalf("publish over a local campaign: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if _, err := l.Read(ctx, ledger.SKU{Campaign: "dd", SKU: "a"}); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("a ledger after a refused publish: %v", err)
 	}
 }
