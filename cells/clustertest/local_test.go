@@ -1,0 +1,159 @@
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/bench"
+	"github.com/seckill/seckill/internal/etcdtest"
+	"github.com/seckill/seckill/ledger"
+)
+
+// TestLocalCampaignThroughRouter: a campaign is local to one cell or
+// published across cells, never both, with real processes (issue #13):
+//   - seckill-bench --target ROUTER without --etcd (seed, then lottery)
+//     defines its campaign on the router's default cell and passes;
+//   - dd PUT through the router (c1, uncelled, sale_limit 5), then
+//     seckillctl cells publish dd/a over c1,c2: exit 1 naming c1; 30
+//     users through the router: 5 reserves;
+//   - a data dir from before the claim (hh defined on c1 with no claim in
+//     etcd: the test deletes it) under a published hh/a: c1 logs once
+//     that it does not take it (while it takes SKUs published after), and
+//     restarts (it could not).
+func TestLocalCampaignThroughRouter(t *testing.T) {
+	bins := buildAll(t)
+	logDir := t.TempDir()
+	etcd := etcdtest.Start(t)
+	dirs := map[string]string{}
+	var routes []string
+	procs := map[string]*proc{}
+	for _, c := range []string{"c1", "c2"} {
+		dirs[c] = filepath.Join(t.TempDir(), c)
+		addr, p := startCell(t, bins, logDir, c, dirs[c], etcd.Endpoint)
+		routes, procs[c] = append(routes, c+"="+addr), p
+	}
+	c1 := "http://" + strings.TrimPrefix(routes[0], "c1=")
+	router := startRouter(t, bins, logDir, etcd.Endpoint, routes)
+	client, err := ledger.Dial([]string{etcd.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	l := ledger.New(client, "")
+	httpClient := &http.Client{Timeout: 10 * time.Second}
+
+	for _, scenario := range []string{bench.ScenarioSeed, bench.ScenarioLottery} {
+		config := bench.DefaultConfig(scenario)
+		config.Target, config.AdminToken = router, token
+		config.Stock, config.Requests, config.Concurrency, config.MaxTime = 200, 2000, 16, time.Minute
+		if scenario == bench.ScenarioLottery {
+			config.Duration = 2 * time.Second
+		}
+		result, err := bench.Run(context.Background(), config)
+		if err != nil || !result.Passed {
+			t.Fatalf("%s through the router without --etcd: %v; failures %v", scenario, err, result.Failures)
+		}
+	}
+
+	put := func(base, campaign string, saleLimit int) int {
+		now := time.Now().UTC().Truncate(time.Second)
+		body := fmt.Sprintf(`{"campaign_id":%q,"start_at":%q,"end_at":%q,"skus":[{"sku_id":"a","sale_limit":%d}]}`,
+			campaign, now.Add(-time.Hour).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339), saleLimit)
+		req, _ := http.NewRequest(http.MethodPut, base+"/admin/campaigns/"+campaign, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	publish := func(campaign string) (int, string) {
+		cmd := exec.Command(bins["seckillctl"], "cells", "publish", "--etcd", etcd.Endpoint, "--campaign", campaign, "--sku", "a",
+			"--sale-limit", "10", "--cells", "c1,c2", "--initial", "4", "--chunk", "1")
+		out, err := cmd.CombinedOutput()
+		if exit, ok := err.(*exec.ExitError); ok {
+			return exit.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+
+	// Repro A.
+	if code := put(router, "dd", 5); code != http.StatusCreated {
+		t.Fatalf("PUT dd through the router: %d", code)
+	}
+	if code, out := publish("dd"); code != 1 || !strings.Contains(out, "on cell c1") {
+		t.Fatalf("publish over a local dd: exit %d: %s", code, out)
+	}
+	accepted := 0
+	for u := range 30 {
+		body := fmt.Sprintf(`{"request_id":"r%d","user_id":"u%d"}`, u, u)
+		resp, err := httpClient.Post(router+"/v1/campaigns/dd/skus/a/reservations", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusAccepted {
+			accepted++
+		}
+	}
+	if accepted != 5 {
+		t.Fatalf("%d reserves of dd/a, sale_limit 5", accepted)
+	}
+
+	// A data dir from before the claim.
+	if code := put(c1, "hh", 5); code != http.StatusCreated {
+		t.Fatalf("PUT hh at c1: %d", code)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := client.Delete(ctx, l.LocalKey("hh")); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := publish("hh"); code != 0 {
+		t.Fatalf("publish hh with no claim: exit %d: %s", code, out)
+	}
+	takes := func(campaign string) {
+		if code, out := publish(campaign); code != 0 {
+			t.Fatalf("publish %s: exit %d: %s", campaign, code, out)
+		}
+		waitFor(t, "c1 takes "+campaign+"/a", func() bool {
+			resp, err := httpClient.Get(c1 + "/v1/campaigns/" + campaign + "/skus/a")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		})
+	}
+	refusals := func() int {
+		b, err := os.ReadFile(filepath.Join(logDir, "c1.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(string(b), `msg="not taking a published SKU"`)
+	}
+	takes("ii") // hh/a is refused at the latest in the poll that takes ii
+	takes("jj") // a poll after the refusal
+	if n := refusals(); n != 1 {
+		t.Fatalf("c1 logged %d refusals of hh/a, want 1", n)
+	}
+	procs["c1"].term()
+	procs["c1"].start(t) // refused to start before the fix
+	takes("kk")
+	if n := refusals(); n != 2 { // once per process
+		t.Fatalf("c1 logged %d refusals of hh/a over two processes, want 2", n)
+	}
+	if code := put(c1, "hh", 6); code != http.StatusConflict {
+		t.Fatalf("PUT hh at c1 once published: %d", code)
+	}
+}
