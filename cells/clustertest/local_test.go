@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/bench"
-	"github.com/seckill/seckill/internal/etcdtest"
-	"github.com/seckill/seckill/ledger"
 )
 
 // TestLocalCampaignThroughRouter: a campaign is local to one cell or
@@ -28,25 +26,9 @@ import (
 //     that it does not take it (while it takes SKUs published after), and
 //     restarts (it could not).
 func TestLocalCampaignThroughRouter(t *testing.T) {
-	bins := buildAll(t)
-	logDir := t.TempDir()
-	etcd := etcdtest.Start(t)
-	dirs := map[string]string{}
-	var routes []string
-	procs := map[string]*proc{}
-	for _, c := range []string{"c1", "c2"} {
-		dirs[c] = filepath.Join(t.TempDir(), c)
-		addr, p := startCell(t, bins, logDir, c, dirs[c], etcd.Endpoint)
-		routes, procs[c] = append(routes, c+"="+addr), p
-	}
-	c1 := "http://" + strings.TrimPrefix(routes[0], "c1=")
-	router := startRouter(t, bins, logDir, etcd.Endpoint, routes)
-	client, err := ledger.Dial([]string{etcd.Endpoint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	l := ledger.New(client, "")
+	cl := startCluster(t, "c1", "c2")
+	bins, logDir, etcd, router, l := cl.bins, cl.logDir, cl.etcd, cl.router, cl.ledger
+	client, procs, c1 := l.Client(), cl.procs, "http://"+cl.addrs["c1"]
 	httpClient := &http.Client{Timeout: 10 * time.Second}
 
 	for _, scenario := range []string{bench.ScenarioSeed, bench.ScenarioLottery} {
