@@ -72,6 +72,8 @@ func TestPurchaseLimitCampaign(t *testing.T) {
 			changed := scopedCampaign("pl", 2, 10)
 			changed["purchase_limit"] = "sku"
 			want(t, ts.admin(http.MethodPut, "/admin/campaigns/pl", changed), http.StatusConflict, "DEFINITION_CONFLICT")
+			delete(changed, "purchase_limit") // left out: "sku", a change too
+			want(t, ts.admin(http.MethodPut, "/admin/campaigns/pl", changed), http.StatusConflict, "DEFINITION_CONFLICT")
 			added := campaign("pl", "15m", map[string]int{"s3": 10}) // a new SKU without the scope
 			added["start_at"], added["end_at"] = changed["start_at"], changed["end_at"]
 			want(t, ts.admin(http.MethodPut, "/admin/campaigns/pl", added), http.StatusConflict, "DEFINITION_CONFLICT")
