@@ -144,6 +144,7 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 	}
 	defer release()
 	created := !s.campaignExists(campaignID)
+	defer s.skuDefinitions.changed() // campaign feeds list the campaign's SKUs again
 	for _, d := range defs {
 		ectx, cancel := s.engineContext()
 		err := s.engine.Define(ectx, d)

@@ -76,6 +76,15 @@ func (c *Campaign) UnmarshalJSON(data []byte) error {
 	if err := jsonkeys.Check(data, &doc); err != nil {
 		return err
 	}
+	if doc.PurchaseLimit == "" {
+		// "" and null decode as absent would: only absence means "sku".
+		var limit struct {
+			PurchaseLimit json.RawMessage `json:"purchase_limit"` // "null" for null, nil when absent
+		}
+		if json.Unmarshal(data, &limit) == nil && limit.PurchaseLimit != nil {
+			return &fieldError{field: "purchase_limit", want: `"sku" or "campaign"`}
+		}
+	}
 	start, err := parseCampaignTime("start_at", doc.StartAt)
 	if err != nil {
 		return err

@@ -24,6 +24,10 @@ func TestCampaignFileErrorsNameTheLine(t *testing.T) {
 		"unknown sku key": {head + "  skus:\n    - sku_id: a\n      limit: 3\n",
 			`line 6: campaign "spring", a SKU: unknown key "limit"`},
 		"not a list": {"campaign_id: spring\n", `line 1: a list of campaigns is expected`},
+		"purchase limit empty": {head + "  purchase_limit: \"\"\n  skus: [{sku_id: a, sale_limit: 3}]\n",
+			`purchase_limit: must be "sku" or "campaign"`},
+		"purchase limit null": {head + "  purchase_limit:\n  skus: [{sku_id: a, sale_limit: 3}]\n",
+			`purchase_limit: must be "sku" or "campaign"`},
 	} {
 		path := filepath.Join(t.TempDir(), "c.yaml")
 		if err := os.WriteFile(path, []byte(c.yaml), 0o600); err != nil {

@@ -227,9 +227,21 @@ func (s *Server) openFeed(campaignID, skuID, cursor string, p feedParams) (*feed
 		return fail(fasthttp.StatusInternalServerError, reasonInternal, "")
 	}
 	req.chain = chain
+	req.from, req.fromStart = max(log.FirstIndex(), 1), true
 	if cursor == "" {
-		req.from, req.fromStart = max(log.FirstIndex(), 1), true
 		return req, nil
+	}
+	if failure := req.seek(cursor); failure != nil {
+		return nil, failure
+	}
+	return req, nil
+}
+
+// seek moves an opened feed past cursor (an event id of its SKU).
+func (req *feedRequest) seek(cursor string) *reply {
+	fail := func(status int, reason, detail string) *reply {
+		r := errorReply(status, reason, detail)
+		return &r
 	}
 	h, index, err := parseCursor(cursor)
 	if err != nil {
@@ -243,20 +255,20 @@ func (s *Server) openFeed(campaignID, skuID, cursor string, p feedParams) (*feed
 		r := jsonReply(fasthttp.StatusConflict, reasonCursorDiverged, feedError{
 			Error:     reasonCursorDiverged,
 			Detail:    "the log was restored to an earlier point; resynchronise from the export and continue after fork_index",
-			ForkIndex: forkIndex, History: req.chain.At(forkIndex + 1), SKUID: skuID,
+			ForkIndex: forkIndex, History: req.chain.At(forkIndex + 1), SKUID: req.skuID,
 		})
-		return nil, &r
+		return &r
 	}
-	if durable := log.DurableIndex(); index > durable {
+	if durable := req.log.DurableIndex(); index > durable {
 		r := jsonReply(fasthttp.StatusConflict, reasonCursorDiverged, feedError{
 			Error:     reasonCursorDiverged,
 			Detail:    fmt.Sprintf("the cursor is beyond the log's durable index %d: this log is an older copy", durable),
-			ForkIndex: durable, SKUID: skuID,
+			ForkIndex: durable, SKUID: req.skuID,
 		})
-		return nil, &r
+		return &r
 	}
-	req.from = index + 1
-	return req, nil
+	req.from, req.fromStart = index+1, false
+	return nil
 }
 
 // parseCursor splits "<history>-<index>".

@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/seckill/seckill/httpapi/memengine"
@@ -53,12 +52,14 @@ func TestPurchaseLimitCampaign(t *testing.T) {
 				o.twin = memengine.New(memengine.Config{})
 			}
 			ts := startServer(t, o)
-			bad := scopedCampaign("pl", 2, 10)
-			bad["purchase_limit"] = "user"
-			r := ts.admin(http.MethodPut, "/admin/campaigns/pl", bad)
-			want(t, r, http.StatusBadRequest, "BAD_REQUEST")
-			if !strings.Contains(r.str("detail"), "purchase_limit") {
-				t.Fatalf("detail: %v", r)
+			for _, value := range []any{"user", "", nil} { // only an absent purchase_limit means "sku"
+				bad := scopedCampaign("pl", 2, 10)
+				bad["purchase_limit"] = value
+				r := ts.admin(http.MethodPut, "/admin/campaigns/pl", bad)
+				want(t, r, http.StatusBadRequest, "BAD_REQUEST")
+				if r.str("detail") != `purchase_limit: must be "sku" or "campaign"` {
+					t.Fatalf("purchase_limit %#v: detail %v", value, r)
+				}
 			}
 			lottery := scopedCampaign("pl-lot", 1, 10)
 			lottery["skus"].([]map[string]any)[0]["allocation"] = "lottery"
@@ -70,6 +71,8 @@ func TestPurchaseLimitCampaign(t *testing.T) {
 			}
 			changed := scopedCampaign("pl", 2, 10)
 			changed["purchase_limit"] = "sku"
+			want(t, ts.admin(http.MethodPut, "/admin/campaigns/pl", changed), http.StatusConflict, "DEFINITION_CONFLICT")
+			delete(changed, "purchase_limit") // left out: "sku", a change too
 			want(t, ts.admin(http.MethodPut, "/admin/campaigns/pl", changed), http.StatusConflict, "DEFINITION_CONFLICT")
 			added := campaign("pl", "15m", map[string]int{"s3": 10}) // a new SKU without the scope
 			added["start_at"], added["end_at"] = changed["start_at"], changed["end_at"]

@@ -214,7 +214,9 @@ type Server struct {
 	// consumers (feed_cache.go).
 	eventCaches *eventCaches
 	feedChains  *chainCache
-	feedGauges  feedGauges
+	// skuDefinitions wakes campaign feeds when a SKU is defined.
+	skuDefinitions skuDefinitions
+	feedGauges     feedGauges
 
 	// ingress and stats feed the dashboard (stats*.go).
 	ingress *ingressStats

@@ -92,7 +92,10 @@ type Sink interface {
 
 // ErrFeed wraps answers of the feed the relay cannot go past by itself:
 // 410 CURSOR_COMPACTED, 409 CURSOR_DIVERGED (an operator resynchronises
-// the consumers and the stream), 400, 401 and 404.
+// the consumers and the stream), 400 (BAD_CURSOR, or
+// CAMPAIGN_FEED_TOO_WIDE: the campaign has more SKUs than its feed serves;
+// relay each SKU's feed instead), 401, 404, and 414 or 431 (the request
+// was too large for the server: a retry would be refused again).
 var ErrFeed = errors.New("relay: the feed refused the cursor")
 
 // Run relays until ctx is done (it then returns ctx.Err()) or the feed
@@ -196,7 +199,8 @@ func fetch(ctx context.Context, cfg *Config, cursor string) (*feedPage, error) {
 	switch {
 	case resp.StatusCode == http.StatusOK:
 	case resp.StatusCode == http.StatusGone, resp.StatusCode == http.StatusConflict,
-		resp.StatusCode == http.StatusBadRequest, resp.StatusCode == http.StatusUnauthorized, resp.StatusCode == http.StatusNotFound:
+		resp.StatusCode == http.StatusBadRequest, resp.StatusCode == http.StatusUnauthorized, resp.StatusCode == http.StatusNotFound,
+		resp.StatusCode == http.StatusRequestURITooLong, resp.StatusCode == http.StatusRequestHeaderFieldsTooLarge:
 		return nil, fmt.Errorf("%w: %s: %s", ErrFeed, resp.Status, body)
 	default:
 		return nil, fmt.Errorf("feed: %s: %s", resp.Status, body)
@@ -233,7 +237,8 @@ func messages(page *feedPage, cursor string) ([]Message, error) {
 		if len(parts) != 4 || h.ID == "" || h.Type == "" {
 			return nil, fmt.Errorf("feed: event without id, type or source /seckill/{campaign}/{sku}: %s", raw)
 		}
-		positions[parts[3]] = h.ID
+		history, _, _ := strings.Cut(h.ID, "-")
+		positions[history] = h.ID // ParseCampaignCursor keys positions by history
 		msgs = append(msgs, Message{ID: h.ID, Type: h.Type, SKUID: parts[3], Index: h.SeckillIndex,
 			Cursor: httpapi.CampaignCursor(positions), Event: raw})
 	}

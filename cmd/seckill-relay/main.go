@@ -6,6 +6,12 @@
 // environment as SECKILL_RELAY_<NAME> (--admin-token:
 // SECKILL_RELAY_ADMIN_TOKEN); flags win. --version prints the build's
 // version line and --help the usage, both on stdout with exit 0.
+//
+// Exit status 1, with the feed's answer on stderr, when the feed refuses
+// the position and a retry would be refused again (relay.ErrFeed: 410
+// CURSOR_COMPACTED, 409 CURSOR_DIVERGED, 400 such as
+// CAMPAIGN_FEED_TOO_WIDE, 401, 404, 414, 431), or on a bad flag; any other
+// error (the feed or NATS unreachable) is retried after 1 s.
 package main
 
 import (
