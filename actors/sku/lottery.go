@@ -61,7 +61,7 @@ func (r *LotteryRules) validate(saleLimit uint32) error {
 	case r.EntriesCloseAt <= r.EntriesOpenAt:
 		return fmt.Errorf("%w: entries_close_at must be after entries_open_at", ErrInvalidDefinition)
 	case closeTime <= r.EntriesCloseAt:
-		return fmt.Errorf("%w: beacon round %d is published at %d ms, not after entries_close_at %d", ErrInvalidDefinition, r.Beacon.Round, closeTime, r.EntriesCloseAt)
+		return fmt.Errorf("%w: beacon round %d is published at %s, not after entries_close_at %s", ErrInvalidDefinition, r.Beacon.Round, lottery.Stamp(closeTime), lottery.Stamp(r.EntriesCloseAt))
 	}
 	if err := r.rules(saleLimit).Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidDefinition, err)
