@@ -60,7 +60,10 @@ func (c *testCell) put(t *testing.T, campaign, limit string, skus map[string]uin
 	t.Helper()
 	now := time.Now().UTC().Truncate(time.Second)
 	body := map[string]any{"campaign_id": campaign, "start_at": now.Add(-time.Hour).Format(time.RFC3339),
-		"end_at": now.Add(time.Hour).Format(time.RFC3339), "purchase_limit": limit}
+		"end_at": now.Add(time.Hour).Format(time.RFC3339)}
+	if limit != "" {
+		body["purchase_limit"] = limit // absent means "sku"; "" is refused
+	}
 	var list []map[string]any
 	for s, n := range skus {
 		list = append(list, map[string]any{"sku_id": s, "sale_limit": n})
