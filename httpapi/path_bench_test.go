@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/entrypass"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/wal"
 	"github.com/valyala/fasthttp"
@@ -21,8 +23,10 @@ import (
 // the ingress from the SKU's published stats, no engine call).
 
 // pathServer is a server on the real engine (fsync off) with one SKU of
-// saleLimit units, and its handler.
-func pathServer(b *testing.B, saleLimit int) fasthttp.RequestHandler {
+// saleLimit units, and its handler. With passes, the server verifies
+// entry passes (the test ring) and the campaign caps unpaid reservations
+// at one per subject key.
+func pathServer(b *testing.B, saleLimit int, passes bool) fasthttp.RequestHandler {
 	b.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	reg := prometheus.NewRegistry()
@@ -35,12 +39,18 @@ func pathServer(b *testing.B, saleLimit int) fasthttp.RequestHandler {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { eng.Close() })
-	srv, err := httpapi.New(httpapi.Config{Engine: eng, AdminToken: testToken, Logger: log, Registry: reg})
+	cfg := httpapi.Config{Engine: eng, AdminToken: testToken, Logger: log, Registry: reg}
+	c := campaign("bench", "15m", map[string]int{"s": saleLimit})
+	if passes {
+		passConfig(b)(&cfg)
+		c["max_unpaid_per_subject"] = 1
+	}
+	srv, err := httpapi.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	handler := srv.Handler()
-	body, _ := json.Marshal(campaign("bench", "15m", map[string]int{"s": saleLimit}))
+	body, _ := json.Marshal(c)
 	var define fasthttp.RequestCtx
 	define.Request.Header.SetMethod(fasthttp.MethodPut)
 	define.Request.SetRequestURI("/admin/campaigns/bench")
@@ -74,7 +84,7 @@ func reserveOnce(b *testing.B, handler fasthttp.RequestHandler, ctx *fasthttp.Re
 // BenchmarkPathHotReserve is one accepted reserve after another, through
 // the whole handler and the engine (fsync off).
 func BenchmarkPathHotReserve(b *testing.B) {
-	handler := pathServer(b, 1_000_000_000)
+	handler := pathServer(b, 1_000_000_000, false)
 	var ctx fasthttp.RequestCtx
 	buf := make([]byte, 0, 64)
 	b.ReportAllocs()
@@ -87,7 +97,7 @@ func BenchmarkPathHotReserve(b *testing.B) {
 // BenchmarkPathSoldOut is one fast-path SOLD_OUT after another: new
 // request_ids for a SKU whose durable available is 0.
 func BenchmarkPathSoldOut(b *testing.B) {
-	handler := pathServer(b, 1)
+	handler := pathServer(b, 1, false)
 	var ctx fasthttp.RequestCtx
 	buf := make([]byte, 0, 64)
 	buf = reserveOnce(b, handler, &ctx, buf, -1, fasthttp.StatusAccepted)
@@ -95,5 +105,48 @@ func BenchmarkPathSoldOut(b *testing.B) {
 	b.ResetTimer()
 	for n := range b.N {
 		buf = reserveOnce(b, handler, &ctx, buf, n, fasthttp.StatusConflict)
+	}
+}
+
+// BenchmarkPathReservePass is one accepted reserve with an entry pass
+// after another: the pass verified, its device key counted against a cap
+// of one and recorded. The passes (one per user, each with a device of its
+// own) are minted before the timer starts; under callgrind their minting
+// is in the count: subtract entrypass.Encode's inclusive cost.
+func BenchmarkPathReservePass(b *testing.B) {
+	handler := pathServer(b, 1_000_000_000, true)
+	ring, err := entrypass.ParseKeyRing(testPassKeys)
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	bodies := make([][]byte, b.N)
+	for n := range bodies {
+		cl := entrypass.Claims{CampaignID: "bench", SKUID: "s", UserID: fmt.Sprintf("u%d", n),
+			NotBeforeMs: now.Add(-time.Second).UnixMilli(), ExpiresAtMs: now.Add(time.Hour).UnixMilli()}
+		var key entrypass.SubjectKey
+		binary.BigEndian.PutUint64(key[:], uint64(n))
+		cl.Subjects.Set(entrypass.SubjectDevice, key)
+		var nonce entrypass.Nonce
+		binary.BigEndian.PutUint64(nonce[:], uint64(n))
+		text, err := entrypass.Encode(ring.Signer(), cl, nonce)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bodies[n] = fmt.Appendf(nil, `{"user_id":"u%d","entry_pass":"%s"}`, n, text)
+	}
+	var ctx fasthttp.RequestCtx
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := range b.N {
+		ctx.Request.Reset()
+		ctx.Response.Reset()
+		ctx.Request.Header.SetMethod(fasthttp.MethodPost)
+		ctx.Request.SetRequestURI("/v1/campaigns/bench/skus/s/reservations")
+		ctx.Request.SetBody(bodies[n])
+		handler(&ctx)
+		if ctx.Response.StatusCode() != fasthttp.StatusAccepted {
+			b.Fatalf("reserve %d: %d %s", n, ctx.Response.StatusCode(), ctx.Response.Body())
+		}
 	}
 }
