@@ -145,7 +145,7 @@ func (s *Server) handleReserveBatch(ctx *fasthttp.RequestCtx) string {
 }
 
 // countBatch counts each item's answer in the SKU's ingress counters (the
-// dashboard's), as countReserve counts a single reserve's; each item's
+// dashboard's), as timedReserve counts a single reserve's; each item's
 // latency is its batch's, took (from routing to the answers).
 func (s *Server) countBatch(campaignID, skuID string, reps []reply, took time.Duration) {
 	c := s.ingress.of(campaignID, skuID)
@@ -234,7 +234,7 @@ func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st *act
 		s.rejected(layerValidation)
 		return replyLotterySale, true
 	}
-	p, rep, ok := s.checkEntryPass(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass)
+	p, rep, ok := s.checkEntryPassAt(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass, now)
 	if !ok {
 		return rep, true
 	}
@@ -250,9 +250,9 @@ func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st *act
 		}
 		it.retryOfUnknown = true
 	}
-	v := s.limits.precheck(*st, now, it.retryOfUnknown)
+	v := s.limits.precheck(st, now, it.retryOfUnknown)
 	if v.gateRefusal() && s.engine.MayKnowRequest(campaignID, skuID, p.requestID) { // as Server.lead
-		v = s.limits.precheck(*st, now, true)
+		v = s.limits.precheck(st, now, true)
 	}
 	return s.fastRefusal(v, st, now)
 }

@@ -30,9 +30,9 @@ type acceptedBody struct {
 }
 
 // handleReserve is POST /v1/campaigns/{c}/skus/{s}/reservations: decode,
-// validate, run the ingress pipeline, encode.
-func (s *Server) handleReserve(ctx *fasthttp.RequestCtx) string {
-	campaignID, skuID, ok := pathSKU(ctx)
+// validate, run the ingress pipeline, encode. The ids are the path's, ok
+// whether they are valid (pathSKU; the fast route's are, reserveroute.go).
+func (s *Server) handleReserve(ctx *fasthttp.RequestCtx, campaignID, skuID string, ok bool) string {
 	if !ok {
 		s.rejected(layerValidation)
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
@@ -48,6 +48,10 @@ func (s *Server) handleReserve(ctx *fasthttp.RequestCtx) string {
 			return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad))
 		}
 	}
+	// One lookup of the SKU's published stats and one clock reading serve
+	// the lottery refusal, the entry-pass check and the flight leader's
+	// fast paths (a reserve that waits behind another flight takes fresh
+	// ones: Server.reserve).
 	st, known := s.engine.SKUStats(campaignID, skuID)
 	if !known {
 		s.rejected(layerValidation)
@@ -57,11 +61,12 @@ func (s *Server) handleReserve(ctx *fasthttp.RequestCtx) string {
 		s.rejected(layerValidation)
 		return write(ctx, replyLotterySale)
 	}
-	p, rep, ok := s.checkEntryPass(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass)
+	now := s.cfg.Clock()
+	p, rep, ok := s.checkEntryPassAt(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass, now)
 	if !ok {
 		return write(ctx, rep)
 	}
-	return write(ctx, s.reserve(campaignID, skuID, p.requestID, req.UserID, p.holder))
+	return write(ctx, s.reserve(&st, now, campaignID, skuID, p.requestID, req.UserID, p.holder))
 }
 
 // checkRequestID checks a reserve's request_id: an id, or left out when
@@ -76,8 +81,10 @@ func checkRequestID(requestID, entryPass string) string {
 // reserve runs one reserve of a SKU the engine knows, its entry pass
 // checked (holder: what it vouched for, zero without one), through the
 // ingress layers: the answer cache, the user's flight, the fast paths and
-// admission, then the engine.
-func (s *Server) reserve(campaignID, skuID, requestID, userID string, holder sku.Holder) reply {
+// admission, then the engine. st and now are the SKU's stats and the
+// clock as the request found them; a request that waits behind another
+// flight of its user reads both again.
+func (s *Server) reserve(st *actors.Stats, now time.Time, campaignID, skuID, requestID, userID string, holder sku.Holder) reply {
 	rkey := requestKey(campaignID, skuID, requestID)
 	ukey := userKey(campaignID, skuID, userID)
 	// Waiting behind the user's other requests is bounded by one request
@@ -98,7 +105,7 @@ func (s *Server) reserve(campaignID, skuID, requestID, userID string, holder sku
 		}
 		fl, leader := s.flights.join(ukey, requestID)
 		if leader {
-			rep, shared := s.lead(rkey, campaignID, skuID, requestID, userID, holder, retryOfUnknown)
+			rep, shared := s.lead(rkey, st, now, campaignID, skuID, requestID, userID, holder, retryOfUnknown)
 			s.flights.finish(ukey, fl, rep, shared)
 			return rep
 		}
@@ -125,12 +132,18 @@ func (s *Server) reserve(campaignID, skuID, requestID, userID string, holder sku
 		// Another request_id of the same user finished, or ours with an
 		// answer that may be stale by now (ALREADY_PURCHASED while a cancel
 		// completed meanwhile): ask again (the cache, then a flight of our
-		// own).
+		// own) on the SKU's state and the clock as they are now.
+		fresh, known := s.engine.SKUStats(campaignID, skuID)
+		if !known {
+			s.rejected(layerValidation)
+			return errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU")
+		}
+		st, now = &fresh, s.cfg.Clock()
 	}
 }
 
 // lead is the reserve of the flight's leader: fast paths on the SKU's
-// published durable stats, a permit, then the engine. shared reports an
+// published durable stats st at now, a permit, then the engine. shared reports an
 // answer that a repeat of the request_id, sent while this one was in
 // flight, may get too: one that is final for the request_id (ACCEPTED, the
 // engine's recorded SOLD_OUT, REQUEST_ID_REUSED) or decides nothing
@@ -138,13 +151,7 @@ func (s *Server) reserve(campaignID, skuID, requestID, userID string, holder sku
 // were decided (ALREADY_PURCHASED, a fast-path SOLD_OUT, the sale window):
 // the repeat, which may have been sent after the state changed, asks again
 // (found by the porcupine linearizability test).
-func (s *Server) lead(rkey dedupKey, campaignID, skuID, requestID, userID string, holder sku.Holder, retryOfUnknown bool) (rep reply, shared bool) {
-	st, known := s.engine.SKUStats(campaignID, skuID)
-	if !known {
-		s.rejected(layerValidation)
-		return errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"), false
-	}
-	now := s.cfg.Clock()
+func (s *Server) lead(rkey dedupKey, st *actors.Stats, now time.Time, campaignID, skuID, requestID, userID string, holder sku.Holder, retryOfUnknown bool) (rep reply, shared bool) {
 	v := s.limits.precheck(st, now, retryOfUnknown)
 	// A request_id the SKU may have decided already must get its original
 	// answer from the engine, not a fast SOLD_OUT or ENDED (one request_id,
@@ -153,7 +160,7 @@ func (s *Server) lead(rkey dedupKey, campaignID, skuID, requestID, userID string
 	if v.gateRefusal() && s.engine.MayKnowRequest(campaignID, skuID, requestID) {
 		v = s.limits.precheck(st, now, true)
 	}
-	if rep, refused := s.fastRefusal(v, &st, now); refused {
+	if rep, refused := s.fastRefusal(v, st, now); refused {
 		return rep, v == verdictQueueFull
 	}
 	// Out of permits is busy, not sold out, even when the stock term
@@ -161,7 +168,7 @@ func (s *Server) lead(rkey dedupKey, campaignID, skuID, requestID, userID string
 	// again, a reused request_id) and leave the units to this buyer. Only
 	// a durable available of 0 (the precheck above) is SOLD_OUT.
 	g := s.gates.get(campaignID, skuID)
-	if !g.tryAcquire(s.limits.bound(st)) {
+	if !g.tryAcquire(s.limits.bound(*st)) {
 		s.rejected(layerQueueFull)
 		return s.queueFull(), true
 	}
@@ -187,7 +194,7 @@ func (s *Server) lead(rkey dedupKey, campaignID, skuID, requestID, userID string
 	}
 	rep, cache := s.reserveReply(res)
 	if res.Outcome == sku.OutcomeSoldOut && st.Definition.Cell != "" {
-		rep, cache = s.soldOutReply(st), false // a cell's SOLD_OUT is never final (cell.go)
+		rep, cache = s.soldOutReply(*st), false // a cell's SOLD_OUT is never final (cell.go)
 	}
 	if cache {
 		s.answers.putFinal(rkey, userID, rep)

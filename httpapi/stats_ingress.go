@@ -91,17 +91,17 @@ func (is *ingressStats) load(campaignID, skuID string) *ingressCounters {
 	return c.(*ingressCounters)
 }
 
-// countReserve wraps the reserve handler with the SKU's ingress counters.
-func (s *Server) countReserve(h func(ctx *fasthttp.RequestCtx) string) func(ctx *fasthttp.RequestCtx) string {
-	return func(ctx *fasthttp.RequestCtx) string {
-		start := time.Now()
-		outcome := h(ctx)
-		took := time.Since(start)
-		if campaignID, skuID, ok := pathSKU(ctx); ok {
-			if c := s.ingress.of(campaignID, skuID); c != nil {
-				c.count(outcome, ctx.Response.StatusCode(), took)
-			}
-		}
-		return outcome
+// timedReserve serves a reserve (handleReserve: valid tells whether the
+// path's ids are valid) and counts it, timed once: the route's metrics m
+// and the SKU's ingress counters (counters, or looked up when nil).
+func (s *Server) timedReserve(ctx *fasthttp.RequestCtx, m *routeMetrics, campaignID, skuID string, valid bool, counters *ingressCounters) {
+	start := time.Now()
+	outcome := s.handleReserve(ctx, campaignID, skuID, valid)
+	took := m.done(start, outcome)
+	if counters == nil && valid {
+		counters = s.ingress.of(campaignID, skuID)
+	}
+	if counters != nil {
+		counters.count(outcome, ctx.Response.StatusCode(), took)
 	}
 }
