@@ -216,7 +216,7 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 		v := res.Reservation
 		url := reservationURL(v.ReservationID)
 		rep = reply{status: fasthttp.StatusAccepted, outcome: reason, location: url,
-			body: acceptedJSON(v.ReservationID, v.RequestID, sku.StatePendingPayment.String(), v.TokenID, v.ExpireAt, url)}
+			body: acceptedJSON(v.ReservationID, v.RequestID, v.TokenID, v.ExpireAt)}
 		return rep, false
 	case sku.OutcomeSoldOut:
 		return replySoldOut, true
@@ -299,9 +299,12 @@ func (s *Server) rejected(layer string) {
 	s.metrics.rejectedBy[layer].Inc()
 }
 
+// reservationURLPrefix starts the status URL of every reservation.
+const reservationURLPrefix = "/v1/reservations/"
+
 // reservationURL is the status URL of a reservation.
 func reservationURL(reservationID string) string {
-	return "/v1/reservations/" + reservationID
+	return reservationURLPrefix + reservationID
 }
 
 // lookupURL is the status URL of a reserve request.

@@ -13,15 +13,15 @@ import (
 func TestAcceptedJSONMatchesEncodingJSON(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		id := rapid.OneOf(rapid.StringMatching(`[A-Za-z0-9._:~-]{1,64}`), rapid.String())
-		rid, req, url := id.Draw(t, "reservation_id"), id.Draw(t, "request_id"), id.Draw(t, "status_url")
+		rid, req := id.Draw(t, "reservation_id"), id.Draw(t, "request_id")
 		token := rapid.Uint32().Draw(t, "token")
 		ms := rapid.Int64Range(0, 4102444800000).Draw(t, "expire_at")
 		want, err := json.Marshal(acceptedBody{ReservationID: rid, RequestID: req, State: "PENDING_PAYMENT",
-			TokenID: token, ExpireAt: formatMillis(ms), StatusURL: url})
+			TokenID: token, ExpireAt: formatMillis(ms), StatusURL: reservationURL(rid)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := acceptedJSON(rid, req, "PENDING_PAYMENT", token, ms, url); string(got) != string(want) {
+		if got := acceptedJSON(rid, req, token, ms); string(got) != string(want) {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
 	})
