@@ -12,9 +12,10 @@ import (
 type reserveRequest struct {
 	RequestID string `json:"request_id"`
 	UserID    string `json:"user_id"`
-	// EntryPass is the buyer's entry pass (issue #14), "" for none. With
-	// a pass, request_id may be left out: it is the pass's.
-	EntryPass string `json:"entry_pass"`
+	// EntryPass is the buyer's entry pass (issue #14), empty for none: a
+	// view into the parser's buffer (parseReserveBody). With a pass,
+	// request_id may be left out: it is the pass's.
+	EntryPass []byte `json:"entry_pass"`
 }
 
 // acceptedBody is the 202 answer. It describes the acceptance, so a repeat
@@ -37,42 +38,63 @@ func (s *Server) handleReserve(ctx *fasthttp.RequestCtx, campaignID, skuID strin
 		s.rejected(layerValidation)
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
 	}
-	req, err := parseReserveBody(ctx.PostBody())
-	if err != nil {
-		s.rejected(layerValidation)
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
-	}
-	for _, bad := range []string{checkRequestID(req.RequestID, req.EntryPass), checkID("user_id", req.UserID)} {
-		if bad != "" {
-			s.rejected(layerValidation)
-			return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad))
-		}
-	}
 	// One lookup of the SKU's published stats and one clock reading serve
 	// the lottery refusal, the entry-pass check and the flight leader's
 	// fast paths (a reserve that waits behind another flight takes fresh
 	// ones: Server.reserve).
-	st, known := s.engine.SKUStats(campaignID, skuID)
-	if !known {
-		s.rejected(layerValidation)
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
-	}
-	if st.Definition.Lottery != nil {
-		s.rejected(layerValidation)
-		return write(ctx, replyLotterySale)
-	}
-	now := s.cfg.Clock()
-	p, rep, ok := s.checkEntryPassAt(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass, now)
+	var st actors.Stats
+	in, rep, ok := s.reserveDoor(ctx.PostBody(), campaignID, skuID, &st)
 	if !ok {
 		return write(ctx, rep)
 	}
-	return write(ctx, s.reserve(&st, now, campaignID, skuID, p.requestID, req.UserID, p.holder))
+	return write(ctx, s.reserve(&st, in.now, campaignID, skuID, in.pass.requestID, in.userID, in.pass.holder))
+}
+
+// doorPassed is a reserve that passed its door (reserveDoor): the clock
+// reading its checks used, its user and what its entry pass gave.
+type doorPassed struct {
+	now    time.Time
+	userID string
+	pass   passed
+}
+
+// reserveDoor runs the checks of a reserve before the answer cache: its
+// body and ids, the SKU (its published stats go to st), the lottery
+// refusal and the entry pass. It holds the body's parser until the pass is
+// verified, which reads the pass in place. ok is false with rep the
+// refusal.
+func (s *Server) reserveDoor(body []byte, campaignID, skuID string, st *actors.Stats) (in doorPassed, rep reply, ok bool) {
+	p := reserveParsers.Get()
+	defer reserveParsers.Put(p)
+	req, err := parseReserveBody(p, body)
+	if err != nil {
+		s.rejected(layerValidation)
+		return in, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()), false
+	}
+	for _, bad := range []string{checkRequestID(req.RequestID, len(req.EntryPass) > 0), checkID("user_id", req.UserID)} {
+		if bad != "" {
+			s.rejected(layerValidation)
+			return in, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad), false
+		}
+	}
+	var known bool
+	if *st, known = s.engine.SKUStats(campaignID, skuID); !known {
+		s.rejected(layerValidation)
+		return in, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"), false
+	}
+	if st.Definition.Lottery != nil {
+		s.rejected(layerValidation)
+		return in, replyLotterySale, false
+	}
+	in.now, in.userID = s.cfg.Clock(), req.UserID
+	in.pass, rep, ok = s.checkEntryPassAt(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass, in.now)
+	return in, rep, ok
 }
 
 // checkRequestID checks a reserve's request_id: an id, or left out when
-// an entry pass gives it.
-func checkRequestID(requestID, entryPass string) string {
-	if requestID == "" && entryPass != "" {
+// the request carries an entry pass (withPass), which gives it.
+func checkRequestID(requestID string, withPass bool) string {
+	if requestID == "" && withPass {
 		return ""
 	}
 	return checkID("request_id", requestID)

@@ -19,17 +19,18 @@ import (
 var reserveParsers fastjson.ParserPool
 
 // parseReserveBody decodes {"request_id": string, "user_id": string,
-// "entry_pass": string}.
+// "entry_pass": string} with p (from reserveParsers).
 // Keys match exactly (no case folding); an unknown or repeated key, a
 // value that is not a string, a body that is not one object, or data after
-// it is an error. Missing keys leave "" (rejected later by checkID).
-func parseReserveBody(body []byte) (reserveRequest, error) {
+// it is an error. Missing keys leave "" (rejected later by checkID). The
+// ids are copies; the entry pass is a view into p's buffer, valid until p
+// parses again or goes back to the pool: the pass is only verified, and
+// the text of a pass (up to 332 characters) is not worth a copy.
+func parseReserveBody(p *fastjson.Parser, body []byte) (reserveRequest, error) {
 	var req reserveRequest
 	if len(body) == 0 {
 		return req, errors.New("empty body, a JSON object is expected")
 	}
-	p := reserveParsers.Get()
-	defer reserveParsers.Put(p)
 	v, err := p.ParseBytes(body)
 	if err != nil {
 		// fastjson's message grows with the nesting depth: keep the start.
@@ -52,7 +53,7 @@ func parseReserveBody(body []byte) (reserveRequest, error) {
 		case "user_id":
 			dst, seen = &req.UserID, &seenUser
 		case "entry_pass":
-			dst, seen = &req.EntryPass, &seenPass
+			seen = &seenPass
 		default:
 			err = errors.New(keyDetail(&jsonkeys.Error{Key: string(key)}))
 			return
@@ -65,6 +66,10 @@ func parseReserveBody(body []byte) (reserveRequest, error) {
 		s, e := val.StringBytes()
 		if e != nil {
 			err = &fieldError{field: string(key), want: "a string"}
+			return
+		}
+		if dst == nil {
+			req.EntryPass = s
 			return
 		}
 		*dst = string(s)
