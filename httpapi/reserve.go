@@ -31,9 +31,10 @@ type acceptedBody struct {
 }
 
 // handleReserve is POST /v1/campaigns/{c}/skus/{s}/reservations: decode,
-// validate, run the ingress pipeline, encode. The ids are the path's, ok
-// whether they are valid (pathSKU; the fast route's are, reserveroute.go).
-func (s *Server) handleReserve(ctx *fasthttp.RequestCtx, campaignID, skuID string, ok bool) string {
+// validate, run the ingress pipeline, encode. k's ids are the path's, ok
+// whether they are valid (pathSKU; the fast route's are, reserveroute.go);
+// arrived is when the request was routed (time.Now).
+func (s *Server) handleReserve(ctx *fasthttp.RequestCtx, k *reserveTarget, ok bool, arrived time.Time) string {
 	if !ok {
 		s.rejected(layerValidation)
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
@@ -43,19 +44,23 @@ func (s *Server) handleReserve(ctx *fasthttp.RequestCtx, campaignID, skuID strin
 	// fast paths (a reserve that waits behind another flight takes fresh
 	// ones: Server.reserve).
 	var st actors.Stats
-	in, rep, ok := s.reserveDoor(ctx.PostBody(), campaignID, skuID, &st)
+	in, rep, ok := s.reserveDoor(ctx.PostBody(), k.campaignID, k.skuID, &st)
 	if !ok {
 		return write(ctx, rep)
 	}
-	return write(ctx, s.reserve(&st, in.now, campaignID, skuID, in.pass.requestID, in.userID, in.pass.holder))
+	in.arrived = arrived
+	return write(ctx, s.reserve(&st, &in, k))
 }
 
 // doorPassed is a reserve that passed its door (reserveDoor): the clock
-// reading its checks used, its user and what its entry pass gave.
+// reading its checks used (the server's clock, Config.Clock), when it
+// arrived (the wall clock, time.Now: its wait for the engine counts from
+// then), its user and what its entry pass gave.
 type doorPassed struct {
-	now    time.Time
-	userID string
-	pass   passed
+	now     time.Time
+	arrived time.Time
+	userID  string
+	pass    passed
 }
 
 // reserveDoor runs the checks of a reserve before the answer cache: its
@@ -100,13 +105,15 @@ func checkRequestID(requestID string, withPass bool) string {
 	return checkID("request_id", requestID)
 }
 
-// reserve runs one reserve of a SKU the engine knows, its entry pass
-// checked (holder: what it vouched for, zero without one), through the
-// ingress layers: the answer cache, the user's flight, the fast paths and
-// admission, then the engine. st and now are the SKU's stats and the
+// reserve runs one reserve of k, a SKU the engine knows, that passed its
+// door (in.pass: its request_id and what its entry pass vouched for, zero
+// without one), through the ingress layers: the answer cache, the user's flight, the fast paths and
+// admission, then the engine. st and in.now are the SKU's stats and the
 // clock as the request found them; a request that waits behind another
-// flight of its user reads both again.
-func (s *Server) reserve(st *actors.Stats, now time.Time, campaignID, skuID, requestID, userID string, holder sku.Holder) reply {
+// flight of its user reads both again, and its wait for the engine counts
+// from then (in.arrived).
+func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) reply {
+	campaignID, skuID, requestID, userID := k.campaignID, k.skuID, in.pass.requestID, in.userID
 	rkey := requestKey(campaignID, skuID, requestID)
 	ukey := userKey(campaignID, skuID, userID)
 	// Waiting behind the user's other requests is bounded by one request
@@ -127,7 +134,7 @@ func (s *Server) reserve(st *actors.Stats, now time.Time, campaignID, skuID, req
 		}
 		fl, leader := s.flights.join(ukey, requestID)
 		if leader {
-			rep, shared := s.lead(rkey, st, now, campaignID, skuID, requestID, userID, holder, retryOfUnknown)
+			rep, shared := s.lead(rkey, st, in, k, retryOfUnknown)
 			s.flights.finish(ukey, fl, rep, shared)
 			return rep
 		}
@@ -160,12 +167,12 @@ func (s *Server) reserve(st *actors.Stats, now time.Time, campaignID, skuID, req
 			s.rejected(layerValidation)
 			return errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU")
 		}
-		st, now = &fresh, s.cfg.Clock()
+		st, in.now, in.arrived = &fresh, s.cfg.Clock(), time.Now()
 	}
 }
 
 // lead is the reserve of the flight's leader: fast paths on the SKU's
-// published durable stats st at now, a permit, then the engine. shared reports an
+// published durable stats st at in.now, a permit, then the engine. shared reports an
 // answer that a repeat of the request_id, sent while this one was in
 // flight, may get too: one that is final for the request_id (ACCEPTED, the
 // engine's recorded SOLD_OUT, REQUEST_ID_REUSED) or decides nothing
@@ -173,7 +180,8 @@ func (s *Server) reserve(st *actors.Stats, now time.Time, campaignID, skuID, req
 // were decided (ALREADY_PURCHASED, a fast-path SOLD_OUT, the sale window):
 // the repeat, which may have been sent after the state changed, asks again
 // (found by the porcupine linearizability test).
-func (s *Server) lead(rkey dedupKey, st *actors.Stats, now time.Time, campaignID, skuID, requestID, userID string, holder sku.Holder, retryOfUnknown bool) (rep reply, shared bool) {
+func (s *Server) lead(rkey dedupKey, st *actors.Stats, in *doorPassed, k *reserveTarget, retryOfUnknown bool) (rep reply, shared bool) {
+	campaignID, skuID, requestID, userID, holder, now := k.campaignID, k.skuID, in.pass.requestID, in.userID, in.pass.holder, in.now
 	v := s.limits.precheck(st, now, retryOfUnknown)
 	// A request_id the SKU may have decided already must get its original
 	// answer from the engine, not a fast SOLD_OUT or ENDED (one request_id,
@@ -189,7 +197,10 @@ func (s *Server) lead(rkey dedupKey, st *actors.Stats, now time.Time, campaignID
 	// binds: requests in flight may still be refused (a holder clicking
 	// again, a reused request_id) and leave the units to this buyer. Only
 	// a durable available of 0 (the precheck above) is SOLD_OUT.
-	g := s.gates.get(campaignID, skuID)
+	g := k.gate
+	if g == nil {
+		g = s.gates.get(campaignID, skuID)
+	}
 	if !g.tryAcquire(s.limits.bound(*st)) {
 		s.rejected(layerQueueFull)
 		return s.queueFull(), true
@@ -198,10 +209,11 @@ func (s *Server) lead(rkey dedupKey, st *actors.Stats, now time.Time, campaignID
 
 	var res sku.Result
 	var err error
+	deadline := s.deadlines.getAt(in.arrived)
 	if holder == (sku.Holder{}) {
-		res, err = s.engine.Reserve(s.deadlines.get(), campaignID, skuID, requestID, userID)
+		res, err = s.engine.Reserve(deadline, campaignID, skuID, requestID, userID)
 	} else {
-		res, err = s.engine.ReserveWith(s.deadlines.get(), campaignID, skuID, requestID, userID, holder)
+		res, err = s.engine.ReserveWith(deadline, campaignID, skuID, requestID, userID, holder)
 	}
 	if err != nil {
 		f := classify(err)

@@ -24,22 +24,25 @@ import (
 // of further SKUs take the router's path.
 const maxKnownPaths = 4096
 
-// knownSKU is what the reserve route knows of a SKU the engine knows.
-type knownSKU struct {
+// reserveTarget is the SKU of a reserve: its ids and, for a SKU of the
+// route's table (a SKU the engine knows), its ingress counters and its
+// gate, made once; nil ones are looked up (a routed reserve).
+type reserveTarget struct {
 	campaignID, skuID string
 	counters          *ingressCounters // the dashboard's (stats_ingress.go)
+	gate              *gate            // its permits (admission.go)
 }
 
 // pathTable maps the raw reserve path of a known SKU to it. Readers load
 // an immutable map; a writer copies it (rarely: once per new SKU seen, at
 // most maxKnownPaths entries).
 type pathTable struct {
-	m  atomic.Pointer[map[string]*knownSKU]
+	m  atomic.Pointer[map[string]*reserveTarget]
 	mu sync.Mutex
 }
 
 // get returns the SKU of a raw reserve path, without allocating.
-func (t *pathTable) get(path []byte) (*knownSKU, bool) {
+func (t *pathTable) get(path []byte) (*reserveTarget, bool) {
 	m := t.m.Load()
 	if m == nil {
 		return nil, false
@@ -55,13 +58,13 @@ func (t *pathTable) full() bool {
 }
 
 // add enters k under path (while there is room).
-func (t *pathTable) add(path string, k *knownSKU) {
+func (t *pathTable) add(path string, k *reserveTarget) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old := t.m.Load()
-	next := make(map[string]*knownSKU, 8)
+	next := make(map[string]*reserveTarget, 8)
 	if old != nil {
-		next = make(map[string]*knownSKU, len(*old)+1)
+		next = make(map[string]*reserveTarget, len(*old)+1)
 		for p, v := range *old {
 			next[p] = v
 		}
@@ -117,13 +120,13 @@ func (s *Server) reserveRoute(m *routeMetrics, routed fasthttp.RequestHandler) f
 				s.panicked(ctx, m.route, v)
 			}
 		}()
-		s.timedReserve(ctx, m, k.campaignID, k.skuID, true, k.counters)
+		s.timedReserve(ctx, m, k, true)
 	}
 }
 
 // learnReservePath enters a reserve path of a SKU the engine knows into
 // known and returns it; nil for any other path (or a full table).
-func (s *Server) learnReservePath(known *pathTable, path []byte) *knownSKU {
+func (s *Server) learnReservePath(known *pathTable, path []byte) *reserveTarget {
 	c, k, shaped := reservePath(path)
 	if !shaped || known.full() {
 		return nil
@@ -136,7 +139,7 @@ func (s *Server) learnReservePath(known *pathTable, path []byte) *knownSKU {
 	if counters == nil {
 		return nil
 	}
-	entry := &knownSKU{campaignID: campaignID, skuID: skuID, counters: counters}
+	entry := &reserveTarget{campaignID: campaignID, skuID: skuID, counters: counters, gate: s.gates.get(campaignID, skuID)}
 	known.add(string(path), entry)
 	return entry
 }

@@ -35,7 +35,7 @@ func TestReservePathShapes(t *testing.T) {
 func TestPathTableIsBounded(t *testing.T) {
 	var known pathTable
 	for i := range maxKnownPaths + 100 {
-		known.add(fmt.Sprintf("/p%d", i), &knownSKU{campaignID: "c", skuID: fmt.Sprint(i)})
+		known.add(fmt.Sprintf("/p%d", i), &reserveTarget{campaignID: "c", skuID: fmt.Sprint(i)})
 	}
 	if !known.full() || len(*known.m.Load()) != maxKnownPaths {
 		t.Fatalf("%d paths known, bound %d", len(*known.m.Load()), maxKnownPaths)

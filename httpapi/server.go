@@ -319,7 +319,7 @@ func (s *Server) router() (r *router.Router, reserve *routeMetrics) {
 	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", func(ctx *fasthttp.RequestCtx) {
 		ctx.SetUserValue(routeKey, reserve.name)
 		campaignID, skuID, ok := pathSKU(ctx)
-		s.timedReserve(ctx, reserve, campaignID, skuID, ok, nil)
+		s.timedReserve(ctx, reserve, &reserveTarget{campaignID: campaignID, skuID: skuID}, ok)
 	})
 	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations:batch", s.route("reserve_batch", s.handleReserveBatch))
 	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/entry-passes", s.route("issue_entry_pass", s.issuer(s.handleIssuePass)))

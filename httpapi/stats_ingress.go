@@ -91,15 +91,16 @@ func (is *ingressStats) load(campaignID, skuID string) *ingressCounters {
 	return c.(*ingressCounters)
 }
 
-// timedReserve serves a reserve (handleReserve: valid tells whether the
-// path's ids are valid) and counts it, timed once: the route's metrics m
-// and the SKU's ingress counters (counters, or looked up when nil).
-func (s *Server) timedReserve(ctx *fasthttp.RequestCtx, m *routeMetrics, campaignID, skuID string, valid bool, counters *ingressCounters) {
+// timedReserve serves a reserve of k (handleReserve: valid tells whether
+// the path's ids are valid) and counts it, timed once: the route's metrics
+// m and the SKU's ingress counters (k's, or looked up).
+func (s *Server) timedReserve(ctx *fasthttp.RequestCtx, m *routeMetrics, k *reserveTarget, valid bool) {
 	start := time.Now()
-	outcome := s.handleReserve(ctx, campaignID, skuID, valid)
+	outcome := s.handleReserve(ctx, k, valid, start)
 	took := m.done(start, outcome)
+	counters := k.counters
 	if counters == nil && valid {
-		counters = s.ingress.of(campaignID, skuID)
+		counters = s.ingress.of(k.campaignID, k.skuID)
 	}
 	if counters != nil {
 		counters.count(outcome, ctx.Response.StatusCode(), took)
