@@ -107,11 +107,11 @@ func checkRequestID(requestID string, withPass bool) string {
 
 // reserve runs one reserve of k, a SKU the engine knows, that passed its
 // door (in.pass: its request_id and what its entry pass vouched for, zero
-// without one), through the ingress layers: the answer cache, the user's flight, the fast paths and
-// admission, then the engine. st and in.now are the SKU's stats and the
-// clock as the request found them; a request that waits behind another
-// flight of its user reads both again, and its wait for the engine counts
-// from then (in.arrived).
+// without one), through the ingress layers: the answer cache, the user's
+// flight, the fast paths and admission, then the engine. st and in.now are
+// the SKU's stats and the clock as the request found them; a request that
+// waits behind another flight of its user reads both again, and its wait
+// for the engine counts from then (in.arrived).
 func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) reply {
 	campaignID, skuID, requestID, userID := k.campaignID, k.skuID, in.pass.requestID, in.userID
 	rkey := requestKey(campaignID, skuID, requestID)
@@ -172,9 +172,9 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 }
 
 // lead is the reserve of the flight's leader: fast paths on the SKU's
-// published durable stats st at in.now, a permit, then the engine. shared reports an
-// answer that a repeat of the request_id, sent while this one was in
-// flight, may get too: one that is final for the request_id (ACCEPTED, the
+// published durable stats st at in.now, a permit, then the engine. shared
+// reports an answer that a repeat of the request_id, sent while this one
+// was in flight, may get too: one that is final for the request_id (ACCEPTED, the
 // engine's recorded SOLD_OUT, REQUEST_ID_REUSED) or decides nothing
 // (QUEUE_FULL, RESULT_UNKNOWN). The others hold only at the moment they
 // were decided (ALREADY_PURCHASED, a fast-path SOLD_OUT, the sale window):
