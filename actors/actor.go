@@ -67,6 +67,8 @@ type skuActor struct {
 
 	retain feedRetention // holds truncation back for feed consumers (feed_retention.go)
 
+	drawPaused bool // a draw's next round waits for Config.DrawPause (lottery.go)
+
 	buf   []byte  // payload scratch, reused
 	spare []*call // handed to the inbox in exchange for its calls
 }
@@ -77,6 +79,7 @@ func (a *skuActor) newCore() *core.Core {
 	return core.New(core.Config{
 		Rand:               c.Rand,
 		ExpiryBatch:        c.ExpiryBatch,
+		DrawBatch:          c.DrawBatch,
 		SnapshotEvery:      c.snapshotEvery(),
 		SnapshotInterval:   c.snapshotInterval(),
 		SnapshotRetryAfter: snapshotRetryAfter,
@@ -103,6 +106,9 @@ func (a *skuActor) Receive(ctx actor.Context) {
 		a.onSnapshot(ctx, msg)
 	case rankedMessage:
 		a.onRanked(ctx, msg)
+	case drawResume:
+		a.drawPaused = false
+		a.tick(ctx, a.cfg.Clock())
 	case logFailure:
 		if msg.log == a.log && a.log != nil {
 			a.failAt(msg.at, msg.err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/lottery"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -148,30 +149,67 @@ func fill(b *testing.B, e *Engine, c, s string, n, callers int) {
 }
 
 // BenchmarkHeapPerReservation measures the live heap one reservation costs
-// in a Machine holding 1,000,000 of them (request_id and user_id of 15 and
-// 12 bytes, as "request-<base36>" and "user-<base36>").
+// in a Machine holding 1,000,000 of them, and, in the same run, the live
+// heap one lottery entry costs in a lottery SKU holding 1,000,000 entries
+// (request_id and user_id of 15 and 12 bytes, as "request-<base36>" and
+// "user-<base36>", in both): heap-bytes/reservation, heap-bytes/entry and
+// their ratio entry/reservation (issue #15: "entries cost about as much
+// memory as reservations").
 func BenchmarkHeapPerReservation(b *testing.B) {
 	const n = 1_000_000
+	id := func(j int) string { return strconv.FormatInt(int64(j)+1_000_000_000, 36) }
 	for range 1 { // one measurement whatever b.N is: it is a size, not a speed
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		m := sku.New()
-		if _, _, err := m.Define(0, sku.Definition{CampaignID: "c", SKUID: "s", StartAt: 0, EndAt: 1 << 50,
-			PaymentWindowMs: 1 << 40, SaleLimit: sku.MaxSaleLimit, ReleaseOnClose: true}, nil); err != nil {
-			b.Fatal(err)
-		}
-		var out []sku.Record
-		for j := 1; j <= n; j++ {
-			id := strconv.FormatInt(int64(j)+1_000_000_000, 36)
-			_, out = m.Reserve(int64(j), "request-"+id, "user-"+id, out[:0])
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		if m.Counts().Reservations != n {
-			b.Fatal("not all reserved")
-		}
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-bytes/reservation")
-		runtime.KeepAlive(m)
+		perReservation := heapPer(b, n, func() any {
+			m := sku.New()
+			if _, _, err := m.Define(0, sku.Definition{CampaignID: "c", SKUID: "s", StartAt: 0, EndAt: 1 << 50,
+				PaymentWindowMs: 1 << 40, SaleLimit: sku.MaxSaleLimit, ReleaseOnClose: true}, nil); err != nil {
+				b.Fatal(err)
+			}
+			var out []sku.Record
+			for j := 1; j <= n; j++ {
+				_, out = m.Reserve(int64(j), "request-"+id(j), "user-"+id(j), out[:0])
+			}
+			if m.Counts().Reservations != n {
+				b.Fatal("not all reserved")
+			}
+			return m
+		})
+		perEntry := heapPer(b, n, func() any {
+			m := sku.New()
+			open := int64(lottery.QuicknetGenesis) * 1000
+			d := sku.Definition{CampaignID: "c", SKUID: "s", StartAt: open, EndAt: 1 << 50,
+				PaymentWindowMs: 1 << 40, SaleLimit: 1000,
+				Lottery: &sku.LotteryRules{EntriesOpenAt: open, EntriesCloseAt: open + 1<<40,
+					Beacon:     lottery.Beacon{Source: lottery.SourceDrandQuicknet, Round: 1 << 39},
+					ServerSeed: lottery.Hash{1}, PseudonymKey: lottery.Hash{2}}}
+			if _, _, err := m.Define(open, d, nil); err != nil {
+				b.Fatal(err)
+			}
+			var out []sku.Record
+			for j := 1; j <= n; j++ {
+				var res sku.EntryResult
+				res, out = m.Enter(open+int64(j), "request-"+id(j), "user-"+id(j), 0, out[:0])
+				if res.Outcome != sku.OutcomeEntered {
+					b.Fatalf("entry %d: %v", j, res.Outcome)
+				}
+			}
+			return m
+		})
+		b.ReportMetric(perReservation, "heap-bytes/reservation")
+		b.ReportMetric(perEntry, "heap-bytes/entry")
+		b.ReportMetric(perEntry/perReservation, "entry/reservation")
 	}
+}
+
+// heapPer returns the live heap fill's result holds, divided by n: the
+// heap in use after a GC, less the heap in use before.
+func heapPer(b *testing.B, n int, fill func() any) float64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	v := fill()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(v)
+	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
 }

@@ -126,6 +126,15 @@ type Config struct {
 	InboxMax int
 	// ExpiryBatch bounds the reservations one expiry step closes (default 1024).
 	ExpiryBatch int
+	// DrawBatch bounds the records one round of a lottery draw records
+	// (default sku.DrawBatch, at most sku.DrawBatch): each round is one
+	// group commit, and the SKU answers other calls between rounds.
+	DrawBatch int
+	// DrawPause is the pause between two rounds of a lottery draw
+	// (default 0: none): it spreads a large draw's group commits over
+	// time. The engine's tick (ExpiryInterval) records a round too, so a
+	// draw of n rounds takes about n / (1/DrawPause + 1/ExpiryInterval).
+	DrawPause time.Duration
 	// WAL tunes the logs; Fsync above overrides WAL.Fsync.
 	WAL wal.Options
 	// SnapshotEvery: a SKU snapshots its state once this many records were

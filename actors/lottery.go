@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"time"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/sku"
@@ -32,13 +34,29 @@ func (a *skuActor) onRanked(ctx actor.Context, msg rankedMessage) {
 	a.commit(ctx)
 }
 
+// drawResume ends the pause between two rounds of a draw (Config.DrawPause).
+type drawResume struct{}
+
 // lotteryActions does what a round's actions ask of a lottery: start a
-// ranking, and tick again at once while a ranking has records left.
+// ranking, and tick again while a ranking has records left: at once, or
+// after Config.DrawPause. One pause at a time: a round the engine's tick
+// made meanwhile (it records a batch too) starts no second timer, so the
+// pauses never overlap into a faster draw.
 func (a *skuActor) lotteryActions(ctx actor.Context, act *core.Actions) {
 	if act.Rank != nil {
 		a.startRank(ctx, act.Rank)
 	}
-	if act.MoreDraw {
-		ctx.Send(ctx.Self(), tick{now: a.cfg.Clock(), more: true})
+	if !act.MoreDraw {
+		return
 	}
+	if a.cfg.DrawPause <= 0 {
+		ctx.Send(ctx.Self(), tick{now: a.cfg.Clock(), more: true})
+		return
+	}
+	if a.drawPaused {
+		return
+	}
+	a.drawPaused = true
+	root, self := ctx.ActorSystem().Root, ctx.Self()
+	time.AfterFunc(a.cfg.DrawPause, func() { root.Send(self, drawResume{}) })
 }

@@ -28,15 +28,16 @@ func (e *Engine) Enter(ctx context.Context, campaignID, skuID, requestID, userID
 	return res, nil
 }
 
-// Draw records a lottery's draw inputs: the beacon round and its 32-byte
-// randomness. It answers DRAW_STARTED once DRAW_STARTED is durable; the
+// Draw records a lottery's draw inputs: the beacon round, its 32-byte
+// randomness and optionally the beacon's signature of the round (checked
+// by lottery.CheckSignature, and recorded). It answers DRAW_STARTED once DRAW_STARTED is durable; the
 // ranking then runs off the actor and its records follow (the phase turns
 // DRAWN). Other outcomes record nothing: NOT_LOTTERY, INVALID (bad
-// randomness length), WRONG_ROUND, ALREADY_DRAWN, ENTRIES_OPEN,
+// randomness length, a signature that does not check), WRONG_ROUND, ALREADY_DRAWN, ENTRIES_OPEN,
 // BEACON_NOT_DUE.
-func (e *Engine) Draw(ctx context.Context, campaignID, skuID string, round uint64, randomness []byte) (sku.Outcome, error) {
+func (e *Engine) Draw(ctx context.Context, campaignID, skuID string, round uint64, randomness, signature []byte) (sku.Outcome, error) {
 	c := newCall(core.KindDraw)
-	c.Round, c.Randomness = round, randomness
+	c.Round, c.Randomness, c.Signature = round, randomness, signature
 	c, err := e.run(ctx, campaignID, skuID, c)
 	if err != nil {
 		return sku.OutcomeNone, err

@@ -69,18 +69,18 @@ func TestLotteryThroughTheEngine(t *testing.T) {
 		t.Fatalf("late entry: %s", res.Outcome)
 	}
 	randomness := sha256.Sum256([]byte("round 31"))
-	if o, _ := e.Draw(ctxT(t), "c1", "s1", lotRound, randomness[:]); o != sku.OutcomeBeaconNotDue {
+	if o, _ := e.Draw(ctxT(t), "c1", "s1", lotRound, randomness[:], nil); o != sku.OutcomeBeaconNotDue {
 		t.Fatalf("early draw: %s", o)
 	}
 	clock.Set(lotOpen + 90_000)
-	if o, err := e.Draw(ctxT(t), "c1", "s1", lotRound, randomness[:]); err != nil || o != sku.OutcomeDrawStarted {
+	if o, err := e.Draw(ctxT(t), "c1", "s1", lotRound, randomness[:], nil); err != nil || o != sku.OutcomeDrawStarted {
 		t.Fatalf("draw: %s %v", o, err)
 	}
 	info := waitDrawn(t, e)
 	if info.Winners != 20 || info.Waitlisted != 10 || info.EntryCount != 300 {
 		t.Fatalf("info %+v", info)
 	}
-	if o, _ := e.Draw(ctxT(t), "c1", "s1", lotRound, randomness[:]); o != sku.OutcomeAlreadyDrawn {
+	if o, _ := e.Draw(ctxT(t), "c1", "s1", lotRound, randomness[:], nil); o != sku.OutcomeAlreadyDrawn {
 		t.Fatalf("second draw: %s", o)
 	}
 	won := 0

@@ -141,6 +141,7 @@ type lotteryData struct {
 	EntriesRoot    string   `json:"entries_root,omitempty"`     // entries_closed
 	Round          uint64   `json:"round,omitempty"`            // draw_started
 	Randomness     string   `json:"randomness,omitempty"`       // draw_started
+	Signature      string   `json:"signature,omitempty"`        // draw_started, when the draw was given the beacon's signature
 	WaitlistSeqs   []uint32 `json:"waitlist_entry_seqs,omitempty"`
 	Winners        *uint32  `json:"winners,omitempty"`       // draw_done
 	WinnersRoot    string   `json:"winners_root,omitempty"`  // draw_done
@@ -236,7 +237,7 @@ func (d *eventData) setLottery(r sku.Record, def sku.Definition, res sku.View) {
 		count := lot.Count
 		l.Entries, l.EntriesRoot = &count, hex.EncodeToString(lot.Root[:])
 	case sku.RecordDrawStarted:
-		l.Round, l.Randomness = lot.Round, hex.EncodeToString(lot.Randomness[:])
+		l.Round, l.Randomness, l.Signature = lot.Round, hex.EncodeToString(lot.Randomness[:]), hex.EncodeToString(lot.Signature)
 	case sku.RecordWon:
 		d.setReservation(r.Seq, def, res)
 		l.EntrySeq, l.FromWaitlist = lot.EntrySeq, lot.FromWaitlist

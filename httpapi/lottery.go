@@ -18,8 +18,9 @@ import (
 type Lotteries interface {
 	// Enter records a user's entry, once per user (actors.Engine.Enter).
 	Enter(ctx context.Context, campaignID, skuID, requestID, userID string, tier uint8) (sku.EntryResult, error)
-	// Draw records the draw's beacon round and randomness.
-	Draw(ctx context.Context, campaignID, skuID string, round uint64, randomness []byte) (sku.Outcome, error)
+	// Draw records the draw's beacon round, randomness and optional
+	// signature (actors.Engine.Draw).
+	Draw(ctx context.Context, campaignID, skuID string, round uint64, randomness, signature []byte) (sku.Outcome, error)
 	// Entry returns an entry and its answer by request_id, or actors.ErrNotFound.
 	Entry(ctx context.Context, campaignID, skuID, requestID string) (sku.EntryView, error)
 	// Frozen returns a frozen copy of the SKU's durable state, read off the actor.
@@ -182,14 +183,16 @@ type lotteryBody struct {
 	EntryCount  uint32           `json:"entry_count"`
 	EntriesRoot string           `json:"entries_root,omitempty"`
 	ClosedAt    string           `json:"closed_at,omitempty"`
-	// After the draw started.
-	Round      uint64 `json:"round,omitempty"`
-	Randomness string `json:"randomness,omitempty"`
-	DrawnAt    string `json:"drawn_at,omitempty"`
+	// After the draw started; winners: those recorded so far while
+	// DRAWING (the draw's progress), all of them once DRAWN.
+	Round      uint64  `json:"round,omitempty"`
+	Randomness string  `json:"randomness,omitempty"`
+	Signature  string  `json:"signature,omitempty"` // the beacon's, when the draw was given it
+	DrawnAt    string  `json:"drawn_at,omitempty"`
+	Winners    *uint32 `json:"winners,omitempty"`
 	// After the draw is done.
 	ServerSeed   string  `json:"server_seed,omitempty"`
 	Seed         string  `json:"seed,omitempty"`
-	Winners      *uint32 `json:"winners,omitempty"`
 	WinnersRoot  string  `json:"winners_root,omitempty"`
 	Waitlisted   *uint32 `json:"waitlisted,omitempty"`
 	WaitlistRoot string  `json:"waitlist_root,omitempty"`
@@ -236,10 +239,11 @@ func renderLottery(info sku.LotteryInfo) lotteryBody {
 	}
 	if info.Drawn {
 		body.Round, body.Randomness, body.DrawnAt = info.Round, hexOf(info.Randomness), formatMillis(info.DrawAt)
+		body.Winners, body.Signature = &info.Winners, hex.EncodeToString(info.Signature)
 	}
 	if info.Done {
 		body.ServerSeed, body.Seed = hexOf(info.ServerSeed), hexOf(info.Seed)
-		body.Winners, body.WinnersRoot = &info.Winners, hexOf(info.WinnersRoot)
+		body.WinnersRoot = hexOf(info.WinnersRoot)
 		body.Waitlisted, body.WaitlistRoot = &info.Waitlisted, hexOf(info.WaitlistRoot)
 		body.Promoted = &info.Promoted
 	}
@@ -292,14 +296,19 @@ type drawRequest struct {
 	Beacon struct {
 		Round      uint64 `json:"round"`
 		Randomness string `json:"randomness"`
+		Signature  string `json:"signature"` // optional
 	} `json:"beacon"`
 }
 
 // handleDraw is POST /admin/campaigns/{c}/skus/{s}/lottery/draw
-// {"beacon":{"round":R,"randomness":"<64 hex digits>"}}: 202 DRAW_STARTED
-// once the inputs are fsynced (the ranking is recorded next; watch the
-// phase at the status URL). 400 BAD_BEACON for randomness that is not 32
-// bytes of hex, 400 WRONG_ROUND for a round that is neither the named one
+// {"beacon":{"round":R,"randomness":"<64 hex digits>","signature":"<96 hex
+// digits>"}}: 202 DRAW_STARTED once the inputs are fsynced (the ranking is
+// recorded next; watch the phase at the status URL). The signature is
+// optional; with it the randomness may be left out (it is SHA-256 of the
+// signature), and the draw is refused unless the signature verifies under
+// the beacon's public key for the round (lottery.CheckSignature). 400
+// BAD_BEACON for randomness that is not 32 bytes of hex, or a signature
+// that is not hex or does not check, 400 WRONG_ROUND for a round that is neither the named one
 // nor its fallback; 409 ENTRIES_OPEN, BEACON_NOT_DUE (before the round's
 // time) or ALREADY_DRAWN, nothing recorded.
 func (s *Server) handleDraw(ctx *fasthttp.RequestCtx) string {
@@ -312,12 +321,20 @@ func (s *Server) handleDraw(ctx *fasthttp.RequestCtx) string {
 	if err := decodeJSON(ctx.PostBody(), &req); err != nil {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
 	}
+	signature, err := hex.DecodeString(req.Beacon.Signature)
+	if err != nil {
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadBeacon, "beacon.signature must be hex"))
+	}
+	if req.Beacon.Randomness == "" && len(signature) > 0 {
+		rnd := lottery.RandomnessOf(signature)
+		req.Beacon.Randomness = hex.EncodeToString(rnd[:])
+	}
 	randomness, err := hex.DecodeString(req.Beacon.Randomness)
 	if err != nil || len(randomness) != lottery.Size {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadBeacon, "beacon.randomness must be 64 hex digits (32 bytes)"))
 	}
 	ectx, cancel := s.engineContext()
-	o, err := lots.Draw(ectx, campaignID, skuID, req.Beacon.Round, randomness)
+	o, err := lots.Draw(ectx, campaignID, skuID, req.Beacon.Round, randomness, signature)
 	cancel()
 	if err != nil {
 		return write(ctx, s.engineError("admin_draw", err, lotteryURL(campaignID, skuID)))
@@ -333,8 +350,8 @@ func (s *Server) handleDraw(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusConflict, reason, ""))
 	case sku.OutcomeWrongRound:
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reason, "the round must be the one the rules name or its stated fallback"))
-	case sku.OutcomeInvalid:
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadBeacon, ""))
+	case sku.OutcomeInvalid: // the signature (lottery.CheckSignature): the length was checked above
+		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadBeacon, "beacon.signature does not verify under the beacon's public key for the round, or the randomness is not its SHA-256"))
 	case sku.OutcomeNotFound:
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
 	}

@@ -29,6 +29,12 @@
 // value (drand's randomness = SHA-256 of the round's signature), and
 // server_seed and entries_root enter the seed as raw bytes, not hex.
 //
+// When the draw is given the round's signature too, CheckSignature
+// (signature.go) checks it before anything is recorded, and Verify checks
+// it again: the BLS signature (bls-unchained-g1-rfc9380) of
+// SHA-256(round as 8 bytes big-endian) under quicknet's group public key,
+// and randomness = SHA-256(signature).
+//
 // The ranking sorts the pool by rank_key ascending (bytewise), ties by
 // entry_seq ascending. The allocation then walks the declared tiers in
 // order: tier T with quota Q takes, in rank order, the first Q entries not

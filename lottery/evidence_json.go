@@ -46,6 +46,7 @@ type evidenceJSON struct {
 	ClosedAt     string `json:"closed_at"`
 	Round        uint64 `json:"round"`
 	Randomness   string `json:"randomness"`
+	Signature    string `json:"signature"` // optional
 	DrawnAt      string `json:"drawn_at"`
 	ServerSeed   string `json:"server_seed"`
 	Seed         string `json:"seed"`
@@ -74,6 +75,13 @@ func evidenceOf(doc evidenceJSON) (Evidence, error) {
 	hash("seed", doc.Seed, &ev.Seed)
 	hash("winners_root", doc.WinnersRoot, &ev.WinnersRoot)
 	hash("waitlist_root", doc.WaitlistRoot, &ev.WaitlistRoot)
+	if doc.Signature != "" {
+		sig, err := hex.DecodeString(doc.Signature)
+		if err != nil || len(sig) != SignatureSize {
+			errs = append(errs, fmt.Errorf("signature: want %d hex digits, got %q", 2*SignatureSize, doc.Signature))
+		}
+		ev.Signature = sig
+	}
 	ms := func(name, s string, dst *int64) {
 		v, err := parseTime(s)
 		if err != nil {

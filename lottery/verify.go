@@ -24,6 +24,9 @@ type Evidence struct {
 
 	Round      uint64 // the round the draw used
 	Randomness Hash
+	// Signature is the beacon's signature of Round when the draw recorded
+	// one (CheckSignature); nil otherwise.
+	Signature  []byte
 	DrawnAtMs  int64
 	ServerSeed Hash
 	Seed       Hash
@@ -65,7 +68,8 @@ func (r *Report) Add(name string, ok bool, format string, args ...any) {
 // canonical lines, ParsePool) and checks, in the order of the rules: the
 // commitment precedes the close; the beacon round is the named one or its
 // fallback and is published after the close, and the draw came at or after
-// it, and the entries closed no earlier than entries_close_at;
+// it, and the entries closed no earlier than entries_close_at; the
+// beacon's signature, when recorded, verifies and gives the randomness;
 // SHA-256(server_seed) is the commit; the pool hashes to entries_root
 // and holds entry_count lines; one entry per pseudonym; the seed follows
 // from the inputs; the recomputed winners and waitlist match the recorded
@@ -80,6 +84,12 @@ func Verify(ev Evidence, pool []byte) Report {
 	r.Add("round_after_close", err == nil && accepted == nil && roundTime > ev.EntriesCloseAtMs && ev.DrawnAtMs >= roundTime && ev.ClosedAtMs >= ev.EntriesCloseAtMs,
 		"round %d (named %d, fallback %d) published at %d ms; entries_close_at %d ms, closed at %d ms; drawn at %d ms",
 		ev.Round, ev.Beacon.Round, ev.Beacon.Fallback().Round, roundTime, ev.EntriesCloseAtMs, ev.ClosedAtMs, ev.DrawnAtMs)
+	if len(ev.Signature) > 0 {
+		err := CheckSignature(ev.Beacon.Source, ev.Round, ev.Randomness, ev.Signature)
+		r.Add("beacon_signature", err == nil, "%s", errText(err, "the randomness is SHA-256 of the signature, which verifies under the quicknet public key for the round"))
+	} else {
+		r.Add("beacon_signature", true, "no signature recorded: the randomness was not checked against the beacon here (compare it with the round on drand's public record)")
+	}
 	r.Add("seed_matches_commit", Commit(ev.ServerSeed) == ev.Commit, "")
 	entries, perr := ParsePool(pool)
 	root := sha256.Sum256(pool)
@@ -116,6 +126,14 @@ func Verify(ev Evidence, pool []byte) Report {
 	}
 	r.Add("within_sale_limit", uint32(recorded) <= ev.SaleLimit, "%d winners, sale_limit %d", recorded, ev.SaleLimit)
 	return r
+}
+
+// errText returns err's text, or ok when err is nil.
+func errText(err error, ok string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return ok
 }
 
 // head returns the first ten of s, for details.

@@ -3,7 +3,10 @@ package lottery
 import (
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"testing"
+
+	"github.com/seckill/seckill/lottery/lotterytest"
 )
 
 // evidenceOf builds honest evidence for a pool of n entries.
@@ -73,6 +76,48 @@ func TestVerifyHonestAndTampered(t *testing.T) {
 			t.Errorf("%s: the auditor passes it", name)
 		} else {
 			t.Logf("%s: fails %v", name, failed(r))
+		}
+	}
+}
+
+// signedEvidence is honest evidence of a draw that used quicknet round
+// the quicknet round of testdata/beacons.json with its published signature.
+func signedEvidence(t *testing.T, n int) (Evidence, []byte) {
+	ev, pool := honestEvidence(n)
+	v := lotterytest.Load(t)
+	roundMs := (QuicknetGenesis + int64(v.Quicknet.Round-1)*QuicknetPeriod) * 1000
+	ev.Beacon.Round, ev.Round = v.Quicknet.Round, v.Quicknet.Round
+	ev.EntriesCloseAtMs, ev.ClosedAtMs, ev.CommittedAtMs, ev.DrawnAtMs = roundMs-60_000, roundMs-60_000, roundMs-120_000, roundMs
+	ev.Signature = v.Quicknet.Signature
+	ev.Randomness = RandomnessOf(ev.Signature)
+	ev.Seed = Seed("c", "s", ev.ServerSeed, ev.Randomness[:], ev.EntriesRoot)
+	entries, _ := ParsePool(pool)
+	res := Draw(ev.Seed, entries, Rules{Units: 5, Waitlist: 4, Tiers: ev.Tiers})
+	ev.WinnersRoot, ev.WaitlistRoot = ListRoot(res.Winners), ListRoot(res.Waitlist)
+	ev.Winners, ev.Waitlist = res.Winners, res.Waitlist
+	return ev, pool
+}
+
+// A recorded beacon signature is re-checked: a real round passes; a
+// changed signature, or one of another round, fails beacon_signature.
+func TestVerifyBeaconSignature(t *testing.T) {
+	ev, pool := signedEvidence(t, 30)
+	if r := Verify(ev, pool); !r.OK {
+		t.Fatalf("a draw on a published round fails: %v %+v", failed(r), r.Checks)
+	}
+	for name, tamper := range map[string]func(ev *Evidence){
+		"a flipped signature bit": func(ev *Evidence) {
+			ev.Signature = append([]byte(nil), ev.Signature...)
+			ev.Signature[5] ^= 1
+		},
+		"randomness not of the signature": func(ev *Evidence) { ev.Randomness[0] ^= 1 },
+		"another chain's signature":       func(ev *Evidence) { ev.Signature = lotterytest.Load(t).Walkthrough.Signature },
+	} {
+		ev, pool := signedEvidence(t, 30)
+		tamper(&ev)
+		r := Verify(ev, pool)
+		if r.OK || !slices.Contains(failed(r), "beacon_signature") {
+			t.Errorf("%s: failed checks %v, want beacon_signature among them", name, failed(r))
 		}
 	}
 }

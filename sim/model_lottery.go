@@ -119,8 +119,10 @@ func (m *model) enter(now int64, request, user string, tier uint8) entryReply {
 	return entryReply{outcome: sku.OutcomeEntered, seq: seq}
 }
 
-// draw is the admin's draw: the inputs recorded, or a refusal.
-func (m *model) draw(now int64, round uint64, randomness []byte) sku.Outcome {
+// draw is the admin's draw: the inputs recorded, or a refusal (a
+// signature given must be the beacon's for the round, and the randomness
+// its SHA-256).
+func (m *model) draw(now int64, round uint64, randomness, signature []byte) sku.Outcome {
 	switch {
 	case !m.defined:
 		return sku.OutcomeNotFound
@@ -133,6 +135,9 @@ func (m *model) draw(now int64, round uint64, randomness []byte) sku.Outcome {
 	b := l.rules.Beacon
 	if round != b.Round && round != b.Round+lottery.FallbackRounds {
 		return sku.OutcomeWrongRound
+	}
+	if len(signature) > 0 && lottery.CheckSignature(b.Source, round, lottery.Hash(randomness), signature) != nil {
+		return sku.OutcomeInvalid
 	}
 	if l.started {
 		return sku.OutcomeAlreadyDrawn

@@ -92,8 +92,17 @@ func (r *run) lotteryCall(spec callSpec) (handled bool, err error) {
 		case 3:
 			round += lottery.FallbackRounds
 		}
-		c := &core.Call{Kind: core.KindDraw, Round: round, Randomness: randomness}
-		return true, r.decide(c, func() modelReply { return modelReply{outcome: m.draw(now, round, randomness)} })
+		var signature []byte
+		if spec.a%16 == 4 { // a signature that is not the beacon's (its SHA-256 the randomness)
+			signature = make([]byte, lottery.SignatureSize)
+			for i := range signature {
+				signature[i] = byte(r.rng.Uint32())
+			}
+			h := lottery.RandomnessOf(signature)
+			randomness = h[:]
+		}
+		c := &core.Call{Kind: core.KindDraw, Round: round, Randomness: randomness, Signature: signature}
+		return true, r.decide(c, func() modelReply { return modelReply{outcome: m.draw(now, round, randomness, signature)} })
 	}
 	return false, nil
 }

@@ -86,6 +86,7 @@ type Call struct {
 	Tier       uint8  // KindEnter: the entry pass's tier (0 without one)
 	Round      uint64 // KindDraw: the beacon round
 	Randomness []byte // KindDraw: its randomness, 32 bytes
+	Signature  []byte // KindDraw: the beacon's signature of the round (optional)
 	// Items are the reserves of a KindReserveBatch call (each KindReserve,
 	// with its own Holder; at most MaxBatchItems): each gets its own
 	// Result, Wrote and Err.

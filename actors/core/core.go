@@ -30,6 +30,9 @@ type Config struct {
 	// failure or a failed recovery; it doubles up to MaxLogFailureRetry
 	// (0 or negative: never, the SKU stays unavailable until a restart).
 	LogFailureRetry time.Duration
+	// DrawBatch bounds the records of a lottery draw one round records
+	// (default sku.DrawBatch): each round is one group commit.
+	DrawBatch int
 	// OnRecorded, if set, is called in Decide with the request_id of each
 	// reserve whose answer is newly recorded against it (ACCEPTED or
 	// SOLD_OUT, not a duplicate): the shell's request filter.

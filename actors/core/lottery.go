@@ -9,8 +9,8 @@ import (
 // A lottery's draw is ranked off the actor, as a snapshot is written: once
 // DRAW_STARTED is recorded (or found after a restart) Advance hands the
 // shell a Rank job on a frozen copy; the shell runs it on another goroutine
-// and reports the ranking with Ranked; the core then records it, DrawBatch
-// records a round, asking for another round (Actions.MoreDraw) until
+// and reports the ranking with Ranked; the core then records it,
+// Config.DrawBatch records a round, asking for another round (Actions.MoreDraw) until
 // DRAW_DONE. A ranking is a pure function of recorded inputs, so after a
 // crash the same job gives the same list and RecordDraw resumes at the
 // first winner not yet recorded.
@@ -41,7 +41,7 @@ func (c *Core) decideLottery(now int64, call *Call, out []sku.Record) []sku.Reco
 		call.Entry, out = m.Enter(now, call.RequestID, call.UserID, call.Tier, out)
 		call.Result.Outcome = call.Entry.Outcome
 	case KindDraw:
-		call.Outcome, out = m.StartDraw(now, call.Round, call.Randomness, out)
+		call.Outcome, out = m.StartDraw(now, call.Round, call.Randomness, call.Signature, out)
 	case KindEntry:
 		call.Entry.Entry, call.Found = m.EntryByRequest(call.RequestID)
 	case KindFreeze:
@@ -66,7 +66,7 @@ func (c *Core) recordRanking(ms int64) {
 		return
 	}
 	var done bool
-	c.round.records, done = c.m.RecordDraw(ms, rk, c.round.records)
+	c.round.records, done = c.m.RecordDraw(ms, rk, c.cfg.DrawBatch, c.round.records)
 	if done {
 		c.draw.result = nil
 	} else {

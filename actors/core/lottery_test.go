@@ -26,8 +26,12 @@ const lotOpen = lottery.QuicknetGenesis * 1000
 func lotAt(ms int64) time.Time { return time.UnixMilli(lotOpen + ms) }
 
 // lotteryCore is a core with a lottery defined and 50 entries, and the log.
-func lotteryCore(t *testing.T) (*Core, *[]sku.Record) {
-	c := New(Config{Rand: &countRand{}})
+func lotteryCore(t *testing.T) (*Core, *[]sku.Record) { return lotteryCoreOf(t, Config{}) }
+
+// lotteryCoreOf is lotteryCore with cfg (its Rand set here).
+func lotteryCoreOf(t *testing.T, cfg Config) (*Core, *[]sku.Record) {
+	cfg.Rand = &countRand{}
+	c := New(cfg)
 	c.Recovered(lotAt(-1000), sku.New(), 0, 0)
 	log := &[]sku.Record{}
 	d := sku.Definition{CampaignID: "c1", SKUID: "s1", StartAt: lotOpen, EndAt: lotOpen + 86_400_000,
@@ -123,5 +127,39 @@ func TestLotteryDrawIsRankedOffTheCore(t *testing.T) {
 		if gi.WinnersRoot != wi.WinnersRoot || gi.WaitlistRoot != wi.WaitlistRoot {
 			t.Fatalf("cut %d: another result after the restart", cut)
 		}
+	}
+}
+
+// Config.DrawBatch bounds each round of a draw: 10 winners, a waitlist
+// chunk and DRAW_DONE in rounds of at most 3 records, MoreDraw asked after
+// each round but the last, and the result of one large round.
+func TestLotteryDrawBatch(t *testing.T) {
+	results := map[int]sku.LotteryInfo{}
+	for _, batch := range []int{3, 0} {
+		c, log := lotteryCoreOf(t, Config{DrawBatch: batch})
+		rnd := sha256.Sum256([]byte("r"))
+		c.Decide(lotAt(90_000), &Call{Kind: KindDraw, Round: 31, Randomness: rnd[:]})
+		act := play(t, c, log)
+		c.Ranked(lotAt(90_001), act.Rank.Run())
+		rounds := 0
+		for {
+			n := len(*log)
+			act = play(t, c, log)
+			rounds++
+			if got := len(*log) - n; got > 3 && batch == 3 {
+				t.Fatalf("batch %d: a round of %d records", batch, got)
+			}
+			if !act.MoreDraw {
+				break
+			}
+			c.Tick(lotAt(90_002))
+		}
+		if want := map[int]int{3: 4, 0: 1}[batch]; rounds != want || c.Machine().DrawPending() {
+			t.Fatalf("batch %d: %d rounds (want %d), pending %v", batch, rounds, want, c.Machine().DrawPending())
+		}
+		results[batch], _ = c.Machine().Freeze().LotteryInfo(0)
+	}
+	if a, b := results[3], results[0]; a.WinnersRoot != b.WinnersRoot || a.WaitlistRoot != b.WaitlistRoot || a.Winners != 10 {
+		t.Fatalf("another draw in small rounds: %+v, %+v", a, b)
 	}
 }

@@ -13,9 +13,10 @@ const (
 	keyUserID
 )
 
-// index maps a reservation's request_id or user_id to its seq without
-// storing the key: a slot holds the key's 32-bit hash and the seq, and a
-// lookup compares the candidate row's key in the table. Open addressing,
+// index maps a reservation's (or a lottery entry's) request_id or user_id
+// to its seq without storing the key: a slot holds the key's 32-bit hash
+// and the seq, and a lookup compares the candidate row's key in its rows
+// (the reservation table, or a lottery's entry log). Open addressing,
 // linear probing, backward-shift deletion, load at most 1/2 (a miss probes
 // ~2.5 slots). About 20 bytes per entry, against ~40 for a Go
 // map[string]uint32, and no per-insert table splits.
@@ -35,8 +36,14 @@ type index struct {
 	moved int         // old[:moved] has been moved
 	count int         // entries in slots and old together
 	seed  maphash.Seed
-	table *table
+	rows  keyedRows
 	field keyField
+}
+
+// keyedRows are the rows an index points into: key returns the request_id
+// or the user_id of row seq, which exists.
+type keyedRows interface {
+	key(seq uint32, f keyField) string
 }
 
 type indexSlot struct {
@@ -54,19 +61,13 @@ const (
 	growStep = 8
 )
 
-func newIndex(t *table, f keyField) index {
-	return index{seed: maphash.MakeSeed(), table: t, field: f}
+func newIndex(rows keyedRows, f keyField) index {
+	return index{seed: maphash.MakeSeed(), rows: rows, field: f}
 }
 
 func (x *index) hash(key string) uint32 { return uint32(maphash.String(x.seed, key)) }
 
-func (x *index) keyOf(seq uint32) string {
-	r := x.table.get(seq)
-	if x.field == keyUserID {
-		return x.table.userID(r)
-	}
-	return x.table.requestID(r)
-}
+func (x *index) keyOf(seq uint32) string { return x.rows.key(seq, x.field) }
 
 // get returns the seq stored under key.
 func (x *index) get(key string) (uint32, bool) {

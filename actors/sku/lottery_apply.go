@@ -42,7 +42,13 @@ func (m *Machine) applyLottery(r *Record) error {
 		case r.At < t:
 			return notApply(r, "drawn at %d before round %d's time %d", r.At, r.Lot.Round, t)
 		}
+		if len(r.Lot.Signature) > 0 {
+			if err := lottery.CheckSignature(l.rules.Beacon.Source, r.Lot.Round, r.Lot.Randomness, r.Lot.Signature); err != nil {
+				return notApply(r, "%v", err)
+			}
+		}
 		l.drawStarted, l.drawAt, l.round, l.randomness = true, r.At, r.Lot.Round, r.Lot.Randomness
+		l.signature = r.Lot.Signature
 		l.seed = l.drawSeed(m.def.CampaignID, m.def.SKUID)
 	case RecordWon:
 		return m.applyWon(r)
@@ -98,10 +104,10 @@ func (m *Machine) applyEntered(r *Record) error {
 	case !ValidID(r.RequestID) || !ValidID(r.UserID):
 		return notApply(r, "invalid request or user id")
 	}
-	if _, ok := l.byUser[r.UserID]; ok {
+	if _, ok := l.byUser.get(r.UserID); ok {
 		return notApply(r, "user %q entered already", r.UserID)
 	}
-	if _, ok := l.byRequest[r.RequestID]; ok {
+	if _, ok := l.byRequest.get(r.RequestID); ok {
 		return notApply(r, "request_id %q entered already", r.RequestID)
 	}
 	l.addEntry(r.RequestID, r.UserID, r.Lot.Tier)

@@ -1,7 +1,10 @@
 package sku
 
 import (
+	"bytes"
 	"encoding/binary"
+
+	"github.com/seckill/seckill/lottery"
 )
 
 // The lottery section of an encoded state (state_codec.go): an optional
@@ -20,6 +23,45 @@ import (
 // The indexes, the running pool hash and the seed are derived, and rebuilt
 // by the decoder, which checks the section against the reservations.
 const lotterySectionTag = 2
+
+// lotterySignatureTag tags the state's section of a lottery draw's beacon
+// signature: u8 4 | str signature. Written after the lottery section (and
+// after the cell section, which a lottery SKU never has) only when the
+// draw recorded a signature, so a state without one is what older
+// versions wrote.
+const lotterySignatureTag = 4
+
+// encodeBeaconSignature appends the beacon signature section, if any.
+func (e *stateEncoder) encodeBeaconSignature(f *Frozen) {
+	if f.lot == nil || len(f.lot.signature) == 0 {
+		return
+	}
+	e.b = append(e.b, lotterySignatureTag)
+	e.b = appendString(e.b, string(f.lot.signature))
+}
+
+// decodeBeaconSignature reads the beacon signature section when the next
+// byte is its tag, and checks it as DRAW_STARTED's apply does.
+func (s *stateDecoder) decodeBeaconSignature() {
+	if s.err != nil || len(s.b) == 0 || s.b[0] != lotterySignatureTag {
+		return
+	}
+	s.byte() // the tag
+	sig := bytes.Clone(s.bytes())
+	l := s.m.lot
+	switch {
+	case s.err != nil:
+		return
+	case l == nil || !l.drawStarted:
+		s.fail("a beacon signature without a draw")
+	default:
+		if err := lottery.CheckSignature(l.rules.Beacon.Source, l.round, l.randomness, sig); err != nil {
+			s.fail("beacon signature: %v", err)
+			return
+		}
+		l.signature = sig
+	}
+}
 
 // minEntrySize is the smallest encoded entry, to bound counts.
 const minEntrySize = 5
@@ -91,8 +133,8 @@ func (s *stateDecoder) decodeLottery() {
 		if s.err != nil {
 			return
 		}
-		_, dupUser := l.byUser[user]
-		_, dupReq := l.byRequest[req]
+		_, dupUser := l.byUser.get(user)
+		_, dupReq := l.byRequest.get(req)
 		if !ValidID(req) || !ValidID(user) || dupUser || dupReq {
 			s.fail("entry %d: invalid or repeated ids", i+1)
 			return

@@ -1,6 +1,7 @@
 package sku
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"slices"
@@ -12,8 +13,8 @@ import (
 // caller's clock reading now (ms), decides, applies the records it makes
 // and appends them to out.
 
-// DrawBatch bounds the WON and WAITLISTED records one RecordDraw call
-// makes, so one round of the actor has bounded work.
+// DrawBatch is the default bound on the WON and WAITLISTED records one
+// RecordDraw call makes, so one round of the actor has bounded work.
 const DrawBatch = 8192
 
 // defineRecords makes the records of an accepted definition: DEFINE, and
@@ -66,13 +67,13 @@ func (m *Machine) Enter(now int64, requestID, userID string, tier uint8, out []R
 		return EntryResult{Outcome: OutcomeInvalid}, out
 	}
 	l := m.lot
-	if seq, ok := l.byRequest[requestID]; ok {
+	if seq, ok := l.byRequest.get(requestID); ok {
 		if l.entries.userID(l.entries.get(seq)) != userID {
 			return EntryResult{Outcome: OutcomeRequestIDReused}, out
 		}
 		return EntryResult{Outcome: OutcomeEntered, Duplicate: true, Entry: m.entryView(seq)}, out
 	}
-	if seq, ok := l.byUser[userID]; ok {
+	if seq, ok := l.byUser.get(userID); ok {
 		return EntryResult{Outcome: OutcomeEntered, Duplicate: true, Entry: m.entryView(seq)}, out
 	}
 	at := m.decisionTime(now)
@@ -107,12 +108,15 @@ func (m *Machine) LotteryTick(now int64, out []Record) []Record {
 }
 
 // StartDraw records the draw's inputs: the beacon round (the named one or
-// its fallback) and its 32-byte randomness. It answers DRAW_STARTED, or,
-// recording nothing: NOT_LOTTERY, INVALID (randomness not 32 bytes),
+// its fallback), its 32-byte randomness and, optionally, the beacon's
+// signature of the round (recorded once lottery.CheckSignature accepts it:
+// it verifies and the randomness is its SHA-256). It answers DRAW_STARTED,
+// or, recording nothing: NOT_LOTTERY, INVALID (randomness not 32 bytes, or
+// a signature that does not check),
 // WRONG_ROUND, ALREADY_DRAWN, ENTRIES_OPEN (before entries_close_at),
 // BEACON_NOT_DUE (before the round's publication time). The ranking is
 // then computed off the actor (Frozen.RankDraw) and recorded by RecordDraw.
-func (m *Machine) StartDraw(now int64, round uint64, randomness []byte, out []Record) (Outcome, []Record) {
+func (m *Machine) StartDraw(now int64, round uint64, randomness, signature []byte, out []Record) (Outcome, []Record) {
 	switch {
 	case !m.defined:
 		return OutcomeNotFound, out
@@ -125,6 +129,9 @@ func (m *Machine) StartDraw(now int64, round uint64, randomness []byte, out []Re
 	if l.rules.Beacon.Accepts(round) != nil {
 		return OutcomeWrongRound, out
 	}
+	if len(signature) > 0 && lottery.CheckSignature(l.rules.Beacon.Source, round, lottery.Hash(randomness), signature) != nil {
+		return OutcomeInvalid, out
+	}
 	if l.drawStarted {
 		return OutcomeAlreadyDrawn, out
 	}
@@ -136,7 +143,8 @@ func (m *Machine) StartDraw(now int64, round uint64, randomness []byte, out []Re
 		return OutcomeBeaconNotDue, out
 	}
 	out = m.closeEntriesIfDue(at, out)
-	out = m.emit(Record{Type: RecordDrawStarted, At: at, Lot: &LotteryFields{Round: round, Randomness: lottery.Hash(randomness)}}, out)
+	out = m.emit(Record{Type: RecordDrawStarted, At: at, Lot: &LotteryFields{Round: round, Randomness: lottery.Hash(randomness),
+		Signature: bytes.Clone(signature)}}, out)
 	return OutcomeDrawStarted, out
 }
 
@@ -155,20 +163,24 @@ type DrawRanking struct {
 	Waitlist []uint32
 }
 
-// RecordDraw records up to DrawBatch records of ranking, resuming where
+// RecordDraw records up to batch records of ranking (DrawBatch when batch
+// is 0 or less, or above DrawBatch), resuming where
 // the log stands: a WON reservation for each winner not yet recorded, in
 // rank order, then the waitlist in chunks, then DRAW_DONE (and the
 // promotions of waitlisted entrants to tokens already given back). It
 // reports whether the draw is done. A ranking of another seed (a stale
 // one) records nothing.
-func (m *Machine) RecordDraw(now int64, rk *DrawRanking, out []Record) ([]Record, bool) {
+func (m *Machine) RecordDraw(now int64, rk *DrawRanking, batch int, out []Record) ([]Record, bool) {
 	l := m.lot
 	if !m.DrawPending() || rk.Seed != l.seed {
 		return out, !m.DrawPending()
 	}
+	if batch <= 0 || batch > DrawBatch {
+		batch = DrawBatch
+	}
 	at := m.decisionTime(now)
 	n := 0
-	for int(l.drawWinners) < len(rk.Winners) && n < DrawBatch {
+	for int(l.drawWinners) < len(rk.Winners) && n < batch {
 		token := m.pool.next()
 		if token == 0 {
 			break // a token bound elsewhere: the units run out here
@@ -180,7 +192,7 @@ func (m *Machine) RecordDraw(now int64, rk *DrawRanking, out []Record) ([]Record
 	if int(l.drawWinners) < len(rk.Winners) && m.pool.next() != 0 {
 		return out, false
 	}
-	for len(l.waitlist) < len(rk.Waitlist) && n < DrawBatch {
+	for len(l.waitlist) < len(rk.Waitlist) && n < batch {
 		chunk := rk.Waitlist[len(l.waitlist):min(len(rk.Waitlist), len(l.waitlist)+MaxWaitlistChunk)]
 		out = m.emit(Record{Type: RecordWaitlisted, At: at, Lot: &LotteryFields{Seqs: slices.Clone(chunk)}}, out)
 		n++

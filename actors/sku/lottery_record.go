@@ -1,6 +1,7 @@
 package sku
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 
@@ -17,6 +18,7 @@ type LotteryFields struct {
 	WaitlistRoot lottery.Hash // DRAW_DONE: waitlist_root
 	Round        uint64       // DRAW_STARTED: the beacon round used
 	Randomness   lottery.Hash // DRAW_STARTED: its randomness
+	Signature    []byte       // DRAW_STARTED: the beacon's signature of the round, when given (lottery.CheckSignature); nil otherwise
 	EntrySeq     uint32       // WON: the entry the reservation is for
 	FromWaitlist bool         // WON: a promotion from the waitlist, not a winner of the draw
 	Seqs         []uint32     // WAITLISTED: entry seqs, in rank order
@@ -39,11 +41,15 @@ func (t RecordType) isLottery() bool { return t >= RecordLotteryCommitted && t <
 //	                   hash pseudonym_key
 //	ENTERED            entry_seq, u8 tier, str request_id, str user_id
 //	ENTRIES_CLOSED     count, hash entries_root
-//	DRAW_STARTED       round, hash randomness
+//	DRAW_STARTED       round, hash randomness [, str signature]
 //	WON                reservation seq, token, varint expire_at, entry_seq,
 //	                   bool from_waitlist
 //	WAITLISTED         n, n × entry_seq
 //	DRAW_DONE          winners, hash winners_root, hash waitlist_root
+//
+// DRAW_STARTED's signature is an optional trailing field, written only when
+// the draw was given one: a draw without it is byte for byte what older
+// versions wrote.
 func (r *Record) appendLotteryPayload(dst []byte) []byte {
 	l := r.Lot
 	if l == nil && r.Type != RecordLotteryCommitted {
@@ -63,6 +69,9 @@ func (r *Record) appendLotteryPayload(dst []byte) []byte {
 	case RecordDrawStarted:
 		dst = binary.AppendUvarint(dst, l.Round)
 		dst = append(dst, l.Randomness[:]...)
+		if len(l.Signature) > 0 {
+			dst = appendString(dst, string(l.Signature))
+		}
 	case RecordWon:
 		dst = binary.AppendUvarint(dst, uint64(r.Seq))
 		dst = binary.AppendUvarint(dst, uint64(r.Token))
@@ -99,6 +108,9 @@ func (d *decoder) decodeLottery(r *Record) {
 		l.Count, l.Root = d.uint32(), d.hash()
 	case RecordDrawStarted:
 		l.Round, l.Randomness = d.uvarint(), d.hash()
+		if d.err == nil && len(d.b) > 0 {
+			l.Signature = bytes.Clone(d.bytes())
+		}
 	case RecordWon:
 		r.Seq, r.Token, r.ExpireAt = d.uint32(), d.uint32(), d.varint()
 		l.EntrySeq, l.FromWaitlist = d.uint32(), d.bool()

@@ -12,10 +12,12 @@ type lotteryState struct {
 	committedAt int64 // ms, the time of LOTTERY_COMMITTED
 
 	entries entryLog
-	// byUser and byRequest map a user_id and a request_id to its entry_seq.
-	// Their keys point into the entry log's arena.
-	byUser    map[string]uint32
-	byRequest map[string]uint32
+	// byUser and byRequest map a user_id and a request_id to its entry_seq
+	// (derived). Like the reservation table's, they hold a hash and a seq
+	// per entry and compare keys in the entry log: ~16 bytes per entry
+	// each, against ~45 for a Go map[string]uint32.
+	byUser    index
+	byRequest index
 	// rooter hashes the pool lines as entries are recorded, so closing
 	// costs O(1) (derived).
 	rooter *lottery.Rooter
@@ -28,6 +30,7 @@ type lotteryState struct {
 	drawAt      int64 // ms
 	round       uint64
 	randomness  lottery.Hash
+	signature   []byte       // the beacon's signature of round, when the draw was given one
 	seed        lottery.Hash // derived from the draw inputs
 
 	// won lists the reservations made for entries, in record order: the
@@ -88,27 +91,36 @@ func (l *entryLog) get(seq uint32) *entryRow {
 func (l *entryLog) requestID(r *entryRow) string { return l.ids.str(r.ids, 0, int(r.reqLen)) }
 func (l *entryLog) userID(r *entryRow) string    { return l.ids.str(r.ids, int(r.reqLen), int(r.userLen)) }
 
+// key returns entry seq's request_id or user_id (for the lottery's indexes).
+func (l *entryLog) key(seq uint32, f keyField) string {
+	r := l.get(seq)
+	if f == keyUserID {
+		return l.userID(r)
+	}
+	return l.requestID(r)
+}
+
 func (l *entryLog) freeze() entryLog {
 	return entryLog{ids: l.ids.freeze(), chunks: append([][]entryRow(nil), l.chunks...), count: l.count}
 }
 
 func newLotteryState(rules LotteryRules) *lotteryState {
-	return &lotteryState{
-		rules:     rules,
-		byUser:    make(map[string]uint32),
-		byRequest: make(map[string]uint32),
-		rooter:    lottery.NewRooter(),
-		wonBy:     make(map[uint32]uint32),
-		waitPos:   make(map[uint32]uint32),
+	l := &lotteryState{
+		rules:   rules,
+		rooter:  lottery.NewRooter(),
+		wonBy:   make(map[uint32]uint32),
+		waitPos: make(map[uint32]uint32),
 	}
+	l.byUser, l.byRequest = newIndex(&l.entries, keyUserID), newIndex(&l.entries, keyRequestID)
+	return l
 }
 
 // addEntry records an entry and its pool line.
 func (l *lotteryState) addEntry(requestID, userID string, tier uint8) uint32 {
 	seq := l.entries.add(requestID, userID, tier)
 	r := l.entries.get(seq)
-	l.byUser[l.entries.userID(r)] = seq
-	l.byRequest[l.entries.requestID(r)] = seq
+	l.byUser.insert(l.entries.userID(r), seq)
+	l.byRequest.insert(l.entries.requestID(r), seq)
 	l.rooter.Add(lottery.Entry{Seq: seq, Pseudonym: lottery.Pseudonym(l.rules.PseudonymKey, userID), Tier: tier})
 	return seq
 }
@@ -155,7 +167,8 @@ func (l *lotteryState) freeze() *lotteryState {
 	c.entries = l.entries.freeze()
 	c.won = l.won[:len(l.won):len(l.won)]
 	c.waitlist = l.waitlist[:len(l.waitlist):len(l.waitlist)]
-	c.byUser, c.byRequest, c.wonBy, c.waitPos, c.rooter = nil, nil, nil, nil, nil // derived: not read from a frozen copy
+	c.byUser, c.byRequest = index{}, index{} // derived: not read from a frozen copy
+	c.wonBy, c.waitPos, c.rooter = nil, nil, nil
 	return &c
 }
 
@@ -209,8 +222,8 @@ func (m *Machine) auditLottery(bad func(format string, args ...any)) {
 			bad("lottery: entry %d is both a winner and waitlisted", w.entry)
 		}
 	}
-	if len(l.byUser) != int(l.entries.count) || len(l.byRequest) != int(l.entries.count) {
-		bad("lottery: indexes hold %d users and %d request_ids for %d entries", len(l.byUser), len(l.byRequest), l.entries.count)
+	if l.byUser.len() != int(l.entries.count) || l.byRequest.len() != int(l.entries.count) {
+		bad("lottery: indexes hold %d users and %d request_ids for %d entries", l.byUser.len(), l.byRequest.len(), l.entries.count)
 	}
 	if l.closed && l.rooter.Root() != l.entriesRoot {
 		bad("lottery: entries_root does not match the entries")

@@ -60,7 +60,7 @@ func (r *lotteryRun) enter(now int64, req, user string, tier uint8) EntryResult 
 // draw starts the draw at now, ranks a frozen copy and records it all.
 func (r *lotteryRun) draw(now int64) *DrawRanking {
 	var o Outcome
-	o, r.log = r.m.StartDraw(now, lotRound, randomness[:], r.log)
+	o, r.log = r.m.StartDraw(now, lotRound, randomness[:], nil, r.log)
 	if o != OutcomeDrawStarted {
 		r.t.Fatalf("draw: %s", o)
 	}
@@ -69,7 +69,7 @@ func (r *lotteryRun) draw(now int64) *DrawRanking {
 		r.t.Fatal("no pending draw")
 	}
 	for done := false; !done; {
-		r.log, done = r.m.RecordDraw(now, rk, r.log)
+		r.log, done = r.m.RecordDraw(now, rk, 0, r.log)
 	}
 	return rk
 }
@@ -140,7 +140,7 @@ func TestLotteryLifecycle(t *testing.T) {
 	if res, _ := m.Reserve(lotOpen+30, "plain", "u50", nil); res.Outcome != OutcomeLotterySale {
 		t.Fatalf("plain reserve: %s", res.Outcome)
 	}
-	if o, _ := m.StartDraw(lotOpen+40, lotRound, randomness[:], nil); o != OutcomeEntriesOpen {
+	if o, _ := m.StartDraw(lotOpen+40, lotRound, randomness[:], nil, nil); o != OutcomeEntriesOpen {
 		t.Fatalf("draw while open: %s", o)
 	}
 	n := len(r.log)
@@ -163,7 +163,7 @@ func TestLotteryLifecycle(t *testing.T) {
 		{lotRoundT, lotRound + 1, randomness[:], OutcomeWrongRound},
 		{lotRoundT - 1, lotRound, randomness[:], OutcomeBeaconNotDue},
 	} {
-		if o, out := m.StartDraw(c.now, c.round, c.rnd, nil); o != c.want || len(out) != 0 {
+		if o, out := m.StartDraw(c.now, c.round, c.rnd, nil, nil); o != c.want || len(out) != 0 {
 			t.Fatalf("draw %+v: %s with %d records", c, o, len(out))
 		}
 	}
@@ -176,7 +176,7 @@ func TestLotteryLifecycle(t *testing.T) {
 		t.Fatal("the exported pool does not hash to entries_root")
 	}
 	rk := r.draw(lotRoundT)
-	if o, _ := m.StartDraw(lotRoundT+1, lotRound, randomness[:], nil); o != OutcomeAlreadyDrawn {
+	if o, _ := m.StartDraw(lotRoundT+1, lotRound, randomness[:], nil, nil); o != OutcomeAlreadyDrawn {
 		t.Fatalf("second draw: %s", o)
 	}
 	// The recorded draw is the rules' ranking of the exported pool.
@@ -245,14 +245,14 @@ func TestLotteryDrawResumesAfterCrash(t *testing.T) {
 		log := slices.Clone(full.log[:cut])
 		if !m.lot.drawStarted { // crashed before the draw was recorded: the operator draws again
 			var o Outcome
-			if o, log = m.StartDraw(lotRoundT, lotRound, randomness[:], log); o != OutcomeDrawStarted {
+			if o, log = m.StartDraw(lotRoundT, lotRound, randomness[:], nil, log); o != OutcomeDrawStarted {
 				t.Fatal(o)
 			}
 		}
 		if m.DrawPending() {
 			rk, _ := m.Freeze().RankDraw()
 			for done := false; !done; {
-				log, done = m.RecordDraw(lotRoundT, rk, log)
+				log, done = m.RecordDraw(lotRoundT, rk, 0, log)
 			}
 		}
 		if m.Hash() != full.m.Hash() {

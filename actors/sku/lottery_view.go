@@ -34,7 +34,7 @@ func (m *Machine) EntryByRequest(requestID string) (EntryView, bool) {
 	if m.lot == nil {
 		return EntryView{}, false
 	}
-	seq, ok := m.lot.byRequest[requestID]
+	seq, ok := m.lot.byRequest.get(requestID)
 	if !ok {
 		return EntryView{}, false
 	}
@@ -61,11 +61,12 @@ type LotteryInfo struct {
 	DrawAt     int64 // ms
 	Round      uint64
 	Randomness lottery.Hash
+	Signature  []byte // the beacon's signature of Round, when the draw was given one
+	Winners    uint32 // of the draw: those recorded so far while DRAWING, all once done
 	// Set once the draw is done: the server seed is revealed.
 	Done         bool
 	ServerSeed   lottery.Hash
 	Seed         lottery.Hash
-	Winners      uint32 // of the draw
 	WinnersRoot  lottery.Hash
 	Waitlisted   uint32
 	WaitlistRoot lottery.Hash
@@ -85,11 +86,12 @@ func (f *Frozen) LotteryInfo(now int64) (LotteryInfo, bool) {
 	info.Rules.ServerSeed, info.Rules.PseudonymKey = lottery.Hash{}, lottery.Hash{}
 	if l.drawStarted {
 		info.Drawn, info.DrawAt, info.Round, info.Randomness = true, l.drawAt, l.round, l.randomness
+		info.Winners, info.Signature = l.drawWinners, l.signature
 	}
 	if l.drawDone {
 		winners, waitlist := l.drawLists()
 		info.Done, info.ServerSeed, info.Seed = true, l.rules.ServerSeed, l.seed
-		info.Winners, info.WinnersRoot = l.drawWinners, lottery.ListRoot(winners)
+		info.WinnersRoot = lottery.ListRoot(winners)
 		info.Waitlisted, info.WaitlistRoot = uint32(len(waitlist)), lottery.ListRoot(waitlist)
 		info.Promoted = l.waitNext
 	}

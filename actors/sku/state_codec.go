@@ -49,6 +49,8 @@ import (
 //	       ranges                                    the unsold queue, in order
 //	allocation  = uvarint seq, uvarint epoch, ranges
 //	ranges      = uvarint n, n × (uvarint first, uvarint last - first)
+//	tag 4: a lottery draw's beacon signature (lottery_codec.go), written
+//	       when the draw recorded one: str signature
 //
 // The sections are written in tag order and only when used; the decoder
 // accepts any subset of them in that order and refuses another order, a
@@ -116,6 +118,7 @@ func (f *Frozen) Encode(w io.Writer) (int64, error) {
 	e.encodePasses(f)
 	e.encodeLottery(f)
 	e.encodeCell(f)
+	e.encodeBeaconSignature(f)
 	e.flush()
 	return e.n, e.err
 }
@@ -310,6 +313,7 @@ func (s *stateDecoder) decode() {
 		s.cellSection(released)
 		return
 	}
+	s.decodeBeaconSignature()
 	if s.err == nil && len(s.b) != 0 {
 		s.fail("%d trailing bytes: section tag %d unknown or out of order", len(s.b), s.b[0])
 	}

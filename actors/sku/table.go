@@ -134,6 +134,15 @@ func (t *table) userID(r *reservation) string {
 	return t.ids.str(r.ids, int(r.reqLen), int(r.userLen))
 }
 
+// key returns row seq's request_id or user_id (for its indexes).
+func (t *table) key(seq uint32, f keyField) string {
+	r := t.get(seq)
+	if f == keyUserID {
+		return t.userID(r)
+	}
+	return t.requestID(r)
+}
+
 // extra returns the row's payment and close details, nil when it has none.
 // The result must not be changed: use editExtra.
 func (t *table) extra(r *reservation) *reservationExtra {

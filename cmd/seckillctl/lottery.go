@@ -181,7 +181,7 @@ func verifyLotteryDir(skuDir string) (lottery.Report, error) {
 		WaitlistSize: l.rules.Waitlist, Tiers: l.rules.Tiers, Beacon: l.rules.Beacon, EntriesCloseAtMs: l.rules.EntriesCloseAt,
 		CommittedAtMs: l.committedAt, Commit: lottery.Commit(l.rules.ServerSeed),
 		EntryCount: l.close.Lot.Count, EntriesRoot: l.close.Lot.Root, ClosedAtMs: l.close.At,
-		Round: l.draw.Lot.Round, Randomness: l.draw.Lot.Randomness, DrawnAtMs: l.draw.At, ServerSeed: l.rules.ServerSeed,
+		Round: l.draw.Lot.Round, Randomness: l.draw.Lot.Randomness, Signature: l.draw.Lot.Signature, DrawnAtMs: l.draw.At, ServerSeed: l.rules.ServerSeed,
 		WinnersRoot: l.done.Lot.Root, WaitlistRoot: l.done.Lot.WaitlistRoot,
 		Winners: nonNil(l.winners), Waitlist: nonNil(l.waitlist)}
 	ev.Seed = lottery.Seed(ev.CampaignID, ev.SKUID, ev.ServerSeed, ev.Randomness[:], ev.EntriesRoot)

@@ -16,10 +16,9 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/lottery"
+	"github.com/seckill/seckill/lottery/lotterytest"
 	"github.com/seckill/seckill/wal"
 )
-
-const lotOpen = lottery.QuicknetGenesis * 1000
 
 // lotteryFixture is a data dir with one drawn lottery SKU (c1/lot: 60
 // entries, 10 units, waitlist 5, a winner who cancelled and a promotion),
@@ -31,7 +30,20 @@ type lotteryFixture struct {
 }
 
 func newLotteryFixture(t *testing.T) *lotteryFixture {
+	rnd := sha256.Sum256([]byte("round 31"))
+	return newLotteryFixtureOf(t, 31, rnd[:], nil)
+}
+
+// newLotteryFixtureOf is newLotteryFixture drawn with quicknet round
+// round, its randomness and signature (nil: none): the entries open 90 s
+// before the round's time and close a minute later.
+func newLotteryFixtureOf(t *testing.T, round uint64, rnd, signature []byte) *lotteryFixture {
 	t.Helper()
+	roundT, err := lottery.RoundTimeMs(lottery.SourceDrandQuicknet, round)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lotOpen := roundT - 90_000
 	dataDir := t.TempDir()
 	var now atomic.Int64
 	now.Store(lotOpen - 1000)
@@ -51,7 +63,7 @@ func newLotteryFixture(t *testing.T) *lotteryFixture {
 	must(e.Define(ctx, sku.Definition{CampaignID: "c1", SKUID: "lot", StartAt: lotOpen, EndAt: lotOpen + 86_400_000,
 		PaymentWindowMs: 600_000, SaleLimit: 10, ReleaseOnClose: true,
 		Lottery: &sku.LotteryRules{EntriesOpenAt: lotOpen, EntriesCloseAt: lotOpen + 60_000, Waitlist: 5,
-			Beacon: lottery.Beacon{Source: lottery.SourceDrandQuicknet, Round: 31},
+			Beacon: lottery.Beacon{Source: lottery.SourceDrandQuicknet, Round: round},
 			Tiers:  []lottery.Quota{{Tier: 0, Rest: true}}}}))
 	now.Store(lotOpen)
 	for i := 1; i <= 60; i++ {
@@ -59,9 +71,8 @@ func newLotteryFixture(t *testing.T) *lotteryFixture {
 		_, err := e.Enter(ctx, "c1", "lot", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i), 0)
 		must(err)
 	}
-	now.Store(lotOpen + 90_000)
-	rnd := sha256.Sum256([]byte("round 31"))
-	o, err := e.Draw(ctx, "c1", "lot", 31, rnd[:])
+	now.Store(roundT)
+	o, err := e.Draw(ctx, "c1", "lot", round, rnd, signature)
 	must(err)
 	if o != sku.OutcomeDrawStarted {
 		t.Fatal(o)
@@ -110,6 +121,9 @@ func evidenceJSONOf(t *testing.T, info sku.LotteryInfo) []byte {
 		"entries_root": h(info.EntriesRoot), "closed_at": formatMillis(info.ClosedAt), "round": info.Round,
 		"randomness": h(info.Randomness), "drawn_at": formatMillis(info.DrawAt), "server_seed": h(info.ServerSeed),
 		"seed": h(info.Seed), "winners_root": h(info.WinnersRoot), "waitlist_root": h(info.WaitlistRoot),
+	}
+	if len(info.Signature) > 0 {
+		doc["signature"] = hex.EncodeToString(info.Signature)
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {
@@ -241,4 +255,54 @@ func TestLotteryVerify(t *testing.T) {
 	})
 	wantCode(t, exitUsage, "lottery", "verify", "--evidence", ev)
 	wantCode(t, exitUsage, "lottery")
+}
+
+// A draw given the beacon's signature of a published quicknet round
+// (lottery/testdata/beacons.json): the auditor re-checks it from the log
+// and from the evidence (beacon_signature); a changed signature in either
+// makes it exit 1.
+func TestLotteryVerifyBeaconSignature(t *testing.T) {
+	q := lotterytest.Load(t).Quicknet
+	sig := q.Signature
+	rnd := lottery.RandomnessOf(sig)
+	f := newLotteryFixtureOf(t, q.Round, rnd[:], sig)
+	signatureCheck := func(out string) lottery.Check {
+		for _, c := range reportOf(t, out).Checks {
+			if c.Name == "beacon_signature" {
+				return c
+			}
+		}
+		t.Fatalf("no beacon_signature check: %s", out)
+		return lottery.Check{}
+	}
+	if c := signatureCheck(wantCode(t, exitOK, "lottery", "verify", f.skuDir)); !c.OK || !bytes.Contains([]byte(c.Detail), []byte("verifies")) {
+		t.Fatalf("from the log: %+v", c)
+	}
+	pool := writeFile(t, "entries.csv", f.pool)
+	wantCode(t, exitOK, "lottery", "verify", "--evidence", writeFile(t, "evidence.json", f.evidence), "--pool", pool)
+
+	var doc map[string]any
+	if err := json.Unmarshal(f.evidence, &doc); err != nil || doc["signature"] != hex.EncodeToString(sig) {
+		t.Fatalf("the evidence's signature: %v %v", doc["signature"], err)
+	}
+	flipped := bytes.Clone(sig)
+	flipped[9] ^= 1
+	doc["signature"] = hex.EncodeToString(flipped)
+	b, _ := json.Marshal(doc)
+	code, out, _ := ctl(t, "lottery", "verify", "--evidence", writeFile(t, "evidence.json", b), "--pool", pool)
+	if code != exitFailed || signatureCheck(out).OK {
+		t.Fatalf("a changed signature in the evidence: exit %d: %s", code, out)
+	}
+	dir := rewriteLog(t, f.skuDir, func(index uint64, r sku.Record) []sku.Record {
+		if r.Type == sku.RecordDrawStarted {
+			lot := *r.Lot
+			lot.Signature = flipped
+			r.Lot = &lot
+		}
+		return []sku.Record{r}
+	})
+	code, out, _ = ctl(t, "lottery", "verify", dir)
+	if code != exitFailed || signatureCheck(out).OK {
+		t.Fatalf("a changed signature in the log: exit %d: %s", code, out)
+	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/peterbourgon/ff/v3"
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/entrypass"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/wal"
@@ -39,6 +40,8 @@ type options struct {
 	entryPasses       httpapi.EntryPassConfig
 	feedRetainRecords uint64
 	feedRetainAge     time.Duration
+	lotteryDrawBatch  int
+	lotteryDrawPause  time.Duration
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -59,6 +62,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.maxSKUs, "max-skus", 0, fmt.Sprintf("most SKUs this engine holds, one open file each (0: half the open-files limit left after the reserve, at most %d)", actors.DefaultMaxSKUs))
 	fs.Uint64Var(&o.feedRetainRecords, "feed-retain-records", 0, fmt.Sprintf("keep at least this many newest records of each SKU's log for event-feed consumers when snapshots truncate it (at most %d)", actors.MaxFeedRetainRecords))
 	fs.DurationVar(&o.feedRetainAge, "feed-retain-age", 0, fmt.Sprintf("keep the records of the last this long for event-feed consumers (at most %s)", actors.MaxFeedRetainAge))
+	fs.IntVar(&o.lotteryDrawBatch, "lottery-draw-batch", sku.DrawBatch, fmt.Sprintf("records of a lottery draw per group commit (1..%d; smaller: other calls answered sooner between rounds, the draw slower)", sku.DrawBatch))
+	fs.DurationVar(&o.lotteryDrawPause, "lottery-draw-pause", 0, "pause between two group commits of a lottery draw (0: none; spreads a large draw over time)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) to this file until shutdown")
 	registerCellFlags(fs, &o.cell)
 	passKeys := fs.String("entry-pass-keys", "", "entry-pass signing keys kid:hex,... (the first signs, all verify; empty: no passes)")
@@ -93,6 +98,12 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.feedRetainAge < 0 || o.feedRetainAge > actors.MaxFeedRetainAge {
 		return o, fmt.Errorf("--feed-retain-age must be 0..%s", actors.MaxFeedRetainAge)
+	}
+	if o.lotteryDrawBatch < 1 || o.lotteryDrawBatch > sku.DrawBatch {
+		return o, fmt.Errorf("--lottery-draw-batch must be 1..%d", sku.DrawBatch)
+	}
+	if o.lotteryDrawPause < 0 || o.lotteryDrawPause > time.Minute {
+		return o, fmt.Errorf("--lottery-draw-pause must be 0..1m")
 	}
 	if o.maxQueueWait <= 0 {
 		return o, fmt.Errorf("--max-queue-wait must be positive")

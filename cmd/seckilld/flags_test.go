@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -50,6 +51,24 @@ func TestFeedRetentionFlags(t *testing.T) {
 		t.Fatalf("%+v, %v", o, err)
 	}
 	for _, args := range [][]string{{"--feed-retain-records", "100000001"}, {"--feed-retain-age", "169h"}, {"--feed-retain-age", "-1s"}} {
+		if _, err := parseOptions(args, io.Discard); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+// The lottery draw flags: defaults, bounds, and from the environment.
+func TestLotteryDrawFlags(t *testing.T) {
+	o, err := parseOptions(nil, io.Discard)
+	if err != nil || o.lotteryDrawBatch != sku.DrawBatch || o.lotteryDrawPause != 0 {
+		t.Fatalf("defaults: batch %d, pause %v, %v", o.lotteryDrawBatch, o.lotteryDrawPause, err)
+	}
+	t.Setenv("SECKILL_LOTTERY_DRAW_PAUSE", "3ms")
+	o, err = parseOptions([]string{"--lottery-draw-batch", "1"}, io.Discard)
+	if err != nil || o.lotteryDrawBatch != 1 || o.lotteryDrawPause != 3*time.Millisecond {
+		t.Fatalf("batch %d, pause %v, %v", o.lotteryDrawBatch, o.lotteryDrawPause, err)
+	}
+	for _, args := range [][]string{{"--lottery-draw-batch", "0"}, {"--lottery-draw-batch", "8193"}, {"--lottery-draw-pause", "-1ms"}, {"--lottery-draw-pause", "61s"}} {
 		if _, err := parseOptions(args, io.Discard); err == nil {
 			t.Errorf("%v accepted", args)
 		}

@@ -129,7 +129,8 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	engine, err := actors.Open(actors.Config{DataDir: opts.dataDir, Fsync: opts.fsync, Logger: log, Registerer: reg,
 		SnapshotEvery: opts.snapshotEvery, SnapshotInterval: opts.snapshotInterval, SnapshotKeep: opts.snapshotKeep,
-		MaxSKUs: budget.MaxSKUs, FeedRetainRecords: opts.feedRetainRecords, FeedRetainAge: opts.feedRetainAge})
+		MaxSKUs: budget.MaxSKUs, FeedRetainRecords: opts.feedRetainRecords, FeedRetainAge: opts.feedRetainAge,
+		DrawBatch: opts.lotteryDrawBatch, DrawPause: opts.lotteryDrawPause})
 	if err != nil {
 		return fmt.Errorf("opening %s: %w%s", opts.dataDir, err, tooManyHint(err, budget))
 	}

@@ -30,7 +30,7 @@ func (e *Engine) Enter(ctx context.Context, campaignID, skuID, requestID, userID
 
 // Draw implements httpapi.Lotteries: sku.Machine.StartDraw, then the
 // ranking of a frozen copy recorded at once.
-func (e *Engine) Draw(ctx context.Context, campaignID, skuID string, round uint64, randomness []byte) (sku.Outcome, error) {
+func (e *Engine) Draw(ctx context.Context, campaignID, skuID string, round uint64, randomness, signature []byte) (sku.Outcome, error) {
 	var o sku.Outcome
 	err := e.run(ctx, Call{Kind: KindDraw, CampaignID: campaignID, SKUID: skuID}, func() (sku.Result, error) {
 		s, err := e.lockedSKU(campaignID, skuID)
@@ -39,10 +39,10 @@ func (e *Engine) Draw(ctx context.Context, campaignID, skuID string, round uint6
 		}
 		var out []sku.Record
 		now := e.now()
-		o, out = s.m.StartDraw(now, round, randomness, nil)
+		o, out = s.m.StartDraw(now, round, randomness, signature, nil)
 		if rk, ok := s.m.Freeze().RankDraw(); ok && o == sku.OutcomeDrawStarted {
 			for done := false; !done; {
-				out, done = s.m.RecordDraw(now, rk, out)
+				out, done = s.m.RecordDraw(now, rk, 0, out)
 			}
 		}
 		s.decided(out)
