@@ -1,6 +1,9 @@
 package actors
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // dispatcherThroughput is how many messages a SKU actor handles before it
 // yields its goroutine (protoactor's default is 300). The actor is the one
@@ -20,40 +23,57 @@ const dispatcherThroughput = 1 << 16
 // million.
 type pinnedDispatcher struct {
 	runs     chan func()
-	stopped  chan struct{}
+	stopped  atomic.Bool
 	stopOnce sync.Once
 }
 
 func newPinnedDispatcher() *pinnedDispatcher {
-	d := &pinnedDispatcher{runs: make(chan func(), 1), stopped: make(chan struct{})}
+	d := &pinnedDispatcher{runs: make(chan func(), 1)}
 	go d.loop()
 	return d
 }
 
+// loop runs the mailbox's runs, waiting on one channel (a plain receive
+// costs the hand-off about half of a two-case select), and ends after the
+// run during which stop was called: stop is called from the actor's own
+// Stopped message, so within a run; called from elsewhere, it wakes the
+// loop with an empty run.
 func (d *pinnedDispatcher) loop() {
-	for {
-		select {
-		case fn := <-d.runs:
-			fn()
-		case <-d.stopped:
+	for fn := range d.runs {
+		fn()
+		if d.stopped.Load() {
 			return
 		}
 	}
 }
 
 // Schedule implements actor.Dispatcher. After stop (the actor is gone;
-// only dead letters remain) a run gets a goroutine of its own.
+// only dead letters remain) a run gets a goroutine of its own, as it does
+// should runs be full, which only stop's empty run can make it: the
+// mailbox schedules a run only after the previous one ended.
 func (d *pinnedDispatcher) Schedule(fn func()) {
-	select {
-	case <-d.stopped:
+	if d.stopped.Load() {
 		go fn()
+		return
+	}
+	select {
+	case d.runs <- fn:
 	default:
-		d.runs <- fn
+		go fn()
 	}
 }
 
 // Throughput implements actor.Dispatcher.
 func (d *pinnedDispatcher) Throughput() int { return dispatcherThroughput }
 
-// stop ends the goroutine after the current run. Idempotent.
-func (d *pinnedDispatcher) stop() { d.stopOnce.Do(func() { close(d.stopped) }) }
+// stop ends the goroutine after the current run (or at once, woken by an
+// empty run, when none is running). Idempotent.
+func (d *pinnedDispatcher) stop() {
+	d.stopOnce.Do(func() {
+		d.stopped.Store(true)
+		select {
+		case d.runs <- func() {}:
+		default: // a run is waiting: the loop wakes for it and then ends
+		}
+	})
+}

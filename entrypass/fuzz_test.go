@@ -71,6 +71,9 @@ func FuzzVerify(f *testing.F) {
 			if !knownReason(err) {
 				t.Fatalf("error without a class: %v", err)
 			}
+			if pb, errb := ring.VerifyBytes([]byte(text), want, testNow); pb != p || Reason(errb) != Reason(err) {
+				t.Fatalf("VerifyBytes: %+v, %v; Verify: %+v, %v", pb, errb, p, err)
+			}
 			if err == nil {
 				checkCanonical(t, ring, text, p)
 				checkFragile(t, ring, text, want)

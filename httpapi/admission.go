@@ -76,7 +76,7 @@ func (v verdict) gateRefusal() bool {
 // request whose result was unknown only the load checks apply: the engine
 // must say what became of it, and a fast SOLD_OUT or ENDED could
 // contradict a reservation it made after all.
-func (l limits) precheck(st actors.Stats, now time.Time, retryOfUnknown bool) verdict {
+func (l limits) precheck(st *actors.Stats, now time.Time, retryOfUnknown bool) verdict {
 	if st.Unavailable {
 		return verdictUnavailable
 	}
@@ -92,7 +92,7 @@ func (l limits) precheck(st actors.Stats, now time.Time, retryOfUnknown bool) ve
 }
 
 // gateOf asks the sale gate about the durable state st at now.
-func gateOf(st actors.Stats, now time.Time) sku.Verdict {
+func gateOf(st *actors.Stats, now time.Time) sku.Verdict {
 	return sku.Gate(st.Definition, st.Paused, st.Counts, now.UnixMilli())
 }
 

@@ -67,7 +67,7 @@ func TestPrecheck(t *testing.T) {
 		{"retry of unknown still waits for the queue", stats(0, 3, 0, 2*time.Second), 1500, true, verdictQueueFull},
 		{"retry of unknown on a failed SKU", down, 1500, true, verdictUnavailable},
 	} {
-		if got := l.precheck(c.st, at(c.now), c.unknown); got != c.want {
+		if got := l.precheck(&c.st, at(c.now), c.unknown); got != c.want {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)
 		}
 	}

@@ -145,7 +145,7 @@ func (s *Server) handleReserveBatch(ctx *fasthttp.RequestCtx) string {
 }
 
 // countBatch counts each item's answer in the SKU's ingress counters (the
-// dashboard's), as countReserve counts a single reserve's; each item's
+// dashboard's), as timedReserve counts a single reserve's; each item's
 // latency is its batch's, took (from routing to the answers).
 func (s *Server) countBatch(campaignID, skuID string, reps []reply, took time.Duration) {
 	c := s.ingress.of(campaignID, skuID)
@@ -221,7 +221,9 @@ func (s *Server) reserveBatch(campaignID, skuID string, st actors.Stats, raw [][
 // that rep answers the item; otherwise it goes to the engine, it filled.
 func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st *actors.Stats,
 	now time.Time, it *batchItem) (rep reply, done bool) {
-	req, err := parseReserveBody(body)
+	parser := reserveParsers.Get()
+	defer reserveParsers.Put(parser)
+	req, err := parseReserveBody(parser, body)
 	if err != nil {
 		s.rejected(layerValidation)
 		return errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()), true
@@ -234,10 +236,11 @@ func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st *act
 		s.rejected(layerValidation)
 		return replyLotterySale, true
 	}
-	p, rep, ok := s.checkEntryPass(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass)
+	p, rep, ok := s.checkEntryPassAt(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass, now)
 	if !ok {
 		return rep, true
 	}
+	req.EntryPass = nil // a view into parser's buffer, checked now
 	it.req, it.pass, it.rkey = req, p, requestKey(campaignID, skuID, p.requestID)
 	if a, ok := s.answers.get(it.rkey); ok {
 		if a.userID != req.UserID {
@@ -250,9 +253,9 @@ func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st *act
 		}
 		it.retryOfUnknown = true
 	}
-	v := s.limits.precheck(*st, now, it.retryOfUnknown)
+	v := s.limits.precheck(st, now, it.retryOfUnknown)
 	if v.gateRefusal() && s.engine.MayKnowRequest(campaignID, skuID, p.requestID) { // as Server.lead
-		v = s.limits.precheck(*st, now, true)
+		v = s.limits.precheck(st, now, true)
 	}
 	return s.fastRefusal(v, st, now)
 }
@@ -262,7 +265,7 @@ func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st *act
 // item carries an entry pass): bad reports rep, its 400. The pass itself
 // is checked next, by checkEntryPass (batchItemIngress).
 func (s *Server) checkBatchItem(req reserveRequest) (rep reply, bad bool) {
-	for _, msg := range []string{checkRequestID(req.RequestID, req.EntryPass), checkID("user_id", req.UserID)} {
+	for _, msg := range []string{checkRequestID(req.RequestID, len(req.EntryPass) > 0), checkID("user_id", req.UserID)} {
 		if msg != "" {
 			return errorReply(fasthttp.StatusBadRequest, reasonBadRequest, msg), true
 		}

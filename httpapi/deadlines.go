@@ -29,8 +29,11 @@ type deadlineBucket struct {
 }
 
 // get returns a context that ends no sooner than timeout from now.
-func (d *deadlines) get() context.Context {
-	now := time.Now()
+func (d *deadlines) get() context.Context { return d.getAt(time.Now()) }
+
+// getAt is get for a caller that read the wall clock (time.Now) at now, a
+// moment ago: the context ends no sooner than timeout from then.
+func (d *deadlines) getAt(now time.Time) context.Context {
 	if b := d.cur.Load(); b != nil && now.Before(b.joinBy) {
 		return b.ctx
 	}

@@ -24,6 +24,8 @@
 //	decode.go        body decoding, its error details, id validation
 //	reserve.go       the reserve pipeline (dedup, ingress, engine, encode)
 //	reserve_codec.go the reserve body and 202 answer without reflection
+//	reserveroute.go  reserves of known SKUs by their raw path, past the router
+//	timefmt.go       the 202 body's timestamps without time.Format
 //	deadlines.go     the shared deadlines of reserve waits
 //	dedup.go         per-user flights and the bounded answer cache
 //	admission.go     the admission bound, the fast answers, per-SKU permits

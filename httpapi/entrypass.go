@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors/sku"
@@ -132,7 +133,15 @@ type passed struct {
 // rep the refusal. userID has been checked (checkID); requestID may be ""
 // only with a pass.
 func (s *Server) checkEntryPass(def *sku.Definition, campaignID, skuID, requestID, userID, text string) (p passed, rep reply, ok bool) {
-	if text == "" {
+	return s.checkEntryPassAt(def, campaignID, skuID, requestID, userID, []byte(text), s.cfg.Clock())
+}
+
+// checkEntryPassAt is checkEntryPass of a pass text held as bytes (a
+// reserve's body: entrypass.KeyRing.VerifyBytes reads it in place) at now,
+// for a caller that has read the server's clock already (a reserve: its
+// fast paths use the same reading).
+func (s *Server) checkEntryPassAt(def *sku.Definition, campaignID, skuID, requestID, userID string, text []byte, now time.Time) (p passed, rep reply, ok bool) {
+	if len(text) == 0 {
 		switch {
 		case def.EntryPass.Required:
 			return p, s.passRefused(campaignID, skuID, passRejectRequired, replyEntryPassRequired), false
@@ -145,7 +154,7 @@ func (s *Server) checkEntryPass(def *sku.Definition, campaignID, skuID, requestI
 	if keys == nil {
 		return p, s.passRefused(campaignID, skuID, passRejectNotConfigured, replyEntryPassInvalid), false
 	}
-	pass, err := keys.Verify(text, entrypass.Scope{CampaignID: campaignID, SKUID: skuID, UserID: userID}, s.cfg.Clock().UnixMilli())
+	pass, err := keys.VerifyBytes(text, entrypass.Scope{CampaignID: campaignID, SKUID: skuID, UserID: userID}, now.UnixMilli())
 	if err != nil {
 		var te *entrypass.TimeError
 		if errors.Is(err, entrypass.ErrExpired) && errors.As(err, &te) {

@@ -563,7 +563,7 @@ func startNullFeed(b *testing.B, base, pagePath string, last uint64) *nullFeed {
 // server's cost per event per consumer.
 func BenchmarkPathFeedTail(b *testing.B) {
 	const perCommit, consumers = 30, 4
-	handler := pathServer(b, 1_000_000_000)
+	handler := pathServer(b, 1_000_000_000, false)
 	var ctx fasthttp.RequestCtx
 	buf := make([]byte, 0, 64)
 	read := func(cursor string) (next string, events int) {

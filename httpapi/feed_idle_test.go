@@ -67,13 +67,6 @@ func (ts *testServer) waitMetric(series string, want int, timeout time.Duration)
 	return time.Since(start)
 }
 
-// processCPU is the CPU time this process (server and clients) has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // idleCPU is the process's CPU over an idle interval of d, after a
 // collection (so that one the set-up's garbage calls for does not land in
 // it).
@@ -81,7 +74,7 @@ func idleCPU(d time.Duration) time.Duration {
 	runtime.GC()
 	start := processCPU()
 	time.Sleep(d)
-	return processCPU() - start
+	return time.Duration(processCPU() - start)
 }
 
 // idleInterval is what the idle tests measure over.

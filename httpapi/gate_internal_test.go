@@ -57,7 +57,7 @@ func TestFastAnswersAgreeWithTheMachine(t *testing.T) {
 func probe(t *rapid.T, l limits, m *sku.Machine, now int64, id string) {
 	st := actors.Stats{Definition: m.Definition(), Counts: m.Counts(), Paused: m.Paused()}
 	at := time.UnixMilli(now)
-	fast := l.precheck(st, at, false)
+	fast := l.precheck(&st, at, false)
 	status, _ := l.skuStatus(st, at, 0)
 	res, _ := m.Reserve(now, id, id, nil)
 	want := map[sku.Outcome]verdict{sku.OutcomeNotStarted: verdictNotStarted, sku.OutcomeEnded: verdictEnded,

@@ -89,7 +89,7 @@ func (s *Server) handleEnter(ctx *fasthttp.RequestCtx) string {
 	if err := decodeJSON(ctx.PostBody(), &req); err != nil {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
 	}
-	for _, bad := range []string{checkRequestID(req.RequestID, req.EntryPass), checkID("user_id", req.UserID)} {
+	for _, bad := range []string{checkRequestID(req.RequestID, req.EntryPass != ""), checkID("user_id", req.UserID)} {
 		if bad != "" {
 			return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad))
 		}

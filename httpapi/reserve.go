@@ -12,9 +12,10 @@ import (
 type reserveRequest struct {
 	RequestID string `json:"request_id"`
 	UserID    string `json:"user_id"`
-	// EntryPass is the buyer's entry pass (issue #14), "" for none. With
-	// a pass, request_id may be left out: it is the pass's.
-	EntryPass string `json:"entry_pass"`
+	// EntryPass is the buyer's entry pass (issue #14), empty for none: a
+	// view into the parser's buffer (parseReserveBody). With a pass,
+	// request_id may be left out: it is the pass's.
+	EntryPass []byte `json:"entry_pass"`
 }
 
 // acceptedBody is the 202 answer. It describes the acceptance, so a repeat
@@ -30,54 +31,89 @@ type acceptedBody struct {
 }
 
 // handleReserve is POST /v1/campaigns/{c}/skus/{s}/reservations: decode,
-// validate, run the ingress pipeline, encode.
-func (s *Server) handleReserve(ctx *fasthttp.RequestCtx) string {
-	campaignID, skuID, ok := pathSKU(ctx)
+// validate, run the ingress pipeline, encode. k's ids are the path's, ok
+// whether they are valid (pathSKU; the fast route's are, reserveroute.go);
+// arrived is when the request was routed (time.Now).
+func (s *Server) handleReserve(ctx *fasthttp.RequestCtx, k *reserveTarget, ok bool, arrived time.Time) string {
 	if !ok {
 		s.rejected(layerValidation)
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
 	}
-	req, err := parseReserveBody(ctx.PostBody())
-	if err != nil {
-		s.rejected(layerValidation)
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
-	}
-	for _, bad := range []string{checkRequestID(req.RequestID, req.EntryPass), checkID("user_id", req.UserID)} {
-		if bad != "" {
-			s.rejected(layerValidation)
-			return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad))
-		}
-	}
-	st, known := s.engine.SKUStats(campaignID, skuID)
-	if !known {
-		s.rejected(layerValidation)
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
-	}
-	if st.Definition.Lottery != nil {
-		s.rejected(layerValidation)
-		return write(ctx, replyLotterySale)
-	}
-	p, rep, ok := s.checkEntryPass(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass)
+	// One lookup of the SKU's published stats and one clock reading serve
+	// the lottery refusal, the entry-pass check and the flight leader's
+	// fast paths (a reserve that waits behind another flight takes fresh
+	// ones: Server.reserve).
+	var st actors.Stats
+	in, rep, ok := s.reserveDoor(ctx.PostBody(), k.campaignID, k.skuID, &st)
 	if !ok {
 		return write(ctx, rep)
 	}
-	return write(ctx, s.reserve(campaignID, skuID, p.requestID, req.UserID, p.holder))
+	in.arrived = arrived
+	return write(ctx, s.reserve(&st, &in, k))
+}
+
+// doorPassed is a reserve that passed its door (reserveDoor): the clock
+// reading its checks used (the server's clock, Config.Clock), when it
+// arrived (the wall clock, time.Now: its wait for the engine counts from
+// then), its user and what its entry pass gave.
+type doorPassed struct {
+	now     time.Time
+	arrived time.Time
+	userID  string
+	pass    passed
+}
+
+// reserveDoor runs the checks of a reserve before the answer cache: its
+// body and ids, the SKU (its published stats go to st), the lottery
+// refusal and the entry pass. It holds the body's parser until the pass is
+// verified, which reads the pass in place. ok is false with rep the
+// refusal.
+func (s *Server) reserveDoor(body []byte, campaignID, skuID string, st *actors.Stats) (in doorPassed, rep reply, ok bool) {
+	p := reserveParsers.Get()
+	defer reserveParsers.Put(p)
+	req, err := parseReserveBody(p, body)
+	if err != nil {
+		s.rejected(layerValidation)
+		return in, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()), false
+	}
+	for _, bad := range []string{checkRequestID(req.RequestID, len(req.EntryPass) > 0), checkID("user_id", req.UserID)} {
+		if bad != "" {
+			s.rejected(layerValidation)
+			return in, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad), false
+		}
+	}
+	var known bool
+	if *st, known = s.engine.SKUStats(campaignID, skuID); !known {
+		s.rejected(layerValidation)
+		return in, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"), false
+	}
+	if st.Definition.Lottery != nil {
+		s.rejected(layerValidation)
+		return in, replyLotterySale, false
+	}
+	in.now, in.userID = s.cfg.Clock(), req.UserID
+	in.pass, rep, ok = s.checkEntryPassAt(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass, in.now)
+	return in, rep, ok
 }
 
 // checkRequestID checks a reserve's request_id: an id, or left out when
-// an entry pass gives it.
-func checkRequestID(requestID, entryPass string) string {
-	if requestID == "" && entryPass != "" {
+// the request carries an entry pass (withPass), which gives it.
+func checkRequestID(requestID string, withPass bool) string {
+	if requestID == "" && withPass {
 		return ""
 	}
 	return checkID("request_id", requestID)
 }
 
-// reserve runs one reserve of a SKU the engine knows, its entry pass
-// checked (holder: what it vouched for, zero without one), through the
-// ingress layers: the answer cache, the user's flight, the fast paths and
-// admission, then the engine.
-func (s *Server) reserve(campaignID, skuID, requestID, userID string, holder sku.Holder) reply {
+// reserve runs one reserve of k, a SKU the engine knows, that passed its
+// door (in.pass: its request_id and what its entry pass vouched for, zero
+// without one), through the ingress layers: the answer cache, the user's
+// flight, the fast paths and admission, then the engine. st and in.now are
+// the SKU's stats and the clock as the request found them; a request that
+// waits behind another flight of its user reads both again, and its wait
+// for the engine counts from then (in.arrived).
+func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) reply {
+	campaignID, skuID, requestID, userID := k.campaignID, k.skuID, in.pass.requestID, in.userID
 	rkey := requestKey(campaignID, skuID, requestID)
 	ukey := userKey(campaignID, skuID, userID)
 	// Waiting behind the user's other requests is bounded by one request
@@ -98,7 +134,7 @@ func (s *Server) reserve(campaignID, skuID, requestID, userID string, holder sku
 		}
 		fl, leader := s.flights.join(ukey, requestID)
 		if leader {
-			rep, shared := s.lead(rkey, campaignID, skuID, requestID, userID, holder, retryOfUnknown)
+			rep, shared := s.lead(rkey, st, in, k, retryOfUnknown)
 			s.flights.finish(ukey, fl, rep, shared)
 			return rep
 		}
@@ -125,26 +161,27 @@ func (s *Server) reserve(campaignID, skuID, requestID, userID string, holder sku
 		// Another request_id of the same user finished, or ours with an
 		// answer that may be stale by now (ALREADY_PURCHASED while a cancel
 		// completed meanwhile): ask again (the cache, then a flight of our
-		// own).
+		// own) on the SKU's state and the clock as they are now.
+		fresh, known := s.engine.SKUStats(campaignID, skuID)
+		if !known {
+			s.rejected(layerValidation)
+			return errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU")
+		}
+		st, in.now, in.arrived = &fresh, s.cfg.Clock(), time.Now()
 	}
 }
 
 // lead is the reserve of the flight's leader: fast paths on the SKU's
-// published durable stats, a permit, then the engine. shared reports an
-// answer that a repeat of the request_id, sent while this one was in
-// flight, may get too: one that is final for the request_id (ACCEPTED, the
+// published durable stats st at in.now, a permit, then the engine. shared
+// reports an answer that a repeat of the request_id, sent while this one
+// was in flight, may get too: one that is final for the request_id (ACCEPTED, the
 // engine's recorded SOLD_OUT, REQUEST_ID_REUSED) or decides nothing
 // (QUEUE_FULL, RESULT_UNKNOWN). The others hold only at the moment they
 // were decided (ALREADY_PURCHASED, a fast-path SOLD_OUT, the sale window):
 // the repeat, which may have been sent after the state changed, asks again
 // (found by the porcupine linearizability test).
-func (s *Server) lead(rkey dedupKey, campaignID, skuID, requestID, userID string, holder sku.Holder, retryOfUnknown bool) (rep reply, shared bool) {
-	st, known := s.engine.SKUStats(campaignID, skuID)
-	if !known {
-		s.rejected(layerValidation)
-		return errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"), false
-	}
-	now := s.cfg.Clock()
+func (s *Server) lead(rkey dedupKey, st *actors.Stats, in *doorPassed, k *reserveTarget, retryOfUnknown bool) (rep reply, shared bool) {
+	campaignID, skuID, requestID, userID, holder, now := k.campaignID, k.skuID, in.pass.requestID, in.userID, in.pass.holder, in.now
 	v := s.limits.precheck(st, now, retryOfUnknown)
 	// A request_id the SKU may have decided already must get its original
 	// answer from the engine, not a fast SOLD_OUT or ENDED (one request_id,
@@ -153,15 +190,18 @@ func (s *Server) lead(rkey dedupKey, campaignID, skuID, requestID, userID string
 	if v.gateRefusal() && s.engine.MayKnowRequest(campaignID, skuID, requestID) {
 		v = s.limits.precheck(st, now, true)
 	}
-	if rep, refused := s.fastRefusal(v, &st, now); refused {
+	if rep, refused := s.fastRefusal(v, st, now); refused {
 		return rep, v == verdictQueueFull
 	}
 	// Out of permits is busy, not sold out, even when the stock term
 	// binds: requests in flight may still be refused (a holder clicking
 	// again, a reused request_id) and leave the units to this buyer. Only
 	// a durable available of 0 (the precheck above) is SOLD_OUT.
-	g := s.gates.get(campaignID, skuID)
-	if !g.tryAcquire(s.limits.bound(st)) {
+	g := k.gate
+	if g == nil {
+		g = s.gates.get(campaignID, skuID)
+	}
+	if !g.tryAcquire(s.limits.bound(*st)) {
 		s.rejected(layerQueueFull)
 		return s.queueFull(), true
 	}
@@ -169,10 +209,11 @@ func (s *Server) lead(rkey dedupKey, campaignID, skuID, requestID, userID string
 
 	var res sku.Result
 	var err error
+	deadline := s.deadlines.getAt(in.arrived)
 	if holder == (sku.Holder{}) {
-		res, err = s.engine.Reserve(s.deadlines.get(), campaignID, skuID, requestID, userID)
+		res, err = s.engine.Reserve(deadline, campaignID, skuID, requestID, userID)
 	} else {
-		res, err = s.engine.ReserveWith(s.deadlines.get(), campaignID, skuID, requestID, userID, holder)
+		res, err = s.engine.ReserveWith(deadline, campaignID, skuID, requestID, userID, holder)
 	}
 	if err != nil {
 		f := classify(err)
@@ -187,7 +228,7 @@ func (s *Server) lead(rkey dedupKey, campaignID, skuID, requestID, userID string
 	}
 	rep, cache := s.reserveReply(res)
 	if res.Outcome == sku.OutcomeSoldOut && st.Definition.Cell != "" {
-		rep, cache = s.soldOutReply(st), false // a cell's SOLD_OUT is never final (cell.go)
+		rep, cache = s.soldOutReply(*st), false // a cell's SOLD_OUT is never final (cell.go)
 	}
 	if cache {
 		s.answers.putFinal(rkey, userID, rep)
@@ -209,7 +250,7 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 		v := res.Reservation
 		url := reservationURL(v.ReservationID)
 		rep = reply{status: fasthttp.StatusAccepted, outcome: reason, location: url,
-			body: acceptedJSON(v.ReservationID, v.RequestID, sku.StatePendingPayment.String(), v.TokenID, v.ExpireAt, url)}
+			body: acceptedJSON(v.ReservationID, v.RequestID, v.TokenID, v.ExpireAt)}
 		return rep, false
 	case sku.OutcomeSoldOut:
 		return replySoldOut, true
@@ -293,9 +334,12 @@ func (s *Server) rejected(layer string) {
 	s.metrics.rejectedBy[layer].Inc()
 }
 
+// reservationURLPrefix starts the status URL of every reservation.
+const reservationURLPrefix = "/v1/reservations/"
+
 // reservationURL is the status URL of a reservation.
 func reservationURL(reservationID string) string {
-	return "/v1/reservations/" + reservationID
+	return reservationURLPrefix + reservationID
 }
 
 // lookupURL is the status URL of a reserve request.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/httpapi/jsonkeys"
 	"github.com/valyala/fastjson"
 )
@@ -18,17 +19,18 @@ import (
 var reserveParsers fastjson.ParserPool
 
 // parseReserveBody decodes {"request_id": string, "user_id": string,
-// "entry_pass": string}.
+// "entry_pass": string} with p (from reserveParsers).
 // Keys match exactly (no case folding); an unknown or repeated key, a
 // value that is not a string, a body that is not one object, or data after
-// it is an error. Missing keys leave "" (rejected later by checkID).
-func parseReserveBody(body []byte) (reserveRequest, error) {
+// it is an error. Missing keys leave "" (rejected later by checkID). The
+// ids are copies; the entry pass is a view into p's buffer, valid until p
+// parses again or goes back to the pool: the pass is only verified, and
+// the text of a pass (up to 332 characters) is not worth a copy.
+func parseReserveBody(p *fastjson.Parser, body []byte) (reserveRequest, error) {
 	var req reserveRequest
 	if len(body) == 0 {
 		return req, errors.New("empty body, a JSON object is expected")
 	}
-	p := reserveParsers.Get()
-	defer reserveParsers.Put(p)
 	v, err := p.ParseBytes(body)
 	if err != nil {
 		// fastjson's message grows with the nesting depth: keep the start.
@@ -51,7 +53,7 @@ func parseReserveBody(body []byte) (reserveRequest, error) {
 		case "user_id":
 			dst, seen = &req.UserID, &seenUser
 		case "entry_pass":
-			dst, seen = &req.EntryPass, &seenPass
+			seen = &seenPass
 		default:
 			err = errors.New(keyDetail(&jsonkeys.Error{Key: string(key)}))
 			return
@@ -66,34 +68,45 @@ func parseReserveBody(body []byte) (reserveRequest, error) {
 			err = &fieldError{field: string(key), want: "a string"}
 			return
 		}
+		if dst == nil {
+			req.EntryPass = s
+			return
+		}
 		*dst = string(s)
 	})
 	return req, err
 }
 
-// acceptedJSON encodes the 202 body. Its output equals json.Marshal of the
-// same acceptedBody (tested); strings that would need escaping (never from
-// the engine, whose ids are validated) take the encoding/json path.
-func acceptedJSON(reservationID, requestID, state string, tokenID uint32, expireAtMillis int64, statusURL string) []byte {
-	if !plainJSON(reservationID) || !plainJSON(requestID) || !plainJSON(state) || !plainJSON(statusURL) {
+// acceptedState is the state every 202 body gives: the acceptance's.
+var acceptedState = sku.StatePendingPayment.String()
+
+// acceptedJSON encodes the 202 body of a reservation: its state
+// PENDING_PAYMENT and its status_url reservationURL(reservationID). Its
+// output equals json.Marshal of the same acceptedBody (tested); ids that
+// would need escaping (never from the engine, whose ids are validated)
+// take the encoding/json path. Only the two ids are scanned: the state and
+// the URL's prefix are constants.
+func acceptedJSON(reservationID, requestID string, tokenID uint32, expireAtMillis int64) []byte {
+	if !plainJSON(reservationID) || !plainJSON(requestID) {
 		return jsonReply(0, "", acceptedBody{
-			ReservationID: reservationID, RequestID: requestID, State: state,
-			TokenID: tokenID, ExpireAt: formatMillis(expireAtMillis), StatusURL: statusURL,
+			ReservationID: reservationID, RequestID: requestID, State: acceptedState,
+			TokenID: tokenID, ExpireAt: formatMillis(expireAtMillis), StatusURL: reservationURL(reservationID),
 		}).body
 	}
-	dst := make([]byte, 0, 160+len(reservationID)+len(requestID)+len(state)+len(statusURL))
+	dst := make([]byte, 0, 160+2*len(reservationID)+len(requestID)+len(acceptedState)+len(reservationURLPrefix))
 	dst = append(dst, `{"reservation_id":"`...)
 	dst = append(dst, reservationID...)
 	dst = append(dst, `","request_id":"`...)
 	dst = append(dst, requestID...)
 	dst = append(dst, `","state":"`...)
-	dst = append(dst, state...)
+	dst = append(dst, acceptedState...)
 	dst = append(dst, `","token_id":`...)
 	dst = strconv.AppendUint(dst, uint64(tokenID), 10)
 	dst = append(dst, `,"expire_at":"`...)
 	dst = appendMillisUTC(dst, expireAtMillis)
 	dst = append(dst, `","status_url":"`...)
-	dst = append(dst, statusURL...)
+	dst = append(dst, reservationURLPrefix...)
+	dst = append(dst, reservationID...)
 	dst = append(dst, `"}`...)
 	return dst
 }
@@ -103,10 +116,18 @@ func acceptedJSON(reservationID, requestID, state string, tokenID uint32, expire
 // escapes for HTML ('<', '>', '&').
 func plainJSON(s string) bool {
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+		if !plainJSONByte[s[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// plainJSONByte tells the bytes plainJSON lets through: one table load per
+// byte instead of a chain of comparisons.
+var plainJSONByte = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/valyala/fastjson"
 	"pgregory.net/rapid"
 )
 
@@ -13,30 +14,32 @@ import (
 func TestAcceptedJSONMatchesEncodingJSON(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		id := rapid.OneOf(rapid.StringMatching(`[A-Za-z0-9._:~-]{1,64}`), rapid.String())
-		rid, req, url := id.Draw(t, "reservation_id"), id.Draw(t, "request_id"), id.Draw(t, "status_url")
+		rid, req := id.Draw(t, "reservation_id"), id.Draw(t, "request_id")
 		token := rapid.Uint32().Draw(t, "token")
 		ms := rapid.Int64Range(0, 4102444800000).Draw(t, "expire_at")
 		want, err := json.Marshal(acceptedBody{ReservationID: rid, RequestID: req, State: "PENDING_PAYMENT",
-			TokenID: token, ExpireAt: formatMillis(ms), StatusURL: url})
+			TokenID: token, ExpireAt: formatMillis(ms), StatusURL: reservationURL(rid)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := acceptedJSON(rid, req, "PENDING_PAYMENT", token, ms, url); string(got) != string(want) {
+		if got := acceptedJSON(rid, req, token, ms); string(got) != string(want) {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
 	})
 }
 
 func TestParseReserveBody(t *testing.T) {
-	good := map[string]reserveRequest{
-		`{"request_id":"r1","user_id":"u1"}`:            {RequestID: "r1", UserID: "u1"},
-		` { "user_id" : "u\u0031", "request_id":"r" } `: {RequestID: "r", UserID: "u1"},
-		`{"request_id":"r1"}`:                           {RequestID: "r1"},
+	var p fastjson.Parser
+	good := map[string][3]string{ // request_id, user_id, entry_pass
+		`{"request_id":"r1","user_id":"u1"}`:            {"r1", "u1", ""},
+		` { "user_id" : "u\u0031", "request_id":"r" } `: {"r", "u1", ""},
+		`{"request_id":"r1"}`:                           {"r1", "", ""},
+		`{"user_id":"u1","entry_pass":"AQ\u0049d"}`:     {"", "u1", "AQId"},
 	}
 	for body, want := range good {
-		got, err := parseReserveBody([]byte(body))
-		if err != nil || got != want {
-			t.Errorf("%s: got %+v, %v; want %+v", body, got, err, want)
+		req, err := parseReserveBody(&p, []byte(body))
+		if got := [3]string{req.RequestID, req.UserID, string(req.EntryPass)}; err != nil || got != want {
+			t.Errorf("%s: got %q, %v; want %q", body, got, err, want)
 		}
 	}
 	bad := map[string]string{
@@ -51,11 +54,11 @@ func TestParseReserveBody(t *testing.T) {
 		`null`:                                       "object",
 	}
 	deep := `{"z":` + strings.Repeat("[", 2040) + strings.Repeat("]", 2040) + `}`
-	if _, err := parseReserveBody([]byte(deep)); err == nil || len(err.Error()) > 200 {
+	if _, err := parseReserveBody(&p, []byte(deep)); err == nil || len(err.Error()) > 200 {
 		t.Errorf("deep nesting: an error of %d bytes: %v", len(err.Error()), err)
 	}
 	for body, want := range bad {
-		if _, err := parseReserveBody([]byte(body)); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := parseReserveBody(&p, []byte(body)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want an error with %q", body, err, want)
 		}
 	}

@@ -9,61 +9,70 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// The reserve route without the router's allocations: fasthttp/router
-// copies each path parameter into a new string and boxes it for the
-// request's user values, four to five allocations per reserve (about a
-// third of a hot reserve's, half of a fast-path SOLD_OUT's). A POST whose
-// raw path is exactly /v1/campaigns/{c}/skus/{s}/reservations for ids of a
-// SKU the engine knows is matched here instead, and its user values are
-// set from strings interned (and boxed) once per SKU; every other request,
-// a percent-encoded path included, goes through the router as before.
+// The reserve route without the router: fasthttp/router copies each path
+// parameter into a new string and boxes it for the request's user values,
+// four to five allocations per reserve, and the handler then reads them
+// back and checks them (sku.ValidID) twice, and looks the SKU's ingress
+// counters up by its ids. A POST whose raw path is exactly
+// /v1/campaigns/{c}/skus/{s}/reservations of a SKU the engine knows is
+// matched here instead, by one lookup of the raw path in a table of known
+// SKUs, which gives the ids (checked once, when the SKU entered the table)
+// and the SKU's ingress counters; every other request, a percent-encoded
+// path included, goes through the router as before.
 
-// maxInterned bounds the interned ids (campaign and SKU ids of known
-// SKUs): beyond it, reserves of further SKUs take the router's path.
-const maxInterned = 4096
+// maxKnownPaths bounds the reserve paths of the table: beyond it, reserves
+// of further SKUs take the router's path.
+const maxKnownPaths = 4096
 
-// idIntern holds the ids of known SKUs, each boxed once as the any the
-// request's user values take. Readers load an immutable map; a writer
-// copies it (rarely: once per new SKU seen, at most maxInterned ids).
-type idIntern struct {
-	m  atomic.Pointer[map[string]any]
+// reserveTarget is the SKU of a reserve: its ids and, for a SKU of the
+// route's table (a SKU the engine knows), its ingress counters and its
+// gate, made once; nil ones are looked up (a routed reserve).
+type reserveTarget struct {
+	campaignID, skuID string
+	counters          *ingressCounters // the dashboard's (stats_ingress.go)
+	gate              *gate            // its permits (admission.go)
+}
+
+// pathTable maps the raw reserve path of a known SKU to it. Readers load
+// an immutable map; a writer copies it (rarely: once per new SKU seen, at
+// most maxKnownPaths entries).
+type pathTable struct {
+	m  atomic.Pointer[map[string]*reserveTarget]
 	mu sync.Mutex
 }
 
-// get returns the boxed id, without allocating.
-func (in *idIntern) get(id []byte) (any, bool) {
-	m := in.m.Load()
+// get returns the SKU of a raw reserve path, without allocating.
+func (t *pathTable) get(path []byte) (*reserveTarget, bool) {
+	m := t.m.Load()
 	if m == nil {
 		return nil, false
 	}
-	v, ok := (*m)[string(id)]
-	return v, ok
+	k, ok := (*m)[string(path)]
+	return k, ok
 }
 
-// full reports whether no more ids are interned.
-func (in *idIntern) full() bool {
-	m := in.m.Load()
-	return m != nil && len(*m) >= maxInterned
+// full reports whether no more paths are added.
+func (t *pathTable) full() bool {
+	m := t.m.Load()
+	return m != nil && len(*m) >= maxKnownPaths
 }
 
-// add interns ids (while there is room).
-func (in *idIntern) add(ids ...string) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	old := in.m.Load()
-	next := make(map[string]any, 8)
+// add enters k under path (while there is room).
+func (t *pathTable) add(path string, k *reserveTarget) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.m.Load()
+	next := make(map[string]*reserveTarget, 8)
 	if old != nil {
-		next = make(map[string]any, len(*old)+len(ids))
-		for k, v := range *old {
-			next[k] = v
+		next = make(map[string]*reserveTarget, len(*old)+1)
+		for p, v := range *old {
+			next[p] = v
 		}
 	}
-	for _, id := range ids {
-		if _, ok := next[id]; !ok && len(next) < maxInterned {
-			next[id] = any(id)
-		}
+	if _, ok := next[path]; !ok && len(next) < maxKnownPaths {
+		next[path] = k
 	}
-	in.m.Store(&next)
+	t.m.Store(&next)
 }
 
 // reservePath splits a raw path of the shape
@@ -87,50 +96,50 @@ func reservePath(path []byte) (campaignID, skuID []byte, ok bool) {
 	return campaignID, skuID, true
 }
 
-// reserveRoute returns a handler that serves reserves of known SKUs with
-// reserve directly and passes every other request to routed (the router).
-// It recovers a panic as the router's PanicHandler would.
-func (s *Server) reserveRoute(reserve, routed fasthttp.RequestHandler) fasthttp.RequestHandler {
-	var ids idIntern
+// reserveRoute returns a handler that serves reserves of known SKUs
+// itself (timedReserve, with the route metrics m) and passes every other
+// request to routed (the router). It recovers a panic as the router's
+// PanicHandler would.
+func (s *Server) reserveRoute(m *routeMetrics, routed fasthttp.RequestHandler) fasthttp.RequestHandler {
+	var known pathTable
 	return func(ctx *fasthttp.RequestCtx) {
 		if !ctx.IsPost() {
 			routed(ctx)
 			return
 		}
-		c, k, shaped := reservePath(ctx.Request.URI().PathOriginal())
-		if !shaped {
-			routed(ctx)
-			return
-		}
-		cv, okc := ids.get(c)
-		kv, okk := ids.get(k)
-		if !okc || !okk {
-			campaignID, skuID := string(c), string(k)
-			if ids.full() || !sku.ValidID(campaignID) || !sku.ValidID(skuID) {
-				routed(ctx)
-				return
-			}
-			if _, known := s.engine.SKUStats(campaignID, skuID); !known {
-				routed(ctx)
-				return
-			}
-			ids.add(campaignID, skuID)
-			if cv, okc = ids.get(c); !okc {
-				routed(ctx)
-				return
-			}
-			if kv, okk = ids.get(k); !okk {
+		path := ctx.Request.URI().PathOriginal()
+		k, ok := known.get(path)
+		if !ok {
+			if k = s.learnReservePath(&known, path); k == nil {
 				routed(ctx)
 				return
 			}
 		}
 		defer func() {
 			if v := recover(); v != nil {
-				s.recoverPanic(ctx, v)
+				s.panicked(ctx, m.route, v)
 			}
 		}()
-		ctx.SetUserValue("campaign_id", cv)
-		ctx.SetUserValue("sku_id", kv)
-		reserve(ctx)
+		s.timedReserve(ctx, m, k, true)
 	}
+}
+
+// learnReservePath enters a reserve path of a SKU the engine knows into
+// known and returns it; nil for any other path (or a full table).
+func (s *Server) learnReservePath(known *pathTable, path []byte) *reserveTarget {
+	c, k, shaped := reservePath(path)
+	if !shaped || known.full() {
+		return nil
+	}
+	campaignID, skuID := string(c), string(k)
+	if !sku.ValidID(campaignID) || !sku.ValidID(skuID) {
+		return nil
+	}
+	counters := s.ingress.of(campaignID, skuID) // nil unless the engine knows the SKU
+	if counters == nil {
+		return nil
+	}
+	entry := &reserveTarget{campaignID: campaignID, skuID: skuID, counters: counters, gate: s.gates.get(campaignID, skuID)}
+	known.add(string(path), entry)
+	return entry
 }

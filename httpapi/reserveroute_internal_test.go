@@ -30,22 +30,22 @@ func TestReservePathShapes(t *testing.T) {
 	}
 }
 
-// The intern table holds at most maxInterned ids and hands out the same
-// boxed value for an id every time.
-func TestIdInternIsBounded(t *testing.T) {
-	var in idIntern
-	for i := range maxInterned + 100 {
-		in.add(fmt.Sprintf("id%d", i))
+// The table of known reserve paths holds at most maxKnownPaths and hands
+// out the same entry for a path every time.
+func TestPathTableIsBounded(t *testing.T) {
+	var known pathTable
+	for i := range maxKnownPaths + 100 {
+		known.add(fmt.Sprintf("/p%d", i), &reserveTarget{campaignID: "c", skuID: fmt.Sprint(i)})
 	}
-	if !in.full() || len(*in.m.Load()) != maxInterned {
-		t.Fatalf("%d ids interned, bound %d", len(*in.m.Load()), maxInterned)
+	if !known.full() || len(*known.m.Load()) != maxKnownPaths {
+		t.Fatalf("%d paths known, bound %d", len(*known.m.Load()), maxKnownPaths)
 	}
-	a, ok1 := in.get([]byte("id1"))
-	b, ok2 := in.get([]byte("id1"))
-	if !ok1 || !ok2 || a != b || a.(string) != "id1" {
+	a, ok1 := known.get([]byte("/p1"))
+	b, ok2 := known.get([]byte("/p1"))
+	if !ok1 || !ok2 || a != b || a.skuID != "1" {
 		t.Fatalf("get: %v %v %v %v", a, ok1, b, ok2)
 	}
-	if _, ok := in.get([]byte(fmt.Sprintf("id%d", maxInterned+1))); ok {
-		t.Fatal("an id beyond the bound was interned")
+	if _, ok := known.get([]byte(fmt.Sprintf("/p%d", maxKnownPaths+1))); ok {
+		t.Fatal("a path beyond the bound was entered")
 	}
 }

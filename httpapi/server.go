@@ -302,9 +302,9 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 }
 
 // router builds the router of every route (Handler, and the OpenAPI test
-// through its list of routes) and returns the reserve route's handler with
+// through its list of routes) and returns the reserve route's metrics with
 // it, for the fast route of known SKUs.
-func (s *Server) router() (r *router.Router, reserve fasthttp.RequestHandler) {
+func (s *Server) router() (r *router.Router, reserve *routeMetrics) {
 	r = router.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
@@ -332,8 +332,12 @@ func (s *Server) router() (r *router.Router, reserve fasthttp.RequestHandler) {
 		r.HEAD(path, h)
 	}
 
-	reserve = s.route("reserve", s.countReserve(s.handleReserve))
-	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", reserve)
+	reserve = s.newRouteMetrics("reserve")
+	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations", func(ctx *fasthttp.RequestCtx) {
+		ctx.SetUserValue(routeKey, reserve.name)
+		campaignID, skuID, ok := pathSKU(ctx)
+		s.timedReserve(ctx, reserve, &reserveTarget{campaignID: campaignID, skuID: skuID}, ok)
+	})
 	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/reservations:batch", s.route("reserve_batch", s.handleReserveBatch))
 	r.POST("/v1/campaigns/{campaign_id}/skus/{sku_id}/entry-passes", s.route("issue_entry_pass", s.issuer(s.handleIssuePass)))
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}", s.route("sku_status", s.handleStatus))
@@ -372,25 +376,54 @@ func (s *Server) router() (r *router.Router, reserve fasthttp.RequestHandler) {
 // panic handler's metric.
 const routeKey = "httpapi.route"
 
+// routeMetrics are one route's request metrics: its duration histogram and
+// its requests counters by outcome.
+type routeMetrics struct {
+	route    string
+	name     any // route, boxed once for the request's user values
+	duration prometheus.Observer
+	// known holds the counters of the outcomes known at start (a small,
+	// fixed set; read-only after newRouteMetrics, so a lookup takes no
+	// lock); others the rest, made on first use.
+	known    map[string]prometheus.Counter
+	others   sync.Map // outcome -> prometheus.Counter
+	requests *prometheus.CounterVec
+}
+
+func (s *Server) newRouteMetrics(name string) *routeMetrics {
+	m := &routeMetrics{route: name, name: name, duration: s.metrics.duration.WithLabelValues(name),
+		known: make(map[string]prometheus.Counter), requests: s.metrics.requests}
+	for _, outcome := range knownOutcomes(name) {
+		m.known[outcome] = s.metrics.requests.WithLabelValues(name, outcome)
+	}
+	return m
+}
+
+// done counts one request of the route that began at start and answered
+// outcome, and returns how long it took.
+func (m *routeMetrics) done(start time.Time, outcome string) time.Duration {
+	took := time.Since(start)
+	m.duration.Observe(took.Seconds())
+	c, ok := m.known[outcome]
+	if !ok {
+		v, loaded := m.others.Load(outcome)
+		if !loaded {
+			v, _ = m.others.LoadOrStore(outcome, m.requests.WithLabelValues(m.route, outcome))
+		}
+		c = v.(prometheus.Counter)
+	}
+	c.Inc()
+	return took
+}
+
 // route wraps a handler that returns its outcome label with the request
 // metrics.
 func (s *Server) route(name string, h func(ctx *fasthttp.RequestCtx) string) fasthttp.RequestHandler {
-	duration := s.metrics.duration.WithLabelValues(name)
-	var routeName any = name // boxed once, not per request
-	var counters sync.Map    // outcome -> its requests counter (a small, fixed set)
-	for _, outcome := range knownOutcomes(name) {
-		counters.Store(outcome, s.metrics.requests.WithLabelValues(name, outcome))
-	}
+	m := s.newRouteMetrics(name)
 	return func(ctx *fasthttp.RequestCtx) {
-		ctx.SetUserValue(routeKey, routeName)
+		ctx.SetUserValue(routeKey, m.name)
 		start := time.Now()
-		outcome := h(ctx)
-		duration.Observe(time.Since(start).Seconds())
-		c, ok := counters.Load(outcome)
-		if !ok {
-			c, _ = counters.LoadOrStore(outcome, s.metrics.requests.WithLabelValues(name, outcome))
-		}
-		c.(prometheus.Counter).Inc()
+		m.done(start, h(ctx))
 	}
 }
 
@@ -401,6 +434,11 @@ func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx, v any) {
 	if name == "" {
 		name = "unknown"
 	}
+	s.panicked(ctx, name, v)
+}
+
+// panicked is recoverPanic for a panic in the route name.
+func (s *Server) panicked(ctx *fasthttp.RequestCtx, name string, v any) {
 	s.log.Error("handler panicked", "route", name, "method", string(ctx.Method()), "path", string(ctx.Path()), "panic", fmt.Sprint(v))
 	ctx.Response.Reset()
 	write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))

@@ -91,17 +91,18 @@ func (is *ingressStats) load(campaignID, skuID string) *ingressCounters {
 	return c.(*ingressCounters)
 }
 
-// countReserve wraps the reserve handler with the SKU's ingress counters.
-func (s *Server) countReserve(h func(ctx *fasthttp.RequestCtx) string) func(ctx *fasthttp.RequestCtx) string {
-	return func(ctx *fasthttp.RequestCtx) string {
-		start := time.Now()
-		outcome := h(ctx)
-		took := time.Since(start)
-		if campaignID, skuID, ok := pathSKU(ctx); ok {
-			if c := s.ingress.of(campaignID, skuID); c != nil {
-				c.count(outcome, ctx.Response.StatusCode(), took)
-			}
-		}
-		return outcome
+// timedReserve serves a reserve of k (handleReserve: valid tells whether
+// the path's ids are valid) and counts it, timed once: the route's metrics
+// m and the SKU's ingress counters (k's, or looked up).
+func (s *Server) timedReserve(ctx *fasthttp.RequestCtx, m *routeMetrics, k *reserveTarget, valid bool) {
+	start := time.Now()
+	outcome := s.handleReserve(ctx, k, valid, start)
+	took := m.done(start, outcome)
+	counters := k.counters
+	if counters == nil && valid {
+		counters = s.ingress.of(k.campaignID, k.skuID)
+	}
+	if counters != nil {
+		counters.count(outcome, ctx.Response.StatusCode(), took)
 	}
 }

@@ -28,7 +28,7 @@ const (
 // other route answers it). final is set for statuses that cannot change
 // any more (longer cache TTL).
 func (l limits) skuStatus(st actors.Stats, now time.Time, inFlight int64) (status string, final bool) {
-	switch v := gateOf(st, now); {
+	switch v := gateOf(&st, now); {
 	case v == sku.VerdictNotStarted:
 		return StatusNotStarted, false
 	case v.SoldOutForGood():

@@ -15,6 +15,12 @@ func TestAppendMillisUTCMatchesFormatMillis(t *testing.T) {
 	for range 100_000 {
 		cases = append(cases, rng.Int64N(253_402_300_800_000))
 	}
+	for range 100 { // runs within a day and across midnight: the cached date part
+		base := rng.Int64N(253_402_300_800_000 - 10_000_000)
+		for k := range int64(1000) {
+			cases = append(cases, base+k*9_973)
+		}
+	}
 	cases = append(cases, 253_402_300_800_000, -62_167_219_200_001) // years 10000 and -1: the fallback
 	for _, ms := range cases {
 		want := time.UnixMilli(ms).UTC().Format(rfc3339Millis)
