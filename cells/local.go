@@ -45,7 +45,7 @@ func (g *Guard) ClaimCampaign(ctx context.Context, campaignID string) error {
 	case errors.Is(err, ledger.ErrPublished):
 		return fmt.Errorf("%w (campaign %s)", httpapi.ErrCampaignPublished, campaignID)
 	case errors.As(err, &local):
-		return fmt.Errorf("%w: campaign %s is cell %s's; define it there (or through the router, which sends it to its default cell)", httpapi.ErrCampaignOnOtherCell, campaignID, local.Cell)
+		return fmt.Errorf("%w: campaign %s is cell %s's; define it there, or through the router (which sends it there)", httpapi.ErrCampaignOnOtherCell, campaignID, local.Cell)
 	}
 	return fmt.Errorf("%w: %v", httpapi.ErrLedgerUnreachable, err)
 }

@@ -3,6 +3,7 @@ package clustertest
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +22,9 @@ import (
 //   - dd PUT through the router (c1, uncelled, sale_limit 5), then
 //     seckillctl cells publish dd/a over c1,c2: exit 1 naming c1; 30
 //     users through the router: 5 reserves;
+//   - down1 PUT at c2 (not the router's default cell): through the router
+//     a reserve 202, a GET 200 and a redefinition 200; at c1, 409 whose
+//     advice is c2 or the router;
 //   - a data dir from before the claim (hh defined on c1 with no claim in
 //     etcd: the test deletes it) under a published hh/a: c1 logs once
 //     that it does not take it (while it takes SKUs published after), and
@@ -44,6 +48,7 @@ func TestLocalCampaignThroughRouter(t *testing.T) {
 		}
 	}
 
+	var lastBody string // of the last put
 	put := func(base, campaign string, saleLimit int) int {
 		now := time.Now().UTC().Truncate(time.Second)
 		body := fmt.Sprintf(`{"campaign_id":%q,"start_at":%q,"end_at":%q,"skus":[{"sku_id":"a","sale_limit":%d}]}`,
@@ -54,7 +59,9 @@ func TestLocalCampaignThroughRouter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		lastBody = string(b)
 		return resp.StatusCode
 	}
 	publish := func(campaign string) (int, string) {
@@ -90,6 +97,35 @@ func TestLocalCampaignThroughRouter(t *testing.T) {
 	}
 	if accepted != 5 {
 		t.Fatalf("%d reserves of dd/a, sale_limit 5", accepted)
+	}
+
+	// A campaign defined at a cell other than the router's default cell
+	// (c1) is reached through the router: the router follows its
+	// campaigns/<c>/local key.
+	c2 := "http://" + cl.addrs["c2"]
+	if code := put(c2, "down1", 5); code != http.StatusCreated {
+		t.Fatalf("PUT down1 at c2: %d", code)
+	}
+	resp, err := httpClient.Post(router+"/v1/campaigns/down1/skus/a/reservations", "application/json", strings.NewReader(`{"request_id":"r1","user_id":"u1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("reserve down1/a through the router: %d", resp.StatusCode)
+	}
+	if resp, err = httpClient.Get(router + "/v1/campaigns/down1/skus/a"); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET down1/a through the router: %d", resp.StatusCode)
+	}
+	if code := put(router, "down1", 6); code != http.StatusOK {
+		t.Fatalf("PUT down1 (a redefinition) through the router: %d", code)
+	}
+	if code := put(c1, "down1", 6); code != http.StatusConflict || !strings.Contains(lastBody, "define it there, or through the router (which sends it there)") {
+		t.Fatalf("PUT down1 at c1: %d %s", code, lastBody)
 	}
 
 	// A data dir from before the claim.

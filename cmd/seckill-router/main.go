@@ -7,7 +7,11 @@
 // item to its user's cell, the results put back in order), pay, cancel and
 // status by the cell
 // the reservation id names, a request_id lookup to every cell of the SKU.
-// It never reads etcd after start: the maps are frozen.
+// It reads etcd every second for the SKUs published since (a map, once
+// published, is frozen), and, on a request for a campaign that is not
+// celled, the cell that defines it locally (its campaigns/<c>/local key,
+// remembered: localCells); a campaign no cell claimed yet goes to the
+// default cell, which claims it on its PUT.
 //
 //	seckill-router --addr 127.0.0.1:8090 --etcd HOST:PORT,...
 //	               --cells c1=127.0.0.1:8081,c2=127.0.0.1:8082 [--default-cell c1]
@@ -54,7 +58,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.etcd, "etcd", "", "etcd endpoints, comma-separated (required)")
 	fs.StringVar(&o.prefix, "etcd-prefix", ledger.DefaultPrefix, "key prefix of the ledger")
 	fs.StringVar(&o.cells, "cells", "", "cell=host:port,... (required)")
-	fs.StringVar(&o.defaultCell, "default-cell", "", "cell for SKUs that are not celled and routes without a SKU (default: the first of --cells)")
+	fs.StringVar(&o.defaultCell, "default-cell", "", "cell for campaigns no cell claimed (their PUT claims them there) and routes that name no campaign (default: the first of --cells)")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Second, "per-request timeout towards a cell")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -97,14 +101,17 @@ type router struct {
 	order       []string
 	defaultCell string
 	timeout     time.Duration
+	local       *localCells
 }
 
-func serve(o options, stdout io.Writer, log *slog.Logger) error {
-	r := &router{clients: map[string]*fasthttp.HostClient{}, timeout: o.timeout}
+// newRouter builds the router of o's --cells over the ledger l; its
+// routes are empty until stored.
+func newRouter(o options, l *ledger.Ledger) (*router, error) {
+	r := &router{clients: map[string]*fasthttp.HostClient{}, timeout: o.timeout, local: newLocalCells(l)}
 	for _, kv := range strings.Split(o.cells, ",") {
 		cell, addr, ok := strings.Cut(kv, "=")
 		if !ok || cell == "" || addr == "" {
-			return fmt.Errorf("--cells: %q is not cell=host:port", kv)
+			return nil, fmt.Errorf("--cells: %q is not cell=host:port", kv)
 		}
 		r.clients[cell] = &fasthttp.HostClient{Addr: addr, MaxConns: 4096, ReadTimeout: o.timeout, WriteTimeout: o.timeout,
 			MaxIdemponentCallAttempts: 1}
@@ -114,12 +121,21 @@ func serve(o options, stdout io.Writer, log *slog.Logger) error {
 	if r.defaultCell == "" {
 		r.defaultCell = r.order[0]
 	}
+	r.routes.Store(cells.NewRoutes(nil))
+	return r, nil
+}
+
+func serve(o options, stdout io.Writer, log *slog.Logger) error {
 	client, err := ledger.Dial(strings.Split(o.etcd, ","))
 	if err != nil {
 		return err
 	}
 	defer client.Close()
 	l := ledger.New(client, o.prefix)
+	r, err := newRouter(o, l)
+	if err != nil {
+		return err
+	}
 	var pubs []cells.Published
 	for attempt := 0; ; attempt++ { // the maps are needed before the first request
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -194,7 +210,7 @@ func (r *router) handle(ctx *fasthttp.RequestCtx) {
 	if !route.FanOut {
 		cell := route.Cell
 		if cell == "" {
-			cell = r.defaultCell
+			cell = r.uncelledCell(string(ctx.Path()))
 		}
 		r.forward(ctx, cell)
 		return
@@ -205,6 +221,18 @@ func (r *router) handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
+}
+
+// uncelledCell is the cell of a request no published map routes: the cell
+// that defines its campaign locally, else the default cell (a campaign no
+// cell claimed yet: its PUT there claims it; a route naming no campaign).
+func (r *router) uncelledCell(path string) string {
+	if campaign := campaignOfPath(path); campaign != "" {
+		if cell := r.local.cellOf(campaign); cell != "" {
+			return cell
+		}
+	}
+	return r.defaultCell
 }
 
 // forwardBatch splits a batch reserve of a celled SKU by cell, sends the
