@@ -32,12 +32,14 @@ import (
 // still accepts it.
 const (
 	campaignCursorV1 = 0x01
-	// campaignCursorMaxBytes bounds the campaign cursor, so that it fits
-	// fasthttp's read buffer (4 KiB: the request line and headers, of which
-	// it is a part as after= or Last-Event-ID) with 1 KiB to spare for the
-	// rest of the request. A campaign whose widest cursor would exceed it
-	// is refused with 400 CAMPAIGN_FEED_TOO_WIDE.
-	campaignCursorMaxBytes = 3072
+	// campaignCursorMaxBytes bounds the campaign cursor, so that a
+	// request carrying it twice fits fasthttp's read buffer (4 KiB: the
+	// request line and headers) with 1 KiB to spare for the rest of the
+	// request: a browser's EventSource opened with ?after= sends, when it
+	// reconnects, the same URL and the last id: as Last-Event-ID. A
+	// campaign whose widest cursor would exceed it is refused with 400
+	// CAMPAIGN_FEED_TOO_WIDE.
+	campaignCursorMaxBytes = (4096 - 1024) / 2
 	// campaignPositionMaxBytes is the width of one position assumed by
 	// the bound: a history id and an index below 2^35 (34 billion records
 	// in one SKU's log). A wider actual cursor is refused at run time too.

@@ -1,9 +1,11 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -20,9 +22,11 @@ type campaignFeedPage struct {
 
 // The widest campaign the feed serves (CampaignFeedMaxSKUs SKUs with ids
 // of the longest length, a campaign id of that length too) hands out a
-// cursor the server takes back, both as after= (with the other
-// parameters) and as Last-Event-ID; one SKU more is refused with 400
-// CAMPAIGN_FEED_TOO_WIDE instead of a cursor nobody could send back.
+// cursor the server takes back as after= (with the other parameters), as
+// Last-Event-ID, and as both at once with a browser's headers (an
+// EventSource opened with ?after= reconnecting); one SKU more is refused
+// with 400 CAMPAIGN_FEED_TOO_WIDE instead of a cursor nobody could send
+// back.
 func TestCampaignFeedWidest(t *testing.T) {
 	ts := startServer(t, serverOptions{})
 	c := strings.Repeat("c", 64)
@@ -49,6 +53,20 @@ func TestCampaignFeedWidest(t *testing.T) {
 	}
 	if got := readSSEMessages(t, ts, path, p.NextCursor, 1); got[0].data.Data["user_id"] != "u1" {
 		t.Fatalf("Last-Event-ID: %+v", got)
+	}
+	if status := browserReconnect(t, ts, path+query, p.NextCursor); status != "HTTP/1.1 200 OK" {
+		t.Fatalf("after= and Last-Event-ID both (%d-byte cursor): %q", len(p.NextCursor), status)
+	}
+	// The widest cursor the bound allows (every index just below 2^35),
+	// twice: the request is read (the handler answers: those histories
+	// are no SKU's), not refused 431 by fasthttp.
+	widest := map[string]string{}
+	for i := range httpapi.CampaignFeedMaxSKUs {
+		widest[fmt.Sprint(i)] = fmt.Sprintf("%016x-%d", i+1, 1<<35-1)
+	}
+	wide := httpapi.CampaignCursor(widest)
+	if status := browserReconnect(t, ts, path+"?after="+wide+"&limit=1000&wait=10s&types=seckill.reservation.created,seckill.reservation.paid,seckill.reservation.closed", wide); status != "HTTP/1.1 400 Bad Request" {
+		t.Fatalf("after= and Last-Event-ID both at the widest cursor (%d bytes): %q", len(wide), status)
 	}
 	ts.define(campaign(c, "15m", map[string]int{"one-more": 1}))
 	want(t, ts.admin(http.MethodGet, path, nil), http.StatusBadRequest, "CAMPAIGN_FEED_TOO_WIDE")
@@ -128,4 +146,44 @@ func TestCampaignFeedNewSKU(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the stream did not deliver the new SKU's events")
 	}
+}
+
+// browserReconnect sends GET target with the headers a browser's
+// EventSource sends when it reconnects (Last-Event-ID = lastID, beside
+// whatever after= target carries) and returns the answer's status line.
+func browserReconnect(t *testing.T, ts *testServer, target, lastID string) string {
+	t.Helper()
+	host := strings.TrimPrefix(ts.base, "http://")
+	req := "GET " + target + " HTTP/1.1\r\n" +
+		"Host: " + host + "\r\n" +
+		"Connection: keep-alive\r\n" +
+		"Accept: text/event-stream\r\n" +
+		"Cache-Control: no-cache\r\n" +
+		"Last-Event-ID: " + lastID + "\r\n" +
+		"Authorization: Bearer " + testToken + "\r\n" +
+		"User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36\r\n" +
+		"sec-ch-ua: \"Google Chrome\";v=\"131\", \"Chromium\";v=\"131\", \"Not_A Brand\";v=\"24\"\r\n" +
+		"sec-ch-ua-mobile: ?0\r\n" +
+		"sec-ch-ua-platform: \"Linux\"\r\n" +
+		"Sec-Fetch-Site: same-origin\r\n" +
+		"Sec-Fetch-Mode: cors\r\n" +
+		"Sec-Fetch-Dest: empty\r\n" +
+		"Referer: " + ts.base + "/admin/dashboard\r\n" +
+		"Accept-Encoding: gzip, deflate, br, zstd\r\n" +
+		"Accept-Language: en-US,en;q=0.9\r\n\r\n"
+	conn, err := net.DialTimeout("tcp", host, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	t.Logf("a %d-byte request line and headers", len(req))
+	if _, err := conn.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		t.Fatalf("%d-byte request: %v", len(req), err)
+	}
+	return strings.TrimRight(status, "\r\n")
 }
