@@ -25,9 +25,18 @@ func TestCampaignFileErrorsNameTheLine(t *testing.T) {
 			`line 6: campaign "spring", a SKU: unknown key "limit"`},
 		"not a list": {"campaign_id: spring\n", `line 1: a list of campaigns is expected`},
 		"purchase limit empty": {head + "  purchase_limit: \"\"\n  skus: [{sku_id: a, sale_limit: 3}]\n",
-			`purchase_limit: must be "sku" or "campaign"`},
+			`c.yaml: campaigns[0] ("spring"): purchase_limit: must be "sku" or "campaign"`},
 		"purchase limit null": {head + "  purchase_limit:\n  skus: [{sku_id: a, sale_limit: 3}]\n",
-			`purchase_limit: must be "sku" or "campaign"`},
+			`c.yaml: campaigns[0] ("spring"): purchase_limit: must be "sku" or "campaign"`},
+		"purchase limit bogus": {head + "  purchase_limit: bogus\n  skus: [{sku_id: a, sale_limit: 3}]\n",
+			`c.yaml: campaigns[0] ("spring"): purchase_limit: must be "sku" or "campaign"`},
+		"purchase limit null, second campaign": {head + "  skus: [{sku_id: a, sale_limit: 3}]\n" +
+			"- campaign_id: j1\n  start_at: 2030-01-01T00:00:00Z\n  end_at: 2030-01-02T00:00:00Z\n  purchase_limit: null\n  skus: [{sku_id: a, sale_limit: 3}]\n",
+			`c.yaml: campaigns[1] ("j1"): purchase_limit: must be "sku" or "campaign"`},
+		"purchase limit null, JSON": {`[{"campaign_id":"j1","start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z","purchase_limit":null,"skus":[{"sku_id":"a","sale_limit":3}]}]`,
+			`c.yaml: campaigns[0] ("j1"): purchase_limit: must be "sku" or "campaign"`},
+		"start_at not a time": {"- campaign_id: spring\n  start_at: soon\n  end_at: 2030-01-02T00:00:00Z\n  skus: [{sku_id: a, sale_limit: 3}]\n",
+			`c.yaml: campaigns[0] ("spring"): start_at: must be an RFC 3339 time`},
 	} {
 		path := filepath.Join(t.TempDir(), "c.yaml")
 		if err := os.WriteFile(path, []byte(c.yaml), 0o600); err != nil {

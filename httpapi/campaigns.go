@@ -226,6 +226,9 @@ func ParseCampaigns(data []byte) ([]Campaign, error) {
 		if explained := explainCampaigns(data, err); explained != nil {
 			return nil, fmt.Errorf("campaigns: %w", explained)
 		}
+		if located := locateCampaignError(js); located != nil {
+			return nil, located
+		}
 		return nil, fmt.Errorf("campaigns: a list of campaigns is expected: %w", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -242,6 +245,33 @@ func ParseCampaigns(data []byte) ([]Campaign, error) {
 		}
 	}
 	return cs, nil
+}
+
+// locateCampaignError names the campaign of a list (its index and
+// campaign_id, as ParseCampaigns names a campaign Definitions refuses)
+// whose document Campaign.UnmarshalJSON refuses (purchase_limit "" or
+// null, a time that does not parse); nil when js is no list of objects
+// or every one reads.
+func locateCampaignError(js []byte) error {
+	var docs []json.RawMessage
+	if json.Unmarshal(js, &docs) != nil {
+		return nil
+	}
+	for i, doc := range docs {
+		var c Campaign
+		err := json.Unmarshal(doc, &c)
+		if err == nil {
+			continue
+		}
+		var id struct {
+			CampaignID string `json:"campaign_id"`
+		}
+		if json.Unmarshal(doc, &id) != nil {
+			return nil // not an object: not a campaign to name
+		}
+		return fmt.Errorf("campaigns[%d] (%q): %w", i, id.CampaignID, err)
+	}
+	return nil
 }
 
 // LoadCampaigns reads and parses a campaign file (at most
