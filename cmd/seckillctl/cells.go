@@ -128,9 +128,12 @@ func runCellsPublish(args []string, stdout io.Writer) error {
 	defer done()
 	allocs, err := cells.Publish(ctx, l, d, m, uint32(*chunk), grants)
 	var local *ledger.LocalError
-	if errors.As(err, &local) { // exit 1: refused, nothing published
+	switch { // exit 1: refused by what etcd holds, nothing published
+	case errors.As(err, &local):
 		return &checkFailed{msg: fmt.Sprintf("cells publish %s/%s refused: %v; nothing was published. Its SKUs are sold by cell %s alone: publish under another campaign id",
 			d.CampaignID, d.SKUID, err, local.Cell)}
+	case errors.Is(err, cells.ErrBadMap), errors.Is(err, sku.ErrInvalidDefinition), errors.Is(err, ledger.ErrExists):
+		return &checkFailed{msg: fmt.Sprintf("cells publish %s/%s refused: %v; nothing was published", d.CampaignID, d.SKUID, err)}
 	}
 	if err != nil {
 		return err
@@ -175,8 +178,13 @@ func runCellsWriteOff(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return usageError("cells write-off: %v", err)
 	}
-	if !sku.ValidID(*cell) || !sku.ValidID(*lf.campaign) || !sku.ValidID(*lf.sku) {
-		return usageError("cells write-off needs --campaign, --sku and --cell")
+	for _, f := range []struct{ name, value string }{{"--campaign", *lf.campaign}, {"--sku", *lf.sku}, {"--cell", *cell}} {
+		if f.value == "" {
+			return usageError("cells write-off: %s is missing (it needs --campaign, --sku and --cell)", f.name)
+		}
+		if !sku.ValidID(f.value) {
+			return usageError("cells write-off: %s %q is not an id", f.name, f.value)
+		}
 	}
 	l, ctx, done, err := lf.open(10 * time.Second)
 	if err != nil {

@@ -42,7 +42,12 @@ func TestCellsWriteOff(t *testing.T) {
 		t.Fatalf("a repeated write-off: %+v, want the first %+v", again.WrittenOff, first.WrittenOff)
 	}
 	wantCode(t, 2, append([]string{"cells", "write-off", "--cell", "c9"}, sku...)...)
-	wantCode(t, 2, "cells", "write-off", "--etcd", etcd.Endpoint, "--campaign", "demo", "--cell", "c2")
+	// A missing flag is named, with the subcommand's usage only.
+	code, _, errOut := ctl(t, "cells", "write-off", "--etcd", etcd.Endpoint, "--campaign", "demo", "--cell", "c2")
+	if code != exitUsage || !strings.Contains(errOut, "cells write-off: --sku is missing") ||
+		strings.Count(errOut, "\n  seckillctl ") != 1 || !strings.Contains(errOut, "seckillctl cells write-off --etcd") {
+		t.Fatalf("write-off without --sku: exit %d, stderr %q", code, errOut)
+	}
 
 	// No cell runs: c1 is unreached (its 40 units are the undersell bound
 	// while it stays away), c2's 40 are written off.
@@ -95,5 +100,31 @@ func TestCellsPublishOverLocal(t *testing.T) {
 	}
 	if _, err := l.Read(ctx, ledger.SKU{Campaign: "dd", SKU: "a"}); !errors.Is(err, ledger.ErrNotFound) {
 		t.Fatalf("a ledger after a refused publish: %v", err)
+	}
+}
+
+// TestCellsPublishRefusalsExitOne: every publish refused by what etcd
+// holds exits 1 (exitFailed) with nothing published, as one over a local
+// campaign does: a SKU published already, a campaign-scope SKU with
+// another map, a SKU-scope SKU in a campaign-scope campaign.
+func TestCellsPublishRefusalsExitOne(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	publish := func(skuID, scope, cellList string) (int, string) {
+		code, _, errOut := ctl(t, "cells", "publish", "--etcd", etcd.Endpoint, "--campaign", "pp", "--sku", skuID, "--sale-limit", "10",
+			"--cells", cellList, "--initial", "2", "--chunk", "1", "--purchase-limit", scope)
+		return code, errOut
+	}
+	if code, errOut := publish("red", "campaign", "c1,c2"); code != exitOK {
+		t.Fatalf("publish red: exit %d: %s", code, errOut)
+	}
+	for _, c := range []struct{ sku, scope, cells, want string }{
+		{"red", "campaign", "c1,c2", "already published"},
+		{"green", "campaign", "c1", "share one cell map"},
+		{"green", "sku", "c1,c2", "the scope is the campaign's"},
+	} {
+		if code, errOut := publish(c.sku, c.scope, c.cells); code != exitFailed || !strings.Contains(errOut, c.want) ||
+			!strings.Contains(errOut, "nothing was published") {
+			t.Errorf("publish %s %s over %s: exit %d, stderr %q", c.sku, c.scope, c.cells, code, errOut)
+		}
 	}
 }

@@ -86,7 +86,8 @@ const usage = `seckillctl: operate on seckill data directories (read-only unless
         evidence and exported pool; a JSON report, exit 1 if any check fails
 
 DIR is <data-dir>/<campaign>/<sku> or its wal directory.
-Exit status: 0 ok, 1 a check failed (violation, corruption), 2 usage or I/O error
+Exit status: 0 ok, 1 a check failed (violation, corruption; also cells publish
+refused by what etcd holds, nothing published), 2 usage or I/O error
 (also a request seckilld refuses: a wrong admin token, an unknown SKU; and nothing
 to snapshot or restore: a SKU not yet defined, or a point before its definition).
 `
@@ -133,19 +134,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 	default:
 		err = usageError("unknown command %q", cmd)
 	}
-	return report(err, stderr)
+	return report(err, stderr, args)
 }
 
 // commandUsage returns the part of usage about the command args name
-// (its lines and their descriptions, then the notes at the end), or all
-// of usage for a command it does not know. "cells SUB" is one of the
-// cells subcommands: its lines alone (the notes are about DIR, which none
-// takes).
+// (its lines and their descriptions, then the notes at the end: the one
+// on DIR only for a command that takes one), or all of usage for a
+// command it does not know. "cells SUB" is one of the cells subcommands:
+// its lines alone.
 func commandUsage(args []string) string {
+	if len(args) == 0 {
+		return usage
+	}
 	cmd := args[0]
 	head, notes, _ := strings.Cut(usage, "\n\nDIR is")
+	dirNote, exitNote, _ := strings.Cut(notes, "\nExit status")
+	dirNote, exitNote = "DIR is"+dirNote+"\n", "Exit status"+exitNote
 	if cmd == "cells" && len(args) > 1 && !strings.HasPrefix(args[1], "-") {
-		cmd, notes = "cells "+args[1], ""
+		cmd = "cells " + args[1]
 	}
 	var b strings.Builder
 	keep := false
@@ -160,14 +166,15 @@ func commandUsage(args []string) string {
 	if b.Len() == 0 {
 		return usage
 	}
-	if notes == "" {
-		return "usage:\n" + b.String()
+	if !strings.Contains(b.String(), "DIR") {
+		dirNote = ""
 	}
-	return "usage:\n" + b.String() + "\nDIR is" + notes
+	return "usage:\n" + b.String() + "\n" + dirNote + exitNote
 }
 
-// report prints err and maps it to an exit status.
-func report(err error, stderr io.Writer) int {
+// report prints err and maps it to an exit status; a usage error is
+// followed by the usage of the command args name (commandUsage).
+func report(err error, stderr io.Writer, args []string) int {
 	var failed *checkFailed
 	var bad *badUsage
 	switch {
@@ -176,7 +183,7 @@ func report(err error, stderr io.Writer) int {
 	case errors.Is(err, flag.ErrHelp):
 		return exitUsage
 	case errors.As(err, &bad):
-		fmt.Fprintf(stderr, "seckillctl: %v\n\n%s", err, usage)
+		fmt.Fprintf(stderr, "seckillctl: %v\n\n%s", err, commandUsage(args))
 		return exitUsage
 	case errors.As(err, &failed), isCorruption(err):
 		fmt.Fprintf(stderr, "seckillctl: %v\n", err)

@@ -877,6 +877,14 @@ func TestHelpAndVersion(t *testing.T) {
 			t.Errorf("cells %s --help: exit %d, %d commands, stdout %q", sub, code, lines, out)
 		}
 	}
+	// cells takes no DIR: its usage has no note on DIR, but the exit codes.
+	if code, out, _ := ctl(t, "cells", "--help"); code != exitOK || strings.Count(out, "\n  seckillctl cells ") != 3 ||
+		strings.Contains(out, "DIR is") || !strings.Contains(out, "Exit status") {
+		t.Errorf("cells --help: exit %d, stdout %q", code, out)
+	}
+	if _, out, _ := ctl(t, "export", "--help"); !strings.Contains(out, "DIR is") {
+		t.Errorf("export --help lacks the note on DIR: %q", out)
+	}
 	if code, out, _ := ctl(t, "--version"); code != exitOK || !strings.HasPrefix(out, "seckillctl ") || !strings.Contains(out, "go1.") {
 		t.Errorf("--version: exit %d, %q", code, out)
 	}
