@@ -326,6 +326,15 @@ func DefineCampaigns(ctx context.Context, e Engine, cs []Campaign) error {
 	return nil
 }
 
+// keepPurchaseLimit says how a redefinition keeps the campaign's purchase
+// limit: a document that leaves purchase_limit out means "sku".
+func keepPurchaseLimit(current sku.PurchaseLimit) string {
+	if current == sku.PurchaseLimitSKU {
+		return `leave purchase_limit out (or "purchase_limit":"sku")`
+	}
+	return fmt.Sprintf(`repeat "purchase_limit":%q in every PUT of the campaign (a document that leaves it out means "sku")`, current.String())
+}
+
 // ApplyCampaignFile defines the campaigns of a campaign file at start-up,
 // like DefineCampaigns, except that a SKU whose current definition is an
 // allowed extension of the file's (an operator has since raised sale_limit
@@ -367,8 +376,8 @@ func checkRedefinitions(e Engine, defs []sku.Definition) error {
 	for _, st := range e.AllStats() {
 		for _, d := range defs {
 			if st.CampaignID == d.CampaignID && st.Definition.CampaignID != "" && st.Definition.PurchaseLimit != d.PurchaseLimit {
-				return fmt.Errorf("%w: purchase_limit may not change (%q, not %q)", sku.ErrInvalidDefinition,
-					st.Definition.PurchaseLimit, d.PurchaseLimit)
+				return fmt.Errorf("%w: purchase_limit may not change (%q, not %q): %s", sku.ErrInvalidDefinition,
+					st.Definition.PurchaseLimit, d.PurchaseLimit, keepPurchaseLimit(st.Definition.PurchaseLimit))
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/seckill/seckill/httpapi/memengine"
@@ -73,7 +74,11 @@ func TestPurchaseLimitCampaign(t *testing.T) {
 			changed["purchase_limit"] = "sku"
 			want(t, ts.admin(http.MethodPut, "/admin/campaigns/pl", changed), http.StatusConflict, "DEFINITION_CONFLICT")
 			delete(changed, "purchase_limit") // left out: "sku", a change too
-			want(t, ts.admin(http.MethodPut, "/admin/campaigns/pl", changed), http.StatusConflict, "DEFINITION_CONFLICT")
+			r := ts.admin(http.MethodPut, "/admin/campaigns/pl", changed)
+			want(t, r, http.StatusConflict, "DEFINITION_CONFLICT")
+			if !strings.Contains(r.str("detail"), `repeat "purchase_limit":"campaign"`) {
+				t.Fatalf("a redefinition that leaves purchase_limit out: %v", r)
+			}
 			added := campaign("pl", "15m", map[string]int{"s3": 10}) // a new SKU without the scope
 			added["start_at"], added["end_at"] = changed["start_at"], changed["end_at"]
 			want(t, ts.admin(http.MethodPut, "/admin/campaigns/pl", added), http.StatusConflict, "DEFINITION_CONFLICT")
