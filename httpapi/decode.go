@@ -13,6 +13,7 @@ import (
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/httpapi/jsonkeys"
+	"github.com/seckill/seckill/lottery"
 	"github.com/valyala/fasthttp"
 )
 
@@ -116,7 +117,9 @@ func describeDecodeError(err error) string {
 // own rule, not the type's range (sale_limit -1: "1 to 1073741824", not
 // "0 to 4294967295", 0 being refused too).
 var fieldRules = map[string]string{
-	"skus.sale_limit": fmt.Sprintf("an integer from 1 to %d", sku.MaxSaleLimit),
+	"skus.sale_limit":   fmt.Sprintf("an integer from 1 to %d", sku.MaxSaleLimit),
+	"beacon.round":      fmt.Sprintf("an integer from 1 to %d", uint64(lottery.MaxRound)),
+	"skus.beacon.round": fmt.Sprintf("an integer from 1 to %d", uint64(lottery.MaxRound)),
 }
 
 // jsonKind says, in JSON's terms, what a value of the Go type an

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strconv"
 
 	"github.com/fasthttp/router"
@@ -346,7 +347,9 @@ func (s *Server) handleDraw(ctx *fasthttp.RequestCtx) string {
 		rep := jsonReply(fasthttp.StatusAccepted, reason, map[string]string{"outcome": reason, "status_url": url})
 		rep.location = url
 		return write(ctx, rep)
-	case sku.OutcomeEntriesOpen, sku.OutcomeBeaconNotDue, sku.OutcomeAlreadyDrawn, sku.OutcomeNotLottery:
+	case sku.OutcomeBeaconNotDue:
+		return write(ctx, errorReply(fasthttp.StatusConflict, reason, s.beaconDue(ctx, req.Beacon.Round)))
+	case sku.OutcomeEntriesOpen, sku.OutcomeAlreadyDrawn, sku.OutcomeNotLottery:
 		return write(ctx, errorReply(fasthttp.StatusConflict, reason, ""))
 	case sku.OutcomeWrongRound:
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reason, "the round must be the one the rules name or its stated fallback"))
@@ -357,6 +360,21 @@ func (s *Server) handleDraw(ctx *fasthttp.RequestCtx) string {
 	}
 	s.log.Error("draw: unexpected outcome", "outcome", reason)
 	return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+}
+
+// beaconDue is the detail of BEACON_NOT_DUE: when round of the SKU's
+// beacon is published (RFC 3339, UTC), the earliest time a draw with it
+// is taken; "" when the SKU's rules cannot be read.
+func (s *Server) beaconDue(ctx *fasthttp.RequestCtx, round uint64) string {
+	info, _, ok := s.lotteryInfo(ctx, "admin_draw")
+	if !ok {
+		return ""
+	}
+	due, err := lottery.RoundTimeMs(info.Rules.Beacon.Source, round)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("beacon round %d of %s is published at %s: draw with it at or after that time", round, info.Rules.Beacon.Source, formatMillis(due))
 }
 
 // reasonBadBeacon answers a draw whose randomness is not 32 bytes of hex.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +64,12 @@ func TestLotteryOverHTTP(t *testing.T) {
 }
 
 func testLotteryOverHTTP(t *testing.T, clock *stepClock, ts *testServer) {
+	badRound, _ := lotteryCampaign(clock.now(), 5, 3)
+	badRound["skus"].([]map[string]any)[0]["beacon"] = map[string]any{"source": "drand-quicknet", "round": -5}
+	if r := ts.admin(http.MethodPut, "/admin/campaigns/lc", badRound); r.status != http.StatusBadRequest ||
+		r.str("detail") != fmt.Sprintf("skus.beacon.round: must be an integer from 1 to %d", uint64(lottery.MaxRound)) {
+		t.Fatalf("a campaign with beacon round -5: %v", r)
+	}
 	body, round := lotteryCampaign(clock.now(), 5, 3)
 	ts.define(body)
 	const entries = "/v1/campaigns/lc/skus/ls/entries"
@@ -95,7 +102,21 @@ func testLotteryOverHTTP(t *testing.T, clock *stepClock, ts *testServer) {
 	want(t, draw(round, hex.EncodeToString(rnd[:31])), http.StatusBadRequest, "BAD_BEACON")
 	clock.step(61 * time.Second)
 	want(t, ts.post(entries, map[string]string{"request_id": "late", "user_id": "late"}), http.StatusForbidden, "ENTRIES_CLOSED")
-	want(t, draw(round, hex.EncodeToString(rnd[:])), http.StatusConflict, "BEACON_NOT_DUE")
+	notDue := draw(round, hex.EncodeToString(rnd[:]))
+	want(t, notDue, http.StatusConflict, "BEACON_NOT_DUE")
+	due, _ := lottery.RoundTimeMs("drand-quicknet", round)
+	if d := notDue.str("detail"); !strings.Contains(d, fmt.Sprintf("beacon round %d of drand-quicknet is published at %s", round,
+		time.UnixMilli(due).UTC().Format("2006-01-02T15:04:05.000Z07:00"))) {
+		t.Fatalf("BEACON_NOT_DUE does not say when the round is due: %v", notDue)
+	}
+	for _, bad := range []any{-5, 1.5, "1"} {
+		r := ts.admin(http.MethodPost, "/admin/campaigns/lc/skus/ls/lottery/draw",
+			map[string]any{"beacon": map[string]any{"round": bad, "randomness": hex.EncodeToString(rnd[:])}})
+		want(t, r, http.StatusBadRequest, "BAD_REQUEST")
+		if bad == -5 && r.str("detail") != fmt.Sprintf("beacon.round: must be an integer from 1 to %d", uint64(lottery.MaxRound)) {
+			t.Fatalf("round -5: %v", r)
+		}
+	}
 	want(t, draw(round+1, hex.EncodeToString(rnd[:])), http.StatusBadRequest, "WRONG_ROUND")
 	clock.step(15 * time.Second)
 	if r := draw(round, hex.EncodeToString(rnd[:])); r.status != http.StatusAccepted || r.str("outcome") != "DRAW_STARTED" {
