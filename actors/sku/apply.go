@@ -21,8 +21,9 @@ func notApply(r *Record, format string, args ...any) error {
 func (m *Machine) Apply(r *Record) error { return m.apply(r, false) }
 
 // apply is Apply; decided is set for a record this Machine has just decided,
-// whose index checks (request_id and user not yet known) the deciding
-// command made a moment ago: they are not repeated on the hot path.
+// whose checks of its input (ids, holder, cap) and indexes (request_id and
+// user not yet known) the deciding command made a moment ago: they are not
+// repeated on the hot path.
 func (m *Machine) apply(r *Record, decided bool) error {
 	if !m.defined && r.Type != RecordDefine {
 		return notApply(r, "SKU not defined yet")
@@ -90,14 +91,18 @@ func (m *Machine) applyReserved(r *Record, decided bool) error {
 		return notApply(r, "token %d, want %d", r.Token, m.pool.next())
 	case r.ExpireAt != r.At+m.def.PaymentWindowFor(r.Holder):
 		return notApply(r, "expire_at %d does not follow the payment window", r.ExpireAt)
-	case !ValidID(r.RequestID) || !ValidID(r.UserID):
-		return notApply(r, "invalid request or user id")
-	case r.Holder.Validate() != nil:
-		return notApply(r, "%v", r.Holder.Validate())
-	case m.overCap(&r.Holder):
-		return notApply(r, "a subject key is at max_unpaid_per_subject %d", m.def.MaxUnpaidPerSubject)
 	}
+	// A decided RESERVED comes from ReserveWith (its only emitter), which
+	// checked the ids, the holder, the cap and the indexes a moment ago.
 	if !decided {
+		switch {
+		case !ValidID(r.RequestID) || !ValidID(r.UserID):
+			return notApply(r, "invalid request or user id")
+		case r.Holder.Validate() != nil:
+			return notApply(r, "%v", r.Holder.Validate())
+		case m.overCap(&r.Holder):
+			return notApply(r, "a subject key is at max_unpaid_per_subject %d", m.def.MaxUnpaidPerSubject)
+		}
 		if _, ok := m.byRequest.get(r.RequestID); ok {
 			return notApply(r, "request_id %q already decided", r.RequestID)
 		}

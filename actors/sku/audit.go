@@ -259,7 +259,7 @@ func checkOneLivePerUser(a *Audit, t *table, live []liveRow) int {
 
 // auditUnpaid recounts the unpaid reservations per subject key.
 func (m *Machine) auditUnpaid(bad func(format string, args ...any)) {
-	recount := make(map[subjectSlot]uint32, len(m.unpaid))
+	recount := newUnpaidCounts()
 	var prev uint32
 	for _, row := range m.holders.rows {
 		if row.seq <= prev || row.seq > m.table.count {
@@ -272,16 +272,18 @@ func (m *Machine) auditUnpaid(bad func(format string, args ...any)) {
 		}
 		for k := 0; k < SubjectKindCount; k++ {
 			if row.h.Subjects&(1<<k) != 0 {
-				recount[subjectSlot{uint8(k), row.h.Keys[k]}]++
+				recount[k][slot(&row.h.Keys[k])]++
 			}
 		}
 	}
-	if len(recount) != len(m.unpaid) {
-		bad("unpaid counts hold %d subject keys, recount %d", len(m.unpaid), len(recount))
+	if recount.size() != m.unpaid.size() {
+		bad("unpaid counts hold %d subject keys, recount %d", m.unpaid.size(), recount.size())
 	}
-	for s, n := range recount {
-		if m.unpaid[s] != n {
-			bad("unpaid count of a %d-kind subject key is %d, recount %d", s.kind, m.unpaid[s], n)
+	for k, counts := range recount {
+		for s, n := range counts {
+			if m.unpaid[k][s] != n {
+				bad("unpaid count of a %d-kind subject key is %d, recount %d", k, m.unpaid[k][s], n)
+			}
 		}
 	}
 }

@@ -1,5 +1,7 @@
 package sku
 
+import "encoding/binary"
+
 // Caps on unpaid reservations per subject (issue #14). A reserve made with
 // an entry pass carries its Holder; the Machine counts, per subject key,
 // the PENDING_PAYMENT reservations whose holder carries it, and refuses a
@@ -7,6 +9,32 @@ package sku
 // counts are derived state: Apply keeps them, and replay and DecodeState
 // rebuild them from the holders. They hold at most SubjectKindCount entries
 // per PENDING_PAYMENT reservation, so at most 4 × sale_limit.
+
+// unpaidCounts counts unpaid reservations per subject key, one map per
+// kind: kinds are kept apart, so a device and a network whose keys happen
+// to be equal are two subjects. A key is its 8 bytes as a uint64, so the
+// maps take Go's fast path for 8-byte keys (a reserve with a pass looks
+// one up and inserts one).
+type unpaidCounts [SubjectKindCount]map[uint64]uint32
+
+func newUnpaidCounts() (c unpaidCounts) {
+	for k := range c {
+		c[k] = make(map[uint64]uint32)
+	}
+	return c
+}
+
+// slot is the map key of a subject key.
+func slot(key *SubjectKey) uint64 { return binary.LittleEndian.Uint64(key[:]) }
+
+// size is the number of subject keys counted, all kinds together.
+func (c *unpaidCounts) size() int {
+	n := 0
+	for _, m := range c {
+		n += len(m)
+	}
+	return n
+}
 
 // overCap reports whether one of h's subject keys already has
 // MaxUnpaidPerSubject unpaid reservations.
@@ -16,7 +44,7 @@ func (m *Machine) overCap(h *Holder) bool {
 		return false
 	}
 	for k := 0; k < SubjectKindCount; k++ {
-		if h.Subjects&(1<<k) != 0 && m.unpaid[subjectSlot{uint8(k), h.Keys[k]}] >= limit {
+		if h.Subjects&(1<<k) != 0 && m.unpaid[k][slot(&h.Keys[k])] >= limit {
 			return true
 		}
 	}
@@ -27,7 +55,7 @@ func (m *Machine) overCap(h *Holder) bool {
 func (m *Machine) countUnpaid(h *Holder) {
 	for k := 0; k < SubjectKindCount; k++ {
 		if h.Subjects&(1<<k) != 0 {
-			m.unpaid[subjectSlot{uint8(k), h.Keys[k]}]++
+			m.unpaid[k][slot(&h.Keys[k])]++
 		}
 	}
 }
@@ -43,14 +71,14 @@ func (m *Machine) settleUnpaid(seq uint32) {
 		if h.Subjects&(1<<k) == 0 {
 			continue
 		}
-		s := subjectSlot{uint8(k), h.Keys[k]}
-		switch n := m.unpaid[s]; n {
+		counts, s := m.unpaid[k], slot(&h.Keys[k])
+		switch n := counts[s]; n {
 		case 0:
 			panic("sku: unpaid count of a subject goes below zero")
 		case 1:
-			delete(m.unpaid, s)
+			delete(counts, s)
 		default:
-			m.unpaid[s] = n - 1
+			counts[s] = n - 1
 		}
 	}
 }
@@ -58,7 +86,10 @@ func (m *Machine) settleUnpaid(seq uint32) {
 // UnpaidBySubject returns the number of unpaid reservations of the subject
 // key of kind k (0..SubjectKindCount-1): what the cap is compared with.
 func (m *Machine) UnpaidBySubject(kind int, key SubjectKey) uint32 {
-	return m.unpaid[subjectSlot{uint8(kind), key}]
+	if kind < 0 || kind >= SubjectKindCount {
+		return 0
+	}
+	return m.unpaid[kind][slot(&key)]
 }
 
 // shortWindow reports whether a reservation by h gets a payment window

@@ -95,14 +95,6 @@ func (d *decoder) holder() Holder {
 	return h
 }
 
-// subjectSlot is one subject key of one kind: the key of the unpaid counts.
-// Kinds are kept apart, so a device and a network whose keys happen to be
-// equal are two subjects.
-type subjectSlot struct {
-	kind uint8
-	key  SubjectKey
-}
-
 // holderRow is the holder of reservation seq: rows are appended in seq
 // order, never changed, and hold no pointer.
 type holderRow struct {

@@ -100,3 +100,17 @@ func BenchmarkIndexInsert(b *testing.B) {
 	}
 	b.ReportMetric(float64(slowest.Microseconds()), "slowest-µs")
 }
+
+// TestValidIDAlphabet checks ValidID's table against its alphabet,
+// [A-Za-z0-9._:-], for every byte, at each end and inside an id.
+func TestValidIDAlphabet(t *testing.T) {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-"
+	for c := 0; c < 256; c++ {
+		want := strings.IndexByte(alphabet, byte(c)) >= 0
+		for _, id := range []string{string([]byte{byte(c), 'a'}), string([]byte{'a', byte(c)}), string([]byte{'a', byte(c), 'b'})} {
+			if got := ValidID(id); got != want {
+				t.Errorf("ValidID(%q) = %v, want %v", id, got, want)
+			}
+		}
+	}
+}
