@@ -1,7 +1,5 @@
 package entrypass
 
-import "encoding/binary"
-
 // The pass text's alphabet and its two hand-written codecs: the decoder of
 // a whole pass (Verify) and the encoder of a nonce (RequestID). Both are on
 // the path of every reserve with a pass; encoding/base64's general code
@@ -40,39 +38,8 @@ func decodeText(dst, src []byte) bool {
 	if len(src)%4 == 1 || len(dst) != len(src)*6/8 {
 		return false
 	}
-	var seen byte                        // OR of every value: bit 6 or 7 set if any was invalidChar
-	var unused byte                      // the unused low bits of a last partial block
-	for len(src) >= 8 && len(dst) >= 6 { // 8 characters, 48 bits, one load
-		// One value at a time into v: few registers live, nothing spilled.
-		x := binary.LittleEndian.Uint64(src)
-		c := decodeMap[byte(x)]
-		seen |= c
-		v := uint64(c)
-		c = decodeMap[byte(x>>8)]
-		seen |= c
-		v = v<<6 | uint64(c)
-		c = decodeMap[byte(x>>16)]
-		seen |= c
-		v = v<<6 | uint64(c)
-		c = decodeMap[byte(x>>24)]
-		seen |= c
-		v = v<<6 | uint64(c)
-		c = decodeMap[byte(x>>32)]
-		seen |= c
-		v = v<<6 | uint64(c)
-		c = decodeMap[byte(x>>40)]
-		seen |= c
-		v = v<<6 | uint64(c)
-		c = decodeMap[byte(x>>48)]
-		seen |= c
-		v = v<<6 | uint64(c)
-		c = decodeMap[byte(x>>56)]
-		seen |= c
-		v = v<<6 | uint64(c)
-		binary.BigEndian.PutUint32(dst, uint32(v>>16))
-		binary.BigEndian.PutUint16(dst[4:], uint16(v))
-		src, dst = src[8:], dst[6:]
-	}
+	var seen byte   // OR of every value: bit 6 or 7 set if any was invalidChar
+	var unused byte // the unused low bits of a last partial block
 	for len(src) >= 4 && len(dst) >= 3 {
 		a, b, c, d := decodeMap[src[0]], decodeMap[src[1]], decodeMap[src[2]], decodeMap[src[3]]
 		seen |= a | b | c | d
