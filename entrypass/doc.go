@@ -62,7 +62,7 @@
 //  2. strict base64url without padding [malformed]
 //  3. version byte [malformed]
 //  4. key_id present in the ring [unknown_key]
-//  5. MAC, compared in constant time (all 32 bytes read, no branch on them) [bad_mac]
+//  5. MAC, compared in constant time (crypto/hmac.Equal) [bad_mac]
 //  6. structure: the lengths and rules of the table, no byte left over [malformed]
 //  7. campaign_id and sku_id equal the expected ones [wrong_scope]
 //  8. user_id equals the expected one [wrong_user]

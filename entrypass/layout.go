@@ -53,4 +53,4 @@ const (
 // encoding is the pass text's alphabet: base64url, no padding, strict (the
 // unused low bits of the last character must be zero), so the text is
 // canonical.
-var encoding = base64.NewEncoding(alphabet).WithPadding(base64.NoPadding).Strict()
+var encoding = base64.RawURLEncoding.Strict()

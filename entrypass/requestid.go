@@ -1,5 +1,7 @@
 package entrypass
 
+import "encoding/base64"
+
 // RequestIDPrefix starts every request_id derived from a pass. The HTTP
 // layer must refuse it on a request_id that a client names without a pass
 // (otherwise whoever saw a pass could spend its request_id first).
@@ -7,10 +9,7 @@ const RequestIDPrefix = "ep."
 
 // RequestIDLength is the length of every pass-derived request_id: the
 // prefix and 22 base64url characters.
-const RequestIDLength = len(RequestIDPrefix) + nonceTextLength
-
-// nonceTextLength is the length of a nonce in base64url without padding.
-const nonceTextLength = (NonceSize*8 + 5) / 6
+const RequestIDLength = len(RequestIDPrefix) + (NonceSize*8+5)/6
 
 // RequestID returns the request_id of the pass with this nonce:
 // RequestIDPrefix ‖ base64url-without-padding(nonce), 25 characters of
@@ -22,6 +21,6 @@ const nonceTextLength = (NonceSize*8 + 5) / 6
 func RequestID(nonce Nonce) string {
 	var b [RequestIDLength]byte
 	copy(b[:], RequestIDPrefix)
-	encodeNonce((*[nonceTextLength]byte)(b[len(RequestIDPrefix):]), &nonce)
+	base64.RawURLEncoding.Encode(b[len(RequestIDPrefix):], nonce[:])
 	return string(b[:])
 }

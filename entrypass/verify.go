@@ -1,6 +1,7 @@
 package entrypass
 
 import (
+	"crypto/hmac"
 	"encoding/binary"
 	"fmt"
 )
@@ -58,8 +59,11 @@ func errLength() error {
 // verifyWith is Verify's steps 2-9 in the working memory s; text is
 // MinTextLength to MaxTextLength characters.
 func (r *KeyRing) verifyWith(s *verifyScratch, text []byte, want Scope, nowMs int64) (Pass, error) {
-	raw := s.raw[:len(text)*6/8]
-	if !decodeText(raw, text) {
+	n := len(text)
+	raw := s.raw[:encoding.DecodedLen(n)]
+	// base64's decoder skips '\r' and '\n': a text holding one decodes to
+	// fewer bytes than its length implies, so the count check refuses it.
+	if m, err := encoding.Decode(raw, text); err != nil || m != len(raw) || n%4 == 1 {
 		return Pass{}, malformed("not canonical base64url")
 	}
 	if raw[0] != Version {
@@ -73,7 +77,7 @@ func (r *KeyRing) verifyWith(s *verifyScratch, text []byte, want Scope, nowMs in
 	h := s.mac(r, i)
 	h.Write(domainBytes)
 	h.Write(payload)
-	if !equalMAC(h.Sum(s.sum[:0]), tag) {
+	if !hmac.Equal(h.Sum(s.sum[:0]), tag) {
 		return Pass{}, ErrBadMAC
 	}
 	return parse(payload, want, nowMs)
@@ -142,19 +146,6 @@ func parse(b []byte, want Scope, nowMs int64) (Pass, error) {
 		return Pass{}, &TimeError{Err: ErrExpired, NotBeforeMs: p.NotBeforeMs, ExpiresAtMs: p.ExpiresAtMs, NowMs: nowMs}
 	}
 	return p, nil
-}
-
-// equalMAC reports whether two MACs are equal in constant time: it reads
-// all MACSize bytes of both, eight at a time, whatever they hold, and
-// branches only on the result (as crypto/subtle.ConstantTimeCompare, a
-// byte at a time). Both are MACSize bytes (h.Sum's and the pass's).
-func equalMAC(sum, tag []byte) bool {
-	sum, tag = sum[:MACSize], tag[:MACSize]
-	var diff uint64
-	for i := 0; i < MACSize; i += 8 {
-		diff |= binary.LittleEndian.Uint64(sum[i:]) ^ binary.LittleEndian.Uint64(tag[i:])
-	}
-	return diff == 0
 }
 
 // malformed wraps ErrMalformed with what broke; never a value of the pass
