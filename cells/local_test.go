@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/httpapi/httpapitest"
 	"github.com/seckill/seckill/internal/etcdtest"
 	"github.com/seckill/seckill/ledger"
 )
@@ -34,23 +34,10 @@ func startTestCell(t *testing.T, l *ledger.Ledger, cell string) *testCell {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { e.Close() })
 	g := NewGuard(e, cell, nil, l)
-	srv, err := httpapi.New(httpapi.Config{Engine: g, AdminToken: localToken, Logger: quiet, RequestTimeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		e.Close()
-	})
-	return &testCell{engine: e, guard: g, url: "http://" + ln.Addr().String()}
+	url := httpapitest.Serve(t, httpapi.Config{Engine: g, AdminToken: localToken, Logger: quiet, RequestTimeout: 2 * time.Second})
+	return &testCell{engine: e, guard: g, url: url}
 }
 
 // put PUTs campaign c with one SKU per sale limit of skus (purchase_limit

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/httpapi/httpapitest"
 	"github.com/seckill/seckill/relay"
 )
 
@@ -56,22 +56,8 @@ func startSeckill(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := httpapi.New(httpapi.Config{Engine: e, AdminToken: token, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		e.Close()
-	})
-	return "http://" + ln.Addr().String()
+	t.Cleanup(func() { e.Close() })
+	return httpapitest.Serve(t, httpapi.Config{Engine: e, AdminToken: token, Logger: quiet})
 }
 
 func do(t *testing.T, method, url string, body any, admin bool) map[string]any {
