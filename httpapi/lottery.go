@@ -198,6 +198,9 @@ type lotteryBody struct {
 	Waitlisted   *uint32 `json:"waitlisted,omitempty"`
 	WaitlistRoot string  `json:"waitlist_root,omitempty"`
 	Promoted     *uint32 `json:"promoted,omitempty"`
+	// WaitlistClosedAt is when the waitlist closed (end_at passed with
+	// entrants still waiting, who lost): absent while it is open.
+	WaitlistClosedAt string `json:"waitlist_closed_at,omitempty"`
 }
 
 type lotteryRulesBody struct {
@@ -247,6 +250,9 @@ func renderLottery(info sku.LotteryInfo) lotteryBody {
 		body.WinnersRoot = hexOf(info.WinnersRoot)
 		body.Waitlisted, body.WaitlistRoot = &info.Waitlisted, hexOf(info.WaitlistRoot)
 		body.Promoted = &info.Promoted
+		if info.WaitlistClosed {
+			body.WaitlistClosedAt = formatMillis(info.WaitlistClosedAt)
+		}
 	}
 	return body
 }

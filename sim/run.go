@@ -453,8 +453,11 @@ func (r *run) advance() error {
 			return fmt.Errorf("record appended at %d, the core expected %d", index, rd.FirstIndex+uint64(i))
 		}
 		r.recordAt[index] = rec.At
-		if rec.Type == sku.RecordWon && rec.Lot.FromWaitlist {
+		switch {
+		case rec.Type == sku.RecordWon && rec.Lot.FromWaitlist:
 			r.faults["lottery_promoted"]++
+		case rec.Type == sku.RecordWaitlistClosed:
+			r.faults["lottery_waitlist_closed"]++
 		}
 		appended++
 	}
