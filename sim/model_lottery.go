@@ -159,7 +159,7 @@ func (m *model) draw(now int64, round uint64, randomness, signature []byte) sku.
 		for i, e := range l.entries {
 			pool = append(pool, lottery.Entry{Seq: uint32(i + 1), Pseudonym: lottery.Pseudonym(l.rules.PseudonymKey, e.user), Tier: e.tier})
 		}
-		seed := lottery.Seed(campaignID, skuID, l.rules.ServerSeed, randomness, lottery.EntriesRoot(pool))
+		seed := lottery.Seed(m.def.CampaignID, m.def.SKUID, l.rules.ServerSeed, randomness, lottery.EntriesRoot(pool))
 		l.ranking = lottery.Draw(seed, pool, lottery.Rules{Units: m.def.SaleLimit, Waitlist: l.rules.Waitlist, Tiers: l.rules.Tiers})
 	})
 	return sku.OutcomeDrawStarted

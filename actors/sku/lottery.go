@@ -174,6 +174,11 @@ type EntryResult struct {
 	Outcome   Outcome // ENTERED, or why not
 	Duplicate bool    // the request_id or the user had entered before: the original entry
 	Entry     EntryView
+	// With purchase_limit "campaign", not recorded: ALREADY_PURCHASED names
+	// the user's live purchase on another SKU (Purchase.ReservationID),
+	// ALREADY_ENTERED the user's entry on another lottery SKU (Entered).
+	Purchase View
+	Entered  EntryRef
 }
 
 // sameDefinition reports whether next states the definition d holds

@@ -309,7 +309,7 @@ func (s *skuState) reserve(now int64, requestID, userID string, holder sku.Holde
 			if found, ok := s.m.Lookup(requestID); ok {
 				return sku.KnownRequest(found, userID)
 			}
-			return sku.Result{Outcome: sku.OutcomeAlreadyPurchased, Reservation: sku.View{ReservationID: d.ReservationID, UserID: userID}}
+			return purchase.HeldResult(d, s.m.Definition().CampaignID, userID)
 		}
 		defer s.purchases.Done(userID, skuID, requestID, false) // Proceed: nothing is ever in flight here
 	}
