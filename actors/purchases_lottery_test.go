@@ -3,9 +3,13 @@ package actors
 import (
 	"crypto/sha256"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/actors/purchase"
 	"github.com/seckill/seckill/actors/sku"
 )
 
@@ -150,4 +154,46 @@ func TestLotteryInACampaignScopeCampaign(t *testing.T) {
 		t.Fatalf("the entry left waiting at end_at: %+v", v)
 	}
 	mustCampaignAudit(t, e)
+}
+
+// TestCampaignAuditSeesAnEntryAndAPurchase: a lottery SKU and a plain SKU
+// of one campaign-scope campaign made by two engines (as a restore of one
+// SKU alone can) hold one user twice, by an entry and a purchase; the
+// engine that opens both reports it.
+func TestCampaignAuditSeesAnEntryAndAPurchase(t *testing.T) {
+	dir := t.TempDir()
+	clock := &fakeClock{}
+	clock.Set(lotOpen)
+	lot := lotteryTestDef(2, 0)
+	lot.CampaignID, lot.SKUID, lot.PurchaseLimit = "c5", "lot", sku.PurchaseLimitCampaign
+	plain := testDef(10)
+	plain.CampaignID, plain.SKUID, plain.PurchaseLimit = "c5", "a", sku.PurchaseLimitCampaign
+	plain.StartAt, plain.EndAt = lotOpen-1000, lotOpen+86_400_000
+	for _, d := range []sku.Definition{lot, plain} {
+		own := t.TempDir()
+		e := openTest(t, own, clock, &d)
+		if d.Lottery != nil {
+			if res, err := e.Enter(ctxT(t), "c5", "lot", "e1", "u1", 0); err != nil || res.Outcome != sku.OutcomeEntered {
+				t.Fatalf("enter: %+v %v", res, err)
+			}
+		} else if res, err := e.Reserve(ctxT(t), "c5", "a", "r1", "u1"); err != nil || res.Outcome != sku.OutcomeAccepted {
+			t.Fatalf("reserve: %+v %v", res, err)
+		}
+		e.Close()
+		if err := os.MkdirAll(filepath.Join(dir, "c5"), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(own, "c5", d.SKUID), filepath.Join(dir, "c5", d.SKUID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := openTest(t, dir, clock, nil)
+	a, err := e.CampaignAudit(ctxT(t), "c5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.OK() || len(a.Violations) != 1 || !strings.Contains(a.Violations[0], "user u1 holds 2") ||
+		!strings.Contains(a.Violations[0], purchase.EntryHold("lot", "e1")) || a.LiveUsers != 1 {
+		t.Fatalf("campaign audit: %+v", a)
+	}
 }

@@ -150,3 +150,23 @@ func TestEntryHolds(t *testing.T) {
 		t.Fatalf("x's entry, gone from the state, is still held: %d claims", r.Len())
 	}
 }
+
+// Holds names entries apart from reservations, and Overlaps finds a user
+// held twice by an entry and a purchase.
+func TestHoldsAndOverlaps(t *testing.T) {
+	if s, r, ok := ParseEntryHold(EntryHold("lot", "e1")); !ok || s != "lot" || r != "e1" {
+		t.Fatalf("entry hold: %s %s %v", s, r, ok)
+	}
+	if _, _, ok := ParseEntryHold("c5~a~1~abcd"); ok {
+		t.Fatal("a reservation id read as an entry hold")
+	}
+	lot := Holds("lot", map[string]string{"w": "c5~lot~1~aa"}, map[string]string{"u": "e1"})
+	plain := Holds("a", map[string]string{"u": "c5~a~1~bb", "v": "c5~a~2~cc"}, nil)
+	got := Overlaps([]map[string]string{lot, plain})
+	if len(got) != 1 || !slices.Equal(got["u"], []string{"entry lot/e1", "c5~a~1~bb"}) {
+		t.Fatalf("overlaps %v", got)
+	}
+	if n := Users([]map[string]string{{"w": "x"}, {"u": "y", "w": "z"}}); n != 2 {
+		t.Fatalf("users %d", n)
+	}
+}

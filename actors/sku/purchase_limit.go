@@ -158,9 +158,16 @@ func livePurchases(t *table, d *Definition, tags *idTagger) map[string]string {
 // LivePurchases. An entry may still win until the draw is done (unless it
 // won already), and while it waits on the waitlist before the waitlist
 // closes. Empty for a SKU that is not a lottery.
-func (m *Machine) LiveEntries() map[string]string {
+func (m *Machine) LiveEntries() map[string]string { return m.lot.liveEntries() }
+
+// LiveEntries is Machine.LiveEntries as of the freeze (the campaign
+// audit's, off the actor).
+func (f *Frozen) LiveEntries() map[string]string { return f.lot.liveEntries() }
+
+// liveEntries reads only the append-only lists (won, waitlist), so a
+// frozen copy answers too.
+func (l *lotteryState) liveEntries() map[string]string {
 	out := make(map[string]string)
-	l := m.lot
 	if l == nil {
 		return out
 	}
@@ -168,16 +175,20 @@ func (m *Machine) LiveEntries() map[string]string {
 		r := l.entries.get(seq)
 		out[l.entries.userID(r)] = l.entries.requestID(r)
 	}
-	if !l.drawDone {
-		for seq := uint32(1); seq <= l.entries.count; seq++ {
-			if _, won := l.wonBy[seq]; !won {
+	if l.drawDone {
+		if !l.waitClosed {
+			for _, seq := range l.waitlist[l.waitNext:] {
 				add(seq)
 			}
 		}
 		return out
 	}
-	if !l.waitClosed {
-		for _, seq := range l.waitlist[l.waitNext:] {
+	won := make(map[uint32]bool, len(l.won))
+	for _, w := range l.won {
+		won[w.entry] = true
+	}
+	for seq := uint32(1); seq <= l.entries.count; seq++ {
+		if !won[seq] {
 			add(seq)
 		}
 	}

@@ -625,8 +625,9 @@ func (e *Engine) Snapshot(ctx context.Context, campaignID, skuID string) (actors
 }
 
 // CampaignAudit implements httpapi.Admin: every SKU's audit and, with
-// purchase_limit "campaign", the users holding live purchases on two SKUs
-// (purchase.Overlaps), all read at one instant under the twin's lock.
+// purchase_limit "campaign", the users holding live purchases or lottery
+// entries on two SKUs (purchase.Overlaps), all read at one instant under
+// the twin's lock.
 func (e *Engine) CampaignAudit(ctx context.Context, campaignID string) (actors.CampaignAudit, error) {
 	out := actors.CampaignAudit{CampaignID: campaignID}
 	err := e.run(ctx, Call{Kind: KindAudit, CampaignID: campaignID}, func() (sku.Result, error) {
@@ -641,6 +642,7 @@ func (e *Engine) CampaignAudit(ctx context.Context, campaignID string) (actors.C
 		}
 		sort.Slice(keys, func(i, j int) bool { return keys[i].skuID < keys[j].skuID })
 		live := make([]map[string]string, 0, len(keys))
+		holds := make([]map[string]string, 0, len(keys))
 		for _, k := range keys {
 			s, err := e.lockedSKU(k.campaignID, k.skuID)
 			if err != nil {
@@ -648,12 +650,12 @@ func (e *Engine) CampaignAudit(ctx context.Context, campaignID string) (actors.C
 			}
 			out.SKUs = append(out.SKUs, actors.SKUAudit{SKUID: k.skuID, Audit: s.m.Audit()})
 			live = append(live, s.m.LivePurchases())
+			holds = append(holds, purchase.Holds(k.skuID, live[len(live)-1], s.m.LiveEntries()))
 			out.PurchaseLimit = s.m.Definition().PurchaseLimit
 		}
-		overlaps, users := purchase.Overlaps(live)
-		out.LiveUsers = users
+		out.LiveUsers = purchase.Users(live)
 		if out.PurchaseLimit == sku.PurchaseLimitCampaign {
-			for user, ids := range overlaps {
+			for user, ids := range purchase.Overlaps(holds) {
 				out.Violations = append(out.Violations, actors.OverlapViolation(user, ids))
 			}
 			sort.Strings(out.Violations)
