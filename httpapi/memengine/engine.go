@@ -302,17 +302,14 @@ func (e *Engine) ReserveWith(ctx context.Context, campaignID, skuID, requestID, 
 // counts it (records, activity, recorded request_ids): the one rule for a
 // reserve alone and for each item of a batch. The caller holds e.mu.
 func (s *skuState) reserve(now int64, requestID, userID string, holder sku.Holder) sku.Result {
-	if s.purchases != nil { // purchase_limit "campaign": the user's claim first
-		skuID := s.m.Definition().SKUID
-		d := s.purchases.Claim(userID, skuID, requestID, 0)
-		if d.Verdict == purchase.Held { // the request_id's own result first (actors: heldAnswer)
-			if found, ok := s.m.Lookup(requestID); ok {
-				return sku.KnownRequest(found, userID)
-			}
-			return purchase.HeldResult(d, s.m.Definition().CampaignID, userID)
+	d, done := s.claim(userID, requestID)
+	if d.Verdict == purchase.Held { // the request_id's own result first (actors: heldAnswer)
+		if found, ok := s.m.Lookup(requestID); ok {
+			return sku.KnownRequest(found, userID)
 		}
-		defer s.purchases.Done(userID, skuID, requestID, false) // Proceed: nothing is ever in flight here
+		return purchase.HeldResult(d, s.m.Definition().CampaignID, userID)
 	}
+	defer done()
 	res, out := s.m.ReserveWith(now, requestID, userID, holder, nil)
 	s.decided(out)
 	s.act.reserved(res)
@@ -320,6 +317,20 @@ func (s *skuState) reserve(now int64, requestID, userID string, holder sku.Holde
 		s.known[requestID] = struct{}{}
 	}
 	return res
+}
+
+// claim takes userID's claim for requestID on the SKU when its campaign's
+// purchase_limit is "campaign" (actors: Engine.admit): the twin decides at
+// once under its lock, so the registry answers Proceed (then call done
+// after the decision) or Held, never Wait or Probe. Without campaign
+// scope it answers Proceed and done does nothing.
+func (s *skuState) claim(userID, requestID string) (d purchase.Decision, done func()) {
+	if s.purchases == nil {
+		return purchase.Decision{Verdict: purchase.Proceed}, func() {}
+	}
+	skuID := s.m.Definition().SKUID
+	d = s.purchases.Claim(userID, skuID, requestID, 0)
+	return d, func() { s.purchases.Done(userID, skuID, requestID, false) }
 }
 
 // invalid is actors' answer to an INVALID outcome.

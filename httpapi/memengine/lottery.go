@@ -31,17 +31,14 @@ func (e *Engine) Enter(ctx context.Context, campaignID, skuID, requestID, userID
 // claim in a campaign-scope campaign (actors: Engine.Enter). The caller
 // holds e.mu.
 func (s *skuState) enter(now int64, requestID, userID string, tier uint8) sku.EntryResult {
-	if s.purchases != nil {
-		skuID := s.m.Definition().SKUID
-		d := s.purchases.Claim(userID, skuID, requestID, 0)
-		if d.Verdict == purchase.Held { // the request_id's own entry first (actors: heldEntryAnswer)
-			if v, found := s.m.EntryByRequest(requestID); found {
-				return sku.KnownEntry(v, userID)
-			}
-			return purchase.HeldEntryResult(d, s.m.Definition().CampaignID, userID)
+	d, done := s.claim(userID, requestID)
+	if d.Verdict == purchase.Held { // the request_id's own entry first (actors: heldEntryAnswer)
+		if v, found := s.m.EntryByRequest(requestID); found {
+			return sku.KnownEntry(v, userID)
 		}
-		defer s.purchases.Done(userID, skuID, requestID, false) // Proceed: nothing is ever in flight here
+		return purchase.HeldEntryResult(d, s.m.Definition().CampaignID, userID)
 	}
+	defer done()
 	res, out := s.m.Enter(now, requestID, userID, tier, nil)
 	s.decided(out)
 	return res
