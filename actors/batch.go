@@ -58,7 +58,7 @@ func (e *Engine) ReserveBatch(ctx context.Context, campaignID, skuID string, ite
 	if h == nil {
 		return nil, ErrUnknownSKU
 	}
-	if h.campaignScoped() {
+	if h.claimsFor(false) {
 		return e.reserveBatchScoped(ctx, h, items), nil
 	}
 	return e.reserveBatchOn(ctx, h, items), nil

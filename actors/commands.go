@@ -85,7 +85,7 @@ func (e *Engine) reserve(ctx context.Context, campaignID, skuID string, c *call)
 		c.free()
 		return sku.Result{}, ErrUnknownSKU
 	}
-	if h.campaignScoped() {
+	if h.claimsFor(false) {
 		return e.reserveScoped(ctx, h, c)
 	}
 	return resultOf(e.runOn(ctx, h, c))

@@ -161,6 +161,16 @@ func (s *SKU) campaignScoped() bool {
 	return v != nil && v.def.PurchaseLimit == sku.PurchaseLimitCampaign
 }
 
+// claimsFor reports whether a reserve (entry false) or an entry (entry
+// true) on the SKU claims its user first: on a SKU of a campaign-scope
+// campaign that sells that way. A reserve on a lottery SKU or an entry on
+// a SKU sold first come, first served goes straight to the SKU, whose
+// answer (LOTTERY_SALE, NOT_LOTTERY) decides nothing.
+func (s *SKU) claimsFor(entry bool) bool {
+	v := s.durable.Load()
+	return v != nil && v.def.PurchaseLimit == sku.PurchaseLimitCampaign && (v.def.Lottery != nil) == entry
+}
+
 // applyPurchaseEvents hands a SKU's durable events to its campaign's
 // registry (on the log's releaser goroutine, before the batch's callers
 // wake). Events of a batch whose log failed are never applied: its claims

@@ -18,7 +18,7 @@ import (
 // may still win. Entered users get ALREADY_ENTERED elsewhere, buyers get
 // ALREADY_PURCHASED at the lottery; after the draw the losers are free, the
 // winners hold their reservations, the waitlisted stay held (also across a
-// restart) until promoted or until the waitlist closes at end_at.
+// restart) until promoted or until the lottery ends at end_at.
 func TestLotteryInACampaignScopeCampaign(t *testing.T) {
 	dir := t.TempDir()
 	clock := &fakeClock{}

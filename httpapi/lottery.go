@@ -213,9 +213,9 @@ type lotteryBody struct {
 	Waitlisted   *uint32 `json:"waitlisted,omitempty"`
 	WaitlistRoot string  `json:"waitlist_root,omitempty"`
 	Promoted     *uint32 `json:"promoted,omitempty"`
-	// WaitlistClosedAt is when the waitlist closed (end_at passed with
-	// entrants still waiting, who lost): absent while it is open.
-	WaitlistClosedAt string `json:"waitlist_closed_at,omitempty"`
+	// EndedAt is when the lottery ended (LOTTERY_ENDED: end_at passed
+	// while entries could still win, who lost): absent before.
+	EndedAt string `json:"ended_at,omitempty"`
 }
 
 type lotteryRulesBody struct {
@@ -265,9 +265,9 @@ func renderLottery(info sku.LotteryInfo) lotteryBody {
 		body.WinnersRoot = hexOf(info.WinnersRoot)
 		body.Waitlisted, body.WaitlistRoot = &info.Waitlisted, hexOf(info.WaitlistRoot)
 		body.Promoted = &info.Promoted
-		if info.WaitlistClosed {
-			body.WaitlistClosedAt = formatMillis(info.WaitlistClosedAt)
-		}
+	}
+	if info.Ended {
+		body.EndedAt = formatMillis(info.EndedAt)
 	}
 	return body
 }
@@ -372,6 +372,8 @@ func (s *Server) handleDraw(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusConflict, reason, s.beaconDue(ctx, req.Beacon.Round)))
 	case sku.OutcomeEntriesOpen, sku.OutcomeAlreadyDrawn, sku.OutcomeNotLottery:
 		return write(ctx, errorReply(fasthttp.StatusConflict, reason, ""))
+	case sku.OutcomeEnded:
+		return write(ctx, errorReply(fasthttp.StatusConflict, reason, "end_at has passed: the lottery ended undrawn and every entry lost (extend end_at before it passes to draw later)"))
 	case sku.OutcomeWrongRound:
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reason, "the round must be the one the rules name or its stated fallback"))
 	case sku.OutcomeInvalid: // the signature (lottery.CheckSignature): the length was checked above

@@ -84,6 +84,11 @@ func TestPurchaseLimitCampaign(t *testing.T) {
 				t.Fatalf("entry of a buyer: %v", r)
 			}
 			want(t, ts.get(entries+"/e2"), http.StatusNotFound, "") // not recorded
+			// The SKU's own kind of sale answers first: a reserve on the
+			// lottery, an entry on the plain SKU.
+			want(t, ts.reserve("lc", "ls", "p3", "dave"), http.StatusConflict, "LOTTERY_SALE")
+			want(t, ts.post("/v1/campaigns/lc/skus/plain/entries", map[string]string{"request_id": "e3", "user_id": "carol"}),
+				http.StatusConflict, "NOT_LOTTERY")
 
 			ts.define(scopedCampaign("pl", 2, 10))
 			if got := ts.admin(http.MethodGet, "/admin/campaigns/pl", nil).str("purchase_limit"); got != "campaign" {

@@ -29,7 +29,7 @@ import (
 // In a third of the runs that are not celled the first SKU is a lottery:
 // a reserve there is an entry (behind the claim, as the engine's Enter),
 // a step now and then is the admin's draw, the ranking comes at a tick,
-// and the waitlist closes at end_at. An entry that may still win (ENTERED,
+// and the lottery ends at end_at. An entry that may still win (ENTERED,
 // WAITLISTED) holds its user like a live purchase.
 //
 // Checked after every step, against the SKUs' models (model.go, not the

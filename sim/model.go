@@ -144,6 +144,11 @@ func (m *model) define(now int64, d sku.Definition) sku.Outcome {
 			return sku.OutcomeInvalid // a lottery stays one, with its sale_limit
 		}
 	}
+	if rules != nil {
+		if t, _ := rules.Beacon.TimeMs(); t >= d.EndAt {
+			return sku.OutcomeInvalid // the draw would come after the sale ends
+		}
+	}
 	first := !m.defined
 	at := m.at(now)
 	m.effect(at, func() { m.def, m.defined = d, true })
@@ -408,7 +413,7 @@ func (m *model) tick(now int64) {
 	if m.defined {
 		m.expireDue(m.at(now), expireOnTick)
 		m.closeEntries(m.at(now))
-		m.closeWaitlist(m.at(now))
+		m.endLottery(m.at(now))
 	}
 }
 

@@ -38,9 +38,11 @@ type modelLottery struct {
 	recorded int
 	waitlist []uint32 // recorded
 	waitNext int
-	// waitClosed: end_at passed after the draw with entrants waiting, who
-	// lost (WAITLIST_CLOSED).
-	waitClosed bool
+	// ended: end_at passed, with no draw being recorded, while entries
+	// could still win (all of them before a draw, the waitlisted after
+	// it), who
+	// lost (LOTTERY_ENDED).
+	ended bool
 }
 
 func (l *modelLottery) clone() *modelLottery {
@@ -109,7 +111,7 @@ func (m *model) enter(now int64, request, user string, tier uint8) entryReply {
 	}
 	m.closeEntries(at)
 	switch {
-	case l.closed:
+	case l.closed || l.ended:
 		return entryReply{outcome: sku.OutcomeEntriesClosed}
 	case m.paused:
 		return entryReply{outcome: sku.OutcomePaused}
@@ -146,6 +148,10 @@ func (m *model) draw(now int64, round uint64, randomness, signature []byte) sku.
 		return sku.OutcomeAlreadyDrawn
 	}
 	at := m.at(now)
+	if l.ended || at >= m.def.EndAt {
+		m.endLottery(at)
+		return sku.OutcomeEnded
+	}
 	if at < l.rules.EntriesCloseAt {
 		return sku.OutcomeEntriesOpen
 	}
@@ -207,24 +213,32 @@ func (m *model) win(at int64, entry uint32, then func()) {
 }
 
 // promote gives each token available after the draw and before end_at to
-// the next waitlisted entrant; at or after end_at it closes the waitlist.
+// the next waitlisted entrant; at or after end_at the lottery ends.
 func (m *model) promote(at int64) {
 	l := m.lot
 	if l == nil || !l.done {
 		return
 	}
-	m.closeWaitlist(at)
-	for !l.waitClosed && l.waitNext < len(l.waitlist) && m.available() > 0 {
+	m.endLottery(at)
+	for !l.ended && l.waitNext < len(l.waitlist) && m.available() > 0 {
 		m.win(at, l.waitlist[l.waitNext], func() { l.waitNext++ })
 	}
 }
 
-// closeWaitlist records the waitlist's close once end_at has passed after
-// the draw, while entrants still wait.
-func (m *model) closeWaitlist(at int64) {
-	if l := m.lot; l != nil && l.done && !l.waitClosed && at >= m.def.EndAt && l.waitNext < len(l.waitlist) {
-		m.effect(at, func() { l.waitClosed = true })
+// endLottery records the lottery's end once end_at has passed, when no
+// draw is being recorded and entries could still win: every entry before
+// a draw (the entries closed first), the entrants still waiting after it.
+func (m *model) endLottery(at int64) {
+	l := m.lot
+	if l == nil || l.ended || at < m.def.EndAt || l.started && !l.done {
+		return
 	}
+	if !l.started && len(l.entries) > 0 {
+		m.closeEntries(at)
+	} else if !l.done || l.waitNext >= len(l.waitlist) {
+		return
+	}
+	m.effect(at, func() { l.ended = true })
 }
 
 // entryStatus is the answer an entry's status gives.
@@ -233,10 +247,12 @@ func (l *modelLottery) entryStatus(seq uint32) (sku.EntryStatus, uint32) {
 	switch {
 	case e.won != 0:
 		return sku.EntryWon, 0
+	case l.ended:
+		return sku.EntryLost, 0
 	case !l.done:
 		return sku.EntryEntered, 0
 	}
-	if i := slices.Index(l.waitlist, seq); i >= 0 && !l.waitClosed {
+	if i := slices.Index(l.waitlist, seq); i >= 0 {
 		return sku.EntryWaitlisted, uint32(i - l.waitNext + 1)
 	}
 	return sku.EntryLost, 0

@@ -244,6 +244,9 @@ func (r *run) setUp() error {
 	r.def.PurchaseLimit = r.hooks.purchaseLimit
 	if r.lottery {
 		r.def.Lottery = lotteryRules(g, start)
+		if t, _ := r.def.Lottery.Beacon.TimeMs(); r.def.EndAt <= t {
+			r.def.EndAt = t + 60_000 // the draw comes before the sale ends
+		}
 	}
 	r.core = core.New(r.coreConfig())
 	if err := r.open(); err != nil {
@@ -457,8 +460,8 @@ func (r *run) advance() error {
 		switch {
 		case rec.Type == sku.RecordWon && rec.Lot.FromWaitlist:
 			r.faults["lottery_promoted"]++
-		case rec.Type == sku.RecordWaitlistClosed:
-			r.faults["lottery_waitlist_closed"]++
+		case rec.Type == sku.RecordLotteryEnded:
+			r.faults["lottery_ended"]++
 		}
 		appended++
 	}

@@ -14,7 +14,7 @@ const (
 	// EventEntered: a lottery entry recorded (ENTERED).
 	EventEntered
 	// EventEntryEnded: a lottery entry lost (DRAW_DONE for the entries
-	// neither won nor waitlisted, WAITLIST_CLOSED for those still waiting).
+	// neither won nor waitlisted, LOTTERY_ENDED for those still waiting).
 	EventEntryEnded
 )
 
@@ -50,7 +50,7 @@ func Events(m *sku.Machine, records []sku.Record) []Event {
 			}
 		case sku.RecordEntered:
 			out = append(out, Event{Kind: EventEntered, UserID: r.UserID, ID: r.RequestID})
-		case sku.RecordDrawDone, sku.RecordWaitlistClosed:
+		case sku.RecordDrawDone, sku.RecordLotteryEnded:
 			m.EntriesLostBy(r.Type, func(userID, requestID string) {
 				out = append(out, Event{Kind: EventEntryEnded, UserID: userID, ID: requestID})
 			})

@@ -10,7 +10,7 @@
 // same user. On a lottery SKU the entry is the purchase attempt: an entry
 // claims its user like a reserve, and its hold stays while the entry may
 // still win (ENTERED, WAITLISTED), becomes the reservation it won (WON),
-// and ends when it has LOST (at DRAW_DONE, or WAITLIST_CLOSED at end_at).
+// and ends when it has LOST (at DRAW_DONE, or LOTTERY_ENDED at end_at).
 // The draw then never gives a user a reservation while the user holds a
 // purchase on another SKU, and a user enters one lottery of the campaign
 // at a time. The registry has no log of its own: what it must keep across
@@ -264,7 +264,7 @@ func (r *Registry[W]) Closed(userID, sku, reservationID string) []W {
 }
 
 // EntryEnded reports that the lottery entry requestID of userID on sku
-// lost, durably (DRAW_DONE, WAITLIST_CLOSED): the user may buy again. It
+// lost, durably (DRAW_DONE, LOTTERY_ENDED): the user may buy again. It
 // returns the waiters to wake.
 func (r *Registry[W]) EntryEnded(userID, sku, requestID string) []W {
 	return r.release(userID, sku, requestID, true)

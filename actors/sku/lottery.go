@@ -26,8 +26,10 @@ import (
 //	WAITLISTED         a chunk of the waitlist, in rank order
 //	DRAW_DONE          the number of winners and the roots of the winner and
 //	                   waitlist lists
-//	WAITLIST_CLOSED    at or after end_at, while entrants still wait: the sale
-//	                   is over, no more promotions, those left waiting lose
+//	LOTTERY_ENDED      at or after end_at, while entries could still win
+//	                   and no draw is being recorded: the sale is over, no
+//	                   draw or promotion follows, those entries lose (all
+//	                   of a lottery never drawn, else the entrants waiting)
 //
 // The ranking itself is never recorded and never recomputed on replay: the
 // SKU actor ranks a frozen copy off the actor (Frozen.RankDraw) and the core
@@ -123,9 +125,10 @@ const (
 	PhaseClosed                        // ENTRIES_CLOSED recorded, or entries_close_at passed
 	PhaseDrawing                       // DRAW_STARTED recorded, winners being recorded
 	PhaseDrawn                         // DRAW_DONE recorded
+	PhaseEnded                         // LOTTERY_ENDED recorded before a draw: never drawn, every entry lost
 )
 
-var phaseNames = [...]string{"NONE", "COMMITTED", "OPEN", "CLOSED", "DRAWING", "DRAWN"}
+var phaseNames = [...]string{"NONE", "COMMITTED", "OPEN", "CLOSED", "DRAWING", "DRAWN", "ENDED"}
 
 func (p LotteryPhase) String() string {
 	if int(p) < len(phaseNames) {

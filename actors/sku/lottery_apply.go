@@ -63,16 +63,14 @@ func (m *Machine) applyLottery(r *Record) error {
 			return notApply(r, "winners %d and roots do not match the %d winners recorded", r.Lot.Count, l.drawWinners)
 		}
 		l.drawDone = true
-	case RecordWaitlistClosed:
-		switch {
-		case !l.drawDone || l.waitClosed:
-			return notApply(r, "no open waitlist after a draw")
+	case RecordLotteryEnded:
+		switch lost := l.mayStillWin(); {
 		case r.At < m.def.EndAt:
-			return notApply(r, "closed at %d before end_at %d", r.At, m.def.EndAt)
-		case r.Lot.Count == 0 || int(r.Lot.Count) != len(l.waitlist)-int(l.waitNext):
-			return notApply(r, "count %d, but %d entrants wait", r.Lot.Count, len(l.waitlist)-int(l.waitNext))
+			return notApply(r, "ended at %d before end_at %d", r.At, m.def.EndAt)
+		case lost == 0 || r.Lot.Count != lost:
+			return notApply(r, "count %d, but %d entries may still win", r.Lot.Count, lost)
 		}
-		l.waitClosed, l.waitClosedAt = true, r.At
+		l.ended, l.endedAt = true, r.At
 	}
 	return nil
 }
@@ -132,8 +130,8 @@ func (m *Machine) applyWon(r *Record) error {
 		return notApply(r, "no entry %d", r.Lot.EntrySeq)
 	case r.Lot.FromWaitlist && !l.drawDone:
 		return notApply(r, "a promotion before the draw is done")
-	case r.Lot.FromWaitlist && l.waitClosed:
-		return notApply(r, "a promotion after the waitlist closed")
+	case l.ended:
+		return notApply(r, "a reservation after the lottery ended")
 	case r.Lot.FromWaitlist && (int(l.waitNext) >= len(l.waitlist) || l.waitlist[l.waitNext] != r.Lot.EntrySeq):
 		return notApply(r, "entry %d is not next on the waitlist", r.Lot.EntrySeq)
 	case !r.Lot.FromWaitlist && (!l.drawStarted || l.drawDone || len(l.waitlist) > 0):

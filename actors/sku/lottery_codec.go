@@ -31,24 +31,26 @@ const lotterySectionTag = 2
 // versions wrote.
 const lotterySignatureTag = 4
 
-// lotteryWaitlistClosedTag tags the state's section of a closed waitlist:
-// u8 6 | varint waitlist_closed_at. Written after the beacon signature
-// section, if any, only once WAITLIST_CLOSED is recorded, so a state
-// without it is what older versions wrote.
-const lotteryWaitlistClosedTag = 6
+// lotteryEndedTag tags the state's section of an ended lottery:
+// u8 6 | varint ended_at. Written after the beacon signature section, if
+// any, only once LOTTERY_ENDED is recorded, so a state without it is what
+// older versions wrote.
+const lotteryEndedTag = 6
 
-// encodeWaitlistClosed appends the closed waitlist section, if any.
-func (e *stateEncoder) encodeWaitlistClosed(f *Frozen) {
-	if f.lot == nil || !f.lot.waitClosed {
+// encodeEnded appends the ended lottery's section, if any.
+func (e *stateEncoder) encodeEnded(f *Frozen) {
+	if f.lot == nil || !f.lot.ended {
 		return
 	}
-	e.b = binary.AppendVarint(append(e.b, lotteryWaitlistClosedTag), f.lot.waitClosedAt)
+	e.b = binary.AppendVarint(append(e.b, lotteryEndedTag), f.lot.endedAt)
 }
 
-// decodeWaitlistClosed reads the closed waitlist section when the next byte
-// is its tag, and checks it as WAITLIST_CLOSED's apply does.
-func (s *stateDecoder) decodeWaitlistClosed() {
-	if s.err != nil || len(s.b) == 0 || s.b[0] != lotteryWaitlistClosedTag {
+// decodeEnded reads the ended lottery's section when the next byte is its
+// tag. It checks what the state alone shows (no draw being recorded, an
+// entry or a waitlisted entrant left to lose); not end_at, which a
+// redefinition may have moved later since.
+func (s *stateDecoder) decodeEnded() {
+	if s.err != nil || len(s.b) == 0 || s.b[0] != lotteryEndedTag {
 		return
 	}
 	s.byte() // the tag
@@ -57,11 +59,11 @@ func (s *stateDecoder) decodeWaitlistClosed() {
 	switch {
 	case s.err != nil:
 		return
-	case l == nil || !l.drawDone || int(l.waitNext) >= len(l.waitlist) || at < s.m.def.EndAt:
-		s.fail("a closed waitlist without entrants waiting after a draw, or before end_at")
+	case l == nil || l.mayStillWin() == 0:
+		s.fail("an ended lottery without entries that could have won, or with a draw being recorded")
 		return
 	}
-	l.waitClosed, l.waitClosedAt = true, at
+	l.ended, l.endedAt = true, at
 }
 
 // encodeBeaconSignature appends the beacon signature section, if any.

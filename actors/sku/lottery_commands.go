@@ -45,6 +45,15 @@ func (m *Machine) checkLotteryDefine(at int64, d Definition) error {
 	case !m.defined && d.Lottery != nil && (d.Lottery.ServerSeed == lottery.Hash{} || d.Lottery.PseudonymKey == lottery.Hash{}):
 		return fmt.Errorf("%w: the lottery's server seed and pseudonym key must be drawn", ErrInvalidDefinition)
 	}
+	if d.Lottery != nil {
+		// The draw makes reservations, and none is made at or after end_at:
+		// the round must come before it. Checked when deciding a definition
+		// only (replay takes what was decided).
+		if t, _ := d.Lottery.Beacon.TimeMs(); t >= d.EndAt {
+			return fmt.Errorf("%w: beacon round %d is published at %s, not before end_at %s: the draw would come after the sale ends",
+				ErrInvalidDefinition, d.Lottery.Beacon.Round, lottery.Stamp(t), lottery.Stamp(d.EndAt))
+		}
+	}
 	return nil
 }
 
@@ -82,7 +91,7 @@ func (m *Machine) Enter(now int64, requestID, userID string, tier uint8, out []R
 	}
 	out = m.closeEntriesIfDue(at, out)
 	switch {
-	case l.closed || l.entries.count >= MaxEntries:
+	case l.closed || l.ended || l.entries.count >= MaxEntries:
 		return EntryResult{Outcome: OutcomeEntriesClosed}, out
 	case m.paused:
 		return EntryResult{Outcome: OutcomePaused}, out
@@ -106,20 +115,27 @@ func (m *Machine) closeEntriesIfDue(at int64, out []Record) []Record {
 // otherwise.
 func (m *Machine) LotteryTick(now int64, out []Record) []Record {
 	at := m.decisionTime(now)
-	return m.closeWaitlistIfDue(at, m.closeEntriesIfDue(at, out))
+	return m.endIfDue(at, m.closeEntriesIfDue(at, out))
 }
 
-// closeWaitlistIfDue records WAITLIST_CLOSED once at >= end_at, after the
-// draw, while entrants still wait: the sale is over, so no more
-// promotions; those left waiting lose. A user's waitlisted entry thus ends
-// at a recorded time, which a campaign-scope campaign's purchase registry
-// needs (the entry holds the user's claim until then).
-func (m *Machine) closeWaitlistIfDue(at int64, out []Record) []Record {
+// endIfDue records LOTTERY_ENDED once at >= end_at while entries may
+// still win and no draw is being recorded: the sale is over, so no draw
+// and no promotion follows; the entries that could still win lose (all
+// of them when the lottery was never drawn, the entrants still waiting
+// after a draw). Every entry thus ends at a recorded time, which a
+// campaign-scope campaign's purchase registry needs (an entry holds its
+// user's claim until then).
+func (m *Machine) endIfDue(at int64, out []Record) []Record {
 	l := m.lot
-	if l == nil || !l.drawDone || l.waitClosed || at < m.def.EndAt || int(l.waitNext) >= len(l.waitlist) {
+	if l == nil || at < m.def.EndAt {
 		return out
 	}
-	return m.emit(Record{Type: RecordWaitlistClosed, At: at, Lot: &LotteryFields{Count: uint32(len(l.waitlist)) - l.waitNext}}, out)
+	lost := l.mayStillWin()
+	if lost == 0 {
+		return out
+	}
+	out = m.closeEntriesIfDue(at, out) // the pool is closed first, as for a draw
+	return m.emit(Record{Type: RecordLotteryEnded, At: at, Lot: &LotteryFields{Count: lost}}, out)
 }
 
 // StartDraw records the draw's inputs: the beacon round (the named one or
@@ -128,7 +144,8 @@ func (m *Machine) closeWaitlistIfDue(at int64, out []Record) []Record {
 // it verifies and the randomness is its SHA-256). It answers DRAW_STARTED,
 // or, recording nothing: NOT_LOTTERY, INVALID (randomness not 32 bytes, or
 // a signature that does not check),
-// WRONG_ROUND, ALREADY_DRAWN, ENTRIES_OPEN (before entries_close_at),
+// WRONG_ROUND, ALREADY_DRAWN, ENDED (at or after end_at: the lottery ends
+// undrawn, LOTTERY_ENDED), ENTRIES_OPEN (before entries_close_at),
 // BEACON_NOT_DUE (before the round's publication time). The ranking is
 // then computed off the actor (Frozen.RankDraw) and recorded by RecordDraw.
 func (m *Machine) StartDraw(now int64, round uint64, randomness, signature []byte, out []Record) (Outcome, []Record) {
@@ -151,6 +168,9 @@ func (m *Machine) StartDraw(now int64, round uint64, randomness, signature []byt
 		return OutcomeAlreadyDrawn, out
 	}
 	at := m.decisionTime(now)
+	if l.ended || at >= m.def.EndAt {
+		return OutcomeEnded, m.endIfDue(at, out)
+	}
 	if at < l.rules.EntriesCloseAt {
 		return OutcomeEntriesOpen, out
 	}
@@ -238,8 +258,8 @@ func (l *lotteryState) drawLists() (winners, waitlist []uint32) {
 // this SKU (only a WON makes one), so none is skipped.
 func (m *Machine) promoteWaitlist(at int64, out []Record) []Record {
 	l := m.lot
-	out = m.closeWaitlistIfDue(at, out)
-	for l.drawDone && !l.waitClosed && int(l.waitNext) < len(l.waitlist) && m.pool.next() != 0 {
+	out = m.endIfDue(at, out)
+	for l.drawDone && !l.ended && int(l.waitNext) < len(l.waitlist) && m.pool.next() != 0 {
 		out = m.emit(Record{Type: RecordWon, At: at, Seq: m.table.count + 1, Token: m.pool.next(),
 			ExpireAt: at + m.def.PaymentWindowMs, Lot: &LotteryFields{EntrySeq: l.waitlist[l.waitNext], FromWaitlist: true}}, out)
 	}

@@ -43,10 +43,11 @@ type lotteryState struct {
 	waitPos     map[uint32]uint32 // entry_seq -> 1 + index in waitlist (derived)
 	waitNext    uint32            // waitlist[:waitNext] have been promoted
 	drawDone    bool
-	// waitClosed is set by WAITLIST_CLOSED (at waitClosedAt, ms): the
-	// entrants still waiting then, waitlist[waitNext:], lost.
-	waitClosed   bool
-	waitClosedAt int64
+	// ended is set by LOTTERY_ENDED (at endedAt, ms): the entries that
+	// could still win then (every entry of a lottery not drawn, or the
+	// entrants still waiting, waitlist[waitNext:]) lost.
+	ended   bool
+	endedAt int64
 }
 
 // wonEntry pairs an entry with the reservation it won.
@@ -142,12 +143,29 @@ func (l *lotteryState) phase(at int64) LotteryPhase {
 		return PhaseDrawn
 	case l.drawStarted:
 		return PhaseDrawing
+	case l.ended:
+		return PhaseEnded
 	case l.closed || at >= l.rules.EntriesCloseAt:
 		return PhaseClosed
 	case at >= l.rules.EntriesOpenAt:
 		return PhaseOpen
 	}
 	return PhaseCommitted
+}
+
+// mayStillWin counts the entries LOTTERY_ENDED would end: before a draw
+// every entry, after it the entrants still waiting; 0 while a draw is
+// being recorded (it ends first) and once ended.
+func (l *lotteryState) mayStillWin() uint32 {
+	switch {
+	case l.ended:
+		return 0
+	case !l.drawStarted:
+		return l.entries.count
+	case l.drawDone:
+		return uint32(len(l.waitlist)) - l.waitNext
+	}
+	return 0
 }
 
 // drawSeed returns the seed of the recorded draw inputs.
@@ -232,7 +250,7 @@ func (m *Machine) auditLottery(bad func(format string, args ...any)) {
 	if l.closed && l.rooter.Root() != l.entriesRoot {
 		bad("lottery: entries_root does not match the entries")
 	}
-	if l.waitClosed && (!l.drawDone || int(l.waitNext) >= len(l.waitlist)) {
-		bad("lottery: the waitlist closed with nobody waiting after a draw")
+	if l.ended && l.drawStarted && !l.drawDone {
+		bad("lottery: ended while a draw was being recorded")
 	}
 }

@@ -3,6 +3,7 @@ package sku
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -403,11 +404,11 @@ func TestLotteryRecordsRefused(t *testing.T) {
 	}
 }
 
-// TestLotteryWaitlistClosesAtEndAt: at end_at the waitlist closes (one
-// WAITLIST_CLOSED, by the tick or by a token coming back), those still
+// TestLotteryEndsAtEndAt: at end_at a drawn lottery ends (one
+// LOTTERY_ENDED, by the tick or by a token coming back), those still
 // waiting lose, no token goes to them afterwards, and replay and a snapshot
 // agree.
-func TestLotteryWaitlistClosesAtEndAt(t *testing.T) {
+func TestLotteryEndsAtEndAt(t *testing.T) {
 	d := lotteryDef(3, 5)
 	d.EndAt = lotRoundT + 10*lotWindow
 	r := newLottery(t, d)
@@ -427,11 +428,11 @@ func TestLotteryWaitlistClosesAtEndAt(t *testing.T) {
 		t.Fatalf("a tick before end_at wrote %v", r.log[n:])
 	}
 	r.log = m.LotteryTick(d.EndAt, r.log)
-	if len(r.log) != n+1 || r.log[n].Type != RecordWaitlistClosed || r.log[n].Lot.Count != 2 || r.log[n].At != d.EndAt {
+	if len(r.log) != n+1 || r.log[n].Type != RecordLotteryEnded || r.log[n].Lot.Count != 2 || r.log[n].At != d.EndAt {
 		t.Fatalf("tick at end_at wrote %+v", r.log[n:])
 	}
 	if r.log = m.LotteryTick(d.EndAt+5, r.log); len(r.log) != n+1 {
-		t.Fatal("the waitlist closed twice")
+		t.Fatal("the lottery ended twice")
 	}
 	for i, e := range rk.Waitlist[3:] {
 		if v, _ := m.EntryByRequest(fmt.Sprintf("r%d", e)); v.Status != EntryLost {
@@ -448,7 +449,7 @@ func TestLotteryWaitlistClosesAtEndAt(t *testing.T) {
 	if c := m.Counts(); c.PendingPayment != 0 || c.Available != 3 {
 		t.Fatalf("counts after end_at %+v", c)
 	}
-	if info, _ := m.Freeze().LotteryInfo(d.EndAt + lotWindow); !info.WaitlistClosed || info.WaitlistClosedAt != d.EndAt || info.Promoted != 3 {
+	if info, _ := m.Freeze().LotteryInfo(d.EndAt + lotWindow); !info.Ended || info.EndedAt != d.EndAt || info.Promoted != 3 {
 		t.Fatalf("info %+v", info)
 	}
 	checkSame(t, m, r.log)
@@ -466,27 +467,98 @@ func TestLotteryWaitlistClosesAtEndAt(t *testing.T) {
 	for _, rec := range r2.log[n:] {
 		types = append(types, rec.Type)
 	}
-	if !slices.Contains(types, RecordWaitlistClosed) || slices.Contains(types, RecordWon) {
+	if !slices.Contains(types, RecordLotteryEnded) || slices.Contains(types, RecordWon) {
 		t.Fatalf("records after end_at: %v", types)
 	}
 	checkSame(t, r2.m, r2.log)
 
 	// A closure the rules do not allow does not apply.
-	bad := Record{Type: RecordWaitlistClosed, At: d.EndAt - 1, Lot: &LotteryFields{Count: 2}}
+	bad := Record{Type: RecordLotteryEnded, At: d.EndAt - 1, Lot: &LotteryFields{Count: 2}}
 	again := replay(t, r.log[:beforeClose])
 	if err := again.Apply(&bad); err == nil {
-		t.Fatal("a WAITLIST_CLOSED before end_at applied")
+		t.Fatal("a LOTTERY_ENDED before end_at applied")
 	}
 	bad.At, bad.Lot.Count = d.EndAt, 3
 	if err := again.Apply(&bad); err == nil {
-		t.Fatal("a WAITLIST_CLOSED with a wrong count applied")
+		t.Fatal("a LOTTERY_ENDED with a wrong count applied")
 	}
 	bad.Lot.Count = 2
 	if err := again.Apply(&bad); err != nil {
-		t.Fatalf("the WAITLIST_CLOSED the tick wrote: %v", err)
+		t.Fatalf("the LOTTERY_ENDED the tick wrote: %v", err)
 	}
 	bad.At++
 	if err := again.Apply(&bad); err == nil {
-		t.Fatal("a second WAITLIST_CLOSED applied")
+		t.Fatal("a second LOTTERY_ENDED applied")
 	}
+}
+
+// TestLotteryEndsUndrawn: a lottery not drawn by end_at ends (the tick, or
+// a draw asked too late, writes LOTTERY_ENDED): every entry lost, no draw
+// after it, no entry either; and a definition whose beacon round comes at
+// or after end_at is refused.
+func TestLotteryEndsUndrawn(t *testing.T) {
+	d := lotteryDef(3, 2)
+	late := d
+	late.EndAt = lotRoundT
+	if _, _, err := New().Define(lotOpen-1000, late, nil); !errors.Is(err, ErrInvalidDefinition) {
+		t.Fatalf("a round at end_at: %v", err)
+	}
+	d.EndAt = lotRoundT + 1000
+	for _, by := range []string{"tick", "draw"} {
+		r := newLottery(t, d)
+		for i := 1; i <= 5; i++ {
+			r.enter(lotOpen+int64(i), fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i), 0)
+		}
+		n := len(r.log)
+		if by == "tick" {
+			r.log = r.m.LotteryTick(d.EndAt, r.log)
+		} else {
+			var o Outcome
+			o, r.log = r.m.StartDraw(d.EndAt, lotRound, randomness[:], nil, r.log)
+			if o != OutcomeEnded {
+				t.Fatalf("a draw at end_at: %s", o)
+			}
+		}
+		last := r.log[len(r.log)-1]
+		if last.Type != RecordLotteryEnded || last.Lot.Count != 5 || r.log[n].Type != RecordEntriesClosed {
+			t.Fatalf("%s at end_at wrote %v", by, r.log[n:])
+		}
+		if v, _ := r.m.EntryByRequest("r3"); v.Status != EntryLost {
+			t.Fatalf("an entry after the end: %+v", v)
+		}
+		if info, _ := r.m.Freeze().LotteryInfo(d.EndAt); info.Phase != PhaseEnded || !info.Ended || info.EndedAt != d.EndAt {
+			t.Fatalf("info %+v", info)
+		}
+		if o, _ := r.m.StartDraw(d.EndAt+1, lotRound, randomness[:], nil, nil); o != OutcomeEnded {
+			t.Fatalf("a draw after the end: %s", o)
+		}
+		if len(r.m.LiveEntries()) != 0 {
+			t.Fatalf("live entries after the end: %v", r.m.LiveEntries())
+		}
+		checkSame(t, r.m, r.log)
+	}
+}
+
+// TestLotteryEndedStateAfterLaterEndAt: a state written after the lottery
+// ended and end_at was moved later decodes (the end was recorded under the
+// end_at of its time).
+func TestLotteryEndedStateAfterLaterEndAt(t *testing.T) {
+	d := lotteryDef(1, 2)
+	d.EndAt = lotRoundT + 10*lotWindow
+	r := newLottery(t, d)
+	for i := 1; i <= 4; i++ {
+		r.enter(lotOpen+int64(i), fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i), 0)
+	}
+	r.draw(lotRoundT)
+	r.log = r.m.LotteryTick(d.EndAt, r.log)
+	later := d
+	later.EndAt += 3_600_000
+	var err error
+	if _, r.log, err = r.m.Define(d.EndAt+1, later, r.log); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := r.m.Freeze().LotteryInfo(later.EndAt); !info.Ended || info.EndedAt != d.EndAt {
+		t.Fatalf("info %+v", info)
+	}
+	checkSame(t, r.m, r.log)
 }

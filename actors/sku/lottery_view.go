@@ -17,10 +17,14 @@ func (m *Machine) entryView(seq uint32) EntryView {
 		v.Status, v.Reservation = EntryWon, m.view(res, m.table.get(res))
 		return v
 	}
+	if l.ended {
+		v.Status = EntryLost
+		return v
+	}
 	if !l.drawDone {
 		return v
 	}
-	if pos, ok := l.waitPos[seq]; ok && !l.waitClosed {
+	if pos, ok := l.waitPos[seq]; ok {
 		v.Status, v.Position = EntryWaitlisted, pos-l.waitNext
 		return v
 	}
@@ -71,10 +75,11 @@ type LotteryInfo struct {
 	Waitlisted   uint32
 	WaitlistRoot lottery.Hash
 	Promoted     uint32 // waitlisted entrants who got a token so far
-	// Set once WAITLIST_CLOSED is recorded (at or after end_at): the
-	// entrants still waiting then lost.
-	WaitlistClosed   bool
-	WaitlistClosedAt int64 // ms
+	// Set once LOTTERY_ENDED is recorded (at or after end_at): the entries
+	// that could still win then (all of them when never drawn, else the
+	// entrants still waiting) lost.
+	Ended   bool
+	EndedAt int64 // ms
 }
 
 // LotteryInfo returns the public lottery information at the freeze, at
@@ -98,8 +103,8 @@ func (f *Frozen) LotteryInfo(now int64) (LotteryInfo, bool) {
 		info.WinnersRoot = lottery.ListRoot(winners)
 		info.Waitlisted, info.WaitlistRoot = uint32(len(waitlist)), lottery.ListRoot(waitlist)
 		info.Promoted = l.waitNext
-		info.WaitlistClosed, info.WaitlistClosedAt = l.waitClosed, l.waitClosedAt
 	}
+	info.Ended, info.EndedAt = l.ended, l.endedAt
 	return info, true
 }
 

@@ -175,11 +175,12 @@ func (l *lotteryState) liveEntries() map[string]string {
 		r := l.entries.get(seq)
 		out[l.entries.userID(r)] = l.entries.requestID(r)
 	}
+	if l.ended {
+		return out
+	}
 	if l.drawDone {
-		if !l.waitClosed {
-			for _, seq := range l.waitlist[l.waitNext:] {
-				add(seq)
-			}
+		for _, seq := range l.waitlist[l.waitNext:] {
+			add(seq)
 		}
 		return out
 	}
@@ -197,7 +198,8 @@ func (l *lotteryState) liveEntries() map[string]string {
 
 // EntriesLostBy calls fn with the user and request_id of each entry that a
 // record of type t, just applied, made LOST: DRAW_DONE the entries neither
-// won nor waitlisted, WAITLIST_CLOSED those still waiting. Other types
+// won nor waitlisted, LOTTERY_ENDED those that could still win (every
+// entry of a lottery never drawn, else those still waiting). Other types
 // call nothing. The campaign's purchase registry then lets these users buy
 // again (actors/purchase.Events).
 func (m *Machine) EntriesLostBy(t RecordType, fn func(userID, requestID string)) {
@@ -218,7 +220,13 @@ func (m *Machine) EntriesLostBy(t RecordType, fn func(userID, requestID string))
 				lost(seq)
 			}
 		}
-	case RecordWaitlistClosed:
+	case RecordLotteryEnded:
+		if !l.drawStarted {
+			for seq := uint32(1); seq <= l.entries.count; seq++ {
+				lost(seq)
+			}
+			return
+		}
 		for _, seq := range l.waitlist[l.waitNext:] {
 			lost(seq)
 		}

@@ -35,13 +35,13 @@ const (
 	RecordReturn RecordType = 18 // available tokens leave the pool, before the ledger credit
 	RecordEpoch  RecordType = 19 // the epoch the process holds in the ledger
 
-	RecordWaitlistClosed RecordType = 20 // a lottery's waitlist ends at end_at: the entrants still waiting lose
+	RecordLotteryEnded RecordType = 20 // a lottery ends at end_at: the entries that could still win lose
 )
 
 func (t RecordType) String() string {
 	names := [...]string{"", "DEFINE", "RESERVED", "REJECTED", "PAID", "CLOSED", "REFUND_REQUIRED", "RELEASED", "PAUSED", "RESUMED",
 		"LOTTERY_COMMITTED", "ENTERED", "ENTRIES_CLOSED", "DRAW_STARTED", "WON", "WAITLISTED", "DRAW_DONE",
-		"GRANT", "RETURN", "EPOCH", "WAITLIST_CLOSED"}
+		"GRANT", "RETURN", "EPOCH", "LOTTERY_ENDED"}
 	if int(t) < len(names) && t != 0 {
 		return names[t]
 	}

@@ -56,13 +56,25 @@ type recordJSON struct {
 	Definition    *definitionJSON `json:"definition,omitempty"`
 	Allocation    *allocationJSON `json:"allocation,omitempty"` // GRANT, RETURN, EPOCH
 	Holder        *holderJSON     `json:"holder,omitempty"`     // RESERVED with an entry pass
+	EntrySeq      uint32          `json:"entry_seq,omitempty"`  // ENTERED; WON: the entry it is for
+	FromWaitlist  bool            `json:"from_waitlist,omitempty"`
+	Count         *uint32         `json:"count,omitempty"` // ENTRIES_CLOSED: entries; DRAW_DONE: winners; LOTTERY_ENDED: entries lost
+}
+
+// reservationSeq is the reservation a record is about, 0 for none: an
+// ENTERED record's seq is its entry's, not a reservation's.
+func reservationSeq(r *sku.Record) uint32 {
+	if r.Type == sku.RecordEntered {
+		return 0
+	}
+	return r.Seq
 }
 
 func recordOf(index uint64, r *sku.Record, campaignID, skuID, cell string, key [16]byte) recordJSON {
 	j := recordJSON{Index: index, Type: r.Type.String(), At: formatMillis(r.At), AtMs: r.At,
 		Token: r.Token, ExpireAt: formatMillis(r.ExpireAt), RequestID: r.RequestID, UserID: r.UserID, PaymentID: r.PaymentID}
-	if r.Seq != 0 {
-		j.ReservationID = sku.FormatCellReservationID(campaignID, skuID, cell, r.Seq, key)
+	if seq := reservationSeq(r); seq != 0 {
+		j.ReservationID = sku.FormatCellReservationID(campaignID, skuID, cell, seq, key)
 	}
 	switch r.Type {
 	case sku.RecordDefine:
@@ -77,6 +89,13 @@ func recordOf(index uint64, r *sku.Record, campaignID, skuID, cell string, key [
 		j.Reason, j.Release = r.Reason.String(), &r.Release
 	case sku.RecordGrant, sku.RecordReturn, sku.RecordEpoch:
 		j.Allocation = allocationOf(r.Cell)
+	case sku.RecordEntered:
+		j.EntrySeq = r.Seq
+	case sku.RecordWon:
+		j.EntrySeq, j.FromWaitlist = r.Lot.EntrySeq, r.Lot.FromWaitlist
+	case sku.RecordEntriesClosed, sku.RecordDrawDone, sku.RecordLotteryEnded:
+		count := r.Lot.Count
+		j.Count = &count
 	}
 	return j
 }
@@ -94,7 +113,8 @@ type recordFilter struct {
 func (f *recordFilter) active() bool { return f.seq != 0 || f.userID != "" || f.requestID != "" }
 
 func (f *recordFilter) match(r *sku.Record) bool {
-	if f.seq != 0 && r.Seq != f.seq {
+	seq := reservationSeq(r)
+	if f.seq != 0 && seq != f.seq {
 		return false
 	}
 	if f.userID == "" && f.requestID == "" {
@@ -112,7 +132,7 @@ func (f *recordFilter) match(r *sku.Record) bool {
 	if r.UserID != "" || r.RequestID != "" {
 		return true
 	}
-	return r.Seq != 0 && f.seqs[r.Seq]
+	return seq != 0 && f.seqs[seq]
 }
 
 // learn adds the reservations of the user or request that a snapshot

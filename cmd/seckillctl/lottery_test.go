@@ -306,3 +306,40 @@ func TestLotteryVerifyBeaconSignature(t *testing.T) {
 		t.Fatalf("a changed signature in the log: exit %d: %s", code, out)
 	}
 }
+
+// inspect wal on a lottery: an ENTERED record names its entry, never a
+// reservation, and --reservation does not pick it; WON names both; the
+// counts of ENTRIES_CLOSED and DRAW_DONE show.
+func TestInspectLotteryRecords(t *testing.T) {
+	f := newLotteryFixture(t)
+	var wonID string
+	counts := map[string]uint32{}
+	for _, r := range walRecords(t, wantCode(t, 0, "inspect", "wal", f.skuDir)) {
+		switch r.Type {
+		case "ENTERED":
+			if r.ReservationID != "" || r.EntrySeq == 0 {
+				t.Fatalf("ENTERED shown as %+v", r)
+			}
+		case "WON":
+			if r.ReservationID == "" || r.EntrySeq == 0 {
+				t.Fatalf("WON shown as %+v", r)
+			}
+			if wonID == "" {
+				wonID = r.ReservationID
+			}
+		case "ENTRIES_CLOSED", "DRAW_DONE":
+			if r.Count == nil {
+				t.Fatalf("%s without its count", r.Type)
+			}
+			counts[r.Type] = *r.Count
+		}
+	}
+	if counts["ENTRIES_CLOSED"] != 60 || counts["DRAW_DONE"] != 10 {
+		t.Fatalf("counts %v", counts)
+	}
+	for _, r := range walRecords(t, wantCode(t, 0, "inspect", "wal", f.skuDir, "--reservation", wonID)) {
+		if r.Type == "ENTERED" {
+			t.Fatalf("--reservation %s picked an entry: %+v", wonID, r)
+		}
+	}
+}

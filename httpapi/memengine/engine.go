@@ -302,7 +302,7 @@ func (e *Engine) ReserveWith(ctx context.Context, campaignID, skuID, requestID, 
 // counts it (records, activity, recorded request_ids): the one rule for a
 // reserve alone and for each item of a batch. The caller holds e.mu.
 func (s *skuState) reserve(now int64, requestID, userID string, holder sku.Holder) sku.Result {
-	d, done := s.claim(userID, requestID)
+	d, done := s.claim(userID, requestID, false)
 	if d.Verdict == purchase.Held { // the request_id's own result first (actors: heldAnswer)
 		if found, ok := s.m.Lookup(requestID); ok {
 			return sku.KnownRequest(found, userID)
@@ -320,12 +320,13 @@ func (s *skuState) reserve(now int64, requestID, userID string, holder sku.Holde
 }
 
 // claim takes userID's claim for requestID on the SKU when its campaign's
-// purchase_limit is "campaign" (actors: Engine.admit): the twin decides at
-// once under its lock, so the registry answers Proceed (then call done
-// after the decision) or Held, never Wait or Probe. Without campaign
-// scope it answers Proceed and done does nothing.
-func (s *skuState) claim(userID, requestID string) (d purchase.Decision, done func()) {
-	if s.purchases == nil {
+// purchase_limit is "campaign" and the SKU sells that way (entry: a
+// lottery; actors: SKU.claimsFor, Engine.admit): the twin decides at once
+// under its lock, so the registry answers Proceed (then call done after
+// the decision) or Held, never Wait or Probe. Otherwise it answers Proceed
+// and done does nothing.
+func (s *skuState) claim(userID, requestID string, entry bool) (d purchase.Decision, done func()) {
+	if s.purchases == nil || s.m.Lottery() != entry {
 		return purchase.Decision{Verdict: purchase.Proceed}, func() {}
 	}
 	skuID := s.m.Definition().SKUID
