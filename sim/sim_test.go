@@ -204,9 +204,12 @@ func TestCampaignSeeds(t *testing.T) {
 		}
 	}
 	for _, reply := range []string{"claim PROCEED", "claim HELD", "claim WAIT", "claim PROBE", "reserve ACCEPTED", "reserve ALREADY_PURCHASED", "close CLOSED",
-		"enter ENTERED", "draw DRAW_STARTED", "draw ENDED", "held by an entry", "held by a purchase"} {
+		"enter ENTERED", "draw DRAW_STARTED", "held by an entry", "held by a purchase"} {
 		if replies[reply] == 0 {
 			t.Errorf("no %q in %d campaign seeds", reply, seeds)
 		}
+	}
+	if seeds >= 600 && replies["draw ENDED"] == 0 { // a draw asked after end_at: ~27 in 600 seeds
+		t.Errorf("no draw ENDED in %d campaign seeds", seeds)
 	}
 }
