@@ -48,7 +48,12 @@ type Report struct {
 
 // Main is "seckill-bench compare": it parses args, runs the matrix, prints
 // the tables on stdout and progress on stderr, and returns the exit status.
+// "seckill-bench compare passes ..." is the entry-pass comparison instead
+// (PassesMain).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "passes" {
+		return PassesMain(ctx, args[1:], stdout, stderr)
+	}
 	flags := flag.NewFlagSet("seckill-bench compare", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	concurrencies := flags.String("concurrency", "16,64,1024", "comma-separated closed-loop concurrencies, one table each")

@@ -73,3 +73,17 @@ func selfCPU() time.Duration {
 	}
 	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
 }
+
+// loadAverage returns the machine's one-minute load average from
+// /proc/loadavg, -1 when unreadable.
+func loadAverage() float64 {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return -1
+	}
+	avg, err := fs.LoadAvg()
+	if err != nil {
+		return -1
+	}
+	return avg.Load1
+}
