@@ -93,6 +93,10 @@ type PassRound struct {
 	// ClientCPUPerReserveUS is the load tool's CPU per request, in µs
 	// (minting the pass is the client's).
 	ClientCPUPerReserveUS float64 `json:"client_cpu_us_per_reserve"`
+	// OtherCPUS is the CPU seconds the rest of the machine used during the
+	// round (busy time from /proc/stat less server and client; -1:
+	// unreadable): other work competing with the round.
+	OtherCPUS float64 `json:"other_cpu_s"`
 	// Correct is the round's verdict: every reserve answered 202 and the
 	// server holds exactly Attempts units sold.
 	Correct bool `json:"correct"`
@@ -251,7 +255,7 @@ func randomPassKeys() (string, error) {
 // run runs one round of arm: a new campaign, a probe (pass arm: a reserve
 // without a pass must be refused), the load, the audit.
 func (a *passArms) run(ctx context.Context, pair int, arm string) (PassRound, error) {
-	round := PassRound{Pair: pair, Arm: arm, Attempts: a.options.Attempts, ServerCPUS: -1,
+	round := PassRound{Pair: pair, Arm: arm, Attempts: a.options.Attempts, ServerCPUS: -1, OtherCPUS: -1,
 		CampaignID: fmt.Sprintf("%s-%d-%s", a.campaignBase, pair+a.options.Warmup, arm)}
 	sku := SKURef{CampaignID: round.CampaignID, SKUID: "sku-1", SaleLimit: bench.HotSaleLimit}
 	client, entryPass := a.plain, (*bench.EntryPassSpec)(nil)
@@ -271,12 +275,14 @@ func (a *passArms) run(ctx context.Context, pair int, arm string) (PassRound, er
 	tally := bench.NewTally(64, ledger, 1)
 	monitor := bench.StartMonitor(bench.MonitorOptions{Tally: tally, Out: a.options.Progress, Terminal: a.options.Terminal,
 		Label: roundName(round), Total: a.plan.Len(), Duration: a.options.RoundTimeout})
+	machineBefore, machineKnown := machineBusyCPU()
 	serverBefore, serverKnown := a.server.ServerCPU()
 	clientBefore := selfCPU()
 	stats, _ := bench.RunLoad(ctx, bench.LoadSpec{Plan: a.plan, Reservers: []bench.Reserver{reserver},
 		Concurrency: a.options.Concurrency, Duration: a.options.RoundTimeout, RequestIDPrefix: sku.CampaignID}, tally)
 	clientAfter := selfCPU()
 	serverAfter, serverKnownAfter := a.server.ServerCPU()
+	machineAfter, machineKnownAfter := machineBusyCPU()
 	monitor.Stop()
 	counts := tally.Counts()
 	round.Requests = tally.Sent()
@@ -291,6 +297,9 @@ func (a *passArms) run(ctx context.Context, pair int, arm string) (PassRound, er
 			round.ServerCPUPerReserveUS = round.ServerCPUS * 1e6 / float64(round.Requests)
 		}
 		round.ClientCPUPerReserveUS = (clientAfter - clientBefore).Seconds() * 1e6 / float64(round.Requests)
+	}
+	if machineKnown && machineKnownAfter && round.ServerCPUS >= 0 {
+		round.OtherCPUS = max((machineAfter-machineBefore).Seconds()-round.ServerCPUS-(clientAfter-clientBefore).Seconds(), 0)
 	}
 	latency := bench.Summarize(tally.Latency().Overall)
 	round.P50MS, round.P99MS = latency.P50, latency.P99
@@ -428,6 +437,6 @@ func roundName(round PassRound) string {
 
 // roundSummary is a round's one-line result.
 func roundSummary(round PassRound) string {
-	return fmt.Sprintf("%.0f req/s, p50 %.2f ms, p99 %.2f ms, server %.1f µs/reserve, client %.1f µs/reserve, %s",
-		round.ThroughputRPS, round.P50MS, round.P99MS, round.ServerCPUPerReserveUS, round.ClientCPUPerReserveUS, round.Verdict)
+	return fmt.Sprintf("%.0f req/s, p50 %.2f ms, p99 %.2f ms, server %.1f µs/reserve, client %.1f µs/reserve, other processes %.2f CPU s, %s",
+		round.ThroughputRPS, round.P50MS, round.P99MS, round.ServerCPUPerReserveUS, round.ClientCPUPerReserveUS, round.OtherCPUS, round.Verdict)
 }
