@@ -54,6 +54,10 @@ type PassOptions struct {
 	Pause time.Duration
 	// Seed makes the plan reproducible.
 	Seed int64
+	// QuietCores is how much of a core other processes may have used
+	// during both rounds of a pair (OtherCPUS over the round's time) for
+	// the pair to count as quiet; QuietMedian* are over the quiet pairs.
+	QuietCores float64
 	// Progress receives progress lines (nil: none); Terminal redraws in place.
 	Progress io.Writer
 	// Terminal redraws the progress line in place.
@@ -115,6 +119,9 @@ type PassPair struct {
 	ServerCPURatio float64 `json:"server_cpu_ratio"`
 	// ClientCPURatio is the same for the load tool's CPU.
 	ClientCPURatio float64 `json:"client_cpu_ratio"`
+	// Quiet holds when other processes used at most QuietCores during
+	// each of the pair's rounds.
+	Quiet bool `json:"quiet"`
 }
 
 // PassReport is the entry-pass comparison's result.
@@ -138,6 +145,12 @@ type PassReport struct {
 	MedianThroughputRatio float64 `json:"median_throughput_ratio"`
 	MedianServerCPURatio  float64 `json:"median_server_cpu_ratio"`
 	MedianClientCPURatio  float64 `json:"median_client_cpu_ratio"`
+	// QuietPairs counts the quiet pairs; the QuietMedian* figures are the
+	// medians over them alone (0 without any).
+	QuietPairs                 int     `json:"quiet_pairs"`
+	QuietMedianThroughputRatio float64 `json:"quiet_median_throughput_ratio"`
+	QuietMedianServerCPURatio  float64 `json:"quiet_median_server_cpu_ratio"`
+	QuietMedianClientCPURatio  float64 `json:"quiet_median_client_cpu_ratio"`
 	// Correct holds when every round was.
 	Correct bool `json:"correct"`
 }
@@ -220,8 +233,7 @@ func RunPasses(ctx context.Context, server SeckilldOptions, options PassOptions,
 			bench.RealClock{}.SleepUntil(ctx, time.Now().Add(options.Pause))
 		}
 	}
-	report.Pairs = passPairs(report.Rounds)
-	report.MedianThroughputRatio, report.MedianServerCPURatio, report.MedianClientCPURatio = pairMedians(report.Pairs)
+	report.summarize(options.QuietCores)
 	return report, nil
 }
 
@@ -236,8 +248,8 @@ func (o PassOptions) validate() error {
 		return fmt.Errorf("passes: concurrency must be in [1, %d]", bench.MaxConcurrency)
 	case o.RoundTimeout <= 0 || o.RoundTimeout > maxCellDuration:
 		return fmt.Errorf("passes: the round timeout must be in (0, %s]", maxCellDuration)
-	case o.Pause < 0:
-		return errors.New("passes: negative pause")
+	case o.Pause < 0 || o.QuietCores < 0:
+		return errors.New("passes: negative pause or quiet share")
 	}
 	return nil
 }
@@ -357,9 +369,30 @@ func judgePassRound(round PassRound, audit Audit, errorKinds []bench.ErrorKind) 
 	return true, fmt.Sprintf("ok: %d reserves, all 202, %d sold", round.Attempts, audit.Sold)
 }
 
+// summarize pairs the rounds and takes the medians of all pairs and of the
+// quiet ones.
+func (r *PassReport) summarize(quietCores float64) {
+	r.Pairs = passPairs(r.Rounds, quietCores)
+	r.MedianThroughputRatio, r.MedianServerCPURatio, r.MedianClientCPURatio = pairMedians(r.Pairs)
+	var quiet []PassPair
+	for _, pair := range r.Pairs {
+		if pair.Quiet {
+			quiet = append(quiet, pair)
+		}
+	}
+	r.QuietPairs = len(quiet)
+	r.QuietMedianThroughputRatio, r.QuietMedianServerCPURatio, r.QuietMedianClientCPURatio = pairMedians(quiet)
+}
+
+// quietRound reports whether other processes used at most quietCores of
+// CPU during the round (an unreadable figure is not quiet).
+func quietRound(round PassRound, quietCores float64) bool {
+	return round.OtherCPUS >= 0 && round.ElapsedS > 0 && round.OtherCPUS/round.ElapsedS <= quietCores
+}
+
 // passPairs pairs each counted pair's plain and pass rounds and computes
 // their ratios; warm-up pairs (Pair <= 0) and incomplete pairs are left out.
-func passPairs(rounds []PassRound) []PassPair {
+func passPairs(rounds []PassRound, quietCores float64) []PassPair {
 	byPair := map[int]map[string]PassRound{}
 	var order []int
 	for _, round := range rounds {
@@ -383,6 +416,7 @@ func passPairs(rounds []PassRound) []PassPair {
 			ThroughputRatio: ratio(pass.ThroughputRPS, plain.ThroughputRPS),
 			ServerCPURatio:  ratio(pass.ServerCPUPerReserveUS, plain.ServerCPUPerReserveUS),
 			ClientCPURatio:  ratio(pass.ClientCPUPerReserveUS, plain.ClientCPUPerReserveUS),
+			Quiet:           quietRound(plain, quietCores) && quietRound(pass, quietCores),
 		})
 	}
 	return pairs

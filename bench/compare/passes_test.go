@@ -3,6 +3,7 @@ package compare
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ import (
 func TestPassComparisonBookkeeping(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	options := PassOptions{Pairs: 3, Warmup: 1, Attempts: 300, Concurrency: 8, RoundTimeout: time.Minute}
+	options := PassOptions{Pairs: 3, Warmup: 1, Attempts: 300, Concurrency: 8, RoundTimeout: time.Minute, QuietCores: 0.1}
 	report, err := RunPasses(ctx, SeckilldOptions{Binary: buildSeckilld(t), WorkDir: t.TempDir()}, options, testWriter{t})
 	if err != nil {
 		t.Fatal(err)
@@ -111,15 +112,26 @@ func TestMedianAndPairs(t *testing.T) {
 	rounds := []PassRound{
 		{Pair: 0, Arm: ArmPlain, ThroughputRPS: 1, ServerCPUPerReserveUS: 1, ClientCPUPerReserveUS: 1},
 		{Pair: 0, Arm: ArmPass, ThroughputRPS: 9, ServerCPUPerReserveUS: 9, ClientCPUPerReserveUS: 9},
-		{Pair: 1, Arm: ArmPass, ThroughputRPS: 90, ServerCPUPerReserveUS: 22, ClientCPUPerReserveUS: 30},
-		{Pair: 1, Arm: ArmPlain, ThroughputRPS: 100, ServerCPUPerReserveUS: 20, ClientCPUPerReserveUS: 20},
-		{Pair: 2, Arm: ArmPlain, ThroughputRPS: 100, ServerCPUPerReserveUS: -1},
+		{Pair: 1, Arm: ArmPass, ThroughputRPS: 90, ServerCPUPerReserveUS: 22, ClientCPUPerReserveUS: 30, ElapsedS: 10, OtherCPUS: 0.5},
+		{Pair: 1, Arm: ArmPlain, ThroughputRPS: 100, ServerCPUPerReserveUS: 20, ClientCPUPerReserveUS: 20, ElapsedS: 10, OtherCPUS: 1},
+		{Pair: 2, Arm: ArmPlain, ThroughputRPS: 100, ServerCPUPerReserveUS: 20, ClientCPUPerReserveUS: 20, ElapsedS: 10, OtherCPUS: 2},
+		{Pair: 2, Arm: ArmPass, ThroughputRPS: 100, ServerCPUPerReserveUS: -1, ClientCPUPerReserveUS: 30, ElapsedS: 10, OtherCPUS: 0},
+		{Pair: 3, Arm: ArmPlain, ThroughputRPS: 100, ServerCPUPerReserveUS: -1},
 	}
-	pairs := passPairs(rounds)
-	if len(pairs) != 1 || pairs[0].Pair != 1 || pairs[0].ThroughputRatio != 0.9 || pairs[0].ServerCPURatio != 1.1 || pairs[0].ClientCPURatio != 1.5 {
-		t.Fatalf("pairs %+v, want pair 1 only: 0.9, 1.1, 1.5", pairs)
+	var report PassReport
+	report.Rounds = rounds
+	report.summarize(0.1)
+	want := []PassPair{
+		{Pair: 1, ThroughputRatio: 0.9, ServerCPURatio: 1.1, ClientCPURatio: 1.5, Quiet: true},
+		{Pair: 2, ThroughputRatio: 1, ServerCPURatio: 0, ClientCPURatio: 1.5, Quiet: false}, // 0.2 of a core besides: not quiet
 	}
-	if throughput, server, client := pairMedians(append(pairs, PassPair{Pair: 3, ThroughputRatio: 1, ServerCPURatio: 0, ClientCPURatio: 1.5})); throughput != 0.95 || server != 1.1 || client != 1.5 {
-		t.Errorf("medians %v %v %v, want 0.95 1.1 1.5 (an unreadable CPU ratio left out)", throughput, server, client)
+	if !slices.Equal(report.Pairs, want) {
+		t.Fatalf("pairs %+v, want %+v (the warm-up and the incomplete pair 3 left out)", report.Pairs, want)
+	}
+	if report.MedianThroughputRatio != 0.95 || report.MedianServerCPURatio != 1.1 || report.MedianClientCPURatio != 1.5 {
+		t.Errorf("medians %+v, want 0.95 1.1 1.5 (an unreadable CPU ratio left out)", report)
+	}
+	if report.QuietPairs != 1 || report.QuietMedianThroughputRatio != 0.9 || report.QuietMedianServerCPURatio != 1.1 {
+		t.Errorf("quiet medians %+v, want pair 1's", report)
 	}
 }
