@@ -22,8 +22,9 @@ type CampaignAudit struct {
 	// or PAID) in the campaign, as of the SKUs' freezes: with campaign
 	// scope, the live purchases must number the same.
 	LiveUsers int
-	// Violations name each user seen holding two live purchases of the
-	// campaign at one moment (campaign scope only).
+	// Violations name each user seen holding two live purchases, or a
+	// purchase and a lottery entry that may still win, or two such entries,
+	// of the campaign at one moment (campaign scope only).
 	Violations []string
 }
 
@@ -44,13 +45,14 @@ func (a CampaignAudit) OK() bool {
 }
 
 // CampaignAudit audits every SKU of a campaign (Engine.Audit) and, with
-// campaign scope, counts each user's live purchases over its SKUs. The
-// SKUs are frozen one after another, not at one instant, so a user seen
-// live on two (a cancel on one, then a reserve on the other, between the
-// freezes) is read again: the reservations are read in turn, and a
-// violation is reported only when two of them are still live at their
-// reads (each was live before the first read and still is at its own, so
-// both were at the first read's instant). Errors: ErrUnknownSKU (no SKU of
+// campaign scope, counts each user's holds over its SKUs: live purchases
+// and lottery entries that may still win (purchase.Holds). The SKUs are
+// frozen one after another, not at one instant, so a user seen holding on
+// two (a cancel on one, then a reserve on the other, between the freezes)
+// is read again: the holds are read in turn, and a violation is reported
+// only when two of them still hold at their reads (each held before the
+// first read and still does at its own, and a hold that ended never comes
+// back, so both held at the first read's instant). Errors: ErrUnknownSKU (no SKU of
 // that campaign), and those of Engine.Audit and Engine.Get.
 func (e *Engine) CampaignAudit(ctx context.Context, campaignID string) (CampaignAudit, error) {
 	var hs []*SKU
@@ -74,27 +76,29 @@ func (e *Engine) CampaignAudit(ctx context.Context, campaignID string) (Campaign
 		}
 	}
 	live := make([]map[string]string, 0, len(hs))
+	holds := make([]map[string]string, 0, len(hs))
 	for _, h := range hs {
 		c, err := e.runOn(ctx, h, newReportCall(core.KindAudit))
 		if err != nil {
 			return CampaignAudit{}, fmt.Errorf("%s/%s: %w", campaignID, h.skuID, err)
 		}
-		live = append(live, c.Report.Frozen.LivePurchases())
+		f := c.Report.Frozen
+		live = append(live, f.LivePurchases())
+		holds = append(holds, purchase.Holds(h.skuID, live[len(live)-1], f.LiveEntries()))
 		c.free()
 	}
-	overlaps, users := purchase.Overlaps(live)
-	out.LiveUsers = users
+	out.LiveUsers = purchase.Users(live)
 	if out.PurchaseLimit != sku.PurchaseLimitCampaign {
 		return out, nil
 	}
-	for user, ids := range overlaps {
+	for user, ids := range purchase.Overlaps(holds) {
 		var still []string
 		for _, id := range ids {
-			v, err := e.Get(ctx, id)
+			holding, err := e.stillHolds(ctx, campaignID, id)
 			if err != nil {
 				return CampaignAudit{}, err
 			}
-			if v.State == sku.StatePendingPayment || v.State == sku.StatePaid {
+			if holding {
 				still = append(still, id)
 			}
 		}
@@ -106,8 +110,26 @@ func (e *Engine) CampaignAudit(ctx context.Context, campaignID string) (Campaign
 	return out, nil
 }
 
-// OverlapViolation is the violation text for a user holding the live
-// purchases ids in one campaign-scope campaign.
+// stillHolds reads a hold again (purchase.Holds' id): a live purchase, or
+// a lottery entry that may still win.
+func (e *Engine) stillHolds(ctx context.Context, campaignID, id string) (bool, error) {
+	if skuID, requestID, ok := purchase.ParseEntryHold(id); ok {
+		v, err := e.Entry(ctx, campaignID, skuID, requestID)
+		if err != nil {
+			return false, err
+		}
+		return v.Status == sku.EntryEntered || v.Status == sku.EntryWaitlisted, nil
+	}
+	v, err := e.Get(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	return v.State == sku.StatePendingPayment || v.State == sku.StatePaid, nil
+}
+
+// OverlapViolation is the violation text for a user holding the holds ids
+// (live purchases by reservation id, lottery entries that may still win
+// as purchase.EntryHold) in one campaign-scope campaign.
 func OverlapViolation(userID string, ids []string) string {
-	return fmt.Sprintf("user %s holds %d live purchases in a campaign whose purchase_limit is \"campaign\": %v", userID, len(ids), ids)
+	return fmt.Sprintf("user %s holds %d live purchases or lottery entries that may still win in a campaign whose purchase_limit is \"campaign\": %v", userID, len(ids), ids)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/seckill/seckill/actors/core"
+	"github.com/seckill/seckill/actors/purchase"
 	"github.com/seckill/seckill/actors/sku"
 )
 
@@ -13,10 +14,37 @@ import (
 // REQUEST_ID_REUSED, ENTRIES_NOT_OPEN, ENTRIES_CLOSED, PAUSED or
 // NOT_LOTTERY; durable when it returns. Errors: ErrUnknownSKU,
 // ErrUnavailable, ErrInvalidArgument, ctx.Err() (result unknown).
+//
+// In a campaign whose purchase_limit is "campaign" the entry claims its
+// user like a reserve (admit): a user holding a live purchase on another
+// SKU gets ALREADY_PURCHASED (Purchase), one whose entry on another
+// lottery SKU may still win ALREADY_ENTERED (Entered), neither recorded;
+// ErrBusy and ErrUnavailable as Reserve's.
 func (e *Engine) Enter(ctx context.Context, campaignID, skuID, requestID, userID string, tier uint8) (sku.EntryResult, error) {
+	h := e.SKU(campaignID, skuID)
+	if h == nil {
+		return sku.EntryResult{}, ErrUnknownSKU
+	}
+	if !h.campaignScoped() {
+		return e.enterOn(ctx, h, requestID, userID, tier)
+	}
+	var res sku.EntryResult
+	d, err := e.admit(ctx, h, userID, requestID, func() error {
+		var err error
+		res, err = e.enterOn(ctx, h, requestID, userID, tier)
+		return err
+	})
+	if d.Verdict == purchase.Proceed || err != nil {
+		return res, err
+	}
+	return e.heldEntryAnswer(ctx, h, userID, requestID, d)
+}
+
+// enterOn runs an entry on h.
+func (e *Engine) enterOn(ctx context.Context, h *SKU, requestID, userID string, tier uint8) (sku.EntryResult, error) {
 	c := newCall(core.KindEnter)
 	c.RequestID, c.UserID, c.Tier = requestID, userID, tier
-	c, err := e.run(ctx, campaignID, skuID, c)
+	c, err := e.runOn(ctx, h, c)
 	if err != nil {
 		return sku.EntryResult{}, err
 	}
@@ -26,6 +54,25 @@ func (e *Engine) Enter(ctx context.Context, campaignID, skuID, requestID, userID
 		return res, ErrInvalidArgument
 	}
 	return res, nil
+}
+
+// heldEntryAnswer answers an entry of requestID on h by a user whose
+// claim is held on another SKU (d): the entry requestID made on h before,
+// if any (one result per request_id: a retry after the entry lost and
+// the user bought elsewhere), else ALREADY_PURCHASED or ALREADY_ENTERED.
+func (e *Engine) heldEntryAnswer(ctx context.Context, h *SKU, userID, requestID string, d purchase.Decision) (sku.EntryResult, error) {
+	c := newCall(core.KindEntry)
+	c.RequestID = requestID
+	c, err := e.runOn(ctx, h, c)
+	if err != nil {
+		return sku.EntryResult{}, err
+	}
+	v, found := c.Entry.Entry, c.Found
+	c.free()
+	if found {
+		return sku.KnownEntry(v, userID), nil
+	}
+	return purchase.HeldEntryResult(d, h.campaignID, userID), nil
 }
 
 // Draw records a lottery's draw inputs: the beacon round, its 32-byte

@@ -119,24 +119,29 @@ func (p *purchases) apply(skuID string, events []purchase.Event) (conflicts []st
 }
 
 // resync is purchase.Registry.Resync, shard by shard.
-func (p *purchases) resync(skuID string, live map[string]string) (conflicts []string) {
-	var parts [purchaseShards]map[string]string
-	for user, id := range live {
+func (p *purchases) resync(skuID string, live, entered map[string]string) (conflicts []string) {
+	lives, entries := byShard(live), byShard(entered)
+	for i := range p.shards {
+		s := &p.shards[i]
+		s.mu.Lock()
+		w, c := s.reg.Resync(skuID, lives[i], entries[i])
+		s.mu.Unlock()
+		wakeAll(w)
+		conflicts = append(conflicts, c...)
+	}
+	return conflicts
+}
+
+// byShard splits a map by user into the registry's shards.
+func byShard(m map[string]string) (parts [purchaseShards]map[string]string) {
+	for user, id := range m {
 		i := maphash.String(purchaseSeed, user) % purchaseShards
 		if parts[i] == nil {
 			parts[i] = make(map[string]string)
 		}
 		parts[i][user] = id
 	}
-	for i := range p.shards {
-		s := &p.shards[i]
-		s.mu.Lock()
-		w, c := s.reg.Resync(skuID, parts[i])
-		s.mu.Unlock()
-		wakeAll(w)
-		conflicts = append(conflicts, c...)
-	}
-	return conflicts
+	return parts
 }
 
 // wakeAll hands each waiter its wake-up (the channels have room for one).
@@ -178,13 +183,13 @@ func (s *SKU) logConflicts(users []string) {
 }
 
 // resyncPurchases tells the campaign's registry the SKU's live
-// reservations as rebuilt from disk (on the actor, after a recovery,
-// before it decides anything).
+// reservations and lottery entries as rebuilt from disk (on the actor,
+// after a recovery, before it decides anything).
 func (s *SKU) resyncPurchases(m *sku.Machine) {
 	if m.Definition().PurchaseLimit != sku.PurchaseLimitCampaign {
 		return
 	}
-	s.logConflicts(s.engine.purchasesOf(s.campaignID).resync(s.skuID, m.LivePurchases()))
+	s.logConflicts(s.engine.purchasesOf(s.campaignID).resync(s.skuID, m.LivePurchases(), m.LiveEntries()))
 }
 
 // unknownResult reports whether err leaves a reserve's result unknown: it
@@ -194,55 +199,74 @@ func unknownResult(err error) bool {
 	return errors.Is(err, ErrResultUnknown) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// reserveScoped runs the reserve c on h, a SKU of a campaign-scope
-// campaign, behind the user's claim: Proceed sends it to h; Held answers
-// ALREADY_PURCHASED (not recorded) with the live reservation of another
-// SKU; Wait waits for a reserve of the user on another SKU to be decided;
-// Probe looks up lost answers first; Busy is ErrBusy. A wait that outlasts
-// ctx is ErrBusy too: nothing was decided.
-func (e *Engine) reserveScoped(ctx context.Context, h *SKU, c *call) (sku.Result, error) {
+// admit runs fn, a decision of userID's request requestID on h (a SKU of
+// a campaign-scope campaign), behind the user's claim, and answers the
+// claim's last Decision: Proceed runs fn and ends the claim with fn's
+// error (unknown when the answer was lost); Held runs nothing (the caller
+// answers it); Wait waits for a decision of the user on another SKU and
+// asks again; Probe looks up lost answers first and asks again. ErrBusy
+// when too many wait or the wait outlasts ctx, ErrUnavailable when a lost
+// answer could not be looked up: nothing was decided.
+func (e *Engine) admit(ctx context.Context, h *SKU, userID, requestID string, fn func() error) (purchase.Decision, error) {
 	p := e.purchasesOf(h.campaignID)
-	userID, requestID := c.UserID, c.RequestID
 	var wake chan struct{} // made only if the claim must wait
 	for {
 		d := p.claim(userID, h.skuID, requestID, &wake)
 		switch d.Verdict {
 		case purchase.Proceed:
-			res, err := resultOf(e.runOn(ctx, h, c))
+			err := fn()
 			p.done(userID, h.skuID, requestID, unknownResult(err))
-			return res, err
+			return d, err
 		case purchase.Held:
-			c.free()
-			return e.heldAnswer(ctx, h, userID, requestID, d.ReservationID)
+			return d, nil
 		case purchase.Busy:
-			c.free()
-			return sku.Result{}, ErrBusy
+			return d, ErrBusy
 		case purchase.Wait:
 			select {
 			case <-wake:
 			case <-ctx.Done():
 				p.forget(userID, wake)
-				c.free()
-				return sku.Result{}, ErrBusy
+				return d, ErrBusy
 			}
 		case purchase.Probe:
 			still := e.probe(ctx, h.campaignID, d.SKU, d.RequestIDs)
 			p.probeDone(userID, d.SKU, still)
 			if len(still) > 0 {
-				c.free()
-				return sku.Result{}, ErrUnavailable
+				return d, ErrUnavailable
 			}
 		}
 	}
 }
 
-// heldAnswer answers a reserve of requestID on h by a user whose live
-// purchase is reservationID on another SKU: ALREADY_PURCHASED, not
-// recorded, unless h decided requestID already (its request filter may
-// know it, and a look-up through its inbox finds it): then its one result
-// again (sku.KnownRequest), so that a retry of a request_id accepted before
-// a purchase elsewhere still gets its 202.
-func (e *Engine) heldAnswer(ctx context.Context, h *SKU, userID, requestID, reservationID string) (sku.Result, error) {
+// reserveScoped runs the reserve c on h, a SKU of a campaign-scope
+// campaign, behind the user's claim (admit); a Held claim is answered by
+// heldAnswer.
+func (e *Engine) reserveScoped(ctx context.Context, h *SKU, c *call) (sku.Result, error) {
+	userID, requestID := c.UserID, c.RequestID
+	var res sku.Result
+	d, err := e.admit(ctx, h, userID, requestID, func() error {
+		var err error
+		res, err = resultOf(e.runOn(ctx, h, c))
+		return err
+	})
+	if d.Verdict == purchase.Proceed {
+		return res, err
+	}
+	c.free()
+	if err != nil {
+		return sku.Result{}, err
+	}
+	return e.heldAnswer(ctx, h, userID, requestID, d)
+}
+
+// heldAnswer answers a reserve of requestID on h by a user whose claim is
+// held on another SKU (d): ALREADY_PURCHASED with the live reservation, or
+// ALREADY_ENTERED with the lottery entry that may still win, not recorded;
+// unless h decided requestID already (its request filter may know it, and
+// a look-up through its inbox finds it): then its one result again
+// (sku.KnownRequest), so that a retry of a request_id accepted before a
+// purchase elsewhere still gets its 202.
+func (e *Engine) heldAnswer(ctx context.Context, h *SKU, userID, requestID string, d purchase.Decision) (sku.Result, error) {
 	if h.MayKnowRequest(requestID) {
 		c := newCall(core.KindLookup)
 		c.RequestID = requestID
@@ -256,7 +280,7 @@ func (e *Engine) heldAnswer(ctx context.Context, h *SKU, userID, requestID, rese
 			return sku.KnownRequest(res, userID), nil
 		}
 	}
-	return sku.Result{Outcome: sku.OutcomeAlreadyPurchased, Reservation: sku.View{ReservationID: reservationID, UserID: userID}}, nil
+	return purchase.HeldResult(d, h.campaignID, userID), nil
 }
 
 // probe looks up request_ids whose reserve answers were lost on a SKU,
@@ -314,7 +338,7 @@ func (e *Engine) reserveBatchScoped(ctx context.Context, h *SKU, items []Reserve
 			case purchase.Proceed:
 				granted = append(granted, i)
 			case purchase.Held:
-				out[i].Result, out[i].Err = e.heldAnswer(ctx, h, it.UserID, it.RequestID, d.ReservationID)
+				out[i].Result, out[i].Err = e.heldAnswer(ctx, h, it.UserID, it.RequestID, d)
 			case purchase.Busy:
 				out[i].Err = ErrBusy
 			case purchase.Wait:

@@ -40,12 +40,17 @@ func startTestCell(t *testing.T, l *ledger.Ledger, cell string) *testCell {
 	return &testCell{engine: e, guard: g, url: url}
 }
 
+// localTestStart is the time the campaigns' windows of these tests are
+// set around, read once: a PUT repeated in the next second must state
+// the same start_at.
+var localTestStart = time.Now().UTC().Truncate(time.Second)
+
 // put PUTs campaign c with one SKU per sale limit of skus (purchase_limit
 // limit, "" for the default) and returns the status, the error reason and
 // Retry-After.
 func (c *testCell) put(t *testing.T, campaign, limit string, skus map[string]uint32) (int, string, string) {
 	t.Helper()
-	now := time.Now().UTC().Truncate(time.Second)
+	now := localTestStart // one window for every PUT: a redefinition may not move start_at
 	body := map[string]any{"campaign_id": campaign, "start_at": now.Add(-time.Hour).Format(time.RFC3339),
 		"end_at": now.Add(time.Hour).Format(time.RFC3339)}
 	if limit != "" {

@@ -20,12 +20,13 @@ const (
 	eventPaymentRefundRequired = "seckill.payment.refund_required"
 	// The lottery's events (a lottery SKU's entries and draw). A winner's
 	// reservation (WON) is a seckill.reservation.created like any other.
-	eventLotteryCommitted     = "seckill.lottery.committed"
-	eventLotteryEntered       = "seckill.lottery.entered"
-	eventLotteryEntriesClosed = "seckill.lottery.entries_closed"
-	eventLotteryDrawStarted   = "seckill.lottery.draw_started"
-	eventLotteryWaitlisted    = "seckill.lottery.waitlisted"
-	eventLotteryDrawDone      = "seckill.lottery.draw_done"
+	eventLotteryCommitted      = "seckill.lottery.committed"
+	eventLotteryEntered        = "seckill.lottery.entered"
+	eventLotteryEntriesClosed  = "seckill.lottery.entries_closed"
+	eventLotteryDrawStarted    = "seckill.lottery.draw_started"
+	eventLotteryWaitlisted     = "seckill.lottery.waitlisted"
+	eventLotteryDrawDone       = "seckill.lottery.draw_done"
+	eventLotteryWaitlistClosed = "seckill.lottery.waitlist_closed"
 	// A celled SKU's quota (Beyond one node): a grant of token ranges from
 	// the etcd ledger made sellable, unsold tokens handed back before the
 	// ledger credits them, the cell's epoch raised at start.
@@ -73,6 +74,8 @@ func eventType(t sku.RecordType) string {
 		return eventLotteryWaitlisted
 	case sku.RecordDrawDone:
 		return eventLotteryDrawDone
+	case sku.RecordWaitlistClosed:
+		return eventLotteryWaitlistClosed
 	case sku.RecordGrant:
 		return eventCellGranted
 	case sku.RecordReturn:
@@ -146,6 +149,7 @@ type lotteryData struct {
 	Winners        *uint32  `json:"winners,omitempty"`       // draw_done
 	WinnersRoot    string   `json:"winners_root,omitempty"`  // draw_done
 	WaitlistRoot   string   `json:"waitlist_root,omitempty"` // draw_done
+	WaitlistLeft   *uint32  `json:"waitlist_left,omitempty"` // waitlist_closed: the entrants still waiting, who lose
 }
 
 // definitionData is a seckill.sku.defined event's definition (never the
@@ -250,6 +254,9 @@ func (d *eventData) setLottery(r sku.Record, ids *sku.ReservationIDs, res sku.Vi
 	case sku.RecordDrawDone:
 		count := lot.Count
 		l.Winners, l.WinnersRoot, l.WaitlistRoot = &count, hex.EncodeToString(lot.Root[:]), hex.EncodeToString(lot.WaitlistRoot[:])
+	case sku.RecordWaitlistClosed:
+		left := lot.Count
+		l.WaitlistLeft = &left
 	}
 }
 

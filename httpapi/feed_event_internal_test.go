@@ -69,7 +69,8 @@ func goldenRecords() map[sku.RecordType]sku.Record {
 			Ranges: []sku.TokenRange{{First: 101, Last: 150}, {First: 401, Last: 410}}}},
 		sku.RecordReturn: {Type: sku.RecordReturn, At: at + 17, Cell: &sku.Allocation{Seq: 1, Epoch: 2,
 			Ranges: []sku.TokenRange{{First: 141, Last: 150}}}},
-		sku.RecordEpoch: {Type: sku.RecordEpoch, At: at + 18, Cell: &sku.Allocation{Epoch: 3}},
+		sku.RecordEpoch:          {Type: sku.RecordEpoch, At: at + 18, Cell: &sku.Allocation{Epoch: 3}},
+		sku.RecordWaitlistClosed: {Type: sku.RecordWaitlistClosed, At: at + 19, Lot: &sku.LotteryFields{Count: 2}},
 	}
 }
 

@@ -122,6 +122,11 @@ func (s *Server) handleEnter(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusForbidden, reason, ""))
 	case sku.OutcomeNotLottery:
 		return write(ctx, errorReply(fasthttp.StatusConflict, reason, "this SKU sells first come, first served: reserve instead"))
+	case sku.OutcomeAlreadyPurchased:
+		_, heldSKU, _, _, _ := sku.ParseReservationID(res.Purchase.ReservationID)
+		return write(ctx, jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, ReservationID: res.Purchase.ReservationID, SKUID: heldSKU}))
+	case sku.OutcomeAlreadyEntered:
+		return write(ctx, alreadyEnteredReply(res.Entered))
 	case sku.OutcomeRequestIDReused:
 		return write(ctx, replyRequestIDReused)
 	case sku.OutcomePaused:
@@ -131,6 +136,16 @@ func (s *Server) handleEnter(ctx *fasthttp.RequestCtx) string {
 	}
 	s.log.Error("enter: unexpected outcome", "outcome", reason)
 	return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+}
+
+// alreadyEnteredReply is 409 ALREADY_ENTERED (purchase_limit "campaign"):
+// the user's lottery entry e on another SKU may still win, so the user may
+// neither buy nor enter elsewhere in the campaign until it has lost or its
+// reservation is closed. It names the entry's SKU and status URL.
+func alreadyEnteredReply(e sku.EntryRef) reply {
+	reason := sku.OutcomeAlreadyEntered.String()
+	return jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, SKUID: e.SKUID,
+		StatusURL: entryURL(e.CampaignID, e.SKUID, e.RequestID)})
 }
 
 // entryBody is the answer of GET .../entries/{request_id}.
@@ -198,6 +213,9 @@ type lotteryBody struct {
 	Waitlisted   *uint32 `json:"waitlisted,omitempty"`
 	WaitlistRoot string  `json:"waitlist_root,omitempty"`
 	Promoted     *uint32 `json:"promoted,omitempty"`
+	// WaitlistClosedAt is when the waitlist closed (end_at passed with
+	// entrants still waiting, who lost): absent while it is open.
+	WaitlistClosedAt string `json:"waitlist_closed_at,omitempty"`
 }
 
 type lotteryRulesBody struct {
@@ -247,6 +265,9 @@ func renderLottery(info sku.LotteryInfo) lotteryBody {
 		body.WinnersRoot = hexOf(info.WinnersRoot)
 		body.Waitlisted, body.WaitlistRoot = &info.Waitlisted, hexOf(info.WaitlistRoot)
 		body.Promoted = &info.Promoted
+		if info.WaitlistClosed {
+			body.WaitlistClosedAt = formatMillis(info.WaitlistClosedAt)
+		}
 	}
 	return body
 }

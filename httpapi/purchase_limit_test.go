@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seckill/seckill/httpapi/memengine"
 )
@@ -62,9 +63,27 @@ func TestPurchaseLimitCampaign(t *testing.T) {
 					t.Fatalf("purchase_limit %#v: detail %v", value, r)
 				}
 			}
-			lottery := scopedCampaign("pl-lot", 1, 10)
-			lottery["skus"].([]map[string]any)[0]["allocation"] = "lottery"
-			want(t, ts.admin(http.MethodPut, "/admin/campaigns/pl-lot", lottery), http.StatusBadRequest, "BAD_REQUEST")
+			// A lottery SKU in a campaign-scope campaign: its entries hold
+			// their users like purchases.
+			lot, _ := lotteryCampaign(time.Now(), 5, 3)
+			lot["purchase_limit"] = "campaign"
+			lot["skus"] = append(lot["skus"].([]map[string]any), map[string]any{"sku_id": "plain", "sale_limit": 10})
+			ts.define(lot)
+			const entries = "/v1/campaigns/lc/skus/ls/entries"
+			want(t, ts.post(entries, map[string]string{"request_id": "e1", "user_id": "carol"}), http.StatusAccepted, "")
+			r := ts.reserve("lc", "plain", "p1", "carol")
+			want(t, r, http.StatusConflict, "ALREADY_ENTERED")
+			if r.str("sku_id") != "ls" || r.str("status_url") != "/v1/campaigns/lc/skus/ls/entries/e1" {
+				t.Fatalf("reserve while entered: %v", r)
+			}
+			bought := ts.reserve("lc", "plain", "p2", "dave")
+			want(t, bought, http.StatusAccepted, "")
+			r = ts.post(entries, map[string]string{"request_id": "e2", "user_id": "dave"})
+			want(t, r, http.StatusConflict, "ALREADY_PURCHASED")
+			if r.str("reservation_id") != bought.str("reservation_id") || r.str("sku_id") != "plain" {
+				t.Fatalf("entry of a buyer: %v", r)
+			}
+			want(t, ts.get(entries+"/e2"), http.StatusNotFound, "") // not recorded
 
 			ts.define(scopedCampaign("pl", 2, 10))
 			if got := ts.admin(http.MethodGet, "/admin/campaigns/pl", nil).str("purchase_limit"); got != "campaign" {
@@ -74,7 +93,7 @@ func TestPurchaseLimitCampaign(t *testing.T) {
 			changed["purchase_limit"] = "sku"
 			want(t, ts.admin(http.MethodPut, "/admin/campaigns/pl", changed), http.StatusConflict, "DEFINITION_CONFLICT")
 			delete(changed, "purchase_limit") // left out: "sku", a change too
-			r := ts.admin(http.MethodPut, "/admin/campaigns/pl", changed)
+			r = ts.admin(http.MethodPut, "/admin/campaigns/pl", changed)
 			want(t, r, http.StatusConflict, "DEFINITION_CONFLICT")
 			if !strings.Contains(r.str("detail"), `repeat "purchase_limit":"campaign"`) {
 				t.Fatalf("a redefinition that leaves purchase_limit out: %v", r)

@@ -257,6 +257,8 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 	case sku.OutcomeAlreadyPurchased:
 		_, skuID, _, _, _ := sku.ParseReservationID(res.Reservation.ReservationID)
 		return jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, ReservationID: res.Reservation.ReservationID, SKUID: skuID}), false
+	case sku.OutcomeAlreadyEntered:
+		return alreadyEnteredReply(res.Entered), false
 	case sku.OutcomeRequestIDReused:
 		return errorReply(fasthttp.StatusUnprocessableEntity, reason, ""), false
 	case sku.OutcomeSubjectLimit:

@@ -9,6 +9,7 @@ import (
 	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/purchase"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/lottery"
 )
 
 // Campaign mode (issue #19): one campaign whose purchase_limit is
@@ -25,11 +26,18 @@ import (
 // them all. Crashes come at any point, between a claim and its
 // reservation included.
 //
+// In a third of the runs that are not celled the first SKU is a lottery:
+// a reserve there is an entry (behind the claim, as the engine's Enter),
+// a step now and then is the admin's draw, the ranking comes at a tick,
+// and the waitlist closes at end_at. An entry that may still win (ENTERED,
+// WAITLISTED) holds its user like a live purchase.
+//
 // Checked after every step, against the SKUs' models (model.go, not the
-// registry): no user holds live purchases (decided, durable or not) on two
-// SKUs; a cross-SKU ALREADY_PURCHASED names a reservation of that user on
-// that SKU. At the end, with every log durable: the registry knows every
-// live purchase (none lost).
+// registry): no user holds live purchases or entries that may still win
+// (decided, durable or not) on two SKUs; a cross-SKU ALREADY_PURCHASED
+// names a reservation of that user on that SKU, an ALREADY_ENTERED an
+// entry of the user there. At the end, with every log durable: the
+// registry knows every live purchase and live entry (none lost).
 
 // campaignRun is one campaign-mode history in progress.
 type campaignRun struct {
@@ -82,7 +90,7 @@ func RunCampaign(o Options) Result {
 	}
 	for i := 0; i < o.Steps; i++ {
 		res.Steps++
-		kind := weighted(cr.rng, 40, 10, 6, 12, 8, 4, 5, 4)
+		kind := weighted(cr.rng, 40, 10, 6, 12, 8, 4, 5, 4, 3)
 		if o.Trace != nil {
 			fmt.Fprintf(o.Trace, "step %d: %d\n", i, kind)
 		}
@@ -101,6 +109,7 @@ func (cr *campaignRun) hook(k int, r *run) {
 	r.hooks = runHooks{
 		purchaseLimit: sku.PurchaseLimitCampaign,
 		celled:        cr.seed%4 == 3,
+		lottery:       cr.seed%4 != 3 && cr.seed%3 == 0 && k == 0,
 		records: func(m *sku.Machine, first uint64, records []sku.Record) {
 			for i := range records {
 				for _, ev := range purchase.Events(m, records[i:i+1]) {
@@ -126,7 +135,7 @@ func (cr *campaignRun) hook(k int, r *run) {
 		recovered: func(m *sku.Machine) {
 			cr.pending[k] = nil // what was not durable is gone; what was is in m
 			if m.Defined() {
-				if _, conflicts := cr.reg.Resync(r.skuID, m.LivePurchases()); len(conflicts) > 0 {
+				if _, conflicts := cr.reg.Resync(r.skuID, m.LivePurchases(), m.LiveEntries()); len(conflicts) > 0 {
 					panic(fmt.Sprintf("resync: users %v live on %s and claimed elsewhere", conflicts, r.skuID))
 				}
 			}
@@ -168,6 +177,8 @@ func (cr *campaignRun) step(kind int) error {
 			r.now += jump
 		}
 		cr.faults["clock_forward"]++
+	case 8:
+		err = cr.draw()
 	}
 	if err != nil {
 		return err
@@ -193,7 +204,15 @@ func (cr *campaignRun) reserve() error {
 		case purchase.Proceed:
 			c := &core.Call{Kind: core.KindReserve, RequestID: request, UserID: user}
 			now, m := r.now, r.model
-			if err := r.decide(c, func() modelReply { return m.reserve(now, request, user, sku.Holder{}) }); err != nil {
+			decide := func() modelReply { return m.reserve(now, request, user, sku.Holder{}) }
+			if r.lottery { // an entry, behind the claim as a reserve
+				c = &core.Call{Kind: core.KindEnter, RequestID: request, UserID: user}
+				decide = func() modelReply {
+					e := m.enter(now, request, user, 0)
+					return modelReply{outcome: e.outcome, seq: e.seq, duplicate: e.duplicate}
+				}
+			}
+			if err := r.decide(c, decide); err != nil {
 				return err
 			}
 			call := claimedCall{sku: k, c: c}
@@ -211,6 +230,11 @@ func (cr *campaignRun) reserve() error {
 			}
 			return nil
 		case purchase.Held:
+			if d.EntryRequestID != "" {
+				cr.replies["held by an entry"]++
+			} else {
+				cr.replies["held by a purchase"]++
+			}
 			return cr.checkHeld(user, d)
 		case purchase.Wait:
 			cr.reg.Forget(user, cr.nextReq) // a caller that waits asks again later: a later step
@@ -262,9 +286,26 @@ func (cr *campaignRun) probe(user string, d purchase.Decision) error {
 
 // checkHeld checks a cross-SKU ALREADY_PURCHASED against the model: the
 // named SKU made that reservation for this user, and it is live or its
-// close is not durable yet.
+// close is not durable yet; and an ALREADY_ENTERED: the named SKU holds
+// that entry of this user, and it may still win or its end (its loss, or
+// the reservation it won) is not durable yet.
 func (cr *campaignRun) checkHeld(user string, d purchase.Decision) error {
 	r := cr.skus[cr.skuIndex(d.SKU)]
+	if d.EntryRequestID != "" {
+		l := r.model.lot
+		if l == nil || l.byRequest[d.EntryRequestID] == 0 || l.entries[l.byRequest[d.EntryRequestID]-1].user != user {
+			return fmt.Errorf("Held names entry %s, not an entry of %s on %s", d.EntryRequestID, user, d.SKU)
+		}
+		if st, _ := l.entryStatus(l.byRequest[d.EntryRequestID]); st == sku.EntryEntered || st == sku.EntryWaitlisted {
+			return nil
+		}
+		for _, p := range cr.pending[cr.skuIndex(d.SKU)] {
+			if p.ev.UserID == user {
+				return nil
+			}
+		}
+		return fmt.Errorf("Held names entry %s of %s, ended durably", d.EntryRequestID, user)
+	}
 	_, skuID, seq, _, err := sku.ParseReservationID(d.ReservationID)
 	if err != nil || skuID != d.SKU {
 		return fmt.Errorf("Held %s: %v", d.ReservationID, err)
@@ -277,11 +318,31 @@ func (cr *campaignRun) checkHeld(user string, d purchase.Decision) error {
 		return nil
 	}
 	for _, p := range cr.pending[cr.skuIndex(d.SKU)] { // closed, but not durably yet
-		if p.ev.Closed && p.ev.ReservationID == d.ReservationID {
+		if p.ev.Kind == purchase.EventClosed && p.ev.ID == d.ReservationID {
 			return nil
 		}
 	}
 	return fmt.Errorf("Held names %s of %s, closed durably", d.ReservationID, user)
+}
+
+// draw is the admin's draw on the campaign's lottery SKU, if any, with
+// the rules' round and random randomness; the ranking comes at a tick.
+func (cr *campaignRun) draw() error {
+	r := cr.skus[0]
+	if !r.lottery {
+		return nil
+	}
+	round := r.def.Lottery.Beacon.Round
+	randomness := make([]byte, lottery.Size)
+	for i := range randomness {
+		randomness[i] = byte(cr.rng.Uint32())
+	}
+	c := &core.Call{Kind: core.KindDraw, Round: round, Randomness: randomness}
+	now, m := r.now, r.model
+	if err := r.decide(c, func() modelReply { return modelReply{outcome: m.draw(now, round, randomness, nil)} }); err != nil {
+		return err
+	}
+	return r.advance()
 }
 
 // closeOne cancels (or closes as expired) a live reservation of the models.
@@ -399,7 +460,7 @@ func (cr *campaignRun) skuIndex(skuID string) int {
 }
 
 // check is the campaign's invariant on the models: no user has live
-// purchases on two SKUs, decided or durable.
+// purchases or entries that may still win on two SKUs, decided or durable.
 func (cr *campaignRun) check() error {
 	on := map[string]string{}
 	for _, r := range cr.skus {
@@ -414,8 +475,29 @@ func (cr *campaignRun) check() error {
 			}
 			on[user] = r.skuID
 		}
+		for user := range liveEntries(r.model) {
+			if other, ok := on[user]; ok && other != r.skuID {
+				return fmt.Errorf("user %s holds an entry that may still win on %s and a purchase or entry on %s", user, r.skuID, other)
+			}
+			on[user] = r.skuID
+		}
 	}
 	return nil
+}
+
+// liveEntries lists a lottery model's entries that may still win (ENTERED,
+// WAITLISTED), by user: request_id.
+func liveEntries(m *model) map[string]string {
+	out := map[string]string{}
+	if m.lot == nil {
+		return out
+	}
+	for i, e := range m.lot.entries {
+		if st, _ := m.lot.entryStatus(uint32(i + 1)); st == sku.EntryEntered || st == sku.EntryWaitlisted {
+			out[e.user] = e.request
+		}
+	}
+	return out
 }
 
 // final makes every log durable and checks that the registry knows every
@@ -441,6 +523,12 @@ func (cr *campaignRun) final() error {
 			h, ok := cr.reg.HolderOf(user)
 			if !ok || h.SKU != r.skuID || h.ReservationID != v.ReservationID {
 				return fmt.Errorf("the registry does not hold %s's live purchase %s (it has %+v)", user, v.ReservationID, h)
+			}
+		}
+		for user, request := range liveEntries(r.model) {
+			h, ok := cr.reg.HolderOf(user)
+			if !ok || h.SKU != r.skuID || h.EntryRequestID != request {
+				return fmt.Errorf("the registry does not hold %s's entry %s (it has %+v)", user, request, h)
 			}
 		}
 	}

@@ -402,11 +402,13 @@ func (m *model) setPaused(now int64, paused bool) sku.Outcome {
 	return sku.OutcomeOK
 }
 
-// tick is the engine's timer: every reservation past its expire_at closes.
+// tick is the engine's timer: every reservation past its expire_at closes;
+// a lottery's entries close at entries_close_at, its waitlist at end_at.
 func (m *model) tick(now int64) {
 	if m.defined {
 		m.expireDue(m.at(now), expireOnTick)
 		m.closeEntries(m.at(now))
+		m.closeWaitlist(m.at(now))
 	}
 }
 

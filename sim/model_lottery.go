@@ -38,6 +38,9 @@ type modelLottery struct {
 	recorded int
 	waitlist []uint32 // recorded
 	waitNext int
+	// waitClosed: end_at passed after the draw with entrants waiting, who
+	// lost (WAITLIST_CLOSED).
+	waitClosed bool
 }
 
 func (l *modelLottery) clone() *modelLottery {
@@ -156,7 +159,7 @@ func (m *model) draw(now int64, round uint64, randomness, signature []byte) sku.
 		for i, e := range l.entries {
 			pool = append(pool, lottery.Entry{Seq: uint32(i + 1), Pseudonym: lottery.Pseudonym(l.rules.PseudonymKey, e.user), Tier: e.tier})
 		}
-		seed := lottery.Seed(campaignID, skuID, l.rules.ServerSeed, randomness, lottery.EntriesRoot(pool))
+		seed := lottery.Seed(m.def.CampaignID, m.def.SKUID, l.rules.ServerSeed, randomness, lottery.EntriesRoot(pool))
 		l.ranking = lottery.Draw(seed, pool, lottery.Rules{Units: m.def.SaleLimit, Waitlist: l.rules.Waitlist, Tiers: l.rules.Tiers})
 	})
 	return sku.OutcomeDrawStarted
@@ -203,15 +206,24 @@ func (m *model) win(at int64, entry uint32, then func()) {
 	})
 }
 
-// promote gives each token available after the draw to the next
-// waitlisted entrant.
+// promote gives each token available after the draw and before end_at to
+// the next waitlisted entrant; at or after end_at it closes the waitlist.
 func (m *model) promote(at int64) {
 	l := m.lot
 	if l == nil || !l.done {
 		return
 	}
-	for l.waitNext < len(l.waitlist) && m.available() > 0 {
+	m.closeWaitlist(at)
+	for !l.waitClosed && l.waitNext < len(l.waitlist) && m.available() > 0 {
 		m.win(at, l.waitlist[l.waitNext], func() { l.waitNext++ })
+	}
+}
+
+// closeWaitlist records the waitlist's close once end_at has passed after
+// the draw, while entrants still wait.
+func (m *model) closeWaitlist(at int64) {
+	if l := m.lot; l != nil && l.done && !l.waitClosed && at >= m.def.EndAt && l.waitNext < len(l.waitlist) {
+		m.effect(at, func() { l.waitClosed = true })
 	}
 }
 
@@ -224,7 +236,7 @@ func (l *modelLottery) entryStatus(seq uint32) (sku.EntryStatus, uint32) {
 	case !l.done:
 		return sku.EntryEntered, 0
 	}
-	if i := slices.Index(l.waitlist, seq); i >= 0 {
+	if i := slices.Index(l.waitlist, seq); i >= 0 && !l.waitClosed {
 		return sku.EntryWaitlisted, uint32(i - l.waitNext + 1)
 	}
 	return sku.EntryLost, 0

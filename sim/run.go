@@ -148,6 +148,7 @@ type run struct {
 type runHooks struct {
 	purchaseLimit sku.PurchaseLimit
 	celled        bool                                                     // a campaign run's SKUs, all celled or none
+	lottery       bool                                                     // a campaign run's SKU sold by lottery
 	records       func(m *sku.Machine, first uint64, records []sku.Record) // before they are appended
 	durable       func(index uint64)                                       // before the replies are released
 	recovered     func(m *sku.Machine)                                     // after a recovery, checked
@@ -239,7 +240,7 @@ func (r *run) setUp() error {
 	if g.IntN(2) == 0 {
 		r.def.PaymentWindowHighRiskMs = 1 + int64(g.IntN(int(r.def.PaymentWindowMs)))
 	}
-	r.lottery = r.seed%5 == 4 && r.hooks.purchaseLimit == sku.PurchaseLimitSKU
+	r.lottery = r.seed%5 == 4 && r.hooks.purchaseLimit == sku.PurchaseLimitSKU || r.hooks.lottery
 	r.def.PurchaseLimit = r.hooks.purchaseLimit
 	if r.lottery {
 		r.def.Lottery = lotteryRules(g, start)
@@ -453,8 +454,11 @@ func (r *run) advance() error {
 			return fmt.Errorf("record appended at %d, the core expected %d", index, rd.FirstIndex+uint64(i))
 		}
 		r.recordAt[index] = rec.At
-		if rec.Type == sku.RecordWon && rec.Lot.FromWaitlist {
+		switch {
+		case rec.Type == sku.RecordWon && rec.Lot.FromWaitlist:
 			r.faults["lottery_promoted"]++
+		case rec.Type == sku.RecordWaitlistClosed:
+			r.faults["lottery_waitlist_closed"]++
 		}
 		appended++
 	}

@@ -24,7 +24,7 @@ func TestSeedSlice(t *testing.T) {
 	sum := RunSeeds(SeedsOptions{First: 1, Count: seeds, Steps: 200})
 	t.Logf("seeds %d, steps %d, faults and events %v", sum.Seeds, sum.Steps, sum.Faults)
 	for _, kind := range []string{"crash", "crash_in_fsync", "write_error", "fsync_error", "torn", "snapshot", "log_truncated", "restore", "recovery_in_place",
-		"lottery_ranked", "lottery_promoted"} {
+		"lottery_ranked", "lottery_promoted", "lottery_waitlist_closed"} {
 		if sum.Faults[kind] == 0 {
 			t.Errorf("no %s in %d seeds: the workload no longer reaches it", kind, seeds)
 		}
@@ -197,12 +197,14 @@ func TestCampaignSeeds(t *testing.T) {
 		}
 	}
 	t.Logf("campaign seeds %d: faults %v, replies %v", seeds, faults, replies)
-	for _, kind := range []string{"campaign_crash", "answer_lost", "probe", "probe_unanswered", "write_error", "fsync_error"} {
+	for _, kind := range []string{"campaign_crash", "answer_lost", "probe", "probe_unanswered", "write_error", "fsync_error",
+		"lottery_ranked", "lottery_promoted", "lottery_waitlist_closed"} {
 		if faults[kind] == 0 {
 			t.Errorf("no %s in %d campaign seeds", kind, seeds)
 		}
 	}
-	for _, reply := range []string{"claim PROCEED", "claim HELD", "claim WAIT", "claim PROBE", "reserve ACCEPTED", "reserve ALREADY_PURCHASED", "close CLOSED"} {
+	for _, reply := range []string{"claim PROCEED", "claim HELD", "claim WAIT", "claim PROBE", "reserve ACCEPTED", "reserve ALREADY_PURCHASED", "close CLOSED",
+		"enter ENTERED", "draw DRAW_STARTED", "held by an entry", "held by a purchase"} {
 		if replies[reply] == 0 {
 			t.Errorf("no %q in %d campaign seeds", reply, seeds)
 		}

@@ -2,17 +2,36 @@ package purchase
 
 import "github.com/seckill/seckill/actors/sku"
 
-// Event is a reservation made or closed by a SKU of a campaign-scope
-// campaign, in its log order: what the registry learns once it is durable.
+// EventKind is what an Event reports.
+type EventKind uint8
+
+// Event kinds.
+const (
+	// EventReserved: a reservation made (RESERVED, or WON for an entry).
+	EventReserved EventKind = iota + 1
+	// EventClosed: a reservation closed (cancel, expiry, an operator's).
+	EventClosed
+	// EventEntered: a lottery entry recorded (ENTERED).
+	EventEntered
+	// EventEntryEnded: a lottery entry lost (DRAW_DONE for the entries
+	// neither won nor waitlisted, WAITLIST_CLOSED for those still waiting).
+	EventEntryEnded
+)
+
+// Event is a hold made or ended by a SKU of a campaign-scope campaign, in
+// its log order: what the registry learns once it is durable. ID is the
+// reservation id (EventReserved, EventClosed) or the entry's request_id
+// (EventEntered, EventEntryEnded).
 type Event struct {
-	Closed        bool // a close (cancel, expiry, an operator's); else a RESERVED
-	UserID        string
-	ReservationID string
+	Kind   EventKind
+	UserID string
+	ID     string
 }
 
 // Events returns the events of records m decided and applied (nil unless
 // m's campaign has purchase_limit "campaign"). It reads the reservations
-// from m, so it runs where m is owned, right after the decision.
+// and entries from m, so it runs where m is owned, right after the
+// decision.
 func Events(m *sku.Machine, records []sku.Record) []Event {
 	if m.Definition().PurchaseLimit != sku.PurchaseLimitCampaign {
 		return nil
@@ -20,26 +39,43 @@ func Events(m *sku.Machine, records []sku.Record) []Event {
 	var out []Event
 	for i := range records {
 		r := &records[i]
-		if r.Type != sku.RecordReserved && r.Type != sku.RecordClosed {
-			continue
-		}
-		if v, ok := m.Get(r.Seq); ok {
-			out = append(out, Event{Closed: r.Type == sku.RecordClosed, UserID: v.UserID, ReservationID: v.ReservationID})
+		switch r.Type {
+		case sku.RecordReserved, sku.RecordWon, sku.RecordClosed:
+			if v, ok := m.Get(r.Seq); ok {
+				kind := EventReserved
+				if r.Type == sku.RecordClosed {
+					kind = EventClosed
+				}
+				out = append(out, Event{Kind: kind, UserID: v.UserID, ID: v.ReservationID})
+			}
+		case sku.RecordEntered:
+			out = append(out, Event{Kind: EventEntered, UserID: r.UserID, ID: r.RequestID})
+		case sku.RecordDrawDone, sku.RecordWaitlistClosed:
+			m.EntriesLostBy(r.Type, func(userID, requestID string) {
+				out = append(out, Event{Kind: EventEntryEnded, UserID: userID, ID: requestID})
+			})
 		}
 	}
 	return out
 }
 
-// Apply hands durable events of SKU skuID to the registry (Reserved,
-// Closed) in order. It returns the waiters to wake and the users whose
-// reservation conflicts with a claim on another SKU (Reserved).
+// Apply hands durable events of SKU skuID to the registry in order. It
+// returns the waiters to wake and the users whose new hold conflicts with
+// a claim on another SKU (Reserved, Entered).
 func (r *Registry[W]) Apply(skuID string, events []Event) (wake []W, conflicts []string) {
 	for _, ev := range events {
-		if ev.Closed {
-			wake = append(wake, r.Closed(ev.UserID, skuID, ev.ReservationID)...)
-			continue
+		var w []W
+		var conflict bool
+		switch ev.Kind {
+		case EventReserved:
+			w, conflict = r.Reserved(ev.UserID, skuID, ev.ID)
+		case EventEntered:
+			w, conflict = r.Entered(ev.UserID, skuID, ev.ID)
+		case EventClosed:
+			w = r.Closed(ev.UserID, skuID, ev.ID)
+		case EventEntryEnded:
+			w = r.EntryEnded(ev.UserID, skuID, ev.ID)
 		}
-		w, conflict := r.Reserved(ev.UserID, skuID, ev.ReservationID)
 		wake = append(wake, w...)
 		if conflict {
 			conflicts = append(conflicts, ev.UserID)

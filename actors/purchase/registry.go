@@ -7,7 +7,13 @@
 // one SKU that holds, or may hold, the user's live purchase; a reserve of
 // the user goes to a SKU only while the registry says that SKU is the one
 // (Claim answers Proceed), so no two SKUs ever decide a purchase of the
-// same user. The registry has no log of its own: what it must keep across
+// same user. On a lottery SKU the entry is the purchase attempt: an entry
+// claims its user like a reserve, and its hold stays while the entry may
+// still win (ENTERED, WAITLISTED), becomes the reservation it won (WON),
+// and ends when it has LOST (at DRAW_DONE, or WAITLIST_CLOSED at end_at).
+// The draw then never gives a user a reservation while the user holds a
+// purchase on another SKU, and a user enters one lottery of the campaign
+// at a time. The registry has no log of its own: what it must keep across
 // a crash, the live reservations, is in the SKUs' logs, and the engine
 // rebuilds it from their states (Resync). A crash loses only claims whose
 // reserves were never acknowledged.
@@ -15,7 +21,8 @@
 // A claim is released only on knowledge, never on a guess:
 //   - a reserve granted to a SKU ended with a definite answer that made no
 //     reservation (Done with unknown false, nothing held);
-//   - the close of the held reservation is durable (Closed);
+//   - the close of the held reservation is durable (Closed), or the held
+//     entry's loss (EntryEnded);
 //   - a reserve whose answer was lost (a timeout, a log failure) was looked
 //     up afterwards on its SKU, behind it in the SKU's mailbox, and left
 //     no live reservation (Probe, then ProbeDone).
@@ -49,7 +56,9 @@ const (
 	// Proceed: send the reserve to its SKU, then call Done.
 	Proceed Verdict = iota + 1
 	// Held: another SKU holds the user's live purchase (Decision.SKU,
-	// Decision.ReservationID): answer ALREADY_PURCHASED, unrecorded.
+	// Decision.ReservationID): answer ALREADY_PURCHASED, unrecorded; or
+	// the user's lottery entry that may still win (Decision.SKU,
+	// Decision.EntryRequestID): ALREADY_ENTERED, unrecorded.
 	Held
 	// Wait: a reserve on another SKU is being decided; the waiter was
 	// registered and is returned by the call that settles it; then ask
@@ -74,10 +83,11 @@ func (v Verdict) String() string {
 
 // Decision is Claim's answer with what it names.
 type Decision struct {
-	Verdict       Verdict
-	SKU           string   // Held, Probe, Wait: the claim's SKU
-	ReservationID string   // Held: the live reservation
-	RequestIDs    []string // Probe: the request_ids whose answers were lost
+	Verdict        Verdict
+	SKU            string   // Held, Probe, Wait: the claim's SKU
+	ReservationID  string   // Held by a purchase: the live reservation
+	EntryRequestID string   // Held by a lottery entry: its request_id
+	RequestIDs     []string // Probe: the request_ids whose answers were lost
 }
 
 // claim is the user's claim on one SKU.
@@ -86,14 +96,25 @@ type claim[W comparable] struct {
 	inFlight int      // reserves granted (Proceed) and not Done, and a probe running
 	probing  bool     // a Probe was handed out and is not done
 	unknown  []string // request_ids granted whose answers were lost
-	// reservationID is the live reservation the SKU holds for the user
-	// ("" for none known): set by Reserved and Resync, cleared by Closed.
-	reservationID string
-	waiters       []W
+	// held is what the SKU holds for the user ("" for nothing known): the
+	// live reservation's id, or with entry the request_id of a lottery
+	// entry that may still win. Set by Reserved, Entered and Resync,
+	// cleared by Closed and EntryEnded.
+	held    string
+	entry   bool
+	waiters []W
 }
 
 func (c *claim[W]) idle() bool {
-	return c.inFlight == 0 && !c.probing && len(c.unknown) == 0 && c.reservationID == ""
+	return c.inFlight == 0 && !c.probing && len(c.unknown) == 0 && c.held == ""
+}
+
+// heldDecision is the Held answer of c.
+func (c *claim[W]) heldDecision() Decision {
+	if c.entry {
+		return Decision{Verdict: Held, SKU: c.sku, EntryRequestID: c.held}
+	}
+	return Decision{Verdict: Held, SKU: c.sku, ReservationID: c.held}
 }
 
 // Registry is one campaign's purchase registry. The zero value is not
@@ -135,8 +156,8 @@ func (r *Registry[W]) Claim(userID, sku, requestID string, w W) Decision {
 		return Decision{Verdict: Proceed, SKU: sku}
 	}
 	switch {
-	case c.reservationID != "":
-		return Decision{Verdict: Held, SKU: c.sku, ReservationID: c.reservationID}
+	case c.held != "":
+		return c.heldDecision()
 	case c.inFlight > 0:
 		return r.wait(c, w)
 	case len(c.unknown) > 0:
@@ -203,21 +224,33 @@ func (r *Registry[W]) Forget(userID string, w W) {
 	}
 }
 
-// Reserved reports that a reservation of userID on sku is durable. It
-// returns the waiters to wake (they now hear Held), and conflict set when
-// the user's claim is on another SKU: a second live purchase, which the
-// registry's rule never lets happen (the engine logs it; the audit reports
-// it). The first claim is kept.
+// Reserved reports that a reservation of userID on sku is durable (a
+// reserve's, or a lottery entry's that won: it replaces the entry's hold).
+// It returns the waiters to wake (they now hear Held), and conflict set
+// when the user's claim is on another SKU: a second live purchase, which
+// the registry's rule never lets happen (the engine logs it; the audit
+// reports it). The first claim is kept.
 func (r *Registry[W]) Reserved(userID, sku, reservationID string) (wake []W, conflict bool) {
+	return r.hold(userID, sku, reservationID, false)
+}
+
+// Entered reports that a lottery entry of userID on sku, requestID's, is
+// durable: it holds the user's claim while it may still win. Answers as
+// Reserved's.
+func (r *Registry[W]) Entered(userID, sku, requestID string) (wake []W, conflict bool) {
+	return r.hold(userID, sku, requestID, true)
+}
+
+func (r *Registry[W]) hold(userID, sku, id string, entry bool) (wake []W, conflict bool) {
 	c := r.claims[userID]
 	switch {
 	case c == nil:
-		r.claims[userID] = &claim[W]{sku: sku, reservationID: reservationID}
+		r.claims[userID] = &claim[W]{sku: sku, held: id, entry: entry}
 		return nil, false
 	case c.sku != sku:
 		return nil, true
 	}
-	c.reservationID = reservationID
+	c.held, c.entry = id, entry
 	w := c.waiters
 	c.waiters = nil
 	return w, false
@@ -227,35 +260,55 @@ func (r *Registry[W]) Reserved(userID, sku, reservationID string) (wake []W, con
 // sku is durable (cancel, expiry, an operator's close): the user may buy
 // again. It returns the waiters to wake.
 func (r *Registry[W]) Closed(userID, sku, reservationID string) []W {
+	return r.release(userID, sku, reservationID, false)
+}
+
+// EntryEnded reports that the lottery entry requestID of userID on sku
+// lost, durably (DRAW_DONE, WAITLIST_CLOSED): the user may buy again. It
+// returns the waiters to wake.
+func (r *Registry[W]) EntryEnded(userID, sku, requestID string) []W {
+	return r.release(userID, sku, requestID, true)
+}
+
+func (r *Registry[W]) release(userID, sku, id string, entry bool) []W {
 	c := r.claims[userID]
-	if c == nil || c.sku != sku || c.reservationID != reservationID {
+	if c == nil || c.sku != sku || c.held != id || c.entry != entry {
 		return nil
 	}
-	c.reservationID = ""
+	c.held, c.entry = "", false
 	return r.settle(userID, c)
 }
 
-// Resync replaces what the registry knows of the live reservations of sku
-// with live (user -> reservation id), the SKU's state as rebuilt from disk
-// (at start, and after its log failed and it recovered): claims on sku not
-// in live lose their reservation, users in live get one. Reserves in
-// flight and lost answers stay as they are. It returns the waiters to wake
-// and the users whose claim is on another SKU (conflicts, as Reserved).
-func (r *Registry[W]) Resync(sku string, live map[string]string) (wake []W, conflicts []string) {
+// Resync replaces what the registry knows of the holds of sku with the
+// SKU's state as rebuilt from disk (at start, and after its log failed and
+// it recovered): live (user -> reservation id, sku.Machine.LivePurchases)
+// and entered (user -> request_id of a lottery entry that may still win,
+// sku.Machine.LiveEntries). Claims on sku in neither lose their hold,
+// users in them get one. Reserves in flight and lost answers stay as they
+// are. It returns the waiters to wake and the users whose claim is on
+// another SKU (conflicts, as Reserved).
+func (r *Registry[W]) Resync(sku string, live, entered map[string]string) (wake []W, conflicts []string) {
 	for user, c := range r.claims {
-		if c.sku != sku {
+		if c.sku != sku || c.held == "" {
 			continue
 		}
-		if _, ok := live[user]; !ok && c.reservationID != "" {
-			c.reservationID = ""
+		_, isLive := live[user]
+		_, isEntered := entered[user]
+		if !isLive && !isEntered {
+			c.held, c.entry = "", false
 			wake = append(wake, r.settle(user, c)...)
 		}
 	}
-	for user, id := range live {
-		w, conflict := r.Reserved(user, sku, id)
-		wake = append(wake, w...)
-		if conflict {
-			conflicts = append(conflicts, user)
+	for _, holds := range [...]struct {
+		m     map[string]string
+		entry bool
+	}{{live, false}, {entered, true}} {
+		for user, id := range holds.m {
+			w, conflict := r.hold(user, sku, id, holds.entry)
+			wake = append(wake, w...)
+			if conflict {
+				conflicts = append(conflicts, user)
+			}
 		}
 	}
 	return wake, conflicts
@@ -277,16 +330,22 @@ func (r *Registry[W]) settle(userID string, c *claim[W]) []W {
 	return w
 }
 
-// Holder is one entry of Holders: a user's known live purchase.
+// Holder is what HolderOf finds: a user's known live purchase, or lottery
+// entry that may still win.
 type Holder struct {
-	UserID, SKU, ReservationID string
+	UserID, SKU    string
+	ReservationID  string // a live purchase
+	EntryRequestID string // a lottery entry
 }
 
-// HolderOf returns the user's known live purchase, if any.
+// HolderOf returns the user's known hold, if any.
 func (r *Registry[W]) HolderOf(userID string) (Holder, bool) {
 	c := r.claims[userID]
-	if c == nil || c.reservationID == "" {
+	if c == nil || c.held == "" {
 		return Holder{}, false
 	}
-	return Holder{UserID: userID, SKU: c.sku, ReservationID: c.reservationID}, true
+	if c.entry {
+		return Holder{UserID: userID, SKU: c.sku, EntryRequestID: c.held}, true
+	}
+	return Holder{UserID: userID, SKU: c.sku, ReservationID: c.held}, true
 }

@@ -85,7 +85,7 @@ func TestResync(t *testing.T) {
 	r.Reserved("u", "a", "a~1")
 	r.Reserved("v", "a", "a~2")
 	r.Claim("w", "a", "r", 0) // in flight: kept
-	_, conflicts := r.Resync("a", map[string]string{"v": "a~2", "x": "a~3"})
+	_, conflicts := r.Resync("a", map[string]string{"v": "a~2", "x": "a~3"}, nil)
 	if len(conflicts) != 0 || r.Len() != 3 {
 		t.Fatalf("resync: conflicts %v, %d claims", conflicts, r.Len())
 	}
@@ -95,7 +95,78 @@ func TestResync(t *testing.T) {
 	if h, ok := r.HolderOf("x"); !ok || h.ReservationID != "a~3" {
 		t.Fatalf("x: %+v", h)
 	}
-	if _, conflicts := r.Resync("b", map[string]string{"x": "b~1"}); !slices.Equal(conflicts, []string{"x"}) {
+	if _, conflicts := r.Resync("b", map[string]string{"x": "b~1"}, nil); !slices.Equal(conflicts, []string{"x"}) {
 		t.Fatalf("x live on a and b: %v", conflicts)
+	}
+}
+
+// A lottery entry holds its user's claim: another SKU hears Held with the
+// entry, the entry's win turns the hold into the reservation, its loss
+// frees the user, and Resync rebuilds entry holds as it does purchases.
+func TestEntryHolds(t *testing.T) {
+	r := New[int]()
+	if d := r.Claim("u", "lot", "e1", 0); d.Verdict != Proceed {
+		t.Fatalf("first entry: %v", d)
+	}
+	r.Entered("u", "lot", "e1")
+	r.Done("u", "lot", "e1", false)
+	if d := r.Claim("u", "a", "r1", 0); d.Verdict != Held || d.SKU != "lot" || d.EntryRequestID != "e1" || d.ReservationID != "" {
+		t.Fatalf("reserve while entered: %+v", d)
+	}
+	if d := r.Claim("u", "lot2", "e2", 0); d.Verdict != Held || d.EntryRequestID != "e1" {
+		t.Fatalf("second lottery while entered: %+v", d)
+	}
+	if w := r.Closed("u", "lot", "e1"); w != nil || r.Len() != 1 {
+		t.Fatal("a reservation close with the entry's id freed the entry")
+	}
+	// Won: the reservation replaces the entry.
+	r.Apply("lot", []Event{{Kind: EventReserved, UserID: "u", ID: "lot~1"}})
+	if d := r.Claim("u", "a", "r1", 0); d.Verdict != Held || d.ReservationID != "lot~1" || d.EntryRequestID != "" {
+		t.Fatalf("reserve after the win: %+v", d)
+	}
+	if w := r.EntryEnded("u", "lot", "e1"); w != nil || r.Len() != 1 {
+		t.Fatal("the won entry's end freed the reservation")
+	}
+	r.Apply("lot", []Event{{Kind: EventClosed, UserID: "u", ID: "lot~1"}})
+	if d := r.Claim("u", "a", "r1", 0); d.Verdict != Proceed {
+		t.Fatalf("reserve after the won reservation closed: %+v", d)
+	}
+	r.Done("u", "a", "r1", false)
+	// Lost: the user is free.
+	r.Apply("lot", []Event{{Kind: EventEntered, UserID: "v", ID: "e3"}, {Kind: EventEntryEnded, UserID: "v", ID: "e3"}})
+	if r.Len() != 0 {
+		t.Fatalf("%d claims after a lost entry", r.Len())
+	}
+	// Resync: entries held, a user entered on one SKU and live on another
+	// is a conflict.
+	_, conflicts := r.Resync("lot", map[string]string{"w": "lot~2"}, map[string]string{"x": "e4"})
+	if h, ok := r.HolderOf("x"); len(conflicts) != 0 || !ok || h.EntryRequestID != "e4" || h.SKU != "lot" {
+		t.Fatalf("resync: %v %+v", conflicts, h)
+	}
+	if _, conflicts := r.Resync("a", map[string]string{"x": "a~9"}, nil); !slices.Equal(conflicts, []string{"x"}) {
+		t.Fatalf("x entered on lot and live on a: %v", conflicts)
+	}
+	if _, _ = r.Resync("lot", map[string]string{"w": "lot~2"}, nil); r.Len() != 1 {
+		t.Fatalf("x's entry, gone from the state, is still held: %d claims", r.Len())
+	}
+}
+
+// Holds names entries apart from reservations, and Overlaps finds a user
+// held twice by an entry and a purchase.
+func TestHoldsAndOverlaps(t *testing.T) {
+	if s, r, ok := ParseEntryHold(EntryHold("lot", "e1")); !ok || s != "lot" || r != "e1" {
+		t.Fatalf("entry hold: %s %s %v", s, r, ok)
+	}
+	if _, _, ok := ParseEntryHold("c5~a~1~abcd"); ok {
+		t.Fatal("a reservation id read as an entry hold")
+	}
+	lot := Holds("lot", map[string]string{"w": "c5~lot~1~aa"}, map[string]string{"u": "e1"})
+	plain := Holds("a", map[string]string{"u": "c5~a~1~bb", "v": "c5~a~2~cc"}, nil)
+	got := Overlaps([]map[string]string{lot, plain})
+	if len(got) != 1 || !slices.Equal(got["u"], []string{"entry lot/e1", "c5~a~1~bb"}) {
+		t.Fatalf("overlaps %v", got)
+	}
+	if n := Users([]map[string]string{{"w": "x"}, {"u": "y", "w": "z"}}); n != 2 {
+		t.Fatalf("users %d", n)
 	}
 }

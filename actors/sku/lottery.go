@@ -26,6 +26,8 @@ import (
 //	WAITLISTED         a chunk of the waitlist, in rank order
 //	DRAW_DONE          the number of winners and the roots of the winner and
 //	                   waitlist lists
+//	WAITLIST_CLOSED    at or after end_at, while entrants still wait: the sale
+//	                   is over, no more promotions, those left waiting lose
 //
 // The ranking itself is never recorded and never recomputed on replay: the
 // SKU actor ranks a frozen copy off the actor (Frozen.RankDraw) and the core
@@ -139,8 +141,8 @@ type EntryStatus uint8
 const (
 	EntryEntered    EntryStatus = 1 // recorded; the draw has not decided it yet
 	EntryWon        EntryStatus = 2 // it holds (or held) a reservation
-	EntryWaitlisted EntryStatus = 3 // waiting for a token a winner gives back
-	EntryLost       EntryStatus = 4 // neither won nor waitlisted
+	EntryWaitlisted EntryStatus = 3 // waiting for a token a winner gives back, until end_at
+	EntryLost       EntryStatus = 4 // neither won nor waitlisted, or left waiting at end_at
 )
 
 var entryStatusNames = [...]string{"", "ENTERED", "WON", "WAITLISTED", "LOST"}
@@ -172,6 +174,11 @@ type EntryResult struct {
 	Outcome   Outcome // ENTERED, or why not
 	Duplicate bool    // the request_id or the user had entered before: the original entry
 	Entry     EntryView
+	// With purchase_limit "campaign", not recorded: ALREADY_PURCHASED names
+	// the user's live purchase on another SKU (Purchase.ReservationID),
+	// ALREADY_ENTERED the user's entry on another lottery SKU (Entered).
+	Purchase View
+	Entered  EntryRef
 }
 
 // sameDefinition reports whether next states the definition d holds

@@ -63,6 +63,16 @@ func (m *Machine) applyLottery(r *Record) error {
 			return notApply(r, "winners %d and roots do not match the %d winners recorded", r.Lot.Count, l.drawWinners)
 		}
 		l.drawDone = true
+	case RecordWaitlistClosed:
+		switch {
+		case !l.drawDone || l.waitClosed:
+			return notApply(r, "no open waitlist after a draw")
+		case r.At < m.def.EndAt:
+			return notApply(r, "closed at %d before end_at %d", r.At, m.def.EndAt)
+		case r.Lot.Count == 0 || int(r.Lot.Count) != len(l.waitlist)-int(l.waitNext):
+			return notApply(r, "count %d, but %d entrants wait", r.Lot.Count, len(l.waitlist)-int(l.waitNext))
+		}
+		l.waitClosed, l.waitClosedAt = true, r.At
 	}
 	return nil
 }
@@ -122,6 +132,8 @@ func (m *Machine) applyWon(r *Record) error {
 		return notApply(r, "no entry %d", r.Lot.EntrySeq)
 	case r.Lot.FromWaitlist && !l.drawDone:
 		return notApply(r, "a promotion before the draw is done")
+	case r.Lot.FromWaitlist && l.waitClosed:
+		return notApply(r, "a promotion after the waitlist closed")
 	case r.Lot.FromWaitlist && (int(l.waitNext) >= len(l.waitlist) || l.waitlist[l.waitNext] != r.Lot.EntrySeq):
 		return notApply(r, "entry %d is not next on the waitlist", r.Lot.EntrySeq)
 	case !r.Lot.FromWaitlist && (!l.drawStarted || l.drawDone || len(l.waitlist) > 0):

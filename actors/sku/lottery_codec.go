@@ -31,6 +31,39 @@ const lotterySectionTag = 2
 // versions wrote.
 const lotterySignatureTag = 4
 
+// lotteryWaitlistClosedTag tags the state's section of a closed waitlist:
+// u8 6 | varint waitlist_closed_at. Written after the beacon signature
+// section, if any, only once WAITLIST_CLOSED is recorded, so a state
+// without it is what older versions wrote.
+const lotteryWaitlistClosedTag = 6
+
+// encodeWaitlistClosed appends the closed waitlist section, if any.
+func (e *stateEncoder) encodeWaitlistClosed(f *Frozen) {
+	if f.lot == nil || !f.lot.waitClosed {
+		return
+	}
+	e.b = binary.AppendVarint(append(e.b, lotteryWaitlistClosedTag), f.lot.waitClosedAt)
+}
+
+// decodeWaitlistClosed reads the closed waitlist section when the next byte
+// is its tag, and checks it as WAITLIST_CLOSED's apply does.
+func (s *stateDecoder) decodeWaitlistClosed() {
+	if s.err != nil || len(s.b) == 0 || s.b[0] != lotteryWaitlistClosedTag {
+		return
+	}
+	s.byte() // the tag
+	at := s.varint()
+	l := s.m.lot
+	switch {
+	case s.err != nil:
+		return
+	case l == nil || !l.drawDone || int(l.waitNext) >= len(l.waitlist) || at < s.m.def.EndAt:
+		s.fail("a closed waitlist without entrants waiting after a draw, or before end_at")
+		return
+	}
+	l.waitClosed, l.waitClosedAt = true, at
+}
+
 // encodeBeaconSignature appends the beacon signature section, if any.
 func (e *stateEncoder) encodeBeaconSignature(f *Frozen) {
 	if f.lot == nil || len(f.lot.signature) == 0 {

@@ -101,10 +101,25 @@ func (m *Machine) closeEntriesIfDue(at int64, out []Record) []Record {
 	return m.emit(Record{Type: RecordEntriesClosed, At: at, Lot: &LotteryFields{Count: l.entries.count, Root: l.rooter.Root()}}, out)
 }
 
-// LotteryTick closes a lottery's entries once entries_close_at has passed
-// (the actor's timer calls it); nothing otherwise.
+// LotteryTick closes a lottery's entries once entries_close_at has passed,
+// and its waitlist once end_at has (the actor's timer calls it); nothing
+// otherwise.
 func (m *Machine) LotteryTick(now int64, out []Record) []Record {
-	return m.closeEntriesIfDue(m.decisionTime(now), out)
+	at := m.decisionTime(now)
+	return m.closeWaitlistIfDue(at, m.closeEntriesIfDue(at, out))
+}
+
+// closeWaitlistIfDue records WAITLIST_CLOSED once at >= end_at, after the
+// draw, while entrants still wait: the sale is over, so no more
+// promotions; those left waiting lose. A user's waitlisted entry thus ends
+// at a recorded time, which a campaign-scope campaign's purchase registry
+// needs (the entry holds the user's claim until then).
+func (m *Machine) closeWaitlistIfDue(at int64, out []Record) []Record {
+	l := m.lot
+	if l == nil || !l.drawDone || l.waitClosed || at < m.def.EndAt || int(l.waitNext) >= len(l.waitlist) {
+		return out
+	}
+	return m.emit(Record{Type: RecordWaitlistClosed, At: at, Lot: &LotteryFields{Count: uint32(len(l.waitlist)) - l.waitNext}}, out)
 }
 
 // StartDraw records the draw's inputs: the beacon round (the named one or
@@ -216,13 +231,15 @@ func (l *lotteryState) drawLists() (winners, waitlist []uint32) {
 	return winners, l.waitlist
 }
 
-// promoteWaitlist gives each available token, once the draw is done, to
-// the next waitlisted entrant, with a fresh payment window (WON with
-// FromWaitlist). A waitlisted entrant never holds a live purchase on this
-// SKU (only a WON makes one), so none is skipped.
+// promoteWaitlist gives each available token, once the draw is done and
+// before end_at, to the next waitlisted entrant, with a fresh payment
+// window (WON with FromWaitlist); at or after end_at it closes the
+// waitlist instead. A waitlisted entrant never holds a live purchase on
+// this SKU (only a WON makes one), so none is skipped.
 func (m *Machine) promoteWaitlist(at int64, out []Record) []Record {
 	l := m.lot
-	for l.drawDone && int(l.waitNext) < len(l.waitlist) && m.pool.next() != 0 {
+	out = m.closeWaitlistIfDue(at, out)
+	for l.drawDone && !l.waitClosed && int(l.waitNext) < len(l.waitlist) && m.pool.next() != 0 {
 		out = m.emit(Record{Type: RecordWon, At: at, Seq: m.table.count + 1, Token: m.pool.next(),
 			ExpireAt: at + m.def.PaymentWindowMs, Lot: &LotteryFields{EntrySeq: l.waitlist[l.waitNext], FromWaitlist: true}}, out)
 	}

@@ -9,11 +9,11 @@ import (
 )
 
 // LotteryFields are the fields of the lottery records (record types
-// RecordLotteryCommitted..RecordDrawDone; see lottery.go). A Record of
+// RecordLotteryCommitted..RecordDrawDone and RecordWaitlistClosed; see lottery.go). A Record of
 // another type has none (Record.Lot is nil).
 type LotteryFields struct {
 	Tier         uint8        // ENTERED: from the entry pass; 0 without one
-	Count        uint32       // ENTRIES_CLOSED: the entries; DRAW_DONE: the draw's winners
+	Count        uint32       // ENTRIES_CLOSED: the entries; DRAW_DONE: the draw's winners; WAITLIST_CLOSED: the entrants still waiting
 	Root         lottery.Hash // ENTRIES_CLOSED: entries_root; DRAW_DONE: winners_root
 	WaitlistRoot lottery.Hash // DRAW_DONE: waitlist_root
 	Round        uint64       // DRAW_STARTED: the beacon round used
@@ -29,7 +29,9 @@ type LotteryFields struct {
 const MaxWaitlistChunk = 1 << 14
 
 // isLottery reports whether t is a lottery record type.
-func (t RecordType) isLottery() bool { return t >= RecordLotteryCommitted && t <= RecordDrawDone }
+func (t RecordType) isLottery() bool {
+	return t >= RecordLotteryCommitted && t <= RecordDrawDone || t == RecordWaitlistClosed
+}
 
 // appendLotteryPayload appends a lottery record's fields after At.
 // Layouts (uvarint unless said; hash: 32 raw bytes; str: uvarint length
@@ -46,6 +48,7 @@ func (t RecordType) isLottery() bool { return t >= RecordLotteryCommitted && t <
 //	                   bool from_waitlist
 //	WAITLISTED         n, n × entry_seq
 //	DRAW_DONE          winners, hash winners_root, hash waitlist_root
+//	WAITLIST_CLOSED    count (the entrants still waiting, who lose)
 //
 // DRAW_STARTED's signature is an optional trailing field, written only when
 // the draw was given one: a draw without it is byte for byte what older
@@ -87,6 +90,8 @@ func (r *Record) appendLotteryPayload(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(l.Count))
 		dst = append(dst, l.Root[:]...)
 		dst = append(dst, l.WaitlistRoot[:]...)
+	case RecordWaitlistClosed:
+		dst = binary.AppendUvarint(dst, uint64(l.Count))
 	}
 	return dst
 }
@@ -126,6 +131,8 @@ func (d *decoder) decodeLottery(r *Record) {
 		}
 	case RecordDrawDone:
 		l.Count, l.Root, l.WaitlistRoot = d.uint32(), d.hash(), d.hash()
+	case RecordWaitlistClosed:
+		l.Count = d.uint32()
 	}
 }
 

@@ -43,6 +43,10 @@ type lotteryState struct {
 	waitPos     map[uint32]uint32 // entry_seq -> 1 + index in waitlist (derived)
 	waitNext    uint32            // waitlist[:waitNext] have been promoted
 	drawDone    bool
+	// waitClosed is set by WAITLIST_CLOSED (at waitClosedAt, ms): the
+	// entrants still waiting then, waitlist[waitNext:], lost.
+	waitClosed   bool
+	waitClosedAt int64
 }
 
 // wonEntry pairs an entry with the reservation it won.
@@ -227,5 +231,8 @@ func (m *Machine) auditLottery(bad func(format string, args ...any)) {
 	}
 	if l.closed && l.rooter.Root() != l.entriesRoot {
 		bad("lottery: entries_root does not match the entries")
+	}
+	if l.waitClosed && (!l.drawDone || int(l.waitNext) >= len(l.waitlist)) {
+		bad("lottery: the waitlist closed with nobody waiting after a draw")
 	}
 }

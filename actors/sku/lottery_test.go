@@ -402,3 +402,91 @@ func TestLotteryRecordsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestLotteryWaitlistClosesAtEndAt: at end_at the waitlist closes (one
+// WAITLIST_CLOSED, by the tick or by a token coming back), those still
+// waiting lose, no token goes to them afterwards, and replay and a snapshot
+// agree.
+func TestLotteryWaitlistClosesAtEndAt(t *testing.T) {
+	d := lotteryDef(3, 5)
+	d.EndAt = lotRoundT + 10*lotWindow
+	r := newLottery(t, d)
+	for i := 1; i <= 20; i++ {
+		r.enter(lotOpen+int64(i), fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i), 0)
+	}
+	rk := r.draw(lotRoundT)
+	m := r.m
+	// The winners' reservations expire before end_at: the first three
+	// waitlisted entrants are promoted, two still wait.
+	r.log = m.Expire(lotRoundT+lotWindow, 1000, r.log)
+	if v, _ := m.EntryByRequest(fmt.Sprintf("r%d", rk.Waitlist[2])); v.Status != EntryWon {
+		t.Fatalf("third waitlisted before end_at: %+v", v)
+	}
+	n := len(r.log)
+	if r.log = m.LotteryTick(d.EndAt-1, r.log); len(r.log) != n {
+		t.Fatalf("a tick before end_at wrote %v", r.log[n:])
+	}
+	r.log = m.LotteryTick(d.EndAt, r.log)
+	if len(r.log) != n+1 || r.log[n].Type != RecordWaitlistClosed || r.log[n].Lot.Count != 2 || r.log[n].At != d.EndAt {
+		t.Fatalf("tick at end_at wrote %+v", r.log[n:])
+	}
+	if r.log = m.LotteryTick(d.EndAt+5, r.log); len(r.log) != n+1 {
+		t.Fatal("the waitlist closed twice")
+	}
+	for i, e := range rk.Waitlist[3:] {
+		if v, _ := m.EntryByRequest(fmt.Sprintf("r%d", e)); v.Status != EntryLost {
+			t.Fatalf("waitlisted %d (position %d) after end_at: %+v", e, i+4, v)
+		}
+	}
+	// A token that comes back after end_at stays available.
+	r.log = m.Expire(d.EndAt+lotWindow, 1000, r.log)
+	for _, rec := range r.log[n+1:] {
+		if rec.Type == RecordWon {
+			t.Fatalf("a promotion after end_at: %+v", rec)
+		}
+	}
+	if c := m.Counts(); c.PendingPayment != 0 || c.Available != 3 {
+		t.Fatalf("counts after end_at %+v", c)
+	}
+	if info, _ := m.Freeze().LotteryInfo(d.EndAt + lotWindow); !info.WaitlistClosed || info.WaitlistClosedAt != d.EndAt || info.Promoted != 3 {
+		t.Fatalf("info %+v", info)
+	}
+	checkSame(t, m, r.log)
+	beforeClose := n
+
+	// A token coming back at or after end_at closes it too, without the tick.
+	r2 := newLottery(t, d)
+	for i := 1; i <= 20; i++ {
+		r2.enter(lotOpen+int64(i), fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i), 0)
+	}
+	r2.draw(lotRoundT)
+	n = len(r2.log)
+	r2.log = r2.m.Expire(d.EndAt+1, 1000, r2.log)
+	var types []RecordType
+	for _, rec := range r2.log[n:] {
+		types = append(types, rec.Type)
+	}
+	if !slices.Contains(types, RecordWaitlistClosed) || slices.Contains(types, RecordWon) {
+		t.Fatalf("records after end_at: %v", types)
+	}
+	checkSame(t, r2.m, r2.log)
+
+	// A closure the rules do not allow does not apply.
+	bad := Record{Type: RecordWaitlistClosed, At: d.EndAt - 1, Lot: &LotteryFields{Count: 2}}
+	again := replay(t, r.log[:beforeClose])
+	if err := again.Apply(&bad); err == nil {
+		t.Fatal("a WAITLIST_CLOSED before end_at applied")
+	}
+	bad.At, bad.Lot.Count = d.EndAt, 3
+	if err := again.Apply(&bad); err == nil {
+		t.Fatal("a WAITLIST_CLOSED with a wrong count applied")
+	}
+	bad.Lot.Count = 2
+	if err := again.Apply(&bad); err != nil {
+		t.Fatalf("the WAITLIST_CLOSED the tick wrote: %v", err)
+	}
+	bad.At++
+	if err := again.Apply(&bad); err == nil {
+		t.Fatal("a second WAITLIST_CLOSED applied")
+	}
+}

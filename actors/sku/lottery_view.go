@@ -20,7 +20,7 @@ func (m *Machine) entryView(seq uint32) EntryView {
 	if !l.drawDone {
 		return v
 	}
-	if pos, ok := l.waitPos[seq]; ok {
+	if pos, ok := l.waitPos[seq]; ok && !l.waitClosed {
 		v.Status, v.Position = EntryWaitlisted, pos-l.waitNext
 		return v
 	}
@@ -71,6 +71,10 @@ type LotteryInfo struct {
 	Waitlisted   uint32
 	WaitlistRoot lottery.Hash
 	Promoted     uint32 // waitlisted entrants who got a token so far
+	// Set once WAITLIST_CLOSED is recorded (at or after end_at): the
+	// entrants still waiting then lost.
+	WaitlistClosed   bool
+	WaitlistClosedAt int64 // ms
 }
 
 // LotteryInfo returns the public lottery information at the freeze, at
@@ -94,6 +98,7 @@ func (f *Frozen) LotteryInfo(now int64) (LotteryInfo, bool) {
 		info.WinnersRoot = lottery.ListRoot(winners)
 		info.Waitlisted, info.WaitlistRoot = uint32(len(waitlist)), lottery.ListRoot(waitlist)
 		info.Promoted = l.waitNext
+		info.WaitlistClosed, info.WaitlistClosedAt = l.waitClosed, l.waitClosedAt
 	}
 	return info, true
 }

@@ -48,21 +48,15 @@ func ParsePurchaseLimit(s string) (PurchaseLimit, bool) {
 }
 
 // checkPurchaseLimit is Validate's part for the purchase limit: a known
-// value, and no campaign scope on a lottery. A celled SKU may have
-// campaign scope: the router and the cell's guard then route a user by
-// (campaign, user) over one cell map shared by the campaign's SKUs
-// (cells.Slot, cells.CheckCampaign), so one cell's purchase registry sees
-// every purchase of the user.
+// value. A celled SKU may have campaign scope: the router and the cell's
+// guard then route a user by (campaign, user) over one cell map shared by
+// the campaign's SKUs (cells.Slot, cells.CheckCampaign), so one cell's
+// purchase registry sees every purchase of the user. A lottery SKU may
+// too: its entries claim their users in the registry (actors/purchase),
+// and a lottery is never celled, so its campaign stays on one process.
 func (d *Definition) checkPurchaseLimit() error {
-	switch {
-	case d.PurchaseLimit > PurchaseLimitCampaign:
+	if d.PurchaseLimit > PurchaseLimitCampaign {
 		return fmt.Errorf("%w: purchase_limit must be \"sku\" or \"campaign\"", ErrInvalidDefinition)
-	case d.PurchaseLimit == PurchaseLimitSKU:
-		return nil
-	case d.Lottery != nil:
-		// A winner's reservation is made by the draw, not by a reserve the
-		// purchase registry could admit: two draws could both pick a user.
-		return fmt.Errorf("%w: a lottery SKU cannot have purchase_limit \"campaign\" (its draw reserves for winners without asking the campaign's other SKUs)", ErrInvalidDefinition)
 	}
 	return nil
 }
@@ -155,6 +149,92 @@ func livePurchases(t *table, d *Definition, tags *idTagger) map[string]string {
 		}
 	}
 	return live
+}
+
+// LiveEntries returns the lottery entries that may still win, by user:
+// the entry's request_id. On a lottery SKU of a campaign-scope campaign
+// such an entry holds its user's claim in the campaign's purchase registry
+// (actors/purchase), which the engine rebuilds from it beside
+// LivePurchases. An entry may still win until the draw is done (unless it
+// won already), and while it waits on the waitlist before the waitlist
+// closes. Empty for a SKU that is not a lottery.
+func (m *Machine) LiveEntries() map[string]string { return m.lot.liveEntries() }
+
+// LiveEntries is Machine.LiveEntries as of the freeze (the campaign
+// audit's, off the actor).
+func (f *Frozen) LiveEntries() map[string]string { return f.lot.liveEntries() }
+
+// liveEntries reads only the append-only lists (won, waitlist), so a
+// frozen copy answers too.
+func (l *lotteryState) liveEntries() map[string]string {
+	out := make(map[string]string)
+	if l == nil {
+		return out
+	}
+	add := func(seq uint32) {
+		r := l.entries.get(seq)
+		out[l.entries.userID(r)] = l.entries.requestID(r)
+	}
+	if l.drawDone {
+		if !l.waitClosed {
+			for _, seq := range l.waitlist[l.waitNext:] {
+				add(seq)
+			}
+		}
+		return out
+	}
+	won := make(map[uint32]bool, len(l.won))
+	for _, w := range l.won {
+		won[w.entry] = true
+	}
+	for seq := uint32(1); seq <= l.entries.count; seq++ {
+		if !won[seq] {
+			add(seq)
+		}
+	}
+	return out
+}
+
+// EntriesLostBy calls fn with the user and request_id of each entry that a
+// record of type t, just applied, made LOST: DRAW_DONE the entries neither
+// won nor waitlisted, WAITLIST_CLOSED those still waiting. Other types
+// call nothing. The campaign's purchase registry then lets these users buy
+// again (actors/purchase.Events).
+func (m *Machine) EntriesLostBy(t RecordType, fn func(userID, requestID string)) {
+	l := m.lot
+	if l == nil {
+		return
+	}
+	lost := func(seq uint32) {
+		r := l.entries.get(seq)
+		fn(l.entries.userID(r), l.entries.requestID(r))
+	}
+	switch t {
+	case RecordDrawDone:
+		for seq := uint32(1); seq <= l.entries.count; seq++ {
+			_, won := l.wonBy[seq]
+			_, waiting := l.waitPos[seq]
+			if !won && (!waiting || mutantReleaseWaitlisted) {
+				lost(seq)
+			}
+		}
+	case RecordWaitlistClosed:
+		for _, seq := range l.waitlist[l.waitNext:] {
+			lost(seq)
+		}
+	}
+}
+
+// KnownEntry is the answer to an entry of a request_id that made entry
+// found before, by userID: the entry again (Duplicate set), or
+// REQUEST_ID_REUSED when another user made it. The entry's counterpart of
+// KnownRequest, for an entry of a campaign-scope campaign whose user's
+// claim is held on another SKU.
+func KnownEntry(found EntryView, userID string) EntryResult {
+	if found.UserID != userID {
+		return EntryResult{Outcome: OutcomeRequestIDReused}
+	}
+	return EntryResult{Outcome: OutcomeEntered, Duplicate: true, Entry: found}
 }
 
 // KnownRequest is the answer to a reserve of a request_id the SKU decided

@@ -34,12 +34,14 @@ const (
 	RecordGrant  RecordType = 17 // an allocation's token ranges join the pool
 	RecordReturn RecordType = 18 // available tokens leave the pool, before the ledger credit
 	RecordEpoch  RecordType = 19 // the epoch the process holds in the ledger
+
+	RecordWaitlistClosed RecordType = 20 // a lottery's waitlist ends at end_at: the entrants still waiting lose
 )
 
 func (t RecordType) String() string {
 	names := [...]string{"", "DEFINE", "RESERVED", "REJECTED", "PAID", "CLOSED", "REFUND_REQUIRED", "RELEASED", "PAUSED", "RESUMED",
 		"LOTTERY_COMMITTED", "ENTERED", "ENTRIES_CLOSED", "DRAW_STARTED", "WON", "WAITLISTED", "DRAW_DONE",
-		"GRANT", "RETURN", "EPOCH"}
+		"GRANT", "RETURN", "EPOCH", "WAITLIST_CLOSED"}
 	if int(t) < len(names) && t != 0 {
 		return names[t]
 	}

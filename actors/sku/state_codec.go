@@ -123,6 +123,7 @@ func (f *Frozen) Encode(w io.Writer) (int64, error) {
 	e.encodeLottery(f)
 	e.encodeCell(f)
 	e.encodeBeaconSignature(f)
+	e.encodeWaitlistClosed(f)
 	e.encodePurchase(f)
 	e.flush()
 	return e.n, e.err
@@ -320,6 +321,7 @@ func (s *stateDecoder) decode() {
 		return
 	}
 	s.decodeBeaconSignature()
+	s.decodeWaitlistClosed()
 	s.lastSection()
 	if s.err == nil {
 		if held := m.pool.reserved + m.pool.confirmed; uint64(held)+uint64(released) != uint64(handedOut) {

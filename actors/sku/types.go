@@ -94,6 +94,11 @@ const (
 	OutcomeBeaconNotDue   Outcome = 30 // draw: before the beacon round's time
 	OutcomeAlreadyDrawn   Outcome = 31 // draw: a draw was recorded before
 	OutcomeWrongRound     Outcome = 32 // draw: neither the named round nor its fallback
+
+	// OutcomeAlreadyEntered: reserve or enter on a SKU of a campaign whose
+	// purchase_limit is "campaign", by a user whose lottery entry on
+	// another SKU of the campaign may still win; not recorded.
+	OutcomeAlreadyEntered Outcome = 33
 )
 
 var outcomeNames = [...]string{
@@ -104,6 +109,7 @@ var outcomeNames = [...]string{
 	"SUBJECT_LIMIT",
 	"LOTTERY_SALE", "ENTERED", "ENTRIES_NOT_OPEN", "ENTRIES_CLOSED", "NOT_LOTTERY",
 	"DRAW_STARTED", "ENTRIES_OPEN", "BEACON_NOT_DUE", "ALREADY_DRAWN", "WRONG_ROUND",
+	"ALREADY_ENTERED",
 }
 
 func (o Outcome) String() string {
@@ -143,4 +149,12 @@ type Result struct {
 	Outcome     Outcome
 	Duplicate   bool
 	Reservation View // set for ACCEPTED, ALREADY_PURCHASED (the existing one) and every reservation command
+	// Entered is set for ALREADY_ENTERED: the SKU and request_id of the
+	// user's lottery entry that may still win (purchase_limit "campaign").
+	Entered EntryRef
+}
+
+// EntryRef names a lottery entry: its campaign, SKU and request_id.
+type EntryRef struct {
+	CampaignID, SKUID, RequestID string
 }

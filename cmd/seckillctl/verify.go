@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/purchase"
 	"github.com/seckill/seckill/recovery"
 )
 
@@ -142,7 +143,9 @@ func verifySKUOnce(dir string) (verifyJSON, error) {
 				d.CampaignID, d.SKUID, report.CampaignID, report.SKUID))
 		}
 	}
-	report.purchases = &skuPurchases{dir: dir, campaignID: report.CampaignID, limit: d.PurchaseLimit, live: st.m.LivePurchases()}
+	live := st.m.LivePurchases()
+	report.purchases = &skuPurchases{dir: dir, campaignID: report.CampaignID, limit: d.PurchaseLimit, live: live,
+		holds: purchase.Holds(d.SKUID, live, st.m.LiveEntries())}
 	if st.m.Celled() {
 		report.Cell = cellOf(st.m)
 	}

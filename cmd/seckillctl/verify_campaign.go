@@ -10,8 +10,8 @@ import (
 )
 
 // campaignCheckJSON is verify's check of a campaign whose purchase_limit
-// is "campaign" (issue #19): at most one live purchase per user over its
-// SKUs.
+// is "campaign" (issue #19): at most one live purchase, or lottery entry
+// that may still win, per user over its SKUs.
 type campaignCheckJSON struct {
 	CampaignID    string   `json:"campaign_id"`
 	PurchaseLimit string   `json:"purchase_limit"`
@@ -27,13 +27,15 @@ type skuPurchases struct {
 	campaignID string
 	limit      sku.PurchaseLimit
 	live       map[string]string // user -> live reservation id
+	holds      map[string]string // live and the lottery entries that may still win (purchase.Holds)
 }
 
 // checkCampaigns checks each campaign-scope campaign among skus (verified
 // SKUs, in directory order). Beside a running engine the SKUs are read one
 // after another, so a user seen live on two of them is confirmed by
-// reading them all again: each of the reservations still live at the
-// second read was live from its first read on, so all were live together.
+// reading them all again: each of the holds (reservations, lottery
+// entries) still holding at the second read held from its first read on
+// (a hold that ended never comes back), so all held together.
 func checkCampaigns(skus []skuPurchases) []campaignCheckJSON {
 	byCampaign := map[string][]skuPurchases{}
 	var order []string
@@ -52,23 +54,24 @@ func checkCampaigns(skus []skuPurchases) []campaignCheckJSON {
 		}
 		check := campaignCheckJSON{CampaignID: c, PurchaseLimit: list[0].limit.String(), SKUs: len(list), Problems: []string{}}
 		lives := make([]map[string]string, len(list))
+		holds := make([]map[string]string, len(list))
 		for i, s := range list {
-			lives[i] = s.live
+			lives[i], holds[i] = s.live, s.holds
 			if s.limit != list[0].limit {
 				check.Problems = append(check.Problems, fmt.Sprintf("%s: purchase_limit %q, the campaign's first SKU %q", s.dir, s.limit, list[0].limit))
 			}
 		}
-		overlaps, users := purchase.Overlaps(lives)
-		check.LiveUsers = users
+		overlaps := purchase.Overlaps(holds)
+		check.LiveUsers = purchase.Users(lives)
 		if len(overlaps) > 0 {
-			again := map[string]bool{} // reservation ids live at the second read
+			again := map[string]bool{} // hold ids holding at the second read
 			for _, s := range list {
 				st, err := loadState(s.dir, loadOptions{})
 				if err != nil {
 					check.Problems = append(check.Problems, fmt.Sprintf("%s: reading again: %v", s.dir, err))
 					continue
 				}
-				for _, id := range st.m.LivePurchases() {
+				for _, id := range purchase.Holds(st.m.Definition().SKUID, st.m.LivePurchases(), st.m.LiveEntries()) {
 					again[id] = true
 				}
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/lottery"
 )
 
 // scopedSKU makes a SKU of a campaign-scope campaign in an engine of its
@@ -18,6 +19,13 @@ import (
 // single engine lets happen.
 func scopedSKU(t *testing.T, dataDir, campaignID, skuID string, users ...string) {
 	t.Helper()
+	scopedSKUOf(t, dataDir, campaignID, skuID, false, users...)
+}
+
+// scopedSKUOf is scopedSKU; with lottery set the SKU is a lottery taking
+// entries for an hour, and the users enter it.
+func scopedSKUOf(t *testing.T, dataDir, campaignID, skuID string, lotterySKU bool, users ...string) {
+	t.Helper()
 	own := t.TempDir()
 	e, err := actors.Open(actors.Config{DataDir: own, Logger: quiet, ExpiryInterval: time.Hour})
 	if err != nil {
@@ -25,11 +33,23 @@ func scopedSKU(t *testing.T, dataDir, campaignID, skuID string, users ...string)
 	}
 	ctx := context.Background()
 	now := time.Now().UnixMilli()
-	if err := e.Define(ctx, sku.Definition{CampaignID: campaignID, SKUID: skuID, StartAt: now - 60_000, EndAt: now + 86_400_000,
-		PaymentWindowMs: 600_000, SaleLimit: 10, ReleaseOnClose: true, PurchaseLimit: sku.PurchaseLimitCampaign}); err != nil {
+	d := sku.Definition{CampaignID: campaignID, SKUID: skuID, StartAt: now - 60_000, EndAt: now + 86_400_000,
+		PaymentWindowMs: 600_000, SaleLimit: 10, ReleaseOnClose: true, PurchaseLimit: sku.PurchaseLimitCampaign}
+	if lotterySKU {
+		closeAt := now + 3_600_000
+		d.Lottery = &sku.LotteryRules{EntriesOpenAt: now - 60_000, EntriesCloseAt: closeAt,
+			Beacon: lottery.Beacon{Source: lottery.SourceDrandQuicknet, Round: uint64((closeAt/1000-lottery.QuicknetGenesis)/lottery.QuicknetPeriod + 2)}}
+	}
+	if err := e.Define(ctx, d); err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range users {
+		if lotterySKU {
+			if res, err := e.Enter(ctx, campaignID, skuID, "e-"+u, u, 0); err != nil || res.Outcome != sku.OutcomeEntered {
+				t.Fatalf("enter %s: %v %v", u, res.Outcome, err)
+			}
+			continue
+		}
 		if res, err := e.Reserve(ctx, campaignID, skuID, "r-"+u, u); err != nil || res.Outcome != sku.OutcomeAccepted {
 			t.Fatalf("reserve %s: %v %v", u, res.Outcome, err)
 		}
@@ -62,5 +82,20 @@ func TestVerifyCampaignScope(t *testing.T) {
 	run = verifyRun(t, out) // every SKU alone is fine
 	if len(run.Campaigns) != 2 || run.Campaigns[1].OK || !strings.Contains(strings.Join(run.Campaigns[1].Problems, " "), "user alice holds 2 live purchases") {
 		t.Fatalf("campaign check: %+v", run.Campaigns)
+	}
+	// A lottery entry that may still win holds its user too.
+	scopedSKUOf(t, dataDir, "three", "lot", true, "dave", "erin")
+	scopedSKU(t, dataDir, "three", "s1", "dave", "frank")
+	run = verifyRun(t, wantCode(t, exitFailed, "verify", dataDir))
+	var three campaignCheckJSON
+	for _, c := range run.Campaigns {
+		if c.CampaignID == "three" {
+			three = c
+		}
+	}
+	problems := strings.Join(three.Problems, " ")
+	if len(run.Campaigns) != 3 || three.OK || three.LiveUsers != 2 ||
+		!strings.Contains(problems, "user dave holds 2 live purchases or lottery entries") || !strings.Contains(problems, "entry lot/e-dave") {
+		t.Fatalf("campaign check with a lottery: %+v", run.Campaigns)
 	}
 }

@@ -302,17 +302,14 @@ func (e *Engine) ReserveWith(ctx context.Context, campaignID, skuID, requestID, 
 // counts it (records, activity, recorded request_ids): the one rule for a
 // reserve alone and for each item of a batch. The caller holds e.mu.
 func (s *skuState) reserve(now int64, requestID, userID string, holder sku.Holder) sku.Result {
-	if s.purchases != nil { // purchase_limit "campaign": the user's claim first
-		skuID := s.m.Definition().SKUID
-		d := s.purchases.Claim(userID, skuID, requestID, 0)
-		if d.Verdict == purchase.Held { // the request_id's own result first (actors: heldAnswer)
-			if found, ok := s.m.Lookup(requestID); ok {
-				return sku.KnownRequest(found, userID)
-			}
-			return sku.Result{Outcome: sku.OutcomeAlreadyPurchased, Reservation: sku.View{ReservationID: d.ReservationID, UserID: userID}}
+	d, done := s.claim(userID, requestID)
+	if d.Verdict == purchase.Held { // the request_id's own result first (actors: heldAnswer)
+		if found, ok := s.m.Lookup(requestID); ok {
+			return sku.KnownRequest(found, userID)
 		}
-		defer s.purchases.Done(userID, skuID, requestID, false) // Proceed: nothing is ever in flight here
+		return purchase.HeldResult(d, s.m.Definition().CampaignID, userID)
 	}
+	defer done()
 	res, out := s.m.ReserveWith(now, requestID, userID, holder, nil)
 	s.decided(out)
 	s.act.reserved(res)
@@ -320,6 +317,20 @@ func (s *skuState) reserve(now int64, requestID, userID string, holder sku.Holde
 		s.known[requestID] = struct{}{}
 	}
 	return res
+}
+
+// claim takes userID's claim for requestID on the SKU when its campaign's
+// purchase_limit is "campaign" (actors: Engine.admit): the twin decides at
+// once under its lock, so the registry answers Proceed (then call done
+// after the decision) or Held, never Wait or Probe. Without campaign
+// scope it answers Proceed and done does nothing.
+func (s *skuState) claim(userID, requestID string) (d purchase.Decision, done func()) {
+	if s.purchases == nil {
+		return purchase.Decision{Verdict: purchase.Proceed}, func() {}
+	}
+	skuID := s.m.Definition().SKUID
+	d = s.purchases.Claim(userID, skuID, requestID, 0)
+	return d, func() { s.purchases.Done(userID, skuID, requestID, false) }
 }
 
 // invalid is actors' answer to an INVALID outcome.
@@ -625,8 +636,9 @@ func (e *Engine) Snapshot(ctx context.Context, campaignID, skuID string) (actors
 }
 
 // CampaignAudit implements httpapi.Admin: every SKU's audit and, with
-// purchase_limit "campaign", the users holding live purchases on two SKUs
-// (purchase.Overlaps), all read at one instant under the twin's lock.
+// purchase_limit "campaign", the users holding live purchases or lottery
+// entries on two SKUs (purchase.Overlaps), all read at one instant under
+// the twin's lock.
 func (e *Engine) CampaignAudit(ctx context.Context, campaignID string) (actors.CampaignAudit, error) {
 	out := actors.CampaignAudit{CampaignID: campaignID}
 	err := e.run(ctx, Call{Kind: KindAudit, CampaignID: campaignID}, func() (sku.Result, error) {
@@ -641,6 +653,7 @@ func (e *Engine) CampaignAudit(ctx context.Context, campaignID string) (actors.C
 		}
 		sort.Slice(keys, func(i, j int) bool { return keys[i].skuID < keys[j].skuID })
 		live := make([]map[string]string, 0, len(keys))
+		holds := make([]map[string]string, 0, len(keys))
 		for _, k := range keys {
 			s, err := e.lockedSKU(k.campaignID, k.skuID)
 			if err != nil {
@@ -648,12 +661,12 @@ func (e *Engine) CampaignAudit(ctx context.Context, campaignID string) (actors.C
 			}
 			out.SKUs = append(out.SKUs, actors.SKUAudit{SKUID: k.skuID, Audit: s.m.Audit()})
 			live = append(live, s.m.LivePurchases())
+			holds = append(holds, purchase.Holds(k.skuID, live[len(live)-1], s.m.LiveEntries()))
 			out.PurchaseLimit = s.m.Definition().PurchaseLimit
 		}
-		overlaps, users := purchase.Overlaps(live)
-		out.LiveUsers = users
+		out.LiveUsers = purchase.Users(live)
 		if out.PurchaseLimit == sku.PurchaseLimitCampaign {
-			for user, ids := range overlaps {
+			for user, ids := range purchase.Overlaps(holds) {
 				out.Violations = append(out.Violations, actors.OverlapViolation(user, ids))
 			}
 			sort.Strings(out.Violations)

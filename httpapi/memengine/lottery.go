@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/purchase"
 	"github.com/seckill/seckill/actors/sku"
 )
 
@@ -20,12 +21,27 @@ func (e *Engine) Enter(ctx context.Context, campaignID, skuID, requestID, userID
 			if err != nil {
 				return sku.Result{}, err
 			}
-			var out []sku.Record
-			res, out = s.m.Enter(e.now(), requestID, userID, tier, nil)
-			s.decided(out)
+			res = s.enter(e.now(), requestID, userID, tier)
 			return sku.Result{Outcome: res.Outcome}, invalid(sku.Result{Outcome: res.Outcome})
 		})
 	return res, err
+}
+
+// enter decides one entry at now on the SKU's machine, behind the user's
+// claim in a campaign-scope campaign (actors: Engine.Enter). The caller
+// holds e.mu.
+func (s *skuState) enter(now int64, requestID, userID string, tier uint8) sku.EntryResult {
+	d, done := s.claim(userID, requestID)
+	if d.Verdict == purchase.Held { // the request_id's own entry first (actors: heldEntryAnswer)
+		if v, found := s.m.EntryByRequest(requestID); found {
+			return sku.KnownEntry(v, userID)
+		}
+		return purchase.HeldEntryResult(d, s.m.Definition().CampaignID, userID)
+	}
+	defer done()
+	res, out := s.m.Enter(now, requestID, userID, tier, nil)
+	s.decided(out)
+	return res
 }
 
 // Draw implements httpapi.Lotteries: sku.Machine.StartDraw, then the
