@@ -2,7 +2,6 @@ package compare
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -46,16 +45,14 @@ func PassesMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	jsonPath := flags.String("json", "", "write the whole report (every round, the pairs, the medians) as JSON to this file")
 	serverProfile := flags.String("server-cpuprofile", "", "start seckilld with --cpuprofile FILE: a CPU profile of the server over the whole run (go tool pprof bin/seckilld FILE)")
 	progress := flags.String("progress", "auto", "progress on stderr: auto, tty, plain, off")
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitPass
-		}
-		return exitUsage
+	if status, ok := parseFlags(flags, args); !ok {
+		return status
 	}
 	options := PassOptions{Pairs: *pairs, Warmup: *warmup, Attempts: *attempts, Concurrency: *concurrency,
 		RoundTimeout: *roundTimeout, Pause: *pause, Seed: *seed, QuietCores: *quietCores}
 	if err := options.validate(); err != nil {
-		fmt.Fprintf(stderr, "compare passes: %v\n", err)
+		fmt.Fprintln(stderr, err) // "passes: ..."
+
 		return exitUsage
 	}
 	if !isExecutable(*seckilldBinary) {
