@@ -5,7 +5,7 @@ PKGS     := ./...
 ADDR     ?= 127.0.0.1:8080
 DATA     ?= ./data
 
-.PHONY: all build run test test-long bench bench-engine bench-audit bench-compare bench-feed soak fuzz sim sim-mutants clean cluster bench-cells
+.PHONY: all build run test test-long bench bench-engine bench-audit bench-compare bench-passes bench-feed soak fuzz sim sim-mutants clean cluster bench-cells
 
 all: build
 
@@ -71,6 +71,13 @@ bench-audit:
 COMPARE_ARGS ?=
 bench-compare:
 	./bench/compare.sh $(COMPARE_ARGS)
+
+## bench-passes: reserve throughput with and without entry passes (issue #14) through one seckilld over loopback,
+## the load tool's client minting the passes, in alternating rounds; per-pair ratios and their medians
+## (flags of "seckill-bench compare passes" in PASSES_ARGS, e.g. make bench-passes PASSES_ARGS="--pairs 9").
+PASSES_ARGS ?=
+bench-passes: build
+	./$(BIN)/seckill-bench compare passes --seckilld ./$(BIN)/seckilld $(PASSES_ARGS)
 
 ## bench-feed: the event feed's benchmarks (records/s read from a 1,000,000-record log, raw and through HTTP;
 ## CPU per event per consumer at the tail, in process and over loopback beside a bare HTTP server's floor;

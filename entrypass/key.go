@@ -17,6 +17,18 @@ import (
 type Key struct {
 	id     uint8
 	secret []byte
+	// encoders pools *encodeScratch for Encode: a keyed HMAC-SHA256 state
+	// that Reset brings back to the keyed state without the key schedule
+	// and the allocations of hmac.New, and the buffers. A pointer, so a
+	// Key stays copyable.
+	encoders *sync.Pool
+}
+
+// encodeScratch is one Encode call's working memory.
+type encodeScratch struct {
+	mac  hash.Hash
+	raw  [MaxPassSize]byte
+	text [MaxTextLength]byte
 }
 
 // NewKey returns a key with a copy of secret (ErrBadSecret unless it is
@@ -25,7 +37,9 @@ func NewKey(id uint8, secret []byte) (*Key, error) {
 	if len(secret) < MinSecretSize || len(secret) > MaxSecretSize {
 		return nil, ErrBadSecret
 	}
-	return &Key{id: id, secret: append([]byte(nil), secret...)}, nil
+	k := &Key{id: id, secret: append([]byte(nil), secret...)}
+	k.encoders = &sync.Pool{New: func() any { return &encodeScratch{mac: hmac.New(sha256.New, k.secret)} }}
+	return k, nil
 }
 
 // ID returns the key's id.

@@ -113,3 +113,35 @@ func TestVerifyConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Encode reuses a key's HMAC states and buffers from a pool: passes minted
+// by many goroutines at once are the ones minted one by one, and a Key not
+// made by NewKey signs nothing.
+func TestEncodeConcurrentlyAndZeroKey(t *testing.T) {
+	k := mustKey(t, 1, secret1)
+	want := make([]string, 64)
+	nonces := make([]Nonce, len(want))
+	for i := range want {
+		nonces[i] = Nonce{byte(i), 7}
+		want[i] = mustEncode(t, k, testClaims(), nonces[i])
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := 0; round < 20; round++ {
+				for i, nonce := range nonces {
+					if got, err := Encode(k, testClaims(), nonce); err != nil || got != want[i] {
+						t.Errorf("goroutine %d: pass %d = %q, %v; want %q", g, i, got, err, want[i])
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if _, err := Encode(&Key{}, testClaims(), testNonce); !errors.Is(err, ErrBadSecret) {
+		t.Errorf("Encode with a zero Key: %v, want ErrBadSecret", err)
+	}
+}

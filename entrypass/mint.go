@@ -1,8 +1,6 @@
 package entrypass
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -27,17 +25,23 @@ func Mint(k *Key, c Claims, random io.Reader) (string, Pass, error) {
 // Encode returns the pass text for the claims signed by k with the given
 // nonce, laid out as the package doc says. It is deterministic (the test
 // vectors rely on it); Mint is the way to get a fresh nonce. Errors wrap
-// ErrBadClaims.
+// ErrBadClaims, or are ErrBadSecret for a Key not made by NewKey. Safe for
+// concurrent use: the key's pool lends each call its HMAC state (keyed
+// once, Reset after) and buffers, so a pass costs two allocations.
 func Encode(k *Key, c Claims, nonce Nonce) (string, error) {
 	if err := c.validate(); err != nil {
 		return "", err
 	}
-	var buf [MaxPassSize]byte
-	payload := appendPayload(buf[:0], k.id, c, nonce)
-	m := hmac.New(sha256.New, k.secret)
-	m.Write([]byte(Domain))
-	m.Write(payload)
-	return encoding.EncodeToString(m.Sum(payload)), nil
+	if k == nil || k.encoders == nil {
+		return "", ErrBadSecret // not made by NewKey: no secret
+	}
+	s := k.encoders.Get().(*encodeScratch)
+	defer k.encoders.Put(s)
+	payload := appendPayload(s.raw[:0], k.id, c, nonce)
+	s.mac.Reset()
+	s.mac.Write([]byte(Domain))
+	s.mac.Write(payload)
+	return string(encoding.AppendEncode(s.text[:0], s.mac.Sum(payload))), nil
 }
 
 // appendPayload appends the payload of the layout to b. The claims must be

@@ -48,7 +48,12 @@ type Report struct {
 
 // Main is "seckill-bench compare": it parses args, runs the matrix, prints
 // the tables on stdout and progress on stderr, and returns the exit status.
+// "seckill-bench compare passes ..." is the entry-pass comparison instead
+// (PassesMain).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "passes" {
+		return PassesMain(ctx, args[1:], stdout, stderr)
+	}
 	flags := flag.NewFlagSet("seckill-bench compare", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	concurrencies := flags.String("concurrency", "16,64,1024", "comma-separated closed-loop concurrencies, one table each")
@@ -78,11 +83,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	wrkBinary := flags.String("wrk", "", "wrk binary (default: from PATH; skipped when missing)")
 	progress := flags.String("progress", "auto", "progress on stderr: auto, tty, plain, off")
 	cpuProfile := flags.String("cpuprofile", "", "write a CPU profile of this process (clients and the in-process engine) to this file")
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitPass
-		}
-		return exitUsage
+	if status, ok := parseFlags(flags, args); !ok {
+		return status
 	}
 	levels, err := parseInts(*concurrencies)
 	if err != nil || len(levels) == 0 {
@@ -199,6 +201,19 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return exitPass
+}
+
+// parseFlags parses args into flags; when ok is false the caller returns
+// status: exitPass after -h (the usage is printed), exitUsage after a bad
+// flag (the error is printed).
+func parseFlags(flags *flag.FlagSet, args []string) (status int, ok bool) {
+	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitPass, false
+		}
+		return exitUsage, false
+	}
+	return 0, true
 }
 
 // targetSettings are the flags that shape targets.

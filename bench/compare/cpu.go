@@ -73,3 +73,33 @@ func selfCPU() time.Duration {
 	}
 	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
 }
+
+// loadAverage returns the machine's one-minute load average from
+// /proc/loadavg, -1 when unreadable.
+func loadAverage() float64 {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return -1
+	}
+	avg, err := fs.LoadAvg()
+	if err != nil {
+		return -1
+	}
+	return avg.Load1
+}
+
+// machineBusyCPU returns the CPU time the whole machine has been busy
+// (user, nice, system, interrupts, steal: every state but idle and iowait)
+// from /proc/stat; false when unreadable.
+func machineBusyCPU() (time.Duration, bool) {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return 0, false
+	}
+	stat, err := fs.Stat()
+	if err != nil {
+		return 0, false
+	}
+	c := stat.CPUTotal
+	return time.Duration((c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal) * float64(time.Second)), true
+}

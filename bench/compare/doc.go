@@ -24,6 +24,12 @@
 //     the durable ceiling, the most a server that logs each request before
 //     it answers can do here.
 //
+// passes.go is a comparison of its own ("seckill-bench compare passes",
+// make bench-passes): one seckilld started with a random entry-pass key,
+// reserves with and without entry passes (issue #14) in alternating rounds
+// through the load tool's client, which mints the passes, and the medians
+// of the pairs' ratios of throughput and server CPU per reserve.
+//
 // harness.go runs the cells and table.go prints them. The speed targets
 // the tables are read against are the README's text, not this package's.
 //

@@ -24,6 +24,12 @@ type SeckilldOptions struct {
 	Timeout time.Duration
 	// PaymentWindow is the campaigns' payment window.
 	PaymentWindow time.Duration
+	// EntryPassKeys, when set, starts the server with --entry-pass-keys
+	// (kid:hex,..., issue #14), so that campaigns may require passes.
+	EntryPassKeys string
+	// CPUProfile, when set, starts the server with --cpuprofile: a CPU
+	// profile of the whole run, written at Close.
+	CPUProfile string
 }
 
 // SeckilldTarget is ./bin/seckilld over HTTP with --fsync always.
@@ -67,8 +73,14 @@ func (t *SeckilldTarget) Start(ctx context.Context) error {
 	if err := os.Mkdir(dataDir, 0o755); err != nil {
 		return err
 	}
-	t.process, err = startProcess("seckilld", filepath.Join(dir, "seckilld.log"), nil, t.options.Binary,
-		"--addr", addr, "--data-dir", dataDir, "--admin-token", t.token, "--fsync", "always")
+	argv := []string{t.options.Binary, "--addr", addr, "--data-dir", dataDir, "--admin-token", t.token, "--fsync", "always"}
+	if t.options.EntryPassKeys != "" {
+		argv = append(argv, "--entry-pass-keys", t.options.EntryPassKeys)
+	}
+	if t.options.CPUProfile != "" {
+		argv = append(argv, "--cpuprofile", t.options.CPUProfile)
+	}
+	t.process, err = startProcess("seckilld", filepath.Join(dir, "seckilld.log"), nil, argv...)
 	if err != nil {
 		return err
 	}
@@ -84,11 +96,13 @@ func (t *SeckilldTarget) Start(ctx context.Context) error {
 
 // Prepare defines a campaign with the SKU through the admin API.
 func (t *SeckilldTarget) Prepare(ctx context.Context, sku SKURef) (bench.Reserver, error) {
-	return prepareHTTP(ctx, t.client, sku, t.options.PaymentWindow)
+	return prepareHTTP(ctx, t.client, sku, t.options.PaymentWindow, nil)
 }
 
-// prepareHTTP defines a campaign of one SKU, open now, over the admin API.
-func prepareHTTP(ctx context.Context, client *bench.Client, sku SKURef, window time.Duration) (bench.Reserver, error) {
+// prepareHTTP defines a campaign of one SKU, open now, over the admin API,
+// with the entry_pass object entryPass (nil: none), and returns client's
+// Reserver of the SKU.
+func prepareHTTP(ctx context.Context, client *bench.Client, sku SKURef, window time.Duration, entryPass *bench.EntryPassSpec) (bench.Reserver, error) {
 	now := time.Now()
 	err := client.PutCampaign(ctx, bench.CampaignSpec{
 		CampaignID:     sku.CampaignID,
@@ -97,6 +111,7 @@ func prepareHTTP(ctx context.Context, client *bench.Client, sku SKURef, window t
 		PaymentWindow:  window.String(),
 		ReleaseOnClose: true,
 		SKUs:           []bench.SKUSpec{{SKUID: sku.SKUID, SaleLimit: sku.SaleLimit}},
+		EntryPass:      entryPass,
 	})
 	if err != nil {
 		return nil, err

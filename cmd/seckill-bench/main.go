@@ -1,7 +1,8 @@
 // Command seckill-bench is the load tool of seckill. With no subcommand it
 // runs one scenario (seed, hot, many-skus, payflow, lottery) against a seckilld server;
 // "compare" runs the baselines side by side (Redis, PostgreSQL, seckilld,
-// the in-process engine, a null HTTP server); "null-server" is the null
+// the in-process engine, a null HTTP server), and "compare passes" reserves
+// with and without entry passes through one seckilld; "null-server" is the null
 // server itself, started by compare; "report RESULT.json OUT.html" renders
 // a report again from a saved result. Run with -h for the
 // flags.
