@@ -169,7 +169,7 @@ func (c Campaign) Definitions() ([]sku.Definition, error) {
 		if err := s.lotteryRules(&d); err != nil {
 			return nil, err
 		}
-		if err := d.Validate(); err != nil {
+		if err := d.ValidateNew(); err != nil {
 			return nil, err
 		}
 		defs = append(defs, d)

@@ -70,6 +70,15 @@ func testLotteryOverHTTP(t *testing.T, clock *stepClock, ts *testServer) {
 		r.str("detail") != fmt.Sprintf("skus.beacon.round: must be an integer from 1 to %d", uint64(lottery.MaxRound)) {
 		t.Fatalf("a campaign with beacon round -5: %v", r)
 	}
+	// A round not published before end_at: 400, and nothing defined (a
+	// plain SKU beside it neither).
+	late, _ := lotteryCampaign(clock.now(), 5, 3)
+	late["end_at"] = clock.now().Add(62 * time.Second).UTC().Format(time.RFC3339Nano)
+	late["skus"] = append(late["skus"].([]map[string]any), map[string]any{"sku_id": "beside", "sale_limit": 5})
+	if r := ts.admin(http.MethodPut, "/admin/campaigns/lc", late); r.status != http.StatusBadRequest || !strings.Contains(r.str("detail"), "not before end_at") {
+		t.Fatalf("a campaign whose round comes after end_at: %v", r)
+	}
+	want(t, ts.admin(http.MethodGet, "/admin/campaigns/lc", nil), http.StatusNotFound, "NOT_FOUND")
 	body, round := lotteryCampaign(clock.now(), 5, 3)
 	ts.define(body)
 	const entries = "/v1/campaigns/lc/skus/ls/entries"

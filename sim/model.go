@@ -151,6 +151,9 @@ func (m *model) define(now int64, d sku.Definition) sku.Outcome {
 	}
 	first := !m.defined
 	at := m.at(now)
+	if !first {
+		m.endLottery(at) // a lottery past its end_at ends before the change
+	}
 	m.effect(at, func() { m.def, m.defined = d, true })
 	if first && rules != nil {
 		m.defineLottery(at, *rules)

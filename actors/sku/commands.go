@@ -13,7 +13,9 @@ const expireOnSoldOut = 64
 // Define applies a first definition or an allowed redefinition (end_at
 // later, sale_limit higher). It returns OutcomeOK with no record when d is
 // the current definition, and an error wrapping ErrInvalidDefinition for a
-// change that is not allowed.
+// change that is not allowed. A lottery whose end_at has passed ends
+// (LOTTERY_ENDED) before a redefinition applies: a later end_at does not
+// bring it back.
 func (m *Machine) Define(now int64, d Definition, out []Record) (Outcome, []Record, error) {
 	if m.defined {
 		if m.def.sameDefinition(d) {
@@ -22,12 +24,16 @@ func (m *Machine) Define(now int64, d Definition, out []Record) (Outcome, []Reco
 		if err := m.def.CheckRedefine(d); err != nil {
 			return OutcomeInvalid, out, err
 		}
-	} else if err := d.Validate(); err != nil {
+	}
+	if err := d.ValidateNew(); err != nil {
 		return OutcomeInvalid, out, err
 	}
 	at := m.decisionTime(now)
 	if err := m.checkLotteryDefine(at, d); err != nil {
 		return OutcomeInvalid, out, err
+	}
+	if m.defined {
+		out = m.endIfDue(at, out)
 	}
 	return OutcomeOK, m.defineRecords(at, d, out), nil
 }

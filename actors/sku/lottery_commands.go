@@ -45,10 +45,20 @@ func (m *Machine) checkLotteryDefine(at int64, d Definition) error {
 	case !m.defined && d.Lottery != nil && (d.Lottery.ServerSeed == lottery.Hash{} || d.Lottery.PseudonymKey == lottery.Hash{}):
 		return fmt.Errorf("%w: the lottery's server seed and pseudonym key must be drawn", ErrInvalidDefinition)
 	}
+	return nil
+}
+
+// ValidateNew is Validate for a definition being decided (Machine.Define,
+// and the HTTP API before it defines anything), with the rules only a new
+// decision must meet; replay does not check them again, so a log decided
+// under older rules still replays. A lottery's beacon round must be
+// published before end_at: the draw makes reservations, and none is made
+// at or after end_at.
+func (d Definition) ValidateNew() error {
+	if err := d.Validate(); err != nil {
+		return err
+	}
 	if d.Lottery != nil {
-		// The draw makes reservations, and none is made at or after end_at:
-		// the round must come before it. Checked when deciding a definition
-		// only (replay takes what was decided).
 		if t, _ := d.Lottery.Beacon.TimeMs(); t >= d.EndAt {
 			return fmt.Errorf("%w: beacon round %d is published at %s, not before end_at %s: the draw would come after the sale ends",
 				ErrInvalidDefinition, d.Lottery.Beacon.Round, lottery.Stamp(t), lottery.Stamp(d.EndAt))

@@ -504,23 +504,33 @@ func TestLotteryEndsUndrawn(t *testing.T) {
 		t.Fatalf("a round at end_at: %v", err)
 	}
 	d.EndAt = lotRoundT + 1000
-	for _, by := range []string{"tick", "draw"} {
+	for _, by := range []string{"tick", "draw", "redefine"} {
 		r := newLottery(t, d)
 		for i := 1; i <= 5; i++ {
 			r.enter(lotOpen+int64(i), fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i), 0)
 		}
 		n := len(r.log)
-		if by == "tick" {
+		switch by {
+		case "tick":
 			r.log = r.m.LotteryTick(d.EndAt, r.log)
-		} else {
+		case "redefine": // a later end_at asked after end_at: the lottery ended first
+			later := d
+			later.EndAt += 3_600_000
+			var err error
+			if _, r.log, err = r.m.Define(d.EndAt, later, r.log); err != nil {
+				t.Fatal(err)
+			}
+			if r.log[len(r.log)-1].Type != RecordDefine {
+				t.Fatalf("redefine wrote %v", r.log[n:])
+			}
+		default:
 			var o Outcome
 			o, r.log = r.m.StartDraw(d.EndAt, lotRound, randomness[:], nil, r.log)
 			if o != OutcomeEnded {
 				t.Fatalf("a draw at end_at: %s", o)
 			}
 		}
-		last := r.log[len(r.log)-1]
-		if last.Type != RecordLotteryEnded || last.Lot.Count != 5 || r.log[n].Type != RecordEntriesClosed {
+		if len(r.log) < n+2 || r.log[n].Type != RecordEntriesClosed || r.log[n+1].Type != RecordLotteryEnded || r.log[n+1].Lot.Count != 5 {
 			t.Fatalf("%s at end_at wrote %v", by, r.log[n:])
 		}
 		if v, _ := r.m.EntryByRequest("r3"); v.Status != EntryLost {
