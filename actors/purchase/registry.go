@@ -103,10 +103,56 @@ type claim[W comparable] struct {
 	held    string
 	entry   bool
 	waiters []W
+	// extra are holds of the user on other SKUs, learned although the
+	// claim is on sku (a conflict: a second live purchase the rule never
+	// lets happen, which only a restore of one SKU alone brings back). They
+	// are kept so that the user stays held until all of them end: when
+	// the claim's own hold ends, the first becomes the claim's.
+	extra []otherHold
+}
+
+// otherHold is one of a claim's extra holds.
+type otherHold struct {
+	sku, id string
+	entry   bool
 }
 
 func (c *claim[W]) idle() bool {
-	return c.inFlight == 0 && !c.probing && len(c.unknown) == 0 && c.held == ""
+	return c.inFlight == 0 && !c.probing && len(c.unknown) == 0 && c.held == "" && len(c.extra) == 0
+}
+
+// addExtra records a hold on another SKU than the claim's (one per SKU).
+func (c *claim[W]) addExtra(sku, id string, entry bool) {
+	for i := range c.extra {
+		if c.extra[i].sku == sku {
+			c.extra[i] = otherHold{sku, id, entry}
+			return
+		}
+	}
+	c.extra = append(c.extra, otherHold{sku, id, entry})
+}
+
+// dropExtra removes the extra hold on sku when match accepts it; it
+// reports whether one was removed.
+func (c *claim[W]) dropExtra(sku string, match func(otherHold) bool) bool {
+	for i, h := range c.extra {
+		if h.sku == sku && match(h) {
+			c.extra = append(c.extra[:i], c.extra[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// promoteExtra makes the first extra hold the claim's own once the
+// claim's SKU holds nothing and decides nothing for the user.
+func (c *claim[W]) promoteExtra() {
+	if c.held != "" || len(c.extra) == 0 || c.inFlight > 0 || c.probing || len(c.unknown) > 0 {
+		return
+	}
+	h := c.extra[0]
+	c.extra = c.extra[1:]
+	c.sku, c.held, c.entry = h.sku, h.id, h.entry
 }
 
 // heldDecision is the Held answer of c.
@@ -142,6 +188,10 @@ func (r *Registry[W]) Claim(userID, sku, requestID string, w W) Decision {
 	}
 	if c.probing {
 		return r.wait(c, w)
+	}
+	if c.held == "" && len(c.extra) > 0 { // an extra hold, not yet the claim's own
+		h := c.extra[0]
+		return (&claim[W]{sku: h.sku, held: h.id, entry: h.entry}).heldDecision()
 	}
 	if c.sku == sku {
 		// The SKU's own rule answers: the same request_id its first
@@ -248,6 +298,7 @@ func (r *Registry[W]) hold(userID, sku, id string, entry bool) (wake []W, confli
 		r.claims[userID] = &claim[W]{sku: sku, held: id, entry: entry}
 		return nil, false
 	case c.sku != sku:
+		c.addExtra(sku, id, entry)
 		return nil, true
 	}
 	c.held, c.entry = id, entry
@@ -272,7 +323,15 @@ func (r *Registry[W]) EntryEnded(userID, sku, requestID string) []W {
 
 func (r *Registry[W]) release(userID, sku, id string, entry bool) []W {
 	c := r.claims[userID]
-	if c == nil || c.sku != sku || c.held != id || c.entry != entry {
+	switch {
+	case c == nil:
+		return nil
+	case c.sku != sku:
+		if c.dropExtra(sku, func(h otherHold) bool { return h.id == id && h.entry == entry }) {
+			return r.settle(userID, c)
+		}
+		return nil
+	case c.held != id || c.entry != entry:
 		return nil
 	}
 	c.held, c.entry = "", false
@@ -289,13 +348,17 @@ func (r *Registry[W]) release(userID, sku, id string, entry bool) []W {
 // another SKU (conflicts, as Reserved).
 func (r *Registry[W]) Resync(sku string, live, entered map[string]string) (wake []W, conflicts []string) {
 	for user, c := range r.claims {
-		if c.sku != sku || c.held == "" {
-			continue
-		}
 		_, isLive := live[user]
 		_, isEntered := entered[user]
-		if !isLive && !isEntered {
+		if isLive || isEntered {
+			continue
+		}
+		changed := c.dropExtra(sku, func(otherHold) bool { return true })
+		if c.sku == sku && c.held != "" {
 			c.held, c.entry = "", false
+			changed = true
+		}
+		if changed {
 			wake = append(wake, r.settle(user, c)...)
 		}
 	}
@@ -318,6 +381,7 @@ func (r *Registry[W]) Resync(sku string, live, entered map[string]string) (wake 
 // longer makes anyone wait (nothing in flight, no probe: Claim now answers
 // Held or Probe) hands its waiters back too.
 func (r *Registry[W]) settle(userID string, c *claim[W]) []W {
+	c.promoteExtra()
 	if c.idle() {
 		delete(r.claims, userID)
 		return c.waiters
@@ -341,6 +405,10 @@ type Holder struct {
 // HolderOf returns the user's known hold, if any.
 func (r *Registry[W]) HolderOf(userID string) (Holder, bool) {
 	c := r.claims[userID]
+	if c != nil && c.held == "" && len(c.extra) > 0 {
+		h := c.extra[0]
+		c = &claim[W]{sku: h.sku, held: h.id, entry: h.entry}
+	}
 	if c == nil || c.held == "" {
 		return Holder{}, false
 	}

@@ -146,8 +146,56 @@ func TestEntryHolds(t *testing.T) {
 	if _, conflicts := r.Resync("a", map[string]string{"x": "a~9"}, nil); !slices.Equal(conflicts, []string{"x"}) {
 		t.Fatalf("x entered on lot and live on a: %v", conflicts)
 	}
-	if _, _ = r.Resync("lot", map[string]string{"w": "lot~2"}, nil); r.Len() != 1 {
-		t.Fatalf("x's entry, gone from the state, is still held: %d claims", r.Len())
+	// The conflicting purchase is kept: when x's entry is gone, x is still
+	// held by it (a restore of one SKU alone must not free a second buy).
+	r.Resync("lot", map[string]string{"w": "lot~2"}, nil)
+	if h, ok := r.HolderOf("x"); r.Len() != 2 || !ok || h.SKU != "a" || h.ReservationID != "a~9" {
+		t.Fatalf("x after its entry went: %d claims, %+v", r.Len(), h)
+	}
+	if d := r.Claim("x", "b", "r9", 0); d.Verdict != Held || d.ReservationID != "a~9" {
+		t.Fatalf("x on b: %+v", d)
+	}
+	if w := r.Closed("x", "a", "a~9"); r.Len() != 1 || w != nil {
+		t.Fatalf("x after its purchase closed: %d claims", r.Len())
+	}
+}
+
+// A user seen holding on two SKUs (a conflict) stays held until both
+// holds end, whichever ends first; a claim on the conflicting SKU is
+// answered Held, never Proceed.
+func TestConflictingHoldsAreKept(t *testing.T) {
+	r := New[int]()
+	r.Entered("u", "lot", "e1")
+	if _, conflict := r.Reserved("u", "plain", "plain~1"); !conflict {
+		t.Fatal("no conflict reported")
+	}
+	r.EntryEnded("u", "lot", "e1") // the entry lost: the purchase still holds
+	if d := r.Claim("u", "plain2", "r1", 0); d.Verdict != Held || d.SKU != "plain" || d.ReservationID != "plain~1" {
+		t.Fatalf("a third SKU: %+v", d)
+	}
+	r.Closed("u", "plain", "plain~1")
+	if d := r.Claim("u", "plain2", "r1", 0); d.Verdict != Proceed {
+		t.Fatalf("after both ended: %+v", d)
+	}
+	r.Done("u", "plain2", "r1", false)
+
+	// The extra hold ends first: the claim's own stays.
+	r.Reserved("v", "a", "a~1")
+	r.Reserved("v", "b", "b~1")
+	r.Closed("v", "b", "b~1")
+	if d := r.Claim("v", "c", "r2", 0); d.Verdict != Held || d.ReservationID != "a~1" {
+		t.Fatalf("v: %+v", d)
+	}
+	// While the claim's SKU holds nothing but an extra hold stands, the
+	// claim's own SKU is answered Held too.
+	r.Reserved("w", "a", "a~2")
+	r.Reserved("w", "b", "b~2")
+	r.Closed("w", "a", "a~2")
+	if d := r.Claim("w", "a", "r3", 0); d.Verdict != Held || d.SKU != "b" {
+		t.Fatalf("w on a: %+v", d)
+	}
+	if r.Len() != 2 {
+		t.Fatalf("%d claims, want v and w", r.Len())
 	}
 }
 
