@@ -97,6 +97,8 @@ type lotteryLog struct {
 	tokens         []uint32
 	waitlist       []uint32
 	done           *sku.Record
+	ended          *sku.Record // LOTTERY_ENDED, if any
+	afterEnd       []string    // draw records after LOTTERY_ENDED
 	problems       []string
 }
 
@@ -128,6 +130,9 @@ func readLotteryLog(skuDir string) (*lotteryLog, error) {
 }
 
 func (l *lotteryLog) add(index uint64, r *sku.Record) {
+	if l.ended != nil && (r.Type == sku.RecordDrawStarted || r.Type == sku.RecordWon || r.Type == sku.RecordWaitlisted || r.Type == sku.RecordDrawDone) {
+		l.afterEnd = append(l.afterEnd, fmt.Sprintf("record %d: %s", index, r.Type))
+	}
 	switch r.Type {
 	case sku.RecordDefine:
 		if l.def.CampaignID == "" {
@@ -165,6 +170,9 @@ func (l *lotteryLog) add(index uint64, r *sku.Record) {
 	case sku.RecordDrawDone:
 		rec := *r
 		l.done = &rec
+	case sku.RecordLotteryEnded:
+		rec := *r
+		l.ended = &rec
 	}
 }
 
@@ -173,6 +181,10 @@ func verifyLotteryDir(skuDir string) (lottery.Report, error) {
 	l, err := readLotteryLog(skuDir)
 	if err != nil {
 		return lottery.Report{}, err
+	}
+	if !l.drawn && l.ended != nil {
+		return lottery.Report{}, &checkFailed{msg: fmt.Sprintf("%s: the lottery ended undrawn at %s (LOTTERY_ENDED): every entry lost, there is no draw to verify",
+			skuDir, formatMillis(l.ended.At))}
 	}
 	if !l.drawn || l.done == nil {
 		return lottery.Report{}, &checkFailed{msg: skuDir + ": the lottery is not drawn yet (no DRAW_DONE record)"}
@@ -193,6 +205,7 @@ func verifyLotteryDir(skuDir string) (lottery.Report, error) {
 		inOrder = inOrder && e.Seq == uint32(i+1)
 	}
 	rep.Add("entry_seqs_in_order", inOrder, "")
+	rep.Add("nothing_drawn_after_end", len(l.afterEnd) == 0, "%v", l.afterEnd)
 	rep.Add("draw_done_matches_records", l.done.Lot.Count == uint32(len(l.winners)) &&
 		l.done.Lot.Root == lottery.ListRoot(l.winners) && l.done.Lot.WaitlistRoot == lottery.ListRoot(l.waitlist), "")
 	rep.Add("promotions_follow_waitlist", len(l.promoted) <= len(l.waitlist) && slices.Equal(l.promoted, l.waitlist[:min(len(l.promoted), len(l.waitlist))]),

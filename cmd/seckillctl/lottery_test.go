@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -342,4 +343,40 @@ func TestInspectLotteryRecords(t *testing.T) {
 			t.Fatalf("--reservation %s picked an entry: %+v", wonID, r)
 		}
 	}
+}
+
+// lottery verify on a lottery that ended undrawn says so (exit 1: there
+// is no draw to verify).
+func TestLotteryVerifyEndedUndrawn(t *testing.T) {
+	roundT, _ := lottery.RoundTimeMs(lottery.SourceDrandQuicknet, 31)
+	open := roundT - 90_000
+	dataDir := t.TempDir()
+	var now atomic.Int64
+	now.Store(open)
+	e, err := actors.Open(actors.Config{DataDir: dataDir, Logger: quiet, Clock: func() time.Time { return time.UnixMilli(now.Load()) },
+		ExpiryInterval: time.Hour, SnapshotEvery: -1, SnapshotInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	d := sku.Definition{CampaignID: "c1", SKUID: "lot", StartAt: open, EndAt: roundT + 1000, PaymentWindowMs: 60_000, SaleLimit: 5,
+		ReleaseOnClose: true, Lottery: &sku.LotteryRules{EntriesOpenAt: open, EntriesCloseAt: open + 60_000,
+			Beacon: lottery.Beacon{Source: lottery.SourceDrandQuicknet, Round: 31}}}
+	if err := e.Define(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.Enter(ctx, "c1", "lot", "r1", "u1", 0); err != nil || res.Outcome != sku.OutcomeEntered {
+		t.Fatalf("enter: %+v %v", res, err)
+	}
+	now.Store(d.EndAt)
+	rnd := sha256.Sum256([]byte("late"))
+	if o, err := e.Draw(ctx, "c1", "lot", 31, rnd[:], nil); err != nil || o != sku.OutcomeEnded {
+		t.Fatalf("a late draw: %s %v", o, err)
+	}
+	e.Close()
+	_, out, errOut := ctl(t, "lottery", "verify", filepath.Join(dataDir, "c1", "lot"))
+	if !strings.Contains(out+errOut, "ended undrawn") {
+		t.Fatalf("lottery verify of an undrawn lottery: %s %s", out, errOut)
+	}
+	wantCode(t, exitFailed, "lottery", "verify", filepath.Join(dataDir, "c1", "lot"))
 }
