@@ -25,7 +25,7 @@ func (e *Engine) Enter(ctx context.Context, campaignID, skuID, requestID, userID
 	if h == nil {
 		return sku.EntryResult{}, ErrUnknownSKU
 	}
-	if !h.claimsFor(true) {
+	if !h.claimsFor(true) || h.entriesClosedAt(e.cfg.Clock().UnixMilli()) {
 		return e.enterOn(ctx, h, requestID, userID, tier)
 	}
 	var res sku.EntryResult

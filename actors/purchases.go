@@ -171,6 +171,13 @@ func (s *SKU) claimsFor(entry bool) bool {
 	return v != nil && v.def.PurchaseLimit == sku.PurchaseLimitCampaign && (v.def.Lottery != nil) == entry
 }
 
+// entriesClosedAt is sku.Definition.EntriesClosedAt of the SKU's durable
+// definition.
+func (s *SKU) entriesClosedAt(nowMs int64) bool {
+	v := s.durable.Load()
+	return v != nil && v.def.EntriesClosedAt(nowMs)
+}
+
 // applyPurchaseEvents hands a SKU's durable events to its campaign's
 // registry (on the log's releaser goroutine, before the batch's callers
 // wake). Events of a batch whose log failed are never applied: its claims

@@ -66,6 +66,10 @@ func TestLotteryInACampaignScopeCampaign(t *testing.T) {
 
 	clock.Set(lotClose)
 	e.SKU("c5", "lot").expireNow(t)
+	// Closed entries answer so whatever the user holds elsewhere.
+	if res, err := e.Enter(ctxT(t), "c5", "lot", "e10", "u9", 0); err != nil || res.Outcome != sku.OutcomeEntriesClosed {
+		t.Fatalf("a buyer's entry after the close: %+v %v", res, err)
+	}
 	clock.Set(lotOpen + 90_000)
 	randomness := sha256.Sum256([]byte("round 31"))
 	if o, err := e.Draw(ctxT(t), "c5", "lot", lotRound, randomness[:], nil); err != nil || o != sku.OutcomeDrawStarted {

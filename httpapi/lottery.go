@@ -373,7 +373,7 @@ func (s *Server) handleDraw(ctx *fasthttp.RequestCtx) string {
 	case sku.OutcomeEntriesOpen, sku.OutcomeAlreadyDrawn, sku.OutcomeNotLottery:
 		return write(ctx, errorReply(fasthttp.StatusConflict, reason, ""))
 	case sku.OutcomeEnded:
-		return write(ctx, errorReply(fasthttp.StatusConflict, reason, "end_at has passed: the lottery ended undrawn and every entry lost (extend end_at before it passes to draw later)"))
+		return write(ctx, errorReply(fasthttp.StatusConflict, reason, "the lottery has ended undrawn (its end_at passed before a draw): every entry lost; to draw later, extend end_at before it passes"))
 	case sku.OutcomeWrongRound:
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reason, "the round must be the one the rules name or its stated fallback"))
 	case sku.OutcomeInvalid: // the signature (lottery.CheckSignature): the length was checked above

@@ -151,6 +151,16 @@ func livePurchases(t *table, d *Definition, tags *idTagger) map[string]string {
 	return live
 }
 
+// EntriesClosedAt reports whether a lottery's entries are closed at nowMs
+// by its rules: an entry decided then makes nothing (a SKU decides at
+// max(now, its last record's time), never earlier), so in a campaign-scope
+// campaign it goes to the SKU without claiming its user and answers
+// ENTRIES_CLOSED (or the entry a repeat made) whatever the user holds
+// elsewhere. False for a SKU that is not a lottery.
+func (d Definition) EntriesClosedAt(nowMs int64) bool {
+	return d.Lottery != nil && nowMs >= d.Lottery.EntriesCloseAt
+}
+
 // LiveEntries returns the lottery entries that may still win, by user:
 // the entry's request_id. On a lottery SKU of a campaign-scope campaign
 // such an entry holds its user's claim in the campaign's purchase registry

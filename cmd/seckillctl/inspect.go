@@ -39,26 +39,27 @@ type walJSON struct {
 // recordJSON is one log record as inspect wal prints it. Field order is
 // fixed; fields a record type does not have are left out.
 type recordJSON struct {
-	Index         uint64          `json:"index"`
-	Type          string          `json:"type"`
-	At            string          `json:"at"`
-	AtMs          int64           `json:"at_ms"`
-	ReservationID string          `json:"reservation_id,omitempty"`
-	Token         uint32          `json:"token_id,omitempty"`
-	ExpireAt      string          `json:"expire_at,omitempty"`
-	RequestID     string          `json:"request_id,omitempty"`
-	UserID        string          `json:"user_id,omitempty"`
-	Outcome       string          `json:"outcome,omitempty"`
-	PaymentID     string          `json:"payment_id,omitempty"`
-	Amount        *int64          `json:"amount,omitempty"`
-	Reason        string          `json:"reason,omitempty"`
-	Release       *bool           `json:"release,omitempty"`
-	Definition    *definitionJSON `json:"definition,omitempty"`
-	Allocation    *allocationJSON `json:"allocation,omitempty"` // GRANT, RETURN, EPOCH
-	Holder        *holderJSON     `json:"holder,omitempty"`     // RESERVED with an entry pass
-	EntrySeq      uint32          `json:"entry_seq,omitempty"`  // ENTERED; WON: the entry it is for
-	FromWaitlist  bool            `json:"from_waitlist,omitempty"`
-	Count         *uint32         `json:"count,omitempty"` // ENTRIES_CLOSED: entries; DRAW_DONE: winners; LOTTERY_ENDED: entries lost
+	Index         uint64            `json:"index"`
+	Type          string            `json:"type"`
+	At            string            `json:"at"`
+	AtMs          int64             `json:"at_ms"`
+	ReservationID string            `json:"reservation_id,omitempty"`
+	Token         uint32            `json:"token_id,omitempty"`
+	ExpireAt      string            `json:"expire_at,omitempty"`
+	RequestID     string            `json:"request_id,omitempty"`
+	UserID        string            `json:"user_id,omitempty"`
+	Outcome       string            `json:"outcome,omitempty"`
+	PaymentID     string            `json:"payment_id,omitempty"`
+	Amount        *int64            `json:"amount,omitempty"`
+	Reason        string            `json:"reason,omitempty"`
+	Release       *bool             `json:"release,omitempty"`
+	Definition    *definitionJSON   `json:"definition,omitempty"`
+	Allocation    *allocationJSON   `json:"allocation,omitempty"` // GRANT, RETURN, EPOCH
+	Holder        *holderJSON       `json:"holder,omitempty"`     // RESERVED with an entry pass
+	EntrySeq      uint32            `json:"entry_seq,omitempty"`  // ENTERED; WON: the entry it is for
+	FromWaitlist  bool              `json:"from_waitlist,omitempty"`
+	Count         *uint32           `json:"count,omitempty"`   // ENTRIES_CLOSED: entries; DRAW_DONE: winners; LOTTERY_ENDED: entries lost
+	Lottery       *lotteryRulesJSON `json:"lottery,omitempty"` // LOTTERY_COMMITTED: the public rules
 }
 
 // reservationSeq is the reservation a record is about, 0 for none: an
@@ -89,6 +90,8 @@ func recordOf(index uint64, r *sku.Record, campaignID, skuID, cell string, key [
 		j.Reason, j.Release = r.Reason.String(), &r.Release
 	case sku.RecordGrant, sku.RecordReturn, sku.RecordEpoch:
 		j.Allocation = allocationOf(r.Cell)
+	case sku.RecordLotteryCommitted:
+		j.Lottery = lotteryRulesOf(r.Def.Lottery)
 	case sku.RecordEntered:
 		j.EntrySeq = r.Seq
 	case sku.RecordWon:
@@ -106,8 +109,11 @@ type recordFilter struct {
 	userID    string // --user
 	requestID string // --request
 	// seqs are the reservations of the user or request, learned from the
-	// snapshot and from RESERVED records as the scan goes.
-	seqs map[uint32]bool
+	// snapshot and from RESERVED records as the scan goes, and from the WON
+	// records of its lottery entries (entries, from ENTERED records: a WON
+	// names the entry, not the user).
+	seqs    map[uint32]bool
+	entries map[uint32]bool
 }
 
 func (f *recordFilter) active() bool { return f.seq != 0 || f.userID != "" || f.requestID != "" }
@@ -120,7 +126,13 @@ func (f *recordFilter) match(r *sku.Record) bool {
 	if f.userID == "" && f.requestID == "" {
 		return true
 	}
-	if r.Type == sku.RecordReserved && (f.userID == "" || r.UserID == f.userID) && (f.requestID == "" || r.RequestID == f.requestID) {
+	mine := (f.userID == "" || r.UserID == f.userID) && (f.requestID == "" || r.RequestID == f.requestID)
+	switch {
+	case r.Type == sku.RecordReserved && mine:
+		f.seqs[r.Seq] = true
+	case r.Type == sku.RecordEntered && mine:
+		f.entries[r.Seq] = true
+	case r.Type == sku.RecordWon && f.entries[r.Lot.EntrySeq]:
 		f.seqs[r.Seq] = true
 	}
 	if f.userID != "" && r.UserID != "" && r.UserID != f.userID {
@@ -176,7 +188,7 @@ func inspectWAL(args []string, stdout io.Writer) error {
 		return err
 	}
 	campaignID, skuID := filepath.Base(filepath.Dir(skuDir)), filepath.Base(skuDir)
-	filter := recordFilter{userID: *user, requestID: *request, seqs: map[uint32]bool{}}
+	filter := recordFilter{userID: *user, requestID: *request, seqs: map[uint32]bool{}, entries: map[uint32]bool{}}
 	if *reservation != "" {
 		if filter.seq, err = parseReservation(*reservation, campaignID, skuID); err != nil {
 			return usageError("--reservation: %v", err)

@@ -328,6 +328,10 @@ func TestInspectLotteryRecords(t *testing.T) {
 			if wonID == "" {
 				wonID = r.ReservationID
 			}
+		case "LOTTERY_COMMITTED":
+			if r.Lottery == nil || r.Lottery.BeaconRound != 31 || r.Lottery.Waitlist != 5 {
+				t.Fatalf("LOTTERY_COMMITTED shown as %+v", r)
+			}
 		case "ENTRIES_CLOSED", "DRAW_DONE":
 			if r.Count == nil {
 				t.Fatalf("%s without its count", r.Type)
@@ -338,10 +342,31 @@ func TestInspectLotteryRecords(t *testing.T) {
 	if counts["ENTRIES_CLOSED"] != 60 || counts["DRAW_DONE"] != 10 {
 		t.Fatalf("counts %v", counts)
 	}
+	var winner string
 	for _, r := range walRecords(t, wantCode(t, 0, "inspect", "wal", f.skuDir, "--reservation", wonID)) {
 		if r.Type == "ENTERED" {
 			t.Fatalf("--reservation %s picked an entry: %+v", wonID, r)
 		}
+		if r.Type == "WON" {
+			winner = fmt.Sprint(r.EntrySeq)
+		}
+	}
+	// --user finds a winner's entry and the reservation it won.
+	var user string
+	for _, r := range walRecords(t, wantCode(t, 0, "inspect", "wal", f.skuDir)) {
+		if r.Type == "ENTERED" && fmt.Sprint(r.EntrySeq) == winner {
+			user = r.UserID
+		}
+	}
+	types := map[string]bool{}
+	for _, r := range walRecords(t, wantCode(t, 0, "inspect", "wal", f.skuDir, "--user", user)) {
+		types[r.Type] = true
+		if r.Type == "WON" && r.ReservationID != wonID {
+			t.Fatalf("--user %s: %+v", user, r)
+		}
+	}
+	if !types["ENTERED"] || !types["WON"] {
+		t.Fatalf("--user %s of a winner found %v", user, types)
 	}
 }
 

@@ -360,13 +360,42 @@ type definitionJSON struct {
 	// The fields of issue #13, celled SKUs only.
 	Cell           string `json:"cell,omitempty"`
 	CellMapVersion uint64 `json:"cell_map_version,omitempty"`
+	// Issue #19: "campaign", shown when set.
+	PurchaseLimit string `json:"purchase_limit,omitempty"`
+	// Issue #15: a lottery's public rules (never its server seed or
+	// pseudonym key), shown for a lottery SKU.
+	Lottery *lotteryRulesJSON `json:"lottery,omitempty"`
+}
+
+// lotteryRulesJSON is a lottery's public rules in a definition.
+type lotteryRulesJSON struct {
+	EntriesOpenAt  string `json:"entries_open_at"`
+	EntriesCloseAt string `json:"entries_close_at"`
+	BeaconSource   string `json:"beacon_source"`
+	BeaconRound    uint64 `json:"beacon_round"`
+	Waitlist       uint32 `json:"waitlist"`
+	TierQuotas     int    `json:"tier_quotas"`
+}
+
+// lotteryRulesOf renders a lottery's public rules; nil for none.
+func lotteryRulesOf(r *sku.LotteryRules) *lotteryRulesJSON {
+	if r == nil {
+		return nil
+	}
+	return &lotteryRulesJSON{formatMillis(r.EntriesOpenAt), formatMillis(r.EntriesCloseAt), r.Beacon.Source, r.Beacon.Round,
+		r.Waitlist, len(r.Tiers)}
 }
 
 func definitionOf(d sku.Definition) *definitionJSON {
-	return &definitionJSON{d.CampaignID, d.SKUID, formatMillis(d.StartAt), formatMillis(d.EndAt),
+	j := &definitionJSON{d.CampaignID, d.SKUID, formatMillis(d.StartAt), formatMillis(d.EndAt),
 		d.PaymentWindowMs, d.SaleLimit, d.ReleaseOnClose,
 		d.EntryPass.Required, d.EntryPass.LeadMs, d.EntryPass.TTLMs, d.MaxUnpaidPerSubject, d.PaymentWindowHighRiskMs,
-		d.Cell, d.CellMapVersion}
+		d.Cell, d.CellMapVersion, "", nil}
+	if d.PurchaseLimit != sku.PurchaseLimitSKU {
+		j.PurchaseLimit = d.PurchaseLimit.String()
+	}
+	j.Lottery = lotteryRulesOf(d.Lottery)
+	return j
 }
 
 // holderJSON is a RESERVED record's holder: what its entry pass said.

@@ -31,7 +31,10 @@ func (e *Engine) Enter(ctx context.Context, campaignID, skuID, requestID, userID
 // claim in a campaign-scope campaign (actors: Engine.Enter). The caller
 // holds e.mu.
 func (s *skuState) enter(now int64, requestID, userID string, tier uint8) sku.EntryResult {
-	d, done := s.claim(userID, requestID, true)
+	d, done := purchase.Decision{Verdict: purchase.Proceed}, func() {}
+	if !s.m.Definition().EntriesClosedAt(now) {
+		d, done = s.claim(userID, requestID, true)
+	}
 	if d.Verdict == purchase.Held { // the request_id's own entry first (actors: heldEntryAnswer)
 		if v, found := s.m.EntryByRequest(requestID); found {
 			return sku.KnownEntry(v, userID)
