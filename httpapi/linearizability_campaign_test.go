@@ -28,6 +28,14 @@ import (
 // looks at no purchase), and a request_id answered SOLD_OUT may keep that
 // answer (recorded). Payments are left to the one-SKU specification
 // (linearizability_spec_test.go): here PAID is only another live state.
+//
+// The campaign also has a lottery SKU taking entries for the whole test
+// (never drawn): users u2 and u3 may enter it, and an entry holds its user
+// like a live purchase. An entry by a user who holds a live purchase
+// answers ALREADY_PURCHASED with it, records nothing; a reserve by an
+// entered user answers ALREADY_ENTERED with the lottery's sku_id; a
+// user's second entry, under any request_id, answers its first; a
+// request_id of another user's entry answers REQUEST_ID_REUSED.
 const (
 	linCampaignID    = "lin-campaign"
 	linCampaignUsers = 4
@@ -36,12 +44,15 @@ const (
 
 var linCampaignSKUs = []string{"a", "b"}
 
+// linLotterySKU is the campaign's lottery SKU.
+const linLotterySKU = "lot"
+
 // campInput is one operation of the campaign history.
 type campInput struct {
-	kind          linKind // linReserve, linCancel or linGet
+	kind          linKind // linReserve, linEnter, linCancel or linGet
 	skuID         string  // reserve
-	requestID     string  // reserve
-	userID        string  // reserve
+	requestID     string  // reserve, enter
+	userID        string  // reserve, enter
 	reservationID string  // cancel, get
 }
 
@@ -57,7 +68,52 @@ type campReservation struct {
 // whatever the stock (or, if the fast path refused it, decide it anew).
 type campState struct {
 	reservations []campReservation
-	soldOut      []string // sorted
+	soldOut      []string    // sorted
+	entries      []campEntry // sorted by user
+}
+
+// campEntry is one lottery entry of the specification.
+type campEntry struct {
+	userID, requestID string
+}
+
+// entryOf returns the user's entry.
+func (s campState) entryOf(userID string) (campEntry, bool) {
+	for _, e := range s.entries {
+		if e.userID == userID {
+			return e, true
+		}
+	}
+	return campEntry{}, false
+}
+
+// enter is the specification of an entry in the lottery.
+func (s campState) enter(in campInput, out linOutput) (bool, campState) {
+	b := out.body
+	if out.code == http.StatusTooManyRequests {
+		return true, s
+	}
+	for _, e := range s.entries { // a request_id that made an entry
+		if e.requestID == in.requestID {
+			if e.userID != in.userID {
+				return out.code == http.StatusUnprocessableEntity && b.Error == "REQUEST_ID_REUSED", s
+			}
+			return out.code == http.StatusAccepted && b.RequestID == e.requestID, s
+		}
+	}
+	if e, ok := s.entryOf(in.userID); ok { // the user's first entry
+		return out.code == http.StatusAccepted && b.RequestID == e.requestID, s
+	}
+	if held, ok := s.live(in.userID); ok {
+		return out.code == http.StatusConflict && b.Error == "ALREADY_PURCHASED" && b.ReservationID == held.id && b.SKUID == held.skuID, s
+	}
+	if out.code != http.StatusAccepted || b.RequestID != in.requestID {
+		return false, s
+	}
+	next := s
+	next.entries = append(slices.Clone(s.entries), campEntry{userID: in.userID, requestID: in.requestID})
+	slices.SortFunc(next.entries, func(x, y campEntry) int { return strings.Compare(x.userID, y.userID) })
+	return true, next
 }
 
 func (s campState) live(userID string) (campReservation, bool) {
@@ -109,7 +165,7 @@ func (s campState) step(in campInput, out linOutput) (bool, campState) {
 			if s.available(in.skuID) != 0 {
 				return false, s
 			}
-			next := campState{reservations: s.reservations, soldOut: slices.Clone(s.soldOut)}
+			next := campState{reservations: s.reservations, soldOut: slices.Clone(s.soldOut), entries: s.entries}
 			i, _ := slices.BinarySearch(next.soldOut, key)
 			next.soldOut = slices.Insert(next.soldOut, i, key)
 			return true, next
@@ -118,12 +174,18 @@ func (s campState) step(in campInput, out linOutput) (bool, campState) {
 			return out.code == http.StatusConflict && b.Error == "ALREADY_PURCHASED" && b.ReservationID == held.id &&
 				b.SKUID == held.skuID, s
 		}
+		if _, ok := s.entryOf(in.userID); ok {
+			return out.code == http.StatusConflict && b.Error == "ALREADY_ENTERED" && b.SKUID == linLotterySKU, s
+		}
 		if out.code != http.StatusAccepted || s.available(in.skuID) == 0 || b.ReservationID == "" || s.find(b.ReservationID) >= 0 {
 			return false, s
 		}
 		next := campState{reservations: append(slices.Clone(s.reservations),
-			campReservation{id: b.ReservationID, skuID: in.skuID, requestID: in.requestID, userID: in.userID}), soldOut: s.soldOut}
+			campReservation{id: b.ReservationID, skuID: in.skuID, requestID: in.requestID, userID: in.userID}), soldOut: s.soldOut,
+			entries: s.entries}
 		return true, next
+	case linEnter:
+		return s.enter(in, out)
 	case linCancel:
 		i := s.find(in.reservationID)
 		if i < 0 {
@@ -135,7 +197,7 @@ func (s campState) step(in campInput, out linOutput) (bool, campState) {
 		if s.reservations[i].closed {
 			return true, s
 		}
-		next := campState{reservations: slices.Clone(s.reservations), soldOut: s.soldOut}
+		next := campState{reservations: slices.Clone(s.reservations), soldOut: s.soldOut, entries: s.entries}
 		next.reservations[i].closed = true
 		return true, next
 	case linGet:
@@ -163,7 +225,7 @@ func campModel() porcupine.Model {
 		},
 		Equal: func(a, b any) bool {
 			x, y := a.(campState), b.(campState)
-			return slices.Equal(x.reservations, y.reservations) && slices.Equal(x.soldOut, y.soldOut)
+			return slices.Equal(x.reservations, y.reservations) && slices.Equal(x.soldOut, y.soldOut) && slices.Equal(x.entries, y.entries)
 		},
 		Hash: func(state any) uint64 {
 			var h maphash.Hash
@@ -173,6 +235,9 @@ func campModel() porcupine.Model {
 			}
 			for _, k := range state.(campState).soldOut {
 				fmt.Fprintf(&h, "%s;", k)
+			}
+			for _, e := range state.(campState).entries {
+				fmt.Fprintf(&h, "e %s %s;", e.userID, e.requestID)
 			}
 			return h.Sum64()
 		},
@@ -185,6 +250,9 @@ func campModel() porcupine.Model {
 			var parts []string
 			for _, r := range state.(campState).reservations {
 				parts = append(parts, fmt.Sprintf("%s:%s:%s closed=%v", r.skuID, r.userID, shortID(r.id), r.closed))
+			}
+			for _, e := range state.(campState).entries {
+				parts = append(parts, fmt.Sprintf("%s:%s:%s entered", linLotterySKU, e.userID, e.requestID))
 			}
 			return strings.Join(parts, ", ")
 		},
@@ -215,6 +283,10 @@ func (r *campRecorder) choose(client int, rng *rand.Rand) campInput {
 		return campInput{kind: linCancel, reservationID: r.ids[rng.IntN(len(r.ids))]}
 	case pick < 45 && len(r.ids) > 0:
 		return campInput{kind: linGet, reservationID: r.ids[rng.IntN(len(r.ids))]}
+	case pick < 53: // u2 and u3 may enter the lottery
+		r.sequence++
+		return campInput{kind: linEnter, skuID: linLotterySKU, requestID: fmt.Sprintf("e%d-%d", client, r.sequence),
+			userID: fmt.Sprintf("u%d", 2+rng.IntN(2))}
 	}
 	r.sequence++
 	return campInput{kind: linReserve, skuID: linCampaignSKUs[rng.IntN(len(linCampaignSKUs))],
@@ -227,6 +299,9 @@ func (r *campRecorder) do(client int, in campInput) {
 	switch in.kind {
 	case linReserve:
 		method, path = http.MethodPost, "/v1/campaigns/"+linCampaignID+"/skus/"+in.skuID+"/reservations"
+		body = map[string]string{"request_id": in.requestID, "user_id": in.userID}
+	case linEnter:
+		method, path = http.MethodPost, "/v1/campaigns/"+linCampaignID+"/skus/"+in.skuID+"/entries"
 		body = map[string]string{"request_id": in.requestID, "user_id": in.userID}
 	case linCancel:
 		method, path = http.MethodPost, "/v1/reservations/"+in.reservationID+"/cancel"
@@ -249,7 +324,7 @@ func (r *campRecorder) do(client int, in campInput) {
 	if id := out.body.ReservationID; id != "" && !slices.Contains(r.ids, id) {
 		r.ids = append(r.ids, id)
 	}
-	if in.kind == linReserve && !slices.Contains(r.retry, in) {
+	if (in.kind == linReserve || in.kind == linEnter) && !slices.Contains(r.retry, in) {
 		r.retry = append(r.retry, in)
 	}
 }
@@ -266,6 +341,9 @@ func TestLinearizabilityCampaignScope(t *testing.T) {
 	ts := startServer(t, serverOptions{config: config})
 	c := campaign(linCampaignID, "15m", map[string]int{"a": linCampaignLimit, "b": linCampaignLimit})
 	c["purchase_limit"] = "campaign"
+	lot, _ := lotteryCampaign(time.Now(), 2, 0) // entries open for the whole test, never drawn
+	c["skus"] = append(c["skus"].([]map[string]any), lot["skus"].([]map[string]any)[0])
+	c["skus"].([]map[string]any)[len(c["skus"].([]map[string]any))-1]["sku_id"] = linLotterySKU
 	ts.define(c)
 	rec := &campRecorder{base: ts.base, start: time.Now(), tally: map[string]int{}}
 	rngs := make([]*rand.Rand, 6)
@@ -293,7 +371,7 @@ func TestLinearizabilityCampaignScope(t *testing.T) {
 	}
 	sort.Strings(keys)
 	t.Logf("%d operations: %v", len(rec.ops), keys)
-	for _, want := range []string{"reserve 202 ", "reserve 409 ALREADY_PURCHASED", "cancel 200 "} {
+	for _, want := range []string{"reserve 202 ", "reserve 409 ALREADY_PURCHASED", "cancel 200 ", "enter 202 ", "reserve 409 ALREADY_ENTERED"} {
 		if rec.tally[want] == 0 {
 			t.Errorf("seed %d: no %q in the history", seed, want)
 		}

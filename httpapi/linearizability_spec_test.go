@@ -65,9 +65,10 @@ const (
 	linStatus                     // GET /v1/campaigns/{c}/skus/{s}
 	linAudit                      // GET /admin/campaigns/{c}/skus/{s}/audit
 	linRefunds                    // GET /admin/campaigns/{c}/skus/{s}/refunds
+	linEnter                      // POST /v1/campaigns/{c}/skus/{s}/entries (the campaign specification's lottery)
 )
 
-var linKindNames = [...]string{"", "reserve", "pay", "cancel", "get", "lookup", "status", "audit", "refunds"}
+var linKindNames = [...]string{"", "reserve", "pay", "cancel", "get", "lookup", "status", "audit", "refunds", "enter"}
 
 // String names the operation as the visualization shows it.
 func (k linKind) String() string {
