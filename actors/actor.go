@@ -196,7 +196,7 @@ func (a *skuActor) closeLog() {
 
 func (a *skuActor) view() durableView {
 	m := a.core.Machine()
-	return durableView{def: m.Definition(), counts: m.Counts(), paused: m.Paused()}
+	return durableView{def: m.Definition(), counts: m.Counts(), paused: m.Paused(), drawing: m.DrawPending()}
 }
 
 // noteDurable tells the core how far the log is durable (the end of a

@@ -63,9 +63,10 @@ type SKU struct {
 // durableView is the part of a SKU's state the ingress may read: what the
 // records up to the durable index say.
 type durableView struct {
-	def    sku.Definition
-	counts sku.Counts
-	paused bool
+	def     sku.Definition
+	counts  sku.Counts
+	paused  bool
+	drawing bool
 }
 
 // Stats is what a SKU publishes. Counts, Definition and Paused describe
@@ -75,6 +76,9 @@ type Stats struct {
 	Definition        sku.Definition
 	Counts            sku.Counts
 	Paused            bool
+	// LotteryDrawing is set while a lottery's draw is being recorded
+	// (sku.Machine.DrawPending): sku.CheckLotteryDefine needs it.
+	LotteryDrawing bool
 	// Unavailable is set while the SKU is recovering, or after its log
 	// failed (fail-stop): it answers ErrUnavailable until it recovers from disk again.
 	Unavailable bool
@@ -124,7 +128,7 @@ func (s *SKU) Stats() Stats {
 		}
 	}
 	if v := s.durable.Load(); v != nil {
-		st.Definition, st.Counts, st.Paused = v.def, v.counts, v.paused
+		st.Definition, st.Counts, st.Paused, st.LotteryDrawing = v.def, v.counts, v.paused, v.drawing
 	}
 	return st
 }

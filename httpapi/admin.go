@@ -132,7 +132,7 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 			return write(ctx, s.engineError("admin_define", err, ""))
 		}
 	}
-	if err := checkRedefinitions(s.engine, defs); err != nil {
+	if err := checkRedefinitions(s.engine, defs, s.cfg.Clock()); err != nil {
 		return write(ctx, errorReply(fasthttp.StatusConflict, reasonDefinitionConflict, err.Error()))
 	}
 	release, err := s.engine.MakeRoom(defs)

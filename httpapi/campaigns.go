@@ -308,7 +308,7 @@ func DefineCampaigns(ctx context.Context, e Engine, cs []Campaign) error {
 		if err != nil {
 			return fmt.Errorf("campaign %q: %w", c.CampaignID, err)
 		}
-		if err := checkRedefinitions(e, defs); err != nil {
+		if err := checkRedefinitions(e, defs, time.Now()); err != nil {
 			return err
 		}
 		all = append(all, defs...)
@@ -372,7 +372,7 @@ func ApplyCampaignFile(ctx context.Context, e Engine, cs []Campaign) (kept []str
 // sku.Definition.CheckRedefine), and a purchase_limit other than that of
 // the campaign's SKUs already defined (the engine's Define refuses it
 // too).
-func checkRedefinitions(e Engine, defs []sku.Definition) error {
+func checkRedefinitions(e Engine, defs []sku.Definition, now time.Time) error {
 	for _, st := range e.AllStats() {
 		for _, d := range defs {
 			if st.CampaignID == d.CampaignID && st.Definition.CampaignID != "" && st.Definition.PurchaseLimit != d.PurchaseLimit {
@@ -382,15 +382,17 @@ func checkRedefinitions(e Engine, defs []sku.Definition) error {
 		}
 	}
 	for _, d := range defs {
-		st, ok := e.SKUStats(d.CampaignID, d.SKUID)
-		if !ok {
-			continue
-		}
+		st, _ := e.SKUStats(d.CampaignID, d.SKUID)
 		cur := st.Definition
-		if cur == d || cur.CampaignID == "" {
+		if cur == d {
 			continue
 		}
-		if err := cur.CheckRedefine(d); err != nil {
+		if cur.CampaignID != "" {
+			if err := cur.CheckRedefine(d); err != nil {
+				return fmt.Errorf("%s/%s: %w", d.CampaignID, d.SKUID, err)
+			}
+		}
+		if err := sku.CheckLotteryDefine(cur, st.LotteryDrawing, now.UnixMilli(), d); err != nil {
 			return fmt.Errorf("%s/%s: %w", d.CampaignID, d.SKUID, err)
 		}
 	}

@@ -81,6 +81,21 @@ func testLotteryOverHTTP(t *testing.T, clock *stepClock, ts *testServer) {
 	want(t, ts.admin(http.MethodGet, "/admin/campaigns/lc", nil), http.StatusNotFound, "NOT_FOUND")
 	body, round := lotteryCampaign(clock.now(), 5, 3)
 	ts.define(body)
+	// Refusals the SKU would make are checked before anything is defined:
+	// a lottery first defined after entries_close_at, a lottery SKU sent
+	// without its lottery; the plain SKU beside them is not defined.
+	closed, _ := lotteryCampaign(clock.now().Add(-2*time.Minute), 5, 3)
+	closed["campaign_id"] = "lc-late"
+	closed["skus"] = append(closed["skus"].([]map[string]any), map[string]any{"sku_id": "beside", "sale_limit": 5})
+	want(t, ts.admin(http.MethodPut, "/admin/campaigns/lc-late", closed), http.StatusConflict, "DEFINITION_CONFLICT")
+	want(t, ts.admin(http.MethodGet, "/admin/campaigns/lc-late", nil), http.StatusNotFound, "NOT_FOUND")
+	dropped, _ := lotteryCampaign(clock.now(), 5, 3)
+	dropped["start_at"], dropped["end_at"] = body["start_at"], body["end_at"]
+	dropped["skus"] = []map[string]any{{"sku_id": "q", "sale_limit": 2}, {"sku_id": "ls", "sale_limit": 5}}
+	want(t, ts.admin(http.MethodPut, "/admin/campaigns/lc", dropped), http.StatusConflict, "DEFINITION_CONFLICT")
+	if r := ts.admin(http.MethodGet, "/admin/campaigns/lc", nil); strings.Contains(string(r.raw), `"q"`) {
+		t.Fatalf("a refused PUT defined q: %v", r)
+	}
 	const entries = "/v1/campaigns/lc/skus/ls/entries"
 	want(t, ts.reserve("lc", "ls", "r0", "u0"), http.StatusConflict, "LOTTERY_SALE")
 	for i := 1; i <= 30; i++ {

@@ -151,6 +151,9 @@ func (m *model) define(now int64, d sku.Definition) sku.Outcome {
 	}
 	first := !m.defined
 	at := m.at(now)
+	if l := m.lot; !first && l != nil && l.started && !l.done && at >= m.def.EndAt && d.EndAt != m.def.EndAt {
+		return sku.OutcomeInvalid // end_at passed during the draw: it stays until the draw ends the lottery
+	}
 	if !first {
 		m.endLottery(at) // a lottery past its end_at ends before the change
 	}

@@ -33,17 +33,41 @@ func (m *Machine) defineRecords(at int64, d Definition, out []Record) []Record {
 	return out
 }
 
-// checkLotteryDefine refuses what Validate cannot see: a lottery SKU whose
-// definition drops the lottery, and a first lottery definition at or after
-// entries_close_at (the commitment must precede the close).
+// checkLotteryDefine refuses what Validate cannot see (CheckLotteryDefine)
+// and a first lottery definition whose secrets were not drawn.
 func (m *Machine) checkLotteryDefine(at int64, d Definition) error {
-	switch {
-	case m.lot != nil && d.Lottery == nil:
-		return fmt.Errorf("%w: a lottery SKU stays a lottery", ErrInvalidDefinition)
-	case !m.defined && d.Lottery != nil && at >= d.Lottery.EntriesCloseAt:
-		return fmt.Errorf("%w: a lottery must be defined before entries_close_at", ErrInvalidDefinition)
-	case !m.defined && d.Lottery != nil && (d.Lottery.ServerSeed == lottery.Hash{} || d.Lottery.PseudonymKey == lottery.Hash{}):
+	cur := Definition{}
+	if m.defined {
+		cur = m.def
+	}
+	if err := CheckLotteryDefine(cur, m.DrawPending(), at, d); err != nil {
+		return err
+	}
+	if !m.defined && d.Lottery != nil && (d.Lottery.ServerSeed == lottery.Hash{} || d.Lottery.PseudonymKey == lottery.Hash{}) {
 		return fmt.Errorf("%w: the lottery's server seed and pseudonym key must be drawn", ErrInvalidDefinition)
+	}
+	return nil
+}
+
+// CheckLotteryDefine checks a definition next decided at ms at against the
+// SKU's current definition cur (zero for a SKU not defined yet) and
+// whether a draw is being recorded (drawing): what neither Validate nor
+// CheckRedefine can see. A lottery SKU stays a lottery; a lottery is first
+// defined before entries_close_at (the commitment must precede the close);
+// and a lottery's end_at, once passed, does not move while its draw is
+// being recorded (the lottery ends when the draw is done, at the end_at it
+// had: LOTTERY_ENDED). The SKU's Machine decides with it, and the HTTP API
+// checks every SKU of a PUT with it before defining any.
+func CheckLotteryDefine(cur Definition, drawing bool, at int64, next Definition) error {
+	defined := cur.CampaignID != ""
+	switch {
+	case defined && cur.Lottery != nil && next.Lottery == nil:
+		return fmt.Errorf("%w: a lottery SKU stays a lottery", ErrInvalidDefinition)
+	case !defined && next.Lottery != nil && at >= next.Lottery.EntriesCloseAt:
+		return fmt.Errorf("%w: a lottery must be defined before entries_close_at", ErrInvalidDefinition)
+	case defined && drawing && at >= cur.EndAt && next.EndAt != cur.EndAt:
+		return fmt.Errorf("%w: end_at %s has passed while the lottery's draw is being recorded: it ends when the draw is done; end_at may change after that",
+			ErrInvalidDefinition, lottery.Stamp(cur.EndAt))
 	}
 	return nil
 }

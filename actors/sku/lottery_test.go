@@ -572,3 +572,35 @@ func TestLotteryEndedStateAfterLaterEndAt(t *testing.T) {
 	}
 	checkSame(t, r.m, r.log)
 }
+
+// TestLotteryEndAtFixedDuringDraw: once end_at has passed while a draw is
+// being recorded, end_at may not move until the draw is done (then the
+// lottery ends at the end_at it had).
+func TestLotteryEndAtFixedDuringDraw(t *testing.T) {
+	d := lotteryDef(1, 2)
+	d.EndAt = lotRoundT + 1000
+	r := newLottery(t, d)
+	for i := 1; i <= 4; i++ {
+		r.enter(lotOpen+int64(i), fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i), 0)
+	}
+	var o Outcome
+	if o, r.log = r.m.StartDraw(lotRoundT, lotRound, randomness[:], nil, r.log); o != OutcomeDrawStarted {
+		t.Fatal(o)
+	}
+	later := d
+	later.EndAt += 3_600_000
+	if _, _, err := r.m.Define(d.EndAt, later, nil); !errors.Is(err, ErrInvalidDefinition) {
+		t.Fatalf("end_at moved during a draw past it: %v", err)
+	}
+	if _, _, err := replay(t, r.log).Define(d.EndAt-1, later, nil); err != nil { // before end_at, on a copy: allowed
+		t.Fatalf("end_at moved before it passed: %v", err)
+	}
+	rk, _ := r.m.Freeze().RankDraw()
+	for done := false; !done; {
+		r.log, done = r.m.RecordDraw(d.EndAt+5, rk, 0, r.log)
+	}
+	if last := r.log[len(r.log)-1]; last.Type != RecordLotteryEnded || last.Lot.Count != 2 {
+		t.Fatalf("the draw done after end_at: %v", r.log[len(r.log)-3:])
+	}
+	checkSame(t, r.m, r.log)
+}
