@@ -84,7 +84,7 @@ func (d Definition) ValidateNew() error {
 	}
 	if d.Lottery != nil {
 		if t, _ := d.Lottery.Beacon.TimeMs(); t >= d.EndAt {
-			return fmt.Errorf("%w: beacon round %d is published at %s, not before end_at %s: the draw would come after the sale ends",
+			return fmt.Errorf("%w: beacon round %d is published at %s, not before end_at %s",
 				ErrInvalidDefinition, d.Lottery.Beacon.Round, lottery.Stamp(t), lottery.Stamp(d.EndAt))
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -58,8 +59,11 @@ type recordJSON struct {
 	Holder        *holderJSON       `json:"holder,omitempty"`     // RESERVED with an entry pass
 	EntrySeq      uint32            `json:"entry_seq,omitempty"`  // ENTERED; WON: the entry it is for
 	FromWaitlist  bool              `json:"from_waitlist,omitempty"`
-	Count         *uint32           `json:"count,omitempty"`   // ENTRIES_CLOSED: entries; DRAW_DONE: winners; LOTTERY_ENDED: entries lost
-	Lottery       *lotteryRulesJSON `json:"lottery,omitempty"` // LOTTERY_COMMITTED: the public rules
+	Count         *uint32           `json:"count,omitempty"`      // ENTRIES_CLOSED: entries; DRAW_DONE: winners; LOTTERY_ENDED: entries lost
+	Lottery       *lotteryRulesJSON `json:"lottery,omitempty"`    // LOTTERY_COMMITTED: the public rules
+	Round         uint64            `json:"round,omitempty"`      // DRAW_STARTED
+	Randomness    string            `json:"randomness,omitempty"` // DRAW_STARTED, hex
+	EntrySeqs     []uint32          `json:"entry_seqs,omitempty"` // WAITLISTED, in rank order
 }
 
 // reservationSeq is the reservation a record is about, 0 for none: an
@@ -96,6 +100,10 @@ func recordOf(index uint64, r *sku.Record, campaignID, skuID, cell string, key [
 		j.EntrySeq = r.Seq
 	case sku.RecordWon:
 		j.EntrySeq, j.FromWaitlist = r.Lot.EntrySeq, r.Lot.FromWaitlist
+	case sku.RecordDrawStarted:
+		j.Round, j.Randomness = r.Lot.Round, hex.EncodeToString(r.Lot.Randomness[:])
+	case sku.RecordWaitlisted:
+		j.EntrySeqs = r.Lot.Seqs
 	case sku.RecordEntriesClosed, sku.RecordDrawDone, sku.RecordLotteryEnded:
 		count := r.Lot.Count
 		j.Count = &count

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/lottery"
@@ -199,13 +201,13 @@ func verifyLotteryDir(skuDir string) (lottery.Report, error) {
 	ev.Seed = lottery.Seed(ev.CampaignID, ev.SKUID, ev.ServerSeed, ev.Randomness[:], ev.EntriesRoot)
 	rep := lottery.Verify(ev, l.pool)
 	rep.Add("commit_recorded_before_close", l.committedIndex < l.closeIndex, "LOTTERY_COMMITTED is record %d, ENTRIES_CLOSED record %d", l.committedIndex, l.closeIndex)
-	rep.Add("no_entry_after_close", len(l.late) == 0 && len(l.problems) == 0, "%v %v", l.late, l.problems)
+	rep.Add("no_entry_after_close", len(l.late) == 0 && len(l.problems) == 0, "%s", strings.Join(append(l.late, l.problems...), "; "))
 	inOrder := true
 	for i, e := range l.entries {
 		inOrder = inOrder && e.Seq == uint32(i+1)
 	}
 	rep.Add("entry_seqs_in_order", inOrder, "")
-	rep.Add("nothing_drawn_after_end", len(l.afterEnd) == 0, "%v", l.afterEnd)
+	rep.Add("nothing_drawn_after_end", len(l.afterEnd) == 0, "%s", strings.Join(l.afterEnd, "; "))
 	rep.Add("draw_done_matches_records", l.done.Lot.Count == uint32(len(l.winners)) &&
 		l.done.Lot.Root == lottery.ListRoot(l.winners) && l.done.Lot.WaitlistRoot == lottery.ListRoot(l.waitlist), "")
 	rep.Add("promotions_follow_waitlist", len(l.promoted) <= len(l.waitlist) && slices.Equal(l.promoted, l.waitlist[:min(len(l.promoted), len(l.waitlist))]),
@@ -244,6 +246,14 @@ func verifyEvidence(evidencePath, poolPath string) (lottery.Report, error) {
 	pool, err := os.ReadFile(poolPath)
 	if err != nil {
 		return lottery.Report{}, err
+	}
+	var head struct {
+		Phase   string `json:"phase"`
+		EndedAt string `json:"ended_at"`
+	}
+	if json.Unmarshal(raw, &head) == nil && head.Phase == sku.PhaseEnded.String() {
+		return lottery.Report{}, &checkFailed{msg: fmt.Sprintf("%s: the lottery ended undrawn at %s (phase ENDED): every entry lost, there is no draw to verify",
+			evidencePath, head.EndedAt)}
 	}
 	ev, err := lottery.ParseEvidence(raw)
 	if err != nil {

@@ -332,6 +332,14 @@ func TestInspectLotteryRecords(t *testing.T) {
 			if r.Lottery == nil || r.Lottery.BeaconRound != 31 || r.Lottery.Waitlist != 5 {
 				t.Fatalf("LOTTERY_COMMITTED shown as %+v", r)
 			}
+		case "DRAW_STARTED":
+			if r.Round != 31 || len(r.Randomness) != 64 {
+				t.Fatalf("DRAW_STARTED shown as %+v", r)
+			}
+		case "WAITLISTED":
+			if len(r.EntrySeqs) != 5 {
+				t.Fatalf("WAITLISTED shown as %+v", r)
+			}
 		case "ENTRIES_CLOSED", "DRAW_DONE":
 			if r.Count == nil {
 				t.Fatalf("%s without its count", r.Type)
@@ -404,4 +412,10 @@ func TestLotteryVerifyEndedUndrawn(t *testing.T) {
 		t.Fatalf("lottery verify of an undrawn lottery: %s %s", out, errOut)
 	}
 	wantCode(t, exitFailed, "lottery", "verify", filepath.Join(dataDir, "c1", "lot"))
+	// The published evidence of an ENDED lottery says the same.
+	ev := writeFile(t, "evidence.json", []byte(`{"campaign_id":"c1","sku_id":"lot","phase":"ENDED","ended_at":"2023-08-23T15:10:58Z"}`))
+	_, out, errOut = ctl(t, "lottery", "verify", "--evidence", ev, "--pool", writeFile(t, "entries.csv", nil))
+	if !strings.Contains(out+errOut, "ended undrawn") {
+		t.Fatalf("lottery verify of an ENDED lottery's evidence: %s %s", out, errOut)
+	}
 }
