@@ -28,6 +28,10 @@ type campaignSKU struct {
 	PaymentWindow  string `json:"payment_window"`
 	ReleaseOnClose bool   `json:"release_on_close"`
 	Paused         bool   `json:"paused"`
+	// Allocation is "lottery" for a lottery SKU (its rules and evidence:
+	// GET /v1/campaigns/{c}/skus/{s}/lottery); absent: first come, first
+	// served.
+	Allocation string `json:"allocation,omitempty"`
 }
 
 // campaignsBody answers GET /admin/campaigns: every campaign, sorted by id.
@@ -54,6 +58,9 @@ func campaignsOf(stats []actors.Stats, campaignID string) []campaignBody {
 			PaymentWindow:  (time.Duration(d.PaymentWindowMs) * time.Millisecond).String(),
 			ReleaseOnClose: d.ReleaseOnClose, Paused: st.Paused,
 		})
+		if d.Lottery != nil {
+			c.SKUs[len(c.SKUs)-1].Allocation = AllocationLottery
+		}
 	}
 	return out
 }

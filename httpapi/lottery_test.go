@@ -93,8 +93,9 @@ func testLotteryOverHTTP(t *testing.T, clock *stepClock, ts *testServer) {
 	dropped["start_at"], dropped["end_at"] = body["start_at"], body["end_at"]
 	dropped["skus"] = []map[string]any{{"sku_id": "q", "sale_limit": 2}, {"sku_id": "ls", "sale_limit": 5}}
 	want(t, ts.admin(http.MethodPut, "/admin/campaigns/lc", dropped), http.StatusConflict, "DEFINITION_CONFLICT")
-	if r := ts.admin(http.MethodGet, "/admin/campaigns/lc", nil); strings.Contains(string(r.raw), `"q"`) {
-		t.Fatalf("a refused PUT defined q: %v", r)
+	if r := ts.admin(http.MethodGet, "/admin/campaigns/lc", nil); strings.Contains(string(r.raw), `"q"`) ||
+		!strings.Contains(string(r.raw), `"allocation":"lottery"`) {
+		t.Fatalf("a refused PUT defined q, or the lottery is not shown: %v", r)
 	}
 	const entries = "/v1/campaigns/lc/skus/ls/entries"
 	want(t, ts.reserve("lc", "ls", "r0", "u0"), http.StatusConflict, "LOTTERY_SALE")
