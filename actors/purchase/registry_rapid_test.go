@@ -12,7 +12,8 @@ import (
 // callers see it: live reservations, reserves sent and not decided yet,
 // and reserves whose caller gave up (the SKU may still decide them).
 type world struct {
-	live    map[[2]string]string // (user, sku) -> reservation id
+	live    map[[2]string]string // (user, sku) -> reservation id, or on the lottery SKU an entry's request_id
+	entry   map[[2]string]bool   // live holds that are lottery entries
 	pending []sent               // in their SKU's mailbox, FIFO per SKU
 	nextRes int
 	nextReq int
@@ -26,7 +27,8 @@ type sent struct {
 // TestRegistryNeverLetsTwoSKUsDecideForOneUser drives a registry with
 // random claims, decisions (accepted, refused), lost answers, abandoned
 // calls decided later, probes and durable closes over three SKUs and
-// three users. After every step: no user has reserves pending or live
+// three users; SKU "c" is a lottery, where a decided call makes an entry
+// that later wins (its reservation) or loses. After every step: no user has reserves pending or live
 // reservations on two SKUs, every Held names the true live reservation,
 // and a claim is kept while anything of its SKU may still be live.
 func TestRegistryNeverLetsTwoSKUsDecideForOneUser(t *testing.T) {
@@ -34,7 +36,7 @@ func TestRegistryNeverLetsTwoSKUsDecideForOneUser(t *testing.T) {
 		skus := []string{"a", "b", "c"}
 		users := []string{"u1", "u2", "u3"}
 		r := New[int]()
-		w := &world{live: map[[2]string]string{}}
+		w := &world{live: map[[2]string]string{}, entry: map[[2]string]bool{}}
 		waiterID := 0
 		// A woken waiter asks again later (a new claim): its wake-up is
 		// not needed here.
@@ -44,7 +46,14 @@ func TestRegistryNeverLetsTwoSKUsDecideForOneUser(t *testing.T) {
 			w.pending = append(w.pending[:i], w.pending[i+1:]...)
 			accept := rapid.Bool().Draw(t, "accept")
 			k := [2]string{s.user, s.sku}
-			if accept && w.live[k] == "" {
+			if accept && w.live[k] == "" && s.sku == "c" { // an entry, held while it may win
+				w.live[k], w.entry[k] = s.req, true
+				if ws, conflict := r.Entered(s.user, s.sku, s.req); conflict {
+					t.Fatalf("conflict: %s entered on %s", s.user, s.sku)
+				} else {
+					wake(ws)
+				}
+			} else if accept && w.live[k] == "" {
 				w.nextRes++
 				id := fmt.Sprintf("%s~%d", s.sku, w.nextRes)
 				w.live[k] = id
@@ -82,7 +91,12 @@ func TestRegistryNeverLetsTwoSKUsDecideForOneUser(t *testing.T) {
 					}
 					w.pending = append(w.pending, sent{user: u, sku: sk, req: req})
 				case Held:
-					if w.live[[2]string{u, d.SKU}] != d.ReservationID || d.SKU == sk {
+					k := [2]string{u, d.SKU}
+					want := d.ReservationID
+					if d.EntryRequestID != "" {
+						want = d.EntryRequestID
+					}
+					if w.live[k] != want || w.entry[k] != (d.EntryRequestID != "") || d.SKU == sk {
 						t.Fatalf("Held %+v, world %v", d, w.live)
 					}
 				case Wait:
@@ -123,8 +137,23 @@ func TestRegistryNeverLetsTwoSKUsDecideForOneUser(t *testing.T) {
 				if len(keys) > 0 {
 					k := rapid.SampledFrom(keys).Draw(t, "close")
 					id := w.live[k]
-					w.live[k] = ""
-					wake(r.Closed(k[0], k[1], id))
+					switch {
+					case w.entry[k] && rapid.Bool().Draw(t, "win"): // the entry wins: its reservation holds
+						w.nextRes++
+						res := fmt.Sprintf("%s~%d", k[1], w.nextRes)
+						w.live[k], w.entry[k] = res, false
+						if ws, conflict := r.Reserved(k[0], k[1], res); conflict {
+							t.Fatalf("conflict: %s won on %s", k[0], k[1])
+						} else {
+							wake(ws)
+						}
+					case w.entry[k]: // the entry loses
+						w.live[k], w.entry[k] = "", false
+						wake(r.EntryEnded(k[0], k[1], id))
+					default:
+						w.live[k] = ""
+						wake(r.Closed(k[0], k[1], id))
+					}
 				}
 			}
 			// At most one SKU per user holds or may get a live purchase.
