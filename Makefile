@@ -114,10 +114,10 @@ sim:
 	$(if $(SEED),,./$(BIN)/seckill-sim -campaign -steps $(SIM_STEPS) -seeds $(SIM_SEEDS))
 
 ## sim-mutants: build the simulator with each planted bug and fail if one survives 2,000 seeds.
-SIM_MUTANTS := ackbeforefsync keeptorntail retryfsync replaytwice timerexpiry healfsync releaseunknown releasewaitlisted
+SIM_MUTANTS := ackbeforefsync keeptorntail retryfsync replaytwice timerexpiry healfsync releaseunknown releasewaitlisted probeskip
 sim-mutants:
 	@survived=""; for m in $(SIM_MUTANTS); do \
-		mode=""; case $$m in releaseunknown|releasewaitlisted) mode=-campaign;; esac; \
+		mode=""; case $$m in releaseunknown|releasewaitlisted|probeskip) mode=-campaign;; esac; \
 		$(GO) build -tags mutant_$$m -o $(BIN)/seckill-sim-mutant ./cmd/seckill-sim || exit 2; \
 		./$(BIN)/seckill-sim-mutant $$mode -seeds 2000 -steps $(SIM_STEPS) -stop > $(BIN)/sim-mutant-$$m.txt 2>&1; status=$$?; \
 		if [ $$status -eq 1 ]; then echo "mutant $$m: caught ($$(grep -m1 '^FAIL' $(BIN)/sim-mutant-$$m.txt))"; \

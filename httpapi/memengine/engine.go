@@ -319,19 +319,26 @@ func (s *skuState) reserve(now int64, requestID, userID string, holder sku.Holde
 	return res
 }
 
-// claim takes userID's claim for requestID on the SKU when its campaign's
-// purchase_limit is "campaign" and the SKU sells that way (entry: a
-// lottery; actors: SKU.claimsFor, Engine.admit): the twin decides at once
-// under its lock, so the registry answers Proceed (then call done after
-// the decision) or Held, never Wait or Probe. Otherwise it answers Proceed
-// and done does nothing.
+// claim steps userID's purchase.Attempt for requestID on the SKU when its
+// campaign's purchase_limit is "campaign" and the SKU sells that way
+// (entry: a lottery; actors: SKU.claimsFor, Engine.admit). The twin
+// decides at once under its lock, so no other decision is ever pending
+// and no answer is ever lost: the Attempt says Run (then call done after
+// the decision) or AnswerHeld, never Block, Lookup or Refuse. Otherwise
+// it answers Proceed and done does nothing.
 func (s *skuState) claim(userID, requestID string, entry bool) (d purchase.Decision, done func()) {
 	if s.purchases == nil || s.m.Lottery() != entry {
 		return purchase.Decision{Verdict: purchase.Proceed}, func() {}
 	}
-	skuID := s.m.Definition().SKUID
-	d = s.purchases.Claim(userID, skuID, requestID, 0)
-	return d, func() { s.purchases.Done(userID, skuID, requestID, false) }
+	a := purchase.NewAttempt(purchase.Direct[int]{Registry: s.purchases}, userID, s.m.Definition().SKUID, requestID)
+	switch step, d := a.Next(); step {
+	case purchase.Run:
+		return d, func() { a.Ran(false) }
+	case purchase.AnswerHeld:
+		return d, func() {}
+	default:
+		panic("memengine: a claim under the twin's lock answered " + step.String())
+	}
 }
 
 // invalid is actors' answer to an INVALID outcome.
