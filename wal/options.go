@@ -67,6 +67,11 @@ type Options struct {
 	// owns the only goroutine (the simulator, package sim). The commit rule
 	// is the same code in both modes (Log.flushLocked).
 	Stepped bool
+	// Replicated makes the commit index wait for the replication layer:
+	// a record is committed, and its waiters released, only once it is
+	// durable here and Confirm covered it (the standbys of the sync set
+	// hold it). Records found at Open are not committed until confirmed.
+	Replicated bool
 	// OpenStore opens the Store in dir (which exists and whose tail segment
 	// has been repaired); nil means OpenTidwallStore. Tests inject faults here.
 	OpenStore func(dir string, o StoreOptions) (Store, error)

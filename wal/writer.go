@@ -78,7 +78,7 @@ func (l *Log) Await(index uint64, w Waiter) {
 			l.mu.Unlock()
 			panic(fmt.Sprintf("wal: Await(%d) beyond LastIndex %d", index, last))
 		}
-		if index <= l.durableIndex.Load() && l.waiters.empty() && !l.releasing {
+		if index <= l.CommitIndex() && l.waiters.empty() && !l.releasing {
 			l.mu.Unlock()
 			w.Durable(nil)
 			return
@@ -159,8 +159,11 @@ func (l *Log) flushLocked() bool {
 	if err != nil {
 		l.failLocked(err)
 	} else {
+		committed := l.CommitIndex()
 		l.durableIndex.Store(batch.LastIndex())
-		l.notifyDurableLocked()
+		if l.CommitIndex() > committed { // a replicated log's may wait for Confirm
+			l.notifyDurableLocked()
+		}
 	}
 	batch.reset()
 	l.spare = batch
@@ -242,7 +245,7 @@ func (l *Log) commit(b *Batch) error {
 }
 
 // releaseLocked calls, outside mu and in order, every waiter that is due:
-// those covered by DurableIndex with nil, or all of them with the failure.
+// those covered by CommitIndex with nil, or all of them with the failure.
 // It loops until none is due, so that a waiter queued meanwhile is not
 // overtaken by one that Await would answer at once. buffer is reused scratch
 // space, at most MaxWaiters long.
@@ -251,7 +254,7 @@ func (l *Log) releaseLocked(buffer []waiter) []waiter {
 		// What became durable before a failure is released as durable;
 		// the rest gets the failure.
 		var err error
-		buffer = l.waiters.popThrough(l.durableIndex.Load(), buffer[:0])
+		buffer = l.waiters.popThrough(l.CommitIndex(), buffer[:0])
 		if len(buffer) == 0 && l.failure != nil {
 			err = l.failure
 			buffer = l.waiters.popAll(buffer[:0])
