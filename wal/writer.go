@@ -16,6 +16,28 @@ import (
 // error (wrapping ErrFailed), after Close ErrClosed. Call it from one
 // goroutine; it is safe against the flusher.
 func (l *Log) Append(typ byte, payload []byte) (uint64, error) {
+	return l.append(typ, payload, 0)
+}
+
+// AppendCopy appends a record framed by another log, a standby copying its
+// primary's, at the index the frame names: it must be LastIndex()+1
+// (ErrOutOfRange otherwise; nothing is appended). The frame is validated
+// first (ErrCorrupt). The record is framed again here exactly as its
+// primary framed it, so both logs hold the same bytes at the same index.
+// Otherwise as Append.
+func (l *Log) AppendCopy(frame []byte) (uint64, error) {
+	typ, index, payload, err := DecodeFrame(frame)
+	if err != nil {
+		return 0, err
+	}
+	if index == 0 {
+		return 0, fmt.Errorf("%w: a frame of index 0", ErrCorrupt)
+	}
+	return l.append(typ, payload, index)
+}
+
+// append is Append; want, when not 0, is the index the record must get.
+func (l *Log) append(typ byte, payload []byte, want uint64) (uint64, error) {
 	if typ == 0 {
 		return 0, ErrInvalidType
 	}
@@ -39,6 +61,10 @@ func (l *Log) Append(typ byte, payload []byte) (uint64, error) {
 		l.batchSpace.Wait()
 	}
 	index := l.lastIndex.Load() + 1
+	if want != 0 && want != index {
+		l.mu.Unlock()
+		return 0, fmt.Errorf("%w: a copy of record %d, the log's next is %d", ErrOutOfRange, want, index)
+	}
 	l.pending.add(typ, index, payload)
 	l.lastIndex.Store(index)
 	if l.flusherIdle {
@@ -205,6 +231,9 @@ func (l *Log) runReleaser() {
 
 // commit writes one batch and makes it durable. Errors wrap ErrFailed.
 func (l *Log) commit(b *Batch) error {
+	if l.opts.Shipper != nil {
+		l.opts.Shipper.Ship(b) // on its way to the standbys while it is written here
+	}
 	segmentsCreated, err := l.store.WriteBatch(b)
 	if err != nil {
 		return fmt.Errorf("%w: write records %d..%d: %w", ErrFailed, b.FirstIndex(), b.LastIndex(), err)
