@@ -32,6 +32,13 @@
 // leads) can acknowledge nothing: its standby, promoted or refusing, never
 // acks its records, and its SetSync fails its compare.
 //
+// Standbys (standbys.go) is rule 1 and 4 on the primary's side: whom to
+// wait for, what to publish, and the commit index that follows (the least
+// acknowledgement of the waited standbys; wal.Log.Confirm takes it). A
+// rejoining replica keeps what its log shares with the primary's
+// (Common, over each log's epoch history) and cuts the rest
+// (wal.CutAfter).
+//
 // A lease is liveness, not safety: it frees the leader key of a primary
 // that stopped renewing it (TTL about 2 s), and Coordinator.Lost tells a
 // primary it may no longer be the leader. Etcd is the production
