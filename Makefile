@@ -72,7 +72,7 @@ COMPARE_ARGS ?=
 bench-compare:
 	./bench/compare.sh $(COMPARE_ARGS)
 
-## bench-passes: reserve throughput with and without entry passes (issue #14) through one seckilld over loopback,
+## bench-passes: reserve throughput with and without entry passes through one seckilld over loopback,
 ## the load tool's client minting the passes, in alternating rounds; per-pair ratios and their medians
 ## (flags of "seckill-bench compare passes" in PASSES_ARGS, e.g. make bench-passes PASSES_ARGS="--pairs 9").
 PASSES_ARGS ?=
