@@ -299,7 +299,7 @@ type Audit struct {
 	Available  int       `json:"available"`
 	CampaignId string    `json:"campaign_id"`
 
-	// Cell A celled SKU only: the cell this process is (issue #13).
+	// Cell A celled SKU only: the cell this process is.
 	Cell              *string `json:"cell,omitempty"`
 	Confirmed         int     `json:"confirmed"`
 	DurableRejections *int    `json:"durable_rejections,omitempty"`
