@@ -138,7 +138,8 @@ func outsideCode(text string) string {
 
 var inlineCode = regexp.MustCompile("`[^`]*`")
 
-// binaries builds the project's commands once per test binary, with -race
+// binaries builds the project's commands (every main package under cmd/)
+// once per test binary, with -race
 // when the tests run with it (its packages are then compiled already), into
 // builtDir.
 var (
@@ -159,8 +160,7 @@ func binDir(t *testing.T) string {
 		if raceEnabled {
 			args = append(args, "-race")
 		}
-		args = append(args, "./cmd/seckilld", "./cmd/seckillctl", "./cmd/seckill-router", "./cmd/seckill-relay",
-			"./cmd/seckill-bench", "./cmd/seckill-sim")
+		args = append(args, "./cmd/...")
 		cmd := exec.Command("go", args...)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
