@@ -5,7 +5,7 @@ PKGS     := ./...
 ADDR     ?= 127.0.0.1:8080
 DATA     ?= ./data
 
-.PHONY: all build run test test-long bench bench-engine bench-audit bench-compare bench-passes bench-feed soak fuzz sim sim-mutants clean cluster bench-cells
+.PHONY: all build run test docs test-long bench bench-engine bench-audit bench-compare bench-passes bench-feed soak fuzz sim sim-mutants clean cluster bench-cells
 
 all: build
 
@@ -34,6 +34,11 @@ cluster: build
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+
+## docs: regenerate what the docs take from the code: docs/reference/ (every command's --help, the
+## metrics) and the API client generated from httpapi/openapi.json; the docs tests check them in make test.
+docs:
+	SECKILL_UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestDocs(Reference|CellMetricsReference)$$' ./docs/ ./cmd/seckilld/
 
 ## test-long: the property tests with many more cases.
 test-long:
@@ -72,7 +77,7 @@ COMPARE_ARGS ?=
 bench-compare:
 	./bench/compare.sh $(COMPARE_ARGS)
 
-## bench-passes: reserve throughput with and without entry passes (issue #14) through one seckilld over loopback,
+## bench-passes: reserve throughput with and without entry passes through one seckilld over loopback,
 ## the load tool's client minting the passes, in alternating rounds; per-pair ratios and their medians
 ## (flags of "seckill-bench compare passes" in PASSES_ARGS, e.g. make bench-passes PASSES_ARGS="--pairs 9").
 PASSES_ARGS ?=

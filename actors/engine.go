@@ -68,7 +68,7 @@ var (
 // Each SKU holds one file descriptor at rest (its log's tail segment: see
 // package wal); a file operation in progress (a recovery, a snapshot being
 // written, a log truncation, a new SKU's folder) holds one more at a time
-// (see the wal README): an engine holds at most
+// (see wal/README.md): an engine holds at most
 // MaxSKUs + FileOperationsMax descriptors for its SKUs.
 const (
 	// DefaultMaxSKUs is Config.MaxSKUs when zero. A SKU at rest costs one

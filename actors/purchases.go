@@ -11,7 +11,7 @@ import (
 	"github.com/seckill/seckill/actors/sku"
 )
 
-// The engine side of purchase_limit "campaign" (issue #19): one
+// The engine side of purchase_limit "campaign": one
 // purchase.Registry per campaign of that scope, behind a mutex. A reserve
 // of such a campaign's SKU claims the user first (reserveScoped); the
 // registry learns the SKU's reservations and closes from the durable path

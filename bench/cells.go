@@ -15,7 +15,7 @@ import (
 )
 
 // CellsConfig makes the tool sell celled SKUs through a seckill-router
-// (package cells, the README's "Beyond one node"): the scenario's
+// (package cells, docs/cells.md): the scenario's
 // campaign is not PUT through the target (the router would hand it to
 // one cell, uncelled) but published in etcd as the control plane does
 // (cells.Publish, as seckillctl cells publish), every SKU split over

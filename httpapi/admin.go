@@ -77,7 +77,7 @@ func (s *Server) bodyLimit(h *fasthttp.RequestHeader) int {
 }
 
 // bearer returns the credentials of an "Authorization: Bearer <token>"
-// header; the scheme is case-insensitive (RFC 9110 §11.1).
+// header; the scheme is case-insensitive (RFC 9110, section 11.1).
 func bearer(header []byte) ([]byte, bool) {
 	const scheme = "bearer "
 	if len(header) < len(scheme) || !bytes.EqualFold(header[:len(scheme)], []byte(scheme)) {
@@ -93,7 +93,7 @@ func bearer(header []byte) ([]byte, bool) {
 // checked before any is applied (409 otherwise). The campaign's new SKUs
 // must fit in the engine's limit of SKUs, checked and held before any is
 // defined: otherwise 507 TOO_MANY_SKUS and nothing is created. 507
-// (Insufficient Storage, RFC 4918 §11.5: the server cannot store what the
+// (Insufficient Storage, RFC 4918, section 11.5: the server cannot store what the
 // request needs) because the body is valid and would succeed on an engine
 // with room: it is this server's capacity, which an operator changes
 // (--max-skus, the open-files limit), not a conflict with the campaign's
@@ -160,7 +160,7 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 		}
 		s.gates.get(d.CampaignID, d.SKUID) // its series exist from its definition
 	}
-	if created { // RFC 9110 §9.3.4: a PUT that creates answers 201
+	if created { // RFC 9110, section 9.3.4: a PUT that creates answers 201
 		r := jsonReply(fasthttp.StatusCreated, outcomeOK, campaignOf(defs))
 		r.location = "/admin/campaigns/" + campaignID
 		return write(ctx, r)

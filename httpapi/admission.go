@@ -10,7 +10,7 @@ import (
 	"github.com/seckill/seckill/actors/sku"
 )
 
-// Admission (seed §2, §5, §10). A reserve reaches the SKU actor only with a
+// Admission: a reserve reaches the SKU actor only with a
 // permit; permits in flight per SKU are bounded by
 //
 //	min(available + retry_margin, consumer_rate × max_queue_wait)
@@ -28,7 +28,8 @@ type limits struct {
 	minRate      float64
 }
 
-// bound returns the number of permits a SKU may have in flight (seed §5):
+// bound returns the number of permits a SKU may have in flight (no more than
+// the stock could use, no more than the actor decides in max_queue_wait):
 // min(available + retry_margin, consumer_rate × max_queue_wait), at least 1.
 func (l limits) bound(st actors.Stats) int64 {
 	rate := st.RatePerSecond

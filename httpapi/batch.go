@@ -14,7 +14,7 @@ import (
 	"github.com/valyala/fastjson"
 )
 
-// The batch reserve (issue #17) is for gateways that forward admitted
+// The batch reserve is for gateways that forward admitted
 // buyers in batches and pay HTTP once per batch, as Redis pipelining and
 // Kafka producers do:
 //

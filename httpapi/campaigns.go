@@ -37,7 +37,7 @@ type Campaign struct {
 	SKUs []CampaignSKU `json:"skus"`
 	// EntryPass says whether reserves need an entry pass and how the
 	// issuing route hands them out; absent: passes are optional, lead and
-	// ttl 10m (issue #14).
+	// ttl 10m.
 	EntryPass *CampaignEntryPass `json:"entry_pass,omitempty"`
 	// MaxUnpaidPerSubject caps, per SKU, the unpaid reservations whose
 	// entry passes carry the same subject key; 0 or absent: no cap.
@@ -46,8 +46,8 @@ type Campaign struct {
 	// with a pass of risk >= 1, a Go duration no longer than
 	// payment_window; empty: payment_window.
 	PaymentWindowHighRisk string `json:"payment_window_high_risk,omitempty"`
-	// PurchaseLimit is the scope of the one-purchase-per-user rule
-	// (issue #19): "sku" (absent: one live purchase per SKU and user) or
+	// PurchaseLimit is the scope of the one-purchase-per-user rule:
+	// "sku" (absent: one live purchase per SKU and user) or
 	// "campaign" (one per campaign and user, over all its SKUs). Never
 	// changes once defined.
 	PurchaseLimit string `json:"purchase_limit,omitempty"`
@@ -65,7 +65,7 @@ type CampaignEntryPass struct {
 	TTL string `json:"ttl,omitempty"`
 }
 
-// passFields returns the fields of issue #14 of every SKU's definition.
+// passFields returns the entry-pass fields of every SKU's definition.
 func (c Campaign) passFields(window time.Duration) (rule sku.EntryPassRule, highRiskMs int64, err error) {
 	if e := c.EntryPass; e != nil {
 		rule.Required = e.Required

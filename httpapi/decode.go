@@ -30,7 +30,7 @@ func boundDetail(msg string) string {
 	return msg[:maxDetail] + "..."
 }
 
-// jsonSpace is the whitespace JSON allows around a value (RFC 8259 §2);
+// jsonSpace is the whitespace JSON allows around a value (RFC 8259, section 2);
 // bytes.TrimSpace would also take Unicode spaces, which JSON does not.
 const jsonSpace = " \t\r\n"
 
@@ -218,8 +218,8 @@ func checkID(field, id string) string {
 func pathParam(ctx *fasthttp.RequestCtx, name string) string {
 	v, _ := ctx.UserValue(name).(string)
 	if strings.IndexByte(v, '%') >= 0 {
-		// The router matches the raw path: undo percent-encoding (RFC 3986
-		// §2.1; "%7E" is "~"). Ids have no '%' of their own.
+		// The router matches the raw path: undo percent-encoding (RFC 3986,
+		// section 2.1; "%7E" is "~"). Ids have no '%' of their own.
 		if u, err := url.PathUnescape(v); err == nil {
 			return u
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// EntryPassConfig configures entry passes (issue #14, package entrypass).
+// EntryPassConfig configures entry passes (package entrypass).
 // The zero value accepts no pass: a reserve that carries one answers 403
 // ENTRY_PASS_INVALID, one on a SKU whose definition requires a pass 403
 // ENTRY_PASS_REQUIRED, and the issuing route 404. None of its secrets is

@@ -569,7 +569,7 @@ func (s *Server) streamFeed(ctx *fasthttp.RequestCtx, req *feedRequest) string {
 	})
 }
 
-// streamEvents serves a feed as Server-Sent Events (WHATWG HTML §9.2):
+// streamEvents serves a feed as Server-Sent Events (WHATWG HTML, section 9.2):
 // next waits until deadline for the next events; each goes out with its
 // id: (its cursor, so EventSource resumes with Last-Event-ID) and its type
 // as event:. A ": ping" comment every Config.FeedHeartbeat keeps proxies

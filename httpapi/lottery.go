@@ -58,7 +58,7 @@ func lotteryURL(campaignID, skuID string) string {
 type enterRequest struct {
 	RequestID string `json:"request_id"` // may be left out with an entry pass: the pass's
 	UserID    string `json:"user_id"`
-	// EntryPass is an optional signed entry pass (issue #14), checked by
+	// EntryPass is an optional signed entry pass, checked by
 	// checkEntryPass as for a reserve; its tier is the entry's tier.
 	EntryPass string `json:"entry_pass"`
 }

@@ -23,7 +23,7 @@ const (
 // 10 and 25 µs (at 100 µs, as before, every fast answer fell into the
 // first bucket and its p99 read 99 µs by interpolation); a durable reserve
 // waits for a group commit, 0.15-0.5 ms alone and 4-40 ms at 4,096
-// connections (README, "bench-engine"), hence 1-2-5 steps up to 100 ms;
+// connections (make bench-engine, docs/benchmarks.md), hence 1-2-5 steps up to 100 ms;
 // the tail reaches the request timeout (3 s by default) and a define's
 // fsyncs, so the last bound is 5 s.
 var httpBuckets = []float64{1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}

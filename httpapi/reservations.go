@@ -170,7 +170,7 @@ func (s *Server) handleLookup(ctx *fasthttp.RequestCtx) string {
 }
 
 // unsigned is the 401 of a payment without a valid signature. Its
-// WWW-Authenticate challenge (RFC 9110 §11.6.1) names the scheme: an
+// WWW-Authenticate challenge (RFC 9110, section 11.6.1) names the scheme: an
 // HMAC-SHA256 of the body in the X-Signature header.
 func unsigned(ctx *fasthttp.RequestCtx, detail string) reply {
 	ctx.Response.Header.Set("WWW-Authenticate", `X-Signature realm="seckill-payments", algorithm="HMAC-SHA256"`)

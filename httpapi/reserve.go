@@ -12,7 +12,7 @@ import (
 type reserveRequest struct {
 	RequestID string `json:"request_id"`
 	UserID    string `json:"user_id"`
-	// EntryPass is the buyer's entry pass (issue #14), empty for none: a
+	// EntryPass is the buyer's entry pass, empty for none: a
 	// view into the parser's buffer (parseReserveBody). With a pass,
 	// request_id may be left out: it is the pass's.
 	EntryPass []byte `json:"entry_pass"`

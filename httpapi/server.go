@@ -18,7 +18,8 @@ import (
 // Defaults of Config. Each is used when the field is zero.
 const (
 	// DefaultMaxQueueWait is the longest a reserve may wait in a SKU's
-	// mailbox before admission stops (seed §2: maximum acceptable wait).
+	// mailbox before admission stops: a buyer waits at most about this
+	// long for an answer, however large the crowd.
 	DefaultMaxQueueWait = time.Second
 	// DefaultRetryMargin is added to the available stock in the admission
 	// bound: room for duplicates and requests the engine will reject.
@@ -50,7 +51,8 @@ const (
 	// can change any moment.
 	DefaultStatusMaxAge = time.Second
 	// DefaultFinalStatusMaxAge is the Cache-Control max-age of ENDED and
-	// FINAL_SOLD_OUT (seed §7: a longer TTL once final).
+	// FINAL_SOLD_OUT: a status that cannot change any more may be cached
+	// longer, which takes the refresh storm of a sold-out page off the server.
 	DefaultFinalStatusMaxAge = 30 * time.Second
 )
 
@@ -308,13 +310,13 @@ func (s *Server) router() (r *router.Router, reserve *routeMetrics) {
 	r = router.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
-	// 405 carries Allow, set by the router (RFC 9110 §15.5.6).
+	// 405 carries Allow, set by the router (RFC 9110, section 15.5.6).
 	r.HandleMethodNotAllowed = true
 	r.MethodNotAllowed = s.route("method_not_allowed", func(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusMethodNotAllowed, reasonMethodNotAllowed, "allowed: "+string(ctx.Response.Header.Peek("Allow"))))
 	})
 	// OPTIONS on a route is answered by the router: its Allow header, and
-	// 204 without a body (RFC 9110 §9.3.7).
+	// 204 without a body (RFC 9110, section 9.3.7).
 	r.HandleOPTIONS = true
 	r.GlobalOPTIONS = s.route("options", func(ctx *fasthttp.RequestCtx) string {
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -326,7 +328,7 @@ func (s *Server) router() (r *router.Router, reserve *routeMetrics) {
 	r.PanicHandler = s.recoverPanic
 
 	// get serves a GET route on HEAD too: the same answer, whose body
-	// fasthttp leaves out (RFC 9110 §9.3.2).
+	// fasthttp leaves out (RFC 9110, section 9.3.2).
 	get := func(path string, h fasthttp.RequestHandler) {
 		r.GET(path, h)
 		r.HEAD(path, h)
@@ -457,7 +459,7 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 		outcome = write(ctx, errorReply(fasthttp.StatusRequestEntityTooLarge, reasonBodyTooLarge,
 			fmt.Sprintf("request body larger than %d bytes", s.bodyLimit(&ctx.Request.Header))))
 	case errors.Is(err, fasthttp.ErrUnsupportedTransferEncoding):
-		// RFC 9112 §6.1: a transfer coding the server does not
+		// RFC 9112, section 6.1: a transfer coding the server does not
 		// understand is 501; only chunked is.
 		outcome = write(ctx, errorReply(fasthttp.StatusNotImplemented, reasonNotImplemented, "only the chunked transfer coding is supported"))
 	case errors.As(err, &small):
@@ -472,8 +474,8 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 
 // expectContinue is fasthttp's ExpectHandler for "Expect: 100-continue":
 // a body whose Content-Length exceeds the request's limit is refused with
-// 413 from the header alone, without inviting the body (RFC 9110
-// §10.1.1); fasthttp then closes the connection. Anything else gets its
+// 413 from the header alone, without inviting the body (RFC 9110,
+// section 10.1.1); fasthttp then closes the connection. Anything else gets its
 // 100 Continue.
 func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
 	limit := s.bodyLimit(&ctx.Request.Header)

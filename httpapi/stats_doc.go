@@ -75,8 +75,8 @@ type statsRow struct {
 	// (actors.Activity.SnapshotAt; null: none; in the totals, the oldest,
 	// null while some SKU has none).
 	SnapshotAgeSeconds *float64 `json:"snapshot_age_seconds"`
-	// FeedLagRecords is left for the event feed (issue #11's feed part):
-	// always null until it exists.
+	// FeedLagRecords is how far the slowest feed consumer is behind: no
+	// consumer reports its position to the server, so it is always null.
 	FeedLagRecords *uint64 `json:"feed_lag_records"`
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Coarse SKU statuses (seed §7, §10). No exact stock is ever shown: a
+// Coarse SKU statuses, for buyers' pages and CDN caches. No exact stock is ever shown: a
 // number would be stale at once and invite refresh storms.
 const (
 	StatusNotStarted   = "NOT_STARTED"    // before start_at

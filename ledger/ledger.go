@@ -1,8 +1,8 @@
 // Package ledger is the quota ledger of celled SKUs, kept in etcd: which
 // token ranges each cell was granted and returned, and what the central
 // pool still holds. etcd transactions are its only concurrency control
-// (no locks, no leases: a lease cannot fence a paused holder, see the
-// README's "Beyond one node"). A cell's own log is the other half of the
+// (no locks, no leases: a lease cannot fence a paused holder, see
+// "Guarantees and their limits" of docs/cells.md). A cell's own log is the other half of the
 // story (sku GRANT/RETURN/EPOCH records): a cell sells a token only after
 // its GRANT is durable, and logs a RETURN before Credit.
 //

@@ -12,7 +12,7 @@ import (
 	"github.com/seckill/seckill/lottery"
 )
 
-// Campaign mode (issue #19): one campaign whose purchase_limit is
+// Campaign mode: one campaign whose purchase_limit is
 // "campaign", of 2 or 3 SKUs, each a whole simulated SKU engine (a run:
 // its own disk, log, core and model), in one process with the engine's
 // purchase registry (package actors/purchase, the real code). The

@@ -28,5 +28,5 @@
 //	seeds.go  many seeds side by side (one goroutine per history), the shrinker
 //
 // The checks, the faults and what the simulation cannot model are listed
-// in the README ("Deterministic simulation").
+// in docs/testing.md ("The deterministic simulator").
 package sim

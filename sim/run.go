@@ -234,7 +234,7 @@ func (r *run) setUp() error {
 		SaleLimit:       uint32(1 + g.IntN(10)),
 		ReleaseOnClose:  g.IntN(4) != 0,
 	}
-	// Issue #14: a cap on unpaid reservations per subject (0: none) and,
+	// Entry passes: a cap on unpaid reservations per subject (0: none) and,
 	// now and then, a shorter payment window for high-risk passes.
 	r.def.MaxUnpaidPerSubject = uint32(g.IntN(3))
 	if g.IntN(2) == 0 {

@@ -1,5 +1,5 @@
 // Package purchase holds the pure rule of a campaign whose purchase_limit
-// is "campaign" (issue #19): at most one live purchase (PENDING_PAYMENT or
+// is "campaign": at most one live purchase (PENDING_PAYMENT or
 // PAID) per (campaign, user) over all the campaign's SKUs, although each
 // SKU is decided by its own actor and log.
 //

@@ -60,7 +60,7 @@ func TestPassComparisonBookkeeping(t *testing.T) {
 	}
 	var out strings.Builder
 	WritePassReport(&out, report)
-	if !strings.Contains(out.String(), "median") || !strings.Contains(out.String(), "issue #14") {
+	if !strings.Contains(out.String(), "median") || !strings.Contains(out.String(), "target (reserve throughput") {
 		t.Errorf("report text:\n%s", out.String())
 	}
 }

@@ -351,18 +351,18 @@ type definitionJSON struct {
 	PaymentWindowMs int64  `json:"payment_window_ms"`
 	SaleLimit       uint32 `json:"sale_limit"`
 	ReleaseOnClose  bool   `json:"release_on_close"`
-	// The fields of issue #14, shown when set.
+	// The entry-pass fields, shown when set.
 	EntryPassRequired       bool   `json:"entry_pass_required,omitempty"`
 	EntryPassLeadMs         int64  `json:"entry_pass_lead_ms,omitempty"`
 	EntryPassTTLMs          int64  `json:"entry_pass_ttl_ms,omitempty"`
 	MaxUnpaidPerSubject     uint32 `json:"max_unpaid_per_subject,omitempty"`
 	PaymentWindowHighRiskMs int64  `json:"payment_window_high_risk_ms,omitempty"`
-	// The fields of issue #13, celled SKUs only.
+	// The cell fields, celled SKUs only.
 	Cell           string `json:"cell,omitempty"`
 	CellMapVersion uint64 `json:"cell_map_version,omitempty"`
-	// Issue #19: "campaign", shown when set.
+	// The purchase limit: "campaign", shown when set.
 	PurchaseLimit string `json:"purchase_limit,omitempty"`
-	// Issue #15: a lottery's public rules (never its server seed or
+	// A lottery's public rules (never its server seed or
 	// pseudonym key), shown for a lottery SKU.
 	Lottery *lotteryRulesJSON `json:"lottery,omitempty"`
 }

@@ -42,7 +42,7 @@ type options struct {
 	snapshotKeep     int
 	maxSKUs          int
 	cell             cellOptions // cell.go
-	// entryPasses holds the parsed --entry-pass-* flags (issue #14); its
+	// entryPasses holds the parsed --entry-pass-* flags; its
 	// types never print their secrets.
 	entryPasses       httpapi.EntryPassConfig
 	feedRetainRecords uint64
