@@ -78,7 +78,7 @@ func startSeckilld(t *testing.T, options serverOptions) string {
 	return "http://" + ln.Addr().String()
 }
 
-// apiTime is the API's format of times (timeLayout).
+// apiTime is the API's format of times (timefmt.Layout).
 var apiTime = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
 
 // The client's calls are the API's: a campaign it defines is accepted, its

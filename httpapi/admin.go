@@ -8,6 +8,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/valyala/fasthttp"
 )
 
@@ -261,7 +262,7 @@ func auditBodyOf(campaignID, skuID string, a sku.Audit) auditBody {
 		HeldClosed: n.HeldClosed, Refunds: n.RefundsRequired, Rejected: n.Rejected, Total: n.Reservations,
 		InvariantOK: a.OK(), Violations: append([]string{}, a.Violations...),
 		Granted: n.Granted, Returned: n.Returned,
-		AsOf: formatMillis(a.LastAt),
+		AsOf: timefmt.Millis(a.LastAt),
 	}
 }
 
@@ -355,7 +356,7 @@ func (s *Server) handleRefunds(ctx *fasthttp.RequestCtx) string {
 			ReservationID: r.ReservationID,
 			PaymentID:     r.PaymentID,
 			Amount:        r.Amount,
-			At:            formatMillis(r.At),
+			At:            timefmt.Millis(r.At),
 		})
 	}
 	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, body))

@@ -20,12 +20,11 @@
 //	                 the error mapping
 //	server.go        Config, Server, routing, timeouts, panic recovery
 //	fasthttplog.go   fasthttp's own log messages, bounded, into slog
-//	respond.go       JSON answers and time rendering (one format everywhere)
+//	respond.go       JSON answers (times in package internal/timefmt's one format)
 //	decode.go        body decoding, its error details, id validation
 //	reserve.go       the reserve pipeline (dedup, ingress, engine, encode)
 //	reserve_codec.go the reserve body and 202 answer without reflection
 //	reserveroute.go  reserves of known SKUs by their raw path, past the router
-//	timefmt.go       the 202 body's timestamps without time.Format
 //	deadlines.go     the shared deadlines of reserve waits
 //	dedup.go         per-user flights and the bounded answer cache
 //	admission.go     the admission bound, the fast answers, per-SKU permits

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 )
 
 // Event types of the feed (CloudEvents "type"). Every sku.RecordType maps
@@ -179,7 +180,7 @@ func newEvent(r sku.Record, index uint64, id string, def sku.Definition, ids *sk
 		ID:              id,
 		Source:          eventSource(def.CampaignID, def.SKUID),
 		Type:            eventType(r.Type),
-		Time:            formatMillis(r.At),
+		Time:            timefmt.Millis(r.At),
 		DataContentType: "application/json",
 		SeckillIndex:    index,
 		Data:            eventData{CampaignID: def.CampaignID, SKUID: def.SKUID},
@@ -188,7 +189,7 @@ func newEvent(r sku.Record, index uint64, id string, def sku.Definition, ids *sk
 	switch r.Type {
 	case sku.RecordDefine:
 		d.Definition = &definitionData{
-			StartAt: formatMillis(r.Def.StartAt), EndAt: formatMillis(r.Def.EndAt),
+			StartAt: timefmt.Millis(r.Def.StartAt), EndAt: timefmt.Millis(r.Def.EndAt),
 			PaymentWindowMs: r.Def.PaymentWindowMs, SaleLimit: r.Def.SaleLimit, ReleaseOnClose: r.Def.ReleaseOnClose,
 			EntryPassRequired: r.Def.EntryPass.Required, MaxUnpaidPerSubject: r.Def.MaxUnpaidPerSubject,
 			PaymentWindowHighRiskMs: r.Def.PaymentWindowHighRiskMs,
@@ -236,7 +237,7 @@ func (d *eventData) setLottery(r sku.Record, ids *sku.ReservationIDs, res sku.Vi
 	case sku.RecordLotteryCommitted:
 		if rules := r.Def.Lottery; rules != nil {
 			waitlist := rules.Waitlist
-			l.EntriesOpenAt, l.EntriesCloseAt, l.Waitlist = formatMillis(rules.EntriesOpenAt), formatMillis(rules.EntriesCloseAt), &waitlist
+			l.EntriesOpenAt, l.EntriesCloseAt, l.Waitlist = timefmt.Millis(rules.EntriesOpenAt), timefmt.Millis(rules.EntriesCloseAt), &waitlist
 		}
 	case sku.RecordEntered:
 		tier := lot.Tier
@@ -284,7 +285,7 @@ func (d *eventData) setCell(r sku.Record, def sku.Definition) {
 func (d *eventData) setReservation(seq uint32, ids *sku.ReservationIDs, res sku.View) {
 	d.ReservationID = ids.Format(seq)
 	d.RequestID, d.UserID, d.TokenID = res.RequestID, res.UserID, res.TokenID
-	d.CreatedAt, d.ExpireAt = optionalMillis(res.CreatedAt), optionalMillis(res.ExpireAt)
+	d.CreatedAt, d.ExpireAt = timefmt.OptionalMillis(res.CreatedAt), timefmt.OptionalMillis(res.ExpireAt)
 }
 
 // needsReservation reports whether a record's event carries immutable

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fasthttp/router"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/lottery"
 	"github.com/valyala/fasthttp"
 )
@@ -245,19 +246,19 @@ func renderLottery(info sku.LotteryInfo) lotteryBody {
 	fallbackTime, _ := r.Beacon.Fallback().TimeMs()
 	body := lotteryBody{CampaignID: info.CampaignID, SKUID: info.SKUID, Phase: info.Phase.String(),
 		Rules: lotteryRulesBody{Version: lottery.Version, SaleLimit: info.SaleLimit,
-			EntriesOpenAt: formatMillis(r.EntriesOpenAt), EntriesCloseAt: formatMillis(r.EntriesCloseAt),
-			Beacon: beaconRuleBody{Source: r.Beacon.Source, Round: r.Beacon.Round, RoundTime: formatMillis(roundTime),
-				FallbackRound: r.Beacon.Fallback().Round, FallbackRoundTime: formatMillis(fallbackTime)},
+			EntriesOpenAt: timefmt.Millis(r.EntriesOpenAt), EntriesCloseAt: timefmt.Millis(r.EntriesCloseAt),
+			Beacon: beaconRuleBody{Source: r.Beacon.Source, Round: r.Beacon.Round, RoundTime: timefmt.Millis(roundTime),
+				FallbackRound: r.Beacon.Fallback().Round, FallbackRoundTime: timefmt.Millis(fallbackTime)},
 			Waitlist: r.Waitlist, Tiers: campaignSKUOf(sku.Definition{Lottery: &r}).Tiers},
-		Commit: hexOf(info.Commit), CommittedAt: formatMillis(info.CommittedAt), EntryCount: info.EntryCount}
+		Commit: hexOf(info.Commit), CommittedAt: timefmt.Millis(info.CommittedAt), EntryCount: info.EntryCount}
 	if body.Rules.Tiers == nil {
 		body.Rules.Tiers = []TierQuotaJSON{{Tier: 0, Quota: QuotaValue{Rest: true}}}
 	}
 	if info.Closed {
-		body.EntriesRoot, body.ClosedAt = hexOf(info.EntriesRoot), formatMillis(info.ClosedAt)
+		body.EntriesRoot, body.ClosedAt = hexOf(info.EntriesRoot), timefmt.Millis(info.ClosedAt)
 	}
 	if info.Drawn {
-		body.Round, body.Randomness, body.DrawnAt = info.Round, hexOf(info.Randomness), formatMillis(info.DrawAt)
+		body.Round, body.Randomness, body.DrawnAt = info.Round, hexOf(info.Randomness), timefmt.Millis(info.DrawAt)
 		body.Winners, body.Signature = &info.Winners, hex.EncodeToString(info.Signature)
 	}
 	if info.Done {
@@ -267,7 +268,7 @@ func renderLottery(info sku.LotteryInfo) lotteryBody {
 		body.Promoted = &info.Promoted
 	}
 	if info.Ended {
-		body.EndedAt = formatMillis(info.EndedAt)
+		body.EndedAt = timefmt.Millis(info.EndedAt)
 	}
 	return body
 }
@@ -397,7 +398,7 @@ func (s *Server) beaconDue(ctx *fasthttp.RequestCtx, round uint64) string {
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("beacon round %d of %s is published at %s: draw with it at or after that time", round, info.Rules.Beacon.Source, formatMillis(due))
+	return fmt.Sprintf("beacon round %d of %s is published at %s: draw with it at or after that time", round, info.Rules.Beacon.Source, timefmt.Millis(due))
 }
 
 // reasonBadBeacon answers a draw whose randomness is not 32 bytes of hex.

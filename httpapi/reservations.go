@@ -9,6 +9,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/valyala/fasthttp"
 )
 
@@ -35,11 +36,11 @@ func renderReservation(v sku.View) reservationBody {
 		UserID:         v.UserID,
 		State:          v.State.String(),
 		TokenID:        v.TokenID,
-		CreatedAt:      formatMillis(v.CreatedAt),
-		ExpireAt:       formatMillis(v.ExpireAt),
-		PaidAt:         optionalMillis(v.PaidAt),
+		CreatedAt:      timefmt.Millis(v.CreatedAt),
+		ExpireAt:       timefmt.Millis(v.ExpireAt),
+		PaidAt:         timefmt.OptionalMillis(v.PaidAt),
 		PaymentID:      v.PaymentID,
-		ClosedAt:       optionalMillis(v.ClosedAt),
+		ClosedAt:       timefmt.OptionalMillis(v.ClosedAt),
 		ClosedReason:   v.CloseReason.String(),
 		RefundRequired: v.RefundRequired,
 	}
@@ -216,7 +217,7 @@ func (s *Server) handlePay(ctx *fasthttp.RequestCtx) string {
 	case sku.OutcomePaid, sku.OutcomeAlreadyPaid:
 		v := res.Reservation
 		return write(ctx, jsonReply(fasthttp.StatusOK, sku.StatePaid.String(), stateBody{
-			ReservationID: id, State: sku.StatePaid.String(), PaymentID: v.PaymentID, PaidAt: optionalMillis(v.PaidAt),
+			ReservationID: id, State: sku.StatePaid.String(), PaymentID: v.PaymentID, PaidAt: timefmt.OptionalMillis(v.PaidAt),
 		}))
 	case sku.OutcomeRefundRequired, sku.OutcomePaymentConflict:
 		return write(ctx, jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, ReservationID: id}))

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 )
 
 // reservationJSON is one exported reservation.
@@ -42,7 +43,7 @@ func reservationOf(v sku.View) reservationJSON {
 		refunds = []string{}
 	}
 	return reservationJSON{v.ReservationID, v.RequestID, v.UserID, v.TokenID, v.State.String(), v.CloseReason.String(),
-		formatMillis(v.CreatedAt), formatMillis(v.ExpireAt), formatMillis(v.PaidAt), formatMillis(v.ClosedAt),
+		timefmt.OptionalMillis(v.CreatedAt), timefmt.OptionalMillis(v.ExpireAt), timefmt.OptionalMillis(v.PaidAt), timefmt.OptionalMillis(v.ClosedAt),
 		v.PaymentID, v.Amount, v.HoldsToken, v.RefundRequired, refunds, v.Version}
 }
 

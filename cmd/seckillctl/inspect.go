@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
 )
@@ -76,8 +77,8 @@ func reservationSeq(r *sku.Record) uint32 {
 }
 
 func recordOf(index uint64, r *sku.Record, campaignID, skuID, cell string, key [16]byte) recordJSON {
-	j := recordJSON{Index: index, Type: r.Type.String(), At: formatMillis(r.At), AtMs: r.At,
-		Token: r.Token, ExpireAt: formatMillis(r.ExpireAt), RequestID: r.RequestID, UserID: r.UserID, PaymentID: r.PaymentID}
+	j := recordJSON{Index: index, Type: r.Type.String(), At: timefmt.OptionalMillis(r.At), AtMs: r.At,
+		Token: r.Token, ExpireAt: timefmt.OptionalMillis(r.ExpireAt), RequestID: r.RequestID, UserID: r.UserID, PaymentID: r.PaymentID}
 	if seq := reservationSeq(r); seq != 0 {
 		j.ReservationID = sku.FormatCellReservationID(campaignID, skuID, cell, seq, key)
 	}
@@ -341,7 +342,7 @@ func inspectSnapshot(args []string, stdout io.Writer) error {
 		}
 	}
 	out.FormatVersion, out.CampaignID, out.SKUID, out.Index = h.Version, h.CampaignID, h.SKUID, h.Index
-	out.CreatedAt, out.LastAt = formatMillis(h.CreatedAt), formatMillis(h.LastAt)
+	out.CreatedAt, out.LastAt = timefmt.OptionalMillis(h.CreatedAt), timefmt.OptionalMillis(h.LastAt)
 	out.Reservations, out.Rejections, out.Refunds = h.Reservations, h.Rejections, h.Refunds
 	if m != nil {
 		c, paused := countsOf(m.Counts()), m.Paused()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/lottery"
 	"github.com/seckill/seckill/lottery/lotterytest"
 	"github.com/seckill/seckill/wal"
@@ -115,12 +116,12 @@ func evidenceJSONOf(t *testing.T, info sku.LotteryInfo) []byte {
 	h := func(x lottery.Hash) string { return hex.EncodeToString(x[:]) }
 	doc := map[string]any{
 		"campaign_id": info.CampaignID, "sku_id": info.SKUID, "phase": info.Phase.String(),
-		"rules": map[string]any{"sale_limit": info.SaleLimit, "entries_close_at": formatMillis(info.Rules.EntriesCloseAt),
+		"rules": map[string]any{"sale_limit": info.SaleLimit, "entries_close_at": timefmt.OptionalMillis(info.Rules.EntriesCloseAt),
 			"beacon":   map[string]any{"source": info.Rules.Beacon.Source, "round": info.Rules.Beacon.Round},
 			"waitlist": info.Rules.Waitlist, "tiers": []map[string]any{{"tier": 0, "quota": "rest"}}},
-		"commit": h(info.Commit), "committed_at": formatMillis(info.CommittedAt), "entry_count": info.EntryCount,
-		"entries_root": h(info.EntriesRoot), "closed_at": formatMillis(info.ClosedAt), "round": info.Round,
-		"randomness": h(info.Randomness), "drawn_at": formatMillis(info.DrawAt), "server_seed": h(info.ServerSeed),
+		"commit": h(info.Commit), "committed_at": timefmt.OptionalMillis(info.CommittedAt), "entry_count": info.EntryCount,
+		"entries_root": h(info.EntriesRoot), "closed_at": timefmt.OptionalMillis(info.ClosedAt), "round": info.Round,
+		"randomness": h(info.Randomness), "drawn_at": timefmt.OptionalMillis(info.DrawAt), "server_seed": h(info.ServerSeed),
 		"seed": h(info.Seed), "winners_root": h(info.WinnersRoot), "waitlist_root": h(info.WaitlistRoot),
 	}
 	if len(info.Signature) > 0 {

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/snapshot"
@@ -302,14 +303,6 @@ func (s *arrayStream) end() error {
 	return s.w.Flush()
 }
 
-// formatMillis is an RFC 3339 UTC time with milliseconds; "" for 0.
-func formatMillis(ms int64) string {
-	if ms == 0 {
-		return ""
-	}
-	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
-}
-
 // parseTime reads an RFC 3339 time or Unix milliseconds.
 func parseTime(s string) (int64, error) {
 	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
@@ -382,12 +375,12 @@ func lotteryRulesOf(r *sku.LotteryRules) *lotteryRulesJSON {
 	if r == nil {
 		return nil
 	}
-	return &lotteryRulesJSON{formatMillis(r.EntriesOpenAt), formatMillis(r.EntriesCloseAt), r.Beacon.Source, r.Beacon.Round,
+	return &lotteryRulesJSON{timefmt.OptionalMillis(r.EntriesOpenAt), timefmt.OptionalMillis(r.EntriesCloseAt), r.Beacon.Source, r.Beacon.Round,
 		r.Waitlist, len(r.Tiers)}
 }
 
 func definitionOf(d sku.Definition) *definitionJSON {
-	j := &definitionJSON{d.CampaignID, d.SKUID, formatMillis(d.StartAt), formatMillis(d.EndAt),
+	j := &definitionJSON{d.CampaignID, d.SKUID, timefmt.OptionalMillis(d.StartAt), timefmt.OptionalMillis(d.EndAt),
 		d.PaymentWindowMs, d.SaleLimit, d.ReleaseOnClose,
 		d.EntryPass.Required, d.EntryPass.LeadMs, d.EntryPass.TTLMs, d.MaxUnpaidPerSubject, d.PaymentWindowHighRiskMs,
 		d.Cell, d.CellMapVersion, "", nil}

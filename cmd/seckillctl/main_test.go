@@ -21,6 +21,7 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/history"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
 )
@@ -668,7 +669,7 @@ func TestRestore(t *testing.T) {
 		t.Fatalf("the abandoned fork's cursor: %v", err)
 	}
 	// By time: records decided at or before it.
-	at := formatMillis(t0 + 100)
+	at := timefmt.OptionalMillis(t0 + 100)
 	got, _, _ = restoreAndOpen(t, "--from", f.skuDir, "--to", t.TempDir(), "--until-time", at)
 	if got.LastRecordAt > at || got.Index == 0 || got.Index >= f.lastIndex {
 		t.Fatalf("restore to %s: %+v", at, got)
