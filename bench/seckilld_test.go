@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/httpapi"
 )
 
@@ -41,7 +42,8 @@ func startSeckilld(t *testing.T, options serverOptions) string {
 	if options.wrap != nil {
 		engine = options.wrap(eng)
 	}
-	config := httpapi.Config{Engine: engine, AdminToken: options.adminToken, PaymentSecret: []byte(options.paymentSecret), Logger: log, Registry: reg}
+	config := httpapi.Config{Engine: engine, Feed: feed.New(eng), Lotteries: eng, AdminToken: options.adminToken,
+		PaymentSecret: []byte(options.paymentSecret), Logger: log, Registry: reg}
 	if config.AdminToken == "" {
 		config.AdminToken = "admin"
 	}

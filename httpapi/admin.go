@@ -123,9 +123,9 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest,
 			"entry_pass.required: this server has no entry-pass keys (--entry-pass-keys)"))
 	}
-	if claimer, ok := s.engine.(CampaignClaimer); ok { // a cell: local or published, never both (cell.go)
+	if s.claimer != nil { // a cell: local or published, never both (cell.go)
 		ectx, cancel := s.engineContext()
-		err := claimer.ClaimCampaign(ectx, campaignID)
+		err := s.claimer.ClaimCampaign(ectx, campaignID)
 		cancel()
 		if r, ok := claimReply(err); ok {
 			return write(ctx, r)
@@ -145,7 +145,9 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 	}
 	defer release()
 	created := !s.campaignExists(campaignID)
-	defer s.skuDefinitions.changed() // campaign feeds list the campaign's SKUs again
+	if s.feed != nil {
+		defer s.feed.SKUDefined() // campaign feeds list the campaign's SKUs again
+	}
 	for _, d := range defs {
 		ectx, cancel := s.engineContext()
 		err := s.engine.Define(ectx, d)

@@ -15,8 +15,8 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Lotteries runs the commands of lottery sales. *actors.Engine satisfies
-// it; an engine that does not answers the lottery routes 404.
+// Lotteries runs the commands of lottery sales (Config.Lotteries).
+// *actors.Engine satisfies it; without it the lottery routes answer 404.
 type Lotteries interface {
 	// Enter records a user's entry, once per user (actors.Engine.Enter).
 	Enter(ctx context.Context, campaignID, skuID, requestID, userID string, tier uint8) (sku.EntryResult, error)
@@ -39,12 +39,6 @@ func (s *Server) lotteryRoutes(r *router.Router, get func(string, fasthttp.Reque
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}/lottery", s.route("lottery_info", s.handleLotteryInfo))
 	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/lottery/draw", s.route("admin_draw", s.admin(s.handleDraw)))
 	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/lottery/entries.csv", s.route("admin_entries_csv", s.admin(s.handleEntriesCSV)))
-}
-
-// lotteries returns the engine's lottery commands, false when it has none.
-func (s *Server) lotteries() (Lotteries, bool) {
-	l, ok := s.engine.(Lotteries)
-	return l, ok
 }
 
 func entryURL(campaignID, skuID, requestID string) string {
@@ -83,8 +77,8 @@ type enteredBody struct {
 // passes), and its tier is the entry's tier; without one the tier is 0.
 func (s *Server) handleEnter(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
-	lots, has := s.lotteries()
-	if !ok || !has {
+	lots := s.lotteries
+	if !ok || lots == nil {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
 	}
 	var req enterRequest
@@ -169,8 +163,8 @@ type entryBody struct {
 func (s *Server) handleEntry(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	requestID := pathParam(ctx, "request_id")
-	lots, has := s.lotteries()
-	if !ok || !has || !sku.ValidID(requestID) {
+	lots := s.lotteries
+	if !ok || lots == nil || !sku.ValidID(requestID) {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
 	}
 	ectx, cancel := s.engineContext()
@@ -289,8 +283,8 @@ func (s *Server) handleLotteryInfo(ctx *fasthttp.RequestCtx) string {
 // answer to give.
 func (s *Server) frozenLottery(ctx *fasthttp.RequestCtx, route string) (*sku.Frozen, reply, bool) {
 	campaignID, skuID, ok := pathSKU(ctx)
-	lots, has := s.lotteries()
-	if !ok || !has {
+	lots := s.lotteries
+	if !ok || lots == nil {
 		return nil, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""), false
 	}
 	ectx, cancel := s.engineContext()
@@ -336,8 +330,8 @@ type drawRequest struct {
 // time) or ALREADY_DRAWN, nothing recorded.
 func (s *Server) handleDraw(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
-	lots, has := s.lotteries()
-	if !ok || !has {
+	lots := s.lotteries
+	if !ok || lots == nil {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
 	}
 	var req drawRequest

@@ -20,7 +20,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
-	"github.com/seckill/seckill/history"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
@@ -632,7 +632,7 @@ func TestRestore(t *testing.T) {
 	f := newFixture(t)
 	// The whole log: the same state, and the log continues after it.
 	got, h, appended := restoreAndOpen(t, "--from", f.skuDir, "--to", t.TempDir())
-	if got.History != history.RootID(f.key) {
+	if got.History != feed.RootHistory(f.key) {
 		t.Fatalf("restore to the end: history %q", got.History)
 	}
 	if h != f.hash || got.Index != f.lastIndex || got.StateHash != hashHex(f.hash) || got.LogFirst != 1 || got.LogLast != f.lastIndex || appended != 1 {
@@ -649,23 +649,23 @@ func TestRestore(t *testing.T) {
 	}
 	// A restore to an earlier point starts a new feed history after it;
 	// a restore to the end keeps the source's.
-	root := history.RootID(f.key)
+	root := feed.RootHistory(f.key)
 	if got.History == root || len(got.History) != 16 {
 		t.Fatalf("restore to 20: history %q, the source's is %q", got.History, root)
 	}
-	chain, err := history.Load(got.SKUDir, f.key)
+	chain, err := feed.LoadHistory(got.SKUDir, f.key)
 	if err != nil || chain.At(20) != root || chain.At(21) != got.History {
 		t.Fatalf("restored chain %+v, %v", chain, err)
 	}
-	if fork, err := chain.Check(root, 21); !errors.Is(err, history.ErrDiverged) || fork != 20 {
+	if fork, err := chain.Check(root, 21); !errors.Is(err, feed.ErrDiverged) || fork != 20 {
 		t.Fatalf("a source cursor beyond the fork: %d, %v", fork, err)
 	}
 	again, _, _ := restoreAndOpen(t, "--from", got.SKUDir, "--to", t.TempDir(), "--until-index", "10")
-	chain, err = history.Load(again.SKUDir, f.key)
+	chain, err = feed.LoadHistory(again.SKUDir, f.key)
 	if err != nil || chain.At(11) != again.History || len(chain.Abandoned) != 1 || chain.Abandoned[0].History != got.History {
 		t.Fatalf("a fork of a fork: %+v, %v", chain, err)
 	}
-	if _, err := chain.Check(got.History, 21); !errors.Is(err, history.ErrDiverged) {
+	if _, err := chain.Check(got.History, 21); !errors.Is(err, feed.ErrDiverged) {
 		t.Fatalf("the abandoned fork's cursor: %v", err)
 	}
 	// By time: records decided at or before it.

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/seckill/seckill/actors/sku"
-	"github.com/seckill/seckill/history"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
@@ -148,14 +148,14 @@ func runRestore(args []string, stdout, stderr io.Writer) (err error) {
 // index when the copy stops at an earlier point (--until-*): the copy
 // re-uses the indexes after it for other records, and feed cursors of the
 // source beyond it must answer CURSOR_DIVERGED.
-func restoredHistory(from string, isDir bool, idKey [16]byte, index uint64, fork bool) (history.Chain, error) {
+func restoredHistory(from string, isDir bool, idKey [16]byte, index uint64, fork bool) (feed.Chain, error) {
 	source := skuDirOf(from)
 	if !isDir {
 		source = filepath.Dir(filepath.Dir(from))
 	}
-	chain, err := history.Load(source, idKey)
+	chain, err := feed.LoadHistory(source, idKey)
 	if err != nil {
-		return history.Chain{}, err
+		return feed.Chain{}, err
 	}
 	if !fork {
 		return chain, nil
