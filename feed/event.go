@@ -302,11 +302,17 @@ type CellData struct {
 
 // setCell fills the data of a GRANT, RETURN or EPOCH record.
 func (d *EventData) setCell(r sku.Record, def sku.Definition) {
-	c := &CellData{Cell: def.Cell}
-	if a := r.Cell; a != nil {
+	d.Cell = NewCellData(def.Cell, r.Cell)
+}
+
+// NewCellData renders cell's allocation a (a grant, a return, or an epoch
+// alone; nil: the cell alone) as the cell events carry it.
+func NewCellData(cell string, a *sku.Allocation) *CellData {
+	c := &CellData{Cell: cell}
+	if a != nil {
 		c.Seq, c.Epoch, c.Ranges, c.Units = a.Seq, a.Epoch, a.Ranges, a.Units()
 	}
-	d.Cell = c
+	return c
 }
 
 // setReservation fills the reservation's id and immutable fields.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/seckill/seckill/feed"
 	"github.com/valyala/fasthttp"
 )
 
@@ -43,7 +44,7 @@ func (s *Server) handleExport(ctx *fasthttp.RequestCtx) string {
 			if !found {
 				continue
 			}
-			if enc.Encode(renderReservation(v)) != nil {
+			if enc.Encode(feed.NewReservation(v)) != nil {
 				return
 			}
 			if w.Buffered() > 32<<10 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fasthttp/router"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/lottery"
 	"github.com/valyala/fasthttp"
@@ -145,16 +146,16 @@ func alreadyEnteredReply(e sku.EntryRef) reply {
 
 // entryBody is the answer of GET .../entries/{request_id}.
 type entryBody struct {
-	RequestID     string           `json:"request_id"`
-	EntrySeq      uint32           `json:"entry_seq"`
-	Tier          uint8            `json:"tier"`
-	Pseudonym     string           `json:"pseudonym"`
-	Status        string           `json:"status"`
-	Position      uint32           `json:"position,omitempty"`
-	ReservationID string           `json:"reservation_id,omitempty"`
-	ExpireAt      string           `json:"expire_at,omitempty"`
-	Reservation   *reservationBody `json:"reservation,omitempty"`
-	EvidenceURL   string           `json:"evidence_url"`
+	RequestID     string            `json:"request_id"`
+	EntrySeq      uint32            `json:"entry_seq"`
+	Tier          uint8             `json:"tier"`
+	Pseudonym     string            `json:"pseudonym"`
+	Status        string            `json:"status"`
+	Position      uint32            `json:"position,omitempty"`
+	ReservationID string            `json:"reservation_id,omitempty"`
+	ExpireAt      string            `json:"expire_at,omitempty"`
+	Reservation   *feed.Reservation `json:"reservation,omitempty"`
+	EvidenceURL   string            `json:"evidence_url"`
 }
 
 // handleEntry is GET /v1/campaigns/{c}/skus/{s}/entries/{request_id}:
@@ -176,7 +177,7 @@ func (s *Server) handleEntry(ctx *fasthttp.RequestCtx) string {
 	body := entryBody{RequestID: v.RequestID, EntrySeq: v.EntrySeq, Tier: v.Tier, Pseudonym: hex.EncodeToString(v.Pseudonym[:]),
 		Status: v.Status.String(), Position: v.Position, EvidenceURL: lotteryURL(campaignID, skuID)}
 	if v.Status == sku.EntryWon {
-		r := renderReservation(v.Reservation)
+		r := feed.NewReservation(v.Reservation)
 		body.ReservationID, body.ExpireAt, body.Reservation = r.ReservationID, r.ExpireAt, &r
 	}
 	return write(ctx, jsonReply(fasthttp.StatusOK, body.Status, body))

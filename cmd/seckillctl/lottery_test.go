@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -310,42 +311,52 @@ func TestLotteryVerifyBeaconSignature(t *testing.T) {
 }
 
 // inspect wal on a lottery: an ENTERED record names its entry, never a
-// reservation, and --reservation does not pick it; WON names both; the
-// counts of ENTRIES_CLOSED and DRAW_DONE show.
+// reservation, and --reservation does not pick it; WON names both; every
+// lottery record shows its event's lottery fields (the counts and roots of
+// ENTRIES_CLOSED and DRAW_DONE, the draw's round and randomness), the
+// committed rules the beacon too.
 func TestInspectLotteryRecords(t *testing.T) {
 	f := newLotteryFixture(t)
 	var wonID string
 	counts := map[string]uint32{}
 	for _, r := range walRecords(t, wantCode(t, 0, "inspect", "wal", f.skuDir)) {
+		if lotteryRecord := slices.Contains(strings.Fields("LOTTERY_COMMITTED ENTERED ENTRIES_CLOSED DRAW_STARTED WON WAITLISTED DRAW_DONE LOTTERY_ENDED"), r.Type); lotteryRecord != (r.Lottery != nil) {
+			t.Fatalf("%s shown as %+v", r.Type, r)
+		}
 		switch r.Type {
 		case "ENTERED":
-			if r.ReservationID != "" || r.EntrySeq == 0 {
+			if r.ReservationID != "" || r.Lottery.EntrySeq == 0 {
 				t.Fatalf("ENTERED shown as %+v", r)
 			}
 		case "WON":
-			if r.ReservationID == "" || r.EntrySeq == 0 {
+			if r.ReservationID == "" || r.Lottery.EntrySeq == 0 || r.TokenID == 0 || r.ExpireAt == "" {
 				t.Fatalf("WON shown as %+v", r)
 			}
 			if wonID == "" {
 				wonID = r.ReservationID
 			}
 		case "LOTTERY_COMMITTED":
-			if r.Lottery == nil || r.Lottery.BeaconRound != 31 || r.Lottery.Waitlist != 5 {
+			if r.Lottery.BeaconRound != 31 || r.Lottery.Waitlist == nil || *r.Lottery.Waitlist != 5 || r.Lottery.EntriesCloseAt == "" {
 				t.Fatalf("LOTTERY_COMMITTED shown as %+v", r)
 			}
 		case "DRAW_STARTED":
-			if r.Round != 31 || len(r.Randomness) != 64 {
+			if r.Lottery.Round != 31 || len(r.Lottery.Randomness) != 64 {
 				t.Fatalf("DRAW_STARTED shown as %+v", r)
 			}
 		case "WAITLISTED":
-			if len(r.EntrySeqs) != 5 {
+			if len(r.Lottery.WaitlistSeqs) != 5 {
 				t.Fatalf("WAITLISTED shown as %+v", r)
 			}
-		case "ENTRIES_CLOSED", "DRAW_DONE":
-			if r.Count == nil {
-				t.Fatalf("%s without its count", r.Type)
+		case "ENTRIES_CLOSED":
+			if r.Lottery.Entries == nil || len(r.Lottery.EntriesRoot) != 64 {
+				t.Fatalf("ENTRIES_CLOSED shown as %+v", r)
 			}
-			counts[r.Type] = *r.Count
+			counts[r.Type] = *r.Lottery.Entries
+		case "DRAW_DONE":
+			if r.Lottery.Winners == nil || len(r.Lottery.WinnersRoot) != 64 {
+				t.Fatalf("DRAW_DONE shown as %+v", r)
+			}
+			counts[r.Type] = *r.Lottery.Winners
 		}
 	}
 	if counts["ENTRIES_CLOSED"] != 60 || counts["DRAW_DONE"] != 10 {
@@ -357,13 +368,13 @@ func TestInspectLotteryRecords(t *testing.T) {
 			t.Fatalf("--reservation %s picked an entry: %+v", wonID, r)
 		}
 		if r.Type == "WON" {
-			winner = fmt.Sprint(r.EntrySeq)
+			winner = fmt.Sprint(r.Lottery.EntrySeq)
 		}
 	}
 	// --user finds a winner's entry and the reservation it won.
 	var user string
 	for _, r := range walRecords(t, wantCode(t, 0, "inspect", "wal", f.skuDir)) {
-		if r.Type == "ENTERED" && fmt.Sprint(r.EntrySeq) == winner {
+		if r.Type == "ENTERED" && fmt.Sprint(r.Lottery.EntrySeq) == winner {
 			user = r.UserID
 		}
 	}

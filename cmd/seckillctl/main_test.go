@@ -179,13 +179,37 @@ func TestInspectWAL(t *testing.T) {
 		doc.Log.FirstIndex != 1 || doc.Log.LastIndex != f.lastIndex {
 		t.Fatalf("inspect wal: %s/%s, log %+v", doc.CampaignID, doc.SKUID, doc.Log)
 	}
-	// The same from the wal dir, indented, and fields in a fixed order.
+	// The same from the wal dir, indented, and fields in a fixed order:
+	// the record's, then its feed event's data.
 	out := wantCode(t, 0, "inspect", "wal", filepath.Join(f.skuDir, "wal"), "--from", "2", "--to", "2")
 	if want := "  \"records\": [\n    {\n      \"index\": 2,\n      \"type\": \"RESERVED\",\n" +
 		"      \"at\": \"2023-11-14T22:13:20.010Z\",\n      \"at_ms\": 1700000000010,\n" +
-		"      \"reservation_id\": \"" + f.id(1) + "\",\n      \"token_id\": 1,\n"; !strings.HasPrefix(out, "{\n  \"campaign_id\": \"c1\",\n") ||
+		"      \"campaign_id\": \"c1\",\n      \"sku_id\": \"s1\",\n" +
+		"      \"reservation_id\": \"" + f.id(1) + "\",\n      \"request_id\": \"req-0\",\n      \"user_id\": \"user-0\",\n" +
+		"      \"token_id\": 1,\n      \"created_at\": \"2023-11-14T22:13:20.010Z\",\n"; !strings.HasPrefix(out, "{\n  \"campaign_id\": \"c1\",\n") ||
 		!strings.Contains(out, want) || len(walRecords(t, out)) != 1 {
 		t.Fatalf("record 2: %s", out)
+	}
+	// A CLOSED record has the names of its feed event's data
+	// (seckill.reservation.closed): reason, token_released.
+	var closed struct {
+		Records []map[string]any `json:"records"`
+	}
+	if err := json.Unmarshal([]byte(wantCode(t, 0, "inspect", "wal", f.skuDir, "--reservation", "3")), &closed); err != nil {
+		t.Fatal(err)
+	}
+	var sawClosed bool
+	for _, r := range closed.Records {
+		if r["type"] != "CLOSED" {
+			continue
+		}
+		sawClosed = true
+		if _, old := r["release"]; old || r["reason"] != "CANCELLED" || r["token_released"] == nil || r["reservation_id"] != f.id(3) {
+			t.Fatalf("CLOSED record: %v", r)
+		}
+	}
+	if !sawClosed {
+		t.Fatalf("no CLOSED record of reservation 3: %v", closed.Records)
 	}
 	// Every record of reservation 3 (paid? i=2: cancelled then refunded).
 	for _, id := range []string{f.id(3), "3"} {
@@ -727,9 +751,16 @@ func TestExport(t *testing.T) {
 	if r := rows[3]; r[0] != f.id(3) || r[4] != "CLOSED" || r[5] != "CANCELLED" || r[13] != "true" || r[14] != "late-2" {
 		t.Fatalf("row of reservation 3: %v", r)
 	}
+	// JSON lines are the service's view of each reservation (the names of
+	// GET /v1/reservations/{id}: closed_reason) and the reconciliation's
+	// fields.
 	lines := jsonLines(t, wantCode(t, 0, "export", f.skuDir, "--format", "jsonl"))
 	if len(lines) != n || lines[1]["state"] != "PAID" || lines[1]["payment_id"] != "pay-1" || lines[1]["amount"] != 12900.0 {
 		t.Fatalf("jsonl: %d lines, second %v", len(lines), lines[1])
+	}
+	if third := lines[2]; third["closed_reason"] != "CANCELLED" || third["close_reason"] != nil || third["refund_required"] != true ||
+		third["reservation_id"] != f.id(3) {
+		t.Fatalf("jsonl of reservation 3: %v", third)
 	}
 	wantCode(t, 2, "export", f.skuDir, "--format", "xml")
 	wantCode(t, 2, "export")
