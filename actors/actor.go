@@ -10,6 +10,7 @@ import (
 	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/purchase"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/wal"
 )
@@ -66,7 +67,7 @@ type skuActor struct {
 
 	snap snapshots // snapshot writers and their callers (snapshot.go)
 
-	retain feedRetention // holds truncation back for feed consumers (feed_retention.go)
+	retain feed.Retention // holds truncation back for feed consumers
 
 	drawPaused bool // a draw's next round waits for Config.DrawPause (lottery.go)
 

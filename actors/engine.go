@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -162,10 +163,10 @@ type Config struct {
 	MaxSKUs int
 	// FeedRetainRecords holds back the truncation of each SKU's log after
 	// a snapshot so that its newest this-many records stay for feed
-	// consumers (0: none; at most MaxFeedRetainRecords).
+	// consumers (0: none; at most feed.MaxRetainRecords).
 	FeedRetainRecords uint64
 	// FeedRetainAge holds back truncation so that records appended within
-	// this age stay (0: none; at most MaxFeedRetainAge). They are removed
+	// this age stay (0: none; at most feed.MaxRetainAge). They are removed
 	// at the first snapshot after they age out.
 	FeedRetainAge time.Duration
 
@@ -429,7 +430,8 @@ func (e *Engine) spawn(k skuKey) *SKU {
 	// snapshot caller and per snapshot writer, one log failure per batch
 	// waiting on the log (wal.Options.MaxWaiters). Calls wait in the inbox,
 	// bounded by Config.InboxMax.
-	props := actor.PropsFromProducer(func() actor.Actor { return &skuActor{h: h, cfg: cfg, dispatcher: d, retain: newFeedRetention(cfg)} },
+	retain := feed.NewRetention(cfg.FeedRetainRecords, cfg.FeedRetainAge)
+	props := actor.PropsFromProducer(func() actor.Actor { return &skuActor{h: h, cfg: cfg, dispatcher: d, retain: retain} },
 		actor.WithMailbox(actor.Unbounded()), actor.WithDispatcher(d))
 	h.pid = e.system.Root.Spawn(props)
 	e.skusMu.Lock()

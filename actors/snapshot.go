@@ -280,7 +280,7 @@ func (a *skuActor) truncateLog(oldestKept uint64, log interface {
 		log.Info("log truncation left to the next snapshot: TruncationsMax truncations running", "max", TruncationsMax)
 		return
 	}
-	need := a.retain.cut(oldestKept+1, a.log.DurableIndex(), a.log.LastIndex(), a.cfg.Clock())
+	need := a.retain.Cut(oldestKept+1, a.log.DurableIndex(), a.log.LastIndex(), a.cfg.Clock())
 	if _, err := a.log.TruncateBefore(need); err != nil {
 		if errors.Is(err, wal.ErrFailed) {
 			a.fail(err)

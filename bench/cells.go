@@ -11,6 +11,7 @@ import (
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/cells"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/ledger"
 )
 
@@ -116,11 +117,11 @@ func newCellControl(config CellsConfig, router *Client, adminToken string) (*cel
 // define publishes every SKU of the campaign as a celled SKU, then waits
 // until each is ready.
 func (cc *cellControl) define(ctx context.Context, spec CampaignSpec) error {
-	startAt, err := time.Parse(timeLayout, spec.StartAt)
+	startAt, err := time.Parse(timefmt.Layout, spec.StartAt)
 	if err != nil {
 		return fmt.Errorf("start_at: %w", err)
 	}
-	endAt, err := time.Parse(timeLayout, spec.EndAt)
+	endAt, err := time.Parse(timefmt.Layout, spec.EndAt)
 	if err != nil {
 		return fmt.Errorf("end_at: %w", err)
 	}

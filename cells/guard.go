@@ -15,16 +15,13 @@ import (
 // Guard is a cell's engine as its HTTP service sees it: a reserve for a
 // user the frozen cell map gives to another cell is refused with
 // actors.ErrWrongCell (421 WRONG_CELL, naming the cell), so a stale router
-// cannot make a user buy twice. Every other call goes through. SKUs
+// cannot make a user buy twice, and a campaign is defined through the
+// admin API only once the ledger allowed it (ClaimCampaign, also the
+// service's httpapi.Config.Claimer). Every other call goes through. SKUs
 // published while the cell runs are added (Add) before the cell defines
 // them, so no reserve of theirs is ever taken unguarded.
 type Guard struct {
-	// The engine itself, not the httpapi.Engine interface: every method
-	// of *actors.Engine is the Guard's too, so the HTTP service still
-	// finds the optional interfaces it looks for on its engine
-	// (httpapi.FeedSource for the event feed, httpapi.Lotteries), which
-	// an embedded interface would hide (a cell served neither).
-	*actors.Engine
+	httpapi.Engine
 	cell    string
 	ledger  *ledger.Ledger                        // for ClaimCampaign (local.go); nil: no local definition
 	claimed sync.Map                              // campaign id → true: claimed locally by this cell (never undone)
@@ -36,7 +33,7 @@ type Guard struct {
 // its celled SKUs; l (nil: none, every local definition is refused) is
 // the ledger asked before the admin API defines a campaign locally
 // (ClaimCampaign).
-func NewGuard(engine *actors.Engine, cell string, published []Published, l *ledger.Ledger) *Guard {
+func NewGuard(engine httpapi.Engine, cell string, published []Published, l *ledger.Ledger) *Guard {
 	g := &Guard{Engine: engine, cell: cell, ledger: l}
 	g.skus.Store(&map[string]*Published{})
 	for _, p := range published {
@@ -122,9 +119,8 @@ func (g *Guard) check(campaignID, skuID, userID string) error {
 	return nil
 }
 
-// The HTTP service's view of a cell's engine, with the optional parts.
+// The HTTP service's view of a cell's engine, and its claimer.
 var (
-	_ httpapi.Engine     = (*Guard)(nil)
-	_ httpapi.FeedSource = (*Guard)(nil)
-	_ httpapi.Lotteries  = (*Guard)(nil)
+	_ httpapi.Engine          = (*Guard)(nil)
+	_ httpapi.CampaignClaimer = (*Guard)(nil)
 )

@@ -8,6 +8,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/valyala/fasthttp"
 )
 
@@ -122,9 +123,9 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest,
 			"entry_pass.required: this server has no entry-pass keys (--entry-pass-keys)"))
 	}
-	if claimer, ok := s.engine.(CampaignClaimer); ok { // a cell: local or published, never both (cell.go)
+	if s.claimer != nil { // a cell: local or published, never both (cell.go)
 		ectx, cancel := s.engineContext()
-		err := claimer.ClaimCampaign(ectx, campaignID)
+		err := s.claimer.ClaimCampaign(ectx, campaignID)
 		cancel()
 		if r, ok := claimReply(err); ok {
 			return write(ctx, r)
@@ -144,7 +145,9 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 	}
 	defer release()
 	created := !s.campaignExists(campaignID)
-	defer s.skuDefinitions.changed() // campaign feeds list the campaign's SKUs again
+	if s.feed != nil {
+		defer s.feed.SKUDefined() // campaign feeds list the campaign's SKUs again
+	}
 	for _, d := range defs {
 		ectx, cancel := s.engineContext()
 		err := s.engine.Define(ectx, d)
@@ -261,7 +264,7 @@ func auditBodyOf(campaignID, skuID string, a sku.Audit) auditBody {
 		HeldClosed: n.HeldClosed, Refunds: n.RefundsRequired, Rejected: n.Rejected, Total: n.Reservations,
 		InvariantOK: a.OK(), Violations: append([]string{}, a.Violations...),
 		Granted: n.Granted, Returned: n.Returned,
-		AsOf: formatMillis(a.LastAt),
+		AsOf: timefmt.Millis(a.LastAt),
 	}
 }
 
@@ -355,7 +358,7 @@ func (s *Server) handleRefunds(ctx *fasthttp.RequestCtx) string {
 			ReservationID: r.ReservationID,
 			PaymentID:     r.PaymentID,
 			Amount:        r.Amount,
-			At:            formatMillis(r.At),
+			At:            timefmt.Millis(r.At),
 		})
 	}
 	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, body))

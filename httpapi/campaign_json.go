@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/httpapi/jsonkeys"
+	"github.com/seckill/seckill/internal/timefmt"
 )
 
 // campaignJSON is the JSON form of a Campaign: the same fields, with
@@ -52,7 +53,7 @@ func formatCampaignTime(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return formatMillis(t.UnixMilli())
+	return timefmt.Millis(t.UnixMilli())
 }
 
 // exampleTime shows the expected form of a time in error messages.

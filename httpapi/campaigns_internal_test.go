@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 )
 
 func TestParseCampaignsJSONAndYAML(t *testing.T) {
@@ -106,8 +107,8 @@ func TestClassify(t *testing.T) {
 	if f := classify(fmt.Errorf("reserve: %w", actors.ErrBusy)); f.status != 429 || f.reason != reasonQueueFull {
 		t.Fatalf("a full SKU inbox: %+v", f)
 	}
-	if !strings.HasPrefix(formatMillis(1893456000123), "2030-01-01T00:00:00.123Z") {
-		t.Fatal(formatMillis(1893456000123))
+	if !strings.HasPrefix(timefmt.Millis(1893456000123), "2030-01-01T00:00:00.123Z") {
+		t.Fatal(timefmt.Millis(1893456000123))
 	}
 }
 

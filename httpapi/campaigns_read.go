@@ -5,6 +5,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/valyala/fasthttp"
 )
 
@@ -54,7 +55,7 @@ func campaignsOf(stats []actors.Stats, campaignID string) []campaignBody {
 		c := &out[len(out)-1]
 		c.SKUs = append(c.SKUs, campaignSKU{
 			SKUID: st.SKUID, SaleLimit: d.SaleLimit,
-			StartAt: formatMillis(d.StartAt), EndAt: formatMillis(d.EndAt),
+			StartAt: timefmt.Millis(d.StartAt), EndAt: timefmt.Millis(d.EndAt),
 			PaymentWindow:  (time.Duration(d.PaymentWindowMs) * time.Millisecond).String(),
 			ReleaseOnClose: d.ReleaseOnClose, Paused: st.Paused,
 		})

@@ -55,9 +55,9 @@ var (
 	ErrLedgerUnreachable = errors.New("etcd did not answer whether the campaign is published across cells; nothing was defined")
 )
 
-// CampaignClaimer is the optional part of an Engine that must be asked
-// before a campaign is defined through the admin API (a cell's guard):
-// nil when this engine may define it.
+// CampaignClaimer must be asked before a campaign is defined through the
+// admin API (Config.Claimer: a cell's guard): nil when this cell may
+// define it.
 type CampaignClaimer interface {
 	ClaimCampaign(ctx context.Context, campaignID string) error
 }

@@ -18,14 +18,15 @@
 //	engine.go        the consumer-side engine interfaces (Reserver, StatsReader,
 //	                 Admin; their in-memory twin is package memengine) and
 //	                 the error mapping
-//	server.go        Config, Server, routing, timeouts, panic recovery
+//	server.go        Config (the engine and the optional features, Feed,
+//	                 Lotteries, Claimer: nil answers their routes 404),
+//	                 Server, routing, timeouts, panic recovery
 //	fasthttplog.go   fasthttp's own log messages, bounded, into slog
-//	respond.go       JSON answers and time rendering (one format everywhere)
+//	respond.go       JSON answers (times in package internal/timefmt's one format)
 //	decode.go        body decoding, its error details, id validation
 //	reserve.go       the reserve pipeline (dedup, ingress, engine, encode)
 //	reserve_codec.go the reserve body and 202 answer without reflection
 //	reserveroute.go  reserves of known SKUs by their raw path, past the router
-//	timefmt.go       the 202 body's timestamps without time.Format
 //	deadlines.go     the shared deadlines of reserve waits
 //	dedup.go         per-user flights and the bounded answer cache
 //	admission.go     the admission bound, the fast answers, per-SKU permits
@@ -45,4 +46,11 @@
 //	stats_ingress.go per-SKU counters of the reserve answers the ingress gives
 //	stats_engine.go  ActivityReader: what the engine counts per SKU (actors.Activity)
 //	dashboard.go     /admin/dashboard: the embedded page (package dashboard), its CSP
+//	feed.go          the event feed of a SKU (package feed reads it): query
+//	                 parameters, JSON pages, long polls, Server-Sent Events,
+//	                 the status of each feed error
+//	feed_campaign.go the campaign's merged feed
+//	feed_export.go   the reservations export a feed consumer resynchronises from
+//	feed_metrics.go  the feed's gauges (streams open, readers waiting)
+//	feed_peer.go     a stream's check that its client closed
 package httpapi

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/entrypass"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/valyala/fasthttp"
 )
 
@@ -159,7 +160,7 @@ func (s *Server) checkEntryPassAt(def *sku.Definition, campaignID, skuID, reques
 		var te *entrypass.TimeError
 		if errors.Is(err, entrypass.ErrExpired) && errors.As(err, &te) {
 			rep = jsonReply(fasthttp.StatusForbidden, reasonEntryPassExpired,
-				errorBody{Error: reasonEntryPassExpired, ExpiredAt: formatMillis(te.ExpiresAtMs)})
+				errorBody{Error: reasonEntryPassExpired, ExpiredAt: timefmt.Millis(te.ExpiresAtMs)})
 			return p, s.passRefused(campaignID, skuID, entrypass.Reason(err), rep), false
 		}
 		return p, s.passRefused(campaignID, skuID, entrypass.Reason(err), replyEntryPassInvalid), false

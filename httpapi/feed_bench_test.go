@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/wal"
 	"github.com/valyala/fasthttp"
@@ -57,7 +58,7 @@ func startBenchServer(b *testing.B, fsync wal.FsyncMode) *benchServer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := httpapi.New(httpapi.Config{Engine: eng, AdminToken: testToken, Logger: log, Registry: reg, MaxQueueWait: 10 * time.Second})
+	srv, err := httpapi.New(httpapi.Config{Engine: eng, Feed: feed.New(eng), AdminToken: testToken, Logger: log, Registry: reg, MaxQueueWait: 10 * time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -314,7 +315,8 @@ func reserveWithConsumers(b *testing.B, consumers, n int) consumerTrial {
 	start, cpuStart := time.Now(), cpuTime()
 	reserveLoad(b, s.base, "rc", n)
 	elapsed := time.Since(start)
-	log, _, _ := s.eng.FeedLog("rc", "s")
+	fl, _, _ := s.eng.FeedLog("rc", "s")
+	log := fl.(*wal.Log) // its group commits' figures
 	last := log.DurableIndex()
 	t := consumerTrial{consumers: consumers, reservesPerS: float64(n) / elapsed.Seconds()}
 	if st := log.Stats(); st.Batches > 0 {

@@ -10,12 +10,14 @@ import (
 
 	"github.com/fasthttp/router"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/lottery"
 	"github.com/valyala/fasthttp"
 )
 
-// Lotteries runs the commands of lottery sales. *actors.Engine satisfies
-// it; an engine that does not answers the lottery routes 404.
+// Lotteries runs the commands of lottery sales (Config.Lotteries).
+// *actors.Engine satisfies it; without it the lottery routes answer 404.
 type Lotteries interface {
 	// Enter records a user's entry, once per user (actors.Engine.Enter).
 	Enter(ctx context.Context, campaignID, skuID, requestID, userID string, tier uint8) (sku.EntryResult, error)
@@ -38,12 +40,6 @@ func (s *Server) lotteryRoutes(r *router.Router, get func(string, fasthttp.Reque
 	get("/v1/campaigns/{campaign_id}/skus/{sku_id}/lottery", s.route("lottery_info", s.handleLotteryInfo))
 	r.POST("/admin/campaigns/{campaign_id}/skus/{sku_id}/lottery/draw", s.route("admin_draw", s.admin(s.handleDraw)))
 	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/lottery/entries.csv", s.route("admin_entries_csv", s.admin(s.handleEntriesCSV)))
-}
-
-// lotteries returns the engine's lottery commands, false when it has none.
-func (s *Server) lotteries() (Lotteries, bool) {
-	l, ok := s.engine.(Lotteries)
-	return l, ok
 }
 
 func entryURL(campaignID, skuID, requestID string) string {
@@ -82,8 +78,8 @@ type enteredBody struct {
 // passes), and its tier is the entry's tier; without one the tier is 0.
 func (s *Server) handleEnter(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
-	lots, has := s.lotteries()
-	if !ok || !has {
+	lots := s.lotteries
+	if !ok || lots == nil {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
 	}
 	var req enterRequest
@@ -150,16 +146,16 @@ func alreadyEnteredReply(e sku.EntryRef) reply {
 
 // entryBody is the answer of GET .../entries/{request_id}.
 type entryBody struct {
-	RequestID     string           `json:"request_id"`
-	EntrySeq      uint32           `json:"entry_seq"`
-	Tier          uint8            `json:"tier"`
-	Pseudonym     string           `json:"pseudonym"`
-	Status        string           `json:"status"`
-	Position      uint32           `json:"position,omitempty"`
-	ReservationID string           `json:"reservation_id,omitempty"`
-	ExpireAt      string           `json:"expire_at,omitempty"`
-	Reservation   *reservationBody `json:"reservation,omitempty"`
-	EvidenceURL   string           `json:"evidence_url"`
+	RequestID     string            `json:"request_id"`
+	EntrySeq      uint32            `json:"entry_seq"`
+	Tier          uint8             `json:"tier"`
+	Pseudonym     string            `json:"pseudonym"`
+	Status        string            `json:"status"`
+	Position      uint32            `json:"position,omitempty"`
+	ReservationID string            `json:"reservation_id,omitempty"`
+	ExpireAt      string            `json:"expire_at,omitempty"`
+	Reservation   *feed.Reservation `json:"reservation,omitempty"`
+	EvidenceURL   string            `json:"evidence_url"`
 }
 
 // handleEntry is GET /v1/campaigns/{c}/skus/{s}/entries/{request_id}:
@@ -168,8 +164,8 @@ type entryBody struct {
 func (s *Server) handleEntry(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	requestID := pathParam(ctx, "request_id")
-	lots, has := s.lotteries()
-	if !ok || !has || !sku.ValidID(requestID) {
+	lots := s.lotteries
+	if !ok || lots == nil || !sku.ValidID(requestID) {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
 	}
 	ectx, cancel := s.engineContext()
@@ -181,7 +177,7 @@ func (s *Server) handleEntry(ctx *fasthttp.RequestCtx) string {
 	body := entryBody{RequestID: v.RequestID, EntrySeq: v.EntrySeq, Tier: v.Tier, Pseudonym: hex.EncodeToString(v.Pseudonym[:]),
 		Status: v.Status.String(), Position: v.Position, EvidenceURL: lotteryURL(campaignID, skuID)}
 	if v.Status == sku.EntryWon {
-		r := renderReservation(v.Reservation)
+		r := feed.NewReservation(v.Reservation)
 		body.ReservationID, body.ExpireAt, body.Reservation = r.ReservationID, r.ExpireAt, &r
 	}
 	return write(ctx, jsonReply(fasthttp.StatusOK, body.Status, body))
@@ -245,19 +241,19 @@ func renderLottery(info sku.LotteryInfo) lotteryBody {
 	fallbackTime, _ := r.Beacon.Fallback().TimeMs()
 	body := lotteryBody{CampaignID: info.CampaignID, SKUID: info.SKUID, Phase: info.Phase.String(),
 		Rules: lotteryRulesBody{Version: lottery.Version, SaleLimit: info.SaleLimit,
-			EntriesOpenAt: formatMillis(r.EntriesOpenAt), EntriesCloseAt: formatMillis(r.EntriesCloseAt),
-			Beacon: beaconRuleBody{Source: r.Beacon.Source, Round: r.Beacon.Round, RoundTime: formatMillis(roundTime),
-				FallbackRound: r.Beacon.Fallback().Round, FallbackRoundTime: formatMillis(fallbackTime)},
+			EntriesOpenAt: timefmt.Millis(r.EntriesOpenAt), EntriesCloseAt: timefmt.Millis(r.EntriesCloseAt),
+			Beacon: beaconRuleBody{Source: r.Beacon.Source, Round: r.Beacon.Round, RoundTime: timefmt.Millis(roundTime),
+				FallbackRound: r.Beacon.Fallback().Round, FallbackRoundTime: timefmt.Millis(fallbackTime)},
 			Waitlist: r.Waitlist, Tiers: campaignSKUOf(sku.Definition{Lottery: &r}).Tiers},
-		Commit: hexOf(info.Commit), CommittedAt: formatMillis(info.CommittedAt), EntryCount: info.EntryCount}
+		Commit: hexOf(info.Commit), CommittedAt: timefmt.Millis(info.CommittedAt), EntryCount: info.EntryCount}
 	if body.Rules.Tiers == nil {
 		body.Rules.Tiers = []TierQuotaJSON{{Tier: 0, Quota: QuotaValue{Rest: true}}}
 	}
 	if info.Closed {
-		body.EntriesRoot, body.ClosedAt = hexOf(info.EntriesRoot), formatMillis(info.ClosedAt)
+		body.EntriesRoot, body.ClosedAt = hexOf(info.EntriesRoot), timefmt.Millis(info.ClosedAt)
 	}
 	if info.Drawn {
-		body.Round, body.Randomness, body.DrawnAt = info.Round, hexOf(info.Randomness), formatMillis(info.DrawAt)
+		body.Round, body.Randomness, body.DrawnAt = info.Round, hexOf(info.Randomness), timefmt.Millis(info.DrawAt)
 		body.Winners, body.Signature = &info.Winners, hex.EncodeToString(info.Signature)
 	}
 	if info.Done {
@@ -267,7 +263,7 @@ func renderLottery(info sku.LotteryInfo) lotteryBody {
 		body.Promoted = &info.Promoted
 	}
 	if info.Ended {
-		body.EndedAt = formatMillis(info.EndedAt)
+		body.EndedAt = timefmt.Millis(info.EndedAt)
 	}
 	return body
 }
@@ -288,8 +284,8 @@ func (s *Server) handleLotteryInfo(ctx *fasthttp.RequestCtx) string {
 // answer to give.
 func (s *Server) frozenLottery(ctx *fasthttp.RequestCtx, route string) (*sku.Frozen, reply, bool) {
 	campaignID, skuID, ok := pathSKU(ctx)
-	lots, has := s.lotteries()
-	if !ok || !has {
+	lots := s.lotteries
+	if !ok || lots == nil {
 		return nil, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""), false
 	}
 	ectx, cancel := s.engineContext()
@@ -335,8 +331,8 @@ type drawRequest struct {
 // time) or ALREADY_DRAWN, nothing recorded.
 func (s *Server) handleDraw(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
-	lots, has := s.lotteries()
-	if !ok || !has {
+	lots := s.lotteries
+	if !ok || lots == nil {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
 	}
 	var req drawRequest
@@ -397,7 +393,7 @@ func (s *Server) beaconDue(ctx *fasthttp.RequestCtx, round uint64) string {
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("beacon round %d of %s is published at %s: draw with it at or after that time", round, info.Rules.Beacon.Source, formatMillis(due))
+	return fmt.Sprintf("beacon round %d of %s is published at %s: draw with it at or after that time", round, info.Rules.Beacon.Source, timefmt.Millis(due))
 }
 
 // reasonBadBeacon answers a draw whose randomness is not 32 bytes of hex.

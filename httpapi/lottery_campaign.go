@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/lottery"
 )
 
@@ -108,7 +109,7 @@ func campaignSKUOf(d sku.Definition) CampaignSKU {
 	}
 	waitlist := l.Waitlist
 	s.Allocation, s.Waitlist = AllocationLottery, &waitlist
-	s.EntriesOpenAt, s.EntriesCloseAt = formatMillis(l.EntriesOpenAt), formatMillis(l.EntriesCloseAt)
+	s.EntriesOpenAt, s.EntriesCloseAt = timefmt.Millis(l.EntriesOpenAt), timefmt.Millis(l.EntriesCloseAt)
 	s.Beacon = &BeaconJSON{Source: l.Beacon.Source, Round: l.Beacon.Round}
 	for _, q := range slices.Clone(l.Tiers) {
 		s.Tiers = append(s.Tiers, TierQuotaJSON{Tier: q.Tier, Quota: QuotaValue{Count: q.Count, Rest: q.Rest}})

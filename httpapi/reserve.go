@@ -1,10 +1,11 @@
 package httpapi
 
 import (
-	"github.com/seckill/seckill/actors"
 	"time"
 
+	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/valyala/fasthttp"
 )
 
@@ -311,7 +312,7 @@ func withRetryAfter(r reply, seconds string) reply {
 func notStarted(startAt int64, now time.Time) reply {
 	b := make([]byte, 0, 64)
 	b = append(b, `{"error":"NOT_STARTED","start_at":"`...)
-	b = time.UnixMilli(startAt).UTC().AppendFormat(b, rfc3339Millis)
+	b = timefmt.AppendMillis(b, startAt)
 	b = append(b, `"}`...)
 	return reply{status: fasthttp.StatusForbidden, body: b, outcome: reasonNotStarted,
 		retryAfter: retryAfterSeconds(time.UnixMilli(startAt).Sub(now))}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/httpapi/jsonkeys"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/valyala/fastjson"
 )
 
@@ -90,7 +91,7 @@ func acceptedJSON(reservationID, requestID string, tokenID uint32, expireAtMilli
 	if !plainJSON(reservationID) || !plainJSON(requestID) {
 		return jsonReply(0, "", acceptedBody{
 			ReservationID: reservationID, RequestID: requestID, State: acceptedState,
-			TokenID: tokenID, ExpireAt: formatMillis(expireAtMillis), StatusURL: reservationURL(reservationID),
+			TokenID: tokenID, ExpireAt: timefmt.Millis(expireAtMillis), StatusURL: reservationURL(reservationID),
 		}).body
 	}
 	dst := make([]byte, 0, 160+2*len(reservationID)+len(requestID)+len(acceptedState)+len(reservationURLPrefix))
@@ -103,7 +104,7 @@ func acceptedJSON(reservationID, requestID string, tokenID uint32, expireAtMilli
 	dst = append(dst, `","token_id":`...)
 	dst = strconv.AppendUint(dst, uint64(tokenID), 10)
 	dst = append(dst, `,"expire_at":"`...)
-	dst = appendMillisUTC(dst, expireAtMillis)
+	dst = timefmt.AppendMillis(dst, expireAtMillis)
 	dst = append(dst, `","status_url":"`...)
 	dst = append(dst, reservationURLPrefix...)
 	dst = append(dst, reservationID...)

@@ -110,20 +110,3 @@ func retryAfterSeconds(d time.Duration) string {
 	}
 	return strconv.FormatInt(s, 10)
 }
-
-// rfc3339Millis is RFC 3339 with milliseconds; times are rendered in UTC.
-const rfc3339Millis = "2006-01-02T15:04:05.000Z07:00"
-
-// formatMillis renders Unix milliseconds as RFC 3339 with ms, in UTC.
-func formatMillis(ms int64) string {
-	var buf [len(rfc3339Millis)]byte
-	return string(appendMillisUTC(buf[:0], ms))
-}
-
-// optionalMillis is formatMillis, or "" for zero (not set).
-func optionalMillis(ms int64) string {
-	if ms == 0 {
-		return ""
-	}
-	return formatMillis(ms)
-}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fasthttp/router"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/seckill/seckill/feed"
 	"github.com/valyala/fasthttp"
 )
 
@@ -57,10 +58,22 @@ const (
 )
 
 // Config configures a Server. Engine and AdminToken are required; every
-// other zero field takes its default.
+// other zero field takes its default. The optional features are passed in
+// as fields: a nil one is absent, and its routes answer 404.
 type Config struct {
 	// Engine executes the commands.
 	Engine Engine
+	// Feed serves the event feed and the reservations export
+	// (/admin/campaigns/{c}/events, .../skus/{s}/events and
+	// .../skus/{s}/reservations): feed.New over the engine.
+	Feed *feed.Feed
+	// Lotteries runs the entries and draws of lottery SKUs (the
+	// /entries, /lottery and /lottery/* routes).
+	Lotteries Lotteries
+	// Claimer is asked before a campaign is defined through the admin
+	// API (a cell's guard: the campaign must not be published across
+	// cells); nil: every campaign may be.
+	Claimer CampaignClaimer
 	// AdminToken is the bearer token of /admin routes.
 	AdminToken string
 	// PaymentSecret is the HMAC-SHA256 key of payment callbacks
@@ -208,17 +221,15 @@ type Server struct {
 	http       *fasthttp.Server
 	// draining is set by Shutdown: /readyz answers 503 from then on.
 	draining atomic.Bool
-	// feeds is cancelled by Shutdown: long polls answer and event streams
-	// end (feed.go).
-	feeds     context.Context
-	stopFeeds context.CancelFunc
-	// eventCaches share the encoded events of a SKU between its feed
-	// consumers (feed_cache.go).
-	eventCaches *eventCaches
-	feedChains  *chainCache
-	// skuDefinitions wakes campaign feeds when a SKU is defined.
-	skuDefinitions skuDefinitions
-	feedGauges     feedGauges
+	// feed is the event feed (Config.Feed; nil: none); feeds is cancelled
+	// by Shutdown: long polls answer and event streams end (feed.go).
+	feed        *feed.Feed
+	feeds       context.Context
+	stopFeeds   context.CancelFunc
+	feedStreams atomic.Int64 // SSE streams open
+	// lotteries and claimer are Config.Lotteries and Config.Claimer.
+	lotteries Lotteries
+	claimer   CampaignClaimer
 
 	// ingress and stats feed the dashboard (stats*.go).
 	ingress *ingressStats
@@ -263,9 +274,9 @@ func New(cfg Config) (*Server, error) {
 		ingress:    &ingressStats{engine: cfg.Engine},
 		stats:      newStatsSampler(),
 	}
+	s.feed, s.lotteries, s.claimer = cfg.Feed, cfg.Lotteries, cfg.Claimer
 	s.feeds, s.stopFeeds = context.WithCancel(context.Background())
-	s.eventCaches, s.feedChains = newEventCaches(), newChainCache()
-	if err := s.feedGauges.register(cfg.Registry); err != nil {
+	if err := s.registerFeedGauges(cfg.Registry); err != nil {
 		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
 	}
 	s.passMetrics, s.issuerID = pm, digest(cfg.EntryPasses.IssuerToken)

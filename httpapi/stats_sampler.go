@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/internal/timefmt"
 )
 
 // The stats sampler: once a StatsInterval it reads every SKU's published
@@ -136,7 +137,7 @@ func (s *Server) SampleStats(now time.Time) {
 	if !sp.at.IsZero() && now.After(sp.at) {
 		dt = now.Sub(sp.at).Seconds()
 	}
-	doc := &statsDoc{At: formatMillis(now.UnixMilli()), IntervalSeconds: dt, Rows: make([]statsRow, 0, len(stats))}
+	doc := &statsDoc{At: timefmt.Millis(now.UnixMilli()), IntervalSeconds: dt, Rows: make([]statsRow, 0, len(stats))}
 	var tot totalsBuilder
 	tot.row.InvariantOK = true
 	tot.row.MaxQueueWaitMs = millis(s.limits.maxQueueWait)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/valyala/fasthttp"
 )
 
@@ -85,7 +86,7 @@ func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) string {
 		CampaignID: campaignID,
 		SKUID:      skuID,
 		Status:     status,
-		StartAt:    optionalMillis(st.Definition.StartAt),
-		EndAt:      optionalMillis(st.Definition.EndAt),
+		StartAt:    timefmt.OptionalMillis(st.Definition.StartAt),
+		EndAt:      timefmt.OptionalMillis(st.Definition.EndAt),
 	}))
 }

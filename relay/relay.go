@@ -27,7 +27,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/feed"
 )
 
 // Defaults of Config.
@@ -223,7 +223,7 @@ type eventHead struct {
 // messages turns a page into messages, each with the campaign cursor as
 // of it (the cursor before the page, advanced event by event).
 func messages(page *feedPage, cursor string) ([]Message, error) {
-	positions, err := httpapi.ParseCampaignCursor(cursor)
+	positions, err := feed.ParseCampaignCursor(cursor)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +240,7 @@ func messages(page *feedPage, cursor string) ([]Message, error) {
 		history, _, _ := strings.Cut(h.ID, "-")
 		positions[history] = h.ID // ParseCampaignCursor keys positions by history
 		msgs = append(msgs, Message{ID: h.ID, Type: h.Type, SKUID: parts[3], Index: h.SeckillIndex,
-			Cursor: httpapi.CampaignCursor(positions), Event: raw})
+			Cursor: feed.CampaignCursor(positions), Event: raw})
 	}
 	return msgs, nil
 }

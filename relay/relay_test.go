@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/httpapi/httpapitest"
 	"github.com/seckill/seckill/relay"
@@ -57,7 +58,7 @@ func startSeckill(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	return httpapitest.Serve(t, httpapi.Config{Engine: e, AdminToken: token, Logger: quiet})
+	return httpapitest.Serve(t, httpapi.Config{Engine: e, Feed: feed.New(e), AdminToken: token, Logger: quiet})
 }
 
 func do(t *testing.T, method, url string, body any, admin bool) map[string]any {

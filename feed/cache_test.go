@@ -1,10 +1,8 @@
-package httpapi
+package feed
 
 import (
 	"crypto/rand"
 	"testing"
-
-	"github.com/seckill/seckill/wal"
 )
 
 // The cache answers only for the index it holds in a slot, and a SKU's
@@ -15,14 +13,14 @@ func TestEventCache(t *testing.T) {
 	if _, ok := c.get(0); ok {
 		t.Fatal("index 0 (an empty slot) found")
 	}
-	c.put(&encodedEvent{index: 5, id: "h1-5", json: []byte(`{}`)})
+	c.put(&Encoded{index: 5, id: "h1-5", json: []byte(`{}`)})
 	if e, ok := c.get(5); !ok || e.id != "h1-5" {
 		t.Fatalf("get(5) = %+v, %v", e, ok)
 	}
 	if _, ok := c.get(5 + feedCacheEvents); ok {
 		t.Fatal("another index of the same slot found")
 	}
-	c.put(&encodedEvent{index: 5 + feedCacheEvents, id: "h1-x"})
+	c.put(&Encoded{index: 5 + feedCacheEvents, id: "h1-x"})
 	if _, ok := c.get(5); ok {
 		t.Fatal("a replaced slot still answers for its old index")
 	}
@@ -38,9 +36,9 @@ func TestEventCacheRange(t *testing.T) {
 	c := new(eventCache)
 	all := func(string) bool { return true }
 	notRejected := func(typ string) bool { return typ != eventRequestRejected }
-	c.put(&encodedEvent{index: 1, typ: eventSKUDefined, json: []byte(`{"a":1}`)})
-	c.put(&encodedEvent{index: 2, typ: eventRequestRejected}) // its place only
-	c.put(&encodedEvent{index: 3, typ: eventReservationCreated, json: []byte(`{"a":3}`)})
+	c.put(&Encoded{index: 1, typ: eventSKUDefined, json: []byte(`{"a":1}`)})
+	c.put(&Encoded{index: 2, typ: eventRequestRejected}) // its place only
+	c.put(&Encoded{index: 3, typ: eventReservationCreated, json: []byte(`{"a":3}`)})
 	got, ok := c.appendRange(nil, 1, 3, notRejected)
 	if !ok || len(got) != 2 || got[0].index != 1 || got[1].index != 3 {
 		t.Fatalf("1..3 without rejections: %v %+v", ok, got)
@@ -54,11 +52,11 @@ func TestEventCacheRange(t *testing.T) {
 	if _, ok := c.appendRange(nil, 1, feedCacheEvents+1, notRejected); ok {
 		t.Fatal("a range longer than the cache found")
 	}
-	c.put(&encodedEvent{index: 3, typ: eventReservationCreated}) // an unencoded place
+	c.put(&Encoded{index: 3, typ: eventReservationCreated}) // an unencoded place
 	if e, _ := c.get(3); e.json == nil {
 		t.Fatal("an unencoded place replaced the encoded event")
 	}
-	prefix := []*encodedEvent{{index: 9}}
+	prefix := []*Encoded{{index: 9}}
 	if got, ok := c.appendRange(prefix, 1, 2, all); ok || len(got) != 1 {
 		t.Fatalf("a miss changed dst: %+v", got)
 	}
@@ -70,7 +68,7 @@ func TestChainCache(t *testing.T) {
 	dir := t.TempDir()
 	key := [16]byte{4}
 	c := newChainCache()
-	first, second := new(wal.Log), new(wal.Log)
+	first, second := NewMemLog(), NewMemLog()
 	root, err := c.load(dir, first, key)
 	if err != nil || len(root.Forks) != 0 {
 		t.Fatalf("%+v %v", root, err)

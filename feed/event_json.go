@@ -1,4 +1,4 @@
-package httpapi
+package feed
 
 import (
 	"encoding/json"
@@ -7,11 +7,11 @@ import (
 )
 
 // appendJSON appends the event as encoding/json renders it (json.Marshal
-// of cloudEvent, byte for byte: TestEventJSONMatchesMarshal), without its
+// of CloudEvent, byte for byte: TestEventJSONMatchesMarshal), without its
 // reflection, which cost about half of the CPU a feed event takes to map
 // and encode. The struct tags stay the reference. The nested objects of the
 // rare records (definition, lottery, cell) go through json.Marshal.
-func (e *cloudEvent) appendJSON(b []byte) ([]byte, error) {
+func (e *CloudEvent) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"specversion":`...)
 	b = appendJSONString(b, e.SpecVersion)
 	b = append(b, `,"id":`...)
@@ -35,8 +35,8 @@ func (e *cloudEvent) appendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), err
 }
 
-// appendJSON appends the data object (see cloudEvent.appendJSON).
-func (d *eventData) appendJSON(b []byte) ([]byte, error) {
+// appendJSON appends the data object (see CloudEvent.appendJSON).
+func (d *EventData) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"campaign_id":`...)
 	b = appendJSONString(b, d.CampaignID)
 	b = append(b, `,"sku_id":`...)

@@ -1,14 +1,14 @@
-package httpapi
+package feed
 
 import (
 	"encoding/hex"
-	"strconv"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 )
 
 // Event types of the feed (CloudEvents "type"). Every sku.RecordType maps
-// to one (eventTypes); a record type without one fails the feed's tests.
+// to one (EventType); a record type without one fails the feed's tests.
 const (
 	eventSKUDefined            = "seckill.sku.defined"
 	eventSKUPaused             = "seckill.sku.paused"
@@ -38,9 +38,9 @@ const (
 	eventRequestRejected = "seckill.request.rejected"
 )
 
-// eventType returns the feed's event type of a record type, "" for a type
+// EventType returns the feed's event type of a record type, "" for a type
 // it does not know. The switch lists every sku.RecordType.
-func eventType(t sku.RecordType) string {
+func EventType(t sku.RecordType) string {
 	switch t {
 	case sku.RecordDefine:
 		return eventSKUDefined
@@ -86,11 +86,23 @@ func eventType(t sku.RecordType) string {
 	return ""
 }
 
-// cloudEvent is one feed event, a CloudEvents 1.0 JSON object
+// KnownEventType reports whether t is one of the feed's event types.
+func KnownEventType(t string) bool {
+	for rt := 1; rt < 256; rt++ {
+		if EventType(sku.RecordType(rt)) == t {
+			return true
+		}
+	}
+	return false
+}
+
+// CloudEvent is one feed event, a CloudEvents 1.0 JSON object
 // (github.com/cloudevents/spec, json-format.md). id is the feed cursor of
 // the record, so (source, id) names one durable record for good; the
-// extension seckillindex is its log index.
-type cloudEvent struct {
+// extension seckillindex is its log index. Its fields and their names are
+// the feed's public contract with downstream consumers; seckillctl inspect
+// renders a record's Data with them too.
+type CloudEvent struct {
 	SpecVersion     string    `json:"specversion"`
 	ID              string    `json:"id"`
 	Source          string    `json:"source"`
@@ -99,14 +111,14 @@ type cloudEvent struct {
 	Time            string    `json:"time"`
 	DataContentType string    `json:"datacontenttype"`
 	SeckillIndex    uint64    `json:"seckillindex"`
-	Data            eventData `json:"data"`
+	Data            EventData `json:"data"`
 }
 
-// eventData is an event's data: the record's fields, and for the events
+// EventData is an event's data: the record's fields, and for the events
 // of a reservation its immutable fields (request_id, user_id, token_id,
 // created_at, expire_at). Times are RFC 3339 with milliseconds, UTC;
 // amounts in minor units.
-type eventData struct {
+type EventData struct {
 	CampaignID    string          `json:"campaign_id"`
 	SKUID         string          `json:"sku_id"`
 	ReservationID string          `json:"reservation_id,omitempty"`
@@ -120,7 +132,7 @@ type eventData struct {
 	Reason        string          `json:"reason,omitempty"`
 	TokenReleased *bool           `json:"token_released,omitempty"`
 	Outcome       string          `json:"outcome,omitempty"`
-	Definition    *definitionData `json:"definition,omitempty"`
+	Definition    *DefinitionData `json:"definition,omitempty"`
 	// Tier and Risk are what the reserve's entry pass said (created
 	// events of reserves made with a pass only; the pass's subject keys
 	// are not sent).
@@ -128,13 +140,13 @@ type eventData struct {
 	Risk *uint8 `json:"risk,omitempty"`
 	// Lottery holds the lottery records' fields (and a winner's
 	// reservation's entry).
-	Lottery *lotteryData `json:"lottery,omitempty"`
-	Cell    *cellData    `json:"cell,omitempty"` // granted, returned, epoch
+	Lottery *LotteryData `json:"lottery,omitempty"`
+	Cell    *CellData    `json:"cell,omitempty"` // granted, returned, epoch
 }
 
-// lotteryData is the lottery part of an event's data. Hashes are hex. The
+// LotteryData is the lottery part of an event's data. Hashes are hex. The
 // committed event leaves out the server seed and the pseudonym key.
-type lotteryData struct {
+type LotteryData struct {
 	EntriesOpenAt  string   `json:"entries_open_at,omitempty"`  // committed
 	EntriesCloseAt string   `json:"entries_close_at,omitempty"` // committed
 	Waitlist       *uint32  `json:"waitlist,omitempty"`         // committed: its length
@@ -152,9 +164,9 @@ type lotteryData struct {
 	Lost           *uint32  `json:"lost,omitempty"`          // waitlist_closed: the entrants still waiting, who lose
 }
 
-// definitionData is a seckill.sku.defined event's definition (never the
+// DefinitionData is a seckill.sku.defined event's definition (never the
 // reservation id key).
-type definitionData struct {
+type DefinitionData struct {
 	StartAt                 string `json:"start_at"`
 	EndAt                   string `json:"end_at"`
 	PaymentWindowMs         int64  `json:"payment_window_ms"`
@@ -169,33 +181,26 @@ type definitionData struct {
 // eventSource is the CloudEvents source of a SKU's events.
 func eventSource(campaignID, skuID string) string { return "/seckill/" + campaignID + "/" + skuID }
 
-// newEvent maps one durable record to its event: a pure function of the
+// NewEvent maps one durable record to its event: a pure function of the
 // record, its index and id, the SKU's definition and its reservation ids
-// (ids: sku.NewReservationIDs of def) and, for the records after RESERVED, the reservation's view (only its
-// immutable fields are read, so a later state does not change the event).
-func newEvent(r sku.Record, index uint64, id string, def sku.Definition, ids *sku.ReservationIDs, res sku.View) cloudEvent {
-	e := cloudEvent{
+// (ids: sku.NewReservationIDs of def) and, for the records after RESERVED,
+// the reservation's view (only its immutable fields are read, so a later
+// state does not change the event; a zero view leaves them out).
+func NewEvent(r sku.Record, index uint64, id string, def sku.Definition, ids *sku.ReservationIDs, res sku.View) CloudEvent {
+	e := CloudEvent{
 		SpecVersion:     "1.0",
 		ID:              id,
 		Source:          eventSource(def.CampaignID, def.SKUID),
-		Type:            eventType(r.Type),
-		Time:            formatMillis(r.At),
+		Type:            EventType(r.Type),
+		Time:            timefmt.Millis(r.At),
 		DataContentType: "application/json",
 		SeckillIndex:    index,
-		Data:            eventData{CampaignID: def.CampaignID, SKUID: def.SKUID},
+		Data:            EventData{CampaignID: def.CampaignID, SKUID: def.SKUID},
 	}
 	d := &e.Data
 	switch r.Type {
 	case sku.RecordDefine:
-		d.Definition = &definitionData{
-			StartAt: formatMillis(r.Def.StartAt), EndAt: formatMillis(r.Def.EndAt),
-			PaymentWindowMs: r.Def.PaymentWindowMs, SaleLimit: r.Def.SaleLimit, ReleaseOnClose: r.Def.ReleaseOnClose,
-			EntryPassRequired: r.Def.EntryPass.Required, MaxUnpaidPerSubject: r.Def.MaxUnpaidPerSubject,
-			PaymentWindowHighRiskMs: r.Def.PaymentWindowHighRiskMs,
-		}
-		if r.Def.PurchaseLimit != sku.PurchaseLimitSKU {
-			d.Definition.PurchaseLimit = r.Def.PurchaseLimit.String()
-		}
+		d.Definition = NewDefinitionData(r.Def)
 	case sku.RecordReserved:
 		res = sku.View{RequestID: r.RequestID, UserID: r.UserID, TokenID: r.Token, CreatedAt: r.At, ExpireAt: r.ExpireAt}
 		d.setReservation(r.Seq, ids, res)
@@ -224,9 +229,34 @@ func newEvent(r sku.Record, index uint64, id string, def sku.Definition, ids *sk
 	return e
 }
 
+// NewDefinitionData renders a definition as the seckill.sku.defined event
+// carries it.
+func NewDefinitionData(def sku.Definition) *DefinitionData {
+	d := &DefinitionData{
+		StartAt: timefmt.Millis(def.StartAt), EndAt: timefmt.Millis(def.EndAt),
+		PaymentWindowMs: def.PaymentWindowMs, SaleLimit: def.SaleLimit, ReleaseOnClose: def.ReleaseOnClose,
+		EntryPassRequired: def.EntryPass.Required, MaxUnpaidPerSubject: def.MaxUnpaidPerSubject,
+		PaymentWindowHighRiskMs: def.PaymentWindowHighRiskMs,
+	}
+	if def.PurchaseLimit != sku.PurchaseLimitSKU {
+		d.PurchaseLimit = def.PurchaseLimit.String()
+	}
+	return d
+}
+
+// NewLotteryRules renders a lottery's public rules as the
+// seckill.lottery.committed event carries them; nil for none.
+func NewLotteryRules(rules *sku.LotteryRules) *LotteryData {
+	if rules == nil {
+		return nil
+	}
+	waitlist := rules.Waitlist
+	return &LotteryData{EntriesOpenAt: timefmt.Millis(rules.EntriesOpenAt), EntriesCloseAt: timefmt.Millis(rules.EntriesCloseAt), Waitlist: &waitlist}
+}
+
 // setLottery fills the data of a lottery record.
-func (d *eventData) setLottery(r sku.Record, ids *sku.ReservationIDs, res sku.View) {
-	l := &lotteryData{}
+func (d *EventData) setLottery(r sku.Record, ids *sku.ReservationIDs, res sku.View) {
+	l := &LotteryData{}
 	d.Lottery = l
 	lot := r.Lot
 	if lot == nil {
@@ -234,9 +264,8 @@ func (d *eventData) setLottery(r sku.Record, ids *sku.ReservationIDs, res sku.Vi
 	}
 	switch r.Type {
 	case sku.RecordLotteryCommitted:
-		if rules := r.Def.Lottery; rules != nil {
-			waitlist := rules.Waitlist
-			l.EntriesOpenAt, l.EntriesCloseAt, l.Waitlist = formatMillis(rules.EntriesOpenAt), formatMillis(rules.EntriesCloseAt), &waitlist
+		if rules := NewLotteryRules(r.Def.Lottery); rules != nil {
+			*l = *rules
 		}
 	case sku.RecordEntered:
 		tier := lot.Tier
@@ -260,10 +289,10 @@ func (d *eventData) setLottery(r sku.Record, ids *sku.ReservationIDs, res sku.Vi
 	}
 }
 
-// cellData is the data of a celled SKU's quota event: the cell, and for a
+// CellData is the data of a celled SKU's quota event: the cell, and for a
 // grant or a return its allocation (or return) seq, the epoch it was made
 // under and the token ranges (inclusive) with their count.
-type cellData struct {
+type CellData struct {
 	Cell   string           `json:"cell"`
 	Seq    uint64           `json:"seq,omitempty"`
 	Epoch  uint64           `json:"epoch"`
@@ -272,19 +301,25 @@ type cellData struct {
 }
 
 // setCell fills the data of a GRANT, RETURN or EPOCH record.
-func (d *eventData) setCell(r sku.Record, def sku.Definition) {
-	c := &cellData{Cell: def.Cell}
-	if a := r.Cell; a != nil {
+func (d *EventData) setCell(r sku.Record, def sku.Definition) {
+	d.Cell = NewCellData(def.Cell, r.Cell)
+}
+
+// NewCellData renders cell's allocation a (a grant, a return, or an epoch
+// alone; nil: the cell alone) as the cell events carry it.
+func NewCellData(cell string, a *sku.Allocation) *CellData {
+	c := &CellData{Cell: cell}
+	if a != nil {
 		c.Seq, c.Epoch, c.Ranges, c.Units = a.Seq, a.Epoch, a.Ranges, a.Units()
 	}
-	d.Cell = c
+	return c
 }
 
 // setReservation fills the reservation's id and immutable fields.
-func (d *eventData) setReservation(seq uint32, ids *sku.ReservationIDs, res sku.View) {
+func (d *EventData) setReservation(seq uint32, ids *sku.ReservationIDs, res sku.View) {
 	d.ReservationID = ids.Format(seq)
 	d.RequestID, d.UserID, d.TokenID = res.RequestID, res.UserID, res.TokenID
-	d.CreatedAt, d.ExpireAt = optionalMillis(res.CreatedAt), optionalMillis(res.ExpireAt)
+	d.CreatedAt, d.ExpireAt = timefmt.OptionalMillis(res.CreatedAt), timefmt.OptionalMillis(res.ExpireAt)
 }
 
 // needsReservation reports whether a record's event carries immutable
@@ -295,10 +330,4 @@ func needsReservation(t sku.RecordType) bool {
 		return true
 	}
 	return false
-}
-
-// eventID is the feed cursor of the record at index in history: the event
-// id. "<history>-<index>", e.g. "3f2a9c0d1b4e5f60-1042".
-func eventID(history string, index uint64) string {
-	return history + "-" + strconv.FormatUint(index, 10)
 }

@@ -1,4 +1,4 @@
-package history
+package feed
 
 import (
 	"bytes"
@@ -11,8 +11,8 @@ import (
 func TestChain(t *testing.T) {
 	key := [16]byte{7}
 	dir := t.TempDir()
-	c, err := Load(dir, key)
-	if err != nil || c.Root != RootID(key) || c.At(5) != c.Root {
+	c, err := LoadHistory(dir, key)
+	if err != nil || c.Root != RootHistory(key) || c.At(5) != c.Root {
 		t.Fatalf("no file: %+v, %v", c, err)
 	}
 	f1, err := c.Fork(100, bytes.NewReader(bytes.Repeat([]byte{1}, 8)))
@@ -26,7 +26,7 @@ func TestChain(t *testing.T) {
 	if err := f2.Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Load(dir, key)
+	got, err := LoadHistory(dir, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestChain(t *testing.T) {
 		err   error
 	}{
 		{got.Root, 100, 0, nil}, {got.Root, 101, 100, ErrDiverged}, {h1, 150, 0, nil}, {h1, 151, 150, ErrDiverged},
-		{h2, 999, 0, nil}, {"ffffffffffffffff", 1, 0, ErrUnknown},
+		{h2, 999, 0, nil}, {"ffffffffffffffff", 1, 0, ErrUnknownHistory},
 	} {
 		fork, err := got.Check(c.h, c.index)
 		if fork != c.fork || !errors.Is(err, c.err) {
@@ -56,7 +56,7 @@ func TestChain(t *testing.T) {
 	if fork, err := f3.Check(h1, 120); fork != 50 || !errors.Is(err, ErrDiverged) {
 		t.Fatalf("abandoned cursor: %d, %v", fork, err)
 	}
-	if _, err := Load(dir, [16]byte{8}); err == nil {
+	if _, err := LoadHistory(dir, [16]byte{8}); err == nil {
 		t.Fatal("another SKU's chain loaded")
 	}
 }

@@ -1,4 +1,4 @@
-package httpapi
+package feed
 
 import (
 	"bytes"
@@ -14,23 +14,23 @@ import (
 	"pgregory.net/rapid"
 )
 
-var updateGolden = flag.Bool("update-feed-golden", false, "rewrite testdata/feed_events.golden")
+var updateGolden = flag.Bool("update-feed-golden", false, "rewrite testdata/events.golden")
 
 // Every record type has an event type: a record type added to package sku
-// without one fails here (add it to eventType and to the golden file).
+// without one fails here (add it to EventType and to the golden file).
 func TestEveryRecordTypeHasAnEventType(t *testing.T) {
 	seen := map[string]sku.RecordType{}
 	for rt := 1; rt < 256; rt++ {
 		typ := sku.RecordType(rt)
 		if strings.HasPrefix(typ.String(), "RecordType(") {
-			if eventType(typ) != "" {
-				t.Errorf("%v has event type %q but no name in package sku", typ, eventType(typ))
+			if EventType(typ) != "" {
+				t.Errorf("%v has event type %q but no name in package sku", typ, EventType(typ))
 			}
 			continue
 		}
-		et := eventType(typ)
+		et := EventType(typ)
 		if et == "" {
-			t.Errorf("record type %v has no feed event type: add it to eventType (httpapi/feed_event.go)", typ)
+			t.Errorf("record type %v has no feed event type: add it to EventType (feed/event.go)", typ)
 			continue
 		}
 		seen[et] = typ
@@ -74,7 +74,7 @@ func goldenRecords() map[sku.RecordType]sku.Record {
 	}
 }
 
-// The event of each record type, byte for byte (testdata/feed_events.golden;
+// The event of each record type, byte for byte (testdata/events.golden;
 // -update-feed-golden rewrites it). The reservation's view carries a later
 // state: only its immutable fields may appear.
 func TestEventGolden(t *testing.T) {
@@ -98,7 +98,7 @@ func TestEventGolden(t *testing.T) {
 		if r.Cell != nil { // a celled SKU's records
 			d.Cell = "c2"
 		}
-		e := newEvent(back, uint64(rt)+100, eventID("0123456789abcdef", uint64(rt)+100), d, sku.NewReservationIDs(d), view)
+		e := NewEvent(back, uint64(rt)+100, eventID("0123456789abcdef", uint64(rt)+100), d, sku.NewReservationIDs(d), view)
 		raw, err := e.appendJSON(nil) // what the feed sends
 		if err != nil {
 			t.Fatal(err)
@@ -109,7 +109,7 @@ func TestEventGolden(t *testing.T) {
 		}
 		out.WriteString("# " + r.Type.String() + "\n" + b.String() + "\n")
 	}
-	path := filepath.Join("testdata", "feed_events.golden")
+	path := filepath.Join("testdata", "events.golden")
 	if *updateGolden {
 		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
 			t.Fatal(err)
@@ -129,7 +129,7 @@ func TestEventGolden(t *testing.T) {
 func TestEventReservationIDOfACelledSKU(t *testing.T) {
 	def := sku.Definition{CampaignID: "c1", SKUID: "s1", Cell: "c2", IDKey: [16]byte{1, 2, 3}}
 	r := sku.Record{Type: sku.RecordReserved, At: 1, Seq: 7, Token: 3, ExpireAt: 2, RequestID: "r-7", UserID: "u-7"}
-	e := newEvent(r, 1, eventID("0123456789abcdef", 1), def, sku.NewReservationIDs(def), sku.View{})
+	e := NewEvent(r, 1, eventID("0123456789abcdef", 1), def, sku.NewReservationIDs(def), sku.View{})
 	want := sku.FormatCellReservationID("c1", "s1", "c2", 7, def.IDKey)
 	if e.Data.ReservationID != want || e.Subject != want || sku.ReservationCell(e.Subject) != "c2" {
 		t.Fatalf("reservation id %q, subject %q, want %q naming cell c2", e.Data.ReservationID, e.Subject, want)
@@ -142,7 +142,7 @@ func TestEventReservationIDOfACelledSKU(t *testing.T) {
 // characters, invalid UTF-8, U+2028) and values.
 func TestEventJSONMatchesMarshal(t *testing.T) {
 	def := sku.Definition{CampaignID: "c1", SKUID: "s1", IDKey: [16]byte{1, 2, 3}}
-	check := func(t interface{ Fatalf(string, ...any) }, e cloudEvent) {
+	check := func(t interface{ Fatalf(string, ...any) }, e CloudEvent) {
 		got, err := e.appendJSON(nil)
 		want, werr := json.Marshal(e)
 		if err != nil || werr != nil || !bytes.Equal(got, want) {
@@ -154,7 +154,7 @@ func TestEventJSONMatchesMarshal(t *testing.T) {
 		if r.Cell != nil {
 			d.Cell = "c2"
 		}
-		check(t, newEvent(r, 9, eventID("0123456789abcdef", 9), d, sku.NewReservationIDs(d), sku.View{RequestID: "r", UserID: "u", TokenID: 1, CreatedAt: 1, ExpireAt: 2}))
+		check(t, NewEvent(r, 9, eventID("0123456789abcdef", 9), d, sku.NewReservationIDs(d), sku.View{RequestID: "r", UserID: "u", TokenID: 1, CreatedAt: 1, ExpireAt: 2}))
 	}
 	rapid.Check(t, func(rt *rapid.T) {
 		text := rapid.OneOf(rapid.String(), rapid.StringOf(rapid.SampledFrom([]rune{'a', '"', '\\', '<', '>', '&', '\n', 0x01, 0x7f, 0xe9, 0x2028, 0xfffd})),
@@ -176,6 +176,6 @@ func TestEventJSONMatchesMarshal(t *testing.T) {
 			CreatedAt: rapid.Int64Range(0, 1<<40).Draw(rt, "created_at"), ExpireAt: rapid.Int64Range(0, 1<<40).Draw(rt, "view_expire_at")}
 		d := def
 		d.CampaignID, d.SKUID = text.Draw(rt, "campaign"), text.Draw(rt, "sku")
-		check(rt, newEvent(r, rapid.Uint64().Draw(rt, "index"), text.Draw(rt, "id"), d, sku.NewReservationIDs(d), view))
+		check(rt, NewEvent(r, rapid.Uint64().Draw(rt, "index"), text.Draw(rt, "id"), d, sku.NewReservationIDs(d), view))
 	})
 }

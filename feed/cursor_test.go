@@ -1,4 +1,4 @@
-package httpapi
+package feed
 
 import (
 	"fmt"
@@ -8,14 +8,14 @@ import (
 )
 
 // A cursor of CampaignFeedMaxSKUs positions at the widest index the bound
-// assumes fits campaignCursorMaxBytes, and one more position does not: the
+// assumes fits CampaignCursorMaxBytes, and one more position does not: the
 // bound is as large as it can be.
 func TestCampaignCursorBound(t *testing.T) {
 	positions := map[string]string{}
 	for i := range CampaignFeedMaxSKUs + 1 {
 		positions[fmt.Sprint(i)] = eventID(fmt.Sprintf("%016x", rand.Uint64()), 1<<35-1)
-		if n := len(CampaignCursor(positions)); (i < CampaignFeedMaxSKUs) != (n <= campaignCursorMaxBytes) {
-			t.Fatalf("%d positions: %d bytes (bound %d, %d SKUs)", i+1, n, campaignCursorMaxBytes, CampaignFeedMaxSKUs)
+		if n := len(CampaignCursor(positions)); (i < CampaignFeedMaxSKUs) != (n <= CampaignCursorMaxBytes) {
+			t.Fatalf("%d positions: %d bytes (bound %d, %d SKUs)", i+1, n, CampaignCursorMaxBytes, CampaignFeedMaxSKUs)
 		}
 	}
 }

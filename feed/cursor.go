@@ -1,4 +1,4 @@
-package httpapi
+package feed
 
 import (
 	"bytes"
@@ -10,7 +10,38 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 )
+
+// A SKU feed's cursor is the id of the last event the consumer got:
+// "<history>-<index>", the history of the record at that log index
+// (Chain.At) and the index.
+
+// eventID is the feed cursor of the record at index in history: the event
+// id. "<history>-<index>", e.g. "3f2a9c0d1b4e5f60-1042".
+func eventID(history string, index uint64) string {
+	return history + "-" + strconv.FormatUint(index, 10)
+}
+
+// parseCursor splits an event id "<history>-<index>".
+func parseCursor(cursor string) (string, uint64, error) {
+	h, idx, ok := strings.Cut(cursor, "-")
+	if !ok || len(h) != 16 || strings.Trim(h, "0123456789abcdef") != "" {
+		return "", 0, fmt.Errorf("malformed cursor %q: want <16 hex digits>-<index>", cursor)
+	}
+	index, err := strconv.ParseUint(idx, 10, 64)
+	if err != nil || index == 0 {
+		return "", 0, fmt.Errorf("malformed cursor %q: bad index", cursor)
+	}
+	return h, index, nil
+}
+
+// indexOf returns the index of a valid event id.
+func indexOf(eventID string) uint64 {
+	_, index, _ := parseCursor(eventID)
+	return index
+}
 
 // The campaign cursor, version 1 (base64url without padding of):
 //
@@ -32,33 +63,22 @@ import (
 // still accepts it.
 const (
 	campaignCursorV1 = 0x01
-	// campaignCursorMaxBytes bounds the campaign cursor, so that a
+	// CampaignCursorMaxBytes bounds the campaign cursor, so that a
 	// request carrying it twice fits fasthttp's read buffer (4 KiB: the
 	// request line and headers) with 1 KiB to spare for the rest of the
 	// request: a browser's EventSource opened with ?after= sends, when it
 	// reconnects, the same URL and the last id: as Last-Event-ID. A
 	// campaign whose widest cursor would exceed it is refused with 400
 	// CAMPAIGN_FEED_TOO_WIDE.
-	campaignCursorMaxBytes = (4096 - 1024) / 2
+	CampaignCursorMaxBytes = (4096 - 1024) / 2
 	// campaignPositionMaxBytes is the width of one position assumed by
 	// the bound: a history id and an index below 2^35 (34 billion records
 	// in one SKU's log). A wider actual cursor is refused at run time too.
 	campaignPositionMaxBytes = 8 + 5
 	// CampaignFeedMaxSKUs is the most SKUs a campaign's feed serves: the
-	// widest cursor of that many SKUs fits campaignCursorMaxBytes.
-	CampaignFeedMaxSKUs = (campaignCursorMaxBytes*3/4 - 1) / campaignPositionMaxBytes
+	// widest cursor of that many SKUs fits CampaignCursorMaxBytes.
+	CampaignFeedMaxSKUs = (CampaignCursorMaxBytes*3/4 - 1) / campaignPositionMaxBytes
 )
-
-// reasonCampaignFeedTooWide answers the campaign feed of a campaign with
-// more SKUs than CampaignFeedMaxSKUs.
-const reasonCampaignFeedTooWide = "CAMPAIGN_FEED_TOO_WIDE"
-
-// campaignFeedTooWide is the 400 of a campaign whose cursor cannot fit.
-func campaignFeedTooWide(campaignID string, skus int) reply {
-	return errorReply(400, reasonCampaignFeedTooWide, fmt.Sprintf(
-		"campaign %s has %d SKUs: its feed's cursor would exceed %d bytes, more than a request may carry (at most %d SKUs); read each SKU's feed, GET /admin/campaigns/%s/skus/{sku_id}/events",
-		campaignID, skus, campaignCursorMaxBytes, CampaignFeedMaxSKUs, campaignID))
-}
 
 // CampaignCursor encodes the position of a campaign feed consumer (format
 // version 1, above): the event id of the last event it got of each SKU,

@@ -1,11 +1,9 @@
-package httpapi
+package feed
 
 import (
 	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
-	"github.com/seckill/seckill/history"
-	"github.com/seckill/seckill/wal"
 )
 
 // Bounds of the encoded-event cache: feedCacheEvents per SKU (a consumer
@@ -17,14 +15,28 @@ const (
 	feedCacheSKUs   = 64
 )
 
-// encodedEvent is one durable record as the feed sends it, never modified
-// once cached (readers hold it without a lock).
-type encodedEvent struct {
+// Encoded is one durable record as the feed sends it: its event, encoded
+// once and shared by every reader of the SKU, never modified once made
+// (readers hold it without a lock).
+type Encoded struct {
 	index uint64 // log index
 	id    string
 	typ   string
 	json  []byte // the CloudEvents JSON object; nil: not encoded yet (a type no reader asked for)
 }
+
+// Index is the record's log index.
+func (e *Encoded) Index() uint64 { return e.index }
+
+// ID is the event's id, its cursor ("<history>-<index>").
+func (e *Encoded) ID() string { return e.id }
+
+// Type is the event's type (EventType).
+func (e *Encoded) Type() string { return e.typ }
+
+// JSON is the event, one CloudEvents JSON object on one line. The caller
+// must not modify it.
+func (e *Encoded) JSON() []byte { return e.json }
 
 // eventCache holds the encoded events of a SKU's newest records read, so
 // that consumers that follow the same SKU (several systems at the tail)
@@ -35,7 +47,7 @@ type encodedEvent struct {
 // entry never goes stale; only durable records are read, hence cached.
 type eventCache struct {
 	mu    sync.Mutex
-	slots [feedCacheEvents]*encodedEvent // by index % feedCacheEvents
+	slots [feedCacheEvents]*Encoded // by index % feedCacheEvents
 	// fill is held by the reader that reads and encodes what the cache
 	// misses: the consumers woken by one group commit wait for the first
 	// and then find its events cached, instead of each encoding them.
@@ -43,7 +55,7 @@ type eventCache struct {
 }
 
 // get returns the cached event of index, if any.
-func (c *eventCache) get(index uint64) (*encodedEvent, bool) {
+func (c *eventCache) get(index uint64) (*Encoded, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.slots[index%feedCacheEvents]
@@ -52,7 +64,7 @@ func (c *eventCache) get(index uint64) (*encodedEvent, bool) {
 
 // put caches e, unless it would replace the encoded event of the same
 // index with an unencoded one.
-func (c *eventCache) put(e *encodedEvent) {
+func (c *eventCache) put(e *Encoded) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	slot := &c.slots[e.index%feedCacheEvents]
@@ -66,7 +78,7 @@ func (c *eventCache) put(e *encodedEvent) {
 // (inclusive) that wanted takes, under one lock. ok is false, and dst
 // unchanged, unless the cache holds every record of the range, encoded
 // where wanted. The range must be at most feedCacheEvents long to be found.
-func (c *eventCache) appendRange(dst []*encodedEvent, from, to uint64, wanted func(typ string) bool) (_ []*encodedEvent, ok bool) {
+func (c *eventCache) appendRange(dst []*Encoded, from, to uint64, wanted func(typ string) bool) (_ []*Encoded, ok bool) {
 	if to < from || to-from >= feedCacheEvents {
 		return dst, false
 	}
@@ -120,7 +132,7 @@ func (e *eventCaches) of(campaignID, skuID, newest string) *eventCache {
 // feedChainsMax bounds the history chains kept (one per SKU folder read).
 const feedChainsMax = 4096
 
-// chainCache keeps each SKU folder's history chain (history.Load reads a
+// chainCache keeps each SKU folder's history chain (LoadHistory reads a
 // file: a system call and a SHA-256 per feed request otherwise). Only
 // seckillctl restore writes a chain, into a data dir no seckilld holds,
 // so a chain read for a SKU's open log stays right while that log is
@@ -131,8 +143,8 @@ type chainCache struct {
 
 // loadedChain is a chain and the log it was read for.
 type loadedChain struct {
-	log   *wal.Log
-	chain history.Chain
+	log   Log
+	chain Chain
 }
 
 func newChainCache() *chainCache {
@@ -144,11 +156,11 @@ func newChainCache() *chainCache {
 }
 
 // load returns the chain of the SKU folder dir whose open log is log.
-func (c *chainCache) load(dir string, log *wal.Log, idKey [16]byte) (history.Chain, error) {
+func (c *chainCache) load(dir string, log Log, idKey [16]byte) (Chain, error) {
 	if l, ok := c.chains.Get(dir); ok && l.log == log {
 		return l.chain, nil
 	}
-	chain, err := history.Load(dir, idKey)
+	chain, err := LoadHistory(dir, idKey)
 	if err == nil {
 		c.chains.Add(dir, loadedChain{log: log, chain: chain})
 	}

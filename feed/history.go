@@ -1,16 +1,4 @@
-// Package history names the histories of a SKU's log, for the event feed's
-// cursors and ids (KIP-320's leader epoch, applied to restores): a log's
-// record indexes are unique only within a history. A SKU starts in its
-// root history, derived from its reservation id key, so that old logs need
-// nothing new. `seckillctl restore --until-*` starts a new history: the
-// restored copy re-uses the indexes (and reservation ids) after the fork
-// point for other sales, so a consumer's cursor from the abandoned history
-// beyond that point must be refused (CURSOR_DIVERGED), never resumed.
-//
-// The histories live in the SKU folder, in FileName (JSON, written to a
-// temporary file, fsynced and renamed, the folder fsynced). Only seckillctl
-// writes it, while no engine runs on the folder.
-package history
+package feed
 
 import (
 	"crypto/sha256"
@@ -26,19 +14,33 @@ import (
 	"github.com/seckill/seckill/wal"
 )
 
-// FileName is the histories file in a SKU folder.
-const FileName = "feed-history.json"
+// The histories of a SKU's log name the feed's cursors and event ids
+// (KIP-320's leader epoch, applied to restores): a log's record indexes are
+// unique only within a history. A SKU starts in its root history, derived
+// from its reservation id key, so that old logs need nothing new.
+// `seckillctl restore --until-*` starts a new history: the restored copy
+// re-uses the indexes (and reservation ids) after the fork point for other
+// sales, so a consumer's cursor from the abandoned history beyond that
+// point must be refused (CURSOR_DIVERGED), never resumed.
+//
+// The histories live in the SKU folder, in HistoryFile (JSON, written to a
+// temporary file, fsynced and renamed, the folder fsynced). Only seckillctl
+// writes it, while no engine runs on the folder.
 
-// idBytes is the size of a history id (16 hex characters).
-const idBytes = 8
+// HistoryFile is the histories file in a SKU folder.
+const HistoryFile = "feed-history.json"
+
+// historyIDBytes is the size of a history id (16 hex characters).
+const historyIDBytes = 8
 
 // Errors of Chain.Check.
 var (
 	// ErrDiverged: the cursor's history left the log's before the cursor's
 	// index; the consumer resynchronises (export) from the fork index.
-	ErrDiverged = errors.New("history: cursor diverged")
-	// ErrUnknown: the history is none of this SKU's (another SKU's cursor).
-	ErrUnknown = errors.New("history: unknown history")
+	ErrDiverged = errors.New("feed: cursor diverged")
+	// ErrUnknownHistory: the history is none of this SKU's (another SKU's
+	// cursor).
+	ErrUnknownHistory = errors.New("feed: unknown history")
 )
 
 // Fork is a history that began after ForkIndex: records up to ForkIndex
@@ -58,17 +60,18 @@ type Chain struct {
 	Abandoned []Fork `json:"abandoned,omitempty"`
 }
 
-// RootID returns the root history of a SKU with reservation id key idKey.
-func RootID(idKey [16]byte) string {
+// RootHistory returns the root history of a SKU with reservation id key
+// idKey.
+func RootHistory(idKey [16]byte) string {
 	sum := sha256.Sum256(append([]byte("seckill/history/v1\x00"), idKey[:]...))
-	return hex.EncodeToString(sum[:idBytes])
+	return hex.EncodeToString(sum[:historyIDBytes])
 }
 
-// Load reads the chain of the SKU folder dir; without the file, the chain
-// is the root history alone.
-func Load(dir string, idKey [16]byte) (Chain, error) {
-	c := Chain{Root: RootID(idKey)}
-	b, err := os.ReadFile(filepath.Join(dir, FileName))
+// LoadHistory reads the chain of the SKU folder dir; without the file, the
+// chain is the root history alone.
+func LoadHistory(dir string, idKey [16]byte) (Chain, error) {
+	c := Chain{Root: RootHistory(idKey)}
+	b, err := os.ReadFile(filepath.Join(dir, HistoryFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return c, nil
 	}
@@ -76,10 +79,10 @@ func Load(dir string, idKey [16]byte) (Chain, error) {
 		return Chain{}, err
 	}
 	if err := json.Unmarshal(b, &c); err != nil {
-		return Chain{}, fmt.Errorf("history: %s: %w", filepath.Join(dir, FileName), err)
+		return Chain{}, fmt.Errorf("feed: %s: %w", filepath.Join(dir, HistoryFile), err)
 	}
-	if c.Root != RootID(idKey) {
-		return Chain{}, fmt.Errorf("history: %s belongs to another SKU (root %s)", filepath.Join(dir, FileName), c.Root)
+	if c.Root != RootHistory(idKey) {
+		return Chain{}, fmt.Errorf("feed: %s belongs to another SKU (root %s)", filepath.Join(dir, HistoryFile), c.Root)
 	}
 	return c, nil
 }
@@ -98,7 +101,7 @@ func (c Chain) At(index uint64) string {
 // Check decides a cursor: the consumer saw the records through index of
 // history h. nil when they are the log's records too; ErrDiverged (with
 // the fork index, the last record both share) when they are not;
-// ErrUnknown for a history this SKU never had.
+// ErrUnknownHistory for a history this SKU never had.
 func (c Chain) Check(h string, index uint64) (forkIndex uint64, err error) {
 	histories := append([]Fork{{History: c.Root}}, c.Forks...)
 	for i, f := range histories {
@@ -118,15 +121,15 @@ func (c Chain) Check(h string, index uint64) (forkIndex uint64, err error) {
 			return 0, nil
 		}
 	}
-	return 0, ErrUnknown
+	return 0, ErrUnknownHistory
 }
 
 // Fork returns the chain of a copy restored through forkIndex, in a new
 // history drawn from rand: forks at or after forkIndex are abandoned.
 func (c Chain) Fork(forkIndex uint64, rand io.Reader) (Chain, error) {
-	var b [idBytes]byte
+	var b [historyIDBytes]byte
 	if _, err := io.ReadFull(rand, b[:]); err != nil {
-		return Chain{}, fmt.Errorf("history: drawing an id: %w", err)
+		return Chain{}, fmt.Errorf("feed: drawing a history id: %w", err)
 	}
 	next := Chain{Root: c.Root, Abandoned: slices.Clone(c.Abandoned)}
 	for _, f := range c.Forks {
@@ -146,7 +149,7 @@ func (c Chain) Write(dir string) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, FileName+".tmp")
+	tmp := filepath.Join(dir, HistoryFile+".tmp")
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
 	if err != nil {
 		return err
@@ -159,14 +162,14 @@ func (c Chain) Write(dir string) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, FileName))
+		err = os.Rename(tmp, filepath.Join(dir, HistoryFile))
 	}
 	if err == nil {
 		err = wal.SyncDir(dir)
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("history: write %s: %w", filepath.Join(dir, FileName), err)
+		return fmt.Errorf("feed: write %s: %w", filepath.Join(dir, HistoryFile), err)
 	}
 	return nil
 }
