@@ -200,6 +200,8 @@ type Server struct {
 	answers *answerCache
 	// deadlines bound a reserve's wait for the engine (RequestTimeout)
 	deadlines *deadlines
+	// cellGuard is the engine's CellGuard (nil: it serves no cells).
+	cellGuard CellGuard
 	// retryAfter is the Retry-After of QUEUE_FULL answers.
 	retryAfter string
 	adminID    [32]byte // SHA-256 of the admin token
@@ -261,6 +263,7 @@ func New(cfg Config) (*Server, error) {
 		ingress:    &ingressStats{engine: cfg.Engine},
 		stats:      newStatsSampler(),
 	}
+	s.cellGuard, _ = cfg.Engine.(CellGuard)
 	s.feeds, s.stopFeeds = context.WithCancel(context.Background())
 	s.eventCaches, s.feedChains = newEventCaches(), newChainCache()
 	if err := s.feedGauges.register(cfg.Registry); err != nil {
