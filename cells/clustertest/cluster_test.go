@@ -150,14 +150,19 @@ func startCell(t *testing.T, bins map[string]string, logDir, cell, dir, etcdAddr
 }
 
 // startRouter starts seckill-router on a free port over the cells'
-// routes (cell=host:port) and returns its base URL.
-func startRouter(t *testing.T, bins map[string]string, logDir, etcdAddr string, routes []string) string {
+// routes (cell=host:port), with extra flags, and returns its base URL.
+func startRouter(t *testing.T, bins map[string]string, logDir, etcdAddr string, routes []string, extra ...string) string {
 	t.Helper()
 	addr, err := etcdtest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	startProc(t, "router", bins["seckill-router"], logDir, "--addr", addr, "--etcd", etcdAddr, "--cells", strings.Join(routes, ","))
+	name := "router"
+	if len(extra) > 0 {
+		name = "router-" + strings.Join(extra, "")
+	}
+	args := append([]string{"--addr", addr, "--etcd", etcdAddr, "--cells", strings.Join(routes, ",")}, extra...)
+	startProc(t, name, bins["seckill-router"], logDir, args...)
 	return "http://" + addr
 }
 
