@@ -28,7 +28,7 @@ run: build
 
 ## cluster: one etcd, three cells and a router on loopback; the demo hot SKU split across the cells (cells/cluster.sh).
 cluster: build
-	BIN=$(BIN) ./cells/cluster.sh
+	BIN=$(BIN) exec ./cells/cluster.sh
 
 ## test: vet + race-enabled tests of every package, bounded for CI (fuzz targets run their seed corpus).
 test:

@@ -215,8 +215,8 @@ func (s *Server) reserveBatch(campaignID, skuID string, st actors.Stats, raw [][
 }
 
 // batchItemIngress runs one item through the layers before the engine,
-// in handleReserve's order: decoding, the ids, the lottery refusal, the
-// entry pass (checkEntryPass on the SKU's published definition), the
+// in handleReserve's order: decoding, the ids, the user's cell, the
+// lottery refusal, the entry pass (checkEntryPass on the SKU's published definition), the
 // answer cache and the fast paths on the SKU's stats st. done reports
 // that rep answers the item; otherwise it goes to the engine, it filled.
 func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st *actors.Stats,
@@ -230,6 +230,9 @@ func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st *act
 	}
 	if rep, bad := s.checkBatchItem(req); bad {
 		s.rejected(layerValidation)
+		return rep, true
+	}
+	if rep, refused := s.checkCell(campaignID, skuID, req.UserID); refused {
 		return rep, true
 	}
 	if st.Definition.Lottery != nil {
@@ -280,12 +283,12 @@ func (s *Server) batchItemReply(campaignID, skuID string, st *actors.Stats, it *
 		f := classify(r.Err)
 		if f.unknown {
 			s.answers.markUnknown(it.rkey, it.req.UserID)
-			return s.resultUnknown(lookupURL(campaignID, skuID, it.pass.requestID))
+			return s.resultUnknown(LookupURL(campaignID, skuID, it.pass.requestID))
 		}
 		if f.status >= 500 && f.reason == reasonInternal {
 			s.log.Error("batch reserve failed", "campaign_id", campaignID, "sku_id", skuID, "err", r.Err)
 		}
-		return errorReply(f.status, f.reason, wrongCellDetail(r.Err))
+		return f.reply(r.Err)
 	}
 	rep, cache := s.reserveReply(r.Result)
 	if r.Result.Outcome == sku.OutcomeSoldOut && st.Definition.Cell != "" {

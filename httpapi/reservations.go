@@ -178,7 +178,7 @@ func (s *Server) handlePay(ctx *fasthttp.RequestCtx) string {
 	res, err := s.engine.Pay(ectx, id, req.PaymentID, amount)
 	cancel()
 	if err != nil {
-		return write(ctx, s.engineError("pay", err, reservationURL(id)))
+		return write(ctx, s.engineError("pay", err, ReservationURL(id)))
 	}
 	reason := res.Outcome.String()
 	switch res.Outcome {
@@ -210,7 +210,7 @@ func (s *Server) handleCancel(ctx *fasthttp.RequestCtx) string {
 	res, err := s.engine.Cancel(ectx, id)
 	cancel()
 	if err != nil {
-		return write(ctx, s.engineError("cancel", err, reservationURL(id)))
+		return write(ctx, s.engineError("cancel", err, ReservationURL(id)))
 	}
 	reason := res.Outcome.String()
 	switch res.Outcome {
@@ -252,7 +252,7 @@ func (s *Server) handleRelease(ctx *fasthttp.RequestCtx) string {
 	res, err := s.engine.Release(ectx, id)
 	cancel()
 	if err != nil {
-		return write(ctx, s.engineError("release", err, reservationURL(id)))
+		return write(ctx, s.engineError("release", err, ReservationURL(id)))
 	}
 	reason := res.Outcome.String()
 	switch res.Outcome {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/seckill/seckill/actors"
@@ -65,8 +66,8 @@ type doorPassed struct {
 }
 
 // reserveDoor runs the checks of a reserve before the answer cache: its
-// body and ids, the SKU (its published stats go to st), the lottery
-// refusal and the entry pass. It holds the body's parser until the pass is
+// body and ids, the SKU (its published stats go to st), the user's cell
+// (checkCell), the lottery refusal and the entry pass. It holds the body's parser until the pass is
 // verified, which reads the pass in place. ok is false with rep the
 // refusal.
 func (s *Server) reserveDoor(body []byte, campaignID, skuID string, st *actors.Stats) (in doorPassed, rep reply, ok bool) {
@@ -87,6 +88,9 @@ func (s *Server) reserveDoor(body []byte, campaignID, skuID string, st *actors.S
 	if *st, known = s.engine.SKUStats(campaignID, skuID); !known {
 		s.rejected(layerValidation)
 		return in, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"), false
+	}
+	if rep, refused := s.checkCell(campaignID, skuID, req.UserID); refused {
+		return in, rep, false
 	}
 	if st.Definition.Lottery != nil {
 		s.rejected(layerValidation)
@@ -150,7 +154,7 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 			// The user's requests ahead did not finish in time.
 			if fl.requestID == requestID {
 				s.answers.markUnknown(rkey, userID)
-				return s.resultUnknown(lookupURL(campaignID, skuID, requestID))
+				return s.resultUnknown(LookupURL(campaignID, skuID, requestID))
 			}
 			s.rejected(layerQueueFull)
 			return s.queueFull()
@@ -220,12 +224,12 @@ func (s *Server) lead(rkey dedupKey, st *actors.Stats, in *doorPassed, k *reserv
 		f := classify(err)
 		if f.unknown {
 			s.answers.markUnknown(rkey, userID)
-			return s.resultUnknown(lookupURL(campaignID, skuID, requestID)), true
+			return s.resultUnknown(LookupURL(campaignID, skuID, requestID)), true
 		}
 		if f.status >= 500 && f.reason == reasonInternal {
 			s.log.Error("reserve failed", "campaign_id", campaignID, "sku_id", skuID, "err", err)
 		}
-		return errorReply(f.status, f.reason, wrongCellDetail(err)), false
+		return f.reply(err), false
 	}
 	rep, cache := s.reserveReply(res)
 	if res.Outcome == sku.OutcomeSoldOut && st.Definition.Cell != "" {
@@ -249,7 +253,7 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 	switch res.Outcome {
 	case sku.OutcomeAccepted:
 		v := res.Reservation
-		url := reservationURL(v.ReservationID)
+		url := ReservationURL(v.ReservationID)
 		rep = reply{status: fasthttp.StatusAccepted, outcome: reason, location: url,
 			body: acceptedJSON(v.ReservationID, v.RequestID, v.TokenID, v.ExpireAt)}
 		return rep, false
@@ -329,7 +333,19 @@ func (s *Server) queueFull() reply {
 // resultUnknown is the 504 answer: the engine did not answer in time; the
 // command may or may not have been applied. statusURL says where to look.
 func (s *Server) resultUnknown(statusURL string) reply {
-	return jsonReply(fasthttp.StatusGatewayTimeout, reasonResultUnknown, errorBody{Error: reasonResultUnknown, StatusURL: statusURL})
+	return reply{status: fasthttp.StatusGatewayTimeout, outcome: reasonResultUnknown, body: ResultUnknownBody(statusURL, "")}
+}
+
+// ResultUnknownBody is the body of a 504 RESULT_UNKNOWN: the command may
+// or may not have been applied; statusURL (omitted when "") says where to
+// look, detail (omitted when "") why it is unknown. seckill-router answers
+// it too, for a request a cell may have received and never answered.
+func ResultUnknownBody(statusURL, detail string) []byte {
+	b, err := json.Marshal(errorBody{Error: reasonResultUnknown, Detail: detail, StatusURL: statusURL})
+	if err != nil {
+		panic("httpapi: encoding RESULT_UNKNOWN: " + err.Error()) // strings always encode
+	}
+	return b
 }
 
 // rejected counts a reserve answered by an ingress layer.
@@ -340,13 +356,13 @@ func (s *Server) rejected(layer string) {
 // reservationURLPrefix starts the status URL of every reservation.
 const reservationURLPrefix = "/v1/reservations/"
 
-// reservationURL is the status URL of a reservation.
-func reservationURL(reservationID string) string {
+// ReservationURL is the status URL of a reservation.
+func ReservationURL(reservationID string) string {
 	return reservationURLPrefix + reservationID
 }
 
-// lookupURL is the status URL of a reserve request.
-func lookupURL(campaignID, skuID, requestID string) string {
+// LookupURL is the status URL of a reserve request.
+func LookupURL(campaignID, skuID, requestID string) string {
 	return "/v1/campaigns/" + campaignID + "/skus/" + skuID + "/requests/" + requestID
 }
 

@@ -82,7 +82,7 @@ func parseReserveBody(p *fastjson.Parser, body []byte) (reserveRequest, error) {
 var acceptedState = sku.StatePendingPayment.String()
 
 // acceptedJSON encodes the 202 body of a reservation: its state
-// PENDING_PAYMENT and its status_url reservationURL(reservationID). Its
+// PENDING_PAYMENT and its status_url ReservationURL(reservationID). Its
 // output equals json.Marshal of the same acceptedBody (tested); ids that
 // would need escaping (never from the engine, whose ids are validated)
 // take the encoding/json path. Only the two ids are scanned: the state and
@@ -91,7 +91,7 @@ func acceptedJSON(reservationID, requestID string, tokenID uint32, expireAtMilli
 	if !plainJSON(reservationID) || !plainJSON(requestID) {
 		return jsonReply(0, "", acceptedBody{
 			ReservationID: reservationID, RequestID: requestID, State: acceptedState,
-			TokenID: tokenID, ExpireAt: timefmt.Millis(expireAtMillis), StatusURL: reservationURL(reservationID),
+			TokenID: tokenID, ExpireAt: timefmt.Millis(expireAtMillis), StatusURL: ReservationURL(reservationID),
 		}).body
 	}
 	dst := make([]byte, 0, 160+2*len(reservationID)+len(requestID)+len(acceptedState)+len(reservationURLPrefix))

@@ -19,7 +19,7 @@ func TestAcceptedJSONMatchesEncodingJSON(t *testing.T) {
 		token := rapid.Uint32().Draw(t, "token")
 		ms := rapid.Int64Range(0, 4102444800000).Draw(t, "expire_at")
 		want, err := json.Marshal(acceptedBody{ReservationID: rid, RequestID: req, State: "PENDING_PAYMENT",
-			TokenID: token, ExpireAt: timefmt.Millis(ms), StatusURL: reservationURL(rid)})
+			TokenID: token, ExpireAt: timefmt.Millis(ms), StatusURL: ReservationURL(rid)})
 		if err != nil {
 			t.Fatal(err)
 		}

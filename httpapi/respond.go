@@ -58,6 +58,10 @@ type errorBody struct {
 	StatusURL string `json:"status_url,omitempty"`
 	// ExpiredAt is when an entry pass expired (ENTRY_PASS_EXPIRED).
 	ExpiredAt string `json:"expired_at,omitempty"`
+	// Cell and Address are, for WRONG_CELL, the cell that owns the user
+	// and its HTTP base URL (when the answering cell knows it).
+	Cell    string `json:"cell,omitempty"`
+	Address string `json:"address,omitempty"`
 }
 
 // reply is an encoded answer. Replies kept in the dedup cache are shared

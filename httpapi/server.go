@@ -74,6 +74,10 @@ type Config struct {
 	// API (a cell's guard: the campaign must not be published across
 	// cells); nil: every campaign may be.
 	Claimer CampaignClaimer
+	// CellGuard, on a cell, is asked about each reserve's user as soon as
+	// its SKU is known, before any fast answer (421 WRONG_CELL for a user
+	// of another cell); nil: the service serves no cells.
+	CellGuard CellGuard
 	// AdminToken is the bearer token of /admin routes.
 	AdminToken string
 	// PaymentSecret is the HMAC-SHA256 key of payment callbacks
@@ -215,6 +219,8 @@ type Server struct {
 	answers *answerCache
 	// deadlines bound a reserve's wait for the engine (RequestTimeout)
 	deadlines *deadlines
+	// cellGuard is Config.CellGuard (nil: it serves no cells).
+	cellGuard CellGuard
 	// retryAfter is the Retry-After of QUEUE_FULL answers.
 	retryAfter string
 	adminID    [32]byte // SHA-256 of the admin token
@@ -274,7 +280,7 @@ func New(cfg Config) (*Server, error) {
 		ingress:    &ingressStats{engine: cfg.Engine},
 		stats:      newStatsSampler(),
 	}
-	s.feed, s.lotteries, s.claimer = cfg.Feed, cfg.Lotteries, cfg.Claimer
+	s.feed, s.lotteries, s.claimer, s.cellGuard = cfg.Feed, cfg.Lotteries, cfg.Claimer, cfg.CellGuard
 	s.feeds, s.stopFeeds = context.WithCancel(context.Background())
 	if err := s.registerFeedGauges(cfg.Registry); err != nil {
 		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)

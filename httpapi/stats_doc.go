@@ -31,13 +31,21 @@ type statsRow struct {
 	// NOT_STARTED, TEMP_SOLD_OUT, FINAL_SOLD_OUT, ENDED, PAUSED) or
 	// UNAVAILABLE.
 	Status string `json:"status,omitempty"`
+	// Cell is this process's cell of a celled SKU (omitted otherwise).
+	Cell string `json:"cell,omitempty"`
 
-	// Tokens: sale_limit = available + reserved + confirmed when
-	// invariant_ok.
+	// Tokens: invariant_ok is the audit's conservation of tokens on these
+	// counts (sku.Counts.Conservation): sale_limit = available + reserved
+	// + confirmed, or on a cell of a celled SKU, which holds only what the
+	// ledger granted it, granted = available + reserved + confirmed +
+	// returned (granted and returned: the units of the cell's GRANT and
+	// RETURN records; 0 for a SKU that is not celled; the totals sum them).
 	SaleLimit   uint64 `json:"sale_limit"`
 	Available   uint64 `json:"available"`
 	Reserved    uint64 `json:"reserved"`
 	Confirmed   uint64 `json:"confirmed"`
+	Granted     uint64 `json:"granted"`
+	Returned    uint64 `json:"returned"`
 	InvariantOK bool   `json:"invariant_ok"`
 	// Reservations by state.
 	Reservations statsReservations `json:"reservations"`

@@ -193,10 +193,11 @@ func (s *Server) statsRow(st *actors.Stats, act *actors.Activity, clock time.Tim
 	n := st.Counts
 	inFlight := s.gates.inFlight(st.CampaignID, st.SKUID)
 	row := statsRow{
-		CampaignID: st.CampaignID, SKUID: st.SKUID,
+		CampaignID: st.CampaignID, SKUID: st.SKUID, Cell: st.Definition.Cell,
 		SaleLimit: uint64(n.SaleLimit), Available: uint64(n.Available),
 		Reserved: uint64(n.Reserved), Confirmed: uint64(n.Confirmed),
-		InvariantOK: uint64(n.Available)+uint64(n.Reserved)+uint64(n.Confirmed) == uint64(n.SaleLimit),
+		InvariantOK: n.Conservation(st.Definition.Cell != "") == "",
+		Granted:     n.Granted, Returned: n.Returned,
 		Reservations: statsReservations{
 			PendingPayment: uint64(n.PendingPayment), Paid: uint64(n.Paid), Closed: uint64(n.Closed),
 			HeldClosed: uint64(n.HeldClosed), Total: uint64(n.Reservations),
@@ -295,6 +296,8 @@ func (t *totalsBuilder) add(r *statsRow, d *intervalDelta) {
 	o.Available += r.Available
 	o.Reserved += r.Reserved
 	o.Confirmed += r.Confirmed
+	o.Granted += r.Granted
+	o.Returned += r.Returned
 	o.InvariantOK = o.InvariantOK && r.InvariantOK
 	o.Reservations.PendingPayment += r.Reservations.PendingPayment
 	o.Reservations.Paid += r.Reservations.Paid

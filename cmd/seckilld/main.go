@@ -145,6 +145,7 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 	// define.
 	var front httpapi.Engine = engine
 	var claimer httpapi.CampaignClaimer
+	var cellGuard httpapi.CellGuard
 	var topUpPending func(campaignID, skuID string) bool
 	var rt *cellRuntime
 	if opts.cell.id != "" { // one cell of celled SKUs (cell.go)
@@ -152,7 +153,7 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 			return err
 		}
 		defer rt.stop()
-		front, claimer, topUpPending = rt.guard, rt.guard, rt.topUpPending
+		front, claimer, cellGuard, topUpPending = rt.guard, rt.guard, rt.guard, rt.topUpPending
 	} else if err := defineCampaigns(engine, opts.campaigns, campaigns, log); err != nil {
 		return fmt.Errorf("%w%s", err, tooManyHint(err, budget))
 	}
@@ -163,6 +164,7 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 		Feed:           feed.New(engine),
 		Lotteries:      engine,
 		Claimer:        claimer,
+		CellGuard:      cellGuard,
 		TopUpPending:   topUpPending,
 		AdminToken:     token,
 		PaymentSecret:  []byte(opts.paymentSecret),
