@@ -105,7 +105,7 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 	}
 	var c Campaign
 	if err := decodeJSON(ctx.PostBody(), &c); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	if c.CampaignID == "" {
 		c.CampaignID = campaignID
@@ -206,7 +206,7 @@ func (s *Server) setPaused(ctx *fasthttp.RequestCtx, paused bool) string {
 		return write(ctx, badPathID(ctx))
 	}
 	if err := decodeNoFields(ctx.PostBody()); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	ectx, cancel := s.engineContext()
 	var err error
@@ -370,7 +370,7 @@ func (s *Server) handleSnapshot(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, badPathID(ctx))
 	}
 	if err := decodeNoFields(ctx.PostBody()); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	ectx, cancel := s.engineContext()
 	info, err := s.engine.Snapshot(ectx, campaignID, skuID)
