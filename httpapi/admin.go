@@ -160,12 +160,20 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 		}
 		s.gates.get(d.CampaignID, d.SKUID) // its series exist from its definition
 	}
+	// The answer is the campaign as GET shows it, from the durable
+	// definitions Define has published (every SKU of the campaign, the
+	// ones this PUT left out too).
+	view, ok := s.campaignView(campaignID)
+	if !ok {
+		s.log.Error("admin_define: the campaign just defined has no SKU", "campaign_id", campaignID)
+		return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+	}
 	if created { // RFC 9110 §9.3.4: a PUT that creates answers 201
-		r := jsonReply(fasthttp.StatusCreated, outcomeOK, campaignOf(defs))
+		r := jsonReply(fasthttp.StatusCreated, outcomeOK, view)
 		r.location = "/admin/campaigns/" + campaignID
 		return write(ctx, r)
 	}
-	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, campaignOf(defs)))
+	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, view))
 }
 
 // campaignExists reports whether the engine knows a SKU of campaignID.

@@ -180,39 +180,6 @@ func (c Campaign) Definitions() ([]sku.Definition, error) {
 	return defs, nil
 }
 
-// campaignOf renders definitions of one campaign back as a document.
-func campaignOf(defs []sku.Definition) Campaign {
-	c := Campaign{SKUs: make([]CampaignSKU, 0, len(defs))}
-	for i, d := range defs {
-		if i == 0 {
-			release := d.ReleaseOnClose
-			c.CampaignID = d.CampaignID
-			c.StartAt = time.UnixMilli(d.StartAt).UTC()
-			c.EndAt = time.UnixMilli(d.EndAt).UTC()
-			c.PaymentWindow = (time.Duration(d.PaymentWindowMs) * time.Millisecond).String()
-			c.ReleaseOnClose = &release
-			c.MaxUnpaidPerSubject = d.MaxUnpaidPerSubject
-			if d.PurchaseLimit != sku.PurchaseLimitSKU {
-				c.PurchaseLimit = d.PurchaseLimit.String()
-			}
-			if d.PaymentWindowHighRiskMs != 0 {
-				c.PaymentWindowHighRisk = (time.Duration(d.PaymentWindowHighRiskMs) * time.Millisecond).String()
-			}
-			if d.EntryPass != (sku.EntryPassRule{}) {
-				c.EntryPass = &CampaignEntryPass{Required: d.EntryPass.Required}
-				if d.EntryPass.LeadMs != 0 {
-					c.EntryPass.Lead = (time.Duration(d.EntryPass.LeadMs) * time.Millisecond).String()
-				}
-				if d.EntryPass.TTLMs != 0 {
-					c.EntryPass.TTL = (time.Duration(d.EntryPass.TTLMs) * time.Millisecond).String()
-				}
-			}
-		}
-		c.SKUs = append(c.SKUs, campaignSKUOf(d))
-	}
-	return c
-}
-
 // ParseCampaigns reads a list of campaign documents, JSON or YAML, by the
 // rules of the admin body: an unknown, misspelled or repeated key is an
 // error (a repeated YAML key too: YAMLToJSONStrict, not the last one

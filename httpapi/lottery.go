@@ -256,7 +256,7 @@ func renderLottery(info sku.LotteryInfo) lotteryBody {
 			EntriesOpenAt: formatMillis(r.EntriesOpenAt), EntriesCloseAt: formatMillis(r.EntriesCloseAt),
 			Beacon: beaconRuleBody{Source: r.Beacon.Source, Round: r.Beacon.Round, RoundTime: formatMillis(roundTime),
 				FallbackRound: r.Beacon.Fallback().Round, FallbackRoundTime: formatMillis(fallbackTime)},
-			Waitlist: r.Waitlist, Tiers: campaignSKUOf(sku.Definition{Lottery: &r}).Tiers},
+			Waitlist: r.Waitlist, Tiers: tierQuotasJSON(r.Tiers)},
 		Commit: hexOf(info.Commit), CommittedAt: formatMillis(info.CommittedAt), EntryCount: info.EntryCount}
 	if body.Rules.Tiers == nil {
 		body.Rules.Tiers = []TierQuotaJSON{{Tier: 0, Quota: QuotaValue{Rest: true}}}

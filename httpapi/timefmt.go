@@ -1,9 +1,25 @@
 package httpapi
 
 import (
+	"strings"
 	"sync/atomic"
 	"time"
 )
+
+// formatDuration renders a duration of whole milliseconds as a body gives
+// it and time.ParseDuration reads it back: time.Duration's String without
+// its zero units ("15m", not "15m0s"; "1h", "1h30m", "1m30s", "1.5s",
+// "250ms").
+func formatDuration(ms int64) string {
+	s := (time.Duration(ms) * time.Millisecond).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-len("0s")]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-len("0m")]
+	}
+	return s
+}
 
 // appendMillisUTC appends ms (Unix milliseconds) as RFC 3339 with
 // milliseconds in UTC, "2006-01-02T15:04:05.000Z" (formatMillis's string),
