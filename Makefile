@@ -5,14 +5,20 @@ PKGS     := ./...
 ADDR     ?= 127.0.0.1:8080
 DATA     ?= ./data
 
-.PHONY: all build run test docs test-long bench bench-engine bench-audit bench-compare bench-passes bench-feed soak fuzz sim sim-mutants clean cluster bench-cells
+.PHONY: all build run test docs nats test-long bench bench-engine bench-audit bench-compare bench-passes bench-feed soak fuzz sim sim-mutants clean cluster bench-cells
 
 all: build
 
-# --version reads the commit from the build information; where the toolchain
-# records none (a git worktree, GOFLAGS=-buildvcs=false) these stamp it.
+# --version reads the commit, its time and whether the tree had local
+# changes from the build information; where the toolchain records none (a
+# git worktree, GOFLAGS=-buildvcs=false) these stamp the same three, read
+# as the toolchain reads them (vcs.modified: git status --porcelain is not
+# empty), and the build time. Every binary a target builds gets them.
 VERSION_PKG := github.com/seckill/seckill/internal/version
-LDFLAGS     := -X $(VERSION_PKG).commit=$(shell git rev-parse HEAD 2>/dev/null) -X $(VERSION_PKG).buildTime=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS     := -X $(VERSION_PKG).commit=$(shell git rev-parse HEAD 2>/dev/null) \
+	-X $(VERSION_PKG).commitTime=$(shell TZ=UTC git show -s --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ HEAD 2>/dev/null) \
+	-X $(VERSION_PKG).modified=$(shell git rev-parse HEAD >/dev/null 2>&1 && { test -z "$$(git status --porcelain 2>/dev/null)" && echo false || echo true; }) \
+	-X $(VERSION_PKG).buildTime=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckilld ./cmd/seckilld
@@ -25,6 +31,14 @@ build:
 ## run: build the binaries and start seckilld on $(ADDR) with data in $(DATA) (demo campaign when none is given).
 run: build
 	./$(BIN)/seckilld --addr $(ADDR) --data-dir $(DATA)
+
+## nats: a NATS server with JetStream for seckill-relay, on $(NATS_ADDR):$(NATS_PORT) with its data in
+## $(NATS_DATA): the nats-server module at the version go.mod pins, built and run by go run (Ctrl-C stops it).
+NATS_ADDR ?= 127.0.0.1
+NATS_PORT ?= 4222
+NATS_DATA ?= $(DATA)/nats
+nats:
+	$(GO) run github.com/nats-io/nats-server/v2 --jetstream --addr $(NATS_ADDR) --port $(NATS_PORT) --store_dir $(NATS_DATA)
 
 ## cluster: one etcd, three cells and a router on loopback; the demo hot SKU split across the cells (cells/cluster.sh).
 cluster: build
@@ -75,7 +89,7 @@ bench-audit:
 ## (flags of "seckill-bench compare" in COMPARE_ARGS, e.g. make bench-compare COMPARE_ARGS="--rounds 3").
 COMPARE_ARGS ?=
 bench-compare:
-	./bench/compare.sh $(COMPARE_ARGS)
+	LDFLAGS="$(LDFLAGS)" ./bench/compare.sh $(COMPARE_ARGS)
 
 ## bench-passes: reserve throughput with and without entry passes through one seckilld over loopback,
 ## the load tool's client minting the passes, in alternating rounds; per-pair ratios and their medians
@@ -114,7 +128,7 @@ SIM_STEPS ?= 200
 SEED      ?=
 SIM_MODE  ?=
 sim:
-	$(GO) build -o $(BIN)/seckill-sim ./cmd/seckill-sim
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckill-sim ./cmd/seckill-sim
 	./$(BIN)/seckill-sim -steps $(SIM_STEPS) $(if $(SEED),-seed $(SEED),-seeds $(SIM_SEEDS)) $(SIM_MODE)
 	$(if $(SEED),,./$(BIN)/seckill-sim -campaign -steps $(SIM_STEPS) -seeds $(SIM_SEEDS))
 
@@ -123,7 +137,7 @@ SIM_MUTANTS := ackbeforefsync keeptorntail retryfsync replaytwice timerexpiry he
 sim-mutants:
 	@survived=""; for m in $(SIM_MUTANTS); do \
 		mode=""; case $$m in releaseunknown|releasewaitlisted|probeskip) mode=-campaign;; esac; \
-		$(GO) build -tags mutant_$$m -o $(BIN)/seckill-sim-mutant ./cmd/seckill-sim || exit 2; \
+		$(GO) build -tags mutant_$$m -ldflags "$(LDFLAGS)" -o $(BIN)/seckill-sim-mutant ./cmd/seckill-sim || exit 2; \
 		./$(BIN)/seckill-sim-mutant $$mode -seeds 2000 -steps $(SIM_STEPS) -stop > $(BIN)/sim-mutant-$$m.txt 2>&1; status=$$?; \
 		if [ $$status -eq 1 ]; then echo "mutant $$m: caught ($$(grep -m1 '^FAIL' $(BIN)/sim-mutant-$$m.txt))"; \
 		elif [ $$status -eq 0 ]; then echo "mutant $$m: SURVIVED 2000 seeds"; survived="$$survived $$m"; \

@@ -106,7 +106,7 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 	}
 	var c Campaign
 	if err := decodeJSON(ctx.PostBody(), &c); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	if c.CampaignID == "" {
 		c.CampaignID = campaignID
@@ -163,12 +163,20 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 		}
 		s.gates.get(d.CampaignID, d.SKUID) // its series exist from its definition
 	}
+	// The answer is the campaign as GET shows it, from the durable
+	// definitions Define has published (every SKU of the campaign, the
+	// ones this PUT left out too).
+	view, ok := s.campaignView(campaignID)
+	if !ok {
+		s.log.Error("admin_define: the campaign just defined has no SKU", "campaign_id", campaignID)
+		return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+	}
 	if created { // RFC 9110, section 9.3.4: a PUT that creates answers 201
-		r := jsonReply(fasthttp.StatusCreated, outcomeOK, campaignOf(defs))
+		r := jsonReply(fasthttp.StatusCreated, outcomeOK, view)
 		r.location = "/admin/campaigns/" + campaignID
 		return write(ctx, r)
 	}
-	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, campaignOf(defs)))
+	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, view))
 }
 
 // campaignExists reports whether the engine knows a SKU of campaignID.
@@ -209,7 +217,7 @@ func (s *Server) setPaused(ctx *fasthttp.RequestCtx, paused bool) string {
 		return write(ctx, badPathID(ctx))
 	}
 	if err := decodeNoFields(ctx.PostBody()); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	ectx, cancel := s.engineContext()
 	var err error
@@ -373,7 +381,7 @@ func (s *Server) handleSnapshot(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, badPathID(ctx))
 	}
 	if err := decodeNoFields(ctx.PostBody()); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	ectx, cancel := s.engineContext()
 	info, err := s.engine.Snapshot(ectx, campaignID, skuID)

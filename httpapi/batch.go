@@ -72,17 +72,17 @@ var batchParsers fastjson.ParserPool
 // unknown or repeated).
 func parseBatchEnvelope(body []byte) ([][]byte, error) {
 	if len(bytes.Trim(body, jsonSpace)) == 0 {
-		return nil, errors.New(`empty body, a JSON object {"items": [...]} is expected`)
+		return nil, errEmptyBody
 	}
 	p := batchParsers.Get()
 	defer batchParsers.Put(p)
 	v, err := p.ParseBytes(body)
 	if err != nil {
-		return nil, fmt.Errorf("malformed JSON: %s", boundDetail(err.Error()))
+		return nil, fastjsonError(body)
 	}
 	obj, err := v.Object()
 	if err != nil {
-		return nil, errors.New("malformed JSON: a JSON object is expected")
+		return nil, errNotObject
 	}
 	var items []*fastjson.Value
 	seen := false
@@ -106,6 +106,8 @@ func parseBatchEnvelope(body []byte) ([][]byte, error) {
 	switch {
 	case err != nil:
 		return nil, err
+	case !seen:
+		return nil, missingField("items")
 	case len(items) == 0:
 		return nil, fmt.Errorf("items: must hold 1 to %d reserves", MaxBatchItems)
 	case len(items) > MaxBatchItems:
@@ -129,7 +131,7 @@ func (s *Server) handleReserveBatch(ctx *fasthttp.RequestCtx) string {
 	raw, err := parseBatchEnvelope(ctx.PostBody())
 	if err != nil {
 		s.rejected(layerValidation)
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	st, known := s.engine.SKUStats(campaignID, skuID)
 	if !known {
@@ -226,7 +228,7 @@ func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st *act
 	req, err := parseReserveBody(parser, body)
 	if err != nil {
 		s.rejected(layerValidation)
-		return errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()), true
+		return bodyError(err), true
 	}
 	if rep, bad := s.checkBatchItem(req); bad {
 		s.rejected(layerValidation)

@@ -17,7 +17,7 @@ const MaxSubjectValueLength = 256
 
 // issueRequest is the body of POST .../entry-passes.
 type issueRequest struct {
-	UserID   string            `json:"user_id"`
+	UserID   string            `json:"user_id" jsonkeys:"required"`
 	Tier     *int              `json:"tier"`
 	Risk     *int              `json:"risk"`
 	Subjects map[string]string `json:"subjects"`
@@ -56,7 +56,7 @@ func (s *Server) handleIssuePass(ctx *fasthttp.RequestCtx) string {
 	}
 	var req issueRequest
 	if err := decodeJSON(ctx.PostBody(), &req); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	claims, bad := s.issueClaims(&req)
 	if bad != "" {

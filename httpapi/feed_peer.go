@@ -14,14 +14,7 @@ import (
 // an SSE stream sends nothing, so "would block" means it is still there,
 // and a peek consumes nothing in any case.
 func clientClosed(conn net.Conn) bool {
-	for {
-		inner, ok := conn.(interface{ NetConn() net.Conn })
-		if !ok {
-			break
-		}
-		conn = inner.NetConn()
-	}
-	sc, ok := conn.(syscall.Conn)
+	sc, ok := innermost(conn).(syscall.Conn)
 	if !ok {
 		return false // not a socket (a test's pipe): the write timeout finds it
 	}

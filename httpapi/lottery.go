@@ -52,9 +52,10 @@ func lotteryURL(campaignID, skuID string) string {
 
 // enterRequest is the body of POST .../entries.
 type enterRequest struct {
-	RequestID string `json:"request_id"` // may be left out with an entry pass: the pass's
-	UserID    string `json:"user_id"`
-	// EntryPass is an optional signed entry pass, checked by
+	// RequestID may be left out (or null) with an entry pass: the pass's.
+	RequestID *string `json:"request_id"`
+	UserID    string  `json:"user_id" jsonkeys:"required"`
+	// EntryPass is an optional signed entry pass , checked by
 	// checkEntryPass as for a reserve; its tier is the entry's tier.
 	EntryPass string `json:"entry_pass"`
 }
@@ -84,9 +85,16 @@ func (s *Server) handleEnter(ctx *fasthttp.RequestCtx) string {
 	}
 	var req enterRequest
 	if err := decodeJSON(ctx.PostBody(), &req); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
-	for _, bad := range []string{checkRequestID(req.RequestID, req.EntryPass != ""), checkID("user_id", req.UserID)} {
+	var requestID string
+	switch {
+	case req.RequestID != nil:
+		requestID = *req.RequestID
+	case req.EntryPass == "":
+		return write(ctx, bodyError(missingField("request_id")))
+	}
+	for _, bad := range []string{checkRequestID(requestID, req.EntryPass != ""), checkID("user_id", req.UserID)} {
 		if bad != "" {
 			return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad))
 		}
@@ -95,7 +103,7 @@ func (s *Server) handleEnter(ctx *fasthttp.RequestCtx) string {
 	if !known {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
 	}
-	p, rep, ok := s.checkEntryPass(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass)
+	p, rep, ok := s.checkEntryPass(&st.Definition, campaignID, skuID, requestID, req.UserID, req.EntryPass)
 	if !ok {
 		return write(ctx, rep)
 	}
@@ -244,7 +252,7 @@ func renderLottery(info sku.LotteryInfo) lotteryBody {
 			EntriesOpenAt: timefmt.Millis(r.EntriesOpenAt), EntriesCloseAt: timefmt.Millis(r.EntriesCloseAt),
 			Beacon: beaconRuleBody{Source: r.Beacon.Source, Round: r.Beacon.Round, RoundTime: timefmt.Millis(roundTime),
 				FallbackRound: r.Beacon.Fallback().Round, FallbackRoundTime: timefmt.Millis(fallbackTime)},
-			Waitlist: r.Waitlist, Tiers: campaignSKUOf(sku.Definition{Lottery: &r}).Tiers},
+			Waitlist: r.Waitlist, Tiers: tierQuotasJSON(r.Tiers)},
 		Commit: hexOf(info.Commit), CommittedAt: timefmt.Millis(info.CommittedAt), EntryCount: info.EntryCount}
 	if body.Rules.Tiers == nil {
 		body.Rules.Tiers = []TierQuotaJSON{{Tier: 0, Quota: QuotaValue{Rest: true}}}
@@ -312,10 +320,10 @@ func (s *Server) lotteryInfo(ctx *fasthttp.RequestCtx, route string) (sku.Lotter
 // drawRequest is the body of POST /admin/.../lottery/draw.
 type drawRequest struct {
 	Beacon struct {
-		Round      uint64 `json:"round"`
+		Round      uint64 `json:"round" jsonkeys:"required"`
 		Randomness string `json:"randomness"`
 		Signature  string `json:"signature"` // optional
-	} `json:"beacon"`
+	} `json:"beacon" jsonkeys:"required"`
 }
 
 // handleDraw is POST /admin/campaigns/{c}/skus/{s}/lottery/draw
@@ -337,7 +345,7 @@ func (s *Server) handleDraw(ctx *fasthttp.RequestCtx) string {
 	}
 	var req drawRequest
 	if err := decodeJSON(ctx.PostBody(), &req); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	signature, err := hex.DecodeString(req.Beacon.Signature)
 	if err != nil {

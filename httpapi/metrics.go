@@ -85,9 +85,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 var routeOutcomes = map[string][]string{
 	"reserve": {sku.OutcomeAccepted.String(), sku.OutcomeSoldOut.String(), sku.OutcomeAlreadyPurchased.String(),
 		sku.OutcomeRequestIDReused.String(), reasonNotStarted, reasonEnded, reasonPaused, reasonQueueFull,
-		reasonBadRequest, reasonNotFound, reasonResultUnknown},
+		reasonBadRequest, reasonInvalidJSON, reasonNotFound, reasonResultUnknown},
 	"pay": {sku.StatePaid.String(), sku.OutcomePaymentConflict.String(),
-		sku.OutcomeRefundRequired.String(), reasonUnauthorized, reasonBadRequest, reasonNotFound, reasonQueueFull, reasonResultUnknown},
+		sku.OutcomeRefundRequired.String(), reasonUnauthorized, reasonBadRequest, reasonInvalidJSON, reasonNotFound, reasonQueueFull, reasonResultUnknown},
 	"cancel":          {sku.StateClosed.String(), sku.OutcomeNotClosable.String(), reasonNotFound, reasonQueueFull, reasonResultUnknown},
 	"get_reservation": {sku.StatePendingPayment.String(), sku.StatePaid.String(), sku.StateClosed.String(), reasonNotFound, reasonQueueFull, reasonReadTimeout},
 	"lookup_request":  {sku.OutcomeAccepted.String(), sku.OutcomeSoldOut.String(), reasonNotFound, reasonQueueFull, reasonReadTimeout},

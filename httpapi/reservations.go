@@ -27,7 +27,7 @@ type requestBody struct {
 
 // paymentRequest is the body of a payment callback.
 type paymentRequest struct {
-	PaymentID string      `json:"payment_id"`
+	PaymentID string      `json:"payment_id" jsonkeys:"required"`
 	Amount    *minorUnits `json:"amount"`
 	// ReservationID, when given (even ""), must name the reservation of
 	// the path (400 RESERVATION_MISMATCH otherwise); null is not given.
@@ -158,7 +158,7 @@ func (s *Server) handlePay(ctx *fasthttp.RequestCtx) string {
 	}
 	var req paymentRequest
 	if err := decodeJSON(body, &req); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	if bad := checkID("payment_id", req.PaymentID); bad != "" {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad))
@@ -204,7 +204,7 @@ func (s *Server) handleCancel(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
 	}
 	if err := decodeNoFields(ctx.PostBody()); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	ectx, cancel := s.engineContext()
 	res, err := s.engine.Cancel(ectx, id)
@@ -246,7 +246,7 @@ func (s *Server) handleRelease(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
 	}
 	if err := decodeNoFields(ctx.PostBody()); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	ectx, cancel := s.engineContext()
 	res, err := s.engine.Release(ectx, id)

@@ -76,7 +76,7 @@ func (s *Server) reserveDoor(body []byte, campaignID, skuID string, st *actors.S
 	req, err := parseReserveBody(p, body)
 	if err != nil {
 		s.rejected(layerValidation)
-		return in, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()), false
+		return in, bodyError(err), false
 	}
 	for _, bad := range []string{checkRequestID(req.RequestID, len(req.EntryPass) > 0), checkID("user_id", req.UserID)} {
 		if bad != "" {

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/seckill/seckill/actors/sku"
@@ -22,24 +21,25 @@ var reserveParsers fastjson.ParserPool
 // parseReserveBody decodes {"request_id": string, "user_id": string,
 // "entry_pass": string} with p (from reserveParsers).
 // Keys match exactly (no case folding); an unknown or repeated key, a
-// value that is not a string, a body that is not one object, or data after
-// it is an error. Missing keys leave "" (rejected later by checkID). The
-// ids are copies; the entry pass is a view into p's buffer, valid until p
-// parses again or goes back to the pool: the pass is only verified, and
-// the text of a pass (up to 332 characters) is not worth a copy.
+// value that is not a string, a body that is not one object, data after
+// it, or a missing user_id or request_id (which an entry pass gives when
+// the body leaves it out) is an error, in decodeJSON's terms (bodyError
+// answers it). The ids are copies; the entry pass is a view into p's
+// buffer, valid until p parses again or goes back to the pool: the pass
+// is only verified, and the text of a pass (up to 332 characters) is not
+// worth a copy.
 func parseReserveBody(p *fastjson.Parser, body []byte) (reserveRequest, error) {
 	var req reserveRequest
 	if len(body) == 0 {
-		return req, errors.New("empty body, a JSON object is expected")
+		return req, errEmptyBody
 	}
 	v, err := p.ParseBytes(body)
 	if err != nil {
-		// fastjson's message grows with the nesting depth: keep the start.
-		return req, fmt.Errorf("malformed JSON: %s", boundDetail(err.Error()))
+		return req, fastjsonError(body)
 	}
 	obj, err := v.Object()
 	if err != nil {
-		return req, errors.New("malformed JSON: a JSON object is expected")
+		return req, errNotObject
 	}
 	var seenRequest, seenUser, seenPass bool
 	obj.Visit(func(key []byte, val *fastjson.Value) {
@@ -75,6 +75,13 @@ func parseReserveBody(p *fastjson.Parser, body []byte) (reserveRequest, error) {
 		}
 		*dst = string(s)
 	})
+	switch {
+	case err != nil:
+	case !seenRequest && len(req.EntryPass) == 0:
+		err = missingField("request_id")
+	case !seenUser:
+		err = missingField("user_id")
+	}
 	return req, err
 }
 

@@ -11,7 +11,11 @@ import (
 // Reasons the service itself gives in the "error" field. The reasons the
 // engine gives are sku.Outcome names (SOLD_OUT, ALREADY_PURCHASED, ...).
 const (
-	reasonBadRequest         = "BAD_REQUEST"
+	reasonBadRequest = "BAD_REQUEST"
+	// reasonInvalidJSON: the body is not one complete JSON text (empty,
+	// cut short, not JSON, more after its value); a JSON body that is not
+	// what the route takes is BAD_REQUEST (decode.go).
+	reasonInvalidJSON        = "INVALID_JSON"
 	reasonBodyTooLarge       = "BODY_TOO_LARGE"
 	reasonHeaderTooLarge     = "HEADER_TOO_LARGE"
 	reasonRequestTimeout     = "REQUEST_TIMEOUT"

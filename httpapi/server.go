@@ -471,6 +471,9 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	var netErr net.Error
 	var outcome string
+	if !(errors.As(err, &netErr) && netErr.Timeout()) {
+		lingerAfterAnswer(ctx) // the rest of the request may be on its way (linger.go)
+	}
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		outcome = write(ctx, errorReply(fasthttp.StatusRequestEntityTooLarge, reasonBodyTooLarge,
@@ -500,6 +503,7 @@ func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
 		outcome := write(ctx, errorReply(fasthttp.StatusRequestEntityTooLarge, reasonBodyTooLarge,
 			fmt.Sprintf("request body larger than %d bytes", limit)))
 		s.metrics.requests.WithLabelValues("unparsed", outcome).Inc()
+		lingerAfterAnswer(ctx) // a client that did not wait for 100 Continue is sending the body
 		return fasthttp.StatusRequestEntityTooLarge
 	}
 	return fasthttp.StatusContinue
@@ -516,7 +520,8 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.log.Warn("accept failed for lack of resources; waiting", "err", err)
 	}}
 	refused := s.metrics.requests.WithLabelValues("connection_limit", reasonUnavailable)
-	return s.http.Serve(newConnLimiter(shedding, s.cfg.MaxConnections, refused.Inc))
+	limited := newConnLimiter(shedding, s.cfg.MaxConnections, refused.Inc)
+	return s.http.Serve(lingeringListener{Listener: limited, timeout: s.cfg.ReadTimeout})
 }
 
 // Shutdown stops accepting connections, closes idle ones and waits for the

@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -98,10 +99,24 @@ func main() {
 }
 
 // run executes one command line and returns the exit status.
+// An unknown command (or subcommand) is a usage error that names it,
+// whatever flags follow it: --help and --version answer only a command
+// that exists.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case "--version", "-version":
+		fmt.Fprintln(stdout, version.String("seckillctl"))
+		return exitOK
+	}
+	if name := unknownCommand(args); name != "" {
+		return report(usageError("unknown command %q", name), stderr, args[:1]) // the usage of the command around it
 	}
 	if version.Requested(args) {
 		fmt.Fprintln(stdout, version.String("seckillctl"))
@@ -129,9 +144,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runClusterAudit(rest, stdout)
 	case "lottery":
 		err = runLottery(rest, stdout)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return exitOK
 	default:
 		err = usageError("unknown command %q", cmd)
 	}
@@ -151,8 +163,8 @@ func commandUsage(args []string) string {
 	head, notes, _ := strings.Cut(usage, "\n\nDIR is")
 	dirNote, exitNote, _ := strings.Cut(notes, "\nExit status")
 	dirNote, exitNote = "DIR is"+dirNote+"\n", "Exit status"+exitNote
-	if cmd == "cells" && len(args) > 1 && !strings.HasPrefix(args[1], "-") {
-		cmd = "cells " + args[1]
+	if len(commandTree[cmd]) > 0 && len(args) > 1 && !strings.HasPrefix(args[1], "-") {
+		cmd += " " + args[1]
 	}
 	var b strings.Builder
 	keep := false
@@ -171,6 +183,40 @@ func commandUsage(args []string) string {
 		dirNote = ""
 	}
 	return "usage:\n" + b.String() + "\n" + dirNote + exitNote
+}
+
+// commandTree maps each command of usage to its subcommands (none for a
+// command whose usage lines go on with an operand or a flag: "snapshot
+// DIR"), read from usage's lines, the one list of the commands.
+var commandTree = func() map[string]map[string]bool {
+	tree := map[string]map[string]bool{}
+	subcommand := regexp.MustCompile(`^[a-z][a-z-]*$`)
+	for _, line := range strings.Split(usage, "\n") {
+		words := strings.Fields(line)
+		if !strings.HasPrefix(line, "  seckillctl ") || len(words) < 2 {
+			continue
+		}
+		if tree[words[1]] == nil {
+			tree[words[1]] = map[string]bool{}
+		}
+		if len(words) > 2 && subcommand.MatchString(words[2]) {
+			tree[words[1]][words[2]] = true
+		}
+	}
+	return tree
+}()
+
+// unknownCommand returns the command or subcommand of args that usage
+// does not list ("frobnicate", "cells frobnicate"), "" when it lists it.
+func unknownCommand(args []string) string {
+	subs, ok := commandTree[args[0]]
+	switch {
+	case !ok:
+		return args[0]
+	case len(subs) > 0 && len(args) > 1 && !strings.HasPrefix(args[1], "-") && !subs[args[1]]:
+		return args[0] + " " + args[1]
+	}
+	return ""
 }
 
 // report prints err and maps it to an exit status; a usage error is

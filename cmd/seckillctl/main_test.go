@@ -921,3 +921,35 @@ func TestHelpAndVersion(t *testing.T) {
 		t.Errorf("--version: exit %d, %q", code, out)
 	}
 }
+
+// An unknown command or subcommand exits 2 and names it on stderr,
+// whatever flags follow (--help and --version answer only commands that
+// exist), with the usage around it; stdout stays empty.
+func TestUnknownCommandWhateverFlags(t *testing.T) {
+	for _, c := range []struct {
+		args       []string
+		name, then string
+	}{
+		{[]string{"nonsense"}, `"nonsense"`, "seckillctl verify DIR"},
+		{[]string{"nonsense", "--help"}, `"nonsense"`, "seckillctl verify DIR"},
+		{[]string{"nonsense", "-h"}, `"nonsense"`, "seckillctl verify DIR"},
+		{[]string{"nonsense", "--version"}, `"nonsense"`, "seckillctl verify DIR"},
+		{[]string{"-x", "--help"}, `"-x"`, "seckillctl verify DIR"},
+		{[]string{"cells", "nonsense", "--help"}, `"cells nonsense"`, "seckillctl cells write-off"},
+		{[]string{"inspect", "nope", "-h"}, `"inspect nope"`, "seckillctl inspect snapshot FILE"},
+		{[]string{"lottery", "draw", "--help"}, `"lottery draw"`, "seckillctl lottery verify DIR"},
+	} {
+		code, out, errOut := ctl(t, c.args...)
+		if code != exitUsage || out != "" || !strings.HasPrefix(errOut, "seckillctl: unknown command "+c.name+"\n") ||
+			!strings.Contains(errOut, c.then) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", c.args, code, out, errOut)
+		}
+	}
+	// A command that takes an operand is not read as a subcommand.
+	if code, out, _ := ctl(t, "snapshot", "some-dir", "--help"); code != exitOK || !strings.Contains(out, "seckillctl snapshot DIR") {
+		t.Errorf("snapshot DIR --help: exit %d, %q", code, out)
+	}
+	if code, out, _ := ctl(t, "inspect", "wal", "--help"); code != exitOK || strings.Count(out, "\n  seckillctl ") != 1 {
+		t.Errorf("inspect wal --help: exit %d, %q", code, out)
+	}
+}

@@ -4,6 +4,7 @@
 package timefmt
 
 import (
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -92,4 +93,19 @@ func appendDigits(dst []byte, v, width int) []byte {
 		v /= 10
 	}
 	return append(dst, buf[:width]...)
+}
+
+// Duration renders a duration of whole milliseconds as a request body
+// gives it and time.ParseDuration reads it back: time.Duration's String
+// without its zero units ("15m", not "15m0s"; "1h", "1h30m", "1m30s",
+// "1.5s", "250ms").
+func Duration(ms int64) string {
+	s := (time.Duration(ms) * time.Millisecond).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-len("0s")]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-len("0m")]
+	}
+	return s
 }
