@@ -58,6 +58,8 @@ type Log struct {
 	// nil while nobody waits. Guarded by mu.
 	advanced chan struct{}
 	hints    readHints // where ReadDurable's reads ended
+
+	waits waitFigures // Waits (waits.go)
 }
 
 // counters are the Stats figures, updated by the flusher.
@@ -139,6 +141,7 @@ func newLog(dir string, o Options, store Store) *Log {
 
 		releaserDone: make(chan struct{}),
 	}
+	l.waits.epoch = o.Clock()
 	l.workReady.L = &l.mu
 	l.batchSpace.L = &l.mu
 	l.waiterSpace.L = &l.mu
@@ -320,6 +323,7 @@ func (l *Log) close() error {
 	l.mu.Lock()
 	failure := l.failure
 	leftover := l.waiters.popAll(nil)
+	l.noteOldestLocked()
 	l.waiterSpace.Broadcast()
 	l.mu.Unlock()
 	release(leftover, ErrClosed)
