@@ -13,7 +13,7 @@ const (
 	layerWindow     = "window"     // NOT_STARTED / ENDED on the server's clock
 	layerPaused     = "paused"     // PAUSED / UNAVAILABLE published by the SKU
 	layerSoldOut    = "sold_out"   // SOLD_OUT: durable available = 0, or permits in flight cover the stock
-	layerQueueFull  = "queue_full" // permits or queue age exhausted
+	layerQueueFull  = "queue_full" // permits or inbox age exhausted
 	layerThrottled  = "throttled"  // commits too slow for max_queue_wait, or the ramp after them
 	layerEntryPass  = "entry_pass" // refused by the entry-pass check (seckill_entry_pass_rejections_total says why)
 )

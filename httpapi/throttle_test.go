@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -135,18 +134,5 @@ func TestThrottledWhileCommitsAreSlow(t *testing.T) {
 // rawStatsRow returns a SKU's /admin/stats row as decoded JSON.
 func rawStatsRow(t *testing.T, ts *testServer, campaignID, skuID string) map[string]any {
 	t.Helper()
-	r := ts.admin(http.MethodGet, "/admin/stats", nil)
-	var doc struct {
-		Rows []map[string]any `json:"skus"`
-	}
-	if err := json.Unmarshal(r.raw, &doc); err != nil {
-		t.Fatal(err)
-	}
-	for _, row := range doc.Rows {
-		if row["campaign_id"] == campaignID && row["sku_id"] == skuID {
-			return row
-		}
-	}
-	t.Fatalf("no stats row for %s/%s: %s", campaignID, skuID, r.raw)
-	return nil
+	return rawStatsRowAt(t, ts.base, campaignID, skuID)
 }
