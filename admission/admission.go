@@ -12,20 +12,21 @@
 // commit wait the age of the oldest call waiting for durability (a commit
 // that stalls shows there before it ends) and commit latency how long the
 // calls released by the last group commit waited (wal.Waits). A reserve
-// is admitted only while that wait is below max_queue_wait, and only
-// with a permit: permits in flight per SKU are bounded by
+// is admitted only while that wait is below max_queue_wait (but for the
+// probe below), and only with a permit: permits in flight per SKU are
+// bounded by
 //
 //	min(available + retry_margin, consumer_rate × max_queue_wait)
 //
 // (consumer_rate never below Limits.MinRate, so that a cold SKU admits).
 //
 // Once the inbox's oldest call has waited max_queue_wait the SKU admits
-// nothing (QueueFull) until the actor catches up. Once commits alone make
-// the wait reach max_queue_wait (a slow or stalled disk), it admits
-// nothing either (Throttled), but for one probe: while no call waits
-// anywhere, one reserve at a time goes through, so that a commit tells
-// whether the disk is fast again (no other work may come to tell it).
-// When the wait falls below max_queue_wait again, the SKU comes back in
+// nothing (QueueFull) until the actor catches up. Once the wait reaches
+// max_queue_wait with the inbox alone below it (the log's commits are
+// slow, or one stalls), it admits nothing either (Throttled), but for
+// one probe: while no call waits anywhere, one reserve at a time goes
+// through, so that a commit tells whether the disk is fast again (no
+// other work may come to tell it). When the wait falls below max_queue_wait again, the SKU comes back in
 // steps (Ramp): one permit, then twice as many after each group commit
 // that releases calls, until the bound is reached. Then it is Open.
 package admission
