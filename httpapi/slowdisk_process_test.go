@@ -109,14 +109,20 @@ func TestSlowDiskThrottlesAdmission(t *testing.T) {
 		t.Fatal(err)
 	}
 	throttledAt := time.Now()
-	var samples []map[string]any
-	var fsyncMs float64 // the slowest fsync p99 /admin/stats showed while throttled
+	var last map[string]any // the last /admin/stats row read
+	var fsyncMs float64     // the slowest fsync p99 /admin/stats showed while throttled
 	sample := func() map[string]any {
 		r := rawStatsRowAt(t, d.Base, "disk", "s")
-		samples = append(samples, r)
+		last = r
 		return r
 	}
 	var stateSeen time.Time
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("THROTTLED seen in /admin/stats at %v; answers since: %d THROTTLED, %d admitted; last /admin/stats row: %v",
+				stateSeen, count(stateSeen, http.StatusTooManyRequests, "THROTTLED"), count(stateSeen, http.StatusAccepted, ""), last)
+		}
+	})
 	eventually(t, 120*time.Second, "THROTTLED in /admin/stats and in answers, and 5 buyers admitted since", func() bool {
 		r := sample()
 		if r["status"] == "THROTTLED" && r["commit_latency_ms"].(float64) >= float64(maxQueueWait.Milliseconds()) && stateSeen.IsZero() {
@@ -162,7 +168,7 @@ func TestSlowDiskThrottlesAdmission(t *testing.T) {
 		stateSeen.Sub(throttledAt).Round(time.Millisecond), liftedAt.Sub(stateSeen).Round(time.Millisecond), len(slow), q(slow, 0.5), q(slow, 1), fsyncMs,
 		throttled, len(fast), q(fast, 0.5), q(fast, 0.99))
 	if fsyncMs < float64(maxQueueWait.Milliseconds()) {
-		t.Fatalf("fsync p99 at most %.0f ms under the limit: the disk was not slowed (samples %v)", fsyncMs, samples)
+		t.Fatalf("fsync p99 at most %.0f ms under the limit: the disk was not slowed (last /admin/stats row: %v)", fsyncMs, last)
 	}
 	// Admission stopped but for a probe at a time: at most one buyer per
 	// commit, and each commit took longer than max_queue_wait (a queue
