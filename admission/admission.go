@@ -205,7 +205,3 @@ func (r *Ramp) step(commits uint64, bound int64) (int64, bool) {
 	}
 	return 1 << n, true
 }
-
-// Ramping reports whether the ramp has not reached the bound yet (for
-// tests and figures).
-func (r *Ramp) Ramping() bool { return r.from.Load() != 0 }

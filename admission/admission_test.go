@@ -65,7 +65,7 @@ func TestRampStepsBack(t *testing.T) {
 	fast := func(commits uint64) Load {
 		return Load{Available: 1000, CommitLatency: time.Millisecond, Commits: commits}
 	}
-	if d := limits.Decide(slow, &r); d.State != Throttled || !r.Ramping() {
+	if d := limits.Decide(slow, &r); d.State != Throttled || r.from.Load() == 0 {
 		t.Fatalf("slow commits: %+v", d)
 	}
 	// bound 50: steps 1, 2, 4, 8, 16, 32, then open.
@@ -74,7 +74,7 @@ func TestRampStepsBack(t *testing.T) {
 			t.Fatalf("commit %d after: %v %d permits, want THROTTLED %d", i, d.State, d.Permits, want)
 		}
 	}
-	if d := limits.Decide(fast(13), &r); d.State != Open || d.Permits != 50 || r.Ramping() {
+	if d := limits.Decide(fast(13), &r); d.State != Open || d.Permits != 50 || r.from.Load() != 0 {
 		t.Fatalf("six commits after: %+v", d)
 	}
 	// Slow again halfway: back to the first step.
@@ -184,7 +184,7 @@ func TestRampSharedByCallers(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	if r.Ramping() {
+	if r.from.Load() != 0 {
 		t.Fatal("still ramping after the bound was reached")
 	}
 }
