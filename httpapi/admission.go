@@ -11,8 +11,8 @@ import (
 	"github.com/seckill/seckill/admission"
 )
 
-// The ingress's part of admission (seed §2, §5, §10): the sale gate's fast
-// refusals (precheck), then a permit from the SKU's gate, which package
+// The ingress's part of admission: the sale gate's fast refusals
+// (precheck), then a permit from the SKU's gate, which package
 // admission's rule sizes from the SKU's published load: the bound of
 // permits in flight, the wait a reserve admitted now would see (inbox age
 // and commit latency) against max_queue_wait, and the ramp back after

@@ -19,8 +19,8 @@ import (
 // Defaults of Config. Each is used when the field is zero.
 const (
 	// DefaultMaxQueueWait is the longest a reserve should wait for its
-	// answer: in a SKU's inbox and for its group commit (seed §2: maximum
-	// acceptable wait).
+	// answer (the buyer's maximum acceptable wait): in a SKU's inbox and
+	// for its group commit.
 	DefaultMaxQueueWait = time.Second
 	// DefaultRetryMargin is added to the available stock in the admission
 	// bound: room for duplicates and requests the engine will reject.
