@@ -45,7 +45,7 @@ import (
 // joined (the engine orders a user's items and answers a second purchase
 // ALREADY_PURCHASED); and the batch takes one permit per item that
 // reaches the engine: the items beyond the SKU's free permits are
-// answered 429 QUEUE_FULL, as single reserves beyond them would be.
+// answered 429 QUEUE_FULL or THROTTLED, as single reserves beyond them would be.
 
 // MaxBatchItems bounds the items of one batch reserve.
 const MaxBatchItems = actors.MaxBatchItems
@@ -187,14 +187,15 @@ func (s *Server) reserveBatch(campaignID, skuID string, st actors.Stats, raw [][
 	if len(pending) == 0 {
 		return reps
 	}
-	// One permit per item for the engine, as many as are free: the items
-	// beyond them are busy, as single reserves beyond them would be.
+	// One permit per item for the engine, as many as admission allows:
+	// the items beyond them are refused, as single reserves beyond them
+	// would be.
 	g := s.gates.get(campaignID, skuID)
-	granted := g.tryAcquireN(int64(len(pending)), s.limits.bound(st))
+	d := s.limits.decide(&st, g)
+	granted, refusal := g.admitN(int64(len(pending)), d)
 	defer g.releaseN(granted)
 	for _, i := range pending[granted:] {
-		s.rejected(layerQueueFull)
-		reps[i] = s.queueFull()
+		reps[i] = s.busy(refusal, d)
 	}
 	pending = pending[:granted]
 	if len(pending) == 0 {
@@ -322,27 +323,4 @@ func appendBatchResults(dst []byte, reps []reply) []byte {
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}"...)
-}
-
-// tryAcquireN takes up to n permits while fewer than max are in flight,
-// and returns how many it took (0 to n).
-func (g *gate) tryAcquireN(n, max int64) int {
-	for {
-		cur := g.inFlight.Load()
-		k := min(n, max-cur)
-		if k <= 0 {
-			return 0
-		}
-		if g.inFlight.CompareAndSwap(cur, cur+k) {
-			g.admissions.Add(float64(k))
-			return int(k)
-		}
-	}
-}
-
-// releaseN returns n permits.
-func (g *gate) releaseN(n int) {
-	if n > 0 {
-		g.inFlight.Add(-int64(n))
-	}
 }

@@ -1,7 +1,7 @@
 // Package httpapi is the HTTP service of seckill: it decodes and validates
 // requests, runs them through the ingress layers of the design (per-user
-// dedup, sold-out and campaign-window fast paths, admission bounded by stock
-// and queue age), hands the survivors to the engine (one actor per SKU, a
+// dedup, sold-out and campaign-window fast paths, admission by package
+// admission's rule: stock, inbox age and commit latency), hands the survivors to the engine (one actor per SKU, a
 // WAL fsync before every reply) and encodes the answers.
 //
 // It makes no domain decision: whether a reservation is accepted, paid,
@@ -11,7 +11,8 @@
 // SKU status are the sale gate's verdict (sku.Gate, the rule the engine's
 // Machine.Reserve decides with), asked on the state the engine has
 // published as durable (SKU stats): a fast answer is never more optimistic
-// than the log. What httpapi adds is load: admission permits and queue age.
+// than the log. What httpapi adds is load: admission's permits, asked of
+// package admission on the SKU's published load.
 //
 // Files, one idea each:
 //
@@ -29,7 +30,7 @@
 //	reserveroute.go  reserves of known SKUs by their raw path, past the router
 //	deadlines.go     the shared deadlines of reserve waits
 //	dedup.go         per-user flights and the bounded answer cache
-//	admission.go     the admission bound, the fast answers, per-SKU permits
+//	admission.go     the fast answers, per-SKU permits sized by package admission
 //	status.go        the coarse SKU status: the sale gate's verdict and the load
 //	reservations.go  get, lookup, pay, cancel
 //	signature.go     HMAC of payment callbacks

@@ -13,7 +13,8 @@ const (
 	layerWindow     = "window"     // NOT_STARTED / ENDED on the server's clock
 	layerPaused     = "paused"     // PAUSED / UNAVAILABLE published by the SKU
 	layerSoldOut    = "sold_out"   // SOLD_OUT: durable available = 0, or permits in flight cover the stock
-	layerQueueFull  = "queue_full" // permits or queue age exhausted
+	layerQueueFull  = "queue_full" // permits or inbox age exhausted
+	layerThrottled  = "throttled"  // commits too slow for max_queue_wait, or the ramp after them
 	layerEntryPass  = "entry_pass" // refused by the entry-pass check (seckill_entry_pass_rejections_total says why)
 )
 
@@ -67,7 +68,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.rejectedBy = make(map[string]prometheus.Counter)
 	// Series made at start: a counter that first appears at its first
 	// increment loses that increment to rate() and increase().
-	for _, layer := range []string{layerValidation, layerDedup, layerWindow, layerPaused, layerSoldOut, layerQueueFull, layerEntryPass} {
+	for _, layer := range []string{layerValidation, layerDedup, layerWindow, layerPaused, layerSoldOut, layerQueueFull, layerThrottled, layerEntryPass} {
 		m.rejectedBy[layer] = m.rejections.WithLabelValues(layer) // also exports zeros
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.rejections, m.admissions} {
@@ -84,7 +85,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 // at first use.
 var routeOutcomes = map[string][]string{
 	"reserve": {sku.OutcomeAccepted.String(), sku.OutcomeSoldOut.String(), sku.OutcomeAlreadyPurchased.String(),
-		sku.OutcomeRequestIDReused.String(), reasonNotStarted, reasonEnded, reasonPaused, reasonQueueFull,
+		sku.OutcomeRequestIDReused.String(), reasonNotStarted, reasonEnded, reasonPaused, reasonQueueFull, reasonThrottled,
 		reasonBadRequest, reasonInvalidJSON, reasonNotFound, reasonResultUnknown},
 	"pay": {sku.StatePaid.String(), sku.OutcomePaymentConflict.String(),
 		sku.OutcomeRefundRequired.String(), reasonUnauthorized, reasonBadRequest, reasonInvalidJSON, reasonNotFound, reasonQueueFull, reasonResultUnknown},

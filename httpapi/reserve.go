@@ -6,6 +6,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/valyala/fasthttp"
 )
@@ -181,7 +182,7 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 // reports an answer that a repeat of the request_id, sent while this one
 // was in flight, may get too: one that is final for the request_id (ACCEPTED, the
 // engine's recorded SOLD_OUT, REQUEST_ID_REUSED) or decides nothing
-// (QUEUE_FULL, RESULT_UNKNOWN). The others hold only at the moment they
+// (QUEUE_FULL, THROTTLED, RESULT_UNKNOWN). The others hold only at the moment they
 // were decided (ALREADY_PURCHASED, a fast-path SOLD_OUT, the sale window):
 // the repeat, which may have been sent after the state changed, asks again
 // (found by the porcupine linearizability test).
@@ -196,7 +197,7 @@ func (s *Server) lead(rkey dedupKey, st *actors.Stats, in *doorPassed, k *reserv
 		v = s.limits.precheck(st, now, true)
 	}
 	if rep, refused := s.fastRefusal(v, st, now); refused {
-		return rep, v == verdictQueueFull
+		return rep, false
 	}
 	// Out of permits is busy, not sold out, even when the stock term
 	// binds: requests in flight may still be refused (a holder clicking
@@ -206,9 +207,9 @@ func (s *Server) lead(rkey dedupKey, st *actors.Stats, in *doorPassed, k *reserv
 	if g == nil {
 		g = s.gates.get(campaignID, skuID)
 	}
-	if !g.tryAcquire(s.limits.bound(*st)) {
-		s.rejected(layerQueueFull)
-		return s.queueFull(), true
+	d := s.limits.decide(st, g)
+	if refusal, ok := g.admit(d); !ok {
+		return s.busy(refusal, d), true
 	}
 	defer g.release()
 
@@ -291,8 +292,10 @@ var (
 	replySoldOut         = errorReply(fasthttp.StatusConflict, reasonSoldOut, "")
 	replyRequestIDReused = errorReply(fasthttp.StatusUnprocessableEntity, sku.OutcomeRequestIDReused.String(), "")
 	replyQueueFull       = errorReply(fasthttp.StatusTooManyRequests, reasonQueueFull, "")
-	replyLotterySale     = errorReply(fasthttp.StatusConflict, reasonLotterySale, "this SKU is sold by lottery: POST an entry instead")
-	replySubjectLimit    = errorReply(fasthttp.StatusConflict, sku.OutcomeSubjectLimit.String(),
+	replyThrottled       = errorReply(fasthttp.StatusTooManyRequests, reasonThrottled,
+		"the SKU's log commits too slowly for max_queue_wait, or has just recovered and admits in steps")
+	replyLotterySale  = errorReply(fasthttp.StatusConflict, reasonLotterySale, "this SKU is sold by lottery: POST an entry instead")
+	replySubjectLimit = errorReply(fasthttp.StatusConflict, sku.OutcomeSubjectLimit.String(),
 		"a subject of the entry pass has the most unpaid reservations this SKU allows")
 )
 
@@ -327,6 +330,21 @@ func notStarted(startAt int64, now time.Time) reply {
 func (s *Server) queueFull() reply {
 	rep := replyQueueFull
 	rep.retryAfter = s.retryAfter
+	return rep
+}
+
+// busy is the 429 answer of a reserve admission refused (d, refusal),
+// counted by layer: QUEUE_FULL, or THROTTLED while the SKU's commits are
+// (or were just) too slow for max_queue_wait, whose Retry-After is the
+// wait admission judged, at least max_queue_wait's.
+func (s *Server) busy(refusal admission.State, d admission.Decision) reply {
+	if refusal != admission.Throttled {
+		s.rejected(layerQueueFull)
+		return s.queueFull()
+	}
+	s.rejected(layerThrottled)
+	rep := replyThrottled
+	rep.retryAfter = retryAfterSeconds(max(d.Wait, s.limits.MaxQueueWait))
 	return rep
 }
 
@@ -387,9 +405,6 @@ func (s *Server) fastRefusal(v verdict, st *actors.Stats, now time.Time) (rep re
 	case verdictSoldOut:
 		s.rejected(layerSoldOut)
 		return s.soldOutReply(*st), true
-	case verdictQueueFull:
-		s.rejected(layerQueueFull)
-		return s.queueFull(), true
 	}
 	return reply{}, false
 }

@@ -24,6 +24,7 @@ const (
 	reasonMethodNotAllowed   = "METHOD_NOT_ALLOWED"
 	reasonUnauthorized       = "UNAUTHORIZED"
 	reasonQueueFull          = "QUEUE_FULL"
+	reasonThrottled          = "THROTTLED"
 	reasonUnavailable        = "UNAVAILABLE"
 	reasonResultUnknown      = "RESULT_UNKNOWN"
 	reasonInternal           = "INTERNAL"
@@ -110,11 +111,23 @@ func write(ctx *fasthttp.RequestCtx, r reply) string {
 }
 
 // retryAfterSeconds renders d as a Retry-After value: whole seconds, at
-// least 1.
+// least 1. Up to a minute it allocates nothing (a crowd refused THROTTLED
+// gets one each).
 func retryAfterSeconds(d time.Duration) string {
 	s := int64((d + time.Second - 1) / time.Second)
 	if s < 1 {
 		s = 1
 	}
+	if s < int64(len(smallSeconds)) {
+		return smallSeconds[s]
+	}
 	return strconv.FormatInt(s, 10)
 }
+
+// smallSeconds are the decimal renderings of 0 to 60.
+var smallSeconds = func() (t [61]string) {
+	for i := range t {
+		t[i] = strconv.Itoa(i)
+	}
+	return t
+}()

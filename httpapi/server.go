@@ -12,15 +12,16 @@ import (
 
 	"github.com/fasthttp/router"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/feed"
 	"github.com/valyala/fasthttp"
 )
 
 // Defaults of Config. Each is used when the field is zero.
 const (
-	// DefaultMaxQueueWait is the longest a reserve may wait in a SKU's
-	// mailbox before admission stops: a buyer waits at most about this
-	// long for an answer, however large the crowd.
+	// DefaultMaxQueueWait is the longest a reserve should wait for its
+	// answer (the buyer's maximum acceptable wait): in a SKU's inbox and
+	// for its group commit.
 	DefaultMaxQueueWait = time.Second
 	// DefaultRetryMargin is added to the available stock in the admission
 	// bound: room for duplicates and requests the engine will reject.
@@ -84,7 +85,8 @@ type Config struct {
 	// (X-Signature: hex of the HMAC of the raw body). Empty accepts
 	// unsigned callbacks.
 	PaymentSecret []byte
-	// MaxQueueWait is the admission's maximum acceptable queue age.
+	// MaxQueueWait is the longest a buyer should wait: admission stops
+	// before the wait it judges (inbox age and commit latency) reaches it.
 	MaxQueueWait time.Duration
 	// RequestTimeout is how long a handler waits for the engine before it
 	// answers 504 RESULT_UNKNOWN. Default: MaxQueueWait + 2 s.
@@ -265,11 +267,11 @@ func New(cfg Config) (*Server, error) {
 		cfg:    cfg,
 		engine: cfg.Engine,
 		log:    cfg.Logger,
-		limits: limits{
-			maxQueueWait: cfg.MaxQueueWait,
-			retryMargin:  int64(cfg.RetryMargin),
-			minRate:      cfg.MinConsumerRate,
-		},
+		limits: limits{admission.Limits{
+			MaxQueueWait: cfg.MaxQueueWait,
+			RetryMargin:  int64(cfg.RetryMargin),
+			MinRate:      cfg.MinConsumerRate,
+		}},
 		metrics:    m,
 		gates:      newGates(m.admissions),
 		flights:    newFlights(),
@@ -289,7 +291,7 @@ func New(cfg Config) (*Server, error) {
 	for _, st := range cfg.Engine.AllStats() { // each SKU's series exist from the start
 		s.gates.get(st.CampaignID, st.SKUID)
 	}
-	if err := cfg.Registry.Register(newSKUCollector(cfg.Engine, s.gates)); err != nil {
+	if err := cfg.Registry.Register(newSKUCollector(cfg.Engine, s.gates, s.limits)); err != nil {
 		return nil, fmt.Errorf("httpapi: registering the SKU collector: %w", err)
 	}
 	s.http = &fasthttp.Server{

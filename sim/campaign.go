@@ -73,7 +73,7 @@ type claimedCall struct {
 func RunCampaign(o Options) Result {
 	cr := &campaignRun{seed: o.Seed, rng: rand.New(rand.NewPCG(o.Seed, 0xca4a)), reg: purchase.New[int](),
 		faults: map[string]int{}, replies: map[string]int{}}
-	res := Result{Seed: o.Seed, Faults: cr.faults, Replies: cr.replies, Step: -1, Campaign: true}
+	res := Result{Seed: o.Seed, Faults: cr.faults, Replies: cr.replies, Step: -1, Mode: ModeCampaign}
 	n := 2 + cr.rng.IntN(2)
 	cr.users = 2 + cr.rng.IntN(6)
 	cr.pending = make([][]indexedEvent, n)

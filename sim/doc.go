@@ -26,6 +26,8 @@
 //	run.go    Run and the shell: open and recover, decide, append, flush, snapshot, crash
 //	step.go   each step, and the workload's arguments
 //	seeds.go  many seeds side by side (one goroutine per history), the shrinker
+//	admission.go        the admission mode: buyers admitted by package admission over a disk that slows down
+//	admission_check.go  its checks: the wait bound, the ramp's steps, recovery
 //
 // The checks, the faults and what the simulation cannot model are listed
 // in docs/testing.md ("The deterministic simulator").

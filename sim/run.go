@@ -51,9 +51,8 @@ type Result struct {
 	Err     error
 	Step    int
 	History []step
-	// Campaign is set for a campaign-mode history (RunCampaign), which
-	// the shrinker does not shrink.
-	Campaign bool
+	// Mode is the kind of history; the shrinker shrinks ModeSKU's only.
+	Mode Mode
 }
 
 // Run runs one history: the steps drawn from o.Seed, each followed by the

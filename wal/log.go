@@ -62,6 +62,8 @@ type Log struct {
 	// nil while nobody waits. Guarded by mu.
 	advanced chan struct{}
 	hints    readHints // where ReadDurable's reads ended
+
+	waits waitFigures // Waits (waits.go)
 }
 
 // counters are the Stats figures, updated by the flusher.
@@ -146,6 +148,7 @@ func newLog(dir string, o Options, store Store) *Log {
 	if !o.Replicated {
 		l.commitBound.Store(math.MaxUint64)
 	}
+	l.waits.epoch = o.Clock()
 	l.workReady.L = &l.mu
 	l.batchSpace.L = &l.mu
 	l.waiterSpace.L = &l.mu
@@ -360,6 +363,7 @@ func (l *Log) close() error {
 	l.mu.Lock()
 	failure := l.failure
 	leftover := l.waiters.popAll(nil)
+	l.noteOldestLocked()
 	l.waiterSpace.Broadcast()
 	l.mu.Unlock()
 	release(leftover, ErrClosed)

@@ -77,6 +77,9 @@ type Options struct {
 	// OpenStore opens the Store in dir (which exists and whose tail segment
 	// has been repaired); nil means OpenTidwallStore. Tests inject faults here.
 	OpenStore func(dir string, o StoreOptions) (Store, error)
+	// Clock times the waiters (Log.Waits); nil means time.Now. The
+	// simulator passes its simulated clock.
+	Clock func() time.Time
 }
 
 // withDefaults validates o and fills in its zero fields.
@@ -107,6 +110,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.OpenStore == nil {
 		o.OpenStore = OpenTidwallStore
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
 	}
 	return o, nil
 }

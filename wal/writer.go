@@ -93,6 +93,7 @@ func (l *Log) hasRoomLocked(size int) bool {
 // LastIndex(): a waiter for a record not yet appended is a programming error
 // and panics.
 func (l *Log) Await(index uint64, w Waiter) {
+	at := l.stamp()
 	l.mu.Lock()
 	for {
 		if err := l.awaitErrLocked(); err != nil {
@@ -123,7 +124,10 @@ func (l *Log) Await(index uint64, w Waiter) {
 	if !l.waiters.empty() {
 		index = max(index, l.waiters.lastIndex())
 	}
-	l.waiters.push(waiter{index: index, w: w})
+	l.waiters.push(waiter{index: index, w: w, at: at})
+	if l.waiters.count == 1 {
+		l.noteOldestLocked()
+	}
 	l.mu.Unlock()
 }
 
@@ -284,10 +288,13 @@ func (l *Log) releaseLocked(buffer []waiter) []waiter {
 		// the rest gets the failure.
 		var err error
 		buffer = l.waiters.popThrough(l.CommitIndex(), buffer[:0])
-		if len(buffer) == 0 && l.failure != nil {
+		if len(buffer) > 0 {
+			l.noteReleased(buffer, l.stamp())
+		} else if l.failure != nil {
 			err = l.failure
 			buffer = l.waiters.popAll(buffer[:0])
 		}
+		l.noteOldestLocked()
 		if len(buffer) == 0 {
 			l.releasing = false
 			return buffer

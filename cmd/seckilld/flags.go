@@ -62,7 +62,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.campaigns, "campaigns", "", "campaign file, JSON or YAML list (default: the embedded demo campaign)")
 	fs.StringVar(&o.adminToken, "admin-token", "", "bearer token of /admin routes (default: a random one, printed)")
 	fs.StringVar(&o.paymentSecret, "payment-secret", "", "HMAC-SHA256 key of payment callbacks (empty: unsigned, warned)")
-	fs.DurationVar(&o.maxQueueWait, "max-queue-wait", time.Second, "maximum acceptable queue age before admission stops")
+	fs.DurationVar(&o.maxQueueWait, "max-queue-wait", time.Second, "longest a buyer should wait: admission stops before the wait it judges (inbox age + commit latency) reaches it")
 	fsync := fs.String("fsync", "always", "always | never (never: benchmarks only)")
 	level := fs.String("log-level", "info", "debug | info | warn | error")
 	fs.IntVar(&o.snapshotEvery, "snapshot-every", actors.DefaultSnapshotEvery, "snapshot a SKU after this many records (negative: never by count)")

@@ -95,11 +95,14 @@ type Hooks struct {
 	Decided func(ctx context.Context, c Call, res sku.Result) error
 }
 
-// Load is what a SKU publishes about its queue and rate (actors.Stats).
+// Load is what a SKU publishes about its queue, rate and log commits
+// (actors.Stats).
 type Load struct {
-	Queued        int64
-	OldestWait    time.Duration
-	RatePerSecond float64
+	Queued                    int64
+	OldestWait                time.Duration
+	RatePerSecond             float64
+	CommitWait, CommitLatency time.Duration
+	Commits                   uint64
 }
 
 // Config configures an Engine. Zero values take the defaults.
@@ -453,6 +456,7 @@ func (s *skuState) stats(campaignID, skuID string) actors.Stats {
 		Definition: s.m.Definition(), Counts: s.m.Counts(), Paused: s.m.Paused(),
 		Unavailable: s.unavailable,
 		Queued:      s.load.Queued, OldestWait: s.load.OldestWait, RatePerSecond: s.load.RatePerSecond,
+		CommitWait: s.load.CommitWait, CommitLatency: s.load.CommitLatency, Commits: s.load.Commits,
 	}
 }
 
