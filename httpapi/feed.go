@@ -340,14 +340,17 @@ func (s *Server) waitPage(req *feedRequest, deadline time.Time) (*feedPage, *rep
 // SKU), for wait, or for shutdown. An idle reader costs one timer and
 // nothing else until one of them fires.
 func (s *Server) waitDurable(durable <-chan struct{}, wait time.Duration) {
-	s.feedGauges.waiting.Add(1)
-	defer s.feedGauges.waiting.Add(-1)
+	s.feedMetrics.waiting.Add(1)
+	defer s.feedMetrics.waiting.Add(-1)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case <-durable:
+		s.feedMetrics.woke(wokeByRecord)
 	case <-timer.C:
+		s.feedMetrics.woke(wokeByDeadline)
 	case <-s.feeds.Done():
+		s.feedMetrics.woke(wokeByShutdown)
 	}
 }
 
@@ -587,8 +590,8 @@ func (s *Server) streamEvents(ctx *fasthttp.RequestCtx, next func(deadline time.
 	ctx.Response.Header.Set("Cache-Control", "no-store")
 	ctx.SetConnectionClose() // nothing follows a stream: the heartbeat may read the connection
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
-		s.feedGauges.streams.Add(1)
-		defer s.feedGauges.streams.Add(-1)
+		s.feedMetrics.streams.Add(1)
+		defer s.feedMetrics.streams.Add(-1)
 		flush := func() bool {
 			conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 			return w.Flush() == nil

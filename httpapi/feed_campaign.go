@@ -248,8 +248,8 @@ func (s *Server) waitCampaignPage(cf *campaignFeed, deadline time.Time) (*campai
 // waitAnyDurable waits for any SKU's next group commit (one channel each,
 // no goroutine), for a SKU definition, for wait, or for shutdown.
 func (s *Server) waitAnyDurable(cf *campaignFeed, wait time.Duration) {
-	s.feedGauges.waiting.Add(1)
-	defer s.feedGauges.waiting.Add(-1)
+	s.feedMetrics.waiting.Add(1)
+	defer s.feedMetrics.waiting.Add(-1)
 	cases := make([]reflect.SelectCase, 0, len(cf.feeds)+3)
 	for _, req := range cf.feeds {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(req.log.DurableAfter(req.from - 1))})
@@ -260,7 +260,16 @@ func (s *Server) waitAnyDurable(cf *campaignFeed, wait time.Duration) {
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(cf.defined)},
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.feeds.Done())})
-	reflect.Select(cases)
+	switch chosen, _, _ := reflect.Select(cases); chosen - len(cf.feeds) {
+	case 0:
+		s.feedMetrics.woke(wokeByDefinition)
+	case 1:
+		s.feedMetrics.woke(wokeByDeadline)
+	case 2:
+		s.feedMetrics.woke(wokeByShutdown)
+	default: // one of the SKUs' channels
+		s.feedMetrics.woke(wokeByRecord)
+	}
 }
 
 // skuDefinitions counts the SKU definitions this server made and wakes

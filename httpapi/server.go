@@ -216,7 +216,7 @@ type Server struct {
 	feedChains  *chainCache
 	// skuDefinitions wakes campaign feeds when a SKU is defined.
 	skuDefinitions skuDefinitions
-	feedGauges     feedGauges
+	feedMetrics    feedMetrics
 
 	// ingress and stats feed the dashboard (stats*.go).
 	ingress *ingressStats
@@ -263,7 +263,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.feeds, s.stopFeeds = context.WithCancel(context.Background())
 	s.eventCaches, s.feedChains = newEventCaches(), newChainCache()
-	if err := s.feedGauges.register(cfg.Registry); err != nil {
+	if err := s.feedMetrics.register(cfg.Registry); err != nil {
 		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
 	}
 	s.passMetrics, s.issuerID = pm, digest(cfg.EntryPasses.IssuerToken)
