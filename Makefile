@@ -44,10 +44,13 @@ nats:
 cluster: build
 	BIN=$(BIN) exec ./cells/cluster.sh
 
-## test: vet + race-enabled tests of every package, bounded for CI (fuzz targets run their seed corpus).
+## test: vet + race-enabled tests of every package, bounded for CI (fuzz targets run their seed corpus),
+## then every benchmark once at tiny sizes (SECKILL_BENCH_TINY=1, internal/benchsize): a change that
+## breaks a benchmark fails here, not at the next measurement.
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+	SECKILL_BENCH_TINY=1 $(GO) test -race -count=1 -run XXX -bench . -benchtime 1x -timeout 12m $(PKGS)
 
 ## docs: regenerate what the docs take from the code: docs/reference/ (every command's --help, the
 ## metrics) and the API client generated from httpapi/openapi.json; the docs tests check them in make test.
@@ -100,11 +103,13 @@ bench-passes: build
 
 ## bench-feed: the event feed's benchmarks (records/s read from a 1,000,000-record log, raw and through HTTP;
 ## CPU per event per consumer at the tail, in process and over loopback beside a bare HTTP server's floor;
-## reserve throughput with 0, 1 and 4 live consumers interleaved in rounds of the same run).
+## reserve throughput with 0, 1 and 4 live consumers interleaved in rounds of the same run; the CPU of
+## 1,000 idle long polls and of 1,000 idle streams' heartbeats).
 bench-feed:
 	$(GO) test -run XXX -bench ReadDurable -benchtime 3x -timeout 30m ./wal/
 	$(GO) test -run XXX -bench 'FeedRead|FeedPageHandler|FeedTail' -benchtime 3x -timeout 30m ./httpapi/
 	$(GO) test -run XXX -bench ReserveWithConsumers -benchtime 20000x -timeout 30m ./httpapi/
+	$(GO) test -run XXX -bench FeedIdle -benchtime 3x -timeout 30m ./httpapi/
 
 ## soak: the kill -9 loop with many more cycles.
 soak:

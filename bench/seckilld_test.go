@@ -67,7 +67,7 @@ func startSeckilld(t *testing.T, options serverOptions) string {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
@@ -89,7 +89,7 @@ var apiTime = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
 // httpapi's tests).
 func TestClientCallsAgainstSeckilld(t *testing.T) {
 	target := startSeckilld(t, serverOptions{adminToken: "admin", paymentSecret: "pay-secret"})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound for a hung server
 	defer cancel()
 	client, err := NewClient(ClientOptions{Target: target, AdminToken: "admin", PaymentSecret: "pay-secret"})
 	if err != nil {

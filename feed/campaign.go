@@ -198,7 +198,16 @@ func (c *CampaignReader) waitAnyDurable(ctx context.Context, wait time.Duration)
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.defined)},
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
-	reflect.Select(cases)
+	switch chosen, _, _ := reflect.Select(cases); chosen - len(c.readers) {
+	case 0:
+		c.f.woke(WokeByDefinition)
+	case 1:
+		c.f.woke(WokeByDeadline)
+	case 2:
+		c.f.woke(WokeByShutdown)
+	default: // one of the SKUs' channels
+		c.f.woke(WokeByRecord)
+	}
 }
 
 // definitions counts the SKU definitions the feed was told of and wakes

@@ -38,6 +38,8 @@ type Feed struct {
 	definitions definitions
 	// waiting counts readers waiting for a durable record.
 	waiting atomic.Int64
+	// wakeups counts why waiting readers woke, by WakeCause.
+	wakeups [WakeCauses]atomic.Int64
 }
 
 // New returns the feed of the SKUs src runs.
@@ -47,6 +49,30 @@ func New(src Source) *Feed {
 
 // Waiting returns the readers waiting for a durable record now.
 func (f *Feed) Waiting() int64 { return f.waiting.Load() }
+
+// WakeCause is why a waiting reader woke: what idle consumers cost (a long
+// poll with nothing to read wakes once, at its wait; a stream once a
+// heartbeat).
+type WakeCause int
+
+// Wake causes.
+const (
+	WokeByRecord     WakeCause = iota // a group commit of a SKU it reads
+	WokeByDefinition                  // a SKU added to the campaign it reads
+	WokeByDeadline                    // its wait ended: a long poll's wait=, a stream's heartbeat
+	WokeByShutdown                    // its context ended
+	WakeCauses
+)
+
+// String is the cause's metric label.
+func (c WakeCause) String() string {
+	return [WakeCauses]string{"record", "definition", "deadline", "shutdown"}[c]
+}
+
+// Wakeups returns how often waiting readers woke for cause c.
+func (f *Feed) Wakeups(c WakeCause) int64 { return f.wakeups[c].Load() }
+
+func (f *Feed) woke(c WakeCause) { f.wakeups[c].Add(1) }
 
 // SKUDefined tells the feed that a SKU was defined: campaign readers
 // waiting list their campaign's SKUs again at once (they do anyway every
@@ -201,8 +227,11 @@ func (f *Feed) waitDurable(ctx context.Context, durable <-chan struct{}, wait ti
 	defer timer.Stop()
 	select {
 	case <-durable:
+		f.woke(WokeByRecord)
 	case <-timer.C:
+		f.woke(WokeByDeadline)
 	case <-ctx.Done():
+		f.woke(WokeByShutdown)
 	}
 }
 

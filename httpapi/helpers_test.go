@@ -108,7 +108,7 @@ func (ts *testServer) stop() {
 	// only after 5 s (as net/http does): close the client's spare ones so
 	// that Shutdown need not wait for them.
 	client.CloseIdleConnections()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound for a hung shutdown
 	defer cancel()
 	if err := ts.srv.Shutdown(ctx); err != nil {
 		ts.t.Errorf("Shutdown: %v", err)
