@@ -21,6 +21,7 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckill-router ./cmd/seckill-router
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckill-relay ./cmd/seckill-relay
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckill-sim ./cmd/seckill-sim
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckill-orders ./cmd/seckill-orders
 
 ## run: build the binaries and start seckilld on $(ADDR) with data in $(DATA) (demo campaign when none is given).
 run: build

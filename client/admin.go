@@ -87,8 +87,11 @@ type Audit struct {
 	Refunds     int64            `json:"refunds_required"`
 	InvariantOK bool             `json:"invariant_ok"`
 	Violations  []string         `json:"violations"`
-	// Cell is a celled SKU's cell (this cell's share only).
-	Cell string `json:"cell,omitempty"`
+	// Cell is a celled SKU's cell: its counts are this cell's share, and
+	// Granted - Returned = Available + Reserved + Confirmed.
+	Cell     string `json:"cell,omitempty"`
+	Granted  int64  `json:"granted,omitempty"`
+	Returned int64  `json:"returned,omitempty"`
 }
 
 // Audit recounts a SKU (admin). A recount that outlasts the request is

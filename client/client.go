@@ -338,3 +338,6 @@ func decode(a answer, v any, what string) error {
 	}
 	return nil
 }
+
+// BaseURL returns the server's address the client was made with.
+func (c *Client) BaseURL() string { return c.base.String() }
