@@ -46,7 +46,7 @@ func (s *Store) Apply(ctx context.Context, consumer string, events []client.Even
 	done := Applied{Fresh: make([]bool, len(events))}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		for i := range events {
-			fresh, err := applyEvent(ctx, tx, &events[i])
+			fresh, err := applyEvent(ctx, tx, &events[i], false)
 			if err != nil {
 				return err
 			}
@@ -63,32 +63,38 @@ ON CONFLICT (consumer) DO UPDATE SET cursor = EXCLUDED.cursor, updated_at = now(
 	return done, nil
 }
 
-// applyEvent records e and, if it is new, applies it: fresh is false for
-// an event applied before.
-func applyEvent(ctx context.Context, tx pgx.Tx, e *client.Event) (fresh bool, err error) {
+// applyEvent records e and, if it is new (or again is set), applies it:
+// fresh is false for an event applied before.
+func applyEvent(ctx context.Context, tx pgx.Tx, e *client.Event, again bool) (fresh bool, err error) {
 	tag, err := tx.Exec(ctx, `INSERT INTO order_events (source, id, type, subject, seckill_index, event_time, data)
 VALUES ($1, $2, $3, NULLIF($4, ''), $5, $6, $7) ON CONFLICT (source, id) DO NOTHING`,
 		e.Source, e.ID, e.Type, e.Subject, int64(e.SeckillIndex), e.Time, []byte(e.Data))
 	if err != nil {
 		return false, fmt.Errorf("event %s: %w", e.ID, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if tag.RowsAffected() == 0 && !again {
 		return false, nil
 	}
 	d, isReservation, err := e.Reservation()
 	if err != nil || !isReservation {
-		return true, err // definitions, pauses, cells' grants: recorded, nothing to apply
+		return tag.RowsAffected() == 1, err // definitions, pauses, cells' grants: recorded, nothing to apply
 	}
 	if err := applyReservationEvent(ctx, tx, e, d); err != nil {
 		return false, fmt.Errorf("event %s (%s): %w", e.ID, e.Type, err)
 	}
-	return true, nil
+	return tag.RowsAffected() == 1, nil
 }
 
 // insertOrder is the first half of every order statement: the
 // reservation's immutable fields, which every reservation event carries,
-// so an order is made by whichever of its events comes first.
-const insertOrder = `INSERT INTO orders (reservation_id, campaign_id, sku_id, request_id, user_id, token_id, created_at, expire_at, last_event_id, `
+// so an order is made by whichever of its events comes first; and every
+// event sets them again on conflict (they never change in seckill, so a
+// re-delivered event repairs a row edited by hand).
+const (
+	insertOrder = `INSERT INTO orders (reservation_id, campaign_id, sku_id, request_id, user_id, token_id, created_at, expire_at, last_event_id, `
+	setOrder    = `campaign_id = $2, sku_id = $3, request_id = $4, user_id = $5, token_id = $6, created_at = $7, expire_at = $8,
+    last_event_id = $9, updated_at = now()`
+)
 
 // applyReservationEvent moves the order of d's reservation as the event
 // says: an order follows its reservation, event by event, in log order.
@@ -98,20 +104,20 @@ func applyReservationEvent(ctx context.Context, tx pgx.Tx, e *client.Event, d cl
 	switch e.Type {
 	case client.TypeReservationCreated:
 		_, err = tx.Exec(ctx, insertOrder+`state) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'PENDING_PAYMENT')
-ON CONFLICT (reservation_id) DO NOTHING`, order...)
+ON CONFLICT (reservation_id) DO UPDATE SET `+setOrder, order...)
 	case client.TypeReservationPaid:
 		_, err = tx.Exec(ctx, insertOrder+`state, paid_at, payment_id, amount)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'PAID', $10, $11, $12)
-ON CONFLICT (reservation_id) DO UPDATE SET state = 'PAID', paid_at = $10, payment_id = $11, amount = $12,
-    last_event_id = $9, updated_at = now()`, append(order, e.Time, d.PaymentID, d.Amount)...)
+ON CONFLICT (reservation_id) DO UPDATE SET state = 'PAID', paid_at = $10, payment_id = $11, amount = $12, `+setOrder,
+			append(order, e.Time, d.PaymentID, d.Amount)...)
 	case client.TypeReservationClosed:
 		_, err = tx.Exec(ctx, insertOrder+`state, closed_at, close_reason, token_released)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'CLOSED', $10, $11, $12)
-ON CONFLICT (reservation_id) DO UPDATE SET state = 'CLOSED', closed_at = $10, close_reason = $11, token_released = $12,
-    last_event_id = $9, updated_at = now()`, append(order, e.Time, d.Reason, d.TokenReleased)...)
+ON CONFLICT (reservation_id) DO UPDATE SET state = 'CLOSED', closed_at = $10, close_reason = $11, token_released = $12, `+setOrder,
+			append(order, e.Time, d.Reason, d.TokenReleased)...)
 	case client.TypeReservationReleased: // an operator put a closed reservation's unit back on sale
 		_, err = tx.Exec(ctx, insertOrder+`state, token_released) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'CLOSED', true)
-ON CONFLICT (reservation_id) DO UPDATE SET token_released = true, last_event_id = $9, updated_at = now()`, order...)
+ON CONFLICT (reservation_id) DO UPDATE SET token_released = true, `+setOrder, order...)
 	case client.TypeRefundRequired:
 		// Money to give back: a payment after the close (the order becomes
 		// REFUND_REQUIRED), or a second payment_id on a paid one (it stays

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -18,26 +17,7 @@ import (
 // consumer runs orders.Run from src into the database at dbURL until the
 // test ends, and returns its metrics' registry.
 func consumer(t *testing.T, dbURL string, src orders.Source) *prometheus.Registry {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := orders.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	m := orders.NewMetrics(reg)
-	done := make(chan error, 1)
-	go func() { done <- orders.Run(ctx, src, orders.NewStore(pool), m, orderstest.Quiet) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("orders.Run stopped with %v, want nil on a stop", err)
-		}
-		pool.Close()
-	})
+	reg, _ := orderstest.Consume(t, dbURL, src)
 	return reg
 }
 

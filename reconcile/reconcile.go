@@ -63,6 +63,9 @@ const (
 	// FieldMismatch: the order's request, user, SKU, token or payment is
 	// not its reservation's.
 	FieldMismatch = "FIELD_MISMATCH"
+	// UnbalancedSKU: seckill's own counts do not add up
+	// (sale_limit = available + reserved + confirmed).
+	UnbalancedSKU = "UNBALANCED_SKU"
 )
 
 // Difference is one concrete difference.
@@ -151,7 +154,7 @@ func Compare(campaignID, skuID string, reservations []Reservation, skus []SKU, b
 	for _, id := range slices.Sorted(maps.Keys(totals)) {
 		t := totals[id]
 		if !t.Balanced && t.SaleLimit > 0 {
-			r.Differences = append(r.Differences, Difference{Kind: "UNBALANCED_SKU", SKUID: id,
+			r.Differences = append(r.Differences, Difference{Kind: UnbalancedSKU, SKUID: id,
 				Seckill: fmt.Sprintf("sale_limit %d != available %d + reserved %d + confirmed %d", t.SaleLimit, t.Available, t.Reserved, t.Confirmed),
 				Orders:  "-", Repair: "seckill's own invariant fails: run seckillctl verify on the SKU's data dir and stop the sale"})
 		}

@@ -6,7 +6,9 @@
 // CloudEvents source and id) is skipped. It migrates the schema at start
 // (goose), serves /metrics and /healthz on --metrics-addr, and stops
 // cleanly on SIGTERM or SIGINT (the batch in flight commits or rolls back
-// whole; exit 0).
+// whole; exit 0). "seckill-orders redeliver --reservation ID,..." applies
+// every event of those reservations again from the feed: the repair that
+// seckillctl reconcile prints.
 //
 // Every flag is also read from the environment as SECKILL_ORDERS_<NAME>
 // (--admin-token: SECKILL_ORDERS_ADMIN_TOKEN); flags win. Exit status: 0
@@ -28,6 +30,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -64,6 +67,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	usageOut, done := version.Preamble("seckill-orders", args, stdout, stderr)
 	if done {
 		return nil
+	}
+	if len(args) > 0 && args[0] == "redeliver" {
+		return redeliver(ctx, args[1:], usageOut, stdout)
 	}
 	fs := flag.NewFlagSet("seckill-orders", flag.ContinueOnError)
 	fs.SetOutput(usageOut)
@@ -152,6 +158,43 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	err = orders.Run(ctx, src, orders.NewStore(pool), metrics, log)
 	if err == nil {
 		log.Info("orders: stopped")
+	}
+	return err
+}
+
+// redeliver is "seckill-orders redeliver": the repair seckillctl reconcile
+// prints, applying again every event of the named reservations from
+// seckilld's feed (orders.Store.Redeliver).
+func redeliver(ctx context.Context, args []string, usageOut, stdout io.Writer) error {
+	fs := flag.NewFlagSet("seckill-orders redeliver", flag.ContinueOnError)
+	fs.SetOutput(usageOut)
+	database := fs.String("database", "", "PostgreSQL URL of the orders (required)")
+	feed := fs.String("feed", "", "seckilld's base URL (required)")
+	token := fs.String("admin-token", "", "seckilld's admin bearer token (required)")
+	ids := fs.String("reservation", "", "comma-separated reservation ids (required)")
+	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL_ORDERS")); errors.Is(err, flag.ErrHelp) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *database == "" || *feed == "" || *token == "" || *ids == "" || fs.NArg() > 0 {
+		return fmt.Errorf("%w: redeliver needs --database, --feed, --admin-token and --reservation", errUsage)
+	}
+	c, err := client.New(client.Options{BaseURL: *feed, AdminToken: *token})
+	if err != nil {
+		return fmt.Errorf("%w: --feed: %v", errUsage, err)
+	}
+	pool, err := pgxpool.New(ctx, *database)
+	if err != nil {
+		return fmt.Errorf("--database: %w", err)
+	}
+	defer pool.Close()
+	if _, err := orders.Migrate(ctx, pool); err != nil {
+		return err
+	}
+	applied, err := orders.NewStore(pool).Redeliver(ctx, c, strings.Split(*ids, ","))
+	for id, n := range applied {
+		fmt.Fprintf(stdout, "reservation %s: %d events applied again\n", id, n)
 	}
 	return err
 }

@@ -10,18 +10,22 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/httpapi/httpapitest"
 	"github.com/seckill/seckill/internal/pgserver"
+	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/reconcile"
 	"github.com/seckill/seckill/relay"
 )
@@ -32,11 +36,18 @@ const Token = "orders-test-token"
 // Quiet is a logger that drops everything.
 var Quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// Seckill runs the engine and the HTTP service in process (payment window
-// window) and returns a client of it with the admin token.
+// Seckill runs the engine and the HTTP service in process, on a data dir
+// of its own, and returns a client of it with the admin token.
 func Seckill(t testing.TB) *client.Client {
+	c, _ := SeckillIn(t)
+	return c
+}
+
+// SeckillIn is Seckill, also returning its data dir.
+func SeckillIn(t testing.TB) (*client.Client, string) {
 	t.Helper()
-	e, err := actors.Open(actors.Config{DataDir: t.TempDir(), Logger: Quiet})
+	dir := t.TempDir()
+	e, err := actors.Open(actors.Config{DataDir: dir, Logger: Quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +57,39 @@ func Seckill(t testing.TB) *client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return c, dir
+}
+
+// Consume runs orders.Run from src into the database at dbURL (migrated
+// first) and returns its metrics' registry and a stop function, also
+// called when the test ends, which fails the test unless Run stopped
+// cleanly.
+func Consume(t testing.TB, dbURL string, src orders.Source) (*prometheus.Registry, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := orders.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	m := orders.NewMetrics(reg)
+	done := make(chan error, 1)
+	go func() { done <- orders.Run(ctx, src, orders.NewStore(pool), m, Quiet) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("orders.Run stopped with %v, want nil on a stop", err)
+			}
+			pool.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return reg, stop
 }
 
 // Database starts a private PostgreSQL for t and returns the URL of an
