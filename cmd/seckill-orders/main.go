@@ -52,6 +52,9 @@ var errUsage = errors.New("usage")
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	if ctx.Err() != nil && !errors.Is(err, errUsage) {
+		err = nil // a signal during the start (a migration, a connection) is a stop too
+	}
 	stop()
 	switch {
 	case errors.Is(err, errUsage):
