@@ -5,7 +5,7 @@ PKGS     := ./...
 ADDR     ?= 127.0.0.1:8080
 DATA     ?= ./data
 
-.PHONY: all build run test test-long bench bench-engine bench-audit bench-compare bench-passes bench-feed soak fuzz sim sim-mutants clean cluster bench-cells
+.PHONY: all build run test test-long bench bench-engine bench-audit bench-compare bench-passes bench-feed bench-orders soak fuzz sim sim-mutants clean cluster bench-cells
 
 all: build
 
@@ -79,6 +79,13 @@ bench-compare:
 PASSES_ARGS ?=
 bench-passes: build
 	./$(BIN)/seckill-bench compare passes --seckilld ./$(BIN)/seckilld $(PASSES_ARGS)
+
+## bench-orders: the seed sale (10,000 units, 1,000,000 attempts) end to end: seckilld -> its feed -> seckill-orders
+## -> PostgreSQL (private, fsync on), then a reconciliation that must be clean; prints the events/s committed into
+## PostgreSQL and the lag p99 (flags of "seckill-bench orders" in ORDERS_ARGS, e.g. ORDERS_ARGS="--attempts 200000").
+ORDERS_ARGS ?=
+bench-orders: build
+	./$(BIN)/seckill-bench orders --seckilld ./$(BIN)/seckilld --seckill-orders ./$(BIN)/seckill-orders $(ORDERS_ARGS)
 
 ## bench-feed: the event feed's benchmarks (records/s read from a 1,000,000-record log, raw and through HTTP;
 ## CPU per event per consumer at the tail, in process and over loopback beside a bare HTTP server's floor;

@@ -40,21 +40,29 @@ func (s *Store) Cursor(ctx context.Context, consumer string) (string, error) {
 }
 
 // Apply applies events in order and saves cursor for consumer, all in one
-// transaction: each event is recorded in order_events first, and applied
-// only if that record is new.
+// transaction: the events are recorded in order_events first (one
+// statement, ON CONFLICT (source, id) DO NOTHING), and only those whose
+// record is new are applied; the effects and the cursor then go to
+// PostgreSQL as one pipeline, in order.
 func (s *Store) Apply(ctx context.Context, consumer string, events []client.Event, cursor string) (Applied, error) {
-	done := Applied{Fresh: make([]bool, len(events))}
+	var done Applied
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		for i := range events {
-			fresh, err := applyEvent(ctx, tx, &events[i], false)
-			if err != nil {
-				return err
-			}
-			done.Fresh[i] = fresh
+		fresh, err := record(ctx, tx, events)
+		if err != nil {
+			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO order_cursors (consumer, cursor) VALUES ($1, $2)
+		batch := &pgx.Batch{}
+		for i := range events {
+			if fresh[i] {
+				if err := queueEffect(batch, &events[i]); err != nil {
+					return err
+				}
+			}
+		}
+		batch.Queue(`INSERT INTO order_cursors (consumer, cursor) VALUES ($1, $2)
 ON CONFLICT (consumer) DO UPDATE SET cursor = EXCLUDED.cursor, updated_at = now()`, consumer, cursor)
-		return err
+		done.Fresh = fresh
+		return tx.SendBatch(ctx, batch).Close()
 	})
 	if err != nil {
 		return Applied{}, err
@@ -63,26 +71,42 @@ ON CONFLICT (consumer) DO UPDATE SET cursor = EXCLUDED.cursor, updated_at = now(
 	return done, nil
 }
 
-// applyEvent records e and, if it is new (or again is set), applies it:
-// fresh is false for an event applied before.
-func applyEvent(ctx context.Context, tx pgx.Tx, e *client.Event, again bool) (fresh bool, err error) {
-	tag, err := tx.Exec(ctx, `INSERT INTO order_events (source, id, type, subject, seckill_index, event_time, data)
-VALUES ($1, $2, $3, NULLIF($4, ''), $5, $6, $7) ON CONFLICT (source, id) DO NOTHING`,
-		e.Source, e.ID, e.Type, e.Subject, int64(e.SeckillIndex), e.Time, []byte(e.Data))
+// record inserts events into order_events and says which of them are new
+// (an event twice in events is new once: its first time).
+func record(ctx context.Context, tx pgx.Tx, events []client.Event) ([]bool, error) {
+	n := len(events)
+	sources, ids, types, subjects, data := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	indexes, times := make([]int64, n), make([]time.Time, n)
+	for i, e := range events {
+		sources[i], ids[i], types[i], subjects[i], data[i] = e.Source, e.ID, e.Type, e.Subject, string(e.Data)
+		indexes[i], times[i] = int64(e.SeckillIndex), e.Time
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO order_events (source, id, type, subject, seckill_index, event_time, data)
+SELECT source, id, type, nullif(subject, ''), seckill_index, event_time, data::jsonb
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::text[])
+    AS e(source, id, type, subject, seckill_index, event_time, data)
+ON CONFLICT (source, id) DO NOTHING RETURNING source, id`, sources, ids, types, subjects, indexes, times, data)
 	if err != nil {
-		return false, fmt.Errorf("event %s: %w", e.ID, err)
+		return nil, fmt.Errorf("recording %d events: %w", n, err)
 	}
-	if tag.RowsAffected() == 0 && !again {
-		return false, nil
+	inserted := map[[2]string]bool{}
+	for rows.Next() {
+		var key [2]string
+		if err := rows.Scan(&key[0], &key[1]); err != nil {
+			return nil, err
+		}
+		inserted[key] = true
 	}
-	d, isReservation, err := e.Reservation()
-	if err != nil || !isReservation {
-		return tag.RowsAffected() == 1, err // definitions, pauses, cells' grants: recorded, nothing to apply
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("recording %d events: %w", n, err)
 	}
-	if err := applyReservationEvent(ctx, tx, e, d); err != nil {
-		return false, fmt.Errorf("event %s (%s): %w", e.ID, e.Type, err)
+	fresh := make([]bool, n)
+	for i, e := range events {
+		key := [2]string{e.Source, e.ID}
+		fresh[i] = inserted[key]
+		delete(inserted, key)
 	}
-	return tag.RowsAffected() == 1, nil
+	return fresh, nil
 }
 
 // insertOrder is the first half of every order statement: the
@@ -96,37 +120,40 @@ const (
     last_event_id = $9, updated_at = now()`
 )
 
-// applyReservationEvent moves the order of d's reservation as the event
-// says: an order follows its reservation, event by event, in log order.
-func applyReservationEvent(ctx context.Context, tx pgx.Tx, e *client.Event, d client.ReservationData) error {
+// queueEffect queues what e does to its reservation's order: an order
+// follows its reservation, event by event, in log order. Events that are
+// not about a reservation (definitions, pauses, cells' grants) do nothing.
+func queueEffect(b *pgx.Batch, e *client.Event) error {
+	d, isReservation, err := e.Reservation()
+	if err != nil || !isReservation {
+		return err
+	}
 	order := []any{d.ReservationID, d.CampaignID, d.SKUID, d.RequestID, d.UserID, int64(d.TokenID), d.CreatedAt, d.ExpireAt, e.ID}
-	var err error
 	switch e.Type {
 	case client.TypeReservationCreated:
-		_, err = tx.Exec(ctx, insertOrder+`state) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'PENDING_PAYMENT')
+		b.Queue(insertOrder+`state) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'PENDING_PAYMENT')
 ON CONFLICT (reservation_id) DO UPDATE SET `+setOrder, order...)
 	case client.TypeReservationPaid:
-		_, err = tx.Exec(ctx, insertOrder+`state, paid_at, payment_id, amount)
+		b.Queue(insertOrder+`state, paid_at, payment_id, amount)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'PAID', $10, $11, $12)
 ON CONFLICT (reservation_id) DO UPDATE SET state = 'PAID', paid_at = $10, payment_id = $11, amount = $12, `+setOrder,
 			append(order, e.Time, d.PaymentID, d.Amount)...)
 	case client.TypeReservationClosed:
-		_, err = tx.Exec(ctx, insertOrder+`state, closed_at, close_reason, token_released)
+		b.Queue(insertOrder+`state, closed_at, close_reason, token_released)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'CLOSED', $10, $11, $12)
 ON CONFLICT (reservation_id) DO UPDATE SET state = 'CLOSED', closed_at = $10, close_reason = $11, token_released = $12, `+setOrder,
 			append(order, e.Time, d.Reason, d.TokenReleased)...)
 	case client.TypeReservationReleased: // an operator put a closed reservation's unit back on sale
-		_, err = tx.Exec(ctx, insertOrder+`state, token_released) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'CLOSED', true)
+		b.Queue(insertOrder+`state, token_released) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'CLOSED', true)
 ON CONFLICT (reservation_id) DO UPDATE SET token_released = true, `+setOrder, order...)
 	case client.TypeRefundRequired:
 		// Money to give back: a payment after the close (the order becomes
 		// REFUND_REQUIRED), or a second payment_id on a paid one (it stays
 		// PAID); either way one refund row per payment.
-		if _, err = tx.Exec(ctx, `INSERT INTO order_refunds (reservation_id, payment_id, amount, required_at) VALUES ($1, $2, $3, $4)
-ON CONFLICT (reservation_id, payment_id) DO NOTHING`, d.ReservationID, d.PaymentID, d.Amount, e.Time); err == nil {
-			_, err = tx.Exec(ctx, `UPDATE orders SET state = 'REFUND_REQUIRED', last_event_id = $2, updated_at = now()
+		b.Queue(`INSERT INTO order_refunds (reservation_id, payment_id, amount, required_at) VALUES ($1, $2, $3, $4)
+ON CONFLICT (reservation_id, payment_id) DO NOTHING`, d.ReservationID, d.PaymentID, d.Amount, e.Time)
+		b.Queue(`UPDATE orders SET state = 'REFUND_REQUIRED', last_event_id = $2, updated_at = now()
 WHERE reservation_id = $1 AND state = 'CLOSED'`, d.ReservationID, e.ID)
-		}
 	}
-	return err
+	return nil
 }

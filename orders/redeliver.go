@@ -47,12 +47,16 @@ func (s *Store) Redeliver(ctx context.Context, c *client.Client, reservationIDs 
 				"take its row from the export (GET /admin/campaigns/%s/skus/%s/reservations)", id, campaignID, skuID, campaignID, skuID)
 		}
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := record(ctx, tx, events); err != nil {
+				return err
+			}
+			batch := &pgx.Batch{}
 			for i := range events {
-				if _, err := applyEvent(ctx, tx, &events[i], true); err != nil {
+				if err := queueEffect(batch, &events[i]); err != nil {
 					return err
 				}
 			}
-			return nil
+			return tx.SendBatch(ctx, batch).Close()
 		})
 		if err != nil {
 			return applied, fmt.Errorf("redeliver %s: %w", id, err)
