@@ -20,13 +20,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
+	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/httpapi"
 )
 
@@ -56,10 +55,13 @@ type Config struct {
 	Wait time.Duration
 	// RetryAfter is the pause after an error (default DefaultRetryAfter).
 	RetryAfter time.Duration
-	// Client is the HTTP client (default: one with a timeout of Wait + 10 s).
+	// Client is the HTTP client under the feed's client (package client);
+	// default: its keep-alive one, each attempt bounded by Wait + 10 s.
 	Client *http.Client
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+
+	feed *client.Client
 }
 
 // Message is one event to publish.
@@ -104,6 +106,11 @@ var ErrFeed = errors.New("relay: the feed refused the cursor")
 // resumes from the sink after RetryAfter.
 func Run(ctx context.Context, cfg Config, sink Sink) error {
 	cfg.fill()
+	feed, err := client.New(client.Options{BaseURL: cfg.FeedURL, AdminToken: cfg.AdminToken, HTTPClient: cfg.Client})
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrFeed, err)
+	}
+	cfg.feed = feed
 	for {
 		err := relayOnce(ctx, &cfg, sink)
 		if ctx.Err() != nil {
@@ -130,9 +137,6 @@ func (c *Config) fill() {
 	}
 	if c.RetryAfter <= 0 {
 		c.RetryAfter = DefaultRetryAfter
-	}
-	if c.Client == nil {
-		c.Client = &http.Client{Timeout: c.Wait + 10*time.Second}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -164,83 +168,34 @@ func relayOnce(ctx context.Context, cfg *Config, sink Sink) error {
 	}
 }
 
-// feedPage is the campaign feed's answer.
-type feedPage struct {
-	Events     []json.RawMessage `json:"events"`
-	NextCursor string            `json:"next_cursor"`
-}
-
-// fetch reads one page of the campaign feed after cursor.
-func fetch(ctx context.Context, cfg *Config, cursor string) (*feedPage, error) {
-	q := url.Values{}
-	q.Set("limit", fmt.Sprint(cfg.Limit))
-	q.Set("wait", cfg.Wait.String())
-	if cursor != "" {
-		q.Set("after", cursor)
+// fetch reads one page of the campaign feed after cursor (the client's
+// retries of a 429 or 503 included).
+func fetch(ctx context.Context, cfg *Config, cursor string) (*client.FeedPage, error) {
+	page, err := cfg.feed.Feed(ctx, client.FeedRequest{CampaignID: cfg.CampaignID, After: cursor, Limit: cfg.Limit, Wait: cfg.Wait, Types: cfg.Types})
+	var e *client.Error
+	if errors.As(err, &e) && e.Status >= 400 && e.Status < 500 && e.Status != http.StatusTooManyRequests && e.Status != http.StatusRequestTimeout {
+		return nil, fmt.Errorf("%w: %w", ErrFeed, err)
 	}
-	if len(cfg.Types) > 0 {
-		q.Set("types", strings.Join(cfg.Types, ","))
-	}
-	u := strings.TrimRight(cfg.FeedURL, "/") + "/admin/campaigns/" + url.PathEscape(cfg.CampaignID) + "/events?" + q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+cfg.AdminToken)
-	resp, err := cfg.Client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case resp.StatusCode == http.StatusOK:
-	case resp.StatusCode == http.StatusGone, resp.StatusCode == http.StatusConflict,
-		resp.StatusCode == http.StatusBadRequest, resp.StatusCode == http.StatusUnauthorized, resp.StatusCode == http.StatusNotFound,
-		resp.StatusCode == http.StatusRequestURITooLong, resp.StatusCode == http.StatusRequestHeaderFieldsTooLarge:
-		return nil, fmt.Errorf("%w: %s: %s", ErrFeed, resp.Status, body)
-	default:
-		return nil, fmt.Errorf("feed: %s: %s", resp.Status, body)
-	}
-	var page feedPage
-	if err := json.Unmarshal(body, &page); err != nil {
-		return nil, fmt.Errorf("feed: %w", err)
-	}
-	return &page, nil
-}
-
-// eventHead is the part of an event the relay reads.
-type eventHead struct {
-	ID           string `json:"id"`
-	Type         string `json:"type"`
-	Source       string `json:"source"`
-	SeckillIndex uint64 `json:"seckillindex"`
+	return page, err
 }
 
 // messages turns a page into messages, each with the campaign cursor as
 // of it (the cursor before the page, advanced event by event).
-func messages(page *feedPage, cursor string) ([]Message, error) {
+func messages(page *client.FeedPage, cursor string) ([]Message, error) {
 	positions, err := httpapi.ParseCampaignCursor(cursor)
 	if err != nil {
 		return nil, err
 	}
 	msgs := make([]Message, 0, len(page.Events))
-	for _, raw := range page.Events {
-		var h eventHead
-		if err := json.Unmarshal(raw, &h); err != nil {
-			return nil, fmt.Errorf("feed: event: %w", err)
-		}
+	for _, h := range page.Events {
 		parts := strings.Split(h.Source, "/") // /seckill/{campaign}/{sku}
 		if len(parts) != 4 || h.ID == "" || h.Type == "" {
-			return nil, fmt.Errorf("feed: event without id, type or source /seckill/{campaign}/{sku}: %s", raw)
+			return nil, fmt.Errorf("feed: event without id, type or source /seckill/{campaign}/{sku}: %s", h.Raw)
 		}
 		history, _, _ := strings.Cut(h.ID, "-")
 		positions[history] = h.ID // ParseCampaignCursor keys positions by history
 		msgs = append(msgs, Message{ID: h.ID, Type: h.Type, SKUID: parts[3], Index: h.SeckillIndex,
-			Cursor: httpapi.CampaignCursor(positions), Event: raw})
+			Cursor: httpapi.CampaignCursor(positions), Event: h.Raw})
 	}
 	return msgs, nil
 }
