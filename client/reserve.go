@@ -56,7 +56,11 @@ func (r *Reservation) UnmarshalJSON(b []byte) error {
 	type plain Reservation
 	var w struct {
 		plain
-		CreatedAt, ExpireAt, PaidAt, ClosedAt string
+		// Shallower than plain's fields of the same names: these take them.
+		CreatedAt string `json:"created_at"`
+		ExpireAt  string `json:"expire_at"`
+		PaidAt    string `json:"paid_at"`
+		ClosedAt  string `json:"closed_at"`
 	}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -295,5 +296,17 @@ func TestRefusalNotRetried(t *testing.T) {
 	var e *client.Error
 	if !errors.As(err, &e) || !errors.Is(err, client.ErrAlreadyPurchased) || e.ReservationID != "c~s~9~00" || len(s.requests()) != 1 {
 		t.Fatalf("got %v after %d attempts", err, len(s.requests()))
+	}
+}
+
+// The server's times are read, and an empty one ("" in an export written
+// by seckillctl) is the zero time.
+func TestReservationTimes(t *testing.T) {
+	var r client.Reservation
+	if err := json.Unmarshal([]byte(`{"reservation_id":"c~s~1~00","created_at":"2030-01-01T00:00:00.123Z","paid_at":"","expire_at":"2030-01-01T00:15:00.000Z"}`), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.CreatedAt.UnixMilli() != time.Date(2030, 1, 1, 0, 0, 0, 123e6, time.UTC).UnixMilli() || !r.PaidAt.IsZero() || r.ExpireAt.Minute() != 15 {
+		t.Fatalf("%+v", r)
 	}
 }
