@@ -2,13 +2,16 @@ package orders_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/orders/orderstest"
@@ -148,4 +151,56 @@ func TestJetStreamIntoOrders(t *testing.T) {
 	// The sale goes on: the first consumer follows it.
 	orderstest.Sale(t, c, "js", 40, 60)
 	orderstest.WaitClean(t, c, db, "js")
+}
+
+// Snapshots truncate the SKUs' logs past a stopped consumer's cursor (410
+// CURSOR_COMPACTED) and past the start a new consumer would read from: each
+// resynchronises the SKUs from the export and then follows the feed, and
+// their orders reconcile clean.
+func TestResyncAfterCompaction(t *testing.T) {
+	cfg := actors.Config{SnapshotEvery: 10, SnapshotKeep: 1}
+	cfg.WAL.SegmentSize = 512 // truncation removes whole segments
+	c, _ := orderstest.SeckillWith(t, cfg)
+	db := orderstest.Database(t)
+	orderstest.Define(t, c, "gone", 1000)
+	src := &orders.FeedSource{Client: c, CampaignID: "gone", Limit: 5, Wait: time.Second}
+	_, stop := orderstest.Consume(t, db, src)
+	orderstest.Sale(t, c, "gone", 0, 20)
+	orderstest.WaitClean(t, c, db, "gone")
+	stop()
+
+	// The sale goes on without the consumer, until its cursor is gone.
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	saved, err := orders.NewStore(pool).Cursor(ctx, src.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 20; ; i += 20 {
+		orderstest.Sale(t, c, "gone", i, i+20)
+		if _, err := c.Feed(ctx, client.FeedRequest{CampaignID: "gone", After: saved, Limit: 1}); errors.Is(err, client.ErrCursorCompacted) {
+			break
+		} else if i > 400 {
+			t.Fatalf("the cursor was never compacted: %v", err)
+		}
+	}
+	reg, _ := orderstest.Consume(t, db, src)
+	orderstest.Sale(t, c, "gone", 1000, 1010)
+	orderstest.WaitClean(t, c, db, "gone")
+	if n := value(t, reg, "seckill_orders_resyncs_total"); n < 1 {
+		t.Fatalf("%v resyncs", n)
+	}
+
+	// A new consumer with an empty database: the SKUs' first records are
+	// gone, so it starts from the export too.
+	fresh := orderstest.Database(t)
+	reg, _ = orderstest.Consume(t, fresh, &orders.FeedSource{Client: c, CampaignID: "gone", Limit: 50, Wait: time.Second})
+	orderstest.WaitClean(t, c, fresh, "gone")
+	if n := value(t, reg, "seckill_orders_resyncs_total"); n != float64(len(orderstest.SKUs)) {
+		t.Fatalf("%v resyncs, want one per SKU", n)
+	}
 }

@@ -3,6 +3,7 @@ package orders
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -22,7 +23,7 @@ func Run(ctx context.Context, src Source, store *Store, m *Metrics, log *slog.Lo
 	for pause := 100 * time.Millisecond; ; {
 		if err == nil {
 			log.Info("orders: consuming", "consumer", consumer, "cursor", cursor)
-			cursor, err = consume(ctx, src, store, m, consumer, cursor)
+			cursor, err = consume(ctx, src, store, m, log, consumer, cursor)
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -44,9 +45,21 @@ func Run(ctx context.Context, src Source, store *Store, m *Metrics, log *slog.Lo
 
 // consume applies batch after batch until an error; it returns the
 // cursor saved last.
-func consume(ctx context.Context, src Source, store *Store, m *Metrics, consumer, cursor string) (string, error) {
+func consume(ctx context.Context, src Source, store *Store, m *Metrics, log *slog.Logger, consumer, cursor string) (string, error) {
 	for {
 		events, next, err := src.Next(ctx, cursor)
+		if c, ok := err.(*Compacted); ok {
+			r, ok := src.(resyncer)
+			if !ok {
+				return cursor, fmt.Errorf("%w: %v", ErrPosition, c)
+			}
+			log.Warn("orders: resynchronising a SKU from the export", "sku", c.SKUID, "why", c.Reason)
+			if cursor, err = r.Resync(ctx, store, consumer, cursor, c.SKUID); err != nil {
+				return cursor, err
+			}
+			m.resyncs.Inc()
+			continue
+		}
 		if err != nil {
 			return cursor, err
 		}
@@ -70,6 +83,12 @@ func consume(ctx context.Context, src Source, store *Store, m *Metrics, consumer
 	}
 }
 
+// resyncer is a source that can resynchronise a SKU whose events it no
+// longer holds (FeedSource).
+type resyncer interface {
+	Resync(ctx context.Context, store *Store, consumer, cursor, skuID string) (string, error)
+}
+
 // Metrics are the order service's Prometheus metrics.
 type Metrics struct {
 	events      *prometheus.CounterVec
@@ -78,6 +97,7 @@ type Metrics struct {
 	lag         prometheus.Histogram
 	lastEventAt prometheus.Gauge
 	errors      prometheus.Counter
+	resyncs     prometheus.Counter
 }
 
 // NewMetrics registers the metrics with reg.
@@ -95,8 +115,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "The decision time of the last event committed."}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_orders_errors_total",
 			Help: "Failures of the source or of PostgreSQL, each followed by a retry from the saved cursor."}),
+		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_orders_resyncs_total",
+			Help: "SKUs resynchronised from seckill's export because the feed no longer held events this consumer needed."}),
 	}
-	reg.MustRegister(m.events, m.duplicates, m.batches, m.lag, m.lastEventAt, m.errors)
+	reg.MustRegister(m.events, m.duplicates, m.batches, m.lag, m.lastEventAt, m.errors, m.resyncs)
 	return m
 }
 

@@ -25,12 +25,15 @@ type Source interface {
 }
 
 // ErrPosition wraps a source's refusal of the cursor that a retry cannot
-// pass (the feed's 410 CURSOR_COMPACTED, 409 CURSOR_DIVERGED, 400
-// BAD_CURSOR or CAMPAIGN_FEED_TOO_WIDE, 401, 404; a stream that does not
-// hold the position): an operator decides.
+// pass (the feed's 409 CURSOR_DIVERGED, 400 BAD_CURSOR or
+// CAMPAIGN_FEED_TOO_WIDE, 401, 404; a stream that does not hold the
+// position): an operator decides. (The feed's 410 CURSOR_COMPACTED is
+// resynchronised from the export: resync.go.)
 var ErrPosition = errors.New("orders: the source refused the position")
 
-// FeedSource reads a campaign's feed from seckilld (long polls).
+// FeedSource reads a campaign's feed from seckilld (long polls); a SKU
+// whose events the feed no longer holds is resynchronised from the export
+// (Resync).
 type FeedSource struct {
 	Client     *client.Client
 	CampaignID string
@@ -45,11 +48,17 @@ func (f *FeedSource) Name() string { return "feed:" + f.CampaignID }
 // Next reads one page of the campaign feed after cursor.
 func (f *FeedSource) Next(ctx context.Context, cursor string) ([]client.Event, string, error) {
 	page, err := f.Client.Feed(ctx, client.FeedRequest{CampaignID: f.CampaignID, After: cursor, Limit: f.Limit, Wait: f.Wait})
+	if c, ok := asCompacted(err); ok {
+		return nil, cursor, c
+	}
 	var e *client.Error
 	if errors.As(err, &e) && e.Status >= 400 && e.Status < 500 && e.Status != 429 {
 		return nil, cursor, fmt.Errorf("%w: %w", ErrPosition, err)
 	}
 	if err != nil {
+		return nil, cursor, err
+	}
+	if err := compactedStart(page.Events, cursor); err != nil {
 		return nil, cursor, err
 	}
 	return page.Events, page.NextCursor, nil

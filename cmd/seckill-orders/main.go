@@ -10,13 +10,17 @@
 // every event of those reservations again from the feed: the repair that
 // seckillctl reconcile prints.
 //
+// A SKU whose events the feed no longer holds (snapshots truncated its log
+// past the cursor: 410 CURSOR_COMPACTED; or past its start, for a new
+// consumer) is resynchronised from seckilld's export, then followed again.
+//
 // Every flag is also read from the environment as SECKILL_ORDERS_<NAME>
 // (--admin-token: SECKILL_ORDERS_ADMIN_TOKEN); flags win. Exit status: 0
-// stopped by a signal, 1 the source refused the position (the feed's 410
-// CURSOR_COMPACTED or 409 CURSOR_DIVERGED, a 401 or 404, a stream that no
-// longer holds the next message: an operator acts) or a start-up failure,
-// 2 bad flags. Anything else (seckilld, NATS or PostgreSQL unreachable)
-// is retried from the cursor saved in PostgreSQL.
+// stopped by a signal, 1 the source refused the position (the feed's 409
+// CURSOR_DIVERGED, a 400 such as CAMPAIGN_FEED_TOO_WIDE, a 401 or 404, a
+// stream that no longer holds the next message: an operator acts) or a
+// start-up failure, 2 bad flags. Anything else (seckilld, NATS or
+// PostgreSQL unreachable) is retried from the cursor saved in PostgreSQL.
 package main
 
 import (

@@ -45,9 +45,16 @@ func Seckill(t testing.TB) *client.Client {
 
 // SeckillIn is Seckill, also returning its data dir.
 func SeckillIn(t testing.TB) (*client.Client, string) {
+	return SeckillWith(t, actors.Config{})
+}
+
+// SeckillWith is SeckillIn with cfg's engine settings (its data dir and
+// logger are the helper's).
+func SeckillWith(t testing.TB, cfg actors.Config) (*client.Client, string) {
 	t.Helper()
 	dir := t.TempDir()
-	e, err := actors.Open(actors.Config{DataDir: dir, Logger: Quiet})
+	cfg.DataDir, cfg.Logger = dir, Quiet
+	e, err := actors.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
