@@ -5,11 +5,17 @@
 //
 // The rule it shows: an event may arrive twice (a crash between applying
 // a page and saving the cursor, a relay's re-send), so each batch of
-// events is one transaction that, for each event, first records it with
-// INSERT INTO order_events … ON CONFLICT (source, id) DO NOTHING, applies
-// its effect only if that inserted a row, and ends by saving the cursor.
-// A crash anywhere leaves either all of it or none of it; the events after
-// the saved cursor are read again and those already applied are skipped.
+// events (a feed page, or what the stream has; --batch 1 makes it one
+// event) is one transaction that first records its events with INSERT
+// INTO order_events … ON CONFLICT (source, id) DO NOTHING, applies only
+// those that inserted a row, and ends by saving the cursor. A crash
+// anywhere leaves either all of it or none of it; the events after the
+// saved cursor are read again and those already applied are skipped.
+//
+// When the feed no longer holds events it needs (snapshots truncated a
+// SKU's log past its cursor, or past a SKU's start for a new consumer), it
+// takes that SKU from seckill's export as of one log index, then follows
+// the feed after it (resync.go), as the feed's documentation asks.
 //
 // The tables (migrations/, applied with goose at start): orders (the
 // order's state follows its reservation: PENDING_PAYMENT → PAID, or →
