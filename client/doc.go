@@ -14,8 +14,9 @@
 //     itself.
 //   - Retry-After is honoured: 429 QUEUE_FULL and 503 (UNAVAILABLE,
 //     PAUSED, READ_TIMEOUT, CELL_UNAVAILABLE, ...) wait what the server
-//     asks, then try again; without the header a doubling backoff with
-//     jitter. A wait that would pass the context's deadline is not taken:
+//     asks, then try again; without the header (also after no answer at
+//     all, or a proxy's 502) a doubling backoff with jitter, from 50 ms to
+//     2 s, at most MaxAttempts (6) attempts. A wait that would pass the context's deadline is not taken:
 //     the call returns the server's answer as an *Error at once.
 //   - 504 RESULT_UNKNOWN is resolved, never guessed: a reserve asks the
 //     request lookup (GET .../requests/{request_id}) and returns the

@@ -80,7 +80,10 @@ var (
 
 // retryable reports whether the same call may be sent again after e, once
 // its Retry-After has passed: the server decided nothing (429, 503), or it
-// does not know (504, resolved before any retry by the caller's rule).
+// does not know (504, resolved first where the call has a status to read;
+// 502, a proxy's). Every call this package sends is idempotent (a reserve
+// by its request_id, a payment by its payment_id), so a resend never
+// makes a second effect.
 func (e *Error) retryable() bool {
-	return e.Status == 429 || e.Status == 503 || e.Status == 504
+	return e.Status == 429 || e.Status == 502 || e.Status == 503 || e.Status == 504
 }
