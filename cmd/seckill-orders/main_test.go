@@ -18,7 +18,8 @@ import (
 	"github.com/seckill/seckill/orders/orderstest"
 )
 
-// --help prints every flag on stdout; a bad command line is a usage error.
+// --help prints every flag on stdout, --version the build's version line;
+// a bad command line is a usage error.
 func TestHelpAndUsage(t *testing.T) {
 	var out, errb bytes.Buffer
 	if err := run(context.Background(), []string{"--help"}, &out, &errb); err != nil {
@@ -28,6 +29,14 @@ func TestHelpAndUsage(t *testing.T) {
 		if !strings.Contains(out.String(), flag) {
 			t.Errorf("--help lacks %s:\n%s", flag, out.String())
 		}
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"--version"}, &out, &errb); err != nil || !strings.HasPrefix(out.String(), "seckill-orders ") || !strings.Contains(out.String(), "go1.") {
+		t.Fatalf("--version: %v, %q", err, out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"redeliver", "--help"}, &out, &errb); err != nil || !strings.Contains(out.String(), "-reservation") {
+		t.Fatalf("redeliver --help: %v, %q", err, out.String())
 	}
 	for _, args := range [][]string{
 		{},
