@@ -162,7 +162,7 @@ func TestResyncAfterCompaction(t *testing.T) {
 	cfg.WAL.SegmentSize = 512 // truncation removes whole segments
 	c, _ := orderstest.SeckillWith(t, cfg)
 	db := orderstest.Database(t)
-	orderstest.Define(t, c, "gone", 1000)
+	orderstest.Define(t, c, "gone", 20000)
 	src := &orders.FeedSource{Client: c, CampaignID: "gone", Limit: 5, Wait: time.Second}
 	_, stop := orderstest.Consume(t, db, src)
 	orderstest.Sale(t, c, "gone", 0, 20)
@@ -180,13 +180,15 @@ func TestResyncAfterCompaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	deadline := time.Now().Add(time.Minute)
 	for i := 20; ; i += 20 {
-		orderstest.Sale(t, c, "gone", i, i+20)
+		orderstest.Sale(t, c, "gone", i, i+20) // snapshots are written, and the log truncated, behind the sale
 		if _, err := c.Feed(ctx, client.FeedRequest{CampaignID: "gone", After: saved, Limit: 1}); errors.Is(err, client.ErrCursorCompacted) {
 			break
-		} else if i > 400 {
-			t.Fatalf("the cursor was never compacted: %v", err)
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the cursor was not compacted within a minute: %v", err)
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	reg, _ := orderstest.Consume(t, db, src)
 	orderstest.Sale(t, c, "gone", 1000, 1010)
