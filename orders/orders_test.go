@@ -60,8 +60,10 @@ func count(t *testing.T, dbURL, query string, args ...any) int {
 func TestFeedIntoOrders(t *testing.T) {
 	c := orderstest.Seckill(t)
 	db := orderstest.Database(t)
-	orderstest.Define(t, c, "sale", 40)
+	// Started before its campaign is defined, as a service deployed ahead
+	// of its sale: it waits for it.
 	consumer(t, db, &orders.FeedSource{Client: c, CampaignID: "sale", Limit: 7, Wait: time.Second})
+	orderstest.Define(t, c, "sale", 40)
 	orderstest.Sale(t, c, "sale", 0, 120) // 80 units for 120 buyers: some SOLD_OUT, some back on sale
 	r := orderstest.WaitClean(t, c, db, "sale")
 	if r.Compared == 0 {

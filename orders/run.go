@@ -46,6 +46,7 @@ func Run(ctx context.Context, src Source, store *Store, m *Metrics, log *slog.Lo
 // consume applies batch after batch until an error; it returns the
 // cursor saved last.
 func consume(ctx context.Context, src Source, store *Store, m *Metrics, log *slog.Logger, consumer, cursor string) (string, error) {
+	waiting := false // for a campaign not defined yet, logged once
 	for {
 		events, next, err := src.Next(ctx, cursor)
 		if c, ok := err.(*Compacted); ok {
@@ -58,6 +59,18 @@ func consume(ctx context.Context, src Source, store *Store, m *Metrics, log *slo
 				return cursor, err
 			}
 			m.resyncs.Inc()
+			continue
+		}
+		if errors.Is(err, ErrNotDefined) {
+			if !waiting {
+				log.Warn("orders: the campaign is not defined (404): waiting for it", "consumer", consumer)
+				waiting = true
+			}
+			select {
+			case <-time.After(100 * time.Millisecond): // its first events then wait no longer
+			case <-ctx.Done():
+				return cursor, ctx.Err()
+			}
 			continue
 		}
 		if err != nil {

@@ -31,6 +31,11 @@ type Source interface {
 // resynchronised from the export: resync.go.)
 var ErrPosition = errors.New("orders: the source refused the position")
 
+// ErrNotDefined: the campaign is not defined yet, and the consumer has
+// read nothing of it. An order service is deployed before its sale: it
+// waits (Run asks again every 100 ms).
+var ErrNotDefined = errors.New("orders: the campaign is not defined yet")
+
 // FeedSource reads a campaign's feed from seckilld (long polls); a SKU
 // whose events the feed no longer holds is resynchronised from the export
 // (Resync).
@@ -48,6 +53,9 @@ func (f *FeedSource) Name() string { return "feed:" + f.CampaignID }
 // Next reads one page of the campaign feed after cursor.
 func (f *FeedSource) Next(ctx context.Context, cursor string) ([]client.Event, string, error) {
 	page, err := f.Client.Feed(ctx, client.FeedRequest{CampaignID: f.CampaignID, After: cursor, Limit: f.Limit, Wait: f.Wait})
+	if cursor == "" && errors.Is(err, client.ErrNotFound) {
+		return nil, cursor, ErrNotDefined
+	}
 	if c, ok := asCompacted(err); ok {
 		return nil, cursor, c
 	}

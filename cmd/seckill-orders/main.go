@@ -10,9 +10,11 @@
 // every event of those reservations again from the feed: the repair that
 // seckillctl reconcile prints.
 //
-// A SKU whose events the feed no longer holds (snapshots truncated its log
-// past the cursor: 410 CURSOR_COMPACTED; or past its start, for a new
-// consumer) is resynchronised from seckilld's export, then followed again.
+// It may start before its campaign is defined (it waits for it, asking
+// every 100 ms). A SKU whose events the feed no longer holds (snapshots
+// truncated its log past the cursor: 410 CURSOR_COMPACTED; or past its
+// start, for a new consumer) is resynchronised from seckilld's export,
+// then followed again.
 //
 // Every flag is also read from the environment as SECKILL_ORDERS_<NAME>
 // (--admin-token: SECKILL_ORDERS_ADMIN_TOKEN); flags win. Exit status: 0
