@@ -51,9 +51,15 @@ func (s *Store) Apply(ctx context.Context, consumer string, events []client.Even
 		if err != nil {
 			return err
 		}
+		// The new orders first, in one statement (a reservation's creation
+		// comes before its other events, so this keeps each order's events
+		// in log order), then the other events one by one, in order.
 		batch := &pgx.Batch{}
+		if err := queueCreates(batch, events, fresh); err != nil {
+			return err
+		}
 		for i := range events {
-			if fresh[i] {
+			if fresh[i] && events[i].Type != client.TypeReservationCreated {
 				if err := queueEffect(batch, &events[i]); err != nil {
 					return err
 				}
@@ -119,6 +125,35 @@ const (
 	setOrder    = `campaign_id = $2, sku_id = $3, request_id = $4, user_id = $5, token_id = $6, created_at = $7, expire_at = $8,
     last_event_id = $9, updated_at = now()`
 )
+
+// queueCreates queues one statement making the orders of the new
+// reservation.created events among events.
+func queueCreates(b *pgx.Batch, events []client.Event, fresh []bool) error {
+	var ids, campaigns, skus, requests, users, eventIDs []string
+	var tokens []int64
+	var created, expire []time.Time
+	for i := range events {
+		if !fresh[i] || events[i].Type != client.TypeReservationCreated {
+			continue
+		}
+		d, _, err := events[i].Reservation()
+		if err != nil {
+			return err
+		}
+		ids, campaigns, skus, requests, users = append(ids, d.ReservationID), append(campaigns, d.CampaignID), append(skus, d.SKUID),
+			append(requests, d.RequestID), append(users, d.UserID)
+		tokens, created, expire, eventIDs = append(tokens, int64(d.TokenID)), append(created, d.CreatedAt), append(expire, d.ExpireAt), append(eventIDs, events[i].ID)
+	}
+	if len(ids) > 0 {
+		b.Queue(insertOrder+`state)
+SELECT r.*, 'PENDING_PAYMENT' FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::timestamptz[],
+    $8::timestamptz[], $9::text[]) AS r
+ON CONFLICT (reservation_id) DO UPDATE SET campaign_id = EXCLUDED.campaign_id, sku_id = EXCLUDED.sku_id, request_id = EXCLUDED.request_id,
+    user_id = EXCLUDED.user_id, token_id = EXCLUDED.token_id, created_at = EXCLUDED.created_at, expire_at = EXCLUDED.expire_at,
+    last_event_id = EXCLUDED.last_event_id, updated_at = now()`, ids, campaigns, skus, requests, users, tokens, created, expire, eventIDs)
+	}
+	return nil
+}
 
 // queueEffect queues what e does to its reservation's order: an order
 // follows its reservation, event by event, in log order. Events that are
