@@ -5,7 +5,7 @@ PKGS     := ./...
 ADDR     ?= 127.0.0.1:8080
 DATA     ?= ./data
 
-.PHONY: all build run test docs nats test-long bench bench-engine bench-audit bench-compare bench-passes bench-feed soak fuzz sim sim-mutants clean cluster bench-cells
+.PHONY: all build run test docs nats test-long bench bench-engine bench-audit bench-compare bench-passes bench-feed bench-orders soak fuzz sim sim-mutants clean cluster bench-cells
 
 all: build
 
@@ -27,6 +27,7 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckill-router ./cmd/seckill-router
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckill-relay ./cmd/seckill-relay
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckill-sim ./cmd/seckill-sim
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckill-orders ./cmd/seckill-orders
 
 ## run: build the binaries and start seckilld on $(ADDR) with data in $(DATA) (demo campaign when none is given).
 run: build
@@ -100,6 +101,13 @@ bench-compare:
 PASSES_ARGS ?=
 bench-passes: build
 	./$(BIN)/seckill-bench compare passes --seckilld ./$(BIN)/seckilld $(PASSES_ARGS)
+
+## bench-orders: the seed sale (10,000 units, 1,000,000 attempts) end to end: seckilld -> its feed -> seckill-orders
+## -> PostgreSQL (private, fsync on), then a reconciliation that must be clean; prints the events/s committed into
+## PostgreSQL and the lag p99 (flags of "seckill-bench orders" in ORDERS_ARGS, e.g. ORDERS_ARGS="--attempts 200000").
+ORDERS_ARGS ?=
+bench-orders: build
+	./$(BIN)/seckill-bench orders --seckilld ./$(BIN)/seckilld --seckill-orders ./$(BIN)/seckill-orders $(ORDERS_ARGS)
 
 ## bench-feed: the event feed's benchmarks (records/s read from a 1,000,000-record log, raw and through HTTP;
 ## CPU per event per consumer at the tail, in process and over loopback beside a bare HTTP server's floor;

@@ -16,7 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/seckill/seckill/entrypass"
-	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/paysig"
 )
 
 // Client defaults.
@@ -376,7 +376,7 @@ func (c *Client) Pay(ctx context.Context, reservationID string, payment PaymentR
 	}
 	ex := exchange{method: "POST", path: "/v1/reservations/" + url.PathEscape(reservationID) + "/payment", body: body}
 	if len(c.paymentSecret) > 0 {
-		ex.headers = append(ex.headers, [2]string{"X-Signature", httpapi.Sign(c.paymentSecret, body)})
+		ex.headers = append(ex.headers, [2]string{"X-Signature", paysig.Sign(c.paymentSecret, body)})
 	}
 	return c.stateCall(ctx, ex)
 }

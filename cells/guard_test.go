@@ -17,6 +17,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/httpapi/httpapitest"
 )
@@ -55,6 +56,10 @@ func TestGuardEveryReservePath(t *testing.T) {
 	g := NewGuard(e, "c1", []Published{pub}, nil)
 	if _, err := g.Reserve(ctx, "demo", "sku-1", "r1", other); !errors.Is(err, actors.ErrWrongCell) {
 		t.Fatalf("reserve of another cell's user: %v", err)
+	} else if cell := client.WrongCell(&client.Error{Code: "WRONG_CELL", Detail: err.Error()}); cell != "c2" {
+		// The 421's detail is this error's text: the client package
+		// reads the user's cell from it to follow the 421.
+		t.Fatalf("the client reads cell %q from %q, want c2", cell, err)
 	}
 	if _, err := g.ReserveWith(ctx, "demo", "sku-1", "r2", other, sku.Holder{Risk: 1}); !errors.Is(err, actors.ErrWrongCell) {
 		t.Fatalf("reserve with a pass of another cell's user: %v", err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/paysig"
 	"github.com/seckill/seckill/snapshot"
 )
 
@@ -24,14 +25,14 @@ func TestPaymentSignature(t *testing.T) {
 	body := []byte(`{"payment_id":"p-1","amount":100,"reservation_id":"` + id + `"}`)
 
 	want(t, call(t, http.MethodPost, url, body, nil), http.StatusUnauthorized, "UNAUTHORIZED")
-	want(t, call(t, http.MethodPost, url, body, map[string]string{"X-Signature": httpapi.Sign([]byte("wrong"), body)}), http.StatusUnauthorized, "UNAUTHORIZED")
+	want(t, call(t, http.MethodPost, url, body, map[string]string{"X-Signature": paysig.Sign([]byte("wrong"), body)}), http.StatusUnauthorized, "UNAUTHORIZED")
 	want(t, call(t, http.MethodPost, url, body, map[string]string{"X-Signature": "zz"}), http.StatusUnauthorized, "UNAUTHORIZED")
 	tampered := bytes.Replace(body, []byte("100"), []byte("1"), 1)
-	want(t, call(t, http.MethodPost, url, tampered, map[string]string{"X-Signature": httpapi.Sign(secret, body)}), http.StatusUnauthorized, "UNAUTHORIZED")
+	want(t, call(t, http.MethodPost, url, tampered, map[string]string{"X-Signature": paysig.Sign(secret, body)}), http.StatusUnauthorized, "UNAUTHORIZED")
 	if g := ts.get("/v1/reservations/" + id); g.str("state") != "PENDING_PAYMENT" {
 		t.Fatalf("an unsigned callback changed the reservation: %v", g)
 	}
-	ok := call(t, http.MethodPost, url, body, map[string]string{"X-Signature": httpapi.Sign(secret, body)})
+	ok := call(t, http.MethodPost, url, body, map[string]string{"X-Signature": paysig.Sign(secret, body)})
 	if ok.status != http.StatusOK || ok.str("state") != "PAID" {
 		t.Fatalf("signed payment: %v", ok)
 	}
@@ -40,9 +41,9 @@ func TestPaymentSignature(t *testing.T) {
 	// reservation_id as unsigned.
 	other := ts.reserve("sig", "s", "r2", "u2").str("reservation_id")
 	otherURL := ts.base + "/v1/reservations/" + other + "/payment"
-	want(t, call(t, http.MethodPost, otherURL, body, map[string]string{"X-Signature": httpapi.Sign(secret, body)}), http.StatusBadRequest, "RESERVATION_MISMATCH")
+	want(t, call(t, http.MethodPost, otherURL, body, map[string]string{"X-Signature": paysig.Sign(secret, body)}), http.StatusBadRequest, "RESERVATION_MISMATCH")
 	bare := []byte(`{"payment_id":"p-2"}`)
-	want(t, call(t, http.MethodPost, otherURL, bare, map[string]string{"X-Signature": httpapi.Sign(secret, bare)}), http.StatusUnauthorized, "UNAUTHORIZED")
+	want(t, call(t, http.MethodPost, otherURL, bare, map[string]string{"X-Signature": paysig.Sign(secret, bare)}), http.StatusUnauthorized, "UNAUTHORIZED")
 	if g := ts.get("/v1/reservations/" + other); g.str("state") != "PENDING_PAYMENT" {
 		t.Fatalf("a replayed signature paid another reservation: %v", g)
 	}

@@ -4,14 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
-	"sort"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seckill/seckill/bench"
+	"github.com/seckill/seckill/internal/pgserver"
 )
 
 // PostgresOptions configures the PostgreSQL baseline.
@@ -39,8 +33,8 @@ type PostgresOptions struct {
 // and the usual relational reservation transaction (Reserve).
 type PostgresTarget struct {
 	options PostgresOptions
-	serverHome
-	pool *pgxpool.Pool
+	server  *pgserver.Server
+	pool    *pgxpool.Pool
 }
 
 // NewPostgresTarget returns the target; Start creates and starts the cluster.
@@ -103,130 +97,40 @@ VALUES ($1, $2, $3, 'PENDING_PAYMENT', now())`
 	reservationByRequest = `SELECT reservation_id, user_id, campaign_id, sku_id FROM inventory_reservation WHERE request_id = $1`
 )
 
-// findPostgresBinDir returns a directory holding initdb and postgres.
-func findPostgresBinDir(configured string) (string, error) {
-	candidates := []string{}
-	if configured != "" {
-		candidates = append(candidates, configured)
-	} else {
-		dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-		sort.Slice(dirs, func(i, j int) bool { return postgresVersion(dirs[i]) > postgresVersion(dirs[j]) })
-		candidates = append(candidates, dirs...)
-		if found, err := exec.LookPath("postgres"); err == nil {
-			if resolved, err := filepath.EvalSymlinks(found); err == nil {
-				candidates = append(candidates, filepath.Dir(resolved))
-			}
-		}
-	}
-	for _, dir := range candidates {
-		if isExecutable(filepath.Join(dir, "postgres")) && isExecutable(filepath.Join(dir, "initdb")) {
-			return dir, nil
-		}
-	}
-	return "", unavailable("no PostgreSQL server binaries (postgres, initdb) in %v (bench/compare.sh installs Debian's postgresql)", candidates)
-}
-
-// postgresVersion reads the major version from /usr/lib/postgresql/<v>/bin.
-func postgresVersion(binDir string) int {
-	version, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
-	return version
-}
-
-func isExecutable(path string) bool {
-	info, err := os.Stat(path)
-	return err == nil && !info.IsDir() && info.Mode()&0o111 != 0
-}
-
-// serverCredential returns the user to run PostgreSQL as: initdb and
-// postgres refuse root, so root runs them as "postgres" (or "nobody").
-func serverCredential() (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	for _, name := range []string{"postgres", "nobody"} {
-		account, err := user.Lookup(name)
-		if err != nil {
-			continue
-		}
-		uid, err1 := strconv.Atoi(account.Uid)
-		gid, err2 := strconv.Atoi(account.Gid)
-		if err1 == nil && err2 == nil {
-			return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
-		}
-	}
-	return nil, unavailable("running as root and no 'postgres' or 'nobody' user to run PostgreSQL as")
-}
-
 // Start creates a cluster in a new directory and starts it on a free
-// loopback port with synchronous_commit=on and fsync=on.
+// loopback port with synchronous_commit=on and fsync=on (package pgserver).
 func (t *PostgresTarget) Start(ctx context.Context) error {
-	binDir, err := findPostgresBinDir(t.options.BinDir)
+	server, err := pgserver.Start(ctx, pgserver.Options{BinDir: t.options.BinDir, WorkDir: t.options.WorkDir, Settings: map[string]string{
+		"max_connections": strconv.Itoa(t.options.PoolSize + 20), "shared_buffers": "256MB"}})
+	if errors.Is(err, pgserver.ErrUnavailable) {
+		return unavailable("%v (bench/compare.sh installs Debian's postgresql)", err)
+	}
 	if err != nil {
 		return err
 	}
-	credential, err := serverCredential()
-	if err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp(t.options.WorkDir, "seckill-compare-postgres-")
-	if err != nil {
-		return err
-	}
-	t.dir = dir
-	if credential != nil {
-		if err := os.Chown(dir, int(credential.Uid), int(credential.Gid)); err != nil {
-			return err
-		}
-	}
-	dataDir := filepath.Join(dir, "data")
-	initdb := exec.CommandContext(ctx, filepath.Join(binDir, "initdb"), "-D", dataDir, "-U", "bench", "-A", "trust", "-E", "UTF8", "--no-sync")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: credential}
-	initdb.Dir = dir
-	if output, err := initdb.CombinedOutput(); err != nil {
-		if errors.Is(err, os.ErrPermission) && credential != nil {
-			return fmt.Errorf("initdb runs as uid %d and cannot reach %s: choose a work dir every user can traverse, such as /tmp: %w", credential.Uid, dir, err)
-		}
-		return fmt.Errorf("initdb: %w: %s", err, strings.TrimSpace(string(output)))
-	}
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	t.process, err = startProcess("postgres", filepath.Join(dir, "postgres.log"), credential,
-		filepath.Join(binDir, "postgres"), "-D", dataDir,
-		"-c", "listen_addresses=127.0.0.1",
-		"-c", "port="+strconv.Itoa(port),
-		"-c", "unix_socket_directories="+dir,
-		"-c", "synchronous_commit=on",
-		"-c", "fsync=on",
-		"-c", "max_connections="+strconv.Itoa(t.options.PoolSize+20),
-		"-c", "shared_buffers=256MB",
-		"-c", "log_min_messages=warning")
-	if err != nil {
-		return err
-	}
-	config, err := pgxpool.ParseConfig(fmt.Sprintf("postgres://bench@127.0.0.1:%d/postgres?sslmode=disable", port))
+	t.server = server
+	config, err := pgxpool.ParseConfig(server.URL("postgres"))
 	if err != nil {
 		return err
 	}
 	config.MaxConns = int32(t.options.PoolSize)
 	config.MinConns = 0
 	config.MaxConnIdleTime = time.Minute
-	if err := t.process.waitReady(ctx, func(ctx context.Context) error {
-		conn, err := pgx.ConnectConfig(ctx, config.ConnConfig)
-		if err != nil {
-			return err
-		}
-		return conn.Close(ctx)
-	}); err != nil {
-		return err
-	}
 	t.pool, err = pgxpool.NewWithConfig(ctx, config)
 	if err != nil {
 		return err
 	}
 	_, err = t.pool.Exec(ctx, postgresSchema)
 	return err
+}
+
+// ServerCPU sums the server's CPU time, its backends' included, from /proc.
+func (t *PostgresTarget) ServerCPU() (time.Duration, bool) {
+	if t.server == nil {
+		return 0, false
+	}
+	cpu, err := treeCPU(t.server.PID())
+	return cpu, err == nil
 }
 
 // Prepare inserts the SKU's inventory row.
@@ -343,11 +247,13 @@ WHERE r.campaign_id = $1 AND r.sku_id = $2`, sku.CampaignID, sku.SKUID).Scan(&re
 	return audit, nil
 }
 
-// Close closes the pool, stops the cluster (SIGINT: fast shutdown) and
-// removes its directory.
+// Close closes the pool, stops the cluster and removes its directory.
 func (t *PostgresTarget) Close() error {
 	if t.pool != nil {
 		t.pool.Close()
 	}
-	return t.shutdown(syscall.SIGINT)
+	if t.server == nil {
+		return nil
+	}
+	return t.server.Close()
 }

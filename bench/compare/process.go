@@ -189,3 +189,9 @@ func (h *serverHome) shutdown(sig syscall.Signal) error {
 	}
 	return err
 }
+
+// isExecutable reports whether path is an executable file.
+func isExecutable(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && !info.IsDir() && info.Mode()&0o111 != 0
+}

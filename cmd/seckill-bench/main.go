@@ -2,7 +2,9 @@
 // runs one scenario (seed, hot, many-skus, payflow, lottery) against a seckilld server;
 // "compare" runs the baselines side by side (Redis, PostgreSQL, seckilld,
 // the in-process engine, a null HTTP server), and "compare passes" reserves
-// with and without entry passes through one seckilld; "null-server" is the null
+// with and without entry passes through one seckilld; "orders" runs the seed
+// sale through seckilld, its feed and seckill-orders into PostgreSQL (make
+// bench-orders); "null-server" is the null
 // server itself, started by compare; "report RESULT.json OUT.html" renders
 // a report again from a saved result. Run with -h for the
 // flags.
@@ -20,6 +22,7 @@ import (
 
 	"github.com/seckill/seckill/bench"
 	"github.com/seckill/seckill/bench/compare"
+	"github.com/seckill/seckill/bench/ordersbench"
 	"github.com/seckill/seckill/internal/version"
 )
 
@@ -35,6 +38,7 @@ func main() {
 // one of them.
 var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
 	"compare": compare.Main,
+	"orders":  ordersbench.Main,
 	"null-server": func(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return compare.NullServerMain(ctx, args, stderr)
 	},

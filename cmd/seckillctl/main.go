@@ -10,6 +10,7 @@
 //	seckillctl restore --from SNAPSHOT_OR_DIR --to DATA_DIR [--until-index N | --until-time T]
 //	seckillctl export DIR [--format csv|jsonl]
 //	seckillctl lottery verify DIR | --evidence EVIDENCE.json --pool ENTRIES.csv
+//	seckillctl reconcile --orders URL --campaign C [--sku S] [--lag D] [--json] (--server URL | --data-dir DIR)
 //
 // DIR is a SKU directory (<data-dir>/<campaign>/<sku>) or its wal
 // directory; verify also takes a whole data dir. The log is read with
@@ -86,6 +87,11 @@ const usage = `seckillctl: operate on seckill data directories (read-only unless
   seckillctl lottery verify --evidence EVIDENCE.json --pool ENTRIES.csv
         audit a lottery sale: recompute its draw from its log, or from its published
         evidence and exported pool; a JSON report, exit 1 if any check fails
+  seckillctl reconcile --orders postgres://... --campaign C [--sku S] [--lag 30s] [--json]
+        (--server URL --admin-token T | --data-dir DIR)
+        compare the campaign's reservations with seckill-orders' database, one by
+        one: list each difference by reservation_id and request_id with its
+        idempotent repair, and the totals; exit 1 if there is any
 
 DIR is <data-dir>/<campaign>/<sku> or its wal directory.
 Exit status: 0 ok, 1 a check failed (violation, corruption; also cells publish
@@ -144,6 +150,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runClusterAudit(rest, stdout)
 	case "lottery":
 		err = runLottery(rest, stdout)
+	case "reconcile":
+		err = runReconcile(rest, stdout)
 	default:
 		err = usageError("unknown command %q", cmd)
 	}

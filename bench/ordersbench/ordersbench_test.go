@@ -1,0 +1,41 @@
+package ordersbench_test
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/seckill/seckill/bench/ordersbench"
+)
+
+// make bench-orders, tiny, so that it cannot rot: a sale of 200 units to
+// 3,000 clicks through the real binaries, every order in PostgreSQL, a
+// clean reconciliation and the figures printed.
+func TestBenchOrdersTiny(t *testing.T) {
+	dir := t.TempDir()
+	bins := map[string]string{}
+	for _, name := range []string{"seckilld", "seckill-orders"} {
+		bins[name] = filepath.Join(dir, name)
+		if out, err := exec.Command("go", "build", "-o", bins[name], "github.com/seckill/seckill/cmd/"+name).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", name, err, out)
+		}
+	}
+	var progress bytes.Buffer
+	r, err := ordersbench.Run(context.Background(), ordersbench.Options{Seckilld: bins["seckilld"], Orders: bins["seckill-orders"],
+		Stock: 200, Attempts: 3000, Concurrency: 32, Batch: 100, Progress: &progress})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	var out bytes.Buffer
+	ordersbench.WriteReport(&out, r)
+	t.Log("\n" + out.String())
+	if !r.Passed || r.Sold != 200 || r.Events < 201 || r.EventsPerSec <= 0 || r.LagP99MS <= 0 {
+		t.Fatalf("%+v", r)
+	}
+	if !strings.Contains(out.String(), "events/s") || !strings.Contains(out.String(), "p99") || !strings.Contains(out.String(), "bench-orders: PASS") {
+		t.Fatalf("report:\n%s", out.String())
+	}
+}

@@ -1,0 +1,306 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// ReserveRequest is one purchase attempt.
+type ReserveRequest struct {
+	CampaignID string
+	SKUID      string
+	// UserID is the buyer, as the gateway authenticated it.
+	UserID string
+	// RequestID is the idempotency key: keep it for every retry of this
+	// click, also across processes. Empty: the client draws one (128
+	// random bits) unless EntryPass is set, whose own request_id counts.
+	RequestID string
+	// EntryPass is the buyer's signed entry pass, when the SKU wants one.
+	EntryPass string
+}
+
+// Reservation is a reservation as the server describes it. A 202 fills
+// ReservationID, RequestID, State, TokenID, ExpireAt and StatusURL; the
+// status route and the export fill the rest.
+type Reservation struct {
+	ReservationID  string    `json:"reservation_id"`
+	RequestID      string    `json:"request_id"`
+	UserID         string    `json:"user_id,omitempty"`
+	State          string    `json:"state"` // PENDING_PAYMENT, PAID, CLOSED
+	TokenID        uint32    `json:"token_id"`
+	CreatedAt      time.Time `json:"created_at"`
+	ExpireAt       time.Time `json:"expire_at"`
+	PaidAt         time.Time `json:"paid_at"`
+	PaymentID      string    `json:"payment_id,omitempty"`
+	ClosedAt       time.Time `json:"closed_at"`
+	ClosedReason   string    `json:"closed_reason,omitempty"` // CANCELLED, EXPIRED
+	RefundRequired bool      `json:"refund_required,omitempty"`
+	StatusURL      string    `json:"status_url,omitempty"`
+}
+
+// States of a reservation.
+const (
+	StatePendingPayment = "PENDING_PAYMENT"
+	StatePaid           = "PAID"
+	StateClosed         = "CLOSED"
+)
+
+// UnmarshalJSON reads the server's times ("" and absent are zero).
+func (r *Reservation) UnmarshalJSON(b []byte) error {
+	type plain Reservation
+	var w struct {
+		plain
+		// Shallower than plain's fields of the same names: these take them.
+		CreatedAt string `json:"created_at"`
+		ExpireAt  string `json:"expire_at"`
+		PaidAt    string `json:"paid_at"`
+		ClosedAt  string `json:"closed_at"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = Reservation(w.plain)
+	for _, f := range []struct {
+		dst *time.Time
+		src string
+	}{{&r.CreatedAt, w.CreatedAt}, {&r.ExpireAt, w.ExpireAt}, {&r.PaidAt, w.PaidAt}, {&r.ClosedAt, w.ClosedAt}} {
+		if f.src == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, f.src)
+		if err != nil {
+			return err
+		}
+		*f.dst = t
+	}
+	return nil
+}
+
+// NewRequestID returns a random request_id (32 hex digits): unguessable,
+// as a request_id should be (a repeat of it returns its reservation id).
+func NewRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// reserveBody is the body of a reserve, and of a batch item.
+type reserveBody struct {
+	RequestID string `json:"request_id,omitempty"`
+	UserID    string `json:"user_id"`
+	EntryPass string `json:"entry_pass,omitempty"`
+}
+
+// Reserve asks for one unit: the reservation made (PENDING_PAYMENT: pay
+// before ExpireAt), or an *Error: SOLD_OUT, ALREADY_PURCHASED (with the
+// user's ReservationID), NOT_STARTED, ENDED, ... Retries, 504s and 421s
+// are handled as the package says; every attempt carries the same
+// request_id, so at most one reservation is made.
+func (c *Client) Reserve(ctx context.Context, r ReserveRequest) (*Reservation, error) {
+	if r.RequestID == "" && r.EntryPass == "" {
+		r.RequestID = NewRequestID()
+	}
+	body, err := json.Marshal(reserveBody{RequestID: r.RequestID, UserID: r.UserID, EntryPass: r.EntryPass})
+	if err != nil {
+		return nil, err
+	}
+	var settled *Reservation // the reservation a 504 resolved to
+	a, err := c.do(ctx, request{method: http.MethodPost, path: pathSKU(r.CampaignID, r.SKUID) + "/reservations", body: body,
+		resolve: func(ctx context.Context, unknown *Error) (bool, error) {
+			o, err := c.resolveReserve(ctx, unknown.StatusURL, r.UserID)
+			if o == nil || err != nil {
+				return err != nil, err
+			}
+			settled, err = o.result()
+			return true, err
+		}})
+	switch {
+	case settled != nil:
+		return settled, nil
+	case err != nil:
+		return nil, err
+	}
+	var res Reservation
+	if err := decode(a, &res, "reserve"); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Outcome is what became of a reserve's request_id (GET
+// .../requests/{request_id}): ACCEPTED with its reservation, or the
+// durable refusal SOLD_OUT or ALREADY_PURCHASED.
+type Outcome struct {
+	RequestID     string       `json:"request_id"`
+	Outcome       string       `json:"outcome"`
+	ReservationID string       `json:"reservation_id,omitempty"`
+	Reservation   *Reservation `json:"reservation,omitempty"`
+}
+
+// result turns a looked-up outcome into Reserve's answer.
+func (o *Outcome) result() (*Reservation, error) {
+	if o.Outcome == "ACCEPTED" && o.Reservation != nil {
+		r := *o.Reservation
+		r.StatusURL = "/v1/reservations/" + url.PathEscape(r.ReservationID)
+		return &r, nil
+	}
+	return nil, &Error{Status: http.StatusConflict, Code: o.Outcome, ReservationID: o.ReservationID}
+}
+
+// Lookup reads what became of a request_id on a SKU. A request the SKU
+// never decided (refused at the door, or not arrived) is ErrNotFound.
+func (c *Client) Lookup(ctx context.Context, campaignID, skuID, requestID string) (*Outcome, error) {
+	return c.lookup(ctx, pathSKU(campaignID, skuID)+"/requests/"+url.PathEscape(requestID))
+}
+
+func (c *Client) lookup(ctx context.Context, path string) (*Outcome, error) {
+	a, err := c.do(ctx, request{method: http.MethodGet, path: path})
+	if err != nil {
+		return nil, err
+	}
+	var o Outcome
+	return &o, decode(a, &o, "lookup")
+}
+
+// resolveReserve settles a reserve's 504 through its status_url (the
+// request lookup): the outcome recorded, nil when the SKU decided nothing
+// (the reserve is then sent again), or REQUEST_ID_REUSED when the
+// request_id made another user's reservation.
+func (c *Client) resolveReserve(ctx context.Context, statusURL, userID string) (*Outcome, error) {
+	if statusURL == "" {
+		return nil, nil
+	}
+	o, err := c.lookup(ctx, statusURL)
+	switch {
+	case err != nil:
+		return nil, nil // not known yet (404, or the lookup failed): the same request again settles it
+	case o.Reservation != nil && o.Reservation.UserID != userID:
+		return nil, &Error{Status: http.StatusUnprocessableEntity, Code: "REQUEST_ID_REUSED"}
+	}
+	return o, nil
+}
+
+// BatchItem is one item of a batch reserve.
+type BatchItem struct {
+	UserID    string
+	RequestID string // empty: drawn, as Reserve does (unless EntryPass)
+	EntryPass string
+}
+
+// BatchResult is one item's answer, in the items' order: Reservation on
+// a 202, else Err (an *Error).
+type BatchResult struct {
+	RequestID   string
+	Reservation *Reservation
+	Err         error
+}
+
+// ReserveBatch reserves up to 1,000 items on one SKU in one request, as a
+// gateway forwards its buyers. Items answered 429, 503 or 504 are settled
+// as Reserve settles them (504 by the lookup) and sent again, together,
+// after the longest Retry-After, within MaxAttempts and ctx; the others
+// keep their answer. An error is returned only for the request as a whole.
+func (c *Client) ReserveBatch(ctx context.Context, campaignID, skuID string, items []BatchItem) ([]BatchResult, error) {
+	results := make([]BatchResult, len(items))
+	bodies := make([]reserveBody, len(items))
+	pending := make([]int, 0, len(items))
+	for i, it := range items {
+		if it.RequestID == "" && it.EntryPass == "" {
+			it.RequestID = NewRequestID()
+		}
+		bodies[i] = reserveBody{RequestID: it.RequestID, UserID: it.UserID, EntryPass: it.EntryPass}
+		results[i].RequestID = it.RequestID
+		pending = append(pending, i)
+	}
+	for attempt := 1; len(pending) > 0; attempt++ {
+		send := make([]reserveBody, len(pending))
+		for j, i := range pending {
+			send[j] = bodies[i]
+		}
+		body, err := json.Marshal(map[string]any{"items": send})
+		if err != nil {
+			return nil, err
+		}
+		a, err := c.do(ctx, request{method: http.MethodPost, path: pathSKU(campaignID, skuID) + "/reservations:batch", body: body})
+		if err != nil {
+			return nil, err
+		}
+		var out struct {
+			Results []struct {
+				Status     int             `json:"status"`
+				Body       json.RawMessage `json:"body"`
+				RetryAfter float64         `json:"retry_after"`
+			} `json:"results"`
+		}
+		if err := decode(a, &out, "batch reserve"); err != nil {
+			return nil, err
+		}
+		if len(out.Results) != len(pending) {
+			return nil, fmt.Errorf("seckill: batch reserve: %d results for %d items", len(out.Results), len(pending))
+		}
+		var again []int
+		var wait time.Duration
+		for j, i := range pending {
+			r := out.Results[j]
+			if r.Status == http.StatusAccepted {
+				var res Reservation
+				if err := json.Unmarshal(r.Body, &res); err != nil {
+					return nil, fmt.Errorf("seckill: batch reserve: item %d: %w", i, err)
+				}
+				results[i] = BatchResult{RequestID: res.RequestID, Reservation: &res}
+				continue
+			}
+			e := decodeError(answer{status: r.Status, header: http.Header{}, body: r.Body})
+			e.RetryAfter = time.Duration(r.RetryAfter * float64(time.Second))
+			results[i].Err = e
+			if e.Status == http.StatusGatewayTimeout {
+				if o, err := c.resolveReserve(ctx, e.StatusURL, items[i].UserID); o != nil || err != nil {
+					if err == nil {
+						results[i].Reservation, err = o.result()
+					}
+					results[i].Err = err
+					continue
+				}
+			}
+			if e.retryable() {
+				again = append(again, i)
+				wait = max(wait, e.RetryAfter)
+			}
+		}
+		if len(again) == 0 || attempt >= c.maxAttempts {
+			break
+		}
+		if wait == 0 {
+			wait = backoff(attempt)
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+			break
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return results, nil
+		}
+		pending = again
+	}
+	return results, nil
+}
+
+// SKUStatus reads a SKU's coarse status for buyers: NOT_STARTED, OPEN,
+// THROTTLED, QUEUE_FULL, TEMP_SOLD_OUT, FINAL_SOLD_OUT, ENDED or PAUSED.
+func (c *Client) SKUStatus(ctx context.Context, campaignID, skuID string) (string, error) {
+	a, err := c.do(ctx, request{method: http.MethodGet, path: pathSKU(campaignID, skuID)})
+	if err != nil {
+		return "", err
+	}
+	var got struct {
+		Status string `json:"status"`
+	}
+	return got.Status, decode(a, &got, "SKU status")
+}

@@ -1,0 +1,209 @@
+// Command seckill-orders is the reference order service: it consumes one
+// seckill campaign's events into PostgreSQL (package orders), from
+// seckilld's feed (--feed) or from the JetStream stream seckill-relay
+// fills (--nats, --stream), exactly once in effect: each batch of events
+// is one transaction with its cursor, and an event seen before (by its
+// CloudEvents source and id) is skipped. It migrates the schema at start
+// (goose), serves /metrics and /healthz on --metrics-addr, and stops
+// cleanly on SIGTERM or SIGINT (the batch in flight commits or rolls back
+// whole; exit 0). "seckill-orders redeliver --reservation ID,..." applies
+// every event of those reservations again from the feed: the repair that
+// seckillctl reconcile prints.
+//
+// It may start before its campaign is defined (it waits for it, asking
+// every 100 ms). A SKU whose events the feed no longer holds (snapshots
+// truncated its log past the cursor: 410 CURSOR_COMPACTED; or past its
+// start, for a new consumer) is resynchronised from seckilld's export,
+// then followed again.
+//
+// Every flag is also read from the environment as SECKILL_ORDERS_<NAME>
+// (--admin-token: SECKILL_ORDERS_ADMIN_TOKEN); flags win. Exit status: 0
+// stopped by a signal, 1 the source refused the position (the feed's 409
+// CURSOR_DIVERGED, a 400 such as CAMPAIGN_FEED_TOO_WIDE, a 401 or 404, a
+// stream that no longer holds the next message: an operator acts) or a
+// start-up failure, 2 bad flags. Anything else (seckilld, NATS or
+// PostgreSQL unreachable) is retried from the cursor saved in PostgreSQL.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/peterbourgon/ff/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/internal/version"
+	"github.com/seckill/seckill/orders"
+)
+
+// errUsage marks a bad flag (exit 2).
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	if ctx.Err() != nil && !errors.Is(err, errUsage) {
+		err = nil // a signal during the start (a migration, a connection) is a stop too
+	}
+	stop()
+	switch {
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(os.Stderr, "seckill-orders:", err)
+		os.Exit(2)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "seckill-orders:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	usageOut, done := version.Preamble("seckill-orders", args, stdout, stderr)
+	if done {
+		return nil
+	}
+	if len(args) > 0 && args[0] == "redeliver" {
+		return redeliver(ctx, args[1:], usageOut, stdout)
+	}
+	fs := flag.NewFlagSet("seckill-orders", flag.ContinueOnError)
+	fs.SetOutput(usageOut)
+	database := fs.String("database", "", "PostgreSQL URL, e.g. postgres://user@127.0.0.1:5432/orders (required)")
+	campaign := fs.String("campaign", "", "the campaign whose events are consumed (required with --feed)")
+	feed := fs.String("feed", "", "seckilld's base URL: consume its campaign feed (give --feed or --nats)")
+	token := fs.String("admin-token", "", "seckilld's admin bearer token (with --feed)")
+	natsURL := fs.String("nats", "", "NATS URL: consume the JetStream stream --stream filled by seckill-relay")
+	stream := fs.String("stream", "", "the relay's JetStream stream of the campaign (with --nats)")
+	limit := fs.Int("batch", 500, "events per transaction at most (1..1000)")
+	wait := fs.Duration("wait", 30*time.Second, "how long one read waits for events (the feed's long poll; at most 60s)")
+	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9465", "address of /metrics and /healthz (empty: none)")
+	level := fs.String("log-level", "info", "debug | info | warn | error")
+	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL_ORDERS")); errors.Is(err, flag.ErrHelp) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	var logLevel slog.Level
+	if err := logLevel.UnmarshalText([]byte(*level)); err != nil {
+		return fmt.Errorf("%w: --log-level: %v", errUsage, err)
+	}
+	switch {
+	case *database == "":
+		return fmt.Errorf("%w: --database is required", errUsage)
+	case (*feed == "") == (*natsURL == ""):
+		return fmt.Errorf("%w: give --feed (with --campaign, --admin-token) or --nats (with --stream)", errUsage)
+	case *feed != "" && (*campaign == "" || *token == ""):
+		return fmt.Errorf("%w: --feed needs --campaign and --admin-token", errUsage)
+	case *natsURL != "" && *stream == "":
+		return fmt.Errorf("%w: --nats needs --stream", errUsage)
+	case *limit < 1 || *limit > 1000:
+		return fmt.Errorf("%w: --batch must be 1..1000", errUsage)
+	case *wait <= 0 || *wait > time.Minute:
+		return fmt.Errorf("%w: --wait must be in (0, 60s]", errUsage)
+	case fs.NArg() > 0:
+		return fmt.Errorf("%w: unexpected arguments %v", errUsage, fs.Args())
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
+
+	pool, err := pgxpool.New(ctx, *database)
+	if err != nil {
+		return fmt.Errorf("--database: %w", err)
+	}
+	defer pool.Close()
+	schema, err := orders.Migrate(ctx, pool)
+	if err != nil {
+		return err
+	}
+	log.Info("orders: schema up to date", "version", schema)
+
+	var src orders.Source
+	if *feed != "" {
+		c, err := client.New(client.Options{BaseURL: *feed, AdminToken: *token})
+		if err != nil {
+			return fmt.Errorf("%w: --feed: %v", errUsage, err)
+		}
+		src = &orders.FeedSource{Client: c, CampaignID: *campaign, Limit: *limit, Wait: *wait}
+	} else {
+		nc, err := nats.Connect(*natsURL, nats.Name("seckill-orders "+*stream), nats.MaxReconnects(-1))
+		if err != nil {
+			return fmt.Errorf("connecting to %s: %w", *natsURL, err)
+		}
+		defer nc.Close()
+		js := &orders.JetStreamSource{Conn: nc, Stream: *stream, Limit: *limit, Wait: *wait}
+		defer js.Close()
+		src = js
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := orders.NewMetrics(reg)
+	if *metricsAddr != "" {
+		ln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go srv.Serve(ln)
+		defer srv.Close()
+		fmt.Fprintf(stdout, "seckill-orders metrics on http://%s/metrics\n", ln.Addr())
+	}
+	err = orders.Run(ctx, src, orders.NewStore(pool), metrics, log)
+	if err == nil {
+		log.Info("orders: stopped")
+	}
+	return err
+}
+
+// redeliver is "seckill-orders redeliver": the repair seckillctl reconcile
+// prints, applying again every event of the named reservations from
+// seckilld's feed (orders.Store.Redeliver).
+func redeliver(ctx context.Context, args []string, usageOut, stdout io.Writer) error {
+	fs := flag.NewFlagSet("seckill-orders redeliver", flag.ContinueOnError)
+	fs.SetOutput(usageOut)
+	database := fs.String("database", "", "PostgreSQL URL of the orders (required)")
+	feed := fs.String("feed", "", "seckilld's base URL (required)")
+	token := fs.String("admin-token", "", "seckilld's admin bearer token (required)")
+	ids := fs.String("reservation", "", "comma-separated reservation ids (required)")
+	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL_ORDERS")); errors.Is(err, flag.ErrHelp) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *database == "" || *feed == "" || *token == "" || *ids == "" || fs.NArg() > 0 {
+		return fmt.Errorf("%w: redeliver needs --database, --feed, --admin-token and --reservation", errUsage)
+	}
+	c, err := client.New(client.Options{BaseURL: *feed, AdminToken: *token})
+	if err != nil {
+		return fmt.Errorf("%w: --feed: %v", errUsage, err)
+	}
+	pool, err := pgxpool.New(ctx, *database)
+	if err != nil {
+		return fmt.Errorf("--database: %w", err)
+	}
+	defer pool.Close()
+	if _, err := orders.Migrate(ctx, pool); err != nil {
+		return err
+	}
+	applied, err := orders.NewStore(pool).Redeliver(ctx, c, strings.Split(*ids, ","))
+	for id, n := range applied {
+		fmt.Fprintf(stdout, "reservation %s: %d events applied again\n", id, n)
+	}
+	return err
+}

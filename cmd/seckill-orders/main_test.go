@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/orders/orderstest"
+)
+
+// --help prints every flag on stdout, --version the build's version line;
+// a bad command line is a usage error.
+func TestHelpAndUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"--help"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	for _, flag := range []string{"-database", "-campaign", "-feed", "-admin-token", "-nats", "-stream", "-batch", "-wait", "-metrics-addr"} {
+		if !strings.Contains(out.String(), flag) {
+			t.Errorf("--help lacks %s:\n%s", flag, out.String())
+		}
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"--version"}, &out, &errb); err != nil || !strings.HasPrefix(out.String(), "seckill-orders ") || !strings.Contains(out.String(), "go1.") {
+		t.Fatalf("--version: %v, %q", err, out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"redeliver", "--help"}, &out, &errb); err != nil || !strings.Contains(out.String(), "-reservation") {
+		t.Fatalf("redeliver --help: %v, %q", err, out.String())
+	}
+	for _, args := range [][]string{
+		{},
+		{"--database", "postgres://x/y"},
+		{"--database", "postgres://x/y", "--feed", "http://127.0.0.1:1", "--nats", "nats://127.0.0.1:1", "--campaign", "c", "--admin-token", "t"},
+		{"--database", "postgres://x/y", "--feed", "http://127.0.0.1:1", "--campaign", "c"},
+		{"--database", "postgres://x/y", "--nats", "nats://127.0.0.1:1", "--stream", "S", "--batch", "0"},
+		{"redeliver", "--database", "postgres://x/y"},
+	} {
+		if err := run(context.Background(), args, &out, &errb); !errors.Is(err, errUsage) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+}
+
+// lockedBuffer collects a child's stderr.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// The binary killed with SIGKILL at random points while a sale goes on,
+// consuming the feed and the relay's JetStream stream by turns into the
+// same database, and started again each time: the orders reconcile clean
+// with seckill; a SIGTERM then stops it with exit 0.
+func TestKilledAndRestarted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills the seckill-orders binary")
+	}
+	bin := filepath.Join(t.TempDir(), "seckill-orders")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/seckill/seckill/cmd/seckill-orders").CombinedOutput(); err != nil {
+		t.Fatalf("go build seckill-orders: %v\n%s", err, out)
+	}
+	c := orderstest.Seckill(t)
+	db := orderstest.Database(t)
+	nc := orderstest.NATS(t)
+	orderstest.Define(t, c, "kill", 150)
+	orderstest.Relay(t, nc, c.BaseURL(), "kill", "SECKILL_KILL")
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 28))
+	t.Logf("seed %d", seed)
+	var logs lockedBuffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("seckill-orders' stderr:\n%s", logs.String())
+		}
+	})
+	start := func(jetstream bool) (*exec.Cmd, <-chan struct{}) {
+		args := []string{"--database", db, "--metrics-addr", "127.0.0.1:0", "--wait", "1s", "--batch", fmt.Sprint(1 + rng.IntN(60)), "--log-level", "warn"}
+		if jetstream {
+			args = append(args, "--nats", nc.ConnectedUrl(), "--stream", "SECKILL_KILL")
+		} else {
+			args = append(args, "--feed", c.BaseURL(), "--admin-token", orderstest.Token, "--campaign", "kill")
+		}
+		cmd := exec.Command(bin, args...)
+		cmd.Stderr = &logs
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		serving := make(chan struct{}) // closed once migrated and consuming
+		go func() {
+			lines := bufio.NewScanner(stdout)
+			for lines.Scan() {
+				if strings.HasPrefix(lines.Text(), "seckill-orders metrics on ") {
+					close(serving)
+				}
+			}
+		}()
+		return cmd, serving
+	}
+	consuming := 0 // kills after the start-up: while consuming
+	for round := 0; round < 8; round++ {
+		cmd, serving := start(round%2 == 1)
+		// Kill it at a random point while the sale goes on: in its start,
+		// its migration, mid-batch or between batches.
+		after := time.Duration(20+rng.IntN(500)) * time.Millisecond
+		killed := make(chan struct{})
+		go func() {
+			time.Sleep(after)
+			select {
+			case <-serving:
+				consuming++
+			default:
+			}
+			cmd.Process.Kill()
+			cmd.Wait()
+			close(killed)
+		}()
+		orderstest.Sale(t, c, "kill", round*50, round*50+50)
+		<-killed
+	}
+	cmd, serving := start(true)
+	select {
+	case <-serving:
+	case <-time.After(time.Minute):
+		t.Fatal("the last seckill-orders did not start within a minute")
+	}
+	r := orderstest.WaitClean(t, c, db, "kill")
+	t.Logf("clean after 8 kills (%d while consuming, the others during the start-up): %d reservations, totals %+v", consuming, r.Compared, r.Totals)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("after SIGTERM: %v", err)
+		}
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		t.Fatal("no exit within a minute of SIGTERM")
+	}
+	orderstest.WaitClean(t, c, db, "kill")
+}

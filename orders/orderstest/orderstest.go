@@ -1,0 +1,252 @@
+// Package orderstest is what the order service's tests share: a real
+// seckilld in process, a private PostgreSQL, an in-process NATS server
+// with seckill-relay's sink, a sale that exercises every kind of order
+// event, and the wait for a clean reconciliation.
+package orderstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/httpapi/httpapitest"
+	"github.com/seckill/seckill/internal/pgserver"
+	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/reconcile"
+	"github.com/seckill/seckill/relay"
+)
+
+// Token is the in-process seckilld's admin token.
+const Token = "orders-test-token"
+
+// Quiet is a logger that drops everything.
+var Quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// Seckill runs the engine and the HTTP service in process, on a data dir
+// of its own, and returns a client of it with the admin token.
+func Seckill(t testing.TB) *client.Client {
+	c, _ := SeckillIn(t)
+	return c
+}
+
+// SeckillIn is Seckill, also returning its data dir.
+func SeckillIn(t testing.TB) (*client.Client, string) {
+	return SeckillWith(t, actors.Config{})
+}
+
+// SeckillWith is SeckillIn with cfg's engine settings (its data dir and
+// logger are the helper's).
+func SeckillWith(t testing.TB, cfg actors.Config) (*client.Client, string) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg.DataDir, cfg.Logger = dir, Quiet
+	e, err := actors.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	base := httpapitest.Serve(t, httpapi.Config{Engine: e, AdminToken: Token, Logger: Quiet})
+	c, err := client.New(client.Options{BaseURL: base, AdminToken: Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, dir
+}
+
+// Consume runs orders.Run from src into the database at dbURL (migrated
+// first) and returns its metrics' registry and a stop function, also
+// called when the test ends, which fails the test unless Run stopped
+// cleanly.
+func Consume(t testing.TB, dbURL string, src orders.Source) (*prometheus.Registry, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := orders.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	m := orders.NewMetrics(reg)
+	done := make(chan error, 1)
+	go func() { done <- orders.Run(ctx, src, orders.NewStore(pool), m, Quiet) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("orders.Run stopped with %v, want nil on a stop", err)
+			}
+			pool.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return reg, stop
+}
+
+// Database starts a private PostgreSQL for t and returns the URL of an
+// empty database "orders" on it.
+func Database(t testing.TB) string {
+	t.Helper()
+	s := pgserver.ForTest(t, nil)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, s.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE orders"); err != nil {
+		t.Fatal(err)
+	}
+	return s.URL("orders")
+}
+
+// NATS runs a NATS server with JetStream in process and returns a
+// connection to it.
+func NATS(t testing.TB) *nats.Conn {
+	t.Helper()
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(20 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+	t.Cleanup(ns.Shutdown)
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// Relay runs seckill-relay's loop (package relay) from c's campaign feed
+// into stream until the test ends.
+func Relay(t testing.TB, nc *nats.Conn, base, campaignID, stream string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	sink, err := relay.NewNATSSink(nc, stream, campaignID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- relay.Run(ctx, relay.Config{FeedURL: base, AdminToken: Token, CampaignID: campaignID, Wait: time.Second,
+			RetryAfter: 50 * time.Millisecond, Logger: Quiet}, sink)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("relay: %v", err)
+		}
+	})
+}
+
+// SKUs are the sale's SKUs ("." in an id on purpose: the relay escapes it).
+var SKUs = []string{"red.1", "blue"}
+
+// Define defines campaignID with SKUs of units units each, open now.
+func Define(t testing.TB, c *client.Client, campaignID string, units int64) {
+	t.Helper()
+	start := time.Now().Add(-time.Minute).Truncate(time.Second)
+	skus := make([]client.CampaignSKU, len(SKUs))
+	for i, s := range SKUs {
+		skus[i] = client.CampaignSKU{SKUID: s, SaleLimit: units}
+	}
+	if err := c.PutCampaign(context.Background(), client.Campaign{CampaignID: campaignID, StartAt: start, EndAt: start.Add(time.Hour),
+		PaymentWindow: 15 * time.Minute, ReleaseOnClose: true, SKUs: skus}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Sale runs buyers from..to-1 of campaignID: each reserves on a SKU, and
+// by its number pays (i%3 == 0), pays twice with two payment ids (i%7 ==
+// 0: a refund on a PAID reservation), cancels (i%5 == 1), or cancels and
+// pays after the close (i%11 == 2: REFUND_REQUIRED). SOLD_OUT is an
+// answer, not an error.
+func Sale(t testing.TB, c *client.Client, campaignID string, from, to int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := from; i < to; i++ {
+		r, err := c.Reserve(ctx, client.ReserveRequest{CampaignID: campaignID, SKUID: SKUs[i%len(SKUs)], UserID: fmt.Sprint("u", i), RequestID: fmt.Sprint("r", i)})
+		if errors.Is(err, client.ErrSoldOut) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("buyer %d: reserve: %v", i, err)
+		}
+		switch {
+		case i%3 == 0:
+			_, err = c.Pay(ctx, r.ReservationID, client.Payment{PaymentID: fmt.Sprint("p", i), Amount: 1999})
+			if err == nil && i%7 == 0 {
+				_, err = c.Pay(ctx, r.ReservationID, client.Payment{PaymentID: fmt.Sprint("p", i, "-again"), Amount: 1999})
+				if errors.Is(err, client.ErrPaymentConflict) {
+					err = nil
+				}
+			}
+		case i%5 == 1:
+			_, err = c.Cancel(ctx, r.ReservationID)
+		case i%11 == 2:
+			if _, err = c.Cancel(ctx, r.ReservationID); err == nil {
+				_, err = c.Pay(ctx, r.ReservationID, client.Payment{PaymentID: fmt.Sprint("late", i), Amount: 1999})
+				if errors.Is(err, client.ErrRefundRequired) {
+					err = nil
+				}
+			}
+		}
+		if err != nil {
+			t.Fatalf("buyer %d: %v", i, err)
+		}
+	}
+}
+
+// Reconcile compares campaignID on c's seckilld with the orders at dbURL,
+// with no lag: every reservation is judged.
+func Reconcile(t testing.TB, c *client.Client, dbURL, campaignID string) reconcile.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	byID, err := reconcile.LoadOrders(ctx, dbURL, campaignID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reservations, skus, err := reconcile.FromServer(ctx, c, campaignID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reconcile.Compare(campaignID, "", reservations, skus, byID, 0, time.Now())
+}
+
+// WaitClean waits (at most 2 minutes) until the orders at dbURL reconcile
+// clean with campaignID: the consumer has caught up, and nothing differs.
+func WaitClean(t testing.TB, c *client.Client, dbURL, campaignID string) reconcile.Report {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		r := Reconcile(t, c, dbURL, campaignID)
+		if r.Clean {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the orders never reconciled clean: %d differences, first %+v", len(r.Differences), r.Differences[0])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

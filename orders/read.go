@@ -1,0 +1,78 @@
+package orders
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Order is a row of orders.
+type Order struct {
+	ReservationID string
+	CampaignID    string
+	SKUID         string
+	RequestID     string
+	UserID        string
+	TokenID       uint32
+	State         string
+	CreatedAt     time.Time
+	PaymentID     string
+	Refunds       []string // payment ids in order_refunds
+	LastEventID   string
+}
+
+// Order states (the orders table's CHECK).
+const (
+	StatePendingPayment = "PENDING_PAYMENT"
+	StatePaid           = "PAID"
+	StateClosed         = "CLOSED"
+	StateRefundRequired = "REFUND_REQUIRED"
+)
+
+// Querier is what Load reads through (a *pgx.Conn, a *pgxpool.Pool, a
+// transaction).
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Load reads a campaign's orders (of one SKU when skuID is set), with
+// their refund rows, in one REPEATABLE READ snapshot when q is a
+// transaction of that level (seckillctl reconcile's is).
+func Load(ctx context.Context, q Querier, campaignID, skuID string) (map[string]*Order, error) {
+	rows, err := q.Query(ctx, `SELECT reservation_id, campaign_id, sku_id, request_id, user_id, token_id, state, created_at,
+    coalesce(payment_id, ''), last_event_id
+FROM orders WHERE campaign_id = $1 AND ($2 = '' OR sku_id = $2)`, campaignID, skuID)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]*Order{}
+	for rows.Next() {
+		var o Order
+		var token int64
+		if err := rows.Scan(&o.ReservationID, &o.CampaignID, &o.SKUID, &o.RequestID, &o.UserID, &token, &o.State, &o.CreatedAt,
+			&o.PaymentID, &o.LastEventID); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		o.TokenID = uint32(token)
+		byID[o.ReservationID] = &o
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = q.Query(ctx, `SELECT r.reservation_id, r.payment_id FROM order_refunds r JOIN orders o USING (reservation_id)
+WHERE o.campaign_id = $1 AND ($2 = '' OR o.sku_id = $2) ORDER BY r.required_at, r.payment_id`, campaignID, skuID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, payment string
+		if err := rows.Scan(&id, &payment); err != nil {
+			return nil, err
+		}
+		byID[id].Refunds = append(byID[id].Refunds, payment)
+	}
+	return byID, rows.Err()
+}

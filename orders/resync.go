@@ -1,0 +1,136 @@
+package orders
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/feed"
+)
+
+// A SKU's log is truncated after its snapshots, so the feed may no longer
+// hold the events a consumer needs: its cursor was passed (410
+// CURSOR_COMPACTED), or it meets a SKU for the first time after the SKU's
+// first records were removed. The consumer then resynchronises that SKU as
+// etcd's get-then-watch does: it takes the SKU's reservations from the
+// export, as of one log index, into its orders, and reads the feed after
+// that index. It then holds what a consumer that never fell behind holds.
+
+// Compacted says which SKU's events are gone from the feed before the
+// consumer read them.
+type Compacted struct {
+	SKUID string
+	// Why, for the log.
+	Reason string
+}
+
+func (c *Compacted) Error() string {
+	return "orders: the feed of SKU " + c.SKUID + " no longer holds events this consumer needs (" + c.Reason + ")"
+}
+
+// compactedStart checks a page read after cursor: a SKU the cursor has no
+// position for must start at its first record (index 1, its definition);
+// a later first event means the records before it are gone.
+func compactedStart(events []client.Event, cursor string) error {
+	positions, err := feed.ParseCampaignCursor(cursor)
+	if err != nil {
+		return fmt.Errorf("%w: cursor %q: %v", ErrPosition, cursor, err)
+	}
+	for _, e := range events {
+		history, _, _ := strings.Cut(e.ID, "-")
+		if _, known := positions[history]; known {
+			continue
+		}
+		if e.SeckillIndex != 1 {
+			return &Compacted{SKUID: skuOfSource(e.Source), Reason: fmt.Sprintf("its first event here is record %d", e.SeckillIndex)}
+		}
+		positions[history] = e.ID
+	}
+	return nil
+}
+
+// skuOfSource reads the SKU of an event's source (/seckill/{campaign}/{sku}).
+func skuOfSource(source string) string {
+	return source[strings.LastIndexByte(source, '/')+1:]
+}
+
+// Resync replaces what consumer holds of SKU skuID with seckill's export
+// of it, and moves consumer's campaign cursor to the export's index, in
+// one transaction; it returns the new cursor.
+func (f *FeedSource) Resync(ctx context.Context, store *Store, consumer, cursor, skuID string) (string, error) {
+	positions, err := feed.ParseCampaignCursor(cursor)
+	if err != nil {
+		return cursor, fmt.Errorf("%w: cursor %q: %v", ErrPosition, cursor, err)
+	}
+	var rows []client.Reservation
+	end, err := f.Client.Export(ctx, f.CampaignID, skuID, func(r client.Reservation) error {
+		rows = append(rows, r)
+		return nil
+	})
+	if err != nil {
+		return cursor, fmt.Errorf("resync %s: export: %w", skuID, err)
+	}
+	refunds, err := f.Client.Refunds(ctx, f.CampaignID, skuID)
+	if err != nil {
+		return cursor, fmt.Errorf("resync %s: refunds: %w", skuID, err)
+	}
+	history, _, ok := strings.Cut(end.NextCursor, "-")
+	if !ok {
+		return cursor, fmt.Errorf("resync %s: the export ends with no position (%q)", skuID, end.NextCursor)
+	}
+	positions[history] = end.NextCursor
+	next := feed.CampaignCursor(positions)
+	err = pgx.BeginFunc(ctx, store.pool, func(tx pgx.Tx) error {
+		batch := &pgx.Batch{}
+		for _, r := range rows {
+			state := r.State
+			if state == StateClosed && r.RefundRequired {
+				state = StateRefundRequired
+			}
+			batch.Queue(insertOrder+`state, paid_at, payment_id, closed_at, close_reason)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, nullif($12, ''), $13, nullif($14, ''))
+ON CONFLICT (reservation_id) DO UPDATE SET state = $10, paid_at = $11, payment_id = nullif($12, ''), closed_at = $13,
+    close_reason = nullif($14, ''), `+setOrder,
+				r.ReservationID, f.CampaignID, skuID, r.RequestID, r.UserID, int64(r.TokenID), r.CreatedAt, r.ExpireAt, end.NextCursor,
+				state, nullTime(r.PaidAt), r.PaymentID, nullTime(r.ClosedAt), r.ClosedReason)
+		}
+		for _, r := range refunds {
+			batch.Queue(`INSERT INTO order_refunds (reservation_id, payment_id, amount, required_at) VALUES ($1, $2, $3, $4)
+ON CONFLICT (reservation_id, payment_id) DO NOTHING`, r.ReservationID, r.PaymentID, r.Amount, r.At)
+		}
+		batch.Queue(`INSERT INTO order_cursors (consumer, cursor) VALUES ($1, $2)
+ON CONFLICT (consumer) DO UPDATE SET cursor = EXCLUDED.cursor, updated_at = now()`, consumer, next)
+		return tx.SendBatch(ctx, batch).Close()
+	})
+	if err != nil {
+		return cursor, fmt.Errorf("resync %s: %w", skuID, err)
+	}
+	return next, nil
+}
+
+// nullTime is nil for the zero time (NULL in PostgreSQL).
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// asCompacted reads a feed answer as a Compacted SKU: the feed's 410
+// names the SKU whose cursor position was passed.
+func asCompacted(err error) (*Compacted, bool) {
+	var c *Compacted
+	if errors.As(err, &c) {
+		return c, true
+	}
+	var e *client.Error
+	if errors.As(err, &e) && errors.Is(err, client.ErrCursorCompacted) && e.SKUID != "" {
+		return &Compacted{SKUID: e.SKUID, Reason: fmt.Sprintf("410 CURSOR_COMPACTED: the log starts at record %d", e.FirstIndex)}, true
+	}
+	return nil, false
+}

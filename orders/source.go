@@ -1,0 +1,180 @@
+package orders
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/seckill/seckill/client"
+)
+
+// Source delivers a campaign's events in log order per SKU, from a
+// cursor the order service keeps in PostgreSQL.
+type Source interface {
+	// Next returns the events after cursor (waiting a while for some:
+	// none is an answer) and the cursor after them.
+	Next(ctx context.Context, cursor string) (events []client.Event, next string, err error)
+	// Name is the consumer's name in order_cursors.
+	Name() string
+}
+
+// ErrPosition wraps a source's refusal of the cursor that a retry cannot
+// pass (the feed's 409 CURSOR_DIVERGED, 400 BAD_CURSOR or
+// CAMPAIGN_FEED_TOO_WIDE, 401, 404; a stream that does not hold the
+// position): an operator decides. (The feed's 410 CURSOR_COMPACTED is
+// resynchronised from the export: resync.go.)
+var ErrPosition = errors.New("orders: the source refused the position")
+
+// ErrNotDefined: the campaign is not defined yet, and the consumer has
+// read nothing of it. An order service is deployed before its sale: it
+// waits (Run asks again every 100 ms).
+var ErrNotDefined = errors.New("orders: the campaign is not defined yet")
+
+// FeedSource reads a campaign's feed from seckilld (long polls); a SKU
+// whose events the feed no longer holds is resynchronised from the export
+// (Resync).
+type FeedSource struct {
+	Client     *client.Client
+	CampaignID string
+	// Limit is the events per page (at most 1,000); Wait the long poll.
+	Limit int
+	Wait  time.Duration
+}
+
+// Name is "feed:<campaign>".
+func (f *FeedSource) Name() string { return "feed:" + f.CampaignID }
+
+// Next reads one page of the campaign feed after cursor.
+func (f *FeedSource) Next(ctx context.Context, cursor string) ([]client.Event, string, error) {
+	page, err := f.Client.Feed(ctx, client.FeedRequest{CampaignID: f.CampaignID, After: cursor, Limit: f.Limit, Wait: f.Wait})
+	if cursor == "" && errors.Is(err, client.ErrNotFound) {
+		return nil, cursor, ErrNotDefined
+	}
+	if c, ok := asCompacted(err); ok {
+		return nil, cursor, c
+	}
+	var e *client.Error
+	if errors.As(err, &e) && e.Status >= 400 && e.Status < 500 && e.Status != 429 {
+		return nil, cursor, fmt.Errorf("%w: %w", ErrPosition, err)
+	}
+	if err != nil {
+		return nil, cursor, err
+	}
+	if err := compactedStart(page.Events, cursor); err != nil {
+		return nil, cursor, err
+	}
+	return page.Events, page.NextCursor, nil
+}
+
+// JetStreamSource reads the stream seckill-relay fills with one
+// campaign's events; the cursor is the stream sequence of the last
+// message applied.
+type JetStreamSource struct {
+	Conn   *nats.Conn
+	Stream string
+	// Limit is the events per batch; Wait how long Next waits for the first.
+	Limit int
+	Wait  time.Duration
+
+	it  jetstream.MessagesContext // open from seq, nil when none
+	seq uint64                    // the sequence of the last message taken from it
+}
+
+// Name is "jetstream:<stream>".
+func (s *JetStreamSource) Name() string { return "jetstream:" + s.Stream }
+
+// Next takes the messages after sequence cursor: the first waits up to
+// Wait, the rest only as long as they come at once, up to Limit.
+func (s *JetStreamSource) Next(ctx context.Context, cursor string) ([]client.Event, string, error) {
+	after := uint64(0)
+	if cursor != "" {
+		var err error
+		if after, err = strconv.ParseUint(cursor, 10, 64); err != nil {
+			return nil, cursor, fmt.Errorf("%w: cursor %q is not a stream sequence", ErrPosition, cursor)
+		}
+	}
+	if s.it == nil || s.seq != after {
+		if err := s.open(ctx, after); err != nil {
+			return nil, cursor, err
+		}
+	}
+	var events []client.Event
+	for len(events) < s.Limit {
+		wait := s.Wait
+		if len(events) > 0 {
+			wait = 5 * time.Millisecond // gather what has arrived, no more
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		m, err := s.it.Next(jetstream.NextContext(wctx))
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)) {
+				break // nothing more for now
+			}
+			s.close()
+			return nil, cursor, err
+		}
+		meta, err := m.Metadata()
+		if err != nil {
+			s.close()
+			return nil, cursor, err
+		}
+		var e client.Event
+		if err := json.Unmarshal(m.Data(), &e); err != nil {
+			s.close()
+			return nil, cursor, fmt.Errorf("%w: stream %s message %d is not a seckill event: %v", ErrPosition, s.Stream, meta.Sequence.Stream, err)
+		}
+		events = append(events, e)
+		s.seq = meta.Sequence.Stream
+	}
+	if len(events) == 0 {
+		return nil, cursor, nil
+	}
+	return events, strconv.FormatUint(s.seq, 10), nil
+}
+
+// open starts an ordered consumer at the message after sequence after.
+func (s *JetStreamSource) open(ctx context.Context, after uint64) error {
+	s.close()
+	js, err := jetstream.New(s.Conn)
+	if err != nil {
+		return err
+	}
+	stream, err := js.Stream(ctx, s.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("%w: stream %s: %v", ErrPosition, s.Stream, err)
+	}
+	if err != nil {
+		return err
+	}
+	if first := stream.CachedInfo().State.FirstSeq; after > 0 && first > after+1 {
+		return fmt.Errorf("%w: stream %s starts at message %d; the next to apply, %d, is gone (its limits deleted it)", ErrPosition, s.Stream, first, after+1)
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: after + 1})
+	if err != nil {
+		return err
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return err
+	}
+	s.it, s.seq = it, after
+	return nil
+}
+
+func (s *JetStreamSource) close() {
+	if s.it != nil {
+		s.it.Stop()
+		s.it = nil
+	}
+}
+
+// Close stops the consumer.
+func (s *JetStreamSource) Close() { s.close() }

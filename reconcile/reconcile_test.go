@@ -1,0 +1,65 @@
+package reconcile_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/reconcile"
+)
+
+var now = time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+
+func kinds(r reconcile.Report) []string {
+	var k []string
+	for _, d := range r.Differences {
+		k = append(k, d.Kind+" "+d.ReservationID)
+	}
+	return k
+}
+
+// Within the lag a reservation whose order is missing or behind is in
+// flight, not a difference; past it, it is one. An order ahead of its
+// reservation is a difference at once.
+func TestLag(t *testing.T) {
+	skus := []reconcile.SKU{{SKUID: "s", SaleLimit: 3, Available: 1, Reserved: 1, Confirmed: 1}}
+	res := []reconcile.Reservation{
+		{ReservationID: "c~s~1~a", RequestID: "r1", UserID: "u1", SKUID: "s", TokenID: 1, State: "PAID", PaymentID: "p", ChangedAt: now.Add(-time.Second)},
+		{ReservationID: "c~s~2~b", RequestID: "r2", UserID: "u2", SKUID: "s", TokenID: 2, State: "PENDING_PAYMENT", ChangedAt: now.Add(-time.Second)},
+		{ReservationID: "c~s~3~c", RequestID: "r3", UserID: "u3", SKUID: "s", TokenID: 3, State: "PENDING_PAYMENT", ChangedAt: now.Add(-time.Hour)},
+	}
+	byID := map[string]*orders.Order{
+		// behind: PENDING while seckill has it PAID, changed a second ago
+		"c~s~1~a": {ReservationID: "c~s~1~a", RequestID: "r1", UserID: "u1", SKUID: "s", TokenID: 1, State: "PENDING_PAYMENT"},
+		// ahead: CLOSED while seckill has it PENDING
+		"c~s~3~c": {ReservationID: "c~s~3~c", RequestID: "r3", UserID: "u3", SKUID: "s", TokenID: 3, State: "CLOSED"},
+	}
+	r := reconcile.Compare("c", "", res, skus, byID, 30*time.Second, now)
+	if got := kinds(r); len(got) != 1 || got[0] != "STATE_MISMATCH c~s~3~c" || r.InFlight != 2 {
+		t.Fatalf("lag 30s: %v, %d in flight", got, r.InFlight)
+	}
+	r = reconcile.Compare("c", "", res, skus, byID, 0, now)
+	want := []string{"STATE_MISMATCH c~s~1~a", "MISSING_ORDER c~s~2~b", "STATE_MISMATCH c~s~3~c"}
+	if got := kinds(r); len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] || r.InFlight != 0 || r.Clean {
+		t.Fatalf("lag 0: %v", got)
+	}
+}
+
+// A closed reservation with a payment to refund is an order in
+// REFUND_REQUIRED with that refund row; a SKU whose counts do not add up
+// is named.
+func TestRefundsAndTotals(t *testing.T) {
+	res := []reconcile.Reservation{{ReservationID: "c~s~1~a", RequestID: "r1", UserID: "u1", SKUID: "s", TokenID: 1, State: "CLOSED",
+		Refunds: []string{"late"}, ChangedAt: now.Add(-time.Hour)}}
+	order := &orders.Order{ReservationID: "c~s~1~a", RequestID: "r1", UserID: "u1", SKUID: "s", TokenID: 1, State: "REFUND_REQUIRED", Refunds: []string{"late"}}
+	skus := []reconcile.SKU{{SKUID: "s", SaleLimit: 2, Available: 2}}
+	if r := reconcile.Compare("c", "", res, skus, map[string]*orders.Order{"c~s~1~a": order}, 0, now); !r.Clean {
+		t.Fatalf("%v", kinds(r))
+	}
+	order.State, order.Refunds = "CLOSED", nil
+	skus[0].Available = 1
+	r := reconcile.Compare("c", "", res, skus, map[string]*orders.Order{"c~s~1~a": order}, 0, now)
+	if got := kinds(r); len(got) != 3 || got[0] != "REFUND_NOT_RECORDED c~s~1~a" || got[1] != "STATE_MISMATCH c~s~1~a" || got[2] != "UNBALANCED_SKU " {
+		t.Fatalf("%v", got)
+	}
+}
