@@ -13,6 +13,7 @@ import (
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/lottery"
+	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -111,14 +112,14 @@ func BenchmarkReplay(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		a := &skuActor{m: sku.New(), log: l}
-		if err := a.replayFrom(l.FirstIndex()); err != nil {
+		m := sku.New()
+		if _, err := recovery.Replay(l, m, l.FirstIndex()); err != nil {
 			b.Fatal(err)
 		}
 		elapsed := time.Since(start)
 		l.Close()
-		if a.m.Counts().Reservations != records-1 {
-			b.Fatalf("replayed %d reservations", a.m.Counts().Reservations)
+		if m.Counts().Reservations != records-1 {
+			b.Fatalf("replayed %d reservations", m.Counts().Reservations)
 		}
 		b.ReportMetric(records/elapsed.Seconds(), "records/s")
 	}

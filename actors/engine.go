@@ -3,7 +3,9 @@
 // pay, close and release one at a time, so no lock and no read-modify-write
 // race can oversell. Every state change is a record in the SKU's
 // write-ahead log (package wal) and no reply, status read or rejection is
-// released before every record it depends on is fsynced.
+// released before every record it depends on is fsynced. Each actor hosts
+// its SKU's shell (package actors/shell), which drives the SKU's core and
+// files; the actor turns messages into the shell's inputs.
 //
 // Engine is the entry point: it finds every SKU under the data directory,
 // recovers each from its log, and routes calls by campaign and SKU id (a
@@ -26,6 +28,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors/core"
+	"github.com/seckill/seckill/actors/shell"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/wal"
 )
@@ -94,6 +97,13 @@ const (
 	// beyond its SKUs' logs: the above, plus one SKU created (Define, one at
 	// a time) and one SKU restarted after a panic.
 	FileOperationsMax = RecoveriesMax + SnapshotWritersMax + TruncationsMax + 2
+)
+
+// Bounds of Config.FeedRetainRecords and FeedRetainAge: the shell's
+// (package actors/shell), which holds truncation back for feed consumers.
+const (
+	MaxFeedRetainRecords = shell.MaxFeedRetainRecords
+	MaxFeedRetainAge     = shell.MaxFeedRetainAge
 )
 
 // Config configures an Engine. Zero fields take the defaults named.
@@ -173,9 +183,9 @@ type Config struct {
 	// recoveries, snapshotWriters and truncations are semaphores
 	// (RecoveriesMax, SnapshotWritersMax, TruncationsMax): a slot is a
 	// value sent, freed by a receive.
-	recoveries      chan struct{}
-	snapshotWriters chan struct{}
-	truncations     chan struct{}
+	recoveries      slots
+	snapshotWriters slots
+	truncations     slots
 }
 
 func (c *Config) fill() {
@@ -207,19 +217,39 @@ func (c *Config) fill() {
 		c.InboxMax = DefaultInboxMax
 	}
 	c.metrics = newEngineMetrics(c.Registerer)
-	c.recoveries = make(chan struct{}, RecoveriesMax)
-	c.snapshotWriters = make(chan struct{}, SnapshotWritersMax)
-	c.truncations = make(chan struct{}, TruncationsMax)
+	c.recoveries = make(slots, RecoveriesMax)
+	c.snapshotWriters = make(slots, SnapshotWritersMax)
+	c.truncations = make(slots, TruncationsMax)
 }
 
 // recoverySlot waits for one of the engine's RecoveriesMax recovery slots
 // and returns its release. A SKU recovering after its log failed takes one
 // on its actor, which answers nothing meanwhile (it would answer
 // UNAVAILABLE): a few milliseconds per recovery ahead of it.
-func (c *Config) recoverySlot() (release func()) {
-	c.recoveries <- struct{}{}
-	return func() { <-c.recoveries }
+func (c *Config) recoverySlot() (release func()) { return c.recoveries.acquire() }
+
+// slots is a counting semaphore: a slot is a value sent, freed by a
+// receive.
+type slots chan struct{}
+
+// acquire waits for a slot and returns its release.
+func (s slots) acquire() (release func()) {
+	s <- struct{}{}
+	return func() { <-s }
 }
+
+// TryAcquire takes a slot if one is free (shell.Slots).
+func (s slots) TryAcquire() bool {
+	select {
+	case s <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// Release frees a slot taken (shell.Slots).
+func (s slots) Release() { <-s }
 
 func (c *Config) walOptions() wal.Options {
 	o := c.WAL
@@ -429,7 +459,7 @@ func (e *Engine) spawn(k skuKey) *SKU {
 	// snapshot caller and per snapshot writer, one log failure per batch
 	// waiting on the log (wal.Options.MaxWaiters). Calls wait in the inbox,
 	// bounded by Config.InboxMax.
-	props := actor.PropsFromProducer(func() actor.Actor { return &skuActor{h: h, cfg: cfg, dispatcher: d, retain: newFeedRetention(cfg)} },
+	props := actor.PropsFromProducer(func() actor.Actor { return &skuActor{h: h, cfg: cfg, dispatcher: d} },
 		actor.WithMailbox(actor.Unbounded()), actor.WithDispatcher(d))
 	h.pid = e.system.Root.Spawn(props)
 	e.skusMu.Lock()
@@ -585,9 +615,9 @@ func (e *Engine) checkPurchaseLimit(d sku.Definition) error {
 		if h.campaignID != d.CampaignID || h.skuID == d.SKUID {
 			continue
 		}
-		if v := h.durable.Load(); v != nil && v.def.CampaignID != "" && v.def.PurchaseLimit != d.PurchaseLimit {
+		if v := h.durable.Load(); v != nil && v.Definition.CampaignID != "" && v.Definition.PurchaseLimit != d.PurchaseLimit {
 			return fmt.Errorf("%w: purchase_limit may not change (the campaign's SKU %s has %q)",
-				sku.ErrInvalidDefinition, h.skuID, v.def.PurchaseLimit)
+				sku.ErrInvalidDefinition, h.skuID, v.Definition.PurchaseLimit)
 		}
 	}
 	return nil

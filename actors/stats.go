@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/seckill/seckill/actors/purchase"
+	"github.com/seckill/seckill/actors/shell"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/wal"
 )
@@ -53,20 +53,11 @@ type SKU struct {
 
 	// durable is the view as of the durable index, replaced whole by each
 	// release (one pointer store per batch, one load per ingress read).
-	durable atomic.Pointer[durableView]
+	durable atomic.Pointer[shell.View]
 
 	ready     chan struct{} // closed after the first recovery
 	readyOnce sync.Once
 	readyErr  error
-}
-
-// durableView is the part of a SKU's state the ingress may read: what the
-// records up to the durable index say.
-type durableView struct {
-	def     sku.Definition
-	counts  sku.Counts
-	paused  bool
-	drawing bool
 }
 
 // Stats is what a SKU publishes. Counts, Definition and Paused describe
@@ -102,7 +93,7 @@ func (s *SKU) ID() string { return s.skuID }
 // recovery is over and left it unavailable (a failed log answers
 // ErrUnavailable rather than "unknown").
 func (s *SKU) defined() bool {
-	if v := s.durable.Load(); v != nil && v.def.CampaignID != "" {
+	if v := s.durable.Load(); v != nil && v.Definition.CampaignID != "" {
 		return true
 	}
 	select {
@@ -128,7 +119,7 @@ func (s *SKU) Stats() Stats {
 		}
 	}
 	if v := s.durable.Load(); v != nil {
-		st.Definition, st.Counts, st.Paused, st.LotteryDrawing = v.def, v.counts, v.paused, v.drawing
+		st.Definition, st.Counts, st.Paused, st.LotteryDrawing = v.Definition, v.Counts, v.Paused, v.Drawing
 	}
 	return st
 }
@@ -151,7 +142,7 @@ func (s *SKU) WALStats() wal.Stats {
 	return wal.Stats{}
 }
 
-func (s *SKU) publish(v durableView) {
+func (s *SKU) publish(v shell.View) {
 	s.durable.Store(&v)
 }
 
@@ -195,19 +186,4 @@ func (r *rateTracker) tick(s *SKU, now time.Time) {
 		s.rateBits.Store(math.Float64bits(rate))
 	}
 	r.lastCount, r.lastAt = n, now
-}
-
-// publisher is a wal.Waiter that publishes a SKU's state once the records
-// behind it are durable (used for records no caller waits on: expiry).
-type publisher struct {
-	owner  *SKU
-	view   durableView
-	events []purchase.Event // batch.events
-}
-
-func (p *publisher) Durable(err error) {
-	if err == nil {
-		p.owner.publish(p.view)
-		p.owner.applyPurchaseEvents(p.events)
-	}
 }

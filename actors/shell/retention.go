@@ -1,4 +1,4 @@
-package actors
+package shell
 
 import "time"
 
@@ -25,22 +25,22 @@ type retainMark struct {
 	index uint64
 }
 
-// feedRetention holds a SKU's log truncation back for feed consumers.
-type feedRetention struct {
+// retention holds a SKU's log truncation back for feed consumers.
+type retention struct {
 	records uint64
 	age     time.Duration
 	marks   []retainMark // oldest first, at most feedRetainMarks
 }
 
-func newFeedRetention(c *Config) feedRetention {
-	return feedRetention{records: min(c.FeedRetainRecords, MaxFeedRetainRecords), age: min(c.FeedRetainAge, MaxFeedRetainAge)}
+func newRetention(records uint64, age time.Duration) retention {
+	return retention{records: min(records, MaxFeedRetainRecords), age: min(age, MaxFeedRetainAge)}
 }
 
 // cut returns the first record to keep, at most need (what the snapshots
 // allow): the newest FeedRetainRecords records up to durable, and the
 // records appended within FeedRetainAge before now, stay. last is the
 // log's last index at now (durable or not): it is marked for later calls.
-func (r *feedRetention) cut(need, durable, last uint64, now time.Time) uint64 {
+func (r *retention) cut(need, durable, last uint64, now time.Time) uint64 {
 	if r.records > 0 {
 		if durable+1 > r.records {
 			need = min(need, durable+1-r.records)

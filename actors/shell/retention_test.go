@@ -1,4 +1,4 @@
-package actors
+package shell
 
 import (
 	"testing"
@@ -9,11 +9,11 @@ import (
 // than its bounds allow to be held back.
 func TestFeedRetentionCut(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
-	none := newFeedRetention(&Config{})
+	none := newRetention(0, 0)
 	if got := none.cut(500, 1000, 1000, t0); got != 500 {
 		t.Fatalf("no retention: cut %d, want 500", got)
 	}
-	byCount := newFeedRetention(&Config{FeedRetainRecords: 100})
+	byCount := newRetention(100, 0)
 	if got := byCount.cut(950, 1000, 1000, t0); got != 901 {
 		t.Fatalf("100 records kept: cut %d, want 901", got)
 	}
@@ -23,7 +23,7 @@ func TestFeedRetentionCut(t *testing.T) {
 	if got := byCount.cut(40, 60, 60, t0); got != 1 {
 		t.Fatalf("fewer records than retained: cut %d, want 1 (none)", got)
 	}
-	byAge := newFeedRetention(&Config{FeedRetainAge: time.Minute})
+	byAge := newRetention(0, time.Minute)
 	if got := byAge.cut(500, 1000, 1000, t0); got != 1 {
 		t.Fatalf("no record known to be a minute old: cut %d, want 1", got)
 	}
@@ -36,7 +36,7 @@ func TestFeedRetentionCut(t *testing.T) {
 	if got := byAge.cut(3500, 4000, 4000, t0.Add(10*time.Minute)); got != 3001 {
 		t.Fatalf("ten minutes on: cut %d, want 3001", got)
 	}
-	capped := newFeedRetention(&Config{FeedRetainRecords: 1 << 40, FeedRetainAge: 1000 * time.Hour})
+	capped := newRetention(1<<40, 1000*time.Hour)
 	if capped.records != MaxFeedRetainRecords || capped.age != MaxFeedRetainAge {
 		t.Fatalf("unbounded retention: %+v", capped)
 	}
