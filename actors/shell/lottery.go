@@ -25,7 +25,7 @@ func (s *Shell) lotteryActions(now time.Time, act *core.Actions) {
 		j.run = func() { j.rank = rank.Run() }
 		s.cfg.Executor.Go(j)
 	}
-	if !act.MoreDraw || s.timers.draw {
+	if !act.MoreDraw || s.timers.draw && !mutantDrawTimers {
 		return
 	}
 	s.timers.draw = true

@@ -192,7 +192,8 @@ func (s *Shell) truncate(now time.Time, oldestKept uint64) {
 		}
 		defer t.Release()
 	}
-	need := s.retain.cut(oldestKept+1, s.log.DurableIndex(), s.log.LastIndex(), now)
+	lastAt := time.UnixMilli(s.core.Machine().LastAt())
+	need := s.retain.cut(oldestKept+1, s.log.DurableIndex(), s.log.LastIndex(), now, lastAt)
 	if _, err := s.log.TruncateBefore(need); err != nil {
 		if errors.Is(err, wal.ErrFailed) {
 			s.failAt(now, err)
