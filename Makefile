@@ -114,7 +114,7 @@ sim:
 	$(if $(SEED),,./$(BIN)/seckill-sim -campaign -steps $(SIM_STEPS) -seeds $(SIM_SEEDS))
 
 ## sim-mutants: build the simulator with each planted bug and fail if one survives 2,000 seeds.
-SIM_MUTANTS := ackbeforefsync keeptorntail retryfsync replaytwice timerexpiry healfsync releaseunknown releasewaitlisted feedretention drawtimers
+SIM_MUTANTS := ackbeforefsync keeptorntail retryfsync replaytwice timerexpiry healfsync releaseunknown releasewaitlisted feedretention drawtimers auditcooldown
 sim-mutants:
 	@survived=""; for m in $(SIM_MUTANTS); do \
 		mode=""; case $$m in releaseunknown|releasewaitlisted) mode=-campaign;; esac; \

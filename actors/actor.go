@@ -33,11 +33,12 @@ func (s *SKU) logFailed(log *wal.Log, err error) {
 
 // skuActor hosts one SKU's shell (package actors/shell), which holds
 // everything between the SKU's core and its files: appending, group
-// commit's waiters, snapshots, truncation, recovery, the draw's timers.
+// commit's waiters, snapshots, truncation, recovery, the draw's timers,
+// audits and their cool-down.
 // The actor only turns messages into the shell's inputs, with the engine's
 // clock: calls taken from the SKU's inbox in batches (inbox.go), ticks,
-// snapshot requests, the jobs its executor ran (executor.go) and log
-// failures. As the shell's Host it publishes what the ingress reads
+// snapshot and audit requests, the jobs its executor ran (executor.go)
+// and log failures. As the shell's Host it publishes what the ingress reads
 // without a message (the durable view, the request filter, the figures)
 // and wakes the callers. It keeps no state that the log cannot rebuild:
 // on Started (first start, or after a supervisor restart caused by a
@@ -92,6 +93,7 @@ func (a *skuActor) newShell(ctx actor.Context) *shell.Shell {
 		RecoverySlot:      c.recoverySlot,
 		Logger:            c.Logger,
 		Stopwatch:         monoNow,
+		Recount:           func(f *sku.Frozen) sku.Audit { return recount(f) },
 	})
 }
 
@@ -119,6 +121,8 @@ func (a *skuActor) Receive(ctx actor.Context) {
 		a.shell.Done(a.cfg.Clock(), msg.job)
 	case *snapshotRequest:
 		a.shell.RequestSnapshot(a.cfg.Clock(), msg)
+	case auditRequest:
+		a.shell.Audit(a.cfg.Clock(), msg.caller)
 	case logFailure:
 		a.shell.LogFailed(msg.at, msg.log, msg.err)
 	case *actor.Started:

@@ -27,9 +27,6 @@ type SKU struct {
 	engine            *Engine
 	in                inbox // calls waiting for the actor
 
-	// audit is the recount of the SKU off the actor (audit.go).
-	audit auditSlot
-
 	// Sojourn stamps (see libraries notes): the sender stamps a call and
 	// counts it in the inbox (inbox.items); the actor, on taking a batch,
 	// stores the stamp of its newest call in headEnqueuedAt. The age of the

@@ -117,28 +117,36 @@ type pendingJob struct {
 	job   *shell.Job
 	due   int64 // ms
 	epoch uint64
+	model *model // a JobRecount: the model at its freeze
 }
 
 func (x *executor) Go(j *shell.Job) {
-	x.jobs = append(x.jobs, pendingJob{job: j, due: x.r.now, epoch: x.r.epoch})
+	p := pendingJob{job: j, due: x.r.now, epoch: x.r.epoch}
+	if j.Kind == shell.JobRecount {
+		x.r.recountStarted(j)
+		p.model = x.r.saved[j.Index]
+	}
+	x.jobs = append(x.jobs, p)
 }
 
 func (x *executor) After(d time.Duration, j *shell.Job) {
 	x.jobs = append(x.jobs, pendingJob{job: j, due: j.At.UnixMilli() + d.Milliseconds(), epoch: x.r.epoch})
 }
 
-// check is the bound on the timers: one draw timer and one expiry timer
-// of the current shell pending at a time, and one snapshot job.
+// check is the bound on the jobs: one ranking, one draw timer and one
+// expiry timer made since the last recovery pending at a time (those
+// made before are stale), one snapshot, one recount and one audit timer.
 func (x *executor) check() error {
-	var n [shell.JobExpiry + 1]int
+	var n [shell.JobAuditDue + 1]int
 	for _, p := range x.jobs {
-		if p.epoch == x.r.epoch || p.job.Kind == shell.JobSnapshot {
-			n[p.job.Kind]++
+		switch k := p.job.Kind; {
+		case p.epoch == x.r.epoch, k == shell.JobSnapshot, k == shell.JobRecount, k == shell.JobAuditDue:
+			n[k]++
 		}
 	}
-	for _, k := range []shell.JobKind{shell.JobSnapshot, shell.JobDraw, shell.JobExpiry} {
+	for k := range n {
 		if n[k] > 1 {
-			return fmt.Errorf("%d %s jobs pending at once", n[k], k)
+			return fmt.Errorf("%d %s jobs pending at once", n[k], shell.JobKind(k))
 		}
 	}
 	return nil
@@ -181,9 +189,15 @@ func (r *run) runJob(p pendingJob) error {
 	j := p.job
 	live := p.epoch == r.epoch && r.sh.Failed() == nil
 	r.model.effects, r.round = 0, 0
+	r.faults["job_"+j.Kind.String()]++
 	j.Run()
+	if j.Kind == shell.JobRecount {
+		r.recountEnds(p)
+	}
 	r.sh.Done(r.t(), j)
 	switch j.Kind {
+	case shell.JobRecount:
+		r.recountEnded(p)
 	case shell.JobRank:
 		if live {
 			r.rankKnown = !r.model.recordDraw(r.now, r.drawBatch())
@@ -192,7 +206,6 @@ func (r *run) runJob(p pendingJob) error {
 	case shell.JobDraw, shell.JobExpiry:
 		if live {
 			r.modelTick()
-			r.faults["timer_"+j.Kind.String()]++
 		}
 	case shell.JobSnapshot:
 		r.noteRetention()

@@ -133,6 +133,16 @@ type run struct {
 	replica   *sku.Machine // the durable log replayed, record by record
 	replicaAt uint64
 
+	// Audits (audit.go): the callers waiting, the result of a recount no
+	// caller took, the end of the cool-down (ms), and, while a recount's
+	// answers are handed out, the model at its freeze and how many callers
+	// took it.
+	auditCallers   []*auditCaller
+	auditKept      *keptAudit
+	auditNotBefore int64
+	auditExpect    *model
+	auditTaken     int
+
 	// A lottery SKU's draw: whether the core knows a ranking it is still
 	// recording (the model's account: delivered by a JobRank since the
 	// last recovery), and the entries acknowledged.
@@ -610,6 +620,7 @@ func (r *run) crash() error {
 	r.sh = nil // no Stop: the process died
 	r.exec.jobs = nil
 	r.inputs = nil
+	r.auditCallers, r.auditKept, r.auditNotBefore = nil, nil, 0 // the callers and the cool-down die with the process
 	r.slots = truncationSlots{}
 	clear(r.restsOn)
 	r.storeFaults = storeFaults{}

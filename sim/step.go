@@ -92,6 +92,8 @@ func (r *run) act(s step) error {
 		}
 	case stepRestore:
 		return r.restore()
+	case stepAudit:
+		return r.audit() // audit.go
 	}
 	return nil
 }
@@ -108,7 +110,7 @@ func (r *run) tick() error {
 			return r.crash()
 		}
 	}
-	if err := r.runJobs(2, 3, shell.JobRank, shell.JobDraw, shell.JobExpiry); err != nil {
+	if err := r.runJobs(2, 3, shell.JobRank, shell.JobDraw, shell.JobExpiry, shell.JobRecount, shell.JobAuditDue); err != nil {
 		return err
 	}
 	failed := r.sh.Failed() != nil

@@ -16,7 +16,8 @@
 //	              Await (group commit), writes snapshots off the shell, prunes
 //	              them, truncates the log (feed retention holding it back, the
 //	              truncation slots), ranks draws off the shell, the draw's and
-//	              the expiry's timers, fail-stop reports
+//	              the expiry's timers, audits (recounts off the shell, their
+//	              cool-down), fail-stop reports
 //	actors        hosts it: protoactor messages become the shell's inputs, with
 //	              the engine's clock; publishes what the ingress reads; wakes
 //	              callers; runs jobs on goroutines and timers on the wall clock
@@ -35,6 +36,7 @@
 //	Commit(now)                  append their records, hand them to the log
 //	Tick(now)                    expiry, the lottery's timers, a due snapshot or recovery
 //	RequestSnapshot(now, w)      an operator's snapshot
+//	Audit(now, w)                an operator's audit
 //	Done(now, job)               a job the executor ran (Executor)
 //	LogFailed(now, log, err)     a batch's write or fsync failed (Release.Failure)
 //	Stop()                       the host stops
@@ -42,8 +44,10 @@
 // What leaves it goes through the parts passed in (Config): the log
 // (*wal.Log, opened by Config.OpenLog), the snapshot store (Snapshots),
 // the Executor that runs work off the shell and hands it back as an input
-// (a snapshot's write, a draw's ranking, a timer), and the Host, told what
-// callers and readers must learn (answers, releases, recoveries).
+// (a snapshot's write, a draw's ranking, an audit's recount, a timer), and
+// the Host, told what callers and readers must learn (answers, releases,
+// recoveries). No decision reads a clock: time is the inputs' now, and a
+// timer is a Job the executor runs no sooner than asked.
 //
 // # Rules the shell owns
 //
@@ -58,5 +62,9 @@
 //     truncation slot free; a failed truncation of a failed log is a log
 //     failure, any other changes nothing.
 //   - One draw timer and one expiry timer pending at a time.
+//   - One recount of a SKU at a time, shared by the callers meanwhile; the
+//     next starts no sooner after it ended than it took (from its freeze to
+//     its result); a result no caller took goes to the next caller within
+//     AuditKeep.
 //   - Jobs made before a recovery, or by another shell, change nothing.
 package shell

@@ -118,15 +118,22 @@ const (
 	JobSnapshot JobKind = iota + 1
 	// JobRank ranks a lottery's draw from a frozen state.
 	JobRank
+	// JobRecount recounts a frozen state for an audit (audit.go). It is
+	// handed to the executor once the log is durable up to its Index, or
+	// with the log's failure (it then recounts nothing).
+	JobRecount
 	// JobDraw is a timer: the next round of a draw, after
 	// Config.DrawPause. One is pending at a time.
 	JobDraw
 	// JobExpiry is a timer: tick again at once, reservations are still
 	// due after a tick's bounded batch. One is pending at a time.
 	JobExpiry
+	// JobAuditDue is a timer: the end of an audit's cool-down, which
+	// callers wait for. One is pending at a time.
+	JobAuditDue
 )
 
-var jobNames = [...]string{"", "snapshot", "rank", "draw", "expiry"}
+var jobNames = [...]string{"", "snapshot", "rank", "recount", "draw", "expiry", "audit-due"}
 
 func (k JobKind) String() string {
 	if int(k) >= len(jobNames) {
@@ -141,7 +148,7 @@ type Job struct {
 	Kind JobKind
 	// At is the now of the input that made the job.
 	At time.Time
-	// Index is the log index of the frozen state (JobSnapshot).
+	// Index is the log index of the frozen state (JobSnapshot, JobRecount).
 	Index uint64
 
 	owner *Shell
@@ -150,8 +157,21 @@ type Job struct {
 	ran   bool
 
 	// Results.
-	snap snapshotResult
-	rank *sku.DrawRanking
+	snap  snapshotResult
+	rank  *sku.DrawRanking
+	audit auditResult
+}
+
+// Err returns the error of the job's work once it ran: a snapshot not
+// written, a recount not made (nil for a ranking or a timer).
+func (j *Job) Err() error {
+	switch j.Kind {
+	case JobSnapshot:
+		return j.snap.err
+	case JobRecount:
+		return j.audit.err
+	}
+	return nil
 }
 
 // Run does the job's work (nothing for a timer). It runs once: a second

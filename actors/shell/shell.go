@@ -8,6 +8,7 @@ import (
 
 	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/purchase"
+	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -51,6 +52,9 @@ type Config struct {
 	// reported to metrics only (a snapshot's pause and time to durable);
 	// nil: they read 0. No decision reads it.
 	Stopwatch func() int64
+	// Recount is an audit's recount of a frozen state (nil:
+	// sku.Frozen.Audit); a test holds it back to watch the SKU meanwhile.
+	Recount func(*sku.Frozen) sku.Audit
 }
 
 // Slots is a counting semaphore shared by several shells.
@@ -75,6 +79,7 @@ type Shell struct {
 	gen uint64
 
 	snap   snapshots // snapshot.go
+	audit  audits    // audit.go
 	retain retention // retention.go
 	timers timers    // the JobDraw and JobExpiry pending (lottery.go, tick.go)
 	// recoverWaits is set while a recovery is due but waits for a snapshot
@@ -266,8 +271,16 @@ func (s *Shell) Done(now time.Time, j *Job) {
 	if j.owner != s {
 		return
 	}
-	if j.Kind == JobSnapshot {
+	switch j.Kind {
+	case JobSnapshot:
 		s.snapshotDone(now, j) // never stale: a recovery waits for it
+		return
+	case JobRecount: // an audit outlives a recovery: it read durable records
+		s.recounted(now, j)
+		return
+	case JobAuditDue:
+		s.audit.timer = false
+		s.auditDue(now)
 		return
 	}
 	if j.gen != s.gen {
@@ -292,12 +305,14 @@ func (s *Shell) job(kind JobKind, now time.Time) *Job {
 }
 
 // Stop ends the shell (the actor stops or restarts): it answers the
-// callers waiting for a snapshot to start core.ErrUnavailable and closes
-// the log, which releases its waiters (a snapshot waiting on it then
-// writes nothing). The host then waits for the snapshot Jobs running: a
-// new shell must not recover while one writes.
+// callers waiting for a snapshot to start or for an audit
+// core.ErrUnavailable and closes the log, which releases its waiters (a
+// snapshot waiting on it then writes nothing). The host then waits for
+// the snapshot Jobs running: a new shell must not recover while one
+// writes.
 func (s *Shell) Stop() {
 	s.answerQueued(core.ErrUnavailable)
+	s.stopAudits(core.ErrUnavailable)
 	s.closeLog()
 }
 

@@ -4,10 +4,12 @@ import "time"
 
 // Tick runs the SKU's timers at now: one bounded expiry step (a JobExpiry
 // asks for another at once while reservations are still due), a lottery's
-// timers and next round, a due snapshot, a due recovery.
+// timers and next round, a due snapshot, a due recovery, and the audit
+// callers waiting for a cool-down that is over.
 func (s *Shell) Tick(now time.Time) {
 	s.noteDurable()
 	s.tick(now)
+	s.auditDue(now)
 }
 
 func (s *Shell) tick(now time.Time) {
