@@ -16,20 +16,11 @@ import (
 // recovery). Engine.Tick sends one at a time (SKU.tickPending).
 type tick struct{ now time.Time }
 
-// logFailure tells the actor that its log failed under a batch waiting
-// on it (the flusher's write or fsync failed): the SKU stops at once,
-// rather than at its next append, and its backoff counts from now.
-type logFailure struct {
-	log *wal.Log  // the log that failed: a later incarnation's is not
-	at  time.Time // when the waiter learned it
-	err error
-}
-
-// logFailed reports a failure of log to the actor (from the log's
-// releaser goroutine; it does not block).
-func (s *SKU) logFailed(log *wal.Log, err error) {
-	s.engine.system.Root.Send(s.pid, logFailure{log: log, at: s.engine.cfg.Clock(), err: err})
-}
+// logFailure tells the actor that a log failed under a batch waiting on
+// it (the flusher's write or fsync failed): if it is the log the shell
+// runs, the SKU stops at once, rather than at its next append, and its
+// backoff counts from at, when the first batch learned it.
+type logFailure struct{ at time.Time }
 
 // skuActor hosts one SKU's shell (package actors/shell), which holds
 // everything between the SKU's core and its files: appending, group
@@ -111,6 +102,9 @@ func (a *skuActor) openLog() (*wal.Log, error) {
 
 // Receive implements actor.Actor.
 func (a *skuActor) Receive(ctx actor.Context) {
+	if counted(ctx.Message()) {
+		a.h.mailbox.Add(-1) // taken (mailbox.go)
+	}
 	switch msg := ctx.Message().(type) {
 	case drain:
 		a.drain(ctx)
@@ -119,12 +113,22 @@ func (a *skuActor) Receive(ctx actor.Context) {
 		a.shell.Tick(msg.now)
 	case jobDone:
 		a.shell.Done(a.cfg.Clock(), msg.job)
-	case *snapshotRequest:
-		a.shell.RequestSnapshot(a.cfg.Clock(), msg)
-	case auditRequest:
-		a.shell.Audit(a.cfg.Clock(), msg.caller)
+	case opsPosted:
+		snapshots, audits := a.h.takeOps()
+		now := a.cfg.Clock()
+		for _, r := range snapshots {
+			a.shell.RequestSnapshot(now, r)
+		}
+		for _, c := range audits {
+			a.shell.Audit(now, c)
+		}
 	case logFailure:
-		a.shell.LogFailed(msg.at, msg.log, msg.err)
+		a.h.failPending.Store(false)
+		if log := a.shell.Log(); log != nil {
+			if err := log.Err(); err != nil { // a failure is sticky: the log the shell runs failed
+				a.shell.LogFailed(msg.at, log, err)
+			}
+		}
 	case *actor.Started:
 		a.shell = a.newShell(ctx)
 		a.shell.Recover(a.cfg.Clock())
@@ -243,7 +247,7 @@ func (a *skuActor) Release(r *shell.Release) {
 		a.h.publish(r.View)
 		a.h.applyPurchaseEvents(r.Events)
 	case r.Failure != nil:
-		a.h.logFailed(r.Log, r.Failure)
+		a.h.logFailed(a.cfg.Clock())
 	}
 	for _, c := range r.Calls {
 		wake(c)

@@ -26,14 +26,17 @@ const AuditKeep = shell.AuditKeep
 // incrementally, at the freeze. Callers that arrive while a recount runs
 // share it; a recount starts no sooner after the last one ended than that
 // one took (package actors/shell owns the rule). Errors: ErrUnknownSKU,
-// ErrUnavailable, and ErrAuditPending when ctx is done first.
+// ErrUnavailable, ErrBusy (too many operators' requests wait for the SKU),
+// ErrClosed, and ErrAuditPending when ctx is done first.
 func (e *Engine) Audit(ctx context.Context, campaignID, skuID string) (sku.Audit, error) {
 	h := e.SKU(campaignID, skuID)
 	if h == nil {
 		return sku.Audit{}, ErrUnknownSKU
 	}
 	c := &auditCaller{reply: make(chan auditAnswer, 1)}
-	e.system.Root.Send(h.pid, auditRequest{caller: c})
+	if err := h.requestAudit(c); err != nil {
+		return sku.Audit{}, err
+	}
 	select {
 	case r := <-c.reply:
 		return r.audit, r.err
@@ -45,9 +48,6 @@ func (e *Engine) Audit(ctx context.Context, campaignID, skuID string) (sku.Audit
 		return r.audit, r.err
 	}
 }
-
-// auditRequest asks a SKU's actor for an audit.
-type auditRequest struct{ caller *auditCaller }
 
 // auditCaller is one caller of Engine.Audit: the shell's AuditWaiter.
 type auditCaller struct {

@@ -453,14 +453,11 @@ func (e *Engine) spawn(k skuKey) *SKU {
 	h.unavailable.Store(true)
 	cfg := &e.cfg
 	d := newPinnedDispatcher()
-	// The mailbox has no capacity of its own, but what it holds is bounded
-	// by its senders: one drain (inbox.posted), one tick from Tick
-	// (tickPending) and one the actor sends itself, one message per
-	// snapshot caller and per snapshot writer, one log failure per batch
-	// waiting on the log (wal.Options.MaxWaiters). Calls wait in the inbox,
-	// bounded by Config.InboxMax.
+	// The mailbox is bounded (mailboxMax, mailbox.go: every sender is
+	// coalesced); its ring has room beyond the bound for protoactor's own
+	// messages. Calls wait in the inbox, bounded by Config.InboxMax.
 	props := actor.PropsFromProducer(func() actor.Actor { return &skuActor{h: h, cfg: cfg, dispatcher: d} },
-		actor.WithMailbox(actor.Unbounded()), actor.WithDispatcher(d))
+		actor.WithMailbox(actor.Bounded(2*mailboxMax, mailboxBound{h: h})), actor.WithDispatcher(d))
 	h.pid = e.system.Root.Spawn(props)
 	e.skusMu.Lock()
 	e.skus[k] = h

@@ -63,7 +63,8 @@ type SnapshotInfo = shell.SnapshotInfo
 // snapshots, and the actor then truncates the log they no longer need.
 // A snapshot already running when the call arrives is not reused: a new
 // one starts after it. Errors: ErrUnknownSKU, ErrUnavailable, ErrClosed,
-// ctx.Err(), or the I/O error of the write.
+// ErrBusy (too many operators' requests wait for the SKU), ctx.Err(), or
+// the I/O error of the write.
 func (e *Engine) Snapshot(ctx context.Context, campaignID, skuID string) (SnapshotInfo, error) {
 	e.mu.Lock()
 	closed := e.closed
@@ -76,7 +77,9 @@ func (e *Engine) Snapshot(ctx context.Context, campaignID, skuID string) (Snapsh
 		return SnapshotInfo{}, ErrUnknownSKU
 	}
 	req := &snapshotRequest{reply: make(chan snapshotAnswer, 1)}
-	e.system.Root.Send(h.pid, req)
+	if err := h.requestSnapshot(req); err != nil {
+		return SnapshotInfo{}, err
+	}
 	select {
 	case r := <-req.reply:
 		return r.info, r.err

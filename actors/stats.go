@@ -39,8 +39,15 @@ type SKU struct {
 	log            atomic.Pointer[wal.Log] // the open log, for its figures
 	requests       atomic.Pointer[requestFilter]
 	// tickPending is set while a tick Engine.Tick sent is in the actor's
-	// mailbox: Tick sends no other.
+	// mailbox: Tick sends no other. failPending is set while a logFailure
+	// is: the log's releaser sends no other.
 	tickPending atomic.Bool
+	failPending atomic.Bool
+	// mailbox counts the messages waiting in the actor's mailbox, bounded
+	// by mailboxMax (mailbox.go); ops are the operators' requests waiting
+	// for the actor.
+	mailbox atomic.Int64
+	ops     ops
 	// nextExpiry is the earliest expire_at (Unix ms) of a pending
 	// reservation as of the actor's last expiry step (math.MaxInt64: none;
 	// 0 until the first step): the tick loop skips idle SKUs with it.

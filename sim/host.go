@@ -91,7 +91,6 @@ func (h host) Ticked(int, int64) {}
 
 // Recovered keeps the outcome for the checks after the input.
 func (h host) Recovered(rec *shell.Recovery) {
-	h.r.epoch++
 	h.r.recovery = rec
 	if !h.r.starting {
 		h.r.faults["recovery_in_place"]++
@@ -111,17 +110,15 @@ type executor struct {
 	jobs []pendingJob
 }
 
-// pendingJob is a job kept, with the time it may run from and the
-// shell's recovery count when it was handed over.
+// pendingJob is a job kept, with the time it may run from.
 type pendingJob struct {
 	job   *shell.Job
-	due   int64 // ms
-	epoch uint64
+	due   int64  // ms
 	model *model // a JobRecount: the model at its freeze
 }
 
 func (x *executor) Go(j *shell.Job) {
-	p := pendingJob{job: j, due: x.r.now, epoch: x.r.epoch}
+	p := pendingJob{job: j, due: x.r.now}
 	if j.Kind == shell.JobRecount {
 		x.r.recountStarted(j)
 		p.model = x.r.saved[j.Index]
@@ -130,19 +127,15 @@ func (x *executor) Go(j *shell.Job) {
 }
 
 func (x *executor) After(d time.Duration, j *shell.Job) {
-	x.jobs = append(x.jobs, pendingJob{job: j, due: j.At.UnixMilli() + d.Milliseconds(), epoch: x.r.epoch})
+	x.jobs = append(x.jobs, pendingJob{job: j, due: j.At.UnixMilli() + d.Milliseconds()})
 }
 
-// check is the bound on the jobs: one ranking, one draw timer and one
-// expiry timer made since the last recovery pending at a time (those
-// made before are stale), one snapshot, one recount and one audit timer.
+// check is the bound on the jobs: one of each kind out at a time, across
+// recoveries.
 func (x *executor) check() error {
 	var n [shell.JobAuditDue + 1]int
 	for _, p := range x.jobs {
-		switch k := p.job.Kind; {
-		case p.epoch == x.r.epoch, k == shell.JobSnapshot, k == shell.JobRecount, k == shell.JobAuditDue:
-			n[k]++
-		}
+		n[p.job.Kind]++
 	}
 	for k := range n {
 		if n[k] > 1 {
@@ -183,11 +176,11 @@ func (r *run) runJobs(num, den int, kinds ...shell.JobKind) error {
 
 // runJob runs a job and hands it back to the shell, and predicts its
 // records with the model: a ranking records the draw's first batch, a
-// timer ticks (expiry, the draw's next round); a job of an earlier shell
-// or made before the last recovery records nothing.
+// timer ticks (expiry, the draw's next round); on a failed SKU neither
+// records anything.
 func (r *run) runJob(p pendingJob) error {
 	j := p.job
-	live := p.epoch == r.epoch && r.sh.Failed() == nil
+	live := r.sh.Failed() == nil
 	r.model.effects, r.round = 0, 0
 	r.faults["job_"+j.Kind.String()]++
 	j.Run()

@@ -104,9 +104,6 @@ type run struct {
 	// inputs are the log failures releases reported, brought back to the
 	// shell after the input that made them (shell.Release.Failure).
 	inputs []logFailure
-	// epoch counts the shell's recoveries (Host.Recovered): a job made
-	// before the last one is stale, and the shell drops it.
-	epoch uint64
 	// recovery is set by a recovery during an input: it is checked once
 	// the input returns. starting is set while a process starts.
 	recovery *shell.Recovery
@@ -242,6 +239,7 @@ func (r *run) coreConfig() core.Config {
 		SnapshotEvery:   uint64(8 + r.seed%32),
 		LogFailureRetry: 2 * time.Second,
 		DrawBatch:       r.drawBatch(),
+		Verify:          true,
 	}
 }
 

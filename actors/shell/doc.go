@@ -61,10 +61,12 @@
 //     records, and those appended within FeedRetainAge), and only with a
 //     truncation slot free; a failed truncation of a failed log is a log
 //     failure, any other changes nothing.
-//   - One draw timer and one expiry timer pending at a time.
+//   - One job of each kind out at a time, across recoveries (Done says why
+//     a job made before a recovery still counts): a host's mailbox holds
+//     at most that many results.
 //   - One recount of a SKU at a time, shared by the callers meanwhile; the
 //     next starts no sooner after it ended than it took (from its freeze to
 //     its result); a result no caller took goes to the next caller within
 //     AuditKeep.
-//   - Jobs made before a recovery, or by another shell, change nothing.
+//   - Jobs of another shell (an earlier incarnation) change nothing.
 package shell

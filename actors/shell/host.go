@@ -152,7 +152,6 @@ type Job struct {
 	Index uint64
 
 	owner *Shell
-	gen   uint64 // the owner's recovery count when it was made
 	run   func()
 	ran   bool
 

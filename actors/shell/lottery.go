@@ -10,9 +10,10 @@ import (
 // core hands out a Rank job on a frozen copy (core.Actions.Rank), the
 // executor runs it (JobRank), and Done records the ranking's first batch;
 // the core then asks for a round after each (Actions.MoreDraw) until
-// DRAW_DONE. The ranking is a pure function of recorded inputs: a result
-// made before a recovery, or by an earlier incarnation, is dropped, and
-// the recovered core asks for it again.
+// DRAW_DONE. The ranking is a pure function of recorded inputs: a ranking
+// made before a recovery is the one the recovered core would compute, so
+// while one is out the core's next request (after a recovery) is not
+// handed out again: that one's result serves.
 
 // lotteryActions does what a round's actions ask of a lottery: start a
 // ranking, and ask for another round while a ranking has records left:
@@ -20,7 +21,8 @@ import (
 // round the engine's tick made meanwhile (it records a batch too) starts
 // no second one, so the pauses never overlap into a faster draw.
 func (s *Shell) lotteryActions(now time.Time, act *core.Actions) {
-	if act.Rank != nil {
+	if act.Rank != nil && !s.timers.rank {
+		s.timers.rank = true
 		j, rank := s.job(JobRank, now), act.Rank
 		j.run = func() { j.rank = rank.Run() }
 		s.cfg.Executor.Go(j)
@@ -34,6 +36,7 @@ func (s *Shell) lotteryActions(now time.Time, act *core.Actions) {
 
 // ranked records the first batch of a ranking at now.
 func (s *Shell) ranked(now time.Time, j *Job) {
+	s.timers.rank = false
 	s.core.Ranked(now, j.rank)
 	s.commit(now)
 }

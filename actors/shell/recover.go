@@ -15,8 +15,6 @@ import (
 // another (core.Core.RecoveryFailed): the error returned says why. The
 // host hears of it either way (Host.Recovered).
 func (s *Shell) Recover(now time.Time) error {
-	s.gen++
-	s.timers = timers{}
 	s.recoverWaits = false
 	s.snap = snapshots{}
 	start := s.stopwatch()

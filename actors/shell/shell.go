@@ -75,13 +75,10 @@ type Shell struct {
 	// failed mirrors core.Failed() after each input: set while the SKU
 	// answers core.ErrUnavailable.
 	failed error
-	// gen counts the recoveries: a Job made before the last one is stale.
-	gen uint64
-
 	snap   snapshots // snapshot.go
 	audit  audits    // audit.go
 	retain retention // retention.go
-	timers timers    // the JobDraw and JobExpiry pending (lottery.go, tick.go)
+	timers timers    // the jobs out (lottery.go, tick.go)
 	// recoverWaits is set while a recovery is due but waits for a snapshot
 	// being written: it runs once that Job is done (snapshot.go).
 	recoverWaits bool
@@ -89,9 +86,10 @@ type Shell struct {
 	buf []byte // payload scratch, reused
 }
 
-// timers says which timers are pending: one of each kind at a time.
+// timers says which of the jobs the core may ask again and again are out:
+// one of each kind at a time.
 type timers struct {
-	draw, expiry bool
+	rank, draw, expiry bool
 }
 
 // New returns the shell of a SKU that has not recovered yet: it answers
@@ -172,6 +170,10 @@ func (s *Shell) commit(now time.Time) *core.Actions {
 	pause := time.Duration(s.stopwatch() - start)
 	if err != nil {
 		s.noteFailure(err)
+	} else if s.failed == nil && s.log.LastIndex() != s.core.LastIndex() {
+		// A healthy SKU has an open log that holds every record decided.
+		panic(fmt.Sprintf("shell: %s/%s: the log ends at record %d, the core at %d",
+			s.cfg.CampaignID, s.cfg.SKUID, s.log.LastIndex(), s.core.LastIndex()))
 	}
 	if len(act.Answer) > 0 {
 		s.cfg.Host.Answer(act.Answer)
@@ -224,7 +226,7 @@ func (s *Shell) await(w *core.Wait, events []purchase.Event) {
 // no longer runs (an earlier incarnation's), or of a closed one, is
 // ignored.
 func (s *Shell) LogFailed(now time.Time, log *wal.Log, err error) {
-	if log == nil || log != s.log || errors.Is(err, wal.ErrClosed) {
+	if log == nil || log != s.log || err == nil || errors.Is(err, wal.ErrClosed) {
 		return
 	}
 	s.failAt(now, err)
@@ -262,8 +264,13 @@ func (s *Shell) noteFailure(cause error) {
 }
 
 // Done brings back a job the executor ran, at now. A job of another shell
-// (an earlier incarnation of the actor) or made before the last recovery
-// changes nothing; a snapshot's callers were told by the job itself.
+// (an earlier incarnation of the actor) changes nothing: its callers were
+// told by the job itself, or by that shell's Stop. A job made before a
+// recovery still counts: a snapshot is never written across one (the
+// recovery waits for it), a recount and a ranking read durable records
+// only (a ranking of another draw records nothing: sku.Machine.RecordDraw),
+// and a timer only ticks. So one job of each kind is out at a time, across
+// recoveries: the host's mailbox holds at most that many.
 func (s *Shell) Done(now time.Time, j *Job) {
 	if !j.ran {
 		panic(fmt.Sprintf("shell: %s/%s: a %s job handed back without running", s.cfg.CampaignID, s.cfg.SKUID, j.Kind))
@@ -271,37 +278,29 @@ func (s *Shell) Done(now time.Time, j *Job) {
 	if j.owner != s {
 		return
 	}
-	switch j.Kind {
-	case JobSnapshot:
-		s.snapshotDone(now, j) // never stale: a recovery waits for it
-		return
-	case JobRecount: // an audit outlives a recovery: it read durable records
-		s.recounted(now, j)
-		return
-	case JobAuditDue:
-		s.audit.timer = false
-		s.auditDue(now)
-		return
-	}
-	if j.gen != s.gen {
-		return
-	}
 	s.noteDurable()
 	switch j.Kind {
+	case JobSnapshot:
+		s.snapshotDone(now, j)
 	case JobRank:
 		s.ranked(now, j)
+	case JobRecount:
+		s.recounted(now, j)
 	case JobDraw:
 		s.timers.draw = false
 		s.tick(now)
 	case JobExpiry:
 		s.timers.expiry = false
 		s.tick(now)
+	case JobAuditDue:
+		s.audit.timer = false
+		s.auditDue(now)
 	}
 }
 
 // job returns a new job of kind made at now.
 func (s *Shell) job(kind JobKind, now time.Time) *Job {
-	return &Job{Kind: kind, At: now, owner: s, gen: s.gen}
+	return &Job{Kind: kind, At: now, owner: s}
 }
 
 // Stop ends the shell (the actor stops or restarts): it answers the
