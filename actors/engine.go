@@ -82,9 +82,9 @@ const (
 	// descriptors. seckilld sets it from the open-files limit (--max-skus).
 	DefaultMaxSKUs = 10_000
 	// RecoveriesMax bounds the SKUs that recover at once (each one
-	// opening, repairing and fsyncing its log, reading a snapshot): at Open,
-	// and later after their logs failed (retry.go: a full disk fails every
-	// log at once). The two never overlap: no log fails before Open returns.
+	// opening, repairing and fsyncing its log, reading a snapshot): at
+	// Open, and later after their logs failed (a full disk fails every log
+	// at once). The two never overlap: no log fails before Open returns.
 	RecoveriesMax = 16
 	// SnapshotWritersMax bounds the snapshot files written at once, over
 	// every SKU of the engine (SKUs defined together snapshot together);

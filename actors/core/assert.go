@@ -2,13 +2,14 @@ package core
 
 import "fmt"
 
-// assertRound checks, at the end of every round and after a recovery,
-// the invariants of the Machine cheap enough to check every time: its
-// counts balance (sku.Counts.Check, O(1)). Under Config.Verify (the
-// simulator) it also runs the Machine's whole audit, O(reservations). A
-// violation is a programming error: the core panics, naming both sides,
-// rather than acknowledge decisions made on a corrupt state (the host
-// rebuilds the SKU from its log).
+// assertRound checks, at the end of every round, the invariants of the
+// Machine cheap enough to check every time: its counts balance
+// (sku.Counts.Check, O(1)). Under Config.Verify (the simulator) it also
+// runs the Machine's whole audit, O(reservations). A violation is a
+// programming error (a decision broke the state): the core panics, naming
+// both sides, rather than acknowledge decisions made on a corrupt state.
+// A state rebuilt from disk that does not balance is an operating error
+// instead: the shell's recovery refuses it.
 func (c *Core) assertRound() {
 	m := c.m
 	if err := m.Counts().Check(m.Celled()); err != nil {

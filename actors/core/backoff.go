@@ -82,7 +82,6 @@ func (c *Core) Recovered(now time.Time, m *sku.Machine, lastIndex, snapshotIndex
 	c.backoff.healthyAt = lastIndex + 1
 	c.snap = snapshots{index: snapshotIndex, at: now}
 	c.draw = ranking{} // a pending draw is ranked again from the recovered state
-	c.assertRound()
 }
 
 // RetryAt returns when the next recovery is due, and false when none is

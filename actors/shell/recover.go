@@ -86,6 +86,9 @@ func (s *Shell) restore() (*recovery.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := res.Machine.Counts().Check(res.Machine.Celled()); err != nil {
+		return nil, fmt.Errorf("the state rebuilt from the snapshot at %d and the log does not balance: %w", res.Base.Index, err)
+	}
 	if res.Base.Path != "" {
 		s.logger.Info("snapshot loaded", "path", res.Base.Path, "index", res.Base.Index,
 			"replay_from", res.Base.Index+1, "log_last", res.LogLast, "replayed", res.Replayed)
