@@ -5,14 +5,20 @@ PKGS     := ./...
 ADDR     ?= 127.0.0.1:8080
 DATA     ?= ./data
 
-.PHONY: all build run test test-long bench bench-engine bench-audit bench-compare bench-passes bench-feed soak fuzz sim sim-mutants clean cluster bench-cells
+.PHONY: all build run test docs nats test-long bench bench-engine bench-audit bench-compare bench-passes bench-feed soak fuzz sim sim-mutants clean cluster bench-cells
 
 all: build
 
-# --version reads the commit from the build information; where the toolchain
-# records none (a git worktree, GOFLAGS=-buildvcs=false) these stamp it.
+# --version reads the commit, its time and whether the tree had local
+# changes from the build information; where the toolchain records none (a
+# git worktree, GOFLAGS=-buildvcs=false) these stamp the same three, read
+# as the toolchain reads them (vcs.modified: git status --porcelain is not
+# empty), and the build time. Every binary a target builds gets them.
 VERSION_PKG := github.com/seckill/seckill/internal/version
-LDFLAGS     := -X $(VERSION_PKG).commit=$(shell git rev-parse HEAD 2>/dev/null) -X $(VERSION_PKG).buildTime=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS     := -X $(VERSION_PKG).commit=$(shell git rev-parse HEAD 2>/dev/null) \
+	-X $(VERSION_PKG).commitTime=$(shell TZ=UTC git show -s --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ HEAD 2>/dev/null) \
+	-X $(VERSION_PKG).modified=$(shell git rev-parse HEAD >/dev/null 2>&1 && { test -z "$$(git status --porcelain 2>/dev/null)" && echo false || echo true; }) \
+	-X $(VERSION_PKG).buildTime=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckilld ./cmd/seckilld
@@ -26,14 +32,30 @@ build:
 run: build
 	./$(BIN)/seckilld --addr $(ADDR) --data-dir $(DATA)
 
+## nats: a NATS server with JetStream for seckill-relay, on $(NATS_ADDR):$(NATS_PORT) with its data in
+## $(NATS_DATA): the nats-server module at the version go.mod pins, built and run by go run (Ctrl-C stops it).
+NATS_ADDR ?= 127.0.0.1
+NATS_PORT ?= 4222
+NATS_DATA ?= $(DATA)/nats
+nats:
+	$(GO) run github.com/nats-io/nats-server/v2 --jetstream --addr $(NATS_ADDR) --port $(NATS_PORT) --store_dir $(NATS_DATA)
+
 ## cluster: one etcd, three cells and a router on loopback; the demo hot SKU split across the cells (cells/cluster.sh).
 cluster: build
-	BIN=$(BIN) ./cells/cluster.sh
+	BIN=$(BIN) exec ./cells/cluster.sh
 
-## test: vet + race-enabled tests of every package, bounded for CI (fuzz targets run their seed corpus).
+## test: vet + race-enabled tests of every package, bounded for CI (fuzz targets run their seed corpus),
+## then every benchmark once at tiny sizes (SECKILL_BENCH_TINY=1, internal/benchsize): a change that
+## breaks a benchmark fails here, not at the next measurement.
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+	SECKILL_BENCH_TINY=1 $(GO) test -race -count=1 -run XXX -bench . -benchtime 1x -timeout 12m $(PKGS)
+
+## docs: regenerate what the docs take from the code: docs/reference/ (every command's --help, the
+## metrics) and the API client generated from httpapi/openapi.json; the docs tests check them in make test.
+docs:
+	SECKILL_UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestDocs(Reference|CellMetricsReference)$$' ./docs/ ./cmd/seckilld/
 
 ## test-long: the property tests with many more cases.
 test-long:
@@ -70,9 +92,9 @@ bench-audit:
 ## (flags of "seckill-bench compare" in COMPARE_ARGS, e.g. make bench-compare COMPARE_ARGS="--rounds 3").
 COMPARE_ARGS ?=
 bench-compare:
-	./bench/compare.sh $(COMPARE_ARGS)
+	LDFLAGS="$(LDFLAGS)" ./bench/compare.sh $(COMPARE_ARGS)
 
-## bench-passes: reserve throughput with and without entry passes (issue #14) through one seckilld over loopback,
+## bench-passes: reserve throughput with and without entry passes through one seckilld over loopback,
 ## the load tool's client minting the passes, in alternating rounds; per-pair ratios and their medians
 ## (flags of "seckill-bench compare passes" in PASSES_ARGS, e.g. make bench-passes PASSES_ARGS="--pairs 9").
 PASSES_ARGS ?=
@@ -81,11 +103,13 @@ bench-passes: build
 
 ## bench-feed: the event feed's benchmarks (records/s read from a 1,000,000-record log, raw and through HTTP;
 ## CPU per event per consumer at the tail, in process and over loopback beside a bare HTTP server's floor;
-## reserve throughput with 0, 1 and 4 live consumers interleaved in rounds of the same run).
+## reserve throughput with 0, 1 and 4 live consumers interleaved in rounds of the same run; the CPU of
+## 1,000 idle long polls and of 1,000 idle streams' heartbeats).
 bench-feed:
 	$(GO) test -run XXX -bench ReadDurable -benchtime 3x -timeout 30m ./wal/
 	$(GO) test -run XXX -bench 'FeedRead|FeedPageHandler|FeedTail' -benchtime 3x -timeout 30m ./httpapi/
 	$(GO) test -run XXX -bench ReserveWithConsumers -benchtime 20000x -timeout 30m ./httpapi/
+	$(GO) test -run XXX -bench FeedIdle -benchtime 3x -timeout 30m ./httpapi/
 
 ## soak: the kill -9 loop with many more cycles.
 soak:
@@ -102,23 +126,25 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzVerifySealed -fuzztime 60s ./entrypass/
 
 ## sim: the deterministic simulation: SIM_SEEDS histories of SIM_STEPS steps, checked step by step,
-## of one SKU, then of a campaign-scope campaign (make sim SEED=N replays one seed exactly and
-## prints its shortest failing history; SIM_MODE=-campaign replays a campaign seed).
+## of one SKU, then of a campaign-scope campaign, then of admission over a disk that slows down
+## (make sim SEED=N replays one seed exactly and prints its shortest failing history;
+## SIM_MODE=-campaign or SIM_MODE=-admission replays a seed of that mode).
 SIM_SEEDS ?= 10000
 SIM_STEPS ?= 200
 SEED      ?=
 SIM_MODE  ?=
 sim:
-	$(GO) build -o $(BIN)/seckill-sim ./cmd/seckill-sim
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/seckill-sim ./cmd/seckill-sim
 	./$(BIN)/seckill-sim -steps $(SIM_STEPS) $(if $(SEED),-seed $(SEED),-seeds $(SIM_SEEDS)) $(SIM_MODE)
 	$(if $(SEED),,./$(BIN)/seckill-sim -campaign -steps $(SIM_STEPS) -seeds $(SIM_SEEDS))
+	$(if $(SEED),,./$(BIN)/seckill-sim -admission -steps $(SIM_STEPS) -seeds $(SIM_SEEDS))
 
 ## sim-mutants: build the simulator with each planted bug and fail if one survives 2,000 seeds.
-SIM_MUTANTS := ackbeforefsync keeptorntail retryfsync replaytwice timerexpiry healfsync releaseunknown releasewaitlisted feedretention drawtimers auditcooldown
+SIM_MUTANTS := ackbeforefsync keeptorntail retryfsync replaytwice timerexpiry healfsync releaseunknown releasewaitlisted probeskip ignorecommitlatency feedretention drawtimers auditcooldown
 sim-mutants:
 	@survived=""; for m in $(SIM_MUTANTS); do \
-		mode=""; case $$m in releaseunknown|releasewaitlisted) mode=-campaign;; esac; \
-		$(GO) build -tags mutant_$$m -o $(BIN)/seckill-sim-mutant ./cmd/seckill-sim || exit 2; \
+		mode=""; case $$m in releaseunknown|releasewaitlisted|probeskip) mode=-campaign;; ignorecommitlatency) mode=-admission;; esac; \
+		$(GO) build -tags mutant_$$m -ldflags "$(LDFLAGS)" -o $(BIN)/seckill-sim-mutant ./cmd/seckill-sim || exit 2; \
 		./$(BIN)/seckill-sim-mutant $$mode -seeds 2000 -steps $(SIM_STEPS) -stop > $(BIN)/sim-mutant-$$m.txt 2>&1; status=$$?; \
 		if [ $$status -eq 1 ]; then echo "mutant $$m: caught ($$(grep -m1 '^FAIL' $(BIN)/sim-mutant-$$m.txt))"; \
 		elif [ $$status -eq 0 ]; then echo "mutant $$m: SURVIVED 2000 seeds"; survived="$$survived $$m"; \

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/benchsize"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -21,8 +22,13 @@ import (
 // stay near those before it. Run with make bench-audit (it needs ~2 GB of
 // memory at 8 million); fills are not fsynced.
 func BenchmarkAuditDuringSale(b *testing.B) {
-	for _, n := range []int{1_000_000, 4_000_000, 8_000_000} {
-		b.Run("reservations="+strconv.Itoa(n/1_000_000)+"M", func(b *testing.B) { benchAuditDuringSale(b, n) })
+	sizes := benchsize.Pick([]int{1_000_000, 4_000_000, 8_000_000}, []int{1_000})
+	for _, n := range sizes {
+		name := strconv.Itoa(n)
+		if n%1_000_000 == 0 {
+			name = strconv.Itoa(n/1_000_000) + "M"
+		}
+		b.Run("reservations="+name, func(b *testing.B) { benchAuditDuringSale(b, n) })
 	}
 }
 

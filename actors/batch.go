@@ -13,7 +13,7 @@ const MaxBatchItems = core.MaxBatchItems
 
 // ReserveItem is one reserve of a batch: the arguments of
 // Engine.ReserveWith that vary per buyer. Holder is the item's entry-pass
-// holder (tier, risk, subject keys; issue #14), zero for an item without a
+// holder (tier, risk, subject keys), zero for an item without a
 // pass: the ingress checks the pass, the engine records the holder and
 // counts it against max_unpaid_per_subject, as for a single reserve.
 type ReserveItem struct {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/benchsize"
 	"github.com/seckill/seckill/lottery"
 	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/wal"
@@ -91,7 +92,7 @@ func benchReserve(b *testing.B, mode wal.FsyncMode) {
 // BenchmarkReplay replays a 1,000,000-record log into a fresh Machine, as
 // a restart without a snapshot does.
 func BenchmarkReplay(b *testing.B) {
-	const records = 1_000_000
+	records := benchsize.Pick(1_000_000, 1_000)
 	dir := b.TempDir()
 	e, err := Open(Config{DataDir: dir, Fsync: wal.FsyncNeverBenchmarkOnly, ExpiryInterval: time.Hour, Logger: quiet})
 	if err != nil {
@@ -118,10 +119,10 @@ func BenchmarkReplay(b *testing.B) {
 		}
 		elapsed := time.Since(start)
 		l.Close()
-		if m.Counts().Reservations != records-1 {
+		if m.Counts().Reservations != uint32(records-1) {
 			b.Fatalf("replayed %d reservations", m.Counts().Reservations)
 		}
-		b.ReportMetric(records/elapsed.Seconds(), "records/s")
+		b.ReportMetric(float64(records)/elapsed.Seconds(), "records/s")
 	}
 }
 
@@ -157,7 +158,7 @@ func fill(b *testing.B, e *Engine, c, s string, n, callers int) {
 // their ratio entry/reservation (issue #15: "entries cost about as much
 // memory as reservations").
 func BenchmarkHeapPerReservation(b *testing.B) {
-	const n = 1_000_000
+	n := benchsize.Pick(1_000_000, 1_000)
 	id := func(j int) string { return strconv.FormatInt(int64(j)+1_000_000_000, 36) }
 	for range 1 { // one measurement whatever b.N is: it is a size, not a speed
 		perReservation := heapPer(b, n, func() any {
@@ -170,18 +171,23 @@ func BenchmarkHeapPerReservation(b *testing.B) {
 			for j := 1; j <= n; j++ {
 				_, out = m.Reserve(int64(j), "request-"+id(j), "user-"+id(j), out[:0])
 			}
-			if m.Counts().Reservations != n {
+			if m.Counts().Reservations != uint32(n) {
 				b.Fatal("not all reserved")
 			}
 			return m
 		})
 		perEntry := heapPer(b, n, func() any {
 			m := sku.New()
+			// Entries open at the beacon's genesis for 1<<40 ms; the draw's
+			// round is the second after the close (published after it, as
+			// the rules ask, and before end_at).
 			open := int64(lottery.QuicknetGenesis) * 1000
+			closeAt := open + 1<<40
+			round := uint64((closeAt/1000-lottery.QuicknetGenesis)/lottery.QuicknetPeriod + 2)
 			d := sku.Definition{CampaignID: "c", SKUID: "s", StartAt: open, EndAt: 1 << 50,
 				PaymentWindowMs: 1 << 40, SaleLimit: 1000,
-				Lottery: &sku.LotteryRules{EntriesOpenAt: open, EntriesCloseAt: open + 1<<40,
-					Beacon:     lottery.Beacon{Source: lottery.SourceDrandQuicknet, Round: 1 << 39},
+				Lottery: &sku.LotteryRules{EntriesOpenAt: open, EntriesCloseAt: closeAt,
+					Beacon:     lottery.Beacon{Source: lottery.SourceDrandQuicknet, Round: round},
 					ServerSeed: lottery.Hash{1}, PseudonymKey: lottery.Hash{2}}}
 			if _, _, err := m.Define(open, d, nil); err != nil {
 				b.Fatal(err)

@@ -76,3 +76,20 @@ func (e *Engine) Cell(ctx context.Context, campaignID, skuID string) (core.CellR
 	c.free()
 	return r, nil
 }
+
+// WrongCellError is ErrWrongCell with what a client needs to go to the
+// right cell: the cell that owns the user's purchases of the SKU and,
+// when the refusing cell knows it, that cell's HTTP base URL as the cell
+// announced it (empty otherwise).
+type WrongCellError struct {
+	CampaignID, SKUID, UserID string
+	Cell                      string
+	Address                   string
+}
+
+func (e *WrongCellError) Error() string {
+	return fmt.Sprintf("%v: user %s of %s/%s is cell %s's", ErrWrongCell, e.UserID, e.CampaignID, e.SKUID, e.Cell)
+}
+
+// Unwrap makes errors.Is(err, ErrWrongCell) hold.
+func (e *WrongCellError) Unwrap() error { return ErrWrongCell }

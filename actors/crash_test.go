@@ -34,11 +34,17 @@ func TestCrashChild(t *testing.T) {
 	})
 }
 
+// crashChildAcked is the line a crash child prints on its standard output
+// once the first reservation of its round is acknowledged: its SKUs are
+// defined (durably: Define returns after the commit) and it reserves.
+const crashChildAcked = "crash child: first reservation acknowledged"
+
 // runCrashChild is the body of a crash child, run only when env names
 // its data dir: it opens the engine there, defines defs, and has 64
 // goroutines call step(e, round, g, i) for i = 0, 1, ... until the process
 // is killed, appending each reservation id step returns ("" none) to
-// acked.txt after the reply: acknowledged.
+// acked.txt after the reply: acknowledged. After the first it prints
+// crashChildAcked.
 func runCrashChild(t *testing.T, env string, defs []sku.Definition, step func(e *Engine, round string, g, i int) string) {
 	dir := os.Getenv(env)
 	if dir == "" {
@@ -58,6 +64,7 @@ func runCrashChild(t *testing.T, env string, defs []sku.Definition, step func(e 
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
+	var first sync.Once
 	round := os.Getenv("SECKILL_CRASH_ROUND")
 	var wg sync.WaitGroup
 	for g := 0; g < 64; g++ {
@@ -69,6 +76,7 @@ func runCrashChild(t *testing.T, env string, defs []sku.Definition, step func(e 
 					mu.Lock()
 					fmt.Fprintln(side, id)
 					mu.Unlock()
+					first.Do(func() { fmt.Println(crashChildAcked) })
 				}
 			}
 		}()
@@ -105,7 +113,7 @@ func TestKillDuringReserve(t *testing.T) {
 				t.Fatalf("round %d: acknowledged %s lost after kill -9: %v", round, id, err)
 			}
 		}
-		if round > 0 && len(acked) == 0 {
+		if len(acked) == 0 {
 			t.Fatalf("round %d: the child acknowledged nothing", round)
 		}
 		t.Logf("round %d: %d acknowledged, %d on disk", round, len(acked), a.Counts.Reservations)
@@ -115,18 +123,50 @@ func TestKillDuringReserve(t *testing.T) {
 
 // killChild runs the test named child in a child process on dir (passed
 // in the environment variable env, the round in SECKILL_CRASH_ROUND),
-// kills it with SIGKILL at a random moment 0.3-1 s later, and reaps it.
+// waits until it acknowledged its first reservation (crashChildAcked: its
+// SKUs are defined and it reserves), kills it with SIGKILL at a random
+// moment up to 0.7 s later, and reaps it.
 func killChild(t *testing.T, child, env, dir string, round int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.count=1")
 	cmd.Env = append(os.Environ(), env+"="+dir, fmt.Sprintf("SECKILL_CRASH_ROUND=%d", round))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Duration(300+rand.IntN(700)) * time.Millisecond)
+	acked, ended := make(chan struct{}), make(chan struct{})
+	var said strings.Builder // what the child printed besides the mark
+	go func() {
+		defer close(ended)
+		lines := bufio.NewScanner(out)
+		for lines.Scan() {
+			if lines.Text() == crashChildAcked {
+				close(acked)
+			} else {
+				said.WriteString(lines.Text() + "\n")
+			}
+		}
+	}()
+	select {
+	case <-acked:
+	case <-ended:
+		err := cmd.Wait()
+		t.Fatalf("round %d: the crash child ended before acknowledging a reservation: %v\n%s", round, err, said.String())
+	case <-time.After(2 * time.Minute): // a bound for a stuck child, not a time the test counts on
+		cmd.Process.Kill()
+		<-ended
+		cmd.Wait()
+		t.Fatalf("round %d: the crash child acknowledged no reservation in 2 minutes\n%s", round, said.String())
+	}
+	time.Sleep(time.Duration(rand.IntN(700)) * time.Millisecond)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	<-ended
 	_ = cmd.Wait()
 }
 

@@ -28,7 +28,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors/core"
-	"github.com/seckill/seckill/actors/shell"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/wal"
 )
@@ -71,7 +70,7 @@ var (
 // Each SKU holds one file descriptor at rest (its log's tail segment: see
 // package wal); a file operation in progress (a recovery, a snapshot being
 // written, a log truncation, a new SKU's folder) holds one more at a time
-// (see the wal README): an engine holds at most
+// (see wal/README.md): an engine holds at most
 // MaxSKUs + FileOperationsMax descriptors for its SKUs.
 const (
 	// DefaultMaxSKUs is Config.MaxSKUs when zero. A SKU at rest costs one
@@ -97,13 +96,6 @@ const (
 	// beyond its SKUs' logs: the above, plus one SKU created (Define, one at
 	// a time) and one SKU restarted after a panic.
 	FileOperationsMax = RecoveriesMax + SnapshotWritersMax + TruncationsMax + 2
-)
-
-// Bounds of Config.FeedRetainRecords and FeedRetainAge: the shell's
-// (package actors/shell), which holds truncation back for feed consumers.
-const (
-	MaxFeedRetainRecords = shell.MaxFeedRetainRecords
-	MaxFeedRetainAge     = shell.MaxFeedRetainAge
 )
 
 // Config configures an Engine. Zero fields take the defaults named.
@@ -172,10 +164,10 @@ type Config struct {
 	MaxSKUs int
 	// FeedRetainRecords holds back the truncation of each SKU's log after
 	// a snapshot so that its newest this-many records stay for feed
-	// consumers (0: none; at most MaxFeedRetainRecords).
+	// consumers (0: none; at most feed.MaxRetainRecords).
 	FeedRetainRecords uint64
 	// FeedRetainAge holds back truncation so that records appended within
-	// this age stay (0: none; at most MaxFeedRetainAge). They are removed
+	// this age stay (0: none; at most feed.MaxRetainAge). They are removed
 	// at the first snapshot after they age out.
 	FeedRetainAge time.Duration
 

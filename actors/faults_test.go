@@ -166,7 +166,10 @@ func TestCallerContextEndsAWaitOnAHungDisk(t *testing.T) {
 	if _, err := e.Reserve(ctx, "c1", "s1", "r1", "u1"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
-	if took := time.Since(start); took > 5*time.Second {
+	// The disk stays hung: without the cancellation the call would never
+	// return. A minute bounds it for a clear failure, however loaded the
+	// machine.
+	if took := time.Since(start); took > time.Minute {
 		t.Fatalf("a cancellation took %v to end the wait", took)
 	}
 
@@ -176,7 +179,7 @@ func TestCallerContextEndsAWaitOnAHungDisk(t *testing.T) {
 	if _, err := e.Reserve(ctx, "c1", "s1", "r2", "u2"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("deadline: %v", err)
 	}
-	if took := time.Since(start); took < 10*time.Millisecond || took > 5*time.Second {
+	if took := time.Since(start); took < 10*time.Millisecond || took > time.Minute {
 		t.Fatalf("a 10 ms deadline ended the wait after %v", took)
 	}
 

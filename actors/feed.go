@@ -9,6 +9,7 @@ import (
 
 	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
@@ -19,15 +20,46 @@ import (
 // places that buyers' calls need (DefaultInboxMax).
 const feedLookupsInFlight = 8
 
+// The engine is the event feed's source (package feed): the feed reads the
+// SKUs' logs beside the actors and asks them only for reservation views.
+var _ feed.Source = (*Engine)(nil)
+
+// Definition returns the durable definition of a SKU; ok is false for a
+// SKU the engine does not know (or whose definition is not durable yet).
+func (e *Engine) Definition(campaignID, skuID string) (def sku.Definition, ok bool) {
+	st, ok := e.SKUStats(campaignID, skuID)
+	return st.Definition, ok
+}
+
+// CampaignSKUs returns the ids of the campaign's defined SKUs, sorted.
+func (e *Engine) CampaignSKUs(campaignID string) []string {
+	var ids []string
+	for _, h := range e.SKUs() {
+		if h.campaignID == campaignID && h.defined() {
+			ids = append(ids, h.skuID)
+		}
+	}
+	return ids
+}
+
 // FeedLog returns the open log of a SKU and the SKU's folder, for readers
 // beside the engine (the event feed reads durable records with
 // wal.Log.ReadDurable and waits with DurableAfter, sending the actor no
 // message). ok is false for an unknown SKU, or while it has no open log
 // (recovering, or failed): the caller retries later. The log is replaced
 // when the SKU recovers; a reader that gets wal.ErrClosed asks again.
-func (e *Engine) FeedLog(campaignID, skuID string) (log *wal.Log, dir string, ok bool) {
+func (e *Engine) FeedLog(campaignID, skuID string) (log feed.Log, dir string, ok bool) {
+	l, dir, ok := e.openLog(campaignID, skuID)
+	if !ok {
+		return nil, "", false // no typed nil in the interface
+	}
+	return l, dir, true
+}
+
+// openLog is FeedLog with the log's own type.
+func (e *Engine) openLog(campaignID, skuID string) (log *wal.Log, dir string, ok bool) {
 	h := e.SKU(campaignID, skuID)
-	if h == nil || !h.defined() {
+	if h == nil {
 		return nil, "", false
 	}
 	log = h.log.Load()
@@ -91,7 +123,7 @@ const durableStateAttempts = 4
 // ErrUnavailable (no open log), and the recovery's errors.
 func (e *Engine) DurableState(campaignID, skuID string) (m *sku.Machine, asOf uint64, err error) {
 	for attempt := 1; ; attempt++ {
-		log, dir, ok := e.FeedLog(campaignID, skuID)
+		log, dir, ok := e.openLog(campaignID, skuID)
 		if !ok {
 			if e.SKU(campaignID, skuID) == nil {
 				return nil, 0, ErrUnknownSKU

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"github.com/seckill/seckill/internal/benchsize"
 	"syscall"
 	"testing"
 	"time"
@@ -11,7 +12,7 @@ import (
 // pending reservation each, nothing due) burns on its timers, in CPU
 // milliseconds per second of wall time, at the default expiry interval.
 func BenchmarkIdleSKUs(b *testing.B) {
-	const skus = 2000
+	skus := benchsize.Pick(2000, 20)
 	e, err := Open(Config{DataDir: b.TempDir(), Logger: quiet, SnapshotEvery: -1, SnapshotInterval: -1})
 	if err != nil {
 		b.Fatal(err)
@@ -28,14 +29,14 @@ func BenchmarkIdleSKUs(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	time.Sleep(2 * time.Second) // the first ticks after the reserves
+	time.Sleep(benchsize.Pick(2*time.Second, 10*time.Millisecond)) // the first ticks after the reserves
 	b.ResetTimer()
 	start, cpu := time.Now(), cpuTime()
 	for i := 0; i < b.N; i++ {
-		time.Sleep(time.Second)
+		time.Sleep(benchsize.Pick(time.Second, 10*time.Millisecond))
 	}
 	b.ReportMetric(float64((cpuTime()-cpu).Milliseconds())/time.Since(start).Seconds(), "cpu-ms/s")
-	b.ReportMetric(skus, "skus")
+	b.ReportMetric(float64(skus), "skus")
 }
 
 // cpuTime is this process's user + system CPU time.

@@ -22,8 +22,9 @@ const DefaultInboxMax = 4 * maxBatch
 // and registers the whole batch with the log as one waiter. The inbox
 // holds at most max calls (Config.InboxMax): post refuses one more with
 // ErrBusy at once, so an in-process caller cannot grow it without limit;
-// the ingress (httpapi admission) bounds what waits well below that, by
-// permits and by the age of the oldest waiting call. A batch call counts
+// the ingress (package admission) bounds what waits well below that, by
+// permits, the age of the oldest waiting call and the log's commit
+// latency (Stats). A batch call counts
 // as its items everywhere (the bound, the queue figures, the rate, the
 // calls per drain): it costs the actor what its items sent one by one
 // would. (Calls put back after a panic, requeue, may exceed the bound:

@@ -11,7 +11,7 @@ import (
 	"github.com/seckill/seckill/actors/sku"
 )
 
-// The engine side of purchase_limit "campaign" (issue #19): one
+// The engine side of purchase_limit "campaign": one
 // purchase.Registry per campaign of that scope, behind a mutex. A reserve
 // of such a campaign's SKU claims the user first (reserveScoped); the
 // registry learns the SKU's reservations and closes from the durable path
@@ -217,43 +217,64 @@ func unknownResult(err error) bool {
 }
 
 // admit runs fn, a decision of userID's request requestID on h (a SKU of
-// a campaign-scope campaign), behind the user's claim, and answers the
-// claim's last Decision: Proceed runs fn and ends the claim with fn's
-// error (unknown when the answer was lost); Held runs nothing (the caller
-// answers it); Wait waits for a decision of the user on another SKU and
-// asks again; Probe looks up lost answers first and asks again. ErrBusy
-// when too many wait or the wait outlasts ctx, ErrUnavailable when a lost
-// answer could not be looked up: nothing was decided.
+// a campaign-scope campaign), behind the user's claim, stepping the
+// protocol's purchase.Attempt: Run runs fn and ends the claim with fn's
+// error (unknown when the answer was lost); AnswerHeld runs nothing (the
+// caller answers the Decision); Block waits for a decision of the user on
+// another SKU; Lookup looks up lost answers. ErrBusy when too many wait or
+// the wait outlasts ctx, ErrUnavailable when a lost answer could not be
+// looked up: nothing was decided.
 func (e *Engine) admit(ctx context.Context, h *SKU, userID, requestID string, fn func() error) (purchase.Decision, error) {
-	p := e.purchasesOf(h.campaignID)
-	var wake chan struct{} // made only if the claim must wait
+	claims := &userClaims{p: e.purchasesOf(h.campaignID)}
+	a := purchase.NewAttempt(claims, userID, h.skuID, requestID)
+	step, d := a.Next()
 	for {
-		d := p.claim(userID, h.skuID, requestID, &wake)
-		switch d.Verdict {
-		case purchase.Proceed:
+		switch step {
+		case purchase.Run:
 			err := fn()
-			p.done(userID, h.skuID, requestID, unknownResult(err))
+			a.Ran(unknownResult(err))
 			return d, err
-		case purchase.Held:
+		case purchase.AnswerHeld:
 			return d, nil
-		case purchase.Busy:
+		case purchase.Refuse:
 			return d, ErrBusy
-		case purchase.Wait:
+		case purchase.Unknown:
+			return d, ErrUnavailable
+		case purchase.Block:
 			select {
-			case <-wake:
+			case <-claims.wake:
 			case <-ctx.Done():
-				p.forget(userID, wake)
+				a.Abandon()
 				return d, ErrBusy
 			}
-		case purchase.Probe:
-			still := e.probe(ctx, h.campaignID, d.SKU, d.RequestIDs)
-			p.probeDone(userID, d.SKU, still)
-			if len(still) > 0 {
-				return d, ErrUnavailable
-			}
+			step, d = a.Next()
+		case purchase.Lookup:
+			step, d = a.Probed(e.probe(ctx, h.campaignID, d.SKU, d.RequestIDs))
 		}
 	}
 }
+
+// userClaims is purchase.Claims for one Attempt on a campaign's sharded
+// registry. Its waiter, wake, is made only when a claim must wait (most
+// do not: no allocation).
+type userClaims struct {
+	p    *purchases
+	wake chan struct{}
+}
+
+func (u *userClaims) Claim(userID, skuID, requestID string) purchase.Decision {
+	return u.p.claim(userID, skuID, requestID, &u.wake)
+}
+
+func (u *userClaims) Done(userID, skuID, requestID string, unknown bool) {
+	u.p.done(userID, skuID, requestID, unknown)
+}
+
+func (u *userClaims) ProbeDone(userID, skuID string, stillUnknown []string) {
+	u.p.probeDone(userID, skuID, stillUnknown)
+}
+
+func (u *userClaims) Forget(userID string) { u.p.forget(userID, u.wake) }
 
 // reserveScoped runs the reserve c on h, a SKU of a campaign-scope
 // campaign, behind the user's claim (admit); a Held claim is answered by
@@ -333,42 +354,37 @@ func (e *Engine) runOn(ctx context.Context, h *SKU, c *call) (*call, error) {
 }
 
 // reserveBatchScoped is ReserveBatch on a SKU of a campaign-scope
-// campaign, the simplest honest way: each item claims its user in order;
-// those let through (Proceed) go to h as one batch call and end their
-// claims with its answers; Held and Busy are answered at once; a Probe is
-// run there and the item claims again; an item that must Wait (its user's
-// reserve on another SKU is being decided) gives its place back and is
-// reserved alone after the batch (reserveScoped, which waits).
+// campaign, the simplest honest way: each item steps its user's
+// purchase.Attempt in order; those let through (Run) go to h as one batch
+// call and end their claims with its answers; AnswerHeld, Refuse and
+// Unknown are answered at once; a Lookup is run there; an item that must
+// Block (its user's reserve on another SKU is being decided) gives its
+// place back and is reserved alone after the batch (reserveScoped, which
+// waits).
 func (e *Engine) reserveBatchScoped(ctx context.Context, h *SKU, items []ReserveItem) []ItemResult {
 	p := e.purchasesOf(h.campaignID)
 	out := make([]ItemResult, len(items))
 	var granted, alone []int
+	attempts := make([]purchase.Attempt, len(items))
 	for i, it := range items {
-		for claimed := false; !claimed; {
-			var w chan struct{}
-			d := p.claim(it.UserID, h.skuID, it.RequestID, &w)
-			if d.Verdict == purchase.Wait { // reserved alone after the batch, which waits
-				p.forget(it.UserID, w)
-			}
-			claimed = true
-			switch d.Verdict {
-			case purchase.Proceed:
-				granted = append(granted, i)
-			case purchase.Held:
-				out[i].Result, out[i].Err = e.heldAnswer(ctx, h, it.UserID, it.RequestID, d)
-			case purchase.Busy:
-				out[i].Err = ErrBusy
-			case purchase.Wait:
-				alone = append(alone, i)
-			case purchase.Probe:
-				still := e.probe(ctx, h.campaignID, d.SKU, d.RequestIDs)
-				p.probeDone(it.UserID, d.SKU, still)
-				if len(still) > 0 {
-					out[i].Err = ErrUnavailable
-				} else {
-					claimed = false
-				}
-			}
+		attempts[i] = purchase.NewAttempt(&userClaims{p: p}, it.UserID, h.skuID, it.RequestID)
+		a := &attempts[i]
+		step, d := a.Next()
+		for step == purchase.Lookup {
+			step, d = a.Probed(e.probe(ctx, h.campaignID, d.SKU, d.RequestIDs))
+		}
+		switch step {
+		case purchase.Run:
+			granted = append(granted, i)
+		case purchase.AnswerHeld:
+			out[i].Result, out[i].Err = e.heldAnswer(ctx, h, it.UserID, it.RequestID, d)
+		case purchase.Refuse:
+			out[i].Err = ErrBusy
+		case purchase.Unknown:
+			out[i].Err = ErrUnavailable
+		case purchase.Block: // reserved alone after the batch, which waits
+			a.Abandon()
+			alone = append(alone, i)
 		}
 	}
 	if len(granted) > 0 {
@@ -379,7 +395,7 @@ func (e *Engine) reserveBatchScoped(ctx context.Context, h *SKU, items []Reserve
 		got := e.reserveBatchOn(ctx, h, sent)
 		for j, i := range granted {
 			out[i] = got[j]
-			p.done(items[i].UserID, h.skuID, items[i].RequestID, unknownResult(got[j].Err))
+			attempts[i].Ran(unknownResult(got[j].Err))
 		}
 	}
 	for _, i := range alone {

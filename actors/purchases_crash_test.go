@@ -109,7 +109,7 @@ func TestKillDuringCampaignScopeSale(t *testing.T) {
 				holder = v
 			}
 		}
-		if round > 0 && len(acked) == 0 {
+		if len(acked) == 0 {
 			t.Fatalf("round %d: the child acknowledged nothing", round)
 		}
 		if holder.ReservationID != "" {

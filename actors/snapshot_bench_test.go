@@ -10,13 +10,17 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/benchsize"
 	"github.com/seckill/seckill/wal"
 )
 
-const benchSnapshotReservations = 1_000_000
+// benchSnapshotReservations is the size of the SKU of the snapshot
+// benchmarks.
+var benchSnapshotReservations = benchsize.Pick(1_000_000, 1_000)
 
 // openMillion opens an engine on dir (no fsync, no automatic snapshots)
-// and, if the SKU is new, fills it with 1,000,000 reservations.
+// and, if the SKU is new, fills it with benchSnapshotReservations
+// reservations.
 func openMillion(b *testing.B, dir string) *Engine {
 	e, err := Open(Config{DataDir: dir, Fsync: wal.FsyncNeverBenchmarkOnly, ExpiryInterval: time.Hour,
 		Logger: quiet, SnapshotEvery: -1, SnapshotInterval: -1})
@@ -82,7 +86,7 @@ func BenchmarkSnapshotPause1M(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		phase.Store(0)
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(benchsize.Pick(300*time.Millisecond, 10*time.Millisecond))
 		phase.Store(1)
 		info, err := e.Snapshot(ctx, "bench", "million")
 		if err != nil {
@@ -109,7 +113,8 @@ func BenchmarkStartWithSnapshot1M(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	for i := 0; i < 10_000; i++ {
+	tail := benchsize.Pick(10_000, 100)
+	for i := 0; i < tail; i++ {
 		id := "tail-" + strconv.Itoa(i)
 		if _, err := e.Reserve(ctx, "bench", "million", id, id); err != nil {
 			b.Fatal(err)
@@ -123,7 +128,7 @@ func BenchmarkStartWithSnapshot1M(b *testing.B) {
 		e := openMillion(b, dir)
 		took := time.Since(start)
 		worst = max(worst, took)
-		if n := e.SKU("bench", "million").Stats().Counts.Reservations; n != benchSnapshotReservations+10_000 {
+		if n := e.SKU("bench", "million").Stats().Counts.Reservations; n != uint32(benchSnapshotReservations+tail) {
 			b.Fatalf("%d reservations after start", n)
 		}
 		b.StopTimer()

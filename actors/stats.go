@@ -85,6 +85,12 @@ type Stats struct {
 	// RatePerSecond is the recent processing rate (EWMA over ~1 s ticks):
 	// the consumer_rate of the admission bound.
 	RatePerSecond float64
+	// CommitWait is the age of the oldest call waiting for its records to
+	// be durable, CommitLatency how long the calls released by the log's
+	// last group commit waited, Commits the number of those releases since
+	// the log was opened (wal.Waits: what admission adds to OldestWait).
+	CommitWait, CommitLatency time.Duration
+	Commits                   uint64
 }
 
 // CampaignID returns the campaign the SKU belongs to.
@@ -124,6 +130,10 @@ func (s *SKU) Stats() Stats {
 	}
 	if v := s.durable.Load(); v != nil {
 		st.Definition, st.Counts, st.Paused, st.LotteryDrawing = v.Definition, v.Counts, v.Paused, v.Drawing
+	}
+	if l := s.log.Load(); l != nil {
+		w := l.Waits()
+		st.CommitWait, st.CommitLatency, st.Commits = w.Oldest, w.Last, w.Releases
 	}
 	return st
 }

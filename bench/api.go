@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/seckill/seckill/internal/timefmt"
 )
 
 // FlexibleID is an id the server may write as a JSON string or a number
@@ -71,19 +73,14 @@ type SKUSpec struct {
 	Waitlist       int64          `json:"waitlist,omitempty"`
 }
 
-// timeLayout is the API's one format of times: RFC 3339 in UTC with
-// milliseconds ("2030-01-01T12:00:00.000Z"), as seckilld writes every time
-// in its answers.
-const timeLayout = "2006-01-02T15:04:05.000Z07:00"
-
-// FormatTime renders a time the way the API writes them (timeLayout); the
-// server keeps times to the millisecond.
+// FormatTime renders a time the way the API writes them (timefmt.Layout);
+// the server keeps times to the millisecond.
 func FormatTime(t time.Time) string {
-	return t.UTC().Format(timeLayout)
+	return t.UTC().Format(timefmt.Layout)
 }
 
-// ParseTime reads a time from the API: timeLayout, or any other RFC 3339
-// time.
+// ParseTime reads a time from the API: timefmt.Layout, or any other RFC
+// 3339 time.
 func ParseTime(text string) (time.Time, error) {
 	return time.Parse(time.RFC3339Nano, text)
 }

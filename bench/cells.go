@@ -11,11 +11,12 @@ import (
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/cells"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/ledger"
 )
 
 // CellsConfig makes the tool sell celled SKUs through a seckill-router
-// (package cells, the README's "Beyond one node"): the scenario's
+// (package cells, docs/cells.md): the scenario's
 // campaign is not PUT through the target (the router would hand it to
 // one cell, uncelled) but published in etcd as the control plane does
 // (cells.Publish, as seckillctl cells publish), every SKU split over
@@ -116,11 +117,11 @@ func newCellControl(config CellsConfig, router *Client, adminToken string) (*cel
 // define publishes every SKU of the campaign as a celled SKU, then waits
 // until each is ready.
 func (cc *cellControl) define(ctx context.Context, spec CampaignSpec) error {
-	startAt, err := time.Parse(timeLayout, spec.StartAt)
+	startAt, err := time.Parse(timefmt.Layout, spec.StartAt)
 	if err != nil {
 		return fmt.Errorf("start_at: %w", err)
 	}
-	endAt, err := time.Parse(timeLayout, spec.EndAt)
+	endAt, err := time.Parse(timefmt.Layout, spec.EndAt)
 	if err != nil {
 		return fmt.Errorf("end_at: %w", err)
 	}

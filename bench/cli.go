@@ -193,7 +193,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, outputPaths, error) {
 	flags.IntVar(&parsed.MaxResends, "max-resends", parsed.MaxResends, "bound of resends of one attempt after 429 QUEUE_FULL, 504 RESULT_UNKNOWN or an error (seed, many-skus, payflow)")
 	flags.StringVar(&parsed.CampaignID, "campaign", "", "campaign id to define (default: a new unique id per run)")
 	var cellList string
-	flags.StringVar(&parsed.Cells.Etcd, "etcd", "", "etcd endpoints (host:port,...): the target is a seckill-router, and every SKU is published in etcd as a celled SKU split over --cells (README \"Beyond one node\")")
+	flags.StringVar(&parsed.Cells.Etcd, "etcd", "", "etcd endpoints (host:port,...): the target is a seckill-router, and every SKU is published in etcd as a celled SKU split over --cells (docs/cells.md)")
 	flags.StringVar(&cellList, "cells", "", "with --etcd: the cells each SKU is split over, comma-separated (e.g. c1,c2,c3)")
 	flags.Int64Var(&parsed.Cells.Initial, "cell-initial", -1, "with --etcd: each cell's initial grant in units (-1 = 90% of the stock split evenly; the rest is the central pool)")
 	var chunk uint

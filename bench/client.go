@@ -43,7 +43,7 @@ type ClientOptions struct {
 	// Timeout bounds each request (default DefaultRequestTimeout).
 	Timeout time.Duration
 	// EntryPasses, when set, makes every reserve carry an entry pass the
-	// client mints with the ring's signing key (issue #14).
+	// client mints with the ring's signing key.
 	EntryPasses *entrypass.KeyRing
 }
 

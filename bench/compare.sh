@@ -40,11 +40,11 @@ ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || install_package postgre
 command -v wrk >/dev/null 2>&1 || install_package wrk
 
 mkdir -p bin
-go build -o bin/seckill-bench ./cmd/seckill-bench
+go build -ldflags "${LDFLAGS:-}" -o bin/seckill-bench ./cmd/seckill-bench
 
 seckilld=bin/seckilld
 build_log=$(mktemp)
-if go build -o bin/seckilld ./cmd/seckilld >"$build_log" 2>&1; then
+if go build -ldflags "${LDFLAGS:-}" -o bin/seckilld ./cmd/seckilld >"$build_log" 2>&1; then
 	echo "compare.sh: built bin/seckilld"
 else
 	echo "compare.sh: cmd/seckilld does not build (yet): the seckilld target is skipped"

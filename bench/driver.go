@@ -27,8 +27,8 @@ type ResendPolicy struct {
 	// can tell without selling twice.
 	Uncertain bool
 	// SoldOutRetryAfter resends after a SOLD_OUT that carries
-	// Retry-After: a celled SKU's cell waiting for a top-up (README
-	// "Beyond one node"); the stock may come within a second.
+	// Retry-After: a celled SKU's cell waiting for a top-up
+	// (docs/cells.md); the stock may come within a second.
 	SoldOutRetryAfter bool
 	// MaxResends bounds the resends of one attempt.
 	MaxResends int

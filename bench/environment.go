@@ -12,7 +12,7 @@ import (
 )
 
 // Environment says where and how a run was measured, so that a figure can
-// be compared with another (the README's, a colleague's): the machine, the
+// be compared with another (docs/benchmarks.md's, a colleague's): the machine, the
 // software, the server's flags, and how busy the machine was with other
 // work before and during the load. Read from /proc (prometheus/procfs); a
 // field that cannot be read is left empty.

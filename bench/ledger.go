@@ -174,8 +174,8 @@ func NewLedger(plan *Plan) *Ledger {
 
 // SoldOutNotFinal makes the ledger keep no SOLD_OUT as a request_id's
 // answer: a celled SKU's cell answers SOLD_OUT while it waits for a
-// top-up, and the same request_id may be accepted once it came (README
-// "Beyond one node"). Call it before the first Note.
+// top-up, and the same request_id may be accepted once it came
+// (docs/cells.md). Call it before the first Note.
 func (l *Ledger) SoldOutNotFinal() { l.soldOutNotFinal = true }
 
 // Note records one answer, which arrived at at, into the worker's shard.

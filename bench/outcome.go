@@ -16,7 +16,8 @@ const (
 	OutcomeAlreadyPurchased
 	// OutcomeRequestIDReused is 422 REQUEST_ID_REUSED: same request_id, other parameters.
 	OutcomeRequestIDReused
-	// OutcomeQueueFull is 429 QUEUE_FULL: admission refused for now, retry after Retry-After.
+	// OutcomeQueueFull is a 429 (QUEUE_FULL, or THROTTLED while the SKU's log commits
+	// too slowly): admission refused for now, retry after Retry-After.
 	OutcomeQueueFull
 	// OutcomeNotStarted is 403 NOT_STARTED.
 	OutcomeNotStarted

@@ -154,7 +154,7 @@ func runPayflow(ctx context.Context, config Config, client *Client) (*Result, er
 	case refused == 0:
 	case config.Cells.Enabled() && soldOut >= refused:
 		// A celled SKU undersells by design: units granted to a cell
-		// whose users were fewer stay there (README "Beyond one node");
+		// whose users were fewer stay there (docs/cells.md);
 		// every request not accepted must then have been refused
 		// SOLD_OUT, and the audit below still checks conservation.
 		if config.Progress != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/httpapi"
 )
 
@@ -41,7 +42,8 @@ func startSeckilld(t *testing.T, options serverOptions) string {
 	if options.wrap != nil {
 		engine = options.wrap(eng)
 	}
-	config := httpapi.Config{Engine: engine, AdminToken: options.adminToken, PaymentSecret: []byte(options.paymentSecret), Logger: log, Registry: reg}
+	config := httpapi.Config{Engine: engine, Feed: feed.New(eng), Lotteries: eng, AdminToken: options.adminToken,
+		PaymentSecret: []byte(options.paymentSecret), Logger: log, Registry: reg}
 	if config.AdminToken == "" {
 		config.AdminToken = "admin"
 	}
@@ -65,7 +67,7 @@ func startSeckilld(t *testing.T, options serverOptions) string {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
@@ -78,7 +80,7 @@ func startSeckilld(t *testing.T, options serverOptions) string {
 	return "http://" + ln.Addr().String()
 }
 
-// apiTime is the API's format of times (timeLayout).
+// apiTime is the API's format of times (timefmt.Layout).
 var apiTime = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
 
 // The client's calls are the API's: a campaign it defines is accepted, its
@@ -87,7 +89,7 @@ var apiTime = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
 // httpapi's tests).
 func TestClientCallsAgainstSeckilld(t *testing.T) {
 	target := startSeckilld(t, serverOptions{adminToken: "admin", paymentSecret: "pay-secret"})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound for a hung server
 	defer cancel()
 	client, err := NewClient(ClientOptions{Target: target, AdminToken: "admin", PaymentSecret: "pay-secret"})
 	if err != nil {

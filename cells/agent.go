@@ -413,13 +413,14 @@ func (a *Agent) topUp(low uint32) error {
 	case errors.Is(err, ledger.ErrFenced), errors.Is(err, ledger.ErrWrittenOff):
 		return err
 	case err != nil:
-		a.count(func(s *AgentStats) { s.TopUpRetries++ })
+		// Unreachable first: whoever sees the retry counted sees it too.
 		a.ledgerFailed("allocate", err)
+		a.count(func(s *AgentStats) { s.TopUpRetries++ })
 		return err
 	}
 	if loseTopUpAnswer(a.cfg.Cell) {
-		a.count(func(s *AgentStats) { s.TopUpRetries++ })
 		a.ledgerFailed("allocate", errLostAnswer)
+		a.count(func(s *AgentStats) { s.TopUpRetries++ })
 		return errLostAnswer
 	}
 	a.reachable.Store(true)

@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/httpapi"
 )
 
 // A batch reserve of a celled SKU (POST .../reservations:batch, the
@@ -21,18 +22,21 @@ import (
 // is the pure part: splitting the body and joining the answers.
 
 // BatchPart is one cell's sub-batch: its body and, for each of its items,
-// the item's position in the batch.
+// the item's position in the batch and its request_id ("" when it has
+// none: an entry pass gives it).
 type BatchPart struct {
-	Cell string
-	Body []byte
-	At   []int
+	Cell       string
+	Body       []byte
+	At         []int
+	RequestIDs []string
 }
 
-// BatchSplit is a batch reserve split by cell: the parts in the order of
-// their first item, and the batch's item count.
+// BatchSplit is a batch reserve of a SKU split by cell: the parts in the
+// order of their first item, and the batch's item count.
 type BatchSplit struct {
-	Parts []BatchPart
-	Items int
+	CampaignID, SKUID string
+	Parts             []BatchPart
+	Items             int
 }
 
 // ErrBatchEnvelope: the body is not a batch envelope the router can
@@ -58,8 +62,7 @@ func SplitBatch(p *Published, body []byte, maxItems int) (BatchSplit, error) {
 		return BatchSplit{}, ErrBatchEnvelope
 	}
 	byCell := map[string]int{} // cell -> index in Parts
-	var split BatchSplit
-	split.Items = len(items)
+	split := BatchSplit{CampaignID: p.Definition.CampaignID, SKUID: p.Definition.SKUID, Items: len(items)}
 	for i, it := range items {
 		cell := p.Map.Cells[0]
 		if user := it.GetStringBytes("user_id"); sku.ValidID(string(user)) {
@@ -77,6 +80,7 @@ func SplitBatch(p *Published, body []byte, maxItems int) (BatchSplit, error) {
 		}
 		part.Body = it.MarshalTo(part.Body)
 		part.At = append(part.At, i)
+		part.RequestIDs = append(part.RequestIDs, string(it.GetStringBytes("request_id")))
 	}
 	for k := range split.Parts {
 		split.Parts[k].Body = append(split.Parts[k].Body, "]}"...)
@@ -85,19 +89,26 @@ func SplitBatch(p *Published, body []byte, maxItems int) (BatchSplit, error) {
 }
 
 // PartAnswer is a cell's answer to its sub-batch: the HTTP status and
-// body, or Err when the cell did not answer.
+// body, or Err when the cell did not answer, with Unknown when the
+// sub-batch may have reached the cell all the same (anything but a failed
+// connection: a cell paused or overloaded past the timeout may have
+// decided its items).
 type PartAnswer struct {
-	Status int
-	Body   []byte
-	Err    error
+	Status  int
+	Body    []byte
+	Err     error
+	Unknown bool
 }
 
 // JoinBatch builds the batch's answer body from the cells' answers
 // (answers[k] is Parts[k]'s), its results in the items' order. A cell's
 // 200 {"results": [...]} gives its items their results; any other answer
 // is each of its items' result ({"status": S, "body": B}), and a cell
-// that did not answer gives its items 503 CELL_UNAVAILABLE with
-// retry_after 1. The answer's status is 200, as a single node's.
+// that did not answer gives its items 504 RESULT_UNKNOWN with the status
+// URL of each item's request_id when it may have received them
+// (PartAnswer.Unknown), as one node answers a reserve it could not
+// confirm, else 503 CELL_UNAVAILABLE with retry_after 1. The answer's
+// status is 200, as a single node's.
 func JoinBatch(split BatchSplit, answers []PartAnswer) []byte {
 	results := make([][]byte, split.Items)
 	var p fastjson.Parser
@@ -115,6 +126,8 @@ func JoinBatch(split BatchSplit, answers []PartAnswer) []byte {
 			switch {
 			case got != nil:
 				results[at] = got[j].MarshalTo(nil)
+			case a.Err != nil && a.Unknown:
+				results[at] = unknownResult(split, part.Cell, part.RequestIDs[j], a.Err)
 			case a.Err != nil:
 				detail := strconv.Quote(fmt.Sprintf("cell %s: %v", part.Cell, a.Err))
 				results[at] = []byte(`{"status":503,"retry_after":1,"body":{"error":"CELL_UNAVAILABLE","detail":` + detail + `}}`)
@@ -131,6 +144,23 @@ func JoinBatch(split BatchSplit, answers []PartAnswer) []byte {
 		out = append(out, r...)
 	}
 	return append(out, "]}"...)
+}
+
+// unknownResult is the result of an item with request_id requestID that
+// cell may have decided but did not answer (err).
+func unknownResult(split BatchSplit, cell, requestID string, err error) []byte {
+	url := ""
+	if sku.ValidID(requestID) {
+		url = httpapi.LookupURL(split.CampaignID, split.SKUID, requestID)
+	}
+	body := httpapi.ResultUnknownBody(url, UnansweredDetail(cell, err))
+	return append([]byte(`{"status":504,"body":`), append(body, '}')...)
+}
+
+// UnansweredDetail is the detail of a RESULT_UNKNOWN for a request that
+// cell may have received and did not answer (err).
+func UnansweredDetail(cell string, err error) string {
+	return fmt.Sprintf("cell %s did not answer (%v): the request may have been applied; see status_url, or retry it with the same ids", cell, err)
 }
 
 // partResult is an item's result when its cell answered the sub-batch

@@ -1,7 +1,7 @@
 // Package cells runs one SKU across several seckilld processes ("cells"):
 // the frozen map that routes each user to one cell (this file), and the
 // agent that keeps a cell's quota in step with the ledger in etcd
-// (agent.go). See the README's "Beyond one node".
+// (agent.go). See docs/cells.md.
 package cells
 
 import (

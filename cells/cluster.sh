@@ -3,7 +3,9 @@
 # seckilld cells and a seckill-router on loopback, with a demo campaign whose
 # hot SKU (demo/sku-1, sale_limit 10,000 = 3 x 3,000 + 1,000 central, top-ups
 # of 50) is split across the cells. Ctrl-C stops everything; the data stays
-# in $DATA (remove it to start over).
+# in $DATA (remove it to start over). SIGINT (Ctrl-C) or SIGTERM stops the
+# router, then the cells, then etcd, each with SIGTERM and waited for, and
+# exits 0.
 #
 # With arguments, the cluster runs them as a command once it is up (with
 # ROUTER, ETCD, CELL_IDS and ADMIN_TOKEN in its environment), then stops
@@ -21,13 +23,46 @@ PORTS=($BASE $((BASE + 1)) $((BASE + 2)))
 
 (cd internal/etcdtest/etcdserver && go build -o "$BIN/etcdserver" .)
 mkdir -p "$DATA"
-pids=()
-cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
-trap cleanup EXIT INT TERM
+pids=() # in the order started: etcd, the cells, the router
+# stop stops the processes in the reverse order, each with SIGTERM, and
+# waits for each: nothing loses etcd or its cells while it stops.
+stop() {
+	local i
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+		kill -TERM "${pids[$i]}" 2>/dev/null || true
+		wait "${pids[$i]}" 2>/dev/null || true
+	done
+	pids=()
+}
+trap stop EXIT
+# A stop asked by a signal is the normal end of make cluster: exit 0. With
+# a command, the command was cut short: 128 + the signal's number.
+on_signal() {
+	trap '' INT TERM
+	echo "cells/cluster.sh: $1: stopping the cluster" >&2
+	if [ $# -gt 1 ] && [ "$2" -gt 0 ]; then exit $((128 + $3)); fi
+	exit 0
+}
+args=$#
+trap 'on_signal SIGINT $args 2' INT
+trap 'on_signal SIGTERM $args 15' TERM
+
+# await waits until file holds pattern, while process pid runs (up to 2
+# minutes: a loaded machine starts slowly, a broken start must not hang).
+await() {
+	local file=$1 pattern=$2 pid=$3 what=$4
+	for _ in $(seq 1200); do
+		grep -q "$pattern" "$file" 2>/dev/null && return 0
+		kill -0 "$pid" 2>/dev/null || { echo "cells/cluster.sh: $what exited at start; see ${file%.out}.log" >&2; exit 1; }
+		sleep 0.1
+	done
+	echo "cells/cluster.sh: $what did not start within 2 minutes; see ${file%.out}.log" >&2
+	exit 1
+}
 
 "$BIN/etcdserver" --data-dir "$DATA/etcd" --client-addr "$ETCD" --peer-addr 127.0.0.1:$((${ETCD##*:} + 10)) >"$DATA/etcd.out" 2>"$DATA/etcd.log" &
 pids+=($!)
-for _ in $(seq 100); do grep -q READY "$DATA/etcd.out" 2>/dev/null && break; sleep 0.1; done
+await "$DATA/etcd.out" READY $! etcd
 
 if [ "${DEMO:-1}" != 0 ] && ! out=$("$BIN/seckillctl" cells publish --etcd "$ETCD" --campaign demo --sku sku-1 --sale-limit 10000 \
 	--cells "$(IFS=,; echo "${CELLS[*]}")" --initial 3000 --chunk 50 2>&1); then
@@ -45,7 +80,8 @@ for i in "${!CELLS[@]}"; do
 done
 "$BIN/seckill-router" --addr "$ROUTER" --etcd "$ETCD" --cells "$(IFS=,; echo "${routes[*]}")" >"$DATA/router.out" 2>"$DATA/router.log" &
 pids+=($!)
-for _ in $(seq 100); do grep -q listening "$DATA/router.out" 2>/dev/null && break; sleep 0.1; done
+await "$DATA/router.out" listening $! seckill-router
+for i in "${!CELLS[@]}"; do await "$DATA/${CELLS[$i]}.out" listening "${pids[$((i + 1))]}" "cell ${CELLS[$i]}"; done
 
 if [ $# -gt 0 ]; then
 	status=0
@@ -58,6 +94,6 @@ cells:   ${routes[*]}   admin token: $TOKEN
 etcd:    $ETCD
 audit:   $BIN/seckillctl audit --etcd $ETCD --campaign demo --admin-token $TOKEN
 bench:   $BIN/seckill-bench --target http://$ROUTER --etcd $ETCD --cells $(IFS=,; echo "${CELLS[*]}") --admin-token $TOKEN
-logs:    $DATA/*.log        Ctrl-C stops the cluster.
+logs:    $DATA/*.log        Ctrl-C (or SIGTERM) stops the cluster.
 MSG
-wait
+wait # until a signal (its trap exits), or every process ended

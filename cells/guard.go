@@ -2,7 +2,6 @@ package cells
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -13,30 +12,32 @@ import (
 )
 
 // Guard is a cell's engine as its HTTP service sees it: a reserve for a
-// user the frozen cell map gives to another cell is refused with
-// actors.ErrWrongCell (421 WRONG_CELL, naming the cell), so a stale router
-// cannot make a user buy twice. Every other call goes through. SKUs
-// published while the cell runs are added (Add) before the cell defines
-// them, so no reserve of theirs is ever taken unguarded.
+// user the frozen cell map gives to another cell is refused with an
+// *actors.WrongCellError (421 WRONG_CELL, naming the cell and, once the
+// cell has read it from etcd, its address), so a stale router cannot make
+// a user buy twice. The HTTP service asks CheckCell before any of its
+// fast answers (an empty cell's SOLD_OUT must not hide that the user's own
+// cell may have stock); the reserves check again here, so that no path to
+// the engine takes a reserve unguarded. A campaign is defined through the
+// admin API only once the ledger allowed it (ClaimCampaign; the Guard is
+// also the service's httpapi.Config.Claimer and CellGuard). Every other
+// call goes through. SKUs published while the cell runs are added (Add)
+// before the cell defines them.
 type Guard struct {
-	// The engine itself, not the httpapi.Engine interface: every method
-	// of *actors.Engine is the Guard's too, so the HTTP service still
-	// finds the optional interfaces it looks for on its engine
-	// (httpapi.FeedSource for the event feed, httpapi.Lotteries), which
-	// an embedded interface would hide (a cell served neither).
-	*actors.Engine
+	httpapi.Engine
 	cell    string
 	ledger  *ledger.Ledger                        // for ClaimCampaign (local.go); nil: no local definition
 	claimed sync.Map                              // campaign id → true: claimed locally by this cell (never undone)
 	mu      sync.Mutex                            // serializes Add
 	skus    atomic.Pointer[map[string]*Published] // by campaign + "/" + sku; copied on Add, never changed in place
+	addrs   atomic.Pointer[map[string]string]     // by cell: its announced HTTP base URL (SetAddresses); never changed in place
 }
 
 // NewGuard guards engine for cell with the maps (and purchase limits) of
 // its celled SKUs; l (nil: none, every local definition is refused) is
 // the ledger asked before the admin API defines a campaign locally
 // (ClaimCampaign).
-func NewGuard(engine *actors.Engine, cell string, published []Published, l *ledger.Ledger) *Guard {
+func NewGuard(engine httpapi.Engine, cell string, published []Published, l *ledger.Ledger) *Guard {
 	g := &Guard{Engine: engine, cell: cell, ledger: l}
 	g.skus.Store(&map[string]*Published{})
 	for _, p := range published {
@@ -63,6 +64,11 @@ func (g *Guard) Add(p Published) {
 	g.skus.Store(&next)
 }
 
+// SetAddresses sets the HTTP base URLs the cells announced in etcd
+// (ledger.CellAddrs), named in WRONG_CELL answers. addrs is kept: the
+// caller must not change it afterwards.
+func (g *Guard) SetAddresses(addrs map[string]string) { g.addrs.Store(&addrs) }
+
 // Guards reports whether the SKU's map is held.
 func (g *Guard) Guards(campaignID, skuID string) bool {
 	return (*g.skus.Load())[campaignID+"/"+skuID] != nil
@@ -70,7 +76,7 @@ func (g *Guard) Guards(campaignID, skuID string) bool {
 
 // Reserve refuses a user of another cell, then reserves.
 func (g *Guard) Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error) {
-	if err := g.check(campaignID, skuID, userID); err != nil {
+	if err := g.CheckCell(campaignID, skuID, userID); err != nil {
 		return sku.Result{}, err
 	}
 	return g.Engine.Reserve(ctx, campaignID, skuID, requestID, userID)
@@ -78,7 +84,7 @@ func (g *Guard) Reserve(ctx context.Context, campaignID, skuID, requestID, userI
 
 // ReserveWith refuses a user of another cell, then reserves with holder.
 func (g *Guard) ReserveWith(ctx context.Context, campaignID, skuID, requestID, userID string, holder sku.Holder) (sku.Result, error) {
-	if err := g.check(campaignID, skuID, userID); err != nil {
+	if err := g.CheckCell(campaignID, skuID, userID); err != nil {
 		return sku.Result{}, err
 	}
 	return g.Engine.ReserveWith(ctx, campaignID, skuID, requestID, userID, holder)
@@ -91,7 +97,7 @@ func (g *Guard) ReserveBatch(ctx context.Context, campaignID, skuID string, item
 	mine := make([]actors.ReserveItem, 0, len(items))
 	at := make([]int, 0, len(items)) // at[j]: the item mine[j] is
 	for i := range items {
-		if err := g.check(campaignID, skuID, items[i].UserID); err != nil {
+		if err := g.CheckCell(campaignID, skuID, items[i].UserID); err != nil {
 			results[i].Err = err
 			continue
 		}
@@ -110,21 +116,31 @@ func (g *Guard) ReserveBatch(ctx context.Context, campaignID, skuID string, item
 	return results, nil
 }
 
-// check returns actors.ErrWrongCell, naming the owner, when the SKU is
-// celled and its map gives userID to another cell (Published.CellOf: by
-// campaign and user when the campaign's purchase limit is "campaign").
-func (g *Guard) check(campaignID, skuID, userID string) error {
-	if p := (*g.skus.Load())[campaignID+"/"+skuID]; p != nil && sku.ValidID(userID) {
-		if owner := p.CellOf(userID); owner != g.cell {
-			return fmt.Errorf("%w: user %s of %s/%s is cell %s's", actors.ErrWrongCell, userID, campaignID, skuID, owner)
-		}
+// CheckCell returns an *actors.WrongCellError (errors.Is
+// actors.ErrWrongCell), naming the owner and its address when known, when
+// the SKU is celled and its map gives userID to another cell
+// (Published.CellOf: by campaign and user when the campaign's purchase
+// limit is "campaign"); nil otherwise (also for an invalid user_id, which
+// the caller refuses on its own terms). It is httpapi.CellGuard.
+func (g *Guard) CheckCell(campaignID, skuID, userID string) error {
+	p := (*g.skus.Load())[campaignID+"/"+skuID]
+	if p == nil || !sku.ValidID(userID) {
+		return nil
 	}
-	return nil
+	owner := p.CellOf(userID)
+	if owner == g.cell {
+		return nil
+	}
+	e := &actors.WrongCellError{CampaignID: campaignID, SKUID: skuID, UserID: userID, Cell: owner}
+	if addrs := g.addrs.Load(); addrs != nil {
+		e.Address = (*addrs)[owner]
+	}
+	return e
 }
 
-// The HTTP service's view of a cell's engine, with the optional parts.
+// The HTTP service's view of a cell's engine, and its claimer.
 var (
-	_ httpapi.Engine     = (*Guard)(nil)
-	_ httpapi.FeedSource = (*Guard)(nil)
-	_ httpapi.Lotteries  = (*Guard)(nil)
+	_ httpapi.Engine          = (*Guard)(nil)
+	_ httpapi.CampaignClaimer = (*Guard)(nil)
+	_ httpapi.CellGuard       = (*Guard)(nil)
 )

@@ -36,7 +36,7 @@ func startTestCell(t *testing.T, l *ledger.Ledger, cell string) *testCell {
 	}
 	t.Cleanup(func() { e.Close() })
 	g := NewGuard(e, cell, nil, l)
-	url := httpapitest.Serve(t, httpapi.Config{Engine: g, AdminToken: localToken, Logger: quiet, RequestTimeout: 2 * time.Second})
+	url := httpapitest.Serve(t, httpapi.Config{Engine: g, Claimer: g, CellGuard: g, AdminToken: localToken, Logger: quiet, RequestTimeout: 2 * time.Second})
 	return &testCell{engine: e, guard: g, url: url}
 }
 

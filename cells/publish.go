@@ -31,7 +31,8 @@ type definitionJSON struct {
 	SaleLimit       uint32 `json:"sale_limit"`
 	ReleaseOnClose  bool   `json:"release_on_close"`
 	// PurchaseLimit is "campaign" for a campaign-scope campaign, absent
-	// for "sku" (so a SKU published before issue #19 reads as "sku").
+	// for "sku" (so a definition published before the field existed
+	// reads as "sku").
 	PurchaseLimit string `json:"purchase_limit,omitempty"`
 }
 

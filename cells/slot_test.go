@@ -47,7 +47,7 @@ func TestSlotByCampaignScope(t *testing.T) {
 			if got := routes.Decide("POST", "/v1/campaigns/phones/skus/"+skuID+"/reservations", body); got.Cell != cell {
 				t.Fatalf("user %s on %s routed to %s, want %s", user, skuID, got.Cell, cell)
 			}
-			if err := guard.check("phones", skuID, user); (err == nil) != (cell == "c1") {
+			if err := guard.CheckCell("phones", skuID, user); (err == nil) != (cell == "c1") {
 				t.Fatalf("user %s on %s at c1 (owner %s): guard says %v", user, skuID, cell, err)
 			}
 		}

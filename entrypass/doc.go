@@ -1,6 +1,6 @@
 // Package entrypass mints and verifies entry passes: short-lived signed
 // tickets, fetched before a sale, that bind one reserve to a campaign, a SKU,
-// a user and a time window (issue #14). The package is pure: the caller
+// a user and a time window. The package is pure: the caller
 // passes the time in and supplies the randomness; there is no I/O, no clock
 // and no goroutine. ("Permit" already names seckill's admission bound, so
 // these are entry passes everywhere.)
@@ -9,7 +9,7 @@
 //
 // This comment is the format's specification; every constant it names is
 // part of the wire format, frozen, and never reused for another meaning. A
-// pass is the base64url encoding, without padding (RFC 4648 §5), of
+// pass is the base64url encoding, without padding (RFC 4648, section 5), of
 //
 //	payload ‖ mac
 //

@@ -8,6 +8,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/valyala/fasthttp"
 )
 
@@ -77,7 +78,7 @@ func (s *Server) bodyLimit(h *fasthttp.RequestHeader) int {
 }
 
 // bearer returns the credentials of an "Authorization: Bearer <token>"
-// header; the scheme is case-insensitive (RFC 9110 §11.1).
+// header; the scheme is case-insensitive (RFC 9110, section 11.1).
 func bearer(header []byte) ([]byte, bool) {
 	const scheme = "bearer "
 	if len(header) < len(scheme) || !bytes.EqualFold(header[:len(scheme)], []byte(scheme)) {
@@ -93,7 +94,7 @@ func bearer(header []byte) ([]byte, bool) {
 // checked before any is applied (409 otherwise). The campaign's new SKUs
 // must fit in the engine's limit of SKUs, checked and held before any is
 // defined: otherwise 507 TOO_MANY_SKUS and nothing is created. 507
-// (Insufficient Storage, RFC 4918 §11.5: the server cannot store what the
+// (Insufficient Storage, RFC 4918, section 11.5: the server cannot store what the
 // request needs) because the body is valid and would succeed on an engine
 // with room: it is this server's capacity, which an operator changes
 // (--max-skus, the open-files limit), not a conflict with the campaign's
@@ -105,7 +106,7 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 	}
 	var c Campaign
 	if err := decodeJSON(ctx.PostBody(), &c); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	if c.CampaignID == "" {
 		c.CampaignID = campaignID
@@ -122,9 +123,9 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest,
 			"entry_pass.required: this server has no entry-pass keys (--entry-pass-keys)"))
 	}
-	if claimer, ok := s.engine.(CampaignClaimer); ok { // a cell: local or published, never both (cell.go)
+	if s.claimer != nil { // a cell: local or published, never both (cell.go)
 		ectx, cancel := s.engineContext()
-		err := claimer.ClaimCampaign(ectx, campaignID)
+		err := s.claimer.ClaimCampaign(ectx, campaignID)
 		cancel()
 		if r, ok := claimReply(err); ok {
 			return write(ctx, r)
@@ -144,7 +145,9 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 	}
 	defer release()
 	created := !s.campaignExists(campaignID)
-	defer s.skuDefinitions.changed() // campaign feeds list the campaign's SKUs again
+	if s.feed != nil {
+		defer s.feed.SKUDefined() // campaign feeds list the campaign's SKUs again
+	}
 	for _, d := range defs {
 		ectx, cancel := s.engineContext()
 		err := s.engine.Define(ectx, d)
@@ -160,12 +163,20 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 		}
 		s.gates.get(d.CampaignID, d.SKUID) // its series exist from its definition
 	}
-	if created { // RFC 9110 §9.3.4: a PUT that creates answers 201
-		r := jsonReply(fasthttp.StatusCreated, outcomeOK, campaignOf(defs))
+	// The answer is the campaign as GET shows it, from the durable
+	// definitions Define has published (every SKU of the campaign, the
+	// ones this PUT left out too).
+	view, ok := s.campaignView(campaignID)
+	if !ok {
+		s.log.Error("admin_define: the campaign just defined has no SKU", "campaign_id", campaignID)
+		return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+	}
+	if created { // RFC 9110, section 9.3.4: a PUT that creates answers 201
+		r := jsonReply(fasthttp.StatusCreated, outcomeOK, view)
 		r.location = "/admin/campaigns/" + campaignID
 		return write(ctx, r)
 	}
-	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, campaignOf(defs)))
+	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, view))
 }
 
 // campaignExists reports whether the engine knows a SKU of campaignID.
@@ -206,7 +217,7 @@ func (s *Server) setPaused(ctx *fasthttp.RequestCtx, paused bool) string {
 		return write(ctx, badPathID(ctx))
 	}
 	if err := decodeNoFields(ctx.PostBody()); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	ectx, cancel := s.engineContext()
 	var err error
@@ -261,7 +272,7 @@ func auditBodyOf(campaignID, skuID string, a sku.Audit) auditBody {
 		HeldClosed: n.HeldClosed, Refunds: n.RefundsRequired, Rejected: n.Rejected, Total: n.Reservations,
 		InvariantOK: a.OK(), Violations: append([]string{}, a.Violations...),
 		Granted: n.Granted, Returned: n.Returned,
-		AsOf: formatMillis(a.LastAt),
+		AsOf: timefmt.Millis(a.LastAt),
 	}
 }
 
@@ -355,7 +366,7 @@ func (s *Server) handleRefunds(ctx *fasthttp.RequestCtx) string {
 			ReservationID: r.ReservationID,
 			PaymentID:     r.PaymentID,
 			Amount:        r.Amount,
-			At:            formatMillis(r.At),
+			At:            timefmt.Millis(r.At),
 		})
 	}
 	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, body))
@@ -370,7 +381,7 @@ func (s *Server) handleSnapshot(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, badPathID(ctx))
 	}
 	if err := decodeNoFields(ctx.PostBody()); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	ectx, cancel := s.engineContext()
 	info, err := s.engine.Snapshot(ectx, campaignID, skuID)

@@ -8,51 +8,42 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/admission"
 )
 
-// Admission (seed §2, §5, §10). A reserve reaches the SKU actor only with a
-// permit; permits in flight per SKU are bounded by
-//
-//	min(available + retry_margin, consumer_rate × max_queue_wait)
-//
-// where available is the durable count the SKU published and consumer_rate
-// its recent processing rate (never below Config.MinConsumerRate, so that a
-// cold SKU still admits). Independently, once the oldest message in the
-// SKU's mailbox has waited max_queue_wait, nothing more is admitted until
-// it drains: queue age, not length, is what the user feels.
+// The ingress's part of admission: the sale gate's fast refusals
+// (precheck), then a permit from the SKU's gate, which package
+// admission's rule sizes from the SKU's published load: the bound of
+// permits in flight, the wait a reserve admitted now would see (inbox age
+// and commit latency) against max_queue_wait, and the ramp back after
+// slow commits.
 
-// limits are the admission parameters.
-type limits struct {
-	maxQueueWait time.Duration
-	retryMargin  int64
-	minRate      float64
+// limits are the admission parameters (admission.Limits).
+type limits struct{ admission.Limits }
+
+// loadOf is what the admission rule reads of a SKU's published stats.
+func loadOf(st *actors.Stats) admission.Load {
+	return admission.Load{
+		Available: int64(st.Counts.Available), Rate: st.RatePerSecond,
+		InboxAge: st.OldestWait, CommitWait: st.CommitWait, CommitLatency: st.CommitLatency, Commits: st.Commits,
+	}
 }
 
-// bound returns the number of permits a SKU may have in flight (seed §5):
-// min(available + retry_margin, consumer_rate × max_queue_wait), at least 1.
-func (l limits) bound(st actors.Stats) int64 {
-	rate := st.RatePerSecond
-	if rate < l.minRate {
-		rate = l.minRate
-	}
-	byRate := int64(rate * l.maxQueueWait.Seconds())
-	if byRate < 1 {
-		byRate = 1
-	}
-	return min(int64(st.Counts.Available)+l.retryMargin, byRate)
+// decide applies the admission rule to a SKU's stats st with its gate g.
+func (l limits) decide(st *actors.Stats, g *gate) admission.Decision {
+	return l.Decide(loadOf(st), &g.ramp)
 }
 
 // verdict is what the ingress answers a reserve before the engine.
 type verdict uint8
 
 const (
-	verdictAdmit       verdict = iota // go to the engine
+	verdictAdmit       verdict = iota // on to admission's permit, then the engine
 	verdictUnavailable                // 503 UNAVAILABLE
 	verdictNotStarted                 // 403 NOT_STARTED
 	verdictEnded                      // 403 ENDED
 	verdictPaused                     // 503 PAUSED
 	verdictSoldOut                    // 409 SOLD_OUT (durable available = 0)
-	verdictQueueFull                  // 429 QUEUE_FULL
 )
 
 // refusals maps the sale gate's refusals onto the ingress's answers.
@@ -73,9 +64,10 @@ func (v verdict) gateRefusal() bool {
 // precheck says from published, durable stats alone whether a reserve can
 // be answered without the actor. The window, the pause and sold out are the
 // sale gate's (sku.Gate), asked at the server's clock. For a retry of a
-// request whose result was unknown only the load checks apply: the engine
-// must say what became of it, and a fast SOLD_OUT or ENDED could
-// contradict a reservation it made after all.
+// request whose result was unknown they do not apply: the engine must say
+// what became of it, and a fast SOLD_OUT or ENDED could contradict a
+// reservation it made after all. The load (admission's permit) applies to
+// every reserve after this.
 func (l limits) precheck(st *actors.Stats, now time.Time, retryOfUnknown bool) verdict {
 	if st.Unavailable {
 		return verdictUnavailable
@@ -85,9 +77,6 @@ func (l limits) precheck(st *actors.Stats, now time.Time, retryOfUnknown bool) v
 			return refusals[o]
 		}
 	}
-	if st.OldestWait >= l.maxQueueWait {
-		return verdictQueueFull
-	}
 	return verdictAdmit
 }
 
@@ -96,28 +85,55 @@ func gateOf(st *actors.Stats, now time.Time) sku.Verdict {
 	return sku.Gate(st.Definition, st.Paused, st.Counts, now.UnixMilli())
 }
 
-// gate holds the permits of one SKU.
+// gate holds the permits of one SKU, and its admission ramp.
 type gate struct {
 	inFlight   atomic.Int64
+	ramp       admission.Ramp
 	admissions prometheus.Counter
 }
 
-// tryAcquire takes a permit if fewer than max are in flight.
-func (g *gate) tryAcquire(max int64) bool {
+// admit takes a permit if admission's decision d allows one more in
+// flight; refused, it returns the state the reserve is refused with
+// (QueueFull or Throttled).
+func (g *gate) admit(d admission.Decision) (refusal admission.State, ok bool) {
 	for {
 		n := g.inFlight.Load()
-		if n >= max {
-			return false
+		if refusal, refused := d.Refusal(n); refused {
+			return refusal, false
 		}
 		if g.inFlight.CompareAndSwap(n, n+1) {
 			g.admissions.Inc()
-			return true
+			return admission.Open, true
+		}
+	}
+}
+
+// admitN takes up to n permits while d allows them, and returns how many
+// it took (0 to n) and the state the rest are refused with.
+func (g *gate) admitN(n int64, d admission.Decision) (int, admission.State) {
+	refusal, _ := d.Refusal(d.Permits) // what a reserve beyond the permits hears
+	for {
+		cur := g.inFlight.Load()
+		k := min(n, d.Permits-cur)
+		if k <= 0 {
+			return 0, refusal
+		}
+		if g.inFlight.CompareAndSwap(cur, cur+k) {
+			g.admissions.Add(float64(k))
+			return int(k), refusal
 		}
 	}
 }
 
 // release returns a permit.
 func (g *gate) release() { g.inFlight.Add(-1) }
+
+// releaseN returns n permits.
+func (g *gate) releaseN(n int) {
+	if n > 0 {
+		g.inFlight.Add(-int64(n))
+	}
+}
 
 // gates maps a SKU to its gate. Gates are made only for SKUs the engine
 // knows, so the map is bounded by the number of configured SKUs; every
@@ -142,13 +158,4 @@ func (g *gates) get(campaignID, skuID string) *gate {
 	}
 	gt, _ := g.m.LoadOrStore(key, &gate{admissions: g.admissions.WithLabelValues(campaignID, skuID)})
 	return gt.(*gate)
-}
-
-// inFlight returns the permits in flight for a SKU (0 when it has no gate).
-func (g *gates) inFlight(campaignID, skuID string) int64 {
-	gt, ok := g.m.Load(gateKey{campaignID, skuID})
-	if !ok {
-		return 0
-	}
-	return gt.(*gate).inFlight.Load()
 }

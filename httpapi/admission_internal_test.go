@@ -6,6 +6,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/admission"
 )
 
 func stats(available, reserved uint32, rate float64, oldest time.Duration) actors.Stats {
@@ -18,31 +19,10 @@ func stats(available, reserved uint32, rate float64, oldest time.Duration) actor
 	}
 }
 
-func TestAdmissionBound(t *testing.T) {
-	l := limits{maxQueueWait: time.Second, retryMargin: 10, minRate: 50}
-	for _, c := range []struct {
-		available uint32
-		rate      float64
-		permits   int64
-	}{
-		{available: 100, rate: 0, permits: 50},     // cold: the floor
-		{available: 100, rate: 5000, permits: 110}, // stock + margin
-		{available: 0, rate: 5000, permits: 10},
-		{available: 100, rate: 80, permits: 80},
-	} {
-		p := l.bound(stats(c.available, 0, c.rate, 0))
-		if p != c.permits {
-			t.Errorf("available %d rate %v: %d, want %d", c.available, c.rate, p, c.permits)
-		}
-	}
-	tiny := limits{maxQueueWait: time.Millisecond, retryMargin: 1, minRate: 1}
-	if p := tiny.bound(stats(100, 0, 0, 0)); p != 1 {
-		t.Errorf("bound never goes below 1 permit: %d", p)
-	}
-}
+var testLimits = limits{admission.Limits{MaxQueueWait: time.Second, RetryMargin: 10, MinRate: 50}}
 
 func TestPrecheck(t *testing.T) {
-	l := limits{maxQueueWait: time.Second, retryMargin: 10, minRate: 50}
+	l := testLimits
 	at := func(ms int64) time.Time { return time.UnixMilli(ms) }
 	paused := stats(5, 0, 0, 0)
 	paused.Paused = true
@@ -61,10 +41,8 @@ func TestPrecheck(t *testing.T) {
 		{"paused", paused, 1500, false, verdictPaused},
 		{"unavailable", down, 1500, false, verdictUnavailable},
 		{"sold out", stats(0, 3, 0, 0), 1500, false, verdictSoldOut},
-		{"queue too old", stats(5, 0, 0, time.Second), 1500, false, verdictQueueFull},
 		{"retry of unknown skips sold out", stats(0, 3, 0, 0), 1500, true, verdictAdmit},
 		{"retry of unknown skips the window", stats(5, 0, 0, 0), 2500, true, verdictAdmit},
-		{"retry of unknown still waits for the queue", stats(0, 3, 0, 2*time.Second), 1500, true, verdictQueueFull},
 		{"retry of unknown on a failed SKU", down, 1500, true, verdictUnavailable},
 	} {
 		if got := l.precheck(&c.st, at(c.now), c.unknown); got != c.want {
@@ -74,10 +52,14 @@ func TestPrecheck(t *testing.T) {
 }
 
 func TestSKUStatus(t *testing.T) {
-	l := limits{maxQueueWait: time.Second, retryMargin: 10, minRate: 50}
+	l := testLimits
 	at := func(ms int64) time.Time { return time.UnixMilli(ms) }
 	paused := stats(5, 0, 0, 0)
 	paused.Paused = true
+	slow := stats(5, 0, 0, 0)
+	slow.CommitLatency = 1500 * time.Millisecond
+	stalled := stats(5, 0, 0, 100*time.Millisecond)
+	stalled.CommitWait, stalled.CommitLatency = 900*time.Millisecond, time.Millisecond
 	for _, c := range []struct {
 		name     string
 		st       actors.Stats
@@ -93,11 +75,16 @@ func TestSKUStatus(t *testing.T) {
 		{"sold, nothing reserved", stats(0, 0, 0, 0), 1500, 0, StatusFinalSoldOut, true},
 		{"sold, some may come back", stats(0, 4, 0, 0), 1500, 0, StatusTempSoldOut, false},
 		{"paused", paused, 1500, 0, StatusPaused, false},
-		{"throttled", stats(5, 0, 0, 600*time.Millisecond), 1500, 0, StatusThrottled, false},
+		{"above half of max_queue_wait", stats(5, 0, 0, 600*time.Millisecond), 1500, 0, StatusThrottled, false},
 		{"queue age", stats(5, 0, 0, time.Second), 1500, 0, StatusQueueFull, false},
 		{"permits", stats(50, 0, 0, 0), 1500, 50, StatusQueueFull, false},
+		{"slow commits", slow, 1500, 0, StatusThrottled, false},
+		{"slow commits, the probe out", slow, 1500, 1, StatusThrottled, false},
+		{"a stalled commit", stalled, 1500, 0, StatusThrottled, false},
 	} {
-		got, final := l.skuStatus(c.st, at(c.now), c.inFlight)
+		g := &gate{}
+		g.inFlight.Store(c.inFlight)
+		got, final := l.skuStatus(c.st, at(c.now), g)
 		if got != c.want || final != c.final {
 			t.Errorf("%s: %s %v, want %s %v", c.name, got, final, c.want, c.final)
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/valyala/fastjson"
 )
 
-// The batch reserve (issue #17) is for gateways that forward admitted
+// The batch reserve is for gateways that forward admitted
 // buyers in batches and pay HTTP once per batch, as Redis pipelining and
 // Kafka producers do:
 //
@@ -45,7 +45,7 @@ import (
 // joined (the engine orders a user's items and answers a second purchase
 // ALREADY_PURCHASED); and the batch takes one permit per item that
 // reaches the engine: the items beyond the SKU's free permits are
-// answered 429 QUEUE_FULL, as single reserves beyond them would be.
+// answered 429 QUEUE_FULL or THROTTLED, as single reserves beyond them would be.
 
 // MaxBatchItems bounds the items of one batch reserve.
 const MaxBatchItems = actors.MaxBatchItems
@@ -72,17 +72,17 @@ var batchParsers fastjson.ParserPool
 // unknown or repeated).
 func parseBatchEnvelope(body []byte) ([][]byte, error) {
 	if len(bytes.Trim(body, jsonSpace)) == 0 {
-		return nil, errors.New(`empty body, a JSON object {"items": [...]} is expected`)
+		return nil, errEmptyBody
 	}
 	p := batchParsers.Get()
 	defer batchParsers.Put(p)
 	v, err := p.ParseBytes(body)
 	if err != nil {
-		return nil, fmt.Errorf("malformed JSON: %s", boundDetail(err.Error()))
+		return nil, fastjsonError(body)
 	}
 	obj, err := v.Object()
 	if err != nil {
-		return nil, errors.New("malformed JSON: a JSON object is expected")
+		return nil, errNotObject
 	}
 	var items []*fastjson.Value
 	seen := false
@@ -106,6 +106,8 @@ func parseBatchEnvelope(body []byte) ([][]byte, error) {
 	switch {
 	case err != nil:
 		return nil, err
+	case !seen:
+		return nil, missingField("items")
 	case len(items) == 0:
 		return nil, fmt.Errorf("items: must hold 1 to %d reserves", MaxBatchItems)
 	case len(items) > MaxBatchItems:
@@ -129,7 +131,7 @@ func (s *Server) handleReserveBatch(ctx *fasthttp.RequestCtx) string {
 	raw, err := parseBatchEnvelope(ctx.PostBody())
 	if err != nil {
 		s.rejected(layerValidation)
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	st, known := s.engine.SKUStats(campaignID, skuID)
 	if !known {
@@ -185,14 +187,15 @@ func (s *Server) reserveBatch(campaignID, skuID string, st actors.Stats, raw [][
 	if len(pending) == 0 {
 		return reps
 	}
-	// One permit per item for the engine, as many as are free: the items
-	// beyond them are busy, as single reserves beyond them would be.
+	// One permit per item for the engine, as many as admission allows:
+	// the items beyond them are refused, as single reserves beyond them
+	// would be.
 	g := s.gates.get(campaignID, skuID)
-	granted := g.tryAcquireN(int64(len(pending)), s.limits.bound(st))
+	d := s.limits.decide(&st, g)
+	granted, refusal := g.admitN(int64(len(pending)), d)
 	defer g.releaseN(granted)
 	for _, i := range pending[granted:] {
-		s.rejected(layerQueueFull)
-		reps[i] = s.queueFull()
+		reps[i] = s.busy(refusal, d)
 	}
 	pending = pending[:granted]
 	if len(pending) == 0 {
@@ -215,8 +218,8 @@ func (s *Server) reserveBatch(campaignID, skuID string, st actors.Stats, raw [][
 }
 
 // batchItemIngress runs one item through the layers before the engine,
-// in handleReserve's order: decoding, the ids, the lottery refusal, the
-// entry pass (checkEntryPass on the SKU's published definition), the
+// in handleReserve's order: decoding, the ids, the user's cell, the
+// lottery refusal, the entry pass (checkEntryPass on the SKU's published definition), the
 // answer cache and the fast paths on the SKU's stats st. done reports
 // that rep answers the item; otherwise it goes to the engine, it filled.
 func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st *actors.Stats,
@@ -226,10 +229,13 @@ func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st *act
 	req, err := parseReserveBody(parser, body)
 	if err != nil {
 		s.rejected(layerValidation)
-		return errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()), true
+		return bodyError(err), true
 	}
 	if rep, bad := s.checkBatchItem(req); bad {
 		s.rejected(layerValidation)
+		return rep, true
+	}
+	if rep, refused := s.checkCell(campaignID, skuID, req.UserID); refused {
 		return rep, true
 	}
 	if st.Definition.Lottery != nil {
@@ -280,12 +286,12 @@ func (s *Server) batchItemReply(campaignID, skuID string, st *actors.Stats, it *
 		f := classify(r.Err)
 		if f.unknown {
 			s.answers.markUnknown(it.rkey, it.req.UserID)
-			return s.resultUnknown(lookupURL(campaignID, skuID, it.pass.requestID))
+			return s.resultUnknown(LookupURL(campaignID, skuID, it.pass.requestID))
 		}
 		if f.status >= 500 && f.reason == reasonInternal {
 			s.log.Error("batch reserve failed", "campaign_id", campaignID, "sku_id", skuID, "err", r.Err)
 		}
-		return errorReply(f.status, f.reason, wrongCellDetail(r.Err))
+		return f.reply(r.Err)
 	}
 	rep, cache := s.reserveReply(r.Result)
 	if r.Result.Outcome == sku.OutcomeSoldOut && st.Definition.Cell != "" {
@@ -317,27 +323,4 @@ func appendBatchResults(dst []byte, reps []reply) []byte {
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}"...)
-}
-
-// tryAcquireN takes up to n permits while fewer than max are in flight,
-// and returns how many it took (0 to n).
-func (g *gate) tryAcquireN(n, max int64) int {
-	for {
-		cur := g.inFlight.Load()
-		k := min(n, max-cur)
-		if k <= 0 {
-			return 0
-		}
-		if g.inFlight.CompareAndSwap(cur, cur+k) {
-			g.admissions.Add(float64(k))
-			return int(k)
-		}
-	}
-}
-
-// releaseN returns n permits.
-func (g *gate) releaseN(n int) {
-	if n > 0 {
-		g.inFlight.Add(-int64(n))
-	}
 }

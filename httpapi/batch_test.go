@@ -208,11 +208,14 @@ func TestBatchEnvelope(t *testing.T) {
 		tooMany[i] = fmt.Sprintf(`{"request_id":"r%d","user_id":"u%d"}`, i, i)
 	}
 	for _, body := range []string{
-		``, `null`, `[]`, `{}`, `{"items":[]}`, `{"items":{}}`, `{"items":[1],"items":[2]}`,
-		`{"items":[{"request_id":"r1","user_id":"u1"}],"extra":1}`, `{"Items":[]}`, `{"items":[`,
+		`null`, `[]`, `{}`, `{"items":[]}`, `{"items":{}}`, `{"items":[1],"items":[2]}`,
+		`{"items":[{"request_id":"r1","user_id":"u1"}],"extra":1}`, `{"Items":[]}`,
 		`{"items":[` + strings.Join(tooMany, ",") + `]}`,
 	} {
 		want(t, ts.post(path, body), http.StatusBadRequest, "BAD_REQUEST")
+	}
+	for _, body := range []string{``, `{"items":[`, `{"items":[]} {}`} {
+		want(t, ts.post(path, body), http.StatusBadRequest, "INVALID_JSON")
 	}
 	if st, _ := twin.SKUStats("c", "s"); st.Counts.Available != 5 || st.Counts.Rejected != 0 {
 		t.Fatalf("refused batches decided something: %+v", st.Counts)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/httpapi/jsonkeys"
+	"github.com/seckill/seckill/internal/timefmt"
 )
 
 // campaignJSON is the JSON form of a Campaign: the same fields, with
@@ -16,11 +17,11 @@ import (
 // the embedded type's name into encoding/json's error paths.)
 type campaignJSON struct {
 	CampaignID     string        `json:"campaign_id"`
-	StartAt        string        `json:"start_at"`
-	EndAt          string        `json:"end_at"`
+	StartAt        string        `json:"start_at" jsonkeys:"required"`
+	EndAt          string        `json:"end_at" jsonkeys:"required"`
 	PaymentWindow  string        `json:"payment_window,omitempty"`
 	ReleaseOnClose *bool         `json:"release_on_close,omitempty"`
-	SKUs           []CampaignSKU `json:"skus"`
+	SKUs           []CampaignSKU `json:"skus" jsonkeys:"required"`
 
 	EntryPass             *CampaignEntryPass `json:"entry_pass,omitempty"`
 	MaxUnpaidPerSubject   uint32             `json:"max_unpaid_per_subject,omitempty"`
@@ -52,17 +53,18 @@ func formatCampaignTime(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return formatMillis(t.UnixMilli())
+	return timefmt.Millis(t.UnixMilli())
 }
 
 // exampleTime shows the expected form of a time in error messages.
 const exampleTime = "2030-01-01T12:00:00Z"
 
 // UnmarshalJSON reads a campaign document. As in every body of the API,
-// keys are spelled exactly as documented, at every level, and none is
-// unknown or repeated (jsonkeys.Check against campaignJSON); start_at and
-// end_at are RFC 3339 strings (empty or absent: not set, which Definitions
-// refuses).
+// keys are spelled exactly as documented, at every level, none is unknown
+// or repeated, and none tagged required is left out (jsonkeys.Check
+// against campaignJSON, after the values are read: a bad value is named
+// first); start_at and end_at are RFC 3339 strings ("" is not set, which
+// Definitions refuses as missing).
 func (c *Campaign) UnmarshalJSON(data []byte) error {
 	if string(bytes.TrimSpace(data)) == "null" {
 		return nil
@@ -71,6 +73,14 @@ func (c *Campaign) UnmarshalJSON(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
+		return err
+	}
+	start, err := parseCampaignTime("start_at", doc.StartAt)
+	if err != nil {
+		return err
+	}
+	end, err := parseCampaignTime("end_at", doc.EndAt)
+	if err != nil {
 		return err
 	}
 	if err := jsonkeys.Check(data, &doc); err != nil {
@@ -84,14 +94,6 @@ func (c *Campaign) UnmarshalJSON(data []byte) error {
 		if json.Unmarshal(data, &limit) == nil && limit.PurchaseLimit != nil {
 			return &fieldError{field: "purchase_limit", want: `"sku" or "campaign"`}
 		}
-	}
-	start, err := parseCampaignTime("start_at", doc.StartAt)
-	if err != nil {
-		return err
-	}
-	end, err := parseCampaignTime("end_at", doc.EndAt)
-	if err != nil {
-		return err
 	}
 	*c = Campaign{
 		CampaignID:     doc.CampaignID,

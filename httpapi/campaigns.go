@@ -37,7 +37,7 @@ type Campaign struct {
 	SKUs []CampaignSKU `json:"skus"`
 	// EntryPass says whether reserves need an entry pass and how the
 	// issuing route hands them out; absent: passes are optional, lead and
-	// ttl 10m (issue #14).
+	// ttl 10m.
 	EntryPass *CampaignEntryPass `json:"entry_pass,omitempty"`
 	// MaxUnpaidPerSubject caps, per SKU, the unpaid reservations whose
 	// entry passes carry the same subject key; 0 or absent: no cap.
@@ -46,8 +46,8 @@ type Campaign struct {
 	// with a pass of risk >= 1, a Go duration no longer than
 	// payment_window; empty: payment_window.
 	PaymentWindowHighRisk string `json:"payment_window_high_risk,omitempty"`
-	// PurchaseLimit is the scope of the one-purchase-per-user rule
-	// (issue #19): "sku" (absent: one live purchase per SKU and user) or
+	// PurchaseLimit is the scope of the one-purchase-per-user rule:
+	// "sku" (absent: one live purchase per SKU and user) or
 	// "campaign" (one per campaign and user, over all its SKUs). Never
 	// changes once defined.
 	PurchaseLimit string `json:"purchase_limit,omitempty"`
@@ -65,7 +65,7 @@ type CampaignEntryPass struct {
 	TTL string `json:"ttl,omitempty"`
 }
 
-// passFields returns the fields of issue #14 of every SKU's definition.
+// passFields returns the entry-pass fields of every SKU's definition.
 func (c Campaign) passFields(window time.Duration) (rule sku.EntryPassRule, highRiskMs int64, err error) {
 	if e := c.EntryPass; e != nil {
 		rule.Required = e.Required
@@ -96,9 +96,9 @@ func (c Campaign) passFields(window time.Duration) (rule sku.EntryPassRule, high
 // CampaignSKU is one SKU of a Campaign.
 type CampaignSKU struct {
 	// SKUID names the SKU within the campaign.
-	SKUID string `json:"sku_id"`
+	SKUID string `json:"sku_id" jsonkeys:"required"`
 	// SaleLimit is the number of tokens the campaign may sell.
-	SaleLimit uint32 `json:"sale_limit"`
+	SaleLimit uint32 `json:"sale_limit" jsonkeys:"required"`
 	// A lottery sale (lottery_campaign.go): "allocation":"lottery", the
 	// entry window (RFC 3339), the beacon round, the waitlist (default
 	// sale_limit) and optional tier quotas.
@@ -116,8 +116,11 @@ const MaxCampaignFileSize = 1 << 20
 // Definitions turns the document into one sku.Definition per SKU, checking
 // every field (sku.Definition.Validate) and that no SKU appears twice.
 func (c Campaign) Definitions() ([]sku.Definition, error) {
-	if c.StartAt.IsZero() || c.EndAt.IsZero() {
-		return nil, errors.New("start_at and end_at are required (RFC 3339)")
+	switch {
+	case c.StartAt.IsZero():
+		return nil, missingField("start_at")
+	case c.EndAt.IsZero():
+		return nil, missingField("end_at")
 	}
 	window := time.Duration(sku.DefaultPaymentWindowMs) * time.Millisecond
 	if c.PaymentWindow != "" {
@@ -175,39 +178,6 @@ func (c Campaign) Definitions() ([]sku.Definition, error) {
 		defs = append(defs, d)
 	}
 	return defs, nil
-}
-
-// campaignOf renders definitions of one campaign back as a document.
-func campaignOf(defs []sku.Definition) Campaign {
-	c := Campaign{SKUs: make([]CampaignSKU, 0, len(defs))}
-	for i, d := range defs {
-		if i == 0 {
-			release := d.ReleaseOnClose
-			c.CampaignID = d.CampaignID
-			c.StartAt = time.UnixMilli(d.StartAt).UTC()
-			c.EndAt = time.UnixMilli(d.EndAt).UTC()
-			c.PaymentWindow = (time.Duration(d.PaymentWindowMs) * time.Millisecond).String()
-			c.ReleaseOnClose = &release
-			c.MaxUnpaidPerSubject = d.MaxUnpaidPerSubject
-			if d.PurchaseLimit != sku.PurchaseLimitSKU {
-				c.PurchaseLimit = d.PurchaseLimit.String()
-			}
-			if d.PaymentWindowHighRiskMs != 0 {
-				c.PaymentWindowHighRisk = (time.Duration(d.PaymentWindowHighRiskMs) * time.Millisecond).String()
-			}
-			if d.EntryPass != (sku.EntryPassRule{}) {
-				c.EntryPass = &CampaignEntryPass{Required: d.EntryPass.Required}
-				if d.EntryPass.LeadMs != 0 {
-					c.EntryPass.Lead = (time.Duration(d.EntryPass.LeadMs) * time.Millisecond).String()
-				}
-				if d.EntryPass.TTLMs != 0 {
-					c.EntryPass.TTL = (time.Duration(d.EntryPass.TTLMs) * time.Millisecond).String()
-				}
-			}
-		}
-		c.SKUs = append(c.SKUs, campaignSKUOf(d))
-	}
-	return c
 }
 
 // ParseCampaigns reads a list of campaign documents, JSON or YAML, by the

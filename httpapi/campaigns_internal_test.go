@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 )
 
 func TestParseCampaignsJSONAndYAML(t *testing.T) {
@@ -87,12 +88,29 @@ func TestDemoCampaign(t *testing.T) {
 	}
 }
 
-func TestCampaignRoundTrip(t *testing.T) {
+// Durations are shown as a body gives them, and read back as they were.
+func TestFormatDuration(t *testing.T) {
+	for ms, want := range map[int64]string{
+		15 * 60_000: "15m", 3_600_000: "1h", 5_400_000: "1h30m", 90_000: "1m30s", 1_500: "1.5s",
+		250: "250ms", 86_400_000: "24h", 3_661_000: "1h1m1s", 61_500: "1m1.5s", 1: "1ms",
+	} {
+		got := timefmt.Duration(ms)
+		d, err := time.ParseDuration(got)
+		if got != want || err != nil || d.Milliseconds() != ms {
+			t.Errorf("%d ms: %q (%v, %v), want %q", ms, got, d, err, want)
+		}
+	}
+}
+
+// The view of the demo campaign: its definition, durations as given.
+func TestCampaignView(t *testing.T) {
 	c := DemoCampaign(time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC))
 	defs, _ := c.Definitions()
-	back, err := campaignOf(defs).Definitions()
-	if err != nil || back[0] != defs[0] {
-		t.Fatalf("round trip: %+v %v", back, err)
+	views := campaignsOf([]actors.Stats{{CampaignID: "demo", SKUID: "sku-1", Definition: defs[0]}}, "demo")
+	want := campaignBody{CampaignID: "demo", PurchaseLimit: "sku", SKUs: []campaignSKU{{SKUID: "sku-1", SaleLimit: 10_000,
+		StartAt: "2030-05-01T12:00:00.000Z", EndAt: "2030-05-02T12:00:00.000Z", PaymentWindow: "15m", ReleaseOnClose: true}}}
+	if len(views) != 1 || !reflect.DeepEqual(views[0], want) {
+		t.Fatalf("view %+v\nwant %+v", views, want)
 	}
 }
 
@@ -106,8 +124,8 @@ func TestClassify(t *testing.T) {
 	if f := classify(fmt.Errorf("reserve: %w", actors.ErrBusy)); f.status != 429 || f.reason != reasonQueueFull {
 		t.Fatalf("a full SKU inbox: %+v", f)
 	}
-	if !strings.HasPrefix(formatMillis(1893456000123), "2030-01-01T00:00:00.123Z") {
-		t.Fatal(formatMillis(1893456000123))
+	if !strings.HasPrefix(timefmt.Millis(1893456000123), "2030-01-01T00:00:00.123Z") {
+		t.Fatal(timefmt.Millis(1893456000123))
 	}
 }
 

@@ -1,17 +1,17 @@
 package httpapi
 
 import (
-	"time"
-
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/valyala/fasthttp"
 )
 
-// campaignBody is a campaign as GET /admin/campaigns/{c} shows it: every
-// SKU the engine holds under the campaign id, each with its durable
-// definition (the fields of the PUT body, which later PUTs may have
-// changed SKU by SKU) and whether it is paused.
+// campaignBody is a campaign as GET /admin/campaigns/{c} shows it and a
+// PUT of it answers (campaignView): every SKU the engine holds under the
+// campaign id, each with its durable definition (the fields of the PUT
+// body, which later PUTs may have changed SKU by SKU; durations as a body
+// gives them, "15m") and whether it is paused.
 type campaignBody struct {
 	CampaignID string `json:"campaign_id"`
 	// PurchaseLimit is "sku" or "campaign", the same for every SKU.
@@ -32,6 +32,11 @@ type campaignSKU struct {
 	// GET /v1/campaigns/{c}/skus/{s}/lottery); absent: first come, first
 	// served.
 	Allocation string `json:"allocation,omitempty"`
+	// The entry-pass fields, each absent when not set: entry_pass,
+	// max_unpaid_per_subject, payment_window_high_risk.
+	EntryPass             *CampaignEntryPass `json:"entry_pass,omitempty"`
+	MaxUnpaidPerSubject   uint32             `json:"max_unpaid_per_subject,omitempty"`
+	PaymentWindowHighRisk string             `json:"payment_window_high_risk,omitempty"`
 }
 
 // campaignsBody answers GET /admin/campaigns: every campaign, sorted by id.
@@ -52,17 +57,42 @@ func campaignsOf(stats []actors.Stats, campaignID string) []campaignBody {
 		}
 		d := st.Definition
 		c := &out[len(out)-1]
-		c.SKUs = append(c.SKUs, campaignSKU{
+		v := campaignSKU{
 			SKUID: st.SKUID, SaleLimit: d.SaleLimit,
-			StartAt: formatMillis(d.StartAt), EndAt: formatMillis(d.EndAt),
-			PaymentWindow:  (time.Duration(d.PaymentWindowMs) * time.Millisecond).String(),
+			StartAt: timefmt.Millis(d.StartAt), EndAt: timefmt.Millis(d.EndAt),
+			PaymentWindow:  timefmt.Duration(d.PaymentWindowMs),
 			ReleaseOnClose: d.ReleaseOnClose, Paused: st.Paused,
-		})
-		if d.Lottery != nil {
-			c.SKUs[len(c.SKUs)-1].Allocation = AllocationLottery
+			MaxUnpaidPerSubject: d.MaxUnpaidPerSubject,
 		}
+		if d.Lottery != nil {
+			v.Allocation = AllocationLottery
+		}
+		if d.EntryPass != (sku.EntryPassRule{}) {
+			v.EntryPass = &CampaignEntryPass{Required: d.EntryPass.Required}
+			if d.EntryPass.LeadMs != 0 {
+				v.EntryPass.Lead = timefmt.Duration(d.EntryPass.LeadMs)
+			}
+			if d.EntryPass.TTLMs != 0 {
+				v.EntryPass.TTL = timefmt.Duration(d.EntryPass.TTLMs)
+			}
+		}
+		if d.PaymentWindowHighRiskMs != 0 {
+			v.PaymentWindowHighRisk = timefmt.Duration(d.PaymentWindowHighRiskMs)
+		}
+		c.SKUs = append(c.SKUs, v)
 	}
 	return out
+}
+
+// campaignView is the campaign as GET /admin/campaigns/{c} shows it, the
+// one rendering of a campaign: a PUT of it answers the same body. False
+// when the engine holds no SKU of it.
+func (s *Server) campaignView(campaignID string) (campaignBody, bool) {
+	cs := campaignsOf(s.engine.AllStats(), campaignID)
+	if len(cs) == 0 {
+		return campaignBody{}, false
+	}
+	return cs[0], true
 }
 
 // handleCampaign is GET /admin/campaigns/{c}: 404 when the engine holds
@@ -72,11 +102,11 @@ func (s *Server) handleCampaign(ctx *fasthttp.RequestCtx) string {
 	if !sku.ValidID(campaignID) {
 		return write(ctx, badPathID(ctx))
 	}
-	cs := campaignsOf(s.engine.AllStats(), campaignID)
-	if len(cs) == 0 {
+	view, ok := s.campaignView(campaignID)
+	if !ok {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such campaign"))
 	}
-	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, cs[0]))
+	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, view))
 }
 
 // handleCampaigns is GET /admin/campaigns: every campaign and its SKUs

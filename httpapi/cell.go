@@ -13,10 +13,38 @@ import (
 // processes, each holding quota granted by the ledger. Its SOLD_OUT is
 // never final and never cached (another cell may return units), and it
 // carries Retry-After while the cell waits for a top-up. A reserve for a
-// user of another cell is refused with 421 WRONG_CELL naming that cell.
+// user of another cell is refused with 421 WRONG_CELL naming that cell
+// ("cell") and, when known, its address ("address"), before any other
+// answer about the SKU: an empty cell's SOLD_OUT would tell the user of
+// another cell, whose own cell may have stock, a wrong answer, and a
+// misrouting gateway would never learn that it misroutes.
 
 // reasonWrongCell is the error of a request sent to the wrong cell.
 const reasonWrongCell = "WRONG_CELL"
+
+// CellGuard is the optional part of an Engine that serves one cell of
+// celled SKUs (package cells' Guard): the ingress asks it about each
+// reserve's user as soon as the SKU is known, before its fast answers.
+type CellGuard interface {
+	// CheckCell returns an error wrapping actors.ErrWrongCell (an
+	// *actors.WrongCellError for the cell and its address) when the SKU
+	// is celled and userID belongs to another cell; nil otherwise.
+	CheckCell(campaignID, skuID, userID string) error
+}
+
+// checkCell is the WRONG_CELL answer to a reserve of userID at this
+// cell, counted as a validation refusal; refused is false when the user
+// is this cell's (or the engine serves no cells).
+func (s *Server) checkCell(campaignID, skuID, userID string) (rep reply, refused bool) {
+	if s.cellGuard == nil {
+		return reply{}, false
+	}
+	if err := s.cellGuard.CheckCell(campaignID, skuID, userID); err != nil {
+		s.rejected(layerValidation)
+		return wrongCellReply(err), true
+	}
+	return reply{}, false
+}
 
 // soldOutReply is the SOLD_OUT answer for SKU st: the fixed one, with
 // Retry-After while its cell waits for a top-up.
@@ -29,13 +57,16 @@ func (s *Server) soldOutReply(st actors.Stats) reply {
 	return rep
 }
 
-// wrongCellDetail is the detail of a WRONG_CELL answer: the error's text,
-// which names the user's cell; "" for other errors.
-func wrongCellDetail(err error) string {
-	if errors.Is(err, actors.ErrWrongCell) {
-		return err.Error()
+// wrongCellReply is the 421 WRONG_CELL answer to err (errors.Is
+// actors.ErrWrongCell): its text as the detail, and the owner's cell and
+// address as fields when err is an *actors.WrongCellError.
+func wrongCellReply(err error) reply {
+	body := errorBody{Error: reasonWrongCell, Detail: err.Error()}
+	var wc *actors.WrongCellError
+	if errors.As(err, &wc) {
+		body.Cell, body.Address = wc.Cell, wc.Address
 	}
-	return ""
+	return jsonReply(fasthttp.StatusMisdirectedRequest, reasonWrongCell, body)
 }
 
 // A cell defines a campaign through its admin API only if the campaign is
@@ -55,9 +86,9 @@ var (
 	ErrLedgerUnreachable = errors.New("etcd did not answer whether the campaign is published across cells; nothing was defined")
 )
 
-// CampaignClaimer is the optional part of an Engine that must be asked
-// before a campaign is defined through the admin API (a cell's guard):
-// nil when this engine may define it.
+// CampaignClaimer must be asked before a campaign is defined through the
+// admin API (Config.Claimer: a cell's guard): nil when this cell may
+// define it.
 type CampaignClaimer interface {
 	ClaimCampaign(ctx context.Context, campaignID string) error
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/seckill/seckill/httpapi/jsonkeys"
 	"github.com/seckill/seckill/lottery"
 	"github.com/valyala/fasthttp"
+	"github.com/valyala/fastjson"
 )
 
 // maxDetail bounds the variable part of a 400 detail (a parser's message,
@@ -30,32 +31,141 @@ func boundDetail(msg string) string {
 	return msg[:maxDetail] + "..."
 }
 
-// jsonSpace is the whitespace JSON allows around a value (RFC 8259 §2);
+// jsonSpace is the whitespace JSON allows around a value (RFC 8259, section 2);
 // bytes.TrimSpace would also take Unicode spaces, which JSON does not.
 const jsonSpace = " \t\r\n"
 
+// invalidJSON is a body that is not one complete JSON text: empty, cut
+// short, not JSON, or with more after its value. It is answered 400
+// INVALID_JSON (bodyError); a body that is JSON but not what the route
+// takes (another type, an unknown, repeated or missing field, a bad value)
+// is 400 BAD_REQUEST.
+type invalidJSON struct{ detail string }
+
+func (e *invalidJSON) Error() string { return e.detail }
+
+// errEmptyBody is a body with nothing in it (JSON whitespace at most).
+var errEmptyBody = &invalidJSON{"the body is empty: a JSON object is expected"}
+
+// errNotObject is a body that is JSON but not an object (null, an array,
+// a string, a number).
+var errNotObject = errors.New("the body must be a JSON object")
+
+// bodyError is the answer to a body decodeJSON, decodeNoFields or a
+// reserve codec refused: 400 INVALID_JSON for a body that is not JSON,
+// 400 BAD_REQUEST with the error as detail for any other.
+func bodyError(err error) reply {
+	var bad *invalidJSON
+	if errors.As(err, &bad) {
+		return errorReply(fasthttp.StatusBadRequest, reasonInvalidJSON, bad.detail)
+	}
+	return errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error())
+}
+
+// textError says what is wrong with the text of body, given the error an
+// encoding/json decoder returned reading its first value: an *invalidJSON
+// for a syntax error or a body cut short, nil for any other error (the
+// text is JSON; its value is not what was expected).
+func textError(body []byte, err error) error {
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &syntaxErr):
+		return &invalidJSON{boundDetail(fmt.Sprintf("the body is not JSON: %s (at byte %d)", syntaxErr.Error(), syntaxErr.Offset))}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return &invalidJSON{fmt.Sprintf("the body is not complete JSON: it ends at byte %d, inside the %s", len(body), valueKind(body))}
+	}
+	return nil
+}
+
+// afterValue returns an *invalidJSON when body holds more than JSON
+// whitespace after its first value, which ends at offset; nil otherwise.
+func afterValue(body []byte, offset int64) error {
+	rest := bytes.TrimLeft(body[offset:], jsonSpace)
+	if len(rest) == 0 {
+		return nil
+	}
+	return &invalidJSON{fmt.Sprintf("the body is not one JSON value: more follows the %s, at byte %d", valueKind(body), len(body)-len(rest)+1)}
+}
+
+// valueKind names the kind of the JSON value body starts with: "object",
+// "array", "string" or "value".
+func valueKind(body []byte) string {
+	switch t := bytes.TrimLeft(body, jsonSpace); {
+	case len(t) == 0:
+		return "value"
+	case t[0] == '{':
+		return "object"
+	case t[0] == '[':
+		return "array"
+	case t[0] == '"':
+		return "string"
+	}
+	return "value"
+}
+
+// checkJSONText returns nil when body is one complete JSON text, else the
+// *invalidJSON that says what is wrong with it. The reserve codecs, whose
+// parser (fastjson) words its errors in its own terms, call it on their
+// error path only.
+func checkJSONText(body []byte) error {
+	if len(bytes.Trim(body, jsonSpace)) == 0 {
+		return errEmptyBody
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var v json.RawMessage
+	if err := dec.Decode(&v); err != nil {
+		if bad := textError(body, err); bad != nil {
+			return bad
+		}
+		return &invalidJSON{"the body is not JSON"}
+	}
+	return afterValue(body, dec.InputOffset())
+}
+
+// fastjsonError is the error of a body fastjson could not parse: what
+// checkJSONText finds wrong with its text, or, for the one JSON fastjson
+// refuses (values nested deeper than fastjson.MaxDepth), that depth.
+func fastjsonError(body []byte) error {
+	if err := checkJSONText(body); err != nil {
+		return err
+	}
+	return fmt.Errorf("the body nests values deeper than %d levels", fastjson.MaxDepth)
+}
+
 // decodeJSON decodes one JSON object from body into v: no unknown fields,
 // nothing after it, and at every level keys spelled exactly as v's json
-// tags, none repeated (jsonkeys.Check: encoding/json alone folds case and
-// lets the last of repeated keys win). A bare null is refused as not an
-// object (encoding/json would take it and leave v as it is), as
-// parseReserveBody refuses it. Strings in v are copies, never views of the
-// request buffer, so they outlive the handler. Its errors are answer
-// details (describeDecodeError).
+// tags, none repeated, none tagged jsonkeys:"required" left out
+// (jsonkeys.Check: encoding/json alone folds case, lets the last of
+// repeated keys win and cannot tell a missing key from its zero value). A
+// bare null is refused as not an object (encoding/json would take it and
+// leave v as it is), as parseReserveBody refuses it. Strings in v are
+// copies, never views of the request buffer, so they outlive the handler.
+// Its errors are answer details (bodyError): an *invalidJSON for a body
+// that is not JSON, else one in the terms of describeDecodeError.
 func decodeJSON(body []byte, v any) error {
 	switch trimmed := bytes.Trim(body, jsonSpace); {
 	case len(trimmed) == 0:
-		return errors.New("empty body, a JSON object is expected")
+		return errEmptyBody
 	case string(trimmed) == "null":
-		return errors.New("malformed JSON: a JSON object is expected")
+		return errNotObject
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return errors.New(describeDecodeError(err))
+	// The decoder reads the whole value before it decodes any of it, so a
+	// body that is not JSON is found before any field is judged.
+	err := dec.Decode(v)
+	if err != nil {
+		if bad := textError(body, err); bad != nil {
+			return bad
+		}
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("malformed JSON: data after the object")
+	// A body with more after its value is no JSON text, whatever its
+	// first value holds (as the reserve codecs, which parse it whole, say).
+	if bad := afterValue(body, dec.InputOffset()); bad != nil {
+		return bad
+	}
+	if err != nil {
+		return errors.New(describeDecodeError(err))
 	}
 	if err := jsonkeys.Check(body, v); err != nil {
 		return errors.New(describeDecodeError(err))
@@ -63,11 +173,17 @@ func decodeJSON(body []byte, v any) error {
 	return nil
 }
 
-// keyDetail is the detail of a key refused by its spelling or repetition,
-// the same on every route: `malformed JSON: unknown field "x"`,
-// `malformed JSON: field "x" repeated`.
+// keyDetail is the detail of a key refused by its spelling, its repetition
+// or its absence, the same on every route: `unknown field "x"`,
+// `field "x" repeated`, `x is missing`.
 func keyDetail(err *jsonkeys.Error) string {
-	return boundDetail("malformed JSON: " + err.Error())
+	return boundDetail(err.Error())
+}
+
+// missingField is the error of a required field a body leaves out, for
+// the decoders that do not go through jsonkeys (the reserve codecs).
+func missingField(name string) error {
+	return &jsonkeys.Error{Key: name, Missing: true}
 }
 
 // fieldError is a field of a body whose value is not what it must be.
@@ -79,14 +195,13 @@ type fieldError struct {
 // Error renders the error as "field: must be what".
 func (e *fieldError) Error() string { return e.field + ": must be " + e.want }
 
-// describeDecodeError turns an encoding/json error into a detail that names
-// the field and what it must be, in JSON's terms, never Go's ("amount: must
-// be an integer", not "cannot unmarshal number 1.5 into Go struct field
-// paymentRequest.amount of type int64"). It is at most maxDetail bytes
-// and a few words long.
+// describeDecodeError turns an error of decoding a JSON text into a
+// detail that names the field and what it must be, in JSON's terms, never
+// Go's ("amount: must be an integer", not "cannot unmarshal number 1.5
+// into Go struct field paymentRequest.amount of type int64"). It is at
+// most maxDetail bytes and a few words long.
 func describeDecodeError(err error) string {
 	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
 	var fieldErr *fieldError
 	var keyErr *jsonkeys.Error
 	switch {
@@ -95,21 +210,17 @@ func describeDecodeError(err error) string {
 	case errors.As(err, &keyErr):
 		return keyDetail(keyErr)
 	case errors.As(err, &typeErr) && typeErr.Field == "":
-		return "malformed JSON: a JSON object is expected"
+		return errNotObject.Error()
 	case errors.As(err, &typeErr) && fieldRules[typeErr.Field] != "":
 		return boundDetail((&fieldError{field: typeErr.Field, want: fieldRules[typeErr.Field]}).Error())
 	case errors.As(err, &typeErr):
 		return boundDetail((&fieldError{field: typeErr.Field, want: jsonKind(typeErr)}).Error())
-	case errors.As(err, &syntaxErr):
-		return boundDetail(fmt.Sprintf("malformed JSON: %s (at byte %d)", syntaxErr.Error(), syntaxErr.Offset))
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return "malformed JSON: the body ends inside the object"
 	}
 	// DisallowUnknownFields reports an unknown field as a plain error.
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return boundDetail("malformed JSON: unknown field " + name)
+		return boundDetail("unknown field " + name)
 	}
-	return "malformed JSON"
+	return "the body is not what this route takes"
 }
 
 // fieldRules are the rules of the fields whose Go type allows more than
@@ -196,7 +307,7 @@ func integerLiteral(value string) bool {
 // release): nothing (JSON whitespace at most), or an empty JSON object. A
 // field is refused like an unknown field anywhere else; null, any other
 // value and anything that is not JSON are refused as decodeJSON refuses
-// them.
+// them (the latter with an *invalidJSON).
 func decodeNoFields(body []byte) error {
 	if len(bytes.Trim(body, jsonSpace)) == 0 {
 		return nil
@@ -218,8 +329,8 @@ func checkID(field, id string) string {
 func pathParam(ctx *fasthttp.RequestCtx, name string) string {
 	v, _ := ctx.UserValue(name).(string)
 	if strings.IndexByte(v, '%') >= 0 {
-		// The router matches the raw path: undo percent-encoding (RFC 3986
-		// §2.1; "%7E" is "~"). Ids have no '%' of their own.
+		// The router matches the raw path: undo percent-encoding (RFC 3986,
+		// section 2.1; "%7E" is "~"). Ids have no '%' of their own.
 		if u, err := url.PathUnescape(v); err == nil {
 			return u
 		}

@@ -27,12 +27,15 @@ func TestDecodeErrorDetails(t *testing.T) {
 		{`{"payment_id":"p","amount":true}`, func() any { return &paymentRequest{} }, "amount: must be an integer"},
 		{`{"payment_id":"p","amount":{}}`, func() any { return &paymentRequest{} }, "amount: must be an integer"},
 		{`{"payment_id":7}`, func() any { return &paymentRequest{} }, "payment_id: must be a string"},
-		{`{"payment_id":"p","x":1}`, func() any { return &paymentRequest{} }, `malformed JSON: unknown field "x"`},
+		{`{"payment_id":"p","x":1}`, func() any { return &paymentRequest{} }, `unknown field "x"`},
 		{`{"payment_id":"p",}`, func() any { return &paymentRequest{} },
-			"malformed JSON: invalid character '}' looking for beginning of object key string (at byte 19)"},
-		{`{"payment_id":"p"`, func() any { return &paymentRequest{} }, "malformed JSON: the body ends inside the object"},
-		{`["p"]`, func() any { return &paymentRequest{} }, "malformed JSON: a JSON object is expected"},
-		{`{"payment_id":"p"} 1`, func() any { return &paymentRequest{} }, "malformed JSON: data after the object"},
+			"the body is not JSON: invalid character '}' looking for beginning of object key string (at byte 19)"},
+		{`{"payment_id":"p"`, func() any { return &paymentRequest{} }, "the body is not complete JSON: it ends at byte 17, inside the object"},
+		{`{"payment_id":"p`, func() any { return &paymentRequest{} }, "the body is not complete JSON: it ends at byte 16, inside the object"},
+		{`["p"]`, func() any { return &paymentRequest{} }, "the body must be a JSON object"},
+		{`{"payment_id":"p"} 1`, func() any { return &paymentRequest{} }, "the body is not one JSON value: more follows the object, at byte 20"},
+		{`{"amount":1}`, func() any { return &paymentRequest{} }, "payment_id is missing"},
+		{`{"payment_id":"p"} {"amount":"x"`, func() any { return &paymentRequest{} }, "the body is not one JSON value: more follows the object, at byte 20"},
 		{`{"skus":[{"sku_id":"a","sale_limit":-1}]}`, func() any { return &Campaign{} }, "skus.sale_limit: must be an integer from 1 to 1073741824"},
 		{`{"skus":{}}`, func() any { return &Campaign{} }, "skus: must be an array"},
 		{`{"release_on_close":"yes"}`, func() any { return &Campaign{} }, "release_on_close: must be true or false"},
@@ -46,23 +49,36 @@ func TestDecodeErrorDetails(t *testing.T) {
 		{`{"end_at":"9999-12-31T23:00:00-01:00"}`, func() any { return &Campaign{} },
 			"end_at: must be a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)"},
 		{`{"start_at":"2030-01-01T00:00:00Z","end_at":1}`, func() any { return &Campaign{} }, "end_at: must be a string"},
-		{`{"skus":[{"bogus":1}]}`, func() any { return &Campaign{} }, `malformed JSON: unknown field "bogus"`},
-		{`{"reason":"x"}`, func() any { return &struct{}{} }, `malformed JSON: unknown field "reason"`},
+		{`{"skus":[{"bogus":1}]}`, func() any { return &Campaign{} }, `unknown field "bogus"`},
+		{`{"reason":"x"}`, func() any { return &struct{}{} }, `unknown field "reason"`},
+		// Required fields are named when left out, below the top too.
+		{`{"end_at":"2030-01-01T00:00:00Z","skus":[]}`, func() any { return &Campaign{} }, "start_at is missing"},
+		{`{"start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z","skus":[{"sku_id":"a","sale_limit":1},{"sku_id":"b"}]}`,
+			func() any { return &Campaign{} }, "skus[1].sale_limit is missing"},
+		{`{"user_id":"u","entry_pass":"p"}`, func() any { return &enterRequest{} }, ""},
+		{`{"request_id":"r"}`, func() any { return &enterRequest{} }, "user_id is missing"},
+		{`{"tier":1}`, func() any { return &issueRequest{} }, "user_id is missing"},
+		{`{"beacon":{"randomness":""}}`, func() any { return &drawRequest{} }, "beacon.round is missing"},
+		{`{}`, func() any { return &drawRequest{} }, "beacon is missing"},
 		// null is no object, though encoding/json would take it for one.
-		{`null`, func() any { return &paymentRequest{} }, "malformed JSON: a JSON object is expected"},
-		{" null\r\n", func() any { return &Campaign{} }, "malformed JSON: a JSON object is expected"},
+		{`null`, func() any { return &paymentRequest{} }, "the body must be a JSON object"},
+		{" null\r\n", func() any { return &Campaign{} }, "the body must be a JSON object"},
+		{"", func() any { return &paymentRequest{} }, "the body is empty: a JSON object is expected"},
 		// Only JSON's whitespace is whitespace.
-		{"\v", func() any { return &struct{}{} }, `malformed JSON: invalid character '\v' looking for beginning of value (at byte 1)`},
+		{"\v", func() any { return &struct{}{} }, `the body is not JSON: invalid character '\v' looking for beginning of value (at byte 1)`},
 		// Keys are exact and unique at every level, as in the reserve body.
-		{`{"Payment_Id":"z1","AMOUNT":777}`, func() any { return &paymentRequest{} }, `malformed JSON: unknown field "Payment_Id"`},
-		{`{"payment_id":"p1","payment_id":"p2"}`, func() any { return &paymentRequest{} }, `malformed JSON: field "payment_id" repeated`},
-		{`{"skus":[{"SKU_ID":"a","Sale_Limit":5}]}`, func() any { return &Campaign{} }, `malformed JSON: unknown field "SKU_ID"`},
-		{`{"skus":[{"sku_id":"a","sku_id":"b"}]}`, func() any { return &Campaign{} }, `malformed JSON: field "sku_id" repeated`},
-		{`{"skus":[],"skus":[{"sku_id":"a","sale_limit":5}]}`, func() any { return &Campaign{} }, `malformed JSON: field "skus" repeated`},
-		{`{"Campaign_ID":"c"}`, func() any { return &Campaign{} }, `malformed JSON: unknown field "Campaign_ID"`},
-		{`{"` + long + `":1}`, func() any { return &struct{}{} }, `malformed JSON: unknown field "` + long[:maxDetail-len(`malformed JSON: unknown field "`)] + "..."},
+		{`{"Payment_Id":"z1","AMOUNT":777}`, func() any { return &paymentRequest{} }, `unknown field "Payment_Id"`},
+		{`{"payment_id":"p1","payment_id":"p2"}`, func() any { return &paymentRequest{} }, `field "payment_id" repeated`},
+		{`{"skus":[{"SKU_ID":"a","Sale_Limit":5}]}`, func() any { return &Campaign{} }, `unknown field "SKU_ID"`},
+		{`{"skus":[{"sku_id":"a","sku_id":"b"}]}`, func() any { return &Campaign{} }, `field "sku_id" repeated`},
+		{`{"skus":[],"skus":[{"sku_id":"a","sale_limit":5}]}`, func() any { return &Campaign{} }, `field "skus" repeated`},
+		{`{"Campaign_ID":"c"}`, func() any { return &Campaign{} }, `unknown field "Campaign_ID"`},
+		{`{"` + long + `":1}`, func() any { return &struct{}{} }, `unknown field "` + long[:maxDetail-len(`unknown field "`)] + "..."},
 	} {
 		err := decodeJSON([]byte(c.body), c.into())
+		if c.want == "" && err == nil {
+			continue
+		}
 		if err == nil || err.Error() != c.want {
 			t.Errorf("%.60s: %v, want %q", c.body, err, c.want)
 			continue
@@ -88,20 +104,20 @@ func TestDecodeNoFields(t *testing.T) {
 		}
 	}
 	for body, want := range map[string]string{
-		`{"reason":"fraud"}`:      `malformed JSON: unknown field "reason"`,
-		`{"sku_id":"other"}`:      `malformed JSON: unknown field "sku_id"`,
-		`{"Reason":1,"reason":2}`: `malformed JSON: unknown field "Reason"`,
-		`{"":null}`:               `malformed JSON: unknown field ""`,
-		`null`:                    "malformed JSON: a JSON object is expected",
-		`[]`:                      "malformed JSON: a JSON object is expected",
-		`"fraud"`:                 "malformed JSON: a JSON object is expected",
-		`0`:                       "malformed JSON: a JSON object is expected",
-		`{`:                       "malformed JSON: the body ends inside the object",
-		`{}{}`:                    "malformed JSON: data after the object",
-		`{} {"reason":"fraud"}`:   "malformed JSON: data after the object",
-		`reason=fraud`:            "malformed JSON: invalid character 'r' looking for beginning of value (at byte 1)",
-		"\v":                      `malformed JSON: invalid character '\v' looking for beginning of value (at byte 1)`,
-		"\u00a0{}":                `malformed JSON: invalid character 'Â' looking for beginning of value (at byte 1)`,
+		`{"reason":"fraud"}`:      `unknown field "reason"`,
+		`{"sku_id":"other"}`:      `unknown field "sku_id"`,
+		`{"Reason":1,"reason":2}`: `unknown field "Reason"`,
+		`{"":null}`:               `unknown field ""`,
+		`null`:                    "the body must be a JSON object",
+		`[]`:                      "the body must be a JSON object",
+		`"fraud"`:                 "the body must be a JSON object",
+		`0`:                       "the body must be a JSON object",
+		`{`:                       "the body is not complete JSON: it ends at byte 1, inside the object",
+		`{}{}`:                    "the body is not one JSON value: more follows the object, at byte 3",
+		`{} {"reason":"fraud"}`:   "the body is not one JSON value: more follows the object, at byte 4",
+		`reason=fraud`:            "the body is not JSON: invalid character 'r' looking for beginning of value (at byte 1)",
+		"\v":                      `the body is not JSON: invalid character '\v' looking for beginning of value (at byte 1)`,
+		"\u00a0{}":                `the body is not JSON: invalid character 'Â' looking for beginning of value (at byte 1)`,
 	} {
 		if err := decodeNoFields([]byte(body)); err == nil || err.Error() != want {
 			t.Errorf("%q: %v, want %q", body, err, want)

@@ -7,7 +7,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
-// Per-user dedup (seed §2 step 3, §9): repeat clicks are folded into the
+// Per-user dedup: a crowd clicks again while it waits, so repeat clicks are folded into the
 // original request instead of reaching the actor again.
 //
 //   - flights: one reserve per (campaign, SKU, user) goes to the engine at a

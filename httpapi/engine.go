@@ -99,6 +99,15 @@ type engineFailure struct {
 	unknown bool
 }
 
+// reply is the answer of failure f of the engine's err (not unknown):
+// its fixed error, or for WRONG_CELL the cell to go to (wrongCellReply).
+func (f engineFailure) reply(err error) reply {
+	if f.reason == reasonWrongCell {
+		return wrongCellReply(err)
+	}
+	return errorReply(f.status, f.reason, "")
+}
+
 // classify maps an engine error onto an answer. Anything it does not know
 // is INTERNAL (and logged by the caller).
 func classify(err error) engineFailure {

@@ -9,10 +9,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/entrypass"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/valyala/fasthttp"
 )
 
-// EntryPassConfig configures entry passes (issue #14, package entrypass).
+// EntryPassConfig configures entry passes (package entrypass).
 // The zero value accepts no pass: a reserve that carries one answers 403
 // ENTRY_PASS_INVALID, one on a SKU whose definition requires a pass 403
 // ENTRY_PASS_REQUIRED, and the issuing route 404. None of its secrets is
@@ -159,7 +160,7 @@ func (s *Server) checkEntryPassAt(def *sku.Definition, campaignID, skuID, reques
 		var te *entrypass.TimeError
 		if errors.Is(err, entrypass.ErrExpired) && errors.As(err, &te) {
 			rep = jsonReply(fasthttp.StatusForbidden, reasonEntryPassExpired,
-				errorBody{Error: reasonEntryPassExpired, ExpiredAt: formatMillis(te.ExpiresAtMs)})
+				errorBody{Error: reasonEntryPassExpired, ExpiredAt: timefmt.Millis(te.ExpiresAtMs)})
 			return p, s.passRefused(campaignID, skuID, entrypass.Reason(err), rep), false
 		}
 		return p, s.passRefused(campaignID, skuID, entrypass.Reason(err), replyEntryPassInvalid), false

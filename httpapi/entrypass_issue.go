@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/seckill/seckill/entrypass"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/valyala/fasthttp"
 )
 
@@ -16,7 +17,7 @@ const MaxSubjectValueLength = 256
 
 // issueRequest is the body of POST .../entry-passes.
 type issueRequest struct {
-	UserID   string            `json:"user_id"`
+	UserID   string            `json:"user_id" jsonkeys:"required"`
 	Tier     *int              `json:"tier"`
 	Risk     *int              `json:"risk"`
 	Subjects map[string]string `json:"subjects"`
@@ -55,7 +56,7 @@ func (s *Server) handleIssuePass(ctx *fasthttp.RequestCtx) string {
 	}
 	var req issueRequest
 	if err := decodeJSON(ctx.PostBody(), &req); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	claims, bad := s.issueClaims(&req)
 	if bad != "" {
@@ -70,7 +71,7 @@ func (s *Server) handleIssuePass(ctx *fasthttp.RequestCtx) string {
 	switch {
 	case now < def.StartAt-def.EntryPassLead():
 		return write(ctx, errorReply(fasthttp.StatusForbidden, reasonNotStarted,
-			"entry passes are issued from "+formatMillis(def.StartAt-def.EntryPassLead())))
+			"entry passes are issued from "+timefmt.Millis(def.StartAt-def.EntryPassLead())))
 	case now >= def.EndAt:
 		return write(ctx, replyEnded)
 	}
@@ -88,7 +89,7 @@ func (s *Server) handleIssuePass(ctx *fasthttp.RequestCtx) string {
 	}
 	s.passMetrics.issued.Inc()
 	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, issueAnswer{
-		EntryPass: text, RequestID: pass.RequestID(), ExpiresAt: formatMillis(claims.ExpiresAtMs),
+		EntryPass: text, RequestID: pass.RequestID(), ExpiresAt: timefmt.Millis(claims.ExpiresAtMs),
 	}))
 }
 

@@ -80,13 +80,7 @@ func (ts *testServer) issue(campaignID, skuID, token string, body any) response 
 // metric returns the value of one series of /metrics ("" if absent).
 func (ts *testServer) metric(series string) string {
 	ts.t.Helper()
-	r := call(ts.t, http.MethodGet, ts.base+"/metrics", nil, nil)
-	for _, line := range strings.Split(string(r.raw), "\n") {
-		if v, ok := strings.CutPrefix(line, series+" "); ok {
-			return v
-		}
-	}
-	return ""
+	return metricAt(ts.t, ts.base, series)
 }
 
 // 64 goroutines sending one pass get one reservation and 64 identical

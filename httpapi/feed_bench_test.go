@@ -15,14 +15,15 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/internal/benchsize"
 	"github.com/seckill/seckill/wal"
 	"github.com/valyala/fasthttp"
 )
@@ -51,13 +52,24 @@ func (s *benchServer) history(b *testing.B, c string) string {
 
 func startBenchServer(b *testing.B, fsync wal.FsyncMode) *benchServer {
 	b.Helper()
+	return startBenchServerWith(b, fsync, nil)
+}
+
+// startBenchServerWith is startBenchServer with config, if not nil, tuning
+// the server's Config.
+func startBenchServerWith(b *testing.B, fsync wal.FsyncMode, config func(*httpapi.Config)) *benchServer {
+	b.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	reg := prometheus.NewRegistry()
 	eng, err := actors.Open(actors.Config{DataDir: b.TempDir(), Fsync: fsync, Logger: log, Registerer: reg, SnapshotEvery: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := httpapi.New(httpapi.Config{Engine: eng, AdminToken: testToken, Logger: log, Registry: reg, MaxQueueWait: 10 * time.Second})
+	cfg := httpapi.Config{Engine: eng, Feed: feed.New(eng), AdminToken: testToken, Logger: log, Registry: reg, MaxQueueWait: 10 * time.Second}
+	if config != nil {
+		config(&cfg)
+	}
+	srv, err := httpapi.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -191,7 +203,7 @@ func reserveLoad(b *testing.B, base, c string, n int) {
 // the HTTP feed in pages of 1,000 (CloudEvents JSON; the client counts the
 // events and takes next_cursor): records/s.
 func BenchmarkFeedRead(b *testing.B) {
-	const records = 1_000_000
+	records := benchsize.Pick(1_000_000, 1_000)
 	s := startBenchServer(b, wal.FsyncNeverBenchmarkOnly)
 	defer s.stop()
 	s.fill(b, "fr", records-1, 256)
@@ -231,7 +243,7 @@ type consumerTrial struct {
 // the figures are the medians of the rounds, and drop-%-N compares the
 // medians. Each consumer must read every record.
 func BenchmarkReserveWithConsumers(b *testing.B) {
-	rounds := 3
+	rounds := benchsize.Pick(3, 1)
 	if v, err := strconv.Atoi(os.Getenv("SECKILL_FEED_BENCH_ROUNDS")); err == nil && v > 0 {
 		rounds = v
 	}
@@ -246,7 +258,7 @@ func BenchmarkReserveWithConsumers(b *testing.B) {
 			arms = append(arms, n)
 		}
 	}
-	if b.N == 1 {
+	if b.N == 1 && !benchsize.Tiny() {
 		return // the framework's first probe: -benchtime Nx is expected
 	}
 	trials := map[int][]consumerTrial{}
@@ -314,7 +326,8 @@ func reserveWithConsumers(b *testing.B, consumers, n int) consumerTrial {
 	start, cpuStart := time.Now(), cpuTime()
 	reserveLoad(b, s.base, "rc", n)
 	elapsed := time.Since(start)
-	log, _, _ := s.eng.FeedLog("rc", "s")
+	fl, _, _ := s.eng.FeedLog("rc", "s")
+	log := fl.(*wal.Log) // its group commits' figures
 	last := log.DurableIndex()
 	t := consumerTrial{consumers: consumers, reservesPerS: float64(n) / elapsed.Seconds()}
 	if st := log.Stats(); st.Batches > 0 {
@@ -351,11 +364,7 @@ func reserveWithConsumers(b *testing.B, consumers, n int) consumerTrial {
 
 // cpuTime is the process's CPU time so far (user + system): a measure
 // that a loaded machine disturbs far less than wall time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func cpuTime() time.Duration { return time.Duration(processCPU()) }
 
 // BenchmarkFeedPageHandler: the server's CPU per event of a feed page
 // (read from the log, decoded, mapped to CloudEvents, encoded), the
@@ -363,7 +372,7 @@ func cpuTime() time.Duration {
 // first consumer to read them (first=cpu-ns/event) and as a second one
 // (cached=cpu-ns/event: the SKU's encoded events are shared).
 func BenchmarkFeedPageHandler(b *testing.B) {
-	const records = 100_000
+	records := benchsize.Pick(100_000, 2_000)
 	s := startBenchServer(b, wal.FsyncNeverBenchmarkOnly)
 	defer s.stop()
 	s.fill(b, "ph", records-1, 64)
@@ -444,7 +453,8 @@ func reserveMany(tb testing.TB, eng *actors.Engine, c string, n, callers int) {
 // each request from a map, so null's figure is what any HTTP page of that
 // size costs here, and the difference is the feed's own.
 func BenchmarkFeedTail(b *testing.B) {
-	const records, pageSize = 30_000, 30
+	const pageSize = 30
+	records := benchsize.Pick(30_000, 300)
 	s := startBenchServer(b, wal.FsyncNeverBenchmarkOnly)
 	defer s.stop()
 	s.fill(b, "ft", records-1, 64)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/feed"
 )
 
 // campaignFeedPage is the campaign feed's JSON answer.
@@ -31,7 +31,7 @@ func TestCampaignFeedWidest(t *testing.T) {
 	ts := startServer(t, serverOptions{})
 	c := strings.Repeat("c", 64)
 	skus := map[string]int{}
-	for i := range httpapi.CampaignFeedMaxSKUs {
+	for i := range feed.CampaignFeedMaxSKUs {
 		skus[fmt.Sprintf("%064d", i)] = 1
 	}
 	ts.define(campaign(c, "15m", skus))
@@ -40,7 +40,7 @@ func TestCampaignFeedWidest(t *testing.T) {
 	if r := ts.admin(http.MethodGet, path, nil); r.status != http.StatusOK || json.Unmarshal(r.raw, &p) != nil || len(p.Events) != len(skus) {
 		t.Fatalf("first page: %v", r)
 	}
-	positions, err := httpapi.ParseCampaignCursor(p.NextCursor)
+	positions, err := feed.ParseCampaignCursor(p.NextCursor)
 	if err != nil || len(positions) != len(skus) {
 		t.Fatalf("cursor of %d positions (%v), want %d", len(positions), err, len(skus))
 	}
@@ -61,10 +61,10 @@ func TestCampaignFeedWidest(t *testing.T) {
 	// twice: the request is read (the handler answers: those histories
 	// are no SKU's), not refused 431 by fasthttp.
 	widest := map[string]string{}
-	for i := range httpapi.CampaignFeedMaxSKUs {
+	for i := range feed.CampaignFeedMaxSKUs {
 		widest[fmt.Sprint(i)] = fmt.Sprintf("%016x-%d", i+1, 1<<35-1)
 	}
-	wide := httpapi.CampaignCursor(widest)
+	wide := feed.CampaignCursor(widest)
 	if status := browserReconnect(t, ts, path+"?after="+wide+"&limit=1000&wait=10s&types=seckill.reservation.created,seckill.reservation.paid,seckill.reservation.closed", wide); status != "HTTP/1.1 400 Bad Request" {
 		t.Fatalf("after= and Last-Event-ID both at the widest cursor (%d bytes): %q", len(wide), status)
 	}

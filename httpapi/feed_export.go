@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/seckill/seckill/history"
+	"github.com/seckill/seckill/feed"
 	"github.com/valyala/fasthttp"
 )
 
@@ -19,43 +19,21 @@ type exportEnd struct {
 // handleExport is GET /admin/campaigns/{c}/skus/{s}/reservations: every
 // reservation of the SKU as JSON lines (the shape of GET
 // /v1/reservations/{id}), in sequence order, as of one durable log index,
-// then a last line {"as_of_index","next_cursor"}. A feed consumer whose
-// cursor was compacted (410) replaces its table with these rows and reads
-// the feed after next_cursor: it then holds what a consumer that never
-// fell behind holds. The state is rebuilt off the actor
-// (actors.Engine.DurableState); the lines are streamed.
+// then a last line {"as_of_index","next_cursor"} (feed.Export). A feed
+// consumer whose cursor was compacted (410) replaces its table with these
+// rows and reads the feed after next_cursor: it then holds what a consumer
+// that never fell behind holds. The lines are streamed.
 func (s *Server) handleExport(ctx *fasthttp.RequestCtx) string {
 	campaignID, _ := ctx.UserValue("campaign_id").(string)
 	skuID, _ := ctx.UserValue("sku_id").(string)
-	source, ok := s.engine.(FeedSource)
-	if !ok {
+	if s.feed == nil {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "this engine serves no export"))
 	}
-	st, known := s.engine.SKUStats(campaignID, skuID)
-	if !known {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "unknown SKU"))
-	}
-	_, dir, ok := source.FeedLog(campaignID, skuID)
-	if !ok {
-		return write(ctx, errorReply(fasthttp.StatusServiceUnavailable, reasonUnavailable, "the SKU's log is not open (recovering)"))
-	}
-	chain, err := history.Load(dir, st.Definition.IDKey)
+	export, err := s.feed.Export(campaignID, skuID)
 	if err != nil {
-		s.log.Error("export: reading the history chain", "dir", dir, "err", err)
-		return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+		return write(ctx, s.feedReply("admin_export", err))
 	}
-	m, asOf, err := source.DurableState(campaignID, skuID)
-	if err != nil {
-		f := classify(err)
-		if f.status == fasthttp.StatusInternalServerError {
-			s.log.Error("export: rebuilding the state", "campaign", campaignID, "sku", skuID, "err", err)
-		}
-		return write(ctx, errorReply(f.status, f.reason, "rebuilding the SKU's state"))
-	}
-	end := exportEnd{AsOfIndex: asOf}
-	if asOf > 0 {
-		end.NextCursor = eventID(chain.At(asOf), asOf)
-	}
+	m, end := export.State, exportEnd{AsOfIndex: export.AsOf, NextCursor: export.NextCursor}
 	conn, writeTimeout := ctx.Conn(), s.cfg.WriteTimeout
 	ctx.SetContentType("application/x-ndjson")
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
@@ -66,7 +44,7 @@ func (s *Server) handleExport(ctx *fasthttp.RequestCtx) string {
 			if !found {
 				continue
 			}
-			if enc.Encode(renderReservation(v)) != nil {
+			if enc.Encode(feed.NewReservation(v)) != nil {
 				return
 			}
 			if w.Buffered() > 32<<10 {

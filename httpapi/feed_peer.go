@@ -12,16 +12,13 @@ import (
 // conn (or it failed): a peek at the socket that does not wait, one system
 // call (recv with MSG_PEEK|MSG_DONTWAIT), finds end of file. The client of
 // an SSE stream sends nothing, so "would block" means it is still there,
-// and a peek consumes nothing in any case.
+// and a peek consumes nothing in any case. The peek goes through Control,
+// not Read: Read first checks the connection's read deadline, and the one
+// fasthttp set for reading the request (Config.ReadTimeout) has passed
+// on any stream older than that, so a stream would end at its first
+// heartbeat after ReadTimeout though its client is still there.
 func clientClosed(conn net.Conn) bool {
-	for {
-		inner, ok := conn.(interface{ NetConn() net.Conn })
-		if !ok {
-			break
-		}
-		conn = inner.NetConn()
-	}
-	sc, ok := conn.(syscall.Conn)
+	sc, ok := innermost(conn).(syscall.Conn)
 	if !ok {
 		return false // not a socket (a test's pipe): the write timeout finds it
 	}
@@ -30,11 +27,10 @@ func clientClosed(conn net.Conn) bool {
 		return true
 	}
 	closed := false
-	err = raw.Read(func(fd uintptr) bool {
+	err = raw.Control(func(fd uintptr) {
 		var b [1]byte
 		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		closed = (n == 0 && err == nil) || (err != nil && !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EINTR))
-		return true // never wait for readability
 	})
 	return closed || err != nil
 }

@@ -14,8 +14,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
-	"github.com/seckill/seckill/history"
-	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/feed"
 )
 
 // feedEvent is the part of a feed event the tests read.
@@ -193,7 +192,7 @@ func TestFeedDivergedCursor(t *testing.T) {
 	// What seckillctl restore --until-index 2 leaves in the SKU folder
 	// (of a stopped server: restore refuses a data dir a seckilld holds).
 	ts.stop()
-	chain := history.Chain{Root: root, Forks: []history.Fork{{History: "00000000000000aa", ForkIndex: 2}}}
+	chain := feed.Chain{Root: root, Forks: []feed.Fork{{History: "00000000000000aa", ForkIndex: 2}}}
 	if err := chain.Write(filepath.Join(dir, "fk", "s")); err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +386,7 @@ func TestCampaignFeed(t *testing.T) {
 		p.Events[0].Source != "/seckill/cf/a" || p.Events[2].Source != "/seckill/cf/b" {
 		t.Fatalf("campaign events: %s", got)
 	}
-	positions, err := httpapi.ParseCampaignCursor(p.NextCursor)
+	positions, err := feed.ParseCampaignCursor(p.NextCursor)
 	if err != nil || len(positions) != 2 || positions[historyOf(p.Events[1].ID)] != p.Events[1].ID || positions[historyOf(p.Events[3].ID)] != p.Events[3].ID {
 		t.Fatalf("cursor %v, %v", positions, err)
 	}
@@ -412,7 +411,7 @@ func TestCampaignFeed(t *testing.T) {
 	}
 	want(t, ts.admin(http.MethodGet, "/admin/campaigns/nope/events", nil), http.StatusNotFound, "NOT_FOUND")
 	want(t, ts.admin(http.MethodGet, path+"?after=!!", nil), http.StatusBadRequest, "BAD_CURSOR")
-	want(t, ts.admin(http.MethodGet, path+"?after="+httpapi.CampaignCursor(map[string]string{"zz": "0123456789abcdef-1"}), nil), http.StatusBadRequest, "BAD_CURSOR")
+	want(t, ts.admin(http.MethodGet, path+"?after="+feed.CampaignCursor(map[string]string{"zz": "0123456789abcdef-1"}), nil), http.StatusBadRequest, "BAD_CURSOR")
 }
 
 // sseMessage is one event of a Server-Sent Events stream.
@@ -472,7 +471,7 @@ func TestCampaignFeedSSE(t *testing.T) {
 	got := readSSEMessages(t, ts, path, "", 4)
 	seen := map[string]string{}
 	for i, m := range got {
-		positions, err := httpapi.ParseCampaignCursor(m.id)
+		positions, err := feed.ParseCampaignCursor(m.id)
 		sku := strings.TrimPrefix(m.data.Source, "/seckill/cs/")
 		seen[historyOf(m.data.ID)] = m.data.ID
 		if err != nil || !maps.Equal(positions, seen) || m.event != m.data.Type {

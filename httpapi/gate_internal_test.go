@@ -16,7 +16,7 @@ import (
 // moment, except that a fast SOLD_OUT may be pessimistic (the Machine first
 // expires due reservations); and the coarse status names the same gate.
 func TestFastAnswersAgreeWithTheMachine(t *testing.T) {
-	l := limits{maxQueueWait: time.Second, retryMargin: 10, minRate: 50}
+	l := testLimits
 	rapid.Check(t, func(t *rapid.T) {
 		m := sku.New()
 		def := sku.Definition{CampaignID: "c", SKUID: "s", StartAt: 1_000, EndAt: 1_200,
@@ -58,7 +58,7 @@ func probe(t *rapid.T, l limits, m *sku.Machine, now int64, id string) {
 	st := actors.Stats{Definition: m.Definition(), Counts: m.Counts(), Paused: m.Paused()}
 	at := time.UnixMilli(now)
 	fast := l.precheck(&st, at, false)
-	status, _ := l.skuStatus(st, at, 0)
+	status, _ := l.skuStatus(st, at, &gate{})
 	res, _ := m.Reserve(now, id, id, nil)
 	want := map[sku.Outcome]verdict{sku.OutcomeNotStarted: verdictNotStarted, sku.OutcomeEnded: verdictEnded,
 		sku.OutcomePaused: verdictPaused, sku.OutcomeSoldOut: verdictSoldOut, sku.OutcomeAccepted: verdictAdmit}[res.Outcome]

@@ -73,9 +73,10 @@ func TestPaymentAndCancelBodies(t *testing.T) {
 			t.Errorf("%s: detail %q", body, r.str("detail"))
 		}
 	}
-	for _, body := range []string{`{"reason":"changed my mind"}`, `[]`, `{`, `null`} {
+	for _, body := range []string{`{"reason":"changed my mind"}`, `[]`, `null`} {
 		want(t, ts.post(cancel, body), http.StatusBadRequest, "BAD_REQUEST")
 	}
+	want(t, ts.post(cancel, `{`), http.StatusBadRequest, "INVALID_JSON")
 	if g := ts.get("/v1/reservations/" + id); g.str("state") != "PENDING_PAYMENT" {
 		t.Fatalf("a refused body changed the reservation: %v", g)
 	}
@@ -93,10 +94,10 @@ func TestBodiesTakeExactKeys(t *testing.T) {
 	id := ts.reserve("ek", "s", "r1", "u1").str("reservation_id")
 	pay := "/v1/reservations/" + id + "/payment"
 	for body, detail := range map[string]string{
-		`{"Payment_Id":"z1","AMOUNT":777}`:          `malformed JSON: unknown field "Payment_Id"`,
-		`{"payment_id":"z1","AMOUNT":777}`:          `malformed JSON: unknown field "AMOUNT"`,
-		`{"payment_id":"p1","payment_id":"p2"}`:     `malformed JSON: field "payment_id" repeated`,
-		`{"payment_id":"p1","amount":1,"amount":2}`: `malformed JSON: field "amount" repeated`,
+		`{"Payment_Id":"z1","AMOUNT":777}`:          `unknown field "Payment_Id"`,
+		`{"payment_id":"z1","AMOUNT":777}`:          `unknown field "AMOUNT"`,
+		`{"payment_id":"p1","payment_id":"p2"}`:     `field "payment_id" repeated`,
+		`{"payment_id":"p1","amount":1,"amount":2}`: `field "amount" repeated`,
 	} {
 		r := ts.post(pay, body)
 		want(t, r, http.StatusBadRequest, "BAD_REQUEST")
@@ -111,10 +112,10 @@ func TestBodiesTakeExactKeys(t *testing.T) {
 
 	window := `"start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z"`
 	for body, detail := range map[string]string{
-		`{"campaign_id":"ek2",` + window + `,"skus":[{"SKU_ID":"a","Sale_Limit":5}]}`:                                        `malformed JSON: unknown field "SKU_ID"`,
-		`{"campaign_id":"ek2",` + window + `,"skus":[{"sku_id":"a","sale_limit":5,"sale_limit":9}]}`:                         `malformed JSON: field "sale_limit" repeated`,
-		`{"campaign_id":"ek2",` + window + `,"skus":[{"sku_id":"a","sale_limit":5}],"skus":[{"sku_id":"b","sale_limit":5}]}`: `malformed JSON: field "skus" repeated`,
-		`{"Campaign_Id":"ek2",` + window + `,"skus":[{"sku_id":"a","sale_limit":5}]}`:                                        `malformed JSON: unknown field "Campaign_Id"`,
+		`{"campaign_id":"ek2",` + window + `,"skus":[{"SKU_ID":"a","Sale_Limit":5}]}`:                                        `unknown field "SKU_ID"`,
+		`{"campaign_id":"ek2",` + window + `,"skus":[{"sku_id":"a","sale_limit":5,"sale_limit":9}]}`:                         `field "sale_limit" repeated`,
+		`{"campaign_id":"ek2",` + window + `,"skus":[{"sku_id":"a","sale_limit":5}],"skus":[{"sku_id":"b","sale_limit":5}]}`: `field "skus" repeated`,
+		`{"Campaign_Id":"ek2",` + window + `,"skus":[{"sku_id":"a","sale_limit":5}]}`:                                        `unknown field "Campaign_Id"`,
 	} {
 		r := ts.admin(http.MethodPut, "/admin/campaigns/ek2", body)
 		want(t, r, http.StatusBadRequest, "BAD_REQUEST")
@@ -215,22 +216,22 @@ func TestAdminActionBodies(t *testing.T) {
 
 	refuse := func(path string) {
 		t.Helper()
-		for body, detail := range map[string]string{
-			`{"reason":"fraud"}`:              `malformed JSON: unknown field "reason"`,
-			`{"sku_id":"other"}`:              `malformed JSON: unknown field "sku_id"`,
-			`{"reservation_id":"` + id + `"}`: `malformed JSON: unknown field "reservation_id"`,
-			`{"paused":true}`:                 `malformed JSON: unknown field "paused"`,
-			`null`:                            "malformed JSON: a JSON object is expected",
-			`["fraud"]`:                       "malformed JSON: a JSON object is expected",
-			`{"reason":`:                      "malformed JSON: the body ends inside the object",
-			`{} {"reason":"fraud"}`:           "malformed JSON: data after the object",
-			`reason=fraud`:                    "malformed JSON: invalid character 'r' looking for beginning of value (at byte 1)",
+		for body, answer := range map[string][2]string{ // reason, detail
+			`{"reason":"fraud"}`:              {"BAD_REQUEST", `unknown field "reason"`},
+			`{"sku_id":"other"}`:              {"BAD_REQUEST", `unknown field "sku_id"`},
+			`{"reservation_id":"` + id + `"}`: {"BAD_REQUEST", `unknown field "reservation_id"`},
+			`{"paused":true}`:                 {"BAD_REQUEST", `unknown field "paused"`},
+			`null`:                            {"BAD_REQUEST", "the body must be a JSON object"},
+			`["fraud"]`:                       {"BAD_REQUEST", "the body must be a JSON object"},
+			`{"reason":`:                      {"INVALID_JSON", "the body is not complete JSON: it ends at byte 10, inside the object"},
+			`{} {"reason":"fraud"}`:           {"INVALID_JSON", "the body is not one JSON value: more follows the object, at byte 4"},
+			`reason=fraud`:                    {"INVALID_JSON", "the body is not JSON: invalid character 'r' looking for beginning of value (at byte 1)"},
 		} {
 			for _, header := range []map[string]string{nil, asJSON, asForm} {
 				r := post(path, body, header)
-				want(t, r, http.StatusBadRequest, "BAD_REQUEST")
-				if r.str("detail") != detail {
-					t.Errorf("%s %s (%v): detail %q, want %q", path, body, header, r.str("detail"), detail)
+				want(t, r, http.StatusBadRequest, answer[0])
+				if r.str("detail") != answer[1] {
+					t.Errorf("%s %s (%v): detail %q, want %q", path, body, header, r.str("detail"), answer[1])
 				}
 			}
 		}
@@ -327,11 +328,18 @@ func TestBadInput(t *testing.T) {
 	ts.define(campaign("bad", "15m", map[string]int{"s": 5}))
 	res := "/v1/campaigns/bad/skus/s/reservations"
 	for name, body := range map[string]string{
-		"malformed":      `{"request_id":"r1",`,
+		"malformed":     `{"request_id":"r1",`,
+		"empty":         ``,
+		"trailing data": `{"request_id":"r1","user_id":"u1"} {}`,
+	} {
+		r := ts.post(res, body)
+		if r.status != http.StatusBadRequest || r.str("error") != "INVALID_JSON" || r.str("detail") == "" {
+			t.Errorf("%s: %v", name, r)
+		}
+	}
+	for name, body := range map[string]string{
 		"not an object":  `["r1","u1"]`,
-		"empty":          ``,
 		"unknown field":  `{"request_id":"r1","user_id":"u1","qty":2}`,
-		"trailing data":  `{"request_id":"r1","user_id":"u1"} {}`,
 		"missing user":   `{"request_id":"r1"}`,
 		"bad user chars": `{"request_id":"r1","user_id":"u 1"}`,
 		"long request":   `{"request_id":"` + strings.Repeat("r", 65) + `","user_id":"u1"}`,
@@ -367,11 +375,14 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("amount %s: detail %q", amount, d)
 		}
 	}
-	want(t, ts.post("/v1/reservations/"+id+"/payment", `{"amount":1}`), http.StatusBadRequest, "BAD_REQUEST")
+	if r := ts.post("/v1/reservations/"+id+"/payment", `{"amount":1}`); r.status != http.StatusBadRequest ||
+		r.str("error") != "BAD_REQUEST" || r.str("detail") != "payment_id is missing" {
+		t.Errorf("a payment without payment_id: %v", r)
+	}
 	// Details name the field in JSON's terms, never Go's.
 	for path, c := range map[string]struct{ body, detail string }{
 		"/v1/reservations/" + id + "/payment": {`{"payment_id":"p","amount":1.5}`, "amount: must be an integer"},
-		"/v1/reservations/" + id + "/cancel":  {`{"x":1}`, `malformed JSON: unknown field "x"`},
+		"/v1/reservations/" + id + "/cancel":  {`{"x":1}`, `unknown field "x"`},
 		res:                                   {`{"request_id":1,"user_id":"u1"}`, "request_id: must be a string"},
 	} {
 		r := ts.post(path, c.body)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/httpapi/memengine"
 )
@@ -42,8 +43,6 @@ type serverOptions struct {
 	config func(*httpapi.Config)
 	// engine tunes the engine's Config (MaxSKUs, ...).
 	engine func(*actors.Config)
-	// wrap replaces the engine the server sees (fault injection).
-	wrap func(*actors.Engine) httpapi.Engine
 	// twin, when set, is the engine instead of a real one: no data dir,
 	// no actors; its hooks inject faults and orderings.
 	twin *memengine.Engine
@@ -64,8 +63,12 @@ func startServer(t *testing.T, o serverOptions) *testServer {
 	reg := prometheus.NewRegistry()
 	log := testLogger(t)
 	var eng *actors.Engine
-	var e httpapi.Engine = o.twin
-	if o.twin == nil {
+	// The twin runs lotteries but serves no feed; the real engine does
+	// both, as seckilld wires it.
+	cfg := httpapi.Config{AdminToken: testToken, Logger: log, Registry: reg}
+	if o.twin != nil {
+		cfg.Engine, cfg.Lotteries = o.twin, o.twin
+	} else {
 		ecfg := actors.Config{DataDir: o.dir, Logger: log, Registerer: reg}
 		if o.engine != nil {
 			o.engine(&ecfg)
@@ -74,12 +77,8 @@ func startServer(t *testing.T, o serverOptions) *testServer {
 		if eng, err = actors.Open(ecfg); err != nil {
 			t.Fatalf("actors.Open: %v", err)
 		}
-		e = eng
-		if o.wrap != nil {
-			e = o.wrap(eng)
-		}
+		cfg.Engine, cfg.Lotteries, cfg.Feed = eng, eng, feed.New(eng)
 	}
-	cfg := httpapi.Config{Engine: e, AdminToken: testToken, Logger: log, Registry: reg}
 	if o.config != nil {
 		o.config(&cfg)
 	}
@@ -109,7 +108,7 @@ func (ts *testServer) stop() {
 	// only after 5 s (as net/http does): close the client's spare ones so
 	// that Shutdown need not wait for them.
 	client.CloseIdleConnections()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound for a hung shutdown
 	defer cancel()
 	if err := ts.srv.Shutdown(ctx); err != nil {
 		ts.t.Errorf("Shutdown: %v", err)

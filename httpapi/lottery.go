@@ -10,12 +10,14 @@ import (
 
 	"github.com/fasthttp/router"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/lottery"
 	"github.com/valyala/fasthttp"
 )
 
-// Lotteries runs the commands of lottery sales. *actors.Engine satisfies
-// it; an engine that does not answers the lottery routes 404.
+// Lotteries runs the commands of lottery sales (Config.Lotteries).
+// *actors.Engine satisfies it; without it the lottery routes answer 404.
 type Lotteries interface {
 	// Enter records a user's entry, once per user (actors.Engine.Enter).
 	Enter(ctx context.Context, campaignID, skuID, requestID, userID string, tier uint8) (sku.EntryResult, error)
@@ -40,12 +42,6 @@ func (s *Server) lotteryRoutes(r *router.Router, get func(string, fasthttp.Reque
 	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/lottery/entries.csv", s.route("admin_entries_csv", s.admin(s.handleEntriesCSV)))
 }
 
-// lotteries returns the engine's lottery commands, false when it has none.
-func (s *Server) lotteries() (Lotteries, bool) {
-	l, ok := s.engine.(Lotteries)
-	return l, ok
-}
-
 func entryURL(campaignID, skuID, requestID string) string {
 	return "/v1/campaigns/" + campaignID + "/skus/" + skuID + "/entries/" + requestID
 }
@@ -56,9 +52,10 @@ func lotteryURL(campaignID, skuID string) string {
 
 // enterRequest is the body of POST .../entries.
 type enterRequest struct {
-	RequestID string `json:"request_id"` // may be left out with an entry pass: the pass's
-	UserID    string `json:"user_id"`
-	// EntryPass is an optional signed entry pass (issue #14), checked by
+	// RequestID may be left out (or null) with an entry pass: the pass's.
+	RequestID *string `json:"request_id"`
+	UserID    string  `json:"user_id" jsonkeys:"required"`
+	// EntryPass is an optional signed entry pass , checked by
 	// checkEntryPass as for a reserve; its tier is the entry's tier.
 	EntryPass string `json:"entry_pass"`
 }
@@ -82,15 +79,22 @@ type enteredBody struct {
 // passes), and its tier is the entry's tier; without one the tier is 0.
 func (s *Server) handleEnter(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
-	lots, has := s.lotteries()
-	if !ok || !has {
+	lots := s.lotteries
+	if !ok || lots == nil {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
 	}
 	var req enterRequest
 	if err := decodeJSON(ctx.PostBody(), &req); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
-	for _, bad := range []string{checkRequestID(req.RequestID, req.EntryPass != ""), checkID("user_id", req.UserID)} {
+	var requestID string
+	switch {
+	case req.RequestID != nil:
+		requestID = *req.RequestID
+	case req.EntryPass == "":
+		return write(ctx, bodyError(missingField("request_id")))
+	}
+	for _, bad := range []string{checkRequestID(requestID, req.EntryPass != ""), checkID("user_id", req.UserID)} {
 		if bad != "" {
 			return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad))
 		}
@@ -99,7 +103,7 @@ func (s *Server) handleEnter(ctx *fasthttp.RequestCtx) string {
 	if !known {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
 	}
-	p, rep, ok := s.checkEntryPass(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass)
+	p, rep, ok := s.checkEntryPass(&st.Definition, campaignID, skuID, requestID, req.UserID, req.EntryPass)
 	if !ok {
 		return write(ctx, rep)
 	}
@@ -150,16 +154,16 @@ func alreadyEnteredReply(e sku.EntryRef) reply {
 
 // entryBody is the answer of GET .../entries/{request_id}.
 type entryBody struct {
-	RequestID     string           `json:"request_id"`
-	EntrySeq      uint32           `json:"entry_seq"`
-	Tier          uint8            `json:"tier"`
-	Pseudonym     string           `json:"pseudonym"`
-	Status        string           `json:"status"`
-	Position      uint32           `json:"position,omitempty"`
-	ReservationID string           `json:"reservation_id,omitempty"`
-	ExpireAt      string           `json:"expire_at,omitempty"`
-	Reservation   *reservationBody `json:"reservation,omitempty"`
-	EvidenceURL   string           `json:"evidence_url"`
+	RequestID     string            `json:"request_id"`
+	EntrySeq      uint32            `json:"entry_seq"`
+	Tier          uint8             `json:"tier"`
+	Pseudonym     string            `json:"pseudonym"`
+	Status        string            `json:"status"`
+	Position      uint32            `json:"position,omitempty"`
+	ReservationID string            `json:"reservation_id,omitempty"`
+	ExpireAt      string            `json:"expire_at,omitempty"`
+	Reservation   *feed.Reservation `json:"reservation,omitempty"`
+	EvidenceURL   string            `json:"evidence_url"`
 }
 
 // handleEntry is GET /v1/campaigns/{c}/skus/{s}/entries/{request_id}:
@@ -168,8 +172,8 @@ type entryBody struct {
 func (s *Server) handleEntry(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	requestID := pathParam(ctx, "request_id")
-	lots, has := s.lotteries()
-	if !ok || !has || !sku.ValidID(requestID) {
+	lots := s.lotteries
+	if !ok || lots == nil || !sku.ValidID(requestID) {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
 	}
 	ectx, cancel := s.engineContext()
@@ -181,7 +185,7 @@ func (s *Server) handleEntry(ctx *fasthttp.RequestCtx) string {
 	body := entryBody{RequestID: v.RequestID, EntrySeq: v.EntrySeq, Tier: v.Tier, Pseudonym: hex.EncodeToString(v.Pseudonym[:]),
 		Status: v.Status.String(), Position: v.Position, EvidenceURL: lotteryURL(campaignID, skuID)}
 	if v.Status == sku.EntryWon {
-		r := renderReservation(v.Reservation)
+		r := feed.NewReservation(v.Reservation)
 		body.ReservationID, body.ExpireAt, body.Reservation = r.ReservationID, r.ExpireAt, &r
 	}
 	return write(ctx, jsonReply(fasthttp.StatusOK, body.Status, body))
@@ -245,19 +249,19 @@ func renderLottery(info sku.LotteryInfo) lotteryBody {
 	fallbackTime, _ := r.Beacon.Fallback().TimeMs()
 	body := lotteryBody{CampaignID: info.CampaignID, SKUID: info.SKUID, Phase: info.Phase.String(),
 		Rules: lotteryRulesBody{Version: lottery.Version, SaleLimit: info.SaleLimit,
-			EntriesOpenAt: formatMillis(r.EntriesOpenAt), EntriesCloseAt: formatMillis(r.EntriesCloseAt),
-			Beacon: beaconRuleBody{Source: r.Beacon.Source, Round: r.Beacon.Round, RoundTime: formatMillis(roundTime),
-				FallbackRound: r.Beacon.Fallback().Round, FallbackRoundTime: formatMillis(fallbackTime)},
-			Waitlist: r.Waitlist, Tiers: campaignSKUOf(sku.Definition{Lottery: &r}).Tiers},
-		Commit: hexOf(info.Commit), CommittedAt: formatMillis(info.CommittedAt), EntryCount: info.EntryCount}
+			EntriesOpenAt: timefmt.Millis(r.EntriesOpenAt), EntriesCloseAt: timefmt.Millis(r.EntriesCloseAt),
+			Beacon: beaconRuleBody{Source: r.Beacon.Source, Round: r.Beacon.Round, RoundTime: timefmt.Millis(roundTime),
+				FallbackRound: r.Beacon.Fallback().Round, FallbackRoundTime: timefmt.Millis(fallbackTime)},
+			Waitlist: r.Waitlist, Tiers: tierQuotasJSON(r.Tiers)},
+		Commit: hexOf(info.Commit), CommittedAt: timefmt.Millis(info.CommittedAt), EntryCount: info.EntryCount}
 	if body.Rules.Tiers == nil {
 		body.Rules.Tiers = []TierQuotaJSON{{Tier: 0, Quota: QuotaValue{Rest: true}}}
 	}
 	if info.Closed {
-		body.EntriesRoot, body.ClosedAt = hexOf(info.EntriesRoot), formatMillis(info.ClosedAt)
+		body.EntriesRoot, body.ClosedAt = hexOf(info.EntriesRoot), timefmt.Millis(info.ClosedAt)
 	}
 	if info.Drawn {
-		body.Round, body.Randomness, body.DrawnAt = info.Round, hexOf(info.Randomness), formatMillis(info.DrawAt)
+		body.Round, body.Randomness, body.DrawnAt = info.Round, hexOf(info.Randomness), timefmt.Millis(info.DrawAt)
 		body.Winners, body.Signature = &info.Winners, hex.EncodeToString(info.Signature)
 	}
 	if info.Done {
@@ -267,7 +271,7 @@ func renderLottery(info sku.LotteryInfo) lotteryBody {
 		body.Promoted = &info.Promoted
 	}
 	if info.Ended {
-		body.EndedAt = formatMillis(info.EndedAt)
+		body.EndedAt = timefmt.Millis(info.EndedAt)
 	}
 	return body
 }
@@ -288,8 +292,8 @@ func (s *Server) handleLotteryInfo(ctx *fasthttp.RequestCtx) string {
 // answer to give.
 func (s *Server) frozenLottery(ctx *fasthttp.RequestCtx, route string) (*sku.Frozen, reply, bool) {
 	campaignID, skuID, ok := pathSKU(ctx)
-	lots, has := s.lotteries()
-	if !ok || !has {
+	lots := s.lotteries
+	if !ok || lots == nil {
 		return nil, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""), false
 	}
 	ectx, cancel := s.engineContext()
@@ -316,10 +320,10 @@ func (s *Server) lotteryInfo(ctx *fasthttp.RequestCtx, route string) (sku.Lotter
 // drawRequest is the body of POST /admin/.../lottery/draw.
 type drawRequest struct {
 	Beacon struct {
-		Round      uint64 `json:"round"`
+		Round      uint64 `json:"round" jsonkeys:"required"`
 		Randomness string `json:"randomness"`
 		Signature  string `json:"signature"` // optional
-	} `json:"beacon"`
+	} `json:"beacon" jsonkeys:"required"`
 }
 
 // handleDraw is POST /admin/campaigns/{c}/skus/{s}/lottery/draw
@@ -335,13 +339,13 @@ type drawRequest struct {
 // time) or ALREADY_DRAWN, nothing recorded.
 func (s *Server) handleDraw(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
-	lots, has := s.lotteries()
-	if !ok || !has {
+	lots := s.lotteries
+	if !ok || lots == nil {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
 	}
 	var req drawRequest
 	if err := decodeJSON(ctx.PostBody(), &req); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	signature, err := hex.DecodeString(req.Beacon.Signature)
 	if err != nil {
@@ -397,7 +401,7 @@ func (s *Server) beaconDue(ctx *fasthttp.RequestCtx, round uint64) string {
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("beacon round %d of %s is published at %s: draw with it at or after that time", round, info.Rules.Beacon.Source, formatMillis(due))
+	return fmt.Sprintf("beacon round %d of %s is published at %s: draw with it at or after that time", round, info.Rules.Beacon.Source, timefmt.Millis(due))
 }
 
 // reasonBadBeacon answers a draw whose randomness is not 32 bytes of hex.

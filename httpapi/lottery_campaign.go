@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/lottery"
@@ -99,19 +98,12 @@ func (s CampaignSKU) lotteryRules(d *sku.Definition) error {
 	return nil
 }
 
-// campaignSKUOf renders one SKU's definition back as a campaign document's SKU.
-func campaignSKUOf(d sku.Definition) CampaignSKU {
-	s := CampaignSKU{SKUID: d.SKUID, SaleLimit: d.SaleLimit}
-	l := d.Lottery
-	if l == nil {
-		return s
+// tierQuotasJSON renders a lottery's tier quotas as a campaign document
+// writes them.
+func tierQuotasJSON(quotas []lottery.Quota) []TierQuotaJSON {
+	var out []TierQuotaJSON
+	for _, q := range quotas {
+		out = append(out, TierQuotaJSON{Tier: q.Tier, Quota: QuotaValue{Count: q.Count, Rest: q.Rest}})
 	}
-	waitlist := l.Waitlist
-	s.Allocation, s.Waitlist = AllocationLottery, &waitlist
-	s.EntriesOpenAt, s.EntriesCloseAt = formatMillis(l.EntriesOpenAt), formatMillis(l.EntriesCloseAt)
-	s.Beacon = &BeaconJSON{Source: l.Beacon.Source, Round: l.Beacon.Round}
-	for _, q := range slices.Clone(l.Tiers) {
-		s.Tiers = append(s.Tiers, TierQuotaJSON{Tier: q.Tier, Quota: QuotaValue{Count: q.Count, Rest: q.Rest}})
-	}
-	return s
+	return out
 }

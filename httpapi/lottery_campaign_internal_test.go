@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"github.com/seckill/seckill/internal/timefmt"
+	"reflect"
 	"testing"
 
 	"github.com/seckill/seckill/actors/sku"
@@ -33,9 +35,11 @@ func TestLotteryRulesOfCampaignSKU(t *testing.T) {
 		if d.Lottery == nil || d.Lottery.Waitlist != c.want || len(d.Lottery.Tiers) != 2 || !d.Lottery.Tiers[1].Rest || d.Lottery.Beacon.Round != beacon.Round {
 			t.Fatalf("%s: rules %+v", name, d.Lottery)
 		}
-		back := campaignSKUOf(sku.Definition{SKUID: "s", SaleLimit: 70, Lottery: d.Lottery})
-		if back.Allocation != AllocationLottery || *back.Waitlist != c.want || back.EntriesCloseAt != "2030-01-01T10:15:00.000Z" || len(back.Tiers) != 2 {
-			t.Fatalf("%s: rendered back as %+v", name, back)
+		if got := timefmt.Millis(d.Lottery.EntriesCloseAt); got != "2030-01-01T10:15:00.000Z" {
+			t.Fatalf("%s: entries_close_at %s", name, got)
+		}
+		if tiers := tierQuotasJSON(d.Lottery.Tiers); !reflect.DeepEqual(tiers, c.s.Tiers) {
+			t.Fatalf("%s: tiers rendered back as %+v, given %+v", name, tiers, c.s.Tiers)
 		}
 	}
 	noAllocation := lot(nil)

@@ -13,7 +13,8 @@ const (
 	layerWindow     = "window"     // NOT_STARTED / ENDED on the server's clock
 	layerPaused     = "paused"     // PAUSED / UNAVAILABLE published by the SKU
 	layerSoldOut    = "sold_out"   // SOLD_OUT: durable available = 0, or permits in flight cover the stock
-	layerQueueFull  = "queue_full" // permits or queue age exhausted
+	layerQueueFull  = "queue_full" // permits or inbox age exhausted
+	layerThrottled  = "throttled"  // commits too slow for max_queue_wait, or the ramp after them
 	layerEntryPass  = "entry_pass" // refused by the entry-pass check (seckill_entry_pass_rejections_total says why)
 )
 
@@ -23,7 +24,7 @@ const (
 // 10 and 25 µs (at 100 µs, as before, every fast answer fell into the
 // first bucket and its p99 read 99 µs by interpolation); a durable reserve
 // waits for a group commit, 0.15-0.5 ms alone and 4-40 ms at 4,096
-// connections (README, "bench-engine"), hence 1-2-5 steps up to 100 ms;
+// connections (make bench-engine, docs/benchmarks.md), hence 1-2-5 steps up to 100 ms;
 // the tail reaches the request timeout (3 s by default) and a define's
 // fsyncs, so the last bound is 5 s.
 var httpBuckets = []float64{1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
@@ -67,7 +68,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.rejectedBy = make(map[string]prometheus.Counter)
 	// Series made at start: a counter that first appears at its first
 	// increment loses that increment to rate() and increase().
-	for _, layer := range []string{layerValidation, layerDedup, layerWindow, layerPaused, layerSoldOut, layerQueueFull, layerEntryPass} {
+	for _, layer := range []string{layerValidation, layerDedup, layerWindow, layerPaused, layerSoldOut, layerQueueFull, layerThrottled, layerEntryPass} {
 		m.rejectedBy[layer] = m.rejections.WithLabelValues(layer) // also exports zeros
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.rejections, m.admissions} {
@@ -84,10 +85,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 // at first use.
 var routeOutcomes = map[string][]string{
 	"reserve": {sku.OutcomeAccepted.String(), sku.OutcomeSoldOut.String(), sku.OutcomeAlreadyPurchased.String(),
-		sku.OutcomeRequestIDReused.String(), reasonNotStarted, reasonEnded, reasonPaused, reasonQueueFull,
-		reasonBadRequest, reasonNotFound, reasonResultUnknown},
+		sku.OutcomeRequestIDReused.String(), reasonNotStarted, reasonEnded, reasonPaused, reasonQueueFull, reasonThrottled,
+		reasonBadRequest, reasonInvalidJSON, reasonNotFound, reasonResultUnknown},
 	"pay": {sku.StatePaid.String(), sku.OutcomePaymentConflict.String(),
-		sku.OutcomeRefundRequired.String(), reasonUnauthorized, reasonBadRequest, reasonNotFound, reasonQueueFull, reasonResultUnknown},
+		sku.OutcomeRefundRequired.String(), reasonUnauthorized, reasonBadRequest, reasonInvalidJSON, reasonNotFound, reasonQueueFull, reasonResultUnknown},
 	"cancel":          {sku.StateClosed.String(), sku.OutcomeNotClosable.String(), reasonNotFound, reasonQueueFull, reasonResultUnknown},
 	"get_reservation": {sku.StatePendingPayment.String(), sku.StatePaid.String(), sku.StateClosed.String(), reasonNotFound, reasonQueueFull, reasonReadTimeout},
 	"lookup_request":  {sku.OutcomeAccepted.String(), sku.OutcomeSoldOut.String(), reasonNotFound, reasonQueueFull, reasonReadTimeout},

@@ -12,6 +12,7 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/entrypass"
 	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/internal/benchsize"
 	"github.com/seckill/seckill/wal"
 	"github.com/valyala/fasthttp"
 )
@@ -80,20 +81,28 @@ func pathServer(b *testing.B, saleLimit int, passes bool) fasthttp.RequestHandle
 		b.Fatal(err)
 	}
 	handler := srv.Handler()
+	defineInProcess(b, handler, eng, c)
+	return handler
+}
+
+// defineInProcess PUTs campaign c (one SKU, s) through handler, a server's
+// on eng, and waits until the definition's durable view is published (the
+// ingress answers from it).
+func defineInProcess(b *testing.B, handler fasthttp.RequestHandler, eng *actors.Engine, c map[string]any) {
+	b.Helper()
 	body, _ := json.Marshal(c)
 	var define fasthttp.RequestCtx
 	define.Request.Header.SetMethod(fasthttp.MethodPut)
-	define.Request.SetRequestURI("/admin/campaigns/bench")
+	define.Request.SetRequestURI("/admin/campaigns/" + c["campaign_id"].(string))
 	define.Request.Header.Set("Authorization", "Bearer "+testToken)
 	define.Request.SetBody(body)
 	handler(&define)
 	if define.Response.StatusCode() != fasthttp.StatusCreated { // a new campaign (RFC 9110 §9.3.4)
 		b.Fatalf("define: %d %s", define.Response.StatusCode(), define.Response.Body())
 	}
-	for _, ok := eng.SKUStats("bench", "s"); !ok; _, ok = eng.SKUStats("bench", "s") {
-		time.Sleep(time.Millisecond) // the definition's durable view is published
+	for _, ok := eng.SKUStats(c["campaign_id"].(string), "s"); !ok; _, ok = eng.SKUStats(c["campaign_id"].(string), "s") {
+		time.Sleep(time.Millisecond)
 	}
-	return handler
 }
 
 // reserveOnce posts reserve n and checks the status.
@@ -142,7 +151,7 @@ func BenchmarkPathReservePass(b *testing.B) {
 		b.Fatal(err)
 	}
 	now := time.Now()
-	const passPoolMin = 11_001 // the callgrind runs' b.N, and the 1 of the first round
+	passPoolMin := benchsize.Pick(11_001, 1) // the callgrind runs' b.N, and the 1 of the first round
 	bodies := make([][]byte, max(b.N, passPoolMin))
 	for n := range bodies {
 		bodies[n] = fmt.Appendf(nil, `{"user_id":"u%d","entry_pass":"%s"}`, n, benchPass(b, ring, n, now))

@@ -9,41 +9,10 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/valyala/fasthttp"
 )
-
-// reservationBody renders a reservation (durable state only).
-type reservationBody struct {
-	ReservationID  string `json:"reservation_id"`
-	RequestID      string `json:"request_id"`
-	UserID         string `json:"user_id"`
-	State          string `json:"state"`
-	TokenID        uint32 `json:"token_id"`
-	CreatedAt      string `json:"created_at"`
-	ExpireAt       string `json:"expire_at"`
-	PaidAt         string `json:"paid_at,omitempty"`
-	PaymentID      string `json:"payment_id,omitempty"`
-	ClosedAt       string `json:"closed_at,omitempty"`
-	ClosedReason   string `json:"closed_reason,omitempty"`
-	RefundRequired bool   `json:"refund_required,omitempty"`
-}
-
-func renderReservation(v sku.View) reservationBody {
-	return reservationBody{
-		ReservationID:  v.ReservationID,
-		RequestID:      v.RequestID,
-		UserID:         v.UserID,
-		State:          v.State.String(),
-		TokenID:        v.TokenID,
-		CreatedAt:      formatMillis(v.CreatedAt),
-		ExpireAt:       formatMillis(v.ExpireAt),
-		PaidAt:         optionalMillis(v.PaidAt),
-		PaymentID:      v.PaymentID,
-		ClosedAt:       optionalMillis(v.ClosedAt),
-		ClosedReason:   v.CloseReason.String(),
-		RefundRequired: v.RefundRequired,
-	}
-}
 
 // requestBody renders what became of a reserve request.
 type requestBody struct {
@@ -52,13 +21,13 @@ type requestBody struct {
 	Outcome string `json:"outcome"`
 	// ReservationID is the reservation made (ACCEPTED) or the one the user
 	// already holds (ALREADY_PURCHASED).
-	ReservationID string           `json:"reservation_id,omitempty"`
-	Reservation   *reservationBody `json:"reservation,omitempty"`
+	ReservationID string            `json:"reservation_id,omitempty"`
+	Reservation   *feed.Reservation `json:"reservation,omitempty"`
 }
 
 // paymentRequest is the body of a payment callback.
 type paymentRequest struct {
-	PaymentID string      `json:"payment_id"`
+	PaymentID string      `json:"payment_id" jsonkeys:"required"`
 	Amount    *minorUnits `json:"amount"`
 	// ReservationID, when given (even ""), must name the reservation of
 	// the path (400 RESERVATION_MISMATCH otherwise); null is not given.
@@ -144,7 +113,7 @@ func (s *Server) handleGet(ctx *fasthttp.RequestCtx) string {
 	// A reservation changes (paid, closed) and names a user: no shared
 	// cache may keep it, and a client asks again each time.
 	ctx.Response.Header.Set("Cache-Control", "private, no-cache")
-	return write(ctx, jsonReply(fasthttp.StatusOK, v.State.String(), renderReservation(v)))
+	return write(ctx, jsonReply(fasthttp.StatusOK, v.State.String(), feed.NewReservation(v)))
 }
 
 // handleLookup is GET /v1/campaigns/{c}/skus/{s}/requests/{request_id}.
@@ -162,7 +131,7 @@ func (s *Server) handleLookup(ctx *fasthttp.RequestCtx) string {
 	}
 	body := requestBody{RequestID: requestID, Outcome: res.Outcome.String(), ReservationID: res.Reservation.ReservationID}
 	if res.Outcome == sku.OutcomeAccepted {
-		r := renderReservation(res.Reservation)
+		r := feed.NewReservation(res.Reservation)
 		body.Reservation = &r
 	}
 	ctx.Response.Header.Set("Cache-Control", "private, no-cache") // the reservation it names changes
@@ -170,7 +139,7 @@ func (s *Server) handleLookup(ctx *fasthttp.RequestCtx) string {
 }
 
 // unsigned is the 401 of a payment without a valid signature. Its
-// WWW-Authenticate challenge (RFC 9110 §11.6.1) names the scheme: an
+// WWW-Authenticate challenge (RFC 9110, section 11.6.1) names the scheme: an
 // HMAC-SHA256 of the body in the X-Signature header.
 func unsigned(ctx *fasthttp.RequestCtx, detail string) reply {
 	ctx.Response.Header.Set("WWW-Authenticate", `X-Signature realm="seckill-payments", algorithm="HMAC-SHA256"`)
@@ -189,7 +158,7 @@ func (s *Server) handlePay(ctx *fasthttp.RequestCtx) string {
 	}
 	var req paymentRequest
 	if err := decodeJSON(body, &req); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	if bad := checkID("payment_id", req.PaymentID); bad != "" {
 		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad))
@@ -209,14 +178,14 @@ func (s *Server) handlePay(ctx *fasthttp.RequestCtx) string {
 	res, err := s.engine.Pay(ectx, id, req.PaymentID, amount)
 	cancel()
 	if err != nil {
-		return write(ctx, s.engineError("pay", err, reservationURL(id)))
+		return write(ctx, s.engineError("pay", err, ReservationURL(id)))
 	}
 	reason := res.Outcome.String()
 	switch res.Outcome {
 	case sku.OutcomePaid, sku.OutcomeAlreadyPaid:
 		v := res.Reservation
 		return write(ctx, jsonReply(fasthttp.StatusOK, sku.StatePaid.String(), stateBody{
-			ReservationID: id, State: sku.StatePaid.String(), PaymentID: v.PaymentID, PaidAt: optionalMillis(v.PaidAt),
+			ReservationID: id, State: sku.StatePaid.String(), PaymentID: v.PaymentID, PaidAt: timefmt.OptionalMillis(v.PaidAt),
 		}))
 	case sku.OutcomeRefundRequired, sku.OutcomePaymentConflict:
 		return write(ctx, jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, ReservationID: id}))
@@ -235,13 +204,13 @@ func (s *Server) handleCancel(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
 	}
 	if err := decodeNoFields(ctx.PostBody()); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	ectx, cancel := s.engineContext()
 	res, err := s.engine.Cancel(ectx, id)
 	cancel()
 	if err != nil {
-		return write(ctx, s.engineError("cancel", err, reservationURL(id)))
+		return write(ctx, s.engineError("cancel", err, ReservationURL(id)))
 	}
 	reason := res.Outcome.String()
 	switch res.Outcome {
@@ -277,13 +246,13 @@ func (s *Server) handleRelease(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
 	}
 	if err := decodeNoFields(ctx.PostBody()); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, bodyError(err))
 	}
 	ectx, cancel := s.engineContext()
 	res, err := s.engine.Release(ectx, id)
 	cancel()
 	if err != nil {
-		return write(ctx, s.engineError("release", err, reservationURL(id)))
+		return write(ctx, s.engineError("release", err, ReservationURL(id)))
 	}
 	reason := res.Outcome.String()
 	switch res.Outcome {

@@ -1,10 +1,13 @@
 package httpapi
 
 import (
-	"github.com/seckill/seckill/actors"
+	"encoding/json"
 	"time"
 
+	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/admission"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/valyala/fasthttp"
 )
 
@@ -12,7 +15,7 @@ import (
 type reserveRequest struct {
 	RequestID string `json:"request_id"`
 	UserID    string `json:"user_id"`
-	// EntryPass is the buyer's entry pass (issue #14), empty for none: a
+	// EntryPass is the buyer's entry pass, empty for none: a
 	// view into the parser's buffer (parseReserveBody). With a pass,
 	// request_id may be left out: it is the pass's.
 	EntryPass []byte `json:"entry_pass"`
@@ -64,8 +67,8 @@ type doorPassed struct {
 }
 
 // reserveDoor runs the checks of a reserve before the answer cache: its
-// body and ids, the SKU (its published stats go to st), the lottery
-// refusal and the entry pass. It holds the body's parser until the pass is
+// body and ids, the SKU (its published stats go to st), the user's cell
+// (checkCell), the lottery refusal and the entry pass. It holds the body's parser until the pass is
 // verified, which reads the pass in place. ok is false with rep the
 // refusal.
 func (s *Server) reserveDoor(body []byte, campaignID, skuID string, st *actors.Stats) (in doorPassed, rep reply, ok bool) {
@@ -74,7 +77,7 @@ func (s *Server) reserveDoor(body []byte, campaignID, skuID string, st *actors.S
 	req, err := parseReserveBody(p, body)
 	if err != nil {
 		s.rejected(layerValidation)
-		return in, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()), false
+		return in, bodyError(err), false
 	}
 	for _, bad := range []string{checkRequestID(req.RequestID, len(req.EntryPass) > 0), checkID("user_id", req.UserID)} {
 		if bad != "" {
@@ -86,6 +89,9 @@ func (s *Server) reserveDoor(body []byte, campaignID, skuID string, st *actors.S
 	if *st, known = s.engine.SKUStats(campaignID, skuID); !known {
 		s.rejected(layerValidation)
 		return in, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"), false
+	}
+	if rep, refused := s.checkCell(campaignID, skuID, req.UserID); refused {
+		return in, rep, false
 	}
 	if st.Definition.Lottery != nil {
 		s.rejected(layerValidation)
@@ -149,7 +155,7 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 			// The user's requests ahead did not finish in time.
 			if fl.requestID == requestID {
 				s.answers.markUnknown(rkey, userID)
-				return s.resultUnknown(lookupURL(campaignID, skuID, requestID))
+				return s.resultUnknown(LookupURL(campaignID, skuID, requestID))
 			}
 			s.rejected(layerQueueFull)
 			return s.queueFull()
@@ -176,7 +182,7 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 // reports an answer that a repeat of the request_id, sent while this one
 // was in flight, may get too: one that is final for the request_id (ACCEPTED, the
 // engine's recorded SOLD_OUT, REQUEST_ID_REUSED) or decides nothing
-// (QUEUE_FULL, RESULT_UNKNOWN). The others hold only at the moment they
+// (QUEUE_FULL, THROTTLED, RESULT_UNKNOWN). The others hold only at the moment they
 // were decided (ALREADY_PURCHASED, a fast-path SOLD_OUT, the sale window):
 // the repeat, which may have been sent after the state changed, asks again
 // (found by the porcupine linearizability test).
@@ -191,7 +197,7 @@ func (s *Server) lead(rkey dedupKey, st *actors.Stats, in *doorPassed, k *reserv
 		v = s.limits.precheck(st, now, true)
 	}
 	if rep, refused := s.fastRefusal(v, st, now); refused {
-		return rep, v == verdictQueueFull
+		return rep, false
 	}
 	// Out of permits is busy, not sold out, even when the stock term
 	// binds: requests in flight may still be refused (a holder clicking
@@ -201,9 +207,9 @@ func (s *Server) lead(rkey dedupKey, st *actors.Stats, in *doorPassed, k *reserv
 	if g == nil {
 		g = s.gates.get(campaignID, skuID)
 	}
-	if !g.tryAcquire(s.limits.bound(*st)) {
-		s.rejected(layerQueueFull)
-		return s.queueFull(), true
+	d := s.limits.decide(st, g)
+	if refusal, ok := g.admit(d); !ok {
+		return s.busy(refusal, d), true
 	}
 	defer g.release()
 
@@ -219,12 +225,12 @@ func (s *Server) lead(rkey dedupKey, st *actors.Stats, in *doorPassed, k *reserv
 		f := classify(err)
 		if f.unknown {
 			s.answers.markUnknown(rkey, userID)
-			return s.resultUnknown(lookupURL(campaignID, skuID, requestID)), true
+			return s.resultUnknown(LookupURL(campaignID, skuID, requestID)), true
 		}
 		if f.status >= 500 && f.reason == reasonInternal {
 			s.log.Error("reserve failed", "campaign_id", campaignID, "sku_id", skuID, "err", err)
 		}
-		return errorReply(f.status, f.reason, wrongCellDetail(err)), false
+		return f.reply(err), false
 	}
 	rep, cache := s.reserveReply(res)
 	if res.Outcome == sku.OutcomeSoldOut && st.Definition.Cell != "" {
@@ -248,7 +254,7 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 	switch res.Outcome {
 	case sku.OutcomeAccepted:
 		v := res.Reservation
-		url := reservationURL(v.ReservationID)
+		url := ReservationURL(v.ReservationID)
 		rep = reply{status: fasthttp.StatusAccepted, outcome: reason, location: url,
 			body: acceptedJSON(v.ReservationID, v.RequestID, v.TokenID, v.ExpireAt)}
 		return rep, false
@@ -286,8 +292,10 @@ var (
 	replySoldOut         = errorReply(fasthttp.StatusConflict, reasonSoldOut, "")
 	replyRequestIDReused = errorReply(fasthttp.StatusUnprocessableEntity, sku.OutcomeRequestIDReused.String(), "")
 	replyQueueFull       = errorReply(fasthttp.StatusTooManyRequests, reasonQueueFull, "")
-	replyLotterySale     = errorReply(fasthttp.StatusConflict, reasonLotterySale, "this SKU is sold by lottery: POST an entry instead")
-	replySubjectLimit    = errorReply(fasthttp.StatusConflict, sku.OutcomeSubjectLimit.String(),
+	replyThrottled       = errorReply(fasthttp.StatusTooManyRequests, reasonThrottled,
+		"the SKU's log commits too slowly for max_queue_wait, or has just recovered and admits in steps")
+	replyLotterySale  = errorReply(fasthttp.StatusConflict, reasonLotterySale, "this SKU is sold by lottery: POST an entry instead")
+	replySubjectLimit = errorReply(fasthttp.StatusConflict, sku.OutcomeSubjectLimit.String(),
 		"a subject of the entry pass has the most unpaid reservations this SKU allows")
 )
 
@@ -311,7 +319,7 @@ func withRetryAfter(r reply, seconds string) reply {
 func notStarted(startAt int64, now time.Time) reply {
 	b := make([]byte, 0, 64)
 	b = append(b, `{"error":"NOT_STARTED","start_at":"`...)
-	b = time.UnixMilli(startAt).UTC().AppendFormat(b, rfc3339Millis)
+	b = timefmt.AppendMillis(b, startAt)
 	b = append(b, `"}`...)
 	return reply{status: fasthttp.StatusForbidden, body: b, outcome: reasonNotStarted,
 		retryAfter: retryAfterSeconds(time.UnixMilli(startAt).Sub(now))}
@@ -325,10 +333,37 @@ func (s *Server) queueFull() reply {
 	return rep
 }
 
+// busy is the 429 answer of a reserve admission refused (d, refusal),
+// counted by layer: QUEUE_FULL, or THROTTLED while the SKU's commits are
+// (or were just) too slow for max_queue_wait, whose Retry-After is the
+// wait admission judged, at least max_queue_wait's.
+func (s *Server) busy(refusal admission.State, d admission.Decision) reply {
+	if refusal != admission.Throttled {
+		s.rejected(layerQueueFull)
+		return s.queueFull()
+	}
+	s.rejected(layerThrottled)
+	rep := replyThrottled
+	rep.retryAfter = retryAfterSeconds(max(d.Wait, s.limits.MaxQueueWait))
+	return rep
+}
+
 // resultUnknown is the 504 answer: the engine did not answer in time; the
 // command may or may not have been applied. statusURL says where to look.
 func (s *Server) resultUnknown(statusURL string) reply {
-	return jsonReply(fasthttp.StatusGatewayTimeout, reasonResultUnknown, errorBody{Error: reasonResultUnknown, StatusURL: statusURL})
+	return reply{status: fasthttp.StatusGatewayTimeout, outcome: reasonResultUnknown, body: ResultUnknownBody(statusURL, "")}
+}
+
+// ResultUnknownBody is the body of a 504 RESULT_UNKNOWN: the command may
+// or may not have been applied; statusURL (omitted when "") says where to
+// look, detail (omitted when "") why it is unknown. seckill-router answers
+// it too, for a request a cell may have received and never answered.
+func ResultUnknownBody(statusURL, detail string) []byte {
+	b, err := json.Marshal(errorBody{Error: reasonResultUnknown, Detail: detail, StatusURL: statusURL})
+	if err != nil {
+		panic("httpapi: encoding RESULT_UNKNOWN: " + err.Error()) // strings always encode
+	}
+	return b
 }
 
 // rejected counts a reserve answered by an ingress layer.
@@ -339,13 +374,13 @@ func (s *Server) rejected(layer string) {
 // reservationURLPrefix starts the status URL of every reservation.
 const reservationURLPrefix = "/v1/reservations/"
 
-// reservationURL is the status URL of a reservation.
-func reservationURL(reservationID string) string {
+// ReservationURL is the status URL of a reservation.
+func ReservationURL(reservationID string) string {
 	return reservationURLPrefix + reservationID
 }
 
-// lookupURL is the status URL of a reserve request.
-func lookupURL(campaignID, skuID, requestID string) string {
+// LookupURL is the status URL of a reserve request.
+func LookupURL(campaignID, skuID, requestID string) string {
 	return "/v1/campaigns/" + campaignID + "/skus/" + skuID + "/requests/" + requestID
 }
 
@@ -370,9 +405,6 @@ func (s *Server) fastRefusal(v verdict, st *actors.Stats, now time.Time) (rep re
 	case verdictSoldOut:
 		s.rejected(layerSoldOut)
 		return s.soldOutReply(*st), true
-	case verdictQueueFull:
-		s.rejected(layerQueueFull)
-		return s.queueFull(), true
 	}
 	return reply{}, false
 }

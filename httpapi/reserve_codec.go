@@ -2,11 +2,11 @@ package httpapi
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/httpapi/jsonkeys"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/valyala/fastjson"
 )
 
@@ -21,24 +21,25 @@ var reserveParsers fastjson.ParserPool
 // parseReserveBody decodes {"request_id": string, "user_id": string,
 // "entry_pass": string} with p (from reserveParsers).
 // Keys match exactly (no case folding); an unknown or repeated key, a
-// value that is not a string, a body that is not one object, or data after
-// it is an error. Missing keys leave "" (rejected later by checkID). The
-// ids are copies; the entry pass is a view into p's buffer, valid until p
-// parses again or goes back to the pool: the pass is only verified, and
-// the text of a pass (up to 332 characters) is not worth a copy.
+// value that is not a string, a body that is not one object, data after
+// it, or a missing user_id or request_id (which an entry pass gives when
+// the body leaves it out) is an error, in decodeJSON's terms (bodyError
+// answers it). The ids are copies; the entry pass is a view into p's
+// buffer, valid until p parses again or goes back to the pool: the pass
+// is only verified, and the text of a pass (up to 332 characters) is not
+// worth a copy.
 func parseReserveBody(p *fastjson.Parser, body []byte) (reserveRequest, error) {
 	var req reserveRequest
 	if len(body) == 0 {
-		return req, errors.New("empty body, a JSON object is expected")
+		return req, errEmptyBody
 	}
 	v, err := p.ParseBytes(body)
 	if err != nil {
-		// fastjson's message grows with the nesting depth: keep the start.
-		return req, fmt.Errorf("malformed JSON: %s", boundDetail(err.Error()))
+		return req, fastjsonError(body)
 	}
 	obj, err := v.Object()
 	if err != nil {
-		return req, errors.New("malformed JSON: a JSON object is expected")
+		return req, errNotObject
 	}
 	var seenRequest, seenUser, seenPass bool
 	obj.Visit(func(key []byte, val *fastjson.Value) {
@@ -74,6 +75,13 @@ func parseReserveBody(p *fastjson.Parser, body []byte) (reserveRequest, error) {
 		}
 		*dst = string(s)
 	})
+	switch {
+	case err != nil:
+	case !seenRequest && len(req.EntryPass) == 0:
+		err = missingField("request_id")
+	case !seenUser:
+		err = missingField("user_id")
+	}
 	return req, err
 }
 
@@ -81,7 +89,7 @@ func parseReserveBody(p *fastjson.Parser, body []byte) (reserveRequest, error) {
 var acceptedState = sku.StatePendingPayment.String()
 
 // acceptedJSON encodes the 202 body of a reservation: its state
-// PENDING_PAYMENT and its status_url reservationURL(reservationID). Its
+// PENDING_PAYMENT and its status_url ReservationURL(reservationID). Its
 // output equals json.Marshal of the same acceptedBody (tested); ids that
 // would need escaping (never from the engine, whose ids are validated)
 // take the encoding/json path. Only the two ids are scanned: the state and
@@ -90,7 +98,7 @@ func acceptedJSON(reservationID, requestID string, tokenID uint32, expireAtMilli
 	if !plainJSON(reservationID) || !plainJSON(requestID) {
 		return jsonReply(0, "", acceptedBody{
 			ReservationID: reservationID, RequestID: requestID, State: acceptedState,
-			TokenID: tokenID, ExpireAt: formatMillis(expireAtMillis), StatusURL: reservationURL(reservationID),
+			TokenID: tokenID, ExpireAt: timefmt.Millis(expireAtMillis), StatusURL: ReservationURL(reservationID),
 		}).body
 	}
 	dst := make([]byte, 0, 160+2*len(reservationID)+len(requestID)+len(acceptedState)+len(reservationURLPrefix))
@@ -103,7 +111,7 @@ func acceptedJSON(reservationID, requestID string, tokenID uint32, expireAtMilli
 	dst = append(dst, `","token_id":`...)
 	dst = strconv.AppendUint(dst, uint64(tokenID), 10)
 	dst = append(dst, `,"expire_at":"`...)
-	dst = appendMillisUTC(dst, expireAtMillis)
+	dst = timefmt.AppendMillis(dst, expireAtMillis)
 	dst = append(dst, `","status_url":"`...)
 	dst = append(dst, reservationURLPrefix...)
 	dst = append(dst, reservationID...)

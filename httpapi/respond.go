@@ -11,7 +11,11 @@ import (
 // Reasons the service itself gives in the "error" field. The reasons the
 // engine gives are sku.Outcome names (SOLD_OUT, ALREADY_PURCHASED, ...).
 const (
-	reasonBadRequest         = "BAD_REQUEST"
+	reasonBadRequest = "BAD_REQUEST"
+	// reasonInvalidJSON: the body is not one complete JSON text (empty,
+	// cut short, not JSON, more after its value); a JSON body that is not
+	// what the route takes is BAD_REQUEST (decode.go).
+	reasonInvalidJSON        = "INVALID_JSON"
 	reasonBodyTooLarge       = "BODY_TOO_LARGE"
 	reasonHeaderTooLarge     = "HEADER_TOO_LARGE"
 	reasonRequestTimeout     = "REQUEST_TIMEOUT"
@@ -20,6 +24,7 @@ const (
 	reasonMethodNotAllowed   = "METHOD_NOT_ALLOWED"
 	reasonUnauthorized       = "UNAUTHORIZED"
 	reasonQueueFull          = "QUEUE_FULL"
+	reasonThrottled          = "THROTTLED"
 	reasonUnavailable        = "UNAVAILABLE"
 	reasonResultUnknown      = "RESULT_UNKNOWN"
 	reasonInternal           = "INTERNAL"
@@ -58,6 +63,10 @@ type errorBody struct {
 	StatusURL string `json:"status_url,omitempty"`
 	// ExpiredAt is when an entry pass expired (ENTRY_PASS_EXPIRED).
 	ExpiredAt string `json:"expired_at,omitempty"`
+	// Cell and Address are, for WRONG_CELL, the cell that owns the user
+	// and its HTTP base URL (when the answering cell knows it).
+	Cell    string `json:"cell,omitempty"`
+	Address string `json:"address,omitempty"`
 }
 
 // reply is an encoded answer. Replies kept in the dedup cache are shared
@@ -102,28 +111,23 @@ func write(ctx *fasthttp.RequestCtx, r reply) string {
 }
 
 // retryAfterSeconds renders d as a Retry-After value: whole seconds, at
-// least 1.
+// least 1. Up to a minute it allocates nothing (a crowd refused THROTTLED
+// gets one each).
 func retryAfterSeconds(d time.Duration) string {
 	s := int64((d + time.Second - 1) / time.Second)
 	if s < 1 {
 		s = 1
 	}
+	if s < int64(len(smallSeconds)) {
+		return smallSeconds[s]
+	}
 	return strconv.FormatInt(s, 10)
 }
 
-// rfc3339Millis is RFC 3339 with milliseconds; times are rendered in UTC.
-const rfc3339Millis = "2006-01-02T15:04:05.000Z07:00"
-
-// formatMillis renders Unix milliseconds as RFC 3339 with ms, in UTC.
-func formatMillis(ms int64) string {
-	var buf [len(rfc3339Millis)]byte
-	return string(appendMillisUTC(buf[:0], ms))
-}
-
-// optionalMillis is formatMillis, or "" for zero (not set).
-func optionalMillis(ms int64) string {
-	if ms == 0 {
-		return ""
+// smallSeconds are the decimal renderings of 0 to 60.
+var smallSeconds = func() (t [61]string) {
+	for i := range t {
+		t[i] = strconv.Itoa(i)
 	}
-	return formatMillis(ms)
-}
+	return t
+}()

@@ -12,13 +12,16 @@ import (
 
 	"github.com/fasthttp/router"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/seckill/seckill/admission"
+	"github.com/seckill/seckill/feed"
 	"github.com/valyala/fasthttp"
 )
 
 // Defaults of Config. Each is used when the field is zero.
 const (
-	// DefaultMaxQueueWait is the longest a reserve may wait in a SKU's
-	// mailbox before admission stops (seed §2: maximum acceptable wait).
+	// DefaultMaxQueueWait is the longest a reserve should wait for its
+	// answer (the buyer's maximum acceptable wait): in a SKU's inbox and
+	// for its group commit.
 	DefaultMaxQueueWait = time.Second
 	// DefaultRetryMargin is added to the available stock in the admission
 	// bound: room for duplicates and requests the engine will reject.
@@ -50,22 +53,40 @@ const (
 	// can change any moment.
 	DefaultStatusMaxAge = time.Second
 	// DefaultFinalStatusMaxAge is the Cache-Control max-age of ENDED and
-	// FINAL_SOLD_OUT (seed §7: a longer TTL once final).
+	// FINAL_SOLD_OUT: a status that cannot change any more may be cached
+	// longer, which takes the refresh storm of a sold-out page off the server.
 	DefaultFinalStatusMaxAge = 30 * time.Second
 )
 
 // Config configures a Server. Engine and AdminToken are required; every
-// other zero field takes its default.
+// other zero field takes its default. The optional features are passed in
+// as fields: a nil one is absent, and its routes answer 404.
 type Config struct {
 	// Engine executes the commands.
 	Engine Engine
+	// Feed serves the event feed and the reservations export
+	// (/admin/campaigns/{c}/events, .../skus/{s}/events and
+	// .../skus/{s}/reservations): feed.New over the engine.
+	Feed *feed.Feed
+	// Lotteries runs the entries and draws of lottery SKUs (the
+	// /entries, /lottery and /lottery/* routes).
+	Lotteries Lotteries
+	// Claimer is asked before a campaign is defined through the admin
+	// API (a cell's guard: the campaign must not be published across
+	// cells); nil: every campaign may be.
+	Claimer CampaignClaimer
+	// CellGuard, on a cell, is asked about each reserve's user as soon as
+	// its SKU is known, before any fast answer (421 WRONG_CELL for a user
+	// of another cell); nil: the service serves no cells.
+	CellGuard CellGuard
 	// AdminToken is the bearer token of /admin routes.
 	AdminToken string
 	// PaymentSecret is the HMAC-SHA256 key of payment callbacks
 	// (X-Signature: hex of the HMAC of the raw body). Empty accepts
 	// unsigned callbacks.
 	PaymentSecret []byte
-	// MaxQueueWait is the admission's maximum acceptable queue age.
+	// MaxQueueWait is the longest a buyer should wait: admission stops
+	// before the wait it judges (inbox age and commit latency) reaches it.
 	MaxQueueWait time.Duration
 	// RequestTimeout is how long a handler waits for the engine before it
 	// answers 504 RESULT_UNKNOWN. Default: MaxQueueWait + 2 s.
@@ -200,23 +221,23 @@ type Server struct {
 	answers *answerCache
 	// deadlines bound a reserve's wait for the engine (RequestTimeout)
 	deadlines *deadlines
+	// cellGuard is Config.CellGuard (nil: it serves no cells).
+	cellGuard CellGuard
 	// retryAfter is the Retry-After of QUEUE_FULL answers.
 	retryAfter string
 	adminID    [32]byte // SHA-256 of the admin token
 	http       *fasthttp.Server
 	// draining is set by Shutdown: /readyz answers 503 from then on.
 	draining atomic.Bool
-	// feeds is cancelled by Shutdown: long polls answer and event streams
-	// end (feed.go).
-	feeds     context.Context
-	stopFeeds context.CancelFunc
-	// eventCaches share the encoded events of a SKU between its feed
-	// consumers (feed_cache.go).
-	eventCaches *eventCaches
-	feedChains  *chainCache
-	// skuDefinitions wakes campaign feeds when a SKU is defined.
-	skuDefinitions skuDefinitions
-	feedGauges     feedGauges
+	// feed is the event feed (Config.Feed; nil: none); feeds is cancelled
+	// by Shutdown: long polls answer and event streams end (feed.go).
+	feed        *feed.Feed
+	feeds       context.Context
+	stopFeeds   context.CancelFunc
+	feedStreams atomic.Int64 // SSE streams open
+	// lotteries and claimer are Config.Lotteries and Config.Claimer.
+	lotteries Lotteries
+	claimer   CampaignClaimer
 
 	// ingress and stats feed the dashboard (stats*.go).
 	ingress *ingressStats
@@ -246,11 +267,11 @@ func New(cfg Config) (*Server, error) {
 		cfg:    cfg,
 		engine: cfg.Engine,
 		log:    cfg.Logger,
-		limits: limits{
-			maxQueueWait: cfg.MaxQueueWait,
-			retryMargin:  int64(cfg.RetryMargin),
-			minRate:      cfg.MinConsumerRate,
-		},
+		limits: limits{admission.Limits{
+			MaxQueueWait: cfg.MaxQueueWait,
+			RetryMargin:  int64(cfg.RetryMargin),
+			MinRate:      cfg.MinConsumerRate,
+		}},
 		metrics:    m,
 		gates:      newGates(m.admissions),
 		flights:    newFlights(),
@@ -261,16 +282,16 @@ func New(cfg Config) (*Server, error) {
 		ingress:    &ingressStats{engine: cfg.Engine},
 		stats:      newStatsSampler(),
 	}
+	s.feed, s.lotteries, s.claimer, s.cellGuard = cfg.Feed, cfg.Lotteries, cfg.Claimer, cfg.CellGuard
 	s.feeds, s.stopFeeds = context.WithCancel(context.Background())
-	s.eventCaches, s.feedChains = newEventCaches(), newChainCache()
-	if err := s.feedGauges.register(cfg.Registry); err != nil {
+	if err := s.registerFeedGauges(cfg.Registry); err != nil {
 		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
 	}
 	s.passMetrics, s.issuerID = pm, digest(cfg.EntryPasses.IssuerToken)
 	for _, st := range cfg.Engine.AllStats() { // each SKU's series exist from the start
 		s.gates.get(st.CampaignID, st.SKUID)
 	}
-	if err := cfg.Registry.Register(newSKUCollector(cfg.Engine, s.gates)); err != nil {
+	if err := cfg.Registry.Register(newSKUCollector(cfg.Engine, s.gates, s.limits)); err != nil {
 		return nil, fmt.Errorf("httpapi: registering the SKU collector: %w", err)
 	}
 	s.http = &fasthttp.Server{
@@ -308,13 +329,13 @@ func (s *Server) router() (r *router.Router, reserve *routeMetrics) {
 	r = router.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
-	// 405 carries Allow, set by the router (RFC 9110 §15.5.6).
+	// 405 carries Allow, set by the router (RFC 9110, section 15.5.6).
 	r.HandleMethodNotAllowed = true
 	r.MethodNotAllowed = s.route("method_not_allowed", func(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(fasthttp.StatusMethodNotAllowed, reasonMethodNotAllowed, "allowed: "+string(ctx.Response.Header.Peek("Allow"))))
 	})
 	// OPTIONS on a route is answered by the router: its Allow header, and
-	// 204 without a body (RFC 9110 §9.3.7).
+	// 204 without a body (RFC 9110, section 9.3.7).
 	r.HandleOPTIONS = true
 	r.GlobalOPTIONS = s.route("options", func(ctx *fasthttp.RequestCtx) string {
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -326,7 +347,7 @@ func (s *Server) router() (r *router.Router, reserve *routeMetrics) {
 	r.PanicHandler = s.recoverPanic
 
 	// get serves a GET route on HEAD too: the same answer, whose body
-	// fasthttp leaves out (RFC 9110 §9.3.2).
+	// fasthttp leaves out (RFC 9110, section 9.3.2).
 	get := func(path string, h fasthttp.RequestHandler) {
 		r.GET(path, h)
 		r.HEAD(path, h)
@@ -452,12 +473,15 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	var netErr net.Error
 	var outcome string
+	if !(errors.As(err, &netErr) && netErr.Timeout()) {
+		lingerAfterAnswer(ctx) // the rest of the request may be on its way (linger.go)
+	}
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		outcome = write(ctx, errorReply(fasthttp.StatusRequestEntityTooLarge, reasonBodyTooLarge,
 			fmt.Sprintf("request body larger than %d bytes", s.bodyLimit(&ctx.Request.Header))))
 	case errors.Is(err, fasthttp.ErrUnsupportedTransferEncoding):
-		// RFC 9112 §6.1: a transfer coding the server does not
+		// RFC 9112, section 6.1: a transfer coding the server does not
 		// understand is 501; only chunked is.
 		outcome = write(ctx, errorReply(fasthttp.StatusNotImplemented, reasonNotImplemented, "only the chunked transfer coding is supported"))
 	case errors.As(err, &small):
@@ -472,8 +496,8 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 
 // expectContinue is fasthttp's ExpectHandler for "Expect: 100-continue":
 // a body whose Content-Length exceeds the request's limit is refused with
-// 413 from the header alone, without inviting the body (RFC 9110
-// §10.1.1); fasthttp then closes the connection. Anything else gets its
+// 413 from the header alone, without inviting the body (RFC 9110,
+// section 10.1.1); fasthttp then closes the connection. Anything else gets its
 // 100 Continue.
 func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
 	limit := s.bodyLimit(&ctx.Request.Header)
@@ -481,6 +505,7 @@ func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
 		outcome := write(ctx, errorReply(fasthttp.StatusRequestEntityTooLarge, reasonBodyTooLarge,
 			fmt.Sprintf("request body larger than %d bytes", limit)))
 		s.metrics.requests.WithLabelValues("unparsed", outcome).Inc()
+		lingerAfterAnswer(ctx) // a client that did not wait for 100 Continue is sending the body
 		return fasthttp.StatusRequestEntityTooLarge
 	}
 	return fasthttp.StatusContinue
@@ -497,7 +522,8 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.log.Warn("accept failed for lack of resources; waiting", "err", err)
 	}}
 	refused := s.metrics.requests.WithLabelValues("connection_limit", reasonUnavailable)
-	return s.http.Serve(newConnLimiter(shedding, s.cfg.MaxConnections, refused.Inc))
+	limited := newConnLimiter(shedding, s.cfg.MaxConnections, refused.Inc)
+	return s.http.Serve(lingeringListener{Listener: limited, timeout: s.cfg.ReadTimeout})
 }
 
 // Shutdown stops accepting connections, closes idle ones and waits for the

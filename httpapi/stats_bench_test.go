@@ -11,13 +11,14 @@ import (
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/httpapi/memengine"
+	"github.com/seckill/seckill/internal/benchsize"
 )
 
 // BenchmarkSampleStats is one stats sample (what the server does once a
 // second) over 10,000 SKUs of the in-memory twin: the cost of the
 // dashboard's rates beside the engine's own work.
 func BenchmarkSampleStats(b *testing.B) {
-	const skus = 10_000
+	skus := benchsize.Pick(10_000, 100)
 	twin := memengine.New(memengine.Config{MaxSKUs: skus})
 	now := time.Now()
 	for i := range skus {

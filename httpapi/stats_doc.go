@@ -31,21 +31,38 @@ type statsRow struct {
 	// NOT_STARTED, TEMP_SOLD_OUT, FINAL_SOLD_OUT, ENDED, PAUSED) or
 	// UNAVAILABLE.
 	Status string `json:"status,omitempty"`
+	// Cell is this process's cell of a celled SKU (omitted otherwise).
+	Cell string `json:"cell,omitempty"`
 
-	// Tokens: sale_limit = available + reserved + confirmed when
-	// invariant_ok.
+	// Tokens: invariant_ok is the audit's conservation of tokens on these
+	// counts (sku.Counts.Conservation): sale_limit = available + reserved
+	// + confirmed, or on a cell of a celled SKU, which holds only what the
+	// ledger granted it, granted = available + reserved + confirmed +
+	// returned (granted and returned: the units of the cell's GRANT and
+	// RETURN records; 0 for a SKU that is not celled; the totals sum them).
 	SaleLimit   uint64 `json:"sale_limit"`
 	Available   uint64 `json:"available"`
 	Reserved    uint64 `json:"reserved"`
 	Confirmed   uint64 `json:"confirmed"`
+	Granted     uint64 `json:"granted"`
+	Returned    uint64 `json:"returned"`
 	InvariantOK bool   `json:"invariant_ok"`
 	// Reservations by state.
 	Reservations statsReservations `json:"reservations"`
 
-	// Pressure: the inbox, the queue age against max_queue_wait, the
-	// admission permits against their bound, the consumer rate.
+	// Pressure: the inbox and its oldest call's age; the log's oldest call
+	// waiting for durability (commit_wait_ms) and how long the calls of
+	// its last group commit waited (commit_latency_ms); the wait a reserve
+	// admitted now would see as admission judges it (expected_wait_ms =
+	// oldest_wait_ms + max(commit_wait_ms, commit_latency_ms)) against
+	// max_queue_wait; the permits in flight against what admission allows
+	// now (permits_bound: the bound when OPEN, less or 0 while THROTTLED);
+	// the consumer rate.
 	InboxDepth            int64   `json:"inbox_depth"`
 	OldestWaitMs          float64 `json:"oldest_wait_ms"`
+	CommitWaitMs          float64 `json:"commit_wait_ms"`
+	CommitLatencyMs       float64 `json:"commit_latency_ms"`
+	ExpectedWaitMs        float64 `json:"expected_wait_ms"`
 	MaxQueueWaitMs        float64 `json:"max_queue_wait_ms"`
 	PermitsInFlight       int64   `json:"permits_in_flight"`
 	PermitsBound          int64   `json:"permits_bound"`
@@ -75,8 +92,8 @@ type statsRow struct {
 	// (actors.Activity.SnapshotAt; null: none; in the totals, the oldest,
 	// null while some SKU has none).
 	SnapshotAgeSeconds *float64 `json:"snapshot_age_seconds"`
-	// FeedLagRecords is left for the event feed (issue #11's feed part):
-	// always null until it exists.
+	// FeedLagRecords is how far the slowest feed consumer is behind: no
+	// consumer reports its position to the server, so it is always null.
 	FeedLagRecords *uint64 `json:"feed_lag_records"`
 }
 
@@ -96,9 +113,11 @@ type statsOutcomes struct {
 	Accepted float64 `json:"accepted"`
 	// SoldOutFast: answered SOLD_OUT by the ingress (published durable
 	// stock, answer cache); SoldOutActor: decided by the SKU actor.
-	SoldOutFast      float64 `json:"sold_out_fast"`
-	SoldOutActor     float64 `json:"sold_out_actor"`
-	QueueFull        float64 `json:"queue_full"`
+	SoldOutFast  float64 `json:"sold_out_fast"`
+	SoldOutActor float64 `json:"sold_out_actor"`
+	QueueFull    float64 `json:"queue_full"`
+	// Throttled: 429 THROTTLED (commits too slow for max_queue_wait).
+	Throttled        float64 `json:"throttled"`
 	AlreadyPurchased float64 `json:"already_purchased"`
 	// EntryPassRefused and SubjectLimitRefused count answers whose reason
 	// starts with ENTRY_PASS or SUBJECT_LIMIT (zero until entry passes
@@ -125,6 +144,6 @@ type statsHistory struct {
 type statsSeries struct {
 	Accepted []float64  `json:"accepted"`
 	SoldOut  []float64  `json:"sold_out"` // fast and actor
-	Refused  []float64  `json:"refused"`  // queue full, entry pass, subject limit, 5xx
+	Refused  []float64  `json:"refused"`  // queue full, throttled, entry pass, subject limit, 5xx
 	P99Ms    []*float64 `json:"reserve_p99_ms"`
 }

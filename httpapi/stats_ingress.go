@@ -12,7 +12,7 @@ import (
 
 // Per-SKU counters of the reserve answers the HTTP side gives, for the
 // dashboard (/admin/stats): what only the ingress sees (its fast SOLD_OUT,
-// QUEUE_FULL, entry-pass and subject-limit refusals, 5xx) and the reserve
+// QUEUE_FULL, THROTTLED, entry-pass and subject-limit refusals, 5xx) and the reserve
 // latency. The actors count what they decide (actors.Activity). Atomic
 // adds only: no lock and no allocation per request once a SKU has its
 // counters.
@@ -23,6 +23,7 @@ type ingressCounters struct {
 	// answer cache and the actor; the sampler subtracts the actor's.
 	soldOut   atomic.Uint64
 	queueFull atomic.Uint64
+	throttled atomic.Uint64
 	// entryPass and subjectLimit count refusals whose reason starts with
 	// ENTRY_PASS or SUBJECT_LIMIT (the entry-pass issue's reasons; zero
 	// until they exist).
@@ -52,6 +53,8 @@ func (c *ingressCounters) count(outcome string, status int, took time.Duration) 
 		c.soldOut.Add(1)
 	case outcome == reasonQueueFull:
 		c.queueFull.Add(1)
+	case outcome == reasonThrottled:
+		c.throttled.Add(1)
 	case strings.HasPrefix(outcome, reasonPrefixEntryPass):
 		c.entryPass.Add(1)
 	case strings.HasPrefix(outcome, reasonPrefixSubjectLimit):

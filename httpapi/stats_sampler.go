@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/internal/timefmt"
 )
 
 // The stats sampler: once a StatsInterval it reads every SKU's published
@@ -58,8 +59,8 @@ type skuTrack struct {
 
 // ingressReading is a copy of ingressCounters.
 type ingressReading struct {
-	soldOut, queueFull, entryPass, subjectLimit, serverErrors, answers uint64
-	latency                                                            actors.HistogramCounts
+	soldOut, queueFull, throttled, entryPass, subjectLimit, serverErrors, answers uint64
+	latency                                                                       actors.HistogramCounts
 }
 
 func (c *ingressCounters) read() ingressReading {
@@ -67,7 +68,7 @@ func (c *ingressCounters) read() ingressReading {
 		return ingressReading{}
 	}
 	return ingressReading{
-		soldOut: c.soldOut.Load(), queueFull: c.queueFull.Load(), entryPass: c.entryPass.Load(),
+		soldOut: c.soldOut.Load(), queueFull: c.queueFull.Load(), throttled: c.throttled.Load(), entryPass: c.entryPass.Load(),
 		subjectLimit: c.subjectLimit.Load(), serverErrors: c.serverErrors.Load(), answers: c.answers.Load(),
 		latency: c.latency.Snapshot(),
 	}
@@ -83,7 +84,7 @@ func (r *seriesRing) put(n uint64, row *statsRow) {
 	o := row.OutcomesPerSecond
 	r.accepted[i] = float32(o.Accepted)
 	r.soldOut[i] = float32(o.SoldOutFast + o.SoldOutActor)
-	r.refused[i] = float32(o.QueueFull + o.EntryPassRefused + o.SubjectLimitRefused + o.ServerErrors)
+	r.refused[i] = float32(o.QueueFull + o.Throttled + o.EntryPassRefused + o.SubjectLimitRefused + o.ServerErrors)
 	r.p99Ms[i] = float32(math.NaN())
 	if row.ReserveP99Ms != nil {
 		r.p99Ms[i] = float32(*row.ReserveP99Ms)
@@ -136,10 +137,10 @@ func (s *Server) SampleStats(now time.Time) {
 	if !sp.at.IsZero() && now.After(sp.at) {
 		dt = now.Sub(sp.at).Seconds()
 	}
-	doc := &statsDoc{At: formatMillis(now.UnixMilli()), IntervalSeconds: dt, Rows: make([]statsRow, 0, len(stats))}
+	doc := &statsDoc{At: timefmt.Millis(now.UnixMilli()), IntervalSeconds: dt, Rows: make([]statsRow, 0, len(stats))}
 	var tot totalsBuilder
 	tot.row.InvariantOK = true
-	tot.row.MaxQueueWaitMs = millis(s.limits.maxQueueWait)
+	tot.row.MaxQueueWaitMs = millis(s.limits.MaxQueueWait)
 	for i := range stats {
 		st := &stats[i]
 		if st.Definition.CampaignID == "" && !st.Unavailable {
@@ -190,21 +191,27 @@ func (s *Server) SampleStats(now time.Time) {
 // statsRow renders the published, durable figures of one SKU at clock.
 func (s *Server) statsRow(st *actors.Stats, act *actors.Activity, clock time.Time) statsRow {
 	n := st.Counts
-	inFlight := s.gates.inFlight(st.CampaignID, st.SKUID)
+	g := s.gates.get(st.CampaignID, st.SKUID)
+	inFlight := g.inFlight.Load()
+	d := s.limits.decide(st, g)
 	row := statsRow{
-		CampaignID: st.CampaignID, SKUID: st.SKUID,
+		CampaignID: st.CampaignID, SKUID: st.SKUID, Cell: st.Definition.Cell,
 		SaleLimit: uint64(n.SaleLimit), Available: uint64(n.Available),
 		Reserved: uint64(n.Reserved), Confirmed: uint64(n.Confirmed),
-		InvariantOK: uint64(n.Available)+uint64(n.Reserved)+uint64(n.Confirmed) == uint64(n.SaleLimit),
+		InvariantOK: n.Conservation(st.Definition.Cell != "") == "",
+		Granted:     n.Granted, Returned: n.Returned,
 		Reservations: statsReservations{
 			PendingPayment: uint64(n.PendingPayment), Paid: uint64(n.Paid), Closed: uint64(n.Closed),
 			HeldClosed: uint64(n.HeldClosed), Total: uint64(n.Reservations),
 		},
 		InboxDepth:            st.Queued,
 		OldestWaitMs:          millis(st.OldestWait),
-		MaxQueueWaitMs:        millis(s.limits.maxQueueWait),
+		CommitWaitMs:          millis(st.CommitWait),
+		CommitLatencyMs:       millis(st.CommitLatency),
+		ExpectedWaitMs:        millis(d.Wait),
+		MaxQueueWaitMs:        millis(s.limits.MaxQueueWait),
 		PermitsInFlight:       inFlight,
-		PermitsBound:          s.limits.bound(*st),
+		PermitsBound:          d.Permits,
 		ConsumerRatePerSecond: st.RatePerSecond,
 		Unpaid:                uint64(n.PendingPayment),
 		RefundsRequired:       uint64(n.RefundsRequired),
@@ -214,7 +221,7 @@ func (s *Server) statsRow(st *actors.Stats, act *actors.Activity, clock time.Tim
 	if st.Unavailable {
 		row.Status = reasonUnavailable
 	} else {
-		row.Status, _ = s.limits.skuStatus(*st, clock, inFlight)
+		row.Status, _ = s.limits.skuStatus(*st, clock, g)
 	}
 	if n.PendingPayment > 0 && act.EarliestExpireAt > 0 {
 		made := act.EarliestExpireAt - st.Definition.PaymentWindowMs
@@ -229,9 +236,9 @@ func (s *Server) statsRow(st *actors.Stats, act *actors.Activity, clock time.Tim
 // intervalDelta is what one SKU did over an interval: counter differences
 // (a counter that went back, after a restart of the SKU, counts as 0).
 type intervalDelta struct {
-	accepted, soldOutActor, alreadyPurchased, expired, batches, records uint64
-	soldOut, queueFull, entryPass, subjectLimit, serverErrors, answers  uint64
-	latency, fsync                                                      actors.HistogramCounts
+	accepted, soldOutActor, alreadyPurchased, expired, batches, records           uint64
+	soldOut, queueFull, throttled, entryPass, subjectLimit, serverErrors, answers uint64
+	latency, fsync                                                                actors.HistogramCounts
 }
 
 func deltaOf(tr *skuTrack, act *actors.Activity, in *ingressReading) intervalDelta {
@@ -244,6 +251,7 @@ func deltaOf(tr *skuTrack, act *actors.Activity, in *ingressReading) intervalDel
 		records:          diff(act.Records, tr.act.Records),
 		soldOut:          diff(in.soldOut, tr.in.soldOut),
 		queueFull:        diff(in.queueFull, tr.in.queueFull),
+		throttled:        diff(in.throttled, tr.in.throttled),
 		entryPass:        diff(in.entryPass, tr.in.entryPass),
 		subjectLimit:     diff(in.subjectLimit, tr.in.subjectLimit),
 		serverErrors:     diff(in.serverErrors, tr.in.serverErrors),
@@ -267,6 +275,7 @@ func (d *intervalDelta) rates(row *statsRow, dt float64) {
 		SoldOutFast:         per(d.soldOut - min(d.soldOut, d.soldOutActor)),
 		SoldOutActor:        per(d.soldOutActor),
 		QueueFull:           per(d.queueFull),
+		Throttled:           per(d.throttled),
 		AlreadyPurchased:    per(d.alreadyPurchased),
 		EntryPassRefused:    per(d.entryPass),
 		SubjectLimitRefused: per(d.subjectLimit),
@@ -294,6 +303,8 @@ func (t *totalsBuilder) add(r *statsRow, d *intervalDelta) {
 	o.Available += r.Available
 	o.Reserved += r.Reserved
 	o.Confirmed += r.Confirmed
+	o.Granted += r.Granted
+	o.Returned += r.Returned
 	o.InvariantOK = o.InvariantOK && r.InvariantOK
 	o.Reservations.PendingPayment += r.Reservations.PendingPayment
 	o.Reservations.Paid += r.Reservations.Paid
@@ -302,6 +313,9 @@ func (t *totalsBuilder) add(r *statsRow, d *intervalDelta) {
 	o.Reservations.Total += r.Reservations.Total
 	o.InboxDepth += r.InboxDepth
 	o.OldestWaitMs = max(o.OldestWaitMs, r.OldestWaitMs)
+	o.CommitWaitMs = max(o.CommitWaitMs, r.CommitWaitMs)
+	o.CommitLatencyMs = max(o.CommitLatencyMs, r.CommitLatencyMs)
+	o.ExpectedWaitMs = max(o.ExpectedWaitMs, r.ExpectedWaitMs)
 	o.PermitsInFlight += r.PermitsInFlight
 	o.PermitsBound += r.PermitsBound
 	o.ConsumerRatePerSecond += r.ConsumerRatePerSecond
@@ -324,6 +338,7 @@ func (t *totalsBuilder) add(r *statsRow, d *intervalDelta) {
 	// Each SKU's fast SOLD_OUT is its own difference: sum them as such.
 	a.soldOut += d.soldOut - min(d.soldOut, d.soldOutActor) + d.soldOutActor
 	a.queueFull += d.queueFull
+	a.throttled += d.throttled
 	a.entryPass += d.entryPass
 	a.subjectLimit += d.subjectLimit
 	a.serverErrors += d.serverErrors

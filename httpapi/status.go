@@ -6,16 +6,18 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/admission"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/valyala/fasthttp"
 )
 
-// Coarse SKU statuses (seed §7, §10). No exact stock is ever shown: a
+// Coarse SKU statuses, for buyers' pages and CDN caches. No exact stock is ever shown: a
 // number would be stale at once and invite refresh storms.
 const (
 	StatusNotStarted   = "NOT_STARTED"    // before start_at
 	StatusOpen         = "OPEN"           // admitting normally
-	StatusThrottled    = "THROTTLED"      // queue age above half of max_queue_wait
-	StatusQueueFull    = "QUEUE_FULL"     // admission stopped: queue age or permits exhausted
+	StatusThrottled    = "THROTTLED"      // commits too slow, or coming back in steps; or the judged wait above half of max_queue_wait
+	StatusQueueFull    = "QUEUE_FULL"     // admission stopped: inbox age or permits exhausted
 	StatusTempSoldOut  = "TEMP_SOLD_OUT"  // no token now; a release may free one
 	StatusFinalSoldOut = "FINAL_SOLD_OUT" // no token, and none can come back (ended, or nothing reserved)
 	StatusEnded        = "ENDED"          // at or after end_at, tokens left unsold
@@ -23,11 +25,12 @@ const (
 )
 
 // skuStatus renders the sale gate's verdict (sku.Gate) on an available
-// SKU's published stats as a coarse status, and an open SKU's load (an
-// unavailable one has no status: it is answered 503 UNAVAILABLE, as every
-// other route answers it). final is set for statuses that cannot change
-// any more (longer cache TTL).
-func (l limits) skuStatus(st actors.Stats, now time.Time, inFlight int64) (status string, final bool) {
+// SKU's published stats as a coarse status, and an open SKU's load as
+// admission judges it with the SKU's gate g (an unavailable one has no
+// status: it is answered 503 UNAVAILABLE, as every other route answers
+// it). final is set for statuses that cannot change any more (longer
+// cache TTL).
+func (l limits) skuStatus(st actors.Stats, now time.Time, g *gate) (status string, final bool) {
 	switch v := gateOf(&st, now); {
 	case v == sku.VerdictNotStarted:
 		return StatusNotStarted, false
@@ -40,14 +43,20 @@ func (l limits) skuStatus(st actors.Stats, now time.Time, inFlight int64) (statu
 	case v == sku.VerdictSoldOut:
 		return StatusTempSoldOut, false
 	}
-	permits := l.bound(st)
-	switch {
-	case st.OldestWait >= l.maxQueueWait || inFlight >= permits:
-		return StatusQueueFull, false
-	case st.OldestWait > l.maxQueueWait/2:
-		return StatusThrottled, false
+	return loadStatus(l.Limits, l.decide(&st, g), g.inFlight.Load()), false
+}
+
+// loadStatus is the status of an open SKU whose admission decided d with
+// inFlight permits out: the state a reserve would be refused with, else
+// THROTTLED while ramping or above half of max_queue_wait, else OPEN.
+func loadStatus(l admission.Limits, d admission.Decision, inFlight int64) string {
+	if refusal, refused := d.Refusal(inFlight); refused && refusal == admission.QueueFull {
+		return StatusQueueFull
 	}
-	return StatusOpen, false
+	if d.State != admission.Open || l.Tight(d) {
+		return StatusThrottled
+	}
+	return StatusOpen
 }
 
 // statusBody is the answer of GET /v1/campaigns/{c}/skus/{s}.
@@ -75,7 +84,7 @@ func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) string {
 	if st.Unavailable {
 		return write(ctx, replyUnavailable)
 	}
-	status, final := s.limits.skuStatus(st, s.cfg.Clock(), s.gates.inFlight(campaignID, skuID))
+	status, final := s.limits.skuStatus(st, s.cfg.Clock(), s.gates.get(campaignID, skuID))
 	maxAge := s.cfg.StatusMaxAge
 	if final {
 		maxAge = s.cfg.FinalStatusMaxAge
@@ -85,7 +94,7 @@ func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) string {
 		CampaignID: campaignID,
 		SKUID:      skuID,
 		Status:     status,
-		StartAt:    optionalMillis(st.Definition.StartAt),
-		EndAt:      optionalMillis(st.Definition.EndAt),
+		StartAt:    timefmt.OptionalMillis(st.Definition.StartAt),
+		EndAt:      timefmt.OptionalMillis(st.Definition.EndAt),
 	}))
 }

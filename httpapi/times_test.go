@@ -46,7 +46,8 @@ func TestTimesHaveOneFormat(t *testing.T) {
 	body["start_at"], body["end_at"] = "2020-01-01T12:00:00Z", "2099-01-01T12:00:00.5+01:00"
 	defined := ts.admin(http.MethodPut, "/admin/campaigns/tf", body)
 	want(t, defined, http.StatusCreated, "")
-	if defined.str("start_at") != "2020-01-01T12:00:00.000Z" || defined.str("end_at") != "2099-01-01T11:00:00.500Z" {
+	if skus, _ := defined.body["skus"].([]any); len(skus) != 1 || skus[0].(map[string]any)["start_at"] != "2020-01-01T12:00:00.000Z" ||
+		skus[0].(map[string]any)["end_at"] != "2099-01-01T11:00:00.500Z" {
 		t.Fatalf("define: %v", defined)
 	}
 	paid := ts.reserve("tf", "s", "r1", "u1")

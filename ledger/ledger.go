@@ -1,15 +1,15 @@
 // Package ledger is the quota ledger of celled SKUs, kept in etcd: which
 // token ranges each cell was granted and returned, and what the central
 // pool still holds. etcd transactions are its only concurrency control
-// (no locks, no leases: a lease cannot fence a paused holder, see the
-// README's "Beyond one node"). A cell's own log is the other half of the
+// (no locks, no leases: a lease cannot fence a paused holder, see
+// "Guarantees and their limits" of docs/cells.md). A cell's own log is the other half of the
 // story (sku GRANT/RETURN/EPOCH records): a cell sells a token only after
 // its GRANT is durable, and logs a RETURN before Credit.
 //
 // Key layout, all under one prefix (DefaultPrefix):
 //
 //	<prefix>/cells/<cell>/epoch                              decimal epoch, bumped by each process that opens the cell
-//	<prefix>/cells/<cell>/addr                               the cell's HTTP base URL, for operators (never for safety)
+//	<prefix>/cells/<cell>/addr                               the cell's HTTP base URL, for operators and clients sent to the wrong cell (never for safety)
 //	<prefix>/campaigns/<c>/skus/<s>/ledger                   JSON Pool
 //	<prefix>/campaigns/<c>/skus/<s>/allocs/<cell>/<seq>      JSON Allocation, created once, never changed
 //	<prefix>/campaigns/<c>/skus/<s>/returns/<cell>/<seq>     JSON Allocation, created once, never changed
@@ -144,6 +144,24 @@ func (l *Ledger) CellMapKey(s SKU) string { return l.skuKey(s) + "/cellmap" }
 
 // AddrKey is the key where a cell announces its HTTP base URL.
 func (l *Ledger) AddrKey(cell string) string { return l.prefix + "/cells/" + cell + "/addr" }
+
+// CellAddrs reads the HTTP base URLs the cells announced (AddrKey), by
+// cell: a cell names the right cell's address in its 421 WRONG_CELL.
+func (l *Ledger) CellAddrs(ctx context.Context) (map[string]string, error) {
+	prefix := l.prefix + "/cells/"
+	resp, err := l.c.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, err
+	}
+	addrs := map[string]string{}
+	for _, kv := range resp.Kvs {
+		cell, ok := strings.CutSuffix(strings.TrimPrefix(string(kv.Key), prefix), "/addr")
+		if ok && !strings.Contains(cell, "/") {
+			addrs[cell] = string(kv.Value)
+		}
+	}
+	return addrs, nil
+}
 
 // DefinitionKey is the key of the SKU's published definition (written by
 // package cells).

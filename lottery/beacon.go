@@ -18,7 +18,7 @@ const (
 // FallbackRounds is how many rounds after the named round the stated
 // fallback round comes: 1200 quicknet rounds, one hour. If round R is not
 // published in time the draw may use round R+FallbackRounds instead
-// (RFC 3797 §5.2 states such a fallback in advance); the evidence says which
+// (RFC 3797, section 5.2, states such a fallback in advance); the evidence says which
 // round was used, and an auditor can see on drand's public record whether
 // round R was in fact out.
 const FallbackRounds = 1200

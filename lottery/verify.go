@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"slices"
+
+	"github.com/seckill/seckill/internal/timefmt"
 )
 
 // Evidence is what a lottery publishes (and what its log records), the
@@ -78,12 +80,12 @@ func (r *Report) Add(name string, ok bool, format string, args ...any) {
 func Verify(ev Evidence, pool []byte) Report {
 	r := Report{OK: true}
 	r.Add("commit_precedes_close", ev.CommittedAtMs == 0 || ev.CommittedAtMs <= ev.ClosedAtMs && ev.CommittedAtMs < ev.EntriesCloseAtMs,
-		"committed at %s, closed at %s (entries_close_at %s)", Stamp(ev.CommittedAtMs), Stamp(ev.ClosedAtMs), Stamp(ev.EntriesCloseAtMs))
+		"committed at %s, closed at %s (entries_close_at %s)", timefmt.Millis(ev.CommittedAtMs), timefmt.Millis(ev.ClosedAtMs), timefmt.Millis(ev.EntriesCloseAtMs))
 	roundTime, err := RoundTimeMs(ev.Beacon.Source, ev.Round)
 	accepted := ev.Beacon.Accepts(ev.Round)
 	r.Add("round_after_close", err == nil && accepted == nil && roundTime > ev.EntriesCloseAtMs && ev.DrawnAtMs >= roundTime && ev.ClosedAtMs >= ev.EntriesCloseAtMs,
 		"round %d (named %d, fallback %d) published at %s; entries_close_at %s, closed at %s; drawn at %s",
-		ev.Round, ev.Beacon.Round, ev.Beacon.Fallback().Round, Stamp(roundTime), Stamp(ev.EntriesCloseAtMs), Stamp(ev.ClosedAtMs), Stamp(ev.DrawnAtMs))
+		ev.Round, ev.Beacon.Round, ev.Beacon.Fallback().Round, timefmt.Millis(roundTime), timefmt.Millis(ev.EntriesCloseAtMs), timefmt.Millis(ev.ClosedAtMs), timefmt.Millis(ev.DrawnAtMs))
 	if len(ev.Signature) > 0 {
 		err := CheckSignature(ev.Beacon.Source, ev.Round, ev.Randomness, ev.Signature)
 		r.Add("beacon_signature", err == nil, "%s", errText(err, "the randomness is SHA-256 of the signature, which verifies under the quicknet public key for the round"))

@@ -28,28 +28,51 @@ const (
 // duplicate window.
 type NATSSink struct {
 	js       jetstream.JetStream
-	stream   jetstream.Stream
+	name     string
 	campaign string
-	lastSeq  uint64 // the stream's last sequence, as of Resume and the publishes since
+	stream   jetstream.Stream // nil until found or created
+	lastSeq  uint64           // the stream's last sequence, as of Resume and the publishes since
 }
 
-// NewNATSSink opens the stream name, creating it (file storage, subjects
-// seckill.{campaign}.>) if it does not exist.
-func NewNATSSink(ctx context.Context, nc *nats.Conn, name, campaignID string) (*NATSSink, error) {
+// NewNATSSink returns the sink of the stream name, which Open creates
+// (file storage, subjects seckill.{campaign}.>) if it does not exist.
+func NewNATSSink(nc *nats.Conn, name, campaignID string) (*NATSSink, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
 	}
-	stream, err := js.Stream(ctx, name)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		stream, err = js.CreateStream(ctx, jetstream.StreamConfig{
-			Name: name, Subjects: []string{"seckill." + subjectToken(campaignID) + ".>"}, Storage: jetstream.FileStorage,
-		})
+	return &NATSSink{js: js, name: name, campaign: campaignID}, nil
+}
+
+// find looks the stream up; a missing stream leaves s.stream nil.
+func (s *NATSSink) find(ctx context.Context) error {
+	if s.stream != nil {
+		return nil
 	}
+	stream, err := s.js.Stream(ctx, s.name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("stream %s: %w", s.name, err)
+	}
+	s.stream = stream
+	return nil
+}
+
+// Open creates the stream if it does not exist.
+func (s *NATSSink) Open(ctx context.Context) error {
+	if err := s.find(ctx); err != nil || s.stream != nil {
+		return err
+	}
+	stream, err := s.js.CreateStream(ctx, jetstream.StreamConfig{
+		Name: s.name, Subjects: []string{"seckill." + subjectToken(s.campaign) + ".>"}, Storage: jetstream.FileStorage,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", name, err)
+		return fmt.Errorf("creating stream %s: %w", s.name, err)
 	}
-	return &NATSSink{js: js, stream: stream, campaign: campaignID}, nil
+	s.stream = stream
+	return nil
 }
 
 // Subject returns the subject of an event.
@@ -60,8 +83,16 @@ func (s *NATSSink) Subject(skuID, eventType string) string {
 // subjectToken writes an id as one subject token.
 func subjectToken(id string) string { return strings.ReplaceAll(id, ".", "%2E") }
 
-// Resume reads the stream's last message and returns its cursor.
+// Resume reads the stream's last message and returns its cursor: ""
+// when the stream is empty or does not exist yet.
 func (s *NATSSink) Resume(ctx context.Context) (string, error) {
+	if err := s.find(ctx); err != nil {
+		return "", err
+	}
+	if s.stream == nil {
+		s.lastSeq = 0
+		return "", nil
+	}
 	info, err := s.stream.Info(ctx)
 	if err != nil {
 		return "", err

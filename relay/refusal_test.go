@@ -15,6 +15,7 @@ import (
 type emptySink struct{}
 
 func (emptySink) Resume(context.Context) (string, error) { return "", nil }
+func (emptySink) Open(context.Context) error             { return errors.New("unexpected open") }
 func (emptySink) Publish(context.Context, []relay.Message) error {
 	return errors.New("unexpected publish")
 }

@@ -27,7 +27,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/feed"
 )
 
 // Defaults of Config.
@@ -82,31 +82,79 @@ type Message struct {
 // Sink is where the relay publishes.
 type Sink interface {
 	// Resume returns the Cursor of the last message the sink holds, ""
-	// when it holds none.
+	// when it holds none (or does not exist yet: it creates nothing).
 	Resume(ctx context.Context) (string, error)
+	// Open makes the sink ready to store (the NATS sink creates its
+	// stream if it is missing). The relay calls it once the feed has
+	// answered a page, before any Publish, so that a relay the feed
+	// refuses (an unknown campaign, a wrong token) leaves nothing behind.
+	Open(ctx context.Context) error
 	// Publish stores msgs in order and returns once every one is stored,
 	// or with the first error; after an error the relay calls Resume
 	// again, so a sink must never store a message after one that failed.
 	Publish(ctx context.Context, msgs []Message) error
 }
 
-// ErrFeed wraps answers of the feed the relay cannot go past by itself:
-// 410 CURSOR_COMPACTED, 409 CURSOR_DIVERGED (an operator resynchronises
+// ErrFeed is what every *FeedError is (errors.Is): an answer of the feed
+// the relay cannot go past by itself.
+var ErrFeed = errors.New("relay: the feed refused the relay")
+
+// FeedError is an answer of the feed the relay cannot go past by itself:
+// 401 (seckilld refused the admin token), 404 (no such campaign), 410
+// CURSOR_COMPACTED and 409 CURSOR_DIVERGED (an operator resynchronises
 // the consumers and the stream), 400 (BAD_CURSOR, or
 // CAMPAIGN_FEED_TOO_WIDE: the campaign has more SKUs than its feed serves;
-// relay each SKU's feed instead), 401, 404, and 414 or 431 (the request
-// was too large for the server: a retry would be refused again).
-var ErrFeed = errors.New("relay: the feed refused the cursor")
+// relay each SKU's feed instead), and 414 or 431 (the request was too
+// large for the server). A retry would be refused again.
+type FeedError struct {
+	// Status is the HTTP status; Body the answer (seckilld's JSON error).
+	Status int
+	Body   string
+	// what says, in the operator's terms, what the feed refused.
+	what string
+}
 
-// Run relays until ctx is done (it then returns ctx.Err()) or the feed
-// refuses the position (an error wrapping ErrFeed). Any other error (the
-// feed unreachable, a publish that failed) is logged, and the relay
-// resumes from the sink after RetryAfter.
+// Error renders "relay: <what was refused>: <status>: <body>".
+func (e *FeedError) Error() string {
+	return fmt.Sprintf("relay: %s: %d %s: %s", e.what, e.Status, http.StatusText(e.Status), e.Body)
+}
+
+// Is makes every FeedError an ErrFeed.
+func (e *FeedError) Is(target error) bool { return target == ErrFeed }
+
+// feedRefusal returns the *FeedError of a final answer of the feed for
+// campaignID, nil for a status a retry may get past.
+func feedRefusal(status int, body []byte, campaignID string) error {
+	var what string
+	switch status {
+	case http.StatusUnauthorized:
+		what = "seckilld refused the admin token (--admin-token)"
+	case http.StatusNotFound:
+		what = fmt.Sprintf("seckilld has no campaign %q (--campaign)", campaignID)
+	case http.StatusGone, http.StatusConflict:
+		what = "the feed refused the cursor the stream resumes from"
+	case http.StatusBadRequest:
+		what = "the feed refused the request"
+	case http.StatusRequestURITooLong, http.StatusRequestHeaderFieldsTooLarge:
+		what = "the feed's server refused a request too large for it"
+	default:
+		return nil
+	}
+	return &FeedError{Status: status, Body: strings.TrimSpace(string(body)), what: what}
+}
+
+// Run relays until ctx is done (it then logs "relay: stopped" with what
+// it did and returns ctx.Err()) or the feed refuses the relay (a
+// *FeedError, errors.Is ErrFeed). Any other error (the feed unreachable,
+// a publish that failed) is logged, and the relay resumes from the sink
+// after RetryAfter.
 func Run(ctx context.Context, cfg Config, sink Sink) error {
 	cfg.fill()
+	var p progress
 	for {
-		err := relayOnce(ctx, &cfg, sink)
+		err := relayOnce(ctx, &cfg, sink, &p)
 		if ctx.Err() != nil {
+			cfg.Logger.Info("relay: stopped", "campaign", cfg.CampaignID, "cursor", p.cursor, "relayed", p.relayed)
 			return ctx.Err()
 		}
 		if errors.Is(err, ErrFeed) {
@@ -116,9 +164,18 @@ func Run(ctx context.Context, cfg Config, sink Sink) error {
 		select {
 		case <-time.After(cfg.RetryAfter):
 		case <-ctx.Done():
+			cfg.Logger.Info("relay: stopped", "campaign", cfg.CampaignID, "cursor", p.cursor, "relayed", p.relayed)
 			return ctx.Err()
 		}
 	}
+}
+
+// progress is what a Run did: the cursor of the last message the sink
+// holds as far as the relay knows (resumed from, or published since), and
+// the events it published.
+type progress struct {
+	cursor  string
+	relayed int
 }
 
 func (c *Config) fill() {
@@ -139,17 +196,25 @@ func (c *Config) fill() {
 	}
 }
 
-// relayOnce resumes from the sink and relays pages until an error.
-func relayOnce(ctx context.Context, cfg *Config, sink Sink) error {
+// relayOnce resumes from the sink and relays pages until an error,
+// keeping p up to date.
+func relayOnce(ctx context.Context, cfg *Config, sink Sink, p *progress) error {
 	cursor, err := sink.Resume(ctx)
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
+	p.cursor = cursor
 	cfg.Logger.Info("relay: resuming", "campaign", cfg.CampaignID, "cursor", cursor)
-	for {
+	for opened := false; ; {
 		page, err := fetch(ctx, cfg, cursor)
 		if err != nil {
 			return err
+		}
+		if !opened {
+			if err := sink.Open(ctx); err != nil {
+				return fmt.Errorf("open: %w", err)
+			}
+			opened = true
 		}
 		msgs, err := messages(page, cursor)
 		if err != nil {
@@ -159,6 +224,7 @@ func relayOnce(ctx context.Context, cfg *Config, sink Sink) error {
 			if err := sink.Publish(ctx, msgs); err != nil {
 				return fmt.Errorf("publish: %w", err)
 			}
+			p.cursor, p.relayed = msgs[len(msgs)-1].Cursor, p.relayed+len(msgs)
 		}
 		cursor = page.NextCursor
 	}
@@ -196,13 +262,10 @@ func fetch(ctx context.Context, cfg *Config, cursor string) (*feedPage, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case resp.StatusCode == http.StatusOK:
-	case resp.StatusCode == http.StatusGone, resp.StatusCode == http.StatusConflict,
-		resp.StatusCode == http.StatusBadRequest, resp.StatusCode == http.StatusUnauthorized, resp.StatusCode == http.StatusNotFound,
-		resp.StatusCode == http.StatusRequestURITooLong, resp.StatusCode == http.StatusRequestHeaderFieldsTooLarge:
-		return nil, fmt.Errorf("%w: %s: %s", ErrFeed, resp.Status, body)
-	default:
+	if resp.StatusCode != http.StatusOK {
+		if err := feedRefusal(resp.StatusCode, body, cfg.CampaignID); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("feed: %s: %s", resp.Status, body)
 	}
 	var page feedPage
@@ -223,7 +286,7 @@ type eventHead struct {
 // messages turns a page into messages, each with the campaign cursor as
 // of it (the cursor before the page, advanced event by event).
 func messages(page *feedPage, cursor string) ([]Message, error) {
-	positions, err := httpapi.ParseCampaignCursor(cursor)
+	positions, err := feed.ParseCampaignCursor(cursor)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +303,7 @@ func messages(page *feedPage, cursor string) ([]Message, error) {
 		history, _, _ := strings.Cut(h.ID, "-")
 		positions[history] = h.ID // ParseCampaignCursor keys positions by history
 		msgs = append(msgs, Message{ID: h.ID, Type: h.Type, SKUID: parts[3], Index: h.SeckillIndex,
-			Cursor: httpapi.CampaignCursor(positions), Event: raw})
+			Cursor: feed.CampaignCursor(positions), Event: raw})
 	}
 	return msgs, nil
 }

@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/httpapi/httpapitest"
 	"github.com/seckill/seckill/relay"
@@ -57,7 +60,7 @@ func startSeckill(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	return httpapitest.Serve(t, httpapi.Config{Engine: e, AdminToken: token, Logger: quiet})
+	return httpapitest.Serve(t, httpapi.Config{Engine: e, Feed: feed.New(e), AdminToken: token, Logger: quiet})
 }
 
 func do(t *testing.T, method, url string, body any, admin bool) map[string]any {
@@ -157,7 +160,7 @@ func TestRelayKilledMidBatch(t *testing.T) {
 	cfg := relay.Config{FeedURL: base, AdminToken: token, CampaignID: "rl", Limit: 7, Wait: time.Second, RetryAfter: 10 * time.Millisecond, Logger: quiet}
 
 	ctx, kill := context.WithCancel(context.Background())
-	sink, err := relay.NewNATSSink(ctx, nc, "SECKILL_RL", "rl")
+	sink, err := relay.NewNATSSink(nc, "SECKILL_RL", "rl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +185,7 @@ func TestRelayKilledMidBatch(t *testing.T) {
 	want := feedIDs(t, base)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	sink, err = relay.NewNATSSink(ctx, nc, "SECKILL_RL", "rl")
+	sink, err = relay.NewNATSSink(nc, "SECKILL_RL", "rl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,6 +222,33 @@ func TestRelayKilledMidBatch(t *testing.T) {
 	}
 }
 
+// relayBinary builds the seckill-relay binary once for the package's
+// tests and returns its path.
+func relayBinary(t *testing.T) string {
+	t.Helper()
+	builtRelay.once.Do(func() {
+		dir, err := os.MkdirTemp("", "seckill-relay-test-")
+		if err != nil {
+			builtRelay.err = err
+			return
+		}
+		builtRelay.path = filepath.Join(dir, "seckill-relay")
+		if out, err := exec.Command("go", "build", "-o", builtRelay.path, "github.com/seckill/seckill/cmd/seckill-relay").CombinedOutput(); err != nil {
+			builtRelay.err = fmt.Errorf("go build seckill-relay: %v\n%s", err, out)
+		}
+	})
+	if builtRelay.err != nil {
+		t.Fatal(builtRelay.err)
+	}
+	return builtRelay.path
+}
+
+var builtRelay struct {
+	once sync.Once
+	path string
+	err  error
+}
+
 // The relay binary killed with SIGKILL at random points (between and in
 // the middle of its batches) while sales go on, and started again each
 // time: the stream ends with every event of the feed exactly once by id,
@@ -227,10 +257,7 @@ func TestRelayProcessKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the seckill-relay binary")
 	}
-	bin := filepath.Join(t.TempDir(), "seckill-relay")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/seckill/seckill/cmd/seckill-relay").CombinedOutput(); err != nil {
-		t.Fatalf("go build seckill-relay: %v\n%s", err, out)
-	}
+	bin := relayBinary(t)
 	nc := startNATS(t)
 	base := startSeckill(t)
 	args := []string{"--feed", base, "--admin-token", token, "--nats", nc.ConnectedUrl(), "--stream", "SECKILL_KILL",
@@ -328,4 +355,12 @@ func checkStream(t *testing.T, st jetstream.Stream, want []string) {
 			t.Fatalf("event %s of the feed is not in the stream", id)
 		}
 	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtRelay.path != "" {
+		os.RemoveAll(filepath.Dir(builtRelay.path))
+	}
+	os.Exit(code)
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/seckill/seckill/actors/core"
 )
 
-// Batch reserves (issue #17): in a round whose step says so, each run of
+// Batch reserves: in a round whose step says so, each run of
 // two or more consecutive reserve calls is decided as one batch call
 // (core.KindReserveBatch), as a gateway's batch reaches the actor; each
 // item carries the holder its entry pass would (pickRequest). The

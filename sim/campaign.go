@@ -13,7 +13,7 @@ import (
 	"github.com/seckill/seckill/lottery"
 )
 
-// Campaign mode (issue #19): one campaign whose purchase_limit is
+// Campaign mode: one campaign whose purchase_limit is
 // "campaign", of 2 or 3 SKUs, each a whole simulated SKU engine (a run:
 // its own disk, log, core and model), in one process with the engine's
 // purchase registry (package actors/purchase, the real code). The
@@ -66,6 +66,7 @@ type indexedEvent struct {
 type claimedCall struct {
 	sku       int
 	c         *core.Call
+	attempt   *purchase.Attempt // Ran when its reply is released
 	abandoned bool
 }
 
@@ -73,7 +74,7 @@ type claimedCall struct {
 func RunCampaign(o Options) Result {
 	cr := &campaignRun{seed: o.Seed, rng: rand.New(rand.NewPCG(o.Seed, 0xca4a)), reg: purchase.New[int](),
 		faults: map[string]int{}, replies: map[string]int{}}
-	res := Result{Seed: o.Seed, Faults: cr.faults, Replies: cr.replies, Step: -1, Campaign: true}
+	res := Result{Seed: o.Seed, Faults: cr.faults, Replies: cr.replies, Step: -1, Mode: ModeCampaign}
 	n := 2 + cr.rng.IntN(2)
 	cr.users = 2 + cr.rng.IntN(6)
 	cr.pending = make([][]indexedEvent, n)
@@ -199,62 +200,65 @@ func (cr *campaignRun) reserve() error {
 	if cr.rng.IntN(5) == 0 && cr.nextReq > 1 { // a retry of an earlier request_id of this user
 		request = fmt.Sprintf("q%d", 1+cr.rng.IntN(cr.nextReq-1))
 	}
-	for range 4 { // a Probe, then the claim again
-		d := cr.reg.Claim(user, r.skuID, request, cr.nextReq)
-		cr.replies["claim "+d.Verdict.String()]++
-		switch d.Verdict {
-		case purchase.Proceed:
-			c := &core.Call{Kind: core.KindReserve, RequestID: request, UserID: user}
-			now, m := r.now, r.model
-			decide := func() modelReply { return m.reserve(now, request, user, sku.Holder{}) }
-			if r.lottery { // an entry, behind the claim as a reserve
-				c = &core.Call{Kind: core.KindEnter, RequestID: request, UserID: user}
-				decide = func() modelReply {
-					e := m.enter(now, request, user, 0)
-					return modelReply{outcome: e.outcome, seq: e.seq, duplicate: e.duplicate}
-				}
-			}
-			if err := r.decide(c, decide); err != nil {
-				return err
-			}
-			call := claimedCall{sku: k, c: c}
-			if cr.rng.IntN(6) == 0 { // the caller gives up: its answer is lost
-				call.abandoned = true
-				cr.reg.Done(user, r.skuID, request, true)
-				cr.faults["answer_lost"]++
-			}
-			cr.inFlight = append(cr.inFlight, call)
-			if err := r.advance(); err != nil {
-				return err
-			}
-			if cr.rng.IntN(2) == 0 {
-				return r.flush()
-			}
-			return nil
-		case purchase.Held:
-			if d.EntryRequestID != "" {
-				cr.replies["held by an entry"]++
-			} else {
-				cr.replies["held by a purchase"]++
-			}
-			return cr.checkHeld(user, d)
-		case purchase.Wait:
-			cr.reg.Forget(user, cr.nextReq) // a caller that waits asks again later: a later step
-			return nil
-		case purchase.Busy:
-			return nil
-		case purchase.Probe:
-			if err := cr.probe(user, d); err != nil {
-				return err
+	a := purchase.NewAttempt(purchase.Direct[int]{Registry: cr.reg, Waiter: cr.nextReq}, user, r.skuID, request)
+	step, d := a.Next()
+	cr.replies["claim "+d.Verdict.String()]++
+	for probes := 1; step == purchase.Lookup; probes++ {
+		if probes > 2 { // a look-up that answers settles every lost answer it was given
+			return fmt.Errorf("%s asked for a probe %d times in a row", user, probes)
+		}
+		still, err := cr.probe(d)
+		if err != nil {
+			return err
+		}
+		if step, d = a.Probed(still); step != purchase.Unknown {
+			cr.replies["claim "+d.Verdict.String()]++
+		}
+	}
+	switch step {
+	case purchase.Run:
+		c := &core.Call{Kind: core.KindReserve, RequestID: request, UserID: user}
+		now, m := r.now, r.model
+		decide := func() modelReply { return m.reserve(now, request, user, sku.Holder{}) }
+		if r.lottery { // an entry, behind the claim as a reserve
+			c = &core.Call{Kind: core.KindEnter, RequestID: request, UserID: user}
+			decide = func() modelReply {
+				e := m.enter(now, request, user, 0)
+				return modelReply{outcome: e.outcome, seq: e.seq, duplicate: e.duplicate}
 			}
 		}
+		if err := r.decide(c, decide); err != nil {
+			return err
+		}
+		call := claimedCall{sku: k, c: c, attempt: &a}
+		if cr.rng.IntN(6) == 0 { // the caller gives up: its answer is lost
+			call.abandoned = true
+			a.Ran(true)
+			cr.faults["answer_lost"]++
+		}
+		cr.inFlight = append(cr.inFlight, call)
+		if err := r.advance(); err != nil {
+			return err
+		}
+		if cr.rng.IntN(2) == 0 {
+			return r.flush()
+		}
+	case purchase.AnswerHeld:
+		if d.EntryRequestID != "" {
+			cr.replies["held by an entry"]++
+		} else {
+			cr.replies["held by a purchase"]++
+		}
+		return cr.checkHeld(user, d)
+	case purchase.Block:
+		a.Abandon() // a caller that waits asks again later: a later step
 	}
 	return nil
 }
 
-// probe looks up lost answers on their SKU, as the engine does, and ends
-// the Probe with those whose look-up was not answered.
-func (cr *campaignRun) probe(user string, d purchase.Decision) error {
+// probe looks up lost answers on their SKU, as the engine does, and
+// returns those whose look-up was not answered.
+func (cr *campaignRun) probe(d purchase.Decision) (still []string, err error) {
 	k := cr.skuIndex(d.SKU)
 	r := cr.skus[k]
 	calls := make([]*core.Call, len(d.RequestIDs))
@@ -262,17 +266,16 @@ func (cr *campaignRun) probe(user string, d purchase.Decision) error {
 		c := &core.Call{Kind: core.KindLookup, RequestID: request}
 		m := r.model
 		if err := r.decide(c, func() modelReply { return m.lookup(request) }); err != nil {
-			return err
+			return nil, err
 		}
 		calls[i] = c
 	}
 	if err := r.advance(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.flush(); err != nil {
-		return err
+		return nil, err
 	}
-	var still []string
 	for i, c := range calls {
 		if _, waiting := r.restsOn[c]; waiting || c.Err != nil {
 			still = append(still, d.RequestIDs[i])
@@ -282,8 +285,7 @@ func (cr *campaignRun) probe(user string, d purchase.Decision) error {
 	if len(still) > 0 {
 		cr.faults["probe_unanswered"]++
 	}
-	cr.reg.ProbeDone(user, d.SKU, still)
-	return nil
+	return still, nil
 }
 
 // checkHeld checks a cross-SKU ALREADY_PURCHASED against the model: the
@@ -446,8 +448,7 @@ func (cr *campaignRun) settle() {
 		if call.abandoned {
 			continue
 		}
-		unknown := call.c.Err != nil && !errors.Is(call.c.Err, core.ErrUnavailable)
-		cr.reg.Done(call.c.UserID, r.skuID, call.c.RequestID, unknown)
+		call.attempt.Ran(call.c.Err != nil && !errors.Is(call.c.Err, core.ErrUnavailable))
 	}
 	cr.inFlight = left
 }

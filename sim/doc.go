@@ -31,16 +31,18 @@
 //
 // Files:
 //
-//	disk.go      files with a page cache (writes, fsync, failed fsync, power loss) and directories
-//	store.go     a wal.SegmentStore over a directory, in tidwall/wal's segment layout
-//	host.go      the shell's host and executor; simulated snapshots and truncation slots
-//	model.go     the model: the SKU's rules, written apart from the engine's code
-//	check.go     comparisons of the engine's state and replies with the model
-//	plan.go      the steps a seed draws
-//	run.go       Run: a process start, recovery checks, decide, commit, flush, crash
-//	step.go      each step, and the workload's arguments
-//	seeds.go     many seeds side by side (one goroutine per history), the shrinker
+//	disk.go             files with a page cache (writes, fsync, failed fsync, power loss) and directories
+//	store.go            a wal.SegmentStore over a directory, in tidwall/wal's segment layout
+//	host.go             the shell's host and executor; simulated snapshots and truncation slots
+//	model.go            the model: the SKU's rules, written apart from the engine's code
+//	check.go            comparisons of the engine's state and replies with the model
+//	plan.go             the steps a seed draws
+//	run.go              Run: a process start, recovery checks, decide, commit, flush, crash
+//	step.go             each step, and the workload's arguments
+//	seeds.go            many seeds side by side (one goroutine per history), the shrinker
+//	admission.go        the admission mode: buyers admitted by package admission over a disk that slows down
+//	admission_check.go  its checks: the wait bound, the ramp's steps, recovery
 //
 // The checks, the faults and what the simulation cannot model are listed
-// in the README ("Deterministic simulation").
+// in docs/testing.md ("The deterministic simulator").
 package sim

@@ -9,7 +9,7 @@ import (
 )
 
 // The model is the simulator's own account of what one SKU must answer,
-// written from the rules (README, sku's docs), not from the engine's code:
+// written from the rules (docs/api.md, sku's docs), not from the engine's code:
 // it shares only the engine's vocabulary (Outcome, Definition) so that
 // replies can be compared. It decides every call the engine decides, in the
 // same order and at the same time, and predicts the reply and the number
@@ -67,7 +67,8 @@ type model struct {
 	onEffect func()
 }
 
-// maxRecordedSoldOut is the README's cap on recorded SOLD_OUT answers: a
+// maxRecordedSoldOut is the documented cap on recorded SOLD_OUT answers
+// (docs/api.md, "Reserving"): a
 // request_id refused beyond it keeps no answer (a retry is decided again).
 const maxRecordedSoldOut = 1 << 14
 
@@ -216,7 +217,7 @@ func subjectsOf(h sku.Holder) []modelSubject {
 	return out
 }
 
-// overCap is the README's cap: one of the subjects already has
+// overCap is the documented cap (docs/passes.md): one of the subjects already has
 // max_unpaid_per_subject PENDING reservations (0: no cap).
 func (m *model) overCap(subjects []modelSubject) bool {
 	if m.def.MaxUnpaidPerSubject == 0 {
@@ -423,7 +424,7 @@ func (m *model) tick(now int64) {
 	}
 }
 
-// validID is the README's id rule: 1-64 characters of [A-Za-z0-9._:-],
+// validID is the documented id rule (docs/api.md): 1-64 characters of [A-Za-z0-9._:-],
 // not "." or "..".
 func validID(s string) bool {
 	if len(s) == 0 || len(s) > 64 || s == "." || s == ".." {

@@ -8,10 +8,10 @@ import (
 	"github.com/seckill/seckill/actors/sku"
 )
 
-// The model of a celled SKU (one cell's view, issue #13): its pool is the
+// The model of a celled SKU (one cell's view): its pool is the
 // tokens granted by the ledger (GRANT), less those returned (RETURN); it
 // never records SOLD_OUT; its epoch only grows (EPOCH). Written apart from
-// sku/grants.go, from the README's rules.
+// sku/grants.go, from the rules of docs/cells.md.
 
 // modelCell is the part of the model only a celled SKU has.
 type modelCell struct {

@@ -7,7 +7,7 @@ import (
 	"github.com/seckill/seckill/lottery"
 )
 
-// The model of a lottery SKU (README "Lottery sales"), beside the model of
+// The model of a lottery SKU (docs/lottery.md), beside the model of
 // its reservations: entries, one per user, during the window; the close at
 // entries_close_at (by an entry, a tick or the draw); a draw at or after the
 // beacon round's time; the winners' reservations in rank order; the

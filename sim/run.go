@@ -50,9 +50,8 @@ type Result struct {
 	Err     error
 	Step    int
 	History []step
-	// Campaign is set for a campaign-mode history (RunCampaign), which
-	// the shrinker does not shrink.
-	Campaign bool
+	// Mode is the kind of history; the shrinker shrinks ModeSKU's only.
+	Mode Mode
 }
 
 // Run runs one history: the steps drawn from o.Seed, each followed by the
@@ -302,8 +301,8 @@ func (r *run) setUp() error {
 		SaleLimit:       uint32(1 + g.IntN(10)),
 		ReleaseOnClose:  g.IntN(4) != 0,
 	}
-	// A cap on unpaid reservations per subject (0: none) and, now and
-	// then, a shorter payment window for high-risk passes.
+	// Entry passes: a cap on unpaid reservations per subject (0: none) and,
+	// now and then, a shorter payment window for high-risk passes.
 	r.def.MaxUnpaidPerSubject = uint32(g.IntN(3))
 	if g.IntN(2) == 0 {
 		r.def.PaymentWindowHighRiskMs = 1 + int64(g.IntN(int(r.def.PaymentWindowMs)))

@@ -26,12 +26,42 @@ type SeedsOptions struct {
 	Workers int
 	// StopAtFirst stops handing out seeds once one fails.
 	StopAtFirst bool
-	// Campaign runs campaign-mode histories (RunCampaign) instead of one
-	// SKU's.
-	Campaign bool
+	// Mode is the kind of history each seed runs.
+	Mode Mode
 	// Progress, when set, is called after every seed with the number done
 	// (from the worker goroutines, one at a time).
 	Progress func(done int)
+}
+
+// Mode is the kind of history a seed runs.
+type Mode uint8
+
+const (
+	ModeSKU       Mode = iota // one SKU's engine under faults (Run)
+	ModeCampaign              // the SKUs of a campaign-scope campaign (RunCampaign)
+	ModeAdmission             // admission over a disk that slows down (RunAdmission)
+)
+
+// Run runs one history of mode m.
+func (m Mode) Run(o Options) Result {
+	switch m {
+	case ModeCampaign:
+		return RunCampaign(o)
+	case ModeAdmission:
+		return RunAdmission(o)
+	}
+	return Run(o)
+}
+
+// Flag is the seckill-sim flag that selects m ("" for ModeSKU).
+func (m Mode) Flag() string {
+	switch m {
+	case ModeCampaign:
+		return "-campaign"
+	case ModeAdmission:
+		return "-admission"
+	}
+	return ""
 }
 
 // RunSeeds runs one history per seed and sums them up.
@@ -56,11 +86,7 @@ func RunSeeds(o SeedsOptions) Summary {
 				if i >= o.Count {
 					return
 				}
-				run := Run
-				if o.Campaign {
-					run = RunCampaign
-				}
-				res := run(Options{Seed: o.First + i, Steps: o.Steps})
+				res := o.Mode.Run(Options{Seed: o.First + i, Steps: o.Steps})
 				mu.Lock()
 				sum.Seeds++
 				sum.Steps += res.Steps

@@ -214,3 +214,41 @@ func TestCampaignSeeds(t *testing.T) {
 		t.Errorf("no draw ENDED in %d campaign seeds", seeds)
 	}
 }
+
+// TestAdmissionSeeds runs admission histories (admission.go): buyers in
+// front of a SKU whose disk's fsyncs go fast, medium, slow, erratic and
+// stall; the checks find no buyer that waited beyond its bound, no ramp
+// faster than doubling per commit, and admission open again once the disk
+// has been fast for a while.
+func TestAdmissionSeeds(t *testing.T) {
+	seeds := uint64(200)
+	if raceEnabled || testing.Short() {
+		seeds = 20
+	}
+	sum := RunSeeds(SeedsOptions{First: 1, Count: seeds, Steps: 200, Mode: ModeAdmission})
+	t.Logf("admission seeds %d: faults %v, replies %v", seeds, sum.Faults, sum.Replies)
+	for _, f := range sum.Failures {
+		t.Fatalf("admission seed %d failed at step %d: %v (replay: make sim SIM_MODE=-admission SEED=%d)", f.Seed, f.Step, f.Err, f.Seed)
+	}
+	for _, kind := range []string{"phase_fast", "phase_medium", "phase_slow", "phase_erratic", "phase_stall",
+		"wait_checked", "wait_unchecked", "recovery_checked"} {
+		if sum.Faults[kind] == 0 {
+			t.Errorf("no %s in %d admission seeds", kind, seeds)
+		}
+	}
+	for _, reply := range []string{"reserve ACCEPTED", "reserve THROTTLED", "reserve probe"} {
+		if sum.Replies[reply] == 0 {
+			t.Errorf("no %q in %d admission seeds", reply, seeds)
+		}
+	}
+}
+
+// The same admission seed gives the same history.
+func TestAdmissionIsDeterministic(t *testing.T) {
+	var a, b bytes.Buffer
+	ra := RunAdmission(Options{Seed: 5, Steps: 100, Trace: &a})
+	rb := RunAdmission(Options{Seed: 5, Steps: 100, Trace: &b})
+	if a.String() != b.String() || fmt.Sprint(ra.Faults, ra.Replies, ra.Err) != fmt.Sprint(rb.Faults, rb.Replies, rb.Err) {
+		t.Fatalf("seed 5 ran two ways: %v %v / %v %v", ra.Faults, ra.Replies, rb.Faults, rb.Replies)
+	}
+}

@@ -35,6 +35,9 @@ type logStore struct {
 	segmentSize int
 	faults      *storeFaults
 	clock       *int64 // simulated ms: a slow fsync moves it
+	// syncing, when set, is the time each Sync takes: the admission
+	// scenario runs there what happens while the fsync runs (admission.go).
+	syncing func()
 
 	segments []segment // in index order; the last is the tail
 }
@@ -159,6 +162,9 @@ func (s *logStore) WriteBatch(b *wal.Batch) (created int, err error) {
 }
 
 func (s *logStore) Sync() error {
+	if s.syncing != nil {
+		s.syncing()
+	}
 	*s.clock += s.faults.syncDelay
 	s.faults.syncDelay = 0
 	if s.faults.crashInSync {

@@ -8,31 +8,33 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/benchsize"
 )
 
-const benchReservations = 1_000_000
+// benchReservations is the size of the benchmarks' Machine.
+var benchReservations = benchsize.Pick(1_000_000, 1_000)
 
 var (
 	millionOnce    sync.Once
 	millionMachine *sku.Machine
 )
 
-// million returns a Machine with 1,000,000 reservations (ids of 13-14
-// bytes): every 4th paid, every 7th cancelled, every 100th paid late (a
-// refund), and 10,000 SOLD_OUT rejections.
+// million returns a Machine with benchReservations reservations (ids of
+// 13-14 bytes): every 4th paid, every 7th cancelled, every 100th paid late
+// (a refund), and 10,000 SOLD_OUT rejections.
 func million(b *testing.B) *sku.Machine {
 	millionOnce.Do(func() {
 		m := sku.New()
 		now := time.Now().UnixMilli()
 		d := sku.Definition{CampaignID: "bench", SKUID: "million", StartAt: now - 1000, EndAt: now + 86_400_000,
-			PaymentWindowMs: 900_000, SaleLimit: benchReservations, ReleaseOnClose: false}
+			PaymentWindowMs: 900_000, SaleLimit: uint32(benchReservations), ReleaseOnClose: false}
 		var out []sku.Record
 		m.Define(now, d, out)
 		for i := 1; i <= benchReservations; i++ {
 			id := strconv.Itoa(i)
 			out, _ = reserve(m, now, "req-"+id, "user-"+id, out[:0])
 		}
-		for seq := uint32(1); seq <= benchReservations; seq++ {
+		for seq := uint32(1); seq <= uint32(benchReservations); seq++ {
 			switch {
 			case seq%4 == 0:
 				m.Pay(now, seq, "pay-"+strconv.Itoa(int(seq)), 12_900, out[:0])
@@ -43,7 +45,7 @@ func million(b *testing.B) *sku.Machine {
 				}
 			}
 		}
-		for i := 0; i < 10_000; i++ {
+		for i := 0; i < benchsize.Pick(10_000, 10); i++ {
 			m.Reserve(now, fmt.Sprintf("late-req-%d", i), fmt.Sprintf("late-user-%d", i), out[:0])
 		}
 		millionMachine = m
@@ -69,7 +71,7 @@ func BenchmarkWrite1M(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(info.Bytes)/1e6, "MB")
-	b.ReportMetric(float64(info.Bytes)/benchReservations, "bytes/reservation")
+	b.ReportMetric(float64(info.Bytes)/float64(benchReservations), "bytes/reservation")
 }
 
 // BenchmarkLoad1M: read, verify and decode that file, rebuilding indexes.

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"github.com/seckill/seckill/internal/benchsize"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,7 +68,8 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
-const replayRecords = 1_000_000
+// replayRecords is the size of BenchmarkReplay's log.
+var replayRecords = benchsize.Pick[uint64](1_000_000, 1_000)
 
 // BenchmarkReplay replays 1,000,000 records of ~60-byte payloads from a
 // reopened log (default 20 MiB segments, about 4 of them), validating every

@@ -75,6 +75,12 @@
 // order while the flusher writes the next batch. Meanwhile Append fills the
 // other of two batch buffers, so batches grow as long as an fsync takes.
 //
+// Waits tells how long waiters wait: the age of the oldest one queued
+// and the wait of the oldest one the last release let go, timed with
+// Options.Clock (one clock reading per Await and per release). The
+// ingress's admission reads them (package admission): a caller admitted
+// now waits about that long for its records.
+//
 // With Options.Stepped no goroutine runs: the caller drives the same step
 // (Log.flushLocked, the one place that advances DurableIndex) with Flush,
 // which writes, fsyncs and releases the due waiters before it returns. The

@@ -40,10 +40,10 @@ const readBufferSize = 64 << 10
 var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufferSize) }}
 
 // ReadDurable calls fn, in index order and from the calling goroutine, for
-// at most maxRecords durable records from index from on (from 0 means 1):
-// those from through min(from+maxRecords-1, DurableIndex()) as of the call.
-// It returns the index after the last record passed to fn (from when there
-// was none). It never passes a record that is not durable.
+// at most maxRecords committed records from index from on (from 0 means
+// 1): those from through min(from+maxRecords-1, CommitIndex()) as of the
+// call. It returns the index after the last record passed to fn (from when
+// there was none). It never passes a record that is not committed.
 //
 // Unlike Replay it is meant for readers beside a running log (an event
 // feed): with the tidwall store it reads the segment files itself, through
@@ -68,7 +68,7 @@ func (l *Log) ReadDurable(from uint64, maxRecords int, fn func(index uint64, typ
 	if first := l.firstIndex.Load(); from < first {
 		return from, &CompactedError{Index: from, First: first}
 	}
-	last := l.durableIndex.Load()
+	last := l.CommitIndex()
 	if maxRecords <= 0 || from > last {
 		return from, nil
 	}
@@ -260,14 +260,14 @@ func (h *readHints) remember(p readHint) {
 	h.next = (h.next + 1) % readHintCount
 }
 
-// DurableAfter returns a channel that is closed once DurableIndex() is
+// DurableAfter returns a channel that is closed once CommitIndex() is
 // above index (at once if it already is), or the log fails or closes: a
 // long poll waits on it instead of polling. Every caller waiting for the
 // same batch shares one channel; the flusher closes it once per batch.
 func (l *Log) DurableAfter(index uint64) <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.durableIndex.Load() > index || l.failure != nil || l.closing {
+	if l.CommitIndex() > index || l.failure != nil || l.closing {
 		return closedChannel
 	}
 	if l.advanced == nil {

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"github.com/seckill/seckill/internal/benchsize"
 	"testing"
 	"time"
 )
@@ -9,7 +10,7 @@ import (
 // size of a reservation) from its segment files in pages of 1,000, as the
 // event feed does: records/s for one reader.
 func BenchmarkReadDurable(b *testing.B) {
-	const records = 1_000_000
+	records := benchsize.Pick(1_000_000, 1_000)
 	l := openLog(b, b.TempDir(), Options{Fsync: FsyncNeverBenchmarkOnly})
 	defer l.Close()
 	payload := testPayload(1)
@@ -18,7 +19,7 @@ func BenchmarkReadDurable(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if err := awaitDurable(b, l, records); err != nil {
+	if err := awaitDurable(b, l, uint64(records)); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -26,7 +27,7 @@ func BenchmarkReadDurable(b *testing.B) {
 	start := time.Now()
 	read := 0
 	for b.Loop() {
-		for from := uint64(1); from <= records; {
+		for from := uint64(1); from <= uint64(records); {
 			next, err := l.ReadDurable(from, 1000, func(uint64, byte, []byte) error { read++; return nil })
 			if err != nil {
 				b.Fatal(err)

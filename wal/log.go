@@ -3,6 +3,7 @@ package wal
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,7 +24,10 @@ type Log struct {
 	firstIndex   atomic.Uint64 // store's first index: oldest record, or LastIndex+1 when none
 	lastIndex    atomic.Uint64 // last index given out by Append
 	durableIndex atomic.Uint64 // last index written and fsynced
-	counters     counters
+	// commitBound is the highest index the replication layer confirmed
+	// (Confirm); math.MaxUint64 for a log that is not replicated.
+	commitBound atomic.Uint64
+	counters    counters
 
 	// storeMu serialises Replay, TruncateFront and the final Store.Close:
 	// tidwall's Read mutates its segment cache and is not safe concurrently.
@@ -58,6 +62,8 @@ type Log struct {
 	// nil while nobody waits. Guarded by mu.
 	advanced chan struct{}
 	hints    readHints // where ReadDurable's reads ended
+
+	waits waitFigures // Waits (waits.go)
 }
 
 // counters are the Stats figures, updated by the flusher.
@@ -139,6 +145,10 @@ func newLog(dir string, o Options, store Store) *Log {
 
 		releaserDone: make(chan struct{}),
 	}
+	if !o.Replicated {
+		l.commitBound.Store(math.MaxUint64)
+	}
+	l.waits.epoch = o.Clock()
 	l.workReady.L = &l.mu
 	l.batchSpace.L = &l.mu
 	l.waiterSpace.L = &l.mu
@@ -197,6 +207,39 @@ func (l *Log) LastIndex() uint64 { return l.lastIndex.Load() }
 // fsynced (written only, in FsyncNeverBenchmarkOnly). It never decreases and
 // stops moving after a failure.
 func (l *Log) DurableIndex() uint64 { return l.durableIndex.Load() }
+
+// CommitIndex returns the index of the last committed record: durable
+// here and, on a log opened with Options.Replicated, confirmed by the
+// replication layer (Confirm) as held by every standby it must wait for.
+// It is the one gate on what may leave the process: Await releases its
+// waiters by it, and ReadDurable and DurableAfter read only up to it. On
+// a log that is not replicated it is DurableIndex.
+func (l *Log) CommitIndex() uint64 { return min(l.durableIndex.Load(), l.commitBound.Load()) }
+
+// Confirm tells a replicated log (Options.Replicated) that its records
+// through index are held by every standby it must wait for: the commit
+// index may advance to min(index, DurableIndex()). A lower index than one
+// confirmed before changes nothing (confirmations only rise). It releases
+// the waiters that became due (on the caller's goroutine in Options.Stepped
+// mode) and wakes DurableAfter. On a log that is not replicated it is a
+// programming error.
+func (l *Log) Confirm(index uint64) {
+	if !l.opts.Replicated {
+		panic("wal: Confirm on a log that is not replicated")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if index <= l.commitBound.Load() {
+		return
+	}
+	l.commitBound.Store(index)
+	l.notifyDurableLocked()
+	if l.opts.Stepped {
+		l.releaseBuffer = l.releaseLocked(l.releaseBuffer)
+		return
+	}
+	l.releaseWork.Signal()
+}
 
 // Err returns the sticky failure (wrapping ErrFailed), ErrClosed after Close,
 // or nil while the log is healthy.
@@ -320,6 +363,7 @@ func (l *Log) close() error {
 	l.mu.Lock()
 	failure := l.failure
 	leftover := l.waiters.popAll(nil)
+	l.noteOldestLocked()
 	l.waiterSpace.Broadcast()
 	l.mu.Unlock()
 	release(leftover, ErrClosed)

@@ -67,9 +67,19 @@ type Options struct {
 	// owns the only goroutine (the simulator, package sim). The commit rule
 	// is the same code in both modes (Log.flushLocked).
 	Stepped bool
+	// Shipper, when set, is handed each batch before it is written.
+	Shipper Shipper
+	// Replicated makes the commit index wait for the replication layer:
+	// a record is committed, and its waiters released, only once it is
+	// durable here and Confirm covered it (the standbys of the sync set
+	// hold it). Records found at Open are not committed until confirmed.
+	Replicated bool
 	// OpenStore opens the Store in dir (which exists and whose tail segment
 	// has been repaired); nil means OpenTidwallStore. Tests inject faults here.
 	OpenStore func(dir string, o StoreOptions) (Store, error)
+	// Clock times the waiters (Log.Waits); nil means time.Now. The
+	// simulator passes its simulated clock.
+	Clock func() time.Time
 }
 
 // withDefaults validates o and fills in its zero fields.
@@ -101,7 +111,20 @@ func (o Options) withDefaults() (Options, error) {
 	if o.OpenStore == nil {
 		o.OpenStore = OpenTidwallStore
 	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
 	return o, nil
+}
+
+// Shipper is handed each batch the flusher is about to write, before its
+// write and fsync here, so a replication layer can send it to the standbys
+// while the disk works (group commit across machines). It is called on the
+// flusher goroutine, in index order, and must not block or keep b (copy
+// the frames). A batch shipped may still fail here: the log then fails,
+// and its records were never committed.
+type Shipper interface {
+	Ship(b *Batch)
 }
 
 // Observer is told about each batch the flusher commits: how many records

@@ -14,10 +14,12 @@ type WaiterFunc func(err error)
 // Durable calls f(err).
 func (f WaiterFunc) Durable(err error) { f(err) }
 
-// waiter is one registration: release w once index is durable.
+// waiter is one registration: release w once index is durable. at is
+// when it was registered (Log.stamp), for the figures of Log.Waits.
 type waiter struct {
 	index uint64
 	w     Waiter
+	at    int64
 }
 
 // waiterQueue is a FIFO ring of waiters whose indexes never decrease. It

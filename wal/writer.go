@@ -16,6 +16,28 @@ import (
 // error (wrapping ErrFailed), after Close ErrClosed. Call it from one
 // goroutine; it is safe against the flusher.
 func (l *Log) Append(typ byte, payload []byte) (uint64, error) {
+	return l.append(typ, payload, 0)
+}
+
+// AppendCopy appends a record framed by another log, a standby copying its
+// primary's, at the index the frame names: it must be LastIndex()+1
+// (ErrOutOfRange otherwise; nothing is appended). The frame is validated
+// first (ErrCorrupt). The record is framed again here exactly as its
+// primary framed it, so both logs hold the same bytes at the same index.
+// Otherwise as Append.
+func (l *Log) AppendCopy(frame []byte) (uint64, error) {
+	typ, index, payload, err := DecodeFrame(frame)
+	if err != nil {
+		return 0, err
+	}
+	if index == 0 {
+		return 0, fmt.Errorf("%w: a frame of index 0", ErrCorrupt)
+	}
+	return l.append(typ, payload, index)
+}
+
+// append is Append; want, when not 0, is the index the record must get.
+func (l *Log) append(typ byte, payload []byte, want uint64) (uint64, error) {
 	if typ == 0 {
 		return 0, ErrInvalidType
 	}
@@ -39,6 +61,10 @@ func (l *Log) Append(typ byte, payload []byte) (uint64, error) {
 		l.batchSpace.Wait()
 	}
 	index := l.lastIndex.Load() + 1
+	if want != 0 && want != index {
+		l.mu.Unlock()
+		return 0, fmt.Errorf("%w: a copy of record %d, the log's next is %d", ErrOutOfRange, want, index)
+	}
 	l.pending.add(typ, index, payload)
 	l.lastIndex.Store(index)
 	if l.flusherIdle {
@@ -67,6 +93,7 @@ func (l *Log) hasRoomLocked(size int) bool {
 // LastIndex(): a waiter for a record not yet appended is a programming error
 // and panics.
 func (l *Log) Await(index uint64, w Waiter) {
+	at := l.stamp()
 	l.mu.Lock()
 	for {
 		if err := l.awaitErrLocked(); err != nil {
@@ -78,7 +105,7 @@ func (l *Log) Await(index uint64, w Waiter) {
 			l.mu.Unlock()
 			panic(fmt.Sprintf("wal: Await(%d) beyond LastIndex %d", index, last))
 		}
-		if index <= l.durableIndex.Load() && l.waiters.empty() && !l.releasing {
+		if index <= l.CommitIndex() && l.waiters.empty() && !l.releasing {
 			l.mu.Unlock()
 			w.Durable(nil)
 			return
@@ -97,7 +124,10 @@ func (l *Log) Await(index uint64, w Waiter) {
 	if !l.waiters.empty() {
 		index = max(index, l.waiters.lastIndex())
 	}
-	l.waiters.push(waiter{index: index, w: w})
+	l.waiters.push(waiter{index: index, w: w, at: at})
+	if l.waiters.count == 1 {
+		l.noteOldestLocked()
+	}
 	l.mu.Unlock()
 }
 
@@ -159,8 +189,11 @@ func (l *Log) flushLocked() bool {
 	if err != nil {
 		l.failLocked(err)
 	} else {
+		committed := l.CommitIndex()
 		l.durableIndex.Store(batch.LastIndex())
-		l.notifyDurableLocked()
+		if l.CommitIndex() > committed { // a replicated log's may wait for Confirm
+			l.notifyDurableLocked()
+		}
 	}
 	batch.reset()
 	l.spare = batch
@@ -202,6 +235,9 @@ func (l *Log) runReleaser() {
 
 // commit writes one batch and makes it durable. Errors wrap ErrFailed.
 func (l *Log) commit(b *Batch) error {
+	if l.opts.Shipper != nil {
+		l.opts.Shipper.Ship(b) // on its way to the standbys while it is written here
+	}
 	segmentsCreated, err := l.store.WriteBatch(b)
 	if err != nil {
 		return fmt.Errorf("%w: write records %d..%d: %w", ErrFailed, b.FirstIndex(), b.LastIndex(), err)
@@ -242,7 +278,7 @@ func (l *Log) commit(b *Batch) error {
 }
 
 // releaseLocked calls, outside mu and in order, every waiter that is due:
-// those covered by DurableIndex with nil, or all of them with the failure.
+// those covered by CommitIndex with nil, or all of them with the failure.
 // It loops until none is due, so that a waiter queued meanwhile is not
 // overtaken by one that Await would answer at once. buffer is reused scratch
 // space, at most MaxWaiters long.
@@ -251,11 +287,14 @@ func (l *Log) releaseLocked(buffer []waiter) []waiter {
 		// What became durable before a failure is released as durable;
 		// the rest gets the failure.
 		var err error
-		buffer = l.waiters.popThrough(l.durableIndex.Load(), buffer[:0])
-		if len(buffer) == 0 && l.failure != nil {
+		buffer = l.waiters.popThrough(l.CommitIndex(), buffer[:0])
+		if len(buffer) > 0 {
+			l.noteReleased(buffer, l.stamp())
+		} else if l.failure != nil {
 			err = l.failure
 			buffer = l.waiters.popAll(buffer[:0])
 		}
+		l.noteOldestLocked()
 		if len(buffer) == 0 {
 			l.releasing = false
 			return buffer

@@ -1,5 +1,5 @@
 // Package purchase holds the pure rule of a campaign whose purchase_limit
-// is "campaign" (issue #19): at most one live purchase (PENDING_PAYMENT or
+// is "campaign": at most one live purchase (PENDING_PAYMENT or
 // PAID) per (campaign, user) over all the campaign's SKUs, although each
 // SKU is decided by its own actor and log.
 //
@@ -29,7 +29,10 @@
 //
 // Like the SKU core it has no I/O, no clock and no goroutines: the engine
 // (package actors) calls it under a mutex and hands the waiters it returns
-// their wake-up. W is the engine's waiter (a channel), opaque here.
+// their wake-up. W is the engine's waiter (a channel), opaque here. The
+// protocol's order around one reserve (claim, run or answer, report, look
+// up lost answers) is Attempt's (attempt.go), stepped alike by the engine,
+// the simulator and the in-memory twin.
 package purchase
 
 // Limits per user; every list of a claim is bounded.

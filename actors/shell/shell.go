@@ -9,6 +9,7 @@ import (
 	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/purchase"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -32,8 +33,8 @@ type Config struct {
 	// truncated up to the oldest one kept.
 	SnapshotKeep int
 	// FeedRetainRecords and FeedRetainAge hold truncation back for feed
-	// consumers (retention.go): bounded by MaxFeedRetainRecords and
-	// MaxFeedRetainAge.
+	// consumers (feed.Retention): bounded by feed.MaxRetainRecords and
+	// feed.MaxRetainAge.
 	FeedRetainRecords uint64
 	FeedRetainAge     time.Duration
 	// DrawPause is the pause between two rounds of a lottery draw (0:
@@ -77,8 +78,8 @@ type Shell struct {
 	failed error
 	snap   snapshots // snapshot.go
 	audit  audits    // audit.go
-	retain retention // retention.go
-	timers timers    // the jobs out (lottery.go, tick.go)
+	retain feed.Retention
+	timers timers // the jobs out (lottery.go, tick.go)
 	// recoverWaits is set while a recovery is due but waits for a snapshot
 	// being written: it runs once that Job is done (snapshot.go).
 	recoverWaits bool
@@ -107,7 +108,7 @@ func New(cfg Config) *Shell {
 		cfg:    cfg,
 		logger: logger.With("campaign", cfg.CampaignID, "sku", cfg.SKUID),
 		core:   core.New(cfg.Core),
-		retain: newRetention(cfg.FeedRetainRecords, cfg.FeedRetainAge),
+		retain: feed.NewRetention(cfg.FeedRetainRecords, cfg.FeedRetainAge),
 		failed: fmt.Errorf("%w: not recovered yet", core.ErrUnavailable),
 	}
 }

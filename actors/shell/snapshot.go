@@ -176,7 +176,7 @@ func (s *Shell) snapshotDone(now time.Time, j *Job) {
 }
 
 // truncate removes the records the oldest kept snapshot covers, less
-// those the feed retention holds back (retention.go); the log picks the
+// those the feed retention holds back (feed.Retention); the log picks the
 // segment boundary (wal.Log.TruncateBefore). It does not wait for a
 // truncation slot (Config.Truncations): with none free, the records are
 // kept until the next snapshot. Only a failed log (wal.ErrFailed) makes
@@ -193,7 +193,7 @@ func (s *Shell) truncate(now time.Time, oldestKept uint64) {
 		defer t.Release()
 	}
 	lastAt := time.UnixMilli(s.core.Machine().LastAt())
-	need := s.retain.cut(oldestKept+1, s.log.DurableIndex(), s.log.LastIndex(), now, lastAt)
+	need := s.retain.Cut(oldestKept+1, s.log.DurableIndex(), s.log.LastIndex(), now, lastAt)
 	if _, err := s.log.TruncateBefore(need); err != nil {
 		if errors.Is(err, wal.ErrFailed) {
 			s.failAt(now, err)

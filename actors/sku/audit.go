@@ -111,6 +111,24 @@ func (f *Frozen) Audit() Audit {
 	return a
 }
 
+// Conservation checks the counters' conservation of tokens, the one rule
+// both the audit (Audit) and the live figures (httpapi's /admin/stats,
+// invariant_ok) report: sale_limit = available + reserved + confirmed, or,
+// for a celled SKU (celled), whose tokens are what the ledger granted it,
+// granted = available + reserved + confirmed + returned. It returns the
+// violation, "" when the rule holds.
+func (c Counts) Conservation(celled bool) string {
+	owned := uint64(c.Available) + uint64(c.Reserved) + uint64(c.Confirmed)
+	switch {
+	case celled && (c.Returned > c.Granted || owned != c.Granted-c.Returned):
+		return fmt.Sprintf("granted %d != available %d + reserved %d + confirmed %d + returned %d",
+			c.Granted, c.Available, c.Reserved, c.Confirmed, c.Returned)
+	case !celled && owned != uint64(c.SaleLimit):
+		return fmt.Sprintf("sale_limit %d != available %d + reserved %d + confirmed %d", c.SaleLimit, c.Available, c.Reserved, c.Confirmed)
+	}
+	return ""
+}
+
 // rowRecount is what recountRows learnt from the rows. It holds no
 // pointers: at millions of reservations the garbage collector, which runs
 // beside the SKU's actor, has nothing in it to scan.
@@ -153,8 +171,10 @@ func (r *rowRecount) want(token uint32) (TokenState, uint32) {
 // seq and request_id.
 func recountRows(a *Audit, t *table, handedOut uint32, released []uint32, celled bool, perRow func(seq uint32, requestID string)) rowRecount {
 	c := a.Counts
-	if !celled && uint64(c.Available)+uint64(c.Reserved)+uint64(c.Confirmed) != uint64(c.SaleLimit) {
-		a.violation("sale_limit %d != available %d + reserved %d + confirmed %d", c.SaleLimit, c.Available, c.Reserved, c.Confirmed)
+	if !celled { // a celled SKU's: auditCell
+		if v := c.Conservation(false); v != "" {
+			a.violation("%s", v)
+		}
 	}
 	if c.SaleLimit < handedOut {
 		a.violation("%d tokens handed out beyond sale_limit %d", handedOut, c.SaleLimit)

@@ -2,7 +2,7 @@ package sku
 
 import "encoding/binary"
 
-// Caps on unpaid reservations per subject (issue #14). A reserve made with
+// Caps on unpaid reservations per subject (max_unpaid_per_subject). A reserve made with
 // an entry pass carries its Holder; the Machine counts, per subject key,
 // the PENDING_PAYMENT reservations whose holder carries it, and refuses a
 // reserve that would take a key past Definition.MaxUnpaidPerSubject. The

@@ -56,7 +56,7 @@ type Definition struct {
 	Lottery *LotteryRules
 
 	// EntryPass says whether a reserve needs an entry pass and when and
-	// for how long the SKU's issuing route hands them out (issue #14). The
+	// for how long the SKU's issuing route hands them out (entrypass). The
 	// SKU itself never reads a pass: the HTTP ingress checks it.
 	EntryPass EntryPassRule
 	// MaxUnpaidPerSubject caps the PENDING_PAYMENT reservations that carry
@@ -78,8 +78,8 @@ type Definition struct {
 	// user -> cell routing) this cell enforces. 0 when not celled.
 	CellMapVersion uint64
 
-	// PurchaseLimit is the campaign's one-purchase scope (issue #19,
-	// purchase_limit.go): per SKU (the default) or over the whole
+	// PurchaseLimit is the campaign's one-purchase scope
+	// (purchase_limit.go): per SKU (the default) or over the whole
 	// campaign. The same for every SKU of a campaign; never changes.
 	PurchaseLimit PurchaseLimit
 }
@@ -123,7 +123,7 @@ func (d Definition) PaymentWindowFor(h Holder) int64 {
 	return d.PaymentWindowMs
 }
 
-// hasPassFields reports whether any field of issue #14 is set: only then
+// hasPassFields reports whether any entry-pass field is set: only then
 // do the DEFINE record and the state carry them.
 func (d *Definition) hasPassFields() bool {
 	return d.EntryPass != (EntryPassRule{}) || d.MaxUnpaidPerSubject != 0 || d.PaymentWindowHighRiskMs != 0
@@ -252,7 +252,7 @@ var idChars = func() (t [256]byte) {
 }()
 
 // reservationIDSep separates the parts of a reservation id. It is outside the
-// id alphabet and unreserved in URLs (RFC 3986 §2.3), so ids need no escaping.
+// id alphabet and unreserved in URLs (RFC 3986, section 2.3), so ids need no escaping.
 const reservationIDSep = "~"
 
 // TagLength is the length of a reservation id's tag: 16 hex digits (64 bits).

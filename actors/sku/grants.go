@@ -324,10 +324,10 @@ func auditCell(a *Audit, cell *cellState, unsold *rangeQueue, r *rowRecount, rel
 	if granted != c.Granted || returned != c.Returned {
 		a.violation("grant and return totals %d and %d, recount %d and %d", c.Granted, c.Returned, granted, returned)
 	}
-	owned := uint64(c.Available) + uint64(c.Reserved) + uint64(c.Confirmed)
-	if returned > granted || owned != granted-returned {
-		a.violation("granted %d != available %d + reserved %d + confirmed %d + returned %d",
-			granted, c.Available, c.Reserved, c.Confirmed, returned)
+	recounted := c
+	recounted.Granted, recounted.Returned = granted, returned
+	if v := recounted.Conservation(true); v != "" {
+		a.violation("%s", v)
 	}
 	var units uint32
 	for _, rg := range unsold.ranges {

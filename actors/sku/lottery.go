@@ -3,6 +3,7 @@ package sku
 import (
 	"fmt"
 
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/lottery"
 )
 
@@ -65,7 +66,7 @@ func (r *LotteryRules) validate(saleLimit uint32) error {
 	case r.EntriesCloseAt <= r.EntriesOpenAt:
 		return fmt.Errorf("%w: entries_close_at must be after entries_open_at", ErrInvalidDefinition)
 	case closeTime <= r.EntriesCloseAt:
-		return fmt.Errorf("%w: beacon round %d is published at %s, not after entries_close_at %s", ErrInvalidDefinition, r.Beacon.Round, lottery.Stamp(closeTime), lottery.Stamp(r.EntriesCloseAt))
+		return fmt.Errorf("%w: beacon round %d is published at %s, not after entries_close_at %s", ErrInvalidDefinition, r.Beacon.Round, timefmt.Millis(closeTime), timefmt.Millis(r.EntriesCloseAt))
 	}
 	if err := r.rules(saleLimit).Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidDefinition, err)

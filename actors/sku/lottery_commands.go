@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/lottery"
 )
 
@@ -67,7 +68,7 @@ func CheckLotteryDefine(cur Definition, drawing bool, at int64, next Definition)
 		return fmt.Errorf("%w: a lottery must be defined before entries_close_at", ErrInvalidDefinition)
 	case defined && drawing && at >= cur.EndAt && next.EndAt != cur.EndAt:
 		return fmt.Errorf("%w: end_at %s has passed while the lottery's draw is being recorded: it ends when the draw is done; end_at may change after that",
-			ErrInvalidDefinition, lottery.Stamp(cur.EndAt))
+			ErrInvalidDefinition, timefmt.Millis(cur.EndAt))
 	}
 	return nil
 }
@@ -85,7 +86,7 @@ func (d Definition) ValidateNew() error {
 	if d.Lottery != nil {
 		if t, _ := d.Lottery.Beacon.TimeMs(); t >= d.EndAt {
 			return fmt.Errorf("%w: beacon round %d is published at %s, not before end_at %s",
-				ErrInvalidDefinition, d.Lottery.Beacon.Round, lottery.Stamp(t), lottery.Stamp(d.EndAt))
+				ErrInvalidDefinition, d.Lottery.Beacon.Round, timefmt.Millis(t), timefmt.Millis(d.EndAt))
 		}
 	}
 	return nil

@@ -6,7 +6,7 @@ import (
 )
 
 // PurchaseLimit is the scope of a campaign's one-purchase-per-user rule
-// (issue #19): over which SKUs a user may hold at most one live purchase
+// (the campaign's purchase_limit): over which SKUs a user may hold at most one live purchase
 // (PENDING_PAYMENT or PAID). It is part of every SKU's definition, the same
 // for every SKU of the campaign, and never changes once defined.
 type PurchaseLimit uint8
@@ -18,7 +18,8 @@ const (
 	// user may buy one unit of each SKU of the campaign. The default.
 	PurchaseLimitSKU PurchaseLimit = 0
 	// PurchaseLimitCampaign: one live purchase per (campaign, user), over
-	// all the campaign's SKUs (seed §1's UNIQUE(campaign_id, user_id)).
+	// all the campaign's SKUs: what a UNIQUE(campaign_id, user_id)
+	// constraint on an orders table would enforce.
 	// Each SKU still decides its own reserves; the engine's purchase
 	// registry (package actors/purchase) admits a user's reserve to one SKU
 	// at a time.

@@ -83,12 +83,12 @@ var ErrBadRecord = errors.New("malformed record")
 // decodes with them zero:
 //
 //	DEFINE    ... id_key | passes group | cell group
-//	  passes group (issue #14): bool entry_pass.required, varint
+//	  passes group (entry passes): bool entry_pass.required, varint
 //	          entry_pass.lead_ms, varint entry_pass.ttl_ms, uvarint
 //	          max_unpaid_per_subject, varint payment_window_high_risk_ms
-//	  cell group (issue #13): str cell (not empty unless a purchase group
+//	  cell group (a celled SKU): str cell (not empty unless a purchase group
 //	          follows), uvarint cellmap_version
-//	  purchase group (issue #19): u8 purchase_limit (1, campaign: the group
+//	  purchase group (campaign scope): u8 purchase_limit (1, campaign: the group
 //	          is written only for campaign scope)
 //	RESERVED  ... user_id | u8 tier, u8 risk, u8 subject flags,
 //	          8 bytes per set flag (bit order)
@@ -98,6 +98,7 @@ var ErrBadRecord = errors.New("malformed record")
 // its fields are all zero. The decoder reads the passes group when bytes
 // are left after id_key and the cell group when bytes are left after that;
 // the passes group has a fixed field sequence, so the two never overlap.
+// docs/formats.md states every record's layout for readers of the files.
 func (r *Record) AppendPayload(dst []byte) []byte {
 	dst = binary.AppendVarint(dst, r.At)
 	switch r.Type {
@@ -242,8 +243,8 @@ func appendRanges(dst []byte, rs []TokenRange) []byte {
 	return dst
 }
 
-// appendPassFields appends the definition's fields of issue #14: DEFINE's
-// trailing field and the state's.
+// appendPassFields appends the definition's entry-pass fields: DEFINE's
+// passes group and the state's passes section.
 func appendPassFields(dst []byte, d *Definition) []byte {
 	dst = appendBool(dst, d.EntryPass.Required)
 	dst = binary.AppendVarint(dst, d.EntryPass.LeadMs)
@@ -261,8 +262,8 @@ func (d *decoder) passFields(def *Definition) {
 	def.PaymentWindowHighRiskMs = d.varint()
 }
 
-// appendCellFields appends DEFINE's cell group: the definition's fields of
-// issue #13.
+// appendCellFields appends DEFINE's cell group: the definition's cell and
+// cell map version.
 func appendCellFields(dst []byte, d *Definition) []byte {
 	dst = appendString(dst, d.Cell)
 	return binary.AppendUvarint(dst, d.CellMapVersion)

@@ -22,7 +22,8 @@ import (
 //	uvarint n, n × refund                            in log order
 //
 //	definition  = str campaign, str sku, varint start_at, varint end_at,
-//	              varint payment_window_ms, uvarint sale_limit, bool release_on_close
+//	              varint payment_window_ms, uvarint sale_limit, bool release_on_close,
+//	              16 bytes id_key
 //	reservation = str request_id, str user_id,
 //	              varint created_at - previous row's created_at (0 before the first),
 //	              varint expire_at - created_at, uvarint token, uvarint version,
@@ -35,14 +36,14 @@ import (
 // then optional trailing sections, each a u8 tag and its body, in tag order
 // (a state without them is what older versions wrote):
 //
-//	tag 1: passes (issue #14), written when the definition sets a field of
-//	       issue #14 or a reservation has a holder:
+//	tag 1: entry passes, written when the definition sets an entry-pass
+//	       field (hasPassFields) or a reservation has a holder:
 //	       definition's pass fields (as DEFINE's trailing field),
 //	       uvarint n, n × (uvarint seq - previous seq, holder)   in seq order
 //	holder      = u8 tier, u8 risk, u8 subject flags, 8 bytes per set flag
 //	tag 2: a lottery SKU's entries and draw (lottery_codec.go), written
 //	       for a lottery SKU only
-//	tag 3: a celled SKU's cell (issue #13), written for a celled SKU only:
+//	tag 3: a celled SKU's cell, written for a celled SKU only:
 //	       str cell, uvarint cellmap_version, uvarint epoch
 //	       uvarint n, n × allocation                 GRANTs in log order
 //	       uvarint n, n × allocation                 RETURNs in log order
@@ -51,14 +52,17 @@ import (
 //	ranges      = uvarint n, n × (uvarint first, uvarint last - first)
 //	tag 4: a lottery draw's beacon signature (lottery_codec.go), written
 //	       when the draw recorded one: str signature
-//	tag 5: purchase (issue #19), written for a campaign whose
-//	       purchase_limit is "campaign" only (never with tags 2 or 4;
-//	       after tag 3 for a celled SKU):
+//	tag 6: a lottery that ended at end_at (lottery_codec.go), written once
+//	       LOTTERY_ENDED is recorded: varint ended_at
+//	tag 5: purchase, written for a campaign whose purchase_limit is
+//	       "campaign" only, always last (after tag 3 for a celled SKU, after
+//	       tags 2, 4 and 6 for a lottery SKU):
 //	       u8 purchase_limit (1)
 //
-// The sections are written in tag order and only when used; the decoder
-// accepts any subset of them in that order and refuses another order, a
-// repeated tag or an unknown one. For a celled SKU tokens_handed_out is the
+// The sections are written in the order above (1, 2, 3, 4, 6, 5) and only
+// when used; the decoder accepts any subset of them in that order and
+// refuses another order, a repeated tag or an unknown one. docs/formats.md
+// states the same layout for readers of the files. For a celled SKU tokens_handed_out is the
 // highest token id ever handed out (the token slots have holes for ids the
 // cell never owned).
 //
@@ -66,7 +70,7 @@ import (
 // these and rebuilt by Restore, which checks them as it goes.
 const StateFormatVersion = 1
 
-// stateSectionPasses tags the state's trailing section of issue #14.
+// stateSectionPasses tags the state's trailing section of entry passes.
 const stateSectionPasses = 1
 
 // ErrBadState is wrapped by Restore and DecodeState for bytes that are not
@@ -130,7 +134,7 @@ func (f *Frozen) Encode(w io.Writer) (int64, error) {
 }
 
 // encodePasses appends f's passes section (tag 1), if the definition sets
-// a field of issue #14 or a reservation has a holder.
+// an entry-pass field or a reservation has a holder.
 func (e *stateEncoder) encodePasses(f *Frozen) {
 	if !f.def.hasPassFields() && len(f.holders.rows) == 0 {
 		return
@@ -510,7 +514,7 @@ func (s *stateDecoder) rejectionsAndRefunds() {
 // without keys.
 const minHolderRowSize = 4
 
-// passes decodes the trailing section of issue #14 and rebuilds the unpaid
+// passes decodes the entry-pass section (tag 1) and rebuilds the unpaid
 // counts from it.
 func (s *stateDecoder) passes() {
 	m := s.m

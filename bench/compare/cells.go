@@ -6,8 +6,8 @@ import (
 )
 
 // Cell is one measured cell as --json writes it: a JSON array of these,
-// with exactly the keys issue #17 lists, for scripts and for the README's
-// table.
+// with exactly these keys, for scripts and for the table of
+// docs/benchmarks.md.
 type Cell struct {
 	// Target is seckilld, redis, postgres, engine, null-http, null-fsync,
 	// or wrk-seckilld and wrk-null-http (the independent load generator).

@@ -96,13 +96,14 @@ func TestWrkCells(t *testing.T) {
 		}
 		t.Skip("wrk not found on PATH")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	options := MatrixOptions{HotDuration: time.Second, Wrk: &WrkOptions{Threads: 2, Timeout: 10 * time.Second}}
-	for _, target := range []Target{
+	targets := []Target{ // built before the clock below starts
 		&NullTarget{Command: nullCommand(t), workDir: t.TempDir(), maxConns: 16, timeout: 10 * time.Second},
 		NewSeckilldTarget(SeckilldOptions{Binary: buildSeckilld(t), WorkDir: t.TempDir(), MaxConns: 16, Timeout: 10 * time.Second}),
-	} {
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hangBound)
+	defer cancel()
+	options := MatrixOptions{HotDuration: time.Second, Wrk: &WrkOptions{Threads: 2, Timeout: 10 * time.Second}}
+	for _, target := range targets {
 		if err := target.Start(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -213,6 +213,12 @@ func parseFlags(flags *flag.FlagSet, args []string) (status int, ok bool) {
 		}
 		return exitUsage, false
 	}
+	if flags.NArg() > 0 {
+		// Flag parsing stops at the first argument that is no flag, so a
+		// --help after it would otherwise be read as nothing at all.
+		fmt.Fprintf(flags.Output(), "%s: unknown command or argument %q\n", flags.Name(), flags.Arg(0))
+		return exitUsage, false
+	}
 	return 0, true
 }
 

@@ -26,12 +26,12 @@
 //
 // passes.go is a comparison of its own ("seckill-bench compare passes",
 // make bench-passes): one seckilld started with a random entry-pass key,
-// reserves with and without entry passes (issue #14) in alternating rounds
+// reserves with and without entry passes in alternating rounds
 // through the load tool's client, which mints the passes, and the medians
 // of the pairs' ratios of throughput and server CPU per reserve.
 //
 // harness.go runs the cells and table.go prints them. The speed targets
-// the tables are read against are the README's text, not this package's.
+// the tables are read against are docs/benchmarks.md's, not this package's.
 //
 // Every server listens on 127.0.0.1 only, lives in its own temporary
 // directory, and is stopped (by its process id) when the run ends. A target

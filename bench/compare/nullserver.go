@@ -2,7 +2,6 @@ package compare
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -105,11 +104,8 @@ func NullServerMain(ctx context.Context, args []string, stderr io.Writer) int {
 	flags.SetOutput(stderr)
 	addr := flags.String("addr", "127.0.0.1:0", "loopback address to listen on")
 	fsyncDir := flags.String("fsync-dir", "", "append each request body to a write-ahead log in this directory and answer once it is fsynced (empty: answer at once)")
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if status, ok := parseFlags(flags, args); !ok {
+		return status
 	}
 	host, _, err := net.SplitHostPort(*addr)
 	if err == nil {

@@ -34,8 +34,8 @@ const (
 	passKeyID = 1
 )
 
-// PassOptions sizes the entry-pass comparison (issue #14: "reserve
-// throughput with passes within 10% of without, same run").
+// PassOptions sizes the entry-pass comparison, whose target is reserve
+// throughput with passes within 10% of without, in the same run.
 type PassOptions struct {
 	// Pairs is the number of counted pairs of rounds (one plain, one pass).
 	Pairs int

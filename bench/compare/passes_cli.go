@@ -14,7 +14,7 @@ import (
 	"github.com/seckill/seckill/bench"
 )
 
-// Issue #14's speed target for reserves with entry passes, read against
+// The speed target for reserves with entry passes, read against
 // the medians of the pairs' ratios: throughput within 10% of reserves
 // without passes; the server's CPU per reserve is shown against the same
 // margin.
@@ -93,7 +93,7 @@ func PassesMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 // WritePassReport prints the rounds, the pairs' ratios and their medians,
-// read against issue #14's target.
+// read against the target.
 func WritePassReport(w io.Writer, report PassReport) {
 	fmt.Fprintf(w, "load average %.2f before, %.2f after\n\n", report.LoadAverageBefore, report.LoadAverageAfter)
 	table := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -131,9 +131,9 @@ func WritePassReport(w io.Writer, report PassReport) {
 	}
 }
 
-// writeTargetLine reads one pair of medians against issue #14's target.
+// writeTargetLine reads one pair of medians against the target.
 func writeTargetLine(w io.Writer, which string, throughput, serverCPU float64) {
-	fmt.Fprintf(w, "issue #14 (reserve throughput with passes within 10%% of without), %s: pass/plain throughput %.3fx (target >= %.2fx): %s; "+
+	fmt.Fprintf(w, "target (reserve throughput with passes within 10%% of without), %s: pass/plain throughput %.3fx (target >= %.2fx): %s; "+
 		"server CPU per reserve %.3fx (%s %.2fx)\n", which,
 		throughput, passTargetThroughputRatio, metOrNot(throughput >= passTargetThroughputRatio),
 		serverCPU, withinOrAbove(serverCPU <= passTargetCPURatio), passTargetCPURatio)

@@ -25,7 +25,7 @@ type SeckilldOptions struct {
 	// PaymentWindow is the campaigns' payment window.
 	PaymentWindow time.Duration
 	// EntryPassKeys, when set, starts the server with --entry-pass-keys
-	// (kid:hex,..., issue #14), so that campaigns may require passes.
+	// (kid:hex,...), so that campaigns may require passes.
 	EntryPassKeys string
 	// CPUProfile, when set, starts the server with --cpuprofile: a CPU
 	// profile of the whole run, written at Close.

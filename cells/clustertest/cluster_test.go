@@ -30,6 +30,12 @@ import (
 	"github.com/seckill/seckill/ledger"
 )
 
+// c4Stuck bounds each step of c4's cut in TestCellsUnderFaults: the test
+// waits for the states it needs, and fails only when one does not come
+// for this long (a loaded machine makes every step slower, never this
+// slow).
+const c4Stuck = 3 * time.Minute
+
 const (
 	campaign  = "demo"
 	skuID     = "sku-1"
@@ -150,14 +156,19 @@ func startCell(t *testing.T, bins map[string]string, logDir, cell, dir, etcdAddr
 }
 
 // startRouter starts seckill-router on a free port over the cells'
-// routes (cell=host:port) and returns its base URL.
-func startRouter(t *testing.T, bins map[string]string, logDir, etcdAddr string, routes []string) string {
+// routes (cell=host:port), with extra flags, and returns its base URL.
+func startRouter(t *testing.T, bins map[string]string, logDir, etcdAddr string, routes []string, extra ...string) string {
 	t.Helper()
 	addr, err := etcdtest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	startProc(t, "router", bins["seckill-router"], logDir, "--addr", addr, "--etcd", etcdAddr, "--cells", strings.Join(routes, ","))
+	name := "router"
+	if len(extra) > 0 {
+		name = "router-" + strings.Join(extra, "")
+	}
+	args := append([]string{"--addr", addr, "--etcd", etcdAddr, "--cells", strings.Join(routes, ",")}, extra...)
+	startProc(t, name, bins["seckill-router"], logDir, args...)
 	return "http://" + addr
 }
 
@@ -371,40 +382,80 @@ func TestCellsUnderFaults(t *testing.T) {
 	}
 
 	// c4's etcd link is cut while its pool is low (available below a
-	// chunk). The test then buys, directly at c4, for users the map gives
-	// c4, until c4 asks for a top-up (its pool below half a chunk), and
-	// keeps the link cut past an etcd operation's timeout (2 s): that
-	// top-up times out, and is retried with the same seq once the link
-	// heals (one allocation per (cell, seq) is checked at the end).
+	// chunk), and stays cut until c4 asks for a top-up (its pool below half
+	// a chunk), and its metrics say that a top-up attempt ended without an
+	// answer (an etcd operation's timeout, 2 s) and that its ledger is
+	// unreachable: that top-up is retried with the same seq once the link
+	// heals (one allocation per (cell, seq) is checked at the end). Each
+	// step waits for the state it needs, however slowly a loaded machine
+	// runs the load (whose unpaid reservations come back every 3 s): the
+	// test drains c4 itself, buying and paying for users the map gives c4,
+	// directly at c4, from the start until c4 asks for its top-up after the
+	// cut. Only a step stuck for c4Stuck fails.
 	var c4AvailableAtCut, c4RetriesInCut atomic.Int64
 	c4AvailableAtCut.Store(-1)
 	c4Done := make(chan struct{})
+	c4 := "http://" + addrs["c4"]
+	c4Metrics := c4 + "/metrics"
+	stopDrain := make(chan struct{})
+	var drainers sync.WaitGroup
+	for w := range 4 {
+		drainers.Add(1)
+		go func() {
+			defer drainers.Done()
+			for u := 0; ; u++ {
+				select {
+				case <-stopDrain:
+					return
+				default:
+				}
+				user := fmt.Sprintf("drain-%d-%d", w, u)
+				if ownerOf(cells, user) != "c4" {
+					continue
+				}
+				code, m := post(c4+"/v1/campaigns/"+campaign+"/skus/"+skuID+"/reservations", fmt.Sprintf(`{"request_id":"%s","user_id":"%s"}`, user, user))
+				if id, _ := m["reservation_id"].(string); code == 202 {
+					post(c4+"/v1/reservations/"+id+"/payment", fmt.Sprintf(`{"payment_id":"p-%s","amount":100}`, user))
+				} else if code == 409 {
+					time.Sleep(20 * time.Millisecond) // sold out until the top-up: nothing to drain
+				}
+			}
+		}()
+	}
 	go func() {
 		defer close(c4Done)
-		deadline := time.Now().Add(40 * time.Second)
-		for time.Now().Before(deadline) {
-			if a, err := getAudit(sampler, "http://"+addrs["c4"]); err == nil && a.Available < 50 {
-				proxies["c4"].Cut()
-				c4AvailableAtCut.Store(int64(a.Available))
-				break
+		defer func() { close(stopDrain); drainers.Wait() }()
+		wait := func(what string, cond func() bool) bool {
+			for since := time.Now(); !cond(); time.Sleep(20 * time.Millisecond) {
+				if time.Since(since) >= c4Stuck {
+					t.Errorf("c4: not within %v: %s", c4Stuck, what)
+					return false
+				}
 			}
-			time.Sleep(20 * time.Millisecond)
+			return true
+		}
+		if !wait("its pool below a chunk", func() bool {
+			n := metricValue(t, client, c4Metrics, `seckill_sku_tokens{campaign_id="`+campaign+`",sku_id="`+skuID+`",state="AVAILABLE"}`)
+			if n < 0 || n >= 50 {
+				return false
+			}
+			proxies["c4"].Cut()
+			c4AvailableAtCut.Store(int64(n))
+			return true
+		}) {
+			return
 		}
 		defer proxies["c4"].Heal()
-		metrics := "http://" + addrs["c4"] + "/metrics"
-		for u := 0; time.Now().Before(deadline) && metricValue(t, client, metrics, "seckill_cell_top_up_pending{") != 1; u++ {
-			if user := fmt.Sprintf("cut-%d", u); ownerOf(cells, user) == "c4" {
-				post("http://"+addrs["c4"]+"/v1/campaigns/"+campaign+"/skus/"+skuID+"/reservations",
-					fmt.Sprintf(`{"request_id":"%s","user_id":"%s"}`, user, user))
-			}
+		if !wait("a top-up pending after the cut", func() bool {
+			return metricValue(t, client, c4Metrics, "seckill_cell_top_up_pending{") == 1
+		}) || !wait("a top-up retried while its link is cut", func() bool {
+			return metricValue(t, client, c4Metrics, "seckill_cell_top_up_retries{") >= 1
+		}) || !wait("its ledger unreachable while its link is cut", func() bool {
+			return metricValue(t, client, c4Metrics, "seckill_cell_ledger_reachable{") == 0
+		}) {
+			return
 		}
-		for time.Now().Before(deadline) && metricValue(t, client, metrics, "seckill_cell_top_up_retries{") < 1 {
-			time.Sleep(100 * time.Millisecond)
-		}
-		if metricValue(t, client, metrics, "seckill_cell_ledger_reachable{") != 0 {
-			t.Errorf("c4 says its ledger is reachable while its link is cut")
-		}
-		c4RetriesInCut.Store(int64(metricValue(t, client, metrics, "seckill_cell_top_up_retries{")))
+		c4RetriesInCut.Store(int64(metricValue(t, client, c4Metrics, "seckill_cell_top_up_retries{")))
 	}()
 
 	// The faults.
@@ -438,7 +489,7 @@ func TestCellsUnderFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	at(2 * time.Second)
-	<-c4Done // the load goes on until c4's link was cut and healed (at most 40 s)
+	<-c4Done // the load goes on until c4's link was cut and healed
 	at(time.Second)
 	close(stopLoad)
 	time.Sleep(200 * time.Millisecond)

@@ -11,8 +11,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/seckill/seckill/bench"
@@ -23,22 +26,49 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	args := os.Args[1:]
-	status := 0
-	switch {
-	case version.Requested(args):
-		fmt.Println(version.String("seckill-bench"))
-	case len(args) > 0 && args[0] == "report" && version.HelpRequested(args[1:]):
-		fmt.Println("usage: seckill-bench report RESULT.json REPORT.html\n\nRenders the HTML report of a saved result (--json) again.")
-	case len(args) > 0 && args[0] == "compare":
-		status = compare.Main(ctx, args[1:], os.Stdout, os.Stderr)
-	case len(args) > 0 && args[0] == "null-server":
-		status = compare.NullServerMain(ctx, args[1:], os.Stderr)
-	case len(args) > 0 && args[0] == "report":
-		status = bench.ReportMain(args[1:], os.Stderr)
-	default:
-		status = bench.Main(ctx, args, os.Stdout, os.Stderr)
-	}
+	status := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(status)
+}
+
+// commands are the subcommands; a first argument that is no flag must name
+// one of them.
+var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
+	"compare": compare.Main,
+	"null-server": func(ctx context.Context, args []string, _, stderr io.Writer) int {
+		return compare.NullServerMain(ctx, args, stderr)
+	},
+	"report": func(_ context.Context, args []string, stdout, stderr io.Writer) int {
+		if version.HelpRequested(args) {
+			fmt.Fprintln(stdout, "usage: seckill-bench report RESULT.json REPORT.html\n\nRenders the HTML report of a saved result (--json) again.")
+			return bench.ExitPass
+		}
+		return bench.ReportMain(args, stderr)
+	},
+}
+
+// run executes one command line and returns the exit status: an unknown
+// command is a usage error (exit 2) that names it, whatever flags follow
+// it (--help and --version too).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		if _, ok := commands[args[0]]; !ok {
+			names := make([]string, 0, len(commands))
+			for name := range commands {
+				names = append(names, name)
+			}
+			slices.Sort(names)
+			fmt.Fprintf(stderr, "seckill-bench: unknown command %q (the commands are %s; seckill-bench -h lists the flags of a load run)\n",
+				args[0], strings.Join(names, ", "))
+			return bench.ExitUsage
+		}
+	}
+	switch {
+	case version.Requested(args):
+		fmt.Fprintln(stdout, version.String("seckill-bench"))
+		return bench.ExitPass
+	case len(args) > 0 && !strings.HasPrefix(args[0], "-"):
+		return commands[args[0]](ctx, args[1:], stdout, stderr)
+	}
+	return bench.Main(ctx, args, stdout, stderr)
 }

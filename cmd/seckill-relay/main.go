@@ -7,11 +7,15 @@
 // SECKILL_RELAY_ADMIN_TOKEN); flags win. --version prints the build's
 // version line and --help the usage, both on stdout with exit 0.
 //
-// Exit status 1, with the feed's answer on stderr, when the feed refuses
-// the position and a retry would be refused again (relay.ErrFeed: 410
+// Exit status 1, with what was refused and the feed's answer on stderr,
+// when the feed refuses the relay and a retry would be refused again
+// (relay.FeedError: 401 the admin token, 404 the campaign, 410
 // CURSOR_COMPACTED, 409 CURSOR_DIVERGED, 400 such as
-// CAMPAIGN_FEED_TOO_WIDE, 401, 404, 414, 431), or on a bad flag; any other
-// error (the feed or NATS unreachable) is retried after 1 s.
+// CAMPAIGN_FEED_TOO_WIDE, 414, 431), or on a bad flag; any other error
+// (the feed or NATS unreachable) is retried after 1 s. The stream is
+// created only once the feed has answered, so a refused relay leaves none
+// behind. SIGTERM or SIGINT stops it at once (exit 0), logging the cursor
+// the stream holds and the events relayed.
 package main
 
 import (
@@ -54,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	feed := fs.String("feed", "http://127.0.0.1:8080", "base URL of seckilld")
 	token := fs.String("admin-token", "", "seckilld's admin bearer token (required)")
 	natsURL := fs.String("nats", nats.DefaultURL, "NATS server URL")
-	stream := fs.String("stream", "", "JetStream stream name, this relay's alone (created with subjects seckill.<campaign>.> if missing; required)")
+	stream := fs.String("stream", "", "JetStream stream name, this relay's alone (created with subjects seckill.<campaign>.> if missing, once the feed answers; required)")
 	campaign := fs.String("campaign", "", "campaign whose feed is relayed (required)")
 	types := fs.String("types", "", "comma-separated event types (the feed's types=; empty: its defaults, without seckill.request.rejected)")
 	limit := fs.Int("limit", relay.DefaultLimit, "events per feed page (1..1000)")
@@ -85,7 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("connecting to %s: %w", *natsURL, err)
 	}
 	defer nc.Close()
-	sink, err := relay.NewNATSSink(ctx, nc, *stream, *campaign)
+	sink, err := relay.NewNATSSink(nc, *stream, *campaign)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,10 @@
 // published, is frozen), and, on a request for a campaign that is not
 // celled, the cell that defines it locally (its campaigns/<c>/local key,
 // remembered: localCells); a campaign no cell claimed yet goes to the
-// default cell, which claims it on its PUT.
+// default cell, which claims it on its PUT. A command a cell may have
+// received and did not answer within --timeout is answered 504
+// RESULT_UNKNOWN with its lookup URL, as one node answers it
+// (unanswered.go); a 421 WRONG_CELL gets the address of the cell it names.
 //
 //	seckill-router --addr 127.0.0.1:8090 --etcd HOST:PORT,...
 //	               --cells c1=127.0.0.1:8081,c2=127.0.0.1:8082 [--default-cell c1]
@@ -36,6 +39,7 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"github.com/valyala/fastjson"
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/cells"
@@ -237,39 +241,47 @@ func (r *router) uncelledCell(path string) string {
 
 // forwardBatch splits a batch reserve of a celled SKU by cell, sends the
 // sub-batches at once and answers their results in the items' order
-// (cells.SplitBatch, cells.JoinBatch). A body it cannot split, or whose
-// items all belong to one cell, goes whole to that cell.
+// (cells.SplitBatch, cells.JoinBatch). A body it cannot split goes whole
+// to the map's first cell (which answers it 400), one whose items all
+// belong to one cell whole to that cell; a cell that does not answer
+// gives its items their own answer (cells.JoinBatch: 504 RESULT_UNKNOWN
+// with each item's lookup URL, or 503 when nothing was delivered).
 func (r *router) forwardBatch(ctx *fasthttp.RequestCtx, route cells.Route) {
 	split, err := cells.SplitBatch(route.SKU, ctx.PostBody(), actors.MaxBatchItems)
-	if err != nil || len(split.Parts) == 1 {
-		cell := route.SKU.Map.Cells[0]
-		if err == nil {
-			cell = split.Parts[0].Cell
-		}
-		r.forward(ctx, cell)
+	if err != nil {
+		r.forward(ctx, route.SKU.Map.Cells[0])
 		return
 	}
 	answers := make([]cells.PartAnswer, len(split.Parts))
-	var wg sync.WaitGroup
-	for k, part := range split.Parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := r.clients[part.Cell]
-			if c == nil {
-				answers[k].Err = fmt.Errorf("no address for cell %s", part.Cell)
-				return
-			}
-			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseRequest(req)
-			defer fasthttp.ReleaseResponse(resp)
-			ctx.Request.CopyTo(req) // the method, path and headers (a token, an entry pass's header)
-			req.SetBody(part.Body)
-			err := c.DoTimeout(req, resp, r.timeout)
-			answers[k] = cells.PartAnswer{Status: resp.StatusCode(), Body: append([]byte(nil), resp.Body()...), Err: err}
-		}()
+	if len(split.Parts) == 1 {
+		err := r.send(ctx, split.Parts[0].Cell)
+		if err == nil {
+			return
+		}
+		answers[0] = cells.PartAnswer{Err: err, Unknown: delivered(err)}
+	} else {
+		var wg sync.WaitGroup
+		for k, part := range split.Parts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := r.clients[part.Cell]
+				if c == nil {
+					answers[k].Err = fmt.Errorf("no address for cell %s", part.Cell)
+					return
+				}
+				req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+				defer fasthttp.ReleaseRequest(req)
+				defer fasthttp.ReleaseResponse(resp)
+				ctx.Request.CopyTo(req) // the method, path and headers (a token, an entry pass's header)
+				req.SetBody(part.Body)
+				err := c.DoTimeout(req, resp, r.timeout)
+				answers[k] = cells.PartAnswer{Status: resp.StatusCode(), Body: append([]byte(nil), resp.Body()...),
+					Err: err, Unknown: err != nil && delivered(err)}
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	ctx.Response.Reset()
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType("application/json")
@@ -305,24 +317,48 @@ func (r *router) answerMap(ctx *fasthttp.RequestCtx, campaign, skuID string) {
 	ctx.SetBody(b)
 }
 
-// forward sends the request to cell and copies its answer; false (and a
-// 503 CELL_UNAVAILABLE answer) when the cell did not answer.
+// forward sends the request to cell and copies its answer; false (and
+// the router's own answer: unanswered) when the cell did not answer.
 func (r *router) forward(ctx *fasthttp.RequestCtx, cell string) bool {
-	c := r.clients[cell]
-	if c == nil {
-		ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
-		ctx.SetContentType("application/json")
-		ctx.SetBodyString(fmt.Sprintf(`{"error":"CELL_UNAVAILABLE","detail":"no address for cell %s"}`, cell))
-		return false
-	}
-	ctx.Response.Reset()
-	if err := c.DoTimeout(&ctx.Request, &ctx.Response, r.timeout); err != nil {
-		ctx.Response.Reset()
-		ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
-		ctx.SetContentType("application/json")
-		ctx.Response.Header.Set("Retry-After", "1")
-		ctx.SetBodyString(fmt.Sprintf(`{"error":"CELL_UNAVAILABLE","detail":"cell %s: %s"}`, cell, strings.ReplaceAll(err.Error(), `"`, `'`)))
+	if err := r.send(ctx, cell); err != nil {
+		unanswered(ctx, cell, err)
 		return false
 	}
 	return true
+}
+
+// send sends the request to cell and copies its answer into ctx's
+// response (a 421 WRONG_CELL gets the address of the cell it names,
+// when it has none and the router knows it); the error when the cell did
+// not answer, the response then undefined.
+func (r *router) send(ctx *fasthttp.RequestCtx, cell string) error {
+	c := r.clients[cell]
+	if c == nil {
+		return errNotDelivered
+	}
+	ctx.Response.Reset()
+	if err := c.DoTimeout(&ctx.Request, &ctx.Response, r.timeout); err != nil {
+		return err
+	}
+	if ctx.Response.StatusCode() == fasthttp.StatusMisdirectedRequest {
+		r.addCellAddress(&ctx.Response)
+	}
+	return nil
+}
+
+// addCellAddress adds to a WRONG_CELL answer without an "address" the
+// address the router sends that "cell" to (--cells).
+func (r *router) addCellAddress(resp *fasthttp.Response) {
+	var p fastjson.Parser
+	v, err := p.ParseBytes(resp.Body())
+	if err != nil || v.Type() != fastjson.TypeObject || v.Exists("address") {
+		return
+	}
+	c := r.clients[string(v.GetStringBytes("cell"))]
+	if c == nil {
+		return
+	}
+	var a fastjson.Arena
+	v.Set("address", a.NewString("http://"+c.Addr))
+	resp.SetBody(v.MarshalTo(nil))
 }

@@ -3,8 +3,8 @@
 // faults over the real core, log and recovery code, each checked step by
 // step against an independent model.
 //
-//	seckill-sim [-seeds N] [-first N] [-steps N] [-workers N] [-stop] [-campaign]
-//	seckill-sim -seed N [-steps N] [-trace] [-campaign]
+//	seckill-sim [-seeds N] [-first N] [-steps N] [-workers N] [-stop] [-campaign | -admission]
+//	seckill-sim -seed N [-steps N] [-trace] [-campaign | -admission]
 //	seckill-sim --version | --help
 //
 // The first form runs seeds first..first+N-1 and prints the totals; each
@@ -46,22 +46,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 0, "replay this one seed (with its shortest failing history if it fails)")
 	trace := fs.Bool("trace", false, "with -seed: print every step")
 	campaign := fs.Bool("campaign", false, "run campaign-mode histories: the SKUs of a campaign whose purchase_limit is \"campaign\" (sim.RunCampaign)")
+	admission := fs.Bool("admission", false, "run admission histories: buyers admitted or refused while the disk's fsyncs slow down and recover (sim.RunAdmission)")
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	if err != nil || fs.NArg() > 0 || *steps <= 0 {
+	if err != nil || fs.NArg() > 0 || *steps <= 0 || *campaign && *admission {
 		if err == nil {
-			fmt.Fprintln(stderr, "usage: seckill-sim [-seeds N] [-first N] [-steps N] [-workers N] [-stop] | -seed N [-trace]")
+			fmt.Fprintln(stderr, "usage: seckill-sim [-seeds N] [-first N] [-steps N] [-workers N] [-stop] | -seed N [-trace]; at most one of -campaign, -admission")
 		}
 		return 2
 	}
+	mode := sim.ModeSKU
+	switch {
+	case *campaign:
+		mode = sim.ModeCampaign
+	case *admission:
+		mode = sim.ModeAdmission
+	}
 	if *seed != 0 {
-		return replay(*seed, *steps, *trace, *campaign, stdout)
+		return replay(*seed, *steps, *trace, mode, stdout)
 	}
 	start := time.Now()
 	sum := sim.RunSeeds(sim.SeedsOptions{
-		First: *first, Count: *seeds, Steps: *steps, Workers: *workers, StopAtFirst: *stop, Campaign: *campaign,
+		First: *first, Count: *seeds, Steps: *steps, Workers: *workers, StopAtFirst: *stop, Mode: mode,
 		Progress: func(done int) {
 			if done%1000 == 0 {
 				fmt.Fprintf(stderr, "  %d seeds, %.0f s\n", done, time.Since(start).Seconds())
@@ -89,16 +97,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // replay runs one seed, printing its steps with -trace, and shrinks it if
 // it fails.
-func replay(seed uint64, steps int, trace, campaign bool, stdout io.Writer) int {
+func replay(seed uint64, steps int, trace bool, mode sim.Mode, stdout io.Writer) int {
 	o := sim.Options{Seed: seed, Steps: steps}
 	if trace {
 		o.Trace = stdout
 	}
-	run := sim.Run
-	if campaign {
-		run = sim.RunCampaign
-	}
-	res := run(o)
+	res := mode.Run(o)
 	fmt.Fprintf(stdout, "seed %d: %d steps; faults and events: %s\n", seed, res.Steps, faults(res.Faults))
 	fmt.Fprintf(stdout, "replies: %s\n", faults(res.Replies))
 	if res.Err == nil {
@@ -112,8 +116,8 @@ func replay(seed uint64, steps int, trace, campaign bool, stdout io.Writer) int 
 // printFailure prints a failing seed and its shortest failing history.
 func printFailure(w io.Writer, f sim.Result, steps int) {
 	fmt.Fprintf(w, "\nFAIL seed %d at step %d: %v\n", f.Seed, f.Step, f.Err)
-	if f.Campaign { // not shrunk: replay it whole
-		fmt.Fprintf(w, "replay: seckill-sim -campaign -seed %d -steps %d -trace\n", f.Seed, steps)
+	if f.Mode != sim.ModeSKU { // not shrunk: replay it whole
+		fmt.Fprintf(w, "replay: seckill-sim %s -seed %d -steps %d -trace\n", f.Mode.Flag(), f.Seed, steps)
 		return
 	}
 	keep, shrunk := sim.Shrink(f)

@@ -29,9 +29,25 @@ func TestReplayOneSeed(t *testing.T) {
 }
 
 func TestUsageError(t *testing.T) {
+	for _, args := range [][]string{{"-steps", "0"}, {"-campaign", "-admission"}} {
+		var out, errs bytes.Buffer
+		if code := run(args, &out, &errs); code != 2 {
+			t.Fatalf("exit %d for %v, want 2", code, args)
+		}
+	}
+}
+
+// -admission runs the admission histories: buyers throttled while the
+// disk is slow.
+func TestAdmissionMode(t *testing.T) {
 	var out, errs bytes.Buffer
-	if code := run([]string{"-steps", "0"}, &out, &errs); code != 2 {
-		t.Fatalf("exit %d for -steps 0, want 2", code)
+	if code := run([]string{"-admission", "-seeds", "3"}, &out, &errs); code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out.String(), errs.String())
+	}
+	for _, want := range []string{"seeds 3 (from 1)", "failures 0", "phase_slow", "reserve THROTTLED"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
 	}
 }
 

@@ -13,7 +13,7 @@ func TestRecordOfCelledID(t *testing.T) {
 	key := [16]byte{1, 2, 3}
 	r := sku.Record{Type: sku.RecordPaid, Seq: 7}
 	for _, cell := range []string{"", "c2"} {
-		id := recordOf(1, &r, "camp", "sku-1", cell, key).ReservationID
+		id := recordOf(1, &r, sku.Definition{CampaignID: "camp", SKUID: "sku-1", Cell: cell, IDKey: key}).ReservationID
 		if want := sku.FormatCellReservationID("camp", "sku-1", cell, 7, key); id != want {
 			t.Errorf("cell %q: id %s, want %s", cell, id, want)
 		}

@@ -10,28 +10,25 @@ import (
 	"strings"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/feed"
 )
 
-// reservationJSON is one exported reservation.
+// reservationJSON is one exported reservation: the service's view of it
+// (feed.Reservation: the fields and names of GET /v1/reservations/{id} and
+// of the admin export), then what a reconciliation needs beside it.
 type reservationJSON struct {
-	ReservationID  string   `json:"reservation_id"`
-	RequestID      string   `json:"request_id"`
-	UserID         string   `json:"user_id"`
-	TokenID        uint32   `json:"token_id"`
-	State          string   `json:"state"`
-	CloseReason    string   `json:"close_reason"`
-	CreatedAt      string   `json:"created_at"`
-	ExpireAt       string   `json:"expire_at"`
-	PaidAt         string   `json:"paid_at"`
-	ClosedAt       string   `json:"closed_at"`
-	PaymentID      string   `json:"payment_id"`
+	feed.Reservation
 	Amount         int64    `json:"amount"`
 	HoldsToken     bool     `json:"holds_token"`
-	RefundRequired bool     `json:"refund_required"`
 	RefundPayments []string `json:"refund_payments"`
 	Version        uint32   `json:"version"`
 }
 
+// exportColumns is the CSV header. The CSV keeps the header it was
+// published with, close_reason where the view says closed_reason: its
+// readers (spreadsheet imports, reconciliation scripts) find columns by
+// header name, and a renamed column would come out empty there without an
+// error. Its values are the view's.
 var exportColumns = []string{"reservation_id", "request_id", "user_id", "token_id", "state", "close_reason",
 	"created_at", "expire_at", "paid_at", "closed_at", "payment_id", "amount", "holds_token",
 	"refund_required", "refund_payments", "version"}
@@ -41,14 +38,14 @@ func reservationOf(v sku.View) reservationJSON {
 	if refunds == nil {
 		refunds = []string{}
 	}
-	return reservationJSON{v.ReservationID, v.RequestID, v.UserID, v.TokenID, v.State.String(), v.CloseReason.String(),
-		formatMillis(v.CreatedAt), formatMillis(v.ExpireAt), formatMillis(v.PaidAt), formatMillis(v.ClosedAt),
-		v.PaymentID, v.Amount, v.HoldsToken, v.RefundRequired, refunds, v.Version}
+	return reservationJSON{Reservation: feed.NewReservation(v), Amount: v.Amount, HoldsToken: v.HoldsToken,
+		RefundPayments: refunds, Version: v.Version}
 }
 
+// row is the reservation as a CSV row (exportColumns).
 func (r *reservationJSON) row() []string {
 	return []string{r.ReservationID, r.RequestID, r.UserID, strconv.FormatUint(uint64(r.TokenID), 10), r.State,
-		r.CloseReason, r.CreatedAt, r.ExpireAt, r.PaidAt, r.ClosedAt, r.PaymentID, strconv.FormatInt(r.Amount, 10),
+		r.ClosedReason, r.CreatedAt, r.ExpireAt, r.PaidAt, r.ClosedAt, r.PaymentID, strconv.FormatInt(r.Amount, 10),
 		strconv.FormatBool(r.HoldsToken), strconv.FormatBool(r.RefundRequired), strings.Join(r.RefundPayments, ";"),
 		strconv.FormatUint(uint64(r.Version), 10)}
 }

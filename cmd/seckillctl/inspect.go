@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +9,8 @@ import (
 	"strconv"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
 )
@@ -37,33 +38,46 @@ type walJSON struct {
 	Records    []recordJSON `json:"records"`
 }
 
-// recordJSON is one log record as inspect wal prints it. Field order is
-// fixed; fields a record type does not have are left out.
+// recordJSON is one log record as inspect wal prints it: its index, type
+// and time, then the data of the event the feed sends for it
+// (feed.EventData: the same fields, names and renderer; the reservation's
+// fields a later record's event takes from the reservation are those the
+// record itself holds), then what the feed leaves out: an entry pass's
+// subject keys, and a definition's and a lottery's rules beyond the
+// event's. Definition and Lottery take the place of the event's (they hold
+// its fields and more). Fields a record type does not have are left out.
 type recordJSON struct {
-	Index         uint64            `json:"index"`
-	Type          string            `json:"type"`
-	At            string            `json:"at"`
-	AtMs          int64             `json:"at_ms"`
-	ReservationID string            `json:"reservation_id,omitempty"`
-	Token         uint32            `json:"token_id,omitempty"`
-	ExpireAt      string            `json:"expire_at,omitempty"`
-	RequestID     string            `json:"request_id,omitempty"`
-	UserID        string            `json:"user_id,omitempty"`
-	Outcome       string            `json:"outcome,omitempty"`
-	PaymentID     string            `json:"payment_id,omitempty"`
-	Amount        *int64            `json:"amount,omitempty"`
-	Reason        string            `json:"reason,omitempty"`
-	Release       *bool             `json:"release,omitempty"`
-	Definition    *definitionJSON   `json:"definition,omitempty"`
-	Allocation    *allocationJSON   `json:"allocation,omitempty"` // GRANT, RETURN, EPOCH
-	Holder        *holderJSON       `json:"holder,omitempty"`     // RESERVED with an entry pass
-	EntrySeq      uint32            `json:"entry_seq,omitempty"`  // ENTERED; WON: the entry it is for
-	FromWaitlist  bool              `json:"from_waitlist,omitempty"`
-	Count         *uint32           `json:"count,omitempty"`      // ENTRIES_CLOSED: entries; DRAW_DONE: winners; LOTTERY_ENDED: entries lost
-	Lottery       *lotteryRulesJSON `json:"lottery,omitempty"`    // LOTTERY_COMMITTED: the public rules
-	Round         uint64            `json:"round,omitempty"`      // DRAW_STARTED
-	Randomness    string            `json:"randomness,omitempty"` // DRAW_STARTED, hex
-	EntrySeqs     []uint32          `json:"entry_seqs,omitempty"` // WAITLISTED, in rank order
+	Index uint64 `json:"index"`
+	Type  string `json:"type"`
+	At    string `json:"at"`
+	AtMs  int64  `json:"at_ms"`
+	feed.EventData
+	Definition *definitionJSON   `json:"definition,omitempty"` // DEFINE
+	Lottery    *lotteryJSON      `json:"lottery,omitempty"`    // the lottery records, WON
+	Subjects   map[string]string `json:"subjects,omitempty"`   // RESERVED with an entry pass
+}
+
+// recordOf renders the record at index of the SKU def (its campaign, SKU,
+// cell and reservation id key name the reservations).
+func recordOf(index uint64, r *sku.Record, def sku.Definition) recordJSON {
+	var held sku.View // what a WON record holds of its reservation
+	if r.Type == sku.RecordWon {
+		held = sku.View{TokenID: r.Token, CreatedAt: r.At, ExpireAt: r.ExpireAt}
+	}
+	ev := feed.NewEvent(*r, index, "", def, sku.NewReservationIDs(def), held)
+	j := recordJSON{Index: index, Type: r.Type.String(), At: timefmt.OptionalMillis(r.At), AtMs: r.At, EventData: ev.Data}
+	if ev.Data.Lottery != nil {
+		j.Lottery = &lotteryJSON{LotteryData: ev.Data.Lottery}
+	}
+	switch r.Type {
+	case sku.RecordDefine:
+		j.Definition = definitionOf(r.Def)
+	case sku.RecordLotteryCommitted:
+		j.Lottery = lotteryRulesOf(r.Def.Lottery)
+	case sku.RecordReserved:
+		j.Subjects = subjectsOf(r.Holder)
+	}
+	return j
 }
 
 // reservationSeq is the reservation a record is about, 0 for none: an
@@ -73,42 +87,6 @@ func reservationSeq(r *sku.Record) uint32 {
 		return 0
 	}
 	return r.Seq
-}
-
-func recordOf(index uint64, r *sku.Record, campaignID, skuID, cell string, key [16]byte) recordJSON {
-	j := recordJSON{Index: index, Type: r.Type.String(), At: formatMillis(r.At), AtMs: r.At,
-		Token: r.Token, ExpireAt: formatMillis(r.ExpireAt), RequestID: r.RequestID, UserID: r.UserID, PaymentID: r.PaymentID}
-	if seq := reservationSeq(r); seq != 0 {
-		j.ReservationID = sku.FormatCellReservationID(campaignID, skuID, cell, seq, key)
-	}
-	switch r.Type {
-	case sku.RecordDefine:
-		j.Definition = definitionOf(r.Def)
-	case sku.RecordReserved:
-		j.Holder = holderOf(r.Holder)
-	case sku.RecordRejected:
-		j.Outcome = r.Outcome.String()
-	case sku.RecordPaid, sku.RecordRefundRequired:
-		j.Amount = &r.Amount
-	case sku.RecordClosed:
-		j.Reason, j.Release = r.Reason.String(), &r.Release
-	case sku.RecordGrant, sku.RecordReturn, sku.RecordEpoch:
-		j.Allocation = allocationOf(r.Cell)
-	case sku.RecordLotteryCommitted:
-		j.Lottery = lotteryRulesOf(r.Def.Lottery)
-	case sku.RecordEntered:
-		j.EntrySeq = r.Seq
-	case sku.RecordWon:
-		j.EntrySeq, j.FromWaitlist = r.Lot.EntrySeq, r.Lot.FromWaitlist
-	case sku.RecordDrawStarted:
-		j.Round, j.Randomness = r.Lot.Round, hex.EncodeToString(r.Lot.Randomness[:])
-	case sku.RecordWaitlisted:
-		j.EntrySeqs = r.Lot.Seqs
-	case sku.RecordEntriesClosed, sku.RecordDrawDone, sku.RecordLotteryEnded:
-		count := r.Lot.Count
-		j.Count = &count
-	}
-	return j
 }
 
 // recordFilter selects the records of one reservation, user or request.
@@ -254,7 +232,7 @@ func inspectWAL(args []string, stdout io.Writer) error {
 		if filter.active() && !filter.match(&r) {
 			return nil
 		}
-		return out.add(recordOf(index, &r, campaignID, skuID, cell, key))
+		return out.add(recordOf(index, &r, sku.Definition{CampaignID: campaignID, SKUID: skuID, Cell: cell, IDKey: key}))
 	})
 	if err != nil {
 		return err
@@ -341,7 +319,7 @@ func inspectSnapshot(args []string, stdout io.Writer) error {
 		}
 	}
 	out.FormatVersion, out.CampaignID, out.SKUID, out.Index = h.Version, h.CampaignID, h.SKUID, h.Index
-	out.CreatedAt, out.LastAt = formatMillis(h.CreatedAt), formatMillis(h.LastAt)
+	out.CreatedAt, out.LastAt = timefmt.OptionalMillis(h.CreatedAt), timefmt.OptionalMillis(h.LastAt)
 	out.Reservations, out.Rejections, out.Refunds = h.Reservations, h.Rejections, h.Refunds
 	if m != nil {
 		c, paused := countsOf(m.Counts()), m.Paused()

@@ -59,9 +59,19 @@ func post(url string, body any) (int, map[string]any, error) {
 	return resp.StatusCode, m, nil
 }
 
+// loadProgress is what the load has seen so far: reserves accepted, and
+// whether one answered SOLD_OUT (then the load is mostly such answers).
+type loadProgress struct {
+	accepted atomic.Int64
+	soldOut  atomic.Bool
+}
+
+// reached reports whether n reserves were accepted or the SKU sold out.
+func (p *loadProgress) reached(n int64) bool { return p.accepted.Load() >= n || p.soldOut.Load() }
+
 // load reserves (and cancels one in two) on the demo SKU from 8 workers
 // with fresh ids until stop is closed or the server goes away.
-func load(base, prefix string, stop <-chan struct{}, accepted *atomic.Int64) []ack {
+func load(base, prefix string, stop <-chan struct{}, progress *loadProgress) []ack {
 	var mu sync.Mutex
 	var acks []ack
 	var wg sync.WaitGroup
@@ -81,10 +91,13 @@ func load(base, prefix string, stop <-chan struct{}, accepted *atomic.Int64) []a
 					return
 				}
 				if code != http.StatusAccepted {
+					if code == http.StatusConflict && body["error"] == "SOLD_OUT" {
+						progress.soldOut.Store(true)
+					}
 					continue
 				}
 				a := ack{reservationID: body["reservation_id"].(string), requestID: rid, userID: uid, token: body["token_id"].(float64)}
-				accepted.Add(1)
+				progress.accepted.Add(1)
 				if i%2 == 0 {
 					code, _, err := post(base+"/v1/reservations/"+a.reservationID+"/cancel", nil)
 					a.cancelled = err == nil && code == http.StatusOK
@@ -164,21 +177,18 @@ func TestKillLoopWithSnapshots(t *testing.T) {
 		if t.Failed() {
 			return
 		}
-		var accepted atomic.Int64
+		var progress loadProgress
 		stop := make(chan struct{})
 		acks := make(chan []ack)
-		go func() { acks <- load(d.Base, fmt.Sprintf("c%d", cycle), stop, &accepted) }()
+		go func() { acks <- load(d.Base, fmt.Sprintf("c%d", cycle), stop, &progress) }()
 		// Once the 10,000 demo tokens are gone (cancels return half of
-		// them), the load is SOLD_OUT answers: wait a bounded time.
-		deadline := time.Now().Add(2 * time.Second)
-		for accepted.Load() < 150 && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		// them), the load is SOLD_OUT answers.
+		waitLoad(t, &progress, 150)
 		// Online: a snapshot through the admin route, and verify beside the
 		// running engine (read-only; a torn tail being written is fine).
 		wantCode(t, 0, "snapshot", "--server", d.Base, "--admin-token", killToken, "--campaign", "demo", "--sku", "sku-1")
 		wantCode(t, 0, "verify", skuDir)
-		time.Sleep(300 * time.Millisecond)
+		waitLoad(t, &progress, progress.accepted.Load()+100) // the kill lands in the load
 		if err := d.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -198,6 +208,17 @@ func TestKillLoopWithSnapshots(t *testing.T) {
 	checkAcks(t, d.Base, all)
 	t.Logf("%d cycles: %d acknowledged reservations survived; %d snapshots kept, the log starts at record %d",
 		cycles, len(all), snapshots, logFirst)
+}
+
+// waitLoad waits until the load has n reserves accepted or sold out (2
+// minutes bound a load that makes no progress).
+func waitLoad(t *testing.T, progress *loadProgress, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); !progress.reached(n); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the load has %d reserves accepted after 2 minutes, none sold out; waiting for %d", progress.accepted.Load(), n)
+		}
+	}
 }
 
 func isKilled(err error) bool {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/lottery"
 )
 
@@ -186,7 +187,7 @@ func verifyLotteryDir(skuDir string) (lottery.Report, error) {
 	}
 	if !l.drawn && l.ended != nil {
 		return lottery.Report{}, &checkFailed{msg: fmt.Sprintf("%s: the lottery ended undrawn at %s (LOTTERY_ENDED): every entry lost, there is no draw to verify",
-			skuDir, formatMillis(l.ended.At))}
+			skuDir, timefmt.OptionalMillis(l.ended.At))}
 	}
 	if !l.drawn || l.done == nil {
 		return lottery.Report{}, &checkFailed{msg: skuDir + ": the lottery is not drawn yet (no DRAW_DONE record)"}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/lottery"
 	"github.com/seckill/seckill/lottery/lotterytest"
 	"github.com/seckill/seckill/wal"
@@ -115,12 +117,12 @@ func evidenceJSONOf(t *testing.T, info sku.LotteryInfo) []byte {
 	h := func(x lottery.Hash) string { return hex.EncodeToString(x[:]) }
 	doc := map[string]any{
 		"campaign_id": info.CampaignID, "sku_id": info.SKUID, "phase": info.Phase.String(),
-		"rules": map[string]any{"sale_limit": info.SaleLimit, "entries_close_at": formatMillis(info.Rules.EntriesCloseAt),
+		"rules": map[string]any{"sale_limit": info.SaleLimit, "entries_close_at": timefmt.OptionalMillis(info.Rules.EntriesCloseAt),
 			"beacon":   map[string]any{"source": info.Rules.Beacon.Source, "round": info.Rules.Beacon.Round},
 			"waitlist": info.Rules.Waitlist, "tiers": []map[string]any{{"tier": 0, "quota": "rest"}}},
-		"commit": h(info.Commit), "committed_at": formatMillis(info.CommittedAt), "entry_count": info.EntryCount,
-		"entries_root": h(info.EntriesRoot), "closed_at": formatMillis(info.ClosedAt), "round": info.Round,
-		"randomness": h(info.Randomness), "drawn_at": formatMillis(info.DrawAt), "server_seed": h(info.ServerSeed),
+		"commit": h(info.Commit), "committed_at": timefmt.OptionalMillis(info.CommittedAt), "entry_count": info.EntryCount,
+		"entries_root": h(info.EntriesRoot), "closed_at": timefmt.OptionalMillis(info.ClosedAt), "round": info.Round,
+		"randomness": h(info.Randomness), "drawn_at": timefmt.OptionalMillis(info.DrawAt), "server_seed": h(info.ServerSeed),
 		"seed": h(info.Seed), "winners_root": h(info.WinnersRoot), "waitlist_root": h(info.WaitlistRoot),
 	}
 	if len(info.Signature) > 0 {
@@ -309,42 +311,52 @@ func TestLotteryVerifyBeaconSignature(t *testing.T) {
 }
 
 // inspect wal on a lottery: an ENTERED record names its entry, never a
-// reservation, and --reservation does not pick it; WON names both; the
-// counts of ENTRIES_CLOSED and DRAW_DONE show.
+// reservation, and --reservation does not pick it; WON names both; every
+// lottery record shows its event's lottery fields (the counts and roots of
+// ENTRIES_CLOSED and DRAW_DONE, the draw's round and randomness), the
+// committed rules the beacon too.
 func TestInspectLotteryRecords(t *testing.T) {
 	f := newLotteryFixture(t)
 	var wonID string
 	counts := map[string]uint32{}
 	for _, r := range walRecords(t, wantCode(t, 0, "inspect", "wal", f.skuDir)) {
+		if lotteryRecord := slices.Contains(strings.Fields("LOTTERY_COMMITTED ENTERED ENTRIES_CLOSED DRAW_STARTED WON WAITLISTED DRAW_DONE LOTTERY_ENDED"), r.Type); lotteryRecord != (r.Lottery != nil) {
+			t.Fatalf("%s shown as %+v", r.Type, r)
+		}
 		switch r.Type {
 		case "ENTERED":
-			if r.ReservationID != "" || r.EntrySeq == 0 {
+			if r.ReservationID != "" || r.Lottery.EntrySeq == 0 {
 				t.Fatalf("ENTERED shown as %+v", r)
 			}
 		case "WON":
-			if r.ReservationID == "" || r.EntrySeq == 0 {
+			if r.ReservationID == "" || r.Lottery.EntrySeq == 0 || r.TokenID == 0 || r.ExpireAt == "" {
 				t.Fatalf("WON shown as %+v", r)
 			}
 			if wonID == "" {
 				wonID = r.ReservationID
 			}
 		case "LOTTERY_COMMITTED":
-			if r.Lottery == nil || r.Lottery.BeaconRound != 31 || r.Lottery.Waitlist != 5 {
+			if r.Lottery.BeaconRound != 31 || r.Lottery.Waitlist == nil || *r.Lottery.Waitlist != 5 || r.Lottery.EntriesCloseAt == "" {
 				t.Fatalf("LOTTERY_COMMITTED shown as %+v", r)
 			}
 		case "DRAW_STARTED":
-			if r.Round != 31 || len(r.Randomness) != 64 {
+			if r.Lottery.Round != 31 || len(r.Lottery.Randomness) != 64 {
 				t.Fatalf("DRAW_STARTED shown as %+v", r)
 			}
 		case "WAITLISTED":
-			if len(r.EntrySeqs) != 5 {
+			if len(r.Lottery.WaitlistSeqs) != 5 {
 				t.Fatalf("WAITLISTED shown as %+v", r)
 			}
-		case "ENTRIES_CLOSED", "DRAW_DONE":
-			if r.Count == nil {
-				t.Fatalf("%s without its count", r.Type)
+		case "ENTRIES_CLOSED":
+			if r.Lottery.Entries == nil || len(r.Lottery.EntriesRoot) != 64 {
+				t.Fatalf("ENTRIES_CLOSED shown as %+v", r)
 			}
-			counts[r.Type] = *r.Count
+			counts[r.Type] = *r.Lottery.Entries
+		case "DRAW_DONE":
+			if r.Lottery.Winners == nil || len(r.Lottery.WinnersRoot) != 64 {
+				t.Fatalf("DRAW_DONE shown as %+v", r)
+			}
+			counts[r.Type] = *r.Lottery.Winners
 		}
 	}
 	if counts["ENTRIES_CLOSED"] != 60 || counts["DRAW_DONE"] != 10 {
@@ -356,13 +368,13 @@ func TestInspectLotteryRecords(t *testing.T) {
 			t.Fatalf("--reservation %s picked an entry: %+v", wonID, r)
 		}
 		if r.Type == "WON" {
-			winner = fmt.Sprint(r.EntrySeq)
+			winner = fmt.Sprint(r.Lottery.EntrySeq)
 		}
 	}
 	// --user finds a winner's entry and the reservation it won.
 	var user string
 	for _, r := range walRecords(t, wantCode(t, 0, "inspect", "wal", f.skuDir)) {
-		if r.Type == "ENTERED" && fmt.Sprint(r.EntrySeq) == winner {
+		if r.Type == "ENTERED" && fmt.Sprint(r.Lottery.EntrySeq) == winner {
 			user = r.UserID
 		}
 	}

@@ -30,11 +30,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/snapshot"
@@ -97,10 +99,24 @@ func main() {
 }
 
 // run executes one command line and returns the exit status.
+// An unknown command (or subcommand) is a usage error that names it,
+// whatever flags follow it: --help and --version answer only a command
+// that exists.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case "--version", "-version":
+		fmt.Fprintln(stdout, version.String("seckillctl"))
+		return exitOK
+	}
+	if name := unknownCommand(args); name != "" {
+		return report(usageError("unknown command %q", name), stderr, args[:1]) // the usage of the command around it
 	}
 	if version.Requested(args) {
 		fmt.Fprintln(stdout, version.String("seckillctl"))
@@ -128,9 +144,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runClusterAudit(rest, stdout)
 	case "lottery":
 		err = runLottery(rest, stdout)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return exitOK
 	default:
 		err = usageError("unknown command %q", cmd)
 	}
@@ -150,8 +163,8 @@ func commandUsage(args []string) string {
 	head, notes, _ := strings.Cut(usage, "\n\nDIR is")
 	dirNote, exitNote, _ := strings.Cut(notes, "\nExit status")
 	dirNote, exitNote = "DIR is"+dirNote+"\n", "Exit status"+exitNote
-	if cmd == "cells" && len(args) > 1 && !strings.HasPrefix(args[1], "-") {
-		cmd = "cells " + args[1]
+	if len(commandTree[cmd]) > 0 && len(args) > 1 && !strings.HasPrefix(args[1], "-") {
+		cmd += " " + args[1]
 	}
 	var b strings.Builder
 	keep := false
@@ -170,6 +183,40 @@ func commandUsage(args []string) string {
 		dirNote = ""
 	}
 	return "usage:\n" + b.String() + "\n" + dirNote + exitNote
+}
+
+// commandTree maps each command of usage to its subcommands (none for a
+// command whose usage lines go on with an operand or a flag: "snapshot
+// DIR"), read from usage's lines, the one list of the commands.
+var commandTree = func() map[string]map[string]bool {
+	tree := map[string]map[string]bool{}
+	subcommand := regexp.MustCompile(`^[a-z][a-z-]*$`)
+	for _, line := range strings.Split(usage, "\n") {
+		words := strings.Fields(line)
+		if !strings.HasPrefix(line, "  seckillctl ") || len(words) < 2 {
+			continue
+		}
+		if tree[words[1]] == nil {
+			tree[words[1]] = map[string]bool{}
+		}
+		if len(words) > 2 && subcommand.MatchString(words[2]) {
+			tree[words[1]][words[2]] = true
+		}
+	}
+	return tree
+}()
+
+// unknownCommand returns the command or subcommand of args that usage
+// does not list ("frobnicate", "cells frobnicate"), "" when it lists it.
+func unknownCommand(args []string) string {
+	subs, ok := commandTree[args[0]]
+	switch {
+	case !ok:
+		return args[0]
+	case len(subs) > 0 && len(args) > 1 && !strings.HasPrefix(args[1], "-") && !subs[args[1]]:
+		return args[0] + " " + args[1]
+	}
+	return ""
 }
 
 // report prints err and maps it to an exit status; a usage error is
@@ -302,14 +349,6 @@ func (s *arrayStream) end() error {
 	return s.w.Flush()
 }
 
-// formatMillis is an RFC 3339 UTC time with milliseconds; "" for 0.
-func formatMillis(ms int64) string {
-	if ms == 0 {
-		return ""
-	}
-	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
-}
-
 // parseTime reads an RFC 3339 time or Unix milliseconds.
 func parseTime(s string) (int64, error) {
 	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
@@ -342,88 +381,67 @@ func countsOf(c sku.Counts) countsJSON {
 		c.PendingPayment, c.Paid, c.Closed, c.HeldClosed, c.RefundsRequired, c.Rejected}
 }
 
-// definitionJSON is a SKU's definition.
+// definitionJSON is a SKU's definition: the fields of the feed's
+// seckill.sku.defined event (feed.DefinitionData), and those it leaves out
+// (never the reservation id key, a lottery's server seed or pseudonym
+// key), each shown when set.
 type definitionJSON struct {
-	CampaignID      string `json:"campaign_id"`
-	SKUID           string `json:"sku_id"`
-	StartAt         string `json:"start_at"`
-	EndAt           string `json:"end_at"`
-	PaymentWindowMs int64  `json:"payment_window_ms"`
-	SaleLimit       uint32 `json:"sale_limit"`
-	ReleaseOnClose  bool   `json:"release_on_close"`
-	// The fields of issue #14, shown when set.
-	EntryPassRequired       bool   `json:"entry_pass_required,omitempty"`
-	EntryPassLeadMs         int64  `json:"entry_pass_lead_ms,omitempty"`
-	EntryPassTTLMs          int64  `json:"entry_pass_ttl_ms,omitempty"`
-	MaxUnpaidPerSubject     uint32 `json:"max_unpaid_per_subject,omitempty"`
-	PaymentWindowHighRiskMs int64  `json:"payment_window_high_risk_ms,omitempty"`
-	// The fields of issue #13, celled SKUs only.
-	Cell           string `json:"cell,omitempty"`
-	CellMapVersion uint64 `json:"cell_map_version,omitempty"`
-	// Issue #19: "campaign", shown when set.
-	PurchaseLimit string `json:"purchase_limit,omitempty"`
-	// Issue #15: a lottery's public rules (never its server seed or
-	// pseudonym key), shown for a lottery SKU.
-	Lottery *lotteryRulesJSON `json:"lottery,omitempty"`
-}
-
-// lotteryRulesJSON is a lottery's public rules in a definition.
-type lotteryRulesJSON struct {
-	EntriesOpenAt  string `json:"entries_open_at"`
-	EntriesCloseAt string `json:"entries_close_at"`
-	BeaconSource   string `json:"beacon_source"`
-	BeaconRound    uint64 `json:"beacon_round"`
-	Waitlist       uint32 `json:"waitlist"`
-	TierQuotas     int    `json:"tier_quotas"`
-}
-
-// lotteryRulesOf renders a lottery's public rules; nil for none.
-func lotteryRulesOf(r *sku.LotteryRules) *lotteryRulesJSON {
-	if r == nil {
-		return nil
-	}
-	return &lotteryRulesJSON{formatMillis(r.EntriesOpenAt), formatMillis(r.EntriesCloseAt), r.Beacon.Source, r.Beacon.Round,
-		r.Waitlist, len(r.Tiers)}
+	CampaignID string `json:"campaign_id"`
+	SKUID      string `json:"sku_id"`
+	*feed.DefinitionData
+	EntryPassLeadMs int64  `json:"entry_pass_lead_ms,omitempty"`
+	EntryPassTTLMs  int64  `json:"entry_pass_ttl_ms,omitempty"`
+	Cell            string `json:"cell,omitempty"`
+	CellMapVersion  uint64 `json:"cell_map_version,omitempty"`
+	// Lottery is a lottery SKU's public rules.
+	Lottery *lotteryJSON `json:"lottery,omitempty"`
 }
 
 func definitionOf(d sku.Definition) *definitionJSON {
-	j := &definitionJSON{d.CampaignID, d.SKUID, formatMillis(d.StartAt), formatMillis(d.EndAt),
-		d.PaymentWindowMs, d.SaleLimit, d.ReleaseOnClose,
-		d.EntryPass.Required, d.EntryPass.LeadMs, d.EntryPass.TTLMs, d.MaxUnpaidPerSubject, d.PaymentWindowHighRiskMs,
-		d.Cell, d.CellMapVersion, "", nil}
-	if d.PurchaseLimit != sku.PurchaseLimitSKU {
-		j.PurchaseLimit = d.PurchaseLimit.String()
-	}
-	j.Lottery = lotteryRulesOf(d.Lottery)
-	return j
+	return &definitionJSON{CampaignID: d.CampaignID, SKUID: d.SKUID, DefinitionData: feed.NewDefinitionData(d),
+		EntryPassLeadMs: d.EntryPass.LeadMs, EntryPassTTLMs: d.EntryPass.TTLMs, Cell: d.Cell, CellMapVersion: d.CellMapVersion,
+		Lottery: lotteryRulesOf(d.Lottery)}
 }
 
-// holderJSON is a RESERVED record's holder: what its entry pass said.
-// Subject keys are hex, by kind (device, payment_account, address,
-// network): hashes, never the raw values.
-type holderJSON struct {
-	Tier     uint8             `json:"tier"`
-	Risk     uint8             `json:"risk"`
-	Subjects map[string]string `json:"subjects,omitempty"`
+// lotteryJSON is the lottery part of a record (feed.LotteryData, as its
+// event carries it) and, for a lottery's rules (LOTTERY_COMMITTED, a
+// definition), what the committed event leaves out: the beacon and the
+// number of tier quotas.
+type lotteryJSON struct {
+	*feed.LotteryData
+	BeaconSource string `json:"beacon_source,omitempty"`
+	BeaconRound  uint64 `json:"beacon_round,omitempty"`
+	TierQuotas   *int   `json:"tier_quotas,omitempty"`
+}
+
+// lotteryRulesOf renders a lottery's public rules (never its server seed
+// or pseudonym key); nil for none.
+func lotteryRulesOf(r *sku.LotteryRules) *lotteryJSON {
+	if r == nil {
+		return nil
+	}
+	tiers := len(r.Tiers)
+	return &lotteryJSON{LotteryData: feed.NewLotteryRules(r), BeaconSource: r.Beacon.Source, BeaconRound: r.Beacon.Round, TierQuotas: &tiers}
 }
 
 // subjectKindNames are the JSON names of the subject kinds, by bit.
 var subjectKindNames = [sku.SubjectKindCount]string{"device", "payment_account", "address", "network"}
 
-func holderOf(h sku.Holder) *holderJSON {
-	if h == (sku.Holder{}) {
-		return nil
-	}
-	j := &holderJSON{Tier: h.Tier, Risk: h.Risk}
+// subjectsOf returns the subject keys an entry pass vouched for, in hex by
+// kind (device, payment_account, address, network): hashes, never the raw
+// values; nil for none. The feed sends the pass's tier and risk, never
+// these.
+func subjectsOf(h sku.Holder) map[string]string {
+	var subjects map[string]string
 	for k := 0; k < sku.SubjectKindCount; k++ {
 		if key, ok := h.Key(k); ok {
-			if j.Subjects == nil {
-				j.Subjects = map[string]string{}
+			if subjects == nil {
+				subjects = map[string]string{}
 			}
-			j.Subjects[subjectKindNames[k]] = hex.EncodeToString(key[:])
+			subjects[subjectKindNames[k]] = hex.EncodeToString(key[:])
 		}
 	}
-	return j
+	return subjects
 }
 
 // joinErrors is a short list of messages.

@@ -20,7 +20,8 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
-	"github.com/seckill/seckill/history"
+	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
 )
@@ -178,13 +179,37 @@ func TestInspectWAL(t *testing.T) {
 		doc.Log.FirstIndex != 1 || doc.Log.LastIndex != f.lastIndex {
 		t.Fatalf("inspect wal: %s/%s, log %+v", doc.CampaignID, doc.SKUID, doc.Log)
 	}
-	// The same from the wal dir, indented, and fields in a fixed order.
+	// The same from the wal dir, indented, and fields in a fixed order:
+	// the record's, then its feed event's data.
 	out := wantCode(t, 0, "inspect", "wal", filepath.Join(f.skuDir, "wal"), "--from", "2", "--to", "2")
 	if want := "  \"records\": [\n    {\n      \"index\": 2,\n      \"type\": \"RESERVED\",\n" +
 		"      \"at\": \"2023-11-14T22:13:20.010Z\",\n      \"at_ms\": 1700000000010,\n" +
-		"      \"reservation_id\": \"" + f.id(1) + "\",\n      \"token_id\": 1,\n"; !strings.HasPrefix(out, "{\n  \"campaign_id\": \"c1\",\n") ||
+		"      \"campaign_id\": \"c1\",\n      \"sku_id\": \"s1\",\n" +
+		"      \"reservation_id\": \"" + f.id(1) + "\",\n      \"request_id\": \"req-0\",\n      \"user_id\": \"user-0\",\n" +
+		"      \"token_id\": 1,\n      \"created_at\": \"2023-11-14T22:13:20.010Z\",\n"; !strings.HasPrefix(out, "{\n  \"campaign_id\": \"c1\",\n") ||
 		!strings.Contains(out, want) || len(walRecords(t, out)) != 1 {
 		t.Fatalf("record 2: %s", out)
+	}
+	// A CLOSED record has the names of its feed event's data
+	// (seckill.reservation.closed): reason, token_released.
+	var closed struct {
+		Records []map[string]any `json:"records"`
+	}
+	if err := json.Unmarshal([]byte(wantCode(t, 0, "inspect", "wal", f.skuDir, "--reservation", "3")), &closed); err != nil {
+		t.Fatal(err)
+	}
+	var sawClosed bool
+	for _, r := range closed.Records {
+		if r["type"] != "CLOSED" {
+			continue
+		}
+		sawClosed = true
+		if _, old := r["release"]; old || r["reason"] != "CANCELLED" || r["token_released"] == nil || r["reservation_id"] != f.id(3) {
+			t.Fatalf("CLOSED record: %v", r)
+		}
+	}
+	if !sawClosed {
+		t.Fatalf("no CLOSED record of reservation 3: %v", closed.Records)
 	}
 	// Every record of reservation 3 (paid? i=2: cancelled then refunded).
 	for _, id := range []string{f.id(3), "3"} {
@@ -631,7 +656,7 @@ func TestRestore(t *testing.T) {
 	f := newFixture(t)
 	// The whole log: the same state, and the log continues after it.
 	got, h, appended := restoreAndOpen(t, "--from", f.skuDir, "--to", t.TempDir())
-	if got.History != history.RootID(f.key) {
+	if got.History != feed.RootHistory(f.key) {
 		t.Fatalf("restore to the end: history %q", got.History)
 	}
 	if h != f.hash || got.Index != f.lastIndex || got.StateHash != hashHex(f.hash) || got.LogFirst != 1 || got.LogLast != f.lastIndex || appended != 1 {
@@ -648,27 +673,27 @@ func TestRestore(t *testing.T) {
 	}
 	// A restore to an earlier point starts a new feed history after it;
 	// a restore to the end keeps the source's.
-	root := history.RootID(f.key)
+	root := feed.RootHistory(f.key)
 	if got.History == root || len(got.History) != 16 {
 		t.Fatalf("restore to 20: history %q, the source's is %q", got.History, root)
 	}
-	chain, err := history.Load(got.SKUDir, f.key)
+	chain, err := feed.LoadHistory(got.SKUDir, f.key)
 	if err != nil || chain.At(20) != root || chain.At(21) != got.History {
 		t.Fatalf("restored chain %+v, %v", chain, err)
 	}
-	if fork, err := chain.Check(root, 21); !errors.Is(err, history.ErrDiverged) || fork != 20 {
+	if fork, err := chain.Check(root, 21); !errors.Is(err, feed.ErrDiverged) || fork != 20 {
 		t.Fatalf("a source cursor beyond the fork: %d, %v", fork, err)
 	}
 	again, _, _ := restoreAndOpen(t, "--from", got.SKUDir, "--to", t.TempDir(), "--until-index", "10")
-	chain, err = history.Load(again.SKUDir, f.key)
+	chain, err = feed.LoadHistory(again.SKUDir, f.key)
 	if err != nil || chain.At(11) != again.History || len(chain.Abandoned) != 1 || chain.Abandoned[0].History != got.History {
 		t.Fatalf("a fork of a fork: %+v, %v", chain, err)
 	}
-	if _, err := chain.Check(got.History, 21); !errors.Is(err, history.ErrDiverged) {
+	if _, err := chain.Check(got.History, 21); !errors.Is(err, feed.ErrDiverged) {
 		t.Fatalf("the abandoned fork's cursor: %v", err)
 	}
 	// By time: records decided at or before it.
-	at := formatMillis(t0 + 100)
+	at := timefmt.OptionalMillis(t0 + 100)
 	got, _, _ = restoreAndOpen(t, "--from", f.skuDir, "--to", t.TempDir(), "--until-time", at)
 	if got.LastRecordAt > at || got.Index == 0 || got.Index >= f.lastIndex {
 		t.Fatalf("restore to %s: %+v", at, got)
@@ -726,9 +751,16 @@ func TestExport(t *testing.T) {
 	if r := rows[3]; r[0] != f.id(3) || r[4] != "CLOSED" || r[5] != "CANCELLED" || r[13] != "true" || r[14] != "late-2" {
 		t.Fatalf("row of reservation 3: %v", r)
 	}
+	// JSON lines are the service's view of each reservation (the names of
+	// GET /v1/reservations/{id}: closed_reason) and the reconciliation's
+	// fields.
 	lines := jsonLines(t, wantCode(t, 0, "export", f.skuDir, "--format", "jsonl"))
 	if len(lines) != n || lines[1]["state"] != "PAID" || lines[1]["payment_id"] != "pay-1" || lines[1]["amount"] != 12900.0 {
 		t.Fatalf("jsonl: %d lines, second %v", len(lines), lines[1])
+	}
+	if third := lines[2]; third["closed_reason"] != "CANCELLED" || third["close_reason"] != nil || third["refund_required"] != true ||
+		third["reservation_id"] != f.id(3) {
+		t.Fatalf("jsonl of reservation 3: %v", third)
 	}
 	wantCode(t, 2, "export", f.skuDir, "--format", "xml")
 	wantCode(t, 2, "export")
@@ -887,5 +919,37 @@ func TestHelpAndVersion(t *testing.T) {
 	}
 	if code, out, _ := ctl(t, "--version"); code != exitOK || !strings.HasPrefix(out, "seckillctl ") || !strings.Contains(out, "go1.") {
 		t.Errorf("--version: exit %d, %q", code, out)
+	}
+}
+
+// An unknown command or subcommand exits 2 and names it on stderr,
+// whatever flags follow (--help and --version answer only commands that
+// exist), with the usage around it; stdout stays empty.
+func TestUnknownCommandWhateverFlags(t *testing.T) {
+	for _, c := range []struct {
+		args       []string
+		name, then string
+	}{
+		{[]string{"nonsense"}, `"nonsense"`, "seckillctl verify DIR"},
+		{[]string{"nonsense", "--help"}, `"nonsense"`, "seckillctl verify DIR"},
+		{[]string{"nonsense", "-h"}, `"nonsense"`, "seckillctl verify DIR"},
+		{[]string{"nonsense", "--version"}, `"nonsense"`, "seckillctl verify DIR"},
+		{[]string{"-x", "--help"}, `"-x"`, "seckillctl verify DIR"},
+		{[]string{"cells", "nonsense", "--help"}, `"cells nonsense"`, "seckillctl cells write-off"},
+		{[]string{"inspect", "nope", "-h"}, `"inspect nope"`, "seckillctl inspect snapshot FILE"},
+		{[]string{"lottery", "draw", "--help"}, `"lottery draw"`, "seckillctl lottery verify DIR"},
+	} {
+		code, out, errOut := ctl(t, c.args...)
+		if code != exitUsage || out != "" || !strings.HasPrefix(errOut, "seckillctl: unknown command "+c.name+"\n") ||
+			!strings.Contains(errOut, c.then) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", c.args, code, out, errOut)
+		}
+	}
+	// A command that takes an operand is not read as a subcommand.
+	if code, out, _ := ctl(t, "snapshot", "some-dir", "--help"); code != exitOK || !strings.Contains(out, "seckillctl snapshot DIR") {
+		t.Errorf("snapshot DIR --help: exit %d, %q", code, out)
+	}
+	if code, out, _ := ctl(t, "inspect", "wal", "--help"); code != exitOK || strings.Count(out, "\n  seckillctl ") != 1 {
+		t.Errorf("inspect wal --help: exit %d, %q", code, out)
 	}
 }

@@ -11,7 +11,8 @@ import (
 	"path/filepath"
 
 	"github.com/seckill/seckill/actors/sku"
-	"github.com/seckill/seckill/history"
+	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
 )
@@ -90,7 +91,7 @@ func runRestore(args []string, stdout, stderr io.Writer) (err error) {
 		index = h.Index
 		if (o.untilIndex != 0 && o.untilIndex != index) || (o.untilTime != 0 && h.LastAt > o.untilTime) {
 			return usageError("restore: %s holds the state at record %d (%s); give its SKU directory to go to another point",
-				*from, index, formatMillis(h.LastAt))
+				*from, index, timefmt.OptionalMillis(h.LastAt))
 		}
 	}
 	if !m.Defined() {
@@ -133,7 +134,7 @@ func runRestore(args []string, stdout, stderr io.Writer) (err error) {
 		}
 	}
 	if err := writeJSON(stdout, restoreJSON{SKUDir: dir, CampaignID: d.CampaignID, SKUID: d.SKUID, Index: index,
-		LastRecordAt: formatMillis(m.LastAt()), Reservations: m.Counts().Reservations, Snapshot: info.Path,
+		LastRecordAt: timefmt.OptionalMillis(m.LastAt()), Reservations: m.Counts().Reservations, Snapshot: info.Path,
 		LogFirst: first, LogLast: last, StateHash: hashHex(m.Hash()), History: chain.At(index + 1)}); err != nil {
 		return err
 	}
@@ -147,14 +148,14 @@ func runRestore(args []string, stdout, stderr io.Writer) (err error) {
 // index when the copy stops at an earlier point (--until-*): the copy
 // re-uses the indexes after it for other records, and feed cursors of the
 // source beyond it must answer CURSOR_DIVERGED.
-func restoredHistory(from string, isDir bool, idKey [16]byte, index uint64, fork bool) (history.Chain, error) {
+func restoredHistory(from string, isDir bool, idKey [16]byte, index uint64, fork bool) (feed.Chain, error) {
 	source := skuDirOf(from)
 	if !isDir {
 		source = filepath.Dir(filepath.Dir(from))
 	}
-	chain, err := history.Load(source, idKey)
+	chain, err := feed.LoadHistory(source, idKey)
 	if err != nil {
-		return history.Chain{}, err
+		return feed.Chain{}, err
 	}
 	if !fork {
 		return chain, nil
@@ -188,7 +189,7 @@ func nothingToRestore(from string, o loadOptions, log *wal.Reader) error {
 	point := "the end of the log"
 	switch {
 	case o.untilTime != 0:
-		point = "--until-time " + formatMillis(o.untilTime)
+		point = "--until-time " + timefmt.OptionalMillis(o.untilTime)
 	case o.untilIndex != 0:
 		point = fmt.Sprintf("--until-index %d", o.untilIndex)
 	}
@@ -196,7 +197,7 @@ func nothingToRestore(from string, o loadOptions, log *wal.Reader) error {
 	if log != nil {
 		_ = scan(log, 1, func(index uint64, typ byte, payload []byte) error {
 			if r, err := sku.DecodeRecord(sku.RecordType(typ), payload); err == nil {
-				first = fmt.Sprintf(" (its first record, %d, is at %s)", index, formatMillis(r.At))
+				first = fmt.Sprintf(" (its first record, %d, is at %s)", index, timefmt.OptionalMillis(r.At))
 			}
 			return errStop
 		})

@@ -10,7 +10,7 @@ import (
 )
 
 // campaignCheckJSON is verify's check of a campaign whose purchase_limit
-// is "campaign" (issue #19): at most one live purchase, or lottery entry
+// is "campaign": at most one live purchase, or lottery entry
 // that may still win, per user over its SKUs.
 type campaignCheckJSON struct {
 	CampaignID    string   `json:"campaign_id"`

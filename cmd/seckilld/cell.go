@@ -189,8 +189,9 @@ func (rt *cellRuntime) refuse(p cells.Published, err error) {
 	}
 }
 
-// pollPublished adds, every publishedPoll, the SKUs published for this
-// cell since it started: the cache first (a restart with etcd down must
+// pollPublished reads, every publishedPoll, the cells' addresses
+// (readAddresses) and adds the SKUs published for this cell since it
+// started: the cache first (a restart with etcd down must
 // still enforce their maps), then add. A failure is retried with backoff
 // (1 s doubling up to addRetryMax, logged at each retry); a SKU refused
 // with errLocalCampaign is logged once and not retried. It also claims
@@ -211,6 +212,7 @@ func (rt *cellRuntime) pollPublished() {
 		if err != nil {
 			continue // etcd unreachable: the agents say so on /metrics
 		}
+		rt.readAddresses()
 		rt.claimLocal()
 		agents := *rt.agents.Load()
 		for _, p := range pubs {
@@ -273,6 +275,16 @@ func (rt *cellRuntime) claimLocal() {
 		if err != nil {
 			rt.log.Error("a campaign defined locally on this cell cannot be claimed", "cell", rt.id, "campaign_id", c, "err", err)
 		}
+	}
+}
+
+// readAddresses gives the guard the addresses the cells announced in etcd
+// (for its WRONG_CELL answers); on an error it keeps those it has.
+func (rt *cellRuntime) readAddresses() {
+	ctx, cancel := context.WithTimeout(rt.ctx, 2*time.Second)
+	defer cancel()
+	if addrs, err := rt.ledger.CellAddrs(ctx); err == nil {
+		rt.guard.SetAddresses(addrs)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/entrypass"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/wal"
 )
@@ -42,7 +43,7 @@ type options struct {
 	snapshotKeep     int
 	maxSKUs          int
 	cell             cellOptions // cell.go
-	// entryPasses holds the parsed --entry-pass-* flags (issue #14); its
+	// entryPasses holds the parsed --entry-pass-* flags; its
 	// types never print their secrets.
 	entryPasses       httpapi.EntryPassConfig
 	feedRetainRecords uint64
@@ -61,15 +62,15 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.campaigns, "campaigns", "", "campaign file, JSON or YAML list (default: the embedded demo campaign)")
 	fs.StringVar(&o.adminToken, "admin-token", "", "bearer token of /admin routes (default: a random one, printed)")
 	fs.StringVar(&o.paymentSecret, "payment-secret", "", "HMAC-SHA256 key of payment callbacks (empty: unsigned, warned)")
-	fs.DurationVar(&o.maxQueueWait, "max-queue-wait", time.Second, "maximum acceptable queue age before admission stops")
+	fs.DurationVar(&o.maxQueueWait, "max-queue-wait", time.Second, "longest a buyer should wait: admission stops before the wait it judges (inbox age + commit latency) reaches it")
 	fsync := fs.String("fsync", "always", "always | never (never: benchmarks only)")
 	level := fs.String("log-level", "info", "debug | info | warn | error")
 	fs.IntVar(&o.snapshotEvery, "snapshot-every", actors.DefaultSnapshotEvery, "snapshot a SKU after this many records (negative: never by count)")
 	fs.DurationVar(&o.snapshotInterval, "snapshot-interval", actors.DefaultSnapshotInterval, "snapshot a SKU with new records at least this often (a negative duration such as -1s: never by time)")
 	fs.IntVar(&o.snapshotKeep, "snapshot-keep", actors.DefaultSnapshotKeep, "snapshots kept per SKU; the log is truncated up to the oldest")
 	fs.IntVar(&o.maxSKUs, "max-skus", 0, fmt.Sprintf("most SKUs this engine holds, one open file each (0: half the open-files limit left after the reserve, at most %d)", actors.DefaultMaxSKUs))
-	fs.Uint64Var(&o.feedRetainRecords, "feed-retain-records", 0, fmt.Sprintf("keep at least this many newest records of each SKU's log for event-feed consumers when snapshots truncate it (at most %d)", actors.MaxFeedRetainRecords))
-	fs.DurationVar(&o.feedRetainAge, "feed-retain-age", 0, fmt.Sprintf("keep the records of the last this long for event-feed consumers (at most %s)", actors.MaxFeedRetainAge))
+	fs.Uint64Var(&o.feedRetainRecords, "feed-retain-records", 0, fmt.Sprintf("keep at least this many newest records of each SKU's log for event-feed consumers when snapshots truncate it (at most %d)", feed.MaxRetainRecords))
+	fs.DurationVar(&o.feedRetainAge, "feed-retain-age", 0, fmt.Sprintf("keep the records of the last this long for event-feed consumers (at most %s)", feed.MaxRetainAge))
 	fs.DurationVar(&o.feedHeartbeat, "feed-heartbeat", httpapi.DefaultFeedHeartbeat, fmt.Sprintf("period of an event-feed stream's heartbeat comment; a client that closed is let go at the next (%s..%s)", minFeedHeartbeat, maxFeedHeartbeat))
 	fs.IntVar(&o.lotteryDrawBatch, "lottery-draw-batch", sku.DrawBatch, fmt.Sprintf("records of a lottery draw per group commit (1..%d; smaller: other calls answered sooner between rounds, the draw slower)", sku.DrawBatch))
 	fs.DurationVar(&o.lotteryDrawPause, "lottery-draw-pause", 0, "pause between two group commits of a lottery draw (0: none; spreads a large draw over time)")
@@ -102,14 +103,14 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if o.maxSKUs < 0 {
 		return o, fmt.Errorf("--max-skus must be positive (0: from the open-files limit)")
 	}
-	if o.feedRetainRecords > actors.MaxFeedRetainRecords {
-		return o, fmt.Errorf("--feed-retain-records must be at most %d", actors.MaxFeedRetainRecords)
+	if o.feedRetainRecords > feed.MaxRetainRecords {
+		return o, fmt.Errorf("--feed-retain-records must be at most %d", feed.MaxRetainRecords)
 	}
 	if o.feedHeartbeat < minFeedHeartbeat || o.feedHeartbeat > maxFeedHeartbeat {
 		return o, fmt.Errorf("--feed-heartbeat must be %s..%s", minFeedHeartbeat, maxFeedHeartbeat)
 	}
-	if o.feedRetainAge < 0 || o.feedRetainAge > actors.MaxFeedRetainAge {
-		return o, fmt.Errorf("--feed-retain-age must be 0..%s", actors.MaxFeedRetainAge)
+	if o.feedRetainAge < 0 || o.feedRetainAge > feed.MaxRetainAge {
+		return o, fmt.Errorf("--feed-retain-age must be 0..%s", feed.MaxRetainAge)
 	}
 	if o.lotteryDrawBatch < 1 || o.lotteryDrawBatch > sku.DrawBatch {
 		return o, fmt.Errorf("--lottery-draw-batch must be 1..%d", sku.DrawBatch)

@@ -33,6 +33,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/wal"
@@ -139,7 +140,12 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 			err = fmt.Errorf("closing the engine: %w", cerr)
 		}
 	}()
-	var front httpapi.Engine = engine // what the HTTP API serves: the engine, or a cell's guard of it
+	// What the HTTP API serves: the engine and its features, or for a cell
+	// its guard of the engine, which also decides what the admin API may
+	// define.
+	var front httpapi.Engine = engine
+	var claimer httpapi.CampaignClaimer
+	var cellGuard httpapi.CellGuard
 	var topUpPending func(campaignID, skuID string) bool
 	var rt *cellRuntime
 	if opts.cell.id != "" { // one cell of celled SKUs (cell.go)
@@ -147,7 +153,7 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 			return err
 		}
 		defer rt.stop()
-		front, topUpPending = rt.guard, rt.topUpPending
+		front, claimer, cellGuard, topUpPending = rt.guard, rt.guard, rt.guard, rt.topUpPending
 	} else if err := defineCampaigns(engine, opts.campaigns, campaigns, log); err != nil {
 		return fmt.Errorf("%w%s", err, tooManyHint(err, budget))
 	}
@@ -155,6 +161,10 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 	srv, err := httpapi.New(httpapi.Config{
 		MaxConnections: budget.MaxConnections,
 		Engine:         front,
+		Feed:           feed.New(engine),
+		Lotteries:      engine,
+		Claimer:        claimer,
+		CellGuard:      cellGuard,
 		TopUpPending:   topUpPending,
 		AdminToken:     token,
 		PaymentSecret:  []byte(opts.paymentSecret),

@@ -58,7 +58,7 @@ function pushPoint(key, row) {
   const o = row.outcomes_per_second;
   s.accepted.push(o.accepted);
   s.soldOut.push(o.sold_out_fast + o.sold_out_actor);
-  s.refused.push(o.queue_full + o.entry_pass_refused + o.subject_limit_refused + o.server_errors);
+  s.refused.push(o.queue_full + o.throttled + o.entry_pass_refused + o.subject_limit_refused + o.server_errors);
   s.p99.push(row.reserve_p99_ms);
   for (const a of Object.values(s)) while (a.length > POINTS) a.shift();
 }
@@ -109,9 +109,10 @@ function tokensBar(r) {
   }
   return box;
 }
-// gauge: the oldest inbox wait against max_queue_wait.
+// gauge: the wait admission judges (inbox age + commit latency) against
+// max_queue_wait.
 function gauge(r) {
-  const f = Math.min(1, r.max_queue_wait_ms ? r.oldest_wait_ms / r.max_queue_wait_ms : 0);
+  const f = Math.min(1, r.max_queue_wait_ms ? r.expected_wait_ms / r.max_queue_wait_ms : 0);
   const cls = f >= 1 ? 'fill full' : f > 0.5 ? 'fill warn' : 'fill';
   const box = svg('svg', { class: 'gauge', viewBox: '0 0 100 10', preserveAspectRatio: 'none' });
   box.appendChild(svg('rect', { class: 'track', x: 0, y: 0, width: 100, height: 10 }));
@@ -139,13 +140,14 @@ function drawTotals(doc) {
   const o = t.outcomes_per_second;
   figures($('t-outcomes'), [
     ['accepted', num(o.accepted)], ['sold out (fast · actor)', `${num(o.sold_out_fast)} · ${num(o.sold_out_actor)}`],
-    ['queue full', num(o.queue_full)], ['already purchased', num(o.already_purchased)],
+    ['queue full · throttled', `${num(o.queue_full)} · ${num(o.throttled)}`], ['already purchased', num(o.already_purchased)],
     ['entry pass · subject limit', `${num(o.entry_pass_refused)} · ${num(o.subject_limit_refused)}`],
     ['5xx', num(o.server_errors), o.server_errors > 0 ? 'bad' : ''], ['all answers', num(o.all)],
   ]);
   figures($('t-latency'), [['p50', ms(t.reserve_p50_ms)], ['p99', ms(t.reserve_p99_ms)]]);
   figures($('t-pressure'), [
-    ['oldest wait', `${ms(t.oldest_wait_ms)} / ${ms(t.max_queue_wait_ms)}`], ['inbox depth', int(t.inbox_depth)],
+    ['expected wait', `${ms(t.expected_wait_ms)} / ${ms(t.max_queue_wait_ms)}`], ['oldest inbox wait', ms(t.oldest_wait_ms)],
+    ['commit latency', ms(t.commit_latency_ms)], ['inbox depth', int(t.inbox_depth)],
     ['permits', `${int(t.permits_in_flight)} / ${int(t.permits_bound)}`], ['consumer rate', num(t.consumer_rate_per_second) + ' /s'],
   ]);
   figures($('t-abuse'), [
@@ -190,14 +192,14 @@ function fillRow(tr, r, s) {
   tokens.replaceChildren(tokensBar(r), nums);
 
   c('queue-cell').replaceChildren(gauge(r),
-    el('div', 'small', `${ms(r.oldest_wait_ms)} / ${ms(r.max_queue_wait_ms)} · inbox ${int(r.inbox_depth)}`),
+    el('div', 'small', `${ms(r.expected_wait_ms)} / ${ms(r.max_queue_wait_ms)} · inbox ${int(r.inbox_depth)} · commit ${ms(r.commit_latency_ms)}`),
     el('div', 'small', `permits ${int(r.permits_in_flight)}/${int(r.permits_bound)} · ${num(r.consumer_rate_per_second, 0)}/s`));
 
   const o = r.outcomes_per_second;
   const spark = el('div', 'spark');
   spark.appendChild(sparkOutcomes(s));
   c('outcomes-cell').replaceChildren(spark,
-    el('div', 'small', `acc ${num(o.accepted)} · sold out ${num(o.sold_out_fast + o.sold_out_actor)} · full ${num(o.queue_full)}`),
+    el('div', 'small', `acc ${num(o.accepted)} · sold out ${num(o.sold_out_fast + o.sold_out_actor)} · full ${num(o.queue_full)} · throttled ${num(o.throttled)}`),
     el('div', o.server_errors > 0 ? 'small bad' : 'small', `5xx ${num(o.server_errors)} · all ${num(o.all)}`));
 
   const lspark = el('div', 'spark');

@@ -1,19 +1,22 @@
 // Package jsonkeys checks that a JSON document spells the keys of its
-// objects exactly as the Go type it is decoded into names its fields, and
-// repeats none.
+// objects exactly as the Go type it is decoded into names its fields,
+// repeats none, and leaves out none of the fields the type requires.
 //
 // encoding/json matches keys to fields case-insensitively and lets the last
 // of repeated keys win, so {"Payment_Id":"a","payment_id":"b"} decodes
 // without an error, and two readers of one signed body may disagree about
 // what it says. Check, run beside the decoding, refuses such documents. The
 // allowed keys have one source: the json tags of the Go type, found by
-// reflection.
+// reflection. A field the document must give is tagged jsonkeys:"required"
+// (encoding/json cannot tell a missing key from its zero value, and "user_id
+// is missing" says more to a client than the rule an empty id breaks).
 package jsonkeys
 
 import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -22,19 +25,47 @@ import (
 
 // Error is a key that Check refuses.
 type Error struct {
-	// Key is the key as the document spells it (escapes undone).
+	// Key is the key as the document spells it (escapes undone), or the
+	// JSON name of a required field it leaves out.
 	Key string
-	// Repeated is true for a key that appears twice in one object, false
-	// for a key that names no field of the type.
+	// Repeated is true for a key that appears twice in one object.
 	Repeated bool
+	// Missing is true for a required field the object leaves out; Path
+	// is then where the object is, "" at the top ("skus[2]").
+	Missing bool
+	Path    string
 }
 
-// Error renders the refusal as `unknown field "x"` or `field "x" repeated`.
+// Error renders the refusal as `unknown field "x"`, `field "x" repeated`
+// or `x is missing` (`skus[2].x is missing` below the top).
 func (e *Error) Error() string {
-	if e.Repeated {
+	switch {
+	case e.Missing && e.Path != "":
+		return e.Path + "." + e.Key + " is missing"
+	case e.Missing:
+		return e.Key + " is missing"
+	case e.Repeated:
 		return fmt.Sprintf("field %q repeated", e.Key)
 	}
 	return fmt.Sprintf("unknown field %q", e.Key)
+}
+
+// within returns err with its missing field's path below step (a key, or
+// an index "[2]"); other errors as they are.
+func within(err error, step string) error {
+	e, ok := err.(*Error)
+	if !ok || !e.Missing {
+		return err
+	}
+	switch {
+	case e.Path == "":
+		e.Path = step
+	case e.Path[0] == '[':
+		e.Path = step + e.Path
+	default:
+		e.Path = step + "." + e.Path
+	}
+	return e
 }
 
 var parsers fastjson.ParserPool
@@ -79,9 +110,9 @@ func check(v *fastjson.Value, t reflect.Type) error {
 		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
 			elem = t.Elem()
 		}
-		for _, item := range v.GetArray() {
+		for i, item := range v.GetArray() {
 			if err := check(item, elem); err != nil {
-				return err
+				return within(err, "["+strconv.Itoa(i)+"]")
 			}
 		}
 	}
@@ -92,10 +123,11 @@ func check(v *fastjson.Value, t reflect.Type) error {
 // takes only its fields' names; a map or an interface takes any key.
 func checkObject(o *fastjson.Object, t reflect.Type) error {
 	var fields map[string]reflect.Type
+	var required []string
 	values := t // an interface: what it holds is decoded as an interface again
 	switch t.Kind() {
 	case reflect.Struct:
-		fields = fieldsOf(t)
+		fields, required = fieldsOf(t)
 	case reflect.Map:
 		values = t.Elem()
 	}
@@ -120,21 +152,39 @@ func checkObject(o *fastjson.Object, t reflect.Type) error {
 			return
 		}
 		seen[key] = true
-		err = check(item, into)
+		err = within(check(item, into), key)
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	for _, name := range required {
+		if !seen[name] {
+			return &Error{Key: name, Missing: true}
+		}
+	}
+	return nil
 }
 
-// fieldCache maps a struct type to its fieldsOf.
+// structFields are what Check needs of a struct type: its fields' JSON
+// names and types, and the names of the required ones in field order.
+type structFields struct {
+	types    map[string]reflect.Type
+	required []string
+}
+
+// fieldCache maps a struct type to its structFields.
 var fieldCache sync.Map
 
 // fieldsOf maps the JSON names of a struct's fields, as encoding/json
-// names them, to their types; never nil.
-func fieldsOf(t reflect.Type) map[string]reflect.Type {
+// names them, to their types (never nil), and lists the names of the
+// fields tagged jsonkeys:"required".
+func fieldsOf(t reflect.Type) (map[string]reflect.Type, []string) {
 	if cached, ok := fieldCache.Load(t); ok {
-		return cached.(map[string]reflect.Type)
+		f := cached.(*structFields)
+		return f.types, f.required
 	}
 	fields := make(map[string]reflect.Type, t.NumField())
+	var required []string
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -146,7 +196,10 @@ func fieldsOf(t reflect.Type) map[string]reflect.Type {
 			name = f.Name
 		}
 		fields[name] = f.Type
+		if f.Tag.Get("jsonkeys") == "required" {
+			required = append(required, name)
+		}
 	}
-	fieldCache.Store(t, fields)
-	return fields
+	fieldCache.Store(t, &structFields{types: fields, required: required})
+	return fields, required
 }

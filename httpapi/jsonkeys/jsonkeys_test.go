@@ -74,3 +74,49 @@ func TestErrorMessages(t *testing.T) {
 		t.Error(got)
 	}
 }
+
+type order struct {
+	ID    string  `json:"order_id" jsonkeys:"required"`
+	Note  string  `json:"note"`
+	Lines []line  `json:"lines" jsonkeys:"required"`
+	Payer *person `json:"payer"`
+}
+
+type line struct {
+	SKU string `json:"sku_id" jsonkeys:"required"`
+	N   int    `json:"n" jsonkeys:"required"`
+}
+
+type person struct {
+	Name string `json:"name" jsonkeys:"required"`
+}
+
+// A field tagged required must be given (null too: its decoding judges
+// it); the first one missing is named with where its object is.
+func TestCheckRequired(t *testing.T) {
+	for _, body := range []string{
+		`{"order_id":"","lines":[]}`,
+		`{"order_id":null,"lines":null,"payer":null}`,
+		`{"lines":[{"sku_id":"a","n":0}],"order_id":"o","payer":{"name":""}}`,
+	} {
+		if err := Check([]byte(body), &order{}); err != nil {
+			t.Errorf("%s: %v", body, err)
+		}
+	}
+	for body, want := range map[string]string{
+		`{}`:                            "order_id is missing",
+		`{"note":"x","lines":[]}`:       "order_id is missing",
+		`{"order_id":"o"}`:              "lines is missing",
+		`{"order_id":"o","lines":[{}]}`: "lines[0].sku_id is missing",
+		`{"order_id":"o","lines":[{"sku_id":"a","n":1},{"sku_id":"b"}]}`: "lines[1].n is missing",
+		`{"order_id":"o","lines":[],"payer":{}}`:                         "payer.name is missing",
+		// An unknown or repeated key is found before a missing one.
+		`{"order_id":"o","Lines":[]}`: `unknown field "Lines"`,
+	} {
+		err := Check([]byte(body), &order{})
+		var e *Error
+		if !errors.As(err, &e) || err.Error() != want {
+			t.Errorf("%s: %v, want %q", body, err, want)
+		}
+	}
+}

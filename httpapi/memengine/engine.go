@@ -95,11 +95,14 @@ type Hooks struct {
 	Decided func(ctx context.Context, c Call, res sku.Result) error
 }
 
-// Load is what a SKU publishes about its queue and rate (actors.Stats).
+// Load is what a SKU publishes about its queue, rate and log commits
+// (actors.Stats).
 type Load struct {
-	Queued        int64
-	OldestWait    time.Duration
-	RatePerSecond float64
+	Queued                    int64
+	OldestWait                time.Duration
+	RatePerSecond             float64
+	CommitWait, CommitLatency time.Duration
+	Commits                   uint64
 }
 
 // Config configures an Engine. Zero values take the defaults.
@@ -319,19 +322,26 @@ func (s *skuState) reserve(now int64, requestID, userID string, holder sku.Holde
 	return res
 }
 
-// claim takes userID's claim for requestID on the SKU when its campaign's
-// purchase_limit is "campaign" and the SKU sells that way (entry: a
-// lottery; actors: SKU.claimsFor, Engine.admit): the twin decides at once
-// under its lock, so the registry answers Proceed (then call done after
-// the decision) or Held, never Wait or Probe. Otherwise it answers Proceed
-// and done does nothing.
+// claim steps userID's purchase.Attempt for requestID on the SKU when its
+// campaign's purchase_limit is "campaign" and the SKU sells that way
+// (entry: a lottery; actors: SKU.claimsFor, Engine.admit). The twin
+// decides at once under its lock, so no other decision is ever pending
+// and no answer is ever lost: the Attempt says Run (then call done after
+// the decision) or AnswerHeld, never Block, Lookup or Refuse. Otherwise
+// it answers Proceed and done does nothing.
 func (s *skuState) claim(userID, requestID string, entry bool) (d purchase.Decision, done func()) {
 	if s.purchases == nil || s.m.Lottery() != entry {
 		return purchase.Decision{Verdict: purchase.Proceed}, func() {}
 	}
-	skuID := s.m.Definition().SKUID
-	d = s.purchases.Claim(userID, skuID, requestID, 0)
-	return d, func() { s.purchases.Done(userID, skuID, requestID, false) }
+	a := purchase.NewAttempt(purchase.Direct[int]{Registry: s.purchases}, userID, s.m.Definition().SKUID, requestID)
+	switch step, d := a.Next(); step {
+	case purchase.Run:
+		return d, func() { a.Ran(false) }
+	case purchase.AnswerHeld:
+		return d, func() {}
+	default:
+		panic("memengine: a claim under the twin's lock answered " + step.String())
+	}
 }
 
 // invalid is actors' answer to an INVALID outcome.
@@ -446,6 +456,7 @@ func (s *skuState) stats(campaignID, skuID string) actors.Stats {
 		Definition: s.m.Definition(), Counts: s.m.Counts(), Paused: s.m.Paused(),
 		Unavailable: s.unavailable,
 		Queued:      s.load.Queued, OldestWait: s.load.OldestWait, RatePerSecond: s.load.RatePerSecond,
+		CommitWait: s.load.CommitWait, CommitLatency: s.load.CommitLatency, Commits: s.load.Commits,
 	}
 }
 

@@ -12,12 +12,36 @@ import (
 )
 
 // Set by the Makefile's build (-ldflags -X) for builds without VCS stamps
-// (a git worktree, GOFLAGS=-buildvcs=false): the commit, and when the
-// binary was built. The build information's own stamps win.
+// (a git worktree, GOFLAGS=-buildvcs=false): the commit, its time (RFC
+// 3339, UTC), whether the tree had local changes ("true" or "false"), and
+// when the binary was built. The build information's own stamps win when
+// it has them.
 var (
-	commit    string
-	buildTime string
+	commit     string
+	commitTime string
+	modified   string
+	buildTime  string
 )
+
+// vcs returns the commit, its time and whether the tree had local changes:
+// the build information's stamps (vcs.revision, vcs.time, vcs.modified)
+// when it recorded a commit, else the Makefile's.
+func vcs(settings []debug.BuildSetting) (rev, at string, dirty bool) {
+	for _, s := range settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return commit, commitTime, modified == "true"
+	}
+	return rev, at, dirty
+}
 
 // String returns one line describing the binary program (its name), e.g.
 // "seckilld (devel) commit 1a2b3c4d5e6f (modified) of 2026-12-01T15:04:05Z go1.24.1":
@@ -35,18 +59,11 @@ func String(program string) string {
 
 // describe renders info (split from String so a test can give its own).
 func describe(program string, info *debug.BuildInfo) string {
-	settings := make(map[string]string, len(info.Settings))
-	for _, s := range info.Settings {
-		settings[s.Key] = s.Value
-	}
 	version := info.Main.Version
 	if version == "" {
 		version = "(devel)"
 	}
-	rev, at := settings["vcs.revision"], settings["vcs.time"]
-	if rev == "" {
-		rev = commit
-	}
+	rev, at, dirty := vcs(info.Settings)
 	if rev == "" {
 		rev = "unknown"
 	} else if len(rev) > 12 {
@@ -54,7 +71,7 @@ func describe(program string, info *debug.BuildInfo) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s commit %s", program, version, rev)
-	if settings["vcs.modified"] == "true" {
+	if dirty {
 		b.WriteString(" (modified)")
 	}
 	if at != "" {
@@ -71,21 +88,15 @@ func describe(program string, info *debug.BuildInfo) string {
 // information's, else the Makefile's stamp), with " (modified)" when the
 // tree had local changes; "unknown" when neither recorded it.
 func Commit() string {
-	rev, modified := commit, false
+	var settings []debug.BuildSetting
 	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range info.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				modified = s.Value == "true"
-			}
-		}
+		settings = info.Settings
 	}
+	rev, _, dirty := vcs(settings)
 	if rev == "" {
 		return "unknown"
 	}
-	if modified {
+	if dirty {
 		rev += " (modified)"
 	}
 	return rev

@@ -21,9 +21,24 @@ func TestDescribe(t *testing.T) {
 		t.Fatalf("without VCS stamps: %q", bare)
 	}
 	commit, buildTime = "fedcba9876543210", "2026-12-02T00:00:00Z"
-	defer func() { commit, buildTime = "", "" }()
+	defer func() { commit, commitTime, modified, buildTime = "", "", "", "" }()
 	if got := describe("x", &debug.BuildInfo{GoVersion: "go1.99"}); got != "x (devel) commit fedcba987654 built 2026-12-02T00:00:00Z go1.99" {
 		t.Fatalf("stamped by the Makefile: %q", got)
+	}
+	// The Makefile stamps the commit's time and the dirty flag too, as the
+	// toolchain would have recorded them.
+	commitTime, modified = "2026-12-01T15:04:05Z", "true"
+	want = "x (devel) commit fedcba987654 (modified) of 2026-12-01T15:04:05Z built 2026-12-02T00:00:00Z go1.99"
+	if got := describe("x", &debug.BuildInfo{GoVersion: "go1.99"}); got != want {
+		t.Fatalf("stamped by the Makefile:\ngot  %q\nwant %q", got, want)
+	}
+	modified = "false"
+	if got := describe("x", &debug.BuildInfo{GoVersion: "go1.99"}); strings.Contains(got, "modified") {
+		t.Fatalf("a clean tree stamped: %q", got)
+	}
+	// The build information's stamps win over the Makefile's.
+	if got := describe("x", info); !strings.HasPrefix(got, "x v1.2.3 commit 0123456789ab (modified) of 2026-12-01T15:04:05Z") {
+		t.Fatalf("both stamped: %q", got)
 	}
 }
 

@@ -17,7 +17,9 @@ import (
 	"syscall"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/logutil"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
 )
 
 func main() {
@@ -33,7 +35,20 @@ func main() {
 	cfg := embed.NewConfig()
 	cfg.Name = "seckill-etcd"
 	cfg.Dir = *dataDir
+	// etcd's own logger at error level, with a level this process raises
+	// when it is asked to stop: embed logs each listener's end ("server
+	// closed", "use of closed network connection") as an error with a
+	// stack trace, and on a requested stop those ends are the stop itself.
+	level := zap.NewAtomicLevelAt(zap.ErrorLevel)
+	lcfg := logutil.DefaultZapLoggerConfig
+	lcfg.Level = level
+	lg, err := lcfg.Build()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "etcdserver:", err)
+		os.Exit(1)
+	}
 	cfg.LogLevel = "error"
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
 	cfg.TickMs = *tickMs
 	cfg.ElectionMs = 10 * *tickMs
 	client := url.URL{Scheme: "http", Host: *clientAddr}
@@ -57,6 +72,7 @@ func main() {
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	select {
 	case <-stop:
+		level.SetLevel(zap.FatalLevel)
 	case err := <-e.Err():
 		fmt.Fprintln(os.Stderr, "etcdserver:", err)
 	}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// An unknown command exits 2 and names it, whatever flags follow; a known
+// one answers --help and --version (exit 0); a compare that is given an
+// argument it does not take names it instead of running the matrix.
+func TestCommands(t *testing.T) {
+	run1 := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), args, &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+	for _, args := range [][]string{{"nonsense"}, {"nonsense", "--help"}, {"nonsense", "-h"}, {"nonsense", "--version"}} {
+		code, out, errOut := run1(args...)
+		if code != 2 || out != "" || !strings.HasPrefix(errOut, `seckill-bench: unknown command "nonsense" (the commands are compare, null-server, report;`) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+	for _, args := range [][]string{{"compare", "nonsense", "--help"}, {"compare", "passes", "nonsense"}, {"null-server", "nonsense", "-h"}} {
+		code, _, errOut := run1(args...)
+		if code != 2 || !strings.Contains(errOut, `unknown command or argument "nonsense"`) {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+	for _, args := range [][]string{{"--help"}, {"compare", "--help"}, {"compare", "passes", "-h"}, {"null-server", "--help"}, {"report", "--help"}} {
+		if code, _, errOut := run1(args...); code != 0 {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+	if code, out, _ := run1("compare", "--version"); code != 0 || !strings.HasPrefix(out, "seckill-bench ") {
+		t.Errorf("compare --version: exit %d, %q", code, out)
+	}
+}

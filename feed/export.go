@@ -1,0 +1,48 @@
+package feed
+
+import (
+	"fmt"
+
+	"github.com/seckill/seckill/actors/sku"
+)
+
+// Export is a SKU's state as of one durable log index, and the cursor to
+// read the feed after it: a consumer whose cursor was compacted (or
+// diverged) replaces its table with the export's reservations and reads
+// the feed after NextCursor; it then holds what a consumer that never fell
+// behind holds (etcd's get-then-watch).
+type Export struct {
+	// State is the SKU's state as of AsOf, the caller's own (rebuilt off
+	// the SKU, Source.DurableState).
+	State *sku.Machine
+	// AsOf is the log index the state is as of.
+	AsOf uint64
+	// NextCursor is the id of the record at AsOf, "" when AsOf is 0.
+	NextCursor string
+}
+
+// Export rebuilds the SKU's state as of a durable index. Errors:
+// ErrUnknownSKU, ErrNotOpen, *StateError, and the server's.
+func (f *Feed) Export(campaignID, skuID string) (*Export, error) {
+	def, known := f.src.Definition(campaignID, skuID)
+	if !known {
+		return nil, ErrUnknownSKU
+	}
+	log, dir, ok := f.src.FeedLog(campaignID, skuID)
+	if !ok {
+		return nil, ErrNotOpen
+	}
+	chain, err := f.chains.load(dir, log, def.IDKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading the history chain of %s: %w", dir, err)
+	}
+	m, asOf, err := f.src.DurableState(campaignID, skuID)
+	if err != nil {
+		return nil, &StateError{Err: err}
+	}
+	e := &Export{State: m, AsOf: asOf}
+	if asOf > 0 {
+		e.NextCursor = eventID(chain.At(asOf), asOf)
+	}
+	return e, nil
+}

@@ -1,0 +1,44 @@
+package timefmt
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// AppendMillis (and Millis, its string) renders what time.Format does with
+// Layout, over the whole range of four-digit years and at the edges of
+// seconds, days and years.
+func TestAppendMillisMatchesFormat(t *testing.T) {
+	cases := []int64{0, 1, 999, 1000, 86_399_999, 951_782_400_000, 1_700_000_000_123, 253_402_300_799_999, -1, -62_167_219_200_000}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 100_000 {
+		cases = append(cases, rng.Int64N(253_402_300_800_000))
+	}
+	for range 100 { // runs within a day and across midnight: the cached date part
+		base := rng.Int64N(253_402_300_800_000 - 10_000_000)
+		for k := range int64(1000) {
+			cases = append(cases, base+k*9_973)
+		}
+	}
+	cases = append(cases, 253_402_300_800_000, -62_167_219_200_001) // years 10000 and -1: the fallback
+	for _, ms := range cases {
+		want := time.UnixMilli(ms).UTC().Format(Layout)
+		if got := string(AppendMillis(nil, ms)); got != want {
+			t.Fatalf("%d: %q, want %q", ms, got, want)
+		}
+		if got := Millis(ms); got != want {
+			t.Fatalf("Millis(%d): %q, want %q", ms, got, want)
+		}
+	}
+}
+
+// OptionalMillis leaves a time that is not set (0) out.
+func TestOptionalMillis(t *testing.T) {
+	if got := OptionalMillis(0); got != "" {
+		t.Fatalf("OptionalMillis(0) = %q", got)
+	}
+	if got := OptionalMillis(1_767_225_600_000); got != "2026-01-01T00:00:00.000Z" {
+		t.Fatalf("OptionalMillis = %q", got)
+	}
+}

@@ -1,0 +1,139 @@
+package relay_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/seckill/seckill/relay"
+)
+
+// A relay the feed refuses says what it refused in the operator's terms
+// (the admin token, the campaign) and leaves no stream behind; a relay the
+// feed answers creates its stream at once, events or not.
+func TestRelayRefusedLeavesNoStream(t *testing.T) {
+	nc := startNATS(t)
+	base := startSeckill(t)
+	load(t, base, 0, 0) // defines campaign rl, sells nothing
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		stream, campaign, token, says string
+		status                        int
+	}{
+		{"SECKILL_NOPE", "nope", token, `seckilld has no campaign "nope" (--campaign)`, 404},
+		{"SECKILL_RL", "rl", "wrong", "seckilld refused the admin token (--admin-token)", 401},
+	} {
+		sink, err := relay.NewNATSSink(nc, c.stream, c.campaign)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = relay.Run(ctx, relay.Config{FeedURL: base, AdminToken: c.token, CampaignID: c.campaign, Wait: time.Second, Logger: quiet}, sink)
+		cancel()
+		var refused *relay.FeedError
+		if !errors.As(err, &refused) || !errors.Is(err, relay.ErrFeed) || refused.Status != c.status || !strings.Contains(err.Error(), c.says) {
+			t.Fatalf("%s: Run returned %v, want a %d that says %q", c.campaign, err, c.status, c.says)
+		}
+		if _, err := js.Stream(context.Background(), c.stream); !errors.Is(err, jetstream.ErrStreamNotFound) {
+			t.Fatalf("%s: the refused relay left stream %s behind (%v)", c.campaign, c.stream, err)
+		}
+	}
+
+	// The campaign exists and has no event yet: the stream is created once
+	// the feed has answered its first (empty) page.
+	sink, err := relay.NewNATSSink(nc, "SECKILL_RL", "rl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- relay.Run(ctx, relay.Config{FeedURL: base, AdminToken: token, CampaignID: "rl", Wait: 50 * time.Millisecond, Logger: quiet}, sink)
+	}()
+	for {
+		if _, err := js.Stream(context.Background(), "SECKILL_RL"); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the relay stopped: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	stop()
+	if err := <-done; err != context.Canceled {
+		t.Fatalf("Run after cancel: %v", err)
+	}
+}
+
+// SIGTERM stops the relay binary with exit status 0 and a log line that
+// says what it did: the cursor the stream holds (its last message's) and
+// the events it relayed.
+func TestRelayProcessStopsOnSIGTERM(t *testing.T) {
+	bin := relayBinary(t)
+	nc := startNATS(t)
+	base := startSeckill(t)
+	load(t, base, 0, 10)
+	want := feedIDs(t, base)
+	cmd := exec.Command(bin, "--feed", base, "--admin-token", token, "--nats", nc.ConnectedUrl(), "--stream", "SECKILL_TERM",
+		"--campaign", "rl", "--wait", "1s")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st jetstream.Stream
+	for {
+		if st == nil {
+			st, _ = js.Stream(context.Background(), "SECKILL_TERM")
+		}
+		if st != nil {
+			if info, err := st.Info(context.Background()); err == nil && info.State.Msgs == uint64(len(want)) {
+				break
+			}
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the relay exited: %v\n%s", err, stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	last, err := st.GetLastMsgForSubject(context.Background(), "seckill.rl.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-exited; err != nil {
+		t.Fatalf("after SIGTERM: %v\n%s", err, stderr.String())
+	}
+	line := ""
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(l, `msg="relay: stopped"`) {
+			line = l
+		}
+	}
+	for _, part := range []string{"level=" + slog.LevelInfo.String(), "campaign=rl", "cursor=" + last.Header.Get(relay.HeaderCursor), fmt.Sprintf("relayed=%d", len(want))} {
+		if !strings.Contains(line, part) {
+			t.Fatalf("the stop's log line %q lacks %q; stderr:\n%s", line, part, stderr.String())
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+)
+
+// Etcd is the Coordinator on a real etcd. Its lease is a
+// concurrency.Session, kept alive by the client in the background at a
+// third of its TTL; a new one is made for an acquisition once the last
+// one ended.
+type Etcd struct {
+	c         *clientv3.Client
+	name      string
+	leaderKey string
+	syncKey   string
+	ttl       int // seconds
+
+	mu       sync.Mutex
+	session  *concurrency.Session
+	sessions map[int64]*concurrency.Session // by the holding's revision
+}
+
+// NewEtcd returns the Coordinator of replica name in replica set set,
+// under prefix, with leases of ttl (whole seconds, at least 1; etcd's own
+// election timeout is its floor in practice).
+func NewEtcd(c *clientv3.Client, prefix, set, name string, ttl time.Duration) (*Etcd, error) {
+	if !ValidName(set) || !ValidName(name) {
+		return nil, fmt.Errorf("%w: replica set %q, replica %q", ErrInvalid, set, name)
+	}
+	secs := int((ttl + time.Second - 1) / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	base := strings.TrimSuffix(prefix, "/") + "/replicasets/" + set
+	return &Etcd{c: c, name: name, leaderKey: base + "/leader", syncKey: base + "/sync", ttl: secs,
+		sessions: map[int64]*concurrency.Session{}}, nil
+}
+
+func (e *Etcd) Name() string { return e.name }
+
+// LeaderKey is the key a router watches to find the set's primary.
+func (e *Etcd) LeaderKey() string { return e.leaderKey }
+
+func (e *Etcd) Read(ctx context.Context) (View, error) {
+	resp, err := e.c.Txn(ctx).Then(clientv3.OpGet(e.leaderKey), clientv3.OpGet(e.syncKey)).Commit()
+	if err != nil {
+		return View{}, err
+	}
+	var v View
+	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		v.Leader, v.LeaderRevision = string(kvs[0].Value), kvs[0].CreateRevision
+	}
+	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
+		if v.Sync, err = decodeSync(kvs[0].Value); err != nil {
+			return View{}, err
+		}
+		v.SyncRevision = kvs[0].ModRevision
+	}
+	return v, nil
+}
+
+// liveSession returns a session whose lease is alive, making one if the
+// last one ended.
+func (e *Etcd) liveSession(ctx context.Context) (*concurrency.Session, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.session != nil {
+		select {
+		case <-e.session.Done():
+			e.session = nil
+		default:
+			return e.session, nil
+		}
+	}
+	s, err := concurrency.NewSession(e.c, concurrency.WithTTL(e.ttl), concurrency.WithContext(context.WithoutCancel(ctx)))
+	if err != nil {
+		return nil, err
+	}
+	e.session = s
+	return s, nil
+}
+
+func (e *Etcd) Acquire(ctx context.Context, v View) (Holding, error) {
+	if !MayLead(v, e.name) {
+		return Holding{}, ErrNotEligible
+	}
+	s, err := e.liveSession(ctx)
+	if err != nil {
+		return Holding{}, err
+	}
+	next := promoted(v, e.name)
+	resp, err := e.c.Txn(ctx).If(
+		clientv3.Compare(clientv3.CreateRevision(e.leaderKey), "=", 0),
+		clientv3.Compare(clientv3.ModRevision(e.syncKey), "=", v.SyncRevision),
+	).Then(
+		clientv3.OpPut(e.leaderKey, e.name, clientv3.WithLease(s.Lease())),
+		clientv3.OpPut(e.syncKey, next.encode()),
+	).Commit()
+	if err != nil {
+		return Holding{}, err
+	}
+	if !resp.Succeeded {
+		return Holding{}, ErrNotEligible
+	}
+	h := Holding{Name: e.name, Revision: resp.Header.Revision, Epoch: next.Epoch}
+	e.mu.Lock()
+	e.sessions[h.Revision] = s
+	e.mu.Unlock()
+	return h, nil
+}
+
+// held is the compare that guards every write of h's tenure.
+func (e *Etcd) held(h Holding) clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(e.leaderKey), "=", h.Revision)
+}
+
+func (e *Etcd) SetSync(ctx context.Context, h Holding, standbys []string) (SyncState, error) {
+	if err := checkSync(h.Name, standbys); err != nil {
+		return SyncState{}, err
+	}
+	st := SyncState{Primary: h.Name, Standbys: standbys, Epoch: h.Epoch}
+	resp, err := e.c.Txn(ctx).If(e.held(h)).Then(clientv3.OpPut(e.syncKey, st.encode())).Commit()
+	if err != nil {
+		return SyncState{}, err
+	}
+	if !resp.Succeeded {
+		return SyncState{}, ErrNotLeader
+	}
+	return st, nil
+}
+
+func (e *Etcd) Release(ctx context.Context, h Holding, next []string) error {
+	if err := checkSync(h.Name, next); err != nil {
+		return err
+	}
+	ops := []clientv3.Op{clientv3.OpDelete(e.leaderKey)}
+	if len(next) > 0 {
+		ops = append(ops, clientv3.OpPut(e.syncKey, released(h, next).encode()))
+	}
+	resp, err := e.c.Txn(ctx).If(e.held(h)).Then(ops...).Commit()
+	if err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		return ErrNotLeader
+	}
+	return nil
+}
+
+func (e *Etcd) Lost(h Holding) <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s := e.sessions[h.Revision]; s != nil {
+		return s.Done()
+	}
+	done := make(chan struct{})
+	close(done)
+	return done
+}
+
+// Close ends the replica's lease (its leader key, if any, goes at once).
+func (e *Etcd) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.session != nil {
+		return e.session.Close()
+	}
+	return nil
+}

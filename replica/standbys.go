@@ -1,0 +1,124 @@
+package replica
+
+import "slices"
+
+// Standbys is a primary's bookkeeping of rule 1 for its tenure: the
+// standbys it waits for before it acknowledges a record (waited), and
+// the sync set the coordinator holds (published), which is always a
+// subset of waited. It is pure: the primary's loop asks it what to
+// publish, publishes with Coordinator.SetSync, and reports the result.
+//
+//   - Add: a standby that holds every committed record is waited for at
+//     once, and published after (Published).
+//   - Drop: a standby that stopped answering is unpublished first; it is
+//     waited for until the coordinator took the smaller set (Published),
+//     so no record is acknowledged without it while it may be promoted.
+//   - Strict: the last published standby is never dropped; the primary
+//     stops acknowledging instead.
+type Standbys struct {
+	strict    bool
+	waited    []string
+	published []string
+	// pending is the set handed out to publish and not yet reported.
+	pending  []string
+	inFlight bool
+}
+
+// NewStandbys starts a tenure whose coordinator holds published (the
+// sync set of the acquisition): each is waited for from the start.
+func NewStandbys(published []string, strict bool) *Standbys {
+	return &Standbys{strict: strict, waited: slices.Clone(published), published: slices.Clone(published)}
+}
+
+// Waited returns the standbys a record must reach before it commits.
+func (s *Standbys) Waited() []string { return s.waited }
+
+// Published returns the sync set the coordinator holds.
+func (s *Standbys) Published() []string { return s.published }
+
+// Add waits for standby from now on and returns the sync set to publish
+// with it (ok false while another publication is in flight, or if it is
+// published already).
+func (s *Standbys) Add(standby string) (publish []string, ok bool) {
+	if s.inFlight || slices.Contains(s.published, standby) {
+		return nil, false
+	}
+	if !slices.Contains(s.waited, standby) {
+		s.waited = append(s.waited, standby)
+	}
+	return s.propose(append(slices.Clone(s.published), standby)), true
+}
+
+// Drop returns the sync set to publish without standby (ok false while
+// another publication is in flight, if it is not published, or in strict
+// mode if it is the last one); it stays waited for until Done reports the
+// publication.
+func (s *Standbys) Drop(standby string) (publish []string, ok bool) {
+	if s.inFlight || !slices.Contains(s.published, standby) {
+		return nil, false
+	}
+	if s.strict && len(s.published) == 1 {
+		return nil, false
+	}
+	return s.propose(slices.DeleteFunc(slices.Clone(s.published), func(x string) bool { return x == standby })), true
+}
+
+// Forget stops waiting for a standby that is not published (one that was
+// added but never published, or whose drop was published).
+func (s *Standbys) Forget(standby string) {
+	if slices.Contains(s.published, standby) || (s.inFlight && slices.Contains(s.pending, standby)) {
+		return
+	}
+	s.waited = slices.DeleteFunc(s.waited, func(x string) bool { return x == standby })
+}
+
+func (s *Standbys) propose(set []string) []string {
+	s.pending, s.inFlight = set, true
+	return slices.Clone(set)
+}
+
+// Done reports the publication handed out last: ok when the coordinator
+// holds it now. A dropped standby is no longer waited for from here on;
+// after a failure nothing changes (the caller retries or, if it lost the
+// leader key, stops acknowledging altogether).
+func (s *Standbys) Done(ok bool) {
+	if !s.inFlight {
+		panic("replica: Standbys.Done without a publication in flight")
+	}
+	s.inFlight = false
+	if !ok {
+		return
+	}
+	for _, x := range s.published {
+		if !slices.Contains(s.pending, x) {
+			s.waited = slices.DeleteFunc(s.waited, func(y string) bool { return y == x })
+		}
+	}
+	s.published = s.pending
+	s.pending = nil
+	s.check()
+}
+
+// Commit returns how far records may commit given the index each standby
+// acknowledged (acked) and the local durable index: the least of them over
+// the waited standbys. ok is false in strict mode with no standby waited:
+// nothing more may be acknowledged.
+func (s *Standbys) Commit(durable uint64, acked func(standby string) uint64) (index uint64, ok bool) {
+	if len(s.waited) == 0 {
+		return durable, !s.strict
+	}
+	index = durable
+	for _, x := range s.waited {
+		index = min(index, acked(x))
+	}
+	return index, true
+}
+
+// check asserts rule 1: every published standby is waited for.
+func (s *Standbys) check() {
+	for _, x := range s.published {
+		if !slices.Contains(s.waited, x) {
+			panic("replica: standby " + x + " published but not waited for")
+		}
+	}
+}
