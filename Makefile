@@ -148,7 +148,7 @@ sim:
 	$(if $(SEED),,./$(BIN)/seckill-sim -admission -steps $(SIM_STEPS) -seeds $(SIM_SEEDS))
 
 ## sim-mutants: build the simulator with each planted bug and fail if one survives 2,000 seeds.
-SIM_MUTANTS := ackbeforefsync keeptorntail retryfsync replaytwice timerexpiry healfsync releaseunknown releasewaitlisted probeskip ignorecommitlatency
+SIM_MUTANTS := ackbeforefsync keeptorntail retryfsync replaytwice timerexpiry healfsync releaseunknown releasewaitlisted probeskip ignorecommitlatency feedretention drawtimers auditcooldown
 sim-mutants:
 	@survived=""; for m in $(SIM_MUTANTS); do \
 		mode=""; case $$m in releaseunknown|releasewaitlisted|probeskip) mode=-campaign;; ignorecommitlatency) mode=-admission;; esac; \

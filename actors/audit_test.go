@@ -72,25 +72,43 @@ func TestAuditDoesNotStopTheSale(t *testing.T) {
 	}
 }
 
-// TestAuditCoolDown: a recount starts no sooner after the last one than
-// that one took; a caller whose deadline falls within gets ErrAuditPending.
+// TestAuditCoolDown: a recount starts no sooner after the last one ended
+// than that one took, by the engine's clock; a caller whose deadline falls
+// within gets ErrAuditPending, one that waits gets its recount once a tick
+// passes the end of the cool-down.
 func TestAuditCoolDown(t *testing.T) {
 	clock := &fakeClock{}
 	d := testDef(10)
-	e := openTest(t, t.TempDir(), clock, &d)
-	h := e.SKU("c1", "s1")
-	h.audit.mu.Lock()
-	h.audit.notBefore = time.Now().Add(time.Hour) // as after a recount of an hour
-	h.audit.mu.Unlock()
+	cfg := Config{DataDir: t.TempDir(), Clock: clock.Now, ManualTick: true, Logger: quiet}
+	clock.Set(t0)
+	e := openWith(t, cfg)
+	if err := e.Define(ctxT(t), d); err != nil {
+		t.Fatal(err)
+	}
+	started, release := holdRecount(t)
+	first := make(chan error, 1)
+	go func() { _, err := e.Audit(ctxT(t), "c1", "s1"); first <- err }()
+	<-started
+	clock.Set(t0 + time.Hour.Milliseconds()) // the recount took an hour
+	release()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if _, err := e.Audit(ctx, "c1", "s1"); !errors.Is(err, ErrAuditPending) {
 		t.Fatalf("audit in the cool-down: %v, want ErrAuditPending", err)
 	}
-	h.audit.mu.Lock()
-	h.audit.notBefore = time.Time{}
-	h.audit.mu.Unlock()
-	mustAudit(t, e)
+	if n := len(started); n != 0 {
+		t.Fatalf("%d recounts started in the cool-down", n)
+	}
+	waiting := make(chan error, 1)
+	go func() { _, err := e.Audit(ctxT(t), "c1", "s1"); waiting <- err }()
+	clock.Set(t0 + 2*time.Hour.Milliseconds())
+	e.Tick(clock.Now()) // the cool-down is over: the waiting caller's recount starts
+	if err := <-waiting; err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.Audit(ctxT(t), "c1", "nope"); !errors.Is(err, ErrUnknownSKU) {
 		t.Fatalf("unknown SKU: %v", err)
 	}

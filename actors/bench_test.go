@@ -14,6 +14,7 @@ import (
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/internal/benchsize"
 	"github.com/seckill/seckill/lottery"
+	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -112,14 +113,14 @@ func BenchmarkReplay(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		a := &skuActor{m: sku.New(), log: l}
-		if err := a.replayFrom(l.FirstIndex()); err != nil {
+		m := sku.New()
+		if _, err := recovery.Replay(l, m, l.FirstIndex()); err != nil {
 			b.Fatal(err)
 		}
 		elapsed := time.Since(start)
 		l.Close()
-		if a.m.Counts().Reservations != uint32(records-1) {
-			b.Fatalf("replayed %d reservations", a.m.Counts().Reservations)
+		if m.Counts().Reservations != uint32(records-1) {
+			b.Fatalf("replayed %d reservations", m.Counts().Reservations)
 		}
 		b.ReportMetric(float64(records)/elapsed.Seconds(), "records/s")
 	}

@@ -3,7 +3,9 @@
 // pay, close and release one at a time, so no lock and no read-modify-write
 // race can oversell. Every state change is a record in the SKU's
 // write-ahead log (package wal) and no reply, status read or rejection is
-// released before every record it depends on is fsynced.
+// released before every record it depends on is fsynced. Each actor hosts
+// its SKU's shell (package actors/shell), which drives the SKU's core and
+// files; the actor turns messages into the shell's inputs.
 //
 // Engine is the entry point: it finds every SKU under the data directory,
 // recovers each from its log, and routes calls by campaign and SKU id (a
@@ -27,7 +29,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/sku"
-	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -80,9 +81,9 @@ const (
 	// descriptors. seckilld sets it from the open-files limit (--max-skus).
 	DefaultMaxSKUs = 10_000
 	// RecoveriesMax bounds the SKUs that recover at once (each one
-	// opening, repairing and fsyncing its log, reading a snapshot): at Open,
-	// and later after their logs failed (retry.go: a full disk fails every
-	// log at once). The two never overlap: no log fails before Open returns.
+	// opening, repairing and fsyncing its log, reading a snapshot): at
+	// Open, and later after their logs failed (a full disk fails every log
+	// at once). The two never overlap: no log fails before Open returns.
 	RecoveriesMax = 16
 	// SnapshotWritersMax bounds the snapshot files written at once, over
 	// every SKU of the engine (SKUs defined together snapshot together);
@@ -174,9 +175,9 @@ type Config struct {
 	// recoveries, snapshotWriters and truncations are semaphores
 	// (RecoveriesMax, SnapshotWritersMax, TruncationsMax): a slot is a
 	// value sent, freed by a receive.
-	recoveries      chan struct{}
-	snapshotWriters chan struct{}
-	truncations     chan struct{}
+	recoveries      slots
+	snapshotWriters slots
+	truncations     slots
 }
 
 func (c *Config) fill() {
@@ -208,19 +209,39 @@ func (c *Config) fill() {
 		c.InboxMax = DefaultInboxMax
 	}
 	c.metrics = newEngineMetrics(c.Registerer)
-	c.recoveries = make(chan struct{}, RecoveriesMax)
-	c.snapshotWriters = make(chan struct{}, SnapshotWritersMax)
-	c.truncations = make(chan struct{}, TruncationsMax)
+	c.recoveries = make(slots, RecoveriesMax)
+	c.snapshotWriters = make(slots, SnapshotWritersMax)
+	c.truncations = make(slots, TruncationsMax)
 }
 
 // recoverySlot waits for one of the engine's RecoveriesMax recovery slots
 // and returns its release. A SKU recovering after its log failed takes one
 // on its actor, which answers nothing meanwhile (it would answer
 // UNAVAILABLE): a few milliseconds per recovery ahead of it.
-func (c *Config) recoverySlot() (release func()) {
-	c.recoveries <- struct{}{}
-	return func() { <-c.recoveries }
+func (c *Config) recoverySlot() (release func()) { return c.recoveries.acquire() }
+
+// slots is a counting semaphore: a slot is a value sent, freed by a
+// receive.
+type slots chan struct{}
+
+// acquire waits for a slot and returns its release.
+func (s slots) acquire() (release func()) {
+	s <- struct{}{}
+	return func() { <-s }
 }
+
+// TryAcquire takes a slot if one is free (shell.Slots).
+func (s slots) TryAcquire() bool {
+	select {
+	case s <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// Release frees a slot taken (shell.Slots).
+func (s slots) Release() { <-s }
 
 func (c *Config) walOptions() wal.Options {
 	o := c.WAL
@@ -424,15 +445,11 @@ func (e *Engine) spawn(k skuKey) *SKU {
 	h.unavailable.Store(true)
 	cfg := &e.cfg
 	d := newPinnedDispatcher()
-	// The mailbox has no capacity of its own, but what it holds is bounded
-	// by its senders: one drain (inbox.posted), one tick from Tick
-	// (tickPending) and one the actor sends itself, one message per
-	// snapshot caller and per snapshot writer, one log failure per batch
-	// waiting on the log (wal.Options.MaxWaiters). Calls wait in the inbox,
-	// bounded by Config.InboxMax.
-	retain := feed.NewRetention(cfg.FeedRetainRecords, cfg.FeedRetainAge)
-	props := actor.PropsFromProducer(func() actor.Actor { return &skuActor{h: h, cfg: cfg, dispatcher: d, retain: retain} },
-		actor.WithMailbox(actor.Unbounded()), actor.WithDispatcher(d))
+	// The mailbox is bounded (mailboxMax, mailbox.go: every sender is
+	// coalesced); its ring has room beyond the bound for protoactor's own
+	// messages. Calls wait in the inbox, bounded by Config.InboxMax.
+	props := actor.PropsFromProducer(func() actor.Actor { return &skuActor{h: h, cfg: cfg, dispatcher: d} },
+		actor.WithMailbox(actor.Bounded(2*mailboxMax, mailboxBound{h: h})), actor.WithDispatcher(d))
 	h.pid = e.system.Root.Spawn(props)
 	e.skusMu.Lock()
 	e.skus[k] = h
@@ -587,9 +604,9 @@ func (e *Engine) checkPurchaseLimit(d sku.Definition) error {
 		if h.campaignID != d.CampaignID || h.skuID == d.SKUID {
 			continue
 		}
-		if v := h.durable.Load(); v != nil && v.def.CampaignID != "" && v.def.PurchaseLimit != d.PurchaseLimit {
+		if v := h.durable.Load(); v != nil && v.Definition.CampaignID != "" && v.Definition.PurchaseLimit != d.PurchaseLimit {
 			return fmt.Errorf("%w: purchase_limit may not change (the campaign's SKU %s has %q)",
-				sku.ErrInvalidDefinition, h.skuID, v.def.PurchaseLimit)
+				sku.ErrInvalidDefinition, h.skuID, v.Definition.PurchaseLimit)
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -130,11 +131,11 @@ func replayDir(t *testing.T, dir string) *sku.Machine {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	a := &skuActor{m: sku.New(), log: l}
-	if err := a.replayFrom(l.FirstIndex()); err != nil {
+	m := sku.New()
+	if _, err := recovery.Replay(l, m, l.FirstIndex()); err != nil {
 		t.Fatal(err)
 	}
-	return a.m
+	return m
 }
 
 // A caller whose context ends while its call waits on a hung disk gets

@@ -116,6 +116,7 @@ func (in *inbox) requeue(calls []*call) (post bool) {
 // shut closes the inbox for good (the actor is stopping) and answers the
 // calls still in it ErrClosed: none waits for an actor that is gone.
 func (h *SKU) shut() {
+	h.closeOps()
 	in := &h.in
 	in.mu.Lock()
 	calls := in.calls

@@ -95,14 +95,14 @@ func (m *engineMetrics) Committed(records int, fsync time.Duration) {
 	}
 }
 
-func (m *engineMetrics) observeSnapshot(done *snapshotDone) {
-	if done.err != nil {
+func (m *engineMetrics) observeSnapshot(info SnapshotInfo, err error) {
+	if err != nil {
 		m.snapshotFailures.Inc()
 		return
 	}
-	m.snapshotPause.Observe(done.info.Pause.Seconds())
-	m.snapshotSeconds.Observe(done.info.Took.Seconds())
-	m.snapshotBytes.Observe(float64(done.info.Bytes))
+	m.snapshotPause.Observe(info.Pause.Seconds())
+	m.snapshotSeconds.Observe(info.Took.Seconds())
+	m.snapshotBytes.Observe(float64(info.Bytes))
 }
 
 func (m *engineMetrics) observeCall(k core.Kind, d time.Duration) {

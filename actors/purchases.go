@@ -158,7 +158,7 @@ func wakeAll(ws []chan struct{}) {
 // campaign, by its durable definition.
 func (s *SKU) campaignScoped() bool {
 	v := s.durable.Load()
-	return v != nil && v.def.PurchaseLimit == sku.PurchaseLimitCampaign
+	return v != nil && v.Definition.PurchaseLimit == sku.PurchaseLimitCampaign
 }
 
 // claimsFor reports whether a reserve (entry false) or an entry (entry
@@ -168,14 +168,14 @@ func (s *SKU) campaignScoped() bool {
 // answer (LOTTERY_SALE, NOT_LOTTERY) decides nothing.
 func (s *SKU) claimsFor(entry bool) bool {
 	v := s.durable.Load()
-	return v != nil && v.def.PurchaseLimit == sku.PurchaseLimitCampaign && (v.def.Lottery != nil) == entry
+	return v != nil && v.Definition.PurchaseLimit == sku.PurchaseLimitCampaign && (v.Definition.Lottery != nil) == entry
 }
 
 // entriesClosedAt is sku.Definition.EntriesClosedAt of the SKU's durable
 // definition.
 func (s *SKU) entriesClosedAt(nowMs int64) bool {
 	v := s.durable.Load()
-	return v != nil && v.def.EntriesClosedAt(nowMs)
+	return v != nil && v.Definition.EntriesClosedAt(nowMs)
 }
 
 // applyPurchaseEvents hands a SKU's durable events to its campaign's

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/seckill/seckill/actors/purchase"
+	"github.com/seckill/seckill/actors/shell"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/wal"
 )
@@ -27,9 +27,6 @@ type SKU struct {
 	engine            *Engine
 	in                inbox // calls waiting for the actor
 
-	// audit is the recount of the SKU off the actor (audit.go).
-	audit auditSlot
-
 	// Sojourn stamps (see libraries notes): the sender stamps a call and
 	// counts it in the inbox (inbox.items); the actor, on taking a batch,
 	// stores the stamp of its newest call in headEnqueuedAt. The age of the
@@ -42,8 +39,15 @@ type SKU struct {
 	log            atomic.Pointer[wal.Log] // the open log, for its figures
 	requests       atomic.Pointer[requestFilter]
 	// tickPending is set while a tick Engine.Tick sent is in the actor's
-	// mailbox: Tick sends no other.
+	// mailbox: Tick sends no other. failPending is set while a logFailure
+	// is: the log's releaser sends no other.
 	tickPending atomic.Bool
+	failPending atomic.Bool
+	// mailbox counts the messages waiting in the actor's mailbox, bounded
+	// by mailboxMax (mailbox.go); ops are the operators' requests waiting
+	// for the actor.
+	mailbox atomic.Int64
+	ops     ops
 	// nextExpiry is the earliest expire_at (Unix ms) of a pending
 	// reservation as of the actor's last expiry step (math.MaxInt64: none;
 	// 0 until the first step): the tick loop skips idle SKUs with it.
@@ -53,20 +57,11 @@ type SKU struct {
 
 	// durable is the view as of the durable index, replaced whole by each
 	// release (one pointer store per batch, one load per ingress read).
-	durable atomic.Pointer[durableView]
+	durable atomic.Pointer[shell.View]
 
 	ready     chan struct{} // closed after the first recovery
 	readyOnce sync.Once
 	readyErr  error
-}
-
-// durableView is the part of a SKU's state the ingress may read: what the
-// records up to the durable index say.
-type durableView struct {
-	def     sku.Definition
-	counts  sku.Counts
-	paused  bool
-	drawing bool
 }
 
 // Stats is what a SKU publishes. Counts, Definition and Paused describe
@@ -108,7 +103,7 @@ func (s *SKU) ID() string { return s.skuID }
 // recovery is over and left it unavailable (a failed log answers
 // ErrUnavailable rather than "unknown").
 func (s *SKU) defined() bool {
-	if v := s.durable.Load(); v != nil && v.def.CampaignID != "" {
+	if v := s.durable.Load(); v != nil && v.Definition.CampaignID != "" {
 		return true
 	}
 	select {
@@ -134,7 +129,7 @@ func (s *SKU) Stats() Stats {
 		}
 	}
 	if v := s.durable.Load(); v != nil {
-		st.Definition, st.Counts, st.Paused, st.LotteryDrawing = v.def, v.counts, v.paused, v.drawing
+		st.Definition, st.Counts, st.Paused, st.LotteryDrawing = v.Definition, v.Counts, v.Paused, v.Drawing
 	}
 	if l := s.log.Load(); l != nil {
 		w := l.Waits()
@@ -161,7 +156,7 @@ func (s *SKU) WALStats() wal.Stats {
 	return wal.Stats{}
 }
 
-func (s *SKU) publish(v durableView) {
+func (s *SKU) publish(v shell.View) {
 	s.durable.Store(&v)
 }
 
@@ -205,19 +200,4 @@ func (r *rateTracker) tick(s *SKU, now time.Time) {
 		s.rateBits.Store(math.Float64bits(rate))
 	}
 	r.lastCount, r.lastAt = n, now
-}
-
-// publisher is a wal.Waiter that publishes a SKU's state once the records
-// behind it are durable (used for records no caller waits on: expiry).
-type publisher struct {
-	owner  *SKU
-	view   durableView
-	events []purchase.Event // batch.events
-}
-
-func (p *publisher) Durable(err error) {
-	if err == nil {
-		p.owner.publish(p.view)
-		p.owner.applyPurchaseEvents(p.events)
-	}
 }

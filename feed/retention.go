@@ -43,8 +43,16 @@ func NewRetention(records uint64, age time.Duration) Retention {
 // Cut returns the first record to keep, at most need (what the snapshots
 // allow): the newest retained records up to durable, and the records
 // appended within the retained age before now, stay. last is the log's
-// last index at now (durable or not): it is marked for later calls.
-func (r *Retention) Cut(need, durable, last uint64, now time.Time) uint64 {
+// last index at now (durable or not) and lastAt the decision time of that
+// record (sku.Machine.LastAt): last is marked for later calls at the later
+// of now and lastAt. Every record up to last was appended at or before
+// both (a record's decision time is never before the clock that decided
+// it), so a wall clock that went back, or a restart, which forgets the
+// marks, never shortens the hold.
+func (r *Retention) Cut(need, durable, last uint64, now, lastAt time.Time) uint64 {
+	if mutantRetention {
+		return need
+	}
 	if r.records > 0 {
 		if durable+1 > r.records {
 			need = min(need, durable+1-r.records)
@@ -63,7 +71,11 @@ func (r *Retention) Cut(need, durable, last uint64, now time.Time) uint64 {
 		if len(r.marks) == retainMarks {
 			r.marks = append(r.marks[:0], r.marks[1:]...)
 		}
-		r.marks = append(r.marks, retainMark{at: now, index: last})
+		at := now
+		if lastAt.After(at) {
+			at = lastAt
+		}
+		r.marks = append(r.marks, retainMark{at: at, index: last})
 	}
 	return need
 }

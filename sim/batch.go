@@ -56,8 +56,8 @@ func (r *run) reserveBatch(specs []callSpec) error {
 		request, user, holder := r.pickRequest(spec)
 		c.Items[i] = core.Call{Kind: core.KindReserve, RequestID: request, UserID: user, Holder: holder}
 	}
-	if r.core.Failed() != nil {
-		r.core.Decide(r.t(), c)
+	if r.sh.Failed() != nil {
+		r.sh.Decide(r.t(), c)
 		for i := range c.Items {
 			if !errors.Is(c.Items[i].Err, core.ErrUnavailable) {
 				return fmt.Errorf("batch item %d on a failed SKU: %v, want ErrUnavailable", i, c.Items[i].Err)
@@ -65,9 +65,9 @@ func (r *run) reserveBatch(specs []callSpec) error {
 		}
 		return nil
 	}
-	before := len(r.core.Ready().Records)
+	before := len(r.sh.Core().Ready().Records)
 	r.model.effects = 0
-	r.core.Decide(r.t(), c)
+	r.sh.Decide(r.t(), c)
 	for i := range c.Items {
 		// Each item is checked against the model as it stands after it
 		// (a later item may change the model's view of the reservation).
@@ -77,7 +77,7 @@ func (r *run) reserveBatch(specs []callSpec) error {
 		}
 		r.countReply(it)
 	}
-	if wrote := len(r.core.Ready().Records) - before; wrote != r.model.effects {
+	if wrote := len(r.sh.Core().Ready().Records) - before; wrote != r.model.effects {
 		return fmt.Errorf("batch of %d wrote %d records, the model %d", len(c.Items), wrote, r.model.effects)
 	}
 	r.replies["reserve_batch"]++

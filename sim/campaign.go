@@ -8,6 +8,7 @@ import (
 
 	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/purchase"
+	"github.com/seckill/seckill/actors/shell"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/lottery"
 )
@@ -118,18 +119,19 @@ func (cr *campaignRun) hook(k int, r *run) {
 				}
 			}
 		},
-		durable: func(index uint64) {
+		release: func(rel *shell.Release) {
+			if !rel.Durable {
+				return
+			}
+			index := rel.Log.DurableIndex()
 			var left []indexedEvent
-			var now []purchase.Event
 			for _, p := range cr.pending[k] {
-				if p.index <= index {
-					now = append(now, p.ev)
-				} else {
+				if p.index > index {
 					left = append(left, p)
 				}
 			}
 			cr.pending[k] = left
-			if _, conflicts := cr.reg.Apply(r.skuID, now); len(conflicts) > 0 {
+			if _, conflicts := cr.reg.Apply(r.skuID, rel.Events); len(conflicts) > 0 {
 				panic(fmt.Sprintf("registry: users %v reserved on %s while claimed elsewhere", conflicts, r.skuID))
 			}
 		},
@@ -465,8 +467,8 @@ func (cr *campaignRun) skuIndex(skuID string) int {
 func (cr *campaignRun) check() error {
 	on := map[string]string{}
 	for _, r := range cr.skus {
-		if r.core.Failed() == nil {
-			if err := checkMachine(r.model, r.core.Machine()); err != nil {
+		if r.sh.Failed() == nil {
+			if err := checkMachine(r.model, r.sh.Core().Machine()); err != nil {
 				return fmt.Errorf("%s: %w", r.skuID, err)
 			}
 		}
@@ -511,7 +513,7 @@ func (cr *campaignRun) final() error {
 	}
 	cr.settle()
 	for _, r := range cr.skus {
-		if r.core.Failed() != nil {
+		if r.sh.Failed() != nil {
 			return nil // its claims wait for the recovery
 		}
 	}
@@ -520,7 +522,7 @@ func (cr *campaignRun) final() error {
 	}
 	for _, r := range cr.skus {
 		for user, seq := range r.model.live {
-			v, _ := r.core.Machine().Get(seq)
+			v, _ := r.sh.Core().Machine().Get(seq)
 			h, ok := cr.reg.HolderOf(user)
 			if !ok || h.SKU != r.skuID || h.ReservationID != v.ReservationID {
 				return fmt.Errorf("the registry does not hold %s's live purchase %s (it has %+v)", user, v.ReservationID, h)

@@ -6,26 +6,40 @@
 // runs the same history (Run); a failing one is shrunk to a short step list
 // (Shrink) and replayed with `make sim SEED=N` (cmd/seckill-sim).
 //
-// What runs is the engine's own code: the SKU's sku.Machine driven by the
-// actor core (actors/core), its wal.Log opened with wal.Options.Stepped
-// (no goroutine; Flush is group commit's one step) by wal.OpenOver over a
-// simulated store, and recovery.Plan over that log and in-memory snapshot
-// files (snapshot.Marshal, snapshot.Memory). The simulator is the shell
-// around the core, doing what the protoactor shell in package actors does:
-// append Ready's records, release the replies of a Wait once the log is
-// durable, write the snapshots the core asks for, prune them to two and
-// truncate the log (wal.Log.TruncateBefore), recover when the core says so.
+// What runs is the engine's own code: one SKU's shell (package
+// actors/shell, the same shell the protoactor actor hosts in production)
+// around its core (actors/core) and sku.Machine, over its wal.Log opened
+// with wal.Options.Stepped (no goroutine; Flush is group commit's one
+// step) by wal.OpenOver over a simulated store, and snapshots in memory
+// (snapshot.Memory). The simulator swaps only the disk, the clock and the
+// executor under it, as TigerBeetle's VOPR swaps storage, network and
+// time: the shell appends, hands replies to the log's waiters, writes and
+// prunes snapshots, truncates the log (the feed retention and the
+// truncation slots holding it back), recovers, ranks draws and runs its
+// timers exactly as in production. Nothing of the shell is written here.
+//
+// Who owns what in this package:
+//
+//	the disk      disk.go, store.go: files, fsync, power loss; the log's segment store
+//	the host      host.go: the shell's Host (checks each answer and release, acknowledges)
+//	              and its Executor (keeps the jobs the shell hands over: a snapshot's
+//	              write, a ranking, the draw's and the expiry's timers; a step decides
+//	              when each runs, a timer never before it is due)
+//	the model     model*.go: the SKU's rules, written apart from the engine's code
+//	the checks    check*.go, and those of run.go and host.go
+//	the steps     plan.go, step*.go, batch.go, cells_step.go, campaign.go
 //
 // Files:
 //
-//	disk.go   files with a page cache (writes, fsync, failed fsync, power loss) and directories
-//	store.go  a wal.SegmentStore over a directory, in tidwall/wal's segment layout
-//	model.go  the model: the SKU's rules, written apart from the engine's code
-//	check.go  comparisons of the engine's state and replies with the model
-//	plan.go   the steps a seed draws
-//	run.go    Run and the shell: open and recover, decide, append, flush, snapshot, crash
-//	step.go   each step, and the workload's arguments
-//	seeds.go  many seeds side by side (one goroutine per history), the shrinker
+//	disk.go             files with a page cache (writes, fsync, failed fsync, power loss) and directories
+//	store.go            a wal.SegmentStore over a directory, in tidwall/wal's segment layout
+//	host.go             the shell's host and executor; simulated snapshots and truncation slots
+//	model.go            the model: the SKU's rules, written apart from the engine's code
+//	check.go            comparisons of the engine's state and replies with the model
+//	plan.go             the steps a seed draws
+//	run.go              Run: a process start, recovery checks, decide, commit, flush, crash
+//	step.go             each step, and the workload's arguments
+//	seeds.go            many seeds side by side (one goroutine per history), the shrinker
 //	admission.go        the admission mode: buyers admitted by package admission over a disk that slows down
 //	admission_check.go  its checks: the wait bound, the ramp's steps, recovery
 //

@@ -171,24 +171,36 @@ func (m *model) draw(now int64, round uint64, randomness, signature []byte) sku.
 	return sku.OutcomeDrawStarted
 }
 
-// recordDraw is the shell's delivery of the ranking: the winners not yet
-// recorded, in rank order, then the waitlist (one chunk), DRAW_DONE and the
-// promotions to tokens already given back.
-func (m *model) recordDraw(now int64) {
+// recordDraw is one round of recording the ranking, at most batch records
+// (the engine's DrawBatch): the winners not yet recorded, in rank order,
+// while tokens are available; then the waitlist (one chunk: waitlists
+// here are shorter than sku.MaxWaitlistChunk); then DRAW_DONE and the
+// promotions to tokens already given back, which the batch does not
+// bound. It reports whether the draw is recorded.
+func (m *model) recordDraw(now int64, batch int) (done bool) {
 	l := m.lot
 	if l == nil || !l.started || l.done {
-		return
+		return true
 	}
 	at := m.at(now)
-	for l.recorded < len(l.ranking.Winners) && m.available() > 0 {
+	n := 0
+	for l.recorded < len(l.ranking.Winners) && m.available() > 0 && n < batch {
 		e := l.ranking.Winners[l.recorded]
 		m.win(at, e, func() { l.recorded++ })
+		n++
 	}
-	if len(l.waitlist) < len(l.ranking.Waitlist) { // one chunk, unless recorded before a crash
+	if l.recorded < len(l.ranking.Winners) && m.available() > 0 {
+		return false
+	}
+	if len(l.waitlist) < len(l.ranking.Waitlist) && n < batch { // unless recorded before a crash
 		m.effect(at, func() { l.waitlist = slices.Clone(l.ranking.Waitlist) })
+	}
+	if len(l.waitlist) < len(l.ranking.Waitlist) {
+		return false
 	}
 	m.effect(at, func() { l.done = true })
 	m.promote(at)
+	return true
 }
 
 // win makes the reservation an entry won, with a fresh payment window.

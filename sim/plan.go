@@ -17,9 +17,10 @@ const (
 	stepFault                         // a write error, an fsync error or a slow fsync on the next flush
 	stepClockJump                     // the wall clock jumps forward or backward
 	stepRestore                       // restore to a point in time, compared with the history
+	stepAudit                         // an operator's audit (now and then a caller gives up)
 )
 
-var stepNames = [...]string{"", "calls", "tick", "flush", "crash", "snapshot", "fault", "clock-jump", "restore"}
+var stepNames = [...]string{"", "calls", "tick", "flush", "crash", "snapshot", "fault", "clock-jump", "restore", "audit"}
 
 func (k stepKind) String() string { return stepNames[k] }
 
@@ -102,7 +103,7 @@ func plan(r *rand.Rand, n int) []step {
 		if r.IntN(4) == 0 {
 			s.dt = 0
 		}
-		s.kind = []stepKind{stepCalls, stepTick, stepFlush, stepCrash, stepSnapshot, stepFault, stepClockJump, stepRestore}[weighted(r, 56, 12, 6, 5, 5, 7, 4, 3)]
+		s.kind = []stepKind{stepCalls, stepTick, stepFlush, stepCrash, stepSnapshot, stepFault, stepClockJump, stepRestore, stepAudit}[weighted(r, 56, 12, 6, 5, 5, 7, 4, 3, 3)]
 		if s.kind == stepCalls {
 			s.flush = r.IntN(4) != 0
 			for range 1 + r.IntN(4) {

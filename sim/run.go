@@ -6,13 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/seckill/seckill/actors/core"
+	"github.com/seckill/seckill/actors/shell"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/recovery"
-	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -92,15 +91,26 @@ type run struct {
 
 	// The disk: survives crashes.
 	walDir      *directory
-	snaps       snapshot.Memory
+	snaps       *simSnapshots
 	storeFaults storeFaults
 
-	// The process: replaced at a crash.
-	log     *wal.Log
-	core    *core.Core
-	snapJob *core.Snapshot // started by the core, not yet written
-	waits   []wait
-	buf     []byte
+	// The process: replaced at a crash. sh is the engine's own shell
+	// (package actors/shell) over the disk; the simulator is its host and
+	// executor (host.go).
+	sh    *shell.Shell
+	exec  executor
+	slots truncationSlots
+	// inputs are the log failures releases reported, brought back to the
+	// shell after the input that made them (shell.Release.Failure).
+	inputs []logFailure
+	// recovery is set by a recovery during an input: it is checked once
+	// the input returns. starting is set while a process starts.
+	recovery *shell.Recovery
+	starting bool
+	// failure is the first check a host callback found failing.
+	failure error
+	// round counts the records of the shell's last round (Host.Appending).
+	round int
 
 	// The model and the history it checks against.
 	model      *model
@@ -108,6 +118,8 @@ type run struct {
 	saved      map[uint64]*model // the model after each record not yet durable
 	hashAt     map[uint64][32]byte
 	recordAt   map[uint64]int64 // the decision time of each record appended
+	appendedAt map[uint64]int64 // the time of the input that appended each record
+	logFirst   uint64           // the log's first index as last seen
 	acked      uint64           // the highest index an acknowledged reply rested on
 	// restsOn is, for each call decided and not yet released, the last
 	// record it rests on by the model's count: every record decided before
@@ -117,16 +129,27 @@ type run struct {
 	replica   *sku.Machine // the durable log replayed, record by record
 	replicaAt uint64
 
-	// A lottery SKU's draw: the ranking the core asked for, computed
-	// later (the shell's goroutine), and the entries acknowledged.
-	rankJob      *core.Rank
+	// Audits (audit.go): the callers waiting, the result of a recount no
+	// caller took, the end of the cool-down (ms), and, while a recount's
+	// answers are handed out, the model at its freeze and how many callers
+	// took it.
+	auditCallers   []*auditCaller
+	auditKept      *keptAudit
+	auditNotBefore int64
+	auditExpect    *model
+	auditTaken     int
+
+	// A lottery SKU's draw: whether the core knows a ranking it is still
+	// recording (the model's account: delivered by a JobRank since the
+	// last recovery), and the entries acknowledged.
+	rankKnown    bool
 	ackedEntries map[string]string // request_id -> user
 
 	// skuID names the SKU: the constant skuID, or one SKU of a campaign
 	// (campaign.go).
 	skuID string
 	// hooks, set by a campaign run (campaign.go), see what the shell does
-	// as the actors shell shows it to the campaign's purchase registry.
+	// as it shows it to the campaign's purchase registry.
 	hooks runHooks
 
 	// The workload.
@@ -142,21 +165,15 @@ type run struct {
 }
 
 // runHooks let a campaign run (campaign.go) see one SKU's shell: the
-// records a round appends, how far the log is durable, each recovery.
-// All nil for a lone SKU.
+// records a round appends, each batch released, each recovery. All nil
+// for a lone SKU.
 type runHooks struct {
 	purchaseLimit sku.PurchaseLimit
 	celled        bool                                                     // a campaign run's SKUs, all celled or none
 	lottery       bool                                                     // a campaign run's SKU sold by lottery
 	records       func(m *sku.Machine, first uint64, records []sku.Record) // before they are appended
-	durable       func(index uint64)                                       // before the replies are released
+	release       func(r *shell.Release)                                   // before the replies are acknowledged
 	recovered     func(m *sku.Machine)                                     // after a recovery, checked
-}
-
-// wait is a group of replies released once the log is durable up to index.
-type wait struct {
-	index uint64
-	calls []*core.Call
 }
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -174,10 +191,14 @@ func newRun(seed uint64) *run {
 		saved:        map[uint64]*model{},
 		hashAt:       map[uint64][32]byte{},
 		recordAt:     map[uint64]int64{},
+		appendedAt:   map[uint64]int64{},
 		restsOn:      map[*core.Call]uint64{},
 		ackedReqs:    map[string]modelRequest{},
 		ackedEntries: map[string]string{},
 	}
+	r.snaps = &simSnapshots{r: r}
+	r.snaps.Now = r.t
+	r.exec.r = r
 	r.saved[0] = r.model.clone()
 	r.model.onEffect = r.saveModel
 	return r
@@ -201,13 +222,60 @@ func (r *run) protect(fn func() error) (err error) {
 
 func (r *run) t() time.Time { return time.UnixMilli(r.now) }
 
-// coreConfig is the engine's configuration: small thresholds, so that a
-// short history snapshots and recovers often.
+// fail keeps the first check a host callback found failing: the input
+// that made it returns it.
+func (r *run) fail(err error) {
+	if r.failure == nil {
+		r.failure = err
+	}
+}
+
+// The engine's settings, drawn from the seed: small thresholds, so that a
+// short history snapshots, truncates and recovers often.
 func (r *run) coreConfig() core.Config {
 	return core.Config{
 		Rand:            rngReader{r},
 		SnapshotEvery:   uint64(8 + r.seed%32),
 		LogFailureRetry: 2 * time.Second,
+		DrawBatch:       r.drawBatch(),
+		Verify:          true,
+	}
+}
+
+// drawBatch is the records a round of a draw records: a few in most
+// lottery seeds, so that a draw takes several rounds (its timer).
+func (r *run) drawBatch() int { return []int{sku.DrawBatch, 1, 2, 3}[r.seed/5%4] }
+
+// drawPause is the pause between two rounds of a draw.
+func (r *run) drawPause() time.Duration {
+	return []time.Duration{0, 0, 400 * time.Millisecond, 2 * time.Second}[r.seed/20%4]
+}
+
+// feedRetain is the feed retention: records kept, and the age of the
+// records kept, holding truncation back.
+func (r *run) feedRetain() (records uint64, age time.Duration) {
+	return []uint64{0, 0, 5, 20}[r.seed/7%4], []time.Duration{0, 0, 3 * time.Second, 20 * time.Second}[r.seed/11%4]
+}
+
+func (r *run) shellConfig() shell.Config {
+	records, age := r.feedRetain()
+	return shell.Config{
+		CampaignID: campaignID,
+		SKUID:      r.skuID,
+		Core:       r.coreConfig(),
+		OpenLog: func() (*wal.Log, error) {
+			store := openLogStore(r.walDir, segmentSize, &r.storeFaults, &r.now)
+			return wal.OpenOver("sim/wal", store, wal.Options{Stepped: true, SegmentSize: segmentSize, Logger: quiet})
+		},
+		Snapshots:         r.snaps,
+		Executor:          &r.exec,
+		Host:              host{r},
+		SnapshotKeep:      snapshotKeep,
+		FeedRetainRecords: records,
+		FeedRetainAge:     age,
+		DrawPause:         r.drawPause(),
+		Truncations:       &r.slots,
+		Logger:            quiet,
 	}
 }
 
@@ -247,11 +315,7 @@ func (r *run) setUp() error {
 			r.def.EndAt = t + 60_000 // the draw comes before the sale ends
 		}
 	}
-	r.core = core.New(r.coreConfig())
-	if err := r.open(); err != nil {
-		return err
-	}
-	if err := r.recovered(); err != nil {
+	if err := r.start(); err != nil {
 		return err
 	}
 	// A quarter of the seeds run a celled SKU (cells_step.go), but never
@@ -276,33 +340,34 @@ func (r *run) setUp() error {
 			return err
 		}
 	}
-	r.advance()
+	if err := r.advance(); err != nil {
+		return err
+	}
 	return r.flush()
 }
 
-// open opens the log over the disk and recovers the Machine with the
-// recovery plan, as a process start does.
-func (r *run) open() error {
-	store := openLogStore(r.walDir, segmentSize, &r.storeFaults, &r.now)
-	log, err := wal.OpenOver("sim/wal", store, wal.Options{Stepped: true, SegmentSize: segmentSize, Logger: quiet})
+// start is a process start: a new shell over the disk, which opens the
+// log and recovers with the recovery plan; then the checks of a recovery.
+func (r *run) start() error {
+	r.sh = shell.New(r.shellConfig())
+	r.starting = true
+	err := r.sh.Recover(r.t())
+	r.starting = false
 	if err != nil {
-		return fmt.Errorf("open the log: %w", err)
-	}
-	res, err := recovery.Plan(log, &r.snaps, recovery.Options{CampaignID: campaignID, SKUID: r.skuID})
-	if err != nil {
-		log.Close()
 		return fmt.Errorf("recovery: %w", err)
 	}
-	r.log = log
-	r.core.Recovered(r.t(), res.Machine, log.LastIndex(), res.Base.Index)
-	return nil
+	r.recovery = nil
+	return r.recovered()
 }
 
 // recovered checks the state a recovery rebuilt: nothing acknowledged is
 // lost, nothing appears that the history did not decide, and the model
 // goes back to the record the log now ends at.
 func (r *run) recovered() error {
-	last := r.log.LastIndex()
+	r.rankKnown = false // the recovered core ranks the draw again
+	log := r.sh.Log()
+	last := log.LastIndex()
+	r.logFirst = firstIndex(log)
 	if last < r.acked {
 		return fmt.Errorf("recovery: the log ends at record %d, but replies resting on record %d were acknowledged", last, r.acked)
 	}
@@ -313,6 +378,13 @@ func (r *run) recovered() error {
 	r.model = m.clone()
 	r.model.onEffect = r.saveModel
 	r.modelIndex = last
+	for _, at := range []map[uint64]int64{r.recordAt, r.appendedAt} {
+		for index := range at {
+			if index > last {
+				delete(at, index)
+			}
+		}
+	}
 	for index := range r.saved {
 		if index > last {
 			delete(r.saved, index)
@@ -323,12 +395,7 @@ func (r *run) recovered() error {
 			delete(r.hashAt, index)
 		}
 	}
-	for index := range r.recordAt {
-		if index > last {
-			delete(r.recordAt, index)
-		}
-	}
-	e := r.core.Machine()
+	e := r.sh.Core().Machine()
 	if err := checkMachine(r.model, e); err != nil {
 		return fmt.Errorf("recovery to record %d: %w", last, err)
 	}
@@ -347,7 +414,7 @@ func (r *run) recovered() error {
 			return fmt.Errorf("recovery: acknowledged reply to request_id %s (sold out %v) not reproduced: %s", request, q.soldOut, got.Outcome)
 		}
 	}
-	res, err := recovery.Plan(r.log, &r.snaps, recovery.Options{CampaignID: campaignID, SKUID: r.skuID})
+	res, err := recovery.Plan(log, r.snaps, recovery.Options{CampaignID: campaignID, SKUID: r.skuID})
 	if err != nil {
 		return fmt.Errorf("replica: %w", err)
 	}
@@ -358,21 +425,21 @@ func (r *run) recovered() error {
 	return nil
 }
 
-// decide decides one call on the core and the same call on the model, and
-// compares the reply and the number of records written.
+// decide decides one call on the shell and the same call on the model,
+// and compares the reply and the number of records written.
 func (r *run) decide(c *core.Call, predict func() modelReply) error {
-	if r.core.Failed() != nil {
-		r.core.Decide(r.t(), c)
+	if r.sh.Failed() != nil {
+		r.sh.Decide(r.t(), c)
 		if !errors.Is(c.Err, core.ErrUnavailable) {
 			return fmt.Errorf("%s on a failed SKU: %v, want ErrUnavailable", c.Kind, c.Err)
 		}
 		return nil
 	}
-	before := len(r.core.Ready().Records)
+	before := len(r.sh.Core().Ready().Records)
 	r.model.effects = 0
-	r.core.Decide(r.t(), c)
+	r.sh.Decide(r.t(), c)
 	want := predict()
-	if wrote := len(r.core.Ready().Records) - before; wrote != r.model.effects {
+	if wrote := len(r.sh.Core().Ready().Records) - before; wrote != r.model.effects {
 		return fmt.Errorf("%s wrote %d records, the model %d", c.Kind, wrote, r.model.effects)
 	}
 	if err := r.checkDecided(c, want); err != nil {
@@ -437,107 +504,64 @@ func (r *run) checkDecided(c *core.Call, want modelReply) error {
 	return checkReply(r.model, want, c.Result)
 }
 
-// advance appends the round's records and does what the core asks.
+// advance ends the round of calls decided: the shell appends its records
+// and hands its calls to the log.
 func (r *run) advance() error {
-	rd := r.core.Ready()
-	if r.hooks.records != nil && len(rd.Records) > 0 {
-		r.hooks.records(r.core.Machine(), rd.FirstIndex, rd.Records)
+	r.sh.Commit(r.t())
+	return r.afterInput()
+}
+
+// afterInput ends each input to the shell: it brings back the log
+// failures that releases reported (shell.Shell.LogFailed), checks a
+// recovery the input made, and runs the checks that watch every input.
+func (r *run) afterInput() error {
+	for len(r.inputs) > 0 {
+		in := r.inputs[0]
+		r.inputs = r.inputs[1:]
+		r.sh.LogFailed(r.t(), in.log, in.err)
 	}
-	appended := 0
-	var err error
-	for i := range rd.Records {
-		rec := &rd.Records[i]
-		r.buf = rec.AppendPayload(r.buf[:0])
-		var index uint64
-		if index, err = r.log.Append(byte(rec.Type), r.buf); err != nil {
-			break
+	if r.failure != nil {
+		return r.failure
+	}
+	if rec := r.recovery; rec != nil {
+		r.recovery = nil
+		if rec.Err != nil {
+			if !errors.Is(rec.Err, errInjected) {
+				return fmt.Errorf("recovery in place: %w", rec.Err)
+			}
+			// An injected fault hit the reopening: the core waits and
+			// tries again (or, after a failed fsync, waits for a restart).
+		} else if err := r.recovered(); err != nil {
+			return err
 		}
-		if index != rd.FirstIndex+uint64(i) {
-			return fmt.Errorf("record appended at %d, the core expected %d", index, rd.FirstIndex+uint64(i))
-		}
-		r.recordAt[index] = rec.At
-		switch {
-		case rec.Type == sku.RecordWon && rec.Lot.FromWaitlist:
-			r.faults["lottery_promoted"]++
-		case rec.Type == sku.RecordLotteryEnded:
-			r.faults["lottery_ended"]++
-		}
-		appended++
 	}
-	complete := err == nil
-	act := r.core.Advance(appended, err)
-	for _, c := range act.Answer {
-		if c.Err == nil {
-			return fmt.Errorf("%s answered at once without an error", c.Kind)
-		}
-		delete(r.restsOn, c)
+	if c := r.sh.Core(); r.sh.Failed() == nil && len(c.Ready().Records) == 0 {
+		r.hashAt[c.LastIndex()] = c.Machine().Hash()
 	}
-	if act.Wait != nil {
-		r.waits = append(r.waits, wait{index: act.Wait.Index, calls: slices.Clone(act.Wait.Calls)})
+	if r.sh.RecoveryWaits() {
+		r.faults["recovery_waits_for_snapshot"]++
 	}
-	if complete && r.core.Failed() == nil {
-		r.hashAt[r.core.LastIndex()] = r.core.Machine().Hash()
+	if err := r.exec.check(); err != nil {
+		return err
 	}
-	if act.Snapshot != nil {
-		if r.snapJob != nil {
-			return fmt.Errorf("a snapshot at %d started while the one at %d runs", act.Snapshot.Index, r.snapJob.Index)
-		}
-		r.snapJob = act.Snapshot // written later: the shell writes it beside the actor
-	}
-	if act.Rank != nil {
-		r.rankJob = act.Rank // computed later: the shell ranks beside the actor
-	}
-	if act.Recover {
-		return r.recoverInPlace()
-	}
-	return nil
+	return r.checkTruncation()
 }
 
 // flush is group commit: write and fsync the pending records, then release
 // the replies they make durable (acknowledged), or fail them.
 func (r *run) flush() error {
-	if r.log == nil {
+	log := r.sh.Log()
+	if log == nil {
 		return nil
 	}
-	err := r.log.Flush()
-	durable := r.log.DurableIndex()
-	r.core.Durable(durable)
-	if r.hooks.durable != nil {
-		r.hooks.durable(durable) // before the replies are released, as the actors shell
+	err := log.Flush() // a failure reaches the shell through the batches' releases
+	if err := r.afterInput(); err != nil {
+		return err
 	}
-	var left []wait
-	for _, w := range r.waits {
-		if w.index > durable {
-			left = append(left, w)
-			continue
-		}
-		for _, c := range w.calls {
-			rests := r.restsOn[c]
-			delete(r.restsOn, c)
-			if c.Err != nil {
-				continue
-			}
-			if rests > durable {
-				return fmt.Errorf("%s released with the log durable to %d, but its reply rests on record %d", c.Kind, durable, rests)
-			}
-			r.acknowledge(c, rests)
-		}
-	}
-	r.waits = left
-	if err != nil {
-		for _, w := range r.waits {
-			core.Settle(w.calls, err)
-			for _, c := range w.calls {
-				if c.Err == nil {
-					return fmt.Errorf("%s released without an error after the log failed: %v", c.Kind, err)
-				}
-			}
-		}
-		r.waits = nil
-		clear(r.restsOn)
-		r.core.LogFailed(r.t(), err)
+	if err != nil || r.sh.Failed() != nil {
 		return nil
 	}
+	durable := log.DurableIndex()
 	for index := range r.saved {
 		if index < durable {
 			delete(r.saved, index)
@@ -565,142 +589,66 @@ func (r *run) acknowledge(c *core.Call, index uint64) {
 // checkReplica replays the records made durable since the last check into
 // the replica and compares it with the live state.
 func (r *run) checkReplica() error {
-	if r.core.Failed() != nil || r.log.DurableIndex() != r.core.LastIndex() || len(r.core.Ready().Records) > 0 {
+	log := r.sh.Log()
+	if r.sh.Failed() != nil || log.DurableIndex() != r.sh.Core().LastIndex() || len(r.sh.Core().Ready().Records) > 0 {
 		return nil
 	}
-	last, err := recovery.Replay(r.log, r.replica, r.replicaAt+1)
+	last, err := recovery.Replay(log, r.replica, r.replicaAt+1)
 	if err != nil {
 		return fmt.Errorf("replica: replay from %d: %w", r.replicaAt+1, err)
 	}
 	if last > r.replicaAt {
 		r.replicaAt = last
 	}
-	if r.replicaAt != r.core.LastIndex() {
-		return fmt.Errorf("replica: replayed to %d, the log is durable to %d", r.replicaAt, r.core.LastIndex())
+	if r.replicaAt != r.sh.Core().LastIndex() {
+		return fmt.Errorf("replica: replayed to %d, the log is durable to %d", r.replicaAt, r.sh.Core().LastIndex())
 	}
-	if r.replica.Hash() != r.core.Machine().Hash() {
+	if r.replica.Hash() != r.sh.Core().Machine().Hash() {
 		return fmt.Errorf("replay of the durable log to record %d differs from the live state", r.replicaAt)
 	}
 	return nil
 }
 
-// finishSnapshot writes the snapshot the core started (snapJob), as the
-// actors shell's writer does while the actor goes on deciding: once the
-// log is durable up to its index, from its frozen state. It checks it
-// against the history, prunes the old ones and truncates the log they no
-// longer need, and tells the core, which may start the next one.
-func (r *run) finishSnapshot() error {
-	s := r.snapJob
-	if s == nil {
-		return nil
-	}
-	r.snapJob = nil
-	if r.log != nil && r.log.DurableIndex() < s.Index {
-		if err := r.flush(); err != nil {
-			return err
-		}
-	}
-	if r.log == nil || r.log.DurableIndex() < s.Index {
-		r.snapJob = r.core.SnapshotDone(r.t(), s.Index, fmt.Errorf("sim: the log failed before record %d was durable", s.Index)).Snapshot
-		return nil
-	}
-	b, _, err := snapshot.Marshal(s.Frozen, s.Index, r.now)
-	if err != nil {
-		return fmt.Errorf("snapshot at %d: %w", s.Index, err)
-	}
-	_, m, err := snapshot.Decode(b)
-	if err != nil {
-		return fmt.Errorf("snapshot at %d does not decode: %w", s.Index, err)
-	}
-	if h, ok := r.hashAt[s.Index]; ok && h != m.Hash() {
-		return fmt.Errorf("snapshot at %d (written %d records later) differs from the live state at that record",
-			s.Index, r.core.LastIndex()-s.Index)
-	}
-	r.snaps.Put(s.Index, b)
-	r.faults["snapshot"]++
-	files, _ := r.snaps.List()
-	for len(files) > snapshotKeep {
-		r.snaps.Remove(files[0].Index)
-		files = files[1:]
-	}
-	if cut, err := r.log.TruncateBefore(files[0].Index + 1); err != nil {
-		r.core.LogFailed(r.t(), err)
-	} else if cut > 0 {
-		r.faults["log_truncated"]++
-	}
-	r.snapJob = r.core.SnapshotDone(r.t(), s.Index, nil).Snapshot
-	return nil
-}
-
 // crash is a power loss: the process is gone with what it had not made
-// durable, the disk keeps what its rules say, and a new process recovers.
+// durable (its shell, the jobs its executor held, the replies waiting),
+// the disk keeps what its rules say, and a new process recovers.
 func (r *run) crash() error {
 	r.faults["crash"]++
-	r.log = nil     // no Close: the process died
-	r.snapJob = nil // its writer died with it
-	r.rankJob = nil // and so did a ranking in progress
-	r.waits = nil
+	r.sh = nil // no Stop: the process died
+	r.exec.jobs = nil
+	r.inputs = nil
+	r.auditCallers, r.auditKept, r.auditNotBefore = nil, nil, 0 // the callers and the cool-down die with the process
+	r.slots = truncationSlots{}
 	clear(r.restsOn)
 	r.storeFaults = storeFaults{}
+	r.snaps.failWrite = false
 	r.walDir.crash(r.rng, r.faults)
-	r.core = core.New(r.coreConfig())
-	if err := r.open(); err != nil {
-		return err
-	}
-	return r.recovered()
-}
-
-// recoverInPlace is the core's recovery after a log failure, without a
-// restart: close the log, reopen it from the same disk (the page cache
-// kept), rebuild the Machine.
-func (r *run) recoverInPlace() error {
-	r.faults["recovery_in_place"]++
-	if r.log != nil {
-		r.log.Close()
-		r.log = nil
-	}
-	if r.snapJob != nil {
-		r.faults["snapshot_unwritten"]++
-		r.snapJob = nil // the shell stops its writer before it recovers
-	}
-	r.rankJob = nil // the recovered core asks again
-	r.waits = nil
-	clear(r.restsOn)
-	if err := r.open(); err != nil {
-		if !errors.Is(err, errInjected) {
-			return err
-		}
-		// An injected fault hit the reopening: the core waits and tries
-		// again (or, after a failed fsync, waits for a restart).
-		r.core.RecoveryFailed(r.t(), err)
-		return nil
-	}
-	return r.recovered()
+	return r.start()
 }
 
 // final flushes and checks the whole history once more: every snapshot
 // and the log verified by the recovery plan.
 func (r *run) final() error {
-	if err := r.finishSnapshot(); err != nil {
+	if err := r.finishSnapshots(); err != nil {
 		return err
 	}
-	if r.core.Failed() != nil {
+	if r.sh.Failed() != nil {
 		return nil
 	}
 	if err := r.flush(); err != nil {
 		return err
 	}
-	if r.core.Failed() != nil {
+	if r.sh.Failed() != nil {
 		return nil
 	}
-	res, err := recovery.Plan(r.log, &r.snaps, recovery.Options{CampaignID: campaignID, SKUID: r.skuID, Verify: true})
+	res, err := recovery.Plan(r.sh.Log(), r.snaps, recovery.Options{CampaignID: campaignID, SKUID: r.skuID, Verify: true})
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
 	if len(res.Problems) > 0 {
 		return fmt.Errorf("verify: %v", res.Problems)
 	}
-	if res.Machine.Hash() != r.core.Machine().Hash() {
+	if res.Machine.Hash() != r.sh.Core().Machine().Hash() {
 		return fmt.Errorf("verify: the state rebuilt from snapshots and log differs from the live state")
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/seckill/seckill/actors/core"
+	"github.com/seckill/seckill/actors/shell"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/recovery"
 )
@@ -19,10 +20,10 @@ func (r *run) step(s step) error {
 	if err := r.act(s); err != nil {
 		return err
 	}
-	if r.core.Failed() != nil {
+	if r.sh.Failed() != nil {
 		return nil // the Machine may hold decisions the log lost: the next recovery is checked
 	}
-	return checkMachine(r.model, r.core.Machine())
+	return checkMachine(r.model, r.sh.Core().Machine())
 }
 
 func (r *run) act(s step) error {
@@ -42,7 +43,7 @@ func (r *run) act(s step) error {
 	case stepFlush:
 		return r.flush()
 	case stepCrash:
-		if r.log != nil && r.log.LastIndex() > r.log.DurableIndex() && r.rng.IntN(2) == 0 {
+		if log := r.sh.Log(); log != nil && log.LastIndex() > log.DurableIndex() && r.rng.IntN(2) == 0 {
 			// Power fails during the fsync: the batch was written to the
 			// page cache and nothing was acknowledged.
 			r.storeFaults.crashInSync = true
@@ -53,19 +54,18 @@ func (r *run) act(s step) error {
 		}
 		return r.crash()
 	case stepSnapshot:
-		if r.snapJob != nil {
-			return r.finishSnapshot()
+		if r.exec.holds(shell.JobSnapshot) {
+			return r.finishSnapshots()
 		}
-		snap, err := r.core.RequestSnapshot()
-		if err != nil || snap == nil {
-			return nil
+		r.sh.RequestSnapshot(r.t(), snapshotCaller{r})
+		if err := r.afterInput(); err != nil {
+			return err
 		}
-		r.snapJob = snap
 		if r.rng.IntN(2) == 0 {
-			return r.finishSnapshot()
+			return r.finishSnapshots()
 		}
 	case stepFault:
-		switch r.rng.IntN(3) {
+		switch r.rng.IntN(5) {
 		case 0:
 			r.storeFaults.failWrite = true
 			r.storeFaults.writeKeep = r.rng.IntN(1001)
@@ -73,9 +73,14 @@ func (r *run) act(s step) error {
 		case 1:
 			r.storeFaults.failSync = true
 			r.faults["fsync_error"]++
-		default:
+		case 2:
 			r.storeFaults.syncDelay = int64(1 + r.rng.IntN(5000))
 			r.faults["slow_fsync"]++
+		case 3:
+			r.snaps.failWrite = true // the next snapshot's write fails
+		default:
+			r.slots.taken = 1 + r.rng.IntN(3) // other SKUs hold every truncation slot
+			r.faults["truncation_slots_taken"]++
 		}
 	case stepClockJump:
 		if r.rng.IntN(2) == 0 {
@@ -87,57 +92,79 @@ func (r *run) act(s step) error {
 		}
 	case stepRestore:
 		return r.restore()
+	case stepAudit:
+		return r.audit() // audit.go
 	}
 	return nil
 }
 
-// tick runs the engine's timer: expiry, a due snapshot, a due recovery. A
-// SKU whose fsync failed waits for a restart: the tick restarts it.
+// tick runs the engine's timer: first, now and then, the jobs the shell
+// handed over that are due (a ranking, a draw's or the expiry's timer);
+// then the tick (expiry, the draw's next round, a due snapshot, a due
+// recovery), and a snapshot written now and then. A SKU whose fsync failed
+// waits for a restart: the tick restarts it.
 func (r *run) tick() error {
-	if r.core.Failed() != nil {
-		if _, armed := r.core.RetryAt(); !armed {
+	if r.sh.Failed() != nil {
+		if _, armed := r.sh.Core().RetryAt(); !armed && !r.sh.RecoveryWaits() {
 			r.faults["restart"]++
 			return r.crash()
 		}
 	}
-	if err := r.deliverRanking(); err != nil {
+	if err := r.runJobs(2, 3, shell.JobRank, shell.JobDraw, shell.JobExpiry, shell.JobRecount, shell.JobAuditDue); err != nil {
 		return err
 	}
-	failed := r.core.Failed() != nil
-	before := len(r.core.Ready().Records)
-	r.model.effects = 0
-	r.core.Tick(r.t())
+	failed := r.sh.Failed() != nil
+	r.model.effects, r.round = 0, 0
+	r.sh.Tick(r.t())
 	if !failed {
-		r.model.tick(r.now)
-		if wrote := len(r.core.Ready().Records) - before; wrote != r.model.effects {
-			return fmt.Errorf("tick wrote %d records, the model %d", wrote, r.model.effects)
+		r.modelTick()
+		if r.round != r.model.effects {
+			return fmt.Errorf("tick wrote %d records, the model %d", r.round, r.model.effects)
 		}
 	}
-	if err := r.advance(); err != nil {
+	if err := r.afterInput(); err != nil {
 		return err
 	}
-	if r.log == nil || r.core.Failed() != nil {
+	if r.sh.Log() == nil || r.sh.Failed() != nil {
 		return nil
 	}
 	if err := r.flush(); err != nil {
 		return err
 	}
-	if r.snapJob != nil && r.rng.IntN(3) == 0 {
-		return r.finishSnapshot()
+	return r.runJobs(1, 3, shell.JobSnapshot)
+}
+
+// modelTick is a tick on the model: expiry, the lottery's timers, and the
+// next round of a draw whose ranking the core knows.
+func (r *run) modelTick() {
+	r.model.tick(r.now)
+	if r.rankKnown {
+		r.rankKnown = !r.model.recordDraw(r.now, r.drawBatch())
 	}
-	return nil
+}
+
+// snapshotCaller is an operator waiting for a snapshot.
+type snapshotCaller struct{ r *run }
+
+func (c snapshotCaller) SnapshotDone(info shell.SnapshotInfo, err error) {
+	if err == nil {
+		c.r.replies["snapshot written"]++
+	} else {
+		c.r.replies["snapshot refused"]++
+	}
 }
 
 // restore rebuilds the state at an earlier record with the recovery plan
 // (restore to a point in time, by index or by time) and compares it with
 // the live state the history had at that record.
 func (r *run) restore() error {
-	if r.core.Failed() != nil || r.log == nil || r.log.Err() != nil || r.log.DurableIndex() != r.log.LastIndex() {
+	log := r.sh.Log()
+	if r.sh.Failed() != nil || log == nil || log.Err() != nil || log.DurableIndex() != log.LastIndex() {
 		return nil
 	}
 	var points []uint64
 	for index := range r.hashAt {
-		if index > 0 && index <= r.log.DurableIndex() {
+		if index > 0 && index <= log.DurableIndex() {
 			points = append(points, index)
 		}
 	}
@@ -153,7 +180,7 @@ func (r *run) restore() error {
 		// the next one decided later.
 		o.UntilIndex, o.UntilTime, kind = 0, r.recordAt[point], "restore_by_time"
 	}
-	res, err := recovery.Plan(r.log, &r.snaps, o)
+	res, err := recovery.Plan(log, r.snaps, o)
 	if err != nil {
 		if errors.Is(err, recovery.ErrNoBase) {
 			return nil // the log before the point was truncated and no snapshot covers it
@@ -326,10 +353,10 @@ func (r *run) tag(c *core.Call, b uint32) (forged bool) {
 
 // rightTag returns the tag of reservation seq's id under the SKU's key.
 func (r *run) rightTag(seq uint32) string {
-	if r.core.Failed() != nil || !r.core.Machine().Defined() {
+	if r.sh.Failed() != nil || !r.sh.Core().Machine().Defined() {
 		return ""
 	}
-	key := r.core.Machine().Definition().IDKey
+	key := r.sh.Core().Machine().Definition().IDKey
 	_, _, _, tag, err := sku.ParseReservationID(sku.FormatReservationID(campaignID, r.skuID, seq, key))
 	if err != nil {
 		return ""

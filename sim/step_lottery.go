@@ -16,7 +16,9 @@ import (
 // plain reserve (LOTTERY_SALE), a lookup reads an entry's status, and one
 // redefinition in two is the admin's draw (now and then with the wrong
 // round, the fallback round or randomness of the wrong length). The shell
-// ranks the draw at a later tick, or loses the ranking in a crash.
+// hands the ranking to its executor, which runs it at a later tick (or it
+// is lost in a crash); a draw is then recorded DrawBatch records a round,
+// each round after the last at a tick or the draw's timer.
 
 // lotteryRules draws a lottery's rules: entries open at the sale's start
 // for 20-60 s, the beacon round published 3-6 s after the close, a
@@ -36,10 +38,10 @@ func lotteryRules(g *rand.Rand, start int64) *sku.LotteryRules {
 // withSecrets returns d with the lottery secrets the engine drew at its
 // first definition: random inputs of the draw, not decisions.
 func (r *run) withSecrets(d sku.Definition) sku.Definition {
-	if d.Lottery == nil || r.core.Failed() != nil {
+	if d.Lottery == nil || r.sh.Failed() != nil {
 		return d
 	}
-	if lr := r.core.Machine().Definition().Lottery; lr != nil {
+	if lr := r.sh.Core().Machine().Definition().Lottery; lr != nil {
 		rules := *d.Lottery
 		rules.ServerSeed, rules.PseudonymKey = lr.ServerSeed, lr.PseudonymKey
 		d.Lottery = &rules
@@ -125,25 +127,5 @@ func checkLotteryReply(c *core.Call, want modelReply) error {
 			return fmt.Errorf("entry status found %v (seq %d), model seq %d", c.Found, c.Entry.Entry.EntrySeq, want.seq)
 		}
 	}
-	return nil
-}
-
-// deliverRanking hands the core, now and then, the ranking it asked for,
-// computed from its frozen copy, and checks the records it makes against
-// the model's.
-func (r *run) deliverRanking() error {
-	job := r.rankJob
-	if job == nil || r.core.Failed() != nil || r.rng.IntN(3) == 0 {
-		return nil
-	}
-	r.rankJob = nil
-	before := len(r.core.Ready().Records)
-	r.model.effects = 0
-	r.core.Ranked(r.t(), job.Run())
-	r.model.recordDraw(r.now)
-	if wrote := len(r.core.Ready().Records) - before; wrote != r.model.effects {
-		return fmt.Errorf("the ranking wrote %d records, the model %d", wrote, r.model.effects)
-	}
-	r.faults["lottery_ranked"]++
 	return nil
 }

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/seckill/seckill/actors/sku"
 )
@@ -41,11 +42,41 @@ func (d Dir) Check(f File) (Header, error) {
 // Read reads, verifies and decodes a whole file.
 func (d Dir) Read(f File) (Header, *sku.Machine, error) { return Read(f.Path) }
 
-// Memory is an in-memory source of snapshots (recovery.Snapshots): the
-// bytes Marshal returns, by index, for tests and the simulator. Its File
-// paths are "memory:" + Name(index). A file it does not hold gives an
-// error wrapping os.ErrNotExist. It is not safe for concurrent use.
+// Files is one SKU's snapshot folder as a store of snapshots: the
+// reads of Dir, and the writes (Write, Prune, RemoveTemp) with Options.
+// A running engine's SKU keeps its snapshots in one (package
+// actors/shell).
+type Files struct {
+	Dir
+	Options Options
+}
+
+// Write is Write in the folder.
+func (f Files) Write(fr *sku.Frozen, index uint64) (Info, error) {
+	return Write(string(f.Dir), fr, index, f.Options)
+}
+
+// Prune is Prune in the folder, fsyncing it unless Options.NoSync.
+func (f Files) Prune(keep int) (oldestKept uint64, err error) {
+	oldestKept, _, err = Prune(string(f.Dir), keep, !f.Options.NoSync)
+	return oldestKept, err
+}
+
+// RemoveTemp is RemoveTemp in the folder.
+func (f Files) RemoveTemp() ([]string, error) { return RemoveTemp(string(f.Dir)) }
+
+// String returns the folder's path.
+func (f Files) String() string { return string(f.Dir) }
+
+// Memory is an in-memory store of snapshots: the bytes Marshal returns,
+// by index, for tests and the simulator. Its File paths are "memory:" +
+// Name(index). A file it does not hold gives an error wrapping
+// os.ErrNotExist. Nothing of it survives the process, so nothing is
+// unfinished (RemoveTemp) and every write is durable once Write returns.
+// It is not safe for concurrent use.
 type Memory struct {
+	// Now is the clock for created_at (nil: 0).
+	Now   func() time.Time
 	files map[uint64][]byte
 }
 
@@ -66,6 +97,43 @@ func (m *Memory) Get(index uint64) ([]byte, bool) {
 
 // Remove drops the snapshot at index, if any.
 func (m *Memory) Remove(index uint64) { delete(m.files, index) }
+
+// Write marshals f as the snapshot at index and stores it.
+func (m *Memory) Write(f *sku.Frozen, index uint64) (Info, error) {
+	var createdAt int64
+	if m.Now != nil {
+		createdAt = m.Now().UnixMilli()
+	}
+	b, h, err := Marshal(f, index, createdAt)
+	if err != nil {
+		return Info{}, err
+	}
+	m.Put(index, b)
+	return Info{Header: h, Path: memoryPath(index), Bytes: int64(len(b))}, nil
+}
+
+// Prune drops every snapshot but the keep newest (keep >= 1) and returns
+// the index of the oldest kept (0 when there is none).
+func (m *Memory) Prune(keep int) (oldestKept uint64, err error) {
+	if keep < 1 {
+		return 0, fmt.Errorf("snapshot: keep %d, want at least 1", keep)
+	}
+	files, _ := m.List()
+	if len(files) == 0 {
+		return 0, nil
+	}
+	cut := max(len(files)-keep, 0)
+	for _, f := range files[:cut] {
+		m.Remove(f.Index)
+	}
+	return files[cut].Index, nil
+}
+
+// RemoveTemp removes nothing: a Memory holds no unfinished write.
+func (m *Memory) RemoveTemp() ([]string, error) { return nil, nil }
+
+// String names the store.
+func (m *Memory) String() string { return "memory" }
 
 // List returns the snapshots held, oldest first.
 func (m *Memory) List() ([]File, error) {

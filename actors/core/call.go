@@ -103,7 +103,7 @@ type Call struct {
 	Report *Report // KindAudit, KindRefunds and KindHash: the caller allocates it
 	Err    error
 
-	// Ref is the caller's own handle for the call (the actors shell keeps
+	// Ref is the caller's own handle for the call (the actor host keeps
 	// its pooled call there); the core never reads it.
 	Ref any
 }

@@ -37,6 +37,10 @@ type Config struct {
 	// reserve whose answer is newly recorded against it (ACCEPTED or
 	// SOLD_OUT, not a duplicate): the shell's request filter.
 	OnRecorded func(requestID string)
+	// Verify runs the Machine's whole audit after every round, O(reservations)
+	// (the simulator); the counts are checked after every round regardless
+	// (assert.go).
+	Verify bool
 }
 
 // Defaults and bounds.
@@ -337,6 +341,7 @@ func (c *Core) Advance(appended int, err error) *Actions {
 	out.MoreDraw = r.moreDraw && err == nil
 	ticked, tickAt := r.ticked && err == nil, r.tickAt
 	c.endRound()
+	c.assertRound()
 	if ticked {
 		// Once the round is over: the snapshot freezes the state with
 		// every record of the round appended.

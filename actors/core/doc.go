@@ -2,9 +2,11 @@
 // calls with the SKU's sku.Machine and says, as data, what the shell around
 // it must do. It runs no goroutine, reads no clock and does no I/O (the
 // reservation id key is drawn from the io.Reader it is handed), so the same
-// inputs always give the same outputs: the protoactor shell in package
-// actors drives it over a real wal.Log, a simulator drives it over a
-// simulated disk. The split follows etcd raft's RawNode and Ready.
+// inputs always give the same outputs. Its one shell, package
+// actors/shell, drives it over a wal.Log and snapshot files, hosted by the
+// protoactor actor (package actors) in production and by the simulator
+// (package sim) over a simulated disk. The split follows etcd raft's
+// RawNode and Ready.
 //
 // # The protocol
 //

@@ -82,3 +82,24 @@ func TestFrozenAuditFindsDamage(t *testing.T) {
 		}
 	}
 }
+
+// Counts.Check names the counts that do not balance.
+func TestCountsCheck(t *testing.T) {
+	for _, tc := range []struct {
+		c      Counts
+		celled bool
+		want   string // in the error; "" for none
+	}{
+		{Counts{SaleLimit: 10, Available: 5, Reserved: 3, Confirmed: 2, Reservations: 6, PendingPayment: 3, Paid: 2, Closed: 1}, false, ""},
+		{Counts{SaleLimit: 10, Available: 6, Reserved: 3, Confirmed: 2}, false, "sale_limit 10 != available 6 + reserved 3 + confirmed 2"},
+		{Counts{SaleLimit: 10, Reservations: 2, PendingPayment: 1, Available: 10}, false, "reservations 2 != pending_payment 1 + paid 0 + closed 0"},
+		{Counts{SaleLimit: 100, Granted: 10, Returned: 4, Available: 3, Reserved: 2, Confirmed: 1}, true, ""},
+		{Counts{SaleLimit: 100, Granted: 10, Returned: 4, Available: 4, Reserved: 2, Confirmed: 1}, true, "granted 10 - returned 4 != available 4"},
+		{Counts{Granted: 1, Returned: 2}, true, "granted 1 - returned 2"},
+	} {
+		err := tc.c.Check(tc.celled)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%+v (celled %v): %v, want %q", tc.c, tc.celled, err, tc.want)
+		}
+	}
+}

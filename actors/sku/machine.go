@@ -126,6 +126,25 @@ type Counts struct {
 	Returned        uint64 // celled: units in RETURN records; 0 otherwise
 }
 
+// Check reports whether the counts balance, in O(1): sale_limit =
+// available + reserved + confirmed (celled: granted - returned = available
+// + reserved + confirmed), and reservations = pending_payment + paid +
+// closed. The error names the values that disagree. The core asserts it
+// after every round; Audit recounts what the counts summarise.
+func (c Counts) Check(celled bool) error {
+	owned := uint64(c.Available) + uint64(c.Reserved) + uint64(c.Confirmed)
+	switch {
+	case celled && (c.Returned > c.Granted || owned != c.Granted-c.Returned):
+		return fmt.Errorf("granted %d - returned %d != available %d + reserved %d + confirmed %d",
+			c.Granted, c.Returned, c.Available, c.Reserved, c.Confirmed)
+	case !celled && owned != uint64(c.SaleLimit):
+		return fmt.Errorf("sale_limit %d != available %d + reserved %d + confirmed %d", c.SaleLimit, c.Available, c.Reserved, c.Confirmed)
+	case uint64(c.PendingPayment)+uint64(c.Paid)+uint64(c.Closed) != uint64(c.Reservations):
+		return fmt.Errorf("reservations %d != pending_payment %d + paid %d + closed %d", c.Reservations, c.PendingPayment, c.Paid, c.Closed)
+	}
+	return nil
+}
+
 // Counts returns the current counters in O(1).
 func (m *Machine) Counts() Counts {
 	return Counts{
