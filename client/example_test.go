@@ -17,6 +17,7 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/entrypass"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/httpapi"
 )
 
@@ -53,7 +54,7 @@ func runWithServer(m *testing.M) int {
 	if err != nil {
 		log.Fatal(err)
 	}
-	srv, err := httpapi.New(httpapi.Config{Engine: engine, AdminToken: adminToken, Logger: quiet,
+	srv, err := httpapi.New(httpapi.Config{Engine: engine, Feed: feed.New(engine), Lotteries: engine, AdminToken: adminToken, Logger: quiet,
 		EntryPasses: httpapi.EntryPassConfig{Keys: ring}})
 	if err != nil {
 		log.Fatal(err)

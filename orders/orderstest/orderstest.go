@@ -22,6 +22,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/httpapi/httpapitest"
 	"github.com/seckill/seckill/internal/pgserver"
@@ -59,7 +60,7 @@ func SeckillWith(t testing.TB, cfg actors.Config) (*client.Client, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	base := httpapitest.Serve(t, httpapi.Config{Engine: e, AdminToken: Token, Logger: Quiet})
+	base := httpapitest.Serve(t, httpapi.Config{Engine: e, Feed: feed.New(e), Lotteries: e, AdminToken: Token, Logger: Quiet})
 	c, err := client.New(client.Options{BaseURL: base, AdminToken: Token})
 	if err != nil {
 		t.Fatal(err)
