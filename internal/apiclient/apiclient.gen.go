@@ -444,7 +444,7 @@ type CampaignAudit struct {
 // CampaignAuditPurchaseLimit defines model for CampaignAudit.PurchaseLimit.
 type CampaignAuditPurchaseLimit string
 
-// CampaignView defines model for CampaignView.
+// CampaignView A campaign as GET /admin/campaigns/{campaign_id} shows it and a PUT of it answers (one rendering).
 type CampaignView struct {
 	CampaignId string `json:"campaign_id"`
 
@@ -455,12 +455,30 @@ type CampaignView struct {
 		Allocation *CampaignViewSkusAllocation `json:"allocation,omitempty"`
 
 		// EndAt RFC 3339 in UTC with milliseconds
-		EndAt          time.Time `json:"end_at"`
-		Paused         bool      `json:"paused"`
-		PaymentWindow  string    `json:"payment_window"`
-		ReleaseOnClose bool      `json:"release_on_close"`
-		SaleLimit      int       `json:"sale_limit"`
-		SkuId          string    `json:"sku_id"`
+		EndAt time.Time `json:"end_at"`
+
+		// EntryPass The SKU's entry-pass rule; absent when none is set.
+		EntryPass *struct {
+			// Lead A Go duration; absent: 10m.
+			Lead     *string `json:"lead,omitempty"`
+			Required bool    `json:"required"`
+
+			// Ttl A Go duration; absent: 10m.
+			Ttl *string `json:"ttl,omitempty"`
+		} `json:"entry_pass,omitempty"`
+
+		// MaxUnpaidPerSubject Absent: no cap.
+		MaxUnpaidPerSubject *int `json:"max_unpaid_per_subject,omitempty"`
+		Paused              bool `json:"paused"`
+
+		// PaymentWindow A Go duration as a body gives it: "15m", "1h30m", "90s" is "1m30s".
+		PaymentWindow string `json:"payment_window"`
+
+		// PaymentWindowHighRisk A Go duration; absent: payment_window.
+		PaymentWindowHighRisk *string `json:"payment_window_high_risk,omitempty"`
+		ReleaseOnClose        bool    `json:"release_on_close"`
+		SaleLimit             int     `json:"sale_limit"`
+		SkuId                 string  `json:"sku_id"`
 
 		// StartAt RFC 3339 in UTC with milliseconds
 		StartAt time.Time `json:"start_at"`
@@ -495,10 +513,16 @@ type EntryRequest1 = interface{}
 
 // Error defines model for Error.
 type Error struct {
+	// Address WRONG_CELL: the HTTP base URL of cell, as that cell announced it in etcd (seckill-router: the address it sends the cell to); absent while unknown.
+	Address *string `json:"address,omitempty"`
+
+	// Cell WRONG_CELL: the cell that owns the user's purchases of this SKU (its frozen cell map): send the reserve there.
+	Cell *string `json:"cell,omitempty"`
+
 	// Detail What is wrong, in a few words (never an internal error's text).
 	Detail *string `json:"detail,omitempty"`
 
-	// Error Machine-readable reason (BAD_REQUEST, NOT_FOUND, SOLD_OUT, QUEUE_FULL, ...).
+	// Error Machine-readable reason (INVALID_JSON, BAD_REQUEST, NOT_FOUND, SOLD_OUT, QUEUE_FULL, ...).
 	Error string `json:"error"`
 
 	// ReservationId The reservation the error is about (ALREADY_PURCHASED, PAYMENT_CONFLICT, REFUND_REQUIRED, NOT_CLOSABLE).
@@ -728,6 +752,9 @@ type ReservationId = string
 // SkuId defines model for sku_id.
 type SkuId = string
 
+// AdmissionRefused defines model for AdmissionRefused.
+type AdmissionRefused = Error
+
 // BadRequest defines model for BadRequest.
 type BadRequest = Error
 
@@ -754,6 +781,9 @@ type Unauthorized = Error
 
 // Unavailable defines model for Unavailable.
 type Unavailable = Error
+
+// WrongCell defines model for WrongCell.
+type WrongCell = Error
 
 // CampaignEventsParams defines parameters for CampaignEvents.
 type CampaignEventsParams struct {
@@ -4416,9 +4446,9 @@ type DefineCampaignResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *Campaign
+	JSON200 *CampaignView
 	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *Campaign
+	JSON201 *CampaignView
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -4444,12 +4474,12 @@ type DefineCampaignResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r DefineCampaignResponse) GetJSON200() *Campaign {
+func (r DefineCampaignResponse) GetJSON200() *CampaignView {
 	return r.JSON200
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r DefineCampaignResponse) GetJSON201() *Campaign {
+func (r DefineCampaignResponse) GetJSON201() *CampaignView {
 	return r.JSON201
 }
 
@@ -6812,10 +6842,12 @@ type ReserveResponse struct {
 	JSON409 *Error
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *BodyTooLarge
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *WrongCell
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *QueueFull
+	JSON429 *AdmissionRefused
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -6862,13 +6894,18 @@ func (r ReserveResponse) GetJSON413() *BodyTooLarge {
 	return r.JSON413
 }
 
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r ReserveResponse) GetJSON421() *WrongCell {
+	return r.JSON421
+}
+
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r ReserveResponse) GetJSON422() *Error {
 	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r ReserveResponse) GetJSON429() *QueueFull {
+func (r ReserveResponse) GetJSON429() *AdmissionRefused {
 	return r.JSON429
 }
 
@@ -8033,14 +8070,14 @@ func ParseDefineCampaignResponse(rsp *http.Response) (*DefineCampaignResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest Campaign
+		var dest CampaignView
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
-		var dest Campaign
+		var dest CampaignView
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -10264,6 +10301,13 @@ func ParseReserveResponse(rsp *http.Response) (*ReserveResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest WrongCell
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10272,7 +10316,7 @@ func ParseReserveResponse(rsp *http.Response) (*ReserveResponse, error) {
 		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest QueueFull
+		var dest AdmissionRefused
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
