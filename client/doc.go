@@ -12,7 +12,7 @@
 //     one call sends the same body, so at most one reservation is made
 //     whatever is retried. Pay is idempotent by payment_id, cancel by
 //     itself.
-//   - Retry-After is honoured: 429 QUEUE_FULL and 503 (UNAVAILABLE,
+//   - Retry-After is honoured: 429 (QUEUE_FULL, THROTTLED) and 503 (UNAVAILABLE,
 //     PAUSED, READ_TIMEOUT, CELL_UNAVAILABLE, ...) wait what the server
 //     asks, then try again; without the header (also after no answer at
 //     all, or a proxy's 502) a doubling backoff with jitter, from 50 ms to

@@ -50,8 +50,8 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code && (t.Status == 0 || t.Status == e.Status)
 }
 
-// The reasons a caller usually branches on (match with errors.Is). The
-// README's Outcomes and Errors sections list every one.
+// The reasons a caller usually branches on (match with errors.Is).
+// docs/api.md's outcomes and errors list every one.
 var (
 	ErrSoldOut           = &Error{Code: "SOLD_OUT"}
 	ErrAlreadyPurchased  = &Error{Code: "ALREADY_PURCHASED"}
@@ -61,6 +61,7 @@ var (
 	ErrEnded             = &Error{Code: "ENDED"}
 	ErrPaused            = &Error{Code: "PAUSED"}
 	ErrQueueFull         = &Error{Code: "QUEUE_FULL"}
+	ErrThrottled         = &Error{Code: "THROTTLED"} // 429: the SKU's commits are too slow for the buyer's wait
 	ErrUnavailable       = &Error{Code: "UNAVAILABLE"}
 	ErrResultUnknown     = &Error{Code: "RESULT_UNKNOWN"}
 	ErrNotFound          = &Error{Code: "NOT_FOUND"}

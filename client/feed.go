@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// Event types of the feed that concern a reservation (the README lists
+// Event types of the feed that concern a reservation (docs/feed.md lists
 // every type).
 const (
 	TypeReservationCreated  = "seckill.reservation.created"
@@ -224,7 +224,7 @@ func statusOfStreamError(data []byte) int {
 		return http.StatusBadRequest
 	case "NOT_FOUND":
 		return http.StatusNotFound
-	case "QUEUE_FULL":
+	case "QUEUE_FULL", "THROTTLED":
 		return http.StatusTooManyRequests
 	}
 	return http.StatusServiceUnavailable
