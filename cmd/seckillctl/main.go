@@ -10,6 +10,7 @@
 //	seckillctl restore --from SNAPSHOT_OR_DIR --to DATA_DIR [--until-index N | --until-time T]
 //	seckillctl export DIR [--format csv|jsonl]
 //	seckillctl lottery verify DIR | --evidence EVIDENCE.json --pool ENTRIES.csv
+//	seckillctl dashboard-link --server URL --admin-token T
 //
 // DIR is a SKU directory (<data-dir>/<campaign>/<sku>) or its wal
 // directory; verify also takes a whole data dir. The log is read with
@@ -84,6 +85,10 @@ const usage = `seckillctl: operate on seckill data directories (read-only unless
   seckillctl lottery verify --evidence EVIDENCE.json --pool ENTRIES.csv
         audit a lottery sale: recompute its draw from its log, or from its published
         evidence and exported pool; a JSON report, exit 1 if any check fails
+  seckillctl dashboard-link --server URL --admin-token T
+        print a one-time login link to the server's dashboard (works once, within a
+        minute; sets an HttpOnly session cookie for 12 h): for a browser the token
+        cannot be typed into (headless capture, kiosk screen)
 
 DIR is <data-dir>/<campaign>/<sku> or its wal directory.
 Exit status: 0 ok, 1 a check failed (violation, corruption; also cells publish
@@ -128,6 +133,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runClusterAudit(rest, stdout)
 	case "lottery":
 		err = runLottery(rest, stdout)
+	case "dashboard-link":
+		err = runDashboardLink(rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
