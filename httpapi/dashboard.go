@@ -9,9 +9,10 @@ import (
 
 // The dashboard page (package dashboard): GET /admin/dashboard and its two
 // assets. They hold no data and need no token (a browser cannot send one
-// on navigation); the page asks for the admin token once, keeps it in the
-// tab's sessionStorage, never in a URL, and sends it as a bearer token to
-// /admin/stats/stream.
+// on navigation); the page reads /admin/stats/stream with the session
+// cookie a login link set (dashboard_login.go), or asks for the admin
+// token once, keeps it in the tab's sessionStorage, never in a URL, and
+// sends it as a bearer token.
 
 // dashboardCSP allows the page its own script, style and connections to
 // the server, and nothing else (no inline script, no other host, no

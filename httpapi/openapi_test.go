@@ -152,6 +152,9 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		{"POST", "/v1/campaigns/oa/skus/s/reservations", `{"request_id":"r5","user_id":"u5"}`, false, 503},
 		{"POST", "/admin/campaigns/oa/skus/s/resume", "", true, 200},
 		{"POST", "/admin/campaigns/oa/skus/s/snapshot", "", true, 200},
+		{"POST", "/admin/dashboard/login-links", "", true, 201},
+		{"POST", "/admin/dashboard/login-links", "", false, 401},
+		{"GET", "/admin/dashboard/login?code=used-or-never-issued", "", false, 403},
 		{"GET", "/healthz", "", false, 200},
 		{"GET", "/readyz", "", false, 200},
 	} {

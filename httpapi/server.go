@@ -223,6 +223,10 @@ type Server struct {
 	deadlines *deadlines
 	// cellGuard is Config.CellGuard (nil: it serves no cells).
 	cellGuard CellGuard
+	// loginCodes and sessionKey are the dashboard's login links
+	// (dashboard_login.go).
+	loginCodes loginCodes
+	sessionKey [32]byte
 	// retryAfter is the Retry-After of QUEUE_FULL answers.
 	retryAfter string
 	adminID    [32]byte // SHA-256 of the admin token
@@ -278,6 +282,7 @@ func New(cfg Config) (*Server, error) {
 		answers:    newAnswerCache(cfg.DedupCacheSize),
 		deadlines:  &deadlines{timeout: cfg.RequestTimeout},
 		adminID:    digest(cfg.AdminToken),
+		sessionKey: dashboardSessionKey(cfg.AdminToken),
 		retryAfter: retryAfterSeconds(cfg.MaxQueueWait),
 		ingress:    &ingressStats{engine: cfg.Engine},
 		stats:      newStatsSampler(),
@@ -380,9 +385,11 @@ func (s *Server) router() (r *router.Router, reserve *routeMetrics) {
 	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/events", s.route("admin_feed", s.admin(s.handleFeed)))
 	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/reservations", s.route("admin_export", s.admin(s.handleExport)))
 	get("/admin/campaigns/{campaign_id}/events", s.route("admin_campaign_feed", s.admin(s.handleCampaignFeed)))
-	get(statsPath, s.route("admin_stats", s.admin(s.handleStats)))
-	r.GET(statsStreamPath, s.route("admin_stats_stream", s.admin(s.handleStatsStream))) // no HEAD: a stream
+	get(statsPath, s.route("admin_stats", s.dashboardReader(s.handleStats)))
+	r.GET(statsStreamPath, s.route("admin_stats_stream", s.dashboardReader(s.handleStatsStream))) // no HEAD: a stream
 	s.dashboardRoutes(get)
+	r.POST("/admin/dashboard/login-links", s.route("admin_dashboard_login_link", s.admin(s.handleLoginLink)))
+	r.GET(dashboardLoginPath, s.route("admin_dashboard_login", s.handleLogin)) // no HEAD: it spends the code
 
 	s.lotteryRoutes(r, get)
 

@@ -89,9 +89,12 @@ type statsRow struct {
 	DurableIndex uint64 `json:"durable_index"`
 	LastIndex    uint64 `json:"last_index"`
 	// SnapshotAgeSeconds: since the SKU's newest snapshot was written
-	// (actors.Activity.SnapshotAt; null: none; in the totals, the oldest,
-	// null while some SKU has none).
+	// (actors.Activity.SnapshotAt; null: none; in the totals, the oldest
+	// of the SKUs that have one, null when none has).
 	SnapshotAgeSeconds *float64 `json:"snapshot_age_seconds"`
+	// WithoutSnapshot is 1 for a SKU with no snapshot yet, 0 otherwise
+	// (the totals: how many SKUs have none).
+	WithoutSnapshot uint64 `json:"skus_without_snapshot"`
 	// FeedLagRecords is how far the slowest feed consumer is behind: no
 	// consumer reports its position to the server, so it is always null.
 	FeedLagRecords *uint64 `json:"feed_lag_records"`

@@ -229,6 +229,8 @@ func (s *Server) statsRow(st *actors.Stats, act *actors.Activity, clock time.Tim
 	}
 	if !act.SnapshotAt.IsZero() {
 		row.SnapshotAgeSeconds = ptr(max(0, clock.Sub(act.SnapshotAt).Seconds()))
+	} else {
+		row.WithoutSnapshot = 1
 	}
 	return row
 }
@@ -292,9 +294,8 @@ func (d *intervalDelta) rates(row *statsRow, dt float64) {
 
 // totalsBuilder sums the rows into the totals.
 type totalsBuilder struct {
-	row            statsRow
-	d              intervalDelta
-	snapshotMissed bool
+	row statsRow
+	d   intervalDelta
 }
 
 func (t *totalsBuilder) add(r *statsRow, d *intervalDelta) {
@@ -324,10 +325,8 @@ func (t *totalsBuilder) add(r *statsRow, d *intervalDelta) {
 	o.DurableIndex += r.DurableIndex
 	o.LastIndex += r.LastIndex
 	o.UnpaidOldestAgeSeconds = maxOf(o.UnpaidOldestAgeSeconds, r.UnpaidOldestAgeSeconds)
-	if r.SnapshotAgeSeconds == nil {
-		t.snapshotMissed = true
-	}
 	o.SnapshotAgeSeconds = maxOf(o.SnapshotAgeSeconds, r.SnapshotAgeSeconds)
+	o.WithoutSnapshot += r.WithoutSnapshot
 	a := &t.d
 	a.accepted += d.accepted
 	a.soldOutActor += d.soldOutActor
@@ -349,14 +348,10 @@ func (t *totalsBuilder) add(r *statsRow, d *intervalDelta) {
 	}
 }
 
-// finish returns the totals, with their rates over dt (none when 0). The
-// totals' snapshot age is the oldest, and null while some SKU has none.
+// finish returns the totals, with their rates over dt (none when 0).
 func (t *totalsBuilder) finish(dt float64) statsRow {
 	if dt > 0 {
 		t.d.rates(&t.row, dt)
-	}
-	if t.snapshotMissed {
-		t.row.SnapshotAgeSeconds = nil
 	}
 	return t.row
 }

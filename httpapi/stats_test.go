@@ -40,6 +40,7 @@ type statsRow struct {
 	RecordsPerFsync *float64           `json:"records_per_fsync"`
 	DurableIndex    uint64             `json:"durable_index"`
 	SnapshotAge     *float64           `json:"snapshot_age_seconds"`
+	NoSnapshot      uint64             `json:"skus_without_snapshot"`
 	FeedLag         *uint64            `json:"feed_lag_records"`
 }
 
@@ -221,7 +222,7 @@ func TestAdminStatsRatesOfABurst(t *testing.T) {
 func TestAdminStatsActorOutcomes(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, serverOptions{config: manualStats})
-	ts.define(campaign("act", "15m", map[string]int{"s": 2}))
+	ts.define(campaign("act", "15m", map[string]int{"s": 2, "t": 2}))
 	t0 := time.Unix(2_000_000, 0)
 	ts.srv.SampleStats(t0)
 	want(t, ts.reserve("act", "s", "r0", "u0"), http.StatusAccepted, "")
@@ -237,8 +238,17 @@ func TestAdminStatsActorOutcomes(t *testing.T) {
 	}
 	want(t, ts.admin(http.MethodPost, "/admin/campaigns/act/skus/s/snapshot", nil), http.StatusOK, "")
 	ts.srv.SampleStats(t0.Add(2 * time.Second))
-	if age := ts.stats("").row(t, "act", "s").SnapshotAge; age == nil || *age < 0 || *age > 60 {
+	doc := ts.stats("")
+	if age := doc.row(t, "act", "s").SnapshotAge; age == nil || *age < 0 || *age > 60 {
 		t.Errorf("snapshot age after a snapshot: %v", age)
+	}
+	// The totals: the oldest snapshot of the SKUs that have one, and how
+	// many have none (t).
+	if r := doc.row(t, "act", "t"); r.SnapshotAge != nil || r.NoSnapshot != 1 {
+		t.Errorf("SKU without a snapshot: age %v, without %d", r.SnapshotAge, r.NoSnapshot)
+	}
+	if tot := doc.Totals; tot.SnapshotAge == nil || *tot.SnapshotAge != *doc.row(t, "act", "s").SnapshotAge || tot.NoSnapshot != 1 {
+		t.Errorf("totals: oldest snapshot %v, SKUs without one %d; want s's age and 1", tot.SnapshotAge, tot.NoSnapshot)
 	}
 }
 

@@ -11,6 +11,7 @@
 //	seckillctl export DIR [--format csv|jsonl]
 //	seckillctl lottery verify DIR | --evidence EVIDENCE.json --pool ENTRIES.csv
 //	seckillctl reconcile --orders URL --campaign C [--sku S] [--lag D] [--json] (--server URL | --data-dir DIR)
+//	seckillctl dashboard-link --server URL --admin-token T
 //
 // DIR is a SKU directory (<data-dir>/<campaign>/<sku>) or its wal
 // directory; verify also takes a whole data dir. The log is read with
@@ -92,6 +93,10 @@ const usage = `seckillctl: operate on seckill data directories (read-only unless
         compare the campaign's reservations with seckill-orders' database, one by
         one: list each difference by reservation_id and request_id with its
         idempotent repair, and the totals; exit 1 if there is any
+  seckillctl dashboard-link --server URL --admin-token T
+        print a one-time login link to the server's dashboard (works once, within a
+        minute; sets an HttpOnly session cookie for 12 h): for a browser the token
+        cannot be typed into (headless capture, kiosk screen)
 
 DIR is <data-dir>/<campaign>/<sku> or its wal directory.
 Exit status: 0 ok, 1 a check failed (violation, corruption; also cells publish
@@ -152,6 +157,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runLottery(rest, stdout)
 	case "reconcile":
 		err = runReconcile(rest, stdout)
+	case "dashboard-link":
+		err = runDashboardLink(rest, stdout, stderr)
 	default:
 		err = usageError("unknown command %q", cmd)
 	}

@@ -1,6 +1,9 @@
 // The sale dashboard. It reads /admin/stats/stream (Server-Sent Events)
 // with fetch(), which can send the admin token as a bearer token where
-// EventSource cannot, and draws plain SVG. It reconnects by itself: a
+// EventSource cannot, and draws plain SVG. Without a token typed in this
+// tab it sends the session cookie a login link set (seckillctl
+// dashboard-link: HttpOnly, so this script never sees it), and asks for
+// the token when the server refuses that. It reconnects by itself: a
 // stream that ends or fails shows "reconnecting" and is retried with a
 // growing pause (0.5 s to 5 s); a "rotate" event (the server ends a long
 // stream) reconnects at once.
@@ -97,10 +100,18 @@ function sparkline(lines) {
 function sparkOutcomes(s) { return sparkline({ accepted: s.accepted, soldout: s.soldOut, refused: s.refused }); }
 function sparkLatency(s) { return sparkline({ latency: s.p99 }); }
 
-// tokensBar: available, reserved and confirmed as parts of sale_limit.
-function tokensBar(r) {
+// held is what a row's tokens add up to: sale_limit, or on a cell of a
+// celled SKU what the ledger granted it and it did not return; the
+// totals, which may mix both, the sum of their parts.
+function held(r, totals) {
+  if (totals) return r.available + r.reserved + r.confirmed;
+  return r.cell ? r.granted - r.returned : r.sale_limit;
+}
+
+// tokensBar: available, reserved and confirmed as parts of what is held.
+function tokensBar(r, totals) {
   const box = svg('svg', { class: 'bar', viewBox: '0 0 1000 10', preserveAspectRatio: 'none' });
-  const total = r.sale_limit || 1;
+  const total = held(r, totals) || 1;
   let x = 0;
   for (const part of ['confirmed', 'reserved', 'available']) {
     const w = (r[part] / total) * 1000;
@@ -129,9 +140,11 @@ function figures(target, pairs) {
 
 function drawTotals(doc) {
   const t = doc.totals;
-  $('t-skus').textContent = `${doc.sku_count} SKUs · sale_limit ${int(t.sale_limit)}`;
+  let skus = `${doc.sku_count} SKUs · sale_limit ${int(t.sale_limit)}`;
+  if (t.granted > 0) skus += ` · granted to this cell ${int(t.granted)} · returned ${int(t.returned)}`;
+  $('t-skus').textContent = skus;
   const tokens = $('t-tokens');
-  tokens.replaceChildren(tokensBar(t));
+  tokens.replaceChildren(tokensBar(t, true));
   const nums = el('div', 'nums');
   nums.append(el('span', 'available-count', `available ${int(t.available)}`), el('span', 'reserved-count', `reserved ${int(t.reserved)}`),
     el('span', 'confirmed-count', `confirmed ${int(t.confirmed)}`),
@@ -157,12 +170,20 @@ function drawTotals(doc) {
   ]);
   figures($('t-durability'), [
     ['fsync p99', ms(t.fsync_p99_ms)], ['records / fsync', num(t.records_per_fsync)],
-    ['durable records', int(t.durable_index)], ['oldest snapshot', age(t.snapshot_age_seconds)],
+    ['durable records', int(t.durable_index)], ['oldest snapshot', oldestSnapshot(t)],
     ['feed lag', t.feed_lag_records == null ? 'n/a' : int(t.feed_lag_records)],
   ]);
   const s = state.series.get('') || emptySeries();
   $('t-spark-outcomes').replaceChildren(sparkOutcomes(s));
   $('t-spark-latency').replaceChildren(sparkLatency(s));
+}
+
+// oldestSnapshot describes the totals' snapshots: the oldest of the SKUs
+// that have one, and how many have none.
+function oldestSnapshot(t) {
+  const without = t.skus_without_snapshot || 0;
+  if (t.snapshot_age_seconds == null) return without ? `none (${int(without)} SKUs)` : '–';
+  return `${age(t.snapshot_age_seconds)} ago` + (without ? ` · ${int(without)} without` : '');
 }
 
 // row returns the <tr> of a SKU, made once.
@@ -187,9 +208,13 @@ function fillRow(tr, r, s) {
   const tokens = c('tokens-cell');
   const nums = el('div', 'small');
   nums.append(el('span', 'available-count', String(r.available)), ' · ', el('span', 'reserved-count', String(r.reserved)), ' · ',
-    el('span', 'confirmed-count', String(r.confirmed)), ` / ${r.sale_limit}`);
+    el('span', 'confirmed-count', String(r.confirmed)), ` / ${held(r)}`);
   if (!r.invariant_ok) nums.append(' ', el('span', 'invariant-bad', 'INVARIANT BROKEN'));
   tokens.replaceChildren(tokensBar(r), nums);
+  if (r.cell) {
+    tokens.appendChild(el('div', 'small grants',
+      `cell ${r.cell} · granted ${int(r.granted)} · returned ${int(r.returned)} · sale_limit ${int(r.sale_limit)}`));
+  }
 
   c('queue-cell').replaceChildren(gauge(r),
     el('div', 'small', `${ms(r.expected_wait_ms)} / ${ms(r.max_queue_wait_ms)} · inbox ${int(r.inbox_depth)} · commit ${ms(r.commit_latency_ms)}`),
@@ -265,9 +290,12 @@ class Unauthorized extends Error {}
 // readStream reads one stream until it ends; it resolves true on a
 // "rotate" event (reconnect at once) and false when the stream just ended.
 async function readStream(signal, onOpen) {
+  // A typed token goes as a bearer token, alone; without one the login
+  // link's session cookie goes (same origin only).
+  const headers = { Accept: 'text/event-stream' };
+  if (state.token) headers.Authorization = 'Bearer ' + state.token;
   const resp = await fetch(streamURL(), {
-    headers: { Authorization: 'Bearer ' + state.token, Accept: 'text/event-stream' },
-    cache: 'no-store', signal, credentials: 'omit', referrerPolicy: 'no-referrer',
+    headers, cache: 'no-store', signal, credentials: state.token ? 'omit' : 'same-origin', referrerPolicy: 'no-referrer',
   });
   if (resp.status === 401) throw new Unauthorized();
   if (!resp.ok || !resp.body) throw new Error('HTTP ' + resp.status);
@@ -315,7 +343,11 @@ async function connect() {
       rotated = await readStream(ctrl.signal, () => { setConn('live', 'live'); pause = 500; });
     } catch (err) {
       if (gen !== state.generation) return;
-      if (err instanceof Unauthorized) { askToken('The server refused this token.'); return; }
+      if (err instanceof Unauthorized) {
+        askToken(state.token ? 'The server refused this token.'
+          : 'Give the admin token, or open a new login link (seckillctl dashboard-link).');
+        return;
+      }
     }
     if (gen !== state.generation) return;
     if (rotated) continue;
@@ -361,6 +393,5 @@ document.addEventListener('DOMContentLoaded', () => {
     typing = setTimeout(connect, 300);
   });
   $('top').addEventListener('change', connect);
-  if (state.token) start();
-  else askToken('');
+  start(); // with the typed token, or the login link's session cookie
 });

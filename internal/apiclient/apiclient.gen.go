@@ -496,6 +496,18 @@ type Campaigns struct {
 	Campaigns []CampaignView `json:"campaigns"`
 }
 
+// DashboardLoginLink defines model for DashboardLoginLink.
+type DashboardLoginLink struct {
+	// ExpiresAt The link works once, until then.
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// LoginUrl Path and query of the link, on this server: /admin/dashboard/login?code=...
+	LoginUrl string `json:"login_url"`
+
+	// SessionSeconds How long the session it opens lasts.
+	SessionSeconds int `json:"session_seconds"`
+}
+
 // EntryRequest request_id is required, unless entry_pass is given: then it is the pass's.
 type EntryRequest struct {
 	// EntryPass A signed entry pass; its tier is the entry's tier (none: tier 0).
@@ -829,6 +841,12 @@ type DrawLotteryJSONBody struct {
 		Round      int     `json:"round"`
 		Signature  *string `json:"signature,omitempty"`
 	} `json:"beacon"`
+}
+
+// DashboardLoginParams defines parameters for DashboardLogin.
+type DashboardLoginParams struct {
+	// Code The link's one-time code.
+	Code string `form:"code" json:"code"`
 }
 
 // GetStatsParams defines parameters for GetStats.
@@ -1436,24 +1454,38 @@ type ClientInterface interface {
 
 	// Dashboard The live sale dashboard (a page of this server, no external asset).
 	//
-	// Served without the admin token (the page asks for it and sends it to /admin/stats/stream).
+	// Served without the admin token (the page sends it to /admin/stats/stream, or the session cookie a login link set).
 	//
 	// Corresponds with GET /admin/dashboard (the `Dashboard` operationId).
 	Dashboard(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DashboardStyle The dashboard's style sheet.
 	//
-	// Served without the admin token (the page asks for it and sends it to /admin/stats/stream).
+	// Served without the admin token (the page sends it to /admin/stats/stream, or the session cookie a login link set).
 	//
 	// Corresponds with GET /admin/dashboard/app.css (the `DashboardStyle` operationId).
 	DashboardStyle(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DashboardScript The dashboard's script.
 	//
-	// Served without the admin token (the page asks for it and sends it to /admin/stats/stream).
+	// Served without the admin token (the page sends it to /admin/stats/stream, or the session cookie a login link set).
 	//
 	// Corresponds with GET /admin/dashboard/app.js (the `DashboardScript` operationId).
 	DashboardScript(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DashboardLogin Open a dashboard login link
+	//
+	// Spends the link's code (once, within a minute of its issue) for a dashboard session: the seckill_dashboard cookie (HttpOnly, SameSite=Strict, Path=/admin/, Secure over TLS), which authorizes /admin/stats and /admin/stats/stream only, for 12 hours (or until the admin token changes). No HEAD (it would spend the code).
+	//
+	// Corresponds with GET /admin/dashboard/login (the `DashboardLogin` operationId).
+	DashboardLogin(ctx context.Context, params *DashboardLoginParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DashboardLoginLink A one-time login link to the dashboard
+	//
+	// For a browser the admin token cannot be typed into (a headless capture, a kiosk screen, a runbook's step): the link works once, within a minute, and keeps the token out of every URL. seckillctl dashboard-link asks for one.
+	//
+	// Corresponds with POST /admin/dashboard/login-links (the `DashboardLoginLink` operationId).
+	DashboardLoginLink(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReleaseToken Return the token a closed reservation holds (release_on_close=false)
 	//
@@ -1869,7 +1901,7 @@ func (c *Client) SnapshotSKU(ctx context.Context, campaignId CampaignId, skuId S
 
 // Dashboard The live sale dashboard (a page of this server, no external asset).
 //
-// Served without the admin token (the page asks for it and sends it to /admin/stats/stream).
+// Served without the admin token (the page sends it to /admin/stats/stream, or the session cookie a login link set).
 //
 // Corresponds with GET /admin/dashboard (the `Dashboard` operationId).
 func (c *Client) Dashboard(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1886,7 +1918,7 @@ func (c *Client) Dashboard(ctx context.Context, reqEditors ...RequestEditorFn) (
 
 // DashboardStyle The dashboard's style sheet.
 //
-// Served without the admin token (the page asks for it and sends it to /admin/stats/stream).
+// Served without the admin token (the page sends it to /admin/stats/stream, or the session cookie a login link set).
 //
 // Corresponds with GET /admin/dashboard/app.css (the `DashboardStyle` operationId).
 func (c *Client) DashboardStyle(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1903,11 +1935,45 @@ func (c *Client) DashboardStyle(ctx context.Context, reqEditors ...RequestEditor
 
 // DashboardScript The dashboard's script.
 //
-// Served without the admin token (the page asks for it and sends it to /admin/stats/stream).
+// Served without the admin token (the page sends it to /admin/stats/stream, or the session cookie a login link set).
 //
 // Corresponds with GET /admin/dashboard/app.js (the `DashboardScript` operationId).
 func (c *Client) DashboardScript(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDashboardScriptRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DashboardLogin Open a dashboard login link
+//
+// Spends the link's code (once, within a minute of its issue) for a dashboard session: the seckill_dashboard cookie (HttpOnly, SameSite=Strict, Path=/admin/, Secure over TLS), which authorizes /admin/stats and /admin/stats/stream only, for 12 hours (or until the admin token changes). No HEAD (it would spend the code).
+//
+// Corresponds with GET /admin/dashboard/login (the `DashboardLogin` operationId).
+func (c *Client) DashboardLogin(ctx context.Context, params *DashboardLoginParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDashboardLoginRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DashboardLoginLink A one-time login link to the dashboard
+//
+// For a browser the admin token cannot be typed into (a headless capture, a kiosk screen, a runbook's step): the link works once, within a minute, and keeps the token out of every URL. seckillctl dashboard-link asks for one.
+//
+// Corresponds with POST /admin/dashboard/login-links (the `DashboardLoginLink` operationId).
+func (c *Client) DashboardLoginLink(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDashboardLoginLinkRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -3094,6 +3160,83 @@ func NewDashboardScriptRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewDashboardLoginRequest constructs an http.Request for the DashboardLogin method
+func NewDashboardLoginRequest(server string, params *DashboardLoginParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/dashboard/login")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "code", params.Code, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDashboardLoginLinkRequest constructs an http.Request for the DashboardLoginLink method
+func NewDashboardLoginLinkRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/dashboard/login-links")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewReleaseTokenRequest constructs an http.Request for the ReleaseToken method
 func NewReleaseTokenRequest(server string, reservationId ReservationId) (*http.Request, error) {
 	var err error
@@ -4086,7 +4229,7 @@ type ClientWithResponsesInterface interface {
 
 	// DashboardWithResponse The live sale dashboard (a page of this server, no external asset).
 	//
-	// Served without the admin token (the page asks for it and sends it to /admin/stats/stream).
+	// Served without the admin token (the page sends it to /admin/stats/stream, or the session cookie a login link set).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4095,7 +4238,7 @@ type ClientWithResponsesInterface interface {
 
 	// DashboardStyleWithResponse The dashboard's style sheet.
 	//
-	// Served without the admin token (the page asks for it and sends it to /admin/stats/stream).
+	// Served without the admin token (the page sends it to /admin/stats/stream, or the session cookie a login link set).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4104,12 +4247,30 @@ type ClientWithResponsesInterface interface {
 
 	// DashboardScriptWithResponse The dashboard's script.
 	//
-	// Served without the admin token (the page asks for it and sends it to /admin/stats/stream).
+	// Served without the admin token (the page sends it to /admin/stats/stream, or the session cookie a login link set).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /admin/dashboard/app.js (the `DashboardScript` operationId).
 	DashboardScriptWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DashboardScriptResponse, error)
+
+	// DashboardLoginWithResponse Open a dashboard login link
+	//
+	// Spends the link's code (once, within a minute of its issue) for a dashboard session: the seckill_dashboard cookie (HttpOnly, SameSite=Strict, Path=/admin/, Secure over TLS), which authorizes /admin/stats and /admin/stats/stream only, for 12 hours (or until the admin token changes). No HEAD (it would spend the code).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/dashboard/login (the `DashboardLogin` operationId).
+	DashboardLoginWithResponse(ctx context.Context, params *DashboardLoginParams, reqEditors ...RequestEditorFn) (*DashboardLoginResponse, error)
+
+	// DashboardLoginLinkWithResponse A one-time login link to the dashboard
+	//
+	// For a browser the admin token cannot be typed into (a headless capture, a kiosk screen, a runbook's step): the link works once, within a minute, and keeps the token out of every URL. seckillctl dashboard-link asks for one.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/dashboard/login-links (the `DashboardLoginLink` operationId).
+	DashboardLoginLinkWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DashboardLoginLinkResponse, error)
 
 	// ReleaseTokenWithResponse Return the token a closed reservation holds (release_on_close=false)
 	//
@@ -5840,6 +6001,132 @@ func (r DashboardScriptResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r DashboardScriptResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DashboardLoginResponse303Headers the declared response headers of an HTTP 303 response for DashboardLogin
+type DashboardLoginResponse303Headers struct {
+	CacheControl *string
+	Location     *string
+	SetCookie    *string
+}
+
+type DashboardLoginResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers303 the parsed response headers for an HTTP 303 response
+	Headers303 *DashboardLoginResponse303Headers
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DashboardLoginResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DashboardLoginResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DashboardLoginResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DashboardLoginResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DashboardLoginResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DashboardLoginResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DashboardLoginLinkResponse201Headers the declared response headers of an HTTP 201 response for DashboardLoginLink
+type DashboardLoginLinkResponse201Headers struct {
+	CacheControl *string
+}
+
+// DashboardLoginLinkResponse401Headers the declared response headers of an HTTP 401 response for DashboardLoginLink
+type DashboardLoginLinkResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type DashboardLoginLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *DashboardLoginLink
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *DashboardLoginLinkResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DashboardLoginLinkResponse401Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r DashboardLoginLinkResponse) GetJSON201() *DashboardLoginLink {
+	return r.JSON201
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DashboardLoginLinkResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DashboardLoginLinkResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DashboardLoginLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DashboardLoginLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DashboardLoginLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DashboardLoginLinkResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7577,7 +7864,7 @@ func (c *ClientWithResponses) SnapshotSKUWithResponse(ctx context.Context, campa
 
 // DashboardWithResponse The live sale dashboard (a page of this server, no external asset).
 //
-// Served without the admin token (the page asks for it and sends it to /admin/stats/stream).
+// Served without the admin token (the page sends it to /admin/stats/stream, or the session cookie a login link set).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7592,7 +7879,7 @@ func (c *ClientWithResponses) DashboardWithResponse(ctx context.Context, reqEdit
 
 // DashboardStyleWithResponse The dashboard's style sheet.
 //
-// Served without the admin token (the page asks for it and sends it to /admin/stats/stream).
+// Served without the admin token (the page sends it to /admin/stats/stream, or the session cookie a login link set).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7607,7 +7894,7 @@ func (c *ClientWithResponses) DashboardStyleWithResponse(ctx context.Context, re
 
 // DashboardScriptWithResponse The dashboard's script.
 //
-// Served without the admin token (the page asks for it and sends it to /admin/stats/stream).
+// Served without the admin token (the page sends it to /admin/stats/stream, or the session cookie a login link set).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7618,6 +7905,36 @@ func (c *ClientWithResponses) DashboardScriptWithResponse(ctx context.Context, r
 		return nil, err
 	}
 	return ParseDashboardScriptResponse(rsp)
+}
+
+// DashboardLoginWithResponse Open a dashboard login link
+//
+// Spends the link's code (once, within a minute of its issue) for a dashboard session: the seckill_dashboard cookie (HttpOnly, SameSite=Strict, Path=/admin/, Secure over TLS), which authorizes /admin/stats and /admin/stats/stream only, for 12 hours (or until the admin token changes). No HEAD (it would spend the code).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/dashboard/login (the `DashboardLogin` operationId).
+func (c *ClientWithResponses) DashboardLoginWithResponse(ctx context.Context, params *DashboardLoginParams, reqEditors ...RequestEditorFn) (*DashboardLoginResponse, error) {
+	rsp, err := c.DashboardLogin(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDashboardLoginResponse(rsp)
+}
+
+// DashboardLoginLinkWithResponse A one-time login link to the dashboard
+//
+// For a browser the admin token cannot be typed into (a headless capture, a kiosk screen, a runbook's step): the link works once, within a minute, and keeps the token out of every URL. seckillctl dashboard-link asks for one.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/dashboard/login-links (the `DashboardLoginLink` operationId).
+func (c *ClientWithResponses) DashboardLoginLinkWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DashboardLoginLinkResponse, error) {
+	rsp, err := c.DashboardLoginLink(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDashboardLoginLinkResponse(rsp)
 }
 
 // ReleaseTokenWithResponse Return the token a closed reservation holds (release_on_close=false)
@@ -9403,6 +9720,132 @@ func ParseDashboardScriptResponse(rsp *http.Response) (*DashboardScriptResponse,
 			headers.CacheControl = &value
 		}
 		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDashboardLoginResponse parses an HTTP response from a DashboardLoginWithResponse call
+func ParseDashboardLoginResponse(rsp *http.Response) (*DashboardLoginResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DashboardLoginResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 303:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 303:
+		var headers DashboardLoginResponse303Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		if values := rsp.Header.Values("Set-Cookie"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Set-Cookie", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.SetCookie = &value
+		}
+		response.Headers303 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDashboardLoginLinkResponse parses an HTTP response from a DashboardLoginLinkWithResponse call
+func ParseDashboardLoginLinkResponse(rsp *http.Response) (*DashboardLoginLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DashboardLoginLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest DashboardLoginLink
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers DashboardLoginLinkResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers DashboardLoginLinkResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
