@@ -592,9 +592,9 @@ func TestCellsUnderFaults(t *testing.T) {
 			SKUs []struct {
 				Cell struct {
 					Grants []struct {
-						Seq    uint64   `json:"seq"`
-						Epoch  uint64   `json:"epoch"`
-						Ranges []string `json:"token_ranges"`
+						Seq    uint64           `json:"seq"`
+						Epoch  uint64           `json:"epoch"`
+						Ranges []sku.TokenRange `json:"ranges"`
 					} `json:"grants"`
 				} `json:"cell"`
 			} `json:"skus"`
@@ -604,7 +604,11 @@ func TestCellsUnderFaults(t *testing.T) {
 		}
 		var logged, stored []string
 		for _, g := range v.SKUs[0].Cell.Grants {
-			logged = append(logged, fmt.Sprint(g.Seq, g.Epoch, g.Ranges))
+			var rs []string
+			for _, r := range g.Ranges {
+				rs = append(rs, r.String())
+			}
+			logged = append(logged, fmt.Sprint(g.Seq, g.Epoch, rs))
 		}
 		for _, a := range final.Allocs[c] {
 			var rs []string

@@ -18,7 +18,7 @@ func TestCommands(t *testing.T) {
 	}
 	for _, args := range [][]string{{"nonsense"}, {"nonsense", "--help"}, {"nonsense", "-h"}, {"nonsense", "--version"}} {
 		code, out, errOut := run1(args...)
-		if code != 2 || out != "" || !strings.HasPrefix(errOut, `seckill-bench: unknown command "nonsense" (the commands are compare, null-server, report;`) {
+		if code != 2 || out != "" || !strings.HasPrefix(errOut, `seckill-bench: unknown command "nonsense" (the commands are compare, null-server, orders, report;`) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
 		}
 	}
