@@ -229,7 +229,7 @@ func TestRepeatDuringFlightGetsNoStaleAnswer(t *testing.T) {
 	answer.waitArrivals(t, 1) // r1 decided ALREADY_PURCHASED, its answer held
 	want(t, ts.post("/v1/reservations/"+first.str("reservation_id")+"/cancel", nil), http.StatusOK, "")
 	repeat := sendReserves(t, ts.base, "rep", "s", 1, func(int) (string, string) { return "r1", "u" })
-	eventually(t, 10*time.Second, "the repeat joins r1's flight", func() bool {
+	eventually(t, 2*time.Minute, "the repeat joins r1's flight", func() bool {
 		return httpapi.HasFollower(ts.srv, "rep", "s", "u")
 	})
 	close(answer.release)

@@ -116,7 +116,7 @@ func TestCampaignFeedNewSKU(t *testing.T) {
 	}()
 	streamed := make(chan []sseMessage, 1)
 	go func() { streamed <- readSSEMessages(t, ts, path, p.NextCursor, 3) }()
-	eventually(t, 10*time.Second, "the long poll and the stream wait", func() bool {
+	eventually(t, 2*time.Minute, "the long poll and the stream wait", func() bool {
 		return strings.Contains(ts.get("/metrics").String(), "seckill_feed_waiting 2")
 	})
 	ts.define(campaign("phones", "15m", map[string]int{"orange": 5}))

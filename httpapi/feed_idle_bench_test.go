@@ -28,15 +28,6 @@ func idleCPU(d time.Duration) time.Duration {
 	return cpuTime() - start
 }
 
-// allWakeups sums seckill_feed_wakeups_total over its causes.
-func allWakeups(b *testing.B, base string) int64 {
-	var n int64
-	for _, cause := range []string{"record", "definition", "deadline", "shutdown"} {
-		n += metricCount(b, base, wakeups(cause))
-	}
-	return n
-}
-
 // measureIdle runs b.N windows of d, each on a fresh server (tuned by
 // config) with campaign c defined: the process's CPU without readers,
 // then with n feed requests of c's SKU s after its last record (query

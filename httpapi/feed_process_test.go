@@ -189,6 +189,7 @@ func TestFeedSSEAcrossServerKill(t *testing.T) {
 	seen := make(chan []accepted)
 	go func() { seen <- load(d.Base, "sse", 4, stop, &count) }()
 	var got []string
+	var streamed atomic.Int64 // len(got), for the killer
 	lastID := ""
 	stream := func(base string, until func() bool) error {
 		req, _ := http.NewRequest(http.MethodGet, base+feed, nil)
@@ -206,17 +207,24 @@ func TestFeedSSEAcrossServerKill(t *testing.T) {
 		for !until() && sc.Scan() {
 			if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
 				got = append(got, id)
+				streamed.Add(1)
 				lastID = id
 			}
 		}
 		return sc.Err()
 	}
-	// Stream until 100 events, kill the server while it keeps streaming.
+	// Stream until 100 events, kill the server while it keeps streaming
+	// (and the load goes on).
 	killed := make(chan struct{})
 	go func() {
-		eventually(t, 20*time.Second, "load", func() bool { return count.Load() >= 200 })
+		defer close(killed)
+		for deadline := time.Now().Add(2 * time.Minute); count.Load() < 200 || streamed.Load() < 100; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Errorf("after 2 minutes: %d reserves accepted, %d events streamed", count.Load(), streamed.Load())
+				break
+			}
+		}
 		d.Cmd.Process.Kill()
-		close(killed)
 	}()
 	stream(d.Base, func() bool {
 		select {

@@ -316,7 +316,9 @@ func parallel(n int, f func(i int)) {
 	wg.Wait()
 }
 
-// eventually polls cond every 50ms until it holds or d passes.
+// eventually polls cond every 50ms until it holds or d passes: d bounds a
+// condition that never holds, and must leave a loaded machine its time
+// (a minute or more, unless the condition's time is what is tested).
 func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)

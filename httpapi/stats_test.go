@@ -143,7 +143,7 @@ func TestAdminStatsCountsEqualAudit(t *testing.T) {
 	}
 	// The age of the oldest unpaid reservation comes with the SKU's next
 	// expiry step (the engine's tick loop, every 100 ms).
-	eventually(t, 10*time.Second, "the oldest unpaid age of fair/b", func() bool {
+	eventually(t, 2*time.Minute, "the oldest unpaid age of fair/b", func() bool {
 		ts.srv.SampleStats(time.Now())
 		age := ts.stats("?skus=fair/b").row(t, "fair", "b").UnpaidOldest
 		return age != nil && *age >= 0 && *age < 60
