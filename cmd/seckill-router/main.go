@@ -63,7 +63,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.prefix, "etcd-prefix", ledger.DefaultPrefix, "key prefix of the ledger")
 	fs.StringVar(&o.cells, "cells", "", "cell=host:port,... (required)")
 	fs.StringVar(&o.defaultCell, "default-cell", "", "cell for campaigns no cell claimed (their PUT claims them there) and routes that name no campaign (default: the first of --cells)")
-	fs.DurationVar(&o.timeout, "timeout", 5*time.Second, "per-request timeout towards a cell")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Second, "per-request timeout towards a cell (a command it may have received and did not answer in time: 504 RESULT_UNKNOWN)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
