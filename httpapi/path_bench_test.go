@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/entrypass"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/internal/benchsize"
 	"github.com/seckill/seckill/wal"
@@ -70,7 +71,7 @@ func pathServer(b *testing.B, saleLimit int, passes bool) fasthttp.RequestHandle
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { eng.Close() })
-	cfg := httpapi.Config{Engine: eng, AdminToken: testToken, Logger: log, Registry: reg}
+	cfg := httpapi.Config{Engine: eng, Feed: feed.New(eng), Lotteries: eng, AdminToken: testToken, Logger: log, Registry: reg}
 	c := campaign("bench", "15m", map[string]int{"s": saleLimit})
 	if passes {
 		passConfig(b)(&cfg)

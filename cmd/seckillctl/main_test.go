@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -820,12 +821,17 @@ func TestWritesRefusedBesideARunningEngine(t *testing.T) {
 	}
 	// The source SKU of a restore may be live: only the target is locked.
 	other := t.TempDir()
-	if _, err := actors.LockDataDir(other); err != nil {
-		t.Fatal(err) // taken and left held by this test: restore must refuse
+	lock, err := actors.LockDataDir(other)
+	if err != nil {
+		t.Fatal(err) // taken and held by this test: restore must refuse
 	}
 	if code, _, errOut := ctl(t, "restore", "--from", f.skuDir, "--to", other); code != 2 || !strings.Contains(errOut, "in use") {
 		t.Errorf("restore into a locked data dir: exit %d: %s", code, errOut)
 	}
+	// The lock's file must outlive the child: a lock dropped unreferenced is
+	// closed by its finalizer at the next garbage collection, and a loaded
+	// machine's collection came before the child tried.
+	runtime.KeepAlive(lock)
 	wantCode(t, 0, "restore", "--from", f.skuDir, "--to", t.TempDir())
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
