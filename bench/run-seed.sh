@@ -13,18 +13,30 @@ cd "$(dirname "$0")/.."
 [ -x bin/seckilld ] && [ -x bin/seckill-bench ] || make build >/dev/null
 
 data=$(mktemp -d /tmp/seckill-seed-XXXXXX)
-port=$(( 20000 + RANDOM % 20000 ))
 token=bench-$RANDOM$RANDOM
 log=$data/seckilld.log
-./bin/seckilld --addr 127.0.0.1:$port --data-dir "$data/data" --admin-token "$token" --fsync always >"$log" 2>&1 &
-# (the flags recorded in the result below, as --server-flags, are these)
-server=$!
-cleanup() { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$data"; }
+server=
+cleanup() { [ -n "$server" ] && { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }; rm -rf "$data"; }
 trap cleanup EXIT
+# A port drawn at random may be taken meanwhile (another server, an
+# outgoing connection's ephemeral port): seckilld then exits at once with
+# "address already in use", and another port is drawn. Readiness is waited
+# for as long as seckilld runs, up to a minute (a loaded machine).
 ready=0
-for _ in $(seq 1 100); do
-	if curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then ready=1; break; fi
-	sleep 0.1
+for _ in 1 2 3 4 5; do
+	port=$(( 20000 + RANDOM % 12000 ))
+	./bin/seckilld --addr 127.0.0.1:$port --data-dir "$data/data" --admin-token "$token" --fsync always >"$log" 2>&1 &
+	# (the flags recorded in the result below, as --server-flags, are these)
+	server=$!
+	for _ in $(seq 1 600); do
+		if curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then ready=1; break; fi
+		kill -0 "$server" 2>/dev/null || break
+		sleep 0.1
+	done
+	[ $ready = 1 ] && break
+	wait "$server" 2>/dev/null || true
+	server=
+	grep -q "address already in use" "$log" || break
 done
 if [ $ready = 0 ]; then
 	echo "run-seed.sh: seckilld did not become ready; its log:" >&2
