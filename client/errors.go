@@ -25,13 +25,16 @@ type Error struct {
 	// (410 CURSOR_COMPACTED).
 	FirstIndex uint64 `json:"first_index,omitempty"`
 	// ForkIndex is where a restored SKU's log left the cursor's history
-	// (409 CURSOR_DIVERGED).
+	// (409 CURSOR_DIVERGED), and History the log's history since.
 	ForkIndex uint64 `json:"fork_index,omitempty"`
+	History   string `json:"history,omitempty"`
 	// RetryAfter is the server's Retry-After (0 when absent).
 	RetryAfter time.Duration `json:"-"`
 }
 
-// Error returns "status CODE: detail".
+// Error returns "seckill: status CODE: detail (reservation ID)". A status
+// without a JSON error body has its status text as Code and the body,
+// trimmed to 200 bytes, as Detail.
 func (e *Error) Error() string {
 	s := fmt.Sprintf("seckill: %d %s", e.Status, e.Code)
 	if e.Detail != "" {

@@ -20,13 +20,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
+	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/feed"
 )
 
@@ -56,8 +55,9 @@ type Config struct {
 	Wait time.Duration
 	// RetryAfter is the pause after an error (default DefaultRetryAfter).
 	RetryAfter time.Duration
-	// Client is the HTTP client (default: one with a timeout of Wait + 10 s).
-	Client *http.Client
+	// HTTPClient, when set, sends the feed's requests (package client's
+	// Options.HTTPClient: its Timeout should be 0).
+	HTTPClient *http.Client
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -105,28 +105,51 @@ var ErrFeed = errors.New("relay: the feed refused the relay")
 // the consumers and the stream), 400 (BAD_CURSOR, or
 // CAMPAIGN_FEED_TOO_WIDE: the campaign has more SKUs than its feed serves;
 // relay each SKU's feed instead), and 414 or 431 (the request was too
-// large for the server). A retry would be refused again.
+// large for the server). A retry would be refused again. It says the
+// client's refusal in the operator's terms; errors.As and errors.Is find
+// the refusal too (e.g. errors.Is(err, client.ErrCursorDiverged)).
 type FeedError struct {
-	// Status is the HTTP status; Body the answer (seckilld's JSON error).
+	// Status is the HTTP status.
 	Status int
-	Body   string
+	// Refusal is the answer: its reason (Code), the server's message
+	// (Detail), and the positions a 410 or 409 names.
+	Refusal *client.Error
 	// what says, in the operator's terms, what the feed refused.
 	what string
 }
 
-// Error renders "relay: <what was refused>: <status>: <body>".
+// Error renders "relay: <what was refused>: <status> <status text>: <reason>: <the server's message>".
 func (e *FeedError) Error() string {
-	return fmt.Sprintf("relay: %s: %d %s: %s", e.what, e.Status, http.StatusText(e.Status), e.Body)
+	r := e.Refusal
+	s := fmt.Sprintf("relay: %s: %d %s: ", e.what, e.Status, http.StatusText(e.Status))
+	if r.Code != http.StatusText(e.Status) { // a JSON error body: its reason
+		s += r.Code + ": "
+	}
+	s += r.Detail
+	switch {
+	case r.FirstIndex > 0:
+		s += fmt.Sprintf(" (first_index %d)", r.FirstIndex)
+	case r.ForkIndex > 0:
+		s += fmt.Sprintf(" (fork_index %d, history %s)", r.ForkIndex, r.History)
+	}
+	return s
 }
 
 // Is makes every FeedError an ErrFeed.
 func (e *FeedError) Is(target error) bool { return target == ErrFeed }
 
-// feedRefusal returns the *FeedError of a final answer of the feed for
-// campaignID, nil for a status a retry may get past.
-func feedRefusal(status int, body []byte, campaignID string) error {
+// Unwrap returns the client's refusal.
+func (e *FeedError) Unwrap() error { return e.Refusal }
+
+// feedRefusal returns the *FeedError of a refusal of the feed for
+// campaignID, nil for an error a retry may get past.
+func feedRefusal(err error, campaignID string) error {
+	var e *client.Error
+	if !errors.As(err, &e) {
+		return nil
+	}
 	var what string
-	switch status {
+	switch e.Status {
 	case http.StatusUnauthorized:
 		what = "seckilld refused the admin token (--admin-token)"
 	case http.StatusNotFound:
@@ -140,7 +163,7 @@ func feedRefusal(status int, body []byte, campaignID string) error {
 	default:
 		return nil
 	}
-	return &FeedError{Status: status, Body: strings.TrimSpace(string(body)), what: what}
+	return &FeedError{Status: e.Status, Refusal: e, what: what}
 }
 
 // Run relays until ctx is done (it then logs "relay: stopped" with what
@@ -150,9 +173,13 @@ func feedRefusal(status int, body []byte, campaignID string) error {
 // after RetryAfter.
 func Run(ctx context.Context, cfg Config, sink Sink) error {
 	cfg.fill()
+	c, err := client.New(client.Options{BaseURL: cfg.FeedURL, AdminToken: cfg.AdminToken, HTTPClient: cfg.HTTPClient})
+	if err != nil {
+		return err
+	}
 	var p progress
 	for {
-		err := relayOnce(ctx, &cfg, sink, &p)
+		err := relayOnce(ctx, c, &cfg, sink, &p)
 		if ctx.Err() != nil {
 			cfg.Logger.Info("relay: stopped", "campaign", cfg.CampaignID, "cursor", p.cursor, "relayed", p.relayed)
 			return ctx.Err()
@@ -188,9 +215,6 @@ func (c *Config) fill() {
 	if c.RetryAfter <= 0 {
 		c.RetryAfter = DefaultRetryAfter
 	}
-	if c.Client == nil {
-		c.Client = &http.Client{Timeout: c.Wait + 10*time.Second}
-	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -198,7 +222,7 @@ func (c *Config) fill() {
 
 // relayOnce resumes from the sink and relays pages until an error,
 // keeping p up to date.
-func relayOnce(ctx context.Context, cfg *Config, sink Sink, p *progress) error {
+func relayOnce(ctx context.Context, c *client.Client, cfg *Config, sink Sink, p *progress) error {
 	cursor, err := sink.Resume(ctx)
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
@@ -206,9 +230,12 @@ func relayOnce(ctx context.Context, cfg *Config, sink Sink, p *progress) error {
 	p.cursor = cursor
 	cfg.Logger.Info("relay: resuming", "campaign", cfg.CampaignID, "cursor", cursor)
 	for opened := false; ; {
-		page, err := fetch(ctx, cfg, cursor)
+		page, err := c.Feed(ctx, client.FeedRequest{CampaignID: cfg.CampaignID, After: cursor, Limit: cfg.Limit, Wait: cfg.Wait, Types: cfg.Types})
+		if refused := feedRefusal(err, cfg.CampaignID); refused != nil {
+			return refused
+		}
 		if err != nil {
-			return err
+			return fmt.Errorf("feed: %w", err)
 		}
 		if !opened {
 			if err := sink.Open(ctx); err != nil {
@@ -230,80 +257,23 @@ func relayOnce(ctx context.Context, cfg *Config, sink Sink, p *progress) error {
 	}
 }
 
-// feedPage is the campaign feed's answer.
-type feedPage struct {
-	Events     []json.RawMessage `json:"events"`
-	NextCursor string            `json:"next_cursor"`
-}
-
-// fetch reads one page of the campaign feed after cursor.
-func fetch(ctx context.Context, cfg *Config, cursor string) (*feedPage, error) {
-	q := url.Values{}
-	q.Set("limit", fmt.Sprint(cfg.Limit))
-	q.Set("wait", cfg.Wait.String())
-	if cursor != "" {
-		q.Set("after", cursor)
-	}
-	if len(cfg.Types) > 0 {
-		q.Set("types", strings.Join(cfg.Types, ","))
-	}
-	u := strings.TrimRight(cfg.FeedURL, "/") + "/admin/campaigns/" + url.PathEscape(cfg.CampaignID) + "/events?" + q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+cfg.AdminToken)
-	resp, err := cfg.Client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		if err := feedRefusal(resp.StatusCode, body, cfg.CampaignID); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("feed: %s: %s", resp.Status, body)
-	}
-	var page feedPage
-	if err := json.Unmarshal(body, &page); err != nil {
-		return nil, fmt.Errorf("feed: %w", err)
-	}
-	return &page, nil
-}
-
-// eventHead is the part of an event the relay reads.
-type eventHead struct {
-	ID           string `json:"id"`
-	Type         string `json:"type"`
-	Source       string `json:"source"`
-	SeckillIndex uint64 `json:"seckillindex"`
-}
-
 // messages turns a page into messages, each with the campaign cursor as
 // of it (the cursor before the page, advanced event by event).
-func messages(page *feedPage, cursor string) ([]Message, error) {
+func messages(page *client.FeedPage, cursor string) ([]Message, error) {
 	positions, err := feed.ParseCampaignCursor(cursor)
 	if err != nil {
 		return nil, err
 	}
 	msgs := make([]Message, 0, len(page.Events))
-	for _, raw := range page.Events {
-		var h eventHead
-		if err := json.Unmarshal(raw, &h); err != nil {
-			return nil, fmt.Errorf("feed: event: %w", err)
-		}
+	for _, h := range page.Events {
 		parts := strings.Split(h.Source, "/") // /seckill/{campaign}/{sku}
 		if len(parts) != 4 || h.ID == "" || h.Type == "" {
-			return nil, fmt.Errorf("feed: event without id, type or source /seckill/{campaign}/{sku}: %s", raw)
+			return nil, fmt.Errorf("feed: event without id, type or source /seckill/{campaign}/{sku}: %s", h.Raw)
 		}
 		history, _, _ := strings.Cut(h.ID, "-")
 		positions[history] = h.ID // ParseCampaignCursor keys positions by history
 		msgs = append(msgs, Message{ID: h.ID, Type: h.Type, SKUID: parts[3], Index: h.SeckillIndex,
-			Cursor: feed.CampaignCursor(positions), Event: raw})
+			Cursor: feed.CampaignCursor(positions), Event: h.Raw})
 	}
 	return msgs, nil
 }
