@@ -47,16 +47,12 @@ func compactedStart(events []client.Event, cursor string) error {
 			continue
 		}
 		if e.SeckillIndex != 1 {
-			return &Compacted{SKUID: skuOfSource(e.Source), Reason: fmt.Sprintf("its first event here is record %d", e.SeckillIndex)}
+			_, skuID, _ := SourceSKU(e.Source)
+			return &Compacted{SKUID: skuID, Reason: fmt.Sprintf("its first event here is record %d", e.SeckillIndex)}
 		}
 		positions[history] = e.ID
 	}
 	return nil
-}
-
-// skuOfSource reads the SKU of an event's source (/seckill/{campaign}/{sku}).
-func skuOfSource(source string) string {
-	return source[strings.LastIndexByte(source, '/')+1:]
 }
 
 // Resync replaces what consumer holds of SKU skuID with seckill's export

@@ -42,13 +42,21 @@ var ErrNotDefined = errors.New("orders: the campaign is not defined yet")
 type FeedSource struct {
 	Client     *client.Client
 	CampaignID string
+	// Cell, for a cell of a cluster, names the consumer of that cell's
+	// feed (each cell logs its own share, under histories of its own).
+	Cell string
 	// Limit is the events per page (at most 1,000); Wait the long poll.
 	Limit int
 	Wait  time.Duration
 }
 
-// Name is "feed:<campaign>".
-func (f *FeedSource) Name() string { return "feed:" + f.CampaignID }
+// Name is "feed:<campaign>", or "feed:<campaign>@<cell>" for a cell.
+func (f *FeedSource) Name() string {
+	if f.Cell != "" {
+		return "feed:" + f.CampaignID + "@" + f.Cell
+	}
+	return "feed:" + f.CampaignID
+}
 
 // Next reads one page of the campaign feed after cursor.
 func (f *FeedSource) Next(ctx context.Context, cursor string) ([]client.Event, string, error) {

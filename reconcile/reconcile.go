@@ -77,6 +77,11 @@ type Difference struct {
 	Seckill       string `json:"seckill"` // what seckill holds ("-": nothing)
 	Orders        string `json:"orders"`  // what the order database holds
 	Repair        string `json:"repair"`  // the idempotent action
+	// Source and Events name, once NameEvents read them from the feed,
+	// the reservation's events in log order (CloudEvents source and ids):
+	// the repair re-delivers exactly these.
+	Source string   `json:"source,omitempty"`
+	Events []string `json:"events,omitempty"`
 }
 
 // Totals sets a SKU's counts beside the orders' (equal totals prove
@@ -180,7 +185,8 @@ func behind(o *orders.Order, res *Reservation) bool {
 }
 
 // redeliver is the repair of an order that lacks some of its
-// reservation's events.
+// reservation's events, by reservation id (NameEvents makes it one by
+// event ids where it can read the feed).
 func redeliver(id string) string {
 	return "re-deliver reservation " + id + "'s events: seckill-orders redeliver --reservation " + id +
 		" (re-applies them from the feed in log order; an event applied before changes nothing)"

@@ -48,32 +48,41 @@ func FromServer(ctx context.Context, c *client.Client, campaignID, skuID string)
 		}
 		skus = append(skus, SKU{SKUID: id, SaleLimit: audit.SaleLimit, Available: audit.Available, Reserved: audit.Reserved,
 			Confirmed: audit.Confirmed, Cell: audit.Cell, Granted: audit.Granted, Returned: audit.Returned})
-		first := len(reservations)
-		if _, err := c.Export(ctx, campaignID, id, func(r client.Reservation) error {
-			reservations = append(reservations, Reservation{ReservationID: r.ReservationID, RequestID: r.RequestID, UserID: r.UserID,
-				SKUID: id, TokenID: r.TokenID, State: r.State, PaymentID: r.PaymentID, CreatedAt: r.CreatedAt, ChangedAt: Latest(r.CreatedAt, r.PaidAt, r.ClosedAt)})
-			return nil
-		}); err != nil {
+		if reservations, err = readSKU(ctx, c, campaignID, id, reservations); err != nil {
 			return nil, nil, err
-		}
-		// The refund list is read after the export: a refund of a
-		// reservation the export has not is of one made since, within the lag.
-		refunds, err := c.Refunds(ctx, campaignID, id)
-		if err != nil {
-			return nil, nil, err
-		}
-		index := make(map[string]int, len(reservations)-first)
-		for i := first; i < len(reservations); i++ {
-			index[reservations[i].ReservationID] = i
-		}
-		for _, f := range refunds {
-			if i, ok := index[f.ReservationID]; ok {
-				reservations[i].Refunds = append(reservations[i].Refunds, f.PaymentID)
-				reservations[i].ChangedAt = Latest(reservations[i].ChangedAt, f.At)
-			}
 		}
 	}
 	return reservations, skus, nil
+}
+
+// readSKU appends the reservations of one SKU at c (its export, then its
+// refund list) to reservations.
+func readSKU(ctx context.Context, c *client.Client, campaignID, skuID string, reservations []Reservation) ([]Reservation, error) {
+	first := len(reservations)
+	if _, err := c.Export(ctx, campaignID, skuID, func(r client.Reservation) error {
+		reservations = append(reservations, Reservation{ReservationID: r.ReservationID, RequestID: r.RequestID, UserID: r.UserID,
+			SKUID: skuID, TokenID: r.TokenID, State: r.State, PaymentID: r.PaymentID, CreatedAt: r.CreatedAt, ChangedAt: Latest(r.CreatedAt, r.PaidAt, r.ClosedAt)})
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	// The refund list is read after the export: a refund of a
+	// reservation the export has not is of one made since, within the lag.
+	refunds, err := c.Refunds(ctx, campaignID, skuID)
+	if err != nil {
+		return nil, err
+	}
+	index := make(map[string]int, len(reservations)-first)
+	for i := first; i < len(reservations); i++ {
+		index[reservations[i].ReservationID] = i
+	}
+	for _, f := range refunds {
+		if i, ok := index[f.ReservationID]; ok {
+			reservations[i].Refunds = append(reservations[i].Refunds, f.PaymentID)
+			reservations[i].ChangedAt = Latest(reservations[i].ChangedAt, f.At)
+		}
+	}
+	return reservations, nil
 }
 
 // Latest is the latest of ts.

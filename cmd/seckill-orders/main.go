@@ -1,14 +1,17 @@
 // Command seckill-orders is the reference order service: it consumes one
 // seckill campaign's events into PostgreSQL (package orders), from
 // seckilld's feed (--feed) or from the JetStream stream seckill-relay
-// fills (--nats, --stream), exactly once in effect: each batch of events
+// fills (--nats, --stream), or from every cell of a cluster (--etcd: each
+// cell's feed, at the address it announced in etcd, with a cursor of its
+// own), exactly once in effect: each batch of events
 // is one transaction with its cursor, and an event seen before (by its
 // CloudEvents source and id) is skipped. It migrates the schema at start
 // (goose), serves /metrics and /healthz on --metrics-addr, and stops
 // cleanly on SIGTERM or SIGINT (the batch in flight commits or rolls back
-// whole; exit 0). "seckill-orders redeliver --reservation ID,..." applies
-// every event of those reservations again from the feed: the repair that
-// seckillctl reconcile prints.
+// whole; exit 0). "seckill-orders redeliver --source S --event ID,..."
+// applies those events again from the feed (by their CloudEvents source
+// and id, as order_events keys them), "--reservation ID,..." every event
+// of those reservations: the repairs seckillctl reconcile prints.
 //
 // It may start before its campaign is defined (it waits for it, asking
 // every 100 ms). A SKU whose events the feed no longer holds (snapshots
@@ -32,10 +35,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -47,8 +52,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/cells"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/version"
+	"github.com/seckill/seckill/ledger"
 	"github.com/seckill/seckill/orders"
 )
 
@@ -83,9 +91,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("seckill-orders", flag.ContinueOnError)
 	fs.SetOutput(usageOut)
 	database := fs.String("database", "", "PostgreSQL URL, e.g. postgres://user@127.0.0.1:5432/orders (required)")
-	campaign := fs.String("campaign", "", "the campaign whose events are consumed (required with --feed)")
-	feed := fs.String("feed", "", "seckilld's base URL: consume its campaign feed (give --feed or --nats)")
-	token := fs.String("admin-token", "", "seckilld's admin bearer token (with --feed)")
+	campaign := fs.String("campaign", "", "the campaign whose events are consumed (required with --feed and --etcd)")
+	feed := fs.String("feed", "", "seckilld's base URL: consume its campaign feed (give one of --feed, --etcd, --nats)")
+	etcd := fs.String("etcd", "", "etcd endpoints of a cell cluster: consume the campaign feed of each of its cells")
+	prefix := fs.String("etcd-prefix", ledger.DefaultPrefix, "the cells' ledger key prefix in etcd (with --etcd)")
+	token := fs.String("admin-token", "", "seckilld's admin bearer token (with --feed and --etcd)")
 	natsURL := fs.String("nats", "", "NATS URL: consume the JetStream stream --stream filled by seckill-relay")
 	stream := fs.String("stream", "", "the relay's JetStream stream of the campaign (with --nats)")
 	limit := fs.Int("batch", 500, "events per transaction at most (1..1000)")
@@ -104,10 +114,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch {
 	case *database == "":
 		return fmt.Errorf("%w: --database is required", errUsage)
-	case (*feed == "") == (*natsURL == ""):
-		return fmt.Errorf("%w: give --feed (with --campaign, --admin-token) or --nats (with --stream)", errUsage)
-	case *feed != "" && (*campaign == "" || *token == ""):
-		return fmt.Errorf("%w: --feed needs --campaign and --admin-token", errUsage)
+	case count(*feed, *etcd, *natsURL) != 1:
+		return fmt.Errorf("%w: give --feed or --etcd (with --campaign, --admin-token), or --nats (with --stream)", errUsage)
+	case (*feed != "" || *etcd != "") && (*campaign == "" || *token == ""):
+		return fmt.Errorf("%w: --feed and --etcd need --campaign and --admin-token", errUsage)
 	case *natsURL != "" && *stream == "":
 		return fmt.Errorf("%w: --nats needs --stream", errUsage)
 	case *limit < 1 || *limit > 1000:
@@ -131,13 +141,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log.Info("orders: schema up to date", "version", schema)
 
 	var src orders.Source
-	if *feed != "" {
+	var cluster *orders.Cells
+	switch {
+	case *feed != "":
 		c, err := client.New(client.Options{BaseURL: *feed, AdminToken: *token})
 		if err != nil {
 			return fmt.Errorf("%w: --feed: %v", errUsage, err)
 		}
 		src = &orders.FeedSource{Client: c, CampaignID: *campaign, Limit: *limit, Wait: *wait}
-	} else {
+	case *etcd != "":
+		ec, err := ledger.Dial(strings.Split(*etcd, ","))
+		if err != nil {
+			return fmt.Errorf("--etcd: %w", err)
+		}
+		defer ec.Close()
+		cluster = &orders.Cells{Ledger: ledger.New(ec, *prefix), CampaignID: *campaign, Limit: *limit, Wait: *wait,
+			Client: func(base string) (*client.Client, error) {
+				return client.New(client.Options{BaseURL: base, AdminToken: *token})
+			}}
+	default:
 		nc, err := nats.Connect(*natsURL, nats.Name("seckill-orders "+*stream), nats.MaxReconnects(-1))
 		if err != nil {
 			return fmt.Errorf("connecting to %s: %w", *natsURL, err)
@@ -164,34 +186,92 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer srv.Close()
 		fmt.Fprintf(stdout, "seckill-orders metrics on http://%s/metrics\n", ln.Addr())
 	}
-	err = orders.Run(ctx, src, orders.NewStore(pool), metrics, log)
+	if cluster != nil {
+		err = cluster.Run(ctx, orders.NewStore(pool), metrics, log)
+	} else {
+		err = orders.Run(ctx, src, orders.NewStore(pool), metrics, log)
+	}
 	if err == nil {
 		log.Info("orders: stopped")
 	}
 	return err
 }
 
-// redeliver is "seckill-orders redeliver": the repair seckillctl reconcile
-// prints, applying again every event of the named reservations from
-// seckilld's feed (orders.Store.Redeliver).
+// count returns how many of flags are set.
+func count(flags ...string) int {
+	n := 0
+	for _, f := range flags {
+		if f != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// redeliver is "seckill-orders redeliver": the repairs seckillctl
+// reconcile prints, applying events again from the feed whether or not
+// order_events has them: the events named by source and id
+// (orders.FetchEvent, Store.ApplyAgain), or every event of the named
+// reservations (Store.Redeliver).
 func redeliver(ctx context.Context, args []string, usageOut, stdout io.Writer) error {
 	fs := flag.NewFlagSet("seckill-orders redeliver", flag.ContinueOnError)
 	fs.SetOutput(usageOut)
 	database := fs.String("database", "", "PostgreSQL URL of the orders (required)")
-	feed := fs.String("feed", "", "seckilld's base URL (required)")
+	feed := fs.String("feed", "", "seckilld's base URL (or --etcd)")
+	etcd := fs.String("etcd", "", "etcd endpoints of a cell cluster: the events are read from the cell that logged them")
+	prefix := fs.String("etcd-prefix", ledger.DefaultPrefix, "the cells' ledger key prefix in etcd (with --etcd)")
 	token := fs.String("admin-token", "", "seckilld's admin bearer token (required)")
-	ids := fs.String("reservation", "", "comma-separated reservation ids (required)")
+	source := fs.String("source", "", "the events' CloudEvents source, /seckill/<campaign>/<sku> (with --event)")
+	events := fs.String("event", "", "comma-separated event ids of --source, applied in this order")
+	ids := fs.String("reservation", "", "comma-separated reservation ids: every event of each, in log order (instead of --source and --event)")
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL_ORDERS")); errors.Is(err, flag.ErrHelp) {
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	if *database == "" || *feed == "" || *token == "" || *ids == "" || fs.NArg() > 0 {
-		return fmt.Errorf("%w: redeliver needs --database, --feed, --admin-token and --reservation", errUsage)
+	byEvent := *source != "" || *events != ""
+	switch {
+	case *database == "" || *token == "" || count(*feed, *etcd) != 1 || fs.NArg() > 0:
+		return fmt.Errorf("%w: redeliver needs --database, --admin-token, --feed or --etcd, and --source with --event or --reservation", errUsage)
+	case byEvent == (*ids != ""), byEvent && (*source == "" || *events == ""):
+		return fmt.Errorf("%w: redeliver takes --source with --event, or --reservation", errUsage)
 	}
-	c, err := client.New(client.Options{BaseURL: *feed, AdminToken: *token})
-	if err != nil {
-		return fmt.Errorf("%w: --feed: %v", errUsage, err)
+	campaignID, skuID, ok := orders.SourceSKU(*source)
+	if byEvent && !ok {
+		return fmt.Errorf("%w: --source %q: want /seckill/<campaign>/<sku>", errUsage, *source)
+	}
+	newClient := func(base string) (*client.Client, error) {
+		return client.New(client.Options{BaseURL: base, AdminToken: *token})
+	}
+	// servers are the feeds the events are read from, by cell: --feed
+	// (cell ""), or the cells of the SKU, at the addresses they announced.
+	servers := func(campaignID, skuID string) (map[string]*client.Client, error) {
+		if *feed != "" {
+			c, err := newClient(*feed)
+			return map[string]*client.Client{"": c}, err
+		}
+		ec, err := ledger.Dial(strings.Split(*etcd, ","))
+		if err != nil {
+			return nil, fmt.Errorf("--etcd: %w", err)
+		}
+		defer ec.Close()
+		addrs, err := cells.CampaignServers(ctx, ledger.New(ec, *prefix), campaignID, skuID)
+		if err != nil {
+			return nil, fmt.Errorf("--etcd: %w", err)
+		}
+		if len(addrs) == 0 {
+			return nil, fmt.Errorf("etcd knows no cell of %s/%s", campaignID, skuID)
+		}
+		cs := map[string]*client.Client{}
+		for cell, addr := range addrs {
+			if addr == "" {
+				return nil, fmt.Errorf("cell %s of %s/%s announced no address in etcd", cell, campaignID, skuID)
+			}
+			if cs[cell], err = newClient(addr); err != nil {
+				return nil, fmt.Errorf("cell %s: %w", cell, err)
+			}
+		}
+		return cs, nil
 	}
 	pool, err := pgxpool.New(ctx, *database)
 	if err != nil {
@@ -201,9 +281,51 @@ func redeliver(ctx context.Context, args []string, usageOut, stdout io.Writer) e
 	if _, err := orders.Migrate(ctx, pool); err != nil {
 		return err
 	}
-	applied, err := orders.NewStore(pool).Redeliver(ctx, c, strings.Split(*ids, ","))
-	for id, n := range applied {
-		fmt.Fprintf(stdout, "reservation %s: %d events applied again\n", id, n)
+	store := orders.NewStore(pool)
+	if byEvent {
+		cs, err := servers(campaignID, skuID)
+		if err != nil {
+			return err
+		}
+		var got []client.Event
+		for _, id := range strings.Split(*events, ",") {
+			e, err := orders.FetchEvent(ctx, slices.Collect(maps.Values(cs)), *source, id)
+			if err != nil {
+				return err
+			}
+			got = append(got, e)
+		}
+		if err := store.ApplyAgain(ctx, got); err != nil {
+			return err
+		}
+		for _, e := range got {
+			fmt.Fprintf(stdout, "event %s %s (%s %s): applied again\n", *source, e.ID, e.Type, e.Subject)
+		}
+		return nil
 	}
-	return err
+	for _, id := range strings.Split(*ids, ",") {
+		campaignID, skuID, _, _, err := sku.ParseReservationID(id)
+		if err != nil {
+			return fmt.Errorf("%w: --reservation %q: %v", errUsage, id, err)
+		}
+		cs, err := servers(campaignID, skuID)
+		if err != nil {
+			return err
+		}
+		c := cs[sku.ReservationCell(id)] // --feed's, or the cell the id names
+		if c == nil && len(cs) == 1 {
+			c = slices.Collect(maps.Values(cs))[0] // a campaign local to one cell
+		}
+		if c == nil {
+			return fmt.Errorf("reservation %s: its cell is none of %s/%s's in etcd", id, campaignID, skuID)
+		}
+		applied, err := store.Redeliver(ctx, c, []string{id})
+		for id, n := range applied {
+			fmt.Fprintf(stdout, "reservation %s: %d events applied again\n", id, n)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -10,7 +10,7 @@
 //	seckillctl restore --from SNAPSHOT_OR_DIR --to DATA_DIR [--until-index N | --until-time T]
 //	seckillctl export DIR [--format csv|jsonl]
 //	seckillctl lottery verify DIR | --evidence EVIDENCE.json --pool ENTRIES.csv
-//	seckillctl reconcile --orders URL --campaign C [--sku S] [--lag D] [--json] (--server URL | --data-dir DIR)
+//	seckillctl reconcile --orders URL --campaign C [--sku S] [--lag D] [--json] (--server URL | --etcd E | --data-dir DIR)
 //	seckillctl dashboard-link --server URL --admin-token T
 //
 // DIR is a SKU directory (<data-dir>/<campaign>/<sku>) or its wal
@@ -89,7 +89,7 @@ const usage = `seckillctl: operate on seckill data directories (read-only unless
         audit a lottery sale: recompute its draw from its log, or from its published
         evidence and exported pool; a JSON report, exit 1 if any check fails
   seckillctl reconcile --orders postgres://... --campaign C [--sku S] [--lag 30s] [--json]
-        (--server URL --admin-token T | --data-dir DIR)
+        (--server URL --admin-token T | --etcd E [--etcd-prefix P] --admin-token T | --data-dir DIR)
         compare the campaign's reservations with seckill-orders' database, one by
         one: list each difference by reservation_id and request_id with its
         idempotent repair, and the totals; exit 1 if there is any

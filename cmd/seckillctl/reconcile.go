@@ -12,12 +12,27 @@ import (
 	"strings"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/ledger"
 	"github.com/seckill/seckill/reconcile"
 )
 
+// count returns how many of flags are set.
+func count(flags ...string) int {
+	n := 0
+	for _, f := range flags {
+		if f != "" {
+			n++
+		}
+	}
+	return n
+}
+
 // runReconcile compares a campaign's reservations in seckill (a running
-// seckilld's admin API, or its data dir offline) with the order database
+// seckilld's admin API, each cell of a cluster through etcd and the cells'
+// admin APIs, or a data dir offline) with the order database
 // of seckill-orders, and lists every difference by reservation_id and
 // request_id with its repair (package reconcile). Exit 0 clean, 1
 // differences, 2 usage or I/O.
@@ -31,6 +46,8 @@ func runReconcile(args []string, stdout io.Writer) error {
 	server := fs.String("server", "", "URL of a running seckilld (its admin API)")
 	token := fs.String("admin-token", "", "admin bearer token (default $SECKILL_ADMIN_TOKEN)")
 	dataDir := fs.String("data-dir", "", "seckilld's data dir, read offline (instead of --server)")
+	etcd := fs.String("etcd", "", "etcd endpoints of a cell cluster: read every cell of the campaign at the address it announced (instead of --server)")
+	prefix := fs.String("etcd-prefix", ledger.DefaultPrefix, "the cells' ledger key prefix in etcd (with --etcd)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "bound of the whole comparison")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
@@ -41,10 +58,10 @@ func runReconcile(args []string, stdout io.Writer) error {
 	switch {
 	case *ordersURL == "" || *campaign == "":
 		return usageError("reconcile needs --orders and --campaign")
-	case (*server == "") == (*dataDir == ""):
-		return usageError("reconcile reads seckill's side from --server URL (with --admin-token) or --data-dir DIR: give one")
-	case *server != "" && *token == "":
-		return usageError("reconcile --server needs --admin-token (or SECKILL_ADMIN_TOKEN)")
+	case count(*server, *dataDir, *etcd) != 1:
+		return usageError("reconcile reads seckill's side from --server URL or --etcd ENDPOINTS (with --admin-token), or --data-dir DIR: give one")
+	case *dataDir == "" && *token == "":
+		return usageError("reconcile --server and --etcd need --admin-token (or SECKILL_ADMIN_TOKEN)")
 	case *lag < 0:
 		return usageError("reconcile: --lag must not be negative")
 	}
@@ -60,19 +77,48 @@ func runReconcile(args []string, stdout io.Writer) error {
 	now := time.Now()
 	var reservations []reconcile.Reservation
 	var skus []reconcile.SKU
-	if *server != "" {
+	var feeds map[string]*client.Client // by cell ("": one seckilld): where the events are
+	clientOf := func(base string) (*client.Client, error) {
+		return client.New(client.Options{BaseURL: base, AdminToken: *token})
+	}
+	switch {
+	case *server != "":
 		var c *client.Client
-		if c, err = client.New(client.Options{BaseURL: *server, AdminToken: *token}); err != nil {
+		if c, err = clientOf(*server); err != nil {
 			return usageError("reconcile: --server: %v", err)
 		}
+		feeds = map[string]*client.Client{"": c}
 		reservations, skus, err = reconcile.FromServer(ctx, c, *campaign, *skuID)
-	} else {
+	case *etcd != "":
+		var ec *clientv3.Client
+		if ec, err = ledger.Dial(strings.Split(*etcd, ",")); err != nil {
+			return fmt.Errorf("reconcile: --etcd: %w", err)
+		}
+		defer ec.Close()
+		reservations, skus, feeds, err = reconcile.FromCells(ctx, ledger.New(ec, *prefix), clientOf, *token, *campaign, *skuID)
+	default:
 		reservations, skus, err = seckillOffline(*dataDir, *campaign, *skuID)
 	}
 	if err != nil {
 		return fmt.Errorf("reconcile: seckill: %w", err)
 	}
 	r := reconcile.Compare(*campaign, *skuID, reservations, skus, byID, *lag, now)
+	if feeds != nil { // online: each repair by the ids of the events it re-delivers
+		err := reconcile.NameEvents(ctx, &r, func(cell string) (*client.Client, error) {
+			if c := feeds[cell]; c != nil {
+				return c, nil
+			}
+			if len(feeds) == 1 { // one seckilld, or a campaign local to one cell
+				for _, c := range feeds {
+					return c, nil
+				}
+			}
+			return nil, fmt.Errorf("no cell %s among the campaign's in etcd", cell)
+		})
+		if err != nil {
+			return fmt.Errorf("reconcile: seckill's feed: %w", err)
+		}
+	}
 	if *asJSON {
 		err = writeJSON(stdout, r)
 	} else {

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/orders/orderstest"
 	"github.com/seckill/seckill/reconcile"
@@ -47,10 +50,40 @@ func only(t *testing.T, r reconcile.Report, id string, kinds ...string) {
 	}
 }
 
+// ordersBinary builds seckill-orders into a temp dir of t.
+func ordersBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "seckill-orders")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/seckill/seckill/cmd/seckill-orders").CombinedOutput(); err != nil {
+		t.Fatalf("go build seckill-orders: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runRepair runs the seckill-orders command that d's repair prints, as
+// an operator would paste it, with env (SECKILL_ORDERS_DATABASE, ...).
+func runRepair(t *testing.T, bin string, d reconcile.Difference, env ...string) {
+	t.Helper()
+	_, line, ok := strings.Cut(d.Repair, "seckill-orders ")
+	if !ok {
+		t.Fatalf("repair %q runs no seckill-orders command", d.Repair)
+	}
+	line, _, _ = strings.Cut(line, " (")
+	cmd := exec.Command(bin, strings.Fields(line)...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("seckill-orders %s: %v\n%s", line, err, out)
+	}
+	t.Logf("seckill-orders %s:\n%s", line, out)
+}
+
 // A campaign's orders reconciled against seckilld, online and from its
 // data dir: clean after the consumer caught up; a row deleted, edited,
-// added or a refund row lost is named, exactly, by reservation id, with
-// its repair; the repair (seckill-orders redeliver) makes it clean again.
+// added or a refund row lost is named, exactly, by reservation id, and
+// online with the ids of its reservation's events; the printed repair
+// (seckill-orders redeliver --source S --event IDS), run, makes it clean
+// again.
 func TestReconcile(t *testing.T) {
 	c, dataDir := orderstest.SeckillIn(t)
 	db := orderstest.Database(t)
@@ -87,57 +120,84 @@ func TestReconcile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pool, err := pgxpool.New(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	repair := func(id string) {
+	bin := ordersBinary(t)
+	env := []string{"SECKILL_ORDERS_DATABASE=" + db, "SECKILL_ORDERS_FEED=" + c.BaseURL(), "SECKILL_ORDERS_ADMIN_TOKEN=" + orderstest.Token}
+	// repair runs the first difference's printed repair, which names the
+	// reservation's events by id (created first), and reconciles again.
+	repair := func(r reconcile.Report, id string, types ...string) {
 		t.Helper()
-		if _, err := orders.NewStore(pool).Redeliver(ctx, c, []string{id}); err != nil {
-			t.Fatal(err)
+		d := r.Differences[0]
+		if d.Source == "" || len(d.Events) != len(types) || !strings.Contains(d.Repair, "seckill-orders redeliver --source "+d.Source+" --event "+strings.Join(d.Events, ",")) {
+			t.Fatalf("difference %+v: want a repair by the ids of its %d events", d, len(types))
 		}
+		var got []string
+		if err := conn.QueryRow(ctx, `SELECT array_agg(type ORDER BY seckill_index) FROM order_events WHERE source = $1 AND id = ANY($2)`,
+			d.Source, d.Events).Scan(&got); err != nil || strings.Join(got, ",") != strings.Join(types, ",") {
+			t.Fatalf("the events the repair names are %v (%v), want %v", got, err, types)
+		}
+		runRepair(t, bin, d, env...)
 		if status, r, _ := reconcileRun(t, online...); status != exitOK {
-			t.Fatalf("after redelivering %s: exit %d, %+v", id, status, r.Differences)
+			t.Fatalf("after the repair of %s: exit %d, %+v", id, status, r.Differences)
 		}
 	}
+	created, paidType, closed, refundRequired := client.TypeReservationCreated, client.TypeReservationPaid, client.TypeReservationClosed, client.TypeRefundRequired
 
-	paid := pick(`state = 'PAID'`)
+	paid := pick(`state = 'PAID' AND reservation_id NOT IN (SELECT reservation_id FROM order_refunds)`)
 	exec(`DELETE FROM orders WHERE reservation_id = $1`, paid)
+	var r reconcile.Report
 	for _, args := range [][]string{online, offline} {
-		status, r, _ := reconcileRun(t, args...)
+		var status int
+		status, r, _ = reconcileRun(t, args...)
 		if status != exitFailed {
 			t.Fatalf("a deleted row: exit %d", status)
 		}
 		only(t, r, paid, reconcile.MissingOrder, reconcile.TokenNotInOrders)
-		if !strings.Contains(r.Differences[0].Repair, "seckill-orders redeliver --reservation "+paid) {
-			t.Fatalf("repair %q", r.Differences[0].Repair)
-		}
 	}
-	repair(paid)
+	// Offline, the log's events have no feed to be read from: the repair
+	// is by reservation id.
+	if !strings.Contains(r.Differences[0].Repair, "seckill-orders redeliver --reservation "+paid) {
+		t.Fatalf("offline repair %q", r.Differences[0].Repair)
+	}
+	_, r, _ = reconcileRun(t, online...)
+	repair(r, paid, created, paidType)
 
 	exec(`UPDATE orders SET state = 'PENDING_PAYMENT' WHERE reservation_id = $1`, paid)
-	_, r, _ := reconcileRun(t, online...)
+	_, r, _ = reconcileRun(t, online...)
 	only(t, r, paid, reconcile.StateMismatch)
-	repair(paid)
+	repair(r, paid, created, paidType)
 
 	pending := pick(`state = 'PENDING_PAYMENT'`)
 	exec(`UPDATE orders SET token_id = token_id + 1000 WHERE reservation_id = $1`, pending)
 	_, r, _ = reconcileRun(t, online...)
 	only(t, r, pending, reconcile.FieldMismatch)
-	repair(pending)
+	repair(r, pending, created)
 
 	refunded := pick(`state = 'REFUND_REQUIRED'`)
 	exec(`DELETE FROM order_refunds WHERE reservation_id = $1`, refunded)
 	_, r, _ = reconcileRun(t, online...)
 	only(t, r, refunded, reconcile.RefundNotRecorded)
-	repair(refunded)
+	repair(r, refunded, created, closed, refundRequired)
+
+	// A reservation's row deleted with its events' records: redelivered
+	// as new.
+	exec(`DELETE FROM orders WHERE reservation_id = $1`, refunded)
+	exec(`DELETE FROM order_events WHERE subject = $1`, refunded)
+	_, r, _ = reconcileRun(t, online...)
+	only(t, r, refunded, reconcile.MissingOrder)
+	d := r.Differences[0]
+	runRepair(t, bin, d, env...)
+	if status, r, _ := reconcileRun(t, online...); status != exitOK {
+		t.Fatalf("after the repair of %s with its events' records gone: exit %d, %+v", refunded, status, r.Differences)
+	}
 
 	exec(`INSERT INTO orders (reservation_id, campaign_id, sku_id, request_id, user_id, token_id, state, created_at, expire_at, last_event_id)
 VALUES ('rc~blue~999~0000000000000000', 'rc', 'blue', 'ghost', 'ghost', 1, 'PAID', now(), now(), 'none')`)
 	status, r, _ := reconcileRun(t, online...)
 	if status != exitFailed {
 		t.Fatalf("an orphan order: exit %d", status)
+	}
+	if d := r.Differences[0]; d.Source != "" || len(d.Events) > 0 {
+		t.Fatalf("an orphan order names events: %+v", d)
 	}
 	only(t, r, "rc~blue~999~0000000000000000", reconcile.OrphanOrder)
 

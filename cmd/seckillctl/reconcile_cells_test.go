@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/cmd/seckilld/seckilldtest"
+	"github.com/seckill/seckill/internal/etcdtest"
+	"github.com/seckill/seckill/orders/orderstest"
+	"github.com/seckill/seckill/reconcile"
+)
+
+// A campaign sold by two cells (a real etcd, two seckilld processes run
+// as cells c1 and c2, both SKUs published over them): seckill-orders
+// --etcd consumes each cell's feed (a cursor per cell), seckillctl
+// reconcile --etcd reads every cell through its admin API and reconciles
+// clean, with the cluster's totals balanced; a row of a c2 reservation
+// deleted from orders is named, with its events' ids, and the printed
+// repair, run with --etcd, makes it clean again.
+func TestReconcileCells(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	seckilld := seckilldtest.Build(t, raceEnabled)
+	ordersBin := ordersBinary(t)
+	cellURLs := map[string]string{}
+	for _, cell := range []string{"c1", "c2"} {
+		d := seckilldtest.Start(t, seckilld, filepath.Join(t.TempDir(), cell), nil,
+			"--cell", cell, "--etcd", etcd.Endpoint, "--admin-token", orderstest.Token)
+		cellURLs[cell] = d.Base
+	}
+	start := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	for _, s := range orderstest.SKUs {
+		var out, errb bytes.Buffer
+		if status := run([]string{"cells", "publish", "--etcd", etcd.Endpoint, "--campaign", "rcc", "--sku", s, "--sale-limit", "40",
+			"--cells", "c1,c2", "--initial", "20", "--chunk", "5", "--start", start}, &out, &errb); status != exitOK {
+			t.Fatalf("cells publish %s: exit %d: %s%s", s, status, out.String(), errb.String())
+		}
+	}
+	c, err := client.New(client.Options{BaseURL: cellURLs["c1"], AdminToken: orderstest.Token, Cells: cellURLs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for cell, url := range cellURLs { // each cell takes the published SKUs within a second
+		cc, _ := client.New(client.Options{BaseURL: url, AdminToken: orderstest.Token})
+		for _, s := range orderstest.SKUs {
+			for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+				_, err := cc.Audit(ctx, "rcc", s)
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("cell %s never defined %s: %v", cell, s, err)
+				}
+			}
+		}
+	}
+	orderstest.Sale(t, c, "rcc", 0, 60)
+
+	db := orderstest.Database(t)
+	cmd := exec.Command(ordersBin, "--database", db, "--etcd", etcd.Endpoint, "--campaign", "rcc", "--admin-token", orderstest.Token,
+		"--metrics-addr", "127.0.0.1:0", "--wait", "1s", "--log-level", "warn")
+	logs, err := os.Create(filepath.Join(t.TempDir(), "seckill-orders.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-exited
+		}
+		if b, _ := os.ReadFile(logs.Name()); t.Failed() {
+			t.Logf("seckill-orders' stderr:\n%s", b)
+		}
+	})
+
+	args := []string{"--orders", db, "--campaign", "rcc", "--etcd", etcd.Endpoint, "--admin-token", orderstest.Token, "--lag", "0s"}
+	var r reconcile.Report
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		var status int
+		var stderr string
+		if status, r, stderr = reconcileRun(t, args...); status == exitOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never clean: exit %d, %+v; %s", status, r.Differences, stderr)
+		}
+	}
+	if r.Compared == 0 || len(r.Totals) != 2 {
+		t.Fatalf("clean report %+v", r)
+	}
+	for _, tot := range r.Totals {
+		if !tot.Balanced || tot.SaleLimit != 40 || tot.Available+tot.Reserved+tot.Confirmed != 40 {
+			t.Fatalf("totals %+v: want the cluster's sale_limit 40 balanced", tot)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-exited; err != nil {
+		t.Fatalf("seckill-orders after SIGTERM: %v", err)
+	}
+
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var consumers []string
+	if err := conn.QueryRow(ctx, `SELECT array_agg(consumer ORDER BY consumer) FROM order_cursors`).Scan(&consumers); err != nil ||
+		strings.Join(consumers, ",") != "feed:rcc@c1,feed:rcc@c2" {
+		t.Fatalf("consumers %v (%v), want one per cell", consumers, err)
+	}
+	var paid string
+	if err := conn.QueryRow(ctx, `SELECT reservation_id FROM orders WHERE state = 'PAID' AND reservation_id LIKE '%~c2~%'
+    AND reservation_id NOT IN (SELECT reservation_id FROM order_refunds) ORDER BY reservation_id LIMIT 1`).Scan(&paid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `DELETE FROM orders WHERE reservation_id = $1`, paid); err != nil {
+		t.Fatal(err)
+	}
+	status, r, stderr := reconcileRun(t, args...)
+	if status != exitFailed {
+		t.Fatalf("a deleted row: exit %d; %s", status, stderr)
+	}
+	only(t, r, paid, reconcile.MissingOrder, reconcile.TokenNotInOrders)
+	d := r.Differences[0]
+	var types []string
+	if err := conn.QueryRow(ctx, `SELECT array_agg(type ORDER BY seckill_index) FROM order_events WHERE source = $1 AND id = ANY($2)`,
+		d.Source, d.Events).Scan(&types); err != nil || strings.Join(types, ",") != client.TypeReservationCreated+","+client.TypeReservationPaid {
+		t.Fatalf("the repair of %s names events %v of types %v (%v)", paid, d.Events, types, err)
+	}
+	runRepair(t, ordersBin, d, "SECKILL_ORDERS_DATABASE="+db, "SECKILL_ORDERS_ETCD="+etcd.Endpoint, "SECKILL_ORDERS_ADMIN_TOKEN="+orderstest.Token)
+	if status, r, stderr := reconcileRun(t, args...); status != exitOK {
+		t.Fatalf("after the repair: exit %d, %+v; %s", status, r.Differences, stderr)
+	}
+	if sku.ReservationCell(paid) != "c2" {
+		t.Fatalf("reservation %s is not c2's", paid)
+	}
+
+	// --etcd is one of the three sources.
+	if status, _, _ := reconcileRun(t, append(args, "--server", cellURLs["c1"])...); status != exitUsage {
+		t.Fatalf("--etcd with --server: exit %d, want 2", status)
+	}
+}
