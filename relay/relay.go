@@ -36,6 +36,9 @@ const (
 	// DefaultRetryAfter is the pause after an error before the relay
 	// resumes from the sink.
 	DefaultRetryAfter = time.Second
+	// publishBound bounds the wait for a batch's acks once the relay is
+	// told to stop.
+	publishBound = 30 * time.Second
 )
 
 // Config configures Run.
@@ -166,7 +169,8 @@ func feedRefusal(err error, campaignID string) error {
 	return &FeedError{Status: e.Status, Refusal: e, what: what}
 }
 
-// Run relays until ctx is done (it then logs "relay: stopped" with what
+// Run relays until ctx is done (a batch being published is first stored
+// and acknowledged, within 30 s; it then logs "relay: stopped" with what
 // it did and returns ctx.Err()) or the feed refuses the relay (a
 // *FeedError, errors.Is ErrFeed). Any other error (the feed unreachable,
 // a publish that failed) is logged, and the relay resumes from the sink
@@ -248,7 +252,14 @@ func relayOnce(ctx context.Context, c *client.Client, cfg *Config, sink Sink, p 
 			return err
 		}
 		if len(msgs) > 0 {
-			if err := sink.Publish(ctx, msgs); err != nil {
+			// A stop lets the batch in flight be stored and acknowledged
+			// (within publishBound), so that the stop's log line says what
+			// the sink holds: a message stored whose ack was not awaited
+			// would be missing from it.
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishBound)
+			err := sink.Publish(pctx, msgs)
+			cancel()
+			if err != nil {
 				return fmt.Errorf("publish: %w", err)
 			}
 			p.cursor, p.relayed = msgs[len(msgs)-1].Cursor, p.relayed+len(msgs)

@@ -25,7 +25,7 @@ func TestHelpAndUsage(t *testing.T) {
 	if err := run(context.Background(), []string{"--help"}, &out, &errb); err != nil {
 		t.Fatal(err)
 	}
-	for _, flag := range []string{"-database", "-campaign", "-feed", "-admin-token", "-nats", "-stream", "-batch", "-wait", "-metrics-addr"} {
+	for _, flag := range []string{"-database", "-campaign", "-feed", "-etcd", "-etcd-prefix", "-admin-token", "-nats", "-stream", "-batch", "-wait", "-metrics-addr"} {
 		if !strings.Contains(out.String(), flag) {
 			t.Errorf("--help lacks %s:\n%s", flag, out.String())
 		}
@@ -35,8 +35,14 @@ func TestHelpAndUsage(t *testing.T) {
 		t.Fatalf("--version: %v, %q", err, out.String())
 	}
 	out.Reset()
-	if err := run(context.Background(), []string{"redeliver", "--help"}, &out, &errb); err != nil || !strings.Contains(out.String(), "-reservation") {
-		t.Fatalf("redeliver --help: %v, %q", err, out.String())
+	out.Reset()
+	if err := run(context.Background(), []string{"redeliver", "--help"}, &out, &errb); err != nil {
+		t.Fatalf("redeliver --help: %v", err)
+	}
+	for _, flag := range []string{"-source", "-event", "-reservation", "-feed", "-etcd"} {
+		if !strings.Contains(out.String(), flag) {
+			t.Errorf("redeliver --help lacks %s:\n%s", flag, out.String())
+		}
 	}
 	for _, args := range [][]string{
 		{},
@@ -44,7 +50,13 @@ func TestHelpAndUsage(t *testing.T) {
 		{"--database", "postgres://x/y", "--feed", "http://127.0.0.1:1", "--nats", "nats://127.0.0.1:1", "--campaign", "c", "--admin-token", "t"},
 		{"--database", "postgres://x/y", "--feed", "http://127.0.0.1:1", "--campaign", "c"},
 		{"--database", "postgres://x/y", "--nats", "nats://127.0.0.1:1", "--stream", "S", "--batch", "0"},
+		{"--database", "postgres://x/y", "--etcd", "127.0.0.1:1", "--admin-token", "t"},
+		{"--database", "postgres://x/y", "--etcd", "127.0.0.1:1", "--feed", "http://127.0.0.1:1", "--campaign", "c", "--admin-token", "t"},
 		{"redeliver", "--database", "postgres://x/y"},
+		{"redeliver", "--database", "postgres://x/y", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--event", "h-1"},
+		{"redeliver", "--database", "postgres://x/y", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--source", "/seckill/c/s", "--event", "h-1", "--reservation", "c~s~1~0000000000000000"},
+		{"redeliver", "--database", "postgres://x/y", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--source", "c/s", "--event", "h-1"},
+		{"redeliver", "--database", "postgres://x/y", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--etcd", "127.0.0.1:1", "--reservation", "c~s~1~0000000000000000"},
 	} {
 		if err := run(context.Background(), args, &out, &errb); !errors.Is(err, errUsage) {
 			t.Errorf("%v: %v, want a usage error", args, err)

@@ -14,8 +14,9 @@
 // CAMPAIGN_FEED_TOO_WIDE, 414, 431), or on a bad flag; any other error
 // (the feed or NATS unreachable) is retried after 1 s. The stream is
 // created only once the feed has answered, so a refused relay leaves none
-// behind. SIGTERM or SIGINT stops it at once (exit 0), logging the cursor
-// the stream holds and the events relayed.
+// behind. SIGTERM or SIGINT stops it (exit 0) once the batch it is
+// publishing, if any, is acknowledged, logging the cursor the stream holds
+// and the events relayed.
 package main
 
 import (
