@@ -97,7 +97,8 @@ var ErrNoEvent = errors.New("orders: no such event in the feed")
 // servers that holds it (one seckilld; or every cell of the SKU: each
 // logs its share under a history of its own, and a cell's feed refuses
 // another's position with 400 BAD_CURSOR). source is
-// /seckill/{campaign}/{sku}, id <history>-<index>.
+// /seckill/{campaign}/{sku}, id <history>-<index>. ErrNoEvent (wrapped,
+// with each server's answer) when none holds it.
 func FetchEvent(ctx context.Context, servers []*client.Client, source, id string) (client.Event, error) {
 	campaignID, skuID, ok := SourceSKU(source)
 	if !ok {
@@ -117,8 +118,11 @@ func FetchEvent(ctx context.Context, servers []*client.Client, source, id string
 		page, err := c.Feed(ctx, client.FeedRequest{CampaignID: campaignID, SKUID: skuID, After: after, Limit: 1})
 		var e *client.Error
 		switch {
-		case errors.As(err, &e) && (e.Code == "BAD_CURSOR" || e.Status == 404):
-			refusals = append(refusals, c.BaseURL()+": "+err.Error()) // another cell's history, or a cell without the SKU
+		case errors.As(err, &e) && (e.Status == 400 || e.Status == 404 || e.Status == 409 || e.Status == 410):
+			// Another cell's history (BAD_CURSOR), a server without the
+			// SKU, an index past this log's end or on a history a restore
+			// abandoned (CURSOR_DIVERGED), or compacted away.
+			refusals = append(refusals, c.BaseURL()+": "+err.Error())
 			continue
 		case err != nil:
 			return client.Event{}, fmt.Errorf("event %s of %s at %s: %w", id, source, c.BaseURL(), err)

@@ -1,5 +1,6 @@
 // Package relay tails the event feed of a seckilld campaign
-// (GET /admin/campaigns/{c}/events) and publishes every event to a broker,
+// (GET /admin/campaigns/{c}/events, read with package client's Feed: its
+// retries, Retry-After and refusals) and publishes every event to a broker,
 // at least once and in log order per SKU. It keeps no state of its own:
 // each message carries the campaign cursor as of that event, and on start
 // (or after any error) the relay asks the sink for the cursor of the last

@@ -19,17 +19,6 @@ import (
 	"github.com/seckill/seckill/reconcile"
 )
 
-// count returns how many of flags are set.
-func count(flags ...string) int {
-	n := 0
-	for _, f := range flags {
-		if f != "" {
-			n++
-		}
-	}
-	return n
-}
-
 // runReconcile compares a campaign's reservations in seckill (a running
 // seckilld's admin API, each cell of a cluster through etcd and the cells'
 // admin APIs, or a data dir offline) with the order database
@@ -55,10 +44,16 @@ func runReconcile(args []string, stdout io.Writer) error {
 	if *token == "" {
 		*token = os.Getenv("SECKILL_ADMIN_TOKEN")
 	}
+	sources := 0 // of seckill's side: --server, --etcd, --data-dir
+	for _, f := range []string{*server, *etcd, *dataDir} {
+		if f != "" {
+			sources++
+		}
+	}
 	switch {
 	case *ordersURL == "" || *campaign == "":
 		return usageError("reconcile needs --orders and --campaign")
-	case count(*server, *dataDir, *etcd) != 1:
+	case sources != 1:
 		return usageError("reconcile reads seckill's side from --server URL or --etcd ENDPOINTS (with --admin-token), or --data-dir DIR: give one")
 	case *dataDir == "" && *token == "":
 		return usageError("reconcile --server and --etcd need --admin-token (or SECKILL_ADMIN_TOKEN)")
