@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,7 +28,8 @@ import (
 // reconcile --etcd reads every cell through its admin API and reconciles
 // clean, with the cluster's totals balanced; a row of a c2 reservation
 // deleted from orders is named, with its events' ids, and the printed
-// repair, run with --etcd, makes it clean again.
+// repair, run with --etcd, makes it clean again. A campaign defined
+// locally on one cell is read from that cell.
 func TestReconcileCells(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	seckilld := seckilldtest.Build(t, raceEnabled)
@@ -152,6 +154,28 @@ func TestReconcileCells(t *testing.T) {
 	}
 	if sku.ReservationCell(paid) != "c2" {
 		t.Fatalf("reservation %s is not c2's", paid)
+	}
+
+	// A campaign defined locally on c1 (through its admin API: c1 claims
+	// it in etcd) is read from c1 alone; with no orders yet, each of its
+	// reservations is missing, and a printed repair, run with --etcd,
+	// takes the events from c1.
+	local, err := client.New(client.Options{BaseURL: cellURLs["c1"], AdminToken: orderstest.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orderstest.Define(t, local, "rloc", 10)
+	orderstest.Sale(t, local, "rloc", 0, 4)
+	localArgs := []string{"--orders", db, "--campaign", "rloc", "--etcd", etcd.Endpoint, "--admin-token", orderstest.Token, "--lag", "0s"}
+	status, r, stderr = reconcileRun(t, localArgs...)
+	if status != exitFailed || r.Compared != 4 || len(r.Totals) != 2 || r.Differences[0].Kind != reconcile.MissingOrder || len(r.Differences[0].Events) == 0 {
+		t.Fatalf("a local campaign with no orders: exit %d, %+v; %s", status, r, stderr)
+	}
+	runRepair(t, ordersBin, r.Differences[0], "SECKILL_ORDERS_DATABASE="+db, "SECKILL_ORDERS_ETCD="+etcd.Endpoint, "SECKILL_ORDERS_ADMIN_TOKEN="+orderstest.Token)
+	if _, after, _ := reconcileRun(t, localArgs...); after.Compared != 4 || slices.ContainsFunc(after.Differences, func(d reconcile.Difference) bool {
+		return d.ReservationID == r.Differences[0].ReservationID
+	}) {
+		t.Fatalf("after the repair of %s: %+v", r.Differences[0].ReservationID, after.Differences)
 	}
 
 	// --etcd is one of the three sources.
