@@ -77,7 +77,7 @@ func (c *Cells) Run(ctx context.Context, store *Store, m *Metrics, log *slog.Log
 				continue
 			}
 			if r != nil {
-				log.Info("orders: a cell moved: consuming it at its new address", "cell", cell, "from", r.url, "to", url)
+				log.Warn("orders: a cell moved: consuming it at its new address", "cell", cell, "from", r.url, "to", url)
 				r.stop()
 				<-r.done
 			}

@@ -34,17 +34,20 @@ func TestReconcileCells(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	seckilld := seckilldtest.Build(t, raceEnabled)
 	ordersBin := ordersBinary(t)
-	cellURLs := map[string]string{}
+	cellURLs, daemons := map[string]string{}, map[string]*seckilldtest.Daemon{}
+	startCell := func(cell, dir string) {
+		d := seckilldtest.Start(t, seckilld, dir, nil, "--cell", cell, "--etcd", etcd.Endpoint, "--admin-token", orderstest.Token)
+		cellURLs[cell], daemons[cell] = d.Base, d
+	}
+	dirs := map[string]string{"c1": filepath.Join(t.TempDir(), "c1"), "c2": filepath.Join(t.TempDir(), "c2")}
 	for _, cell := range []string{"c1", "c2"} {
-		d := seckilldtest.Start(t, seckilld, filepath.Join(t.TempDir(), cell), nil,
-			"--cell", cell, "--etcd", etcd.Endpoint, "--admin-token", orderstest.Token)
-		cellURLs[cell] = d.Base
+		startCell(cell, dirs[cell])
 	}
 	start := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
 	for _, s := range orderstest.SKUs {
 		var out, errb bytes.Buffer
-		if status := run([]string{"cells", "publish", "--etcd", etcd.Endpoint, "--campaign", "rcc", "--sku", s, "--sale-limit", "40",
-			"--cells", "c1,c2", "--initial", "20", "--chunk", "5", "--start", start}, &out, &errb); status != exitOK {
+		if status := run([]string{"cells", "publish", "--etcd", etcd.Endpoint, "--campaign", "rcc", "--sku", s, "--sale-limit", "80",
+			"--cells", "c1,c2", "--initial", "40", "--chunk", "5", "--start", start}, &out, &errb); status != exitOK {
 			t.Fatalf("cells publish %s: exit %d: %s%s", s, status, out.String(), errb.String())
 		}
 	}
@@ -93,24 +96,44 @@ func TestReconcileCells(t *testing.T) {
 	})
 
 	args := []string{"--orders", db, "--campaign", "rcc", "--etcd", etcd.Endpoint, "--admin-token", orderstest.Token, "--lag", "0s"}
-	var r reconcile.Report
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		var status int
-		var stderr string
-		if status, r, stderr = reconcileRun(t, args...); status == exitOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never clean: exit %d, %+v; %s", status, r.Differences, stderr)
+	waitClean := func(what string) reconcile.Report {
+		t.Helper()
+		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+			status, r, stderr := reconcileRun(t, args...)
+			if status == exitOK {
+				return r
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: never clean: exit %d, %+v; %s", what, status, r.Differences, stderr)
+			}
 		}
 	}
+	r := waitClean("the sale")
 	if r.Compared == 0 || len(r.Totals) != 2 {
 		t.Fatalf("clean report %+v", r)
 	}
 	for _, tot := range r.Totals {
-		if !tot.Balanced || tot.SaleLimit != 40 || tot.Available+tot.Reserved+tot.Confirmed != 40 {
-			t.Fatalf("totals %+v: want the cluster's sale_limit 40 balanced", tot)
+		if !tot.Balanced || tot.SaleLimit != 80 || tot.Available+tot.Reserved+tot.Confirmed != 80 {
+			t.Fatalf("totals %+v: want the cluster's sale_limit 80 balanced", tot)
 		}
+	}
+
+	// c2 restarted on another port (it announces it in etcd): the order
+	// service consumes it at its new address, from its saved cursor.
+	if err := daemons["c2"].Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-daemons["c2"].Exited
+	startCell("c2", dirs["c2"])
+	if c, err = client.New(client.Options{BaseURL: cellURLs["c1"], AdminToken: orderstest.Token, Cells: cellURLs}); err != nil {
+		t.Fatal(err)
+	}
+	orderstest.Sale(t, c, "rcc", 60, 100)
+	if moved := waitClean("after c2 moved"); moved.Compared <= r.Compared {
+		t.Fatalf("after c2 moved: %d reservations compared, %d before", moved.Compared, r.Compared)
+	}
+	if b, _ := os.ReadFile(logs.Name()); !strings.Contains(string(b), `msg="orders: a cell moved: consuming it at its new address" cell=c2`) {
+		t.Fatalf("seckill-orders did not say that c2 moved:\n%s", b)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
