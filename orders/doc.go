@@ -1,7 +1,9 @@
 // Package orders is the reference order service: it consumes one
-// campaign's event feed (directly from seckilld, or from the JetStream
-// stream seckill-relay fills) into PostgreSQL, one order per reservation,
-// exactly once in effect. cmd/seckill-orders is its command.
+// campaign's event feed (directly from seckilld, from every cell of a
+// cluster with a cursor per cell: cells.go, or from the JetStream stream
+// seckill-relay fills) into PostgreSQL, one order per reservation,
+// exactly once in effect. cmd/seckill-orders is its command; the repairs
+// seckillctl reconcile prints re-deliver events by id (redeliver.go).
 //
 // The rule it shows: an event may arrive twice (a crash between applying
 // a page and saving the cursor, a relay's re-send), so each batch of
