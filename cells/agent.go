@@ -456,6 +456,9 @@ func (a *Agent) topUp(low uint32) error {
 		// Unreachable first: whoever sees the retry counted sees it too.
 		a.ledgerFailed("allocate", err)
 		a.count(func(s *AgentStats) { s.TopUpRetries++ })
+		if mutantNoReadBack {
+			a.inFlight++
+		}
 		return err
 	}
 	if loseTopUpAnswer(a.cfg.Cell) {
