@@ -149,8 +149,21 @@ func (c *cellsRun) startAgent() error {
 	if err != nil {
 		return err
 	}
+	c.countAgent()
 	c.agent, c.sh, c.due, c.ended = a, r.sh, r.now, nil
 	return nil
+}
+
+// countAgent adds the work of the agent that ends to the run's counts.
+func (c *cellsRun) countAgent() {
+	if c.agent == nil {
+		return
+	}
+	s := c.agent.Stats()
+	c.r.faults["agent_top_ups"] += int(s.TopUps)
+	c.r.faults["agent_top_up_retries"] += int(s.TopUpRetries)
+	c.r.faults["agent_reconciled"] += int(s.Reconciled)
+	c.r.faults["agent_credits"] += int(s.Credits)
 }
 
 // step runs one step and the checks of the SKU and the ledger.
@@ -414,13 +427,17 @@ func (c *cellsRun) final() error {
 	if !settled {
 		return c.unsettled()
 	}
+	c.countAgent()
+	c.agent = nil
 	return r.final()
 }
 
 // settled reports whether the agent is in its loop with nothing in
 // flight and the ledger and the log agree on the cell's allocations and
 // returns.
-func (c *cellsRun) settled() bool { return c.r.sh.Failed() == nil && !c.agent.TopUpPending() && c.unsettled() == nil }
+func (c *cellsRun) settled() bool {
+	return c.r.sh.Failed() == nil && !c.agent.TopUpPending() && c.unsettled() == nil
+}
 
 // unsettled says how the ledger and the log disagree (nil: they agree).
 func (c *cellsRun) unsettled() error {

@@ -153,14 +153,14 @@ type run struct {
 	hooks runHooks
 
 	// The workload.
-	lottery  bool // the SKU is a lottery (step_lottery.go)
-	users    int
-	def      sku.Definition
-	ledger   simLedger      // a celled SKU's quota ledger (cells_step.go)
+	lottery bool // the SKU is a lottery (step_lottery.go)
+	users   int
+	def     sku.Definition
+	ledger  simLedger // a celled SKU's quota ledger (cells_step.go)
 	// cells, in cells mode only, is the real agent over the ledger in
 	// memory (cells_mode.go): it makes the celled SKU's calls, in place
 	// of simLedger.
-	cells *cellsRun
+	cells    *cellsRun
 	requests []modelRequest // request_ids sent, with their user (request in .request)
 	reqIDs   []string
 	// holders are the entry-pass holders of the request_ids sent (zero:
