@@ -83,21 +83,7 @@ func RunCells(o Options) Result {
 	if res.Err = r.protect(c.setUp); res.Err != nil {
 		return res
 	}
-	for i, s := range history {
-		if o.Keep != nil && !o.Keep[i] {
-			continue
-		}
-		res.Steps++
-		if o.Trace != nil {
-			fmt.Fprintf(o.Trace, "step %d: %s\n", i, s)
-		}
-		if res.Err = r.protect(func() error { return c.step(s) }); res.Err != nil {
-			res.Step = i
-			return res
-		}
-	}
-	res.Step = len(history)
-	res.Err = r.protect(c.final)
+	r.runSteps(o, &res, c.step, c.final)
 	return res
 }
 
@@ -291,7 +277,7 @@ func (c *cellsRun) otherCellActs() error {
 	if err != nil {
 		return err
 	}
-	held := heldTokens(st.Allocs[otherCell], st.Returns[otherCell])
+	held := ledger.HeldTokens(st.Allocs[otherCell], st.Returns[otherCell])
 	var rs []sku.TokenRange
 	for _, t := range held {
 		if g.IntN(2) == 0 && len(rs) < 4 {
@@ -305,33 +291,6 @@ func (c *cellsRun) otherCellActs() error {
 	c.r.faults["other_cell_return"]++
 	return c.mem.Credit(ctx, c.sku, otherCell, c.otherEpoch,
 		ledger.Allocation{Cell: otherCell, Seq: c.otherReturns, Epoch: c.otherEpoch, Ranges: sku.NormalizeRanges(rs)})
-}
-
-// heldTokens returns the tokens the grants hold less the returns, sorted.
-func heldTokens(grants, returns []ledger.Allocation) []uint32 {
-	n := map[uint32]int{}
-	for _, a := range grants {
-		for _, r := range a.Ranges {
-			for t := r.First; t <= r.Last; t++ {
-				n[t]++
-			}
-		}
-	}
-	for _, a := range returns {
-		for _, r := range a.Ranges {
-			for t := r.First; t <= r.Last; t++ {
-				n[t]--
-			}
-		}
-	}
-	var out []uint32
-	for t, k := range n {
-		if k > 0 {
-			out = append(out, t)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // asLedger returns sku allocations as the ledger's, of the simulated cell.
@@ -376,8 +335,8 @@ func (c *cellsRun) check() error {
 			return fmt.Errorf("the ledger credited return %v, which the log does not hold", ret)
 		}
 	}
-	ledgerHeld := heldTokens(allocs, st.Returns[simCell])
-	for _, t := range heldTokens(asLedger(m.Grants()), logReturns) {
+	ledgerHeld := ledger.HeldTokens(allocs, st.Returns[simCell])
+	for _, t := range ledger.HeldTokens(asLedger(m.Grants()), logReturns) {
 		if _, ok := slices.BinarySearch(ledgerHeld, t); !ok {
 			return fmt.Errorf("the cell's log holds token %d, which is not the cell's per the ledger (sold beyond its grants)", t)
 		}

@@ -63,7 +63,15 @@ func Run(o Options) Result {
 	if res.Err = r.protect(r.setUp); res.Err != nil {
 		return res
 	}
-	for i, s := range history {
+	r.runSteps(o, &res, r.step, r.final)
+	return res
+}
+
+// runSteps runs the steps of res.History that o keeps, each with step
+// (which ends with its checks), then final, and notes in res the steps
+// run and the first failure with its step.
+func (r *run) runSteps(o Options, res *Result, step func(step) error, final func() error) {
+	for i, s := range res.History {
 		if o.Keep != nil && !o.Keep[i] {
 			continue
 		}
@@ -71,14 +79,13 @@ func Run(o Options) Result {
 		if o.Trace != nil {
 			fmt.Fprintf(o.Trace, "step %d: %s\n", i, s)
 		}
-		if res.Err = r.protect(func() error { return r.step(s) }); res.Err != nil {
+		if res.Err = r.protect(func() error { return step(s) }); res.Err != nil {
 			res.Step = i
-			return res
+			return
 		}
 	}
-	res.Step = len(history)
-	res.Err = r.protect(r.final)
-	return res
+	res.Step = len(res.History)
+	res.Err = r.protect(final)
 }
 
 // run is one history in progress: the disk, the process on it, the model.
