@@ -6,6 +6,11 @@
 // story (sku GRANT/RETURN/EPOCH records): a cell sells a token only after
 // its GRANT is durable, and logs a RETURN before Credit.
 //
+// The rules of each operation (what an allocation or a credit answers and
+// writes, given what it read) are in rules.go, apart from etcd: Ledger
+// applies them inside etcd transactions, Memory (memory.go) under a lock,
+// for the simulator and tests.
+//
 // Key layout, all under one prefix (DefaultPrefix):
 //
 //	<prefix>/cells/<cell>/epoch                              decimal epoch, bumped by each process that opens the cell
