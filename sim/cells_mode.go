@@ -449,17 +449,12 @@ func (e cellsEngine) SetEpoch(_ context.Context, _, _ string, epoch uint64) erro
 	return e.settle(call, predict)
 }
 
-// Cell is the report of the live state (ahead of the disk by the records
-// of one round at most, as the actor's).
+// Cell is the report of the live state, answered as the actor answers a
+// read: once the records it rests on are durable.
 func (e cellsEngine) Cell(context.Context, string, string) (core.CellReport, error) {
-	r := e.c.r
 	call := &core.Call{Kind: core.KindCell, Report: new(core.Report)}
-	if err := r.decide(call, func() modelReply { return modelReply{} }); err != nil {
-		r.fail(err)
+	if err := e.settle(call, func() modelReply { return modelReply{} }); err != nil {
 		return core.CellReport{}, err
-	}
-	if call.Err != nil {
-		return core.CellReport{}, call.Err
 	}
 	return call.Report.Cell, nil
 }
