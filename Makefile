@@ -149,10 +149,10 @@ sim:
 	$(if $(SEED),,./$(BIN)/seckill-sim -cells -steps $(SIM_STEPS) -seeds $(SIM_SEEDS))
 
 ## sim-mutants: build the simulator with each planted bug and fail if one survives 2,000 seeds.
-SIM_MUTANTS := ackbeforefsync keeptorntail retryfsync replaytwice timerexpiry healfsync releaseunknown releasewaitlisted probeskip ignorecommitlatency feedretention drawtimers auditcooldown agentnoreadback
+SIM_MUTANTS := ackbeforefsync keeptorntail retryfsync replaytwice timerexpiry healfsync releaseunknown releasewaitlisted probeskip ignorecommitlatency feedretention drawtimers auditcooldown agentnoreadback creditbeforereturn
 sim-mutants:
 	@survived=""; for m in $(SIM_MUTANTS); do \
-		mode=""; case $$m in releaseunknown|releasewaitlisted|probeskip) mode=-campaign;; ignorecommitlatency) mode=-admission;; agentnoreadback) mode=-cells;; esac; \
+		mode=""; case $$m in releaseunknown|releasewaitlisted|probeskip) mode=-campaign;; ignorecommitlatency) mode=-admission;; agentnoreadback|creditbeforereturn) mode=-cells;; esac; \
 		$(GO) build -tags mutant_$$m -ldflags "$(LDFLAGS)" -o $(BIN)/seckill-sim-mutant ./cmd/seckill-sim || exit 2; \
 		./$(BIN)/seckill-sim-mutant $$mode -seeds 2000 -steps $(SIM_STEPS) -stop > $(BIN)/sim-mutant-$$m.txt 2>&1; status=$$?; \
 		if [ $$status -eq 1 ]; then echo "mutant $$m: caught ($$(grep -m1 '^FAIL' $(BIN)/sim-mutant-$$m.txt))"; \
