@@ -2,7 +2,6 @@ package cells
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,10 +22,23 @@ type Engine interface {
 	Cell(ctx context.Context, campaignID, skuID string) (core.CellReport, error)
 }
 
+// AgentLedger is what an agent needs of the quota ledger: *ledger.Ledger
+// over etcd in production, *ledger.Memory (behind faults) in the simulator.
+type AgentLedger interface {
+	EpochBumper
+	Allocate(ctx context.Context, s ledger.SKU, cell string, seq, epoch uint64, units uint32) (ledger.Allocation, error)
+	Credit(ctx context.Context, s ledger.SKU, cell string, epoch uint64, ret ledger.Allocation) error
+	Allocations(ctx context.Context, s ledger.SKU, cell string) ([]ledger.Allocation, error)
+	Returns(ctx context.Context, s ledger.SKU, cell string) ([]ledger.Allocation, error)
+	ReturnRequest(ctx context.Context, s ledger.SKU, cell string) (ledger.ReturnRequest, bool, error)
+}
+
+var _ AgentLedger = (*ledger.Ledger)(nil)
+
 // AgentConfig configures an Agent. Durations are wall-clock.
 type AgentConfig struct {
 	Engine Engine
-	Ledger *ledger.Ledger
+	Ledger AgentLedger
 	SKU    ledger.SKU
 	Cell   string
 	// Epoch is the process's epoch of the cell, shared by the agents of
@@ -56,7 +68,10 @@ type AgentConfig struct {
 	// 1 s): an operator's request waits at most that long, and a cell of
 	// many SKUs does not read etcd ten times a second for each.
 	ReturnPoll time.Duration
-	Logger     *slog.Logger
+	// Clock is the time the agent's decisions read (the exhausted
+	// ledger's recheck, the return request's poll); default time.Now.
+	Clock  func() time.Time
+	Logger *slog.Logger
 }
 
 func (c *AgentConfig) fill() {
@@ -78,6 +93,9 @@ func (c *AgentConfig) fill() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
 	if c.Epoch == nil {
 		c.Epoch = NewCellEpoch(c.Ledger, c.Cell)
 	}
@@ -98,6 +116,11 @@ var ErrForeignDataDir = errors.New("cells: the data dir belongs to another cell"
 // before. While etcd does not answer the cell sells what its log holds.
 type Agent struct {
 	cfg AgentConfig
+
+	// phase is where Step is: taking the epoch, reconciling, the loop.
+	phase agentPhase
+	// backoff is the wait after the next failed turn.
+	backoff time.Duration
 
 	epoch uint64 // 0 until the bump succeeded; then only the loop's goroutine writes it
 	// inFlight is the seq of a top-up asked for and not answered yet (0:
@@ -138,7 +161,7 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	if cfg.Engine == nil || cfg.Ledger == nil || !sku.ValidID(cfg.Cell) {
 		return nil, fmt.Errorf("cells: agent needs an engine, a ledger and a valid cell (got %q)", cfg.Cell)
 	}
-	return &Agent{cfg: cfg}, nil
+	return &Agent{cfg: cfg, backoff: cfg.Interval}, nil
 }
 
 // TopUpPending reports whether a top-up is asked for and not yet granted:
@@ -185,72 +208,19 @@ func (a *Agent) op() (context.Context, context.CancelFunc) {
 // errLostAnswer is the fault point's error (fault_on.go).
 var errLostAnswer = errors.New("cells: the top-up's answer was lost (fault injection)")
 
-// Run drives the agent until ctx is done. It returns ledger.ErrFenced
-// when another process took the cell's epoch (the caller stops topping
-// up; the log still holds what it sold), ledger.ErrWrittenOff when the
-// cell's quota of the SKU was written off (a lost disk: a process started
-// on a new data dir gets none of the old allocations), or an engine error
-// that is not transient.
+// Run drives the agent until ctx is done: Step, then the wait it asks
+// for. It returns ledger.ErrFenced when another process took the cell's
+// epoch (the caller stops topping up; the log still holds what it sold),
+// or ledger.ErrWrittenOff when the cell's quota of the SKU was written off
+// (a lost disk: a process started on a new data dir gets none of the old
+// allocations).
 func (a *Agent) Run(ctx context.Context) error {
-	backoff := a.cfg.Interval
-	wait := func() bool {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(backoff):
-			backoff = min(2*backoff, a.cfg.MaxBackoff)
-			return true
-		}
-	}
-	// 1. The epoch: nothing is asked of the ledger before it is ours.
-	for a.epoch == 0 {
-		if err := a.takeEpoch(); err != nil {
-			if errors.Is(err, ledger.ErrFenced) {
-				return err
-			}
-			if !wait() {
-				return nil
-			}
-		}
-	}
-	backoff = a.cfg.Interval
-	// 2. What etcd granted and the log lacks (a crash between a top-up's
-	// commit and its GRANT) is logged at start, not at the next top-up.
 	for {
-		_, err := a.reconcile()
-		if err == nil {
-			break
-		}
-		if errors.Is(err, ledger.ErrWrittenOff) {
-			a.logWrittenOff()
+		wait, err := a.Step()
+		if err != nil {
 			return err
 		}
-		if !wait() {
-			return nil
-		}
-	}
-	backoff = a.cfg.Interval
-	// 3. Then the loop: reconcile, credit, top up, answer return requests.
-	for {
-		err := a.step()
-		switch {
-		case errors.Is(err, ledger.ErrFenced):
-			a.cfg.Logger.Error("cell fenced: another process holds its epoch; no more top-ups", "cell", a.cfg.Cell, "err", err)
-			return err
-		case errors.Is(err, ledger.ErrWrittenOff):
-			a.logWrittenOff()
-			return err
-		case err != nil:
-			if !wait() {
-				return nil
-			}
-			continue
-		}
-		backoff = a.cfg.Interval
-		if a.granted {
-			// A chunk came: look again at once, so that a cell drained
-			// faster than one chunk per Interval tops up at etcd's pace.
-			a.granted = false
+		if wait == 0 {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -259,9 +229,78 @@ func (a *Agent) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(a.cfg.Interval):
+		case <-time.After(wait):
 		}
 	}
+}
+
+// agentPhase is where an agent's Step is.
+type agentPhase uint8
+
+const (
+	// phaseEpoch: nothing is asked of the ledger before the epoch is ours.
+	phaseEpoch agentPhase = iota
+	// phaseReconcile: what etcd granted and the log lacks (a crash
+	// between a top-up's commit and its GRANT) is logged at start, not at
+	// the next top-up.
+	phaseReconcile
+	// phaseLoop: reconcile, credit, top up, answer return requests.
+	phaseLoop
+)
+
+// Step runs one turn of the agent and returns how long to wait before
+// the next (Run waits on the wall clock; the simulator on its own). A
+// turn that fails waits a backoff, doubled at each failure up to
+// MaxBackoff. A non-nil error ends the agent: ledger.ErrFenced or
+// ledger.ErrWrittenOff. Not safe for concurrent use.
+func (a *Agent) Step() (time.Duration, error) {
+	switch a.phase {
+	case phaseEpoch:
+		if err := a.takeEpoch(); err != nil {
+			if errors.Is(err, ledger.ErrFenced) {
+				return 0, err
+			}
+			return a.failed(), nil
+		}
+		a.phase, a.backoff = phaseReconcile, a.cfg.Interval
+		return 0, nil
+	case phaseReconcile:
+		if _, err := a.reconcile(); err != nil {
+			if errors.Is(err, ledger.ErrWrittenOff) {
+				a.logWrittenOff()
+				return 0, err
+			}
+			return a.failed(), nil
+		}
+		a.phase, a.backoff = phaseLoop, a.cfg.Interval
+		return 0, nil
+	}
+	err := a.step()
+	switch {
+	case errors.Is(err, ledger.ErrFenced):
+		a.cfg.Logger.Error("cell fenced: another process holds its epoch; no more top-ups", "cell", a.cfg.Cell, "err", err)
+		return 0, err
+	case errors.Is(err, ledger.ErrWrittenOff):
+		a.logWrittenOff()
+		return 0, err
+	case err != nil:
+		return a.failed(), nil
+	}
+	a.backoff = a.cfg.Interval
+	if a.granted {
+		// A chunk came: look again at once, so that a cell drained
+		// faster than one chunk per Interval tops up at etcd's pace.
+		a.granted = false
+		return 0, nil
+	}
+	return a.cfg.Interval, nil
+}
+
+// failed returns the wait after a failed turn and doubles the next.
+func (a *Agent) failed() time.Duration {
+	d := a.backoff
+	a.backoff = min(2*a.backoff, a.cfg.MaxBackoff)
+	return d
 }
 
 func (a *Agent) logWrittenOff() {
@@ -309,7 +348,8 @@ func (a *Agent) step() error {
 	// stand in the ledger, and must reach the log, not wait for the next
 	// need (found by cells/clustertest: "holds 2400 per its log, 2450 per
 	// the ledger").
-	recheck := a.inFlight != 0 || !a.exhausted.Load() || time.Since(a.exhaustedAt) >= a.exhaustedWait
+	now := a.cfg.Clock()
+	recheck := a.inFlight != 0 || !a.exhausted.Load() || now.Sub(a.exhaustedAt) >= a.exhaustedWait
 	if (rep.Counts.Available < low && recheck) || a.inFlight != 0 {
 		if err := a.topUp(low); err != nil {
 			return err
@@ -320,13 +360,13 @@ func (a *Agent) step() error {
 	if err := a.creditLogged(rep); err != nil {
 		return err
 	}
-	if time.Since(a.returnsReadAt) < a.cfg.ReturnPoll {
+	if now.Sub(a.returnsReadAt) < a.cfg.ReturnPoll {
 		return nil
 	}
 	if err := a.answerReturnRequest(rep); err != nil {
 		return err
 	}
-	a.returnsReadAt = time.Now()
+	a.returnsReadAt = a.cfg.Clock()
 	return nil
 }
 
@@ -406,7 +446,7 @@ func (a *Agent) topUp(low uint32) error {
 		} else {
 			a.exhaustedWait = a.cfg.ExhaustedRecheck
 		}
-		a.exhaustedAt = time.Now()
+		a.exhaustedAt = a.cfg.Clock()
 		a.pending.Store(false)
 		a.inFlight = 0
 		return nil
@@ -416,6 +456,9 @@ func (a *Agent) topUp(low uint32) error {
 		// Unreachable first: whoever sees the retry counted sees it too.
 		a.ledgerFailed("allocate", err)
 		a.count(func(s *AgentStats) { s.TopUpRetries++ })
+		if mutantNoReadBack {
+			a.inFlight++
+		}
 		return err
 	}
 	if loseTopUpAnswer(a.cfg.Cell) {
@@ -476,31 +519,23 @@ func (a *Agent) credit(ctx context.Context, r sku.Allocation) error {
 	return nil
 }
 
-// ReturnRequest is what seckillctl writes at the ledger's return request
-// key of a cell: give back up to Units available tokens, once per ID (the
-// return's seq).
-type ReturnRequest struct {
-	ID    uint64 `json:"id"`
-	Units uint32 `json:"units"`
-}
-
 // answerReturnRequest logs and credits the return the control plane asked
 // for, if it is new: RETURN first (durable), then the credit.
 func (a *Agent) answerReturnRequest(rep core.CellReport) error {
 	ctx, cancel := a.op()
 	defer cancel()
-	resp, err := a.cfg.Ledger.Client().Get(ctx, a.cfg.Ledger.ReturnRequestKey(a.cfg.SKU, a.cfg.Cell))
+	req, found, err := a.cfg.Ledger.ReturnRequest(ctx, a.cfg.SKU, a.cfg.Cell)
+	if errors.Is(err, ledger.ErrCorrupt) {
+		a.reachable.Store(true)
+		a.cfg.Logger.Warn("ignoring a malformed return request", "cell", a.cfg.Cell, "err", err)
+		return nil
+	}
 	if err != nil {
 		a.ledgerFailed("read return request", err)
 		return err
 	}
 	a.reachable.Store(true)
-	if len(resp.Kvs) == 0 {
-		return nil
-	}
-	var req ReturnRequest
-	if err := json.Unmarshal(resp.Kvs[0].Value, &req); err != nil || req.ID == 0 {
-		a.cfg.Logger.Warn("ignoring a malformed return request", "cell", a.cfg.Cell, "value", string(resp.Kvs[0].Value))
+	if !found {
 		return nil
 	}
 	for _, r := range rep.Returns {
@@ -523,7 +558,7 @@ func (a *Agent) answerReturnRequest(rep core.CellReport) error {
 
 // plantedCredit is the planted bug's return: the tail of the latest grant
 // credited with no RETURN logged (planted_on.go).
-func (a *Agent) plantedCredit(ctx context.Context, rep core.CellReport, req ReturnRequest) error {
+func (a *Agent) plantedCredit(ctx context.Context, rep core.CellReport, req ledger.ReturnRequest) error {
 	if len(rep.Grants) == 0 {
 		return nil
 	}

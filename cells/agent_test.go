@@ -2,7 +2,6 @@ package cells
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -173,7 +172,6 @@ func TestAgentAgainstRealEtcd(t *testing.T) {
 	}
 	defer proxy.Close()
 	l := testLedger(t, proxy.Addr)
-	client := l.Client()
 	publishTest(t, l, demo)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -251,8 +249,7 @@ func TestAgentAgainstRealEtcd(t *testing.T) {
 	checkAgrees(t, e, l, "c1")
 
 	// The control plane asks for 5 units back.
-	req, _ := json.Marshal(ReturnRequest{ID: 1, Units: 5})
-	if _, err := client.Put(ctx, l.ReturnRequestKey(demo, "c1"), string(req)); err != nil {
+	if err := l.RequestReturn(ctx, demo, "c1", ledger.ReturnRequest{ID: 1, Units: 5}); err != nil {
 		t.Fatal(err)
 	}
 	within(t, "the return credited", func() bool {

@@ -3,8 +3,6 @@ package cells
 import (
 	"context"
 	"sync"
-
-	"github.com/seckill/seckill/ledger"
 )
 
 // CellEpoch is the epoch one cell process takes in the ledger, shared by
@@ -15,15 +13,20 @@ import (
 // its agents asks, and every agent records that same epoch in its SKU's
 // log (EPOCH). Safe for concurrent use.
 type CellEpoch struct {
-	ledger *ledger.Ledger
+	ledger EpochBumper
 	cell   string
 
 	mu    sync.Mutex
 	epoch uint64 // 0 until the bump succeeded
 }
 
+// EpochBumper bumps a cell's epoch in the ledger (ledger.Ledger.BumpEpoch).
+type EpochBumper interface {
+	BumpEpoch(ctx context.Context, cell string) (uint64, error)
+}
+
 // NewCellEpoch returns the epoch holder of one process of cell.
-func NewCellEpoch(l *ledger.Ledger, cell string) *CellEpoch {
+func NewCellEpoch(l EpochBumper, cell string) *CellEpoch {
 	return &CellEpoch{ledger: l, cell: cell}
 }
 

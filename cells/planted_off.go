@@ -1,4 +1,4 @@
-//go:build !planted_return_after_credit
+//go:build !planted_return_after_credit && !mutant_creditbeforereturn
 
 package cells
 

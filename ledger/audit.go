@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -205,6 +206,19 @@ func heldOf(grants, returns []Allocation) holdings {
 		}
 	}
 	return h
+}
+
+// HeldTokens returns the tokens a cell holds by these grants less these
+// returns (each granted more often than returned), sorted.
+func HeldTokens(grants, returns []Allocation) []uint32 {
+	var out []uint32
+	for t, n := range heldOf(grants, returns) {
+		if n > 0 {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // count returns how many tokens of rs the cell holds.

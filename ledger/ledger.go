@@ -6,6 +6,11 @@
 // story (sku GRANT/RETURN/EPOCH records): a cell sells a token only after
 // its GRANT is durable, and logs a RETURN before Credit.
 //
+// The rules of each operation (what an allocation or a credit answers and
+// writes, given what it read) are in rules.go, apart from etcd: Ledger
+// applies them inside etcd transactions, Memory (memory.go) under a lock,
+// for the simulator and tests.
+//
 // Key layout, all under one prefix (DefaultPrefix):
 //
 //	<prefix>/cells/<cell>/epoch                              decimal epoch, bumped by each process that opens the cell
@@ -217,29 +222,13 @@ func (l *Ledger) Publish(ctx context.Context, s SKU, saleLimit, chunk uint32, in
 // also require, in the transaction, that no cell defines the campaign
 // locally (LocalKey): a *LocalError naming the cell otherwise.
 func (l *Ledger) PublishIf(ctx context.Context, s SKU, saleLimit, chunk uint32, initial []InitialGrant, cond []clientv3.Cmp, extra ...clientv3.Op) ([]Allocation, error) {
-	pool := NewPool(saleLimit, chunk)
-	if err := pool.validate(); err != nil {
-		return nil, fmt.Errorf("ledger: publish: %v", err)
+	pool, allocs, err := publish(saleLimit, chunk, initial)
+	if err != nil {
+		return nil, err
 	}
 	ops := append([]clientv3.Op(nil), extra...)
-	var allocs []Allocation
-	seen := map[string]bool{}
-	for _, g := range initial {
-		if !sku.ValidID(g.Cell) || seen[g.Cell] {
-			return nil, fmt.Errorf("ledger: publish: bad or repeated cell %q", g.Cell)
-		}
-		seen[g.Cell] = true
-		if g.Units == 0 {
-			continue // no allocation 1: the cell starts empty and tops up
-		}
-		var rs []sku.TokenRange
-		pool, rs = pool.take(g.Units)
-		if sku.RangesUnits(rs) != uint64(g.Units) {
-			return nil, fmt.Errorf("ledger: publish: initial grants exceed sale_limit %d", saleLimit)
-		}
-		a := Allocation{Cell: g.Cell, Seq: 1, Ranges: rs}
-		allocs = append(allocs, a)
-		ops = append(ops, clientv3.OpPut(l.allocKey(s, g.Cell, 1), mustJSON(a)))
+	for _, a := range allocs {
+		ops = append(ops, clientv3.OpPut(l.allocKey(s, a.Cell, a.Seq), mustJSON(a)))
 	}
 	ops = append(ops, clientv3.OpPut(l.poolKey(s), mustJSON(pool)))
 	local := l.LocalKey(s.Campaign)
@@ -305,8 +294,8 @@ func (l *Ledger) BumpEpoch(ctx context.Context, cell string) (uint64, error) {
 // ErrExhausted when nothing is left, ErrNotFound without a ledger; any
 // other error leaves the outcome unknown: retry with the same seq.
 func (l *Ledger) Allocate(ctx context.Context, s SKU, cell string, seq, epoch uint64, units uint32) (Allocation, error) {
-	if seq == 0 || epoch == 0 || !sku.ValidID(cell) {
-		return Allocation{}, fmt.Errorf("ledger: allocate: seq %d, epoch %d, units %d, cell %q", seq, epoch, units, cell)
+	if err := checkAllocate(cell, seq, epoch, units); err != nil {
+		return Allocation{}, err
 	}
 	poolKey, epochKey, allocKey, woKey := l.poolKey(s), l.epochKey(cell), l.allocKey(s, cell, seq), l.writeOffKey(s, cell)
 	for range maxCASAttempts {
@@ -314,30 +303,20 @@ func (l *Ledger) Allocate(ctx context.Context, s SKU, cell string, seq, epoch ui
 		if err != nil {
 			return Allocation{}, err
 		}
-		if len(resp.Responses[3].GetResponseRange().Kvs) == 1 {
-			return Allocation{}, ErrWrittenOff
+		v := cellRead{writtenOff: len(resp.Responses[3].GetResponseRange().Kvs) == 1}
+		var rev int64
+		v.pool, rev, v.poolErr = poolOf(resp.Responses[0].GetResponseRange().Kvs)
+		v.epoch, _, v.epochErr = epochOf(resp.Responses[1].GetResponseRange().Kvs)
+		if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) == 1 && !v.writtenOff && !plantedNoCreateGuard {
+			if v.existing, err = decodeAllocation(kvs[0].Value); err != nil {
+				return Allocation{}, err
+			}
+			v.stored = true
 		}
-		if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) == 1 && !plantedNoCreateGuard {
-			return decodeAllocation(kvs[0].Value)
+		a, next, write, err := v.allocate(cell, seq, epoch, units)
+		if !write {
+			return a, err
 		}
-		pool, rev, err := poolOf(resp.Responses[0].GetResponseRange().Kvs)
-		if err != nil {
-			return Allocation{}, err
-		}
-		if cur, _, err := epochOf(resp.Responses[1].GetResponseRange().Kvs); err != nil {
-			return Allocation{}, err
-		} else if cur != epoch {
-			return Allocation{}, fmt.Errorf("%w: %d, not %d", ErrFenced, cur, epoch)
-		}
-		ask := units
-		if ask == 0 {
-			ask = pool.Chunk
-		}
-		next, rs := pool.take(ask)
-		if len(rs) == 0 {
-			return Allocation{}, ErrExhausted
-		}
-		a := Allocation{Cell: cell, Seq: seq, Epoch: epoch, Ranges: rs}
 		cmps := []clientv3.Cmp{
 			clientv3.Compare(clientv3.ModRevision(poolKey), "=", rev),
 			clientv3.Compare(clientv3.Value(epochKey), "=", strconv.FormatUint(epoch, 10)),
@@ -367,8 +346,8 @@ func (l *Ledger) Allocate(ctx context.Context, s SKU, cell string, seq, epoch ui
 // ErrNotOwned when a token of ret is not the cell's per the ledger,
 // ErrFenced as for Allocate; any other error: retry with the same ret.
 func (l *Ledger) Credit(ctx context.Context, s SKU, cell string, epoch uint64, ret Allocation) error {
-	if ret.Seq == 0 || len(ret.Ranges) == 0 || ret.Cell != cell {
-		return fmt.Errorf("ledger: credit: return %d of %q with %d ranges by %q", ret.Seq, ret.Cell, len(ret.Ranges), cell)
+	if err := checkCredit(cell, ret); err != nil {
+		return err
 	}
 	poolKey, epochKey, retKey, woKey := l.poolKey(s), l.epochKey(cell), l.returnKey(s, cell, ret.Seq), l.writeOffKey(s, cell)
 	for range maxCASAttempts {
@@ -378,38 +357,23 @@ func (l *Ledger) Credit(ctx context.Context, s SKU, cell string, epoch uint64, r
 		if err != nil {
 			return err
 		}
-		if len(resp.Responses[5].GetResponseRange().Kvs) == 1 {
-			return ErrWrittenOff
+		v := cellRead{writtenOff: len(resp.Responses[5].GetResponseRange().Kvs) == 1, stored: len(resp.Responses[2].GetResponseRange().Kvs) == 1}
+		var rev int64
+		v.pool, rev, v.poolErr = poolOf(resp.Responses[0].GetResponseRange().Kvs)
+		v.epoch, _, v.epochErr = epochOf(resp.Responses[1].GetResponseRange().Kvs)
+		if v.grants, v.listErr = decodeAllocations(resp.Responses[3].GetResponseRange().Kvs); v.listErr == nil {
+			v.returns, v.listErr = decodeAllocations(resp.Responses[4].GetResponseRange().Kvs)
 		}
-		if len(resp.Responses[2].GetResponseRange().Kvs) == 1 {
-			return nil // credited before
-		}
-		pool, rev, err := poolOf(resp.Responses[0].GetResponseRange().Kvs)
-		if err != nil {
+		next, write, err := v.credit(epoch, ret)
+		if !write {
 			return err
-		}
-		if cur, _, err := epochOf(resp.Responses[1].GetResponseRange().Kvs); err != nil {
-			return err
-		} else if cur != epoch {
-			return fmt.Errorf("%w: %d, not %d", ErrFenced, cur, epoch)
-		}
-		grants, err := decodeAllocations(resp.Responses[3].GetResponseRange().Kvs)
-		if err != nil {
-			return err
-		}
-		returns, err := decodeAllocations(resp.Responses[4].GetResponseRange().Kvs)
-		if err != nil {
-			return err
-		}
-		if n := heldOf(grants, returns).count(ret.Ranges); n != ret.Units() {
-			return fmt.Errorf("%w: %d of %d tokens", ErrNotOwned, n, ret.Units())
 		}
 		txn, err := l.c.Txn(ctx).If(
 			clientv3.Compare(clientv3.ModRevision(poolKey), "=", rev),
 			clientv3.Compare(clientv3.Value(epochKey), "=", strconv.FormatUint(epoch, 10)),
 			clientv3.Compare(clientv3.CreateRevision(retKey), "=", 0),
 			clientv3.Compare(clientv3.CreateRevision(woKey), "=", 0),
-		).Then(clientv3.OpPut(poolKey, mustJSON(pool.credit(ret.Ranges))), clientv3.OpPut(retKey, mustJSON(ret))).Commit()
+		).Then(clientv3.OpPut(poolKey, mustJSON(next)), clientv3.OpPut(retKey, mustJSON(ret))).Commit()
 		if err != nil {
 			return err
 		}

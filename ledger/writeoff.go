@@ -71,7 +71,7 @@ func (l *Ledger) WriteOffCell(ctx context.Context, s SKU, cell string, atMs int6
 		if err != nil {
 			return WriteOff{}, err
 		}
-		w := WriteOff{Cell: cell, Units: heldUnits(grants, returns), Allocations: len(grants), Returns: len(returns), AtMs: atMs}
+		w := writeOff(cell, grants, returns, atMs)
 		txn, err := l.c.Txn(ctx).If(
 			clientv3.Compare(clientv3.ModRevision(poolKey), "=", rev),
 			clientv3.Compare(clientv3.CreateRevision(woKey), "=", 0),

@@ -20,7 +20,7 @@ type simLedger struct {
 // (what the agent's reconciliation sends after a crash lost a GRANT), a
 // return, an epoch.
 func (r *run) cellCall(spec callSpec) error {
-	now, m, l := r.now, r.model, &r.ledger
+	m, l := r.model, &r.ledger
 	if l.next == 0 {
 		l.next = 1
 	}
@@ -35,27 +35,36 @@ func (r *run) cellCall(spec callSpec) error {
 		al := sku.Allocation{Seq: uint64(len(l.allocs) + 1), Epoch: m.cell.epoch, Ranges: []sku.TokenRange{{First: l.next, Last: last}}}
 		l.next = last + 1
 		l.allocs = append(l.allocs, al)
-		return r.grant(now, al)
+		return r.decide(r.grantCall(al))
 	case 2:
-		return r.grant(now, l.allocs[int(a)%len(l.allocs)])
+		return r.decide(r.grantCall(l.allocs[int(a)%len(l.allocs)]))
 	case 3:
 		l.rets++
-		seq, epoch, units := l.rets, m.cell.epoch, a%4
-		c := &core.Call{Kind: core.KindReturn, Cell: &core.CellCall{Alloc: sku.Allocation{Seq: seq, Epoch: epoch}, Units: units}}
-		return r.decide(c, func() modelReply {
-			o, n := m.giveBack(now, seq, epoch, units)
-			return modelReply{outcome: o, seq: uint32(n)}
-		})
+		return r.decide(r.returnCall(l.rets, m.cell.epoch, a%4))
 	}
 	epoch := m.cell.epoch + uint64(a%3)
 	if a%3 == 0 && epoch > 0 {
 		epoch-- // a stale process's epoch: refused
 	}
-	c := &core.Call{Kind: core.KindEpoch, Cell: &core.CellCall{Alloc: sku.Allocation{Epoch: epoch}}}
-	return r.decide(c, func() modelReply { return modelReply{outcome: m.setEpoch(now, epoch)} })
+	return r.decide(r.epochCall(epoch))
 }
 
-func (r *run) grant(now int64, al sku.Allocation) error {
+// grantCall, returnCall and epochCall are a celled SKU's calls (those of
+// the agent's engine), each with the model's prediction.
+func (r *run) grantCall(al sku.Allocation) (*core.Call, func() modelReply) {
 	c := &core.Call{Kind: core.KindGrant, Cell: &core.CellCall{Alloc: al}}
-	return r.decide(c, func() modelReply { return modelReply{outcome: r.model.grant(now, al)} })
+	return c, func() modelReply { return modelReply{outcome: r.model.grant(r.now, al)} }
+}
+
+func (r *run) returnCall(seq, epoch uint64, units uint32) (*core.Call, func() modelReply) {
+	c := &core.Call{Kind: core.KindReturn, Cell: &core.CellCall{Alloc: sku.Allocation{Seq: seq, Epoch: epoch}, Units: units}}
+	return c, func() modelReply {
+		o, n := r.model.giveBack(r.now, seq, epoch, units)
+		return modelReply{outcome: o, seq: uint32(n)}
+	}
+}
+
+func (r *run) epochCall(epoch uint64) (*core.Call, func() modelReply) {
+	c := &core.Call{Kind: core.KindEpoch, Cell: &core.CellCall{Alloc: sku.Allocation{Epoch: epoch}}}
+	return c, func() modelReply { return modelReply{outcome: r.model.setEpoch(r.now, epoch)} }
 }

@@ -17,6 +17,9 @@
 // prunes snapshots, truncates the log (the feed retention and the
 // truncation slots holding it back), recovers, ranks draws and runs its
 // timers exactly as in production. Nothing of the shell is written here.
+// In cells mode the cell's agent (package cells) is the same code too,
+// over ledger.Memory (the etcd ledger's rules in memory): the simulator
+// swaps only the ledger's link (faults) and the agent's clock.
 //
 // Who owns what in this package:
 //
@@ -42,6 +45,9 @@
 //	seeds.go            many seeds side by side (one goroutine per history), the shrinker
 //	admission.go        the admission mode: buyers admitted by package admission over a disk that slows down
 //	admission_check.go  its checks: the wait bound, the ramp's steps, recovery
+//	cells_mode.go       the cells mode: the real cells agent, driven by Step on the simulated clock,
+//	                    over the ledger in memory; its engine the SKU's shell; the ledger's checks
+//	cells_ledger.go     the ledger as the agent reaches it: failing calls, lost answers, outages
 //
 // The checks, the faults and what the simulation cannot model are listed
 // in docs/testing.md ("The deterministic simulator").

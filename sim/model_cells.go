@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/sku"
 )
 
@@ -126,6 +127,19 @@ func checkCell(m *model, e *sku.Machine) error {
 		if fmt.Sprint(r) != fmt.Sprint(m.cell.returns[r.Seq]) {
 			return fmt.Errorf("return %d: %v, model %v", r.Seq, r, m.cell.returns[r.Seq])
 		}
+	}
+	return nil
+}
+
+// checkCellReport compares what the engine reports of a celled SKU (the
+// agent's view) with the model.
+func checkCellReport(m *model, rep core.CellReport) error {
+	c := rep.Counts
+	if !rep.Celled || rep.Epoch != m.cell.epoch || len(rep.Grants) != len(m.cell.grants) || len(rep.Returns) != len(m.cell.returns) ||
+		c.Granted != m.cell.granted || c.Returned != m.cell.returned {
+		return fmt.Errorf("cell report: celled %v epoch %d, %d grants %d returns, granted %d returned %d; model epoch %d, %d grants %d returns, granted %d returned %d",
+			rep.Celled, rep.Epoch, len(rep.Grants), len(rep.Returns), c.Granted, c.Returned,
+			m.cell.epoch, len(m.cell.grants), len(m.cell.returns), m.cell.granted, m.cell.returned)
 	}
 	return nil
 }

@@ -18,9 +18,16 @@ const (
 	stepClockJump                     // the wall clock jumps forward or backward
 	stepRestore                       // restore to a point in time, compared with the history
 	stepAudit                         // an operator's audit (now and then a caller gives up)
+	// The steps of cells mode only (cells_mode.go).
+	stepAgent         // the agent's next turns, the clock moved to when each is due
+	stepLedgerFault   // ledger calls that fail, answers lost after the commit, the ledger down for a while
+	stepFence         // another process of the cell takes its epoch: the agent is fenced
+	stepOtherCell     // another cell tops up or returns tokens
+	stepReturnRequest // an operator asks the cell for a return
 )
 
-var stepNames = [...]string{"", "calls", "tick", "flush", "crash", "snapshot", "fault", "clock-jump", "restore", "audit"}
+var stepNames = [...]string{"", "calls", "tick", "flush", "crash", "snapshot", "fault", "clock-jump", "restore", "audit",
+	"agent", "ledger-fault", "fence", "other-cell", "return-request"}
 
 func (k stepKind) String() string { return stepNames[k] }
 

@@ -50,7 +50,7 @@ type Result struct {
 	Err     error
 	Step    int
 	History []step
-	// Mode is the kind of history; the shrinker shrinks ModeSKU's only.
+	// Mode is the kind of history (Mode.Shrinks: whether Shrink shrinks it).
 	Mode Mode
 }
 
@@ -63,7 +63,15 @@ func Run(o Options) Result {
 	if res.Err = r.protect(r.setUp); res.Err != nil {
 		return res
 	}
-	for i, s := range history {
+	r.runSteps(o, &res, r.step, r.final)
+	return res
+}
+
+// runSteps runs the steps of res.History that o keeps, each with step
+// (which ends with its checks), then final, and notes in res the steps
+// run and the first failure with its step.
+func (r *run) runSteps(o Options, res *Result, step func(step) error, final func() error) {
+	for i, s := range res.History {
 		if o.Keep != nil && !o.Keep[i] {
 			continue
 		}
@@ -71,14 +79,13 @@ func Run(o Options) Result {
 		if o.Trace != nil {
 			fmt.Fprintf(o.Trace, "step %d: %s\n", i, s)
 		}
-		if res.Err = r.protect(func() error { return r.step(s) }); res.Err != nil {
+		if res.Err = r.protect(func() error { return step(s) }); res.Err != nil {
 			res.Step = i
-			return res
+			return
 		}
 	}
-	res.Step = len(history)
-	res.Err = r.protect(r.final)
-	return res
+	res.Step = len(res.History)
+	res.Err = r.protect(final)
 }
 
 // run is one history in progress: the disk, the process on it, the model.
@@ -153,10 +160,14 @@ type run struct {
 	hooks runHooks
 
 	// The workload.
-	lottery  bool // the SKU is a lottery (step_lottery.go)
-	users    int
-	def      sku.Definition
-	ledger   simLedger      // a celled SKU's quota ledger (cells_step.go)
+	lottery bool // the SKU is a lottery (step_lottery.go)
+	users   int
+	def     sku.Definition
+	ledger  simLedger // a celled SKU's quota ledger (cells_step.go)
+	// cells, in cells mode only, is the real agent over the ledger in
+	// memory (cells_mode.go): it makes the celled SKU's calls, in place
+	// of simLedger.
+	cells    *cellsRun
 	requests []modelRequest // request_ids sent, with their user (request in .request)
 	reqIDs   []string
 	// holders are the entry-pass holders of the request_ids sent (zero:
@@ -307,7 +318,7 @@ func (r *run) setUp() error {
 	if g.IntN(2) == 0 {
 		r.def.PaymentWindowHighRiskMs = 1 + int64(g.IntN(int(r.def.PaymentWindowMs)))
 	}
-	r.lottery = r.seed%5 == 4 && r.hooks.purchaseLimit == sku.PurchaseLimitSKU || r.hooks.lottery
+	r.lottery = (r.seed%5 == 4 && r.hooks.purchaseLimit == sku.PurchaseLimitSKU || r.hooks.lottery) && r.cells == nil // a celled SKU cannot be a lottery
 	r.def.PurchaseLimit = r.hooks.purchaseLimit
 	if r.lottery {
 		r.def.Lottery = lotteryRules(g, start)
@@ -330,12 +341,15 @@ func (r *run) setUp() error {
 		r.def.Cell, r.def.CellMapVersion = "c1", 1
 		r.def.MaxUnpaidPerSubject = 0
 	}
+	if r.cells != nil { // the ledger's sale_limit, shared with another cell
+		r.def.SaleLimit = uint32(8 + g.IntN(40))
+	}
 	def := r.def
 	c := &core.Call{Kind: core.KindDefine, Def: &def}
 	if err := r.decide(c, func() modelReply { return modelReply{outcome: r.model.define(r.now, r.withSecrets(r.def))} }); err != nil {
 		return err
 	}
-	if r.def.Cell != "" { // the cell's initial grant
+	if r.def.Cell != "" && r.cells == nil { // the cell's initial grant (in cells mode: the ledger's, through the agent)
 		if err := r.cellCall(callSpec{kind: callRedefine, a: 2 * uint32(g.IntN(8)), b: 0}); err != nil {
 			return err
 		}
@@ -456,6 +470,8 @@ func (r *run) countReply(c *core.Call) {
 	switch c.Kind {
 	case core.KindPause, core.KindResume, core.KindDefine, core.KindDraw, core.KindGrant, core.KindReturn, core.KindEpoch:
 		outcome = c.Outcome.String()
+	case core.KindCell:
+		outcome = "report"
 	case core.KindGet, core.KindLookup, core.KindEntry:
 		outcome = "found"
 		if !c.Found {
@@ -481,6 +497,8 @@ func (r *run) checkDecided(c *core.Call, want modelReply) error {
 			return fmt.Errorf("answered %s (err %v), model %s", c.Outcome, c.Err, want.outcome)
 		}
 		return nil
+	case core.KindCell:
+		return checkCellReport(r.model, c.Report.Cell)
 	case core.KindGet:
 		if c.Found != (want.seq != 0) {
 			return fmt.Errorf("found %v, model %v", c.Found, want.seq != 0)

@@ -40,6 +40,7 @@ const (
 	ModeSKU       Mode = iota // one SKU's engine under faults (Run)
 	ModeCampaign              // the SKUs of a campaign-scope campaign (RunCampaign)
 	ModeAdmission             // admission over a disk that slows down (RunAdmission)
+	ModeCells                 // a celled SKU's engine with the real agent over a faulty ledger (RunCells)
 )
 
 // Run runs one history of mode m.
@@ -49,6 +50,8 @@ func (m Mode) Run(o Options) Result {
 		return RunCampaign(o)
 	case ModeAdmission:
 		return RunAdmission(o)
+	case ModeCells:
+		return RunCells(o)
 	}
 	return Run(o)
 }
@@ -60,9 +63,15 @@ func (m Mode) Flag() string {
 		return "-campaign"
 	case ModeAdmission:
 		return "-admission"
+	case ModeCells:
+		return "-cells"
 	}
 	return ""
 }
+
+// Shrinks reports whether Shrink shrinks m's histories (those drawn as a
+// step list that Options.Keep selects from).
+func (m Mode) Shrinks() bool { return m == ModeSKU || m == ModeCells }
 
 // RunSeeds runs one history per seed and sums them up.
 func RunSeeds(o SeedsOptions) Summary {
@@ -144,7 +153,7 @@ func Shrink(failed Result) (keep []bool, res Result) {
 	runs := 0
 	try := func(candidate []bool) bool {
 		runs++
-		r := Run(Options{Seed: failed.Seed, Steps: n, Keep: candidate})
+		r := failed.Mode.Run(Options{Seed: failed.Seed, Steps: n, Keep: candidate})
 		if r.Err == nil {
 			return false
 		}

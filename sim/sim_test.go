@@ -252,3 +252,43 @@ func TestAdmissionIsDeterministic(t *testing.T) {
 		t.Fatalf("seed 5 ran two ways: %v %v / %v %v", ra.Faults, ra.Replies, rb.Faults, rb.Replies)
 	}
 }
+
+// TestCellsSeeds runs cells-mode histories (cells_mode.go): the real cells
+// agent over the ledger in memory with failing calls, answers lost after
+// the commit, outages, fencing, another cell and return requests, its
+// engine the SKU's shell under the SKU mode's faults.
+func TestCellsSeeds(t *testing.T) {
+	seeds := uint64(300)
+	if raceEnabled || testing.Short() {
+		seeds = 60
+	}
+	sum := RunSeeds(SeedsOptions{First: 1, Count: seeds, Steps: 200, Mode: ModeCells})
+	t.Logf("cells seeds %d: faults %v, replies %v", seeds, sum.Faults, sum.Replies)
+	for _, f := range sum.Failures {
+		t.Fatalf("cells seed %d failed at step %d: %v (replay: make sim SEED=%d SIM_MODE=-cells)", f.Seed, f.Step, f.Err, f.Seed)
+	}
+	for _, kind := range []string{"ledger_call_failed", "ledger_call_while_down", "ledger_answer_lost_after_commit", "ledger_answer_lost",
+		"agent_fenced", "cell_restarted_after_fencing", "epoch_taken_by_another_process", "other_cell_top_up", "other_cell_return",
+		"agent_top_ups", "agent_top_up_retries", "agent_reconciled", "agent_credits", "crash", "fsync_error", "clock_backward"} {
+		if sum.Faults[kind] == 0 {
+			t.Errorf("no %s in %d cells seeds: the workload no longer reaches it", kind, seeds)
+		}
+	}
+	for _, reply := range []string{"grant OK", "return OK", "epoch OK", "cell report", "reserve ACCEPTED", "reserve SOLD_OUT"} {
+		if sum.Replies[reply] == 0 {
+			t.Errorf("no %q in %d cells seeds", reply, seeds)
+		}
+	}
+}
+
+// A cells-mode seed runs the same history twice; a failing one shrinks.
+func TestCellsRunIsDeterministic(t *testing.T) {
+	for _, seed := range []uint64{5, 28} {
+		var a, b bytes.Buffer
+		ra := RunCells(Options{Seed: seed, Steps: 150, Trace: &a})
+		rb := RunCells(Options{Seed: seed, Steps: 150, Trace: &b})
+		if a.String() != b.String() || fmt.Sprint(ra.Faults) != fmt.Sprint(rb.Faults) || fmt.Sprint(ra.Err) != fmt.Sprint(rb.Err) {
+			t.Fatalf("seed %d ran two ways: %v / %v, %v / %v", seed, ra.Faults, rb.Faults, ra.Err, rb.Err)
+		}
+	}
+}

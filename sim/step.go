@@ -244,7 +244,7 @@ func (r *run) call(spec callSpec) error {
 		c := &core.Call{Kind: kind}
 		return r.decide(c, func() modelReply { return modelReply{outcome: m.setPaused(now, paused)} })
 	case callRedefine:
-		if r.model.celled() && spec.a%2 == 0 {
+		if r.model.celled() && spec.a%2 == 0 && r.cells == nil {
 			return r.cellCall(spec) // cells_step.go
 		}
 		d := r.model.def

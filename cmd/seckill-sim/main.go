@@ -3,8 +3,8 @@
 // faults over the real core, log and recovery code, each checked step by
 // step against an independent model.
 //
-//	seckill-sim [-seeds N] [-first N] [-steps N] [-workers N] [-stop] [-campaign | -admission]
-//	seckill-sim -seed N [-steps N] [-trace] [-campaign | -admission]
+//	seckill-sim [-seeds N] [-first N] [-steps N] [-workers N] [-stop] [-campaign | -admission | -cells]
+//	seckill-sim -seed N [-steps N] [-trace] [-campaign | -admission | -cells]
 //	seckill-sim --version | --help
 //
 // The first form runs seeds first..first+N-1 and prints the totals; each
@@ -47,13 +47,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	trace := fs.Bool("trace", false, "with -seed: print every step")
 	campaign := fs.Bool("campaign", false, "run campaign-mode histories: the SKUs of a campaign whose purchase_limit is \"campaign\" (sim.RunCampaign)")
 	admission := fs.Bool("admission", false, "run admission histories: buyers admitted or refused while the disk's fsyncs slow down and recover (sim.RunAdmission)")
+	cellsMode := fs.Bool("cells", false, "run cells histories: a celled SKU's engine with the real cells agent over the quota ledger in memory, with ledger faults, lost answers and fencing (sim.RunCells)")
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	if err != nil || fs.NArg() > 0 || *steps <= 0 || *campaign && *admission {
+	modes := 0
+	for _, on := range []bool{*campaign, *admission, *cellsMode} {
+		if on {
+			modes++
+		}
+	}
+	if err != nil || fs.NArg() > 0 || *steps <= 0 || modes > 1 {
 		if err == nil {
-			fmt.Fprintln(stderr, "usage: seckill-sim [-seeds N] [-first N] [-steps N] [-workers N] [-stop] | -seed N [-trace]; at most one of -campaign, -admission")
+			fmt.Fprintln(stderr, "usage: seckill-sim [-seeds N] [-first N] [-steps N] [-workers N] [-stop] | -seed N [-trace]; at most one of -campaign, -admission, -cells")
 		}
 		return 2
 	}
@@ -63,6 +70,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		mode = sim.ModeCampaign
 	case *admission:
 		mode = sim.ModeAdmission
+	case *cellsMode:
+		mode = sim.ModeCells
 	}
 	if *seed != 0 {
 		return replay(*seed, *steps, *trace, mode, stdout)
@@ -116,7 +125,7 @@ func replay(seed uint64, steps int, trace bool, mode sim.Mode, stdout io.Writer)
 // printFailure prints a failing seed and its shortest failing history.
 func printFailure(w io.Writer, f sim.Result, steps int) {
 	fmt.Fprintf(w, "\nFAIL seed %d at step %d: %v\n", f.Seed, f.Step, f.Err)
-	if f.Mode != sim.ModeSKU { // not shrunk: replay it whole
+	if !f.Mode.Shrinks() { // not shrunk: replay it whole
 		fmt.Fprintf(w, "replay: seckill-sim %s -seed %d -steps %d -trace\n", f.Mode.Flag(), f.Seed, steps)
 		return
 	}
@@ -127,6 +136,9 @@ func printFailure(w io.Writer, f sim.Result, steps int) {
 		fmt.Fprintf(w, "  step %d: %s\n", indexes[i], line)
 	}
 	fmt.Fprintf(w, "replay: make sim SEED=%d", f.Seed)
+	if f.Mode.Flag() != "" {
+		fmt.Fprintf(w, " SIM_MODE=%s", f.Mode.Flag())
+	}
 	if steps != 200 {
 		fmt.Fprintf(w, " SIM_STEPS=%d", steps)
 	}

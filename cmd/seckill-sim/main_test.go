@@ -29,7 +29,7 @@ func TestReplayOneSeed(t *testing.T) {
 }
 
 func TestUsageError(t *testing.T) {
-	for _, args := range [][]string{{"-steps", "0"}, {"-campaign", "-admission"}} {
+	for _, args := range [][]string{{"-steps", "0"}, {"-campaign", "-admission"}, {"-cells", "-campaign"}, {"-admission", "-cells"}} {
 		var out, errs bytes.Buffer
 		if code := run(args, &out, &errs); code != 2 {
 			t.Fatalf("exit %d for %v, want 2", code, args)
@@ -45,6 +45,20 @@ func TestAdmissionMode(t *testing.T) {
 		t.Fatalf("exit %d: %s%s", code, out.String(), errs.String())
 	}
 	for _, want := range []string{"seeds 3 (from 1)", "failures 0", "phase_slow", "reserve THROTTLED"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// -cells runs the cells histories: the real agent over a faulty ledger;
+// a failing seed is named with its mode for make sim.
+func TestCellsMode(t *testing.T) {
+	var out, errs bytes.Buffer
+	if code := run([]string{"-cells", "-seeds", "3"}, &out, &errs); code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out.String(), errs.String())
+	}
+	for _, want := range []string{"seeds 3 (from 1)", "failures 0", "agent_turn", "grant OK"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -160,8 +160,7 @@ func runCellsReturn(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer done()
-	b, _ := json.Marshal(cells.ReturnRequest{ID: *id, Units: uint32(*units)})
-	if _, err := l.Client().Put(ctx, l.ReturnRequestKey(lf.skuOf(), *cell), string(b)); err != nil {
+	if err := l.RequestReturn(ctx, lf.skuOf(), *cell, ledger.ReturnRequest{ID: *id, Units: uint32(*units)}); err != nil {
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(map[string]any{"asked": *cell, "return_id": *id, "units": *units})
