@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/wal"
@@ -307,3 +309,14 @@ func sameRecords(t testing.TB, primaryDir, standbyDir, campaignID, skuID string)
 	}
 }
 
+// value reads a counter or gauge.
+func value(m prometheus.Metric) float64 {
+	var d dto.Metric
+	if err := m.Write(&d); err != nil {
+		panic(err)
+	}
+	if c := d.GetCounter(); c != nil {
+		return c.GetValue()
+	}
+	return d.GetGauge().GetValue()
+}
