@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -15,7 +16,6 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/replica"
 	"github.com/seckill/seckill/snapshot"
-	"github.com/seckill/seckill/wal"
 )
 
 // A standby that was away while the primary truncated its log behind a
@@ -209,29 +209,29 @@ func TestStandbyRefusesALowerEpoch(t *testing.T) {
 	}
 	defer ln.Close()
 	sb := startStandby(t, sdir, "b", ln.Addr().String())
-	send := func(epoch uint64, k skuKey) {
+	send := func(epoch uint64, k skuKey) error {
 		nc, err := ln.Accept()
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		defer nc.Close()
 		m, _, err := readMessage(nc, nil)
 		if err != nil || m.typ != msgHello || m.epoch != 5 {
-			t.Fatalf("hello: %+v %v", m, err)
+			return fmt.Errorf("hello: %+v %v", m, err)
 		}
 		b := begin{key: k, mode: beginResume, history: replica.History{{Epoch: epoch, First: 1}}}
-		if _, err := nc.Write(encodeBegin(epoch, b)); err != nil {
-			t.Fatal(err)
-		}
-		// The standby closes a connection it refuses, or acts on the
-		// message and waits for more: a second hello tells either way.
+		_, err = nc.Write(encodeBegin(epoch, b))
+		return err
 	}
-	send(4, skuKey{"c1", "old"})
+	if err := send(4, skuKey{"c1", "old"}); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, "the stale message refused", func() bool { return value(sb.metrics.refused) == 1 })
 	if _, err := os.Stat(filepath.Join(sdir, "c1", "old")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a message of a stale epoch was acted on: %v", err)
 	}
-	go send(7, skuKey{"c1", "new"})
+	sent := make(chan error, 1)
+	go func() { sent <- send(7, skuKey{"c1", "new"}) }()
 	eventually(t, "the later epoch's SKU created", func() bool {
 		_, err := os.Stat(filepath.Join(sdir, "c1", "new", HistoryFile))
 		return err == nil
@@ -242,5 +242,7 @@ func TestStandbyRefusesALowerEpoch(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(sdir, "c1", "new", "wal")); err != nil {
 		t.Fatal(err)
 	}
-	_ = wal.ErrClosed
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
 }
