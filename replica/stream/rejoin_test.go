@@ -22,16 +22,10 @@ import (
 // snapshot gets a base copy (the snapshot, then the log after it), then
 // streams; promoted, it holds every reservation.
 func TestBaseCopyAfterTruncation(t *testing.T) {
-	pdir, sdir := t.TempDir(), t.TempDir()
-	n := startPrimary(t, pdir, 1, nodeOptions{engine: func(c *actors.Config) {
-		c.WAL.SegmentSize = 4 << 10
-		c.SnapshotKeep = 1
-	}})
-	define(t, n.engine, "c1", "s1")
-	px := newProxy(t, n.addr)
-	sb := startStandby(t, sdir, "b", px.addr())
+	p := startPair(t, nodeOptions{engine: smallSegments})
+	n, px, sb, pdir, sdir := p.n, p.px, p.sb, p.pdir, p.sdir
 	ids := reserve(t, n.engine, "c1", "s1", 0, 10)
-	eventually(t, "the standby caught up", func() bool { return status(n.primary, "b").CaughtUp })
+	caughtUp(t, n, sb, "b")
 	px.down()
 	eventually(t, "the primary saw the standby go", func() bool { return !status(n.primary, "b").Connected })
 	standbyLast, _ := copyLast(sb, "c1", "s1")
@@ -45,10 +39,7 @@ func TestBaseCopyAfterTruncation(t *testing.T) {
 	eventually(t, "the primary's log truncated past the standby's copy", func() bool { return log.FirstIndex() > standbyLast+1 })
 
 	px.up()
-	eventually(t, "the standby caught up after a base copy", func() bool {
-		l, d := copyLast(sb, "c1", "s1")
-		return l == log.LastIndex() && d == l && status(n.primary, "b").CaughtUp
-	})
+	caughtUp(t, n, sb, "b")
 	if got := value(n.primary.metrics.baseCopies.WithLabelValues("b")); got != 1 {
 		t.Fatalf("base copies = %v, want 1", got)
 	}
@@ -65,15 +56,8 @@ func TestBaseCopyAfterTruncation(t *testing.T) {
 // Truncation on the primary keeps what a connected standby has not
 // acknowledged; beyond MaxRetainRecords it is logged and counted.
 func TestTruncationHeldForTheStandby(t *testing.T) {
-	pdir, sdir := t.TempDir(), t.TempDir()
-	n := startPrimary(t, pdir, 1, nodeOptions{maxRetainRecords: 50, engine: func(c *actors.Config) {
-		c.WAL.SegmentSize = 4 << 10
-		c.SnapshotKeep = 1
-	}})
-	define(t, n.engine, "c1", "s1")
-	px := newProxy(t, n.addr)
-	startStandby(t, sdir, "b", px.addr())
-	eventually(t, "the standby caught up", func() bool { return status(n.primary, "b").CaughtUp })
+	p := startPair(t, nodeOptions{maxRetainRecords: 50, engine: smallSegments})
+	n, px := p.n, p.px
 	acked := n.primary.acked["b"][skuKey{"c1", "s1"}]
 	px.holdUp()
 	reserve(t, n.engine, "c1", "s1", 0, 20)
@@ -114,12 +98,8 @@ func (s *syncBuffer) String() string {
 // agree; promoted again, it holds every acknowledged reservation and not
 // the cut one.
 func TestFormerPrimaryRejoins(t *testing.T) {
-	adir, bdir := t.TempDir(), t.TempDir()
-	a := startPrimary(t, adir, 1, nodeOptions{})
-	define(t, a.engine, "c1", "s1")
-	px := newProxy(t, a.addr)
-	sb := startStandby(t, bdir, "b", px.addr())
-	eventually(t, "the standby caught up", func() bool { return status(a.primary, "b").CaughtUp })
+	p := startPair(t, nodeOptions{})
+	a, px, sb, adir, bdir := p.n, p.px, p.sb, p.pdir, p.sdir
 	a.primary.Wait([]string{"b"})
 	ids := reserve(t, a.engine, "c1", "s1", 0, 5)
 
@@ -144,11 +124,7 @@ func TestFormerPrimaryRejoins(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sa.Close() })
-	blog := b.logs.get("c1", "s1")
-	eventually(t, "the former primary caught up", func() bool {
-		l, d := copyLast(sa, "c1", "s1")
-		return l == blog.LastIndex() && d == l && status(b.primary, "a").CaughtUp
-	})
+	caughtUp(t, b, sa, "a")
 	if !strings.Contains(out.String(), "wal: cut records after a rejoin") || value(sa.metrics.cuts) != 1 {
 		t.Fatalf("the cut was not logged and counted (%v):\n%s", value(sa.metrics.cuts), out.String())
 	}
@@ -160,19 +136,7 @@ func TestFormerPrimaryRejoins(t *testing.T) {
 	b.primary.Wait([]string{"a"})
 	ids = append(ids, reserve(t, b.engine, "c1", "s1", 200, 5)...)
 	b.stop()
-	if err := sa.Close(); err != nil {
-		t.Fatal(err)
-	}
-	e, err := actors.Open(actors.Config{DataDir: adir, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	for _, id := range ids {
-		if _, err := e.Get(context.Background(), id); err != nil {
-			t.Fatalf("reservation %s missing after the rejoin: %v", id, err)
-		}
-	}
+	e := promote(t, sa, adir, ids)
 	if _, err := e.Lookup(context.Background(), "c1", "s1", "r-tail"); !errors.Is(err, actors.ErrNotFound) {
 		t.Fatalf("the cut reservation: %v, want not found", err)
 	}
