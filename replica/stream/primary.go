@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/replica"
+	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -88,6 +90,8 @@ type primarySKU struct {
 	shipped uint64
 	// confirmed is the highest index passed to log.Confirm.
 	confirmed uint64
+	// snapshot is the index of the newest snapshot written (0: none).
+	snapshot uint64
 	// last is the last batch shipped, as a message, for a connection
 	// whose catch-up from disk reaches it while it is being written.
 	last shippedBatch
@@ -165,6 +169,24 @@ func (h primaryHooks) RetainFrom(campaignID, skuID string) uint64 {
 	return h.p.retainFrom(skuKey{campaignID, skuID})
 }
 
+func (h primaryHooks) SnapshotWritten(campaignID, skuID string, index uint64) {
+	h.p.snapshotWritten(skuKey{campaignID, skuID}, index)
+}
+
+// snapshotWritten has every connection's pump ship a new snapshot.
+func (p *Primary) snapshotWritten(k skuKey, index uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.skus[k]
+	if s == nil || index <= s.snapshot {
+		return
+	}
+	s.snapshot = index
+	for _, c := range p.conns {
+		c.wakeUp()
+	}
+}
+
 // sku returns the SKU's state, created on first use.
 func (p *Primary) sku(k skuKey) *primarySKU {
 	p.mu.Lock()
@@ -187,6 +209,10 @@ func (p *Primary) opened(k skuKey, dir string, log *wal.Log) error {
 	if err != nil {
 		return fmt.Errorf("stream: %s: %w", k, err)
 	}
+	snaps, err := snapshot.List(filepath.Join(dir, "snapshots"))
+	if err != nil {
+		return fmt.Errorf("stream: %s: %w", k, err)
+	}
 	s := p.sku(k)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -196,6 +222,9 @@ func (p *Primary) opened(k skuKey, dir string, log *wal.Log) error {
 	replaced := s.log != nil
 	s.log, s.dir, s.history = log, dir, h
 	s.shipped, s.confirmed, s.last = log.LastIndex(), 0, shippedBatch{}
+	if n := len(snaps); n > 0 {
+		s.snapshot = snaps[n-1].Index
+	}
 	if replaced {
 		for name, c := range p.conns {
 			p.logger.Warn("replica: a SKU log was opened again; its standby reconnects to agree on its records",

@@ -59,6 +59,15 @@ type connSKU struct {
 	mode      connMode
 	next      uint64 // next record to send
 	forceBase bool   // the records it needs are gone: a base copy
+	// snapshot is the newest snapshot the standby holds of the SKU.
+	snapshot uint64
+}
+
+// snapshotDueLocked reports whether the standby should get the SKU's
+// newest snapshot now: it is newer than the standby's, and every record
+// it covers is queued before it.
+func (cs *connSKU) snapshotDueLocked(s *primarySKU) bool {
+	return cs.mode != modeStart && s.snapshot > cs.snapshot && cs.next > s.snapshot
 }
 
 // primaryConn is one standby's connection. Its state is guarded by the
@@ -284,12 +293,20 @@ func (p *Primary) pumpOnce(c *primaryConn) (worked, stalled bool) {
 	}
 	var jobs []job
 	p.mu.Lock()
+	var snapshots []job
 	for k, cs := range c.skus {
 		if cs.mode != modeLive {
 			jobs = append(jobs, job{p.skus[k], cs, cs.mode})
 		}
+		if s := p.skus[k]; cs.snapshotDueLocked(s) {
+			snapshots = append(snapshots, job{s, cs, cs.mode})
+		}
 	}
 	p.mu.Unlock()
+	for _, j := range snapshots {
+		w, st := p.shipSnapshot(c, j.s, j.cs)
+		worked, stalled = worked || w, stalled || st
+	}
 	for _, j := range jobs {
 		select {
 		case <-c.closed:
@@ -349,10 +366,8 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 	if !c.queue.push(encodeBegin(p.cfg.Epoch, b)) {
 		return false, false
 	}
-	for off := 0; off < len(snap); off += snapshotChunkSize {
-		if !c.queue.push(encodeSnapshotChunk(p.cfg.Epoch, s.key, uint64(off), snap[off:min(off+snapshotChunkSize, len(snap))])) {
-			return false, false
-		}
+	if !p.pushChunks(c, s.key, snap) {
+		return false, false
 	}
 	switch b.mode {
 	case beginBase:
@@ -369,6 +384,14 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 		return true, false
 	}
 	cs.mode, cs.next, cs.forceBase = modeCatchUp, b.index+1, false
+	switch b.mode {
+	case beginBase:
+		cs.snapshot = b.index
+	case beginCut:
+		cs.snapshot = min(theirs.snapshot, b.index) // it removes those beyond the cut
+	default:
+		cs.snapshot = theirs.snapshot
+	}
 	acked := b.index
 	if b.mode == beginBase {
 		acked = 0 // until it acknowledges the installed copy
@@ -427,6 +450,45 @@ func (p *Primary) catchUp(c *primaryConn, s *primarySKU, cs *connSKU) (worked, s
 		return enc.count > 0, true
 	}
 	return true, false
+}
+
+// shipSnapshot sends the SKU's newest snapshot to a standby whose copy
+// it covers, so that the standby truncates its copy as the primary does.
+func (p *Primary) shipSnapshot(c *primaryConn, s *primarySKU, cs *connSKU) (worked, stalled bool) {
+	p.mu.Lock()
+	dir, log, next := s.dir, s.log, cs.next
+	p.mu.Unlock()
+	index, b, err := newestSnapshot(dir, 0)
+	if index >= next {
+		return false, true // a newer one than announced: its records are on their way
+	}
+	if err != nil || index == 0 {
+		p.logger.Warn("replica: no snapshot to ship; the standby's copy is truncated at the next one",
+			"standby", c.name, "sku", s.key.String(), "err", err)
+		p.mu.Lock()
+		cs.snapshot = max(cs.snapshot, s.snapshot)
+		p.mu.Unlock()
+		return false, false
+	}
+	o := snapshotOffer{key: s.key, index: index, size: uint64(len(b)), keepFrom: max(log.FirstIndex(), 1)}
+	if !c.queue.push(encodeInstall(p.cfg.Epoch, o)) || !p.pushChunks(c, s.key, b) {
+		return false, false
+	}
+	p.mu.Lock()
+	cs.snapshot = max(cs.snapshot, index)
+	p.mu.Unlock()
+	return true, false
+}
+
+// pushChunks queues a snapshot's bytes in chunks; false once the
+// connection closed.
+func (p *Primary) pushChunks(c *primaryConn, k skuKey, b []byte) bool {
+	for off := 0; off < len(b); off += snapshotChunkSize {
+		if !c.queue.push(encodeSnapshotChunk(p.cfg.Epoch, k, uint64(off), b[off:min(off+snapshotChunkSize, len(b))])) {
+			return false
+		}
+	}
+	return true
 }
 
 // hasSnapshot reports whether a SKU folder holds a snapshot file.
