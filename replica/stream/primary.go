@@ -306,6 +306,9 @@ func (p *Primary) setAckedLocked(name string, k skuKey, index uint64) {
 	m[k] = index
 	if s := p.skus[k]; s != nil {
 		p.commitLocked(s)
+		if c := p.conns[name]; c != nil && c.skus[k] != nil {
+			c.skus[k].sent.acked(index)
+		}
 	}
 }
 
@@ -376,7 +379,10 @@ type StandbyStatus struct {
 	// LagRecords is the sum over SKUs of the primary's last shipped index
 	// less the standby's acknowledged one.
 	LagRecords uint64
-	// LagMillis is how long ago it was last caught up (0 while it is).
+	// LagMillis is how long ago the oldest record it has not acknowledged
+	// was sent to it, over every SKU (0 while it holds every record
+	// shipped); for a standby not connected, since its last
+	// acknowledgement.
 	LagMillis int64
 	// Waited: a commit waits for it (Wait).
 	Waited bool
@@ -401,6 +407,7 @@ func (p *Primary) Standbys() []StandbyStatus {
 		st := StandbyStatus{Name: name, Connected: c != nil, LastAck: p.lastAck[name],
 			Waited: slices.Contains(p.standbys.Waited(), name)}
 		caughtUp := c != nil
+		var behindSince time.Time
 		for k, s := range p.skus {
 			if s.log == nil {
 				continue
@@ -408,22 +415,22 @@ func (p *Primary) Standbys() []StandbyStatus {
 			a := p.acked[name][k]
 			if a < s.shipped {
 				st.LagRecords += s.shipped - a
+				if c != nil && c.skus[k] != nil {
+					if at, ok := c.skus[k].sent.oldest(); ok && (behindSince.IsZero() || at.Before(behindSince)) {
+						behindSince = at
+					}
+				}
 			}
 			if a < max(s.confirmed, s.log.CommitIndex()) {
 				caughtUp = false
 			}
 		}
 		st.CaughtUp = caughtUp
-		if c != nil {
-			if st.LagRecords == 0 {
-				c.behindSince = time.Time{}
-			} else if c.behindSince.IsZero() {
-				c.behindSince = now
-			}
-			if !c.behindSince.IsZero() {
-				st.LagMillis = now.Sub(c.behindSince).Milliseconds()
-			}
-		} else if !st.LastAck.IsZero() {
+		switch {
+		case st.LagRecords == 0:
+		case c != nil && !behindSince.IsZero():
+			st.LagMillis = now.Sub(behindSince).Milliseconds()
+		case !st.LastAck.IsZero():
 			st.LagMillis = now.Sub(st.LastAck).Milliseconds()
 		}
 		out = append(out, st)

@@ -61,6 +61,51 @@ type connSKU struct {
 	forceBase bool   // the records it needs are gone: a base copy
 	// snapshot is the newest snapshot the standby holds of the SKU.
 	snapshot uint64
+	// sent times the records sent and not acknowledged: LagMillis.
+	sent sendTimes
+}
+
+// sendTimesCount bounds the send times a copy keeps: when full, the
+// newest entry takes the later records too (their lag is then counted
+// from an earlier send, never underestimated).
+const sendTimesCount = 64
+
+// sendTimes is a ring of (last index sent, when), oldest first.
+type sendTimes struct {
+	ring        [sendTimesCount]sendTime
+	head, count int
+}
+
+type sendTime struct {
+	last uint64
+	at   time.Time
+}
+
+// sent notes that the records through last were sent at.
+func (r *sendTimes) sent(last uint64, at time.Time) {
+	if r.count == sendTimesCount {
+		r.ring[(r.head+r.count-1)%sendTimesCount].last = last
+		return
+	}
+	r.ring[(r.head+r.count)%sendTimesCount] = sendTime{last, at}
+	r.count++
+}
+
+// acked forgets the sends the standby acknowledged.
+func (r *sendTimes) acked(index uint64) {
+	for r.count > 0 && r.ring[r.head].last <= index {
+		r.ring[r.head] = sendTime{}
+		r.head = (r.head + 1) % sendTimesCount
+		r.count--
+	}
+}
+
+// oldest is when the oldest record not acknowledged was sent.
+func (r *sendTimes) oldest() (time.Time, bool) {
+	if r.count == 0 {
+		return time.Time{}, false
+	}
+	return r.ring[r.head].at, true
 }
 
 // snapshotDueLocked reports whether the standby should get the SKU's
@@ -81,9 +126,8 @@ type primaryConn struct {
 	queue *sendQueue
 	wake  chan struct{}
 	// closed is closed once by closeLocked.
-	closed      chan struct{}
-	closeOnce   sync.Once
-	behindSince time.Time // Standbys' LagMillis
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
 func (c *primaryConn) wakeUp() {
@@ -116,6 +160,7 @@ func (c *primaryConn) shipLocked(s *primarySKU) {
 	}
 	if cs.next == s.last.first && c.queue.tryPush(s.last.message) {
 		cs.next = s.last.last + 1
+		cs.sent.sent(s.last.last, time.Now())
 		return
 	}
 	cs.mode = modeCatchUp
@@ -384,6 +429,7 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 		return true, false
 	}
 	cs.mode, cs.next, cs.forceBase = modeCatchUp, b.index+1, false
+	cs.sent = sendTimes{}
 	switch b.mode {
 	case beginBase:
 		cs.snapshot = b.index
@@ -441,11 +487,15 @@ func (p *Primary) catchUp(c *primaryConn, s *primarySKU, cs *connSKU) (worked, s
 		return true, false
 	}
 	cs.next = next
+	if enc.count > 0 {
+		cs.sent.sent(next-1, time.Now())
+	}
 	switch {
 	case cs.next == s.shipped+1:
 		cs.mode = modeLive
 	case s.last.message != nil && cs.next == s.last.first && c.queue.tryPush(s.last.message):
 		cs.next, cs.mode = s.last.last+1, modeLive
+		cs.sent.sent(s.last.last, time.Now())
 	case cs.next > log.DurableIndex():
 		return enc.count > 0, true
 	}
