@@ -65,8 +65,11 @@
 // log opens (actors.Replication.Opened), its epoch history starts at
 // (epoch, 1), and every connection begins its copy; the standby creates
 // its folder. A log opened again after a failure may hold fewer records
-// than were shipped: the standbys' connections are closed, and their
-// hellos decide what they keep.
+// than were shipped (a batch is shipped before it is written), and it
+// writes other records at their indexes in the same epoch, where epoch
+// histories cannot tell them apart: so the standbys' acknowledgements are
+// capped at its last record, their connections are closed, and each one's
+// next copy begins with a cut after that record.
 //
 // # Standby
 //

@@ -65,14 +65,21 @@ type Primary struct {
 
 	// mu guards everything below; the flusher's Ship takes it briefly and
 	// never waits under it.
-	mu       sync.Mutex
-	skus     map[skuKey]*primarySKU
-	conns    map[string]*primaryConn // the standbys connected now, by name
-	acked    map[string]map[skuKey]uint64
-	lastAck  map[string]time.Time
-	beyond   map[string]map[skuKey]bool // standbys past MaxRetainRecords, logged once
-	standbys *replica.Standbys          // whom a commit waits for (Wait)
-	closed   bool
+	mu      sync.Mutex
+	skus    map[skuKey]*primarySKU
+	conns   map[string]*primaryConn // the standbys connected now, by name
+	acked   map[string]map[skuKey]uint64
+	lastAck map[string]time.Time
+	beyond  map[string]map[skuKey]bool // standbys past MaxRetainRecords, logged once
+	// seen are the standbys that ever connected; voidAfter, per standby
+	// and SKU, the last record of a log opened again after a failure: the
+	// records shipped after it before the failure were never written here,
+	// and the log writes other records at their indexes in this same
+	// epoch, so the standby's next copy begins with a cut there.
+	seen      map[string]bool
+	voidAfter map[string]map[skuKey]uint64
+	standbys  *replica.Standbys // whom a commit waits for (Wait)
+	closed    bool
 
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -125,15 +132,17 @@ func NewPrimary(cfg PrimaryConfig) (*Primary, error) {
 		return nil, err
 	}
 	p := &Primary{
-		cfg:      cfg,
-		logger:   cfg.Logger.With("replica_set", cfg.Set, "replica", cfg.Name, "epoch", cfg.Epoch),
-		skus:     make(map[skuKey]*primarySKU),
-		conns:    make(map[string]*primaryConn),
-		acked:    make(map[string]map[skuKey]uint64),
-		lastAck:  make(map[string]time.Time),
-		beyond:   make(map[string]map[skuKey]bool),
-		standbys: replica.NewStandbys(nil, cfg.Strict),
-		done:     make(chan struct{}),
+		cfg:       cfg,
+		logger:    cfg.Logger.With("replica_set", cfg.Set, "replica", cfg.Name, "epoch", cfg.Epoch),
+		skus:      make(map[skuKey]*primarySKU),
+		conns:     make(map[string]*primaryConn),
+		acked:     make(map[string]map[skuKey]uint64),
+		lastAck:   make(map[string]time.Time),
+		beyond:    make(map[string]map[skuKey]bool),
+		seen:      make(map[string]bool),
+		voidAfter: make(map[string]map[skuKey]uint64),
+		standbys:  replica.NewStandbys(nil, cfg.Strict),
+		done:      make(chan struct{}),
 	}
 	p.metrics = newPrimaryMetrics(p, cfg.Registerer)
 	p.wg.Add(1)
@@ -226,6 +235,25 @@ func (p *Primary) opened(k skuKey, dir string, log *wal.Log) error {
 		s.snapshot = snaps[n-1].Index
 	}
 	if replaced {
+		// What the standbys acknowledged beyond this log's last record
+		// was shipped and never written here: it commits nothing, and each
+		// standby's next copy cuts it.
+		last := log.LastIndex()
+		for _, m := range p.acked {
+			if a, ok := m[k]; ok {
+				m[k] = min(a, last)
+			}
+		}
+		for name := range p.seen {
+			m := p.voidAfter[name]
+			if m == nil {
+				m = make(map[skuKey]uint64)
+				p.voidAfter[name] = m
+			}
+			if v, ok := m[k]; !ok || last < v {
+				m[k] = last
+			}
+		}
 		for name, c := range p.conns {
 			p.logger.Warn("replica: a SKU log was opened again; its standby reconnects to agree on its records",
 				"sku", k.String(), "standby", name)

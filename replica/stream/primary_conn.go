@@ -215,6 +215,7 @@ func (p *Primary) serve(nc net.Conn) {
 		old.closeLocked()
 	}
 	p.conns[h.name] = c
+	p.seen[h.name] = true
 	delete(p.beyond, h.name)
 	for _, s := range p.skus {
 		if s.log != nil {
@@ -378,6 +379,7 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 	log, dir, history := s.log, s.dir, s.history
 	theirs, known := c.hello[s.key]
 	force := cs.forceBase
+	void, voided := p.voidAfter[c.name][s.key]
 	p.mu.Unlock()
 	if !known {
 		theirs = helloSKU{key: s.key, first: 1}
@@ -388,6 +390,9 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 		myFirst = myLast + 1
 	}
 	common := replica.Common(theirs.history, theirs.last, history, myLast)
+	if voided {
+		common = min(common, void)
+	}
 	b := begin{key: s.key, history: history}
 	var err error
 	if b.feedHistory, err = os.ReadFile(filepath.Join(dir, feed.HistoryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -430,6 +435,9 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 	}
 	cs.mode, cs.next, cs.forceBase = modeCatchUp, b.index+1, false
 	cs.sent = sendTimes{}
+	if voided && p.voidAfter[c.name][s.key] == void {
+		delete(p.voidAfter[c.name], s.key)
+	}
 	switch b.mode {
 	case beginBase:
 		cs.snapshot = b.index
