@@ -158,13 +158,19 @@ func (c *primaryConn) shipLocked(s *primarySKU) {
 	if cs == nil || cs.mode != modeLive {
 		return
 	}
-	if cs.next == s.last.first && c.queue.tryPush(s.last.message) {
+	if cs.next != s.last.first {
+		// A live copy has sent every batch shipped before this one: a
+		// programming error, repaired by reading the log's files.
+		c.p.logger.Error("replica: a live copy out of step; catching up from disk", "standby", c.name,
+			"sku", s.key.String(), "next", cs.next, "batch_first", s.last.first)
+	} else if c.queue.tryPush(s.last.message) {
 		cs.next = s.last.last + 1
 		cs.sent.sent(s.last.last, time.Now())
 		return
+	} else {
+		c.p.metrics.queueFull.WithLabelValues(c.name).Inc()
 	}
 	cs.mode = modeCatchUp
-	c.p.metrics.queueFull.WithLabelValues(c.name).Inc()
 	c.wakeUp()
 }
 
