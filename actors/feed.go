@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
@@ -63,7 +63,7 @@ func (e *Engine) openLog(campaignID, skuID string) (log *wal.Log, dir string, ok
 		return nil, "", false
 	}
 	log = h.log.Load()
-	return log, h.dir, log != nil
+	return log, h.dir.String(), log != nil
 }
 
 // Reservations returns the durable state of the reservations with the
@@ -131,7 +131,7 @@ func (e *Engine) DurableState(campaignID, skuID string) (m *sku.Machine, asOf ui
 			return nil, 0, ErrUnavailable
 		}
 		durable := durableLog{log: log, last: log.DurableIndex()}
-		res, err := recovery.Plan(durable, snapshot.Dir(filepath.Join(dir, "snapshots")),
+		res, err := recovery.Plan(durable, snapshot.Dir(skudir.Dir(dir).Snapshots()),
 			recovery.Options{CampaignID: campaignID, SKUID: skuID})
 		if err == nil {
 			return res.Machine, durable.last, nil

@@ -7,12 +7,12 @@ import (
 	"io"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/reconcile"
 )
 
@@ -90,16 +90,16 @@ func runReconcile(args []string, stdout io.Writer) error {
 // seckillOffline rebuilds each SKU of the campaign from its data dir (the
 // recovery rule seckilld uses).
 func seckillOffline(dataDir, campaignID, skuID string) ([]reconcile.Reservation, []reconcile.SKU, error) {
-	dirs := []string{filepath.Join(dataDir, campaignID, skuID)}
+	dirs := []string{skudir.Of(dataDir, campaignID, skuID).String()}
 	if skuID == "" {
-		entries, err := os.ReadDir(filepath.Join(dataDir, campaignID))
+		entries, err := os.ReadDir(skudir.Campaign(dataDir, campaignID))
 		if err != nil {
 			return nil, nil, err
 		}
 		dirs = dirs[:0]
 		for _, e := range entries {
 			if e.IsDir() {
-				dirs = append(dirs, filepath.Join(dataDir, campaignID, e.Name()))
+				dirs = append(dirs, skudir.Of(dataDir, campaignID, e.Name()).String())
 			}
 		}
 	}
