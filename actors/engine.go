@@ -561,15 +561,17 @@ func (e *Engine) Define(ctx context.Context, d sku.Definition) error {
 }
 
 // checkPurchaseLimit refuses a definition whose purchase_limit differs
-// from that of the campaign's other defined SKUs: one campaign, one scope.
+// from that of the campaign's defined SKUs
+// (sku.CheckCampaignPurchaseLimit).
 func (e *Engine) checkPurchaseLimit(d sku.Definition) error {
 	for _, h := range e.SKUs() {
-		if h.campaignID != d.CampaignID || h.skuID == d.SKUID {
+		if h.campaignID != d.CampaignID {
 			continue
 		}
-		if v := h.durable.Load(); v != nil && v.Definition.CampaignID != "" && v.Definition.PurchaseLimit != d.PurchaseLimit {
-			return fmt.Errorf("%w: purchase_limit may not change (the campaign's SKU %s has %q)",
-				sku.ErrInvalidDefinition, h.skuID, v.Definition.PurchaseLimit)
+		if v := h.durable.Load(); v != nil {
+			if err := sku.CheckCampaignPurchaseLimit(&v.Definition, &d); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -342,14 +342,13 @@ func ApplyCampaignFile(ctx context.Context, e Engine, cs []Campaign, now time.Ti
 // checkRedefinitions refuses, before anything is applied, a definition the
 // engine would refuse for a SKU it already has (the rule itself is
 // sku.Definition.CheckRedefine), and a purchase_limit other than that of
-// the campaign's SKUs already defined (the engine's Define refuses it
-// too).
+// the campaign's SKUs already defined (sku.CheckCampaignPurchaseLimit,
+// which the engine's Define asks too).
 func checkRedefinitions(e Engine, defs []sku.Definition, now time.Time) error {
 	for _, st := range e.AllStats() {
 		for _, d := range defs {
-			if st.CampaignID == d.CampaignID && st.Definition.CampaignID != "" && st.Definition.PurchaseLimit != d.PurchaseLimit {
-				return fmt.Errorf("%w: purchase_limit may not change (%q, not %q): %s", sku.ErrInvalidDefinition,
-					st.Definition.PurchaseLimit, d.PurchaseLimit, keepPurchaseLimit(st.Definition.PurchaseLimit))
+			if err := sku.CheckCampaignPurchaseLimit(&st.Definition, &d); err != nil {
+				return fmt.Errorf("%w: %s", err, keepPurchaseLimit(st.Definition.PurchaseLimit))
 			}
 		}
 	}
