@@ -12,16 +12,24 @@ import (
 	"github.com/seckill/seckill/lottery"
 )
 
+// openEngine opens an engine on a data dir of its own, closed at the end
+// of the test.
+func openEngine(t *testing.T) *actors.Engine {
+	t.Helper()
+	eng, err := actors.Open(actors.Config{DataDir: t.TempDir(), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	return eng
+}
+
 // DefineCampaigns (the --campaigns file at start) is idempotent, applies
 // allowed changes, and refuses a disallowed one before applying anything;
 // EnsureDemo defines the demo only once.
 func TestDefineCampaignsAndDemo(t *testing.T) {
 	t.Parallel()
-	eng, err := actors.Open(actors.Config{DataDir: t.TempDir(), Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+	eng := openEngine(t)
 	ctx := context.Background()
 	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := httpapi.Campaign{CampaignID: "file", StartAt: start, EndAt: start.Add(time.Hour),
@@ -32,7 +40,7 @@ func TestDefineCampaignsAndDemo(t *testing.T) {
 		}
 	}
 	c.SKUs[0].SaleLimit, c.SKUs[1].SaleLimit = 9, 4 // a grows, b would shrink
-	err = httpapi.DefineCampaigns(ctx, eng, []httpapi.Campaign{c}, time.Now())
+	err := httpapi.DefineCampaigns(ctx, eng, []httpapi.Campaign{c}, time.Now())
 	if !errors.Is(err, sku.ErrInvalidDefinition) {
 		t.Fatalf("shrinking: %v", err)
 	}
@@ -45,11 +53,7 @@ func TestDefineCampaignsAndDemo(t *testing.T) {
 		t.Fatalf("EnsureDemo beside other campaigns: %v %v", defined, err)
 	}
 
-	fresh, err := actors.Open(actors.Config{DataDir: t.TempDir(), Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fresh.Close()
+	fresh := openEngine(t)
 	defined, err := httpapi.EnsureDemo(ctx, fresh, time.Now())
 	if err != nil || !defined {
 		t.Fatalf("first EnsureDemo: %v %v", defined, err)
@@ -65,11 +69,7 @@ func TestDefineCampaignsAndDemo(t *testing.T) {
 // the admin API keeps the larger definition instead of failing the start.
 func TestApplyCampaignFileKeepsLargerDefinitions(t *testing.T) {
 	t.Parallel()
-	eng, err := actors.Open(actors.Config{DataDir: t.TempDir(), Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+	eng := openEngine(t)
 	ctx := context.Background()
 	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	file := []httpapi.Campaign{{CampaignID: "f", StartAt: start, EndAt: start.Add(time.Hour),
@@ -102,11 +102,7 @@ func TestApplyCampaignFileKeepsLargerDefinitions(t *testing.T) {
 // anything is defined, and accepted at a reading before it.
 func TestDefineCampaignsJudgesOnTheGivenClock(t *testing.T) {
 	t.Parallel()
-	eng, err := actors.Open(actors.Config{DataDir: t.TempDir(), Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+	eng := openEngine(t)
 	ctx := context.Background()
 	start := time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC)
 	file := []httpapi.Campaign{{CampaignID: "lf", StartAt: start, EndAt: start.Add(24 * time.Hour),
