@@ -90,23 +90,23 @@ func runReconcile(args []string, stdout io.Writer) error {
 // seckillOffline rebuilds each SKU of the campaign from its data dir (the
 // recovery rule seckilld uses).
 func seckillOffline(dataDir, campaignID, skuID string) ([]reconcile.Reservation, []reconcile.SKU, error) {
-	dirs := []string{skudir.Of(dataDir, campaignID, skuID).String()}
+	dirs := []skudir.Dir{skudir.Of(dataDir, campaignID, skuID)}
 	if skuID == "" {
-		entries, err := os.ReadDir(skudir.Campaign(dataDir, campaignID))
+		all, err := skudir.List(dataDir)
 		if err != nil {
 			return nil, nil, err
 		}
 		dirs = dirs[:0]
-		for _, e := range entries {
-			if e.IsDir() {
-				dirs = append(dirs, skudir.Of(dataDir, campaignID, e.Name()).String())
+		for _, d := range all {
+			if c, _ := d.IDs(); c == campaignID {
+				dirs = append(dirs, d)
 			}
 		}
 	}
 	var reservations []reconcile.Reservation
 	var skus []reconcile.SKU
 	for _, dir := range dirs {
-		st, err := loadState(dir, loadOptions{})
+		st, err := loadState(dir.String(), loadOptions{})
 		if err != nil {
 			return nil, nil, err
 		}
