@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"path/filepath"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -70,7 +69,7 @@ func (a *skuActor) newShell(ctx actor.Context) *shell.Shell {
 		},
 		OpenLog: a.openLog,
 		Snapshots: skuSnapshots{
-			Files: snapshot.Files{Dir: snapshot.Dir(filepath.Join(a.h.dir, "snapshots")),
+			Files: snapshot.Files{Dir: snapshot.Dir(a.h.dir.Snapshots()),
 				Options: snapshot.Options{NoSync: c.Fsync == wal.FsyncNeverBenchmarkOnly}},
 			writers: c.snapshotWriters,
 		},
@@ -104,7 +103,7 @@ func (a *skuActor) retainFrom() func() uint64 {
 // figures read it).
 func (a *skuActor) openLog() (*wal.Log, error) {
 	a.h.log.Store(nil)
-	log, err := wal.Open(filepath.Join(a.h.dir, "wal"), a.h.walOptions(a.cfg))
+	log, err := wal.Open(a.h.dir.WAL(), a.h.walOptions(a.cfg))
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -29,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -388,52 +388,15 @@ func (e *Engine) isClosed() bool {
 	return e.closed
 }
 
-// SKUDirs lists the SKU folders of a data dir: every <dir>/<campaign>/<sku>
-// (valid ids) that holds a wal or a snapshots folder, in name order. A
-// folder whose wal was lost but whose snapshots remain is listed: it is a
-// SKU with a history, which recovery then refuses (its snapshots lie
-// beyond its empty log) instead of forgetting it.
-func SKUDirs(dir string) ([]string, error) {
-	campaigns, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var dirs []string
-	for _, c := range campaigns {
-		if !c.IsDir() || !sku.ValidID(c.Name()) {
-			continue
-		}
-		skus, err := os.ReadDir(filepath.Join(dir, c.Name()))
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range skus {
-			skuDir := filepath.Join(dir, c.Name(), s.Name())
-			if !s.IsDir() || !sku.ValidID(s.Name()) {
-				continue
-			}
-			if isDir(filepath.Join(skuDir, "wal")) || isDir(filepath.Join(skuDir, "snapshots")) {
-				dirs = append(dirs, skuDir)
-			}
-		}
-	}
-	return dirs, nil
-}
-
-func isDir(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.IsDir()
-}
-
 // discover lists the SKUs of a data dir.
 func discover(dir string) ([]skuKey, error) {
-	dirs, err := SKUDirs(dir)
+	dirs, err := skudir.List(dir)
 	if err != nil {
 		return nil, err
 	}
 	keys := make([]skuKey, len(dirs))
 	for i, d := range dirs {
-		keys[i] = skuKey{filepath.Base(filepath.Dir(d)), filepath.Base(d)}
+		keys[i].campaignID, keys[i].skuID = d.IDs()
 	}
 	return keys, nil
 }
@@ -442,7 +405,7 @@ func discover(dir string) ([]skuKey, error) {
 func (e *Engine) spawn(k skuKey) *SKU {
 	h := &SKU{
 		campaignID: k.campaignID, skuID: k.skuID,
-		dir:    filepath.Join(e.cfg.DataDir, k.campaignID, k.skuID),
+		dir:    skudir.Of(e.cfg.DataDir, k.campaignID, k.skuID),
 		engine: e,
 		ready:  make(chan struct{}),
 	}
@@ -603,15 +566,17 @@ func (e *Engine) Define(ctx context.Context, d sku.Definition) error {
 }
 
 // checkPurchaseLimit refuses a definition whose purchase_limit differs
-// from that of the campaign's other defined SKUs: one campaign, one scope.
+// from that of the campaign's defined SKUs
+// (sku.CheckCampaignPurchaseLimit).
 func (e *Engine) checkPurchaseLimit(d sku.Definition) error {
 	for _, h := range e.SKUs() {
-		if h.campaignID != d.CampaignID || h.skuID == d.SKUID {
+		if h.campaignID != d.CampaignID {
 			continue
 		}
-		if v := h.durable.Load(); v != nil && v.Definition.CampaignID != "" && v.Definition.PurchaseLimit != d.PurchaseLimit {
-			return fmt.Errorf("%w: purchase_limit may not change (the campaign's SKU %s has %q)",
-				sku.ErrInvalidDefinition, h.skuID, v.Definition.PurchaseLimit)
+		if v := h.durable.Load(); v != nil {
+			if err := sku.CheckCampaignPurchaseLimit(&v.Definition, &d); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -642,11 +607,11 @@ func (e *Engine) handleFor(campaignID, skuID string) (*SKU, error) {
 	}
 	delete(e.held, k)
 	delete(e.leftover, k)
-	dir := filepath.Join(e.cfg.DataDir, campaignID, skuID)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	dir := skudir.Of(e.cfg.DataDir, campaignID, skuID)
+	if err := os.MkdirAll(dir.String(), 0o750); err != nil {
 		return nil, err
 	}
-	if err := wal.SyncDir(filepath.Dir(dir)); err != nil {
+	if err := wal.SyncDir(skudir.Campaign(e.cfg.DataDir, campaignID)); err != nil {
 		return nil, err
 	}
 	if err := wal.SyncDir(e.cfg.DataDir); err != nil {

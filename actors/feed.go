@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
@@ -49,15 +49,15 @@ func (e *Engine) CampaignSKUs(campaignID string) []string {
 // (recovering, or failed): the caller retries later. The log is replaced
 // when the SKU recovers; a reader that gets wal.ErrClosed asks again.
 func (e *Engine) FeedLog(campaignID, skuID string) (log feed.Log, dir string, ok bool) {
-	l, dir, ok := e.openLog(campaignID, skuID)
+	l, d, ok := e.openLog(campaignID, skuID)
 	if !ok {
 		return nil, "", false // no typed nil in the interface
 	}
-	return l, dir, true
+	return l, d.String(), true
 }
 
 // openLog is FeedLog with the log's own type.
-func (e *Engine) openLog(campaignID, skuID string) (log *wal.Log, dir string, ok bool) {
+func (e *Engine) openLog(campaignID, skuID string) (log *wal.Log, dir skudir.Dir, ok bool) {
 	h := e.SKU(campaignID, skuID)
 	if h == nil {
 		return nil, "", false
@@ -131,7 +131,7 @@ func (e *Engine) DurableState(campaignID, skuID string) (m *sku.Machine, asOf ui
 			return nil, 0, ErrUnavailable
 		}
 		durable := durableLog{log: log, last: log.DurableIndex()}
-		res, err := recovery.Plan(durable, snapshot.Dir(filepath.Join(dir, "snapshots")),
+		res, err := recovery.Plan(durable, snapshot.Dir(dir.Snapshots()),
 			recovery.Options{CampaignID: campaignID, SKUID: skuID})
 		if err == nil {
 			return res.Machine, durable.last, nil

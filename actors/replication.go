@@ -1,6 +1,9 @@
 package actors
 
-import "github.com/seckill/seckill/wal"
+import (
+	"github.com/seckill/seckill/internal/skudir"
+	"github.com/seckill/seckill/wal"
+)
 
 // Replication is what a replication layer (package replica/stream) needs
 // of the engine: each SKU's log opened for it, and its truncation held
@@ -18,7 +21,7 @@ type Replication interface {
 	// (at every recovery; a log opened again replaces the one before,
 	// which is closed). It is called before the log's first Append; an
 	// error fails the SKU's recovery (it is retried as any other).
-	Opened(campaignID, skuID, skuDir string, log *wal.Log) error
+	Opened(campaignID, skuID string, skuDir skudir.Dir, log *wal.Log) error
 	// RetainFrom returns the first record of the SKU's log the standbys
 	// still need (0: none): a truncation keeps it and every record after.
 	RetainFrom(campaignID, skuID string) uint64

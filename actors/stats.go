@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/seckill/seckill/actors/shell"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -22,7 +23,7 @@ func monoNow() int64 { return int64(time.Since(processStart)) }
 // the ingress without a message round trip.
 type SKU struct {
 	campaignID, skuID string
-	dir               string
+	dir               skudir.Dir
 	pid               *actor.PID
 	engine            *Engine
 	in                inbox // calls waiting for the actor

@@ -130,7 +130,8 @@ func JoinBatch(split BatchSplit, answers []PartAnswer) []byte {
 				results[at] = unknownResult(split, part.Cell, part.RequestIDs[j], a.Err)
 			case a.Err != nil:
 				detail := strconv.Quote(fmt.Sprintf("cell %s: %v", part.Cell, a.Err))
-				results[at] = []byte(`{"status":503,"retry_after":1,"body":{"error":"CELL_UNAVAILABLE","detail":` + detail + `}}`)
+				results[at] = []byte(`{"status":` + strconv.Itoa(httpapi.StatusOf(httpapi.ReasonCellUnavailable)) +
+					`,"retry_after":1,"body":{"error":"` + httpapi.ReasonCellUnavailable + `","detail":` + detail + `}}`)
 			default:
 				results[at] = partResult(part.Cell, a)
 			}
@@ -154,7 +155,7 @@ func unknownResult(split BatchSplit, cell, requestID string, err error) []byte {
 		url = httpapi.LookupURL(split.CampaignID, split.SKUID, requestID)
 	}
 	body := httpapi.ResultUnknownBody(url, UnansweredDetail(cell, err))
-	return append([]byte(`{"status":504,"body":`), append(body, '}')...)
+	return append([]byte(`{"status":`+strconv.Itoa(httpapi.StatusOf(httpapi.ReasonResultUnknown))+`,"body":`), append(body, '}')...)
 }
 
 // UnansweredDetail is the detail of a RESULT_UNKNOWN for a request that

@@ -192,9 +192,8 @@ func CheckCampaign(published []Published, next Published) error {
 		if o.Definition.CampaignID != d.CampaignID || o.Definition.SKUID == d.SKUID {
 			continue
 		}
-		if o.Definition.PurchaseLimit != d.PurchaseLimit {
-			return fmt.Errorf("%w: campaign %s: SKU %s was published with purchase_limit %q, not %q (the scope is the campaign's)",
-				sku.ErrInvalidDefinition, d.CampaignID, o.Definition.SKUID, o.Definition.PurchaseLimit, d.PurchaseLimit)
+		if err := sku.CheckCampaignPurchaseLimit(&o.Definition, &d); err != nil {
+			return err
 		}
 		if d.PurchaseLimit == sku.PurchaseLimitCampaign && !o.Map.Same(&next.Map) {
 			return fmt.Errorf("%w: campaign %s has purchase_limit \"campaign\": every SKU must share one cell map (a user must reach one cell, whose purchase registry sees all the user's purchases), but SKU %s was published with map version %d over %v",

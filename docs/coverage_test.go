@@ -83,7 +83,7 @@ func TestDocsFlags(t *testing.T) {
 	}
 }
 
-var reasonConst = regexp.MustCompile(`(?m)^\s*(?:const\s+)?reason\w*\s*=\s*"([A-Z][A-Z_]*[A-Z])"`)
+var reasonConst = regexp.MustCompile(`(?m)^\s*(?:const\s+)?[Rr]eason\w*\s*=\s*"([A-Z][A-Z_]*[A-Z])"`)
 
 // Every machine-readable reason the server answers (httpapi's reason
 // constants, and every sku.Outcome) appears in the docs, so a new error

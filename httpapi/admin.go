@@ -37,7 +37,7 @@ func withBearer(want *[32]byte, realm, who string, h func(ctx *fasthttp.RequestC
 				detail = who + " bearer token missing"
 			}
 			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="`+realm+`"`)
-			return write(ctx, errorReply(fasthttp.StatusUnauthorized, reasonUnauthorized, detail))
+			return write(ctx, errorReply(reasonUnauthorized, detail))
 		}
 		return h(ctx)
 	}
@@ -112,15 +112,15 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 		c.CampaignID = campaignID
 	}
 	if c.CampaignID != campaignID {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, "campaign_id of the body differs from the path"))
+		return write(ctx, errorReply(reasonBadRequest, "campaign_id of the body differs from the path"))
 	}
 	defs, err := c.Definitions()
 	if err != nil { // the message may quote the ids of the body
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, boundDetail(err.Error())))
+		return write(ctx, errorReply(reasonBadRequest, boundDetail(err.Error())))
 	}
 	if c.EntryPass != nil && c.EntryPass.Required && s.cfg.EntryPasses.Keys == nil {
 		// Every reserve would be refused: say so now, not at the sale.
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest,
+		return write(ctx, errorReply(reasonBadRequest,
 			"entry_pass.required: this server has no entry-pass keys (--entry-pass-keys)"))
 	}
 	if s.claimer != nil { // a cell: local or published, never both (cell.go)
@@ -134,12 +134,12 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 		}
 	}
 	if err := checkRedefinitions(s.engine, defs, s.cfg.Clock()); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusConflict, reasonDefinitionConflict, err.Error()))
+		return write(ctx, errorReply(reasonDefinitionConflict, err.Error()))
 	}
 	release, err := s.engine.MakeRoom(defs)
 	if err != nil {
 		if errors.Is(err, actors.ErrTooManySKUs) {
-			return write(ctx, errorReply(fasthttp.StatusInsufficientStorage, reasonTooManySKUs, err.Error()))
+			return write(ctx, errorReply(reasonTooManySKUs, err.Error()))
 		}
 		return write(ctx, s.engineError("admin_define", err, "/admin/campaigns/"+campaignID))
 	}
@@ -157,7 +157,7 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 				return write(ctx, r)
 			}
 			if errors.Is(err, sku.ErrInvalidDefinition) {
-				return write(ctx, errorReply(fasthttp.StatusConflict, reasonDefinitionConflict, err.Error()))
+				return write(ctx, errorReply(reasonDefinitionConflict, err.Error()))
 			}
 			return write(ctx, s.engineError("admin_define", err, "/admin/campaigns/"+campaignID))
 		}
@@ -169,7 +169,7 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 	view, ok := s.campaignView(campaignID)
 	if !ok {
 		s.log.Error("admin_define: the campaign just defined has no SKU", "campaign_id", campaignID)
-		return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+		return write(ctx, errorReply(reasonInternal, ""))
 	}
 	if created { // RFC 9110, section 9.3.4: a PUT that creates answers 201
 		r := jsonReply(fasthttp.StatusCreated, outcomeOK, view)

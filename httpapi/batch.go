@@ -126,7 +126,7 @@ func (s *Server) handleReserveBatch(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	if !ok {
 		s.rejected(layerValidation)
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
+		return write(ctx, errorReply(reasonNotFound, "no such SKU"))
 	}
 	raw, err := parseBatchEnvelope(ctx.PostBody())
 	if err != nil {
@@ -136,7 +136,7 @@ func (s *Server) handleReserveBatch(ctx *fasthttp.RequestCtx) string {
 	st, known := s.engine.SKUStats(campaignID, skuID)
 	if !known {
 		s.rejected(layerValidation)
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
+		return write(ctx, errorReply(reasonNotFound, "no such SKU"))
 	}
 	reps := s.reserveBatch(campaignID, skuID, st, raw)
 	s.countBatch(campaignID, skuID, reps, time.Since(start))
@@ -273,7 +273,7 @@ func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st *act
 func (s *Server) checkBatchItem(req reserveRequest) (rep reply, bad bool) {
 	for _, msg := range []string{checkRequestID(req.RequestID, len(req.EntryPass) > 0), checkID("user_id", req.UserID)} {
 		if msg != "" {
-			return errorReply(fasthttp.StatusBadRequest, reasonBadRequest, msg), true
+			return errorReply(reasonBadRequest, msg), true
 		}
 	}
 	return reply{}, false
@@ -288,7 +288,7 @@ func (s *Server) batchItemReply(campaignID, skuID string, st *actors.Stats, it *
 			s.answers.markUnknown(it.rkey, it.req.UserID)
 			return s.resultUnknown(LookupURL(campaignID, skuID, it.pass.requestID))
 		}
-		if f.status >= 500 && f.reason == reasonInternal {
+		if f.reason == reasonInternal {
 			s.log.Error("batch reserve failed", "campaign_id", campaignID, "sku_id", skuID, "err", r.Err)
 		}
 		return f.reply(r.Err)

@@ -270,15 +270,17 @@ func LoadCampaigns(path string) ([]Campaign, error) {
 // already defined identically is left as it is; an allowed change (end_at
 // later, sale_limit higher) is applied; anything else fails with an error
 // wrapping sku.ErrInvalidDefinition, and new SKUs beyond the engine's limit
-// with one wrapping actors.ErrTooManySKUs, before any SKU is defined.
-func DefineCampaigns(ctx context.Context, e Engine, cs []Campaign) error {
+// with one wrapping actors.ErrTooManySKUs, before any SKU is defined. now
+// is the caller's clock reading, on which a lottery's redefinition is
+// judged (sku.CheckLotteryDefine).
+func DefineCampaigns(ctx context.Context, e Engine, cs []Campaign, now time.Time) error {
 	var all []sku.Definition
 	for _, c := range cs {
 		defs, err := c.Definitions()
 		if err != nil {
 			return fmt.Errorf("campaign %q: %w", c.CampaignID, err)
 		}
-		if err := checkRedefinitions(e, defs, time.Now()); err != nil {
+		if err := checkRedefinitions(e, defs, now); err != nil {
 			return err
 		}
 		all = append(all, defs...)
@@ -310,7 +312,7 @@ func keepPurchaseLimit(current sku.PurchaseLimit) string {
 // allowed extension of the file's (an operator has since raised sale_limit
 // or extended end_at through the admin API) keeps its larger definition: a
 // restart with the same file must not fail. It returns the SKUs it kept.
-func ApplyCampaignFile(ctx context.Context, e Engine, cs []Campaign) (kept []string, err error) {
+func ApplyCampaignFile(ctx context.Context, e Engine, cs []Campaign, now time.Time) (kept []string, err error) {
 	var apply []Campaign
 	for _, c := range cs {
 		defs, err := c.Definitions()
@@ -334,20 +336,19 @@ func ApplyCampaignFile(ctx context.Context, e Engine, cs []Campaign) (kept []str
 			apply = append(apply, rest)
 		}
 	}
-	return kept, DefineCampaigns(ctx, e, apply)
+	return kept, DefineCampaigns(ctx, e, apply, now)
 }
 
 // checkRedefinitions refuses, before anything is applied, a definition the
 // engine would refuse for a SKU it already has (the rule itself is
 // sku.Definition.CheckRedefine), and a purchase_limit other than that of
-// the campaign's SKUs already defined (the engine's Define refuses it
-// too).
+// the campaign's SKUs already defined (sku.CheckCampaignPurchaseLimit,
+// which the engine's Define asks too).
 func checkRedefinitions(e Engine, defs []sku.Definition, now time.Time) error {
 	for _, st := range e.AllStats() {
 		for _, d := range defs {
-			if st.CampaignID == d.CampaignID && st.Definition.CampaignID != "" && st.Definition.PurchaseLimit != d.PurchaseLimit {
-				return fmt.Errorf("%w: purchase_limit may not change (%q, not %q): %s", sku.ErrInvalidDefinition,
-					st.Definition.PurchaseLimit, d.PurchaseLimit, keepPurchaseLimit(st.Definition.PurchaseLimit))
+			if err := sku.CheckCampaignPurchaseLimit(&st.Definition, &d); err != nil {
+				return fmt.Errorf("%w: %s", err, keepPurchaseLimit(st.Definition.PurchaseLimit))
 			}
 		}
 	}
@@ -407,5 +408,5 @@ func EnsureDemo(ctx context.Context, e Engine, now time.Time) (bool, error) {
 	if len(e.AllStats()) > 0 { // not a first start: the data dir has SKUs (the demo or others)
 		return false, nil
 	}
-	return true, DefineCampaigns(ctx, e, []Campaign{DemoCampaign(now)})
+	return true, DefineCampaigns(ctx, e, []Campaign{DemoCampaign(now)}, now)
 }

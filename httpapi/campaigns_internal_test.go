@@ -115,13 +115,13 @@ func TestCampaignView(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
-	if f := classify(errors.Join(errors.New("x"), sku.ErrBadReservationID)); f.status != 404 {
+	if f := classify(errors.Join(errors.New("x"), sku.ErrBadReservationID)); StatusOf(f.reason) != 404 {
 		t.Fatalf("%+v", f)
 	}
-	if f := classify(errors.New("disk on fire")); f.status != 500 || f.reason != reasonInternal {
+	if f := classify(errors.New("disk on fire")); StatusOf(f.reason) != 500 || f.reason != reasonInternal {
 		t.Fatalf("%+v", f)
 	}
-	if f := classify(fmt.Errorf("reserve: %w", actors.ErrBusy)); f.status != 429 || f.reason != reasonQueueFull {
+	if f := classify(fmt.Errorf("reserve: %w", actors.ErrBusy)); StatusOf(f.reason) != 429 || f.reason != reasonQueueFull {
 		t.Fatalf("a full SKU inbox: %+v", f)
 	}
 	if !strings.HasPrefix(timefmt.Millis(1893456000123), "2030-01-01T00:00:00.123Z") {

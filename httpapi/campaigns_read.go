@@ -104,7 +104,7 @@ func (s *Server) handleCampaign(ctx *fasthttp.RequestCtx) string {
 	}
 	view, ok := s.campaignView(campaignID)
 	if !ok {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such campaign"))
+		return write(ctx, errorReply(reasonNotFound, "no such campaign"))
 	}
 	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, view))
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/seckill/seckill/actors"
 )
 
@@ -19,8 +17,23 @@ import (
 // another cell, whose own cell may have stock, a wrong answer, and a
 // misrouting gateway would never learn that it misroutes.
 
-// reasonWrongCell is the error of a request sent to the wrong cell.
-const reasonWrongCell = "WRONG_CELL"
+// Reasons of the cells' answers: a request sent to the wrong cell, and
+// the refusals of a campaign's claim (claimReply).
+const (
+	reasonWrongCell           = "WRONG_CELL"
+	reasonCampaignPublished   = "CAMPAIGN_PUBLISHED"
+	reasonCampaignOnOtherCell = "CAMPAIGN_ON_OTHER_CELL"
+	reasonLedgerUnreachable   = "LEDGER_UNREACHABLE"
+)
+
+// Reasons of seckill-router and of the cells' batch split (package cells),
+// answered beside the cells' own: a cell that did not answer a request it
+// cannot have received (or a read), and a SKU the router has no cell map
+// for.
+const (
+	ReasonCellUnavailable = "CELL_UNAVAILABLE"
+	ReasonNotCelled       = "NOT_CELLED"
+)
 
 // CellGuard is the optional part of an Engine that serves one cell of
 // celled SKUs (package cells' Guard): the ingress asks it about each
@@ -66,7 +79,7 @@ func wrongCellReply(err error) reply {
 	if errors.As(err, &wc) {
 		body.Cell, body.Address = wc.Cell, wc.Address
 	}
-	return jsonReply(fasthttp.StatusMisdirectedRequest, reasonWrongCell, body)
+	return reasonReply(reasonWrongCell, body)
 }
 
 // A cell defines a campaign through its admin API only if the campaign is
@@ -97,11 +110,11 @@ type CampaignClaimer interface {
 func claimReply(err error) (r reply, ok bool) {
 	switch {
 	case errors.Is(err, ErrCampaignPublished):
-		return errorReply(fasthttp.StatusConflict, "CAMPAIGN_PUBLISHED", err.Error()), true
+		return errorReply(reasonCampaignPublished, err.Error()), true
 	case errors.Is(err, ErrCampaignOnOtherCell):
-		return errorReply(fasthttp.StatusConflict, "CAMPAIGN_ON_OTHER_CELL", err.Error()), true
+		return errorReply(reasonCampaignOnOtherCell, err.Error()), true
 	case errors.Is(err, ErrLedgerUnreachable):
-		r = errorReply(fasthttp.StatusServiceUnavailable, "LEDGER_UNREACHABLE", err.Error())
+		r = errorReply(reasonLedgerUnreachable, err.Error())
 		r.retryAfter = "1"
 		return r, true
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // connLimitSlack is how far above MaxConnections fasthttp's own limit
@@ -33,7 +35,8 @@ type connLimiter struct {
 // newConnLimiter wraps ln with a limit of max connections.
 func newConnLimiter(ln net.Listener, max int, onRefuse func()) *connLimiter {
 	body := `{"error":"` + reasonUnavailable + `","detail":"the server's connection limit is reached"}`
-	refusal := "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n" +
+	status := StatusOf(reasonUnavailable)
+	refusal := "HTTP/1.1 " + strconv.Itoa(status) + " " + fasthttp.StatusMessage(status) + "\r\nContent-Type: application/json\r\nConnection: close\r\n" +
 		"Retry-After: 1\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
 	return &connLimiter{Listener: ln, max: int64(max), refusal: []byte(refusal), onRefuse: onRefuse}
 }

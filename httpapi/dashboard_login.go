@@ -6,10 +6,11 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"github.com/seckill/seckill/internal/timefmt"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/seckill/seckill/internal/timefmt"
 
 	"github.com/valyala/fasthttp"
 )
@@ -177,7 +178,7 @@ func (s *Server) handleLogin(ctx *fasthttp.RequestCtx) string {
 	h.Set("Referrer-Policy", "no-referrer")
 	now := s.cfg.Clock()
 	if !s.loginCodes.use(ctx.QueryArgs().Peek("code"), now) {
-		return write(ctx, errorReply(fasthttp.StatusForbidden, reasonLoginLinkInvalid,
+		return write(ctx, errorReply(reasonLoginLinkInvalid,
 			"this login link was used, has expired or was never issued (a link works once, within a minute): print a new one with seckillctl dashboard-link"))
 	}
 	var c fasthttp.Cookie

@@ -57,9 +57,9 @@ var errNotObject = errors.New("the body must be a JSON object")
 func bodyError(err error) reply {
 	var bad *invalidJSON
 	if errors.As(err, &bad) {
-		return errorReply(fasthttp.StatusBadRequest, reasonInvalidJSON, bad.detail)
+		return errorReply(reasonInvalidJSON, bad.detail)
 	}
-	return errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error())
+	return errorReply(reasonBadRequest, err.Error())
 }
 
 // textError says what is wrong with the text of body, given the error an
@@ -355,10 +355,10 @@ func badPathID(ctx *fasthttp.RequestCtx) reply {
 			continue
 		}
 		if rule := checkID(field, pathParam(ctx, field)); rule != "" {
-			return errorReply(fasthttp.StatusBadRequest, reasonBadRequest, rule+" (in the path)")
+			return errorReply(reasonBadRequest, rule+" (in the path)")
 		}
 	}
-	return errorReply(fasthttp.StatusNotFound, reasonNotFound, "")
+	return errorReply(reasonNotFound, "")
 }
 
 // pathReservation returns the reservation id of the path, and false when it

@@ -92,8 +92,7 @@ type Admin interface {
 
 // engineFailure is how an engine error is answered.
 type engineFailure struct {
-	status int
-	reason string // the "error" field
+	reason string // the "error" field; its status is statusOf's
 	// unknown is set when the command may or may not have been applied:
 	// the answer carries a status_url to poll.
 	unknown bool
@@ -105,7 +104,7 @@ func (f engineFailure) reply(err error) reply {
 	if f.reason == reasonWrongCell {
 		return wrongCellReply(err)
 	}
-	return errorReply(f.status, f.reason, "")
+	return errorReply(f.reason, "")
 }
 
 // classify maps an engine error onto an answer. Anything it does not know
@@ -113,21 +112,21 @@ func (f engineFailure) reply(err error) reply {
 func classify(err error) engineFailure {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.Is(err, actors.ErrResultUnknown):
-		return engineFailure{status: 504, reason: reasonResultUnknown, unknown: true}
+		return engineFailure{reason: ReasonResultUnknown, unknown: true}
 	case errors.Is(err, actors.ErrUnknownSKU), errors.Is(err, actors.ErrNotFound), errors.Is(err, sku.ErrBadReservationID):
-		return engineFailure{status: 404, reason: reasonNotFound}
+		return engineFailure{reason: reasonNotFound}
 	case errors.Is(err, actors.ErrUnavailable), errors.Is(err, actors.ErrClosed):
-		return engineFailure{status: 503, reason: reasonUnavailable}
+		return engineFailure{reason: reasonUnavailable}
 	case errors.Is(err, actors.ErrBusy):
-		return engineFailure{status: 429, reason: reasonQueueFull}
+		return engineFailure{reason: reasonQueueFull}
 	case errors.Is(err, actors.ErrInvalidArgument):
-		return engineFailure{status: 400, reason: reasonBadRequest}
+		return engineFailure{reason: reasonBadRequest}
 	case errors.Is(err, sku.ErrInvalidDefinition):
-		return engineFailure{status: 409, reason: reasonDefinitionConflict}
+		return engineFailure{reason: reasonDefinitionConflict}
 	case errors.Is(err, actors.ErrTooManySKUs):
-		return engineFailure{status: 507, reason: reasonTooManySKUs}
+		return engineFailure{reason: reasonTooManySKUs}
 	case errors.Is(err, actors.ErrWrongCell):
-		return engineFailure{status: 421, reason: reasonWrongCell}
+		return engineFailure{reason: reasonWrongCell}
 	}
-	return engineFailure{status: 500, reason: reasonInternal}
+	return engineFailure{reason: reasonInternal}
 }

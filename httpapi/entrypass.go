@@ -10,7 +10,6 @@ import (
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/entrypass"
 	"github.com/seckill/seckill/internal/timefmt"
-	"github.com/valyala/fasthttp"
 )
 
 // EntryPassConfig configures entry passes (package entrypass).
@@ -99,11 +98,11 @@ func newPassMetrics(reg prometheus.Registerer) (*passMetrics, error) {
 
 // The fixed refusals, encoded once.
 var (
-	replyEntryPassRequired = errorReply(fasthttp.StatusForbidden, reasonEntryPassRequired, "this SKU takes reserves with an entry pass only")
-	replyEntryPassInvalid  = errorReply(fasthttp.StatusForbidden, reasonEntryPassInvalid, "")
-	replyEntryPassMismatch = errorReply(fasthttp.StatusBadRequest, reasonEntryPassMismatch,
+	replyEntryPassRequired = errorReply(reasonEntryPassRequired, "this SKU takes reserves with an entry pass only")
+	replyEntryPassInvalid  = errorReply(reasonEntryPassInvalid, "")
+	replyEntryPassMismatch = errorReply(reasonEntryPassMismatch,
 		"request_id must be the entry pass's (or left out)")
-	replyReservedPrefix = errorReply(fasthttp.StatusBadRequest, reasonBadRequest,
+	replyReservedPrefix = errorReply(reasonBadRequest,
 		`request_id: the prefix "`+entrypass.RequestIDPrefix+`" is reserved for entry passes`)
 )
 
@@ -159,7 +158,7 @@ func (s *Server) checkEntryPassAt(def *sku.Definition, campaignID, skuID, reques
 	if err != nil {
 		var te *entrypass.TimeError
 		if errors.Is(err, entrypass.ErrExpired) && errors.As(err, &te) {
-			rep = jsonReply(fasthttp.StatusForbidden, reasonEntryPassExpired,
+			rep = reasonReply(reasonEntryPassExpired,
 				errorBody{Error: reasonEntryPassExpired, ExpiredAt: timefmt.Millis(te.ExpiresAtMs)})
 			return p, s.passRefused(campaignID, skuID, entrypass.Reason(err), rep), false
 		}

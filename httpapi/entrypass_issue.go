@@ -35,7 +35,7 @@ type issueAnswer struct {
 func (s *Server) issuer(h func(ctx *fasthttp.RequestCtx) string) func(ctx *fasthttp.RequestCtx) string {
 	if !s.cfg.EntryPasses.issuing() {
 		return func(ctx *fasthttp.RequestCtx) string {
-			return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "entry passes are not issued by this server"))
+			return write(ctx, errorReply(reasonNotFound, "entry passes are not issued by this server"))
 		}
 	}
 	return withBearer(&s.issuerID, "seckill-entry-pass-issuer", "entry-pass issuer", h)
@@ -52,7 +52,7 @@ func (s *Server) issuer(h func(ctx *fasthttp.RequestCtx) string) func(ctx *fasth
 func (s *Server) handleIssuePass(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	if !ok {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
+		return write(ctx, errorReply(reasonNotFound, "no such SKU"))
 	}
 	var req issueRequest
 	if err := decodeJSON(ctx.PostBody(), &req); err != nil {
@@ -60,17 +60,17 @@ func (s *Server) handleIssuePass(ctx *fasthttp.RequestCtx) string {
 	}
 	claims, bad := s.issueClaims(&req)
 	if bad != "" {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad))
+		return write(ctx, errorReply(reasonBadRequest, bad))
 	}
 	st, known := s.engine.SKUStats(campaignID, skuID)
 	if !known {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
+		return write(ctx, errorReply(reasonNotFound, "no such SKU"))
 	}
 	def := &st.Definition
 	now := s.cfg.Clock().UnixMilli()
 	switch {
 	case now < def.StartAt-def.EntryPassLead():
-		return write(ctx, errorReply(fasthttp.StatusForbidden, reasonNotStarted,
+		return write(ctx, errorReply(reasonNotStarted,
 			"entry passes are issued from "+timefmt.Millis(def.StartAt-def.EntryPassLead())))
 	case now >= def.EndAt:
 		return write(ctx, replyEnded)
@@ -85,7 +85,7 @@ func (s *Server) handleIssuePass(ctx *fasthttp.RequestCtx) string {
 	text, pass, err := entrypass.Mint(s.cfg.EntryPasses.Keys.Signer(), claims, random)
 	if err != nil {
 		s.log.Error("minting an entry pass failed", "campaign_id", campaignID, "sku_id", skuID, "err", err)
-		return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+		return write(ctx, errorReply(reasonInternal, ""))
 	}
 	s.passMetrics.issued.Inc()
 	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, issueAnswer{

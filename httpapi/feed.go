@@ -55,13 +55,13 @@ func (s *Server) feedReply(route string, err error) reply {
 	)
 	switch {
 	case errors.Is(err, feed.ErrUnknownSKU), errors.Is(err, feed.ErrUnknownCampaign):
-		return errorReply(fasthttp.StatusNotFound, reasonNotFound, err.Error())
+		return errorReply(reasonNotFound, err.Error())
 	case errors.Is(err, feed.ErrNotOpen), errors.Is(err, feed.ErrLogClosed):
-		return errorReply(fasthttp.StatusServiceUnavailable, reasonUnavailable, err.Error())
+		return errorReply(reasonUnavailable, err.Error())
 	case errors.As(err, &bad):
-		return errorReply(fasthttp.StatusBadRequest, reasonBadCursor, bad.Detail)
+		return errorReply(reasonBadCursor, bad.Detail)
 	case errors.As(err, &compacted):
-		return jsonReply(fasthttp.StatusGone, reasonCursorCompacted, feedError{
+		return reasonReply(reasonCursorCompacted, feedError{
 			Error: reasonCursorCompacted,
 			Detail: fmt.Sprintf("records before %d were removed after a snapshot; resynchronise from GET /admin/campaigns/%s/skus/%s/reservations and continue after its index",
 				compacted.FirstIndex, compacted.CampaignID, compacted.SKUID),
@@ -74,23 +74,23 @@ func (s *Server) feedReply(route string, err error) reply {
 		if diverged.BeyondDurable {
 			body.Detail = diverged.Error()
 		}
-		return jsonReply(fasthttp.StatusConflict, reasonCursorDiverged, body)
+		return reasonReply(reasonCursorDiverged, body)
 	case errors.As(err, &tooWide):
-		return errorReply(fasthttp.StatusBadRequest, reasonCampaignFeedTooWide, fmt.Sprintf(
+		return errorReply(reasonCampaignFeedTooWide, fmt.Sprintf(
 			"campaign %s has %d SKUs: its feed's cursor would exceed %d bytes, more than a request may carry (at most %d SKUs); read each SKU's feed, GET /admin/campaigns/%s/skus/{sku_id}/events",
 			tooWide.CampaignID, tooWide.SKUs, feed.CampaignCursorMaxBytes, feed.CampaignFeedMaxSKUs, tooWide.CampaignID))
 	case errors.As(err, &lookup):
 		f := classify(lookup.Err)
-		return errorReply(f.status, f.reason, "looking up the page's reservations")
+		return errorReply(f.reason, "looking up the page's reservations")
 	case errors.As(err, &state):
 		f := classify(state.Err)
-		if f.status == fasthttp.StatusInternalServerError {
+		if f.reason == reasonInternal {
 			s.log.Error("feed: rebuilding the state", "route", route, "err", err)
 		}
-		return errorReply(f.status, f.reason, "rebuilding the SKU's state")
+		return errorReply(f.reason, "rebuilding the SKU's state")
 	}
 	s.log.Error("feed", "route", route, "err", err)
-	return errorReply(fasthttp.StatusInternalServerError, reasonInternal, "")
+	return errorReply(reasonInternal, "")
 }
 
 // appendFeedPage appends a SKU feed's page as JSON:
@@ -147,7 +147,7 @@ func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, *failure)
 	}
 	if s.feed == nil {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "this engine serves no event feed"))
+		return write(ctx, errorReply(reasonNotFound, "this engine serves no event feed"))
 	}
 	campaignID, _ := ctx.UserValue("campaign_id").(string)
 	skuID, _ := ctx.UserValue("sku_id").(string)
@@ -198,7 +198,7 @@ type feedParams struct {
 // parseFeedParams reads limit=, wait= and types=.
 func (s *Server) parseFeedParams(ctx *fasthttp.RequestCtx) (feedParams, *reply) {
 	fail := func(detail string) (feedParams, *reply) {
-		r := errorReply(fasthttp.StatusBadRequest, reasonBadRequest, detail)
+		r := errorReply(reasonBadRequest, detail)
 		return feedParams{}, &r
 	}
 	p := feedParams{params: feed.Params{Limit: feed.MaxPage, LookupTimeout: s.cfg.RequestTimeout, Relist: s.cfg.FeedHeartbeat}}

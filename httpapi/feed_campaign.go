@@ -46,7 +46,7 @@ func (s *Server) handleCampaignFeed(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, *failure)
 	}
 	if s.feed == nil {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "this engine serves no event feed"))
+		return write(ctx, errorReply(reasonNotFound, "this engine serves no event feed"))
 	}
 	c, err := s.feed.OpenCampaign(campaignID, feedCursor(ctx), p.params)
 	if err != nil {

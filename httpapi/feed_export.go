@@ -27,7 +27,7 @@ func (s *Server) handleExport(ctx *fasthttp.RequestCtx) string {
 	campaignID, _ := ctx.UserValue("campaign_id").(string)
 	skuID, _ := ctx.UserValue("sku_id").(string)
 	if s.feed == nil {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "this engine serves no export"))
+		return write(ctx, errorReply(reasonNotFound, "this engine serves no export"))
 	}
 	export, err := s.feed.Export(campaignID, skuID)
 	if err != nil {

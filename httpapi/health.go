@@ -31,7 +31,7 @@ const maxNotReadyListed = 20
 // seckill_sku_unavailable says it too, for alerts).
 func (s *Server) handleReadyz(ctx *fasthttp.RequestCtx) string {
 	if s.draining.Load() {
-		return write(ctx, jsonReply(fasthttp.StatusServiceUnavailable, reasonUnavailable, healthBody{Status: "draining"}))
+		return write(ctx, reasonReply(reasonUnavailable, healthBody{Status: "draining"}))
 	}
 	var bad []string
 	for _, st := range s.engine.AllStats() {

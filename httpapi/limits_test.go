@@ -40,7 +40,7 @@ func TestCampaignBeyondMaxSKUsIsRefusedWhole(t *testing.T) {
 	// The campaign file at start is refused whole too, before any write.
 	now := time.Now()
 	err := httpapi.DefineCampaigns(context.Background(), ts.engine, []httpapi.Campaign{{CampaignID: "c",
-		StartAt: now, EndAt: now.Add(time.Hour), SKUs: []httpapi.CampaignSKU{{SKUID: "z1", SaleLimit: 1}, {SKUID: "z2", SaleLimit: 1}}}})
+		StartAt: now, EndAt: now.Add(time.Hour), SKUs: []httpapi.CampaignSKU{{SKUID: "z1", SaleLimit: 1}, {SKUID: "z2", SaleLimit: 1}}}}, now)
 	if !errors.Is(err, actors.ErrTooManySKUs) {
 		t.Fatalf("a campaign file beyond the limit: %v", err)
 	}

@@ -81,7 +81,7 @@ func (s *Server) handleEnter(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	lots := s.lotteries
 	if !ok || lots == nil {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
+		return write(ctx, errorReply(reasonNotFound, "no such SKU"))
 	}
 	var req enterRequest
 	if err := decodeJSON(ctx.PostBody(), &req); err != nil {
@@ -96,12 +96,12 @@ func (s *Server) handleEnter(ctx *fasthttp.RequestCtx) string {
 	}
 	for _, bad := range []string{checkRequestID(requestID, req.EntryPass != ""), checkID("user_id", req.UserID)} {
 		if bad != "" {
-			return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad))
+			return write(ctx, errorReply(reasonBadRequest, bad))
 		}
 	}
 	st, known := s.engine.SKUStats(campaignID, skuID)
 	if !known {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
+		return write(ctx, errorReply(reasonNotFound, "no such SKU"))
 	}
 	p, rep, ok := s.checkEntryPass(&st.Definition, campaignID, skuID, requestID, req.UserID, req.EntryPass)
 	if !ok {
@@ -118,17 +118,16 @@ func (s *Server) handleEnter(ctx *fasthttp.RequestCtx) string {
 	case sku.OutcomeEntered:
 		e := res.Entry
 		url := entryURL(campaignID, skuID, e.RequestID)
-		rep := jsonReply(fasthttp.StatusAccepted, reason, enteredBody{Outcome: reason, RequestID: e.RequestID, EntrySeq: e.EntrySeq,
+		rep := reasonReply(reason, enteredBody{Outcome: reason, RequestID: e.RequestID, EntrySeq: e.EntrySeq,
 			Tier: e.Tier, Pseudonym: hex.EncodeToString(e.Pseudonym[:]), StatusURL: url, EvidenceURL: lotteryURL(campaignID, skuID)})
 		rep.location = url
 		return write(ctx, rep)
 	case sku.OutcomeEntriesNotOpen, sku.OutcomeEntriesClosed:
-		return write(ctx, errorReply(fasthttp.StatusForbidden, reason, ""))
+		return write(ctx, errorReply(reason, ""))
 	case sku.OutcomeNotLottery:
-		return write(ctx, errorReply(fasthttp.StatusConflict, reason, "this SKU sells first come, first served: reserve instead"))
+		return write(ctx, errorReply(reason, "this SKU sells first come, first served: reserve instead"))
 	case sku.OutcomeAlreadyPurchased:
-		_, heldSKU, _, _, _ := sku.ParseReservationID(res.Purchase.ReservationID)
-		return write(ctx, jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, ReservationID: res.Purchase.ReservationID, SKUID: heldSKU}))
+		return write(ctx, alreadyPurchasedReply(res.Purchase.ReservationID))
 	case sku.OutcomeAlreadyEntered:
 		return write(ctx, alreadyEnteredReply(res.Entered))
 	case sku.OutcomeRequestIDReused:
@@ -136,10 +135,10 @@ func (s *Server) handleEnter(ctx *fasthttp.RequestCtx) string {
 	case sku.OutcomePaused:
 		return write(ctx, replyPaused)
 	case sku.OutcomeNotFound:
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, errorReply(reasonNotFound, ""))
 	}
 	s.log.Error("enter: unexpected outcome", "outcome", reason)
-	return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+	return write(ctx, errorReply(reasonInternal, ""))
 }
 
 // alreadyEnteredReply is 409 ALREADY_ENTERED (purchase_limit "campaign"):
@@ -148,7 +147,7 @@ func (s *Server) handleEnter(ctx *fasthttp.RequestCtx) string {
 // reservation is closed. It names the entry's SKU and status URL.
 func alreadyEnteredReply(e sku.EntryRef) reply {
 	reason := sku.OutcomeAlreadyEntered.String()
-	return jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, SKUID: e.SKUID,
+	return reasonReply(reason, errorBody{Error: reason, SKUID: e.SKUID,
 		StatusURL: entryURL(e.CampaignID, e.SKUID, e.RequestID)})
 }
 
@@ -174,7 +173,7 @@ func (s *Server) handleEntry(ctx *fasthttp.RequestCtx) string {
 	requestID := pathParam(ctx, "request_id")
 	lots := s.lotteries
 	if !ok || lots == nil || !sku.ValidID(requestID) {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, errorReply(reasonNotFound, ""))
 	}
 	ectx, cancel := s.engineContext()
 	v, err := lots.Entry(ectx, campaignID, skuID, requestID)
@@ -294,7 +293,7 @@ func (s *Server) frozenLottery(ctx *fasthttp.RequestCtx, route string) (*sku.Fro
 	campaignID, skuID, ok := pathSKU(ctx)
 	lots := s.lotteries
 	if !ok || lots == nil {
-		return nil, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""), false
+		return nil, errorReply(reasonNotFound, ""), false
 	}
 	ectx, cancel := s.engineContext()
 	f, err := lots.Frozen(ectx, campaignID, skuID)
@@ -303,7 +302,7 @@ func (s *Server) frozenLottery(ctx *fasthttp.RequestCtx, route string) (*sku.Fro
 		return nil, s.engineError(route, err, ""), false
 	}
 	if !f.Lottery() {
-		return nil, errorReply(fasthttp.StatusNotFound, reasonNotFound, "not a lottery SKU"), false
+		return nil, errorReply(reasonNotFound, "not a lottery SKU"), false
 	}
 	return f, reply{}, true
 }
@@ -341,7 +340,7 @@ func (s *Server) handleDraw(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	lots := s.lotteries
 	if !ok || lots == nil {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, errorReply(reasonNotFound, ""))
 	}
 	var req drawRequest
 	if err := decodeJSON(ctx.PostBody(), &req); err != nil {
@@ -349,7 +348,7 @@ func (s *Server) handleDraw(ctx *fasthttp.RequestCtx) string {
 	}
 	signature, err := hex.DecodeString(req.Beacon.Signature)
 	if err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadBeacon, "beacon.signature must be hex"))
+		return write(ctx, errorReply(reasonBadBeacon, "beacon.signature must be hex"))
 	}
 	if req.Beacon.Randomness == "" && len(signature) > 0 {
 		rnd := lottery.RandomnessOf(signature)
@@ -357,7 +356,7 @@ func (s *Server) handleDraw(ctx *fasthttp.RequestCtx) string {
 	}
 	randomness, err := hex.DecodeString(req.Beacon.Randomness)
 	if err != nil || len(randomness) != lottery.Size {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadBeacon, "beacon.randomness must be 64 hex digits (32 bytes)"))
+		return write(ctx, errorReply(reasonBadBeacon, "beacon.randomness must be 64 hex digits (32 bytes)"))
 	}
 	ectx, cancel := s.engineContext()
 	o, err := lots.Draw(ectx, campaignID, skuID, req.Beacon.Round, randomness, signature)
@@ -369,24 +368,24 @@ func (s *Server) handleDraw(ctx *fasthttp.RequestCtx) string {
 	switch o {
 	case sku.OutcomeDrawStarted:
 		url := lotteryURL(campaignID, skuID)
-		rep := jsonReply(fasthttp.StatusAccepted, reason, map[string]string{"outcome": reason, "status_url": url})
+		rep := reasonReply(reason, map[string]string{"outcome": reason, "status_url": url})
 		rep.location = url
 		return write(ctx, rep)
 	case sku.OutcomeBeaconNotDue:
-		return write(ctx, errorReply(fasthttp.StatusConflict, reason, s.beaconDue(ctx, req.Beacon.Round)))
+		return write(ctx, errorReply(reason, s.beaconDue(ctx, req.Beacon.Round)))
 	case sku.OutcomeEntriesOpen, sku.OutcomeAlreadyDrawn, sku.OutcomeNotLottery:
-		return write(ctx, errorReply(fasthttp.StatusConflict, reason, ""))
+		return write(ctx, errorReply(reason, ""))
 	case sku.OutcomeEnded:
-		return write(ctx, errorReply(fasthttp.StatusConflict, reason, "the lottery has ended undrawn (its end_at passed before a draw): every entry lost; to draw later, extend end_at before it passes"))
+		return write(ctx, errorReply(reason, "the lottery has ended undrawn (its end_at passed before a draw): every entry lost; to draw later, extend end_at before it passes"))
 	case sku.OutcomeWrongRound:
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reason, "the round must be the one the rules name or its stated fallback"))
+		return write(ctx, errorReply(reason, "the round must be the one the rules name or its stated fallback"))
 	case sku.OutcomeInvalid: // the signature (lottery.CheckSignature): the length was checked above
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadBeacon, "beacon.signature does not verify under the beacon's public key for the round, or the randomness is not its SHA-256"))
+		return write(ctx, errorReply(reasonBadBeacon, "beacon.signature does not verify under the beacon's public key for the round, or the randomness is not its SHA-256"))
 	case sku.OutcomeNotFound:
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, errorReply(reasonNotFound, ""))
 	}
 	s.log.Error("draw: unexpected outcome", "outcome", reason)
-	return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+	return write(ctx, errorReply(reasonInternal, ""))
 }
 
 // beaconDue is the detail of BEACON_NOT_DUE: when round of the SKU's
@@ -418,7 +417,7 @@ func (s *Server) handleEntriesCSV(ctx *fasthttp.RequestCtx) string {
 	}
 	var buf bytes.Buffer
 	if _, err := f.WritePool(&buf); err != nil {
-		return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+		return write(ctx, errorReply(reasonInternal, ""))
 	}
 	info, _ := f.LotteryInfo(s.cfg.Clock().UnixMilli())
 	if info.Closed {

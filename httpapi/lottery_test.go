@@ -63,6 +63,28 @@ func TestLotteryOverHTTP(t *testing.T) {
 	})
 }
 
+// A draw asked at or after end_at, the lottery undrawn, is 403 ENDED: the
+// status a reserve at or after end_at gets (one status a reason).
+func TestLotteryDrawAfterEndIsEnded(t *testing.T) {
+	t.Parallel()
+	clock := newStepClock()
+	ts := startServer(t, serverOptions{
+		engine: func(c *actors.Config) { c.Clock = clock.now },
+		config: func(c *httpapi.Config) { c.Clock = clock.now },
+	})
+	body, round := lotteryCampaign(clock.now(), 5, 3)
+	ts.define(body)
+	want(t, ts.post("/v1/campaigns/lc/skus/ls/entries", map[string]string{"request_id": "r1", "user_id": "u1"}), http.StatusAccepted, "")
+	clock.step(25 * time.Hour)
+	rnd := sha256.Sum256([]byte("beacon"))
+	r := ts.admin(http.MethodPost, "/admin/campaigns/lc/skus/ls/lottery/draw",
+		map[string]any{"beacon": map[string]any{"round": round, "randomness": hex.EncodeToString(rnd[:])}})
+	want(t, r, http.StatusForbidden, "ENDED")
+	if !strings.Contains(r.str("detail"), "ended undrawn") {
+		t.Fatalf("the draw's ENDED does not say the lottery ended undrawn: %v", r)
+	}
+}
+
 func testLotteryOverHTTP(t *testing.T, clock *stepClock, ts *testServer) {
 	badRound, _ := lotteryCampaign(clock.now(), 5, 3)
 	badRound["skus"].([]map[string]any)[0]["beacon"] = map[string]any{"source": "drand-quicknet", "round": -5}

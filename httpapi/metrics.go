@@ -86,10 +86,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 var routeOutcomes = map[string][]string{
 	"reserve": {sku.OutcomeAccepted.String(), sku.OutcomeSoldOut.String(), sku.OutcomeAlreadyPurchased.String(),
 		sku.OutcomeRequestIDReused.String(), reasonNotStarted, reasonEnded, reasonPaused, reasonQueueFull, reasonThrottled,
-		reasonBadRequest, reasonInvalidJSON, reasonNotFound, reasonResultUnknown},
+		reasonBadRequest, reasonInvalidJSON, reasonNotFound, ReasonResultUnknown},
 	"pay": {sku.StatePaid.String(), sku.OutcomePaymentConflict.String(),
-		sku.OutcomeRefundRequired.String(), reasonUnauthorized, reasonBadRequest, reasonInvalidJSON, reasonNotFound, reasonQueueFull, reasonResultUnknown},
-	"cancel":          {sku.StateClosed.String(), sku.OutcomeNotClosable.String(), reasonNotFound, reasonQueueFull, reasonResultUnknown},
+		sku.OutcomeRefundRequired.String(), reasonUnauthorized, reasonBadRequest, reasonInvalidJSON, reasonNotFound, reasonQueueFull, ReasonResultUnknown},
+	"cancel":          {sku.StateClosed.String(), sku.OutcomeNotClosable.String(), reasonNotFound, reasonQueueFull, ReasonResultUnknown},
 	"get_reservation": {sku.StatePendingPayment.String(), sku.StatePaid.String(), sku.StateClosed.String(), reasonNotFound, reasonQueueFull, reasonReadTimeout},
 	"lookup_request":  {sku.OutcomeAccepted.String(), sku.OutcomeSoldOut.String(), reasonNotFound, reasonQueueFull, reasonReadTimeout},
 	"sku_status":      {reasonNotFound},

@@ -78,7 +78,7 @@ func (s *Server) engineError(route string, err error, statusURL string) reply {
 	if f.reason == reasonInternal {
 		s.log.Error("engine call failed", "route", route, "err", err)
 	}
-	return errorReply(f.status, f.reason, "")
+	return errorReply(f.reason, "")
 }
 
 // readError answers the error of a read: like engineError, except that a
@@ -88,9 +88,9 @@ func (s *Server) readError(route string, err error) reply {
 	var r reply
 	switch {
 	case errors.Is(err, actors.ErrAuditPending):
-		r = errorReply(fasthttp.StatusServiceUnavailable, reasonAuditPending, "the recount goes on; retry to get its result")
+		r = errorReply(reasonAuditPending, "the recount goes on; retry to get its result")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		r = errorReply(fasthttp.StatusServiceUnavailable, reasonReadTimeout, "the SKU did not answer in time; nothing was changed")
+		r = errorReply(reasonReadTimeout, "the SKU did not answer in time; nothing was changed")
 	default:
 		return s.engineError(route, err, "")
 	}
@@ -102,7 +102,7 @@ func (s *Server) readError(route string, err error) reply {
 func (s *Server) handleGet(ctx *fasthttp.RequestCtx) string {
 	id, ok := pathReservation(ctx)
 	if !ok {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, errorReply(reasonNotFound, ""))
 	}
 	ectx, cancel := s.engineContext()
 	v, err := s.engine.Get(ectx, id)
@@ -121,7 +121,7 @@ func (s *Server) handleLookup(ctx *fasthttp.RequestCtx) string {
 	campaignID, skuID, ok := pathSKU(ctx)
 	requestID := pathParam(ctx, "request_id")
 	if !ok || !sku.ValidID(requestID) {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, errorReply(reasonNotFound, ""))
 	}
 	ectx, cancel := s.engineContext()
 	res, err := s.engine.Lookup(ectx, campaignID, skuID, requestID)
@@ -143,7 +143,7 @@ func (s *Server) handleLookup(ctx *fasthttp.RequestCtx) string {
 // HMAC-SHA256 of the body in the X-Signature header.
 func unsigned(ctx *fasthttp.RequestCtx, detail string) reply {
 	ctx.Response.Header.Set("WWW-Authenticate", `X-Signature realm="seckill-payments", algorithm="HMAC-SHA256"`)
-	return errorReply(fasthttp.StatusUnauthorized, reasonUnauthorized, detail)
+	return errorReply(reasonUnauthorized, detail)
 }
 
 // handlePay is POST /v1/reservations/{id}/payment.
@@ -154,17 +154,17 @@ func (s *Server) handlePay(ctx *fasthttp.RequestCtx) string {
 	}
 	id, ok := pathReservation(ctx)
 	if !ok {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, errorReply(reasonNotFound, ""))
 	}
 	var req paymentRequest
 	if err := decodeJSON(body, &req); err != nil {
 		return write(ctx, bodyError(err))
 	}
 	if bad := checkID("payment_id", req.PaymentID); bad != "" {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad))
+		return write(ctx, errorReply(reasonBadRequest, bad))
 	}
 	if req.ReservationID != nil && *req.ReservationID != id {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonReservationMismatch,
+		return write(ctx, errorReply(reasonReservationMismatch,
 			"reservation_id of the body differs from the path"))
 	}
 	if len(s.cfg.PaymentSecret) > 0 && req.ReservationID == nil {
@@ -184,16 +184,16 @@ func (s *Server) handlePay(ctx *fasthttp.RequestCtx) string {
 	switch res.Outcome {
 	case sku.OutcomePaid, sku.OutcomeAlreadyPaid:
 		v := res.Reservation
-		return write(ctx, jsonReply(fasthttp.StatusOK, sku.StatePaid.String(), stateBody{
+		return write(ctx, reasonReply(sku.StatePaid.String(), stateBody{
 			ReservationID: id, State: sku.StatePaid.String(), PaymentID: v.PaymentID, PaidAt: timefmt.OptionalMillis(v.PaidAt),
 		}))
 	case sku.OutcomeRefundRequired, sku.OutcomePaymentConflict:
-		return write(ctx, jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, ReservationID: id}))
+		return write(ctx, reasonReply(reason, errorBody{Error: reason, ReservationID: id}))
 	case sku.OutcomeNotFound:
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, errorReply(reasonNotFound, ""))
 	}
 	s.log.Error("pay: unexpected outcome", "outcome", reason)
-	return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+	return write(ctx, errorReply(reasonInternal, ""))
 }
 
 // handleCancel is POST /v1/reservations/{id}/cancel. Its body is optional
@@ -201,7 +201,7 @@ func (s *Server) handlePay(ctx *fasthttp.RequestCtx) string {
 func (s *Server) handleCancel(ctx *fasthttp.RequestCtx) string {
 	id, ok := pathReservation(ctx)
 	if !ok {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, errorReply(reasonNotFound, ""))
 	}
 	if err := decodeNoFields(ctx.PostBody()); err != nil {
 		return write(ctx, bodyError(err))
@@ -215,16 +215,16 @@ func (s *Server) handleCancel(ctx *fasthttp.RequestCtx) string {
 	reason := res.Outcome.String()
 	switch res.Outcome {
 	case sku.OutcomeClosed, sku.OutcomeAlreadyClosed:
-		return write(ctx, jsonReply(fasthttp.StatusOK, sku.StateClosed.String(), stateBody{
+		return write(ctx, reasonReply(sku.StateClosed.String(), stateBody{
 			ReservationID: id, State: sku.StateClosed.String(), ClosedReason: res.Reservation.CloseReason.String(),
 		}))
 	case sku.OutcomeNotClosable:
-		return write(ctx, jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, ReservationID: id}))
+		return write(ctx, reasonReply(reason, errorBody{Error: reason, ReservationID: id}))
 	case sku.OutcomeNotFound:
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, errorReply(reasonNotFound, ""))
 	}
 	s.log.Error("cancel: unexpected outcome", "outcome", reason)
-	return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+	return write(ctx, errorReply(reasonInternal, ""))
 }
 
 // releaseBody answers an operator's release.
@@ -243,7 +243,7 @@ type releaseBody struct {
 func (s *Server) handleRelease(ctx *fasthttp.RequestCtx) string {
 	id, ok := pathReservation(ctx)
 	if !ok {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, errorReply(reasonNotFound, ""))
 	}
 	if err := decodeNoFields(ctx.PostBody()); err != nil {
 		return write(ctx, bodyError(err))
@@ -257,12 +257,12 @@ func (s *Server) handleRelease(ctx *fasthttp.RequestCtx) string {
 	reason := res.Outcome.String()
 	switch res.Outcome {
 	case sku.OutcomeReleased, sku.OutcomeAlreadyReleased:
-		return write(ctx, jsonReply(fasthttp.StatusOK, reason, releaseBody{ReservationID: id, Outcome: reason, TokenID: res.Reservation.TokenID}))
+		return write(ctx, reasonReply(reason, releaseBody{ReservationID: id, Outcome: reason, TokenID: res.Reservation.TokenID}))
 	case sku.OutcomeNotClosable, sku.OutcomeNotClosed:
-		return write(ctx, jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, ReservationID: id}))
+		return write(ctx, reasonReply(reason, errorBody{Error: reason, ReservationID: id}))
 	case sku.OutcomeNotFound:
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, ""))
+		return write(ctx, errorReply(reasonNotFound, ""))
 	}
 	s.log.Error("release: unexpected outcome", "outcome", reason)
-	return write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+	return write(ctx, errorReply(reasonInternal, ""))
 }

@@ -40,7 +40,7 @@ type acceptedBody struct {
 func (s *Server) handleReserve(ctx *fasthttp.RequestCtx, k *reserveTarget, ok bool, arrived time.Time) string {
 	if !ok {
 		s.rejected(layerValidation)
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
+		return write(ctx, errorReply(reasonNotFound, "no such SKU"))
 	}
 	// One lookup of the SKU's published stats and one clock reading serve
 	// the lottery refusal, the entry-pass check and the flight leader's
@@ -82,13 +82,13 @@ func (s *Server) reserveDoor(body []byte, campaignID, skuID string, st *actors.S
 	for _, bad := range []string{checkRequestID(req.RequestID, len(req.EntryPass) > 0), checkID("user_id", req.UserID)} {
 		if bad != "" {
 			s.rejected(layerValidation)
-			return in, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, bad), false
+			return in, errorReply(reasonBadRequest, bad), false
 		}
 	}
 	var known bool
 	if *st, known = s.engine.SKUStats(campaignID, skuID); !known {
 		s.rejected(layerValidation)
-		return in, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"), false
+		return in, errorReply(reasonNotFound, "no such SKU"), false
 	}
 	if rep, refused := s.checkCell(campaignID, skuID, req.UserID); refused {
 		return in, rep, false
@@ -171,7 +171,7 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 		fresh, known := s.engine.SKUStats(campaignID, skuID)
 		if !known {
 			s.rejected(layerValidation)
-			return errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU")
+			return errorReply(reasonNotFound, "no such SKU")
 		}
 		st, in.now, in.arrived = &fresh, s.cfg.Clock(), time.Now()
 	}
@@ -227,7 +227,7 @@ func (s *Server) lead(rkey dedupKey, st *actors.Stats, in *doorPassed, k *reserv
 			s.answers.markUnknown(rkey, userID)
 			return s.resultUnknown(LookupURL(campaignID, skuID, requestID)), true
 		}
-		if f.status >= 500 && f.reason == reasonInternal {
+		if f.reason == reasonInternal {
 			s.log.Error("reserve failed", "campaign_id", campaignID, "sku_id", skuID, "err", err)
 		}
 		return f.reply(err), false
@@ -255,47 +255,56 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 	case sku.OutcomeAccepted:
 		v := res.Reservation
 		url := ReservationURL(v.ReservationID)
-		rep = reply{status: fasthttp.StatusAccepted, outcome: reason, location: url,
+		rep = reply{status: StatusOf(reason), outcome: reason, location: url,
 			body: acceptedJSON(v.ReservationID, v.RequestID, v.TokenID, v.ExpireAt)}
 		return rep, false
 	case sku.OutcomeSoldOut:
 		return replySoldOut, true
 	case sku.OutcomeAlreadyPurchased:
-		_, skuID, _, _, _ := sku.ParseReservationID(res.Reservation.ReservationID)
-		return jsonReply(fasthttp.StatusConflict, reason, errorBody{Error: reason, ReservationID: res.Reservation.ReservationID, SKUID: skuID}), false
+		return alreadyPurchasedReply(res.Reservation.ReservationID), false
 	case sku.OutcomeAlreadyEntered:
 		return alreadyEnteredReply(res.Entered), false
 	case sku.OutcomeRequestIDReused:
-		return errorReply(fasthttp.StatusUnprocessableEntity, reason, ""), false
+		return errorReply(reason, ""), false
 	case sku.OutcomeSubjectLimit:
 		// Not final: it holds while the subject's unpaid reservations do.
 		return replySubjectLimit, false
 	case sku.OutcomeNotStarted, sku.OutcomeEnded:
-		return errorReply(fasthttp.StatusForbidden, reason, ""), false
+		return errorReply(reason, ""), false
 	case sku.OutcomePaused:
 		return replyPaused, false
 	case sku.OutcomeNotFound:
-		return errorReply(fasthttp.StatusNotFound, reasonNotFound, ""), false
+		return errorReply(reasonNotFound, ""), false
 	case sku.OutcomeLotterySale:
 		return replyLotterySale, false
 	}
 	s.log.Error("reserve: unexpected outcome", "outcome", reason)
-	return errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""), false
+	return errorReply(reasonInternal, ""), false
+}
+
+// alreadyPurchasedReply is 409 ALREADY_PURCHASED: the user holds the live
+// purchase reservationID, on a reserve or a lottery entry. It names the
+// reservation and its SKU (with purchase_limit "campaign" another SKU than
+// the one asked).
+func alreadyPurchasedReply(reservationID string) reply {
+	reason := sku.OutcomeAlreadyPurchased.String()
+	_, skuID, _, _, _ := sku.ParseReservationID(reservationID)
+	return reasonReply(reason, errorBody{Error: reason, ReservationID: reservationID, SKUID: skuID})
 }
 
 // The fixed answers of the ingress fast paths, encoded once: the sold-out
 // flood costs no JSON encoding.
 var (
-	replyUnavailable     = withRetryAfter(errorReply(fasthttp.StatusServiceUnavailable, reasonUnavailable, ""), unavailableRetryAfter)
-	replyEnded           = errorReply(fasthttp.StatusForbidden, reasonEnded, "")
-	replyPaused          = withRetryAfter(errorReply(fasthttp.StatusServiceUnavailable, reasonPaused, ""), pausedRetryAfter)
-	replySoldOut         = errorReply(fasthttp.StatusConflict, reasonSoldOut, "")
-	replyRequestIDReused = errorReply(fasthttp.StatusUnprocessableEntity, sku.OutcomeRequestIDReused.String(), "")
-	replyQueueFull       = errorReply(fasthttp.StatusTooManyRequests, reasonQueueFull, "")
-	replyThrottled       = errorReply(fasthttp.StatusTooManyRequests, reasonThrottled,
+	replyUnavailable     = withRetryAfter(errorReply(reasonUnavailable, ""), unavailableRetryAfter)
+	replyEnded           = errorReply(reasonEnded, "")
+	replyPaused          = withRetryAfter(errorReply(reasonPaused, ""), pausedRetryAfter)
+	replySoldOut         = errorReply(reasonSoldOut, "")
+	replyRequestIDReused = errorReply(sku.OutcomeRequestIDReused.String(), "")
+	replyQueueFull       = errorReply(reasonQueueFull, "")
+	replyThrottled       = errorReply(reasonThrottled,
 		"the SKU's log commits too slowly for max_queue_wait, or has just recovered and admits in steps")
-	replyLotterySale  = errorReply(fasthttp.StatusConflict, reasonLotterySale, "this SKU is sold by lottery: POST an entry instead")
-	replySubjectLimit = errorReply(fasthttp.StatusConflict, sku.OutcomeSubjectLimit.String(),
+	replyLotterySale  = errorReply(reasonLotterySale, "this SKU is sold by lottery: POST an entry instead")
+	replySubjectLimit = errorReply(sku.OutcomeSubjectLimit.String(),
 		"a subject of the entry pass has the most unpaid reservations this SKU allows")
 )
 
@@ -321,7 +330,7 @@ func notStarted(startAt int64, now time.Time) reply {
 	b = append(b, `{"error":"NOT_STARTED","start_at":"`...)
 	b = timefmt.AppendMillis(b, startAt)
 	b = append(b, `"}`...)
-	return reply{status: fasthttp.StatusForbidden, body: b, outcome: reasonNotStarted,
+	return reply{status: StatusOf(reasonNotStarted), body: b, outcome: reasonNotStarted,
 		retryAfter: retryAfterSeconds(time.UnixMilli(startAt).Sub(now))}
 }
 
@@ -351,7 +360,7 @@ func (s *Server) busy(refusal admission.State, d admission.Decision) reply {
 // resultUnknown is the 504 answer: the engine did not answer in time; the
 // command may or may not have been applied. statusURL says where to look.
 func (s *Server) resultUnknown(statusURL string) reply {
-	return reply{status: fasthttp.StatusGatewayTimeout, outcome: reasonResultUnknown, body: ResultUnknownBody(statusURL, "")}
+	return reply{status: StatusOf(ReasonResultUnknown), outcome: ReasonResultUnknown, body: ResultUnknownBody(statusURL, "")}
 }
 
 // ResultUnknownBody is the body of a 504 RESULT_UNKNOWN: the command may
@@ -359,7 +368,7 @@ func (s *Server) resultUnknown(statusURL string) reply {
 // look, detail (omitted when "") why it is unknown. seckill-router answers
 // it too, for a request a cell may have received and never answered.
 func ResultUnknownBody(statusURL, detail string) []byte {
-	b, err := json.Marshal(errorBody{Error: reasonResultUnknown, Detail: detail, StatusURL: statusURL})
+	b, err := json.Marshal(errorBody{Error: ReasonResultUnknown, Detail: detail, StatusURL: statusURL})
 	if err != nil {
 		panic("httpapi: encoding RESULT_UNKNOWN: " + err.Error()) // strings always encode
 	}

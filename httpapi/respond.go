@@ -26,7 +26,6 @@ const (
 	reasonQueueFull          = "QUEUE_FULL"
 	reasonThrottled          = "THROTTLED"
 	reasonUnavailable        = "UNAVAILABLE"
-	reasonResultUnknown      = "RESULT_UNKNOWN"
 	reasonInternal           = "INTERNAL"
 	reasonDefinitionConflict = "DEFINITION_CONFLICT"
 	reasonSoldOut            = "SOLD_OUT"
@@ -47,6 +46,11 @@ const (
 	// on, and a retry gets its result (503, Retry-After).
 	reasonAuditPending = "AUDIT_PENDING"
 )
+
+// ReasonResultUnknown: the command may or may not have been applied (504,
+// with a status_url): answered by this server, by seckill-router and by
+// the cells' batch split for a request a cell did not answer.
+const ReasonResultUnknown = "RESULT_UNKNOWN"
 
 // outcomeOK labels a successful answer that carries no other reason.
 const outcomeOK = "OK"
@@ -85,14 +89,9 @@ func jsonReply(status int, outcome string, v any) reply {
 	if err != nil {
 		// Only plain structs are encoded here; failure means a value the
 		// engine handed over (a snapshot description) does not encode.
-		return reply{status: 500, body: []byte(`{"error":"INTERNAL","detail":"unencodable answer"}`), outcome: reasonInternal}
+		return reply{status: StatusOf(reasonInternal), body: []byte(`{"error":"INTERNAL","detail":"unencodable answer"}`), outcome: reasonInternal}
 	}
 	return reply{status: status, body: b, outcome: outcome}
-}
-
-// errorReply is an error answer with the reason as its metric label.
-func errorReply(status int, reason, detail string) reply {
-	return jsonReply(status, reason, errorBody{Error: reason, Detail: detail})
 }
 
 // write sends r on ctx. The body is copied by fasthttp (SetBody), so a

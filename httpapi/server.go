@@ -337,7 +337,7 @@ func (s *Server) router() (r *router.Router, reserve *routeMetrics) {
 	// 405 carries Allow, set by the router (RFC 9110, section 15.5.6).
 	r.HandleMethodNotAllowed = true
 	r.MethodNotAllowed = s.route("method_not_allowed", func(ctx *fasthttp.RequestCtx) string {
-		return write(ctx, errorReply(fasthttp.StatusMethodNotAllowed, reasonMethodNotAllowed, "allowed: "+string(ctx.Response.Header.Peek("Allow"))))
+		return write(ctx, errorReply(reasonMethodNotAllowed, "allowed: "+string(ctx.Response.Header.Peek("Allow"))))
 	})
 	// OPTIONS on a route is answered by the router: its Allow header, and
 	// 204 without a body (RFC 9110, section 9.3.7).
@@ -347,7 +347,7 @@ func (s *Server) router() (r *router.Router, reserve *routeMetrics) {
 		return outcomeOK
 	})
 	r.NotFound = s.route("not_found", func(ctx *fasthttp.RequestCtx) string {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such route"))
+		return write(ctx, errorReply(reasonNotFound, "no such route"))
 	})
 	r.PanicHandler = s.recoverPanic
 
@@ -469,7 +469,7 @@ func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx, v any) {
 func (s *Server) panicked(ctx *fasthttp.RequestCtx, name string, v any) {
 	s.log.Error("handler panicked", "route", name, "method", string(ctx.Method()), "path", string(ctx.Path()), "panic", fmt.Sprint(v))
 	ctx.Response.Reset()
-	write(ctx, errorReply(fasthttp.StatusInternalServerError, reasonInternal, ""))
+	write(ctx, errorReply(reasonInternal, ""))
 	s.metrics.requests.WithLabelValues(name, reasonInternal).Inc()
 }
 
@@ -485,18 +485,18 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 	}
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		outcome = write(ctx, errorReply(fasthttp.StatusRequestEntityTooLarge, reasonBodyTooLarge,
+		outcome = write(ctx, errorReply(reasonBodyTooLarge,
 			fmt.Sprintf("request body larger than %d bytes", s.bodyLimit(&ctx.Request.Header))))
 	case errors.Is(err, fasthttp.ErrUnsupportedTransferEncoding):
 		// RFC 9112, section 6.1: a transfer coding the server does not
 		// understand is 501; only chunked is.
-		outcome = write(ctx, errorReply(fasthttp.StatusNotImplemented, reasonNotImplemented, "only the chunked transfer coding is supported"))
+		outcome = write(ctx, errorReply(reasonNotImplemented, "only the chunked transfer coding is supported"))
 	case errors.As(err, &small):
-		outcome = write(ctx, errorReply(fasthttp.StatusRequestHeaderFieldsTooLarge, reasonHeaderTooLarge, "request header too large"))
+		outcome = write(ctx, errorReply(reasonHeaderTooLarge, "request header too large"))
 	case errors.As(err, &netErr) && netErr.Timeout():
-		outcome = write(ctx, errorReply(fasthttp.StatusRequestTimeout, reasonRequestTimeout, "request not received in time"))
+		outcome = write(ctx, errorReply(reasonRequestTimeout, "request not received in time"))
 	default:
-		outcome = write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, "malformed HTTP request"))
+		outcome = write(ctx, errorReply(reasonBadRequest, "malformed HTTP request"))
 	}
 	s.metrics.requests.WithLabelValues("unparsed", outcome).Inc()
 }
@@ -509,11 +509,11 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
 	limit := s.bodyLimit(&ctx.Request.Header)
 	if n := ctx.Request.Header.ContentLength(); n > limit {
-		outcome := write(ctx, errorReply(fasthttp.StatusRequestEntityTooLarge, reasonBodyTooLarge,
+		outcome := write(ctx, errorReply(reasonBodyTooLarge,
 			fmt.Sprintf("request body larger than %d bytes", limit)))
 		s.metrics.requests.WithLabelValues("unparsed", outcome).Inc()
 		lingerAfterAnswer(ctx) // a client that did not wait for 100 Continue is sending the body
-		return fasthttp.StatusRequestEntityTooLarge
+		return StatusOf(reasonBodyTooLarge)
 	}
 	return fasthttp.StatusContinue
 }

@@ -111,7 +111,7 @@ func (s *Server) latestStats(sel statsSelection) statsDoc {
 func (s *Server) handleStats(ctx *fasthttp.RequestCtx) string {
 	sel, err := parseSelection(ctx.QueryArgs())
 	if err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, errorReply(reasonBadRequest, err.Error()))
 	}
 	ctx.Response.Header.Set("Cache-Control", "no-store")
 	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, s.latestStats(sel)))
@@ -127,7 +127,7 @@ func (s *Server) handleStats(ctx *fasthttp.RequestCtx) string {
 func (s *Server) handleStatsStream(ctx *fasthttp.RequestCtx) string {
 	sel, err := parseSelection(ctx.QueryArgs())
 	if err != nil {
-		return write(ctx, errorReply(fasthttp.StatusBadRequest, reasonBadRequest, err.Error()))
+		return write(ctx, errorReply(reasonBadRequest, err.Error()))
 	}
 	if sel.top == 0 || sel.top > StatsStreamMaxRows {
 		sel.top = StatsStreamMaxRows

@@ -79,7 +79,7 @@ func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) string {
 		st, ok = s.engine.SKUStats(campaignID, skuID)
 	}
 	if !ok {
-		return write(ctx, errorReply(fasthttp.StatusNotFound, reasonNotFound, "no such SKU"))
+		return write(ctx, errorReply(reasonNotFound, "no such SKU"))
 	}
 	if st.Unavailable {
 		return write(ctx, replyUnavailable)

@@ -210,7 +210,7 @@ func (d Definition) CheckRedefine(next Definition) error {
 	case next.Cell != d.Cell || next.CellMapVersion != d.CellMapVersion:
 		return fmt.Errorf("%w: the cell and its cell map are frozen", ErrInvalidDefinition)
 	case next.PurchaseLimit != d.PurchaseLimit:
-		return fmt.Errorf("%w: purchase_limit may not change", ErrInvalidDefinition)
+		return CheckCampaignPurchaseLimit(&d, &next)
 	case next.EndAt < d.EndAt:
 		return fmt.Errorf("%w: end_at may only be extended", ErrInvalidDefinition)
 	case next.SaleLimit < d.SaleLimit:

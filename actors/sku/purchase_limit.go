@@ -48,6 +48,23 @@ func ParsePurchaseLimit(s string) (PurchaseLimit, bool) {
 	return 0, false
 }
 
+// CheckCampaignPurchaseLimit is the rule that a campaign has one
+// purchase_limit, the same for all its SKUs and never changed: next, a
+// definition about to be decided (or published, or applied from a
+// campaign document), may stand beside defined, the current definition of
+// a SKU (next's own included), only when defined is of another campaign,
+// not defined (CampaignID ""), or has next's purchase_limit. Every place
+// that defines SKUs asks it: the engine and its in-memory twin before a
+// Define, the HTTP API before it applies anything of a campaign PUT or
+// file, a cells publish, and CheckRedefine for the SKU itself.
+func CheckCampaignPurchaseLimit(defined, next *Definition) error {
+	if defined.CampaignID != next.CampaignID || defined.PurchaseLimit == next.PurchaseLimit {
+		return nil
+	}
+	return fmt.Errorf("%w: purchase_limit %q, but SKU %s of campaign %s has %q (the scope is the campaign's: one for all its SKUs, and it never changes)",
+		ErrInvalidDefinition, next.PurchaseLimit, defined.SKUID, defined.CampaignID, defined.PurchaseLimit)
+}
+
 // checkPurchaseLimit is Validate's part for the purchase limit: a known
 // value. A celled SKU may have campaign scope: the router and the cell's
 // guard then route a user by (campaign, user) over one cell map shared by

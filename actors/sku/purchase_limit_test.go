@@ -3,6 +3,7 @@ package sku
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -86,6 +87,33 @@ func TestPurchaseLimitRules(t *testing.T) {
 	p[len(p)-1] = 0
 	if _, err := DecodeRecord(RecordDefine, p); !errors.Is(err, ErrBadRecord) {
 		t.Fatalf("a purchase group of 0: %v", err)
+	}
+}
+
+// One campaign, one purchase_limit: a definition may stand beside a SKU
+// of another campaign, an undefined one, or one of the same scope; beside
+// another scope of its campaign (another SKU or itself) it is refused,
+// naming the SKU and both scopes.
+func TestCheckCampaignPurchaseLimit(t *testing.T) {
+	next := campaignScoped()
+	other := next
+	other.SKUID = "t"
+	otherCampaign := other
+	otherCampaign.CampaignID, otherCampaign.PurchaseLimit = "d", PurchaseLimitSKU
+	for name, defined := range map[string]Definition{"same scope": other, "another campaign": otherCampaign, "not defined": {}} {
+		if err := CheckCampaignPurchaseLimit(&defined, &next); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	other.PurchaseLimit = PurchaseLimitSKU
+	itself := next
+	itself.PurchaseLimit = PurchaseLimitSKU
+	for name, defined := range map[string]Definition{"another SKU": other, "the SKU itself": itself} {
+		err := CheckCampaignPurchaseLimit(&defined, &next)
+		want := `purchase_limit "campaign", but SKU ` + defined.SKUID + ` of campaign c has "sku"`
+		if !errors.Is(err, ErrInvalidDefinition) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", name, err, want)
+		}
 	}
 }
 

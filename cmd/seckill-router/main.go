@@ -43,6 +43,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/cells"
+	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/ledger"
 )
@@ -305,8 +306,8 @@ func (r *router) answerMap(ctx *fasthttp.RequestCtx, campaign, skuID string) {
 	ctx.SetContentType("application/json")
 	p := r.routes.Load().SKU(campaign, skuID)
 	if p == nil {
-		ctx.SetStatusCode(fasthttp.StatusNotFound)
-		ctx.SetBodyString(`{"error":"NOT_CELLED","detail":"the router has no cell map for this SKU (not published, or published less than a second ago)"}`)
+		ctx.SetStatusCode(httpapi.StatusOf(httpapi.ReasonNotCelled))
+		ctx.SetBodyString(`{"error":"` + httpapi.ReasonNotCelled + `","detail":"the router has no cell map for this SKU (not published, or published less than a second ago)"}`)
 		return
 	}
 	b, _ := json.Marshal(struct {

@@ -50,12 +50,12 @@ func unanswered(ctx *fasthttp.RequestCtx, cell string, err error) {
 	ctx.Response.Reset()
 	ctx.SetContentType("application/json")
 	if isRead(&ctx.Request.Header) || !delivered(err) {
-		ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+		ctx.SetStatusCode(httpapi.StatusOf(httpapi.ReasonCellUnavailable))
 		ctx.Response.Header.Set("Retry-After", "1")
-		ctx.SetBodyString(fmt.Sprintf(`{"error":"CELL_UNAVAILABLE","detail":"cell %s: %s"}`, cell, strings.ReplaceAll(err.Error(), `"`, `'`)))
+		ctx.SetBodyString(fmt.Sprintf(`{"error":%q,"detail":"cell %s: %s"}`, httpapi.ReasonCellUnavailable, cell, strings.ReplaceAll(err.Error(), `"`, `'`)))
 		return
 	}
-	ctx.SetStatusCode(fasthttp.StatusGatewayTimeout)
+	ctx.SetStatusCode(httpapi.StatusOf(httpapi.ReasonResultUnknown))
 	ctx.SetBody(httpapi.ResultUnknownBody(statusURL(string(ctx.Path()), ctx.PostBody()), cells.UnansweredDetail(cell, err)))
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/internal/skudir"
 )
 
 // reservationJSON is one exported reservation: the service's view of it
@@ -62,7 +63,7 @@ func runExport(args []string, stdout io.Writer) error {
 	if *format != "csv" && *format != "jsonl" {
 		return usageError("export: --format must be csv or jsonl, not %q", *format)
 	}
-	st, err := loadState(skuDirOf(pos[0]), loadOptions{})
+	st, err := loadState(skudir.FromPath(pos[0]).String(), loadOptions{})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
@@ -168,8 +169,8 @@ func inspectWAL(args []string, stdout io.Writer) error {
 	if *to != 0 && *from > *to {
 		return usageError("inspect wal: --from %d is after --to %d", *from, *to)
 	}
-	skuDir := skuDirOf(pos[0])
-	log, err := readLog(walDirOf(pos[0]))
+	skuDir := skudir.FromPath(pos[0]).String()
+	log, err := readLog(skudir.LogOf(pos[0]))
 	if err != nil {
 		return err
 	}
@@ -186,7 +187,7 @@ func inspectWAL(args []string, stdout io.Writer) error {
 	// SKU's cell, which its ids name.
 	var key [16]byte
 	var cell string
-	loaded, _, err := snapshot.LoadNewest(filepath.Join(skuDir, "snapshots"), nil)
+	loaded, _, err := snapshot.LoadNewest(skudir.Dir(skuDir).Snapshots(), nil)
 	if err != nil {
 		return err
 	}

@@ -3,9 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
+	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -52,13 +52,13 @@ func readLog(dir string) (*wal.Reader, error) {
 		return nil, fmt.Errorf("%w: %w", errLogCorrupt, err)
 	case err != nil:
 		return nil, err
-	case r.Segments() > 0 || filepath.Base(dir) == "wal":
+	case r.Segments() > 0 || filepath.Base(dir) == skudir.WALName:
 		// A SKU's wal directory before its first segment (seckilld stopped
 		// between creating it and writing one) is an empty log, whose
 		// first record will be 1.
 		return r, nil
 	}
-	if st, err := os.Stat(filepath.Join(dir, "snapshots")); err == nil && st.IsDir() {
+	if skudir.Dir(dir).HasSnapshots() {
 		return nil, fmt.Errorf("%w: %s has snapshots but no wal folder: its log is lost "+
 			"(seckilld answers UNAVAILABLE for it; seckillctl restore --from <its newest snapshot> rebuilds it up to that snapshot)",
 			errLogCorrupt, dir)
@@ -80,26 +80,4 @@ func scan(log *wal.Reader, from uint64, fn func(index uint64, typ byte, payload 
 		return fmt.Errorf("%w: %w", errLogCorrupt, err)
 	}
 	return err
-}
-
-// walDirOf returns the log directory of a SKU dir, or dir itself when it is
-// one (it holds segment files).
-func walDirOf(dir string) string {
-	if st, err := os.Stat(filepath.Join(dir, "wal")); err == nil && st.IsDir() {
-		return filepath.Join(dir, "wal")
-	}
-	return dir
-}
-
-// skuDirOf returns the SKU dir of a SKU dir or of its wal dir: a directory
-// named wal is a SKU's log, unless it holds a wal directory itself (then it
-// is the directory of a SKU named "wal").
-func skuDirOf(dir string) string {
-	dir = filepath.Clean(dir)
-	if filepath.Base(dir) == "wal" {
-		if st, err := os.Stat(filepath.Join(dir, "wal")); err != nil || !st.IsDir() {
-			return filepath.Dir(dir)
-		}
-	}
-	return dir
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/lottery"
 )
@@ -44,7 +45,7 @@ func runLottery(args []string, stdout io.Writer) error {
 	}
 	var rep lottery.Report
 	if want == 1 {
-		rep, err = verifyLotteryDir(skuDirOf(pos[0]))
+		rep, err = verifyLotteryDir(skudir.FromPath(pos[0]).String())
 	} else {
 		if *poolPath == "" {
 			return usageError("lottery verify: --evidence needs --pool")
@@ -107,7 +108,7 @@ type lotteryLog struct {
 
 // readLotteryLog walks the log records of skuDir from record 1.
 func readLotteryLog(skuDir string) (*lotteryLog, error) {
-	log, err := readLog(walDirOf(skuDir))
+	log, err := readLog(skudir.LogOf(skuDir))
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/lottery"
 	"github.com/seckill/seckill/lottery/lotterytest"
@@ -148,7 +149,7 @@ func writeFile(t *testing.T, name string, b []byte) string {
 // record through edit (which may change it, drop it (nil) or add some).
 func rewriteLog(t *testing.T, skuDir string, edit func(index uint64, r sku.Record) []sku.Record) string {
 	t.Helper()
-	src, err := readLog(walDirOf(skuDir))
+	src, err := readLog(skudir.LogOf(skuDir))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/ledger"
 	"github.com/seckill/seckill/reconcile"
 )
@@ -131,23 +131,23 @@ func runReconcile(args []string, stdout io.Writer) error {
 // seckillOffline rebuilds each SKU of the campaign from its data dir (the
 // recovery rule seckilld uses).
 func seckillOffline(dataDir, campaignID, skuID string) ([]reconcile.Reservation, []reconcile.SKU, error) {
-	dirs := []string{filepath.Join(dataDir, campaignID, skuID)}
+	dirs := []skudir.Dir{skudir.Of(dataDir, campaignID, skuID)}
 	if skuID == "" {
-		entries, err := os.ReadDir(filepath.Join(dataDir, campaignID))
+		all, err := skudir.List(dataDir)
 		if err != nil {
 			return nil, nil, err
 		}
 		dirs = dirs[:0]
-		for _, e := range entries {
-			if e.IsDir() {
-				dirs = append(dirs, filepath.Join(dataDir, campaignID, e.Name()))
+		for _, d := range all {
+			if c, _ := d.IDs(); c == campaignID {
+				dirs = append(dirs, d)
 			}
 		}
 	}
 	var reservations []reconcile.Reservation
 	var skus []reconcile.SKU
 	for _, dir := range dirs {
-		st, err := loadState(dir, loadOptions{})
+		st, err := loadState(dir.String(), loadOptions{})
 		if err != nil {
 			return nil, nil, err
 		}

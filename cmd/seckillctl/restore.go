@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
@@ -78,7 +79,7 @@ func runRestore(args []string, stdout, stderr io.Writer) (err error) {
 	var index uint64
 	var log *wal.Reader
 	if st.IsDir() {
-		s, err := loadState(skuDirOf(*from), o)
+		s, err := loadState(skudir.FromPath(*from).String(), o)
 		if err != nil {
 			return err
 		}
@@ -107,17 +108,17 @@ func runRestore(args []string, stdout, stderr io.Writer) (err error) {
 		}
 	}()
 	d := m.Definition()
-	dir := filepath.Join(*to, d.CampaignID, d.SKUID)
-	if _, err := os.Stat(dir); err == nil {
+	dir := skudir.Of(*to, d.CampaignID, d.SKUID)
+	if _, err := os.Stat(dir.String()); err == nil {
 		return fmt.Errorf("restore: %s %w; restore into another data dir, or remove it first", dir, errExists)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	info, err := snapshot.Write(filepath.Join(dir, "snapshots"), m.Freeze(), index, snapshot.Options{})
+	info, err := snapshot.Write(dir.Snapshots(), m.Freeze(), index, snapshot.Options{})
 	if err != nil {
 		return err
 	}
-	first, last, err := wal.CopyRange(filepath.Join(dir, "wal"), log, 1, index)
+	first, last, err := wal.CopyRange(dir.WAL(), log, 1, index)
 	if err != nil {
 		return err
 	}
@@ -125,20 +126,20 @@ func runRestore(args []string, stdout, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := chain.Write(dir); err != nil {
+	if err := chain.Write(dir.String()); err != nil {
 		return err
 	}
-	for _, p := range []string{filepath.Join(*to, d.CampaignID), *to} {
+	for _, p := range []string{skudir.Campaign(*to, d.CampaignID), *to} {
 		if err := wal.SyncDir(p); err != nil {
 			return err
 		}
 	}
-	if err := writeJSON(stdout, restoreJSON{SKUDir: dir, CampaignID: d.CampaignID, SKUID: d.SKUID, Index: index,
+	if err := writeJSON(stdout, restoreJSON{SKUDir: dir.String(), CampaignID: d.CampaignID, SKUID: d.SKUID, Index: index,
 		LastRecordAt: timefmt.OptionalMillis(m.LastAt()), Reservations: m.Counts().Reservations, Snapshot: info.Path,
 		LogFirst: first, LogLast: last, StateHash: hashHex(m.Hash()), History: chain.At(index + 1)}); err != nil {
 		return err
 	}
-	_, err = fmt.Fprint(stderr, forkWarning(dir, d.CampaignID, d.SKUID, index, m.Paused()))
+	_, err = fmt.Fprint(stderr, forkWarning(dir.String(), d.CampaignID, d.SKUID, index, m.Paused()))
 	return err
 }
 
@@ -149,7 +150,7 @@ func runRestore(args []string, stdout, stderr io.Writer) (err error) {
 // re-uses the indexes after it for other records, and feed cursors of the
 // source beyond it must answer CURSOR_DIVERGED.
 func restoredHistory(from string, isDir bool, idKey [16]byte, index uint64, fork bool) (feed.Chain, error) {
-	source := skuDirOf(from)
+	source := skudir.FromPath(from).String()
 	if !isDir {
 		source = filepath.Dir(filepath.Dir(from))
 	}

@@ -9,10 +9,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/snapshot"
 )
 
@@ -52,7 +52,7 @@ func runSnapshot(args []string, stdout io.Writer) error {
 		}
 		return snapshotOnline(*server, *token, *campaign, *skuID, *timeout, stdout)
 	}
-	return snapshotOffline(skuDirOf(pos[0]), stdout)
+	return snapshotOffline(skudir.FromPath(pos[0]).String(), stdout)
 }
 
 // snapshotOffline writes a snapshot of a stopped SKU at its log's last
@@ -76,7 +76,7 @@ func snapshotOffline(dir string, stdout io.Writer) (err error) {
 	if !st.m.Defined() {
 		return fmt.Errorf("snapshot: %s: the log holds no definition: nothing to snapshot", dir)
 	}
-	info, err := snapshot.Write(filepath.Join(dir, "snapshots"), st.m.Freeze(), st.index, snapshot.Options{})
+	info, err := snapshot.Write(skudir.Dir(dir).Snapshots(), st.m.Freeze(), st.index, snapshot.Options{})
 	if err != nil {
 		return err
 	}

@@ -4,9 +4,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
@@ -66,17 +66,17 @@ func loadState(skuDir string, o loadOptions) (*state, error) {
 // log, if any: with verify it is among the problems of st, without it
 // refuses (err).
 func loadStateOnce(skuDir string, o loadOptions) (st *state, short *recovery.ShortLogError, err error) {
-	log, err := readLog(walDirOf(skuDir))
+	log, err := readLog(skudir.LogOf(skuDir))
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err := recovery.Plan(log, snapshot.Dir(filepath.Join(skuDir, "snapshots")),
+	res, err := recovery.Plan(log, snapshot.Dir(skudir.Dir(skuDir).Snapshots()),
 		recovery.Options{UntilIndex: o.untilIndex, UntilTime: o.untilTime, Verify: o.verify})
 	switch {
 	case errors.As(err, &short):
 		return nil, short, err
 	case errors.Is(err, recovery.ErrNoBase):
-		return nil, nil, fmt.Errorf("%w in %s", err, filepath.Join(skuDir, "snapshots"))
+		return nil, nil, fmt.Errorf("%w in %s", err, skudir.Dir(skuDir).Snapshots())
 	case errors.Is(err, recovery.ErrOutOfRange):
 		return nil, nil, fmt.Errorf("--until-index %d: the log ends at record %d", o.untilIndex, log.LastIndex())
 	case errors.Is(err, wal.ErrCorrupt):
@@ -95,7 +95,7 @@ func loadStateOnce(skuDir string, o loadOptions) (st *state, short *recovery.Sho
 // logReaches reads the log of skuDir again and reports whether it now
 // reaches record index.
 func logReaches(skuDir string, index uint64) bool {
-	log, err := readLog(walDirOf(skuDir))
+	log, err := readLog(skudir.LogOf(skuDir))
 	return err == nil && log.LastIndex() >= index
 }
 

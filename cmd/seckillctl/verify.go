@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/purchase"
+	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/recovery"
 )
 
@@ -122,7 +122,7 @@ func verifySKUOnce(dir string) (verifyJSON, error) {
 		Snapshots: []snapshotStatus{}}
 	st, err := loadState(dir, loadOptions{verify: true})
 	if err != nil {
-		if log, lerr := readLog(walDirOf(dir)); lerr == nil {
+		if log, lerr := readLog(skudir.LogOf(dir)); lerr == nil {
 			report.Log = infoOf(log)
 		}
 		return report, err
@@ -158,21 +158,24 @@ func verifySKUOnce(dir string) (verifyJSON, error) {
 }
 
 // skuDirs returns dir if it is a SKU dir (or a SKU's wal dir), else every
-// <campaign>/<sku> under it that has a wal directory.
+// SKU folder under it (skudir.List).
 func skuDirs(dir string) ([]string, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, err
 	}
-	skuDir := skuDirOf(dir)
-	if st, err := os.Stat(filepath.Join(skuDir, "wal")); err == nil && st.IsDir() {
-		return []string{skuDir}, nil
+	if skuDir := skudir.FromPath(dir); skuDir.HasWAL() {
+		return []string{skuDir.String()}, nil
 	}
-	dirs, err := actors.SKUDirs(dir)
+	found, err := skudir.List(dir)
 	if err != nil {
 		return nil, err
 	}
-	if len(dirs) == 0 {
+	if len(found) == 0 {
 		return nil, errors.New(dir + ": no SKU here (want <data-dir>, <data-dir>/<campaign>/<sku> or its wal directory)")
+	}
+	dirs := make([]string, len(found))
+	for i, d := range found {
+		dirs[i] = d.String()
 	}
 	return dirs, nil
 }

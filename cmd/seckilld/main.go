@@ -128,7 +128,10 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	engine, err := actors.Open(actors.Config{DataDir: opts.dataDir, Fsync: opts.fsync, Logger: log, Registerer: reg,
+	// The one clock of every decision: the engine's, the HTTP API's and the
+	// campaign file's (a lottery's redefinition is judged on it).
+	clock := time.Now
+	engine, err := actors.Open(actors.Config{Clock: clock, DataDir: opts.dataDir, Fsync: opts.fsync, Logger: log, Registerer: reg,
 		SnapshotEvery: opts.snapshotEvery, SnapshotInterval: opts.snapshotInterval, SnapshotKeep: opts.snapshotKeep,
 		MaxSKUs: budget.MaxSKUs, FeedRetainRecords: opts.feedRetainRecords, FeedRetainAge: opts.feedRetainAge,
 		DrawBatch: opts.lotteryDrawBatch, DrawPause: opts.lotteryDrawPause})
@@ -154,11 +157,12 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 		}
 		defer rt.stop()
 		front, claimer, cellGuard, topUpPending = rt.guard, rt.guard, rt.guard, rt.topUpPending
-	} else if err := defineCampaigns(engine, opts.campaigns, campaigns, log); err != nil {
+	} else if err := defineCampaigns(engine, opts.campaigns, campaigns, clock(), log); err != nil {
 		return fmt.Errorf("%w%s", err, tooManyHint(err, budget))
 	}
 
 	srv, err := httpapi.New(httpapi.Config{
+		Clock:          clock,
 		MaxConnections: budget.MaxConnections,
 		Engine:         front,
 		Feed:           feed.New(engine),
@@ -208,18 +212,18 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 }
 
 // defineCampaigns applies cs, read from the campaign file at path, or the
-// demo campaign on the first start when there is no file.
-func defineCampaigns(e *actors.Engine, path string, cs []httpapi.Campaign, log *slog.Logger) error {
+// demo campaign on the first start when there is no file, at now.
+func defineCampaigns(e *actors.Engine, path string, cs []httpapi.Campaign, now time.Time, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if path == "" {
-		defined, err := httpapi.EnsureDemo(ctx, e, time.Now())
+		defined, err := httpapi.EnsureDemo(ctx, e, now)
 		if defined {
 			log.Info("demo campaign defined", "campaign_id", httpapi.DemoCampaignID, "sku_id", httpapi.DemoSKUID)
 		}
 		return err
 	}
-	kept, err := httpapi.ApplyCampaignFile(ctx, e, cs)
+	kept, err := httpapi.ApplyCampaignFile(ctx, e, cs, now)
 	if err != nil {
 		return fmt.Errorf("campaign file %s: %w", path, err)
 	}

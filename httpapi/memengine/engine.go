@@ -518,8 +518,12 @@ func (e *Engine) Define(ctx context.Context, d sku.Definition) error {
 			return sku.Result{}, err
 		}
 		for k, other := range e.skus {
-			if k.campaignID == d.CampaignID && k.skuID != d.SKUID && other.m.Definition().PurchaseLimit != d.PurchaseLimit {
-				return sku.Result{}, fmt.Errorf("%w: purchase_limit may not change", sku.ErrInvalidDefinition)
+			if k.campaignID != d.CampaignID {
+				continue
+			}
+			defined := other.m.Definition()
+			if err := sku.CheckCampaignPurchaseLimit(&defined, &d); err != nil {
+				return sku.Result{}, err
 			}
 		}
 		o, out, err := s.m.Define(e.now(), d, nil)

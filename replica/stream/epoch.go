@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/replica"
 	"github.com/seckill/seckill/wal"
 )
@@ -74,16 +74,16 @@ func BeginEpoch(dataDir string, e uint64, logger *slog.Logger) error {
 	if err := raiseEpoch(dataDir, e); err != nil {
 		return err
 	}
-	dirs, err := actors.SKUDirs(dataDir)
+	dirs, err := skudir.List(dataDir)
 	if err != nil {
 		return err
 	}
 	for _, dir := range dirs {
-		last, err := lastIndex(filepath.Join(dir, "wal"), logger)
+		last, err := lastIndex(dir.WAL(), logger)
 		if err != nil {
 			return fmt.Errorf("stream: begin epoch %d in %s: %w", e, dir, err)
 		}
-		if _, err := beginHistory(dir, e, last); err != nil {
+		if _, err := beginHistory(dir.String(), e, last); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/replica"
 	"github.com/seckill/seckill/wal"
 )
@@ -17,7 +18,7 @@ import (
 func TestBeginEpoch(t *testing.T) {
 	dir := t.TempDir()
 	skuDir := filepath.Join(dir, "c1", "s1")
-	l, err := wal.Open(filepath.Join(skuDir, "wal"), wal.Options{Logger: quiet})
+	l, err := wal.Open(skudir.Dir(skuDir).WAL(), wal.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/internal/etcdtest"
+	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -69,7 +70,7 @@ type logs struct {
 	open map[string]*wal.Log
 }
 
-func (l *logs) Opened(campaignID, skuID, dir string, log *wal.Log) error {
+func (l *logs) Opened(campaignID, skuID string, dir skudir.Dir, log *wal.Log) error {
 	if err := l.Replication.Opened(campaignID, skuID, dir, log); err != nil {
 		return err
 	}

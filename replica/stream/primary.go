@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/replica"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
@@ -170,8 +170,8 @@ func (h primaryHooks) LogOptions(campaignID, skuID string, o wal.Options) wal.Op
 	return o
 }
 
-func (h primaryHooks) Opened(campaignID, skuID, skuDir string, log *wal.Log) error {
-	return h.p.opened(skuKey{campaignID, skuID}, skuDir, log)
+func (h primaryHooks) Opened(campaignID, skuID string, skuDir skudir.Dir, log *wal.Log) error {
+	return h.p.opened(skuKey{campaignID, skuID}, skuDir.String(), log)
 }
 
 func (h primaryHooks) RetainFrom(campaignID, skuID string) uint64 {
@@ -218,7 +218,7 @@ func (p *Primary) opened(k skuKey, dir string, log *wal.Log) error {
 	if err != nil {
 		return fmt.Errorf("stream: %s: %w", k, err)
 	}
-	snaps, err := snapshot.List(filepath.Join(dir, "snapshots"))
+	snaps, err := snapshot.List(skudir.Dir(dir).Snapshots())
 	if err != nil {
 		return fmt.Errorf("stream: %s: %w", k, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/replica"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
@@ -570,7 +571,7 @@ func (p *Primary) pushChunks(c *primaryConn, k skuKey, b []byte) bool {
 
 // hasSnapshot reports whether a SKU folder holds a snapshot file.
 func hasSnapshot(dir string) bool {
-	files, err := snapshot.List(filepath.Join(dir, "snapshots"))
+	files, err := snapshot.List(skudir.Dir(dir).Snapshots())
 	return err == nil && len(files) > 0
 }
 
@@ -579,7 +580,7 @@ func hasSnapshot(dir string) bool {
 // (snapshot.Check); index 0 and no bytes when there is none and the log
 // begins at record 1.
 func newestSnapshot(dir string, first uint64) (uint64, []byte, error) {
-	files, err := snapshot.List(filepath.Join(dir, "snapshots"))
+	files, err := snapshot.List(skudir.Dir(dir).Snapshots())
 	if err != nil {
 		return 0, nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/replica"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
@@ -233,16 +234,17 @@ func dropInstallLocked(x *standbySKU) {
 // openAll opens the log of every SKU folder not open yet, and opens again
 // a log that failed.
 func (s *Standby) openAll() error {
-	dirs, err := actors.SKUDirs(s.cfg.DataDir)
+	dirs, err := skudir.List(s.cfg.DataDir)
 	if err != nil {
 		return err
 	}
 	for _, dir := range dirs {
-		k := skuKey{filepath.Base(filepath.Dir(dir)), filepath.Base(dir)}
+		campaignID, skuID := dir.IDs()
+		k := skuKey{campaignID, skuID}
 		s.mu.Lock()
 		x := s.skus[k]
 		if x == nil {
-			x = &standbySKU{key: k, dir: dir}
+			x = &standbySKU{key: k, dir: dir.String()}
 			s.skus[k] = x
 		}
 		s.mu.Unlock()
@@ -272,7 +274,7 @@ func (s *Standby) snapshotSKUs() []*standbySKU {
 // reopen closes a copy's log (if open) and opens it again.
 func (s *Standby) reopen(x *standbySKU) error {
 	s.closeLog(x)
-	l, err := wal.Open(filepath.Join(x.dir, "wal"), s.walOptions())
+	l, err := wal.Open(skudir.Dir(x.dir).WAL(), s.walOptions())
 	if err != nil {
 		return fmt.Errorf("stream: open the copy of %s: %w", x.key, err)
 	}
@@ -428,7 +430,7 @@ func (s *Standby) hello() (hello, error) {
 		if err != nil {
 			return h, err
 		}
-		snaps, err := snapshot.List(filepath.Join(x.dir, "snapshots"))
+		snaps, err := snapshot.List(skudir.Dir(x.dir).Snapshots())
 		if err != nil {
 			return h, err
 		}
@@ -467,7 +469,7 @@ func (s *Standby) sku(k skuKey) (*standbySKU, error) {
 	if !sku.ValidID(k.campaignID) || !sku.ValidID(k.skuID) {
 		return nil, fmt.Errorf("%w: SKU %q", errProtocol, k.String())
 	}
-	dir := filepath.Join(s.cfg.DataDir, k.campaignID, k.skuID)
+	dir := skudir.Of(s.cfg.DataDir, k.campaignID, k.skuID).String()
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, err
 	}
@@ -533,7 +535,7 @@ func (s *Standby) begin(d *decoder, acks *acker) error {
 // not hold them) and the snapshots beyond them.
 func (s *Standby) cut(x *standbySKU, index uint64) error {
 	s.closeLog(x)
-	removed, err := wal.CutAfter(filepath.Join(x.dir, "wal"), index, s.logger.With("sku", x.key.String()))
+	removed, err := wal.CutAfter(skudir.Dir(x.dir).WAL(), index, s.logger.With("sku", x.key.String()))
 	if err != nil {
 		return err
 	}
@@ -547,7 +549,7 @@ func (s *Standby) cut(x *standbySKU, index uint64) error {
 // dropCopy removes a copy's log and snapshots before a base copy.
 func (s *Standby) dropCopy(x *standbySKU) error {
 	s.closeLog(x)
-	if err := os.RemoveAll(filepath.Join(x.dir, "wal")); err != nil {
+	if err := os.RemoveAll(skudir.Dir(x.dir).WAL()); err != nil {
 		return err
 	}
 	if err := removeSnapshots(x.dir, func(uint64) bool { return true }); err != nil {
@@ -558,7 +560,7 @@ func (s *Standby) dropCopy(x *standbySKU) error {
 
 // removeSnapshots removes the snapshot files whose index drop selects.
 func removeSnapshots(dir string, drop func(index uint64) bool) error {
-	snaps := filepath.Join(dir, "snapshots")
+	snaps := skudir.Dir(dir).Snapshots()
 	files, err := snapshot.List(snaps)
 	if err != nil {
 		return err
@@ -590,7 +592,7 @@ func (s *Standby) startInstall(x *standbySKU, index, size uint64, acks *acker) e
 // receive starts receiving a snapshot into a temporary file of the SKU's
 // snapshots folder (removed by the next recovery if a crash leaves it).
 func (s *Standby) receive(x *standbySKU, in *install) error {
-	snaps := filepath.Join(x.dir, "snapshots")
+	snaps := skudir.Dir(x.dir).Snapshots()
 	if err := os.MkdirAll(snaps, 0o750); err != nil {
 		return err
 	}
@@ -623,7 +625,7 @@ func (s *Standby) offer(d *decoder) error {
 // primary's: up to the oldest kept, never beyond the primary's first
 // record (what its feed retention and standbys hold back).
 func (s *Standby) finishOffer(x *standbySKU, in *install) error {
-	oldest, _, err := snapshot.Prune(filepath.Join(x.dir, "snapshots"), standbySnapshotKeep, true)
+	oldest, _, err := snapshot.Prune(skudir.Dir(x.dir).Snapshots(), standbySnapshotKeep, true)
 	if err != nil {
 		return err
 	}
@@ -702,7 +704,7 @@ func checkSnapshot(path string, index uint64) error {
 // empty log that goes on at index+1, as seckillctl restore makes) and
 // acknowledges it.
 func (s *Standby) finishInstall(x *standbySKU, index uint64, acks *acker) error {
-	if _, _, err := wal.CopyRange(filepath.Join(x.dir, "wal"), nil, 0, index); err != nil {
+	if _, _, err := wal.CopyRange(skudir.Dir(x.dir).WAL(), nil, 0, index); err != nil {
 		return err
 	}
 	if err := s.reopen(x); err != nil {
