@@ -9,7 +9,6 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/httpapi"
-	"github.com/seckill/seckill/httpapi/memengine"
 )
 
 // A read that does not get its answer in time changed nothing: 503
@@ -17,20 +16,20 @@ import (
 // recount outlasts the request is 503 AUDIT_PENDING with Retry-After.
 func TestReadTimeoutIsNotResultUnknown(t *testing.T) {
 	t.Parallel()
-	twin := memengine.New(memengine.Config{})
+	faults := &faultEngine{}
 	ts := startServer(t, serverOptions{
-		twin:   twin,
-		config: func(c *httpapi.Config) { c.RequestTimeout = 200 * time.Millisecond },
+		faults: faults,
+		config: func(c *httpapi.Config) { c.RequestTimeout = 2 * time.Second },
 	})
 	ts.define(campaign("rd", "15m", map[string]int{"s": 5}))
 	r := ts.reserve("rd", "s", "r1", "u1")
 	want(t, r, http.StatusAccepted, "")
-	twin.SetHooks(memengine.Hooks{Before: func(ctx context.Context, c memengine.Call) error {
-		switch c.Kind {
-		case memengine.KindGet, memengine.KindLookup, memengine.KindRefunds:
+	faults.setHooks(hooks{before: func(ctx context.Context, c engineCall) error {
+		switch c.kind {
+		case kindGet, kindLookup, kindRefunds:
 			<-ctx.Done()
 			return ctx.Err()
-		case memengine.KindAudit:
+		case kindAudit:
 			return actors.ErrAuditPending
 		}
 		return nil
