@@ -42,11 +42,9 @@ type zeroKey struct{}
 
 func (zeroKey) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
-// batchWorld is a server and the engine behind it, for reading the SKU's
-// published stats.
+// batchWorld is a server on its engine.
 type batchWorld struct {
 	ts    *testServer
-	stats httpapi.StatsReader
 	clock *stepClock // shared by both worlds
 }
 
@@ -59,7 +57,7 @@ func newBatchWorlds(t *testing.T) (batched, single batchWorld) {
 		ts := startServer(t, serverOptions{config: config, engine: func(c *actors.Config) {
 			c.Clock, c.Rand = clock.now, zeroKey{}
 		}})
-		return batchWorld{ts: ts, stats: ts.engine, clock: clock}
+		return batchWorld{ts: ts, clock: clock}
 	}
 	return start(), start()
 }
@@ -153,9 +151,9 @@ func compareBatch(t *testing.T, campaignID, skuID string, step int, items []stri
 	alone := make([]response, len(items))
 	var cuts []int // the batches end before these items
 	for i, item := range items {
-		before, _ := single.stats.SKUStats(campaignID, skuID)
+		before, _ := single.ts.engine.SKUStats(campaignID, skuID)
 		alone[i] = single.ts.post(path, item)
-		after, _ := single.stats.SKUStats(campaignID, skuID)
+		after, _ := single.ts.engine.SKUStats(campaignID, skuID)
 		if before.Counts.Available > 0 && after.Counts.Available == 0 && i+1 < len(items) {
 			cuts = append(cuts, i+1)
 		}
