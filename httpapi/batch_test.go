@@ -72,11 +72,12 @@ func newBatchWorlds(t *testing.T) (batched, single batchWorld) {
 // SOLD_OUT instead of the fast path's, the same answer, but final for
 // their request_ids).
 func TestBatchAnswersAsSingleReserves(t *testing.T) {
+	t.Parallel()
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	batched, single := newBatchWorlds(t)
 	seen := map[string]int{}
-	for h := range 30 {
+	for h := range 100 {
 		runBatchHistory(t, rand.New(rand.NewPCG(seed, uint64(h))), fmt.Sprintf("h%d", h), batched, single, seen)
 	}
 	t.Logf("answers: %v", seen)

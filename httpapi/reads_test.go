@@ -34,15 +34,28 @@ func TestReadTimeoutIsNotResultUnknown(t *testing.T) {
 		}
 		return nil
 	}})
-	for _, path := range []string{
+	paths := []string{
 		"/v1/reservations/" + r.str("reservation_id"),
 		"/v1/campaigns/rd/skus/s/requests/r1",
 		"/admin/campaigns/rd/skus/s/refunds",
-	} {
-		got := ts.get(path)
-		if strings.HasPrefix(path, "/admin/") {
-			got = ts.admin(http.MethodGet, path, nil)
-		}
+	}
+	answers := make([]chan response, len(paths))
+	for i, path := range paths { // at once: each waits out the request timeout
+		answers[i] = make(chan response, 1)
+		go func() {
+			header := map[string]string{}
+			if strings.HasPrefix(path, "/admin/") {
+				header["Authorization"] = "Bearer " + testToken
+			}
+			got, err := try(http.MethodGet, ts.base+path, nil, header)
+			if err != nil {
+				t.Error(err)
+			}
+			answers[i] <- got
+		}()
+	}
+	for i, path := range paths {
+		got := <-answers[i]
 		want(t, got, http.StatusServiceUnavailable, "READ_TIMEOUT")
 		if got.header.Get("Retry-After") == "" || got.str("status_url") != "" {
 			t.Errorf("%s: Retry-After %q, body %v", path, got.header.Get("Retry-After"), got)
