@@ -82,7 +82,7 @@ func (f *faultEngine) setLoad(campaignID, skuID string, l skuLoad) {
 	f.loads[[2]string{campaignID, skuID}] = l
 }
 
-// withLoad returns st with the skuLoad set for its SKU, if any.
+// withLoad returns st with the load set for its SKU, if any.
 func (f *faultEngine) withLoad(st actors.Stats) actors.Stats {
 	f.mu.Lock()
 	l, ok := f.loads[[2]string{st.CampaignID, st.SKUID}]
