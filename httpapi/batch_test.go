@@ -232,7 +232,9 @@ func TestBatchEnvelope(t *testing.T) {
 // with room for two, two items reach the engine and the rest are answered
 // 429 QUEUE_FULL, as single reserves beyond the permits would be.
 func TestBatchTakesOnePermitPerItem(t *testing.T) {
-	ts := startServer(t, serverOptions{config: func(c *httpapi.Config) {
+	faults := &faultEngine{}
+	faults.setLoad("c", "s", skuLoad{}) // no rate above the floor, no slow commit
+	ts := startServer(t, serverOptions{faults: faults, config: func(c *httpapi.Config) {
 		c.MinConsumerRate, c.MaxQueueWait = 2, 1e9 // the bound: min(available + margin, 2/s × 1 s) = 2
 	}})
 	ts.define(campaign("c", "15m", map[string]int{"s": 100}))

@@ -72,7 +72,10 @@ type skuLoad struct {
 // setHooks replaces the hooks; the zero hooks remove them.
 func (f *faultEngine) setHooks(h hooks) { f.hooks.Store(&h) }
 
-// setLoad publishes l as the SKU's load from now on.
+// setLoad publishes l as the SKU's load from now on (the SKU may be
+// defined later): the zero skuLoad pins admission's view to an idle SKU on
+// a fast disk, so that a test of the permit bound does not depend on how
+// fast the machine's disk is at the time.
 func (f *faultEngine) setLoad(campaignID, skuID string, l skuLoad) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

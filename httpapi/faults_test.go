@@ -85,6 +85,7 @@ func TestQueueFullWhenSlow(t *testing.T) {
 			c.MinConsumerRate = 50 // 5 permits in flight
 		},
 	})
+	faults.setLoad("slow", "s", skuLoad{}) // its permits are the bound's, however slow the disk
 	ts.define(campaign("slow", "15m", map[string]int{"s": 1000}))
 	slow := newHeld()
 	faults.setHooks(hooks{before: func(ctx context.Context, c engineCall) error {
@@ -130,7 +131,7 @@ func TestResultUnknown(t *testing.T) {
 	faults := &faultEngine{}
 	ts := startServer(t, serverOptions{
 		faults: faults,
-		config: func(c *httpapi.Config) { c.RequestTimeout = time.Second },
+		config: func(c *httpapi.Config) { c.RequestTimeout = 2 * time.Second }, // the poll reads the disk too
 	})
 	ts.define(campaign("unk", "15m", map[string]int{"s": 1}))
 	faults.setHooks(hooks{decided: func(ctx context.Context, c engineCall, res sku.Result) error {
@@ -299,6 +300,7 @@ func TestOutOfPermitsIsBusyNotSoldOut(t *testing.T) {
 		faults: faults,
 		config: func(c *httpapi.Config) { c.RetryMargin = 1 },
 	})
+	faults.setLoad("busy", "s", skuLoad{}) // its permits are the bound's, however slow the disk
 	ts.define(campaign("busy", "15m", map[string]int{"s": 10}))
 	for i := 1; i <= 6; i++ {
 		want(t, ts.reserve("busy", "s", fmt.Sprintf("h%d-a", i), fmt.Sprintf("holder-%d", i)), http.StatusAccepted, "")
