@@ -40,14 +40,19 @@ func lotteryCampaign(now time.Time, saleLimit, waitlist int) (map[string]any, ui
 
 var _ httpapi.Lotteries = (*actors.Engine)(nil)
 
-// TestLotteryOverHTTP runs a lottery through the API (the ranking off the
-// actor).
+// TestLotteryOverHTTP runs a lottery through the API, on the real engine
+// (the ranking off the actor).
 func TestLotteryOverHTTP(t *testing.T) {
-	clock := newStepClock()
-	ts := startServer(t, serverOptions{
-		engine: func(c *actors.Config) { c.Clock = clock.now },
-		config: func(c *httpapi.Config) { c.Clock = clock.now },
+	t.Run("engine", func(t *testing.T) {
+		clock := newStepClock()
+		testLotteryOverHTTP(t, clock, startServer(t, serverOptions{
+			engine: func(c *actors.Config) { c.Clock = clock.now },
+			config: func(c *httpapi.Config) { c.Clock = clock.now },
+		}))
 	})
+}
+
+func testLotteryOverHTTP(t *testing.T, clock *stepClock, ts *testServer) {
 	badRound, _ := lotteryCampaign(clock.now(), 5, 3)
 	badRound["skus"].([]map[string]any)[0]["beacon"] = map[string]any{"source": "drand-quicknet", "round": -5}
 	if r := ts.admin(http.MethodPut, "/admin/campaigns/lc", badRound); r.status != http.StatusBadRequest ||
