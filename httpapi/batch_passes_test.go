@@ -10,7 +10,6 @@ import (
 
 	"github.com/seckill/seckill/entrypass"
 	"github.com/seckill/seckill/httpapi"
-	"github.com/seckill/seckill/httpapi/memengine"
 )
 
 // itemJSON encodes one batch item.
@@ -82,47 +81,37 @@ func TestBatchEntryPass(t *testing.T) {
 }
 
 // A batch on a lottery SKU refuses each good item 409 LOTTERY_SALE and a
-// bad one 400, as single reserves are answered, and decides nothing; on
-// the real engine and on the twin.
+// bad one 400, as single reserves are answered, and decides nothing.
 func TestBatchLotterySale(t *testing.T) {
-	for _, twin := range []bool{false, true} {
-		name := map[bool]string{false: "engine", true: "twin"}[twin]
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			clock := newStepClock()
-			o := serverOptions{config: func(c *httpapi.Config) { c.Clock = clock.now }}
-			if twin {
-				o.twin = memengine.New(memengine.Config{Clock: clock.now})
-			}
-			ts := startServer(t, o)
-			body, _ := lotteryCampaign(clock.now(), 5, 3)
-			ts.define(body)
-			items := []map[string]string{
-				{"request_id": "r1", "user_id": "u1"},
-				{"request_id": "bad id", "user_id": "u2"},
-				{"request_id": "r3", "user_id": "u3"},
-			}
-			raw := make([]string, len(items))
-			for i, it := range items {
-				raw[i] = itemJSON(t, it)
-			}
-			r, results := ts.postBatch("lc", "ls", raw)
-			want(t, r, http.StatusOK, "")
-			if len(results) != len(items) {
-				t.Fatalf("%d results: %s", len(results), r.raw)
-			}
-			for i, it := range items {
-				single := ts.post("/v1/campaigns/lc/skus/ls/reservations", it)
-				if results[i].Status != single.status || !bytes.Equal(results[i].Body, single.raw) {
-					t.Fatalf("item %d: %d %s, a single reserve %d %s", i, results[i].Status, results[i].Body, single.status, single.raw)
-				}
-			}
-			if results[0].Status != http.StatusConflict || results[1].Status != http.StatusBadRequest {
-				t.Fatalf("results %+v, want 409 LOTTERY_SALE then 400", results)
-			}
-			want(t, ts.get("/v1/campaigns/lc/skus/ls/requests/r1"), http.StatusNotFound, "")
-		})
+	t.Parallel()
+	clock := newStepClock()
+	ts := startServer(t, serverOptions{config: func(c *httpapi.Config) { c.Clock = clock.now }})
+	body, _ := lotteryCampaign(clock.now(), 5, 3)
+	ts.define(body)
+	items := []map[string]string{
+		{"request_id": "r1", "user_id": "u1"},
+		{"request_id": "bad id", "user_id": "u2"},
+		{"request_id": "r3", "user_id": "u3"},
 	}
+	raw := make([]string, len(items))
+	for i, it := range items {
+		raw[i] = itemJSON(t, it)
+	}
+	r, results := ts.postBatch("lc", "ls", raw)
+	want(t, r, http.StatusOK, "")
+	if len(results) != len(items) {
+		t.Fatalf("%d results: %s", len(results), r.raw)
+	}
+	for i, it := range items {
+		single := ts.post("/v1/campaigns/lc/skus/ls/reservations", it)
+		if results[i].Status != single.status || !bytes.Equal(results[i].Body, single.raw) {
+			t.Fatalf("item %d: %d %s, a single reserve %d %s", i, results[i].Status, results[i].Body, single.status, single.raw)
+		}
+	}
+	if results[0].Status != http.StatusConflict || results[1].Status != http.StatusBadRequest {
+		t.Fatalf("results %+v, want 409 LOTTERY_SALE then 400", results)
+	}
+	want(t, ts.get("/v1/campaigns/lc/skus/ls/requests/r1"), http.StatusNotFound, "")
 }
 
 // A batch's items count in the dashboard as single reserves do: the

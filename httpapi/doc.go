@@ -17,8 +17,8 @@
 // Files, one idea each:
 //
 //	engine.go        the consumer-side engine interfaces (Reserver, StatsReader,
-//	                 Admin; their in-memory twin is package memengine) and
-//	                 the error mapping
+//	                 Admin: *actors.Engine; the fault tests put hooks in front
+//	                 of it, faultengine_test.go) and the error mapping
 //	server.go        Config (the engine and the optional features, Feed,
 //	                 Lotteries, Claimer: nil answers their routes 404),
 //	                 Server, routing, timeouts, panic recovery

@@ -11,8 +11,9 @@ import (
 // Engine is what the HTTP service needs from the sequencer: the commands
 // of the reservation flow, the SKUs' published figures and the operator's
 // commands, exactly the methods it calls, in three small interfaces.
-// *actors.Engine satisfies it; package memengine is its in-memory twin for
-// tests (hashicorp/raft keeps one of each interface it defines).
+// *actors.Engine satisfies it; the fault tests run it behind hooks that
+// fail, hold or order its commands (faultengine_test.go), never a copy of
+// its rules.
 //
 // Every command method blocks until its answer is durable (fsynced) or ctx
 // is done; a ctx error means the command may or may not have been applied

@@ -11,7 +11,6 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/entrypass"
 	"github.com/seckill/seckill/httpapi"
-	"github.com/seckill/seckill/httpapi/memengine"
 )
 
 // Test secrets of the entry passes: the signing keys (2 signs, 1 still
@@ -252,9 +251,11 @@ func TestEntryPassWithoutKeys(t *testing.T) {
 func TestIssueEntryPass(t *testing.T) {
 	t.Parallel()
 	clock := newStepClock()
-	twin := memengine.New(memengine.Config{Clock: clock.now})
 	cfg := passConfig(t)
-	ts := startServer(t, serverOptions{twin: twin, config: func(c *httpapi.Config) { cfg(c); c.Clock = clock.now }})
+	ts := startServer(t, serverOptions{
+		engine: func(c *actors.Config) { c.Clock = clock.now },
+		config: func(c *httpapi.Config) { cfg(c); c.Clock = clock.now },
+	})
 	c := campaign("ep7", "15m", map[string]int{"s": 10})
 	start := clock.now().Add(time.Hour)
 	c["start_at"] = start.UTC().Format(time.RFC3339Nano)

@@ -15,7 +15,6 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/httpapi"
-	"github.com/seckill/seckill/httpapi/memengine"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -23,16 +22,16 @@ import (
 // announces itself on arrived when it is held, so the test orders its next
 // step against the engine's progress instead of sleeping.
 type held struct {
-	arrived chan memengine.Call
+	arrived chan engineCall
 	release chan struct{}
 }
 
 func newHeld() *held {
-	return &held{arrived: make(chan memengine.Call, 64), release: make(chan struct{})}
+	return &held{arrived: make(chan engineCall, 64), release: make(chan struct{})}
 }
 
 // hold announces c and waits for the release (or the caller's deadline).
-func (h *held) hold(ctx context.Context, c memengine.Call) error {
+func (h *held) hold(ctx context.Context, c engineCall) error {
 	h.arrived <- c
 	select {
 	case <-h.release:
@@ -78,18 +77,19 @@ func sendReserves(t *testing.T, base, campaignID, skuID string, n int, req func(
 // the admitted reserves until every refused one is answered.
 func TestQueueFullWhenSlow(t *testing.T) {
 	t.Parallel()
-	twin := memengine.New(memengine.Config{})
+	faults := &faultEngine{}
 	ts := startServer(t, serverOptions{
-		twin: twin,
+		faults: faults,
 		config: func(c *httpapi.Config) {
 			c.MaxQueueWait = 100 * time.Millisecond
 			c.MinConsumerRate = 50 // 5 permits in flight
 		},
 	})
+	faults.setLoad("slow", "s", skuLoad{}) // its permits are the bound's, however slow the disk
 	ts.define(campaign("slow", "15m", map[string]int{"s": 1000}))
 	slow := newHeld()
-	twin.SetHooks(memengine.Hooks{Before: func(ctx context.Context, c memengine.Call) error {
-		if c.Kind != memengine.KindReserve {
+	faults.setHooks(hooks{before: func(ctx context.Context, c engineCall) error {
+		if c.kind != kindReserve {
 			return nil
 		}
 		return slow.hold(ctx, c)
@@ -128,14 +128,14 @@ func TestQueueFullWhenSlow(t *testing.T) {
 // second.
 func TestResultUnknown(t *testing.T) {
 	t.Parallel()
-	twin := memengine.New(memengine.Config{})
+	faults := &faultEngine{}
 	ts := startServer(t, serverOptions{
-		twin:   twin,
-		config: func(c *httpapi.Config) { c.RequestTimeout = 200 * time.Millisecond },
+		faults: faults,
+		config: func(c *httpapi.Config) { c.RequestTimeout = 2 * time.Second }, // the poll reads the disk too
 	})
 	ts.define(campaign("unk", "15m", map[string]int{"s": 1}))
-	twin.SetHooks(memengine.Hooks{Decided: func(ctx context.Context, c memengine.Call, res sku.Result) error {
-		if c.Kind == memengine.KindReserve && c.RequestID == "r1" && !res.Duplicate {
+	faults.setHooks(hooks{decided: func(ctx context.Context, c engineCall, res sku.Result) error {
+		if c.kind == kindReserve && c.requestID == "r1" && !res.Duplicate {
 			<-ctx.Done() // decided; the answer comes after the handler gave up
 			return ctx.Err()
 		}
@@ -172,18 +172,18 @@ func TestResultUnknown(t *testing.T) {
 // recorded for it.
 func TestLogFailureAfterDecisionIsResultUnknown(t *testing.T) {
 	t.Parallel()
-	twin := memengine.New(memengine.Config{})
-	ts := startServer(t, serverOptions{twin: twin})
+	faults := &faultEngine{}
+	ts := startServer(t, serverOptions{faults: faults})
 	ts.define(campaign("lf", "15m", map[string]int{"s": 5}))
-	twin.SetHooks(memengine.Hooks{
-		Before: func(_ context.Context, c memengine.Call) error {
-			if c.Kind == memengine.KindReserve && c.RequestID == "r2" {
+	faults.setHooks(hooks{
+		before: func(_ context.Context, c engineCall) error {
+			if c.kind == kindReserve && c.requestID == "r2" {
 				return fmt.Errorf("lf/s: %w", actors.ErrUnavailable)
 			}
 			return nil
 		},
-		Decided: func(_ context.Context, c memengine.Call, res sku.Result) error {
-			if c.Kind == memengine.KindReserve && c.RequestID == "r1" && !res.Duplicate {
+		decided: func(_ context.Context, c engineCall, res sku.Result) error {
+			if c.kind == kindReserve && c.requestID == "r1" && !res.Duplicate {
 				return fmt.Errorf("lf/s: %w", actors.ErrResultUnknown)
 			}
 			return nil
@@ -209,15 +209,15 @@ func TestLogFailureAfterDecisionIsResultUnknown(t *testing.T) {
 // found, ordered by hooks).
 func TestRepeatDuringFlightGetsNoStaleAnswer(t *testing.T) {
 	t.Parallel()
-	twin := memengine.New(memengine.Config{})
-	ts := startServer(t, serverOptions{twin: twin})
+	faults := &faultEngine{}
+	ts := startServer(t, serverOptions{faults: faults})
 	ts.define(campaign("rep", "15m", map[string]int{"s": 5}))
 	first := ts.reserve("rep", "s", "r0", "u")
 	want(t, first, http.StatusAccepted, "")
 	answer := newHeld()
 	var once sync.Once
-	twin.SetHooks(memengine.Hooks{Decided: func(ctx context.Context, c memengine.Call, res sku.Result) error {
-		if c.Kind != memengine.KindReserve || res.Outcome != sku.OutcomeAlreadyPurchased {
+	faults.setHooks(hooks{decided: func(ctx context.Context, c engineCall, res sku.Result) error {
+		if c.kind != kindReserve || res.Outcome != sku.OutcomeAlreadyPurchased {
 			return nil
 		}
 		err := error(nil)
@@ -240,13 +240,13 @@ func TestRepeatDuringFlightGetsNoStaleAnswer(t *testing.T) {
 // A handler panic is answered 500 INTERNAL and the server lives on.
 func TestPanicRecovery(t *testing.T) {
 	t.Parallel()
-	twin := memengine.New(memengine.Config{})
-	ts := startServer(t, serverOptions{twin: twin})
+	faults := &faultEngine{}
+	ts := startServer(t, serverOptions{faults: faults})
 	ts.define(campaign("pan", "15m", map[string]int{"s": 1}))
 	id := ts.reserve("pan", "s", "r1", "u1").str("reservation_id")
 	var panicOnGet atomic.Bool
-	twin.SetHooks(memengine.Hooks{Before: func(_ context.Context, c memengine.Call) error {
-		if c.Kind == memengine.KindGet && panicOnGet.Load() {
+	faults.setHooks(hooks{before: func(_ context.Context, c engineCall) error {
+		if c.kind == kindGet && panicOnGet.Load() {
 			panic("injected")
 		}
 		return nil
@@ -268,11 +268,11 @@ func grepLines(text, substr string) string {
 	return strings.Join(out, "\n")
 }
 
-// *actors.Engine is the engine the service is built for; memengine is its
-// in-memory twin.
+// *actors.Engine is the engine the service is built for; faultEngine
+// stands in front of it in the fault tests.
 var (
 	_ httpapi.Engine = (*actors.Engine)(nil)
-	_ httpapi.Engine = (*memengine.Engine)(nil)
+	_ httpapi.Engine = (*faultEngine)(nil)
 )
 
 // The snapshot route snapshots the SKU through the engine.
@@ -295,11 +295,12 @@ func TestSnapshotRoute(t *testing.T) {
 // are available; once they are answered, the newcomer gets a unit.
 func TestOutOfPermitsIsBusyNotSoldOut(t *testing.T) {
 	t.Parallel()
-	twin := memengine.New(memengine.Config{})
+	faults := &faultEngine{}
 	ts := startServer(t, serverOptions{
-		twin:   twin,
+		faults: faults,
 		config: func(c *httpapi.Config) { c.RetryMargin = 1 },
 	})
+	faults.setLoad("busy", "s", skuLoad{}) // its permits are the bound's, however slow the disk
 	ts.define(campaign("busy", "15m", map[string]int{"s": 10}))
 	for i := 1; i <= 6; i++ {
 		want(t, ts.reserve("busy", "s", fmt.Sprintf("h%d-a", i), fmt.Sprintf("holder-%d", i)), http.StatusAccepted, "")
@@ -307,8 +308,8 @@ func TestOutOfPermitsIsBusyNotSoldOut(t *testing.T) {
 	// 4 available, 5 permits: five of six holders clicking again hold
 	// them all, in the engine; the sixth is refused at once.
 	again := newHeld()
-	twin.SetHooks(memengine.Hooks{Before: func(ctx context.Context, c memengine.Call) error {
-		if c.Kind == memengine.KindReserve && strings.HasSuffix(c.RequestID, "-b") {
+	faults.setHooks(hooks{before: func(ctx context.Context, c engineCall) error {
+		if c.kind == kindReserve && strings.HasSuffix(c.requestID, "-b") {
 			return again.hold(ctx, c)
 		}
 		return nil

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/httpapi"
-	"github.com/seckill/seckill/httpapi/memengine"
 )
 
 // reserve → status → pay, with every read and repeat on the way.
@@ -99,14 +99,15 @@ func TestFlowReserveCancel(t *testing.T) {
 	ts.audit("c", "s")
 }
 
-// reserve → no payment → expiry frees the token for someone else. On the
-// twin, with a clock the test steps past expire_at and the expiry step the
-// real engine's tick loop runs.
+// reserve → no payment → expiry frees the token for someone else: a
+// clock the test steps past expire_at, and the ticks it gives the engine.
 func TestFlowReserveExpire(t *testing.T) {
 	t.Parallel()
 	clock := newStepClock()
-	twin := memengine.New(memengine.Config{Clock: clock.now})
-	ts := startServer(t, serverOptions{twin: twin, config: func(c *httpapi.Config) { c.Clock = clock.now }})
+	ts := startServer(t, serverOptions{
+		engine: func(c *actors.Config) { c.Clock, c.ManualTick = clock.now, true },
+		config: func(c *httpapi.Config) { c.Clock = clock.now },
+	})
 	ts.define(campaign("exp", "1s", map[string]int{"s": 1}))
 
 	r := ts.reserve("exp", "s", "r1", "dave")
@@ -117,12 +118,15 @@ func TestFlowReserveExpire(t *testing.T) {
 		t.Fatalf("status while reserved: %s", st)
 	}
 	clock.step(999 * time.Millisecond)
-	if n := twin.Expire(); n != 0 {
-		t.Fatalf("%d records expired before expire_at", n)
+	a := ts.tickUntil(clock.now(), "exp", "s", "an expiry step before expire_at", func(a actors.Activity) bool {
+		return a.EarliestExpireAt != 0
+	})
+	if a.Expired != 0 || a.EarliestExpireAt != clock.now().UnixMilli()+1 {
+		t.Fatalf("an expiry step before expire_at: %d expired, the earliest due at %d", a.Expired, a.EarliestExpireAt)
 	}
 	clock.step(time.Millisecond)
-	if n := twin.Expire(); n != 1 {
-		t.Fatalf("%d records at expire_at, want the one close", n)
+	if a := ts.tickUntil(clock.now(), "exp", "s", "the expiry at expire_at", func(a actors.Activity) bool { return a.Expired != 0 }); a.Expired != 1 {
+		t.Fatalf("%d reservations expired at expire_at, want the one", a.Expired)
 	}
 	g := ts.get("/v1/reservations/" + id)
 	if g.str("state") != "CLOSED" || g.str("closed_reason") != "EXPIRED" {

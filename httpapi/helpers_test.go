@@ -20,18 +20,17 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/httpapi"
-	"github.com/seckill/seckill/httpapi/memengine"
 )
 
 const testToken = "test-admin-token"
 
 // testServer is a real server on a free loopback port, on the real engine
-// (a temp data dir) or on the in-memory twin (serverOptions.twin).
+// (a temp data dir), behind a faultEngine when serverOptions.faults is set.
 type testServer struct {
 	t      *testing.T
 	base   string
 	dir    string
-	engine *actors.Engine // nil on the twin
+	engine *actors.Engine
 	srv    *httpapi.Server
 	served chan error
 	closed bool
@@ -43,9 +42,9 @@ type serverOptions struct {
 	config func(*httpapi.Config)
 	// engine tunes the engine's Config (MaxSKUs, ...).
 	engine func(*actors.Config)
-	// twin, when set, is the engine instead of a real one: no data dir,
-	// no actors; its hooks inject faults and orderings.
-	twin *memengine.Engine
+	// faults, when set, stands between the server and the engine: its
+	// hooks inject faults and orderings (faultengine_test.go).
+	faults *faultEngine
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -62,34 +61,31 @@ func startServer(t *testing.T, o serverOptions) *testServer {
 	}
 	reg := prometheus.NewRegistry()
 	log := testLogger(t)
-	var eng *actors.Engine
-	// The twin runs lotteries but serves no feed; the real engine does
-	// both, as seckilld wires it.
-	cfg := httpapi.Config{AdminToken: testToken, Logger: log, Registry: reg}
-	if o.twin != nil {
-		cfg.Engine, cfg.Lotteries = o.twin, o.twin
-	} else {
-		ecfg := actors.Config{DataDir: o.dir, Logger: log, Registerer: reg}
-		if o.engine != nil {
-			o.engine(&ecfg)
-		}
-		var err error
-		if eng, err = actors.Open(ecfg); err != nil {
-			t.Fatalf("actors.Open: %v", err)
-		}
-		cfg.Engine, cfg.Lotteries, cfg.Feed = eng, eng, feed.New(eng)
+	ecfg := actors.Config{DataDir: o.dir, Logger: log, Registerer: reg}
+	if o.engine != nil {
+		o.engine(&ecfg)
+	}
+	eng, err := actors.Open(ecfg)
+	if err != nil {
+		t.Fatalf("actors.Open: %v", err)
+	}
+	// As seckilld wires it: the engine serves the lotteries and the feed.
+	cfg := httpapi.Config{Engine: eng, Lotteries: eng, Feed: feed.New(eng), AdminToken: testToken, Logger: log, Registry: reg}
+	if o.faults != nil {
+		o.faults.Engine = eng
+		cfg.Engine = o.faults
 	}
 	if o.config != nil {
 		o.config(&cfg)
 	}
 	srv, err := httpapi.New(cfg)
 	if err != nil {
-		closeEngine(eng)
+		eng.Close()
 		t.Fatalf("httpapi.New: %v", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		closeEngine(eng)
+		eng.Close()
 		t.Fatal(err)
 	}
 	ts := &testServer{t: t, base: "http://" + ln.Addr().String(), dir: o.dir, engine: eng, srv: srv, served: make(chan error, 1)}
@@ -116,17 +112,32 @@ func (ts *testServer) stop() {
 	if err := <-ts.served; err != nil {
 		ts.t.Errorf("Serve: %v", err)
 	}
-	if err := closeEngine(ts.engine); err != nil {
+	if err := ts.engine.Close(); err != nil {
 		ts.t.Errorf("engine.Close: %v", err)
 	}
 }
 
-// closeEngine closes a real engine; the twin (nil here) has nothing to close.
-func closeEngine(e *actors.Engine) error {
-	if e == nil {
-		return nil
+// tickUntil ticks the engine (actors.Config.ManualTick) at now until the
+// SKU's activity satisfies done: a tick is a message its actor takes in
+// its own time, so the test waits for what it did. Then it reads through
+// the actor: that answer waits until what the ticks decided is durable
+// and published (the SKU's stats).
+func (ts *testServer) tickUntil(now time.Time, campaignID, skuID, what string, done func(actors.Activity) bool) actors.Activity {
+	ts.t.Helper()
+	h := ts.engine.SKU(campaignID, skuID)
+	if h == nil {
+		ts.t.Fatalf("tick: no SKU %s/%s", campaignID, skuID)
 	}
-	return e.Close()
+	var a actors.Activity
+	eventually(ts.t, time.Minute, what, func() bool {
+		ts.engine.Tick(now)
+		a = h.Activity()
+		return done(a)
+	})
+	if _, err := ts.engine.Refunds(context.Background(), campaignID, skuID); err != nil {
+		ts.t.Fatalf("a read after the ticks: %v", err)
+	}
+	return a
 }
 
 // client is shared by the tests; it keeps enough idle connections for the

@@ -13,7 +13,6 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/entrypass"
 	"github.com/seckill/seckill/httpapi"
-	"github.com/seckill/seckill/httpapi/memengine"
 	"github.com/seckill/seckill/lottery"
 )
 
@@ -39,25 +38,15 @@ func lotteryCampaign(now time.Time, saleLimit, waitlist int) (map[string]any, ui
 	}, round
 }
 
-var (
-	_ httpapi.Lotteries = (*actors.Engine)(nil)
-	_ httpapi.Lotteries = (*memengine.Engine)(nil)
-)
+var _ httpapi.Lotteries = (*actors.Engine)(nil)
 
 // TestLotteryOverHTTP runs a lottery through the API, on the real engine
-// (the ranking off the actor) and on the twin.
+// (the ranking off the actor).
 func TestLotteryOverHTTP(t *testing.T) {
 	t.Run("engine", func(t *testing.T) {
 		clock := newStepClock()
 		testLotteryOverHTTP(t, clock, startServer(t, serverOptions{
 			engine: func(c *actors.Config) { c.Clock = clock.now },
-			config: func(c *httpapi.Config) { c.Clock = clock.now },
-		}))
-	})
-	t.Run("twin", func(t *testing.T) {
-		clock := newStepClock()
-		testLotteryOverHTTP(t, clock, startServer(t, serverOptions{
-			twin:   memengine.New(memengine.Config{Clock: clock.now}),
 			config: func(c *httpapi.Config) { c.Clock = clock.now },
 		}))
 	})

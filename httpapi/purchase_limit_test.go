@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/seckill/seckill/httpapi/memengine"
 )
 
 // scopedCampaign is a campaign of n SKUs (s1..sn) with purchase_limit
@@ -43,95 +41,86 @@ func livePurchases(r response) int {
 	return n
 }
 
-// On the real engine and on the twin: the definition's rules, a
-// cross-SKU ALREADY_PURCHASED naming the other SKU, buying again after a
-// cancel, and the campaign audit.
+// The definition's rules, a cross-SKU ALREADY_PURCHASED naming the other
+// SKU, buying again after a cancel, and the campaign audit.
 func TestPurchaseLimitCampaign(t *testing.T) {
-	for _, name := range []string{"engine", "twin"} {
-		t.Run(name, func(t *testing.T) {
-			o := serverOptions{}
-			if name == "twin" {
-				o.twin = memengine.New(memengine.Config{})
-			}
-			ts := startServer(t, o)
-			for _, value := range []any{"user", "", nil} { // only an absent purchase_limit means "sku"
-				bad := scopedCampaign("pl", 2, 10)
-				bad["purchase_limit"] = value
-				r := ts.admin(http.MethodPut, "/admin/campaigns/pl", bad)
-				want(t, r, http.StatusBadRequest, "BAD_REQUEST")
-				if r.str("detail") != `purchase_limit: must be "sku" or "campaign"` {
-					t.Fatalf("purchase_limit %#v: detail %v", value, r)
-				}
-			}
-			// A lottery SKU in a campaign-scope campaign: its entries hold
-			// their users like purchases.
-			lot, _ := lotteryCampaign(time.Now(), 5, 3)
-			lot["purchase_limit"] = "campaign"
-			lot["skus"] = append(lot["skus"].([]map[string]any), map[string]any{"sku_id": "plain", "sale_limit": 10})
-			ts.define(lot)
-			const entries = "/v1/campaigns/lc/skus/ls/entries"
-			want(t, ts.post(entries, map[string]string{"request_id": "e1", "user_id": "carol"}), http.StatusAccepted, "")
-			r := ts.reserve("lc", "plain", "p1", "carol")
-			want(t, r, http.StatusConflict, "ALREADY_ENTERED")
-			if r.str("sku_id") != "ls" || r.str("status_url") != "/v1/campaigns/lc/skus/ls/entries/e1" {
-				t.Fatalf("reserve while entered: %v", r)
-			}
-			bought := ts.reserve("lc", "plain", "p2", "dave")
-			want(t, bought, http.StatusAccepted, "")
-			r = ts.post(entries, map[string]string{"request_id": "e2", "user_id": "dave"})
-			want(t, r, http.StatusConflict, "ALREADY_PURCHASED")
-			if r.str("reservation_id") != bought.str("reservation_id") || r.str("sku_id") != "plain" {
-				t.Fatalf("entry of a buyer: %v", r)
-			}
-			want(t, ts.get(entries+"/e2"), http.StatusNotFound, "") // not recorded
-			// The SKU's own kind of sale answers first: a reserve on the
-			// lottery, an entry on the plain SKU.
-			want(t, ts.reserve("lc", "ls", "p3", "dave"), http.StatusConflict, "LOTTERY_SALE")
-			want(t, ts.post("/v1/campaigns/lc/skus/plain/entries", map[string]string{"request_id": "e3", "user_id": "carol"}),
-				http.StatusConflict, "NOT_LOTTERY")
+	ts := startServer(t, serverOptions{})
+	for _, value := range []any{"user", "", nil} { // only an absent purchase_limit means "sku"
+		bad := scopedCampaign("pl", 2, 10)
+		bad["purchase_limit"] = value
+		r := ts.admin(http.MethodPut, "/admin/campaigns/pl", bad)
+		want(t, r, http.StatusBadRequest, "BAD_REQUEST")
+		if r.str("detail") != `purchase_limit: must be "sku" or "campaign"` {
+			t.Fatalf("purchase_limit %#v: detail %v", value, r)
+		}
+	}
+	// A lottery SKU in a campaign-scope campaign: its entries hold
+	// their users like purchases.
+	lot, _ := lotteryCampaign(time.Now(), 5, 3)
+	lot["purchase_limit"] = "campaign"
+	lot["skus"] = append(lot["skus"].([]map[string]any), map[string]any{"sku_id": "plain", "sale_limit": 10})
+	ts.define(lot)
+	const entries = "/v1/campaigns/lc/skus/ls/entries"
+	want(t, ts.post(entries, map[string]string{"request_id": "e1", "user_id": "carol"}), http.StatusAccepted, "")
+	r := ts.reserve("lc", "plain", "p1", "carol")
+	want(t, r, http.StatusConflict, "ALREADY_ENTERED")
+	if r.str("sku_id") != "ls" || r.str("status_url") != "/v1/campaigns/lc/skus/ls/entries/e1" {
+		t.Fatalf("reserve while entered: %v", r)
+	}
+	bought := ts.reserve("lc", "plain", "p2", "dave")
+	want(t, bought, http.StatusAccepted, "")
+	r = ts.post(entries, map[string]string{"request_id": "e2", "user_id": "dave"})
+	want(t, r, http.StatusConflict, "ALREADY_PURCHASED")
+	if r.str("reservation_id") != bought.str("reservation_id") || r.str("sku_id") != "plain" {
+		t.Fatalf("entry of a buyer: %v", r)
+	}
+	want(t, ts.get(entries+"/e2"), http.StatusNotFound, "") // not recorded
+	// The SKU's own kind of sale answers first: a reserve on the
+	// lottery, an entry on the plain SKU.
+	want(t, ts.reserve("lc", "ls", "p3", "dave"), http.StatusConflict, "LOTTERY_SALE")
+	want(t, ts.post("/v1/campaigns/lc/skus/plain/entries", map[string]string{"request_id": "e3", "user_id": "carol"}),
+		http.StatusConflict, "NOT_LOTTERY")
 
-			ts.define(scopedCampaign("pl", 2, 10))
-			if got := ts.admin(http.MethodGet, "/admin/campaigns/pl", nil).str("purchase_limit"); got != "campaign" {
-				t.Fatalf("read back purchase_limit %q", got)
-			}
-			changed := scopedCampaign("pl", 2, 10)
-			changed["purchase_limit"] = "sku"
-			want(t, ts.admin(http.MethodPut, "/admin/campaigns/pl", changed), http.StatusConflict, "DEFINITION_CONFLICT")
-			delete(changed, "purchase_limit") // left out: "sku", a change too
-			r = ts.admin(http.MethodPut, "/admin/campaigns/pl", changed)
-			want(t, r, http.StatusConflict, "DEFINITION_CONFLICT")
-			if !strings.Contains(r.str("detail"), `repeat "purchase_limit":"campaign"`) {
-				t.Fatalf("a redefinition that leaves purchase_limit out: %v", r)
-			}
-			added := campaign("pl", "15m", map[string]int{"s3": 10}) // a new SKU without the scope
-			added["start_at"], added["end_at"] = changed["start_at"], changed["end_at"]
-			want(t, ts.admin(http.MethodPut, "/admin/campaigns/pl", added), http.StatusConflict, "DEFINITION_CONFLICT")
+	ts.define(scopedCampaign("pl", 2, 10))
+	if got := ts.admin(http.MethodGet, "/admin/campaigns/pl", nil).str("purchase_limit"); got != "campaign" {
+		t.Fatalf("read back purchase_limit %q", got)
+	}
+	changed := scopedCampaign("pl", 2, 10)
+	changed["purchase_limit"] = "sku"
+	want(t, ts.admin(http.MethodPut, "/admin/campaigns/pl", changed), http.StatusConflict, "DEFINITION_CONFLICT")
+	delete(changed, "purchase_limit") // left out: "sku", a change too
+	r = ts.admin(http.MethodPut, "/admin/campaigns/pl", changed)
+	want(t, r, http.StatusConflict, "DEFINITION_CONFLICT")
+	if !strings.Contains(r.str("detail"), `repeat "purchase_limit":"campaign"`) {
+		t.Fatalf("a redefinition that leaves purchase_limit out: %v", r)
+	}
+	added := campaign("pl", "15m", map[string]int{"s3": 10}) // a new SKU without the scope
+	added["start_at"], added["end_at"] = changed["start_at"], changed["end_at"]
+	want(t, ts.admin(http.MethodPut, "/admin/campaigns/pl", added), http.StatusConflict, "DEFINITION_CONFLICT")
 
-			first := ts.reserve("pl", "s1", "r1", "alice")
-			want(t, first, http.StatusAccepted, "")
-			other := ts.reserve("pl", "s2", "r2", "alice")
-			want(t, other, http.StatusConflict, "ALREADY_PURCHASED")
-			if other.str("reservation_id") != first.str("reservation_id") || other.str("sku_id") != "s1" {
-				t.Fatalf("cross-SKU refusal: %v, first %v", other, first)
-			}
-			// Not recorded: the request_id has no durable answer on s2.
-			want(t, ts.get("/v1/campaigns/pl/skus/s2/requests/r2"), http.StatusNotFound, "")
-			want(t, ts.post("/v1/reservations/"+first.str("reservation_id")+"/cancel", nil), http.StatusOK, "")
-			// The same request_id may now be accepted: the refusal decided nothing.
-			want(t, ts.reserve("pl", "s2", "r2", "alice"), http.StatusAccepted, "")
-			want(t, ts.reserve("pl", "s1", "r3", "alice"), http.StatusConflict, "ALREADY_PURCHASED")
-			a := ts.campaignAudit("pl")
-			if a.str("purchase_limit") != "campaign" || num(a, "live_users") != 1 || livePurchases(a) != 1 {
-				t.Fatalf("campaign audit: %v", a)
-			}
-			// A SKU-scope campaign is unchanged: one purchase per SKU.
-			ts.define(campaign("free", "15m", map[string]int{"a": 5, "b": 5}))
-			want(t, ts.reserve("free", "a", "f1", "alice"), http.StatusAccepted, "")
-			want(t, ts.reserve("free", "b", "f2", "alice"), http.StatusAccepted, "")
-			if a := ts.campaignAudit("free"); a.str("purchase_limit") != "sku" || num(a, "live_users") != 1 || livePurchases(a) != 2 {
-				t.Fatalf("SKU-scope campaign audit: %v", a)
-			}
-		})
+	first := ts.reserve("pl", "s1", "r1", "alice")
+	want(t, first, http.StatusAccepted, "")
+	other := ts.reserve("pl", "s2", "r2", "alice")
+	want(t, other, http.StatusConflict, "ALREADY_PURCHASED")
+	if other.str("reservation_id") != first.str("reservation_id") || other.str("sku_id") != "s1" {
+		t.Fatalf("cross-SKU refusal: %v, first %v", other, first)
+	}
+	// Not recorded: the request_id has no durable answer on s2.
+	want(t, ts.get("/v1/campaigns/pl/skus/s2/requests/r2"), http.StatusNotFound, "")
+	want(t, ts.post("/v1/reservations/"+first.str("reservation_id")+"/cancel", nil), http.StatusOK, "")
+	// The same request_id may now be accepted: the refusal decided nothing.
+	want(t, ts.reserve("pl", "s2", "r2", "alice"), http.StatusAccepted, "")
+	want(t, ts.reserve("pl", "s1", "r3", "alice"), http.StatusConflict, "ALREADY_PURCHASED")
+	a := ts.campaignAudit("pl")
+	if a.str("purchase_limit") != "campaign" || num(a, "live_users") != 1 || livePurchases(a) != 1 {
+		t.Fatalf("campaign audit: %v", a)
+	}
+	// A SKU-scope campaign is unchanged: one purchase per SKU.
+	ts.define(campaign("free", "15m", map[string]int{"a": 5, "b": 5}))
+	want(t, ts.reserve("free", "a", "f1", "alice"), http.StatusAccepted, "")
+	want(t, ts.reserve("free", "b", "f2", "alice"), http.StatusAccepted, "")
+	if a := ts.campaignAudit("free"); a.str("purchase_limit") != "sku" || num(a, "live_users") != 1 || livePurchases(a) != 2 {
+		t.Fatalf("SKU-scope campaign audit: %v", a)
 	}
 }
 

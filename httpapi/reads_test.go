@@ -9,7 +9,6 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/httpapi"
-	"github.com/seckill/seckill/httpapi/memengine"
 )
 
 // A read that does not get its answer in time changed nothing: 503
@@ -17,33 +16,46 @@ import (
 // recount outlasts the request is 503 AUDIT_PENDING with Retry-After.
 func TestReadTimeoutIsNotResultUnknown(t *testing.T) {
 	t.Parallel()
-	twin := memengine.New(memengine.Config{})
+	faults := &faultEngine{}
 	ts := startServer(t, serverOptions{
-		twin:   twin,
-		config: func(c *httpapi.Config) { c.RequestTimeout = 200 * time.Millisecond },
+		faults: faults,
+		config: func(c *httpapi.Config) { c.RequestTimeout = 2 * time.Second },
 	})
 	ts.define(campaign("rd", "15m", map[string]int{"s": 5}))
 	r := ts.reserve("rd", "s", "r1", "u1")
 	want(t, r, http.StatusAccepted, "")
-	twin.SetHooks(memengine.Hooks{Before: func(ctx context.Context, c memengine.Call) error {
-		switch c.Kind {
-		case memengine.KindGet, memengine.KindLookup, memengine.KindRefunds:
+	faults.setHooks(hooks{before: func(ctx context.Context, c engineCall) error {
+		switch c.kind {
+		case kindGet, kindLookup, kindRefunds:
 			<-ctx.Done()
 			return ctx.Err()
-		case memengine.KindAudit:
+		case kindAudit:
 			return actors.ErrAuditPending
 		}
 		return nil
 	}})
-	for _, path := range []string{
+	paths := []string{
 		"/v1/reservations/" + r.str("reservation_id"),
 		"/v1/campaigns/rd/skus/s/requests/r1",
 		"/admin/campaigns/rd/skus/s/refunds",
-	} {
-		got := ts.get(path)
-		if strings.HasPrefix(path, "/admin/") {
-			got = ts.admin(http.MethodGet, path, nil)
-		}
+	}
+	answers := make([]chan response, len(paths))
+	for i, path := range paths { // at once: each waits out the request timeout
+		answers[i] = make(chan response, 1)
+		go func() {
+			header := map[string]string{}
+			if strings.HasPrefix(path, "/admin/") {
+				header["Authorization"] = "Bearer " + testToken
+			}
+			got, err := try(http.MethodGet, ts.base+path, nil, header)
+			if err != nil {
+				t.Error(err)
+			}
+			answers[i] <- got
+		}()
+	}
+	for i, path := range paths {
+		got := <-answers[i]
 		want(t, got, http.StatusServiceUnavailable, "READ_TIMEOUT")
 		if got.header.Get("Retry-After") == "" || got.str("status_url") != "" {
 			t.Errorf("%s: Retry-After %q, body %v", path, got.header.Get("Retry-After"), got)

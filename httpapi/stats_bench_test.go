@@ -1,35 +1,46 @@
 package httpapi_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/httpapi"
-	"github.com/seckill/seckill/httpapi/memengine"
 	"github.com/seckill/seckill/internal/benchsize"
 )
 
+// publishedStats is an engine that only publishes figures: the stats and
+// activity of SKUs a benchmark made up. Its commands are not there (nil:
+// a call panics); the server's sampler never calls them.
+type publishedStats struct {
+	httpapi.Engine
+	stats    []actors.Stats
+	activity []actors.Activity
+}
+
+func (p publishedStats) AllStats() []actors.Stats       { return p.stats }
+func (p publishedStats) AllActivity() []actors.Activity { return p.activity }
+
 // BenchmarkSampleStats is one stats sample (what the server does once a
-// second) over 10,000 SKUs of the in-memory twin: the cost of the
+// second) over 10,000 SKUs as an engine publishes them: the cost of the
 // dashboard's rates beside the engine's own work.
 func BenchmarkSampleStats(b *testing.B) {
 	skus := benchsize.Pick(10_000, 100)
-	twin := memengine.New(memengine.Config{MaxSKUs: skus})
 	now := time.Now()
+	var e publishedStats // in the order AllStats and AllActivity return
 	for i := range skus {
-		d := sku.Definition{CampaignID: fmt.Sprintf("c%d", i/50), SKUID: fmt.Sprintf("s%d", i%50),
+		d := sku.Definition{CampaignID: fmt.Sprintf("c%04d", i/50), SKUID: fmt.Sprintf("s%02d", i%50),
 			StartAt: now.Add(-time.Minute).UnixMilli(), EndAt: now.Add(time.Hour).UnixMilli(),
 			PaymentWindowMs: 60_000, SaleLimit: 100}
-		if err := twin.Define(context.Background(), d); err != nil {
-			b.Fatal(err)
-		}
+		e.stats = append(e.stats, actors.Stats{CampaignID: d.CampaignID, SKUID: d.SKUID, Definition: d,
+			Counts: sku.Counts{SaleLimit: d.SaleLimit, Available: d.SaleLimit}})
+		e.activity = append(e.activity, actors.Activity{CampaignID: d.CampaignID, SKUID: d.SKUID, DurableIndex: 1, LastIndex: 1})
 	}
-	srv, err := httpapi.New(httpapi.Config{Engine: twin, AdminToken: testToken, StatsInterval: -1,
+	srv, err := httpapi.New(httpapi.Config{Engine: e, AdminToken: testToken, StatsInterval: -1,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)

@@ -9,20 +9,20 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/httpapi"
-	"github.com/seckill/seckill/httpapi/memengine"
 )
 
 // While a SKU's commits take longer than max_queue_wait, reserve answers
 // 429 THROTTLED with Retry-After (the status, /admin/stats and the
 // metrics say so), but for one probe at a time while nothing waits; once
 // commits are fast again it admits 1, 2, 4, ... reserves, one step per
-// group commit, up to its bound, and is OPEN again. The twin engine
-// publishes the commit figures the test sets (SetLoad): no time passes.
+// group commit, up to its bound, and is OPEN again. The engine's figures
+// are replaced by those the test sets (faultEngine.setLoad): no time
+// passes.
 func TestThrottledWhileCommitsAreSlow(t *testing.T) {
 	t.Parallel()
-	twin := memengine.New(memengine.Config{})
+	faults := &faultEngine{}
 	ts := startServer(t, serverOptions{
-		twin: twin,
+		faults: faults,
 		config: func(c *httpapi.Config) {
 			c.MaxQueueWait = 300 * time.Millisecond
 			c.MinConsumerRate = 100 // 30 permits
@@ -30,21 +30,16 @@ func TestThrottledWhileCommitsAreSlow(t *testing.T) {
 		},
 	})
 	ts.define(campaign("disk", "15m", map[string]int{"s": 1000}))
-	load := func(l memengine.Load) {
-		t.Helper()
-		if !twin.SetLoad("disk", "s", l) {
-			t.Fatal("SetLoad: unknown SKU")
-		}
-	}
+	setLoad := func(l skuLoad) { faults.setLoad("disk", "s", l) }
 	next := 0
 	// round sends n reserves and checks that exactly admitted of them
 	// reach the engine (held there until the others are answered) and
 	// the rest are answered 429 THROTTLED.
 	round := func(n, admitted int) {
 		t.Helper()
-		h := &held{arrived: make(chan memengine.Call, n), release: make(chan struct{})}
-		twin.SetHooks(memengine.Hooks{Before: func(ctx context.Context, c memengine.Call) error {
-			if c.Kind != memengine.KindReserve {
+		h := &held{arrived: make(chan engineCall, n), release: make(chan struct{})}
+		faults.setHooks(hooks{before: func(ctx context.Context, c engineCall) error {
+			if c.kind != kindReserve {
 				return nil
 			}
 			return h.hold(ctx, c)
@@ -70,7 +65,7 @@ func TestThrottledWhileCommitsAreSlow(t *testing.T) {
 	status := func() string { return ts.get("/v1/campaigns/disk/skus/s").str("status") }
 
 	// Commits take 1.5 s and one is under way: nothing is admitted.
-	load(memengine.Load{CommitLatency: 1500 * time.Millisecond, CommitWait: 200 * time.Millisecond, Commits: 5})
+	setLoad(skuLoad{commitLatency: 1500 * time.Millisecond, commitWait: 200 * time.Millisecond, commits: 5})
 	round(10, 0)
 	r := ts.reserve("disk", "s", "slow-1", "slow-1")
 	if r.header.Get("Retry-After") != "2" {
@@ -105,24 +100,24 @@ func TestThrottledWhileCommitsAreSlow(t *testing.T) {
 	}
 
 	// Still slow, but nothing waits any more: one probe at a time.
-	load(memengine.Load{CommitLatency: 1500 * time.Millisecond, Commits: 5})
+	setLoad(skuLoad{commitLatency: 1500 * time.Millisecond, commits: 5})
 	round(6, 1)
 
 	// Fast again: 2, 4, 8, 16 reserves admitted at the next four commits,
 	// THROTTLED meanwhile, then the bound of 30 and OPEN.
 	for i, admitted := range []int{2, 4, 8, 16} {
-		load(memengine.Load{CommitLatency: 2 * time.Millisecond, Commits: uint64(6 + i)})
+		setLoad(skuLoad{commitLatency: 2 * time.Millisecond, commits: uint64(6 + i)})
 		if s := status(); s != "THROTTLED" {
 			t.Fatalf("status at the ramp's step %d: %s", i, s)
 		}
 		round(admitted+3, admitted)
 	}
-	load(memengine.Load{CommitLatency: 2 * time.Millisecond, Commits: 10})
+	setLoad(skuLoad{commitLatency: 2 * time.Millisecond, commits: 10})
 	if s := status(); s != "OPEN" {
 		t.Fatalf("status after the ramp: %s", s)
 	}
 	h := newHeld()
-	twin.SetHooks(memengine.Hooks{Before: func(ctx context.Context, c memengine.Call) error { return h.hold(ctx, c) }})
+	faults.setHooks(hooks{before: func(ctx context.Context, c engineCall) error { return h.hold(ctx, c) }})
 	answers := sendReserves(t, ts.base, "disk", "s", 31, func(i int) (string, string) {
 		return fmt.Sprintf("open-%d", i), fmt.Sprintf("open-%d", i)
 	})

@@ -13,8 +13,7 @@ type Claims interface {
 
 // Direct is Claims over a Registry used from one goroutine, with one
 // waiter W; the Registry's wake-ups are dropped: its executor never blocks
-// on a Wait (the twin decides under one lock, the simulator asks again at
-// a later step).
+// on a Wait (the simulator asks again at a later step).
 type Direct[W comparable] struct {
 	Registry *Registry[W]
 	Waiter   W
@@ -71,7 +70,7 @@ func (s Step) String() string {
 // Attempt is the claim protocol for one reserve, or lottery entry, of a
 // user on a SKU of a campaign-scope campaign, as a stepper: Next, Probed
 // and Ran say what to do as data, and the executor (the engine, the
-// simulator, the twin) does it and reports back. It is the one place the
+// simulator) does it and reports back. It is the one place the
 // protocol's order is written:
 //   - Proceed: run the call on the SKU, then end the claim with the
 //     answer, definite or lost (Ran);

@@ -2,8 +2,8 @@ package purchase
 
 import "strings"
 
-// A campaign's audits (actors.Engine.CampaignAudit, seckillctl verify, the
-// HTTP twin's) read each SKU's holds: its live purchases (PENDING_PAYMENT
+// A campaign's audits (actors.Engine.CampaignAudit, seckillctl verify)
+// read each SKU's holds: its live purchases (PENDING_PAYMENT
 // or PAID, sku.Machine.LivePurchases) by reservation id, and on a lottery
 // SKU its entries that may still win (ENTERED, WAITLISTED,
 // sku.Machine.LiveEntries) by EntryHold. With purchase_limit "campaign" a

@@ -31,8 +31,8 @@
 // (package actors) calls it under a mutex and hands the waiters it returns
 // their wake-up. W is the engine's waiter (a channel), opaque here. The
 // protocol's order around one reserve (claim, run or answer, report, look
-// up lost answers) is Attempt's (attempt.go), stepped alike by the engine,
-// the simulator and the in-memory twin.
+// up lost answers) is Attempt's (attempt.go), stepped alike by the engine
+// and the simulator.
 package purchase
 
 // Limits per user; every list of a claim is bounded.

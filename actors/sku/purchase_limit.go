@@ -54,7 +54,7 @@ func ParsePurchaseLimit(s string) (PurchaseLimit, bool) {
 // campaign document), may stand beside defined, the current definition of
 // a SKU (next's own included), only when defined is of another campaign,
 // not defined (CampaignID ""), or has next's purchase_limit. Every place
-// that defines SKUs asks it: the engine and its in-memory twin before a
+// that defines SKUs asks it: the engine before a
 // Define, the HTTP API before it applies anything of a campaign PUT or
 // file, a cells publish, and CheckRedefine for the SKU itself.
 func CheckCampaignPurchaseLimit(defined, next *Definition) error {
