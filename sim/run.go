@@ -60,7 +60,7 @@ func Run(o Options) Result {
 	r := newRun(o.Seed)
 	history := plan(rand.New(rand.NewPCG(o.Seed, 0x5eed)), o.Steps)
 	res := Result{Seed: o.Seed, History: history, Faults: r.faults, Replies: r.replies, Step: -1}
-	if res.Err = r.protect(r.setUp); res.Err != nil {
+	if res.Err = protect(r.setUp); res.Err != nil {
 		return res
 	}
 	for i, s := range history {
@@ -71,13 +71,13 @@ func Run(o Options) Result {
 		if o.Trace != nil {
 			fmt.Fprintf(o.Trace, "step %d: %s\n", i, s)
 		}
-		if res.Err = r.protect(func() error { return r.step(s) }); res.Err != nil {
+		if res.Err = protect(func() error { return r.step(s) }); res.Err != nil {
 			res.Step = i
 			return res
 		}
 	}
 	res.Step = len(history)
-	res.Err = r.protect(r.final)
+	res.Err = protect(r.final)
 	return res
 }
 
@@ -211,7 +211,7 @@ func (r *run) saveModel() {
 }
 
 // protect runs fn and turns a panic of the engine into a failure.
-func (r *run) protect(fn func() error) (err error) {
+func protect(fn func() error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic: %v", p)
@@ -234,7 +234,7 @@ func (r *run) fail(err error) {
 // short history snapshots, truncates and recovers often.
 func (r *run) coreConfig() core.Config {
 	return core.Config{
-		Rand:            rngReader{r},
+		Rand:            randReader{&r.rng},
 		SnapshotEvery:   uint64(8 + r.seed%32),
 		LogFailureRetry: 2 * time.Second,
 		DrawBatch:       r.drawBatch(),
@@ -279,12 +279,13 @@ func (r *run) shellConfig() shell.Config {
 	}
 }
 
-// rngReader reads the step's PRNG (the reservation id key).
-type rngReader struct{ r *run }
+// randReader reads the PRNG *g points at when it is read (a run's: the
+// step's): the reservation id key.
+type randReader struct{ g **rand.Rand }
 
-func (g rngReader) Read(p []byte) (int, error) {
+func (r randReader) Read(p []byte) (int, error) {
 	for i := range p {
-		p[i] = byte(g.r.rng.Uint32())
+		p[i] = byte((*r.g).Uint32())
 	}
 	return len(p), nil
 }
