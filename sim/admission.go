@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/seckill/seckill/actors/core"
@@ -108,9 +109,13 @@ type admissionRun struct {
 	inFlight    int64    // admitted, not yet answered
 	inbox       []*buyer // waiting for the actor
 	deciding    []*buyer // taken by the actor, decided at actorFree
-	actorFree   int64
-	last        admission.Decision // the last arrival's
-	lastOpenAt  int64              // when an arrival was last admitted Open
+	// answered are buyers whose reply was released and checked, for the
+	// next arrivals to reuse: a buyer is most of a kilobyte (its
+	// core.Call), and a history admits thousands.
+	answered   []*buyer
+	actorFree  int64
+	last       admission.Decision // the last arrival's
+	lastOpenAt int64              // when an arrival was last admitted Open
 	// throttledAt is the log's release count when commits last made the
 	// wait reach max_queue_wait (-1: never), as the checks judge it.
 	throttledAt int64
@@ -317,11 +322,18 @@ func (a *admissionRun) arrive() {
 		a.fail(err)
 	}
 	a.buyers++
-	b := &buyer{admittedAt: a.now, firstCommit: len(a.commits), seen: a.released}
+	var b *buyer
+	if n := len(a.answered); n > 0 {
+		b, a.answered = a.answered[n-1], a.answered[:n-1]
+	} else {
+		b = new(buyer)
+	}
+	*b = buyer{admittedAt: a.now, firstCommit: len(a.commits), seen: a.released}
 	if a.flushing {
 		b.firstCommit--
 	}
-	b.call = core.Call{Kind: core.KindReserve, RequestID: fmt.Sprintf("q%d", a.buyers), UserID: fmt.Sprintf("u%d", a.buyers), Ref: b}
+	id := strconv.Itoa(a.buyers)
+	b.call = core.Call{Kind: core.KindReserve, RequestID: "q" + id, UserID: "u" + id, Ref: b}
 	a.inbox = append(a.inbox, b)
 	if len(a.deciding) == 0 {
 		a.take()
@@ -431,6 +443,7 @@ func (h admissionHost) Release(rel *shell.Release) {
 		if err := a.checkWait(b); err != nil {
 			a.fail(err)
 		}
+		a.answered = append(a.answered, b)
 	}
 }
 
