@@ -132,20 +132,30 @@ func RunAdmission(o Options) Result {
 		a.trace = func(format string, args ...any) { fmt.Fprintf(o.Trace, format+"\n", args...) }
 	}
 	res := Result{Seed: o.Seed, Faults: a.faults, Replies: a.replies, Step: -1, Mode: ModeAdmission}
-	if res.Err = protect(a.setUp); res.Err != nil {
+	if res.Err = protectRun(a.setUp); res.Err != nil {
 		return res
 	}
 	for i := range a.phases {
 		p := &a.phases[i]
 		a.trace("phase %d: %s %v..%v, fsync %v..%v", i, p.kind, us(p.start), us(p.end), us(p.lo), us(p.hi))
 		res.Step, res.Steps = i, i+1
-		if res.Err = protect(func() error { return a.runPhase(i) }); res.Err != nil {
+		if res.Err = protectRun(func() error { return a.runPhase(i) }); res.Err != nil {
 			return res
 		}
 	}
 	res.Step = len(a.phases)
-	res.Err = protect(a.drain)
+	res.Err = protectRun(a.drain)
 	return res
+}
+
+// protectRun runs fn and turns a panic into a failure.
+func protectRun(fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return fn()
 }
 
 // us renders simulated µs.

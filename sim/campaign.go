@@ -86,7 +86,7 @@ func RunCampaign(o Options) Result {
 		cr.skus = append(cr.skus, r)
 	}
 	for _, r := range cr.skus {
-		if res.Err = protect(r.setUp); res.Err != nil {
+		if res.Err = r.protect(r.setUp); res.Err != nil {
 			return res
 		}
 	}
@@ -96,13 +96,13 @@ func RunCampaign(o Options) Result {
 		if o.Trace != nil {
 			fmt.Fprintf(o.Trace, "step %d: %d\n", i, kind)
 		}
-		if res.Err = protect(func() error { return cr.step(kind) }); res.Err != nil {
+		if res.Err = cr.skus[0].protect(func() error { return cr.step(kind) }); res.Err != nil {
 			res.Step = i
 			return res
 		}
 	}
 	res.Step = o.Steps
-	res.Err = protect(cr.final)
+	res.Err = cr.skus[0].protect(cr.final)
 	return res
 }
 

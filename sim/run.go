@@ -60,7 +60,7 @@ func Run(o Options) Result {
 	r := newRun(o.Seed)
 	history := plan(rand.New(rand.NewPCG(o.Seed, 0x5eed)), o.Steps)
 	res := Result{Seed: o.Seed, History: history, Faults: r.faults, Replies: r.replies, Step: -1}
-	if res.Err = protect(r.setUp); res.Err != nil {
+	if res.Err = r.protect(r.setUp); res.Err != nil {
 		return res
 	}
 	for i, s := range history {
@@ -71,13 +71,13 @@ func Run(o Options) Result {
 		if o.Trace != nil {
 			fmt.Fprintf(o.Trace, "step %d: %s\n", i, s)
 		}
-		if res.Err = protect(func() error { return r.step(s) }); res.Err != nil {
+		if res.Err = r.protect(func() error { return r.step(s) }); res.Err != nil {
 			res.Step = i
 			return res
 		}
 	}
 	res.Step = len(history)
-	res.Err = protect(r.final)
+	res.Err = r.protect(r.final)
 	return res
 }
 
@@ -211,7 +211,7 @@ func (r *run) saveModel() {
 }
 
 // protect runs fn and turns a panic of the engine into a failure.
-func protect(fn func() error) (err error) {
+func (r *run) protect(fn func() error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic: %v", p)
