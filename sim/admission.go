@@ -4,23 +4,32 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/seckill/seckill/actors/core"
+	"github.com/seckill/seckill/actors/shell"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/admission"
+	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
 )
 
 // Admission mode: buyers in front of one SKU while its disk slows down,
-// stalls and recovers. Each buyer is admitted or refused by the admission
-// rule (package admission, the real code) on the load the SKU publishes:
-// the age of the oldest call in its inbox, and its log's waiter figures
-// (wal.Log.Waits, the real code). An admitted buyer waits in the inbox for
-// the actor, which takes the whole inbox (up to inboxBatch calls), decides
-// it on the engine's core (a few µs per call) and hands the records to the
-// log; the log commits them by group commit (Flush) on the simulated disk,
-// whose fsync takes what the disk's phase draws:
+// stalls and recovers. The SKU is the engine's own shell (package
+// actors/shell) over the simulated disk, as in the other modes: it appends,
+// hands the replies to the log's waiters and releases them once durable;
+// the simulator is its host (admissionHost) and does only what package
+// actors does around it: the inbox and the actor's rounds. Each buyer is
+// admitted or refused by the admission rule (package admission) on the
+// load the SKU publishes, as the ingress reads it: the age of the oldest
+// call in its inbox, its log's waiter figures (wal.Log.Waits) and the
+// durable view its last release published. An admitted buyer waits in the
+// inbox for the actor, which takes the whole inbox (up to inboxBatch
+// calls), has the shell decide each call (a few µs per call) and commits
+// the round; the log commits the records by group commit (Flush, the
+// flusher's step) on the simulated disk, whose fsync takes what the
+// disk's phase draws:
 //
 //	fast    50 µs to 2 ms
 //	medium  a tenth to four tenths of max_queue_wait, up to twice that
@@ -35,8 +44,8 @@ import (
 // real flusher. A history is max(4, Steps/25) phases, then the admitted
 // buyers are answered. The checks are in admission_check.go.
 
-// inboxBatch is the most calls the actor takes at once (the actors
-// shell's maxBatch).
+// inboxBatch is the most calls the actor takes at once (package actors'
+// maxBatch).
 const inboxBatch = 4096
 
 // admissionStock is the SKU's sale_limit: stock never binds here.
@@ -85,9 +94,13 @@ type admissionRun struct {
 	commits    []commitSpan
 	released   int // the last commit whose waiters were released (-1: none)
 
-	core     *core.Core
-	log      *wal.Log
+	// The SKU: the engine's shell over the simulated disk. view is its
+	// durable view, published at each release (as the actor publishes it
+	// for the ingress).
+	sh       *shell.Shell
+	view     shell.View
 	walDir   *directory
+	store    *logStore
 	msClock  int64 // the store's own clock (unused: Sync's time passes here)
 	flushing bool
 
@@ -96,9 +109,13 @@ type admissionRun struct {
 	inFlight    int64    // admitted, not yet answered
 	inbox       []*buyer // waiting for the actor
 	deciding    []*buyer // taken by the actor, decided at actorFree
-	actorFree   int64
-	last        admission.Decision // the last arrival's
-	lastOpenAt  int64              // when an arrival was last admitted Open
+	// answered are buyers whose reply was released and checked, for the
+	// next arrivals to reuse: a buyer is most of a kilobyte (its
+	// core.Call), and a history admits thousands.
+	answered   []*buyer
+	actorFree  int64
+	last       admission.Decision // the last arrival's
+	lastOpenAt int64              // when an arrival was last admitted Open
 	// throttledAt is the log's release count when commits last made the
 	// wait reach max_queue_wait (-1: never), as the checks judge it.
 	throttledAt int64
@@ -144,8 +161,10 @@ func protectRun(fn func() error) (err error) {
 // us renders simulated µs.
 func us(t int64) time.Duration { return time.Duration(t) * time.Microsecond }
 
-// setUp draws the limits, the arrivals and the disk's phases, opens the
-// log and defines the SKU.
+// setUp draws the limits, the arrivals and the disk's phases, starts the
+// SKU's shell on an empty disk and defines the SKU. Its disk slows down
+// once the definition is durable: no buyer comes before (the ingress
+// knows no SKU that is not defined).
 func (a *admissionRun) setUp() error {
 	g := a.rng
 	w := int64(20_000 + g.IntN(280_001)) // max_queue_wait: 20 to 300 ms
@@ -183,39 +202,39 @@ func (a *admissionRun) setUp() error {
 		start = p.end
 	}
 
-	store := openLogStore(a.walDir, 64<<20, &storeFaults{}, &a.msClock)
-	log, err := wal.OpenOver("sim/admission", store, wal.Options{Stepped: true, SegmentSize: 64 << 20,
-		MaxBatchRecords: math.MaxInt32, MaxBatchBytes: math.MaxInt32, MaxWaiters: math.MaxInt32,
-		Logger: quiet, Clock: func() time.Time { return time.UnixMicro(a.now) }})
-	if err != nil {
-		return fmt.Errorf("open the log: %w", err)
+	a.sh = shell.New(shell.Config{
+		CampaignID: campaignID,
+		SKUID:      skuID,
+		Core:       core.Config{Rand: randReader{&a.rng}},
+		OpenLog:    a.openLog,
+		Snapshots:  &snapshot.Memory{},
+		Executor:   admissionHost{a},
+		Host:       admissionHost{a},
+		Logger:     quiet,
+	})
+	if err := a.sh.Recover(a.wallClock()); err != nil {
+		return fmt.Errorf("recovery: %w", err)
 	}
-	a.log = log
-	store.syncing = a.fsync // from here on, an fsync takes the phase's time
-	a.core = core.New(core.Config{Rand: admissionRand{a.rng}})
-	a.core.Recovered(a.wallClock(), sku.New(), 0, 0)
 	def := sku.Definition{CampaignID: campaignID, SKUID: skuID, StartAt: startMs, EndAt: startMs + 365*24*3600*1000,
 		PaymentWindowMs: 3600 * 1000, SaleLimit: admissionStock}
 	c := &core.Call{Kind: core.KindDefine, Def: &def}
-	a.core.Decide(a.wallClock(), c)
+	a.sh.Decide(a.wallClock(), c)
 	if c.Outcome != sku.OutcomeOK {
 		return fmt.Errorf("define: %s %v", c.Outcome, c.Err)
 	}
-	if err := a.appendRound(); err != nil {
-		return err
-	}
+	a.sh.Commit(a.wallClock())
 	a.commit()
+	a.store.syncing = a.fsync // from here on, an fsync takes the phase's time
 	return a.err
 }
 
-// admissionRand reads the history's PRNG (the reservation id key).
-type admissionRand struct{ r *rand.Rand }
-
-func (g admissionRand) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = byte(g.r.Uint32())
-	}
-	return len(p), nil
+// openLog opens the SKU's log over the simulated disk (shell.Config.OpenLog):
+// its waiter figures read the simulated clock.
+func (a *admissionRun) openLog() (*wal.Log, error) {
+	a.store = openLogStore(a.walDir, 64<<20, &storeFaults{}, &a.msClock)
+	return wal.OpenOver("sim/admission", a.store, wal.Options{Stepped: true, SegmentSize: 64 << 20,
+		MaxBatchRecords: math.MaxInt32, MaxBatchBytes: math.MaxInt32, MaxWaiters: math.MaxInt32,
+		Logger: quiet, Clock: func() time.Time { return time.UnixMicro(a.now) }})
 }
 
 // wallClock is the engine's clock at the simulated now.
@@ -289,7 +308,9 @@ func (a *admissionRun) phaseAt(t int64) int {
 	return len(a.phases) - 1
 }
 
-// arrive is one buyer at the door: admitted (into the inbox) or refused.
+// arrive is one buyer at the door: admitted (into the inbox) or refused,
+// as the ingress's gate admits (a permit while the decision's permits
+// exceed those in flight).
 func (a *admissionRun) arrive() {
 	a.nextArrival = a.now + 1 + a.rng.Int64N(2*a.arrivalGap)
 	ld := a.load()
@@ -311,22 +332,30 @@ func (a *admissionRun) arrive() {
 		a.fail(err)
 	}
 	a.buyers++
-	b := &buyer{admittedAt: a.now, firstCommit: len(a.commits), seen: a.released}
+	var b *buyer
+	if n := len(a.answered); n > 0 {
+		b, a.answered = a.answered[n-1], a.answered[:n-1]
+	} else {
+		b = new(buyer)
+	}
+	*b = buyer{admittedAt: a.now, firstCommit: len(a.commits), seen: a.released}
 	if a.flushing {
 		b.firstCommit--
 	}
-	b.call = core.Call{Kind: core.KindReserve, RequestID: fmt.Sprintf("q%d", a.buyers), UserID: fmt.Sprintf("u%d", a.buyers), Ref: b}
+	id := strconv.Itoa(a.buyers)
+	b.call = core.Call{Kind: core.KindReserve, RequestID: "q" + id, UserID: "u" + id, Ref: b}
 	a.inbox = append(a.inbox, b)
 	if len(a.deciding) == 0 {
 		a.take()
 	}
 }
 
-// load is what the SKU publishes now, as actors.SKU.Stats gives it to
-// the ingress.
+// load is what the SKU publishes now, as the ingress reads it (package
+// actors' SKU.Stats): the durable view's stock, the inbox's oldest call,
+// the log's waiter figures.
 func (a *admissionRun) load() admission.Load {
-	w := a.log.Waits()
-	ld := admission.Load{Available: int64(a.core.Machine().Counts().Available),
+	w := a.sh.Log().Waits()
+	ld := admission.Load{Available: int64(a.view.Counts.Available),
 		CommitWait: w.Oldest, CommitLatency: w.Last, Commits: w.Releases}
 	if len(a.inbox) > 0 {
 		ld.InboxAge = us(a.now - a.inbox[0].admittedAt)
@@ -343,77 +372,33 @@ func (a *admissionRun) take() {
 	a.actorFree = a.now + int64(n)*a.decideCost
 }
 
-// actorDone decides the actor's batch on the core and commits the round:
-// the records to the log, the replies to a waiter of the log.
+// actorDone is the actor's round, as package actors' drain: the shell
+// decides the batch at one clock reading and commits it (appends the
+// records, hands the calls to the log as one waiter).
 func (a *admissionRun) actorDone() {
+	now := a.wallClock()
 	for _, b := range a.deciding {
-		a.core.Decide(a.wallClock(), &b.call)
+		a.sh.Decide(now, &b.call)
 	}
 	a.deciding = a.deciding[:0]
-	if err := a.appendRound(); err != nil {
-		a.fail(err)
-		return
-	}
+	a.sh.Commit(now)
 	if len(a.inbox) > 0 {
 		a.take()
 	}
 }
 
-// appendRound appends the core's records and hands its waiting calls to
-// the log, as the actors shell's commit does.
-func (a *admissionRun) appendRound() error {
-	rd := a.core.Ready()
-	var buf []byte
-	for i := range rd.Records {
-		buf = rd.Records[i].AppendPayload(buf[:0])
-		if _, err := a.log.Append(byte(rd.Records[i].Type), buf); err != nil {
-			return fmt.Errorf("append: %w", err)
-		}
-	}
-	act := a.core.Advance(len(rd.Records), nil)
-	if len(act.Answer) > 0 {
-		return fmt.Errorf("%d calls answered at once: %v", len(act.Answer), act.Answer[0].Err)
-	}
-	if act.Wait != nil {
-		a.log.Await(act.Wait.Index, &releaser{a: a, calls: append([]*core.Call(nil), act.Wait.Calls...)})
-	}
-	return nil
-}
-
-// releaser is the log waiter of one round's calls.
-type releaser struct {
-	a     *admissionRun
-	calls []*core.Call
-}
-
-func (r *releaser) Durable(err error) {
-	a := r.a
-	if err != nil {
-		a.fail(fmt.Errorf("the log failed: %w", err))
-		return
-	}
-	a.released = len(a.commits) - 1
-	for _, c := range r.calls {
-		b, ok := c.Ref.(*buyer)
-		if !ok { // the definition
-			continue
-		}
-		a.inFlight--
-		a.replies["reserve "+c.Result.Outcome.String()]++
-		if err := a.checkWait(b); err != nil {
-			a.fail(err)
-		}
-	}
-}
-
 // pending reports records appended and not yet durable.
-func (a *admissionRun) pending() bool { return a.log.LastIndex() > a.log.DurableIndex() }
+func (a *admissionRun) pending() bool {
+	log := a.sh.Log()
+	return log.LastIndex() > log.DurableIndex()
+}
 
 // commit is one step of the flusher: a group commit of the pending
-// records (Flush), whose fsync runs what happens meanwhile.
+// records (Flush), whose fsync runs what happens meanwhile, and whose
+// waiters the log then releases to the shell's host.
 func (a *admissionRun) commit() {
 	a.flushing = true
-	err := a.log.Flush()
+	err := a.sh.Log().Flush()
 	a.flushing = false
 	if err != nil {
 		a.fail(fmt.Errorf("flush: %w", err))
@@ -436,3 +421,54 @@ func (a *admissionRun) fail(err error) {
 		a.err = err
 	}
 }
+
+// admissionHost is the shell's Host and Executor in an admission history:
+// it publishes the durable view and checks each buyer's wait as its reply
+// is released. Nothing fails, ticks or snapshots here: an answer without
+// the log, a failure or a job handed over fails the history.
+type admissionHost struct{ a *admissionRun }
+
+func (admissionHost) Appending(*sku.Machine, uint64, []sku.Record) {}
+
+func (h admissionHost) Answer(calls []*core.Call) {
+	h.a.fail(fmt.Errorf("%d calls answered at once: %v", len(calls), calls[0].Err))
+}
+
+// Release publishes the batch's view and answers its buyers.
+func (h admissionHost) Release(rel *shell.Release) {
+	a := h.a
+	if !rel.Durable {
+		a.fail(fmt.Errorf("the log released %d calls undurable: %v", len(rel.Calls), rel.Failure))
+		return
+	}
+	a.view = rel.View
+	a.released = len(a.commits) - 1
+	for _, c := range rel.Calls {
+		b, ok := c.Ref.(*buyer)
+		if !ok { // the definition
+			continue
+		}
+		a.inFlight--
+		a.replies["reserve "+c.Result.Outcome.String()]++
+		if err := a.checkWait(b); err != nil {
+			a.fail(err)
+		}
+		a.answered = append(a.answered, b)
+	}
+}
+
+func (admissionHost) Ticked(int, int64) {}
+
+func (admissionHost) Recovered(*shell.Recovery) {}
+
+func (h admissionHost) Failed(cause error) { h.a.fail(fmt.Errorf("the SKU failed: %w", cause)) }
+
+func (admissionHost) SnapshotWritten(shell.SnapshotInfo) {}
+
+func (admissionHost) SnapshotDone(shell.SnapshotInfo, error) {}
+
+func (h admissionHost) Go(j *shell.Job) {
+	h.a.fail(fmt.Errorf("the shell handed over a %s job, which no admission history asks for", j.Kind))
+}
+
+func (h admissionHost) After(_ time.Duration, j *shell.Job) { h.Go(j) }

@@ -43,7 +43,8 @@
 //	run.go              Run: a process start, recovery checks, decide, commit, flush, crash
 //	step.go             each step, and the workload's arguments
 //	seeds.go            many seeds side by side (one goroutine per history), the shrinker
-//	admission.go        the admission mode: buyers admitted by package admission over a disk that slows down
+//	admission.go        the admission mode: buyers admitted by package admission in front of the shell,
+//	                    over a disk that slows down; its host (the inbox and the actor's rounds)
 //	admission_check.go  its checks: the wait bound, the ramp's steps, recovery
 //	cells_mode.go       the cells mode: the real cells agent, driven by Step on the simulated clock,
 //	                    over the ledger in memory; its engine the SKU's shell; the ledger's checks

@@ -245,7 +245,7 @@ func (r *run) fail(err error) {
 // short history snapshots, truncates and recovers often.
 func (r *run) coreConfig() core.Config {
 	return core.Config{
-		Rand:            rngReader{r},
+		Rand:            randReader{&r.rng},
 		SnapshotEvery:   uint64(8 + r.seed%32),
 		LogFailureRetry: 2 * time.Second,
 		DrawBatch:       r.drawBatch(),
@@ -290,12 +290,13 @@ func (r *run) shellConfig() shell.Config {
 	}
 }
 
-// rngReader reads the step's PRNG (the reservation id key).
-type rngReader struct{ r *run }
+// randReader reads the PRNG *g points at when it is read (a run's: the
+// step's): the reservation id key.
+type randReader struct{ g **rand.Rand }
 
-func (g rngReader) Read(p []byte) (int, error) {
+func (r randReader) Read(p []byte) (int, error) {
 	for i := range p {
-		p[i] = byte(g.r.rng.Uint32())
+		p[i] = byte((*r.g).Uint32())
 	}
 	return len(p), nil
 }

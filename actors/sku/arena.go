@@ -2,10 +2,16 @@ package sku
 
 import "unsafe"
 
-// arenaBlockShift sets the arena's block size: 1 MiB. A block is filled and
-// never moves or changes, so strings may point into it.
+// arenaBlockShift sets the arena's largest block: 1 MiB. A block is filled
+// and never moves or changes, so strings may point into it.
 const arenaBlockShift = 20
 const arenaBlockSize = 1 << arenaBlockShift
+
+// arenaFirstBlock is the first block's size; each next block is twice the
+// last, up to arenaBlockSize: a SKU with few reservations (most SKUs, every
+// state a recovery or a check rebuilds in the simulator) holds kilobytes,
+// not a megabyte, and a large one soon fills 1 MiB blocks.
+const arenaFirstBlock = 4 << 10
 
 // arena holds the request_id and user_id bytes of every reservation, packed
 // in append-only blocks that hold no pointer (the garbage collector does
@@ -20,8 +26,12 @@ type arena struct {
 func (a *arena) add(x, y string) uint64 {
 	n := len(x) + len(y)
 	last := len(a.blocks) - 1
-	if last < 0 || len(a.blocks[last])+n > arenaBlockSize {
-		a.blocks = append(a.blocks, make([]byte, 0, arenaBlockSize))
+	if last < 0 || len(a.blocks[last])+n > cap(a.blocks[last]) {
+		size := arenaFirstBlock
+		if last >= 0 {
+			size = min(2*cap(a.blocks[last]), arenaBlockSize)
+		}
+		a.blocks = append(a.blocks, make([]byte, 0, size))
 		last++
 	}
 	b := &a.blocks[last]

@@ -78,14 +78,19 @@ const stateSectionPasses = 1
 var ErrBadState = errors.New("malformed state")
 
 // stateFlushSize is the encoder's buffer: it writes to w in pieces of about
-// this many bytes.
-const stateFlushSize = 64 << 10
+// this many bytes. The buffer starts at stateFirstBuffer and grows to it as
+// the state needs: a small state (the simulator hashes one after every
+// input) costs no 64 KiB allocation.
+const (
+	stateFlushSize   = 64 << 10
+	stateFirstBuffer = 4 << 10
+)
 
 // Encode writes the frozen state to w in the layout of StateFormatVersion
 // and returns the number of bytes written. It only reads f, so it may run
 // on any goroutine while the Machine goes on.
 func (f *Frozen) Encode(w io.Writer) (int64, error) {
-	e := stateEncoder{w: w, b: make([]byte, 0, stateFlushSize+4096)}
+	e := stateEncoder{w: w, b: make([]byte, 0, stateFirstBuffer)}
 	b := append(e.b, StateFormatVersion)
 	b = appendDefinition(b, &f.def)
 	b = appendBool(b, f.defined)
