@@ -25,7 +25,7 @@ func TestIndexAgainstMap(t *testing.T) {
 				x.remove(key, seq)
 				delete(want, key)
 			} else if !ok {
-				seq := tb.add(reservation{}, "r"+key, key)
+				seq := tb.add(reservation{}, "r"+key, key, 0)
 				x.insert(key, seq)
 				want[key] = seq
 			}
@@ -87,7 +87,7 @@ func BenchmarkIndexInsert(b *testing.B) {
 	seqs := make([]uint32, b.N)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("user-%d", i)
-		seqs[i] = tb.add(reservation{}, "r"+keys[i], keys[i])
+		seqs[i] = tb.add(reservation{}, "r"+keys[i], keys[i], 0)
 	}
 	var slowest time.Duration
 	b.ResetTimer()

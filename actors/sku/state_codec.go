@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 )
 
 // StateFormatVersion is the first byte of an encoded state (the body of a
@@ -101,9 +102,8 @@ func (f *Frozen) Encode(w io.Writer) (int64, error) {
 	e.b = binary.AppendUvarint(e.b, uint64(f.table.count))
 	var prevCreated int64
 	for seq := uint32(1); seq <= f.table.count; seq++ {
-		r := f.table.get(seq)
-		e.b = appendRow(e.b, &f.table, r, prevCreated)
-		prevCreated = r.createdAt
+		e.b = appendRow(e.b, &f.table, seq, prevCreated)
+		prevCreated = f.table.createdAt(seq)
 		e.maybeFlush()
 	}
 	e.b = binary.AppendUvarint(e.b, uint64(f.rejections.count))
@@ -163,14 +163,16 @@ func appendDefinition(b []byte, d *Definition) []byte {
 	return append(b, d.IDKey[:]...)
 }
 
-func appendRow(b []byte, t *table, r *reservation, prevCreated int64) []byte {
-	b = appendString(b, t.requestID(r))
-	b = appendString(b, t.userID(r))
-	b = binary.AppendVarint(b, r.createdAt-prevCreated)
-	b = binary.AppendVarint(b, r.expireAt-r.createdAt)
+func appendRow(b []byte, t *table, seq uint32, prevCreated int64) []byte {
+	r := t.get(seq)
+	created := t.createdAt(seq)
+	b = appendString(b, t.requestID(seq))
+	b = appendString(b, t.userID(seq))
+	b = binary.AppendVarint(b, created-prevCreated)
+	b = binary.AppendVarint(b, t.expireAt(seq)-created)
 	b = binary.AppendUvarint(b, uint64(r.token))
-	b = binary.AppendUvarint(b, uint64(r.version))
-	b = append(b, byte(r.state), r.flags)
+	b = binary.AppendUvarint(b, uint64(t.version(r)))
+	b = append(b, byte(r.state), r.flags&flagsKnown)
 	x := t.extra(r)
 	if x == nil {
 		return append(b, 0)
@@ -239,6 +241,11 @@ type stateDecoder struct {
 	m *Machine
 	// held marks the tokens bound to a row or listed as released.
 	held []uint64
+	// shortRows counts the rows with the high-risk window whose holder
+	// the passes section has not shown yet.
+	shortRows int
+	// shortWindow is the window of the rows with the high-risk window.
+	shortWindow int64
 }
 
 func (s *stateDecoder) fail(format string, args ...any) {
@@ -318,6 +325,9 @@ func (s *stateDecoder) decode() {
 	if s.err == nil && len(s.b) != 0 && s.b[0] == stateSectionPasses {
 		s.passes()
 	}
+	if s.err == nil && s.shortRows != 0 {
+		s.fail("%d reservations with a payment window of %d ms have no holder that gets it", s.shortRows, s.shortWindow)
+	}
 	s.decodeLottery()
 	if s.err == nil && len(s.b) != 0 && s.b[0] == stateSectionCell {
 		s.cellSection(released)
@@ -351,8 +361,7 @@ func (s *stateDecoder) rows(handedOut uint32) {
 		var r reservation
 		requestID, userID := s.stringPair()
 		created += s.varint()
-		r.createdAt = created
-		r.expireAt = created + s.varint()
+		window := s.varint()
 		r.token = s.uint32()
 		version := s.uvarint()
 		r.state, r.flags = State(s.byte()), s.byte()
@@ -367,7 +376,26 @@ func (s *stateDecoder) rows(handedOut uint32) {
 			s.fail("reservation %d: %s", seq, msg)
 			return
 		}
-		r.version = uint16(version)
+		// The window and the version are derived from the row; the
+		// stored ones must be what the row derives.
+		// Any other window than payment_window must be the high-risk one,
+		// which the passes section gives: checked there, with the holder.
+		if window != m.table.windows[0] {
+			if s.shortRows == 0 {
+				s.shortWindow = window
+			} else if window != s.shortWindow {
+				s.fail("reservation %d: expire_at does not follow a payment window", seq)
+				return
+			}
+			r.flags |= flagShortWindow
+			s.shortRows++
+		}
+		if base := rowVersionBase(&r, extra); version == base+1 && r.state == StateClosed && !r.holdsToken() {
+			r.flags |= flagReleasedApart
+		} else if version != base {
+			s.fail("reservation %d: version %d does not count its changes", seq, version)
+			return
+		}
 		if _, dup := m.byRequest.get(requestID); dup {
 			s.fail("reservation %d: request_id %q used twice", seq, requestID)
 			return
@@ -376,7 +404,7 @@ func (s *stateDecoder) rows(handedOut uint32) {
 			m.table.extras = append(m.table.extras, extra)
 			r.extra = uint32(len(m.table.extras))
 		}
-		m.table.add(r, requestID, userID)
+		m.table.add(r, requestID, userID, created)
 		m.byRequest.insert(requestID, seq)
 		m.states[r.state]++
 		if r.state != StateClosed {
@@ -426,7 +454,7 @@ func checkRow(r *reservation, requestID, userID string, x *reservationExtra, ver
 		return fmt.Sprintf("%s without a token", r.state)
 	case r.token == 0 || r.token > handedOut:
 		return fmt.Sprintf("token %d never handed out", r.token)
-	case version == 0 || version > 1<<16-1:
+	case version == 0 || version > math.MaxUint32:
 		return fmt.Sprintf("version %d", version)
 	case r.state == StatePaid && (x == nil || !ValidID(x.paymentID)):
 		return "paid without a payment"
@@ -555,9 +583,16 @@ func (s *stateDecoder) passes() {
 			s.fail("holder %d: empty", i+1)
 			return
 		}
-		if r.expireAt-r.createdAt != d.PaymentWindowFor(h) {
+		if m.table.expireAt(seq)-m.table.createdAt(seq) != d.PaymentWindowFor(h) {
 			s.fail("reservation %d: expire_at does not follow its payment window", seq)
 			return
+		}
+		if r.flags&flagShortWindow != 0 {
+			if s.shortWindow != m.table.windows[1] {
+				s.fail("reservation %d: expire_at does not follow its payment window", seq)
+				return
+			}
+			s.shortRows--
 		}
 		m.holders.add(seq, h)
 		if r.state == StatePendingPayment {
