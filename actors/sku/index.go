@@ -95,7 +95,13 @@ func (x *index) get(key string) (uint32, bool) {
 	if x.count == 0 {
 		return 0, false
 	}
-	h := x.hash(key)
+	return x.getHashed(x.hash(key), key)
+}
+
+func (x *index) getHashed(h uint64, key string) (uint32, bool) {
+	if x.count == 0 {
+		return 0, false
+	}
 	if seq, ok := x.find(&x.cur, h, key); ok {
 		return seq, true
 	}
@@ -126,6 +132,20 @@ func (x *index) find(t *slotTable, h uint64, key string) (uint32, bool) {
 // insert stores seq under key, which must be absent; the row seq must
 // already be in the table with that key.
 func (x *index) insert(key string, seq uint32) {
+	x.insertHashed(x.hash(key), seq)
+}
+
+// insertNew stores seq under key unless key is present: false then.
+func (x *index) insertNew(key string, seq uint32) bool {
+	h := x.hash(key)
+	if _, ok := x.getHashed(h, key); ok {
+		return false
+	}
+	x.insertHashed(h, seq)
+	return true
+}
+
+func (x *index) insertHashed(h uint64, seq uint32) {
 	if seq == 0 || seq == seqGone {
 		panic("sku: index: reserved seq")
 	}
@@ -133,7 +153,7 @@ func (x *index) insert(key string, seq uint32) {
 	if (x.count+1)*5 > len(x.cur.tags)*4 {
 		x.grow(len(x.cur.tags) + len(x.cur.tags)/4)
 	}
-	x.cur.place(x.hash(key), seq)
+	x.cur.place(h, seq)
 	x.count++
 }
 

@@ -396,24 +396,12 @@ func (s *stateDecoder) rows(handedOut uint32) {
 			s.fail("reservation %d: version %d does not count its changes", seq, version)
 			return
 		}
-		if _, dup := m.byRequest.get(requestID); dup {
-			s.fail("reservation %d: request_id %q used twice", seq, requestID)
-			return
-		}
 		if extra != nil {
 			m.table.extras = append(m.table.extras, extra)
 			r.extra = uint32(len(m.table.extras))
 		}
 		m.table.add(r, requestID, userID, created)
-		m.byRequest.insert(requestID, seq)
 		m.states[r.state]++
-		if r.state != StateClosed {
-			if _, dup := m.live.get(userID); dup {
-				s.fail("reservation %d: user %q has two live purchases", seq, userID)
-				return
-			}
-			m.live.insert(userID, seq)
-		}
 		if m.expireCursor == seq && r.state != StatePendingPayment {
 			m.expireCursor++ // the first row that may still expire
 		}
@@ -436,6 +424,31 @@ func (s *stateDecoder) rows(handedOut uint32) {
 			m.pool.reserved++
 		}
 		m.pool.slots[r.token-1] = slot
+	}
+	if s.err == nil {
+		s.indexRows()
+	}
+}
+
+// indexRows builds the indexes of the decoded rows, sized for them at
+// once, walking the table in seq order: no growth moves, and each row's
+// key read in turn rather than again at random by a move.
+func (s *stateDecoder) indexRows() {
+	m := s.m
+	m.byRequest.reserve(int(m.table.count))
+	m.live.reserve(int(m.states[StatePendingPayment] + m.states[StatePaid]))
+	for seq := uint32(1); seq <= m.table.count; seq++ {
+		if requestID := m.table.requestID(seq); !m.byRequest.insertNew(requestID, seq) {
+			s.fail("reservation %d: request_id %q used twice", seq, requestID)
+			return
+		}
+		if m.table.get(seq).state == StateClosed {
+			continue
+		}
+		if userID := m.table.userID(seq); !m.live.insertNew(userID, seq) {
+			s.fail("reservation %d: user %q has two live purchases", seq, userID)
+			return
+		}
 	}
 }
 
