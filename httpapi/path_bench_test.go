@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"testing"
 	"time"
 
@@ -39,9 +40,12 @@ func callgrindLoopEnd() {}
 // timedLoop runs the timed loop of a path benchmark between the callgrind
 // markers and reports the process's CPU time per request (cpu-ns/op: user
 // and system, every goroutine, the set-up left out), which a loaded
-// machine moves less than the wall time of ns/op.
+// machine moves less than the wall time of ns/op. The loop starts right
+// after a garbage collection, so whether and when one runs within it does
+// not depend on how much the set-up happened to allocate.
 func timedLoop(b *testing.B, request func(n int)) {
 	b.ReportAllocs()
+	runtime.GC()
 	b.ResetTimer()
 	cpu := processCPU()
 	callgrindLoopStart()

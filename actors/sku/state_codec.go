@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"unsafe"
 )
 
 // StateFormatVersion is the first byte of an encoded state (the body of a
@@ -359,7 +360,9 @@ func (s *stateDecoder) rows(handedOut uint32) {
 	var created int64
 	for seq := uint32(1); seq <= n && s.err == nil; seq++ {
 		var r reservation
-		requestID, userID := s.stringPair()
+		// Views of the input, not copies: the table copies them into its
+		// arena, and nothing else keeps them.
+		requestID, userID := inputView(s.bytes()), inputView(s.bytes())
 		created += s.varint()
 		window := s.varint()
 		r.token = s.uint32()
@@ -450,6 +453,15 @@ func (s *stateDecoder) indexRows() {
 			return
 		}
 	}
+}
+
+// inputView returns b's bytes as a string without copying them; b must
+// not change while the string is used.
+func inputView(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 // checkRow returns why a decoded row is impossible, or "".

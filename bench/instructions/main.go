@@ -90,6 +90,7 @@ type row struct {
 	name   string
 	iters  int
 	items  int
+	allocs float64 // heap allocations per item (the benchmark's allocs/op, last round)
 	counts []float64
 }
 
@@ -121,11 +122,11 @@ func measure(dir, pkg string, rounds, requests int, progress io.Writer) (*table,
 		for i := range t.rows {
 			row := &t.rows[i]
 			fmt.Fprintf(progress, "round %d: %s, %d iterations under callgrind\n", r, row.name, row.iters)
-			ir, items, err := callgrind(dir, bin, row.name, row.iters, r)
+			ir, items, allocs, err := callgrind(dir, bin, row.name, row.iters, r)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", row.name, err)
 			}
-			row.items = items
+			row.items, row.allocs = items, float64(allocs)/float64(items)
 			row.counts = append(row.counts, float64(ir)/float64(row.iters*items))
 		}
 	}
@@ -134,10 +135,10 @@ func measure(dir, pkg string, rounds, requests int, progress io.Writer) (*table,
 
 // callgrind runs one path under callgrind and returns the instructions of
 // its timed loop and the items per iteration it reported.
-func callgrind(dir, bin, name string, iters, round int) (ir uint64, items int, err error) {
+func callgrind(dir, bin, name string, iters, round int) (ir uint64, items, allocs int, err error) {
 	outFile, err := filepath.Abs(filepath.Join(dir, fmt.Sprintf("%s.%d.out", name, round)))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	cmd := exec.Command("valgrind", "--tool=callgrind", "--callgrind-out-file="+outFile,
 		"--zero-before=*callgrindLoopStart", "--dump-before=*callgrindLoopEnd",
@@ -148,18 +149,18 @@ func callgrind(dir, bin, name string, iters, round int) (ir uint64, items int, e
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return 0, 0, fmt.Errorf("%w\n%s%s", err, stdout.Bytes(), tail(stderr.Bytes(), 2000))
+		return 0, 0, 0, fmt.Errorf("%w\n%s%s", err, stdout.Bytes(), tail(stderr.Bytes(), 2000))
 	}
-	n, items, err := parseBenchLine(stdout.Bytes(), name)
+	n, items, allocs, err := parseBenchLine(stdout.Bytes(), name)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	if n != iters {
-		return 0, 0, fmt.Errorf("the benchmark ran %d iterations, want %d", n, iters)
+		return 0, 0, 0, fmt.Errorf("the benchmark ran %d iterations, want %d", n, iters)
 	}
 	dumps, err := filepath.Glob(outFile + ".*")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	last, lastPart := "", 0
 	for _, d := range dumps {
@@ -170,15 +171,15 @@ func callgrind(dir, bin, name string, iters, round int) (ir uint64, items int, e
 	// Dumps 1 and 2: the testing package's round of one iteration, then
 	// the round of iters.
 	if lastPart != 2 {
-		return 0, 0, fmt.Errorf("%d loop dumps from callgrind in %s, want 2", lastPart, dir)
+		return 0, 0, 0, fmt.Errorf("%d loop dumps from callgrind in %s, want 2", lastPart, dir)
 	}
 	f, err := os.Open(last)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer f.Close()
 	ir, err = parseTotals(f)
-	return ir, items, err
+	return ir, items, allocs, err
 }
 
 // parseTotals returns the instructions of a callgrind dump: its "totals:"
@@ -208,32 +209,35 @@ func parseTotals(r io.Reader) (uint64, error) {
 	return strconv.ParseUint(fields[0], 10, 64)
 }
 
-var benchLine = regexp.MustCompile(`(?m)^BenchmarkInstructions/(\S+?)(?:-\d+)?\s+(\d+)\s.*?([\d.]+) items/op`)
+var benchLine = regexp.MustCompile(`(?m)^BenchmarkInstructions/(\S+?)(?:-\d+)?\s+(\d+)\s.*?([\d.]+) items/op.*?(\d+) allocs/op`)
 
-// parseBenchLine returns the iterations and the items/op of the benchmark
-// line of path name in go test's output.
-func parseBenchLine(out []byte, name string) (iters, items int, err error) {
+// parseBenchLine returns the iterations, the items/op and the allocs/op of
+// the benchmark line of path name in go test's output.
+func parseBenchLine(out []byte, name string) (iters, items, allocs int, err error) {
 	for _, m := range benchLine.FindAllSubmatch(out, -1) {
 		if string(m[1]) != name {
 			continue
 		}
 		iters, err = strconv.Atoi(string(m[2]))
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 		f, err := strconv.ParseFloat(string(m[3]), 64)
 		if err != nil || f < 1 {
-			return 0, 0, fmt.Errorf("items/op %q", m[3])
+			return 0, 0, 0, fmt.Errorf("items/op %q", m[3])
 		}
-		return iters, int(f), nil
+		if allocs, err = strconv.Atoi(string(m[4])); err != nil {
+			return 0, 0, 0, err
+		}
+		return iters, int(f), allocs, nil
 	}
-	return 0, 0, fmt.Errorf("no benchmark line for %s in:\n%s", name, tail(out, 2000))
+	return 0, 0, 0, fmt.Errorf("no benchmark line for %s in:\n%s", name, tail(out, 2000))
 }
 
 func (t *table) print(w io.Writer) {
 	fmt.Fprintf(w, "Instructions per item (callgrind Ir, GOMAXPROCS 1), %s, commit %s, %s, %s\n\n",
 		t.when.Format("2006-01-02"), t.commit, runtime.Version(), t.valgrind)
-	fmt.Fprint(w, "| path | iterations × items | instructions per item, each round | spread | × null-http | × null-fsync |\n|---|---|---|---|---|---|\n")
+	fmt.Fprint(w, "| path | iterations × items | instructions per item, each round | spread | × null-http | × null-fsync | allocations per item |\n|---|---|---|---|---|---|---|\n")
 	base := map[string]float64{}
 	for _, r := range t.rows {
 		base[r.name] = r.counts[0]
@@ -245,8 +249,8 @@ func (t *table) print(w io.Writer) {
 			counts[i] = group(c)
 			lo, hi = min(lo, c), max(hi, c)
 		}
-		fmt.Fprintf(w, "| %s | %d × %d | %s | %.1f%% | %.2f | %.2f |\n", r.name, r.iters, r.items,
-			strings.Join(counts, " / "), 100*(hi-lo)/lo, r.counts[0]/base["null-http"], r.counts[0]/base["null-fsync"])
+		fmt.Fprintf(w, "| %s | %d × %d | %s | %.1f%% | %.2f | %.2f | %.1f |\n", r.name, r.iters, r.items,
+			strings.Join(counts, " / "), 100*(hi-lo)/lo, r.counts[0]/base["null-http"], r.counts[0]/base["null-fsync"], r.allocs)
 	}
 }
 

@@ -18,7 +18,7 @@ func TestInstructionsTiny(t *testing.T) {
 	rows := 0
 	for _, line := range strings.Split(out.String(), "\n") {
 		cells := strings.Split(line, "|")
-		if len(cells) != 8 || strings.TrimSpace(cells[1]) == "path" || strings.HasPrefix(strings.TrimSpace(cells[1]), "---") {
+		if len(cells) != 9 || strings.TrimSpace(cells[1]) == "path" || strings.HasPrefix(strings.TrimSpace(cells[1]), "---") {
 			continue
 		}
 		rows++
@@ -49,11 +49,11 @@ func TestParseTotalsTakesTotals(t *testing.T) {
 
 func TestParseBenchLine(t *testing.T) {
 	out := []byte("goos: linux\nBenchmarkInstructions/batch-item \t       2\t  2764896 ns/op\t    512440 cpu-ns/op\t        64.00 items/op\t  245210 B/op\t     618 allocs/op\nPASS\n")
-	iters, items, err := parseBenchLine(out, "batch-item")
-	if err != nil || iters != 2 || items != 64 {
-		t.Fatalf("parseBenchLine = %d, %d, %v; want 2, 64", iters, items, err)
+	iters, items, allocs, err := parseBenchLine(out, "batch-item")
+	if err != nil || iters != 2 || items != 64 || allocs != 618 {
+		t.Fatalf("parseBenchLine = %d, %d, %d, %v; want 2, 64, 618", iters, items, allocs, err)
 	}
-	if _, _, err := parseBenchLine(out, "sold-out"); err == nil {
+	if _, _, _, err := parseBenchLine(out, "sold-out"); err == nil {
 		t.Fatal("found a line for a path that did not run")
 	}
 }
