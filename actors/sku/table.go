@@ -1,6 +1,10 @@
 package sku
 
-import "math"
+import (
+	"cmp"
+	"math"
+	"slices"
+)
 
 // reservation is the in-memory row of one reservation: 20 bytes and no
 // pointer, so the garbage collector never scans the table. What a row can
@@ -207,16 +211,8 @@ func (t *table) createdAt(seq uint32) int64 {
 	if r.created != createdFar {
 		return t.bases[(seq-1)>>chunkShift].at + int64(r.created)
 	}
-	lo, hi := 0, len(t.far)
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if t.far[mid].seq < seq {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return t.far[lo].at
+	i, _ := slices.BinarySearchFunc(t.far, seq, func(f farTime, seq uint32) int { return cmp.Compare(f.seq, seq) })
+	return t.far[i].at
 }
 
 // expireAt returns row seq's expire_at in ms: a payment at or after it is
