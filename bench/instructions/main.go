@@ -59,6 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	requests := flags.Int("requests", 2000, "iterations of a single-request path (a batch or feed path runs 1/20 of them)")
 	out := flags.String("out", "", "directory for the test binary and callgrind's files (default: a temporary one, removed)")
 	pkg := flags.String("pkg", "./httpapi/", "the package of BenchmarkInstructions")
+	gogc := flags.String("gogc", "off", "GOGC of the measured processes: off leaves the collector out (its share moves with timing by tens of percent on the batch path); allocations per item show what each item asks of it")
 	if err := flags.Parse(args); err != nil {
 		return 2
 	}
@@ -76,7 +77,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	t, err := measure(dir, *pkg, *rounds, *requests, stderr)
+	t, err := measure(dir, *pkg, *gogc, *rounds, *requests, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "instructions:", err)
 		return 1
@@ -95,12 +96,12 @@ type row struct {
 }
 
 type table struct {
-	rows             []row
-	commit, valgrind string
-	when             time.Time
+	rows                   []row
+	commit, valgrind, gogc string
+	when                   time.Time
 }
 
-func measure(dir, pkg string, rounds, requests int, progress io.Writer) (*table, error) {
+func measure(dir, pkg, gogc string, rounds, requests int, progress io.Writer) (*table, error) {
 	bin, err := filepath.Abs(filepath.Join(dir, "httpapi.test"))
 	if err != nil {
 		return nil, err
@@ -114,7 +115,7 @@ func measure(dir, pkg string, rounds, requests int, progress io.Writer) (*table,
 	if err != nil {
 		return nil, fmt.Errorf("valgrind (apt-get install valgrind): %w", err)
 	}
-	t := &table{valgrind: strings.TrimSpace(string(version)), commit: commit(), when: time.Now().UTC()}
+	t := &table{valgrind: strings.TrimSpace(string(version)), commit: commit(), when: time.Now().UTC(), gogc: gogc}
 	for _, p := range paths {
 		t.rows = append(t.rows, row{name: p.name, iters: max(requests/p.divisor, 2)}) // 1 would be the testing package's first round alone
 	}
@@ -122,7 +123,7 @@ func measure(dir, pkg string, rounds, requests int, progress io.Writer) (*table,
 		for i := range t.rows {
 			row := &t.rows[i]
 			fmt.Fprintf(progress, "round %d: %s, %d iterations under callgrind\n", r, row.name, row.iters)
-			ir, items, allocs, err := callgrind(dir, bin, row.name, row.iters, r)
+			ir, items, allocs, err := callgrind(dir, bin, gogc, row.name, row.iters, r)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", row.name, err)
 			}
@@ -135,7 +136,7 @@ func measure(dir, pkg string, rounds, requests int, progress io.Writer) (*table,
 
 // callgrind runs one path under callgrind and returns the instructions of
 // its timed loop and the items per iteration it reported.
-func callgrind(dir, bin, name string, iters, round int) (ir uint64, items, allocs int, err error) {
+func callgrind(dir, bin, gogc, name string, iters, round int) (ir uint64, items, allocs int, err error) {
 	outFile, err := filepath.Abs(filepath.Join(dir, fmt.Sprintf("%s.%d.out", name, round)))
 	if err != nil {
 		return 0, 0, 0, err
@@ -145,7 +146,7 @@ func callgrind(dir, bin, name string, iters, round int) (ir uint64, items, alloc
 		bin, "-test.run", "^$", "-test.bench", "^BenchmarkInstructions$/^"+name+"$",
 		"-test.benchtime", strconv.Itoa(iters)+"x", "-test.cpu", "1")
 	// Callgrind cannot follow Go's asynchronous preemption signals.
-	cmd.Env = append(os.Environ(), "GODEBUG=asyncpreemptoff=1")
+	cmd.Env = append(os.Environ(), "GODEBUG=asyncpreemptoff=1", "GOGC="+gogc)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -235,8 +236,8 @@ func parseBenchLine(out []byte, name string) (iters, items, allocs int, err erro
 }
 
 func (t *table) print(w io.Writer) {
-	fmt.Fprintf(w, "Instructions per item (callgrind Ir, GOMAXPROCS 1), %s, commit %s, %s, %s\n\n",
-		t.when.Format("2006-01-02"), t.commit, runtime.Version(), t.valgrind)
+	fmt.Fprintf(w, "Instructions per item (callgrind Ir, GOMAXPROCS 1, GOGC %s), %s, commit %s, %s, %s\n\n",
+		t.gogc, t.when.Format("2006-01-02"), t.commit, runtime.Version(), t.valgrind)
 	fmt.Fprint(w, "| path | iterations × items | instructions per item, each round | spread | × null-http | × null-fsync | allocations per item |\n|---|---|---|---|---|---|---|\n")
 	base := map[string]float64{}
 	for _, r := range t.rows {
