@@ -64,8 +64,8 @@ const (
 	seqGone       = math.MaxUint32 // tombstone in the old table
 	// growStep is the old slots moved per insert or remove. The new table
 	// holds 5/4 of the old one's slots and grows again after 1/5 of them
-	// more inserts: a step of at least 4 finishes the move before; 64
-	// keeps both tables alive for ~6% of the inserts, at most 64 keys
+	// more inserts: a step of at least 5 finishes the move before; 64
+	// keeps both tables alive for ~8% of the inserts, at most 64 keys
 	// hashed again by one call.
 	growStep = 64
 )
@@ -157,10 +157,12 @@ func (x *index) insertHashed(h uint64, seq uint32) {
 	x.count++
 }
 
-// reserve makes room for n entries in all without growing again, before
-// they are inserted (a state being decoded knows its row count).
+// reserve sizes the table for n entries before they are inserted (a state
+// being decoded knows its row count) as a growth would leave it: at load
+// 0.64, so the inserts that follow (a log's tail replayed) do not start
+// moving every entry at once.
 func (x *index) reserve(n int) {
-	if slots := n + n/4 + 1; slots > len(x.cur.tags) {
+	if slots := n + n/2 + n/16 + 1; slots > len(x.cur.tags) {
 		x.grow(slots)
 	}
 }
