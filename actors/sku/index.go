@@ -22,8 +22,9 @@ const (
 // reads only tags. Open addressing, linear probing, backward-shift
 // deletion, load at most 4/5 (a miss scans ~13 tag bytes, a hit ~3 slots),
 // a table of any size (the home slot is the hash scaled to it, not masked),
-// growing by 5/4: between 6.3 and 7.8 bytes per entry, and for a while
-// after each growth the old table's 5 bytes per slot besides (see grow).
+// doubling up to indexDoublingSlots and growing by 5/4 beyond: then
+// between 6.3 and 7.8 bytes per entry, and for a while after each growth
+// the old table's 5 bytes per slot besides (see grow).
 //
 // Growth is incremental: growing allocates the new table and then moves
 // growStep slots of the old one per insert or remove, so no single call
@@ -41,6 +42,9 @@ type index struct {
 	old   slotTable // the table being moved out (empty when not growing)
 	moved int       // old slots [0, moved) have been moved
 	count int       // entries in cur and old together
+	// doublingSlots is indexDoublingSlots (a test sets it lower, to grow
+	// by 5/4 at its sizes).
+	doublingSlots int
 	seed  maphash.Seed
 	rows  keyedRows
 	field keyField
@@ -61,17 +65,22 @@ type keyedRows interface {
 
 const (
 	indexMinSlots = 1024
+	// indexDoublingSlots: a smaller table (at most 5 MiB) doubles when it
+	// grows, which hashes each key again once per insert over a growth
+	// cycle; a larger one grows by 5/4, four times per insert, to keep the
+	// bytes per entry down where they add up.
+	indexDoublingSlots = 1 << 20
 	seqGone       = math.MaxUint32 // tombstone in the old table
-	// growStep is the old slots moved per insert or remove. The new table
-	// holds 5/4 of the old one's slots and grows again after 1/5 of them
-	// more inserts: a step of at least 5 finishes the move before; 64
-	// keeps both tables alive for ~8% of the inserts, at most 64 keys
-	// hashed again by one call.
+	// growStep is the old slots moved per insert or remove. A new table of
+	// 5/4 of the old one's slots grows again after 1/5 of them more
+	// inserts: a step of at least 5 finishes the move before; 64 keeps
+	// both tables alive for ~8% of the inserts, at most 64 keys hashed
+	// again by one call.
 	growStep = 64
 )
 
 func newIndex(rows keyedRows, f keyField) index {
-	return index{seed: maphash.MakeSeed(), rows: rows, field: f}
+	return index{seed: maphash.MakeSeed(), rows: rows, field: f, doublingSlots: indexDoublingSlots}
 }
 
 func (x *index) hash(key string) uint64 { return maphash.String(x.seed, key) }
@@ -150,8 +159,12 @@ func (x *index) insertHashed(h uint64, seq uint32) {
 		panic("sku: index: reserved seq")
 	}
 	x.move(growStep)
-	if (x.count+1)*5 > len(x.cur.tags)*4 {
-		x.grow(len(x.cur.tags) + len(x.cur.tags)/4)
+	if n := len(x.cur.tags); (x.count+1)*5 > n*4 {
+		if n < x.doublingSlots {
+			x.grow(2 * n)
+		} else {
+			x.grow(n + n/4)
+		}
 	}
 	x.cur.place(h, seq)
 	x.count++

@@ -16,6 +16,7 @@ func TestIndexAgainstMap(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var tb table
 		x := newIndex(&tb, keyUserID)
+		x.doublingSlots = rapid.SampledFrom([]int{0, 2048, indexDoublingSlots}).Draw(t, "doublingSlots")
 		want := map[string]uint32{}
 		n := rapid.IntRange(1, 6000).Draw(t, "n")
 		keys := rapid.IntRange(1, 4000).Draw(t, "keys")
