@@ -45,9 +45,9 @@ type index struct {
 	// doublingSlots is indexDoublingSlots (a test sets it lower, to grow
 	// by 5/4 at its sizes).
 	doublingSlots int
-	seed  maphash.Seed
-	rows  keyedRows
-	field keyField
+	seed          maphash.Seed
+	rows          keyedRows
+	field         keyField
 }
 
 // slotTable is one open-addressing table: tags[i] is 0 for an empty slot,
@@ -70,7 +70,7 @@ const (
 	// cycle; a larger one grows by 5/4, four times per insert, to keep the
 	// bytes per entry down where they add up.
 	indexDoublingSlots = 1 << 20
-	seqGone       = math.MaxUint32 // tombstone in the old table
+	seqGone            = math.MaxUint32 // tombstone in the old table
 	// growStep is the old slots moved per insert or remove. A new table of
 	// 5/4 of the old one's slots grows again after 1/5 of them more
 	// inserts: a step of at least 5 finishes the move before; 64 keeps
