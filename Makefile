@@ -5,7 +5,7 @@ PKGS     := ./...
 ADDR     ?= 127.0.0.1:8080
 DATA     ?= ./data
 
-.PHONY: all build run test docs nats test-long bench bench-engine bench-audit bench-compare bench-passes bench-feed bench-orders soak fuzz sim sim-mutants clean cluster bench-cells
+.PHONY: all build run test docs nats test-long bench bench-engine bench-audit bench-compare bench-instructions bench-passes bench-feed bench-orders soak fuzz sim sim-mutants clean cluster bench-cells
 
 all: build
 
@@ -93,6 +93,13 @@ bench-audit:
 COMPARE_ARGS ?=
 bench-compare:
 	LDFLAGS="$(LDFLAGS)" ./bench/compare.sh $(COMPARE_ARGS)
+
+## bench-instructions: instructions per request (valgrind --tool=callgrind) of the hot reserve, the SOLD_OUT fast
+## path, a batch item and a feed event beside null-http and null-fsync, each path in a process of its own, two
+## rounds, one table (bench/instructions; flags in INSTR_ARGS, e.g. make bench-instructions INSTR_ARGS="--rounds 3").
+INSTR_ARGS ?=
+bench-instructions:
+	$(GO) run ./bench/instructions $(INSTR_ARGS)
 
 ## bench-passes: reserve throughput with and without entry passes through one seckilld over loopback,
 ## the load tool's client minting the passes, in alternating rounds; per-pair ratios and their medians

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"testing"
 	"time"
 
@@ -39,9 +40,12 @@ func callgrindLoopEnd() {}
 // timedLoop runs the timed loop of a path benchmark between the callgrind
 // markers and reports the process's CPU time per request (cpu-ns/op: user
 // and system, every goroutine, the set-up left out), which a loaded
-// machine moves less than the wall time of ns/op.
+// machine moves less than the wall time of ns/op. The loop starts right
+// after a garbage collection, so whether and when one runs within it does
+// not depend on how much the set-up happened to allocate.
 func timedLoop(b *testing.B, request func(n int)) {
 	b.ReportAllocs()
+	runtime.GC()
 	b.ResetTimer()
 	cpu := processCPU()
 	callgrindLoopStart()
@@ -60,18 +64,27 @@ func timedLoop(b *testing.B, request func(n int)) {
 // at one per subject key.
 func pathServer(b *testing.B, saleLimit int, passes bool) fasthttp.RequestHandler {
 	b.Helper()
+	return pathServerFsync(b, saleLimit, passes, wal.FsyncNeverBenchmarkOnly).Handler()
+}
+
+// pathServerFsync is pathServer's server, with the log's fsync mode. Its
+// stats sampler is off (StatsInterval -1): Serve starts no timer-driven
+// work either.
+func pathServerFsync(b *testing.B, saleLimit int, passes bool, fsync wal.FsyncMode) *httpapi.Server {
+	b.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	reg := prometheus.NewRegistry()
 	// ManualTick: no timer-driven work beside the requests (instruction
 	// counts then depend on the requests alone, not on how slowly
 	// valgrind runs them).
-	eng, err := actors.Open(actors.Config{DataDir: b.TempDir(), Fsync: wal.FsyncNeverBenchmarkOnly, Logger: log, Registerer: reg,
+	eng, err := actors.Open(actors.Config{DataDir: b.TempDir(), Fsync: fsync, Logger: log, Registerer: reg,
 		ManualTick: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { eng.Close() })
-	cfg := httpapi.Config{Engine: eng, Feed: feed.New(eng), Lotteries: eng, AdminToken: testToken, Logger: log, Registry: reg}
+	cfg := httpapi.Config{Engine: eng, Feed: feed.New(eng), Lotteries: eng, AdminToken: testToken, Logger: log, Registry: reg,
+		StatsInterval: -1}
 	c := campaign("bench", "15m", map[string]int{"s": saleLimit})
 	if passes {
 		passConfig(b)(&cfg)
@@ -81,9 +94,8 @@ func pathServer(b *testing.B, saleLimit int, passes bool) fasthttp.RequestHandle
 	if err != nil {
 		b.Fatal(err)
 	}
-	handler := srv.Handler()
-	defineInProcess(b, handler, eng, c)
-	return handler
+	defineInProcess(b, srv.Handler(), eng, c)
+	return srv
 }
 
 // defineInProcess PUTs campaign c (one SKU, s) through handler, a server's

@@ -113,10 +113,11 @@ func (m *Machine) applyReserved(r *Record, decided bool) error {
 			return notApply(r, "user %q already has a live purchase", r.UserID)
 		}
 	}
-	seq := m.table.add(reservation{
-		createdAt: r.At, expireAt: r.ExpireAt,
-		token: r.Token, version: 1, state: StatePendingPayment, flags: flagHoldsToken,
-	}, r.RequestID, r.UserID)
+	row := reservation{token: r.Token, state: StatePendingPayment, flags: flagHoldsToken}
+	if m.shortWindow(&r.Holder) {
+		row.flags |= flagShortWindow
+	}
+	seq := m.table.add(row, r.RequestID, r.UserID, r.At)
 	m.pool.take(r.Token, seq)
 	m.byRequest.insert(r.RequestID, seq)
 	m.live.insert(r.UserID, seq)
@@ -163,8 +164,8 @@ func (m *Machine) applyPaid(r *Record) error {
 		return notApply(r, "no reservation %d", r.Seq)
 	case !canMove(res.state, StatePaid):
 		return notApply(r, "reservation %d is %s", r.Seq, res.state)
-	case r.At >= res.expireAt && !mutantTimerExpiry:
-		return notApply(r, "payment at %d is not before expire_at %d", r.At, res.expireAt)
+	case r.At >= m.table.expireAt(r.Seq) && !mutantTimerExpiry:
+		return notApply(r, "payment at %d is not before expire_at %d", r.At, m.table.expireAt(r.Seq))
 	case !ValidID(r.PaymentID):
 		return notApply(r, "invalid payment id")
 	}
@@ -185,10 +186,10 @@ func (m *Machine) applyClosed(r *Record) error {
 		return notApply(r, "reservation %d is %s", r.Seq, res.state)
 	case r.Reason != ReasonExpired && r.Reason != ReasonCancelled:
 		return notApply(r, "bad close reason %d", r.Reason)
-	case r.Reason == ReasonExpired && r.At < res.expireAt:
-		return notApply(r, "expired at %d before expire_at %d", r.At, res.expireAt)
+	case r.Reason == ReasonExpired && r.At < m.table.expireAt(r.Seq):
+		return notApply(r, "expired at %d before expire_at %d", r.At, m.table.expireAt(r.Seq))
 	}
-	m.live.remove(m.table.userID(res), r.Seq)
+	m.live.remove(m.table.userID(r.Seq), r.Seq)
 	m.settleUnpaid(r.Seq)
 	res.flags = res.flags&^flagReasonMask | uint8(r.Reason)
 	m.table.editExtra(res).closedAt = r.At
@@ -220,7 +221,6 @@ func (m *Machine) applyRefund(r *Record) error {
 	x.refundPayments = append(x.refundPayments, r.PaymentID)
 	x.refundAmounts = append(x.refundAmounts, r.Amount)
 	res.flags |= flagRefund
-	res.version++
 	m.refunds = append(m.refunds, Refund{ReservationSeq: r.Seq, PaymentID: r.PaymentID, Amount: r.Amount, At: r.At})
 	return nil
 }
@@ -234,8 +234,7 @@ func (m *Machine) applyReleased(r *Record) error {
 		return notApply(r, "reservation %d holds no releasable token", r.Seq)
 	}
 	m.pool.release(res.token)
-	res.flags &^= flagHoldsToken
-	res.version++
+	res.flags = res.flags&^flagHoldsToken | flagReleasedApart
 	m.heldClosed--
 	return nil
 }
@@ -248,5 +247,4 @@ func (m *Machine) move(res *reservation, to State) {
 	m.states[res.state]--
 	m.states[to]++
 	res.state = to
-	res.version++
 }

@@ -80,7 +80,7 @@ func (m *Machine) Audit() Audit {
 		a.violation("live-user index has %d users, recount %d", m.live.len(), r.liveUsers)
 	}
 	for _, e := range r.live {
-		user := m.table.userID(m.table.get(e.seq))
+		user := m.table.userID(e.seq)
 		if got, _ := m.live.get(user); got != e.seq {
 			a.violation("live-user index maps %q to %d, want %d", user, got, e.seq)
 		}
@@ -197,13 +197,13 @@ func recountRows(a *Audit, t *table, handedOut uint32, released []uint32, celled
 		}
 		states[row.state]++
 		if row.state != StateClosed {
-			r.live = append(r.live, liveRow{hash: uint32(maphash.String(seed, t.userID(row))), seq: seq})
+			r.live = append(r.live, liveRow{hash: uint32(maphash.String(seed, t.userID(seq))), seq: seq})
 			if !row.holdsToken() {
 				a.violation("reservation %d is %s but holds no token", seq, row.state)
 			}
 		}
 		if perRow != nil {
-			perRow(seq, t.requestID(row))
+			perRow(seq, t.requestID(seq))
 		}
 		if !row.holdsToken() {
 			continue
@@ -261,10 +261,10 @@ func checkOneLivePerUser(a *Audit, t *table, live []liveRow) int {
 	})
 	users := 0
 	for i := range live {
-		user := t.userID(t.get(live[i].seq))
+		user := t.userID(live[i].seq)
 		first := true
 		for j := i - 1; j >= 0 && live[j].hash == live[i].hash; j-- {
-			if t.userID(t.get(live[j].seq)) == user {
+			if t.userID(live[j].seq) == user {
 				a.violation("user %q has two live purchases: %d and %d", user, live[j].seq, live[i].seq)
 				first = false
 				break

@@ -121,7 +121,7 @@ func (m *Machine) expireHighRisk(at int64, max int, out []Record) ([]Record, int
 		seq := m.highRisk[m.riskCursor]
 		looked++
 		if r := m.table.get(seq); r.state == StatePendingPayment {
-			if r.expireAt > at {
+			if m.table.expireAt(seq) > at {
 				break
 			}
 			out = m.closeExpired(at, seq, out)
@@ -136,7 +136,7 @@ func (m *Machine) expireHighRisk(at int64, max int, out []Record) ([]Record, int
 func (m *Machine) nextHighRiskExpiry() (int64, bool) {
 	for i := m.riskCursor; i < len(m.highRisk); i++ {
 		if r := m.table.get(m.highRisk[i]); r.state == StatePendingPayment {
-			return r.expireAt, true
+			return m.table.expireAt(m.highRisk[i]), true
 		}
 		if i-m.riskCursor > 4096 {
 			return 0, true // many settled rows: let Expire advance the cursor

@@ -80,7 +80,7 @@ func (m *Machine) ReserveWith(now int64, requestID, userID string, h Holder, out
 		return Result{Outcome: o}, out
 	}
 	if seq, ok := m.live.get(userID); ok {
-		if r := m.table.get(seq); r.state == StatePendingPayment && at >= r.expireAt {
+		if r := m.table.get(seq); r.state == StatePendingPayment && at >= m.table.expireAt(seq) {
 			out = m.closeExpired(at, seq, out) // judged by expire_at, not by the timer
 		} else {
 			return Result{Outcome: OutcomeAlreadyPurchased, Reservation: m.view(seq, r)}, out
@@ -136,7 +136,7 @@ func (m *Machine) Pay(now int64, seq uint32, paymentID string, amount int64, out
 		}
 		return m.result(OutcomePaymentConflict, seq), out
 	case StatePendingPayment:
-		if at < r.expireAt || mutantTimerExpiry {
+		if at < m.table.expireAt(seq) || mutantTimerExpiry {
 			out = m.emit(Record{Type: RecordPaid, At: at, Seq: seq, PaymentID: paymentID, Amount: amount}, out)
 			return m.result(OutcomePaid, seq), out
 		}
@@ -179,7 +179,7 @@ func (m *Machine) Close(now int64, seq uint32, reason CloseReason, out []Record)
 		return m.result(OutcomeAlreadyClosed, seq), out
 	}
 	at := m.decisionTime(now)
-	expired := at >= r.expireAt
+	expired := at >= m.table.expireAt(seq)
 	if reason == ReasonExpired && !expired {
 		return m.result(OutcomeNotExpired, seq), out
 	}
@@ -262,7 +262,7 @@ func (m *Machine) expireInOrder(at int64, max int, out []Record) (_ []Record, cl
 		r := m.table.get(seq)
 		looked++
 		if r.state == StatePendingPayment {
-			if r.expireAt > at {
+			if m.table.expireAt(seq) > at {
 				// Nothing later is due but reservations of a shorter
 				// window: normal ones have expire_at monotonic in seq,
 				// and a high-risk one not due means no later one is.
@@ -295,7 +295,7 @@ func (m *Machine) nextExpiryInOrder() (int64, bool) {
 	for c := m.expireCursor; c <= m.table.count; c++ {
 		r := m.table.get(c)
 		if r.state == StatePendingPayment {
-			return r.expireAt, true
+			return m.table.expireAt(c), true
 		}
 		if c-m.expireCursor > 4096 {
 			return 0, true // many settled rows: let Expire advance the cursor

@@ -14,30 +14,47 @@ const (
 )
 
 // index maps a reservation's (or a lottery entry's) request_id or user_id
-// to its seq without storing the key: a slot holds the key's 32-bit hash
-// and the seq, and a lookup compares the candidate row's key in its rows
-// (the reservation table, or a lottery's entry log). Open addressing,
-// linear probing, backward-shift deletion, load at most 1/2 (a miss probes
-// ~2.5 slots). About 20 bytes per entry, against ~40 for a Go
-// map[string]uint32, and no per-insert table splits.
+// to its seq without storing the key: a slot holds a one-byte tag of the
+// key's hash and the seq, and a lookup compares the candidate row's key in
+// its rows (the reservation table, or a lottery's entry log), so an answer
+// is exact; the tag spares that compare for all but 1 in 255 other keys.
+// Tags and seqs are two arrays: a miss, the common case of a reserve,
+// reads only tags. Open addressing, linear probing, backward-shift
+// deletion, load at most 4/5 (a miss scans ~13 tag bytes, a hit ~3 slots),
+// a table of any size (the home slot is the hash scaled to it, not masked),
+// doubling up to indexDoublingSlots and growing by 5/4 beyond: then
+// between 6.3 and 7.8 bytes per entry, and for a while after each growth
+// the old table's 5 bytes per slot besides (see grow).
 //
-// Growth is incremental: doubling allocates the new table and then moves
+// Growth is incremental: growing allocates the new table and then moves
 // growStep slots of the old one per insert or remove, so no single call
 // rehashes millions of entries (a stall of tens of ms for a SKU's every
 // caller). While old slots remain, a lookup probes the new table, then the
 // old; a slot moved or removed from the old table becomes a tombstone
-// there, so the old table's probe runs stay unbroken.
+// there (its tag stays, its seq is seqGone), so the old table's probe runs
+// stay unbroken. A slot does not keep its hash: moving and shifting one
+// hash its key again.
 //
 // The hash seed is random per index, so ids chosen by clients cannot be
 // crafted to collide. The layout is not part of the state's Hash.
 type index struct {
-	slots []indexSlot // length a power of two (or zero)
-	old   []indexSlot // the table being moved out (nil when not growing)
-	moved int         // old[:moved] has been moved
-	count int         // entries in slots and old together
-	seed  maphash.Seed
-	rows  keyedRows
-	field keyField
+	cur   slotTable
+	old   slotTable // the table being moved out (empty when not growing)
+	moved int       // old slots [0, moved) have been moved
+	count int       // entries in cur and old together
+	// doublingSlots is indexDoublingSlots (a test sets it lower, to grow
+	// by 5/4 at its sizes).
+	doublingSlots int
+	seed          maphash.Seed
+	rows          keyedRows
+	field         keyField
+}
+
+// slotTable is one open-addressing table: tags[i] is 0 for an empty slot,
+// else the tag of seqs[i]'s key.
+type slotTable struct {
+	tags []uint8
+	seqs []uint32
 }
 
 // keyedRows are the rows an index points into: key returns the request_id
@@ -46,26 +63,39 @@ type keyedRows interface {
 	key(seq uint32, f keyField) string
 }
 
-type indexSlot struct {
-	hash uint32
-	seq  uint32 // seqEmpty, seqGone (old table only) or a reservation
-}
-
 const (
 	indexMinSlots = 1024
-	seqEmpty      = 0
-	seqGone       = math.MaxUint32 // tombstone in the old table
-	// growStep is the old slots moved per insert or remove: at least 2
-	// finish the move before the new table needs to grow in turn (it
-	// holds twice the old table's slots, filled from half to half).
-	growStep = 8
+	// indexDoublingSlots: a smaller table (at most 5 MiB) doubles when it
+	// grows, which hashes each key again once per insert over a growth
+	// cycle; a larger one grows by 5/4, four times per insert, to keep the
+	// bytes per entry down where they add up.
+	indexDoublingSlots = 1 << 20
+	seqGone            = math.MaxUint32 // tombstone in the old table
+	// growStep is the old slots moved per insert or remove. A new table of
+	// 5/4 of the old one's slots grows again after 1/5 of them more
+	// inserts: a step of at least 5 finishes the move before; 64 keeps
+	// both tables alive for ~8% of the inserts, at most 64 keys hashed
+	// again by one call.
+	growStep = 64
 )
 
 func newIndex(rows keyedRows, f keyField) index {
-	return index{seed: maphash.MakeSeed(), rows: rows, field: f}
+	return index{seed: maphash.MakeSeed(), rows: rows, field: f, doublingSlots: indexDoublingSlots}
 }
 
-func (x *index) hash(key string) uint32 { return uint32(maphash.String(x.seed, key)) }
+func (x *index) hash(key string) uint64 { return maphash.String(x.seed, key) }
+
+// tagOf is h's tag: its low byte, never 0.
+func tagOf(h uint64) uint8 {
+	if t := uint8(h); t != 0 {
+		return t
+	}
+	return 1
+}
+
+// home is h's first slot in a table of n slots: its high 32 bits scaled to
+// n (independent of the tag's bits).
+func home(h uint64, n int) int { return int((h >> 32) * uint64(n) >> 32) }
 
 func (x *index) keyOf(seq uint32) string { return x.rows.key(seq, x.field) }
 
@@ -74,28 +104,36 @@ func (x *index) get(key string) (uint32, bool) {
 	if x.count == 0 {
 		return 0, false
 	}
-	h := x.hash(key)
-	if i, ok := x.find(x.slots, h, key); ok {
-		return x.slots[i].seq, true
+	return x.getHashed(x.hash(key), key)
+}
+
+func (x *index) getHashed(h uint64, key string) (uint32, bool) {
+	if x.count == 0 {
+		return 0, false
 	}
-	if x.old != nil {
-		if i, ok := x.find(x.old, h, key); ok {
-			return x.old[i].seq, true
-		}
+	if seq, ok := x.find(&x.cur, h, key); ok {
+		return seq, true
+	}
+	if len(x.old.tags) != 0 {
+		return x.find(&x.old, h, key)
 	}
 	return 0, false
 }
 
-// find returns the slot of key in slots.
-func (x *index) find(slots []indexSlot, h uint32, key string) (uint32, bool) {
-	mask := uint32(len(slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		s := slots[i]
-		if s.seq == seqEmpty {
+// find returns the seq stored under key in t.
+func (x *index) find(t *slotTable, h uint64, key string) (uint32, bool) {
+	n, tag := len(t.tags), tagOf(h)
+	for i := home(h, n); ; {
+		switch t.tags[i] {
+		case 0:
 			return 0, false
+		case tag:
+			if s := t.seqs[i]; s != seqGone && x.keyOf(s) == key {
+				return s, true
+			}
 		}
-		if s.hash == h && s.seq != seqGone && x.keyOf(s.seq) == key {
-			return i, true
+		if i++; i == n {
+			i = 0
 		}
 	}
 }
@@ -103,55 +141,82 @@ func (x *index) find(slots []indexSlot, h uint32, key string) (uint32, bool) {
 // insert stores seq under key, which must be absent; the row seq must
 // already be in the table with that key.
 func (x *index) insert(key string, seq uint32) {
-	if seq == seqEmpty || seq == seqGone {
+	x.insertHashed(x.hash(key), seq)
+}
+
+// insertNew stores seq under key unless key is present: false then.
+func (x *index) insertNew(key string, seq uint32) bool {
+	h := x.hash(key)
+	if _, ok := x.getHashed(h, key); ok {
+		return false
+	}
+	x.insertHashed(h, seq)
+	return true
+}
+
+func (x *index) insertHashed(h uint64, seq uint32) {
+	if seq == 0 || seq == seqGone {
 		panic("sku: index: reserved seq")
 	}
 	x.move(growStep)
-	if (x.count+1)*2 > len(x.slots) {
-		x.grow()
+	if n := len(x.cur.tags); (x.count+1)*5 > n*4 {
+		if n < x.doublingSlots {
+			x.grow(2 * n)
+		} else {
+			x.grow(n + n/4)
+		}
 	}
-	place(x.slots, indexSlot{hash: x.hash(key), seq: seq})
+	x.cur.place(h, seq)
 	x.count++
 }
 
-func place(slots []indexSlot, s indexSlot) {
-	mask := uint32(len(slots) - 1)
-	i := s.hash & mask
-	for slots[i].seq != seqEmpty {
-		i = (i + 1) & mask
+// reserve sizes the table for n entries before they are inserted (a state
+// being decoded knows its row count) as a growth would leave it: at load
+// 0.64, so the inserts that follow (a log's tail replayed) do not start
+// moving every entry at once.
+func (x *index) reserve(n int) {
+	if slots := n + n/2 + n/16 + 1; slots > len(x.cur.tags) {
+		x.grow(slots)
 	}
-	slots[i] = s
 }
 
-// grow starts moving into a table twice as large (finishing a move still
-// under way first, which growStep makes rare).
-func (x *index) grow() {
-	x.move(len(x.old))
-	n := 2 * len(x.slots)
-	if n < indexMinSlots {
-		n = indexMinSlots
+func (t *slotTable) place(h uint64, seq uint32) {
+	n := len(t.tags)
+	i := home(h, n)
+	for t.tags[i] != 0 {
+		if i++; i == n {
+			i = 0
+		}
 	}
+	t.tags[i], t.seqs[i] = tagOf(h), seq
+}
+
+// grow starts moving into a table of n slots (finishing a move still under
+// way first, which growStep makes rare).
+func (x *index) grow(n int) {
+	x.move(len(x.old.tags))
+	n = max(n, indexMinSlots)
 	if x.count > 0 {
-		x.old, x.moved = x.slots, 0
+		x.old, x.moved = x.cur, 0
 	}
-	x.slots = make([]indexSlot, n)
+	x.cur = slotTable{tags: make([]uint8, n), seqs: make([]uint32, n)}
 }
 
 // move moves up to n slots of the old table into the new one.
 func (x *index) move(n int) {
-	if x.old == nil {
+	if len(x.old.tags) == 0 {
 		return
 	}
-	end := min(x.moved+n, len(x.old))
+	end := min(x.moved+n, len(x.old.tags))
 	for i := x.moved; i < end; i++ {
-		if s := x.old[i]; s.seq != seqEmpty && s.seq != seqGone {
-			place(x.slots, s)
-			x.old[i].seq = seqGone
+		if s := x.old.seqs[i]; x.old.tags[i] != 0 && s != seqGone {
+			x.cur.place(x.hash(x.keyOf(s)), s)
+			x.old.seqs[i] = seqGone
 		}
 	}
 	x.moved = end
-	if x.moved == len(x.old) {
-		x.old, x.moved = nil, 0
+	if x.moved == len(x.old.tags) {
+		x.old, x.moved = slotTable{}, 0
 	}
 }
 
@@ -159,48 +224,61 @@ func (x *index) move(n int) {
 func (x *index) remove(key string, seq uint32) {
 	x.move(growStep)
 	h := x.hash(key)
-	if removeShifting(x.slots, h, seq) {
+	if x.removeShifting(&x.cur, h, seq) {
 		x.count--
 		return
 	}
-	if x.old == nil {
+	t := &x.old
+	n, tag := len(t.tags), tagOf(h)
+	if n == 0 {
 		return
 	}
-	mask := uint32(len(x.old) - 1)
-	for i := h & mask; x.old[i].seq != seqEmpty; i = (i + 1) & mask {
-		if x.old[i].seq == seq {
-			x.old[i].seq = seqGone
+	for i := home(h, n); t.tags[i] != 0; {
+		if t.tags[i] == tag && t.seqs[i] == seq {
+			t.seqs[i] = seqGone
 			x.count--
 			return
+		}
+		if i++; i == n {
+			i = 0
 		}
 	}
 }
 
-// removeShifting deletes the slot of seq from slots (a table without
+// removeShifting deletes the slot of seq from t (a table without
 // tombstones): later slots of the probe run shift back, so lookups never
 // need tombstones there.
-func removeShifting(slots []indexSlot, h uint32, seq uint32) bool {
-	if len(slots) == 0 {
+func (x *index) removeShifting(t *slotTable, h uint64, seq uint32) bool {
+	n, tag := len(t.tags), tagOf(h)
+	if n == 0 {
 		return false
 	}
-	mask := uint32(len(slots) - 1)
-	i := h & mask
-	for slots[i].seq != seq {
-		if slots[i].seq == seqEmpty {
+	i := home(h, n)
+	for t.tags[i] != tag || t.seqs[i] != seq {
+		if t.tags[i] == 0 {
 			return false
 		}
-		i = (i + 1) & mask
+		if i++; i == n {
+			i = 0
+		}
 	}
-	for j := (i + 1) & mask; slots[j].seq != seqEmpty; j = (j + 1) & mask {
-		home := slots[j].hash & mask
+	for j := next(i, n); t.tags[j] != 0; j = next(j, n) {
+		hj := home(x.hash(x.keyOf(t.seqs[j])), n)
 		// Move slot j back to the hole at i unless its home lies in (i, j].
-		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
-			slots[i] = slots[j]
+		if (j > i && (hj <= i || hj > j)) || (j < i && hj <= i && hj > j) {
+			t.tags[i], t.seqs[i] = t.tags[j], t.seqs[j]
 			i = j
 		}
 	}
-	slots[i] = indexSlot{}
+	t.tags[i], t.seqs[i] = 0, 0
 	return true
+}
+
+func next(i, n int) int {
+	if i++; i == n {
+		return 0
+	}
+	return i
 }
 
 func (x *index) len() int { return x.count }

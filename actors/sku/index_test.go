@@ -16,6 +16,7 @@ func TestIndexAgainstMap(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var tb table
 		x := newIndex(&tb, keyUserID)
+		x.doublingSlots = rapid.SampledFrom([]int{0, 2048, indexDoublingSlots}).Draw(t, "doublingSlots")
 		want := map[string]uint32{}
 		n := rapid.IntRange(1, 6000).Draw(t, "n")
 		keys := rapid.IntRange(1, 4000).Draw(t, "keys")
@@ -25,7 +26,7 @@ func TestIndexAgainstMap(t *testing.T) {
 				x.remove(key, seq)
 				delete(want, key)
 			} else if !ok {
-				seq := tb.add(reservation{}, "r"+key, key)
+				seq := tb.add(reservation{}, "r"+key, key, 0)
 				x.insert(key, seq)
 				want[key] = seq
 			}
@@ -87,7 +88,7 @@ func BenchmarkIndexInsert(b *testing.B) {
 	seqs := make([]uint32, b.N)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("user-%d", i)
-		seqs[i] = tb.add(reservation{}, "r"+keys[i], keys[i])
+		seqs[i] = tb.add(reservation{}, "r"+keys[i], keys[i], 0)
 	}
 	var slowest time.Duration
 	b.ResetTimer()

@@ -153,10 +153,8 @@ func (m *Machine) applyWon(r *Record) error {
 	if _, ok := m.byRequest.get(requestID); ok {
 		return notApply(r, "request_id %q already decided", requestID)
 	}
-	seq := m.table.add(reservation{
-		createdAt: r.At, expireAt: r.ExpireAt,
-		token: r.Token, version: 1, state: StatePendingPayment, flags: flagHoldsToken,
-	}, requestID, userID)
+	seq := m.table.add(reservation{token: r.Token, state: StatePendingPayment, flags: flagHoldsToken},
+		requestID, userID, r.At)
 	m.pool.take(r.Token, seq)
 	m.byRequest.insert(requestID, seq)
 	m.live.insert(userID, seq)

@@ -200,7 +200,7 @@ func (s *stateDecoder) decodeLottery() {
 		}
 		e, r := l.entries.get(entry), m.table.get(res)
 		_, dup := l.wonBy[entry]
-		if e == nil || r == nil || dup || m.table.requestID(r) != l.entries.requestID(e) || m.table.userID(r) != l.entries.userID(e) {
+		if e == nil || r == nil || dup || m.table.requestID(res) != l.entries.requestID(e) || m.table.userID(res) != l.entries.userID(e) {
 			s.fail("won entry %d: reservation %d does not match", entry, res)
 			return
 		}

@@ -236,7 +236,7 @@ func (m *Machine) auditLottery(bad func(format string, args ...any)) {
 			bad("lottery: entry %d won twice", w.entry)
 		case w.reservation != uint32(i+1):
 			bad("lottery: won entry %d holds reservation %d, want %d", w.entry, w.reservation, i+1)
-		case m.table.userID(r) != l.entries.userID(e) || m.table.requestID(r) != l.entries.requestID(e):
+		case m.table.userID(w.reservation) != l.entries.userID(e) || m.table.requestID(w.reservation) != l.entries.requestID(e):
 			bad("lottery: reservation %d is not entry %d's", w.reservation, w.entry)
 		}
 		seen[w.entry] = true

@@ -192,6 +192,7 @@ func (m *Machine) setDefinition(d Definition) {
 	m.pool.saleLimit = d.SaleLimit
 	m.pool.celled = d.Cell != ""
 	m.idTags = newIDTagger(d.IDKey)
+	m.table.windows = [2]int64{d.PaymentWindowMs, d.PaymentWindowFor(Holder{Risk: 1})}
 }
 
 // Get returns a copy of reservation seq.
@@ -220,14 +221,14 @@ func (m *Machine) Lookup(requestID string) (Result, bool) {
 func (m *Machine) view(seq uint32, r *reservation) View {
 	v := View{
 		ReservationID:  m.idTags.format(m.def.CampaignID, m.def.SKUID, m.def.Cell, seq),
-		RequestID:      m.table.requestID(r),
-		UserID:         m.table.userID(r),
+		RequestID:      m.table.requestID(seq),
+		UserID:         m.table.userID(seq),
 		TokenID:        r.token,
 		State:          r.state,
 		CloseReason:    r.reason(),
-		CreatedAt:      r.createdAt,
-		ExpireAt:       r.expireAt,
-		Version:        uint32(r.version),
+		CreatedAt:      m.table.createdAt(seq),
+		ExpireAt:       m.table.expireAt(seq),
+		Version:        m.table.version(r),
 		HoldsToken:     r.holdsToken(),
 		RefundRequired: r.refundRequired(),
 	}
@@ -264,7 +265,7 @@ func (m *Machine) emit(r Record, out []Record) []Record {
 // seq order, then the recorded rejections in no particular order.
 func (m *Machine) EachRequestID(fn func(requestID string)) {
 	for seq := uint32(1); seq <= m.table.count; seq++ {
-		fn(m.table.requestID(m.table.get(seq)))
+		fn(m.table.requestID(seq))
 	}
 	for id := range m.rejected {
 		fn(id)

@@ -163,7 +163,7 @@ func livePurchases(t *table, d *Definition, tags *idTagger) map[string]string {
 	for seq := uint32(1); seq <= t.count; seq++ {
 		r := t.get(seq)
 		if r.state == StatePendingPayment || r.state == StatePaid {
-			live[t.userID(r)] = tags.format(d.CampaignID, d.SKUID, d.Cell, seq)
+			live[t.userID(seq)] = tags.format(d.CampaignID, d.SKUID, d.Cell, seq)
 		}
 	}
 	return live

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"unsafe"
 )
 
 // StateFormatVersion is the first byte of an encoded state (the body of a
@@ -106,9 +108,8 @@ func (f *Frozen) Encode(w io.Writer) (int64, error) {
 	e.b = binary.AppendUvarint(e.b, uint64(f.table.count))
 	var prevCreated int64
 	for seq := uint32(1); seq <= f.table.count; seq++ {
-		r := f.table.get(seq)
-		e.b = appendRow(e.b, &f.table, r, prevCreated)
-		prevCreated = r.createdAt
+		e.b = appendRow(e.b, &f.table, seq, prevCreated)
+		prevCreated = f.table.createdAt(seq)
 		e.maybeFlush()
 	}
 	e.b = binary.AppendUvarint(e.b, uint64(f.rejections.count))
@@ -168,14 +169,16 @@ func appendDefinition(b []byte, d *Definition) []byte {
 	return append(b, d.IDKey[:]...)
 }
 
-func appendRow(b []byte, t *table, r *reservation, prevCreated int64) []byte {
-	b = appendString(b, t.requestID(r))
-	b = appendString(b, t.userID(r))
-	b = binary.AppendVarint(b, r.createdAt-prevCreated)
-	b = binary.AppendVarint(b, r.expireAt-r.createdAt)
+func appendRow(b []byte, t *table, seq uint32, prevCreated int64) []byte {
+	r := t.get(seq)
+	created := t.createdAt(seq)
+	b = appendString(b, t.requestID(seq))
+	b = appendString(b, t.userID(seq))
+	b = binary.AppendVarint(b, created-prevCreated)
+	b = binary.AppendVarint(b, t.expireAt(seq)-created)
 	b = binary.AppendUvarint(b, uint64(r.token))
-	b = binary.AppendUvarint(b, uint64(r.version))
-	b = append(b, byte(r.state), r.flags)
+	b = binary.AppendUvarint(b, uint64(t.version(r)))
+	b = append(b, byte(r.state), r.flags&flagsKnown)
 	x := t.extra(r)
 	if x == nil {
 		return append(b, 0)
@@ -244,6 +247,11 @@ type stateDecoder struct {
 	m *Machine
 	// held marks the tokens bound to a row or listed as released.
 	held []uint64
+	// shortRows counts the rows with the high-risk window whose holder
+	// the passes section has not shown yet.
+	shortRows int
+	// shortWindow is the window of the rows with the high-risk window.
+	shortWindow int64
 }
 
 func (s *stateDecoder) fail(format string, args ...any) {
@@ -323,6 +331,9 @@ func (s *stateDecoder) decode() {
 	if s.err == nil && len(s.b) != 0 && s.b[0] == stateSectionPasses {
 		s.passes()
 	}
+	if s.err == nil && s.shortRows != 0 {
+		s.fail("%d reservations with a payment window of %d ms have no holder that gets it", s.shortRows, s.shortWindow)
+	}
 	s.decodeLottery()
 	if s.err == nil && len(s.b) != 0 && s.b[0] == stateSectionCell {
 		s.cellSection(released)
@@ -354,10 +365,11 @@ func (s *stateDecoder) rows(handedOut uint32) {
 	var created int64
 	for seq := uint32(1); seq <= n && s.err == nil; seq++ {
 		var r reservation
-		requestID, userID := s.stringPair()
+		// Views of the input, not copies: the table copies them into its
+		// arena, and nothing else keeps them.
+		requestID, userID := inputView(s.bytes()), inputView(s.bytes())
 		created += s.varint()
-		r.createdAt = created
-		r.expireAt = created + s.varint()
+		window := s.varint()
 		r.token = s.uint32()
 		version := s.uvarint()
 		r.state, r.flags = State(s.byte()), s.byte()
@@ -372,25 +384,32 @@ func (s *stateDecoder) rows(handedOut uint32) {
 			s.fail("reservation %d: %s", seq, msg)
 			return
 		}
-		r.version = uint16(version)
-		if _, dup := m.byRequest.get(requestID); dup {
-			s.fail("reservation %d: request_id %q used twice", seq, requestID)
+		// The window and the version are derived from the row; the
+		// stored ones must be what the row derives.
+		// Any other window than payment_window must be the high-risk one,
+		// which the passes section gives: checked there, with the holder.
+		if window != m.table.windows[0] {
+			if s.shortRows == 0 {
+				s.shortWindow = window
+			} else if window != s.shortWindow {
+				s.fail("reservation %d: expire_at does not follow a payment window", seq)
+				return
+			}
+			r.flags |= flagShortWindow
+			s.shortRows++
+		}
+		if base := rowVersionBase(&r, extra); version == base+1 && r.state == StateClosed && !r.holdsToken() {
+			r.flags |= flagReleasedApart
+		} else if version != base {
+			s.fail("reservation %d: version %d does not count its changes", seq, version)
 			return
 		}
 		if extra != nil {
 			m.table.extras = append(m.table.extras, extra)
 			r.extra = uint32(len(m.table.extras))
 		}
-		m.table.add(r, requestID, userID)
-		m.byRequest.insert(requestID, seq)
+		m.table.add(r, requestID, userID, created)
 		m.states[r.state]++
-		if r.state != StateClosed {
-			if _, dup := m.live.get(userID); dup {
-				s.fail("reservation %d: user %q has two live purchases", seq, userID)
-				return
-			}
-			m.live.insert(userID, seq)
-		}
 		if m.expireCursor == seq && r.state != StatePendingPayment {
 			m.expireCursor++ // the first row that may still expire
 		}
@@ -414,6 +433,40 @@ func (s *stateDecoder) rows(handedOut uint32) {
 		}
 		m.pool.slots[r.token-1] = slot
 	}
+	if s.err == nil {
+		s.indexRows()
+	}
+}
+
+// indexRows builds the indexes of the decoded rows, sized for them at
+// once, walking the table in seq order: no growth moves, and each row's
+// key read in turn rather than again at random by a move.
+func (s *stateDecoder) indexRows() {
+	m := s.m
+	m.byRequest.reserve(int(m.table.count))
+	m.live.reserve(int(m.states[StatePendingPayment] + m.states[StatePaid]))
+	for seq := uint32(1); seq <= m.table.count; seq++ {
+		if requestID := m.table.requestID(seq); !m.byRequest.insertNew(requestID, seq) {
+			s.fail("reservation %d: request_id %q used twice", seq, requestID)
+			return
+		}
+		if m.table.get(seq).state == StateClosed {
+			continue
+		}
+		if userID := m.table.userID(seq); !m.live.insertNew(userID, seq) {
+			s.fail("reservation %d: user %q has two live purchases", seq, userID)
+			return
+		}
+	}
+}
+
+// inputView returns b's bytes as a string without copying them; b must
+// not change while the string is used.
+func inputView(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 // checkRow returns why a decoded row is impossible, or "".
@@ -431,7 +484,7 @@ func checkRow(r *reservation, requestID, userID string, x *reservationExtra, ver
 		return fmt.Sprintf("%s without a token", r.state)
 	case r.token == 0 || r.token > handedOut:
 		return fmt.Sprintf("token %d never handed out", r.token)
-	case version == 0 || version > 1<<16-1:
+	case version == 0 || version > math.MaxUint32:
 		return fmt.Sprintf("version %d", version)
 	case r.state == StatePaid && (x == nil || !ValidID(x.paymentID)):
 		return "paid without a payment"
@@ -560,9 +613,16 @@ func (s *stateDecoder) passes() {
 			s.fail("holder %d: empty", i+1)
 			return
 		}
-		if r.expireAt-r.createdAt != d.PaymentWindowFor(h) {
+		if m.table.expireAt(seq)-m.table.createdAt(seq) != d.PaymentWindowFor(h) {
 			s.fail("reservation %d: expire_at does not follow its payment window", seq)
 			return
+		}
+		if r.flags&flagShortWindow != 0 {
+			if s.shortWindow != m.table.windows[1] {
+				s.fail("reservation %d: expire_at does not follow its payment window", seq)
+				return
+			}
+			s.shortRows--
 		}
 		m.holders.add(seq, h)
 		if r.state == StatePendingPayment {

@@ -62,23 +62,28 @@ func (l *NullLog) Append(body []byte) error {
 // Close closes the log.
 func (l *NullLog) Close() error { return l.log.Close() }
 
-// ServeNull serves every request on listener with 202 and a fixed body
-// until ctx ends. With durable nil it does nothing else (the HTTP ceiling);
-// otherwise it first appends the request body to durable and answers once
-// that is fsynced (the durable ceiling), or 500 if that failed.
+// NullHandler answers every request with 202 and a fixed body. With
+// durable nil it does nothing else (the HTTP ceiling); otherwise it first
+// appends the request body to durable and answers once that is fsynced
+// (the durable ceiling), or 500 if that failed.
+func NullHandler(durable *NullLog) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if durable != nil {
+			if err := durable.Append(ctx.PostBody()); err != nil {
+				ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+				return
+			}
+		}
+		ctx.SetStatusCode(fasthttp.StatusAccepted)
+		ctx.SetContentType("application/json")
+		ctx.SetBody(nullBody)
+	}
+}
+
+// ServeNull serves NullHandler(durable) on listener until ctx ends.
 func ServeNull(ctx context.Context, listener net.Listener, durable *NullLog) error {
 	server := &fasthttp.Server{
-		Handler: func(ctx *fasthttp.RequestCtx) {
-			if durable != nil {
-				if err := durable.Append(ctx.PostBody()); err != nil {
-					ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
-					return
-				}
-			}
-			ctx.SetStatusCode(fasthttp.StatusAccepted)
-			ctx.SetContentType("application/json")
-			ctx.SetBody(nullBody)
-		},
+		Handler:            NullHandler(durable),
 		Name:               "null",
 		ReadTimeout:        30 * time.Second,
 		WriteTimeout:       30 * time.Second,

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// make bench-instructions, tiny, so that it cannot rot: every path under
+// callgrind for 20 requests (2 batches, 2 feed pages), one round, and a
+// table of six rows of instructions per item.
+func TestInstructionsTiny(t *testing.T) {
+	var out, progress bytes.Buffer
+	if code := run([]string{"-rounds", "1", "-requests", "20", "-pkg", "../../httpapi/"}, &out, &progress); code != 0 {
+		t.Fatalf("exit %d\n%s", code, progress.String())
+	}
+	t.Logf("\n%s", out.String())
+	rows := 0
+	for _, line := range strings.Split(out.String(), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) != 9 || strings.TrimSpace(cells[1]) == "path" || strings.HasPrefix(strings.TrimSpace(cells[1]), "---") {
+			continue
+		}
+		rows++
+		if count := strings.TrimSpace(cells[3]); count == "" || count == "0" {
+			t.Errorf("%s: no instructions counted (%q)", cells[1], count)
+		}
+	}
+	if rows != len(paths) {
+		t.Errorf("%d rows, want %d:\n%s", rows, len(paths), out.String())
+	}
+}
+
+// A dump's "summary:" counts from the dump before it (the next round's
+// set-up included); "totals:" is what the markers bound.
+func TestParseTotalsTakesTotals(t *testing.T) {
+	dump := "version: 1\ncreator: callgrind-3.19.0\nevents: Ir\nsummary: 66807238\nfn=(1) main\n0 40783835\ntotals: 40783835\n"
+	got, err := parseTotals(strings.NewReader(dump))
+	if err != nil || got != 40783835 {
+		t.Fatalf("parseTotals = %d, %v; want 40783835", got, err)
+	}
+	if _, err := parseTotals(strings.NewReader("events: Dr Ir\ntotals: 1 2\n")); err == nil {
+		t.Fatal("a dump whose first event is not Ir was read")
+	}
+	if _, err := parseTotals(strings.NewReader("events: Ir\nsummary: 5\n")); err == nil {
+		t.Fatal("a dump without totals was read")
+	}
+}
+
+func TestParseBenchLine(t *testing.T) {
+	out := []byte("goos: linux\nBenchmarkInstructions/batch-item \t       2\t  2764896 ns/op\t    512440 cpu-ns/op\t        64.00 items/op\t  245210 B/op\t     618 allocs/op\nPASS\n")
+	iters, items, allocs, err := parseBenchLine(out, "batch-item")
+	if err != nil || iters != 2 || items != 64 || allocs != 618 {
+		t.Fatalf("parseBenchLine = %d, %d, %d, %v; want 2, 64, 618", iters, items, allocs, err)
+	}
+	if _, _, _, err := parseBenchLine(out, "sold-out"); err == nil {
+		t.Fatal("found a line for a path that did not run")
+	}
+}
