@@ -1,11 +1,24 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/seckill/seckill/actors/shell"
 	"github.com/seckill/seckill/actors/sku"
 )
+
+// checkDrawRanked checks, after a round of a live SKU, that a pending
+// draw goes on: the core knows its ranking (the model's account) or a
+// rank job is out. A draw waiting for a ranking nobody computes would
+// never be recorded.
+func (r *run) checkDrawRanked() error {
+	if r.sh.Failed() != nil || !r.sh.Core().Machine().DrawPending() || r.rankKnown || r.exec.holds(shell.JobRank) {
+		return nil
+	}
+	return errors.New("a draw is pending, but no ranking is known or being computed")
+}
 
 // checkLottery compares a lottery's rules, entries and answers with the
 // model: every entry's status, position and reservation, and whether a

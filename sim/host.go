@@ -8,6 +8,7 @@ import (
 	"github.com/seckill/seckill/actors/core"
 	"github.com/seckill/seckill/actors/shell"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/lottery"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
 )
@@ -115,13 +116,21 @@ type pendingJob struct {
 	job   *shell.Job
 	due   int64  // ms
 	model *model // a JobRecount: the model at its freeze
+	// draw is, for a JobRank, the seed of the draw it ranks: the model's
+	// draw when the job was handed over (a recovery since then rolls back
+	// to a prefix of that history: the draw pending after it, if any, is
+	// that draw).
+	draw lottery.Hash
 }
 
 func (x *executor) Go(j *shell.Job) {
 	p := pendingJob{job: j, due: x.r.now}
-	if j.Kind == shell.JobRecount {
+	switch j.Kind {
+	case shell.JobRecount:
 		x.r.recountStarted(j)
 		p.model = x.r.saved[j.Index]
+	case shell.JobRank:
+		p.draw = x.r.model.drawSeed()
 	}
 	x.jobs = append(x.jobs, p)
 }
@@ -175,8 +184,9 @@ func (r *run) runJobs(num, den int, kinds ...shell.JobKind) error {
 }
 
 // runJob runs a job and hands it back to the shell, and predicts its
-// records with the model: a ranking records the draw's first batch, a
-// timer ticks (expiry, the draw's next round); on a failed SKU neither
+// records with the model: a ranking records the draw's first batch (one
+// of a draw a recovery lost, another draw started since, records nothing),
+// a timer ticks (expiry, the draw's next round); on a failed SKU neither
 // records anything.
 func (r *run) runJob(p pendingJob) error {
 	j := p.job
@@ -192,9 +202,13 @@ func (r *run) runJob(p pendingJob) error {
 	case shell.JobRecount:
 		r.recountEnded(p)
 	case shell.JobRank:
-		if live {
+		switch {
+		case !live:
+		case r.model.ranks(p.draw):
 			r.rankKnown = !r.model.recordDraw(r.now, r.drawBatch())
 			r.faults["lottery_ranked"]++
+		case r.model.lot != nil && r.model.lot.started && !r.model.lot.done:
+			r.faults["lottery_rank_stale"]++
 		}
 	case shell.JobDraw, shell.JobExpiry:
 		if live {

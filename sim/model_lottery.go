@@ -32,8 +32,9 @@ type modelLottery struct {
 	closed    bool
 	started   bool
 	done      bool
-	// ranking is the draw's result, computed when the draw starts;
-	// recorded counts its winners recorded so far.
+	// seed is the draw's seed and ranking its result, computed when the
+	// draw starts; recorded counts its winners recorded so far.
+	seed     lottery.Hash
 	ranking  lottery.Result
 	recorded int
 	waitlist []uint32 // recorded
@@ -165,10 +166,28 @@ func (m *model) draw(now int64, round uint64, randomness, signature []byte) sku.
 		for i, e := range l.entries {
 			pool = append(pool, lottery.Entry{Seq: uint32(i + 1), Pseudonym: lottery.Pseudonym(l.rules.PseudonymKey, e.user), Tier: e.tier})
 		}
-		seed := lottery.Seed(m.def.CampaignID, m.def.SKUID, l.rules.ServerSeed, randomness, lottery.EntriesRoot(pool))
-		l.ranking = lottery.Draw(seed, pool, lottery.Rules{Units: m.def.SaleLimit, Waitlist: l.rules.Waitlist, Tiers: l.rules.Tiers})
+		l.seed = lottery.Seed(m.def.CampaignID, m.def.SKUID, l.rules.ServerSeed, randomness, lottery.EntriesRoot(pool))
+		l.ranking = lottery.Draw(l.seed, pool, lottery.Rules{Units: m.def.SaleLimit, Waitlist: l.rules.Waitlist, Tiers: l.rules.Tiers})
 	})
 	return sku.OutcomeDrawStarted
+}
+
+// drawSeed is the seed of the draw started (zero: none): the draw a
+// ranking handed out now is of.
+func (m *model) drawSeed() lottery.Hash {
+	if l := m.lot; l != nil && l.started {
+		return l.seed
+	}
+	return lottery.Hash{}
+}
+
+// ranks reports whether a ranking of the draw of seed is the ranking of
+// the draw being recorded. One of another draw is stale: its draw was
+// lost by a recovery, and another started since; it records nothing (the
+// engine ranks the pending draw again).
+func (m *model) ranks(seed lottery.Hash) bool {
+	l := m.lot
+	return l != nil && l.started && !l.done && l.seed == seed
 }
 
 // recordDraw is one round of recording the ranking, at most batch records

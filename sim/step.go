@@ -122,8 +122,14 @@ func (r *run) tick() error {
 			return fmt.Errorf("tick wrote %d records, the model %d", r.round, r.model.effects)
 		}
 	}
+	recovered := r.recovery != nil
 	if err := r.afterInput(); err != nil {
 		return err
+	}
+	if !recovered { // a recovery at the round's end asks for a ranking at the next round
+		if err := r.checkDrawRanked(); err != nil {
+			return err
+		}
 	}
 	if r.sh.Log() == nil || r.sh.Failed() != nil {
 		return nil

@@ -76,10 +76,14 @@ func (c *Core) recordRanking(ms int64) {
 
 // Ranked reports at now the ranking of a Rank job (nil: the frozen state
 // had no pending draw) and records its first batch; Ready and Advance then
-// commit them as a round. Call it between rounds.
+// commit them as a round. Call it between rounds. A ranking of another
+// draw than the one pending (sku.Machine.RanksDraw: its DRAW_STARTED,
+// frozen before it was durable, lost by a recovery in place, and another
+// draw started since) is dropped: kept, it would record nothing round
+// after round; the next Advance asks for the pending draw's ranking.
 func (c *Core) Ranked(now time.Time, rk *sku.DrawRanking) {
 	c.draw.running = false
-	if c.failed != nil || rk == nil {
+	if c.failed != nil || rk == nil || !c.m.RanksDraw(rk) {
 		return
 	}
 	c.draw.result = rk

@@ -163,3 +163,56 @@ func TestLotteryDrawBatch(t *testing.T) {
 		t.Fatalf("another draw in small rounds: %+v, %+v", a, b)
 	}
 }
+
+// A ranking frozen before a recovery in place that lost its DRAW_STARTED
+// (frozen as the record was appended, before it was durable) is of
+// another draw once a new one starts with other randomness: the shell
+// hands that old result to the recovered core in place of the new
+// request (one rank job out at a time). The core drops it and asks for
+// the new draw's ranking, which records the draw.
+func TestLotteryRankingOfALostDrawIsRankedAgain(t *testing.T) {
+	c, log := lotteryCore(t)
+	c.Tick(lotAt(60_000))
+	play(t, c, log)
+	durable := len(*log) // the draw's DRAW_STARTED is lost: never durable
+	lost := sha256.Sum256([]byte("lost"))
+	c.Decide(lotAt(90_000), &Call{Kind: KindDraw, Round: 31, Randomness: lost[:]})
+	act := play(t, c, log)
+	if act.Rank == nil {
+		t.Fatal("no rank job for the first draw")
+	}
+	stale := act.Rank.Run()
+
+	m := sku.New()
+	for i := range (*log)[:durable] {
+		if err := m.Apply(&(*log)[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	*log = (*log)[:durable]
+	c.Recovered(lotAt(91_000), m, uint64(durable), 0)
+	rnd := sha256.Sum256([]byte("r"))
+	draw := &Call{Kind: KindDraw, Round: 31, Randomness: rnd[:]}
+	c.Decide(lotAt(92_000), draw)
+	play(t, c, log) // its rank job is not handed out: the first one is still out
+	if draw.Outcome != sku.OutcomeDrawStarted {
+		t.Fatalf("second draw: %s", draw.Outcome)
+	}
+
+	n := len(*log)
+	c.Ranked(lotAt(93_000), stale)
+	act = play(t, c, log)
+	if len(*log) != n {
+		t.Fatalf("the lost draw's ranking recorded %d records", len(*log)-n)
+	}
+	if act.Rank == nil {
+		t.Fatalf("no new rank job after the lost draw's ranking (more draw %v)", act.MoreDraw)
+	}
+	c.Ranked(lotAt(94_000), act.Rank.Run())
+	if act := play(t, c, log); act.MoreDraw || act.Rank != nil || c.Machine().DrawPending() {
+		t.Fatalf("after the new ranking: more %v, pending %v", act.MoreDraw, c.Machine().DrawPending())
+	}
+	if last := (*log)[len(*log)-1]; last.Type != sku.RecordDrawDone || last.Lot.Count != 10 {
+		t.Fatalf("last record %+v", last)
+	}
+}

@@ -10,10 +10,13 @@ import (
 // core hands out a Rank job on a frozen copy (core.Actions.Rank), the
 // executor runs it (JobRank), and Done records the ranking's first batch;
 // the core then asks for a round after each (Actions.MoreDraw) until
-// DRAW_DONE. The ranking is a pure function of recorded inputs: a ranking
-// made before a recovery is the one the recovered core would compute, so
-// while one is out the core's next request (after a recovery) is not
-// handed out again: that one's result serves.
+// DRAW_DONE. The ranking is a pure function of the draw's recorded inputs:
+// a ranking made before a recovery is the one the recovered core would
+// compute, so while one is out the core's next request (after a recovery)
+// is not handed out again: that one's result serves. Unless the recovery
+// lost the draw (the ranking is frozen as DRAW_STARTED is appended, before
+// it is durable) and another started since: the core drops that result
+// and asks again (core.Core.Ranked).
 
 // lotteryActions does what a round's actions ask of a lottery: start a
 // ranking, and ask for another round while a ranking has records left:

@@ -272,10 +272,11 @@ func (s *Shell) noteFailure(cause error) {
 // (an earlier incarnation of the actor) changes nothing: its callers were
 // told by the job itself, or by that shell's Stop. A job made before a
 // recovery still counts: a snapshot is never written across one (the
-// recovery waits for it), a recount and a ranking read durable records
-// only (a ranking of another draw records nothing: sku.Machine.RecordDraw),
-// and a timer only ticks. So one job of each kind is out at a time, across
-// recoveries: the host's mailbox holds at most that many.
+// recovery waits for it), a recount reads durable records only, a
+// ranking of a draw the recovery lost is dropped by the core, which asks
+// for the pending draw's (core.Core.Ranked), and a timer only ticks. So
+// one job of each kind is out at a time, across recoveries: the host's
+// mailbox holds at most that many.
 func (s *Shell) Done(now time.Time, j *Job) {
 	if !j.ran {
 		panic(fmt.Sprintf("shell: %s/%s: a %s job handed back without running", s.cfg.CampaignID, s.cfg.SKUID, j.Kind))

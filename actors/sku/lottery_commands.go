@@ -233,16 +233,24 @@ type DrawRanking struct {
 	Waitlist []uint32
 }
 
+// RanksDraw reports whether rk is the ranking of the draw being recorded:
+// a draw is pending and rk was computed for its seed. A ranking of
+// another seed is stale: frozen from a draw whose DRAW_STARTED a recovery
+// lost before it was durable, another draw started since.
+func (m *Machine) RanksDraw(rk *DrawRanking) bool {
+	return m.DrawPending() && rk.Seed == m.lot.seed
+}
+
 // RecordDraw records up to batch records of ranking (DrawBatch when batch
 // is 0 or less, or above DrawBatch), resuming where
 // the log stands: a WON reservation for each winner not yet recorded, in
 // rank order, then the waitlist in chunks, then DRAW_DONE (and the
 // promotions of waitlisted entrants to tokens already given back). It
-// reports whether the draw is done. A ranking of another seed (a stale
+// reports whether the draw is done. A ranking RanksDraw refuses (a stale
 // one) records nothing.
 func (m *Machine) RecordDraw(now int64, rk *DrawRanking, batch int, out []Record) ([]Record, bool) {
 	l := m.lot
-	if !m.DrawPending() || rk.Seed != l.seed {
+	if !m.RanksDraw(rk) {
 		return out, !m.DrawPending()
 	}
 	if batch <= 0 || batch > DrawBatch {

@@ -262,6 +262,55 @@ func TestLotteryDrawResumesAfterCrash(t *testing.T) {
 	}
 }
 
+// A ranking of a draw a crash lost (frozen before its DRAW_STARTED was
+// durable) ranks nothing once the operator draws again with other
+// randomness: RanksDraw refuses it, RecordDraw records nothing from it and
+// reports the draw not done; the new draw's own ranking records it.
+func TestLotteryRankingOfALostDrawIsStale(t *testing.T) {
+	r := newLottery(t, lotteryDef(5, 3))
+	for i := 1; i <= 20; i++ {
+		r.enter(lotOpen+int64(i), fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i), 0)
+	}
+	before := slices.Clone(r.log)
+	var o Outcome
+	if o, r.log = r.m.StartDraw(lotRoundT, lotRound, randomness[:], nil, r.log); o != OutcomeDrawStarted {
+		t.Fatal(o)
+	}
+	lost, _ := r.m.Freeze().RankDraw()
+	if !r.m.RanksDraw(lost) {
+		t.Fatal("RanksDraw refuses the pending draw's own ranking")
+	}
+
+	m := replay(t, before) // the crash lost DRAW_STARTED
+	if m.RanksDraw(lost) {
+		t.Fatal("RanksDraw accepts a ranking with no draw pending")
+	}
+	other := sha256.Sum256([]byte("another beacon value"))
+	log := slices.Clone(before)
+	if o, log = m.StartDraw(lotRoundT, lotRound, other[:], nil, log); o != OutcomeDrawStarted {
+		t.Fatal(o)
+	}
+	if m.RanksDraw(lost) {
+		t.Fatal("RanksDraw accepts the lost draw's ranking for the new draw")
+	}
+	n := len(log)
+	var done bool
+	if log, done = m.RecordDraw(lotRoundT, lost, 0, log); len(log) != n || done {
+		t.Fatalf("the lost draw's ranking recorded %d records, done %v", len(log)-n, done)
+	}
+	rk, _ := m.Freeze().RankDraw()
+	if !m.RanksDraw(rk) {
+		t.Fatal("RanksDraw refuses the new draw's ranking")
+	}
+	for !done {
+		log, done = m.RecordDraw(lotRoundT, rk, 0, log)
+	}
+	if m.DrawPending() || log[len(log)-1].Type != RecordDrawDone {
+		t.Fatal("the new draw was not recorded")
+	}
+	checkSame(t, m, log)
+}
+
 // TestLotteryWaitlistPromotion is the case: 100 units, 10,000
 // entrants; 10 winners let their reservations expire and the next 10 in
 // rank order get their tokens.
