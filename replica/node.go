@@ -112,6 +112,9 @@ type Node struct {
 	inFlight bool
 	// acquireView is the view an acquisition was asked in.
 	acquireView View
+	// now is the time of the last tick; holdOff, after a demotion, is
+	// until when the replica leaves the free key to its sync set.
+	now, holdOff time.Time
 }
 
 // NewNode returns the role loop of replica name: strict is
@@ -149,6 +152,7 @@ func (n *Node) SyncSet() []string {
 // Tick advances the loop at now; followers is the primary's stream's
 // view of its standbys (ignored by others).
 func (n *Node) Tick(now time.Time, followers []Follower) []Action {
+	n.now = now
 	if n.inFlight {
 		return nil
 	}
@@ -221,7 +225,10 @@ func (n *Node) Viewed(v View, err error) []Action {
 		// The key of this replica's former life (a restart within the
 		// TTL): it is no tenure of this process; wait until it expires.
 		return nil
-	case MayLead(v, n.name):
+	case MayLead(v, n.name) && (!n.now.Before(n.holdOff) || len(v.Sync.Standbys) == 0):
+		// A demoted primary lost its lease for a reason (a pause, a cut
+		// from etcd): for the bound it leaves the key to the standbys of
+		// its sync set, who hold every acknowledged record too.
 		n.inFlight, n.acquireView = true, v
 		return []Action{{Kind: ActAcquire, View: v}}
 	}
@@ -285,6 +292,7 @@ func (n *Node) Lost(h Holding) []Action {
 }
 
 func (n *Node) demote() []Action {
+	n.holdOff = n.now.Add(n.bound)
 	n.role, n.holding, n.standbys, n.down, n.dropping = Candidate, Holding{}, nil, nil, ""
 	n.inFlight = true
 	return []Action{{Kind: ActDemote}, {Kind: ActRead}}
