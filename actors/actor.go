@@ -81,11 +81,23 @@ func (a *skuActor) newShell(ctx actor.Context) *shell.Shell {
 		FeedRetainAge:     c.FeedRetainAge,
 		DrawPause:         c.DrawPause,
 		Truncations:       c.truncations,
+		RetainFrom:        a.retainFrom(),
 		RecoverySlot:      c.recoverySlot,
 		Logger:            c.Logger,
 		Stopwatch:         monoNow,
 		Recount:           func(f *sku.Frozen) sku.Audit { return recount(f) },
 	})
+}
+
+// retainFrom is the shell's hold on truncation for the standbys (nil
+// without replication).
+func (a *skuActor) retainFrom() func() uint64 {
+	r := a.cfg.Replication
+	if r == nil {
+		return nil
+	}
+	campaignID, skuID := a.h.campaignID, a.h.skuID
+	return func() uint64 { return r.RetainFrom(campaignID, skuID) }
 }
 
 // openLog opens the SKU's log and publishes it (SKU.log: the feed and the
@@ -95,6 +107,12 @@ func (a *skuActor) openLog() (*wal.Log, error) {
 	log, err := wal.Open(filepath.Join(a.h.dir, "wal"), a.h.walOptions(a.cfg))
 	if err != nil {
 		return nil, err
+	}
+	if r := a.cfg.Replication; r != nil {
+		if err := r.Opened(a.h.campaignID, a.h.skuID, a.h.dir, log); err != nil {
+			log.Close()
+			return nil, err
+		}
 	}
 	a.h.log.Store(log)
 	return log, nil

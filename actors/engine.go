@@ -170,6 +170,11 @@ type Config struct {
 	// this age stay (0: none; at most feed.MaxRetainAge). They are removed
 	// at the first snapshot after they age out.
 	FeedRetainAge time.Duration
+	// Replication, when set, replicates every SKU's log (package
+	// replica/stream): a log opened Replicated commits only what the
+	// standbys it waits for hold, and its truncation is held back for
+	// them. Nil: no replication.
+	Replication Replication
 
 	metrics *engineMetrics
 	// recoveries, snapshotWriters and truncations are semaphores

@@ -115,6 +115,9 @@ func (o logObserver) Committed(records int, fsync time.Duration) {
 func (s *SKU) walOptions(c *Config) wal.Options {
 	o := c.walOptions()
 	o.Observer = logObserver{engine: c.metrics, act: &s.activity}
+	if c.Replication != nil {
+		o = c.Replication.LogOptions(s.campaignID, s.skuID, o)
+	}
 	return o
 }
 

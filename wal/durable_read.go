@@ -61,6 +61,20 @@ var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBu
 // below FirstIndex(); the sticky failure or ErrClosed; an error from fn is
 // returned as is.
 func (l *Log) ReadDurable(from uint64, maxRecords int, fn func(index uint64, typ byte, payload []byte) error) (next uint64, err error) {
+	return l.readThrough(l.CommitIndex, from, maxRecords, fn)
+}
+
+// ReadLocal is ReadDurable through DurableIndex instead of CommitIndex:
+// records durable here, committed or not. It serves the replication layer
+// alone, which ships them to the standbys whose acknowledgements commit
+// them (a standby catching up from this log's files); nothing it reads
+// may leave the process otherwise.
+func (l *Log) ReadLocal(from uint64, maxRecords int, fn func(index uint64, typ byte, payload []byte) error) (next uint64, err error) {
+	return l.readThrough(l.DurableIndex, from, maxRecords, fn)
+}
+
+// readThrough is ReadDurable and ReadLocal: it reads up to bound().
+func (l *Log) readThrough(bound func() uint64, from uint64, maxRecords int, fn func(index uint64, typ byte, payload []byte) error) (next uint64, err error) {
 	from = max(from, 1)
 	if err := l.Err(); err != nil {
 		return from, err
@@ -68,7 +82,7 @@ func (l *Log) ReadDurable(from uint64, maxRecords int, fn func(index uint64, typ
 	if first := l.firstIndex.Load(); from < first {
 		return from, &CompactedError{Index: from, First: first}
 	}
-	last := l.CommitIndex()
+	last := bound()
 	if maxRecords <= 0 || from > last {
 		return from, nil
 	}

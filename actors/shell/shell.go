@@ -37,6 +37,10 @@ type Config struct {
 	// feed.MaxRetainAge.
 	FeedRetainRecords uint64
 	FeedRetainAge     time.Duration
+	// RetainFrom, when set, returns the first record a replication's
+	// standbys still need (0: none): truncation keeps it and those after
+	// (bounded by the replication layer, as feed retention is).
+	RetainFrom func() uint64
 	// DrawPause is the pause between two rounds of a lottery draw (0:
 	// none): a JobDraw timer.
 	DrawPause time.Duration

@@ -176,7 +176,8 @@ func (s *Shell) snapshotDone(now time.Time, j *Job) {
 }
 
 // truncate removes the records the oldest kept snapshot covers, less
-// those the feed retention holds back (feed.Retention); the log picks the
+// those the feed retention (feed.Retention) and the standbys
+// (Config.RetainFrom) hold back; the log picks the
 // segment boundary (wal.Log.TruncateBefore). It does not wait for a
 // truncation slot (Config.Truncations): with none free, the records are
 // kept until the next snapshot. Only a failed log (wal.ErrFailed) makes
@@ -194,6 +195,11 @@ func (s *Shell) truncate(now time.Time, oldestKept uint64) {
 	}
 	lastAt := time.UnixMilli(s.core.Machine().LastAt())
 	need := s.retain.Cut(oldestKept+1, s.log.DurableIndex(), s.log.LastIndex(), now, lastAt)
+	if s.cfg.RetainFrom != nil {
+		if standbys := s.cfg.RetainFrom(); standbys != 0 {
+			need = min(need, standbys)
+		}
+	}
 	if _, err := s.log.TruncateBefore(need); err != nil {
 		if errors.Is(err, wal.ErrFailed) {
 			s.failAt(now, err)

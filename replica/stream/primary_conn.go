@@ -1,0 +1,465 @@
+package stream
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/replica"
+	"github.com/seckill/seckill/snapshot"
+	"github.com/seckill/seckill/wal"
+)
+
+// Timeouts of a connection. A standby that does not say hello, or does
+// not take the bytes sent for this long, is disconnected (it dials again).
+const (
+	helloTimeout = 10 * time.Second
+	writeTimeout = 10 * time.Second
+	// stalledRetry is how soon a catch-up that waits for a batch being
+	// written (shipped before it connected, not durable yet) looks again.
+	stalledRetry = 2 * time.Millisecond
+	// catchUpRecords and catchUpBytes bound one message read from disk.
+	catchUpRecords = 8192
+	catchUpBytes   = wal.DefaultMaxBatchBytes
+)
+
+// connMode is where one SKU's copy stands on one connection.
+type connMode int
+
+const (
+	// modeStart: the copy has not begun on this connection (the pump
+	// decides resume, cut or base copy).
+	modeStart connMode = iota
+	// modeCatchUp: the pump reads its records from the log's files.
+	modeCatchUp
+	// modeLive: every batch the flusher ships goes to the queue.
+	modeLive
+)
+
+func (m connMode) String() string {
+	switch m {
+	case modeStart:
+		return "start"
+	case modeCatchUp:
+		return "catch-up"
+	case modeLive:
+		return "live"
+	}
+	return fmt.Sprintf("connMode(%d)", int(m))
+}
+
+// connSKU is one SKU's copy on one connection.
+type connSKU struct {
+	mode      connMode
+	next      uint64 // next record to send
+	forceBase bool   // the records it needs are gone: a base copy
+}
+
+// primaryConn is one standby's connection. Its state is guarded by the
+// Primary's mu.
+type primaryConn struct {
+	p     *Primary
+	name  string
+	nc    net.Conn
+	hello map[skuKey]helloSKU
+	skus  map[skuKey]*connSKU
+	queue *sendQueue
+	wake  chan struct{}
+	// closed is closed once by closeLocked.
+	closed      chan struct{}
+	closeOnce   sync.Once
+	behindSince time.Time // Standbys' LagMillis
+}
+
+func (c *primaryConn) wakeUp() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *primaryConn) closeLocked() {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.queue.close()
+		c.nc.Close()
+	})
+}
+
+// startLocked begins the copy of s on this connection.
+func (c *primaryConn) startLocked(s *primarySKU) {
+	c.skus[s.key] = &connSKU{mode: modeStart}
+	c.wakeUp()
+}
+
+// shipLocked queues the batch s just shipped if the copy is live; a full
+// queue sends the copy back to catching up from disk.
+func (c *primaryConn) shipLocked(s *primarySKU) {
+	cs := c.skus[s.key]
+	if cs == nil || cs.mode != modeLive {
+		return
+	}
+	if cs.next == s.last.first && c.queue.tryPush(s.last.message) {
+		cs.next = s.last.last + 1
+		return
+	}
+	cs.mode = modeCatchUp
+	c.p.metrics.queueFull.WithLabelValues(c.name).Inc()
+	c.wakeUp()
+}
+
+// serve runs one standby's connection: its hello, then the writer and the
+// pump beside this goroutine, which reads its acknowledgements.
+func (p *Primary) serve(nc net.Conn) {
+	defer nc.Close()
+	br := bufio.NewReaderSize(nc, 64<<10)
+	nc.SetReadDeadline(time.Now().Add(helloTimeout))
+	m, buf, err := readMessage(br, nil)
+	if err == nil && m.typ != msgHello {
+		err = fmt.Errorf("%w: message %d before hello", errProtocol, m.typ)
+	}
+	var h hello
+	if err == nil {
+		h, err = decodeHello(&m.body)
+	}
+	if err != nil {
+		p.logger.Warn("replica: a standby's hello failed", "remote", nc.RemoteAddr().String(), "err", err)
+		return
+	}
+	log := p.logger.With("standby", h.name, "remote", nc.RemoteAddr().String())
+	switch {
+	case h.set != p.cfg.Set:
+		log.Warn("replica: refused a standby of another replica set", "its_set", h.set)
+		return
+	case m.epoch > p.cfg.Epoch:
+		p.metrics.refused.Inc()
+		log.Error("replica: refused a standby that has seen a later epoch: this primary was deposed and acknowledges nothing more",
+			"its_epoch", m.epoch)
+		return
+	case h.name == "" || h.name == p.cfg.Name:
+		log.Warn("replica: refused a standby without a name of its own")
+		return
+	}
+	nc.SetReadDeadline(time.Time{})
+	c := &primaryConn{p: p, name: h.name, nc: nc, hello: make(map[skuKey]helloSKU, len(h.skus)),
+		skus: make(map[skuKey]*connSKU), queue: newSendQueue(), wake: make(chan struct{}, 1), closed: make(chan struct{})}
+	for _, s := range h.skus {
+		c.hello[s.key] = s
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	if old := p.conns[h.name]; old != nil {
+		old.closeLocked()
+	}
+	p.conns[h.name] = c
+	delete(p.beyond, h.name)
+	for _, s := range p.skus {
+		if s.log != nil {
+			c.startLocked(s)
+		}
+	}
+	p.mu.Unlock()
+	log.Info("replica: standby connected", "skus", len(h.skus), "its_epoch", m.epoch)
+
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); p.write(c) }()
+	go func() { defer wg.Done(); p.pump(c) }()
+	err = p.readAcks(c, br, buf)
+	p.mu.Lock()
+	if p.conns[c.name] == c {
+		delete(p.conns, c.name)
+	}
+	c.closeLocked()
+	p.mu.Unlock()
+	wg.Wait()
+	log.Warn("replica: standby disconnected", "err", err)
+}
+
+// readAcks reads the standby's acknowledgements until the connection ends.
+func (p *Primary) readAcks(c *primaryConn, br *bufio.Reader, buf []byte) error {
+	for {
+		m, b, err := readMessage(br, buf)
+		buf = b
+		if err != nil {
+			return err
+		}
+		if m.typ != msgAck {
+			return fmt.Errorf("%w: message %d from a standby", errProtocol, m.typ)
+		}
+		if m.epoch > p.cfg.Epoch {
+			p.metrics.refused.Inc()
+			return fmt.Errorf("%w: the standby has seen epoch %d, this primary is of %d: it was deposed", ErrStaleEpoch, m.epoch, p.cfg.Epoch)
+		}
+		acks, err := decodeAcks(&m.body)
+		if err != nil {
+			return err
+		}
+		p.mu.Lock()
+		if p.conns[c.name] != c {
+			p.mu.Unlock()
+			return ErrClosed
+		}
+		for _, a := range acks {
+			cs := c.skus[a.key]
+			if cs == nil || cs.mode == modeStart || a.index >= cs.next {
+				continue // from before this copy began, or beyond what was sent: not this copy's
+			}
+			p.ackLocked(c.name, a.key, a.index)
+		}
+		p.mu.Unlock()
+	}
+}
+
+// write sends the queued messages, flushing when the queue is empty.
+func (p *Primary) write(c *primaryConn) {
+	w := bufio.NewWriterSize(c.nc, 256<<10)
+	var batch [][]byte
+	for {
+		batch = c.queue.popAll(batch)
+		if batch == nil {
+			return
+		}
+		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		var err error
+		for _, m := range batch {
+			if _, err = w.Write(m); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = w.Flush()
+		}
+		clear(batch)
+		if err != nil {
+			p.mu.Lock()
+			c.closeLocked()
+			p.mu.Unlock()
+			return
+		}
+	}
+}
+
+// pump begins each SKU's copy and catches up from disk those that are not
+// live, until the connection closes.
+func (p *Primary) pump(c *primaryConn) {
+	for {
+		stalled := false
+		for {
+			worked, st := p.pumpOnce(c)
+			stalled = st
+			if !worked {
+				break
+			}
+		}
+		var retry <-chan time.Time
+		if stalled {
+			retry = time.After(stalledRetry)
+		}
+		select {
+		case <-c.wake:
+		case <-c.closed:
+			return
+		case <-retry:
+		}
+	}
+}
+
+// pumpOnce does one step of each copy that is not live: whether any made
+// progress, and whether one waits for a batch being written.
+func (p *Primary) pumpOnce(c *primaryConn) (worked, stalled bool) {
+	type job struct {
+		s    *primarySKU
+		cs   *connSKU
+		mode connMode
+	}
+	var jobs []job
+	p.mu.Lock()
+	for k, cs := range c.skus {
+		if cs.mode != modeLive {
+			jobs = append(jobs, job{p.skus[k], cs, cs.mode})
+		}
+	}
+	p.mu.Unlock()
+	for _, j := range jobs {
+		select {
+		case <-c.closed:
+			return false, false
+		default:
+		}
+		var w, st bool
+		if j.mode == modeStart {
+			w, st = p.begin(c, j.s, j.cs)
+		} else {
+			w, st = p.catchUp(c, j.s, j.cs)
+		}
+		worked, stalled = worked || w, stalled || st
+	}
+	return worked, stalled
+}
+
+// begin decides how one SKU's copy starts on a connection, from the
+// standby's hello: resume where it ends, cut a tail the primary does not
+// hold (never committed), or a base copy when the primary no longer has
+// the records it needs (or it has none and a snapshot exists).
+func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, stalled bool) {
+	p.mu.Lock()
+	log, dir, history := s.log, s.dir, s.history
+	theirs, known := c.hello[s.key]
+	force := cs.forceBase
+	p.mu.Unlock()
+	if !known {
+		theirs = helloSKU{key: s.key, first: 1}
+	}
+	myLast := log.LastIndex()
+	myFirst := log.FirstIndex()
+	if myFirst == 0 {
+		myFirst = myLast + 1
+	}
+	common := replica.Common(theirs.history, theirs.last, history, myLast)
+	b := begin{key: s.key, history: history}
+	var err error
+	if b.feedHistory, err = os.ReadFile(filepath.Join(dir, feed.HistoryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		p.logger.Warn("replica: read the feed history", "sku", s.key.String(), "err", err)
+		return false, true
+	}
+	var snap []byte
+	switch {
+	case force || common+1 < myFirst || common+1 < theirs.first || (theirs.last == 0 && hasSnapshot(dir)):
+		b.mode = beginBase
+		if b.index, snap, err = newestSnapshot(dir, myFirst); err != nil {
+			p.logger.Error("replica: no base copy possible", "standby", c.name, "sku", s.key.String(), "err", err)
+			return false, true
+		}
+		b.snapshotSize = uint64(len(snap))
+	case common < theirs.last:
+		b.mode, b.index = beginCut, common
+	default:
+		b.mode, b.index = beginResume, common
+	}
+	if !c.queue.push(encodeBegin(p.cfg.Epoch, b)) {
+		return false, false
+	}
+	for off := 0; off < len(snap); off += snapshotChunkSize {
+		if !c.queue.push(encodeSnapshotChunk(p.cfg.Epoch, s.key, uint64(off), snap[off:min(off+snapshotChunkSize, len(snap))])) {
+			return false, false
+		}
+	}
+	switch b.mode {
+	case beginBase:
+		p.metrics.baseCopies.WithLabelValues(c.name).Inc()
+		p.logger.Info("replica: base copy to a standby", "standby", c.name, "sku", s.key.String(),
+			"snapshot_index", b.index, "snapshot_bytes", len(snap), "its_last", theirs.last)
+	case beginCut:
+		p.logger.Warn("replica: a standby's copy holds records this primary does not (never committed); it cuts them",
+			"standby", c.name, "sku", s.key.String(), "kept_through", common, "its_last", theirs.last)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c.skus[s.key] != cs {
+		return true, false
+	}
+	cs.mode, cs.next, cs.forceBase = modeCatchUp, b.index+1, false
+	acked := b.index
+	if b.mode == beginBase {
+		acked = 0 // until it acknowledges the installed copy
+	}
+	p.setAckedLocked(c.name, s.key, acked)
+	return true, false
+}
+
+// errChunkFull stops a catch-up read at its message's bound.
+var errChunkFull = errors.New("stream: chunk full")
+
+// catchUp sends the next records of a copy from the log's files, and makes
+// the copy live once it reaches what the flusher ships.
+func (p *Primary) catchUp(c *primaryConn, s *primarySKU, cs *connSKU) (worked, stalled bool) {
+	p.mu.Lock()
+	log, from := s.log, cs.next
+	p.mu.Unlock()
+	enc := newRecords(p.cfg.Epoch, s.key, from, 64<<10)
+	var frame []byte
+	next, err := log.ReadLocal(from, catchUpRecords, func(index uint64, typ byte, payload []byte) error {
+		frame, _ = wal.AppendFrame(frame[:0], typ, index, payload)
+		if enc.count > 0 && enc.size()+len(frame) > catchUpBytes {
+			return errChunkFull
+		}
+		enc.add(frame)
+		return nil
+	})
+	switch {
+	case errors.Is(err, errChunkFull):
+	case errors.Is(err, wal.ErrCompacted):
+		p.mu.Lock()
+		cs.mode, cs.forceBase = modeStart, true
+		p.mu.Unlock()
+		p.logger.Warn("replica: a standby needs records this primary truncated: base copy", "standby", c.name,
+			"sku", s.key.String(), "err", err)
+		return true, false
+	case err != nil:
+		p.logger.Warn("replica: catch-up read failed; retrying", "standby", c.name, "sku", s.key.String(), "err", err)
+		return false, true
+	}
+	if enc.count > 0 && !c.queue.push(enc.done()) {
+		return false, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c.skus[s.key] != cs || s.log != log {
+		return true, false
+	}
+	cs.next = next
+	switch {
+	case cs.next == s.shipped+1:
+		cs.mode = modeLive
+	case s.last.message != nil && cs.next == s.last.first && c.queue.tryPush(s.last.message):
+		cs.next, cs.mode = s.last.last+1, modeLive
+	case cs.next > log.DurableIndex():
+		return enc.count > 0, true
+	}
+	return true, false
+}
+
+// hasSnapshot reports whether a SKU folder holds a snapshot file.
+func hasSnapshot(dir string) bool {
+	files, err := snapshot.List(filepath.Join(dir, "snapshots"))
+	return err == nil && len(files) > 0
+}
+
+// newestSnapshot returns the newest valid snapshot of a SKU folder whose
+// next record the log holds (first is the log's first record), checked
+// (snapshot.Check); index 0 and no bytes when there is none and the log
+// begins at record 1.
+func newestSnapshot(dir string, first uint64) (uint64, []byte, error) {
+	files, err := snapshot.List(filepath.Join(dir, "snapshots"))
+	if err != nil {
+		return 0, nil, err
+	}
+	for i := len(files) - 1; i >= 0; i-- {
+		f := files[i]
+		if f.Index+1 < first {
+			break
+		}
+		b, err := os.ReadFile(f.Path)
+		if err != nil {
+			continue // pruned meanwhile
+		}
+		if h, err := snapshot.Check(b); err != nil || h.Index != f.Index {
+			continue
+		}
+		return f.Index, b, nil
+	}
+	if first <= 1 {
+		return 0, nil, nil
+	}
+	return 0, nil, fmt.Errorf("the log begins at record %d and no snapshot reaches it", first)
+}

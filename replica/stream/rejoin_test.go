@@ -1,0 +1,246 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/replica"
+	"github.com/seckill/seckill/snapshot"
+	"github.com/seckill/seckill/wal"
+)
+
+// A standby that was away while the primary truncated its log behind a
+// snapshot gets a base copy (the snapshot, then the log after it), then
+// streams; promoted, it holds every reservation.
+func TestBaseCopyAfterTruncation(t *testing.T) {
+	pdir, sdir := t.TempDir(), t.TempDir()
+	n := startPrimary(t, pdir, 1, nodeOptions{engine: func(c *actors.Config) {
+		c.WAL.SegmentSize = 4 << 10
+		c.SnapshotKeep = 1
+	}})
+	define(t, n.engine, "c1", "s1")
+	px := newProxy(t, n.addr)
+	sb := startStandby(t, sdir, "b", px.addr())
+	ids := reserve(t, n.engine, "c1", "s1", 0, 10)
+	eventually(t, "the standby caught up", func() bool { return status(n.primary, "b").CaughtUp })
+	px.down()
+	eventually(t, "the primary saw the standby go", func() bool { return !status(n.primary, "b").Connected })
+	standbyLast, _ := copyLast(sb, "c1", "s1")
+
+	ids = append(ids, reserve(t, n.engine, "c1", "s1", 100, 300)...)
+	info, err := n.engine.Snapshot(context.Background(), "c1", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := n.logs.get("c1", "s1")
+	eventually(t, "the primary's log truncated past the standby's copy", func() bool { return log.FirstIndex() > standbyLast+1 })
+
+	px.up()
+	eventually(t, "the standby caught up after a base copy", func() bool {
+		l, d := copyLast(sb, "c1", "s1")
+		return l == log.LastIndex() && d == l && status(n.primary, "b").CaughtUp
+	})
+	if got := value(n.primary.metrics.baseCopies.WithLabelValues("b")); got != 1 {
+		t.Fatalf("base copies = %v, want 1", got)
+	}
+	files, err := snapshot.List(filepath.Join(sdir, "c1", "s1", "snapshots"))
+	if err != nil || len(files) != 1 || files[0].Index != info.Index {
+		t.Fatalf("the standby's snapshots: %+v %v, want the primary's at %d", files, err, info.Index)
+	}
+	n.primary.Wait([]string{"b"})
+	ids = append(ids, reserve(t, n.engine, "c1", "s1", 1000, 10)...)
+	sameRecords(t, pdir, sdir, "c1", "s1")
+	promote(t, sb, sdir, ids)
+}
+
+// Truncation on the primary keeps what a connected standby has not
+// acknowledged; beyond MaxRetainRecords it is logged and counted.
+func TestTruncationHeldForTheStandby(t *testing.T) {
+	pdir, sdir := t.TempDir(), t.TempDir()
+	n := startPrimary(t, pdir, 1, nodeOptions{maxRetainRecords: 50, engine: func(c *actors.Config) {
+		c.WAL.SegmentSize = 4 << 10
+		c.SnapshotKeep = 1
+	}})
+	define(t, n.engine, "c1", "s1")
+	px := newProxy(t, n.addr)
+	startStandby(t, sdir, "b", px.addr())
+	eventually(t, "the standby caught up", func() bool { return status(n.primary, "b").CaughtUp })
+	acked := n.primary.acked["b"][skuKey{"c1", "s1"}]
+	px.holdUp()
+	reserve(t, n.engine, "c1", "s1", 0, 20)
+	log := n.logs.get("c1", "s1")
+	if got := n.primary.retainFrom(skuKey{"c1", "s1"}); got != acked+1 {
+		t.Fatalf("retainFrom = %d, want the standby's acknowledged %d + 1", got, acked)
+	}
+	reserve(t, n.engine, "c1", "s1", 100, 100)
+	if got, bound := n.primary.retainFrom(skuKey{"c1", "s1"}), log.DurableIndex()+1-50; got != bound {
+		t.Fatalf("retainFrom = %d, want the bound %d", got, bound)
+	}
+	if got := value(n.primary.metrics.beyondRetention.WithLabelValues("b")); got != 1 {
+		t.Fatalf("beyond retention = %v, want 1", got)
+	}
+	px.releaseUp()
+}
+
+// syncBuffer is a log sink for a test to read.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A former primary with a tail its standby never acknowledged rejoins as
+// the standby of the promoted one: the tail is cut (logged) and the logs
+// agree; promoted again, it holds every acknowledged reservation and not
+// the cut one.
+func TestFormerPrimaryRejoins(t *testing.T) {
+	adir, bdir := t.TempDir(), t.TempDir()
+	a := startPrimary(t, adir, 1, nodeOptions{})
+	define(t, a.engine, "c1", "s1")
+	px := newProxy(t, a.addr)
+	sb := startStandby(t, bdir, "b", px.addr())
+	eventually(t, "the standby caught up", func() bool { return status(a.primary, "b").CaughtUp })
+	a.primary.Wait([]string{"b"})
+	ids := reserve(t, a.engine, "c1", "s1", 0, 5)
+
+	px.down()
+	log := a.logs.get("c1", "s1")
+	last := log.LastIndex()
+	ctx, cancel := context.WithCancel(context.Background())
+	go a.engine.Reserve(ctx, "c1", "s1", "r-tail", "u-tail")
+	eventually(t, "the tail durable on the old primary", func() bool { return log.DurableIndex() > last })
+	cancel()
+	a.stop()
+	if err := sb.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	b := startPrimary(t, bdir, 2, nodeOptions{})
+	ids = append(ids, reserve(t, b.engine, "c1", "s1", 100, 5)...)
+	var out syncBuffer
+	sa, err := NewStandby(StandbyConfig{Set: "rs", Name: "a", DataDir: adir, Primary: b.addr,
+		Logger: slog.New(slog.NewTextHandler(&out, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sa.Close() })
+	blog := b.logs.get("c1", "s1")
+	eventually(t, "the former primary caught up", func() bool {
+		l, d := copyLast(sa, "c1", "s1")
+		return l == blog.LastIndex() && d == l && status(b.primary, "a").CaughtUp
+	})
+	if !strings.Contains(out.String(), "wal: cut records after a rejoin") || value(sa.metrics.cuts) != 1 {
+		t.Fatalf("the cut was not logged and counted (%v):\n%s", value(sa.metrics.cuts), out.String())
+	}
+	sameRecords(t, bdir, adir, "c1", "s1")
+	h, err := ReadHistory(filepath.Join(adir, "c1", "s1"))
+	if err != nil || len(h) != 2 || h[1] != (replica.EpochStart{Epoch: 2, First: last + 1}) {
+		t.Fatalf("the former primary's epoch history: %+v %v", h, err)
+	}
+	b.primary.Wait([]string{"a"})
+	ids = append(ids, reserve(t, b.engine, "c1", "s1", 200, 5)...)
+	b.stop()
+	if err := sa.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e, err := actors.Open(actors.Config{DataDir: adir, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, id := range ids {
+		if _, err := e.Get(context.Background(), id); err != nil {
+			t.Fatalf("reservation %s missing after the rejoin: %v", id, err)
+		}
+	}
+	if _, err := e.Lookup(context.Background(), "c1", "s1", "r-tail"); !errors.Is(err, actors.ErrNotFound) {
+		t.Fatalf("the cut reservation: %v, want not found", err)
+	}
+}
+
+// A primary refuses a standby that has seen a later epoch: it was deposed.
+func TestPrimaryRefusesAStandbyOfALaterEpoch(t *testing.T) {
+	pdir, sdir := t.TempDir(), t.TempDir()
+	if err := raiseEpoch(sdir, 5); err != nil {
+		t.Fatal(err)
+	}
+	n := startPrimary(t, pdir, 3, nodeOptions{})
+	define(t, n.engine, "c1", "s1")
+	sb := startStandby(t, sdir, "b", n.addr)
+	eventually(t, "the primary refused the standby", func() bool { return value(n.primary.metrics.refused) > 0 })
+	if st := status(n.primary, "b"); st.Connected {
+		t.Fatalf("a standby of a later epoch connected: %+v", st)
+	}
+	if l, _ := copyLast(sb, "c1", "s1"); l != 0 {
+		t.Fatalf("the standby copied %d records from a deposed primary", l)
+	}
+}
+
+// A standby refuses a message of a lower epoch than the highest it has
+// seen, and makes a higher epoch durable before it acts on its message.
+func TestStandbyRefusesALowerEpoch(t *testing.T) {
+	sdir := t.TempDir()
+	if err := raiseEpoch(sdir, 5); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	sb := startStandby(t, sdir, "b", ln.Addr().String())
+	send := func(epoch uint64, k skuKey) {
+		nc, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		m, _, err := readMessage(nc, nil)
+		if err != nil || m.typ != msgHello || m.epoch != 5 {
+			t.Fatalf("hello: %+v %v", m, err)
+		}
+		b := begin{key: k, mode: beginResume, history: replica.History{{Epoch: epoch, First: 1}}}
+		if _, err := nc.Write(encodeBegin(epoch, b)); err != nil {
+			t.Fatal(err)
+		}
+		// The standby closes a connection it refuses, or acts on the
+		// message and waits for more: a second hello tells either way.
+	}
+	send(4, skuKey{"c1", "old"})
+	eventually(t, "the stale message refused", func() bool { return value(sb.metrics.refused) == 1 })
+	if _, err := os.Stat(filepath.Join(sdir, "c1", "old")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a message of a stale epoch was acted on: %v", err)
+	}
+	go send(7, skuKey{"c1", "new"})
+	eventually(t, "the later epoch's SKU created", func() bool {
+		_, err := os.Stat(filepath.Join(sdir, "c1", "new", HistoryFile))
+		return err == nil
+	})
+	if e, err := ReadEpoch(sdir); err != nil || e != 7 {
+		t.Fatalf("epoch on disk %d %v, want 7 (before the message was acted on)", e, err)
+	}
+	if _, err := os.Stat(filepath.Join(sdir, "c1", "new", "wal")); err != nil {
+		t.Fatal(err)
+	}
+	_ = wal.ErrClosed
+}

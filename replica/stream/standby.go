@@ -1,0 +1,764 @@
+package stream
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/replica"
+	"github.com/seckill/seckill/snapshot"
+	"github.com/seckill/seckill/wal"
+)
+
+// Reconnection of a standby: the first retry after this, doubling up to
+// the most.
+const (
+	reconnectFirst = 50 * time.Millisecond
+	reconnectMost  = time.Second
+	dialTimeout    = 5 * time.Second
+)
+
+// StandbyConfig configures NewStandby.
+type StandbyConfig struct {
+	// Set and Name are the replica set's name and this replica's.
+	Set, Name string
+	// DataDir is this replica's data dir, laid out as the engine's
+	// (<DataDir>/<campaign>/<sku>/{wal,snapshots}).
+	DataDir string
+	// Primary is the primary's replication address (host:port).
+	Primary string
+	// WAL tunes the copies' logs as actors.Config.WAL tunes the engine's
+	// (zero: wal's defaults, fsync always).
+	WAL wal.Options
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the standby's metrics (nil: none).
+	Registerer prometheus.Registerer
+}
+
+// Standby copies its primary's SKU logs into its data dir: the same
+// records at the same indexes, byte for byte, each fsynced with the
+// wal's own group commit before it is acknowledged.
+type Standby struct {
+	cfg     StandbyConfig
+	logger  *slog.Logger
+	metrics *standbyMetrics
+
+	epoch   atomic.Uint64 // the highest seen, on disk before it is used
+	records atomic.Uint64
+
+	mu        sync.Mutex
+	skus      map[skuKey]*standbySKU
+	nc        net.Conn // the current connection, closed by Close
+	connected bool
+	lastErr   error
+	closed    bool
+
+	unlock func() error // the data dir's lock (actors.LockDataDir)
+	done   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// standbySKU is the copy of one SKU; its fields are the session
+// goroutine's (log and install changed under Standby.mu).
+type standbySKU struct {
+	key     skuKey
+	dir     string
+	log     *wal.Log // nil while a base copy installs
+	install *install
+}
+
+// install is a base copy's snapshot being received.
+type install struct {
+	index, size, written uint64
+	file                 *os.File
+}
+
+// NewStandby locks cfg.DataDir (no engine may open it meanwhile), opens
+// the copies found in it and starts copying from the primary,
+// reconnecting until Close. It refuses every message of an
+// epoch lower than ReadEpoch(DataDir).
+func NewStandby(cfg StandbyConfig) (*Standby, error) {
+	if cfg.DataDir == "" || cfg.Primary == "" || cfg.Name == "" {
+		return nil, errors.New("stream: StandbyConfig needs DataDir, Primary and Name")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, err
+	}
+	unlock, err := actors.LockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	e, err := ReadEpoch(cfg.DataDir)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	s := &Standby{
+		unlock:  unlock,
+		cfg:     cfg,
+		logger:  cfg.Logger.With("replica_set", cfg.Set, "replica", cfg.Name),
+		metrics: newStandbyMetrics(cfg.Registerer),
+		skus:    make(map[skuKey]*standbySKU),
+		done:    make(chan struct{}),
+	}
+	s.epoch.Store(e)
+	s.metrics.epoch.Set(float64(e))
+	if err := s.openAll(); err != nil {
+		s.closeLogs()
+		s.metrics.unregister()
+		unlock()
+		return nil, err
+	}
+	s.wg.Add(1)
+	go s.run()
+	return s, nil
+}
+
+// SKUState is a standby's copy of one SKU log.
+type SKUState struct {
+	CampaignID, SKUID       string
+	LastIndex, DurableIndex uint64
+}
+
+// StandbyState is what a standby knows of its copy.
+type StandbyState struct {
+	Epoch     uint64
+	Connected bool
+	Records   uint64 // copied since NewStandby
+	SKUs      []SKUState
+	LastError string // why the last connection ended
+}
+
+// Status returns the standby's state.
+func (s *Standby) Status() StandbyState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := StandbyState{Epoch: s.epoch.Load(), Connected: s.connected, Records: s.records.Load()}
+	if s.lastErr != nil {
+		st.LastError = s.lastErr.Error()
+	}
+	for k, x := range s.skus {
+		c := SKUState{CampaignID: k.campaignID, SKUID: k.skuID}
+		if x.log != nil {
+			c.LastIndex, c.DurableIndex = x.log.LastIndex(), x.log.DurableIndex()
+		}
+		st.SKUs = append(st.SKUs, c)
+	}
+	sort.Slice(st.SKUs, func(i, j int) bool {
+		a, b := st.SKUs[i], st.SKUs[j]
+		return a.CampaignID < b.CampaignID || (a.CampaignID == b.CampaignID && a.SKUID < b.SKUID)
+	})
+	return st
+}
+
+// Close stops copying and closes every log (fsynced): the data dir may
+// then be opened by actors.Engine (a promotion) or another Standby.
+func (s *Standby) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.done)
+	if s.nc != nil {
+		s.nc.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	err := s.closeLogs()
+	s.metrics.unregister()
+	if uerr := s.unlock(); err == nil {
+		err = uerr
+	}
+	return err
+}
+
+func (s *Standby) closeLogs() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var first error
+	for _, x := range s.skus {
+		if x.install != nil {
+			x.install.file.Close()
+			os.Remove(x.install.file.Name())
+			x.install = nil
+		}
+		if x.log != nil {
+			if err := x.log.Close(); err != nil && first == nil {
+				first = err
+			}
+			x.log = nil
+		}
+	}
+	return first
+}
+
+// openAll opens the log of every SKU folder not open yet, and opens again
+// a log that failed.
+func (s *Standby) openAll() error {
+	dirs, err := actors.SKUDirs(s.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	for _, dir := range dirs {
+		k := skuKey{filepath.Base(filepath.Dir(dir)), filepath.Base(dir)}
+		s.mu.Lock()
+		x := s.skus[k]
+		if x == nil {
+			x = &standbySKU{key: k, dir: dir}
+			s.skus[k] = x
+		}
+		s.mu.Unlock()
+	}
+	for _, x := range s.snapshotSKUs() {
+		if x.install != nil {
+			x.install.file.Close()
+			os.Remove(x.install.file.Name())
+			x.install = nil
+		}
+		if x.log != nil && x.log.Err() == nil {
+			continue
+		}
+		if err := s.reopen(x); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Standby) snapshotSKUs() []*standbySKU {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*standbySKU, 0, len(s.skus))
+	for _, x := range s.skus {
+		out = append(out, x)
+	}
+	return out
+}
+
+// reopen closes a copy's log (if open) and opens it again.
+func (s *Standby) reopen(x *standbySKU) error {
+	s.closeLog(x)
+	l, err := wal.Open(filepath.Join(x.dir, "wal"), s.walOptions())
+	if err != nil {
+		return fmt.Errorf("stream: open the copy of %s: %w", x.key, err)
+	}
+	s.mu.Lock()
+	x.log = l
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Standby) closeLog(x *standbySKU) {
+	s.mu.Lock()
+	l := x.log
+	x.log = nil
+	s.mu.Unlock()
+	if l != nil {
+		l.Close() // a failure is the log's own, reported by it; the copy opens again
+	}
+}
+
+func (s *Standby) walOptions() wal.Options {
+	o := s.cfg.WAL
+	o.Logger = s.cfg.Logger
+	o.Replicated, o.Shipper = false, nil
+	return o
+}
+
+// run connects to the primary until Close.
+func (s *Standby) run() {
+	defer s.wg.Done()
+	wait := reconnectFirst
+	for {
+		start := time.Now()
+		err := s.session()
+		s.mu.Lock()
+		s.connected, s.lastErr, s.nc = false, err, nil
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			return
+		}
+		s.logger.Warn("replica: connection to the primary ended; reconnecting", "primary", s.cfg.Primary, "err", err)
+		if time.Since(start) > 10*reconnectMost {
+			wait = reconnectFirst
+		}
+		select {
+		case <-s.done:
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, reconnectMost)
+	}
+}
+
+// session is one connection: hello, then the primary's messages, acked
+// by a goroutine of its own.
+func (s *Standby) session() error {
+	nc, err := net.DialTimeout("tcp", s.cfg.Primary, dialTimeout)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.nc = nc
+	s.mu.Unlock()
+	s.metrics.connects.Inc()
+	if err := s.openAll(); err != nil {
+		return err
+	}
+	h, err := s.hello()
+	if err != nil {
+		return err
+	}
+	if _, err := nc.Write(encodeHello(s.epoch.Load(), h)); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.connected = true
+	s.mu.Unlock()
+	acks := newAcker(s, nc)
+	go acks.run()
+	defer acks.stop()
+	br := bufio.NewReaderSize(nc, 256<<10)
+	var buf []byte
+	for {
+		var m message
+		m, buf, err = readMessage(br, buf)
+		if err != nil {
+			return err
+		}
+		if err := s.checkEpoch(m.epoch); err != nil {
+			return err
+		}
+		switch m.typ {
+		case msgBegin:
+			err = s.begin(&m.body, acks)
+		case msgSnapshot:
+			err = s.snapshotChunk(&m.body, acks)
+		case msgRecords:
+			err = decodeRecords(&m.body, func(k skuKey, first uint64, frames [][]byte) error {
+				return s.append(k, first, frames, acks)
+			})
+		default:
+			err = fmt.Errorf("%w: message %d from the primary", errProtocol, m.typ)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// checkEpoch refuses a message of a lower epoch than the highest seen, and
+// makes a higher one durable before the message is acted on.
+func (s *Standby) checkEpoch(e uint64) error {
+	seen := s.epoch.Load()
+	if e < seen {
+		s.metrics.refused.Inc()
+		s.logger.Error("replica: refused a message of a stale epoch: its sender is no longer the primary",
+			"epoch", e, "seen", seen, "primary", s.cfg.Primary)
+		return fmt.Errorf("%w: a message of epoch %d, this replica has seen %d", ErrStaleEpoch, e, seen)
+	}
+	if e > seen {
+		if err := raiseEpoch(s.cfg.DataDir, e); err != nil {
+			return err
+		}
+		s.epoch.Store(e)
+		s.metrics.epoch.Set(float64(e))
+	}
+	return nil
+}
+
+// hello lists what the standby holds of each SKU, every record durable.
+func (s *Standby) hello() (hello, error) {
+	h := hello{set: s.cfg.Set, name: s.cfg.Name}
+	for _, x := range s.snapshotSKUs() {
+		if x.log == nil {
+			continue
+		}
+		if err := awaitDurable(x.log, x.log.LastIndex()); err != nil {
+			return h, err
+		}
+		last := x.log.LastIndex()
+		first := x.log.FirstIndex()
+		if first == 0 {
+			first = last + 1
+		}
+		hist, err := ReadHistory(x.dir)
+		if err != nil {
+			return h, err
+		}
+		hist = hist.CutAfter(last)
+		if len(hist) == 0 && last > 0 {
+			hist = replica.History{{Epoch: 0, First: 1}} // written before replication (BeginEpoch's rule)
+		}
+		h.skus = append(h.skus, helloSKU{key: x.key, first: first, last: last, history: hist})
+	}
+	return h, nil
+}
+
+// awaitDurable waits until log holds index durably.
+func awaitDurable(log *wal.Log, index uint64) error {
+	if index == 0 {
+		return nil
+	}
+	done := make(chan error, 1)
+	log.Await(index, wal.WaiterFunc(func(err error) { done <- err }))
+	return <-done
+}
+
+// sku returns the copy of k, creating its folder (fsynced) for a SKU new
+// to this standby.
+func (s *Standby) sku(k skuKey) (*standbySKU, error) {
+	s.mu.Lock()
+	x := s.skus[k]
+	s.mu.Unlock()
+	if x != nil {
+		return x, nil
+	}
+	if !sku.ValidID(k.campaignID) || !sku.ValidID(k.skuID) {
+		return nil, fmt.Errorf("%w: SKU %q", errProtocol, k.String())
+	}
+	dir := filepath.Join(s.cfg.DataDir, k.campaignID, k.skuID)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, err
+	}
+	for _, d := range []string{filepath.Dir(dir), s.cfg.DataDir} {
+		if err := wal.SyncDir(d); err != nil {
+			return nil, err
+		}
+	}
+	x = &standbySKU{key: k, dir: dir}
+	if err := s.reopen(x); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.skus[k] = x
+	s.mu.Unlock()
+	s.logger.Info("replica: copying a new SKU", "sku", k.String())
+	return x, nil
+}
+
+// begin starts a SKU's copy as the primary decided: resume, cut or base.
+func (s *Standby) begin(d *decoder, acks *acker) error {
+	b, err := decodeBegin(d)
+	if err != nil {
+		return err
+	}
+	x, err := s.sku(b.key)
+	if err != nil {
+		return err
+	}
+	if x.log == nil { // a base copy that did not finish
+		if err := s.reopen(x); err != nil {
+			return err
+		}
+	}
+	switch b.mode {
+	case beginCut:
+		if err := s.cut(x, b.index); err != nil {
+			return err
+		}
+	case beginBase:
+		if err := s.dropCopy(x); err != nil {
+			return err
+		}
+	}
+	if b.mode != beginBase && x.log.LastIndex() != b.index {
+		return fmt.Errorf("%w: %s: the primary resumes after record %d, this copy ends at %d",
+			errProtocol, b.key, b.index, x.log.LastIndex())
+	}
+	if err := syncFile(x.dir, feed.HistoryFile, b.feedHistory); err != nil {
+		return err
+	}
+	if err := WriteHistory(x.dir, b.history); err != nil {
+		return err
+	}
+	if b.mode == beginBase {
+		return s.startInstall(x, b.index, b.snapshotSize, acks)
+	}
+	return nil
+}
+
+// cut removes the records after index (never committed: the primary does
+// not hold them) and the snapshots beyond them.
+func (s *Standby) cut(x *standbySKU, index uint64) error {
+	s.closeLog(x)
+	removed, err := wal.CutAfter(filepath.Join(x.dir, "wal"), index, s.logger.With("sku", x.key.String()))
+	if err != nil {
+		return err
+	}
+	s.metrics.cuts.Add(float64(removed))
+	if err := removeSnapshots(x.dir, func(i uint64) bool { return i > index }); err != nil {
+		return err
+	}
+	return s.reopen(x)
+}
+
+// dropCopy removes a copy's log and snapshots before a base copy.
+func (s *Standby) dropCopy(x *standbySKU) error {
+	s.closeLog(x)
+	if err := os.RemoveAll(filepath.Join(x.dir, "wal")); err != nil {
+		return err
+	}
+	if err := removeSnapshots(x.dir, func(uint64) bool { return true }); err != nil {
+		return err
+	}
+	return wal.SyncDir(x.dir)
+}
+
+// removeSnapshots removes the snapshot files whose index drop selects.
+func removeSnapshots(dir string, drop func(index uint64) bool) error {
+	snaps := filepath.Join(dir, "snapshots")
+	files, err := snapshot.List(snaps)
+	if err != nil {
+		return err
+	}
+	removed := false
+	for _, f := range files {
+		if drop(f.Index) {
+			if err := os.Remove(f.Path); err != nil {
+				return err
+			}
+			removed = true
+		}
+	}
+	if removed {
+		return wal.SyncDir(snaps)
+	}
+	return nil
+}
+
+// startInstall begins a base copy: its snapshot follows in chunks (none
+// for a copy from record 1).
+func (s *Standby) startInstall(x *standbySKU, index, size uint64, acks *acker) error {
+	if size == 0 {
+		return s.finishInstall(x, index, acks)
+	}
+	snaps := filepath.Join(x.dir, "snapshots")
+	if err := os.MkdirAll(snaps, 0o750); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(snaps, snapshot.Name(index)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	x.install = &install{index: index, size: size, file: f}
+	return nil
+}
+
+// snapshotChunk writes a chunk of a base copy's snapshot; the last one
+// installs it.
+func (s *Standby) snapshotChunk(d *decoder, acks *acker) error {
+	k, offset, chunk, err := decodeSnapshotChunk(d)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	x := s.skus[k]
+	s.mu.Unlock()
+	if x == nil || x.install == nil || offset != x.install.written || offset+uint64(len(chunk)) > x.install.size {
+		return fmt.Errorf("%w: a snapshot chunk of %s at %d out of place", errProtocol, k, offset)
+	}
+	in := x.install
+	if _, err := in.file.Write(chunk); err != nil {
+		return err
+	}
+	in.written += uint64(len(chunk))
+	if in.written < in.size {
+		return nil
+	}
+	x.install = nil
+	path := in.file.Name()
+	err = in.file.Sync()
+	if cerr := in.file.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = checkSnapshot(path, in.index)
+	}
+	if err == nil {
+		err = os.Rename(path, filepath.Join(filepath.Dir(path), snapshot.Name(in.index)))
+	}
+	if err == nil {
+		err = wal.SyncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		os.Remove(path)
+		return err
+	}
+	return s.finishInstall(x, in.index, acks)
+}
+
+// checkSnapshot verifies a received snapshot file before it is installed.
+func checkSnapshot(path string, index uint64) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	h, err := snapshot.Check(b)
+	if err != nil {
+		return fmt.Errorf("stream: the base copy's snapshot: %w", err)
+	}
+	if h.Index != index {
+		return fmt.Errorf("%w: the base copy's snapshot is at %d, announced at %d", errProtocol, h.Index, index)
+	}
+	return nil
+}
+
+// finishInstall starts the copy's log after the snapshot at index (an
+// empty log that goes on at index+1, as seckillctl restore makes) and
+// acknowledges it.
+func (s *Standby) finishInstall(x *standbySKU, index uint64, acks *acker) error {
+	if _, _, err := wal.CopyRange(filepath.Join(x.dir, "wal"), nil, 0, index); err != nil {
+		return err
+	}
+	if err := s.reopen(x); err != nil {
+		return err
+	}
+	s.metrics.bases.Inc()
+	s.logger.Info("replica: base copy installed", "sku", x.key.String(), "snapshot_index", index)
+	acks.note(x.key, index)
+	return nil
+}
+
+// append copies a batch of the primary's frames and acknowledges it once
+// durable (the wal's group commit).
+func (s *Standby) append(k skuKey, first uint64, frames [][]byte, acks *acker) error {
+	s.mu.Lock()
+	x := s.skus[k]
+	s.mu.Unlock()
+	if x == nil || x.log == nil || x.install != nil {
+		return fmt.Errorf("%w: records of %s before its copy began", errProtocol, k)
+	}
+	if len(frames) == 0 {
+		return nil
+	}
+	if next := x.log.LastIndex() + 1; first != next {
+		return fmt.Errorf("%w: records of %s from %d, the copy's next is %d", errProtocol, k, first, next)
+	}
+	var last uint64
+	for _, f := range frames {
+		i, err := x.log.AppendCopy(f)
+		if err != nil {
+			return fmt.Errorf("stream: copy of %s: %w", k, err)
+		}
+		last = i
+	}
+	s.records.Add(uint64(len(frames)))
+	s.metrics.records.Add(float64(len(frames)))
+	x.log.Await(last, wal.WaiterFunc(func(err error) {
+		if err == nil {
+			acks.note(k, last)
+		}
+	}))
+	return nil
+}
+
+// syncFile makes dir/name hold b (absent when b is empty), durably.
+func syncFile(dir, name string, b []byte) error {
+	old, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	exists := err == nil
+	switch {
+	case len(b) == 0 && !exists:
+		return nil
+	case len(b) == 0:
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			return err
+		}
+		return wal.SyncDir(dir)
+	case exists && bytes.Equal(old, b):
+		return nil
+	}
+	return writeFile(dir, name, b)
+}
+
+// acker sends a session's acknowledgements: the newest durable index of
+// each SKU, coalesced (one entry per SKU at most pending: bounded by the
+// SKUs).
+type acker struct {
+	s       *Standby
+	nc      net.Conn
+	mu      sync.Mutex
+	pending map[skuKey]uint64
+	signal  chan struct{}
+	quit    chan struct{}
+	done    chan struct{}
+}
+
+func newAcker(s *Standby, nc net.Conn) *acker {
+	return &acker{s: s, nc: nc, pending: make(map[skuKey]uint64), signal: make(chan struct{}, 1),
+		quit: make(chan struct{}), done: make(chan struct{})}
+}
+
+// note is called on a log's releaser goroutine: it never waits.
+func (a *acker) note(k skuKey, index uint64) {
+	a.mu.Lock()
+	if index > a.pending[k] {
+		a.pending[k] = index
+	}
+	a.mu.Unlock()
+	select {
+	case a.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (a *acker) run() {
+	defer close(a.done)
+	var list []ack
+	for {
+		select {
+		case <-a.quit:
+			return
+		case <-a.signal:
+		}
+		a.mu.Lock()
+		list = list[:0]
+		for k, i := range a.pending {
+			list = append(list, ack{key: k, index: i})
+		}
+		clear(a.pending)
+		a.mu.Unlock()
+		if len(list) == 0 {
+			continue
+		}
+		a.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if _, err := a.nc.Write(encodeAcks(a.s.epoch.Load(), list)); err != nil {
+			a.nc.Close()
+			return
+		}
+	}
+}
+
+func (a *acker) stop() {
+	close(a.quit)
+	a.nc.Close()
+	<-a.done
+}
