@@ -86,6 +86,7 @@ type standbyStatus struct {
 	Epoch     uint64 `json:"epoch"`
 	Connected bool   `json:"connected"`
 	Records   uint64 `json:"records"`
+	LastError string `json:"last_error,omitempty"`
 }
 
 // haState is what the HTTP handlers and metrics show of the replica,
@@ -183,7 +184,7 @@ func serveReplica(opts options, stdout io.Writer, log *slog.Logger, deps svcDeps
 		ln.Close()
 		return fmt.Errorf("--replication-addr: %w", err)
 	}
-	n := newHANode(opts, deps, log, coord, newStreamReplicator(), ln, rln)
+	n := newHANode(opts, deps, log, coord, newStreamReplicator(opts.fsync), ln, rln)
 	fmt.Fprintf(stdout, "seckilld listening on http://%s (replica %s of replica set %s, replication on %s)\n",
 		ln.Addr(), opts.replica.name, opts.replica.set, rln.Addr())
 	printToken(stdout, deps.token, generated)
@@ -403,9 +404,10 @@ func (n *haNode) promote(h replica.Holding, waited []string) error {
 }
 
 // demote stops acknowledging at once: the API answers NOT_PRIMARY from
-// this moment (the front checks the state on every request), the stream
-// closes (nothing more commits), then the HTTP service and the engine
-// close and the standby's HTTP server takes the address.
+// this moment (the front checks the state on every request); requests in
+// flight end (a commit the standbys never acknowledge is answered 504
+// RESULT_UNKNOWN at its deadline), the engine closes, then the stream, and
+// the standby's HTTP server takes the address.
 func (n *haNode) demote() error {
 	t := n.primary
 	if t == nil {
@@ -413,10 +415,10 @@ func (n *haNode) demote() error {
 	}
 	n.primary, n.lost = nil, nil
 	n.publishState()
-	if err := t.stream.Close(); err != nil {
-		n.log.Warn("closing the replication stream", "err", err)
-	}
 	err := n.closeService(t)
+	if cerr := t.stream.Close(); cerr != nil {
+		n.log.Warn("closing the replication stream", "err", cerr)
+	}
 	if serr := n.startStandbyHTTP(); serr != nil {
 		return serr
 	}
@@ -444,13 +446,7 @@ func (n *haNode) shutdown() error {
 	if t := n.primary; t != nil {
 		n.primary = nil
 		n.publishState()
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		if serr := t.svc.srv.Shutdown(ctx); serr != nil {
-			n.log.Warn("requests still in flight at the shutdown deadline", "err", serr)
-		}
-		cancel()
-		<-t.served
-		err = t.svc.close()
+		err = n.closeService(t)
 		if cerr := t.stream.Close(); cerr != nil && err == nil {
 			err = cerr
 		}
