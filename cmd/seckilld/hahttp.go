@@ -118,17 +118,16 @@ func (n *haNode) collector() prometheus.Collector { return haCollector{n} }
 
 type haCollector struct{ n *haNode }
 
+// The replica's role and the set's epoch and sync set; each standby's
+// connection and lag are the stream's metrics (seckill_replica_standby_*).
 var (
-	descRole       = prometheus.NewDesc("seckill_replica_role", "1 for the replica's role now (primary, standby, candidate), 0 for the others", []string{"replica_set", "replica", "role"}, nil)
-	descEpoch      = prometheus.NewDesc("seckill_replica_epoch", "the highest epoch of the replica set this replica has seen (its own while primary)", []string{"replica_set", "replica"}, nil)
-	descSync       = prometheus.NewDesc("seckill_replica_sync_standby", "on the primary, 1 for each standby of the published sync set (it may be promoted)", []string{"replica_set", "replica", "standby"}, nil)
-	descConnected  = prometheus.NewDesc("seckill_replica_standby_connected", "on the primary, 1 while the standby's stream is connected", []string{"replica_set", "replica", "standby"}, nil)
-	descLagRecords = prometheus.NewDesc("seckill_replica_standby_lag_records", "on the primary, records the standby has not acknowledged yet, over all SKUs", []string{"replica_set", "replica", "standby"}, nil)
-	descLagSeconds = prometheus.NewDesc("seckill_replica_standby_lag_seconds", "on the primary, age of the oldest record the standby has not acknowledged", []string{"replica_set", "replica", "standby"}, nil)
+	descRole  = prometheus.NewDesc("seckill_replica_role", "1 for the replica's role now (primary, standby, candidate), 0 for the others", []string{"replica_set", "replica", "role"}, nil)
+	descEpoch = prometheus.NewDesc("seckill_replica_set_epoch", "the replica set's epoch as this replica last read it in etcd (its own while primary)", []string{"replica_set", "replica"}, nil)
+	descSync  = prometheus.NewDesc("seckill_replica_sync_standby", "on the primary, 1 for each standby of the published sync set (it may be promoted)", []string{"replica_set", "replica", "standby"}, nil)
 )
 
 func (c haCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRole, descEpoch, descSync, descConnected, descLagRecords, descLagSeconds} {
+	for _, d := range []*prometheus.Desc{descRole, descEpoch, descSync} {
 		ch <- d
 	}
 }
@@ -145,14 +144,5 @@ func (c haCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descEpoch, prometheus.GaugeValue, float64(s.Epoch), s.Set, s.Name)
 	for _, b := range s.Sync {
 		ch <- prometheus.MustNewConstMetric(descSync, prometheus.GaugeValue, 1, s.Set, s.Name, b)
-	}
-	for _, f := range s.Standbys {
-		connected := 0.0
-		if f.Connected {
-			connected = 1
-		}
-		ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, connected, s.Set, s.Name, f.Name)
-		ch <- prometheus.MustNewConstMetric(descLagRecords, prometheus.GaugeValue, float64(f.LagRecords), s.Set, s.Name, f.Name)
-		ch <- prometheus.MustNewConstMetric(descLagSeconds, prometheus.GaugeValue, float64(f.LagMillis)/1000, s.Set, s.Name, f.Name)
 	}
 }
