@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -148,6 +149,37 @@ func TestReplicaSetSurvivesKillOfThePrimary(t *testing.T) {
 		body["error"] != "NOT_PRIMARY" || body["primary"] != "b" || body["address"] != b.Base {
 		t.Fatalf("the rejoined standby's answer to a reserve: %d %v", code, body)
 	}
+
+
+	// ha status: b leads, a is its published standby, with its lag.
+	var st haStatus
+	out := wantCode(t, 0, "ha", "status", "--etcd", etcd.Endpoint, "--replica-set", "rs1", "--admin-token", haToken, "--json")
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("ha status --json: %v\n%s", err, out)
+	}
+	if st.Leader != "b" || st.Epoch != h.Epoch || !slices.Equal(st.Sync, []string{"a"}) || len(st.Replicas) != 2 ||
+		st.Replicas[0].Name != "a" || st.Replicas[0].Role != "standby" || !st.Replicas[0].InSync || st.Replicas[0].LagRecords == nil ||
+		st.Replicas[1].Name != "b" || st.Replicas[1].Role != "primary" {
+		t.Fatalf("ha status:\n%s", out)
+	}
+	if table := wantCode(t, 0, "ha", "status", "--etcd", etcd.Endpoint, "--replica-set", "rs1", "--admin-token", haToken); !strings.Contains(table, "leader b") {
+		t.Fatalf("ha status:\n%s", table)
+	}
+
+	// A switchover back to a: a leads the next epoch with every
+	// acknowledged reservation, b follows it.
+	out = wantCode(t, 0, "ha", "switchover", "--etcd", etcd.Endpoint, "--replica-set", "rs1", "--to", "a", "--admin-token", haToken)
+	var sw struct {
+		To     string `json:"to"`
+		Epoch  uint64 `json:"epoch"`
+		TookMs int64  `json:"took_ms"`
+	}
+	if err := json.Unmarshal([]byte(out), &sw); err != nil || sw.To != "a" || sw.Epoch != h.Epoch+1 {
+		t.Fatalf("ha switchover: %v\n%s", err, out)
+	}
+	waitHealth(t, b.Base, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
+	checkAcks(t, a.Base, acked)
+	t.Logf("switchover from b to a: %d ms from the request to a's /admin/replica saying primary", sw.TookMs)
 
 	for _, d := range []*seckilldtest.Daemon{a, b} {
 		if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -19,6 +19,8 @@ import (
 //
 //	GET /healthz         200 {"status":"ok","role",...}: the role, epoch and primary
 //	GET /admin/replica   the replica's state (haState), with the admin token
+//	POST /admin/replica/switchover?to=B   hand the lead to standby B
+//	                     (switchover.go): 202, then see GET /admin/replica
 //
 // While it is not the primary: GET /metrics (this replica's registry),
 // GET /readyz 503 NOT_PRIMARY, and every other request 421 NOT_PRIMARY
@@ -27,7 +29,8 @@ import (
 // on connections already open too.
 
 const (
-	replicaStatusPath = "/admin/replica"
+	replicaStatusPath     = "/admin/replica"
+	replicaSwitchoverPath = "/admin/replica/switchover"
 )
 
 // healthState is /healthz of a replica.
@@ -63,6 +66,15 @@ func (n *haNode) front(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			}
 			writeJSON(ctx, fasthttp.StatusOK, s)
 			return
+		case replicaSwitchoverPath:
+			n.handleSwitchover(ctx, tokenID)
+			return
+		}
+		if n.paused.Load() {
+			ctx.Response.Header.Set("Retry-After", "1")
+			writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"error": "UNAVAILABLE",
+				"detail": "a switchover hands the lead to another replica of " + s.Set + ": retry in a moment"})
+			return
 		}
 		if !s.serving {
 			if string(ctx.Path()) == "/metrics" || string(ctx.Path()) == "/readyz" {
@@ -73,6 +85,32 @@ func (n *haNode) front(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			return
 		}
 		next(ctx)
+	}
+}
+
+// handleSwitchover is POST /admin/replica/switchover?to=B.
+func (n *haNode) handleSwitchover(ctx *fasthttp.RequestCtx, tokenID [32]byte) {
+	if !ctx.IsPost() {
+		ctx.Response.Header.Set("Allow", "POST")
+		writeJSON(ctx, fasthttp.StatusMethodNotAllowed, map[string]string{"error": "METHOD_NOT_ALLOWED"})
+		return
+	}
+	if !bearer(ctx, tokenID) {
+		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="seckill admin"`)
+		writeJSON(ctx, fasthttp.StatusUnauthorized, map[string]string{"error": "UNAUTHORIZED"})
+		return
+	}
+	to := string(ctx.QueryArgs().Peek("to"))
+	s := n.state.Load()
+	switch {
+	case !replica.ValidName(to) || to == s.Name:
+		writeJSON(ctx, fasthttp.StatusBadRequest, map[string]string{"error": "BAD_REQUEST", "detail": "?to= must name another replica of the set"})
+	case !s.serving:
+		httpapi.NotPrimary(ctx, s.Set, s.Primary, s.primaryHTTP)
+	case n.askSwitchover(to) != nil:
+		writeJSON(ctx, fasthttp.StatusConflict, map[string]string{"error": "SWITCHOVER_IN_PROGRESS"})
+	default:
+		writeJSON(ctx, fasthttp.StatusAccepted, map[string]string{"switchover": "asked", "from": s.Name, "to": to})
 	}
 }
 

@@ -102,6 +102,7 @@ type haState struct {
 	Waited      []string        `json:"waited"`
 	Standbys    []standbyReport `json:"standbys,omitempty"`
 	Copy        *standbyStatus  `json:"copy,omitempty"`
+	Switchover  string          `json:"switchover,omitempty"`
 	serving     bool            // the API is served (primary, engine open)
 	primaryHTTP string          // Address, for NOT_PRIMARY
 }
@@ -137,6 +138,12 @@ type haNode struct {
 	addrs   map[string]replica.Member // the members last read
 	lost    <-chan struct{}           // the holding's lease
 	gone    <-chan struct{}           // the member key's lease
+	// switchTo is a switchover asked for (switchover.go); paused, while
+	// it hands over, makes the API answer 503; switchNote is its last
+	// outcome.
+	switchTo   chan string
+	paused     atomic.Bool
+	switchNote atomic.Pointer[string]
 }
 
 // haCoordinator is the Coordinator with the Close of its lease.
@@ -199,7 +206,7 @@ func newHANode(opts options, deps svcDeps, log *slog.Logger, coord haCoordinator
 		coord: coord, node: replica.NewNode(opts.replica.name, opts.replica.strict, opts.replica.standbyTimeout),
 		repl: repl, http: newHandoff(ln), replLn: newHandoff(rln),
 		member: replica.Member{HTTP: "http://" + ln.Addr().String(), Replication: rln.Addr().String()},
-		tick:   max(opts.replica.leaseTTL/4, 100*time.Millisecond)}
+		tick:   max(opts.replica.leaseTTL/4, 100*time.Millisecond), switchTo: make(chan string, 1)}
 	n.state.Store(&haState{Set: opts.replica.set, Name: opts.replica.name, Role: replica.Candidate.String()})
 	return n
 }
@@ -239,6 +246,10 @@ func (n *haNode) run(ctx context.Context) (err error) {
 			}
 		case <-n.gone:
 			n.gone = nil // the member key went with its lease: registered again above
+		case to := <-n.switchTo:
+			if err := n.switchover(to); err != nil {
+				return err
+			}
 		}
 		n.publishState()
 	}
@@ -485,6 +496,9 @@ func (n *haNode) followers() []replica.Follower {
 func (n *haNode) publishState() {
 	prev := n.state.Load()
 	s := &haState{Set: prev.Set, Name: prev.Name, Role: n.node.Role().String(), Epoch: n.epoch}
+	if note := n.switchNote.Load(); note != nil {
+		s.Switchover = *note
+	}
 	switch {
 	case n.primary != nil:
 		s.Role, s.Primary, s.Address, s.serving = replica.Primary.String(), s.Name, n.member.HTTP, true
