@@ -48,6 +48,10 @@ func TestCommitIndexWaitsForConfirm(t *testing.T) {
 			if n := readCount(t, l); n != 0 {
 				t.Fatalf("ReadDurable passed %d unconfirmed records", n)
 			}
+			local := 0
+			if _, err := l.ReadLocal(1, 100, func(uint64, byte, []byte) error { local++; return nil }); err != nil || local != 10 {
+				t.Fatalf("ReadLocal passed %d records (%v), want the 10 durable ones, committed or not", local, err)
+			}
 			l.Confirm(4)
 			if l.CommitIndex() != 4 {
 				t.Fatalf("commit %d after Confirm(4)", l.CommitIndex())

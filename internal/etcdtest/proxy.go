@@ -16,11 +16,11 @@ type Proxy struct {
 	target string
 	ln     net.Listener
 
-	mu      sync.Mutex
-	cut     bool
-	replies bool          // the cut holds only the target's replies
-	resume  chan struct{} // closed when a cut ends
-	conns   map[net.Conn]struct{}
+	mu     sync.Mutex
+	cut    bool
+	only   direction     // the one direction a cut holds (0: both)
+	resume chan struct{} // closed when a cut ends
+	conns  map[net.Conn]struct{}
 }
 
 // NewProxy listens on a free loopback port and forwards to target.
@@ -35,21 +35,44 @@ func NewProxy(target string) (*Proxy, error) {
 	return p, nil
 }
 
+// direction is which way bytes travel through the proxy.
+type direction int
+
+const (
+	requests direction = iota + 1 // from the client to the target
+	replies                       // from the target to the client
+)
+
 // Cut starts blackholing both directions.
-func (p *Proxy) Cut() { p.startCut(false) }
+func (p *Proxy) Cut() { p.startCut(0) }
 
 // CutReplies starts blackholing the target's replies only: requests still
 // reach it, so a write can commit while its caller hears nothing, the
 // "timed out, outcome unknown" case.
-func (p *Proxy) CutReplies() { p.startCut(true) }
+func (p *Proxy) CutReplies() { p.startCut(replies) }
 
-func (p *Proxy) startCut(replies bool) {
+// CutRequests starts blackholing the client's bytes only: the target's
+// still reach the client (a replication standby's acknowledgements held
+// back while it receives).
+func (p *Proxy) CutRequests() { p.startCut(requests) }
+
+func (p *Proxy) startCut(only direction) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.cut {
 		p.cut, p.resume = true, make(chan struct{})
 	}
-	p.replies = replies
+	p.only = only
+}
+
+// Reset closes every connection open now, so both ends see it end; new
+// ones are served as usual (held while cut).
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+	}
 }
 
 // Heal ends a cut.
@@ -66,20 +89,15 @@ func (p *Proxy) Heal() {
 func (p *Proxy) Close() {
 	p.ln.Close()
 	p.Heal()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for c := range p.conns {
-		c.Close()
-	}
+	p.Reset()
 }
 
-// gate blocks while the proxy is cut for traffic in this direction
-// (reply: from the target).
-func (p *Proxy) gate(reply bool) {
+// gate blocks while the proxy is cut for traffic in direction d.
+func (p *Proxy) gate(d direction) {
 	p.mu.Lock()
-	ch, cut, repliesOnly := p.resume, p.cut, p.replies
+	ch, cut, only := p.resume, p.cut, p.only
 	p.mu.Unlock()
-	if cut && (reply || !repliesOnly) {
+	if cut && (only == 0 || only == d) {
 		<-ch
 	}
 }
@@ -105,7 +123,7 @@ func (p *Proxy) accept() {
 }
 
 func (p *Proxy) serve(in net.Conn) {
-	p.gate(false)
+	p.gate(requests)
 	out, err := net.Dial("tcp", p.target)
 	if err != nil {
 		in.Close()
@@ -115,8 +133,8 @@ func (p *Proxy) serve(in net.Conn) {
 	p.track(out, true)
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); p.pipe(out, in, false) }()
-	go func() { defer wg.Done(); p.pipe(in, out, true) }()
+	go func() { defer wg.Done(); p.pipe(out, in, requests) }()
+	go func() { defer wg.Done(); p.pipe(in, out, replies) }()
 	wg.Wait()
 	p.track(in, false)
 	p.track(out, false)
@@ -124,14 +142,14 @@ func (p *Proxy) serve(in net.Conn) {
 
 // pipe copies src to dst, holding each chunk while the proxy is cut for
 // that direction; it closes both at the first error or EOF.
-func (p *Proxy) pipe(dst, src net.Conn, reply bool) {
+func (p *Proxy) pipe(dst, src net.Conn, d direction) {
 	defer dst.Close()
 	defer src.Close()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			p.gate(reply)
+			p.gate(d)
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}

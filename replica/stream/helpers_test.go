@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/etcdtest"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -38,105 +39,28 @@ func eventually(t testing.TB, what string, cond func() bool) {
 
 // proxy stands between a standby and its primary: the test holds the
 // standby's acknowledgements back (holdUp) or cuts the link (down).
-type proxy struct {
-	t      testing.TB
-	ln     net.Listener
-	target string
+type proxy struct{ *etcdtest.Proxy }
 
-	mu    sync.Mutex
-	cond  sync.Cond
-	held  bool
-	isUp  bool
-	conns []net.Conn
-}
-
-func newProxy(t testing.TB, target string) *proxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func newProxy(t testing.TB, target string) proxy {
+	p, err := etcdtest.NewProxy(target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{t: t, ln: ln, target: target, isUp: true}
-	p.cond.L = &p.mu
-	go p.accept()
-	t.Cleanup(func() { ln.Close(); p.down() })
-	return p
+	t.Cleanup(p.Close)
+	return proxy{p}
 }
 
-func (p *proxy) addr() string { return p.ln.Addr().String() }
-
-func (p *proxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		up := p.isUp
-		p.mu.Unlock()
-		if !up {
-			c.Close()
-			continue
-		}
-		s, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, s)
-		p.mu.Unlock()
-		go p.copy(s, c, true) // standby → primary: the acknowledgements
-		go p.copy(c, s, false)
-	}
-}
-
-func (p *proxy) copy(dst, src net.Conn, upstream bool) {
-	defer dst.Close()
-	defer src.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 && upstream {
-			p.mu.Lock()
-			for p.held && p.isUp {
-				p.cond.Wait()
-			}
-			p.mu.Unlock()
-		}
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
+func (p proxy) addr() string { return p.Addr }
 
 // holdUp holds back what the standby sends (its acknowledgements).
-func (p *proxy) holdUp() { p.mu.Lock(); p.held = true; p.mu.Unlock() }
+func (p proxy) holdUp() { p.CutRequests() }
 
-func (p *proxy) releaseUp() {
-	p.mu.Lock()
-	p.held = false
-	p.cond.Broadcast()
-	p.mu.Unlock()
-}
+func (p proxy) releaseUp() { p.Heal() }
 
-// down cuts every connection and refuses new ones until up.
-func (p *proxy) down() {
-	p.mu.Lock()
-	p.isUp = false
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-	p.cond.Broadcast()
-	p.mu.Unlock()
-}
+// down closes the connection; a new one is held until up.
+func (p proxy) down() { p.Cut(); p.Reset() }
 
-func (p *proxy) up() { p.mu.Lock(); p.isUp = true; p.mu.Unlock() }
+func (p proxy) up() { p.Heal() }
 
 // logs records the SKU logs the engine opened, through its Replication.
 type logs struct {
@@ -319,4 +243,42 @@ func value(m prometheus.Metric) float64 {
 		return c.GetValue()
 	}
 	return d.GetGauge().GetValue()
+}
+
+// pair is a primary with SKU c1/s1 and its standby "b" behind a proxy,
+// caught up.
+type pair struct {
+	n          *node
+	px         proxy
+	sb         *Standby
+	pdir, sdir string
+}
+
+func startPair(t testing.TB, o nodeOptions) pair {
+	t.Helper()
+	p := pair{pdir: t.TempDir(), sdir: t.TempDir()}
+	p.n = startPrimary(t, p.pdir, 1, o)
+	define(t, p.n.engine, "c1", "s1")
+	p.px = newProxy(t, p.n.addr)
+	p.sb = startStandby(t, p.sdir, "b", p.px.addr())
+	eventually(t, "the standby caught up", func() bool { return status(p.n.primary, "b").CaughtUp })
+	return p
+}
+
+// caughtUp waits until standby name holds every record of the primary's
+// log of c1/s1, durably, and the primary counts it caught up.
+func caughtUp(t testing.TB, n *node, sb *Standby, name string) {
+	t.Helper()
+	log := n.logs.get("c1", "s1")
+	eventually(t, name+" caught up with the primary's log", func() bool {
+		l, d := copyLast(sb, "c1", "s1")
+		return l == log.LastIndex() && d == l && status(n.primary, name).CaughtUp
+	})
+}
+
+// smallSegments makes a log truncate after a few hundred records: small
+// segments, one snapshot kept.
+func smallSegments(c *actors.Config) {
+	c.WAL.SegmentSize = 4 << 10
+	c.SnapshotKeep = 1
 }

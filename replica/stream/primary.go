@@ -145,7 +145,13 @@ func (p *Primary) Replication() actors.Replication { return primaryHooks{p} }
 // primaryHooks is the Primary as the engine sees it.
 type primaryHooks struct{ p *Primary }
 
+// LogOptions makes the log Replicated with the SKU's Shipper, its batches
+// at most wal.DefaultMaxBatchBytes: one batch is one message
+// (maxMessageSize).
 func (h primaryHooks) LogOptions(campaignID, skuID string, o wal.Options) wal.Options {
+	if o.MaxBatchBytes <= 0 || o.MaxBatchBytes > wal.DefaultMaxBatchBytes {
+		o.MaxBatchBytes = wal.DefaultMaxBatchBytes
+	}
 	o.Replicated = true
 	o.Shipper = h.p.sku(skuKey{campaignID, skuID})
 	return o

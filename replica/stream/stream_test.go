@@ -7,6 +7,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/wal"
 )
 
 // An acknowledged reservation is on the standby's disk before its reply:
@@ -15,39 +16,20 @@ import (
 // primary's log byte for byte, and an engine opened on the standby's data
 // dir after Standby.Close recovers every acknowledged reservation.
 func TestReplyWaitsForTheStandby(t *testing.T) {
-	pdir, sdir := t.TempDir(), t.TempDir()
-	n := startPrimary(t, pdir, 1, nodeOptions{})
-	define(t, n.engine, "c1", "s1")
-	px := newProxy(t, n.addr)
-	sb := startStandby(t, sdir, "b", px.addr())
-	eventually(t, "the standby caught up", func() bool { return status(n.primary, "b").CaughtUp })
+	p := startPair(t, nodeOptions{})
+	n, px, sb, pdir, sdir := p.n, p.px, p.sb, p.pdir, p.sdir
 	n.primary.Wait([]string{"b"})
 	ids := reserve(t, n.engine, "c1", "s1", 0, 20)
 
 	px.holdUp()
 	log := n.logs.get("c1", "s1")
 	last := log.LastIndex()
-	type reply struct {
-		res sku.Result
-		err error
-	}
-	replies := make(chan reply, 1)
-	go func() {
-		res, err := n.engine.Reserve(context.Background(), "c1", "s1", "held", "held-user")
-		replies <- reply{res, err}
-	}()
+	replies := reserveLater(n.engine, "held")
 	eventually(t, "the record durable on the primary and on the standby", func() bool {
 		_, durable := copyLast(sb, "c1", "s1")
 		return log.DurableIndex() > last && durable > last
 	})
-	select {
-	case r := <-replies:
-		t.Fatalf("a reply before the standby acknowledged: %+v", r)
-	default:
-	}
-	if log.CommitIndex() > last {
-		t.Fatalf("commit index %d beyond %d while the standby's acknowledgement is held", log.CommitIndex(), last)
-	}
+	notCommitted(t, log, last, replies)
 	px.releaseUp()
 	r := <-replies
 	if r.err != nil || r.res.Outcome != sku.OutcomeAccepted {
@@ -60,8 +42,8 @@ func TestReplyWaitsForTheStandby(t *testing.T) {
 }
 
 // promote closes a standby and opens an engine on its data dir, which must
-// find every reservation in ids.
-func promote(t *testing.T, sb *Standby, dir string, ids []string) {
+// find every reservation in ids; the engine is returned for more checks.
+func promote(t *testing.T, sb *Standby, dir string, ids []string) *actors.Engine {
 	t.Helper()
 	if err := sb.Close(); err != nil {
 		t.Fatal(err)
@@ -70,23 +52,50 @@ func promote(t *testing.T, sb *Standby, dir string, ids []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	t.Cleanup(func() { e.Close() })
 	for _, id := range ids {
 		if _, err := e.Get(context.Background(), id); err != nil {
 			t.Fatalf("the promoted standby lacks acknowledged reservation %s: %v", id, err)
 		}
+	}
+	return e
+}
+
+// reply is a reserve's answer.
+type reply struct {
+	res sku.Result
+	err error
+}
+
+// reserveLater makes reservation requestID on c1/s1 on a goroutine of its
+// own; its answer comes on the channel.
+func reserveLater(e *actors.Engine, requestID string) <-chan reply {
+	replies := make(chan reply, 1)
+	go func() {
+		res, err := e.Reserve(context.Background(), "c1", "s1", requestID, requestID+"-user")
+		replies <- reply{res, err}
+	}()
+	return replies
+}
+
+// notCommitted fails if a record after last is committed or its reply came.
+func notCommitted(t *testing.T, log *wal.Log, last uint64, replies <-chan reply) {
+	t.Helper()
+	select {
+	case r := <-replies:
+		t.Fatalf("a reply before the standby acknowledged: %+v", r)
+	default:
+	}
+	if log.CommitIndex() > last {
+		t.Fatalf("commit index %d beyond %d before the standby acknowledged", log.CommitIndex(), last)
 	}
 }
 
 // A standby waited for and disconnected: nothing commits; after Wait(nil)
 // (not strict) commits go on; when it reconnects it catches up.
 func TestDisconnectedStandby(t *testing.T) {
-	pdir, sdir := t.TempDir(), t.TempDir()
-	n := startPrimary(t, pdir, 1, nodeOptions{})
-	define(t, n.engine, "c1", "s1")
-	px := newProxy(t, n.addr)
-	sb := startStandby(t, sdir, "b", px.addr())
-	eventually(t, "the standby caught up", func() bool { return status(n.primary, "b").CaughtUp })
+	p := startPair(t, nodeOptions{})
+	n, px, sb, pdir, sdir := p.n, p.px, p.sb, p.pdir, p.sdir
 	n.primary.Wait([]string{"b"})
 	ids := reserve(t, n.engine, "c1", "s1", 0, 5)
 
@@ -94,31 +103,17 @@ func TestDisconnectedStandby(t *testing.T) {
 	eventually(t, "the primary saw the standby go", func() bool { return !status(n.primary, "b").Connected })
 	log := n.logs.get("c1", "s1")
 	last := log.LastIndex()
-	done := make(chan error, 1)
-	go func() {
-		_, err := n.engine.Reserve(context.Background(), "c1", "s1", "r-alone", "u-alone")
-		done <- err
-	}()
+	replies := reserveLater(n.engine, "alone")
 	eventually(t, "the record durable on the primary", func() bool { return log.DurableIndex() > last })
-	select {
-	case err := <-done:
-		t.Fatalf("a reply without the standby waited for: %v", err)
-	default:
-	}
-	if log.CommitIndex() > last {
-		t.Fatalf("commit index %d beyond %d without the standby", log.CommitIndex(), last)
-	}
+	notCommitted(t, log, last, replies)
 	n.primary.Wait(nil)
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	if r := <-replies; r.err != nil {
+		t.Fatal(r.err)
 	}
 	ids = append(ids, reserve(t, n.engine, "c1", "s1", 100, 30)...)
 
 	px.up()
-	eventually(t, "the standby caught up again", func() bool {
-		l, d := copyLast(sb, "c1", "s1")
-		return l == log.LastIndex() && d == l && status(n.primary, "b").CaughtUp
-	})
+	caughtUp(t, n, sb, "b")
 	sameRecords(t, pdir, sdir, "c1", "s1")
 	n.primary.Wait([]string{"b"})
 	ids = append(ids, reserve(t, n.engine, "c1", "s1", 200, 5)...)
@@ -154,11 +149,8 @@ func TestStrictCommitsNothingAlone(t *testing.T) {
 // A SKU defined after the stream started is copied: the standby creates
 // its folder.
 func TestNewSKUIsCopied(t *testing.T) {
-	pdir, sdir := t.TempDir(), t.TempDir()
-	n := startPrimary(t, pdir, 1, nodeOptions{})
-	define(t, n.engine, "c1", "s1")
-	sb := startStandby(t, sdir, "b", n.addr)
-	eventually(t, "the standby caught up", func() bool { return status(n.primary, "b").CaughtUp })
+	p := startPair(t, nodeOptions{})
+	n, sb, pdir, sdir := p.n, p.sb, p.pdir, p.sdir
 	n.primary.Wait([]string{"b"})
 	define(t, n.engine, "c2", "late")
 	ids := reserve(t, n.engine, "c2", "late", 0, 10)
