@@ -409,6 +409,9 @@ func (n *haNode) promote(h replica.Holding, waited []string) error {
 		n.log.Warn("stopping the standby's HTTP server", "err", err)
 	}
 	go func() { t.served <- svc.srv.Serve(n.http.Take()) }()
+	if svc.rt != nil { // a cell: its address for seckillctl audit is the primary's
+		svc.rt.announce(svc.rt.ledger, svc.rt.id, n.member.HTTP, n.log)
+	}
 	n.publishState()
 	n.log.Info("promoted: serving as primary", "epoch", h.Epoch, "waiting_for", waited, "took", time.Since(start))
 	return nil
