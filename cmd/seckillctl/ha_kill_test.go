@@ -150,7 +150,6 @@ func TestReplicaSetSurvivesKillOfThePrimary(t *testing.T) {
 		t.Fatalf("the rejoined standby's answer to a reserve: %d %v", code, body)
 	}
 
-
 	// ha status: b leads, a is its published standby, with its lag.
 	var st haStatus
 	out := wantCode(t, 0, "ha", "status", "--etcd", etcd.Endpoint, "--replica-set", "rs1", "--admin-token", haToken, "--json")
