@@ -99,6 +99,10 @@ type Node struct {
 
 	role      Role
 	following string
+	// followRev is the leader key's revision of the tenure followed: a
+	// primary that took the key again (a restart, a new replication
+	// address) is followed anew.
+	followRev int64
 	holding   Holding
 	standbys  *Standbys
 	// down is, by waited standby, since when it has been disconnected.
@@ -216,10 +220,10 @@ func (n *Node) Viewed(v View, err error) []Action {
 	}
 	switch {
 	case v.Leader != "" && v.Leader != n.name:
-		if n.role == Standby && n.following == v.Leader {
+		if n.role == Standby && n.following == v.Leader && n.followRev == v.LeaderRevision {
 			return nil
 		}
-		n.role, n.following = Standby, v.Leader
+		n.role, n.following, n.followRev = Standby, v.Leader, v.LeaderRevision
 		return []Action{{Kind: ActFollow, Primary: v.Leader}}
 	case v.Leader == n.name:
 		// The key of this replica's former life (a restart within the

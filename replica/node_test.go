@@ -343,3 +343,23 @@ func TestNodeProperties(t *testing.T) {
 		}
 	})
 }
+
+// A primary that takes the key again (it restarted, perhaps on another
+// replication address) is followed anew.
+func TestNodeFollowsANewTenureOfTheSamePrimary(t *testing.T) {
+	c := newCluster(t, false, "a", "b")
+	c.tick("a")
+	c.tick("b")
+	c.coords["a"].EndLease()
+	c.nodes["a"] = NewNode("a", false, testBound) // a restarts, alone in the sync key
+	c.tick("a")
+	if c.nodes["a"].Role() != Primary {
+		t.Fatalf("a: %v", c.nodes["a"].Role())
+	}
+	mark := len(c.log)
+	c.tick("b")
+	expectActions(t, c.actionsOf("b", mark), "read [] ", "follow [] a")
+	mark = len(c.log)
+	c.tick("b")
+	expectActions(t, c.actionsOf("b", mark), "read [] ")
+}

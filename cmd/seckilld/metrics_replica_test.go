@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,18 +31,5 @@ See [ha.md](../ha.md#metrics-of-a-replica).
 
 `)
 	b.WriteString(metricsdoc.Table(families))
-	path := filepath.Join("..", "..", "docs", "reference", "metrics-replica.md")
-	if os.Getenv("SECKILL_UPDATE_DOCS") != "" {
-		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (make docs writes it)", err)
-	}
-	if !bytes.Equal(want, b.Bytes()) {
-		t.Errorf("docs/reference/metrics-replica.md is not current: run make docs and commit it\nfile:\n%s\ncode:\n%s", want, b.Bytes())
-	}
+	checkReference(t, "metrics-replica.md", b.Bytes())
 }
