@@ -196,3 +196,59 @@ func TestReplicaSetSurvivesKillOfThePrimary(t *testing.T) {
 	}
 	t.Logf("%d acknowledged reservations survived the kill of the primary", len(acked))
 }
+
+// TestReplicaSetSurvivesAPausedPrimary pauses the primary (SIGSTOP) under
+// load for longer than its lease: the standby of the sync set takes over;
+// when the old primary resumes it believes for a moment that it leads,
+// yet every reservation any client saw accepted, from either replica, is
+// on the new primary, because the old one can commit nothing its standby
+// did not acknowledge; it demotes itself, rejoins as standby, and both
+// data dirs verify clean.
+func TestReplicaSetSurvivesAPausedPrimary(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	bin := seckilldtest.Build(t, raceEnabled)
+	dir := t.TempDir()
+	aDir, bDir := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	a := startReplica(t, bin, aDir, etcd.Endpoint, "a")
+	first := waitHealth(t, a.Base, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
+	b := startReplica(t, bin, bDir, etcd.Endpoint, "b")
+	waitHealth(t, b.Base, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
+	waitSync(t, a.Base, "b")
+
+	var progress loadProgress
+	stop := make(chan struct{})
+	acks := make(chan []ack)
+	go func() { acks <- load(a.Base, "pause", stop, &progress) }()
+	waitLoad(t, &progress, 200)
+	if err := a.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	h := waitHealth(t, b.Base, "b takes over from the paused a", func(h replicaHealth) bool { return h.Role == "primary" })
+	if h.Epoch <= first.Epoch {
+		t.Fatalf("b leads epoch %d after a's %d", h.Epoch, first.Epoch)
+	}
+	if err := a.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitHealth(t, a.Base, "a demotes itself and follows b", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "b" })
+	close(stop) // the load's requests to a end: 421 from here on
+	acked := <-acks
+	checkAcks(t, b.Base, acked)
+	waitSync(t, b.Base, "a")
+
+	for _, d := range []*seckilldtest.Daemon{a, b} {
+		if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-d.Exited; err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, d.Stderr())
+		}
+	}
+	for _, d := range []string{aDir, bDir} {
+		rep := verifySKUReport(t, wantCode(t, 0, "verify", filepath.Join(d, "demo", "sku-1")))
+		if int(rep.Counts.Reservations) < len(acked) {
+			t.Fatalf("%s: %d reservations for %d acknowledged", d, rep.Counts.Reservations, len(acked))
+		}
+	}
+	t.Logf("%d acknowledged reservations, all on the new primary after a pause of the old one past its lease", len(acked))
+}
