@@ -252,3 +252,41 @@ func TestReplicaSetSurvivesAPausedPrimary(t *testing.T) {
 	}
 	t.Logf("%d acknowledged reservations, all on the new primary after a pause of the old one past its lease", len(acked))
 }
+
+// TestReplicaSetSurvivesAPrimaryCutFromEtcd cuts the primary's link to
+// etcd (a proxy that blackholes it) under load: its lease ends, the
+// standby takes over, the old primary demotes itself (it can renew
+// nothing) and, once the link heals, rejoins as standby; every
+// reservation a client saw accepted is on the new primary.
+func TestReplicaSetSurvivesAPrimaryCutFromEtcd(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	proxy, err := etcdtest.NewProxy(etcd.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	bin := seckilldtest.Build(t, raceEnabled)
+	dir := t.TempDir()
+	aDir, bDir := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	a := startReplica(t, bin, aDir, proxy.Addr, "a")
+	waitHealth(t, a.Base, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
+	b := startReplica(t, bin, bDir, etcd.Endpoint, "b")
+	waitHealth(t, b.Base, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
+	waitSync(t, a.Base, "b")
+
+	var progress loadProgress
+	stop := make(chan struct{})
+	acks := make(chan []ack)
+	go func() { acks <- load(a.Base, "cut", stop, &progress) }()
+	waitLoad(t, &progress, 200)
+	proxy.Cut()
+	waitHealth(t, b.Base, "b takes over", func(h replicaHealth) bool { return h.Role == "primary" })
+	waitHealth(t, a.Base, "a demotes itself", func(h replicaHealth) bool { return h.Role != "primary" })
+	close(stop)
+	acked := <-acks
+	checkAcks(t, b.Base, acked)
+	proxy.Heal()
+	waitHealth(t, a.Base, "a rejoins as b's standby", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "b" })
+	waitSync(t, b.Base, "a")
+	t.Logf("%d acknowledged reservations, all on the new primary after the old one was cut from etcd", len(acked))
+}
