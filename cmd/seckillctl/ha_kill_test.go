@@ -19,10 +19,10 @@ const haToken = "ha-token"
 
 // startReplica runs replica name of replica set rs1 on dir, on free
 // loopback ports, with the demo campaign.
-func startReplica(t *testing.T, bin, dir, etcd, name string) *seckilldtest.Daemon {
+func startReplica(t *testing.T, bin, dir, etcd, name string, extra ...string) *seckilldtest.Daemon {
 	t.Helper()
 	return seckilldtest.StartReplica(t, bin, dir, []string{"SECKILL_ADMIN_TOKEN=" + haToken},
-		"--replica", name, "--replica-set", "rs1", "--replication-addr", "127.0.0.1:0", "--etcd", etcd, "--lease-ttl", "2s")
+		append([]string{"--replica", name, "--replica-set", "rs1", "--replication-addr", "127.0.0.1:0", "--etcd", etcd, "--lease-ttl", "2s"}, extra...)...)
 }
 
 // replicaHealth is a replica's /healthz.
@@ -289,4 +289,66 @@ func TestReplicaSetSurvivesAPrimaryCutFromEtcd(t *testing.T) {
 	waitHealth(t, a.Base, "a rejoins as b's standby", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "b" })
 	waitSync(t, b.Base, "a")
 	t.Logf("%d acknowledged reservations, all on the new primary after the old one was cut from etcd", len(acked))
+}
+
+// TestReplicaSetLosesItsStandby kills the only standby (kill -9). Without
+// --sync-strict the primary drops it from the sync set (in etcd first)
+// after --standby-timeout and sells on alone. With --sync-strict it never
+// drops it: a reserve is not acknowledged (504 RESULT_UNKNOWN at its
+// deadline) until the standby is back and holds it.
+func TestReplicaSetLosesItsStandby(t *testing.T) {
+	bin := seckilldtest.Build(t, raceEnabled)
+	for _, strict := range []bool{false, true} {
+		name := "alone"
+		if strict {
+			name = "strict"
+		}
+		t.Run(name, func(t *testing.T) {
+			etcd := etcdtest.Start(t)
+			dir := t.TempDir()
+			aDir, bDir := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+			var extra []string
+			if strict {
+				extra = []string{"--sync-strict"}
+			}
+			a := startReplica(t, bin, aDir, etcd.Endpoint, "a", extra...)
+			waitHealth(t, a.Base, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
+			b := startReplica(t, bin, bDir, etcd.Endpoint, "b", extra...)
+			waitHealth(t, b.Base, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
+			waitSync(t, a.Base, "b")
+			if err := b.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			<-b.Exited
+			reserve := map[string]string{"request_id": "after-kill", "user_id": "u-after-kill"}
+			if !strict {
+				waitSync(t, a.Base) // unpublished: a commits alone
+				if code, body, err := post(a.Base+"/v1/campaigns/demo/skus/sku-1/reservations", reserve); err != nil || code != http.StatusAccepted {
+					t.Fatalf("a reserve on a primary alone: %d %v %v", code, body, err)
+				}
+				return
+			}
+			code, body, err := post(a.Base+"/v1/campaigns/demo/skus/sku-1/reservations", reserve)
+			if err != nil || code != http.StatusGatewayTimeout || body["error"] != "RESULT_UNKNOWN" {
+				t.Fatalf("a reserve without a standby, strict: %d %v %v", code, body, err)
+			}
+			if st := adminReplica(t, a.Base); !slices.Equal(st.Sync, []string{"b"}) {
+				t.Fatalf("strict: the sync set became %v", st.Sync)
+			}
+			// b back: the reserve commits, and its lookup answers it.
+			startReplica(t, bin, bDir, etcd.Endpoint, "b", extra...)
+			for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+				resp, err := http.Get(a.Base + "/v1/campaigns/demo/skus/sku-1/requests/after-kill")
+				if err == nil {
+					resp.Body.Close()
+					if resp.StatusCode == http.StatusOK {
+						break
+					}
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the reserve never committed after the standby came back")
+				}
+			}
+		})
+	}
 }

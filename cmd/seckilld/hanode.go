@@ -159,6 +159,10 @@ type primaryTenure struct {
 	svc     *service
 	served  chan error
 	reg     *prometheus.Registry
+	// campaigns is closed once the campaign definition ended; it is
+	// stopped with stopCampaigns.
+	campaigns     chan struct{}
+	stopCampaigns context.CancelFunc
 }
 
 // standbyTenure is a time as standby or candidate: the HTTP server that
@@ -396,14 +400,12 @@ func (n *haNode) promote(h replica.Holding, waited []string) error {
 		return fmt.Errorf("promotion: the replication stream: %w", err)
 	}
 	ps.Wait(waited)
-	deps := n.deps
-	deps.reg, deps.replicate, deps.front = reg, ps.Replicate, n.front
-	svc, err := openService(deps)
-	if err != nil {
+	t := &primaryTenure{holding: h, stream: ps, served: make(chan error, 1), reg: reg}
+	if err := n.openTenure(t); err != nil {
 		ps.Close()
 		return fmt.Errorf("promotion: %w", err)
 	}
-	t := &primaryTenure{holding: h, stream: ps, svc: svc, served: make(chan error, 1), reg: reg}
+	svc := t.svc
 	n.primary, n.epoch, n.lost = t, h.Epoch, n.coord.Lost(h)
 	if err := n.stopStandbyHTTP(); err != nil {
 		n.log.Warn("stopping the standby's HTTP server", "err", err)
@@ -440,8 +442,52 @@ func (n *haNode) demote() error {
 	return err
 }
 
+// openTenure opens t's engine and HTTP service over its stream, and
+// defines the campaigns in the background (retried until they commit or
+// the tenure ends: with --sync-strict nothing commits before a standby
+// is waited for, and the promotion must not wait for that).
+func (n *haNode) openTenure(t *primaryTenure) error {
+	deps := n.deps
+	deps.reg, deps.replicate, deps.front, deps.deferCampaigns = t.reg, t.stream.Replicate, n.front, n.opts.cell.id == ""
+	svc, err := openService(deps)
+	if err != nil {
+		return err
+	}
+	t.svc, t.served = svc, make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.campaigns, t.stopCampaigns = make(chan struct{}), cancel
+	go func() {
+		defer close(t.campaigns)
+		if deps.deferCampaigns {
+			n.defineCampaigns(ctx, svc)
+		}
+	}()
+	return nil
+}
+
+// defineCampaigns applies the campaign file (or the demo campaign) until
+// it succeeds or ctx ends, retrying every second.
+func (n *haNode) defineCampaigns(ctx context.Context, svc *service) {
+	for {
+		actx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := defineCampaigns(actx, svc.engine, n.opts.campaigns, n.deps.campaigns, n.log)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		n.log.Warn("defining the campaigns failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // closeService shuts t's HTTP service down and closes its engine.
 func (n *haNode) closeService(t *primaryTenure) error {
+	t.stopCampaigns()
+	<-t.campaigns
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	if err := t.svc.srv.Shutdown(ctx); err != nil {

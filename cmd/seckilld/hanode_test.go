@@ -253,9 +253,12 @@ func TestReplicaRolesOnEtcd(t *testing.T) {
 		resp.Header.Get("Location") != a.url+"/v1/campaigns/demo/skus/sku-1/reservations" {
 		t.Fatalf("the standby's answer: %d %s %v", resp.StatusCode, body, resp.Header)
 	}
-	// The primary serves the API.
-	if code := getJSON(t, a.url+"/v1/campaigns/demo/skus/sku-1", "", nil); code != http.StatusOK {
-		t.Fatalf("the primary's status route: %d", code)
+	// The primary serves the API (the demo campaign is defined while it
+	// serves).
+	for deadline := time.Now().Add(time.Minute); getJSON(t, a.url+"/v1/campaigns/demo/skus/sku-1", "", nil) != http.StatusOK; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the primary never served the demo SKU's status")
+		}
 	}
 
 	// a's lease ends: a demotes at once, b leads epoch 2, a follows b.

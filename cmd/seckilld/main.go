@@ -198,6 +198,10 @@ type svcDeps struct {
 	replicate func(*actors.Config)
 	// front is httpapi.Config.Front.
 	front func(next fasthttp.RequestHandler) fasthttp.RequestHandler
+	// deferCampaigns leaves the campaigns to the caller (a replica's
+	// primary defines them while it serves: with --sync-strict nothing
+	// commits until a standby is waited for).
+	deferCampaigns bool
 }
 
 // service is what serves the API: the engine, for a cell its runtime,
@@ -242,8 +246,13 @@ func openService(d svcDeps) (_ *service, err error) {
 			return nil, err
 		}
 		front, claimer, cellGuard, topUpPending = svc.rt.guard, svc.rt.guard, svc.rt.guard, svc.rt.topUpPending
-	} else if err := defineCampaigns(engine, opts.campaigns, d.campaigns, log); err != nil {
-		return nil, fmt.Errorf("%w%s", err, tooManyHint(err, d.budget))
+	} else if !d.deferCampaigns {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := defineCampaigns(ctx, engine, opts.campaigns, d.campaigns, log)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("%w%s", err, tooManyHint(err, d.budget))
+		}
 	}
 	svc.srv, err = httpapi.New(httpapi.Config{
 		MaxConnections: d.budget.MaxConnections,
@@ -282,9 +291,7 @@ func (s *service) close() error {
 
 // defineCampaigns applies cs, read from the campaign file at path, or the
 // demo campaign on the first start when there is no file.
-func defineCampaigns(e *actors.Engine, path string, cs []httpapi.Campaign, log *slog.Logger) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+func defineCampaigns(ctx context.Context, e *actors.Engine, path string, cs []httpapi.Campaign, log *slog.Logger) error {
 	if path == "" {
 		defined, err := httpapi.EnsureDemo(ctx, e, time.Now())
 		if defined {

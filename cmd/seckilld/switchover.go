@@ -98,13 +98,9 @@ func (n *haNode) switchover(to string) error {
 
 // reopen serves again in t's tenure after an aborted switchover.
 func (n *haNode) reopen(t *primaryTenure) error {
-	deps := n.deps
-	deps.reg, deps.replicate, deps.front = t.reg, t.stream.Replicate, n.front
-	svc, err := openService(deps)
-	if err != nil {
+	if err := n.openTenure(t); err != nil {
 		return fmt.Errorf("switchover aborted, and the engine does not open again: %w", err)
 	}
-	t.svc, t.served = svc, make(chan error, 1)
-	go func() { t.served <- svc.srv.Serve(n.http.Take()) }()
+	go func() { t.served <- t.svc.srv.Serve(n.http.Take()) }()
 	return nil
 }
