@@ -160,11 +160,16 @@ func (n *Node) Tick(now time.Time, followers []Follower) []Action {
 	if n.inFlight {
 		return nil
 	}
-	if n.role != Primary {
-		n.inFlight = true
-		return []Action{{Kind: ActRead}}
+	if n.role == Primary {
+		if a := n.tickPrimary(now, followers); len(a) > 0 {
+			return a
+		}
 	}
-	return n.tickPrimary(now, followers)
+	// A primary reads too: a leader key deleted by hand, or one whose
+	// lease etcd ended before this replica's client noticed, demotes it
+	// at once (Viewed).
+	n.inFlight = true
+	return []Action{{Kind: ActRead}}
 }
 
 func (n *Node) tickPrimary(now time.Time, followers []Follower) []Action {
@@ -215,7 +220,13 @@ func (n *Node) tickPrimary(now time.Time, followers []Follower) []Action {
 // Viewed reports an ActRead: the view, or the error (retried next tick).
 func (n *Node) Viewed(v View, err error) []Action {
 	n.inFlight = false
-	if err != nil || n.role == Primary {
+	if err != nil {
+		return nil
+	}
+	if n.role == Primary {
+		if v.LeaderRevision != n.holding.Revision {
+			return n.demote()
+		}
 		return nil
 	}
 	switch {

@@ -166,6 +166,12 @@ func (c *cluster) actionsOf(name string, from int) []string {
 	return out
 }
 
+// publications is actionsOf without the reads (a primary reads at every
+// tick that publishes nothing).
+func (c *cluster) publications(name string, from int) []string {
+	return slices.DeleteFunc(c.actionsOf(name, from), func(a string) bool { return a == "read [] " })
+}
+
 func expectActions(t *testing.T, got []string, want ...string) {
 	t.Helper()
 	if !slices.Equal(got, want) {
@@ -185,9 +191,9 @@ func TestNodeRuleOneOrder(t *testing.T) {
 	}
 	mark := len(c.log)
 	c.tick("a", Follower{Name: "b", Connected: true, LastAck: c.clock(), LagRecords: 5})
-	expectActions(t, c.actionsOf("a", mark)) // not caught up: nothing
+	expectActions(t, c.publications("a", mark)) // not caught up: nothing
 	c.tick("a", Follower{Name: "b", Connected: true, CaughtUp: true, LastAck: c.clock()})
-	expectActions(t, c.actionsOf("a", mark), "wait [b] ", "set-sync [b] ")
+	expectActions(t, c.publications("a", mark), "wait [b] ", "set-sync [b] ")
 	if v, _ := c.coords["a"].Read(context.Background()); !slices.Equal(v.Sync.Standbys, []string{"b"}) {
 		t.Fatalf("published %+v", v.Sync)
 	}
@@ -197,11 +203,11 @@ func TestNodeRuleOneOrder(t *testing.T) {
 	c.tick("a", Follower{Name: "b", LastAck: c.clock()})
 	c.pass(testBound / 2)
 	c.tick("a", Follower{Name: "b", LastAck: c.clock().Add(-testBound / 2)})
-	expectActions(t, c.actionsOf("a", mark))
+	expectActions(t, c.publications("a", mark))
 	// Past it: unpublished, then no longer waited for.
 	c.pass(testBound)
 	c.tick("a", Follower{Name: "b"})
-	expectActions(t, c.actionsOf("a", mark), "set-sync [] ", "wait [] ")
+	expectActions(t, c.publications("a", mark), "set-sync [] ", "wait [] ")
 }
 
 // Strict: the last published standby is never dropped; commits keep
@@ -216,7 +222,7 @@ func TestNodeStrictKeepsTheLastStandby(t *testing.T) {
 		c.pass(testBound)
 		c.tick("a", Follower{Name: "b"})
 	}
-	expectActions(t, c.actionsOf("a", mark))
+	expectActions(t, c.publications("a", mark))
 	if w := c.nodes["a"].Waited(); !slices.Equal(w, []string{"b"}) {
 		t.Fatalf("waited %v", w)
 	}
@@ -362,4 +368,24 @@ func TestNodeFollowsANewTenureOfTheSamePrimary(t *testing.T) {
 	mark = len(c.log)
 	c.tick("b")
 	expectActions(t, c.actionsOf("b", mark), "read [] ")
+}
+
+// A primary whose leader key is gone (deleted by hand, or its lease ended
+// in etcd before its client said so) demotes itself at its next read.
+func TestNodeDemotesWhenItsKeyIsGone(t *testing.T) {
+	n := NewNode("a", false, testBound)
+	now := time.Unix(1_700_000_000, 0)
+	n.Tick(now, nil)
+	n.Viewed(View{}, nil)
+	n.Acquired(now, Holding{Name: "a", Revision: 7, Epoch: 1}, nil)
+	if a := n.Tick(now, nil); len(a) != 1 || a[0].Kind != ActRead {
+		t.Fatalf("a primary's tick: %v", a)
+	}
+	if a := n.Viewed(View{Leader: "a", LeaderRevision: 7}, nil); len(a) != 0 || n.Role() != Primary {
+		t.Fatalf("its own key: %v %v", a, n.Role())
+	}
+	n.Tick(now, nil)
+	if a := n.Viewed(View{}, nil); len(a) != 2 || a[0].Kind != ActDemote || n.Role() != Candidate {
+		t.Fatalf("its key gone: %v %v", a, n.Role())
+	}
 }
