@@ -43,6 +43,9 @@
 // (Common, over each log's epoch history) and cuts the rest
 // (wal.CutAfter).
 //
+// Primaries (primaries.go) follows the leader and member keys of every
+// set for clients (seckill-router).
+//
 // Node (node.go) is the role loop of one replica, pure: it turns ticks,
 // the coordinator's answers, its standbys' statuses and Lost into actions
 // (acquire, promote, demote, publish, wait, follow) that a runner
