@@ -308,6 +308,9 @@ func (a *skuActor) Failed(error) { a.h.unavailable.Store(true) }
 // SnapshotWritten implements shell.Host, on the snapshot's goroutine.
 func (a *skuActor) SnapshotWritten(info shell.SnapshotInfo) {
 	a.h.activity.snapshotWritten(a.cfg.Clock(), info.Index)
+	if r := a.cfg.Replication; r != nil {
+		r.SnapshotWritten(a.h.campaignID, a.h.skuID, info.Index)
+	}
 }
 
 // SnapshotDone implements shell.Host.

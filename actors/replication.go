@@ -22,4 +22,8 @@ type Replication interface {
 	// RetainFrom returns the first record of the SKU's log the standbys
 	// still need (0: none): a truncation keeps it and every record after.
 	RetainFrom(campaignID, skuID string) uint64
+	// SnapshotWritten tells that a snapshot of the SKU at index is durable
+	// in its snapshots folder (on the snapshot's goroutine): the standbys
+	// get it too.
+	SnapshotWritten(campaignID, skuID string, index uint64)
 }

@@ -19,7 +19,8 @@
 //
 //	standby → primary  hello   set, name, per SKU: first, last, epoch history
 //	primary → standby  begin   per SKU: resume | cut after i | base copy at i
-//	primary → standby  snapshot chunks of a base copy's snapshot
+//	primary → standby  install a new snapshot of the primary's (chunks follow)
+//	primary → standby  snapshot chunks of a snapshot (base copy or new)
 //	primary → standby  records a run of frames from index i
 //	standby → primary  ack     per SKU: the copy's durable index
 //
@@ -64,8 +65,11 @@
 // log opens (actors.Replication.Opened), its epoch history starts at
 // (epoch, 1), and every connection begins its copy; the standby creates
 // its folder. A log opened again after a failure may hold fewer records
-// than were shipped: the standbys' connections are closed, and their
-// hellos decide what they keep.
+// than were shipped (a batch is shipped before it is written), and it
+// writes other records at their indexes in the same epoch, where epoch
+// histories cannot tell them apart: so the standbys' acknowledgements are
+// capped at its last record, their connections are closed, and each one's
+// next copy begins with a cut after that record.
 //
 // # Standby
 //
@@ -77,12 +81,17 @@
 // (HistoryFile) and the primary's feed history (feed.HistoryFile) before
 // the records they describe.
 //
+// Each snapshot the primary writes (actors.Replication.SnapshotWritten)
+// is shipped too, once the records it covers are queued before it: the
+// standby checks it, keeps the newest standbySnapshotKeep and truncates
+// its copy up to the oldest kept, never beyond the primary's first record
+// (what the primary's feed retention and standbys hold back), so its
+// disk use follows the primary's and a promotion replays little.
+//
 // The standby does not apply the records to sku.Machines: a promoted
 // standby closes the Standby and opens an actors.Engine over the same
-// data dir, which recovers every SKU from its snapshot and log as at any
-// start. Snapshots the primary writes later are not shipped: a standby's
-// logs grow until its promotion (whose engine snapshots and truncates as
-// any engine does), or until a base copy replaces them.
+// data dir, which recovers every SKU from its newest snapshot and log as
+// at any start.
 //
 // # On disk
 //

@@ -98,6 +98,7 @@ type nodeOptions struct {
 	strict           bool
 	maxRetainRecords uint64
 	engine           func(*actors.Config)
+	standbyWAL       wal.Options // startPair's standby's logs
 }
 
 // startPrimary begins epoch on dir and opens a primary and its engine.
@@ -134,9 +135,13 @@ func (n *node) stop() {
 	n.primary.Close()
 }
 
-func startStandby(t testing.TB, dir, name, primary string) *Standby {
+func startStandby(t testing.TB, dir, name, primary string, o ...wal.Options) *Standby {
 	t.Helper()
-	s, err := NewStandby(StandbyConfig{Set: "rs", Name: name, DataDir: dir, Primary: primary, Logger: quiet})
+	cfg := StandbyConfig{Set: "rs", Name: name, DataDir: dir, Primary: primary, Logger: quiet}
+	if len(o) > 0 {
+		cfg.WAL = o[0]
+	}
+	s, err := NewStandby(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,16 +220,17 @@ func readLog(t testing.TB, dir string) (first uint64, records []record) {
 }
 
 // sameRecords fails unless the standby's copy holds the primary's
-// records from its own first one on, to the primary's last, byte for byte
-// (the frame is a function of index, type and payload).
+// records, byte for byte (the frame is a function of index, type and
+// payload), to the primary's last, from the later of their first records.
 func sameRecords(t testing.TB, primaryDir, standbyDir, campaignID, skuID string) {
 	t.Helper()
-	_, want := readLog(t, filepath.Join(primaryDir, campaignID, skuID, "wal"))
+	pfirst, want := readLog(t, filepath.Join(primaryDir, campaignID, skuID, "wal"))
 	first, got := readLog(t, filepath.Join(standbyDir, campaignID, skuID, "wal"))
 	if len(want) == 0 || len(got) == 0 {
 		t.Fatalf("%s/%s: primary holds %d records, standby %d", campaignID, skuID, len(want), len(got))
 	}
 	want = slices.DeleteFunc(want, func(r record) bool { return r.index < first })
+	got = slices.DeleteFunc(got, func(r record) bool { return r.index < pfirst })
 	if got[len(got)-1].index != want[len(want)-1].index {
 		t.Fatalf("%s/%s: the standby's copy ends at %d, the primary's log at %d", campaignID, skuID, got[len(got)-1].index, want[len(want)-1].index)
 	}
@@ -260,7 +266,7 @@ func startPair(t testing.TB, o nodeOptions) pair {
 	p.n = startPrimary(t, p.pdir, 1, o)
 	define(t, p.n.engine, "c1", "s1")
 	p.px = newProxy(t, p.n.addr)
-	p.sb = startStandby(t, p.sdir, "b", p.px.addr())
+	p.sb = startStandby(t, p.sdir, "b", p.px.addr(), o.standbyWAL)
 	eventually(t, "the standby caught up", func() bool { return status(p.n.primary, "b").CaughtUp })
 	return p
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/replica"
+	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -63,14 +65,21 @@ type Primary struct {
 
 	// mu guards everything below; the flusher's Ship takes it briefly and
 	// never waits under it.
-	mu       sync.Mutex
-	skus     map[skuKey]*primarySKU
-	conns    map[string]*primaryConn // the standbys connected now, by name
-	acked    map[string]map[skuKey]uint64
-	lastAck  map[string]time.Time
-	beyond   map[string]map[skuKey]bool // standbys past MaxRetainRecords, logged once
-	standbys *replica.Standbys          // whom a commit waits for (Wait)
-	closed   bool
+	mu      sync.Mutex
+	skus    map[skuKey]*primarySKU
+	conns   map[string]*primaryConn // the standbys connected now, by name
+	acked   map[string]map[skuKey]uint64
+	lastAck map[string]time.Time
+	beyond  map[string]map[skuKey]bool // standbys past MaxRetainRecords, logged once
+	// seen are the standbys that ever connected; voidAfter, per standby
+	// and SKU, the last record of a log opened again after a failure: the
+	// records shipped after it before the failure were never written here,
+	// and the log writes other records at their indexes in this same
+	// epoch, so the standby's next copy begins with a cut there.
+	seen      map[string]bool
+	voidAfter map[string]map[skuKey]uint64
+	standbys  *replica.Standbys // whom a commit waits for (Wait)
+	closed    bool
 
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -88,6 +97,8 @@ type primarySKU struct {
 	shipped uint64
 	// confirmed is the highest index passed to log.Confirm.
 	confirmed uint64
+	// snapshot is the index of the newest snapshot written (0: none).
+	snapshot uint64
 	// last is the last batch shipped, as a message, for a connection
 	// whose catch-up from disk reaches it while it is being written.
 	last shippedBatch
@@ -121,15 +132,17 @@ func NewPrimary(cfg PrimaryConfig) (*Primary, error) {
 		return nil, err
 	}
 	p := &Primary{
-		cfg:      cfg,
-		logger:   cfg.Logger.With("replica_set", cfg.Set, "replica", cfg.Name, "epoch", cfg.Epoch),
-		skus:     make(map[skuKey]*primarySKU),
-		conns:    make(map[string]*primaryConn),
-		acked:    make(map[string]map[skuKey]uint64),
-		lastAck:  make(map[string]time.Time),
-		beyond:   make(map[string]map[skuKey]bool),
-		standbys: replica.NewStandbys(nil, cfg.Strict),
-		done:     make(chan struct{}),
+		cfg:       cfg,
+		logger:    cfg.Logger.With("replica_set", cfg.Set, "replica", cfg.Name, "epoch", cfg.Epoch),
+		skus:      make(map[skuKey]*primarySKU),
+		conns:     make(map[string]*primaryConn),
+		acked:     make(map[string]map[skuKey]uint64),
+		lastAck:   make(map[string]time.Time),
+		beyond:    make(map[string]map[skuKey]bool),
+		seen:      make(map[string]bool),
+		voidAfter: make(map[string]map[skuKey]uint64),
+		standbys:  replica.NewStandbys(nil, cfg.Strict),
+		done:      make(chan struct{}),
 	}
 	p.metrics = newPrimaryMetrics(p, cfg.Registerer)
 	p.wg.Add(1)
@@ -165,6 +178,24 @@ func (h primaryHooks) RetainFrom(campaignID, skuID string) uint64 {
 	return h.p.retainFrom(skuKey{campaignID, skuID})
 }
 
+func (h primaryHooks) SnapshotWritten(campaignID, skuID string, index uint64) {
+	h.p.snapshotWritten(skuKey{campaignID, skuID}, index)
+}
+
+// snapshotWritten has every connection's pump ship a new snapshot.
+func (p *Primary) snapshotWritten(k skuKey, index uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.skus[k]
+	if s == nil || index <= s.snapshot {
+		return
+	}
+	s.snapshot = index
+	for _, c := range p.conns {
+		c.wakeUp()
+	}
+}
+
 // sku returns the SKU's state, created on first use.
 func (p *Primary) sku(k skuKey) *primarySKU {
 	p.mu.Lock()
@@ -187,6 +218,10 @@ func (p *Primary) opened(k skuKey, dir string, log *wal.Log) error {
 	if err != nil {
 		return fmt.Errorf("stream: %s: %w", k, err)
 	}
+	snaps, err := snapshot.List(filepath.Join(dir, "snapshots"))
+	if err != nil {
+		return fmt.Errorf("stream: %s: %w", k, err)
+	}
 	s := p.sku(k)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -196,7 +231,29 @@ func (p *Primary) opened(k skuKey, dir string, log *wal.Log) error {
 	replaced := s.log != nil
 	s.log, s.dir, s.history = log, dir, h
 	s.shipped, s.confirmed, s.last = log.LastIndex(), 0, shippedBatch{}
+	if n := len(snaps); n > 0 {
+		s.snapshot = snaps[n-1].Index
+	}
 	if replaced {
+		// What the standbys acknowledged beyond this log's last record
+		// was shipped and never written here: it commits nothing, and each
+		// standby's next copy cuts it.
+		last := log.LastIndex()
+		for _, m := range p.acked {
+			if a, ok := m[k]; ok {
+				m[k] = min(a, last)
+			}
+		}
+		for name := range p.seen {
+			m := p.voidAfter[name]
+			if m == nil {
+				m = make(map[skuKey]uint64)
+				p.voidAfter[name] = m
+			}
+			if v, ok := m[k]; !ok || last < v {
+				m[k] = last
+			}
+		}
 		for name, c := range p.conns {
 			p.logger.Warn("replica: a SKU log was opened again; its standby reconnects to agree on its records",
 				"sku", k.String(), "standby", name)
@@ -277,6 +334,9 @@ func (p *Primary) setAckedLocked(name string, k skuKey, index uint64) {
 	m[k] = index
 	if s := p.skus[k]; s != nil {
 		p.commitLocked(s)
+		if c := p.conns[name]; c != nil && c.skus[k] != nil {
+			c.skus[k].sent.acked(index)
+		}
 	}
 }
 
@@ -347,7 +407,10 @@ type StandbyStatus struct {
 	// LagRecords is the sum over SKUs of the primary's last shipped index
 	// less the standby's acknowledged one.
 	LagRecords uint64
-	// LagMillis is how long ago it was last caught up (0 while it is).
+	// LagMillis is how long ago the oldest record it has not acknowledged
+	// was sent to it, over every SKU (0 while it holds every record
+	// shipped); for a standby not connected, since its last
+	// acknowledgement.
 	LagMillis int64
 	// Waited: a commit waits for it (Wait).
 	Waited bool
@@ -372,6 +435,7 @@ func (p *Primary) Standbys() []StandbyStatus {
 		st := StandbyStatus{Name: name, Connected: c != nil, LastAck: p.lastAck[name],
 			Waited: slices.Contains(p.standbys.Waited(), name)}
 		caughtUp := c != nil
+		var behindSince time.Time
 		for k, s := range p.skus {
 			if s.log == nil {
 				continue
@@ -379,22 +443,22 @@ func (p *Primary) Standbys() []StandbyStatus {
 			a := p.acked[name][k]
 			if a < s.shipped {
 				st.LagRecords += s.shipped - a
+				if c != nil && c.skus[k] != nil {
+					if at, ok := c.skus[k].sent.oldest(); ok && (behindSince.IsZero() || at.Before(behindSince)) {
+						behindSince = at
+					}
+				}
 			}
 			if a < max(s.confirmed, s.log.CommitIndex()) {
 				caughtUp = false
 			}
 		}
 		st.CaughtUp = caughtUp
-		if c != nil {
-			if st.LagRecords == 0 {
-				c.behindSince = time.Time{}
-			} else if c.behindSince.IsZero() {
-				c.behindSince = now
-			}
-			if !c.behindSince.IsZero() {
-				st.LagMillis = now.Sub(c.behindSince).Milliseconds()
-			}
-		} else if !st.LastAck.IsZero() {
+		switch {
+		case st.LagRecords == 0:
+		case c != nil && !behindSince.IsZero():
+			st.LagMillis = now.Sub(behindSince).Milliseconds()
+		case !st.LastAck.IsZero():
 			st.LagMillis = now.Sub(st.LastAck).Milliseconds()
 		}
 		out = append(out, st)

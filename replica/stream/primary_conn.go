@@ -59,6 +59,60 @@ type connSKU struct {
 	mode      connMode
 	next      uint64 // next record to send
 	forceBase bool   // the records it needs are gone: a base copy
+	// snapshot is the newest snapshot the standby holds of the SKU.
+	snapshot uint64
+	// sent times the records sent and not acknowledged: LagMillis.
+	sent sendTimes
+}
+
+// sendTimesCount bounds the send times a copy keeps: when full, the
+// newest entry takes the later records too (their lag is then counted
+// from an earlier send, never underestimated).
+const sendTimesCount = 64
+
+// sendTimes is a ring of (last index sent, when), oldest first.
+type sendTimes struct {
+	ring        [sendTimesCount]sendTime
+	head, count int
+}
+
+type sendTime struct {
+	last uint64
+	at   time.Time
+}
+
+// sent notes that the records through last were sent at.
+func (r *sendTimes) sent(last uint64, at time.Time) {
+	if r.count == sendTimesCount {
+		r.ring[(r.head+r.count-1)%sendTimesCount].last = last
+		return
+	}
+	r.ring[(r.head+r.count)%sendTimesCount] = sendTime{last, at}
+	r.count++
+}
+
+// acked forgets the sends the standby acknowledged.
+func (r *sendTimes) acked(index uint64) {
+	for r.count > 0 && r.ring[r.head].last <= index {
+		r.ring[r.head] = sendTime{}
+		r.head = (r.head + 1) % sendTimesCount
+		r.count--
+	}
+}
+
+// oldest is when the oldest record not acknowledged was sent.
+func (r *sendTimes) oldest() (time.Time, bool) {
+	if r.count == 0 {
+		return time.Time{}, false
+	}
+	return r.ring[r.head].at, true
+}
+
+// snapshotDueLocked reports whether the standby should get the SKU's
+// newest snapshot now: it is newer than the standby's, and every record
+// it covers is queued before it.
+func (cs *connSKU) snapshotDueLocked(s *primarySKU) bool {
+	return cs.mode != modeStart && s.snapshot > cs.snapshot && cs.next > s.snapshot
 }
 
 // primaryConn is one standby's connection. Its state is guarded by the
@@ -72,9 +126,8 @@ type primaryConn struct {
 	queue *sendQueue
 	wake  chan struct{}
 	// closed is closed once by closeLocked.
-	closed      chan struct{}
-	closeOnce   sync.Once
-	behindSince time.Time // Standbys' LagMillis
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
 func (c *primaryConn) wakeUp() {
@@ -107,6 +160,7 @@ func (c *primaryConn) shipLocked(s *primarySKU) {
 	}
 	if cs.next == s.last.first && c.queue.tryPush(s.last.message) {
 		cs.next = s.last.last + 1
+		cs.sent.sent(s.last.last, time.Now())
 		return
 	}
 	cs.mode = modeCatchUp
@@ -161,6 +215,7 @@ func (p *Primary) serve(nc net.Conn) {
 		old.closeLocked()
 	}
 	p.conns[h.name] = c
+	p.seen[h.name] = true
 	delete(p.beyond, h.name)
 	for _, s := range p.skus {
 		if s.log != nil {
@@ -284,12 +339,20 @@ func (p *Primary) pumpOnce(c *primaryConn) (worked, stalled bool) {
 	}
 	var jobs []job
 	p.mu.Lock()
+	var snapshots []job
 	for k, cs := range c.skus {
 		if cs.mode != modeLive {
 			jobs = append(jobs, job{p.skus[k], cs, cs.mode})
 		}
+		if s := p.skus[k]; cs.snapshotDueLocked(s) {
+			snapshots = append(snapshots, job{s, cs, cs.mode})
+		}
 	}
 	p.mu.Unlock()
+	for _, j := range snapshots {
+		w, st := p.shipSnapshot(c, j.s, j.cs)
+		worked, stalled = worked || w, stalled || st
+	}
 	for _, j := range jobs {
 		select {
 		case <-c.closed:
@@ -316,6 +379,7 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 	log, dir, history := s.log, s.dir, s.history
 	theirs, known := c.hello[s.key]
 	force := cs.forceBase
+	void, voided := p.voidAfter[c.name][s.key]
 	p.mu.Unlock()
 	if !known {
 		theirs = helloSKU{key: s.key, first: 1}
@@ -326,6 +390,9 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 		myFirst = myLast + 1
 	}
 	common := replica.Common(theirs.history, theirs.last, history, myLast)
+	if voided {
+		common = min(common, void)
+	}
 	b := begin{key: s.key, history: history}
 	var err error
 	if b.feedHistory, err = os.ReadFile(filepath.Join(dir, feed.HistoryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -349,10 +416,8 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 	if !c.queue.push(encodeBegin(p.cfg.Epoch, b)) {
 		return false, false
 	}
-	for off := 0; off < len(snap); off += snapshotChunkSize {
-		if !c.queue.push(encodeSnapshotChunk(p.cfg.Epoch, s.key, uint64(off), snap[off:min(off+snapshotChunkSize, len(snap))])) {
-			return false, false
-		}
+	if !p.pushChunks(c, s.key, snap) {
+		return false, false
 	}
 	switch b.mode {
 	case beginBase:
@@ -369,6 +434,18 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 		return true, false
 	}
 	cs.mode, cs.next, cs.forceBase = modeCatchUp, b.index+1, false
+	cs.sent = sendTimes{}
+	if voided && p.voidAfter[c.name][s.key] == void {
+		delete(p.voidAfter[c.name], s.key)
+	}
+	switch b.mode {
+	case beginBase:
+		cs.snapshot = b.index
+	case beginCut:
+		cs.snapshot = min(theirs.snapshot, b.index) // it removes those beyond the cut
+	default:
+		cs.snapshot = theirs.snapshot
+	}
 	acked := b.index
 	if b.mode == beginBase {
 		acked = 0 // until it acknowledges the installed copy
@@ -418,15 +495,58 @@ func (p *Primary) catchUp(c *primaryConn, s *primarySKU, cs *connSKU) (worked, s
 		return true, false
 	}
 	cs.next = next
+	if enc.count > 0 {
+		cs.sent.sent(next-1, time.Now())
+	}
 	switch {
 	case cs.next == s.shipped+1:
 		cs.mode = modeLive
 	case s.last.message != nil && cs.next == s.last.first && c.queue.tryPush(s.last.message):
 		cs.next, cs.mode = s.last.last+1, modeLive
+		cs.sent.sent(s.last.last, time.Now())
 	case cs.next > log.DurableIndex():
 		return enc.count > 0, true
 	}
 	return true, false
+}
+
+// shipSnapshot sends the SKU's newest snapshot to a standby whose copy
+// it covers, so that the standby truncates its copy as the primary does.
+func (p *Primary) shipSnapshot(c *primaryConn, s *primarySKU, cs *connSKU) (worked, stalled bool) {
+	p.mu.Lock()
+	dir, log, next := s.dir, s.log, cs.next
+	p.mu.Unlock()
+	index, b, err := newestSnapshot(dir, 0)
+	if index >= next {
+		return false, true // a newer one than announced: its records are on their way
+	}
+	if err != nil || index == 0 {
+		p.logger.Warn("replica: no snapshot to ship; the standby's copy is truncated at the next one",
+			"standby", c.name, "sku", s.key.String(), "err", err)
+		p.mu.Lock()
+		cs.snapshot = max(cs.snapshot, s.snapshot)
+		p.mu.Unlock()
+		return false, false
+	}
+	o := snapshotOffer{key: s.key, index: index, size: uint64(len(b)), keepFrom: max(log.FirstIndex(), 1)}
+	if !c.queue.push(encodeInstall(p.cfg.Epoch, o)) || !p.pushChunks(c, s.key, b) {
+		return false, false
+	}
+	p.mu.Lock()
+	cs.snapshot = max(cs.snapshot, index)
+	p.mu.Unlock()
+	return true, false
+}
+
+// pushChunks queues a snapshot's bytes in chunks; false once the
+// connection closed.
+func (p *Primary) pushChunks(c *primaryConn, k skuKey, b []byte) bool {
+	for off := 0; off < len(b); off += snapshotChunkSize {
+		if !c.queue.push(encodeSnapshotChunk(p.cfg.Epoch, k, uint64(off), b[off:min(off+snapshotChunkSize, len(b))])) {
+			return false
+		}
+	}
+	return true
 }
 
 // hasSnapshot reports whether a SKU folder holds a snapshot file.

@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/replica"
 	"github.com/seckill/seckill/snapshot"
+	"github.com/seckill/seckill/wal"
 )
 
 // A standby that was away while the primary truncated its log behind a
@@ -209,4 +210,43 @@ func TestStandbyRefusesALowerEpoch(t *testing.T) {
 	if err := <-sent; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The primary's new snapshots are shipped: the standby keeps the newest
+// and truncates its copy as the primary truncates its log, and an engine
+// opened on it recovers from them.
+func TestSnapshotsAreShipped(t *testing.T) {
+	p := startPair(t, nodeOptions{engine: smallSegments, standbyWAL: wal.Options{SegmentSize: 4 << 10}})
+	n, sb := p.n, p.sb
+	n.primary.Wait([]string{"b"})
+	var ids []string
+	var last uint64
+	for round := 0; ; round++ {
+		if round == 20 {
+			t.Fatalf("the standby's copy was never truncated")
+		}
+		ids = append(ids, reserve(t, n.engine, "c1", "s1", 1000*round, 100)...)
+		info, err := n.engine.Snapshot(context.Background(), "c1", "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = info.Index
+		eventually(t, "the snapshot on the standby", func() bool {
+			files, _ := snapshot.List(filepath.Join(p.sdir, "c1", "s1", "snapshots"))
+			return len(files) > 0 && len(files) <= standbySnapshotKeep && files[len(files)-1].Index == info.Index
+		})
+		if first, _ := readLog(t, filepath.Join(p.sdir, "c1", "s1", "wal")); first > 1 {
+			break
+		}
+	}
+	files, err := snapshot.List(filepath.Join(p.sdir, "c1", "s1", "snapshots"))
+	if err != nil || len(files) > standbySnapshotKeep || files[len(files)-1].Index != last {
+		t.Fatalf("the standby's snapshots: %+v %v", files, err)
+	}
+	sameRecords(t, p.pdir, p.sdir, "c1", "s1")
+	pfirst, _ := readLog(t, filepath.Join(p.pdir, "c1", "s1", "wal"))
+	if sfirst, _ := readLog(t, filepath.Join(p.sdir, "c1", "s1", "wal")); sfirst > pfirst {
+		t.Fatalf("the standby truncated its copy to %d, beyond the primary's first record %d", sfirst, pfirst)
+	}
+	promote(t, sb, p.sdir, ids)
 }

@@ -81,11 +81,18 @@ type standbySKU struct {
 	install *install
 }
 
-// install is a base copy's snapshot being received.
+// install is a snapshot being received: a base copy's (the copy's log
+// is closed meanwhile), or a new one of the primary's, beside the log.
 type install struct {
 	index, size, written uint64
 	file                 *os.File
+	base                 bool
+	keepFrom             uint64 // a new snapshot: the primary's first record
 }
+
+// standbySnapshotKeep is how many snapshots a standby keeps of each SKU
+// (the engine's default): its copy is truncated up to the oldest.
+const standbySnapshotKeep = actors.DefaultSnapshotKeep
 
 // NewStandby locks cfg.DataDir (no engine may open it meanwhile), opens
 // the copies found in it and starts copying from the primary,
@@ -196,11 +203,7 @@ func (s *Standby) closeLogs() error {
 	defer s.mu.Unlock()
 	var first error
 	for _, x := range s.skus {
-		if x.install != nil {
-			x.install.file.Close()
-			os.Remove(x.install.file.Name())
-			x.install = nil
-		}
+		dropInstallLocked(x)
 		if x.log != nil {
 			if err := x.log.Close(); err != nil && first == nil {
 				first = err
@@ -209,6 +212,22 @@ func (s *Standby) closeLogs() error {
 		}
 	}
 	return first
+}
+
+// dropInstall removes a snapshot being received that will not be
+// finished (its connection ended).
+func (s *Standby) dropInstall(x *standbySKU) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dropInstallLocked(x)
+}
+
+func dropInstallLocked(x *standbySKU) {
+	if x.install != nil {
+		x.install.file.Close()
+		os.Remove(x.install.file.Name())
+		x.install = nil
+	}
 }
 
 // openAll opens the log of every SKU folder not open yet, and opens again
@@ -229,11 +248,7 @@ func (s *Standby) openAll() error {
 		s.mu.Unlock()
 	}
 	for _, x := range s.snapshotSKUs() {
-		if x.install != nil {
-			x.install.file.Close()
-			os.Remove(x.install.file.Name())
-			x.install = nil
-		}
+		s.dropInstall(x)
 		if x.log != nil && x.log.Err() == nil {
 			continue
 		}
@@ -357,6 +372,8 @@ func (s *Standby) session() error {
 		switch m.typ {
 		case msgBegin:
 			err = s.begin(&m.body, acks)
+		case msgInstall:
+			err = s.offer(&m.body)
 		case msgSnapshot:
 			err = s.snapshotChunk(&m.body, acks)
 		case msgRecords:
@@ -411,11 +428,19 @@ func (s *Standby) hello() (hello, error) {
 		if err != nil {
 			return h, err
 		}
+		snaps, err := snapshot.List(filepath.Join(x.dir, "snapshots"))
+		if err != nil {
+			return h, err
+		}
+		var newest uint64
+		if n := len(snaps); n > 0 {
+			newest = snaps[n-1].Index
+		}
 		hist = hist.CutAfter(last)
 		if len(hist) == 0 && last > 0 {
 			hist = replica.History{{Epoch: 0, First: 1}} // written before replication (BeginEpoch's rule)
 		}
-		h.skus = append(h.skus, helloSKU{key: x.key, first: first, last: last, history: hist})
+		h.skus = append(h.skus, helloSKU{key: x.key, first: first, last: last, snapshot: newest, history: hist})
 	}
 	return h, nil
 }
@@ -472,6 +497,7 @@ func (s *Standby) begin(d *decoder, acks *acker) error {
 	if err != nil {
 		return err
 	}
+	s.dropInstall(x)
 	if x.log == nil { // a base copy that did not finish
 		if err := s.reopen(x); err != nil {
 			return err
@@ -558,15 +584,55 @@ func (s *Standby) startInstall(x *standbySKU, index, size uint64, acks *acker) e
 	if size == 0 {
 		return s.finishInstall(x, index, acks)
 	}
+	return s.receive(x, &install{index: index, size: size, base: true})
+}
+
+// receive starts receiving a snapshot into a temporary file of the SKU's
+// snapshots folder (removed by the next recovery if a crash leaves it).
+func (s *Standby) receive(x *standbySKU, in *install) error {
 	snaps := filepath.Join(x.dir, "snapshots")
 	if err := os.MkdirAll(snaps, 0o750); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(snaps, snapshot.Name(index)+".*.tmp")
+	f, err := os.CreateTemp(snaps, snapshot.Name(in.index)+".*.tmp")
 	if err != nil {
 		return err
 	}
-	x.install = &install{index: index, size: size, file: f}
+	in.file = f
+	x.install = in
+	return nil
+}
+
+// offer starts receiving a snapshot the primary wrote, of records this
+// copy holds.
+func (s *Standby) offer(d *decoder) error {
+	o, err := decodeInstall(d)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	x := s.skus[o.key]
+	s.mu.Unlock()
+	if x == nil || x.log == nil || x.install != nil || o.index > x.log.LastIndex() {
+		return fmt.Errorf("%w: a snapshot of %s at %d out of place", errProtocol, o.key, o.index)
+	}
+	return s.receive(x, &install{index: o.index, size: o.size, keepFrom: o.keepFrom})
+}
+
+// finishOffer keeps the newest snapshots and truncates the copy as the
+// primary's: up to the oldest kept, never beyond the primary's first
+// record (what its feed retention and standbys hold back).
+func (s *Standby) finishOffer(x *standbySKU, in *install) error {
+	oldest, _, err := snapshot.Prune(filepath.Join(x.dir, "snapshots"), standbySnapshotKeep, true)
+	if err != nil {
+		return err
+	}
+	if err := awaitDurable(x.log, in.index); err != nil {
+		return err
+	}
+	if _, err := x.log.TruncateBefore(min(oldest+1, in.keepFrom)); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -610,6 +676,9 @@ func (s *Standby) snapshotChunk(d *decoder, acks *acker) error {
 		os.Remove(path)
 		return err
 	}
+	if !in.base {
+		return s.finishOffer(x, in)
+	}
 	return s.finishInstall(x, in.index, acks)
 }
 
@@ -651,7 +720,7 @@ func (s *Standby) append(k skuKey, first uint64, frames [][]byte, acks *acker) e
 	s.mu.Lock()
 	x := s.skus[k]
 	s.mu.Unlock()
-	if x == nil || x.log == nil || x.install != nil {
+	if x == nil || x.log == nil || (x.install != nil && x.install.base) {
 		return fmt.Errorf("%w: records of %s before its copy began", errProtocol, k)
 	}
 	if len(frames) == 0 {

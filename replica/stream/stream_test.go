@@ -30,12 +30,20 @@ func TestReplyWaitsForTheStandby(t *testing.T) {
 		return log.DurableIndex() > last && durable > last
 	})
 	notCommitted(t, log, last, replies)
+	eventually(t, "the standby's lag shown", func() bool {
+		st := status(n.primary, "b")
+		// Still caught up: waited for, it holds every committed record.
+		return st.LagRecords > 0 && st.LagMillis > 0 && st.CaughtUp && st.Connected && st.Waited
+	})
 	px.releaseUp()
 	r := <-replies
 	if r.err != nil || r.res.Outcome != sku.OutcomeAccepted {
 		t.Fatalf("held reserve: %v %v", r.res.Outcome, r.err)
 	}
 	ids = append(ids, r.res.Reservation.ReservationID)
+	if st := status(n.primary, "b"); st.LagRecords != 0 || st.LagMillis != 0 || !st.CaughtUp {
+		t.Fatalf("after the acknowledgement: %+v", st)
+	}
 
 	sameRecords(t, pdir, sdir, "c1", "s1")
 	promote(t, sb, sdir, ids)

@@ -25,11 +25,12 @@ import (
 // beyond its bound) is a protocol error: the connection is closed, and the
 // standby says hello again on a new one. These values are frozen.
 const (
-	msgHello    byte = 1 // standby: set, name, [SKU: campaign, sku, first, last, history]
+	msgHello    byte = 1 // standby: set, name, [SKU: campaign, sku, first, last, snapshot, history]
 	msgBegin    byte = 2 // primary: campaign, sku, mode, index, history, feed history, snapshot size
 	msgSnapshot byte = 3 // primary: campaign, sku, offset, bytes (a chunk of the base copy's snapshot)
 	msgRecords  byte = 4 // primary: campaign, sku, first index, [frame]
 	msgAck      byte = 5 // standby: [campaign, sku, durable index]
+	msgInstall  byte = 6 // primary: campaign, sku, index, size, keep from (a new snapshot; chunks follow)
 
 	messageHeaderSize = 4 + 1 + 8
 	// maxMessageSize bounds a message: a whole wal batch (at most
@@ -205,6 +206,7 @@ func (k skuKey) String() string { return k.campaignID + "/" + k.skuID }
 type helloSKU struct {
 	key         skuKey
 	first, last uint64 // first is last+1 when it holds no record
+	snapshot    uint64 // the index of its newest snapshot (0: none)
 	history     replica.History
 }
 
@@ -227,6 +229,7 @@ func encodeHello(epoch uint64, h hello) []byte {
 		e.str(s.key.skuID)
 		e.u64(s.first)
 		e.u64(s.last)
+		e.u64(s.snapshot)
 		e.history(s.history)
 	}
 	return e.done()
@@ -236,7 +239,7 @@ func decodeHello(d *decoder) (hello, error) {
 	h := hello{set: d.str(), name: d.str()}
 	n := d.count(maxSKUs)
 	for i := 0; i < n && d.err == nil; i++ {
-		s := helloSKU{key: skuKey{d.str(), d.str()}, first: d.u64(), last: d.u64()}
+		s := helloSKU{key: skuKey{d.str(), d.str()}, first: d.u64(), last: d.u64(), snapshot: d.u64()}
 		s.history = d.history()
 		h.skus = append(h.skus, s)
 	}
@@ -274,6 +277,32 @@ func decodeBegin(d *decoder) (begin, error) {
 		d.fail(fmt.Sprintf("begin mode %d", b.mode))
 	}
 	return b, d.end()
+}
+
+// snapshotOffer announces a snapshot the primary wrote: size bytes in
+// msgSnapshot chunks follow. keepFrom is the primary's first record: the
+// standby truncates its copy no further.
+type snapshotOffer struct {
+	key                   skuKey
+	index, size, keepFrom uint64
+}
+
+func encodeInstall(epoch uint64, o snapshotOffer) []byte {
+	e := newMessage(msgInstall, epoch, 64)
+	e.str(o.key.campaignID)
+	e.str(o.key.skuID)
+	e.u64(o.index)
+	e.u64(o.size)
+	e.u64(o.keepFrom)
+	return e.done()
+}
+
+func decodeInstall(d *decoder) (snapshotOffer, error) {
+	o := snapshotOffer{key: skuKey{d.str(), d.str()}, index: d.u64(), size: d.u64(), keepFrom: d.u64()}
+	if d.err == nil && o.size == 0 {
+		d.fail("an empty snapshot")
+	}
+	return o, d.end()
 }
 
 func encodeSnapshotChunk(epoch uint64, key skuKey, offset uint64, chunk []byte) []byte {

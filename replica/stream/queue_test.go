@@ -1,0 +1,67 @@
+package stream
+
+import (
+	"net"
+	"testing"
+)
+
+// A live copy whose send queue is full falls back to catching up from
+// disk: the flusher's Ship never waits, and the fall is counted.
+func TestFullQueueFallsBackToDisk(t *testing.T) {
+	n := startPrimary(t, t.TempDir(), 1, nodeOptions{})
+	define(t, n.engine, "c1", "s1")
+	p := n.primary
+	local, remote := net.Pipe()
+	defer remote.Close()
+	c := &primaryConn{p: p, name: "slow", nc: local, hello: map[skuKey]helloSKU{}, skus: map[skuKey]*connSKU{},
+		queue: newSendQueue(), wake: make(chan struct{}, 1), closed: make(chan struct{})}
+	for c.queue.tryPush(make([]byte, 1)) {
+	}
+	k := skuKey{"c1", "s1"}
+	p.mu.Lock()
+	s := p.skus[k]
+	c.skus[k] = &connSKU{mode: modeLive, next: s.shipped + 1}
+	p.conns[c.name] = c
+	p.mu.Unlock()
+
+	reserve(t, n.engine, "c1", "s1", 0, 1) // commits: "slow" is not waited for
+	p.mu.Lock()
+	mode := c.skus[k].mode
+	delete(p.conns, c.name)
+	c.closeLocked()
+	p.mu.Unlock()
+	if mode != modeCatchUp {
+		t.Fatalf("a full queue left the copy %v, want %v", mode, modeCatchUp)
+	}
+	if got := value(p.metrics.queueFull.WithLabelValues("slow")); got != 1 {
+		t.Fatalf("send_queue_full = %v, want 1", got)
+	}
+	if len(c.queue.items) != 0 {
+		t.Fatalf("a closed queue keeps %d messages", len(c.queue.items))
+	}
+}
+
+// The queue's bounds: a message beyond them is refused by tryPush, and
+// one larger than the byte bound goes alone into an empty queue.
+func TestSendQueueBounds(t *testing.T) {
+	q := newSendQueue()
+	for i := 0; i < sendQueueMessages; i++ {
+		if !q.tryPush([]byte{1}) {
+			t.Fatalf("refused message %d below the bound", i)
+		}
+	}
+	if q.tryPush([]byte{1}) {
+		t.Fatal("took a message beyond the count bound")
+	}
+	if got := q.popAll(nil); len(got) != sendQueueMessages {
+		t.Fatalf("popAll took %d", len(got))
+	}
+	big := make([]byte, sendQueueBytes+1)
+	if !q.tryPush(big) || q.tryPush([]byte{1}) {
+		t.Fatal("a message beyond the byte bound must go alone into an empty queue")
+	}
+	q.close()
+	if q.push([]byte{1}) || q.popAll(nil) != nil {
+		t.Fatal("a closed queue took or gave a message")
+	}
+}
