@@ -138,6 +138,8 @@ type haNode struct {
 	addrs   map[string]replica.Member // the members last read
 	lost    <-chan struct{}           // the holding's lease
 	gone    <-chan struct{}           // the member key's lease
+	// unregistered: the last registration failed (logged once).
+	unregistered bool
 	// switchTo is a switchover asked for (switchover.go); paused, while
 	// it hands over, makes the API answer 503; switchNote is its last
 	// outcome.
@@ -232,14 +234,15 @@ func (n *haNode) run(ctx context.Context) (err error) {
 	}()
 	ticker := time.NewTicker(n.tick)
 	defer ticker.Stop()
+	n.register(ctx)
 	for {
-		if n.gone == nil {
-			n.register(ctx)
-		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C:
+			if n.gone == nil {
+				n.register(ctx)
+			}
 			if err := n.perform(n.node.Tick(time.Now(), n.followers())); err != nil {
 				return err
 			}
@@ -249,7 +252,7 @@ func (n *haNode) run(ctx context.Context) (err error) {
 				return err
 			}
 		case <-n.gone:
-			n.gone = nil // the member key went with its lease: registered again above
+			n.gone = nil // the member key went with its lease: registered again at the next tick
 		case to := <-n.switchTo:
 			if err := n.switchover(to); err != nil {
 				return err
@@ -260,16 +263,22 @@ func (n *haNode) run(ctx context.Context) (err error) {
 }
 
 // register puts the member key (again) on the replica's lease; a failure
-// is retried at the next turn.
+// is retried at the next tick, and logged once until it succeeds.
 func (n *haNode) register(ctx context.Context) {
-	rctx, cancel := context.WithTimeout(ctx, n.opts.replica.leaseTTL)
+	rctx, cancel := context.WithTimeout(ctx, n.tick)
 	defer cancel()
 	gone, err := n.coord.Register(rctx, n.member)
 	if err != nil {
-		n.log.Warn("registering the member key in etcd failed; retrying", "err", err)
+		if !n.unregistered {
+			n.log.Warn("registering the member key in etcd failed; retrying at every tick", "err", err)
+		}
+		n.unregistered = true
 		return
 	}
-	n.gone = gone
+	if n.unregistered {
+		n.log.Info("member key registered in etcd again")
+	}
+	n.gone, n.unregistered = gone, false
 }
 
 // perform does actions in order, and those their results give.
@@ -294,7 +303,9 @@ func (n *haNode) call() (context.Context, context.CancelFunc) {
 func (n *haNode) do(a replica.Action) ([]replica.Action, error) {
 	switch a.Kind {
 	case replica.ActRead:
-		ctx, cancel := n.call()
+		// A read is bounded by the tick: with etcd unreachable the loop
+		// still turns and sees Lost on time.
+		ctx, cancel := context.WithTimeout(context.Background(), n.tick)
 		defer cancel()
 		v, err := n.coord.Read(ctx)
 		if err == nil {
