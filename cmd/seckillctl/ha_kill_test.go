@@ -62,6 +62,26 @@ func waitHealth(t *testing.T, base, what string, ok func(replicaHealth) bool) re
 	}
 }
 
+// terminate stops d with SIGTERM and waits for exit 0; a replica still
+// running after 2 minutes is sent SIGQUIT, so its goroutines are in the
+// stderr the test prints.
+func terminate(t *testing.T, d *seckilldtest.Daemon) {
+	t.Helper()
+	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-d.Exited:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, d.Stderr())
+		}
+	case <-time.After(2 * time.Minute):
+		d.Cmd.Process.Signal(syscall.SIGQUIT)
+		<-d.Exited
+		t.Fatalf("%s still ran 2 minutes after SIGTERM:\n%s", d.Base, d.Stderr())
+	}
+}
+
 // replicaStatus is a replica's /admin/replica, as far as the test reads it.
 type replicaStatus struct {
 	Role string   `json:"role"`
@@ -185,12 +205,7 @@ func TestReplicaSetSurvivesKillOfThePrimary(t *testing.T) {
 	t.Logf("switchover from b to a: %d ms from the request to a's /admin/replica saying primary", sw.TookMs)
 
 	for _, d := range []*seckilldtest.Daemon{a, b} {
-		if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-d.Exited; err != nil {
-			t.Fatalf("exit after SIGTERM: %v\n%s", err, d.Stderr())
-		}
+		terminate(t, d)
 	}
 	for _, d := range []string{aDir, bDir} {
 		rep := verifySKUReport(t, wantCode(t, 0, "verify", filepath.Join(d, "demo", "sku-1")))
@@ -241,12 +256,7 @@ func TestReplicaSetSurvivesAPausedPrimary(t *testing.T) {
 	waitSync(t, b.Base, "a")
 
 	for _, d := range []*seckilldtest.Daemon{a, b} {
-		if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-d.Exited; err != nil {
-			t.Fatalf("exit after SIGTERM: %v\n%s", err, d.Stderr())
-		}
+		terminate(t, d)
 	}
 	for _, d := range []string{aDir, bDir} {
 		rep := verifySKUReport(t, wantCode(t, 0, "verify", filepath.Join(d, "demo", "sku-1")))
@@ -438,4 +448,49 @@ func TestFailoverThroughTheRouter(t *testing.T) {
 	}
 	t.Logf("kill -9 of the primary → reservations accepted through the router again after %s; %d acknowledged reservations all found through it",
 		took.Round(time.Millisecond), len(acked))
+}
+
+// TestReplicaSetWhileEtcdIsPaused pauses etcd (SIGSTOP) under load: the
+// primary cannot renew its lease and demotes itself a TTL later (etcd
+// decides who leads, and without it nobody may: Patroni's behaviour
+// without failsafe_mode), so the set stops acknowledging; once etcd
+// resumes, a replica the sync key names leads again, with every
+// reservation a client saw accepted.
+func TestReplicaSetWhileEtcdIsPaused(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	bin := seckilldtest.Build(t, raceEnabled)
+	dir := t.TempDir()
+	a := startReplica(t, bin, filepath.Join(dir, "a"), etcd.Endpoint, "a")
+	waitHealth(t, a.Base, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
+	b := startReplica(t, bin, filepath.Join(dir, "b"), etcd.Endpoint, "b")
+	waitHealth(t, b.Base, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
+	waitSync(t, a.Base, "b")
+
+	var progress loadProgress
+	stop := make(chan struct{})
+	acks := make(chan []ack)
+	go func() { acks <- load(a.Base, "etcd-paused", stop, &progress) }()
+	waitLoad(t, &progress, 200)
+	if err := etcd.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	waitHealth(t, a.Base, "a demotes itself without etcd", func(h replicaHealth) bool { return h.Role != "primary" })
+	if err := etcd.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	acked := <-acks
+	var leader *seckilldtest.Daemon
+	for deadline := time.Now().Add(2 * time.Minute); leader == nil; time.Sleep(20 * time.Millisecond) {
+		for _, d := range []*seckilldtest.Daemon{a, b} {
+			if h, ok := health(d.Base); ok && h.Role == "primary" {
+				leader = d
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nobody leads after etcd resumed")
+		}
+	}
+	checkAcks(t, leader.Base, acked)
+	t.Logf("%d acknowledged reservations, all on %s, the primary after etcd's pause", len(acked), leader.Base)
 }
