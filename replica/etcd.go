@@ -81,7 +81,9 @@ func (e *Etcd) Read(ctx context.Context) (View, error) {
 }
 
 // liveSession returns a session whose lease is alive, making one if the
-// last one ended.
+// last one ended. The lease is granted within ctx (an unreachable etcd
+// fails the call at ctx's deadline); its keep-alives then run until the
+// session is closed or the lease ends, beyond ctx.
 func (e *Etcd) liveSession(ctx context.Context) (*concurrency.Session, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -93,7 +95,12 @@ func (e *Etcd) liveSession(ctx context.Context) (*concurrency.Session, error) {
 			return e.session, nil
 		}
 	}
-	s, err := concurrency.NewSession(e.c, concurrency.WithTTL(e.ttl), concurrency.WithContext(context.WithoutCancel(ctx)))
+	lease, err := e.c.Grant(ctx, int64(e.ttl))
+	if err != nil {
+		return nil, err
+	}
+	s, err := concurrency.NewSession(e.c, concurrency.WithLease(lease.ID), concurrency.WithTTL(e.ttl),
+		concurrency.WithContext(context.WithoutCancel(ctx)))
 	if err != nil {
 		return nil, err
 	}

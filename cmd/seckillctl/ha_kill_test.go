@@ -47,17 +47,19 @@ func health(base string) (replicaHealth, bool) {
 }
 
 // waitHealth waits (up to 2 minutes: a bound for a replica that never
-// gets there, however loaded the machine) until base's /healthz
-// satisfies ok.
-func waitHealth(t *testing.T, base, what string, ok func(replicaHealth) bool) replicaHealth {
+// gets there, however loaded the machine) until d's /healthz satisfies
+// ok; then it stops d with SIGQUIT and fails with d's goroutines.
+func waitHealth(t *testing.T, d *seckilldtest.Daemon, what string, ok func(replicaHealth) bool) replicaHealth {
 	t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		if h, answered := health(base); answered && ok(h) {
+		if h, answered := health(d.Base); answered && ok(h) {
 			return h
 		}
 		if time.Now().After(deadline) {
-			h, _ := health(base)
-			t.Fatalf("%s never happened: /healthz %+v", what, h)
+			h, _ := health(d.Base)
+			d.Cmd.Process.Signal(syscall.SIGQUIT) // its goroutines, in its stderr
+			<-d.Exited
+			t.Fatalf("%s never happened: /healthz %+v; the replica's stderr:\n%s", what, h, d.Stderr())
 		}
 	}
 }
@@ -132,9 +134,9 @@ func TestReplicaSetSurvivesKillOfThePrimary(t *testing.T) {
 	aDir, bDir := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 
 	a := startReplica(t, bin, aDir, etcd.Endpoint, "a")
-	first := waitHealth(t, a.Base, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
+	first := waitHealth(t, a, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
 	b := startReplica(t, bin, bDir, etcd.Endpoint, "b")
-	waitHealth(t, b.Base, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
+	waitHealth(t, b, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
 	waitSync(t, a.Base, "b") // from here a acknowledges nothing b lacks
 
 	var progress loadProgress
@@ -154,7 +156,7 @@ func TestReplicaSetSurvivesKillOfThePrimary(t *testing.T) {
 		t.Fatal("no reservation was acknowledged before the kill")
 	}
 
-	h := waitHealth(t, b.Base, "b takes over", func(h replicaHealth) bool { return h.Role == "primary" })
+	h := waitHealth(t, b, "b takes over", func(h replicaHealth) bool { return h.Role == "primary" })
 	if h.Epoch <= first.Epoch {
 		t.Fatalf("b leads epoch %d after a's %d", h.Epoch, first.Epoch)
 	}
@@ -167,7 +169,7 @@ func TestReplicaSetSurvivesKillOfThePrimary(t *testing.T) {
 
 	// a comes back as b's standby and catches up.
 	a = startReplica(t, bin, aDir, etcd.Endpoint, "a")
-	waitHealth(t, a.Base, "a rejoins as b's standby", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "b" })
+	waitHealth(t, a, "a rejoins as b's standby", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "b" })
 	waitSync(t, b.Base, "a")
 	if code, body, _ := post(a.Base+"/v1/campaigns/demo/skus/sku-1/reservations", map[string]string{"request_id": "x", "user_id": "x"}); code != http.StatusMisdirectedRequest ||
 		body["error"] != "NOT_PRIMARY" || body["primary"] != "b" || body["address"] != b.Base {
@@ -200,7 +202,7 @@ func TestReplicaSetSurvivesKillOfThePrimary(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &sw); err != nil || sw.To != "a" || sw.Epoch != h.Epoch+1 {
 		t.Fatalf("ha switchover: %v\n%s", err, out)
 	}
-	waitHealth(t, b.Base, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
+	waitHealth(t, b, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
 	checkAcks(t, a.Base, acked)
 	t.Logf("switchover from b to a: %d ms from the request to a's /admin/replica saying primary", sw.TookMs)
 
@@ -229,9 +231,9 @@ func TestReplicaSetSurvivesAPausedPrimary(t *testing.T) {
 	dir := t.TempDir()
 	aDir, bDir := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	a := startReplica(t, bin, aDir, etcd.Endpoint, "a")
-	first := waitHealth(t, a.Base, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
+	first := waitHealth(t, a, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
 	b := startReplica(t, bin, bDir, etcd.Endpoint, "b")
-	waitHealth(t, b.Base, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
+	waitHealth(t, b, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
 	waitSync(t, a.Base, "b")
 
 	var progress loadProgress
@@ -242,14 +244,14 @@ func TestReplicaSetSurvivesAPausedPrimary(t *testing.T) {
 	if err := a.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	h := waitHealth(t, b.Base, "b takes over from the paused a", func(h replicaHealth) bool { return h.Role == "primary" })
+	h := waitHealth(t, b, "b takes over from the paused a", func(h replicaHealth) bool { return h.Role == "primary" })
 	if h.Epoch <= first.Epoch {
 		t.Fatalf("b leads epoch %d after a's %d", h.Epoch, first.Epoch)
 	}
 	if err := a.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	waitHealth(t, a.Base, "a demotes itself and follows b", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "b" })
+	waitHealth(t, a, "a demotes itself and follows b", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "b" })
 	close(stop) // the load's requests to a end: 421 from here on
 	acked := <-acks
 	checkAcks(t, b.Base, acked)
@@ -283,9 +285,9 @@ func TestReplicaSetSurvivesAPrimaryCutFromEtcd(t *testing.T) {
 	dir := t.TempDir()
 	aDir, bDir := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	a := startReplica(t, bin, aDir, proxy.Addr, "a")
-	waitHealth(t, a.Base, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
+	waitHealth(t, a, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
 	b := startReplica(t, bin, bDir, etcd.Endpoint, "b")
-	waitHealth(t, b.Base, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
+	waitHealth(t, b, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
 	waitSync(t, a.Base, "b")
 
 	var progress loadProgress
@@ -294,13 +296,13 @@ func TestReplicaSetSurvivesAPrimaryCutFromEtcd(t *testing.T) {
 	go func() { acks <- load(a.Base, "cut", stop, &progress) }()
 	waitLoad(t, &progress, 200)
 	proxy.Cut()
-	waitHealth(t, b.Base, "b takes over", func(h replicaHealth) bool { return h.Role == "primary" })
-	waitHealth(t, a.Base, "a demotes itself", func(h replicaHealth) bool { return h.Role != "primary" })
+	waitHealth(t, b, "b takes over", func(h replicaHealth) bool { return h.Role == "primary" })
+	waitHealth(t, a, "a demotes itself", func(h replicaHealth) bool { return h.Role != "primary" })
 	close(stop)
 	acked := <-acks
 	checkAcks(t, b.Base, acked)
 	proxy.Heal()
-	waitHealth(t, a.Base, "a rejoins as b's standby", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "b" })
+	waitHealth(t, a, "a rejoins as b's standby", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "b" })
 	waitSync(t, b.Base, "a")
 	t.Logf("%d acknowledged reservations, all on the new primary after the old one was cut from etcd", len(acked))
 }
@@ -326,9 +328,9 @@ func TestReplicaSetLosesItsStandby(t *testing.T) {
 				extra = []string{"--sync-strict"}
 			}
 			a := startReplica(t, bin, aDir, etcd.Endpoint, "a", extra...)
-			waitHealth(t, a.Base, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
+			waitHealth(t, a, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
 			b := startReplica(t, bin, bDir, etcd.Endpoint, "b", extra...)
-			waitHealth(t, b.Base, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
+			waitHealth(t, b, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
 			waitSync(t, a.Base, "b")
 			if err := b.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
@@ -420,9 +422,9 @@ func TestFailoverThroughTheRouter(t *testing.T) {
 	bin := seckilldtest.Build(t, raceEnabled)
 	dir := t.TempDir()
 	a := startReplica(t, bin, filepath.Join(dir, "a"), etcd.Endpoint, "a")
-	waitHealth(t, a.Base, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
+	waitHealth(t, a, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
 	b := startReplica(t, bin, filepath.Join(dir, "b"), etcd.Endpoint, "b")
-	waitHealth(t, b.Base, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
+	waitHealth(t, b, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
 	waitSync(t, a.Base, "b")
 	router := startRouterProc(t, etcd.Endpoint)
 
@@ -461,9 +463,9 @@ func TestReplicaSetWhileEtcdIsPaused(t *testing.T) {
 	bin := seckilldtest.Build(t, raceEnabled)
 	dir := t.TempDir()
 	a := startReplica(t, bin, filepath.Join(dir, "a"), etcd.Endpoint, "a")
-	waitHealth(t, a.Base, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
+	waitHealth(t, a, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
 	b := startReplica(t, bin, filepath.Join(dir, "b"), etcd.Endpoint, "b")
-	waitHealth(t, b.Base, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
+	waitHealth(t, b, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
 	waitSync(t, a.Base, "b")
 
 	var progress loadProgress
@@ -474,7 +476,7 @@ func TestReplicaSetWhileEtcdIsPaused(t *testing.T) {
 	if err := etcd.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	waitHealth(t, a.Base, "a demotes itself without etcd", func(h replicaHealth) bool { return h.Role != "primary" })
+	waitHealth(t, a, "a demotes itself without etcd", func(h replicaHealth) bool { return h.Role != "primary" })
 	if err := etcd.Resume(); err != nil {
 		t.Fatal(err)
 	}

@@ -247,12 +247,20 @@ func (n *haNode) run(ctx context.Context) (err error) {
 				return err
 			}
 		case <-n.lost:
-			n.log.Warn("the lease of the leader key ended: demoting at once", "epoch", n.node.Holding().Epoch)
-			if err := n.perform(n.node.Lost(n.node.Holding())); err != nil {
+			if err := n.lose(); err != nil {
 				return err
 			}
 		case <-n.gone:
-			n.gone = nil // the member key went with its lease: registered again at the next tick
+			// The member key went with its lease: registered again at the
+			// next tick. The leader key, on the same lease, went too.
+			n.gone = nil
+			select {
+			case <-n.lost:
+				if err := n.lose(); err != nil {
+					return err
+				}
+			default:
+			}
 		case to := <-n.switchTo:
 			if err := n.switchover(to); err != nil {
 				return err
@@ -260,6 +268,12 @@ func (n *haNode) run(ctx context.Context) (err error) {
 		}
 		n.publishState()
 	}
+}
+
+// lose demotes the primary whose lease ended.
+func (n *haNode) lose() error {
+	n.log.Warn("the lease of the leader key ended: demoting at once", "epoch", n.node.Holding().Epoch)
+	return n.perform(n.node.Lost(n.node.Holding()))
 }
 
 // register puts the member key (again) on the replica's lease; a failure
