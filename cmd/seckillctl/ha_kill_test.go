@@ -119,6 +119,68 @@ func waitSync(t *testing.T, base string, sync ...string) {
 	}
 }
 
+// replicaPair is a replica set of two started for a test: a leads epoch
+// first.Epoch and has published b, its standby, in the sync set.
+type replicaPair struct {
+	aDir, bDir string
+	a, b       *seckilldtest.Daemon
+	first      replicaHealth
+}
+
+// startPair starts replicas a (on etcd aEtcd) and b (on bEtcd) of rs1 in
+// fresh data dirs, with extra flags, and returns once a leads and waits
+// for b: from then on a acknowledges nothing b lacks.
+func startPair(t *testing.T, bin, aEtcd, bEtcd string, extra ...string) *replicaPair {
+	t.Helper()
+	dir := t.TempDir()
+	p := &replicaPair{aDir: filepath.Join(dir, "a"), bDir: filepath.Join(dir, "b")}
+	p.a = startReplica(t, bin, p.aDir, aEtcd, "a", extra...)
+	p.first = waitHealth(t, p.a, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
+	p.b = startReplica(t, bin, p.bDir, bEtcd, "b", extra...)
+	waitHealth(t, p.b, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
+	waitSync(t, p.a.Base, "b")
+	return p
+}
+
+// stopAndVerify stops both replicas (SIGTERM) and verifies both data
+// dirs: clean, with at least acked reservations each.
+func (p *replicaPair) stopAndVerify(t *testing.T, acked int) {
+	t.Helper()
+	for _, d := range []*seckilldtest.Daemon{p.a, p.b} {
+		terminate(t, d)
+	}
+	for _, d := range []string{p.aDir, p.bDir} {
+		rep := verifySKUReport(t, wantCode(t, 0, "verify", filepath.Join(d, "demo", "sku-1")))
+		if int(rep.Counts.Reservations) < acked {
+			t.Fatalf("%s: %d reservations for %d acknowledged", d, rep.Counts.Reservations, acked)
+		}
+	}
+}
+
+// saleLoad is load (8 workers reserving, and cancelling one in two) on a
+// base URL, for the tests of faults under load.
+type saleLoad struct {
+	progress loadProgress
+	stop     chan struct{}
+	acks     chan []ack
+}
+
+// startLoad starts the load on base and returns once it has 200
+// reservations accepted.
+func startLoad(t *testing.T, base, prefix string) *saleLoad {
+	t.Helper()
+	l := &saleLoad{stop: make(chan struct{}), acks: make(chan []ack)}
+	go func() { l.acks <- load(base, prefix, l.stop, &l.progress) }()
+	waitLoad(t, &l.progress, 200)
+	return l
+}
+
+// end stops the load and returns the reservations it saw accepted.
+func (l *saleLoad) end() []ack {
+	close(l.stop)
+	return <-l.acks
+}
+
 // TestReplicaSetSurvivesKillOfThePrimary runs a replica set of two real
 // seckillds on a real etcd: a sale under load on the primary, kill -9 of
 // the primary, the standby of the sync set takes over (its /healthz says
@@ -130,28 +192,16 @@ func waitSync(t *testing.T, base string, sync ...string) {
 func TestReplicaSetSurvivesKillOfThePrimary(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	bin := seckilldtest.Build(t, raceEnabled)
-	dir := t.TempDir()
-	aDir, bDir := filepath.Join(dir, "a"), filepath.Join(dir, "b")
-
-	a := startReplica(t, bin, aDir, etcd.Endpoint, "a")
-	first := waitHealth(t, a, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
-	b := startReplica(t, bin, bDir, etcd.Endpoint, "b")
-	waitHealth(t, b, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
-	waitSync(t, a.Base, "b") // from here a acknowledges nothing b lacks
-
-	var progress loadProgress
-	stop := make(chan struct{})
-	acks := make(chan []ack)
-	go func() { acks <- load(a.Base, "ha", stop, &progress) }()
-	waitLoad(t, &progress, 200)
+	p := startPair(t, bin, etcd.Endpoint, etcd.Endpoint)
+	a, b, first := p.a, p.b, p.first
+	sale := startLoad(t, a.Base, "ha")
 	if err := a.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-a.Exited; !isKilled(err) {
 		t.Fatalf("exit after SIGKILL: %v", err)
 	}
-	close(stop)
-	acked := <-acks
+	acked := sale.end()
 	if len(acked) == 0 {
 		t.Fatal("no reservation was acknowledged before the kill")
 	}
@@ -168,7 +218,8 @@ func TestReplicaSetSurvivesKillOfThePrimary(t *testing.T) {
 	}
 
 	// a comes back as b's standby and catches up.
-	a = startReplica(t, bin, aDir, etcd.Endpoint, "a")
+	p.a = startReplica(t, bin, p.aDir, etcd.Endpoint, "a")
+	a = p.a
 	waitHealth(t, a, "a rejoins as b's standby", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "b" })
 	waitSync(t, b.Base, "a")
 	if code, body, _ := post(a.Base+"/v1/campaigns/demo/skus/sku-1/reservations", map[string]string{"request_id": "x", "user_id": "x"}); code != http.StatusMisdirectedRequest ||
@@ -206,15 +257,7 @@ func TestReplicaSetSurvivesKillOfThePrimary(t *testing.T) {
 	checkAcks(t, a.Base, acked)
 	t.Logf("switchover from b to a: %d ms from the request to a's /admin/replica saying primary", sw.TookMs)
 
-	for _, d := range []*seckilldtest.Daemon{a, b} {
-		terminate(t, d)
-	}
-	for _, d := range []string{aDir, bDir} {
-		rep := verifySKUReport(t, wantCode(t, 0, "verify", filepath.Join(d, "demo", "sku-1")))
-		if int(rep.Counts.Reservations) < len(acked) {
-			t.Fatalf("%s: %d reservations for %d acknowledged", d, rep.Counts.Reservations, len(acked))
-		}
-	}
+	p.stopAndVerify(t, len(acked))
 	t.Logf("%d acknowledged reservations survived the kill of the primary", len(acked))
 }
 
@@ -228,19 +271,10 @@ func TestReplicaSetSurvivesKillOfThePrimary(t *testing.T) {
 func TestReplicaSetSurvivesAPausedPrimary(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	bin := seckilldtest.Build(t, raceEnabled)
-	dir := t.TempDir()
-	aDir, bDir := filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	a := startReplica(t, bin, aDir, etcd.Endpoint, "a")
-	first := waitHealth(t, a, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
-	b := startReplica(t, bin, bDir, etcd.Endpoint, "b")
-	waitHealth(t, b, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
-	waitSync(t, a.Base, "b")
+	p := startPair(t, bin, etcd.Endpoint, etcd.Endpoint)
+	a, b, first := p.a, p.b, p.first
 
-	var progress loadProgress
-	stop := make(chan struct{})
-	acks := make(chan []ack)
-	go func() { acks <- load(a.Base, "pause", stop, &progress) }()
-	waitLoad(t, &progress, 200)
+	sale := startLoad(t, a.Base, "pause")
 	if err := a.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -252,20 +286,11 @@ func TestReplicaSetSurvivesAPausedPrimary(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitHealth(t, a, "a demotes itself and follows b", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "b" })
-	close(stop) // the load's requests to a end: 421 from here on
-	acked := <-acks
+	acked := sale.end() // the load's requests to a: 421 from here on
 	checkAcks(t, b.Base, acked)
 	waitSync(t, b.Base, "a")
 
-	for _, d := range []*seckilldtest.Daemon{a, b} {
-		terminate(t, d)
-	}
-	for _, d := range []string{aDir, bDir} {
-		rep := verifySKUReport(t, wantCode(t, 0, "verify", filepath.Join(d, "demo", "sku-1")))
-		if int(rep.Counts.Reservations) < len(acked) {
-			t.Fatalf("%s: %d reservations for %d acknowledged", d, rep.Counts.Reservations, len(acked))
-		}
-	}
+	p.stopAndVerify(t, len(acked))
 	t.Logf("%d acknowledged reservations, all on the new primary after a pause of the old one past its lease", len(acked))
 }
 
@@ -282,24 +307,14 @@ func TestReplicaSetSurvivesAPrimaryCutFromEtcd(t *testing.T) {
 	}
 	t.Cleanup(proxy.Close)
 	bin := seckilldtest.Build(t, raceEnabled)
-	dir := t.TempDir()
-	aDir, bDir := filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	a := startReplica(t, bin, aDir, proxy.Addr, "a")
-	waitHealth(t, a, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
-	b := startReplica(t, bin, bDir, etcd.Endpoint, "b")
-	waitHealth(t, b, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
-	waitSync(t, a.Base, "b")
+	p := startPair(t, bin, proxy.Addr, etcd.Endpoint)
+	a, b := p.a, p.b
 
-	var progress loadProgress
-	stop := make(chan struct{})
-	acks := make(chan []ack)
-	go func() { acks <- load(a.Base, "cut", stop, &progress) }()
-	waitLoad(t, &progress, 200)
+	sale := startLoad(t, a.Base, "cut")
 	proxy.Cut()
 	waitHealth(t, b, "b takes over", func(h replicaHealth) bool { return h.Role == "primary" })
 	waitHealth(t, a, "a demotes itself", func(h replicaHealth) bool { return h.Role != "primary" })
-	close(stop)
-	acked := <-acks
+	acked := sale.end()
 	checkAcks(t, b.Base, acked)
 	proxy.Heal()
 	waitHealth(t, a, "a rejoins as b's standby", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "b" })
@@ -321,17 +336,12 @@ func TestReplicaSetLosesItsStandby(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			etcd := etcdtest.Start(t)
-			dir := t.TempDir()
-			aDir, bDir := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 			var extra []string
 			if strict {
 				extra = []string{"--sync-strict"}
 			}
-			a := startReplica(t, bin, aDir, etcd.Endpoint, "a", extra...)
-			waitHealth(t, a, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
-			b := startReplica(t, bin, bDir, etcd.Endpoint, "b", extra...)
-			waitHealth(t, b, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
-			waitSync(t, a.Base, "b")
+			p := startPair(t, bin, etcd.Endpoint, etcd.Endpoint, extra...)
+			a, b, bDir := p.a, p.b, p.bDir
 			if err := b.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
@@ -420,30 +430,21 @@ func startRouterProc(t *testing.T, etcd string) string {
 func TestFailoverThroughTheRouter(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	bin := seckilldtest.Build(t, raceEnabled)
-	dir := t.TempDir()
-	a := startReplica(t, bin, filepath.Join(dir, "a"), etcd.Endpoint, "a")
-	waitHealth(t, a, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
-	b := startReplica(t, bin, filepath.Join(dir, "b"), etcd.Endpoint, "b")
-	waitHealth(t, b, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
-	waitSync(t, a.Base, "b")
+	p := startPair(t, bin, etcd.Endpoint, etcd.Endpoint)
+	a, b := p.a, p.b
 	router := startRouterProc(t, etcd.Endpoint)
 
-	var progress loadProgress
-	stop := make(chan struct{})
-	acks := make(chan []ack)
-	go func() { acks <- load(router, "router", stop, &progress) }()
-	waitLoad(t, &progress, 200)
+	sale := startLoad(t, router, "router")
 	if err := a.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	killed, before := time.Now(), progress.accepted.Load()
+	killed, before := time.Now(), sale.progress.accepted.Load()
 	<-a.Exited
 	// Answers in flight at the kill may still arrive: wait for more than
 	// the load's workers could have had in flight.
-	waitLoad(t, &progress, before+20)
+	waitLoad(t, &sale.progress, before+20)
 	took := time.Since(killed)
-	close(stop)
-	acked := <-acks
+	acked := sale.end()
 	checkAcks(t, router, acked)
 	if h, _ := health(b.Base); h.Role != "primary" {
 		t.Fatalf("b after the failover: %+v", h)
@@ -461,18 +462,10 @@ func TestFailoverThroughTheRouter(t *testing.T) {
 func TestReplicaSetWhileEtcdIsPaused(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	bin := seckilldtest.Build(t, raceEnabled)
-	dir := t.TempDir()
-	a := startReplica(t, bin, filepath.Join(dir, "a"), etcd.Endpoint, "a")
-	waitHealth(t, a, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
-	b := startReplica(t, bin, filepath.Join(dir, "b"), etcd.Endpoint, "b")
-	waitHealth(t, b, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
-	waitSync(t, a.Base, "b")
+	p := startPair(t, bin, etcd.Endpoint, etcd.Endpoint)
+	a, b := p.a, p.b
 
-	var progress loadProgress
-	stop := make(chan struct{})
-	acks := make(chan []ack)
-	go func() { acks <- load(a.Base, "etcd-paused", stop, &progress) }()
-	waitLoad(t, &progress, 200)
+	sale := startLoad(t, a.Base, "etcd-paused")
 	if err := etcd.Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -480,8 +473,7 @@ func TestReplicaSetWhileEtcdIsPaused(t *testing.T) {
 	if err := etcd.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	close(stop)
-	acked := <-acks
+	acked := sale.end()
 	var leader *seckilldtest.Daemon
 	for deadline := time.Now().Add(2 * time.Minute); leader == nil; time.Sleep(20 * time.Millisecond) {
 		for _, d := range []*seckilldtest.Daemon{a, b} {
