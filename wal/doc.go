@@ -103,6 +103,11 @@
 // the flusher closes once DurableIndex passes index: one channel per batch
 // for every long poll.
 //
+// ReadLocal reads the same way through DurableIndex instead of the commit
+// index: records durable here that the standbys may not hold yet. Only
+// the replication layer uses it, to send them to the standbys whose
+// acknowledgements commit them.
+//
 // # Bounds
 //
 //   - pending batch: Options.MaxBatchRecords records and MaxBatchBytes bytes

@@ -158,13 +158,19 @@ func (c *primaryConn) shipLocked(s *primarySKU) {
 	if cs == nil || cs.mode != modeLive {
 		return
 	}
-	if cs.next == s.last.first && c.queue.tryPush(s.last.message) {
+	if cs.next != s.last.first {
+		// A live copy has sent every batch shipped before this one: a
+		// programming error, repaired by reading the log's files.
+		c.p.logger.Error("replica: a live copy out of step; catching up from disk", "standby", c.name,
+			"sku", s.key.String(), "next", cs.next, "batch_first", s.last.first)
+	} else if c.queue.tryPush(s.last.message) {
 		cs.next = s.last.last + 1
 		cs.sent.sent(s.last.last, time.Now())
 		return
+	} else {
+		c.p.metrics.queueFull.WithLabelValues(c.name).Inc()
 	}
 	cs.mode = modeCatchUp
-	c.p.metrics.queueFull.WithLabelValues(c.name).Inc()
 	c.wakeUp()
 }
 
@@ -212,6 +218,7 @@ func (p *Primary) serve(nc net.Conn) {
 		return
 	}
 	if old := p.conns[h.name]; old != nil {
+		log.Warn("replica: a standby of the same name connected again; its older connection is closed")
 		old.closeLocked()
 	}
 	p.conns[h.name] = c
@@ -396,16 +403,16 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 	b := begin{key: s.key, history: history}
 	var err error
 	if b.feedHistory, err = os.ReadFile(filepath.Join(dir, feed.HistoryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		p.logger.Warn("replica: read the feed history", "sku", s.key.String(), "err", err)
-		return false, true
+		p.drop(c, s.key, "replica: read the feed history failed; the standby reconnects", err)
+		return false, false
 	}
 	var snap []byte
 	switch {
 	case force || common+1 < myFirst || common+1 < theirs.first || (theirs.last == 0 && hasSnapshot(dir)):
 		b.mode = beginBase
 		if b.index, snap, err = newestSnapshot(dir, myFirst); err != nil {
-			p.logger.Error("replica: no base copy possible", "standby", c.name, "sku", s.key.String(), "err", err)
-			return false, true
+			p.drop(c, s.key, "replica: no base copy possible; the standby reconnects", err)
+			return false, false
 		}
 		b.snapshotSize = uint64(len(snap))
 	case common < theirs.last:
@@ -454,6 +461,16 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 	return true, false
 }
 
+// drop closes a connection that cannot go on (the standby dials again,
+// at most once a second): a failure is logged once per attempt, not per
+// retry of the pump.
+func (p *Primary) drop(c *primaryConn, k skuKey, msg string, err error) {
+	p.logger.Error(msg, "standby", c.name, "sku", k.String(), "err", err)
+	p.mu.Lock()
+	c.closeLocked()
+	p.mu.Unlock()
+}
+
 // errChunkFull stops a catch-up read at its message's bound.
 var errChunkFull = errors.New("stream: chunk full")
 
@@ -482,9 +499,11 @@ func (p *Primary) catchUp(c *primaryConn, s *primarySKU, cs *connSKU) (worked, s
 		p.logger.Warn("replica: a standby needs records this primary truncated: base copy", "standby", c.name,
 			"sku", s.key.String(), "err", err)
 		return true, false
+	case err != nil && log.Err() != nil:
+		return false, false // closed or failed: its next log's Opened closes this connection
 	case err != nil:
-		p.logger.Warn("replica: catch-up read failed; retrying", "standby", c.name, "sku", s.key.String(), "err", err)
-		return false, true
+		p.drop(c, s.key, "replica: catch-up read failed; the standby reconnects", err)
+		return false, false
 	}
 	if enc.count > 0 && !c.queue.push(enc.done()) {
 		return false, false

@@ -21,7 +21,8 @@ import (
 
 // A standby that was away while the primary truncated its log behind a
 // snapshot gets a base copy (the snapshot, then the log after it), then
-// streams; promoted, it holds every reservation.
+// streams; promoted, it holds every reservation. A new standby with an
+// empty data dir gets one too.
 func TestBaseCopyAfterTruncation(t *testing.T) {
 	p := startPair(t, nodeOptions{engine: smallSegments})
 	n, px, sb, pdir, sdir := p.n, p.px, p.sb, p.pdir, p.sdir
@@ -51,6 +52,15 @@ func TestBaseCopyAfterTruncation(t *testing.T) {
 	n.primary.Wait([]string{"b"})
 	ids = append(ids, reserve(t, n.engine, "c1", "s1", 1000, 10)...)
 	sameRecords(t, pdir, sdir, "c1", "s1")
+
+	// A new, empty standby starts from a base copy too.
+	cdir := t.TempDir()
+	sc := startStandby(t, cdir, "c", n.addr)
+	caughtUp(t, n, sc, "c")
+	if got := value(n.primary.metrics.baseCopies.WithLabelValues("c")); got != 1 {
+		t.Fatalf("base copies to the new standby = %v, want 1", got)
+	}
+	sameRecords(t, pdir, cdir, "c1", "s1")
 	promote(t, sb, sdir, ids)
 }
 
