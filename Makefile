@@ -55,7 +55,7 @@ test:
 ## docs: regenerate what the docs take from the code: docs/reference/ (every command's --help, the
 ## metrics) and the API client generated from httpapi/openapi.json; the docs tests check them in make test.
 docs:
-	SECKILL_UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestDocs(Reference|CellMetricsReference|GeneratedClientIsCurrent)$$' ./docs/ ./cmd/seckilld/ ./internal/apiclient/
+	SECKILL_UPDATE_DOCS=1 $(GO) test -count=1 -run 'TestDocs(Reference|CellMetricsReference|ReplicaMetricsReference|GeneratedClientIsCurrent)$$' ./docs/ ./cmd/seckilld/ ./internal/apiclient/
 
 ## test-long: the property tests with many more cases.
 test-long:

@@ -68,9 +68,13 @@ type errorBody struct {
 	// ExpiredAt is when an entry pass expired (ENTRY_PASS_EXPIRED).
 	ExpiredAt string `json:"expired_at,omitempty"`
 	// Cell and Address are, for WRONG_CELL, the cell that owns the user
-	// and its HTTP base URL (when the answering cell knows it).
-	Cell    string `json:"cell,omitempty"`
-	Address string `json:"address,omitempty"`
+	// and its HTTP base URL (when the answering cell knows it); Primary
+	// and Address, for NOT_PRIMARY, the replica set's primary and its
+	// base URL (replica.go).
+	Cell       string `json:"cell,omitempty"`
+	Primary    string `json:"primary,omitempty"`
+	Address    string `json:"address,omitempty"`
+	ReplicaSet string `json:"replica_set,omitempty"`
 }
 
 // reply is an encoded answer. Replies kept in the dedup cache are shared

@@ -136,6 +136,11 @@ type Config struct {
 	TopUpPending func(campaignID, skuID string) bool
 	// EntryPasses configures entry passes: their keys, the issuing route.
 	EntryPasses EntryPassConfig
+	// Front, when set, is put in front of every route: it gets each
+	// request first and calls next to have the API answer it. A member of
+	// a replica set answers its own routes there, and NOT_PRIMARY from
+	// the moment it stops leading (replica.go). Nil: the API alone.
+	Front func(next fasthttp.RequestHandler) fasthttp.RequestHandler
 }
 
 func (c *Config) fill() error {
@@ -299,8 +304,12 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Registry.Register(newSKUCollector(cfg.Engine, s.gates, s.limits)); err != nil {
 		return nil, fmt.Errorf("httpapi: registering the SKU collector: %w", err)
 	}
+	handler := s.Handler()
+	if cfg.Front != nil {
+		handler = cfg.Front(handler)
+	}
 	s.http = &fasthttp.Server{
-		Handler:               s.Handler(),
+		Handler:               handler,
 		ErrorHandler:          s.parseError,
 		ReadTimeout:           cfg.ReadTimeout,
 		WriteTimeout:          cfg.WriteTimeout,

@@ -12,6 +12,11 @@ import (
 	"github.com/seckill/seckill/ledger"
 )
 
+var (
+	_ Coordinator = (*Etcd)(nil)
+	_ Coordinator = (*MemoryReplica)(nil)
+)
+
 // replicaUnderTest is a Coordinator whose lease a test can end at once
 // (the process died, or was paused, and TTL passed).
 type replicaUnderTest interface {
@@ -113,6 +118,33 @@ func contract(t *testing.T, r map[string]replicaUnderTest) {
 		}
 	}
 
+	// Members register on their leases, each with its addresses.
+	member := func(name string) Member {
+		return Member{HTTP: "http://" + name + ":8080", Replication: name + ":7070"}
+	}
+	register := func(name string) <-chan struct{} {
+		t.Helper()
+		gone, err := r[name].Register(ctx, member(name))
+		if err != nil {
+			t.Fatalf("%s registers: %v", name, err)
+		}
+		return gone
+	}
+	members := func() map[string]Member {
+		t.Helper()
+		ms, err := r["c"].Members(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+	aGone := register("a")
+	register("b")
+	register("c")
+	if ms := members(); len(ms) != 3 || ms["b"] != member("b") {
+		t.Fatalf("members %+v", ms)
+	}
+
 	// A new set: anyone may start it; the first to commit leads epoch 1.
 	fresh := read("a")
 	if !MayLead(fresh, "a") || !MayLead(fresh, "b") {
@@ -143,7 +175,17 @@ func contract(t *testing.T, r map[string]replicaUnderTest) {
 	}
 
 	// Rule 2: a's lease ends; c, not in the sync set, may not lead; b may.
+	// a's member key went with its lease (the same one); it registers
+	// again on a new one.
 	lose(ha)
+	<-aGone
+	if _, ok := members()["a"]; ok {
+		t.Fatalf("a's member key outlived its lease: %+v", members())
+	}
+	register("a")
+	if ms := members(); ms["a"] != member("a") {
+		t.Fatalf("a registered again: %+v", ms)
+	}
 	v = read("c")
 	if v.Leader != "" || !slices.Equal(v.Sync.Standbys, []string{"b"}) || MayLead(v, "c") || !MayLead(v, "b") {
 		t.Fatalf("after a's lease ended: %+v", v)

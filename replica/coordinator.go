@@ -26,8 +26,25 @@ type Coordinator interface {
 	// this replica's: its lease ended. A closed channel for a holding
 	// that already ended.
 	Lost(h Holding) <-chan struct{}
+	// Register publishes m as this replica's member key, on its lease:
+	// the key goes when the lease ends (the process died, or was cut off
+	// from the coordinator for the TTL), and the returned channel is then
+	// closed; the replica registers again.
+	Register(ctx context.Context, m Member) (<-chan struct{}, error)
+	// Members returns the set's registered members by name.
+	Members(ctx context.Context) (map[string]Member, error)
 	// Name is this replica's name.
 	Name() string
+}
+
+// Member is what a replica publishes of itself: where clients and its
+// peers reach it.
+type Member struct {
+	// HTTP is the base URL of its HTTP API (http://host:port).
+	HTTP string `json:"http"`
+	// Replication is the host:port its replication stream listens on
+	// (standbys of this replica, once primary, dial it).
+	Replication string `json:"replication"`
 }
 
 // Holding is one replica's tenure of the leader key.

@@ -8,6 +8,10 @@
 //	<prefix>/replicasets/<set>/leader   the primary's name, on its lease
 //	<prefix>/replicasets/<set>/sync     {"primary", "sync", "epoch"}
 //
+// and each replica registers <prefix>/replicasets/<set>/members/<name>
+// = {"http", "replication"} on its own lease (Coordinator.Register), so
+// standbys, routers and seckillctl find the primary's addresses.
+//
 // The sync key names the standbys that may be promoted (the sync set) and
 // the epoch; only the primary changes it, in a transaction that compares
 // its own leader key (Coordinator.SetSync), so a deposed primary's
@@ -38,6 +42,14 @@
 // rejoining replica keeps what its log shares with the primary's
 // (Common, over each log's epoch history) and cuts the rest
 // (wal.CutAfter).
+//
+// Primaries (primaries.go) follows the leader and member keys of every
+// set for clients (seckill-router).
+//
+// Node (node.go) is the role loop of one replica, pure: it turns ticks,
+// the coordinator's answers, its standbys' statuses and Lost into actions
+// (acquire, promote, demote, publish, wait, follow) that a runner
+// performs.
 //
 // A lease is liveness, not safety: it frees the leader key of a primary
 // that stopped renewing it (TTL about 2 s), and Coordinator.Lost tells a

@@ -2,11 +2,13 @@ package replica
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
@@ -20,7 +22,8 @@ type Etcd struct {
 	name      string
 	leaderKey string
 	syncKey   string
-	ttl       int // seconds
+	members   string // the members' key prefix, ending in "/"
+	ttl       int    // seconds
 
 	mu       sync.Mutex
 	session  *concurrency.Session
@@ -38,9 +41,20 @@ func NewEtcd(c *clientv3.Client, prefix, set, name string, ttl time.Duration) (*
 	if secs < 1 {
 		secs = 1
 	}
-	base := strings.TrimSuffix(prefix, "/") + "/replicasets/" + set
-	return &Etcd{c: c, name: name, leaderKey: base + "/leader", syncKey: base + "/sync", ttl: secs,
+	base := setKey(prefix, set)
+	return &Etcd{c: c, name: name, leaderKey: base + "/leader", syncKey: base + "/sync", members: base + "/members/", ttl: secs,
 		sessions: map[int64]*concurrency.Session{}}, nil
+}
+
+// setKey is the key under which replica set set lives.
+func setKey(prefix, set string) string {
+	return SetsKey(prefix) + set
+}
+
+// SetsKey is the prefix of every replica set's keys under prefix (a
+// router watches it).
+func SetsKey(prefix string) string {
+	return strings.TrimSuffix(prefix, "/") + "/replicasets/"
 }
 
 func (e *Etcd) Name() string { return e.name }
@@ -67,7 +81,9 @@ func (e *Etcd) Read(ctx context.Context) (View, error) {
 }
 
 // liveSession returns a session whose lease is alive, making one if the
-// last one ended.
+// last one ended. The lease is granted within ctx (an unreachable etcd
+// fails the call at ctx's deadline); its keep-alives then run until the
+// session is closed or the lease ends, beyond ctx.
 func (e *Etcd) liveSession(ctx context.Context) (*concurrency.Session, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -79,7 +95,12 @@ func (e *Etcd) liveSession(ctx context.Context) (*concurrency.Session, error) {
 			return e.session, nil
 		}
 	}
-	s, err := concurrency.NewSession(e.c, concurrency.WithTTL(e.ttl), concurrency.WithContext(context.WithoutCancel(ctx)))
+	lease, err := e.c.Grant(ctx, int64(e.ttl))
+	if err != nil {
+		return nil, err
+	}
+	s, err := concurrency.NewSession(e.c, concurrency.WithLease(lease.ID), concurrency.WithTTL(e.ttl),
+		concurrency.WithContext(context.WithoutCancel(ctx)))
 	if err != nil {
 		return nil, err
 	}
@@ -163,6 +184,42 @@ func (e *Etcd) Lost(h Holding) <-chan struct{} {
 	done := make(chan struct{})
 	close(done)
 	return done
+}
+
+func (e *Etcd) Register(ctx context.Context, m Member) (<-chan struct{}, error) {
+	s, err := e.liveSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.c.Put(ctx, e.members+e.name, string(b), clientv3.WithLease(s.Lease())); err != nil {
+		return nil, err
+	}
+	return s.Done(), nil
+}
+
+func (e *Etcd) Members(ctx context.Context) (map[string]Member, error) {
+	resp, err := e.c.Get(ctx, e.members, clientv3.WithPrefix())
+	if err != nil {
+		return nil, err
+	}
+	return decodeMembers(e.members, resp.Kvs)
+}
+
+// decodeMembers reads the member keys kvs under prefix members.
+func decodeMembers(members string, kvs []*mvccpb.KeyValue) (map[string]Member, error) {
+	out := make(map[string]Member, len(kvs))
+	for _, kv := range kvs {
+		var m Member
+		if err := json.Unmarshal(kv.Value, &m); err != nil {
+			return nil, fmt.Errorf("replica: member key %s holds %q: %w", kv.Key, kv.Value, err)
+		}
+		out[strings.TrimPrefix(string(kv.Key), members)] = m
+	}
+	return out, nil
 }
 
 // Close ends the replica's lease (its leader key, if any, goes at once).

@@ -27,6 +27,13 @@ type memorySet struct {
 	leaderLease *memoryLease
 	sync        SyncState
 	syncRev     int64
+	members     map[string]memoryMember
+}
+
+// memoryMember is a member key, on the lease it was put with.
+type memoryMember struct {
+	Member
+	lease *memoryLease
 }
 
 type memoryLease struct {
@@ -70,6 +77,13 @@ func (m *Memory) expireLocked() {
 			m.endLocked(l)
 			s.leader, s.leaderRev, s.leaderLease = "", 0, nil
 			m.rev++
+		}
+		for name, mm := range s.members {
+			if l := mm.lease; l.ended || !now.Before(l.expires) {
+				m.endLocked(l)
+				delete(s.members, name)
+				m.rev++
+			}
 		}
 	}
 }
@@ -142,14 +156,12 @@ func (r *MemoryReplica) Acquire(ctx context.Context, v View) (Holding, error) {
 	if s.leaderRev != 0 || s.syncRev != v.SyncRevision {
 		return Holding{}, ErrNotEligible
 	}
-	if r.lease == nil || r.lease.ended {
-		r.lease = &memoryLease{expires: r.m.clock().Add(r.ttl), lost: make(chan struct{})}
-	}
+	l := r.liveLeaseLocked()
 	r.m.rev++
 	next := promoted(v, r.name)
-	s.leader, s.leaderRev, s.leaderLease = r.name, r.m.rev, r.lease
+	s.leader, s.leaderRev, s.leaderLease = r.name, r.m.rev, l
 	s.sync, s.syncRev = next, r.m.rev
-	r.held[r.m.rev] = r.lease
+	r.held[r.m.rev] = l
 	return Holding{Name: r.name, Revision: r.m.rev, Epoch: next.Epoch}, nil
 }
 
@@ -210,4 +222,44 @@ func (r *MemoryReplica) Lost(h Holding) <-chan struct{} {
 	done := make(chan struct{})
 	close(done)
 	return done
+}
+
+// liveLeaseLocked returns the replica's lease, a new one if the last one
+// ended (etcd's session, made again).
+func (r *MemoryReplica) liveLeaseLocked() *memoryLease {
+	if r.lease == nil || r.lease.ended {
+		r.lease = &memoryLease{expires: r.m.clock().Add(r.ttl), lost: make(chan struct{})}
+	}
+	return r.lease
+}
+
+func (r *MemoryReplica) Register(ctx context.Context, m Member) (<-chan struct{}, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	r.m.expireLocked()
+	s := r.m.setLocked(r.set)
+	if s.members == nil {
+		s.members = map[string]memoryMember{}
+	}
+	l := r.liveLeaseLocked()
+	r.m.rev++
+	s.members[r.name] = memoryMember{Member: m, lease: l}
+	return l.lost, nil
+}
+
+func (r *MemoryReplica) Members(ctx context.Context) (map[string]Member, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	r.m.expireLocked()
+	out := map[string]Member{}
+	for name, mm := range r.m.setLocked(r.set).members {
+		out[name] = mm.Member
+	}
+	return out, nil
 }

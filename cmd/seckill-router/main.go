@@ -15,6 +15,9 @@
 // received and did not answer within --timeout is answered 504
 // RESULT_UNKNOWN with its lookup URL, as one node answers it
 // (unanswered.go); a 421 WRONG_CELL gets the address of the cell it names.
+// A cell that is a replica set of seckillds (its replicas registered under
+// the cell's id) is sent to the set's primary, as etcd names it, and a 421
+// NOT_PRIMARY is retried once at the primary it names (replicas.go).
 //
 //	seckill-router --addr 127.0.0.1:8090 --etcd HOST:PORT,...
 //	               --cells c1=127.0.0.1:8081,c2=127.0.0.1:8082 [--default-cell c1]
@@ -46,6 +49,7 @@ import (
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/ledger"
+	"github.com/seckill/seckill/replica"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -61,8 +65,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8090", "listen address")
 	fs.StringVar(&o.etcd, "etcd", "", "etcd endpoints, comma-separated (required)")
-	fs.StringVar(&o.prefix, "etcd-prefix", ledger.DefaultPrefix, "key prefix of the ledger")
-	fs.StringVar(&o.cells, "cells", "", "cell=host:port,... (required)")
+	fs.StringVar(&o.prefix, "etcd-prefix", ledger.DefaultPrefix, "key prefix of the ledger and the replica sets")
+	fs.StringVar(&o.cells, "cells", "", "cell=host:port,... (required; a cell that is a replica set goes to its primary, as etcd names it, instead)")
 	fs.StringVar(&o.defaultCell, "default-cell", "", "cell for campaigns no cell claimed (their PUT claims them there) and routes that name no campaign (default: the first of --cells)")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Second, "per-request timeout towards a cell (a command it may have received and did not answer in time: 504 RESULT_UNKNOWN)")
 	if err := fs.Parse(args); err != nil {
@@ -101,8 +105,12 @@ const publishedPoll = time.Second
 
 // router forwards each request to its cell.
 type router struct {
-	routes      atomic.Pointer[cells.Routes]
-	clients     map[string]*fasthttp.HostClient
+	routes atomic.Pointer[cells.Routes]
+	// static is each cell's --cells address; a cell that is a replica
+	// set (replicas.go) is sent to its primary instead.
+	static      map[string]*fasthttp.HostClient
+	primaries   *replica.Primaries
+	byAddr      sync.Map // host:port → *fasthttp.HostClient, of the primaries
 	order       []string
 	defaultCell string
 	timeout     time.Duration
@@ -112,14 +120,14 @@ type router struct {
 // newRouter builds the router of o's --cells over the ledger l; its
 // routes are empty until stored.
 func newRouter(o options, l *ledger.Ledger) (*router, error) {
-	r := &router{clients: map[string]*fasthttp.HostClient{}, timeout: o.timeout, local: newLocalCells(l)}
+	r := &router{static: map[string]*fasthttp.HostClient{}, timeout: o.timeout, local: newLocalCells(l),
+		primaries: replica.NewPrimaries(o.prefix)}
 	for _, kv := range strings.Split(o.cells, ",") {
 		cell, addr, ok := strings.Cut(kv, "=")
 		if !ok || cell == "" || addr == "" {
 			return nil, fmt.Errorf("--cells: %q is not cell=host:port", kv)
 		}
-		r.clients[cell] = &fasthttp.HostClient{Addr: addr, MaxConns: 4096, ReadTimeout: o.timeout, WriteTimeout: o.timeout,
-			MaxIdemponentCallAttempts: 1}
+		r.static[cell] = r.newClient(addr)
 		r.order = append(r.order, cell)
 	}
 	r.defaultCell = o.defaultCell
@@ -164,6 +172,7 @@ func serve(o options, stdout io.Writer, log *slog.Logger) error {
 	stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
 	go r.pollPublished(stop, l, log)
+	go r.primaries.Follow(stop, client, log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -266,17 +275,12 @@ func (r *router) forwardBatch(ctx *fasthttp.RequestCtx, route cells.Route) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c := r.clients[part.Cell]
-				if c == nil {
-					answers[k].Err = fmt.Errorf("no address for cell %s", part.Cell)
-					return
-				}
 				req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 				defer fasthttp.ReleaseRequest(req)
 				defer fasthttp.ReleaseResponse(resp)
 				ctx.Request.CopyTo(req) // the method, path and headers (a token, an entry pass's header)
 				req.SetBody(part.Body)
-				err := c.DoTimeout(req, resp, r.timeout)
+				err := r.do(part.Cell, req, resp)
 				answers[k] = cells.PartAnswer{Status: resp.StatusCode(), Body: append([]byte(nil), resp.Body()...),
 					Err: err, Unknown: err != nil && delivered(err)}
 			}()
@@ -333,12 +337,8 @@ func (r *router) forward(ctx *fasthttp.RequestCtx, cell string) bool {
 // when it has none and the router knows it); the error when the cell did
 // not answer, the response then undefined.
 func (r *router) send(ctx *fasthttp.RequestCtx, cell string) error {
-	c := r.clients[cell]
-	if c == nil {
-		return errNotDelivered
-	}
 	ctx.Response.Reset()
-	if err := c.DoTimeout(&ctx.Request, &ctx.Response, r.timeout); err != nil {
+	if err := r.do(cell, &ctx.Request, &ctx.Response); err != nil {
 		return err
 	}
 	if ctx.Response.StatusCode() == fasthttp.StatusMisdirectedRequest {
@@ -355,7 +355,7 @@ func (r *router) addCellAddress(resp *fasthttp.Response) {
 	if err != nil || v.Type() != fastjson.TypeObject || v.Exists("address") {
 		return
 	}
-	c := r.clients[string(v.GetStringBytes("cell"))]
+	c := r.client(string(v.GetStringBytes("cell")))
 	if c == nil {
 		return
 	}

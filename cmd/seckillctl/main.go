@@ -12,6 +12,7 @@
 //	seckillctl lottery verify DIR | --evidence EVIDENCE.json --pool ENTRIES.csv
 //	seckillctl reconcile --orders URL --campaign C [--sku S] [--lag D] [--json] (--server URL | --etcd E | --data-dir DIR)
 //	seckillctl dashboard-link --server URL --admin-token T
+//	seckillctl ha status|switchover --etcd E --replica-set S --admin-token T [--to B]
 //
 // DIR is a SKU directory (<data-dir>/<campaign>/<sku>) or its wal
 // directory; verify also takes a whole data dir. The log is read with
@@ -93,6 +94,13 @@ const usage = `seckillctl: operate on seckill data directories (read-only unless
         compare the campaign's reservations with seckill-orders' database, one by
         one: list each difference by reservation_id and request_id with its
         idempotent repair, and the totals; exit 1 if there is any
+  seckillctl ha status --etcd E --replica-set S --admin-token T [--json]
+        each replica of a replica set: its role, epoch, whether it is in the sync
+        set, its lag behind the primary (records, ms); from etcd and each
+        replica's GET /admin/replica
+  seckillctl ha switchover --etcd E --replica-set S --to B --admin-token T [--timeout 30s]
+        hand the lead to standby B: the primary stops admitting, waits until B
+        holds every record, releases the leader key to B alone; prints the pause
   seckillctl dashboard-link --server URL --admin-token T
         print a one-time login link to the server's dashboard (works once, within a
         minute; sets an HttpOnly session cookie for 12 h): for a browser the token
@@ -159,6 +167,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runReconcile(rest, stdout)
 	case "dashboard-link":
 		err = runDashboardLink(rest, stdout, stderr)
+	case "ha":
+		err = runHA(rest, stdout)
 	default:
 		err = usageError("unknown command %q", cmd)
 	}

@@ -34,13 +34,18 @@ type cellOptions struct {
 
 func registerCellFlags(fs *flag.FlagSet, o *cellOptions) {
 	fs.StringVar(&o.id, "cell", "", "run as this cell of the celled SKUs published in etcd (needs --etcd)")
-	fs.StringVar(&o.etcd, "etcd", "", "etcd endpoints, comma-separated host:port (with --cell)")
-	fs.StringVar(&o.etcdPrefix, "etcd-prefix", ledger.DefaultPrefix, "key prefix of the quota ledger in etcd")
+	fs.StringVar(&o.etcd, "etcd", "", "etcd endpoints, comma-separated host:port (with --cell or --replica)")
+	fs.StringVar(&o.etcdPrefix, "etcd-prefix", ledger.DefaultPrefix, "key prefix of the quota ledger and the replica sets in etcd")
 }
 
-func (o cellOptions) validate() error {
-	if (o.id == "") != (o.etcd == "") {
-		return errors.New("--cell and --etcd go together")
+// validate checks the cell flags; replicated: --replica was given (it
+// uses --etcd too).
+func (o cellOptions) validate(replicated bool) error {
+	if o.id != "" && o.etcd == "" {
+		return errors.New("--cell needs --etcd")
+	}
+	if o.etcd != "" && o.id == "" && !replicated {
+		return errors.New("--etcd needs --cell or --replica")
 	}
 	return nil
 }

@@ -42,7 +42,8 @@ type options struct {
 	snapshotInterval time.Duration
 	snapshotKeep     int
 	maxSKUs          int
-	cell             cellOptions // cell.go
+	cell             cellOptions    // cell.go
+	replica          replicaOptions // haflags.go
 	// entryPasses holds the parsed --entry-pass-* flags; its
 	// types never print their secrets.
 	entryPasses       httpapi.EntryPassConfig
@@ -76,6 +77,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.lotteryDrawPause, "lottery-draw-pause", 0, "pause between two group commits of a lottery draw (0: none; spreads a large draw over time)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) to this file until shutdown")
 	registerCellFlags(fs, &o.cell)
+	registerReplicaFlags(fs, &o.replica)
 	passKeys := fs.String("entry-pass-keys", "", "entry-pass signing keys kid:hex,... (the first signs, all verify; empty: no passes)")
 	subjectSecret := fs.String("entry-pass-subject-secret", "", "hex secret (32-64 bytes) hashing the subject values of issued passes")
 	fs.StringVar(&o.entryPasses.IssuerToken, "entry-pass-issuer-token", "", "bearer token of the entry-pass issuing route (empty: the route is off)")
@@ -83,7 +85,10 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL")); err != nil {
 		return o, err
 	}
-	if err := o.cell.validate(); err != nil {
+	if err := o.cell.validate(o.replica.enabled()); err != nil {
+		return o, err
+	}
+	if err := o.replica.validate(o.cell.id, o.cell.etcd != ""); err != nil {
 		return o, err
 	}
 	switch *fsync {

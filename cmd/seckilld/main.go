@@ -37,6 +37,7 @@ import (
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/wal"
+	"github.com/valyala/fasthttp"
 )
 
 // shutdownTimeout bounds the wait for requests in flight at shutdown.
@@ -126,70 +127,26 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 		}
 	}()
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	// The one clock of every decision: the engine's, the HTTP API's and the
-	// campaign file's (a lottery's redefinition is judged on it).
-	clock := time.Now
-	engine, err := actors.Open(actors.Config{Clock: clock, DataDir: opts.dataDir, Fsync: opts.fsync, Logger: log, Registerer: reg,
-		SnapshotEvery: opts.snapshotEvery, SnapshotInterval: opts.snapshotInterval, SnapshotKeep: opts.snapshotKeep,
-		MaxSKUs: budget.MaxSKUs, FeedRetainRecords: opts.feedRetainRecords, FeedRetainAge: opts.feedRetainAge,
-		DrawBatch: opts.lotteryDrawBatch, DrawPause: opts.lotteryDrawPause})
-	if err != nil {
-		return fmt.Errorf("opening %s: %w%s", opts.dataDir, err, tooManyHint(err, budget))
+	if opts.replica.enabled() { // a member of a replica set (hanode.go)
+		served = true
+		return serveReplica(opts, stdout, log, svcDeps{opts: opts, budget: budget, campaigns: campaigns, token: token, clock: time.Now}, ln, generated)
 	}
-	defer func() {
-		if cerr := engine.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("closing the engine: %w", cerr)
-		}
-	}()
-	// What the HTTP API serves: the engine and its features, or for a cell
-	// its guard of the engine, which also decides what the admin API may
-	// define.
-	var front httpapi.Engine = engine
-	var claimer httpapi.CampaignClaimer
-	var cellGuard httpapi.CellGuard
-	var topUpPending func(campaignID, skuID string) bool
-	var rt *cellRuntime
-	if opts.cell.id != "" { // one cell of celled SKUs (cell.go)
-		if rt, err = startCell(engine, opts.cell, opts.dataDir, reg, log); err != nil {
-			return err
-		}
-		defer rt.stop()
-		front, claimer, cellGuard, topUpPending = rt.guard, rt.guard, rt.guard, rt.topUpPending
-	} else if err := defineCampaigns(engine, opts.campaigns, campaigns, clock(), log); err != nil {
-		return fmt.Errorf("%w%s", err, tooManyHint(err, budget))
-	}
-
-	srv, err := httpapi.New(httpapi.Config{
-		Clock:          clock,
-		MaxConnections: budget.MaxConnections,
-		Engine:         front,
-		Feed:           feed.New(engine),
-		Lotteries:      engine,
-		Claimer:        claimer,
-		CellGuard:      cellGuard,
-		TopUpPending:   topUpPending,
-		AdminToken:     token,
-		PaymentSecret:  []byte(opts.paymentSecret),
-		MaxQueueWait:   opts.maxQueueWait,
-		Logger:         log,
-		Registry:       reg,
-		EntryPasses:    opts.entryPasses,
-		FeedHeartbeat:  opts.feedHeartbeat,
-	})
+	reg := newRegistry()
+	svc, err := openService(svcDeps{opts: opts, budget: budget, campaigns: campaigns, token: token, reg: reg, log: log, clock: time.Now})
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if cerr := svc.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	srv, rt := svc.srv, svc.rt
 	fmt.Fprintf(stdout, "seckilld listening on http://%s\n", ln.Addr())
 	if rt != nil {
 		rt.announce(rt.ledger, rt.id, "http://"+ln.Addr().String(), log)
 	}
-	if generated {
-		fmt.Fprintf(stdout, "admin token: %s\n", token)
-	} else {
-		fmt.Fprintln(stdout, "admin token: the one given by --admin-token / SECKILL_ADMIN_TOKEN")
-	}
+	printToken(stdout, token, generated)
 
 	stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
@@ -211,11 +168,135 @@ func serve(opts options, stdout io.Writer, log *slog.Logger) (err error) {
 	return nil // the deferred engine.Close flushes and fsyncs every log
 }
 
+// printToken says which admin token the service takes.
+func printToken(stdout io.Writer, token string, generated bool) {
+	if generated {
+		fmt.Fprintf(stdout, "admin token: %s\n", token)
+	} else {
+		fmt.Fprintln(stdout, "admin token: the one given by --admin-token / SECKILL_ADMIN_TOKEN")
+	}
+}
+
+// newRegistry is a registry with the Go runtime's and the process's
+// collectors.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// svcDeps is what openService needs.
+type svcDeps struct {
+	opts      options
+	budget    fdBudget
+	campaigns []httpapi.Campaign
+	token     string
+	reg       *prometheus.Registry
+	log       *slog.Logger
+	// clock is the one clock of every decision: the engine's, the HTTP
+	// API's and the campaign file's (a lottery's redefinition is judged
+	// on it).
+	clock func() time.Time
+	// replicate, when set, makes the engine's logs replicated (a
+	// primary's stream sets actors.Config's replication).
+	replicate func(*actors.Config)
+	// front is httpapi.Config.Front.
+	front func(next fasthttp.RequestHandler) fasthttp.RequestHandler
+	// deferCampaigns leaves the campaigns to the caller (a replica's
+	// primary defines them while it serves: with --sync-strict nothing
+	// commits until a standby is waited for).
+	deferCampaigns bool
+}
+
+// service is what serves the API: the engine, for a cell its runtime,
+// and the HTTP service over them.
+type service struct {
+	engine *actors.Engine
+	rt     *cellRuntime
+	srv    *httpapi.Server
+}
+
+// openService opens the engine of d's data dir, starts a cell's runtime
+// or defines the campaigns, and builds the HTTP service; it does not
+// serve yet.
+func openService(d svcDeps) (_ *service, err error) {
+	opts, log := d.opts, d.log
+	cfg := actors.Config{Clock: d.clock, DataDir: opts.dataDir, Fsync: opts.fsync, Logger: log, Registerer: d.reg,
+		SnapshotEvery: opts.snapshotEvery, SnapshotInterval: opts.snapshotInterval, SnapshotKeep: opts.snapshotKeep,
+		MaxSKUs: d.budget.MaxSKUs, FeedRetainRecords: opts.feedRetainRecords, FeedRetainAge: opts.feedRetainAge,
+		DrawBatch: opts.lotteryDrawBatch, DrawPause: opts.lotteryDrawPause}
+	if d.replicate != nil {
+		d.replicate(&cfg)
+	}
+	engine, err := actors.Open(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w%s", opts.dataDir, err, tooManyHint(err, d.budget))
+	}
+	svc := &service{engine: engine}
+	defer func() {
+		if err != nil {
+			svc.close()
+		}
+	}()
+	// What the HTTP API serves: the engine and its features, or for a cell
+	// its guard of the engine, which also decides what the admin API may
+	// define.
+	var front httpapi.Engine = engine
+	var claimer httpapi.CampaignClaimer
+	var cellGuard httpapi.CellGuard
+	var topUpPending func(campaignID, skuID string) bool
+	if opts.cell.id != "" { // one cell of celled SKUs (cell.go)
+		if svc.rt, err = startCell(engine, opts.cell, opts.dataDir, d.reg, log); err != nil {
+			return nil, err
+		}
+		front, claimer, cellGuard, topUpPending = svc.rt.guard, svc.rt.guard, svc.rt.guard, svc.rt.topUpPending
+	} else if !d.deferCampaigns {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := defineCampaigns(ctx, engine, opts.campaigns, d.campaigns, d.clock(), log)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("%w%s", err, tooManyHint(err, d.budget))
+		}
+	}
+	svc.srv, err = httpapi.New(httpapi.Config{
+		Clock:          d.clock,
+		MaxConnections: d.budget.MaxConnections,
+		Engine:         front,
+		Feed:           feed.New(engine),
+		Lotteries:      engine,
+		Claimer:        claimer,
+		CellGuard:      cellGuard,
+		TopUpPending:   topUpPending,
+		AdminToken:     d.token,
+		PaymentSecret:  []byte(opts.paymentSecret),
+		MaxQueueWait:   opts.maxQueueWait,
+		Logger:         log,
+		Registry:       d.reg,
+		EntryPasses:    opts.entryPasses,
+		FeedHeartbeat:  opts.feedHeartbeat,
+		Front:          d.front,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return svc, nil
+}
+
+// close stops a cell's runtime and closes the engine (every log flushed
+// and fsynced); the HTTP service was shut down before.
+func (s *service) close() error {
+	if s.rt != nil {
+		s.rt.stop()
+	}
+	if err := s.engine.Close(); err != nil {
+		return fmt.Errorf("closing the engine: %w", err)
+	}
+	return nil
+}
+
 // defineCampaigns applies cs, read from the campaign file at path, or the
-// demo campaign on the first start when there is no file, at now.
-func defineCampaigns(e *actors.Engine, path string, cs []httpapi.Campaign, now time.Time, log *slog.Logger) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+// demo campaign on the first start when there is no file.
+func defineCampaigns(ctx context.Context, e *actors.Engine, path string, cs []httpapi.Campaign, now time.Time, log *slog.Logger) error {
 	if path == "" {
 		defined, err := httpapi.EnsureDemo(ctx, e, now)
 		if defined {

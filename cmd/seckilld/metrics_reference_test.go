@@ -33,18 +33,25 @@ See [cells.md](../cells.md#the-agent).
 
 `)
 	b.WriteString(metricsdoc.Table(families))
-	path := filepath.Join("..", "..", "docs", "reference", "metrics-cell.md")
+	checkReference(t, "metrics-cell.md", b.Bytes())
+}
+
+// checkReference compares docs/reference/<name> with what the code
+// prints now (want), or writes it with SECKILL_UPDATE_DOCS=1 (make docs).
+func checkReference(t *testing.T, name string, now []byte) {
+	t.Helper()
+	path := filepath.Join("..", "..", "docs", "reference", name)
 	if os.Getenv("SECKILL_UPDATE_DOCS") != "" {
-		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(path, now, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	want, err := os.ReadFile(path)
+	file, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("%v (make docs writes it)", err)
 	}
-	if !bytes.Equal(want, b.Bytes()) {
-		t.Errorf("docs/reference/metrics-cell.md is not current: run make docs and commit it\nfile:\n%s\ncode:\n%s", want, b.Bytes())
+	if !bytes.Equal(file, now) {
+		t.Errorf("docs/reference/%s is not current: run make docs and commit it\nfile:\n%s\ncode:\n%s", name, file, now)
 	}
 }

@@ -51,6 +51,19 @@ type Daemon struct {
 // running is killed, and its stderr is logged if the test failed.
 func Start(t testing.TB, bin, dataDir string, env []string, args ...string) *Daemon {
 	t.Helper()
+	return start(t, bin, dataDir, env, "/readyz", args...)
+}
+
+// StartReplica is Start for a member of a replica set (args carry
+// --replica and its flags): it returns once /healthz answers 200, in
+// whichever role (a standby's /readyz is 503 NOT_PRIMARY).
+func StartReplica(t testing.TB, bin, dataDir string, env []string, args ...string) *Daemon {
+	t.Helper()
+	return start(t, bin, dataDir, env, "/healthz", args...)
+}
+
+func start(t testing.TB, bin, dataDir string, env []string, ready string, args ...string) *Daemon {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"--addr", "127.0.0.1:0", "--data-dir", dataDir, "--log-level", "warn"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	d := &Daemon{Cmd: cmd, Exited: make(chan error, 1)}
@@ -67,6 +80,7 @@ func Start(t testing.TB, bin, dataDir string, env []string, args ...string) *Dae
 		lines := bufio.NewScanner(out)
 		for lines.Scan() {
 			if a, ok := strings.CutPrefix(lines.Text(), "seckilld listening on "); ok {
+				a, _, _ = strings.Cut(a, " ") // a replica says more after its address
 				addr <- a
 			}
 		}
@@ -89,7 +103,7 @@ func Start(t testing.TB, bin, dataDir string, env []string, args ...string) *Dae
 		t.Fatalf("seckilld did not start:\n%s", d.Stderr())
 	}
 	for deadline := time.Now().Add(2 * time.Minute); ; {
-		if resp, err := http.Get(d.Base + "/readyz"); err == nil {
+		if resp, err := http.Get(d.Base + ready); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return d

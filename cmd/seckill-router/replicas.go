@@ -1,0 +1,77 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/seckill/seckill/httpapi"
+)
+
+// A cell (or a plain node) may be a replica set of seckillds (package
+// replica): one primary serves it, its standbys answer 421 NOT_PRIMARY.
+// The router follows every set's leader and member keys in etcd
+// (replica.Primaries, a watch) and sends a cell's requests to the primary
+// of the replica set named by the cell's id; while that set is between
+// primaries (its leader key free during a failover) the request is not
+// sent (503 CELL_UNAVAILABLE, Retry-After: nothing was delivered). A cell
+// no replica set names goes to its --cells address. A 421 NOT_PRIMARY
+// (the router's table a moment behind etcd) is retried once at the
+// primary it names; a request delivered to a primary that died before
+// answering is answered 504 RESULT_UNKNOWN with its lookup URL
+// (unanswered.go).
+
+// newClient is the router's client of one seckilld address.
+func (r *router) newClient(addr string) *fasthttp.HostClient {
+	return &fasthttp.HostClient{Addr: addr, MaxConns: 4096, ReadTimeout: r.timeout, WriteTimeout: r.timeout,
+		MaxIdemponentCallAttempts: 1}
+}
+
+// clientAt is the client of a primary's address host:port.
+func (r *router) clientAt(addr string) *fasthttp.HostClient {
+	if c, ok := r.byAddr.Load(addr); ok {
+		return c.(*fasthttp.HostClient)
+	}
+	c, _ := r.byAddr.LoadOrStore(addr, r.newClient(addr))
+	return c.(*fasthttp.HostClient)
+}
+
+// client is where cell's requests go now: its replica set's primary, its
+// --cells address, or nil (nowhere: a set between primaries, a cell
+// without an address).
+func (r *router) client(cell string) *fasthttp.HostClient {
+	if name, m := r.primaries.Primary(cell); name != "" && m.HTTP != "" {
+		return r.clientAt(hostPort(m.HTTP))
+	}
+	if r.primaries.Known(cell) {
+		return nil
+	}
+	return r.static[cell]
+}
+
+// hostPort is the host:port of a base URL.
+func hostPort(url string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(url, "http://"), "https://"), "/")
+}
+
+// do sends req to cell and reads its answer into resp; a 421 NOT_PRIMARY
+// that names another address is sent there once more (a standby refused
+// it: nothing was applied).
+func (r *router) do(cell string, req *fasthttp.Request, resp *fasthttp.Response) error {
+	c := r.client(cell)
+	if c == nil {
+		return errNotDelivered
+	}
+	if err := c.DoTimeout(req, resp, r.timeout); err != nil {
+		return err
+	}
+	if resp.StatusCode() != fasthttp.StatusMisdirectedRequest {
+		return nil
+	}
+	np, ok := httpapi.ParseNotPrimary(resp.Body())
+	if !ok || np.Address == "" || hostPort(np.Address) == c.Addr {
+		return nil
+	}
+	resp.Reset()
+	return r.clientAt(hostPort(np.Address)).DoTimeout(req, resp, r.timeout)
+}

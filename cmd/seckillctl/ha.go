@@ -1,0 +1,297 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/seckill/seckill/ledger"
+	"github.com/seckill/seckill/replica"
+)
+
+// runHA is seckillctl ha: the replica sets of seckilld (package replica).
+func runHA(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError("ha: status or switchover")
+	}
+	switch args[0] {
+	case "status":
+		return runHAStatus(args[1:], stdout)
+	case "switchover":
+		return runHASwitchover(args[1:], stdout)
+	}
+	return usageError("ha: unknown %q (status or switchover)", args[0])
+}
+
+// haFlags are the flags of every ha command.
+type haFlags struct {
+	etcd, prefix, set, token *string
+}
+
+func addHAFlags(fs *flag.FlagSet) haFlags {
+	return haFlags{
+		etcd:   fs.String("etcd", "", "etcd endpoints"),
+		prefix: fs.String("etcd-prefix", ledger.DefaultPrefix, "key prefix of the replica sets"),
+		set:    fs.String("replica-set", "", "the replica set"),
+		token:  fs.String("admin-token", "", "admin bearer token of the replicas (default $SECKILL_ADMIN_TOKEN)"),
+	}
+}
+
+func (f haFlags) check(cmd string) error {
+	if *f.token == "" {
+		*f.token = os.Getenv("SECKILL_ADMIN_TOKEN")
+	}
+	if *f.etcd == "" || *f.set == "" || *f.token == "" {
+		return usageError("ha %s needs --etcd, --replica-set and --admin-token (or SECKILL_ADMIN_TOKEN)", cmd)
+	}
+	return nil
+}
+
+// memberState is a replica's GET /admin/replica, as far as seckillctl
+// reads it.
+type memberState struct {
+	Role     string   `json:"role"`
+	Epoch    uint64   `json:"epoch"`
+	Primary  string   `json:"primary"`
+	Sync     []string `json:"sync"`
+	Waited   []string `json:"waited"`
+	Standbys []struct {
+		Name       string `json:"name"`
+		Connected  bool   `json:"connected"`
+		CaughtUp   bool   `json:"caught_up"`
+		LagRecords uint64 `json:"lag_records"`
+		LagMillis  int64  `json:"lag_ms"`
+	} `json:"standbys"`
+	Switchover string `json:"switchover"`
+	Copy       *struct {
+		Epoch     uint64 `json:"epoch"`
+		Connected bool   `json:"connected"`
+		Records   uint64 `json:"records"`
+		LastError string `json:"last_error"`
+	} `json:"copy"`
+}
+
+// haReplica is one row of ha status.
+type haReplica struct {
+	Name        string `json:"replica"`
+	HTTP        string `json:"http,omitempty"`
+	Replication string `json:"replication,omitempty"`
+	// Role is what the replica says, or "unreachable" (registered, its
+	// admin route did not answer) or "not registered" (named in the sync
+	// key, no member key: its lease ended).
+	Role       string  `json:"role"`
+	Epoch      uint64  `json:"epoch"`
+	InSync     bool    `json:"in_sync"`
+	Connected  *bool   `json:"connected,omitempty"` // a standby's stream, as its primary sees it
+	LagRecords *uint64 `json:"lag_records,omitempty"`
+	LagMillis  *int64  `json:"lag_ms,omitempty"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// haStatus is ha status's document.
+type haStatus struct {
+	Set      string      `json:"replica_set"`
+	Leader   string      `json:"leader"`
+	Epoch    uint64      `json:"epoch"`
+	Sync     []string    `json:"sync"`
+	Replicas []haReplica `json:"replicas"`
+}
+
+func runHAStatus(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("ha status", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := addHAFlags(fs)
+	asJSON := fs.Bool("json", false, "one JSON document instead of the table")
+	if err := fs.Parse(args); err != nil {
+		return usageError("ha status: %v", err)
+	}
+	if err := f.check("status"); err != nil {
+		return err
+	}
+	st, err := readHAStatus(f)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	leader := st.Leader
+	if leader == "" {
+		leader = "(none: a failover is in progress, or the set is stopped)"
+	}
+	fmt.Fprintf(stdout, "replica set %s: leader %s, epoch %d, sync set [%s]\n", st.Set, leader, st.Epoch, strings.Join(st.Sync, " "))
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "REPLICA\tROLE\tEPOCH\tIN SYNC\tLAG RECORDS\tLAG MS\tHTTP")
+	for _, r := range st.Replicas {
+		lagR, lagMs := "-", "-"
+		if r.LagRecords != nil {
+			lagR, lagMs = fmt.Sprint(*r.LagRecords), fmt.Sprint(*r.LagMillis)
+		}
+		role := r.Role
+		if r.Error != "" {
+			role += " (" + r.Error + ")"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%v\t%s\t%s\t%s\n", r.Name, role, r.Epoch, r.InSync, lagR, lagMs, r.HTTP)
+	}
+	return w.Flush()
+}
+
+// readHAStatus reads the set's keys in etcd and each member's admin
+// route; a standby's lag is its primary's view of it.
+func readHAStatus(f haFlags) (haStatus, error) {
+	c, err := ledger.Dial(strings.Split(*f.etcd, ","))
+	if err != nil {
+		return haStatus{}, err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	v, members, err := replica.ReadSet(ctx, c, *f.prefix, *f.set)
+	if err != nil {
+		return haStatus{}, fmt.Errorf("reading replica set %s in etcd: %w", *f.set, err)
+	}
+	st := haStatus{Set: *f.set, Leader: v.Leader, Epoch: v.Sync.Epoch, Sync: v.Sync.Standbys}
+	if st.Sync == nil {
+		st.Sync = []string{}
+	}
+	names := make([]string, 0, len(members))
+	for name := range members {
+		names = append(names, name)
+	}
+	for _, name := range v.Sync.Standbys {
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	states := map[string]memberState{}
+	for _, name := range names {
+		m, ok := members[name]
+		r := haReplica{Name: name, HTTP: m.HTTP, Replication: m.Replication, InSync: slices.Contains(v.Sync.Standbys, name)}
+		if !ok {
+			r.Role = "not registered"
+		} else if ms, err := getMemberState(m.HTTP, *f.token); err != nil {
+			r.Role, r.Error = "unreachable", err.Error()
+		} else {
+			r.Role, r.Epoch, states[name] = ms.Role, ms.Epoch, ms
+		}
+		st.Replicas = append(st.Replicas, r)
+	}
+	if p, ok := states[v.Leader]; ok {
+		for i := range st.Replicas {
+			for _, s := range p.Standbys {
+				if s.Name == st.Replicas[i].Name {
+					connected, lagR, lagMs := s.Connected, s.LagRecords, s.LagMillis
+					st.Replicas[i].Connected, st.Replicas[i].LagRecords, st.Replicas[i].LagMillis = &connected, &lagR, &lagMs
+				}
+			}
+		}
+	}
+	return st, nil
+}
+
+// getMemberState reads one replica's GET /admin/replica.
+func getMemberState(base, token string) (memberState, error) {
+	var ms memberState
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(base, "/")+"/admin/replica", nil)
+	if err != nil {
+		return ms, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	client := http.Client{Timeout: 3 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		return ms, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return ms, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return ms, fmt.Errorf("GET /admin/replica: %d %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	return ms, json.Unmarshal(b, &ms)
+}
+
+// runHASwitchover asks the primary to hand the lead to --to, then waits
+// until --to serves as primary (or the primary says why it did not).
+func runHASwitchover(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("ha switchover", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := addHAFlags(fs)
+	to := fs.String("to", "", "the standby that takes the lead")
+	wait := fs.Duration("timeout", 30*time.Second, "how long to wait for the new primary")
+	if err := fs.Parse(args); err != nil {
+		return usageError("ha switchover: %v", err)
+	}
+	if err := f.check("switchover"); err != nil {
+		return err
+	}
+	if *to == "" {
+		return usageError("ha switchover needs --to")
+	}
+	c, err := ledger.Dial(strings.Split(*f.etcd, ","))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	v, members, err := replica.ReadSet(ctx, c, *f.prefix, *f.set)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("reading replica set %s in etcd: %w", *f.set, err)
+	}
+	from, ok := members[v.Leader]
+	switch {
+	case v.Leader == "" || !ok:
+		return &checkFailed{msg: fmt.Sprintf("replica set %s has no primary now", *f.set)}
+	case v.Leader == *to:
+		return &checkFailed{msg: fmt.Sprintf("%s is the primary already", *to)}
+	}
+	target, ok := members[*to]
+	if !ok {
+		return &checkFailed{msg: fmt.Sprintf("%s is not a registered replica of %s", *to, *f.set)}
+	}
+	start := time.Now()
+	req, err := http.NewRequest(http.MethodPost, strings.TrimSuffix(from.HTTP, "/")+"/admin/replica/switchover?to="+*to, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+*f.token)
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		return &checkFailed{msg: fmt.Sprintf("%s refused the switchover: %d %s", v.Leader, resp.StatusCode, strings.TrimSpace(string(b)))}
+	}
+	for deadline := time.Now().Add(*wait); ; time.Sleep(10 * time.Millisecond) {
+		if ms, err := getMemberState(target.HTTP, *f.token); err == nil && ms.Role == "primary" {
+			took := time.Since(start)
+			out, _ := json.Marshal(map[string]any{"replica_set": *f.set, "from": v.Leader, "to": *to, "epoch": ms.Epoch, "took_ms": took.Milliseconds()})
+			fmt.Fprintln(stdout, string(out))
+			return nil
+		}
+		if ms, err := getMemberState(from.HTTP, *f.token); err == nil && ms.Role == "primary" &&
+			(strings.HasPrefix(ms.Switchover, "aborted") || strings.HasPrefix(ms.Switchover, "refused")) {
+			return &checkFailed{msg: fmt.Sprintf("%s: switchover %s", v.Leader, ms.Switchover)}
+		}
+		if time.Now().After(deadline) {
+			return &checkFailed{msg: fmt.Sprintf("%s did not become primary within %s", *to, *wait)}
+		}
+	}
+}

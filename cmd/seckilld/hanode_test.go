@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/internal/etcdtest"
+	"github.com/seckill/seckill/ledger"
+	"github.com/seckill/seckill/replica"
+)
+
+// copyNet is the test's replication stream between replicas of one
+// process: a standby that follows a primary's address counts as
+// connected and caught up while both are open. It copies nothing (the
+// engine opens unreplicated): the runner's roles, etcd keys and HTTP
+// answers are what these tests are about; the stream's copying is tested
+// by the multi-process test.
+type copyNet struct {
+	mu        sync.Mutex
+	primaries map[string]*fakePrimary // by replication address
+	epochs    map[string]uint64       // by data dir: BeginEpoch's
+}
+
+func newCopyNet() *copyNet {
+	return &copyNet{primaries: map[string]*fakePrimary{}, epochs: map[string]uint64{}}
+}
+
+func (c *copyNet) BeginEpoch(dataDir string, e uint64, _ *slog.Logger) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.epochs[dataDir] = e
+	return nil
+}
+
+func (c *copyNet) NewPrimary(cfg primaryConfig) (primaryStream, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := &fakePrimary{net: c, addr: cfg.ln.Addr().String(), ln: cfg.ln, followers: map[string]bool{}}
+	c.primaries[p.addr] = p
+	return p, nil
+}
+
+func (c *copyNet) NewStandby(cfg standbyConfig) (standbyStream, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := &fakeStandby{net: c, name: cfg.name, primary: cfg.primary}
+	if p := c.primaries[cfg.primary]; p != nil && !p.closed {
+		p.followers[cfg.name] = true
+	}
+	return s, nil
+}
+
+type fakePrimary struct {
+	net       *copyNet
+	addr      string
+	ln        net.Listener
+	followers map[string]bool
+	waited    []string
+	closed    bool
+}
+
+func (p *fakePrimary) Replicate(*actors.Config) {}
+
+func (p *fakePrimary) Wait(standbys []string) {
+	p.net.mu.Lock()
+	defer p.net.mu.Unlock()
+	p.waited = standbys
+}
+
+func (p *fakePrimary) Followers() []follower {
+	p.net.mu.Lock()
+	defer p.net.mu.Unlock()
+	var out []follower
+	for name, on := range p.followers {
+		out = append(out, follower{Follower: replica.Follower{Name: name, Connected: on, CaughtUp: on, LastAck: time.Now()}})
+	}
+	return out
+}
+
+func (p *fakePrimary) Close() error {
+	p.net.mu.Lock()
+	defer p.net.mu.Unlock()
+	p.closed = true
+	delete(p.net.primaries, p.addr)
+	return p.ln.Close()
+}
+
+type fakeStandby struct {
+	net           *copyNet
+	name, primary string
+}
+
+func (s *fakeStandby) Status() standbyStatus { return standbyStatus{Connected: true} }
+
+func (s *fakeStandby) Close() error {
+	s.net.mu.Lock()
+	defer s.net.mu.Unlock()
+	if p := s.net.primaries[s.primary]; p != nil {
+		p.followers[s.name] = false
+	}
+	return nil
+}
+
+// testReplica is one haNode of a test, running until stop.
+type testReplica struct {
+	name  string
+	node  *haNode
+	coord *replica.Etcd
+	url   string
+	stop  context.CancelFunc
+	done  chan error
+}
+
+func startTestReplica(t *testing.T, c *copyNet, client *ledger.Ledger, name, dataDir string) *testReplica {
+	t.Helper()
+	opts, err := parseOptions([]string{"--data-dir", dataDir, "--admin-token", "tok", "--etcd", "unused:1",
+		"--replica", name, "--replica-set", "rs1", "--replication-addr", "127.0.0.1:0", "--lease-ttl", "1s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord, err := replica.NewEtcd(client.Client(), opts.cell.etcdPrefix, "rs1", name, opts.replica.leaseTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("test_replica", name)
+	deps := svcDeps{opts: opts, budget: fdBudget{MaxSKUs: 100, MaxConnections: 100}, token: "tok", clock: time.Now}
+	n := newHANode(opts, deps, log, coord, c, ln, rln)
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &testReplica{name: name, node: n, coord: coord, url: "http://" + ln.Addr().String(), stop: cancel, done: make(chan error, 1)}
+	go func() { r.done <- n.run(ctx) }()
+	t.Cleanup(func() { r.halt(t) })
+	return r
+}
+
+// halt stops the replica (SIGTERM's path) once.
+func (r *testReplica) halt(t *testing.T) {
+	if r.stop == nil {
+		return
+	}
+	r.stop()
+	r.stop = nil
+	if err := <-r.done; err != nil {
+		t.Errorf("replica %s: %v", r.name, err)
+	}
+}
+
+func getJSON(t *testing.T, url, token string, v any) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if v != nil {
+		json.Unmarshal(b, v)
+	}
+	return resp.StatusCode
+}
+
+// waitRole waits until the replica's /healthz says role (a state, not a
+// time: the test machine may be loaded).
+func waitRole(t *testing.T, r *testReplica, role string) healthState {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var h healthState
+		if getJSON(t, r.url+"/healthz", "", &h) == http.StatusOK && h.Role == role {
+			return h
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never became %s: last /healthz %+v", r.name, role, h)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Two replicas on a real etcd: one leads, the other follows and is
+// published in the sync set once caught up; the standby answers the API
+// 421 NOT_PRIMARY naming the primary; the primary's lease ends (a pause
+// past the TTL, a cut from etcd) and it demotes itself at once, the
+// standby takes over in the next epoch, and the former primary follows it
+// and answers NOT_PRIMARY naming it.
+func TestReplicaRolesOnEtcd(t *testing.T) {
+	srv := etcdtest.Start(t)
+	client, err := ledger.Dial([]string{srv.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	l := ledger.New(client, ledger.DefaultPrefix)
+	c := newCopyNet()
+	dir := t.TempDir()
+	a := startTestReplica(t, c, l, "a", filepath.Join(dir, "a"))
+	waitRole(t, a, "primary")
+	b := startTestReplica(t, c, l, "b", filepath.Join(dir, "b"))
+	h := waitRole(t, b, "standby")
+	if h.Primary != "a" || h.Epoch != 1 {
+		t.Fatalf("b: %+v", h)
+	}
+
+	// Rule 1: b is published once it is caught up and waited for.
+	var st haState
+	for deadline := time.Now().Add(time.Minute); ; {
+		if getJSON(t, a.url+replicaStatusPath, "tok", &st) == http.StatusOK && strings.Join(st.Sync, ",") == "b" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b never published: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if strings.Join(st.Waited, ",") != "b" {
+		t.Fatalf("published but not waited for: %+v", st)
+	}
+	if code := getJSON(t, a.url+replicaStatusPath, "", nil); code != http.StatusUnauthorized {
+		t.Fatalf("/admin/replica without the token: %d", code)
+	}
+
+	// The standby refuses the API, naming the primary.
+	resp, err := http.Post(b.url+"/v1/campaigns/demo/skus/sku-1/reservations", "application/json", strings.NewReader(`{"user_id":"u1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var np struct{ Error, Primary, Address string }
+	json.Unmarshal(body, &np)
+	if resp.StatusCode != http.StatusMisdirectedRequest || np.Error != "NOT_PRIMARY" || np.Primary != "a" || np.Address != a.url ||
+		resp.Header.Get("Location") != a.url+"/v1/campaigns/demo/skus/sku-1/reservations" {
+		t.Fatalf("the standby's answer: %d %s %v", resp.StatusCode, body, resp.Header)
+	}
+	// The primary serves the API (the demo campaign is defined while it
+	// serves).
+	for deadline := time.Now().Add(time.Minute); getJSON(t, a.url+"/v1/campaigns/demo/skus/sku-1", "", nil) != http.StatusOK; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the primary never served the demo SKU's status")
+		}
+	}
+
+	// a's lease ends: a demotes at once, b leads epoch 2, a follows b.
+	a.node.coord.(*replica.Etcd).Close()
+	h = waitRole(t, b, "primary")
+	if h.Epoch != 2 {
+		t.Fatalf("b promoted: %+v", h)
+	}
+	c.mu.Lock()
+	began := c.epochs[filepath.Join(dir, "b")]
+	c.mu.Unlock()
+	if began != 2 {
+		t.Fatalf("b's data dir began epoch %d", began)
+	}
+	for deadline := time.Now().Add(time.Minute); ; {
+		var ha healthState
+		if getJSON(t, a.url+"/healthz", "", &ha) == http.StatusOK && ha.Role == "standby" && ha.Primary == "b" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a never followed b: %+v", ha)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err = http.Get(a.url + "/v1/campaigns/demo/skus/sku-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMisdirectedRequest || !strings.Contains(string(body), `"primary":"b"`) {
+		t.Fatalf("the demoted primary's answer: %d %s", resp.StatusCode, body)
+	}
+	// /metrics of the standby says its role.
+	resp, err = http.Get(a.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `seckill_replica_role{replica="a",replica_set="rs1",role="standby"} 1`) {
+		t.Fatalf("a's /metrics:\n%s", body)
+	}
+}
