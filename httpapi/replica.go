@@ -35,7 +35,7 @@ func NotPrimary(ctx *fasthttp.RequestCtx, set, primary, address string) {
 	if err != nil {
 		panic("httpapi: encoding NOT_PRIMARY: " + err.Error()) // strings always encode
 	}
-	ctx.SetStatusCode(fasthttp.StatusMisdirectedRequest)
+	ctx.SetStatusCode(StatusOf(reasonNotPrimary))
 	ctx.SetContentType("application/json")
 	ctx.SetBody(b)
 }

@@ -59,6 +59,7 @@ var statuses = map[string]int{
 
 	// Refused here: the request must go elsewhere or change.
 	reasonWrongCell:                     fasthttp.StatusMisdirectedRequest,
+	reasonNotPrimary:                    fasthttp.StatusMisdirectedRequest,
 	sku.OutcomeRequestIDReused.String(): fasthttp.StatusUnprocessableEntity,
 	reasonCursorCompacted:               fasthttp.StatusGone,
 	reasonTooManySKUs:                   fasthttp.StatusInsufficientStorage,
