@@ -60,6 +60,9 @@ func (s *Standbys) Drop(standby string) (publish []string, ok bool) {
 	if s.strict && len(s.published) == 1 {
 		return nil, false
 	}
+	if mutantHADropAfterAck {
+		s.waited = slices.DeleteFunc(s.waited, func(x string) bool { return x == standby })
+	}
 	return s.propose(slices.DeleteFunc(slices.Clone(s.published), func(x string) bool { return x == standby })), true
 }
 
@@ -104,6 +107,9 @@ func (s *Standbys) Done(ok bool) {
 // the waited standbys. ok is false in strict mode with no standby waited:
 // nothing more may be acknowledged.
 func (s *Standbys) Commit(durable uint64, acked func(standby string) uint64) (index uint64, ok bool) {
+	if mutantHAAckBeforeStandby {
+		return durable, true
+	}
 	if len(s.waited) == 0 {
 		return durable, !s.strict
 	}
