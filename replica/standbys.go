@@ -60,9 +60,6 @@ func (s *Standbys) Drop(standby string) (publish []string, ok bool) {
 	if s.strict && len(s.published) == 1 {
 		return nil, false
 	}
-	if mutantHADropAfterAck {
-		s.waited = slices.DeleteFunc(s.waited, func(x string) bool { return x == standby })
-	}
 	return s.propose(slices.DeleteFunc(slices.Clone(s.published), func(x string) bool { return x == standby })), true
 }
 

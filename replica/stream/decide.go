@@ -20,6 +20,19 @@ func StaleEpoch(seen, e uint64) bool {
 	return e < seen
 }
 
+// CaughtUp reports whether a standby that acknowledged index acked of a
+// SKU log may be published in the sync set: it holds every record
+// committed (committed: the log's commit index or the highest
+// confirmed) and every record the log held when this primary opened it
+// (found). The second matters at a tenure's start: those records were
+// possibly acknowledged by the former primary, and this one commits
+// nothing until a waited standby acknowledges them, so a standby that
+// holds none of them would otherwise count as caught up with a commit
+// index of 0, be published, and could be promoted without them.
+func CaughtUp(acked, committed, found uint64) bool {
+	return acked >= max(committed, found)
+}
+
 // Copy is what a primary knows, at a standby's hello, of one SKU's copy:
 // the standby's log (its epoch history, first and last durable records)
 // and its own.
