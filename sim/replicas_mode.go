@@ -118,7 +118,7 @@ type rsReplica struct {
 	waits   *replica.Standbys
 	copies  map[string]*rsCopy
 	commit  uint64
-	found   uint64 // the log's last record at the promotion
+	found   uint64          // the log's last record at the promotion
 	setSync *replica.Action // published at its next turn (the answer takes a while)
 	// standby
 	following string
