@@ -158,18 +158,8 @@ func (s *rsRun) event(format string, args ...any) {
 
 // RunReplicas runs one replica-set history: deterministic, like Run.
 func RunReplicas(o Options) Result {
-	g := rand.New(rand.NewPCG(o.Seed, 0x4a))
-	history := planReplicas(g, o.Steps)
-	s := &rsRun{g: rand.New(rand.NewPCG(o.Seed, 0x4b)), now: 1_000_000, cut: map[[2]string]bool{}, etcdCut: map[string]bool{},
-		delay: map[[2]string]int64{}, dup: map[[2]string]int{}, acked: map[uint64]uint64{}, owner: map[uint64]string{},
-		faults: map[string]int{}, replies: map[string]int{}, trace: o.Trace}
-	s.mem = replica.NewMemory(func() time.Time { return time.UnixMilli(s.now) })
-	s.observer = s.mem.Replica(rsSet, "observer", rsTTL)
-	for _, name := range rsNames {
-		rep := &rsReplica{name: name}
-		s.reps = append(s.reps, rep)
-		s.start(rep)
-	}
+	history := planReplicas(rand.New(rand.NewPCG(o.Seed, 0x4a)), o.Steps)
+	s := newReplicasRun(o)
 	res := Result{Seed: o.Seed, History: history, Faults: s.faults, Replies: s.replies, Step: -1, Mode: ModeReplicas}
 	for i, st := range history {
 		if o.Keep != nil && !o.Keep[i] {
@@ -187,6 +177,22 @@ func RunReplicas(o Options) Result {
 	res.Step = len(history)
 	res.Err = protect(s.final)
 	return res
+}
+
+// newReplicasRun starts the three replicas of a history on an empty
+// coordinator.
+func newReplicasRun(o Options) *rsRun {
+	s := &rsRun{g: rand.New(rand.NewPCG(o.Seed, 0x4b)), now: 1_000_000, cut: map[[2]string]bool{}, etcdCut: map[string]bool{},
+		delay: map[[2]string]int64{}, dup: map[[2]string]int{}, acked: map[uint64]uint64{}, owner: map[uint64]string{},
+		faults: map[string]int{}, replies: map[string]int{}, trace: o.Trace}
+	s.mem = replica.NewMemory(func() time.Time { return time.UnixMilli(s.now) })
+	s.observer = s.mem.Replica(rsSet, "observer", rsTTL)
+	for _, name := range rsNames {
+		rep := &rsReplica{name: name}
+		s.reps = append(s.reps, rep)
+		s.start(rep)
+	}
+	return s
 }
 
 // protect runs fn and turns a panic of the code under test into a failure.
@@ -273,7 +279,7 @@ func (s *rsRun) step(st step) error {
 	case stepRSClock:
 		jump := int64(x%4000) - 2000
 		target.offset += jump
-		s.faults["clock-jump"]++
+		s.faults["clock_jump"]++
 	}
 	return s.settle()
 }
@@ -437,7 +443,7 @@ func (s *rsRun) crash(rep *rsReplica, power bool) {
 	s.event("%s crashed (power loss: %v), log %d, fsynced %d", rep.name, power, len(rep.log), rep.durable)
 	if power {
 		rep.log = rep.log[:rep.durable]
-		s.faults["power-loss"]++
+		s.faults["power_loss"]++
 	} else {
 		s.faults["crash"]++
 	}
@@ -547,7 +553,7 @@ func (s *rsRun) send(m rsMsg) {
 	s.msgs = append(s.msgs, m)
 	if s.dup[link] > 0 {
 		s.dup[link]--
-		s.faults["net-duplicate"]++
+		s.faults["net_duplicate"]++
 		d := m
 		s.seq++
 		d.seq = s.seq
@@ -599,7 +605,7 @@ func (s *rsRun) receive(rep *rsReplica, m rsMsg) {
 			return
 		}
 		if stream.StaleEpoch(m.epoch, rep.holding.Epoch) {
-			s.faults["refused-ack"]++
+			s.faults["refused_ack"]++
 			s.breakConn(m.conn)
 			return
 		}
@@ -611,7 +617,7 @@ func (s *rsRun) receive(rep *rsReplica, m rsMsg) {
 		}
 		rep.archive = append(rep.archive, m)
 		if stream.StaleEpoch(rep.seen, m.epoch) {
-			s.faults["refused-stale-epoch"]++
+			s.faults["refused_stale_epoch"]++
 			s.breakConn(m.conn)
 			return
 		}
@@ -631,7 +637,7 @@ func (s *rsRun) hello(rep *rsReplica, m rsMsg) {
 		return
 	}
 	if stream.StaleEpoch(m.epoch, rep.holding.Epoch) {
-		s.faults["refused-standby"]++
+		s.faults["refused_standby"]++
 		s.breakConn(m.conn)
 		return
 	}
@@ -688,7 +694,7 @@ func (s *rsRun) records(rep *rsReplica, m rsMsg) {
 		case i == uint64(len(rep.log))+1:
 			rep.log = append(rep.log, rec)
 		default:
-			s.faults["copy-mismatch"]++
+			s.faults["copy_mismatch"]++
 			s.breakConn(m.conn)
 			return
 		}
@@ -700,13 +706,13 @@ func (s *rsRun) netFault(target *rsReplica, x uint64) {
 	switch x % 8 {
 	case 0: // a connection reset
 		if target.conn != 0 {
-			s.faults["net-reset"]++
+			s.faults["net_reset"]++
 			s.breakConn(target.conn)
 		}
 	case 1: // a slow link for a while (until healed)
 		if other != target {
 			s.delay[[2]string{target.name, other.name}] = int64(x / 32 % 1500)
-			s.faults["net-delay"]++
+			s.faults["net_delay"]++
 		}
 	case 2:
 		if other != target {
@@ -715,12 +721,12 @@ func (s *rsRun) netFault(target *rsReplica, x uint64) {
 	case 3: // partition two replicas
 		if other != target {
 			s.cut[pair(target.name, other.name)] = true
-			s.faults["partition-replicas"]++
+			s.faults["partition_replicas"]++
 			s.resetBetween(target.name, other.name)
 		}
 	case 4: // partition a replica from the coordinator
 		s.etcdCut[target.name] = true
-		s.faults["partition-etcd"]++
+		s.faults["partition_etcd"]++
 	case 5, 6: // a message of an earlier tenure replayed on the current connection
 		s.replay(target, x)
 	default: // heal
@@ -768,7 +774,7 @@ func (s *rsRun) replay(rep *rsReplica, x uint64) {
 	s.seq++
 	m.seq = s.seq
 	s.msgs = append(s.msgs, m)
-	s.faults["net-stale-replay"]++
+	s.faults["net_stale_replay"]++
 }
 
 // check: every replica the sync key names holds every acknowledged
