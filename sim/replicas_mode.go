@@ -169,13 +169,13 @@ func RunReplicas(o Options) Result {
 		if o.Trace != nil {
 			fmt.Fprintf(o.Trace, "step %d: %s\n", i, s.describe(st))
 		}
-		if res.Err = protect(func() error { return s.step(st) }); res.Err != nil {
+		if res.Err = protectRun(func() error { return s.step(st) }); res.Err != nil {
 			res.Step = i
 			return res
 		}
 	}
 	res.Step = len(history)
-	res.Err = protect(s.final)
+	res.Err = protectRun(s.final)
 	return res
 }
 
@@ -193,16 +193,6 @@ func newReplicasRun(o Options) *rsRun {
 		s.start(rep)
 	}
 	return s
-}
-
-// protect runs fn and turns a panic of the code under test into a failure.
-func protect(fn func() error) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v", p)
-		}
-	}()
-	return fn()
 }
 
 // planReplicas draws a replica-set history of n steps.
