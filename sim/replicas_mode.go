@@ -13,7 +13,8 @@ import (
 	"github.com/seckill/seckill/replica/stream"
 )
 
-// Replica-set mode: three replicas of one replica set, each with the
+// Replica-set mode: three replicas of one replica set (--sync-strict in
+// a quarter of the seeds), each with the
 // real role loop (replica.Node) over the coordinator's in-memory twin
 // (replica.Memory, linearizable, its leases expiring by the simulated
 // clock), the commit index of replica.Standbys, and the replication
@@ -147,6 +148,9 @@ type rsRun struct {
 	faults   map[string]int
 	replies  map[string]int
 	trace    io.Writer
+	// strict is --sync-strict (a quarter of the seeds): the last standby
+	// of the sync set is never dropped.
+	strict bool
 }
 
 // event writes one line of what happened to the trace (-trace).
@@ -160,6 +164,9 @@ func (s *rsRun) event(format string, args ...any) {
 func RunReplicas(o Options) Result {
 	history := planReplicas(rand.New(rand.NewPCG(o.Seed, 0x4a)), o.Steps)
 	s := newReplicasRun(o)
+	if s.strict {
+		s.faults["sync_strict"]++
+	}
 	res := Result{Seed: o.Seed, History: history, Faults: s.faults, Replies: s.replies, Step: -1, Mode: ModeReplicas}
 	for i, st := range history {
 		if o.Keep != nil && !o.Keep[i] {
@@ -184,7 +191,7 @@ func RunReplicas(o Options) Result {
 func newReplicasRun(o Options) *rsRun {
 	s := &rsRun{g: rand.New(rand.NewPCG(o.Seed, 0x4b)), now: 1_000_000, cut: map[[2]string]bool{}, etcdCut: map[string]bool{},
 		delay: map[[2]string]int64{}, dup: map[[2]string]int{}, acked: map[uint64]uint64{}, owner: map[uint64]string{},
-		faults: map[string]int{}, replies: map[string]int{}, trace: o.Trace}
+		faults: map[string]int{}, replies: map[string]int{}, trace: o.Trace, strict: o.Seed%4 == 0}
 	s.mem = replica.NewMemory(func() time.Time { return time.UnixMilli(s.now) })
 	s.observer = s.mem.Replica(rsSet, "observer", rsTTL)
 	for _, name := range rsNames {
@@ -213,7 +220,7 @@ func (s *rsRun) describe(st step) string {
 func (s *rsRun) start(rep *rsReplica) {
 	rep.up = true
 	rep.coord = s.mem.Replica(rsSet, rep.name, rsTTL)
-	rep.node = replica.NewNode(rep.name, false, rsBound)
+	rep.node = replica.NewNode(rep.name, s.strict, rsBound)
 	rep.primary, rep.copies, rep.waits, rep.setSync, rep.commit = false, nil, nil, nil, 0
 	rep.following, rep.conn, rep.began = "", 0, false
 	rep.next = s.now
@@ -382,7 +389,7 @@ func (s *rsRun) perform(rep *rsReplica, actions []replica.Action) {
 		case replica.ActWait:
 			if rep.primary {
 				s.event("%s waits for %q", rep.name, a.Standbys)
-				rep.waits = replica.NewStandbys(a.Standbys, false)
+				rep.waits = replica.NewStandbys(a.Standbys, s.strict)
 			}
 		case replica.ActFollow:
 			s.closeConn(rep)
@@ -406,7 +413,7 @@ func (s *rsRun) promote(rep *rsReplica, a replica.Action) {
 	}
 	rep.seen = a.Holding.Epoch
 	rep.primary, rep.holding = true, a.Holding
-	rep.waits = replica.NewStandbys(a.Standbys, false)
+	rep.waits = replica.NewStandbys(a.Standbys, s.strict)
 	rep.copies = map[string]*rsCopy{}
 	rep.commit, rep.found = 0, uint64(len(rep.log))
 	s.faults["promote"]++

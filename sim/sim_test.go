@@ -309,7 +309,7 @@ func TestReplicasSeeds(t *testing.T) {
 		t.Fatalf("replicas seed %d failed at step %d: %v (replay: make sim SEED=%d SIM_MODE=-replicas)", f.Seed, f.Step, f.Err, f.Seed)
 	}
 	for _, kind := range []string{"crash", "power_loss", "pause", "clock_jump", "partition_etcd", "partition_replicas", "net_reset",
-		"net_delay", "net_duplicate", "net_stale_replay", "refused_stale_epoch", "promote", "demote", "lost", "cut"} {
+		"net_delay", "net_duplicate", "net_stale_replay", "refused_stale_epoch", "promote", "demote", "lost", "cut", "sync_strict"} {
 		if sum.Faults[kind] == 0 {
 			t.Errorf("no %s in %d replicas seeds: the workload no longer reaches it", kind, seeds)
 		}
