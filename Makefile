@@ -141,9 +141,9 @@ fuzz:
 
 ## sim: the deterministic simulation: SIM_SEEDS histories of SIM_STEPS steps, checked step by step,
 ## of one SKU, then of a campaign-scope campaign, then of admission over a disk that slows down, then of
-## a celled SKU with the real cells agent over a faulty ledger
+## a celled SKU with the real cells agent over a faulty ledger, then of a replica set of three
 ## (make sim SEED=N replays one seed exactly and prints its shortest failing history;
-## SIM_MODE=-campaign, SIM_MODE=-admission or SIM_MODE=-cells replays a seed of that mode).
+## SIM_MODE=-campaign, -admission, -cells or -replicas replays a seed of that mode).
 SIM_SEEDS ?= 10000
 SIM_STEPS ?= 200
 SEED      ?=
@@ -154,12 +154,14 @@ sim:
 	$(if $(SEED),,./$(BIN)/seckill-sim -campaign -steps $(SIM_STEPS) -seeds $(SIM_SEEDS))
 	$(if $(SEED),,./$(BIN)/seckill-sim -admission -steps $(SIM_STEPS) -seeds $(SIM_SEEDS))
 	$(if $(SEED),,./$(BIN)/seckill-sim -cells -steps $(SIM_STEPS) -seeds $(SIM_SEEDS))
+	$(if $(SEED),,./$(BIN)/seckill-sim -replicas -steps $(SIM_STEPS) -seeds $(SIM_SEEDS))
 
 ## sim-mutants: build the simulator with each planted bug and fail if one survives 2,000 seeds.
-SIM_MUTANTS := ackbeforefsync keeptorntail retryfsync replaytwice timerexpiry healfsync releaseunknown releasewaitlisted probeskip ignorecommitlatency feedretention drawtimers auditcooldown agentnoreadback creditbeforereturn
+SIM_MUTANTS := ackbeforefsync keeptorntail retryfsync replaytwice timerexpiry healfsync releaseunknown releasewaitlisted probeskip ignorecommitlatency feedretention drawtimers auditcooldown agentnoreadback creditbeforereturn \
+	ha_ackbeforestandby ha_promotenotsync ha_dropafterack ha_acceptlowerepoch ha_rejoinnocut
 sim-mutants:
 	@survived=""; for m in $(SIM_MUTANTS); do \
-		mode=""; case $$m in releaseunknown|releasewaitlisted|probeskip) mode=-campaign;; ignorecommitlatency) mode=-admission;; agentnoreadback|creditbeforereturn) mode=-cells;; esac; \
+		mode=""; case $$m in releaseunknown|releasewaitlisted|probeskip) mode=-campaign;; ignorecommitlatency) mode=-admission;; agentnoreadback|creditbeforereturn) mode=-cells;; ha_*) mode=-replicas;; esac; \
 		$(GO) build -tags mutant_$$m -ldflags "$(LDFLAGS)" -o $(BIN)/seckill-sim-mutant ./cmd/seckill-sim || exit 2; \
 		./$(BIN)/seckill-sim-mutant $$mode -seeds 2000 -steps $(SIM_STEPS) -stop > $(BIN)/sim-mutant-$$m.txt 2>&1; status=$$?; \
 		if [ $$status -eq 1 ]; then echo "mutant $$m: caught ($$(grep -m1 '^FAIL' $(BIN)/sim-mutant-$$m.txt))"; \

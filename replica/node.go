@@ -196,6 +196,9 @@ func (n *Node) tickPrimary(now time.Time, followers []Follower) []Action {
 		if slices.Contains(n.standbys.Published(), name) {
 			if publish, ok := n.standbys.Drop(name); ok {
 				n.dropping, n.inFlight = name, true
+				if mutantHADropAfterAck {
+					return []Action{{Kind: ActWait, Standbys: publish}, {Kind: ActSetSync, Holding: n.holding, Standbys: publish}}
+				}
 				return []Action{{Kind: ActSetSync, Holding: n.holding, Standbys: publish}}
 			}
 			continue // strict: the last one stays; commits wait for it

@@ -52,7 +52,7 @@ func MayLead(v View, name string) bool {
 	if v.Leader != "" || v.LeaderRevision != 0 {
 		return false
 	}
-	if v.SyncRevision == 0 {
+	if v.SyncRevision == 0 || mutantHAPromoteNotSync {
 		return true
 	}
 	return v.Sync.Primary == name || slices.Contains(v.Sync.Standbys, name)

@@ -49,6 +49,9 @@
 //	cells_mode.go       the cells mode: the real cells agent, driven by Step on the simulated clock,
 //	                    over the ledger in memory; its engine the SKU's shell; the ledger's checks
 //	cells_ledger.go     the ledger as the agent reaches it: failing calls, lost answers, outages
+//	replicas_mode.go    the replica-set mode: three replicas' real role loops (replica.Node) over the
+//	                    coordinator in memory, the commit index and the stream's decisions, over a
+//	                    simulated network; each replica's log and the messages are modelled
 //
 // The checks, the faults and what the simulation cannot model are listed
 // in docs/testing.md ("The deterministic simulator").

@@ -222,14 +222,7 @@ func (r *run) saveModel() {
 }
 
 // protect runs fn and turns a panic of the engine into a failure.
-func (r *run) protect(fn func() error) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v", p)
-		}
-	}()
-	return fn()
-}
+func (r *run) protect(fn func() error) error { return protectRun(fn) }
 
 func (r *run) t() time.Time { return time.UnixMilli(r.now) }
 

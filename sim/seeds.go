@@ -41,6 +41,7 @@ const (
 	ModeCampaign              // the SKUs of a campaign-scope campaign (RunCampaign)
 	ModeAdmission             // admission over a disk that slows down (RunAdmission)
 	ModeCells                 // a celled SKU's engine with the real agent over a faulty ledger (RunCells)
+	ModeReplicas              // a replica set's role loops, commit index and stream decisions under faults (RunReplicas)
 )
 
 // Run runs one history of mode m.
@@ -52,6 +53,8 @@ func (m Mode) Run(o Options) Result {
 		return RunAdmission(o)
 	case ModeCells:
 		return RunCells(o)
+	case ModeReplicas:
+		return RunReplicas(o)
 	}
 	return Run(o)
 }
@@ -65,6 +68,8 @@ func (m Mode) Flag() string {
 		return "-admission"
 	case ModeCells:
 		return "-cells"
+	case ModeReplicas:
+		return "-replicas"
 	}
 	return ""
 }

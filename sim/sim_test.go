@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/seckill/seckill/wal"
@@ -290,5 +291,65 @@ func TestCellsRunIsDeterministic(t *testing.T) {
 		if a.String() != b.String() || fmt.Sprint(ra.Faults) != fmt.Sprint(rb.Faults) || fmt.Sprint(ra.Err) != fmt.Sprint(rb.Err) {
 			t.Fatalf("seed %d ran two ways: %v / %v, %v / %v", seed, ra.Faults, rb.Faults, ra.Err, rb.Err)
 		}
+	}
+}
+
+// TestReplicasSeeds runs replica-set histories (replicas_mode.go): three
+// replicas' role loops over the coordinator in memory, the commit index
+// and the stream's decisions under network faults, crashes, power loss,
+// pauses and clock jumps.
+func TestReplicasSeeds(t *testing.T) {
+	seeds := uint64(500)
+	if raceEnabled || testing.Short() {
+		seeds = 200
+	}
+	sum := RunSeeds(SeedsOptions{First: 1, Count: seeds, Steps: 200, Mode: ModeReplicas})
+	t.Logf("replicas seeds %d: faults %v, replies %v", seeds, sum.Faults, sum.Replies)
+	for _, f := range sum.Failures {
+		t.Fatalf("replicas seed %d failed at step %d: %v (replay: make sim SEED=%d SIM_MODE=-replicas)", f.Seed, f.Step, f.Err, f.Seed)
+	}
+	for _, kind := range []string{"crash", "power_loss", "pause", "clock_jump", "partition_etcd", "partition_replicas", "net_reset",
+		"net_delay", "net_duplicate", "net_stale_replay", "refused_stale_epoch", "promote", "demote", "lost", "cut", "sync_strict"} {
+		if sum.Faults[kind] == 0 {
+			t.Errorf("no %s in %d replicas seeds: the workload no longer reaches it", kind, seeds)
+		}
+	}
+	if sum.Replies["acknowledged"] == 0 {
+		t.Errorf("nothing acknowledged in %d replicas seeds", seeds)
+	}
+}
+
+// A replica-set seed runs the same history twice.
+func TestReplicasRunIsDeterministic(t *testing.T) {
+	var a, b bytes.Buffer
+	ra := RunReplicas(Options{Seed: 7, Steps: 150, Trace: &a})
+	rb := RunReplicas(Options{Seed: 7, Steps: 150, Trace: &b})
+	if a.String() != b.String() || fmt.Sprint(ra.Faults) != fmt.Sprint(rb.Faults) || fmt.Sprint(ra.Err) != fmt.Sprint(rb.Err) {
+		t.Fatalf("seed 7 ran two ways: %v / %v, %v / %v", ra.Faults, rb.Faults, ra.Err, rb.Err)
+	}
+}
+
+// The check after each step fails when a replica the sync key names
+// lacks an acknowledged record, or holds another one at its index.
+func TestReplicasCheckFindsAMissingRecord(t *testing.T) {
+	s := newReplicasRun(Options{Seed: 1})
+	for range 30 {
+		s.now += 100
+		if err := s.settle(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var primary *rsReplica
+	for _, rep := range s.reps {
+		if rep.primary {
+			primary = rep
+		}
+	}
+	if primary == nil {
+		t.Fatal("no primary after 3 s")
+	}
+	s.acked[1] = 99 // acknowledged, and held by nobody
+	if err := s.check(); err == nil || !strings.Contains(err.Error(), "where record 99 was acknowledged") {
+		t.Fatalf("check: %v", err)
 	}
 }

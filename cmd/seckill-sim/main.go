@@ -3,8 +3,8 @@
 // faults over the real core, log and recovery code, each checked step by
 // step against an independent model.
 //
-//	seckill-sim [-seeds N] [-first N] [-steps N] [-workers N] [-stop] [-campaign | -admission | -cells]
-//	seckill-sim -seed N [-steps N] [-trace] [-campaign | -admission | -cells]
+//	seckill-sim [-seeds N] [-first N] [-steps N] [-workers N] [-stop] [-campaign | -admission | -cells | -replicas]
+//	seckill-sim -seed N [-steps N] [-trace] [-campaign | -admission | -cells | -replicas]
 //	seckill-sim --version | --help
 //
 // The first form runs seeds first..first+N-1 and prints the totals; each
@@ -61,19 +61,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	campaign := fs.Bool("campaign", false, "run campaign-mode histories: the SKUs of a campaign whose purchase_limit is \"campaign\" (sim.RunCampaign)")
 	admission := fs.Bool("admission", false, "run admission histories: buyers admitted or refused while the disk's fsyncs slow down and recover (sim.RunAdmission)")
 	cellsMode := fs.Bool("cells", false, "run cells histories: a celled SKU's engine with the real cells agent over the quota ledger in memory, with ledger faults, lost answers and fencing (sim.RunCells)")
+	replicas := fs.Bool("replicas", false, "run replica-set histories: three replicas' real role loops over the coordinator in memory, the commit index and the stream's decisions, under network faults, crashes, power loss, pauses and clock jumps (sim.RunReplicas)")
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	modes := 0
-	for _, on := range []bool{*campaign, *admission, *cellsMode} {
+	for _, on := range []bool{*campaign, *admission, *cellsMode, *replicas} {
 		if on {
 			modes++
 		}
 	}
 	if err != nil || fs.NArg() > 0 || *steps <= 0 || modes > 1 {
 		if err == nil {
-			fmt.Fprintln(stderr, "usage: seckill-sim [-seeds N] [-first N] [-steps N] [-workers N] [-stop] | -seed N [-trace]; at most one of -campaign, -admission, -cells")
+			fmt.Fprintln(stderr, "usage: seckill-sim [-seeds N] [-first N] [-steps N] [-workers N] [-stop] | -seed N [-trace]; at most one of -campaign, -admission, -cells, -replicas")
 		}
 		return 2
 	}
@@ -85,6 +86,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		mode = sim.ModeAdmission
 	case *cellsMode:
 		mode = sim.ModeCells
+	case *replicas:
+		mode = sim.ModeReplicas
 	}
 	if *seed != 0 {
 		return replay(*seed, *steps, *trace, mode, stdout)

@@ -29,7 +29,7 @@ func TestReplayOneSeed(t *testing.T) {
 }
 
 func TestUsageError(t *testing.T) {
-	for _, args := range [][]string{{"-steps", "0"}, {"-campaign", "-admission"}, {"-cells", "-campaign"}, {"-admission", "-cells"}} {
+	for _, args := range [][]string{{"-steps", "0"}, {"-campaign", "-admission"}, {"-cells", "-campaign"}, {"-admission", "-cells"}, {"-replicas", "-cells"}} {
 		var out, errs bytes.Buffer
 		if code := run(args, &out, &errs); code != 2 {
 			t.Fatalf("exit %d for %v, want 2", code, args)
@@ -59,6 +59,20 @@ func TestCellsMode(t *testing.T) {
 		t.Fatalf("exit %d: %s%s", code, out.String(), errs.String())
 	}
 	for _, want := range []string{"seeds 3 (from 1)", "failures 0", "agent_turn", "grant OK"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// -replicas runs the replica-set histories: role loops, commit index and
+// the stream's decisions under network faults, crashes and pauses.
+func TestReplicasMode(t *testing.T) {
+	var out, errs bytes.Buffer
+	if code := run([]string{"-replicas", "-seeds", "20"}, &out, &errs); code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out.String(), errs.String())
+	}
+	for _, want := range []string{"seeds 20 (from 1)", "failures 0", "promote", "acknowledged"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -49,7 +49,7 @@ func raiseEpoch(dataDir string, e uint64) error {
 	if err != nil {
 		return err
 	}
-	if e < cur {
+	if StaleEpoch(cur, e) {
 		return fmt.Errorf("%w: epoch %d, this replica has seen %d", ErrStaleEpoch, e, cur)
 	}
 	if e == cur {

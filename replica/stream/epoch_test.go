@@ -61,3 +61,15 @@ func TestBeginEpoch(t *testing.T) {
 		t.Fatalf("epoch %d %v, want 3", e, err)
 	}
 }
+
+// A standby that holds none of the records the primary's log held when
+// it opened is not caught up, even with nothing committed yet in the
+// tenure: the former primary may have acknowledged them.
+func TestCaughtUpCoversRecordsFoundAtOpen(t *testing.T) {
+	if CaughtUp(0, 0, 11) {
+		t.Fatal("a standby with nothing counts as caught up with 11 records found at open")
+	}
+	if !CaughtUp(11, 0, 11) || !CaughtUp(12, 12, 11) || CaughtUp(11, 12, 11) {
+		t.Fatal("CaughtUp is not acked >= max(committed, found)")
+	}
+}

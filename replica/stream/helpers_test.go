@@ -100,6 +100,9 @@ type nodeOptions struct {
 	maxRetainRecords uint64
 	engine           func(*actors.Config)
 	standbyWAL       wal.Options // startPair's standby's logs
+	// waited: the standbys waited for from before the engine opens (the
+	// sync set of the acquisition).
+	waited []string
 }
 
 // startPrimary begins epoch on dir and opens a primary and its engine.
@@ -116,6 +119,9 @@ func startPrimary(t testing.TB, dir string, epoch uint64, o nodeOptions) *node {
 		Strict: o.strict, MaxRetainRecords: o.maxRetainRecords, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.waited != nil {
+		p.Wait(o.waited)
 	}
 	n := &node{dir: dir, primary: p, logs: &logs{Replication: p.Replication(), open: map[string]*wal.Log{}}, addr: ln.Addr().String()}
 	cfg := actors.Config{DataDir: dir, Logger: quiet, Replication: n.logs, ExpiryInterval: time.Hour}

@@ -97,6 +97,10 @@ type primarySKU struct {
 	shipped uint64
 	// confirmed is the highest index passed to log.Confirm.
 	confirmed uint64
+	// found is the last record the log held when it opened: records a
+	// former primary may have acknowledged, not committed here until
+	// confirmed (wal.Options.Replicated).
+	found uint64
 	// snapshot is the index of the newest snapshot written (0: none).
 	snapshot uint64
 	// last is the last batch shipped, as a message, for a connection
@@ -230,7 +234,7 @@ func (p *Primary) opened(k skuKey, dir string, log *wal.Log) error {
 	}
 	replaced := s.log != nil
 	s.log, s.dir, s.history = log, dir, h
-	s.shipped, s.confirmed, s.last = log.LastIndex(), 0, shippedBatch{}
+	s.shipped, s.confirmed, s.found, s.last = log.LastIndex(), 0, log.LastIndex(), shippedBatch{}
 	if n := len(snaps); n > 0 {
 		s.snapshot = snaps[n-1].Index
 	}
@@ -401,7 +405,8 @@ type StandbyStatus struct {
 	Name      string
 	Connected bool
 	// CaughtUp: connected, and it holds every record committed or
-	// confirmed so far in every SKU (it may be published).
+	// confirmed so far in every SKU, and every record the log held when
+	// this primary opened it (it may be published: CaughtUp).
 	CaughtUp bool
 	LastAck  time.Time
 	// LagRecords is the sum over SKUs of the primary's last shipped index
@@ -449,7 +454,7 @@ func (p *Primary) Standbys() []StandbyStatus {
 					}
 				}
 			}
-			if a < max(s.confirmed, s.log.CommitIndex()) {
+			if !CaughtUp(a, max(s.confirmed, s.log.CommitIndex()), s.found) {
 				caughtUp = false
 			}
 		}

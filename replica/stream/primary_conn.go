@@ -12,7 +12,6 @@ import (
 
 	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/internal/skudir"
-	"github.com/seckill/seckill/replica"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
 )
@@ -198,7 +197,7 @@ func (p *Primary) serve(nc net.Conn) {
 	case h.set != p.cfg.Set:
 		log.Warn("replica: refused a standby of another replica set", "its_set", h.set)
 		return
-	case m.epoch > p.cfg.Epoch:
+	case StaleEpoch(m.epoch, p.cfg.Epoch):
 		p.metrics.refused.Inc()
 		log.Error("replica: refused a standby that has seen a later epoch: this primary was deposed and acknowledges nothing more",
 			"its_epoch", m.epoch)
@@ -259,7 +258,7 @@ func (p *Primary) readAcks(c *primaryConn, br *bufio.Reader, buf []byte) error {
 		if m.typ != msgAck {
 			return fmt.Errorf("%w: message %d from a standby", errProtocol, m.typ)
 		}
-		if m.epoch > p.cfg.Epoch {
+		if StaleEpoch(m.epoch, p.cfg.Epoch) {
 			p.metrics.refused.Inc()
 			return fmt.Errorf("%w: the standby has seen epoch %d, this primary is of %d: it was deposed", ErrStaleEpoch, m.epoch, p.cfg.Epoch)
 		}
@@ -397,29 +396,24 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 	if myFirst == 0 {
 		myFirst = myLast + 1
 	}
-	common := replica.Common(theirs.history, theirs.last, history, myLast)
-	if voided {
-		common = min(common, void)
-	}
-	b := begin{key: s.key, history: history}
+	mode, index := PlanBegin(Copy{
+		TheirHistory: theirs.history, TheirFirst: theirs.first, TheirLast: theirs.last,
+		MyHistory: history, MyFirst: myFirst, MyLast: myLast,
+		Void: void, Voided: voided, ForceBase: force, Snapshot: theirs.last == 0 && hasSnapshot(dir),
+	})
+	b := begin{key: s.key, history: history, mode: byte(mode), index: index}
 	var err error
 	if b.feedHistory, err = os.ReadFile(filepath.Join(dir, feed.HistoryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		p.drop(c, s.key, "replica: read the feed history failed; the standby reconnects", err)
 		return false, false
 	}
 	var snap []byte
-	switch {
-	case force || common+1 < myFirst || common+1 < theirs.first || (theirs.last == 0 && hasSnapshot(dir)):
-		b.mode = beginBase
+	if b.mode == beginBase {
 		if b.index, snap, err = newestSnapshot(dir, myFirst); err != nil {
 			p.drop(c, s.key, "replica: no base copy possible; the standby reconnects", err)
 			return false, false
 		}
 		b.snapshotSize = uint64(len(snap))
-	case common < theirs.last:
-		b.mode, b.index = beginCut, common
-	default:
-		b.mode, b.index = beginResume, common
 	}
 	if !c.queue.push(encodeBegin(p.cfg.Epoch, b)) {
 		return false, false
@@ -434,7 +428,7 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 			"snapshot_index", b.index, "snapshot_bytes", len(snap), "its_last", theirs.last)
 	case beginCut:
 		p.logger.Warn("replica: a standby's copy holds records this primary does not (never committed); it cuts them",
-			"standby", c.name, "sku", s.key.String(), "kept_through", common, "its_last", theirs.last)
+			"standby", c.name, "sku", s.key.String(), "kept_through", b.index, "its_last", theirs.last)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

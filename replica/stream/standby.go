@@ -395,7 +395,7 @@ func (s *Standby) session() error {
 // makes a higher one durable before the message is acted on.
 func (s *Standby) checkEpoch(e uint64) error {
 	seen := s.epoch.Load()
-	if e < seen {
+	if StaleEpoch(seen, e) {
 		s.metrics.refused.Inc()
 		s.logger.Error("replica: refused a message of a stale epoch: its sender is no longer the primary",
 			"epoch", e, "seen", seen, "primary", s.cfg.Primary)

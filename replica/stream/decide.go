@@ -1,0 +1,90 @@
+package stream
+
+import "github.com/seckill/seckill/replica"
+
+// The protocol's decisions, pure: the TCP code (primary_conn.go,
+// standby.go) and the simulator's replica-set mode (package sim) both
+// take them from here, so the simulator steps the same rules the stream
+// runs over sockets.
+
+// StaleEpoch reports whether a message of epoch e must be refused by a
+// replica that has seen epoch seen: its sender is no longer the primary.
+// A standby refuses such a message from its primary, and a primary
+// refuses a standby whose hello says it has seen a later epoch than its
+// own (StaleEpoch(standby's, primary's) turned around: the primary is the
+// stale one).
+func StaleEpoch(seen, e uint64) bool {
+	if mutantHAAcceptLowerEpoch {
+		return false
+	}
+	return e < seen
+}
+
+// CaughtUp reports whether a standby that acknowledged index acked of a
+// SKU log may be published in the sync set: it holds every record
+// committed (committed: the log's commit index or the highest
+// confirmed) and every record the log held when this primary opened it
+// (found). The second matters at a tenure's start: those records were
+// possibly acknowledged by the former primary, and this one commits
+// nothing until a waited standby acknowledges them, so a standby that
+// holds none of them would otherwise count as caught up with a commit
+// index of 0, be published, and could be promoted without them.
+func CaughtUp(acked, committed, found uint64) bool {
+	return acked >= max(committed, found)
+}
+
+// Copy is what a primary knows, at a standby's hello, of one SKU's copy:
+// the standby's log (its epoch history, first and last durable records)
+// and its own.
+type Copy struct {
+	TheirHistory replica.History
+	TheirFirst   uint64 // the standby's first record (last+1 when none)
+	TheirLast    uint64
+	MyHistory    replica.History
+	MyFirst      uint64 // the primary's first record (last+1 when none)
+	MyLast       uint64
+	// Void, when Voided: the primary's log lost records after Void that
+	// it shipped (it was opened again after a failure); the copy keeps at
+	// most up to it.
+	Void   uint64
+	Voided bool
+	// ForceBase: the copy needs a base copy whatever the logs hold.
+	ForceBase bool
+	// Snapshot: the primary holds a snapshot (a standby with no record
+	// gets a base copy then).
+	Snapshot bool
+}
+
+// BeginMode is how a copy starts.
+type BeginMode byte
+
+const (
+	// Resume: the standby's log ends at the index; records follow.
+	Resume BeginMode = BeginMode(beginResume)
+	// Cut: the standby cuts its log after the index (records the primary
+	// does not hold: never committed), then records follow.
+	Cut BeginMode = BeginMode(beginCut)
+	// Base: a base copy (the newest snapshot, then the log after it).
+	Base BeginMode = BeginMode(beginBase)
+)
+
+// PlanBegin decides how a copy starts: resume where the standby's log
+// ends, cut a tail the primary does not hold (replica.Common over both
+// epoch histories), or a base copy when the primary no longer has the
+// records the standby needs. index is the last record the standby keeps
+// (Resume, Cut); for Base the caller takes the snapshot's index.
+func PlanBegin(c Copy) (mode BeginMode, index uint64) {
+	common := replica.Common(c.TheirHistory, c.TheirLast, c.MyHistory, c.MyLast)
+	if c.Voided {
+		common = min(common, c.Void)
+	}
+	switch {
+	case c.ForceBase || common+1 < c.MyFirst || common+1 < c.TheirFirst || (c.TheirLast == 0 && c.Snapshot):
+		return Base, 0
+	case common < c.TheirLast && mutantHARejoinNoCut:
+		return Resume, c.TheirLast
+	case common < c.TheirLast:
+		return Cut, common
+	}
+	return Resume, common
+}

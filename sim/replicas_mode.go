@@ -1,0 +1,840 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/seckill/seckill/replica"
+	"github.com/seckill/seckill/replica/stream"
+)
+
+// Replica-set mode: three replicas of one replica set (--sync-strict in
+// a quarter of the seeds), each with the
+// real role loop (replica.Node) over the coordinator's in-memory twin
+// (replica.Memory, linearizable, its leases expiring by the simulated
+// clock), the commit index of replica.Standbys, and the replication
+// stream's decisions (stream.PlanBegin: resume, cut the divergent tail;
+// stream.StaleEpoch: refuse a lower epoch) over a simulated network that
+// delivers, delays, duplicates, drops (a connection reset), partitions and
+// replays messages of an earlier tenure, by seed. Replicas crash (the
+// page cache survives) or lose power (only fsynced records survive),
+// pause past their lease (SIGSTOP) and have their clocks jump.
+//
+// Each replica's log is a list of records (epoch, id) with its fsynced
+// prefix: the simulator models the log, not the wal package, and the
+// stream's messages as values (this mode steps the protocol's decisions,
+// not its sockets). A record is acknowledged (a reply, and shown on the
+// feed) once it is at or below its primary's commit index.
+//
+// Checked after every step: every replica the sync key names (the
+// primary and the standbys that may lead next) holds every acknowledged
+// record, fsynced, at its index; an index is never acknowledged as two
+// records; two replicas never acknowledge records in the same epoch. At
+// the end, with every fault healed, a primary leads and acknowledges a new
+// record.
+
+const (
+	rsSet       = "rs"
+	rsTTL       = 2 * time.Second
+	rsBound     = time.Second // how long a standby may be dead before it is dropped
+	rsTickEvery = 100         // ms between two turns of a replica's role loop
+)
+
+var rsNames = []string{"a", "b", "c"}
+
+// The steps of replica-set mode.
+const (
+	stepRSWrite stepKind = iota + 32 // clients write to every replica that believes it is the primary
+	stepRSFsync                      // a replica's group commit
+	stepRSNet                        // a network fault: reset, delay, duplicate, partition, stale replay, heal
+	stepRSCrash                      // a replica's process dies (or the machine loses power), restarting later
+	stepRSPause                      // a replica is paused (SIGSTOP) for up to twice the lease
+	stepRSClock                      // a replica's clock jumps
+	stepRSIdle                       // time passes
+)
+
+var rsStepNames = map[stepKind]string{stepRSWrite: "write", stepRSFsync: "fsync", stepRSNet: "net", stepRSCrash: "crash",
+	stepRSPause: "pause", stepRSClock: "clock-jump", stepRSIdle: "idle"}
+
+type rsRecord struct{ epoch, id uint64 }
+
+type msgKind uint8
+
+const (
+	msgHello msgKind = iota
+	msgBegin
+	msgRecords
+	msgAck
+)
+
+// rsMsg is one replication message on connection conn; every one carries
+// its sender's epoch (a standby's: the highest it has seen).
+type rsMsg struct {
+	kind     msgKind
+	from, to string
+	conn     uint64
+	epoch    uint64
+	at       int64 // ms: when it arrives
+	seq      uint64
+	// hello
+	history replica.History
+	last    uint64
+	// begin
+	mode  stream.BeginMode
+	index uint64 // begin: the kept index; ack: the durable index; records: the first
+	recs  []rsRecord
+}
+
+// rsCopy is a primary's copy to one standby, for its tenure.
+type rsCopy struct {
+	conn      uint64 // 0: not connected
+	next      uint64
+	acked     uint64
+	lastAck   int64
+	connected bool
+}
+
+type rsReplica struct {
+	name    string
+	up      bool
+	downTo  int64 // ms: when a dead process restarts
+	pauseTo int64 // ms: until when it is paused
+	offset  int64 // ms: its clock's error
+	coord   *replica.MemoryReplica
+	node    *replica.Node
+	next    int64 // ms: its next turn
+	// the disk: log[:durable] is fsynced; seen is the highest epoch seen
+	// (durable, EpochFile).
+	log     []rsRecord
+	durable int
+	seen    uint64
+	// primary: since ActPromote
+	primary bool
+	holding replica.Holding
+	waits   *replica.Standbys
+	copies  map[string]*rsCopy
+	commit  uint64
+	found   uint64          // the log's last record at the promotion
+	setSync *replica.Action // published at its next turn (the answer takes a while)
+	// standby
+	following string
+	conn      uint64
+	began     bool
+	// archive: messages of the stream it received, replayed by a stale fault
+	archive []rsMsg
+}
+
+type rsRun struct {
+	g        *rand.Rand
+	now      int64
+	mem      *replica.Memory
+	observer *replica.MemoryReplica
+	reps     []*rsReplica
+	msgs     []rsMsg
+	seq      uint64
+	connSeq  uint64
+	nextID   uint64
+	cut      map[[2]string]bool // partitioned pairs of replicas
+	etcdCut  map[string]bool    // replicas cut from the coordinator
+	delay    map[[2]string]int64
+	dup      map[[2]string]int
+	acked    map[uint64]uint64 // index → record id acknowledged
+	owner    map[uint64]string // epoch → the replica that acknowledged in it
+	faults   map[string]int
+	replies  map[string]int
+	trace    io.Writer
+	// strict is --sync-strict (a quarter of the seeds): the last standby
+	// of the sync set is never dropped.
+	strict bool
+}
+
+// event writes one line of what happened to the trace (-trace).
+func (s *rsRun) event(format string, args ...any) {
+	if s.trace != nil {
+		fmt.Fprintf(s.trace, "  %d: %s\n", s.now, fmt.Sprintf(format, args...))
+	}
+}
+
+// RunReplicas runs one replica-set history: deterministic, like Run.
+func RunReplicas(o Options) Result {
+	history := planReplicas(rand.New(rand.NewPCG(o.Seed, 0x4a)), o.Steps)
+	s := newReplicasRun(o)
+	if s.strict {
+		s.faults["sync_strict"]++
+	}
+	res := Result{Seed: o.Seed, History: history, Faults: s.faults, Replies: s.replies, Step: -1, Mode: ModeReplicas}
+	for i, st := range history {
+		if o.Keep != nil && !o.Keep[i] {
+			continue
+		}
+		res.Steps++
+		if o.Trace != nil {
+			fmt.Fprintf(o.Trace, "step %d: %s\n", i, s.describe(st))
+		}
+		if res.Err = protectRun(func() error { return s.step(st) }); res.Err != nil {
+			res.Step = i
+			return res
+		}
+	}
+	res.Step = len(history)
+	res.Err = protectRun(s.final)
+	return res
+}
+
+// newReplicasRun starts the three replicas of a history on an empty
+// coordinator.
+func newReplicasRun(o Options) *rsRun {
+	s := &rsRun{g: rand.New(rand.NewPCG(o.Seed, 0x4b)), now: 1_000_000, cut: map[[2]string]bool{}, etcdCut: map[string]bool{},
+		delay: map[[2]string]int64{}, dup: map[[2]string]int{}, acked: map[uint64]uint64{}, owner: map[uint64]string{},
+		faults: map[string]int{}, replies: map[string]int{}, trace: o.Trace, strict: o.Seed%4 == 0}
+	s.mem = replica.NewMemory(func() time.Time { return time.UnixMilli(s.now) })
+	s.observer = s.mem.Replica(rsSet, "observer", rsTTL)
+	for _, name := range rsNames {
+		rep := &rsReplica{name: name}
+		s.reps = append(s.reps, rep)
+		s.start(rep)
+	}
+	return s
+}
+
+// planReplicas draws a replica-set history of n steps.
+func planReplicas(g *rand.Rand, n int) []step {
+	kinds := []stepKind{stepRSWrite, stepRSFsync, stepRSNet, stepRSCrash, stepRSPause, stepRSClock, stepRSIdle}
+	steps := make([]step, n)
+	for i := range steps {
+		k := kinds[weighted(g, 40, 15, 14, 5, 3, 2, 21)]
+		steps[i] = step{kind: k, dt: int64(g.IntN(250)), x: g.Uint64()}
+	}
+	return steps
+}
+
+func (s *rsRun) describe(st step) string {
+	return fmt.Sprintf("+%dms %s x=%d", st.dt, rsStepNames[st.kind], st.x%1000)
+}
+
+func (s *rsRun) start(rep *rsReplica) {
+	rep.up = true
+	rep.coord = s.mem.Replica(rsSet, rep.name, rsTTL)
+	rep.node = replica.NewNode(rep.name, s.strict, rsBound)
+	rep.primary, rep.copies, rep.waits, rep.setSync, rep.commit = false, nil, nil, nil, 0
+	rep.following, rep.conn, rep.began = "", 0, false
+	rep.next = s.now
+}
+
+func (s *rsRun) clock(rep *rsReplica) time.Time { return time.UnixMilli(s.now + rep.offset) }
+
+func (s *rsRun) byName(name string) *rsReplica {
+	for _, rep := range s.reps {
+		if rep.name == name {
+			return rep
+		}
+	}
+	return nil
+}
+
+// running: its process runs now (up and not paused).
+func (s *rsRun) running(rep *rsReplica) bool { return rep.up && s.now >= rep.pauseTo }
+
+func (s *rsRun) step(st step) error {
+	x := st.x
+	target := s.reps[x%uint64(len(s.reps))]
+	x /= 8
+	s.now += st.dt
+	switch st.kind {
+	case stepRSWrite:
+		for _, rep := range s.reps {
+			if s.running(rep) && rep.primary {
+				for range 1 + x%3 {
+					s.nextID++
+					rep.log = append(rep.log, rsRecord{epoch: rep.holding.Epoch, id: s.nextID})
+				}
+				s.faults["writes"]++
+				s.ship(rep)
+			}
+		}
+	case stepRSFsync:
+		if s.running(target) {
+			s.fsync(target)
+		}
+	case stepRSNet:
+		s.netFault(target, x)
+	case stepRSCrash:
+		if target.up {
+			s.crash(target, x%3 == 0)
+			target.downTo = s.now + 300 + int64(x/4%3000)
+		}
+	case stepRSPause:
+		if s.running(target) {
+			target.pauseTo = s.now + 500 + int64(x%uint64(2*rsTTL/time.Millisecond))
+			s.faults["pause"]++
+		}
+	case stepRSClock:
+		jump := int64(x%4000) - 2000
+		target.offset += jump
+		s.faults["clock_jump"]++
+	}
+	return s.settle()
+}
+
+// settle runs what the time reached: restarts, deliveries, commits and
+// the replicas' turns; then the checks.
+func (s *rsRun) settle() error {
+	for _, rep := range s.reps {
+		if !rep.up && s.now >= rep.downTo {
+			s.start(rep)
+		}
+	}
+	s.deliver()
+	for _, rep := range s.reps {
+		s.commitUp(rep)
+	}
+	for _, rep := range s.reps {
+		if s.running(rep) && s.now >= rep.next {
+			rep.next = s.now + rsTickEvery
+			s.turn(rep)
+		}
+	}
+	for _, rep := range s.reps {
+		s.commitUp(rep)
+	}
+	return s.check()
+}
+
+// turn is one turn of a replica's runner: its keep-alive, the answer of a
+// coordinator call in flight, Lost, its group commit, a standby's redial,
+// and the role loop's tick.
+func (s *rsRun) turn(rep *rsReplica) {
+	if !s.etcdCut[rep.name] {
+		rep.coord.KeepAlive()
+	}
+	s.mem.Expire()
+	s.fsync(rep)
+	if a := rep.setSync; a != nil {
+		rep.setSync = nil
+		var err error
+		if s.etcdCut[rep.name] {
+			err = errEtcdCut
+		} else {
+			_, err = rep.coord.SetSync(context.Background(), a.Holding, a.Standbys)
+		}
+		s.event("%s set-sync %q: %v", rep.name, a.Standbys, err)
+		s.perform(rep, rep.node.Published(err))
+	}
+	if rep.primary {
+		select {
+		case <-rep.coord.Lost(rep.holding):
+			s.faults["lost"]++
+			s.perform(rep, rep.node.Lost(rep.holding))
+		default:
+		}
+	}
+	if rep.node.Role() == replica.Standby && rep.following != "" && rep.conn == 0 {
+		s.dial(rep)
+	}
+	s.perform(rep, rep.node.Tick(s.clock(rep), s.followers(rep)))
+}
+
+var errEtcdCut = errors.New("sim: cut from the coordinator")
+
+func (s *rsRun) followers(rep *rsReplica) []replica.Follower {
+	if !rep.primary {
+		return nil
+	}
+	var out []replica.Follower
+	for _, name := range rsNames {
+		c := rep.copies[name]
+		if c == nil {
+			continue
+		}
+		out = append(out, replica.Follower{Name: name, Connected: c.connected, CaughtUp: c.connected && stream.CaughtUp(c.acked, rep.commit, rep.found),
+			LastAck: time.UnixMilli(c.lastAck + rep.offset), LagRecords: uint64(len(rep.log)) - min(c.acked, uint64(len(rep.log)))})
+	}
+	return out
+}
+
+// perform runs a Node's actions as seckilld's runner does.
+func (s *rsRun) perform(rep *rsReplica, actions []replica.Action) {
+	for _, a := range actions {
+		switch a.Kind {
+		case replica.ActRead:
+			if s.etcdCut[rep.name] {
+				s.perform(rep, rep.node.Viewed(replica.View{}, errEtcdCut))
+				continue
+			}
+			v, err := rep.coord.Read(context.Background())
+			s.perform(rep, rep.node.Viewed(v, err))
+		case replica.ActAcquire:
+			if s.etcdCut[rep.name] {
+				s.perform(rep, rep.node.Acquired(s.clock(rep), replica.Holding{}, errEtcdCut))
+				continue
+			}
+			h, err := rep.coord.Acquire(context.Background(), a.View)
+			if err == nil {
+				s.faults["acquire"]++
+			}
+			s.perform(rep, rep.node.Acquired(s.clock(rep), h, err))
+		case replica.ActPromote:
+			s.promote(rep, a)
+		case replica.ActDemote:
+			s.faults["demote"]++
+			s.demote(rep)
+		case replica.ActSetSync:
+			a := a
+			rep.setSync = &a
+		case replica.ActWait:
+			if rep.primary {
+				s.event("%s waits for %q", rep.name, a.Standbys)
+				rep.waits = replica.NewStandbys(a.Standbys, s.strict)
+			}
+		case replica.ActFollow:
+			s.closeConn(rep)
+			rep.following = a.Primary
+			s.event("%s follows %s", rep.name, a.Primary)
+			if p := s.byName(a.Primary); p == nil || !p.up {
+				rep.node.FollowFailed()
+				rep.following = ""
+				continue
+			}
+			s.dial(rep)
+		}
+	}
+}
+
+func (s *rsRun) promote(rep *rsReplica, a replica.Action) {
+	s.closeConn(rep)
+	rep.following = ""
+	if stream.StaleEpoch(rep.seen, a.Holding.Epoch) {
+		panic(fmt.Sprintf("replica %s promoted at epoch %d after seeing %d", rep.name, a.Holding.Epoch, rep.seen))
+	}
+	rep.seen = a.Holding.Epoch
+	rep.primary, rep.holding = true, a.Holding
+	rep.waits = replica.NewStandbys(a.Standbys, s.strict)
+	rep.copies = map[string]*rsCopy{}
+	rep.commit, rep.found = 0, uint64(len(rep.log))
+	s.faults["promote"]++
+	s.event("%s promoted, epoch %d, waits for %q, log %d (fsynced %d)", rep.name, a.Holding.Epoch, a.Standbys, len(rep.log), rep.durable)
+}
+
+func (s *rsRun) demote(rep *rsReplica) {
+	if rep.primary {
+		s.event("%s demoted", rep.name)
+		for _, c := range rep.copies {
+			if c.conn != 0 {
+				s.breakConn(c.conn)
+			}
+		}
+	}
+	rep.primary, rep.holding, rep.waits, rep.copies, rep.setSync = false, replica.Holding{}, nil, nil, nil
+}
+
+// crash ends a replica's process; with power, its page cache too.
+func (s *rsRun) crash(rep *rsReplica, power bool) {
+	s.demote(rep)
+	s.closeConn(rep)
+	rep.up = false
+	s.event("%s crashed (power loss: %v), log %d, fsynced %d", rep.name, power, len(rep.log), rep.durable)
+	if power {
+		rep.log = rep.log[:rep.durable]
+		s.faults["power_loss"]++
+	} else {
+		s.faults["crash"]++
+	}
+	rep.durable = len(rep.log) // what the page cache holds reaches the disk
+}
+
+func (s *rsRun) fsync(rep *rsReplica) {
+	if rep.durable == len(rep.log) {
+		return
+	}
+	rep.durable = len(rep.log)
+	if rep.conn != 0 && rep.began {
+		s.send(rsMsg{kind: msgAck, from: rep.name, to: rep.following, conn: rep.conn, epoch: rep.seen, index: uint64(rep.durable)})
+	}
+}
+
+// commitUp raises a primary's commit index as far as its waited standbys
+// and its own disk hold records, and acknowledges the records it passes.
+func (s *rsRun) commitUp(rep *rsReplica) {
+	if !s.running(rep) || !rep.primary {
+		return
+	}
+	index, ok := rep.waits.Commit(uint64(rep.durable), func(name string) uint64 {
+		if c := rep.copies[name]; c != nil {
+			return c.acked
+		}
+		return 0
+	})
+	if !ok || index <= rep.commit {
+		return
+	}
+	for i := rep.commit + 1; i <= index; i++ {
+		s.acknowledge(rep, i, rep.log[i-1])
+	}
+	rep.commit = index
+	s.event("%s commits through %d", rep.name, index)
+}
+
+func (s *rsRun) acknowledge(rep *rsReplica, index uint64, rec rsRecord) {
+	if id, ok := s.acked[index]; ok && id != rec.id {
+		panic(fmt.Sprintf("index %d acknowledged as record %d and as record %d (by %s)", index, id, rec.id, rep.name))
+	}
+	if _, ok := s.acked[index]; !ok {
+		s.acked[index] = rec.id
+		s.replies["acknowledged"]++
+	}
+	if rec.epoch == rep.holding.Epoch {
+		if o, ok := s.owner[rec.epoch]; ok && o != rep.name {
+			panic(fmt.Sprintf("replicas %s and %s both acknowledged in epoch %d", o, rep.name, rec.epoch))
+		}
+		s.owner[rec.epoch] = rep.name
+	}
+}
+
+// history is a log's epoch history, as its HistoryFile says.
+func history(log []rsRecord) replica.History {
+	var h replica.History
+	for i, r := range log {
+		if len(h) == 0 || h[len(h)-1].Epoch != r.epoch {
+			h = append(h, replica.EpochStart{Epoch: r.epoch, First: uint64(i + 1)})
+		}
+	}
+	return h
+}
+
+// dial opens a standby's connection to the primary it follows: its hello
+// reports its fsynced log.
+func (s *rsRun) dial(rep *rsReplica) {
+	s.connSeq++
+	rep.conn, rep.began = s.connSeq, false
+	s.fsync(rep)
+	s.send(rsMsg{kind: msgHello, from: rep.name, to: rep.following, conn: rep.conn, epoch: rep.seen,
+		history: history(rep.log), last: uint64(rep.durable)})
+}
+
+func (s *rsRun) closeConn(rep *rsReplica) {
+	if rep.conn != 0 {
+		s.breakConn(rep.conn)
+	}
+}
+
+// breakConn is a connection reset: both ends see it.
+func (s *rsRun) breakConn(conn uint64) {
+	for _, rep := range s.reps {
+		if rep.conn == conn {
+			rep.conn, rep.began = 0, false
+		}
+		for _, c := range rep.copies {
+			if c.conn == conn {
+				c.conn, c.connected = 0, false
+			}
+		}
+	}
+}
+
+func (s *rsRun) send(m rsMsg) {
+	link := [2]string{m.from, m.to}
+	s.seq++
+	m.seq = s.seq
+	m.at = s.now + 1 + int64(s.g.IntN(20)) + s.delay[link]
+	// One connection is in order (TCP): nothing overtakes what was sent before.
+	for _, o := range s.msgs {
+		if o.conn == m.conn && o.from == m.from && o.at > m.at {
+			m.at = o.at
+		}
+	}
+	s.msgs = append(s.msgs, m)
+	if s.dup[link] > 0 {
+		s.dup[link]--
+		s.faults["net_duplicate"]++
+		d := m
+		s.seq++
+		d.seq = s.seq
+		s.msgs = append(s.msgs, d)
+	}
+}
+
+// deliver hands every message due to its receiver, in order.
+func (s *rsRun) deliver() {
+	for {
+		slices.SortFunc(s.msgs, func(a, b rsMsg) int {
+			if a.at != b.at {
+				return int(a.at - b.at)
+			}
+			return int(a.seq - b.seq)
+		})
+		i := slices.IndexFunc(s.msgs, func(m rsMsg) bool {
+			to := s.byName(m.to)
+			return m.at <= s.now && (to == nil || !to.up || s.running(to))
+		})
+		if i < 0 {
+			return
+		}
+		m := s.msgs[i]
+		s.msgs = slices.Delete(s.msgs, i, i+1)
+		to := s.byName(m.to)
+		if to == nil || !to.up || s.cut[pair(m.from, m.to)] {
+			s.breakConn(m.conn)
+			continue
+		}
+		s.receive(to, m)
+	}
+}
+
+func pair(a, b string) [2]string {
+	if a > b {
+		a, b = b, a
+	}
+	return [2]string{a, b}
+}
+
+func (s *rsRun) receive(rep *rsReplica, m rsMsg) {
+	switch m.kind {
+	case msgHello:
+		s.hello(rep, m)
+	case msgAck:
+		c := rep.copies[m.from]
+		if !rep.primary || c == nil || c.conn != m.conn {
+			return
+		}
+		if stream.StaleEpoch(m.epoch, rep.holding.Epoch) {
+			s.faults["refused_ack"]++
+			s.breakConn(m.conn)
+			return
+		}
+		c.acked, c.lastAck = m.index, s.now
+		s.event("%s: %s acked %d", rep.name, m.from, m.index)
+	case msgBegin, msgRecords:
+		if rep.conn != m.conn || rep.primary {
+			return
+		}
+		rep.archive = append(rep.archive, m)
+		if stream.StaleEpoch(rep.seen, m.epoch) {
+			s.faults["refused_stale_epoch"]++
+			s.breakConn(m.conn)
+			return
+		}
+		rep.seen = max(rep.seen, m.epoch)
+		if m.kind == msgBegin {
+			s.begin(rep, m)
+		} else {
+			s.records(rep, m)
+		}
+	}
+}
+
+// hello: the primary begins a copy as the stream does (stream.PlanBegin).
+func (s *rsRun) hello(rep *rsReplica, m rsMsg) {
+	if !rep.primary {
+		s.breakConn(m.conn)
+		return
+	}
+	if stream.StaleEpoch(m.epoch, rep.holding.Epoch) {
+		s.faults["refused_standby"]++
+		s.breakConn(m.conn)
+		return
+	}
+	mode, index := stream.PlanBegin(stream.Copy{TheirHistory: m.history, TheirFirst: 1, TheirLast: m.last,
+		MyHistory: history(rep.log), MyFirst: 1, MyLast: uint64(len(rep.log))})
+	if mode == stream.Base {
+		panic("a base copy without snapshots")
+	}
+	if mode == stream.Cut {
+		s.faults["cut"]++
+	}
+	if c := rep.copies[m.from]; c != nil && c.conn != 0 {
+		s.breakConn(c.conn)
+	}
+	s.event("%s begins %s's copy: %v at %d (its last %d)", rep.name, m.from, mode, index, m.last)
+	rep.copies[m.from] = &rsCopy{conn: m.conn, next: index + 1, acked: index, lastAck: s.now, connected: true}
+	s.send(rsMsg{kind: msgBegin, from: rep.name, to: m.from, conn: m.conn, epoch: rep.holding.Epoch, mode: mode, index: index})
+	s.ship(rep)
+}
+
+// ship sends each connected standby the records it lacks.
+func (s *rsRun) ship(rep *rsReplica) {
+	for _, name := range rsNames {
+		c := rep.copies[name]
+		if c == nil || !c.connected || c.next > uint64(len(rep.log)) {
+			continue
+		}
+		s.send(rsMsg{kind: msgRecords, from: rep.name, to: name, conn: c.conn, epoch: rep.holding.Epoch,
+			index: c.next, recs: slices.Clone(rep.log[c.next-1:])})
+		c.next = uint64(len(rep.log)) + 1
+	}
+}
+
+func (s *rsRun) begin(rep *rsReplica, m rsMsg) {
+	if m.mode == stream.Cut && m.index < uint64(len(rep.log)) {
+		rep.log = rep.log[:m.index] // wal.CutAfter: durable at once
+		rep.durable = min(rep.durable, len(rep.log))
+	}
+	rep.began = true
+	s.send(rsMsg{kind: msgAck, from: rep.name, to: m.from, conn: m.conn, epoch: rep.seen, index: uint64(rep.durable)})
+}
+
+// records appends a run of the primary's records (wal.Log.AppendCopy): a
+// record it holds already is skipped; a gap or a different record at an
+// index it holds ends the connection.
+func (s *rsRun) records(rep *rsReplica, m rsMsg) {
+	if !rep.began {
+		return
+	}
+	for k, rec := range m.recs {
+		i := m.index + uint64(k)
+		switch {
+		case i <= uint64(len(rep.log)) && rep.log[i-1] == rec:
+		case i == uint64(len(rep.log))+1:
+			rep.log = append(rep.log, rec)
+		default:
+			s.faults["copy_mismatch"]++
+			s.breakConn(m.conn)
+			return
+		}
+	}
+}
+
+func (s *rsRun) netFault(target *rsReplica, x uint64) {
+	other := s.reps[(x/4)%uint64(len(s.reps))]
+	switch x % 8 {
+	case 0: // a connection reset
+		if target.conn != 0 {
+			s.faults["net_reset"]++
+			s.breakConn(target.conn)
+		}
+	case 1: // a slow link for a while (until healed)
+		if other != target {
+			s.delay[[2]string{target.name, other.name}] = int64(x / 32 % 1500)
+			s.faults["net_delay"]++
+		}
+	case 2:
+		if other != target {
+			s.dup[[2]string{target.name, other.name}] += 3
+		}
+	case 3: // partition two replicas
+		if other != target {
+			s.cut[pair(target.name, other.name)] = true
+			s.faults["partition_replicas"]++
+			s.resetBetween(target.name, other.name)
+		}
+	case 4: // partition a replica from the coordinator
+		s.etcdCut[target.name] = true
+		s.faults["partition_etcd"]++
+	case 5, 6: // a message of an earlier tenure replayed on the current connection
+		s.replay(target, x)
+	default: // heal
+		clear(s.cut)
+		clear(s.etcdCut)
+		clear(s.delay)
+		clear(s.dup)
+		s.faults["heal"]++
+	}
+}
+
+func (s *rsRun) resetBetween(a, b string) {
+	for _, rep := range s.reps {
+		if (rep.name == a && rep.following == b) || (rep.name == b && rep.following == a) {
+			s.closeConn(rep)
+		}
+	}
+}
+
+// replay delivers, on a standby's current connection, a message its
+// primary's stream sent in an earlier tenure: what the epoch in every
+// message is for.
+func (s *rsRun) replay(rep *rsReplica, x uint64) {
+	if rep.conn == 0 || !rep.began {
+		return
+	}
+	// A begin does the most harm (a cut): replayed when there is one.
+	var old, begins []rsMsg
+	for _, m := range rep.archive {
+		if m.epoch < rep.seen {
+			old = append(old, m)
+			if m.kind == msgBegin {
+				begins = append(begins, m)
+			}
+		}
+	}
+	if len(begins) > 0 && x%4 != 0 {
+		old = begins
+	}
+	if len(old) == 0 {
+		return
+	}
+	m := old[(x/8)%uint64(len(old))]
+	m.conn, m.at = rep.conn, s.now
+	s.seq++
+	m.seq = s.seq
+	s.msgs = append(s.msgs, m)
+	s.faults["net_stale_replay"]++
+}
+
+// check: every replica the sync key names holds every acknowledged
+// record, fsynced, at its index.
+func (s *rsRun) check() error {
+	v, err := s.observer.Read(context.Background())
+	if err != nil {
+		return err
+	}
+	names := append([]string{v.Sync.Primary}, v.Sync.Standbys...)
+	for _, name := range names {
+		rep := s.byName(name)
+		if rep == nil {
+			continue
+		}
+		for index, id := range s.acked {
+			if index > uint64(rep.durable) || rep.log[index-1].id != id {
+				held := "nothing"
+				if index <= uint64(len(rep.log)) {
+					held = fmt.Sprintf("record %d (fsynced through %d)", rep.log[index-1].id, rep.durable)
+				}
+				return fmt.Errorf("replica %s may lead next (sync key: primary %q, standbys %q, epoch %d) but holds %s at index %d, where record %d was acknowledged",
+					name, v.Sync.Primary, v.Sync.Standbys, v.Sync.Epoch, held, index, id)
+			}
+		}
+	}
+	return nil
+}
+
+// final heals every fault, lets 20 s pass, and checks that a primary
+// leads and acknowledges a new record.
+func (s *rsRun) final() error {
+	clear(s.cut)
+	clear(s.etcdCut)
+	clear(s.delay)
+	clear(s.dup)
+	for _, rep := range s.reps {
+		rep.pauseTo = 0
+	}
+	id := uint64(0)
+	for range 200 {
+		s.now += 100
+		if err := s.settle(); err != nil {
+			return err
+		}
+		for _, rep := range s.reps {
+			if id == 0 && s.running(rep) && rep.primary {
+				s.nextID++
+				id = s.nextID
+				rep.log = append(rep.log, rsRecord{epoch: rep.holding.Epoch, id: id})
+				s.ship(rep)
+			}
+		}
+		if id != 0 {
+			for _, a := range s.acked {
+				if a == id {
+					return nil
+				}
+			}
+		}
+	}
+	if id == 0 {
+		return errors.New("no replica leads 20 s after every fault healed")
+	}
+	return fmt.Errorf("record %d was never acknowledged in the 20 s after every fault healed", id)
+}
