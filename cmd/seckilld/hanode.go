@@ -198,8 +198,8 @@ func serveReplica(opts options, stdout io.Writer, log *slog.Logger, deps svcDeps
 		return fmt.Errorf("--replication-addr: %w", err)
 	}
 	n := newHANode(opts, deps, log, coord, newStreamReplicator(opts.fsync), ln, rln)
-	fmt.Fprintf(stdout, "seckilld listening on http://%s (replica %s of replica set %s, replication on %s)\n",
-		ln.Addr(), opts.replica.name, opts.replica.set, rln.Addr())
+	fmt.Fprintf(stdout, "seckilld listening on http://%s (replica %s of replica set %s, replication on %s, advertised %s and %s)\n",
+		ln.Addr(), opts.replica.name, opts.replica.set, rln.Addr(), n.member.HTTP, n.member.Replication)
 	printToken(stdout, deps.token, generated)
 	stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
@@ -211,10 +211,23 @@ func newHANode(opts options, deps svcDeps, log *slog.Logger, coord haCoordinator
 	n := &haNode{opts: opts, deps: deps, log: log.With("replica_set", opts.replica.set, "replica", opts.replica.name),
 		coord: coord, node: replica.NewNode(opts.replica.name, opts.replica.strict, opts.replica.standbyTimeout),
 		repl: repl, http: newHandoff(ln), replLn: newHandoff(rln),
-		member: replica.Member{HTTP: "http://" + ln.Addr().String(), Replication: rln.Addr().String()},
+		member: advertised(opts.replica, ln.Addr(), rln.Addr()),
 		tick:   max(opts.replica.leaseTTL/4, 100*time.Millisecond), switchTo: make(chan string, 1)}
 	n.state.Store(&haState{Set: opts.replica.set, Name: opts.replica.name, Role: replica.Candidate.String()})
 	return n
+}
+
+// advertised is the member key a replica publishes: the advertise
+// addresses where given, the bound listen addresses otherwise.
+func advertised(o replicaOptions, httpAddr, replAddr net.Addr) replica.Member {
+	m := replica.Member{HTTP: "http://" + httpAddr.String(), Replication: replAddr.String()}
+	if o.advertiseHTTP != "" {
+		m.HTTP = "http://" + o.advertiseHTTP
+	}
+	if o.advertiseReplication != "" {
+		m.Replication = o.advertiseReplication
+	}
+	return m
 }
 
 // run is the runner's loop, until ctx ends (then a primary hands over
