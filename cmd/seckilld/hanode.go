@@ -450,11 +450,29 @@ func (n *haNode) promote(h replica.Holding, waited []string) error {
 	}
 	go func() { t.served <- svc.srv.Serve(n.http.Take()) }()
 	if svc.rt != nil { // a cell: its address for seckillctl audit is the primary's
+		n.takeCellEpoch(svc.rt)
 		svc.rt.announce(svc.rt.ledger, svc.rt.id, n.member.HTTP, n.log)
 	}
 	n.publishState()
 	n.log.Info("promoted: serving as primary", "epoch", h.Epoch, "waiting_for", waited, "took", time.Since(start))
 	return nil
+}
+
+// takeCellEpoch bumps the cell's ledger epoch as the promotion's last
+// step, so that the former primary's top-ups and credits are fenced
+// (ledger.ErrFenced) from this moment rather than from this primary's
+// first ledger operation, which may come much later on a quiet SKU. A
+// failure is logged: the agents take the epoch at their first ledger
+// operation (cells.CellEpoch retries a failed bump).
+func (n *haNode) takeCellEpoch(rt *cellRuntime) {
+	ctx, cancel := n.call()
+	defer cancel()
+	e, err := rt.epoch.Take(ctx)
+	if err != nil {
+		n.log.Warn("taking the cell's ledger epoch at the promotion failed; the cell's agents take it at their first ledger operation", "cell", rt.id, "err", err)
+		return
+	}
+	n.log.Info("took the cell's ledger epoch: the former primary's top-ups are fenced", "cell", rt.id, "ledger_epoch", e)
 }
 
 // demote stops acknowledging at once: the API answers NOT_PRIMARY from
