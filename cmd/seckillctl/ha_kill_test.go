@@ -23,7 +23,7 @@ const haToken = "ha-token"
 
 // startReplica runs replica name of replica set rs1 on dir, on free
 // loopback ports, with the demo campaign.
-func startReplica(t *testing.T, bin, dir, etcd, name string, extra ...string) *seckilldtest.Daemon {
+func startReplica(t testing.TB, bin, dir, etcd, name string, extra ...string) *seckilldtest.Daemon {
 	t.Helper()
 	return seckilldtest.StartReplica(t, bin, dir, []string{"SECKILL_ADMIN_TOKEN=" + haToken},
 		append([]string{"--replica", name, "--replica-set", "rs1", "--replication-addr", "127.0.0.1:0", "--etcd", etcd, "--lease-ttl", "2s"}, extra...)...)
@@ -49,7 +49,7 @@ func health(base string) (replicaHealth, bool) {
 // waitHealth waits (up to 2 minutes: a bound for a replica that never
 // gets there, however loaded the machine) until d's /healthz satisfies
 // ok; then it stops d with SIGQUIT and fails with d's goroutines.
-func waitHealth(t *testing.T, d *seckilldtest.Daemon, what string, ok func(replicaHealth) bool) replicaHealth {
+func waitHealth(t testing.TB, d *seckilldtest.Daemon, what string, ok func(replicaHealth) bool) replicaHealth {
 	t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		if h, answered := health(d.Base); answered && ok(h) {
@@ -67,7 +67,7 @@ func waitHealth(t *testing.T, d *seckilldtest.Daemon, what string, ok func(repli
 // terminate stops d with SIGTERM and waits for exit 0; a replica still
 // running after 2 minutes is sent SIGQUIT, so its goroutines are in the
 // stderr the test prints.
-func terminate(t *testing.T, d *seckilldtest.Daemon) {
+func terminate(t testing.TB, d *seckilldtest.Daemon) {
 	t.Helper()
 	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ type replicaStatus struct {
 	Sync []string `json:"sync"`
 }
 
-func adminReplica(t *testing.T, base string) replicaStatus {
+func adminReplica(t testing.TB, base string) replicaStatus {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, base+"/admin/replica", nil)
 	req.Header.Set("Authorization", "Bearer "+haToken)
@@ -106,7 +106,7 @@ func adminReplica(t *testing.T, base string) replicaStatus {
 }
 
 // waitSync waits until base, primary, has published sync.
-func waitSync(t *testing.T, base string, sync ...string) {
+func waitSync(t testing.TB, base string, sync ...string) {
 	t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		st := adminReplica(t, base)
@@ -382,7 +382,7 @@ func TestReplicaSetLosesItsStandby(t *testing.T) {
 // startRouterProc builds and runs seckill-router for replica set rs1 (its
 // --cells address is one that refuses: every request must go to the
 // primary etcd names) and returns its base URL.
-func startRouterProc(t *testing.T, etcd string) string {
+func startRouterProc(t testing.TB, etcd string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "seckill-router")
 	args := []string{"build", "-o", bin}
