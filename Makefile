@@ -5,7 +5,7 @@ PKGS     := ./...
 ADDR     ?= 127.0.0.1:8080
 DATA     ?= ./data
 
-.PHONY: all build run test docs nats test-long bench bench-engine bench-audit bench-compare bench-instructions bench-passes bench-feed bench-orders soak fuzz sim sim-mutants clean cluster bench-cells bench-failover
+.PHONY: all build run test docs nats test-long bench bench-engine bench-audit bench-compare bench-instructions bench-passes bench-feed bench-orders soak fuzz sim sim-mutants clean cluster ha-demo bench-cells bench-failover
 
 all: build
 
@@ -44,6 +44,12 @@ nats:
 ## cluster: one etcd, three cells and a router on loopback; the demo hot SKU split across the cells (cells/cluster.sh).
 cluster: build
 	BIN=$(BIN) exec ./cells/cluster.sh
+
+## ha-demo: etcd, a replica set of two seckillds and seckill-router on loopback; a sale through the router, kill -9 of
+## the primary under it, and what happened: who led, the failover time, every acknowledged reservation found, the
+## killed replica back as standby, seckillctl verify of both data dirs (replica/hademo; HADEMO_DATA=DIR keeps the data).
+ha-demo: build
+	$(GO) run ./replica/hademo --bin $(BIN) $(if $(HADEMO_DATA),--data $(HADEMO_DATA))
 
 ## test: vet + race-enabled tests of every package, bounded for CI (fuzz targets run their seed corpus),
 ## and after each package's tests its benchmarks, each once at tiny sizes (SECKILL_BENCH_TINY=1,
