@@ -41,9 +41,10 @@ NATS_DATA ?= $(DATA)/nats
 nats:
 	$(GO) run github.com/nats-io/nats-server/v2 --jetstream --addr $(NATS_ADDR) --port $(NATS_PORT) --store_dir $(NATS_DATA)
 
-## cluster: one etcd, three cells and a router on loopback; the demo hot SKU split across the cells (cells/cluster.sh).
+## cluster: one etcd, three cells of two replicas each (REPLICAS=1: one seckilld per cell) and a router on loopback;
+## the demo hot SKU split across the cells (cells/cluster.sh).
 cluster: build
-	BIN=$(BIN) exec ./cells/cluster.sh
+	BIN=$(BIN) REPLICAS=$(or $(REPLICAS),2) exec ./cells/cluster.sh
 
 ## ha-demo: etcd, a replica set of two seckillds and seckill-router on loopback; a sale through the router, kill -9 of
 ## the primary under it, and what happened: who led, the failover time, every acknowledged reservation found, the
