@@ -189,6 +189,21 @@ func getJSON(t *testing.T, url, token string, v any) int {
 	return resp.StatusCode
 }
 
+// waitPublished waits until primary r has published the sync set
+// standbys (comma-separated) and returns its /admin/replica.
+func waitPublished(t *testing.T, r *testReplica, standbys string) haState {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		var st haState
+		if getJSON(t, r.url+replicaStatusPath, "tok", &st) == http.StatusOK && strings.Join(st.Sync, ",") == standbys {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never published %s: %+v", r.name, standbys, st)
+		}
+	}
+}
+
 // waitRole waits until the replica's /healthz says role (a state, not a
 // time: the test machine may be loaded).
 func waitRole(t *testing.T, r *testReplica, role string) healthState {
@@ -231,16 +246,7 @@ func TestReplicaRolesOnEtcd(t *testing.T) {
 	}
 
 	// Rule 1: b is published once it is caught up and waited for.
-	var st haState
-	for deadline := time.Now().Add(time.Minute); ; {
-		if getJSON(t, a.url+replicaStatusPath, "tok", &st) == http.StatusOK && strings.Join(st.Sync, ",") == "b" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("b never published: %+v", st)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	st := waitPublished(t, a, "b")
 	if strings.Join(st.Waited, ",") != "b" {
 		t.Fatalf("published but not waited for: %+v", st)
 	}
@@ -345,15 +351,7 @@ func TestCellReplicaTakesTheLedgerEpochAtPromotion(t *testing.T) {
 	waitEpoch(1)
 	b := startTestReplicaOf(t, c, l, "c1", "b", filepath.Join(dir, "b"), cell...)
 	waitRole(t, b, "standby")
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		var st haState
-		if getJSON(t, a.url+replicaStatusPath, "tok", &st) == http.StatusOK && strings.Join(st.Sync, ",") == "b" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("b never published: %+v", st)
-		}
-	}
+	waitPublished(t, a, "b")
 	if e, _ := l.Epoch(ctx, "c1"); e != 1 {
 		t.Fatalf("a standby moved the cell's ledger epoch to %d", e)
 	}
