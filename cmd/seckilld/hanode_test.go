@@ -189,6 +189,19 @@ func getJSON(t *testing.T, url, token string, v any) int {
 	return resp.StatusCode
 }
 
+// startLedger starts a real etcd and returns it with a ledger client on
+// it (closed at the end of the test).
+func startLedger(t *testing.T) (*etcdtest.Server, *ledger.Ledger) {
+	t.Helper()
+	srv := etcdtest.Start(t)
+	client, err := ledger.Dial([]string{srv.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	return srv, ledger.New(client, ledger.DefaultPrefix)
+}
+
 // waitPublished waits until primary r has published the sync set
 // standbys (comma-separated) and returns its /admin/replica.
 func waitPublished(t *testing.T, r *testReplica, standbys string) haState {
@@ -228,13 +241,7 @@ func waitRole(t *testing.T, r *testReplica, role string) healthState {
 // standby takes over in the next epoch, and the former primary follows it
 // and answers NOT_PRIMARY naming it.
 func TestReplicaRolesOnEtcd(t *testing.T) {
-	srv := etcdtest.Start(t)
-	client, err := ledger.Dial([]string{srv.Endpoint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	l := ledger.New(client, ledger.DefaultPrefix)
+	_, l := startLedger(t)
 	c := newCopyNet()
 	dir := t.TempDir()
 	a := startTestReplica(t, c, l, "a", filepath.Join(dir, "a"))
@@ -323,13 +330,7 @@ func TestReplicaRolesOnEtcd(t *testing.T) {
 // cell has no SKU, so its agents make none), so a top-up under the former
 // primary's epoch is fenced at once.
 func TestCellReplicaTakesTheLedgerEpochAtPromotion(t *testing.T) {
-	srv := etcdtest.Start(t)
-	client, err := ledger.Dial([]string{srv.Endpoint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	l := ledger.New(client, ledger.DefaultPrefix)
+	srv, l := startLedger(t)
 	ctx := context.Background()
 	waitEpoch := func(want uint64) {
 		t.Helper()
