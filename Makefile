@@ -5,7 +5,7 @@ PKGS     := ./...
 ADDR     ?= 127.0.0.1:8080
 DATA     ?= ./data
 
-.PHONY: all build run test docs nats test-long bench bench-engine bench-audit bench-compare bench-instructions bench-passes bench-feed bench-orders soak fuzz sim sim-mutants clean cluster bench-cells
+.PHONY: all build run test docs nats test-long bench bench-engine bench-audit bench-compare bench-instructions bench-passes bench-feed bench-orders soak fuzz sim sim-mutants clean cluster ha-demo bench-cells bench-failover
 
 all: build
 
@@ -41,9 +41,16 @@ NATS_DATA ?= $(DATA)/nats
 nats:
 	$(GO) run github.com/nats-io/nats-server/v2 --jetstream --addr $(NATS_ADDR) --port $(NATS_PORT) --store_dir $(NATS_DATA)
 
-## cluster: one etcd, three cells and a router on loopback; the demo hot SKU split across the cells (cells/cluster.sh).
+## cluster: one etcd, three cells of two replicas each (REPLICAS=1: one seckilld per cell) and a router on loopback;
+## the demo hot SKU split across the cells (cells/cluster.sh).
 cluster: build
-	BIN=$(BIN) exec ./cells/cluster.sh
+	BIN=$(BIN) REPLICAS=$(or $(REPLICAS),2) exec ./cells/cluster.sh
+
+## ha-demo: etcd, a replica set of two seckillds and seckill-router on loopback; a sale through the router, kill -9 of
+## the primary under it, and what happened: who led, the failover time, every acknowledged reservation found, the
+## killed replica back as standby, seckillctl verify of both data dirs (replica/hademo; HADEMO_DATA=DIR keeps the data).
+ha-demo: build
+	$(GO) run ./replica/hademo --bin $(BIN) $(if $(HADEMO_DATA),--data $(HADEMO_DATA))
 
 ## test: vet + race-enabled tests of every package, bounded for CI (fuzz targets run their seed corpus),
 ## and after each package's tests its benchmarks, each once at tiny sizes (SECKILL_BENCH_TINY=1,
@@ -73,6 +80,11 @@ bench: build
 bench-cells: build
 	d=$$(mktemp -d /tmp/seckill-cells-XXXXXX); BIN=$(BIN) DEMO=0 DATA=$$d ./cells/cluster.sh ./bench/run-cells.sh $(BENCH_ARGS); \
 		s=$$?; rm -rf $$d; exit $$s
+
+## bench-failover: a replica set of two (lease TTL 2 s) behind seckill-router, its primary killed with kill -9 20 times:
+## the time from each kill to the first reserve accepted through the router, p50 and p99 (goal p99 <= 3 s).
+bench-failover:
+	$(GO) test -run XXX -bench Failover -benchtime 1x -timeout 30m ./cmd/seckillctl/
 
 ## bench-engine: the engine's own benchmarks (durable and no-sync reserve, replay, heap per reservation).
 bench-engine:

@@ -11,6 +11,11 @@
 # ROUTER, ETCD, CELL_IDS and ADMIN_TOKEN in its environment), then stops
 # and exits with the command's status: make bench-cells is
 # "cells/cluster.sh bench/run-cells.sh". DEMO=0 publishes no demo campaign.
+#
+# REPLICAS=2 (make cluster) makes each cell a replica set of two seckillds,
+# replicas a and b (docs/ha.md): one leads, the other copies its logs as
+# its synchronous standby, and the router follows each cell's primary.
+# REPLICAS=1 (the default, make bench-cells) runs one seckilld per cell.
 set -euo pipefail
 BIN=$(cd "${BIN:-bin}" && pwd)
 DATA=${DATA:-./cluster-data}
@@ -20,6 +25,8 @@ ROUTER=127.0.0.1:${ROUTER_PORT:-8090}
 CELLS=(c1 c2 c3)
 BASE=${CELL_PORT_BASE:-8081}
 PORTS=($BASE $((BASE + 1)) $((BASE + 2)))
+REPLICAS=${REPLICAS:-1}
+case $REPLICAS in 1 | 2) ;; *) echo "cells/cluster.sh: REPLICAS must be 1 or 2" >&2; exit 2 ;; esac
 
 (cd internal/etcdtest/etcdserver && go build -o "$BIN/etcdserver" .)
 mkdir -p "$DATA"
@@ -71,17 +78,30 @@ if [ "${DEMO:-1}" != 0 ] && ! out=$("$BIN/seckillctl" cells publish --etcd "$ETC
 fi
 
 routes=()
+procs=() # the seckillds: "name pid"
 for i in "${!CELLS[@]}"; do
 	c=${CELLS[$i]}; addr=127.0.0.1:${PORTS[$i]}
-	"$BIN/seckilld" --addr "$addr" --data-dir "$DATA/$c" --cell "$c" --etcd "$ETCD" \
-		--admin-token "$TOKEN" --log-level warn >"$DATA/$c.out" 2>"$DATA/$c.log" &
-	pids+=($!)
+	if [ "$REPLICAS" = 1 ]; then
+		"$BIN/seckilld" --addr "$addr" --data-dir "$DATA/$c" --cell "$c" --etcd "$ETCD" \
+			--admin-token "$TOKEN" --log-level warn >"$DATA/$c.out" 2>"$DATA/$c.log" &
+		pids+=($!); procs+=("$c $!")
+	else
+		# Replica a on the cell's port, b 10 ports above; replication
+		# 100 ports above each. The router follows the primary in etcd.
+		for r in a b; do
+			off=0; [ "$r" = b ] && off=10
+			"$BIN/seckilld" --addr "127.0.0.1:$((PORTS[i] + off))" --data-dir "$DATA/$c-$r" --cell "$c" --etcd "$ETCD" \
+				--replica "$r" --replication-addr "127.0.0.1:$((PORTS[i] + off + 100))" \
+				--admin-token "$TOKEN" --log-level warn >"$DATA/$c-$r.out" 2>"$DATA/$c-$r.log" &
+			pids+=($!); procs+=("$c-$r $!")
+		done
+	fi
 	routes+=("$c=$addr")
 done
 "$BIN/seckill-router" --addr "$ROUTER" --etcd "$ETCD" --cells "$(IFS=,; echo "${routes[*]}")" >"$DATA/router.out" 2>"$DATA/router.log" &
 pids+=($!)
 await "$DATA/router.out" listening $! seckill-router
-for i in "${!CELLS[@]}"; do await "$DATA/${CELLS[$i]}.out" listening "${pids[$((i + 1))]}" "cell ${CELLS[$i]}"; done
+for p in "${procs[@]}"; do await "$DATA/${p% *}.out" listening "${p#* }" "seckilld ${p% *}"; done
 
 if [ $# -gt 0 ]; then
 	status=0
@@ -91,6 +111,12 @@ fi
 cat <<MSG
 router:  http://$ROUTER   (POST /v1/campaigns/demo/skus/sku-1/reservations, ...)
 cells:   ${routes[*]}   admin token: $TOKEN
+MSG
+[ "$REPLICAS" = 2 ] && cat <<MSG
+replicas: each cell is a replica set of a (its port) and b (10 ports above):
+         $BIN/seckillctl ha status --etcd $ETCD --replica-set c1 --admin-token $TOKEN
+MSG
+cat <<MSG
 etcd:    $ETCD
 audit:   $BIN/seckillctl audit --etcd $ETCD --campaign demo --admin-token $TOKEN
 bench:   $BIN/seckill-bench --target http://$ROUTER --etcd $ETCD --cells $(IFS=,; echo "${CELLS[*]}") --admin-token $TOKEN

@@ -23,7 +23,7 @@ const haToken = "ha-token"
 
 // startReplica runs replica name of replica set rs1 on dir, on free
 // loopback ports, with the demo campaign.
-func startReplica(t *testing.T, bin, dir, etcd, name string, extra ...string) *seckilldtest.Daemon {
+func startReplica(t testing.TB, bin, dir, etcd, name string, extra ...string) *seckilldtest.Daemon {
 	t.Helper()
 	return seckilldtest.StartReplica(t, bin, dir, []string{"SECKILL_ADMIN_TOKEN=" + haToken},
 		append([]string{"--replica", name, "--replica-set", "rs1", "--replication-addr", "127.0.0.1:0", "--etcd", etcd, "--lease-ttl", "2s"}, extra...)...)
@@ -49,7 +49,7 @@ func health(base string) (replicaHealth, bool) {
 // waitHealth waits (up to 2 minutes: a bound for a replica that never
 // gets there, however loaded the machine) until d's /healthz satisfies
 // ok; then it stops d with SIGQUIT and fails with d's goroutines.
-func waitHealth(t *testing.T, d *seckilldtest.Daemon, what string, ok func(replicaHealth) bool) replicaHealth {
+func waitHealth(t testing.TB, d *seckilldtest.Daemon, what string, ok func(replicaHealth) bool) replicaHealth {
 	t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		if h, answered := health(d.Base); answered && ok(h) {
@@ -67,7 +67,7 @@ func waitHealth(t *testing.T, d *seckilldtest.Daemon, what string, ok func(repli
 // terminate stops d with SIGTERM and waits for exit 0; a replica still
 // running after 2 minutes is sent SIGQUIT, so its goroutines are in the
 // stderr the test prints.
-func terminate(t *testing.T, d *seckilldtest.Daemon) {
+func terminate(t testing.TB, d *seckilldtest.Daemon) {
 	t.Helper()
 	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ type replicaStatus struct {
 	Sync []string `json:"sync"`
 }
 
-func adminReplica(t *testing.T, base string) replicaStatus {
+func adminReplica(t testing.TB, base string) replicaStatus {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, base+"/admin/replica", nil)
 	req.Header.Set("Authorization", "Bearer "+haToken)
@@ -106,7 +106,7 @@ func adminReplica(t *testing.T, base string) replicaStatus {
 }
 
 // waitSync waits until base, primary, has published sync.
-func waitSync(t *testing.T, base string, sync ...string) {
+func waitSync(t testing.TB, base string, sync ...string) {
 	t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		st := adminReplica(t, base)
@@ -133,7 +133,13 @@ type replicaPair struct {
 func startPair(t *testing.T, bin, aEtcd, bEtcd string, extra ...string) *replicaPair {
 	t.Helper()
 	dir := t.TempDir()
-	p := &replicaPair{aDir: filepath.Join(dir, "a"), bDir: filepath.Join(dir, "b")}
+	return startPairIn(t, bin, filepath.Join(dir, "a"), filepath.Join(dir, "b"), aEtcd, bEtcd, extra...)
+}
+
+// startPairIn is startPair on the data dirs aDir and bDir.
+func startPairIn(t *testing.T, bin, aDir, bDir, aEtcd, bEtcd string, extra ...string) *replicaPair {
+	t.Helper()
+	p := &replicaPair{aDir: aDir, bDir: bDir}
 	p.a = startReplica(t, bin, p.aDir, aEtcd, "a", extra...)
 	p.first = waitHealth(t, p.a, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
 	p.b = startReplica(t, bin, p.bDir, bEtcd, "b", extra...)
@@ -329,60 +335,64 @@ func TestReplicaSetSurvivesAPrimaryCutFromEtcd(t *testing.T) {
 // deadline) until the standby is back and holds it.
 func TestReplicaSetLosesItsStandby(t *testing.T) {
 	bin := seckilldtest.Build(t, raceEnabled)
-	for _, strict := range []bool{false, true} {
-		name := "alone"
-		if strict {
-			name = "strict"
+	forSyncModes(t, func(t *testing.T, strict bool, extra []string) {
+		etcd := etcdtest.Start(t)
+		p := startPair(t, bin, etcd.Endpoint, etcd.Endpoint, extra...)
+		a, b, bDir := p.a, p.b, p.bDir
+		if err := b.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
 		}
-		t.Run(name, func(t *testing.T) {
-			etcd := etcdtest.Start(t)
-			var extra []string
-			if strict {
-				extra = []string{"--sync-strict"}
+		<-b.Exited
+		reserve := map[string]string{"request_id": "after-kill", "user_id": "u-after-kill"}
+		if !strict {
+			waitSync(t, a.Base) // unpublished: a commits alone
+			if code, body, err := post(a.Base+"/v1/campaigns/demo/skus/sku-1/reservations", reserve); err != nil || code != http.StatusAccepted {
+				t.Fatalf("a reserve on a primary alone: %d %v %v", code, body, err)
 			}
-			p := startPair(t, bin, etcd.Endpoint, etcd.Endpoint, extra...)
-			a, b, bDir := p.a, p.b, p.bDir
-			if err := b.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			<-b.Exited
-			reserve := map[string]string{"request_id": "after-kill", "user_id": "u-after-kill"}
-			if !strict {
-				waitSync(t, a.Base) // unpublished: a commits alone
-				if code, body, err := post(a.Base+"/v1/campaigns/demo/skus/sku-1/reservations", reserve); err != nil || code != http.StatusAccepted {
-					t.Fatalf("a reserve on a primary alone: %d %v %v", code, body, err)
-				}
+			return
+		}
+		code, body, err := post(a.Base+"/v1/campaigns/demo/skus/sku-1/reservations", reserve)
+		if err != nil || code != http.StatusGatewayTimeout || body["error"] != "RESULT_UNKNOWN" {
+			t.Fatalf("a reserve without a standby, strict: %d %v %v", code, body, err)
+		}
+		if st := adminReplica(t, a.Base); !slices.Equal(st.Sync, []string{"b"}) {
+			t.Fatalf("strict: the sync set became %v", st.Sync)
+		}
+		// b back: the reserve commits, and its lookup answers it.
+		startReplica(t, bin, bDir, etcd.Endpoint, "b", extra...)
+		waitCommitted(t, a.Base, "after-kill", "the standby came back")
+	})
+}
+
+// forSyncModes runs f as subtest "alone" (no extra flag) and "strict"
+// (--sync-strict).
+func forSyncModes(t *testing.T, f func(t *testing.T, strict bool, extra []string)) {
+	t.Run("alone", func(t *testing.T) { f(t, false, nil) })
+	t.Run("strict", func(t *testing.T) { f(t, true, []string{"--sync-strict"}) })
+}
+
+// waitCommitted waits until the lookup of requestID on base answers 200:
+// the reserve committed (after what happened, for the failure message).
+func waitCommitted(t *testing.T, base, requestID, after string) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(base + "/v1/campaigns/demo/skus/sku-1/requests/" + requestID)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
 				return
 			}
-			code, body, err := post(a.Base+"/v1/campaigns/demo/skus/sku-1/reservations", reserve)
-			if err != nil || code != http.StatusGatewayTimeout || body["error"] != "RESULT_UNKNOWN" {
-				t.Fatalf("a reserve without a standby, strict: %d %v %v", code, body, err)
-			}
-			if st := adminReplica(t, a.Base); !slices.Equal(st.Sync, []string{"b"}) {
-				t.Fatalf("strict: the sync set became %v", st.Sync)
-			}
-			// b back: the reserve commits, and its lookup answers it.
-			startReplica(t, bin, bDir, etcd.Endpoint, "b", extra...)
-			for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
-				resp, err := http.Get(a.Base + "/v1/campaigns/demo/skus/sku-1/requests/after-kill")
-				if err == nil {
-					resp.Body.Close()
-					if resp.StatusCode == http.StatusOK {
-						break
-					}
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the reserve never committed after the standby came back")
-				}
-			}
-		})
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the reserve %s never committed after %s", requestID, after)
+		}
 	}
 }
 
 // startRouterProc builds and runs seckill-router for replica set rs1 (its
 // --cells address is one that refuses: every request must go to the
 // primary etcd names) and returns its base URL.
-func startRouterProc(t *testing.T, etcd string) string {
+func startRouterProc(t testing.TB, etcd string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "seckill-router")
 	args := []string{"build", "-o", bin}

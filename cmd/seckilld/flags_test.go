@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +113,37 @@ func TestEntryPassOptions(t *testing.T) {
 			t.Errorf("%v accepted", args)
 		} else if strings.Contains(err.Error(), key[:40]) {
 			t.Errorf("%v: the error quotes the secret: %v", args, err)
+		}
+	}
+}
+
+// The advertise addresses are what a replica publishes in etcd; without
+// them, the bound listen addresses.
+func TestAdvertiseAddresses(t *testing.T) {
+	base := []string{"--replica", "a", "--replica-set", "rs1", "--etcd", "127.0.0.1:2379", "--replication-addr", "127.0.0.1:0"}
+	o, err := parseOptions(append(base, "--advertise-replication-addr", "10.0.0.1:7070", "--advertise-addr", "seckill-a.example:8080"), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}
+	if m := advertised(o.replica, bound, bound); m.HTTP != "http://seckill-a.example:8080" || m.Replication != "10.0.0.1:7070" {
+		t.Fatalf("advertised: %+v", m)
+	}
+	o, err = parseOptions(base, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := advertised(o.replica, bound, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 2}); m.HTTP != "http://127.0.0.1:1" || m.Replication != "127.0.0.1:2" {
+		t.Fatalf("advertised by default: %+v", m)
+	}
+	for _, args := range [][]string{
+		append(base, "--advertise-replication-addr", "10.0.0.1"),
+		append(base, "--advertise-replication-addr", "10.0.0.1:0"),
+		append(base, "--advertise-addr", ":8080"),
+		{"--advertise-addr", "10.0.0.1:8080"}, // without --replica
+	} {
+		if _, err := parseOptions(args, io.Discard); err == nil {
+			t.Errorf("%v: accepted", args)
 		}
 	}
 }

@@ -19,9 +19,15 @@ type replicaOptions struct {
 	set             string
 	name            string
 	replicationAddr string
-	strict          bool
-	leaseTTL        time.Duration
-	standbyTimeout  time.Duration
+	// advertiseReplication and advertiseHTTP are the addresses published
+	// in etcd for the other replicas and the router to dial, when they
+	// differ from the listen addresses (NAT, a proxy, a container's
+	// published port); empty: the bound listen address.
+	advertiseReplication string
+	advertiseHTTP        string
+	strict               bool
+	leaseTTL             time.Duration
+	standbyTimeout       time.Duration
 }
 
 // enabled reports whether this process is a member of a replica set.
@@ -38,6 +44,8 @@ func registerReplicaFlags(fs *flag.FlagSet, o *replicaOptions) {
 	fs.StringVar(&o.name, "replica", "", "run as this replica of a replica set, leading or following as etcd decides (needs --etcd and --replication-addr)")
 	fs.StringVar(&o.set, "replica-set", "", "the replica set's name (default: the --cell id; required without --cell)")
 	fs.StringVar(&o.replicationAddr, "replication-addr", "", "listen address of the replication stream (host:port): the standbys of this replica, while it leads, copy its logs from here")
+	fs.StringVar(&o.advertiseReplication, "advertise-replication-addr", "", "the replication address (host:port) published in etcd for the standbys to dial, when it differs from --replication-addr (default: the address --replication-addr bound)")
+	fs.StringVar(&o.advertiseHTTP, "advertise-addr", "", "the HTTP address (host:port) published in etcd for the other replicas, the router and NOT_PRIMARY answers, when it differs from --addr (default: the address --addr bound; needs --replica)")
 	fs.BoolVar(&o.strict, "sync-strict", false, "never acknowledge without a standby: with no standby in sync, commits wait (durability over availability)")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", 2*time.Second, fmt.Sprintf("TTL of this replica's lease in etcd, whole seconds (%s..%s): a primary that stops renewing it loses the lead that much later", minLeaseTTL, maxLeaseTTL))
 	fs.DurationVar(&o.standbyTimeout, "standby-timeout", 0, "a standby in the sync set that is disconnected, or does not acknowledge, this long is dropped from it (published in etcd first) and commits go on without it (default: --lease-ttl)")
@@ -47,8 +55,8 @@ func registerReplicaFlags(fs *flag.FlagSet, o *replicaOptions) {
 // none) and whether --etcd was given; it fills the set from the cell.
 func (o *replicaOptions) validate(cell string, etcd bool) error {
 	if !o.enabled() {
-		if o.set != "" || o.replicationAddr != "" || o.strict {
-			return errors.New("--replica-set, --replication-addr and --sync-strict need --replica")
+		if o.set != "" || o.replicationAddr != "" || o.strict || o.advertiseReplication != "" || o.advertiseHTTP != "" {
+			return errors.New("--replica-set, --replication-addr, --advertise-replication-addr, --advertise-addr and --sync-strict need --replica")
 		}
 		return nil
 	}
@@ -73,6 +81,18 @@ func (o *replicaOptions) validate(cell string, etcd bool) error {
 	}
 	if _, _, err := net.SplitHostPort(o.replicationAddr); err != nil {
 		return fmt.Errorf("--replication-addr: %w", err)
+	}
+	for flag, addr := range map[string]string{"--advertise-replication-addr": o.advertiseReplication, "--advertise-addr": o.advertiseHTTP} {
+		if addr == "" {
+			continue
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return fmt.Errorf("%s: %w", flag, err)
+		}
+		if host == "" || port == "0" || port == "" {
+			return fmt.Errorf("%s %q: the address others dial needs a host and a port other than 0", flag, addr)
+		}
 	}
 	if o.standbyTimeout == 0 {
 		o.standbyTimeout = o.leaseTTL

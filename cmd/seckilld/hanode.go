@@ -198,8 +198,8 @@ func serveReplica(opts options, stdout io.Writer, log *slog.Logger, deps svcDeps
 		return fmt.Errorf("--replication-addr: %w", err)
 	}
 	n := newHANode(opts, deps, log, coord, newStreamReplicator(opts.fsync), ln, rln)
-	fmt.Fprintf(stdout, "seckilld listening on http://%s (replica %s of replica set %s, replication on %s)\n",
-		ln.Addr(), opts.replica.name, opts.replica.set, rln.Addr())
+	fmt.Fprintf(stdout, "seckilld listening on http://%s (replica %s of replica set %s, replication on %s, advertised %s and %s)\n",
+		ln.Addr(), opts.replica.name, opts.replica.set, rln.Addr(), n.member.HTTP, n.member.Replication)
 	printToken(stdout, deps.token, generated)
 	stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
@@ -211,10 +211,23 @@ func newHANode(opts options, deps svcDeps, log *slog.Logger, coord haCoordinator
 	n := &haNode{opts: opts, deps: deps, log: log.With("replica_set", opts.replica.set, "replica", opts.replica.name),
 		coord: coord, node: replica.NewNode(opts.replica.name, opts.replica.strict, opts.replica.standbyTimeout),
 		repl: repl, http: newHandoff(ln), replLn: newHandoff(rln),
-		member: replica.Member{HTTP: "http://" + ln.Addr().String(), Replication: rln.Addr().String()},
+		member: advertised(opts.replica, ln.Addr(), rln.Addr()),
 		tick:   max(opts.replica.leaseTTL/4, 100*time.Millisecond), switchTo: make(chan string, 1)}
 	n.state.Store(&haState{Set: opts.replica.set, Name: opts.replica.name, Role: replica.Candidate.String()})
 	return n
+}
+
+// advertised is the member key a replica publishes: the advertise
+// addresses where given, the bound listen addresses otherwise.
+func advertised(o replicaOptions, httpAddr, replAddr net.Addr) replica.Member {
+	m := replica.Member{HTTP: "http://" + httpAddr.String(), Replication: replAddr.String()}
+	if o.advertiseHTTP != "" {
+		m.HTTP = "http://" + o.advertiseHTTP
+	}
+	if o.advertiseReplication != "" {
+		m.Replication = o.advertiseReplication
+	}
+	return m
 }
 
 // run is the runner's loop, until ctx ends (then a primary hands over
@@ -437,11 +450,29 @@ func (n *haNode) promote(h replica.Holding, waited []string) error {
 	}
 	go func() { t.served <- svc.srv.Serve(n.http.Take()) }()
 	if svc.rt != nil { // a cell: its address for seckillctl audit is the primary's
+		n.takeCellEpoch(svc.rt)
 		svc.rt.announce(svc.rt.ledger, svc.rt.id, n.member.HTTP, n.log)
 	}
 	n.publishState()
 	n.log.Info("promoted: serving as primary", "epoch", h.Epoch, "waiting_for", waited, "took", time.Since(start))
 	return nil
+}
+
+// takeCellEpoch bumps the cell's ledger epoch as the promotion's last
+// step, so that the former primary's top-ups and credits are fenced
+// (ledger.ErrFenced) from this moment rather than from this primary's
+// first ledger operation, which may come much later on a quiet SKU. A
+// failure is logged: the agents take the epoch at their first ledger
+// operation (cells.CellEpoch retries a failed bump).
+func (n *haNode) takeCellEpoch(rt *cellRuntime) {
+	ctx, cancel := n.call()
+	defer cancel()
+	e, err := rt.epoch.Take(ctx)
+	if err != nil {
+		n.log.Warn("taking the cell's ledger epoch at the promotion failed; the cell's agents take it at their first ledger operation", "cell", rt.id, "err", err)
+		return
+	}
+	n.log.Info("took the cell's ledger epoch: the former primary's top-ups are fenced", "cell", rt.id, "ledger_epoch", e)
 }
 
 // demote stops acknowledging at once: the API answers NOT_PRIMARY from

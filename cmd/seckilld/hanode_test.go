@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -124,12 +125,19 @@ type testReplica struct {
 
 func startTestReplica(t *testing.T, c *copyNet, client *ledger.Ledger, name, dataDir string) *testReplica {
 	t.Helper()
-	opts, err := parseOptions([]string{"--data-dir", dataDir, "--admin-token", "tok", "--etcd", "unused:1",
-		"--replica", name, "--replica-set", "rs1", "--replication-addr", "127.0.0.1:0", "--lease-ttl", "1s"}, io.Discard)
+	return startTestReplicaOf(t, c, client, "rs1", name, dataDir, "--etcd", "unused:1")
+}
+
+// startTestReplicaOf starts replica name of set with extra flags (the
+// coordinator is on client whatever --etcd says).
+func startTestReplicaOf(t *testing.T, c *copyNet, client *ledger.Ledger, set, name, dataDir string, extra ...string) *testReplica {
+	t.Helper()
+	opts, err := parseOptions(append([]string{"--data-dir", dataDir, "--admin-token", "tok",
+		"--replica", name, "--replica-set", set, "--replication-addr", "127.0.0.1:0", "--lease-ttl", "1s"}, extra...), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	coord, err := replica.NewEtcd(client.Client(), opts.cell.etcdPrefix, "rs1", name, opts.replica.leaseTTL)
+	coord, err := replica.NewEtcd(client.Client(), opts.cell.etcdPrefix, set, name, opts.replica.leaseTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,6 +189,34 @@ func getJSON(t *testing.T, url, token string, v any) int {
 	return resp.StatusCode
 }
 
+// startLedger starts a real etcd and returns it with a ledger client on
+// it (closed at the end of the test).
+func startLedger(t *testing.T) (*etcdtest.Server, *ledger.Ledger) {
+	t.Helper()
+	srv := etcdtest.Start(t)
+	client, err := ledger.Dial([]string{srv.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	return srv, ledger.New(client, ledger.DefaultPrefix)
+}
+
+// waitPublished waits until primary r has published the sync set
+// standbys (comma-separated) and returns its /admin/replica.
+func waitPublished(t *testing.T, r *testReplica, standbys string) haState {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		var st haState
+		if getJSON(t, r.url+replicaStatusPath, "tok", &st) == http.StatusOK && strings.Join(st.Sync, ",") == standbys {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never published %s: %+v", r.name, standbys, st)
+		}
+	}
+}
+
 // waitRole waits until the replica's /healthz says role (a state, not a
 // time: the test machine may be loaded).
 func waitRole(t *testing.T, r *testReplica, role string) healthState {
@@ -205,13 +241,7 @@ func waitRole(t *testing.T, r *testReplica, role string) healthState {
 // standby takes over in the next epoch, and the former primary follows it
 // and answers NOT_PRIMARY naming it.
 func TestReplicaRolesOnEtcd(t *testing.T) {
-	srv := etcdtest.Start(t)
-	client, err := ledger.Dial([]string{srv.Endpoint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	l := ledger.New(client, ledger.DefaultPrefix)
+	_, l := startLedger(t)
 	c := newCopyNet()
 	dir := t.TempDir()
 	a := startTestReplica(t, c, l, "a", filepath.Join(dir, "a"))
@@ -223,16 +253,7 @@ func TestReplicaRolesOnEtcd(t *testing.T) {
 	}
 
 	// Rule 1: b is published once it is caught up and waited for.
-	var st haState
-	for deadline := time.Now().Add(time.Minute); ; {
-		if getJSON(t, a.url+replicaStatusPath, "tok", &st) == http.StatusOK && strings.Join(st.Sync, ",") == "b" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("b never published: %+v", st)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	st := waitPublished(t, a, "b")
 	if strings.Join(st.Waited, ",") != "b" {
 		t.Fatalf("published but not waited for: %+v", st)
 	}
@@ -301,5 +322,54 @@ func TestReplicaRolesOnEtcd(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(string(body), `seckill_replica_role{replica="a",replica_set="rs1",role="standby"} 1`) {
 		t.Fatalf("a's /metrics:\n%s", body)
+	}
+}
+
+// A cell of two replicas: each promotion bumps the cell's ledger epoch
+// itself, before any ledger operation of the new primary's agents (the
+// cell has no SKU, so its agents make none), so a top-up under the former
+// primary's epoch is fenced at once.
+func TestCellReplicaTakesTheLedgerEpochAtPromotion(t *testing.T) {
+	srv, l := startLedger(t)
+	ctx := context.Background()
+	waitEpoch := func(want uint64) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+			e, err := l.Epoch(ctx, "c1")
+			if err == nil && e == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the cell's ledger epoch is %d (%v), want %d", e, err, want)
+			}
+		}
+	}
+	c := newCopyNet()
+	dir := t.TempDir()
+	cell := []string{"--cell", "c1", "--etcd", srv.Endpoint}
+	a := startTestReplicaOf(t, c, l, "c1", "a", filepath.Join(dir, "a"), cell...)
+	waitRole(t, a, "primary")
+	waitEpoch(1)
+	b := startTestReplicaOf(t, c, l, "c1", "b", filepath.Join(dir, "b"), cell...)
+	waitRole(t, b, "standby")
+	waitPublished(t, a, "b")
+	if e, _ := l.Epoch(ctx, "c1"); e != 1 {
+		t.Fatalf("a standby moved the cell's ledger epoch to %d", e)
+	}
+
+	// a's lease ends: b's promotion takes epoch 2, and a top-up under
+	// a's epoch 1 is fenced.
+	a.node.coord.(*replica.Etcd).Close()
+	waitRole(t, b, "primary")
+	waitEpoch(2)
+	s := ledger.SKU{Campaign: "c", SKU: "s"}
+	if _, err := l.Publish(ctx, s, 100, 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Allocate(ctx, s, "c1", 1, 1, 10); !errors.Is(err, ledger.ErrFenced) {
+		t.Fatalf("a top-up under the former primary's epoch: %v", err)
+	}
+	if _, err := l.Allocate(ctx, s, "c1", 1, 2, 10); err != nil {
+		t.Fatalf("a top-up under the new primary's epoch: %v", err)
 	}
 }

@@ -742,9 +742,18 @@ func (s *Standby) append(k skuKey, first uint64, frames [][]byte, acks *acker) e
 	s.records.Add(uint64(len(frames)))
 	s.metrics.records.Add(float64(len(frames)))
 	x.log.Await(last, wal.WaiterFunc(func(err error) {
-		if err == nil {
-			acks.note(k, last)
+		if err != nil {
+			// The copy's log failed (a full disk, an I/O error): it
+			// acknowledges nothing more until it is opened again, which
+			// the next session does (the primary sends the records again
+			// from where the copy ends). End this session now rather
+			// than at the primary's next message, which may never come
+			// while the primary waits for this acknowledgement.
+			s.logger.Error("replica: writing the copy of the log failed; reconnecting to open it again", "sku", k.String(), "err", err)
+			acks.nc.Close()
+			return
 		}
+		acks.note(k, last)
 	}))
 	return nil
 }

@@ -1,0 +1,147 @@
+package clustertest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// freePortBase returns a port p with p..p+2, p+10..p+12, p+100..p+102 and
+// p+110..p+112 free a moment ago: make cluster's cell ports with replicas.
+func freePortBase(t *testing.T) int {
+	t.Helper()
+	for attempt := 0; attempt < 100; attempt++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if base+112 > 65535 {
+			continue
+		}
+		ok := true
+		for _, off := range []int{0, 1, 2, 10, 11, 12, 100, 101, 102, 110, 111, 112} {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+off))
+			if err != nil {
+				ok = false
+				break
+			}
+			l.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no free port range for the cluster")
+	return 0
+}
+
+// TestClusterScriptWithReplicas runs make cluster's script with
+// REPLICAS=2: three cells of two replicas each and the router. While it
+// runs, each cell has a primary and its standby in the sync set, and
+// reservations go through the router; then the script stops everything
+// and exits 0.
+func TestClusterScriptWithReplicas(t *testing.T) {
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", bin+"/", "github.com/seckill/seckill/cmd/seckilld",
+		"github.com/seckill/seckill/cmd/seckill-router", "github.com/seckill/seckill/cmd/seckillctl")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	data := t.TempDir()
+	ready := filepath.Join(t.TempDir(), "ready")
+	etcdPort, routerPort := freePortBase(t), freePortBase(t)
+	// The command the script runs once the cluster is up: it tells the
+	// test where the cluster is and waits until the test is done.
+	script := fmt.Sprintf(`echo "$ROUTER $ETCD $ADMIN_TOKEN" > %[1]s.tmp && mv %[1]s.tmp %[1]s; while [ -e %[1]s ]; do sleep 0.1; done`, ready)
+	cmd := exec.Command("./cells/cluster.sh", "sh", "-c", script)
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "BIN="+bin, "DATA="+data, "REPLICAS=2", fmt.Sprintf("ETCD_PORT=%d", etcdPort),
+		fmt.Sprintf("ROUTER_PORT=%d", routerPort), fmt.Sprintf("CELL_PORT_BASE=%d", freePortBase(t)))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		os.Remove(ready)
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	var router, etcd, token string
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(ready); err == nil {
+			f := strings.Fields(string(b))
+			router, etcd, token = f[0], f[1], f[2]
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("cells/cluster.sh exited before the cluster was up: %v\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster never came up:\n%s", out.String())
+		}
+	}
+
+	ctl := filepath.Join(bin, "seckillctl")
+	for _, cell := range []string{"c1", "c2", "c3"} {
+		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			var st struct {
+				Leader string   `json:"leader"`
+				Sync   []string `json:"sync"`
+			}
+			b, _ := exec.Command(ctl, "ha", "status", "--etcd", etcd, "--replica-set", cell, "--admin-token", token, "--json").Output()
+			if json.Unmarshal(b, &st) == nil && st.Leader != "" && len(st.Sync) == 1 && st.Sync[0] != st.Leader {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cell %s: no primary with a standby in sync: %s\n%s", cell, b, out.String())
+			}
+		}
+	}
+	accepted := 0
+	for i := 0; accepted < 30 && i < 3000; i++ {
+		body := fmt.Sprintf(`{"request_id":"script-%d","user_id":"script-u%d"}`, i, i)
+		resp, err := httpPost(router+"/v1/campaigns/demo/skus/sku-1/reservations", body)
+		if err == nil && resp == 202 {
+			accepted++
+		}
+	}
+	if accepted < 30 {
+		t.Fatalf("%d reservations accepted through the router\n%s", accepted, out.String())
+	}
+	os.Remove(ready)
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("cells/cluster.sh: %v\n%s", err, out.String())
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("cells/cluster.sh still ran 2 minutes after its command ended\n%s", out.String())
+	}
+}
+
+// httpPost posts a JSON body and returns the status code.
+func httpPost(url, body string) (int, error) {
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
