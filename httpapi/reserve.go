@@ -138,6 +138,15 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 			}
 			retryOfUnknown = true
 		}
+		// A refusal at the door (sold out, the sale window, a pause,
+		// unavailable) reaches no engine, so with no request of the user
+		// in flight it needs no flight of its own: the flood of a sold-out
+		// SKU costs one look at the user's flights, not a flight made and
+		// ended. With one in flight the request waits for it as any other.
+		if v := s.doorVerdict(st, in, k, retryOfUnknown); v != verdictAdmit && !s.flights.busy(ukey) {
+			rep, _ := s.fastRefusal(v, st, in.now)
+			return rep
+		}
 		fl, leader := s.flights.join(ukey, requestID)
 		if leader {
 			rep, shared := s.lead(rkey, st, in, k, retryOfUnknown)
@@ -188,15 +197,7 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 // (found by the porcupine linearizability test).
 func (s *Server) lead(rkey dedupKey, st *actors.Stats, in *doorPassed, k *reserveTarget, retryOfUnknown bool) (rep reply, shared bool) {
 	campaignID, skuID, requestID, userID, holder, now := k.campaignID, k.skuID, in.pass.requestID, in.userID, in.pass.holder, in.now
-	v := s.limits.precheck(st, now, retryOfUnknown)
-	// A request_id the SKU may have decided already must get its original
-	// answer from the engine, not a fast SOLD_OUT or ENDED (one request_id,
-	// one result, also after a restart or a cache eviction). Only the
-	// sale gate's refusals depend on it: the request filter is asked then.
-	if v.gateRefusal() && s.engine.MayKnowRequest(campaignID, skuID, requestID) {
-		v = s.limits.precheck(st, now, true)
-	}
-	if rep, refused := s.fastRefusal(v, st, now); refused {
+	if rep, refused := s.fastRefusal(s.doorVerdict(st, in, k, retryOfUnknown), st, now); refused {
 		return rep, false
 	}
 	// Out of permits is busy, not sold out, even when the stock term
@@ -240,6 +241,20 @@ func (s *Server) lead(rkey dedupKey, st *actors.Stats, in *doorPassed, k *reserv
 		s.answers.putFinal(rkey, userID, rep)
 	}
 	return rep, cache || res.Outcome == sku.OutcomeAccepted || res.Outcome == sku.OutcomeRequestIDReused
+}
+
+// doorVerdict is the ingress's verdict on a reserve of k at in.now on the
+// SKU's stats st (precheck). A request_id the SKU may have decided already
+// must get its original answer from the engine, not a fast SOLD_OUT or
+// ENDED (one request_id, one result, also after a restart or a cache
+// eviction). Only the sale gate's refusals depend on it: the request
+// filter is asked then.
+func (s *Server) doorVerdict(st *actors.Stats, in *doorPassed, k *reserveTarget, retryOfUnknown bool) verdict {
+	v := s.limits.precheck(st, in.now, retryOfUnknown)
+	if v.gateRefusal() && s.engine.MayKnowRequest(k.campaignID, k.skuID, in.pass.requestID) {
+		v = s.limits.precheck(st, in.now, true)
+	}
+	return v
 }
 
 // reserveReply encodes the engine's answer to a reserve. cache is set for
