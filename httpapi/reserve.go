@@ -16,7 +16,7 @@ type reserveRequest struct {
 	RequestID string `json:"request_id"`
 	UserID    string `json:"user_id"`
 	// EntryPass is the buyer's entry pass, empty for none: a
-	// view into the parser's buffer (parseReserveBody). With a pass,
+	// view into the body or the parser's buffer (reserveDecoder). With a pass,
 	// request_id may be left out: it is the pass's.
 	EntryPass []byte `json:"entry_pass"`
 }
@@ -68,13 +68,13 @@ type doorPassed struct {
 
 // reserveDoor runs the checks of a reserve before the answer cache: its
 // body and ids, the SKU (its published stats go to st), the user's cell
-// (checkCell), the lottery refusal and the entry pass. It holds the body's parser until the pass is
+// (checkCell), the lottery refusal and the entry pass. It holds the body's decoder until the pass is
 // verified, which reads the pass in place. ok is false with rep the
 // refusal.
 func (s *Server) reserveDoor(body []byte, campaignID, skuID string, st *actors.Stats) (in doorPassed, rep reply, ok bool) {
-	p := reserveParsers.Get()
-	defer reserveParsers.Put(p)
-	req, err := parseReserveBody(p, body)
+	var d reserveDecoder
+	defer d.release()
+	req, err := d.decode(body)
 	if err != nil {
 		s.rejected(layerValidation)
 		return in, bodyError(err), false
