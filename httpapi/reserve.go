@@ -391,7 +391,7 @@ func ResultUnknownBody(statusURL, detail string) []byte {
 }
 
 // rejected counts a reserve answered by an ingress layer.
-func (s *Server) rejected(layer string) {
+func (s *Server) rejected(layer ingressLayer) {
 	s.metrics.rejectedBy[layer].Inc()
 }
 

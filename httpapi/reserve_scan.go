@@ -120,21 +120,29 @@ func scanPlainString(body []byte, i int) (start, end, next int, ok bool) {
 	if i >= len(body) || body[i] != '"' {
 		return 0, 0, 0, false
 	}
-	for j := i + 1; j < len(body); j++ {
-		switch c := body[j]; {
-		case c == '"':
-			return i + 1, j, j + 1, true
-		case c < 0x20 || c > 0x7e || c == '\\':
-			return 0, 0, 0, false
-		}
+	j := i + 1
+	for j < len(body) && plainStringByte[body[j]] {
+		j++
 	}
-	return 0, 0, 0, false
+	if j == len(body) || body[j] != '"' {
+		return 0, 0, 0, false
+	}
+	return i + 1, j, j + 1, true
 }
+
+// plainStringByte tells the bytes scanPlainString takes inside a string:
+// printable ASCII but the quote and the backslash.
+var plainStringByte = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // skipJSONSpace returns the index of the first byte at or after i that is
 // not JSON whitespace.
 func skipJSONSpace(body []byte, i int) int {
-	for i < len(body) && (body[i] == ' ' || body[i] == '\t' || body[i] == '\n' || body[i] == '\r') {
+	for i < len(body) && body[i] <= ' ' && (body[i] == ' ' || body[i] == '\t' || body[i] == '\n' || body[i] == '\r') {
 		i++
 	}
 	return i
