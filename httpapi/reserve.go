@@ -64,6 +64,7 @@ type doorPassed struct {
 	arrived time.Time
 	userID  string
 	pass    passed
+	views   bool // userID and pass.requestID are views into the body (own)
 }
 
 // reserveDoor runs the checks of a reserve before the answer cache: its
@@ -72,7 +73,7 @@ type doorPassed struct {
 // verified, which reads the pass in place. ok is false with rep the
 // refusal.
 func (s *Server) reserveDoor(body []byte, campaignID, skuID string, st *actors.Stats) (in doorPassed, rep reply, ok bool) {
-	var d reserveDecoder
+	d := reserveDecoder{views: true}
 	defer d.release()
 	req, err := d.decode(body)
 	if err != nil {
@@ -97,7 +98,7 @@ func (s *Server) reserveDoor(body []byte, campaignID, skuID string, st *actors.S
 		s.rejected(layerValidation)
 		return in, replyLotterySale, false
 	}
-	in.now, in.userID = s.cfg.Clock(), req.UserID
+	in.now, in.userID, in.views = s.cfg.Clock(), req.UserID, d.viewed
 	in.pass, rep, ok = s.checkEntryPassAt(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass, in.now)
 	return in, rep, ok
 }
@@ -146,6 +147,11 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 		if v := s.doorVerdict(st, in, k, retryOfUnknown); v != verdictAdmit && !s.flights.busy(ukey) {
 			rep, _ := s.fastRefusal(v, st, in.now)
 			return rep
+		}
+		if in.views { // a flight, the answer cache and the engine keep the ids
+			in.own()
+			requestID, userID = in.pass.requestID, in.userID
+			rkey, ukey = requestKey(campaignID, skuID, requestID), userKey(campaignID, skuID, userID)
 		}
 		fl, leader := s.flights.join(ukey, requestID)
 		if leader {

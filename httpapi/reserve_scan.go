@@ -1,6 +1,11 @@
 package httpapi
 
-import "github.com/valyala/fastjson"
+import (
+	"strings"
+	"unsafe"
+
+	"github.com/valyala/fastjson"
+)
 
 // The reserve body almost always has one shape: an object of two or three
 // plain strings, {"request_id":"…","user_id":"…"}. scanReserveBody reads
@@ -13,12 +18,20 @@ import "github.com/valyala/fastjson"
 
 // reserveDecoder decodes one reserve body: by scanning, else with a parser
 // from reserveParsers, which release returns. A body's entry pass is a view
-// into the body or the parser's buffer, valid until release.
-type reserveDecoder struct{ p *fastjson.Parser }
+// into the body or the parser's buffer, valid until release. With views
+// set, a scanned body's ids are views into the body too (viewed reports
+// it): valid while the body is, so only until the request's handler
+// returns, and to be owned (strings.Clone) before anything keeps them.
+type reserveDecoder struct {
+	p      *fastjson.Parser
+	views  bool
+	viewed bool
+}
 
 // decode decodes body as parseReserveBody does.
 func (d *reserveDecoder) decode(body []byte) (reserveRequest, error) {
-	if req, ok := scanReserveBody(body); ok {
+	if req, ok := scanReserveBody(body, d.views); ok {
+		d.viewed = d.views
 		return req, nil
 	}
 	if d.p == nil {
@@ -39,9 +52,10 @@ func (d *reserveDecoder) release() {
 // request_id, user_id and entry_pass, each at most once, whose values are
 // strings of printable ASCII without escapes, between JSON whitespace, with
 // user_id and at least one of request_id and entry_pass (non-empty) given;
-// ok is false for any other body. The two ids are one allocation: a copy
-// of the span of the body that holds both, cut into two strings.
-func scanReserveBody(body []byte) (req reserveRequest, ok bool) {
+// ok is false for any other body. The two ids are one allocation, a copy
+// of the span of the body that holds both, cut into two strings; with
+// views, none: they are views into body.
+func scanReserveBody(body []byte, views bool) (req reserveRequest, ok bool) {
 	var spans [3][2]int // request_id, user_id, entry_pass: value start, end
 	var seen [3]bool
 	i := skipJSONSpace(body, 0)
@@ -105,7 +119,12 @@ func scanReserveBody(body []byte) (req reserveRequest, ok bool) {
 	if seen[0] {
 		lo, hi = min(lo, spans[0][0]), max(hi, spans[0][1])
 	}
-	both := string(body[lo:hi])
+	both := ""
+	if views && hi > lo {
+		both = unsafe.String(&body[lo], hi-lo)
+	} else if hi > lo {
+		both = string(body[lo:hi])
+	}
 	req.UserID = both[spans[1][0]-lo : spans[1][1]-lo]
 	if seen[0] {
 		req.RequestID = both[spans[0][0]-lo : spans[0][1]-lo]
@@ -146,4 +165,14 @@ func skipJSONSpace(body []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// own makes in's ids (views into the request's body, reserveDecoder) its
+// own copies: from here on a flight, the answer cache or the engine may
+// keep them past the request.
+func (in *doorPassed) own() {
+	if in.views {
+		in.userID, in.pass.requestID = strings.Clone(in.userID), strings.Clone(in.pass.requestID)
+		in.views = false
+	}
 }
