@@ -46,12 +46,20 @@ const (
 	verdictSoldOut                    // 409 SOLD_OUT (durable available = 0)
 )
 
-// refusals maps the sale gate's refusals onto the ingress's answers.
-var refusals = map[sku.Outcome]verdict{
-	sku.OutcomeNotStarted: verdictNotStarted,
-	sku.OutcomeEnded:      verdictEnded,
-	sku.OutcomePaused:     verdictPaused,
-	sku.OutcomeSoldOut:    verdictSoldOut,
+// refusalVerdict maps the sale gate's refusals onto the ingress's answers
+// (a switch: a map lookup cost the sold-out flood more than the gate).
+func refusalVerdict(o sku.Outcome) verdict {
+	switch o {
+	case sku.OutcomeNotStarted:
+		return verdictNotStarted
+	case sku.OutcomeEnded:
+		return verdictEnded
+	case sku.OutcomePaused:
+		return verdictPaused
+	case sku.OutcomeSoldOut:
+		return verdictSoldOut
+	}
+	panic("httpapi: the sale gate refused with " + o.String())
 }
 
 // gateRefusal reports whether v is one of the sale gate's refusals (the
@@ -74,7 +82,7 @@ func (l limits) precheck(st *actors.Stats, now time.Time, retryOfUnknown bool) v
 	}
 	if !retryOfUnknown {
 		if o, refused := gateOf(st, now).Refusal(); refused {
-			return refusals[o]
+			return refusalVerdict(o)
 		}
 	}
 	return verdictAdmit

@@ -224,9 +224,9 @@ func (s *Server) reserveBatch(campaignID, skuID string, st actors.Stats, raw [][
 // that rep answers the item; otherwise it goes to the engine, it filled.
 func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st *actors.Stats,
 	now time.Time, it *batchItem) (rep reply, done bool) {
-	parser := reserveParsers.Get()
-	defer reserveParsers.Put(parser)
-	req, err := parseReserveBody(parser, body)
+	var d reserveDecoder
+	defer d.release()
+	req, err := d.decode(body)
 	if err != nil {
 		s.rejected(layerValidation)
 		return bodyError(err), true

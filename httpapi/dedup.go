@@ -172,6 +172,16 @@ func (f *flights) join(key dedupKey, requestID string) (fl *flight, leader bool)
 	return fl, true
 }
 
+// busy reports whether key has a flight (a request of the user in
+// progress).
+func (f *flights) busy(key dedupKey) bool {
+	sh := &f.shards[shardOf(key)]
+	sh.mu.Lock()
+	_, ok := sh.m[key]
+	sh.mu.Unlock()
+	return ok
+}
+
 // finish publishes the leader's answer and removes the flight.
 func (f *flights) finish(key dedupKey, fl *flight, rep reply, shared bool) {
 	sh := &f.shards[shardOf(key)]

@@ -5,18 +5,33 @@ import (
 	"github.com/seckill/seckill/actors/sku"
 )
 
-// Ingress layers that can answer a reserve before the actor (the
-// seckill_ingress_rejections_total "layer" label).
+// ingressLayer is an ingress layer that can answer a reserve before the
+// actor; layerNames gives its seckill_ingress_rejections_total "layer"
+// label. An index, not the label: counting a rejection costs no map lookup.
+type ingressLayer uint8
+
 const (
-	layerValidation = "validation" // malformed body or ids
-	layerDedup      = "dedup"      // answered from a flight or the answer cache
-	layerWindow     = "window"     // NOT_STARTED / ENDED on the server's clock
-	layerPaused     = "paused"     // PAUSED / UNAVAILABLE published by the SKU
-	layerSoldOut    = "sold_out"   // SOLD_OUT: durable available = 0, or permits in flight cover the stock
-	layerQueueFull  = "queue_full" // permits or inbox age exhausted
-	layerThrottled  = "throttled"  // commits too slow for max_queue_wait, or the ramp after them
-	layerEntryPass  = "entry_pass" // refused by the entry-pass check (seckill_entry_pass_rejections_total says why)
+	layerValidation ingressLayer = iota // malformed body or ids
+	layerDedup                          // answered from a flight or the answer cache
+	layerWindow                         // NOT_STARTED / ENDED on the server's clock
+	layerPaused                         // PAUSED / UNAVAILABLE published by the SKU
+	layerSoldOut                        // SOLD_OUT: durable available = 0, or permits in flight cover the stock
+	layerQueueFull                      // permits or inbox age exhausted
+	layerThrottled                      // commits too slow for max_queue_wait, or the ramp after them
+	layerEntryPass                      // refused by the entry-pass check (seckill_entry_pass_rejections_total says why)
+	numLayers
 )
+
+var layerNames = [numLayers]string{
+	layerValidation: "validation",
+	layerDedup:      "dedup",
+	layerWindow:     "window",
+	layerPaused:     "paused",
+	layerSoldOut:    "sold_out",
+	layerQueueFull:  "queue_full",
+	layerThrottled:  "throttled",
+	layerEntryPass:  "entry_pass",
+}
 
 // httpBuckets are the bounds of seckill_http_request_duration_seconds,
 // from measured answers: the ingress's fast paths (SOLD_OUT, dedup,
@@ -39,7 +54,7 @@ type metrics struct {
 	admissions *prometheus.CounterVec
 	// rejectedBy caches the children of rejections, one per layer; it is
 	// read-only after newMetrics.
-	rejectedBy map[string]prometheus.Counter
+	rejectedBy [numLayers]prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -65,11 +80,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Reserves admitted to a SKU actor (permits granted).",
 		}, []string{"campaign_id", "sku_id"}),
 	}
-	m.rejectedBy = make(map[string]prometheus.Counter)
 	// Series made at start: a counter that first appears at its first
 	// increment loses that increment to rate() and increase().
-	for _, layer := range []string{layerValidation, layerDedup, layerWindow, layerPaused, layerSoldOut, layerQueueFull, layerThrottled, layerEntryPass} {
-		m.rejectedBy[layer] = m.rejections.WithLabelValues(layer) // also exports zeros
+	for layer, name := range layerNames {
+		m.rejectedBy[layer] = m.rejections.WithLabelValues(name) // also exports zeros
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.rejections, m.admissions} {
 		if err := reg.Register(c); err != nil {

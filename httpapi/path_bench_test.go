@@ -62,7 +62,7 @@ func timedLoop(b *testing.B, request func(n int)) {
 // saleLimit units, and its handler. With passes, the server verifies
 // entry passes (the test ring) and the campaign caps unpaid reservations
 // at one per subject key.
-func pathServer(b *testing.B, saleLimit int, passes bool) fasthttp.RequestHandler {
+func pathServer(b testing.TB, saleLimit int, passes bool) fasthttp.RequestHandler {
 	b.Helper()
 	return pathServerFsync(b, saleLimit, passes, wal.FsyncNeverBenchmarkOnly).Handler()
 }
@@ -70,7 +70,7 @@ func pathServer(b *testing.B, saleLimit int, passes bool) fasthttp.RequestHandle
 // pathServerFsync is pathServer's server, with the log's fsync mode. Its
 // stats sampler is off (StatsInterval -1): Serve starts no timer-driven
 // work either.
-func pathServerFsync(b *testing.B, saleLimit int, passes bool, fsync wal.FsyncMode) *httpapi.Server {
+func pathServerFsync(b testing.TB, saleLimit int, passes bool, fsync wal.FsyncMode) *httpapi.Server {
 	b.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	reg := prometheus.NewRegistry()
@@ -101,7 +101,7 @@ func pathServerFsync(b *testing.B, saleLimit int, passes bool, fsync wal.FsyncMo
 // defineInProcess PUTs campaign c (one SKU, s) through handler, a server's
 // on eng, and waits until the definition's durable view is published (the
 // ingress answers from it).
-func defineInProcess(b *testing.B, handler fasthttp.RequestHandler, eng *actors.Engine, c map[string]any) {
+func defineInProcess(b testing.TB, handler fasthttp.RequestHandler, eng *actors.Engine, c map[string]any) {
 	b.Helper()
 	body, _ := json.Marshal(c)
 	var define fasthttp.RequestCtx
@@ -119,7 +119,7 @@ func defineInProcess(b *testing.B, handler fasthttp.RequestHandler, eng *actors.
 }
 
 // reserveOnce posts reserve n and checks the status.
-func reserveOnce(b *testing.B, handler fasthttp.RequestHandler, ctx *fasthttp.RequestCtx, buf []byte, n int, status int) []byte {
+func reserveOnce(b testing.TB, handler fasthttp.RequestHandler, ctx *fasthttp.RequestCtx, buf []byte, n int, status int) []byte {
 	ctx.Request.Reset()
 	ctx.Response.Reset()
 	ctx.Request.Header.SetMethod(fasthttp.MethodPost)

@@ -16,7 +16,7 @@ type reserveRequest struct {
 	RequestID string `json:"request_id"`
 	UserID    string `json:"user_id"`
 	// EntryPass is the buyer's entry pass, empty for none: a
-	// view into the parser's buffer (parseReserveBody). With a pass,
+	// view into the body or the parser's buffer (reserveDecoder). With a pass,
 	// request_id may be left out: it is the pass's.
 	EntryPass []byte `json:"entry_pass"`
 }
@@ -64,17 +64,18 @@ type doorPassed struct {
 	arrived time.Time
 	userID  string
 	pass    passed
+	views   bool // userID and pass.requestID are views into the body (own)
 }
 
 // reserveDoor runs the checks of a reserve before the answer cache: its
 // body and ids, the SKU (its published stats go to st), the user's cell
-// (checkCell), the lottery refusal and the entry pass. It holds the body's parser until the pass is
+// (checkCell), the lottery refusal and the entry pass. It holds the body's decoder until the pass is
 // verified, which reads the pass in place. ok is false with rep the
 // refusal.
 func (s *Server) reserveDoor(body []byte, campaignID, skuID string, st *actors.Stats) (in doorPassed, rep reply, ok bool) {
-	p := reserveParsers.Get()
-	defer reserveParsers.Put(p)
-	req, err := parseReserveBody(p, body)
+	d := reserveDecoder{views: true}
+	defer d.release()
+	req, err := d.decode(body)
 	if err != nil {
 		s.rejected(layerValidation)
 		return in, bodyError(err), false
@@ -97,7 +98,7 @@ func (s *Server) reserveDoor(body []byte, campaignID, skuID string, st *actors.S
 		s.rejected(layerValidation)
 		return in, replyLotterySale, false
 	}
-	in.now, in.userID = s.cfg.Clock(), req.UserID
+	in.now, in.userID, in.views = s.cfg.Clock(), req.UserID, d.viewed
 	in.pass, rep, ok = s.checkEntryPassAt(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass, in.now)
 	return in, rep, ok
 }
@@ -137,6 +138,20 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 				return a.rep
 			}
 			retryOfUnknown = true
+		}
+		// A refusal at the door (sold out, the sale window, a pause,
+		// unavailable) reaches no engine, so with no request of the user
+		// in flight it needs no flight of its own: the flood of a sold-out
+		// SKU costs one look at the user's flights, not a flight made and
+		// ended. With one in flight the request waits for it as any other.
+		if v := s.doorVerdict(st, in, k, retryOfUnknown); v != verdictAdmit && !s.flights.busy(ukey) {
+			rep, _ := s.fastRefusal(v, st, in.now)
+			return rep
+		}
+		if in.views { // a flight, the answer cache and the engine keep the ids
+			in.own()
+			requestID, userID = in.pass.requestID, in.userID
+			rkey, ukey = requestKey(campaignID, skuID, requestID), userKey(campaignID, skuID, userID)
 		}
 		fl, leader := s.flights.join(ukey, requestID)
 		if leader {
@@ -188,15 +203,7 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 // (found by the porcupine linearizability test).
 func (s *Server) lead(rkey dedupKey, st *actors.Stats, in *doorPassed, k *reserveTarget, retryOfUnknown bool) (rep reply, shared bool) {
 	campaignID, skuID, requestID, userID, holder, now := k.campaignID, k.skuID, in.pass.requestID, in.userID, in.pass.holder, in.now
-	v := s.limits.precheck(st, now, retryOfUnknown)
-	// A request_id the SKU may have decided already must get its original
-	// answer from the engine, not a fast SOLD_OUT or ENDED (one request_id,
-	// one result, also after a restart or a cache eviction). Only the
-	// sale gate's refusals depend on it: the request filter is asked then.
-	if v.gateRefusal() && s.engine.MayKnowRequest(campaignID, skuID, requestID) {
-		v = s.limits.precheck(st, now, true)
-	}
-	if rep, refused := s.fastRefusal(v, st, now); refused {
+	if rep, refused := s.fastRefusal(s.doorVerdict(st, in, k, retryOfUnknown), st, now); refused {
 		return rep, false
 	}
 	// Out of permits is busy, not sold out, even when the stock term
@@ -240,6 +247,20 @@ func (s *Server) lead(rkey dedupKey, st *actors.Stats, in *doorPassed, k *reserv
 		s.answers.putFinal(rkey, userID, rep)
 	}
 	return rep, cache || res.Outcome == sku.OutcomeAccepted || res.Outcome == sku.OutcomeRequestIDReused
+}
+
+// doorVerdict is the ingress's verdict on a reserve of k at in.now on the
+// SKU's stats st (precheck). A request_id the SKU may have decided already
+// must get its original answer from the engine, not a fast SOLD_OUT or
+// ENDED (one request_id, one result, also after a restart or a cache
+// eviction). Only the sale gate's refusals depend on it: the request
+// filter is asked then.
+func (s *Server) doorVerdict(st *actors.Stats, in *doorPassed, k *reserveTarget, retryOfUnknown bool) verdict {
+	v := s.limits.precheck(st, in.now, retryOfUnknown)
+	if v.gateRefusal() && s.engine.MayKnowRequest(k.campaignID, k.skuID, in.pass.requestID) {
+		v = s.limits.precheck(st, in.now, true)
+	}
+	return v
 }
 
 // reserveReply encodes the engine's answer to a reserve. cache is set for
@@ -376,7 +397,7 @@ func ResultUnknownBody(statusURL, detail string) []byte {
 }
 
 // rejected counts a reserve answered by an ingress layer.
-func (s *Server) rejected(layer string) {
+func (s *Server) rejected(layer ingressLayer) {
 	s.metrics.rejectedBy[layer].Inc()
 }
 

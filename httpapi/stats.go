@@ -187,6 +187,9 @@ func sseEvent(w *bufio.Writer, name string, v any) error {
 // write timeout of a stream (its whole response is one write).
 func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	rc := s.requestConfig(h)
+	if !h.IsGet() { // the stream is a GET; the reserve flood is not
+		return rc
+	}
 	if path, _, _ := strings.Cut(string(h.RequestURI()), "?"); path == statsStreamPath {
 		rc.WriteTimeout = StatsStreamMaxAge + s.cfg.WriteTimeout
 	}
