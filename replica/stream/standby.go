@@ -19,7 +19,6 @@ import (
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/internal/skudir"
-	"github.com/seckill/seckill/replica"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
 )
@@ -438,11 +437,7 @@ func (s *Standby) hello() (hello, error) {
 		if n := len(snaps); n > 0 {
 			newest = snaps[n-1].Index
 		}
-		hist = hist.CutAfter(last)
-		if len(hist) == 0 && last > 0 {
-			hist = replica.History{{Epoch: 0, First: 1}} // written before replication (BeginEpoch's rule)
-		}
-		h.skus = append(h.skus, helloSKU{key: x.key, first: first, last: last, snapshot: newest, history: hist})
+		h.skus = append(h.skus, helloSKU{key: x.key, first: first, last: last, snapshot: newest, history: HelloHistory(hist, last)})
 	}
 	return h, nil
 }
@@ -725,23 +720,7 @@ func (s *Standby) append(k skuKey, first uint64, frames [][]byte, acks *acker) e
 	if x == nil || x.log == nil || (x.install != nil && x.install.base) {
 		return fmt.Errorf("%w: records of %s before its copy began", errProtocol, k)
 	}
-	if len(frames) == 0 {
-		return nil
-	}
-	if next := x.log.LastIndex() + 1; first != next {
-		return fmt.Errorf("%w: records of %s from %d, the copy's next is %d", errProtocol, k, first, next)
-	}
-	var last uint64
-	for _, f := range frames {
-		i, err := x.log.AppendCopy(f)
-		if err != nil {
-			return fmt.Errorf("stream: copy of %s: %w", k, err)
-		}
-		last = i
-	}
-	s.records.Add(uint64(len(frames)))
-	s.metrics.records.Add(float64(len(frames)))
-	x.log.Await(last, wal.WaiterFunc(func(err error) {
+	err := ApplyRecords(x.log, first, frames, func(last uint64, err error) {
 		if err != nil {
 			// The copy's log failed (a full disk, an I/O error): it
 			// acknowledges nothing more until it is opened again, which
@@ -754,7 +733,12 @@ func (s *Standby) append(k skuKey, first uint64, frames [][]byte, acks *acker) e
 			return
 		}
 		acks.note(k, last)
-	}))
+	})
+	if err != nil {
+		return fmt.Errorf("copy of %s: %w", k, err)
+	}
+	s.records.Add(uint64(len(frames)))
+	s.metrics.records.Add(float64(len(frames)))
 	return nil
 }
 
