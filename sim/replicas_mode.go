@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,8 +10,14 @@ import (
 	"slices"
 	"time"
 
+	"github.com/seckill/seckill/actors/core"
+	"github.com/seckill/seckill/actors/shell"
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/replica"
 	"github.com/seckill/seckill/replica/stream"
+	"github.com/seckill/seckill/snapshot"
+	"github.com/seckill/seckill/wal"
 )
 
 // Replica-set mode: three replicas of one replica set (--sync-strict in
@@ -61,8 +68,6 @@ const (
 var rsStepNames = map[stepKind]string{stepRSWrite: "write", stepRSFsync: "fsync", stepRSNet: "net", stepRSCrash: "crash",
 	stepRSPause: "pause", stepRSClock: "clock-jump", stepRSIdle: "idle"}
 
-type rsRecord struct{ epoch, id uint64 }
-
 type msgKind uint8
 
 const (
@@ -81,22 +86,26 @@ type rsMsg struct {
 	epoch    uint64
 	at       int64 // ms: when it arrives
 	seq      uint64
-	// hello
+	// hello: the standby's log; begin: the primary's epoch history
 	history replica.History
+	first   uint64
 	last    uint64
 	// begin
-	mode  stream.BeginMode
-	index uint64 // begin: the kept index; ack: the durable index; records: the first
-	recs  []rsRecord
+	mode   stream.BeginMode
+	index  uint64 // begin: the kept index; ack: the durable index; records: the first
+	frames [][]byte
 }
 
-// rsCopy is a primary's copy to one standby, for its tenure.
+// rsCopy is a primary's copy to one standby, for its tenure: catching up
+// from the log's files until it reaches what the flusher ships, then live
+// (each batch shipped as it is written).
 type rsCopy struct {
 	conn      uint64 // 0: not connected
 	next      uint64
 	acked     uint64
 	lastAck   int64
 	connected bool
+	live      bool
 }
 
 type rsReplica struct {
@@ -108,19 +117,29 @@ type rsReplica struct {
 	coord   *replica.MemoryReplica
 	node    *replica.Node
 	next    int64 // ms: its next turn
-	// the disk: log[:durable] is fsynced; seen is the highest epoch seen
-	// (durable, EpochFile).
-	log     []rsRecord
-	durable int
-	seen    uint64
+	// The disk, which survives crashes: the SKU log's directory, the
+	// highest epoch seen (the EpochFile) and the log's epoch history (its
+	// HistoryFile; both written atomically and fsynced), the snapshots.
+	dir         *directory
+	storeFaults storeFaults
+	seen        uint64
+	history     replica.History
+	snaps       snapshot.Memory
+	// The process: log is the standby's copy, or the primary's shell's.
+	log    *wal.Log
+	sh     *shell.Shell
+	exec   rsExecutor
+	inputs []logFailure
 	// primary: since ActPromote
-	primary bool
-	holding replica.Holding
-	waits   *replica.Standbys
-	copies  map[string]*rsCopy
-	commit  uint64
-	found   uint64          // the log's last record at the promotion
-	setSync *replica.Action // published at its next turn (the answer takes a while)
+	primary   bool
+	holding   replica.Holding
+	waits     *replica.Standbys
+	copies    map[string]*rsCopy
+	found     uint64          // the log's last record at the promotion
+	shipped   uint64          // the last record handed to the Shipper (or found)
+	confirmed uint64          // the highest index passed to Log.Confirm
+	noted     uint64          // the last committed record read as the feed reads it
+	setSync   *replica.Action // published at its next turn (the answer takes a while)
 	// standby
 	following string
 	conn      uint64
@@ -143,7 +162,7 @@ type rsRun struct {
 	etcdCut  map[string]bool    // replicas cut from the coordinator
 	delay    map[[2]string]int64
 	dup      map[[2]string]int
-	acked    map[uint64]uint64 // index → record id acknowledged
+	acked    map[uint64][]byte // index → the frame committed there (the feed)
 	owner    map[uint64]string // epoch → the replica that acknowledged in it
 	faults   map[string]int
 	replies  map[string]int
@@ -151,6 +170,10 @@ type rsRun struct {
 	// strict is --sync-strict (a quarter of the seeds): the last standby
 	// of the sync set is never dropped.
 	strict bool
+	// finalCall is the reserve the final phase waits for; finalDone once
+	// the shell released its reply.
+	finalCall *core.Call
+	finalDone bool
 }
 
 // event writes one line of what happened to the trace (-trace).
@@ -187,15 +210,15 @@ func RunReplicas(o Options) Result {
 }
 
 // newReplicasRun starts the three replicas of a history on an empty
-// coordinator.
+// coordinator and empty disks.
 func newReplicasRun(o Options) *rsRun {
-	s := &rsRun{g: rand.New(rand.NewPCG(o.Seed, 0x4b)), now: 1_000_000, cut: map[[2]string]bool{}, etcdCut: map[string]bool{},
-		delay: map[[2]string]int64{}, dup: map[[2]string]int{}, acked: map[uint64]uint64{}, owner: map[uint64]string{},
+	s := &rsRun{g: rand.New(rand.NewPCG(o.Seed, 0x4b)), now: startMs, cut: map[[2]string]bool{}, etcdCut: map[string]bool{},
+		delay: map[[2]string]int64{}, dup: map[[2]string]int{}, acked: map[uint64][]byte{}, owner: map[uint64]string{},
 		faults: map[string]int{}, replies: map[string]int{}, trace: o.Trace, strict: o.Seed%4 == 0}
 	s.mem = replica.NewMemory(func() time.Time { return time.UnixMilli(s.now) })
 	s.observer = s.mem.Replica(rsSet, "observer", rsTTL)
 	for _, name := range rsNames {
-		rep := &rsReplica{name: name}
+		rep := &rsReplica{name: name, dir: newDirectory()}
 		s.reps = append(s.reps, rep)
 		s.start(rep)
 	}
@@ -217,13 +240,17 @@ func (s *rsRun) describe(st step) string {
 	return fmt.Sprintf("+%dms %s x=%d", st.dt, rsStepNames[st.kind], st.x%1000)
 }
 
+// start is a process start: a standby until its role loop says
+// otherwise, its copy of the log opened (the torn tail repaired).
 func (s *rsRun) start(rep *rsReplica) {
 	rep.up = true
 	rep.coord = s.mem.Replica(rsSet, rep.name, rsTTL)
 	rep.node = replica.NewNode(rep.name, s.strict, rsBound)
-	rep.primary, rep.copies, rep.waits, rep.setSync, rep.commit = false, nil, nil, nil, 0
+	rep.primary, rep.copies, rep.waits, rep.setSync = false, nil, nil, nil
+	rep.sh, rep.exec, rep.inputs = nil, rsExecutor{}, nil
 	rep.following, rep.conn, rep.began = "", 0, false
 	rep.next = s.now
+	s.openCopy(rep)
 }
 
 func (s *rsRun) clock(rep *rsReplica) time.Time { return time.UnixMilli(s.now + rep.offset) }
@@ -250,16 +277,19 @@ func (s *rsRun) step(st step) error {
 		for _, rep := range s.reps {
 			if s.running(rep) && rep.primary {
 				for range 1 + x%3 {
-					s.nextID++
-					rep.log = append(rep.log, rsRecord{epoch: rep.holding.Epoch, id: s.nextID})
+					s.reserve(rep)
+				}
+				if err := s.commitRound(rep); err != nil {
+					return err
 				}
 				s.faults["writes"]++
-				s.ship(rep)
 			}
 		}
 	case stepRSFsync:
 		if s.running(target) {
-			s.fsync(target)
+			if err := s.fsync(target); err != nil {
+				return err
+			}
 		}
 	case stepRSNet:
 		s.netFault(target, x)
@@ -281,6 +311,38 @@ func (s *rsRun) step(st step) error {
 	return s.settle()
 }
 
+// reserve is a client's reservation on a primary's shell: decided by the
+// SKU core (sku.Machine), recorded at the round's Commit.
+func (s *rsRun) reserve(rep *rsReplica) *core.Call {
+	s.nextID++
+	c := &core.Call{Kind: core.KindReserve, RequestID: fmt.Sprintf("r%d", s.nextID), UserID: fmt.Sprintf("u%d", s.nextID)}
+	rep.sh.Decide(s.clock(rep), c)
+	return c
+}
+
+// commitRound ends a primary shell's round: its records go to the log's
+// pending batch (shipped and written at the next group commit).
+func (s *rsRun) commitRound(rep *rsReplica) error {
+	rep.sh.Commit(s.clock(rep))
+	return s.afterInput(rep)
+}
+
+// afterInput brings back to a primary's shell the log failures its
+// releases reported, and runs the jobs due.
+func (s *rsRun) afterInput(rep *rsReplica) error {
+	if rep.sh == nil {
+		return nil
+	}
+	for len(rep.inputs) > 0 {
+		in := rep.inputs[0]
+		rep.inputs = rep.inputs[1:]
+		rep.sh.LogFailed(s.clock(rep), in.log, in.err)
+		s.faults["log_failed"]++
+	}
+	rep.log = rep.sh.Log()
+	return nil
+}
+
 // settle runs what the time reached: restarts, deliveries, commits and
 // the replicas' turns; then the checks.
 func (s *rsRun) settle() error {
@@ -296,7 +358,9 @@ func (s *rsRun) settle() error {
 	for _, rep := range s.reps {
 		if s.running(rep) && s.now >= rep.next {
 			rep.next = s.now + rsTickEvery
-			s.turn(rep)
+			if err := s.turn(rep); err != nil {
+				return err
+			}
 		}
 	}
 	for _, rep := range s.reps {
@@ -306,14 +370,16 @@ func (s *rsRun) settle() error {
 }
 
 // turn is one turn of a replica's runner: its keep-alive, the answer of a
-// coordinator call in flight, Lost, its group commit, a standby's redial,
-// and the role loop's tick.
-func (s *rsRun) turn(rep *rsReplica) {
+// coordinator call in flight, Lost, its group commit, a primary's
+// catch-up reads and jobs, a standby's redial, and the role loop's tick.
+func (s *rsRun) turn(rep *rsReplica) error {
 	if !s.etcdCut[rep.name] {
 		rep.coord.KeepAlive()
 	}
 	s.mem.Expire()
-	s.fsync(rep)
+	if err := s.fsync(rep); err != nil {
+		return err
+	}
 	if a := rep.setSync; a != nil {
 		rep.setSync = nil
 		var err error
@@ -323,20 +389,31 @@ func (s *rsRun) turn(rep *rsReplica) {
 			_, err = rep.coord.SetSync(context.Background(), a.Holding, a.Standbys)
 		}
 		s.event("%s set-sync %q: %v", rep.name, a.Standbys, err)
-		s.perform(rep, rep.node.Published(err))
+		if err := s.perform(rep, rep.node.Published(err)); err != nil {
+			return err
+		}
 	}
 	if rep.primary {
 		select {
 		case <-rep.coord.Lost(rep.holding):
 			s.faults["lost"]++
-			s.perform(rep, rep.node.Lost(rep.holding))
+			if err := s.perform(rep, rep.node.Lost(rep.holding)); err != nil {
+				return err
+			}
 		default:
 		}
+	}
+	if rep.primary {
+		s.runJobs(rep)
+		if err := s.afterInput(rep); err != nil {
+			return err
+		}
+		s.catchUp(rep)
 	}
 	if rep.node.Role() == replica.Standby && rep.following != "" && rep.conn == 0 {
 		s.dial(rep)
 	}
-	s.perform(rep, rep.node.Tick(s.clock(rep), s.followers(rep)))
+	return s.perform(rep, rep.node.Tick(s.clock(rep), s.followers(rep)))
 }
 
 var errEtcdCut = errors.New("sim: cut from the coordinator")
@@ -351,35 +428,46 @@ func (s *rsRun) followers(rep *rsReplica) []replica.Follower {
 		if c == nil {
 			continue
 		}
-		out = append(out, replica.Follower{Name: name, Connected: c.connected, CaughtUp: c.connected && stream.CaughtUp(c.acked, rep.commit, rep.found),
-			LastAck: time.UnixMilli(c.lastAck + rep.offset), LagRecords: uint64(len(rep.log)) - min(c.acked, uint64(len(rep.log)))})
+		out = append(out, replica.Follower{Name: name, Connected: c.connected,
+			CaughtUp: c.connected && stream.CaughtUp(c.acked, max(rep.confirmed, rep.log.CommitIndex()), rep.found),
+			LastAck:  time.UnixMilli(c.lastAck + rep.offset), LagRecords: rep.shipped - min(c.acked, rep.shipped)})
 	}
 	return out
 }
 
 // perform runs a Node's actions as seckilld's runner does.
-func (s *rsRun) perform(rep *rsReplica, actions []replica.Action) {
+func (s *rsRun) perform(rep *rsReplica, actions []replica.Action) error {
 	for _, a := range actions {
 		switch a.Kind {
 		case replica.ActRead:
 			if s.etcdCut[rep.name] {
-				s.perform(rep, rep.node.Viewed(replica.View{}, errEtcdCut))
+				if err := s.perform(rep, rep.node.Viewed(replica.View{}, errEtcdCut)); err != nil {
+					return err
+				}
 				continue
 			}
 			v, err := rep.coord.Read(context.Background())
-			s.perform(rep, rep.node.Viewed(v, err))
+			if err := s.perform(rep, rep.node.Viewed(v, err)); err != nil {
+				return err
+			}
 		case replica.ActAcquire:
 			if s.etcdCut[rep.name] {
-				s.perform(rep, rep.node.Acquired(s.clock(rep), replica.Holding{}, errEtcdCut))
+				if err := s.perform(rep, rep.node.Acquired(s.clock(rep), replica.Holding{}, errEtcdCut)); err != nil {
+					return err
+				}
 				continue
 			}
 			h, err := rep.coord.Acquire(context.Background(), a.View)
 			if err == nil {
 				s.faults["acquire"]++
 			}
-			s.perform(rep, rep.node.Acquired(s.clock(rep), h, err))
+			if err := s.perform(rep, rep.node.Acquired(s.clock(rep), h, err)); err != nil {
+				return err
+			}
 		case replica.ActPromote:
-			s.promote(rep, a)
+			if err := s.promote(rep, a); err != nil {
+				return err
+			}
 		case replica.ActDemote:
 			s.faults["demote"]++
 			s.demote(rep)
@@ -403,117 +491,171 @@ func (s *rsRun) perform(rep *rsReplica, actions []replica.Action) {
 			s.dial(rep)
 		}
 	}
+	return nil
 }
 
-func (s *rsRun) promote(rep *rsReplica, a replica.Action) {
+// promote is seckilld's promotion: the epoch raised on disk (refusing a
+// lower one), the epoch history begun at the log's end (BeginEpoch), the
+// copy closed and the engine's shell opened over the same log, Replicated,
+// recovering the SKU from it; a log with no definition gets one.
+func (s *rsRun) promote(rep *rsReplica, a replica.Action) error {
 	s.closeConn(rep)
 	rep.following = ""
 	if stream.StaleEpoch(rep.seen, a.Holding.Epoch) {
 		panic(fmt.Sprintf("replica %s promoted at epoch %d after seeing %d", rep.name, a.Holding.Epoch, rep.seen))
 	}
 	rep.seen = a.Holding.Epoch
+	if err := rep.log.Close(); err != nil {
+		return fmt.Errorf("replica %s: close its copy: %w", rep.name, err)
+	}
+	rep.history = stream.NextHistory(rep.history, a.Holding.Epoch, rep.log.LastIndex())
 	rep.primary, rep.holding = true, a.Holding
 	rep.waits = replica.NewStandbys(a.Standbys, s.strict)
 	rep.copies = map[string]*rsCopy{}
-	rep.commit, rep.found = 0, uint64(len(rep.log))
+	rep.sh = shell.New(s.shellConfig(rep))
+	if err := rep.sh.Recover(s.clock(rep)); err != nil {
+		return fmt.Errorf("replica %s: recovery at its promotion: %w", rep.name, err)
+	}
+	rep.log = rep.sh.Log()
+	rep.found, rep.shipped, rep.confirmed, rep.noted = rep.log.LastIndex(), rep.log.LastIndex(), 0, 0
 	s.faults["promote"]++
-	s.event("%s promoted, epoch %d, waits for %q, log %d (fsynced %d)", rep.name, a.Holding.Epoch, a.Standbys, len(rep.log), rep.durable)
+	s.event("%s promoted, epoch %d, waits for %q, log %d (durable %d)", rep.name, a.Holding.Epoch, a.Standbys, rep.log.LastIndex(), rep.log.DurableIndex())
+	if rep.sh.View().Definition.SKUID == "" {
+		def := sku.Definition{CampaignID: campaignID, SKUID: skuID, StartAt: startMs, EndAt: startMs + 3_600_000,
+			PaymentWindowMs: 3_600_000, SaleLimit: 1_000_000}
+		rep.sh.Decide(s.clock(rep), &core.Call{Kind: core.KindDefine, Def: &def})
+		return s.commitRound(rep)
+	}
+	return nil
 }
 
+// demote is seckilld's demotion: the engine closes (its pending records
+// written, uncommitted) and the replica copies again.
 func (s *rsRun) demote(rep *rsReplica) {
-	if rep.primary {
-		s.event("%s demoted", rep.name)
-		for _, c := range rep.copies {
-			if c.conn != 0 {
-				s.breakConn(c.conn)
-			}
+	if !rep.primary {
+		return
+	}
+	s.event("%s demoted", rep.name)
+	for _, c := range rep.copies {
+		if c.conn != 0 {
+			s.breakConn(c.conn)
 		}
 	}
 	rep.primary, rep.holding, rep.waits, rep.copies, rep.setSync = false, replica.Holding{}, nil, nil, nil
+	rep.sh.Stop()
+	rep.sh, rep.exec, rep.inputs = nil, rsExecutor{}, nil
+	s.openCopy(rep)
 }
 
-// crash ends a replica's process; with power, its page cache too.
+// crash ends a replica's process: what it had not handed to the disk is
+// gone; the page cache reaches the disk, unless the power is lost too.
 func (s *rsRun) crash(rep *rsReplica, power bool) {
-	s.demote(rep)
-	s.closeConn(rep)
-	rep.up = false
-	s.event("%s crashed (power loss: %v), log %d, fsynced %d", rep.name, power, len(rep.log), rep.durable)
-	if power {
-		rep.log = rep.log[:rep.durable]
-		s.faults["power_loss"]++
-	} else {
-		s.faults["crash"]++
+	for _, c := range rep.copies {
+		if c.conn != 0 {
+			s.breakConn(c.conn)
+		}
 	}
-	rep.durable = len(rep.log) // what the page cache holds reaches the disk
-}
-
-func (s *rsRun) fsync(rep *rsReplica) {
-	if rep.durable == len(rep.log) {
+	s.closeConn(rep)
+	rep.primary, rep.holding, rep.waits, rep.copies, rep.setSync = false, replica.Holding{}, nil, nil, nil
+	rep.up = false
+	s.event("%s crashed (power loss: %v), log %d, durable %d", rep.name, power, rep.log.LastIndex(), rep.log.DurableIndex())
+	rep.sh, rep.log, rep.exec, rep.inputs = nil, nil, rsExecutor{}, nil // no Stop, no Close: the process died
+	if power {
+		rep.dir.crash(s.g, s.faults)
+		s.faults["power_loss"]++
 		return
 	}
-	rep.durable = len(rep.log)
-	if rep.conn != 0 && rep.began {
-		s.send(rsMsg{kind: msgAck, from: rep.name, to: rep.following, conn: rep.conn, epoch: rep.seen, index: uint64(rep.durable)})
+	s.faults["crash"]++
+	for _, f := range rep.dir.entries {
+		f.sync(false)
 	}
+	rep.dir.syncDir()
 }
 
-// commitUp raises a primary's commit index as far as its waited standbys
-// and its own disk hold records, and acknowledges the records it passes.
+// fsync is a replica's group commit (wal.Log.Flush): a primary's batch is
+// shipped to its live copies before it is written; a standby acknowledges
+// what became durable (ApplyRecords' waiter).
+func (s *rsRun) fsync(rep *rsReplica) error {
+	if rep.log == nil {
+		return nil
+	}
+	if err := rep.log.Flush(); err != nil {
+		return fmt.Errorf("replica %s: group commit: %w", rep.name, err)
+	}
+	if rep.primary {
+		if err := s.afterInput(rep); err != nil {
+			return err
+		}
+		s.commitUp(rep)
+	}
+	return nil
+}
+
+// commitUp confirms to a primary's log what its waited standbys hold
+// (replica.Standbys's rule, as Primary.commitLocked: at most what was
+// shipped), which releases the shell's replies, and reads the committed
+// records as the feed reads them (Log.ReadDurable).
 func (s *rsRun) commitUp(rep *rsReplica) {
 	if !s.running(rep) || !rep.primary {
 		return
 	}
-	index, ok := rep.waits.Commit(uint64(rep.durable), func(name string) uint64 {
+	index, ok := rep.waits.Commit(rep.shipped, func(name string) uint64 {
 		if c := rep.copies[name]; c != nil {
 			return c.acked
 		}
 		return 0
 	})
-	if !ok || index <= rep.commit {
+	if ok && index > rep.confirmed {
+		rep.confirmed = index
+		rep.log.Confirm(index)
+	}
+	commit := rep.log.CommitIndex()
+	if commit <= rep.noted {
 		return
 	}
-	for i := rep.commit + 1; i <= index; i++ {
-		s.acknowledge(rep, i, rep.log[i-1])
+	var frame []byte
+	_, err := rep.log.ReadDurable(rep.noted+1, int(commit-rep.noted), func(index uint64, typ byte, payload []byte) error {
+		frame, _ = wal.AppendFrame(frame[:0], typ, index, payload)
+		s.acknowledge(rep, index, frame)
+		return nil
+	})
+	if err != nil {
+		panic(fmt.Sprintf("replica %s: the feed's read of records %d..%d: %v", rep.name, rep.noted+1, commit, err))
 	}
-	rep.commit = index
-	s.event("%s commits through %d", rep.name, index)
+	rep.noted = commit
+	s.event("%s commits through %d", rep.name, commit)
 }
 
-func (s *rsRun) acknowledge(rep *rsReplica, index uint64, rec rsRecord) {
-	if id, ok := s.acked[index]; ok && id != rec.id {
-		panic(fmt.Sprintf("index %d acknowledged as record %d and as record %d (by %s)", index, id, rec.id, rep.name))
+// acknowledge notes a record committed at index: a reply rests on it and
+// the feed shows it.
+func (s *rsRun) acknowledge(rep *rsReplica, index uint64, frame []byte) {
+	if old, ok := s.acked[index]; ok && !bytes.Equal(old, frame) {
+		panic(fmt.Sprintf("index %d acknowledged as two records (the second by %s)", index, rep.name))
 	}
 	if _, ok := s.acked[index]; !ok {
-		s.acked[index] = rec.id
+		s.acked[index] = bytes.Clone(frame)
 		s.replies["acknowledged"]++
 	}
-	if rec.epoch == rep.holding.Epoch {
-		if o, ok := s.owner[rec.epoch]; ok && o != rep.name {
-			panic(fmt.Sprintf("replicas %s and %s both acknowledged in epoch %d", o, rep.name, rec.epoch))
+	if h := rep.history; len(h) > 0 && h[len(h)-1].Epoch == rep.holding.Epoch && index >= h[len(h)-1].First {
+		e := rep.holding.Epoch
+		if o, ok := s.owner[e]; ok && o != rep.name {
+			panic(fmt.Sprintf("replicas %s and %s both acknowledged in epoch %d", o, rep.name, e))
 		}
-		s.owner[rec.epoch] = rep.name
+		s.owner[e] = rep.name
 	}
-}
-
-// history is a log's epoch history, as its HistoryFile says.
-func history(log []rsRecord) replica.History {
-	var h replica.History
-	for i, r := range log {
-		if len(h) == 0 || h[len(h)-1].Epoch != r.epoch {
-			h = append(h, replica.EpochStart{Epoch: r.epoch, First: uint64(i + 1)})
-		}
-	}
-	return h
 }
 
 // dial opens a standby's connection to the primary it follows: its hello
-// reports its fsynced log.
+// reports its log, every record durable (Standby.hello).
 func (s *rsRun) dial(rep *rsReplica) {
 	s.connSeq++
 	rep.conn, rep.began = s.connSeq, false
-	s.fsync(rep)
+	if err := rep.log.Flush(); err != nil {
+		panic(fmt.Sprintf("replica %s: flush its copy: %v", rep.name, err))
+	}
+	last := rep.log.LastIndex()
 	s.send(rsMsg{kind: msgHello, from: rep.name, to: rep.following, conn: rep.conn, epoch: rep.seen,
-		history: history(rep.log), last: uint64(rep.durable)})
+		history: stream.HelloHistory(rep.history, last), first: firstIndex(rep.log), last: last})
 }
 
 func (s *rsRun) closeConn(rep *rsReplica) {
@@ -638,8 +780,8 @@ func (s *rsRun) hello(rep *rsReplica, m rsMsg) {
 		s.breakConn(m.conn)
 		return
 	}
-	mode, index := stream.PlanBegin(stream.Copy{TheirHistory: m.history, TheirFirst: 1, TheirLast: m.last,
-		MyHistory: history(rep.log), MyFirst: 1, MyLast: uint64(len(rep.log))})
+	mode, index := stream.PlanBegin(stream.Copy{TheirHistory: m.history, TheirFirst: m.first, TheirLast: m.last,
+		MyHistory: rep.history, MyFirst: firstIndex(rep.log), MyLast: rep.log.LastIndex()})
 	if mode == stream.Base {
 		panic("a base copy without snapshots")
 	}
@@ -651,50 +793,73 @@ func (s *rsRun) hello(rep *rsReplica, m rsMsg) {
 	}
 	s.event("%s begins %s's copy: %v at %d (its last %d)", rep.name, m.from, mode, index, m.last)
 	rep.copies[m.from] = &rsCopy{conn: m.conn, next: index + 1, acked: index, lastAck: s.now, connected: true}
-	s.send(rsMsg{kind: msgBegin, from: rep.name, to: m.from, conn: m.conn, epoch: rep.holding.Epoch, mode: mode, index: index})
-	s.ship(rep)
+	s.send(rsMsg{kind: msgBegin, from: rep.name, to: m.from, conn: m.conn, epoch: rep.holding.Epoch, mode: mode, index: index,
+		history: slices.Clone(rep.history)})
+	s.catchUp(rep)
 }
 
-// ship sends each connected standby the records it lacks.
-func (s *rsRun) ship(rep *rsReplica) {
+// catchUp sends each copy that is not live the records it lacks from the
+// log's files (stream.ReadFrames, as Primary.catchUp), and makes it live
+// once it reaches what the flusher ships.
+func (s *rsRun) catchUp(rep *rsReplica) {
 	for _, name := range rsNames {
 		c := rep.copies[name]
-		if c == nil || !c.connected || c.next > uint64(len(rep.log)) {
+		if c == nil || !c.connected || c.live {
 			continue
 		}
-		s.send(rsMsg{kind: msgRecords, from: rep.name, to: name, conn: c.conn, epoch: rep.holding.Epoch,
-			index: c.next, recs: slices.Clone(rep.log[c.next-1:])})
-		c.next = uint64(len(rep.log)) + 1
+		var frames [][]byte
+		next, err := stream.ReadFrames(rep.log, c.next, 64, func(frame []byte) bool {
+			frames = append(frames, bytes.Clone(frame))
+			return true
+		})
+		if err != nil {
+			panic(fmt.Sprintf("replica %s: catch-up read from %d: %v", rep.name, c.next, err))
+		}
+		if len(frames) > 0 {
+			s.send(rsMsg{kind: msgRecords, from: rep.name, to: name, conn: c.conn, epoch: rep.holding.Epoch, index: c.next, frames: frames})
+		}
+		c.next = next
+		c.live = c.next == rep.shipped+1
 	}
 }
 
+// begin starts a standby's copy as the primary decided (Standby.begin):
+// its history becomes the primary's; a cut removes the records after the
+// index with wal.CutSegments on the closed log.
 func (s *rsRun) begin(rep *rsReplica, m rsMsg) {
-	if m.mode == stream.Cut && m.index < uint64(len(rep.log)) {
-		rep.log = rep.log[:m.index] // wal.CutAfter: durable at once
-		rep.durable = min(rep.durable, len(rep.log))
+	if m.mode == stream.Cut {
+		if err := rep.log.Close(); err != nil {
+			panic(fmt.Sprintf("replica %s: close its copy to cut it: %v", rep.name, err))
+		}
+		if _, err := wal.CutSegments("sim/"+rep.name+"/wal", segmentFiles{rep.dir}, m.index, quiet); err != nil {
+			panic(fmt.Sprintf("replica %s: cut after %d: %v", rep.name, m.index, err))
+		}
+		s.openCopy(rep)
 	}
+	if rep.log.LastIndex() != m.index {
+		s.faults["copy_mismatch"]++
+		s.breakConn(m.conn)
+		return
+	}
+	rep.history = slices.Clone(m.history)
 	rep.began = true
-	s.send(rsMsg{kind: msgAck, from: rep.name, to: m.from, conn: m.conn, epoch: rep.seen, index: uint64(rep.durable)})
 }
 
-// records appends a run of the primary's records (wal.Log.AppendCopy): a
-// record it holds already is skipped; a gap or a different record at an
-// index it holds ends the connection.
+// records appends a run of the primary's frames (stream.ApplyRecords) and
+// acknowledges it once durable; a run out of place ends the connection.
 func (s *rsRun) records(rep *rsReplica, m rsMsg) {
 	if !rep.began {
 		return
 	}
-	for k, rec := range m.recs {
-		i := m.index + uint64(k)
-		switch {
-		case i <= uint64(len(rep.log)) && rep.log[i-1] == rec:
-		case i == uint64(len(rep.log))+1:
-			rep.log = append(rep.log, rec)
-		default:
-			s.faults["copy_mismatch"]++
-			s.breakConn(m.conn)
-			return
+	conn := rep.conn
+	err := stream.ApplyRecords(rep.log, m.index, m.frames, func(last uint64, err error) {
+		if err == nil && rep.conn == conn && rep.began {
+			s.send(rsMsg{kind: msgAck, from: rep.name, to: rep.following, conn: conn, epoch: rep.seen, index: last})
 		}
+	})
+	if err != nil {
+		s.faults["copy_mismatch"]++
+		s.breakConn(m.conn)
 	}
 }
 
@@ -774,8 +939,9 @@ func (s *rsRun) replay(rep *rsReplica, x uint64) {
 	s.faults["net_stale_replay"]++
 }
 
-// check: every replica the sync key names holds every acknowledged
-// record, fsynced, at its index.
+// check: every replica the sync key names (the primary and the standbys
+// that may lead next) holds every acknowledged record, the same bytes,
+// fsynced, at its index: what its disk keeps if the power fails now.
 func (s *rsRun) check() error {
 	v, err := s.observer.Read(context.Background())
 	if err != nil {
@@ -787,22 +953,34 @@ func (s *rsRun) check() error {
 		if rep == nil {
 			continue
 		}
-		for index, id := range s.acked {
-			if index > uint64(rep.durable) || rep.log[index-1].id != id {
-				held := "nothing"
-				if index <= uint64(len(rep.log)) {
-					held = fmt.Sprintf("record %d (fsynced through %d)", rep.log[index-1].id, rep.durable)
-				}
-				return fmt.Errorf("replica %s may lead next (sync key: primary %q, standbys %q, epoch %d) but holds %s at index %d, where record %d was acknowledged",
-					name, v.Sync.Primary, v.Sync.Standbys, v.Sync.Epoch, held, index, id)
+		if err := s.holds(rep, fmt.Sprintf("may lead next (sync key: primary %q, standbys %q, epoch %d)", v.Sync.Primary, v.Sync.Standbys, v.Sync.Epoch)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// holds checks that rep's disk holds every acknowledged record, fsynced.
+func (s *rsRun) holds(rep *rsReplica, why string) error {
+	if len(s.acked) == 0 {
+		return nil
+	}
+	frames := durableFrames(rep.dir)
+	for index, want := range s.acked {
+		if got, ok := frames[index]; !ok || !bytes.Equal(got, want) {
+			held := "nothing fsynced"
+			if ok {
+				held = "another record"
 			}
+			return fmt.Errorf("replica %s %s but holds %s at index %d, where a record was acknowledged", rep.name, why, held, index)
 		}
 	}
 	return nil
 }
 
 // final heals every fault, lets 20 s pass, and checks that a primary
-// leads and acknowledges a new record.
+// leads and its shell releases the reply to a new reservation; then each
+// replica's log is recovered and verified as seckillctl verify does.
 func (s *rsRun) final() error {
 	clear(s.cut)
 	clear(s.etcdCut)
@@ -811,30 +989,54 @@ func (s *rsRun) final() error {
 	for _, rep := range s.reps {
 		rep.pauseTo = 0
 	}
-	id := uint64(0)
 	for range 200 {
 		s.now += 100
 		if err := s.settle(); err != nil {
 			return err
 		}
 		for _, rep := range s.reps {
-			if id == 0 && s.running(rep) && rep.primary {
-				s.nextID++
-				id = s.nextID
-				rep.log = append(rep.log, rsRecord{epoch: rep.holding.Epoch, id: id})
-				s.ship(rep)
-			}
-		}
-		if id != 0 {
-			for _, a := range s.acked {
-				if a == id {
-					return nil
+			if s.finalCall == nil && s.running(rep) && rep.primary && rep.sh.Failed() == nil {
+				s.finalCall = s.reserve(rep)
+				if err := s.commitRound(rep); err != nil {
+					return err
 				}
 			}
 		}
+		if s.finalDone {
+			return s.verify()
+		}
 	}
-	if id == 0 {
+	if s.finalCall == nil {
 		return errors.New("no replica leads 20 s after every fault healed")
 	}
-	return fmt.Errorf("record %d was never acknowledged in the 20 s after every fault healed", id)
+	return fmt.Errorf("the reply to reservation %s was never released in the 20 s after every fault healed", s.finalCall.RequestID)
+}
+
+// verify recovers each replica's log as a restart would (what its disk
+// keeps) and verifies it: every record replays, the state's audit holds.
+func (s *rsRun) verify() error {
+	for _, rep := range s.reps {
+		dir := newDirectory()
+		for name, f := range rep.dir.synced {
+			dir.entries[name] = &file{cache: bytes.Clone(f.disk), disk: bytes.Clone(f.disk)}
+		}
+		dir.syncDir()
+		var faults storeFaults
+		log, err := wal.OpenOver("sim/"+rep.name+"/verify", s.store(dir, &faults),
+			wal.Options{Stepped: true, SegmentSize: segmentSize, Logger: quiet})
+		if err != nil {
+			return fmt.Errorf("verify %s: %w", rep.name, err)
+		}
+		if log.LastIndex() > 0 {
+			res, err := recovery.Plan(log, &snapshot.Memory{}, recovery.Options{CampaignID: campaignID, SKUID: skuID, Verify: true})
+			if err != nil {
+				return fmt.Errorf("verify %s: %w", rep.name, err)
+			}
+			if len(res.Problems) > 0 {
+				return fmt.Errorf("verify %s: %v", rep.name, res.Problems)
+			}
+		}
+		log.Close()
+	}
+	return nil
 }

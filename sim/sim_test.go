@@ -348,8 +348,20 @@ func TestReplicasCheckFindsAMissingRecord(t *testing.T) {
 	if primary == nil {
 		t.Fatal("no primary after 3 s")
 	}
-	s.acked[1] = 99 // acknowledged, and held by nobody
-	if err := s.check(); err == nil || !strings.Contains(err.Error(), "where record 99 was acknowledged") {
+	if err := s.check(); err != nil {
+		t.Fatal(err)
+	}
+	last := uint64(len(s.acked))
+	if last == 0 {
+		t.Fatal("the definition was not acknowledged in 3 s")
+	}
+	s.acked[last+1] = []byte("a frame") // acknowledged, and held by nobody
+	if err := s.check(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("holds nothing fsynced at index %d", last+1)) {
+		t.Fatalf("check: %v", err)
+	}
+	delete(s.acked, last+1)
+	s.acked[last] = []byte("another frame") // acknowledged, and held as another record
+	if err := s.check(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("holds another record at index %d", last)) {
 		t.Fatalf("check: %v", err)
 	}
 }
