@@ -250,6 +250,7 @@ func (s *rsRun) start(rep *rsReplica) {
 	rep.sh, rep.exec, rep.inputs = nil, rsExecutor{}, nil
 	rep.following, rep.conn, rep.began = "", 0, false
 	rep.next = s.now
+	rep.storeFaults = storeFaults{}
 	s.openCopy(rep)
 }
 
@@ -295,7 +296,7 @@ func (s *rsRun) step(st step) error {
 		s.netFault(target, x)
 	case stepRSCrash:
 		if target.up {
-			s.crash(target, x%3 == 0)
+			s.crash(target, x%3 == 0, x/4%2 == 0)
 			target.downTo = s.now + 300 + int64(x/4%3000)
 		}
 	case stepRSPause:
@@ -518,6 +519,11 @@ func (s *rsRun) promote(rep *rsReplica, a replica.Action) error {
 	}
 	rep.log = rep.sh.Log()
 	rep.found, rep.shipped, rep.confirmed, rep.noted = rep.log.LastIndex(), rep.log.LastIndex(), 0, 0
+	// The feed showed every record acknowledged: the new primary holds
+	// each of them, the same bytes at the same index.
+	if err := s.holds(rep, fmt.Sprintf("leads epoch %d", a.Holding.Epoch)); err != nil {
+		return err
+	}
 	s.faults["promote"]++
 	s.event("%s promoted, epoch %d, waits for %q, log %d (durable %d)", rep.name, a.Holding.Epoch, a.Standbys, rep.log.LastIndex(), rep.log.DurableIndex())
 	if rep.sh.View().Definition.SKUID == "" {
@@ -548,8 +554,18 @@ func (s *rsRun) demote(rep *rsReplica) {
 }
 
 // crash ends a replica's process: what it had not handed to the disk is
-// gone; the page cache reaches the disk, unless the power is lost too.
-func (s *rsRun) crash(rep *rsReplica, power bool) {
+// gone; the page cache reaches the disk, unless the power is lost too,
+// then sometimes during a group commit: its batch shipped to the standbys
+// and written, its fsync never done (a torn tail here, records a standby
+// may hold and this log lost).
+func (s *rsRun) crash(rep *rsReplica, power, inSync bool) {
+	if power && inSync && rep.log.LastIndex() > rep.log.DurableIndex() {
+		rep.storeFaults.crashInSync = true
+		if err := rep.log.Flush(); err == nil {
+			panic("a group commit whose fsync failed returned no error")
+		}
+		s.faults["power_loss_in_fsync"]++
+	}
 	for _, c := range rep.copies {
 		if c.conn != 0 {
 			s.breakConn(c.conn)
