@@ -63,10 +63,11 @@ const (
 	stepRSPause                      // a replica is paused (SIGSTOP) for up to twice the lease
 	stepRSClock                      // a replica's clock jumps
 	stepRSIdle                       // time passes
+	stepRSSwitch                     // an operator hands the lead to a caught-up standby (seckillctl ha switchover)
 )
 
 var rsStepNames = map[stepKind]string{stepRSWrite: "write", stepRSFsync: "fsync", stepRSNet: "net", stepRSCrash: "crash",
-	stepRSPause: "pause", stepRSClock: "clock-jump", stepRSIdle: "idle"}
+	stepRSPause: "pause", stepRSClock: "clock-jump", stepRSIdle: "idle", stepRSSwitch: "switchover"}
 
 type msgKind uint8
 
@@ -140,6 +141,10 @@ type rsReplica struct {
 	confirmed uint64          // the highest index passed to Log.Confirm
 	noted     uint64          // the last committed record read as the feed reads it
 	setSync   *replica.Action // published at its next turn (the answer takes a while)
+	// switchTo is the standby a switchover hands the lead to, paused
+	// (it admits nothing) until switchUntil.
+	switchTo    string
+	switchUntil int64
 	// standby
 	following string
 	conn      uint64
@@ -227,10 +232,10 @@ func newReplicasRun(o Options) *rsRun {
 
 // planReplicas draws a replica-set history of n steps.
 func planReplicas(g *rand.Rand, n int) []step {
-	kinds := []stepKind{stepRSWrite, stepRSFsync, stepRSNet, stepRSCrash, stepRSPause, stepRSClock, stepRSIdle}
+	kinds := []stepKind{stepRSWrite, stepRSFsync, stepRSNet, stepRSCrash, stepRSPause, stepRSClock, stepRSIdle, stepRSSwitch}
 	steps := make([]step, n)
 	for i := range steps {
-		k := kinds[weighted(g, 40, 15, 14, 5, 3, 2, 21)]
+		k := kinds[weighted(g, 40, 15, 14, 5, 3, 2, 21, 2)]
 		steps[i] = step{kind: k, dt: int64(g.IntN(250)), x: g.Uint64()}
 	}
 	return steps
@@ -276,7 +281,7 @@ func (s *rsRun) step(st step) error {
 	switch st.kind {
 	case stepRSWrite:
 		for _, rep := range s.reps {
-			if s.running(rep) && rep.primary {
+			if s.running(rep) && rep.primary && rep.switchTo == "" {
 				for range 1 + x%3 {
 					s.reserve(rep)
 				}
@@ -308,6 +313,8 @@ func (s *rsRun) step(st step) error {
 		jump := int64(x%4000) - 2000
 		target.offset += jump
 		s.faults["clock_jump"]++
+	case stepRSSwitch:
+		s.askSwitchover(x)
 	}
 	return s.settle()
 }
@@ -402,6 +409,11 @@ func (s *rsRun) turn(rep *rsReplica) error {
 				return err
 			}
 		default:
+		}
+	}
+	if rep.primary && rep.switchTo != "" {
+		if err := s.switchover(rep); err != nil {
+			return err
 		}
 	}
 	if rep.primary {
@@ -547,7 +559,7 @@ func (s *rsRun) demote(rep *rsReplica) {
 			s.breakConn(c.conn)
 		}
 	}
-	rep.primary, rep.holding, rep.waits, rep.copies, rep.setSync = false, replica.Holding{}, nil, nil, nil
+	rep.primary, rep.holding, rep.waits, rep.copies, rep.setSync, rep.switchTo = false, replica.Holding{}, nil, nil, nil, ""
 	rep.sh.Stop()
 	rep.sh, rep.exec, rep.inputs = nil, rsExecutor{}, nil
 	s.openCopy(rep)
@@ -572,7 +584,7 @@ func (s *rsRun) crash(rep *rsReplica, power, inSync bool) {
 		}
 	}
 	s.closeConn(rep)
-	rep.primary, rep.holding, rep.waits, rep.copies, rep.setSync = false, replica.Holding{}, nil, nil, nil
+	rep.primary, rep.holding, rep.waits, rep.copies, rep.setSync, rep.switchTo = false, replica.Holding{}, nil, nil, nil, ""
 	rep.up = false
 	s.event("%s crashed (power loss: %v), log %d, durable %d", rep.name, power, rep.log.LastIndex(), rep.log.DurableIndex())
 	rep.sh, rep.log, rep.exec, rep.inputs = nil, nil, rsExecutor{}, nil // no Stop, no Close: the process died
@@ -586,6 +598,59 @@ func (s *rsRun) crash(rep *rsReplica, power, inSync bool) {
 		f.sync(false)
 	}
 	rep.dir.syncDir()
+}
+
+// askSwitchover asks the running primary, if any, to hand the lead to a
+// standby it follows connected and caught up (seckilld refuses others).
+func (s *rsRun) askSwitchover(x uint64) {
+	for _, rep := range s.reps {
+		if !s.running(rep) || !rep.primary || rep.switchTo != "" {
+			continue
+		}
+		var ready []string
+		for _, f := range s.followers(rep) {
+			if f.Connected && f.CaughtUp {
+				ready = append(ready, f.Name)
+			}
+		}
+		if len(ready) == 0 {
+			s.faults["switchover_refused"]++
+			return
+		}
+		rep.switchTo, rep.switchUntil = ready[x%uint64(len(ready))], s.now+5000
+		s.event("%s hands the lead to %s", rep.name, rep.switchTo)
+		return
+	}
+}
+
+// switchover is a paused primary's turn in a switchover (seckilld's
+// switchover.go): once the target acknowledged every record shipped, the
+// leader key is released naming it alone as the next leader and this
+// replica leads no more; after 5 s without that, it serves on.
+func (s *rsRun) switchover(rep *rsReplica) error {
+	for _, f := range s.followers(rep) {
+		if f.Name != rep.switchTo || !f.Connected || !f.CaughtUp || f.LagRecords > 0 || rep.log.LastIndex() != rep.shipped {
+			continue
+		}
+		var err error
+		if s.etcdCut[rep.name] {
+			err = errEtcdCut
+		} else {
+			err = rep.coord.Release(context.Background(), rep.holding, []string{rep.switchTo})
+		}
+		if err != nil && !errors.Is(err, replica.ErrNotLeader) {
+			break // serves on once the time is out
+		}
+		s.faults["switchover"]++
+		s.event("%s released the lead to %s", rep.name, rep.switchTo)
+		rep.switchTo = ""
+		return s.perform(rep, rep.node.Lost(rep.holding))
+	}
+	if s.now >= rep.switchUntil {
+		s.faults["switchover_aborted"]++
+		rep.switchTo = ""
+	}
+	return nil
 }
 
 // fsync is a replica's group commit (wal.Log.Flush): a primary's batch is
