@@ -56,14 +56,14 @@ var rsNames = []string{"a", "b", "c"}
 
 // The steps of replica-set mode.
 const (
-	stepRSWrite stepKind = iota + 32 // clients write to every replica that believes it is the primary
-	stepRSFsync                      // a replica's group commit
-	stepRSNet                        // a network fault: reset, delay, duplicate, partition, stale replay, heal
-	stepRSCrash                      // a replica's process dies (or the machine loses power), restarting later
-	stepRSPause                      // a replica is paused (SIGSTOP) for up to twice the lease
-	stepRSClock                      // a replica's clock jumps
-	stepRSIdle                       // time passes
-	stepRSSwitch                     // an operator hands the lead to a caught-up standby (seckillctl ha switchover)
+	stepRSWrite  stepKind = iota + 32 // clients write to every replica that believes it is the primary
+	stepRSFsync                       // a replica's group commit
+	stepRSNet                         // a network fault: reset, delay, duplicate, partition, stale replay, heal
+	stepRSCrash                       // a replica's process dies (or the machine loses power), restarting later
+	stepRSPause                       // a replica is paused (SIGSTOP) for up to twice the lease
+	stepRSClock                       // a replica's clock jumps
+	stepRSIdle                        // time passes
+	stepRSSwitch                      // an operator hands the lead to a caught-up standby (seckillctl ha switchover)
 )
 
 var rsStepNames = map[stepKind]string{stepRSWrite: "write", stepRSFsync: "fsync", stepRSNet: "net", stepRSCrash: "crash",
@@ -904,26 +904,41 @@ func (s *rsRun) catchUp(rep *rsReplica) {
 	}
 }
 
-// begin starts a standby's copy as the primary decided (Standby.begin):
-// its history becomes the primary's; a cut removes the records after the
-// index with wal.CutSegments on the closed log.
+// begin starts a standby's copy as the primary decided, through the
+// standby's own code (stream.BeginCopy): a cut with wal.CutSegments on
+// the closed log, the check that the copy ends where the primary resumes,
+// the primary's epoch history written.
 func (s *rsRun) begin(rep *rsReplica, m rsMsg) {
-	if m.mode == stream.Cut {
-		if err := rep.log.Close(); err != nil {
-			panic(fmt.Sprintf("replica %s: close its copy to cut it: %v", rep.name, err))
-		}
-		if _, err := wal.CutSegments("sim/"+rep.name+"/wal", segmentFiles{rep.dir}, m.index, quiet); err != nil {
-			panic(fmt.Sprintf("replica %s: cut after %d: %v", rep.name, m.index, err))
-		}
-		s.openCopy(rep)
-	}
-	if rep.log.LastIndex() != m.index {
+	if err := stream.BeginCopy(simCopy{s, rep}, m.mode, m.index, m.history); err != nil {
 		s.faults["copy_mismatch"]++
 		s.breakConn(m.conn)
 		return
 	}
-	rep.history = slices.Clone(m.history)
 	rep.began = true
+}
+
+// simCopy is a standby's copy on its simulated disk, for stream.BeginCopy.
+type simCopy struct {
+	s   *rsRun
+	rep *rsReplica
+}
+
+func (c simCopy) Log() *wal.Log { return c.rep.log }
+
+func (c simCopy) Cut(index uint64) error {
+	if err := c.rep.log.Close(); err != nil {
+		return err
+	}
+	if _, err := wal.CutSegments("sim/"+c.rep.name+"/wal", segmentFiles{c.rep.dir}, index, quiet); err != nil {
+		panic(fmt.Sprintf("replica %s: cut after %d: %v", c.rep.name, index, err))
+	}
+	c.s.openCopy(c.rep)
+	return nil
+}
+
+func (c simCopy) WriteHistory(h replica.History) error {
+	c.rep.history = slices.Clone(h)
+	return nil
 }
 
 // records appends a run of the primary's frames (stream.ApplyRecords) and

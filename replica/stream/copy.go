@@ -39,6 +39,36 @@ func ApplyRecords(log *wal.Log, first uint64, frames [][]byte, durable func(last
 	return nil
 }
 
+// CopyFiles is a standby's copy of one SKU log as the begin of a copy
+// changes it: Standby's over its SKU folder, the simulator's over its
+// simulated disk.
+type CopyFiles interface {
+	// Log is the copy's log, open.
+	Log() *wal.Log
+	// Cut removes the records after index: the log closed, cut
+	// (wal.CutSegments), opened again; the snapshots beyond index go.
+	Cut(index uint64) error
+	// WriteHistory replaces the copy's epoch history, durably.
+	WriteHistory(h replica.History) error
+}
+
+// BeginCopy starts a copy as the primary decided (PlanBegin), but for a
+// base copy, which replaces the copy whole: a cut removes the tail the
+// primary does not hold (never committed); the copy must then end at
+// index, where the primary's records resume (a protocol error ends the
+// connection otherwise); its epoch history becomes the primary's.
+func BeginCopy(f CopyFiles, mode BeginMode, index uint64, history replica.History) error {
+	if mode == Cut {
+		if err := f.Cut(index); err != nil {
+			return err
+		}
+	}
+	if last := f.Log().LastIndex(); last != index {
+		return fmt.Errorf("%w: the primary resumes after record %d, this copy ends at %d", errProtocol, index, last)
+	}
+	return f.WriteHistory(history)
+}
+
 // HelloHistory is the epoch history a standby reports in its hello for a
 // copy whose last durable record is last: its history file's entries up
 // to last; a log with records and no history was written before

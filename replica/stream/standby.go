@@ -19,6 +19,7 @@ import (
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/internal/skudir"
+	"github.com/seckill/seckill/replica"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
 )
@@ -500,30 +501,39 @@ func (s *Standby) begin(d *decoder, acks *acker) error {
 			return err
 		}
 	}
-	switch b.mode {
-	case beginCut:
-		if err := s.cut(x, b.index); err != nil {
-			return err
+	files := standbyCopy{s: s, x: x, feedHistory: b.feedHistory}
+	if b.mode != beginBase {
+		if err := BeginCopy(files, BeginMode(b.mode), b.index, b.history); err != nil {
+			return fmt.Errorf("%s: %w", b.key, err)
 		}
-	case beginBase:
-		if err := s.dropCopy(x); err != nil {
-			return err
-		}
+		return nil
 	}
-	if b.mode != beginBase && x.log.LastIndex() != b.index {
-		return fmt.Errorf("%w: %s: the primary resumes after record %d, this copy ends at %d",
-			errProtocol, b.key, b.index, x.log.LastIndex())
-	}
-	if err := syncFile(x.dir, feed.HistoryFile, b.feedHistory); err != nil {
+	if err := s.dropCopy(x); err != nil {
 		return err
 	}
-	if err := WriteHistory(x.dir, b.history); err != nil {
+	if err := files.WriteHistory(b.history); err != nil {
 		return err
 	}
-	if b.mode == beginBase {
-		return s.startInstall(x, b.index, b.snapshotSize, acks)
+	return s.startInstall(x, b.index, b.snapshotSize, acks)
+}
+
+// standbyCopy is a copy's SKU folder as BeginCopy changes it; the begin's
+// feed history is written with the epoch history.
+type standbyCopy struct {
+	s           *Standby
+	x           *standbySKU
+	feedHistory []byte
+}
+
+func (c standbyCopy) Log() *wal.Log { return c.x.log }
+
+func (c standbyCopy) Cut(index uint64) error { return c.s.cut(c.x, index) }
+
+func (c standbyCopy) WriteHistory(h replica.History) error {
+	if err := syncFile(c.x.dir, feed.HistoryFile, c.feedHistory); err != nil {
+		return err
 	}
-	return nil
+	return WriteHistory(c.x.dir, h)
 }
 
 // cut removes the records after index (never committed: the primary does
