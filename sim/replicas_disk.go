@@ -102,7 +102,14 @@ type rsHost struct {
 
 func (h rsHost) Appending(*sku.Machine, uint64, []sku.Record) {}
 
-func (h rsHost) Answer(calls []*core.Call) { h.s.replies["answered at once"] += len(calls) }
+func (h rsHost) Answer(calls []*core.Call) {
+	h.s.replies["answered at once"] += len(calls)
+	for _, c := range calls {
+		if c == h.s.finalCall {
+			h.s.finalCall = nil // the final phase asks again
+		}
+	}
+}
 
 func (h rsHost) Release(rel *shell.Release) {
 	for _, c := range rel.Calls {
@@ -113,6 +120,8 @@ func (h rsHost) Release(rel *shell.Release) {
 			if c == h.s.finalCall {
 				h.s.finalDone = true
 			}
+		} else if c == h.s.finalCall {
+			h.s.finalCall = nil // failed, or its primary closed: the final phase asks again
 		}
 	}
 	if rel.Durable {

@@ -21,29 +21,42 @@ import (
 )
 
 // Replica-set mode: three replicas of one replica set (--sync-strict in
-// a quarter of the seeds), each with the
-// real role loop (replica.Node) over the coordinator's in-memory twin
-// (replica.Memory, linearizable, its leases expiring by the simulated
-// clock), the commit index of replica.Standbys, and the replication
-// stream's decisions (stream.PlanBegin: resume, cut the divergent tail;
-// stream.StaleEpoch: refuse a lower epoch) over a simulated network that
-// delivers, delays, duplicates, drops (a connection reset), partitions and
-// replays messages of an earlier tenure, by seed. Replicas crash (the
-// page cache survives) or lose power (only fsynced records survive),
-// pause past their lease (SIGSTOP) and have their clocks jump.
+// a quarter of the seeds), each with the real role loop (replica.Node)
+// over the coordinator's in-memory twin (replica.Memory, linearizable, its
+// leases expiring by the simulated clock) and its own simulated disk
+// (disk.go, store.go: power loss keeps only fsynced bytes, tears the rest).
 //
-// Each replica's log is a list of records (epoch, id) with its fsynced
-// prefix: the simulator models the log, not the wal package, and the
-// stream's messages as values (this mode steps the protocol's decisions,
-// not its sockets). A record is acknowledged (a reply, and shown on the
-// feed) once it is at or below its primary's commit index.
+// What runs is the engine's code, the simulator standing in for the
+// disk, the network, the clock and seckilld's runner:
+//   - each replica's SKU log is a wal.Log opened with wal.OpenOver over
+//     its disk (torn-tail repair, group commit, fsync);
+//   - a primary's records are made by the engine's shell (actors/shell)
+//     over the SKU core: reservations decided by sku.Machine; its log is
+//     Replicated with a Shipper, as stream.Primary makes it, so the shell
+//     releases a reply, and the feed reads a record (Log.ReadDurable),
+//     only once the commit index covers it: Log.Confirm with the index
+//     replica.Standbys.Commit allows over the standbys' acknowledgements;
+//   - the stream's steps between the messages: PlanBegin at a hello,
+//     StaleEpoch both ways, CaughtUp, the catch-up read (ReadFrames), the
+//     standby's begin (BeginCopy: the rejoin cut through wal.CutSegments,
+//     the history written) and apply (ApplyRecords: AppendCopy, the
+//     acknowledgement once the wal made the run durable).
 //
-// Checked after every step: every replica the sync key names (the
-// primary and the standbys that may lead next) holds every acknowledged
-// record, fsynced, at its index; an index is never acknowledged as two
-// records; two replicas never acknowledge records in the same epoch. At
-// the end, with every fault healed, a primary leads and acknowledges a new
-// record.
+// The network delivers the stream's messages as values: in order on a
+// connection, delayed, duplicated, dropped (a reset), partitioned, and
+// replayed from an earlier tenure, by seed. Replicas crash (the page cache
+// survives) or lose power (sometimes during a group commit, its batch
+// already shipped), pause past their lease (SIGSTOP), have their clocks
+// jump, and hand the lead over (a switchover).
+//
+// Checked after every step, on the real logs: every replica the sync key
+// names (the primary and the standbys that may lead next) holds every
+// acknowledged record, the same bytes, fsynced at its index; an index is
+// never acknowledged as two records; two replicas never acknowledge
+// records in the same epoch; a new primary holds every record the feed
+// showed. At the end, with every fault healed, a primary leads and its
+// shell releases the reply to a new reservation, and each replica's log,
+// recovered as a restart would, verifies (recovery.Plan with Verify).
 
 const (
 	rsSet       = "rs"
@@ -1091,7 +1104,7 @@ func (s *rsRun) final() error {
 			return err
 		}
 		for _, rep := range s.reps {
-			if s.finalCall == nil && s.running(rep) && rep.primary && rep.sh.Failed() == nil {
+			if s.finalCall == nil && s.running(rep) && rep.primary && rep.switchTo == "" && rep.sh.Failed() == nil {
 				s.finalCall = s.reserve(rep)
 				if err := s.commitRound(rep); err != nil {
 					return err

@@ -295,9 +295,10 @@ func TestCellsRunIsDeterministic(t *testing.T) {
 }
 
 // TestReplicasSeeds runs replica-set histories (replicas_mode.go): three
-// replicas' role loops over the coordinator in memory, the commit index
-// and the stream's decisions under network faults, crashes, power loss,
-// pauses and clock jumps.
+// replicas' role loops over the coordinator in memory, each primary the
+// engine's shell over a replicated wal, each standby's copy applied by the
+// stream's code, under network faults, crashes, power loss, pauses, clock
+// jumps and switchovers.
 func TestReplicasSeeds(t *testing.T) {
 	seeds := uint64(500)
 	if raceEnabled || testing.Short() {
@@ -309,7 +310,8 @@ func TestReplicasSeeds(t *testing.T) {
 		t.Fatalf("replicas seed %d failed at step %d: %v (replay: make sim SEED=%d SIM_MODE=-replicas)", f.Seed, f.Step, f.Err, f.Seed)
 	}
 	for _, kind := range []string{"crash", "power_loss", "pause", "clock_jump", "partition_etcd", "partition_replicas", "net_reset",
-		"net_delay", "net_duplicate", "net_stale_replay", "refused_stale_epoch", "promote", "demote", "lost", "cut", "sync_strict"} {
+		"net_delay", "net_duplicate", "net_stale_replay", "refused_stale_epoch", "promote", "demote", "lost", "cut", "sync_strict",
+		"power_loss_in_fsync", "torn", "switchover"} {
 		if sum.Faults[kind] == 0 {
 			t.Errorf("no %s in %d replicas seeds: the workload no longer reaches it", kind, seeds)
 		}
