@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -18,15 +19,18 @@ import (
 // primary's records are made by the engine's shell (actors/shell) over
 // the SKU core, and a rejoin cuts its tail with wal.CutSegments.
 
-// openCopy opens a replica's log over its directory as a standby's copy
-// (not replicated: its records are the primary's).
-func (s *rsRun) openCopy(rep *rsReplica) {
-	l, err := wal.OpenOver("sim/"+rep.name+"/wal", s.store(rep.dir, &rep.storeFaults),
+// walName names a replica's SKU log in messages.
+func walName(rep *rsReplica, k *rsSKU) string { return "sim/" + rep.name + "/" + k.id + "/wal" }
+
+// openCopy opens a replica's SKU log over its directory as a standby's
+// copy (not replicated: its records are the primary's).
+func (s *rsRun) openCopy(rep *rsReplica, k *rsSKU) {
+	l, err := wal.OpenOver(walName(rep, k), s.store(k.dir, &k.storeFaults),
 		wal.Options{Stepped: true, SegmentSize: segmentSize, Logger: quiet})
 	if err != nil {
-		panic(fmt.Sprintf("replica %s: open its copy of the log: %v", rep.name, err))
+		panic(fmt.Sprintf("replica %s: open its copy of %s: %v", rep.name, k.id, err))
 	}
-	rep.log = l
+	k.log = l
 }
 
 // store is a replica's log store over its directory. It hides the
@@ -40,22 +44,22 @@ func (s *rsRun) store(dir *directory, faults *storeFaults) wal.SegmentStore {
 // shellConfig is the engine's shell over a primary's directory: its log
 // Replicated (commits wait for Confirm) with rep as its Shipper, as the
 // stream's Primary.Replication makes it in seckilld.
-func (s *rsRun) shellConfig(rep *rsReplica) shell.Config {
+func (s *rsRun) shellConfig(rep *rsReplica, k *rsSKU) shell.Config {
 	return shell.Config{
 		CampaignID: campaignID,
-		SKUID:      skuID,
+		SKUID:      k.id,
 		Core: core.Config{
 			Rand:            randReader{&s.g},
 			LogFailureRetry: 2 * time.Second,
 			Verify:          true,
 		},
 		OpenLog: func() (*wal.Log, error) {
-			return wal.OpenOver("sim/"+rep.name+"/wal", s.store(rep.dir, &rep.storeFaults),
-				wal.Options{Stepped: true, SegmentSize: segmentSize, Logger: quiet, Replicated: true, Shipper: rsShipper{s, rep}})
+			return wal.OpenOver(walName(rep, k), s.store(k.dir, &k.storeFaults),
+				wal.Options{Stepped: true, SegmentSize: segmentSize, Logger: quiet, Replicated: true, Shipper: rsShipper{s, rep, k}})
 		},
-		Snapshots:    &rep.snaps,
-		Executor:     &rep.exec,
-		Host:         rsHost{s, rep},
+		Snapshots:    &k.snaps,
+		Executor:     &k.exec,
+		Host:         rsHost{s, rep, k},
 		SnapshotKeep: snapshotKeep,
 		Logger:       quiet,
 	}
@@ -66,29 +70,32 @@ func (s *rsRun) shellConfig(rep *rsReplica) shell.Config {
 type rsShipper struct {
 	s   *rsRun
 	rep *rsReplica
+	k   *rsSKU
 }
 
 func (h rsShipper) Ship(b *wal.Batch) {
-	rep := h.rep
+	rep, k := h.rep, h.k
 	if !rep.primary {
 		return // a demoted primary's log flushing at its close ships nothing
 	}
-	rep.shipped = b.LastIndex()
+	k.shipped = b.LastIndex()
+	i := slices.Index(rep.skus, k)
 	frames := make([][]byte, b.Len())
-	for i := range frames {
-		frames[i] = append([]byte(nil), b.Frame(i)...)
+	for j := range frames {
+		frames[j] = append([]byte(nil), b.Frame(j)...)
 	}
 	for _, name := range rsNames {
 		c := rep.copies[name]
-		if c == nil || !c.connected || !c.live {
+		if c == nil || !c.connected || !c.skus[i].live {
 			continue
 		}
-		if c.next != b.FirstIndex() {
-			c.live = false // catches up from the log's files
+		cs := &c.skus[i]
+		if cs.next != b.FirstIndex() {
+			cs.live = false // catches up from the log's files
 			continue
 		}
-		h.s.send(rsMsg{kind: msgRecords, from: rep.name, to: name, conn: c.conn, epoch: rep.holding.Epoch, index: c.next, frames: frames})
-		c.next = b.LastIndex() + 1
+		h.s.send(rsMsg{kind: msgRecords, from: rep.name, to: name, conn: c.conn, epoch: rep.holding.Epoch, sku: i, index: cs.next, frames: frames})
+		cs.next = b.LastIndex() + 1
 	}
 }
 
@@ -98,6 +105,7 @@ func (h rsShipper) Ship(b *wal.Batch) {
 type rsHost struct {
 	s   *rsRun
 	rep *rsReplica
+	k   *rsSKU
 }
 
 func (h rsHost) Appending(*sku.Machine, uint64, []sku.Record) {}
@@ -125,12 +133,12 @@ func (h rsHost) Release(rel *shell.Release) {
 		}
 	}
 	if rel.Durable {
-		if commit := rel.Log.CommitIndex(); commit > h.rep.confirmed {
-			panic(fmt.Sprintf("replica %s released replies at commit index %d, confirmed %d", h.rep.name, commit, h.rep.confirmed))
+		if commit := rel.Log.CommitIndex(); commit > h.k.confirmed {
+			panic(fmt.Sprintf("replica %s released replies of %s at commit index %d, confirmed %d", h.rep.name, h.k.id, commit, h.k.confirmed))
 		}
 	}
 	if rel.Failure != nil {
-		h.rep.inputs = append(h.rep.inputs, logFailure{log: rel.Log, err: rel.Failure})
+		h.k.inputs = append(h.k.inputs, logFailure{log: rel.Log, err: rel.Failure})
 	}
 }
 
@@ -152,18 +160,18 @@ func (x *rsExecutor) After(d time.Duration, j *shell.Job) {
 	x.jobs = append(x.jobs, pendingJob{job: j, due: j.At.UnixMilli() + d.Milliseconds()})
 }
 
-// runJobs runs the jobs due by the replica's clock.
-func (s *rsRun) runJobs(rep *rsReplica) {
+// runJobs runs a SKU shell's jobs due by the replica's clock.
+func (s *rsRun) runJobs(rep *rsReplica, k *rsSKU) {
 	now := s.clock(rep)
-	for i := 0; i < len(rep.exec.jobs); {
-		p := rep.exec.jobs[i]
+	for i := 0; i < len(k.exec.jobs); {
+		p := k.exec.jobs[i]
 		if p.due > now.UnixMilli() {
 			i++
 			continue
 		}
-		rep.exec.jobs = append(rep.exec.jobs[:i], rep.exec.jobs[i+1:]...)
+		k.exec.jobs = slices.Delete(k.exec.jobs, i, i+1)
 		p.job.Run()
-		rep.sh.Done(now, p.job)
+		k.sh.Done(now, p.job)
 		i = 0
 	}
 }

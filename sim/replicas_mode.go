@@ -100,14 +100,20 @@ type rsMsg struct {
 	epoch    uint64
 	at       int64 // ms: when it arrives
 	seq      uint64
-	// hello: the standby's log; begin: the primary's epoch history
+	sku      int       // begin, records, ack: which SKU log
+	hello    []rsHello // hello: the standby's copy of each SKU log
+	// begin: the primary's epoch history
 	history replica.History
-	first   uint64
-	last    uint64
 	// begin
 	mode   stream.BeginMode
 	index  uint64 // begin: the kept index; ack: the durable index; records: the first
 	frames [][]byte
+}
+
+// rsHello is what a standby's hello says of one SKU log (durable).
+type rsHello struct {
+	history     replica.History
+	first, last uint64
 }
 
 // rsCopy is a primary's copy to one standby, for its tenure: catching up
@@ -115,11 +121,15 @@ type rsMsg struct {
 // (each batch shipped as it is written).
 type rsCopy struct {
 	conn      uint64 // 0: not connected
-	next      uint64
-	acked     uint64
 	lastAck   int64
 	connected bool
-	live      bool
+	skus      []rsCopySKU
+}
+
+// rsCopySKU is a copy's state for one SKU log.
+type rsCopySKU struct {
+	next, acked uint64
+	live        bool
 }
 
 type rsReplica struct {
@@ -131,29 +141,17 @@ type rsReplica struct {
 	coord   *replica.MemoryReplica
 	node    *replica.Node
 	next    int64 // ms: its next turn
-	// The disk, which survives crashes: the SKU log's directory, the
-	// highest epoch seen (the EpochFile) and the log's epoch history (its
-	// HistoryFile; both written atomically and fsynced), the snapshots.
-	dir         *directory
-	storeFaults storeFaults
-	seen        uint64
-	history     replica.History
-	snaps       snapshot.Memory
-	// The process: log is the standby's copy, or the primary's shell's.
-	log    *wal.Log
-	sh     *shell.Shell
-	exec   rsExecutor
-	inputs []logFailure
+	// seen is the highest epoch seen: the data dir's EpochFile (written
+	// atomically and fsynced in seckilld), which survives crashes.
+	seen uint64
+	// skus are its SKU logs, each on its own folder of the disk.
+	skus []*rsSKU
 	// primary: since ActPromote
-	primary   bool
-	holding   replica.Holding
-	waits     *replica.Standbys
-	copies    map[string]*rsCopy
-	found     uint64          // the log's last record at the promotion
-	shipped   uint64          // the last record handed to the Shipper (or found)
-	confirmed uint64          // the highest index passed to Log.Confirm
-	noted     uint64          // the last committed record read as the feed reads it
-	setSync   *replica.Action // published at its next turn (the answer takes a while)
+	primary bool
+	holding replica.Holding
+	waits   *replica.Standbys
+	copies  map[string]*rsCopy
+	setSync *replica.Action // published at its next turn (the answer takes a while)
 	// switchTo is the standby a switchover hands the lead to, paused
 	// (it admits nothing) until switchUntil.
 	switchTo    string
@@ -161,9 +159,31 @@ type rsReplica struct {
 	// standby
 	following string
 	conn      uint64
-	began     bool
+	began     []bool // by SKU: its copy began on this connection
 	// archive: messages of the stream it received, replayed by a stale fault
 	archive []rsMsg
+}
+
+// rsSKU is one SKU log of a replica.
+type rsSKU struct {
+	id string
+	// The disk, which survives crashes: the log's directory, its epoch
+	// history (its HistoryFile, written atomically and fsynced in
+	// seckilld), the snapshots.
+	dir         *directory
+	storeFaults storeFaults
+	history     replica.History
+	snaps       snapshot.Memory
+	// The process: log is the standby's copy, or the primary's shell's.
+	log    *wal.Log
+	sh     *shell.Shell
+	exec   rsExecutor
+	inputs []logFailure
+	// primary
+	found     uint64 // the log's last record at the promotion
+	shipped   uint64 // the last record handed to the Shipper (or found)
+	confirmed uint64 // the highest index passed to Log.Confirm
+	noted     uint64 // the last committed record read as the feed reads it
 }
 
 type rsRun struct {
@@ -180,8 +200,9 @@ type rsRun struct {
 	etcdCut  map[string]bool    // replicas cut from the coordinator
 	delay    map[[2]string]int64
 	dup      map[[2]string]int
-	acked    map[uint64][]byte // index → the frame committed there (the feed)
-	owner    map[uint64]string // epoch → the replica that acknowledged in it
+	nSKUs    int
+	acked    []map[uint64][]byte // by SKU: index → the frame committed there (the feed)
+	owner    map[uint64]string   // epoch → the replica that acknowledged in it
 	faults   map[string]int
 	replies  map[string]int
 	trace    io.Writer
@@ -231,12 +252,18 @@ func RunReplicas(o Options) Result {
 // coordinator and empty disks.
 func newReplicasRun(o Options) *rsRun {
 	s := &rsRun{g: rand.New(rand.NewPCG(o.Seed, 0x4b)), now: startMs, cut: map[[2]string]bool{}, etcdCut: map[string]bool{},
-		delay: map[[2]string]int64{}, dup: map[[2]string]int{}, acked: map[uint64][]byte{}, owner: map[uint64]string{},
-		faults: map[string]int{}, replies: map[string]int{}, trace: o.Trace, strict: o.Seed%4 == 0}
+		delay: map[[2]string]int64{}, dup: map[[2]string]int{}, owner: map[uint64]string{},
+		faults: map[string]int{}, replies: map[string]int{}, trace: o.Trace, strict: o.Seed%4 == 0, nSKUs: 1 + int(o.Seed/4%3)}
 	s.mem = replica.NewMemory(func() time.Time { return time.UnixMilli(s.now) })
 	s.observer = s.mem.Replica(rsSet, "observer", rsTTL)
+	for range s.nSKUs {
+		s.acked = append(s.acked, map[uint64][]byte{})
+	}
 	for _, name := range rsNames {
-		rep := &rsReplica{name: name, dir: newDirectory()}
+		rep := &rsReplica{name: name}
+		for k := range s.nSKUs {
+			rep.skus = append(rep.skus, &rsSKU{id: fmt.Sprintf("sku%d", k), dir: newDirectory()})
+		}
 		s.reps = append(s.reps, rep)
 		s.start(rep)
 	}
@@ -265,11 +292,12 @@ func (s *rsRun) start(rep *rsReplica) {
 	rep.coord = s.mem.Replica(rsSet, rep.name, rsTTL)
 	rep.node = replica.NewNode(rep.name, s.strict, rsBound)
 	rep.primary, rep.copies, rep.waits, rep.setSync = false, nil, nil, nil
-	rep.sh, rep.exec, rep.inputs = nil, rsExecutor{}, nil
-	rep.following, rep.conn, rep.began = "", 0, false
+	rep.following, rep.conn, rep.began = "", 0, nil
 	rep.next = s.now
-	rep.storeFaults = storeFaults{}
-	s.openCopy(rep)
+	for _, k := range rep.skus {
+		k.sh, k.exec, k.inputs, k.storeFaults = nil, rsExecutor{}, nil, storeFaults{}
+		s.openCopy(rep, k)
+	}
 }
 
 func (s *rsRun) clock(rep *rsReplica) time.Time { return time.UnixMilli(s.now + rep.offset) }
@@ -295,10 +323,11 @@ func (s *rsRun) step(st step) error {
 	case stepRSWrite:
 		for _, rep := range s.reps {
 			if s.running(rep) && rep.primary && rep.switchTo == "" {
+				k := rep.skus[x/4%uint64(s.nSKUs)]
 				for range 1 + x%3 {
-					s.reserve(rep)
+					s.reserve(rep, k)
 				}
-				if err := s.commitRound(rep); err != nil {
+				if err := s.commitRound(rep, k); err != nil {
 					return err
 				}
 				s.faults["writes"]++
@@ -334,34 +363,34 @@ func (s *rsRun) step(st step) error {
 
 // reserve is a client's reservation on a primary's shell: decided by the
 // SKU core (sku.Machine), recorded at the round's Commit.
-func (s *rsRun) reserve(rep *rsReplica) *core.Call {
+func (s *rsRun) reserve(rep *rsReplica, k *rsSKU) *core.Call {
 	s.nextID++
 	c := &core.Call{Kind: core.KindReserve, RequestID: fmt.Sprintf("r%d", s.nextID), UserID: fmt.Sprintf("u%d", s.nextID)}
-	rep.sh.Decide(s.clock(rep), c)
+	k.sh.Decide(s.clock(rep), c)
 	return c
 }
 
 // commitRound ends a primary shell's round: its records go to the log's
 // pending batch (shipped and written at the next group commit).
-func (s *rsRun) commitRound(rep *rsReplica) error {
-	rep.sh.Commit(s.clock(rep))
-	return s.afterInput(rep)
+func (s *rsRun) commitRound(rep *rsReplica, k *rsSKU) error {
+	k.sh.Commit(s.clock(rep))
+	s.afterInput(rep, k)
+	return nil
 }
 
 // afterInput brings back to a primary's shell the log failures its
-// releases reported, and runs the jobs due.
-func (s *rsRun) afterInput(rep *rsReplica) error {
-	if rep.sh == nil {
-		return nil
+// releases reported.
+func (s *rsRun) afterInput(rep *rsReplica, k *rsSKU) {
+	if k.sh == nil {
+		return
 	}
-	for len(rep.inputs) > 0 {
-		in := rep.inputs[0]
-		rep.inputs = rep.inputs[1:]
-		rep.sh.LogFailed(s.clock(rep), in.log, in.err)
+	for len(k.inputs) > 0 {
+		in := k.inputs[0]
+		k.inputs = k.inputs[1:]
+		k.sh.LogFailed(s.clock(rep), in.log, in.err)
 		s.faults["log_failed"]++
 	}
-	rep.log = rep.sh.Log()
-	return nil
+	k.log = k.sh.Log()
 }
 
 // settle runs what the time reached: restarts, deliveries, commits and
@@ -430,9 +459,9 @@ func (s *rsRun) turn(rep *rsReplica) error {
 		}
 	}
 	if rep.primary {
-		s.runJobs(rep)
-		if err := s.afterInput(rep); err != nil {
-			return err
+		for _, k := range rep.skus {
+			s.runJobs(rep, k)
+			s.afterInput(rep, k)
 		}
 		s.catchUp(rep)
 	}
@@ -454,9 +483,13 @@ func (s *rsRun) followers(rep *rsReplica) []replica.Follower {
 		if c == nil {
 			continue
 		}
-		out = append(out, replica.Follower{Name: name, Connected: c.connected,
-			CaughtUp: c.connected && stream.CaughtUp(c.acked, max(rep.confirmed, rep.log.CommitIndex()), rep.found),
-			LastAck:  time.UnixMilli(c.lastAck + rep.offset), LagRecords: rep.shipped - min(c.acked, rep.shipped)})
+		f := replica.Follower{Name: name, Connected: c.connected, CaughtUp: c.connected, LastAck: time.UnixMilli(c.lastAck + rep.offset)}
+		for i, k := range rep.skus {
+			cs := c.skus[i]
+			f.CaughtUp = f.CaughtUp && stream.CaughtUp(cs.acked, max(k.confirmed, k.log.CommitIndex()), k.found)
+			f.LagRecords += k.shipped - min(cs.acked, k.shipped)
+		}
+		out = append(out, f)
 	}
 	return out
 }
@@ -521,9 +554,10 @@ func (s *rsRun) perform(rep *rsReplica, actions []replica.Action) error {
 }
 
 // promote is seckilld's promotion: the epoch raised on disk (refusing a
-// lower one), the epoch history begun at the log's end (BeginEpoch), the
-// copy closed and the engine's shell opened over the same log, Replicated,
-// recovering the SKU from it; a log with no definition gets one.
+// lower one), each SKU log's epoch history begun at its end (BeginEpoch),
+// its copy closed and the engine's shell opened over the same log,
+// Replicated, recovering the SKU from it; a log with no definition gets
+// one.
 func (s *rsRun) promote(rep *rsReplica, a replica.Action) error {
 	s.closeConn(rep)
 	rep.following = ""
@@ -531,31 +565,35 @@ func (s *rsRun) promote(rep *rsReplica, a replica.Action) error {
 		panic(fmt.Sprintf("replica %s promoted at epoch %d after seeing %d", rep.name, a.Holding.Epoch, rep.seen))
 	}
 	rep.seen = a.Holding.Epoch
-	if err := rep.log.Close(); err != nil {
-		return fmt.Errorf("replica %s: close its copy: %w", rep.name, err)
-	}
-	rep.history = stream.NextHistory(rep.history, a.Holding.Epoch, rep.log.LastIndex())
 	rep.primary, rep.holding = true, a.Holding
 	rep.waits = replica.NewStandbys(a.Standbys, s.strict)
 	rep.copies = map[string]*rsCopy{}
-	rep.sh = shell.New(s.shellConfig(rep))
-	if err := rep.sh.Recover(s.clock(rep)); err != nil {
-		return fmt.Errorf("replica %s: recovery at its promotion: %w", rep.name, err)
-	}
-	rep.log = rep.sh.Log()
-	rep.found, rep.shipped, rep.confirmed, rep.noted = rep.log.LastIndex(), rep.log.LastIndex(), 0, 0
-	// The feed showed every record acknowledged: the new primary holds
-	// each of them, the same bytes at the same index.
-	if err := s.holds(rep, fmt.Sprintf("leads epoch %d", a.Holding.Epoch)); err != nil {
-		return err
-	}
 	s.faults["promote"]++
-	s.event("%s promoted, epoch %d, waits for %q, log %d (durable %d)", rep.name, a.Holding.Epoch, a.Standbys, rep.log.LastIndex(), rep.log.DurableIndex())
-	if rep.sh.View().Definition.SKUID == "" {
-		def := sku.Definition{CampaignID: campaignID, SKUID: skuID, StartAt: startMs, EndAt: startMs + 3_600_000,
-			PaymentWindowMs: 3_600_000, SaleLimit: 1_000_000}
-		rep.sh.Decide(s.clock(rep), &core.Call{Kind: core.KindDefine, Def: &def})
-		return s.commitRound(rep)
+	for i, k := range rep.skus {
+		if err := k.log.Close(); err != nil {
+			return fmt.Errorf("replica %s: close its copy of %s: %w", rep.name, k.id, err)
+		}
+		k.history = stream.NextHistory(k.history, a.Holding.Epoch, k.log.LastIndex())
+		k.sh = shell.New(s.shellConfig(rep, k))
+		if err := k.sh.Recover(s.clock(rep)); err != nil {
+			return fmt.Errorf("replica %s: recovery of %s at its promotion: %w", rep.name, k.id, err)
+		}
+		k.log = k.sh.Log()
+		k.found, k.shipped, k.confirmed, k.noted = k.log.LastIndex(), k.log.LastIndex(), 0, 0
+		s.event("%s promoted, epoch %d, waits for %q, %s's log %d (durable %d)", rep.name, a.Holding.Epoch, a.Standbys, k.id, k.log.LastIndex(), k.log.DurableIndex())
+		// The feed showed every record acknowledged: the new primary holds
+		// each of them, the same bytes at the same index.
+		if err := s.holds(rep, i, fmt.Sprintf("leads epoch %d", a.Holding.Epoch)); err != nil {
+			return err
+		}
+		if k.sh.View().Definition.SKUID == "" {
+			def := sku.Definition{CampaignID: campaignID, SKUID: k.id, StartAt: startMs, EndAt: startMs + 3_600_000,
+				PaymentWindowMs: 3_600_000, SaleLimit: 1_000_000}
+			k.sh.Decide(s.clock(rep), &core.Call{Kind: core.KindDefine, Def: &def})
+			if err := s.commitRound(rep, k); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -573,9 +611,11 @@ func (s *rsRun) demote(rep *rsReplica) {
 		}
 	}
 	rep.primary, rep.holding, rep.waits, rep.copies, rep.setSync, rep.switchTo = false, replica.Holding{}, nil, nil, nil, ""
-	rep.sh.Stop()
-	rep.sh, rep.exec, rep.inputs = nil, rsExecutor{}, nil
-	s.openCopy(rep)
+	for _, k := range rep.skus {
+		k.sh.Stop()
+		k.sh, k.exec, k.inputs = nil, rsExecutor{}, nil
+		s.openCopy(rep, k)
+	}
 }
 
 // crash ends a replica's process: what it had not handed to the disk is
@@ -584,12 +624,14 @@ func (s *rsRun) demote(rep *rsReplica) {
 // and written, its fsync never done (a torn tail here, records a standby
 // may hold and this log lost).
 func (s *rsRun) crash(rep *rsReplica, power, inSync bool) {
-	if power && inSync && rep.log.LastIndex() > rep.log.DurableIndex() {
-		rep.storeFaults.crashInSync = true
-		if err := rep.log.Flush(); err == nil {
-			panic("a group commit whose fsync failed returned no error")
+	for _, k := range rep.skus {
+		if power && inSync && k.log.LastIndex() > k.log.DurableIndex() {
+			k.storeFaults.crashInSync = true
+			if err := k.log.Flush(); err == nil {
+				panic("a group commit whose fsync failed returned no error")
+			}
+			s.faults["power_loss_in_fsync"]++
 		}
-		s.faults["power_loss_in_fsync"]++
 	}
 	for _, c := range rep.copies {
 		if c.conn != 0 {
@@ -599,18 +641,23 @@ func (s *rsRun) crash(rep *rsReplica, power, inSync bool) {
 	s.closeConn(rep)
 	rep.primary, rep.holding, rep.waits, rep.copies, rep.setSync, rep.switchTo = false, replica.Holding{}, nil, nil, nil, ""
 	rep.up = false
-	s.event("%s crashed (power loss: %v), log %d, durable %d", rep.name, power, rep.log.LastIndex(), rep.log.DurableIndex())
-	rep.sh, rep.log, rep.exec, rep.inputs = nil, nil, rsExecutor{}, nil // no Stop, no Close: the process died
+	s.event("%s crashed (power loss: %v)", rep.name, power)
 	if power {
-		rep.dir.crash(s.g, s.faults)
 		s.faults["power_loss"]++
-		return
+	} else {
+		s.faults["crash"]++
 	}
-	s.faults["crash"]++
-	for _, f := range rep.dir.entries {
-		f.sync(false)
+	for _, k := range rep.skus {
+		k.sh, k.log, k.exec, k.inputs = nil, nil, rsExecutor{}, nil // no Stop, no Close: the process died
+		if power {
+			k.dir.crash(s.g, s.faults)
+			continue
+		}
+		for _, f := range k.dir.entries {
+			f.sync(false)
+		}
+		k.dir.syncDir()
 	}
-	rep.dir.syncDir()
 }
 
 // askSwitchover asks the running primary, if any, to hand the lead to a
@@ -641,8 +688,12 @@ func (s *rsRun) askSwitchover(x uint64) {
 // leader key is released naming it alone as the next leader and this
 // replica leads no more; after 5 s without that, it serves on.
 func (s *rsRun) switchover(rep *rsReplica) error {
+	pending := false
+	for _, k := range rep.skus {
+		pending = pending || k.log.LastIndex() != k.shipped
+	}
 	for _, f := range s.followers(rep) {
-		if f.Name != rep.switchTo || !f.Connected || !f.CaughtUp || f.LagRecords > 0 || rep.log.LastIndex() != rep.shipped {
+		if f.Name != rep.switchTo || !f.Connected || !f.CaughtUp || f.LagRecords > 0 || pending {
 			continue
 		}
 		var err error
@@ -666,71 +717,74 @@ func (s *rsRun) switchover(rep *rsReplica) error {
 	return nil
 }
 
-// fsync is a replica's group commit (wal.Log.Flush): a primary's batch is
-// shipped to its live copies before it is written; a standby acknowledges
-// what became durable (ApplyRecords' waiter).
+// fsync is a replica's group commit (wal.Log.Flush) on each SKU log: a
+// primary's batch is shipped to its live copies before it is written; a
+// standby acknowledges what became durable (ApplyRecords' waiter).
 func (s *rsRun) fsync(rep *rsReplica) error {
-	if rep.log == nil {
-		return nil
-	}
-	if err := rep.log.Flush(); err != nil {
-		return fmt.Errorf("replica %s: group commit: %w", rep.name, err)
-	}
-	if rep.primary {
-		if err := s.afterInput(rep); err != nil {
-			return err
+	for _, k := range rep.skus {
+		if k.log == nil {
+			continue
 		}
-		s.commitUp(rep)
+		if err := k.log.Flush(); err != nil {
+			return fmt.Errorf("replica %s: group commit of %s: %w", rep.name, k.id, err)
+		}
+		if rep.primary {
+			s.afterInput(rep, k)
+		}
 	}
+	s.commitUp(rep)
 	return nil
 }
 
-// commitUp confirms to a primary's log what its waited standbys hold
-// (replica.Standbys's rule, as Primary.commitLocked: at most what was
+// commitUp confirms to each of a primary's logs what its waited standbys
+// hold (replica.Standbys's rule, as Primary.commitLocked: at most what was
 // shipped), which releases the shell's replies, and reads the committed
 // records as the feed reads them (Log.ReadDurable).
 func (s *rsRun) commitUp(rep *rsReplica) {
 	if !s.running(rep) || !rep.primary {
 		return
 	}
-	index, ok := rep.waits.Commit(rep.shipped, func(name string) uint64 {
-		if c := rep.copies[name]; c != nil {
-			return c.acked
+	for i, k := range rep.skus {
+		index, ok := rep.waits.Commit(k.shipped, func(name string) uint64 {
+			if c := rep.copies[name]; c != nil {
+				return c.skus[i].acked
+			}
+			return 0
+		})
+		if ok && index > k.confirmed {
+			k.confirmed = index
+			k.log.Confirm(index)
 		}
-		return 0
-	})
-	if ok && index > rep.confirmed {
-		rep.confirmed = index
-		rep.log.Confirm(index)
+		commit := k.log.CommitIndex()
+		if commit <= k.noted {
+			continue
+		}
+		var frame []byte
+		_, err := k.log.ReadDurable(k.noted+1, int(commit-k.noted), func(index uint64, typ byte, payload []byte) error {
+			frame, _ = wal.AppendFrame(frame[:0], typ, index, payload)
+			s.acknowledge(rep, i, index, frame)
+			return nil
+		})
+		if err != nil {
+			panic(fmt.Sprintf("replica %s: the feed's read of %s's records %d..%d: %v", rep.name, k.id, k.noted+1, commit, err))
+		}
+		k.noted = commit
+		s.event("%s commits %s through %d", rep.name, k.id, commit)
 	}
-	commit := rep.log.CommitIndex()
-	if commit <= rep.noted {
-		return
-	}
-	var frame []byte
-	_, err := rep.log.ReadDurable(rep.noted+1, int(commit-rep.noted), func(index uint64, typ byte, payload []byte) error {
-		frame, _ = wal.AppendFrame(frame[:0], typ, index, payload)
-		s.acknowledge(rep, index, frame)
-		return nil
-	})
-	if err != nil {
-		panic(fmt.Sprintf("replica %s: the feed's read of records %d..%d: %v", rep.name, rep.noted+1, commit, err))
-	}
-	rep.noted = commit
-	s.event("%s commits through %d", rep.name, commit)
 }
 
-// acknowledge notes a record committed at index: a reply rests on it and
-// the feed shows it.
-func (s *rsRun) acknowledge(rep *rsReplica, index uint64, frame []byte) {
-	if old, ok := s.acked[index]; ok && !bytes.Equal(old, frame) {
-		panic(fmt.Sprintf("index %d acknowledged as two records (the second by %s)", index, rep.name))
+// acknowledge notes a record committed at index of SKU log i: a reply
+// rests on it and the feed shows it.
+func (s *rsRun) acknowledge(rep *rsReplica, i int, index uint64, frame []byte) {
+	acked := s.acked[i]
+	if old, ok := acked[index]; ok && !bytes.Equal(old, frame) {
+		panic(fmt.Sprintf("index %d of %s acknowledged as two records (the second by %s)", index, rep.skus[i].id, rep.name))
 	}
-	if _, ok := s.acked[index]; !ok {
-		s.acked[index] = bytes.Clone(frame)
+	if _, ok := acked[index]; !ok {
+		acked[index] = bytes.Clone(frame)
 		s.replies["acknowledged"]++
 	}
-	if h := rep.history; len(h) > 0 && h[len(h)-1].Epoch == rep.holding.Epoch && index >= h[len(h)-1].First {
+	if h := rep.skus[i].history; len(h) > 0 && h[len(h)-1].Epoch == rep.holding.Epoch && index >= h[len(h)-1].First {
 		e := rep.holding.Epoch
 		if o, ok := s.owner[e]; ok && o != rep.name {
 			panic(fmt.Sprintf("replicas %s and %s both acknowledged in epoch %d", o, rep.name, e))
@@ -740,16 +794,19 @@ func (s *rsRun) acknowledge(rep *rsReplica, index uint64, frame []byte) {
 }
 
 // dial opens a standby's connection to the primary it follows: its hello
-// reports its log, every record durable (Standby.hello).
+// reports each SKU log, every record durable (Standby.hello).
 func (s *rsRun) dial(rep *rsReplica) {
 	s.connSeq++
-	rep.conn, rep.began = s.connSeq, false
-	if err := rep.log.Flush(); err != nil {
-		panic(fmt.Sprintf("replica %s: flush its copy: %v", rep.name, err))
+	rep.conn, rep.began = s.connSeq, make([]bool, s.nSKUs)
+	hello := make([]rsHello, s.nSKUs)
+	for i, k := range rep.skus {
+		if err := k.log.Flush(); err != nil {
+			panic(fmt.Sprintf("replica %s: flush its copy of %s: %v", rep.name, k.id, err))
+		}
+		last := k.log.LastIndex()
+		hello[i] = rsHello{history: stream.HelloHistory(k.history, last), first: firstIndex(k.log), last: last}
 	}
-	last := rep.log.LastIndex()
-	s.send(rsMsg{kind: msgHello, from: rep.name, to: rep.following, conn: rep.conn, epoch: rep.seen,
-		history: stream.HelloHistory(rep.history, last), first: firstIndex(rep.log), last: last})
+	s.send(rsMsg{kind: msgHello, from: rep.name, to: rep.following, conn: rep.conn, epoch: rep.seen, hello: hello})
 }
 
 func (s *rsRun) closeConn(rep *rsReplica) {
@@ -762,7 +819,7 @@ func (s *rsRun) closeConn(rep *rsReplica) {
 func (s *rsRun) breakConn(conn uint64) {
 	for _, rep := range s.reps {
 		if rep.conn == conn {
-			rep.conn, rep.began = 0, false
+			rep.conn, rep.began = 0, nil
 		}
 		for _, c := range rep.copies {
 			if c.conn == conn {
@@ -842,8 +899,8 @@ func (s *rsRun) receive(rep *rsReplica, m rsMsg) {
 			s.breakConn(m.conn)
 			return
 		}
-		c.acked, c.lastAck = m.index, s.now
-		s.event("%s: %s acked %d", rep.name, m.from, m.index)
+		c.skus[m.sku].acked, c.lastAck = m.index, s.now
+		s.event("%s: %s acked %s through %d", rep.name, m.from, rep.skus[m.sku].id, m.index)
 	case msgBegin, msgRecords:
 		if rep.conn != m.conn || rep.primary {
 			return
@@ -863,7 +920,8 @@ func (s *rsRun) receive(rep *rsReplica, m rsMsg) {
 	}
 }
 
-// hello: the primary begins a copy as the stream does (stream.PlanBegin).
+// hello: the primary begins a copy of each SKU log as the stream does
+// (stream.PlanBegin).
 func (s *rsRun) hello(rep *rsReplica, m rsMsg) {
 	if !rep.primary {
 		s.breakConn(m.conn)
@@ -874,21 +932,26 @@ func (s *rsRun) hello(rep *rsReplica, m rsMsg) {
 		s.breakConn(m.conn)
 		return
 	}
-	mode, index := stream.PlanBegin(stream.Copy{TheirHistory: m.history, TheirFirst: m.first, TheirLast: m.last,
-		MyHistory: rep.history, MyFirst: firstIndex(rep.log), MyLast: rep.log.LastIndex()})
-	if mode == stream.Base {
-		panic("a base copy without snapshots")
-	}
-	if mode == stream.Cut {
-		s.faults["cut"]++
-	}
 	if c := rep.copies[m.from]; c != nil && c.conn != 0 {
 		s.breakConn(c.conn)
 	}
-	s.event("%s begins %s's copy: %v at %d (its last %d)", rep.name, m.from, mode, index, m.last)
-	rep.copies[m.from] = &rsCopy{conn: m.conn, next: index + 1, acked: index, lastAck: s.now, connected: true}
-	s.send(rsMsg{kind: msgBegin, from: rep.name, to: m.from, conn: m.conn, epoch: rep.holding.Epoch, mode: mode, index: index,
-		history: slices.Clone(rep.history)})
+	c := &rsCopy{conn: m.conn, lastAck: s.now, connected: true, skus: make([]rsCopySKU, s.nSKUs)}
+	rep.copies[m.from] = c
+	for i, k := range rep.skus {
+		h := m.hello[i]
+		mode, index := stream.PlanBegin(stream.Copy{TheirHistory: h.history, TheirFirst: h.first, TheirLast: h.last,
+			MyHistory: k.history, MyFirst: firstIndex(k.log), MyLast: k.log.LastIndex()})
+		if mode == stream.Base {
+			panic("a base copy without snapshots")
+		}
+		if mode == stream.Cut {
+			s.faults["cut"]++
+		}
+		s.event("%s begins %s's copy of %s: %v at %d (its last %d)", rep.name, m.from, k.id, mode, index, h.last)
+		c.skus[i] = rsCopySKU{next: index + 1, acked: index}
+		s.send(rsMsg{kind: msgBegin, from: rep.name, to: m.from, conn: m.conn, epoch: rep.holding.Epoch, sku: i, mode: mode, index: index,
+			history: slices.Clone(k.history)})
+	}
 	s.catchUp(rep)
 }
 
@@ -898,72 +961,83 @@ func (s *rsRun) hello(rep *rsReplica, m rsMsg) {
 func (s *rsRun) catchUp(rep *rsReplica) {
 	for _, name := range rsNames {
 		c := rep.copies[name]
-		if c == nil || !c.connected || c.live {
+		if c == nil || !c.connected {
 			continue
 		}
-		var frames [][]byte
-		next, err := stream.ReadFrames(rep.log, c.next, 64, func(frame []byte) bool {
-			frames = append(frames, bytes.Clone(frame))
-			return true
-		})
-		if err != nil {
-			panic(fmt.Sprintf("replica %s: catch-up read from %d: %v", rep.name, c.next, err))
+		for i, k := range rep.skus {
+			cs := &c.skus[i]
+			if cs.live {
+				continue
+			}
+			var frames [][]byte
+			next, err := stream.ReadFrames(k.log, cs.next, 64, func(frame []byte) bool {
+				frames = append(frames, bytes.Clone(frame))
+				return true
+			})
+			if err != nil {
+				panic(fmt.Sprintf("replica %s: catch-up read of %s from %d: %v", rep.name, k.id, cs.next, err))
+			}
+			if len(frames) > 0 {
+				s.send(rsMsg{kind: msgRecords, from: rep.name, to: name, conn: c.conn, epoch: rep.holding.Epoch, sku: i, index: cs.next, frames: frames})
+			}
+			cs.next = next
+			cs.live = cs.next == k.shipped+1
 		}
-		if len(frames) > 0 {
-			s.send(rsMsg{kind: msgRecords, from: rep.name, to: name, conn: c.conn, epoch: rep.holding.Epoch, index: c.next, frames: frames})
-		}
-		c.next = next
-		c.live = c.next == rep.shipped+1
 	}
 }
 
-// begin starts a standby's copy as the primary decided, through the
-// standby's own code (stream.BeginCopy): a cut with wal.CutSegments on
-// the closed log, the check that the copy ends where the primary resumes,
-// the primary's epoch history written.
+// begin starts a standby's copy of a SKU log as the primary decided,
+// through the standby's own code (stream.BeginCopy): a cut with
+// wal.CutSegments on the closed log, the check that the copy ends where
+// the primary resumes, the primary's epoch history written.
 func (s *rsRun) begin(rep *rsReplica, m rsMsg) {
-	if err := stream.BeginCopy(simCopy{s, rep}, m.mode, m.index, m.history); err != nil {
+	if err := stream.BeginCopy(simCopy{s, rep, rep.skus[m.sku]}, m.mode, m.index, m.history); err != nil {
 		s.faults["copy_mismatch"]++
 		s.breakConn(m.conn)
 		return
 	}
-	rep.began = true
+	rep.began[m.sku] = true
 }
 
-// simCopy is a standby's copy on its simulated disk, for stream.BeginCopy.
+// simCopy is a standby's copy of a SKU log on its simulated disk, for
+// stream.BeginCopy.
 type simCopy struct {
 	s   *rsRun
 	rep *rsReplica
+	k   *rsSKU
 }
 
-func (c simCopy) Log() *wal.Log { return c.rep.log }
+func (c simCopy) Log() *wal.Log { return c.k.log }
 
 func (c simCopy) Cut(index uint64) error {
-	if err := c.rep.log.Close(); err != nil {
+	if err := c.k.log.Close(); err != nil {
 		return err
 	}
-	if _, err := wal.CutSegments("sim/"+c.rep.name+"/wal", segmentFiles{c.rep.dir}, index, quiet); err != nil {
-		panic(fmt.Sprintf("replica %s: cut after %d: %v", c.rep.name, index, err))
+	if _, err := wal.CutSegments(walName(c.rep, c.k), segmentFiles{c.k.dir}, index, quiet); err != nil {
+		panic(fmt.Sprintf("replica %s: cut %s after %d: %v", c.rep.name, c.k.id, index, err))
 	}
-	c.s.openCopy(c.rep)
+	c.s.openCopy(c.rep, c.k)
 	return nil
 }
 
 func (c simCopy) WriteHistory(h replica.History) error {
-	c.rep.history = slices.Clone(h)
+	c.k.history = slices.Clone(h)
 	return nil
 }
 
-// records appends a run of the primary's frames (stream.ApplyRecords) and
-// acknowledges it once durable; a run out of place ends the connection.
+// records appends a run of the primary's frames to a SKU log's copy
+// (stream.ApplyRecords) and acknowledges it once durable; a run out of
+// place ends the connection.
 func (s *rsRun) records(rep *rsReplica, m rsMsg) {
-	if !rep.began {
+	if !rep.began[m.sku] {
+		s.faults["copy_mismatch"]++ // records before the copy began: a protocol error
+		s.breakConn(m.conn)
 		return
 	}
 	conn := rep.conn
-	err := stream.ApplyRecords(rep.log, m.index, m.frames, func(last uint64, err error) {
-		if err == nil && rep.conn == conn && rep.began {
-			s.send(rsMsg{kind: msgAck, from: rep.name, to: rep.following, conn: conn, epoch: rep.seen, index: last})
+	err := stream.ApplyRecords(rep.skus[m.sku].log, m.index, m.frames, func(last uint64, err error) {
+		if err == nil && rep.conn == conn {
+			s.send(rsMsg{kind: msgAck, from: rep.name, to: rep.following, conn: conn, epoch: rep.seen, sku: m.sku, index: last})
 		}
 	})
 	if err != nil {
@@ -1021,7 +1095,7 @@ func (s *rsRun) resetBetween(a, b string) {
 // primary's stream sent in an earlier tenure: what the epoch in every
 // message is for.
 func (s *rsRun) replay(rep *rsReplica, x uint64) {
-	if rep.conn == 0 || !rep.began {
+	if rep.conn == 0 || !slices.Contains(rep.began, true) {
 		return
 	}
 	// A begin does the most harm (a cut): replayed when there is one.
@@ -1062,26 +1136,30 @@ func (s *rsRun) check() error {
 		if rep == nil {
 			continue
 		}
-		if err := s.holds(rep, fmt.Sprintf("may lead next (sync key: primary %q, standbys %q, epoch %d)", v.Sync.Primary, v.Sync.Standbys, v.Sync.Epoch)); err != nil {
-			return err
+		for i := range rep.skus {
+			if err := s.holds(rep, i, fmt.Sprintf("may lead next (sync key: primary %q, standbys %q, epoch %d)", v.Sync.Primary, v.Sync.Standbys, v.Sync.Epoch)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// holds checks that rep's disk holds every acknowledged record, fsynced.
-func (s *rsRun) holds(rep *rsReplica, why string) error {
-	if len(s.acked) == 0 {
+// holds checks that rep's disk holds every acknowledged record of SKU log
+// i, fsynced.
+func (s *rsRun) holds(rep *rsReplica, i int, why string) error {
+	if len(s.acked[i]) == 0 {
 		return nil
 	}
-	frames := durableFrames(rep.dir)
-	for index, want := range s.acked {
+	k := rep.skus[i]
+	frames := durableFrames(k.dir)
+	for index, want := range s.acked[i] {
 		if got, ok := frames[index]; !ok || !bytes.Equal(got, want) {
 			held := "nothing fsynced"
 			if ok {
 				held = "another record"
 			}
-			return fmt.Errorf("replica %s %s but holds %s at index %d, where a record was acknowledged", rep.name, why, held, index)
+			return fmt.Errorf("replica %s %s but holds %s at index %d of %s, where a record was acknowledged", rep.name, why, held, index, k.id)
 		}
 	}
 	return nil
@@ -1104,9 +1182,9 @@ func (s *rsRun) final() error {
 			return err
 		}
 		for _, rep := range s.reps {
-			if s.finalCall == nil && s.running(rep) && rep.primary && rep.switchTo == "" && rep.sh.Failed() == nil {
-				s.finalCall = s.reserve(rep)
-				if err := s.commitRound(rep); err != nil {
+			if k := rep.skus[0]; s.finalCall == nil && s.running(rep) && rep.primary && rep.switchTo == "" && k.sh.Failed() == nil {
+				s.finalCall = s.reserve(rep, k)
+				if err := s.commitRound(rep, k); err != nil {
 					return err
 				}
 			}
@@ -1121,31 +1199,32 @@ func (s *rsRun) final() error {
 	return fmt.Errorf("the reply to reservation %s was never released in the 20 s after every fault healed", s.finalCall.RequestID)
 }
 
-// verify recovers each replica's log as a restart would (what its disk
-// keeps) and verifies it: every record replays, the state's audit holds.
+// verify recovers each replica's logs as a restart would (what its disk
+// keeps) and verifies them: every record replays, the state's audit holds.
 func (s *rsRun) verify() error {
 	for _, rep := range s.reps {
-		dir := newDirectory()
-		for name, f := range rep.dir.synced {
-			dir.entries[name] = &file{cache: bytes.Clone(f.disk), disk: bytes.Clone(f.disk)}
-		}
-		dir.syncDir()
-		var faults storeFaults
-		log, err := wal.OpenOver("sim/"+rep.name+"/verify", s.store(dir, &faults),
-			wal.Options{Stepped: true, SegmentSize: segmentSize, Logger: quiet})
-		if err != nil {
-			return fmt.Errorf("verify %s: %w", rep.name, err)
-		}
-		if log.LastIndex() > 0 {
-			res, err := recovery.Plan(log, &snapshot.Memory{}, recovery.Options{CampaignID: campaignID, SKUID: skuID, Verify: true})
+		for _, k := range rep.skus {
+			dir := newDirectory()
+			for name, f := range k.dir.synced {
+				dir.entries[name] = &file{cache: bytes.Clone(f.disk), disk: bytes.Clone(f.disk)}
+			}
+			dir.syncDir()
+			var faults storeFaults
+			log, err := wal.OpenOver(walName(rep, k)+"/verify", s.store(dir, &faults), wal.Options{Stepped: true, SegmentSize: segmentSize, Logger: quiet})
 			if err != nil {
-				return fmt.Errorf("verify %s: %w", rep.name, err)
+				return fmt.Errorf("verify %s's %s: %w", rep.name, k.id, err)
 			}
-			if len(res.Problems) > 0 {
-				return fmt.Errorf("verify %s: %v", rep.name, res.Problems)
+			if log.LastIndex() > 0 {
+				res, err := recovery.Plan(log, &snapshot.Memory{}, recovery.Options{CampaignID: campaignID, SKUID: k.id, Verify: true})
+				if err != nil {
+					return fmt.Errorf("verify %s's %s: %w", rep.name, k.id, err)
+				}
+				if len(res.Problems) > 0 {
+					return fmt.Errorf("verify %s's %s: %v", rep.name, k.id, res.Problems)
+				}
 			}
+			log.Close()
 		}
-		log.Close()
 	}
 	return nil
 }

@@ -353,17 +353,17 @@ func TestReplicasCheckFindsAMissingRecord(t *testing.T) {
 	if err := s.check(); err != nil {
 		t.Fatal(err)
 	}
-	last := uint64(len(s.acked))
+	last := uint64(len(s.acked[0]))
 	if last == 0 {
 		t.Fatal("the definition was not acknowledged in 3 s")
 	}
-	s.acked[last+1] = []byte("a frame") // acknowledged, and held by nobody
-	if err := s.check(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("holds nothing fsynced at index %d", last+1)) {
+	s.acked[0][last+1] = []byte("a frame") // acknowledged, and held by nobody
+	if err := s.check(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("holds nothing fsynced at index %d of sku0", last+1)) {
 		t.Fatalf("check: %v", err)
 	}
-	delete(s.acked, last+1)
-	s.acked[last] = []byte("another frame") // acknowledged, and held as another record
-	if err := s.check(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("holds another record at index %d", last)) {
+	delete(s.acked[0], last+1)
+	s.acked[0][last] = []byte("another frame") // acknowledged, and held as another record
+	if err := s.check(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("holds another record at index %d of sku0", last)) {
 		t.Fatalf("check: %v", err)
 	}
 }
