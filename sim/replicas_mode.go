@@ -38,7 +38,7 @@ import (
 //     only once the commit index covers it: Log.Confirm with the index
 //     replica.Standbys.Commit allows over the standbys' acknowledgements;
 //   - the stream's steps between the messages: PlanBegin at a hello,
-//     StaleEpoch both ways, CaughtUp, the catch-up read (ReadFrames), the
+//     StaleEpoch both ways and the standby's AcceptEpoch, CaughtUp, the catch-up read (ReadFrames), the
 //     standby's begin (BeginCopy: the rejoin cut through wal.CutSegments,
 //     the history written) and apply (ApplyRecords: AppendCopy, the
 //     acknowledgement once the wal made the run durable).
@@ -902,12 +902,12 @@ func (s *rsRun) receive(rep *rsReplica, m rsMsg) {
 			return
 		}
 		rep.archive = append(rep.archive, m)
-		if stream.StaleEpoch(rep.seen, m.epoch) {
+		// The standby's rule (Standby.checkEpoch); the EpochFile is rep.seen.
+		if err := stream.AcceptEpoch(rep.seen, m.epoch, func(e uint64) error { rep.seen = e; return nil }); err != nil {
 			s.faults["refused_stale_epoch"]++
 			s.breakConn(m.conn)
 			return
 		}
-		rep.seen = max(rep.seen, m.epoch)
 		if m.kind == msgBegin {
 			s.begin(rep, m)
 		} else {

@@ -13,6 +13,20 @@ import (
 // simulator's replica-set mode (package sim) between the messages of its
 // simulated network, so both copy logs through the same code.
 
+// AcceptEpoch is a standby's rule for the epoch of each message from its
+// primary, seen the highest it has seen: a lower epoch is refused
+// (ErrStaleEpoch: its sender is no longer the primary); a higher one is
+// made durable by raise (the EpochFile) before the message is acted on.
+func AcceptEpoch(seen, e uint64, raise func(e uint64) error) error {
+	if StaleEpoch(seen, e) {
+		return fmt.Errorf("%w: a message of epoch %d, this replica has seen %d", ErrStaleEpoch, e, seen)
+	}
+	if e > seen {
+		return raise(e)
+	}
+	return nil
+}
+
 // ApplyRecords appends a run of the primary's frames to a standby's copy
 // of the log, first at first: the same bytes at the same indexes
 // (wal.Log.AppendCopy checks each frame's index). A run that does not

@@ -395,20 +395,20 @@ func (s *Standby) session() error {
 // makes a higher one durable before the message is acted on.
 func (s *Standby) checkEpoch(e uint64) error {
 	seen := s.epoch.Load()
-	if StaleEpoch(seen, e) {
-		s.metrics.refused.Inc()
-		s.logger.Error("replica: refused a message of a stale epoch: its sender is no longer the primary",
-			"epoch", e, "seen", seen, "primary", s.cfg.Primary)
-		return fmt.Errorf("%w: a message of epoch %d, this replica has seen %d", ErrStaleEpoch, e, seen)
-	}
-	if e > seen {
+	err := AcceptEpoch(seen, e, func(e uint64) error {
 		if err := raiseEpoch(s.cfg.DataDir, e); err != nil {
 			return err
 		}
 		s.epoch.Store(e)
 		s.metrics.epoch.Set(float64(e))
+		return nil
+	})
+	if errors.Is(err, ErrStaleEpoch) {
+		s.metrics.refused.Inc()
+		s.logger.Error("replica: refused a message of a stale epoch: its sender is no longer the primary",
+			"epoch", e, "seen", seen, "primary", s.cfg.Primary)
 	}
-	return nil
+	return err
 }
 
 // hello lists what the standby holds of each SKU, every record durable.
