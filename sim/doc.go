@@ -50,8 +50,10 @@
 //	                    over the ledger in memory; its engine the SKU's shell; the ledger's checks
 //	cells_ledger.go     the ledger as the agent reaches it: failing calls, lost answers, outages
 //	replicas_mode.go    the replica-set mode: three replicas' real role loops (replica.Node) over the
-//	                    coordinator in memory, the commit index and the stream's decisions, over a
-//	                    simulated network; each replica's log and the messages are modelled
+//	                    coordinator in memory, each primary the engine's shell over a replicated wal,
+//	                    each standby's copy applied by the stream's own steps, over a simulated network
+//	replicas_disk.go    a replica's disk and process there: its wal over the simulated directory, the
+//	                    shell's host and executor, the segment files a rejoin cuts
 //
 // The checks, the faults and what the simulation cannot model are listed
 // in docs/testing.md ("The deterministic simulator").

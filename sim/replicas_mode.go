@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,34 +10,54 @@ import (
 	"slices"
 	"time"
 
+	"github.com/seckill/seckill/actors/core"
+	"github.com/seckill/seckill/actors/shell"
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/recovery"
 	"github.com/seckill/seckill/replica"
 	"github.com/seckill/seckill/replica/stream"
+	"github.com/seckill/seckill/snapshot"
+	"github.com/seckill/seckill/wal"
 )
 
 // Replica-set mode: three replicas of one replica set (--sync-strict in
-// a quarter of the seeds), each with the
-// real role loop (replica.Node) over the coordinator's in-memory twin
-// (replica.Memory, linearizable, its leases expiring by the simulated
-// clock), the commit index of replica.Standbys, and the replication
-// stream's decisions (stream.PlanBegin: resume, cut the divergent tail;
-// stream.StaleEpoch: refuse a lower epoch) over a simulated network that
-// delivers, delays, duplicates, drops (a connection reset), partitions and
-// replays messages of an earlier tenure, by seed. Replicas crash (the
-// page cache survives) or lose power (only fsynced records survive),
-// pause past their lease (SIGSTOP) and have their clocks jump.
+// a quarter of the seeds), each with the real role loop (replica.Node)
+// over the coordinator's in-memory twin (replica.Memory, linearizable, its
+// leases expiring by the simulated clock) and its own simulated disk
+// (disk.go, store.go: power loss keeps only fsynced bytes, tears the rest).
 //
-// Each replica's log is a list of records (epoch, id) with its fsynced
-// prefix: the simulator models the log, not the wal package, and the
-// stream's messages as values (this mode steps the protocol's decisions,
-// not its sockets). A record is acknowledged (a reply, and shown on the
-// feed) once it is at or below its primary's commit index.
+// What runs is the engine's code, the simulator standing in for the
+// disk, the network, the clock and seckilld's runner:
+//   - each replica's SKU logs (one to three SKUs, by seed) are wal.Logs
+//     opened with wal.OpenOver over its disk (torn-tail repair, group
+//     commit, fsync), one folder each;
+//   - a primary's records are made by the engine's shell (actors/shell)
+//     over the SKU core: reservations decided by sku.Machine; its log is
+//     Replicated with a Shipper, as stream.Primary makes it, so the shell
+//     releases a reply, and the feed reads a record (Log.ReadDurable),
+//     only once the commit index covers it: Log.Confirm with the index
+//     replica.Standbys.Commit allows over the standbys' acknowledgements;
+//   - the stream's steps between the messages: PlanBegin at a hello,
+//     StaleEpoch both ways and the standby's AcceptEpoch, CaughtUp, the catch-up read (ReadFrames), the
+//     standby's begin (BeginCopy: the rejoin cut through wal.CutSegments,
+//     the history written) and apply (ApplyRecords: AppendCopy, the
+//     acknowledgement once the wal made the run durable).
 //
-// Checked after every step: every replica the sync key names (the
-// primary and the standbys that may lead next) holds every acknowledged
-// record, fsynced, at its index; an index is never acknowledged as two
-// records; two replicas never acknowledge records in the same epoch. At
-// the end, with every fault healed, a primary leads and acknowledges a new
-// record.
+// The network delivers the stream's messages as values: in order on a
+// connection, delayed, duplicated, dropped (a reset), partitioned, and
+// replayed from an earlier tenure, by seed. Replicas crash (the page cache
+// survives) or lose power (sometimes during a group commit, its batch
+// already shipped), pause past their lease (SIGSTOP), have their clocks
+// jump, and hand the lead over (a switchover).
+//
+// Checked after every step, on the real logs: every replica the sync key
+// names (the primary and the standbys that may lead next) holds every
+// acknowledged record, the same bytes, fsynced at its index; an index is
+// never acknowledged as two records; two replicas never acknowledge
+// records in the same epoch; a new primary holds every record the feed
+// showed. At the end, with every fault healed, a primary leads and its
+// shell releases the reply to a new reservation, and each replica's log,
+// recovered as a restart would, verifies (recovery.Plan with Verify).
 
 const (
 	rsSet       = "rs"
@@ -49,19 +70,18 @@ var rsNames = []string{"a", "b", "c"}
 
 // The steps of replica-set mode.
 const (
-	stepRSWrite stepKind = iota + 32 // clients write to every replica that believes it is the primary
-	stepRSFsync                      // a replica's group commit
-	stepRSNet                        // a network fault: reset, delay, duplicate, partition, stale replay, heal
-	stepRSCrash                      // a replica's process dies (or the machine loses power), restarting later
-	stepRSPause                      // a replica is paused (SIGSTOP) for up to twice the lease
-	stepRSClock                      // a replica's clock jumps
-	stepRSIdle                       // time passes
+	stepRSWrite  stepKind = iota + 32 // clients write to every replica that believes it is the primary
+	stepRSFsync                       // a replica's group commit
+	stepRSNet                         // a network fault: reset, delay, duplicate, partition, stale replay, heal
+	stepRSCrash                       // a replica's process dies (or the machine loses power), restarting later
+	stepRSPause                       // a replica is paused (SIGSTOP) for up to twice the lease
+	stepRSClock                       // a replica's clock jumps
+	stepRSIdle                        // time passes
+	stepRSSwitch                      // an operator hands the lead to a caught-up standby (seckillctl ha switchover)
 )
 
 var rsStepNames = map[stepKind]string{stepRSWrite: "write", stepRSFsync: "fsync", stepRSNet: "net", stepRSCrash: "crash",
-	stepRSPause: "pause", stepRSClock: "clock-jump", stepRSIdle: "idle"}
-
-type rsRecord struct{ epoch, id uint64 }
+	stepRSPause: "pause", stepRSClock: "clock-jump", stepRSIdle: "idle", stepRSSwitch: "switchover"}
 
 type msgKind uint8
 
@@ -81,22 +101,36 @@ type rsMsg struct {
 	epoch    uint64
 	at       int64 // ms: when it arrives
 	seq      uint64
-	// hello
+	sku      int       // begin, records, ack: which SKU log
+	hello    []rsHello // hello: the standby's copy of each SKU log
+	// begin: the primary's epoch history
 	history replica.History
-	last    uint64
 	// begin
-	mode  stream.BeginMode
-	index uint64 // begin: the kept index; ack: the durable index; records: the first
-	recs  []rsRecord
+	mode   stream.BeginMode
+	index  uint64 // begin: the kept index; ack: the durable index; records: the first
+	frames [][]byte
 }
 
-// rsCopy is a primary's copy to one standby, for its tenure.
+// rsHello is what a standby's hello says of one SKU log (durable).
+type rsHello struct {
+	history     replica.History
+	first, last uint64
+}
+
+// rsCopy is a primary's copy to one standby, for its tenure: catching up
+// from the log's files until it reaches what the flusher ships, then live
+// (each batch shipped as it is written).
 type rsCopy struct {
 	conn      uint64 // 0: not connected
-	next      uint64
-	acked     uint64
 	lastAck   int64
 	connected bool
+	skus      []rsCopySKU
+}
+
+// rsCopySKU is a copy's state for one SKU log.
+type rsCopySKU struct {
+	next, acked uint64
+	live        bool
 }
 
 type rsReplica struct {
@@ -108,25 +142,49 @@ type rsReplica struct {
 	coord   *replica.MemoryReplica
 	node    *replica.Node
 	next    int64 // ms: its next turn
-	// the disk: log[:durable] is fsynced; seen is the highest epoch seen
-	// (durable, EpochFile).
-	log     []rsRecord
-	durable int
-	seen    uint64
+	// seen is the highest epoch seen: the data dir's EpochFile (written
+	// atomically and fsynced in seckilld), which survives crashes.
+	seen uint64
+	// skus are its SKU logs, each on its own folder of the disk.
+	skus []*rsSKU
 	// primary: since ActPromote
 	primary bool
 	holding replica.Holding
 	waits   *replica.Standbys
 	copies  map[string]*rsCopy
-	commit  uint64
-	found   uint64          // the log's last record at the promotion
 	setSync *replica.Action // published at its next turn (the answer takes a while)
+	// switchTo is the standby a switchover hands the lead to, paused
+	// (it admits nothing) until switchUntil.
+	switchTo    string
+	switchUntil int64
 	// standby
 	following string
 	conn      uint64
-	began     bool
+	began     []bool // by SKU: its copy began on this connection
 	// archive: messages of the stream it received, replayed by a stale fault
 	archive []rsMsg
+}
+
+// rsSKU is one SKU log of a replica.
+type rsSKU struct {
+	id string
+	// The disk, which survives crashes: the log's directory, its epoch
+	// history (its HistoryFile, written atomically and fsynced in
+	// seckilld), the snapshots.
+	dir         *directory
+	storeFaults storeFaults
+	history     replica.History
+	snaps       snapshot.Memory
+	// The process: log is the standby's copy, or the primary's shell's.
+	log    *wal.Log
+	sh     *shell.Shell
+	exec   rsExecutor
+	inputs []logFailure
+	// primary
+	found     uint64 // the log's last record at the promotion
+	shipped   uint64 // the last record handed to the Shipper (or found)
+	confirmed uint64 // the highest index passed to Log.Confirm
+	noted     uint64 // the last committed record read as the feed reads it
 }
 
 type rsRun struct {
@@ -143,14 +201,19 @@ type rsRun struct {
 	etcdCut  map[string]bool    // replicas cut from the coordinator
 	delay    map[[2]string]int64
 	dup      map[[2]string]int
-	acked    map[uint64]uint64 // index → record id acknowledged
-	owner    map[uint64]string // epoch → the replica that acknowledged in it
+	nSKUs    int
+	acked    []map[uint64][]byte // by SKU: index → the frame committed there (the feed)
+	owner    map[uint64]string   // epoch → the replica that acknowledged in it
 	faults   map[string]int
 	replies  map[string]int
 	trace    io.Writer
 	// strict is --sync-strict (a quarter of the seeds): the last standby
 	// of the sync set is never dropped.
 	strict bool
+	// finalCall is the reserve the final phase waits for; finalDone once
+	// the shell released its reply.
+	finalCall *core.Call
+	finalDone bool
 }
 
 // event writes one line of what happened to the trace (-trace).
@@ -187,15 +250,21 @@ func RunReplicas(o Options) Result {
 }
 
 // newReplicasRun starts the three replicas of a history on an empty
-// coordinator.
+// coordinator and empty disks.
 func newReplicasRun(o Options) *rsRun {
-	s := &rsRun{g: rand.New(rand.NewPCG(o.Seed, 0x4b)), now: 1_000_000, cut: map[[2]string]bool{}, etcdCut: map[string]bool{},
-		delay: map[[2]string]int64{}, dup: map[[2]string]int{}, acked: map[uint64]uint64{}, owner: map[uint64]string{},
-		faults: map[string]int{}, replies: map[string]int{}, trace: o.Trace, strict: o.Seed%4 == 0}
+	s := &rsRun{g: rand.New(rand.NewPCG(o.Seed, 0x4b)), now: startMs, cut: map[[2]string]bool{}, etcdCut: map[string]bool{},
+		delay: map[[2]string]int64{}, dup: map[[2]string]int{}, owner: map[uint64]string{},
+		faults: map[string]int{}, replies: map[string]int{}, trace: o.Trace, strict: o.Seed%4 == 0, nSKUs: 1 + int(o.Seed/4%3)}
 	s.mem = replica.NewMemory(func() time.Time { return time.UnixMilli(s.now) })
 	s.observer = s.mem.Replica(rsSet, "observer", rsTTL)
+	for range s.nSKUs {
+		s.acked = append(s.acked, map[uint64][]byte{})
+	}
 	for _, name := range rsNames {
 		rep := &rsReplica{name: name}
+		for k := range s.nSKUs {
+			rep.skus = append(rep.skus, &rsSKU{id: fmt.Sprintf("sku%d", k), dir: newDirectory()})
+		}
 		s.reps = append(s.reps, rep)
 		s.start(rep)
 	}
@@ -204,10 +273,10 @@ func newReplicasRun(o Options) *rsRun {
 
 // planReplicas draws a replica-set history of n steps.
 func planReplicas(g *rand.Rand, n int) []step {
-	kinds := []stepKind{stepRSWrite, stepRSFsync, stepRSNet, stepRSCrash, stepRSPause, stepRSClock, stepRSIdle}
+	kinds := []stepKind{stepRSWrite, stepRSFsync, stepRSNet, stepRSCrash, stepRSPause, stepRSClock, stepRSIdle, stepRSSwitch}
 	steps := make([]step, n)
 	for i := range steps {
-		k := kinds[weighted(g, 40, 15, 14, 5, 3, 2, 21)]
+		k := kinds[weighted(g, 40, 15, 14, 5, 3, 2, 21, 2)]
 		steps[i] = step{kind: k, dt: int64(g.IntN(250)), x: g.Uint64()}
 	}
 	return steps
@@ -217,13 +286,19 @@ func (s *rsRun) describe(st step) string {
 	return fmt.Sprintf("+%dms %s x=%d", st.dt, rsStepNames[st.kind], st.x%1000)
 }
 
+// start is a process start: a standby until its role loop says
+// otherwise, its copy of the log opened (the torn tail repaired).
 func (s *rsRun) start(rep *rsReplica) {
 	rep.up = true
 	rep.coord = s.mem.Replica(rsSet, rep.name, rsTTL)
 	rep.node = replica.NewNode(rep.name, s.strict, rsBound)
-	rep.primary, rep.copies, rep.waits, rep.setSync, rep.commit = false, nil, nil, nil, 0
-	rep.following, rep.conn, rep.began = "", 0, false
+	rep.primary, rep.copies, rep.waits, rep.setSync = false, nil, nil, nil
+	rep.following, rep.conn, rep.began = "", 0, nil
 	rep.next = s.now
+	for _, k := range rep.skus {
+		k.sh, k.exec, k.inputs, k.storeFaults = nil, rsExecutor{}, nil, storeFaults{}
+		s.openCopy(rep, k)
+	}
 }
 
 func (s *rsRun) clock(rep *rsReplica) time.Time { return time.UnixMilli(s.now + rep.offset) }
@@ -248,24 +323,26 @@ func (s *rsRun) step(st step) error {
 	switch st.kind {
 	case stepRSWrite:
 		for _, rep := range s.reps {
-			if s.running(rep) && rep.primary {
+			if s.running(rep) && rep.primary && rep.switchTo == "" {
+				k := rep.skus[x/4%uint64(s.nSKUs)]
 				for range 1 + x%3 {
-					s.nextID++
-					rep.log = append(rep.log, rsRecord{epoch: rep.holding.Epoch, id: s.nextID})
+					s.reserve(rep, k)
 				}
+				s.commitRound(rep, k)
 				s.faults["writes"]++
-				s.ship(rep)
 			}
 		}
 	case stepRSFsync:
 		if s.running(target) {
-			s.fsync(target)
+			if err := s.fsync(target); err != nil {
+				return err
+			}
 		}
 	case stepRSNet:
 		s.netFault(target, x)
 	case stepRSCrash:
 		if target.up {
-			s.crash(target, x%3 == 0)
+			s.crash(target, x%3 == 0, x/4%2 == 0)
 			target.downTo = s.now + 300 + int64(x/4%3000)
 		}
 	case stepRSPause:
@@ -277,8 +354,41 @@ func (s *rsRun) step(st step) error {
 		jump := int64(x%4000) - 2000
 		target.offset += jump
 		s.faults["clock_jump"]++
+	case stepRSSwitch:
+		s.askSwitchover(x)
 	}
 	return s.settle()
+}
+
+// reserve is a client's reservation on a primary's shell: decided by the
+// SKU core (sku.Machine), recorded at the round's Commit.
+func (s *rsRun) reserve(rep *rsReplica, k *rsSKU) *core.Call {
+	s.nextID++
+	c := &core.Call{Kind: core.KindReserve, RequestID: fmt.Sprintf("r%d", s.nextID), UserID: fmt.Sprintf("u%d", s.nextID)}
+	k.sh.Decide(s.clock(rep), c)
+	return c
+}
+
+// commitRound ends a primary shell's round: its records go to the log's
+// pending batch (shipped and written at the next group commit).
+func (s *rsRun) commitRound(rep *rsReplica, k *rsSKU) {
+	k.sh.Commit(s.clock(rep))
+	s.afterInput(rep, k)
+}
+
+// afterInput brings back to a primary's shell the log failures its
+// releases reported.
+func (s *rsRun) afterInput(rep *rsReplica, k *rsSKU) {
+	if k.sh == nil {
+		return
+	}
+	for len(k.inputs) > 0 {
+		in := k.inputs[0]
+		k.inputs = k.inputs[1:]
+		k.sh.LogFailed(s.clock(rep), in.log, in.err)
+		s.faults["log_failed"]++
+	}
+	k.log = k.sh.Log()
 }
 
 // settle runs what the time reached: restarts, deliveries, commits and
@@ -296,7 +406,9 @@ func (s *rsRun) settle() error {
 	for _, rep := range s.reps {
 		if s.running(rep) && s.now >= rep.next {
 			rep.next = s.now + rsTickEvery
-			s.turn(rep)
+			if err := s.turn(rep); err != nil {
+				return err
+			}
 		}
 	}
 	for _, rep := range s.reps {
@@ -306,14 +418,16 @@ func (s *rsRun) settle() error {
 }
 
 // turn is one turn of a replica's runner: its keep-alive, the answer of a
-// coordinator call in flight, Lost, its group commit, a standby's redial,
-// and the role loop's tick.
-func (s *rsRun) turn(rep *rsReplica) {
+// coordinator call in flight, Lost, its group commit, a primary's
+// catch-up reads and jobs, a standby's redial, and the role loop's tick.
+func (s *rsRun) turn(rep *rsReplica) error {
 	if !s.etcdCut[rep.name] {
 		rep.coord.KeepAlive()
 	}
 	s.mem.Expire()
-	s.fsync(rep)
+	if err := s.fsync(rep); err != nil {
+		return err
+	}
 	if a := rep.setSync; a != nil {
 		rep.setSync = nil
 		var err error
@@ -323,20 +437,36 @@ func (s *rsRun) turn(rep *rsReplica) {
 			_, err = rep.coord.SetSync(context.Background(), a.Holding, a.Standbys)
 		}
 		s.event("%s set-sync %q: %v", rep.name, a.Standbys, err)
-		s.perform(rep, rep.node.Published(err))
+		if err := s.perform(rep, rep.node.Published(err)); err != nil {
+			return err
+		}
 	}
 	if rep.primary {
 		select {
 		case <-rep.coord.Lost(rep.holding):
 			s.faults["lost"]++
-			s.perform(rep, rep.node.Lost(rep.holding))
+			if err := s.perform(rep, rep.node.Lost(rep.holding)); err != nil {
+				return err
+			}
 		default:
 		}
+	}
+	if rep.primary && rep.switchTo != "" {
+		if err := s.switchover(rep); err != nil {
+			return err
+		}
+	}
+	if rep.primary {
+		for _, k := range rep.skus {
+			s.runJobs(rep, k)
+			s.afterInput(rep, k)
+		}
+		s.catchUp(rep)
 	}
 	if rep.node.Role() == replica.Standby && rep.following != "" && rep.conn == 0 {
 		s.dial(rep)
 	}
-	s.perform(rep, rep.node.Tick(s.clock(rep), s.followers(rep)))
+	return s.perform(rep, rep.node.Tick(s.clock(rep), s.followers(rep)))
 }
 
 var errEtcdCut = errors.New("sim: cut from the coordinator")
@@ -351,35 +481,50 @@ func (s *rsRun) followers(rep *rsReplica) []replica.Follower {
 		if c == nil {
 			continue
 		}
-		out = append(out, replica.Follower{Name: name, Connected: c.connected, CaughtUp: c.connected && stream.CaughtUp(c.acked, rep.commit, rep.found),
-			LastAck: time.UnixMilli(c.lastAck + rep.offset), LagRecords: uint64(len(rep.log)) - min(c.acked, uint64(len(rep.log)))})
+		f := replica.Follower{Name: name, Connected: c.connected, CaughtUp: c.connected, LastAck: time.UnixMilli(c.lastAck + rep.offset)}
+		for i, k := range rep.skus {
+			cs := c.skus[i]
+			f.CaughtUp = f.CaughtUp && stream.CaughtUp(cs.acked, max(k.confirmed, k.log.CommitIndex()), k.found)
+			f.LagRecords += k.shipped - min(cs.acked, k.shipped)
+		}
+		out = append(out, f)
 	}
 	return out
 }
 
 // perform runs a Node's actions as seckilld's runner does.
-func (s *rsRun) perform(rep *rsReplica, actions []replica.Action) {
+func (s *rsRun) perform(rep *rsReplica, actions []replica.Action) error {
 	for _, a := range actions {
 		switch a.Kind {
 		case replica.ActRead:
 			if s.etcdCut[rep.name] {
-				s.perform(rep, rep.node.Viewed(replica.View{}, errEtcdCut))
+				if err := s.perform(rep, rep.node.Viewed(replica.View{}, errEtcdCut)); err != nil {
+					return err
+				}
 				continue
 			}
 			v, err := rep.coord.Read(context.Background())
-			s.perform(rep, rep.node.Viewed(v, err))
+			if err := s.perform(rep, rep.node.Viewed(v, err)); err != nil {
+				return err
+			}
 		case replica.ActAcquire:
 			if s.etcdCut[rep.name] {
-				s.perform(rep, rep.node.Acquired(s.clock(rep), replica.Holding{}, errEtcdCut))
+				if err := s.perform(rep, rep.node.Acquired(s.clock(rep), replica.Holding{}, errEtcdCut)); err != nil {
+					return err
+				}
 				continue
 			}
 			h, err := rep.coord.Acquire(context.Background(), a.View)
 			if err == nil {
 				s.faults["acquire"]++
 			}
-			s.perform(rep, rep.node.Acquired(s.clock(rep), h, err))
+			if err := s.perform(rep, rep.node.Acquired(s.clock(rep), h, err)); err != nil {
+				return err
+			}
 		case replica.ActPromote:
-			s.promote(rep, a)
+			if err := s.promote(rep, a); err != nil {
+				return err
+			}
 		case replica.ActDemote:
 			s.faults["demote"]++
 			s.demote(rep)
@@ -403,9 +548,15 @@ func (s *rsRun) perform(rep *rsReplica, actions []replica.Action) {
 			s.dial(rep)
 		}
 	}
+	return nil
 }
 
-func (s *rsRun) promote(rep *rsReplica, a replica.Action) {
+// promote is seckilld's promotion: the epoch raised on disk (refusing a
+// lower one), each SKU log's epoch history begun at its end (BeginEpoch),
+// its copy closed and the engine's shell opened over the same log,
+// Replicated, recovering the SKU from it; a log with no definition gets
+// one.
+func (s *rsRun) promote(rep *rsReplica, a replica.Action) error {
 	s.closeConn(rep)
 	rep.following = ""
 	if stream.StaleEpoch(rep.seen, a.Holding.Epoch) {
@@ -415,105 +566,243 @@ func (s *rsRun) promote(rep *rsReplica, a replica.Action) {
 	rep.primary, rep.holding = true, a.Holding
 	rep.waits = replica.NewStandbys(a.Standbys, s.strict)
 	rep.copies = map[string]*rsCopy{}
-	rep.commit, rep.found = 0, uint64(len(rep.log))
 	s.faults["promote"]++
-	s.event("%s promoted, epoch %d, waits for %q, log %d (fsynced %d)", rep.name, a.Holding.Epoch, a.Standbys, len(rep.log), rep.durable)
-}
-
-func (s *rsRun) demote(rep *rsReplica) {
-	if rep.primary {
-		s.event("%s demoted", rep.name)
-		for _, c := range rep.copies {
-			if c.conn != 0 {
-				s.breakConn(c.conn)
-			}
+	for i, k := range rep.skus {
+		if err := k.log.Close(); err != nil {
+			return fmt.Errorf("replica %s: close its copy of %s: %w", rep.name, k.id, err)
+		}
+		k.history = stream.NextHistory(k.history, a.Holding.Epoch, k.log.LastIndex())
+		k.sh = shell.New(s.shellConfig(rep, k))
+		if err := k.sh.Recover(s.clock(rep)); err != nil {
+			return fmt.Errorf("replica %s: recovery of %s at its promotion: %w", rep.name, k.id, err)
+		}
+		k.log = k.sh.Log()
+		k.found, k.shipped, k.confirmed, k.noted = k.log.LastIndex(), k.log.LastIndex(), 0, 0
+		s.event("%s promoted, epoch %d, waits for %q, %s's log %d (durable %d)", rep.name, a.Holding.Epoch, a.Standbys, k.id, k.log.LastIndex(), k.log.DurableIndex())
+		// The feed showed every record acknowledged: the new primary holds
+		// each of them, the same bytes at the same index.
+		if err := s.holds(rep, i, fmt.Sprintf("leads epoch %d", a.Holding.Epoch)); err != nil {
+			return err
+		}
+		if k.sh.View().Definition.SKUID == "" {
+			def := sku.Definition{CampaignID: campaignID, SKUID: k.id, StartAt: startMs, EndAt: startMs + 3_600_000,
+				PaymentWindowMs: 3_600_000, SaleLimit: 1_000_000}
+			k.sh.Decide(s.clock(rep), &core.Call{Kind: core.KindDefine, Def: &def})
+			s.commitRound(rep, k)
 		}
 	}
-	rep.primary, rep.holding, rep.waits, rep.copies, rep.setSync = false, replica.Holding{}, nil, nil, nil
+	return nil
 }
 
-// crash ends a replica's process; with power, its page cache too.
-func (s *rsRun) crash(rep *rsReplica, power bool) {
-	s.demote(rep)
+// demote is seckilld's demotion: the engine closes (its pending records
+// written, uncommitted) and the replica copies again.
+func (s *rsRun) demote(rep *rsReplica) {
+	if !rep.primary {
+		return
+	}
+	s.event("%s demoted", rep.name)
+	for _, c := range rep.copies {
+		if c.conn != 0 {
+			s.breakConn(c.conn)
+		}
+	}
+	rep.primary, rep.holding, rep.waits, rep.copies, rep.setSync, rep.switchTo = false, replica.Holding{}, nil, nil, nil, ""
+	for _, k := range rep.skus {
+		k.sh.Stop()
+		k.sh, k.exec, k.inputs = nil, rsExecutor{}, nil
+		s.openCopy(rep, k)
+	}
+}
+
+// crash ends a replica's process: what it had not handed to the disk is
+// gone; the page cache reaches the disk, unless the power is lost too,
+// then sometimes during a group commit: its batch shipped to the standbys
+// and written, its fsync never done (a torn tail here, records a standby
+// may hold and this log lost).
+func (s *rsRun) crash(rep *rsReplica, power, inSync bool) {
+	for _, k := range rep.skus {
+		if power && inSync && k.log.LastIndex() > k.log.DurableIndex() {
+			k.storeFaults.crashInSync = true
+			if err := k.log.Flush(); err == nil {
+				panic("a group commit whose fsync failed returned no error")
+			}
+			s.faults["power_loss_in_fsync"]++
+		}
+	}
+	for _, c := range rep.copies {
+		if c.conn != 0 {
+			s.breakConn(c.conn)
+		}
+	}
 	s.closeConn(rep)
+	rep.primary, rep.holding, rep.waits, rep.copies, rep.setSync, rep.switchTo = false, replica.Holding{}, nil, nil, nil, ""
 	rep.up = false
-	s.event("%s crashed (power loss: %v), log %d, fsynced %d", rep.name, power, len(rep.log), rep.durable)
+	s.event("%s crashed (power loss: %v)", rep.name, power)
 	if power {
-		rep.log = rep.log[:rep.durable]
 		s.faults["power_loss"]++
 	} else {
 		s.faults["crash"]++
 	}
-	rep.durable = len(rep.log) // what the page cache holds reaches the disk
+	for _, k := range rep.skus {
+		k.sh, k.log, k.exec, k.inputs = nil, nil, rsExecutor{}, nil // no Stop, no Close: the process died
+		if power {
+			k.dir.crash(s.g, s.faults)
+			continue
+		}
+		for _, f := range k.dir.entries {
+			f.sync(false)
+		}
+		k.dir.syncDir()
+	}
 }
 
-func (s *rsRun) fsync(rep *rsReplica) {
-	if rep.durable == len(rep.log) {
+// askSwitchover asks the running primary, if any, to hand the lead to a
+// standby it follows connected and caught up (seckilld refuses others).
+func (s *rsRun) askSwitchover(x uint64) {
+	for _, rep := range s.reps {
+		if !s.running(rep) || !rep.primary || rep.switchTo != "" {
+			continue
+		}
+		var ready []string
+		for _, f := range s.followers(rep) {
+			if f.Connected && f.CaughtUp {
+				ready = append(ready, f.Name)
+			}
+		}
+		if len(ready) == 0 {
+			s.faults["switchover_refused"]++
+			return
+		}
+		rep.switchTo, rep.switchUntil = ready[x%uint64(len(ready))], s.now+5000
+		s.event("%s hands the lead to %s", rep.name, rep.switchTo)
 		return
 	}
-	rep.durable = len(rep.log)
-	if rep.conn != 0 && rep.began {
-		s.send(rsMsg{kind: msgAck, from: rep.name, to: rep.following, conn: rep.conn, epoch: rep.seen, index: uint64(rep.durable)})
-	}
 }
 
-// commitUp raises a primary's commit index as far as its waited standbys
-// and its own disk hold records, and acknowledges the records it passes.
+// switchover is a paused primary's turn in a switchover (seckilld's
+// switchover.go): once the target acknowledged every record shipped, the
+// leader key is released naming it alone as the next leader and this
+// replica leads no more; after 5 s without that, it serves on.
+func (s *rsRun) switchover(rep *rsReplica) error {
+	pending := false
+	for _, k := range rep.skus {
+		pending = pending || k.log.LastIndex() != k.shipped
+	}
+	for _, f := range s.followers(rep) {
+		if f.Name != rep.switchTo || !f.Connected || !f.CaughtUp || f.LagRecords > 0 || pending {
+			continue
+		}
+		var err error
+		if s.etcdCut[rep.name] {
+			err = errEtcdCut
+		} else {
+			err = rep.coord.Release(context.Background(), rep.holding, []string{rep.switchTo})
+		}
+		if err != nil && !errors.Is(err, replica.ErrNotLeader) {
+			break // serves on once the time is out
+		}
+		s.faults["switchover"]++
+		s.event("%s released the lead to %s", rep.name, rep.switchTo)
+		rep.switchTo = ""
+		return s.perform(rep, rep.node.Lost(rep.holding))
+	}
+	if s.now >= rep.switchUntil {
+		s.faults["switchover_aborted"]++
+		rep.switchTo = ""
+	}
+	return nil
+}
+
+// fsync is a replica's group commit (wal.Log.Flush) on each SKU log: a
+// primary's batch is shipped to its live copies before it is written; a
+// standby acknowledges what became durable (ApplyRecords' waiter).
+func (s *rsRun) fsync(rep *rsReplica) error {
+	for _, k := range rep.skus {
+		if k.log == nil {
+			continue
+		}
+		if err := k.log.Flush(); err != nil {
+			return fmt.Errorf("replica %s: group commit of %s: %w", rep.name, k.id, err)
+		}
+		if rep.primary {
+			s.afterInput(rep, k)
+		}
+	}
+	s.commitUp(rep)
+	return nil
+}
+
+// commitUp confirms to each of a primary's logs what its waited standbys
+// hold (replica.Standbys's rule, as Primary.commitLocked: at most what was
+// shipped), which releases the shell's replies, and reads the committed
+// records as the feed reads them (Log.ReadDurable).
 func (s *rsRun) commitUp(rep *rsReplica) {
 	if !s.running(rep) || !rep.primary {
 		return
 	}
-	index, ok := rep.waits.Commit(uint64(rep.durable), func(name string) uint64 {
-		if c := rep.copies[name]; c != nil {
-			return c.acked
+	for i, k := range rep.skus {
+		index, ok := rep.waits.Commit(k.shipped, func(name string) uint64 {
+			if c := rep.copies[name]; c != nil {
+				return c.skus[i].acked
+			}
+			return 0
+		})
+		if ok && index > k.confirmed {
+			k.confirmed = index
+			k.log.Confirm(index)
 		}
-		return 0
-	})
-	if !ok || index <= rep.commit {
-		return
+		commit := k.log.CommitIndex()
+		if commit <= k.noted {
+			continue
+		}
+		var frame []byte
+		_, err := k.log.ReadDurable(k.noted+1, int(commit-k.noted), func(index uint64, typ byte, payload []byte) error {
+			frame, _ = wal.AppendFrame(frame[:0], typ, index, payload)
+			s.acknowledge(rep, i, index, frame)
+			return nil
+		})
+		if err != nil {
+			panic(fmt.Sprintf("replica %s: the feed's read of %s's records %d..%d: %v", rep.name, k.id, k.noted+1, commit, err))
+		}
+		k.noted = commit
+		s.event("%s commits %s through %d", rep.name, k.id, commit)
 	}
-	for i := rep.commit + 1; i <= index; i++ {
-		s.acknowledge(rep, i, rep.log[i-1])
-	}
-	rep.commit = index
-	s.event("%s commits through %d", rep.name, index)
 }
 
-func (s *rsRun) acknowledge(rep *rsReplica, index uint64, rec rsRecord) {
-	if id, ok := s.acked[index]; ok && id != rec.id {
-		panic(fmt.Sprintf("index %d acknowledged as record %d and as record %d (by %s)", index, id, rec.id, rep.name))
+// acknowledge notes a record committed at index of SKU log i: a reply
+// rests on it and the feed shows it.
+func (s *rsRun) acknowledge(rep *rsReplica, i int, index uint64, frame []byte) {
+	acked := s.acked[i]
+	if old, ok := acked[index]; ok && !bytes.Equal(old, frame) {
+		panic(fmt.Sprintf("index %d of %s acknowledged as two records (the second by %s)", index, rep.skus[i].id, rep.name))
 	}
-	if _, ok := s.acked[index]; !ok {
-		s.acked[index] = rec.id
+	if _, ok := acked[index]; !ok {
+		acked[index] = bytes.Clone(frame)
 		s.replies["acknowledged"]++
 	}
-	if rec.epoch == rep.holding.Epoch {
-		if o, ok := s.owner[rec.epoch]; ok && o != rep.name {
-			panic(fmt.Sprintf("replicas %s and %s both acknowledged in epoch %d", o, rep.name, rec.epoch))
+	if h := rep.skus[i].history; len(h) > 0 && h[len(h)-1].Epoch == rep.holding.Epoch && index >= h[len(h)-1].First {
+		e := rep.holding.Epoch
+		if o, ok := s.owner[e]; ok && o != rep.name {
+			panic(fmt.Sprintf("replicas %s and %s both acknowledged in epoch %d", o, rep.name, e))
 		}
-		s.owner[rec.epoch] = rep.name
+		s.owner[e] = rep.name
 	}
-}
-
-// history is a log's epoch history, as its HistoryFile says.
-func history(log []rsRecord) replica.History {
-	var h replica.History
-	for i, r := range log {
-		if len(h) == 0 || h[len(h)-1].Epoch != r.epoch {
-			h = append(h, replica.EpochStart{Epoch: r.epoch, First: uint64(i + 1)})
-		}
-	}
-	return h
 }
 
 // dial opens a standby's connection to the primary it follows: its hello
-// reports its fsynced log.
+// reports each SKU log, every record durable (Standby.hello).
 func (s *rsRun) dial(rep *rsReplica) {
 	s.connSeq++
-	rep.conn, rep.began = s.connSeq, false
-	s.fsync(rep)
-	s.send(rsMsg{kind: msgHello, from: rep.name, to: rep.following, conn: rep.conn, epoch: rep.seen,
-		history: history(rep.log), last: uint64(rep.durable)})
+	rep.conn, rep.began = s.connSeq, make([]bool, s.nSKUs)
+	hello := make([]rsHello, s.nSKUs)
+	for i, k := range rep.skus {
+		if err := k.log.Flush(); err != nil {
+			panic(fmt.Sprintf("replica %s: flush its copy of %s: %v", rep.name, k.id, err))
+		}
+		last := k.log.LastIndex()
+		hello[i] = rsHello{history: stream.HelloHistory(k.history, last), first: firstIndex(k.log), last: last}
+	}
+	s.send(rsMsg{kind: msgHello, from: rep.name, to: rep.following, conn: rep.conn, epoch: rep.seen, hello: hello})
 }
 
 func (s *rsRun) closeConn(rep *rsReplica) {
@@ -526,7 +815,7 @@ func (s *rsRun) closeConn(rep *rsReplica) {
 func (s *rsRun) breakConn(conn uint64) {
 	for _, rep := range s.reps {
 		if rep.conn == conn {
-			rep.conn, rep.began = 0, false
+			rep.conn, rep.began = 0, nil
 		}
 		for _, c := range rep.copies {
 			if c.conn == conn {
@@ -606,19 +895,19 @@ func (s *rsRun) receive(rep *rsReplica, m rsMsg) {
 			s.breakConn(m.conn)
 			return
 		}
-		c.acked, c.lastAck = m.index, s.now
-		s.event("%s: %s acked %d", rep.name, m.from, m.index)
+		c.skus[m.sku].acked, c.lastAck = m.index, s.now
+		s.event("%s: %s acked %s through %d", rep.name, m.from, rep.skus[m.sku].id, m.index)
 	case msgBegin, msgRecords:
 		if rep.conn != m.conn || rep.primary {
 			return
 		}
 		rep.archive = append(rep.archive, m)
-		if stream.StaleEpoch(rep.seen, m.epoch) {
+		// The standby's rule (Standby.checkEpoch); the EpochFile is rep.seen.
+		if err := stream.AcceptEpoch(rep.seen, m.epoch, func(e uint64) error { rep.seen = e; return nil }); err != nil {
 			s.faults["refused_stale_epoch"]++
 			s.breakConn(m.conn)
 			return
 		}
-		rep.seen = max(rep.seen, m.epoch)
 		if m.kind == msgBegin {
 			s.begin(rep, m)
 		} else {
@@ -627,7 +916,8 @@ func (s *rsRun) receive(rep *rsReplica, m rsMsg) {
 	}
 }
 
-// hello: the primary begins a copy as the stream does (stream.PlanBegin).
+// hello: the primary begins a copy of each SKU log as the stream does
+// (stream.PlanBegin).
 func (s *rsRun) hello(rep *rsReplica, m rsMsg) {
 	if !rep.primary {
 		s.breakConn(m.conn)
@@ -638,63 +928,117 @@ func (s *rsRun) hello(rep *rsReplica, m rsMsg) {
 		s.breakConn(m.conn)
 		return
 	}
-	mode, index := stream.PlanBegin(stream.Copy{TheirHistory: m.history, TheirFirst: 1, TheirLast: m.last,
-		MyHistory: history(rep.log), MyFirst: 1, MyLast: uint64(len(rep.log))})
-	if mode == stream.Base {
-		panic("a base copy without snapshots")
-	}
-	if mode == stream.Cut {
-		s.faults["cut"]++
-	}
 	if c := rep.copies[m.from]; c != nil && c.conn != 0 {
 		s.breakConn(c.conn)
 	}
-	s.event("%s begins %s's copy: %v at %d (its last %d)", rep.name, m.from, mode, index, m.last)
-	rep.copies[m.from] = &rsCopy{conn: m.conn, next: index + 1, acked: index, lastAck: s.now, connected: true}
-	s.send(rsMsg{kind: msgBegin, from: rep.name, to: m.from, conn: m.conn, epoch: rep.holding.Epoch, mode: mode, index: index})
-	s.ship(rep)
+	c := &rsCopy{conn: m.conn, lastAck: s.now, connected: true, skus: make([]rsCopySKU, s.nSKUs)}
+	rep.copies[m.from] = c
+	for i, k := range rep.skus {
+		h := m.hello[i]
+		mode, index := stream.PlanBegin(stream.Copy{TheirHistory: h.history, TheirFirst: h.first, TheirLast: h.last,
+			MyHistory: k.history, MyFirst: firstIndex(k.log), MyLast: k.log.LastIndex()})
+		if mode == stream.Base {
+			panic("a base copy without snapshots")
+		}
+		if mode == stream.Cut {
+			s.faults["cut"]++
+		}
+		s.event("%s begins %s's copy of %s: %v at %d (its last %d)", rep.name, m.from, k.id, mode, index, h.last)
+		c.skus[i] = rsCopySKU{next: index + 1, acked: index}
+		s.send(rsMsg{kind: msgBegin, from: rep.name, to: m.from, conn: m.conn, epoch: rep.holding.Epoch, sku: i, mode: mode, index: index,
+			history: slices.Clone(k.history)})
+	}
+	s.catchUp(rep)
 }
 
-// ship sends each connected standby the records it lacks.
-func (s *rsRun) ship(rep *rsReplica) {
+// catchUp sends each copy that is not live the records it lacks from the
+// log's files (stream.ReadFrames, as Primary.catchUp), and makes it live
+// once it reaches what the flusher ships.
+func (s *rsRun) catchUp(rep *rsReplica) {
 	for _, name := range rsNames {
 		c := rep.copies[name]
-		if c == nil || !c.connected || c.next > uint64(len(rep.log)) {
+		if c == nil || !c.connected {
 			continue
 		}
-		s.send(rsMsg{kind: msgRecords, from: rep.name, to: name, conn: c.conn, epoch: rep.holding.Epoch,
-			index: c.next, recs: slices.Clone(rep.log[c.next-1:])})
-		c.next = uint64(len(rep.log)) + 1
+		for i, k := range rep.skus {
+			cs := &c.skus[i]
+			if cs.live {
+				continue
+			}
+			var frames [][]byte
+			next, err := stream.ReadFrames(k.log, cs.next, 64, func(frame []byte) bool {
+				frames = append(frames, bytes.Clone(frame))
+				return true
+			})
+			if err != nil {
+				panic(fmt.Sprintf("replica %s: catch-up read of %s from %d: %v", rep.name, k.id, cs.next, err))
+			}
+			if len(frames) > 0 {
+				s.send(rsMsg{kind: msgRecords, from: rep.name, to: name, conn: c.conn, epoch: rep.holding.Epoch, sku: i, index: cs.next, frames: frames})
+			}
+			cs.next = next
+			cs.live = cs.next == k.shipped+1
+		}
 	}
 }
 
+// begin starts a standby's copy of a SKU log as the primary decided,
+// through the standby's own code (stream.BeginCopy): a cut with
+// wal.CutSegments on the closed log, the check that the copy ends where
+// the primary resumes, the primary's epoch history written.
 func (s *rsRun) begin(rep *rsReplica, m rsMsg) {
-	if m.mode == stream.Cut && m.index < uint64(len(rep.log)) {
-		rep.log = rep.log[:m.index] // wal.CutAfter: durable at once
-		rep.durable = min(rep.durable, len(rep.log))
-	}
-	rep.began = true
-	s.send(rsMsg{kind: msgAck, from: rep.name, to: m.from, conn: m.conn, epoch: rep.seen, index: uint64(rep.durable)})
-}
-
-// records appends a run of the primary's records (wal.Log.AppendCopy): a
-// record it holds already is skipped; a gap or a different record at an
-// index it holds ends the connection.
-func (s *rsRun) records(rep *rsReplica, m rsMsg) {
-	if !rep.began {
+	if err := stream.BeginCopy(simCopy{s, rep, rep.skus[m.sku]}, m.mode, m.index, m.history); err != nil {
+		s.faults["copy_mismatch"]++
+		s.breakConn(m.conn)
 		return
 	}
-	for k, rec := range m.recs {
-		i := m.index + uint64(k)
-		switch {
-		case i <= uint64(len(rep.log)) && rep.log[i-1] == rec:
-		case i == uint64(len(rep.log))+1:
-			rep.log = append(rep.log, rec)
-		default:
-			s.faults["copy_mismatch"]++
-			s.breakConn(m.conn)
-			return
+	rep.began[m.sku] = true
+}
+
+// simCopy is a standby's copy of a SKU log on its simulated disk, for
+// stream.BeginCopy.
+type simCopy struct {
+	s   *rsRun
+	rep *rsReplica
+	k   *rsSKU
+}
+
+func (c simCopy) Log() *wal.Log { return c.k.log }
+
+func (c simCopy) Cut(index uint64) error {
+	if err := c.k.log.Close(); err != nil {
+		return err
+	}
+	if _, err := wal.CutSegments(walName(c.rep, c.k), segmentFiles{c.k.dir}, index, quiet); err != nil {
+		panic(fmt.Sprintf("replica %s: cut %s after %d: %v", c.rep.name, c.k.id, index, err))
+	}
+	c.s.openCopy(c.rep, c.k)
+	return nil
+}
+
+func (c simCopy) WriteHistory(h replica.History) error {
+	c.k.history = slices.Clone(h)
+	return nil
+}
+
+// records appends a run of the primary's frames to a SKU log's copy
+// (stream.ApplyRecords) and acknowledges it once durable; a run out of
+// place ends the connection.
+func (s *rsRun) records(rep *rsReplica, m rsMsg) {
+	if !rep.began[m.sku] {
+		s.faults["copy_mismatch"]++ // records before the copy began: a protocol error
+		s.breakConn(m.conn)
+		return
+	}
+	conn := rep.conn
+	err := stream.ApplyRecords(rep.skus[m.sku].log, m.index, m.frames, func(last uint64, err error) {
+		if err == nil && rep.conn == conn {
+			s.send(rsMsg{kind: msgAck, from: rep.name, to: rep.following, conn: conn, epoch: rep.seen, sku: m.sku, index: last})
 		}
+	})
+	if err != nil {
+		s.faults["copy_mismatch"]++
+		s.breakConn(m.conn)
 	}
 }
 
@@ -747,7 +1091,7 @@ func (s *rsRun) resetBetween(a, b string) {
 // primary's stream sent in an earlier tenure: what the epoch in every
 // message is for.
 func (s *rsRun) replay(rep *rsReplica, x uint64) {
-	if rep.conn == 0 || !rep.began {
+	if rep.conn == 0 || !slices.Contains(rep.began, true) {
 		return
 	}
 	// A begin does the most harm (a cut): replayed when there is one.
@@ -774,8 +1118,9 @@ func (s *rsRun) replay(rep *rsReplica, x uint64) {
 	s.faults["net_stale_replay"]++
 }
 
-// check: every replica the sync key names holds every acknowledged
-// record, fsynced, at its index.
+// check: every replica the sync key names (the primary and the standbys
+// that may lead next) holds every acknowledged record, the same bytes,
+// fsynced, at its index: what its disk keeps if the power fails now.
 func (s *rsRun) check() error {
 	v, err := s.observer.Read(context.Background())
 	if err != nil {
@@ -787,22 +1132,38 @@ func (s *rsRun) check() error {
 		if rep == nil {
 			continue
 		}
-		for index, id := range s.acked {
-			if index > uint64(rep.durable) || rep.log[index-1].id != id {
-				held := "nothing"
-				if index <= uint64(len(rep.log)) {
-					held = fmt.Sprintf("record %d (fsynced through %d)", rep.log[index-1].id, rep.durable)
-				}
-				return fmt.Errorf("replica %s may lead next (sync key: primary %q, standbys %q, epoch %d) but holds %s at index %d, where record %d was acknowledged",
-					name, v.Sync.Primary, v.Sync.Standbys, v.Sync.Epoch, held, index, id)
+		for i := range rep.skus {
+			if err := s.holds(rep, i, fmt.Sprintf("may lead next (sync key: primary %q, standbys %q, epoch %d)", v.Sync.Primary, v.Sync.Standbys, v.Sync.Epoch)); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
 }
 
+// holds checks that rep's disk holds every acknowledged record of SKU log
+// i, fsynced.
+func (s *rsRun) holds(rep *rsReplica, i int, why string) error {
+	if len(s.acked[i]) == 0 {
+		return nil
+	}
+	k := rep.skus[i]
+	frames := durableFrames(k.dir)
+	for index, want := range s.acked[i] {
+		if got, ok := frames[index]; !ok || !bytes.Equal(got, want) {
+			held := "nothing fsynced"
+			if ok {
+				held = "another record"
+			}
+			return fmt.Errorf("replica %s %s but holds %s at index %d of %s, where a record was acknowledged", rep.name, why, held, index, k.id)
+		}
+	}
+	return nil
+}
+
 // final heals every fault, lets 20 s pass, and checks that a primary
-// leads and acknowledges a new record.
+// leads and its shell releases the reply to a new reservation; then each
+// replica's log is recovered and verified as seckillctl verify does.
 func (s *rsRun) final() error {
 	clear(s.cut)
 	clear(s.etcdCut)
@@ -811,30 +1172,53 @@ func (s *rsRun) final() error {
 	for _, rep := range s.reps {
 		rep.pauseTo = 0
 	}
-	id := uint64(0)
 	for range 200 {
 		s.now += 100
 		if err := s.settle(); err != nil {
 			return err
 		}
 		for _, rep := range s.reps {
-			if id == 0 && s.running(rep) && rep.primary {
-				s.nextID++
-				id = s.nextID
-				rep.log = append(rep.log, rsRecord{epoch: rep.holding.Epoch, id: id})
-				s.ship(rep)
+			if k := rep.skus[0]; s.finalCall == nil && s.running(rep) && rep.primary && rep.switchTo == "" && k.sh.Failed() == nil {
+				s.finalCall = s.reserve(rep, k)
+				s.commitRound(rep, k)
 			}
 		}
-		if id != 0 {
-			for _, a := range s.acked {
-				if a == id {
-					return nil
-				}
-			}
+		if s.finalDone {
+			return s.verify()
 		}
 	}
-	if id == 0 {
+	if s.finalCall == nil {
 		return errors.New("no replica leads 20 s after every fault healed")
 	}
-	return fmt.Errorf("record %d was never acknowledged in the 20 s after every fault healed", id)
+	return fmt.Errorf("the reply to reservation %s was never released in the 20 s after every fault healed", s.finalCall.RequestID)
+}
+
+// verify recovers each replica's logs as a restart would (what its disk
+// keeps) and verifies them: every record replays, the state's audit holds.
+func (s *rsRun) verify() error {
+	for _, rep := range s.reps {
+		for _, k := range rep.skus {
+			dir := newDirectory()
+			for name, f := range k.dir.synced {
+				dir.entries[name] = &file{cache: bytes.Clone(f.disk), disk: bytes.Clone(f.disk)}
+			}
+			dir.syncDir()
+			var faults storeFaults
+			log, err := wal.OpenOver(walName(rep, k)+"/verify", s.store(dir, &faults), wal.Options{Stepped: true, SegmentSize: segmentSize, Logger: quiet})
+			if err != nil {
+				return fmt.Errorf("verify %s's %s: %w", rep.name, k.id, err)
+			}
+			if log.LastIndex() > 0 {
+				res, err := recovery.Plan(log, &snapshot.Memory{}, recovery.Options{CampaignID: campaignID, SKUID: k.id, Verify: true})
+				if err != nil {
+					return fmt.Errorf("verify %s's %s: %w", rep.name, k.id, err)
+				}
+				if len(res.Problems) > 0 {
+					return fmt.Errorf("verify %s's %s: %v", rep.name, k.id, res.Problems)
+				}
+			}
+			log.Close()
+		}
+	}
+	return nil
 }

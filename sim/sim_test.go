@@ -295,9 +295,10 @@ func TestCellsRunIsDeterministic(t *testing.T) {
 }
 
 // TestReplicasSeeds runs replica-set histories (replicas_mode.go): three
-// replicas' role loops over the coordinator in memory, the commit index
-// and the stream's decisions under network faults, crashes, power loss,
-// pauses and clock jumps.
+// replicas' role loops over the coordinator in memory, each primary the
+// engine's shell over a replicated wal, each standby's copy applied by the
+// stream's code, under network faults, crashes, power loss, pauses, clock
+// jumps and switchovers.
 func TestReplicasSeeds(t *testing.T) {
 	seeds := uint64(500)
 	if raceEnabled || testing.Short() {
@@ -309,7 +310,8 @@ func TestReplicasSeeds(t *testing.T) {
 		t.Fatalf("replicas seed %d failed at step %d: %v (replay: make sim SEED=%d SIM_MODE=-replicas)", f.Seed, f.Step, f.Err, f.Seed)
 	}
 	for _, kind := range []string{"crash", "power_loss", "pause", "clock_jump", "partition_etcd", "partition_replicas", "net_reset",
-		"net_delay", "net_duplicate", "net_stale_replay", "refused_stale_epoch", "promote", "demote", "lost", "cut", "sync_strict"} {
+		"net_delay", "net_duplicate", "net_stale_replay", "refused_stale_epoch", "promote", "demote", "lost", "cut", "sync_strict",
+		"power_loss_in_fsync", "torn", "switchover"} {
 		if sum.Faults[kind] == 0 {
 			t.Errorf("no %s in %d replicas seeds: the workload no longer reaches it", kind, seeds)
 		}
@@ -348,8 +350,20 @@ func TestReplicasCheckFindsAMissingRecord(t *testing.T) {
 	if primary == nil {
 		t.Fatal("no primary after 3 s")
 	}
-	s.acked[1] = 99 // acknowledged, and held by nobody
-	if err := s.check(); err == nil || !strings.Contains(err.Error(), "where record 99 was acknowledged") {
+	if err := s.check(); err != nil {
+		t.Fatal(err)
+	}
+	last := uint64(len(s.acked[0]))
+	if last == 0 {
+		t.Fatal("the definition was not acknowledged in 3 s")
+	}
+	s.acked[0][last+1] = []byte("a frame") // acknowledged, and held by nobody
+	if err := s.check(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("holds nothing fsynced at index %d of sku0", last+1)) {
+		t.Fatalf("check: %v", err)
+	}
+	delete(s.acked[0], last+1)
+	s.acked[0][last] = []byte("another frame") // acknowledged, and held as another record
+	if err := s.check(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("holds another record at index %d of sku0", last)) {
 		t.Fatalf("check: %v", err)
 	}
 }

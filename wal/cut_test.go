@@ -1,7 +1,9 @@
 package wal
 
 import (
+	"bytes"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -96,5 +98,82 @@ func TestCutAfterBelowTheFirstRecord(t *testing.T) {
 	defer l.Close()
 	if l.LastIndex() != 100 {
 		t.Fatalf("a refused cut changed the log: LastIndex %d", l.LastIndex())
+	}
+}
+
+// memFiles is a log's segment files in memory, for CutSegments.
+type memFiles struct {
+	segs   []Segment
+	data   map[string][]byte
+	synced int // SyncDir calls
+}
+
+func (m *memFiles) Segments() ([]Segment, error)            { return m.segs, nil }
+func (m *memFiles) ReadSegment(seg Segment) ([]byte, error) { return m.data[seg.Path], nil }
+func (m *memFiles) RemoveSegment(seg Segment) error {
+	delete(m.data, seg.Path)
+	for i, s := range m.segs {
+		if s.Path == seg.Path {
+			m.segs = append(m.segs[:i], m.segs[i+1:]...)
+			break
+		}
+	}
+	return nil
+}
+func (m *memFiles) TruncateSegment(seg Segment, size int64) error {
+	m.data[seg.Path] = m.data[seg.Path][:size]
+	return nil
+}
+func (m *memFiles) SyncDir() error { m.synced++; return nil }
+
+// CutSegments over files that are not a directory leaves the same bytes
+// as CutAfter over the directory holding the same segments: one rule.
+func TestCutSegmentsIsCutAfterOverAnyFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	opts := Options{SegmentSize: 600}
+	writeLog(t, dir, 100, opts)
+	segs, err := Segments(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := &memFiles{data: map[string][]byte{}}
+	for _, seg := range segs {
+		b, err := os.ReadFile(seg.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem.segs = append(mem.segs, seg)
+		mem.data[seg.Path] = b
+	}
+	logs := &captureLogger{}
+	removedMem, err := CutSegments("mem", mem, 57, logs.logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	removedDir, err := CutAfter(dir, 57, logs.logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if removedMem != 43 || removedDir != 43 {
+		t.Fatalf("removed %d (memory) and %d (directory) records, want 43", removedMem, removedDir)
+	}
+	if mem.synced != 1 {
+		t.Fatalf("%d SyncDir after removing segments, want 1", mem.synced)
+	}
+	after, err := Segments(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(mem.segs) {
+		t.Fatalf("%d segments in the directory, %d in memory", len(after), len(mem.segs))
+	}
+	for i, seg := range after {
+		b, err := os.ReadFile(seg.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mem.segs[i].Path != seg.Path || !bytes.Equal(mem.data[seg.Path], b) {
+			t.Fatalf("segment %s differs after the cut", seg.Path)
+		}
 	}
 }

@@ -61,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	campaign := fs.Bool("campaign", false, "run campaign-mode histories: the SKUs of a campaign whose purchase_limit is \"campaign\" (sim.RunCampaign)")
 	admission := fs.Bool("admission", false, "run admission histories: buyers admitted or refused while the disk's fsyncs slow down and recover (sim.RunAdmission)")
 	cellsMode := fs.Bool("cells", false, "run cells histories: a celled SKU's engine with the real cells agent over the quota ledger in memory, with ledger faults, lost answers and fencing (sim.RunCells)")
-	replicas := fs.Bool("replicas", false, "run replica-set histories: three replicas' real role loops over the coordinator in memory, the commit index and the stream's decisions, under network faults, crashes, power loss, pauses and clock jumps (sim.RunReplicas)")
+	replicas := fs.Bool("replicas", false, "run replica-set histories: three replicas' real role loops over the coordinator in memory, each primary the engine's shell over a replicated wal, each standby's copy applied by the stream's code, under network faults, crashes, power loss, pauses, clock jumps and switchovers (sim.RunReplicas)")
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

@@ -65,8 +65,9 @@ func TestCellsMode(t *testing.T) {
 	}
 }
 
-// -replicas runs the replica-set histories: role loops, commit index and
-// the stream's decisions under network faults, crashes and pauses.
+// -replicas runs the replica-set histories: role loops, each primary the
+// engine's shell over a replicated wal, each standby's copy applied by the
+// stream's code, under network faults, crashes and pauses.
 func TestReplicasMode(t *testing.T) {
 	var out, errs bytes.Buffer
 	if code := run([]string{"-replicas", "-seeds", "20"}, &out, &errs); code != 0 {

@@ -118,11 +118,7 @@ func beginHistory(skuDir string, e, last uint64) (replica.History, error) {
 	if n := len(h); n > 0 && h[n-1].Epoch == e {
 		return h, nil
 	}
-	h = h.CutAfter(last)
-	if len(h) == 0 && last > 0 {
-		h = replica.History{{Epoch: 0, First: 1}}
-	}
-	h = h.Begin(e, last+1)
+	h = NextHistory(h, e, last)
 	return h, WriteHistory(skuDir, h)
 }
 

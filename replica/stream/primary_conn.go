@@ -466,9 +466,6 @@ func (p *Primary) drop(c *primaryConn, k skuKey, msg string, err error) {
 	p.mu.Unlock()
 }
 
-// errChunkFull stops a catch-up read at its message's bound.
-var errChunkFull = errors.New("stream: chunk full")
-
 // catchUp sends the next records of a copy from the log's files, and makes
 // the copy live once it reaches what the flusher ships.
 func (p *Primary) catchUp(c *primaryConn, s *primarySKU, cs *connSKU) (worked, stalled bool) {
@@ -476,17 +473,14 @@ func (p *Primary) catchUp(c *primaryConn, s *primarySKU, cs *connSKU) (worked, s
 	log, from := s.log, cs.next
 	p.mu.Unlock()
 	enc := newRecords(p.cfg.Epoch, s.key, from, 64<<10)
-	var frame []byte
-	next, err := log.ReadLocal(from, catchUpRecords, func(index uint64, typ byte, payload []byte) error {
-		frame, _ = wal.AppendFrame(frame[:0], typ, index, payload)
+	next, err := ReadFrames(log, from, catchUpRecords, func(frame []byte) bool {
 		if enc.count > 0 && enc.size()+len(frame) > catchUpBytes {
-			return errChunkFull
+			return false
 		}
 		enc.add(frame)
-		return nil
+		return true
 	})
 	switch {
-	case errors.Is(err, errChunkFull):
 	case errors.Is(err, wal.ErrCompacted):
 		p.mu.Lock()
 		cs.mode, cs.forceBase = modeStart, true

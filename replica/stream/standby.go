@@ -395,20 +395,20 @@ func (s *Standby) session() error {
 // makes a higher one durable before the message is acted on.
 func (s *Standby) checkEpoch(e uint64) error {
 	seen := s.epoch.Load()
-	if StaleEpoch(seen, e) {
-		s.metrics.refused.Inc()
-		s.logger.Error("replica: refused a message of a stale epoch: its sender is no longer the primary",
-			"epoch", e, "seen", seen, "primary", s.cfg.Primary)
-		return fmt.Errorf("%w: a message of epoch %d, this replica has seen %d", ErrStaleEpoch, e, seen)
-	}
-	if e > seen {
+	err := AcceptEpoch(seen, e, func(e uint64) error {
 		if err := raiseEpoch(s.cfg.DataDir, e); err != nil {
 			return err
 		}
 		s.epoch.Store(e)
 		s.metrics.epoch.Set(float64(e))
+		return nil
+	})
+	if errors.Is(err, ErrStaleEpoch) {
+		s.metrics.refused.Inc()
+		s.logger.Error("replica: refused a message of a stale epoch: its sender is no longer the primary",
+			"epoch", e, "seen", seen, "primary", s.cfg.Primary)
 	}
-	return nil
+	return err
 }
 
 // hello lists what the standby holds of each SKU, every record durable.
@@ -438,11 +438,7 @@ func (s *Standby) hello() (hello, error) {
 		if n := len(snaps); n > 0 {
 			newest = snaps[n-1].Index
 		}
-		hist = hist.CutAfter(last)
-		if len(hist) == 0 && last > 0 {
-			hist = replica.History{{Epoch: 0, First: 1}} // written before replication (BeginEpoch's rule)
-		}
-		h.skus = append(h.skus, helloSKU{key: x.key, first: first, last: last, snapshot: newest, history: hist})
+		h.skus = append(h.skus, helloSKU{key: x.key, first: first, last: last, snapshot: newest, history: HelloHistory(hist, last)})
 	}
 	return h, nil
 }
@@ -505,30 +501,39 @@ func (s *Standby) begin(d *decoder, acks *acker) error {
 			return err
 		}
 	}
-	switch b.mode {
-	case beginCut:
-		if err := s.cut(x, b.index); err != nil {
-			return err
+	files := standbyCopy{s: s, x: x, feedHistory: b.feedHistory}
+	if b.mode != beginBase {
+		if err := BeginCopy(files, BeginMode(b.mode), b.index, b.history); err != nil {
+			return fmt.Errorf("%s: %w", b.key, err)
 		}
-	case beginBase:
-		if err := s.dropCopy(x); err != nil {
-			return err
-		}
+		return nil
 	}
-	if b.mode != beginBase && x.log.LastIndex() != b.index {
-		return fmt.Errorf("%w: %s: the primary resumes after record %d, this copy ends at %d",
-			errProtocol, b.key, b.index, x.log.LastIndex())
-	}
-	if err := syncFile(x.dir, feed.HistoryFile, b.feedHistory); err != nil {
+	if err := s.dropCopy(x); err != nil {
 		return err
 	}
-	if err := WriteHistory(x.dir, b.history); err != nil {
+	if err := files.WriteHistory(b.history); err != nil {
 		return err
 	}
-	if b.mode == beginBase {
-		return s.startInstall(x, b.index, b.snapshotSize, acks)
+	return s.startInstall(x, b.index, b.snapshotSize, acks)
+}
+
+// standbyCopy is a copy's SKU folder as BeginCopy changes it; the begin's
+// feed history is written with the epoch history.
+type standbyCopy struct {
+	s           *Standby
+	x           *standbySKU
+	feedHistory []byte
+}
+
+func (c standbyCopy) Log() *wal.Log { return c.x.log }
+
+func (c standbyCopy) Cut(index uint64) error { return c.s.cut(c.x, index) }
+
+func (c standbyCopy) WriteHistory(h replica.History) error {
+	if err := syncFile(c.x.dir, feed.HistoryFile, c.feedHistory); err != nil {
+		return err
 	}
-	return nil
+	return WriteHistory(c.x.dir, h)
 }
 
 // cut removes the records after index (never committed: the primary does
@@ -725,23 +730,7 @@ func (s *Standby) append(k skuKey, first uint64, frames [][]byte, acks *acker) e
 	if x == nil || x.log == nil || (x.install != nil && x.install.base) {
 		return fmt.Errorf("%w: records of %s before its copy began", errProtocol, k)
 	}
-	if len(frames) == 0 {
-		return nil
-	}
-	if next := x.log.LastIndex() + 1; first != next {
-		return fmt.Errorf("%w: records of %s from %d, the copy's next is %d", errProtocol, k, first, next)
-	}
-	var last uint64
-	for _, f := range frames {
-		i, err := x.log.AppendCopy(f)
-		if err != nil {
-			return fmt.Errorf("stream: copy of %s: %w", k, err)
-		}
-		last = i
-	}
-	s.records.Add(uint64(len(frames)))
-	s.metrics.records.Add(float64(len(frames)))
-	x.log.Await(last, wal.WaiterFunc(func(err error) {
+	err := ApplyRecords(x.log, first, frames, func(last uint64, err error) {
 		if err != nil {
 			// The copy's log failed (a full disk, an I/O error): it
 			// acknowledges nothing more until it is opened again, which
@@ -754,7 +743,12 @@ func (s *Standby) append(k skuKey, first uint64, frames [][]byte, acks *acker) e
 			return
 		}
 		acks.note(k, last)
-	}))
+	})
+	if err != nil {
+		return fmt.Errorf("copy of %s: %w", k, err)
+	}
+	s.records.Add(uint64(len(frames)))
+	s.metrics.records.Add(float64(len(frames)))
 	return nil
 }
 

@@ -1,0 +1,130 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/seckill/seckill/replica"
+	"github.com/seckill/seckill/wal"
+)
+
+// The transport-free steps of a copy, on wal.Log values: the TCP code
+// (primary_conn.go, standby.go) runs them between its sockets, and the
+// simulator's replica-set mode (package sim) between the messages of its
+// simulated network, so both copy logs through the same code.
+
+// AcceptEpoch is a standby's rule for the epoch of each message from its
+// primary, seen the highest it has seen: a lower epoch is refused
+// (ErrStaleEpoch: its sender is no longer the primary); a higher one is
+// made durable by raise (the EpochFile) before the message is acted on.
+func AcceptEpoch(seen, e uint64, raise func(e uint64) error) error {
+	if StaleEpoch(seen, e) {
+		return fmt.Errorf("%w: a message of epoch %d, this replica has seen %d", ErrStaleEpoch, e, seen)
+	}
+	if e > seen {
+		return raise(e)
+	}
+	return nil
+}
+
+// ApplyRecords appends a run of the primary's frames to a standby's copy
+// of the log, first at first: the same bytes at the same indexes
+// (wal.Log.AppendCopy checks each frame's index). A run that does not
+// start right after the copy's last record is a protocol error: the
+// connection ends and the next one's hello says where the copy ends.
+// durable is called once the run is durable (the wal's group commit;
+// err: the log failed) with the run's last index: the acknowledgement.
+func ApplyRecords(log *wal.Log, first uint64, frames [][]byte, durable func(last uint64, err error)) error {
+	if len(frames) == 0 {
+		return nil
+	}
+	if next := log.LastIndex() + 1; first != next {
+		return fmt.Errorf("%w: records from %d, the copy's next is %d", errProtocol, first, next)
+	}
+	var last uint64
+	for _, f := range frames {
+		i, err := log.AppendCopy(f)
+		if err != nil {
+			return err
+		}
+		last = i
+	}
+	log.Await(last, wal.WaiterFunc(func(err error) { durable(last, err) }))
+	return nil
+}
+
+// CopyFiles is a standby's copy of one SKU log as the begin of a copy
+// changes it: Standby's over its SKU folder, the simulator's over its
+// simulated disk.
+type CopyFiles interface {
+	// Log is the copy's log, open.
+	Log() *wal.Log
+	// Cut removes the records after index: the log closed, cut
+	// (wal.CutSegments), opened again; the snapshots beyond index go.
+	Cut(index uint64) error
+	// WriteHistory replaces the copy's epoch history, durably.
+	WriteHistory(h replica.History) error
+}
+
+// BeginCopy starts a copy as the primary decided (PlanBegin), but for a
+// base copy, which replaces the copy whole: a cut removes the tail the
+// primary does not hold (never committed); the copy must then end at
+// index, where the primary's records resume (a protocol error ends the
+// connection otherwise); its epoch history becomes the primary's.
+func BeginCopy(f CopyFiles, mode BeginMode, index uint64, history replica.History) error {
+	if mode == Cut {
+		if err := f.Cut(index); err != nil {
+			return err
+		}
+	}
+	if last := f.Log().LastIndex(); last != index {
+		return fmt.Errorf("%w: the primary resumes after record %d, this copy ends at %d", errProtocol, index, last)
+	}
+	return f.WriteHistory(history)
+}
+
+// HelloHistory is the epoch history a standby reports in its hello for a
+// copy whose last durable record is last: its history file's entries up
+// to last; a log with records and no history was written before
+// replication (epoch 0, BeginEpoch's rule).
+func HelloHistory(h replica.History, last uint64) replica.History {
+	h = h.CutAfter(last)
+	if len(h) == 0 && last > 0 {
+		h = replica.History{{Epoch: 0, First: 1}}
+	}
+	return h
+}
+
+// NextHistory is the epoch history of a log whose last record is last
+// once epoch e begins on it (a primary's tenure): entries beyond last (an
+// epoch that began and wrote nothing here) go, and e starts at last+1.
+func NextHistory(h replica.History, e, last uint64) replica.History {
+	if n := len(h); n > 0 && h[n-1].Epoch == e {
+		return h
+	}
+	return HelloHistory(h, last).Begin(e, last+1)
+}
+
+// ReadFrames reads a primary's durable records from from on (at most
+// maxRecords, through wal.Log.ReadLocal: durable here, committed or not)
+// as frames for a standby's catch-up; add takes each frame (not kept) and
+// returns false to stop before it (its message is full). next is the
+// first record not taken. wal.ErrCompacted: the records from from on were
+// truncated (the standby needs a base copy).
+func ReadFrames(log *wal.Log, from uint64, maxRecords int, add func(frame []byte) bool) (next uint64, err error) {
+	var frame []byte
+	next, err = log.ReadLocal(from, maxRecords, func(index uint64, typ byte, payload []byte) error {
+		frame, _ = wal.AppendFrame(frame[:0], typ, index, payload)
+		if !add(frame) {
+			return errFull
+		}
+		return nil
+	})
+	if errors.Is(err, errFull) {
+		err = nil
+	}
+	return next, err
+}
+
+// errFull stops a ReadFrames at its message's bound.
+var errFull = errors.New("stream: message full")
