@@ -269,7 +269,40 @@ func (p *Primary) opened(k skuKey, dir string, log *wal.Log) error {
 		}
 	}
 	p.commitLocked(s)
+	p.wg.Add(1)
+	go p.watchCommits(s, log)
 	return nil
+}
+
+// watchCommits tells the standbys each commit index of log as it rises
+// (msgCommit), until the log closes or fails or the Primary closes: a
+// standby serves reads of the records up to it. It wakes once per rise
+// (a batch committed or confirmed), not per record.
+func (p *Primary) watchCommits(s *primarySKU, log *wal.Log) {
+	defer p.wg.Done()
+	var told uint64
+	for {
+		select {
+		case <-log.DurableAfter(told):
+		case <-p.done:
+			return
+		}
+		if log.Err() != nil {
+			return
+		}
+		commit := log.CommitIndex()
+		if commit <= told {
+			continue
+		}
+		told = commit
+		p.mu.Lock()
+		if s.log == log {
+			for _, c := range p.conns {
+				c.noteCommitLocked(s.key, commit)
+			}
+		}
+		p.mu.Unlock()
+	}
 }
 
 // Ship implements wal.Shipper, on the log's flusher goroutine: the batch

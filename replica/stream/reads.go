@@ -1,0 +1,265 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/skudir"
+	"github.com/seckill/seckill/recovery"
+	"github.com/seckill/seckill/snapshot"
+	"github.com/seckill/seckill/wal"
+)
+
+// A standby serves reads of committed records. The primary sends each
+// SKU's commit index (msgCommit) after the begin of the copy on the
+// connection; the standby applies its copy to a sku.Machine of its own up
+// to min(commit index, its copy's durable index), never beyond: a record
+// above the commit index may still be cut at a rejoin, and a reply built
+// from it could show a client a reservation that later vanishes. A commit
+// index once heard stays true across connections and primaries (a
+// committed record is on every replica that may be promoted), so a
+// standby keeps what it applied.
+
+// ErrNotApplied: the standby's applied state cannot answer (the SKU is
+// not copied here, or none of its records is applied yet, or the record
+// asked for is not among those applied). The primary may know more.
+var ErrNotApplied = errors.New("stream: not among the committed records applied on this standby")
+
+// applyChunk bounds the records applied under a SKU's read lock at once,
+// so a read waits for at most this many.
+const applyChunk = 4096
+
+// committedState is a standby's state of one SKU up to a commit index.
+type committedState struct {
+	mu      sync.Mutex
+	m       *sku.Machine // nil until built (recovery.Plan), or after a reset
+	applied uint64       // last record applied to m
+	commit  uint64       // the highest commit index the primary sent
+}
+
+// noteCommit records a commit index heard from the primary.
+func (c *committedState) noteCommit(index uint64) {
+	c.mu.Lock()
+	c.commit = max(c.commit, index)
+	c.mu.Unlock()
+}
+
+// reset drops the applied state: the copy's log was replaced (a base
+// copy) or cut; it is built again from the copy at the next apply. The
+// commit index heard stays.
+func (c *committedState) reset() {
+	c.mu.Lock()
+	c.m, c.applied = nil, 0
+	c.mu.Unlock()
+}
+
+// cutAfter drops the applied state if it holds records after index (a
+// cut only removes records above every commit index, so this is a
+// primary's fault, not a rule: the state is then built again).
+func (c *committedState) cutAfter(index uint64) {
+	c.mu.Lock()
+	if c.m != nil && c.applied > index {
+		c.m, c.applied = nil, 0
+	}
+	c.commit = min(c.commit, index)
+	c.mu.Unlock()
+}
+
+// Applied returns the commit index the standby applied a SKU's copy up
+// to (0: none).
+func (s *Standby) Applied(campaignID, skuID string) uint64 {
+	x := s.lookupSKU(skuKey{campaignID, skuID})
+	if x == nil {
+		return 0
+	}
+	x.reads.mu.Lock()
+	defer x.reads.mu.Unlock()
+	if x.reads.m == nil {
+		return 0
+	}
+	return x.reads.applied
+}
+
+// Get returns reservation id as the committed records applied on this
+// standby show it, and the index they reach.
+func (s *Standby) Get(id string) (sku.View, uint64, error) {
+	campaignID, skuID, seq, tag, err := sku.ParseReservationID(id)
+	if err != nil {
+		return sku.View{}, 0, ErrNotApplied
+	}
+	var v sku.View
+	found := false
+	applied, err := s.read(skuKey{campaignID, skuID}, func(m *sku.Machine) {
+		if m.ValidTag(seq, tag) {
+			v, found = m.Get(seq)
+		}
+	})
+	if err == nil && !found {
+		err = ErrNotApplied
+	}
+	return v, applied, err
+}
+
+// Lookup returns the answer request_id got on a SKU as the committed
+// records applied on this standby show it, and the index they reach.
+func (s *Standby) Lookup(campaignID, skuID, requestID string) (sku.Result, uint64, error) {
+	var res sku.Result
+	found := false
+	applied, err := s.read(skuKey{campaignID, skuID}, func(m *sku.Machine) { res, found = m.Lookup(requestID) })
+	if err == nil && !found {
+		err = ErrNotApplied
+	}
+	return res, applied, err
+}
+
+// read runs fn on the SKU's applied state under its lock.
+func (s *Standby) read(k skuKey, fn func(m *sku.Machine)) (uint64, error) {
+	x := s.lookupSKU(k)
+	if x == nil {
+		return 0, ErrNotApplied
+	}
+	x.reads.mu.Lock()
+	defer x.reads.mu.Unlock()
+	if x.reads.m == nil {
+		return 0, ErrNotApplied
+	}
+	fn(x.reads.m)
+	return x.reads.applied, nil
+}
+
+func (s *Standby) lookupSKU(k skuKey) *standbySKU {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.skus[k]
+}
+
+// wakeApplier asks the applier to look at x again (a commit index
+// heard, a batch durable, a copy replaced). It never waits: x joins a set
+// bounded by the SKUs.
+func (s *Standby) wakeApplier(x *standbySKU) {
+	s.applyMu.Lock()
+	s.applyDue[x] = struct{}{}
+	s.applyMu.Unlock()
+	select {
+	case s.applyWake <- struct{}{}:
+	default:
+	}
+}
+
+// applier applies each copy up to its commit index until Close.
+func (s *Standby) applier() {
+	defer s.wg.Done()
+	var due []*standbySKU
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.applyWake:
+		}
+		s.applyMu.Lock()
+		due = due[:0]
+		for x := range s.applyDue {
+			due = append(due, x)
+		}
+		clear(s.applyDue)
+		s.applyMu.Unlock()
+		for _, x := range due {
+			s.apply(x)
+		}
+	}
+}
+
+// apply brings x's applied state up to its commit index. A failure (the
+// copy changed under it: a truncation behind a snapshot, a base copy)
+// drops the state, which is built again from the copy once.
+func (s *Standby) apply(x *standbySKU) {
+	for retried := false; ; {
+		more, err := s.applyOnce(x)
+		switch {
+		case err != nil && !retried:
+			x.reads.reset()
+			retried = true
+		case err != nil:
+			x.reads.reset()
+			s.logger.Warn("replica: applying the committed records of the copy failed; built again at its next commit index",
+				"sku", x.key.String(), "err", err)
+			return
+		case !more:
+			return
+		}
+		select {
+		case <-s.done:
+			return
+		default:
+		}
+	}
+}
+
+// applyOnce applies at most applyChunk records of x's copy up to its
+// commit index; more is set when records are left.
+func (s *Standby) applyOnce(x *standbySKU) (more bool, err error) {
+	s.mu.Lock()
+	log, dir := x.log, x.dir
+	s.mu.Unlock()
+	if log == nil || log.Err() != nil {
+		return false, nil // closed for a cut or a base copy: its session wakes the applier again
+	}
+	c := &x.reads
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	target := min(c.commit, log.DurableIndex())
+	if target == 0 || (c.m != nil && c.applied >= target) {
+		return false, nil
+	}
+	if c.m == nil {
+		res, err := recovery.Plan(committedLog{log, log.DurableIndex(), target}, snapshot.Dir(skudir.Dir(dir).Snapshots()),
+			recovery.Options{CampaignID: x.key.campaignID, SKUID: x.key.skuID, UntilIndex: target})
+		if errors.Is(err, recovery.ErrNoBase) {
+			return false, nil // a base copy's snapshot beyond the commit index: once it is reached
+		}
+		if err != nil {
+			return false, err
+		}
+		c.m, c.applied = res.Machine, res.LastApplied
+		return c.applied < target, nil
+	}
+	until := min(target, c.applied+applyChunk)
+	last, err := recovery.Replay(committedLog{log, until, until}, c.m, c.applied+1)
+	if last > 0 {
+		c.applied = last
+	}
+	if err != nil {
+		return false, err
+	}
+	if c.applied < until {
+		return false, fmt.Errorf("the copy holds records up to %d, %d expected", c.applied, until)
+	}
+	return c.applied < target, nil
+}
+
+// committedLog is a copy's log as recovery reads it: it ends at last
+// (durable), and Replay reads through until (committed) while the log is
+// appended to (wal.Log.ReadLocal).
+type committedLog struct {
+	log         *wal.Log
+	last, until uint64
+}
+
+func (l committedLog) FirstIndex() uint64 { return l.log.FirstIndex() }
+func (l committedLog) LastIndex() uint64  { return l.last }
+
+func (l committedLog) Replay(from uint64, fn func(index uint64, typ byte, payload []byte) error) error {
+	for from <= l.until {
+		next, err := l.log.ReadLocal(from, int(min(l.until-from+1, applyChunk)), fn)
+		if err != nil {
+			return err
+		}
+		if next == from {
+			return fmt.Errorf("the copy's durable records end before %d", from)
+		}
+		from = next
+	}
+	return nil
+}
