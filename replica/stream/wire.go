@@ -386,7 +386,9 @@ func decodeAcks(d *decoder) ([]ack, error) { return decodeIndexes(d) }
 
 // encodeCommits is a msgCommit: each SKU's commit index on the primary
 // (in the ack's layout: one index per SKU).
-func encodeCommits(epoch uint64, commits []ack) []byte { return encodeIndexes(msgCommit, epoch, commits) }
+func encodeCommits(epoch uint64, commits []ack) []byte {
+	return encodeIndexes(msgCommit, epoch, commits)
+}
 
 func decodeCommits(d *decoder) ([]ack, error) { return decodeIndexes(d) }
 
