@@ -116,8 +116,10 @@ func (s *Standby) Lookup(campaignID, skuID, requestID string) (sku.Result, uint6
 
 // read runs fn on the SKU's applied state under its lock.
 func (s *Standby) read(k skuKey, fn func(m *sku.Machine)) (uint64, error) {
-	x := s.lookupSKU(k)
-	if x == nil {
+	s.mu.Lock()
+	x, closed := s.skus[k], s.closed
+	s.mu.Unlock()
+	if x == nil || closed {
 		return 0, ErrNotApplied
 	}
 	x.reads.mu.Lock()
