@@ -522,6 +522,7 @@ func (n *haNode) demote() error {
 func (n *haNode) openTenure(t *primaryTenure) error {
 	deps := n.deps
 	deps.reg, deps.replicate, deps.front, deps.deferCampaigns = t.reg, t.stream.Replicate, n.front, n.opts.cell.id == ""
+	deps.replicaSet = func() any { return n.state.Load() }
 	svc, err := openService(deps)
 	if err != nil {
 		return err
