@@ -31,12 +31,91 @@ var ErrNotApplied = errors.New("stream: not among the committed records applied 
 // so a read waits for at most this many.
 const applyChunk = 4096
 
+// Bounds of the frames a copy keeps in memory for its applier, from their
+// append until they are applied (about one round trip to the primary's
+// commit index): beyond them it drops them and reads its log's files.
+const (
+	pendingMaxRecords = 1 << 16
+	pendingMaxBytes   = 16 << 20
+)
+
 // committedState is a standby's state of one SKU up to a commit index.
 type committedState struct {
 	mu      sync.Mutex
 	m       *sku.Machine // nil until built (recovery.Plan), or after a reset
 	applied uint64       // last record applied to m
 	commit  uint64       // the highest commit index the primary sent
+
+	// pending are the frames appended to the copy and not applied yet,
+	// consecutive indexes, copied: the applier takes them instead of
+	// reading them back from the log's files. Guarded by pmu (the session
+	// goroutine adds them while the applier holds mu).
+	pmu          sync.Mutex
+	pending      []pendingFrame
+	pendingBytes int
+}
+
+type pendingFrame struct {
+	index uint64
+	frame []byte
+}
+
+// keep copies a batch of frames appended to the copy from index first
+// (one allocation for the batch). Frames that do not follow the last kept
+// one, or beyond the bounds, make it drop what it kept: the applier then
+// reads the log's files.
+func (c *committedState) keep(first uint64, frames [][]byte) {
+	size := 0
+	for _, f := range frames {
+		size += len(f)
+	}
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	n := len(c.pending)
+	if (n > 0 && c.pending[n-1].index+1 != first) || n+len(frames) > pendingMaxRecords || c.pendingBytes+size > pendingMaxBytes {
+		c.dropPendingLocked()
+		if len(frames) > pendingMaxRecords || size > pendingMaxBytes {
+			return
+		}
+	}
+	buf := make([]byte, 0, size)
+	for i, f := range frames {
+		at := len(buf)
+		buf = append(buf, f...)
+		c.pending = append(c.pending, pendingFrame{index: first + uint64(i), frame: buf[at:len(buf):len(buf)]})
+	}
+	c.pendingBytes += size
+}
+
+// takePending returns the kept frames from index from through until, if
+// the first kept one is from (nil otherwise), and forgets those before.
+func (c *committedState) takePending(from, until uint64) []pendingFrame {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	i := 0
+	for i < len(c.pending) && c.pending[i].index < from {
+		c.pendingBytes -= len(c.pending[i].frame)
+		i++
+	}
+	c.pending = c.pending[i:]
+	if len(c.pending) == 0 || c.pending[0].index != from {
+		return nil
+	}
+	n := 0
+	for n < len(c.pending) && c.pending[n].index <= until {
+		c.pendingBytes -= len(c.pending[n].frame)
+		n++
+	}
+	out := c.pending[:n:n]
+	c.pending = c.pending[n:]
+	if len(c.pending) == 0 {
+		c.pending = nil
+	}
+	return out
+}
+
+func (c *committedState) dropPendingLocked() {
+	c.pending, c.pendingBytes = nil, 0
 }
 
 // noteCommit records a commit index heard from the primary.
@@ -53,6 +132,9 @@ func (c *committedState) reset() {
 	c.mu.Lock()
 	c.m, c.applied = nil, 0
 	c.mu.Unlock()
+	c.pmu.Lock()
+	c.dropPendingLocked()
+	c.pmu.Unlock()
 }
 
 // cutAfter drops the applied state if it holds records after index (a
@@ -65,6 +147,9 @@ func (c *committedState) cutAfter(index uint64) {
 	}
 	c.commit = min(c.commit, index)
 	c.mu.Unlock()
+	c.pmu.Lock()
+	c.dropPendingLocked()
+	c.pmu.Unlock()
 }
 
 // Applied returns the commit index the standby applied a SKU's copy up
@@ -228,7 +313,11 @@ func (s *Standby) applyOnce(x *standbySKU) (more bool, err error) {
 		return c.applied < target, nil
 	}
 	until := min(target, c.applied+applyChunk)
-	last, err := recovery.Replay(committedLog{log, until, until}, c.m, c.applied+1)
+	var source recovery.Log = committedLog{log, until, until}
+	if frames := c.takePending(c.applied+1, until); frames != nil {
+		source, until = pendingLog(frames), frames[len(frames)-1].index
+	}
+	last, err := recovery.Replay(source, c.m, c.applied+1)
 	if last > 0 {
 		c.applied = last
 	}
@@ -262,6 +351,32 @@ func (l committedLog) Replay(from uint64, fn func(index uint64, typ byte, payloa
 			return fmt.Errorf("the copy's durable records end before %d", from)
 		}
 		from = next
+	}
+	return nil
+}
+
+// pendingLog is frames kept in memory (consecutive indexes) as recovery
+// reads a log.
+type pendingLog []pendingFrame
+
+func (l pendingLog) FirstIndex() uint64 { return l[0].index }
+func (l pendingLog) LastIndex() uint64  { return l[len(l)-1].index }
+
+func (l pendingLog) Replay(from uint64, fn func(index uint64, typ byte, payload []byte) error) error {
+	for _, f := range l {
+		if f.index < from {
+			continue
+		}
+		typ, index, payload, err := wal.DecodeFrame(f.frame)
+		if err != nil {
+			return err
+		}
+		if index != f.index {
+			return fmt.Errorf("%w: a kept frame of index %d at %d", wal.ErrCorrupt, index, f.index)
+		}
+		if err := fn(index, typ, payload); err != nil {
+			return err
+		}
 	}
 	return nil
 }

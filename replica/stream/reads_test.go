@@ -66,3 +66,36 @@ func TestStandbyServesCommittedReads(t *testing.T) {
 		t.Fatalf("standby status: %+v", st)
 	}
 }
+
+// The frames a copy keeps for its applier are consecutive: taken from the
+// applied index on, none before it; a batch that does not follow the
+// last kept one drops them (the applier reads the files instead).
+func TestPendingFramesStayConsecutive(t *testing.T) {
+	var c committedState
+	frames := func(n int) [][]byte {
+		out := make([][]byte, n)
+		for i := range out {
+			out[i] = []byte{byte(i)}
+		}
+		return out
+	}
+	c.keep(5, frames(3)) // 5, 6, 7
+	c.keep(8, frames(2)) // 8, 9
+	if got := c.takePending(4, 9); got != nil {
+		t.Fatalf("took %d frames from 4, the first kept is 5", len(got))
+	}
+	if got := c.takePending(6, 8); len(got) != 3 || got[0].index != 6 || got[2].index != 8 {
+		t.Fatalf("took %+v from 6 through 8", got)
+	}
+	c.keep(12, frames(1)) // not after 9: dropped
+	if got := c.takePending(9, 20); got != nil {
+		t.Fatalf("took %+v after a gap", got)
+	}
+	if got := c.takePending(12, 20); len(got) != 1 || c.pendingBytes != 0 {
+		t.Fatalf("took %+v from 12, %d bytes left", got, c.pendingBytes)
+	}
+	c.keep(1, frames(pendingMaxRecords+1)) // beyond the bound: not kept
+	if len(c.pending) != 0 {
+		t.Fatalf("kept %d frames beyond the bound", len(c.pending))
+	}
+}

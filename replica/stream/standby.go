@@ -781,6 +781,7 @@ func (s *Standby) append(k skuKey, first uint64, frames [][]byte, acks *acker) e
 		}
 		last = i
 	}
+	x.reads.keep(first, frames) // for the applier: not read back from the files
 	s.records.Add(uint64(len(frames)))
 	s.metrics.records.Add(float64(len(frames)))
 	x.log.Await(last, wal.WaiterFunc(func(err error) {
