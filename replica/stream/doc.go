@@ -89,8 +89,10 @@
 // (what the primary's feed retention and standbys hold back), so its
 // disk use follows the primary's and a promotion replays little.
 //
-// The primary sends each SKU's commit index (msgCommit) as it rises, on
-// a connection only once the SKU's copy began on it (after any cut), and
+// The primary sends each SKU's commit index (msgCommit) as it rises (at
+// a confirmation, or when the log tells it a batch is durable here:
+// wal.DurableShipper), on a connection only once the SKU's copy began on
+// it (after any cut), coalesced per SKU, and
 // the standby applies its copy to a sku.Machine of its own up to
 // min(commit index, its durable index), never beyond: its Get and
 // Lookup serve reads of committed records (reads.go). It runs no actor:
