@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/internal/skudir"
@@ -31,12 +32,14 @@ var ErrNotApplied = errors.New("stream: not among the committed records applied 
 // so a read waits for at most this many.
 const applyChunk = 4096
 
-// Bounds of the frames a copy keeps in memory for its applier, from their
-// append until they are applied (about one round trip to the primary's
-// commit index): beyond them it drops them and reads its log's files.
+// Bounds of the frames the copies keep in memory for the applier, from
+// their append until they are applied (about one round trip to the
+// primary's commit index): records per copy, bytes over every copy of
+// the standby. A copy that would pass them drops what it kept and its
+// applier reads the log's files.
 const (
 	pendingMaxRecords = 1 << 16
-	pendingMaxBytes   = 16 << 20
+	pendingMaxBytes   = 64 << 20
 )
 
 // committedState is a standby's state of one SKU up to a commit index.
@@ -53,6 +56,8 @@ type committedState struct {
 	pmu          sync.Mutex
 	pending      []pendingFrame
 	pendingBytes int
+	// total is the bytes kept by every copy of the standby.
+	total *atomic.Int64
 }
 
 type pendingFrame struct {
@@ -72,9 +77,9 @@ func (c *committedState) keep(first uint64, frames [][]byte) {
 	c.pmu.Lock()
 	defer c.pmu.Unlock()
 	n := len(c.pending)
-	if (n > 0 && c.pending[n-1].index+1 != first) || n+len(frames) > pendingMaxRecords || c.pendingBytes+size > pendingMaxBytes {
+	if (n > 0 && c.pending[n-1].index+1 != first) || n+len(frames) > pendingMaxRecords || c.total.Load()+int64(size) > pendingMaxBytes {
 		c.dropPendingLocked()
-		if len(frames) > pendingMaxRecords || size > pendingMaxBytes {
+		if len(frames) > pendingMaxRecords || c.total.Load()+int64(size) > pendingMaxBytes {
 			return
 		}
 	}
@@ -85,6 +90,7 @@ func (c *committedState) keep(first uint64, frames [][]byte) {
 		c.pending = append(c.pending, pendingFrame{index: first + uint64(i), frame: buf[at:len(buf):len(buf)]})
 	}
 	c.pendingBytes += size
+	c.total.Add(int64(size))
 }
 
 // takePending returns the kept frames from index from through until, if
@@ -92,18 +98,19 @@ func (c *committedState) keep(first uint64, frames [][]byte) {
 func (c *committedState) takePending(from, until uint64) []pendingFrame {
 	c.pmu.Lock()
 	defer c.pmu.Unlock()
-	i := 0
+	i, freed := 0, 0
 	for i < len(c.pending) && c.pending[i].index < from {
-		c.pendingBytes -= len(c.pending[i].frame)
+		freed += len(c.pending[i].frame)
 		i++
 	}
 	c.pending = c.pending[i:]
+	defer func() { c.pendingBytes -= freed; c.total.Add(-int64(freed)) }()
 	if len(c.pending) == 0 || c.pending[0].index != from {
 		return nil
 	}
 	n := 0
 	for n < len(c.pending) && c.pending[n].index <= until {
-		c.pendingBytes -= len(c.pending[n].frame)
+		freed += len(c.pending[n].frame)
 		n++
 	}
 	out := c.pending[:n:n]
@@ -115,6 +122,7 @@ func (c *committedState) takePending(from, until uint64) []pendingFrame {
 }
 
 func (c *committedState) dropPendingLocked() {
+	c.total.Add(-int64(c.pendingBytes))
 	c.pending, c.pendingBytes = nil, 0
 }
 

@@ -77,6 +77,8 @@ type Standby struct {
 	applyMu   sync.Mutex
 	applyDue  map[*standbySKU]struct{}
 	applyWake chan struct{}
+	// pendingBytes are the frames every copy keeps for the applier.
+	pendingBytes atomic.Int64
 }
 
 // standbySKU is the copy of one SKU; its fields are the session
@@ -265,7 +267,7 @@ func (s *Standby) openAll() error {
 		s.mu.Lock()
 		x := s.skus[k]
 		if x == nil {
-			x = &standbySKU{key: k, dir: dir.String()}
+			x = &standbySKU{key: k, dir: dir.String(), reads: committedState{total: &s.pendingBytes}}
 			s.skus[k] = x
 		}
 		s.mu.Unlock()
@@ -501,7 +503,7 @@ func (s *Standby) sku(k skuKey) (*standbySKU, error) {
 			return nil, err
 		}
 	}
-	x = &standbySKU{key: k, dir: dir}
+	x = &standbySKU{key: k, dir: dir, reads: committedState{total: &s.pendingBytes}}
 	if err := s.reopen(x); err != nil {
 		return nil, err
 	}
