@@ -36,13 +36,7 @@ import (
 // browser binary; SECKILL_TEST_ARTIFACTS a folder for the screenshots
 // (default: the test's temp dir, logged).
 func TestDashboardInBrowser(t *testing.T) {
-	browser := os.Getenv("SECKILL_CHROMIUM")
-	if browser == "" {
-		var err error
-		if browser, err = exec.LookPath("chromium"); err != nil {
-			t.Fatalf("chromium is needed for the dashboard's browser test (apt-get install chromium, or set SECKILL_CHROMIUM): %v", err)
-		}
-	}
+	browser := chromium(t)
 	bin := seckilldtest.Build(t, raceEnabled)
 	dir := t.TempDir()
 	d := startDaemon(t, bin, dir)
@@ -51,63 +45,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser),
-		chromedp.NoSandbox, // as root Chromium refuses to start without it (crbug.com/638180)
-		chromedp.WindowSize(1400, 1000),
-	)
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	page, cancelPage := chromedp.NewContext(alloc)
-	defer cancelPage()
-
-	// Every JavaScript exception, console error and request to another
-	// host fails the test.
-	var mu sync.Mutex
-	var problems []string
-	problem := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		problems = append(problems, fmt.Sprintf(format, args...))
-	}
-	// Listen starts the browser; the tab enables the Runtime and Network
-	// domains itself.
-	err = chromedp.Listen(page, func(ev any) {
-		switch ev := ev.(type) {
-		case *runtime.EventExceptionThrown:
-			d := ev.ExceptionDetails
-			desc := ""
-			if d.Exception != nil {
-				desc = d.Exception.Description
-			}
-			problem("JavaScript exception at %s:%d:%d: %s %s", d.URL, d.LineNumber+1, d.ColumnNumber+1, d.Text, desc)
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeAssert {
-				var args []string
-				for _, a := range ev.Args {
-					args = append(args, string(a.Value)+a.Description)
-				}
-				problem("console.%s: %s", ev.Type, strings.Join(args, " "))
-			}
-		case *cdplog.EventEntryAdded:
-			// The browser's own messages: a Content Security Policy
-			// violation, a failed script. A failed request is expected
-			// while the server restarts (the page retries it).
-			if e := ev.Entry; e.Level == cdplog.EntryLevelError && e.Source != cdplog.EntrySourceNetwork {
-				problem("browser log (%s): %s %s", e.Source, e.Text, e.URL)
-			}
-		case *network.EventRequestWillBeSent:
-			u, err := url.Parse(ev.Request.URL)
-			if err != nil || (u.Scheme != "data" && u.Host != origin.Host) {
-				problem("request to another host: %s", ev.Request.URL)
-			}
-		}
-	})
-	if err != nil {
-		t.Fatalf("starting %s: %v", browser, err)
-	}
+	page, problems := openBrowser(t, browser, origin)
 	screenshot := func(name string) {
 		png, err := chromedp.Run(page, chromedp.FullScreenshot(100))
 		if err != nil {
@@ -128,9 +66,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	defer func() { // before the browser's context ends
 		if t.Failed() {
 			screenshot("dashboard-failed.png")
-			mu.Lock()
-			t.Logf("page problems so far: %q", problems)
-			mu.Unlock()
+			t.Logf("page problems so far: %q", problems.list())
 		}
 	}()
 	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
@@ -139,27 +75,8 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	// text returns the text of the first element sel matches ("" if none).
-	text := func(sel string) string {
-		js := fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, sel)
-		s, err := chromedp.Run(page, chromedp.Evaluate[string](js))
-		if err != nil {
-			t.Fatalf("reading %s: %v", sel, err)
-		}
-		return s
-	}
-	// shows waits until sel's text is want: a bound, not a wait (a loaded
-	// machine may take long).
-	shows := func(sel, want string) {
-		t.Helper()
-		deadline := time.Now().Add(browserBound)
-		for got := text(sel); got != want; got = text(sel) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s shows %q, not %q within %v", sel, got, want, browserBound)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	text := func(sel string) string { return pageText(t, page, sel) }
+	shows := func(sel, want string) { t.Helper(); pageShows(t, page, sel, want) }
 	// figure returns the value the Durability card shows for key.
 	figure := func(key string) string {
 		js := fmt.Sprintf(`(() => { for (const k of document.querySelectorAll('#t-durability .k'))
@@ -204,6 +121,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	run("opening the login link", chromedp.Navigate(d.Base+link.str("login_url")))
 	shows(row+".available-count", "10000")
 	shows("#conn", "live")
+	if !hidden(t, page, "#replica") {
+		t.Fatal("a single seckilld's dashboard shows a replica set card")
+	}
 	if href := location(); href != d.Base+"/admin/dashboard" {
 		t.Fatalf("after the login link the page is at %s, not %s/admin/dashboard", href, d.Base)
 	}
@@ -323,10 +243,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	shows(row+".confirmed-count", "1")
 	location()
 
-	mu.Lock()
-	defer mu.Unlock()
-	if len(problems) > 0 {
-		t.Fatalf("the page misbehaved:\n%s", strings.Join(problems, "\n"))
+	if p := problems.list(); len(p) > 0 {
+		t.Fatalf("the page misbehaved:\n%s", strings.Join(p, "\n"))
 	}
 }
 
@@ -371,4 +289,128 @@ func wideStats() map[string]any {
 	totals := row("", "", "", "")
 	totals["granted"], totals["returned"], totals["skus_without_snapshot"] = 3_000_000, 999_999, 1_234
 	return map[string]any{"at": "2000-01-01T00:00:00Z", "interval_seconds": 1, "sku_count": 10_000, "totals": totals, "skus": skus}
+}
+
+// pageProblems collects what the page did wrong: JavaScript exceptions,
+// console errors, browser errors, requests to another host.
+type pageProblems struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (p *pageProblems) add(s string) { p.mu.Lock(); p.seen = append(p.seen, s); p.mu.Unlock() }
+
+func (p *pageProblems) list() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.seen...)
+}
+
+// openBrowser starts headless Chromium (the binary browser) in a 1,400 x
+// 1,000 px window and returns its tab, whose problems (every JavaScript
+// exception, console error, browser error and request to a host other
+// than origin's) are collected. It stops with the test.
+func openBrowser(t *testing.T, browser string, origin *url.URL) (context.Context, *pageProblems) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser),
+		chromedp.NoSandbox, // as root Chromium refuses to start without it (crbug.com/638180)
+		chromedp.WindowSize(1400, 1000),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(cancelAlloc)
+	page, cancelPage := chromedp.NewContext(alloc)
+	t.Cleanup(cancelPage)
+
+	// Every JavaScript exception, console error and request to another
+	// host fails the test.
+	problems := &pageProblems{}
+	problem := func(format string, args ...any) { problems.add(fmt.Sprintf(format, args...)) }
+	// Listen starts the browser; the tab enables the Runtime and Network
+	// domains itself.
+	err := chromedp.Listen(page, func(ev any) {
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			d := ev.ExceptionDetails
+			desc := ""
+			if d.Exception != nil {
+				desc = d.Exception.Description
+			}
+			problem("JavaScript exception at %s:%d:%d: %s %s", d.URL, d.LineNumber+1, d.ColumnNumber+1, d.Text, desc)
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+				var args []string
+				for _, a := range ev.Args {
+					args = append(args, string(a.Value)+a.Description)
+				}
+				problem("console.%s: %s", ev.Type, strings.Join(args, " "))
+			}
+		case *cdplog.EventEntryAdded:
+			// The browser's own messages: a Content Security Policy
+			// violation, a failed script. A failed request is expected
+			// while the server restarts (the page retries it).
+			if e := ev.Entry; e.Level == cdplog.EntryLevelError && e.Source != cdplog.EntrySourceNetwork {
+				problem("browser log (%s): %s %s", e.Source, e.Text, e.URL)
+			}
+		case *network.EventRequestWillBeSent:
+			u, err := url.Parse(ev.Request.URL)
+			if err != nil || (u.Scheme != "data" && u.Host != origin.Host) {
+				problem("request to another host: %s", ev.Request.URL)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("starting %s: %v", browser, err)
+	}
+	return page, problems
+}
+
+// pageText returns the text of the first element sel matches ("" if none).
+func pageText(t *testing.T, page context.Context, sel string) string {
+	t.Helper()
+	js := fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, sel)
+	s, err := chromedp.Run(page, chromedp.Evaluate[string](js))
+	if err != nil {
+		t.Fatalf("reading %s: %v", sel, err)
+	}
+	return s
+}
+
+// pageShows waits until sel's text is want: a bound, not a wait (a loaded
+// machine may take long).
+func pageShows(t *testing.T, page context.Context, sel, want string) {
+	t.Helper()
+	deadline := time.Now().Add(browserBound)
+	for got := pageText(t, page, sel); got != want; got = pageText(t, page, sel) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s shows %q, not %q within %v", sel, got, want, browserBound)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// chromium returns the browser binary: $SECKILL_CHROMIUM, or chromium on
+// the PATH (.ci/run installs it).
+func chromium(t *testing.T) string {
+	t.Helper()
+	if b := os.Getenv("SECKILL_CHROMIUM"); b != "" {
+		return b
+	}
+	b, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium is needed for the dashboard's browser test (apt-get install chromium, or set SECKILL_CHROMIUM): %v", err)
+	}
+	return b
+}
+
+// hidden reports whether sel matches an element that is hidden.
+func hidden(t *testing.T, page context.Context, sel string) bool {
+	t.Helper()
+	h, err := chromedp.Run(page, chromedp.Evaluate[bool](fmt.Sprintf(`(document.querySelector(%q) || {}).hidden === true`, sel)))
+	if err != nil {
+		t.Fatalf("reading %s: %v", sel, err)
+	}
+	return h
 }

@@ -113,7 +113,7 @@ func (s *Server) handleGet(ctx *fasthttp.RequestCtx) string {
 	// A reservation changes (paid, closed) and names a user: no shared
 	// cache may keep it, and a client asks again each time.
 	ctx.Response.Header.Set("Cache-Control", "private, no-cache")
-	return write(ctx, jsonReply(fasthttp.StatusOK, v.State.String(), feed.NewReservation(v)))
+	return write(ctx, reservationReply(v))
 }
 
 // handleLookup is GET /v1/campaigns/{c}/skus/{s}/requests/{request_id}.
@@ -129,13 +129,23 @@ func (s *Server) handleLookup(ctx *fasthttp.RequestCtx) string {
 	if err != nil {
 		return write(ctx, s.readError("lookup_request", err))
 	}
+	ctx.Response.Header.Set("Cache-Control", "private, no-cache") // the reservation it names changes
+	return write(ctx, lookupReply(requestID, res))
+}
+
+// lookupReply is the answer of a request_id lookup that found res.
+func lookupReply(requestID string, res sku.Result) reply {
 	body := requestBody{RequestID: requestID, Outcome: res.Outcome.String(), ReservationID: res.Reservation.ReservationID}
 	if res.Outcome == sku.OutcomeAccepted {
 		r := feed.NewReservation(res.Reservation)
 		body.Reservation = &r
 	}
-	ctx.Response.Header.Set("Cache-Control", "private, no-cache") // the reservation it names changes
-	return write(ctx, jsonReply(fasthttp.StatusOK, body.Outcome, body))
+	return jsonReply(fasthttp.StatusOK, body.Outcome, body)
+}
+
+// reservationReply is the answer of a reservation read that found v.
+func reservationReply(v sku.View) reply {
+	return jsonReply(fasthttp.StatusOK, v.State.String(), feed.NewReservation(v))
 }
 
 // unsigned is the 401 of a payment without a valid signature. Its

@@ -141,6 +141,11 @@ type Config struct {
 	// a replica set answers its own routes there, and NOT_PRIMARY from
 	// the moment it stops leading (replica.go). Nil: the API alone.
 	Front func(next fasthttp.RequestHandler) fasthttp.RequestHandler
+	// ReplicaSet, when set (a member of a replica set), returns the
+	// replica's state as GET /admin/replica shows it (role, epoch, sync
+	// set, each standby's lag): each stats sample carries it as
+	// replica_set, and the dashboard draws it.
+	ReplicaSet func() any
 }
 
 func (c *Config) fill() error {

@@ -21,6 +21,9 @@ type statsDoc struct {
 	// Totals sums every SKU, selected or not.
 	Totals statsRow   `json:"totals"`
 	Rows   []statsRow `json:"skus"`
+	// ReplicaSet is the replica's state (Config.ReplicaSet), omitted for
+	// a process that is no replica.
+	ReplicaSet any `json:"replica_set,omitempty"`
 }
 
 // statsRow is one SKU, or the totals (without ids and status).

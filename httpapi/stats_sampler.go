@@ -138,6 +138,9 @@ func (s *Server) SampleStats(now time.Time) {
 		dt = now.Sub(sp.at).Seconds()
 	}
 	doc := &statsDoc{At: timefmt.Millis(now.UnixMilli()), IntervalSeconds: dt, Rows: make([]statsRow, 0, len(stats))}
+	if s.cfg.ReplicaSet != nil {
+		doc.ReplicaSet = s.cfg.ReplicaSet()
+	}
 	var tot totalsBuilder
 	tot.row.InvariantOK = true
 	tot.row.MaxQueueWaitMs = millis(s.limits.MaxQueueWait)

@@ -127,6 +127,18 @@ type Shipper interface {
 	Ship(b *Batch)
 }
 
+// DurableShipper is a Shipper also told, once each batch it was handed
+// is durable here (written, fsynced, and its folder synced when it made a
+// segment), the batch's last index: on the flusher goroutine (in
+// Options.Stepped mode, the caller's that flushed), outside the log's
+// lock, so it may call the log. It must not block. A replication layer
+// learns from it when its log's commit index may rise (CommitIndex is
+// min(DurableIndex, what Confirm covered)).
+type DurableShipper interface {
+	Shipper
+	Durable(index uint64)
+}
+
 // Observer is told about each batch the flusher commits: how many records
 // it held and how long its fsync took (zero without fsync). It is called
 // on the flusher goroutine and must not block.

@@ -195,8 +195,14 @@ func (l *Log) flushLocked() bool {
 			l.notifyDurableLocked()
 		}
 	}
+	last := batch.LastIndex()
 	batch.reset()
 	l.spare = batch
+	if d, ok := l.opts.Shipper.(DurableShipper); ok && err == nil {
+		l.mu.Unlock()
+		d.Durable(last)
+		l.mu.Lock()
+	}
 	return err == nil
 }
 

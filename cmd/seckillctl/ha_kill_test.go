@@ -232,6 +232,15 @@ func TestReplicaSetSurvivesKillOfThePrimary(t *testing.T) {
 		body["error"] != "NOT_PRIMARY" || body["primary"] != "b" || body["address"] != b.Base {
 		t.Fatalf("the rejoined standby's answer to a reserve: %d %v", code, body)
 	}
+	// The standby serves the committed records it applied: every
+	// acknowledged reservation, from itself; what it cannot prove absent
+	// goes to the primary.
+	checkStandbyReads(t, a.Base, acked)
+	if resp, err := http.Get(a.Base + "/v1/campaigns/demo/skus/sku-1/requests/never-sent"); err != nil || resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Fatalf("the standby's answer to a lookup of a request it has no record of: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 
 	// ha status: b leads, a is its published standby, with its lag.
 	var st haStatus
@@ -497,4 +506,44 @@ func TestReplicaSetWhileEtcdIsPaused(t *testing.T) {
 	}
 	checkAcks(t, leader.Base, acked)
 	t.Logf("%d acknowledged reservations, all on %s, the primary after etcd's pause", len(acked), leader.Base)
+}
+
+// checkStandbyReads waits until standby base answers each acknowledged
+// reservation itself (200 with X-Seckill-Read-From: standby and its
+// commit index), as the clients saw it (cancels too), and its request_id
+// lookup likewise.
+func checkStandbyReads(t *testing.T, base string, acks []ack) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for i, a := range acks {
+		urls := []string{base + "/v1/reservations/" + a.reservationID}
+		if i%50 == 0 { // a sample of the lookups: the same state, another route
+			urls = append(urls, base+"/v1/campaigns/demo/skus/sku-1/requests/"+a.requestID)
+		}
+		for _, url := range urls {
+			for {
+				resp, err := http.Get(url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var v map[string]any
+				json.NewDecoder(resp.Body).Decode(&v)
+				resp.Body.Close()
+				if r, ok := v["reservation"].(map[string]any); ok {
+					v = r // a lookup's answer names the reservation
+				}
+				if resp.StatusCode == http.StatusOK && resp.Header.Get("X-Seckill-Read-From") == "standby" && resp.Header.Get("X-Seckill-Commit-Index") != "" &&
+					v["request_id"] == a.requestID && v["token_id"] == a.token && (!a.cancelled || v["state"] == "CLOSED") {
+					break
+				}
+				if resp.StatusCode != http.StatusMisdirectedRequest && resp.StatusCode != http.StatusOK {
+					t.Fatalf("standby read %s: %d %v", url, resp.StatusCode, v)
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the standby never served acknowledged %s (cancelled %v): %d %v %v", url, a.cancelled, resp.StatusCode, resp.Header, v)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
 }

@@ -23,8 +23,10 @@ import (
 //	                     (switchover.go): 202, then see GET /admin/replica
 //
 // While it is not the primary: GET /metrics (this replica's registry),
-// GET /readyz 503 NOT_PRIMARY, and every other request 421 NOT_PRIMARY
-// naming the primary (httpapi.NotPrimary). The front checks the state on
+// GET /readyz 503 NOT_PRIMARY, a GET of a reservation or a request_id
+// whose committed record the standby applied (httpapi.StandbyRead), and
+// every other request 421 NOT_PRIMARY naming the primary
+// (httpapi.NotPrimary). The front checks the state on
 // every request, so a demoted primary refuses from the moment it demotes,
 // on connections already open too.
 
@@ -80,6 +82,9 @@ func (n *haNode) front(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			if string(ctx.Path()) == "/metrics" || string(ctx.Path()) == "/readyz" {
 				next(ctx) // the standby's own handler
 				return
+			}
+			if s.reads != nil && httpapi.StandbyRead(ctx, s.reads) {
+				return // a committed record this standby applied
 			}
 			httpapi.NotPrimary(ctx, s.Set, s.Primary, s.primaryHTTP)
 			return

@@ -18,6 +18,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/ledger"
 	"github.com/seckill/seckill/replica"
 )
@@ -79,14 +80,28 @@ type follower struct {
 // primary's logs until Close.
 type standbyStream interface {
 	Status() standbyStatus
+	// Reads is its state of the committed records it applied, which
+	// answers status reads (nil: none).
+	Reads() httpapi.StandbyReader
 	Close() error
 }
 
 type standbyStatus struct {
-	Epoch     uint64 `json:"epoch"`
-	Connected bool   `json:"connected"`
-	Records   uint64 `json:"records"`
-	LastError string `json:"last_error,omitempty"`
+	Epoch     uint64      `json:"epoch"`
+	Connected bool        `json:"connected"`
+	Records   uint64      `json:"records"`
+	LastError string      `json:"last_error,omitempty"`
+	SKUs      []copiedSKU `json:"skus,omitempty"`
+}
+
+// copiedSKU is a standby's copy of one SKU log: its last record, the
+// primary's commit index it heard, and the index its reads reach.
+type copiedSKU struct {
+	CampaignID  string `json:"campaign_id"`
+	SKUID       string `json:"sku_id"`
+	LastIndex   uint64 `json:"last_index"`
+	CommitIndex uint64 `json:"commit_index"`
+	Applied     uint64 `json:"applied"`
 }
 
 // haState is what the HTTP handlers and metrics show of the replica,
@@ -105,6 +120,8 @@ type haState struct {
 	Switchover  string          `json:"switchover,omitempty"`
 	serving     bool            // the API is served (primary, engine open)
 	primaryHTTP string          // Address, for NOT_PRIMARY
+	// reads answers status reads of committed records while standby.
+	reads httpapi.StandbyReader
 }
 
 type standbyReport struct {
@@ -505,6 +522,7 @@ func (n *haNode) demote() error {
 func (n *haNode) openTenure(t *primaryTenure) error {
 	deps := n.deps
 	deps.reg, deps.replicate, deps.front, deps.deferCampaigns = t.reg, t.stream.Replicate, n.front, n.opts.cell.id == ""
+	deps.replicaSet = func() any { return n.state.Load() }
 	svc, err := openService(deps)
 	if err != nil {
 		return err
@@ -621,6 +639,7 @@ func (n *haNode) publishState() {
 		if n.standby.stream != nil {
 			st := n.standby.stream.Status()
 			s.Copy = &st
+			s.reads = n.standby.stream.Reads()
 		}
 	}
 	if s.Sync == nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/internal/etcdtest"
 	"github.com/seckill/seckill/ledger"
 	"github.com/seckill/seckill/replica"
@@ -102,7 +103,8 @@ type fakeStandby struct {
 	name, primary string
 }
 
-func (s *fakeStandby) Status() standbyStatus { return standbyStatus{Connected: true} }
+func (s *fakeStandby) Status() standbyStatus        { return standbyStatus{Connected: true} }
+func (s *fakeStandby) Reads() httpapi.StandbyReader { return nil }
 
 func (s *fakeStandby) Close() error {
 	s.net.mu.Lock()

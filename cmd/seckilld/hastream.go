@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/replica"
 	"github.com/seckill/seckill/replica/stream"
 	"github.com/seckill/seckill/wal"
@@ -53,9 +54,15 @@ func (s streamPrimary) Followers() []follower {
 
 type streamStandby struct{ s *stream.Standby }
 
-func (s streamStandby) Close() error { return s.s.Close() }
+func (s streamStandby) Close() error                 { return s.s.Close() }
+func (s streamStandby) Reads() httpapi.StandbyReader { return s.s }
 
 func (s streamStandby) Status() standbyStatus {
 	st := s.s.Status()
-	return standbyStatus{Epoch: st.Epoch, Connected: st.Connected, Records: st.Records, LastError: st.LastError}
+	out := standbyStatus{Epoch: st.Epoch, Connected: st.Connected, Records: st.Records, LastError: st.LastError}
+	for _, k := range st.SKUs {
+		out.SKUs = append(out.SKUs, copiedSKU{CampaignID: k.CampaignID, SKUID: k.SKUID, LastIndex: k.LastIndex,
+			CommitIndex: k.CommitIndex, Applied: k.Applied})
+	}
+	return out
 }

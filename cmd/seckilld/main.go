@@ -200,8 +200,9 @@ type svcDeps struct {
 	// replicate, when set, makes the engine's logs replicated (a
 	// primary's stream sets actors.Config's replication).
 	replicate func(*actors.Config)
-	// front is httpapi.Config.Front.
-	front func(next fasthttp.RequestHandler) fasthttp.RequestHandler
+	// front is httpapi.Config.Front; replicaSet, httpapi.Config.ReplicaSet.
+	front      func(next fasthttp.RequestHandler) fasthttp.RequestHandler
+	replicaSet func() any
 	// deferCampaigns leaves the campaigns to the caller (a replica's
 	// primary defines them while it serves: with --sync-strict nothing
 	// commits until a standby is waited for).
@@ -275,6 +276,7 @@ func openService(d svcDeps) (_ *service, err error) {
 		EntryPasses:    opts.entryPasses,
 		FeedHeartbeat:  opts.feedHeartbeat,
 		Front:          d.front,
+		ReplicaSet:     d.replicaSet,
 	})
 	if err != nil {
 		return nil, err

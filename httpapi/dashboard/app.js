@@ -178,6 +178,26 @@ function drawTotals(doc) {
   $('t-spark-latency').replaceChildren(sparkLatency(s));
 }
 
+// drawReplica shows the replica set this server leads (the sample's
+// replica_set, as GET /admin/replica reports it): its role and epoch, the
+// sync set (the standbys that may be promoted), and each standby's
+// connection and lag. Hidden on a server that is no replica.
+function drawReplica(r) {
+  $('replica').hidden = !r;
+  if (!r) return;
+  $('r-set').textContent = r.replica_set;
+  const pairs = [
+    ['replica', r.replica], ['role', r.role, 'r-role ' + (r.role === 'primary' ? '' : 'bad')], ['epoch', String(r.epoch), 'r-epoch'],
+    ['sync set', (r.sync || []).join(', ') || 'none', 'r-sync ' + ((r.sync || []).length ? '' : 'bad')],
+  ];
+  for (const b of r.standbys || []) {
+    let v = 'disconnected';
+    if (b.connected) v = `${b.caught_up ? 'caught up' : 'catching up'} · lag ${int(b.lag_records)} rec · ${ms(b.lag_ms)}`;
+    pairs.push([`standby ${b.name}`, v, 'r-standby ' + (b.connected ? '' : 'bad')]);
+  }
+  figures($('r-figures'), pairs);
+}
+
 // oldestSnapshot describes the totals' snapshots: the oldest of the SKUs
 // that have one, and how many have none.
 function oldestSnapshot(t) {
@@ -266,6 +286,7 @@ function onStats(doc) {
     for (const r of doc.skus) pushPoint(`${r.campaign_id}/${r.sku_id}`, r);
   }
   drawTotals(doc);
+  drawReplica(doc.replica_set);
   drawRows(doc);
   $('at').textContent = 'sample ' + new Date(doc.at).toLocaleTimeString();
 }

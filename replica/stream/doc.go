@@ -23,6 +23,7 @@
 //	primary → standby  snapshot chunks of a snapshot (base copy or new)
 //	primary → standby  records a run of frames from index i
 //	standby → primary  ack     per SKU: the copy's durable index
+//	primary → standby  commit  per SKU: the primary's commit index
 //
 // # Primary
 //
@@ -88,10 +89,16 @@
 // (what the primary's feed retention and standbys hold back), so its
 // disk use follows the primary's and a promotion replays little.
 //
-// The standby does not apply the records to sku.Machines: a promoted
-// standby closes the Standby and opens an actors.Engine over the same
-// data dir, which recovers every SKU from its newest snapshot and log as
-// at any start.
+// The primary sends each SKU's commit index (msgCommit) as it rises (at
+// a confirmation, or when the log tells it a batch is durable here:
+// wal.DurableShipper), on a connection only once the SKU's copy began on
+// it (after any cut), coalesced per SKU, and
+// the standby applies its copy to a sku.Machine of its own up to
+// min(commit index, its durable index), never beyond: its Get and
+// Lookup serve reads of committed records (reads.go). It runs no actor:
+// a promoted standby closes the Standby and opens an actors.Engine over
+// the same data dir, which recovers every SKU from its newest snapshot
+// and log as at any start.
 //
 // # On disk
 //

@@ -85,7 +85,8 @@ type Primary struct {
 	wg   sync.WaitGroup
 }
 
-// primarySKU is one SKU log of the primary; it is the log's wal.Shipper.
+// primarySKU is one SKU log of the primary; it is the log's
+// wal.DurableShipper.
 type primarySKU struct {
 	p       *Primary
 	key     skuKey
@@ -106,7 +107,11 @@ type primarySKU struct {
 	// last is the last batch shipped, as a message, for a connection
 	// whose catch-up from disk reaches it while it is being written.
 	last shippedBatch
+	// told is the highest commit index sent to the standbys (msgCommit).
+	told uint64
 }
+
+var _ wal.DurableShipper = (*primarySKU)(nil)
 
 type shippedBatch struct {
 	first, last uint64
@@ -234,7 +239,7 @@ func (p *Primary) opened(k skuKey, dir string, log *wal.Log) error {
 	}
 	replaced := s.log != nil
 	s.log, s.dir, s.history = log, dir, h
-	s.shipped, s.confirmed, s.found, s.last = log.LastIndex(), 0, log.LastIndex(), shippedBatch{}
+	s.shipped, s.confirmed, s.found, s.last, s.told = log.LastIndex(), 0, log.LastIndex(), shippedBatch{}, 0
 	if n := len(snaps); n > 0 {
 		s.snapshot = snaps[n-1].Index
 	}
@@ -306,6 +311,34 @@ func (p *Primary) commitLocked(s *primarySKU) {
 	if ok && index > s.confirmed {
 		s.confirmed = index
 		s.log.Confirm(index)
+		p.tellCommitLocked(s, min(index, s.log.DurableIndex()))
+	}
+}
+
+// Durable implements wal.DurableShipper, on the log's flusher goroutine
+// once the records through index are durable here: the log's commit index
+// is then min(index, the index confirmed).
+func (s *primarySKU) Durable(index uint64) {
+	p := s.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s.log != nil && !p.closed {
+		p.tellCommitLocked(s, min(index, s.confirmed))
+	}
+}
+
+// tellCommitLocked sends the standbys a SKU log's commit index as it
+// rises (msgCommit): a standby serves reads of the records up to it. The
+// log's commit index is min(durable here, confirmed), so it rises only at
+// a fsync here (Durable) or a confirmation (commitLocked): the standbys
+// hear of each rise, once per batch at most, not per record.
+func (p *Primary) tellCommitLocked(s *primarySKU, commit uint64) {
+	if commit <= s.told {
+		return
+	}
+	s.told = commit
+	for _, c := range p.conns {
+		c.noteCommitLocked(s.key, commit)
 	}
 }
 

@@ -151,6 +151,15 @@ func (c *primaryConn) startLocked(s *primarySKU) {
 	c.wakeUp()
 }
 
+// noteCommitLocked sends the SKU's commit index to the standby once its
+// copy began on this connection (its records up to the index are then
+// the primary's: a cut of a tail the primary lacks comes before).
+func (c *primaryConn) noteCommitLocked(k skuKey, index uint64) {
+	if cs := c.skus[k]; cs != nil && cs.mode != modeStart {
+		c.queue.noteCommit(k, index)
+	}
+}
+
 // shipLocked queues the batch s just shipped if the copy is live; a full
 // queue sends the copy back to catching up from disk.
 func (c *primaryConn) shipLocked(s *primarySKU) {
@@ -286,10 +295,14 @@ func (p *Primary) readAcks(c *primaryConn, br *bufio.Reader, buf []byte) error {
 func (p *Primary) write(c *primaryConn) {
 	w := bufio.NewWriterSize(c.nc, 256<<10)
 	var batch [][]byte
+	var commits []ack
 	for {
-		batch = c.queue.popAll(batch)
-		if batch == nil {
+		var ok bool
+		if batch, commits, ok = c.queue.popAll(batch, commits); !ok {
 			return
+		}
+		if len(commits) > 0 {
+			batch = append(batch, encodeCommits(p.cfg.Epoch, commits))
 		}
 		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
 		var err error
@@ -453,6 +466,9 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 		acked = 0 // until it acknowledges the installed copy
 	}
 	p.setAckedLocked(c.name, s.key, acked)
+	if s.log == log {
+		c.noteCommitLocked(s.key, log.CommitIndex())
+	}
 	return true, false
 }
 

@@ -20,10 +20,15 @@ type sendQueue struct {
 	items  [][]byte
 	bytes  int
 	closed bool
+	// commits are the commit indexes to send, one per SKU at most
+	// (bounded by the SKUs): each goes after every message queued before
+	// it was noted, so a standby hears of a commit index only after the
+	// begin of its copy on this connection (noteCommit).
+	commits map[skuKey]uint64
 }
 
 func newSendQueue() *sendQueue {
-	q := &sendQueue{}
+	q := &sendQueue{commits: make(map[skuKey]uint64)}
 	q.cond.L = &q.mu
 	return q
 }
@@ -63,22 +68,40 @@ func (q *sendQueue) addLocked(m []byte) {
 	q.cond.Broadcast()
 }
 
-// popAll waits for messages and takes them all (nil once closed).
-func (q *sendQueue) popAll(dst [][]byte) [][]byte {
+// noteCommit queues a SKU's commit index, coalesced with one not sent
+// yet. It never waits (the primary's commit watcher calls it).
+func (q *sendQueue) noteCommit(k skuKey, index uint64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for !q.closed && len(q.items) == 0 {
+	if q.closed || index <= q.commits[k] {
+		return
+	}
+	q.commits[k] = index
+	q.cond.Broadcast()
+}
+
+// popAll waits for messages or commit indexes and takes them all: the
+// messages, then the commit indexes; ok is false once closed.
+func (q *sendQueue) popAll(dst [][]byte, commits []ack) (_ [][]byte, _ []ack, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for !q.closed && len(q.items) == 0 && len(q.commits) == 0 {
 		q.cond.Wait()
 	}
 	if q.closed {
-		return nil
+		return nil, nil, false
 	}
 	dst = append(dst[:0], q.items...)
 	clear(q.items)
 	q.items = q.items[:0]
 	q.bytes = 0
+	commits = commits[:0]
+	for k, i := range q.commits {
+		commits = append(commits, ack{key: k, index: i})
+	}
+	clear(q.commits)
 	q.cond.Broadcast()
-	return dst
+	return dst, commits, true
 }
 
 // close wakes every waiter; nothing more is queued or taken.

@@ -53,15 +53,35 @@ func TestSendQueueBounds(t *testing.T) {
 	if q.tryPush([]byte{1}) {
 		t.Fatal("took a message beyond the count bound")
 	}
-	if got := q.popAll(nil); len(got) != sendQueueMessages {
-		t.Fatalf("popAll took %d", len(got))
+	if got, commits, _ := q.popAll(nil, nil); len(got) != sendQueueMessages || len(commits) != 0 {
+		t.Fatalf("popAll took %d messages, %d commit indexes", len(got), len(commits))
 	}
 	big := make([]byte, sendQueueBytes+1)
 	if !q.tryPush(big) || q.tryPush([]byte{1}) {
 		t.Fatal("a message beyond the byte bound must go alone into an empty queue")
 	}
 	q.close()
-	if q.push([]byte{1}) || q.popAll(nil) != nil {
+	if _, _, ok := q.popAll(nil, nil); q.push([]byte{1}) || ok {
 		t.Fatal("a closed queue took or gave a message")
+	}
+}
+
+// TestSendQueueCoalescesCommits: a SKU's commit indexes noted before a
+// pop go as the highest one, after the messages queued with them; a lower
+// one than pending changes nothing.
+func TestSendQueueCoalescesCommits(t *testing.T) {
+	q := newSendQueue()
+	k := skuKey{"c", "s"}
+	q.tryPush([]byte{1})
+	q.noteCommit(k, 5)
+	q.noteCommit(k, 9)
+	q.noteCommit(k, 7)
+	msgs, commits, _ := q.popAll(nil, nil)
+	if len(msgs) != 1 || len(commits) != 1 || commits[0] != (ack{key: k, index: 9}) {
+		t.Fatalf("popAll gave %d messages, commits %v; want 1 and [c/s 9]", len(msgs), commits)
+	}
+	q.noteCommit(k, 10) // wakes a writer waiting with no message queued
+	if msgs, commits, _ = q.popAll(msgs, commits); len(msgs) != 0 || len(commits) != 1 || commits[0].index != 10 {
+		t.Fatalf("popAll gave %d messages, commits %v; want 0 and [c/s 10]", len(msgs), commits)
 	}
 }

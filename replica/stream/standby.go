@@ -71,6 +71,14 @@ type Standby struct {
 	unlock func() error // the data dir's lock (actors.LockDataDir)
 	done   chan struct{}
 	wg     sync.WaitGroup
+
+	// The applier's work (reads.go): the copies whose committed state may
+	// advance.
+	applyMu   sync.Mutex
+	applyDue  map[*standbySKU]struct{}
+	applyWake chan struct{}
+	// pendingBytes are the frames every copy keeps for the applier.
+	pendingBytes atomic.Int64
 }
 
 // standbySKU is the copy of one SKU; its fields are the session
@@ -80,6 +88,8 @@ type standbySKU struct {
 	dir     string
 	log     *wal.Log // nil while a base copy installs
 	install *install
+	// reads is the copy applied up to the commit index (reads.go).
+	reads committedState
 }
 
 // install is a snapshot being received: a base copy's (the copy's log
@@ -125,6 +135,9 @@ func NewStandby(cfg StandbyConfig) (*Standby, error) {
 		metrics: newStandbyMetrics(cfg.Registerer),
 		skus:    make(map[skuKey]*standbySKU),
 		done:    make(chan struct{}),
+
+		applyDue:  make(map[*standbySKU]struct{}),
+		applyWake: make(chan struct{}, 1),
 	}
 	s.epoch.Store(e)
 	s.metrics.epoch.Set(float64(e))
@@ -134,8 +147,9 @@ func NewStandby(cfg StandbyConfig) (*Standby, error) {
 		unlock()
 		return nil, err
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.run()
+	go s.applier()
 	return s, nil
 }
 
@@ -143,6 +157,9 @@ func NewStandby(cfg StandbyConfig) (*Standby, error) {
 type SKUState struct {
 	CampaignID, SKUID       string
 	LastIndex, DurableIndex uint64
+	// CommitIndex is the highest the primary sent; Applied, the index
+	// the standby's reads reach (at most CommitIndex).
+	CommitIndex, Applied uint64
 }
 
 // StandbyState is what a standby knows of its copy.
@@ -167,6 +184,12 @@ func (s *Standby) Status() StandbyState {
 		if x.log != nil {
 			c.LastIndex, c.DurableIndex = x.log.LastIndex(), x.log.DurableIndex()
 		}
+		x.reads.mu.Lock()
+		c.CommitIndex = x.reads.commit
+		if x.reads.m != nil {
+			c.Applied = x.reads.applied
+		}
+		x.reads.mu.Unlock()
 		st.SKUs = append(st.SKUs, c)
 	}
 	sort.Slice(st.SKUs, func(i, j int) bool {
@@ -244,7 +267,7 @@ func (s *Standby) openAll() error {
 		s.mu.Lock()
 		x := s.skus[k]
 		if x == nil {
-			x = &standbySKU{key: k, dir: dir.String()}
+			x = &standbySKU{key: k, dir: dir.String(), reads: committedState{total: &s.pendingBytes}}
 			s.skus[k] = x
 		}
 		s.mu.Unlock()
@@ -382,6 +405,8 @@ func (s *Standby) session() error {
 			err = decodeRecords(&m.body, func(k skuKey, first uint64, frames [][]byte) error {
 				return s.append(k, first, frames, acks)
 			})
+		case msgCommit:
+			err = s.commits(&m.body)
 		default:
 			err = fmt.Errorf("%w: message %d from the primary", errProtocol, m.typ)
 		}
@@ -474,7 +499,7 @@ func (s *Standby) sku(k skuKey) (*standbySKU, error) {
 			return nil, err
 		}
 	}
-	x = &standbySKU{key: k, dir: dir}
+	x = &standbySKU{key: k, dir: dir, reads: committedState{total: &s.pendingBytes}}
 	if err := s.reopen(x); err != nil {
 		return nil, err
 	}
@@ -536,6 +561,22 @@ func (c standbyCopy) WriteHistory(h replica.History) error {
 	return WriteHistory(c.x.dir, h)
 }
 
+// commits takes the primary's commit indexes: the applier brings each
+// copy's committed state up to them.
+func (s *Standby) commits(d *decoder) error {
+	list, err := decodeCommits(d)
+	if err != nil {
+		return err
+	}
+	for _, c := range list {
+		if x := s.lookupSKU(c.key); x != nil {
+			x.reads.noteCommit(c.index)
+			s.wakeApplier(x)
+		}
+	}
+	return nil
+}
+
 // cut removes the records after index (never committed: the primary does
 // not hold them) and the snapshots beyond them.
 func (s *Standby) cut(x *standbySKU, index uint64) error {
@@ -545,6 +586,7 @@ func (s *Standby) cut(x *standbySKU, index uint64) error {
 		return err
 	}
 	s.metrics.cuts.Add(float64(removed))
+	x.reads.cutAfter(index)
 	if err := removeSnapshots(x.dir, func(i uint64) bool { return i > index }); err != nil {
 		return err
 	}
@@ -554,6 +596,7 @@ func (s *Standby) cut(x *standbySKU, index uint64) error {
 // dropCopy removes a copy's log and snapshots before a base copy.
 func (s *Standby) dropCopy(x *standbySKU) error {
 	s.closeLog(x)
+	x.reads.reset()
 	if err := os.RemoveAll(skudir.Dir(x.dir).WAL()); err != nil {
 		return err
 	}
@@ -718,6 +761,7 @@ func (s *Standby) finishInstall(x *standbySKU, index uint64, acks *acker) error 
 	s.metrics.bases.Inc()
 	s.logger.Info("replica: base copy installed", "sku", x.key.String(), "snapshot_index", index)
 	acks.note(x.key, index)
+	s.wakeApplier(x)
 	return nil
 }
 
@@ -743,10 +787,14 @@ func (s *Standby) append(k skuKey, first uint64, frames [][]byte, acks *acker) e
 			return
 		}
 		acks.note(k, last)
+		s.wakeApplier(x)
 	})
 	if err != nil {
 		return fmt.Errorf("copy of %s: %w", k, err)
 	}
+	// Kept for the applier, so it need not read them back from the files;
+	// a batch made durable before this line is read from the files instead.
+	x.reads.keep(first, frames)
 	s.records.Add(uint64(len(frames)))
 	s.metrics.records.Add(float64(len(frames)))
 	return nil

@@ -31,6 +31,7 @@ const (
 	msgRecords  byte = 4 // primary: campaign, sku, first index, [frame]
 	msgAck      byte = 5 // standby: [campaign, sku, durable index]
 	msgInstall  byte = 6 // primary: campaign, sku, index, size, keep from (a new snapshot; chunks follow)
+	msgCommit   byte = 7 // primary: [campaign, sku, commit index]
 
 	messageHeaderSize = 4 + 1 + 8
 	// maxMessageSize bounds a message: a whole wal batch (at most
@@ -372,16 +373,30 @@ func decodeRecords(d *decoder, fn func(key skuKey, first uint64, frames [][]byte
 	return fn(key, first, frames)
 }
 
-// ack is a standby's durable index of one SKU's copy.
+// ack is a standby's durable index of one SKU's copy (msgAck), or the
+// primary's commit index of one SKU's log (msgCommit).
 type ack struct {
 	key   skuKey
 	index uint64
 }
 
-func encodeAcks(epoch uint64, acks []ack) []byte {
-	e := newMessage(msgAck, epoch, len(acks)*40)
-	e.uvarint(len(acks))
-	for _, a := range acks {
+func encodeAcks(epoch uint64, acks []ack) []byte { return encodeIndexes(msgAck, epoch, acks) }
+
+func decodeAcks(d *decoder) ([]ack, error) { return decodeIndexes(d) }
+
+// encodeCommits is a msgCommit: each SKU's commit index on the primary
+// (in the ack's layout: one index per SKU).
+func encodeCommits(epoch uint64, commits []ack) []byte {
+	return encodeIndexes(msgCommit, epoch, commits)
+}
+
+func decodeCommits(d *decoder) ([]ack, error) { return decodeIndexes(d) }
+
+// encodeIndexes is the body of msgAck and msgCommit: [campaign, sku, index].
+func encodeIndexes(typ byte, epoch uint64, list []ack) []byte {
+	e := newMessage(typ, epoch, len(list)*40)
+	e.uvarint(len(list))
+	for _, a := range list {
 		e.str(a.key.campaignID)
 		e.str(a.key.skuID)
 		e.u64(a.index)
@@ -389,11 +404,11 @@ func encodeAcks(epoch uint64, acks []ack) []byte {
 	return e.done()
 }
 
-func decodeAcks(d *decoder) ([]ack, error) {
+func decodeIndexes(d *decoder) ([]ack, error) {
 	n := d.count(maxSKUs)
-	acks := make([]ack, 0, n)
+	list := make([]ack, 0, n)
 	for i := 0; i < n && d.err == nil; i++ {
-		acks = append(acks, ack{key: skuKey{d.str(), d.str()}, index: d.u64()})
+		list = append(list, ack{key: skuKey{d.str(), d.str()}, index: d.u64()})
 	}
-	return acks, d.end()
+	return list, d.end()
 }
