@@ -254,7 +254,7 @@ func (a *skuActor) Answer(calls []*core.Call) {
 	}
 }
 
-// Release implements shell.Host, on the log's releaser goroutine: once the
+// Release implements shell.Host, on the goroutine that releases the log's waiters: once the
 // batch is durable it publishes the SKU's durable view and hands the
 // campaign's purchase registry its events, before any caller wakes; a
 // failure of the log goes to the actor.

@@ -135,8 +135,8 @@ func (h *SKU) closeOps() {
 	}
 }
 
-// logFailed reports a failure of log to the actor, from the log's
-// releaser goroutine (it does not block): one message while the failure
+// logFailed reports a failure of log to the actor, from the goroutine
+// that releases the log's waiters (it does not block): one message while the failure
 // is unreported, however many batches the failure releases.
 func (s *SKU) logFailed(at time.Time) {
 	if s.failPending.CompareAndSwap(false, true) {

@@ -41,7 +41,7 @@ type SKU struct {
 	requests       atomic.Pointer[requestFilter]
 	// tickPending is set while a tick Engine.Tick sent is in the actor's
 	// mailbox: Tick sends no other. failPending is set while a logFailure
-	// is: the log's releaser sends no other.
+	// is: the release of the log's waiters sends no other.
 	tickPending atomic.Bool
 	failPending atomic.Bool
 	// mailbox counts the messages waiting in the actor's mailbox, bounded
