@@ -275,8 +275,7 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 	switch res.Outcome {
 	case sku.OutcomeAccepted:
 		v := res.Reservation
-		url := ReservationURL(v.ReservationID)
-		rep = reply{status: StatusOf(reason), outcome: reason, location: url,
+		rep = reply{status: StatusOf(reason), outcome: reason, reservation: v.ReservationID,
 			body: acceptedJSON(v.ReservationID, v.RequestID, v.TokenID, v.ExpireAt)}
 		return rep, false
 	case sku.OutcomeSoldOut:
