@@ -25,6 +25,7 @@ type SKU struct {
 	campaignID, skuID string
 	dir               skudir.Dir
 	pid               *actor.PID
+	box               *pinnedMailbox // pid's mailbox: drain messages are posted to it directly
 	engine            *Engine
 	in                inbox // calls waiting for the actor
 
