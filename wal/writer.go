@@ -273,13 +273,14 @@ func (l *Log) commit(b *Batch) error {
 	if err != nil && mutantRetryFsync {
 		err = l.store.Sync()
 	}
-	c.syncNanos.Add(int64(time.Since(start)))
+	took := time.Since(start)
+	c.syncNanos.Add(int64(took))
 	if err != nil {
 		return fmt.Errorf("%w: %w: records %d..%d: %w", ErrFailed, ErrSyncFailed, b.FirstIndex(), b.LastIndex(), err)
 	}
 	c.syncs.Add(1)
 	if l.opts.Observer != nil {
-		l.opts.Observer.Committed(b.Len(), time.Since(start))
+		l.opts.Observer.Committed(b.Len(), took)
 	}
 	if segmentsCreated > 0 {
 		if err := l.syncDir(); err != nil {
