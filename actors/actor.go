@@ -34,11 +34,10 @@ type logFailure struct{ at time.Time }
 // on Started (first start, or after a supervisor restart caused by a
 // panic) a new shell rebuilds the SKU from disk.
 type skuActor struct {
-	h          *SKU
-	cfg        *Config
-	dispatcher *pinnedDispatcher // runs this actor; stopped with it
-	shell      *shell.Shell
-	exec       *executor // this incarnation's
+	h     *SKU
+	cfg   *Config
+	shell *shell.Shell
+	exec  *executor // this incarnation's
 
 	// filter holds the decided request_ids, published as h.requests.
 	filter *requestFilter
@@ -155,7 +154,7 @@ func (a *skuActor) Receive(ctx actor.Context) {
 		a.h.shut()
 		a.stop()
 	case *actor.Stopped:
-		a.dispatcher.stop()
+		a.h.box.stop()
 	}
 }
 
@@ -254,7 +253,7 @@ func (a *skuActor) Answer(calls []*core.Call) {
 	}
 }
 
-// Release implements shell.Host, on the log's releaser goroutine: once the
+// Release implements shell.Host, on the goroutine that releases the log's waiters: once the
 // batch is durable it publishes the SKU's durable view and hands the
 // campaign's purchase registry its events, before any caller wakes; a
 // failure of the log goes to the actor.

@@ -74,7 +74,7 @@ var (
 // MaxSKUs + FileOperationsMax descriptors for its SKUs.
 const (
 	// DefaultMaxSKUs is Config.MaxSKUs when zero. A SKU at rest costs one
-	// file descriptor, three goroutines (its actor's dispatcher, its log's
+	// file descriptor, three goroutines (its actor's mailbox, its log's
 	// flusher and releaser) and ~50 KB of memory with few reservations (its
 	// reservations and its log's tail segment, up to 2 x WAL.SegmentSize
 	// when busy, come on top): 10,000 of them ~0.5 GB and 10,000
@@ -412,12 +412,12 @@ func (e *Engine) spawn(k skuKey) *SKU {
 	h.in.max = e.cfg.InboxMax
 	h.unavailable.Store(true)
 	cfg := &e.cfg
-	d := newPinnedDispatcher()
 	// The mailbox is bounded (mailboxMax, mailbox.go: every sender is
-	// coalesced); its ring has room beyond the bound for protoactor's own
-	// messages. Calls wait in the inbox, bounded by Config.InboxMax.
-	props := actor.PropsFromProducer(func() actor.Actor { return &skuActor{h: h, cfg: cfg, dispatcher: d} },
-		actor.WithMailbox(actor.Bounded(2*mailboxMax, mailboxBound{h: h})), actor.WithDispatcher(d))
+	// coalesced); protoactor's own messages are not counted. Calls wait in
+	// the inbox, bounded by Config.InboxMax.
+	h.box = newPinnedMailbox(h)
+	props := actor.PropsFromProducer(func() actor.Actor { return &skuActor{h: h, cfg: cfg} },
+		actor.WithMailbox(func() actor.Mailbox { return h.box }))
 	h.pid = e.system.Root.Spawn(props)
 	e.skusMu.Lock()
 	e.skus[k] = h

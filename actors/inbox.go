@@ -68,7 +68,7 @@ func (h *SKU) post(c *call) {
 	in.posted = true
 	in.mu.Unlock()
 	if send {
-		h.engine.system.Root.Send(h.pid, drain{})
+		h.box.PostUserMessage(drain{})
 	}
 }
 

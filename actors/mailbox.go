@@ -23,11 +23,11 @@ import (
 // coalesced: MessagePosted panics, naming the bound, rather than let the
 // mailbox grow (or block its senders). protoactor's own messages (Close's
 // PoisonPill; start, stop and restart go to the system mailbox) are not
-// counted: the ring has room for them.
+// counted.
 const mailboxMax = 16
 
-// mailboxBound counts a SKU's messages waiting in its mailbox (a
-// protoactor mailbox middleware): posted, not yet taken by Receive.
+// mailboxBound counts a SKU's messages waiting in its mailbox
+// (pinnedMailbox): posted, not yet taken by Receive.
 type mailboxBound struct{ h *SKU }
 
 // counted reports whether msg is one of the messages the bound counts.
@@ -39,9 +39,6 @@ func counted(msg any) bool {
 	return false
 }
 
-func (b mailboxBound) MailboxStarted() {}
-func (b mailboxBound) MailboxEmpty()   {}
-
 // MessagePosted counts a message posted, on the sender's goroutine.
 func (b mailboxBound) MessagePosted(msg any) {
 	if !counted(msg) {
@@ -52,10 +49,6 @@ func (b mailboxBound) MessagePosted(msg any) {
 			b.h.campaignID, b.h.skuID, n, mailboxMax, msg))
 	}
 }
-
-// MessageReceived is counted by Receive instead, when it takes the
-// message: a message whose handling panics is taken all the same.
-func (b mailboxBound) MessageReceived(any) {}
 
 // ops are the operators' requests to a SKU's shell waiting to be taken
 // (snapshots, audits): the first of a burst posts one opsPosted message,
@@ -135,8 +128,8 @@ func (h *SKU) closeOps() {
 	}
 }
 
-// logFailed reports a failure of log to the actor, from the log's
-// releaser goroutine (it does not block): one message while the failure
+// logFailed reports a failure of log to the actor, from the goroutine
+// that releases the log's waiters (it does not block): one message while the failure
 // is unreported, however many batches the failure releases.
 func (s *SKU) logFailed(at time.Time) {
 	if s.failPending.CompareAndSwap(false, true) {

@@ -15,8 +15,8 @@ import (
 // purchase.Registry per campaign of that scope, behind a mutex. A reserve
 // of such a campaign's SKU claims the user first (reserveScoped); the
 // registry learns the SKU's reservations and closes from the durable path
-// (purchaseEvents, applied by the log's releaser before the callers wake,
-// in log order) and from the SKU's state after each recovery
+// (purchaseEvents, applied where the log's waiters are released, before
+// the callers wake, in log order) and from the SKU's state after each recovery
 // (resyncPurchases). The rule itself is package purchase's.
 
 // purchases is one campaign's registry, in purchaseShards shards by user:
@@ -179,7 +179,7 @@ func (s *SKU) entriesClosedAt(nowMs int64) bool {
 }
 
 // applyPurchaseEvents hands a SKU's durable events to its campaign's
-// registry (on the log's releaser goroutine, before the batch's callers
+// registry (on the goroutine that releases the log's waiters, before the batch's callers
 // wake). Events of a batch whose log failed are never applied: its claims
 // stay until the SKU recovers (resyncPurchases).
 func (s *SKU) applyPurchaseEvents(events []purchase.Event) {

@@ -25,6 +25,7 @@ type SKU struct {
 	campaignID, skuID string
 	dir               skudir.Dir
 	pid               *actor.PID
+	box               *pinnedMailbox // pid's mailbox: drain messages are posted to it directly
 	engine            *Engine
 	in                inbox // calls waiting for the actor
 
@@ -41,7 +42,7 @@ type SKU struct {
 	requests       atomic.Pointer[requestFilter]
 	// tickPending is set while a tick Engine.Tick sent is in the actor's
 	// mailbox: Tick sends no other. failPending is set while a logFailure
-	// is: the log's releaser sends no other.
+	// is: the release of the log's waiters sends no other.
 	tickPending atomic.Bool
 	failPending atomic.Bool
 	// mailbox counts the messages waiting in the actor's mailbox, bounded

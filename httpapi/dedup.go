@@ -167,10 +167,15 @@ func (f *flights) join(key dedupKey, requestID string) (fl *flight, leader bool)
 		}
 		return fl, false
 	}
-	fl = &flight{requestID: requestID}
+	fl = flightPool.Get().(*flight)
+	fl.requestID = requestID
 	sh.m[key] = fl
 	return fl, true
 }
+
+// flightPool holds flights no follower saw (finish): most flights, so a
+// reserve that reaches the engine allocates none.
+var flightPool = sync.Pool{New: func() any { return new(flight) }}
 
 // busy reports whether key has a flight (a request of the user in
 // progress).
@@ -194,5 +199,10 @@ func (f *flights) finish(key dedupKey, fl *flight, rep reply, shared bool) {
 	sh.mu.Unlock()
 	if done != nil {
 		close(done)
+		return
 	}
+	// No follower holds fl: one makes done, under the lock, when it finds
+	// fl, and none finds it once it left the map.
+	*fl = flight{}
+	flightPool.Put(fl)
 }

@@ -144,7 +144,8 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 		// in flight it needs no flight of its own: the flood of a sold-out
 		// SKU costs one look at the user's flights, not a flight made and
 		// ended. With one in flight the request waits for it as any other.
-		if v := s.doorVerdict(st, in, k, retryOfUnknown); v != verdictAdmit && !s.flights.busy(ukey) {
+		v := s.doorVerdict(st, in, k, retryOfUnknown)
+		if v != verdictAdmit && !s.flights.busy(ukey) {
 			rep, _ := s.fastRefusal(v, st, in.now)
 			return rep
 		}
@@ -155,7 +156,7 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 		}
 		fl, leader := s.flights.join(ukey, requestID)
 		if leader {
-			rep, shared := s.lead(rkey, st, in, k, retryOfUnknown)
+			rep, shared := s.lead(rkey, v, st, in, k, retryOfUnknown)
 			s.flights.finish(ukey, fl, rep, shared)
 			return rep
 		}
@@ -193,7 +194,8 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 }
 
 // lead is the reserve of the flight's leader: fast paths on the SKU's
-// published durable stats st at in.now, a permit, then the engine. shared
+// published durable stats st at in.now (v, the door's verdict on them a
+// moment ago), a permit, then the engine. shared
 // reports an answer that a repeat of the request_id, sent while this one
 // was in flight, may get too: one that is final for the request_id (ACCEPTED, the
 // engine's recorded SOLD_OUT, REQUEST_ID_REUSED) or decides nothing
@@ -201,9 +203,16 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 // were decided (ALREADY_PURCHASED, a fast-path SOLD_OUT, the sale window):
 // the repeat, which may have been sent after the state changed, asks again
 // (found by the porcupine linearizability test).
-func (s *Server) lead(rkey dedupKey, st *actors.Stats, in *doorPassed, k *reserveTarget, retryOfUnknown bool) (rep reply, shared bool) {
+func (s *Server) lead(rkey dedupKey, v verdict, st *actors.Stats, in *doorPassed, k *reserveTarget, retryOfUnknown bool) (rep reply, shared bool) {
 	campaignID, skuID, requestID, userID, holder, now := k.campaignID, k.skuID, in.pass.requestID, in.userID, in.pass.holder, in.now
-	if rep, refused := s.fastRefusal(s.doorVerdict(st, in, k, retryOfUnknown), st, now); refused {
+	// An admission stays one (st and now are the same; the request filter
+	// only learns request_ids), but a refusal is asked again: the flight
+	// of the user that ended since may have decided this request_id, which
+	// then needs its original answer from the engine (doorVerdict).
+	if v != verdictAdmit {
+		v = s.doorVerdict(st, in, k, retryOfUnknown)
+	}
+	if rep, refused := s.fastRefusal(v, st, now); refused {
 		return rep, false
 	}
 	// Out of permits is busy, not sold out, even when the stock term
@@ -275,8 +284,7 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 	switch res.Outcome {
 	case sku.OutcomeAccepted:
 		v := res.Reservation
-		url := ReservationURL(v.ReservationID)
-		rep = reply{status: StatusOf(reason), outcome: reason, location: url,
+		rep = reply{status: StatusOf(reason), outcome: reason, reservation: v.ReservationID,
 			body: acceptedJSON(v.ReservationID, v.RequestID, v.TokenID, v.ExpireAt)}
 		return rep, false
 	case sku.OutcomeSoldOut:

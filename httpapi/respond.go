@@ -80,11 +80,15 @@ type errorBody struct {
 // reply is an encoded answer. Replies kept in the dedup cache are shared
 // between requests and never modified.
 type reply struct {
-	status     int
-	body       []byte
-	location   string // Location header, if any
-	retryAfter string // Retry-After header (seconds), if any
-	outcome    string // metric label: the reason or the state
+	status   int
+	body     []byte
+	location string // Location header, if any
+	// reservation, when set, makes the Location header its status URL
+	// (ReservationURL), written without making that string: an accepted
+	// reserve's answer.
+	reservation string
+	retryAfter  string // Retry-After header (seconds), if any
+	outcome     string // metric label: the reason or the state
 }
 
 // jsonReply encodes v as the body of a reply.
@@ -103,14 +107,28 @@ func jsonReply(status int, outcome string, v any) reply {
 func write(ctx *fasthttp.RequestCtx, r reply) string {
 	ctx.SetStatusCode(r.status)
 	ctx.SetContentType("application/json")
-	if r.location != "" {
-		ctx.Response.Header.Set("Location", r.location)
+	switch {
+	case r.location != "":
+		setLocation(ctx, r.location, "")
+	case r.reservation != "":
+		setLocation(ctx, reservationURLPrefix, r.reservation)
 	}
 	if r.retryAfter != "" {
 		ctx.Response.Header.Set("Retry-After", r.retryAfter)
 	}
 	ctx.SetBody(r.body)
 	return r.outcome
+}
+
+// headerLocation is the Location header's name in fasthttp's canonical
+// form: SetCanonical skips normalizing it on every answer.
+var headerLocation = []byte("Location")
+
+// setLocation sets the Location header to prefix+rest, joined in a buffer
+// on the stack (fasthttp copies the value).
+func setLocation(ctx *fasthttp.RequestCtx, prefix, rest string) {
+	var buf [192]byte
+	ctx.Response.Header.SetCanonical(headerLocation, append(append(buf[:0], prefix...), rest...))
 }
 
 // retryAfterSeconds renders d as a Retry-After value: whole seconds, at

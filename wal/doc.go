@@ -71,9 +71,12 @@
 // One flusher goroutine per Log takes the whole pending batch, writes it with
 // one Store.WriteBatch, fsyncs it with one Store.Sync, fsyncs the directory
 // if the write created a segment file, advances DurableIndex, and only then
-// hands the waiters it covers to the releaser goroutine, which calls them in
-// order while the flusher writes the next batch. Meanwhile Append fills the
-// other of two batch buffers, so batches grow as long as an fsync takes.
+// calls the waiters it covers, in order: when the next batch already waits
+// to be written, it hands them to the releaser goroutine, which calls them
+// while the flusher writes that batch; otherwise (nothing to overlap) it
+// calls them itself, saving a goroutine wake-up per batch. Meanwhile Append
+// fills the other of two batch buffers, so batches grow as long as an fsync
+// takes.
 //
 // Waits tells how long waiters wait: the age of the oldest one queued
 // and the wait of the oldest one the last release let go, timed with

@@ -19,7 +19,7 @@ var batchPool = sync.Pool{New: func() any { return new(batch) }}
 
 // Durable implements wal.Waiter: every record of the batch is now durable
 // (err == nil), or the log failed (core.Settle decides each answer). It
-// hands the batch to the host on the log's releaser goroutine, in index
+// hands the batch to the host on the goroutine that releases the log's waiters, in index
 // order, and never blocks.
 func (b *batch) Durable(err error) {
 	r := &b.rel

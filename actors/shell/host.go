@@ -15,7 +15,8 @@ import (
 // readers must learn; it never calls the Shell back from these methods
 // (an input that follows, such as LogFailed, is brought back later, on the
 // shell's goroutine). Each method says on which goroutine it runs: the
-// shell's (the one that calls the Shell's inputs), or the log's releaser.
+// shell's (the one that calls the Shell's inputs), or the one that
+// releases the log's waiters (its flusher's or its releaser's).
 type Host interface {
 	// Appending shows the records of a round before they are appended,
 	// the first at index first, with the Machine that decided them (the
@@ -25,8 +26,8 @@ type Host interface {
 	// SKU was failed, or the round's append failed). Shell's goroutine.
 	Answer(calls []*core.Call)
 	// Release hands back a batch once the records it rests on are durable,
-	// or with the log's failure (see Release). The log's releaser
-	// goroutine, in log order: it must not block.
+	// or with the log's failure (see Release). The goroutine that
+	// releases the log's waiters, in log order: it must not block.
 	Release(r *Release)
 	// Ticked reports a tick's expiry: the reservations it closed, and the
 	// earliest expire_at left (Unix ms, math.MaxInt64: none). Shell's

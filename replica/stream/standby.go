@@ -839,7 +839,8 @@ func newAcker(s *Standby, nc net.Conn) *acker {
 		quit: make(chan struct{}), done: make(chan struct{})}
 }
 
-// note is called on a log's releaser goroutine: it never waits.
+// note is called on the goroutine that releases a log's waiters: it
+// never waits.
 func (a *acker) note(k skuKey, index uint64) {
 	a.mu.Lock()
 	if index > a.pending[k] {
