@@ -10,11 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/internal/lockedbuf"
+	"github.com/seckill/seckill/internal/natstest"
 	"github.com/seckill/seckill/orders/orderstest"
 )
 
@@ -64,24 +65,6 @@ func TestHelpAndUsage(t *testing.T) {
 	}
 }
 
-// lockedBuffer collects a child's stderr.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // The binary killed with SIGKILL at random points while a sale goes on,
 // consuming the feed and the relay's JetStream stream by turns into the
 // same database, and started again each time: the orders reconcile clean
@@ -96,13 +79,13 @@ func TestKilledAndRestarted(t *testing.T) {
 	}
 	c := orderstest.Seckill(t)
 	db := orderstest.Database(t)
-	nc := orderstest.NATS(t)
+	nc := natstest.Start(t)
 	orderstest.Define(t, c, "kill", 150)
 	orderstest.Relay(t, nc, c.BaseURL(), "kill", "SECKILL_KILL")
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 28))
 	t.Logf("seed %d", seed)
-	var logs lockedBuffer
+	var logs lockedbuf.Buffer
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("seckill-orders' stderr:\n%s", logs.String())

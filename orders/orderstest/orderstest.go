@@ -1,6 +1,6 @@
 // Package orderstest is what the order service's tests share: a real
-// seckilld in process, a private PostgreSQL, an in-process NATS server
-// with seckill-relay's sink, a sale that exercises every kind of order
+// seckilld in process, a private PostgreSQL, seckill-relay's loop into
+// a NATS server (internal/natstest), a sale that exercises every kind of order
 // event, and the wait for a clean reconciliation.
 package orderstest
 
@@ -16,7 +16,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -115,27 +114,6 @@ func Database(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return s.URL("orders")
-}
-
-// NATS runs a NATS server with JetStream in process and returns a
-// connection to it.
-func NATS(t testing.TB) *nats.Conn {
-	t.Helper()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(20 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
-	t.Cleanup(ns.Shutdown)
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
 }
 
 // Relay runs seckill-relay's loop (package relay) from c's campaign feed
