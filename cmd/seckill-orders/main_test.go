@@ -53,6 +53,8 @@ func TestHelpAndUsage(t *testing.T) {
 		{"--database", "postgres://x/y", "--nats", "nats://127.0.0.1:1", "--stream", "S", "--batch", "0"},
 		{"--database", "postgres://x/y", "--etcd", "127.0.0.1:1", "--admin-token", "t"},
 		{"--database", "postgres://x/y", "--etcd", "127.0.0.1:1", "--feed", "http://127.0.0.1:1", "--campaign", "c", "--admin-token", "t"},
+		{"--database", "postgres://x/y", "--etcd", "127.0.0.1:1", "--nats", "nats://127.0.0.1:1", "--campaign", "c"},
+		{"--database", "postgres://x/y", "--etcd", "127.0.0.1:1", "--nats", "nats://127.0.0.1:1", "--stream", "S"},
 		{"redeliver", "--database", "postgres://x/y"},
 		{"redeliver", "--database", "postgres://x/y", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--event", "h-1"},
 		{"redeliver", "--database", "postgres://x/y", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--source", "/seckill/c/s", "--event", "h-1", "--reservation", "c~s~1~0000000000000000"},

@@ -116,12 +116,19 @@ func Database(t testing.TB) string {
 	return s.URL("orders")
 }
 
-// Relay runs seckill-relay's loop (package relay) from c's campaign feed
-// into stream until the test ends.
+// Relay runs seckill-relay's loop (package relay) from the campaign feed
+// at base into stream until the test ends.
 func Relay(t testing.TB, nc *nats.Conn, base, campaignID, stream string) {
 	t.Helper()
+	RelayCell(t, nc, base, campaignID, stream, "")
+}
+
+// RelayCell is Relay for the feed of cell (seckill-relay --cell): into
+// the stream relay.CellStream(stream, cell).
+func RelayCell(t testing.TB, nc *nats.Conn, base, campaignID, stream, cell string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	sink, err := relay.NewNATSSink(nc, stream, campaignID)
+	sink, err := relay.NewCellNATSSink(nc, stream, campaignID, cell)
 	if err != nil {
 		t.Fatal(err)
 	}
