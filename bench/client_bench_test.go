@@ -50,6 +50,23 @@ func BenchmarkReserveClient(b *testing.B) {
 			}
 		})
 	})
+	b.Run("client=fasthttp", func(b *testing.B) {
+		api, err := client.New(client.Options{BaseURL: base, MaxAttempts: 1, FastHTTP: &fasthttp.Client{MaxConnsPerHost: 80}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := &apiReserver{api: api, campaignID: "c", skuID: "s"}
+		b.ReportAllocs()
+		b.SetParallelism(32)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				i := n.Add(1)
+				if reply, err := r.Reserve(context.Background(), fmt.Sprint("r-", i), fmt.Sprint("u-", i)); err != nil || reply.Outcome != OutcomeAccepted {
+					b.Fatal(reply, err)
+				}
+			}
+		})
+	})
 	b.Run("client=net/http", func(b *testing.B) {
 		c, err := client.New(client.Options{BaseURL: base, MaxAttempts: 1})
 		if err != nil {

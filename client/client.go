@@ -155,6 +155,10 @@ type request struct {
 	// rather than a closure: a reserve allocates none.
 	resolve    resolver
 	resolveArg string
+	// borrow, over fasthttp, lends a 2xx answer's body from the pooled
+	// response instead of copying it: the caller decodes it, then calls
+	// the answer's release.
+	borrow bool
 	// stream, when set, takes a 2xx response's open body instead of do
 	// reading it (the SSE stream).
 	stream func(resp *http.Response) error
@@ -167,6 +171,7 @@ type resolver func(c *Client, ctx context.Context, unknown *Error, arg string) (
 // rules read; or the reservation a 504 was settled to.
 type answer struct {
 	settled    *Reservation
+	resp       *fasthttp.Response // the body's owner, when borrowed
 	status     int
 	body       []byte
 	retryAfter time.Duration // Retry-After (0: absent or unreadable)
@@ -185,6 +190,11 @@ func (c *Client) do(ctx context.Context, r request) (answer, error) {
 	var last error
 	for attempt := 1; ; attempt++ {
 		a, err := c.attempt(ctx, base, &r)
+		var e *Error // a non-2xx answer's
+		if err == nil && (a.status < 200 || a.status >= 300) {
+			e = decodeError(a)
+			a.release()
+		}
 		var wait time.Duration
 		switch {
 		case err != nil && a.status != 0:
@@ -197,18 +207,16 @@ func (c *Client) do(ctx context.Context, r request) (answer, error) {
 		case a.status >= 200 && a.status < 300:
 			return a, nil
 		case a.status == http.StatusMisdirectedRequest:
-			e := decodeError(a)
 			next := c.follow(base, a.location, e)
 			if next == nil || redirects == maxRedirects {
-				return a, e
+				return answer{status: a.status}, e
 			}
 			base, redirects = next, redirects+1
 			attempt-- // a redirect is not a failed attempt
 			continue
 		default:
-			e := decodeError(a)
 			if !e.retryable() {
-				return a, e
+				return answer{status: a.status}, e
 			}
 			if e.Status == http.StatusGatewayTimeout && r.resolve != nil {
 				if done, settled, err := r.resolve(c, ctx, e, r.resolveArg); done {
@@ -362,8 +370,17 @@ func pathAdminSKU(campaignID, skuID string) string {
 	return "/admin/campaigns/" + url.PathEscape(campaignID) + "/skus/" + url.PathEscape(skuID)
 }
 
-// decodeReservation reads a reservation answer.
+// release gives a borrowed body back to its pool.
+func (a *answer) release() {
+	if a.resp != nil {
+		fasthttp.ReleaseResponse(a.resp)
+		a.resp, a.body = nil, nil
+	}
+}
+
+// decodeReservation reads a reservation answer (and releases it).
 func decodeReservation(a answer, what string) (*Reservation, error) {
+	defer a.release()
 	if a.settled != nil {
 		return a.settled, nil
 	}

@@ -156,5 +156,32 @@ func timestamp(v *fastjson.Value) (time.Time, error) {
 	if err != nil || len(b) == 0 {
 		return time.Time{}, err
 	}
+	if t, ok := millisUTC(b); ok {
+		return t, nil
+	}
 	return time.Parse(time.RFC3339Nano, string(b))
+}
+
+// millisUTC reads seckill's own layout, 2006-01-02T15:04:05.000Z, without
+// allocating; ok is false for anything else (time.Parse reads it then).
+func millisUTC(b []byte) (time.Time, bool) {
+	if len(b) != 24 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[19] != '.' || b[23] != 'Z' {
+		return time.Time{}, false
+	}
+	n := func(i, j int) int {
+		v := 0
+		for _, c := range b[i:j] {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	year, month, day, hour, minute, second, ms := n(0, 4), n(5, 7), n(8, 10), n(11, 13), n(14, 16), n(17, 19), n(20, 23)
+	if year < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59 || ms < 0 {
+		return time.Time{}, false
+	}
+	t := time.Date(year, time.Month(month), day, hour, minute, second, ms*1e6, time.UTC)
+	return t, t.Day() == day // else the day is past the month's end: time.Parse says so
 }

@@ -12,8 +12,9 @@ import (
 )
 
 // fastAttempt is attempt over Options.FastHTTP: pooled request and
-// response, the URI built in a stack buffer, the attempt's deadline
-// computed instead of a derived context.
+// response (the answer's body lent from it: answer.release), the URI
+// built in a stack buffer, the attempt's deadline computed instead of a
+// derived context.
 func (c *Client) fastAttempt(ctx context.Context, base *url.URL, r *request) (answer, error) {
 	if err := ctx.Err(); err != nil {
 		return answer{}, err
@@ -25,7 +26,12 @@ func (c *Client) fastAttempt(ctx context.Context, base *url.URL, r *request) (an
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
+	lent := false
+	defer func() {
+		if !lent {
+			fasthttp.ReleaseResponse(resp)
+		}
+	}()
 	req.URI().DisablePathNormalizing = true // the path is escaped already: sent as built
 	var buf [256]byte
 	uri := append(append(append(append(buf[:0], base.Scheme...), "://"...), base.Host...), r.path...)
@@ -54,7 +60,14 @@ func (c *Client) fastAttempt(ctx context.Context, base *url.URL, r *request) (an
 	if err := c.fast.DoDeadline(req, resp, deadline); err != nil {
 		return answer{}, err
 	}
-	a := answer{status: resp.StatusCode(), body: append([]byte(nil), resp.Body()...)}
+	// A refusal's body is lent to do, which reads it at once; a success's
+	// only when the caller asked to borrow it.
+	a := answer{status: resp.StatusCode(), body: resp.Body()}
+	if lent = r.borrow || a.status < 200 || a.status >= 300; lent {
+		a.resp = resp
+	} else {
+		a.body = append([]byte(nil), a.body...)
+	}
 	if v := resp.Header.Peek("Retry-After"); len(v) > 0 {
 		a.retryAfter = parseRetryAfter(string(v))
 	}

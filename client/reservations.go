@@ -10,7 +10,7 @@ import (
 // Reservation reads a reservation's durable state (GET
 // /v1/reservations/{id}); an unknown id is ErrNotFound.
 func (c *Client) Reservation(ctx context.Context, reservationID string) (*Reservation, error) {
-	a, err := c.do(ctx, request{method: http.MethodGet, path: pathReservation(reservationID), base: c.cellOf(reservationID)})
+	a, err := c.do(ctx, request{method: http.MethodGet, path: pathReservation(reservationID), base: c.cellOf(reservationID), borrow: true})
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func (c *Client) Cancel(ctx context.Context, reservationID string) (*Reservation
 // reservation, done when took says the command took effect.
 func (c *Client) command(ctx context.Context, r request, reservationID string, took func(*Reservation) bool) (*Reservation, error) {
 	r.base = c.cellOf(reservationID)
-	r.resolveArg = reservationID
+	r.resolveArg, r.borrow = reservationID, true
 	r.resolve = func(c *Client, ctx context.Context, _ *Error, reservationID string) (bool, *Reservation, error) {
 		if got, err := c.Reservation(ctx, reservationID); err == nil && took(got) {
 			return true, got, nil

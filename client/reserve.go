@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 )
 
@@ -103,13 +104,31 @@ func (c *Client) Reserve(ctx context.Context, r ReserveRequest) (*Reservation, e
 	if r.RequestID == "" && r.EntryPass == "" {
 		r.RequestID = NewRequestID()
 	}
-	body := appendReserveBody(make([]byte, 0, 48+len(r.RequestID)+len(r.UserID)+len(r.EntryPass)), r.RequestID, r.UserID, r.EntryPass)
+	buf := c.bodyBuffer()
+	body := appendReserveBody((*buf)[:0], r.RequestID, r.UserID, r.EntryPass)
 	a, err := c.do(ctx, request{method: http.MethodPost, path: pathSKU(r.CampaignID, r.SKUID, "/reservations"), body: body,
-		resolve: (*Client).settleReserve, resolveArg: r.UserID})
+		resolve: (*Client).settleReserve, resolveArg: r.UserID, borrow: true})
+	if c.fast != nil {
+		*buf = body
+		bodies.Put(buf)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return decodeReservation(a, "reserve")
+}
+
+// bodies are reserve bodies for reuse over fasthttp, whose request is
+// done with its body when its attempt returns (net/http may still read
+// a body after, so its bodies are not reused).
+var bodies = sync.Pool{New: func() any { return new([]byte) }}
+
+// bodyBuffer returns a buffer from bodies over fasthttp, else a new one.
+func (c *Client) bodyBuffer() *[]byte {
+	if c.fast == nil {
+		return new([]byte)
+	}
+	return bodies.Get().(*[]byte)
 }
 
 // settleReserve is a reserve's resolver: the lookup of its status_url

@@ -376,3 +376,21 @@ func TestReservationDecoding(t *testing.T) {
 		}
 	}
 }
+
+// seckill's own time layout is read as time.Parse reads it, and a date
+// that does not exist is an error.
+func TestReservationTimeLayouts(t *testing.T) {
+	for _, v := range []string{"2030-01-01T00:15:00.000Z", "2028-02-29T23:59:59.999Z", "2030-01-01T00:15:00Z", "2030-01-01T01:15:00.5+01:00"} {
+		var r client.Reservation
+		want, _ := time.Parse(time.RFC3339Nano, v)
+		if err := json.Unmarshal([]byte(`{"expire_at":"`+v+`"}`), &r); err != nil || !r.ExpireAt.Equal(want) {
+			t.Errorf("%s: %v (%v), want %v", v, r.ExpireAt, err, want)
+		}
+	}
+	for _, v := range []string{"2030-02-30T00:15:00.000Z", "2030-13-01T00:15:00.000Z", "2030-01-01T24:15:00.000Z", "2030-01-01T00:15:0x.000Z"} {
+		var r client.Reservation
+		if err := json.Unmarshal([]byte(`{"expire_at":"`+v+`"}`), &r); err == nil {
+			t.Errorf("%s: read as %v, want an error", v, r.ExpireAt)
+		}
+	}
+}
