@@ -9,8 +9,8 @@ import (
 	"github.com/seckill/seckill/client"
 )
 
-// apiReserver is the Reserver of one SKU through package client.
-type apiReserver struct {
+// SKUReserver is the Reserver of one SKU: package client's Reserve.
+type SKUReserver struct {
 	api               *client.Client
 	campaignID, skuID string
 	passes            *passMinter // nil: reserves without entry passes
@@ -18,7 +18,7 @@ type apiReserver struct {
 
 // Reserve sends one reserve and classifies the answer: a refusal is a
 // Reply, no answer an error (TransportError).
-func (r *apiReserver) Reserve(ctx context.Context, requestID, userID string) (Reply, error) {
+func (r *SKUReserver) Reserve(ctx context.Context, requestID, userID string) (Reply, error) {
 	req := client.ReserveRequest{CampaignID: r.campaignID, SKUID: r.skuID, UserID: userID, RequestID: requestID}
 	if r.passes != nil {
 		// The pass gives the request_id (its own, derived from ours).
