@@ -59,7 +59,8 @@ type Options struct {
 	// generator wants. Each attempt then ends at its deadline (the
 	// context's, or AttemptTimeout), but a context cancelled without a
 	// deadline does not abort an attempt in flight (fasthttp has no
-	// cancel): the next attempt is not sent.
+	// cancel): the next attempt is not sent. Its MaxResponseBodySize
+	// bounds an answer (net/http's are read up to 64 MiB).
 	FastHTTP *fasthttp.Client
 	// MaxAttempts bounds the attempts of one call (default
 	// DefaultMaxAttempts); the context's deadline bounds them too.
