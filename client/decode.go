@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"time"
@@ -57,8 +58,12 @@ func readError(body []byte, e *Error) error {
 }
 
 // UnmarshalJSON reads a reservation as the server writes it (times in
-// RFC 3339; "" and absent are zero).
+// RFC 3339; "" and absent are zero); null leaves r as it is, as
+// encoding/json's convention asks.
 func (r *Reservation) UnmarshalJSON(b []byte) error {
+	if string(bytes.TrimSpace(b)) == "null" {
+		return nil
+	}
 	*r = Reservation{}
 	return visit(b, func(key []byte, v *fastjson.Value) (err error) {
 		switch string(key) {
