@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -20,8 +22,9 @@ func (c *Client) fastAttempt(ctx context.Context, base *url.URL, r *request) (an
 		return answer{}, err
 	}
 	deadline := time.Now().Add(c.attemptTimeout + r.extra)
+	ctxDeadline := false // the attempt ends at the context's deadline
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
+		deadline, ctxDeadline = d, true
 	}
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
@@ -58,6 +61,11 @@ func (c *Client) fastAttempt(ctx context.Context, base *url.URL, r *request) (an
 	}
 	resp.SkipBody = r.method == http.MethodHead
 	if err := c.fast.DoDeadline(req, resp, deadline); err != nil {
+		if ctxDeadline && errors.Is(err, fasthttp.ErrTimeout) {
+			// The context's timer may not have fired yet: its error, as
+			// net/http gives it.
+			return answer{}, fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
+		}
 		return answer{}, err
 	}
 	// A refusal's body is lent to do, which reads it at once; a success's
