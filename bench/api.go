@@ -1,41 +1,16 @@
 package bench
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/timefmt"
 )
 
-// FlexibleID is an id the server may write as a JSON string or a number
-// (seckilld writes token_id as a number); it reads either as text.
-type FlexibleID string
-
-// UnmarshalJSON accepts a string, a number or null.
-func (id *FlexibleID) UnmarshalJSON(data []byte) error {
-	data = bytes.TrimSpace(data)
-	switch {
-	case bytes.Equal(data, []byte("null")):
-		*id = ""
-	case len(data) > 0 && data[0] == '"':
-		var text string
-		if err := json.Unmarshal(data, &text); err != nil {
-			return err
-		}
-		*id = FlexibleID(text)
-	default:
-		var number json.Number
-		if err := json.Unmarshal(data, &number); err != nil {
-			return fmt.Errorf("id is neither a string nor a number: %s", data)
-		}
-		*id = FlexibleID(number.String())
-	}
-	return nil
-}
-
-// CampaignSpec is the body of PUT /admin/campaigns/{campaign_id}.
+// CampaignSpec is a campaign as the tool defines it (PUT
+// /admin/campaigns/{campaign_id}, package client's Campaign).
 type CampaignSpec struct {
 	// CampaignID names the campaign; the tool makes a new one per run.
 	CampaignID string `json:"campaign_id"`
@@ -85,28 +60,11 @@ func ParseTime(text string) (time.Time, error) {
 	return time.Parse(time.RFC3339Nano, text)
 }
 
-// ReserveAnswer is the body of an answer to POST .../reservations.
-type ReserveAnswer struct {
-	// ReservationID names the reservation (202, and 409 ALREADY_PURCHASED).
-	ReservationID FlexibleID `json:"reservation_id"`
-	// RequestID echoes the request's id (202).
-	RequestID string `json:"request_id"`
-	// State is PENDING_PAYMENT on a 202.
-	State string `json:"state"`
-	// TokenID is the stock token bound to the reservation (202).
-	TokenID FlexibleID `json:"token_id"`
-	// ExpireAt is when an unpaid reservation closes (202).
-	ExpireAt string `json:"expire_at"`
-	// StatusURL is where to read the reservation (202, 504).
-	StatusURL string `json:"status_url"`
-	// Error is the refusal code (4xx, 5xx).
-	Error string `json:"error"`
-}
-
-// ReservationStatus is the body of GET /v1/reservations/{id}.
+// ReservationStatus is a reservation as GET /v1/reservations/{id} reads
+// it, its times as the API writes them.
 type ReservationStatus struct {
 	// ReservationID names the reservation.
-	ReservationID FlexibleID `json:"reservation_id"`
+	ReservationID string `json:"reservation_id"`
 	// RequestID is the request that created it.
 	RequestID string `json:"request_id"`
 	// UserID is its buyer.
@@ -114,7 +72,7 @@ type ReservationStatus struct {
 	// State is PENDING_PAYMENT, PAID or CLOSED.
 	State string `json:"state"`
 	// TokenID is its stock token.
-	TokenID FlexibleID `json:"token_id"`
+	TokenID string `json:"token_id"`
 	// ExpireAt is when it closes unless paid.
 	ExpireAt string `json:"expire_at"`
 	// PaidAt is set once paid.
@@ -173,4 +131,28 @@ type StateAnswer struct {
 	State string `json:"state"`
 	// Error is the refusal code (REFUND_REQUIRED, PAYMENT_CONFLICT, ...).
 	Error string `json:"error"`
+}
+
+// campaign is spec in package client's terms.
+func (spec CampaignSpec) campaign() (client.Campaign, error) {
+	c := client.Campaign{CampaignID: spec.CampaignID, ReleaseOnClose: spec.ReleaseOnClose, EntryPassRequired: spec.EntryPass != nil && spec.EntryPass.Required}
+	var err error
+	if c.StartAt, err = ParseTime(spec.StartAt); err != nil {
+		return c, fmt.Errorf("start_at: %w", err)
+	}
+	if c.EndAt, err = ParseTime(spec.EndAt); err != nil {
+		return c, fmt.Errorf("end_at: %w", err)
+	}
+	if c.PaymentWindow, err = time.ParseDuration(spec.PaymentWindow); err != nil {
+		return c, fmt.Errorf("payment_window: %w", err)
+	}
+	for _, s := range spec.SKUs {
+		sku := client.CampaignSKU{SKUID: s.SKUID, SaleLimit: s.SaleLimit, Allocation: s.Allocation, EntriesOpenAt: s.EntriesOpenAt,
+			EntriesCloseAt: s.EntriesCloseAt, Waitlist: s.Waitlist}
+		if s.Beacon != nil {
+			sku.Beacon = &client.CampaignBeacon{Source: s.Beacon.Source, Round: s.Beacon.Round}
+		}
+		c.SKUs = append(c.SKUs, sku)
+	}
+	return c, nil
 }

@@ -3,11 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
-	"github.com/valyala/fasthttp"
-	"github.com/valyala/fastjson"
+	"github.com/seckill/seckill/client"
 )
 
 // MaxBatch bounds LoadSpec.Batch (--batch): the server's batch limit.
@@ -128,57 +126,26 @@ func (r *loadRun) batch(ctx context.Context, worker, sku int, attempts []Attempt
 	}
 }
 
-var batchAnswerParsers fastjson.ParserPool
-
-// ReserveBatch posts items as one batch reserve and classifies each
-// item's answer as Reserve classifies a single one.
+// ReserveBatch sends items as one batch reserve (package client's
+// ReserveBatch) and classifies each item's answer as Reserve classifies a
+// single one.
 func (r *SKUReserver) ReserveBatch(ctx context.Context, items []BatchItem) ([]Reply, error) {
-	request := fasthttp.AcquireRequest()
-	response := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(request)
-	defer fasthttp.ReleaseResponse(response)
-	request.Header.SetMethod(fasthttp.MethodPost)
-	request.SetRequestURI(r.path + ":batch")
-	request.Header.SetContentType("application/json")
-	body := make([]byte, 0, 16+len(items)*64)
-	body = append(body, `{"items":[`...)
+	batch := make([]client.BatchItem, len(items))
 	for i, it := range items {
-		if i > 0 {
-			body = append(body, ',')
-		}
-		body = append(body, `{"request_id":`...)
-		body = appendJSONString(body, it.RequestID)
-		body = append(body, `,"user_id":`...)
-		body = appendJSONString(body, it.UserID)
-		body = append(body, '}')
+		batch[i] = client.BatchItem{RequestID: it.RequestID, UserID: it.UserID}
 	}
-	body = append(body, "]}"...)
-	request.SetBodyRaw(body)
-	if err := r.client.roundTrip(ctx, request, response); err != nil {
-		return nil, err
-	}
-	if status := response.StatusCode(); status != fasthttp.StatusOK {
-		return nil, fmt.Errorf("batch: status %d: %s", status, snippet(response.Body()))
-	}
-	p := batchAnswerParsers.Get()
-	defer batchAnswerParsers.Put(p)
-	answer, err := p.ParseBytes(response.Body())
+	results, err := r.api.ReserveBatch(ctx, r.campaignID, r.skuID, batch)
 	if err != nil {
+		if _, _, terr := status(err); terr != nil {
+			return nil, terr
+		}
 		return nil, fmt.Errorf("batch: %w", err)
 	}
-	results := answer.GetArray("results")
-	if len(results) != len(items) {
-		return nil, fmt.Errorf("batch: %d results for %d items", len(results), len(items))
-	}
 	replies := make([]Reply, len(items))
-	var scratch []byte
 	for i, res := range results {
-		var retry time.Duration
-		if v := res.Get("retry_after"); v != nil {
-			retry = parseRetryAfter(strconv.FormatFloat(v.GetFloat64(), 'f', -1, 64))
+		if replies[i], err = replyOf(res.Reservation, res.Err); err != nil {
+			return nil, err
 		}
-		scratch = res.Get("body").MarshalTo(scratch[:0])
-		replies[i] = reserveReply(res.GetInt("status"), scratch, retry)
 	}
 	return replies, nil
 }

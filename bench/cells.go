@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
@@ -159,11 +158,11 @@ func (cc *cellControl) waitReady(ctx context.Context, campaignID, skuID string) 
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	p := cc.published[campaignID+"/"+skuID]
-	routerPath := "/router/campaigns/" + url.PathEscape(campaignID) + "/skus/" + url.PathEscape(skuID)
 	last := "the router has no map for it"
 	for {
-		got, err := cc.router.do(ctx, exchange{method: "GET", path: routerPath})
-		if err == nil && got.status == 200 {
+		_, err := cc.router.api.RouterMap(ctx, campaignID, skuID)
+		code, _, terr := status(err)
+		if code == 200 {
 			last = "a cell does not hold its grant yet"
 			a, err := cells.AuditSKU(ctx, cc.ledger, p, nil, cc.token)
 			if err == nil && cellsHoldGrants(a) {
@@ -172,8 +171,8 @@ func (cc *cellControl) waitReady(ctx context.Context, campaignID, skuID string) 
 			if err != nil {
 				last = err.Error()
 			}
-		} else if err == nil && got.status != 404 {
-			last = fmt.Sprintf("the target answered %d at %s: is it a seckill-router? %s", got.status, routerPath, snippet(got.body))
+		} else if terr == nil && code != 404 {
+			last = fmt.Sprintf("the target answered %v to GET /router/campaigns/%s/skus/%s: is it a seckill-router?", err, campaignID, skuID)
 		}
 		select {
 		case <-ctx.Done():

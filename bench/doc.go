@@ -12,8 +12,9 @@
 //     a stalled server cannot hide its queue, the "coordinated omission" trap).
 //   - tally.go, latency.go, ledger.go: what was answered, how fast (HDR
 //     histograms), and which reservation went to whom.
-//   - client.go: the fasthttp client of the seckilld HTTP API;
-//     reserveanswer.go reads its reservation answers with fastjson.
+//   - client.go: the tool's view of the seckilld HTTP API, package client
+//     over fasthttp (one attempt per call: the tool resends by its own
+//     policy); skureserver.go: the Reserver of one SKU on it.
 //   - scenario.go: seed, hot and many-skus; payflow.go: payflow.
 //   - result.go, verdict.go, summary.go, report.go: the JSON result, the
 //     pass/fail verdict, the text summary and the offline HTML report.

@@ -3,15 +3,13 @@ package bench
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/lottery"
 )
 
@@ -87,8 +85,7 @@ func runLottery(ctx context.Context, config Config, client *Client) (*Result, er
 	if err := client.PutCampaign(ctx, spec); err != nil {
 		return nil, err
 	}
-	l := &lotteryRun{ctx: ctx, client: client, config: config, base: "/v1/campaigns/" + url.PathEscape(config.CampaignID) + "/skus/" + skuID,
-		admin: "/admin/campaigns/" + url.PathEscape(config.CampaignID) + "/skus/" + skuID, rep: rep}
+	l := &lotteryRun{ctx: ctx, client: client, config: config, skuID: skuID, rep: rep}
 	progress := func(format string, args ...any) {
 		if config.Progress != nil {
 			fmt.Fprintf(config.Progress, "[lottery] "+format+"\n", args...)
@@ -200,12 +197,12 @@ func runLottery(ctx context.Context, config Config, client *Client) (*Result, er
 
 // lotteryRun is the scenario's state.
 type lotteryRun struct {
-	ctx         context.Context
-	client      *Client
-	config      Config
-	base, admin string
-	rep         *LotteryReport
-	mu          sync.Mutex
+	ctx    context.Context
+	client *Client
+	config Config
+	skuID  string
+	rep    *LotteryReport
+	mu     sync.Mutex
 }
 
 func (l *lotteryRun) mismatch(format string, args ...any) {
@@ -304,27 +301,27 @@ func (l *lotteryRun) enterAll() []lotteryEntry {
 // enter posts one entry, resending after 429, 503, 504 or a transport
 // error, up to MaxResends times.
 func (l *lotteryRun) enter(request, user string) (enterAnswer, bool) {
-	body := []byte(`{"request_id":"` + request + `","user_id":"` + user + `"}`)
 	for attempt := 0; ; attempt++ {
-		got, err := l.client.do(l.ctx, exchange{method: "POST", path: l.base + "/entries", body: body})
+		e, err := l.client.api.Enter(l.ctx, client.EntryRequest{CampaignID: l.config.CampaignID, SKUID: l.skuID, RequestID: request, UserID: user})
+		code, reason, terr := status(err)
 		outcome := "error"
 		var a enterAnswer
-		if err == nil {
-			_ = json.Unmarshal(got.body, &a)
-			outcome = a.Outcome
-			if outcome == "" {
-				outcome = a.Error
-			}
+		switch {
+		case err == nil:
+			a = enterAnswer{Outcome: e.Outcome, EntrySeq: e.EntrySeq}
+			outcome = e.Outcome
+		case terr == nil:
+			a.Error, outcome = reason, reason
 		}
 		l.mu.Lock()
 		l.rep.EntryOutcomes[outcome]++
 		l.mu.Unlock()
-		if err == nil && got.status == 202 {
+		if err == nil {
 			return a, true
 		}
-		retry := err != nil || got.status == 429 || got.status == 503 || got.status == 504
+		retry := terr != nil || code == 429 || code == 503 || code == 504
 		if !retry || attempt >= l.config.MaxResends || l.ctx.Err() != nil {
-			l.mismatch("entry %s: %v %d %s", request, err, got.status, snippet(got.body))
+			l.mismatch("entry %s: %v", request, err)
 			return a, false
 		}
 		time.Sleep(time.Duration(10*(attempt+1)) * time.Millisecond)
@@ -336,27 +333,25 @@ func (l *lotteryRun) enter(request, user string) (enterAnswer, bool) {
 // and the exported pool.
 func (l *lotteryRun) draw(round uint64) (evidence, pool []byte, err error) {
 	randomness := sha256.Sum256([]byte(l.config.CampaignID))
-	body := []byte(`{"beacon":{"round":` + strconv.FormatUint(round, 10) + `,"randomness":"` + fmt.Sprintf("%x", randomness) + `"}}`)
+	beacon := client.Beacon{Round: round, Randomness: fmt.Sprintf("%x", randomness)}
 	start := time.Now()
 	deadline := start.Add(2 * time.Minute)
 	for {
-		got, err := l.client.do(l.ctx, exchange{method: "POST", path: l.admin + "/lottery/draw", body: body, admin: true})
-		if err == nil && got.status == 202 {
+		err := l.client.api.Draw(l.ctx, l.config.CampaignID, l.skuID, beacon)
+		if err == nil {
 			break
 		}
-		if time.Now().After(deadline) || l.ctx.Err() != nil || err == nil && got.status != 409 && got.status < 500 {
-			return nil, nil, fmt.Errorf("draw: %v %d %s", err, got.status, snippet(got.body))
+		code, _, terr := status(err)
+		if time.Now().After(deadline) || l.ctx.Err() != nil || terr == nil && code != 409 && code < 500 {
+			return nil, nil, fmt.Errorf("draw: %w", err)
 		}
 		time.Sleep(500 * time.Millisecond) // BEACON_NOT_DUE or ENTRIES_OPEN by the server's clock
 	}
 	for {
-		got, err := l.client.do(l.ctx, exchange{method: "GET", path: l.base + "/lottery"})
-		var info struct {
-			Phase string `json:"phase"`
-		}
-		if err == nil && got.status == 200 && json.Unmarshal(got.body, &info) == nil && info.Phase == "DRAWN" {
+		phase, body, err := l.client.api.Lottery(l.ctx, l.config.CampaignID, l.skuID)
+		if err == nil && phase == "DRAWN" {
 			l.rep.DrawS = time.Since(start).Seconds()
-			evidence = got.body
+			evidence = body
 			break
 		}
 		if time.Now().After(deadline) || l.ctx.Err() != nil {
@@ -364,11 +359,11 @@ func (l *lotteryRun) draw(round uint64) (evidence, pool []byte, err error) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	got, err := l.client.do(l.ctx, exchange{method: "GET", path: l.admin + "/lottery/entries.csv", admin: true})
-	if err != nil || got.status != 200 {
-		return nil, nil, fmt.Errorf("entries.csv: %v %d", err, got.status)
+	pool, err = l.client.api.LotteryEntries(l.ctx, l.config.CampaignID, l.skuID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("entries.csv: %w", err)
 	}
-	return evidence, got.body, nil
+	return evidence, pool, nil
 }
 
 // entryState is an entry's status answer.
@@ -379,12 +374,11 @@ type entryState struct {
 }
 
 func (l *lotteryRun) entryStatus(request string) (entryState, bool) {
-	got, err := l.client.do(l.ctx, exchange{method: "GET", path: l.base + "/entries/" + url.PathEscape(request)})
-	var st entryState
-	if err != nil || got.status != 200 || json.Unmarshal(got.body, &st) != nil {
-		return st, false
+	st, err := l.client.api.EntryStatus(l.ctx, l.config.CampaignID, l.skuID, request)
+	if err != nil {
+		return entryState{}, false
 	}
-	return st, true
+	return entryState{Status: st.Status, Position: st.Position, ReservationID: st.ReservationID}, true
 }
 
 // payEntry pays the reservation a winning entry holds.

@@ -34,7 +34,20 @@ type CampaignSKU struct {
 	PaymentWindow  string `json:"payment_window,omitempty"`
 	ReleaseOnClose bool   `json:"release_on_close,omitempty"`
 	Paused         bool   `json:"paused,omitempty"`
-	Allocation     string `json:"allocation,omitempty"`
+	// Allocation is "lottery" for a lottery SKU (default: first come,
+	// first served), with its entries' window, its beacon and its
+	// waitlist (docs/lottery.md).
+	Allocation     string          `json:"allocation,omitempty"`
+	EntriesOpenAt  string          `json:"entries_open_at,omitempty"`
+	EntriesCloseAt string          `json:"entries_close_at,omitempty"`
+	Beacon         *CampaignBeacon `json:"beacon,omitempty"`
+	Waitlist       int64           `json:"waitlist,omitempty"`
+}
+
+// CampaignBeacon names the public randomness a lottery SKU's draw takes.
+type CampaignBeacon struct {
+	Source string `json:"source"`
+	Round  uint64 `json:"round"`
 }
 
 // PutCampaign defines or redefines a campaign (admin): redefining may
@@ -43,6 +56,17 @@ func (c *Client) PutCampaign(ctx context.Context, campaign Campaign) error {
 	skus := make([]map[string]any, len(campaign.SKUs))
 	for i, s := range campaign.SKUs {
 		skus[i] = map[string]any{"sku_id": s.SKUID, "sale_limit": s.SaleLimit}
+		for k, v := range map[string]string{"allocation": s.Allocation, "entries_open_at": s.EntriesOpenAt, "entries_close_at": s.EntriesCloseAt} {
+			if v != "" {
+				skus[i][k] = v
+			}
+		}
+		if s.Beacon != nil {
+			skus[i]["beacon"] = s.Beacon
+		}
+		if s.Waitlist != 0 {
+			skus[i]["waitlist"] = s.Waitlist
+		}
 	}
 	body := map[string]any{"campaign_id": campaign.CampaignID, "skus": skus,
 		"start_at": campaign.StartAt.UTC().Format(time.RFC3339Nano), "end_at": campaign.EndAt.UTC().Format(time.RFC3339Nano),
@@ -124,4 +148,15 @@ func (c *Client) Refunds(ctx context.Context, campaignID, skuID string) ([]Refun
 		Refunds []Refund `json:"refunds"`
 	}
 	return got.Refunds, decode(a, &got, "refunds")
+}
+
+// RouterMap reads the cell map a seckill-router routes a SKU's users by
+// (GET /router/campaigns/{c}/skus/{s}, on a router only): its answer as it
+// came, or an *Error (404 NOT_CELLED: no map yet).
+func (c *Client) RouterMap(ctx context.Context, campaignID, skuID string) (json.RawMessage, error) {
+	a, err := c.do(ctx, request{method: http.MethodGet, path: "/router/campaigns/" + url.PathEscape(campaignID) + "/skus/" + url.PathEscape(skuID)})
+	if err != nil {
+		return nil, err
+	}
+	return a.body, nil
 }

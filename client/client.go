@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/paysig"
+	"github.com/valyala/fasthttp"
 )
 
 // Defaults of Options.
@@ -52,6 +53,15 @@ type Options struct {
 	// contexts and AttemptTimeout bound the calls). Default: a client with
 	// keep-alive connections, DefaultMaxConnsPerHost per server.
 	HTTPClient *http.Client
+	// FastHTTP, when set, sends every request but the feed's SSE stream
+	// (Stream, read by net/http as it comes) over fasthttp: a few
+	// allocations per reserve instead of net/http's tens, what a load
+	// generator wants. Each attempt then ends at its deadline (the
+	// context's, or AttemptTimeout), but a context cancelled without a
+	// deadline does not abort an attempt in flight (fasthttp has no
+	// cancel): the next attempt is not sent. Its MaxResponseBodySize
+	// bounds an answer (net/http's are read up to 64 MiB).
+	FastHTTP *fasthttp.Client
 	// MaxAttempts bounds the attempts of one call (default
 	// DefaultMaxAttempts); the context's deadline bounds them too.
 	MaxAttempts int
@@ -67,6 +77,8 @@ type Client struct {
 	paymentSecret  []byte
 	cells          map[string]*url.URL
 	hc             *http.Client
+	fast           *fasthttp.Client // nil: net/http
+	bearer         string           // "Bearer " + the admin token
 	maxAttempts    int
 	attemptTimeout time.Duration
 }
@@ -77,8 +89,8 @@ func New(o Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{base: base, adminToken: o.AdminToken, paymentSecret: []byte(o.PaymentSecret), hc: o.HTTPClient,
-		maxAttempts: o.MaxAttempts, attemptTimeout: o.AttemptTimeout, cells: map[string]*url.URL{}}
+	c := &Client{base: base, adminToken: o.AdminToken, paymentSecret: []byte(o.PaymentSecret), hc: o.HTTPClient, fast: o.FastHTTP,
+		bearer: "Bearer " + o.AdminToken, maxAttempts: o.MaxAttempts, attemptTimeout: o.AttemptTimeout, cells: map[string]*url.URL{}}
 	for id, raw := range o.Cells {
 		u, err := parseBase(raw)
 		if err != nil {
@@ -118,7 +130,12 @@ func parseBase(raw string) (*url.URL, error) {
 }
 
 // CloseIdleConnections closes the kept-alive connections not in use.
-func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+func (c *Client) CloseIdleConnections() {
+	c.hc.CloseIdleConnections()
+	if c.fast != nil {
+		c.fast.CloseIdleConnections()
+	}
+}
 
 // request is one call: every attempt sends the same method, path and body.
 type request struct {
@@ -133,20 +150,33 @@ type request struct {
 	header http.Header
 	// extra is added to the attempt timeout (a long poll's wait).
 	extra time.Duration
-	// resolve, when set, settles a 504 RESULT_UNKNOWN through its
-	// status_url: done (the call ends with err; the caller keeps what it
-	// learnt), or not done (the same request is sent again).
-	resolve func(ctx context.Context, unknown *Error) (done bool, err error)
+	// resolve, when set, settles a 504 RESULT_UNKNOWN (called with
+	// resolveArg): done (the call ends with settled, or with err), or not
+	// done (the same request is sent again). A function with an argument
+	// rather than a closure: a reserve allocates none.
+	resolve    resolver
+	resolveArg string
+	// borrow, over fasthttp, lends a 2xx answer's body from the pooled
+	// response instead of copying it: the caller decodes it, then calls
+	// the answer's release.
+	borrow bool
 	// stream, when set, takes a 2xx response's open body instead of do
 	// reading it (the SSE stream).
 	stream func(resp *http.Response) error
 }
 
-// answer is a read response.
+// resolver settles a 504 RESULT_UNKNOWN: see request.resolve.
+type resolver func(c *Client, ctx context.Context, unknown *Error, arg string) (done bool, settled *Reservation, err error)
+
+// answer is a read response: its status, body, and the headers the
+// rules read; or the reservation a 504 was settled to.
 type answer struct {
-	status int
-	header http.Header
-	body   []byte
+	settled    *Reservation
+	resp       *fasthttp.Response // the body's owner, when borrowed
+	status     int
+	body       []byte
+	retryAfter time.Duration // Retry-After (0: absent or unreadable)
+	location   string        // Location, of a 421
 }
 
 // do sends r with the buyer's rules: retries with the same body, after
@@ -161,6 +191,11 @@ func (c *Client) do(ctx context.Context, r request) (answer, error) {
 	var last error
 	for attempt := 1; ; attempt++ {
 		a, err := c.attempt(ctx, base, &r)
+		var e *Error // a non-2xx answer's
+		if err == nil && (a.status < 200 || a.status >= 300) {
+			e = decodeError(a)
+			a.release()
+		}
 		var wait time.Duration
 		switch {
 		case err != nil && a.status != 0:
@@ -173,22 +208,20 @@ func (c *Client) do(ctx context.Context, r request) (answer, error) {
 		case a.status >= 200 && a.status < 300:
 			return a, nil
 		case a.status == http.StatusMisdirectedRequest:
-			e := decodeError(a)
-			next := c.follow(base, a.header, e)
+			next := c.follow(base, a.location, e)
 			if next == nil || redirects == maxRedirects {
-				return a, e
+				return answer{status: a.status}, e
 			}
 			base, redirects = next, redirects+1
 			attempt-- // a redirect is not a failed attempt
 			continue
 		default:
-			e := decodeError(a)
 			if !e.retryable() {
-				return a, e
+				return answer{status: a.status}, e
 			}
 			if e.Status == http.StatusGatewayTimeout && r.resolve != nil {
-				if done, err := r.resolve(ctx, e); done {
-					return answer{}, err
+				if done, settled, err := r.resolve(c, ctx, e, r.resolveArg); done {
+					return answer{settled: settled}, err
 				}
 			}
 			last, wait = e, e.RetryAfter
@@ -219,6 +252,9 @@ func backoff(attempt int) time.Duration {
 
 // attempt sends r once to base and reads the answer.
 func (c *Client) attempt(ctx context.Context, base *url.URL, r *request) (answer, error) {
+	if c.fast != nil && r.stream == nil {
+		return c.fastAttempt(ctx, base, r)
+	}
 	actx, cancel := context.WithTimeout(ctx, c.attemptTimeout+r.extra)
 	defer cancel()
 	var body io.Reader
@@ -239,7 +275,7 @@ func (c *Client) attempt(ctx context.Context, base *url.URL, r *request) (answer
 		req.Header.Set("Accept", r.accept)
 	}
 	if r.admin && c.adminToken != "" {
-		req.Header.Set("Authorization", "Bearer "+c.adminToken)
+		req.Header.Set("Authorization", c.bearer)
 	}
 	if r.sign && len(c.paymentSecret) > 0 {
 		req.Header.Set(paysig.Header, paysig.Sign(c.paymentSecret, r.body))
@@ -250,7 +286,7 @@ func (c *Client) attempt(ctx context.Context, base *url.URL, r *request) (answer
 	}
 	if r.stream != nil && resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		defer resp.Body.Close()
-		return answer{status: resp.StatusCode, header: resp.Header}, r.stream(resp)
+		return answer{status: resp.StatusCode}, r.stream(resp)
 	}
 	// Read to the end so that the connection goes back to the pool.
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -258,17 +294,20 @@ func (c *Client) attempt(ctx context.Context, base *url.URL, r *request) (answer
 	if err != nil {
 		return answer{}, err
 	}
-	return answer{status: resp.StatusCode, header: resp.Header, body: b}, nil
+	a := answer{status: resp.StatusCode, body: b, retryAfter: parseRetryAfter(resp.Header.Get("Retry-After"))}
+	if a.status == http.StatusMisdirectedRequest {
+		a.location = resp.Header.Get("Location")
+	}
+	return a, nil
 }
 
-// decodeError reads a non-2xx answer's error body.
+// decodeError reads a non-2xx answer's error body (errorBody).
 func decodeError(a answer) *Error {
-	e := &Error{Status: a.status}
-	if json.Unmarshal(a.body, e) != nil || e.Code == "" {
-		e.Code = http.StatusText(a.status)
-		e.Detail = strings.TrimSpace(string(a.body[:min(len(a.body), 200)]))
+	e := &Error{Status: a.status, RetryAfter: a.retryAfter}
+	if readError(a.body, e) != nil || e.Code == "" {
+		*e = Error{Status: a.status, RetryAfter: a.retryAfter, Code: http.StatusText(a.status),
+			Detail: strings.TrimSpace(string(a.body[:min(len(a.body), 200)]))}
 	}
-	e.RetryAfter = parseRetryAfter(a.header.Get("Retry-After"))
 	return e
 }
 
@@ -284,8 +323,8 @@ func parseRetryAfter(v string) time.Duration {
 
 // follow returns where a 421 sends the call: its Location, else the cell a
 // WRONG_CELL names (Options.Cells); nil when it cannot be followed.
-func (c *Client) follow(from *url.URL, h http.Header, e *Error) *url.URL {
-	if loc := h.Get("Location"); loc != "" {
+func (c *Client) follow(from *url.URL, loc string, e *Error) *url.URL {
+	if loc != "" {
 		if u, err := from.Parse(loc); err == nil && u.Host != "" {
 			return &url.URL{Scheme: u.Scheme, Host: u.Host}
 		}
@@ -321,14 +360,36 @@ func (c *Client) cellOf(reservationID string) *url.URL {
 	return c.cells[parts[2]]
 }
 
-// pathSKU is the escaped path of a SKU's public routes.
-func pathSKU(campaignID, skuID string) string {
-	return "/v1/campaigns/" + url.PathEscape(campaignID) + "/skus/" + url.PathEscape(skuID)
+// pathSKU is the escaped path of a SKU's public routes, and rest after
+// it (one allocation).
+func pathSKU(campaignID, skuID, rest string) string {
+	return "/v1/campaigns/" + url.PathEscape(campaignID) + "/skus/" + url.PathEscape(skuID) + rest
 }
 
 // pathAdminSKU is the escaped path of a SKU's admin routes.
 func pathAdminSKU(campaignID, skuID string) string {
 	return "/admin/campaigns/" + url.PathEscape(campaignID) + "/skus/" + url.PathEscape(skuID)
+}
+
+// release gives a borrowed body back to its pool.
+func (a *answer) release() {
+	if a.resp != nil {
+		fasthttp.ReleaseResponse(a.resp)
+		a.resp, a.body = nil, nil
+	}
+}
+
+// decodeReservation reads a reservation answer (and releases it).
+func decodeReservation(a answer, what string) (*Reservation, error) {
+	defer a.release()
+	if a.settled != nil {
+		return a.settled, nil
+	}
+	r := new(Reservation)
+	if err := r.UnmarshalJSON(a.body); err != nil {
+		return nil, fmt.Errorf("seckill: %s: undecodable answer %d: %w", what, a.status, err)
+	}
+	return r, nil
 }
 
 // decode reads a JSON answer into v.

@@ -31,6 +31,10 @@
 //     retries included; Options.AttemptTimeout bounds each attempt.
 //   - Connections are kept alive and reused (one pool per Client; share a
 //     Client between goroutines).
+//   - Options.FastHTTP sends the calls over fasthttp instead of net/http
+//     (the SSE stream excepted): a reserve then costs a few allocations
+//     (its body, its path, the answer's copy and fields; the answers are
+//     read with fastjson), as a load generator needs (BenchmarkReserve).
 //
 // Refusals are *Error values with the HTTP status and the server's
 // machine-readable reason; errors.Is(err, client.ErrSoldOut) and the other

@@ -169,7 +169,7 @@ func (c *Client) Stream(ctx context.Context, f FeedRequest, handle func(e Event,
 			stream: func(resp *http.Response) error {
 				return readSSE(resp, func(id, typ string, data []byte) error {
 					if typ == "error" {
-						e := decodeError(answer{status: statusOfStreamError(data), header: http.Header{}, body: data})
+						e := decodeError(answer{status: statusOfStreamError(data), body: data})
 						stop = e
 						return e
 					}

@@ -10,12 +10,11 @@ import (
 // Reservation reads a reservation's durable state (GET
 // /v1/reservations/{id}); an unknown id is ErrNotFound.
 func (c *Client) Reservation(ctx context.Context, reservationID string) (*Reservation, error) {
-	a, err := c.do(ctx, request{method: http.MethodGet, path: pathReservation(reservationID), base: c.cellOf(reservationID)})
+	a, err := c.do(ctx, request{method: http.MethodGet, path: pathReservation(reservationID), base: c.cellOf(reservationID), borrow: true})
 	if err != nil {
 		return nil, err
 	}
-	var r Reservation
-	return &r, decode(a, &r, "reservation")
+	return decodeReservation(a, "reservation")
 }
 
 // Payment is the body of a payment callback.
@@ -57,23 +56,18 @@ func (c *Client) Cancel(ctx context.Context, reservationID string) (*Reservation
 // reservation, done when took says the command took effect.
 func (c *Client) command(ctx context.Context, r request, reservationID string, took func(*Reservation) bool) (*Reservation, error) {
 	r.base = c.cellOf(reservationID)
-	var settled *Reservation
-	r.resolve = func(ctx context.Context, _ *Error) (bool, error) {
+	r.resolveArg, r.borrow = reservationID, true
+	r.resolve = func(c *Client, ctx context.Context, _ *Error, reservationID string) (bool, *Reservation, error) {
 		if got, err := c.Reservation(ctx, reservationID); err == nil && took(got) {
-			settled = got
-			return true, nil
+			return true, got, nil
 		}
-		return false, nil
+		return false, nil, nil
 	}
 	a, err := c.do(ctx, r)
-	switch {
-	case settled != nil:
-		return settled, nil
-	case err != nil:
+	if err != nil {
 		return nil, err
 	}
-	var res Reservation
-	return &res, decode(a, &res, r.path)
+	return decodeReservation(a, r.path)
 }
 
 func pathReservation(id string) string { return "/v1/reservations/" + url.PathEscape(id) }

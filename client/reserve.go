@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 )
 
@@ -51,37 +52,6 @@ const (
 	StateClosed         = "CLOSED"
 )
 
-// UnmarshalJSON reads the server's times ("" and absent are zero).
-func (r *Reservation) UnmarshalJSON(b []byte) error {
-	type plain Reservation
-	var w struct {
-		plain
-		// Shallower than plain's fields of the same names: these take them.
-		CreatedAt string `json:"created_at"`
-		ExpireAt  string `json:"expire_at"`
-		PaidAt    string `json:"paid_at"`
-		ClosedAt  string `json:"closed_at"`
-	}
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*r = Reservation(w.plain)
-	for _, f := range []struct {
-		dst *time.Time
-		src string
-	}{{&r.CreatedAt, w.CreatedAt}, {&r.ExpireAt, w.ExpireAt}, {&r.PaidAt, w.PaidAt}, {&r.ClosedAt, w.ClosedAt}} {
-		if f.src == "" {
-			continue
-		}
-		t, err := time.Parse(time.RFC3339Nano, f.src)
-		if err != nil {
-			return err
-		}
-		*f.dst = t
-	}
-	return nil
-}
-
 // NewRequestID returns a random request_id (32 hex digits): unguessable,
 // as a request_id should be (a repeat of it returns its reservation id).
 func NewRequestID() string {
@@ -97,6 +67,34 @@ type reserveBody struct {
 	EntryPass string `json:"entry_pass,omitempty"`
 }
 
+// appendReserveBody appends a reserve's body, as json.Marshal writes a
+// reserveBody.
+func appendReserveBody(b []byte, requestID, userID, entryPass string) []byte {
+	b = append(b, '{')
+	if requestID != "" {
+		b = appendString(append(b, `"request_id":`...), requestID)
+		b = append(b, ',')
+	}
+	b = appendString(append(b, `"user_id":`...), userID)
+	if entryPass != "" {
+		b = appendString(append(b, `,"entry_pass":`...), entryPass)
+	}
+	return append(b, '}')
+}
+
+// appendString appends s as a JSON string: as it is when it is printable
+// ASCII that needs no escape (every id seckill accepts), else as
+// encoding/json writes it.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	return append(append(append(b, '"'), s...), '"')
+}
+
 // Reserve asks for one unit: the reservation made (PENDING_PAYMENT: pay
 // before ExpireAt), or an *Error: SOLD_OUT, ALREADY_PURCHASED (with the
 // user's ReservationID), NOT_STARTED, ENDED, ... Retries, 504s and 421s
@@ -106,31 +104,42 @@ func (c *Client) Reserve(ctx context.Context, r ReserveRequest) (*Reservation, e
 	if r.RequestID == "" && r.EntryPass == "" {
 		r.RequestID = NewRequestID()
 	}
-	body, err := json.Marshal(reserveBody{RequestID: r.RequestID, UserID: r.UserID, EntryPass: r.EntryPass})
+	buf := c.bodyBuffer()
+	body := appendReserveBody((*buf)[:0], r.RequestID, r.UserID, r.EntryPass)
+	a, err := c.do(ctx, request{method: http.MethodPost, path: pathSKU(r.CampaignID, r.SKUID, "/reservations"), body: body,
+		resolve: (*Client).settleReserve, resolveArg: r.UserID, borrow: true})
+	if c.fast != nil {
+		*buf = body
+		bodies.Put(buf)
+	}
 	if err != nil {
 		return nil, err
 	}
-	var settled *Reservation // the reservation a 504 resolved to
-	a, err := c.do(ctx, request{method: http.MethodPost, path: pathSKU(r.CampaignID, r.SKUID) + "/reservations", body: body,
-		resolve: func(ctx context.Context, unknown *Error) (bool, error) {
-			o, err := c.resolveReserve(ctx, unknown.StatusURL, r.UserID)
-			if o == nil || err != nil {
-				return err != nil, err
-			}
-			settled, err = o.result()
-			return true, err
-		}})
-	switch {
-	case settled != nil:
-		return settled, nil
-	case err != nil:
-		return nil, err
+	return decodeReservation(a, "reserve")
+}
+
+// bodies are reserve bodies for reuse over fasthttp, whose request is
+// done with its body when its attempt returns (net/http may still read
+// a body after, so its bodies are not reused).
+var bodies = sync.Pool{New: func() any { return new([]byte) }}
+
+// bodyBuffer returns a buffer from bodies over fasthttp, else a new one.
+func (c *Client) bodyBuffer() *[]byte {
+	if c.fast == nil {
+		return new([]byte)
 	}
-	var res Reservation
-	if err := decode(a, &res, "reserve"); err != nil {
-		return nil, err
+	return bodies.Get().(*[]byte)
+}
+
+// settleReserve is a reserve's resolver: the lookup of its status_url
+// (resolveReserve) for the user userID.
+func (c *Client) settleReserve(ctx context.Context, unknown *Error, userID string) (bool, *Reservation, error) {
+	o, err := c.resolveReserve(ctx, unknown.StatusURL, userID)
+	if o == nil || err != nil {
+		return err != nil, nil, err
 	}
-	return &res, nil
+	settled, err := o.result()
+	return true, settled, err
 }
 
 // Outcome is what became of a reserve's request_id (GET
@@ -156,7 +165,7 @@ func (o *Outcome) result() (*Reservation, error) {
 // Lookup reads what became of a request_id on a SKU. A request the SKU
 // never decided (refused at the door, or not arrived) is ErrNotFound.
 func (c *Client) Lookup(ctx context.Context, campaignID, skuID, requestID string) (*Outcome, error) {
-	return c.lookup(ctx, pathSKU(campaignID, skuID)+"/requests/"+url.PathEscape(requestID))
+	return c.lookup(ctx, pathSKU(campaignID, skuID, "/requests/"+url.PathEscape(requestID)))
 }
 
 func (c *Client) lookup(ctx context.Context, path string) (*Outcome, error) {
@@ -227,7 +236,7 @@ func (c *Client) ReserveBatch(ctx context.Context, campaignID, skuID string, ite
 		if err != nil {
 			return nil, err
 		}
-		a, err := c.do(ctx, request{method: http.MethodPost, path: pathSKU(campaignID, skuID) + "/reservations:batch", body: body})
+		a, err := c.do(ctx, request{method: http.MethodPost, path: pathSKU(campaignID, skuID, "/reservations:batch"), body: body})
 		if err != nil {
 			return nil, err
 		}
@@ -256,8 +265,7 @@ func (c *Client) ReserveBatch(ctx context.Context, campaignID, skuID string, ite
 				results[i] = BatchResult{RequestID: res.RequestID, Reservation: &res}
 				continue
 			}
-			e := decodeError(answer{status: r.Status, header: http.Header{}, body: r.Body})
-			e.RetryAfter = time.Duration(r.RetryAfter * float64(time.Second))
+			e := decodeError(answer{status: r.Status, body: r.Body, retryAfter: time.Duration(r.RetryAfter * float64(time.Second))})
 			results[i].Err = e
 			if e.Status == http.StatusGatewayTimeout {
 				if o, err := c.resolveReserve(ctx, e.StatusURL, items[i].UserID); o != nil || err != nil {
@@ -295,7 +303,7 @@ func (c *Client) ReserveBatch(ctx context.Context, campaignID, skuID string, ite
 // SKUStatus reads a SKU's coarse status for buyers: NOT_STARTED, OPEN,
 // THROTTLED, QUEUE_FULL, TEMP_SOLD_OUT, FINAL_SOLD_OUT, ENDED or PAUSED.
 func (c *Client) SKUStatus(ctx context.Context, campaignID, skuID string) (string, error) {
-	a, err := c.do(ctx, request{method: http.MethodGet, path: pathSKU(campaignID, skuID)})
+	a, err := c.do(ctx, request{method: http.MethodGet, path: pathSKU(campaignID, skuID, "")})
 	if err != nil {
 		return "", err
 	}

@@ -7,24 +7,33 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/seckill/seckill/cells"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/ledger"
+	"github.com/seckill/seckill/relay"
 )
 
 // Cells is a campaign sold by a cluster of cells (docs/cells.md): each
 // cell logs its own share of a celled SKU (or, for a campaign defined
 // locally on one cell, the whole of it) and serves its own feed, so the
 // order service consumes each cell's campaign feed with a source of its
-// own (FeedSource with Cell: its cursor is kept apart). The events of two
-// cells never share a (source, id): a cell's history comes from its own
-// reservation id key.
+// own (FeedSource with Cell: its cursor is kept apart), or, with
+// JetStream set, each cell's relay stream (relay.CellStream(Stream, cell):
+// seckill-relay --cell fills it). The events of two cells never share a
+// (source, id): a cell's history comes from its own reservation id key.
 type Cells struct {
 	Ledger     *ledger.Ledger
 	CampaignID string
 	// Client makes the client of a cell's base URL (the admin token set).
 	Client func(baseURL string) (*client.Client, error)
-	// Limit and Wait are each cell's FeedSource's.
+	// JetStream, when set, is where each cell's events are read: the
+	// stream relay.CellStream(Stream, cell), instead of the cell's feed
+	// (Client is then unused, and a cell is consumed whether or not it
+	// announced an address).
+	JetStream *nats.Conn
+	Stream    string
+	// Limit and Wait are each cell's source's.
 	Limit int
 	Wait  time.Duration
 	// Poll is how often etcd is read for cells (their addresses, the
@@ -72,8 +81,11 @@ func (c *Cells) Run(ctx context.Context, store *Store, m *Metrics, log *slog.Log
 			waiting = true
 		}
 		for cell, url := range servers {
+			if c.JetStream != nil {
+				url = "" // the stream does not move with the cell
+			}
 			r := running[cell]
-			if url == "" || r != nil && r.url == url {
+			if url == "" && c.JetStream == nil || r != nil && r.url == url {
 				continue
 			}
 			if r != nil {
@@ -81,18 +93,18 @@ func (c *Cells) Run(ctx context.Context, store *Store, m *Metrics, log *slog.Log
 				r.stop()
 				<-r.done
 			}
-			cl, err := c.Client(url)
+			src, closeSrc, err := c.source(cell, url)
 			if err != nil {
-				return fmt.Errorf("cell %s at %q: %w", cell, url, err)
+				return err
 			}
 			cctx, stop := context.WithCancel(ctx)
 			r = &consumer{url: url, stop: stop, done: make(chan struct{})}
 			running[cell] = r
-			src := &FeedSource{Client: cl, CampaignID: c.CampaignID, Cell: cell, Limit: c.Limit, Wait: c.Wait}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				defer close(r.done)
+				defer closeSrc()
 				if err := Run(cctx, src, store, m, log.With("cell", cell)); err != nil {
 					select {
 					case refused <- fmt.Errorf("cell %s (%s): %w", cell, url, err):
@@ -109,4 +121,18 @@ func (c *Cells) Run(ctx context.Context, store *Store, m *Metrics, log *slog.Log
 		case <-time.After(c.Poll):
 		}
 	}
+}
+
+// source returns the source of cell's events (at url, for its feed) and
+// what closes it.
+func (c *Cells) source(cell, url string) (Source, func(), error) {
+	if c.JetStream != nil {
+		js := &JetStreamSource{Conn: c.JetStream, Stream: relay.CellStream(c.Stream, cell), Limit: c.Limit, Wait: c.Wait}
+		return js, js.Close, nil
+	}
+	cl, err := c.Client(url)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cell %s at %q: %w", cell, url, err)
+	}
+	return &FeedSource{Client: cl, CampaignID: c.CampaignID, Cell: cell, Limit: c.Limit, Wait: c.Wait}, func() {}, nil
 }

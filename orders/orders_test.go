@@ -13,6 +13,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/internal/natstest"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/orders/orderstest"
 )
@@ -98,7 +99,7 @@ func TestFeedIntoOrders(t *testing.T) {
 func TestJetStreamIntoOrders(t *testing.T) {
 	c := orderstest.Seckill(t)
 	db := orderstest.Database(t)
-	nc := orderstest.NATS(t)
+	nc := natstest.Start(t)
 	orderstest.Define(t, c, "js", 30)
 	orderstest.Relay(t, nc, c.BaseURL(), "js", "SECKILL_JS")
 	orderstest.Sale(t, c, "js", 0, 40)

@@ -63,7 +63,7 @@ func consume(ctx context.Context, src Source, store *Store, m *Metrics, log *slo
 		}
 		if errors.Is(err, ErrNotDefined) {
 			if !waiting {
-				log.Warn("orders: the campaign is not defined (404): waiting for it", "consumer", consumer)
+				log.Warn("orders: the campaign is not defined (the feed's 404, or no relay stream yet): waiting for it", "consumer", consumer, "err", err)
 				waiting = true
 			}
 			select {

@@ -31,8 +31,8 @@ type Source interface {
 // resynchronised from the export: resync.go.)
 var ErrPosition = errors.New("orders: the source refused the position")
 
-// ErrNotDefined: the campaign is not defined yet, and the consumer has
-// read nothing of it. An order service is deployed before its sale: it
+// ErrNotDefined: the campaign is not defined yet (or its relay has not
+// created its stream yet), and the consumer has read nothing of it. An order service is deployed before its sale: it
 // waits (Run asks again every 100 ms).
 var ErrNotDefined = errors.New("orders: the campaign is not defined yet")
 
@@ -81,8 +81,9 @@ func (f *FeedSource) Next(ctx context.Context, cursor string) ([]client.Event, s
 }
 
 // JetStreamSource reads the stream seckill-relay fills with one
-// campaign's events; the cursor is the stream sequence of the last
-// message applied.
+// campaign's events (or one cell's share of them: relay.CellStream); the
+// cursor is the stream sequence of the last message applied. A stream
+// not created yet is ErrNotDefined while nothing was read from it.
 type JetStreamSource struct {
 	Conn   *nats.Conn
 	Stream string
@@ -155,7 +156,11 @@ func (s *JetStreamSource) open(ctx context.Context, after uint64) error {
 		return err
 	}
 	stream, err := js.Stream(ctx, s.Stream)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound) && after == 0:
+		// The relay creates its stream once the feed answers it.
+		return fmt.Errorf("%w: stream %s: %v", ErrNotDefined, s.Stream, err)
+	case errors.Is(err, jetstream.ErrStreamNotFound):
 		return fmt.Errorf("%w: stream %s: %v", ErrPosition, s.Stream, err)
 	}
 	if err != nil {

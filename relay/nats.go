@@ -18,18 +18,23 @@ const (
 	HeaderSKU    = "Seckill-Sku"    // the event's SKU id
 )
 
-// NATSSink publishes to a JetStream stream that holds this campaign's
-// subjects only: seckill.{campaign}.{sku}.{type without "seckill."}, with
-// "." in ids written "%2E" (ids are [A-Za-z0-9._:-]). One relay per
-// stream: every publish expects the stream's last sequence to be the one
-// before it (Nats-Expected-Last-Sequence), so a message can be stored only
-// right after its predecessor; Nats-Msg-Id is the event id, so a publish
-// stored whose ack was lost is not stored twice within the stream's
-// duplicate window.
+// NATSSink publishes to a JetStream stream that holds one campaign's
+// subjects only: seckill.{campaign}.{sku}.{type without "seckill."}, or,
+// for a cell of a cluster, seckill.{campaign}.@{cell}.{sku}.{type} in the
+// cell's own stream (CellStream): each cell logs its own share of the
+// campaign, and two relays may not share a stream (below), nor two streams
+// a subject. "." in ids is written "%2E" (ids are [A-Za-z0-9._:-], so the
+// "@" token of a cell is never a SKU's). One relay per stream: every
+// publish expects the stream's last sequence to be the one before it
+// (Nats-Expected-Last-Sequence), so a message can be stored only right
+// after its predecessor; Nats-Msg-Id is the event id (unique across cells
+// too: a cell's log histories are its own), so a publish stored whose ack
+// was lost is not stored twice within the stream's duplicate window.
 type NATSSink struct {
 	js       jetstream.JetStream
 	name     string
 	campaign string
+	cell     string           // "" for a lone seckilld
 	stream   jetstream.Stream // nil until found or created
 	lastSeq  uint64           // the stream's last sequence, as of Resume and the publishes since
 }
@@ -37,11 +42,42 @@ type NATSSink struct {
 // NewNATSSink returns the sink of the stream name, which Open creates
 // (file storage, subjects seckill.{campaign}.>) if it does not exist.
 func NewNATSSink(nc *nats.Conn, name, campaignID string) (*NATSSink, error) {
+	return NewCellNATSSink(nc, name, campaignID, "")
+}
+
+// NewCellNATSSink is NewNATSSink for the feed of cell (a cell of a
+// cluster; "" for a lone seckilld): its stream is CellStream(name, cell),
+// with subjects seckill.{campaign}.@{cell}.>.
+func NewCellNATSSink(nc *nats.Conn, name, campaignID, cell string) (*NATSSink, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
 	}
-	return &NATSSink{js: js, name: name, campaign: campaignID}, nil
+	return &NATSSink{js: js, name: CellStream(name, cell), campaign: campaignID, cell: cell}, nil
+}
+
+// CellStream names the stream of cell's events: name_{cell} ("." in the
+// cell id written "%2E", as stream names take no "."), or name itself for
+// a lone seckilld (cell ""). A consumer of a cluster finds each cell's
+// stream by it.
+func CellStream(name, cell string) string {
+	if cell == "" {
+		return name
+	}
+	return name + "_" + subjectToken(cell)
+}
+
+// Stream returns the name of the sink's stream.
+func (s *NATSSink) Stream() string { return s.name }
+
+// prefix is the subjects' common beginning: seckill.{campaign}, and
+// .@{cell} for a cell.
+func (s *NATSSink) prefix() string {
+	p := "seckill." + subjectToken(s.campaign)
+	if s.cell != "" {
+		p += ".@" + subjectToken(s.cell)
+	}
+	return p
 }
 
 // find looks the stream up; a missing stream leaves s.stream nil.
@@ -66,7 +102,7 @@ func (s *NATSSink) Open(ctx context.Context) error {
 		return err
 	}
 	stream, err := s.js.CreateStream(ctx, jetstream.StreamConfig{
-		Name: s.name, Subjects: []string{"seckill." + subjectToken(s.campaign) + ".>"}, Storage: jetstream.FileStorage,
+		Name: s.name, Subjects: []string{s.prefix() + ".>"}, Storage: jetstream.FileStorage,
 	})
 	if err != nil {
 		return fmt.Errorf("creating stream %s: %w", s.name, err)
@@ -77,7 +113,7 @@ func (s *NATSSink) Open(ctx context.Context) error {
 
 // Subject returns the subject of an event.
 func (s *NATSSink) Subject(skuID, eventType string) string {
-	return "seckill." + subjectToken(s.campaign) + "." + subjectToken(skuID) + "." + strings.TrimPrefix(eventType, "seckill.")
+	return s.prefix() + "." + subjectToken(skuID) + "." + strings.TrimPrefix(eventType, "seckill.")
 }
 
 // subjectToken writes an id as one subject token.

@@ -17,39 +17,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/httpapi/httpapitest"
+	"github.com/seckill/seckill/internal/natstest"
 	"github.com/seckill/seckill/relay"
 )
 
 const token = "relay-test-token"
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-// startNATS runs a NATS server with JetStream in a temp dir, in process.
-func startNATS(t *testing.T) *nats.Conn {
-	t.Helper()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(20 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
-	t.Cleanup(ns.Shutdown)
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
-}
 
 // startSeckill runs the engine and the HTTP service in process and
 // returns its base URL.
@@ -154,7 +133,7 @@ func (s *dyingSink) Publish(ctx context.Context, msgs []relay.Message) error {
 // A relay killed in the middle of a batch and started again stores every
 // event of the feed in JetStream exactly once by id, in log order per SKU.
 func TestRelayKilledMidBatch(t *testing.T) {
-	nc := startNATS(t)
+	nc := natstest.Start(t)
 	base := startSeckill(t)
 	load(t, base, 0, 60)
 	cfg := relay.Config{FeedURL: base, AdminToken: token, CampaignID: "rl", Limit: 7, Wait: time.Second, RetryAfter: 10 * time.Millisecond, Logger: quiet}
@@ -258,7 +237,7 @@ func TestRelayProcessKilled(t *testing.T) {
 		t.Skip("builds and kills the seckill-relay binary")
 	}
 	bin := relayBinary(t)
-	nc := startNATS(t)
+	nc := natstest.Start(t)
 	base := startSeckill(t)
 	args := []string{"--feed", base, "--admin-token", token, "--nats", nc.ConnectedUrl(), "--stream", "SECKILL_KILL",
 		"--campaign", "rl", "--limit", "3", "--wait", "1s", "--log-level", "error"}

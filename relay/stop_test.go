@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/seckill/seckill/internal/natstest"
 	"github.com/seckill/seckill/relay"
 )
 
@@ -20,7 +21,7 @@ import (
 // (the admin token, the campaign) and leaves no stream behind; a relay the
 // feed answers creates its stream at once, events or not.
 func TestRelayRefusedLeavesNoStream(t *testing.T) {
-	nc := startNATS(t)
+	nc := natstest.Start(t)
 	base := startSeckill(t)
 	load(t, base, 0, 0) // defines campaign rl, sells nothing
 	js, err := jetstream.New(nc)
@@ -82,7 +83,7 @@ func TestRelayRefusedLeavesNoStream(t *testing.T) {
 // the events it relayed.
 func TestRelayProcessStopsOnSIGTERM(t *testing.T) {
 	bin := relayBinary(t)
-	nc := startNATS(t)
+	nc := natstest.Start(t)
 	base := startSeckill(t)
 	load(t, base, 0, 10)
 	want := feedIDs(t, base)

@@ -19,8 +19,9 @@ import (
 	"github.com/seckill/seckill/wal"
 )
 
-// nullBody is the null server's answer to every request.
-var nullBody = []byte(`{"reservation_id":"null","request_id":"null","state":"PENDING_PAYMENT","token_id":"null","expire_at":"2100-01-01T00:00:00Z","status_url":"/v1/reservations/null"}`)
+// nullBody is the null server's answer to every request, shaped as
+// seckilld's 202 (token_id a number).
+var nullBody = []byte(`{"reservation_id":"null","request_id":"null","state":"PENDING_PAYMENT","token_id":0,"expire_at":"2100-01-01T00:00:00Z","status_url":"/v1/reservations/null"}`)
 
 // nullRecordType is the wal record type of the null-fsync server's records
 // (the request bodies); wal only asks that it not be 0.

@@ -3,7 +3,8 @@
 // seckilld's feed (--feed) or from the JetStream stream seckill-relay
 // fills (--nats, --stream), or from every cell of a cluster (--etcd: each
 // cell's feed, at the address it announced in etcd, with a cursor of its
-// own), exactly once in effect: each batch of events
+// own; with --nats too, each cell's relay stream <stream>_<cell>, which
+// seckill-relay --cell fills), exactly once in effect: each batch of events
 // is one transaction with its cursor, and an event seen before (by its
 // CloudEvents source and id) is skipped. It migrates the schema at start
 // (goose), serves /metrics and /healthz on --metrics-addr, and stops
@@ -93,11 +94,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	database := fs.String("database", "", "PostgreSQL URL, e.g. postgres://user@127.0.0.1:5432/orders (required)")
 	campaign := fs.String("campaign", "", "the campaign whose events are consumed (required with --feed and --etcd)")
 	feed := fs.String("feed", "", "seckilld's base URL: consume its campaign feed (give one of --feed, --etcd, --nats)")
-	etcd := fs.String("etcd", "", "etcd endpoints of a cell cluster: consume the campaign feed of each of its cells")
+	etcd := fs.String("etcd", "", "etcd endpoints of a cell cluster: consume each of its cells (its feed; with --nats, its relay stream)")
 	prefix := fs.String("etcd-prefix", ledger.DefaultPrefix, "the cells' ledger key prefix in etcd (with --etcd)")
 	token := fs.String("admin-token", "", "seckilld's admin bearer token (with --feed and --etcd)")
-	natsURL := fs.String("nats", "", "NATS URL: consume the JetStream stream --stream filled by seckill-relay")
-	stream := fs.String("stream", "", "the relay's JetStream stream of the campaign (with --nats)")
+	natsURL := fs.String("nats", "", "NATS URL: consume the JetStream stream --stream filled by seckill-relay (with --etcd: each cell's, <stream>_<cell>)")
+	stream := fs.String("stream", "", "the relay's JetStream stream of the campaign (with --nats; with --etcd too, the --stream its cells' relays were given)")
 	limit := fs.Int("batch", 500, "events per transaction at most (1..1000)")
 	wait := fs.Duration("wait", 30*time.Second, "how long one read waits for events (the feed's long poll; at most 60s)")
 	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9465", "address of /metrics and /healthz (empty: none)")
@@ -114,10 +115,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch {
 	case *database == "":
 		return fmt.Errorf("%w: --database is required", errUsage)
-	case count(*feed, *etcd, *natsURL) != 1:
-		return fmt.Errorf("%w: give --feed or --etcd (with --campaign, --admin-token), or --nats (with --stream)", errUsage)
-	case (*feed != "" || *etcd != "") && (*campaign == "" || *token == ""):
-		return fmt.Errorf("%w: --feed and --etcd need --campaign and --admin-token", errUsage)
+	case count(*feed, *etcd, *natsURL) != 1 && !(*etcd != "" && *natsURL != "" && *feed == ""):
+		return fmt.Errorf("%w: give --feed or --etcd (with --campaign, --admin-token), or --nats (with --stream), or --etcd and --nats (with --campaign, --stream)", errUsage)
+	case *etcd != "" && *campaign == "", *feed != "" && *campaign == "", (*feed != "" || *etcd != "" && *natsURL == "") && *token == "":
+		return fmt.Errorf("%w: --feed and --etcd need --campaign and --admin-token (--etcd with --nats: --campaign)", errUsage)
 	case *natsURL != "" && *stream == "":
 		return fmt.Errorf("%w: --nats needs --stream", errUsage)
 	case *limit < 1 || *limit > 1000:
@@ -142,6 +143,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	var src orders.Source
 	var cluster *orders.Cells
+	var nc *nats.Conn
+	if *natsURL != "" {
+		if nc, err = nats.Connect(*natsURL, nats.Name("seckill-orders "+*stream), nats.MaxReconnects(-1)); err != nil {
+			return fmt.Errorf("connecting to %s: %w", *natsURL, err)
+		}
+		defer nc.Close()
+	}
 	switch {
 	case *feed != "":
 		c, err := client.New(client.Options{BaseURL: *feed, AdminToken: *token})
@@ -156,15 +164,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer ec.Close()
 		cluster = &orders.Cells{Ledger: ledger.New(ec, *prefix), CampaignID: *campaign, Limit: *limit, Wait: *wait,
+			JetStream: nc, Stream: *stream,
 			Client: func(base string) (*client.Client, error) {
 				return client.New(client.Options{BaseURL: base, AdminToken: *token})
 			}}
 	default:
-		nc, err := nats.Connect(*natsURL, nats.Name("seckill-orders "+*stream), nats.MaxReconnects(-1))
-		if err != nil {
-			return fmt.Errorf("connecting to %s: %w", *natsURL, err)
-		}
-		defer nc.Close()
 		js := &orders.JetStreamSource{Conn: nc, Stream: *stream, Limit: *limit, Wait: *wait}
 		defer js.Close()
 		src = js

@@ -10,11 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/internal/lockedbuf"
+	"github.com/seckill/seckill/internal/natstest"
 	"github.com/seckill/seckill/orders/orderstest"
 )
 
@@ -52,6 +53,8 @@ func TestHelpAndUsage(t *testing.T) {
 		{"--database", "postgres://x/y", "--nats", "nats://127.0.0.1:1", "--stream", "S", "--batch", "0"},
 		{"--database", "postgres://x/y", "--etcd", "127.0.0.1:1", "--admin-token", "t"},
 		{"--database", "postgres://x/y", "--etcd", "127.0.0.1:1", "--feed", "http://127.0.0.1:1", "--campaign", "c", "--admin-token", "t"},
+		{"--database", "postgres://x/y", "--etcd", "127.0.0.1:1", "--nats", "nats://127.0.0.1:1", "--campaign", "c"},
+		{"--database", "postgres://x/y", "--etcd", "127.0.0.1:1", "--nats", "nats://127.0.0.1:1", "--stream", "S"},
 		{"redeliver", "--database", "postgres://x/y"},
 		{"redeliver", "--database", "postgres://x/y", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--event", "h-1"},
 		{"redeliver", "--database", "postgres://x/y", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--source", "/seckill/c/s", "--event", "h-1", "--reservation", "c~s~1~0000000000000000"},
@@ -62,24 +65,6 @@ func TestHelpAndUsage(t *testing.T) {
 			t.Errorf("%v: %v, want a usage error", args, err)
 		}
 	}
-}
-
-// lockedBuffer collects a child's stderr.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // The binary killed with SIGKILL at random points while a sale goes on,
@@ -96,13 +81,13 @@ func TestKilledAndRestarted(t *testing.T) {
 	}
 	c := orderstest.Seckill(t)
 	db := orderstest.Database(t)
-	nc := orderstest.NATS(t)
+	nc := natstest.Start(t)
 	orderstest.Define(t, c, "kill", 150)
 	orderstest.Relay(t, nc, c.BaseURL(), "kill", "SECKILL_KILL")
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 28))
 	t.Logf("seed %d", seed)
-	var logs lockedBuffer
+	var logs lockedbuf.Buffer
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("seckill-orders' stderr:\n%s", logs.String())

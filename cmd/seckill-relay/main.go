@@ -2,7 +2,8 @@
 // publishes every event to a NATS JetStream stream (package relay): at
 // least once, in log order per SKU, Nats-Msg-Id = the event id. It keeps
 // no state: on start it reads where it stopped from the stream's last
-// message. Run one relay per stream. Every flag is also read from the
+// message. Run one relay per stream; in a cell cluster, one per cell
+// (--cell, --feed the cell's address), each into a stream of its own. Every flag is also read from the
 // environment as SECKILL_RELAY_<NAME> (--admin-token:
 // SECKILL_RELAY_ADMIN_TOKEN); flags win. --version prints the build's
 // version line and --help the usage, both on stdout with exit 0.
@@ -34,6 +35,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/peterbourgon/ff/v3"
+	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/relay"
 )
@@ -61,6 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	natsURL := fs.String("nats", nats.DefaultURL, "NATS server URL")
 	stream := fs.String("stream", "", "JetStream stream name, this relay's alone (created with subjects seckill.<campaign>.> if missing, once the feed answers; required)")
 	campaign := fs.String("campaign", "", "campaign whose feed is relayed (required)")
+	cell := fs.String("cell", "", "the cell whose feed --feed is, for a cell of a cluster: its events go to the stream <stream>_<cell>, subjects seckill.<campaign>.@<cell>.>")
 	types := fs.String("types", "", "comma-separated event types (the feed's types=; empty: its defaults, without seckill.request.rejected)")
 	limit := fs.Int("limit", relay.DefaultLimit, "events per feed page (1..1000)")
 	wait := fs.Duration("wait", relay.DefaultWait, "feed long poll (at most 60s)")
@@ -77,6 +80,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch {
 	case *token == "" || *stream == "" || *campaign == "":
 		return errors.New("--admin-token, --stream and --campaign are required")
+	case *cell != "" && !sku.ValidID(*cell):
+		return fmt.Errorf("--cell %q: a cell id is 1-64 of [A-Za-z0-9._:-]", *cell)
 	case *limit < 1 || *limit > 1000:
 		return errors.New("--limit must be 1..1000")
 	case *wait <= 0 || *wait > 60*time.Second:
@@ -90,7 +95,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("connecting to %s: %w", *natsURL, err)
 	}
 	defer nc.Close()
-	sink, err := relay.NewNATSSink(nc, *stream, *campaign)
+	sink, err := relay.NewCellNATSSink(nc, *stream, *campaign, *cell)
 	if err != nil {
 		return err
 	}

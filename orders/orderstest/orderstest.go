@@ -1,6 +1,6 @@
 // Package orderstest is what the order service's tests share: a real
-// seckilld in process, a private PostgreSQL, an in-process NATS server
-// with seckill-relay's sink, a sale that exercises every kind of order
+// seckilld in process, a private PostgreSQL, seckill-relay's loop into
+// a NATS server (internal/natstest), a sale that exercises every kind of order
 // event, and the wait for a clean reconciliation.
 package orderstest
 
@@ -16,7 +16,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -117,33 +116,19 @@ func Database(t testing.TB) string {
 	return s.URL("orders")
 }
 
-// NATS runs a NATS server with JetStream in process and returns a
-// connection to it.
-func NATS(t testing.TB) *nats.Conn {
-	t.Helper()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(20 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
-	t.Cleanup(ns.Shutdown)
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
-}
-
-// Relay runs seckill-relay's loop (package relay) from c's campaign feed
-// into stream until the test ends.
+// Relay runs seckill-relay's loop (package relay) from the campaign feed
+// at base into stream until the test ends.
 func Relay(t testing.TB, nc *nats.Conn, base, campaignID, stream string) {
 	t.Helper()
+	RelayCell(t, nc, base, campaignID, stream, "")
+}
+
+// RelayCell is Relay for the feed of cell (seckill-relay --cell): into
+// the stream relay.CellStream(stream, cell).
+func RelayCell(t testing.TB, nc *nats.Conn, base, campaignID, stream, cell string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	sink, err := relay.NewNATSSink(nc, stream, campaignID)
+	sink, err := relay.NewCellNATSSink(nc, stream, campaignID, cell)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,10 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/internal/lockedbuf"
 	"github.com/seckill/seckill/replica"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
@@ -86,24 +85,6 @@ func TestTruncationHeldForTheStandby(t *testing.T) {
 	px.releaseUp()
 }
 
-// syncBuffer is a log sink for a test to read.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A former primary with a tail its standby never acknowledged rejoins as
 // the standby of the promoted one: the tail is cut (logged) and the logs
 // agree; promoted again, it holds every acknowledged reservation and not
@@ -128,7 +109,7 @@ func TestFormerPrimaryRejoins(t *testing.T) {
 
 	b := startPrimary(t, bdir, 2, nodeOptions{})
 	ids = append(ids, reserve(t, b.engine, "c1", "s1", 100, 5)...)
-	var out syncBuffer
+	var out lockedbuf.Buffer
 	sa, err := NewStandby(StandbyConfig{Set: "rs", Name: "a", DataDir: adir, Primary: b.addr,
 		Logger: slog.New(slog.NewTextHandler(&out, nil))})
 	if err != nil {

@@ -5,15 +5,15 @@ package seckilldtest
 
 import (
 	"bufio"
-	"bytes"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/seckill/seckill/internal/lockedbuf"
 )
 
 // Build compiles ./cmd/seckilld into a temp dir of t and returns its path;
@@ -41,7 +41,7 @@ type Daemon struct {
 	Base string
 	// Exited receives the result of the process's Wait, once.
 	Exited chan error
-	stderr lockedBuffer
+	stderr lockedbuf.Buffer
 }
 
 // Start runs bin on dataDir (with --addr 127.0.0.1:0, --log-level warn and
@@ -118,22 +118,3 @@ func start(t testing.TB, bin, dataDir string, env []string, ready string, args .
 
 // Stderr returns what the child printed on stderr so far.
 func (d *Daemon) Stderr() string { return d.stderr.String() }
-
-// lockedBuffer is a buffer written by the child's stderr copier and read by
-// the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
