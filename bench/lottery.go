@@ -38,8 +38,10 @@ type LotteryReport struct {
 	DrawS           float64        `json:"draw_s"` // from the draw's request to phase DRAWN
 	Paid            int            `json:"paid"`
 	LeftToExpire    int            `json:"left_to_expire"`
+	PaidLate        int            `json:"paid_late"` // answered REFUND_REQUIRED after the reservation's expire_at: the tool was slow, not the server wrong
 	Promoted        int            `json:"promoted"`
 	PromotedPaid    int            `json:"promoted_paid"`
+	PromotedLate    int            `json:"promoted_paid_late"`
 	AuditorOK       bool           `json:"auditor_ok"`
 	AuditorFailures []string       `json:"auditor_failures,omitempty"`
 	Mismatches      []string       `json:"mismatches,omitempty"`
@@ -48,9 +50,9 @@ type LotteryReport struct {
 // line is the report in one line of the summary.
 func (r *LotteryReport) line() string {
 	return fmt.Sprintf("%d entered in %.1f s (%.0f/s, %d repeats got their entry), %d winners and %d waitlisted drawn in %.1f s, "+
-		"%d paid, %d left to expire, %d promoted from the waitlist (%d paid), auditor ok %v",
+		"%d paid (%d too late), %d left to expire, %d promoted from the waitlist (%d paid, %d too late), auditor ok %v",
 		r.Entered, r.EnterS, r.EntriesPerS, r.RepeatsSame, r.Winners, r.Waitlisted, r.DrawS,
-		r.Paid, r.LeftToExpire, r.Promoted, r.PromotedPaid, r.AuditorOK)
+		r.Paid, r.PaidLate, r.LeftToExpire, r.Promoted, r.PromotedPaid, r.PromotedLate, r.AuditorOK)
 }
 
 type lotteryBeacon struct {
@@ -138,8 +140,11 @@ func runLottery(ctx context.Context, config Config, client *Client) (*Result, er
 		if i%10 == 9 {
 			return
 		}
-		if l.payEntry(bySeq[seq]) {
+		switch l.payEntry(bySeq[seq]) {
+		case payPaid:
 			l.count(&rep.Paid)
+		case payLate:
+			l.count(&rep.PaidLate)
 		}
 	})
 	for i := range draw.Winners {
@@ -161,8 +166,11 @@ func runLottery(ctx context.Context, config Config, client *Client) (*Result, er
 			st, ok := l.entryStatus(bySeq[seq])
 			if ok && st.Status == "WON" {
 				l.count(&rep.Promoted)
-				if l.pay(st.ReservationID) {
+				switch l.pay(st.ReservationID) {
+				case payPaid:
 					l.count(&rep.PromotedPaid)
+				case payLate:
+					l.count(&rep.PromotedLate)
 				}
 				return
 			}
@@ -381,25 +389,47 @@ func (l *lotteryRun) entryStatus(request string) (entryState, bool) {
 	return entryState{Status: st.Status, Position: st.Position, ReservationID: st.ReservationID}, true
 }
 
+// payOutcome is what became of a payment the scenario made.
+type payOutcome int
+
+const (
+	payFailed payOutcome = iota // a mismatch, recorded
+	payPaid
+	payLate // refused as REFUND_REQUIRED, answered after the reservation's expire_at
+)
+
 // payEntry pays the reservation a winning entry holds.
-func (l *lotteryRun) payEntry(request string) bool {
+func (l *lotteryRun) payEntry(request string) payOutcome {
 	st, ok := l.entryStatus(request)
 	if !ok || st.Status != "WON" {
 		l.mismatch("winner %s: status %s", request, st.Status)
-		return false
+		return payFailed
 	}
 	return l.pay(st.ReservationID)
 }
 
-func (l *lotteryRun) pay(reservationID string) bool {
+// pay pays a reservation. A payment answered REFUND_REQUIRED is the
+// server's right answer when the reservation expired before the payment
+// reached it, which a loaded client may cause with a short payment
+// window: it counts as late, not as a mismatch, when the answer came
+// after the reservation's expire_at (an earlier one would be the server
+// closing a reservation before its time).
+func (l *lotteryRun) pay(reservationID string) payOutcome {
 	sum := sha256.Sum256([]byte(reservationID))
 	paymentID := fmt.Sprintf("pay-%x", sum[:8])
 	ans, status, err := l.client.Pay(l.ctx, reservationID, PaymentRequest{PaymentID: paymentID, Amount: 1, ReservationID: reservationID})
-	if err != nil || status != 200 || ans.State != "PAID" {
-		l.mismatch("pay %s: %v %d %s %s", reservationID, err, status, ans.State, ans.Error)
-		return false
+	answered := time.Now()
+	if err == nil && status == 200 && ans.State == "PAID" {
+		return payPaid
 	}
-	return true
+	if err == nil && ans.Error == "REFUND_REQUIRED" {
+		r, rerr := l.client.api.Reservation(l.ctx, reservationID)
+		if rerr == nil && !r.ExpireAt.IsZero() && answered.After(r.ExpireAt) {
+			return payLate
+		}
+	}
+	l.mismatch("pay %s: %v %d %s %s", reservationID, err, status, ans.State, ans.Error)
+	return payFailed
 }
 
 // sleepUntil waits until t or ctx's end.
