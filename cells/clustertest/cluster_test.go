@@ -252,6 +252,7 @@ func getAudit(client *http.Client, base string) (cellmap.CellAudit, error) {
 // etcd's allocations of it, no token held by two reservations across
 // cells, one live purchase per user across cells.
 func TestCellsUnderFaults(t *testing.T) {
+	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d (planted: %v)", seed, plantedTags)
 	bins := buildAll(t)
