@@ -22,6 +22,7 @@ import (
 // have been celled: both cells sold, and the central pool went out in
 // top-ups.
 func TestBenchThroughRouter(t *testing.T) {
+	t.Parallel()
 	cl := startCluster(t, "c1", "c2")
 	cellIDs, l, router := cl.cellIDs, cl.ledger, cl.router
 	seedThroughRouter(t, l, router, cl.etcd.Endpoint, cellIDs, 2000, 20_000, 0)

@@ -31,6 +31,7 @@ import (
 // other cell: 421 WRONG_CELL on both SKUs. Publishing a third SKU of the
 // campaign with another map, or with SKU scope, is refused.
 func TestCampaignScopeAcrossCells(t *testing.T) {
+	t.Parallel()
 	const phones, users = "phones", 200
 	bins := buildAll(t)
 	logDir := t.TempDir()

@@ -46,20 +46,45 @@ const (
 // buildAll compiles seckilld, seckill-router and seckillctl with the
 // fault points (tag faultinject: c1 loses the answer of its first top-up,
 // cells/fault_on.go) and the test's planted-bug tags (plantedTags, from
-// the build tags of the test).
+// the build tags of the test), once for all the tests of the package
+// (TestMain removes them).
 func buildAll(t *testing.T) map[string]string {
 	t.Helper()
-	dir := t.TempDir()
-	bins := map[string]string{}
-	for _, name := range []string{"seckilld", "seckill-router", "seckillctl"} {
-		bins[name] = filepath.Join(dir, name)
-		args := []string{"build", "-o", bins[name], "-tags", strings.Join(append([]string{"faultinject"}, plantedTags...), ",")}
-		out, err := exec.Command("go", append(args, "github.com/seckill/seckill/cmd/"+name)...).CombinedOutput()
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "seckill-clustertest-bin-")
 		if err != nil {
-			t.Fatalf("go build %s: %v\n%s", name, err, out)
+			built.err = err
+			return
 		}
+		built.dir, built.bins = dir, map[string]string{}
+		for _, name := range []string{"seckilld", "seckill-router", "seckillctl"} {
+			built.bins[name] = filepath.Join(dir, name)
+			args := []string{"build", "-o", built.bins[name], "-tags", strings.Join(append([]string{"faultinject"}, plantedTags...), ",")}
+			if out, err := exec.Command("go", append(args, "github.com/seckill/seckill/cmd/"+name)...).CombinedOutput(); err != nil {
+				built.err = fmt.Errorf("go build %s: %v\n%s", name, err, out)
+				return
+			}
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bins
+	return built.bins
+}
+
+var built struct {
+	once sync.Once
+	dir  string
+	bins map[string]string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // proc is one child process, restartable on the same arguments.
@@ -227,6 +252,7 @@ func getAudit(client *http.Client, base string) (cellmap.CellAudit, error) {
 // etcd's allocations of it, no token held by two reservations across
 // cells, one live purchase per user across cells.
 func TestCellsUnderFaults(t *testing.T) {
+	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d (planted: %v)", seed, plantedTags)
 	bins := buildAll(t)

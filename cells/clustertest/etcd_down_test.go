@@ -23,6 +23,7 @@ import (
 // once etcd answers it takes a new epoch, tops up and sells on. On the
 // way, the data dir started under another cell's id is refused.
 func TestCellStartsWithEtcdDown(t *testing.T) {
+	t.Parallel()
 	bins := buildAll(t)
 	logDir := t.TempDir()
 	etcd := etcdtest.Start(t)

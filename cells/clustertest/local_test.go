@@ -30,6 +30,7 @@ import (
 //     that it does not take it (while it takes SKUs published after), and
 //     restarts (it could not).
 func TestLocalCampaignThroughRouter(t *testing.T) {
+	t.Parallel()
 	cl := startCluster(t, "c1", "c2")
 	bins, logDir, etcd, router, l := cl.bins, cl.logDir, cl.etcd, cl.router, cl.ledger
 	client, procs, c1 := l.Client(), cl.procs, "http://"+cl.addrs["c1"]

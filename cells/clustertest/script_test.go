@@ -4,32 +4,46 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
 // freePortBase returns a port p with p..p+2, p+10..p+12, p+100..p+102 and
 // p+110..p+112 free a moment ago: make cluster's cell ports with replicas.
-func freePortBase(t *testing.T) int {
+// p is drawn below the kernel's ephemeral port range
+// (net.ipv4.ip_local_port_range): a port from that range can be taken
+// between the check and the script's bind by any outgoing connection on
+// the machine (other tests' clients, run at the same time), one below it
+// only by a process that asks for it by number. p's range and the ranges
+// of the bases in taken do not overlap.
+func freePortBase(t *testing.T, taken ...int) int {
 	t.Helper()
+	low := 32768 // Linux's default low end
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
+	}
+	const first = 10000
 	for attempt := 0; attempt < 100; attempt++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		if base+112 > 65535 {
-			continue
-		}
-		ok := true
+		base := first + rand.IntN(max(low-113-first, 1))
+		ok := !slices.ContainsFunc(taken, func(p int) bool { return base > p-113 && base < p+113 })
 		for _, off := range []int{0, 1, 2, 10, 11, 12, 100, 101, 102, 110, 111, 112} {
+			if !ok {
+				break
+			}
 			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+off))
 			if err != nil {
 				ok = false
@@ -59,16 +73,21 @@ func TestClusterScriptWithReplicas(t *testing.T) {
 	}
 	data := t.TempDir()
 	ready := filepath.Join(t.TempDir(), "ready")
-	etcdPort, routerPort := freePortBase(t), freePortBase(t)
+	etcdPort := freePortBase(t)
+	routerPort := freePortBase(t, etcdPort)
+	cellPortBase := freePortBase(t, etcdPort, routerPort)
 	// The command the script runs once the cluster is up: it tells the
 	// test where the cluster is and waits until the test is done.
 	script := fmt.Sprintf(`echo "$ROUTER $ETCD $ADMIN_TOKEN" > %[1]s.tmp && mv %[1]s.tmp %[1]s; while [ -e %[1]s ]; do sleep 0.1; done`, ready)
 	cmd := exec.Command("./cells/cluster.sh", "sh", "-c", script)
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), "BIN="+bin, "DATA="+data, "REPLICAS=2", fmt.Sprintf("ETCD_PORT=%d", etcdPort),
-		fmt.Sprintf("ROUTER_PORT=%d", routerPort), fmt.Sprintf("CELL_PORT_BASE=%d", freePortBase(t)))
-	var out bytes.Buffer
+		fmt.Sprintf("ROUTER_PORT=%d", routerPort), fmt.Sprintf("CELL_PORT_BASE=%d", cellPortBase))
+	var out lockedBuffer // written by the script's output copier, read by the test
 	cmd.Stdout, cmd.Stderr = &out, &out
+	// The script's children inherit its output: without WaitDelay, Wait
+	// (and so the test's view of the script's exit) would wait for them.
+	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -134,6 +153,24 @@ func TestClusterScriptWithReplicas(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("cells/cluster.sh still ran 2 minutes after its command ended\n%s", out.String())
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while a copier writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // httpPost posts a JSON body and returns the status code.

@@ -29,6 +29,7 @@ import (
 //   - Every cell's /admin/stats (the dashboard's figures) says invariant_ok
 //     with its grants, as its audit does.
 func TestSoldOutCellsThroughRouter(t *testing.T) {
+	t.Parallel()
 	const camp, skuName = "tiny", "last-units"
 	cl := startCluster(t, "c1", "c2")
 	t.Cleanup(func() {

@@ -66,6 +66,7 @@ func fill(t *testing.T, dir string) string {
 // waiting reserve commits); every reservation acknowledged is on the
 // primary and both data dirs verify clean.
 func TestReplicaSetStandbyDiskFull(t *testing.T) {
+	t.Parallel()
 	bin := seckilldtest.Build(t, raceEnabled)
 	forSyncModes(t, func(t *testing.T, strict bool, extra []string) {
 		etcd := etcdtest.Start(t)

@@ -196,6 +196,7 @@ func (l *saleLoad) end() []ack {
 // cut) and is published again; both data dirs verify clean (no token
 // sold twice, every snapshot matching its log).
 func TestReplicaSetSurvivesKillOfThePrimary(t *testing.T) {
+	t.Parallel()
 	etcd := etcdtest.Start(t)
 	bin := seckilldtest.Build(t, raceEnabled)
 	p := startPair(t, bin, etcd.Endpoint, etcd.Endpoint)
@@ -284,6 +285,7 @@ func TestReplicaSetSurvivesKillOfThePrimary(t *testing.T) {
 // did not acknowledge; it demotes itself, rejoins as standby, and both
 // data dirs verify clean.
 func TestReplicaSetSurvivesAPausedPrimary(t *testing.T) {
+	t.Parallel()
 	etcd := etcdtest.Start(t)
 	bin := seckilldtest.Build(t, raceEnabled)
 	p := startPair(t, bin, etcd.Endpoint, etcd.Endpoint)
@@ -315,6 +317,7 @@ func TestReplicaSetSurvivesAPausedPrimary(t *testing.T) {
 // nothing) and, once the link heals, rejoins as standby; every
 // reservation a client saw accepted is on the new primary.
 func TestReplicaSetSurvivesAPrimaryCutFromEtcd(t *testing.T) {
+	t.Parallel()
 	etcd := etcdtest.Start(t)
 	proxy, err := etcdtest.NewProxy(etcd.Endpoint)
 	if err != nil {
@@ -343,6 +346,7 @@ func TestReplicaSetSurvivesAPrimaryCutFromEtcd(t *testing.T) {
 // drops it: a reserve is not acknowledged (504 RESULT_UNKNOWN at its
 // deadline) until the standby is back and holds it.
 func TestReplicaSetLosesItsStandby(t *testing.T) {
+	t.Parallel()
 	bin := seckilldtest.Build(t, raceEnabled)
 	forSyncModes(t, func(t *testing.T, strict bool, extra []string) {
 		etcd := etcdtest.Start(t)
@@ -374,10 +378,11 @@ func TestReplicaSetLosesItsStandby(t *testing.T) {
 }
 
 // forSyncModes runs f as subtest "alone" (no extra flag) and "strict"
-// (--sync-strict).
+// (--sync-strict), side by side: f starts what it needs (etcd, data
+// dirs, ports) for itself.
 func forSyncModes(t *testing.T, f func(t *testing.T, strict bool, extra []string)) {
-	t.Run("alone", func(t *testing.T) { f(t, false, nil) })
-	t.Run("strict", func(t *testing.T) { f(t, true, []string{"--sync-strict"}) })
+	t.Run("alone", func(t *testing.T) { t.Parallel(); f(t, false, nil) })
+	t.Run("strict", func(t *testing.T) { t.Parallel(); f(t, true, []string{"--sync-strict"}) })
 }
 
 // waitCommitted waits until the lookup of requestID on base answers 200:
@@ -447,6 +452,7 @@ func startRouterProc(t testing.TB, etcd string) string {
 // and every reservation accepted through the router before the kill is
 // found through it after.
 func TestFailoverThroughTheRouter(t *testing.T) {
+	t.Parallel()
 	etcd := etcdtest.Start(t)
 	bin := seckilldtest.Build(t, raceEnabled)
 	p := startPair(t, bin, etcd.Endpoint, etcd.Endpoint)
@@ -479,6 +485,7 @@ func TestFailoverThroughTheRouter(t *testing.T) {
 // resumes, a replica the sync key names leads again, with every
 // reservation a client saw accepted.
 func TestReplicaSetWhileEtcdIsPaused(t *testing.T) {
+	t.Parallel()
 	etcd := etcdtest.Start(t)
 	bin := seckilldtest.Build(t, raceEnabled)
 	p := startPair(t, bin, etcd.Endpoint, etcd.Endpoint)

@@ -45,6 +45,7 @@ func haStatusJSON(t *testing.T, etcd string) haStatus {
 // catches up and is published again; every reservation acknowledged is
 // on the primary, and both data dirs verify clean.
 func TestReplicaSetPartitionBetweenPrimaryAndStandby(t *testing.T) {
+	t.Parallel()
 	etcd := etcdtest.Start(t)
 	bin := seckilldtest.Build(t, raceEnabled)
 	replAddr := freeAddr(t)

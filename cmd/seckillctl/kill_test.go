@@ -155,6 +155,7 @@ func checkAcks(t *testing.T, base string, acks []ack) {
 // offline and while the engine runs. SECKILL_SOAK_CYCLES sets the number
 // of cycles (default 3; make soak runs 50).
 func TestKillLoopWithSnapshots(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the seckilld binary")
 	}

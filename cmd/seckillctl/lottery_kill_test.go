@@ -120,6 +120,7 @@ func readDraw(t *testing.T, skuDir string) drawState {
 // lottery verify` exits 0 on the SKU directory and on the published
 // evidence with the exported pool.
 func TestLotteryDrawAcrossKills(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the seckilld binary")
 	}

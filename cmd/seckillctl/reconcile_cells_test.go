@@ -31,6 +31,7 @@ import (
 // repair, run with --etcd, makes it clean again. A campaign defined
 // locally on one cell is read from that cell.
 func TestReconcileCells(t *testing.T) {
+	t.Parallel()
 	etcd := etcdtest.Start(t)
 	seckilld := seckilldtest.Build(t, raceEnabled)
 	ordersBin := ordersBinary(t)

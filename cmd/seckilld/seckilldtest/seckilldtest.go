@@ -5,33 +5,89 @@ package seckilldtest
 
 import (
 	"bufio"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/seckill/seckill/internal/lockedbuf"
 )
 
-// Build compiles ./cmd/seckilld into a temp dir of t and returns its path;
-// with race it is built with -race (pass whether the calling test binary
-// runs with it: its packages are then already compiled, and races in the
-// child are caught too).
+// Build compiles ./cmd/seckilld and returns its path; with race it is
+// built with -race (pass whether the calling test binary runs with it:
+// its packages are then already compiled, and races in the child are
+// caught too). In a package whose TestMain runs its tests through Main,
+// the binary is built once and shared by every test of the package (a
+// link of the race-enabled binary costs seconds of CPU, paid once instead
+// of once per test); otherwise each call builds it into a temp dir of t.
 func Build(t testing.TB, race bool) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "seckilld")
+	if shared.dir == "" {
+		bin := filepath.Join(t.TempDir(), "seckilld")
+		if err := build(bin, race); err != nil {
+			t.Fatal(err)
+		}
+		return bin
+	}
+	b := &shared.builds[0]
+	if race {
+		b = &shared.builds[1]
+	}
+	b.once.Do(func() {
+		name := "seckilld"
+		if race {
+			name = "seckilld-race"
+		}
+		b.path = filepath.Join(shared.dir, name)
+		b.err = build(b.path, race)
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+func build(bin string, race bool) error {
 	args := []string{"build", "-o", bin}
 	if race {
 		args = append(args, "-race")
 	}
 	out, err := exec.Command("go", append(args, "github.com/seckill/seckill/cmd/seckilld")...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("go build seckilld: %v\n%s", err, out)
+		return fmt.Errorf("go build seckilld: %v\n%s", err, out)
 	}
-	return bin
+	return nil
+}
+
+// shared holds the binaries Build made for the tests Main runs: one
+// without and one with -race.
+var shared struct {
+	dir    string
+	builds [2]struct {
+		once sync.Once
+		path string
+		err  error
+	}
+}
+
+// Main runs the package's tests (call it from TestMain) with the seckilld
+// binary Build makes shared by all of them, removes that binary after,
+// and exits with the tests' status.
+func Main(m *testing.M) {
+	dir, err := os.MkdirTemp("", "seckilldtest-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "seckilldtest:", err)
+		os.Exit(2)
+	}
+	shared.dir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // Daemon is a running seckilld child process.
