@@ -88,6 +88,7 @@ func terminate(t testing.TB, d *seckilldtest.Daemon) {
 type replicaStatus struct {
 	Role string   `json:"role"`
 	Sync []string `json:"sync"`
+	raw  []byte   // the whole answer, for a failure's message
 }
 
 func adminReplica(t testing.TB, base string) replicaStatus {
@@ -102,6 +103,7 @@ func adminReplica(t testing.TB, base string) replicaStatus {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	json.Unmarshal(b, &st)
+	st.raw = b
 	return st
 }
 
@@ -114,7 +116,9 @@ func waitSync(t testing.TB, base string, sync ...string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s never published the sync set %v: %+v", base, sync, st)
+			// The whole status (each standby connected, caught up, its lag)
+			// says which condition of publishing never held.
+			t.Fatalf("%s never published the sync set %v: role %q, sync %v\n%s", base, sync, st.Role, st.Sync, st.raw)
 		}
 	}
 }
