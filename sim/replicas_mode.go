@@ -595,6 +595,9 @@ func (s *rsRun) promote(rep *rsReplica, a replica.Action) error {
 		if err := s.holds(rep, i, fmt.Sprintf("leads epoch %d", a.Holding.Epoch)); err != nil {
 			return err
 		}
+		if err := s.snapshotsHold(rep, i, fmt.Sprintf("leads epoch %d", a.Holding.Epoch)); err != nil {
+			return err
+		}
 		if k.sh.View().Definition.SKUID == "" {
 			def := sku.Definition{CampaignID: campaignID, SKUID: k.id, StartAt: startMs, EndAt: startMs + 3_600_000,
 				PaymentWindowMs: 3_600_000, SaleLimit: 1_000_000}
@@ -1082,6 +1085,9 @@ func (s *rsRun) installBase(rep *rsReplica, m rsMsg) {
 		return
 	}
 	s.faults["base_installed"]++
+	if err := s.snapshotsHold(rep, m.sku, "installed a base copy"); err != nil {
+		panic(err.Error())
+	}
 	s.event("%s installed a base copy of %s at %d", rep.name, k.id, m.index)
 	rep.began[m.sku] = true
 	s.send(rsMsg{kind: msgAck, from: rep.name, to: rep.following, conn: rep.conn, epoch: rep.seen, sku: m.sku, index: m.index})
@@ -1333,10 +1339,18 @@ func (s *rsRun) final() error {
 }
 
 // verify recovers each replica's logs as a restart would (what its disk
-// keeps) and verifies them: every record replays, the state's audit holds.
+// keeps: the log's fsynced bytes and its snapshots) and verifies them:
+// every record replays, the state's audit holds; on each replica the
+// sync key names, the recovered state and every snapshot are the states
+// the acknowledged records make.
 func (s *rsRun) verify() error {
+	v, err := s.observer.Read(context.Background())
+	if err != nil {
+		return err
+	}
 	for _, rep := range s.reps {
-		for _, k := range rep.skus {
+		named := rep.name == v.Sync.Primary || slices.Contains(v.Sync.Standbys, rep.name)
+		for i, k := range rep.skus {
 			dir := newDirectory()
 			for name, f := range k.dir.synced {
 				dir.entries[name] = &file{cache: bytes.Clone(f.disk), disk: bytes.Clone(f.disk)}
@@ -1354,6 +1368,16 @@ func (s *rsRun) verify() error {
 				}
 				if len(res.Problems) > 0 {
 					return fmt.Errorf("verify %s's %s: %v", rep.name, k.id, res.Problems)
+				}
+				if named {
+					if err := s.recoveredHolds(rep, i, res); err != nil {
+						return err
+					}
+				}
+			}
+			if named {
+				if err := s.snapshotsHold(rep, i, "is named by the sync key at the end"); err != nil {
+					return err
 				}
 			}
 			log.Close()
