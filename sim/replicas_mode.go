@@ -643,6 +643,9 @@ func (s *rsRun) crash(rep *rsReplica, power, inSync bool) {
 			s.faults["power_loss_in_fsync"]++
 		}
 	}
+	if slices.Contains(rep.installing, true) {
+		s.faults["crash_mid_install"]++ // its copy dropped, the snapshot not yet installed
+	}
 	for _, c := range rep.copies {
 		if c.conn != 0 {
 			s.breakConn(c.conn)
