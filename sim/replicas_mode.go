@@ -37,11 +37,19 @@ import (
 //     releases a reply, and the feed reads a record (Log.ReadDurable),
 //     only once the commit index covers it: Log.Confirm with the index
 //     replica.Standbys.Commit allows over the standbys' acknowledgements;
+//     the shell's ticks take its snapshots (every 8-31 records, by seed,
+//     on the replica's disk) and truncate the log behind them, held for
+//     the standbys connected or waited for (their acknowledged index + 1),
+//     bounded by maxRetain records, as stream.Primary holds it;
 //   - the stream's steps between the messages: PlanBegin at a hello,
 //     StaleEpoch both ways and the standby's AcceptEpoch, CaughtUp, the catch-up read (ReadFrames), the
 //     standby's begin (BeginCopy: the rejoin cut through wal.CutSegments,
 //     the history written) and apply (ApplyRecords: AppendCopy, the
-//     acknowledgement once the wal made the run durable).
+//     acknowledgement once the wal made the run durable); a base copy
+//     when the records a standby needs were truncated (PlanBegin,
+//     BaseSnapshot): the standby's copy dropped (BeginBase), the snapshot
+//     installed and the log started after it (FinishBase), the snapshot's
+//     transfer taking long enough for a crash to come in between.
 //
 // The network delivers the stream's messages as values: in order on a
 // connection, delayed, duplicated, dropped (a reset), partitioned, and
@@ -52,12 +60,16 @@ import (
 //
 // Checked after every step, on the real logs: every replica the sync key
 // names (the primary and the standbys that may lead next) holds every
-// acknowledged record, the same bytes, fsynced at its index; an index is
+// acknowledged record, the same bytes, fsynced at its index, or a
+// snapshot at that index or later (a new primary's snapshots, and a base
+// copy's, are then the state the acknowledged records make); an index is
 // never acknowledged as two records; two replicas never acknowledge
 // records in the same epoch; a new primary holds every record the feed
 // showed. At the end, with every fault healed, a primary leads and its
 // shell releases the reply to a new reservation, and each replica's log,
-// recovered as a restart would, verifies (recovery.Plan with Verify).
+// recovered as a restart would (snapshot and log), verifies
+// (recovery.Plan with Verify), the state of each the sync key names being
+// that of the acknowledged records.
 
 const (
 	rsSet       = "rs"
@@ -854,6 +866,12 @@ func (s *rsRun) send(m rsMsg) {
 	s.seq++
 	m.seq = s.seq
 	m.at = s.now + 1 + int64(s.g.IntN(20)) + s.delay[link]
+	if m.kind == msgSnapshot {
+		// A snapshot's transfer takes a while: a crash, a power loss or a
+		// reset may come while the standby's copy is dropped and the
+		// snapshot not yet installed.
+		m.at += int64(s.g.IntN(400) + len(m.frames[0])/64)
+	}
 	// One connection is in order (TCP): nothing overtakes what was sent before.
 	for _, o := range s.msgs {
 		if o.conn == m.conn && o.from == m.from && o.at > m.at {
