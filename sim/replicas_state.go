@@ -5,7 +5,6 @@ import (
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/recovery"
-	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -98,5 +97,3 @@ func (s *rsRun) recoveredHolds(rep *rsReplica, i int, res *recovery.Result) erro
 	s.faults["recovery_checked"]++
 	return nil
 }
-
-var _ recovery.Snapshots = (*snapshot.Memory)(nil)
