@@ -36,7 +36,8 @@ func (s *rsRun) openCopy(rep *rsReplica, k *rsSKU) {
 // store is a replica's log store over its directory. It hides the
 // store's segment starts (wal.SegmentedStore): the wal then reads records
 // for the stream and the feed (ReadLocal, ReadDurable) through the store,
-// as there are no files to read; no snapshot truncates these logs.
+// as there are no files to read, and TruncateBefore cuts at the record
+// asked (no segment boundary to round to).
 func (s *rsRun) store(dir *directory, faults *storeFaults) wal.SegmentStore {
 	return struct{ wal.SegmentStore }{openLogStore(dir, segmentSize, faults, &s.now)}
 }
@@ -50,6 +51,7 @@ func (s *rsRun) shellConfig(rep *rsReplica, k *rsSKU) shell.Config {
 		SKUID:      k.id,
 		Core: core.Config{
 			Rand:            randReader{&s.g},
+			SnapshotEvery:   s.snapshotEvery,
 			LogFailureRetry: 2 * time.Second,
 			Verify:          true,
 		},
@@ -61,8 +63,45 @@ func (s *rsRun) shellConfig(rep *rsReplica, k *rsSKU) shell.Config {
 		Executor:     &k.exec,
 		Host:         rsHost{s, rep, k},
 		SnapshotKeep: snapshotKeep,
+		RetainFrom:   func() uint64 { return s.retainFrom(rep, k) },
 		Logger:       quiet,
 	}
+}
+
+// retainFrom is the first record of a primary's SKU log its standbys
+// connected or waited for still need (Primary.retainFrom's rule): their
+// acknowledged index + 1, bounded by maxRetain records behind the durable
+// index; a standby further behind gets a base copy when it comes back.
+func (s *rsRun) retainFrom(rep *rsReplica, k *rsSKU) uint64 {
+	if !rep.primary || k.log == nil {
+		return 0
+	}
+	i := slices.Index(rep.skus, k)
+	var bound uint64 = 1
+	if d := k.log.DurableIndex(); d+1 > s.maxRetain {
+		bound = d + 1 - s.maxRetain
+	}
+	names := rep.waits.Waited()
+	for name, c := range rep.copies {
+		if c.connected && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	var need uint64
+	for _, name := range names {
+		var want uint64 = 1
+		if c := rep.copies[name]; c != nil {
+			want = c.skus[i].acked + 1
+		}
+		if want < bound {
+			s.faults["beyond_retention"]++
+			want = bound
+		}
+		if need == 0 || want < need {
+			need = want
+		}
+	}
+	return need
 }
 
 // rsShipper is a primary log's wal.Shipper: each batch goes, before it is
@@ -145,7 +184,7 @@ func (h rsHost) Release(rel *shell.Release) {
 func (h rsHost) Ticked(int, int64)                      {}
 func (h rsHost) Recovered(*shell.Recovery)              {}
 func (h rsHost) Failed(error)                           {}
-func (h rsHost) SnapshotWritten(shell.SnapshotInfo)     {}
+func (h rsHost) SnapshotWritten(shell.SnapshotInfo)     { h.s.faults["snapshot"]++ }
 func (h rsHost) SnapshotDone(shell.SnapshotInfo, error) {}
 
 // rsExecutor keeps a primary shell's jobs; each runs at its replica's

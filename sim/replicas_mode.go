@@ -37,11 +37,19 @@ import (
 //     releases a reply, and the feed reads a record (Log.ReadDurable),
 //     only once the commit index covers it: Log.Confirm with the index
 //     replica.Standbys.Commit allows over the standbys' acknowledgements;
+//     the shell's ticks take its snapshots (every 8-31 records, by seed,
+//     on the replica's disk) and truncate the log behind them, held for
+//     the standbys connected or waited for (their acknowledged index + 1),
+//     bounded by maxRetain records, as stream.Primary holds it;
 //   - the stream's steps between the messages: PlanBegin at a hello,
 //     StaleEpoch both ways and the standby's AcceptEpoch, CaughtUp, the catch-up read (ReadFrames), the
 //     standby's begin (BeginCopy: the rejoin cut through wal.CutSegments,
 //     the history written) and apply (ApplyRecords: AppendCopy, the
-//     acknowledgement once the wal made the run durable).
+//     acknowledgement once the wal made the run durable); a base copy
+//     when the records a standby needs were truncated (PlanBegin,
+//     BaseSnapshot): the standby's copy dropped (BeginBase), the snapshot
+//     installed and the log started after it (FinishBase), the snapshot's
+//     transfer taking long enough for a crash to come in between.
 //
 // The network delivers the stream's messages as values: in order on a
 // connection, delayed, duplicated, dropped (a reset), partitioned, and
@@ -52,12 +60,16 @@ import (
 //
 // Checked after every step, on the real logs: every replica the sync key
 // names (the primary and the standbys that may lead next) holds every
-// acknowledged record, the same bytes, fsynced at its index; an index is
+// acknowledged record, the same bytes, fsynced at its index, or a
+// snapshot at that index or later (a new primary's snapshots, and a base
+// copy's, are then the state the acknowledged records make); an index is
 // never acknowledged as two records; two replicas never acknowledge
 // records in the same epoch; a new primary holds every record the feed
 // showed. At the end, with every fault healed, a primary leads and its
 // shell releases the reply to a new reservation, and each replica's log,
-// recovered as a restart would, verifies (recovery.Plan with Verify).
+// recovered as a restart would (snapshot and log), verifies
+// (recovery.Plan with Verify), the state of each the sync key names being
+// that of the acknowledged records.
 
 const (
 	rsSet       = "rs"
@@ -90,6 +102,7 @@ const (
 	msgBegin
 	msgRecords
 	msgAck
+	msgSnapshot // a base copy's snapshot (frames[0], at index; none at 0)
 )
 
 // rsMsg is one replication message on connection conn; every one carries
@@ -161,6 +174,9 @@ type rsReplica struct {
 	following string
 	conn      uint64
 	began     []bool // by SKU: its copy began on this connection
+	// installing, by SKU: a base copy began on this connection and waits
+	// for its snapshot
+	installing []bool
 	// archive: messages of the stream it received, replayed by a stale fault
 	archive []rsMsg
 }
@@ -202,11 +218,15 @@ type rsRun struct {
 	delay    map[[2]string]int64
 	dup      map[[2]string]int
 	nSKUs    int
-	acked    []map[uint64][]byte // by SKU: index → the frame committed there (the feed)
-	owner    map[uint64]string   // epoch → the replica that acknowledged in it
-	faults   map[string]int
-	replies  map[string]int
-	trace    io.Writer
+	// snapshotEvery and maxRetain, by seed: a primary's shell snapshots
+	// every so many records, and keeps at most maxRetain records of its
+	// log for a standby behind (stream.PrimaryConfig.MaxRetainRecords).
+	snapshotEvery, maxRetain uint64
+	acked                    []map[uint64][]byte // by SKU: index → the frame committed there (the feed)
+	owner                    map[uint64]string   // epoch → the replica that acknowledged in it
+	faults                   map[string]int
+	replies                  map[string]int
+	trace                    io.Writer
 	// strict is --sync-strict (a quarter of the seeds): the last standby
 	// of the sync set is never dropped.
 	strict bool
@@ -254,7 +274,8 @@ func RunReplicas(o Options) Result {
 func newReplicasRun(o Options) *rsRun {
 	s := &rsRun{g: rand.New(rand.NewPCG(o.Seed, 0x4b)), now: startMs, cut: map[[2]string]bool{}, etcdCut: map[string]bool{},
 		delay: map[[2]string]int64{}, dup: map[[2]string]int{}, owner: map[uint64]string{},
-		faults: map[string]int{}, replies: map[string]int{}, trace: o.Trace, strict: o.Seed%4 == 0, nSKUs: 1 + int(o.Seed/4%3)}
+		faults: map[string]int{}, replies: map[string]int{}, trace: o.Trace, strict: o.Seed%4 == 0, nSKUs: 1 + int(o.Seed/4%3),
+		snapshotEvery: 8 + o.Seed/12%24, maxRetain: 16 + o.Seed/7%48}
 	s.mem = replica.NewMemory(func() time.Time { return time.UnixMilli(s.now) })
 	s.observer = s.mem.Replica(rsSet, "observer", rsTTL)
 	for range s.nSKUs {
@@ -293,7 +314,7 @@ func (s *rsRun) start(rep *rsReplica) {
 	rep.coord = s.mem.Replica(rsSet, rep.name, rsTTL)
 	rep.node = replica.NewNode(rep.name, s.strict, rsBound)
 	rep.primary, rep.copies, rep.waits, rep.setSync = false, nil, nil, nil
-	rep.following, rep.conn, rep.began = "", 0, nil
+	rep.following, rep.conn, rep.began, rep.installing = "", 0, nil, nil
 	rep.next = s.now
 	for _, k := range rep.skus {
 		k.sh, k.exec, k.inputs, k.storeFaults = nil, rsExecutor{}, nil, storeFaults{}
@@ -458,6 +479,8 @@ func (s *rsRun) turn(rep *rsReplica) error {
 	}
 	if rep.primary {
 		for _, k := range rep.skus {
+			k.sh.Tick(s.clock(rep)) // its timers: a snapshot due
+			s.afterInput(rep, k)
 			s.runJobs(rep, k)
 			s.afterInput(rep, k)
 		}
@@ -577,11 +600,14 @@ func (s *rsRun) promote(rep *rsReplica, a replica.Action) error {
 			return fmt.Errorf("replica %s: recovery of %s at its promotion: %w", rep.name, k.id, err)
 		}
 		k.log = k.sh.Log()
-		k.found, k.shipped, k.confirmed, k.noted = k.log.LastIndex(), k.log.LastIndex(), 0, 0
+		k.found, k.shipped, k.confirmed, k.noted = k.log.LastIndex(), k.log.LastIndex(), 0, firstIndex(k.log)-1
 		s.event("%s promoted, epoch %d, waits for %q, %s's log %d (durable %d)", rep.name, a.Holding.Epoch, a.Standbys, k.id, k.log.LastIndex(), k.log.DurableIndex())
 		// The feed showed every record acknowledged: the new primary holds
 		// each of them, the same bytes at the same index.
 		if err := s.holds(rep, i, fmt.Sprintf("leads epoch %d", a.Holding.Epoch)); err != nil {
+			return err
+		}
+		if err := s.snapshotsHold(rep, i, fmt.Sprintf("leads epoch %d", a.Holding.Epoch)); err != nil {
 			return err
 		}
 		if k.sh.View().Definition.SKUID == "" {
@@ -628,6 +654,9 @@ func (s *rsRun) crash(rep *rsReplica, power, inSync bool) {
 			}
 			s.faults["power_loss_in_fsync"]++
 		}
+	}
+	if slices.Contains(rep.installing, true) {
+		s.faults["crash_mid_install"]++ // its copy dropped, the snapshot not yet installed
 	}
 	for _, c := range rep.copies {
 		if c.conn != 0 {
@@ -761,6 +790,13 @@ func (s *rsRun) commitUp(rep *rsReplica) {
 			s.acknowledge(rep, i, index, frame)
 			return nil
 		})
+		if errors.Is(err, wal.ErrCompacted) {
+			// Truncated before they were committed (a waited standby
+			// fell beyond the log kept for it): a snapshot covers them.
+			s.faults["feed_compacted"]++
+			k.noted = firstIndex(k.log) - 1
+			continue
+		}
 		if err != nil {
 			panic(fmt.Sprintf("replica %s: the feed's read of %s's records %d..%d: %v", rep.name, k.id, k.noted+1, commit, err))
 		}
@@ -793,7 +829,7 @@ func (s *rsRun) acknowledge(rep *rsReplica, i int, index uint64, frame []byte) {
 // reports each SKU log, every record durable (Standby.hello).
 func (s *rsRun) dial(rep *rsReplica) {
 	s.connSeq++
-	rep.conn, rep.began = s.connSeq, make([]bool, s.nSKUs)
+	rep.conn, rep.began, rep.installing = s.connSeq, make([]bool, s.nSKUs), make([]bool, s.nSKUs)
 	hello := make([]rsHello, s.nSKUs)
 	for i, k := range rep.skus {
 		if err := k.log.Flush(); err != nil {
@@ -815,7 +851,7 @@ func (s *rsRun) closeConn(rep *rsReplica) {
 func (s *rsRun) breakConn(conn uint64) {
 	for _, rep := range s.reps {
 		if rep.conn == conn {
-			rep.conn, rep.began = 0, nil
+			rep.conn, rep.began, rep.installing = 0, nil, nil
 		}
 		for _, c := range rep.copies {
 			if c.conn == conn {
@@ -830,6 +866,12 @@ func (s *rsRun) send(m rsMsg) {
 	s.seq++
 	m.seq = s.seq
 	m.at = s.now + 1 + int64(s.g.IntN(20)) + s.delay[link]
+	if m.kind == msgSnapshot {
+		// A snapshot's transfer takes a while: a crash, a power loss or a
+		// reset may come while the standby's copy is dropped and the
+		// snapshot not yet installed.
+		m.at += int64(s.g.IntN(400) + len(m.frames[0])/64)
+	}
 	// One connection is in order (TCP): nothing overtakes what was sent before.
 	for _, o := range s.msgs {
 		if o.conn == m.conn && o.from == m.from && o.at > m.at {
@@ -897,7 +939,7 @@ func (s *rsRun) receive(rep *rsReplica, m rsMsg) {
 		}
 		c.skus[m.sku].acked, c.lastAck = m.index, s.now
 		s.event("%s: %s acked %s through %d", rep.name, m.from, rep.skus[m.sku].id, m.index)
-	case msgBegin, msgRecords:
+	case msgBegin, msgRecords, msgSnapshot:
 		if rep.conn != m.conn || rep.primary {
 			return
 		}
@@ -908,9 +950,12 @@ func (s *rsRun) receive(rep *rsReplica, m rsMsg) {
 			s.breakConn(m.conn)
 			return
 		}
-		if m.kind == msgBegin {
+		switch m.kind {
+		case msgBegin:
 			s.begin(rep, m)
-		} else {
+		case msgSnapshot:
+			s.installBase(rep, m)
+		default:
 			s.records(rep, m)
 		}
 	}
@@ -935,20 +980,54 @@ func (s *rsRun) hello(rep *rsReplica, m rsMsg) {
 	rep.copies[m.from] = c
 	for i, k := range rep.skus {
 		h := m.hello[i]
+		snaps, _ := k.snaps.List()
 		mode, index := stream.PlanBegin(stream.Copy{TheirHistory: h.history, TheirFirst: h.first, TheirLast: h.last,
-			MyHistory: k.history, MyFirst: firstIndex(k.log), MyLast: k.log.LastIndex()})
-		if mode == stream.Base {
-			panic("a base copy without snapshots")
+			MyHistory: k.history, MyFirst: firstIndex(k.log), MyLast: k.log.LastIndex(), Snapshot: h.last == 0 && len(snaps) > 0})
+		if !s.beginCopy(rep, m.from, c, i, mode, index) {
+			return
 		}
-		if mode == stream.Cut {
-			s.faults["cut"]++
-		}
-		s.event("%s begins %s's copy of %s: %v at %d (its last %d)", rep.name, m.from, k.id, mode, index, h.last)
-		c.skus[i] = rsCopySKU{next: index + 1, acked: index}
-		s.send(rsMsg{kind: msgBegin, from: rep.name, to: m.from, conn: m.conn, epoch: rep.holding.Epoch, sku: i, mode: mode, index: index,
-			history: slices.Clone(k.history)})
 	}
 	s.catchUp(rep)
+}
+
+// beginCopy sends the begin of a standby's copy of SKU log i as the
+// primary decided (stream.PlanBegin); a base copy's snapshot follows
+// (stream.BaseSnapshot picks it, as Primary.begin). false: the
+// connection ended.
+func (s *rsRun) beginCopy(rep *rsReplica, name string, c *rsCopy, i int, mode stream.BeginMode, index uint64) bool {
+	k := rep.skus[i]
+	var snap []byte
+	switch mode {
+	case stream.Cut:
+		s.faults["cut"]++
+	case stream.Base:
+		files, _ := k.snaps.List()
+		var err error
+		index, snap, err = stream.BaseSnapshot(files, firstIndex(k.log), func(f snapshot.File) ([]byte, error) {
+			b, ok := k.snaps.Get(f.Index)
+			if !ok {
+				return nil, fmt.Errorf("no snapshot at %d", f.Index)
+			}
+			return b, nil
+		})
+		if err != nil {
+			panic(fmt.Sprintf("replica %s: no base copy of %s possible: %v", rep.name, k.id, err))
+		}
+		s.faults["base_copy"]++
+	}
+	s.event("%s begins %s's copy of %s: %v at %d", rep.name, name, k.id, mode, index)
+	acked := index
+	if mode == stream.Base {
+		acked = 0 // until it acknowledges the installed copy
+	}
+	c.skus[i] = rsCopySKU{next: index + 1, acked: acked}
+	s.send(rsMsg{kind: msgBegin, from: rep.name, to: name, conn: c.conn, epoch: rep.holding.Epoch, sku: i, mode: mode, index: index,
+		history: slices.Clone(k.history)})
+	if mode == stream.Base {
+		s.send(rsMsg{kind: msgSnapshot, from: rep.name, to: name, conn: c.conn, epoch: rep.holding.Epoch, sku: i, index: index,
+			frames: [][]byte{snap}})
+	}
+	return c.conn != 0
 }
 
 // catchUp sends each copy that is not live the records it lacks from the
@@ -970,6 +1049,14 @@ func (s *rsRun) catchUp(rep *rsReplica) {
 				frames = append(frames, bytes.Clone(frame))
 				return true
 			})
+			if errors.Is(err, wal.ErrCompacted) {
+				// Truncated behind a snapshot (the standby fell beyond
+				// the log kept for it): a base copy, as Primary.catchUp.
+				s.faults["catch_up_compacted"]++
+				mode, index := stream.PlanBegin(stream.Copy{ForceBase: true})
+				s.beginCopy(rep, name, c, i, mode, index)
+				continue
+			}
 			if err != nil {
 				panic(fmt.Sprintf("replica %s: catch-up read of %s from %d: %v", rep.name, k.id, cs.next, err))
 			}
@@ -987,7 +1074,15 @@ func (s *rsRun) catchUp(rep *rsReplica) {
 // wal.CutSegments on the closed log, the check that the copy ends where
 // the primary resumes, the primary's epoch history written.
 func (s *rsRun) begin(rep *rsReplica, m rsMsg) {
-	if err := stream.BeginCopy(simCopy{s, rep, rep.skus[m.sku]}, m.mode, m.index, m.history); err != nil {
+	rep.began[m.sku], rep.installing[m.sku] = false, false
+	if m.mode == stream.Base {
+		if err := stream.BeginBase(simCopy{s: s, rep: rep, k: rep.skus[m.sku]}, m.history); err != nil {
+			panic(fmt.Sprintf("replica %s: begin a base copy of %s: %v", rep.name, rep.skus[m.sku].id, err))
+		}
+		rep.installing[m.sku] = true
+		return
+	}
+	if err := stream.BeginCopy(simCopy{s: s, rep: rep, k: rep.skus[m.sku]}, m.mode, m.index, m.history); err != nil {
 		s.faults["copy_mismatch"]++
 		s.breakConn(m.conn)
 		return
@@ -995,12 +1090,38 @@ func (s *rsRun) begin(rep *rsReplica, m rsMsg) {
 	rep.began[m.sku] = true
 }
 
+// installBase ends a base copy with its snapshot through the standby's
+// own code (stream.FinishBase) and acknowledges the installed copy.
+func (s *rsRun) installBase(rep *rsReplica, m rsMsg) {
+	if !rep.installing[m.sku] {
+		s.faults["copy_mismatch"]++ // a snapshot with no base copy begun: a protocol error
+		s.breakConn(m.conn)
+		return
+	}
+	rep.installing[m.sku] = false
+	k := rep.skus[m.sku]
+	if err := stream.FinishBase(simCopy{s: s, rep: rep, k: k, snap: m.frames[0]}, m.index, m.frames[0]); err != nil {
+		s.faults["copy_mismatch"]++
+		s.breakConn(m.conn)
+		return
+	}
+	s.faults["base_installed"]++
+	if err := s.snapshotsHold(rep, m.sku, "installed a base copy"); err != nil {
+		panic(err.Error())
+	}
+	s.event("%s installed a base copy of %s at %d", rep.name, k.id, m.index)
+	rep.began[m.sku] = true
+	s.send(rsMsg{kind: msgAck, from: rep.name, to: rep.following, conn: rep.conn, epoch: rep.seen, sku: m.sku, index: m.index})
+}
+
 // simCopy is a standby's copy of a SKU log on its simulated disk, for
-// stream.BeginCopy.
+// stream.BeginCopy and a base copy (stream.BeginBase, FinishBase); snap
+// is the snapshot a base copy received.
 type simCopy struct {
-	s   *rsRun
-	rep *rsReplica
-	k   *rsSKU
+	s    *rsRun
+	rep  *rsReplica
+	k    *rsSKU
+	snap []byte
 }
 
 func (c simCopy) Log() *wal.Log { return c.k.log }
@@ -1012,6 +1133,43 @@ func (c simCopy) Cut(index uint64) error {
 	if _, err := wal.CutSegments(walName(c.rep, c.k), segmentFiles{c.k.dir}, index, quiet); err != nil {
 		panic(fmt.Sprintf("replica %s: cut %s after %d: %v", c.rep.name, c.k.id, index, err))
 	}
+	files, _ := c.k.snaps.List()
+	for _, f := range files {
+		if f.Index > index {
+			c.k.snaps.Remove(f.Index)
+		}
+	}
+	c.s.openCopy(c.rep, c.k)
+	return nil
+}
+
+// Drop empties the copy's directory and its snapshots, durably; its log
+// is opened again, empty (as a restart would find it).
+func (c simCopy) Drop() error {
+	if err := c.k.log.Close(); err != nil {
+		return err
+	}
+	c.k.dir.change(func(e map[string]*file) { clear(e) })
+	c.k.dir.syncDir()
+	c.k.snaps = snapshot.Memory{}
+	c.s.openCopy(c.rep, c.k)
+	return nil
+}
+
+func (c simCopy) Install(index uint64) error {
+	c.k.snaps.Put(index, c.snap)
+	return nil
+}
+
+// Start makes the directory hold one empty segment named index+1
+// (fsynced, as wal.CopyRange writes it) and opens the log over it.
+func (c simCopy) Start(index uint64) error {
+	if err := c.k.log.Close(); err != nil {
+		return err
+	}
+	c.k.dir.change(func(e map[string]*file) { clear(e) })
+	c.k.dir.create(segmentName(index + 1)).sync(false)
+	c.k.dir.syncDir()
 	c.s.openCopy(c.rep, c.k)
 	return nil
 }
@@ -1142,14 +1300,22 @@ func (s *rsRun) check() error {
 }
 
 // holds checks that rep's disk holds every acknowledged record of SKU log
-// i, fsynced.
+// i, fsynced, or a snapshot that covers it (one at its index or later:
+// the log after that snapshot is what recovery replays).
 func (s *rsRun) holds(rep *rsReplica, i int, why string) error {
 	if len(s.acked[i]) == 0 {
 		return nil
 	}
 	k := rep.skus[i]
 	frames := durableFrames(k.dir)
+	var covered uint64
+	if files, _ := k.snaps.List(); len(files) > 0 {
+		covered = files[len(files)-1].Index
+	}
 	for index, want := range s.acked[i] {
+		if index <= covered {
+			continue
+		}
 		if got, ok := frames[index]; !ok || !bytes.Equal(got, want) {
 			held := "nothing fsynced"
 			if ok {
@@ -1194,10 +1360,18 @@ func (s *rsRun) final() error {
 }
 
 // verify recovers each replica's logs as a restart would (what its disk
-// keeps) and verifies them: every record replays, the state's audit holds.
+// keeps: the log's fsynced bytes and its snapshots) and verifies them:
+// every record replays, the state's audit holds; on each replica the
+// sync key names, the recovered state and every snapshot are the states
+// the acknowledged records make.
 func (s *rsRun) verify() error {
+	v, err := s.observer.Read(context.Background())
+	if err != nil {
+		return err
+	}
 	for _, rep := range s.reps {
-		for _, k := range rep.skus {
+		named := rep.name == v.Sync.Primary || slices.Contains(v.Sync.Standbys, rep.name)
+		for i, k := range rep.skus {
 			dir := newDirectory()
 			for name, f := range k.dir.synced {
 				dir.entries[name] = &file{cache: bytes.Clone(f.disk), disk: bytes.Clone(f.disk)}
@@ -1209,12 +1383,22 @@ func (s *rsRun) verify() error {
 				return fmt.Errorf("verify %s's %s: %w", rep.name, k.id, err)
 			}
 			if log.LastIndex() > 0 {
-				res, err := recovery.Plan(log, &snapshot.Memory{}, recovery.Options{CampaignID: campaignID, SKUID: k.id, Verify: true})
+				res, err := recovery.Plan(log, &k.snaps, recovery.Options{CampaignID: campaignID, SKUID: k.id, Verify: true})
 				if err != nil {
 					return fmt.Errorf("verify %s's %s: %w", rep.name, k.id, err)
 				}
 				if len(res.Problems) > 0 {
 					return fmt.Errorf("verify %s's %s: %v", rep.name, k.id, res.Problems)
+				}
+				if named {
+					if err := s.recoveredHolds(rep, i, res); err != nil {
+						return err
+					}
+				}
+			}
+			if named {
+				if err := s.snapshotsHold(rep, i, "is named by the sync key at the end"); err != nil {
+					return err
 				}
 			}
 			log.Close()

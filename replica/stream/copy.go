@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/seckill/seckill/replica"
+	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -128,3 +129,92 @@ func ReadFrames(log *wal.Log, from uint64, maxRecords int, add func(frame []byte
 
 // errFull stops a ReadFrames at its message's bound.
 var errFull = errors.New("stream: message full")
+
+// BaseFiles is a standby's copy of one SKU log as a base copy replaces
+// it: Standby's over its SKU folder, the simulator's over its simulated
+// disk.
+type BaseFiles interface {
+	CopyFiles
+	// Drop removes the copy's log and every snapshot of it, durably.
+	Drop() error
+	// Install puts the snapshot received at index (checked) in place
+	// under its name, durably.
+	Install(index uint64) error
+	// Start makes the copy's log an empty one that goes on at index+1
+	// (as seckillctl restore makes it), durably, and opens it.
+	Start(index uint64) error
+}
+
+// BeginBase begins a base copy, which replaces the copy whole: its log
+// and snapshots dropped, its epoch history the primary's. The snapshot
+// follows (FinishBase installs it). A crash before FinishBase leaves a
+// copy with no record (and no snapshot, or the new one alone): its next
+// hello asks for a base copy again (PlanBegin).
+func BeginBase(f BaseFiles, history replica.History) error {
+	if err := f.Drop(); err != nil {
+		return err
+	}
+	return f.WriteHistory(history)
+}
+
+// FinishBase ends a base copy once its snapshot at index arrived whole
+// (snap, its bytes; none for a copy from record 1, index 0): the snapshot
+// checked and installed, then the copy's log started after it. The copy
+// then ends at index, which the standby acknowledges; the primary's
+// records follow from index+1.
+func FinishBase(f BaseFiles, index uint64, snap []byte) error {
+	if index > 0 && !mutantHABaseCopyNoSnapshot {
+		if err := CheckSnapshot(snap, index); err != nil {
+			return err
+		}
+		if err := f.Install(index); err != nil {
+			return err
+		}
+	}
+	if err := f.Start(index); err != nil {
+		return err
+	}
+	if last := f.Log().LastIndex(); last != index {
+		return fmt.Errorf("%w: the base copy's log ends at %d, its snapshot is at %d", errProtocol, last, index)
+	}
+	return nil
+}
+
+// CheckSnapshot verifies a snapshot received from the primary (its
+// checksum, snapshot.Check) and that it is the one announced, at index.
+func CheckSnapshot(b []byte, index uint64) error {
+	h, err := snapshot.Check(b)
+	if err != nil {
+		return fmt.Errorf("stream: the snapshot received: %w", err)
+	}
+	if h.Index != index {
+		return fmt.Errorf("%w: the snapshot received is at %d, announced at %d", errProtocol, h.Index, index)
+	}
+	return nil
+}
+
+// BaseSnapshot picks a base copy's snapshot among a primary's (files,
+// oldest first; read returns one's bytes): the newest valid one whose
+// next record the log holds (first: the log's first record); index 0 and
+// no bytes when there is none and the log begins at record 1 (the copy
+// starts from it).
+func BaseSnapshot(files []snapshot.File, first uint64, read func(snapshot.File) ([]byte, error)) (uint64, []byte, error) {
+	for i := len(files) - 1; i >= 0; i-- {
+		f := files[i]
+		if f.Index+1 < first {
+			break
+		}
+		b, err := read(f)
+		if err != nil {
+			continue // pruned meanwhile
+		}
+		if h, err := snapshot.Check(b); err != nil || h.Index != f.Index {
+			continue
+		}
+		return f.Index, b, nil
+	}
+	if first <= 1 {
+		return 0, nil, nil
+	}
+	return 0, nil, fmt.Errorf("the log begins at record %d and no snapshot reaches it", first)
+}

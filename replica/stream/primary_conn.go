@@ -580,30 +580,12 @@ func hasSnapshot(dir string) bool {
 }
 
 // newestSnapshot returns the newest valid snapshot of a SKU folder whose
-// next record the log holds (first is the log's first record), checked
-// (snapshot.Check); index 0 and no bytes when there is none and the log
-// begins at record 1.
+// next record the log holds (BaseSnapshot; first is the log's first
+// record).
 func newestSnapshot(dir string, first uint64) (uint64, []byte, error) {
 	files, err := snapshot.List(skudir.Dir(dir).Snapshots())
 	if err != nil {
 		return 0, nil, err
 	}
-	for i := len(files) - 1; i >= 0; i-- {
-		f := files[i]
-		if f.Index+1 < first {
-			break
-		}
-		b, err := os.ReadFile(f.Path)
-		if err != nil {
-			continue // pruned meanwhile
-		}
-		if h, err := snapshot.Check(b); err != nil || h.Index != f.Index {
-			continue
-		}
-		return f.Index, b, nil
-	}
-	if first <= 1 {
-		return 0, nil, nil
-	}
-	return 0, nil, fmt.Errorf("the log begins at record %d and no snapshot reaches it", first)
+	return BaseSnapshot(files, first, func(f snapshot.File) ([]byte, error) { return os.ReadFile(f.Path) })
 }

@@ -533,21 +533,21 @@ func (s *Standby) begin(d *decoder, acks *acker) error {
 		}
 		return nil
 	}
-	if err := s.dropCopy(x); err != nil {
-		return err
-	}
-	if err := files.WriteHistory(b.history); err != nil {
+	if err := BeginBase(files, b.history); err != nil {
 		return err
 	}
 	return s.startInstall(x, b.index, b.snapshotSize, acks)
 }
 
-// standbyCopy is a copy's SKU folder as BeginCopy changes it; the begin's
-// feed history is written with the epoch history.
+// standbyCopy is a copy's SKU folder as BeginCopy and a base copy
+// (BeginBase, FinishBase) change it; the begin's feed history is written
+// with the epoch history, and received is the file a base copy's
+// snapshot was received into.
 type standbyCopy struct {
 	s           *Standby
 	x           *standbySKU
 	feedHistory []byte
+	received    string
 }
 
 func (c standbyCopy) Log() *wal.Log { return c.x.log }
@@ -559,6 +559,27 @@ func (c standbyCopy) WriteHistory(h replica.History) error {
 		return err
 	}
 	return WriteHistory(c.x.dir, h)
+}
+
+func (c standbyCopy) Drop() error { return c.s.dropCopy(c.x) }
+
+func (c standbyCopy) Install(index uint64) error { return placeSnapshot(c.received, index) }
+
+// Start writes an empty log that goes on at index+1 and opens it.
+func (c standbyCopy) Start(index uint64) error {
+	if _, _, err := wal.CopyRange(skudir.Dir(c.x.dir).WAL(), nil, 0, index); err != nil {
+		return err
+	}
+	return c.s.reopen(c.x)
+}
+
+// placeSnapshot renames a snapshot received (written and fsynced) to its
+// name, durably.
+func placeSnapshot(path string, index uint64) error {
+	if err := os.Rename(path, filepath.Join(filepath.Dir(path), snapshot.Name(index))); err != nil {
+		return err
+	}
+	return wal.SyncDir(filepath.Dir(path))
 }
 
 // commits takes the primary's commit indexes: the applier brings each
@@ -632,7 +653,7 @@ func removeSnapshots(dir string, drop func(index uint64) bool) error {
 // for a copy from record 1).
 func (s *Standby) startInstall(x *standbySKU, index, size uint64, acks *acker) error {
 	if size == 0 {
-		return s.finishInstall(x, index, acks)
+		return s.finishInstall(x, index, "", nil, acks)
 	}
 	return s.receive(x, &install{index: index, size: size, base: true})
 }
@@ -713,14 +734,16 @@ func (s *Standby) snapshotChunk(d *decoder, acks *acker) error {
 	if cerr := in.file.Close(); err == nil {
 		err = cerr
 	}
+	var b []byte
 	if err == nil {
-		err = checkSnapshot(path, in.index)
+		b, err = os.ReadFile(path)
 	}
-	if err == nil {
-		err = os.Rename(path, filepath.Join(filepath.Dir(path), snapshot.Name(in.index)))
-	}
-	if err == nil {
-		err = wal.SyncDir(filepath.Dir(path))
+	if err == nil && in.base {
+		err = s.finishInstall(x, in.index, path, b, acks)
+	} else if err == nil {
+		if err = CheckSnapshot(b, in.index); err == nil {
+			err = placeSnapshot(path, in.index)
+		}
 	}
 	if err != nil {
 		os.Remove(path)
@@ -729,33 +752,14 @@ func (s *Standby) snapshotChunk(d *decoder, acks *acker) error {
 	if !in.base {
 		return s.finishOffer(x, in)
 	}
-	return s.finishInstall(x, in.index, acks)
-}
-
-// checkSnapshot verifies a received snapshot file before it is installed.
-func checkSnapshot(path string, index uint64) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	h, err := snapshot.Check(b)
-	if err != nil {
-		return fmt.Errorf("stream: the base copy's snapshot: %w", err)
-	}
-	if h.Index != index {
-		return fmt.Errorf("%w: the base copy's snapshot is at %d, announced at %d", errProtocol, h.Index, index)
-	}
 	return nil
 }
 
-// finishInstall starts the copy's log after the snapshot at index (an
-// empty log that goes on at index+1, as seckillctl restore makes) and
-// acknowledges it.
-func (s *Standby) finishInstall(x *standbySKU, index uint64, acks *acker) error {
-	if _, _, err := wal.CopyRange(skudir.Dir(x.dir).WAL(), nil, 0, index); err != nil {
-		return err
-	}
-	if err := s.reopen(x); err != nil {
+// finishInstall ends a base copy (FinishBase: the snapshot received at
+// path, snap its bytes, put in place; the copy's log started after it)
+// and acknowledges it.
+func (s *Standby) finishInstall(x *standbySKU, index uint64, path string, snap []byte, acks *acker) error {
+	if err := FinishBase(standbyCopy{s: s, x: x, received: path}, index, snap); err != nil {
 		return err
 	}
 	s.metrics.bases.Inc()
