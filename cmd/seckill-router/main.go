@@ -229,12 +229,7 @@ func (r *router) handle(ctx *fasthttp.RequestCtx) {
 		r.forward(ctx, cell)
 		return
 	}
-	// A request_id lookup: the first cell that knows it answers.
-	for _, cell := range route.SKU.Map.Cells {
-		if r.forward(ctx, cell) && ctx.Response.StatusCode() != fasthttp.StatusNotFound {
-			return
-		}
-	}
+	r.lookup(ctx, route.SKU.Map.Cells)
 }
 
 // uncelledCell is the cell of a request no published map routes: the cell
