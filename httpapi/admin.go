@@ -386,6 +386,15 @@ func (s *Server) handleSnapshot(ctx *fasthttp.RequestCtx) string {
 	ectx, cancel := s.engineContext()
 	info, err := s.engine.Snapshot(ectx, campaignID, skuID)
 	cancel()
+	if err != nil && classify(err).reason == reasonInternal {
+		// The I/O error of writing the file (a full disk: ENOSPC) is the
+		// disk's, not a bug: nothing was replaced, the SKU goes on from
+		// its log and older snapshots.
+		s.log.Warn("snapshot not written", "campaign", campaignID, "sku", skuID, "err", err)
+		rep := errorReply(reasonUnavailable, "the snapshot was not written: "+err.Error()+"; the SKU goes on from its log and older snapshots")
+		rep.retryAfter = "1"
+		return write(ctx, rep)
+	}
 	if err != nil {
 		return write(ctx, s.engineError("admin_snapshot", err, ""))
 	}
