@@ -49,32 +49,25 @@ func withBearer(want *[32]byte, realm, who string, h func(ctx *fasthttp.RequestC
 // cannot make the server read more than MaxRequestBodySize, except a batch
 // reserve (POST .../reservations:batch), which has MaxBatchBodySize.
 func (s *Server) requestConfig(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-	if limit := s.bodyLimit(h); limit != s.cfg.MaxRequestBodySize {
-		return fasthttp.RequestConfig{MaxRequestBodySize: limit}
-	}
-	return fasthttp.RequestConfig{}
+	return s.bodyLimits().RequestConfig(h, s.isAdmin)
 }
 
-// bodyLimit returns the body limit of a request by its header.
+// bodyLimit returns the body limit of a request by its header
+// (BodyLimits.Of; a campaign PUT is large only with the admin token).
 func (s *Server) bodyLimit(h *fasthttp.RequestHeader) int {
-	if h.IsPost() && isBatchPath(h.RequestURI()) {
-		return s.cfg.MaxBatchBodySize
-	}
-	if !h.IsPut() {
-		return s.cfg.MaxRequestBodySize
-	}
-	const prefix = "/admin/campaigns/"
-	path, _, _ := bytes.Cut(h.RequestURI(), []byte("?"))
-	id, ok := bytes.CutPrefix(path, []byte(prefix))
-	if !ok || len(id) == 0 || bytes.IndexByte(id, '/') >= 0 {
-		return s.cfg.MaxRequestBodySize
-	}
+	return s.bodyLimits().Of(h, s.isAdmin)
+}
+
+// bodyLimits are the body limits the Config sets.
+func (s *Server) bodyLimits() BodyLimits {
+	return BodyLimits{Request: s.cfg.MaxRequestBodySize, Batch: s.cfg.MaxBatchBodySize, Campaign: s.cfg.MaxCampaignBodySize}
+}
+
+// isAdmin reports whether h carries the admin token.
+func (s *Server) isAdmin(h *fasthttp.RequestHeader) bool {
 	token, ok := bearer(h.Peek("Authorization"))
 	got := digest(string(token))
-	if !ok || len(token) == 0 || subtle.ConstantTimeCompare(got[:], s.adminID[:]) != 1 {
-		return s.cfg.MaxRequestBodySize
-	}
-	return s.cfg.MaxCampaignBodySize
+	return ok && len(token) > 0 && subtle.ConstantTimeCompare(got[:], s.adminID[:]) == 1
 }
 
 // bearer returns the credentials of an "Authorization: Bearer <token>"

@@ -482,31 +482,10 @@ func (s *Server) panicked(ctx *fasthttp.RequestCtx, name string, v any) {
 	s.metrics.requests.WithLabelValues(name, reasonInternal).Inc()
 }
 
-// parseError answers requests fasthttp could not read: too large bodies
-// (413), transfer codings other than chunked (501), oversized headers
-// (431), timeouts (408), anything else (400).
+// parseError answers requests fasthttp could not read (ParseError) and
+// counts the answer.
 func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
-	var small *fasthttp.ErrSmallBuffer
-	var netErr net.Error
-	var outcome string
-	if !(errors.As(err, &netErr) && netErr.Timeout()) {
-		lingerAfterAnswer(ctx) // the rest of the request may be on its way (linger.go)
-	}
-	switch {
-	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		outcome = write(ctx, errorReply(reasonBodyTooLarge,
-			fmt.Sprintf("request body larger than %d bytes", s.bodyLimit(&ctx.Request.Header))))
-	case errors.Is(err, fasthttp.ErrUnsupportedTransferEncoding):
-		// RFC 9112, section 6.1: a transfer coding the server does not
-		// understand is 501; only chunked is.
-		outcome = write(ctx, errorReply(reasonNotImplemented, "only the chunked transfer coding is supported"))
-	case errors.As(err, &small):
-		outcome = write(ctx, errorReply(reasonHeaderTooLarge, "request header too large"))
-	case errors.As(err, &netErr) && netErr.Timeout():
-		outcome = write(ctx, errorReply(reasonRequestTimeout, "request not received in time"))
-	default:
-		outcome = write(ctx, errorReply(reasonBadRequest, "malformed HTTP request"))
-	}
+	outcome := ParseError(ctx, err, s.bodyLimit(&ctx.Request.Header))
 	s.metrics.requests.WithLabelValues("unparsed", outcome).Inc()
 }
 
