@@ -395,10 +395,10 @@ func (s *Server) router() (r *router.Router, reserve *routeMetrics) {
 	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/reservations", s.route("admin_export", s.admin(s.handleExport)))
 	get("/admin/campaigns/{campaign_id}/events", s.route("admin_campaign_feed", s.admin(s.handleCampaignFeed)))
 	get(statsPath, s.route("admin_stats", s.dashboardReader(s.handleStats)))
-	r.GET(statsStreamPath, s.route("admin_stats_stream", s.dashboardReader(s.handleStatsStream))) // no HEAD: a stream
+	get(statsStreamPath, s.route("admin_stats_stream", s.dashboardReader(s.handleStatsStream))) // HEAD: its headers, no stream
 	s.dashboardRoutes(get)
 	r.POST("/admin/dashboard/login-links", s.route("admin_dashboard_login_link", s.admin(s.handleLoginLink)))
-	r.GET(dashboardLoginPath, s.route("admin_dashboard_login", s.handleLogin)) // no HEAD: it spends the code
+	get(dashboardLoginPath, s.route("admin_dashboard_login", s.handleLogin)) // HEAD spends no code
 
 	s.lotteryRoutes(r, get)
 
