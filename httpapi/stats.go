@@ -136,7 +136,8 @@ func (s *Server) handleStatsStream(ctx *fasthttp.RequestCtx) string {
 	ctx.SetContentType("text/event-stream; charset=utf-8")
 	ctx.Response.Header.Set("Cache-Control", "no-store")
 	ctx.Response.Header.Set("X-Accel-Buffering", "no") // proxies: do not buffer
-	if ctx.IsHead() { // the stream's headers; no stream is opened
+	// A HEAD gets the stream's headers; no stream is opened.
+	if ctx.IsHead() {
 		return outcomeOK
 	}
 	doc := s.latestStats(sel) // makes sure a sample exists
