@@ -345,17 +345,17 @@ func (s *Server) router() (r *router.Router, reserve *routeMetrics) {
 	r.RedirectFixedPath = false
 	// 405 carries Allow, set by the router (RFC 9110, section 15.5.6).
 	r.HandleMethodNotAllowed = true
-	r.MethodNotAllowed = s.route("method_not_allowed", func(ctx *fasthttp.RequestCtx) string {
+	r.MethodNotAllowed = s.counted("method_not_allowed", func(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(reasonMethodNotAllowed, "allowed: "+string(ctx.Response.Header.Peek("Allow"))))
 	})
 	// OPTIONS on a route is answered by the router: its Allow header, and
 	// 204 without a body (RFC 9110, section 9.3.7).
 	r.HandleOPTIONS = true
-	r.GlobalOPTIONS = s.route("options", func(ctx *fasthttp.RequestCtx) string {
+	r.GlobalOPTIONS = s.counted("options", func(ctx *fasthttp.RequestCtx) string {
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
 		return outcomeOK
 	})
-	r.NotFound = s.route("not_found", func(ctx *fasthttp.RequestCtx) string {
+	r.NotFound = s.counted("not_found", func(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(reasonNotFound, "no such route"))
 	})
 	r.PanicHandler = s.recoverPanic
@@ -453,9 +453,22 @@ func (m *routeMetrics) done(start time.Time, outcome string) time.Duration {
 	return took
 }
 
-// route wraps a handler that returns its outcome label with the request
-// metrics.
+// route wraps the handler of a route, which returns its outcome label,
+// with the request metrics; a query the route does not accept is refused
+// first (badQuery).
 func (s *Server) route(name string, h func(ctx *fasthttp.RequestCtx) string) fasthttp.RequestHandler {
+	return s.counted(name, func(ctx *fasthttp.RequestCtx) string {
+		if bad := badQuery(name, ctx.QueryArgs()); bad != "" {
+			return write(ctx, errorReply(reasonBadRequest, bad))
+		}
+		return h(ctx)
+	})
+}
+
+// counted wraps a handler that returns its outcome label with the request
+// metrics: the router's own answers (404, 405, OPTIONS), whatever the
+// query, and route's.
+func (s *Server) counted(name string, h func(ctx *fasthttp.RequestCtx) string) fasthttp.RequestHandler {
 	m := s.newRouteMetrics(name)
 	return func(ctx *fasthttp.RequestCtx) {
 		ctx.SetUserValue(routeKey, m.name)
