@@ -553,16 +553,48 @@ func (e *Engine) Define(ctx context.Context, d sku.Definition) error {
 	}
 	h, err := e.handleFor(d.CampaignID, d.SKUID)
 	if err != nil {
+		if h != nil { // its new log failed to open
+			e.discard(h)
+		}
 		return err
 	}
 	c := newCall(core.KindDefine)
 	c.Def = &d
 	if err := h.do(ctx, c); err != nil {
-		return err
+		return err // not answered in time: the actor still decides it
 	}
 	err = c.Err
 	c.free()
+	if err != nil && h.Stats().Definition.CampaignID == "" {
+		e.discard(h)
+	}
 	return err
+}
+
+// discard drops a SKU whose first definition failed (refused, or its log
+// failed: on a full disk, a write or fsync): its actor, its handle and its
+// folder, so nothing of a definition that did not become durable is seen
+// (a SKU whose log failed would otherwise list as defined, with empty
+// figures) and its retry creates it anew. Bytes of the definition a failed
+// fsync left in the folder go with it. A folder that cannot be removed is
+// kept as a leftover (a later Define appends to it, as after Open).
+func (e *Engine) discard(h *SKU) {
+	_ = e.system.Root.StopFuture(h.pid).Wait() // the actor closes its log first
+	k := skuKey{h.campaignID, h.skuID}
+	e.create.Lock()
+	e.skusMu.Lock()
+	delete(e.skus, k)
+	e.skusMu.Unlock()
+	if err := os.RemoveAll(h.dir.String()); err != nil {
+		e.leftover[k] = struct{}{}
+	} else {
+		_ = wal.SyncDir(skudir.Campaign(e.cfg.DataDir, h.campaignID))
+	}
+	e.create.Unlock()
+	e.tickMu.Lock()
+	delete(e.ticked, h)
+	delete(e.rates, h)
+	e.tickMu.Unlock()
 }
 
 // checkPurchaseLimit refuses a definition whose purchase_limit differs

@@ -49,32 +49,25 @@ func withBearer(want *[32]byte, realm, who string, h func(ctx *fasthttp.RequestC
 // cannot make the server read more than MaxRequestBodySize, except a batch
 // reserve (POST .../reservations:batch), which has MaxBatchBodySize.
 func (s *Server) requestConfig(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-	if limit := s.bodyLimit(h); limit != s.cfg.MaxRequestBodySize {
-		return fasthttp.RequestConfig{MaxRequestBodySize: limit}
-	}
-	return fasthttp.RequestConfig{}
+	return s.bodyLimits().RequestConfig(h, s.isAdmin)
 }
 
-// bodyLimit returns the body limit of a request by its header.
+// bodyLimit returns the body limit of a request by its header
+// (BodyLimits.Of; a campaign PUT is large only with the admin token).
 func (s *Server) bodyLimit(h *fasthttp.RequestHeader) int {
-	if h.IsPost() && isBatchPath(h.RequestURI()) {
-		return s.cfg.MaxBatchBodySize
-	}
-	if !h.IsPut() {
-		return s.cfg.MaxRequestBodySize
-	}
-	const prefix = "/admin/campaigns/"
-	path, _, _ := bytes.Cut(h.RequestURI(), []byte("?"))
-	id, ok := bytes.CutPrefix(path, []byte(prefix))
-	if !ok || len(id) == 0 || bytes.IndexByte(id, '/') >= 0 {
-		return s.cfg.MaxRequestBodySize
-	}
+	return s.bodyLimits().Of(h, s.isAdmin)
+}
+
+// bodyLimits are the body limits the Config sets.
+func (s *Server) bodyLimits() BodyLimits {
+	return BodyLimits{Request: s.cfg.MaxRequestBodySize, Batch: s.cfg.MaxBatchBodySize, Campaign: s.cfg.MaxCampaignBodySize}
+}
+
+// isAdmin reports whether h carries the admin token.
+func (s *Server) isAdmin(h *fasthttp.RequestHeader) bool {
 	token, ok := bearer(h.Peek("Authorization"))
 	got := digest(string(token))
-	if !ok || len(token) == 0 || subtle.ConstantTimeCompare(got[:], s.adminID[:]) != 1 {
-		return s.cfg.MaxRequestBodySize
-	}
-	return s.cfg.MaxCampaignBodySize
+	return ok && len(token) > 0 && subtle.ConstantTimeCompare(got[:], s.adminID[:]) == 1
 }
 
 // bearer returns the credentials of an "Authorization: Bearer <token>"
@@ -386,6 +379,15 @@ func (s *Server) handleSnapshot(ctx *fasthttp.RequestCtx) string {
 	ectx, cancel := s.engineContext()
 	info, err := s.engine.Snapshot(ectx, campaignID, skuID)
 	cancel()
+	if err != nil && classify(err).reason == reasonInternal {
+		// The I/O error of writing the file (a full disk: ENOSPC) is the
+		// disk's, not a bug: nothing was replaced, the SKU goes on from
+		// its log and older snapshots.
+		s.log.Warn("snapshot not written", "campaign", campaignID, "sku", skuID, "err", err)
+		rep := errorReply(reasonUnavailable, "the snapshot was not written: "+err.Error()+"; the SKU goes on from its log and older snapshots")
+		rep.retryAfter = "1"
+		return write(ctx, rep)
+	}
 	if err != nil {
 		return write(ctx, s.engineError("admin_snapshot", err, ""))
 	}

@@ -87,6 +87,16 @@ func (c *loginCodes) issue(now time.Time) (string, time.Time) {
 	return code, expires
 }
 
+// valid reports whether code would be spent by use at now, spending
+// nothing (a HEAD of the login link).
+func (c *loginCodes) valid(code []byte, now time.Time) bool {
+	k := sha256.Sum256(code)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.codes[k]
+	return ok && now.Before(at)
+}
+
 // use spends code: true once, while it has not expired at now.
 func (c *loginCodes) use(code []byte, now time.Time) bool {
 	k := sha256.Sum256(code)
@@ -177,7 +187,16 @@ func (s *Server) handleLogin(ctx *fasthttp.RequestCtx) string {
 	h.Set("Cache-Control", "no-store")
 	h.Set("Referrer-Policy", "no-referrer")
 	now := s.cfg.Clock()
-	if !s.loginCodes.use(ctx.QueryArgs().Peek("code"), now) {
+	// A HEAD (a link preview, a checker) answers as the GET would, without
+	// spending the code or opening a session.
+	head := ctx.IsHead()
+	code := ctx.QueryArgs().Peek("code")
+	if head && s.loginCodes.valid(code, now) {
+		h.Set("Location", "/admin/dashboard")
+		ctx.SetStatusCode(fasthttp.StatusSeeOther)
+		return outcomeOK
+	}
+	if head || !s.loginCodes.use(code, now) {
 		return write(ctx, errorReply(reasonLoginLinkInvalid,
 			"this login link was used, has expired or was never issued (a link works once, within a minute): print a new one with seckillctl dashboard-link"))
 	}

@@ -36,6 +36,7 @@ const (
 	kindLookup
 	kindRefunds
 	kindAudit
+	kindSnapshot
 )
 
 // engineCall is one command as a hook sees it; fields that do not apply
@@ -158,6 +159,13 @@ func (f *faultEngine) Audit(ctx context.Context, campaignID, skuID string) (sku.
 		return sku.Audit{}, err
 	}
 	return f.Engine.Audit(ctx, campaignID, skuID)
+}
+
+func (f *faultEngine) Snapshot(ctx context.Context, campaignID, skuID string) (actors.SnapshotInfo, error) {
+	if err := f.before(ctx, engineCall{kind: kindSnapshot, campaignID: campaignID, skuID: skuID}); err != nil {
+		return actors.SnapshotInfo{}, err
+	}
+	return f.Engine.Snapshot(ctx, campaignID, skuID)
 }
 
 func (f *faultEngine) SKUStats(campaignID, skuID string) (actors.Stats, bool) {

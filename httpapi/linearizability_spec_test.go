@@ -162,6 +162,7 @@ type specReservation struct {
 	acceptance            string // the 202 body, which a repeat of the request_id gets byte for byte
 	state                 string
 	paymentID, paidAt     string // set once PAID
+	amount                int64  // the paying payment's, once PAID
 	device                string // the device subject of its pass, "" none
 }
 
@@ -349,6 +350,19 @@ func (s *specState) countSoldOut(q specRequest, delta int) {
 	}
 }
 
+// recordedAmount is the amount recorded with paymentID on reservation r:
+// its payment's, or a payment's recorded for refund.
+func (s specState) recordedAmount(r specReservation, paymentID string) (int64, bool) {
+	if r.state == statePaid && r.paymentID == paymentID {
+		return r.amount, true
+	}
+	i, found := slices.BinarySearchFunc(s.refunds, linRefund{ReservationID: r.id, PaymentID: paymentID}, compareRefunds)
+	if !found {
+		return 0, false
+	}
+	return s.refunds[i].Amount, true
+}
+
 // withRefund returns s with paymentID recorded for refund on reservation
 // id, once per payment_id: a repeat keeps the first amount.
 func (s specState) withRefund(id, paymentID string, amount int64) specState {
@@ -490,7 +504,10 @@ func (s specState) acceptedAnswer(r specReservation, in linInput, out linOutput)
 // pay: PENDING_PAYMENT -> PAID; the same payment_id again is the same PAID
 // answer; another payment_id on a PAID reservation is PAYMENT_CONFLICT and a
 // payment on a CLOSED one REFUND_REQUIRED, both recorded for refund and
-// neither changing the reservation. The amount is recorded as given.
+// neither changing the reservation. The amount is recorded as given (0
+// when not given); a payment_id recorded on the reservation (its payment,
+// or one for refund) repeated with another amount is PAYMENT_ID_REUSED and
+// changes nothing.
 func (s specState) pay(in linInput, out linOutput) (bool, specState) {
 	i := s.find(in.reservationID)
 	if i < 0 {
@@ -498,13 +515,16 @@ func (s specState) pay(in linInput, out linOutput) (bool, specState) {
 	}
 	r := s.reservations[i]
 	b := out.body
+	if amount, ok := s.recordedAmount(r, in.paymentID); ok && amount != in.amount {
+		return isError(out, http.StatusUnprocessableEntity, "PAYMENT_ID_REUSED"), s
+	}
 	paidAnswer := out.code == http.StatusOK && b.State == statePaid && b.ReservationID == r.id
 	switch {
 	case r.state == statePending:
 		if !paidAnswer || b.PaymentID != in.paymentID || b.PaidAt == "" {
 			return false, s
 		}
-		r.state, r.paymentID, r.paidAt = statePaid, in.paymentID, b.PaidAt
+		r.state, r.paymentID, r.paidAt, r.amount = statePaid, in.paymentID, b.PaidAt, in.amount
 		return true, s.withReservation(i, r)
 	case r.state == statePaid && in.paymentID == r.paymentID:
 		return paidAnswer && b.PaymentID == r.paymentID && b.PaidAt == r.paidAt, s

@@ -30,6 +30,14 @@ type lingeringListener struct {
 	timeout time.Duration
 }
 
+// LingeringListener wraps ln so that a connection whose request was
+// answered before its body was read (ParseError) lingers, for up to
+// timeout, before it closes: the client reads the answer, never a reset.
+// Server.Serve uses it; so does seckill-router.
+func LingeringListener(ln net.Listener, timeout time.Duration) net.Listener {
+	return lingeringListener{Listener: ln, timeout: timeout}
+}
+
 // Accept returns the next connection, wrapped.
 func (l lingeringListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()

@@ -199,6 +199,8 @@ func (s *Server) handlePay(ctx *fasthttp.RequestCtx) string {
 		}))
 	case sku.OutcomeRefundRequired, sku.OutcomePaymentConflict:
 		return write(ctx, reasonReply(reason, errorBody{Error: reason, ReservationID: id}))
+	case sku.OutcomePaymentIDReused:
+		return write(ctx, errorReply(reason, "this payment_id was recorded on the reservation with another amount: a repeat must carry the same amount"))
 	case sku.OutcomeNotFound:
 		return write(ctx, errorReply(reasonNotFound, ""))
 	}

@@ -350,17 +350,17 @@ func (s *Server) router() (r *router.Router, reserve *routeMetrics) {
 	r.RedirectFixedPath = false
 	// 405 carries Allow, set by the router (RFC 9110, section 15.5.6).
 	r.HandleMethodNotAllowed = true
-	r.MethodNotAllowed = s.route("method_not_allowed", func(ctx *fasthttp.RequestCtx) string {
+	r.MethodNotAllowed = s.counted("method_not_allowed", func(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(reasonMethodNotAllowed, "allowed: "+string(ctx.Response.Header.Peek("Allow"))))
 	})
 	// OPTIONS on a route is answered by the router: its Allow header, and
 	// 204 without a body (RFC 9110, section 9.3.7).
 	r.HandleOPTIONS = true
-	r.GlobalOPTIONS = s.route("options", func(ctx *fasthttp.RequestCtx) string {
+	r.GlobalOPTIONS = s.counted("options", func(ctx *fasthttp.RequestCtx) string {
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
 		return outcomeOK
 	})
-	r.NotFound = s.route("not_found", func(ctx *fasthttp.RequestCtx) string {
+	r.NotFound = s.counted("not_found", func(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, errorReply(reasonNotFound, "no such route"))
 	})
 	r.PanicHandler = s.recoverPanic
@@ -400,10 +400,10 @@ func (s *Server) router() (r *router.Router, reserve *routeMetrics) {
 	get("/admin/campaigns/{campaign_id}/skus/{sku_id}/reservations", s.route("admin_export", s.admin(s.handleExport)))
 	get("/admin/campaigns/{campaign_id}/events", s.route("admin_campaign_feed", s.admin(s.handleCampaignFeed)))
 	get(statsPath, s.route("admin_stats", s.dashboardReader(s.handleStats)))
-	r.GET(statsStreamPath, s.route("admin_stats_stream", s.dashboardReader(s.handleStatsStream))) // no HEAD: a stream
+	get(statsStreamPath, s.route("admin_stats_stream", s.dashboardReader(s.handleStatsStream))) // HEAD: its headers, no stream
 	s.dashboardRoutes(get)
 	r.POST("/admin/dashboard/login-links", s.route("admin_dashboard_login_link", s.admin(s.handleLoginLink)))
-	r.GET(dashboardLoginPath, s.route("admin_dashboard_login", s.handleLogin)) // no HEAD: it spends the code
+	get(dashboardLoginPath, s.route("admin_dashboard_login", s.handleLogin)) // HEAD spends no code
 
 	s.lotteryRoutes(r, get)
 
@@ -458,9 +458,22 @@ func (m *routeMetrics) done(start time.Time, outcome string) time.Duration {
 	return took
 }
 
-// route wraps a handler that returns its outcome label with the request
-// metrics.
+// route wraps the handler of a route, which returns its outcome label,
+// with the request metrics; a query the route does not accept is refused
+// first (badQuery).
 func (s *Server) route(name string, h func(ctx *fasthttp.RequestCtx) string) fasthttp.RequestHandler {
+	return s.counted(name, func(ctx *fasthttp.RequestCtx) string {
+		if bad := badQuery(name, ctx.QueryArgs()); bad != "" {
+			return write(ctx, errorReply(reasonBadRequest, bad))
+		}
+		return h(ctx)
+	})
+}
+
+// counted wraps a handler that returns its outcome label with the request
+// metrics: the router's own answers (404, 405, OPTIONS), whatever the
+// query, and route's.
+func (s *Server) counted(name string, h func(ctx *fasthttp.RequestCtx) string) fasthttp.RequestHandler {
 	m := s.newRouteMetrics(name)
 	return func(ctx *fasthttp.RequestCtx) {
 		ctx.SetUserValue(routeKey, m.name)
@@ -487,31 +500,10 @@ func (s *Server) panicked(ctx *fasthttp.RequestCtx, name string, v any) {
 	s.metrics.requests.WithLabelValues(name, reasonInternal).Inc()
 }
 
-// parseError answers requests fasthttp could not read: too large bodies
-// (413), transfer codings other than chunked (501), oversized headers
-// (431), timeouts (408), anything else (400).
+// parseError answers requests fasthttp could not read (ParseError) and
+// counts the answer.
 func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
-	var small *fasthttp.ErrSmallBuffer
-	var netErr net.Error
-	var outcome string
-	if !(errors.As(err, &netErr) && netErr.Timeout()) {
-		lingerAfterAnswer(ctx) // the rest of the request may be on its way (linger.go)
-	}
-	switch {
-	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		outcome = write(ctx, errorReply(reasonBodyTooLarge,
-			fmt.Sprintf("request body larger than %d bytes", s.bodyLimit(&ctx.Request.Header))))
-	case errors.Is(err, fasthttp.ErrUnsupportedTransferEncoding):
-		// RFC 9112, section 6.1: a transfer coding the server does not
-		// understand is 501; only chunked is.
-		outcome = write(ctx, errorReply(reasonNotImplemented, "only the chunked transfer coding is supported"))
-	case errors.As(err, &small):
-		outcome = write(ctx, errorReply(reasonHeaderTooLarge, "request header too large"))
-	case errors.As(err, &netErr) && netErr.Timeout():
-		outcome = write(ctx, errorReply(reasonRequestTimeout, "request not received in time"))
-	default:
-		outcome = write(ctx, errorReply(reasonBadRequest, "malformed HTTP request"))
-	}
+	outcome := ParseError(ctx, err, s.bodyLimit(&ctx.Request.Header))
 	s.metrics.requests.WithLabelValues("unparsed", outcome).Inc()
 }
 

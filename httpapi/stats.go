@@ -132,6 +132,14 @@ func (s *Server) handleStatsStream(ctx *fasthttp.RequestCtx) string {
 	if sel.top == 0 || sel.top > StatsStreamMaxRows {
 		sel.top = StatsStreamMaxRows
 	}
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("text/event-stream; charset=utf-8")
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.Response.Header.Set("X-Accel-Buffering", "no") // proxies: do not buffer
+	// A HEAD gets the stream's headers; no stream is opened.
+	if ctx.IsHead() {
+		return outcomeOK
+	}
 	doc := s.latestStats(sel) // makes sure a sample exists
 	sp := s.stats
 	sp.mu.Lock()
@@ -139,10 +147,6 @@ func (s *Server) handleStatsStream(ctx *fasthttp.RequestCtx) string {
 	changed := sp.changed
 	sp.mu.Unlock()
 
-	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.SetContentType("text/event-stream; charset=utf-8")
-	ctx.Response.Header.Set("Cache-Control", "no-store")
-	ctx.Response.Header.Set("X-Accel-Buffering", "no") // proxies: do not buffer
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 		if sseEvent(w, "history", history) != nil || sseEvent(w, "stats", doc) != nil {
 			return

@@ -61,6 +61,7 @@ var statuses = map[string]int{
 	reasonWrongCell:                     fasthttp.StatusMisdirectedRequest,
 	reasonNotPrimary:                    fasthttp.StatusMisdirectedRequest,
 	sku.OutcomeRequestIDReused.String(): fasthttp.StatusUnprocessableEntity,
+	sku.OutcomePaymentIDReused.String(): fasthttp.StatusUnprocessableEntity,
 	reasonCursorCompacted:               fasthttp.StatusGone,
 	reasonTooManySKUs:                   fasthttp.StatusInsufficientStorage,
 

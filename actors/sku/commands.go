@@ -123,6 +123,19 @@ func (m *Machine) Pay(now int64, seq uint32, paymentID string, amount int64, out
 	if !ValidID(paymentID) {
 		return Result{Outcome: OutcomeInvalid}, out
 	}
+	// A payment_id is the payment's idempotency key: its repeat must be
+	// the same payment. Another amount is refused, recording nothing, so
+	// the amount recorded first is never silently kept over a new one.
+	if x := m.table.extra(r); x != nil {
+		if x.paymentID == paymentID && x.amount != amount {
+			return m.result(OutcomePaymentIDReused, seq), out
+		}
+		for i, p := range x.refundPayments {
+			if p == paymentID && x.refundAmounts[i] != amount {
+				return m.result(OutcomePaymentIDReused, seq), out
+			}
+		}
+	}
 	at := m.decisionTime(now)
 	switch r.state {
 	case StatePaid:

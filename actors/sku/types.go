@@ -99,6 +99,12 @@ const (
 	// purchase_limit is "campaign", by a user whose lottery entry on
 	// another SKU of the campaign may still win; not recorded.
 	OutcomeAlreadyEntered Outcome = 33
+
+	// OutcomePaymentIDReused: pay with a payment_id already recorded on
+	// the reservation (its payment, or one recorded for refund) but
+	// another amount: an idempotency key reused for another payment;
+	// nothing is recorded.
+	OutcomePaymentIDReused Outcome = 34
 )
 
 var outcomeNames = [...]string{
@@ -109,7 +115,7 @@ var outcomeNames = [...]string{
 	"SUBJECT_LIMIT",
 	"LOTTERY_SALE", "ENTERED", "ENTRIES_NOT_OPEN", "ENTRIES_CLOSED", "NOT_LOTTERY",
 	"DRAW_STARTED", "ENTRIES_OPEN", "BEACON_NOT_DUE", "ALREADY_DRAWN", "WRONG_ROUND",
-	"ALREADY_ENTERED",
+	"ALREADY_ENTERED", "PAYMENT_ID_REUSED",
 }
 
 func (o Outcome) String() string {

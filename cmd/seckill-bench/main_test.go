@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -21,6 +23,16 @@ func TestCommands(t *testing.T) {
 		if code != 2 || out != "" || !strings.HasPrefix(errOut, `seckill-bench: unknown command "nonsense" (the commands are compare, null-server, orders, report;`) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
 		}
+	}
+	// docs/operating.md quotes the message up to its list of commands.
+	_, _, errOut := run1("nonsense")
+	quoted, _, _ := strings.Cut(errOut, ";")
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "operating.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(strings.Fields(string(doc)), " "), quoted+"; …)") {
+		t.Errorf("docs/operating.md does not quote %q", quoted+"; …)")
 	}
 	for _, args := range [][]string{{"compare", "nonsense", "--help"}, {"compare", "passes", "nonsense"}, {"null-server", "nonsense", "-h"}} {
 		code, _, errOut := run1(args...)

@@ -168,19 +168,36 @@ func serve(o options, stdout io.Writer, log *slog.Logger) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "seckill-router listening on http://%s (%d celled SKUs, cells %v)\n", ln.Addr(), len(pubs), r.order)
-	srv := &fasthttp.Server{Handler: r.handle, Name: "seckill-router", ReadTimeout: 30 * time.Second, IdleTimeout: time.Minute}
+	srv := r.server()
 	stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
 	go r.pollPublished(stop, l, log)
 	go r.primaries.Follow(stop, client, log)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(httpapi.LingeringListener(ln, srv.ReadTimeout)) }()
 	select {
 	case err := <-served:
 		return err
 	case <-stop.Done():
 	}
 	return srv.ShutdownWithContext(context.Background())
+}
+
+// server is the router's HTTP server. Its body limits are the cells'
+// (httpapi.DefaultBodyLimits: seckilld's are not configurable), a campaign
+// PUT of any token getting the large one (the cell checks the token and
+// applies its own), and a request it cannot read is answered as a cell
+// answers it, in JSON (httpapi.ParseError).
+func (r *router) server() *fasthttp.Server {
+	limits := httpapi.DefaultBodyLimits
+	anyToken := func(*fasthttp.RequestHeader) bool { return true }
+	return &fasthttp.Server{Handler: r.handle, Name: "seckill-router", ReadTimeout: 30 * time.Second, IdleTimeout: time.Minute,
+		MaxRequestBodySize: limits.Request,
+		HeaderReceived:     func(h *fasthttp.RequestHeader) fasthttp.RequestConfig { return limits.RequestConfig(h, anyToken) },
+		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
+			httpapi.ParseError(ctx, err, limits.Of(&ctx.Request.Header, anyToken))
+		},
+	}
 }
 
 // pollPublished rebuilds the routes every publishedPoll from the SKUs
@@ -229,12 +246,7 @@ func (r *router) handle(ctx *fasthttp.RequestCtx) {
 		r.forward(ctx, cell)
 		return
 	}
-	// A request_id lookup: the first cell that knows it answers.
-	for _, cell := range route.SKU.Map.Cells {
-		if r.forward(ctx, cell) && ctx.Response.StatusCode() != fasthttp.StatusNotFound {
-			return
-		}
-	}
+	r.lookup(ctx, route.SKU.Map.Cells)
 }
 
 // uncelledCell is the cell of a request no published map routes: the cell

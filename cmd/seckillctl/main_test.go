@@ -959,3 +959,30 @@ func TestUnknownCommandWhateverFlags(t *testing.T) {
 		t.Errorf("inspect wal --help: exit %d, %q", code, out)
 	}
 }
+
+// TestVerifyRefusesAFolderWithoutSeckillData: the folder `make cluster`
+// makes (etcd/ beside the cells' data dirs c1/ c2/) is no data dir: its
+// etcd/member holds a wal folder of etcd's files, which verify reports as
+// not a seckill SKU and fails (exit 1), instead of passing it with no
+// records; each cell's data dir verifies on its own.
+func TestVerifyRefusesAFolderWithoutSeckillData(t *testing.T) {
+	root := t.TempDir()
+	etcdWAL := filepath.Join(root, "etcd", "member", "wal")
+	if err := os.MkdirAll(etcdWAL, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(etcdWAL, "0000000000000000-0000000000000000.wal"), []byte("etcd"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	smallSKU(t, filepath.Join(root, "c1"), "demo", "sku-1")
+	code, out, errOut := ctl(t, "verify", root)
+	if code != exitFailed {
+		t.Fatalf("verify of the cluster folder: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitFailed, out, errOut)
+	}
+	run := verifyRun(t, out)
+	if run.OK || len(run.SKUs) != 1 || run.SKUs[0].OK || !strings.Contains(strings.Join(run.SKUs[0].Problems, " "), "not a seckill SKU") ||
+		!strings.Contains(errOut, "not a seckill SKU") {
+		t.Fatalf("verify of the cluster folder: %s\nstderr: %s", out, errOut)
+	}
+	wantCode(t, 0, "verify", filepath.Join(root, "c1"))
+}

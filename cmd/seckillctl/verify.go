@@ -12,6 +12,7 @@ import (
 	"github.com/seckill/seckill/actors/purchase"
 	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/recovery"
+	"github.com/seckill/seckill/wal"
 )
 
 // verifyRunJSON is what verify prints: one document for the whole run.
@@ -68,7 +69,12 @@ func runVerify(args []string, stdout io.Writer) error {
 	var failed []string
 	var purchases []skuPurchases
 	for _, dir := range dirs {
-		report, err := verifySKU(dir)
+		report, err := verifyJSON{Dir: dir}, error(nil)
+		if foreign := foreignLog(dir); foreign != "" {
+			err = errors.New(foreign)
+		} else {
+			report, err = verifySKU(dir)
+		}
 		if err != nil {
 			report.Problems = append(report.Problems, err.Error())
 		}
@@ -115,6 +121,23 @@ func verifySKU(dir string) (verifyJSON, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// foreignLog describes a SKU folder's wal folder that holds files but no
+// segment of a seckill log ("" otherwise): another program's (etcd's
+// member/wal in the folder `make cluster` makes), not a SKU to pass as
+// verified with no records. An empty wal folder is a SKU (seckilld opens
+// it as an empty one).
+func foreignLog(dir string) string {
+	logDir := skudir.Dir(dir).WAL()
+	entries, err := os.ReadDir(logDir)
+	if err != nil || len(entries) == 0 {
+		return ""
+	}
+	if segs, err := wal.Segments(logDir); err != nil || len(segs) > 0 {
+		return ""
+	}
+	return fmt.Sprintf("not a seckill SKU: %s holds %d files and no seckill log segment (a name of 20 digits): give seckillctl verify a seckilld data dir, one of its SKU folders or its wal folder", logDir, len(entries))
 }
 
 func verifySKUOnce(dir string) (verifyJSON, error) {
