@@ -145,12 +145,16 @@ func callgrind(dir, bin, gogc, name string, iters, round int) (ir uint64, items,
 		"--zero-before=*callgrindLoopStart", "--dump-before=*callgrindLoopEnd",
 		bin, "-test.run", "^$", "-test.bench", "^BenchmarkInstructions$/^"+name+"$",
 		"-test.benchtime", strconv.Itoa(iters)+"x", "-test.cpu", "1")
-	// Callgrind cannot follow Go's asynchronous preemption signals.
-	cmd.Env = append(os.Environ(), "GODEBUG=asyncpreemptoff=1", "GOGC="+gogc)
+	// Callgrind cannot follow Go's asynchronous preemption signals, and
+	// valgrind 3.19 does not decode RDTSCP, which the runtime's cputicks
+	// uses where the CPU reports it (a SIGILL on such machines).
+	cmd.Env = append(os.Environ(), "GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off", "GOGC="+gogc)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return 0, 0, 0, fmt.Errorf("%w\n%s%s", err, stdout.Bytes(), tail(stderr.Bytes(), 2000))
+		// A crash names its cause at the start of stderr (after
+		// valgrind's banner) and where it was at the end.
+		return 0, 0, 0, fmt.Errorf("%w\n%s%s\n...\n%s", err, stdout.Bytes(), head(stderr.Bytes(), 3000), tail(stderr.Bytes(), 1500))
 	}
 	n, items, allocs, err := parseBenchLine(stdout.Bytes(), name)
 	if err != nil {
@@ -274,6 +278,13 @@ func commit() string {
 		c += " (modified)"
 	}
 	return c
+}
+
+func head(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
 }
 
 func tail(b []byte, n int) []byte {
