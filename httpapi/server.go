@@ -243,6 +243,13 @@ type Server struct {
 	http       *fasthttp.Server
 	// draining is set by Shutdown: /readyz answers 503 from then on.
 	draining atomic.Bool
+	// serving holds the listeners Serve was given, so that Shutdown ends
+	// a Serve whatever the order the two were called in.
+	serving struct {
+		sync.Mutex
+		shutdown  bool
+		listeners []net.Listener
+	}
 	// feed is the event feed (Config.Feed; nil: none); feeds is cancelled
 	// by Shutdown: long polls answer and event streams end (feed.go).
 	feed        *feed.Feed
@@ -536,7 +543,22 @@ func (s *Server) Serve(ln net.Listener) error {
 	}}
 	refused := s.metrics.requests.WithLabelValues("connection_limit", reasonUnavailable)
 	limited := newConnLimiter(shedding, s.cfg.MaxConnections, refused.Inc)
-	return s.http.Serve(lingeringListener{Listener: limited, timeout: s.cfg.ReadTimeout})
+	served := lingeringListener{Listener: limited, timeout: s.cfg.ReadTimeout}
+	s.serving.Lock()
+	if s.serving.shutdown {
+		s.serving.Unlock()
+		ln.Close()
+		return nil
+	}
+	s.serving.listeners = append(s.serving.listeners, served)
+	s.serving.Unlock()
+	err := s.http.Serve(served)
+	s.serving.Lock()
+	defer s.serving.Unlock()
+	if s.serving.shutdown {
+		return nil
+	}
+	return err
 }
 
 // Shutdown stops accepting connections, closes idle ones and waits for the
@@ -546,5 +568,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	s.stopFeeds()
 	s.stopStats()
-	return s.http.ShutdownWithContext(ctx)
+	s.serving.Lock()
+	s.serving.shutdown = true
+	listeners := s.serving.listeners
+	s.serving.Unlock()
+	err := s.http.ShutdownWithContext(ctx)
+	// fasthttp closes only the listeners its Serve has registered, and does
+	// nothing at all before the first one: a Serve started just before
+	// Shutdown would accept for ever. Closing them here too ends it (a
+	// second close of one fasthttp closed fails harmlessly).
+	for _, ln := range listeners {
+		ln.Close()
+	}
+	return err
 }
