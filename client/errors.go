@@ -70,6 +70,7 @@ var (
 	ErrNotFound          = &Error{Code: "NOT_FOUND"}
 	ErrRefundRequired    = &Error{Code: "REFUND_REQUIRED"}
 	ErrPaymentConflict   = &Error{Code: "PAYMENT_CONFLICT"}
+	ErrPaymentIDReused   = &Error{Code: "PAYMENT_ID_REUSED"} // 422: a payment_id already recorded with another amount
 	ErrNotClosable       = &Error{Code: "NOT_CLOSABLE"}
 	ErrWrongCell         = &Error{Code: "WRONG_CELL"}
 	ErrCursorCompacted   = &Error{Code: "CURSOR_COMPACTED"}

@@ -197,6 +197,50 @@ func ExampleClient_Lookup() {
 	// true
 }
 
+// The payment system's callback: repeated by payment_id it is one payment;
+// the same payment_id with another amount is refused; a payment that comes
+// after the reservation closed never revives it (the money is for refund).
+func ExampleClient_Pay() {
+	c, err := client.New(client.Options{BaseURL: seckilld, AdminToken: adminToken})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defineSale(c, "pay", 5, false)
+	ctx := context.Background()
+	r, err := c.Reserve(ctx, client.ReserveRequest{CampaignID: "pay", SKUID: "phone", UserID: "hana"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	paid, err := c.Pay(ctx, r.ReservationID, client.Payment{PaymentID: "pay-hana", Amount: 1999})
+	if err != nil {
+		log.Fatal(err)
+	}
+	again, err := c.Pay(ctx, r.ReservationID, client.Payment{PaymentID: "pay-hana", Amount: 1999}) // the callback delivered twice
+	fmt.Println(paid.State, again.State, err == nil)
+	_, err = c.Pay(ctx, r.ReservationID, client.Payment{PaymentID: "pay-hana", Amount: 1})
+	fmt.Println(errors.Is(err, client.ErrPaymentIDReused))
+
+	late, err := c.Reserve(ctx, client.ReserveRequest{CampaignID: "pay", SKUID: "phone", UserID: "ivan"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := c.Cancel(ctx, late.ReservationID); err != nil {
+		log.Fatal(err)
+	}
+	_, err = c.Pay(ctx, late.ReservationID, client.Payment{PaymentID: "pay-ivan", Amount: 1999})
+	fmt.Println(errors.Is(err, client.ErrRefundRequired))
+	got, err := c.Reservation(ctx, late.ReservationID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(got.State)
+	// Output:
+	// PAID PAID true
+	// true
+	// true
+	// CLOSED
+}
+
 // A buyer cancels; the status shows the close and its reason.
 func ExampleClient_Cancel() {
 	c, err := client.New(client.Options{BaseURL: seckilld, AdminToken: adminToken})
