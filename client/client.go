@@ -250,6 +250,24 @@ func backoff(attempt int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
+// setHeaders sets the headers every attempt of r carries beyond
+// r.header, through either transport's set: the body's type, Accept, the
+// admin token, the payment signature.
+func (c *Client) setHeaders(r *request, set func(key, value string)) {
+	if r.body != nil {
+		set("Content-Type", "application/json")
+	}
+	if r.accept != "" {
+		set("Accept", r.accept)
+	}
+	if r.admin && c.adminToken != "" {
+		set("Authorization", c.bearer)
+	}
+	if r.sign && len(c.paymentSecret) > 0 {
+		set(paysig.Header, paysig.Sign(c.paymentSecret, r.body))
+	}
+}
+
 // attempt sends r once to base and reads the answer.
 func (c *Client) attempt(ctx context.Context, base *url.URL, r *request) (answer, error) {
 	if c.fast != nil && r.stream == nil {
@@ -268,18 +286,7 @@ func (c *Client) attempt(ctx context.Context, base *url.URL, r *request) (answer
 	for k, v := range r.header {
 		req.Header[k] = v
 	}
-	if r.body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if r.accept != "" {
-		req.Header.Set("Accept", r.accept)
-	}
-	if r.admin && c.adminToken != "" {
-		req.Header.Set("Authorization", c.bearer)
-	}
-	if r.sign && len(c.paymentSecret) > 0 {
-		req.Header.Set(paysig.Header, paysig.Sign(c.paymentSecret, r.body))
-	}
+	c.setHeaders(r, req.Header.Set)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return answer{}, err

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-
-	"github.com/seckill/seckill/paysig"
 )
 
 // fastAttempt is attempt over Options.FastHTTP: pooled request and
@@ -47,18 +45,9 @@ func (c *Client) fastAttempt(ctx context.Context, base *url.URL, r *request) (an
 		}
 	}
 	if r.body != nil {
-		req.Header.SetContentType("application/json")
 		req.SetBodyRaw(r.body) // r.body outlives the attempt
 	}
-	if r.accept != "" {
-		req.Header.Set("Accept", r.accept)
-	}
-	if r.admin && c.adminToken != "" {
-		req.Header.Set("Authorization", c.bearer)
-	}
-	if r.sign && len(c.paymentSecret) > 0 {
-		req.Header.Set(paysig.Header, paysig.Sign(c.paymentSecret, r.body))
-	}
+	c.setHeaders(r, req.Header.Set)
 	resp.SkipBody = r.method == http.MethodHead
 	if err := c.fast.DoDeadline(req, resp, deadline); err != nil {
 		if ctxDeadline && errors.Is(err, fasthttp.ErrTimeout) {
