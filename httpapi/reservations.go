@@ -208,21 +208,35 @@ func (s *Server) handlePay(ctx *fasthttp.RequestCtx) string {
 	return write(ctx, errorReply(reasonInternal, ""))
 }
 
+// bodylessCommand runs command (named name in the log) on the reservation
+// the path names, for a route whose body is optional and carries nothing
+// (empty or {}). When it answered already (no such reservation, a body
+// with fields, an engine error) it returns that answer's outcome label as
+// answered; otherwise the engine's result, for the caller to answer.
+func (s *Server) bodylessCommand(ctx *fasthttp.RequestCtx, name string,
+	command func(context.Context, string) (sku.Result, error)) (id string, res sku.Result, answered string) {
+	id, ok := pathReservation(ctx)
+	if !ok {
+		return id, res, write(ctx, errorReply(reasonNotFound, ""))
+	}
+	if err := decodeNoFields(ctx.PostBody()); err != nil {
+		return id, res, write(ctx, bodyError(err))
+	}
+	ectx, cancel := s.engineContext()
+	res, err := command(ectx, id)
+	cancel()
+	if err != nil {
+		return id, res, write(ctx, s.engineError(name, err, ReservationURL(id)))
+	}
+	return id, res, ""
+}
+
 // handleCancel is POST /v1/reservations/{id}/cancel. Its body is optional
 // and carries nothing: empty or {}.
 func (s *Server) handleCancel(ctx *fasthttp.RequestCtx) string {
-	id, ok := pathReservation(ctx)
-	if !ok {
-		return write(ctx, errorReply(reasonNotFound, ""))
-	}
-	if err := decodeNoFields(ctx.PostBody()); err != nil {
-		return write(ctx, bodyError(err))
-	}
-	ectx, cancel := s.engineContext()
-	res, err := s.engine.Cancel(ectx, id)
-	cancel()
-	if err != nil {
-		return write(ctx, s.engineError("cancel", err, ReservationURL(id)))
+	id, res, answered := s.bodylessCommand(ctx, "cancel", s.engine.Cancel)
+	if answered != "" {
+		return answered
 	}
 	reason := res.Outcome.String()
 	switch res.Outcome {
@@ -253,18 +267,9 @@ type releaseBody struct {
 // must be closed first (409 NOT_CLOSED). Its body is optional and carries
 // nothing: empty or {}.
 func (s *Server) handleRelease(ctx *fasthttp.RequestCtx) string {
-	id, ok := pathReservation(ctx)
-	if !ok {
-		return write(ctx, errorReply(reasonNotFound, ""))
-	}
-	if err := decodeNoFields(ctx.PostBody()); err != nil {
-		return write(ctx, bodyError(err))
-	}
-	ectx, cancel := s.engineContext()
-	res, err := s.engine.Release(ectx, id)
-	cancel()
-	if err != nil {
-		return write(ctx, s.engineError("release", err, ReservationURL(id)))
+	id, res, answered := s.bodylessCommand(ctx, "release", s.engine.Release)
+	if answered != "" {
+		return answered
 	}
 	reason := res.Outcome.String()
 	switch res.Outcome {
