@@ -53,8 +53,10 @@ func TestLocalCampaignThroughRouter(t *testing.T) {
 	}
 
 	var lastBody string // of the last put
+	// One window for every PUT: a redefinition of a started campaign
+	// that moved its start_at (a PUT a second later) would be refused.
+	now := time.Now().UTC().Truncate(time.Second)
 	put := func(base, campaign string, saleLimit int) int {
-		now := time.Now().UTC().Truncate(time.Second)
 		body := fmt.Sprintf(`{"campaign_id":%q,"start_at":%q,"end_at":%q,"skus":[{"sku_id":"a","sale_limit":%d}]}`,
 			campaign, now.Add(-time.Hour).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339), saleLimit)
 		req, _ := http.NewRequest(http.MethodPut, base+"/admin/campaigns/"+campaign, strings.NewReader(body))
@@ -126,7 +128,7 @@ func TestLocalCampaignThroughRouter(t *testing.T) {
 		t.Fatalf("GET down1/a through the router: %d", resp.StatusCode)
 	}
 	if code := put(router, "down1", 6); code != http.StatusOK {
-		t.Fatalf("PUT down1 (a redefinition) through the router: %d", code)
+		t.Fatalf("PUT down1 (a redefinition) through the router: %d %s", code, lastBody)
 	}
 	if code := put(c1, "down1", 6); code != http.StatusConflict || !strings.Contains(lastBody, "define it there, or through the router (which sends it there)") {
 		t.Fatalf("PUT down1 at c1: %d %s", code, lastBody)
