@@ -7,7 +7,9 @@
 # and answers once it is fsynced (the durable ceiling); batch cells
 # (seckilld's batch reserve, Redis pipelined, the engine's batch, 64 per
 # request); and wrk (Debian's, an independent load generator) against
-# seckilld and the null HTTP server.
+# seckilld and the null HTTP server. --targets seckilld,seckilld-rs adds a
+# replica set of two seckillds (primary + sync standby, etcd on loopback)
+# beside one seckilld: what synchronous replication costs, from one run.
 # Every server is private to the run, on 127.0.0.1, in a temp directory.
 #
 # Usage: bench/compare.sh [flags of "seckill-bench compare"]

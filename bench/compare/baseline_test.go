@@ -190,3 +190,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
 	return len(p), nil
 }
+
+func TestReplicaSetTargetSellsExactlyTheStock(t *testing.T) {
+	sellOut(t, NewReplicaSetTarget(SeckilldOptions{Binary: buildSeckilld(t), WorkDir: t.TempDir()}))
+}

@@ -9,8 +9,9 @@ import (
 // with exactly these keys, for scripts and for the table of
 // docs/benchmarks.md.
 type Cell struct {
-	// Target is seckilld, redis, postgres, engine, null-http, null-fsync,
-	// or wrk-seckilld and wrk-null-http (the independent load generator).
+	// Target is seckilld, seckilld-rs, redis, postgres, engine, null-http,
+	// null-fsync, or wrk-seckilld and wrk-null-http (the independent load
+	// generator).
 	Target string `json:"target"`
 	// Scenario is hot or seed.
 	Scenario string `json:"scenario"`
@@ -26,7 +27,7 @@ type Cell struct {
 	P50MS float64 `json:"p50_ms"`
 	P99MS float64 `json:"p99_ms"`
 	// ServerCPUUSPerItem is the server process's CPU time per item, in
-	// µs; null where the server runs in this process (engine, postgres's
+	// µs (seckilld-rs: both replicas' together); null where the server runs in this process (engine, postgres's
 	// children are counted) or has no process.
 	ServerCPUUSPerItem *float64 `json:"server_cpu_us_per_item"`
 	// AuditOK is the cell's verdict (the target's own state agreed with

@@ -58,7 +58,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags.SetOutput(stderr)
 	concurrencies := flags.String("concurrency", "16,64,1024", "comma-separated closed-loop concurrencies, one table each")
 	engineConcurrencies := flags.String("engine-concurrency", "4096", "more concurrencies at which the in-process engine runs hot (its best lies beyond what sockets hold; empty: none)")
-	targetNames := flags.String("targets", "redis,postgres,seckilld,engine,null,null-fsync", "comma-separated targets: redis, postgres, seckilld, engine, null (the HTTP ceiling), null-fsync (the durable ceiling)")
+	targetNames := flags.String("targets", "redis,postgres,seckilld,engine,null,null-fsync", "comma-separated targets: redis, postgres, seckilld, seckilld-rs (a replica set of two seckillds on a private etcd, the load sent to the primary; not in the default list), engine, null (the HTTP ceiling), null-fsync (the durable ceiling)")
 	scenarios := flags.String("scenarios", "hot,seed", "comma-separated scenarios per cell: hot, seed")
 	hotDuration := flags.Duration("hot-duration", 5*time.Second, "length of each hot cell")
 	seedRequests := flags.Int64("seed-requests", 100_000, "attempts of each seed cell")
@@ -240,6 +240,8 @@ func buildTargets(names []string, settings targetSettings) ([]Target, error) {
 			targets = append(targets, NewPostgresTarget(PostgresOptions{BinDir: settings.pgBinDir, WorkDir: settings.workDir, PoolSize: settings.pgPool}))
 		case "seckilld":
 			targets = append(targets, NewSeckilldTarget(SeckilldOptions{Binary: settings.seckilld, WorkDir: settings.workDir, MaxConns: settings.maxConns, Timeout: settings.timeout}))
+		case "seckilld-rs":
+			targets = append(targets, NewReplicaSetTarget(SeckilldOptions{Binary: settings.seckilld, WorkDir: settings.workDir, MaxConns: settings.maxConns, Timeout: settings.timeout}))
 		case "engine":
 			targets = append(targets, NewEngineTarget(settings.workDir))
 		case "null", "null-http":

@@ -13,6 +13,12 @@
 //     INSERT of the reservation under UNIQUE(campaign_id, user_id) and
 //     UNIQUE(request_id), INSERT of the order.
 //   - seckilld.go: ./bin/seckilld over HTTP with --fsync always.
+//   - replicaset.go: "seckilld-rs", a replica set of two such seckillds
+//     (a primary and its synchronous standby, each its own data dir) on
+//     a private etcd, the load sent to the primary directly; its server
+//     CPU is both replicas', shown per replica too, and its audit also
+//     looks acknowledged reservations up on the standby. Not in the
+//     default --targets: name it (--targets seckilld,seckilld-rs).
 //   - engine.go, engine_actors.go: the engine (package actors) in process,
 //     fsync on, with GOMAXPROCS as seckilld sets it; it also runs hot at
 //     the --engine-concurrency levels, since its best concurrency lies

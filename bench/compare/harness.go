@@ -88,6 +88,9 @@ type Row struct {
 	P99MS float64 `json:"p99_ms"`
 	// ServerCPUS is the server's CPU seconds during the cell (-1: not separable).
 	ServerCPUS float64 `json:"server_cpu_s"`
+	// ServerCPUPartsS splits ServerCPUS by process where the server is
+	// several (a replica set: the primary's, then the standby's).
+	ServerCPUPartsS []float64 `json:"server_cpu_parts_s,omitempty"`
 	// ClientCPUS is this process's CPU seconds during the cell.
 	ClientCPUS float64 `json:"client_cpu_s"`
 	// Accepted counts distinct reservations the clients were given.
@@ -341,13 +344,20 @@ func runCell(ctx context.Context, target Target, scenario string, concurrency, b
 	monitor := bench.StartMonitor(bench.MonitorOptions{Tally: tally, Out: options.Progress, Terminal: options.Terminal,
 		Label: fmt.Sprintf("%s %s c=%d b=%d", target.Name(), scenario, concurrency, row.Batch), Total: plan.Len(), Duration: loadSpec.Duration})
 	serverBefore, serverKnown := target.ServerCPU()
+	partsBefore, partsKnown := serverCPUParts(target)
 	clientBefore := selfCPU()
 	stats, _ := bench.RunLoad(ctx, loadSpec, tally)
 	clientAfter := selfCPU()
 	serverAfter, serverKnownAfter := target.ServerCPU()
+	partsAfter, partsKnownAfter := serverCPUParts(target)
 	monitor.Stop()
 	if serverKnown && serverKnownAfter {
 		row.ServerCPUS = (serverAfter - serverBefore).Seconds()
+	}
+	if partsKnown && partsKnownAfter && len(partsAfter) == len(partsBefore) {
+		for i := range partsAfter {
+			row.ServerCPUPartsS = append(row.ServerCPUPartsS, (partsAfter[i] - partsBefore[i]).Seconds())
+		}
 	}
 	row.ClientCPUS = (clientAfter - clientBefore).Seconds()
 	counts := tally.Counts()
@@ -372,6 +382,22 @@ func runCell(ctx context.Context, target Target, scenario string, concurrency, b
 	row.Audit = audit
 	row.Correct, row.Verdict = judgeCell(scenario, sku, plan, tally, report, audit)
 	return row
+}
+
+// splitCPUTarget is a target whose server is several processes (a replica
+// set); ServerCPU is their sum and ServerCPUParts each one's.
+type splitCPUTarget interface {
+	ServerCPUParts() ([]time.Duration, bool)
+}
+
+// serverCPUParts returns each server process's CPU time when the target
+// has several; false otherwise.
+func serverCPUParts(target Target) ([]time.Duration, bool) {
+	split, ok := target.(splitCPUTarget)
+	if !ok {
+		return nil, false
+	}
+	return split.ServerCPUParts()
 }
 
 // judgeCell decides whether a cell sold correctly: in seed, exactly the

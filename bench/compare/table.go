@@ -39,15 +39,30 @@ func WriteTables(w io.Writer, rows []Row, concurrencies []int) {
 			if value, ok := reference[fmt.Sprintf("%s/%d/%d", row.Scenario, row.Concurrency, row.Batch)]; ok {
 				ratio = fmt.Sprintf("%.2fx", row.ThroughputRPS/value)
 			}
-			serverCPU := "in-process"
-			if row.ServerCPUS >= 0 {
-				serverCPU = fmt.Sprintf("%.2f", row.ServerCPUS)
-			}
+			serverCPU := formatServerCPU(row)
 			fmt.Fprintf(table, "%s\t%s\t%d\t%.0f\t%.2f\t%.2f\t%s\t%s\t%.2f\t  %s\n", row.Target, row.Scenario, max(row.Batch, 1),
 				row.ThroughputRPS, row.P50MS, row.P99MS, ratio, serverCPU, row.ClientCPUS, row.Verdict)
 		}
 		table.Flush()
 	}
+}
+
+// formatServerCPU is the server cpu column: the seconds, followed by each
+// process's share where the server is several ("3.10 (2.00+1.10)": a
+// replica set's primary, then its standby).
+func formatServerCPU(row Row) string {
+	if row.ServerCPUS < 0 {
+		return "in-process"
+	}
+	text := fmt.Sprintf("%.2f", row.ServerCPUS)
+	if len(row.ServerCPUPartsS) > 1 {
+		parts := make([]string, len(row.ServerCPUPartsS))
+		for i, part := range row.ServerCPUPartsS {
+			parts[i] = fmt.Sprintf("%.2f", part)
+		}
+		text += " (" + strings.Join(parts, "+") + ")"
+	}
+	return text
 }
 
 // firstLine keeps a skip reason on one line.
