@@ -181,10 +181,16 @@ func (h rsHost) Release(rel *shell.Release) {
 	}
 }
 
-func (h rsHost) Ticked(int, int64)                      {}
-func (h rsHost) Recovered(*shell.Recovery)              {}
-func (h rsHost) Failed(error)                           {}
-func (h rsHost) SnapshotWritten(shell.SnapshotInfo)     { h.s.faults["snapshot"]++ }
+func (h rsHost) Ticked(int, int64)         {}
+func (h rsHost) Recovered(*shell.Recovery) {}
+func (h rsHost) Failed(error)              {}
+
+// SnapshotWritten is actors.Replication.SnapshotWritten: the stream ships
+// the snapshot to the standbys whose copies it covers.
+func (h rsHost) SnapshotWritten(info shell.SnapshotInfo) {
+	h.s.faults["snapshot"]++
+	h.k.snapshot = max(h.k.snapshot, info.Index)
+}
 func (h rsHost) SnapshotDone(shell.SnapshotInfo, error) {}
 
 // rsExecutor keeps a primary shell's jobs; each runs at its replica's

@@ -112,7 +112,7 @@ func (r *sendTimes) oldest() (time.Time, bool) {
 // newest snapshot now: it is newer than the standby's, and every record
 // it covers is queued before it.
 func (cs *connSKU) snapshotDueLocked(s *primarySKU) bool {
-	return cs.mode != modeStart && s.snapshot > cs.snapshot && cs.next > s.snapshot
+	return SnapshotDue(cs.mode != modeStart, s.snapshot, cs.snapshot, cs.next)
 }
 
 // primaryConn is one standby's connection. Its state is guarded by the
@@ -552,7 +552,7 @@ func (p *Primary) shipSnapshot(c *primaryConn, s *primarySKU, cs *connSKU) (work
 		p.mu.Unlock()
 		return false, false
 	}
-	o := snapshotOffer{key: s.key, index: index, size: uint64(len(b)), keepFrom: max(log.FirstIndex(), 1)}
+	o := snapshotOffer{key: s.key, index: index, size: uint64(len(b)), keepFrom: KeepFrom(log)}
 	if !c.queue.push(encodeInstall(p.cfg.Epoch, o)) || !p.pushChunks(c, s.key, b) {
 		return false, false
 	}
