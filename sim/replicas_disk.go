@@ -62,7 +62,7 @@ func (s *rsRun) shellConfig(rep *rsReplica, k *rsSKU) shell.Config {
 		Snapshots:    &k.snaps,
 		Executor:     &k.exec,
 		Host:         rsHost{s, rep, k},
-		SnapshotKeep: snapshotKeep,
+		SnapshotKeep: s.snapshotKeep,
 		RetainFrom:   func() uint64 { return s.retainFrom(rep, k) },
 		Logger:       quiet,
 	}
@@ -129,8 +129,11 @@ func (h rsShipper) Ship(b *wal.Batch) {
 			continue
 		}
 		cs := &c.skus[i]
-		if cs.next != b.FirstIndex() {
-			cs.live = false // catches up from the log's files
+		if cs.next != b.FirstIndex() || cs.next > cs.acked+rsSendWindow {
+			// Out of step, or its send queue full (the standby takes the
+			// bytes no faster than it acknowledges them): it catches up
+			// from the log's files, at the standby's pace.
+			cs.live = false
 			continue
 		}
 		h.s.send(rsMsg{kind: msgRecords, from: rep.name, to: name, conn: c.conn, epoch: rep.holding.Epoch, sku: i, index: cs.next, frames: frames})

@@ -49,7 +49,12 @@ import (
 //     when the records a standby needs were truncated (PlanBegin,
 //     BaseSnapshot): the standby's copy dropped (BeginBase), the snapshot
 //     installed and the log started after it (FinishBase), the snapshot's
-//     transfer taking long enough for a crash to come in between;
+//     transfer taking long enough for a crash to come in between; a base
+//     copy of a standby the primary waits for held (MayBaseCopy) and the
+//     standby reported (Follower.NeedsBase) for the role loop to drop it
+//     from the sync set first; a copy with rsSendWindow records sent and
+//     not acknowledged catches up from the log's files at the standby's
+//     pace, as the stream's bounded send queue makes it;
 //   - each snapshot the primary's shell writes shipped to the standbys
 //     whose copies it covers (SnapshotDue, KeepFrom), and taken by the
 //     standby's own step (InstallSnapshot: checked, installed, the older
@@ -86,6 +91,13 @@ const (
 )
 
 var rsNames = []string{"a", "b", "c"}
+
+// rsSendWindow bounds the records sent to a standby and not yet
+// acknowledged, as the stream's bounded send queue and TCP's window do:
+// beyond it a copy stops being live and catches up from the log's files
+// at the standby's pace, so a slow standby can fall behind the log kept
+// for it (MaxRetainRecords) and need a base copy while it is waited for.
+const rsSendWindow = 4
 
 // The steps of replica-set mode.
 const (
@@ -157,6 +169,9 @@ type rsCopySKU struct {
 	live        bool
 	// snapshot is the newest snapshot the standby holds.
 	snapshot uint64
+	// held: it needs a base copy, held while it is waited for
+	// (stream.MayBaseCopy); it has not begun.
+	held bool
 }
 
 type rsReplica struct {
@@ -239,13 +254,16 @@ type rsRun struct {
 	// every so many records, and keeps at most maxRetain records of its
 	// log for a standby behind (stream.PrimaryConfig.MaxRetainRecords).
 	snapshotEvery, maxRetain uint64
-	acked                    []map[uint64][]byte    // by SKU: index → the frame committed there (the feed)
-	ackedHashes              map[[2]uint64][32]byte // (SKU, index) → the hash of ackedState
-	recovered                map[recoveredKey]bool  // the recoveries copiesRecover checked
-	owner                    map[uint64]string      // epoch → the replica that acknowledged in it
-	faults                   map[string]int
-	replies                  map[string]int
-	trace                    io.Writer
+	// snapshotKeep is how many snapshots a primary's shell keeps (its
+	// log truncated up to the oldest).
+	snapshotKeep int
+	acked        []map[uint64][]byte    // by SKU: index → the frame committed there (the feed)
+	ackedHashes  map[[2]uint64][32]byte // (SKU, index) → the hash of ackedState
+	recovered    map[recoveredKey]bool  // the recoveries copiesRecover checked
+	owner        map[uint64]string      // epoch → the replica that acknowledged in it
+	faults       map[string]int
+	replies      map[string]int
+	trace        io.Writer
 	// strict is --sync-strict (a quarter of the seeds): the last standby
 	// of the sync set is never dropped.
 	strict bool
@@ -294,7 +312,14 @@ func newReplicasRun(o Options) *rsRun {
 	s := &rsRun{g: rand.New(rand.NewPCG(o.Seed, 0x4b)), now: startMs, cut: map[[2]string]bool{}, etcdCut: map[string]bool{},
 		delay: map[[2]string]int64{}, dup: map[[2]string]int{}, owner: map[uint64]string{},
 		faults: map[string]int{}, replies: map[string]int{}, ackedHashes: map[[2]uint64][32]byte{}, recovered: map[recoveredKey]bool{}, trace: o.Trace, strict: o.Seed%4 == 0, nSKUs: 1 + int(o.Seed/4%3),
-		snapshotEvery: 8 + o.Seed/12%24, maxRetain: 16 + o.Seed/7%48}
+		snapshotEvery: 8 + o.Seed/12%24, maxRetain: 16 + o.Seed/7%48, snapshotKeep: snapshotKeep}
+	if o.Seed%3 == 1 {
+		// A short retention and one snapshot kept (the log truncated up
+		// to the newest): a standby the primary waits for falls beyond it
+		// within the bound (or, strict, while it is the last one), and
+		// needs a base copy while it may be in the sync set.
+		s.snapshotEvery, s.maxRetain, s.snapshotKeep = 4+o.Seed/12%8, 2+o.Seed/7%6, 1
+	}
 	s.mem = replica.NewMemory(func() time.Time { return time.UnixMilli(s.now) })
 	s.observer = s.mem.Replica(rsSet, "observer", rsTTL)
 	for range s.nSKUs {
@@ -526,7 +551,8 @@ func (s *rsRun) followers(rep *rsReplica) []replica.Follower {
 		f := replica.Follower{Name: name, Connected: c.connected, CaughtUp: c.connected, LastAck: time.UnixMilli(c.lastAck + rep.offset)}
 		for i, k := range rep.skus {
 			cs := c.skus[i]
-			f.CaughtUp = f.CaughtUp && stream.CaughtUp(cs.acked, max(k.confirmed, k.log.CommitIndex()), k.found)
+			f.NeedsBase = f.NeedsBase || (c.connected && cs.held)
+			f.CaughtUp = f.CaughtUp && !cs.held && stream.CaughtUp(cs.acked, max(k.confirmed, k.log.CommitIndex()), k.found)
 			f.LagRecords += k.shipped - min(cs.acked, k.shipped)
 		}
 		out = append(out, f)
@@ -1033,6 +1059,16 @@ func (s *rsRun) beginCopy(rep *rsReplica, name string, c *rsCopy, i int, mode st
 	case stream.Cut:
 		s.faults["cut"]++
 	case stream.Base:
+		if !stream.MayBaseCopy(slices.Contains(rep.waits.Waited(), name)) {
+			// Dropped from the sync set first (Follower.NeedsBase); the
+			// catch-up begins it once it is not waited for.
+			if !c.skus[i].held {
+				s.faults["base_copy_held"]++
+				s.event("%s holds %s's base copy of %s: it is waited for", rep.name, name, k.id)
+			}
+			c.skus[i] = rsCopySKU{held: true}
+			return true
+		}
 		files, _ := k.snaps.List()
 		var err error
 		index, snap, err = stream.BaseSnapshot(files, firstIndex(k.log), func(f snapshot.File) ([]byte, error) {
@@ -1076,9 +1112,16 @@ func (s *rsRun) catchUp(rep *rsReplica) {
 		}
 		for i, k := range rep.skus {
 			cs := &c.skus[i]
-			s.shipSnapshot(rep, name, c, i)
-			if cs.live {
+			if cs.held {
+				if stream.MayBaseCopy(slices.Contains(rep.waits.Waited(), name)) {
+					mode, index := stream.PlanBegin(stream.Copy{ForceBase: true})
+					s.beginCopy(rep, name, c, i, mode, index, 0)
+				}
 				continue
+			}
+			s.shipSnapshot(rep, name, c, i)
+			if cs.live || cs.next > cs.acked+rsSendWindow {
+				continue // live, or its send window is full
 			}
 			var frames [][]byte
 			next, err := stream.ReadFrames(k.log, cs.next, 64, func(frame []byte) bool {
@@ -1089,6 +1132,7 @@ func (s *rsRun) catchUp(rep *rsReplica) {
 				// Truncated behind a snapshot (the standby fell beyond
 				// the log kept for it): a base copy, as Primary.catchUp.
 				s.faults["catch_up_compacted"]++
+				s.event("%s: %s needs %s from %d, the log begins at %d", rep.name, name, k.id, cs.next, firstIndex(k.log))
 				mode, index := stream.PlanBegin(stream.Copy{ForceBase: true})
 				s.beginCopy(rep, name, c, i, mode, index, 0)
 				continue

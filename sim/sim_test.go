@@ -313,7 +313,7 @@ func TestReplicasSeeds(t *testing.T) {
 		"net_delay", "net_duplicate", "net_stale_replay", "refused_stale_epoch", "promote", "demote", "lost", "cut", "sync_strict",
 		"power_loss_in_fsync", "torn", "switchover", "snapshot", "base_copy", "base_installed", "beyond_retention", "crash_mid_install",
 		"snapshot_checked", "recovery_checked", "snapshot_shipped", "snapshot_installed", "standby_truncated",
-		"promoted_truncated_copy", "copy_recovery_checked"} {
+		"promoted_truncated_copy", "copy_recovery_checked", "catch_up_compacted"} {
 		if sum.Faults[kind] == 0 {
 			t.Errorf("no %s in %d replicas seeds: the workload no longer reaches it", kind, seeds)
 		}

@@ -119,3 +119,25 @@ func KeepSnapshots(held []uint64, keep int, keepFrom uint64) (drop []uint64, bef
 	}
 	return held[:cut], min(oldest+1, keepFrom)
 }
+
+// MayBaseCopy reports whether a primary may begin a base copy of a
+// standby's copy, given whether it waits for that standby: not while it
+// does. A base copy drops the copy first (BeginBase), and until its
+// snapshot is installed the standby holds none of the records it
+// acknowledged; a waited standby may be in the sync set, so promoted if
+// the primary dies meanwhile, and would lead without them. The stream
+// holds such a base copy and reports the standby (NeedsBase); the role
+// loop (replica.Node) removes it from the sync set, through the
+// coordinator's transaction guarded by its leadership, and then waits
+// for it no more, as it does for a dead standby; the base copy then
+// begins. The primary owns the rule, not the standby's election: the
+// primary alone sees that a copy needs a base copy, and the sync set is
+// what every replica's election reads (rule 5 of package replica).
+//
+// Truncation does not bring it about: a replicated log's snapshot waits
+// for the commit index (wal.Log.Await), which waits for every waited
+// standby, so the log is never truncated past a waited standby's next
+// record, whatever MaxRetainRecords. A waited standby that needs one has
+// lost its copy otherwise (its data dir replaced, say, and restarted
+// under its name).
+func MayBaseCopy(waited bool) bool { return !waited }
