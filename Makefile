@@ -175,7 +175,7 @@ sim:
 
 ## sim-mutants: build the simulator with each planted bug and fail if one survives 2,000 seeds.
 SIM_MUTANTS := ackbeforefsync keeptorntail retryfsync replaytwice timerexpiry healfsync releaseunknown releasewaitlisted probeskip ignorecommitlatency feedretention drawtimers auditcooldown agentnoreadback creditbeforereturn \
-	ha_ackbeforestandby ha_promotenotsync ha_dropafterack ha_acceptlowerepoch ha_rejoinnocut ha_basecopynosnapshot
+	ha_ackbeforestandby ha_promotenotsync ha_dropafterack ha_acceptlowerepoch ha_rejoinnocut ha_basecopynosnapshot ha_snapshotpastkept
 sim-mutants:
 	@survived=""; for m in $(SIM_MUTANTS); do \
 		mode=""; case $$m in releaseunknown|releasewaitlisted|probeskip) mode=-campaign;; ignorecommitlatency) mode=-admission;; agentnoreadback|creditbeforereturn) mode=-cells;; ha_*) mode=-replicas;; esac; \

@@ -28,7 +28,14 @@
 //  3. With the sync set empty, only the primary that published it may lead
 //     again: nobody else holds every acknowledged record.
 //  4. Strict mode (the caller's): the primary never publishes an empty
-//     sync set; without a standby it stops acknowledging.
+//     sync set, but to give its last standby a base copy (rule 5);
+//     without a standby it stops acknowledging.
+//  5. A standby that needs a base copy (the records it needs were
+//     truncated behind a snapshot) is removed from the sync set, and then
+//     no longer waited for, before its base copy begins: the base copy
+//     drops its copy first, and until its snapshot is installed it holds
+//     none of the records it acknowledged (stream.MayBaseCopy holds the
+//     copy, Follower.NeedsBase reports it, Node drops it).
 //
 // Every acquisition raises the epoch by one, in the same transaction. A
 // replica refuses replication messages of a lower epoch than the highest

@@ -40,6 +40,10 @@ type Follower struct {
 	LastAck time.Time
 	// LagRecords is how many records it lacks over all SKUs.
 	LagRecords uint64
+	// NeedsBase: a SKU's copy needs a base copy (the records it needs
+	// were truncated), which the stream holds while the standby is
+	// waited for (stream.MayBaseCopy): it is dropped at once.
+	NeedsBase bool
 }
 
 // ActionKind names what a runner does for a Node.
@@ -90,8 +94,9 @@ type Action struct {
 // waited for (ActWait) and then published (ActSetSync); one that is
 // disconnected, or whose acknowledgements lag, longer than the bound is
 // unpublished first (ActSetSync) and waited for no more only once the
-// coordinator took that (ActWait). In strict mode the last published
-// standby is never dropped: commits wait for it.
+// coordinator took that (ActWait); so is, at once, one that needs a base
+// copy (Follower.NeedsBase). In strict mode the last published standby
+// is never dropped, commits wait for it, unless it needs a base copy.
 type Node struct {
 	name   string
 	strict bool
@@ -188,13 +193,19 @@ func (n *Node) tickPrimary(now time.Time, followers []Follower) []Action {
 		delete(n.down, name)
 		return f.LagRecords > 0 && now.Sub(maxTime(n.since, f.LastAck)) > n.bound
 	}
-	// Drops first: a dead standby holds every commit back.
+	// Drops first: a dead standby holds every commit back, and one that
+	// needs a base copy gets none while it is waited for.
 	for _, name := range n.standbys.Waited() {
-		if !dead(name) {
+		base := byName[name].NeedsBase
+		if !dead(name) && !base {
 			continue
 		}
 		if slices.Contains(n.standbys.Published(), name) {
-			if publish, ok := n.standbys.Drop(name); ok {
+			drop := n.standbys.Drop
+			if base {
+				drop = n.standbys.DropForBase
+			}
+			if publish, ok := drop(name); ok {
 				n.dropping, n.inFlight = name, true
 				if mutantHADropAfterAck {
 					return []Action{{Kind: ActWait, Standbys: publish}, {Kind: ActSetSync, Holding: n.holding, Standbys: publish}}

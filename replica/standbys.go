@@ -14,7 +14,9 @@ import "slices"
 //     waited for until the coordinator took the smaller set (Published),
 //     so no record is acknowledged without it while it may be promoted.
 //   - Strict: the last published standby is never dropped; the primary
-//     stops acknowledging instead.
+//     stops acknowledging instead. One that needs a base copy is
+//     (DropForBase): the primary then waits for none and, strict,
+//     acknowledges nothing until it is published again.
 type Standbys struct {
 	strict    bool
 	waited    []string
@@ -54,10 +56,23 @@ func (s *Standbys) Add(standby string) (publish []string, ok bool) {
 // mode if it is the last one); it stays waited for until Done reports the
 // publication.
 func (s *Standbys) Drop(standby string) (publish []string, ok bool) {
+	return s.drop(standby, s.strict)
+}
+
+// DropForBase is Drop for a standby that needs a base copy, in strict
+// mode too: it cannot catch up while it is waited for (the stream holds
+// its base copy), and a strict primary that waits for no standby commits
+// nothing (Commit), so nothing is acknowledged without a standby either
+// way; once the base copy caught up, Add publishes it again.
+func (s *Standbys) DropForBase(standby string) (publish []string, ok bool) {
+	return s.drop(standby, false)
+}
+
+func (s *Standbys) drop(standby string, keepLast bool) (publish []string, ok bool) {
 	if s.inFlight || !slices.Contains(s.published, standby) {
 		return nil, false
 	}
-	if s.strict && len(s.published) == 1 {
+	if keepLast && len(s.published) == 1 {
 		return nil, false
 	}
 	return s.propose(slices.DeleteFunc(slices.Clone(s.published), func(x string) bool { return x == standby })), true

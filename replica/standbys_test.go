@@ -9,8 +9,8 @@ import (
 
 // Rule 1 under any order of additions, drops, forgets and publications
 // that succeed or fail: whatever the coordinator holds (the last set it
-// took) is waited for, and in strict mode a non-empty sync set never
-// becomes empty.
+// took) is waited for, and in strict mode a non-empty sync set becomes
+// empty only to give its last standby a base copy (DropForBase).
 func TestStandbysKeepRuleOne(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		strict := rapid.Bool().Draw(t, "strict")
@@ -18,16 +18,21 @@ func TestStandbysKeepRuleOne(t *testing.T) {
 		s := NewStandbys(nil, strict)
 		var coordinator []string // what SetSync last wrote
 		var proposal []string
+		forBase := false // proposal drops a standby for its base copy
 		for range rapid.IntRange(0, 40).Draw(t, "steps") {
 			name := rapid.SampledFrom(names).Draw(t, "standby")
-			switch rapid.IntRange(0, 3).Draw(t, "op") {
+			switch rapid.IntRange(0, 4).Draw(t, "op") {
+			case 4:
+				if p, ok := s.DropForBase(name); ok {
+					proposal, forBase = p, true
+				}
 			case 0:
 				if p, ok := s.Add(name); ok {
-					proposal = p
+					proposal, forBase = p, false
 				}
 			case 1:
 				if p, ok := s.Drop(name); ok {
-					proposal = p
+					proposal, forBase = p, false
 				}
 			case 2:
 				s.Forget(name)
@@ -37,7 +42,7 @@ func TestStandbysKeepRuleOne(t *testing.T) {
 				}
 				ok := rapid.Bool().Draw(t, "published")
 				if ok {
-					if strict && len(coordinator) > 0 && len(proposal) == 0 {
+					if strict && len(coordinator) > 0 && len(proposal) == 0 && !forBase {
 						t.Fatalf("strict mode published an empty sync set after %v", coordinator)
 					}
 					coordinator = proposal
@@ -93,5 +98,29 @@ func TestStandbysCommit(t *testing.T) {
 	}
 	if i, ok := NewStandbys(nil, false).Commit(9, ack); i != 9 || !ok {
 		t.Fatalf("alone, not strict: %d %v", i, ok)
+	}
+}
+
+// A standby that needs a base copy is dropped in strict mode too, the
+// last one included: it stays waited for until the coordinator took the
+// smaller set, and then, strict with none waited, nothing commits.
+func TestStandbysDropForBase(t *testing.T) {
+	s := NewStandbys([]string{"b"}, true)
+	if _, ok := s.Drop("b"); ok {
+		t.Fatal("strict: the last standby dropped")
+	}
+	publish, ok := s.DropForBase("b")
+	if !ok || len(publish) != 0 {
+		t.Fatalf("DropForBase = %v, %v; want an empty sync set to publish", publish, ok)
+	}
+	if !slices.Equal(s.Waited(), []string{"b"}) {
+		t.Fatalf("waited %v before the publication, want [b]", s.Waited())
+	}
+	s.Done(true)
+	if len(s.Waited()) != 0 || len(s.Published()) != 0 {
+		t.Fatalf("waited %v, published %v after it, want none", s.Waited(), s.Published())
+	}
+	if _, ok := s.Commit(10, func(string) uint64 { return 10 }); ok {
+		t.Fatal("strict with no standby waited for: something commits")
 	}
 }

@@ -62,7 +62,7 @@ func (s *rsRun) shellConfig(rep *rsReplica, k *rsSKU) shell.Config {
 		Snapshots:    &k.snaps,
 		Executor:     &k.exec,
 		Host:         rsHost{s, rep, k},
-		SnapshotKeep: snapshotKeep,
+		SnapshotKeep: s.snapshotKeep,
 		RetainFrom:   func() uint64 { return s.retainFrom(rep, k) },
 		Logger:       quiet,
 	}
@@ -129,8 +129,11 @@ func (h rsShipper) Ship(b *wal.Batch) {
 			continue
 		}
 		cs := &c.skus[i]
-		if cs.next != b.FirstIndex() {
-			cs.live = false // catches up from the log's files
+		if cs.next != b.FirstIndex() || cs.next > cs.acked+rsSendWindow {
+			// Out of step, or its send queue full (the standby takes the
+			// bytes no faster than it acknowledges them): it catches up
+			// from the log's files, at the standby's pace.
+			cs.live = false
 			continue
 		}
 		h.s.send(rsMsg{kind: msgRecords, from: rep.name, to: name, conn: c.conn, epoch: rep.holding.Epoch, sku: i, index: cs.next, frames: frames})
@@ -181,10 +184,16 @@ func (h rsHost) Release(rel *shell.Release) {
 	}
 }
 
-func (h rsHost) Ticked(int, int64)                      {}
-func (h rsHost) Recovered(*shell.Recovery)              {}
-func (h rsHost) Failed(error)                           {}
-func (h rsHost) SnapshotWritten(shell.SnapshotInfo)     { h.s.faults["snapshot"]++ }
+func (h rsHost) Ticked(int, int64)         {}
+func (h rsHost) Recovered(*shell.Recovery) {}
+func (h rsHost) Failed(error)              {}
+
+// SnapshotWritten is actors.Replication.SnapshotWritten: the stream ships
+// the snapshot to the standbys whose copies it covers.
+func (h rsHost) SnapshotWritten(info shell.SnapshotInfo) {
+	h.s.faults["snapshot"]++
+	h.k.snapshot = max(h.k.snapshot, info.Index)
+}
 func (h rsHost) SnapshotDone(shell.SnapshotInfo, error) {}
 
 // rsExecutor keeps a primary shell's jobs; each runs at its replica's

@@ -49,7 +49,16 @@ import (
 //     when the records a standby needs were truncated (PlanBegin,
 //     BaseSnapshot): the standby's copy dropped (BeginBase), the snapshot
 //     installed and the log started after it (FinishBase), the snapshot's
-//     transfer taking long enough for a crash to come in between.
+//     transfer taking long enough for a crash to come in between; a base
+//     copy of a standby the primary waits for held (MayBaseCopy) and the
+//     standby reported (Follower.NeedsBase) for the role loop to drop it
+//     from the sync set first; a copy with rsSendWindow records sent and
+//     not acknowledged catches up from the log's files at the standby's
+//     pace, as the stream's bounded send queue makes it;
+//   - each snapshot the primary's shell writes shipped to the standbys
+//     whose copies it covers (SnapshotDue, KeepFrom), and taken by the
+//     standby's own step (InstallSnapshot: checked, installed, the older
+//     dropped and the copy truncated as KeepSnapshots says).
 //
 // The network delivers the stream's messages as values: in order on a
 // connection, delayed, duplicated, dropped (a reset), partitioned, and
@@ -65,7 +74,10 @@ import (
 // copy's, are then the state the acknowledged records make); an index is
 // never acknowledged as two records; two replicas never acknowledge
 // records in the same epoch; a new primary holds every record the feed
-// showed. At the end, with every fault healed, a primary leads and its
+// showed; every replica but the primary can recover from each snapshot
+// it keeps (its log holds the record after it), and on those the sync
+// key names the state so recovered is the acknowledged records'. At the
+// end, with every fault healed, a primary leads and its
 // shell releases the reply to a new reservation, and each replica's log,
 // recovered as a restart would (snapshot and log), verifies
 // (recovery.Plan with Verify), the state of each the sync key names being
@@ -79,6 +91,13 @@ const (
 )
 
 var rsNames = []string{"a", "b", "c"}
+
+// rsSendWindow bounds the records sent to a standby and not yet
+// acknowledged, as the stream's bounded send queue and TCP's window do:
+// beyond it a copy stops being live and catches up from the log's files
+// at the standby's pace, so a slow standby can fall behind the log kept
+// for it (MaxRetainRecords) and need a base copy while it is waited for.
+const rsSendWindow = 4
 
 // The steps of replica-set mode.
 const (
@@ -103,6 +122,7 @@ const (
 	msgRecords
 	msgAck
 	msgSnapshot // a base copy's snapshot (frames[0], at index; none at 0)
+	msgInstall  // a new snapshot of the primary's (frames[0], at index), with keepFrom
 )
 
 // rsMsg is one replication message on connection conn; every one carries
@@ -122,12 +142,15 @@ type rsMsg struct {
 	mode   stream.BeginMode
 	index  uint64 // begin: the kept index; ack: the durable index; records: the first
 	frames [][]byte
+	// install: the primary's first record (stream.KeepFrom)
+	keepFrom uint64
 }
 
 // rsHello is what a standby's hello says of one SKU log (durable).
 type rsHello struct {
 	history     replica.History
 	first, last uint64
+	snapshot    uint64 // its newest snapshot
 }
 
 // rsCopy is a primary's copy to one standby, for its tenure: catching up
@@ -144,6 +167,11 @@ type rsCopy struct {
 type rsCopySKU struct {
 	next, acked uint64
 	live        bool
+	// snapshot is the newest snapshot the standby holds.
+	snapshot uint64
+	// held: it needs a base copy, held while it is waited for
+	// (stream.MayBaseCopy); it has not begun.
+	held bool
 }
 
 type rsReplica struct {
@@ -197,7 +225,11 @@ type rsSKU struct {
 	exec   rsExecutor
 	inputs []logFailure
 	// primary
-	found     uint64 // the log's last record at the promotion
+	found    uint64 // the log's last record at the promotion
+	snapshot uint64 // the newest snapshot written (shell.Host.SnapshotWritten)
+	// truncated: a snapshot shipped to its copy truncated it (since its
+	// last promotion)
+	truncated bool
 	shipped   uint64 // the last record handed to the Shipper (or found)
 	confirmed uint64 // the highest index passed to Log.Confirm
 	noted     uint64 // the last committed record read as the feed reads it
@@ -222,11 +254,16 @@ type rsRun struct {
 	// every so many records, and keeps at most maxRetain records of its
 	// log for a standby behind (stream.PrimaryConfig.MaxRetainRecords).
 	snapshotEvery, maxRetain uint64
-	acked                    []map[uint64][]byte // by SKU: index → the frame committed there (the feed)
-	owner                    map[uint64]string   // epoch → the replica that acknowledged in it
-	faults                   map[string]int
-	replies                  map[string]int
-	trace                    io.Writer
+	// snapshotKeep is how many snapshots a primary's shell keeps (its
+	// log truncated up to the oldest).
+	snapshotKeep int
+	acked        []map[uint64][]byte    // by SKU: index → the frame committed there (the feed)
+	ackedHashes  map[[2]uint64][32]byte // (SKU, index) → the hash of ackedState
+	recovered    map[recoveredKey]bool  // the recoveries copiesRecover checked
+	owner        map[uint64]string      // epoch → the replica that acknowledged in it
+	faults       map[string]int
+	replies      map[string]int
+	trace        io.Writer
 	// strict is --sync-strict (a quarter of the seeds): the last standby
 	// of the sync set is never dropped.
 	strict bool
@@ -274,8 +311,15 @@ func RunReplicas(o Options) Result {
 func newReplicasRun(o Options) *rsRun {
 	s := &rsRun{g: rand.New(rand.NewPCG(o.Seed, 0x4b)), now: startMs, cut: map[[2]string]bool{}, etcdCut: map[string]bool{},
 		delay: map[[2]string]int64{}, dup: map[[2]string]int{}, owner: map[uint64]string{},
-		faults: map[string]int{}, replies: map[string]int{}, trace: o.Trace, strict: o.Seed%4 == 0, nSKUs: 1 + int(o.Seed/4%3),
-		snapshotEvery: 8 + o.Seed/12%24, maxRetain: 16 + o.Seed/7%48}
+		faults: map[string]int{}, replies: map[string]int{}, ackedHashes: map[[2]uint64][32]byte{}, recovered: map[recoveredKey]bool{}, trace: o.Trace, strict: o.Seed%4 == 0, nSKUs: 1 + int(o.Seed/4%3),
+		snapshotEvery: 8 + o.Seed/12%24, maxRetain: 16 + o.Seed/7%48, snapshotKeep: snapshotKeep}
+	if o.Seed%3 == 1 {
+		// A short retention and one snapshot kept (the log truncated up
+		// to the newest): a standby the primary waits for falls beyond it
+		// within the bound (or, strict, while it is the last one), and
+		// needs a base copy while it may be in the sync set.
+		s.snapshotEvery, s.maxRetain, s.snapshotKeep = 4+o.Seed/12%8, 2+o.Seed/7%6, 1
+	}
 	s.mem = replica.NewMemory(func() time.Time { return time.UnixMilli(s.now) })
 	s.observer = s.mem.Replica(rsSet, "observer", rsTTL)
 	for range s.nSKUs {
@@ -507,7 +551,8 @@ func (s *rsRun) followers(rep *rsReplica) []replica.Follower {
 		f := replica.Follower{Name: name, Connected: c.connected, CaughtUp: c.connected, LastAck: time.UnixMilli(c.lastAck + rep.offset)}
 		for i, k := range rep.skus {
 			cs := c.skus[i]
-			f.CaughtUp = f.CaughtUp && stream.CaughtUp(cs.acked, max(k.confirmed, k.log.CommitIndex()), k.found)
+			f.NeedsBase = f.NeedsBase || (c.connected && cs.held)
+			f.CaughtUp = f.CaughtUp && !cs.held && stream.CaughtUp(cs.acked, max(k.confirmed, k.log.CommitIndex()), k.found)
 			f.LagRecords += k.shipped - min(cs.acked, k.shipped)
 		}
 		out = append(out, f)
@@ -601,6 +646,14 @@ func (s *rsRun) promote(rep *rsReplica, a replica.Action) error {
 		}
 		k.log = k.sh.Log()
 		k.found, k.shipped, k.confirmed, k.noted = k.log.LastIndex(), k.log.LastIndex(), 0, firstIndex(k.log)-1
+		k.snapshot = 0
+		if files, _ := k.snaps.List(); len(files) > 0 {
+			k.snapshot = files[len(files)-1].Index
+		}
+		if k.truncated {
+			s.faults["promoted_truncated_copy"]++ // a copy a shipped snapshot truncated
+			k.truncated = false
+		}
 		s.event("%s promoted, epoch %d, waits for %q, %s's log %d (durable %d)", rep.name, a.Holding.Epoch, a.Standbys, k.id, k.log.LastIndex(), k.log.DurableIndex())
 		// The feed showed every record acknowledged: the new primary holds
 		// each of them, the same bytes at the same index.
@@ -837,6 +890,9 @@ func (s *rsRun) dial(rep *rsReplica) {
 		}
 		last := k.log.LastIndex()
 		hello[i] = rsHello{history: stream.HelloHistory(k.history, last), first: firstIndex(k.log), last: last}
+		if files, _ := k.snaps.List(); len(files) > 0 {
+			hello[i].snapshot = files[len(files)-1].Index
+		}
 	}
 	s.send(rsMsg{kind: msgHello, from: rep.name, to: rep.following, conn: rep.conn, epoch: rep.seen, hello: hello})
 }
@@ -939,7 +995,7 @@ func (s *rsRun) receive(rep *rsReplica, m rsMsg) {
 		}
 		c.skus[m.sku].acked, c.lastAck = m.index, s.now
 		s.event("%s: %s acked %s through %d", rep.name, m.from, rep.skus[m.sku].id, m.index)
-	case msgBegin, msgRecords, msgSnapshot:
+	case msgBegin, msgRecords, msgSnapshot, msgInstall:
 		if rep.conn != m.conn || rep.primary {
 			return
 		}
@@ -955,6 +1011,8 @@ func (s *rsRun) receive(rep *rsReplica, m rsMsg) {
 			s.begin(rep, m)
 		case msgSnapshot:
 			s.installBase(rep, m)
+		case msgInstall:
+			s.installSnapshot(rep, m)
 		default:
 			s.records(rep, m)
 		}
@@ -983,7 +1041,7 @@ func (s *rsRun) hello(rep *rsReplica, m rsMsg) {
 		snaps, _ := k.snaps.List()
 		mode, index := stream.PlanBegin(stream.Copy{TheirHistory: h.history, TheirFirst: h.first, TheirLast: h.last,
 			MyHistory: k.history, MyFirst: firstIndex(k.log), MyLast: k.log.LastIndex(), Snapshot: h.last == 0 && len(snaps) > 0})
-		if !s.beginCopy(rep, m.from, c, i, mode, index) {
+		if !s.beginCopy(rep, m.from, c, i, mode, index, h.snapshot) {
 			return
 		}
 	}
@@ -994,13 +1052,23 @@ func (s *rsRun) hello(rep *rsReplica, m rsMsg) {
 // primary decided (stream.PlanBegin); a base copy's snapshot follows
 // (stream.BaseSnapshot picks it, as Primary.begin). false: the
 // connection ended.
-func (s *rsRun) beginCopy(rep *rsReplica, name string, c *rsCopy, i int, mode stream.BeginMode, index uint64) bool {
+func (s *rsRun) beginCopy(rep *rsReplica, name string, c *rsCopy, i int, mode stream.BeginMode, index, theirSnapshot uint64) bool {
 	k := rep.skus[i]
 	var snap []byte
 	switch mode {
 	case stream.Cut:
 		s.faults["cut"]++
 	case stream.Base:
+		if !stream.MayBaseCopy(slices.Contains(rep.waits.Waited(), name)) {
+			// Dropped from the sync set first (Follower.NeedsBase); the
+			// catch-up begins it once it is not waited for.
+			if !c.skus[i].held {
+				s.faults["base_copy_held"]++
+				s.event("%s holds %s's base copy of %s: it is waited for", rep.name, name, k.id)
+			}
+			c.skus[i] = rsCopySKU{held: true}
+			return true
+		}
 		files, _ := k.snaps.List()
 		var err error
 		index, snap, err = stream.BaseSnapshot(files, firstIndex(k.log), func(f snapshot.File) ([]byte, error) {
@@ -1016,11 +1084,14 @@ func (s *rsRun) beginCopy(rep *rsReplica, name string, c *rsCopy, i int, mode st
 		s.faults["base_copy"]++
 	}
 	s.event("%s begins %s's copy of %s: %v at %d", rep.name, name, k.id, mode, index)
-	acked := index
-	if mode == stream.Base {
-		acked = 0 // until it acknowledges the installed copy
+	acked, snapshot := index, theirSnapshot
+	switch mode {
+	case stream.Base:
+		acked, snapshot = 0, index // acked: until it acknowledges the installed copy
+	case stream.Cut:
+		snapshot = min(theirSnapshot, index) // it removes those beyond the cut
 	}
-	c.skus[i] = rsCopySKU{next: index + 1, acked: acked}
+	c.skus[i] = rsCopySKU{next: index + 1, acked: acked, snapshot: snapshot}
 	s.send(rsMsg{kind: msgBegin, from: rep.name, to: name, conn: c.conn, epoch: rep.holding.Epoch, sku: i, mode: mode, index: index,
 		history: slices.Clone(k.history)})
 	if mode == stream.Base {
@@ -1041,8 +1112,16 @@ func (s *rsRun) catchUp(rep *rsReplica) {
 		}
 		for i, k := range rep.skus {
 			cs := &c.skus[i]
-			if cs.live {
+			if cs.held {
+				if stream.MayBaseCopy(slices.Contains(rep.waits.Waited(), name)) {
+					mode, index := stream.PlanBegin(stream.Copy{ForceBase: true})
+					s.beginCopy(rep, name, c, i, mode, index, 0)
+				}
 				continue
+			}
+			s.shipSnapshot(rep, name, c, i)
+			if cs.live || cs.next > cs.acked+rsSendWindow {
+				continue // live, or its send window is full
 			}
 			var frames [][]byte
 			next, err := stream.ReadFrames(k.log, cs.next, 64, func(frame []byte) bool {
@@ -1053,8 +1132,9 @@ func (s *rsRun) catchUp(rep *rsReplica) {
 				// Truncated behind a snapshot (the standby fell beyond
 				// the log kept for it): a base copy, as Primary.catchUp.
 				s.faults["catch_up_compacted"]++
+				s.event("%s: %s needs %s from %d, the log begins at %d", rep.name, name, k.id, cs.next, firstIndex(k.log))
 				mode, index := stream.PlanBegin(stream.Copy{ForceBase: true})
-				s.beginCopy(rep, name, c, i, mode, index)
+				s.beginCopy(rep, name, c, i, mode, index, 0)
 				continue
 			}
 			if err != nil {
@@ -1067,6 +1147,32 @@ func (s *rsRun) catchUp(rep *rsReplica) {
 			cs.live = cs.next == k.shipped+1
 		}
 	}
+}
+
+// shipSnapshot sends SKU log i's newest snapshot to a standby whose copy
+// it covers (stream.SnapshotDue, as Primary.shipSnapshot), with the
+// primary's first record (stream.KeepFrom): the standby truncates its
+// copy as the primary does.
+func (s *rsRun) shipSnapshot(rep *rsReplica, name string, c *rsCopy, i int) {
+	k, cs := rep.skus[i], &c.skus[i]
+	if !stream.SnapshotDue(true, k.snapshot, cs.snapshot, cs.next) {
+		return
+	}
+	files, _ := k.snaps.List()
+	index, snap, err := stream.BaseSnapshot(files, 0, func(f snapshot.File) ([]byte, error) {
+		b, ok := k.snaps.Get(f.Index)
+		if !ok {
+			return nil, fmt.Errorf("no snapshot at %d", f.Index)
+		}
+		return b, nil
+	})
+	if err != nil || index == 0 || index >= cs.next {
+		return // a newer one than announced: its records are on their way
+	}
+	s.send(rsMsg{kind: msgInstall, from: rep.name, to: name, conn: c.conn, epoch: rep.holding.Epoch, sku: i, index: index,
+		keepFrom: stream.KeepFrom(k.log), frames: [][]byte{snap}})
+	cs.snapshot = max(cs.snapshot, index)
+	s.faults["snapshot_shipped"]++
 }
 
 // begin starts a standby's copy of a SKU log as the primary decided,
@@ -1114,6 +1220,30 @@ func (s *rsRun) installBase(rep *rsReplica, m rsMsg) {
 	s.send(rsMsg{kind: msgAck, from: rep.name, to: rep.following, conn: rep.conn, epoch: rep.seen, sku: m.sku, index: m.index})
 }
 
+// installSnapshot takes a new snapshot of the primary's through the
+// standby's own code (stream.InstallSnapshot: checked, installed, the
+// older dropped, the copy truncated as stream.KeepSnapshots says).
+func (s *rsRun) installSnapshot(rep *rsReplica, m rsMsg) {
+	k := rep.skus[m.sku]
+	if !rep.began[m.sku] || rep.installing[m.sku] {
+		s.faults["copy_mismatch"]++ // a snapshot before the copy began: a protocol error
+		s.breakConn(m.conn)
+		return
+	}
+	first := k.log.FirstIndex()
+	if err := stream.InstallSnapshot(simCopy{s: s, rep: rep, k: k, snap: m.frames[0]}, m.index, m.keepFrom, m.frames[0]); err != nil {
+		s.faults["copy_mismatch"]++
+		s.breakConn(m.conn)
+		return
+	}
+	s.faults["snapshot_installed"]++
+	if k.log.FirstIndex() > first {
+		s.faults["standby_truncated"]++
+		k.truncated = true
+	}
+	s.event("%s installed %s's snapshot of %s at %d, keeps its log from %d", rep.name, m.from, k.id, m.index, k.log.FirstIndex())
+}
+
 // simCopy is a standby's copy of a SKU log on its simulated disk, for
 // stream.BeginCopy and a base copy (stream.BeginBase, FinishBase); snap
 // is the snapshot a base copy received.
@@ -1158,6 +1288,36 @@ func (c simCopy) Drop() error {
 
 func (c simCopy) Install(index uint64) error {
 	c.k.snaps.Put(index, c.snap)
+	return nil
+}
+
+func (c simCopy) Snapshots() ([]uint64, error) {
+	files, _ := c.k.snaps.List()
+	indexes := make([]uint64, len(files))
+	for i, f := range files {
+		indexes[i] = f.Index
+	}
+	return indexes, nil
+}
+
+func (c simCopy) RemoveSnapshots(indexes []uint64) error {
+	for _, i := range indexes {
+		c.k.snaps.Remove(i)
+	}
+	return nil
+}
+
+// AwaitDurable runs the copy's group commit (the flusher's next round,
+// which the TCP standby waits for).
+func (c simCopy) AwaitDurable(index uint64) error {
+	if c.k.log.DurableIndex() < index {
+		if err := c.k.log.Flush(); err != nil {
+			return err
+		}
+	}
+	if d := c.k.log.DurableIndex(); d < index {
+		return fmt.Errorf("the copy of %s is durable through %d, not %d", c.k.id, d, index)
+	}
 	return nil
 }
 
@@ -1285,6 +1445,9 @@ func (s *rsRun) check() error {
 		return err
 	}
 	names := append([]string{v.Sync.Primary}, v.Sync.Standbys...)
+	if err := s.copiesRecover(names); err != nil {
+		return err
+	}
 	for _, name := range names {
 		rep := s.byName(name)
 		if rep == nil {

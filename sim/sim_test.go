@@ -312,7 +312,8 @@ func TestReplicasSeeds(t *testing.T) {
 	for _, kind := range []string{"crash", "power_loss", "pause", "clock_jump", "partition_etcd", "partition_replicas", "net_reset",
 		"net_delay", "net_duplicate", "net_stale_replay", "refused_stale_epoch", "promote", "demote", "lost", "cut", "sync_strict",
 		"power_loss_in_fsync", "torn", "switchover", "snapshot", "base_copy", "base_installed", "beyond_retention", "crash_mid_install",
-		"snapshot_checked", "recovery_checked"} {
+		"snapshot_checked", "recovery_checked", "snapshot_shipped", "snapshot_installed", "standby_truncated",
+		"promoted_truncated_copy", "copy_recovery_checked", "catch_up_compacted"} {
 		if sum.Faults[kind] == 0 {
 			t.Errorf("no %s in %d replicas seeds: the workload no longer reaches it", kind, seeds)
 		}
@@ -366,5 +367,44 @@ func TestReplicasCheckFindsAMissingRecord(t *testing.T) {
 	s.acked[0][last] = []byte("another frame") // acknowledged, and held as another record
 	if err := s.check(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("holds another record at index %d of sku0", last)) {
 		t.Fatalf("check: %v", err)
+	}
+}
+
+// The check fails when a replica that is not the primary keeps a copy it
+// cannot recover from: its log begins after the record its oldest
+// snapshot (or, with none, record 1) needs.
+func TestReplicasCheckFindsACopyItCannotRecover(t *testing.T) {
+	s := newReplicasRun(Options{Seed: 2})
+	var standby *rsReplica
+	for range 100 {
+		s.now += 100
+		for _, rep := range s.reps {
+			if rep.primary && s.running(rep) {
+				s.reserve(rep, rep.skus[0])
+				s.commitRound(rep, rep.skus[0])
+			}
+		}
+		if err := s.settle(); err != nil {
+			t.Fatal(err)
+		}
+		for _, rep := range s.reps {
+			files, _ := rep.skus[0].snaps.List()
+			if log := rep.skus[0].log; !rep.primary && rep.up && log.DurableIndex() >= 3 && log.FirstIndex() == 1 && len(files) == 0 {
+				standby = rep
+			}
+		}
+		if standby != nil {
+			break
+		}
+	}
+	if standby == nil {
+		t.Fatal("no standby holding records 1..3 and no snapshot in 10 s")
+	}
+	if _, err := standby.skus[0].log.TruncateBefore(3); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("replica %s holds no snapshot of sku0 but its log (as a power loss keeps it) begins at 3", standby.name)
+	if err := s.check(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("check: %v, want %q", err, want)
 	}
 }

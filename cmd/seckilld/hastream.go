@@ -47,7 +47,7 @@ func (s streamPrimary) Followers() []follower {
 	var out []follower
 	for _, st := range s.p.Standbys() {
 		out = append(out, follower{Follower: replica.Follower{Name: st.Name, Connected: st.Connected, CaughtUp: st.CaughtUp,
-			LastAck: st.LastAck, LagRecords: st.LagRecords}, LagMillis: st.LagMillis})
+			LastAck: st.LastAck, LagRecords: st.LagRecords, NeedsBase: st.NeedsBase}, LagMillis: st.LagMillis})
 	}
 	return out
 }

@@ -218,3 +218,63 @@ func BaseSnapshot(files []snapshot.File, first uint64, read func(snapshot.File) 
 	}
 	return 0, nil, fmt.Errorf("the log begins at record %d and no snapshot reaches it", first)
 }
+
+// KeepFrom is what a primary ships with a new snapshot: its log's first
+// record (1 for a log with none), the bound of the standby's truncation
+// (KeepSnapshots).
+func KeepFrom(log *wal.Log) uint64 { return max(log.FirstIndex(), 1) }
+
+// SnapshotFiles is a standby's copy of one SKU log as a new snapshot of
+// the primary's changes it: Standby's over its SKU folder, the
+// simulator's over its simulated disk.
+type SnapshotFiles interface {
+	// Log is the copy's log, open.
+	Log() *wal.Log
+	// Install puts the snapshot received at index (checked) in place
+	// under its name, durably.
+	Install(index uint64) error
+	// Snapshots returns the indexes of the snapshots held, oldest first.
+	Snapshots() ([]uint64, error)
+	// RemoveSnapshots removes the snapshots at indexes, durably.
+	RemoveSnapshots(indexes []uint64) error
+	// AwaitDurable returns once the log holds index durably (the wal's
+	// group commit), or the log's failure.
+	AwaitDurable(index uint64) error
+}
+
+// InstallSnapshot takes a new snapshot of the primary's at index (snap,
+// its bytes; keepFrom, the primary's first record when it shipped it,
+// KeepFrom), of records the copy holds: checked and installed, then the
+// older snapshots dropped and the copy's log truncated as KeepSnapshots
+// says, so the standby's disk use follows the primary's and a promotion
+// replays little.
+func InstallSnapshot(f SnapshotFiles, index, keepFrom uint64, snap []byte) error {
+	if last := f.Log().LastIndex(); index > last {
+		return fmt.Errorf("%w: a snapshot at %d, this copy ends at %d", errProtocol, index, last)
+	}
+	if err := CheckSnapshot(snap, index); err != nil {
+		return err
+	}
+	// Installed only over durable records: a power loss must not leave
+	// a snapshot beyond the copy's log, whose next records would then be
+	// appended under it (and truncation cuts only durable records).
+	if err := f.AwaitDurable(index); err != nil {
+		return err
+	}
+	if err := f.Install(index); err != nil {
+		return err
+	}
+	held, err := f.Snapshots()
+	if err != nil {
+		return err
+	}
+	drop, before := KeepSnapshots(held, standbySnapshotKeep, keepFrom)
+	if err := f.RemoveSnapshots(drop); err != nil {
+		return err
+	}
+	if before <= 1 {
+		return nil
+	}
+	_, err = f.Log().TruncateBefore(before)
+	return err
+}

@@ -104,3 +104,88 @@ func TestBaseCopyRefusesAnotherSnapshot(t *testing.T) {
 		t.Fatalf("steps %q after refused snapshots, want none", f.steps)
 	}
 }
+
+// A standby keeps the newest snapshots and truncates its copy up to the
+// oldest kept, never beyond the primary's first record.
+func TestKeepSnapshots(t *testing.T) {
+	for _, c := range []struct {
+		held     []uint64
+		keepFrom uint64
+		drop     []uint64
+		before   uint64
+		why      string
+	}{
+		{nil, 50, nil, 0, "no snapshot: nothing to truncate"},
+		{[]uint64{40}, 100, nil, 41, "one snapshot: up to it"},
+		{[]uint64{20, 40}, 100, nil, 21, "two kept: up to the older"},
+		{[]uint64{10, 20, 40}, 100, []uint64{10}, 21, "the oldest dropped, up to the older kept"},
+		{[]uint64{10, 20, 40}, 15, []uint64{10}, 15, "never beyond the primary's first record"},
+	} {
+		drop, before := KeepSnapshots(c.held, 2, c.keepFrom)
+		if !slices.Equal(drop, c.drop) || before != c.before {
+			t.Errorf("%s: KeepSnapshots(%v, 2, %d) = %v, %d; want %v, %d", c.why, c.held, c.keepFrom, drop, before, c.drop, c.before)
+		}
+	}
+}
+
+// snapshotFiles is a SnapshotFiles over a log in a test's folder, its
+// snapshots in memory.
+type snapshotFiles struct {
+	log  *wal.Log
+	held []uint64
+}
+
+func (f *snapshotFiles) Log() *wal.Log { return f.log }
+
+func (f *snapshotFiles) Install(index uint64) error {
+	f.held = append(f.held, index)
+	slices.Sort(f.held)
+	return nil
+}
+
+func (f *snapshotFiles) Snapshots() ([]uint64, error) { return slices.Clone(f.held), nil }
+
+func (f *snapshotFiles) RemoveSnapshots(indexes []uint64) error {
+	f.held = slices.DeleteFunc(f.held, func(i uint64) bool { return slices.Contains(indexes, i) })
+	return nil
+}
+
+func (f *snapshotFiles) AwaitDurable(index uint64) error { return awaitDurable(f.log, index) }
+
+// A new snapshot of the primary's is checked, installed, the oldest
+// dropped, and the copy's log truncated up to the oldest kept; one
+// beyond the copy's last record, or damaged, is refused.
+func TestInstallSnapshot(t *testing.T) {
+	// One record a segment: the truncation cuts where it is asked.
+	l, err := wal.Open(filepath.Join(t.TempDir(), "wal"), wal.Options{SegmentSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := 1; i <= 60; i++ {
+		if _, err := l.Append(1, []byte("r")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &snapshotFiles{log: l, held: []uint64{10, 20}}
+	if err := InstallSnapshot(f, 61, 1, snapshotAt(t, 61)); !errors.Is(err, errProtocol) {
+		t.Fatalf("a snapshot beyond the copy's last record: %v, want a protocol error", err)
+	}
+	b := snapshotAt(t, 40)
+	b[len(b)-1] ^= 1
+	if err := InstallSnapshot(f, 40, 100, b); err == nil {
+		t.Fatal("a damaged snapshot was installed")
+	}
+	if err := InstallSnapshot(f, 40, 100, snapshotAt(t, 40)); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(f.held, []uint64{20, 40}) || l.FirstIndex() != 21 {
+		t.Fatalf("snapshots %v, log from %d; want [20 40] and the log from 21", f.held, l.FirstIndex())
+	}
+	if err := InstallSnapshot(f, 50, 30, snapshotAt(t, 50)); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(f.held, []uint64{40, 50}) || l.FirstIndex() != 30 {
+		t.Fatalf("snapshots %v, log from %d; want [40 50] and the log from the primary's first record, 30", f.held, l.FirstIndex())
+	}
+}

@@ -88,3 +88,56 @@ func PlanBegin(c Copy) (mode BeginMode, index uint64) {
 	}
 	return Resume, common
 }
+
+// SnapshotDue reports whether a primary ships its newest snapshot (at
+// newest) to a standby's copy now: the copy began on this connection
+// (began), the standby holds no snapshot as new (held: its newest), and
+// every record the snapshot covers is sent before it (next: the next
+// record to send), so the standby holds them when it truncates its copy.
+func SnapshotDue(began bool, newest, held, next uint64) bool {
+	return began && newest > held && next > newest
+}
+
+// KeepSnapshots is a standby's rule once a new snapshot of its primary's
+// is installed beside its copy. Of the snapshots it holds (held: their
+// indexes, oldest first, the new one among them) it keeps the newest
+// keep and drops the others (drop), and its copy's log is truncated
+// before record before (0: nothing to truncate): the record after the
+// oldest snapshot kept, so that each one kept can begin a recovery (one
+// that finds the newer damaged falls back to the older, recovery.Plan),
+// and never beyond the primary's first record keepFrom: what its feed
+// retention and its other standbys hold back, which this copy serves if
+// it is promoted.
+func KeepSnapshots(held []uint64, keep int, keepFrom uint64) (drop []uint64, before uint64) {
+	if len(held) == 0 {
+		return nil, 0
+	}
+	cut := max(len(held)-max(keep, 1), 0)
+	oldest := held[cut]
+	if mutantHASnapshotPastKept {
+		oldest = held[len(held)-1]
+	}
+	return held[:cut], min(oldest+1, keepFrom)
+}
+
+// MayBaseCopy reports whether a primary may begin a base copy of a
+// standby's copy, given whether it waits for that standby: not while it
+// does. A base copy drops the copy first (BeginBase), and until its
+// snapshot is installed the standby holds none of the records it
+// acknowledged; a waited standby may be in the sync set, so promoted if
+// the primary dies meanwhile, and would lead without them. The stream
+// holds such a base copy and reports the standby (NeedsBase); the role
+// loop (replica.Node) removes it from the sync set, through the
+// coordinator's transaction guarded by its leadership, and then waits
+// for it no more, as it does for a dead standby; the base copy then
+// begins. The primary owns the rule, not the standby's election: the
+// primary alone sees that a copy needs a base copy, and the sync set is
+// what every replica's election reads (rule 5 of package replica).
+//
+// Truncation does not bring it about: a replicated log's snapshot waits
+// for the commit index (wal.Log.Await), which waits for every waited
+// standby, so the log is never truncated past a waited standby's next
+// record, whatever MaxRetainRecords. A waited standby that needs one has
+// lost its copy otherwise (its data dir replaced, say, and restarted
+// under its name).
+func MayBaseCopy(waited bool) bool { return !waited }

@@ -83,11 +83,13 @@
 // the records they describe.
 //
 // Each snapshot the primary writes (actors.Replication.SnapshotWritten)
-// is shipped too, once the records it covers are queued before it: the
-// standby checks it, keeps the newest standbySnapshotKeep and truncates
-// its copy up to the oldest kept, never beyond the primary's first record
-// (what the primary's feed retention and standbys hold back), so its
-// disk use follows the primary's and a promotion replays little.
+// is shipped too, once the records it covers are queued before it
+// (SnapshotDue): the standby checks it, keeps the newest
+// standbySnapshotKeep and truncates its copy up to the oldest kept,
+// never beyond the primary's first record (KeepSnapshots, run by
+// InstallSnapshot; the first record is what the primary's feed retention
+// and standbys hold back), so its disk use follows the primary's and a
+// promotion replays little.
 //
 // The primary sends each SKU's commit index (msgCommit) as it rises (at
 // a confirmation, or when the log tells it a batch is durable here:

@@ -352,6 +352,9 @@ func (p *Primary) Wait(standbys []string) {
 	for _, s := range p.skus {
 		p.commitLocked(s)
 	}
+	for _, c := range p.conns {
+		c.wakeUp() // a base copy held while its standby was waited for
+	}
 }
 
 // ackLocked records a standby's acknowledgement of a SKU's durable index.
@@ -452,6 +455,9 @@ type StandbyStatus struct {
 	LagMillis int64
 	// Waited: a commit waits for it (Wait).
 	Waited bool
+	// NeedsBase: a SKU's copy needs a base copy, held while it is waited
+	// for (MayBaseCopy); it is not caught up meanwhile.
+	NeedsBase bool
 }
 
 // Standbys returns the status of every standby connected or waited for,
@@ -473,6 +479,11 @@ func (p *Primary) Standbys() []StandbyStatus {
 		st := StandbyStatus{Name: name, Connected: c != nil, LastAck: p.lastAck[name],
 			Waited: slices.Contains(p.standbys.Waited(), name)}
 		caughtUp := c != nil
+		if c != nil {
+			for _, cs := range c.skus {
+				st.NeedsBase = st.NeedsBase || cs.heldBase
+			}
+		}
 		var behindSince time.Time
 		for k, s := range p.skus {
 			if s.log == nil {
@@ -491,7 +502,7 @@ func (p *Primary) Standbys() []StandbyStatus {
 				caughtUp = false
 			}
 		}
-		st.CaughtUp = caughtUp
+		st.CaughtUp = caughtUp && !st.NeedsBase
 		switch {
 		case st.LagRecords == 0:
 		case c != nil && !behindSince.IsZero():

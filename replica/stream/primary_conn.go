@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,6 +60,9 @@ type connSKU struct {
 	mode      connMode
 	next      uint64 // next record to send
 	forceBase bool   // the records it needs are gone: a base copy
+	// heldBase: it needs a base copy and is waited for; the base copy
+	// waits until it is not (MayBaseCopy).
+	heldBase bool
 	// snapshot is the newest snapshot the standby holds of the SKU.
 	snapshot uint64
 	// sent times the records sent and not acknowledged: LagMillis.
@@ -112,7 +116,7 @@ func (r *sendTimes) oldest() (time.Time, bool) {
 // newest snapshot now: it is newer than the standby's, and every record
 // it covers is queued before it.
 func (cs *connSKU) snapshotDueLocked(s *primarySKU) bool {
-	return cs.mode != modeStart && s.snapshot > cs.snapshot && cs.next > s.snapshot
+	return SnapshotDue(cs.mode != modeStart, s.snapshot, cs.snapshot, cs.next)
 }
 
 // primaryConn is one standby's connection. Its state is guarded by the
@@ -400,6 +404,7 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 	theirs, known := c.hello[s.key]
 	force := cs.forceBase
 	void, voided := p.voidAfter[c.name][s.key]
+	waited := slices.Contains(p.standbys.Waited(), c.name)
 	p.mu.Unlock()
 	if !known {
 		theirs = helloSKU{key: s.key, first: 1}
@@ -414,6 +419,17 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 		MyHistory: history, MyFirst: myFirst, MyLast: myLast,
 		Void: void, Voided: voided, ForceBase: force, Snapshot: theirs.last == 0 && hasSnapshot(dir),
 	})
+	if mode == Base && !MayBaseCopy(waited) {
+		p.mu.Lock()
+		held := cs.heldBase
+		cs.heldBase = true
+		p.mu.Unlock()
+		if !held {
+			p.logger.Warn("replica: a standby the primary waits for needs a base copy; it is dropped from the sync set first",
+				"standby", c.name, "sku", s.key.String(), "its_last", theirs.last, "first", myFirst)
+		}
+		return false, false // Wait wakes the pump
+	}
 	b := begin{key: s.key, history: history, mode: byte(mode), index: index}
 	var err error
 	if b.feedHistory, err = os.ReadFile(filepath.Join(dir, feed.HistoryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -448,7 +464,7 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 	if c.skus[s.key] != cs {
 		return true, false
 	}
-	cs.mode, cs.next, cs.forceBase = modeCatchUp, b.index+1, false
+	cs.mode, cs.next, cs.forceBase, cs.heldBase = modeCatchUp, b.index+1, false, false
 	cs.sent = sendTimes{}
 	if voided && p.voidAfter[c.name][s.key] == void {
 		delete(p.voidAfter[c.name], s.key)
@@ -552,7 +568,7 @@ func (p *Primary) shipSnapshot(c *primaryConn, s *primarySKU, cs *connSKU) (work
 		p.mu.Unlock()
 		return false, false
 	}
-	o := snapshotOffer{key: s.key, index: index, size: uint64(len(b)), keepFrom: max(log.FirstIndex(), 1)}
+	o := snapshotOffer{key: s.key, index: index, size: uint64(len(b)), keepFrom: KeepFrom(log)}
 	if !c.queue.push(encodeInstall(p.cfg.Epoch, o)) || !p.pushChunks(c, s.key, b) {
 		return false, false
 	}

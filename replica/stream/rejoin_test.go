@@ -241,3 +241,41 @@ func TestSnapshotsAreShipped(t *testing.T) {
 	}
 	promote(t, sb, p.sdir, ids)
 }
+
+// A standby the primary waits for that needs a base copy (its data dir
+// replaced, restarted under its name) gets none while it is waited for:
+// the primary reports it (NeedsBase, not caught up) for the role loop to
+// drop it from the sync set first; waited for no more, it gets its base
+// copy and catches up.
+func TestWaitedStandbyGetsNoBaseCopy(t *testing.T) {
+	p := startPair(t, nodeOptions{engine: smallSegments})
+	n := p.n
+	n.primary.Wait([]string{"b"})
+	reserve(t, n.engine, "c1", "s1", 0, 10)
+	if _, err := n.engine.Snapshot(context.Background(), "c1", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.sb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the primary saw the standby go", func() bool { return !status(n.primary, "b").Connected })
+	sb := startStandby(t, t.TempDir(), "b", p.px.addr())
+	eventually(t, "the standby reported needing a base copy", func() bool {
+		st := status(n.primary, "b")
+		return st.Connected && st.NeedsBase
+	})
+	if st := status(n.primary, "b"); st.CaughtUp {
+		t.Fatalf("a standby that needs a base copy counts as caught up: %+v", st)
+	}
+	if got := value(n.primary.metrics.baseCopies.WithLabelValues("b")); got != 0 {
+		t.Fatalf("base copies to a waited standby = %v, want 0", got)
+	}
+	n.primary.Wait(nil)
+	caughtUp(t, n, sb, "b")
+	if got := value(n.primary.metrics.baseCopies.WithLabelValues("b")); got != 1 {
+		t.Fatalf("base copies once it is not waited for = %v, want 1", got)
+	}
+	if st := status(n.primary, "b"); st.NeedsBase {
+		t.Fatalf("still needs a base copy after it: %+v", st)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -539,10 +540,10 @@ func (s *Standby) begin(d *decoder, acks *acker) error {
 	return s.startInstall(x, b.index, b.snapshotSize, acks)
 }
 
-// standbyCopy is a copy's SKU folder as BeginCopy and a base copy
-// (BeginBase, FinishBase) change it; the begin's feed history is written
-// with the epoch history, and received is the file a base copy's
-// snapshot was received into.
+// standbyCopy is a copy's SKU folder as BeginCopy, a base copy
+// (BeginBase, FinishBase) and a new snapshot (InstallSnapshot) change it;
+// the begin's feed history is written with the epoch history, and
+// received is the file a snapshot was received into.
 type standbyCopy struct {
 	s           *Standby
 	x           *standbySKU
@@ -564,6 +565,24 @@ func (c standbyCopy) WriteHistory(h replica.History) error {
 func (c standbyCopy) Drop() error { return c.s.dropCopy(c.x) }
 
 func (c standbyCopy) Install(index uint64) error { return placeSnapshot(c.received, index) }
+
+func (c standbyCopy) Snapshots() ([]uint64, error) {
+	files, err := snapshot.List(skudir.Dir(c.x.dir).Snapshots())
+	if err != nil {
+		return nil, err
+	}
+	indexes := make([]uint64, len(files))
+	for i, f := range files {
+		indexes[i] = f.Index
+	}
+	return indexes, nil
+}
+
+func (c standbyCopy) RemoveSnapshots(indexes []uint64) error {
+	return removeSnapshots(c.x.dir, func(i uint64) bool { return slices.Contains(indexes, i) })
+}
+
+func (c standbyCopy) AwaitDurable(index uint64) error { return awaitDurable(c.x.log, index) }
 
 // Start writes an empty log that goes on at index+1 and opens it.
 func (c standbyCopy) Start(index uint64) error {
@@ -690,23 +709,6 @@ func (s *Standby) offer(d *decoder) error {
 	return s.receive(x, &install{index: o.index, size: o.size, keepFrom: o.keepFrom})
 }
 
-// finishOffer keeps the newest snapshots and truncates the copy as the
-// primary's: up to the oldest kept, never beyond the primary's first
-// record (what its feed retention and standbys hold back).
-func (s *Standby) finishOffer(x *standbySKU, in *install) error {
-	oldest, _, err := snapshot.Prune(skudir.Dir(x.dir).Snapshots(), standbySnapshotKeep, true)
-	if err != nil {
-		return err
-	}
-	if err := awaitDurable(x.log, in.index); err != nil {
-		return err
-	}
-	if _, err := x.log.TruncateBefore(min(oldest+1, in.keepFrom)); err != nil {
-		return err
-	}
-	return nil
-}
-
 // snapshotChunk writes a chunk of a base copy's snapshot; the last one
 // installs it.
 func (s *Standby) snapshotChunk(d *decoder, acks *acker) error {
@@ -738,19 +740,16 @@ func (s *Standby) snapshotChunk(d *decoder, acks *acker) error {
 	if err == nil {
 		b, err = os.ReadFile(path)
 	}
-	if err == nil && in.base {
+	switch {
+	case err != nil:
+	case in.base:
 		err = s.finishInstall(x, in.index, path, b, acks)
-	} else if err == nil {
-		if err = CheckSnapshot(b, in.index); err == nil {
-			err = placeSnapshot(path, in.index)
-		}
+	default:
+		err = InstallSnapshot(standbyCopy{s: s, x: x, received: path}, in.index, in.keepFrom, b)
 	}
 	if err != nil {
-		os.Remove(path)
+		os.Remove(path) // gone already once installed
 		return err
-	}
-	if !in.base {
-		return s.finishOffer(x, in)
 	}
 	return nil
 }
