@@ -737,6 +737,24 @@ func TestRestore(t *testing.T) {
 	}
 }
 
+// TestRestoreUntilTimeAtTheEpoch: --until-time 0 (or 1970-01-01T00:00:00Z,
+// or any time before it) names a point before every record, so there is
+// nothing to restore; it must not be read as "no --until-time" and restore
+// the whole log.
+func TestRestoreUntilTimeAtTheEpoch(t *testing.T) {
+	f := newFixture(t)
+	for _, at := range []string{"0", "1970-01-01T00:00:00Z", "1970-01-01T01:00:00+01:00", "-5", "1969-12-31T23:59:59Z"} {
+		to := t.TempDir()
+		code, out, errOut := ctl(t, "restore", "--from", f.skuDir, "--to", to, "--until-time", at)
+		if code != exitUsage || out != "" || strings.Contains(errOut, "warning") || !strings.Contains(errOut, "nothing to restore") {
+			t.Fatalf("restore --until-time %s: exit %d\nstdout:\n%s\nstderr:\n%s", at, code, out, errOut)
+		}
+		if entries, _ := os.ReadDir(to); len(entries) != 0 {
+			t.Fatalf("restore --until-time %s wrote %v", at, entries)
+		}
+	}
+}
+
 func TestExport(t *testing.T) {
 	f := newFixture(t)
 	rows, err := csv.NewReader(strings.NewReader(wantCode(t, 0, "export", f.skuDir, "--format", "csv"))).ReadAll()

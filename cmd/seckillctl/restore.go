@@ -69,6 +69,12 @@ func runRestore(args []string, stdout, stderr io.Writer) (err error) {
 		if err != nil {
 			return usageError("--until-time: %v", err)
 		}
+		// Records carry their time in Unix ms, always after the epoch, and
+		// 0 is "no limit" below: a point at or before the epoch is before
+		// every record, never the whole log.
+		if ms <= 0 {
+			return fmt.Errorf("restore: --until-time %s is at or before 1970-01-01T00:00:00Z, before every record: nothing to restore", *untilTime)
+		}
 		o.untilTime = ms
 	}
 	st, err := os.Stat(*from)
