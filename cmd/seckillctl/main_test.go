@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1003,4 +1004,45 @@ func TestVerifyRefusesAFolderWithoutSeckillData(t *testing.T) {
 		t.Fatalf("verify of the cluster folder: %s\nstderr: %s", out, errOut)
 	}
 	wantCode(t, 0, "verify", filepath.Join(root, "c1"))
+}
+
+// TestSnapshotFileReadByItsHeader: inspect snapshot and restore --from
+// given a file that is not a snapshot (here a pipe that stays open after its
+// first bytes, as a device or a large dump would go on) refuse it by its
+// header instead of reading it whole first.
+func TestSnapshotFileReadByItsHeader(t *testing.T) {
+	for _, args := range [][]string{{"inspect", "snapshot"}, {"restore", "--to", t.TempDir(), "--from"}} {
+		path := filepath.Join(t.TempDir(), "not.snap")
+		if err := syscall.Mkfifo(path, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		writerDone := make(chan struct{})
+		go func() {
+			w, err := os.OpenFile(path, os.O_WRONLY, 0)
+			if err != nil {
+				return
+			}
+			defer w.Close()
+			w.Write(bytes.Repeat([]byte("root:x:0:0:root:/root:/bin/bash\n"), 128))
+			<-writerDone
+		}()
+		type result struct {
+			code        int
+			out, errOut string
+		}
+		done := make(chan result, 1)
+		go func() {
+			code, out, errOut := ctl(t, append(args, path)...)
+			done <- result{code, out, errOut}
+		}()
+		select {
+		case r := <-done:
+			if r.code != exitFailed || r.out != "" || !strings.Contains(r.errOut, "no snapshot header") {
+				t.Errorf("%s of a file that is not a snapshot: exit %d\nstdout:\n%s\nstderr:\n%s", args, r.code, r.out, r.errOut)
+			}
+		case <-time.After(time.Minute):
+			t.Errorf("%s of a file that is not a snapshot waited for the whole file", args)
+		}
+		close(writerDone)
+	}
 }
