@@ -1046,3 +1046,18 @@ func TestSnapshotFileReadByItsHeader(t *testing.T) {
 		close(writerDone)
 	}
 }
+
+// TestHASwitchoverRefusesANonPositiveTimeout: --timeout -1s (or 0) is a
+// usage error before anything is asked. It used to ask the primary, which
+// handed the lead over, and then report at once that the standby "did not
+// become primary within -1s" (exit 1) about a switchover that happened.
+// The etcd endpoint answers nothing: reaching it would be another error.
+func TestHASwitchoverRefusesANonPositiveTimeout(t *testing.T) {
+	for _, timeout := range []string{"-1s", "0s"} {
+		code, out, errOut := ctl(t, "ha", "switchover", "--etcd", "127.0.0.1:1", "--replica-set", "rs1", "--to", "b",
+			"--admin-token", "t", "--timeout", timeout)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, "--timeout must be positive") {
+			t.Fatalf("ha switchover --timeout %s: exit %d\nstdout:\n%s\nstderr:\n%s", timeout, code, out, errOut)
+		}
+	}
+}
