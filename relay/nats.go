@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -49,11 +50,34 @@ func NewNATSSink(nc *nats.Conn, name, campaignID string) (*NATSSink, error) {
 // cluster; "" for a lone seckilld): its stream is CellStream(name, cell),
 // with subjects seckill.{campaign}.@{cell}.>.
 func NewCellNATSSink(nc *nats.Conn, name, campaignID, cell string) (*NATSSink, error) {
+	if err := checkStreamName(name); err != nil {
+		return nil, err
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
 	}
 	return &NATSSink{js: js, name: CellStream(name, cell), campaign: campaignID, cell: cell}, nil
+}
+
+// ErrStreamName: the stream name is not one NATS accepts. The relay
+// refuses it at start: JetStream would refuse every attempt to find or
+// create the stream, and the relay, taking that for NATS being away, would
+// retry it forever.
+var ErrStreamName = errors.New("relay: invalid stream name")
+
+// checkStreamName applies NATS's rule for stream names: not empty, and no
+// whitespace, ".", "*", ">", "/", "\\" or non-printable character.
+func checkStreamName(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty", ErrStreamName)
+	}
+	for _, r := range name {
+		if strings.ContainsRune(".*>/\\", r) || unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return fmt.Errorf("%w %q: a NATS stream name has no whitespace, \".\", \"*\", \">\", \"/\", \"\\\\\" or non-printable character", ErrStreamName, name)
+		}
+	}
+	return nil
 }
 
 // CellStream names the stream of cell's events: name_{cell} ("." in the

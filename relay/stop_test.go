@@ -138,3 +138,20 @@ func TestRelayProcessStopsOnSIGTERM(t *testing.T) {
 		}
 	}
 }
+
+// A stream name NATS does not take is refused when the sink is made, so
+// the relay stops at start (exit 1) instead of retrying, once a second,
+// forever, to find or create a stream JetStream will never accept.
+func TestRelayRefusesAnInvalidStreamName(t *testing.T) {
+	nc := natstest.Start(t)
+	for _, name := range []string{"", "bad stream", "a.b", "a*", "a>", "a/b", `a\b`, "a\tb", "a\x00b"} {
+		if _, err := relay.NewCellNATSSink(nc, name, "demo", ""); !errors.Is(err, relay.ErrStreamName) {
+			t.Errorf("stream name %q: %v, want ErrStreamName", name, err)
+		}
+	}
+	for _, name := range []string{"SECKILL_DEMO", "seckill-demo", "S%2E1"} {
+		if _, err := relay.NewCellNATSSink(nc, name, "demo", "c.1"); err != nil {
+			t.Errorf("stream name %q: %v", name, err)
+		}
+	}
+}
