@@ -128,6 +128,13 @@ func (s *NATSSink) Open(ctx context.Context) error {
 	stream, err := s.js.CreateStream(ctx, jetstream.StreamConfig{
 		Name: s.name, Subjects: []string{s.prefix() + ".>"}, Storage: jetstream.FileStorage,
 	})
+	var refused jetstream.JetStreamError
+	if errors.As(err, &refused) && refused.APIError() != nil && refused.APIError().Code == 400 {
+		// A request JetStream will refuse again (its subjects held by
+		// another stream: a second stream for the campaign).
+		return fmt.Errorf("%w: creating stream %s with subjects %s.>: %v (give the stream this campaign's subjects only, and each campaign or cell one stream)",
+			ErrSinkRefused, s.name, s.prefix(), err)
+	}
 	if err != nil {
 		return fmt.Errorf("creating stream %s: %w", s.name, err)
 	}
@@ -167,7 +174,7 @@ func (s *NATSSink) Resume(ctx context.Context) (string, error) {
 	}
 	cursor := m.Header.Get(HeaderCursor)
 	if cursor == "" {
-		return "", fmt.Errorf("the stream's last message %d has no %s header: is the stream this relay's alone?", m.Sequence, HeaderCursor)
+		return "", fmt.Errorf("%w: the stream's last message %d has no %s header: is the stream this relay's alone?", ErrSinkRefused, m.Sequence, HeaderCursor)
 	}
 	return cursor, nil
 }

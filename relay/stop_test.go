@@ -155,3 +155,41 @@ func TestRelayRefusesAnInvalidStreamName(t *testing.T) {
 		}
 	}
 }
+
+// A second stream for one campaign (its subjects held by the first) and a
+// stream whose last message is not a relay's are refused for good: Run
+// returns ErrSinkRefused saying what to do, instead of retrying, once a
+// second, forever.
+func TestRelayStopsWhenTheSinkRefusesForGood(t *testing.T) {
+	nc := natstest.Start(t)
+	base := startSeckill(t)
+	load(t, base, 0, 5)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "FIRST", Subjects: []string{"seckill.rl.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "FOREIGN", Subjects: []string{"other.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(context.Background(), "other.x", []byte("not a relay's")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ stream, says string }{
+		{"SECOND", "creating stream SECOND with subjects seckill.rl.>"},
+		{"FOREIGN", "has no Seckill-Cursor header"},
+	} {
+		sink, err := relay.NewNATSSink(nc, c.stream, "rl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = relay.Run(ctx, relay.Config{FeedURL: base, AdminToken: token, CampaignID: "rl", Wait: time.Second, Logger: quiet}, sink)
+		cancel()
+		if !errors.Is(err, relay.ErrSinkRefused) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("stream %s: Run returned %v, want ErrSinkRefused saying %q", c.stream, err, c.says)
+		}
+	}
+}
