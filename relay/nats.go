@@ -50,7 +50,7 @@ func NewNATSSink(nc *nats.Conn, name, campaignID string) (*NATSSink, error) {
 // cluster; "" for a lone seckilld): its stream is CellStream(name, cell),
 // with subjects seckill.{campaign}.@{cell}.>.
 func NewCellNATSSink(nc *nats.Conn, name, campaignID, cell string) (*NATSSink, error) {
-	if err := checkStreamName(name); err != nil {
+	if err := CheckStreamName(name); err != nil {
 		return nil, err
 	}
 	js, err := jetstream.New(nc)
@@ -66,9 +66,9 @@ func NewCellNATSSink(nc *nats.Conn, name, campaignID, cell string) (*NATSSink, e
 // retry it forever.
 var ErrStreamName = errors.New("relay: invalid stream name")
 
-// checkStreamName applies NATS's rule for stream names: not empty, and no
+// CheckStreamName applies NATS's rule for stream names: not empty, and no
 // whitespace, ".", "*", ">", "/", "\\" or non-printable character.
-func checkStreamName(name string) error {
+func CheckStreamName(name string) error {
 	if name == "" {
 		return fmt.Errorf("%w: empty", ErrStreamName)
 	}
