@@ -1061,3 +1061,27 @@ func TestHASwitchoverRefusesANonPositiveTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreFailedLeavesNothing: a restore that fails after it began to
+// write (here the source's feed history cannot be read; a full disk does
+// the same) removes the SKU folder it was writing, so that seckilld does
+// not take its remains for a SKU and the retry is not refused as
+// "already exists".
+func TestRestoreFailedLeavesNothing(t *testing.T) {
+	f := newFixture(t)
+	history := filepath.Join(f.skuDir, feed.HistoryFile)
+	if err := os.WriteFile(history, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	to := t.TempDir()
+	if code, out, errOut := ctl(t, "restore", "--from", f.skuDir, "--to", to); code == exitOK || out != "" {
+		t.Fatalf("restore with an unreadable feed history: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if entries, _ := os.ReadDir(to); len(entries) != 0 {
+		t.Fatalf("the failed restore left %v in %s", entries, to)
+	}
+	if err := os.Remove(history); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, exitOK, "restore", "--from", f.skuDir, "--to", to)
+}
