@@ -1085,3 +1085,15 @@ func TestRestoreFailedLeavesNothing(t *testing.T) {
 	}
 	wantCode(t, exitOK, "restore", "--from", f.skuDir, "--to", to)
 }
+
+// TestHARefusesAnInvalidReplicaSetName: a --replica-set no replica set
+// can have is a usage error naming the flag, before etcd is asked (it
+// used to read etcd and say `replica "reader"` is invalid).
+func TestHARefusesAnInvalidReplicaSetName(t *testing.T) {
+	for _, cmd := range [][]string{{"ha", "status"}, {"ha", "switchover", "--to", "b"}} {
+		code, out, errOut := ctl(t, append(cmd, "--etcd", "127.0.0.1:1", "--replica-set", "bad id~", "--admin-token", "t")...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, `--replica-set "bad id~" is not a replica set's name`) {
+			t.Fatalf("%v: exit %d\nstdout:\n%s\nstderr:\n%s", cmd, code, out, errOut)
+		}
+	}
+}
