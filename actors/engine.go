@@ -61,6 +61,9 @@ var (
 	// Config.MaxSKUs (Define, MakeRoom: nothing was created), or the data
 	// dir already holds more SKUs than that (Open: nothing was started).
 	ErrTooManySKUs = errors.New("too many SKUs for this engine")
+	// ErrForeignDataDir: Open found, where a SKU's log would be, a folder
+	// of another program's files.
+	ErrForeignDataDir = errors.New("not a seckill data dir")
 	// ErrWrongCell: the user belongs to another cell of a celled SKU (the
 	// frozen cell map says which; package cells). HTTP: 421 WRONG_CELL.
 	ErrWrongCell = errors.New("the user belongs to another cell")
@@ -307,7 +310,9 @@ type Engine struct {
 // directory, when another engine holds the data dir (ErrDataDirLocked: the
 // Engine holds the lock of the data dir itself until Close), and when the data
 // dir holds more SKU folders than cfg.MaxSKUs (ErrTooManySKUs, before any
-// SKU is started: rather than run with SKUs that cannot open their files).
+// SKU is started: rather than run with SKUs that cannot open their files)
+// or another program's files where a SKU's log would be
+// (ErrForeignDataDir, before any SKU is started).
 func Open(cfg Config) (*Engine, error) {
 	cfg.fill()
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
@@ -388,7 +393,10 @@ func (e *Engine) isClosed() bool {
 	return e.closed
 }
 
-// discover lists the SKUs of a data dir.
+// discover lists the SKUs of a data dir. A SKU folder whose wal folder
+// holds another program's files (wal.Foreign) fails it: the data dir is
+// not seckilld's (a folder holding an etcd data dir, say), and adopting
+// the folder would write a log segment among that program's files.
 func discover(dir string) ([]skuKey, error) {
 	dirs, err := skudir.List(dir)
 	if err != nil {
@@ -396,6 +404,10 @@ func discover(dir string) ([]skuKey, error) {
 	}
 	keys := make([]skuKey, len(dirs))
 	for i, d := range dirs {
+		if files, foreign := wal.Foreign(d.WAL()); foreign {
+			return nil, fmt.Errorf("%w: %s holds %d files and no seckill log segment (a name of 20 digits): another program's data, such as etcd's member/wal; give seckilld a data dir of its own",
+				ErrForeignDataDir, d.WAL(), files)
+		}
 		keys[i].campaignID, keys[i].skuID = d.IDs()
 	}
 	return keys, nil

@@ -57,8 +57,8 @@ func SplitBatch(p *Published, body []byte, maxItems int) (BatchSplit, error) {
 	if err != nil || obj.Len() != 1 {
 		return BatchSplit{}, ErrBatchEnvelope
 	}
-	items, err := obj.Get("items").Array()
-	if err != nil || len(items) == 0 || len(items) > maxItems {
+	items := v.GetArray("items") // nil when the one key is not "items", or not an array
+	if len(items) == 0 || len(items) > maxItems {
 		return BatchSplit{}, ErrBatchEnvelope
 	}
 	byCell := map[string]int{} // cell -> index in Parts
@@ -117,7 +117,7 @@ func JoinBatch(split BatchSplit, answers []PartAnswer) []byte {
 		var got []*fastjson.Value
 		if a.Err == nil && a.Status == 200 {
 			if v, err := p.ParseBytes(a.Body); err == nil {
-				if rs, err := v.Get("results").Array(); err == nil && len(rs) == len(part.At) {
+				if rs := v.GetArray("results"); len(rs) == len(part.At) { // nil without "results"
 					got = rs
 				}
 			}

@@ -123,3 +123,27 @@ func TestSplitAndJoinBatch(t *testing.T) {
 		t.Fatalf("31 items over a bound of 30: %v", err)
 	}
 }
+
+// A body of one key that is not "items" is no envelope (it used to panic:
+// fastjson's Array of a missing key), and a cell's 200 without "results"
+// gives its items that answer.
+func TestSplitBatchWithoutItemsAndJoinWithoutResults(t *testing.T) {
+	m, err := EvenMap(1, []string{"c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := Published{Definition: sku.Definition{CampaignID: "demo", SKUID: "hot"}, Map: m}
+	for _, body := range []string{`{"a":1}`, `{"items":{}}`, `{"Items":[{}]}`} {
+		if _, err := SplitBatch(&pub, []byte(body), 1000); !errors.Is(err, ErrBatchEnvelope) {
+			t.Errorf("%s: %v, want ErrBatchEnvelope", body, err)
+		}
+	}
+	split, err := SplitBatch(&pub, []byte(`{"items":[{"request_id":"r1","user_id":"u1"}]}`), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(JoinBatch(split, []PartAnswer{{Status: 200, Body: []byte(`{"ok":true}`)}}))
+	if got != `{"results":[{"status":200,"body":{"ok":true}}]}` {
+		t.Fatalf("join of a 200 without results: %s", got)
+	}
+}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,29 @@ import (
 
 	yamlnode "go.yaml.in/yaml/v3"
 )
+
+// secondDocument refuses a campaign file whose YAML documents (separated
+// by "---") after the first hold anything: the file is read as one list,
+// and YAMLToJSONStrict converts the first document only, so the campaigns
+// of the others would be dropped without a word. It names the line where
+// that document's content starts. An empty document after the first (a
+// trailing "---") holds nothing and passes; a file YAML cannot read is
+// left to the decoder's message (nil).
+func secondDocument(data []byte) error {
+	dec := yamlnode.NewDecoder(bytes.NewReader(data))
+	for n := 0; ; n++ {
+		var doc yamlnode.Node
+		if err := dec.Decode(&doc); err != nil {
+			return nil // io.EOF: no more documents; else the decoder's error
+		}
+		if n == 0 || len(doc.Content) == 0 {
+			continue
+		}
+		if c := doc.Content[0]; c.Kind != yamlnode.ScalarNode || c.Tag != "!!null" {
+			return fmt.Errorf("line %d: a second YAML document (after \"---\"): a campaign file is one list; put every campaign in it", c.Line)
+		}
+	}
+}
 
 // explainCampaigns turns the error of decoding a campaign file into one
 // that names the line, the campaign and the key, found in the file's YAML

@@ -48,3 +48,24 @@ func TestCampaignFileErrorsNameTheLine(t *testing.T) {
 		}
 	}
 }
+
+// A campaign file is one YAML document: a second one ("---" and more
+// campaigns) is refused with its line, never dropped unread; a "---"
+// before or after the one document changes nothing.
+func TestCampaignFileIsOneDocument(t *testing.T) {
+	one := "- campaign_id: c\n  start_at: 2030-01-01T00:00:00Z\n  end_at: 2030-01-02T00:00:00Z\n  skus: [{sku_id: a, sale_limit: 3}]\n"
+	for _, data := range []string{one, "---\n" + one, one + "---\n", "---\n" + one + "...\n"} {
+		if cs, err := ParseCampaigns([]byte(data)); err != nil || len(cs) != 1 {
+			t.Errorf("%q: %v, %d campaigns", data, err, len(cs))
+		}
+	}
+	_, err := ParseCampaigns([]byte(one + "---\n- campaign_id: d\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 6: a second YAML document") {
+		t.Fatalf("two documents: %v", err)
+	}
+	// An empty first document and the list in the second: the list would
+	// be dropped and nothing defined.
+	if _, err := ParseCampaigns([]byte("---\n---\n" + one)); err == nil || !strings.Contains(err.Error(), "line 3: a second YAML document") {
+		t.Fatalf("an empty document, then the list: %v", err)
+	}
+}

@@ -183,8 +183,12 @@ func (c Campaign) Definitions() ([]sku.Definition, error) {
 // ParseCampaigns reads a list of campaign documents, JSON or YAML, by the
 // rules of the admin body: an unknown, misspelled or repeated key is an
 // error (a repeated YAML key too: YAMLToJSONStrict, not the last one
-// silently), and so is any campaign that Definitions refuses.
+// silently), and so is any campaign that Definitions refuses, and a file
+// of more than one YAML document (secondDocument).
 func ParseCampaigns(data []byte) ([]Campaign, error) {
+	if err := secondDocument(data); err != nil {
+		return nil, fmt.Errorf("campaigns: %w", err)
+	}
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return nil, fmt.Errorf("campaigns: %w", err)

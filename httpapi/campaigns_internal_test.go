@@ -68,6 +68,8 @@ func TestParseCampaignsRefuses(t *testing.T) {
 		"bad id":          `[{"campaign_id":"c d","start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z","skus":[{"sku_id":"a","sale_limit":3}]}]`,
 		"duplicate sku":   `[{"campaign_id":"c","start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z","skus":[{"sku_id":"a","sale_limit":3},{"sku_id":"a","sale_limit":3}]}]`,
 		"duplicate camp.": "[" + base + "," + base + "]",
+		// The second document's campaigns would be dropped unread.
+		"two documents": "- campaign_id: c\n  start_at: 2030-01-01T00:00:00Z\n  end_at: 2030-01-02T00:00:00Z\n  skus: [{sku_id: a, sale_limit: 3}]\n---\n- campaign_id: d\n  start_at: 2030-01-01T00:00:00Z\n  end_at: 2030-01-02T00:00:00Z\n  skus: [{sku_id: a, sale_limit: 3}]\n",
 	} {
 		if _, err := ParseCampaigns([]byte(data)); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -33,6 +33,9 @@ const (
 const (
 	ReasonCellUnavailable = "CELL_UNAVAILABLE"
 	ReasonNotCelled       = "NOT_CELLED"
+	// ReasonInternal is seckilld's answer to a request whose handler
+	// panicked, which the router gives too.
+	ReasonInternal = reasonInternal
 )
 
 // CellGuard is the optional part of an Engine that serves one cell of

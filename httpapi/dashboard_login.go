@@ -169,8 +169,14 @@ type loginLinkBody struct {
 	SessionSeconds int64 `json:"session_seconds"`
 }
 
-// handleLoginLink is POST /admin/dashboard/login-links (admin token).
+// handleLoginLink is POST /admin/dashboard/login-links (admin token). Its
+// body is optional and carries nothing (empty or {}), as the admin
+// actions': a body with anything in it ({"ttl":"1h"}) is refused, so that
+// no caller believes it chose the link's lifetime.
 func (s *Server) handleLoginLink(ctx *fasthttp.RequestCtx) string {
+	if err := decodeNoFields(ctx.PostBody()); err != nil {
+		return write(ctx, bodyError(err))
+	}
 	code, expires := s.loginCodes.issue(s.cfg.Clock())
 	ctx.Response.Header.Set("Cache-Control", "no-store")
 	return write(ctx, jsonReply(fasthttp.StatusCreated, outcomeOK, loginLinkBody{

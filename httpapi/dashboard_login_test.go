@@ -46,6 +46,14 @@ func TestDashboardLoginLink(t *testing.T) {
 		return url
 	}
 	want(t, ts.post("/admin/dashboard/login-links", nil), http.StatusUnauthorized, "UNAUTHORIZED")
+	// The body carries nothing: a field (a lifetime the link would not
+	// have), another value or no JSON is refused and issues no link.
+	for body, reason := range map[string]string{`{"ttl":"1h"}`: "BAD_REQUEST", `[]`: "BAD_REQUEST", `ttl=1h`: "INVALID_JSON"} {
+		want(t, ts.admin(http.MethodPost, "/admin/dashboard/login-links", body), http.StatusBadRequest, reason)
+	}
+	if r := ts.admin(http.MethodPost, "/admin/dashboard/login-links", "{}"); r.status != http.StatusCreated {
+		t.Fatalf("a link asked with {}: %v", r)
+	}
 
 	link := issue()
 	resp := open(link)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -49,11 +50,34 @@ func NewNATSSink(nc *nats.Conn, name, campaignID string) (*NATSSink, error) {
 // cluster; "" for a lone seckilld): its stream is CellStream(name, cell),
 // with subjects seckill.{campaign}.@{cell}.>.
 func NewCellNATSSink(nc *nats.Conn, name, campaignID, cell string) (*NATSSink, error) {
+	if err := CheckStreamName(name); err != nil {
+		return nil, err
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
 	}
 	return &NATSSink{js: js, name: CellStream(name, cell), campaign: campaignID, cell: cell}, nil
+}
+
+// ErrStreamName: the stream name is not one NATS accepts. The relay
+// refuses it at start: JetStream would refuse every attempt to find or
+// create the stream, and the relay, taking that for NATS being away, would
+// retry it forever.
+var ErrStreamName = errors.New("relay: invalid stream name")
+
+// CheckStreamName applies NATS's rule for stream names: not empty, and no
+// whitespace, ".", "*", ">", "/", "\\" or non-printable character.
+func CheckStreamName(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty", ErrStreamName)
+	}
+	for _, r := range name {
+		if strings.ContainsRune(".*>/\\", r) || unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return fmt.Errorf("%w %q: a NATS stream name has no whitespace, \".\", \"*\", \">\", \"/\", \"\\\\\" or non-printable character", ErrStreamName, name)
+		}
+	}
+	return nil
 }
 
 // CellStream names the stream of cell's events: name_{cell} ("." in the
@@ -104,6 +128,13 @@ func (s *NATSSink) Open(ctx context.Context) error {
 	stream, err := s.js.CreateStream(ctx, jetstream.StreamConfig{
 		Name: s.name, Subjects: []string{s.prefix() + ".>"}, Storage: jetstream.FileStorage,
 	})
+	var refused jetstream.JetStreamError
+	if errors.As(err, &refused) && refused.APIError() != nil && refused.APIError().Code == 400 {
+		// A request JetStream will refuse again (its subjects held by
+		// another stream: a second stream for the campaign).
+		return fmt.Errorf("%w: creating stream %s with subjects %s.>: %v (give the stream this campaign's subjects only, and each campaign or cell one stream)",
+			ErrSinkRefused, s.name, s.prefix(), err)
+	}
 	if err != nil {
 		return fmt.Errorf("creating stream %s: %w", s.name, err)
 	}
@@ -143,7 +174,7 @@ func (s *NATSSink) Resume(ctx context.Context) (string, error) {
 	}
 	cursor := m.Header.Get(HeaderCursor)
 	if cursor == "" {
-		return "", fmt.Errorf("the stream's last message %d has no %s header: is the stream this relay's alone?", m.Sequence, HeaderCursor)
+		return "", fmt.Errorf("%w: the stream's last message %d has no %s header: is the stream this relay's alone?", ErrSinkRefused, m.Sequence, HeaderCursor)
 	}
 	return cursor, nil
 }

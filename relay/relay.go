@@ -103,6 +103,12 @@ type Sink interface {
 // the relay cannot go past by itself.
 var ErrFeed = errors.New("relay: the feed refused the relay")
 
+// ErrSinkRefused is what a sink's error wraps when a retry would be
+// refused again and an operator acts (NATSSink: JetStream refused to
+// create the stream, its subjects held by another stream; the stream's
+// last message is not a relay's): Run returns it instead of retrying.
+var ErrSinkRefused = errors.New("relay: the sink refused the relay")
+
 // FeedError is an answer of the feed the relay cannot go past by itself:
 // 401 (seckilld refused the admin token), 404 (no such campaign), 410
 // CURSOR_COMPACTED and 409 CURSOR_DIVERGED (an operator resynchronises
@@ -173,7 +179,8 @@ func feedRefusal(err error, campaignID string) error {
 // Run relays until ctx is done (a batch being published is first stored
 // and acknowledged, within 30 s; it then logs "relay: stopped" with what
 // it did and returns ctx.Err()) or the feed refuses the relay (a
-// *FeedError, errors.Is ErrFeed). Any other error (the feed unreachable,
+// *FeedError, errors.Is ErrFeed) or the sink does for good (an error
+// wrapping ErrSinkRefused). Any other error (the feed unreachable,
 // a publish that failed) is logged, and the relay resumes from the sink
 // after RetryAfter.
 func Run(ctx context.Context, cfg Config, sink Sink) error {
@@ -189,7 +196,7 @@ func Run(ctx context.Context, cfg Config, sink Sink) error {
 			cfg.Logger.Info("relay: stopped", "campaign", cfg.CampaignID, "cursor", p.cursor, "relayed", p.relayed)
 			return ctx.Err()
 		}
-		if errors.Is(err, ErrFeed) {
+		if errors.Is(err, ErrFeed) || errors.Is(err, ErrSinkRefused) {
 			return err
 		}
 		cfg.Logger.Warn("relay: resuming from the sink after an error", "err", err, "after", cfg.RetryAfter)

@@ -138,3 +138,58 @@ func TestRelayProcessStopsOnSIGTERM(t *testing.T) {
 		}
 	}
 }
+
+// A stream name NATS does not take is refused when the sink is made, so
+// the relay stops at start (exit 1) instead of retrying, once a second,
+// forever, to find or create a stream JetStream will never accept.
+func TestRelayRefusesAnInvalidStreamName(t *testing.T) {
+	nc := natstest.Start(t)
+	for _, name := range []string{"", "bad stream", "a.b", "a*", "a>", "a/b", `a\b`, "a\tb", "a\x00b"} {
+		if _, err := relay.NewCellNATSSink(nc, name, "demo", ""); !errors.Is(err, relay.ErrStreamName) {
+			t.Errorf("stream name %q: %v, want ErrStreamName", name, err)
+		}
+	}
+	for _, name := range []string{"SECKILL_DEMO", "seckill-demo", "S%2E1"} {
+		if _, err := relay.NewCellNATSSink(nc, name, "demo", "c.1"); err != nil {
+			t.Errorf("stream name %q: %v", name, err)
+		}
+	}
+}
+
+// A second stream for one campaign (its subjects held by the first) and a
+// stream whose last message is not a relay's are refused for good: Run
+// returns ErrSinkRefused saying what to do, instead of retrying, once a
+// second, forever.
+func TestRelayStopsWhenTheSinkRefusesForGood(t *testing.T) {
+	nc := natstest.Start(t)
+	base := startSeckill(t)
+	load(t, base, 0, 5)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "FIRST", Subjects: []string{"seckill.rl.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "FOREIGN", Subjects: []string{"other.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(context.Background(), "other.x", []byte("not a relay's")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ stream, says string }{
+		{"SECOND", "creating stream SECOND with subjects seckill.rl.>"},
+		{"FOREIGN", "has no Seckill-Cursor header"},
+	} {
+		sink, err := relay.NewNATSSink(nc, c.stream, "rl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = relay.Run(ctx, relay.Config{FeedURL: base, AdminToken: token, CampaignID: "rl", Wait: time.Second, Logger: quiet}, sink)
+		cancel()
+		if !errors.Is(err, relay.ErrSinkRefused) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("stream %s: Run returned %v, want ErrSinkRefused saying %q", c.stream, err, c.says)
+		}
+	}
+}

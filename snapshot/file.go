@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -168,7 +169,7 @@ func verifyFile(path string, want Header, size int64) error {
 
 // Read reads, verifies and decodes one snapshot file.
 func Read(path string) (Header, *sku.Machine, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadBytes(path)
 	if err != nil {
 		return Header{}, nil, err
 	}
@@ -177,6 +178,35 @@ func Read(path string) (Header, *sku.Machine, error) {
 		return h, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return h, m, nil
+}
+
+// ReadBytes returns the bytes of a snapshot file, unchecked but for its
+// header: a file that is not a snapshot (a wrong path given to seckillctl,
+// a device, a large dump) is refused by its first bytes (ErrCorrupt,
+// ErrVersion) instead of being read whole into memory first.
+func ReadBytes(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	head := make([]byte, FixedHeaderSize+2+2*sku.MaxIDLength)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := DecodeHeader(head[:n]); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var whole bytes.Buffer
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		whole.Grow(int(st.Size()) + bytes.MinRead) // one allocation, as os.ReadFile
+	}
+	whole.Write(head[:n])
+	if _, err := whole.ReadFrom(f); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return whole.Bytes(), nil
 }
 
 // ReadHeader reads the header of a snapshot file without reading or

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -271,4 +272,40 @@ func FuzzDecodeSnapshot(f *testing.F) {
 			t.Fatalf("re-encoding: %v", err)
 		}
 	})
+}
+
+// TestReadRefusesAFileByItsHeader: a file that is not a snapshot (a wrong
+// `seckillctl restore --from`, a device, a pipe, a multi-gigabyte dump) is
+// refused from its first bytes, never read whole into memory first. The
+// pipe here stays open after its first bytes: a Read that waits for its end
+// never answers.
+func TestReadRefusesAFileByItsHeader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "not-a-snapshot")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writerDone := make(chan struct{})
+	defer close(writerDone)
+	go func() {
+		w, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer w.Close()
+		w.Write(bytes.Repeat([]byte("root:x:0:0:root:/root:/bin/bash\n"), 128))
+		<-writerDone
+	}()
+	read := make(chan error, 1)
+	go func() {
+		_, _, err := Read(path)
+		read <- err
+	}()
+	select {
+	case err := <-read:
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "no snapshot header") {
+			t.Fatalf("Read of a file that is not a snapshot: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Read of a file that is not a snapshot waited for the whole file")
+	}
 }

@@ -67,6 +67,20 @@ func listSegments(dir string) ([]segmentFile, error) {
 	return files, nil
 }
 
+// Foreign reports whether dir holds files but no segment of a seckill log
+// (no name of 20 digits): another program's folder (etcd's member/wal, in
+// the folder `make cluster` makes) that sits where a SKU's log would, never
+// a log to open, append to or pass as verified. files is how many entries
+// dir holds. A missing or empty folder is not foreign: it is an empty log.
+func Foreign(dir string) (files int, foreign bool) {
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		return len(entries), false
+	}
+	segs, err := Segments(dir)
+	return len(entries), err == nil && len(segs) == 0
+}
+
 // Segment is one segment file of a log directory. Reader and
 // TruncateBefore list them; tests use them to damage a log on purpose.
 type Segment struct {

@@ -59,6 +59,7 @@ import (
 	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/ledger"
 	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/relay"
 )
 
 // errUsage marks a bad flag (exit 2).
@@ -121,6 +122,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: --feed and --etcd need --campaign and --admin-token (--etcd with --nats: --campaign)", errUsage)
 	case *natsURL != "" && *stream == "":
 		return fmt.Errorf("%w: --nats needs --stream", errUsage)
+	case *campaign != "" && !sku.ValidID(*campaign):
+		// Never defined, so never waited for (the start-up wait is for a
+		// campaign not defined yet).
+		return fmt.Errorf("%w: --campaign %q: %s", errUsage, *campaign, sku.IDRule)
+	case *stream != "" && relay.CheckStreamName(*stream) != nil:
+		return fmt.Errorf("%w: --stream: %v", errUsage, relay.CheckStreamName(*stream))
 	case *limit < 1 || *limit > 1000:
 		return fmt.Errorf("%w: --batch must be 1..1000", errUsage)
 	case *wait <= 0 || *wait > time.Minute:

@@ -55,6 +55,10 @@ func TestHelpAndUsage(t *testing.T) {
 		{"--database", "postgres://x/y", "--etcd", "127.0.0.1:1", "--feed", "http://127.0.0.1:1", "--campaign", "c", "--admin-token", "t"},
 		{"--database", "postgres://x/y", "--etcd", "127.0.0.1:1", "--nats", "nats://127.0.0.1:1", "--campaign", "c"},
 		{"--database", "postgres://x/y", "--etcd", "127.0.0.1:1", "--nats", "nats://127.0.0.1:1", "--stream", "S"},
+		// A campaign id or a stream name that can never exist: refused, not
+		// waited for.
+		{"--database", "postgres://x/y", "--feed", "http://127.0.0.1:1", "--campaign", "bad~id", "--admin-token", "t"},
+		{"--database", "postgres://x/y", "--nats", "nats://127.0.0.1:1", "--stream", "bad stream"},
 		{"redeliver", "--database", "postgres://x/y"},
 		{"redeliver", "--database", "postgres://x/y", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--event", "h-1"},
 		{"redeliver", "--database", "postgres://x/y", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--source", "/seckill/c/s", "--event", "h-1", "--reservation", "c~s~1~0000000000000000"},

@@ -12,7 +12,9 @@
 // when the feed refuses the relay and a retry would be refused again
 // (relay.FeedError: 401 the admin token, 404 the campaign, 410
 // CURSOR_COMPACTED, 409 CURSOR_DIVERGED, 400 such as
-// CAMPAIGN_FEED_TOO_WIDE, 414, 431), or on a bad flag; any other error
+// CAMPAIGN_FEED_TOO_WIDE, 414, 431), or on a bad flag (a --stream name
+// NATS does not take, relay.ErrStreamName, too), or when JetStream refuses
+// the stream for good (relay.ErrSinkRefused); any other error
 // (the feed or NATS unreachable) is retried after 1 s. The stream is
 // created only once the feed has answered, so a refused relay leaves none
 // behind. SIGTERM or SIGINT stops it (exit 0) once the batch it is

@@ -115,13 +115,14 @@ type router struct {
 	defaultCell string
 	timeout     time.Duration
 	local       *localCells
+	log         *slog.Logger // a request that panicked (recovered)
 }
 
 // newRouter builds the router of o's --cells over the ledger l; its
 // routes are empty until stored.
 func newRouter(o options, l *ledger.Ledger) (*router, error) {
 	r := &router{static: map[string]*fasthttp.HostClient{}, timeout: o.timeout, local: newLocalCells(l),
-		primaries: replica.NewPrimaries(o.prefix)}
+		primaries: replica.NewPrimaries(o.prefix), log: slog.New(slog.DiscardHandler)}
 	for _, kv := range strings.Split(o.cells, ",") {
 		cell, addr, ok := strings.Cut(kv, "=")
 		if !ok || cell == "" || addr == "" {
@@ -149,6 +150,7 @@ func serve(o options, stdout io.Writer, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	r.log = log
 	var pubs []cells.Published
 	for attempt := 0; ; attempt++ { // the maps are needed before the first request
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -191,7 +193,7 @@ func serve(o options, stdout io.Writer, log *slog.Logger) error {
 func (r *router) server() *fasthttp.Server {
 	limits := httpapi.DefaultBodyLimits
 	anyToken := func(*fasthttp.RequestHeader) bool { return true }
-	return &fasthttp.Server{Handler: r.handle, Name: "seckill-router", ReadTimeout: 30 * time.Second, IdleTimeout: time.Minute,
+	return &fasthttp.Server{Handler: r.recovered, Name: "seckill-router", ReadTimeout: 30 * time.Second, IdleTimeout: time.Minute,
 		MaxRequestBodySize: limits.Request,
 		HeaderReceived:     func(h *fasthttp.RequestHeader) fasthttp.RequestConfig { return limits.RequestConfig(h, anyToken) },
 		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
@@ -221,6 +223,22 @@ func (r *router) pollPublished(ctx context.Context, l *ledger.Ledger, log *slog.
 			r.routes.Store(cells.NewRoutes(pubs))
 		}
 	}
+}
+
+// recovered is handle answering 500 INTERNAL, as seckilld does, for a
+// request whose handling panicked: fasthttp would let the panic end the
+// process, and with it every buyer's connection through the router.
+func (r *router) recovered(ctx *fasthttp.RequestCtx) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.log.Error("request panicked", "method", string(ctx.Method()), "path", string(ctx.Path()), "panic", fmt.Sprint(v))
+			ctx.Response.Reset()
+			ctx.SetStatusCode(httpapi.StatusOf(httpapi.ReasonInternal))
+			ctx.SetContentType("application/json")
+			ctx.SetBodyString(`{"error":"` + httpapi.ReasonInternal + `"}`)
+		}
+	}()
+	r.handle(ctx)
 }
 
 func (r *router) handle(ctx *fasthttp.RequestCtx) {

@@ -52,6 +52,9 @@ func (f haFlags) check(cmd string) error {
 	if *f.etcd == "" || *f.set == "" || *f.token == "" {
 		return usageError("ha %s needs --etcd, --replica-set and --admin-token (or SECKILL_ADMIN_TOKEN)", cmd)
 	}
+	if !replica.ValidName(*f.set) {
+		return usageError("ha %s: --replica-set %q is not a replica set's name (1-64 of [A-Za-z0-9._-], not . or ..)", cmd, *f.set)
+	}
 	return nil
 }
 
@@ -241,6 +244,12 @@ func runHASwitchover(args []string, stdout io.Writer) error {
 	if *to == "" {
 		return usageError("ha switchover needs --to")
 	}
+	// Checked before the primary is asked: once asked, the switchover goes
+	// on whatever this command waits, so a --timeout that cannot be waited
+	// would report a failure of a switchover that then happens.
+	if *wait <= 0 {
+		return usageError("ha switchover: --timeout must be positive, not %s", *wait)
+	}
 	c, err := ledger.Dial(strings.Split(*f.etcd, ","))
 	if err != nil {
 		return err
@@ -291,7 +300,7 @@ func runHASwitchover(args []string, stdout io.Writer) error {
 			return &checkFailed{msg: fmt.Sprintf("%s: switchover %s", v.Leader, ms.Switchover)}
 		}
 		if time.Now().After(deadline) {
-			return &checkFailed{msg: fmt.Sprintf("%s did not become primary within %s", *to, *wait)}
+			return &checkFailed{msg: fmt.Sprintf("%s did not become primary within %s; the switchover was asked and may still complete: see seckillctl ha status", *to, *wait)}
 		}
 	}
 }

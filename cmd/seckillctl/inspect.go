@@ -1,10 +1,10 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -301,8 +301,10 @@ func inspectSnapshot(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	b, err := os.ReadFile(pos[0])
-	if err != nil {
+	b, err := snapshot.ReadBytes(pos[0])
+	if errors.Is(err, snapshot.ErrCorrupt) || errors.Is(err, snapshot.ErrVersion) {
+		return fmt.Errorf("%s: not a snapshot, or its header is damaged: %w", pos[0], errors.Unwrap(err))
+	} else if err != nil {
 		return err
 	}
 	out := snapshotJSON{Path: pos[0], Bytes: int64(len(b)), Checksum: "ok"}
@@ -313,10 +315,7 @@ func inspectSnapshot(args []string, stdout io.Writer) error {
 			out.Checksum = "bad"
 		}
 		if h.CampaignID == "" {
-			var herr error
-			if h, herr = snapshot.DecodeHeader(b); herr != nil { // what the header says, unverified
-				return fmt.Errorf("%s: not a snapshot, or its header is damaged: %w", pos[0], herr)
-			}
+			h, _ = snapshot.DecodeHeader(b) // what the header says, unverified (ReadBytes decoded it)
 		}
 	}
 	out.FormatVersion, out.CampaignID, out.SKUID, out.Index = h.Version, h.CampaignID, h.SKUID, h.Index

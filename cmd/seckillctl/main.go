@@ -83,8 +83,9 @@ const usage = `seckillctl: operate on seckill data directories (read-only unless
   seckillctl cells write-off --etcd E --campaign C --sku S --cell ID
         write off a lost cell's outstanding quota (granted - returned): recorded in
         the ledger, never granted, credited or resold again; the audit counts it
-  seckillctl audit --etcd E --campaign C --cells c1=URL,... --admin-token T
+  seckillctl audit --etcd E --campaign C [--cells c1=URL,...] --admin-token T
         one JSON document: the ledger, each cell's counts, conservation, ok
+        (without --cells: the addresses the cells announced in etcd)
   seckillctl lottery verify DIR
   seckillctl lottery verify --evidence EVIDENCE.json --pool ENTRIES.csv
         audit a lottery sale: recompute its draw from its log, or from its published

@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -737,6 +738,24 @@ func TestRestore(t *testing.T) {
 	}
 }
 
+// TestRestoreUntilTimeAtTheEpoch: --until-time 0 (or 1970-01-01T00:00:00Z,
+// or any time before it) names a point before every record, so there is
+// nothing to restore; it must not be read as "no --until-time" and restore
+// the whole log.
+func TestRestoreUntilTimeAtTheEpoch(t *testing.T) {
+	f := newFixture(t)
+	for _, at := range []string{"0", "1970-01-01T00:00:00Z", "1970-01-01T01:00:00+01:00", "-5", "1969-12-31T23:59:59Z"} {
+		to := t.TempDir()
+		code, out, errOut := ctl(t, "restore", "--from", f.skuDir, "--to", to, "--until-time", at)
+		if code != exitUsage || out != "" || strings.Contains(errOut, "warning") || !strings.Contains(errOut, "nothing to restore") {
+			t.Fatalf("restore --until-time %s: exit %d\nstdout:\n%s\nstderr:\n%s", at, code, out, errOut)
+		}
+		if entries, _ := os.ReadDir(to); len(entries) != 0 {
+			t.Fatalf("restore --until-time %s wrote %v", at, entries)
+		}
+	}
+}
+
 func TestExport(t *testing.T) {
 	f := newFixture(t)
 	rows, err := csv.NewReader(strings.NewReader(wantCode(t, 0, "export", f.skuDir, "--format", "csv"))).ReadAll()
@@ -985,4 +1004,96 @@ func TestVerifyRefusesAFolderWithoutSeckillData(t *testing.T) {
 		t.Fatalf("verify of the cluster folder: %s\nstderr: %s", out, errOut)
 	}
 	wantCode(t, 0, "verify", filepath.Join(root, "c1"))
+}
+
+// TestSnapshotFileReadByItsHeader: inspect snapshot and restore --from
+// given a file that is not a snapshot (here a pipe that stays open after its
+// first bytes, as a device or a large dump would go on) refuse it by its
+// header instead of reading it whole first.
+func TestSnapshotFileReadByItsHeader(t *testing.T) {
+	for _, args := range [][]string{{"inspect", "snapshot"}, {"restore", "--to", t.TempDir(), "--from"}} {
+		path := filepath.Join(t.TempDir(), "not.snap")
+		if err := syscall.Mkfifo(path, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		writerDone := make(chan struct{})
+		go func() {
+			w, err := os.OpenFile(path, os.O_WRONLY, 0)
+			if err != nil {
+				return
+			}
+			defer w.Close()
+			w.Write(bytes.Repeat([]byte("root:x:0:0:root:/root:/bin/bash\n"), 128))
+			<-writerDone
+		}()
+		type result struct {
+			code        int
+			out, errOut string
+		}
+		done := make(chan result, 1)
+		go func() {
+			code, out, errOut := ctl(t, append(args, path)...)
+			done <- result{code, out, errOut}
+		}()
+		select {
+		case r := <-done:
+			if r.code != exitFailed || r.out != "" || !strings.Contains(r.errOut, "no snapshot header") {
+				t.Errorf("%s of a file that is not a snapshot: exit %d\nstdout:\n%s\nstderr:\n%s", args, r.code, r.out, r.errOut)
+			}
+		case <-time.After(time.Minute):
+			t.Errorf("%s of a file that is not a snapshot waited for the whole file", args)
+		}
+		close(writerDone)
+	}
+}
+
+// TestHASwitchoverRefusesANonPositiveTimeout: --timeout -1s (or 0) is a
+// usage error before anything is asked. It used to ask the primary, which
+// handed the lead over, and then report at once that the standby "did not
+// become primary within -1s" (exit 1) about a switchover that happened.
+// The etcd endpoint answers nothing: reaching it would be another error.
+func TestHASwitchoverRefusesANonPositiveTimeout(t *testing.T) {
+	for _, timeout := range []string{"-1s", "0s"} {
+		code, out, errOut := ctl(t, "ha", "switchover", "--etcd", "127.0.0.1:1", "--replica-set", "rs1", "--to", "b",
+			"--admin-token", "t", "--timeout", timeout)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, "--timeout must be positive") {
+			t.Fatalf("ha switchover --timeout %s: exit %d\nstdout:\n%s\nstderr:\n%s", timeout, code, out, errOut)
+		}
+	}
+}
+
+// TestRestoreFailedLeavesNothing: a restore that fails after it began to
+// write (here the source's feed history cannot be read; a full disk does
+// the same) removes the SKU folder it was writing, so that seckilld does
+// not take its remains for a SKU and the retry is not refused as
+// "already exists".
+func TestRestoreFailedLeavesNothing(t *testing.T) {
+	f := newFixture(t)
+	history := filepath.Join(f.skuDir, feed.HistoryFile)
+	if err := os.WriteFile(history, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	to := t.TempDir()
+	if code, out, errOut := ctl(t, "restore", "--from", f.skuDir, "--to", to); code == exitOK || out != "" {
+		t.Fatalf("restore with an unreadable feed history: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if entries, _ := os.ReadDir(to); len(entries) != 0 {
+		t.Fatalf("the failed restore left %v in %s", entries, to)
+	}
+	if err := os.Remove(history); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, exitOK, "restore", "--from", f.skuDir, "--to", to)
+}
+
+// TestHARefusesAnInvalidReplicaSetName: a --replica-set no replica set
+// can have is a usage error naming the flag, before etcd is asked (it
+// used to read etcd and say `replica "reader"` is invalid).
+func TestHARefusesAnInvalidReplicaSetName(t *testing.T) {
+	for _, cmd := range [][]string{{"ha", "status"}, {"ha", "switchover", "--to", "b"}} {
+		code, out, errOut := ctl(t, append(cmd, "--etcd", "127.0.0.1:1", "--replica-set", "bad id~", "--admin-token", "t")...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, `--replica-set "bad id~" is not a replica set's name`) {
+			t.Fatalf("%v: exit %d\nstdout:\n%s\nstderr:\n%s", cmd, code, out, errOut)
+		}
+	}
 }

@@ -69,6 +69,12 @@ func runRestore(args []string, stdout, stderr io.Writer) (err error) {
 		if err != nil {
 			return usageError("--until-time: %v", err)
 		}
+		// Records carry their time in Unix ms, always after the epoch, and
+		// 0 is "no limit" below: a point at or before the epoch is before
+		// every record, never the whole log.
+		if ms <= 0 {
+			return fmt.Errorf("restore: --until-time %s is at or before 1970-01-01T00:00:00Z, before every record: nothing to restore", *untilTime)
+		}
 		o.untilTime = ms
 	}
 	st, err := os.Stat(*from)
@@ -114,6 +120,21 @@ func runRestore(args []string, stdout, stderr io.Writer) (err error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
+	campaignDir := skudir.Campaign(*to, d.CampaignID)
+	_, statErr := os.Stat(campaignDir)
+	defer func() {
+		if err == nil {
+			return
+		}
+		// A restore that failed part way (a full disk) removes what it
+		// wrote: seckilld would take a SKU folder holding part of it for
+		// a SKU (its empty snapshots folder for a new, empty one), and
+		// it would stand in the way of the retry ("already exists").
+		_ = os.RemoveAll(dir.String())
+		if statErr != nil {
+			_ = os.Remove(campaignDir) // only if it is empty: created here
+		}
+	}()
 	info, err := snapshot.Write(dir.Snapshots(), m.Freeze(), index, snapshot.Options{})
 	if err != nil {
 		return err

@@ -124,20 +124,15 @@ func verifySKU(dir string) (verifyJSON, error) {
 }
 
 // foreignLog describes a SKU folder's wal folder that holds files but no
-// segment of a seckill log ("" otherwise): another program's (etcd's
-// member/wal in the folder `make cluster` makes), not a SKU to pass as
-// verified with no records. An empty wal folder is a SKU (seckilld opens
-// it as an empty one).
+// segment of a seckill log ("" otherwise, wal.Foreign): not a SKU to pass
+// as verified with no records.
 func foreignLog(dir string) string {
 	logDir := skudir.Dir(dir).WAL()
-	entries, err := os.ReadDir(logDir)
-	if err != nil || len(entries) == 0 {
+	files, foreign := wal.Foreign(logDir)
+	if !foreign {
 		return ""
 	}
-	if segs, err := wal.Segments(logDir); err != nil || len(segs) > 0 {
-		return ""
-	}
-	return fmt.Sprintf("not a seckill SKU: %s holds %d files and no seckill log segment (a name of 20 digits): give seckillctl verify a seckilld data dir, one of its SKU folders or its wal folder", logDir, len(entries))
+	return fmt.Sprintf("not a seckill SKU: %s holds %d files and no seckill log segment (a name of 20 digits): give seckillctl verify a seckilld data dir, one of its SKU folders or its wal folder", logDir, files)
 }
 
 func verifySKUOnce(dir string) (verifyJSON, error) {

@@ -66,8 +66,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.maxQueueWait, "max-queue-wait", time.Second, "longest a buyer should wait: admission stops before the wait it judges (inbox age + commit latency) reaches it")
 	fsync := fs.String("fsync", "always", "always | never (never: benchmarks only)")
 	level := fs.String("log-level", "info", "debug | info | warn | error")
-	fs.IntVar(&o.snapshotEvery, "snapshot-every", actors.DefaultSnapshotEvery, "snapshot a SKU after this many records (negative: never by count)")
-	fs.DurationVar(&o.snapshotInterval, "snapshot-interval", actors.DefaultSnapshotInterval, "snapshot a SKU with new records at least this often (a negative duration such as -1s: never by time)")
+	fs.IntVar(&o.snapshotEvery, "snapshot-every", actors.DefaultSnapshotEvery, "snapshot a SKU after this many records (negative: never by count; not 0)")
+	fs.DurationVar(&o.snapshotInterval, "snapshot-interval", actors.DefaultSnapshotInterval, "snapshot a SKU with new records at least this often (a negative duration such as -1s: never by time; not 0)")
 	fs.IntVar(&o.snapshotKeep, "snapshot-keep", actors.DefaultSnapshotKeep, "snapshots kept per SKU; the log is truncated up to the oldest")
 	fs.IntVar(&o.maxSKUs, "max-skus", 0, fmt.Sprintf("most SKUs this engine holds, one open file each (0: half the open-files limit left after the reserve, at most %d)", actors.DefaultMaxSKUs))
 	fs.Uint64Var(&o.feedRetainRecords, "feed-retain-records", 0, fmt.Sprintf("keep at least this many newest records of each SKU's log for event-feed consumers when snapshots truncate it (at most %d)", feed.MaxRetainRecords))
@@ -101,6 +101,15 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if err := o.logLevel.UnmarshalText([]byte(*level)); err != nil {
 		return o, fmt.Errorf("--log-level: %w", err)
+	}
+	// 0 could mean never or after every record; the engine would read it
+	// as its default (500,000 records, 5m), which no operator writing 0
+	// meant: refused, the message saying how to ask for never.
+	if o.snapshotEvery == 0 {
+		return o, fmt.Errorf("--snapshot-every must not be 0: a number of records, or negative for never by count")
+	}
+	if o.snapshotInterval == 0 {
+		return o, fmt.Errorf("--snapshot-interval must not be 0: a duration, or negative (-1s) for never by time")
 	}
 	if o.snapshotKeep < 1 {
 		return o, fmt.Errorf("--snapshot-keep must be at least 1")

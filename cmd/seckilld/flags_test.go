@@ -38,7 +38,10 @@ func TestOptionsDefaultsAndErrors(t *testing.T) {
 		o.fsync != wal.FsyncAlways || o.logLevel != slog.LevelInfo || o.maxSKUs != 0 {
 		t.Fatalf("defaults: %+v", o)
 	}
-	for _, args := range [][]string{{"--fsync", "sometimes"}, {"--log-level", "loud"}, {"--max-queue-wait", "0s"}, {"--max-skus", "-1"}, {"extra"}, {"--nope"}} {
+	for _, args := range [][]string{{"--fsync", "sometimes"}, {"--log-level", "loud"}, {"--max-queue-wait", "0s"}, {"--max-skus", "-1"}, {"extra"}, {"--nope"},
+		// 0 is neither never (negative) nor a count the engine would keep:
+		// it read it as its default.
+		{"--snapshot-every", "0"}, {"--snapshot-interval", "0s"}} {
 		if _, err := parseOptions(args, io.Discard); err == nil {
 			t.Errorf("%v accepted", args)
 		}

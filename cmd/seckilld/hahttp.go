@@ -66,6 +66,9 @@ func (n *haNode) front(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 				writeJSON(ctx, fasthttp.StatusUnauthorized, map[string]string{"error": "UNAUTHORIZED"})
 				return
 			}
+			if httpapi.RefuseQueryOrBody(ctx) {
+				return
+			}
 			writeJSON(ctx, fasthttp.StatusOK, s)
 			return
 		case replicaSwitchoverPath:
@@ -103,6 +106,10 @@ func (n *haNode) handleSwitchover(ctx *fasthttp.RequestCtx, tokenID [32]byte) {
 	if !bearer(ctx, tokenID) {
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="seckill admin"`)
 		writeJSON(ctx, fasthttp.StatusUnauthorized, map[string]string{"error": "UNAUTHORIZED"})
+		return
+	}
+	// ?to= once and nothing else: of two, which would be meant?
+	if httpapi.RefuseQueryOrBody(ctx, "to") {
 		return
 	}
 	to := string(ctx.QueryArgs().Peek("to"))

@@ -6086,6 +6086,8 @@ type DashboardLoginLinkResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *DashboardLoginLink
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -6099,6 +6101,11 @@ type DashboardLoginLinkResponse struct {
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
 func (r DashboardLoginLinkResponse) GetJSON201() *DashboardLoginLink {
 	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DashboardLoginLinkResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -9829,6 +9836,13 @@ func ParseDashboardLoginLinkResponse(rsp *http.Response) (*DashboardLoginLinkRes
 			return nil, err
 		}
 		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
