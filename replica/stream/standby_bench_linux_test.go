@@ -43,7 +43,7 @@ func BenchmarkStandbyCPU(b *testing.B) {
 	}{{16, false}, {16, true}, {64, false}} {
 		name := "clients=" + strconv.Itoa(c.clients)
 		if c.commitAlone {
-			name += "/commit-alone"
+			name += ",commit-alone"
 		}
 		b.Run(name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
@@ -58,7 +58,7 @@ func BenchmarkStandbyCPU(b *testing.B) {
 func reserveFrames(b *testing.B, count int) [][]byte {
 	dir := b.TempDir()
 	cfg := actors.Config{DataDir: dir, Logger: quiet, ExpiryInterval: time.Hour}
-	cfg.WAL.Fsync = wal.FsyncNeverBenchmarkOnly
+	cfg.Fsync = wal.FsyncNeverBenchmarkOnly
 	e, err := actors.Open(cfg)
 	if err != nil {
 		b.Fatal(err)
