@@ -94,10 +94,12 @@
 // The primary sends each SKU's commit index (msgCommit) as it rises (at
 // a confirmation, or when the log tells it a batch is durable here:
 // wal.DurableShipper), on a connection only once the SKU's copy began on
-// it (after any cut), coalesced per SKU, and
-// the standby applies its copy to a sku.Machine of its own up to
-// min(commit index, its durable index), never beyond: its Get and
-// Lookup serve reads of committed records (reads.go). It runs no actor:
+// it (after any cut), coalesced per SKU, with the next batch when the
+// log holds records not shipped yet, else at once; the standby applies
+// its copy to a sku.Machine of its own up to min(commit index, its
+// durable index), never beyond, when a read comes or once a chunk of
+// committed records waits: its Get and Lookup serve reads of committed
+// records (reads.go). It runs no actor:
 // a promoted standby closes the Standby and opens an actors.Engine over
 // the same data dir, which recovers every SKU from its newest snapshot
 // and log as at any start.

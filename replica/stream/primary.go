@@ -338,7 +338,7 @@ func (p *Primary) tellCommitLocked(s *primarySKU, commit uint64) {
 	}
 	s.told = commit
 	for _, c := range p.conns {
-		c.noteCommitLocked(s.key, commit)
+		c.noteCommitLocked(s, commit)
 	}
 }
 

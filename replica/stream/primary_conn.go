@@ -157,11 +157,17 @@ func (c *primaryConn) startLocked(s *primarySKU) {
 
 // noteCommitLocked sends the SKU's commit index to the standby once its
 // copy began on this connection (its records up to the index are then
-// the primary's: a cut of a tail the primary lacks comes before).
-func (c *primaryConn) noteCommitLocked(k skuKey, index uint64) {
-	if cs := c.skus[k]; cs != nil && cs.mode != modeStart {
-		c.queue.noteCommit(k, index)
+// the primary's: a cut of a tail the primary lacks comes before). A live
+// copy of a log holding records not shipped yet gets it with their batch,
+// which the log's flusher ships next (a log that fails first closes the
+// connections: Opened); otherwise it goes now.
+func (c *primaryConn) noteCommitLocked(s *primarySKU, index uint64) {
+	cs := c.skus[s.key]
+	if cs == nil || cs.mode == modeStart {
+		return
 	}
+	carried := cs.mode == modeLive && s.log != nil && s.log.LastIndex() > s.shipped && s.log.Err() == nil
+	c.queue.noteCommit(s.key, index, !carried)
 }
 
 // shipLocked queues the batch s just shipped if the copy is live; a full
@@ -483,7 +489,7 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 	}
 	p.setAckedLocked(c.name, s.key, acked)
 	if s.log == log {
-		c.noteCommitLocked(s.key, log.CommitIndex())
+		c.noteCommitLocked(s, log.CommitIndex())
 	}
 	return true, false
 }

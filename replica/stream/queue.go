@@ -25,6 +25,9 @@ type sendQueue struct {
 	// it was noted, so a standby hears of a commit index only after the
 	// begin of its copy on this connection (noteCommit).
 	commits map[skuKey]uint64
+	// commitsDue: a commit index noted must go without waiting for a
+	// message to carry it.
+	commitsDue bool
 }
 
 func newSendQueue() *sendQueue {
@@ -69,23 +72,30 @@ func (q *sendQueue) addLocked(m []byte) {
 }
 
 // noteCommit queues a SKU's commit index, coalesced with one not sent
-// yet. It never waits (the primary's commit watcher calls it).
-func (q *sendQueue) noteCommit(k skuKey, index uint64) {
+// yet. It never waits (the primary's commit watcher calls it). now wakes
+// the writer for it; otherwise it goes with the next message queued,
+// which the caller knows is coming: under load, one write to the socket
+// then carries a batch and the commit index of the one before, where
+// each took a write (and the standby a read and a wake-up) of its own.
+func (q *sendQueue) noteCommit(k skuKey, index uint64, now bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed || index <= q.commits[k] {
 		return
 	}
 	q.commits[k] = index
-	q.cond.Broadcast()
+	if now && !q.commitsDue {
+		q.commitsDue = true
+		q.cond.Broadcast()
+	}
 }
 
-// popAll waits for messages or commit indexes and takes them all: the
-// messages, then the commit indexes; ok is false once closed.
+// popAll waits for messages or commit indexes due and takes them all: the
+// messages, then every commit index noted; ok is false once closed.
 func (q *sendQueue) popAll(dst [][]byte, commits []ack) (_ [][]byte, _ []ack, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for !q.closed && len(q.items) == 0 && len(q.commits) == 0 {
+	for !q.closed && len(q.items) == 0 && !q.commitsDue {
 		q.cond.Wait()
 	}
 	if q.closed {
@@ -100,6 +110,7 @@ func (q *sendQueue) popAll(dst [][]byte, commits []ack) (_ [][]byte, _ []ack, ok
 		commits = append(commits, ack{key: k, index: i})
 	}
 	clear(q.commits)
+	q.commitsDue = false
 	q.cond.Broadcast()
 	return dst, commits, true
 }

@@ -68,20 +68,29 @@ func TestSendQueueBounds(t *testing.T) {
 
 // TestSendQueueCoalescesCommits: a SKU's commit indexes noted before a
 // pop go as the highest one, after the messages queued with them; a lower
-// one than pending changes nothing.
+// one than pending changes nothing. One noted to go with the next message
+// waits for it; one noted to go now wakes a writer with no message.
 func TestSendQueueCoalescesCommits(t *testing.T) {
 	q := newSendQueue()
 	k := skuKey{"c", "s"}
 	q.tryPush([]byte{1})
-	q.noteCommit(k, 5)
-	q.noteCommit(k, 9)
-	q.noteCommit(k, 7)
+	q.noteCommit(k, 5, true)
+	q.noteCommit(k, 9, false)
+	q.noteCommit(k, 7, true)
 	msgs, commits, _ := q.popAll(nil, nil)
 	if len(msgs) != 1 || len(commits) != 1 || commits[0] != (ack{key: k, index: 9}) {
 		t.Fatalf("popAll gave %d messages, commits %v; want 1 and [c/s 9]", len(msgs), commits)
 	}
-	q.noteCommit(k, 10) // wakes a writer waiting with no message queued
-	if msgs, commits, _ = q.popAll(msgs, commits); len(msgs) != 0 || len(commits) != 1 || commits[0].index != 10 {
-		t.Fatalf("popAll gave %d messages, commits %v; want 0 and [c/s 10]", len(msgs), commits)
+	q.noteCommit(k, 10, false)
+	if q.commitsDue {
+		t.Fatal("a commit index noted for the next message wakes the writer")
+	}
+	q.tryPush([]byte{2})
+	if msgs, commits, _ = q.popAll(msgs, commits); len(msgs) != 1 || len(commits) != 1 || commits[0].index != 10 {
+		t.Fatalf("popAll gave %d messages, commits %v; want 1 and [c/s 10]", len(msgs), commits)
+	}
+	q.noteCommit(k, 11, true) // wakes a writer waiting with no message queued
+	if msgs, commits, _ = q.popAll(msgs, commits); len(msgs) != 0 || len(commits) != 1 || commits[0].index != 11 {
+		t.Fatalf("popAll gave %d messages, commits %v; want 0 and [c/s 11]", len(msgs), commits)
 	}
 }

@@ -44,10 +44,12 @@ const (
 
 // committedState is a standby's state of one SKU up to a commit index.
 type committedState struct {
-	mu      sync.Mutex
-	m       *sku.Machine // nil until built (recovery.Plan), or after a reset
-	applied uint64       // last record applied to m
-	commit  uint64       // the highest commit index the primary sent
+	mu sync.Mutex
+	m  *sku.Machine // nil until built (recovery.Plan), or after a reset
+	// applied is the last record applied to m (0 without m), changed
+	// under mu; commit, the highest commit index the primary sent. Both
+	// are read without mu by noteCommit, which never waits for an apply.
+	applied, commit atomic.Uint64
 
 	// pending are the frames appended to the copy and not applied yet,
 	// consecutive indexes, copied: the applier takes them instead of
@@ -126,11 +128,16 @@ func (c *committedState) dropPendingLocked() {
 	c.pending, c.pendingBytes = nil, 0
 }
 
-// noteCommit records a commit index heard from the primary.
-func (c *committedState) noteCommit(index uint64) {
-	c.mu.Lock()
-	c.commit = max(c.commit, index)
-	c.mu.Unlock()
+// noteCommit records a commit index heard from the primary, and reports
+// whether a chunk of committed records (applyChunk) waits to be applied.
+func (c *committedState) noteCommit(index uint64) (due bool) {
+	for {
+		old := c.commit.Load()
+		if index <= old || c.commit.CompareAndSwap(old, index) {
+			break
+		}
+	}
+	return c.commit.Load() >= c.applied.Load()+applyChunk
 }
 
 // reset drops the applied state: the copy's log was replaced (a base
@@ -138,7 +145,8 @@ func (c *committedState) noteCommit(index uint64) {
 // commit index heard stays.
 func (c *committedState) reset() {
 	c.mu.Lock()
-	c.m, c.applied = nil, 0
+	c.m = nil
+	c.applied.Store(0)
 	c.mu.Unlock()
 	c.pmu.Lock()
 	c.dropPendingLocked()
@@ -150,10 +158,16 @@ func (c *committedState) reset() {
 // primary's fault, not a rule: the state is then built again).
 func (c *committedState) cutAfter(index uint64) {
 	c.mu.Lock()
-	if c.m != nil && c.applied > index {
-		c.m, c.applied = nil, 0
+	if c.m != nil && c.applied.Load() > index {
+		c.m = nil
+		c.applied.Store(0)
 	}
-	c.commit = min(c.commit, index)
+	for {
+		old := c.commit.Load()
+		if old <= index || c.commit.CompareAndSwap(old, index) {
+			break
+		}
+	}
 	c.mu.Unlock()
 	c.pmu.Lock()
 	c.dropPendingLocked()
@@ -167,12 +181,13 @@ func (s *Standby) Applied(campaignID, skuID string) uint64 {
 	if x == nil {
 		return 0
 	}
+	s.apply(x)
 	x.reads.mu.Lock()
 	defer x.reads.mu.Unlock()
 	if x.reads.m == nil {
 		return 0
 	}
-	return x.reads.applied
+	return x.reads.applied.Load()
 }
 
 // Get returns reservation id as the committed records applied on this
@@ -207,7 +222,8 @@ func (s *Standby) Lookup(campaignID, skuID, requestID string) (sku.Result, uint6
 	return res, applied, err
 }
 
-// read runs fn on the SKU's applied state under its lock.
+// read applies the SKU's copy up to its commit index, then runs fn on
+// the applied state under its lock.
 func (s *Standby) read(k skuKey, fn func(m *sku.Machine)) (uint64, error) {
 	s.mu.Lock()
 	x, closed := s.skus[k], s.closed
@@ -215,13 +231,14 @@ func (s *Standby) read(k skuKey, fn func(m *sku.Machine)) (uint64, error) {
 	if x == nil || closed {
 		return 0, ErrNotApplied
 	}
+	s.apply(x)
 	x.reads.mu.Lock()
 	defer x.reads.mu.Unlock()
 	if x.reads.m == nil {
 		return 0, ErrNotApplied
 	}
 	fn(x.reads.m)
-	return x.reads.applied, nil
+	return x.reads.applied.Load(), nil
 }
 
 func (s *Standby) lookupSKU(k skuKey) *standbySKU {
@@ -230,9 +247,8 @@ func (s *Standby) lookupSKU(k skuKey) *standbySKU {
 	return s.skus[k]
 }
 
-// wakeApplier asks the applier to look at x again (a commit index
-// heard, a batch durable, a copy replaced). It never waits: x joins a set
-// bounded by the SKUs.
+// wakeApplier asks the applier to apply x (a chunk of committed records
+// waits). It never waits: x joins a set bounded by the SKUs.
 func (s *Standby) wakeApplier(x *standbySKU) {
 	s.applyMu.Lock()
 	s.applyDue[x] = struct{}{}
@@ -243,7 +259,10 @@ func (s *Standby) wakeApplier(x *standbySKU) {
 	}
 }
 
-// applier applies each copy up to its commit index until Close.
+// applier applies, until Close, the copies in which a chunk of committed
+// records waits (noteCommit): a read applies the rest first (read), so
+// the applier wakes once per applyChunk records rather than per batch,
+// and the frames kept for it stay within about a chunk per copy.
 func (s *Standby) applier() {
 	defer s.wg.Done()
 	var due []*standbySKU
@@ -271,6 +290,11 @@ func (s *Standby) applier() {
 // drops the state, which is built again from the copy once.
 func (s *Standby) apply(x *standbySKU) {
 	for retried := false; ; {
+		select {
+		case <-s.done:
+			return // closing: the logs are about to close
+		default:
+		}
 		more, err := s.applyOnce(x)
 		switch {
 		case err != nil && !retried:
@@ -278,16 +302,11 @@ func (s *Standby) apply(x *standbySKU) {
 			retried = true
 		case err != nil:
 			x.reads.reset()
-			s.logger.Warn("replica: applying the committed records of the copy failed; built again at its next commit index",
+			s.logger.Warn("replica: applying the committed records of the copy failed; built again when next applied",
 				"sku", x.key.String(), "err", err)
 			return
 		case !more:
 			return
-		}
-		select {
-		case <-s.done:
-			return
-		default:
 		}
 	}
 }
@@ -304,8 +323,9 @@ func (s *Standby) applyOnce(x *standbySKU) (more bool, err error) {
 	c := &x.reads
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	target := min(c.commit, log.DurableIndex())
-	if target == 0 || (c.m != nil && c.applied >= target) {
+	target := min(c.commit.Load(), log.DurableIndex())
+	applied := c.applied.Load()
+	if target == 0 || (c.m != nil && applied >= target) {
 		return false, nil
 	}
 	if c.m == nil {
@@ -317,25 +337,27 @@ func (s *Standby) applyOnce(x *standbySKU) (more bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		c.m, c.applied = res.Machine, res.LastApplied
-		return c.applied < target, nil
+		c.m = res.Machine
+		c.applied.Store(res.LastApplied)
+		return res.LastApplied < target, nil
 	}
-	until := min(target, c.applied+applyChunk)
+	until := min(target, applied+applyChunk)
 	var source recovery.Log = committedLog{log, until, until}
-	if frames := c.takePending(c.applied+1, until); frames != nil {
+	if frames := c.takePending(applied+1, until); frames != nil {
 		source, until = pendingLog(frames), frames[len(frames)-1].index
 	}
-	last, err := recovery.Replay(source, c.m, c.applied+1)
+	last, err := recovery.Replay(source, c.m, applied+1)
 	if last > 0 {
-		c.applied = last
+		applied = last
+		c.applied.Store(last)
 	}
 	if err != nil {
 		return false, err
 	}
-	if c.applied < until {
-		return false, fmt.Errorf("the copy holds records up to %d, %d expected", c.applied, until)
+	if applied < until {
+		return false, fmt.Errorf("the copy holds records up to %d, %d expected", applied, until)
 	}
-	return c.applied < target, nil
+	return applied < target, nil
 }
 
 // committedLog is a copy's log as recovery reads it: it ends at last

@@ -174,6 +174,9 @@ type StandbyState struct {
 
 // Status returns the standby's state.
 func (s *Standby) Status() StandbyState {
+	for _, x := range s.snapshotSKUs() {
+		s.apply(x) // Applied is what a read would reach
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := StandbyState{Epoch: s.epoch.Load(), Connected: s.connected, Records: s.records.Load()}
@@ -186,9 +189,9 @@ func (s *Standby) Status() StandbyState {
 			c.LastIndex, c.DurableIndex = x.log.LastIndex(), x.log.DurableIndex()
 		}
 		x.reads.mu.Lock()
-		c.CommitIndex = x.reads.commit
+		c.CommitIndex = x.reads.commit.Load()
 		if x.reads.m != nil {
-			c.Applied = x.reads.applied
+			c.Applied = x.reads.applied.Load()
 		}
 		x.reads.mu.Unlock()
 		st.SKUs = append(st.SKUs, c)
@@ -382,7 +385,6 @@ func (s *Standby) session() error {
 	s.connected = true
 	s.mu.Unlock()
 	acks := newAcker(s, nc)
-	go acks.run()
 	defer acks.stop()
 	br := bufio.NewReaderSize(nc, 256<<10)
 	var buf []byte
@@ -601,16 +603,15 @@ func placeSnapshot(path string, index uint64) error {
 	return wal.SyncDir(filepath.Dir(path))
 }
 
-// commits takes the primary's commit indexes: the applier brings each
-// copy's committed state up to them.
+// commits takes the primary's commit indexes: a read brings a copy's
+// committed state up to them, the applier once a chunk waits.
 func (s *Standby) commits(d *decoder) error {
 	list, err := decodeCommits(d)
 	if err != nil {
 		return err
 	}
 	for _, c := range list {
-		if x := s.lookupSKU(c.key); x != nil {
-			x.reads.noteCommit(c.index)
+		if x := s.lookupSKU(c.key); x != nil && x.reads.noteCommit(c.index) {
 			s.wakeApplier(x)
 		}
 	}
@@ -764,7 +765,6 @@ func (s *Standby) finishInstall(x *standbySKU, index uint64, path string, snap [
 	s.metrics.bases.Inc()
 	s.logger.Info("replica: base copy installed", "sku", x.key.String(), "snapshot_index", index)
 	acks.note(x.key, index)
-	s.wakeApplier(x)
 	return nil
 }
 
@@ -790,7 +790,6 @@ func (s *Standby) append(k skuKey, first uint64, frames [][]byte, acks *acker) e
 			return
 		}
 		acks.note(k, last)
-		s.wakeApplier(x)
 	})
 	if err != nil {
 		return fmt.Errorf("copy of %s: %w", k, err)
@@ -826,65 +825,62 @@ func syncFile(dir, name string, b []byte) error {
 
 // acker sends a session's acknowledgements: the newest durable index of
 // each SKU, coalesced (one entry per SKU at most pending: bounded by the
-// SKUs).
+// SKUs). The goroutine that notes one writes it, unless another is
+// writing, which then writes it too before it returns: no goroutine of
+// its own to wake per batch. The log's goroutine that releases its
+// waiters thus writes to the socket: a write that blocks (a primary that
+// reads nothing) blocks that log's flushes, which wait for the same
+// primary anyway, for at most writeTimeout, after which the connection
+// is closed.
 type acker struct {
 	s       *Standby
 	nc      net.Conn
 	mu      sync.Mutex
 	pending map[skuKey]uint64
-	signal  chan struct{}
-	quit    chan struct{}
-	done    chan struct{}
+	list    []ack
+	writing bool
+	stopped bool
 }
 
 func newAcker(s *Standby, nc net.Conn) *acker {
-	return &acker{s: s, nc: nc, pending: make(map[skuKey]uint64), signal: make(chan struct{}, 1),
-		quit: make(chan struct{}), done: make(chan struct{})}
+	return &acker{s: s, nc: nc, pending: make(map[skuKey]uint64)}
 }
 
-// note is called on the goroutine that releases a log's waiters: it
-// never waits.
+// note acknowledges k up to index. It is called on the goroutine that
+// releases a log's waiters and waits for nothing but its own write.
 func (a *acker) note(k skuKey, index uint64) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if index > a.pending[k] {
 		a.pending[k] = index
 	}
-	a.mu.Unlock()
-	select {
-	case a.signal <- struct{}{}:
-	default:
+	if a.writing {
+		return
 	}
-}
-
-func (a *acker) run() {
-	defer close(a.done)
-	var list []ack
-	for {
-		select {
-		case <-a.quit:
-			return
-		case <-a.signal:
-		}
-		a.mu.Lock()
-		list = list[:0]
+	a.writing = true
+	for len(a.pending) > 0 && !a.stopped {
+		a.list = a.list[:0]
 		for k, i := range a.pending {
-			list = append(list, ack{key: k, index: i})
+			a.list = append(a.list, ack{key: k, index: i})
 		}
 		clear(a.pending)
+		m := encodeAcks(a.s.epoch.Load(), a.list)
 		a.mu.Unlock()
-		if len(list) == 0 {
-			continue
-		}
 		a.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if _, err := a.nc.Write(encodeAcks(a.s.epoch.Load(), list)); err != nil {
+		_, err := a.nc.Write(m)
+		a.mu.Lock()
+		if err != nil {
+			a.stopped = true
 			a.nc.Close()
-			return
 		}
 	}
+	a.writing = false
 }
 
+// stop ends the acknowledgements of a session: nothing more is written.
 func (a *acker) stop() {
-	close(a.quit)
+	a.mu.Lock()
+	a.stopped = true
+	a.mu.Unlock()
 	a.nc.Close()
-	<-a.done
 }
