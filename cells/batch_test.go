@@ -124,8 +124,8 @@ func TestSplitAndJoinBatch(t *testing.T) {
 	}
 }
 
-// A body of one key that is not "items" is no envelope (it used to panic:
-// fastjson's Array of a missing key), and a cell's 200 without "results"
+// A body of one key that is not "items" is no envelope (not read as one:
+// fastjson's Array of a missing key panics), and a cell's 200 without "results"
 // gives its items that answer.
 func TestSplitBatchWithoutItemsAndJoinWithoutResults(t *testing.T) {
 	m, err := EvenMap(1, []string{"c1"})

@@ -172,7 +172,7 @@ func TestLocalCampaignThroughRouter(t *testing.T) {
 		t.Fatalf("c1 logged %d refusals of hh/a, want 1", n)
 	}
 	procs["c1"].term()
-	procs["c1"].start(t) // refused to start before the fix
+	procs["c1"].start(t) // starts: the SKU it does not take is logged, not fatal
 	takes("kk")
 	if n := refusals(); n != 2 { // once per process
 		t.Fatalf("c1 logged %d refusals of hh/a over two processes, want 2", n)

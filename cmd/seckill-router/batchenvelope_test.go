@@ -18,10 +18,10 @@ import (
 // TestBatchEnvelopesTheRouterCannotSplit: a batch reserve of a celled SKU
 // whose body is one object without "items" goes whole to the first cell,
 // whose 400 the router answers; a cell that answers a sub-batch 200
-// without "results" gives its items that answer. Each used to panic in
-// the router (fastjson's Array of a missing key) and kill the process
-// with every buyer's connection: the router must answer, and answer the
-// next request too.
+// without "results" gives its items that answer. Either, read without
+// care (fastjson's Array of a missing key), panics the router and drops
+// every buyer's connection: the router must answer, and answer the next
+// request too.
 func TestBatchEnvelopesTheRouterCannotSplit(t *testing.T) {
 	cell := func(status int, body string) string {
 		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -1048,9 +1048,9 @@ func TestSnapshotFileReadByItsHeader(t *testing.T) {
 }
 
 // TestHASwitchoverRefusesANonPositiveTimeout: --timeout -1s (or 0) is a
-// usage error before anything is asked. It used to ask the primary, which
-// handed the lead over, and then report at once that the standby "did not
-// become primary within -1s" (exit 1) about a switchover that happened.
+// usage error before anything is asked: asking the primary would hand the
+// lead over, then report at once that the standby "did not become
+// primary within -1s" (exit 1) about a switchover that happened.
 // The etcd endpoint answers nothing: reaching it would be another error.
 func TestHASwitchoverRefusesANonPositiveTimeout(t *testing.T) {
 	for _, timeout := range []string{"-1s", "0s"} {
@@ -1087,8 +1087,8 @@ func TestRestoreFailedLeavesNothing(t *testing.T) {
 }
 
 // TestHARefusesAnInvalidReplicaSetName: a --replica-set no replica set
-// can have is a usage error naming the flag, before etcd is asked (it
-// used to read etcd and say `replica "reader"` is invalid).
+// can have is a usage error naming the flag, before etcd is asked (a
+// name read from etcd first would be reported as another replica's).
 func TestHARefusesAnInvalidReplicaSetName(t *testing.T) {
 	for _, cmd := range [][]string{{"ha", "status"}, {"ha", "switchover", "--to", "b"}} {
 		code, out, errOut := ctl(t, append(cmd, "--etcd", "127.0.0.1:1", "--replica-set", "bad id~", "--admin-token", "t")...)

@@ -12,8 +12,8 @@ import (
 // TestReplicaAdminRoutesRefuseQueriesAndBodies: a replica's own admin
 // routes follow the API's rules: a query parameter other than the
 // route's (switchover: to; status: none) or one given twice, and a body
-// with anything in it, are 400 and ask nothing. A repeated ?to= used to
-// hand the lead to the first one named (which one was meant?), with 202.
+// with anything in it, are 400 and ask nothing. A repeated ?to= is
+// refused: which one was meant cannot be told.
 func TestReplicaAdminRoutesRefuseQueriesAndBodies(t *testing.T) {
 	_, l := startLedger(t)
 	a := startTestReplica(t, newCopyNet(), l, "a", filepath.Join(t.TempDir(), "a"))
