@@ -27,6 +27,7 @@ import (
 	"github.com/seckill/seckill/actors/sku"
 	cellmap "github.com/seckill/seckill/cells"
 	"github.com/seckill/seckill/internal/etcdtest"
+	"github.com/seckill/seckill/internal/proctest"
 	"github.com/seckill/seckill/ledger"
 )
 
@@ -144,6 +145,15 @@ func (p *proc) start(t *testing.T) {
 }
 
 func (p *proc) signal(s syscall.Signal) { _ = p.cmd.Process.Signal(s) }
+
+// pause stops the process (SIGSTOP) and returns once all its threads are
+// stopped, so that no request sent after it is answered before the stop.
+func (p *proc) pause(t *testing.T) {
+	t.Helper()
+	if err := proctest.Pause(p.cmd.Process); err != nil {
+		t.Fatalf("%s: %v", p.name, err)
+	}
+}
 
 // kill sends SIGKILL (after SIGCONT) and waits.
 func (p *proc) kill() {
@@ -495,7 +505,7 @@ func TestCellsUnderFaults(t *testing.T) {
 	at(500 * time.Millisecond)
 	procs["c3"].kill() // kill -9
 	at(500 * time.Millisecond)
-	procs["c2"].signal(syscall.SIGSTOP)
+	procs["c2"].pause(t)
 	at(time.Second)
 	at(2 * time.Second)
 	procs["c3"].start(t) // same dir, same port

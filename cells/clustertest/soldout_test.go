@@ -99,7 +99,7 @@ func TestSoldOutCellsThroughRouter(t *testing.T) {
 
 	// c2 stopped: the router delivers the reserve and hears nothing.
 	c2 := cl.procs["c2"]
-	c2.signal(syscall.SIGSTOP)
+	c2.pause(t)
 	last := users["c2"][1]
 	code, body := reserve(router, "r-"+last, last)
 	c2.signal(syscall.SIGCONT)

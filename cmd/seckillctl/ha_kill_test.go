@@ -17,6 +17,7 @@ import (
 
 	"github.com/seckill/seckill/cmd/seckilld/seckilldtest"
 	"github.com/seckill/seckill/internal/etcdtest"
+	"github.com/seckill/seckill/internal/proctest"
 )
 
 const haToken = "ha-token"
@@ -296,7 +297,7 @@ func TestReplicaSetSurvivesAPausedPrimary(t *testing.T) {
 	a, b, first := p.a, p.b, p.first
 
 	sale := startLoad(t, a.Base, "pause")
-	if err := a.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := proctest.Pause(a.Cmd.Process); err != nil {
 		t.Fatal(err)
 	}
 	h := waitHealth(t, b, "b takes over from the paused a", func(h replicaHealth) bool { return h.Role == "primary" })

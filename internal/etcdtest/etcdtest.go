@@ -29,6 +29,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seckill/seckill/internal/proctest"
 )
 
 // Version is the etcd server version the nested module pins.
@@ -212,44 +214,12 @@ func (s *Server) start() error {
 // Kill.
 func (s *Server) Restart() error { return s.start() }
 
-// Pause stops the process (SIGSTOP): its sockets stay open, nothing
-// answers. It returns once every thread of the process is stopped (the
-// signal is delivered asynchronously: a thread still running could answer
-// one more request), or after 2 s.
-func (s *Server) Pause() error {
-	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		return err
-	}
-	deadline := time.Now().Add(2 * time.Second)
-	for !allStopped(s.cmd.Process.Pid) && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	return nil
-}
-
-// allStopped reports whether every thread of process pid is in state T
-// (stopped) per /proc; false when it cannot tell.
-func allStopped(pid int) bool {
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
-	if err != nil || len(tasks) == 0 {
-		return false
-	}
-	for _, task := range tasks {
-		b, err := os.ReadFile(task)
-		if err != nil {
-			return false
-		}
-		// The state follows the command name in parentheses.
-		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
-			return false
-		}
-	}
-	return true
-}
+// Pause stops the process (SIGSTOP) and returns once every thread of it is
+// stopped: its sockets stay open, nothing answers.
+func (s *Server) Pause() error { return proctest.Pause(s.cmd.Process) }
 
 // Resume continues a paused process (SIGCONT).
-func (s *Server) Resume() error { return s.cmd.Process.Signal(syscall.SIGCONT) }
+func (s *Server) Resume() error { return proctest.Resume(s.cmd.Process) }
 
 // Kill kills the process (SIGKILL, after SIGCONT in case it is paused) and
 // waits for it. Killing a dead member does nothing.
