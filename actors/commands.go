@@ -12,7 +12,7 @@ import (
 // expiry the outcome is unknown to the caller (the actor may still decide
 // and persist it): the caller retries with the same request_id or polls.
 func (h *SKU) do(ctx context.Context, c *call) error {
-	h.post(c)
+	h.postAndRun(c)
 	if ctx.Done() == nil { // no deadline: a plain receive is cheaper than select
 		<-c.done
 		return nil
