@@ -183,6 +183,21 @@ func TestCallerContextEndsAWaitOnAHungDisk(t *testing.T) {
 		t.Fatalf("a 10 ms deadline ended the wait after %v", took)
 	}
 
+	// A shared Deadline (the HTTP ingress's): its end abandons the call,
+	// not a select in the caller.
+	start = time.Now()
+	dl := NewDeadline(start.Add(10 * time.Millisecond))
+	if _, err := e.Reserve(dl, "c1", "s1", "r4", "u4"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a Deadline: %v", err)
+	}
+	if took := time.Since(start); took < 10*time.Millisecond || took > time.Minute {
+		t.Fatalf("a 10 ms Deadline ended the wait after %v", took)
+	}
+	// A call made once the Deadline has ended returns at once.
+	if _, err := e.Reserve(dl, "c1", "s1", "r5", "u5"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("an ended Deadline: %v", err)
+	}
+
 	fs.open()
 	if res, err := e.Reserve(ctxT(t), "c1", "s1", "r3", "u3"); err != nil || res.Outcome != sku.OutcomeAccepted {
 		t.Fatalf("after the disk came back: %v %v", res.Outcome, err)
