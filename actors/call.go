@@ -48,9 +48,15 @@ func newReportCall(kind core.Kind) *call {
 
 // free returns an answered call to the pool.
 func (c *call) free() {
-	c.Call, c.enqueuedAt = core.Call{}, 0
-	c.state.Store((c.state.Load()>>2 + 1) << 2) // a new generation, pending
+	c.reset()
 	callPool.Put(c)
+}
+
+// reset clears an answered call for its next request: a new generation,
+// pending (an old Deadline's abandon no longer matches it).
+func (c *call) reset() {
+	c.Call, c.enqueuedAt = core.Call{}, 0
+	c.state.Store((c.state.Load()>>2 + 1) << 2)
 }
 
 // gen is the call's generation (Deadline.enlist).

@@ -53,7 +53,7 @@ func TestDeadlineAbandonsOnlyItsCall(t *testing.T) {
 	if c.abandoned() || len(c.done) != 0 {
 		t.Fatalf("answered first: abandoned %v, %d sends waiting", c.abandoned(), len(c.done))
 	}
-	c.free() // taken again for another request
+	c.reset() // taken again for another request (free without the pool)
 	c.abandon(gen)
 	if c.abandoned() || len(c.done) != 0 {
 		t.Fatal("an old Deadline abandoned the call's next request")
