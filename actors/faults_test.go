@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -200,6 +201,56 @@ func TestCallerContextEndsAWaitOnAHungDisk(t *testing.T) {
 
 	fs.open()
 	if res, err := e.Reserve(ctxT(t), "c1", "s1", "r3", "u3"); err != nil || res.Outcome != sku.OutcomeAccepted {
+		t.Fatalf("after the disk came back: %v %v", res.Outcome, err)
+	}
+	e.Close()
+}
+
+// A caller runs its SKU's actor only while the log is idle, so its run
+// never waits for the disk: with a hung disk and a pending batch of one
+// record, the appends that would block (the third here) block the
+// mailbox's goroutine, never a caller, and every caller's Deadline still
+// ends its wait.
+func TestCallerRunNeverWaitsOnAHungDisk(t *testing.T) {
+	d := testDef(100)
+	fs := &gatedStore{}
+	clock := &fakeClock{}
+	clock.Set(t0)
+	cfg := Config{DataDir: t.TempDir(), Clock: clock.Now, ManualTick: true, Logger: quiet}
+	cfg.WAL.MaxBatchRecords = 1
+	cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
+		st, err := wal.OpenTidwallStore(dir, o)
+		fs.Store = st
+		return fs, err
+	}
+	e, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Define(ctxT(t), d); err != nil {
+		t.Fatal(err)
+	}
+	fs.shut()
+	for i := range 4 {
+		done := make(chan error, 1)
+		go func() {
+			id := strconv.Itoa(i)
+			_, err := e.Reserve(NewDeadline(time.Now().Add(10*time.Millisecond)), "c1", "s1", "r"+id, "u"+id)
+			done <- err
+		}()
+		// A minute bounds the wait for a clear failure, however loaded
+		// the machine.
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("reserve %d on a hung disk: %v", i, err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("reserve %d waited past its deadline: its caller waits on the hung disk", i)
+		}
+	}
+	fs.open()
+	if res, err := e.Reserve(ctxT(t), "c1", "s1", "r9", "u9"); err != nil || res.Outcome != sku.OutcomeAccepted {
 		t.Fatalf("after the disk came back: %v %v", res.Outcome, err)
 	}
 	e.Close()

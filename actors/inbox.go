@@ -47,10 +47,18 @@ type drain struct{}
 
 // callerRunnable reports whether a caller may run the actor for msg on
 // its own goroutine (pinnedMailbox.postAndRun): a drain, which decides and
-// appends the calls waiting and never waits for the disk.
-func callerRunnable(msg any) bool {
-	_, ok := msg.(drain)
-	return ok
+// appends the calls waiting, while the SKU's log has every record
+// appended durable. Then the flusher holds nothing and writes nothing, and
+// the drain's records (at most maxBatch items) fit its empty pending batch:
+// the caller's run never waits for the disk, so a caller still answers at
+// its deadline when the disk hangs (the mailbox's goroutine is the one
+// that waits then).
+func (h *SKU) callerRunnable(msg any) bool {
+	if _, ok := msg.(drain); !ok {
+		return false
+	}
+	l := h.log.Load()
+	return l == nil || l.LastIndex() == l.DurableIndex()
 }
 
 // post appends c to the inbox of h, stamping it for the sojourn figures,

@@ -82,13 +82,14 @@ func (m *pinnedMailbox) enqueue(msg any) {
 // batch, not after every burst that arrived behind it.
 const callerRunMax = 4
 
-// postAndRun posts msg, a user message the caller may run (callerRunnable),
-// and when no run is due or under way runs the actor on the calling
-// goroutine: the caller claims the run as the mailbox's goroutine would
-// (scheduled), so the actor still handles one message at a time. It hands
-// the actor messages while the next is callerRunnable and no system
-// message waits, at most callerRunMax of them; then it hands the run, if
-// anything waits, to the mailbox's goroutine. A system message (start,
+// postAndRun posts msg, a user message the caller may run, and when no run
+// is due or under way runs the actor on the calling goroutine: the caller
+// claims the run as the mailbox's goroutine would (scheduled), so the
+// actor still handles one message at a time. It hands the actor messages
+// while the next is one a caller may run (SKU.callerRunnable: a drain,
+// while the log is idle) and no system message waits, at most
+// callerRunMax of them; then it hands the run, if anything waits, to the
+// mailbox's goroutine. A system message (start,
 // restart, stop: a recovery may take seconds) and the actor's own timers
 // and jobs are never run on a caller's goroutine, nor is a suspended
 // mailbox. Only a goroutine that holds no lock the actor may take and that
@@ -125,7 +126,7 @@ func (m *pinnedMailbox) postAndRun(msg any) {
 func (m *pinnedMailbox) nextCallerRunnable() any {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.system) > 0 || m.suspended || m.head == len(m.user) || !callerRunnable(m.user[m.head]) {
+	if len(m.system) > 0 || m.suspended || m.head == len(m.user) || !m.bound.h.callerRunnable(m.user[m.head]) {
 		return nil
 	}
 	msg := m.user[m.head]
