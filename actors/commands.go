@@ -12,7 +12,18 @@ import (
 // expiry the outcome is unknown to the caller (the actor may still decide
 // and persist it): the caller retries with the same request_id or polls.
 func (h *SKU) do(ctx context.Context, c *call) error {
-	h.post(c)
+	gen := c.gen()
+	h.postAndRun(c)
+	if d, ok := ctx.(*Deadline); ok { // its end abandons c: a plain receive
+		if !d.enlist(c, gen) {
+			c.abandon(gen) // it ended already (unless c was answered)
+		}
+		<-c.done
+		if c.abandoned() {
+			return ctx.Err() // the actor may still answer it
+		}
+		return nil
+	}
 	if ctx.Done() == nil { // no deadline: a plain receive is cheaper than select
 		<-c.done
 		return nil

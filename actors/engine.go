@@ -22,6 +22,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -271,9 +272,14 @@ type Engine struct {
 	// runtime's generic type hash, ~3% of a reservation's CPU.
 	skusMu sync.RWMutex
 	skus   map[skuKey]*SKU
-	mu     sync.Mutex // guards closed
-	closed bool
-	create sync.Mutex // serialises the creation of new SKUs; guards the two below
+	// lastHandle is the SKU handle last looked up in skus: a hot SKU's
+	// calls find it with one atomic load and a compare of its ids, not a
+	// read lock (a write to a cache line every core shares) and a hash of
+	// both ids. Cleared, under skusMu, with its entry in skus.
+	lastHandle atomic.Pointer[SKU]
+	mu         sync.Mutex // guards closed
+	closed     bool
+	create     sync.Mutex // serialises the creation of new SKUs; guards the two below
 
 	// The SKU folders beside those in skus, counted against MaxSKUs
 	// (room.go): held are promised by MakeRoom to a definition in
@@ -377,7 +383,7 @@ func (e *Engine) settle(h *SKU) {
 	k := skuKey{h.campaignID, h.skuID}
 	e.create.Lock() // the count (room.go) sees it in skus or in leftover
 	e.skusMu.Lock()
-	delete(e.skus, k)
+	e.forgetLocked(k)
 	e.skusMu.Unlock()
 	e.leftover[k] = struct{}{}
 	e.create.Unlock()
@@ -432,6 +438,7 @@ func (e *Engine) spawn(k skuKey) *SKU {
 		actor.WithMailbox(func() actor.Mailbox { return h.box }))
 	h.pid = e.system.Root.Spawn(props)
 	e.skusMu.Lock()
+	e.forgetLocked(k) // none there: a SKU is spawned once per key
 	e.skus[k] = h
 	e.skusMu.Unlock()
 	return h
@@ -526,10 +533,24 @@ func (e *Engine) SKU(campaignID, skuID string) *SKU {
 // handle returns the handle of a SKU in any state (being created,
 // recovering, defined), or nil.
 func (e *Engine) handle(campaignID, skuID string) *SKU {
+	if h := e.lastHandle.Load(); h != nil && h.skuID == skuID && h.campaignID == campaignID {
+		return h
+	}
 	e.skusMu.RLock()
 	h := e.skus[skuKey{campaignID, skuID}]
+	if h != nil {
+		e.lastHandle.Store(h) // under the read lock: a delete, under the write lock, clears it after
+	}
 	e.skusMu.RUnlock()
 	return h
+}
+
+// forgetLocked removes the handle of k from skus. Under skusMu.
+func (e *Engine) forgetLocked(k skuKey) {
+	delete(e.skus, k)
+	if h := e.lastHandle.Load(); h != nil && h.campaignID == k.campaignID && h.skuID == k.skuID {
+		e.lastHandle.Store(nil)
+	}
 }
 
 // SKUs returns every SKU handle, sorted by campaign and SKU id.
@@ -595,7 +616,7 @@ func (e *Engine) discard(h *SKU) {
 	k := skuKey{h.campaignID, h.skuID}
 	e.create.Lock()
 	e.skusMu.Lock()
-	delete(e.skus, k)
+	e.forgetLocked(k)
 	e.skusMu.Unlock()
 	if err := os.RemoveAll(h.dir.String()); err != nil {
 		e.leftover[k] = struct{}{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -183,8 +184,73 @@ func TestCallerContextEndsAWaitOnAHungDisk(t *testing.T) {
 		t.Fatalf("a 10 ms deadline ended the wait after %v", took)
 	}
 
+	// A shared Deadline (the HTTP ingress's): its end abandons the call,
+	// not a select in the caller.
+	start = time.Now()
+	dl := NewDeadline(start.Add(10 * time.Millisecond))
+	if _, err := e.Reserve(dl, "c1", "s1", "r4", "u4"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a Deadline: %v", err)
+	}
+	if took := time.Since(start); took < 10*time.Millisecond || took > time.Minute {
+		t.Fatalf("a 10 ms Deadline ended the wait after %v", took)
+	}
+	// A call made once the Deadline has ended returns at once.
+	if _, err := e.Reserve(dl, "c1", "s1", "r5", "u5"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("an ended Deadline: %v", err)
+	}
+
 	fs.open()
 	if res, err := e.Reserve(ctxT(t), "c1", "s1", "r3", "u3"); err != nil || res.Outcome != sku.OutcomeAccepted {
+		t.Fatalf("after the disk came back: %v %v", res.Outcome, err)
+	}
+	e.Close()
+}
+
+// A caller runs its SKU's actor only while the log is idle, so its run
+// never waits for the disk: with a hung disk and a pending batch of one
+// record, the appends that would block (the third here) block the
+// mailbox's goroutine, never a caller, and every caller's Deadline still
+// ends its wait.
+func TestCallerRunNeverWaitsOnAHungDisk(t *testing.T) {
+	d := testDef(100)
+	fs := &gatedStore{}
+	clock := &fakeClock{}
+	clock.Set(t0)
+	cfg := Config{DataDir: t.TempDir(), Clock: clock.Now, ManualTick: true, Logger: quiet}
+	cfg.WAL.MaxBatchRecords = 1
+	cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
+		st, err := wal.OpenTidwallStore(dir, o)
+		fs.Store = st
+		return fs, err
+	}
+	e, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Define(ctxT(t), d); err != nil {
+		t.Fatal(err)
+	}
+	fs.shut()
+	for i := range 4 {
+		done := make(chan error, 1)
+		go func() {
+			id := strconv.Itoa(i)
+			_, err := e.Reserve(NewDeadline(time.Now().Add(10*time.Millisecond)), "c1", "s1", "r"+id, "u"+id)
+			done <- err
+		}()
+		// A minute bounds the wait for a clear failure, however loaded
+		// the machine.
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("reserve %d on a hung disk: %v", i, err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("reserve %d waited past its deadline: its caller waits on the hung disk", i)
+		}
+	}
+	fs.open()
+	if res, err := e.Reserve(ctxT(t), "c1", "s1", "r9", "u9"); err != nil || res.Outcome != sku.OutcomeAccepted {
 		t.Fatalf("after the disk came back: %v %v", res.Outcome, err)
 	}
 	e.Close()

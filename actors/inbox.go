@@ -45,10 +45,43 @@ type inbox struct {
 // drain asks the actor to take the calls waiting in its inbox.
 type drain struct{}
 
+// callerRunnable reports whether a caller may run the actor for msg on
+// its own goroutine (pinnedMailbox.postAndRun): a drain, which decides and
+// appends the calls waiting, while the SKU's log has every record
+// appended durable. Then the flusher holds nothing and writes nothing, and
+// the drain's records (at most maxBatch items) fit its empty pending batch:
+// the caller's run never waits for the disk, so a caller still answers at
+// its deadline when the disk hangs (the mailbox's goroutine is the one
+// that waits then).
+func (h *SKU) callerRunnable(msg any) bool {
+	if _, ok := msg.(drain); !ok {
+		return false
+	}
+	l := h.log.Load()
+	return l == nil || l.LastIndex() == l.DurableIndex()
+}
+
 // post appends c to the inbox of h, stamping it for the sojourn figures,
 // and posts a drain message when none is pending. It never blocks: a full
 // inbox answers c ErrBusy, a closed one ErrClosed.
 func (h *SKU) post(c *call) {
+	if h.enqueue(c) {
+		h.box.PostUserMessage(drain{})
+	}
+}
+
+// postAndRun is post for a caller that waits for c's answer next and
+// holds no lock: when the actor is idle, the drain runs on the caller's
+// goroutine (pinnedMailbox.postAndRun).
+func (h *SKU) postAndRun(c *call) {
+	if h.enqueue(c) {
+		h.box.postAndRun(drain{})
+	}
+}
+
+// enqueue appends c to the inbox; send reports that no drain message is
+// pending: the caller must post one.
+func (h *SKU) enqueue(c *call) (send bool) {
 	c.enqueuedAt = monoNow()
 	n := int64(c.items())
 	in := &h.in
@@ -60,16 +93,14 @@ func (h *SKU) post(c *call) {
 		}
 		in.mu.Unlock()
 		c.answer(err)
-		return
+		return false
 	}
 	in.calls = append(in.calls, c)
 	in.items.Add(n)
-	send := !in.posted
+	send = !in.posted
 	in.posted = true
 	in.mu.Unlock()
-	if send {
-		h.box.PostUserMessage(drain{})
-	}
+	return send
 }
 
 // take moves waiting calls, oldest first, into dst (which it may swap with

@@ -64,11 +64,91 @@ func (m *pinnedMailbox) loop() {
 
 // PostUserMessage implements actor.Mailbox.
 func (m *pinnedMailbox) PostUserMessage(msg any) {
+	m.enqueue(msg)
+	m.schedule()
+}
+
+// enqueue adds a user message to the queue.
+func (m *pinnedMailbox) enqueue(msg any) {
 	m.bound.MessagePosted(msg)
 	m.mu.Lock()
 	m.user = append(m.user, msg)
 	m.mu.Unlock()
-	m.schedule()
+}
+
+// callerRunMax bounds the messages a caller's run (postAndRun) hands the
+// actor: its own and a few posted meanwhile. The rest go to the mailbox's
+// goroutine, so that a caller answers its own request soon after its
+// batch, not after every burst that arrived behind it.
+const callerRunMax = 4
+
+// postAndRun posts msg, a user message the caller may run, and when no run
+// is due or under way runs the actor on the calling goroutine: the caller
+// claims the run as the mailbox's goroutine would (scheduled), so the
+// actor still handles one message at a time. It hands the actor messages
+// while the next is one a caller may run (SKU.callerRunnable: a drain,
+// while the log is idle) and no system message waits, at most
+// callerRunMax of them; then it hands the run, if anything waits, to the
+// mailbox's goroutine. A system message (start,
+// restart, stop: a recovery may take seconds) and the actor's own timers
+// and jobs are never run on a caller's goroutine, nor is a suspended
+// mailbox. Only a goroutine that holds no lock the actor may take and that
+// waits for the actor's answer next posts this way (SKU.do): the log's
+// and the executor's goroutines post with PostUserMessage.
+func (m *pinnedMailbox) postAndRun(msg any) {
+	m.enqueue(msg)
+	if m.stopped.Load() {
+		m.schedule()
+		return
+	}
+	if !m.scheduled.CompareAndSwap(false, true) {
+		return // a run is due or under way: it takes msg
+	}
+	if m.stopped.Load() { // stopped in the meantime: a goroutine of its own takes what is left
+		go m.process()
+		return
+	}
+	for range callerRunMax {
+		next := m.nextCallerRunnable()
+		if next == nil || m.invoke(next) {
+			break
+		}
+	}
+	m.scheduled.Store(false)
+	if m.waiting() {
+		m.schedule()
+	}
+}
+
+// nextCallerRunnable takes the next message if a caller may run it: a
+// callerRunnable user message, with no system message waiting and the
+// mailbox not suspended; nil otherwise.
+func (m *pinnedMailbox) nextCallerRunnable() any {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.system) > 0 || m.suspended || m.head == len(m.user) || !m.bound.h.callerRunnable(m.user[m.head]) {
+		return nil
+	}
+	msg := m.user[m.head]
+	m.user[m.head] = nil
+	if m.head++; m.head == len(m.user) {
+		m.user, m.head = m.user[:0], 0
+	}
+	return msg
+}
+
+// invoke hands the actor one user message; panicked reports a panic,
+// escalated to the supervisor (whose messages then wait for the mailbox's
+// goroutine).
+func (m *pinnedMailbox) invoke(msg any) (panicked bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.invoker.EscalateFailure(r, msg)
+			panicked = true
+		}
+	}()
+	m.invoker.InvokeUserMessage(msg)
+	return false
 }
 
 // PostSystemMessage implements actor.Mailbox.

@@ -132,3 +132,40 @@ func TestFlightsShareOneAnswer(t *testing.T) {
 		t.Fatal("a finished flight was not removed")
 	}
 }
+
+// The same user_id or request_id on two SKUs has one hash: the tables keep
+// the two apart (a flight each, no answer of one SKU for the other).
+func TestDedupKeysOfTwoSKUsShareAHashNotAnEntry(t *testing.T) {
+	f := newFlights()
+	a, b := userKey("c", "s1", "u"), userKey("c", "s2", "u")
+	if a.hash != b.hash {
+		t.Fatal("the keys of one user_id on two SKUs hash apart: this test tests nothing")
+	}
+	fa, leaderA := f.join(a, "r1")
+	fb, leaderB := f.join(b, "r1")
+	if !leaderA || !leaderB || fa == fb {
+		t.Fatal("one user on two SKUs shares a flight")
+	}
+	f.finish(a, fa, reply{status: 202}, true)
+	if !f.busy(b) || f.busy(a) {
+		t.Fatalf("after the first SKU's flight: busy %v, %v", f.busy(a), f.busy(b))
+	}
+	if fb2, leader := f.join(b, "r2"); leader || fb2 != fb {
+		t.Fatal("the second SKU's flight was lost")
+	}
+	f.finish(b, fb, reply{status: 202}, true)
+	if f.busy(b) {
+		t.Fatal("a finished flight is still busy")
+	}
+
+	c := newAnswerCache(64)
+	ra, rb := requestKey("c", "s1", "r"), requestKey("c", "s2", "r")
+	c.putFinal(ra, "u", reply{status: 409})
+	if _, ok := c.get(rb); ok {
+		t.Fatal("a request_id's answer on one SKU answered it on another")
+	}
+	c.markUnknown(rb, "u")
+	if a, ok := c.get(rb); !ok || !a.unknown {
+		t.Fatalf("the unknown mark on the second SKU: %+v %v", a, ok)
+	}
+}

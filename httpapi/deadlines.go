@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/seckill/seckill/actors"
 )
 
 // deadlineGrain is how far apart the shared request deadlines are.
@@ -22,9 +24,10 @@ type deadlines struct {
 }
 
 // deadlineBucket is one shared context and until when requests may join it.
+// An actors.Deadline: the engine's calls wait under it with a plain
+// receive, abandoned by its one timer.
 type deadlineBucket struct {
-	ctx    context.Context
-	cancel context.CancelFunc // its timer cancels it; kept for vet's lostcancel
+	ctx    *actors.Deadline
 	joinBy time.Time
 }
 
@@ -42,7 +45,7 @@ func (d *deadlines) getAt(now time.Time) context.Context {
 	if b := d.cur.Load(); b != nil && now.Before(b.joinBy) {
 		return b.ctx
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), now.Add(d.timeout+deadlineGrain))
-	d.cur.Store(&deadlineBucket{ctx: ctx, cancel: cancel, joinBy: now.Add(deadlineGrain)})
+	ctx := actors.NewDeadline(now.Add(d.timeout + deadlineGrain))
+	d.cur.Store(&deadlineBucket{ctx: ctx, joinBy: now.Add(deadlineGrain)})
 	return ctx
 }

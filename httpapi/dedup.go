@@ -32,39 +32,48 @@ var dedupSeed = maphash.MakeSeed()
 // dedupKey names a request_id (requestKey) or a user (userKey) within its
 // SKU: a struct of the ids the request carries, so that naming one costs
 // no allocation (a concatenated string key cost one per key, two per
-// reserve).
-type dedupKey struct{ campaignID, skuID, id string }
+// reserve), with the hash of its id, taken once when it is named: both
+// tables are keyed by that hash (and spread over their shards by it), so
+// a reserve's five table operations hash no string again. Keys of two
+// SKUs with the same id share a hash: a table compares the whole key.
+type dedupKey struct {
+	campaignID, skuID, id string
+	hash                  uint64 // maphash of id
+}
 
 // shardOf spreads keys by their request_id or user_id: the campaign and
 // SKU ids are the same for most of a flood.
 func shardOf(key dedupKey) int {
-	return int(maphash.String(dedupSeed, key.id) % dedupShards)
+	return int(key.hash % dedupShards)
 }
 
 // requestKey names a request_id within its SKU.
 func requestKey(campaignID, skuID, requestID string) dedupKey {
-	return dedupKey{campaignID, skuID, requestID}
+	return dedupKey{campaignID, skuID, requestID, maphash.String(dedupSeed, requestID)}
 }
 
 // userKey names a user within a SKU.
 func userKey(campaignID, skuID, userID string) dedupKey {
-	return dedupKey{campaignID, skuID, userID}
+	return dedupKey{campaignID, skuID, userID, maphash.String(dedupSeed, userID)}
 }
 
 // cachedAnswer is what the cache knows about one request_id.
 type cachedAnswer struct {
+	key    dedupKey // the request_id it answers (another may share its hash)
 	userID string
 	// unknown: the engine did not answer in time; rep is not set.
 	unknown bool
 	rep     reply
 }
 
-// answerCache is a sharded LRU of request_id answers. Its size is bounded
-// by Config.DedupCacheSize entries in all (each shard holds its share).
+// answerCache is a sharded LRU of request_id answers, keyed by the key's
+// hash: of two keys with one hash (the same request_id on two SKUs) the
+// later evicts the earlier. Its size is bounded by Config.DedupCacheSize
+// entries in all (each shard holds its share).
 type answerCache struct {
 	shards [dedupShards]struct {
 		mu  sync.Mutex
-		lru *simplelru.LRU[dedupKey, cachedAnswer]
+		lru *simplelru.LRU[uint64, cachedAnswer]
 	}
 }
 
@@ -75,7 +84,7 @@ func newAnswerCache(size int) *answerCache {
 	}
 	c := &answerCache{}
 	for i := range c.shards {
-		l, err := simplelru.NewLRU[dedupKey, cachedAnswer](per, nil)
+		l, err := simplelru.NewLRU[uint64, cachedAnswer](per, nil)
 		if err != nil {
 			panic(err) // only for size <= 0, excluded above
 		}
@@ -92,16 +101,19 @@ func newAnswerCache(size int) *answerCache {
 func (c *answerCache) get(key dedupKey) (cachedAnswer, bool) {
 	sh := &c.shards[shardOf(key)]
 	sh.mu.Lock()
-	a, ok := sh.lru.Peek(key)
+	a, ok := sh.lru.Peek(key.hash)
 	sh.mu.Unlock()
-	return a, ok
+	if !ok || a.key != key {
+		return cachedAnswer{}, false
+	}
+	return a, true
 }
 
 // putFinal stores a final answer; it replaces an unknown mark.
 func (c *answerCache) putFinal(key dedupKey, userID string, rep reply) {
 	sh := &c.shards[shardOf(key)]
 	sh.mu.Lock()
-	sh.lru.Add(key, cachedAnswer{userID: userID, rep: rep})
+	sh.lru.Add(key.hash, cachedAnswer{key: key, userID: userID, rep: rep})
 	sh.mu.Unlock()
 }
 
@@ -110,8 +122,8 @@ func (c *answerCache) putFinal(key dedupKey, userID string, rep reply) {
 func (c *answerCache) markUnknown(key dedupKey, userID string) {
 	sh := &c.shards[shardOf(key)]
 	sh.mu.Lock()
-	if a, ok := sh.lru.Peek(key); !ok || a.unknown {
-		sh.lru.Add(key, cachedAnswer{userID: userID, unknown: true})
+	if a, ok := sh.lru.Peek(key.hash); !ok || a.key != key || a.unknown {
+		sh.lru.Add(key.hash, cachedAnswer{key: key, userID: userID, unknown: true})
 	}
 	sh.mu.Unlock()
 }
@@ -131,6 +143,8 @@ func (c *answerCache) len() int {
 // before done is closed. done is made by the first follower (most flights
 // have none), under the shard lock, like every read of it.
 type flight struct {
+	key       dedupKey // the user's
+	next      *flight  // another flight whose key has the same hash
 	requestID string
 	done      chan struct{}
 	rep       reply
@@ -141,16 +155,38 @@ type flight struct {
 // at most one entry per request being served, so it is bounded by the
 // server's connection limit.
 type flights struct {
-	shards [dedupShards]struct {
-		mu sync.Mutex
-		m  map[dedupKey]*flight
+	shards [dedupShards]flightShard
+}
+
+// flightShard is one lock's share of the flights.
+type flightShard struct {
+	mu sync.Mutex
+	m  map[uint64]*flight // by key hash; a chain through next
+}
+
+// unlink removes fl from the chain of hash h, if it is there.
+func (sh *flightShard) unlink(h uint64, fl *flight) {
+	first := sh.m[h]
+	if first == fl {
+		if fl.next == nil {
+			delete(sh.m, h)
+		} else {
+			sh.m[h] = fl.next
+		}
+		return
+	}
+	for p := first; p != nil; p = p.next {
+		if p.next == fl {
+			p.next = fl.next
+			return
+		}
 	}
 }
 
 func newFlights() *flights {
 	f := &flights{}
 	for i := range f.shards {
-		f.shards[i].m = make(map[dedupKey]*flight)
+		f.shards[i].m = make(map[uint64]*flight)
 	}
 	return f
 }
@@ -161,16 +197,27 @@ func (f *flights) join(key dedupKey, requestID string) (fl *flight, leader bool)
 	sh := &f.shards[shardOf(key)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if fl, ok := sh.m[key]; ok {
+	first := sh.m[key.hash]
+	if fl := find(first, key); fl != nil {
 		if fl.done == nil {
 			fl.done = make(chan struct{})
 		}
 		return fl, false
 	}
 	fl = flightPool.Get().(*flight)
-	fl.requestID = requestID
-	sh.m[key] = fl
+	fl.key, fl.next, fl.requestID = key, first, requestID
+	sh.m[key.hash] = fl
 	return fl, true
+}
+
+// find returns the flight of key in the chain from fl, or nil.
+func find(fl *flight, key dedupKey) *flight {
+	for ; fl != nil; fl = fl.next {
+		if fl.key == key {
+			return fl
+		}
+	}
+	return nil
 }
 
 // flightPool holds flights no follower saw (finish): most flights, so a
@@ -182,7 +229,7 @@ var flightPool = sync.Pool{New: func() any { return new(flight) }}
 func (f *flights) busy(key dedupKey) bool {
 	sh := &f.shards[shardOf(key)]
 	sh.mu.Lock()
-	_, ok := sh.m[key]
+	ok := find(sh.m[key.hash], key) != nil
 	sh.mu.Unlock()
 	return ok
 }
@@ -191,9 +238,7 @@ func (f *flights) busy(key dedupKey) bool {
 func (f *flights) finish(key dedupKey, fl *flight, rep reply, shared bool) {
 	sh := &f.shards[shardOf(key)]
 	sh.mu.Lock()
-	if sh.m[key] == fl {
-		delete(sh.m, key)
-	}
+	sh.unlink(key.hash, fl)
 	fl.rep, fl.shared = rep, shared
 	done := fl.done
 	sh.mu.Unlock()

@@ -9,8 +9,8 @@ func HasFollower(s *Server, campaignID, skuID, userID string) bool {
 	sh := &s.flights.shards[shardOf(key)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	fl, ok := sh.m[key]
-	return ok && fl.done != nil
+	fl := find(sh.m[key.hash], key)
+	return fl != nil && fl.done != nil
 }
 
 // Routes lists the routes the server's router serves: paths by method.

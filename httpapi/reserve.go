@@ -284,7 +284,7 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 	switch res.Outcome {
 	case sku.OutcomeAccepted:
 		v := res.Reservation
-		rep = reply{status: StatusOf(reason), outcome: reason, reservation: v.ReservationID,
+		rep = reply{status: statusAccepted, outcome: reason, reservation: v.ReservationID,
 			body: acceptedJSON(v.ReservationID, v.RequestID, v.TokenID, v.ExpireAt)}
 		return rep, false
 	case sku.OutcomeSoldOut:
@@ -310,6 +310,9 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 	s.log.Error("reserve: unexpected outcome", "outcome", reason)
 	return errorReply(reasonInternal, ""), false
 }
+
+// statusAccepted is ACCEPTED's status, looked up once: every sale answers it.
+var statusAccepted = StatusOf(sku.OutcomeAccepted.String())
 
 // alreadyPurchasedReply is 409 ALREADY_PURCHASED: the user holds the live
 // purchase reservationID, on a reserve or a lottery entry. It names the

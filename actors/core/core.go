@@ -246,12 +246,16 @@ type Ready struct {
 	// Records are to be appended in order. The slice is the core's: it
 	// is valid until the next call to the core.
 	Records []sku.Record
+	// Ticked is set when the round ran the timers (Tick): only then may
+	// Advance freeze the state for a snapshot (Actions.Snapshot), the
+	// pause the shell times.
+	Ticked bool
 }
 
 // Ready returns the records of the round so far. It may be called more
 // than once; Advance ends the round.
 func (c *Core) Ready() Ready {
-	return Ready{FirstIndex: c.lastIndex + 1, Records: c.round.records}
+	return Ready{FirstIndex: c.lastIndex + 1, Records: c.round.records, Ticked: c.round.ticked}
 }
 
 // Wait is a group of replies released once the log is durable up to Index:

@@ -170,9 +170,17 @@ func (s *Shell) commit(now time.Time) *core.Actions {
 	}
 	appended, err := s.appendRecords(rd)
 	events := purchase.Events(s.core.Machine(), rd.Records[:appended])
-	start := s.stopwatch()
+	// Advance freezes the state for a snapshot only on a round that
+	// ticked: the pause is timed then, not on every round.
+	var start int64
+	if rd.Ticked {
+		start = s.stopwatch()
+	}
 	act := s.core.Advance(appended, err)
-	pause := time.Duration(s.stopwatch() - start)
+	var pause time.Duration
+	if rd.Ticked {
+		pause = time.Duration(s.stopwatch() - start)
+	}
 	if err != nil {
 		s.noteFailure(err)
 	} else if s.failed == nil && s.log.LastIndex() != s.core.LastIndex() {
