@@ -142,23 +142,7 @@ func replayDir(t *testing.T, dir string) *sku.Machine {
 // A caller whose context ends while its call waits on a hung disk gets
 // ctx.Err() promptly, and the SKU goes on once the disk comes back.
 func TestCallerContextEndsAWaitOnAHungDisk(t *testing.T) {
-	d := testDef(100)
-	fs := &gatedStore{}
-	clock := &fakeClock{}
-	clock.Set(t0)
-	cfg := Config{DataDir: t.TempDir(), Clock: clock.Now, ManualTick: true, Logger: quiet}
-	cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
-		st, err := wal.OpenTidwallStore(dir, o)
-		fs.Store = st
-		return fs, err
-	}
-	e, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Define(ctxT(t), d); err != nil {
-		t.Fatal(err)
-	}
+	e, _, fs, _ := gatedEngine(t, 0)
 	fs.shut()
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -203,7 +187,6 @@ func TestCallerContextEndsAWaitOnAHungDisk(t *testing.T) {
 	if res, err := e.Reserve(ctxT(t), "c1", "s1", "r3", "u3"); err != nil || res.Outcome != sku.OutcomeAccepted {
 		t.Fatalf("after the disk came back: %v %v", res.Outcome, err)
 	}
-	e.Close()
 }
 
 // A caller runs its SKU's actor only while the log is idle, so its run
@@ -212,24 +195,7 @@ func TestCallerContextEndsAWaitOnAHungDisk(t *testing.T) {
 // mailbox's goroutine, never a caller, and every caller's Deadline still
 // ends its wait.
 func TestCallerRunNeverWaitsOnAHungDisk(t *testing.T) {
-	d := testDef(100)
-	fs := &gatedStore{}
-	clock := &fakeClock{}
-	clock.Set(t0)
-	cfg := Config{DataDir: t.TempDir(), Clock: clock.Now, ManualTick: true, Logger: quiet}
-	cfg.WAL.MaxBatchRecords = 1
-	cfg.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
-		st, err := wal.OpenTidwallStore(dir, o)
-		fs.Store = st
-		return fs, err
-	}
-	e, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Define(ctxT(t), d); err != nil {
-		t.Fatal(err)
-	}
+	e, _, fs, _ := gatedEngine(t, 0)
 	fs.shut()
 	for i := range 4 {
 		done := make(chan error, 1)
@@ -253,7 +219,6 @@ func TestCallerRunNeverWaitsOnAHungDisk(t *testing.T) {
 	if res, err := e.Reserve(ctxT(t), "c1", "s1", "r9", "u9"); err != nil || res.Outcome != sku.OutcomeAccepted {
 		t.Fatalf("after the disk came back: %v %v", res.Outcome, err)
 	}
-	e.Close()
 }
 
 // A SKU whose log failed recovers from disk by itself once the cause is
