@@ -187,6 +187,13 @@ func (c *Config) Validate() error {
 	check(c.SKUsPerCampaign >= 0, "skus-per-campaign must be >= 0")
 	check(c.Concurrency >= 1 && c.Concurrency <= MaxConcurrency, "concurrency must be in [1, %d]", MaxConcurrency)
 	check(c.Rate >= 0 && c.Rate <= MaxRate && !math.IsInf(c.Rate, 0), "rate must be in [0, %d]", MaxRate)
+	// An attempt is due at start + i/rate: a rate below one attempt per
+	// --max-time sends one attempt, and far below it the due time is
+	// beyond what a time.Duration holds (it wraps to the past: every
+	// attempt sent at once, its latency counted from a bogus time).
+	check(!(c.Rate > 0) || 1/c.Rate <= c.MaxTime.Seconds(),
+		"rate %g is one attempt every %.3g s, beyond --max-time %s: give 0 (the closed loop) or at least %.3g attempts per second",
+		c.Rate, 1/c.Rate, c.MaxTime, 1/c.MaxTime.Seconds())
 	check(c.Batch >= 0 && c.Batch <= MaxBatch, "batch must be in [0, %d]", MaxBatch)
 	check(c.Duration >= 0 && c.Duration <= 24*time.Hour, "duration must be in [0, 24h]")
 	check(c.RepeatShare >= 0 && c.RetryShare >= 0 && c.RepeatShare+c.RetryShare <= 1, "repeat and retry shares must be >= 0 and add up to at most 1")

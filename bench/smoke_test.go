@@ -234,6 +234,8 @@ func TestMainRejectsBadFlagsAndRemoteTargets(t *testing.T) {
 		{"--progress", "weird"},
 		{"--rate", "Inf"},
 		{"--rate", "NaN"},
+		{"--rate", "1e-300"},                      // one attempt every 1e300 s: beyond any run, and beyond a time.Duration
+		{"--rate", "0.0005", "--max-time", "30m"}, // one every 2000 s: a single attempt in the run
 		{"--stock", "2000000000"},
 		{"--campaign", "a/b"},
 		{"--campaign", strings.Repeat("c", MaxCampaignIDLength+1)},

@@ -62,13 +62,21 @@ func bodyError(err error) reply {
 	return errorReply(reasonBadRequest, err.Error())
 }
 
+// errTooDeep is a body nested deeper than the server reads: fastjson's
+// bound, the tighter of the two parsers'. It is JSON, so 400 BAD_REQUEST.
+var errTooDeep = fmt.Errorf("the body nests values deeper than %d levels", fastjson.MaxDepth)
+
 // textError says what is wrong with the text of body, given the error an
 // encoding/json decoder returned reading its first value: an *invalidJSON
-// for a syntax error or a body cut short, nil for any other error (the
-// text is JSON; its value is not what was expected).
+// for a syntax error or a body cut short, errTooDeep for a value nested
+// beyond encoding/json's own bound (it reports that as a syntax error, but
+// the text is JSON), nil for any other error (the text is JSON; its value
+// is not what was expected).
 func textError(body []byte, err error) error {
 	var syntaxErr *json.SyntaxError
 	switch {
+	case errors.As(err, &syntaxErr) && strings.HasSuffix(syntaxErr.Error(), "exceeded max depth"):
+		return errTooDeep
 	case errors.As(err, &syntaxErr):
 		return &invalidJSON{boundDetail(fmt.Sprintf("the body is not JSON: %s (at byte %d)", syntaxErr.Error(), syntaxErr.Offset))}
 	case errors.Is(err, io.ErrUnexpectedEOF):
@@ -104,7 +112,8 @@ func valueKind(body []byte) string {
 }
 
 // checkJSONText returns nil when body is one complete JSON text, else the
-// *invalidJSON that says what is wrong with it. The reserve codecs, whose
+// *invalidJSON that says what is wrong with it (errTooDeep for one nested
+// beyond encoding/json's bound). The reserve codecs, whose
 // parser (fastjson) words its errors in its own terms, call it on their
 // error path only.
 func checkJSONText(body []byte) error {
@@ -124,12 +133,12 @@ func checkJSONText(body []byte) error {
 
 // fastjsonError is the error of a body fastjson could not parse: what
 // checkJSONText finds wrong with its text, or, for the one JSON fastjson
-// refuses (values nested deeper than fastjson.MaxDepth), that depth.
+// refuses (values nested deeper than fastjson.MaxDepth), errTooDeep.
 func fastjsonError(body []byte) error {
 	if err := checkJSONText(body); err != nil {
 		return err
 	}
-	return fmt.Errorf("the body nests values deeper than %d levels", fastjson.MaxDepth)
+	return errTooDeep
 }
 
 // decodeJSON decodes one JSON object from body into v: no unknown fields,

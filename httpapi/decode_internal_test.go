@@ -1,10 +1,13 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valyala/fastjson"
 )
 
 // Decoding errors are answered field by field in JSON's terms, bounded,
@@ -171,4 +174,30 @@ func TestLotteryEntryTimeRange(t *testing.T) {
 	if want := "entries_open_at: must be a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)"; err == nil || err.Error() != want {
 		t.Fatalf("Definitions: %v, want %q", err, want)
 	}
+}
+
+// A body nested deeper than encoding/json goes (10,000 levels: only a
+// batch, 512 KiB, or a campaign PUT, 1 MiB, is long enough) is JSON all
+// the same: 400 BAD_REQUEST with the depth the server takes, as a body
+// nested beyond fastjson's 300 levels is, never INVALID_JSON worded as a
+// bad character.
+func TestBodyNestedBeyondEncodingJSON(t *testing.T) {
+	nested := func(prefix string) []byte {
+		return []byte(prefix + strings.Repeat("[", 10_001) + strings.Repeat("]", 10_001) + "}")
+	}
+	const want = "the body nests values deeper than 300 levels"
+	check := func(route string, err error) {
+		t.Helper()
+		rep := bodyError(err)
+		var got errorBody
+		if e := json.Unmarshal(rep.body, &got); e != nil || rep.status != 400 || got.Error != reasonBadRequest || got.Detail != want {
+			t.Errorf("%s: %d %s, want 400 %s %q", route, rep.status, rep.body, reasonBadRequest, want)
+		}
+	}
+	_, err := parseBatchEnvelope(nested(`{"items":`))
+	check("batch", err)
+	check("campaign PUT", decodeJSON(nested(`{"campaign_id":"c","skus":`), &Campaign{}))
+	var p fastjson.Parser
+	_, err = parseReserveBody(&p, nested(`{"request_id":"r","user_id":"u","x":`))
+	check("reserve", err)
 }

@@ -175,13 +175,20 @@ func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) string {
 	return writeJSONPage(ctx, func(b []byte) []byte { return appendFeedPage(b, page) })
 }
 
-// feedCursor is a feed request's cursor: after=, else Last-Event-ID (an
-// EventSource reconnecting).
+// feedCursor is a feed request's cursor: after=, else Last-Event-ID; on a
+// stream, Last-Event-ID first. An EventSource opened with ?after=C
+// reconnects to the same URL, after=C included, with the last id it got
+// as Last-Event-ID: resumed after C, the stream would send every event
+// since C again at each reconnect, and a 410 once C is compacted.
 func feedCursor(ctx *fasthttp.RequestCtx) string {
+	lastID := ctx.Request.Header.Peek("Last-Event-ID")
+	if len(lastID) > 0 && wantsStream(ctx) {
+		return string(lastID)
+	}
 	if cursor := ctx.QueryArgs().Peek("after"); len(cursor) > 0 {
 		return string(cursor)
 	}
-	return string(ctx.Request.Header.Peek("Last-Event-ID"))
+	return string(lastID)
 }
 
 // wantsStream reports whether a feed request asks for Server-Sent Events.

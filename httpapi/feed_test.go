@@ -221,6 +221,29 @@ func TestFeedSSE(t *testing.T) {
 	}
 }
 
+// A browser's EventSource opened with ?after=C reconnects to the same URL
+// with the last id it got as Last-Event-ID: the stream resumes after that
+// id, not again after C (every event since C twice at each reconnect,
+// and a 410 once C is compacted, which ends an EventSource for good).
+// Both the SKU's feed and the campaign's.
+func TestFeedSSEReconnectResumesAfterLastEventID(t *testing.T) {
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("se", "15m", map[string]int{"s": 5}))
+	for i := range 3 {
+		ts.reserve("se", "s", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i))
+	}
+	ids := readSSE(t, ts, "", 3) // DEFINE, then two reservations
+	got := readSSEMessages(t, ts, feedPath("se", "s", "?after="+ids[0]), ids[2], 1)
+	if got[0].id == ids[1] || got[0].id == ids[2] {
+		t.Fatalf("SKU feed opened with after=%s, reconnecting with Last-Event-ID %s: resumed at %s", ids[0], ids[2], got[0].id)
+	}
+	first := readSSEMessages(t, ts, "/admin/campaigns/se/events", "", 3)
+	got = readSSEMessages(t, ts, "/admin/campaigns/se/events?after="+first[0].id, first[2].id, 1)
+	if got[0].data.ID == first[1].data.ID || got[0].data.ID == first[2].data.ID {
+		t.Fatalf("campaign feed opened with after=%s, reconnecting with Last-Event-ID %s: resumed at event %s", first[0].id, first[2].id, got[0].data.ID)
+	}
+}
+
 // readSSE opens the stream (after lastID when not empty) and returns the
 // ids of its first n events.
 func readSSE(t *testing.T, ts *testServer, lastID string, n int) []string {

@@ -104,9 +104,8 @@ func FetchEvent(ctx context.Context, servers []*client.Client, source, id string
 	if !ok {
 		return client.Event{}, fmt.Errorf("event source %q: want /seckill/{campaign}/{sku}", source)
 	}
-	history, index, ok := strings.Cut(id, "-")
-	n, err := strconv.ParseUint(index, 10, 64)
-	if !ok || err != nil || n == 0 {
+	history, n, ok := EventID(id)
+	if !ok {
 		return client.Event{}, fmt.Errorf("event id %q: want <history>-<log index>", id)
 	}
 	after := "" // the event of index 1 is the first of the log
@@ -134,6 +133,16 @@ func FetchEvent(ctx context.Context, servers []*client.Client, source, id string
 	}
 	return client.Event{}, fmt.Errorf("%w: event %s of %s (a record of a type the feed leaves out, or compacted past): %s",
 		ErrNoEvent, id, source, strings.Join(refusals, "; "))
+}
+
+// EventID reads an event id, <history>-<log index> (the index from 1).
+func EventID(id string) (history string, index uint64, ok bool) {
+	history, i, ok := strings.Cut(id, "-")
+	n, err := strconv.ParseUint(i, 10, 64)
+	if !ok || err != nil || n == 0 {
+		return "", 0, false
+	}
+	return history, n, true
 }
 
 // SourceSKU reads the campaign and SKU of an event source

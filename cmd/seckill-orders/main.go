@@ -65,6 +65,16 @@ import (
 // errUsage marks a bad flag (exit 2).
 var errUsage = errors.New("usage")
 
+// newPool opens the pool of --database (it connects on first use): a
+// --database that does not parse is a bad flag.
+func newPool(ctx context.Context, database string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(database)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --database: %v", errUsage, err)
+	}
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -137,9 +147,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
 
-	pool, err := pgxpool.New(ctx, *database)
+	pool, err := newPool(ctx, *database)
 	if err != nil {
-		return fmt.Errorf("--database: %w", err)
+		return err
 	}
 	defer pool.Close()
 	schema, err := orders.Migrate(ctx, pool)
@@ -251,6 +261,13 @@ func redeliver(ctx context.Context, args []string, usageOut, stdout io.Writer) e
 	if byEvent && !ok {
 		return fmt.Errorf("%w: --source %q: want /seckill/<campaign>/<sku>", errUsage, *source)
 	}
+	if byEvent {
+		for _, id := range strings.Split(*events, ",") {
+			if _, _, ok := orders.EventID(id); !ok {
+				return fmt.Errorf("%w: --event %q: want <history>-<log index>, an event's id", errUsage, id)
+			}
+		}
+	}
 	newClient := func(base string) (*client.Client, error) {
 		return client.New(client.Options{BaseURL: base, AdminToken: *token})
 	}
@@ -284,9 +301,9 @@ func redeliver(ctx context.Context, args []string, usageOut, stdout io.Writer) e
 		}
 		return cs, nil
 	}
-	pool, err := pgxpool.New(ctx, *database)
+	pool, err := newPool(ctx, *database)
 	if err != nil {
-		return fmt.Errorf("--database: %w", err)
+		return err
 	}
 	defer pool.Close()
 	if _, err := orders.Migrate(ctx, pool); err != nil {

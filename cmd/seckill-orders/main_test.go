@@ -59,6 +59,11 @@ func TestHelpAndUsage(t *testing.T) {
 		// waited for.
 		{"--database", "postgres://x/y", "--feed", "http://127.0.0.1:1", "--campaign", "bad~id", "--admin-token", "t"},
 		{"--database", "postgres://x/y", "--nats", "nats://127.0.0.1:1", "--stream", "bad stream"},
+		// A --database that does not parse, an --event that is no event id.
+		{"--database", "not a url", "--feed", "http://127.0.0.1:1", "--campaign", "c", "--admin-token", "t"},
+		{"redeliver", "--database", "not a url", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--reservation", "c~s~1~0000000000000000"},
+		{"redeliver", "--database", "postgres://x/y", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--source", "/seckill/c/s", "--event", "garbage"},
+		{"redeliver", "--database", "postgres://x/y", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--source", "/seckill/c/s", "--event", "h-1,h-0"},
 		{"redeliver", "--database", "postgres://x/y"},
 		{"redeliver", "--database", "postgres://x/y", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--event", "h-1"},
 		{"redeliver", "--database", "postgres://x/y", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--source", "/seckill/c/s", "--event", "h-1", "--reservation", "c~s~1~0000000000000000"},

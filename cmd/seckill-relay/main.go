@@ -12,8 +12,9 @@
 // when the feed refuses the relay and a retry would be refused again
 // (relay.FeedError: 401 the admin token, 404 the campaign, 410
 // CURSOR_COMPACTED, 409 CURSOR_DIVERGED, 400 such as
-// CAMPAIGN_FEED_TOO_WIDE, 414, 431), or on a bad flag (a --stream name
-// NATS does not take, relay.ErrStreamName, too), or when JetStream refuses
+// CAMPAIGN_FEED_TOO_WIDE, 414, 431), or on a bad flag (a --campaign that
+// is no campaign id, a --stream name NATS does not take,
+// relay.ErrStreamName, too), or when JetStream refuses
 // the stream for good (relay.ErrSinkRefused); any other error
 // (the feed or NATS unreachable) is retried after 1 s. The stream is
 // created only once the feed has answered, so a refused relay leaves none
@@ -82,6 +83,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch {
 	case *token == "" || *stream == "" || *campaign == "":
 		return errors.New("--admin-token, --stream and --campaign are required")
+	case !sku.ValidID(*campaign):
+		return fmt.Errorf("--campaign %q: a campaign id is 1-64 of [A-Za-z0-9._:-]: no seckilld has it", *campaign)
 	case *cell != "" && !sku.ValidID(*cell):
 		return fmt.Errorf("--cell %q: a cell id is 1-64 of [A-Za-z0-9._:-]", *cell)
 	case *limit < 1 || *limit > 1000:

@@ -19,3 +19,14 @@ func TestHelpAndVersion(t *testing.T) {
 		t.Fatalf("--version: %v, %q", err, out.String())
 	}
 }
+
+// A --campaign no campaign can have is a bad flag, refused before NATS or
+// seckilld is asked (not a 404 from the feed once NATS answered).
+func TestRefusesAMalformedCampaign(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"--admin-token", "t", "--stream", "S", "--campaign", "bad id",
+		"--nats", "nats://127.0.0.1:1", "--feed", "http://127.0.0.1:1"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), `--campaign "bad id"`) {
+		t.Fatalf("--campaign \"bad id\": %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/seckill/seckill/ledger"
 	"github.com/seckill/seckill/replica"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // runHA is seckillctl ha: the replica sets of seckilld (package replica).
@@ -159,9 +161,9 @@ func readHAStatus(f haFlags) (haStatus, error) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	v, members, err := replica.ReadSet(ctx, c, *f.prefix, *f.set)
+	v, members, err := readSet(ctx, c, f)
 	if err != nil {
-		return haStatus{}, fmt.Errorf("reading replica set %s in etcd: %w", *f.set, err)
+		return haStatus{}, err
 	}
 	st := haStatus{Set: *f.set, Leader: v.Leader, Epoch: v.Sync.Epoch, Sync: v.Sync.Standbys}
 	if st.Sync == nil {
@@ -183,7 +185,9 @@ func readHAStatus(f haFlags) (haStatus, error) {
 		r := haReplica{Name: name, HTTP: m.HTTP, Replication: m.Replication, InSync: slices.Contains(v.Sync.Standbys, name)}
 		if !ok {
 			r.Role = "not registered"
-		} else if ms, err := getMemberState(m.HTTP, *f.token); err != nil {
+		} else if ms, err := getMemberState(m.HTTP, *f.token); errors.Is(err, errTokenRefused) {
+			return haStatus{}, fmt.Errorf("%s (%s): %w", name, m.HTTP, err)
+		} else if err != nil {
 			r.Role, r.Error = "unreachable", err.Error()
 		} else {
 			r.Role, r.Epoch, states[name] = ms.Role, ms.Epoch, ms
@@ -203,6 +207,26 @@ func readHAStatus(f haFlags) (haStatus, error) {
 	return st, nil
 }
 
+// readSet reads replica set --replica-set in etcd: its view and its
+// members. A set of which etcd holds nothing (no leader, sync or member
+// key) is an error: a name mistyped, or another --etcd-prefix, would
+// otherwise read as a set between two primaries.
+func readSet(ctx context.Context, c *clientv3.Client, f haFlags) (replica.View, map[string]replica.Member, error) {
+	v, members, err := replica.ReadSet(ctx, c, *f.prefix, *f.set)
+	if err != nil {
+		return v, nil, fmt.Errorf("reading replica set %s in etcd: %w", *f.set, err)
+	}
+	if v.Leader == "" && v.SyncRevision == 0 && len(members) == 0 {
+		return v, nil, fmt.Errorf("replica set %s: etcd holds nothing under %s%s/: no replica ever ran in it (check --replica-set and --etcd-prefix)",
+			*f.set, replica.SetsKey(*f.prefix), *f.set)
+	}
+	return v, members, nil
+}
+
+// errTokenRefused is a replica's 401 to --admin-token: every replica of a
+// set takes the same token, so the command cannot go on with it.
+var errTokenRefused = errors.New("the admin token was refused: check --admin-token or SECKILL_ADMIN_TOKEN (every replica of a set takes the same one)")
+
 // getMemberState reads one replica's GET /admin/replica.
 func getMemberState(base, token string) (memberState, error) {
 	var ms memberState
@@ -221,7 +245,11 @@ func getMemberState(base, token string) (memberState, error) {
 	if err != nil {
 		return ms, err
 	}
-	if resp.StatusCode != http.StatusOK {
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusUnauthorized:
+		return ms, fmt.Errorf("GET /admin/replica: %d %s: %w", resp.StatusCode, strings.TrimSpace(string(b)), errTokenRefused)
+	default:
 		return ms, fmt.Errorf("GET /admin/replica: %d %s", resp.StatusCode, strings.TrimSpace(string(b)))
 	}
 	return ms, json.Unmarshal(b, &ms)
@@ -256,10 +284,10 @@ func runHASwitchover(args []string, stdout io.Writer) error {
 	}
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	v, members, err := replica.ReadSet(ctx, c, *f.prefix, *f.set)
+	v, members, err := readSet(ctx, c, f)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("reading replica set %s in etcd: %w", *f.set, err)
+		return err
 	}
 	from, ok := members[v.Leader]
 	switch {
@@ -285,6 +313,9 @@ func runHASwitchover(args []string, stdout io.Writer) error {
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized {
+		return fmt.Errorf("%s refused the switchover: %d %s: %w", v.Leader, resp.StatusCode, strings.TrimSpace(string(b)), errTokenRefused)
+	}
 	if resp.StatusCode != http.StatusAccepted {
 		return &checkFailed{msg: fmt.Sprintf("%s refused the switchover: %d %s", v.Leader, resp.StatusCode, strings.TrimSpace(string(b)))}
 	}

@@ -1,10 +1,30 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
 	"testing"
 
 	"github.com/seckill/seckill/cmd/seckilld/seckilldtest"
 )
 
-// TestMain builds seckilld once for all the tests of the package that run it.
-func TestMain(m *testing.M) { seckilldtest.Main(m) }
+// childArgs names the environment variable that makes the test binary
+// run seckillctl itself with these arguments (a JSON array) instead of
+// the tests: a test that must kill seckillctl with SIGKILL runs it as a
+// child process this way (ctlChild).
+const childArgs = "SECKILLCTL_TEST_CHILD_ARGS"
+
+// TestMain builds seckilld once for all the tests of the package that run
+// it, or, in a child process of ctlChild, runs seckillctl.
+func TestMain(m *testing.M) {
+	if raw := os.Getenv(childArgs); raw != "" {
+		var args []string
+		if err := json.Unmarshal([]byte(raw), &args); err != nil {
+			fmt.Fprintln(os.Stderr, childArgs+":", err)
+			os.Exit(exitUsage)
+		}
+		os.Exit(run(args, os.Stdout, os.Stderr))
+	}
+	seckilldtest.Main(m)
+}

@@ -122,24 +122,35 @@ func runRestore(args []string, stdout, stderr io.Writer) (err error) {
 	}
 	campaignDir := skudir.Campaign(*to, d.CampaignID)
 	_, statErr := os.Stat(campaignDir)
+	// The SKU is written whole in a folder of its own beside its final
+	// place, then renamed into it: a restore cut anywhere, by kill -9 too,
+	// leaves no SKU folder, never one holding part of the SKU (a snapshot
+	// without its log, or a log without the feed history a fork starts,
+	// whose events would reuse the source's ids with other payloads).
+	// What a killed restore left there is removed first: the data dir's
+	// lock, held since, says no other restore is writing it.
+	staging := restoreStaging(dir)
+	if err := os.RemoveAll(staging.String()); err != nil {
+		return err
+	}
 	defer func() {
 		if err == nil {
 			return
 		}
 		// A restore that failed part way (a full disk) removes what it
-		// wrote: seckilld would take a SKU folder holding part of it for
-		// a SKU (its empty snapshots folder for a new, empty one), and
-		// it would stand in the way of the retry ("already exists").
+		// wrote, the SKU folder if the rename was made: the retry is not
+		// refused as "already exists".
+		_ = os.RemoveAll(staging.String())
 		_ = os.RemoveAll(dir.String())
 		if statErr != nil {
 			_ = os.Remove(campaignDir) // only if it is empty: created here
 		}
 	}()
-	info, err := snapshot.Write(dir.Snapshots(), m.Freeze(), index, snapshot.Options{})
+	info, err := snapshot.Write(staging.Snapshots(), m.Freeze(), index, snapshot.Options{})
 	if err != nil {
 		return err
 	}
-	first, last, err := wal.CopyRange(dir.WAL(), log, 1, index)
+	first, last, err := wal.CopyRange(staging.WAL(), log, 1, index)
 	if err != nil {
 		return err
 	}
@@ -147,16 +158,23 @@ func runRestore(args []string, stdout, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := chain.Write(dir.String()); err != nil {
+	if err := chain.Write(staging.String()); err != nil {
 		return err
 	}
-	for _, p := range []string{skudir.Campaign(*to, d.CampaignID), *to} {
+	if err := wal.SyncDir(staging.String()); err != nil {
+		return err
+	}
+	if err := os.Rename(staging.String(), dir.String()); err != nil {
+		return err
+	}
+	for _, p := range []string{campaignDir, *to} {
 		if err := wal.SyncDir(p); err != nil {
 			return err
 		}
 	}
+	snapPath := filepath.Join(dir.Snapshots(), filepath.Base(info.Path))
 	if err := writeJSON(stdout, restoreJSON{SKUDir: dir.String(), CampaignID: d.CampaignID, SKUID: d.SKUID, Index: index,
-		LastRecordAt: timefmt.OptionalMillis(m.LastAt()), Reservations: m.Counts().Reservations, Snapshot: info.Path,
+		LastRecordAt: timefmt.OptionalMillis(m.LastAt()), Reservations: m.Counts().Reservations, Snapshot: snapPath,
 		LogFirst: first, LogLast: last, StateHash: hashHex(m.Hash()), History: chain.At(index + 1)}); err != nil {
 		return err
 	}
@@ -225,6 +243,14 @@ func nothingToRestore(from string, o loadOptions, log *wal.Reader) error {
 		})
 	}
 	return fmt.Errorf("restore: %s holds no definition at %s%s: nothing to restore", from, point, first)
+}
+
+// restoreStaging is the folder a restore writes the SKU dir in before it
+// renames it into place: beside it, named with a "~", which no id holds,
+// so that no engine or tool reading the data dir takes it for a SKU
+// (skudir.List lists valid ids only).
+func restoreStaging(dir skudir.Dir) skudir.Dir {
+	return skudir.Dir(dir.String() + "~restoring")
 }
 
 // errExists: restore does not overwrite a SKU directory.

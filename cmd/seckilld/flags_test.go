@@ -144,6 +144,8 @@ func TestAdvertiseAddresses(t *testing.T) {
 		append(base, "--advertise-replication-addr", "10.0.0.1:0"),
 		append(base, "--advertise-addr", ":8080"),
 		{"--advertise-addr", "10.0.0.1:8080"}, // without --replica
+		{"--lease-ttl", "5s"},                 // without --replica: it would be ignored
+		{"--standby-timeout", "5s"},
 	} {
 		if _, err := parseOptions(args, io.Discard); err == nil {
 			t.Errorf("%v: accepted", args)

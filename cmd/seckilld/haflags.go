@@ -36,8 +36,9 @@ func (o replicaOptions) enabled() bool { return o.name != "" }
 // Bounds of --lease-ttl: below a second etcd's own election timeout cuts
 // leases short; above a minute a dead primary stops the sale that long.
 const (
-	minLeaseTTL = time.Second
-	maxLeaseTTL = time.Minute
+	minLeaseTTL     = time.Second
+	maxLeaseTTL     = time.Minute
+	defaultLeaseTTL = 2 * time.Second
 )
 
 func registerReplicaFlags(fs *flag.FlagSet, o *replicaOptions) {
@@ -47,7 +48,7 @@ func registerReplicaFlags(fs *flag.FlagSet, o *replicaOptions) {
 	fs.StringVar(&o.advertiseReplication, "advertise-replication-addr", "", "the replication address (host:port) published in etcd for the standbys to dial, when it differs from --replication-addr (default: the address --replication-addr bound)")
 	fs.StringVar(&o.advertiseHTTP, "advertise-addr", "", "the HTTP address (host:port) published in etcd for the other replicas, the router and NOT_PRIMARY answers, when it differs from --addr (default: the address --addr bound; needs --replica)")
 	fs.BoolVar(&o.strict, "sync-strict", false, "never acknowledge without a standby: with no standby in sync, commits wait (durability over availability)")
-	fs.DurationVar(&o.leaseTTL, "lease-ttl", 2*time.Second, fmt.Sprintf("TTL of this replica's lease in etcd, whole seconds (%s..%s): a primary that stops renewing it loses the lead that much later", minLeaseTTL, maxLeaseTTL))
+	fs.DurationVar(&o.leaseTTL, "lease-ttl", defaultLeaseTTL, fmt.Sprintf("TTL of this replica's lease in etcd, whole seconds (%s..%s): a primary that stops renewing it loses the lead that much later", minLeaseTTL, maxLeaseTTL))
 	fs.DurationVar(&o.standbyTimeout, "standby-timeout", 0, "a standby in the sync set that is disconnected, or does not acknowledge, this long is dropped from it (published in etcd first) and commits go on without it (default: --lease-ttl)")
 }
 
@@ -55,8 +56,11 @@ func registerReplicaFlags(fs *flag.FlagSet, o *replicaOptions) {
 // none) and whether --etcd was given; it fills the set from the cell.
 func (o *replicaOptions) validate(cell string, etcd bool) error {
 	if !o.enabled() {
-		if o.set != "" || o.replicationAddr != "" || o.strict || o.advertiseReplication != "" || o.advertiseHTTP != "" {
-			return errors.New("--replica-set, --replication-addr, --advertise-replication-addr, --advertise-addr and --sync-strict need --replica")
+		// A replica's flag given to a single node (--replica left out by
+		// mistake) would be ignored: the node would sell on its own.
+		if o.set != "" || o.replicationAddr != "" || o.strict || o.advertiseReplication != "" || o.advertiseHTTP != "" ||
+			o.leaseTTL != defaultLeaseTTL || o.standbyTimeout != 0 {
+			return errors.New("--replica-set, --replication-addr, --advertise-replication-addr, --advertise-addr, --lease-ttl, --standby-timeout and --sync-strict need --replica")
 		}
 		return nil
 	}

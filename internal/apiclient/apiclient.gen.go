@@ -811,7 +811,7 @@ type CampaignEventsParams struct {
 	// Types Comma-separated event types; default: all but seckill.request.rejected.
 	Types *string `form:"types,omitempty" json:"types,omitempty"`
 
-	// LastEventID The campaign cursor, when after is not given (SSE).
+	// LastEventID The campaign cursor (SSE): on a stream it wins over after, which an EventSource opened with ?after= sends again when it reconnects; on a page, used when after is not given.
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
@@ -829,7 +829,7 @@ type SkuEventsParams struct {
 	// Types Comma-separated event types; default: all but seckill.request.rejected.
 	Types *string `form:"types,omitempty" json:"types,omitempty"`
 
-	// LastEventID The cursor, when after is not given (SSE).
+	// LastEventID The cursor (SSE): on a stream it wins over after, which an EventSource opened with ?after= sends again when it reconnects; on a page, used when after is not given.
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 

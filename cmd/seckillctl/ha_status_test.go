@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/internal/etcdtest"
+	"github.com/seckill/seckill/ledger"
+	"github.com/seckill/seckill/replica"
+)
+
+// TestHARefusesWhatItCannotReport: ha status and ha switchover exit 2
+// with the reason, printing nothing, when the replicas refuse the admin
+// token (rather than a table calling every replica unreachable, exit 0)
+// and when etcd holds nothing of the replica set named (rather than "no
+// leader: a failover is in progress" for a mistyped name).
+func TestHARefusesWhatItCannotReport(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	// Two replicas, a leading, whose admin routes refuse every token.
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte(`{"error":"UNAUTHORIZED"}`))
+	}))
+	t.Cleanup(refusing.Close)
+	c, err := ledger.Dial([]string{etcd.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, name := range []string{"a", "b"} {
+		e, err := replica.NewEtcd(c, ledger.DefaultPrefix, "rs1", name, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		if _, err := e.Register(ctx, replica.Member{HTTP: refusing.URL, Replication: "127.0.0.1:1"}); err != nil {
+			t.Fatal(err)
+		}
+		if name == "a" {
+			if _, err := e.Acquire(ctx, replica.View{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ha", "status", "--replica-set", "rs1"}, "a (" + refusing.URL + "): GET /admin/replica: 401"},
+		{[]string{"ha", "status", "--replica-set", "rs1", "--json"}, "the admin token was refused: check --admin-token"},
+		{[]string{"ha", "switchover", "--replica-set", "rs1", "--to", "b"}, "a refused the switchover: 401"},
+		{[]string{"ha", "status", "--replica-set", "rs2"}, "replica set rs2: etcd holds nothing under /seckill/v1/replicasets/rs2/"},
+		{[]string{"ha", "switchover", "--replica-set", "rs2", "--to", "b"}, "check --replica-set and --etcd-prefix"},
+		{[]string{"ha", "status", "--replica-set", "rs1", "--etcd-prefix", "/other"}, "etcd holds nothing under /other/replicasets/rs1/"},
+	} {
+		args := append(c.args, "--etcd", etcd.Endpoint, "--admin-token", "wrong")
+		code, out, errOut := ctl(t, args...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("seckillctl %s: exit %d, want %d and %q\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, exitUsage, c.want, out, errOut)
+		}
+	}
+}
