@@ -422,7 +422,7 @@ func (n *haNode) follow(primary string) error {
 		t.stream = nil
 	}
 	s, err := n.repl.NewStandby(standbyConfig{set: n.opts.replica.set, name: n.opts.replica.name, dataDir: n.opts.dataDir,
-		primary: m.Replication, reg: t.reg, log: n.log})
+		primary: m.Replication, reg: t.reg, log: n.deps.log}) // the stream adds the set and replica labels
 	if err != nil {
 		return err
 	}
@@ -450,7 +450,7 @@ func (n *haNode) promote(h replica.Holding, waited []string) error {
 	reg := newRegistry()
 	reg.MustRegister(n.collector())
 	ps, err := n.repl.NewPrimary(primaryConfig{set: n.opts.replica.set, name: n.opts.replica.name, dataDir: n.opts.dataDir,
-		epoch: h.Epoch, ln: n.replLn.Take(), strict: n.opts.replica.strict, reg: reg, log: n.log})
+		epoch: h.Epoch, ln: n.replLn.Take(), strict: n.opts.replica.strict, reg: reg, log: n.deps.log}) // the stream adds the set and replica labels
 	if err != nil {
 		return fmt.Errorf("promotion: the replication stream: %w", err)
 	}

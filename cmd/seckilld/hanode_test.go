@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/internal/etcdtest"
+	"github.com/seckill/seckill/internal/lockedbuf"
 	"github.com/seckill/seckill/ledger"
 	"github.com/seckill/seckill/replica"
 )
@@ -45,7 +45,14 @@ func (c *copyNet) BeginEpoch(dataDir string, e uint64, _ *slog.Logger) error {
 	return nil
 }
 
+// streamOpened logs as replica/stream does when it opens: under the set
+// and replica labels it adds to the logger it is given.
+func streamOpened(log *slog.Logger, set, name, role string) {
+	log.With("replica_set", set, "replica", name).Info("stream opened", "role", role)
+}
+
 func (c *copyNet) NewPrimary(cfg primaryConfig) (primaryStream, error) {
+	streamOpened(cfg.log, cfg.set, cfg.name, "primary")
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := &fakePrimary{net: c, addr: cfg.ln.Addr().String(), ln: cfg.ln, followers: map[string]bool{}}
@@ -54,6 +61,7 @@ func (c *copyNet) NewPrimary(cfg primaryConfig) (primaryStream, error) {
 }
 
 func (c *copyNet) NewStandby(cfg standbyConfig) (standbyStream, error) {
+	streamOpened(cfg.log, cfg.set, cfg.name, "standby")
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := &fakeStandby{net: c, name: cfg.name, primary: cfg.primary}
@@ -118,6 +126,7 @@ func (s *fakeStandby) Close() error {
 // testReplica is one haNode of a test, running until stop.
 type testReplica struct {
 	name  string
+	logs  *lockedbuf.Buffer // its log, shown if the test fails
 	node  *haNode
 	coord *replica.Etcd
 	url   string
@@ -151,13 +160,19 @@ func startTestReplicaOf(t *testing.T, c *copyNet, client *ledger.Ledger, set, na
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("test_replica", name)
+	logs := &lockedbuf.Buffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
 	deps := svcDeps{opts: opts, budget: fdBudget{MaxSKUs: 100, MaxConnections: 100}, token: "tok", clock: time.Now}
 	n := newHANode(opts, deps, log, coord, c, ln, rln)
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &testReplica{name: name, node: n, coord: coord, url: "http://" + ln.Addr().String(), stop: cancel, done: make(chan error, 1)}
+	r := &testReplica{name: name, logs: logs, node: n, coord: coord, url: "http://" + ln.Addr().String(), stop: cancel, done: make(chan error, 1)}
 	go func() { r.done <- n.run(ctx) }()
-	t.Cleanup(func() { r.halt(t) })
+	t.Cleanup(func() {
+		r.halt(t)
+		if t.Failed() {
+			t.Logf("replica %s's log:\n%s", name, logs.String())
+		}
+	})
 	return r
 }
 
@@ -252,6 +267,15 @@ func TestReplicaRolesOnEtcd(t *testing.T) {
 	h := waitRole(t, b, "standby")
 	if h.Primary != "a" || h.Epoch != 1 {
 		t.Fatalf("b: %+v", h)
+	}
+	// The streams label their own lines with the replica: the node hands
+	// them its logger without those labels, so each line names it once.
+	for _, r := range []*testReplica{a, b} {
+		for _, line := range strings.Split(r.logs.String(), "\n") {
+			if strings.Contains(line, "stream opened") && strings.Count(line, " replica=") != 1 {
+				t.Errorf("replica %s: %s", r.name, line)
+			}
+		}
 	}
 
 	// Rule 1: b is published once it is caught up and waited for.
