@@ -95,7 +95,7 @@ func runReconcile(args []string, stdout io.Writer) error {
 		reservations, skus, err = seckillOffline(*dataDir, *campaign, *skuID)
 	}
 	if err != nil {
-		return fmt.Errorf("reconcile: seckill: %w", err)
+		return fmt.Errorf("reconcile: %w", err) // a client error names seckill itself; an offline one its data dir
 	}
 	r := reconcile.Compare(*campaign, *skuID, reservations, skus, byID, *lag, now)
 	if feeds != nil { // online: each repair by the ids of the events it re-delivers

@@ -220,4 +220,9 @@ VALUES ('rc~blue~999~0000000000000000', 'rc', 'blue', 'ghost', 'ghost', 1, 'PAID
 			t.Fatalf("%v: exit %d, want 2", args, status)
 		}
 	}
+	// An unknown SKU: the server's refusal, said once.
+	if status, _, stderr := reconcileRun(t, append(online, "--sku", "nope")...); status != exitUsage ||
+		!strings.Contains(stderr, "reconcile: seckill: 404 NOT_FOUND") {
+		t.Fatalf("an unknown SKU: exit %d, stderr %q", status, stderr)
+	}
 }
