@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -58,7 +59,11 @@ func TestDuplicateRequestID(t *testing.T) {
 	if string(again.raw) != string(out[0].raw) {
 		t.Fatalf("repeat: %v, first %v", again, out[0])
 	}
-	want(t, ts.reserve("dup", "s", "same-req", "mallory"), http.StatusUnprocessableEntity, "REQUEST_ID_REUSED")
+	reused := ts.reserve("dup", "s", "same-req", "mallory")
+	want(t, reused, http.StatusUnprocessableEntity, "REQUEST_ID_REUSED")
+	if !strings.Contains(reused.str("detail"), "new request_id") {
+		t.Fatalf("REQUEST_ID_REUSED says nothing of what to do: %v", reused)
+	}
 	if a := ts.audit("dup", "s"); num(a, "reservations") != 1 {
 		t.Fatalf("audit: %v", a)
 	}

@@ -294,7 +294,7 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 	case sku.OutcomeAlreadyEntered:
 		return alreadyEnteredReply(res.Entered), false
 	case sku.OutcomeRequestIDReused:
-		return errorReply(reason, ""), false
+		return replyRequestIDReused, false
 	case sku.OutcomeSubjectLimit:
 		// Not final: it holds while the subject's unpaid reservations do.
 		return replySubjectLimit, false
@@ -331,9 +331,10 @@ var (
 	replyEnded           = errorReply(reasonEnded, "")
 	replyPaused          = withRetryAfter(errorReply(reasonPaused, ""), pausedRetryAfter)
 	replySoldOut         = errorReply(reasonSoldOut, "")
-	replyRequestIDReused = errorReply(sku.OutcomeRequestIDReused.String(), "")
-	replyQueueFull       = errorReply(reasonQueueFull, "")
-	replyThrottled       = errorReply(reasonThrottled,
+	replyRequestIDReused = errorReply(sku.OutcomeRequestIDReused.String(),
+		"this request_id was used by another user or with other parameters: a new request needs a new request_id")
+	replyQueueFull = errorReply(reasonQueueFull, "")
+	replyThrottled = errorReply(reasonThrottled,
 		"the SKU's log commits too slowly for max_queue_wait, or has just recovered and admits in steps")
 	replyLotterySale  = errorReply(reasonLotterySale, "this SKU is sold by lottery: POST an entry instead")
 	replySubjectLimit = errorReply(sku.OutcomeSubjectLimit.String(),
