@@ -123,14 +123,14 @@ type router struct {
 func newRouter(o options, l *ledger.Ledger) (*router, error) {
 	r := &router{static: map[string]*fasthttp.HostClient{}, timeout: o.timeout, local: newLocalCells(l),
 		primaries: replica.NewPrimaries(o.prefix), log: slog.New(slog.DiscardHandler)}
-	for _, kv := range strings.Split(o.cells, ",") {
-		cell, addr, ok := strings.Cut(kv, "=")
-		if !ok || cell == "" || addr == "" {
-			return nil, fmt.Errorf("--cells: %q is not cell=host:port", kv)
-		}
-		r.static[cell] = r.newClient(addr)
-		r.order = append(r.order, cell)
+	order, addrs, err := cells.ParseAddrs(o.cells)
+	if err != nil {
+		return nil, err
 	}
+	for _, cell := range order {
+		r.static[cell] = r.newClient(addrs[cell])
+	}
+	r.order = order
 	r.defaultCell = o.defaultCell
 	if r.defaultCell == "" {
 		r.defaultCell = r.order[0]

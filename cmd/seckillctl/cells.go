@@ -14,6 +14,7 @@ import (
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/cells"
 	"github.com/seckill/seckill/ledger"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // The control plane of celled SKUs (package cells): seckillctl is a
@@ -58,6 +59,9 @@ func addLedgerFlags(fs *flag.FlagSet, withSKU bool) ledgerFlags {
 // skuOf returns the SKU the flags name.
 func (f ledgerFlags) skuOf() ledger.SKU { return ledger.SKU{Campaign: *f.campaign, SKU: *f.sku} }
 
+// etcdProbeTimeout bounds the first read of ledgerFlags.open.
+const etcdProbeTimeout = 5 * time.Second
+
 // open connects to the ledger, with a context of the command's timeout;
 // done closes both.
 func (f ledgerFlags) open(timeout time.Duration) (*ledger.Ledger, context.Context, func(), error) {
@@ -67,6 +71,16 @@ func (f ledgerFlags) open(timeout time.Duration) (*ledger.Ledger, context.Contex
 	c, err := ledger.Dial(strings.Split(*f.etcd, ","))
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	// One read first, bounded apart from the command's timeout: an etcd
+	// that is down or mistyped is then said in those terms within
+	// seconds, not as the command's own deadline running out.
+	probe, cancelProbe := context.WithTimeout(context.Background(), etcdProbeTimeout)
+	_, err = c.Get(probe, *f.prefix, clientv3.WithCountOnly())
+	cancelProbe()
+	if err != nil {
+		c.Close()
+		return nil, nil, nil, fmt.Errorf("etcd at %s did not answer within %v: %w", *f.etcd, etcdProbeTimeout, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	return ledger.New(c, *f.prefix), ctx, func() { cancel(); c.Close() }, nil
@@ -215,6 +229,13 @@ func runClusterAudit(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return usageError("audit: %v", err)
 	}
+	urls := map[string]string{}
+	if *cellURLs != "" {
+		var err error
+		if _, urls, err = cells.ParseAddrs(*cellURLs); err != nil {
+			return usageError("audit: %v", err)
+		}
+	}
 	l, ctx, done, err := lf.open(30 * time.Second)
 	if err != nil {
 		return err
@@ -223,12 +244,6 @@ func runClusterAudit(args []string, stdout io.Writer) error {
 	pubs, err := cells.ReadPublished(ctx, l, "")
 	if err != nil {
 		return err
-	}
-	urls := map[string]string{}
-	for _, kv := range strings.Split(*cellURLs, ",") {
-		if c, u, ok := strings.Cut(kv, "="); ok {
-			urls[c] = u
-		}
 	}
 	out := struct {
 		Campaign string           `json:"campaign"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +127,25 @@ func TestCellsPublishRefusalsExitOne(t *testing.T) {
 			!strings.Contains(errOut, "nothing was published") {
 			t.Errorf("publish %s %s over %s: exit %d, stderr %q", c.sku, c.scope, c.cells, code, errOut)
 		}
+	}
+}
+
+// TestCellsAuditRefusesWhatItCannotUse: a --cells entry that is no
+// cell=URL is a usage error quoting it, before etcd is asked; an etcd that
+// does not answer is said as such, naming its address.
+func TestCellsAuditRefusesWhatItCannotUse(t *testing.T) {
+	if code, _, stderr := ctl(t, "audit", "--etcd", "127.0.0.1:1", "--campaign", "demo", "--cells", "c1=http://127.0.0.1:1,c2"); code != exitUsage ||
+		!strings.Contains(stderr, `"c2" is not cell=address`) {
+		t.Fatalf("a --cells entry without '=': exit %d, stderr %q", code, stderr)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	if code, _, stderr := ctl(t, "audit", "--etcd", closed, "--campaign", "demo"); code != exitUsage ||
+		!strings.Contains(stderr, "etcd at "+closed+" did not answer") {
+		t.Fatalf("an etcd that does not answer: exit %d, stderr %q", code, stderr)
 	}
 }
