@@ -166,8 +166,11 @@ func runCellsReturn(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return usageError("cells return: %v", err)
 	}
-	if *id == 0 || *units == 0 || !sku.ValidID(*cell) {
-		return usageError("cells return needs --cell, --units and --id")
+	if err := required("cells return", flagGiven{"--cell", *cell != ""}, flagGiven{"--units", *units != 0}, flagGiven{"--id", *id != 0}); err != nil {
+		return err
+	}
+	if !sku.ValidID(*cell) {
+		return usageError("cells return: --cell %q is not an id", *cell)
 	}
 	l, ctx, done, err := lf.open(10 * time.Second)
 	if err != nil {
@@ -191,10 +194,11 @@ func runCellsWriteOff(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return usageError("cells write-off: %v", err)
 	}
+	if err := required("cells write-off", flagGiven{"--campaign", *lf.campaign != ""}, flagGiven{"--sku", *lf.sku != ""},
+		flagGiven{"--cell", *cell != ""}); err != nil {
+		return err
+	}
 	for _, f := range []struct{ name, value string }{{"--campaign", *lf.campaign}, {"--sku", *lf.sku}, {"--cell", *cell}} {
-		if f.value == "" {
-			return usageError("cells write-off: %s is missing (it needs --campaign, --sku and --cell)", f.name)
-		}
 		if !sku.ValidID(f.value) {
 			return usageError("cells write-off: %s %q is not an id", f.name, f.value)
 		}

@@ -29,8 +29,8 @@ func runDashboardLink(args []string, stdout, stderr io.Writer) error {
 	if *token == "" {
 		*token = os.Getenv("SECKILL_ADMIN_TOKEN")
 	}
-	if *server == "" || *token == "" {
-		return usageError("dashboard-link needs --server and --admin-token (or SECKILL_ADMIN_TOKEN)")
+	if err := required("dashboard-link", flagGiven{"--server", *server != ""}, flagGiven{tokenFlag, *token != ""}); err != nil {
+		return err
 	}
 	base := strings.TrimRight(*server, "/")
 	u := base + "/admin/dashboard/login-links"

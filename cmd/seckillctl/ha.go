@@ -51,8 +51,9 @@ func (f haFlags) check(cmd string) error {
 	if *f.token == "" {
 		*f.token = os.Getenv("SECKILL_ADMIN_TOKEN")
 	}
-	if *f.etcd == "" || *f.set == "" || *f.token == "" {
-		return usageError("ha %s needs --etcd, --replica-set and --admin-token (or SECKILL_ADMIN_TOKEN)", cmd)
+	if err := required("ha "+cmd, flagGiven{"--etcd", *f.etcd != ""}, flagGiven{"--replica-set", *f.set != ""},
+		flagGiven{tokenFlag, *f.token != ""}); err != nil {
+		return err
 	}
 	if !replica.ValidName(*f.set) {
 		return usageError("ha %s: --replica-set %q is not a replica set's name (1-64 of [A-Za-z0-9._-], not . or ..)", cmd, *f.set)

@@ -50,9 +50,10 @@ func runReconcile(args []string, stdout io.Writer) error {
 			sources++
 		}
 	}
+	if err := required("reconcile", flagGiven{"--orders", *ordersURL != ""}, flagGiven{"--campaign", *campaign != ""}); err != nil {
+		return err
+	}
 	switch {
-	case *ordersURL == "" || *campaign == "":
-		return usageError("reconcile needs --orders and --campaign")
 	case sources != 1:
 		return usageError("reconcile reads seckill's side from --server URL or --etcd ENDPOINTS (with --admin-token), or --data-dir DIR: give one")
 	case *dataDir == "" && *token == "":

@@ -51,8 +51,8 @@ func runRestore(args []string, stdout, stderr io.Writer) (err error) {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	if *from == "" || *to == "" {
-		return usageError("restore needs --from and --to")
+	if err := required("restore", flagGiven{"--from", *from != ""}, flagGiven{"--to", *to != ""}); err != nil {
+		return err
 	}
 	if *untilIndex != 0 && *untilTime != "" {
 		return usageError("restore: give --until-index or --until-time, not both")

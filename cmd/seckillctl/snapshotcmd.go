@@ -47,8 +47,9 @@ func runSnapshot(args []string, stdout io.Writer) error {
 		if *token == "" {
 			*token = os.Getenv("SECKILL_ADMIN_TOKEN")
 		}
-		if *campaign == "" || *skuID == "" || *token == "" {
-			return usageError("snapshot --server needs --campaign, --sku and --admin-token (or SECKILL_ADMIN_TOKEN)")
+		if err := required("snapshot --server", flagGiven{"--campaign", *campaign != ""}, flagGiven{"--sku", *skuID != ""},
+			flagGiven{tokenFlag, *token != ""}); err != nil {
+			return err
 		}
 		return snapshotOnline(*server, *token, *campaign, *skuID, *timeout, stdout)
 	}
