@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 	"sigs.k8s.io/yaml"
 )
 
@@ -28,7 +29,7 @@ type Campaign struct {
 	// EndAt closes the sale window; a redefinition may only move it later.
 	EndAt time.Time `json:"end_at"`
 	// PaymentWindow is how long a reservation waits for its payment, as a
-	// Go duration ("15m"); empty means 15m.
+	// Go duration from 1ms to 24h ("15m"); empty means 15m.
 	PaymentWindow string `json:"payment_window,omitempty"`
 	// ReleaseOnClose returns a closed unpaid reservation's token to the
 	// pool; absent means true.
@@ -125,13 +126,10 @@ func (c Campaign) Definitions() ([]sku.Definition, error) {
 	window := time.Duration(sku.DefaultPaymentWindowMs) * time.Millisecond
 	if c.PaymentWindow != "" {
 		d, err := time.ParseDuration(c.PaymentWindow)
-		if err != nil {
-			return nil, &fieldError{field: "payment_window", want: `a duration such as "15m" or "90s"`}
+		if err != nil || d < time.Millisecond || d.Milliseconds() > sku.MaxPaymentWindowMs {
+			return nil, &fieldError{field: "payment_window", want: fmt.Sprintf(`a duration from "1ms" to %q, such as "15m" or "90s"`, timefmt.Duration(sku.MaxPaymentWindowMs))}
 		}
 		window = d
-	}
-	if window < time.Millisecond {
-		return nil, errors.New("payment_window must be at least 1ms")
 	}
 	release := true
 	if c.ReleaseOnClose != nil {

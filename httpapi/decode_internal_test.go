@@ -152,13 +152,21 @@ func TestPaymentAmount(t *testing.T) {
 	}
 }
 
-// A payment_window that is not a duration is named, not described by the
-// time package.
+// A payment_window that is not a duration, or one out of 1ms..24h, is
+// named with its range, not described by the time package.
 func TestDefinitionsPaymentWindowDetail(t *testing.T) {
 	c := DemoCampaign(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
-	c.PaymentWindow = "soon"
-	if _, err := c.Definitions(); err == nil || err.Error() != `payment_window: must be a duration such as "15m" or "90s"` {
-		t.Fatalf("%v", err)
+	for _, bad := range []string{"soon", "0s", "-15m", "999us", "24h0m0.001s", "25h", "720h"} {
+		c.PaymentWindow = bad
+		if _, err := c.Definitions(); err == nil || err.Error() != `payment_window: must be a duration from "1ms" to "24h", such as "15m" or "90s"` {
+			t.Errorf("payment_window %q: %v", bad, err)
+		}
+	}
+	for _, ok := range []string{"1ms", "15m", "24h", "1440m"} {
+		c.PaymentWindow = ok
+		if _, err := c.Definitions(); err != nil {
+			t.Errorf("payment_window %q: %v", ok, err)
+		}
 	}
 }
 

@@ -364,7 +364,7 @@ type Campaign struct {
 	// MaxUnpaidPerSubject Per SKU, the most unpaid reservations whose entry passes carry the same subject key (409 SUBJECT_LIMIT beyond); 0 or absent: no cap.
 	MaxUnpaidPerSubject *int `json:"max_unpaid_per_subject,omitempty"`
 
-	// PaymentWindow Go duration a reservation waits for its payment (at least 1ms). Default 15m.
+	// PaymentWindow Go duration a reservation waits for its payment, from 1ms to 24h (an unpaid reservation holds its unit out of the sale that long). Default 15m.
 	PaymentWindow *string `json:"payment_window,omitempty"`
 
 	// PaymentWindowHighRisk The payment window of a reservation made with a pass of risk >= 1, a Go duration no longer than payment_window; absent: payment_window.
