@@ -59,3 +59,38 @@ func TestCampaignDurationsRoundTrip(t *testing.T) {
 		t.Fatalf("GET: %s, want the PUT's answer %s", got.raw, first.raw)
 	}
 }
+
+// An error in one SKU of a PUT names that SKU by its index in skus and
+// its sku_id (when it is a string), and the field; an error of the
+// campaign's own fields names no SKU. Each is 400 BAD_REQUEST and defines
+// nothing.
+func TestCampaignSKUErrorsNameTheSKU(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{})
+	const head = `{"campaign_id":"se","start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z","skus":[{"sku_id":"a","sale_limit":1},{"sku_id":"b","sale_limit":2},`
+	for third, detail := range map[string]string{
+		`{"sku_id":"c3","sale_limit":"ten"}]}`:                                 `skus[2].sale_limit (sku_id "c3"): must be an integer from 1 to 1073741824`,
+		`{"sale_limit":-1,"sku_id":"c3"}]}`:                                    `skus[2].sale_limit (sku_id "c3"): must be an integer from 1 to 1073741824`,
+		`{"sku_id":"c3","sale_limit":0}]}`:                                     `skus[2].sale_limit (sku_id "c3"): must be an integer from 1 to 1073741824`,
+		`{"sku_id":"c3","sale_limit":1.5}]}`:                                   `skus[2].sale_limit (sku_id "c3"): must be an integer from 1 to 1073741824`,
+		`{"sku_id":3,"sale_limit":1}]}`:                                        `skus[2].sku_id: must be a string`,
+		`{"sku_id":"c 3","sale_limit":1}]}`:                                    `skus[2] (sku_id "c 3"): invalid definition: sku_id "c 3" must be 1-64 characters of [A-Za-z0-9._:-], not "." or ".."`,
+		`{"sku_id":"a","sale_limit":1}]}`:                                      `skus[2]: sku_id "a" appears twice`,
+		`{"sku_id":"c3","sale_limit":1,"beacon":{"source":"x","round":"r"}}]}`: `skus[2].beacon.round (sku_id "c3"): must be an integer from 1 to 1099511627776`,
+		`{"sku_id":"c3","sale_limit":1,"allocation":"lottery"}]}`:              `skus[2] (sku_id "c3"): a lottery SKU needs entries_open_at, entries_close_at and beacon`,
+		`{"sku_id":"c3","sale_limit":1,"waitlist":5}]}`:                        `skus[2] (sku_id "c3"): the lottery fields need "allocation":"lottery"`,
+	} {
+		r := ts.admin(http.MethodPut, "/admin/campaigns/se", head+third)
+		want(t, r, http.StatusBadRequest, "BAD_REQUEST")
+		if r.str("detail") != detail {
+			t.Errorf("third SKU %s: detail %q, want %q", third, r.str("detail"), detail)
+		}
+	}
+	r := ts.admin(http.MethodPut, "/admin/campaigns/se",
+		`{"campaign_id":"se","start_at":"2030-01-02T00:00:00Z","end_at":"2030-01-01T00:00:00Z","skus":[{"sku_id":"a","sale_limit":1}]}`)
+	want(t, r, http.StatusBadRequest, "BAD_REQUEST")
+	if d := r.str("detail"); d != "invalid definition: end_at must be after start_at" {
+		t.Errorf("end_at before start_at: detail %q, want no SKU named", d)
+	}
+	want(t, ts.admin(http.MethodGet, "/admin/campaigns/se", nil), http.StatusNotFound, "NOT_FOUND")
+}

@@ -39,7 +39,7 @@ func TestDecodeErrorDetails(t *testing.T) {
 		{`{"payment_id":"p"} 1`, func() any { return &paymentRequest{} }, "the body is not one JSON value: more follows the object, at byte 20"},
 		{`{"amount":1}`, func() any { return &paymentRequest{} }, "payment_id is missing"},
 		{`{"payment_id":"p"} {"amount":"x"`, func() any { return &paymentRequest{} }, "the body is not one JSON value: more follows the object, at byte 20"},
-		{`{"skus":[{"sku_id":"a","sale_limit":-1}]}`, func() any { return &Campaign{} }, "skus.sale_limit: must be an integer from 1 to 1073741824"},
+		{`{"skus":[{"sku_id":"a","sale_limit":-1}]}`, func() any { return &Campaign{} }, `skus[0].sale_limit (sku_id "a"): must be an integer from 1 to 1073741824`},
 		{`{"skus":{}}`, func() any { return &Campaign{} }, "skus: must be an array"},
 		{`{"release_on_close":"yes"}`, func() any { return &Campaign{} }, "release_on_close: must be true or false"},
 		{`{"start_at":"tomorrow"}`, func() any { return &Campaign{} }, "start_at: must be an RFC 3339 time such as 2030-01-01T12:00:00Z"},
@@ -179,7 +179,7 @@ func TestLotteryEntryTimeRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := c.Definitions()
-	if want := "entries_open_at: must be a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)"; err == nil || err.Error() != want {
+	if want := `skus[0].entries_open_at (sku_id "a"): must be a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)`; err == nil || err.Error() != want {
 		t.Fatalf("Definitions: %v, want %q", err, want)
 	}
 }
