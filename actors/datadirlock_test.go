@@ -84,18 +84,22 @@ func TestDataDirNested(t *testing.T) {
 		}
 	}
 
+	openRefused := func(what, dir string, names ...string) {
+		t.Helper()
+		e, err := actors.Open(cfg(dir))
+		if err == nil {
+			e.Close()
+		}
+		refused(what, err, names...)
+	}
+
 	e, err := actors.Open(cfg(outer))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = actors.LockDataDir(inner)
 	refused("a data dir inside a running engine's", err, inner, outer)
-	if e2, err := actors.Open(cfg(inner)); err == nil {
-		e2.Close()
-		t.Fatal("Open of a data dir inside a running engine's succeeded")
-	} else {
-		refused("Open inside a running engine's data dir", err, inner, outer)
-	}
+	openRefused("Open inside a running engine's data dir", inner, inner, outer)
 	link := filepath.Join(root, "link")
 	if err := os.Symlink(filepath.Join(outer, "campaign"), link); err != nil {
 		t.Fatal(err)
@@ -120,12 +124,7 @@ func TestDataDirNested(t *testing.T) {
 	}
 	_, err = actors.LockDataDir(outer)
 	refused("a data dir holding a running engine's", err, outer, inner)
-	if e2, err := actors.Open(cfg(root)); err == nil {
-		e2.Close()
-		t.Fatal("Open of a data dir two levels above a running engine's succeeded")
-	} else {
-		refused("Open above a running engine's data dir", err, root, inner)
-	}
+	openRefused("Open two levels above a running engine's data dir", root, root, inner)
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
