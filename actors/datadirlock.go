@@ -69,7 +69,8 @@ func LockDataDir(dir string) (release func() error, err error) {
 		}
 		return errors.Join(errs...)
 	}
-	for outer := filepath.Dir(real); ; outer = filepath.Dir(outer) {
+	for inner := real; filepath.Dir(inner) != inner; inner = filepath.Dir(inner) {
+		outer := filepath.Dir(inner)
 		l := flock.New(outer, flock.SetFlag(os.O_RDONLY))
 		ok, err := l.TryRLock()
 		switch {
@@ -83,10 +84,8 @@ func LockDataDir(dir string) (release func() error, err error) {
 		default:
 			held = append(held, l)
 		}
-		if outer == filepath.Dir(outer) {
-			return release, nil
-		}
 	}
+	return release, nil
 }
 
 // heldError says who holds dir's lock when LockDataDir could not take it:
