@@ -38,9 +38,10 @@ type definitionJSON struct {
 
 // Publish publishes a celled SKU in one etcd transaction: its definition,
 // its frozen cell map, its ledger and the initial grants; ledger.ErrExists
-// when the SKU was published before (nothing is changed then), ErrBadMap
-// or sku.ErrInvalidDefinition when the campaign's SKUs published already
-// disagree with it (CheckCampaign). The campaign's first publish also
+// when the SKU was published before (nothing is changed then),
+// sku.ErrInvalidDefinition when d is no valid new definition
+// (sku.Definition.ValidateNew), ErrBadMap or sku.ErrInvalidDefinition when
+// the campaign's SKUs published already disagree with it (CheckCampaign). The campaign's first publish also
 // creates its routing (ledger.CampaignKey: the purchase limit, and the
 // map with campaign scope), and every later one requires it unchanged in
 // its transaction, so two SKUs of a campaign published at once cannot
@@ -48,7 +49,7 @@ type definitionJSON struct {
 // publish it again).
 func Publish(ctx context.Context, l *ledger.Ledger, d sku.Definition, m Map, chunk uint32, initial []ledger.InitialGrant) ([]ledger.Allocation, error) {
 	d.IDKey, d.Cell, d.CellMapVersion = [16]byte{}, "", 0
-	if err := d.Validate(); err != nil {
+	if err := d.ValidateNew(); err != nil {
 		return nil, err
 	}
 	for _, g := range initial {

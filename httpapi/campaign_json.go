@@ -3,7 +3,9 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/seckill/seckill/httpapi/jsonkeys"
@@ -73,7 +75,7 @@ func (c *Campaign) UnmarshalJSON(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
-		return err
+		return skuTypeError(data, err)
 	}
 	start, err := parseCampaignTime("start_at", doc.StartAt)
 	if err != nil {
@@ -109,6 +111,44 @@ func (c *Campaign) UnmarshalJSON(data []byte) error {
 		PurchaseLimit:         doc.PurchaseLimit,
 	}
 	return nil
+}
+
+// skuTypeError names the SKU whose value has the wrong type when err, the
+// error of decoding the campaign document data, is such an error in skus
+// (encoding/json names the field "skus.sale_limit", not which SKU): a
+// *fieldError with the SKU's index in the path and its sku_id when that
+// is a string ("skus[2].sale_limit (sku_id \"c3\"): must be an integer
+// from 1 to 1073741824"), wrapping the SKU's own type error. Any other
+// error is returned as it is.
+func skuTypeError(data []byte, err error) error {
+	var typeErr *json.UnmarshalTypeError
+	if !errors.As(err, &typeErr) || !strings.HasPrefix(typeErr.Field, "skus.") {
+		return err
+	}
+	var doc struct {
+		SKUs []json.RawMessage `json:"skus"`
+	}
+	if json.Unmarshal(data, &doc) != nil {
+		return err
+	}
+	for i, raw := range doc.SKUs {
+		var s CampaignSKU
+		var inner *json.UnmarshalTypeError
+		if !errors.As(json.Unmarshal(raw, &s), &inner) {
+			continue
+		}
+		f := &fieldError{field: fmt.Sprintf("skus[%d].%s", i, inner.Field), want: typeRule("skus."+inner.Field, inner), cause: inner}
+		var id struct {
+			SKUID any `json:"sku_id"`
+		}
+		if json.Unmarshal(raw, &id) == nil {
+			if text, ok := id.SKUID.(string); ok {
+				f.of = fmt.Sprintf("sku_id %q", text)
+			}
+		}
+		return f
+	}
+	return err
 }
 
 // The years a campaign time may fall in, in UTC: from the Unix epoch

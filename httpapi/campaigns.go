@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/timefmt"
 	"sigs.k8s.io/yaml"
 )
 
@@ -28,7 +29,7 @@ type Campaign struct {
 	// EndAt closes the sale window; a redefinition may only move it later.
 	EndAt time.Time `json:"end_at"`
 	// PaymentWindow is how long a reservation waits for its payment, as a
-	// Go duration ("15m"); empty means 15m.
+	// Go duration from 1ms to 24h ("15m"); empty means 15m.
 	PaymentWindow string `json:"payment_window,omitempty"`
 	// ReleaseOnClose returns a closed unpaid reservation's token to the
 	// pool; absent means true.
@@ -125,13 +126,10 @@ func (c Campaign) Definitions() ([]sku.Definition, error) {
 	window := time.Duration(sku.DefaultPaymentWindowMs) * time.Millisecond
 	if c.PaymentWindow != "" {
 		d, err := time.ParseDuration(c.PaymentWindow)
-		if err != nil {
-			return nil, &fieldError{field: "payment_window", want: `a duration such as "15m" or "90s"`}
+		if err != nil || d < time.Millisecond || d.Milliseconds() > sku.MaxPaymentWindowMs {
+			return nil, &fieldError{field: "payment_window", want: fmt.Sprintf(`a duration from "1ms" to %q, such as "15m" or "90s"`, timefmt.Duration(sku.MaxPaymentWindowMs))}
 		}
 		window = d
-	}
-	if window < time.Millisecond {
-		return nil, errors.New("payment_window must be at least 1ms")
 	}
 	release := true
 	if c.ReleaseOnClose != nil {
@@ -148,36 +146,59 @@ func (c Campaign) Definitions() ([]sku.Definition, error) {
 	if !ok {
 		return nil, &fieldError{field: "purchase_limit", want: `"sku" or "campaign"`}
 	}
+	campaign := sku.Definition{
+		CampaignID:      c.CampaignID,
+		StartAt:         c.StartAt.UnixMilli(),
+		EndAt:           c.EndAt.UnixMilli(),
+		PaymentWindowMs: window.Milliseconds(),
+		ReleaseOnClose:  release,
+
+		EntryPass:               rule,
+		MaxUnpaidPerSubject:     c.MaxUnpaidPerSubject,
+		PaymentWindowHighRiskMs: highRiskMs,
+		PurchaseLimit:           limit,
+	}
+	// The campaign's own fields first, on a definition whose SKU part is
+	// a placeholder, so that an error of theirs names no SKU; then each
+	// SKU's errors name it.
+	placeholder := campaign
+	placeholder.SKUID, placeholder.SaleLimit = "sku", 1
+	if err := placeholder.ValidateNew(); err != nil {
+		return nil, err
+	}
 	seen := make(map[string]bool, len(c.SKUs))
 	defs := make([]sku.Definition, 0, len(c.SKUs))
-	for _, s := range c.SKUs {
+	for i, s := range c.SKUs {
 		if seen[s.SKUID] {
-			return nil, fmt.Errorf("sku_id %q appears twice", s.SKUID)
+			return nil, fmt.Errorf("skus[%d]: sku_id %q appears twice", i, s.SKUID)
 		}
 		seen[s.SKUID] = true
-		d := sku.Definition{
-			CampaignID:      c.CampaignID,
-			SKUID:           s.SKUID,
-			StartAt:         c.StartAt.UnixMilli(),
-			EndAt:           c.EndAt.UnixMilli(),
-			PaymentWindowMs: window.Milliseconds(),
-			SaleLimit:       s.SaleLimit,
-			ReleaseOnClose:  release,
-
-			EntryPass:               rule,
-			MaxUnpaidPerSubject:     c.MaxUnpaidPerSubject,
-			PaymentWindowHighRiskMs: highRiskMs,
-			PurchaseLimit:           limit,
+		if s.SaleLimit == 0 || s.SaleLimit > sku.MaxSaleLimit { // as a type error of sale_limit is named
+			return nil, skuError(i, s.SKUID, &fieldError{field: "sale_limit", want: fieldRules["skus.sale_limit"]})
 		}
+		d := campaign
+		d.SKUID, d.SaleLimit = s.SKUID, s.SaleLimit
 		if err := s.lotteryRules(&d); err != nil {
-			return nil, err
+			return nil, skuError(i, s.SKUID, err)
 		}
 		if err := d.ValidateNew(); err != nil {
-			return nil, err
+			return nil, skuError(i, s.SKUID, err)
 		}
 		defs = append(defs, d)
 	}
 	return defs, nil
+}
+
+// skuError names the SKU at index i of skus (and its sku_id) in err, an
+// error of its definition: a *fieldError of one of its fields as a type
+// error in it is named (skuTypeError: "skus[2].entries_open_at (sku_id
+// \"c3\"): must be ..."), any other error prefixed ("skus[2] (sku_id
+// \"c3\"): a lottery SKU needs ...").
+func skuError(i int, skuID string, err error) error {
+	if f, ok := err.(*fieldError); ok && f.of == "" {
+		return &fieldError{field: fmt.Sprintf("skus[%d].%s", i, f.field), of: fmt.Sprintf("sku_id %q", skuID), want: f.want, cause: f.cause}
+	}
+	return fmt.Errorf("skus[%d] (sku_id %q): %w", i, skuID, err)
 }
 
 // ParseCampaigns reads a list of campaign documents, JSON or YAML, by the

@@ -90,7 +90,7 @@ func TestDemoCampaign(t *testing.T) {
 	}
 }
 
-// Durations are shown as a body gives them, and read back as they were.
+// Durations are shown in their canonical text, and read back as they were.
 func TestFormatDuration(t *testing.T) {
 	for ms, want := range map[int64]string{
 		15 * 60_000: "15m", 3_600_000: "1h", 5_400_000: "1h30m", 90_000: "1m30s", 1_500: "1.5s",
@@ -104,7 +104,8 @@ func TestFormatDuration(t *testing.T) {
 	}
 }
 
-// The view of the demo campaign: its definition, durations as given.
+// The view of the demo campaign: its definition, durations in their
+// canonical text.
 func TestCampaignView(t *testing.T) {
 	c := DemoCampaign(time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC))
 	defs, _ := c.Definitions()

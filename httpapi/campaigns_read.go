@@ -10,8 +10,9 @@ import (
 // campaignBody is a campaign as GET /admin/campaigns/{c} shows it and a
 // PUT of it answers (campaignView): every SKU the engine holds under the
 // campaign id, each with its durable definition (the fields of the PUT
-// body, which later PUTs may have changed SKU by SKU; durations as a body
-// gives them, "15m") and whether it is paused.
+// body, which later PUTs may have changed SKU by SKU; durations in their
+// canonical text, timefmt.Duration: "1.5h" is "1h30m") and whether it is
+// paused.
 type campaignBody struct {
 	CampaignID string `json:"campaign_id"`
 	// PurchaseLimit is "sku" or "campaign", the same for every SKU.

@@ -197,12 +197,24 @@ func missingField(name string) error {
 
 // fieldError is a field of a body whose value is not what it must be.
 type fieldError struct {
-	field string // the JSON name, dotted below the top level ("skus.sale_limit")
+	field string // the JSON name, dotted below the top level, indexed in a list ("skus[2].sale_limit")
+	of    string // what holds the field, when its path does not say it: `sku_id "c3"`; "" if nothing
 	want  string // what the value must be: "an integer", "a string", ...
+	cause error  // the decoder's error it renders, if any (an *json.UnmarshalTypeError)
 }
 
-// Error renders the error as "field: must be what".
-func (e *fieldError) Error() string { return e.field + ": must be " + e.want }
+// Error renders the error as "field: must be what", or "field (of): must
+// be what".
+func (e *fieldError) Error() string {
+	if e.of != "" {
+		return e.field + " (" + e.of + "): must be " + e.want
+	}
+	return e.field + ": must be " + e.want
+}
+
+// Unwrap returns the decoder's error, for the callers that explain it in
+// their own terms (a YAML scalar read as a boolean, campaign_yaml.go).
+func (e *fieldError) Unwrap() error { return e.cause }
 
 // describeDecodeError turns an error of decoding a JSON text into a
 // detail that names the field and what it must be, in JSON's terms, never
@@ -220,10 +232,8 @@ func describeDecodeError(err error) string {
 		return keyDetail(keyErr)
 	case errors.As(err, &typeErr) && typeErr.Field == "":
 		return errNotObject.Error()
-	case errors.As(err, &typeErr) && fieldRules[typeErr.Field] != "":
-		return boundDetail((&fieldError{field: typeErr.Field, want: fieldRules[typeErr.Field]}).Error())
 	case errors.As(err, &typeErr):
-		return boundDetail((&fieldError{field: typeErr.Field, want: jsonKind(typeErr)}).Error())
+		return boundDetail((&fieldError{field: typeErr.Field, want: typeRule(typeErr.Field, typeErr)}).Error())
 	}
 	// DisallowUnknownFields reports an unknown field as a plain error.
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
@@ -240,6 +250,16 @@ var fieldRules = map[string]string{
 	"skus.sale_limit":   fmt.Sprintf("an integer from 1 to %d", sku.MaxSaleLimit),
 	"beacon.round":      fmt.Sprintf("an integer from 1 to %d", uint64(lottery.MaxRound)),
 	"skus.beacon.round": fmt.Sprintf("an integer from 1 to %d", uint64(lottery.MaxRound)),
+}
+
+// typeRule says what the value of the field at path (dotted, no index:
+// "skus.sale_limit") must be, the type error e having refused it: the
+// field's own rule (fieldRules), else its type's in JSON's terms.
+func typeRule(path string, e *json.UnmarshalTypeError) string {
+	if rule := fieldRules[path]; rule != "" {
+		return rule
+	}
+	return jsonKind(e)
 }
 
 // jsonKind says, in JSON's terms, what a value of the Go type an

@@ -39,7 +39,7 @@ func TestDecodeErrorDetails(t *testing.T) {
 		{`{"payment_id":"p"} 1`, func() any { return &paymentRequest{} }, "the body is not one JSON value: more follows the object, at byte 20"},
 		{`{"amount":1}`, func() any { return &paymentRequest{} }, "payment_id is missing"},
 		{`{"payment_id":"p"} {"amount":"x"`, func() any { return &paymentRequest{} }, "the body is not one JSON value: more follows the object, at byte 20"},
-		{`{"skus":[{"sku_id":"a","sale_limit":-1}]}`, func() any { return &Campaign{} }, "skus.sale_limit: must be an integer from 1 to 1073741824"},
+		{`{"skus":[{"sku_id":"a","sale_limit":-1}]}`, func() any { return &Campaign{} }, `skus[0].sale_limit (sku_id "a"): must be an integer from 1 to 1073741824`},
 		{`{"skus":{}}`, func() any { return &Campaign{} }, "skus: must be an array"},
 		{`{"release_on_close":"yes"}`, func() any { return &Campaign{} }, "release_on_close: must be true or false"},
 		{`{"start_at":"tomorrow"}`, func() any { return &Campaign{} }, "start_at: must be an RFC 3339 time such as 2030-01-01T12:00:00Z"},
@@ -152,13 +152,21 @@ func TestPaymentAmount(t *testing.T) {
 	}
 }
 
-// A payment_window that is not a duration is named, not described by the
-// time package.
+// A payment_window that is not a duration, or one out of 1ms..24h, is
+// named with its range, not described by the time package.
 func TestDefinitionsPaymentWindowDetail(t *testing.T) {
 	c := DemoCampaign(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
-	c.PaymentWindow = "soon"
-	if _, err := c.Definitions(); err == nil || err.Error() != `payment_window: must be a duration such as "15m" or "90s"` {
-		t.Fatalf("%v", err)
+	for _, bad := range []string{"soon", "0s", "-15m", "999us", "24h0m0.001s", "25h", "720h"} {
+		c.PaymentWindow = bad
+		if _, err := c.Definitions(); err == nil || err.Error() != `payment_window: must be a duration from "1ms" to "24h", such as "15m" or "90s"` {
+			t.Errorf("payment_window %q: %v", bad, err)
+		}
+	}
+	for _, ok := range []string{"1ms", "15m", "24h", "1440m"} {
+		c.PaymentWindow = ok
+		if _, err := c.Definitions(); err != nil {
+			t.Errorf("payment_window %q: %v", ok, err)
+		}
 	}
 }
 
@@ -171,7 +179,7 @@ func TestLotteryEntryTimeRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := c.Definitions()
-	if want := "entries_open_at: must be a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)"; err == nil || err.Error() != want {
+	if want := `skus[0].entries_open_at (sku_id "a"): must be a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)`; err == nil || err.Error() != want {
 		t.Fatalf("Definitions: %v, want %q", err, want)
 	}
 }

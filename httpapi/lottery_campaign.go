@@ -66,7 +66,7 @@ func (q QuotaValue) MarshalJSON() ([]byte, error) {
 func (s CampaignSKU) lotteryRules(d *sku.Definition) error {
 	if s.Allocation == "" {
 		if s.EntriesOpenAt != "" || s.EntriesCloseAt != "" || s.Beacon != nil || s.Waitlist != nil || len(s.Tiers) > 0 {
-			return fmt.Errorf("sku %q: the lottery fields need \"allocation\":%q", s.SKUID, AllocationLottery)
+			return fmt.Errorf("the lottery fields need \"allocation\":%q", AllocationLottery)
 		}
 		return nil
 	}

@@ -78,7 +78,7 @@ func testLotteryOverHTTP(t *testing.T, clock *stepClock, ts *testServer) {
 	badRound, _ := lotteryCampaign(clock.now(), 5, 3)
 	badRound["skus"].([]map[string]any)[0]["beacon"] = map[string]any{"source": "drand-quicknet", "round": -5}
 	if r := ts.admin(http.MethodPut, "/admin/campaigns/lc", badRound); r.status != http.StatusBadRequest ||
-		r.str("detail") != fmt.Sprintf("skus.beacon.round: must be an integer from 1 to %d", uint64(lottery.MaxRound)) {
+		r.str("detail") != fmt.Sprintf(`skus[0].beacon.round (sku_id "ls"): must be an integer from 1 to %d`, uint64(lottery.MaxRound)) {
 		t.Fatalf("a campaign with beacon round -5: %v", r)
 	}
 	// A round not published before end_at: 400, and nothing defined (a

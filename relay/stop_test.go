@@ -139,9 +139,10 @@ func TestRelayProcessStopsOnSIGTERM(t *testing.T) {
 	}
 }
 
-// A stream name NATS does not take is refused when the sink is made, so
-// the relay stops at start (exit 1) instead of retrying, once a second,
-// forever, to find or create a stream JetStream will never accept.
+// A stream name NATS does not take is refused when the sink is made (and
+// by seckill-relay before it connects: a usage error, exit 2), so the
+// relay stops at start instead of retrying, once a second, forever, to
+// find or create a stream JetStream will never accept.
 func TestRelayRefusesAnInvalidStreamName(t *testing.T) {
 	nc := natstest.Start(t)
 	for _, name := range []string{"", "bad stream", "a.b", "a*", "a>", "a/b", `a\b`, "a\tb", "a\x00b"} {

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/seckill/seckill/internal/timefmt"
 )
 
 // Limits of one SKU. Every table has a stated bound (TigerBeetle style).
@@ -24,6 +26,13 @@ const (
 	MaxIDLength = 64
 	// DefaultPaymentWindowMs is the payment window when a definition gives none: 15 minutes.
 	DefaultPaymentWindowMs = 15 * 60 * 1000
+	// MaxPaymentWindowMs bounds payment_window of a new definition: one
+	// day. An unpaid reservation holds its unit out of the sale for the
+	// whole window; card and wallet payments settle in minutes, a bank
+	// transfer or a payment at pickup within a day, and with a longer
+	// window the units of buyers who never pay come back days later,
+	// long after the crowd has gone.
+	MaxPaymentWindowMs = 24 * 60 * 60 * 1000
 	// DefaultEntryPassLeadMs is how long before start_at passes are issued
 	// when a definition gives no lead: 10 minutes.
 	DefaultEntryPassLeadMs = 10 * 60 * 1000
@@ -179,6 +188,29 @@ func (d Definition) Validate() error {
 	}
 	if d.Lottery != nil {
 		return d.Lottery.validate(d.SaleLimit)
+	}
+	return nil
+}
+
+// ValidateNew is Validate for a definition being decided (Machine.Define,
+// the HTTP API before it defines anything, a cells publish), with the
+// rules only a new decision must meet; replay does not check them again,
+// so a log decided under older rules still replays:
+//   - payment_window at most MaxPaymentWindowMs;
+//   - a lottery's beacon round published before end_at: the draw makes
+//     reservations, and none is made at or after end_at.
+func (d Definition) ValidateNew() error {
+	if err := d.Validate(); err != nil {
+		return err
+	}
+	if d.PaymentWindowMs > MaxPaymentWindowMs {
+		return fmt.Errorf("%w: payment_window must be at most %s", ErrInvalidDefinition, timefmt.Duration(MaxPaymentWindowMs))
+	}
+	if d.Lottery != nil {
+		if t, _ := d.Lottery.Beacon.TimeMs(); t >= d.EndAt {
+			return fmt.Errorf("%w: beacon round %d is published at %s, not before end_at %s",
+				ErrInvalidDefinition, d.Lottery.Beacon.Round, timefmt.Millis(t), timefmt.Millis(d.EndAt))
+		}
 	}
 	return nil
 }

@@ -73,25 +73,6 @@ func CheckLotteryDefine(cur Definition, drawing bool, at int64, next Definition)
 	return nil
 }
 
-// ValidateNew is Validate for a definition being decided (Machine.Define,
-// and the HTTP API before it defines anything), with the rules only a new
-// decision must meet; replay does not check them again, so a log decided
-// under older rules still replays. A lottery's beacon round must be
-// published before end_at: the draw makes reservations, and none is made
-// at or after end_at.
-func (d Definition) ValidateNew() error {
-	if err := d.Validate(); err != nil {
-		return err
-	}
-	if d.Lottery != nil {
-		if t, _ := d.Lottery.Beacon.TimeMs(); t >= d.EndAt {
-			return fmt.Errorf("%w: beacon round %d is published at %s, not before end_at %s",
-				ErrInvalidDefinition, d.Lottery.Beacon.Round, timefmt.Millis(t), timefmt.Millis(d.EndAt))
-		}
-	}
-	return nil
-}
-
 // Lottery reports whether the SKU is a lottery sale.
 func (m *Machine) Lottery() bool { return m.lot != nil }
 

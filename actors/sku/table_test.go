@@ -13,7 +13,7 @@ import (
 func TestRowTimesFarFromTheirChunk(t *testing.T) {
 	const day = 86_400_000
 	m := New()
-	d := Definition{CampaignID: "c", SKUID: "s", StartAt: 0, EndAt: 1 << 50, PaymentWindowMs: 200 * day,
+	d := Definition{CampaignID: "c", SKUID: "s", StartAt: 0, EndAt: 1 << 50, PaymentWindowMs: day,
 		SaleLimit: 10_000, ReleaseOnClose: false}
 	if _, _, err := m.Define(0, d, nil); err != nil {
 		t.Fatal(err)
@@ -33,8 +33,8 @@ func TestRowTimesFarFromTheirChunk(t *testing.T) {
 	m.Close(at(5000), 4000, ReasonCancelled, out[:0])
 	for _, seq := range []uint32{1, 7, 4000, 4096, 4097, 5000} {
 		v, _ := m.Get(seq)
-		if v.CreatedAt != at(int(seq)) || v.ExpireAt != at(int(seq))+200*day {
-			t.Fatalf("reservation %d: created %d expire %d, want %d and %d", seq, v.CreatedAt, v.ExpireAt, at(int(seq)), at(int(seq))+200*day)
+		if v.CreatedAt != at(int(seq)) || v.ExpireAt != at(int(seq))+day {
+			t.Fatalf("reservation %d: created %d expire %d, want %d and %d", seq, v.CreatedAt, v.ExpireAt, at(int(seq)), at(int(seq))+day)
 		}
 	}
 	if v, _ := m.Get(7); v.Version != 3 || v.HoldsToken {

@@ -2,13 +2,11 @@ package clustertest
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/seckill/seckill/bench"
 	"github.com/seckill/seckill/cells"
-	"github.com/seckill/seckill/internal/etcdtest"
 	"github.com/seckill/seckill/ledger"
 )
 
@@ -29,40 +27,6 @@ func TestBenchThroughRouter(t *testing.T) {
 	// The same, as a gateway would send it: batches of 20, each split by
 	// the router into one sub-batch per cell.
 	seedThroughRouter(t, l, router, cl.etcd.Endpoint, cellIDs, 1000, 10_000, 20)
-}
-
-// cluster is a real etcd, seckilld cells and a router over them, as
-// startCluster started them.
-type cluster struct {
-	bins    map[string]string
-	logDir  string
-	etcd    *etcdtest.Server
-	cellIDs []string
-	addrs   map[string]string // by cell: host:port
-	procs   map[string]*proc  // by cell
-	router  string            // base URL
-	ledger  *ledger.Ledger    // the test's own link to etcd
-}
-
-// startCluster builds the binaries and starts etcd, the cells (each on a
-// data dir of its own) and a router over them.
-func startCluster(t *testing.T, cellIDs ...string) *cluster {
-	t.Helper()
-	cl := &cluster{bins: buildAll(t), logDir: t.TempDir(), etcd: etcdtest.Start(t), cellIDs: cellIDs,
-		addrs: map[string]string{}, procs: map[string]*proc{}}
-	var routes []string
-	for _, c := range cellIDs {
-		cl.addrs[c], cl.procs[c] = startCell(t, cl.bins, cl.logDir, c, filepath.Join(t.TempDir(), c), cl.etcd.Endpoint)
-		routes = append(routes, c+"="+cl.addrs[c])
-	}
-	cl.router = startRouter(t, cl.bins, cl.logDir, cl.etcd.Endpoint, routes)
-	client, err := ledger.Dial([]string{cl.etcd.Endpoint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	cl.ledger = ledger.New(client, "")
-	return cl
 }
 
 // seedThroughRouter runs the seed scenario through the router (batches of

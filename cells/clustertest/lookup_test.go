@@ -1,18 +1,9 @@
 package clustertest
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/seckill/seckill/actors/sku"
-	"github.com/seckill/seckill/cells"
 )
 
 // TestLookupOfARequestIDTwoUsersUsed: users of two cells reserve through
@@ -26,53 +17,22 @@ import (
 func TestLookupOfARequestIDTwoUsersUsed(t *testing.T) {
 	const camp, skuName = "lookup", "sku-1"
 	cl := startCluster(t, "c1", "c2")
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("process logs in %s", cl.logDir)
-		}
-	})
-	ctl := exec.Command(cl.bins["seckillctl"], "cells", "publish", "--etcd", cl.etcd.Endpoint, "--campaign", camp, "--sku", skuName,
-		"--sale-limit", "10", "--cells", "c1,c2", "--initial", "5", "--chunk", "1",
-		"--start", time.Now().Add(-time.Second).UTC().Format(time.RFC3339), "--payment-window", "10m")
-	ctl.Env = append(os.Environ(), "SECKILL_ADMIN_TOKEN="+token)
-	if out, err := ctl.CombinedOutput(); err != nil {
-		t.Fatalf("publish: %v\n%s", err, out)
-	}
-	client := &http.Client{Timeout: 10 * time.Second}
-	call := func(method, url, body string) (int, map[string]any) {
-		t.Helper()
-		req, _ := http.NewRequest(method, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, url, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var m map[string]any
-		_ = json.Unmarshal(b, &m)
-		return resp.StatusCode, m
-	}
+	cl.publish(t, camp, skuName, 10, 5)
+	call := caller(t)
 	waitFor(t, "the router holds the published SKU", func() bool {
 		code, _ := call("GET", cl.router+"/router/campaigns/"+camp+"/skus/"+skuName, "")
 		return code == 200
 	})
-	m, err := cells.EvenMap(1, cl.cellIDs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub := cells.Published{Definition: sku.Definition{CampaignID: camp, SKUID: skuName}, Map: m}
-	users := map[string]string{}
-	for u := 0; users["c1"] == "" || users["c2"] == ""; u++ {
-		users[pub.CellOf(fmt.Sprintf("u%d", u))] = fmt.Sprintf("u%d", u)
-	}
+	// Each cell's first user reserves with the shared request_id; c2's
+	// second, later, with a request_id of its own.
+	users := usersOfCells(t, cl.cellIDs, camp, skuName, 2)
 	skuPath := cl.router + "/v1/campaigns/" + camp + "/skus/" + skuName
 	reservationOf := map[string]any{}
 	for _, cell := range []string{"c1", "c2"} {
 		var code int
 		var body map[string]any
 		waitFor(t, "a reserve of "+cell+"'s user is accepted", func() bool {
-			code, body = call("POST", skuPath+"/reservations", `{"request_id":"shared","user_id":"`+users[cell]+`"}`)
+			code, body = call("POST", skuPath+"/reservations", `{"request_id":"shared","user_id":"`+users[cell][0]+`"}`)
 			return code == 202
 		})
 		reservationOf[cell] = body["reservation_id"]
@@ -83,17 +43,12 @@ func TestLookupOfARequestIDTwoUsersUsed(t *testing.T) {
 		t.Fatalf("lookup of a request_id both cells hold: %d %v, want 422 REQUEST_ID_REUSED naming c1, c2 and no reservation", code, body)
 	}
 	for _, cell := range []string{"c1", "c2"} {
-		code, body := call("POST", skuPath+"/reservations", `{"request_id":"shared","user_id":"`+users[cell]+`"}`)
+		code, body := call("POST", skuPath+"/reservations", `{"request_id":"shared","user_id":"`+users[cell][0]+`"}`)
 		if code != 202 || body["reservation_id"] != reservationOf[cell] {
 			t.Fatalf("%s's user resending: %d %v, want 202 with %v", cell, code, body, reservationOf[cell])
 		}
 	}
-	var one string
-	for u := 0; one == ""; u++ {
-		if user := fmt.Sprintf("v%d", u); pub.CellOf(user) == "c2" {
-			one = user
-		}
-	}
+	one := users["c2"][1]
 	if code, body := call("POST", skuPath+"/reservations", `{"request_id":"one","user_id":"`+one+`"}`); code != 202 {
 		t.Fatalf("a reserve of c2's user %s: %d %v", one, code, body)
 	}

@@ -1,19 +1,10 @@
 package clustertest
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
-	"time"
-
-	"github.com/seckill/seckill/actors/sku"
-	"github.com/seckill/seckill/cells"
 )
 
 // TestSoldOutCellsThroughRouter: a SKU of sale_limit 4 published over two
@@ -32,41 +23,14 @@ func TestSoldOutCellsThroughRouter(t *testing.T) {
 	t.Parallel()
 	const camp, skuName = "tiny", "last-units"
 	cl := startCluster(t, "c1", "c2")
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("process logs in %s", cl.logDir)
-		}
-	})
-	ctl := exec.Command(cl.bins["seckillctl"], "cells", "publish", "--etcd", cl.etcd.Endpoint, "--campaign", camp, "--sku", skuName,
-		"--sale-limit", "4", "--cells", "c1,c2", "--initial", "2", "--chunk", "1",
-		"--start", time.Now().Add(-time.Second).UTC().Format(time.RFC3339), "--payment-window", "10m")
-	ctl.Env = append(os.Environ(), "SECKILL_ADMIN_TOKEN="+token)
-	if out, err := ctl.CombinedOutput(); err != nil {
-		t.Fatalf("publish: %v\n%s", err, out)
-	}
+	cl.publish(t, camp, skuName, 4, 2)
 	var routes []string
 	for _, c := range cl.cellIDs {
 		routes = append(routes, c+"="+cl.addrs[c])
 	}
 	// A router that gives up on a cell after 1 s (the default is 5 s).
 	router := startRouter(t, cl.bins, cl.logDir, cl.etcd.Endpoint, routes, "--timeout", "1s")
-
-	client := &http.Client{Timeout: 10 * time.Second}
-	call := func(method, url, body string) (int, map[string]any) {
-		t.Helper()
-		req, _ := http.NewRequest(method, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, url, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var m map[string]any
-		_ = json.Unmarshal(b, &m)
-		return resp.StatusCode, m
-	}
+	call := caller(t)
 	skuPath := "/v1/campaigns/" + camp + "/skus/" + skuName
 	waitFor(t, "the router and both cells hold the published SKU", func() bool {
 		code, _ := call("GET", router+"/router/campaigns/"+camp+"/skus/"+skuName, "")
@@ -78,16 +42,7 @@ func TestSoldOutCellsThroughRouter(t *testing.T) {
 		return ok
 	})
 
-	m, err := cells.EvenMap(1, cl.cellIDs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub := cells.Published{Definition: sku.Definition{CampaignID: camp, SKUID: skuName}, Map: m}
-	users := map[string][]string{}
-	for u := 0; len(users["c1"]) < 3 || len(users["c2"]) < 3; u++ {
-		user := fmt.Sprintf("u%d", u)
-		users[pub.CellOf(user)] = append(users[pub.CellOf(user)], user)
-	}
+	users := usersOfCells(t, cl.cellIDs, camp, skuName, 3)
 	reserve := func(base, requestID, user string) (int, map[string]any) {
 		return call("POST", base+skuPath+"/reservations", fmt.Sprintf(`{"request_id":"%s","user_id":"%s"}`, requestID, user))
 	}

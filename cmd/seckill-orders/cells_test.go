@@ -8,16 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/seckill/seckill/actors/sku"
-	"github.com/seckill/seckill/cells"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/cmd/seckilld/seckilldtest"
-	"github.com/seckill/seckill/internal/etcdtest"
 	"github.com/seckill/seckill/internal/natstest"
-	"github.com/seckill/seckill/ledger"
 	"github.com/seckill/seckill/orders/orderstest"
 	"github.com/seckill/seckill/reconcile"
 )
@@ -30,50 +25,16 @@ import (
 // its own, and the orders reconcile clean with the cluster. The streams
 // hold their cell's subjects only, and no event id is in both.
 func TestCellsFromJetStream(t *testing.T) {
-	etcd := etcdtest.Start(t)
-	seckilld := seckilldtest.Build(t, false)
-	cellURLs := map[string]string{}
-	for _, cell := range []string{"c1", "c2"} {
-		cellURLs[cell] = seckilldtest.Start(t, seckilld, t.TempDir(), nil, "--cell", cell, "--etcd", etcd.Endpoint, "--admin-token", orderstest.Token).Base
-	}
-	ec, err := ledger.Dial([]string{etcd.Endpoint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ec.Close()
-	l := ledger.New(ec, ledger.DefaultPrefix)
+	cl := orderstest.StartCells(t, seckilldtest.Build(t, false), "cc")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	m, err := cells.EvenMap(1, []string{"c1", "c2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	for _, s := range orderstest.SKUs {
-		d := sku.Definition{CampaignID: "cc", SKUID: s, StartAt: now.Add(-time.Minute).UnixMilli(), EndAt: now.Add(time.Hour).UnixMilli(),
-			PaymentWindowMs: 900_000, SaleLimit: 80, ReleaseOnClose: true}
-		if _, err := cells.Publish(ctx, l, d, m, 5, []ledger.InitialGrant{{Cell: "c1", Units: 40}, {Cell: "c2", Units: 40}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for cell, url := range cellURLs { // each cell takes the published SKUs within a second
-		cc, _ := client.New(client.Options{BaseURL: url, AdminToken: orderstest.Token})
-		for _, s := range orderstest.SKUs {
-			for _, err := cc.Audit(ctx, "cc", s); err != nil; _, err = cc.Audit(ctx, "cc", s) {
-				if ctx.Err() != nil {
-					t.Fatalf("cell %s never defined %s: %v", cell, s, err)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-		}
-	}
 
 	db := orderstest.Database(t)
 	nc := natstest.Start(t)
 	octx, stop := context.WithCancel(context.Background())
 	exited := make(chan error, 1)
 	go func() {
-		exited <- run(octx, []string{"--database", db, "--etcd", etcd.Endpoint, "--nats", nc.ConnectedUrl(), "--stream", "SECKILL_CC",
+		exited <- run(octx, []string{"--database", db, "--etcd", cl.Etcd.Endpoint, "--nats", nc.ConnectedUrl(), "--stream", "SECKILL_CC",
 			"--campaign", "cc", "--metrics-addr", "", "--wait", "1s", "--log-level", "error"}, io.Discard, io.Discard)
 	}()
 	t.Cleanup(func() {
@@ -83,20 +44,16 @@ func TestCellsFromJetStream(t *testing.T) {
 			}
 		}
 	})
-	for cell, url := range cellURLs {
+	for cell, url := range cl.URLs {
 		orderstest.RelayCell(t, nc, url, "cc", "SECKILL_CC", cell)
 	}
-	c, err := client.New(client.Options{BaseURL: cellURLs["c1"], AdminToken: orderstest.Token, Cells: cellURLs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	orderstest.Sale(t, c, "cc", 0, 60)
+	orderstest.Sale(t, cl.Client(t), "cc", 0, 60)
 
 	clientOf := func(base string) (*client.Client, error) {
 		return client.New(client.Options{BaseURL: base, AdminToken: orderstest.Token})
 	}
 	for {
-		reservations, skus, _, err := reconcile.FromCells(ctx, l, clientOf, orderstest.Token, "cc", "")
+		reservations, skus, _, err := reconcile.FromCells(ctx, cl.Ledger, clientOf, orderstest.Token, "cc", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,14 +98,7 @@ func TestCellsFromJetStream(t *testing.T) {
 			seen[id] = name
 		}
 	}
-	conn, err := pgx.Connect(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var consumers []string
-	if err := conn.QueryRow(ctx, `SELECT array_agg(consumer ORDER BY consumer) FROM order_cursors`).Scan(&consumers); err != nil ||
-		strings.Join(consumers, ",") != "jetstream:SECKILL_CC_c1,jetstream:SECKILL_CC_c2" {
-		t.Fatalf("consumers %v (%v), want one per cell's stream", consumers, err)
+	if consumers := orderstest.Consumers(t, db); consumers != "jetstream:SECKILL_CC_c1,jetstream:SECKILL_CC_c2" {
+		t.Fatalf("consumers %s, want one per cell's stream", consumers)
 	}
 }

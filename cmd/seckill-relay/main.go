@@ -8,15 +8,16 @@
 // SECKILL_RELAY_ADMIN_TOKEN); flags win. --version prints the build's
 // version line and --help the usage, both on stdout with exit 0.
 //
-// Exit status 1, with what was refused and the feed's answer on stderr,
-// when the feed refuses the relay and a retry would be refused again
-// (relay.FeedError: 401 the admin token, 404 the campaign, 410
-// CURSOR_COMPACTED, 409 CURSOR_DIVERGED, 400 such as
-// CAMPAIGN_FEED_TOO_WIDE, 414, 431), or on a bad flag (a --campaign that
-// is no campaign id, a --stream name NATS does not take,
-// relay.ErrStreamName, too), or when JetStream refuses
-// the stream for good (relay.ErrSinkRefused); any other error
-// (the feed or NATS unreachable) is retried after 1 s. The stream is
+// Exit status 2, with one line naming the flag on stderr, on a usage
+// error: an unknown flag, a required one missing, a value out of its
+// range (a --campaign that is no campaign id, a --stream name NATS does
+// not take, relay.ErrStreamName, too), before anything is contacted. Exit status 1, with what was refused and
+// the feed's answer on stderr, when the feed refuses the relay and a retry
+// would be refused again (relay.FeedError: 401 the admin token, 404 the
+// campaign, 410 CURSOR_COMPACTED, 409 CURSOR_DIVERGED, 400 such as
+// CAMPAIGN_FEED_TOO_WIDE, 414, 431), or when JetStream refuses the stream
+// for good (relay.ErrSinkRefused); any other error (the feed or NATS
+// unreachable) is retried after 1 s. The stream is
 // created only once the feed has answered, so a refused relay leaves none
 // behind. SIGTERM or SIGINT stops it (exit 0) once the batch it is
 // publishing, if any, is acknowledged, logging the cursor the stream holds
@@ -43,15 +44,29 @@ import (
 	"github.com/seckill/seckill/relay"
 )
 
+// errUsage marks a bad command line (exit 2).
+var errUsage = errors.New("usage")
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintln(os.Stderr, "seckill-relay:", err)
-		os.Exit(1)
+	os.Exit(exitStatus(err, os.Stderr))
+}
+
+// exitStatus prints err, unless the relay was stopped, and maps it to the
+// exit status: 0 stopped or done, 2 a usage error, 1 anything else.
+func exitStatus(err error, stderr io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, context.Canceled):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(stderr, "seckill-relay:", err)
+		return 2
 	}
+	fmt.Fprintln(stderr, "seckill-relay:", err)
+	return 1
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -74,25 +89,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL_RELAY")); errors.Is(err, flag.ErrHelp) {
 		return nil
 	} else if err != nil {
-		return err
+		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	var logLevel slog.Level
 	if err := logLevel.UnmarshalText([]byte(*level)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+		return fmt.Errorf("%w: --log-level: %v", errUsage, err)
 	}
 	switch {
 	case *token == "" || *stream == "" || *campaign == "":
-		return errors.New("--admin-token, --stream and --campaign are required")
+		return fmt.Errorf("%w: --admin-token, --stream and --campaign are required", errUsage)
 	case !sku.ValidID(*campaign):
-		return fmt.Errorf("--campaign %q: a campaign id is 1-64 of [A-Za-z0-9._:-]: no seckilld has it", *campaign)
+		return fmt.Errorf("%w: --campaign %q: a campaign id is %s: no seckilld has it", errUsage, *campaign, sku.IDRule)
+	case relay.CheckStreamName(*stream) != nil:
+		return fmt.Errorf("%w: --stream: %v", errUsage, relay.CheckStreamName(*stream))
 	case *cell != "" && !sku.ValidID(*cell):
-		return fmt.Errorf("--cell %q: a cell id is 1-64 of [A-Za-z0-9._:-]", *cell)
+		return fmt.Errorf("%w: --cell %q: a cell id is %s", errUsage, *cell, sku.IDRule)
 	case *limit < 1 || *limit > 1000:
-		return errors.New("--limit must be 1..1000")
+		return fmt.Errorf("%w: --limit must be 1..1000", errUsage)
 	case *wait <= 0 || *wait > 60*time.Second:
-		return errors.New("--wait must be in (0, 60s]")
+		return fmt.Errorf("%w: --wait must be in (0, 60s]", errUsage)
 	case fs.NArg() > 0:
-		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+		return fmt.Errorf("%w: unexpected arguments: %v", errUsage, fs.Args())
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
 	nc, err := nats.Connect(*natsURL, nats.Name("seckill-relay "+*campaign), nats.MaxReconnects(-1))

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -28,5 +29,41 @@ func TestRefusesAMalformedCampaign(t *testing.T) {
 		"--nats", "nats://127.0.0.1:1", "--feed", "http://127.0.0.1:1"}, &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), `--campaign "bad id"`) {
 		t.Fatalf("--campaign \"bad id\": %v", err)
+	}
+}
+
+// A usage error, from an unknown flag to a --stream name NATS does not
+// take, is found before anything is contacted and exits 2 with one line
+// naming the flag; a refusal by the feed or NATS exits 1, a stop 0.
+func TestUsageErrorsExitTwo(t *testing.T) {
+	required := []string{"--admin-token", "t", "--stream", "S", "--campaign", "c", "--nats", "nats://127.0.0.1:1", "--feed", "http://127.0.0.1:1"}
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--no-such-flag"}, "flag provided but not defined: -no-such-flag"},
+		{nil, "--admin-token, --stream and --campaign are required"},
+		{append(required, "--limit", "0"), "--limit must be 1..1000"},
+		{append(required, "--wait", "61s"), "--wait must be in (0, 60s]"},
+		{append(required, "--campaign", "bad id"), `--campaign "bad id"`},
+		{append(required, "--cell", "c 1"), `--cell "c 1"`},
+		{append(required, "--log-level", "loud"), "--log-level"},
+		{append(required, "--stream", "a.b"), `--stream: relay: invalid stream name "a.b"`},
+		{append(required, "extra"), "unexpected arguments: [extra]"},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), c.args, &out, &errOut)
+		var status bytes.Buffer
+		if code := exitStatus(err, &status); code != 2 || strings.Count(status.String(), "\n") != 1 ||
+			!strings.HasPrefix(status.String(), "seckill-relay: usage: ") || !strings.Contains(status.String(), c.says) {
+			t.Errorf("%v: exit %d, %q; want 2 and one line saying %q", c.args, code, status.String(), c.says)
+		}
+	}
+	var status bytes.Buffer
+	if code := exitStatus(errors.New("relay: seckilld has no campaign"), &status); code != 1 {
+		t.Errorf("a refusal: exit %d, want 1", code)
+	}
+	if code := exitStatus(context.Canceled, &status); code != 0 {
+		t.Errorf("a stop: exit %d, want 0", code)
 	}
 }

@@ -75,6 +75,13 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if o.etcd == "" || o.cells == "" {
 		return o, errors.New("--etcd and --cells are required")
 	}
+	if o.timeout <= 0 {
+		// fasthttp would time every request out at once: 504 for all.
+		return o, fmt.Errorf("--timeout must be positive, not %s", o.timeout)
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
 	return o, nil
 }
 

@@ -26,3 +26,23 @@ func TestMissingRequiredFlags(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut.String())
 	}
 }
+
+// A --timeout that is not positive (every request would time out at
+// once) or an argument the router does not take is a usage error (2)
+// naming it.
+func TestBadTimeoutAndArguments(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--timeout", "0s"}, "--timeout must be positive, not 0s"},
+		{[]string{"--timeout", "-1s"}, "--timeout must be positive, not -1s"},
+		{[]string{"extra"}, "unexpected arguments: [extra]"},
+	} {
+		var out, errOut bytes.Buffer
+		args := append([]string{"--etcd", "127.0.0.1:1", "--cells", "c1=127.0.0.1:1"}, c.args...)
+		if code := run(args, &out, &errOut); code != 2 || errOut.String() != "seckill-router: "+c.says+"\n" {
+			t.Errorf("%v: exit %d, stderr %q, want 2 and %q", c.args, code, errOut.String(), c.says)
+		}
+	}
+}

@@ -9,8 +9,10 @@
 //
 // The first form runs seeds first..first+N-1 and prints the totals; each
 // failure is printed with its seed and the shortest step list the shrinker
-// finds. The second replays one seed exactly (make sim SEED=N). Exit
-// status: 0 every check passed, 1 a seed failed, 2 a usage error.
+// finds. The second replays one seed exactly (make sim SEED=N). -seeds,
+// -first, -steps and -workers are at least 1 (checkCounts). Exit status:
+// 0 every check passed, 1 a seed failed, 2 a usage error (one line naming
+// the flag).
 package main
 
 import (
@@ -18,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -51,10 +54,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("seckill-sim", flag.ContinueOnError)
 	fs.SetOutput(usageOut)
-	seeds := fs.Uint64("seeds", 10_000, "histories to run, one per seed")
-	first := fs.Uint64("first", 1, "first seed")
-	steps := fs.Int("steps", 200, "steps per history")
-	workers := fs.Int("workers", runtime.NumCPU(), "histories run side by side (each stays on one goroutine)")
+	seeds := fs.Uint64("seeds", 10_000, "histories to run, one per seed (at least 1)")
+	first := fs.Uint64("first", 1, "first seed (at least 1: -seed 0 means none)")
+	steps := fs.Int("steps", 200, "steps per history (at least 1)")
+	workers := fs.Int("workers", runtime.NumCPU(), "histories run side by side, at least 1 (each stays on one goroutine)")
 	stop := fs.Bool("stop", false, "stop at the first failing seed")
 	seed := fs.Uint64("seed", 0, "replay this one seed (with its shortest failing history if it fails)")
 	trace := fs.Bool("trace", false, "with -seed: print every step")
@@ -66,16 +69,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	if err != nil {
+		return 2 // the flag package printed the error and the usage
+	}
 	modes := 0
 	for _, on := range []bool{*campaign, *admission, *cellsMode, *replicas} {
 		if on {
 			modes++
 		}
 	}
-	if err != nil || fs.NArg() > 0 || *steps <= 0 || modes > 1 {
-		if err == nil {
-			fmt.Fprintln(stderr, "usage: seckill-sim [-seeds N] [-first N] [-steps N] [-workers N] [-stop] | -seed N [-trace]; at most one of -campaign, -admission, -cells, -replicas")
-		}
+	if err := checkCounts(*seeds, *first, *steps, *workers); err != nil {
+		fmt.Fprintln(stderr, "seckill-sim:", err)
+		return 2
+	}
+	if fs.NArg() > 0 || modes > 1 {
+		fmt.Fprintln(stderr, "usage: seckill-sim [-seeds N] [-first N] [-steps N] [-workers N] [-stop] | -seed N [-trace]; at most one of -campaign, -admission, -cells, -replicas")
 		return 2
 	}
 	mode := sim.ModeSKU
@@ -118,6 +126,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// checkCounts refuses a count that runs nothing or cannot be what it
+// says: -seeds 0 would pass having checked nothing, a seed 0 could not be
+// replayed (-seed 0 means "no seed"), seeds past the largest uint64 would
+// wrap to seed 0, and -workers below 1 would run none (RunSeeds reads it
+// as one per CPU, not what was asked).
+func checkCounts(seeds, first uint64, steps, workers int) error {
+	switch {
+	case seeds < 1:
+		return fmt.Errorf("-seeds must be at least 1, not %d", seeds)
+	case first < 1:
+		return fmt.Errorf("-first must be at least 1 (seed 0 cannot be replayed: -seed 0 means none), not %d", first)
+	case seeds-1 > math.MaxUint64-first:
+		return fmt.Errorf("-first %d -seeds %d goes past the last seed, %d", first, seeds, uint64(math.MaxUint64))
+	case steps < 1:
+		return fmt.Errorf("-steps must be at least 1, not %d", steps)
+	case workers < 1:
+		return fmt.Errorf("-workers must be at least 1, not %d", workers)
+	}
+	return nil
 }
 
 // replay runs one seed, printing its steps with -trace, and shrinks it if

@@ -37,6 +37,32 @@ func TestUsageError(t *testing.T) {
 	}
 }
 
+// A count that would run nothing, or not what it says, is a usage error
+// (exit 2) with one line naming the flag, before any history runs.
+func TestCountsAtLeastOne(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"-workers", "-1"}, "-workers must be at least 1, not -1"},
+		{[]string{"-workers", "0"}, "-workers must be at least 1, not 0"},
+		{[]string{"-seeds", "0"}, "-seeds must be at least 1, not 0"},
+		{[]string{"-first", "0"}, "-first must be at least 1"},
+		{[]string{"-first", "18446744073709551615", "-seeds", "2"}, "-first 18446744073709551615 -seeds 2 goes past the last seed"},
+		{[]string{"-steps", "-3"}, "-steps must be at least 1, not -3"},
+	} {
+		var out, errs bytes.Buffer
+		if code := run(c.args, &out, &errs); code != 2 || out.Len() != 0 || strings.Count(errs.String(), "\n") != 1 ||
+			!strings.HasPrefix(errs.String(), "seckill-sim: "+c.says) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and one line %q", c.args, code, out.String(), errs.String(), c.says)
+		}
+	}
+	var out, errs bytes.Buffer
+	if code := run([]string{"-first", "18446744073709551615", "-seeds", "1", "-steps", "5", "-workers", "1"}, &out, &errs); code != 0 {
+		t.Fatalf("the last seed alone: exit %d: %s%s", code, out.String(), errs.String())
+	}
+}
+
 // -admission runs the admission histories: buyers throttled while the
 // disk is slow.
 func TestAdmissionMode(t *testing.T) {

@@ -125,7 +125,7 @@ func runCellsPublish(args []string, stdout io.Writer) error {
 	}
 	d := sku.Definition{CampaignID: *lf.campaign, SKUID: *lf.sku, StartAt: startAt.UnixMilli(), EndAt: endAt.UnixMilli(),
 		PaymentWindowMs: window.Milliseconds(), SaleLimit: uint32(*saleLimit), ReleaseOnClose: *release, PurchaseLimit: limit}
-	if err := d.Validate(); err != nil {
+	if err := d.ValidateNew(); err != nil {
 		return usageError("%v", err)
 	}
 	if *chunk == 0 || uint64(*initial)*uint64(len(ids)) > uint64(*saleLimit) {

@@ -149,3 +149,13 @@ func TestCellsAuditRefusesWhatItCannotUse(t *testing.T) {
 		t.Fatalf("an etcd that does not answer: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// cells publish refuses, as a usage error (exit 2) before it reaches etcd,
+// a payment window no cell would define: above a day.
+func TestCellsPublishPaymentWindowBound(t *testing.T) {
+	code, out, errOut := ctl(t, "cells", "publish", "--etcd", "127.0.0.1:1", "--campaign", "pw", "--sku", "a", "--sale-limit", "10",
+		"--cells", "c1", "--payment-window", "25h")
+	if code != exitUsage || out != "" || !strings.Contains(errOut, "payment_window must be at most 24h") {
+		t.Fatalf("publish --payment-window 25h: exit %d\nstdout: %q\nstderr: %s", code, out, errOut)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/seckill/seckill/actors"
 )
@@ -19,25 +18,22 @@ func lockDataDir(dir string) (release func() error, err error) {
 		return nil, err
 	}
 	release, err = actors.LockDataDir(dir)
-	if errors.Is(err, actors.ErrDataDirLocked) {
+	if errors.Is(err, actors.ErrDataDirLocked) || errors.Is(err, actors.ErrDataDirNested) {
 		return nil, fmt.Errorf("%w: stop seckilld before writing into its data dir (it reads a data dir's SKUs when it starts)", err)
 	}
 	return release, err
 }
 
-// lockEnclosingDataDir takes the lock of the data dir that holds the SKU
-// directory skuDir (<data-dir>/<campaign>/<sku>, symlinks resolved). For a SKU copied outside
-// any data dir it locks a directory no engine uses, which costs nothing
-// (the lock creates no file).
-func lockEnclosingDataDir(skuDir string) (release func() error, err error) {
-	// Through symlinks to the real folder: a link to a live SKU must find
-	// the data dir its engine locked.
-	real, err := filepath.EvalSymlinks(skuDir)
-	if err != nil {
-		return nil, err
-	}
-	release, err = actors.LockDataDir(filepath.Dir(filepath.Dir(real)))
-	if errors.Is(err, actors.ErrDataDirLocked) {
+// lockSKUDir takes the lock of the SKU directory skuDir
+// (<data-dir>/<campaign>/<sku>, or a copy anywhere) as if it were a data
+// dir: refused while an engine runs on the data dir that holds it (it is
+// inside that data dir: actors.ErrDataDirNested; ErrDataDirLocked while
+// another seckillctl writes into the SKU), and an engine cannot start on
+// that data dir meanwhile. A SKU copied outside any data dir takes a
+// lock no engine holds, which costs nothing (the lock creates no file).
+func lockSKUDir(skuDir string) (release func() error, err error) {
+	release, err = actors.LockDataDir(skuDir)
+	if errors.Is(err, actors.ErrDataDirLocked) || errors.Is(err, actors.ErrDataDirNested) {
 		return nil, fmt.Errorf("%w: take the snapshot online (snapshot --server), or stop seckilld first", err)
 	}
 	return release, err

@@ -75,7 +75,7 @@ const usage = `seckillctl: operate on seckill data directories (read-only unless
         every reservation with its state, user, token, times, payment and refunds
   seckillctl cells publish --etcd E --campaign C --sku S --sale-limit N --cells c1,c2
         --initial UNITS --chunk UNITS [--start T --end T --payment-window D]
-        [--purchase-limit sku|campaign]
+        [--purchase-limit sku|campaign]   (D: 1ms to 24h, default 15m)
         publish a celled SKU: definition, frozen cell map, ledger, initial grants
         (campaign scope: every SKU of the campaign with the same --cells)
   seckillctl cells return --etcd E --campaign C --sku S --cell ID --units N --id K

@@ -813,13 +813,22 @@ func TestWritesRefusedBesideARunningEngine(t *testing.T) {
 		return len(entries)
 	}
 	before := snaps()
-	for _, args := range [][]string{
-		{"snapshot", f.skuDir},
-		{"restore", "--from", f.skuDir, "--to", f.dataDir},
+	dataDir, err := filepath.EvalSymlinks(f.dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The SKU is inside the running engine's data dir, which the restore
+	// writes into: each is refused, naming the data dir.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"snapshot", f.skuDir}, "data dirs nested: " + filepath.Join(dataDir, "c1", "s1") + " is inside " + dataDir + ", the data dir of a running engine"},
+		{[]string{"restore", "--from", f.skuDir, "--to", f.dataDir}, "data dir in use by another engine"},
 	} {
-		code, out, errOut := ctl(t, args...)
-		if code != 2 || out != "" || !strings.Contains(errOut, "data dir in use by another engine") {
-			t.Errorf("seckillctl %s beside a running engine: exit %d\nstdout: %q\nstderr: %s", strings.Join(args, " "), code, out, errOut)
+		code, out, errOut := ctl(t, c.args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("seckillctl %s beside a running engine: exit %d\nstdout: %q\nstderr: %s\nwant %q", strings.Join(c.args, " "), code, out, errOut, c.want)
 		}
 	}
 	// The same SKU through a symlink, to the SKU or to its campaign.
@@ -831,7 +840,7 @@ func TestWritesRefusedBesideARunningEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{filepath.Join(links, "sku"), filepath.Join(links, "campaign", "s1")} {
-		if code, out, errOut := ctl(t, "snapshot", p); code != 2 || out != "" || !strings.Contains(errOut, "in use") {
+		if code, out, errOut := ctl(t, "snapshot", p); code != 2 || out != "" || !strings.Contains(errOut, "is inside "+dataDir) {
 			t.Errorf("seckillctl snapshot %s (a link) beside a running engine: exit %d\nstdout: %q\nstderr: %s", p, code, out, errOut)
 		}
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -17,7 +16,6 @@ import (
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/cmd/seckilld/seckilldtest"
-	"github.com/seckill/seckill/internal/etcdtest"
 	"github.com/seckill/seckill/orders/orderstest"
 	"github.com/seckill/seckill/reconcile"
 )
@@ -32,49 +30,13 @@ import (
 // locally on one cell is read from that cell.
 func TestReconcileCells(t *testing.T) {
 	t.Parallel()
-	etcd := etcdtest.Start(t)
-	seckilld := seckilldtest.Build(t, raceEnabled)
+	cl := orderstest.StartCells(t, seckilldtest.Build(t, raceEnabled), "rcc")
 	ordersBin := ordersBinary(t)
-	cellURLs, daemons := map[string]string{}, map[string]*seckilldtest.Daemon{}
-	startCell := func(cell, dir string) {
-		d := seckilldtest.Start(t, seckilld, dir, nil, "--cell", cell, "--etcd", etcd.Endpoint, "--admin-token", orderstest.Token)
-		cellURLs[cell], daemons[cell] = d.Base, d
-	}
-	dirs := map[string]string{"c1": filepath.Join(t.TempDir(), "c1"), "c2": filepath.Join(t.TempDir(), "c2")}
-	for _, cell := range []string{"c1", "c2"} {
-		startCell(cell, dirs[cell])
-	}
-	start := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
-	for _, s := range orderstest.SKUs {
-		var out, errb bytes.Buffer
-		if status := run([]string{"cells", "publish", "--etcd", etcd.Endpoint, "--campaign", "rcc", "--sku", s, "--sale-limit", "80",
-			"--cells", "c1,c2", "--initial", "40", "--chunk", "5", "--start", start}, &out, &errb); status != exitOK {
-			t.Fatalf("cells publish %s: exit %d: %s%s", s, status, out.String(), errb.String())
-		}
-	}
-	c, err := client.New(client.Options{BaseURL: cellURLs["c1"], AdminToken: orderstest.Token, Cells: cellURLs})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	for cell, url := range cellURLs { // each cell takes the published SKUs within a second
-		cc, _ := client.New(client.Options{BaseURL: url, AdminToken: orderstest.Token})
-		for _, s := range orderstest.SKUs {
-			for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
-				_, err := cc.Audit(ctx, "rcc", s)
-				if err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("cell %s never defined %s: %v", cell, s, err)
-				}
-			}
-		}
-	}
-	orderstest.Sale(t, c, "rcc", 0, 60)
+	orderstest.Sale(t, cl.Client(t), "rcc", 0, 60)
 
 	db := orderstest.Database(t)
-	cmd := exec.Command(ordersBin, "--database", db, "--etcd", etcd.Endpoint, "--campaign", "rcc", "--admin-token", orderstest.Token,
+	cmd := exec.Command(ordersBin, "--database", db, "--etcd", cl.Etcd.Endpoint, "--campaign", "rcc", "--admin-token", orderstest.Token,
 		"--metrics-addr", "127.0.0.1:0", "--wait", "1s", "--log-level", "warn")
 	logs, err := os.Create(filepath.Join(t.TempDir(), "seckill-orders.log"))
 	if err != nil {
@@ -96,7 +58,7 @@ func TestReconcileCells(t *testing.T) {
 		}
 	})
 
-	args := []string{"--orders", db, "--campaign", "rcc", "--etcd", etcd.Endpoint, "--admin-token", orderstest.Token, "--lag", "0s"}
+	args := []string{"--orders", db, "--campaign", "rcc", "--etcd", cl.Etcd.Endpoint, "--admin-token", orderstest.Token, "--lag", "0s"}
 	waitClean := func(what string) reconcile.Report {
 		t.Helper()
 		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
@@ -121,15 +83,8 @@ func TestReconcileCells(t *testing.T) {
 
 	// c2 restarted on another port (it announces it in etcd): the order
 	// service consumes it at its new address, from its saved cursor.
-	if err := daemons["c2"].Cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	<-daemons["c2"].Exited
-	startCell("c2", dirs["c2"])
-	if c, err = client.New(client.Options{BaseURL: cellURLs["c1"], AdminToken: orderstest.Token, Cells: cellURLs}); err != nil {
-		t.Fatal(err)
-	}
-	orderstest.Sale(t, c, "rcc", 60, 100)
+	cl.Restart(t, "c2")
+	orderstest.Sale(t, cl.Client(t), "rcc", 60, 100)
 	if moved := waitClean("after c2 moved"); moved.Compared <= r.Compared {
 		t.Fatalf("after c2 moved: %d reservations compared, %d before", moved.Compared, r.Compared)
 	}
@@ -143,16 +98,14 @@ func TestReconcileCells(t *testing.T) {
 		t.Fatalf("seckill-orders after SIGTERM: %v", err)
 	}
 
+	if consumers := orderstest.Consumers(t, db); consumers != "feed:rcc@c1,feed:rcc@c2" {
+		t.Fatalf("consumers %s, want one per cell", consumers)
+	}
 	conn, err := pgx.Connect(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	var consumers []string
-	if err := conn.QueryRow(ctx, `SELECT array_agg(consumer ORDER BY consumer) FROM order_cursors`).Scan(&consumers); err != nil ||
-		strings.Join(consumers, ",") != "feed:rcc@c1,feed:rcc@c2" {
-		t.Fatalf("consumers %v (%v), want one per cell", consumers, err)
-	}
 	var paid string
 	if err := conn.QueryRow(ctx, `SELECT reservation_id FROM orders WHERE state = 'PAID' AND reservation_id LIKE '%~c2~%'
     AND reservation_id NOT IN (SELECT reservation_id FROM order_refunds) ORDER BY reservation_id LIMIT 1`).Scan(&paid); err != nil {
@@ -172,7 +125,7 @@ func TestReconcileCells(t *testing.T) {
 		d.Source, d.Events).Scan(&types); err != nil || strings.Join(types, ",") != client.TypeReservationCreated+","+client.TypeReservationPaid {
 		t.Fatalf("the repair of %s names events %v of types %v (%v)", paid, d.Events, types, err)
 	}
-	runRepair(t, ordersBin, d, "SECKILL_ORDERS_DATABASE="+db, "SECKILL_ORDERS_ETCD="+etcd.Endpoint, "SECKILL_ORDERS_ADMIN_TOKEN="+orderstest.Token)
+	runRepair(t, ordersBin, d, "SECKILL_ORDERS_DATABASE="+db, "SECKILL_ORDERS_ETCD="+cl.Etcd.Endpoint, "SECKILL_ORDERS_ADMIN_TOKEN="+orderstest.Token)
 	if status, r, stderr := reconcileRun(t, args...); status != exitOK {
 		t.Fatalf("after the repair: exit %d, %+v; %s", status, r.Differences, stderr)
 	}
@@ -184,18 +137,18 @@ func TestReconcileCells(t *testing.T) {
 	// it in etcd) is read from c1 alone; with no orders yet, each of its
 	// reservations is missing, and a printed repair, run with --etcd,
 	// takes the events from c1.
-	local, err := client.New(client.Options{BaseURL: cellURLs["c1"], AdminToken: orderstest.Token})
+	local, err := client.New(client.Options{BaseURL: cl.URLs["c1"], AdminToken: orderstest.Token})
 	if err != nil {
 		t.Fatal(err)
 	}
 	orderstest.Define(t, local, "rloc", 10)
 	orderstest.Sale(t, local, "rloc", 0, 4)
-	localArgs := []string{"--orders", db, "--campaign", "rloc", "--etcd", etcd.Endpoint, "--admin-token", orderstest.Token, "--lag", "0s"}
+	localArgs := []string{"--orders", db, "--campaign", "rloc", "--etcd", cl.Etcd.Endpoint, "--admin-token", orderstest.Token, "--lag", "0s"}
 	status, r, stderr = reconcileRun(t, localArgs...)
 	if status != exitFailed || r.Compared != 4 || len(r.Totals) != 2 || r.Differences[0].Kind != reconcile.MissingOrder || len(r.Differences[0].Events) == 0 {
 		t.Fatalf("a local campaign with no orders: exit %d, %+v; %s", status, r, stderr)
 	}
-	runRepair(t, ordersBin, r.Differences[0], "SECKILL_ORDERS_DATABASE="+db, "SECKILL_ORDERS_ETCD="+etcd.Endpoint, "SECKILL_ORDERS_ADMIN_TOKEN="+orderstest.Token)
+	runRepair(t, ordersBin, r.Differences[0], "SECKILL_ORDERS_DATABASE="+db, "SECKILL_ORDERS_ETCD="+cl.Etcd.Endpoint, "SECKILL_ORDERS_ADMIN_TOKEN="+orderstest.Token)
 	if _, after, _ := reconcileRun(t, localArgs...); after.Compared != 4 || slices.ContainsFunc(after.Differences, func(d reconcile.Difference) bool {
 		return d.ReservationID == r.Differences[0].ReservationID
 	}) {
@@ -203,7 +156,7 @@ func TestReconcileCells(t *testing.T) {
 	}
 
 	// --etcd is one of the three sources.
-	if status, _, _ := reconcileRun(t, append(args, "--server", cellURLs["c1"])...); status != exitUsage {
+	if status, _, _ := reconcileRun(t, append(args, "--server", cl.URLs["c1"])...); status != exitUsage {
 		t.Fatalf("--etcd with --server: exit %d, want 2", status)
 	}
 }

@@ -61,7 +61,7 @@ func runSnapshot(args []string, stdout io.Writer) error {
 // after its next snapshot.
 func snapshotOffline(dir string, stdout io.Writer) (err error) {
 	start := time.Now()
-	release, err := lockEnclosingDataDir(dir)
+	release, err := lockSKUDir(dir)
 	if err != nil {
 		return err
 	}

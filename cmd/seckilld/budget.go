@@ -18,11 +18,12 @@ const (
 	// (package wal keeps no directory open).
 	fdsPerSKU = 1
 	// fdsProcess is the process's own: stdin, stdout, stderr, the data
-	// dir's lock, the listener, the netpoller's epoll and eventfd, the CPU
-	// profile, the campaign file while it is read, the process collector's
-	// /proc reads during a scrape, the one connection fasthttp accepts
-	// beyond MaxConnections to answer 503 and close; the rest is margin
-	// for the runtime and libraries.
+	// dir's locks (its own and one per enclosing directory), the
+	// listener, the netpoller's epoll and eventfd, the CPU profile, the
+	// campaign file while it is read, the process collector's /proc reads
+	// during a scrape, the one connection fasthttp accepts beyond
+	// MaxConnections to answer 503 and close; the rest is margin for the
+	// runtime and libraries.
 	fdsProcess = 64
 	// fdsPerFileOperation is what one of the engine's file operations in
 	// progress (actors.FileOperationsMax: recoveries, snapshot writers, log

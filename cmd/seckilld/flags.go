@@ -26,6 +26,20 @@ const (
 	maxFeedHeartbeat = 10 * time.Minute
 )
 
+// Bounds of --max-queue-wait. It is a backpressure bound, not a waiting
+// room: a buyer waits at most that long before admission answers 429 with
+// Retry-After, and the engine's answer is awaited that long plus 2 s
+// before 504 RESULT_UNKNOWN (httpapi.Config.RequestTimeout). At 3 s that
+// worst answer comes after 5 s, the seckill-router's default --timeout;
+// a longer wait holds a connection and a request per waiting buyer when
+// the crowd is largest, buyers reload before it ends anyway, and a sale
+// that wants them to wait longer wants a waiting room before seckilld
+// (entry passes issued ahead of start_at, passes.md).
+const (
+	minMaxQueueWait = time.Millisecond
+	maxMaxQueueWait = 3 * time.Second
+)
+
 // options are the command line, each flag also settable as SECKILL_<NAME>
 // in the environment (--data-dir: SECKILL_DATA_DIR). Flags win.
 type options struct {
@@ -63,7 +77,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.campaigns, "campaigns", "", "campaign file, JSON or YAML list (default: the embedded demo campaign)")
 	fs.StringVar(&o.adminToken, "admin-token", "", "bearer token of /admin routes (default: a random one, printed)")
 	fs.StringVar(&o.paymentSecret, "payment-secret", "", "HMAC-SHA256 key of payment callbacks (empty: unsigned, warned)")
-	fs.DurationVar(&o.maxQueueWait, "max-queue-wait", time.Second, "longest a buyer should wait: admission stops before the wait it judges (inbox age + commit latency) reaches it")
+	fs.DurationVar(&o.maxQueueWait, "max-queue-wait", time.Second, fmt.Sprintf("longest a buyer should wait: admission stops before the wait it judges (inbox age + commit latency) reaches it (%s..%s)", minMaxQueueWait, maxMaxQueueWait))
 	fsync := fs.String("fsync", "always", "always | never (never: benchmarks only)")
 	level := fs.String("log-level", "info", "debug | info | warn | error")
 	fs.IntVar(&o.snapshotEvery, "snapshot-every", actors.DefaultSnapshotEvery, "snapshot a SKU after this many records (negative: never by count; not 0)")
@@ -132,8 +146,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if o.lotteryDrawPause < 0 || o.lotteryDrawPause > time.Minute {
 		return o, fmt.Errorf("--lottery-draw-pause must be 0..1m")
 	}
-	if o.maxQueueWait <= 0 {
-		return o, fmt.Errorf("--max-queue-wait must be positive")
+	if o.maxQueueWait < minMaxQueueWait || o.maxQueueWait > maxMaxQueueWait {
+		return o, fmt.Errorf("--max-queue-wait must be %s..%s, not %s (a bound on a buyer's wait, not a waiting room)", minMaxQueueWait, maxMaxQueueWait, o.maxQueueWait)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())

@@ -38,13 +38,34 @@ func TestOptionsDefaultsAndErrors(t *testing.T) {
 		o.fsync != wal.FsyncAlways || o.logLevel != slog.LevelInfo || o.maxSKUs != 0 {
 		t.Fatalf("defaults: %+v", o)
 	}
-	for _, args := range [][]string{{"--fsync", "sometimes"}, {"--log-level", "loud"}, {"--max-queue-wait", "0s"}, {"--max-skus", "-1"}, {"extra"}, {"--nope"},
+	for _, args := range [][]string{{"--fsync", "sometimes"}, {"--log-level", "loud"}, {"--max-queue-wait", "0s"}, {"--max-queue-wait", "3001ms"}, {"--max-queue-wait", "1h"}, {"--max-skus", "-1"}, {"extra"}, {"--nope"},
 		// 0 is neither never (negative) nor a count the engine would keep:
 		// it read it as its default.
 		{"--snapshot-every", "0"}, {"--snapshot-interval", "0s"}} {
 		if _, err := parseOptions(args, io.Discard); err == nil {
 			t.Errorf("%v accepted", args)
 		}
+	}
+}
+
+// --max-queue-wait is a bound on a buyer's wait, at most 3 s: above it
+// seckilld refuses to start (exit 2), naming the flag and its range.
+func TestMaxQueueWaitBounds(t *testing.T) {
+	for _, ok := range []string{"1ms", "300ms", "3s"} {
+		if o, err := parseOptions([]string{"--max-queue-wait", ok}, io.Discard); err != nil || o.maxQueueWait.String() != ok {
+			t.Errorf("--max-queue-wait %s: %v, %v", ok, o.maxQueueWait, err)
+		}
+	}
+	for bad, echo := range map[string]string{"0s": "0s", "999us": "999µs", "3001ms": "3.001s", "10s": "10s", "1h": "1h0m0s"} {
+		_, err := parseOptions([]string{"--max-queue-wait", bad}, io.Discard)
+		if want := "--max-queue-wait must be 1ms..3s, not " + echo; err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("--max-queue-wait %s: %v, want %q...", bad, err, want)
+		}
+	}
+	var stderr strings.Builder
+	if code := run([]string{"--max-queue-wait", "5s"}, io.Discard, &stderr); code != 2 || strings.Count(stderr.String(), "\n") != 1 ||
+		!strings.Contains(stderr.String(), "--max-queue-wait must be 1ms..3s, not 5s") {
+		t.Errorf("seckilld --max-queue-wait 5s: exit %d, stderr %q; want 2 and one line naming the flag", code, stderr.String())
 	}
 }
 

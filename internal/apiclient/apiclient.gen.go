@@ -364,7 +364,7 @@ type Campaign struct {
 	// MaxUnpaidPerSubject Per SKU, the most unpaid reservations whose entry passes carry the same subject key (409 SUBJECT_LIMIT beyond); 0 or absent: no cap.
 	MaxUnpaidPerSubject *int `json:"max_unpaid_per_subject,omitempty"`
 
-	// PaymentWindow Go duration a reservation waits for its payment (at least 1ms). Default 15m.
+	// PaymentWindow Go duration a reservation waits for its payment, from 1ms to 24h (an unpaid reservation holds its unit out of the sale that long). Default 15m.
 	PaymentWindow *string `json:"payment_window,omitempty"`
 
 	// PaymentWindowHighRisk The payment window of a reservation made with a pass of risk >= 1, a Go duration no longer than payment_window; absent: payment_window.
@@ -459,11 +459,11 @@ type CampaignView struct {
 
 		// EntryPass The SKU's entry-pass rule; absent when none is set.
 		EntryPass *struct {
-			// Lead A Go duration; absent: 10m.
+			// Lead A Go duration in its canonical form (as payment_window); absent: 10m.
 			Lead     *string `json:"lead,omitempty"`
 			Required bool    `json:"required"`
 
-			// Ttl A Go duration; absent: 10m.
+			// Ttl A Go duration in its canonical form (as payment_window); absent: 10m.
 			Ttl *string `json:"ttl,omitempty"`
 		} `json:"entry_pass,omitempty"`
 
@@ -471,10 +471,10 @@ type CampaignView struct {
 		MaxUnpaidPerSubject *int `json:"max_unpaid_per_subject,omitempty"`
 		Paused              bool `json:"paused"`
 
-		// PaymentWindow A Go duration as a body gives it: "15m", "1h30m", "90s" is "1m30s".
+		// PaymentWindow A Go duration in its canonical form, whatever the PUT spelled: Go's text without zero units, to the millisecond ("15m"; "1.5h", "90m" and "5400s" are "1h30m"; "90s" is "1m30s").
 		PaymentWindow string `json:"payment_window"`
 
-		// PaymentWindowHighRisk A Go duration; absent: payment_window.
+		// PaymentWindowHighRisk A Go duration in its canonical form (as payment_window); absent: payment_window.
 		PaymentWindowHighRisk *string `json:"payment_window_high_risk,omitempty"`
 		ReleaseOnClose        bool    `json:"release_on_close"`
 		SaleLimit             int     `json:"sale_limit"`

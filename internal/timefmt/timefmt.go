@@ -95,10 +95,12 @@ func appendDigits(dst []byte, v, width int) []byte {
 	return append(dst, buf[:width]...)
 }
 
-// Duration renders a duration of whole milliseconds as a request body
-// gives it and time.ParseDuration reads it back: time.Duration's String
+// Duration renders a duration of whole milliseconds in its one canonical
+// text, which time.ParseDuration reads back: time.Duration's String
 // without its zero units ("15m", not "15m0s"; "1h", "1h30m", "1m30s",
-// "1.5s", "250ms").
+// "1.5s", "250ms"). Every spelling a body may give ("90m", "1.5h",
+// "5400s") is answered in this one: a definition keeps milliseconds, not
+// the text.
 func Duration(ms int64) string {
 	s := (time.Duration(ms) * time.Millisecond).String()
 	if strings.HasSuffix(s, "m0s") {

@@ -42,3 +42,29 @@ func TestOptionalMillis(t *testing.T) {
 		t.Fatalf("OptionalMillis = %q", got)
 	}
 }
+
+// Duration is the one canonical text of a duration of whole milliseconds:
+// time.ParseDuration reads it back to the same milliseconds, and a text
+// that spells the duration otherwise ("90m", "5400s", "1.5h") parses to
+// a duration that renders the same.
+func TestDurationRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	for range 100_000 {
+		ms := 1 + rng.Int64N(48*3_600_000)
+		text := Duration(ms)
+		d, err := time.ParseDuration(text)
+		if err != nil || d != time.Duration(ms)*time.Millisecond {
+			t.Fatalf("%d ms: %q parses to %v (%v)", ms, text, d, err)
+		}
+		other := (time.Duration(ms) * time.Millisecond).String() // "1h30m0s", Go's own spelling
+		if d, err := time.ParseDuration(other); err != nil || Duration(d.Milliseconds()) != text {
+			t.Fatalf("%d ms: %q renders %q, want %q", ms, other, Duration(d.Milliseconds()), text)
+		}
+	}
+	for text, want := range map[string]string{"1.5h": "1h30m", "90m": "1h30m", "5400s": "1h30m", "0.5h": "30m", "90s": "1m30s", "1500ms": "1.5s", "24h": "24h", "1h0m0.5s": "1h0m0.5s"} {
+		d, err := time.ParseDuration(text)
+		if got := Duration(d.Milliseconds()); err != nil || got != want {
+			t.Errorf("%q: %q (%v), want %q", text, got, err, want)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 // Package orderstest is what the order service's tests share: a real
-// seckilld in process, a private PostgreSQL, seckill-relay's loop into
-// a NATS server (internal/natstest), a sale that exercises every kind of order
+// seckilld in process, a campaign sold by two seckilld cells of a real
+// etcd (StartCells, for seckill-orders and seckillctl reconcile alike), a
+// private PostgreSQL and its consumers, seckill-relay's loop into a NATS
+// server (internal/natstest), a sale that exercises every kind of order
 // event, and the wait for a clean reconciliation.
 package orderstest
 
