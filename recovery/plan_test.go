@@ -17,7 +17,7 @@ const (
 )
 
 var testDef = sku.Definition{CampaignID: "c1", SKUID: "s1", StartAt: startAt, EndAt: 1 << 40,
-	PaymentWindowMs: 1 << 30, SaleLimit: 100, ReleaseOnClose: true}
+	PaymentWindowMs: sku.MaxPaymentWindowMs, SaleLimit: 100, ReleaseOnClose: true}
 
 // testHistory returns the records of a SKU: its definition, then
 // reservations, one per 10 ms.
