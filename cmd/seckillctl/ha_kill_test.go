@@ -133,8 +133,8 @@ type replicaPair struct {
 }
 
 // startPair starts replicas a (on etcd aEtcd) and b (on bEtcd) of rs1 in
-// fresh data dirs, with extra flags, and returns once a leads and waits
-// for b: from then on a acknowledges nothing b lacks.
+// fresh data dirs, with extra flags, and returns once a leads, waits for
+// b and serves the demo SKU: from then on a acknowledges nothing b lacks.
 func startPair(t *testing.T, bin, aEtcd, bEtcd string, extra ...string) *replicaPair {
 	t.Helper()
 	dir := t.TempDir()
@@ -150,6 +150,21 @@ func startPairIn(t *testing.T, bin, aDir, bDir, aEtcd, bEtcd string, extra ...st
 	p.b = startReplica(t, bin, p.bDir, bEtcd, "b", extra...)
 	waitHealth(t, p.b, "b follows a", func(h replicaHealth) bool { return h.Role == "standby" && h.Primary == "a" })
 	waitSync(t, p.a.Base, "b")
+	// The primary defines the demo campaign once it serves, in the
+	// background: a test that kills b next must find the SKU defined, or
+	// its reserve is 404 (or, strict, a define waiting for b).
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(p.a.Base + "/v1/campaigns/demo/skus/sku-1")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the primary never served the demo SKU: %v", err)
+		}
+	}
 	return p
 }
 
