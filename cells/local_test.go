@@ -95,7 +95,7 @@ func publishDef(campaign, skuID string, limit sku.PurchaseLimit, saleLimit uint3
 
 // TestLocalOrPublished: a campaign is local to one cell or published
 // across cells, never both, against a real etcd and two cells' HTTP
-// services (issue #13 repro A, issue #19 repro B):
+// services:
 //   - dd defined on c1 through its admin API (sale_limit 5), then
 //     published over c1 and c2 (sale_limit 10, 4 up front each, chunks of
 //     1): the publish is refused naming c1, nothing is published, and 30

@@ -86,8 +86,8 @@ func benchPass(b *testing.B, ring *entrypass.KeyRing, n int, now time.Time) stri
 // engine, in alternating rounds of passRound reserves each, sent by 64
 // goroutines, so that the machine's load weighs on both kinds alike. It
 // reports each kind's wall time per reserve (ns/reserve-plain,
-// ns/reserve-pass) and the pass's overhead in percent (issue #14 asks for
-// at most 10%): the median over pairs of adjacent rounds of their time
+// ns/reserve-pass) and the pass's overhead in percent (its budget is at
+// most 10%): the median over pairs of adjacent rounds of their time
 // ratio, which a burst of load on a shared machine moves less than the
 // totals. The passes are minted before the timer starts: minting is the
 // gateway's cost.

@@ -9,7 +9,7 @@ import (
 	"github.com/seckill/seckill/actors/sku"
 )
 
-// The campaign fields of issue #14, in YAML and JSON, into every SKU's
+// The campaign's entry-pass fields, in YAML and JSON, into every SKU's
 // definition and back; their bounds.
 func TestCampaignPassFields(t *testing.T) {
 	yml := `

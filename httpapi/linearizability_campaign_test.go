@@ -17,8 +17,8 @@ import (
 	"github.com/seckill/seckill/httpapi"
 )
 
-// The linearizability of a campaign whose purchase_limit is "campaign"
-// (issue #19): reserves of one user on two SKUs, cancels and reads, over
+// The linearizability of a campaign whose purchase_limit is "campaign":
+// reserves of one user on two SKUs, cancels and reads, over
 // HTTP with a restart, checked against a sequential specification of the
 // campaign written from the README: a user holds at most one live
 // purchase over the campaign; a reserve by a user who holds one answers

@@ -18,7 +18,7 @@ import (
 // independent description of the same promises, so that a mistake shared by
 // the Machine and its own tests still shows here.
 //
-// Entry passes and caps (issue #14): a reserve may carry an entry pass,
+// Entry passes and caps: a reserve may carry an entry pass,
 // minted for a user with or without a device subject; the SKU caps the
 // unpaid reservations per device (max_unpaid_per_subject). A pass sent by
 // another user than its own is ENTRY_PASS_INVALID and decides nothing; a

@@ -143,7 +143,7 @@ func TestHighRiskWindow(t *testing.T) {
 	}
 }
 
-// A record or state without the fields of issue #14 is what older versions
+// A record or state without the entry-pass fields is what older versions
 // wrote; with them, the fields round-trip.
 func TestPassFieldsAreTrailing(t *testing.T) {
 	plain := Record{Type: RecordReserved, At: 5, Seq: 1, Token: 1, ExpireAt: 8, RequestID: "r1", UserID: "u1"}

@@ -10,7 +10,7 @@ import (
 )
 
 // celledWithPasses runs a celled SKU through a grant, an epoch and two
-// reserves, with or without the fields of issue #14 a celled SKU may set
+// reserves, with or without the entry-pass fields a celled SKU may set
 // (then the first reserve carries a high-risk holder), and returns the
 // encoded state after checking replay and decode against the live state.
 func celledWithPasses(t *testing.T, passes bool) (*Machine, []byte) {
@@ -114,7 +114,7 @@ func TestStateSectionsComposeWithCell(t *testing.T) {
 }
 
 // TestDefineTrailingGroups pins DEFINE's layout after id_key: no group for
-// a plain definition, the passes group alone for issue #14's fields, the
+// a plain definition, the passes group alone for the entry-pass fields, the
 // passes group (zero when unset) then the cell group for a celled SKU; all
 // decode back, an older DEFINE (no group, or the passes group alone)
 // decodes with no cell, and an empty cell in the cell group is refused.

@@ -209,7 +209,7 @@ func TestMachineAgainstModel(t *testing.T) {
 			PaymentWindowMs: rapid.Int64Range(1, 50).Draw(t, "window"),
 			SaleLimit:       uint32(rapid.IntRange(1, 6).Draw(t, "limit")),
 			ReleaseOnClose:  rapid.Bool().Draw(t, "release_on_close"),
-			// Issue #14: a cap per device, a shorter window for risk >= 1.
+			// Entry-pass fields: a cap per device, a shorter window for risk >= 1.
 			MaxUnpaidPerSubject: uint32(rapid.IntRange(0, 2).Draw(t, "max_unpaid_per_subject")),
 		}
 		def.PaymentWindowHighRiskMs = rapid.Int64Range(0, def.PaymentWindowMs).Draw(t, "window_high_risk")

@@ -118,7 +118,7 @@ func TestCheckCampaignPurchaseLimit(t *testing.T) {
 }
 
 // TestCelledCampaignScopeRoundTrips: a celled SKU of a campaign-scope
-// campaign (issue #19 with cells) writes its DEFINE with the cell group
+// campaign writes its DEFINE with the cell group
 // (its cell, not empty) then the purchase group, and decodes to the same
 // definition; its state ends with the cell section (tag 3) then the
 // purchase section (tag 5), and decodes to the same state and hash. The

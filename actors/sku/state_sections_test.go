@@ -9,7 +9,7 @@ import (
 )
 
 // lotteryWithPasses runs a lottery SKU through entries and its draw, with
-// or without the fields of issue #14 in its definition, and returns the
+// or without the entry-pass fields in its definition, and returns the
 // encoded state after checking replay and decode against the live state.
 func lotteryWithPasses(t *testing.T, passes bool) (*Machine, []byte) {
 	t.Helper()
@@ -67,7 +67,7 @@ func TestStateSectionsCompose(t *testing.T) {
 		t.Fatal("the lottery section before the passes section decoded")
 	}
 
-	// A SKU that is no lottery and sets no field of issue #14 writes no
+	// A SKU that is no lottery and sets no entry-pass field writes no
 	// trailing section; the pass fields alone add only the passes section.
 	d := capDefinition()
 	d.MaxUnpaidPerSubject, d.PaymentWindowHighRiskMs = 0, 0

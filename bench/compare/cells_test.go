@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// --json writes one object per measured cell with exactly the keys of
-// issue #17; CPU per item and the audit are null where they do not apply,
+// --json writes one object per measured cell with exactly the keys
+// docs/benchmarks.md lists; CPU per item and the audit are null where they do not apply,
 // and skipped cells are left out.
 func TestCellsHaveExactlyTheListedKeys(t *testing.T) {
 	rows := []Row{

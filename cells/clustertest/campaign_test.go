@@ -19,7 +19,7 @@ import (
 	"github.com/seckill/seckill/internal/etcdtest"
 )
 
-// TestCampaignScopeAcrossCells is issue #19 with cells: a campaign whose
+// TestCampaignScopeAcrossCells is one purchase per campaign with cells: a campaign whose
 // purchase_limit is "campaign", two celled SKUs (red, blue) sharing one
 // map of two cells, published in a real etcd, two seckilld cells and a
 // seckill-router. 200 users each click both SKUs at once through the

@@ -16,7 +16,7 @@ import (
 )
 
 // TestLocalCampaignThroughRouter: a campaign is local to one cell or
-// published across cells, never both, with real processes (issue #13):
+// published across cells, never both, with real processes:
 //   - seckill-bench --target ROUTER without --etcd (seed, then lottery)
 //     defines its campaign on the router's default cell and passes;
 //   - dd PUT through the router (c1, uncelled, sale_limit 5), then
