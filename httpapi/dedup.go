@@ -57,6 +57,13 @@ func userKey(campaignID, skuID, userID string) dedupKey {
 	return dedupKey{campaignID, skuID, userID, maphash.String(dedupSeed, userID)}
 }
 
+// owned returns k naming id, k's id's own copy: the same text, so the
+// same hash (doorPassed.own).
+func (k dedupKey) owned(id string) dedupKey {
+	k.id = id
+	return k
+}
+
 // cachedAnswer is what the cache knows about one request_id.
 type cachedAnswer struct {
 	key    dedupKey // the request_id it answers (another may share its hash)

@@ -125,7 +125,8 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 	ukey := userKey(campaignID, skuID, userID)
 	// Waiting behind the user's other requests is bounded by one request
 	// timeout in all; the wait loop runs once per flight that finishes.
-	var deadline <-chan time.Time
+	var wait flightWait
+	defer wait.stop()
 	for {
 		retryOfUnknown := false
 		if a, ok := s.answers.get(rkey); ok {
@@ -152,7 +153,7 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 		if in.views { // a flight, the answer cache and the engine keep the ids
 			in.own()
 			requestID, userID = in.pass.requestID, in.userID
-			rkey, ukey = requestKey(campaignID, skuID, requestID), userKey(campaignID, skuID, userID)
+			rkey, ukey = rkey.owned(requestID), ukey.owned(userID) // the same text: the same hashes
 		}
 		fl, leader := s.flights.join(ukey, requestID)
 		if leader {
@@ -160,14 +161,7 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 			s.flights.finish(ukey, fl, rep, shared)
 			return rep
 		}
-		if deadline == nil {
-			t := time.NewTimer(s.cfg.RequestTimeout)
-			defer t.Stop()
-			deadline = t.C
-		}
-		select {
-		case <-fl.done:
-		case <-deadline:
+		if !wait.done(fl, s.cfg.RequestTimeout) {
 			// The user's requests ahead did not finish in time.
 			if fl.requestID == requestID {
 				s.answers.markUnknown(rkey, userID)
@@ -190,6 +184,34 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 			return errorReply(reasonNotFound, "no such SKU")
 		}
 		st, in.now, in.arrived = &fresh, s.cfg.Clock(), time.Now()
+	}
+}
+
+// flightWait is a reserve's wait behind its user's flights: one timer
+// for all of them, made by the first wait (most reserves never wait). A
+// type of its own, stopped by one defer outside the wait loop: a defer in
+// the loop would make every reserve pay for the runtime's general defer
+// handling on its way out, waited or not.
+type flightWait struct{ t *time.Timer }
+
+// done waits for fl and reports whether it finished before timeout ran out
+// since the first wait.
+func (w *flightWait) done(fl *flight, timeout time.Duration) bool {
+	if w.t == nil {
+		w.t = time.NewTimer(timeout)
+	}
+	select {
+	case <-fl.done:
+		return true
+	case <-w.t.C:
+		return false
+	}
+}
+
+// stop stops the timer, if a wait made it.
+func (w *flightWait) stop() {
+	if w.t != nil {
+		w.t.Stop()
 	}
 }
 
