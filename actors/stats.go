@@ -131,7 +131,7 @@ func (s *SKU) Stats() Stats {
 		}
 	}
 	if v := s.durable.Load(); v != nil {
-		st.Definition, st.Counts, st.Paused, st.LotteryDrawing = v.Definition, v.Counts, v.Paused, v.Drawing
+		st.Definition, st.Counts, st.Paused, st.LotteryDrawing = *v.Definition, v.Counts, v.Paused, v.Drawing
 	}
 	if l := s.log.Load(); l != nil {
 		w := l.Waits()

@@ -22,15 +22,18 @@ package sku
 import (
 	"crypto/subtle"
 	"fmt"
+	"sync/atomic"
 )
 
 // Machine is one SKU's state. The zero value is an undefined SKU; its first
 // record must be RecordDefine.
 type Machine struct {
-	def     Definition
-	idTags  *idTagger // from def.IDKey: the tags of reservation ids
-	defined bool
-	paused  bool
+	def Definition
+	// defStamp changes with def (definitionChanged): DefinitionStamp.
+	defStamp uint64
+	idTags   *idTagger // from def.IDKey: the tags of reservation ids
+	defined  bool
+	paused   bool
 	// lastAt is the latest decision time applied (ms). Decisions use
 	// max(now, lastAt), so record times never go backwards even if the wall
 	// clock does, and expire_at is monotonic in seq.
@@ -97,6 +100,19 @@ func New() *Machine {
 
 // Defined reports whether a definition has been applied.
 func (m *Machine) Defined() bool { return m.defined }
+
+// definitionStamps numbers the changes of every Machine's definition, so
+// that a stamp names one definition of one Machine in the process.
+var definitionStamps atomic.Uint64
+
+// definitionChanged is called by whatever assigns to m.def.
+func (m *Machine) definitionChanged() { m.defStamp = definitionStamps.Add(1) }
+
+// DefinitionStamp names the current definition: it is the same as long as
+// Definition returns the same value, on this Machine and no other. A
+// holder of a copy of the definition (the shell's published view) copies
+// it again only when the stamp moved.
+func (m *Machine) DefinitionStamp() uint64 { return m.defStamp }
 
 // Definition returns the current definition.
 func (m *Machine) Definition() Definition { return m.def }
@@ -189,6 +205,7 @@ func (m *Machine) setDefinition(d Definition) {
 		d.Lottery = &m.lot.rules // recorded by LOTTERY_COMMITTED, never changed
 	}
 	m.def, m.defined = d, true
+	m.definitionChanged()
 	m.pool.saleLimit = d.SaleLimit
 	m.pool.celled = d.Cell != ""
 	m.idTags = newIDTagger(d.IDKey)
