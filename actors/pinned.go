@@ -137,9 +137,11 @@ func (m *pinnedMailbox) nextCallerRunnable() any {
 	return msg
 }
 
-// invoke hands the actor one user message; panicked reports a panic,
-// escalated to the supervisor (whose messages then wait for the mailbox's
-// goroutine).
+// invoke hands the actor one user message a caller runs (a drain,
+// SKU.callerRunnable): to the actor's incarnation directly once it has
+// started (skuActor.callerDrain), else through protoactor. panicked
+// reports a panic, escalated to the supervisor (whose messages then wait
+// for the mailbox's goroutine).
 func (m *pinnedMailbox) invoke(msg any) (panicked bool) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -147,7 +149,11 @@ func (m *pinnedMailbox) invoke(msg any) (panicked bool) {
 			panicked = true
 		}
 	}()
-	m.invoker.InvokeUserMessage(msg)
+	if a := m.bound.h.incarnation.Load(); a != nil {
+		a.callerDrain()
+	} else {
+		m.invoker.InvokeUserMessage(msg)
+	}
 	return false
 }
 

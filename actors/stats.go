@@ -57,6 +57,11 @@ type SKU struct {
 	// activity counts what the SKU did, for the dashboard (stats_activity.go).
 	activity activity
 
+	// incarnation is the SKU's actor from its Started until its Restarting
+	// or Stopping: a caller's run of the actor hands it its drain
+	// (pinnedMailbox.invoke).
+	incarnation atomic.Pointer[skuActor]
+
 	// durable is the view as of the durable index, replaced whole by each
 	// release (one pointer store per batch, one load per ingress read).
 	durable atomic.Pointer[shell.View]
