@@ -70,7 +70,11 @@ func (m *Machine) ReserveWith(now int64, requestID, userID string, h Holder, out
 	if m.lot != nil {
 		return Result{Outcome: OutcomeLotterySale}, out // entries, not reserves
 	}
-	if res, ok := m.Lookup(requestID); ok {
+	// Each id is hashed once: to look it up here, and to index it when
+	// the reservation is applied (keyHashes).
+	keys := keyHashes{requestID: requestID, userID: userID,
+		request: m.byRequest.hash(requestID), user: m.live.hash(userID)}
+	if res, ok := m.lookupHashed(requestID, keys.request); ok {
 		return KnownRequest(res, userID), out
 	}
 	at := m.decisionTime(now)
@@ -79,7 +83,7 @@ func (m *Machine) ReserveWith(now int64, requestID, userID string, h Holder, out
 	if o, refused := m.gate(at).Refusal(); refused && o != OutcomeSoldOut {
 		return Result{Outcome: o}, out
 	}
-	if seq, ok := m.live.get(userID); ok {
+	if seq, ok := m.live.getHashed(keys.user, userID); ok {
 		if r := m.table.get(seq); r.state == StatePendingPayment && at >= m.table.expireAt(seq) {
 			out = m.closeExpired(at, seq, out) // judged by expire_at, not by the timer
 		} else {
@@ -104,8 +108,10 @@ func (m *Machine) ReserveWith(now int64, requestID, userID string, h Holder, out
 	}
 	token := m.pool.next()
 	seq := m.table.count + 1
+	m.reserving = keys
 	out = m.emit(Record{Type: RecordReserved, At: at, Seq: seq, Token: token,
 		ExpireAt: at + m.def.PaymentWindowFor(h), RequestID: requestID, UserID: userID, Holder: h}, out)
+	m.reserving = keyHashes{}
 	return Result{Outcome: OutcomeAccepted, Reservation: m.view(seq, m.table.get(seq))}, out
 }
 

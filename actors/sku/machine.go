@@ -51,6 +51,9 @@ type Machine struct {
 	rejections rejectionLog
 	// live maps a user_id to its live (PENDING_PAYMENT or PAID) reservation.
 	live index
+	// reserving holds, while ReserveWith emits its RESERVED record, the
+	// ids' index hashes it took to look them up (applyReserved).
+	reserving keyHashes
 	// refunds lists every payment that must be refunded, in log order.
 	refunds []Refund
 
@@ -226,7 +229,12 @@ func (m *Machine) Get(seq uint32) (View, bool) {
 // request_id and the user it was given to). ok is false when the request_id is
 // unknown (it may have been refused by the ingress without reaching here).
 func (m *Machine) Lookup(requestID string) (Result, bool) {
-	if seq, ok := m.byRequest.get(requestID); ok {
+	return m.lookupHashed(requestID, m.byRequest.hash(requestID))
+}
+
+// lookupHashed is Lookup of a request_id whose byRequest hash is h.
+func (m *Machine) lookupHashed(requestID string, h uint64) (Result, bool) {
+	if seq, ok := m.byRequest.getHashed(h, requestID); ok {
 		return Result{Outcome: OutcomeAccepted, Reservation: m.view(seq, m.table.get(seq))}, true
 	}
 	if rj, ok := m.rejection(requestID); ok {
