@@ -254,11 +254,8 @@ func (s *Server) lead(rkey dedupKey, v verdict, st *actors.Stats, in *doorPassed
 	var res sku.Result
 	var err error
 	deadline := s.deadlines.getAt(in.arrived)
-	if holder == (sku.Holder{}) {
-		res, err = s.engine.Reserve(deadline, campaignID, skuID, requestID, userID)
-	} else {
-		res, err = s.engine.ReserveWith(deadline, campaignID, skuID, requestID, userID, holder)
-	}
+	// The zero holder (no pass) is Reserve's: one call for both.
+	res, err = s.engine.ReserveWith(deadline, campaignID, skuID, requestID, userID, holder)
 	if err != nil {
 		f := classify(err)
 		if f.unknown {
