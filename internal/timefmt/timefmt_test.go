@@ -21,6 +21,12 @@ func TestAppendMillisMatchesFormat(t *testing.T) {
 			cases = append(cases, base+k*9_973)
 		}
 	}
+	for range 100 { // runs within a second and across its end: the cached second
+		base := rng.Int64N(253_402_300_800_000 - 10_000)
+		for k := range int64(1000) {
+			cases = append(cases, base+k*7)
+		}
+	}
 	cases = append(cases, 253_402_300_800_000, -62_167_219_200_001) // years 10000 and -1: the fallback
 	for _, ms := range cases {
 		want := time.UnixMilli(ms).UTC().Format(Layout)
