@@ -76,11 +76,13 @@ type cachedAnswer struct {
 // answerCache is a sharded LRU of request_id answers, keyed by the key's
 // hash: of two keys with one hash (the same request_id on two SKUs) the
 // later evicts the earlier. Its size is bounded by Config.DedupCacheSize
-// entries in all (each shard holds its share).
+// entries in all (each shard holds its share). It holds each answer by
+// pointer, never changed once stored: a lookup, done by every reserve and
+// mostly a miss, copies a pointer, not the answer.
 type answerCache struct {
 	shards [dedupShards]struct {
 		mu  sync.Mutex
-		lru *simplelru.LRU[uint64, cachedAnswer]
+		lru *simplelru.LRU[uint64, *cachedAnswer]
 	}
 }
 
@@ -91,7 +93,7 @@ func newAnswerCache(size int) *answerCache {
 	}
 	c := &answerCache{}
 	for i := range c.shards {
-		l, err := simplelru.NewLRU[uint64, cachedAnswer](per, nil)
+		l, err := simplelru.NewLRU[uint64, *cachedAnswer](per, nil)
 		if err != nil {
 			panic(err) // only for size <= 0, excluded above
 		}
@@ -105,13 +107,13 @@ func newAnswerCache(size int) *answerCache {
 // update under the shard lock, and entries leave in the order they came
 // (the engine answers a request_id whose entry left, and it is cached
 // again).
-func (c *answerCache) get(key dedupKey) (cachedAnswer, bool) {
+func (c *answerCache) get(key dedupKey) (*cachedAnswer, bool) {
 	sh := &c.shards[shardOf(key)]
 	sh.mu.Lock()
 	a, ok := sh.lru.Peek(key.hash)
 	sh.mu.Unlock()
 	if !ok || a.key != key {
-		return cachedAnswer{}, false
+		return nil, false
 	}
 	return a, true
 }
@@ -120,7 +122,7 @@ func (c *answerCache) get(key dedupKey) (cachedAnswer, bool) {
 func (c *answerCache) putFinal(key dedupKey, userID string, rep reply) {
 	sh := &c.shards[shardOf(key)]
 	sh.mu.Lock()
-	sh.lru.Add(key.hash, cachedAnswer{key: key, userID: userID, rep: rep})
+	sh.lru.Add(key.hash, &cachedAnswer{key: key, userID: userID, rep: rep})
 	sh.mu.Unlock()
 }
 
@@ -130,7 +132,7 @@ func (c *answerCache) markUnknown(key dedupKey, userID string) {
 	sh := &c.shards[shardOf(key)]
 	sh.mu.Lock()
 	if a, ok := sh.lru.Peek(key.hash); !ok || a.key != key || a.unknown {
-		sh.lru.Add(key.hash, cachedAnswer{key: key, userID: userID, unknown: true})
+		sh.lru.Add(key.hash, &cachedAnswer{key: key, userID: userID, unknown: true})
 	}
 	sh.mu.Unlock()
 }
