@@ -319,7 +319,7 @@ func appendBatchResults(dst []byte, reps []reply) []byte {
 			dst = append(dst, rep.retryAfter...)
 		}
 		dst = append(dst, `,"body":`...)
-		dst = append(dst, rep.body...)
+		dst = rep.appendBody(dst)
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}"...)

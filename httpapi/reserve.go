@@ -304,7 +304,7 @@ func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
 	case sku.OutcomeAccepted:
 		v := res.Reservation
 		rep = reply{status: statusAccepted, outcome: reason, reservation: v.ReservationID,
-			body: acceptedJSON(v.ReservationID, v.RequestID, v.TokenID, v.ExpireAt)}
+			accepted: acceptedAnswer{requestID: v.RequestID, tokenID: v.TokenID, expireAt: v.ExpireAt}}
 		return rep, false
 	case sku.OutcomeSoldOut:
 		return replySoldOut, true
