@@ -75,9 +75,12 @@ type SKU struct {
 // durable state only: the sold-out fast path may trust them.
 type Stats struct {
 	CampaignID, SKUID string
-	Definition        sku.Definition
-	Counts            sku.Counts
-	Paused            bool
+	// Definition is the durable definition, shared with the SKU's
+	// published view and every other reader of it: never written. Not
+	// nil (the zero definition before one is durable).
+	Definition *sku.Definition
+	Counts     sku.Counts
+	Paused     bool
 	// LotteryDrawing is set while a lottery's draw is being recorded
 	// (sku.Machine.DrawPending): sku.CheckLotteryDefine needs it.
 	LotteryDrawing bool
@@ -99,6 +102,9 @@ type Stats struct {
 	CommitWait, CommitLatency time.Duration
 	Commits                   uint64
 }
+
+// noDefinition is the Definition of Stats before a definition is durable.
+var noDefinition sku.Definition
 
 // CampaignID returns the campaign the SKU belongs to.
 func (s *SKU) CampaignID() string { return s.campaignID }
@@ -126,6 +132,7 @@ func (s *SKU) Stats() Stats {
 	st := Stats{
 		CampaignID:    s.campaignID,
 		SKUID:         s.skuID,
+		Definition:    &noDefinition,
 		Unavailable:   s.unavailable.Load(),
 		Queued:        s.in.items.Load(),
 		RatePerSecond: math.Float64frombits(s.rateBits.Load()),
@@ -136,7 +143,7 @@ func (s *SKU) Stats() Stats {
 		}
 	}
 	if v := s.durable.Load(); v != nil {
-		st.Definition, st.Counts, st.Paused, st.LotteryDrawing = *v.Definition, v.Counts, v.Paused, v.Drawing
+		st.Definition, st.Counts, st.Paused, st.LotteryDrawing = v.Definition, v.Counts, v.Paused, v.Drawing
 	}
 	if l := s.log.Load(); l != nil {
 		w := l.Waits()

@@ -242,7 +242,7 @@ func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st *act
 		s.rejected(layerValidation)
 		return replyLotterySale, true
 	}
-	p, rep, ok := s.checkEntryPassAt(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass, now)
+	p, rep, ok := s.checkEntryPassAt(st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass, now)
 	if !ok {
 		return rep, true
 	}

@@ -99,7 +99,7 @@ func (s *Server) reserveDoor(body []byte, campaignID, skuID string, st *actors.S
 		return in, replyLotterySale, false
 	}
 	in.now, in.userID, in.views = s.cfg.Clock(), req.UserID, d.viewed
-	in.pass, rep, ok = s.checkEntryPassAt(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass, in.now)
+	in.pass, rep, ok = s.checkEntryPassAt(st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass, in.now)
 	return in, rep, ok
 }
 
