@@ -171,6 +171,12 @@ type flights struct {
 type flightShard struct {
 	mu sync.Mutex
 	m  map[uint64]*flight // by key hash; a chain through next
+	// free holds flights no follower saw (finish), a list through next,
+	// for join to reuse: most flights, so a reserve that reaches the
+	// engine allocates none. It is taken and refilled under mu, which
+	// join and finish hold anyway (a sync.Pool cost its pinning on top).
+	// It holds at most as many flights as were ever in the shard at once.
+	free *flight
 }
 
 // unlink removes fl from the chain of hash h, if it is there.
@@ -213,7 +219,11 @@ func (f *flights) join(key dedupKey, requestID string) (fl *flight, leader bool)
 		}
 		return fl, false
 	}
-	fl = flightPool.Get().(*flight)
+	if fl = sh.free; fl != nil {
+		sh.free = fl.next
+	} else {
+		fl = new(flight)
+	}
 	fl.key, fl.next, fl.requestID = key, first, requestID
 	sh.m[key.hash] = fl
 	return fl, true
@@ -228,10 +238,6 @@ func find(fl *flight, key dedupKey) *flight {
 	}
 	return nil
 }
-
-// flightPool holds flights no follower saw (finish): most flights, so a
-// reserve that reaches the engine allocates none.
-var flightPool = sync.Pool{New: func() any { return new(flight) }}
 
 // busy reports whether key has a flight (a request of the user in
 // progress).
@@ -248,15 +254,16 @@ func (f *flights) finish(key dedupKey, fl *flight, rep reply, shared bool) {
 	sh := &f.shards[shardOf(key)]
 	sh.mu.Lock()
 	sh.unlink(key.hash, fl)
-	fl.rep, fl.shared = rep, shared
 	done := fl.done
-	sh.mu.Unlock()
-	if done != nil {
-		close(done)
+	if done == nil {
+		// No follower holds fl: one makes done, under the lock, when it
+		// finds fl, and none finds it once it left the map.
+		*fl = flight{next: sh.free}
+		sh.free = fl
+		sh.mu.Unlock()
 		return
 	}
-	// No follower holds fl: one makes done, under the lock, when it finds
-	// fl, and none finds it once it left the map.
-	*fl = flight{}
-	flightPool.Put(fl)
+	fl.rep, fl.shared = rep, shared
+	sh.mu.Unlock()
+	close(done)
 }
