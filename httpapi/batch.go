@@ -60,8 +60,10 @@ const batchSuffix = "/reservations:batch"
 // isBatchPath reports whether a request URI names the batch route (for
 // its body limit, decided before the body is read).
 func isBatchPath(uri []byte) bool {
-	path, _, _ := bytes.Cut(uri, []byte("?"))
-	return bytes.HasSuffix(path, []byte(batchSuffix))
+	if q := bytes.IndexByte(uri, '?'); q >= 0 {
+		uri = uri[:q]
+	}
+	return bytes.HasSuffix(uri, []byte(batchSuffix))
 }
 
 var batchParsers fastjson.ParserPool

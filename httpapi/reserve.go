@@ -80,11 +80,13 @@ func (s *Server) reserveDoor(body []byte, campaignID, skuID string, st *actors.S
 		s.rejected(layerValidation)
 		return in, bodyError(err), false
 	}
-	for _, bad := range []string{checkRequestID(req.RequestID, len(req.EntryPass) > 0), checkID("user_id", req.UserID)} {
-		if bad != "" {
-			s.rejected(layerValidation)
-			return in, errorReply(reasonBadRequest, bad), false
-		}
+	bad := checkRequestID(req.RequestID, len(req.EntryPass) > 0)
+	if bad == "" {
+		bad = checkID("user_id", req.UserID)
+	}
+	if bad != "" {
+		s.rejected(layerValidation)
+		return in, errorReply(reasonBadRequest, bad), false
 	}
 	var known bool
 	if *st, known = s.engine.SKUStats(campaignID, skuID); !known {
