@@ -182,8 +182,10 @@ func (a *skuActor) stop() {
 // mailbox's rules for such a run (no system message waiting, not
 // suspended, one run at a time) are what protoactor's would check; its
 // panic goes to the supervisor as any other's (pinnedMailbox.invoke).
-func (a *skuActor) callerDrain() {
-	a.h.mailbox.Add(-1) // taken (mailbox.go)
+func (a *skuActor) callerDrain(queued bool) {
+	if queued {
+		a.h.mailbox.Add(-1) // taken (mailbox.go)
+	}
 	a.drain(a.ctx)
 }
 
