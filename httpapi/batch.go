@@ -295,7 +295,7 @@ func (s *Server) batchItemReply(campaignID, skuID string, st *actors.Stats, it *
 		}
 		return f.reply(r.Err)
 	}
-	rep, cache := s.reserveReply(r.Result)
+	rep, cache := s.reserveReply(&r.Result)
 	if r.Result.Outcome == sku.OutcomeSoldOut && st.Definition.Cell != "" {
 		rep, cache = s.soldOutReply(*st), false // a cell's SOLD_OUT is never final (cell.go)
 	}

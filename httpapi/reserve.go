@@ -269,7 +269,7 @@ func (s *Server) lead(rkey dedupKey, v verdict, st *actors.Stats, in *doorPassed
 		}
 		return f.reply(err), false
 	}
-	rep, cache := s.reserveReply(res)
+	rep, cache := s.reserveReply(&res)
 	if res.Outcome == sku.OutcomeSoldOut && st.Definition.Cell != "" {
 		rep, cache = s.soldOutReply(*st), false // a cell's SOLD_OUT is never final (cell.go)
 	}
@@ -300,11 +300,11 @@ func (s *Server) doorVerdict(st *actors.Stats, in *doorPassed, k *reserveTarget,
 // the engine answers them from its request index, while caching it would
 // put an LRU insert on the path of every sale. ALREADY_PURCHASED is not
 // final: it holds while the user's purchase is live.
-func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
+func (s *Server) reserveReply(res *sku.Result) (rep reply, cache bool) {
 	reason := res.Outcome.String()
 	switch res.Outcome {
 	case sku.OutcomeAccepted:
-		v := res.Reservation
+		v := &res.Reservation
 		rep = reply{status: statusAccepted, outcome: reason, reservation: v.ReservationID,
 			accepted: acceptedAnswer{requestID: v.RequestID, tokenID: v.TokenID, expireAt: v.ExpireAt}}
 		return rep, false
