@@ -232,6 +232,17 @@ func (m *Machine) Lookup(requestID string) (Result, bool) {
 	return m.lookupHashed(requestID, m.byRequest.hash(requestID))
 }
 
+// decided reports whether requestID, whose byRequest hash is h, has an
+// answer: what Lookup finds, without building the answer (a reserve's
+// lookup is nearly always a miss, and a Result is about 250 bytes).
+func (m *Machine) decided(requestID string, h uint64) bool {
+	if _, ok := m.byRequest.getHashed(h, requestID); ok {
+		return true
+	}
+	_, ok := m.rejected[requestID]
+	return ok
+}
+
 // lookupHashed is Lookup of a request_id whose byRequest hash is h.
 func (m *Machine) lookupHashed(requestID string, h uint64) (Result, bool) {
 	if seq, ok := m.byRequest.getHashed(h, requestID); ok {
@@ -274,12 +285,13 @@ func (m *Machine) decisionTime(now int64) int64 {
 
 // emit applies a record decided on this Machine and appends it to out. A
 // record the Machine itself decided must apply: failure is a programmer
-// error, so it panics with both sides named.
-func (m *Machine) emit(r Record, out []Record) []Record {
-	if err := m.apply(&r, true); err != nil {
+// error, so it panics with both sides named. r is read, not kept: a
+// record (about 400 bytes) is copied once, into out.
+func (m *Machine) emit(r *Record, out []Record) []Record {
+	if err := m.apply(r, true); err != nil {
 		panic(fmt.Sprintf("sku: decided record does not apply: %v", err))
 	}
-	out = append(out, r)
+	out = append(out, *r)
 	if m.lot != nil && (r.Type == RecordClosed || r.Type == RecordReleased) {
 		out = m.promoteWaitlist(r.At, out) // a token came back: the waitlist's
 	}
