@@ -31,22 +31,40 @@ func OptionalMillis(ms int64) string {
 // time.Format's layout parsing, which cost a hot reserve's 202 body about
 // 2,000 instructions (5% of the request; callgrind,
 // BenchmarkPathHotReserve; and ~1 µs of each feed event's encoding). All
-// but the milliseconds come from renderedSecond, the last second rendered
-// (a crowd's expire_at values share it: their decisions are a second's),
-// and its date from renderedDay, the last day rendered: a call in the same
-// second appends one copy and three digits. Times before 1970 and years
-// after 9999 take time.Format.
+// but the milliseconds come from renderedSecond, the latest second
+// rendered (a crowd's expire_at values share it: their decisions are a
+// second's), so a call in that second appends one copy and three digits;
+// an earlier second (an event's time beside its expire_at) is rendered
+// in place, not cached: two seconds taking turns would otherwise make a
+// new cache entry each call. The date comes from renderedDay, the last
+// day rendered. Times before 1970 and years after 9999 take time.Format.
 func AppendMillis(dst []byte, ms int64) []byte {
 	if ms < 0 || ms >= firstMillisOfYear10000 {
 		return time.UnixMilli(ms).UTC().AppendFormat(dst, Layout)
 	}
 	sec := ms / 1000
-	s := lastRenderedSecond.Load()
-	if s == nil || s.sec != sec {
-		s = renderSecond(sec)
+	if s := lastRenderedSecond.Load(); s != nil && s.sec == sec {
+		dst = append(dst, s.text[:]...)
+	} else if s == nil || sec > s.sec {
+		s = &renderedSecond{sec: sec}
+		appendSecond(s.text[:0], sec) // writes into s.text
 		lastRenderedSecond.Store(s)
+		dst = append(dst, s.text[:]...)
+	} else {
+		day, rest := ms/millisPerDay, int(ms%millisPerDay)
+		d := lastRenderedDay.Load()
+		if d == nil || d.day != day {
+			d = renderDay(day)
+			lastRenderedDay.Store(d)
+		}
+		dst = append(dst, d.text[:]...)
+		dst = appendDigits(dst, rest/3_600_000, 2)
+		dst = append(dst, ':')
+		dst = appendDigits(dst, rest/60_000%60, 2)
+		dst = append(dst, ':')
+		dst = appendDigits(dst, rest/1000%60, 2)
+		dst = append(dst, '.')
 	}
-	dst = append(dst, s.text[:]...)
 	dst = appendDigits(dst, int(ms%1000), 3)
 	return append(dst, 'Z')
 }
@@ -58,27 +76,22 @@ type renderedSecond struct {
 	text [20]byte
 }
 
-// lastRenderedSecond is the second AppendMillis rendered last. Goroutines
-// rendering different seconds replace it in turn; each value is whole.
+// lastRenderedSecond is the latest second AppendMillis rendered.
+// Goroutines rendering later seconds replace it in turn; each value is
+// whole.
 var lastRenderedSecond atomic.Pointer[renderedSecond]
 
-// renderSecond renders second sec (0 <= sec, year at most 9999).
-func renderSecond(sec int64) *renderedSecond {
+// appendSecond appends second sec (0 <= sec, year at most 9999) as
+// "2006-01-02T15:04:05.".
+func appendSecond(dst []byte, sec int64) []byte {
 	day, rest := sec/(millisPerDay/1000), int(sec%(millisPerDay/1000))
-	d := lastRenderedDay.Load()
-	if d == nil || d.day != day {
-		d = renderDay(day)
-		lastRenderedDay.Store(d)
-	}
-	s := &renderedSecond{sec: sec}
-	b := append(s.text[:0], d.text[:]...) // writes into s.text
-	b = appendDigits(b, rest/3600, 2)
-	b = append(b, ':')
-	b = appendDigits(b, rest/60%60, 2)
-	b = append(b, ':')
-	b = appendDigits(b, rest%60, 2)
-	_ = append(b, '.')
-	return s
+	dst = append(dst, dayText(day)...)
+	dst = appendDigits(dst, rest/3600, 2)
+	dst = append(dst, ':')
+	dst = appendDigits(dst, rest/60%60, 2)
+	dst = append(dst, ':')
+	dst = appendDigits(dst, rest%60, 2)
+	return append(dst, '.')
 }
 
 const (
@@ -97,6 +110,16 @@ type renderedDay struct {
 // lastRenderedDay is the day AppendMillis rendered last. Goroutines
 // rendering different days replace it in turn; each value is whole.
 var lastRenderedDay atomic.Pointer[renderedDay]
+
+// dayText is the date part of day, "2006-01-02T", from lastRenderedDay.
+func dayText(day int64) []byte {
+	d := lastRenderedDay.Load()
+	if d == nil || d.day != day {
+		d = renderDay(day)
+		lastRenderedDay.Store(d)
+	}
+	return d.text[:]
+}
 
 // renderDay renders the date part of day (0 <= day, year at most 9999).
 func renderDay(day int64) *renderedDay {
