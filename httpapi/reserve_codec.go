@@ -103,6 +103,10 @@ type acceptedAnswer struct {
 // grows onto the heap.
 const acceptedTypicalLen = 320
 
+// expireAtSeconds renders the 202 bodies' expire_at: a crowd's share
+// their second (timefmt.Seconds).
+var expireAtSeconds timefmt.Seconds
+
 // appendAccepted appends the 202 body of reservation reservationID: its
 // state PENDING_PAYMENT and its status_url ReservationURL(reservationID).
 // The ids are the engine's: a reservation id and a request_id of
@@ -119,7 +123,7 @@ func appendAccepted(dst []byte, reservationID string, a *acceptedAnswer) []byte 
 	dst = append(dst, `","token_id":`...)
 	dst = strconv.AppendUint(dst, uint64(a.tokenID), 10)
 	dst = append(dst, `,"expire_at":"`...)
-	dst = timefmt.AppendMillis(dst, a.expireAt)
+	dst = expireAtSeconds.AppendMillis(dst, a.expireAt)
 	dst = append(dst, `","status_url":"`...)
 	dst = append(dst, reservationURLPrefix...)
 	dst = append(dst, reservationID...)

@@ -30,43 +30,43 @@ func OptionalMillis(ms int64) string {
 // AppendMillis appends ms (Unix milliseconds) in the format, without
 // time.Format's layout parsing, which cost a hot reserve's 202 body about
 // 2,000 instructions (5% of the request; callgrind,
-// BenchmarkPathHotReserve; and ~1 µs of each feed event's encoding). All
-// but the milliseconds come from renderedSecond, the latest second
-// rendered (a crowd's expire_at values share it: their decisions are a
-// second's), so a call in that second appends one copy and three digits;
-// an earlier second (an event's time beside its expire_at) is rendered
-// in place, not cached: two seconds taking turns would otherwise make a
-// new cache entry each call. The date comes from renderedDay, the last
-// day rendered. Times before 1970 and years after 9999 take time.Format.
+// BenchmarkPathHotReserve; and ~1 µs of each feed event's encoding). The
+// date part comes from renderedDay, the last day rendered (a crowd's
+// expire_at values share their day): only the time of day is computed per
+// call. Times before 1970 and years after 9999 take time.Format.
 func AppendMillis(dst []byte, ms int64) []byte {
 	if ms < 0 || ms >= firstMillisOfYear10000 {
 		return time.UnixMilli(ms).UTC().AppendFormat(dst, Layout)
 	}
-	sec := ms / 1000
-	if s := lastRenderedSecond.Load(); s != nil && s.sec == sec {
-		dst = append(dst, s.text[:]...)
-	} else if s == nil || sec > s.sec {
-		s = &renderedSecond{sec: sec}
-		appendSecond(s.text[:0], sec) // writes into s.text
-		lastRenderedSecond.Store(s)
-		dst = append(dst, s.text[:]...)
-	} else {
-		day, rest := ms/millisPerDay, int(ms%millisPerDay)
-		d := lastRenderedDay.Load()
-		if d == nil || d.day != day {
-			d = renderDay(day)
-			lastRenderedDay.Store(d)
-		}
-		dst = append(dst, d.text[:]...)
-		dst = appendDigits(dst, rest/3_600_000, 2)
-		dst = append(dst, ':')
-		dst = appendDigits(dst, rest/60_000%60, 2)
-		dst = append(dst, ':')
-		dst = appendDigits(dst, rest/1000%60, 2)
-		dst = append(dst, '.')
+	day, rest := ms/millisPerDay, int(ms%millisPerDay)
+	d := lastRenderedDay.Load()
+	if d == nil || d.day != day {
+		d = renderDay(day)
+		lastRenderedDay.Store(d)
 	}
-	dst = appendDigits(dst, int(ms%1000), 3)
+	dst = append(dst, d.text[:]...)
+	dst = appendDigits(dst, rest/3_600_000, 2)
+	dst = append(dst, ':')
+	dst = appendDigits(dst, rest/60_000%60, 2)
+	dst = append(dst, ':')
+	dst = appendDigits(dst, rest/1000%60, 2)
+	dst = append(dst, '.')
+	dst = appendDigits(dst, rest%1000, 3)
 	return append(dst, 'Z')
+}
+
+// Seconds renders times as AppendMillis does, keeping the text of the
+// latest second it rendered: a call in that second appends one copy and
+// three digits instead of computing the time of day. It is for a caller
+// whose times mostly share their second and move forward (the 202 body's
+// expire_at: a crowd's decisions are a second's), with a Seconds of its
+// own: in a cache shared with other callers one far-off time (a sale's
+// end_at) would hold the place, and two callers' seconds taking turns
+// would make a new entry each call. Only a later second replaces the one
+// kept; an earlier one is rendered in place. The zero value is ready;
+// safe for concurrent use.
+type Seconds struct {
+	latest atomic.Pointer[renderedSecond]
 }
 
 // renderedSecond is the text of one second, "2006-01-02T15:04:05.": sec is
@@ -76,22 +76,24 @@ type renderedSecond struct {
 	text [20]byte
 }
 
-// lastRenderedSecond is the latest second AppendMillis rendered.
-// Goroutines rendering later seconds replace it in turn; each value is
-// whole.
-var lastRenderedSecond atomic.Pointer[renderedSecond]
-
-// appendSecond appends second sec (0 <= sec, year at most 9999) as
-// "2006-01-02T15:04:05.".
-func appendSecond(dst []byte, sec int64) []byte {
-	day, rest := sec/(millisPerDay/1000), int(sec%(millisPerDay/1000))
-	dst = append(dst, dayText(day)...)
-	dst = appendDigits(dst, rest/3600, 2)
-	dst = append(dst, ':')
-	dst = appendDigits(dst, rest/60%60, 2)
-	dst = append(dst, ':')
-	dst = appendDigits(dst, rest%60, 2)
-	return append(dst, '.')
+// AppendMillis is the package's AppendMillis, through c.
+func (c *Seconds) AppendMillis(dst []byte, ms int64) []byte {
+	if ms < 0 || ms >= firstMillisOfYear10000 {
+		return AppendMillis(dst, ms)
+	}
+	sec := ms / 1000
+	s := c.latest.Load()
+	if s == nil || s.sec < sec {
+		var buf [24]byte // "2006-01-02T15:04:05.000Z": the first 20 bytes are the second's
+		s = &renderedSecond{sec: sec}
+		copy(s.text[:], AppendMillis(buf[:0], sec*1000))
+		c.latest.Store(s)
+	} else if s.sec != sec {
+		return AppendMillis(dst, ms)
+	}
+	dst = append(dst, s.text[:]...)
+	dst = appendDigits(dst, int(ms%1000), 3)
+	return append(dst, 'Z')
 }
 
 const (
@@ -110,16 +112,6 @@ type renderedDay struct {
 // lastRenderedDay is the day AppendMillis rendered last. Goroutines
 // rendering different days replace it in turn; each value is whole.
 var lastRenderedDay atomic.Pointer[renderedDay]
-
-// dayText is the date part of day, "2006-01-02T", from lastRenderedDay.
-func dayText(day int64) []byte {
-	d := lastRenderedDay.Load()
-	if d == nil || d.day != day {
-		d = renderDay(day)
-		lastRenderedDay.Store(d)
-	}
-	return d.text[:]
-}
 
 // renderDay renders the date part of day (0 <= day, year at most 9999).
 func renderDay(day int64) *renderedDay {

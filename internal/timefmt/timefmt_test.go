@@ -48,3 +48,27 @@ func TestOptionalMillis(t *testing.T) {
 		t.Fatalf("OptionalMillis = %q", got)
 	}
 }
+
+// Seconds renders what AppendMillis does, over runs within a second and
+// across its end, seconds going back (rendered in place), and the edges of
+// the range.
+func TestSecondsMatchesAppendMillis(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var c Seconds
+	check := func(ms int64) {
+		t.Helper()
+		if got, want := string(c.AppendMillis(nil, ms)), string(AppendMillis(nil, ms)); got != want {
+			t.Fatalf("%d: %q, want %q", ms, got, want)
+		}
+	}
+	for range 100 {
+		base := rng.Int64N(253_402_300_800_000 - 10_000)
+		for k := range int64(1000) {
+			check(base + k*7)
+			check(base + k*7 - 600_000) // an earlier second, taking turns with the later one
+		}
+	}
+	for _, ms := range []int64{0, 999, 253_402_300_799_999, 253_402_300_800_000, -1} {
+		check(ms)
+	}
+}
