@@ -83,33 +83,39 @@ func resultOf(c *call, err error) (sku.Result, error) {
 // is ErrBusy (nothing decided); ErrUnavailable when a lost answer of the
 // user's could not be looked up (reserveScoped).
 func (e *Engine) Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error) {
-	c := newCall(core.KindReserve)
-	c.RequestID, c.UserID = requestID, userID
-	return e.reserve(ctx, campaignID, skuID, c)
+	return e.ReserveWith(ctx, campaignID, skuID, requestID, userID, sku.Holder{})
 }
 
-// reserve runs a reserve call, behind the user's claim on a SKU of a
-// campaign-scope campaign.
-func (e *Engine) reserve(ctx context.Context, campaignID, skuID string, c *call) (sku.Result, error) {
+// ReserveWith is Reserve for a buyer an entry pass vouched for (Reserve is
+// ReserveWith with the zero holder): holder (tier, risk, subject keys) is
+// recorded with the reservation and counted against max_unpaid_per_subject
+// (sku.Machine.ReserveWith). It may also answer SUBJECT_LIMIT; a malformed
+// holder is ErrInvalidArgument.
+//
+// A reserve on a SKU of a campaign-scope campaign runs behind the user's
+// claim (reserveScoped). Otherwise the answer is copied once, from the
+// call into the result: a Result is about 250 bytes, and every layer
+// returning it by value would copy it again.
+func (e *Engine) ReserveWith(ctx context.Context, campaignID, skuID, requestID, userID string, holder sku.Holder) (res sku.Result, err error) {
+	c := newCall(core.KindReserve)
+	c.RequestID, c.UserID, c.Holder = requestID, userID, holder
 	h := e.SKU(campaignID, skuID)
 	if h == nil {
 		c.free()
-		return sku.Result{}, ErrUnknownSKU
+		return res, ErrUnknownSKU
 	}
 	if h.claimsFor(false) {
 		return e.reserveScoped(ctx, h, c)
 	}
-	return resultOf(e.runOn(ctx, h, c))
-}
-
-// ReserveWith is Reserve for a buyer an entry pass vouched for: holder
-// (tier, risk, subject keys) is recorded with the reservation and counted
-// against max_unpaid_per_subject (sku.Machine.ReserveWith). It may also
-// answer SUBJECT_LIMIT; a malformed holder is ErrInvalidArgument.
-func (e *Engine) ReserveWith(ctx context.Context, campaignID, skuID, requestID, userID string, holder sku.Holder) (sku.Result, error) {
-	c := newCall(core.KindReserve)
-	c.RequestID, c.UserID, c.Holder = requestID, userID, holder
-	return e.reserve(ctx, campaignID, skuID, c)
+	if _, err = e.runOn(ctx, h, c); err != nil {
+		return res, err
+	}
+	res = c.Result
+	c.free()
+	if res.Outcome == sku.OutcomeInvalid {
+		err = ErrInvalidArgument
+	}
+	return
 }
 
 // Pay records payment paymentID (amount in minor units) for a reservation:

@@ -639,7 +639,7 @@ func (e *Engine) checkPurchaseLimit(d sku.Definition) error {
 			continue
 		}
 		if v := h.durable.Load(); v != nil {
-			if err := sku.CheckCampaignPurchaseLimit(&v.Definition, &d); err != nil {
+			if err := sku.CheckCampaignPurchaseLimit(v.Definition, &d); err != nil {
 				return err
 			}
 		}

@@ -28,7 +28,7 @@ var _ feed.Source = (*Engine)(nil)
 // SKU the engine does not know (or whose definition is not durable yet).
 func (e *Engine) Definition(campaignID, skuID string) (def sku.Definition, ok bool) {
 	st, ok := e.SKUStats(campaignID, skuID)
-	return st.Definition, ok
+	return *st.Definition, ok
 }
 
 // CampaignSKUs returns the ids of the campaign's defined SKUs, sorted.

@@ -95,7 +95,23 @@ const callerRunMax = 4
 // mailbox. Only a goroutine that holds no lock the actor may take and that
 // waits for the actor's answer next posts this way (SKU.do): the log's
 // and the executor's goroutines post with PostUserMessage.
+//
+// A message that finds the run its own and nothing waiting ahead of it
+// (the idle actor of an uncontended call) is handed to the actor without
+// passing through the queue: as if posted and taken at once, and not
+// counted against the bound, which it never waited under.
 func (m *pinnedMailbox) postAndRun(msg any) {
+	if !m.stopped.Load() && m.scheduled.CompareAndSwap(false, true) {
+		if m.stopped.Load() || !m.idleFor(msg) {
+			m.scheduled.Store(false) // as if this run were never claimed: the message queues
+		} else if !m.invoke(msg, false) {
+			m.runCallers(callerRunMax - 1)
+			return
+		} else {
+			m.release()
+			return
+		}
+	}
 	m.enqueue(msg)
 	if m.stopped.Load() {
 		m.schedule()
@@ -108,12 +124,33 @@ func (m *pinnedMailbox) postAndRun(msg any) {
 		go m.process()
 		return
 	}
-	for range callerRunMax {
+	m.runCallers(callerRunMax)
+}
+
+// idleFor reports whether, within a run the caller claimed, no message
+// waits and msg is one a caller may run (nextCallerRunnable's rule).
+func (m *pinnedMailbox) idleFor(msg any) bool {
+	m.mu.Lock()
+	idle := len(m.system) == 0 && !m.suspended && m.head == len(m.user) && m.bound.h.callerRunnable(msg)
+	m.mu.Unlock()
+	return idle
+}
+
+// runCallers hands the actor, within a run the caller claimed, up to n
+// messages a caller may run, then releases the run.
+func (m *pinnedMailbox) runCallers(n int) {
+	for range n {
 		next := m.nextCallerRunnable()
-		if next == nil || m.invoke(next) {
+		if next == nil || m.invoke(next, true) {
 			break
 		}
 	}
+	m.release()
+}
+
+// release ends a caller's run, handing what waits to the mailbox's
+// goroutine.
+func (m *pinnedMailbox) release() {
 	m.scheduled.Store(false)
 	if m.waiting() {
 		m.schedule()
@@ -125,8 +162,8 @@ func (m *pinnedMailbox) postAndRun(msg any) {
 // mailbox not suspended; nil otherwise.
 func (m *pinnedMailbox) nextCallerRunnable() any {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if len(m.system) > 0 || m.suspended || m.head == len(m.user) || !m.bound.h.callerRunnable(m.user[m.head]) {
+		m.mu.Unlock()
 		return nil
 	}
 	msg := m.user[m.head]
@@ -134,20 +171,31 @@ func (m *pinnedMailbox) nextCallerRunnable() any {
 	if m.head++; m.head == len(m.user) {
 		m.user, m.head = m.user[:0], 0
 	}
+	m.mu.Unlock()
 	return msg
 }
 
-// invoke hands the actor one user message; panicked reports a panic,
-// escalated to the supervisor (whose messages then wait for the mailbox's
-// goroutine).
-func (m *pinnedMailbox) invoke(msg any) (panicked bool) {
+// invoke hands the actor one user message a caller runs (a drain,
+// SKU.callerRunnable), queued (counted against the bound) or not: to the
+// actor's incarnation directly once it has started
+// (skuActor.callerDrain), else through protoactor. panicked reports a
+// panic, escalated to the supervisor (whose messages then wait for the
+// mailbox's goroutine).
+func (m *pinnedMailbox) invoke(msg any, queued bool) (panicked bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			m.invoker.EscalateFailure(r, msg)
 			panicked = true
 		}
 	}()
-	m.invoker.InvokeUserMessage(msg)
+	if a := m.bound.h.incarnation.Load(); a != nil {
+		a.callerDrain(queued)
+	} else {
+		if !queued {
+			m.bound.MessagePosted(msg) // Receive counts it taken
+		}
+		m.invoker.InvokeUserMessage(msg)
+	}
 	return false
 }
 
@@ -204,8 +252,9 @@ func (m *pinnedMailbox) process() {
 // waiting reports whether a message waits that a run would take.
 func (m *pinnedMailbox) waiting() bool {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.system) > 0 || !m.suspended && len(m.user) > m.head
+	w := len(m.system) > 0 || !m.suspended && len(m.user) > m.head
+	m.mu.Unlock()
+	return w
 }
 
 // next takes the next message: a system message first; a user message

@@ -9,7 +9,7 @@ package actors
 func (e *Engine) SKUStats(campaignID, skuID string) (st Stats, ok bool) {
 	h := e.SKU(campaignID, skuID)
 	if h == nil {
-		return Stats{}, false
+		return Stats{Definition: &noDefinition}, false
 	}
 	return h.Stats(), true
 }

@@ -57,6 +57,11 @@ type SKU struct {
 	// activity counts what the SKU did, for the dashboard (stats_activity.go).
 	activity activity
 
+	// incarnation is the SKU's actor from its Started until its Restarting
+	// or Stopping: a caller's run of the actor hands it its drain
+	// (pinnedMailbox.invoke).
+	incarnation atomic.Pointer[skuActor]
+
 	// durable is the view as of the durable index, replaced whole by each
 	// release (one pointer store per batch, one load per ingress read).
 	durable atomic.Pointer[shell.View]
@@ -70,9 +75,12 @@ type SKU struct {
 // durable state only: the sold-out fast path may trust them.
 type Stats struct {
 	CampaignID, SKUID string
-	Definition        sku.Definition
-	Counts            sku.Counts
-	Paused            bool
+	// Definition is the durable definition, shared with the SKU's
+	// published view and every other reader of it: never written. Not
+	// nil (the zero definition before one is durable).
+	Definition *sku.Definition
+	Counts     sku.Counts
+	Paused     bool
 	// LotteryDrawing is set while a lottery's draw is being recorded
 	// (sku.Machine.DrawPending): sku.CheckLotteryDefine needs it.
 	LotteryDrawing bool
@@ -94,6 +102,9 @@ type Stats struct {
 	CommitWait, CommitLatency time.Duration
 	Commits                   uint64
 }
+
+// noDefinition is the Definition of Stats before a definition is durable.
+var noDefinition sku.Definition
 
 // CampaignID returns the campaign the SKU belongs to.
 func (s *SKU) CampaignID() string { return s.campaignID }
@@ -121,6 +132,7 @@ func (s *SKU) Stats() Stats {
 	st := Stats{
 		CampaignID:    s.campaignID,
 		SKUID:         s.skuID,
+		Definition:    &noDefinition,
 		Unavailable:   s.unavailable.Load(),
 		Queued:        s.in.items.Load(),
 		RatePerSecond: math.Float64frombits(s.rateBits.Load()),

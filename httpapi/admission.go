@@ -90,7 +90,7 @@ func (l limits) precheck(st *actors.Stats, now time.Time, retryOfUnknown bool) v
 
 // gateOf asks the sale gate about the durable state st at now.
 func gateOf(st *actors.Stats, now time.Time) sku.Verdict {
-	return sku.Gate(st.Definition, st.Paused, st.Counts, now.UnixMilli())
+	return sku.Gate(st.Definition, st.Paused, &st.Counts, now.UnixMilli())
 }
 
 // gate holds the permits of one SKU, and its admission ramp.

@@ -12,7 +12,7 @@ import (
 func stats(available, reserved uint32, rate float64, oldest time.Duration) actors.Stats {
 	return actors.Stats{
 		CampaignID: "c", SKUID: "s",
-		Definition:    sku.Definition{CampaignID: "c", SKUID: "s", StartAt: 1000, EndAt: 2000, PaymentWindowMs: 10, SaleLimit: 100},
+		Definition:    &sku.Definition{CampaignID: "c", SKUID: "s", StartAt: 1000, EndAt: 2000, PaymentWindowMs: 10, SaleLimit: 100},
 		Counts:        sku.Counts{SaleLimit: 100, Available: available, Reserved: reserved, Confirmed: 100 - available - reserved},
 		RatePerSecond: rate,
 		OldestWait:    oldest,

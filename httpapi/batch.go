@@ -60,8 +60,10 @@ const batchSuffix = "/reservations:batch"
 // isBatchPath reports whether a request URI names the batch route (for
 // its body limit, decided before the body is read).
 func isBatchPath(uri []byte) bool {
-	path, _, _ := bytes.Cut(uri, []byte("?"))
-	return bytes.HasSuffix(path, []byte(batchSuffix))
+	if q := bytes.IndexByte(uri, '?'); q >= 0 {
+		uri = uri[:q]
+	}
+	return bytes.HasSuffix(uri, []byte(batchSuffix))
 }
 
 var batchParsers fastjson.ParserPool
@@ -242,7 +244,7 @@ func (s *Server) batchItemIngress(campaignID, skuID string, body []byte, st *act
 		s.rejected(layerValidation)
 		return replyLotterySale, true
 	}
-	p, rep, ok := s.checkEntryPassAt(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass, now)
+	p, rep, ok := s.checkEntryPassAt(st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass, now)
 	if !ok {
 		return rep, true
 	}
@@ -293,7 +295,7 @@ func (s *Server) batchItemReply(campaignID, skuID string, st *actors.Stats, it *
 		}
 		return f.reply(r.Err)
 	}
-	rep, cache := s.reserveReply(r.Result)
+	rep, cache := s.reserveReply(&r.Result)
 	if r.Result.Outcome == sku.OutcomeSoldOut && st.Definition.Cell != "" {
 		rep, cache = s.soldOutReply(*st), false // a cell's SOLD_OUT is never final (cell.go)
 	}
@@ -319,7 +321,7 @@ func appendBatchResults(dst []byte, reps []reply) []byte {
 			dst = append(dst, rep.retryAfter...)
 		}
 		dst = append(dst, `,"body":`...)
-		dst = append(dst, rep.body...)
+		dst = rep.appendBody(dst)
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}"...)

@@ -348,7 +348,7 @@ func ApplyCampaignFile(ctx context.Context, e Engine, cs []Campaign, now time.Ti
 		rest.SKUs = nil
 		for i, d := range defs {
 			if st, ok := e.SKUStats(d.CampaignID, d.SKUID); ok {
-				cur := st.Definition
+				cur := *st.Definition
 				d.IDKey = cur.IDKey
 				if cur != d && d.CheckRedefine(cur) == nil {
 					kept = append(kept, d.CampaignID+"/"+d.SKUID)
@@ -372,14 +372,14 @@ func ApplyCampaignFile(ctx context.Context, e Engine, cs []Campaign, now time.Ti
 func checkRedefinitions(e Engine, defs []sku.Definition, now time.Time) error {
 	for _, st := range e.AllStats() {
 		for _, d := range defs {
-			if err := sku.CheckCampaignPurchaseLimit(&st.Definition, &d); err != nil {
+			if err := sku.CheckCampaignPurchaseLimit(st.Definition, &d); err != nil {
 				return fmt.Errorf("%w: %s", err, keepPurchaseLimit(st.Definition.PurchaseLimit))
 			}
 		}
 	}
 	for _, d := range defs {
-		st, _ := e.SKUStats(d.CampaignID, d.SKUID)
-		cur := st.Definition
+		st, _ := e.SKUStats(d.CampaignID, d.SKUID) // the zero definition for a SKU not yet known
+		cur := *st.Definition
 		if cur == d {
 			continue
 		}

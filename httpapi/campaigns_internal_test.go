@@ -109,7 +109,7 @@ func TestFormatDuration(t *testing.T) {
 func TestCampaignView(t *testing.T) {
 	c := DemoCampaign(time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC))
 	defs, _ := c.Definitions()
-	views := campaignsOf([]actors.Stats{{CampaignID: "demo", SKUID: "sku-1", Definition: defs[0]}}, "demo")
+	views := campaignsOf([]actors.Stats{{CampaignID: "demo", SKUID: "sku-1", Definition: &defs[0]}}, "demo")
 	want := campaignBody{CampaignID: "demo", PurchaseLimit: "sku", SKUs: []campaignSKU{{SKUID: "sku-1", SaleLimit: 10_000,
 		StartAt: "2030-05-01T12:00:00.000Z", EndAt: "2030-05-02T12:00:00.000Z", PaymentWindow: "15m", ReleaseOnClose: true}}}
 	if len(views) != 1 || !reflect.DeepEqual(views[0], want) {

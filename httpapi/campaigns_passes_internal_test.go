@@ -36,7 +36,7 @@ func TestCampaignPassFields(t *testing.T) {
 		t.Fatalf("%+v", d)
 	}
 	view := func(defs []sku.Definition) campaignSKU {
-		return campaignsOf([]actors.Stats{{CampaignID: "c1", SKUID: "a", Definition: defs[0]}}, "c1")[0].SKUs[0]
+		return campaignsOf([]actors.Stats{{CampaignID: "c1", SKUID: "a", Definition: &defs[0]}}, "c1")[0].SKUs[0]
 	}
 	v := view(defs)
 	if *v.EntryPass != (CampaignEntryPass{Required: true, Lead: "20m", TTL: "5m"}) || v.MaxUnpaidPerSubject != 2 || v.PaymentWindowHighRisk != "3m" ||

@@ -57,6 +57,13 @@ func userKey(campaignID, skuID, userID string) dedupKey {
 	return dedupKey{campaignID, skuID, userID, maphash.String(dedupSeed, userID)}
 }
 
+// owned returns k naming id, k's id's own copy: the same text, so the
+// same hash (doorPassed.own).
+func (k dedupKey) owned(id string) dedupKey {
+	k.id = id
+	return k
+}
+
 // cachedAnswer is what the cache knows about one request_id.
 type cachedAnswer struct {
 	key    dedupKey // the request_id it answers (another may share its hash)
@@ -69,11 +76,13 @@ type cachedAnswer struct {
 // answerCache is a sharded LRU of request_id answers, keyed by the key's
 // hash: of two keys with one hash (the same request_id on two SKUs) the
 // later evicts the earlier. Its size is bounded by Config.DedupCacheSize
-// entries in all (each shard holds its share).
+// entries in all (each shard holds its share). It holds each answer by
+// pointer, never changed once stored: a lookup, done by every reserve and
+// mostly a miss, copies a pointer, not the answer.
 type answerCache struct {
 	shards [dedupShards]struct {
 		mu  sync.Mutex
-		lru *simplelru.LRU[uint64, cachedAnswer]
+		lru *simplelru.LRU[uint64, *cachedAnswer]
 	}
 }
 
@@ -84,7 +93,7 @@ func newAnswerCache(size int) *answerCache {
 	}
 	c := &answerCache{}
 	for i := range c.shards {
-		l, err := simplelru.NewLRU[uint64, cachedAnswer](per, nil)
+		l, err := simplelru.NewLRU[uint64, *cachedAnswer](per, nil)
 		if err != nil {
 			panic(err) // only for size <= 0, excluded above
 		}
@@ -98,13 +107,13 @@ func newAnswerCache(size int) *answerCache {
 // update under the shard lock, and entries leave in the order they came
 // (the engine answers a request_id whose entry left, and it is cached
 // again).
-func (c *answerCache) get(key dedupKey) (cachedAnswer, bool) {
+func (c *answerCache) get(key dedupKey) (*cachedAnswer, bool) {
 	sh := &c.shards[shardOf(key)]
 	sh.mu.Lock()
 	a, ok := sh.lru.Peek(key.hash)
 	sh.mu.Unlock()
 	if !ok || a.key != key {
-		return cachedAnswer{}, false
+		return nil, false
 	}
 	return a, true
 }
@@ -113,7 +122,7 @@ func (c *answerCache) get(key dedupKey) (cachedAnswer, bool) {
 func (c *answerCache) putFinal(key dedupKey, userID string, rep reply) {
 	sh := &c.shards[shardOf(key)]
 	sh.mu.Lock()
-	sh.lru.Add(key.hash, cachedAnswer{key: key, userID: userID, rep: rep})
+	sh.lru.Add(key.hash, &cachedAnswer{key: key, userID: userID, rep: rep})
 	sh.mu.Unlock()
 }
 
@@ -123,7 +132,7 @@ func (c *answerCache) markUnknown(key dedupKey, userID string) {
 	sh := &c.shards[shardOf(key)]
 	sh.mu.Lock()
 	if a, ok := sh.lru.Peek(key.hash); !ok || a.key != key || a.unknown {
-		sh.lru.Add(key.hash, cachedAnswer{key: key, userID: userID, unknown: true})
+		sh.lru.Add(key.hash, &cachedAnswer{key: key, userID: userID, unknown: true})
 	}
 	sh.mu.Unlock()
 }
@@ -162,6 +171,12 @@ type flights struct {
 type flightShard struct {
 	mu sync.Mutex
 	m  map[uint64]*flight // by key hash; a chain through next
+	// free holds flights no follower saw (finish), a list through next,
+	// for join to reuse: most flights, so a reserve that reaches the
+	// engine allocates none. It is taken and refilled under mu, which
+	// join and finish hold anyway (a sync.Pool cost its pinning on top).
+	// It holds at most as many flights as were ever in the shard at once.
+	free *flight
 }
 
 // unlink removes fl from the chain of hash h, if it is there.
@@ -204,7 +219,11 @@ func (f *flights) join(key dedupKey, requestID string) (fl *flight, leader bool)
 		}
 		return fl, false
 	}
-	fl = flightPool.Get().(*flight)
+	if fl = sh.free; fl != nil {
+		sh.free = fl.next
+	} else {
+		fl = new(flight)
+	}
 	fl.key, fl.next, fl.requestID = key, first, requestID
 	sh.m[key.hash] = fl
 	return fl, true
@@ -219,10 +238,6 @@ func find(fl *flight, key dedupKey) *flight {
 	}
 	return nil
 }
-
-// flightPool holds flights no follower saw (finish): most flights, so a
-// reserve that reaches the engine allocates none.
-var flightPool = sync.Pool{New: func() any { return new(flight) }}
 
 // busy reports whether key has a flight (a request of the user in
 // progress).
@@ -239,15 +254,16 @@ func (f *flights) finish(key dedupKey, fl *flight, rep reply, shared bool) {
 	sh := &f.shards[shardOf(key)]
 	sh.mu.Lock()
 	sh.unlink(key.hash, fl)
-	fl.rep, fl.shared = rep, shared
 	done := fl.done
-	sh.mu.Unlock()
-	if done != nil {
-		close(done)
+	if done == nil {
+		// No follower holds fl: one makes done, under the lock, when it
+		// finds fl, and none finds it once it left the map.
+		*fl = flight{next: sh.free}
+		sh.free = fl
+		sh.mu.Unlock()
 		return
 	}
-	// No follower holds fl: one makes done, under the lock, when it finds
-	// fl, and none finds it once it left the map.
-	*fl = flight{}
-	flightPool.Put(fl)
+	fl.rep, fl.shared = rep, shared
+	sh.mu.Unlock()
+	close(done)
 }

@@ -66,7 +66,7 @@ func (s *Server) handleIssuePass(ctx *fasthttp.RequestCtx) string {
 	if !known {
 		return write(ctx, errorReply(reasonNotFound, "no such SKU"))
 	}
-	def := &st.Definition
+	def := st.Definition
 	now := s.cfg.Clock().UnixMilli()
 	switch {
 	case now < def.StartAt-def.EntryPassLead():

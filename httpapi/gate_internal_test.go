@@ -55,7 +55,7 @@ func TestFastAnswersAgreeWithTheMachine(t *testing.T) {
 // what m answers a new user's new request_id (who then has the unit, if
 // any: the history goes on with it).
 func probe(t *rapid.T, l limits, m *sku.Machine, now int64, id string) {
-	st := actors.Stats{Definition: m.Definition(), Counts: m.Counts(), Paused: m.Paused()}
+	st := actors.Stats{Definition: new(m.Definition()), Counts: m.Counts(), Paused: m.Paused()}
 	at := time.UnixMilli(now)
 	fast := l.precheck(&st, at, false)
 	status, _ := l.skuStatus(st, at, &gate{})

@@ -103,7 +103,7 @@ func (s *Server) handleEnter(ctx *fasthttp.RequestCtx) string {
 	if !known {
 		return write(ctx, errorReply(reasonNotFound, "no such SKU"))
 	}
-	p, rep, ok := s.checkEntryPass(&st.Definition, campaignID, skuID, requestID, req.UserID, req.EntryPass)
+	p, rep, ok := s.checkEntryPass(st.Definition, campaignID, skuID, requestID, req.UserID, req.EntryPass)
 	if !ok {
 		return write(ctx, rep)
 	}

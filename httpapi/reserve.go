@@ -80,11 +80,13 @@ func (s *Server) reserveDoor(body []byte, campaignID, skuID string, st *actors.S
 		s.rejected(layerValidation)
 		return in, bodyError(err), false
 	}
-	for _, bad := range []string{checkRequestID(req.RequestID, len(req.EntryPass) > 0), checkID("user_id", req.UserID)} {
-		if bad != "" {
-			s.rejected(layerValidation)
-			return in, errorReply(reasonBadRequest, bad), false
-		}
+	bad := checkRequestID(req.RequestID, len(req.EntryPass) > 0)
+	if bad == "" {
+		bad = checkID("user_id", req.UserID)
+	}
+	if bad != "" {
+		s.rejected(layerValidation)
+		return in, errorReply(reasonBadRequest, bad), false
 	}
 	var known bool
 	if *st, known = s.engine.SKUStats(campaignID, skuID); !known {
@@ -99,7 +101,7 @@ func (s *Server) reserveDoor(body []byte, campaignID, skuID string, st *actors.S
 		return in, replyLotterySale, false
 	}
 	in.now, in.userID, in.views = s.cfg.Clock(), req.UserID, d.viewed
-	in.pass, rep, ok = s.checkEntryPassAt(&st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass, in.now)
+	in.pass, rep, ok = s.checkEntryPassAt(st.Definition, campaignID, skuID, req.RequestID, req.UserID, req.EntryPass, in.now)
 	return in, rep, ok
 }
 
@@ -125,7 +127,8 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 	ukey := userKey(campaignID, skuID, userID)
 	// Waiting behind the user's other requests is bounded by one request
 	// timeout in all; the wait loop runs once per flight that finishes.
-	var deadline <-chan time.Time
+	var wait flightWait
+	defer wait.stop()
 	for {
 		retryOfUnknown := false
 		if a, ok := s.answers.get(rkey); ok {
@@ -152,7 +155,7 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 		if in.views { // a flight, the answer cache and the engine keep the ids
 			in.own()
 			requestID, userID = in.pass.requestID, in.userID
-			rkey, ukey = requestKey(campaignID, skuID, requestID), userKey(campaignID, skuID, userID)
+			rkey, ukey = rkey.owned(requestID), ukey.owned(userID) // the same text: the same hashes
 		}
 		fl, leader := s.flights.join(ukey, requestID)
 		if leader {
@@ -160,14 +163,7 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 			s.flights.finish(ukey, fl, rep, shared)
 			return rep
 		}
-		if deadline == nil {
-			t := time.NewTimer(s.cfg.RequestTimeout)
-			defer t.Stop()
-			deadline = t.C
-		}
-		select {
-		case <-fl.done:
-		case <-deadline:
+		if !wait.done(fl, s.cfg.RequestTimeout) {
 			// The user's requests ahead did not finish in time.
 			if fl.requestID == requestID {
 				s.answers.markUnknown(rkey, userID)
@@ -190,6 +186,34 @@ func (s *Server) reserve(st *actors.Stats, in *doorPassed, k *reserveTarget) rep
 			return errorReply(reasonNotFound, "no such SKU")
 		}
 		st, in.now, in.arrived = &fresh, s.cfg.Clock(), time.Now()
+	}
+}
+
+// flightWait is a reserve's wait behind its user's flights: one timer
+// for all of them, made by the first wait (most reserves never wait). A
+// type of its own, stopped by one defer outside the wait loop: a defer in
+// the loop would make every reserve pay for the runtime's general defer
+// handling on its way out, waited or not.
+type flightWait struct{ t *time.Timer }
+
+// done waits for fl and reports whether it finished before timeout ran out
+// since the first wait.
+func (w *flightWait) done(fl *flight, timeout time.Duration) bool {
+	if w.t == nil {
+		w.t = time.NewTimer(timeout)
+	}
+	select {
+	case <-fl.done:
+		return true
+	case <-w.t.C:
+		return false
+	}
+}
+
+// stop stops the timer, if a wait made it.
+func (w *flightWait) stop() {
+	if w.t != nil {
+		w.t.Stop()
 	}
 }
 
@@ -232,11 +256,8 @@ func (s *Server) lead(rkey dedupKey, v verdict, st *actors.Stats, in *doorPassed
 	var res sku.Result
 	var err error
 	deadline := s.deadlines.getAt(in.arrived)
-	if holder == (sku.Holder{}) {
-		res, err = s.engine.Reserve(deadline, campaignID, skuID, requestID, userID)
-	} else {
-		res, err = s.engine.ReserveWith(deadline, campaignID, skuID, requestID, userID, holder)
-	}
+	// The zero holder (no pass) is Reserve's: one call for both.
+	res, err = s.engine.ReserveWith(deadline, campaignID, skuID, requestID, userID, holder)
 	if err != nil {
 		f := classify(err)
 		if f.unknown {
@@ -248,7 +269,7 @@ func (s *Server) lead(rkey dedupKey, v verdict, st *actors.Stats, in *doorPassed
 		}
 		return f.reply(err), false
 	}
-	rep, cache := s.reserveReply(res)
+	rep, cache := s.reserveReply(&res)
 	if res.Outcome == sku.OutcomeSoldOut && st.Definition.Cell != "" {
 		rep, cache = s.soldOutReply(*st), false // a cell's SOLD_OUT is never final (cell.go)
 	}
@@ -279,13 +300,13 @@ func (s *Server) doorVerdict(st *actors.Stats, in *doorPassed, k *reserveTarget,
 // the engine answers them from its request index, while caching it would
 // put an LRU insert on the path of every sale. ALREADY_PURCHASED is not
 // final: it holds while the user's purchase is live.
-func (s *Server) reserveReply(res sku.Result) (rep reply, cache bool) {
+func (s *Server) reserveReply(res *sku.Result) (rep reply, cache bool) {
 	reason := res.Outcome.String()
 	switch res.Outcome {
 	case sku.OutcomeAccepted:
-		v := res.Reservation
+		v := &res.Reservation
 		rep = reply{status: statusAccepted, outcome: reason, reservation: v.ReservationID,
-			body: acceptedJSON(v.ReservationID, v.RequestID, v.TokenID, v.ExpireAt)}
+			accepted: acceptedAnswer{requestID: v.RequestID, tokenID: v.TokenID, expireAt: v.ExpireAt}}
 		return rep, false
 	case sku.OutcomeSoldOut:
 		return replySoldOut, true

@@ -11,11 +11,12 @@ import (
 )
 
 // The hand-built 202 body is byte for byte what encoding/json makes of the
-// same acceptedBody, for any strings (escaping ones take the slow path).
+// same acceptedBody, for any ids the engine gives (sku.ValidID's alphabet,
+// and the reservation id's separator).
 func TestAcceptedJSONMatchesEncodingJSON(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		id := rapid.OneOf(rapid.StringMatching(`[A-Za-z0-9._:~-]{1,64}`), rapid.String())
-		rid, req := id.Draw(t, "reservation_id"), id.Draw(t, "request_id")
+		rid := rapid.StringMatching(`[A-Za-z0-9._:~-]{1,222}`).Draw(t, "reservation_id")
+		req := rapid.StringMatching(`[A-Za-z0-9._:-]{1,64}`).Draw(t, "request_id")
 		token := rapid.Uint32().Draw(t, "token")
 		ms := rapid.Int64Range(0, 4102444800000).Draw(t, "expire_at")
 		want, err := json.Marshal(acceptedBody{ReservationID: rid, RequestID: req, State: "PENDING_PAYMENT",
@@ -23,7 +24,7 @@ func TestAcceptedJSONMatchesEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := acceptedJSON(rid, req, token, ms); string(got) != string(want) {
+		if got := appendAccepted(nil, rid, &acceptedAnswer{requestID: req, tokenID: token, expireAt: ms}); string(got) != string(want) {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
 	})

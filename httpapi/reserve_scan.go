@@ -63,19 +63,8 @@ func scanReserveBody(body []byte, views bool) (req reserveRequest, ok bool) {
 	}
 	i = skipJSONSpace(body, i+1)
 	for {
-		ks, ke, next, ok := scanPlainString(body, i)
-		if !ok {
-			return req, false
-		}
-		var f int
-		switch string(body[ks:ke]) {
-		case "request_id":
-			f = 0
-		case "user_id":
-			f = 1
-		case "entry_pass":
-			f = 2
-		default:
+		f, next := scanKey(body, i)
+		if f < 0 {
 			return req, false
 		}
 		if seen[f] {
@@ -129,6 +118,36 @@ func scanReserveBody(body []byte, views bool) (req reserveRequest, ok bool) {
 		req.RequestID = both[spans[0][0]-lo : spans[0][1]-lo]
 	}
 	return req, true
+}
+
+// reserveKeys are the keys of a reserve body, each with its quotes, in
+// the order of scanReserveBody's fields.
+var reserveKeys = [3]string{`"request_id"`, `"user_id"`, `"entry_pass"`}
+
+// scanKey reads the key at body[i]: the field it names (its index in
+// reserveKeys) and next, the index after its closing quote; f is -1 for
+// anything but one of the three keys, written plainly. A key is told by
+// its first letter and compared whole, not scanned byte by byte first:
+// the bytes of a known key are plain.
+func scanKey(body []byte, i int) (f, next int) {
+	if i+1 >= len(body) || body[i] != '"' {
+		return -1, 0
+	}
+	switch body[i+1] {
+	case 'r':
+		f = 0
+	case 'u':
+		f = 1
+	case 'e':
+		f = 2
+	default:
+		return -1, 0
+	}
+	k := reserveKeys[f]
+	if rest := body[i:]; len(rest) < len(k) || string(rest[:len(k)]) != k {
+		return -1, 0
+	}
+	return f, i + len(k)
 }
 
 // scanPlainString reads the JSON string at body[i]: its content is

@@ -28,6 +28,7 @@ const maxKnownPaths = 4096
 // route's table (a SKU the engine knows), its ingress counters and its
 // gate, made once; nil ones are looked up (a routed reserve).
 type reserveTarget struct {
+	path              string // the raw reserve path, for a SKU of the table
 	campaignID, skuID string
 	counters          *ingressCounters // the dashboard's (stats_ingress.go)
 	gate              *gate            // its permits (admission.go)
@@ -35,19 +36,28 @@ type reserveTarget struct {
 
 // pathTable maps the raw reserve path of a known SKU to it. Readers load
 // an immutable map; a writer copies it (rarely: once per new SKU seen, at
-// most maxKnownPaths entries).
+// most maxKnownPaths entries). The SKU found last is tried first: a flood
+// is mostly of one SKU, and comparing its path costs a fraction of hashing
+// it for the map.
 type pathTable struct {
-	m  atomic.Pointer[map[string]*reserveTarget]
-	mu sync.Mutex
+	m    atomic.Pointer[map[string]*reserveTarget]
+	last atomic.Pointer[reserveTarget]
+	mu   sync.Mutex
 }
 
 // get returns the SKU of a raw reserve path, without allocating.
 func (t *pathTable) get(path []byte) (*reserveTarget, bool) {
+	if k := t.last.Load(); k != nil && k.path == string(path) {
+		return k, true
+	}
 	m := t.m.Load()
 	if m == nil {
 		return nil, false
 	}
 	k, ok := (*m)[string(path)]
+	if ok {
+		t.last.Store(k)
+	}
 	return k, ok
 }
 
@@ -139,7 +149,7 @@ func (s *Server) learnReservePath(known *pathTable, path []byte) *reserveTarget 
 	if counters == nil {
 		return nil
 	}
-	entry := &reserveTarget{campaignID: campaignID, skuID: skuID, counters: counters, gate: s.gates.get(campaignID, skuID)}
-	known.add(string(path), entry)
+	entry := &reserveTarget{path: string(path), campaignID: campaignID, skuID: skuID, counters: counters, gate: s.gates.get(campaignID, skuID)}
+	known.add(entry.path, entry)
 	return entry
 }

@@ -87,8 +87,21 @@ type reply struct {
 	// (ReservationURL), written without making that string: an accepted
 	// reserve's answer.
 	reservation string
-	retryAfter  string // Retry-After header (seconds), if any
-	outcome     string // metric label: the reason or the state
+	// accepted, for an accepted reserve, is its body's other values
+	// (reservation is its reservation_id): the body is encoded where it is
+	// written (appendBody), not into an allocation of its own per sale.
+	accepted   acceptedAnswer
+	retryAfter string // Retry-After header (seconds), if any
+	outcome    string // metric label: the reason or the state
+}
+
+// appendBody appends r's body: its encoding of an accepted reserve, or
+// body.
+func (r *reply) appendBody(dst []byte) []byte {
+	if r.accepted.requestID != "" {
+		return appendAccepted(dst, r.reservation, &r.accepted)
+	}
+	return append(dst, r.body...)
 }
 
 // jsonReply encodes v as the body of a reply.
@@ -115,6 +128,11 @@ func write(ctx *fasthttp.RequestCtx, r reply) string {
 	}
 	if r.retryAfter != "" {
 		ctx.Response.Header.Set("Retry-After", r.retryAfter)
+	}
+	if r.accepted.requestID != "" {
+		var buf [acceptedTypicalLen]byte // fasthttp copies the body
+		ctx.SetBody(r.appendBody(buf[:0]))
+		return r.outcome
 	}
 	ctx.SetBody(r.body)
 	return r.outcome

@@ -36,7 +36,7 @@ func BenchmarkSampleStats(b *testing.B) {
 		d := sku.Definition{CampaignID: fmt.Sprintf("c%04d", i/50), SKUID: fmt.Sprintf("s%02d", i%50),
 			StartAt: now.Add(-time.Minute).UnixMilli(), EndAt: now.Add(time.Hour).UnixMilli(),
 			PaymentWindowMs: 60_000, SaleLimit: 100}
-		e.stats = append(e.stats, actors.Stats{CampaignID: d.CampaignID, SKUID: d.SKUID, Definition: d,
+		e.stats = append(e.stats, actors.Stats{CampaignID: d.CampaignID, SKUID: d.SKUID, Definition: &d,
 			Counts: sku.Counts{SaleLimit: d.SaleLimit, Available: d.SaleLimit}})
 		e.activity = append(e.activity, actors.Activity{CampaignID: d.CampaignID, SKUID: d.SKUID, DurableIndex: 1, LastIndex: 1})
 	}

@@ -148,7 +148,11 @@ func newLog(dir string, o Options, store Store) *Log {
 	if !o.Replicated {
 		l.commitBound.Store(math.MaxUint64)
 	}
-	l.waits.epoch = o.Clock()
+	if o.Clock != nil {
+		l.waits.epoch = o.Clock()
+	} else {
+		l.waits.epoch = time.Now()
+	}
 	l.workReady.L = &l.mu
 	l.batchSpace.L = &l.mu
 	l.waiterSpace.L = &l.mu

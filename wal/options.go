@@ -77,8 +77,10 @@ type Options struct {
 	// OpenStore opens the Store in dir (which exists and whose tail segment
 	// has been repaired); nil means OpenTidwallStore. Tests inject faults here.
 	OpenStore func(dir string, o StoreOptions) (Store, error)
-	// Clock times the waiters (Log.Waits); nil means time.Now. The
-	// simulator passes its simulated clock.
+	// Clock times the waiters (Log.Waits); nil means the monotonic clock
+	// (time.Since the Log's opening: about half of time.Now and a Sub, and
+	// every waiter is stamped twice). The simulator passes its simulated
+	// clock.
 	Clock func() time.Time
 }
 
@@ -110,9 +112,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.OpenStore == nil {
 		o.OpenStore = OpenTidwallStore
-	}
-	if o.Clock == nil {
-		o.Clock = time.Now
 	}
 	return o, nil
 }

@@ -34,7 +34,12 @@ type waitFigures struct {
 }
 
 // stamp returns the time now as a waiter stamp.
-func (l *Log) stamp() int64 { return int64(l.opts.Clock().Sub(l.waits.epoch)) }
+func (l *Log) stamp() int64 {
+	if l.opts.Clock == nil {
+		return int64(time.Since(l.waits.epoch)) // monotonic: epoch has the reading
+	}
+	return int64(l.opts.Clock().Sub(l.waits.epoch))
+}
 
 // Waits returns the waiter figures now: atomic loads, and one clock
 // reading while a waiter is queued.

@@ -74,7 +74,11 @@ type Release struct {
 // View is the part of a SKU's state that may be read without the actor:
 // what the records up to some index say.
 type View struct {
-	Definition sku.Definition
+	// Definition is shared by the views of one definition (the machine's
+	// DefinitionStamp): a view is published for every group commit, the
+	// definition changes almost never, and copying it into each view
+	// cost more than the view's other fields together. Never written.
+	Definition *sku.Definition
 	Counts     sku.Counts
 	Paused     bool
 	Drawing    bool // a lottery's draw is being recorded (sku.Machine.DrawPending)

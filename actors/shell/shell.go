@@ -89,6 +89,11 @@ type Shell struct {
 	recoverWaits bool
 
 	buf []byte // payload scratch, reused
+
+	// def is the definition the views share while the machine's
+	// DefinitionStamp is defStamp (View).
+	def      *sku.Definition
+	defStamp uint64
 }
 
 // timers says which of the jobs the core may ask again and again are out:
@@ -136,7 +141,11 @@ func (s *Shell) RecoveryWaits() bool { return s.recoverWaits }
 // the log is durable).
 func (s *Shell) View() View {
 	m := s.core.Machine()
-	return View{Definition: m.Definition(), Counts: m.Counts(), Paused: m.Paused(), Drawing: m.DrawPending()}
+	if stamp := m.DefinitionStamp(); s.def == nil || stamp != s.defStamp {
+		d := m.Definition()
+		s.def, s.defStamp = &d, stamp
+	}
+	return View{Definition: s.def, Counts: m.Counts(), Paused: m.Paused(), Drawing: m.DrawPending()}
 }
 
 // Decide decides one call at now (core.Core.Decide); Commit ends the

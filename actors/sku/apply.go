@@ -3,6 +3,7 @@ package sku
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 )
 
 // ErrDoesNotApply is wrapped by Apply when a record does not fit the state:
@@ -83,6 +84,24 @@ func (m *Machine) applyDefine(r *Record) error {
 	return nil
 }
 
+// reservedKeys returns the index hashes of r's ids: those ReserveWith
+// took when r's ids are the very strings it hashed (the record it is
+// emitting), else hashed anew (a record replayed). Same strings, same
+// hashes: identity is enough, and it costs no compare of their bytes.
+func (m *Machine) reservedKeys(r *Record) (request, user uint64) {
+	k := &m.reserving
+	if sameString(k.requestID, r.RequestID) && sameString(k.userID, r.UserID) {
+		return k.request, k.user
+	}
+	return m.byRequest.hash(r.RequestID), m.live.hash(r.UserID)
+}
+
+// sameString reports whether a and b are the same non-empty string in
+// memory (not merely equal).
+func sameString(a, b string) bool {
+	return len(a) == len(b) && len(a) > 0 && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
 func (m *Machine) applyReserved(r *Record, decided bool) error {
 	switch {
 	case r.Seq != m.table.count+1 || r.Seq > MaxReservations:
@@ -119,10 +138,11 @@ func (m *Machine) applyReserved(r *Record, decided bool) error {
 	}
 	seq := m.table.add(row, r.RequestID, r.UserID, r.At)
 	m.pool.take(r.Token, seq)
-	m.byRequest.insert(r.RequestID, seq)
-	m.live.insert(r.UserID, seq)
+	hr, hu := m.reservedKeys(r)
+	m.byRequest.insertHashed(hr, seq)
+	m.live.insertHashed(hu, seq)
 	m.states[StatePendingPayment]++
-	if r.Holder != (Holder{}) {
+	if !r.Holder.empty() { // valid: checked above, or by ReserveWith
 		m.holders.add(seq, r.Holder)
 		m.countUnpaid(&r.Holder)
 		if m.shortWindow(&r.Holder) {

@@ -40,6 +40,7 @@ func (s *stateDecoder) cellSection(released uint32) {
 	}
 	m.def.Cell = string(s.bytes())
 	m.def.CellMapVersion = s.uvarint()
+	m.definitionChanged()
 	m.cell.epoch = s.uvarint()
 	if s.err != nil {
 		return

@@ -70,7 +70,12 @@ func (m *Machine) ReserveWith(now int64, requestID, userID string, h Holder, out
 	if m.lot != nil {
 		return Result{Outcome: OutcomeLotterySale}, out // entries, not reserves
 	}
-	if res, ok := m.Lookup(requestID); ok {
+	// Each id is hashed once: to look it up here, and to index it when
+	// the reservation is applied (keyHashes).
+	keys := keyHashes{requestID: requestID, userID: userID,
+		request: m.byRequest.hash(requestID), user: m.live.hash(userID)}
+	if m.decided(requestID, keys.request) { // rare: a repeat
+		res, _ := m.lookupHashed(requestID, keys.request)
 		return KnownRequest(res, userID), out
 	}
 	at := m.decisionTime(now)
@@ -79,7 +84,7 @@ func (m *Machine) ReserveWith(now int64, requestID, userID string, h Holder, out
 	if o, refused := m.gate(at).Refusal(); refused && o != OutcomeSoldOut {
 		return Result{Outcome: o}, out
 	}
-	if seq, ok := m.live.get(userID); ok {
+	if seq, ok := m.live.getHashed(keys.user, userID); ok {
 		if r := m.table.get(seq); r.state == StatePendingPayment && at >= m.table.expireAt(seq) {
 			out = m.closeExpired(at, seq, out) // judged by expire_at, not by the timer
 		} else {
@@ -104,8 +109,10 @@ func (m *Machine) ReserveWith(now int64, requestID, userID string, h Holder, out
 	}
 	token := m.pool.next()
 	seq := m.table.count + 1
-	out = m.emit(Record{Type: RecordReserved, At: at, Seq: seq, Token: token,
+	m.reserving = keys
+	out = m.emit(&Record{Type: RecordReserved, At: at, Seq: seq, Token: token,
 		ExpireAt: at + m.def.PaymentWindowFor(h), RequestID: requestID, UserID: userID, Holder: h}, out)
+	m.reserving = keyHashes{}
 	return Result{Outcome: OutcomeAccepted, Reservation: m.view(seq, m.table.get(seq))}, out
 }
 
@@ -145,19 +152,19 @@ func (m *Machine) Pay(now int64, seq uint32, paymentID string, amount int64, out
 		// A second payment for a paid order is money to give back: record
 		// it for refund (once per payment_id), answer PAYMENT_CONFLICT.
 		if !m.table.hasRefund(r, paymentID) {
-			out = m.emit(Record{Type: RecordRefundRequired, At: at, Seq: seq, PaymentID: paymentID, Amount: amount}, out)
+			out = m.emit(&Record{Type: RecordRefundRequired, At: at, Seq: seq, PaymentID: paymentID, Amount: amount}, out)
 		}
 		return m.result(OutcomePaymentConflict, seq), out
 	case StatePendingPayment:
 		if at < m.table.expireAt(seq) || mutantTimerExpiry {
-			out = m.emit(Record{Type: RecordPaid, At: at, Seq: seq, PaymentID: paymentID, Amount: amount}, out)
+			out = m.emit(&Record{Type: RecordPaid, At: at, Seq: seq, PaymentID: paymentID, Amount: amount}, out)
 			return m.result(OutcomePaid, seq), out
 		}
 		out = m.closeExpired(at, seq, out)
 		r = m.table.get(seq) // closing may have copied the row's chunk (copy on write)
 	}
 	if !m.table.hasRefund(r, paymentID) {
-		out = m.emit(Record{Type: RecordRefundRequired, At: at, Seq: seq, PaymentID: paymentID, Amount: amount}, out)
+		out = m.emit(&Record{Type: RecordRefundRequired, At: at, Seq: seq, PaymentID: paymentID, Amount: amount}, out)
 	}
 	return m.result(OutcomeRefundRequired, seq), out
 }
@@ -199,12 +206,12 @@ func (m *Machine) Close(now int64, seq uint32, reason CloseReason, out []Record)
 	if expired {
 		reason = ReasonExpired
 	}
-	out = m.emit(Record{Type: RecordClosed, At: at, Seq: seq, Reason: reason, Release: m.def.ReleaseOnClose}, out)
+	out = m.emit(&Record{Type: RecordClosed, At: at, Seq: seq, Reason: reason, Release: m.def.ReleaseOnClose}, out)
 	return m.result(OutcomeClosed, seq), out
 }
 
 func (m *Machine) closeExpired(at int64, seq uint32, out []Record) []Record {
-	return m.emit(Record{Type: RecordClosed, At: at, Seq: seq, Reason: ReasonExpired, Release: m.def.ReleaseOnClose}, out)
+	return m.emit(&Record{Type: RecordClosed, At: at, Seq: seq, Reason: ReasonExpired, Release: m.def.ReleaseOnClose}, out)
 }
 
 // Release returns the token of a CLOSED reservation that still holds it
@@ -222,7 +229,7 @@ func (m *Machine) Release(now int64, seq uint32, out []Record) (Result, []Record
 	case !r.holdsToken():
 		return m.result(OutcomeAlreadyReleased, seq), out
 	}
-	out = m.emit(Record{Type: RecordReleased, At: m.decisionTime(now), Seq: seq}, out)
+	out = m.emit(&Record{Type: RecordReleased, At: m.decisionTime(now), Seq: seq}, out)
 	return m.result(OutcomeReleased, seq), out
 }
 
@@ -234,7 +241,7 @@ func (m *Machine) Pause(now int64, out []Record) (Outcome, []Record) {
 	if m.paused {
 		return OutcomeOK, out
 	}
-	return OutcomeOK, m.emit(Record{Type: RecordPaused, At: m.decisionTime(now)}, out)
+	return OutcomeOK, m.emit(&Record{Type: RecordPaused, At: m.decisionTime(now)}, out)
 }
 
 // Resume restarts admission. Idempotent.
@@ -245,7 +252,7 @@ func (m *Machine) Resume(now int64, out []Record) (Outcome, []Record) {
 	if !m.paused {
 		return OutcomeOK, out
 	}
-	return OutcomeOK, m.emit(Record{Type: RecordResumed, At: m.decisionTime(now)}, out)
+	return OutcomeOK, m.emit(&Record{Type: RecordResumed, At: m.decisionTime(now)}, out)
 }
 
 // Expire closes PENDING_PAYMENT reservations whose expire_at <= now, oldest

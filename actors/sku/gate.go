@@ -64,9 +64,14 @@ func (v Verdict) String() string {
 // A celled SKU (d.Cell set) is never sold out for good within its window:
 // a grant or a return of another cell may bring tokens, so an empty cell
 // is VerdictSoldOut (or VerdictPaused), not final.
-func Gate(d Definition, paused bool, c Counts, nowMs int64) Verdict {
-	empty := c.Available == 0
-	drained := empty && c.Reserved == 0 && d.Cell == "" // nothing can come back
+func Gate(d *Definition, paused bool, c *Counts, nowMs int64) Verdict {
+	return gate(d, paused, c.Available, c.Reserved, nowMs)
+}
+
+// gate is Gate on the two counts it reads.
+func gate(d *Definition, paused bool, available, reserved uint32, nowMs int64) Verdict {
+	empty := available == 0
+	drained := empty && reserved == 0 && d.Cell == "" // nothing can come back
 	switch {
 	case nowMs < d.StartAt:
 		return VerdictNotStarted
@@ -109,7 +114,8 @@ func (v Verdict) SoldOutForGood() bool {
 	return v == VerdictEndedSoldOut || v == VerdictPausedSoldOut || v == VerdictFinalSoldOut
 }
 
-// gate is the sale gate on the live state at decision time at.
+// gate is the sale gate on the live state at decision time at: the two
+// counts it reads, not the whole of Counts (every reserve asks it twice).
 func (m *Machine) gate(at int64) Verdict {
-	return Gate(m.def, m.paused, m.Counts(), at)
+	return gate(&m.def, m.paused, m.pool.available(), m.pool.reserved, at)
 }

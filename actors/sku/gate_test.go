@@ -30,7 +30,7 @@ func TestGate(t *testing.T) {
 		{"sold out, none reserved", false, stock(0, 0), 1_500, VerdictFinalSoldOut, OutcomeSoldOut, true},
 	}
 	for _, c := range cases {
-		v := Gate(def, c.paused, c.c, c.now)
+		v := Gate(&def, c.paused, &c.c, c.now)
 		o, refused := v.Refusal()
 		if v != c.want || o != c.refusal || refused != (c.refusal != OutcomeNone) || v.SoldOutForGood() != c.forGood {
 			t.Errorf("%s: got %s (refusal %s %v, for good %v), want %s (refusal %s, for good %v)",

@@ -135,7 +135,7 @@ func (m *Machine) Grant(now int64, a Allocation, out []Record) (Outcome, []Recor
 		return OutcomeOK, out, nil
 	}
 	a.Ranges = append([]TokenRange(nil), a.Ranges...)
-	return OutcomeOK, m.emit(Record{Type: RecordGrant, At: m.decisionTime(now), Cell: &a}, out), nil
+	return OutcomeOK, m.emit(&Record{Type: RecordGrant, At: m.decisionTime(now), Cell: &a}, out), nil
 }
 
 // checkGrant reports why a cannot be applied; nil also for a repeat of an
@@ -232,7 +232,7 @@ func (m *Machine) Return(now int64, seq, epoch uint64, units uint32, out []Recor
 		return ReturnResult{Outcome: OutcomeOK, Return: Allocation{Seq: seq, Epoch: epoch}}, out
 	}
 	a := Allocation{Seq: seq, Epoch: epoch, Ranges: ranges}
-	out = m.emit(Record{Type: RecordReturn, At: m.decisionTime(now), Cell: &a}, out)
+	out = m.emit(&Record{Type: RecordReturn, At: m.decisionTime(now), Cell: &a}, out)
 	return ReturnResult{Outcome: OutcomeOK, Return: a}, out
 }
 
@@ -246,7 +246,7 @@ func (m *Machine) SetEpoch(now int64, epoch uint64, out []Record) (Outcome, []Re
 	case epoch == m.cell.epoch:
 		return OutcomeOK, out
 	}
-	return OutcomeOK, m.emit(Record{Type: RecordEpoch, At: m.decisionTime(now), Cell: &Allocation{Epoch: epoch}}, out)
+	return OutcomeOK, m.emit(&Record{Type: RecordEpoch, At: m.decisionTime(now), Cell: &Allocation{Epoch: epoch}}, out)
 }
 
 func (m *Machine) applyGrant(r *Record) error {

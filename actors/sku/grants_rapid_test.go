@@ -261,7 +261,7 @@ func checkCell(t *rapid.T, m *Machine, md *model, led *ledgerModel) {
 			t.Fatalf("%d tokens are free in the ledger and owned by the cell", n)
 		}
 	}
-	if v := Gate(m.Definition(), m.Paused(), c, md.now); v.SoldOutForGood() && md.now < m.Definition().EndAt {
+	if v := Gate(new(m.Definition()), m.Paused(), &c, md.now); v.SoldOutForGood() && md.now < m.Definition().EndAt {
 		t.Fatalf("a celled SKU is %s within its window", v)
 	}
 }

@@ -85,6 +85,15 @@ func newIndex(rows keyedRows, f keyField) index {
 
 func (x *index) hash(key string) uint64 { return maphash.String(x.seed, key) }
 
+// keyHashes are a reservation's request_id and user_id with their hashes
+// in the byRequest and live indexes: ReserveWith hashes each id once, to
+// look it up, and applying its RESERVED record indexes the ids with those
+// hashes (Machine.reserving).
+type keyHashes struct {
+	requestID, userID string
+	request, user     uint64
+}
+
 // tagOf is h's tag: its low byte, never 0.
 func tagOf(h uint64) uint8 {
 	if t := uint8(h); t != 0 {

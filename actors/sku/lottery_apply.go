@@ -95,6 +95,7 @@ func (m *Machine) applyCommitted(r *Record) error {
 	m.lot = newLotteryState(*lr)
 	m.lot.committedAt = r.At
 	m.def.Lottery = &m.lot.rules
+	m.definitionChanged()
 	return nil
 }
 

@@ -161,6 +161,7 @@ func (s *stateDecoder) decodeLottery() {
 	l.committedAt = committedAt
 	m.lot = l
 	m.def.Lottery = &l.rules
+	m.definitionChanged()
 	n := s.count("entry", minEntrySize)
 	for i := uint32(0); i < n && s.err == nil; i++ {
 		req, user := s.stringPair()

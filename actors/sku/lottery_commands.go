@@ -25,11 +25,11 @@ func (m *Machine) defineRecords(at int64, d Definition, out []Record) []Record {
 	first := !m.defined
 	rd := d
 	rd.Lottery = nil
-	out = m.emit(Record{Type: RecordDefine, At: at, Def: rd}, out)
+	out = m.emit(&Record{Type: RecordDefine, At: at, Def: rd}, out)
 	if first && d.Lottery != nil {
 		rules := *d.Lottery
 		rules.Tiers = slices.Clone(rules.Tiers)
-		out = m.emit(Record{Type: RecordLotteryCommitted, At: at, Def: Definition{Lottery: &rules}}, out)
+		out = m.emit(&Record{Type: RecordLotteryCommitted, At: at, Def: Definition{Lottery: &rules}}, out)
 	}
 	return out
 }
@@ -113,7 +113,7 @@ func (m *Machine) Enter(now int64, requestID, userID string, tier uint8, out []R
 		return EntryResult{Outcome: OutcomePaused}, out
 	}
 	seq := l.entries.count + 1
-	out = m.emit(Record{Type: RecordEntered, At: at, Seq: seq, RequestID: requestID, UserID: userID, Lot: &LotteryFields{Tier: tier}}, out)
+	out = m.emit(&Record{Type: RecordEntered, At: at, Seq: seq, RequestID: requestID, UserID: userID, Lot: &LotteryFields{Tier: tier}}, out)
 	return EntryResult{Outcome: OutcomeEntered, Entry: m.entryView(seq)}, out
 }
 
@@ -123,7 +123,7 @@ func (m *Machine) closeEntriesIfDue(at int64, out []Record) []Record {
 	if l == nil || l.closed || at < l.rules.EntriesCloseAt {
 		return out
 	}
-	return m.emit(Record{Type: RecordEntriesClosed, At: at, Lot: &LotteryFields{Count: l.entries.count, Root: l.rooter.Root()}}, out)
+	return m.emit(&Record{Type: RecordEntriesClosed, At: at, Lot: &LotteryFields{Count: l.entries.count, Root: l.rooter.Root()}}, out)
 }
 
 // LotteryTick closes a lottery's entries once entries_close_at has passed,
@@ -151,7 +151,7 @@ func (m *Machine) endIfDue(at int64, out []Record) []Record {
 		return out
 	}
 	out = m.closeEntriesIfDue(at, out) // the pool is closed first, as for a draw
-	return m.emit(Record{Type: RecordLotteryEnded, At: at, Lot: &LotteryFields{Count: lost}}, out)
+	return m.emit(&Record{Type: RecordLotteryEnded, At: at, Lot: &LotteryFields{Count: lost}}, out)
 }
 
 // StartDraw records the draw's inputs: the beacon round (the named one or
@@ -194,7 +194,7 @@ func (m *Machine) StartDraw(now int64, round uint64, randomness, signature []byt
 		return OutcomeBeaconNotDue, out
 	}
 	out = m.closeEntriesIfDue(at, out)
-	out = m.emit(Record{Type: RecordDrawStarted, At: at, Lot: &LotteryFields{Round: round, Randomness: lottery.Hash(randomness),
+	out = m.emit(&Record{Type: RecordDrawStarted, At: at, Lot: &LotteryFields{Round: round, Randomness: lottery.Hash(randomness),
 		Signature: bytes.Clone(signature)}}, out)
 	return OutcomeDrawStarted, out
 }
@@ -244,7 +244,7 @@ func (m *Machine) RecordDraw(now int64, rk *DrawRanking, batch int, out []Record
 		if token == 0 {
 			break // a token bound elsewhere: the units run out here
 		}
-		out = m.emit(Record{Type: RecordWon, At: at, Seq: m.table.count + 1, Token: token,
+		out = m.emit(&Record{Type: RecordWon, At: at, Seq: m.table.count + 1, Token: token,
 			ExpireAt: at + m.def.PaymentWindowMs, Lot: &LotteryFields{EntrySeq: rk.Winners[l.drawWinners]}}, out)
 		n++
 	}
@@ -253,14 +253,14 @@ func (m *Machine) RecordDraw(now int64, rk *DrawRanking, batch int, out []Record
 	}
 	for len(l.waitlist) < len(rk.Waitlist) && n < batch {
 		chunk := rk.Waitlist[len(l.waitlist):min(len(rk.Waitlist), len(l.waitlist)+MaxWaitlistChunk)]
-		out = m.emit(Record{Type: RecordWaitlisted, At: at, Lot: &LotteryFields{Seqs: slices.Clone(chunk)}}, out)
+		out = m.emit(&Record{Type: RecordWaitlisted, At: at, Lot: &LotteryFields{Seqs: slices.Clone(chunk)}}, out)
 		n++
 	}
 	if len(l.waitlist) < len(rk.Waitlist) {
 		return out, false
 	}
 	winners, waitlist := l.drawLists()
-	out = m.emit(Record{Type: RecordDrawDone, At: at, Lot: &LotteryFields{Count: l.drawWinners,
+	out = m.emit(&Record{Type: RecordDrawDone, At: at, Lot: &LotteryFields{Count: l.drawWinners,
 		Root: lottery.ListRoot(winners), WaitlistRoot: lottery.ListRoot(waitlist)}}, out)
 	return m.promoteWaitlist(at, out), true
 }
@@ -284,7 +284,7 @@ func (m *Machine) promoteWaitlist(at int64, out []Record) []Record {
 	l := m.lot
 	out = m.endIfDue(at, out)
 	for l.drawDone && !l.ended && int(l.waitNext) < len(l.waitlist) && m.pool.next() != 0 {
-		out = m.emit(Record{Type: RecordWon, At: at, Seq: m.table.count + 1, Token: m.pool.next(),
+		out = m.emit(&Record{Type: RecordWon, At: at, Seq: m.table.count + 1, Token: m.pool.next(),
 			ExpireAt: at + m.def.PaymentWindowMs, Lot: &LotteryFields{EntrySeq: l.waitlist[l.waitNext], FromWaitlist: true}}, out)
 	}
 	return out

@@ -22,15 +22,18 @@ package sku
 import (
 	"crypto/subtle"
 	"fmt"
+	"sync/atomic"
 )
 
 // Machine is one SKU's state. The zero value is an undefined SKU; its first
 // record must be RecordDefine.
 type Machine struct {
-	def     Definition
-	idTags  *idTagger // from def.IDKey: the tags of reservation ids
-	defined bool
-	paused  bool
+	def Definition
+	// defStamp changes with def (definitionChanged): DefinitionStamp.
+	defStamp uint64
+	idTags   *idTagger // from def.IDKey: the tags of reservation ids
+	defined  bool
+	paused   bool
 	// lastAt is the latest decision time applied (ms). Decisions use
 	// max(now, lastAt), so record times never go backwards even if the wall
 	// clock does, and expire_at is monotonic in seq.
@@ -48,6 +51,9 @@ type Machine struct {
 	rejections rejectionLog
 	// live maps a user_id to its live (PENDING_PAYMENT or PAID) reservation.
 	live index
+	// reserving holds, while ReserveWith emits its RESERVED record, the
+	// ids' index hashes it took to look them up (applyReserved).
+	reserving keyHashes
 	// refunds lists every payment that must be refunded, in log order.
 	refunds []Refund
 
@@ -97,6 +103,19 @@ func New() *Machine {
 
 // Defined reports whether a definition has been applied.
 func (m *Machine) Defined() bool { return m.defined }
+
+// definitionStamps numbers the changes of every Machine's definition, so
+// that a stamp names one definition of one Machine in the process.
+var definitionStamps atomic.Uint64
+
+// definitionChanged is called by whatever assigns to m.def.
+func (m *Machine) definitionChanged() { m.defStamp = definitionStamps.Add(1) }
+
+// DefinitionStamp names the current definition: it is the same as long as
+// Definition returns the same value, on this Machine and no other. A
+// holder of a copy of the definition (the shell's published view) copies
+// it again only when the stamp moved.
+func (m *Machine) DefinitionStamp() uint64 { return m.defStamp }
 
 // Definition returns the current definition.
 func (m *Machine) Definition() Definition { return m.def }
@@ -189,6 +208,7 @@ func (m *Machine) setDefinition(d Definition) {
 		d.Lottery = &m.lot.rules // recorded by LOTTERY_COMMITTED, never changed
 	}
 	m.def, m.defined = d, true
+	m.definitionChanged()
 	m.pool.saleLimit = d.SaleLimit
 	m.pool.celled = d.Cell != ""
 	m.idTags = newIDTagger(d.IDKey)
@@ -209,7 +229,23 @@ func (m *Machine) Get(seq uint32) (View, bool) {
 // request_id and the user it was given to). ok is false when the request_id is
 // unknown (it may have been refused by the ingress without reaching here).
 func (m *Machine) Lookup(requestID string) (Result, bool) {
-	if seq, ok := m.byRequest.get(requestID); ok {
+	return m.lookupHashed(requestID, m.byRequest.hash(requestID))
+}
+
+// decided reports whether requestID, whose byRequest hash is h, has an
+// answer: what Lookup finds, without building the answer (a reserve's
+// lookup is nearly always a miss, and a Result is about 250 bytes).
+func (m *Machine) decided(requestID string, h uint64) bool {
+	if _, ok := m.byRequest.getHashed(h, requestID); ok {
+		return true
+	}
+	_, ok := m.rejected[requestID]
+	return ok
+}
+
+// lookupHashed is Lookup of a request_id whose byRequest hash is h.
+func (m *Machine) lookupHashed(requestID string, h uint64) (Result, bool) {
+	if seq, ok := m.byRequest.getHashed(h, requestID); ok {
 		return Result{Outcome: OutcomeAccepted, Reservation: m.view(seq, m.table.get(seq))}, true
 	}
 	if rj, ok := m.rejection(requestID); ok {
@@ -249,12 +285,13 @@ func (m *Machine) decisionTime(now int64) int64 {
 
 // emit applies a record decided on this Machine and appends it to out. A
 // record the Machine itself decided must apply: failure is a programmer
-// error, so it panics with both sides named.
-func (m *Machine) emit(r Record, out []Record) []Record {
-	if err := m.apply(&r, true); err != nil {
+// error, so it panics with both sides named. r is read, not kept: a
+// record (about 400 bytes) is copied once, into out.
+func (m *Machine) emit(r *Record, out []Record) []Record {
+	if err := m.apply(r, true); err != nil {
 		panic(fmt.Sprintf("sku: decided record does not apply: %v", err))
 	}
-	out = append(out, r)
+	out = append(out, *r)
 	if m.lot != nil && (r.Type == RecordClosed || r.Type == RecordReleased) {
 		out = m.promoteWaitlist(r.At, out) // a token came back: the waitlist's
 	}

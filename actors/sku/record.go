@@ -128,7 +128,7 @@ func (r *Record) AppendPayload(dst []byte) []byte {
 		dst = binary.AppendVarint(dst, r.ExpireAt)
 		dst = appendString(dst, r.RequestID)
 		dst = appendString(dst, r.UserID)
-		if r.Holder != (Holder{}) {
+		if !r.Holder.empty() { // ReserveWith's, so valid
 			dst = appendHolder(dst, &r.Holder)
 		}
 	case RecordRejected:

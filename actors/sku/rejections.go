@@ -78,7 +78,7 @@ func (m *Machine) addRejection(rj rejection) {
 // Retry-After while a top-up is pending).
 func (m *Machine) soldOut(at int64, requestID, userID string, out []Record) (Result, []Record) {
 	if m.rejections.count < MaxRecordedRejections && !m.pool.celled {
-		out = m.emit(Record{Type: RecordRejected, At: at, Outcome: OutcomeSoldOut,
+		out = m.emit(&Record{Type: RecordRejected, At: at, Outcome: OutcomeSoldOut,
 			RequestID: requestID, UserID: userID}, out)
 	}
 	return Result{Outcome: OutcomeSoldOut}, out

@@ -292,6 +292,7 @@ func (s *stateDecoder) decode() {
 	d.SaleLimit = s.uint32()
 	d.ReleaseOnClose = s.bool()
 	d.IDKey = s.key()
+	m.definitionChanged()
 	m.defined, m.paused, m.lastAt = s.bool(), s.bool(), s.varint()
 	if s.err != nil {
 		return

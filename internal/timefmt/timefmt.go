@@ -55,6 +55,47 @@ func AppendMillis(dst []byte, ms int64) []byte {
 	return append(dst, 'Z')
 }
 
+// Seconds renders times as AppendMillis does, keeping the text of the
+// latest second it rendered: a call in that second appends one copy and
+// three digits instead of computing the time of day. It is for a caller
+// whose times mostly share their second and move forward (the 202 body's
+// expire_at: a crowd's decisions are a second's), with a Seconds of its
+// own: in a cache shared with other callers one far-off time (a sale's
+// end_at) would hold the place, and two callers' seconds taking turns
+// would make a new entry each call. Only a later second replaces the one
+// kept; an earlier one is rendered in place. The zero value is ready;
+// safe for concurrent use.
+type Seconds struct {
+	latest atomic.Pointer[renderedSecond]
+}
+
+// renderedSecond is the text of one second, "2006-01-02T15:04:05.": sec is
+// its number since 1970-01-01.
+type renderedSecond struct {
+	sec  int64
+	text [20]byte
+}
+
+// AppendMillis is the package's AppendMillis, through c.
+func (c *Seconds) AppendMillis(dst []byte, ms int64) []byte {
+	if ms < 0 || ms >= firstMillisOfYear10000 {
+		return AppendMillis(dst, ms)
+	}
+	sec := ms / 1000
+	s := c.latest.Load()
+	if s == nil || s.sec < sec {
+		var buf [24]byte // "2006-01-02T15:04:05.000Z": the first 20 bytes are the second's
+		s = &renderedSecond{sec: sec}
+		copy(s.text[:], AppendMillis(buf[:0], sec*1000))
+		c.latest.Store(s)
+	} else if s.sec != sec {
+		return AppendMillis(dst, ms)
+	}
+	dst = append(dst, s.text[:]...)
+	dst = appendDigits(dst, int(ms%1000), 3)
+	return append(dst, 'Z')
+}
+
 const (
 	millisPerDay = 86_400_000
 	// firstMillisOfYear10000 is 10000-01-01T00:00:00Z in Unix ms.

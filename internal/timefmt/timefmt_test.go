@@ -21,6 +21,12 @@ func TestAppendMillisMatchesFormat(t *testing.T) {
 			cases = append(cases, base+k*9_973)
 		}
 	}
+	for range 100 { // runs within a second and across its end: the cached second
+		base := rng.Int64N(253_402_300_800_000 - 10_000)
+		for k := range int64(1000) {
+			cases = append(cases, base+k*7)
+		}
+	}
 	cases = append(cases, 253_402_300_800_000, -62_167_219_200_001) // years 10000 and -1: the fallback
 	for _, ms := range cases {
 		want := time.UnixMilli(ms).UTC().Format(Layout)
@@ -66,5 +72,29 @@ func TestDurationRoundTrip(t *testing.T) {
 		if got := Duration(d.Milliseconds()); err != nil || got != want {
 			t.Errorf("%q: %q (%v), want %q", text, got, err, want)
 		}
+	}
+}
+
+// Seconds renders what AppendMillis does, over runs within a second and
+// across its end, seconds going back (rendered in place), and the edges of
+// the range.
+func TestSecondsMatchesAppendMillis(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var c Seconds
+	check := func(ms int64) {
+		t.Helper()
+		if got, want := string(c.AppendMillis(nil, ms)), string(AppendMillis(nil, ms)); got != want {
+			t.Fatalf("%d: %q, want %q", ms, got, want)
+		}
+	}
+	for range 100 {
+		base := rng.Int64N(253_402_300_800_000 - 10_000)
+		for k := range int64(1000) {
+			check(base + k*7)
+			check(base + k*7 - 600_000) // an earlier second, taking turns with the later one
+		}
+	}
+	for _, ms := range []int64{0, 999, 253_402_300_799_999, 253_402_300_800_000, -1} {
+		check(ms)
 	}
 }
