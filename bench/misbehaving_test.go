@@ -33,15 +33,22 @@ type misbehavingEngine struct {
 	last sku.View // the engine's last new reservation
 }
 
-// Reserve applies the faults above around the real engine's Reserve.
+// Reserve is ReserveWith without a holder: both carry the faults, so
+// that whichever of them the server calls misbehaves.
 func (m *misbehavingEngine) Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error) {
+	return m.ReserveWith(ctx, campaignID, skuID, requestID, userID, sku.Holder{})
+}
+
+// ReserveWith applies the faults above around the real engine's
+// ReserveWith.
+func (m *misbehavingEngine) ReserveWith(ctx context.Context, campaignID, skuID, requestID, userID string, holder sku.Holder) (sku.Result, error) {
 	call := m.calls.Add(1)
 	if m.oversellEvery > 0 && call%m.oversellEvery == 0 {
 		if forged, ok := m.forgeAcceptance(campaignID, skuID, requestID, userID, call); ok {
 			return forged, nil
 		}
 	}
-	res, err := m.Engine.Reserve(ctx, campaignID, skuID, requestID, userID)
+	res, err := m.Engine.ReserveWith(ctx, campaignID, skuID, requestID, userID, holder)
 	if err != nil || res.Outcome != sku.OutcomeAccepted || res.Duplicate {
 		return res, err
 	}
