@@ -33,12 +33,6 @@ type misbehavingEngine struct {
 	last sku.View // the engine's last new reservation
 }
 
-// Reserve is ReserveWith without a holder: both carry the faults, so
-// that whichever of them the server calls misbehaves.
-func (m *misbehavingEngine) Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error) {
-	return m.ReserveWith(ctx, campaignID, skuID, requestID, userID, sku.Holder{})
-}
-
 // ReserveWith applies the faults above around the real engine's
 // ReserveWith.
 func (m *misbehavingEngine) ReserveWith(ctx context.Context, campaignID, skuID, requestID, userID string, holder sku.Holder) (sku.Result, error) {

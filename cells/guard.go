@@ -74,14 +74,6 @@ func (g *Guard) Guards(campaignID, skuID string) bool {
 	return (*g.skus.Load())[campaignID+"/"+skuID] != nil
 }
 
-// Reserve refuses a user of another cell, then reserves.
-func (g *Guard) Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error) {
-	if err := g.CheckCell(campaignID, skuID, userID); err != nil {
-		return sku.Result{}, err
-	}
-	return g.Engine.Reserve(ctx, campaignID, skuID, requestID, userID)
-}
-
 // ReserveWith refuses a user of another cell, then reserves with holder.
 func (g *Guard) ReserveWith(ctx context.Context, campaignID, skuID, requestID, userID string, holder sku.Holder) (sku.Result, error) {
 	if err := g.CheckCell(campaignID, skuID, userID); err != nil {

@@ -54,7 +54,7 @@ func TestGuardEveryReservePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := NewGuard(e, "c1", []Published{pub}, nil)
-	if _, err := g.Reserve(ctx, "demo", "sku-1", "r1", other); !errors.Is(err, actors.ErrWrongCell) {
+	if _, err := g.ReserveWith(ctx, "demo", "sku-1", "r1", other, sku.Holder{}); !errors.Is(err, actors.ErrWrongCell) {
 		t.Fatalf("reserve of another cell's user: %v", err)
 	} else if cell := client.WrongCell(&client.Error{Code: "WRONG_CELL", Detail: err.Error()}); cell != "c2" {
 		// The 421's detail is this error's text: the client package
@@ -69,7 +69,7 @@ func TestGuardEveryReservePath(t *testing.T) {
 		res[1].Result.Outcome != sku.OutcomeAccepted || !errors.Is(res[2].Err, actors.ErrWrongCell) {
 		t.Fatalf("batch: %+v, %v", res, err)
 	}
-	if res, err := g.Reserve(ctx, "demo", "sku-1", "r6", mine); err != nil || res.Outcome != sku.OutcomeAlreadyPurchased {
+	if res, err := g.ReserveWith(ctx, "demo", "sku-1", "r6", mine, sku.Holder{}); err != nil || res.Outcome != sku.OutcomeAlreadyPurchased {
 		t.Fatalf("this cell's user again: %+v %v", res.Outcome, err)
 	}
 	if res, err := g.ReserveWith(ctx, "demo", "cold", "r7", other, sku.Holder{}); err != nil || res.Outcome != sku.OutcomeAccepted {

@@ -131,7 +131,7 @@ func TestLocalOrPublished(t *testing.T) {
 	}
 	accepted := 0
 	for u := range 30 {
-		res, err := c1.guard.Reserve(ctx, "dd", "a", fmt.Sprintf("r%d", u), fmt.Sprintf("u%d", u))
+		res, err := c1.guard.ReserveWith(ctx, "dd", "a", fmt.Sprintf("r%d", u), fmt.Sprintf("u%d", u), sku.Holder{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,10 +27,11 @@ type Engine interface {
 
 // Reserver runs the commands of the reservation flow.
 type Reserver interface {
-	// Reserve asks for a token for userID, once per requestID.
-	Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error)
-	// ReserveWith is Reserve with the holder an entry pass vouched for
-	// (recorded, counted against max_unpaid_per_subject).
+	// ReserveWith asks for a token for userID, once per requestID, with
+	// the holder an entry pass vouched for (the zero Holder without one;
+	// recorded, counted against max_unpaid_per_subject). It is the
+	// ingress's one reserve, so a wrapper of the engine (a cell's guard, a
+	// test's faults) has one method to wrap.
 	ReserveWith(ctx context.Context, campaignID, skuID, requestID, userID string, holder sku.Holder) (sku.Result, error)
 	// Pay records a payment for a reservation.
 	Pay(ctx context.Context, reservationID, paymentID string, amount int64) (sku.Result, error)

@@ -108,11 +108,6 @@ func (f *faultEngine) before(ctx context.Context, c engineCall) error {
 	return ctx.Err()
 }
 
-func (f *faultEngine) Reserve(ctx context.Context, campaignID, skuID, requestID, userID string) (sku.Result, error) {
-	return f.reserve(ctx, engineCall{kind: kindReserve, campaignID: campaignID, skuID: skuID, requestID: requestID, userID: userID},
-		func() (sku.Result, error) { return f.Engine.Reserve(ctx, campaignID, skuID, requestID, userID) })
-}
-
 func (f *faultEngine) ReserveWith(ctx context.Context, campaignID, skuID, requestID, userID string, holder sku.Holder) (sku.Result, error) {
 	return f.reserve(ctx, engineCall{kind: kindReserve, campaignID: campaignID, skuID: skuID, requestID: requestID, userID: userID},
 		func() (sku.Result, error) {
