@@ -45,7 +45,7 @@ type Reserver interface {
 	// Lookup returns the durable answer a request_id got, or actors.ErrNotFound.
 	Lookup(ctx context.Context, campaignID, skuID, requestID string) (sku.Result, error)
 	// ReserveBatch runs reserves of one SKU as one batch, decided in
-	// order: one result per item, each what Reserve would have answered
+	// order: one result per item, each what ReserveWith would have answered
 	// it (see actors.Engine.ReserveBatch).
 	ReserveBatch(ctx context.Context, campaignID, skuID string, items []actors.ReserveItem) ([]actors.ItemResult, error)
 }

@@ -256,7 +256,7 @@ func (s *Server) lead(rkey dedupKey, v verdict, st *actors.Stats, in *doorPassed
 	var res sku.Result
 	var err error
 	deadline := s.deadlines.getAt(in.arrived)
-	// The zero holder (no pass) is Reserve's: one call for both.
+	// The zero holder is a reserve without a pass: one call for both.
 	res, err = s.engine.ReserveWith(deadline, campaignID, skuID, requestID, userID, holder)
 	if err != nil {
 		f := classify(err)
