@@ -8,7 +8,8 @@ import (
 
 // healthBody answers /healthz and /readyz.
 type healthBody struct {
-	// Status is "ok" (/healthz), "ready", "degraded" or "draining".
+	// Status is "ok" (/healthz), "ready", "degraded", "starting" or
+	// "draining".
 	Status string `json:"status"`
 	// Unavailable lists the SKUs ("campaign/sku") that failed to recover
 	// or whose log failed, at most maxNotReadyListed of them.
@@ -24,7 +25,9 @@ func (s *Server) handleHealthz(ctx *fasthttp.RequestCtx) string {
 const maxNotReadyListed = 20
 
 // handleReadyz is GET /readyz, for a load balancer: 200 while the server
-// takes requests, 503 from the start of Shutdown (draining). A SKU that is
+// serves the sale it was started with, 503 before its campaigns are
+// defined (starting: Config.Defined) and from the start of Shutdown
+// (draining). A SKU that is
 // unavailable does not make the node unready: every SKU lives on this node
 // only, so taking it out of rotation would stop the SKUs that do serve and
 // heal none; the answer is then 200 "degraded" with the SKUs named (and
@@ -32,6 +35,13 @@ const maxNotReadyListed = 20
 func (s *Server) handleReadyz(ctx *fasthttp.RequestCtx) string {
 	if s.draining.Load() {
 		return write(ctx, reasonReply(reasonUnavailable, healthBody{Status: "draining"}))
+	}
+	if s.cfg.Defined != nil {
+		select {
+		case <-s.cfg.Defined:
+		default:
+			return write(ctx, reasonReply(reasonUnavailable, healthBody{Status: "starting"}))
+		}
 	}
 	var bad []string
 	for _, st := range s.engine.AllStats() {

@@ -146,6 +146,14 @@ type Config struct {
 	// set, each standby's lag): each stats sample carries it as
 	// replica_set, and the dashboard draws it.
 	ReplicaSet func() any
+	// Defined, when set, is closed once the campaigns the server was
+	// started with (a campaign file, the demo) are defined: until then
+	// /readyz answers 503 "starting", so that a load balancer sends no
+	// buyer to a server that does not know the SKUs of the sale yet. A
+	// primary of a replica set defines them while it serves (with
+	// --sync-strict nothing commits before a standby is waited for). Nil:
+	// they were defined before the server was built.
+	Defined <-chan struct{}
 }
 
 func (c *Config) fill() error {

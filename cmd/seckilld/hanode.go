@@ -178,8 +178,9 @@ type primaryTenure struct {
 	svc     *service
 	served  chan error
 	reg     *prometheus.Registry
-	// campaigns is closed once the campaign definition ended; it is
-	// stopped with stopCampaigns.
+	// campaigns is closed once the campaign definition ended (the
+	// campaigns defined, or the tenure over); it is stopped with
+	// stopCampaigns.
 	campaigns     chan struct{}
 	stopCampaigns context.CancelFunc
 }
@@ -518,18 +519,23 @@ func (n *haNode) demote() error {
 // openTenure opens t's engine and HTTP service over its stream, and
 // defines the campaigns in the background (retried until they commit or
 // the tenure ends: with --sync-strict nothing commits before a standby
-// is waited for, and the promotion must not wait for that).
+// is waited for, and the promotion must not wait for that); /readyz
+// answers 503 "starting" until they are defined.
 func (n *haNode) openTenure(t *primaryTenure) error {
 	deps := n.deps
 	deps.reg, deps.replicate, deps.front, deps.deferCampaigns = t.reg, t.stream.Replicate, n.front, n.opts.cell.id == ""
 	deps.replicaSet = func() any { return n.state.Load() }
+	t.campaigns = make(chan struct{})
+	if deps.deferCampaigns {
+		deps.defined = t.campaigns
+	}
 	svc, err := openService(deps)
 	if err != nil {
 		return err
 	}
 	t.svc, t.served = svc, make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	t.campaigns, t.stopCampaigns = make(chan struct{}), cancel
+	t.stopCampaigns = cancel
 	go func() {
 		defer close(t.campaigns)
 		if deps.deferCampaigns {

@@ -32,6 +32,9 @@ type copyNet struct {
 	mu        sync.Mutex
 	primaries map[string]*fakePrimary // by replication address
 	epochs    map[string]uint64       // by data dir: BeginEpoch's
+	// hold, when set, is every primary's replication: its commits wait
+	// for hold's release.
+	hold *heldReplication
 }
 
 func newCopyNet() *copyNet {
@@ -55,7 +58,7 @@ func (c *copyNet) NewPrimary(cfg primaryConfig) (primaryStream, error) {
 	streamOpened(cfg.log, cfg.set, cfg.name, "primary")
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p := &fakePrimary{net: c, addr: cfg.ln.Addr().String(), ln: cfg.ln, followers: map[string]bool{}}
+	p := &fakePrimary{net: c, addr: cfg.ln.Addr().String(), ln: cfg.ln, followers: map[string]bool{}, hold: c.hold}
 	c.primaries[p.addr] = p
 	return p, nil
 }
@@ -78,9 +81,14 @@ type fakePrimary struct {
 	followers map[string]bool
 	waited    []string
 	closed    bool
+	hold      *heldReplication
 }
 
-func (p *fakePrimary) Replicate(*actors.Config) {}
+func (p *fakePrimary) Replicate(cfg *actors.Config) {
+	if p.hold != nil {
+		cfg.Replication = p.hold
+	}
+}
 
 func (p *fakePrimary) Wait(standbys []string) {
 	p.net.mu.Lock()

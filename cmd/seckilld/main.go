@@ -205,8 +205,10 @@ type svcDeps struct {
 	replicaSet func() any
 	// deferCampaigns leaves the campaigns to the caller (a replica's
 	// primary defines them while it serves: with --sync-strict nothing
-	// commits until a standby is waited for).
+	// commits until a standby is waited for), who closes defined once
+	// they are (httpapi.Config.Defined: not ready until then).
 	deferCampaigns bool
+	defined        <-chan struct{}
 }
 
 // service is what serves the API: the engine, for a cell its runtime,
@@ -277,6 +279,7 @@ func openService(d svcDeps) (_ *service, err error) {
 		FeedHeartbeat:  opts.feedHeartbeat,
 		Front:          d.front,
 		ReplicaSet:     d.replicaSet,
+		Defined:        d.defined,
 	})
 	if err != nil {
 		return nil, err
@@ -301,7 +304,7 @@ func (s *service) close() error {
 func defineCampaigns(ctx context.Context, e *actors.Engine, path string, cs []httpapi.Campaign, now time.Time, log *slog.Logger) error {
 	if path == "" {
 		defined, err := httpapi.EnsureDemo(ctx, e, now)
-		if defined {
+		if defined && err == nil {
 			log.Info("demo campaign defined", "campaign_id", httpapi.DemoCampaignID, "sku_id", httpapi.DemoSKUID)
 		}
 		return err

@@ -167,6 +167,7 @@ const (
 	Draining HealthStatus = "draining"
 	Ok       HealthStatus = "ok"
 	Ready    HealthStatus = "ready"
+	Starting HealthStatus = "starting"
 )
 
 // Valid indicates whether the value is a known member of the HealthStatus enum.
@@ -179,6 +180,8 @@ func (e HealthStatus) Valid() bool {
 	case Ok:
 		return true
 	case Ready:
+		return true
+	case Starting:
 		return true
 	default:
 		return false

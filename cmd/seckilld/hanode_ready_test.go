@@ -1,0 +1,105 @@
+package main
+
+import (
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/internal/skudir"
+	"github.com/seckill/seckill/wal"
+)
+
+// heldReplication is a primary's replication whose standbys confirm
+// nothing until release: every commit waits, as on a --sync-strict
+// primary whose standby has not caught up yet.
+type heldReplication struct {
+	mu       sync.Mutex
+	released bool
+	logs     []*wal.Log
+}
+
+func (h *heldReplication) LogOptions(_, _ string, o wal.Options) wal.Options {
+	o.Replicated, o.Shipper = true, heldShipper{h}
+	return o
+}
+
+func (h *heldReplication) Opened(_, _ string, _ skudir.Dir, l *wal.Log) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.logs = append(h.logs, l)
+	if h.released {
+		l.Confirm(l.DurableIndex())
+	}
+	return nil
+}
+
+func (h *heldReplication) RetainFrom(string, string) uint64       { return 0 }
+func (h *heldReplication) SnapshotWritten(string, string, uint64) {}
+
+// release confirms every durable record from now on.
+func (h *heldReplication) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.released = true
+	for _, l := range h.logs {
+		l.Confirm(l.DurableIndex())
+	}
+}
+
+type heldShipper struct{ h *heldReplication }
+
+func (heldShipper) Ship(*wal.Batch) {}
+
+func (s heldShipper) Durable(index uint64) {
+	s.h.mu.Lock()
+	defer s.h.mu.Unlock()
+	if s.h.released {
+		for _, l := range s.h.logs {
+			l.Confirm(l.DurableIndex())
+		}
+	}
+}
+
+var _ actors.Replication = (*heldReplication)(nil)
+
+// A fresh replica set's primary is not ready (/readyz 503 "starting")
+// until the campaigns it was started with are defined: a load balancer
+// trusting /readyz must not send buyers to a primary that does not know
+// the SKUs yet (they would get 404). Here nothing commits until the
+// standbys confirm (held), so the demo campaign stays undefined while the
+// primary serves; once they confirm, it is defined and /readyz is 200.
+func TestPrimaryNotReadyUntilItsCampaignsAreDefined(t *testing.T) {
+	_, l := startLedger(t)
+	c := newCopyNet()
+	held := &heldReplication{}
+	c.hold = held
+	a := startTestReplica(t, c, l, "a", filepath.Join(t.TempDir(), "a"))
+	waitRole(t, a, "primary")
+	var ready struct{ Status string }
+	if code := getJSON(t, a.url+"/readyz", "", &ready); code != http.StatusServiceUnavailable || ready.Status != "starting" {
+		t.Fatalf("/readyz of a primary whose campaigns are not defined: %d %+v", code, ready)
+	}
+	held.release()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		code := getJSON(t, a.url+"/readyz", "", &ready)
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz never 200 once the demo campaign could commit: %d %+v", code, ready)
+		}
+	}
+	resp, err := http.Post(a.url+"/v1/campaigns/demo/skus/sku-1/reservations", "application/json",
+		strings.NewReader(`{"request_id":"r1","user_id":"u1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("a reserve of the demo SKU once /readyz said ready: %d", resp.StatusCode)
+	}
+}
