@@ -107,7 +107,7 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 	if c.CampaignID != campaignID {
 		return write(ctx, errorReply(reasonBadRequest, "campaign_id of the body differs from the path"))
 	}
-	defs, err := c.Definitions()
+	defs, err := c.definitionsFor(s.engine)
 	if err != nil { // the message may quote the ids of the body
 		return write(ctx, errorReply(reasonBadRequest, boundDetail(err.Error())))
 	}

@@ -115,7 +115,12 @@ type CampaignSKU struct {
 const MaxCampaignFileSize = 1 << 20
 
 // Definitions turns the document into one sku.Definition per SKU, checking
-// every field (sku.Definition.Validate) and that no SKU appears twice.
+// every field by the rules every definition meets (sku.Definition.Validate)
+// and that no SKU appears twice. The rules only a new decision must meet
+// (sku.Definition.ValidateNew: payment_window at most a day, ...) are
+// checked against what the engine holds, by definitionsFor: a repeat of
+// a SKU decided under older rules, which still replays, is no new
+// decision.
 func (c Campaign) Definitions() ([]sku.Definition, error) {
 	switch {
 	case c.StartAt.IsZero():
@@ -126,8 +131,8 @@ func (c Campaign) Definitions() ([]sku.Definition, error) {
 	window := time.Duration(sku.DefaultPaymentWindowMs) * time.Millisecond
 	if c.PaymentWindow != "" {
 		d, err := time.ParseDuration(c.PaymentWindow)
-		if err != nil || d < time.Millisecond || d.Milliseconds() > sku.MaxPaymentWindowMs {
-			return nil, &fieldError{field: "payment_window", want: fmt.Sprintf(`a duration from "1ms" to %q, such as "15m" or "90s"`, timefmt.Duration(sku.MaxPaymentWindowMs))}
+		if err != nil || d < time.Millisecond {
+			return nil, errPaymentWindow
 		}
 		window = d
 	}
@@ -163,7 +168,7 @@ func (c Campaign) Definitions() ([]sku.Definition, error) {
 	// SKU's errors name it.
 	placeholder := campaign
 	placeholder.SKUID, placeholder.SaleLimit = "sku", 1
-	if err := placeholder.ValidateNew(); err != nil {
+	if err := placeholder.Validate(); err != nil {
 		return nil, err
 	}
 	seen := make(map[string]bool, len(c.SKUs))
@@ -181,10 +186,39 @@ func (c Campaign) Definitions() ([]sku.Definition, error) {
 		if err := s.lotteryRules(&d); err != nil {
 			return nil, skuError(i, s.SKUID, err)
 		}
-		if err := d.ValidateNew(); err != nil {
+		if err := d.Validate(); err != nil {
 			return nil, skuError(i, s.SKUID, err)
 		}
 		defs = append(defs, d)
+	}
+	return defs, nil
+}
+
+// errPaymentWindow refuses a payment_window out of its range, naming the
+// range a new definition takes.
+var errPaymentWindow = &fieldError{field: "payment_window",
+	want: fmt.Sprintf(`a duration from "1ms" to %q, such as "15m" or "90s"`, timefmt.Duration(sku.MaxPaymentWindowMs))}
+
+// definitionsFor is c's Definitions, each of which e does not hold as it
+// is (a new SKU, or a change) checked by the rules of a new decision
+// (sku.Definition.ValidateNew); one that repeats what e holds (Repeats)
+// is no decision: Define records nothing for it, and a log decided under
+// older rules must not stop a restart with the file that defined it.
+func (c Campaign) definitionsFor(e Engine) ([]sku.Definition, error) {
+	defs, err := c.Definitions()
+	if err != nil {
+		return nil, err
+	}
+	for i, d := range defs {
+		if st, ok := e.SKUStats(d.CampaignID, d.SKUID); ok && d.Repeats(*st.Definition) {
+			continue
+		}
+		if err := d.ValidateNew(); err != nil {
+			if d.PaymentWindowMs > sku.MaxPaymentWindowMs { // a field of the campaign: named as Definitions names it
+				return nil, errPaymentWindow
+			}
+			return nil, skuError(i, d.SKUID, err)
+		}
 	}
 	return defs, nil
 }
@@ -301,7 +335,7 @@ func LoadCampaigns(path string) ([]Campaign, error) {
 func DefineCampaigns(ctx context.Context, e Engine, cs []Campaign, now time.Time) error {
 	var all []sku.Definition
 	for _, c := range cs {
-		defs, err := c.Definitions()
+		defs, err := c.definitionsFor(e)
 		if err != nil {
 			return fmt.Errorf("campaign %q: %w", c.CampaignID, err)
 		}
@@ -340,7 +374,7 @@ func keepPurchaseLimit(current sku.PurchaseLimit) string {
 func ApplyCampaignFile(ctx context.Context, e Engine, cs []Campaign, now time.Time) (kept []string, err error) {
 	var apply []Campaign
 	for _, c := range cs {
-		defs, err := c.Definitions()
+		defs, err := c.definitionsFor(e)
 		if err != nil {
 			return nil, fmt.Errorf("campaign %q: %w", c.CampaignID, err)
 		}

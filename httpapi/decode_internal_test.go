@@ -2,12 +2,16 @@ package httpapi
 
 import (
 	"encoding/json"
+	"io"
+	"log/slog"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/seckill/seckill/actors"
 )
 
 // Decoding errors are answered field by field in JSON's terms, bounded,
@@ -152,19 +156,25 @@ func TestPaymentAmount(t *testing.T) {
 	}
 }
 
-// A payment_window that is not a duration, or one out of 1ms..24h, is
-// named with its range, not described by the time package.
+// A payment_window that is not a duration, or one out of 1ms..24h for a
+// SKU the engine does not hold, is named with its range, not described by
+// the time package.
 func TestDefinitionsPaymentWindowDetail(t *testing.T) {
+	e, err := actors.Open(actors.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
 	c := DemoCampaign(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
 	for _, bad := range []string{"soon", "0s", "-15m", "999us", "24h0m0.001s", "25h", "720h"} {
 		c.PaymentWindow = bad
-		if _, err := c.Definitions(); err == nil || err.Error() != `payment_window: must be a duration from "1ms" to "24h", such as "15m" or "90s"` {
+		if _, err := c.definitionsFor(e); err == nil || err.Error() != `payment_window: must be a duration from "1ms" to "24h", such as "15m" or "90s"` {
 			t.Errorf("payment_window %q: %v", bad, err)
 		}
 	}
 	for _, ok := range []string{"1ms", "15m", "24h", "1440m"} {
 		c.PaymentWindow = ok
-		if _, err := c.Definitions(); err != nil {
+		if _, err := c.definitionsFor(e); err != nil {
 			t.Errorf("payment_window %q: %v", ok, err)
 		}
 	}

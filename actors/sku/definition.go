@@ -215,6 +215,17 @@ func (d Definition) ValidateNew() error {
 	return nil
 }
 
+// Repeats reports whether d, as an operator states it (a zero IDKey
+// meaning "keep it", as CheckRedefine takes it), is cur: Machine.Define
+// records nothing for it, so it is no new decision and the rules of one
+// (ValidateNew) do not apply to it.
+func (d Definition) Repeats(cur Definition) bool {
+	if d.IDKey == ([16]byte{}) {
+		d.IDKey = cur.IDKey
+	}
+	return cur.sameDefinition(d)
+}
+
 // CheckRedefine reports whether next may replace d: the same campaign, SKU,
 // start_at, payment_window, payment_window_high_risk, release_on_close and
 // purchase_limit;

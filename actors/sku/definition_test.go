@@ -31,7 +31,26 @@ func TestPaymentWindowBound(t *testing.T) {
 		t.Fatalf("Validate (replay) of payment_window 24h + 1 ms: %v", err)
 	}
 	m := New()
+	long.IDKey = [16]byte{1}
 	if err := m.Apply(&Record{Type: RecordDefine, Def: long}); err != nil {
 		t.Fatalf("replay of a DEFINE with payment_window 24h + 1 ms: %v", err)
+	}
+	// Its repeat is no new decision: accepted, nothing recorded; a change
+	// is one, and meets the bound.
+	repeat := long
+	repeat.IDKey = [16]byte{}
+	if !repeat.Repeats(long) {
+		t.Fatal("the definition as the log holds it (its key kept) does not repeat it")
+	}
+	if out, recs, err := m.Define(0, long, nil); err != nil || out != OutcomeOK || len(recs) != 0 {
+		t.Fatalf("Define repeating the replayed definition: %v %d records %v", out, len(recs), err)
+	}
+	later := long
+	later.EndAt++
+	if later.Repeats(long) {
+		t.Fatal("a later end_at repeats the definition")
+	}
+	if _, _, err := m.Define(0, later, nil); !errors.Is(err, ErrInvalidDefinition) {
+		t.Fatalf("Define extending a definition whose payment_window is above the bound: %v", err)
 	}
 }
