@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,5 +46,29 @@ func TestRelayStopsOnRefusal(t *testing.T) {
 		if !errors.Is(err, relay.ErrFeed) || calls != 1 {
 			t.Fatalf("%d: Run returned %v after %d requests, want ErrFeed after 1", answer.status, err, calls)
 		}
+	}
+}
+
+// A --feed whose path is wrong (a prefix seckilld does not serve) is not
+// "no campaign": the relay stops with an error that says the feed URL
+// answered 404 and the form it expects, while a campaign seckilld does
+// not have is named as such.
+func TestRelayNamesAWrongFeedPath(t *testing.T) {
+	base := startSeckill(t)
+	run := func(feedURL string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return relay.Run(ctx, relay.Config{FeedURL: feedURL, AdminToken: token, CampaignID: "c", RetryAfter: time.Millisecond, Logger: quiet}, emptySink{})
+	}
+	err := run(base + "/seckill")
+	t.Logf("wrong path: %v", err)
+	if !errors.Is(err, relay.ErrFeed) || strings.Contains(err.Error(), "no campaign") ||
+		!strings.Contains(err.Error(), base+"/seckill/admin/campaigns/c/feed") || !strings.Contains(err.Error(), "wrong path") {
+		t.Fatalf("a wrong --feed path: %v", err)
+	}
+	err = run(base)
+	t.Logf("no campaign: %v", err)
+	if !errors.Is(err, relay.ErrFeed) || !strings.Contains(err.Error(), `seckilld has no campaign "c"`) {
+		t.Fatalf("a campaign seckilld does not have: %v", err)
 	}
 }

@@ -110,7 +110,8 @@ var ErrFeed = errors.New("relay: the feed refused the relay")
 var ErrSinkRefused = errors.New("relay: the sink refused the relay")
 
 // FeedError is an answer of the feed the relay cannot go past by itself:
-// 401 (seckilld refused the admin token), 404 (no such campaign), 410
+// 401 (seckilld refused the admin token), 404 (no such campaign, or no
+// seckilld under FeedURL: a wrong path, servesSeckill), 410
 // CURSOR_COMPACTED and 409 CURSOR_DIVERGED (an operator resynchronises
 // the consumers and the stream), 400 (BAD_CURSOR, or
 // CAMPAIGN_FEED_TOO_WIDE: the campaign has more SKUs than its feed serves;
@@ -151,9 +152,9 @@ func (e *FeedError) Is(target error) bool { return target == ErrFeed }
 // Unwrap returns the client's refusal.
 func (e *FeedError) Unwrap() error { return e.Refusal }
 
-// feedRefusal returns the *FeedError of a refusal of the feed for
-// campaignID, nil for an error a retry may get past.
-func feedRefusal(err error, campaignID string) error {
+// feedRefusal returns the *FeedError of a refusal of the feed of cfg, nil
+// for an error a retry may get past.
+func feedRefusal(ctx context.Context, err error, cfg *Config) error {
 	var e *client.Error
 	if !errors.As(err, &e) {
 		return nil
@@ -163,7 +164,13 @@ func feedRefusal(err error, campaignID string) error {
 	case http.StatusUnauthorized:
 		what = "seckilld refused the admin token (--admin-token)"
 	case http.StatusNotFound:
-		what = fmt.Sprintf("seckilld has no campaign %q (--campaign)", campaignID)
+		what = fmt.Sprintf("seckilld has no campaign %q (--campaign)", cfg.CampaignID)
+		if !servesSeckill(ctx, cfg) {
+			base := strings.TrimRight(cfg.FeedURL, "/")
+			what = fmt.Sprintf("the feed URL answered 404 for GET %s/admin/campaigns/%s/feed, and no seckilld answers %s/healthz: a wrong path? "+
+				"--feed is the base URL of seckilld or seckill-router, such as http://127.0.0.1:8080 (behind a gateway, with its path prefix), "+
+				"under which the relay reads /admin/campaigns/<campaign>/feed", base, cfg.CampaignID, base)
+		}
 	case http.StatusGone, http.StatusConflict:
 		what = "the feed refused the cursor the stream resumes from"
 	case http.StatusBadRequest:
@@ -175,6 +182,32 @@ func feedRefusal(err error, campaignID string) error {
 	}
 	return &FeedError{Status: e.Status, Refusal: e, what: what}
 }
+
+// servesSeckill reports whether cfg.FeedURL is the base URL of a
+// seckilld or a seckill-router: its /healthz answers 200, as theirs do.
+// It tells a 404 of the feed for a campaign the server does not have from
+// one of a URL under which no seckill serves (a wrong path).
+func servesSeckill(ctx context.Context, cfg *Config) bool {
+	ctx, cancel := context.WithTimeout(ctx, healthzTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(cfg.FeedURL, "/")+"/healthz", nil)
+	if err != nil {
+		return false
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// healthzTimeout bounds servesSeckill's request.
+const healthzTimeout = 5 * time.Second
 
 // Run relays until ctx is done (a batch being published is first stored
 // and acknowledged, within 30 s; it then logs "relay: stopped" with what
@@ -243,7 +276,7 @@ func relayOnce(ctx context.Context, c *client.Client, cfg *Config, sink Sink, p 
 	cfg.Logger.Info("relay: resuming", "campaign", cfg.CampaignID, "cursor", cursor)
 	for opened := false; ; {
 		page, err := c.Feed(ctx, client.FeedRequest{CampaignID: cfg.CampaignID, After: cursor, Limit: cfg.Limit, Wait: cfg.Wait, Types: cfg.Types})
-		if refused := feedRefusal(err, cfg.CampaignID); refused != nil {
+		if refused := feedRefusal(ctx, err, cfg); refused != nil {
 			return refused
 		}
 		if err != nil {

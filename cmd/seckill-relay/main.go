@@ -14,7 +14,7 @@
 // not take, relay.ErrStreamName, too), before anything is contacted. Exit status 1, with what was refused and
 // the feed's answer on stderr, when the feed refuses the relay and a retry
 // would be refused again (relay.FeedError: 401 the admin token, 404 the
-// campaign, 410 CURSOR_COMPACTED, 409 CURSOR_DIVERGED, 400 such as
+// campaign, or a --feed path under which no seckilld serves, 410 CURSOR_COMPACTED, 409 CURSOR_DIVERGED, 400 such as
 // CAMPAIGN_FEED_TOO_WIDE, 414, 431), or when JetStream refuses the stream
 // for good (relay.ErrSinkRefused); any other error (the feed or NATS
 // unreachable) is retried after 1 s. The stream is

@@ -4,8 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/httpapi/httpapitest"
+	"github.com/seckill/seckill/internal/natstest"
 )
 
 // --help prints the flags on stdout and --version the build's version
@@ -65,5 +74,27 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	}
 	if code := exitStatus(context.Canceled, &status); code != 0 {
 		t.Errorf("a stop: exit %d, want 0", code)
+	}
+}
+
+// A --feed with a path under which no seckilld serves exits 1 with one
+// line saying the feed URL answered 404 and the form --feed takes, not
+// that seckilld has no such campaign.
+func TestWrongFeedPathExitsOneSayingSo(t *testing.T) {
+	nc := natstest.Start(t)
+	e, err := actors.Open(actors.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	base := httpapitest.Serve(t, httpapi.Config{Engine: e, Feed: feed.New(e), AdminToken: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out, errOut, status bytes.Buffer
+	err = run(ctx, []string{"--admin-token", "t", "--stream", "S", "--campaign", "demo", "--nats", nc.ConnectedUrl(), "--feed", base + "/seckill"}, &out, &errOut)
+	if code := exitStatus(err, &status); code != 1 || strings.Count(status.String(), "\n") != 1 ||
+		strings.Contains(status.String(), "no campaign") || !strings.Contains(status.String(), "a wrong path?") ||
+		!strings.Contains(status.String(), "such as http://127.0.0.1:8080") {
+		t.Fatalf("exit %d: %q", code, status.String())
 	}
 }
