@@ -52,7 +52,29 @@ func (e *Engine) roomForLocked(k skuKey) error {
 // places of SKUs not created by then are freed. A SKU whose place another
 // MakeRoom holds is not counted twice; if that one releases it uncreated,
 // its Define needs room again.
+//
+// Defs of more than one SKU are also made durable as pending until
+// release (pending.go): a crash before release leaves them to
+// FinishPending, which the next start runs, so the definition is whole
+// after it. An error making them durable holds nothing.
 func (e *Engine) MakeRoom(defs []sku.Definition) (release func(), err error) {
+	free, err := e.holdRoom(defs)
+	if err != nil || len(defs) < 2 {
+		return free, err
+	}
+	path, err := e.writePending(defs)
+	if err != nil {
+		free()
+		return nil, err
+	}
+	return func() {
+		e.removePending(path)
+		free()
+	}, nil
+}
+
+// holdRoom is MakeRoom's count and hold of the places.
+func (e *Engine) holdRoom(defs []sku.Definition) (release func(), err error) {
 	e.create.Lock()
 	defer e.create.Unlock()
 	var added []skuKey

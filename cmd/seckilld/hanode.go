@@ -422,6 +422,13 @@ func (n *haNode) follow(primary string) error {
 		}
 		t.stream = nil
 	}
+	// A campaign PUT this replica's crash cut short while it led is the
+	// primary's to repeat now: its SKUs come from the primary's logs.
+	if dropped, err := actors.DropPending(n.opts.dataDir); err != nil {
+		return fmt.Errorf("dropping the definitions a crash cut short: %w", err)
+	} else if dropped > 0 {
+		n.log.Warn("dropped the definitions a crash cut short while this replica led: the primary holds the SKUs; repeat the campaign's PUT there", "files", dropped)
+	}
 	s, err := n.repl.NewStandby(standbyConfig{set: n.opts.replica.set, name: n.opts.replica.name, dataDir: n.opts.dataDir,
 		primary: m.Replication, reg: t.reg, log: n.deps.log}) // the stream adds the set and replica labels
 	if err != nil {

@@ -249,6 +249,12 @@ func openService(d svcDeps) (_ *service, err error) {
 	var cellGuard httpapi.CellGuard
 	var topUpPending func(campaignID, skuID string) bool
 	if opts.cell.id != "" { // one cell of celled SKUs (cell.go)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := finishPending(ctx, engine, log)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("%w%s", err, tooManyHint(err, d.budget))
+		}
 		if svc.rt, err = startCell(engine, opts.cell, opts.dataDir, d.reg, log); err != nil {
 			return nil, err
 		}
@@ -299,9 +305,24 @@ func (s *service) close() error {
 	return nil
 }
 
-// defineCampaigns applies cs, read from the campaign file at path, or the
-// demo campaign on the first start when there is no file.
+// finishPending completes the definitions of many SKUs (a campaign PUT)
+// that a crash cut short (actors.Engine.FinishPending), before the
+// campaign file: after a crash such a definition is whole or not begun.
+func finishPending(ctx context.Context, e *actors.Engine, log *slog.Logger) error {
+	finished, err := e.FinishPending(ctx)
+	if len(finished) > 0 {
+		log.Warn("finished the definitions a crash cut short", "skus", len(finished), "first", finished[0])
+	}
+	return err
+}
+
+// defineCampaigns finishes the definitions a crash cut short, then
+// applies cs, read from the campaign file at path, or the demo campaign
+// on the first start when there is no file.
 func defineCampaigns(ctx context.Context, e *actors.Engine, path string, cs []httpapi.Campaign, now time.Time, log *slog.Logger) error {
+	if err := finishPending(ctx, e, log); err != nil {
+		return err
+	}
 	if path == "" {
 		defined, err := httpapi.EnsureDemo(ctx, e, now)
 		if defined && err == nil {

@@ -1,0 +1,90 @@
+package actors
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/seckill/seckill/actors/sku"
+)
+
+// pendingFiles lists the pending files of a data dir.
+func pendingFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, pendingPrefix+"*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// MakeRoom of many SKUs keeps them pending until release; a definition
+// cut before release (a crash: the engine closed, release never called)
+// is finished by FinishPending on the next engine, oldest first, and its
+// file removed. A single SKU needs no pending file; a temp file (cut
+// before its rename) and a damaged file are removed, defining nothing.
+func TestFinishPendingCompletesACutDefinition(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	e, err := openMax(t, dir, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := e.MakeRoom([]sku.Definition{defOf("one")})
+	if err != nil || len(pendingFiles(t, dir)) != 0 {
+		t.Fatalf("MakeRoom of one SKU: %v, %v", err, pendingFiles(t, dir))
+	}
+	release()
+	release, err = e.MakeRoom([]sku.Definition{defOf("a"), defOf("b")})
+	if err != nil || len(pendingFiles(t, dir)) != 1 {
+		t.Fatalf("MakeRoom of two SKUs: %v, %v", err, pendingFiles(t, dir))
+	}
+	release()
+	if p := pendingFiles(t, dir); len(p) != 0 {
+		t.Fatalf("release left %v", p)
+	}
+
+	defs := []sku.Definition{defOf("a"), defOf("b"), defOf("c")}
+	if _, err := e.MakeRoom(defs); err != nil { // never released: the crash
+		t.Fatal(err)
+	}
+	if err := e.Define(ctx, defs[0]); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if err := os.WriteFile(filepath.Join(dir, pendingPrefix+"9-9.tmp"), []byte("cut"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, pendingPrefix+"99999999999999999999-1"), []byte(pendingMagic+"damaged"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+
+	e, err = openMax(t, dir, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.SKU("c1", "b") != nil {
+		t.Fatal("b defined before FinishPending")
+	}
+	finished, err := e.FinishPending(ctx)
+	if err != nil || len(finished) != 2 || finished[0] != "c1/b" || finished[1] != "c1/c" {
+		t.Fatalf("FinishPending: %v, %v", finished, err)
+	}
+	for _, d := range defs {
+		if h := e.SKU(d.CampaignID, d.SKUID); h == nil || !d.Repeats(*h.Stats().Definition) {
+			t.Fatalf("%s after FinishPending: %v", d.SKUID, h)
+		}
+	}
+	if p := pendingFiles(t, dir); len(p) != 0 {
+		t.Fatalf("FinishPending left %v", p)
+	}
+
+	// A replica that follows a primary drops its own, unread.
+	if _, err := e.MakeRoom([]sku.Definition{defOf("d"), defOf("e")}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := DropPending(dir); err != nil || n != 1 || len(pendingFiles(t, dir)) != 0 {
+		t.Fatalf("DropPending: %d %v, left %v", n, err, pendingFiles(t, dir))
+	}
+}
