@@ -530,12 +530,10 @@ func (n *haNode) demote() error {
 // answers 503 "starting" until they are defined.
 func (n *haNode) openTenure(t *primaryTenure) error {
 	deps := n.deps
-	deps.reg, deps.replicate, deps.front, deps.deferCampaigns = t.reg, t.stream.Replicate, n.front, n.opts.cell.id == ""
+	deps.reg, deps.replicate, deps.front, deps.deferCampaigns = t.reg, t.stream.Replicate, n.front, true
 	deps.replicaSet = func() any { return n.state.Load() }
 	t.campaigns = make(chan struct{})
-	if deps.deferCampaigns {
-		deps.defined = t.campaigns
-	}
+	deps.defined = t.campaigns
 	svc, err := openService(deps)
 	if err != nil {
 		return err
@@ -545,19 +543,23 @@ func (n *haNode) openTenure(t *primaryTenure) error {
 	t.stopCampaigns = cancel
 	go func() {
 		defer close(t.campaigns)
-		if deps.deferCampaigns {
-			n.defineCampaigns(ctx, svc)
-		}
+		n.defineCampaigns(ctx, svc)
 	}()
 	return nil
 }
 
-// defineCampaigns applies the campaign file (or the demo campaign) until
-// it succeeds or ctx ends, retrying every second.
+// defineCampaigns finishes the definitions a crash cut short and applies
+// the campaign file (or the demo campaign; a cell has neither) until it
+// succeeds or ctx ends, retrying every second.
 func (n *haNode) defineCampaigns(ctx context.Context, svc *service) {
 	for {
 		actx, cancel := context.WithTimeout(ctx, time.Minute)
-		err := defineCampaigns(actx, svc.engine, n.opts.campaigns, n.deps.campaigns, n.deps.clock(), n.log)
+		var err error
+		if n.opts.cell.id != "" {
+			err = finishPending(actx, svc.engine, n.log)
+		} else {
+			err = defineCampaigns(actx, svc.engine, n.opts.campaigns, n.deps.campaigns, n.deps.clock(), n.log)
+		}
 		cancel()
 		if err == nil || ctx.Err() != nil {
 			return

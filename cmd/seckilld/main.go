@@ -203,10 +203,11 @@ type svcDeps struct {
 	// front is httpapi.Config.Front; replicaSet, httpapi.Config.ReplicaSet.
 	front      func(next fasthttp.RequestHandler) fasthttp.RequestHandler
 	replicaSet func() any
-	// deferCampaigns leaves the campaigns to the caller (a replica's
-	// primary defines them while it serves: with --sync-strict nothing
-	// commits until a standby is waited for), who closes defined once
-	// they are (httpapi.Config.Defined: not ready until then).
+	// deferCampaigns leaves the campaigns, and the definitions a crash
+	// cut short, to the caller (a replica's primary defines them while it
+	// serves: with --sync-strict nothing commits until a standby is
+	// waited for), who closes defined once they are
+	// (httpapi.Config.Defined: not ready until then).
 	deferCampaigns bool
 	defined        <-chan struct{}
 }
@@ -249,11 +250,13 @@ func openService(d svcDeps) (_ *service, err error) {
 	var cellGuard httpapi.CellGuard
 	var topUpPending func(campaignID, skuID string) bool
 	if opts.cell.id != "" { // one cell of celled SKUs (cell.go)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		err := finishPending(ctx, engine, log)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("%w%s", err, tooManyHint(err, d.budget))
+		if !d.deferCampaigns {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			err := finishPending(ctx, engine, log)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("%w%s", err, tooManyHint(err, d.budget))
+			}
 		}
 		if svc.rt, err = startCell(engine, opts.cell, opts.dataDir, d.reg, log); err != nil {
 			return nil, err
