@@ -132,7 +132,7 @@ func (c Campaign) Definitions() ([]sku.Definition, error) {
 	if c.PaymentWindow != "" {
 		d, err := time.ParseDuration(c.PaymentWindow)
 		if err != nil || d < time.Millisecond {
-			return nil, errPaymentWindow
+			return nil, paymentWindowError()
 		}
 		window = d
 	}
@@ -194,10 +194,12 @@ func (c Campaign) Definitions() ([]sku.Definition, error) {
 	return defs, nil
 }
 
-// errPaymentWindow refuses a payment_window out of its range, naming the
-// range a new definition takes.
-var errPaymentWindow = &fieldError{field: "payment_window",
-	want: fmt.Sprintf(`a duration from "1ms" to %q, such as "15m" or "90s"`, timefmt.Duration(sku.MaxPaymentWindowMs))}
+// paymentWindowError refuses a payment_window out of its range, naming
+// the range a new definition takes.
+func paymentWindowError() error {
+	return &fieldError{field: "payment_window",
+		want: fmt.Sprintf(`a duration from "1ms" to %q, such as "15m" or "90s"`, timefmt.Duration(sku.MaxPaymentWindowMs))}
+}
 
 // definitionsFor is c's Definitions, each of which e does not hold as it
 // is (a new SKU, or a change) checked by the rules of a new decision
@@ -215,7 +217,7 @@ func (c Campaign) definitionsFor(e Engine) ([]sku.Definition, error) {
 		}
 		if err := d.ValidateNew(); err != nil {
 			if d.PaymentWindowMs > sku.MaxPaymentWindowMs { // a field of the campaign: named as Definitions names it
-				return nil, errPaymentWindow
+				return nil, paymentWindowError()
 			}
 			return nil, skuError(i, d.SKUID, err)
 		}

@@ -27,11 +27,11 @@ const maxNotReadyListed = 20
 // handleReadyz is GET /readyz, for a load balancer: 200 while the server
 // serves the sale it was started with, 503 before its campaigns are
 // defined (starting: Config.Defined) and from the start of Shutdown
-// (draining). A SKU that is
-// unavailable does not make the node unready: every SKU lives on this node
-// only, so taking it out of rotation would stop the SKUs that do serve and
-// heal none; the answer is then 200 "degraded" with the SKUs named (and
-// seckill_sku_unavailable says it too, for alerts).
+// (draining). A SKU that is unavailable does not make the node unready:
+// every SKU lives on this node only, so taking it out of rotation would
+// stop the SKUs that do serve and heal none; the answer is then 200
+// "degraded" with the SKUs named (and seckill_sku_unavailable says it
+// too, for alerts).
 func (s *Server) handleReadyz(ctx *fasthttp.RequestCtx) string {
 	if s.draining.Load() {
 		return write(ctx, reasonReply(reasonUnavailable, healthBody{Status: "draining"}))
