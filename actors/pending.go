@@ -43,7 +43,11 @@ var pendingSeq atomic.Uint64
 
 // writePending makes defs durable in a new pending file of the data dir
 // (a temp file written, fsynced, renamed, the folder fsynced: it is
-// whole or absent) and returns its path.
+// whole or absent) and returns its path. Its layout (docs/formats.md):
+//
+//	pendingMagic
+//	per definition: uvarint length, the payload of its DEFINE record
+//	CRC-32C (Castagnoli) of all the above, 4 bytes big-endian
 func (e *Engine) writePending(defs []sku.Definition) (string, error) {
 	b := []byte(pendingMagic)
 	for i := range defs {
