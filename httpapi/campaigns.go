@@ -132,7 +132,7 @@ func (c Campaign) Definitions() ([]sku.Definition, error) {
 	if c.PaymentWindow != "" {
 		d, err := time.ParseDuration(c.PaymentWindow)
 		if err != nil || d < time.Millisecond {
-			return nil, paymentWindowError()
+			return nil, paymentWindowError(nil)
 		}
 		window = d
 	}
@@ -195,10 +195,13 @@ func (c Campaign) Definitions() ([]sku.Definition, error) {
 }
 
 // paymentWindowError refuses a payment_window out of its range, naming
-// the range a new definition takes.
-func paymentWindowError() error {
+// the range a new definition takes; cause is the engine's refusal, if it
+// is one (sku.ErrInvalidDefinition, which a start-up tells from an error
+// that a retry may cure).
+func paymentWindowError(cause error) error {
 	return &fieldError{field: "payment_window",
-		want: fmt.Sprintf(`a duration from "1ms" to %q, such as "15m" or "90s"`, timefmt.Duration(sku.MaxPaymentWindowMs))}
+		want:  fmt.Sprintf(`a duration from "1ms" to %q, such as "15m" or "90s"`, timefmt.Duration(sku.MaxPaymentWindowMs)),
+		cause: cause}
 }
 
 // definitionsFor is c's Definitions, each of which e does not hold as it
@@ -217,7 +220,7 @@ func (c Campaign) definitionsFor(e Engine) ([]sku.Definition, error) {
 		}
 		if err := d.ValidateNew(); err != nil {
 			if d.PaymentWindowMs > sku.MaxPaymentWindowMs { // a field of the campaign: named as Definitions names it
-				return nil, paymentWindowError()
+				return nil, paymentWindowError(err)
 			}
 			return nil, skuError(i, d.SKUID, err)
 		}

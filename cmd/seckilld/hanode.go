@@ -18,6 +18,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/ledger"
 	"github.com/seckill/seckill/replica"
@@ -163,6 +164,10 @@ type haNode struct {
 	switchTo   chan string
 	paused     atomic.Bool
 	switchNote atomic.Pointer[string]
+	// refused carries a campaign file the engine refuses (definitionRefused)
+	// to the runner, which stops the process with it: a retry cannot cure
+	// it, and a primary that never gets ready must say why and exit.
+	refused chan error
 }
 
 // haCoordinator is the Coordinator with the Close of its lease.
@@ -230,7 +235,7 @@ func newHANode(opts options, deps svcDeps, log *slog.Logger, coord haCoordinator
 		coord: coord, node: replica.NewNode(opts.replica.name, opts.replica.strict, opts.replica.standbyTimeout),
 		repl: repl, http: newHandoff(ln), replLn: newHandoff(rln),
 		member: advertised(opts.replica, ln.Addr(), rln.Addr()),
-		tick:   max(opts.replica.leaseTTL/4, 100*time.Millisecond), switchTo: make(chan string, 1)}
+		tick:   max(opts.replica.leaseTTL/4, 100*time.Millisecond), switchTo: make(chan string, 1), refused: make(chan error, 1)}
 	n.state.Store(&haState{Set: opts.replica.set, Name: opts.replica.name, Role: replica.Candidate.String()})
 	return n
 }
@@ -296,6 +301,8 @@ func (n *haNode) run(ctx context.Context) (err error) {
 			if err := n.switchover(to); err != nil {
 				return err
 			}
+		case err := <-n.refused:
+			return err
 		}
 		n.publishState()
 	}
@@ -564,6 +571,13 @@ func (n *haNode) defineCampaigns(ctx context.Context, svc *service) {
 		if err == nil || ctx.Err() != nil {
 			return
 		}
+		if definitionRefused(err) {
+			select { // one is enough: the runner stops at the first
+			case n.refused <- fmt.Errorf("the campaigns cannot be defined: %w%s", err, tooManyHint(err, n.deps.budget)):
+			default:
+			}
+			return
+		}
 		n.log.Warn("defining the campaigns failed; retrying", "err", err)
 		select {
 		case <-ctx.Done():
@@ -571,6 +585,13 @@ func (n *haNode) defineCampaigns(ctx context.Context, svc *service) {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// definitionRefused reports whether err is the engine refusing a
+// definition (a rule it breaks, or the SKU limit), which no retry cures,
+// rather than a commit that did not complete.
+func definitionRefused(err error) bool {
+	return errors.Is(err, sku.ErrInvalidDefinition) || errors.Is(err, actors.ErrTooManySKUs)
 }
 
 // closeService shuts t's HTTP service down and closes its engine.

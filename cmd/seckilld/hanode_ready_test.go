@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -101,5 +102,30 @@ func TestPrimaryNotReadyUntilItsCampaignsAreDefined(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("a reserve of the demo SKU once /readyz said ready: %d", resp.StatusCode)
+	}
+}
+
+// A primary whose campaign file the engine refuses (here a new SKU whose
+// payment_window is above the day a new definition may take) stops with
+// the reason instead of retrying every second behind a /readyz that says
+// "starting" for ever: no retry cures a refused definition, and an
+// operator reads the reason where the process exited.
+func TestPrimaryStopsOnARefusedCampaignFile(t *testing.T) {
+	_, l := startLedger(t)
+	c := newCopyNet()
+	file := filepath.Join(t.TempDir(), "campaigns.json")
+	doc := `[{"campaign_id":"c","start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-01T01:00:00Z","payment_window":"48h","skus":[{"sku_id":"s","sale_limit":10}]}]`
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startTestReplicaOf(t, c, l, "rs1", "a", filepath.Join(t.TempDir(), "a"), "--etcd", "unused:1", "--campaigns", file)
+	select {
+	case err := <-a.done:
+		a.stop = nil // it has stopped: nothing for the cleanup to halt
+		if err == nil || !strings.Contains(err.Error(), "payment_window") {
+			t.Fatalf("the primary stopped with %v, want the refusal naming payment_window", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the primary did not stop on a campaign file it refuses; its log:\n%s", a.logs.String())
 	}
 }

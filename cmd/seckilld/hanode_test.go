@@ -171,6 +171,11 @@ func startTestReplicaOf(t *testing.T, c *copyNet, client *ledger.Ledger, set, na
 	logs := &lockedbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	deps := svcDeps{opts: opts, budget: fdBudget{MaxSKUs: 100, MaxConnections: 100}, token: "tok", clock: time.Now}
+	if opts.campaigns != "" {
+		if deps.campaigns, err = httpapi.LoadCampaigns(opts.campaigns); err != nil {
+			t.Fatal(err)
+		}
+	}
 	n := newHANode(opts, deps, log, coord, c, ln, rln)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &testReplica{name: name, logs: logs, node: n, coord: coord, url: "http://" + ln.Addr().String(), stop: cancel, done: make(chan error, 1)}
