@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -90,6 +91,14 @@ func (n *haNode) front(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 				return // a committed record this standby applied
 			}
 			httpapi.NotPrimary(ctx, s.Set, s.Primary, s.primaryHTTP)
+			return
+		}
+		if n.defining.Load() && bytes.HasPrefix(ctx.Path(), []byte("/v1/")) {
+			// A buyer told 404 for a SKU of the sale would give up; the
+			// sale's SKUs are being defined (/readyz says "starting").
+			ctx.Response.Header.Set("Retry-After", "1")
+			writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"error": "UNAVAILABLE",
+				"detail": "the primary of " + s.Set + " is defining its campaigns: retry in a moment"})
 			return
 		}
 		next(ctx)

@@ -168,6 +168,9 @@ type haNode struct {
 	// to the runner, which stops the process with it: a retry cannot cure
 	// it, and a primary that never gets ready must say why and exit.
 	refused chan error
+	// defining: the primary tenure's campaigns are not defined yet; the
+	// buyers' API answers 503 meanwhile (front).
+	defining atomic.Bool
 }
 
 // haCoordinator is the Coordinator with the Close of its lease.
@@ -540,6 +543,7 @@ func (n *haNode) openTenure(t *primaryTenure) error {
 	deps.reg, deps.replicate, deps.front, deps.deferCampaigns = t.reg, t.stream.Replicate, n.front, true
 	deps.replicaSet = func() any { return n.state.Load() }
 	t.campaigns = make(chan struct{})
+	n.defining.Store(true)
 	deps.defined = t.campaigns
 	svc, err := openService(deps)
 	if err != nil {
@@ -550,6 +554,7 @@ func (n *haNode) openTenure(t *primaryTenure) error {
 	t.stopCampaigns = cancel
 	go func() {
 		defer close(t.campaigns)
+		defer n.defining.Store(false)
 		n.defineCampaigns(ctx, svc)
 	}()
 	return nil

@@ -70,7 +70,8 @@ var _ actors.Replication = (*heldReplication)(nil)
 // A fresh replica set's primary is not ready (/readyz 503 "starting")
 // until the campaigns it was started with are defined: a load balancer
 // trusting /readyz must not send buyers to a primary that does not know
-// the SKUs yet (they would get 404). Here nothing commits until the
+// the SKUs yet, and a buyer who sends a reserve all the same is told 503
+// with Retry-After, not 404. Here nothing commits until the
 // standbys confirm (held), so the demo campaign stays undefined while the
 // primary serves; once they confirm, it is defined and /readyz is 200.
 func TestPrimaryNotReadyUntilItsCampaignsAreDefined(t *testing.T) {
@@ -83,6 +84,18 @@ func TestPrimaryNotReadyUntilItsCampaignsAreDefined(t *testing.T) {
 	var ready struct{ Status string }
 	if code := getJSON(t, a.url+"/readyz", "", &ready); code != http.StatusServiceUnavailable || ready.Status != "starting" {
 		t.Fatalf("/readyz of a primary whose campaigns are not defined: %d %+v", code, ready)
+	}
+	// A buyer who did not ask /readyz is told to retry, not that the
+	// sale's SKU does not exist.
+	early, err := http.Post(a.url+"/v1/campaigns/demo/skus/sku-1/reservations", "application/json",
+		strings.NewReader(`{"request_id":"r0","user_id":"u0"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	early.Body.Close()
+	if early.StatusCode != http.StatusServiceUnavailable || early.Header.Get("Retry-After") == "" {
+		t.Fatalf("a reserve before the campaigns are defined: %d (Retry-After %q), want 503 with Retry-After",
+			early.StatusCode, early.Header.Get("Retry-After"))
 	}
 	held.release()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
