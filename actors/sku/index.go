@@ -211,19 +211,40 @@ func (x *index) grow(n int) {
 	x.cur = slotTable{tags: make([]uint8, n), seqs: make([]uint32, n)}
 }
 
-// move moves up to n slots of the old table into the new one.
+// move moves up to n slots of the old table into the new one, growStep
+// at a time in three passes: the seqs' rows, their keys' hashes, their new
+// slots. Each pass's memory reads are independent of one another (rows,
+// ids and slots all over the heap, most of them cache misses), so the
+// processor overlaps them; hashing and placing each key before the next
+// waited for every miss in turn.
 func (x *index) move(n int) {
 	if len(x.old.tags) == 0 {
 		return
 	}
 	end := min(x.moved+n, len(x.old.tags))
-	for i := x.moved; i < end; i++ {
-		if s := x.old.seqs[i]; x.old.tags[i] != 0 && s != seqGone {
-			x.cur.place(x.hash(x.keyOf(s)), s)
-			x.old.seqs[i] = seqGone
+	var seqs [growStep]uint32
+	var keys [growStep]string
+	var hashes [growStep]uint64
+	for x.moved < end {
+		k, i := 0, x.moved
+		for ; i < end && k < growStep; i++ {
+			if s := x.old.seqs[i]; x.old.tags[i] != 0 && s != seqGone {
+				seqs[k] = s
+				k++
+				x.old.seqs[i] = seqGone
+			}
+		}
+		x.moved = i
+		for j := range k {
+			keys[j] = x.keyOf(seqs[j])
+		}
+		for j := range k {
+			hashes[j] = x.hash(keys[j])
+		}
+		for j := range k {
+			x.cur.place(hashes[j], seqs[j])
 		}
 	}
-	x.moved = end
 	if x.moved == len(x.old.tags) {
 		x.old, x.moved = slotTable{}, 0
 	}
