@@ -26,16 +26,21 @@ func TestRequestFilterNoFalseNegatives(t *testing.T) {
 	}
 }
 
-// TestDecidedRequestsSurviveRestart: after a restart, MayKnowRequest says
-// "maybe" for every decided request_id, so the ingress asks the actor.
+// TestDecidedRequestsSurviveRestart: once its answer is out, and after a
+// restart, MayKnowRequest says "maybe" for every decided request_id, so
+// the ingress asks the actor.
 func TestDecidedRequestsSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
 	clock := &fakeClock{}
 	d := testDef(2)
 	e := openTest(t, dir, clock, &d)
 	for i := 0; i < 5; i++ {
-		if _, err := e.Reserve(ctxT(t), "c1", "s1", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i)); err != nil {
+		id := fmt.Sprintf("r%d", i)
+		if _, err := e.Reserve(ctxT(t), "c1", "s1", id, fmt.Sprintf("u%d", i)); err != nil {
 			t.Fatal(err)
+		}
+		if !e.SKU("c1", "s1").MayKnowRequest(id) {
+			t.Fatalf("%s answered but not in the filter", id)
 		}
 	}
 	if e.SKU("c1", "s1").MayKnowRequest("never-sent") && e.SKU("c1", "s1").MayKnowRequest("never-sent-2") {

@@ -167,27 +167,86 @@ type flights struct {
 	shards [dedupShards]flightShard
 }
 
-// flightShard is one lock's share of the flights.
+// flightShard is one lock's share of the flights: the chains of flights
+// by key hash (through next), the first flightSlots of them in the shard's
+// own slots, beside its lock, and any more in a map. A shard holds its
+// share of the requests in flight: at 64 connections two at a time on
+// average, so the slots nearly always suffice, and a join or finish
+// reads no memory but the shard's two cache lines (a Go map's header,
+// directory, table and group are four more, written from every core,
+// most of them a cache miss).
 type flightShard struct {
 	mu sync.Mutex
-	m  map[uint64]*flight // by key hash; a chain through next
 	// free holds flights no follower saw (finish), a list through next,
 	// for join to reuse: most flights, so a reserve that reaches the
 	// engine allocates none. It is taken and refilled under mu, which
 	// join and finish hold anyway (a sync.Pool cost its pinning on top).
 	// It holds at most as many flights as were ever in the shard at once.
 	free *flight
+	// heads[i] is the first flight of the chain of hash hashes[i]; nil: a
+	// free slot.
+	hashes [flightSlots]uint64
+	heads  [flightSlots]*flight
+	more   map[uint64]*flight // chains beyond the slots, by hash
+	_      [8]byte            // 128 bytes: no two shards share a cache line
+}
+
+// flightSlots is the chains a shard keeps in its slots.
+const flightSlots = 6
+
+// head returns the first flight of the chain of hash h, or nil.
+func (sh *flightShard) head(h uint64) *flight {
+	for i := range sh.heads {
+		if sh.hashes[i] == h && sh.heads[i] != nil {
+			return sh.heads[i]
+		}
+	}
+	if len(sh.more) == 0 {
+		return nil
+	}
+	return sh.more[h]
+}
+
+// setHead makes fl the first flight of the chain of hash h; nil ends the
+// chain.
+func (sh *flightShard) setHead(h uint64, fl *flight) {
+	free := -1
+	for i := range sh.heads {
+		switch {
+		case sh.heads[i] == nil:
+			if free < 0 {
+				free = i
+			}
+		case sh.hashes[i] == h:
+			sh.heads[i] = fl
+			return
+		}
+	}
+	if _, ok := sh.more[h]; ok {
+		if fl == nil {
+			delete(sh.more, h)
+		} else {
+			sh.more[h] = fl
+		}
+		return
+	}
+	switch {
+	case fl == nil:
+	case free >= 0:
+		sh.hashes[free], sh.heads[free] = h, fl
+	default:
+		if sh.more == nil {
+			sh.more = make(map[uint64]*flight)
+		}
+		sh.more[h] = fl
+	}
 }
 
 // unlink removes fl from the chain of hash h, if it is there.
 func (sh *flightShard) unlink(h uint64, fl *flight) {
-	first := sh.m[h]
+	first := sh.head(h)
 	if first == fl {
-		if fl.next == nil {
-			delete(sh.m, h)
-		} else {
-			sh.m[h] = fl.next
-		}
+		sh.setHead(h, fl.next)
 		return
 	}
 	for p := first; p != nil; p = p.next {
@@ -198,13 +257,7 @@ func (sh *flightShard) unlink(h uint64, fl *flight) {
 	}
 }
 
-func newFlights() *flights {
-	f := &flights{}
-	for i := range f.shards {
-		f.shards[i].m = make(map[uint64]*flight)
-	}
-	return f
-}
+func newFlights() *flights { return &flights{} }
 
 // join returns the flight of key. leader is true when the caller created it
 // and must end it with finish.
@@ -212,7 +265,7 @@ func (f *flights) join(key dedupKey, requestID string) (fl *flight, leader bool)
 	sh := &f.shards[shardOf(key)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	first := sh.m[key.hash]
+	first := sh.head(key.hash)
 	if fl := find(first, key); fl != nil {
 		if fl.done == nil {
 			fl.done = make(chan struct{})
@@ -225,7 +278,7 @@ func (f *flights) join(key dedupKey, requestID string) (fl *flight, leader bool)
 		fl = new(flight)
 	}
 	fl.key, fl.next, fl.requestID = key, first, requestID
-	sh.m[key.hash] = fl
+	sh.setHead(key.hash, fl)
 	return fl, true
 }
 
@@ -244,7 +297,7 @@ func find(fl *flight, key dedupKey) *flight {
 func (f *flights) busy(key dedupKey) bool {
 	sh := &f.shards[shardOf(key)]
 	sh.mu.Lock()
-	ok := find(sh.m[key.hash], key) != nil
+	ok := find(sh.head(key.hash), key) != nil
 	sh.mu.Unlock()
 	return ok
 }

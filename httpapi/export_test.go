@@ -9,7 +9,7 @@ func HasFollower(s *Server, campaignID, skuID, userID string) bool {
 	sh := &s.flights.shards[shardOf(key)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	fl := find(sh.m[key.hash], key)
+	fl := find(sh.head(key.hash), key)
 	return fl != nil && fl.done != nil
 }
 

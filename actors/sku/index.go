@@ -27,21 +27,37 @@ const (
 // the old table's 5 bytes per slot besides (see grow).
 //
 // Growth is incremental: growing allocates the new table and then moves
-// growStep slots of the old one per insert or remove, so no single call
+// growStep entries of the old one per insert or remove, so no single call
 // rehashes millions of entries (a stall of tens of ms for a SKU's every
-// caller). While old slots remain, a lookup probes the new table, then the
-// old; a slot moved or removed from the old table becomes a tombstone
+// caller). While the old table remains, a lookup probes the new table,
+// then the old; a slot removed from the old table becomes a tombstone
 // there (its tag stays, its seq is seqGone), so the old table's probe runs
 // stay unbroken. A slot does not keep its hash: moving and shifting one
-// hash its key again.
+// hash its key again, read from its row.
+//
+// A move goes in one of two orders. When the old table holds every seq
+// from 1 to its largest (the request_id index and a lottery's always do,
+// the user index until its first removal), it moves the entries in seq
+// order: the rows and their ids are read in the order they were written,
+// where the old slots' order reads them all over the heap, a cache miss
+// or two per key. A moved entry stays in the old table (a lookup finds it
+// in the new one first; a removal tombstones it in both). A removal of an
+// entry not yet moved switches the rest of the move to slot order: the old
+// slots in turn, each moved becoming a tombstone, skipping the seqs
+// already moved in seq order.
 //
 // The hash seed is random per index, so ids chosen by clients cannot be
 // crafted to collide. The layout is not part of the state's Hash.
 type index struct {
-	cur   slotTable
-	old   slotTable // the table being moved out (empty when not growing)
-	moved int       // old slots [0, moved) have been moved
-	count int       // entries in cur and old together
+	cur slotTable
+	old slotTable // the table being moved out (empty when not growing)
+	// A move in seq order has seqs (bySeqDone, bySeqTo] left to move;
+	// bySeqTo is 0 in slot order, which has old slots [moved, len) left
+	// and skips seqs up to bySeqDone (moved before it switched).
+	bySeqDone, bySeqTo uint32
+	moved              int
+	count              int    // entries in cur and old together
+	last               uint32 // the largest seq inserted
 	// doublingSlots is indexDoublingSlots (a test sets it lower, to grow
 	// by 5/4 at its sizes).
 	doublingSlots int
@@ -71,11 +87,11 @@ const (
 	// bytes per entry down where they add up.
 	indexDoublingSlots = 1 << 20
 	seqGone            = math.MaxUint32 // tombstone in the old table
-	// growStep is the old slots moved per insert or remove. A new table of
-	// 5/4 of the old one's slots grows again after 1/5 of them more
-	// inserts: a step of at least 5 finishes the move before; 64 keeps
-	// both tables alive for ~8% of the inserts, at most 64 keys hashed
-	// again by one call.
+	// growStep is the old slots (or seqs) moved per insert or remove. A
+	// new table of 5/4 of the old one's slots grows again after 1/5 of
+	// them more inserts: a step of at least 5 finishes the move before; 64
+	// keeps both tables alive for ~8% of the inserts, at most 64 keys
+	// hashed again by one call.
 	growStep = 64
 )
 
@@ -167,7 +183,7 @@ func (x *index) insertHashed(h uint64, seq uint32) {
 	if seq == 0 || seq == seqGone {
 		panic("sku: index: reserved seq")
 	}
-	x.move(growStep)
+	x.move()
 	if n := len(x.cur.tags); (x.count+1)*5 > n*4 {
 		if n < x.doublingSlots {
 			x.grow(2 * n)
@@ -177,6 +193,7 @@ func (x *index) insertHashed(h uint64, seq uint32) {
 	}
 	x.cur.place(h, seq)
 	x.count++
+	x.last = max(x.last, seq)
 }
 
 // reserve sizes the table for n entries before they are inserted (a state
@@ -201,57 +218,98 @@ func (t *slotTable) place(h uint64, seq uint32) {
 }
 
 // grow starts moving into a table of n slots (finishing a move still under
-// way first, which growStep makes rare).
+// way first, which growStep makes rare), in seq order when the table holds
+// every seq up to the largest: count of them, all distinct.
 func (x *index) grow(n int) {
-	x.move(len(x.old.tags))
+	for len(x.old.tags) != 0 {
+		x.move()
+	}
 	n = max(n, indexMinSlots)
 	if x.count > 0 {
-		x.old, x.moved = x.cur, 0
+		x.old = x.cur
+		if x.count == int(x.last) {
+			x.bySeqTo = x.last
+		}
 	}
 	x.cur = slotTable{tags: make([]uint8, n), seqs: make([]uint32, n)}
 }
 
-// move moves up to n slots of the old table into the new one.
-func (x *index) move(n int) {
+// move moves up to growStep entries of the old table into the new one, in
+// passes: the seqs, their rows' keys, their hashes, their new slots. Each
+// pass's memory reads are independent of one another (in slot order rows
+// and ids all over the heap; new slots in either order), so the processor
+// overlaps their cache misses, where moving one key after the other
+// waited for each in turn.
+func (x *index) move() {
 	if len(x.old.tags) == 0 {
 		return
 	}
-	end := min(x.moved+n, len(x.old.tags))
-	for i := x.moved; i < end; i++ {
-		if s := x.old.seqs[i]; x.old.tags[i] != 0 && s != seqGone {
-			x.cur.place(x.hash(x.keyOf(s)), s)
-			x.old.seqs[i] = seqGone
+	var seqs [growStep]uint32
+	k := 0
+	if x.bySeqTo != 0 {
+		for ; k < growStep && x.bySeqDone < x.bySeqTo; k++ {
+			x.bySeqDone++
+			seqs[k] = x.bySeqDone
 		}
+	} else {
+		end := min(x.moved+growStep, len(x.old.tags))
+		for i := x.moved; i < end; i++ {
+			if s := x.old.seqs[i]; x.old.tags[i] != 0 && s != seqGone && s > x.bySeqDone {
+				seqs[k] = s
+				k++
+				x.old.seqs[i] = seqGone
+			}
+		}
+		x.moved = end
 	}
-	x.moved = end
-	if x.moved == len(x.old.tags) {
-		x.old, x.moved = slotTable{}, 0
+	var keys [growStep]string
+	for j := range k {
+		keys[j] = x.keyOf(seqs[j])
+	}
+	var hashes [growStep]uint64
+	for j := range k {
+		hashes[j] = x.hash(keys[j])
+	}
+	for j := range k {
+		x.cur.place(hashes[j], seqs[j])
+	}
+	if x.moved == len(x.old.tags) || (x.bySeqTo != 0 && x.bySeqDone == x.bySeqTo) {
+		x.old, x.moved, x.bySeqDone, x.bySeqTo = slotTable{}, 0, 0, 0
 	}
 }
 
 // remove deletes key, which must map to seq.
 func (x *index) remove(key string, seq uint32) {
-	x.move(growStep)
+	x.move()
 	h := x.hash(key)
-	if x.removeShifting(&x.cur, h, seq) {
+	inCur := x.removeShifting(&x.cur, h, seq)
+	// A seq moved in seq order is in both tables.
+	inOld := (!inCur || seq <= x.bySeqDone) && x.old.tombstone(h, seq)
+	if inCur || inOld {
 		x.count--
-		return
 	}
-	t := &x.old
+	if inOld && seq > x.bySeqDone && x.bySeqTo != 0 {
+		x.bySeqTo = 0 // the seq order would move the tombstone's seq
+	}
+}
+
+// tombstone marks the slot of seq in t removed, if it is there: its tag
+// stays, so the probe runs through it stay unbroken.
+func (t *slotTable) tombstone(h uint64, seq uint32) bool {
 	n, tag := len(t.tags), tagOf(h)
 	if n == 0 {
-		return
+		return false
 	}
 	for i := home(h, n); t.tags[i] != 0; {
 		if t.tags[i] == tag && t.seqs[i] == seq {
 			t.seqs[i] = seqGone
-			x.count--
-			return
+			return true
 		}
 		if i++; i == n {
 			i = 0
 		}
 	}
+	return false
 }
 
 // removeShifting deletes the slot of seq from t (a table without

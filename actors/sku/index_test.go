@@ -115,3 +115,69 @@ func TestValidIDAlphabet(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexGrowthAgainstMap checks the index against a Go map across its
+// growths: inserts first, up to a growth's start (the table then holds
+// every seq up to its largest, so it moves in seq order), then inserts
+// and removals mixed, so removals fall while a move in either order is
+// under way, of entries it moved and of entries it did not yet.
+func TestIndexGrowthAgainstMap(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var tb table
+		x := newIndex(&tb, keyUserID)
+		x.doublingSlots = rapid.SampledFrom([]int{0, 2048, indexDoublingSlots}).Draw(t, "doublingSlots")
+		want := map[string]uint32{}
+		var present []string
+		check := func(step int, key string) {
+			got, ok := x.get(key)
+			if seq, in := want[key]; ok != in || (in && got != seq) {
+				t.Fatalf("step %d: get(%s) = %d %v, want %d %v", step, key, got, ok, seq, in)
+			}
+		}
+		insert := func(step int) {
+			key := fmt.Sprintf("u%d", tb.count)
+			seq := tb.add(reservation{}, "r"+key, key, 0)
+			x.insert(key, seq)
+			want[key] = seq
+			present = append(present, key)
+			check(step, key)
+		}
+		// Inserts up to a growth's start and a few more: the removals
+		// that follow fall within its move.
+		first := 0
+		for growths := rapid.IntRange(1, 3).Draw(t, "growths"); growths > 0; growths-- {
+			for grown := false; !grown; first++ {
+				moving := len(x.old.tags) != 0
+				insert(first)
+				grown = !moving && len(x.old.tags) != 0
+			}
+		}
+		for range rapid.IntRange(0, 20).Draw(t, "more") {
+			insert(first)
+			first++
+		}
+		removeOneIn := rapid.IntRange(2, 20).Draw(t, "removeOneIn")
+		for i := range rapid.IntRange(0, 4000).Draw(t, "mixed") {
+			if len(present) > 0 && rapid.IntRange(1, removeOneIn).Draw(t, "op") == 1 {
+				j := rapid.IntRange(0, len(present)-1).Draw(t, "victim")
+				key := present[j]
+				present[j] = present[len(present)-1]
+				present = present[:len(present)-1]
+				x.remove(key, want[key])
+				delete(want, key)
+				check(first+i, key)
+			} else {
+				insert(first + i)
+			}
+			check(first+i, fmt.Sprintf("u%d", rapid.IntRange(0, int(tb.count)).Draw(t, "probe")))
+		}
+		if x.len() != len(want) {
+			t.Fatalf("len %d, want %d", x.len(), len(want))
+		}
+		for key, seq := range want {
+			if got, ok := x.get(key); !ok || got != seq {
+				t.Fatalf("get(%s) = %d %v, want %d", key, got, ok, seq)
+			}
+		}
+	})
+}
