@@ -45,8 +45,7 @@ func Cells(rows []Row) []Cell {
 		}
 		cell := Cell{Target: row.Target, Scenario: row.Scenario, Concurrency: row.Concurrency, Batch: max(row.Batch, 1),
 			RatePerS: row.ThroughputRPS, P50MS: row.P50MS, P99MS: row.P99MS}
-		if row.ServerCPUS >= 0 && row.Requests > 0 {
-			perItem := row.ServerCPUS * 1e6 / float64(row.Requests)
+		if perItem, ok := row.serverCPUPerItem(); ok {
 			cell.ServerCPUUSPerItem = &perItem
 		}
 		if row.Audit.Checked {
@@ -56,6 +55,15 @@ func Cells(rows []Row) []Cell {
 		cells = append(cells, cell)
 	}
 	return cells
+}
+
+// serverCPUPerItem is the server's CPU time per item of the row, in µs;
+// false where it is not separable (ServerCPUS -1) or nothing was answered.
+func (row Row) serverCPUPerItem() (float64, bool) {
+	if row.ServerCPUS < 0 || row.Requests <= 0 {
+		return 0, false
+	}
+	return row.ServerCPUS * 1e6 / float64(row.Requests), true
 }
 
 // writeJSON writes v, indented, to path.

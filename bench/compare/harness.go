@@ -165,8 +165,15 @@ func RunMatrix(ctx context.Context, targets []Target, options MatrixOptions, log
 				if count > 1 {
 					row.Round = round
 				}
-				fmt.Fprintf(log, "%s%s %s c=%d batch %d: %s req/s, p50 %.2f ms, p99 %.2f ms, %s\n", roundLabel(round, count), row.Target, row.Scenario,
-					row.Concurrency, row.Batch, strconv.FormatFloat(row.ThroughputRPS, 'f', 0, 64), row.P50MS, row.P99MS, row.Verdict)
+				// Each round's server CPU per item, not only the median
+				// round's in the table: the rounds of one run are the
+				// pairs to compare on a machine whose speed moves.
+				cpu := ""
+				if perItem, ok := row.serverCPUPerItem(); ok {
+					cpu = fmt.Sprintf(", server %.1f µs/item", perItem)
+				}
+				fmt.Fprintf(log, "%s%s %s c=%d batch %d: %s req/s, p50 %.2f ms, p99 %.2f ms%s, %s\n", roundLabel(round, count), row.Target, row.Scenario,
+					row.Concurrency, row.Batch, strconv.FormatFloat(row.ThroughputRPS, 'f', 0, 64), row.P50MS, row.P99MS, cpu, row.Verdict)
 				all = append(all, row)
 				bench.RealClock{}.SleepUntil(ctx, time.Now().Add(options.Pause))
 			}

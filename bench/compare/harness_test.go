@@ -119,3 +119,46 @@ func TestMainRefusesBadRoundsAndProgress(t *testing.T) {
 		}
 	}
 }
+
+// cpuTarget is a turnTarget whose server has used one more second of CPU
+// at each reading.
+type cpuTarget struct {
+	turnTarget
+	readings int
+}
+
+func (t *cpuTarget) ServerCPU() (time.Duration, bool) {
+	t.readings++
+	return time.Duration(t.readings) * time.Second, true
+}
+
+// Every round's progress line carries its server CPU per item, so the
+// rounds of one run can be compared pair by pair, not only the median
+// round the table keeps.
+func TestRunMatrixPrintsEachRoundsServerCPU(t *testing.T) {
+	var mu sync.Mutex
+	var cells []string
+	a := &cpuTarget{turnTarget: turnTarget{name: "a", mu: &mu, cells: &cells}}
+	var log strings.Builder
+	_, rounds := RunMatrix(context.Background(), []Target{a}, MatrixOptions{
+		Concurrencies: []int{4}, Scenarios: []string{scenarioHot}, HotDuration: 30 * time.Millisecond, Seed: 1, Rounds: 2,
+	}, &log)
+	if len(rounds) != 2 {
+		t.Fatalf("%d round rows, want 2", len(rounds))
+	}
+	for _, row := range rounds {
+		perItem, ok := row.serverCPUPerItem()
+		if !ok {
+			t.Fatalf("round %d: no server CPU per item (server %v s, %d items)", row.Round, row.ServerCPUS, row.Requests)
+		}
+		line := fmt.Sprintf("[round %d/2] a hot c=4 batch 1: ", row.Round)
+		want := fmt.Sprintf("server %.1f µs/item", perItem)
+		var found bool
+		for _, l := range strings.Split(log.String(), "\n") {
+			found = found || strings.HasPrefix(l, line) && strings.Contains(l, want)
+		}
+		if !found {
+			t.Errorf("no line %q...%q in the progress:\n%s", line, want, log.String())
+		}
+	}
+}
