@@ -59,36 +59,11 @@ func (e *Engine) writePending(defs []sku.Definition) (string, error) {
 	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, pendingCRC))
 	name := fmt.Sprintf("%s%020d-%d", pendingPrefix, time.Now().UnixNano(), pendingSeq.Add(1))
 	path := filepath.Join(e.cfg.DataDir, name)
-	tmp := path + ".tmp"
-	if err := writeSynced(tmp, b); err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("recording the pending definitions: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("recording the pending definitions: %w", err)
-	}
-	if err := wal.SyncDir(e.cfg.DataDir); err != nil {
-		os.Remove(path)
+	if err := wal.WriteFile(e.cfg.DataDir, name, b, 0o640); err != nil {
+		os.Remove(path) // renamed, but its folder's fsync failed: the PUT fails, so no file may finish it
 		return "", fmt.Errorf("recording the pending definitions: %w", err)
 	}
 	return path, nil
-}
-
-func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // removePending removes a pending file whose definitions are done.

@@ -149,27 +149,8 @@ func (c Chain) Write(dir string) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, HistoryFile+".tmp")
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, HistoryFile))
-	}
-	if err == nil {
-		err = wal.SyncDir(dir)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("feed: write %s: %w", filepath.Join(dir, HistoryFile), err)
+	if err := wal.WriteFile(dir, HistoryFile, append(b, '\n'), 0o640); err != nil {
+		return fmt.Errorf("feed: %w", err)
 	}
 	return nil
 }

@@ -107,20 +107,3 @@ func createDir(dir string, syncFiles bool) error {
 	}
 	return nil
 }
-
-// SyncDir fsyncs the directory at path, so that the entries created,
-// renamed or removed in it survive a crash, and returns the error of the
-// fsync or, failing that, of the close. It is the one directory fsync of
-// the module: the log, snapshots, the engine's data dir and seckillctl's
-// restore all call it.
-func SyncDir(path string) error {
-	dir, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	err = dir.Sync()
-	if closeErr := dir.Close(); err == nil {
-		err = closeErr
-	}
-	return err
-}

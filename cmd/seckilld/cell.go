@@ -21,6 +21,7 @@ import (
 	"github.com/seckill/seckill/cells"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/ledger"
+	"github.com/seckill/seckill/wal"
 )
 
 // cellOptions are the flags of a cell: seckilld --cell ID --etcd ENDPOINTS
@@ -377,35 +378,11 @@ func loadPublished(path string) ([]cells.Published, error) {
 	return pubs, nil
 }
 
-// savePublished writes the cache: temp file, fsync, rename, fsync the dir.
+// savePublished writes the cache durably (wal.WriteFile).
 func savePublished(path string, pubs []cells.Published) error {
 	b, err := json.Marshal(pubs)
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return wal.WriteFile(filepath.Dir(path), filepath.Base(path), b, 0o644)
 }

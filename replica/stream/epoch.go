@@ -154,27 +154,10 @@ func WriteHistory(skuDir string, h replica.History) error {
 	return writeFile(skuDir, HistoryFile, append(b, '\n'))
 }
 
-// writeFile replaces dir/name with b: a temporary file written and
-// fsynced, renamed, the folder fsynced. A crash leaves the old or the new
-// file, never a torn one.
+// writeFile replaces dir/name with b durably (wal.WriteFile).
 func writeFile(dir, name string, b []byte) error {
-	tmp, err := os.CreateTemp(dir, name+".*.tmp")
-	if err != nil {
-		return err
+	if err := wal.WriteFile(dir, name, b, 0o600); err != nil {
+		return fmt.Errorf("stream: %w", err)
 	}
-	_, err = tmp.Write(b)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(dir, name))
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("stream: write %s: %w", filepath.Join(dir, name), err)
-	}
-	return wal.SyncDir(dir)
+	return nil
 }
