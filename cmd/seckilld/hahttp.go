@@ -93,7 +93,7 @@ func (n *haNode) front(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			httpapi.NotPrimary(ctx, s.Set, s.Primary, s.primaryHTTP)
 			return
 		}
-		if n.defining.Load() && bytes.HasPrefix(ctx.Path(), []byte("/v1/")) {
+		if !n.campaignsDefined() && bytes.HasPrefix(ctx.Path(), []byte("/v1/")) {
 			// A buyer told 404 for a SKU of the sale would give up; the
 			// sale's SKUs are being defined (/readyz says "starting").
 			ctx.Response.Header.Set("Retry-After", "1")
@@ -102,6 +102,21 @@ func (n *haNode) front(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			return
 		}
 		next(ctx)
+	}
+}
+
+// campaignsDefined reports whether the primary tenure's campaigns are
+// defined (or its definition ended with the tenure).
+func (n *haNode) campaignsDefined() bool {
+	c := n.campaigns.Load()
+	if c == nil {
+		return true // no tenure yet: front answers NOT_PRIMARY before this
+	}
+	select {
+	case <-*c:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -168,9 +168,10 @@ type haNode struct {
 	// to the runner, which stops the process with it: a retry cannot cure
 	// it, and a primary that never gets ready must say why and exit.
 	refused chan error
-	// defining: the primary tenure's campaigns are not defined yet; the
-	// buyers' API answers 503 meanwhile (front).
-	defining atomic.Bool
+	// campaigns is the current primary tenure's campaigns channel
+	// (primaryTenure.campaigns), for front: the buyers' API answers 503
+	// until it is closed.
+	campaigns atomic.Pointer[chan struct{}]
 }
 
 // haCoordinator is the Coordinator with the Close of its lease.
@@ -543,7 +544,7 @@ func (n *haNode) openTenure(t *primaryTenure) error {
 	deps.reg, deps.replicate, deps.front, deps.deferCampaigns = t.reg, t.stream.Replicate, n.front, true
 	deps.replicaSet = func() any { return n.state.Load() }
 	t.campaigns = make(chan struct{})
-	n.defining.Store(true)
+	n.campaigns.Store(&t.campaigns)
 	deps.defined = t.campaigns
 	svc, err := openService(deps)
 	if err != nil {
@@ -554,7 +555,6 @@ func (n *haNode) openTenure(t *primaryTenure) error {
 	t.stopCampaigns = cancel
 	go func() {
 		defer close(t.campaigns)
-		defer n.defining.Store(false)
 		n.defineCampaigns(ctx, svc)
 	}()
 	return nil
