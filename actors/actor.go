@@ -249,15 +249,16 @@ func (a *skuActor) contain(ctx actor.Context, now time.Time, undecided []*call) 
 	}
 }
 
-// sizeFilter (re)builds the request filter when the SKU may now decide
-// more request_ids than it was sized for (core.RequestCapacity).
+// sizeFilter builds the request filter from the SKU's decided
+// request_ids when it has none (at recovery) or holds none yet (a first
+// definition sizes its first stage, core.RequestCapacity); from then on
+// it grows as ids are added (requestFilter.add).
 func (a *skuActor) sizeFilter() {
-	c := a.shell.Core()
-	want := c.RequestCapacity()
-	if a.filter != nil && uint64(len(a.filter.words))*64 >= min(want*filterBitsPerRequest, filterMaxBits) {
+	if a.filter != nil && !a.filter.empty() {
 		return
 	}
-	f := newRequestFilter(want)
+	c := a.shell.Core()
+	f := newRequestFilter(c.RequestCapacity())
 	c.Machine().EachRequestID(f.add)
 	a.filter = f
 	a.h.requests.Store(f)
@@ -293,15 +294,13 @@ func (a *skuActor) Release(r *shell.Release) {
 	}
 }
 
-// Ticked implements shell.Host: the figures of an expiry step, and the
-// request filter's growth.
+// Ticked implements shell.Host: the figures of an expiry step.
 func (a *skuActor) Ticked(expired int, nextExpiry int64) {
 	a.h.nextExpiry.Store(nextExpiry)
 	if expired > 0 {
 		a.cfg.metrics.expiries.Add(float64(expired))
 		a.h.activity.expired.Add(uint64(expired))
 	}
-	a.sizeFilter() // grow the request filter before it fills
 }
 
 // Recovered implements shell.Host: a recovered SKU publishes its state
