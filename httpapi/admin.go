@@ -384,7 +384,7 @@ func (s *Server) handleSnapshot(ctx *fasthttp.RequestCtx) string {
 		// disk's, not a bug: nothing was replaced, the SKU goes on from
 		// its log and older snapshots.
 		s.log.Warn("snapshot not written", "campaign", campaignID, "sku", skuID, "err", err)
-		rep := errorReply(reasonUnavailable, "the snapshot was not written: "+err.Error()+"; the SKU goes on from its log and older snapshots")
+		rep := errorReply(ReasonUnavailable, "the snapshot was not written: "+err.Error()+"; the SKU goes on from its log and older snapshots")
 		rep.retryAfter = "1"
 		return write(ctx, rep)
 	}

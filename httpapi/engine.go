@@ -118,7 +118,7 @@ func classify(err error) engineFailure {
 	case errors.Is(err, actors.ErrUnknownSKU), errors.Is(err, actors.ErrNotFound), errors.Is(err, sku.ErrBadReservationID):
 		return engineFailure{reason: reasonNotFound}
 	case errors.Is(err, actors.ErrUnavailable), errors.Is(err, actors.ErrClosed):
-		return engineFailure{reason: reasonUnavailable}
+		return engineFailure{reason: ReasonUnavailable}
 	case errors.Is(err, actors.ErrBusy):
 		return engineFailure{reason: reasonQueueFull}
 	case errors.Is(err, actors.ErrInvalidArgument):
