@@ -71,9 +71,12 @@ func (e *Engine) writePending(defs []sku.Definition) (string, error) {
 	return path, nil
 }
 
-// removePending removes a pending file whose definitions are done.
+// removePending removes a pending file whose definitions are done (one
+// already gone was finished by FinishPending since it was kept).
 func (e *Engine) removePending(path string) {
-	if err := os.Remove(path); err != nil {
+	if err := os.Remove(path); errors.Is(err, os.ErrNotExist) {
+		return
+	} else if err != nil {
 		e.cfg.Logger.Warn("a pending definitions file could not be removed; the next start defines its SKUs again (each as it is: nothing changes)", "file", path, "err", err)
 		return
 	}
