@@ -35,6 +35,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,6 +82,14 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	order, _, err := cells.ParseAddrs(o.cells)
+	if err != nil {
+		return o, err
+	}
+	if o.defaultCell != "" && !slices.Contains(order, o.defaultCell) {
+		// Every request no cell claims would be answered 503: it has no address.
+		return o, fmt.Errorf("--default-cell %s is not one of --cells (%s)", o.defaultCell, strings.Join(order, ","))
 	}
 	return o, nil
 }

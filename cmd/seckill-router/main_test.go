@@ -28,8 +28,9 @@ func TestMissingRequiredFlags(t *testing.T) {
 }
 
 // A --timeout that is not positive (every request would time out at
-// once) or an argument the router does not take is a usage error (2)
-// naming it.
+// once), a --default-cell that is none of --cells (every request no cell
+// claims would be answered 503) or an argument the router does not take is
+// a usage error (2) naming it.
 func TestBadTimeoutAndArguments(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -38,6 +39,7 @@ func TestBadTimeoutAndArguments(t *testing.T) {
 		{[]string{"--timeout", "0s"}, "--timeout must be positive, not 0s"},
 		{[]string{"--timeout", "-1s"}, "--timeout must be positive, not -1s"},
 		{[]string{"extra"}, "unexpected arguments: [extra]"},
+		{[]string{"--default-cell", "c2"}, "--default-cell c2 is not one of --cells (c1)"},
 	} {
 		var out, errOut bytes.Buffer
 		args := append([]string{"--etcd", "127.0.0.1:1", "--cells", "c1=127.0.0.1:1"}, c.args...)
