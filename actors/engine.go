@@ -307,6 +307,10 @@ type Engine struct {
 	// defineMu serialises Define's check that a campaign's SKUs agree on
 	// purchase_limit with the definition itself.
 	defineMu sync.Mutex
+	// cut holds the pending files a definition cut short by an error
+	// left (pending.go: keepCut), each with the campaigns it defines.
+	cutMu sync.Mutex
+	cut   map[string][]string
 }
 
 // Open recovers every SKU found under cfg.DataDir, RecoveriesMax at a

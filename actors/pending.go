@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -25,7 +26,11 @@ import (
 // whole list durable in a file of the data dir (pending-define-*), and its
 // release removes it. A file found at start is a definition a crash cut
 // short: FinishPending defines the rest before the engine serves, so that
-// after a crash a multi-SKU definition is either not begun or whole.
+// after a crash a multi-SKU definition is either not begun or whole. An
+// error part-way (a full disk after some SKUs were defined) keeps the file
+// the same way (MakeRoom's release), so that the next start makes that
+// definition whole too, unless a later definition of the campaign, which
+// the operator sends instead or to finish it, supersedes it.
 
 const (
 	// pendingPrefix names the pending files in the data dir (beside the
@@ -66,13 +71,67 @@ func (e *Engine) writePending(defs []sku.Definition) (string, error) {
 	return path, nil
 }
 
-// removePending removes a pending file whose definitions are done.
+// removePending removes a pending file whose definitions are done (one
+// already gone was finished by FinishPending since it was kept).
 func (e *Engine) removePending(path string) {
-	if err := os.Remove(path); err != nil {
+	if err := os.Remove(path); errors.Is(err, os.ErrNotExist) {
+		return
+	} else if err != nil {
 		e.cfg.Logger.Warn("a pending definitions file could not be removed; the next start defines its SKUs again (each as it is: nothing changes)", "file", path, "err", err)
 		return
 	}
 	_ = wal.SyncDir(e.cfg.DataDir) // not durable: the next start repeats definitions already made, a no-op
+}
+
+// keepCut keeps the pending file path of defs, a definition an error cut
+// short: the next start's FinishPending finishes it, unless a later
+// definition of its campaigns supersedes it first (dropSuperseded).
+func (e *Engine) keepCut(path string, defs []sku.Definition) {
+	e.cutMu.Lock()
+	defer e.cutMu.Unlock()
+	if e.cut == nil {
+		e.cut = make(map[string][]string)
+	}
+	e.cut[path] = campaignsOf(defs)
+}
+
+// dropSuperseded removes the kept files of definitions cut short whose
+// campaigns are all among those defs defined: the operator has stated
+// those campaigns since, and a SKU that statement left out must not come
+// back at the next start.
+func (e *Engine) dropSuperseded(defs []sku.Definition) {
+	e.cutMu.Lock()
+	defer e.cutMu.Unlock()
+	if len(e.cut) == 0 {
+		return
+	}
+	stated := campaignsOf(defs)
+	for path, campaigns := range e.cut {
+		if allIn(campaigns, stated) {
+			e.removePending(path)
+			delete(e.cut, path)
+		}
+	}
+}
+
+// campaignsOf is the sorted, distinct campaigns of defs.
+func campaignsOf(defs []sku.Definition) []string {
+	var out []string
+	for _, d := range defs {
+		out = append(out, d.CampaignID)
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// allIn reports whether every element of a is in the sorted b.
+func allIn(a, b []string) bool {
+	for _, x := range a {
+		if _, ok := slices.BinarySearch(b, x); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // readPending reads the definitions of a pending file.

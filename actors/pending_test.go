@@ -35,12 +35,12 @@ func TestFinishPendingCompletesACutDefinition(t *testing.T) {
 	if err != nil || len(pendingFiles(t, dir)) != 0 {
 		t.Fatalf("MakeRoom of one SKU: %v, %v", err, pendingFiles(t, dir))
 	}
-	release()
+	release(false)
 	release, err = e.MakeRoom([]sku.Definition{defOf("a"), defOf("b")})
 	if err != nil || len(pendingFiles(t, dir)) != 1 {
 		t.Fatalf("MakeRoom of two SKUs: %v, %v", err, pendingFiles(t, dir))
 	}
-	release()
+	release(false)
 	if p := pendingFiles(t, dir); len(p) != 0 {
 		t.Fatalf("release left %v", p)
 	}
@@ -86,5 +86,76 @@ func TestFinishPendingCompletesACutDefinition(t *testing.T) {
 	}
 	if n, err := DropPending(dir); err != nil || n != 1 || len(pendingFiles(t, dir)) != 0 {
 		t.Fatalf("DropPending: %d %v, left %v", n, err, pendingFiles(t, dir))
+	}
+}
+
+// A definition an error cut short (release(true)) keeps its pending file,
+// as a crash would: the next start finishes it. A later definition of the
+// same campaign that completes (release(false)), the operator's PUT sent
+// instead, supersedes it: its file goes, and a SKU that definition left
+// out is not defined at the next start. A definition that applied nothing
+// keeps nothing.
+func TestCutDefinitionIsFinishedAtTheNextStart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	e, err := openMax(t, dir, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := e.MakeRoom([]sku.Definition{defOf("a"), defOf("b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release(false) // the first Define failed, nothing applied
+	if p := pendingFiles(t, dir); len(p) != 0 {
+		t.Fatalf("a definition that applied nothing left %v", p)
+	}
+
+	cut := func(defs []sku.Definition) {
+		t.Helper()
+		release, err := e.MakeRoom(defs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Define(ctx, defs[0]); err != nil {
+			t.Fatal(err)
+		}
+		release(true) // the second Define failed: a full disk
+		if p := pendingFiles(t, dir); len(p) != 1 {
+			t.Fatalf("a definition cut short keeps its pending file: %v", p)
+		}
+	}
+	// Superseded: the operator sends a and b only, which completes.
+	cut([]sku.Definition{defOf("a"), defOf("b"), defOf("c")})
+	release, err = e.MakeRoom([]sku.Definition{defOf("a"), defOf("b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []sku.Definition{defOf("a"), defOf("b")} {
+		if err := e.Define(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release(false)
+	if p := pendingFiles(t, dir); len(p) != 0 {
+		t.Fatalf("a completed definition of the campaign left the file it supersedes: %v", p)
+	}
+
+	// Not superseded: the next start finishes it.
+	cut([]sku.Definition{defOf("d"), defOf("e")})
+	e.Close()
+	e, err = openMax(t, dir, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finished, err := e.FinishPending(ctx)
+	if err != nil || len(finished) != 1 || finished[0] != "c1/e" {
+		t.Fatalf("FinishPending: %v, %v, want c1/e", finished, err)
+	}
+	if e.SKU("c1", "c") != nil {
+		t.Fatal("c, left out of the definition that superseded its own, was defined at the next start")
+	}
+	if p := pendingFiles(t, dir); len(p) != 0 {
+		t.Fatalf("FinishPending left %v", p)
 	}
 }

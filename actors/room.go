@@ -56,20 +56,37 @@ func (e *Engine) roomForLocked(k skuKey) error {
 // Defs of more than one SKU are also made durable as pending until
 // release (pending.go): a crash before release leaves them to
 // FinishPending, which the next start runs, so the definition is whole
-// after it. An error making them durable holds nothing.
-func (e *Engine) MakeRoom(defs []sku.Definition) (release func(), err error) {
+// after it. release(true) says an error cut the definition short after
+// it began (a Define failed after another was applied, or with its result
+// unknown): the file is kept as a crash would leave it, for the next
+// start to finish. release(false) says the definitions are all done, or
+// none was applied: the file is removed, and with it the files kept for
+// the same campaigns (their definition is superseded by this one). An
+// error making them durable holds nothing.
+func (e *Engine) MakeRoom(defs []sku.Definition) (release func(cut bool), err error) {
 	free, err := e.holdRoom(defs)
-	if err != nil || len(defs) < 2 {
-		return free, err
-	}
-	path, err := e.writePending(defs)
 	if err != nil {
-		free()
 		return nil, err
 	}
-	return func() {
-		e.removePending(path)
-		free()
+	path := ""
+	if len(defs) > 1 {
+		if path, err = e.writePending(defs); err != nil {
+			free()
+			return nil, err
+		}
+	}
+	return func(cut bool) {
+		defer free()
+		if cut && path != "" {
+			e.keepCut(path, defs)
+			return
+		}
+		if path != "" {
+			e.removePending(path)
+		}
+		if !cut {
+			e.dropSuperseded(defs)
+		}
 	}, nil
 }
 

@@ -126,7 +126,7 @@ func TestMakeRoom(t *testing.T) {
 	if err := e.Define(ctxT(t), defOf("x")); err != nil {
 		t.Fatalf("a SKU with a place held: %v", err)
 	}
-	release() // y was never defined: its place is free again
+	release(false) // y was never defined: its place is free again
 	if n := e.SKUCount(); n != 3 {
 		t.Fatalf("SKUCount %d after release, want 3", n)
 	}

@@ -136,16 +136,20 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 		}
 		return write(ctx, s.engineError("admin_define", err, "/admin/campaigns/"+campaignID))
 	}
-	defer release()
 	created := !s.campaignExists(campaignID)
 	if s.feed != nil {
 		defer s.feed.SKUDefined() // campaign feeds list the campaign's SKUs again
 	}
-	for _, d := range defs {
+	for i, d := range defs {
 		ectx, cancel := s.engineContext()
 		err := s.engine.Define(ectx, d)
 		cancel()
 		if err != nil {
+			cut := cutShort(defs, i, err)
+			release(cut)
+			if cut {
+				return write(ctx, cutShortReply(campaignID, defs, i, err))
+			}
 			if r, ok := claimReply(err); ok {
 				return write(ctx, r)
 			}
@@ -156,6 +160,7 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 		}
 		s.gates.get(d.CampaignID, d.SKUID) // its series exist from its definition
 	}
+	release(false)
 	// The answer is the campaign as GET shows it, from the durable
 	// definitions Define has published (every SKU of the campaign, the
 	// ones this PUT left out too).
@@ -384,7 +389,7 @@ func (s *Server) handleSnapshot(ctx *fasthttp.RequestCtx) string {
 		// disk's, not a bug: nothing was replaced, the SKU goes on from
 		// its log and older snapshots.
 		s.log.Warn("snapshot not written", "campaign", campaignID, "sku", skuID, "err", err)
-		rep := errorReply(reasonUnavailable, "the snapshot was not written: "+err.Error()+"; the SKU goes on from its log and older snapshots")
+		rep := errorReply(ReasonUnavailable, "the snapshot was not written: "+err.Error()+"; the SKU goes on from its log and older snapshots")
 		rep.retryAfter = "1"
 		return write(ctx, rep)
 	}

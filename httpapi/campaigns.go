@@ -353,12 +353,13 @@ func DefineCampaigns(ctx context.Context, e Engine, cs []Campaign, now time.Time
 	if err != nil {
 		return err
 	}
-	defer release()
-	for _, d := range all {
+	for i, d := range all {
 		if err := e.Define(ctx, d); err != nil {
+			release(cutShort(all, i, err))
 			return fmt.Errorf("defining %s/%s: %w", d.CampaignID, d.SKUID, err)
 		}
 	}
+	release(false)
 	return nil
 }
 

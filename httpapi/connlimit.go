@@ -34,8 +34,8 @@ type connLimiter struct {
 
 // newConnLimiter wraps ln with a limit of max connections.
 func newConnLimiter(ln net.Listener, max int, onRefuse func()) *connLimiter {
-	body := `{"error":"` + reasonUnavailable + `","detail":"the server's connection limit is reached"}`
-	status := StatusOf(reasonUnavailable)
+	body := `{"error":"` + ReasonUnavailable + `","detail":"the server's connection limit is reached"}`
+	status := StatusOf(ReasonUnavailable)
 	refusal := "HTTP/1.1 " + strconv.Itoa(status) + " " + fasthttp.StatusMessage(status) + "\r\nContent-Type: application/json\r\nConnection: close\r\n" +
 		"Retry-After: 1\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
 	return &connLimiter{Listener: ln, max: int64(max), refusal: []byte(refusal), onRefuse: onRefuse}

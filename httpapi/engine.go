@@ -74,8 +74,10 @@ type Admin interface {
 	Define(ctx context.Context, d sku.Definition) error
 	// MakeRoom holds, before any is defined, the places of the SKUs of defs
 	// that do not exist yet, or refuses them all with an error wrapping
-	// actors.ErrTooManySKUs; release frees the places not used.
-	MakeRoom(defs []sku.Definition) (release func(), err error)
+	// actors.ErrTooManySKUs; release frees the places not used, and says
+	// whether an error cut the definition short after it began (cutShort):
+	// then the next start finishes it.
+	MakeRoom(defs []sku.Definition) (release func(cut bool), err error)
 	// Pause stops admission on a SKU.
 	Pause(ctx context.Context, campaignID, skuID string) error
 	// Resume restarts admission on a SKU.
@@ -118,7 +120,7 @@ func classify(err error) engineFailure {
 	case errors.Is(err, actors.ErrUnknownSKU), errors.Is(err, actors.ErrNotFound), errors.Is(err, sku.ErrBadReservationID):
 		return engineFailure{reason: reasonNotFound}
 	case errors.Is(err, actors.ErrUnavailable), errors.Is(err, actors.ErrClosed):
-		return engineFailure{reason: reasonUnavailable}
+		return engineFailure{reason: ReasonUnavailable}
 	case errors.Is(err, actors.ErrBusy):
 		return engineFailure{reason: reasonQueueFull}
 	case errors.Is(err, actors.ErrInvalidArgument):

@@ -37,6 +37,7 @@ const (
 	kindRefunds
 	kindAudit
 	kindSnapshot
+	kindDefine
 )
 
 // engineCall is one command as a hook sees it; fields that do not apply
@@ -161,6 +162,13 @@ func (f *faultEngine) Snapshot(ctx context.Context, campaignID, skuID string) (a
 		return actors.SnapshotInfo{}, err
 	}
 	return f.Engine.Snapshot(ctx, campaignID, skuID)
+}
+
+func (f *faultEngine) Define(ctx context.Context, d sku.Definition) error {
+	if err := f.before(ctx, engineCall{kind: kindDefine, campaignID: d.CampaignID, skuID: d.SKUID}); err != nil {
+		return err
+	}
+	return f.Engine.Define(ctx, d)
 }
 
 func (f *faultEngine) SKUStats(campaignID, skuID string) (actors.Stats, bool) {

@@ -57,7 +57,7 @@ func (s *Server) feedReply(route string, err error) reply {
 	case errors.Is(err, feed.ErrUnknownSKU), errors.Is(err, feed.ErrUnknownCampaign):
 		return errorReply(reasonNotFound, err.Error())
 	case errors.Is(err, feed.ErrNotOpen), errors.Is(err, feed.ErrLogClosed):
-		return errorReply(reasonUnavailable, err.Error())
+		return errorReply(ReasonUnavailable, err.Error())
 	case errors.As(err, &bad):
 		return errorReply(reasonBadCursor, bad.Detail)
 	case errors.As(err, &compacted):

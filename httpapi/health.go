@@ -34,13 +34,13 @@ const maxNotReadyListed = 20
 // too, for alerts).
 func (s *Server) handleReadyz(ctx *fasthttp.RequestCtx) string {
 	if s.draining.Load() {
-		return write(ctx, reasonReply(reasonUnavailable, healthBody{Status: "draining"}))
+		return write(ctx, reasonReply(ReasonUnavailable, healthBody{Status: "draining"}))
 	}
 	if s.cfg.Defined != nil {
 		select {
 		case <-s.cfg.Defined:
 		default:
-			return write(ctx, reasonReply(reasonUnavailable, healthBody{Status: "starting"}))
+			return write(ctx, reasonReply(ReasonUnavailable, healthBody{Status: "starting"}))
 		}
 	}
 	var bad []string

@@ -112,5 +112,5 @@ var routeOutcomes = map[string][]string{
 // knownOutcomes returns the outcomes whose series route name has from the
 // start: its own (routeOutcomes) and the failures any route may answer.
 func knownOutcomes(name string) []string {
-	return append(append([]string(nil), routeOutcomes[name]...), reasonUnavailable, reasonInternal)
+	return append(append([]string(nil), routeOutcomes[name]...), ReasonUnavailable, reasonInternal)
 }

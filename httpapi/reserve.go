@@ -348,7 +348,7 @@ func alreadyPurchasedReply(reservationID string) reply {
 // The fixed answers of the ingress fast paths, encoded once: the sold-out
 // flood costs no JSON encoding.
 var (
-	replyUnavailable     = withRetryAfter(errorReply(reasonUnavailable, ""), unavailableRetryAfter)
+	replyUnavailable     = withRetryAfter(errorReply(ReasonUnavailable, ""), unavailableRetryAfter)
 	replyEnded           = errorReply(reasonEnded, "")
 	replyPaused          = withRetryAfter(errorReply(reasonPaused, ""), pausedRetryAfter)
 	replySoldOut         = errorReply(reasonSoldOut, "")

@@ -25,7 +25,7 @@ const (
 	reasonUnauthorized       = "UNAUTHORIZED"
 	reasonQueueFull          = "QUEUE_FULL"
 	reasonThrottled          = "THROTTLED"
-	reasonUnavailable        = "UNAVAILABLE"
+	ReasonUnavailable        = "UNAVAILABLE"
 	reasonInternal           = "INTERNAL"
 	reasonDefinitionConflict = "DEFINITION_CONFLICT"
 	reasonSoldOut            = "SOLD_OUT"

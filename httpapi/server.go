@@ -564,7 +564,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	shedding := sheddingListener{Listener: ln, onShed: func(err error) {
 		s.log.Warn("accept failed for lack of resources; waiting", "err", err)
 	}}
-	refused := s.metrics.requests.WithLabelValues("connection_limit", reasonUnavailable)
+	refused := s.metrics.requests.WithLabelValues("connection_limit", ReasonUnavailable)
 	limited := newConnLimiter(shedding, s.cfg.MaxConnections, refused.Inc)
 	served := lingeringListener{Listener: limited, timeout: s.cfg.ReadTimeout}
 	s.serving.Lock()

@@ -222,7 +222,7 @@ func (s *Server) statsRow(st *actors.Stats, act *actors.Activity, clock time.Tim
 		LastIndex:             act.LastIndex,
 	}
 	if st.Unavailable {
-		row.Status = reasonUnavailable
+		row.Status = ReasonUnavailable
 	} else {
 		row.Status, _ = s.limits.skuStatus(*st, clock, g)
 	}

@@ -88,7 +88,7 @@ var statuses = map[string]int{
 	reasonQueueFull:         fasthttp.StatusTooManyRequests,
 	reasonThrottled:         fasthttp.StatusTooManyRequests,
 	reasonPaused:            fasthttp.StatusServiceUnavailable,
-	reasonUnavailable:       fasthttp.StatusServiceUnavailable,
+	ReasonUnavailable:       fasthttp.StatusServiceUnavailable,
 	reasonReadTimeout:       fasthttp.StatusServiceUnavailable,
 	reasonAuditPending:      fasthttp.StatusServiceUnavailable,
 	reasonLedgerUnreachable: fasthttp.StatusServiceUnavailable,

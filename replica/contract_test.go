@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,6 +44,12 @@ func TestCoordinatorContract(t *testing.T) {
 			t.Cleanup(func() { e.Close() })
 			replicas[name] = etcdUnderTest{e}
 		}
+		twin, err := NewEtcd(c, "/test", "rs1", "a", 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { twin.Close() })
+		replicas["a's twin"] = etcdUnderTest{twin}
 		contract(t, replicas)
 	})
 	t.Run("memory", func(t *testing.T) {
@@ -53,6 +60,7 @@ func TestCoordinatorContract(t *testing.T) {
 		for _, name := range []string{"a", "b", "c"} {
 			replicas[name] = memoryUnderTest{m.Replica("rs1", name, 2*time.Second)}
 		}
+		replicas["a's twin"] = memoryUnderTest{m.Replica("rs1", "a", 2*time.Second)}
 		contract(t, replicas)
 	})
 }
@@ -143,6 +151,16 @@ func contract(t *testing.T, r map[string]replicaUnderTest) {
 	register("c")
 	if ms := members(); len(ms) != 3 || ms["b"] != member("b") {
 		t.Fatalf("members %+v", ms)
+	}
+	// A second process started with a's name (a typo of --replica) does
+	// not take a's member key from its live lease; a registers again on
+	// its own lease as often as it likes.
+	if _, err := r["a's twin"].Register(ctx, member("twin")); !errors.Is(err, ErrNameTaken) || !strings.Contains(err.Error(), "http://a:8080") {
+		t.Fatalf("a second replica named a registers: %v, want ErrNameTaken naming a's address", err)
+	}
+	register("a")
+	if ms := members(); ms["a"] != member("a") {
+		t.Fatalf("a's member key after its twin tried: %+v", ms)
 	}
 
 	// A new set: anyone may start it; the first to commit leads epoch 1.

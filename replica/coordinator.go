@@ -29,7 +29,10 @@ type Coordinator interface {
 	// Register publishes m as this replica's member key, on its lease:
 	// the key goes when the lease ends (the process died, or was cut off
 	// from the coordinator for the TTL), and the returned channel is then
-	// closed; the replica registers again.
+	// closed; the replica registers again. A member key of its name on
+	// another lease (another process started with the same name, or this
+	// one before a kill -9, whose lease ends within a TTL) is left as it
+	// is: ErrNameTaken, naming the holder's HTTP address.
 	Register(ctx context.Context, m Member) (<-chan struct{}, error)
 	// Members returns the set's registered members by name.
 	Members(ctx context.Context) (map[string]Member, error)

@@ -19,7 +19,7 @@ import (
 // one ended.
 type Etcd struct {
 	c         *clientv3.Client
-	name      string
+	set, name string
 	leaderKey string
 	syncKey   string
 	members   string // the members' key prefix, ending in "/"
@@ -42,7 +42,7 @@ func NewEtcd(c *clientv3.Client, prefix, set, name string, ttl time.Duration) (*
 		secs = 1
 	}
 	base := setKey(prefix, set)
-	return &Etcd{c: c, name: name, leaderKey: base + "/leader", syncKey: base + "/sync", members: base + "/members/", ttl: secs,
+	return &Etcd{c: c, set: set, name: name, leaderKey: base + "/leader", syncKey: base + "/sync", members: base + "/members/", ttl: secs,
 		sessions: map[int64]*concurrency.Session{}}, nil
 }
 
@@ -195,8 +195,25 @@ func (e *Etcd) Register(ctx context.Context, m Member) (<-chan struct{}, error) 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := e.c.Put(ctx, e.members+e.name, string(b), clientv3.WithLease(s.Lease())); err != nil {
+	key := e.members + e.name
+	put := clientv3.OpPut(key, string(b), clientv3.WithLease(s.Lease()))
+	// One transaction: absent or on this lease, the key is put; on
+	// another lease it is read, to name its holder.
+	resp, err := e.c.Txn(ctx).If(clientv3.Compare(clientv3.LeaseValue(key), "=", s.Lease())).Then(put).
+		Else(clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
+			[]clientv3.Op{put}, []clientv3.Op{clientv3.OpGet(key)})).Commit()
+	if err != nil {
 		return nil, err
+	}
+	if !resp.Succeeded {
+		inner := resp.Responses[0].GetResponseTxn()
+		if !inner.Succeeded {
+			held := Member{}
+			if kvs := inner.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+				_ = json.Unmarshal(kvs[0].Value, &held)
+			}
+			return nil, fmt.Errorf("%w: %s of replica set %s is registered at %s", ErrNameTaken, e.name, e.set, held.HTTP)
+		}
 	}
 	return s.Done(), nil
 }

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -245,6 +246,9 @@ func (r *MemoryReplica) Register(ctx context.Context, m Member) (<-chan struct{}
 		s.members = map[string]memoryMember{}
 	}
 	l := r.liveLeaseLocked()
+	if held, ok := s.members[r.name]; ok && held.lease != l && !held.lease.ended {
+		return nil, fmt.Errorf("%w: %s of replica set %s is registered at %s", ErrNameTaken, r.name, r.set, held.HTTP)
+	}
 	r.m.rev++
 	s.members[r.name] = memoryMember{Member: m, lease: l}
 	return l.lost, nil

@@ -43,6 +43,10 @@ var (
 	ErrNotLeader = errors.New("replica: not the leader")
 	// ErrInvalid: a name or a sync set the coordinator refuses.
 	ErrInvalid = errors.New("replica: invalid")
+	// ErrNameTaken: another live replica holds this replica's name (its
+	// member key is on another lease). Two replicas of one name would take
+	// each other's place in the sync set and in the router's table.
+	ErrNameTaken = errors.New("replica: the name is taken by another live replica")
 )
 
 // MayLead reports whether name may take the leader key in view v: the key

@@ -35,6 +35,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,7 +67,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8090", "listen address")
 	fs.StringVar(&o.etcd, "etcd", "", "etcd endpoints, comma-separated (required)")
 	fs.StringVar(&o.prefix, "etcd-prefix", ledger.DefaultPrefix, "key prefix of the ledger and the replica sets")
-	fs.StringVar(&o.cells, "cells", "", "cell=host:port,... (required; a cell that is a replica set goes to its primary, as etcd names it, instead)")
+	fs.StringVar(&o.cells, "cells", "", "cell=host:port,... (required; http://host:port also works; a cell that is a replica set goes to its primary, as etcd names it, instead)")
 	fs.StringVar(&o.defaultCell, "default-cell", "", "cell for campaigns no cell claimed (their PUT claims them there) and routes that name no campaign (default: the first of --cells)")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Second, "per-request timeout towards a cell (a command it may have received and did not answer in time: 504 RESULT_UNKNOWN)")
 	if err := fs.Parse(args); err != nil {
@@ -81,6 +82,19 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	order, addrs, err := cells.ParseAddrs(o.cells)
+	if err != nil {
+		return o, err
+	}
+	for _, cell := range order {
+		if _, _, err := net.SplitHostPort(hostPort(addrs[cell])); err != nil {
+			return o, fmt.Errorf("--cells: cell %s: %q is not host:port (or http://host:port)", cell, addrs[cell])
+		}
+	}
+	if o.defaultCell != "" && !slices.Contains(order, o.defaultCell) {
+		// Every request no cell claims would be answered 503: it has no address.
+		return o, fmt.Errorf("--default-cell %s is not one of --cells (%s)", o.defaultCell, strings.Join(order, ","))
 	}
 	return o, nil
 }
@@ -135,7 +149,7 @@ func newRouter(o options, l *ledger.Ledger) (*router, error) {
 		return nil, err
 	}
 	for _, cell := range order {
-		r.static[cell] = r.newClient(addrs[cell])
+		r.static[cell] = r.newClient(hostPort(addrs[cell])) // a URL as the cells' own addresses are written
 	}
 	r.order = order
 	r.defaultCell = o.defaultCell

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 )
@@ -28,8 +29,9 @@ func TestMissingRequiredFlags(t *testing.T) {
 }
 
 // A --timeout that is not positive (every request would time out at
-// once) or an argument the router does not take is a usage error (2)
-// naming it.
+// once), a --default-cell that is none of --cells (every request no cell
+// claims would be answered 503), a --cells address that is no host:port or
+// an argument the router does not take is a usage error (2) naming it.
 func TestBadTimeoutAndArguments(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -38,11 +40,33 @@ func TestBadTimeoutAndArguments(t *testing.T) {
 		{[]string{"--timeout", "0s"}, "--timeout must be positive, not 0s"},
 		{[]string{"--timeout", "-1s"}, "--timeout must be positive, not -1s"},
 		{[]string{"extra"}, "unexpected arguments: [extra]"},
+		{[]string{"--default-cell", "c2"}, "--default-cell c2 is not one of --cells (c1)"},
+		{[]string{"--cells", "c1=bad"}, `--cells: cell c1: "bad" is not host:port (or http://host:port)`},
 	} {
 		var out, errOut bytes.Buffer
 		args := append([]string{"--etcd", "127.0.0.1:1", "--cells", "c1=127.0.0.1:1"}, c.args...)
 		if code := run(args, &out, &errOut); code != 2 || errOut.String() != "seckill-router: "+c.says+"\n" {
 			t.Errorf("%v: exit %d, stderr %q, want 2 and %q", c.args, code, errOut.String(), c.says)
 		}
+	}
+}
+
+// A --cells address may be written as a URL, as the cells' own addresses
+// are (seckillctl audit --cells, the replicas' member keys): the router
+// dials its host:port, not a URL it cannot dial (every request 503).
+func TestCellsAddressAsURL(t *testing.T) {
+	o, err := parse([]string{"--etcd", "127.0.0.1:1", "--cells", "c1=http://127.0.0.1:8081/,c2=127.0.0.1:8082"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := newRouter(o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.static["c1"].Addr; got != "127.0.0.1:8081" {
+		t.Fatalf("c1 is dialled at %q, want 127.0.0.1:8081", got)
+	}
+	if got := r.static["c2"].Addr; got != "127.0.0.1:8082" {
+		t.Fatalf("c2 is dialled at %q, want 127.0.0.1:8082", got)
 	}
 }

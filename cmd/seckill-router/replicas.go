@@ -2,6 +2,7 @@ package main
 
 import (
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -19,7 +20,9 @@ import (
 // (the router's table a moment behind etcd) is retried once at the
 // primary it names; a request delivered to a primary that died before
 // answering is answered 504 RESULT_UNKNOWN with its lookup URL
-// (unanswered.go).
+// (unanswered.go). A 503 UNAVAILABLE with Retry-After (nothing applied:
+// a primary defining its campaigns) is sent again after that wait while
+// the request has time for it (unavailable.go).
 
 // newClient is the router's client of one seckilld address.
 func (r *router) newClient(addr string) *fasthttp.HostClient {
@@ -54,15 +57,34 @@ func hostPort(url string) string {
 	return strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(url, "http://"), "https://"), "/")
 }
 
-// do sends req to cell and reads its answer into resp; a 421 NOT_PRIMARY
-// that names another address is sent there once more (a standby refused
-// it: nothing was applied).
+// do sends req to cell and reads its answer into resp, all within the
+// router's --timeout: a 503 UNAVAILABLE with Retry-After (nothing was
+// applied) is sent again after that wait while the wait leaves the retry
+// time enough (retryUnavailable).
 func (r *router) do(cell string, req *fasthttp.Request, resp *fasthttp.Response) error {
+	deadline := time.Now().Add(r.timeout)
+	for {
+		if err := r.attempt(cell, req, resp, time.Until(deadline)); err != nil {
+			return err
+		}
+		wait, ok := retryUnavailable(resp, time.Until(deadline), r.timeout)
+		if !ok {
+			return nil
+		}
+		time.Sleep(wait)
+		resp.Reset()
+	}
+}
+
+// attempt sends req to cell's primary once and reads its answer into
+// resp; a 421 NOT_PRIMARY that names another address is sent there once
+// more (a standby refused it: nothing was applied).
+func (r *router) attempt(cell string, req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error {
 	c := r.client(cell)
 	if c == nil {
 		return errNotDelivered
 	}
-	if err := c.DoTimeout(req, resp, r.timeout); err != nil {
+	if err := c.DoTimeout(req, resp, timeout); err != nil {
 		return err
 	}
 	if resp.StatusCode() != fasthttp.StatusMisdirectedRequest {
@@ -73,5 +95,5 @@ func (r *router) do(cell string, req *fasthttp.Request, resp *fasthttp.Response)
 		return nil
 	}
 	resp.Reset()
-	return r.clientAt(hostPort(np.Address)).DoTimeout(req, resp, r.timeout)
+	return r.clientAt(hostPort(np.Address)).DoTimeout(req, resp, timeout)
 }

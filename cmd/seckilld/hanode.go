@@ -158,6 +158,9 @@ type haNode struct {
 	gone    <-chan struct{}           // the member key's lease
 	// unregistered: the last registration failed (logged once).
 	unregistered bool
+	// nameTaken is when registrations began to find the replica's name
+	// on another live lease (replica.ErrNameTaken); zero otherwise.
+	nameTaken time.Time
 	// switchTo is a switchover asked for (switchover.go); paused, while
 	// it hands over, makes the API answer 503; switchNote is its last
 	// outcome.
@@ -274,14 +277,21 @@ func (n *haNode) run(ctx context.Context) (err error) {
 	}()
 	ticker := time.NewTicker(n.tick)
 	defer ticker.Stop()
-	n.register(ctx)
+	if err := n.register(ctx); err != nil {
+		return err
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C:
 			if n.gone == nil {
-				n.register(ctx)
+				if err := n.register(ctx); err != nil {
+					return err
+				}
+			}
+			if !n.nameTaken.IsZero() {
+				continue // takes no role while another replica may hold its name
 			}
 			if err := n.perform(n.node.Tick(n.deps.clock(), n.followers())); err != nil {
 				return err
@@ -318,23 +328,46 @@ func (n *haNode) lose() error {
 	return n.perform(n.node.Lost(n.node.Holding()))
 }
 
+// nameWaitFloor is the least a replica waits for its name to be free
+// (register): etcd grants no lease shorter than 1.5 of its election
+// timeouts, whatever --lease-ttl asks.
+const nameWaitFloor = 5 * time.Second
+
 // register puts the member key (again) on the replica's lease; a failure
-// is retried at the next tick, and logged once until it succeeds.
-func (n *haNode) register(ctx context.Context) {
+// is retried at the next tick, and logged once until it succeeds. A name
+// another lease holds is waited for, the replica taking no role meanwhile:
+// the key of this replica's own process before a kill -9 goes within a
+// lease TTL; one still held after three (and nameWaitFloor) is another
+// live replica started with the same --replica, and the error ends this
+// one (two replicas of one name would stand for each other in the sync set
+// and the router).
+func (n *haNode) register(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(ctx, n.tick)
 	defer cancel()
 	gone, err := n.coord.Register(rctx, n.member)
+	if errors.Is(err, replica.ErrNameTaken) {
+		if n.nameTaken.IsZero() {
+			n.nameTaken = time.Now()
+			n.log.Warn("another live replica holds this replica's name in etcd; waiting a lease TTL for it to go (a process of this replica killed just before) before giving up", "err", err)
+		}
+		if time.Since(n.nameTaken) > max(3*n.opts.replica.leaseTTL, nameWaitFloor) {
+			return fmt.Errorf("%w: give each replica of a set its own --replica name", err)
+		}
+		return nil
+	}
+	n.nameTaken = time.Time{}
 	if err != nil {
 		if !n.unregistered {
 			n.log.Warn("registering the member key in etcd failed; retrying at every tick", "err", err)
 		}
 		n.unregistered = true
-		return
+		return nil
 	}
 	if n.unregistered {
 		n.log.Info("member key registered in etcd again")
 	}
 	n.gone, n.unregistered = gone, false
+	return nil
 }
 
 // perform does actions in order, and those their results give.

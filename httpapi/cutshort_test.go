@@ -1,0 +1,64 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/seckill/seckill/actors"
+)
+
+// TestCampaignPUTCutShort: a campaign PUT whose disk fills after one of
+// its three SKUs was defined is not answered as if nothing was done (503
+// UNAVAILABLE): it is 504 RESULT_UNKNOWN with the campaign's URL and a
+// detail saying it is partly defined and how to finish it, and the
+// definition stays pending in the data dir for the next start to finish.
+// The PUT repeated on a disk with room defines the rest and removes it.
+func TestCampaignPUTCutShort(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	faults := &faultEngine{}
+	ts := startServer(t, serverOptions{dir: dir, faults: faults})
+	pending := func() int {
+		m, err := filepath.Glob(filepath.Join(dir, "pending-define-*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(m)
+	}
+	var defines atomic.Int64
+	full := fmt.Errorf("%w: cut/b: wal: fsync failed: %w", actors.ErrUnavailable, syscall.ENOSPC)
+	faults.setHooks(hooks{before: func(ctx context.Context, c engineCall) error {
+		if c.kind == kindDefine && defines.Add(1) == 2 {
+			return full
+		}
+		return nil
+	}})
+	body := campaign("cut", "15m", map[string]int{"a": 5, "b": 5, "c": 5})
+	r := ts.admin(http.MethodPut, "/admin/campaigns/cut", body)
+	want(t, r, http.StatusGatewayTimeout, "RESULT_UNKNOWN")
+	if r.str("status_url") != "/admin/campaigns/cut" || !strings.Contains(r.str("detail"), "partly defined: 1 of 3 SKUs") ||
+		!strings.Contains(r.str("detail"), "repeat this PUT") {
+		t.Fatalf("a PUT cut short: %v, want the campaign's URL and a detail saying it is partly defined and how to finish", r)
+	}
+	if n := pending(); n != 1 {
+		t.Fatalf("%d pending files after a PUT cut short, want 1 for the next start", n)
+	}
+	if got := ts.admin(http.MethodGet, "/admin/campaigns/cut", nil); len(got.body["skus"].([]any)) != 1 {
+		t.Fatalf("GET after a PUT cut short: %v, want its 1 SKU defined", got)
+	}
+	faults.setHooks(hooks{})
+	r = ts.admin(http.MethodPut, "/admin/campaigns/cut", body)
+	want(t, r, http.StatusOK, "")
+	if skus := r.body["skus"].([]any); len(skus) != 3 {
+		t.Fatalf("the PUT repeated: %v, want 3 SKUs", r)
+	}
+	if n := pending(); n != 0 {
+		t.Fatalf("%d pending files once the repeated PUT finished the campaign, want 0", n)
+	}
+}
