@@ -20,12 +20,14 @@ type Primaries struct {
 	mu      sync.RWMutex
 	leaders map[string]string            // by set: the leader key's name
 	members map[string]map[string]Member // by set, by replica
+	changed chan struct{}                // closed (and replaced) when the table changes
 }
 
 // NewPrimaries returns an empty table for the sets under prefix; Follow
 // fills it.
 func NewPrimaries(prefix string) *Primaries {
-	return &Primaries{sets: SetsKey(prefix), leaders: map[string]string{}, members: map[string]map[string]Member{}}
+	return &Primaries{sets: SetsKey(prefix), leaders: map[string]string{}, members: map[string]map[string]Member{},
+		changed: make(chan struct{})}
 }
 
 // Primary returns set's primary and its member key ("" and a zero
@@ -43,6 +45,21 @@ func (p *Primaries) Known(set string) bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return p.leaders[set] != "" || len(p.members[set]) > 0
+}
+
+// Changed returns a channel closed at the table's next change: a caller
+// that found a set without a reachable primary waits on it for the next
+// one (taken before it looks, so that no change falls between).
+func (p *Primaries) Changed() <-chan struct{} {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.changed
+}
+
+// changedLocked wakes the waiters of Changed.
+func (p *Primaries) changedLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
 }
 
 // Follow reads every set's keys and then applies their changes as etcd
@@ -78,6 +95,7 @@ func (p *Primaries) load(ctx context.Context, c *clientv3.Client) (int64, error)
 	for _, kv := range resp.Kvs {
 		p.applyLocked(kv, false)
 	}
+	p.changedLocked()
 	return resp.Header.Revision, nil
 }
 
@@ -92,6 +110,7 @@ func (p *Primaries) watch(ctx context.Context, c *clientv3.Client, from int64) e
 		for _, ev := range resp.Events {
 			p.applyLocked(ev.Kv, ev.Type == clientv3.EventTypeDelete)
 		}
+		p.changedLocked()
 		p.mu.Unlock()
 	}
 	return ctx.Err()

@@ -129,21 +129,25 @@ type router struct {
 	routes atomic.Pointer[cells.Routes]
 	// static is each cell's --cells address; a cell that is a replica
 	// set (replicas.go) is sent to its primary instead.
-	static      map[string]*fasthttp.HostClient
-	primaries   *replica.Primaries
-	byAddr      sync.Map // host:port → *fasthttp.HostClient, of the primaries
-	order       []string
-	defaultCell string
-	timeout     time.Duration
-	local       *localCells
-	log         *slog.Logger // a request that panicked (recovered)
+	static    map[string]*fasthttp.HostClient
+	primaries *replica.Primaries
+	byAddr    sync.Map // host:port → *fasthttp.HostClient, of the primaries
+	// failoverWaits holds a token per request waiting for its set's next
+	// primary (failover.go).
+	failoverWaits chan struct{}
+	order         []string
+	defaultCell   string
+	timeout       time.Duration
+	local         *localCells
+	log           *slog.Logger // a request that panicked (recovered)
 }
 
 // newRouter builds the router of o's --cells over the ledger l; its
 // routes are empty until stored.
 func newRouter(o options, l *ledger.Ledger) (*router, error) {
 	r := &router{static: map[string]*fasthttp.HostClient{}, timeout: o.timeout, local: newLocalCells(l),
-		primaries: replica.NewPrimaries(o.prefix), log: slog.New(slog.DiscardHandler)}
+		primaries: replica.NewPrimaries(o.prefix), failoverWaits: make(chan struct{}, maxFailoverWaits),
+		log: slog.New(slog.DiscardHandler)}
 	order, addrs, err := cells.ParseAddrs(o.cells)
 	if err != nil {
 		return nil, err

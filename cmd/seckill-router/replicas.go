@@ -22,7 +22,9 @@ import (
 // answering is answered 504 RESULT_UNKNOWN with its lookup URL
 // (unanswered.go). A 503 UNAVAILABLE with Retry-After (nothing applied:
 // a primary defining its campaigns) is sent again after that wait while
-// the request has time for it (unavailable.go).
+// the request has time for it (unavailable.go), and a request not sent
+// while the set is between primaries is sent to the next one
+// (failover.go).
 
 // newClient is the router's client of one seckilld address.
 func (r *router) newClient(addr string) *fasthttp.HostClient {
@@ -60,11 +62,18 @@ func hostPort(url string) string {
 // do sends req to cell and reads its answer into resp, all within the
 // router's --timeout: a 503 UNAVAILABLE with Retry-After (nothing was
 // applied) is sent again after that wait while the wait leaves the retry
-// time enough (retryUnavailable).
+// time enough (retryUnavailable), and a request a replica set between
+// primaries was not sent is sent again once the table changes
+// (awaitPrimary, failover.go).
 func (r *router) do(cell string, req *fasthttp.Request, resp *fasthttp.Response) error {
 	deadline := time.Now().Add(r.timeout)
 	for {
+		changed := r.primaries.Changed()
 		if err := r.attempt(cell, req, resp, time.Until(deadline)); err != nil {
+			if r.awaitPrimary(cell, err, changed, deadline) {
+				resp.Reset()
+				continue
+			}
 			return err
 		}
 		wait, ok := retryUnavailable(resp, time.Until(deadline), r.timeout)
