@@ -67,10 +67,12 @@ func hostPort(url string) string {
 // (awaitPrimary, failover.go).
 func (r *router) do(cell string, req *fasthttp.Request, resp *fasthttp.Response) error {
 	deadline := time.Now().Add(r.timeout)
+	held := false
+	defer func() { r.releaseWait(held) }()
 	for {
 		changed := r.primaries.Changed()
 		if err := r.attempt(cell, req, resp, time.Until(deadline)); err != nil {
-			if r.awaitPrimary(cell, err, changed, deadline) {
+			if r.awaitPrimary(cell, err, changed, deadline, &held) {
 				resp.Reset()
 				continue
 			}
