@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,8 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/valyala/fasthttp"
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/cells"
@@ -52,18 +49,7 @@ func TestUnavailableIsRetriedWithinTheTimeout(t *testing.T) {
 		r.routes.Store(cells.NewRoutes([]cells.Published{{Definition: sku.Definition{CampaignID: "demo", SKUID: "s"}, Map: m}}))
 		return r
 	}
-	reserve := func(r *router) (int, string, map[string]any) {
-		t.Helper()
-		var c fasthttp.RequestCtx
-		c.Request.Header.SetMethod("POST")
-		c.Request.SetRequestURI("/v1/campaigns/demo/skus/s/reservations")
-		c.Request.SetHost("router")
-		c.Request.SetBodyString(`{"user_id":"u1","request_id":"r1"}`)
-		r.handle(&c)
-		var body map[string]any
-		json.Unmarshal(c.Response.Body(), &body)
-		return c.Response.StatusCode(), string(c.Response.Header.Peek("Retry-After")), body
-	}
+	reserve := func(r *router) (int, string, map[string]any) { return reserveThrough(t, r, "s") }
 
 	// Time for a retry after Retry-After: the buyer never sees the 503.
 	starting.Store(1)
