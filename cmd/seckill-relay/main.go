@@ -15,8 +15,10 @@
 // the feed's answer on stderr, when the feed refuses the relay and a retry
 // would be refused again (relay.FeedError: 401 the admin token, 404 the
 // campaign, or a --feed path under which no seckilld serves, 410 CURSOR_COMPACTED, 409 CURSOR_DIVERGED, 400 such as
-// CAMPAIGN_FEED_TOO_WIDE, 414, 431), or when JetStream refuses the stream
-// for good (relay.ErrSinkRefused); any other error (the feed or NATS
+// CAMPAIGN_FEED_TOO_WIDE, 414, 431), when it no longer holds the first
+// records of a SKU the stream holds nothing of (relay.GapError: snapshots
+// truncated its log before the relay started), or when JetStream refuses
+// the stream for good (relay.ErrSinkRefused); any other error (the feed or NATS
 // unreachable) is retried after 1 s. The stream is
 // created only once the feed has answered, so a refused relay leaves none
 // behind. SIGTERM or SIGINT stops it (exit 0) once the batch it is
