@@ -166,7 +166,10 @@ func (s *JetStreamSource) open(ctx context.Context, after uint64) error {
 	if err != nil {
 		return err
 	}
-	if first := stream.CachedInfo().State.FirstSeq; after > 0 && first > after+1 {
+	// A new consumer (after 0) of a stream whose limits deleted its first
+	// messages would start at the first one left and never learn the
+	// sales before it: refused as a saved cursor's is.
+	if first := stream.CachedInfo().State.FirstSeq; first > after+1 {
 		return fmt.Errorf("%w: stream %s starts at message %d; the next to apply, %d, is gone (its limits deleted it)", ErrPosition, s.Stream, first, after+1)
 	}
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
