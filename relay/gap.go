@@ -3,7 +3,6 @@ package relay
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -41,14 +40,16 @@ func (e *GapError) Is(target error) bool { return target == ErrCompacted }
 // its log did. Its positions are the cursor's (history -> the id of its
 // last event); owner maps the histories met to their SKUs.
 type startChecker struct {
-	// off: the types relayed leave seckill.sku.defined out, so a SKU's
-	// first event relayed is rightly past record 1.
+	// off: Config.Types chose the types relayed, so a SKU's first event
+	// relayed may rightly be past its first record, whatever that record
+	// is (the feed's default types leave out only REJECTED, which never
+	// comes first: a SKU's log starts with its definition).
 	off   bool
 	owner map[string]string
 }
 
 func newStartChecker(types []string) *startChecker {
-	return &startChecker{off: len(types) > 0 && !slices.Contains(types, "seckill.sku.defined"), owner: map[string]string{}}
+	return &startChecker{off: len(types) > 0, owner: map[string]string{}}
 }
 
 // check is called for each event before it enters positions. A SKU the
