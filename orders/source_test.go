@@ -3,6 +3,8 @@ package orders_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,7 +42,7 @@ func TestJetStreamSourceRefusesAStreamMissingItsStart(t *testing.T) {
 	}
 	src := &orders.JetStreamSource{Conn: nc, Stream: "CUT", Limit: 10, Wait: 100 * time.Millisecond}
 	defer src.Close()
-	if events, next, err := src.Next(ctx, ""); err != nil || len(events) != 3 || next != "3" {
+	if events, next, err := src.Next(ctx, ""); err != nil || len(events) != 3 || !strings.HasPrefix(next, "3@") {
 		t.Fatalf("a whole stream: %d events, next %q, %v", len(events), next, err)
 	}
 	if err := stream.Purge(ctx, jetstream.WithPurgeSequence(3)); err != nil { // messages 1 and 2 deleted
@@ -55,5 +57,58 @@ func TestJetStreamSourceRefusesAStreamMissingItsStart(t *testing.T) {
 	}
 	if _, _, err := fresh.Next(ctx, "1"); !errors.Is(err, orders.ErrPosition) {
 		t.Fatalf("a cursor whose next message is gone: %v", err)
+	}
+}
+
+// A stream deleted and created again under its name numbers other
+// messages from 1: a consumer's cursor into the old one is refused
+// (ErrPosition), instead of going on at its sequence in the new one and
+// skipping the messages before it. A bare sequence (a cursor saved
+// without the stream's creation) is still read as of the stream there is.
+func TestJetStreamSourceRefusesARecreatedStream(t *testing.T) {
+	nc := natstest.Start(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	fill := func(n int) {
+		t.Helper()
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "AGAIN", Subjects: []string{"again.>"}}); err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= n; i++ {
+			event := fmt.Sprintf(`{"specversion":"1.0","id":"0123456789abcdef-%d","source":"/seckill/c/s","type":"seckill.sku.defined","seckillindex":%d}`, i, i)
+			if _, err := js.Publish(ctx, "again.events", []byte(event)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	fill(3)
+	src := &orders.JetStreamSource{Conn: nc, Stream: "AGAIN", Limit: 2, Wait: 100 * time.Millisecond}
+	defer src.Close()
+	_, cursor, err := src.Next(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Close()
+	if err := js.DeleteStream(ctx, "AGAIN"); err != nil {
+		t.Fatal(err)
+	}
+	fill(5)
+	events, _, err := src.Next(ctx, cursor)
+	t.Logf("%v", err)
+	if !errors.Is(err, orders.ErrPosition) || len(events) != 0 || !strings.Contains(err.Error(), "order_cursors") {
+		t.Fatalf("cursor %s of the deleted stream read %d events of the new one, %v; want ErrPosition", cursor, len(events), err)
+	}
+	fresh := &orders.JetStreamSource{Conn: nc, Stream: "AGAIN", Limit: 10, Wait: 100 * time.Millisecond}
+	defer fresh.Close()
+	if events, next, err := fresh.Next(ctx, "2"); err != nil || len(events) != 3 || events[0].SeckillIndex != 3 || !strings.HasPrefix(next, "5@") {
+		t.Fatalf("a bare sequence: %d events, next %q, %v", len(events), next, err)
+	}
+	for _, bad := range []string{"x", "2@", "2@x", "2@0", "@5"} {
+		if _, _, err := fresh.Next(ctx, bad); !errors.Is(err, orders.ErrPosition) {
+			t.Fatalf("cursor %q: %v", bad, err)
+		}
 	}
 }
