@@ -31,8 +31,9 @@ func TestRelayRefusesASKUWhoseFirstRecordsAreGone(t *testing.T) {
 	t.Cleanup(func() { e.Close() })
 	base := httpapitest.Serve(t, httpapi.Config{Engine: e, Feed: feed.New(e), AdminToken: token, Logger: quiet})
 	deadline := time.Now().Add(time.Minute)
-	for i := 0; ; i += 20 {
-		load(t, base, i, i+20) // snapshots are written, and the logs truncated, behind the sale
+	sold := 0
+	for ; ; sold += 20 {
+		load(t, base, sold, sold+20) // snapshots are written, and the logs truncated, behind the sale
 		a := do(t, http.MethodGet, base+"/admin/campaigns/rl/skus/a.1/events?limit=1", nil, true)
 		b := do(t, http.MethodGet, base+"/admin/campaigns/rl/skus/b/events?limit=1", nil, true)
 		if a["first_index"].(float64) > 1 && b["first_index"].(float64) > 1 {
@@ -72,7 +73,8 @@ func TestRelayRefusesASKUWhoseFirstRecordsAreGone(t *testing.T) {
 		done <- relay.Run(ctx, relay.Config{FeedURL: base, AdminToken: token, CampaignID: "rl", Types: []string{"seckill.reservation.paid"},
 			Wait: time.Second, RetryAfter: 10 * time.Millisecond, Logger: quiet}, sink)
 	}()
-	for {
+	load(t, base, sold+20, sold+30) // payments, whatever the truncated logs still hold
+	for deadline := time.Now().Add(time.Minute); ; {
 		st, err := js.Stream(context.Background(), "SECKILL_PAID")
 		if err == nil {
 			if info, _ := st.Info(context.Background()); info.State.Msgs > 0 {
@@ -83,6 +85,9 @@ func TestRelayRefusesASKUWhoseFirstRecordsAreGone(t *testing.T) {
 		case err := <-done:
 			t.Fatalf("the relay of payments stopped: %v", err)
 		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the relay of payments stored nothing within a minute")
 		}
 	}
 	stop()
