@@ -130,6 +130,11 @@ func ParseCampaignCursor(cursor string) (map[string]string, error) {
 	if cursor == "" {
 		return positions, nil
 	}
+	if _, _, err := parseCursor(cursor); err == nil { // never a campaign cursor: version 1 starts with "A", version 0 with "ey"
+		return nil, fmt.Errorf("malformed campaign cursor: %q is an event id, which resumes one SKU's feed "+
+			"(/admin/campaigns/{c}/skus/{s}/events); the campaign's feed resumes from a campaign cursor: a page's next_cursor, "+
+			"the id: of its stream, or feed.CampaignCursor of the events' ids", cursor)
+	}
 	b, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err != nil {
 		return nil, fmt.Errorf("malformed campaign cursor: %v", err)

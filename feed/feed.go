@@ -171,6 +171,10 @@ func (f *Feed) Open(campaignID, skuID, cursor string, p Params) (*Reader, error)
 // seek moves an opened reader past cursor (an event id of its SKU).
 func (r *Reader) seek(cursor string) error {
 	h, index, err := parseCursor(cursor)
+	if positions, cerr := ParseCampaignCursor(cursor); err != nil && cerr == nil && len(positions) > 0 {
+		return &BadCursorError{Detail: fmt.Sprintf("malformed cursor %q: a campaign cursor (of /admin/campaigns/{c}/events); "+
+			"a SKU's feed resumes after an event id, <16 hex digits>-<index>", cursor)}
+	}
 	if err != nil {
 		return &BadCursorError{Detail: err.Error()}
 	}

@@ -222,6 +222,14 @@ func TestOpenErrors(t *testing.T) {
 	if _, err := f.Open("c", "s", theirs, Params{}); !errors.As(err, &bad) {
 		t.Errorf("another SKU's cursor: %v", err)
 	}
+	// Each feed's cursor given to the other is named as such.
+	mine := eventID(RootHistory(s.def.IDKey), 1)
+	if _, err := f.Open("c", "s", CampaignCursor(map[string]string{"s": mine}), Params{}); !errors.As(err, &bad) || !strings.Contains(bad.Detail, "a campaign cursor") {
+		t.Errorf("a campaign cursor on a SKU's feed: %v", err)
+	}
+	if _, err := f.OpenCampaign("c", mine, Params{}); !errors.As(err, &bad) || !strings.Contains(bad.Detail, "is an event id") {
+		t.Errorf("an event id on a campaign's feed: %v", err)
+	}
 	if _, err := f.Open("c", "nope", "", Params{}); !errors.Is(err, ErrUnknownSKU) {
 		t.Errorf("unknown SKU: %v", err)
 	}

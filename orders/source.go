@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -82,8 +83,15 @@ func (f *FeedSource) Next(ctx context.Context, cursor string) ([]client.Event, s
 
 // JetStreamSource reads the stream seckill-relay fills with one
 // campaign's events (or one cell's share of them: relay.CellStream); the
-// cursor is the stream sequence of the last message applied. A stream
-// not created yet is ErrNotDefined while nothing was read from it.
+// cursor is "<sequence>@<created>": the stream sequence of the last
+// message applied and the stream's creation time (Unix nanoseconds). A
+// stream deleted and created again under the same name numbers its
+// messages from 1 again, in another order (the relay fills it from the
+// feed anew), so a sequence of the old stream names nothing in it: a
+// cursor of another creation is ErrPosition. (A cursor of a bare sequence,
+// as saved before the creation was part of it, is taken as of the stream
+// there is.) A stream not created yet is ErrNotDefined while nothing was
+// read from it.
 type JetStreamSource struct {
 	Conn   *nats.Conn
 	Stream string
@@ -91,8 +99,9 @@ type JetStreamSource struct {
 	Limit int
 	Wait  time.Duration
 
-	it  jetstream.MessagesContext // open from seq, nil when none
-	seq uint64                    // the sequence of the last message taken from it
+	it      jetstream.MessagesContext // open from seq, nil when none
+	seq     uint64                    // the sequence of the last message taken from it
+	created int64                     // the stream's creation (Unix ns) when it was opened
 }
 
 // Name is "jetstream:<stream>".
@@ -101,15 +110,12 @@ func (s *JetStreamSource) Name() string { return "jetstream:" + s.Stream }
 // Next takes the messages after sequence cursor: the first waits up to
 // Wait, the rest only as long as they come at once, up to Limit.
 func (s *JetStreamSource) Next(ctx context.Context, cursor string) ([]client.Event, string, error) {
-	after := uint64(0)
-	if cursor != "" {
-		var err error
-		if after, err = strconv.ParseUint(cursor, 10, 64); err != nil {
-			return nil, cursor, fmt.Errorf("%w: cursor %q is not a stream sequence", ErrPosition, cursor)
-		}
+	after, created, err := parseStreamCursor(cursor)
+	if err != nil {
+		return nil, cursor, err
 	}
-	if s.it == nil || s.seq != after {
-		if err := s.open(ctx, after); err != nil {
+	if s.it == nil || s.seq != after || created != 0 && created != s.created {
+		if err := s.open(ctx, after, created); err != nil {
 			return nil, cursor, err
 		}
 	}
@@ -145,11 +151,29 @@ func (s *JetStreamSource) Next(ctx context.Context, cursor string) ([]client.Eve
 	if len(events) == 0 {
 		return nil, cursor, nil
 	}
-	return events, strconv.FormatUint(s.seq, 10), nil
+	return events, strconv.FormatUint(s.seq, 10) + "@" + strconv.FormatInt(s.created, 10), nil
 }
 
-// open starts an ordered consumer at the message after sequence after.
-func (s *JetStreamSource) open(ctx context.Context, after uint64) error {
+// parseStreamCursor reads "<sequence>@<created>" or a bare sequence
+// (created 0: not checked); "" is the start of the stream.
+func parseStreamCursor(cursor string) (after uint64, created int64, err error) {
+	if cursor == "" {
+		return 0, 0, nil
+	}
+	seq, at, withCreated := strings.Cut(cursor, "@")
+	after, err = strconv.ParseUint(seq, 10, 64)
+	if err == nil && withCreated {
+		created, err = strconv.ParseInt(at, 10, 64)
+	}
+	if err != nil || withCreated && created <= 0 {
+		return 0, 0, fmt.Errorf("%w: cursor %q is not a stream position (<sequence>@<created>)", ErrPosition, cursor)
+	}
+	return after, created, nil
+}
+
+// open starts an ordered consumer at the message after sequence after, of
+// the stream created at created (Unix ns; 0: whichever there is).
+func (s *JetStreamSource) open(ctx context.Context, after uint64, created int64) error {
 	s.close()
 	js, err := jetstream.New(s.Conn)
 	if err != nil {
@@ -166,7 +190,17 @@ func (s *JetStreamSource) open(ctx context.Context, after uint64) error {
 	if err != nil {
 		return err
 	}
-	if first := stream.CachedInfo().State.FirstSeq; after > 0 && first > after+1 {
+	// A new consumer (after 0) of a stream whose limits deleted its first
+	// messages would start at the first one left and never learn the
+	// sales before it: refused as a saved cursor's is.
+	info := stream.CachedInfo()
+	if at := info.Created.UnixNano(); created != 0 && at != created {
+		return fmt.Errorf("%w: stream %s was created at %s, and the cursor (message %d) counts the messages of a stream created at %s: "+
+			"a stream deleted and created again numbers other messages from 1; to read the new one from its start "+
+			"(the events already applied are skipped by id), delete this consumer's cursor: DELETE FROM order_cursors WHERE consumer = '%s'",
+			ErrPosition, s.Stream, info.Created.UTC().Format(time.RFC3339Nano), after, time.Unix(0, created).UTC().Format(time.RFC3339Nano), s.Name())
+	}
+	if first := info.State.FirstSeq; first > after+1 {
 		return fmt.Errorf("%w: stream %s starts at message %d; the next to apply, %d, is gone (its limits deleted it)", ErrPosition, s.Stream, first, after+1)
 	}
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
@@ -178,7 +212,7 @@ func (s *JetStreamSource) open(ctx context.Context, after uint64) error {
 	if err != nil {
 		return err
 	}
-	s.it, s.seq = it, after
+	s.it, s.seq, s.created = it, after, info.Created.UnixNano()
 	return nil
 }
 

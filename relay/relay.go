@@ -212,8 +212,9 @@ const healthzTimeout = 5 * time.Second
 // Run relays until ctx is done (a batch being published is first stored
 // and acknowledged, within 30 s; it then logs "relay: stopped" with what
 // it did and returns ctx.Err()) or the feed refuses the relay (a
-// *FeedError, errors.Is ErrFeed) or the sink does for good (an error
-// wrapping ErrSinkRefused). Any other error (the feed unreachable,
+// *FeedError, errors.Is ErrFeed), no longer holds the first records of a
+// SKU the sink holds nothing of (a *GapError, errors.Is ErrCompacted), or
+// the sink refuses for good (an error wrapping ErrSinkRefused). Any other error (the feed unreachable,
 // a publish that failed) is logged, and the relay resumes from the sink
 // after RetryAfter.
 func Run(ctx context.Context, cfg Config, sink Sink) error {
@@ -229,7 +230,7 @@ func Run(ctx context.Context, cfg Config, sink Sink) error {
 			cfg.Logger.Info("relay: stopped", "campaign", cfg.CampaignID, "cursor", p.cursor, "relayed", p.relayed)
 			return ctx.Err()
 		}
-		if errors.Is(err, ErrFeed) || errors.Is(err, ErrSinkRefused) {
+		if errors.Is(err, ErrFeed) || errors.Is(err, ErrSinkRefused) || errors.Is(err, ErrCompacted) {
 			return err
 		}
 		cfg.Logger.Warn("relay: resuming from the sink after an error", "err", err, "after", cfg.RetryAfter)
@@ -274,6 +275,7 @@ func relayOnce(ctx context.Context, c *client.Client, cfg *Config, sink Sink, p 
 	}
 	p.cursor = cursor
 	cfg.Logger.Info("relay: resuming", "campaign", cfg.CampaignID, "cursor", cursor)
+	starts := newStartChecker(cfg.Types)
 	for opened := false; ; {
 		page, err := c.Feed(ctx, client.FeedRequest{CampaignID: cfg.CampaignID, After: cursor, Limit: cfg.Limit, Wait: cfg.Wait, Types: cfg.Types})
 		if refused := feedRefusal(ctx, err, cfg); refused != nil {
@@ -282,15 +284,15 @@ func relayOnce(ctx context.Context, c *client.Client, cfg *Config, sink Sink, p 
 		if err != nil {
 			return fmt.Errorf("feed: %w", err)
 		}
+		msgs, err := messages(page, cursor, starts)
+		if err != nil {
+			return err
+		}
 		if !opened {
 			if err := sink.Open(ctx); err != nil {
 				return fmt.Errorf("open: %w", err)
 			}
 			opened = true
-		}
-		msgs, err := messages(page, cursor)
-		if err != nil {
-			return err
 		}
 		if len(msgs) > 0 {
 			// A stop lets the batch in flight be stored and acknowledged
@@ -310,8 +312,9 @@ func relayOnce(ctx context.Context, c *client.Client, cfg *Config, sink Sink, p 
 }
 
 // messages turns a page into messages, each with the campaign cursor as
-// of it (the cursor before the page, advanced event by event).
-func messages(page *client.FeedPage, cursor string) ([]Message, error) {
+// of it (the cursor before the page, advanced event by event); a SKU
+// whose first records the feed no longer holds is a *GapError (starts).
+func messages(page *client.FeedPage, cursor string, starts *startChecker) ([]Message, error) {
 	positions, err := feed.ParseCampaignCursor(cursor)
 	if err != nil {
 		return nil, err
@@ -321,6 +324,9 @@ func messages(page *client.FeedPage, cursor string) ([]Message, error) {
 		parts := strings.Split(h.Source, "/") // /seckill/{campaign}/{sku}
 		if len(parts) != 4 || h.ID == "" || h.Type == "" {
 			return nil, fmt.Errorf("feed: event without id, type or source /seckill/{campaign}/{sku}: %s", h.Raw)
+		}
+		if err := starts.check(positions, parts[3], h.ID, h.SeckillIndex); err != nil {
+			return nil, err
 		}
 		history, _, _ := strings.Cut(h.ID, "-")
 		positions[history] = h.ID // ParseCampaignCursor keys positions by history

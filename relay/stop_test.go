@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/seckill/seckill/internal/lockedbuf"
 	"github.com/seckill/seckill/internal/natstest"
 	"github.com/seckill/seckill/relay"
 )
@@ -191,6 +193,60 @@ func TestRelayStopsWhenTheSinkRefusesForGood(t *testing.T) {
 		cancel()
 		if !errors.Is(err, relay.ErrSinkRefused) || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("stream %s: Run returned %v, want ErrSinkRefused saying %q", c.stream, err, c.says)
+		}
+	}
+}
+
+// A relay started before its NATS server (a deployment starts them in any
+// order) waits for it, retrying as it does every error but a refusal,
+// instead of exiting 1 at its first connection attempt, and then relays
+// every event.
+func TestRelayProcessWaitsForNATS(t *testing.T) {
+	bin := relayBinary(t)
+	base := startSeckill(t)
+	load(t, base, 0, 10)
+	want := feedIDs(t, base)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(bin, "--feed", base, "--admin-token", token, "--nats", fmt.Sprintf("nats://127.0.0.1:%d", port),
+		"--stream", "SECKILL_LATE", "--campaign", "rl", "--wait", "1s")
+	stderr := &lockedbuf.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer cmd.Process.Kill()
+	for !strings.Contains(stderr.String(), "relay: resuming from the sink after an error") { // it tried NATS, and goes on
+		select {
+		case err := <-exited:
+			t.Fatalf("the relay exited without NATS: %v\n%s", err, stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	nc := natstest.StartOn(t, port)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; {
+		if st, err := js.Stream(context.Background(), "SECKILL_LATE"); err == nil {
+			if info, err := st.Info(context.Background()); err == nil && info.State.Msgs == uint64(len(want)) {
+				return
+			}
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the relay exited: %v\n%s", err, stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream did not get the %d events within a minute once NATS ran\n%s", len(want), stderr.String())
 		}
 	}
 }

@@ -25,8 +25,9 @@
 // stopped by a signal, 1 the source refused the position (the feed's 409
 // CURSOR_DIVERGED, a 400 such as CAMPAIGN_FEED_TOO_WIDE, a 401 or 404, a
 // stream that no longer holds the next message: an operator acts) or a
-// start-up failure, 2 bad flags. Anything else (seckilld, NATS or
-// PostgreSQL unreachable) is retried from the cursor saved in PostgreSQL.
+// start-up failure (PostgreSQL unreachable for the schema migration), 2
+// bad flags. Anything else (seckilld, NATS or PostgreSQL unreachable; NATS
+// also at the start) is retried from the cursor saved in PostgreSQL.
 package main
 
 import (
@@ -162,7 +163,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cluster *orders.Cells
 	var nc *nats.Conn
 	if *natsURL != "" {
-		if nc, err = nats.Connect(*natsURL, nats.Name("seckill-orders "+*stream), nats.MaxReconnects(-1)); err != nil {
+		// A NATS server not up yet is waited for (the source's errors are
+		// retried), as one that goes away later is.
+		if nc, err = nats.Connect(*natsURL, nats.Name("seckill-orders "+*stream), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true)); err != nil {
 			return fmt.Errorf("connecting to %s: %w", *natsURL, err)
 		}
 		defer nc.Close()

@@ -15,9 +15,11 @@
 // the feed's answer on stderr, when the feed refuses the relay and a retry
 // would be refused again (relay.FeedError: 401 the admin token, 404 the
 // campaign, or a --feed path under which no seckilld serves, 410 CURSOR_COMPACTED, 409 CURSOR_DIVERGED, 400 such as
-// CAMPAIGN_FEED_TOO_WIDE, 414, 431), or when JetStream refuses the stream
-// for good (relay.ErrSinkRefused); any other error (the feed or NATS
-// unreachable) is retried after 1 s. The stream is
+// CAMPAIGN_FEED_TOO_WIDE, 414, 431), when it no longer holds the first
+// records of a SKU the stream holds nothing of (relay.GapError: snapshots
+// truncated its log before the relay started), or when JetStream refuses
+// the stream for good (relay.ErrSinkRefused); any other error (the feed or NATS
+// unreachable, also at the start) is retried after 1 s. The stream is
 // created only once the feed has answered, so a refused relay leaves none
 // behind. SIGTERM or SIGINT stops it (exit 0) once the batch it is
 // publishing, if any, is acknowledged, logging the cursor the stream holds
@@ -112,7 +114,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: unexpected arguments: %v", errUsage, fs.Args())
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
-	nc, err := nats.Connect(*natsURL, nats.Name("seckill-relay "+*campaign), nats.MaxReconnects(-1))
+	// A NATS server not up yet is waited for (the relay's errors are
+	// retried), as one that goes away later is.
+	nc, err := nats.Connect(*natsURL, nats.Name("seckill-relay "+*campaign), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true))
 	if err != nil {
 		return fmt.Errorf("connecting to %s: %w", *natsURL, err)
 	}

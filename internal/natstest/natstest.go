@@ -14,7 +14,14 @@ import (
 // a connection to it (closed when the test ends).
 func Start(t testing.TB) *nats.Conn {
 	t.Helper()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	return StartOn(t, -1)
+}
+
+// StartOn is Start on 127.0.0.1:port (-1: a free port), for a test that
+// starts a client before its server.
+func StartOn(t testing.TB, port int) *nats.Conn {
+	t.Helper()
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,114 @@
+package orders_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/seckill/seckill/internal/natstest"
+	"github.com/seckill/seckill/orders"
+)
+
+// A new consumer (no cursor) of a stream whose limits deleted its first
+// messages would start at the first one left and never learn the sales
+// before it: the source refuses the position, as it does for a saved
+// cursor whose next message is gone.
+func TestJetStreamSourceRefusesAStreamMissingItsStart(t *testing.T) {
+	nc := natstest.Start(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "CUT", Subjects: []string{"cut.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := &orders.JetStreamSource{Conn: nc, Stream: "CUT", Limit: 10, Wait: 100 * time.Millisecond}
+	defer empty.Close()
+	if events, next, err := empty.Next(ctx, ""); err != nil || len(events) != 0 || next != "" {
+		t.Fatalf("a stream with no message yet: %d events, next %q, %v", len(events), next, err)
+	}
+	event := []byte(`{"specversion":"1.0","id":"0123456789abcdef-1","source":"/seckill/c/s","type":"seckill.sku.defined","seckillindex":1}`)
+	for range 3 {
+		if _, err := js.Publish(ctx, "cut.events", event); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := &orders.JetStreamSource{Conn: nc, Stream: "CUT", Limit: 10, Wait: 100 * time.Millisecond}
+	defer src.Close()
+	if events, next, err := src.Next(ctx, ""); err != nil || len(events) != 3 || !strings.HasPrefix(next, "3@") {
+		t.Fatalf("a whole stream: %d events, next %q, %v", len(events), next, err)
+	}
+	if err := stream.Purge(ctx, jetstream.WithPurgeSequence(3)); err != nil { // messages 1 and 2 deleted
+		t.Fatal(err)
+	}
+	fresh := &orders.JetStreamSource{Conn: nc, Stream: "CUT", Limit: 10, Wait: 100 * time.Millisecond}
+	defer fresh.Close()
+	events, _, err := fresh.Next(ctx, "")
+	t.Logf("%v", err)
+	if !errors.Is(err, orders.ErrPosition) || len(events) != 0 {
+		t.Fatalf("a new consumer of a stream that lost its first messages: %d events, %v; want ErrPosition", len(events), err)
+	}
+	if _, _, err := fresh.Next(ctx, "1"); !errors.Is(err, orders.ErrPosition) {
+		t.Fatalf("a cursor whose next message is gone: %v", err)
+	}
+}
+
+// A stream deleted and created again under its name numbers other
+// messages from 1: a consumer's cursor into the old one is refused
+// (ErrPosition), instead of going on at its sequence in the new one and
+// skipping the messages before it. A bare sequence (a cursor saved
+// without the stream's creation) is still read as of the stream there is.
+func TestJetStreamSourceRefusesARecreatedStream(t *testing.T) {
+	nc := natstest.Start(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	fill := func(n int) {
+		t.Helper()
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "AGAIN", Subjects: []string{"again.>"}}); err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= n; i++ {
+			event := fmt.Sprintf(`{"specversion":"1.0","id":"0123456789abcdef-%d","source":"/seckill/c/s","type":"seckill.sku.defined","seckillindex":%d}`, i, i)
+			if _, err := js.Publish(ctx, "again.events", []byte(event)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	fill(3)
+	src := &orders.JetStreamSource{Conn: nc, Stream: "AGAIN", Limit: 2, Wait: 100 * time.Millisecond}
+	defer src.Close()
+	_, cursor, err := src.Next(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Close()
+	if err := js.DeleteStream(ctx, "AGAIN"); err != nil {
+		t.Fatal(err)
+	}
+	fill(5)
+	events, _, err := src.Next(ctx, cursor)
+	t.Logf("%v", err)
+	if !errors.Is(err, orders.ErrPosition) || len(events) != 0 || !strings.Contains(err.Error(), "order_cursors") {
+		t.Fatalf("cursor %s of the deleted stream read %d events of the new one, %v; want ErrPosition", cursor, len(events), err)
+	}
+	fresh := &orders.JetStreamSource{Conn: nc, Stream: "AGAIN", Limit: 10, Wait: 100 * time.Millisecond}
+	defer fresh.Close()
+	if events, next, err := fresh.Next(ctx, "2"); err != nil || len(events) != 3 || events[0].SeckillIndex != 3 || !strings.HasPrefix(next, "5@") {
+		t.Fatalf("a bare sequence: %d events, next %q, %v", len(events), next, err)
+	}
+	for _, bad := range []string{"x", "2@", "2@x", "2@0", "@5"} {
+		if _, _, err := fresh.Next(ctx, bad); !errors.Is(err, orders.ErrPosition) {
+			t.Fatalf("cursor %q: %v", bad, err)
+		}
+	}
+}

@@ -1,0 +1,79 @@
+package relay
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Snapshots truncate a SKU's log, so the feed may no longer hold the first
+// records of a SKU the stream holds nothing of (a relay started, or its
+// stream emptied, after the truncation). The feed then starts that SKU at
+// its first retained record, and a stream filled from there would lack the
+// sales before it with nothing telling its consumers: the relay refuses
+// instead, as it refuses a cursor the feed compacted (410). A consumer of
+// the feed itself resynchronises such a SKU from its export; a stream
+// cannot carry an export.
+
+// ErrCompacted is what a *GapError is (errors.Is): Run stops on it.
+var ErrCompacted = errors.New("relay: the feed no longer holds a SKU's first records")
+
+// GapError names the SKU whose first records are gone from the feed before
+// the stream held any of its events.
+type GapError struct {
+	SKUID string
+	// FirstIndex is the log index of the SKU's first event the feed served.
+	FirstIndex uint64
+}
+
+func (e *GapError) Error() string {
+	return fmt.Sprintf("relay: the feed no longer holds the first records of SKU %q (its first event is record %d: "+
+		"snapshots truncated its log before the stream held any of its events), so the stream would lack the sales before it; "+
+		"relay a campaign before its logs are truncated (keep records for it with seckilld's --feed-retain-records or --feed-retain-age), "+
+		"or consume this campaign from the feed (seckill-orders --feed takes such a SKU from the export)", e.SKUID, e.FirstIndex)
+}
+
+// Is makes every GapError an ErrCompacted.
+func (e *GapError) Is(target error) bool { return target == ErrCompacted }
+
+// startChecker tells, event by event, whether a SKU's events start where
+// its log did. Its positions are the cursor's (history -> the id of its
+// last event); owner maps the histories met to their SKUs.
+type startChecker struct {
+	// off: Config.Types chose the types relayed, so a SKU's first event
+	// relayed may rightly be past its first record, whatever that record
+	// is (the feed's default types leave out only REJECTED, which never
+	// comes first: a SKU's log starts with its definition).
+	off   bool
+	owner map[string]string
+}
+
+func newStartChecker(types []string) *startChecker {
+	return &startChecker{off: len(types) > 0, owner: map[string]string{}}
+}
+
+// check is called for each event before it enters positions. A SKU the
+// cursor holds no position of must start at record 1 (its definition). A
+// history the cursor holds no position of may also continue a position of
+// its SKU: a restore starts a new history after its fork index
+// (seckillctl restore --until-*), and the SKU's position in the old one
+// stands at or before it (records the types leave out pass unseen). So an
+// event past record 1 is a gap only when every position's SKU is known
+// (a position of the cursor the relay resumed from names no SKU until its
+// next event) and none is its SKU.
+func (c *startChecker) check(positions map[string]string, skuID, id string, index uint64) error {
+	history, _, _ := strings.Cut(id, "-")
+	defer func() { c.owner[history] = skuID }()
+	if c.off || index == 1 {
+		return nil
+	}
+	if _, known := positions[history]; known {
+		return nil
+	}
+	for h := range positions {
+		if sku, ok := c.owner[h]; !ok || sku == skuID {
+			return nil
+		}
+	}
+	return &GapError{SKUID: skuID, FirstIndex: index}
+}

@@ -1,0 +1,95 @@
+package relay_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/httpapi/httpapitest"
+	"github.com/seckill/seckill/internal/natstest"
+	"github.com/seckill/seckill/relay"
+)
+
+// A relay started on an empty stream after snapshots truncated the SKUs'
+// logs would relay each SKU from its first retained record, and the stream
+// would lack the sales before it: it stops with a *GapError naming the SKU
+// instead, before it creates its stream.
+func TestRelayRefusesASKUWhoseFirstRecordsAreGone(t *testing.T) {
+	nc := natstest.Start(t)
+	cfg := actors.Config{DataDir: t.TempDir(), Logger: quiet, SnapshotEvery: 10, SnapshotKeep: 1}
+	cfg.WAL.SegmentSize = 512 // truncation removes whole segments
+	e, err := actors.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	base := httpapitest.Serve(t, httpapi.Config{Engine: e, Feed: feed.New(e), AdminToken: token, Logger: quiet})
+	deadline := time.Now().Add(time.Minute)
+	sold := 0
+	for ; ; sold += 20 {
+		load(t, base, sold, sold+20) // snapshots are written, and the logs truncated, behind the sale
+		a := do(t, http.MethodGet, base+"/admin/campaigns/rl/skus/a.1/events?limit=1", nil, true)
+		b := do(t, http.MethodGet, base+"/admin/campaigns/rl/skus/b/events?limit=1", nil, true)
+		if a["first_index"].(float64) > 1 && b["first_index"].(float64) > 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the logs were not truncated within a minute: first_index %v and %v", a["first_index"], b["first_index"])
+		}
+	}
+
+	sink, err := relay.NewNATSSink(nc, "SECKILL_GAP", "rl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = relay.Run(ctx, relay.Config{FeedURL: base, AdminToken: token, CampaignID: "rl", Wait: time.Second, RetryAfter: 10 * time.Millisecond, Logger: quiet}, sink)
+	t.Logf("%v", err)
+	var gap *relay.GapError
+	if !errors.Is(err, relay.ErrCompacted) || !errors.As(err, &gap) || gap.SKUID != "a.1" || gap.FirstIndex <= 1 {
+		t.Fatalf("Run on truncated logs returned %v, want a *GapError of SKU a.1", err)
+	}
+	js, _ := jetstream.New(nc)
+	if _, err := js.Stream(context.Background(), "SECKILL_GAP"); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("the refused relay left its stream behind: %v", err)
+	}
+
+	// With --types chosen, a SKU's first event relayed may rightly be past
+	// its first record: that is no gap.
+	sink, err = relay.NewNATSSink(nc, "SECKILL_PAID", "rl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- relay.Run(ctx, relay.Config{FeedURL: base, AdminToken: token, CampaignID: "rl", Types: []string{"seckill.reservation.paid"},
+			Wait: time.Second, RetryAfter: 10 * time.Millisecond, Logger: quiet}, sink)
+	}()
+	load(t, base, sold+20, sold+30) // payments, whatever the truncated logs still hold
+	for deadline := time.Now().Add(time.Minute); ; {
+		st, err := js.Stream(context.Background(), "SECKILL_PAID")
+		if err == nil {
+			if info, _ := st.Info(context.Background()); info.State.Msgs > 0 {
+				break
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the relay of payments stopped: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the relay of payments stored nothing within a minute")
+		}
+	}
+	stop()
+	<-done
+}
