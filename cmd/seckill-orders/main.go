@@ -25,9 +25,10 @@
 // stopped by a signal, 1 the source refused the position (the feed's 409
 // CURSOR_DIVERGED, a 400 such as CAMPAIGN_FEED_TOO_WIDE, a 401 or 404, a
 // stream that no longer holds the next message: an operator acts) or a
-// start-up failure (PostgreSQL unreachable for the schema migration), 2
-// bad flags. Anything else (seckilld, NATS or PostgreSQL unreachable; NATS
-// also at the start) is retried from the cursor saved in PostgreSQL.
+// start-up failure (PostgreSQL refusing the schema migration: a wrong
+// password or database, a missing permission), 2 bad flags. Anything else
+// (seckilld, NATS or PostgreSQL unreachable, also at the start) is
+// retried, from the cursor saved in PostgreSQL.
 package main
 
 import (
@@ -153,7 +154,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer pool.Close()
-	schema, err := orders.Migrate(ctx, pool)
+	schema, err := migrateWhenUp(ctx, pool, log)
 	if err != nil {
 		return err
 	}
