@@ -36,7 +36,9 @@ func seedThroughRouter(t *testing.T, l *ledger.Ledger, router, endpoint string, 
 	config := bench.DefaultConfig(bench.ScenarioSeed)
 	config.Target, config.AdminToken = router, token
 	config.Stock, config.Requests, config.Concurrency, config.Batch = stock, requests, 32, batch
-	config.MaxTime = time.Minute
+	// A bound for a run that hangs, not a speed test: at 20,000 attempts on
+	// a machine loaded by other packages' tests, a minute was passed once.
+	config.MaxTime = 5 * time.Minute
 	config.Cells = bench.CellsConfig{Etcd: endpoint, Cells: cellIDs, Initial: -1, Chunk: 50}
 	result, err := bench.Run(context.Background(), config)
 	if err != nil {
