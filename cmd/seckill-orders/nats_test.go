@@ -1,14 +1,10 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"net"
-	"strings"
+	"strconv"
 	"testing"
-	"time"
 
-	"github.com/seckill/seckill/internal/lockedbuf"
 	"github.com/seckill/seckill/internal/natstest"
 	"github.com/seckill/seckill/orders/orderstest"
 )
@@ -22,34 +18,13 @@ func TestWaitsForNATS(t *testing.T) {
 	db := orderstest.Database(t)
 	orderstest.Define(t, c, "late", 30)
 	orderstest.Sale(t, c, "late", 0, 10)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	ctx, stop := context.WithCancel(context.Background())
-	var out, errOut lockedbuf.Buffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"--database", db, "--nats", fmt.Sprintf("nats://127.0.0.1:%d", port), "--stream", "SECKILL_LATE",
-			"--metrics-addr", "127.0.0.1:0", "--wait", "1s"}, &out, &errOut)
-	}()
-	defer func() {
-		stop()
-		if err := <-done; err != nil && ctx.Err() == nil {
-			t.Errorf("seckill-orders: %v", err)
-		}
-	}()
-	for !strings.Contains(out.String(), "seckill-orders metrics on ") { // past its start, consuming
-		select {
-		case err := <-done:
-			done <- err
-			t.Fatalf("seckill-orders stopped without NATS: %v\n%s", err, errOut.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	nc := natstest.StartOn(t, port)
+	addr := freeAddr(t)
+	b := runInBackground(t, "--database", db, "--nats", "nats://"+addr, "--stream", "SECKILL_LATE",
+		"--metrics-addr", "127.0.0.1:0", "--wait", "1s")
+	b.waitFor(&b.out, serving, "without NATS")
+	_, port, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(port)
+	nc := natstest.StartOn(t, n)
 	orderstest.Relay(t, nc, c.BaseURL(), "late", "SECKILL_LATE")
 	orderstest.WaitClean(t, c, db, "late")
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill/seckill/internal/lockedbuf"
 	"github.com/seckill/seckill/orders/orderstest"
 )
 
@@ -28,52 +27,21 @@ func TestWaitsForPostgreSQL(t *testing.T) {
 	}
 	// A port nothing listens on yet: the database's address, as the order
 	// service is told it before PostgreSQL is up.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	late := *target
 	late.Host = addr
-
-	ctx, stop := context.WithCancel(context.Background())
-	var out, errOut lockedbuf.Buffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"--database", late.String(), "--feed", c.BaseURL(), "--admin-token", orderstest.Token,
-			"--campaign", "pglate", "--metrics-addr", "127.0.0.1:0", "--wait", "1s"}, &out, &errOut)
-	}()
-	defer func() {
-		stop()
-		if err := <-done; err != nil && ctx.Err() == nil {
-			t.Errorf("seckill-orders: %v", err)
-		}
-	}()
-	for !strings.Contains(errOut.String(), "PostgreSQL unreachable") {
-		select {
-		case err := <-done:
-			done <- err
-			t.Fatalf("seckill-orders stopped without PostgreSQL: %v\n%s", err, errOut.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	b := runInBackground(t, "--database", late.String(), "--feed", c.BaseURL(), "--admin-token", orderstest.Token,
+		"--campaign", "pglate", "--metrics-addr", "127.0.0.1:0", "--wait", "1s")
+	b.waitFor(&b.errOut, "PostgreSQL unreachable", "without PostgreSQL")
 	// PostgreSQL comes up at that address (a forwarder to the test's
 	// server).
-	ln, err = net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
 	go forward(ln, target.Host)
-	for !strings.Contains(out.String(), "seckill-orders metrics on ") { // migrated, consuming
-		select {
-		case err := <-done:
-			done <- err
-			t.Fatalf("seckill-orders stopped once PostgreSQL was up: %v\n%s", err, errOut.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	b.waitFor(&b.out, serving, "once PostgreSQL was up")
 	orderstest.Sale(t, c, "pglate", 10, 20)
 	orderstest.WaitClean(t, c, db, "pglate")
 
