@@ -73,9 +73,18 @@ func TestFaultEngineAnswersAsTheEngine(t *testing.T) {
 		return r
 	}
 
+	// opened sets a campaign's window by the servers' clock, not the wall
+	// clock campaign reads: the servers judge the window on clock, which
+	// stands where it was made while a loaded machine's wall clock runs on.
+	opened := func(c map[string]any) map[string]any {
+		c["start_at"] = clock.now().Add(-time.Second).Format(time.RFC3339Nano)
+		c["end_at"] = clock.now().Add(time.Hour).Format(time.RFC3339Nano)
+		return c
+	}
+
 	// Purchases limited per campaign: one live purchase per user over
 	// both SKUs, a batch's items too; buying again after a cancel.
-	want(t, same(http.MethodPut, "/admin/campaigns/pl", scopedCampaign("pl", 2, 10)), http.StatusCreated, "")
+	want(t, same(http.MethodPut, "/admin/campaigns/pl", opened(scopedCampaign("pl", 2, 10))), http.StatusCreated, "")
 	first := reserve("pl", "s1", map[string]string{"request_id": "r1", "user_id": "u1"})
 	want(t, first, http.StatusAccepted, "")
 	want(t, reserve("pl", "s2", map[string]string{"request_id": "r2", "user_id": "u1"}), http.StatusConflict, "ALREADY_PURCHASED")
@@ -95,7 +104,7 @@ func TestFaultEngineAnswersAsTheEngine(t *testing.T) {
 	c := campaign("ep", "15m", map[string]int{"s": 10})
 	c["entry_pass"] = map[string]any{"required": true}
 	c["max_unpaid_per_subject"] = 1
-	want(t, same(http.MethodPut, "/admin/campaigns/ep", c), http.StatusCreated, "")
+	want(t, same(http.MethodPut, "/admin/campaigns/ep", opened(c)), http.StatusCreated, "")
 	phone := map[entrypass.SubjectKind]string{entrypass.SubjectDevice: "shared-phone"}
 	alice, _ := mintPass(t, "ep", "s", "alice", clock.now(), phone)
 	dan, _ := mintPass(t, "ep", "s", "dan", clock.now(), phone)
