@@ -2,10 +2,11 @@
 // (GET /admin/campaigns/{c}/events, read with package client's Feed: its
 // retries, Retry-After and refusals) and publishes every event to a broker,
 // at least once and in log order per SKU. It keeps no state of its own:
-// each message carries the campaign cursor as of that event, and on start
-// (or after any error) the relay asks the sink for the cursor of the last
-// message it holds and goes on from there (TigerBeetle's CDC keeps its
-// progress in the broker the same way). Consumers deduplicate by the
+// each message carries the campaign cursor as of that event, the sink
+// keeps the progress past its last message over records nothing was
+// published for (Sink.Advance), and on start (or after any error) the
+// relay asks the sink where it stands and goes on from there
+// (TigerBeetle's CDC keeps its progress in the broker the same way). Consumers deduplicate by the
 // event id (CloudEvents: source + id names one event; the id is the same
 // for every re-send).
 //
@@ -40,6 +41,10 @@ const (
 	// publishBound bounds the wait for a batch's acks once the relay is
 	// told to stop.
 	publishBound = 30 * time.Second
+	// advanceEvery is how often at most the relay gives the sink its
+	// progress over pages it published nothing for (Sink.Advance); it
+	// gives it too when it stops.
+	advanceEvery = time.Second
 )
 
 // Config configures Run.
@@ -97,6 +102,13 @@ type Sink interface {
 	// or with the first error; after an error the relay calls Resume
 	// again, so a sink must never store a message after one that failed.
 	Publish(ctx context.Context, msgs []Message) error
+	// Advance records that the relay read the feed to cursor past the
+	// last message stored, over records it publishes nothing for (types
+	// Config.Types leaves out): Resume returns cursor until a message is
+	// stored after it. Without it a relay started again would read those
+	// records anew, and, once snapshots truncated them, stop on the
+	// feed's 410 although nothing it relays is gone.
+	Advance(ctx context.Context, cursor string) error
 }
 
 // ErrFeed is what every *FeedError is (errors.Is): an answer of the feed
@@ -276,6 +288,21 @@ func relayOnce(ctx context.Context, c *client.Client, cfg *Config, sink Sink, p 
 	p.cursor = cursor
 	cfg.Logger.Info("relay: resuming", "campaign", cfg.CampaignID, "cursor", cursor)
 	starts := newStartChecker(cfg.Types)
+	// unsaid is the feed's cursor past the last message stored, over
+	// pages without a message, that the sink was not given yet: given at
+	// most every advanceEvery, and when the relay stops (a stop loses
+	// none of it).
+	var unsaid string
+	var said time.Time
+	defer func() {
+		if unsaid != "" {
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishBound)
+			defer cancel()
+			if sink.Advance(actx, unsaid) == nil {
+				p.cursor = unsaid
+			}
+		}
+	}()
 	for opened := false; ; {
 		page, err := c.Feed(ctx, client.FeedRequest{CampaignID: cfg.CampaignID, After: cursor, Limit: cfg.Limit, Wait: cfg.Wait, Types: cfg.Types})
 		if refused := feedRefusal(ctx, err, cfg); refused != nil {
@@ -294,11 +321,14 @@ func relayOnce(ctx context.Context, c *client.Client, cfg *Config, sink Sink, p 
 			}
 			opened = true
 		}
-		if len(msgs) > 0 {
+		switch {
+		case len(msgs) > 0:
 			// A stop lets the batch in flight be stored and acknowledged
 			// (within publishBound), so that the stop's log line says what
 			// the sink holds: a message stored whose ack was not awaited
-			// would be missing from it.
+			// would be missing from it. The last message carries the
+			// page's cursor: what the relay has said before is passed.
+			unsaid = ""
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishBound)
 			err := sink.Publish(pctx, msgs)
 			cancel()
@@ -306,14 +336,30 @@ func relayOnce(ctx context.Context, c *client.Client, cfg *Config, sink Sink, p 
 				return fmt.Errorf("publish: %w", err)
 			}
 			p.cursor, p.relayed = msgs[len(msgs)-1].Cursor, p.relayed+len(msgs)
+		case page.NextCursor != cursor:
+			unsaid = page.NextCursor
+			if time.Since(said) >= advanceEvery {
+				if err := sink.Advance(ctx, unsaid); err != nil {
+					return fmt.Errorf("advance: %w", err)
+				}
+				p.cursor, unsaid, said = unsaid, "", time.Now()
+			}
 		}
 		cursor = page.NextCursor
 	}
 }
 
 // messages turns a page into messages, each with the campaign cursor as
-// of it (the cursor before the page, advanced event by event); a SKU
-// whose first records the feed no longer holds is a *GapError (starts).
+// of it: the cursor before the page, advanced event by event, and for the
+// last one the page's own next cursor (every record up to it was sent in
+// the page or left out by the types: a relay resuming there misses
+// nothing, and past the records left out, which snapshots may truncate).
+// The feed's cursor holds one position per SKU; so do the messages',
+// but for a SKU whose history forked (a restore) within the page when
+// its position before the fork came from the cursor (the SKU of a
+// position is known once an event of its history is met): at most one
+// more position per SKU, until the page's end. A SKU whose first records
+// the feed no longer holds is a *GapError (starts).
 func messages(page *client.FeedPage, cursor string, starts *startChecker) ([]Message, error) {
 	positions, err := feed.ParseCampaignCursor(cursor)
 	if err != nil {
@@ -325,13 +371,26 @@ func messages(page *client.FeedPage, cursor string, starts *startChecker) ([]Mes
 		if len(parts) != 4 || h.ID == "" || h.Type == "" {
 			return nil, fmt.Errorf("feed: event without id, type or source /seckill/{campaign}/{sku}: %s", h.Raw)
 		}
-		if err := starts.check(positions, parts[3], h.ID, h.SeckillIndex); err != nil {
+		skuID := parts[3]
+		if err := starts.check(positions, skuID, h.ID, h.SeckillIndex); err != nil {
 			return nil, err
 		}
 		history, _, _ := strings.Cut(h.ID, "-")
+		if _, known := positions[history]; !known {
+			// The SKU's history forked: its position before the fork is
+			// passed.
+			for h, sku := range starts.owner {
+				if sku == skuID && h != history {
+					delete(positions, h)
+				}
+			}
+		}
 		positions[history] = h.ID // ParseCampaignCursor keys positions by history
-		msgs = append(msgs, Message{ID: h.ID, Type: h.Type, SKUID: parts[3], Index: h.SeckillIndex,
+		msgs = append(msgs, Message{ID: h.ID, Type: h.Type, SKUID: skuID, Index: h.SeckillIndex,
 			Cursor: feed.CampaignCursor(positions), Event: h.Raw})
+	}
+	if n := len(msgs); n > 0 && page.NextCursor != "" {
+		msgs[n-1].Cursor = page.NextCursor
 	}
 	return msgs, nil
 }
