@@ -339,10 +339,15 @@ func relayOnce(ctx context.Context, c *client.Client, cfg *Config, sink Sink, p 
 		case page.NextCursor != cursor:
 			unsaid = page.NextCursor
 			if time.Since(said) >= advanceEvery {
+				// A progress the sink did not take costs a re-read (or a
+				// 410 once those records are truncated) at the next start,
+				// not the relay: it goes on, and tries again later.
 				if err := sink.Advance(ctx, unsaid); err != nil {
-					return fmt.Errorf("advance: %w", err)
+					cfg.Logger.Warn("relay: the sink did not record the progress past records left out", "err", err, "cursor", unsaid)
+				} else {
+					p.cursor, unsaid = unsaid, ""
 				}
-				p.cursor, unsaid, said = unsaid, "", time.Now()
+				said = time.Now()
 			}
 		}
 		cursor = page.NextCursor
@@ -354,12 +359,13 @@ func relayOnce(ctx context.Context, c *client.Client, cfg *Config, sink Sink, p 
 // last one the page's own next cursor (every record up to it was sent in
 // the page or left out by the types: a relay resuming there misses
 // nothing, and past the records left out, which snapshots may truncate).
-// The feed's cursor holds one position per SKU; so do the messages',
-// but for a SKU whose history forked (a restore) within the page when
-// its position before the fork came from the cursor (the SKU of a
-// position is known once an event of its history is met): at most one
-// more position per SKU, until the page's end. A SKU whose first records
-// the feed no longer holds is a *GapError (starts).
+// The feed's cursor holds one position per SKU, and so does a page's
+// last message. The others hold the positions of the cursor before the
+// page, and of a SKU whose history forked (a restore) in the page, its
+// new history's too: its position before the fork is dropped when the
+// relay met an event of that history (starts knows its SKU), else it
+// stays until the page's last message. A SKU whose first records the
+// feed no longer holds is a *GapError (starts).
 func messages(page *client.FeedPage, cursor string, starts *startChecker) ([]Message, error) {
 	positions, err := feed.ParseCampaignCursor(cursor)
 	if err != nil {
@@ -379,9 +385,9 @@ func messages(page *client.FeedPage, cursor string, starts *startChecker) ([]Mes
 		if _, known := positions[history]; !known {
 			// The SKU's history forked: its position before the fork is
 			// passed.
-			for h, sku := range starts.owner {
-				if sku == skuID && h != history {
-					delete(positions, h)
+			for old, sku := range starts.owner {
+				if sku == skuID && old != history {
+					delete(positions, old)
 				}
 			}
 		}
