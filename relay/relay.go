@@ -183,7 +183,15 @@ func feedRefusal(ctx context.Context, err error, cfg *Config) error {
 				"--feed is the base URL of seckilld or seckill-router, such as http://127.0.0.1:8080 (behind a gateway, with its path prefix), "+
 				"under which the relay reads /admin/campaigns/<campaign>/feed", base, cfg.CampaignID, base)
 		}
-	case http.StatusGone, http.StatusConflict:
+	case http.StatusGone:
+		// The relay reads past the records it leaves out and records that
+		// (Sink.Advance): a 410 is records after its position that it
+		// never read, one of which may be of a type it relays.
+		what = fmt.Sprintf("the feed no longer holds records of SKU %q after the stream's position (its log starts at record %d): "+
+			"snapshots truncated them before the relay read them, and the stream would lack any of the types it relays among them; "+
+			"keep records for the relay longer (seckilld's --feed-retain-records or --feed-retain-age), "+
+			"or consume this campaign from the feed (seckill-orders --feed takes such a SKU from the export)", e.SKUID, e.FirstIndex)
+	case http.StatusConflict:
 		what = "the feed refused the cursor the stream resumes from"
 	case http.StatusBadRequest:
 		what = "the feed refused the request"
