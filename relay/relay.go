@@ -6,9 +6,9 @@
 // keeps the progress past its last message over records nothing was
 // published for (Sink.Advance), and on start (or after any error) the
 // relay asks the sink where it stands and goes on from there
-// (TigerBeetle's CDC keeps its progress in the broker the same way). Consumers deduplicate by the
-// event id (CloudEvents: source + id names one event; the id is the same
-// for every re-send).
+// (TigerBeetle's CDC keeps its progress in the broker the same way).
+// Consumers deduplicate by the event id (CloudEvents: source + id names
+// one event; the id is the same for every re-send).
 //
 // A sink is one small type (Sink); NATS JetStream is the one built here
 // (nats.go), with Nats-Msg-Id = event id and an expected last sequence on
@@ -263,9 +263,9 @@ func Run(ctx context.Context, cfg Config, sink Sink) error {
 	}
 }
 
-// progress is what a Run did: the cursor of the last message the sink
-// holds as far as the relay knows (resumed from, or published since), and
-// the events it published.
+// progress is what a Run did: where the sink says the relay stands as far
+// as the relay knows (resumed from, published or advanced since), and the
+// events it published.
 type progress struct {
 	cursor  string
 	relayed int
@@ -335,7 +335,7 @@ func relayOnce(ctx context.Context, c *client.Client, cfg *Config, sink Sink, p 
 			// (within publishBound), so that the stop's log line says what
 			// the sink holds: a message stored whose ack was not awaited
 			// would be missing from it. The last message carries the
-			// page's cursor: what the relay has said before is passed.
+			// page's next cursor, past any progress not given yet.
 			unsaid = ""
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishBound)
 			err := sink.Publish(pctx, msgs)
