@@ -58,7 +58,7 @@ func (d *Diverged) Error() string {
 	}
 	return fmt.Sprintf("orders: SKU %s of campaign %s was restored to an earlier point: the records after its log index %d that this service "+
 		"applied are no longer seckill's (the restored seckilld re-uses their indexes and reservation ids for other sales); "+
-		"stop here and run seckill-orders reanchor --campaign %s%s with this service's --database, --feed and --admin-token: it keeps the orders "+
+		"the service stops here: run seckill-orders reanchor --campaign %s%s with this service's --database, --feed and --admin-token: it keeps the orders "+
 		"those records touched apart (diverged_orders), reports each, and follows the restored feed from its export", d.SKUID, d.CampaignID, d.ForkIndex, d.CampaignID, cell)
 }
 
@@ -350,10 +350,13 @@ func (o DivergedOrder) String() string {
 	if o.PaymentID != "" {
 		s += " payment " + o.PaymentID + " amount " + strconv.FormatInt(o.Amount, 10)
 	}
-	if o.Seckill != "" {
-		s += "; seckill now " + o.Seckill
-	} else {
+	switch o.Reason {
+	case DivergedNotInSeckill:
 		s += "; seckill has no such reservation"
+	case DivergedOtherSale:
+		s += "; seckill has the id for another sale, " + o.Seckill
+	default:
+		s += "; seckill now " + o.Seckill
 	}
 	return s
 }
