@@ -42,6 +42,8 @@ func TestDocsUsageErrorsExitTwo(t *testing.T) {
 		},
 		"seckill-orders": {
 			{[]string{"redeliver", "--no-such-flag"}, "no-such-flag"},
+			{[]string{"reanchor", "--no-such-flag"}, "no-such-flag"},
+			{[]string{"reanchor", "--database", "postgres://127.0.0.1:1/x", "--feed", "http://127.0.0.1:1", "--admin-token", "t", "--campaign", "bad~id"}, "--campaign"},
 			{[]string{"--database", "postgres://127.0.0.1:1/x", "--feed", "http://127.0.0.1:1", "--campaign", "c", "--admin-token", "t", "--batch", "0"}, "--batch"},
 		},
 		"seckill-router": {

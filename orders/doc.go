@@ -19,10 +19,16 @@
 // takes that SKU from seckill's export as of one log index, then follows
 // the feed after it (resync.go), as the feed's documentation asks.
 //
+// When seckilld was restored to an earlier point (the feed's 409
+// CURSOR_DIVERGED), Run stops, and an operator's Reanchor keeps what the
+// abandoned records did apart and follows the restored feed (reanchor.go).
+//
 // The tables (migrations/, applied with goose at start): orders (the
 // order's state follows its reservation: PENDING_PAYMENT → PAID, or →
 // CLOSED → REFUND_REQUIRED when a payment came after the close),
 // order_refunds (every payment seckill recorded for refund), order_events
 // (every event applied, with when), order_cursors (where each consumer
-// resumes). seckillctl reconcile compares them with seckill's side.
+// resumes), and what a re-anchoring set apart (order_reanchors,
+// diverged_orders, diverged_refunds, diverged_events). seckillctl
+// reconcile compares them with seckill's side.
 package orders

@@ -63,50 +63,74 @@ func (f *FeedSource) Resync(ctx context.Context, store *Store, consumer, cursor,
 	if err != nil {
 		return cursor, fmt.Errorf("%w: cursor %q: %v", ErrPosition, cursor, err)
 	}
-	var rows []client.Reservation
-	end, err := f.Client.Export(ctx, f.CampaignID, skuID, func(r client.Reservation) error {
-		rows = append(rows, r)
-		return nil
-	})
+	x, err := f.export(ctx, skuID)
 	if err != nil {
-		return cursor, fmt.Errorf("resync %s: export: %w", skuID, err)
+		return cursor, err
 	}
-	refunds, err := f.Client.Refunds(ctx, f.CampaignID, skuID)
-	if err != nil {
-		return cursor, fmt.Errorf("resync %s: refunds: %w", skuID, err)
-	}
-	history, _, ok := strings.Cut(end.NextCursor, "-")
-	if !ok {
-		return cursor, fmt.Errorf("resync %s: the export ends with no position (%q)", skuID, end.NextCursor)
-	}
-	positions[history] = end.NextCursor
+	history, _, _ := strings.Cut(x.end.NextCursor, "-")
+	positions[history] = x.end.NextCursor
 	next := feed.CampaignCursor(positions)
 	err = pgx.BeginFunc(ctx, store.pool, func(tx pgx.Tx) error {
 		batch := &pgx.Batch{}
-		for _, r := range rows {
-			state := r.State
-			if state == StateClosed && r.RefundRequired {
-				state = StateRefundRequired
-			}
-			batch.Queue(insertOrder+`state, paid_at, payment_id, closed_at, close_reason)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, nullif($12, ''), $13, nullif($14, ''))
-ON CONFLICT (reservation_id) DO UPDATE SET state = $10, paid_at = $11, payment_id = nullif($12, ''), closed_at = $13,
-    close_reason = nullif($14, ''), `+setOrder,
-				r.ReservationID, f.CampaignID, skuID, r.RequestID, r.UserID, int64(r.TokenID), r.CreatedAt, r.ExpireAt, end.NextCursor,
-				state, nullTime(r.PaidAt), r.PaymentID, nullTime(r.ClosedAt), r.ClosedReason)
-		}
-		for _, r := range refunds {
-			batch.Queue(`INSERT INTO order_refunds (reservation_id, payment_id, amount, required_at) VALUES ($1, $2, $3, $4)
-ON CONFLICT (reservation_id, payment_id) DO NOTHING`, r.ReservationID, r.PaymentID, r.Amount, r.At)
-		}
-		batch.Queue(`INSERT INTO order_cursors (consumer, cursor) VALUES ($1, $2)
-ON CONFLICT (consumer) DO UPDATE SET cursor = EXCLUDED.cursor, updated_at = now()`, consumer, next)
+		x.queue(batch, consumer, next)
 		return tx.SendBatch(ctx, batch).Close()
 	})
 	if err != nil {
 		return cursor, fmt.Errorf("resync %s: %w", skuID, err)
 	}
 	return next, nil
+}
+
+// exported is a SKU as seckill's export has it: its reservations and its
+// payments to refund, as of one log index (end).
+type exported struct {
+	campaignID, skuID string
+	rows              []client.Reservation
+	refunds           []client.Refund
+	end               client.ExportEnd
+}
+
+// export reads SKU skuID's export and refunds.
+func (f *FeedSource) export(ctx context.Context, skuID string) (*exported, error) {
+	x := &exported{campaignID: f.CampaignID, skuID: skuID}
+	var err error
+	x.end, err = f.Client.Export(ctx, f.CampaignID, skuID, func(r client.Reservation) error {
+		x.rows = append(x.rows, r)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("resync %s: export: %w", skuID, err)
+	}
+	if x.refunds, err = f.Client.Refunds(ctx, f.CampaignID, skuID); err != nil {
+		return nil, fmt.Errorf("resync %s: refunds: %w", skuID, err)
+	}
+	if _, _, ok := strings.Cut(x.end.NextCursor, "-"); !ok {
+		return nil, fmt.Errorf("resync %s: the export ends with no position (%q)", skuID, x.end.NextCursor)
+	}
+	return x, nil
+}
+
+// queue queues the statements that set the SKU's orders and refunds to
+// the export's, and consumer's cursor to next.
+func (x *exported) queue(batch *pgx.Batch, consumer, next string) {
+	for _, r := range x.rows {
+		state := r.State
+		if state == StateClosed && r.RefundRequired {
+			state = StateRefundRequired
+		}
+		batch.Queue(insertOrder+`state, paid_at, payment_id, closed_at, close_reason)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, nullif($12, ''), $13, nullif($14, ''))
+ON CONFLICT (reservation_id) DO UPDATE SET state = $10, paid_at = $11, payment_id = nullif($12, ''), closed_at = $13,
+    close_reason = nullif($14, ''), `+setOrder,
+			r.ReservationID, x.campaignID, x.skuID, r.RequestID, r.UserID, int64(r.TokenID), r.CreatedAt, r.ExpireAt, x.end.NextCursor,
+			state, nullTime(r.PaidAt), r.PaymentID, nullTime(r.ClosedAt), r.ClosedReason)
+	}
+	for _, r := range x.refunds {
+		batch.Queue(`INSERT INTO order_refunds (reservation_id, payment_id, amount, required_at) VALUES ($1, $2, $3, $4)
+ON CONFLICT (reservation_id, payment_id) DO NOTHING`, r.ReservationID, r.PaymentID, r.Amount, r.At)
+	}
+	batch.Queue(`INSERT INTO order_cursors (consumer, cursor) VALUES ($1, $2)
+ON CONFLICT (consumer) DO UPDATE SET cursor = EXCLUDED.cursor, updated_at = now()`, consumer, next)
 }
 
 // nullTime is nil for the zero time (NULL in PostgreSQL).

@@ -68,6 +68,9 @@ func (f *FeedSource) Next(ctx context.Context, cursor string) ([]client.Event, s
 	if c, ok := asCompacted(err); ok {
 		return nil, cursor, c
 	}
+	if d, ok := f.asDiverged(err); ok {
+		return nil, cursor, d
+	}
 	var e *client.Error
 	if errors.As(err, &e) && e.Status >= 400 && e.Status < 500 && e.Status != 429 {
 		return nil, cursor, fmt.Errorf("%w: %w", ErrPosition, err)

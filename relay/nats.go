@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"unicode"
@@ -150,8 +151,15 @@ func (s *NATSSink) Subject(skuID, eventType string) string {
 // subjectToken writes an id as one subject token.
 func subjectToken(id string) string { return strings.ReplaceAll(id, ".", "%2E") }
 
-// Resume reads the stream's last message and returns its cursor: ""
-// when the stream is empty or does not exist yet.
+// MetadataProgress is the key of the stream's metadata where Advance
+// keeps the relay's progress past its last message: "<the stream's last
+// sequence> <cursor>".
+const MetadataProgress = "seckill_relay_progress"
+
+// Resume returns the cursor the relay goes on from: the progress Advance
+// recorded while the stream's last sequence is still the one it recorded
+// it at, else the cursor of the stream's last message; "" when the stream
+// is empty or does not exist yet.
 func (s *NATSSink) Resume(ctx context.Context) (string, error) {
 	if err := s.find(ctx); err != nil {
 		return "", err
@@ -165,6 +173,9 @@ func (s *NATSSink) Resume(ctx context.Context) (string, error) {
 		return "", err
 	}
 	s.lastSeq = info.State.LastSeq
+	if seq, cursor, ok := strings.Cut(info.Config.Metadata[MetadataProgress], " "); ok && seq == strconv.FormatUint(s.lastSeq, 10) {
+		return cursor, nil
+	}
 	if info.State.Msgs == 0 {
 		return "", nil
 	}
@@ -177,6 +188,31 @@ func (s *NATSSink) Resume(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("%w: the stream's last message %d has no %s header: is the stream this relay's alone?", ErrSinkRefused, m.Sequence, HeaderCursor)
 	}
 	return cursor, nil
+}
+
+// Advance records cursor, with the stream's last sequence as the relay
+// knows it, in the stream's metadata (MetadataProgress; the stream's
+// other settings as they are now): a message stored since makes Resume
+// read that message instead. A stream update is one JetStream API call,
+// which the relay makes at most once a second (advanceEvery).
+func (s *NATSSink) Advance(ctx context.Context, cursor string) error {
+	if err := s.find(ctx); err != nil || s.stream == nil {
+		return err
+	}
+	info, err := s.stream.Info(ctx)
+	if err != nil {
+		return err
+	}
+	cfg := info.Config
+	cfg.Metadata = maps.Clone(cfg.Metadata)
+	if cfg.Metadata == nil {
+		cfg.Metadata = map[string]string{}
+	}
+	cfg.Metadata[MetadataProgress] = strconv.FormatUint(s.lastSeq, 10) + " " + cursor
+	if _, err := s.js.UpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("recording the relay's progress in stream %s: %w", s.name, err)
+	}
+	return nil
 }
 
 // Publish sends msgs asynchronously, each expecting the sequence of the

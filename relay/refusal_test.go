@@ -20,6 +20,7 @@ func (emptySink) Open(context.Context) error             { return errors.New("un
 func (emptySink) Publish(context.Context, []relay.Message) error {
 	return errors.New("unexpected publish")
 }
+func (emptySink) Advance(context.Context, string) error { return errors.New("unexpected advance") }
 
 // The relay stops with ErrFeed, instead of retrying forever, when the feed
 // refuses a campaign too wide for its cursor (400 CAMPAIGN_FEED_TOO_WIDE)

@@ -2,12 +2,13 @@
 // (GET /admin/campaigns/{c}/events, read with package client's Feed: its
 // retries, Retry-After and refusals) and publishes every event to a broker,
 // at least once and in log order per SKU. It keeps no state of its own:
-// each message carries the campaign cursor as of that event, and on start
-// (or after any error) the relay asks the sink for the cursor of the last
-// message it holds and goes on from there (TigerBeetle's CDC keeps its
-// progress in the broker the same way). Consumers deduplicate by the
-// event id (CloudEvents: source + id names one event; the id is the same
-// for every re-send).
+// each message carries the campaign cursor as of that event, the sink
+// keeps the progress past its last message over records nothing was
+// published for (Sink.Advance), and on start (or after any error) the
+// relay asks the sink where it stands and goes on from there
+// (TigerBeetle's CDC keeps its progress in the broker the same way).
+// Consumers deduplicate by the event id (CloudEvents: source + id names
+// one event; the id is the same for every re-send).
 //
 // A sink is one small type (Sink); NATS JetStream is the one built here
 // (nats.go), with Nats-Msg-Id = event id and an expected last sequence on
@@ -40,6 +41,10 @@ const (
 	// publishBound bounds the wait for a batch's acks once the relay is
 	// told to stop.
 	publishBound = 30 * time.Second
+	// advanceEvery is how often at most the relay gives the sink its
+	// progress over pages it published nothing for (Sink.Advance); it
+	// gives it too when it stops.
+	advanceEvery = time.Second
 )
 
 // Config configures Run.
@@ -97,6 +102,13 @@ type Sink interface {
 	// or with the first error; after an error the relay calls Resume
 	// again, so a sink must never store a message after one that failed.
 	Publish(ctx context.Context, msgs []Message) error
+	// Advance records that the relay read the feed to cursor past the
+	// last message stored, over records it publishes nothing for (types
+	// Config.Types leaves out): Resume returns cursor until a message is
+	// stored after it. Without it a relay started again would read those
+	// records anew, and, once snapshots truncated them, stop on the
+	// feed's 410 although nothing it relays is gone.
+	Advance(ctx context.Context, cursor string) error
 }
 
 // ErrFeed is what every *FeedError is (errors.Is): an answer of the feed
@@ -171,7 +183,15 @@ func feedRefusal(ctx context.Context, err error, cfg *Config) error {
 				"--feed is the base URL of seckilld or seckill-router, such as http://127.0.0.1:8080 (behind a gateway, with its path prefix), "+
 				"under which the relay reads /admin/campaigns/<campaign>/feed", base, cfg.CampaignID, base)
 		}
-	case http.StatusGone, http.StatusConflict:
+	case http.StatusGone:
+		// The relay reads past the records it leaves out and records that
+		// (Sink.Advance): a 410 is records after its position that it
+		// never read, one of which may be of a type it relays.
+		what = fmt.Sprintf("the feed no longer holds records of SKU %q after the stream's position (its log starts at record %d): "+
+			"snapshots truncated them before the relay read them, and the stream would lack any of the types it relays among them; "+
+			"keep records for the relay longer (seckilld's --feed-retain-records or --feed-retain-age), "+
+			"or consume this campaign from the feed (seckill-orders --feed takes such a SKU from the export)", e.SKUID, e.FirstIndex)
+	case http.StatusConflict:
 		what = "the feed refused the cursor the stream resumes from"
 	case http.StatusBadRequest:
 		what = "the feed refused the request"
@@ -243,9 +263,9 @@ func Run(ctx context.Context, cfg Config, sink Sink) error {
 	}
 }
 
-// progress is what a Run did: the cursor of the last message the sink
-// holds as far as the relay knows (resumed from, or published since), and
-// the events it published.
+// progress is what a Run did: where the sink says the relay stands as far
+// as the relay knows (resumed from, published or advanced since), and the
+// events it published.
 type progress struct {
 	cursor  string
 	relayed int
@@ -276,6 +296,21 @@ func relayOnce(ctx context.Context, c *client.Client, cfg *Config, sink Sink, p 
 	p.cursor = cursor
 	cfg.Logger.Info("relay: resuming", "campaign", cfg.CampaignID, "cursor", cursor)
 	starts := newStartChecker(cfg.Types)
+	// unsaid is the feed's cursor past the last message stored, over
+	// pages without a message, that the sink was not given yet: given at
+	// most every advanceEvery, and when the relay stops (a stop loses
+	// none of it).
+	var unsaid string
+	var said time.Time
+	defer func() {
+		if unsaid != "" {
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishBound)
+			defer cancel()
+			if sink.Advance(actx, unsaid) == nil {
+				p.cursor = unsaid
+			}
+		}
+	}()
 	for opened := false; ; {
 		page, err := c.Feed(ctx, client.FeedRequest{CampaignID: cfg.CampaignID, After: cursor, Limit: cfg.Limit, Wait: cfg.Wait, Types: cfg.Types})
 		if refused := feedRefusal(ctx, err, cfg); refused != nil {
@@ -294,11 +329,14 @@ func relayOnce(ctx context.Context, c *client.Client, cfg *Config, sink Sink, p 
 			}
 			opened = true
 		}
-		if len(msgs) > 0 {
+		switch {
+		case len(msgs) > 0:
 			// A stop lets the batch in flight be stored and acknowledged
 			// (within publishBound), so that the stop's log line says what
 			// the sink holds: a message stored whose ack was not awaited
-			// would be missing from it.
+			// would be missing from it. The last message carries the
+			// page's next cursor, past any progress not given yet.
+			unsaid = ""
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishBound)
 			err := sink.Publish(pctx, msgs)
 			cancel()
@@ -306,14 +344,36 @@ func relayOnce(ctx context.Context, c *client.Client, cfg *Config, sink Sink, p 
 				return fmt.Errorf("publish: %w", err)
 			}
 			p.cursor, p.relayed = msgs[len(msgs)-1].Cursor, p.relayed+len(msgs)
+		case page.NextCursor != cursor:
+			unsaid = page.NextCursor
+			if time.Since(said) >= advanceEvery {
+				// A progress the sink did not take costs a re-read (or a
+				// 410 once those records are truncated) at the next start,
+				// not the relay: it goes on, and tries again later.
+				if err := sink.Advance(ctx, unsaid); err != nil {
+					cfg.Logger.Warn("relay: the sink did not record the progress past records left out", "err", err, "cursor", unsaid)
+				} else {
+					p.cursor, unsaid = unsaid, ""
+				}
+				said = time.Now()
+			}
 		}
 		cursor = page.NextCursor
 	}
 }
 
 // messages turns a page into messages, each with the campaign cursor as
-// of it (the cursor before the page, advanced event by event); a SKU
-// whose first records the feed no longer holds is a *GapError (starts).
+// of it: the cursor before the page, advanced event by event, and for the
+// last one the page's own next cursor (every record up to it was sent in
+// the page or left out by the types: a relay resuming there misses
+// nothing, and past the records left out, which snapshots may truncate).
+// The feed's cursor holds one position per SKU, and so does a page's
+// last message. The others hold the positions of the cursor before the
+// page, and of a SKU whose history forked (a restore) in the page, its
+// new history's too: its position before the fork is dropped when the
+// relay met an event of that history (starts knows its SKU), else it
+// stays until the page's last message. A SKU whose first records the
+// feed no longer holds is a *GapError (starts).
 func messages(page *client.FeedPage, cursor string, starts *startChecker) ([]Message, error) {
 	positions, err := feed.ParseCampaignCursor(cursor)
 	if err != nil {
@@ -325,13 +385,26 @@ func messages(page *client.FeedPage, cursor string, starts *startChecker) ([]Mes
 		if len(parts) != 4 || h.ID == "" || h.Type == "" {
 			return nil, fmt.Errorf("feed: event without id, type or source /seckill/{campaign}/{sku}: %s", h.Raw)
 		}
-		if err := starts.check(positions, parts[3], h.ID, h.SeckillIndex); err != nil {
+		skuID := parts[3]
+		if err := starts.check(positions, skuID, h.ID, h.SeckillIndex); err != nil {
 			return nil, err
 		}
 		history, _, _ := strings.Cut(h.ID, "-")
+		if _, known := positions[history]; !known {
+			// The SKU's history forked: its position before the fork is
+			// passed.
+			for old, sku := range starts.owner {
+				if sku == skuID && old != history {
+					delete(positions, old)
+				}
+			}
+		}
 		positions[history] = h.ID // ParseCampaignCursor keys positions by history
-		msgs = append(msgs, Message{ID: h.ID, Type: h.Type, SKUID: parts[3], Index: h.SeckillIndex,
+		msgs = append(msgs, Message{ID: h.ID, Type: h.Type, SKUID: skuID, Index: h.SeckillIndex,
 			Cursor: feed.CampaignCursor(positions), Event: h.Raw})
+	}
+	if n := len(msgs); n > 0 && page.NextCursor != "" {
+		msgs[n-1].Cursor = page.NextCursor
 	}
 	return msgs, nil
 }

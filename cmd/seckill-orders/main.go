@@ -13,6 +13,10 @@
 // applies those events again from the feed (by their CloudEvents source
 // and id, as order_events keys them), "--reservation ID,..." every event
 // of those reservations: the repairs seckillctl reconcile prints.
+// "seckill-orders reanchor" is the way forward after seckilld was restored
+// to an earlier point (the service stops on the feed's 409
+// CURSOR_DIVERGED): it keeps the orders the abandoned records touched
+// apart, reports each, and moves the cursor onto the restored feed.
 //
 // It may start before its campaign is defined (it waits for it, asking
 // every 100 ms). A SKU whose events the feed no longer holds (snapshots
@@ -23,7 +27,7 @@
 // Every flag is also read from the environment as SECKILL_ORDERS_<NAME>
 // (--admin-token: SECKILL_ORDERS_ADMIN_TOKEN); flags win. Exit status: 0
 // stopped by a signal, 1 the source refused the position (the feed's 409
-// CURSOR_DIVERGED, a 400 such as CAMPAIGN_FEED_TOO_WIDE, a 401 or 404, a
+// CURSOR_DIVERGED: run reanchor, a 400 such as CAMPAIGN_FEED_TOO_WIDE, a 401 or 404, a
 // stream that no longer holds the next message: an operator acts) or a
 // start-up failure (PostgreSQL refusing the schema migration: a wrong
 // password or database, a missing permission), 2 bad flags. Anything else
@@ -101,6 +105,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if len(args) > 0 && args[0] == "redeliver" {
 		return redeliver(ctx, args[1:], usageOut, stdout)
+	}
+	if len(args) > 0 && args[0] == "reanchor" {
+		return reanchor(ctx, args[1:], usageOut, stdout)
 	}
 	fs := flag.NewFlagSet("seckill-orders", flag.ContinueOnError)
 	fs.SetOutput(usageOut)

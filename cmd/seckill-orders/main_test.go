@@ -45,6 +45,15 @@ func TestHelpAndUsage(t *testing.T) {
 			t.Errorf("redeliver --help lacks %s:\n%s", flag, out.String())
 		}
 	}
+	out.Reset()
+	if err := run(context.Background(), []string{"reanchor", "--help"}, &out, &errb); err != nil {
+		t.Fatalf("reanchor --help: %v", err)
+	}
+	for _, flag := range []string{"-database", "-feed", "-admin-token", "-campaign", "-cell"} {
+		if !strings.Contains(out.String(), flag) {
+			t.Errorf("reanchor --help lacks %s:\n%s", flag, out.String())
+		}
+	}
 	for _, args := range [][]string{
 		{},
 		{"--database", "postgres://x/y"},

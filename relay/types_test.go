@@ -1,0 +1,246 @@
+package relay_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/httpapi/httpapitest"
+	"github.com/seckill/seckill/internal/natstest"
+	"github.com/seckill/seckill/relay"
+)
+
+// afterSeen records the after= of every feed request a relay sends: the
+// cursor it has read the feed to.
+type afterSeen struct {
+	mu    sync.Mutex
+	after map[string]bool
+}
+
+func (a *afterSeen) RoundTrip(req *http.Request) (*http.Response, error) {
+	a.mu.Lock()
+	a.after[req.URL.Query().Get("after")] = true
+	a.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+func (a *afterSeen) saw(cursor string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.after[cursor]
+}
+
+// reserveOnly makes reservations on campaign rl (load defined it) and
+// nothing else: records a relay of payments leaves out.
+func reserveOnly(t *testing.T, base string, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		s := []string{"a.1", "b"}[i%2]
+		do(t, http.MethodPost, base+"/v1/campaigns/rl/skus/"+s+"/reservations", map[string]string{"request_id": fmt.Sprint("r", i), "user_id": fmt.Sprint("u", i)}, false)
+	}
+}
+
+// paidEvents reads the campaign's retained feed of payments: the last
+// payment of each SKU (by source: its id and log index), and the feed's
+// cursor at its end.
+func paidEvents(t *testing.T, base string) (last map[string]map[string]any, end string) {
+	t.Helper()
+	last = map[string]map[string]any{}
+	for {
+		page := do(t, http.MethodGet, base+"/admin/campaigns/rl/events?limit=1000&types=seckill.reservation.paid&after="+end, nil, true)
+		for _, e := range page["events"].([]any) {
+			e := e.(map[string]any)
+			last[e["source"].(string)] = e
+		}
+		if page["next_cursor"] == end {
+			return last, end
+		}
+		end = page["next_cursor"].(string)
+	}
+}
+
+// truncatedPast makes reservations until snapshots have truncated each
+// SKU's log past its record at last[source] (and the record after it).
+func truncatedPast(t *testing.T, base string, last map[string]map[string]any, from int) int {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; from += 20 {
+		reserveOnly(t, base, from, from+20)
+		passed := true
+		for _, s := range []string{"a.1", "b"} {
+			first := do(t, http.MethodGet, base+"/admin/campaigns/rl/skus/"+s+"/events?limit=1", nil, true)["first_index"].(float64)
+			if e := last["/seckill/rl/"+s]; e != nil {
+				passed = passed && first > e["seckillindex"].(float64)+1
+			}
+		}
+		if passed {
+			return from + 20
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the logs were not truncated past the payments within a minute")
+		}
+	}
+}
+
+// A relay of chosen types (--types) reads past the records it leaves out
+// without publishing anything. Once snapshots truncated them, a relay
+// started again on its stream goes on after them: nothing it relays is
+// gone. It still stops, on the feed's 410, when a record of a type it
+// relays was truncated before it read it.
+func TestRelayOfChosenTypesGoesOnPastTruncatedRecordsItLeavesOut(t *testing.T) {
+	nc := natstest.Start(t)
+	cfg := actors.Config{DataDir: t.TempDir(), Logger: quiet, SnapshotEvery: 10, SnapshotKeep: 1}
+	cfg.WAL.SegmentSize = 512 // truncation removes whole segments
+	e, err := actors.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	base := httpapitest.Serve(t, httpapi.Config{Engine: e, Feed: feed.New(e), AdminToken: token, Logger: quiet})
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := &afterSeen{after: map[string]bool{}}
+	rcfg := relay.Config{FeedURL: base, AdminToken: token, CampaignID: "rl", Types: []string{"seckill.reservation.paid"},
+		Wait: time.Second, RetryAfter: 10 * time.Millisecond, Logger: quiet, HTTPClient: &http.Client{Transport: seen}}
+	var sink *relay.NATSSink
+	start := func() (stop context.CancelFunc, done <-chan error) {
+		if sink, err = relay.NewNATSSink(nc, "SECKILL_PAID", "rl"); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		ch := make(chan error, 1)
+		go func() { ch <- relay.Run(ctx, rcfg, sink) }()
+		return cancel, ch
+	}
+	// holds waits until the stream holds the feed's last payment of each SKU.
+	holds := func(done <-chan error) {
+		t.Helper()
+		last, _ := paidEvents(t, base)
+		for deadline := time.Now().Add(time.Minute); ; {
+			stored := 0
+			if st, err := js.Stream(context.Background(), "SECKILL_PAID"); err == nil {
+				for _, s := range []string{"a.1", "b"} {
+					m, err := st.GetLastMsgForSubject(context.Background(), sink.Subject(s, "seckill.reservation.paid"))
+					if err == nil && m.Header.Get(jetstream.MsgIDHeader) == last["/seckill/rl/"+s]["id"] {
+						stored++
+					}
+				}
+			}
+			if stored == 2 {
+				return
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("the relay stopped before it stored the last payments %v: %v", last, err)
+			case <-time.After(20 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the stream does not hold the last payments %v within a minute", last)
+			}
+		}
+	}
+
+	load(t, base, 0, 10) // a payment on each SKU among other records
+	stop, done := start()
+	holds(done)
+	last, _ := paidEvents(t, base)
+	next := truncatedPast(t, base, last, 10) // records the relay leaves out, then snapshots truncate past every payment
+	_, end := paidEvents(t, base)
+	for deadline := time.Now().Add(time.Minute); !seen.saw(end); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the relay did not read the feed to its end within a minute")
+		}
+	}
+	if stop(); !errors.Is(<-done, context.Canceled) {
+		t.Fatal("the relay did not stop on its context")
+	}
+
+	stop, done = start()
+	load(t, base, next, next+10) // more payments
+	holds(done)
+	if stop(); !errors.Is(<-done, context.Canceled) {
+		t.Fatal("the relay started again did not stop on its context")
+	}
+
+	// Payments truncated while no relay ran: the relay stops with the
+	// feed's refusal, its first_index.
+	load(t, base, next+10, next+20)
+	last, _ = paidEvents(t, base)
+	truncatedPast(t, base, last, next+20)
+	_, done = start()
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("a relay whose payments were truncated before it read them did not stop within a minute")
+	}
+	var refused *relay.FeedError
+	if !errors.As(err, &refused) || !errors.Is(err, client.ErrCursorCompacted) || refused.Refusal.FirstIndex == 0 ||
+		!strings.Contains(err.Error(), "truncated them before the relay read them") {
+		t.Fatalf("a relay whose payments were truncated before it read them returned %v, want the feed's 410 saying so", err)
+	}
+	t.Logf("%v", err)
+}
+
+// The NATS sink resumes from the progress Advance recorded until a
+// message is stored after it; a message stored by another relay since
+// (the stream's last sequence moved) makes the progress stale too.
+func TestNATSSinkResumesFromItsProgressUntilAMessageFollows(t *testing.T) {
+	nc := natstest.Start(t)
+	ctx := context.Background()
+	sink, err := relay.NewNATSSink(nc, "SECKILL_PROGRESS", "rl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resume := func(s *relay.NATSSink, want string) {
+		t.Helper()
+		if got, err := s.Resume(ctx); err != nil || got != want {
+			t.Fatalf("Resume = %q, %v; want %q", got, err, want)
+		}
+	}
+	msg := func(index uint64, cursor string) relay.Message {
+		id := fmt.Sprintf("00000000000000aa-%d", index)
+		return relay.Message{ID: id, Type: "seckill.reservation.paid", SKUID: "s", Index: index, Cursor: cursor,
+			Event: []byte(`{"id":"` + id + `"}`)}
+	}
+	resume(sink, "")
+	if err := sink.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Advance(ctx, "progress-0"); err != nil {
+		t.Fatal(err)
+	}
+	resume(sink, "progress-0")
+	if err := sink.Publish(ctx, []relay.Message{msg(3, "cursor-3")}); err != nil {
+		t.Fatal(err)
+	}
+	resume(sink, "cursor-3")
+	if err := sink.Advance(ctx, "progress-9"); err != nil {
+		t.Fatal(err)
+	}
+	resume(sink, "progress-9")
+
+	other, err := relay.NewNATSSink(nc, "SECKILL_PROGRESS", "rl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resume(other, "progress-9")
+	if err := other.Publish(ctx, []relay.Message{msg(12, "cursor-12")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Advance(ctx, "progress-10"); err != nil { // recorded at the sequence sink knew
+		t.Fatal(err)
+	}
+	resume(sink, "cursor-12")
+}
