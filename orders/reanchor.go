@@ -252,6 +252,7 @@ UNION ALL SELECT false, reservation_id FROM orders WHERE campaign_id = $3 AND sk
 	if err != nil {
 		return nil, err
 	}
+	defer rows.Close() // a Scan's error returns before the rows are read out
 	seen := map[string]bool{}
 	var touched []string
 	for rows.Next() {
@@ -287,6 +288,7 @@ FROM orders WHERE reservation_id = ANY($1) ORDER BY reservation_id`, touched)
 	if err != nil {
 		return nil, err
 	}
+	defer rows.Close() // a Scan's error returns before the rows are read out
 	now := exportRows(x)
 	var out []DivergedOrder
 	for rows.Next() {
@@ -330,6 +332,7 @@ WHERE reservation_id = ANY($1) ORDER BY reservation_id, payment_id`, touched)
 	if err != nil {
 		return nil, err
 	}
+	defer rows.Close() // a Scan's error returns before the rows are read out
 	var out []DivergedRefund
 	for rows.Next() {
 		var r DivergedRefund
