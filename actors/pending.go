@@ -95,6 +95,23 @@ func (e *Engine) keepCut(path string, defs []sku.Definition) {
 	e.cut[path] = campaignsOf(defs)
 }
 
+// PartlyDefined reports whether a definition naming campaignID was cut
+// short by an error after it began and is still kept for the next start
+// (keepCut): the campaign holds only the SKUs defined before the error,
+// until a repeat of the definition or the next start finishes it. A
+// definition a crash cut short needs no flag: the start finishes it
+// before the engine serves.
+func (e *Engine) PartlyDefined(campaignID string) bool {
+	e.cutMu.Lock()
+	defer e.cutMu.Unlock()
+	for _, campaigns := range e.cut {
+		if _, ok := slices.BinarySearch(campaigns, campaignID); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // dropSuperseded removes the kept files of definitions cut short whose
 // campaigns are all among those defs defined: the operator has stated
 // those campaigns since, and a SKU that statement left out must not come

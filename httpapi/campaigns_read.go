@@ -16,7 +16,12 @@ import (
 type campaignBody struct {
 	CampaignID string `json:"campaign_id"`
 	// PurchaseLimit is "sku" or "campaign", the same for every SKU.
-	PurchaseLimit string        `json:"purchase_limit"`
+	PurchaseLimit string `json:"purchase_limit"`
+	// PartlyDefined is set while a definition of the campaign that an
+	// error cut short after it began is kept for the next start: SKUs
+	// holds only what was defined before the error; a repeat of the PUT
+	// (or the next start) finishes it.
+	PartlyDefined bool          `json:"partly_defined,omitempty"`
 	SKUs          []campaignSKU `json:"skus"`
 }
 
@@ -93,6 +98,7 @@ func (s *Server) campaignView(campaignID string) (campaignBody, bool) {
 	if len(cs) == 0 {
 		return campaignBody{}, false
 	}
+	cs[0].PartlyDefined = s.engine.PartlyDefined(campaignID)
 	return cs[0], true
 }
 
@@ -116,6 +122,9 @@ func (s *Server) handleCampaigns(ctx *fasthttp.RequestCtx) string {
 	body := campaignsBody{Campaigns: campaignsOf(s.engine.AllStats(), "")}
 	if body.Campaigns == nil {
 		body.Campaigns = []campaignBody{}
+	}
+	for i := range body.Campaigns {
+		body.Campaigns[i].PartlyDefined = s.engine.PartlyDefined(body.Campaigns[i].CampaignID)
 	}
 	return write(ctx, jsonReply(fasthttp.StatusOK, outcomeOK, body))
 }

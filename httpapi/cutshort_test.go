@@ -49,14 +49,17 @@ func TestCampaignPUTCutShort(t *testing.T) {
 	if n := pending(); n != 1 {
 		t.Fatalf("%d pending files after a PUT cut short, want 1 for the next start", n)
 	}
-	if got := ts.admin(http.MethodGet, "/admin/campaigns/cut", nil); len(got.body["skus"].([]any)) != 1 {
-		t.Fatalf("GET after a PUT cut short: %v, want its 1 SKU defined", got)
+	if got := ts.admin(http.MethodGet, "/admin/campaigns/cut", nil); len(got.body["skus"].([]any)) != 1 || got.body["partly_defined"] != true {
+		t.Fatalf("GET after a PUT cut short: %v, want its 1 SKU defined and partly_defined", got)
+	}
+	if got := ts.admin(http.MethodGet, "/admin/campaigns", nil); got.body["campaigns"].([]any)[0].(map[string]any)["partly_defined"] != true {
+		t.Fatalf("GET /admin/campaigns after a PUT cut short: %v, want the campaign partly_defined", got)
 	}
 	faults.setHooks(hooks{})
 	r = ts.admin(http.MethodPut, "/admin/campaigns/cut", body)
 	want(t, r, http.StatusOK, "")
-	if skus := r.body["skus"].([]any); len(skus) != 3 {
-		t.Fatalf("the PUT repeated: %v, want 3 SKUs", r)
+	if skus := r.body["skus"].([]any); len(skus) != 3 || r.body["partly_defined"] != nil {
+		t.Fatalf("the PUT repeated: %v, want 3 SKUs, no longer partly_defined", r)
 	}
 	if n := pending(); n != 0 {
 		t.Fatalf("%d pending files once the repeated PUT finished the campaign, want 0", n)

@@ -78,6 +78,11 @@ type Admin interface {
 	// whether an error cut the definition short after it began (cutShort):
 	// then the next start finishes it.
 	MakeRoom(defs []sku.Definition) (release func(cut bool), err error)
+	// PartlyDefined reports whether a definition of many SKUs naming the
+	// campaign was cut short by an error after it began and is kept for
+	// the next start to finish (MakeRoom's release(true)); GET of the
+	// campaign says so.
+	PartlyDefined(campaignID string) bool
 	// Pause stops admission on a SKU.
 	Pause(ctx context.Context, campaignID, skuID string) error
 	// Resume restarts admission on a SKU.
