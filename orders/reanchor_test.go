@@ -15,29 +15,9 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/client"
-	"github.com/seckill/seckill/feed"
-	"github.com/seckill/seckill/httpapi"
-	"github.com/seckill/seckill/httpapi/httpapitest"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/orders/orderstest"
 )
-
-// serveDir runs an engine on dataDir and its HTTP service, and returns a
-// client of it and the engine (closed when the test ends, or before).
-func serveDir(t *testing.T, dataDir string) (*client.Client, *actors.Engine) {
-	t.Helper()
-	e, err := actors.Open(actors.Config{DataDir: dataDir, Logger: orderstest.Quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	base := httpapitest.Serve(t, httpapi.Config{Engine: e, Feed: feed.New(e), AdminToken: orderstest.Token, Logger: orderstest.Quiet})
-	c, err := client.New(client.Options{BaseURL: base, AdminToken: orderstest.Token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, e
-}
 
 // After seckilld was restored to an earlier point the service stops on the
 // feed's 409 (a *Diverged naming reanchor). Reanchor keeps every order the
@@ -55,7 +35,7 @@ func TestReanchorAfterARestore(t *testing.T) {
 	ctx := context.Background()
 	db := orderstest.Database(t)
 	source, restored := t.TempDir(), t.TempDir()
-	c, e := serveDir(t, source)
+	c, e := orderstest.SeckillOn(t, actors.Config{DataDir: source})
 	orderstest.Define(t, c, "rs", 40)
 	orderstest.Sale(t, c, "rs", 0, 30)
 	_, stop := orderstest.Consume(t, db, &orders.FeedSource{Client: c, CampaignID: "rs", Limit: 7, Wait: time.Second})
@@ -88,7 +68,7 @@ func TestReanchorAfterARestore(t *testing.T) {
 			t.Fatalf("seckillctl %v: %v\n%s", args, err, out)
 		}
 	}
-	c2, _ := serveDir(t, restored)
+	c2, _ := orderstest.SeckillOn(t, actors.Config{DataDir: restored})
 	orderstest.Sale(t, c2, "rs", 60, 80) // new sales, on ids the abandoned records used too
 
 	pool, err := pgxpool.New(ctx, db)

@@ -13,28 +13,9 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/feed"
-	"github.com/seckill/seckill/httpapi"
-	"github.com/seckill/seckill/httpapi/httpapitest"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/orders/orderstest"
 )
-
-// serve runs an engine on dataDir and its HTTP service; the engine is
-// returned to be closed early.
-func serve(t *testing.T, dataDir string) (*client.Client, *actors.Engine) {
-	t.Helper()
-	e, err := actors.Open(actors.Config{DataDir: dataDir, Logger: orderstest.Quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	c, err := client.New(client.Options{BaseURL: httpapitest.Serve(t, httpapi.Config{Engine: e, Feed: feed.New(e), AdminToken: orderstest.Token, Logger: orderstest.Quiet}),
-		AdminToken: orderstest.Token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, e
-}
 
 // The service stops (exit 1) on the feed's 409 with the command to run;
 // "seckill-orders reanchor" prints what it set apart, SKU by SKU, and the
@@ -43,7 +24,7 @@ func serve(t *testing.T, dataDir string) (*client.Client, *actors.Engine) {
 func TestReanchorCommand(t *testing.T) {
 	db := orderstest.Database(t)
 	dir := t.TempDir()
-	c, e := serve(t, dir)
+	c, e := orderstest.SeckillOn(t, actors.Config{DataDir: dir})
 	orderstest.Define(t, c, "ra", 30)
 	orderstest.Sale(t, c, "ra", 0, 20)
 	args := []string{"--database", db, "--feed", c.BaseURL(), "--admin-token", orderstest.Token, "--campaign", "ra"}
@@ -73,7 +54,7 @@ func TestReanchorCommand(t *testing.T) {
 	if err := chain.Write(filepath.Join(dir, "ra", "blue")); err != nil {
 		t.Fatal(err)
 	}
-	c, _ = serve(t, dir)
+	c, _ = orderstest.SeckillOn(t, actors.Config{DataDir: dir})
 	args[3] = c.BaseURL()
 
 	err = run(ctx, append(args, "--metrics-addr", "", "--wait", "1s"), io.Discard, io.Discard)

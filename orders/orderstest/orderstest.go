@@ -55,7 +55,18 @@ func SeckillIn(t testing.TB) (*client.Client, string) {
 func SeckillWith(t testing.TB, cfg actors.Config) (*client.Client, string) {
 	t.Helper()
 	dir := t.TempDir()
-	cfg.DataDir, cfg.Logger = dir, Quiet
+	cfg.DataDir = dir
+	c, _ := SeckillOn(t, cfg)
+	return c, dir
+}
+
+// SeckillOn runs the engine with cfg (on cfg.DataDir, which the test may
+// have filled or restored; the logger is the helper's) and the HTTP
+// service in process, and returns a client of it and the engine, closed
+// when the test ends or before.
+func SeckillOn(t testing.TB, cfg actors.Config) (*client.Client, *actors.Engine) {
+	t.Helper()
+	cfg.Logger = Quiet
 	e, err := actors.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +77,7 @@ func SeckillWith(t testing.TB, cfg actors.Config) (*client.Client, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, dir
+	return c, e
 }
 
 // Consume runs orders.Run from src into the database at dbURL (migrated
