@@ -229,6 +229,7 @@ func serve(o options, stdout io.Writer, log *slog.Logger) error {
 	stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
 	go r.pollPublished(stop, l, log)
+	go r.probeCells(stop, log)
 	go r.primaries.Follow(stop, client, log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(httpapi.LingeringListener(ln, srv.ReadTimeout)) }()
