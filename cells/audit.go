@@ -59,11 +59,17 @@ type SKUAudit struct {
 	OK               bool                 `json:"ok"`
 }
 
+// ErrTokenRefused: a cell answered the admin token 401. The audit stops:
+// every cell of a cluster is asked with the one token, so none would be
+// read, and an audit that read no cell vouches for nothing.
+var ErrTokenRefused = errors.New("the admin token was refused: check --admin-token or SECKILL_ADMIN_TOKEN (every cell is asked with the same one)")
+
 // AuditSKU audits one published SKU: the ledger in etcd, and each cell's
 // admin audit at urls[cell] (default: the address the cell announced in
 // etcd) with the admin token. A cell that cannot be read is listed with
 // its error, and its ledger holdings count as unreached (the undersell
-// bound while it stays away); the error is etcd's only.
+// bound while it stays away); the error is etcd's, or a cell's refusal of
+// the token (ErrTokenRefused).
 func AuditSKU(ctx context.Context, l *ledger.Ledger, p Published, urls map[string]string, token string) (SKUAudit, error) {
 	s := ledger.SKU{Campaign: p.Definition.CampaignID, SKU: p.Definition.SKUID}
 	st, err := l.Read(ctx, s)
@@ -90,7 +96,9 @@ func AuditSKU(ctx context.Context, l *ledger.Ledger, p Published, urls map[strin
 			}
 		}
 		c.LedgerReachable, c.TopUpPending = fetchAgentState(ctx, c.URL, s)
-		if err := FetchCellAudit(ctx, c.URL, s, token, &c); err != nil {
+		if err := FetchCellAudit(ctx, c.URL, s, token, &c); errors.Is(err, ErrTokenRefused) {
+			return SKUAudit{}, fmt.Errorf("cell %s at %s: %w", cell, c.URL, err)
+		} else if err != nil {
 			c.Error = err.Error()
 			a.Unreached += c.LedgerHeld
 		} else {
@@ -132,6 +140,9 @@ func FetchCellAudit(ctx context.Context, base string, s ledger.SKU, token string
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		if resp.StatusCode == http.StatusUnauthorized {
+			return fmt.Errorf("%s: %s: %w", resp.Status, b, ErrTokenRefused)
+		}
 		return fmt.Errorf("%s: %s", resp.Status, b)
 	}
 	var body struct {

@@ -21,7 +21,8 @@ import (
 // while etcd does not answer (its link cut by a proxy the test controls),
 // serves the quota its log holds, takes no epoch and asks for no top-up;
 // once etcd answers it takes a new epoch, tops up and sells on. On the
-// way, the data dir started under another cell's id is refused.
+// way, the data dir started under another cell's id, or without --cell,
+// is refused.
 func TestCellStartsWithEtcdDown(t *testing.T) {
 	t.Parallel()
 	bins := buildAll(t)
@@ -65,6 +66,14 @@ func TestCellStartsWithEtcdDown(t *testing.T) {
 	if out, err := exec.Command(bins["seckilld"], "--addr", "127.0.0.1:0", "--data-dir", dir, "--cell", "c2",
 		"--etcd", etcd.Endpoint, "--admin-token", token).CombinedOutput(); err == nil || !strings.Contains(string(out), "belongs to another cell") {
 		t.Fatalf("c1's data dir started as c2: %v\n%s", err, out)
+	}
+	// And without --cell: it would sell c1's quota to every cell's users.
+	// (Bounded: a seckilld that took the data dir would serve on.)
+	noCell, cancelNoCell := context.WithTimeout(ctx, 30*time.Second)
+	out, err := exec.CommandContext(noCell, bins["seckilld"], "--addr", "127.0.0.1:0", "--data-dir", dir, "--admin-token", token).CombinedOutput()
+	cancelNoCell()
+	if err == nil || !strings.Contains(string(out), "is cell c1's: start it with --cell c1") {
+		t.Fatalf("c1's data dir started without --cell: %v\n%s", err, out)
 	}
 
 	// etcd down at start: the link cut, the data dir holds allocation 1.

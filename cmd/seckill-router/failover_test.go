@@ -69,3 +69,62 @@ func TestRouterWaitsOutAFailover(t *testing.T) {
 	}
 	waiting(0)
 }
+
+// TestRouterWaitsOutAPrimaryThatNoLongerLeads: the replica the router's
+// table names as primary answers 421 NOT_PRIMARY naming no primary (it
+// was demoted, as every primary is while etcd does not answer, and no
+// replica leads yet): nothing was applied, so the request waits for the
+// set's next primary as one sent while the leader key is free does, and is
+// served by it. A buyer is never answered the replica's 421 (a router's
+// client has no replica to send it to): when no primary leads within half
+// the timeout, 503 CELL_UNAVAILABLE with Retry-After.
+func TestRouterWaitsOutAPrimaryThatNoLongerLeads(t *testing.T) {
+	demoted := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusMisdirectedRequest)
+		fmt.Fprint(w, `{"error":"NOT_PRIMARY","detail":"this replica of rs1 is not its primary, and no primary is known yet: retry","replica_set":"rs1"}`)
+	}))
+	t.Cleanup(demoted.Close)
+	next := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprint(w, `{"served_by":"next"}`)
+	}))
+	t.Cleanup(next.Close)
+	s := newSetRouter(t, map[string]string{"demoted": demoted.URL, "next": next.URL}, 600*time.Millisecond)
+	held := s.acquire("demoted")
+
+	status, retry, body := reserveThrough(t, s.r, "sku-1")
+	if status != http.StatusServiceUnavailable || body["error"] != "CELL_UNAVAILABLE" || retry != "1" {
+		t.Fatalf("no replica leads for the whole timeout: %d (Retry-After %q) %v, want 503 CELL_UNAVAILABLE with Retry-After 1", status, retry, body)
+	}
+
+	// A long timeout: the request waits while the key is handed over.
+	s.r.timeout = 20 * time.Second
+	type answer struct {
+		status int
+		body   map[string]any
+	}
+	first := make(chan answer, 1)
+	go func() {
+		status, _, body := reserveThrough(t, s.r, "sku-1")
+		first <- answer{status, body}
+	}()
+	for len(s.r.failoverWaits) != 1 {
+		if s.ctx.Err() != nil {
+			t.Fatal("the request answered NOT_PRIMARY without a primary never waited for the next one")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := s.coords["demoted"].Release(s.ctx, held, []string{"next"}); err != nil {
+		t.Fatal(err)
+	}
+	s.acquire("next")
+	select {
+	case a := <-first:
+		if a.status != http.StatusCreated || a.body["served_by"] != "next" {
+			t.Fatalf("the request that waited: %d %v, want 201 from the next primary", a.status, a.body)
+		}
+	case <-s.ctx.Done():
+		t.Fatal("the request that waited for the next primary never answered")
+	}
+}

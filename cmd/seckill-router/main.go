@@ -124,6 +124,45 @@ func run(args []string, stdout, stderr io.Writer) int {
 // its last read.
 const publishedPoll = time.Second
 
+// mapsWait bounds the router's first read of the published cell maps,
+// which it needs before its first request: attempts reads of timeout
+// each, pause apart.
+type mapsWait struct {
+	attempts       int
+	timeout, pause time.Duration
+}
+
+// startMaps is the router's wait for etcd at start: 83 s, long
+// enough for an etcd started at the same time as the router.
+var startMaps = mapsWait{attempts: 21, timeout: 3 * time.Second, pause: time.Second}
+
+// await reads the published cell maps from l (etcd at endpoints), retrying
+// within w. An etcd that does not answer is logged at the first failed
+// read (the router listens on nothing meanwhile, so its operator would
+// otherwise see nothing), and the error once w is spent names it.
+func (w mapsWait) await(l *ledger.Ledger, endpoints string, log *slog.Logger) ([]cells.Published, error) {
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
+		pubs, err := cells.ReadPublished(ctx, l, "")
+		cancel()
+		if err == nil {
+			if attempt > 1 {
+				log.Info("etcd answered: the cell maps are read", "etcd", endpoints)
+			}
+			return pubs, nil
+		}
+		if attempt == w.attempts {
+			return nil, fmt.Errorf("etcd at %s did not answer within %v: the router needs the published cell maps before it listens: %w",
+				endpoints, time.Duration(w.attempts)*(w.timeout+w.pause)-w.pause, err)
+		}
+		if attempt == 1 {
+			log.Warn("etcd does not answer: the router needs the published cell maps before it listens; retrying",
+				"etcd", endpoints, "err", err, "gives_up_after", time.Duration(w.attempts)*(w.timeout+w.pause)-w.pause)
+		}
+		time.Sleep(w.pause)
+	}
+}
+
 // router forwards each request to its cell.
 type router struct {
 	routes atomic.Pointer[cells.Routes]
@@ -176,18 +215,9 @@ func serve(o options, stdout io.Writer, log *slog.Logger) error {
 		return err
 	}
 	r.log = log
-	var pubs []cells.Published
-	for attempt := 0; ; attempt++ { // the maps are needed before the first request
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		pubs, err = cells.ReadPublished(ctx, l, "")
-		cancel()
-		if err == nil {
-			break
-		}
-		if attempt == 20 {
-			return fmt.Errorf("reading the cell maps: %w", err)
-		}
-		time.Sleep(time.Second)
+	pubs, err := startMaps.await(l, o.etcd, log)
+	if err != nil {
+		return err
 	}
 	r.routes.Store(cells.NewRoutes(pubs))
 	ln, err := net.Listen("tcp", o.addr)
@@ -199,6 +229,7 @@ func serve(o options, stdout io.Writer, log *slog.Logger) error {
 	stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
 	go r.pollPublished(stop, l, log)
+	go r.probeCells(stop, log)
 	go r.primaries.Follow(stop, client, log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(httpapi.LingeringListener(ln, srv.ReadTimeout)) }()

@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/seckill/seckill/ledger"
 )
 
 // --help prints the flags on stdout and --version the build's version
@@ -68,5 +72,27 @@ func TestCellsAddressAsURL(t *testing.T) {
 	}
 	if got := r.static["c2"].Addr; got != "127.0.0.1:8082" {
 		t.Fatalf("c2 is dialled at %q, want 127.0.0.1:8082", got)
+	}
+}
+
+// An etcd that does not answer at start is said at once, naming it, not
+// after the router's whole wait with nothing on its output; the error at
+// the end of the wait names it too.
+func TestStartWithEtcdUnreachable(t *testing.T) {
+	addr := refusedAddr(t)
+	client, err := ledger.Dial([]string{addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	var logged bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	w := mapsWait{attempts: 2, timeout: 200 * time.Millisecond, pause: 10 * time.Millisecond}
+	_, err = w.await(ledger.New(client, ledger.DefaultPrefix), addr, log)
+	if err == nil || !strings.Contains(err.Error(), "etcd at "+addr+" did not answer within 410ms") {
+		t.Fatalf("the wait ended with %v, want etcd named", err)
+	}
+	if got := logged.String(); strings.Count(got, "etcd does not answer") != 1 || !strings.Contains(got, "etcd="+addr) {
+		t.Fatalf("logged %q, want one warning naming etcd", got)
 	}
 }

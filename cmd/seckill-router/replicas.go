@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -18,7 +20,9 @@ import (
 // sent (503 CELL_UNAVAILABLE, Retry-After: nothing was delivered). A cell
 // no replica set names goes to its --cells address. A 421 NOT_PRIMARY
 // (the router's table a moment behind etcd) is retried once at the
-// primary it names; a request delivered to a primary that died before
+// primary it names, and one that names no primary (the replica demoted,
+// no primary known) waits for the next primary as a set between primaries
+// does; a request delivered to a primary that died before
 // answering is answered 504 RESULT_UNKNOWN with its lookup URL
 // (unanswered.go). A 503 UNAVAILABLE with Retry-After (nothing applied:
 // a primary defining its campaigns) is sent again after that wait while
@@ -87,9 +91,18 @@ func (r *router) do(cell string, req *fasthttp.Request, resp *fasthttp.Response)
 	}
 }
 
+// errNotPrimary: the replica the request went to answered 421
+// NOT_PRIMARY and named no other primary to send it to (no primary is
+// known: a failover in progress, or etcd not answering). Nothing was
+// applied, so it counts as not delivered: the request waits for the set's
+// next primary (failover.go), and a buyer gets 503 CELL_UNAVAILABLE, never
+// the replica's 421, which names nothing a router's client can use.
+var errNotPrimary = errors.New("its replica answered 421 NOT_PRIMARY: the replica set has no primary now")
+
 // attempt sends req to cell's primary once and reads its answer into
 // resp; a 421 NOT_PRIMARY that names another address is sent there once
-// more (a standby refused it: nothing was applied).
+// more (a standby refused it: nothing was applied), and one that names
+// none is errNotPrimary.
 func (r *router) attempt(cell string, req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error {
 	c := r.client(cell)
 	if c == nil {
@@ -98,13 +111,29 @@ func (r *router) attempt(cell string, req *fasthttp.Request, resp *fasthttp.Resp
 	if err := c.DoTimeout(req, resp, timeout); err != nil {
 		return err
 	}
+	np, ok := notPrimary(resp)
+	if !ok {
+		return nil
+	}
+	if np.Address != "" && hostPort(np.Address) != c.Addr {
+		resp.Reset()
+		if err := r.clientAt(hostPort(np.Address)).DoTimeout(req, resp, timeout); err != nil {
+			return err
+		}
+		if np, ok = notPrimary(resp); !ok {
+			return nil
+		}
+	}
+	if np.Primary != "" {
+		return fmt.Errorf("%w (replica set %s: it names %s, which refused it too)", errNotPrimary, np.ReplicaSet, np.Primary)
+	}
+	return fmt.Errorf("%w (replica set %s)", errNotPrimary, np.ReplicaSet)
+}
+
+// notPrimary reads resp when it is a 421 NOT_PRIMARY.
+func notPrimary(resp *fasthttp.Response) (httpapi.NotPrimaryAnswer, bool) {
 	if resp.StatusCode() != fasthttp.StatusMisdirectedRequest {
-		return nil
+		return httpapi.NotPrimaryAnswer{}, false
 	}
-	np, ok := httpapi.ParseNotPrimary(resp.Body())
-	if !ok || np.Address == "" || hostPort(np.Address) == c.Addr {
-		return nil
-	}
-	resp.Reset()
-	return r.clientAt(hostPort(np.Address)).DoTimeout(req, resp, timeout)
+	return httpapi.ParseNotPrimary(resp.Body())
 }

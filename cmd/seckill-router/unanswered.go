@@ -28,11 +28,12 @@ import (
 var errNotDelivered = errors.New("the router has no address for it")
 
 // delivered reports whether the cell may have received a request whose
-// forward failed with err: only a failed connection proves it did not.
+// forward failed with err: only a failed connection, or a replica's
+// refusal (errNotPrimary), proves it did not.
 func delivered(err error) bool {
 	var op *net.OpError
 	switch {
-	case errors.Is(err, errNotDelivered), errors.Is(err, fasthttp.ErrNoFreeConns), errors.Is(err, fasthttp.ErrDialTimeout):
+	case errors.Is(err, errNotDelivered), errors.Is(err, errNotPrimary), errors.Is(err, fasthttp.ErrNoFreeConns), errors.Is(err, fasthttp.ErrDialTimeout):
 		return false
 	case errors.As(err, &op) && op.Op == "dial":
 		return false

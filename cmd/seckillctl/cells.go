@@ -102,6 +102,10 @@ func runCellsPublish(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return usageError("cells publish: %v", err)
 	}
+	if err := required("cells publish", flagGiven{"--campaign", *lf.campaign != ""}, flagGiven{"--sku", *lf.sku != ""},
+		flagGiven{"--sale-limit", *saleLimit != 0}, flagGiven{"--cells", *cellList != ""}); err != nil {
+		return err
+	}
 	limit, ok := sku.ParsePurchaseLimit(*scope)
 	if !ok {
 		return usageError(`--purchase-limit must be "sku" or "campaign"`)
@@ -166,7 +170,8 @@ func runCellsReturn(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return usageError("cells return: %v", err)
 	}
-	if err := required("cells return", flagGiven{"--cell", *cell != ""}, flagGiven{"--units", *units != 0}, flagGiven{"--id", *id != 0}); err != nil {
+	if err := required("cells return", flagGiven{"--campaign", *lf.campaign != ""}, flagGiven{"--sku", *lf.sku != ""},
+		flagGiven{"--cell", *cell != ""}, flagGiven{"--units", *units != 0}, flagGiven{"--id", *id != 0}); err != nil {
 		return err
 	}
 	if !sku.ValidID(*cell) {
@@ -177,6 +182,11 @@ func runCellsReturn(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer done()
+	// Only a cell of the SKU's map reads its return request: one written
+	// for another cell, or for a SKU never published, is never answered.
+	if err := inCellMap(ctx, l, lf.skuOf(), *cell); err != nil {
+		return err
+	}
 	if err := l.RequestReturn(ctx, lf.skuOf(), *cell, ledger.ReturnRequest{ID: *id, Units: uint32(*units)}); err != nil {
 		return err
 	}
@@ -208,18 +218,28 @@ func runCellsWriteOff(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer done()
-	m, err := cells.ReadMap(ctx, l, lf.skuOf())
-	if err != nil {
-		return fmt.Errorf("%s/%s: %w", *lf.campaign, *lf.sku, err)
-	}
-	if !m.Has(*cell) {
-		return usageError("cell %s is not in the cell map of %s/%s (%v)", *cell, *lf.campaign, *lf.sku, m.Cells)
+	if err := inCellMap(ctx, l, lf.skuOf(), *cell); err != nil {
+		return err
 	}
 	w, err := l.WriteOffCell(ctx, lf.skuOf(), *cell, time.Now().UnixMilli())
 	if err != nil {
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(map[string]any{"written_off": w, "campaign": *lf.campaign, "sku": *lf.sku})
+}
+
+// inCellMap is nil when cell is in the published cell map of SKU s; a
+// usage error naming the map otherwise, or the error of a SKU etcd does
+// not hold.
+func inCellMap(ctx context.Context, l *ledger.Ledger, s ledger.SKU, cell string) error {
+	m, err := cells.ReadMap(ctx, l, s)
+	if err != nil {
+		return fmt.Errorf("%s/%s: %w", s.Campaign, s.SKU, err)
+	}
+	if !m.Has(cell) {
+		return usageError("cell %s is not in the cell map of %s/%s (%v)", cell, s.Campaign, s.SKU, m.Cells)
+	}
+	return nil
 }
 
 // runClusterAudit prints the ledger, each cell's counts and the
@@ -232,6 +252,9 @@ func runClusterAudit(args []string, stdout io.Writer) error {
 	token := fs.String("admin-token", os.Getenv("SECKILL_ADMIN_TOKEN"), "admin token of the cells")
 	if err := fs.Parse(args); err != nil {
 		return usageError("audit: %v", err)
+	}
+	if err := required("audit", flagGiven{"--campaign", *lf.campaign != ""}); err != nil {
+		return err
 	}
 	urls := map[string]string{}
 	if *cellURLs != "" {

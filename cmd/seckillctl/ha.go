@@ -214,8 +214,11 @@ func readHAStatus(f haFlags) (haStatus, error) {
 // otherwise read as a set between two primaries.
 func readSet(ctx context.Context, c *clientv3.Client, f haFlags) (replica.View, map[string]replica.Member, error) {
 	v, members, err := replica.ReadSet(ctx, c, *f.prefix, *f.set)
+	if err != nil && ctx.Err() != nil {
+		return v, nil, fmt.Errorf("etcd at %s did not answer reading replica set %s: %w", *f.etcd, *f.set, err)
+	}
 	if err != nil {
-		return v, nil, fmt.Errorf("reading replica set %s in etcd: %w", *f.set, err)
+		return v, nil, fmt.Errorf("reading replica set %s in etcd at %s: %w", *f.set, *f.etcd, err)
 	}
 	if v.Leader == "" && v.SyncRevision == 0 && len(members) == 0 {
 		return v, nil, fmt.Errorf("replica set %s: etcd holds nothing under %s%s/: no replica ever ran in it (check --replica-set and --etcd-prefix)",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -66,4 +67,31 @@ func TestHARefusesWhatItCannotReport(t *testing.T) {
 			t.Errorf("seckillctl %s: exit %d, want %d and %q\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, exitUsage, c.want, out, errOut)
 		}
 	}
+}
+
+// An etcd that does not answer is named in the error of ha status and ha
+// switchover (exit 2, nothing on stdout), as the cells commands name it:
+// "context deadline exceeded" alone does not say what was asked.
+func TestHANamesAnEtcdThatDoesNotAnswer(t *testing.T) {
+	closed := refusedEtcd(t)
+	for _, args := range [][]string{
+		{"ha", "status", "--etcd", closed, "--replica-set", "rs1", "--admin-token", "t"},
+		{"ha", "switchover", "--etcd", closed, "--replica-set", "rs1", "--to", "b", "--admin-token", "t"},
+	} {
+		code, out, errOut := ctl(t, args...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, "etcd at "+closed+" did not answer") {
+			t.Errorf("seckillctl %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, out, errOut)
+		}
+	}
+}
+
+// refusedEtcd is an address nothing listens on.
+func refusedEtcd(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }

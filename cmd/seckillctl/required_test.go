@@ -17,7 +17,7 @@ func TestRequiredNamesWhatIsMissing(t *testing.T) {
 			"snapshot --server: --sku and --admin-token (or SECKILL_ADMIN_TOKEN) are missing (it needs --campaign, --sku and --admin-token (or SECKILL_ADMIN_TOKEN))"},
 		{[]string{"restore", "--to", "x"}, "restore: --from is missing (it needs --from and --to)"},
 		{[]string{"cells", "return", "--etcd", "127.0.0.1:1", "--campaign", "c", "--sku", "s", "--units", "1"},
-			"cells return: --cell and --id are missing (it needs --cell, --units and --id)"},
+			"cells return: --cell and --id are missing (it needs --campaign, --sku, --cell, --units and --id)"},
 		{[]string{"ha", "status", "--etcd", "127.0.0.1:1", "--admin-token", "t"},
 			"ha status: --replica-set is missing (it needs --etcd, --replica-set and --admin-token (or SECKILL_ADMIN_TOKEN))"},
 		{[]string{"dashboard-link"}, "dashboard-link: --server and --admin-token (or SECKILL_ADMIN_TOKEN) are missing"},

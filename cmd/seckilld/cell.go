@@ -90,10 +90,8 @@ type cellRuntime struct {
 // agents, and then keeps adding the SKUs published while it runs.
 // Requests never wait on etcd: the agents work beside them.
 func startCell(engine *actors.Engine, o cellOptions, dataDir string, reg prometheus.Registerer, log *slog.Logger) (*cellRuntime, error) {
-	for _, st := range engine.AllStats() {
-		if st.Definition.Cell != "" && st.Definition.Cell != o.id {
-			return nil, fmt.Errorf("%w: %s/%s in %s is cell %s's, not %s", cells.ErrForeignDataDir, st.CampaignID, st.SKUID, dataDir, st.Definition.Cell, o.id)
-		}
+	if err := checkCellOf(engine, o.id, dataDir); err != nil {
+		return nil, err
 	}
 	client, err := ledger.Dial(strings.Split(o.etcd, ","))
 	if err != nil {
@@ -130,6 +128,27 @@ func startCell(engine *actors.Engine, o cellOptions, dataDir string, reg prometh
 	go rt.pollPublished()
 	log.Info("cell started", "cell", o.id, "skus", len(pubs), "etcd", o.etcd)
 	return rt, nil
+}
+
+// checkCellOf refuses an engine whose data dir holds a celled SKU of
+// another cell than cell, or any celled SKU when cell is "" (no --cell):
+// such a seckilld would sell that cell's quota without its guard, to the
+// users of every cell (a user who bought in their own cell could buy
+// again there), and without its agent. A replica of a cell's replica set
+// started without --cell holds the cell's SKUs once it copied them: its
+// promotion then fails here, and another replica of the sync set leads.
+func checkCellOf(engine *actors.Engine, cell, dataDir string) error {
+	for _, st := range engine.AllStats() {
+		switch owner := st.Definition.Cell; {
+		case owner == "" || owner == cell:
+		case cell == "":
+			return fmt.Errorf("%w: %s/%s in %s is cell %s's: start it with --cell %s --etcd E (without them it would sell that SKU to the users of every cell)",
+				cells.ErrForeignDataDir, st.CampaignID, st.SKUID, dataDir, owner, owner)
+		default:
+			return fmt.Errorf("%w: %s/%s in %s is cell %s's, not %s", cells.ErrForeignDataDir, st.CampaignID, st.SKUID, dataDir, owner, cell)
+		}
+	}
+	return nil
 }
 
 // errLocalCampaign: a published SKU's campaign is defined locally

@@ -262,6 +262,8 @@ func openService(d svcDeps) (_ *service, err error) {
 			return nil, err
 		}
 		front, claimer, cellGuard, topUpPending = svc.rt.guard, svc.rt.guard, svc.rt.guard, svc.rt.topUpPending
+	} else if err := checkCellOf(engine, "", opts.dataDir); err != nil {
+		return nil, err
 	} else if !d.deferCampaigns {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		err := defineCampaigns(ctx, engine, opts.campaigns, d.campaigns, d.clock(), log)
