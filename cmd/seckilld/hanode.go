@@ -217,6 +217,10 @@ func serveReplica(opts options, stdout io.Writer, log *slog.Logger, deps svcDeps
 		return err
 	}
 	defer client.Close()
+	if err := checkSetIsNoCell(ledger.New(client, opts.cell.etcdPrefix), opts, log); err != nil {
+		ln.Close()
+		return err
+	}
 	coord, err := replica.NewEtcd(client, opts.cell.etcdPrefix, opts.replica.set, opts.replica.name, opts.replica.leaseTTL)
 	if err != nil {
 		ln.Close()
@@ -234,6 +238,31 @@ func serveReplica(opts options, stdout io.Writer, log *slog.Logger, deps svcDeps
 	stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
 	return n.run(stop)
+}
+
+// checkSetIsNoCell refuses a replica started without --cell into a
+// replica set that is a cell of the cluster (etcd holds an epoch for a
+// cell of the set's name): it would join the cell's sync set and
+// acknowledge its writes, yet could never lead, since a promotion without
+// --cell refuses the cell's SKUs (checkCellOf); with two replicas, losing
+// the primary would then leave the cell without one. An etcd that does
+// not answer here is left to the promotion's check.
+func checkSetIsNoCell(l *ledger.Ledger, opts options, log *slog.Logger) error {
+	if opts.cell.id != "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	epoch, err := l.Epoch(ctx, opts.replica.set)
+	switch {
+	case err != nil:
+		log.Warn("could not tell from etcd whether the replica set is a cell; a promotion without --cell still refuses a cell's SKUs", "replica_set", opts.replica.set, "err", err)
+		return nil
+	case epoch > 0:
+		return fmt.Errorf("--replica-set %q is a cell of the cluster (etcd holds its epoch %d): start its replicas with --cell %s --etcd E, or name another replica set",
+			opts.replica.set, epoch, opts.replica.set)
+	}
+	return nil
 }
 
 func newHANode(opts options, deps svcDeps, log *slog.Logger, coord haCoordinator, repl replicator, ln, rln net.Listener) *haNode {
