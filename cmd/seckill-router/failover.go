@@ -31,15 +31,16 @@ const maxFailoverWaits = 1_000
 // failoverPoll is the longest a waiting request goes without an attempt.
 const failoverPoll = 100 * time.Millisecond
 
-// awaitPrimary waits, for a request to cell that err says was not
-// delivered, until the primaries table changes from what changed was
-// taken from (before the attempt) or failoverPoll passes. It reports
-// whether to send again: false for a cell that is no replica set, a
-// request whose deadline leaves less than half the timeout, or when
-// maxFailoverWaits other requests wait. A request holds its place among
-// them (held) from its first wait until do returns (releaseWait).
-func (r *router) awaitPrimary(cell string, err error, changed <-chan struct{}, deadline time.Time, held *bool) bool {
-	if delivered(err) || errors.Is(err, fasthttp.ErrNoFreeConns) || !r.primaries.Known(cell) {
+// awaitPrimary waits, for a request to cell that failed with err, not
+// delivered or repeatable (repeat.go), until the primaries table changes
+// from what changed was taken from (before the attempt) or failoverPoll
+// passes. It reports whether to send again: false for any other request,
+// a cell that is no replica set, a request whose deadline leaves less
+// than half the timeout, or when maxFailoverWaits other requests wait. A
+// request holds its place among them (held) from its first wait until do
+// returns (releaseWait).
+func (r *router) awaitPrimary(cell string, req *fasthttp.Request, err error, changed <-chan struct{}, deadline time.Time, held *bool) bool {
+	if delivered(err) && !repeatable(req, err) || errors.Is(err, fasthttp.ErrNoFreeConns) || !r.primaries.Known(cell) {
 		return false // the router's own limit is no failover
 	}
 	left := time.Until(deadline) - r.timeout/2

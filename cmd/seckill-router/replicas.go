@@ -22,9 +22,10 @@ import (
 // (the router's table a moment behind etcd) is retried once at the
 // primary it names, and one that names no primary (the replica demoted,
 // no primary known) waits for the next primary as a set between primaries
-// does; a request delivered to a primary that died before
-// answering is answered 504 RESULT_UNKNOWN with its lookup URL
-// (unanswered.go). A 503 UNAVAILABLE with Retry-After (nothing applied:
+// does; a reserve cut off before any answer is sent again like one not
+// delivered (repeat.go), and another request delivered to a primary that
+// died before answering is answered 504 RESULT_UNKNOWN with its lookup
+// URL (unanswered.go). A 503 UNAVAILABLE with Retry-After (nothing applied:
 // a primary defining its campaigns) is sent again after that wait while
 // the request has time for it (unavailable.go), and a request not sent
 // while the set is between primaries is sent to the next one
@@ -67,8 +68,8 @@ func hostPort(url string) string {
 // router's --timeout: a 503 UNAVAILABLE with Retry-After (nothing was
 // applied) is sent again after that wait while the wait leaves the retry
 // time enough (retryUnavailable), and a request a replica set between
-// primaries was not sent is sent again once the table changes
-// (awaitPrimary, failover.go).
+// primaries was not sent, or a reserve cut off (repeat.go), is sent again
+// once the table changes (awaitPrimary, failover.go).
 func (r *router) do(cell string, req *fasthttp.Request, resp *fasthttp.Response) error {
 	deadline := time.Now().Add(r.timeout)
 	held := false
@@ -76,7 +77,7 @@ func (r *router) do(cell string, req *fasthttp.Request, resp *fasthttp.Response)
 	for {
 		changed := r.primaries.Changed()
 		if err := r.attempt(cell, req, resp, time.Until(deadline)); err != nil {
-			if r.awaitPrimary(cell, err, changed, deadline, &held) {
+			if r.awaitPrimary(cell, req, err, changed, deadline, &held) {
 				resp.Reset()
 				continue
 			}
