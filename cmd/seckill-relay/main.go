@@ -2,7 +2,8 @@
 // publishes every event to a NATS JetStream stream (package relay): at
 // least once, in log order per SKU, Nats-Msg-Id = the event id. It keeps
 // no state: on start it reads where it stopped from the stream's last
-// message. Run one relay per stream; in a cell cluster, one per cell
+// message, or from its progress past records it leaves out (key-value
+// bucket relay.ProgressBucket). Run one relay per stream; in a cell cluster, one per cell
 // (--cell, --feed the cell's address), each into a stream of its own. Every flag is also read from the
 // environment as SECKILL_RELAY_<NAME> (--admin-token:
 // SECKILL_RELAY_ADMIN_TOKEN); flags win. --version prints the build's
