@@ -130,8 +130,9 @@ var ErrSinkRefused = errors.New("relay: the sink refused the relay")
 // FeedError is an answer of the feed the relay cannot go past by itself:
 // 401 (seckilld refused the admin token), 404 (no such campaign, or no
 // seckilld under FeedURL: a wrong path, servesSeckill), 410
-// CURSOR_COMPACTED and 409 CURSOR_DIVERGED (an operator resynchronises
-// the consumers and the stream), 400 (BAD_CURSOR, or
+// CURSOR_COMPACTED (records the relay had not read are gone), 409
+// CURSOR_DIVERGED (seckilld was restored to an earlier point: an operator
+// runs Reanchor), 400 (BAD_CURSOR, or
 // CAMPAIGN_FEED_TOO_WIDE: the campaign has more SKUs than its feed serves;
 // relay each SKU's feed instead), and 414 or 431 (the request was too
 // large for the server). A retry would be refused again. It says the
@@ -199,6 +200,9 @@ func feedRefusal(ctx context.Context, err error, cfg *Config) error {
 			"or consume this campaign from the feed (seckill-orders --feed takes such a SKU from the export)", e.SKUID, e.FirstIndex)
 	case http.StatusConflict:
 		what = "the feed refused the cursor the stream resumes from"
+		if errors.Is(err, client.ErrCursorDiverged) {
+			what += " (seckilld was restored to an earlier point: run seckill-relay reanchor with the relay's flags, then start the relay again)"
+		}
 	case http.StatusBadRequest:
 		what = "the feed refused the request"
 	case http.StatusRequestURITooLong, http.StatusRequestHeaderFieldsTooLarge:
