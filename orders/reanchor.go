@@ -41,8 +41,9 @@ const (
 	DivergedRewound = "REWOUND"
 )
 
-// Diverged is the feed's 409 CURSOR_DIVERGED for a SKU: Run stops on it
-// (errors.Is ErrPosition), and its message names the way forward.
+// Diverged is the feed's 409 CURSOR_DIVERGED for a SKU, or a relay's
+// relay.TypeReanchored message in its stream: Run stops on it (errors.Is
+// ErrPosition), and its message names the way forward.
 type Diverged struct {
 	CampaignID, SKUID, Cell string
 	// ForkIndex is the last record the restored log shares with what the

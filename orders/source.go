@@ -154,10 +154,11 @@ func (s *JetStreamSource) Next(ctx context.Context, cursor string) ([]client.Eve
 			return nil, cursor, fmt.Errorf("%w: stream %s message %d is not a seckill event: %v", ErrPosition, s.Stream, meta.Sequence.Stream, err)
 		}
 		if e.Type == relay.TypeReanchored {
-			// The events before it are applied first; the next call
-			// opens at it again and stops there.
+			// The messages before it are applied (or skipped) and the
+			// cursor saved first; the next call opens at it again and
+			// stops there, where Reanchor finds it.
 			s.close()
-			if len(events) > 0 {
+			if s.seq != after {
 				break
 			}
 			return nil, cursor, s.diverged(e, meta.Sequence.Stream)
