@@ -124,21 +124,27 @@ func TestRelayOfChosenTypesGoesOnPastTruncatedRecordsItLeavesOut(t *testing.T) {
 		go func() { ch <- relay.Run(ctx, rcfg, sink) }()
 		return cancel, ch
 	}
-	// holds waits until the stream holds the feed's last payment of each SKU.
+	// holds waits until the stream holds the feed's last payment of each
+	// SKU whose log still holds one (snapshots may truncate a SKU's past
+	// its last payment before the test reads the feed, not before the
+	// relay does: it would stop on the 410).
 	holds := func(done <-chan error) {
 		t.Helper()
 		last, _ := paidEvents(t, base)
+		if len(last) == 0 {
+			t.Fatal("the feed holds no payment any more")
+		}
 		for deadline := time.Now().Add(time.Minute); ; {
 			stored := 0
 			if st, err := js.Stream(context.Background(), "SECKILL_PAID"); err == nil {
-				for _, s := range []string{"a.1", "b"} {
-					m, err := st.GetLastMsgForSubject(context.Background(), sink.Subject(s, "seckill.reservation.paid"))
-					if err == nil && m.Header.Get(jetstream.MsgIDHeader) == last["/seckill/rl/"+s]["id"] {
+				for source, e := range last {
+					m, err := st.GetLastMsgForSubject(context.Background(), sink.Subject(strings.TrimPrefix(source, "/seckill/rl/"), "seckill.reservation.paid"))
+					if err == nil && m.Header.Get(jetstream.MsgIDHeader) == e["id"] {
 						stored++
 					}
 				}
 			}
-			if stored == 2 {
+			if stored == len(last) {
 				return
 			}
 			select {
