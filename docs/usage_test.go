@@ -39,11 +39,14 @@ func TestDocsUsageErrorsExitTwo(t *testing.T) {
 		"seckill-relay": {
 			{append(relay, "--limit", "0"), "--limit"},
 			{append(relay, "--stream", "a.b"), "--stream"},
+			{append([]string{"reanchor"}, append(relay, "--limit", "0")...), "--limit"},
 		},
 		"seckill-orders": {
 			{[]string{"redeliver", "--no-such-flag"}, "no-such-flag"},
 			{[]string{"reanchor", "--no-such-flag"}, "no-such-flag"},
 			{[]string{"reanchor", "--database", "postgres://127.0.0.1:1/x", "--feed", "http://127.0.0.1:1", "--admin-token", "t", "--campaign", "bad~id"}, "--campaign"},
+			{[]string{"reanchor", "--database", "postgres://127.0.0.1:1/x", "--feed", "http://127.0.0.1:1", "--admin-token", "t", "--campaign", "c", "--nats", "nats://127.0.0.1:1"}, "--nats and --stream"},
+			{[]string{"reanchor", "--database", "postgres://127.0.0.1:1/x", "--feed", "http://127.0.0.1:1", "--admin-token", "t", "--campaign", "c", "--nats", "nats://127.0.0.1:1", "--stream", "a.b"}, "--stream"},
 			{[]string{"--database", "postgres://127.0.0.1:1/x", "--feed", "http://127.0.0.1:1", "--campaign", "c", "--admin-token", "t", "--batch", "0"}, "--batch"},
 		},
 		"seckill-router": {

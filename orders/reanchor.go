@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/relay"
 )
 
 // A restore of a SKU to an earlier point (seckillctl restore --until-*)
@@ -40,8 +41,9 @@ const (
 	DivergedRewound = "REWOUND"
 )
 
-// Diverged is the feed's 409 CURSOR_DIVERGED for a SKU: Run stops on it
-// (errors.Is ErrPosition), and its message names the way forward.
+// Diverged is the feed's 409 CURSOR_DIVERGED for a SKU, or a relay's
+// relay.TypeReanchored message in its stream: Run stops on it (errors.Is
+// ErrPosition), and its message names the way forward.
 type Diverged struct {
 	CampaignID, SKUID, Cell string
 	// ForkIndex is the last record the restored log shares with what the
@@ -49,9 +51,22 @@ type Diverged struct {
 	// older than the cursor, which kept its history).
 	ForkIndex uint64
 	History   string
+	// Stream and Seq, for a consumer of a relay's stream, are the stream
+	// and the sequence of the relay's relay.TypeReanchored message that
+	// says so ("" and 0 for the feed's 409).
+	Stream string
+	Seq    uint64
 }
 
 func (d *Diverged) Error() string {
+	if d.Stream != "" {
+		return fmt.Sprintf("orders: SKU %s of campaign %s was restored to an earlier point: message %d of stream %s (%s) says its messages of the SKU "+
+			"before it past log index %d are of records no longer seckill's, which this service applied (the messages after it re-use their indexes and "+
+			"reservation ids for other sales); the service stops here: run seckill-orders reanchor --campaign %s --nats URL --stream %s with this "+
+			"service's --database, --admin-token, and the restored seckilld's address as --feed: it keeps the orders those records touched apart "+
+			"(diverged_orders), reports each, and goes on after that message from the SKU's export",
+			d.SKUID, d.CampaignID, d.Seq, d.Stream, relay.TypeReanchored, d.ForkIndex, d.CampaignID, d.Stream)
+	}
 	cell := ""
 	if d.Cell != "" {
 		cell = " --cell " + d.Cell + " (with that cell's address as --feed)"
@@ -185,17 +200,25 @@ func (f *FeedSource) reanchorSKU(ctx context.Context, store *Store, consumer, cu
 	history, _, _ := strings.Cut(x.end.NextCursor, "-")
 	positions[history] = x.end.NextCursor
 	r.AsOfIndex, r.Cursor = x.end.AsOfIndex, feed.CampaignCursor(positions)
-	source := "/seckill/" + f.CampaignID + "/" + d.SKUID
-	err = pgx.BeginFunc(ctx, store.pool, func(tx pgx.Tx) error {
+	return r, settle(ctx, store, consumer, cursor, d, x, &r)
+}
+
+// settle is a re-anchoring's transaction (reanchorSKU): it checks that
+// consumer's cursor is still cursor, records the re-anchoring, sets apart
+// what the SKU's records after d.ForkIndex touched, takes the SKU from the
+// export x and saves r.Cursor, filling r in.
+func settle(ctx context.Context, store *Store, consumer, cursor string, d *Diverged, x *exported, r *Reanchored) error {
+	source := "/seckill/" + d.CampaignID + "/" + d.SKUID
+	return pgx.BeginFunc(ctx, store.pool, func(tx pgx.Tx) error {
 		var saved string
 		if err := tx.QueryRow(ctx, `SELECT cursor FROM order_cursors WHERE consumer = $1 FOR UPDATE`, consumer).Scan(&saved); err != nil || saved != cursor {
 			return fmt.Errorf("the cursor of %s moved while it was re-anchored (%q, then %q: %v): stop the service first", consumer, cursor, saved, err)
 		}
 		if err := tx.QueryRow(ctx, `INSERT INTO order_reanchors (consumer, campaign_id, sku_id, fork_index, history, as_of_index, cursor)
-VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`, consumer, f.CampaignID, d.SKUID, int64(d.ForkIndex), d.History, int64(x.end.AsOfIndex), r.Cursor).Scan(&r.ID); err != nil {
+VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`, consumer, d.CampaignID, d.SKUID, int64(d.ForkIndex), d.History, int64(x.end.AsOfIndex), r.Cursor).Scan(&r.ID); err != nil {
 			return err
 		}
-		touched, err := abandoned(ctx, tx, source, f.CampaignID, d.SKUID, d.ForkIndex, &r.Events)
+		touched, err := abandoned(ctx, tx, source, d.CampaignID, d.SKUID, d.ForkIndex, &r.Events)
 		if err != nil {
 			return err
 		}
@@ -237,7 +260,6 @@ WHERE (reservation_id, payment_id) IN (SELECT * FROM unnest($2::text[], $3::text
 		x.queue(batch, consumer, r.Cursor)
 		return tx.SendBatch(ctx, batch).Close()
 	})
-	return r, err
 }
 
 // abandoned returns the reservations the abandoned records of a SKU

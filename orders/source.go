@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/relay"
 )
 
 // Source delivers a campaign's events in log order per SKU, from a
@@ -87,14 +89,17 @@ func (f *FeedSource) Next(ctx context.Context, cursor string) ([]client.Event, s
 // JetStreamSource reads the stream seckill-relay fills with one
 // campaign's events (or one cell's share of them: relay.CellStream); the
 // cursor is "<sequence>@<created>": the stream sequence of the last
-// message applied and the stream's creation time (Unix nanoseconds). A
+// message applied and the stream's creation time (Unix nanoseconds), and
+// "~<floors>" after a re-anchoring (floors). A
 // stream deleted and created again under the same name numbers its
 // messages from 1 again, in another order (the relay fills it from the
 // feed anew), so a sequence of the old stream names nothing in it: a
 // cursor of another creation is ErrPosition. (A cursor of a bare sequence,
 // as saved before the creation was part of it, is taken as of the stream
 // there is.) A stream not created yet is ErrNotDefined while nothing was
-// read from it.
+// read from it. A relay's relay.TypeReanchored message (a SKU restored to
+// an earlier point) is a *Diverged: Run stops on it, and Reanchor goes on
+// past it.
 type JetStreamSource struct {
 	Conn   *nats.Conn
 	Stream string
@@ -113,7 +118,7 @@ func (s *JetStreamSource) Name() string { return "jetstream:" + s.Stream }
 // Next takes the messages after sequence cursor: the first waits up to
 // Wait, the rest only as long as they come at once, up to Limit.
 func (s *JetStreamSource) Next(ctx context.Context, cursor string) ([]client.Event, string, error) {
-	after, created, err := parseStreamCursor(cursor)
+	after, created, floors, err := parseStreamCursor(cursor)
 	if err != nil {
 		return nil, cursor, err
 	}
@@ -125,7 +130,7 @@ func (s *JetStreamSource) Next(ctx context.Context, cursor string) ([]client.Eve
 	var events []client.Event
 	for len(events) < s.Limit {
 		wait := s.Wait
-		if len(events) > 0 {
+		if s.seq != after {
 			wait = 5 * time.Millisecond // gather what has arrived, no more
 		}
 		wctx, cancel := context.WithTimeout(ctx, wait)
@@ -148,30 +153,83 @@ func (s *JetStreamSource) Next(ctx context.Context, cursor string) ([]client.Eve
 			s.close()
 			return nil, cursor, fmt.Errorf("%w: stream %s message %d is not a seckill event: %v", ErrPosition, s.Stream, meta.Sequence.Stream, err)
 		}
-		events = append(events, e)
+		if e.Type == relay.TypeReanchored {
+			// The messages before it are applied (or skipped) and the
+			// cursor saved first; the next call opens at it again and
+			// stops there, where Reanchor finds it.
+			s.close()
+			if s.seq != after {
+				break
+			}
+			return nil, cursor, s.diverged(e, meta.Sequence.Stream)
+		}
 		s.seq = meta.Sequence.Stream
+		if floors.covers(e.ID) {
+			continue
+		}
+		events = append(events, e)
 	}
-	if len(events) == 0 {
+	if s.seq == after {
 		return nil, cursor, nil
 	}
-	return events, strconv.FormatUint(s.seq, 10) + "@" + strconv.FormatInt(s.created, 10), nil
+	return events, formatStreamCursor(s.seq, s.created, floors), nil
 }
 
-// parseStreamCursor reads "<sequence>@<created>" or a bare sequence
-// (created 0: not checked); "" is the start of the stream.
-func parseStreamCursor(cursor string) (after uint64, created int64, err error) {
-	if cursor == "" {
-		return 0, 0, nil
+// floors are the positions, by history, up to which a consumer of a
+// stream skips a SKU's events: those a re-anchoring took the SKU from an
+// export as of (Reanchor), which the stream holds after the relay's
+// relay.TypeReanchored message too.
+type floors map[string]string
+
+// covers reports whether the event id is at or before its history's
+// floor; an event past it drops the floor (the stream holds a history's
+// events in log order).
+func (f floors) covers(id string) bool {
+	history, index, ok := strings.Cut(id, "-")
+	floor, has := f[history]
+	if !ok || !has {
+		return false
 	}
-	seq, at, withCreated := strings.Cut(cursor, "@")
+	_, at, _ := strings.Cut(floor, "-")
+	if n, err := strconv.ParseUint(index, 10, 64); err == nil {
+		if m, err := strconv.ParseUint(at, 10, 64); err == nil && n <= m {
+			return true
+		}
+	}
+	delete(f, history)
+	return false
+}
+
+// formatStreamCursor writes "<sequence>@<created>", and "~<floors>" (a
+// campaign cursor) when there are floors.
+func formatStreamCursor(seq uint64, created int64, f floors) string {
+	c := strconv.FormatUint(seq, 10) + "@" + strconv.FormatInt(created, 10)
+	if len(f) > 0 {
+		c += "~" + feed.CampaignCursor(f)
+	}
+	return c
+}
+
+// parseStreamCursor reads "<sequence>@<created>[~<floors>]" or a bare
+// sequence (created 0: not checked); "" is the start of the stream.
+func parseStreamCursor(cursor string) (after uint64, created int64, f floors, err error) {
+	f = floors{}
+	if cursor == "" {
+		return 0, 0, f, nil
+	}
+	position, below, withFloors := strings.Cut(cursor, "~")
+	seq, at, withCreated := strings.Cut(position, "@")
 	after, err = strconv.ParseUint(seq, 10, 64)
 	if err == nil && withCreated {
 		created, err = strconv.ParseInt(at, 10, 64)
 	}
-	if err != nil || withCreated && created <= 0 {
-		return 0, 0, fmt.Errorf("%w: cursor %q is not a stream position (<sequence>@<created>)", ErrPosition, cursor)
+	if err == nil && withFloors {
+		f, err = feed.ParseCampaignCursor(below)
 	}
-	return after, created, nil
+	if err != nil || withCreated && created <= 0 || withFloors && len(f) == 0 {
+		return 0, 0, nil, fmt.Errorf("%w: cursor %q is not a stream position (<sequence>@<created>[~<floors>])", ErrPosition, cursor)
+	}
+	return after, created, f, nil
 }
 
 // open starts an ordered consumer at the message after sequence after, of
@@ -228,3 +286,13 @@ func (s *JetStreamSource) close() {
 
 // Close stops the consumer.
 func (s *JetStreamSource) Close() { s.close() }
+
+// diverged reads a relay's TypeReanchored message (at sequence seq) as a
+// *Diverged: Run stops on it.
+func (s *JetStreamSource) diverged(e client.Event, seq uint64) error {
+	var d relay.ReanchoredData
+	if err := json.Unmarshal(e.Data, &d); err != nil || d.SKUID == "" {
+		return fmt.Errorf("%w: stream %s message %d is a %s without its SKU: %v", ErrPosition, s.Stream, seq, relay.TypeReanchored, err)
+	}
+	return &Diverged{CampaignID: d.CampaignID, SKUID: d.SKUID, ForkIndex: d.ForkIndex, History: d.History, Stream: s.Stream, Seq: seq}
+}

@@ -10,8 +10,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/internal/natstest"
 	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/relay"
 )
 
 // A new consumer (no cursor) of a stream whose limits deleted its first
@@ -110,5 +112,61 @@ func TestJetStreamSourceRefusesARecreatedStream(t *testing.T) {
 		if _, _, err := fresh.Next(ctx, bad); !errors.Is(err, orders.ErrPosition) {
 			t.Fatalf("cursor %q: %v", bad, err)
 		}
+	}
+}
+
+// A consumer re-anchored with a floor skips the messages of its history
+// up to it and applies those after; a relay's re-anchoring message right
+// after skipped messages is met with the cursor moved past them (so that
+// Reanchor finds it next), then stops the consumer with a *Diverged.
+func TestJetStreamSourceSkipsUpToItsFloorsAndStopsAtAMarker(t *testing.T) {
+	nc := natstest.Start(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "FLOORS", Subjects: []string{"floors.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	event := func(id, typ string) {
+		t.Helper()
+		body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"source":"/seckill/c/s","type":%q,"seckillindex":1,"data":{"campaign_id":"c","sku_id":"y","fork_index":2}}`, id, typ)
+		if _, err := js.Publish(ctx, "floors.s", []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	event("00000000000000a1-5", "seckill.sku.paused")
+	event("00000000000000a1-6", "seckill.sku.resumed")
+	event("00000000000000a1-7", "seckill.sku.paused")
+	event("00000000000000b2-3", "seckill.sku.paused") // another history: no floor
+	event("00000000000000a1-8", "seckill.sku.resumed")
+	event("reanchor-00000000000000b2-3", relay.TypeReanchored)
+	created := stream.CachedInfo().Created.UnixNano()
+	src := &orders.JetStreamSource{Conn: nc, Stream: "FLOORS", Limit: 10, Wait: 100 * time.Millisecond}
+	defer src.Close()
+	floor := feed.CampaignCursor(map[string]string{"00000000000000a1": "00000000000000a1-6"})
+
+	events, next, err := src.Next(ctx, fmt.Sprintf("0@%d~%s", created, floor))
+	var ids []string
+	for _, e := range events {
+		ids = append(ids, e.ID)
+	}
+	if err != nil || fmt.Sprint(ids) != "[00000000000000a1-7 00000000000000b2-3 00000000000000a1-8]" || next != fmt.Sprintf("5@%d", created) {
+		t.Fatalf("Next after the floor a1-6 = %v, %q, %v; want a1-7, b2-3, a1-8 and the cursor 5 without the floor passed", ids, next, err)
+	}
+	var d *orders.Diverged
+	if _, _, err := src.Next(ctx, next); !errors.As(err, &d) || d.SKUID != "y" || d.Seq != 6 || d.Stream != "FLOORS" || !errors.Is(err, orders.ErrPosition) {
+		t.Fatalf("Next at the re-anchoring message = %v, want a *Diverged of SKU y at message 6", err)
+	}
+
+	// Skipped messages, then the marker: the cursor moves past them first.
+	events, next, err = src.Next(ctx, fmt.Sprintf("3@%d~%s", created, feed.CampaignCursor(map[string]string{"00000000000000b2": "00000000000000b2-3", "00000000000000a1": "00000000000000a1-9"})))
+	if err != nil || len(events) != 0 || !strings.HasPrefix(next, fmt.Sprintf("5@%d~", created)) {
+		t.Fatalf("Next over skipped messages up to the marker = %d events, %q, %v; want none and the cursor 5", len(events), next, err)
+	}
+	if _, _, err := src.Next(ctx, next); !errors.As(err, &d) {
+		t.Fatalf("Next at the re-anchoring message = %v, want a *Diverged", err)
 	}
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/nats-io/nats.go"
@@ -39,6 +39,10 @@ type NATSSink struct {
 	cell     string           // "" for a lone seckilld
 	stream   jetstream.Stream // nil until found or created
 	lastSeq  uint64           // the stream's last sequence, as of Resume and the publishes since
+	created  time.Time        // the stream's creation, as of Resume (or Open)
+
+	kv          jetstream.KeyValue // ProgressBucket, nil until found or created
+	progressRev uint64             // the revision of the stream's progress key as last read or written; 0: none
 }
 
 // NewNATSSink returns the sink of the stream name, which Open creates
@@ -140,6 +144,7 @@ func (s *NATSSink) Open(ctx context.Context) error {
 		return fmt.Errorf("creating stream %s: %w", s.name, err)
 	}
 	s.stream = stream
+	s.created = stream.CachedInfo().Created
 	return nil
 }
 
@@ -151,11 +156,6 @@ func (s *NATSSink) Subject(skuID, eventType string) string {
 // subjectToken writes an id as one subject token.
 func subjectToken(id string) string { return strings.ReplaceAll(id, ".", "%2E") }
 
-// MetadataProgress is the key of the stream's metadata where Advance
-// keeps the relay's progress past its last message: "<the stream's last
-// sequence> <cursor>".
-const MetadataProgress = "seckill_relay_progress"
-
 // Resume returns the cursor the relay goes on from: the progress Advance
 // recorded while the stream's last sequence is still the one it recorded
 // it at, else the cursor of the stream's last message; "" when the stream
@@ -164,17 +164,20 @@ func (s *NATSSink) Resume(ctx context.Context) (string, error) {
 	if err := s.find(ctx); err != nil {
 		return "", err
 	}
+	s.kv, s.progressRev = nil, 0
 	if s.stream == nil {
-		s.lastSeq = 0
-		return "", nil
+		// A key left by a stream deleted since is read for its revision.
+		s.lastSeq, s.created = 0, time.Time{}
+		_, err := s.readProgress(ctx, nil)
+		return "", err
 	}
 	info, err := s.stream.Info(ctx)
 	if err != nil {
 		return "", err
 	}
-	s.lastSeq = info.State.LastSeq
-	if seq, cursor, ok := strings.Cut(info.Config.Metadata[MetadataProgress], " "); ok && seq == strconv.FormatUint(s.lastSeq, 10) {
-		return cursor, nil
+	s.lastSeq, s.created = info.State.LastSeq, info.Created
+	if cursor, err := s.readProgress(ctx, info); err != nil || cursor != "" {
+		return cursor, err
 	}
 	if info.State.Msgs == 0 {
 		return "", nil
@@ -188,31 +191,6 @@ func (s *NATSSink) Resume(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("%w: the stream's last message %d has no %s header: is the stream this relay's alone?", ErrSinkRefused, m.Sequence, HeaderCursor)
 	}
 	return cursor, nil
-}
-
-// Advance records cursor, with the stream's last sequence as the relay
-// knows it, in the stream's metadata (MetadataProgress; the stream's
-// other settings as they are now): a message stored since makes Resume
-// read that message instead. A stream update is one JetStream API call,
-// which the relay makes at most once a second (advanceEvery).
-func (s *NATSSink) Advance(ctx context.Context, cursor string) error {
-	if err := s.find(ctx); err != nil || s.stream == nil {
-		return err
-	}
-	info, err := s.stream.Info(ctx)
-	if err != nil {
-		return err
-	}
-	cfg := info.Config
-	cfg.Metadata = maps.Clone(cfg.Metadata)
-	if cfg.Metadata == nil {
-		cfg.Metadata = map[string]string{}
-	}
-	cfg.Metadata[MetadataProgress] = strconv.FormatUint(s.lastSeq, 10) + " " + cursor
-	if _, err := s.js.UpdateStream(ctx, cfg); err != nil {
-		return fmt.Errorf("recording the relay's progress in stream %s: %w", s.name, err)
-	}
-	return nil
 }
 
 // Publish sends msgs asynchronously, each expecting the sequence of the

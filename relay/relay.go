@@ -4,7 +4,8 @@
 // at least once and in log order per SKU. It keeps no state of its own:
 // each message carries the campaign cursor as of that event, the sink
 // keeps the progress past its last message over records nothing was
-// published for (Sink.Advance), and on start (or after any error) the
+// published for (Sink.Advance; NATS: a key-value bucket,
+// ProgressBucket), and on start (or after any error) the
 // relay asks the sink where it stands and goes on from there
 // (TigerBeetle's CDC keeps its progress in the broker the same way).
 // Consumers deduplicate by the event id (CloudEvents: source + id names
@@ -90,8 +91,10 @@ type Message struct {
 
 // Sink is where the relay publishes.
 type Sink interface {
-	// Resume returns the Cursor of the last message the sink holds, ""
-	// when it holds none (or does not exist yet: it creates nothing).
+	// Resume returns where the relay goes on: the progress Advance
+	// recorded if no message was stored after it, else the Cursor of the
+	// last message the sink holds, "" when it holds none (or does not
+	// exist yet: it creates nothing).
 	Resume(ctx context.Context) (string, error)
 	// Open makes the sink ready to store (the NATS sink creates its
 	// stream if it is missing). The relay calls it once the feed has
@@ -107,7 +110,10 @@ type Sink interface {
 	// Config.Types leaves out): Resume returns cursor until a message is
 	// stored after it. Without it a relay started again would read those
 	// records anew, and, once snapshots truncated them, stop on the
-	// feed's 410 although nothing it relays is gone.
+	// feed's 410 although nothing it relays is gone. An error wrapping
+	// ErrSinkMoved (another relay recorded a progress since Resume) makes
+	// the relay resume from the sink; any other is logged and the
+	// progress given again later.
 	Advance(ctx context.Context, cursor string) error
 }
 
@@ -124,8 +130,9 @@ var ErrSinkRefused = errors.New("relay: the sink refused the relay")
 // FeedError is an answer of the feed the relay cannot go past by itself:
 // 401 (seckilld refused the admin token), 404 (no such campaign, or no
 // seckilld under FeedURL: a wrong path, servesSeckill), 410
-// CURSOR_COMPACTED and 409 CURSOR_DIVERGED (an operator resynchronises
-// the consumers and the stream), 400 (BAD_CURSOR, or
+// CURSOR_COMPACTED (records the relay had not read are gone), 409
+// CURSOR_DIVERGED (seckilld was restored to an earlier point: an operator
+// runs Reanchor), 400 (BAD_CURSOR, or
 // CAMPAIGN_FEED_TOO_WIDE: the campaign has more SKUs than its feed serves;
 // relay each SKU's feed instead), and 414 or 431 (the request was too
 // large for the server). A retry would be refused again. It says the
@@ -193,6 +200,9 @@ func feedRefusal(ctx context.Context, err error, cfg *Config) error {
 			"or consume this campaign from the feed (seckill-orders --feed takes such a SKU from the export)", e.SKUID, e.FirstIndex)
 	case http.StatusConflict:
 		what = "the feed refused the cursor the stream resumes from"
+		if errors.Is(err, client.ErrCursorDiverged) {
+			what += " (seckilld was restored to an earlier point: run seckill-relay reanchor with the relay's flags, then start the relay again)"
+		}
 	case http.StatusBadRequest:
 		what = "the feed refused the request"
 	case http.StatusRequestURITooLong, http.StatusRequestHeaderFieldsTooLarge:
@@ -349,8 +359,14 @@ func relayOnce(ctx context.Context, c *client.Client, cfg *Config, sink Sink, p 
 			if time.Since(said) >= advanceEvery {
 				// A progress the sink did not take costs a re-read (or a
 				// 410 once those records are truncated) at the next start,
-				// not the relay: it goes on, and tries again later.
-				if err := sink.Advance(ctx, unsaid); err != nil {
+				// not the relay: it goes on, and tries again later. One
+				// another relay changed since Resume is re-read first
+				// (ErrSinkMoved).
+				err := sink.Advance(ctx, unsaid)
+				if errors.Is(err, ErrSinkMoved) {
+					return fmt.Errorf("advance: %w", err)
+				}
+				if err != nil {
 					cfg.Logger.Warn("relay: the sink did not record the progress past records left out", "err", err, "cursor", unsaid)
 				} else {
 					p.cursor, unsaid = unsaid, ""

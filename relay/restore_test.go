@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -131,5 +132,69 @@ func TestRelayCursorAcrossRestoresHoldsOnePositionPerSKU(t *testing.T) {
 		if err := chain.Write(skudir.Of(dataDir, "rl", "a.1").String()); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// movedSink is a memorySink whose first Advance finds that another relay
+// recorded a progress since Resume (relay.ErrSinkMoved).
+type movedSink struct {
+	memorySink
+	resumes, advances int
+}
+
+func (s *movedSink) Resume(ctx context.Context) (string, error) {
+	s.mu.Lock()
+	s.resumes++
+	s.mu.Unlock()
+	return s.memorySink.Resume(ctx)
+}
+
+func (s *movedSink) Advance(ctx context.Context, cursor string) error {
+	s.mu.Lock()
+	s.advances++
+	first := s.advances == 1
+	s.mu.Unlock()
+	if first {
+		return fmt.Errorf("%w: another relay's progress", relay.ErrSinkMoved)
+	}
+	return s.memorySink.Advance(ctx, cursor)
+}
+
+func (s *movedSink) counts() (resumes int, progress string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.resumes, s.progress
+}
+
+// A progress the sink refuses because another relay recorded one since
+// Resume (ErrSinkMoved) makes the relay resume from the sink, where the
+// other relay's progress is, instead of writing over it; it then records
+// its own.
+func TestRelayResumesFromTheSinkWhenAnotherRelayMovedIt(t *testing.T) {
+	base := startSeckill(t)
+	load(t, base, 0, 2)
+	sink := &movedSink{}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- relay.Run(ctx, relay.Config{FeedURL: base, AdminToken: token, CampaignID: "rl", Types: []string{"seckill.reservation.paid"},
+			Wait: 100 * time.Millisecond, RetryAfter: 10 * time.Millisecond, Logger: quiet}, sink)
+	}()
+	for i, deadline := 10, time.Now().Add(time.Minute); ; i += 2 {
+		reserveOnly(t, base, i, i+2) // records left out: the relay advances past them
+		if resumes, progress := sink.counts(); resumes >= 2 && progress != "" {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the relay stopped: %v", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the relay did not resume from the sink and record its progress within a minute")
+		}
+	}
+	if stop(); !errors.Is(<-done, context.Canceled) {
+		t.Fatal("the relay did not stop on its context")
 	}
 }

@@ -124,21 +124,27 @@ func TestRelayOfChosenTypesGoesOnPastTruncatedRecordsItLeavesOut(t *testing.T) {
 		go func() { ch <- relay.Run(ctx, rcfg, sink) }()
 		return cancel, ch
 	}
-	// holds waits until the stream holds the feed's last payment of each SKU.
+	// holds waits until the stream holds the feed's last payment of each
+	// SKU whose log still holds one (snapshots may truncate a SKU's past
+	// its last payment before the test reads the feed, not before the
+	// relay does: it would stop on the 410).
 	holds := func(done <-chan error) {
 		t.Helper()
 		last, _ := paidEvents(t, base)
+		if len(last) == 0 {
+			t.Fatal("the feed holds no payment any more")
+		}
 		for deadline := time.Now().Add(time.Minute); ; {
 			stored := 0
 			if st, err := js.Stream(context.Background(), "SECKILL_PAID"); err == nil {
-				for _, s := range []string{"a.1", "b"} {
-					m, err := st.GetLastMsgForSubject(context.Background(), sink.Subject(s, "seckill.reservation.paid"))
-					if err == nil && m.Header.Get(jetstream.MsgIDHeader) == last["/seckill/rl/"+s]["id"] {
+				for source, e := range last {
+					m, err := st.GetLastMsgForSubject(context.Background(), sink.Subject(strings.TrimPrefix(source, "/seckill/rl/"), "seckill.reservation.paid"))
+					if err == nil && m.Header.Get(jetstream.MsgIDHeader) == e["id"] {
 						stored++
 					}
 				}
 			}
-			if stored == 2 {
+			if stored == len(last) {
 				return
 			}
 			select {
@@ -195,13 +201,20 @@ func TestRelayOfChosenTypesGoesOnPastTruncatedRecordsItLeavesOut(t *testing.T) {
 
 // The NATS sink resumes from the progress Advance recorded until a
 // message is stored after it; a message stored by another relay since
-// (the stream's last sequence moved) makes the progress stale too.
+// (the stream's last sequence moved) makes the progress stale too, and a
+// relay records no progress over the one another relay recorded since it
+// resumed. A stream deleted and created again under the same name does
+// not resume from the progress of the one deleted.
 func TestNATSSinkResumesFromItsProgressUntilAMessageFollows(t *testing.T) {
 	nc := natstest.Start(t)
 	ctx := context.Background()
-	sink, err := relay.NewNATSSink(nc, "SECKILL_PROGRESS", "rl")
-	if err != nil {
-		t.Fatal(err)
+	newSink := func(name, campaign string) *relay.NATSSink {
+		t.Helper()
+		s, err := relay.NewNATSSink(nc, name, campaign)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
 	}
 	resume := func(s *relay.NATSSink, want string) {
 		t.Helper()
@@ -209,38 +222,185 @@ func TestNATSSinkResumesFromItsProgressUntilAMessageFollows(t *testing.T) {
 			t.Fatalf("Resume = %q, %v; want %q", got, err, want)
 		}
 	}
+	advance := func(s *relay.NATSSink, cursor string) {
+		t.Helper()
+		if err := s.Advance(ctx, cursor); err != nil {
+			t.Fatal(err)
+		}
+	}
 	msg := func(index uint64, cursor string) relay.Message {
 		id := fmt.Sprintf("00000000000000aa-%d", index)
 		return relay.Message{ID: id, Type: "seckill.reservation.paid", SKUID: "s", Index: index, Cursor: cursor,
 			Event: []byte(`{"id":"` + id + `"}`)}
 	}
+	sink := newSink("SECKILL_PROGRESS", "rl")
 	resume(sink, "")
 	if err := sink.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := sink.Advance(ctx, "progress-0"); err != nil {
-		t.Fatal(err)
-	}
+	advance(sink, "progress-0")
 	resume(sink, "progress-0")
 	if err := sink.Publish(ctx, []relay.Message{msg(3, "cursor-3")}); err != nil {
 		t.Fatal(err)
 	}
 	resume(sink, "cursor-3")
-	if err := sink.Advance(ctx, "progress-9"); err != nil {
-		t.Fatal(err)
-	}
+	advance(sink, "progress-9")
 	resume(sink, "progress-9")
 
-	other, err := relay.NewNATSSink(nc, "SECKILL_PROGRESS", "rl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := newSink("SECKILL_PROGRESS", "rl")
 	resume(other, "progress-9")
 	if err := other.Publish(ctx, []relay.Message{msg(12, "cursor-12")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := sink.Advance(ctx, "progress-10"); err != nil { // recorded at the sequence sink knew
+	advance(sink, "progress-10") // recorded at the sequence sink knew
+	resume(sink, "cursor-12")
+	resume(other, "cursor-12")
+	advance(other, "progress-13")
+	if err := sink.Advance(ctx, "progress-11"); !errors.Is(err, relay.ErrSinkMoved) {
+		t.Fatalf("Advance over the progress another relay recorded since Resume = %v, want ErrSinkMoved", err)
+	}
+	resume(sink, "progress-13")
+
+	// Recorded on an empty stream (last sequence 0), then the stream is
+	// deleted and created again: empty too, but another stream.
+	again := newSink("SECKILL_AGAIN", "again")
+	resume(again, "")
+	if err := again.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
-	resume(sink, "cursor-12")
+	advance(again, "progress-of-the-deleted-stream")
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(ctx, "SECKILL_AGAIN"); err != nil {
+		t.Fatal(err)
+	}
+	again = newSink("SECKILL_AGAIN", "again")
+	resume(again, "")
+	if err := again.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	resume(again, "")
+	advance(again, "progress-of-the-new-stream")
+	resume(again, "progress-of-the-new-stream")
+}
+
+// A stream whose config metadata holds a progress (MetadataProgress) and
+// whose key the bucket lacks resumes from it once: the sink records its
+// progress in the bucket and leaves the stream's config as it is.
+func TestNATSSinkReadsAProgressInTheStreamMetadataWhileTheBucketHasNone(t *testing.T) {
+	nc := natstest.Start(t)
+	ctx := context.Background()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := relay.NewNATSSink(nc, "SECKILL_META", "rl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg := jetstream.StreamConfig{Name: "SECKILL_META", Subjects: []string{"seckill.rl.>"}, Storage: jetstream.FileStorage,
+		Metadata: map[string]string{relay.MetadataProgress: "0 progress-in-metadata"}}
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := sink.Resume(ctx); err != nil || got != "progress-in-metadata" {
+		t.Fatalf("Resume = %q, %v; want the metadata's progress", got, err)
+	}
+	if err := sink.Advance(ctx, "progress-in-bucket"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := sink.Resume(ctx); err != nil || got != "progress-in-bucket" {
+		t.Fatalf("Resume = %q, %v; want the bucket's progress", got, err)
+	}
+	st, err := js.Stream(ctx, "SECKILL_META")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.CachedInfo().Config.Metadata[relay.MetadataProgress]; got != "0 progress-in-metadata" {
+		t.Fatalf("the stream's metadata holds %q, want it as the operator left it", got)
+	}
+}
+
+// An operator changes the stream's config (max_age) again and again while
+// a relay of chosen types records its progress past records it leaves
+// out: every change is kept, and the relay changes nothing of the
+// stream's config; its progress is in ProgressBucket.
+func TestRelayProgressLeavesTheStreamConfigToTheOperator(t *testing.T) {
+	nc := natstest.Start(t)
+	base := startSeckill(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := relay.NewNATSSink(nc, "SECKILL_OPERATED", "rl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	load(t, base, 0, 2) // defines the campaign; a payment the relay stores
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	done := make(chan error, 1)
+	go func() {
+		done <- relay.Run(ctx, relay.Config{FeedURL: base, AdminToken: token, CampaignID: "rl", Types: []string{"seckill.reservation.paid"},
+			Wait: 100 * time.Millisecond, RetryAfter: 10 * time.Millisecond, Logger: quiet}, sink)
+	}()
+	var cfg jetstream.StreamConfig
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if st, err := js.Stream(ctx, "SECKILL_OPERATED"); err == nil && st.CachedInfo().State.Msgs > 0 {
+			cfg = st.CachedInfo().Config
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the relay did not store the payment within a minute")
+		}
+	}
+	// The operator's changes, each made on the config as it reads it,
+	// while reservations (left out) pass: until the relay recorded its
+	// progress three times.
+	revision := func() uint64 {
+		kv, err := js.KeyValue(ctx, relay.ProgressBucket)
+		if err != nil {
+			return 0
+		}
+		e, err := kv.Get(ctx, relay.ProgressKey("SECKILL_OPERATED"))
+		if err != nil {
+			return 0
+		}
+		return e.Revision()
+	}
+	changes := 0
+	for deadline := time.Now().Add(time.Minute); revision() < 3; {
+		reserveOnly(t, base, 100+changes, 101+changes)
+		st, err := js.Stream(ctx, "SECKILL_OPERATED")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg = st.CachedInfo().Config
+		changes++
+		cfg.MaxAge = time.Duration(changes) * time.Hour
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the relay did not record its progress three times within a minute")
+		}
+	}
+	stop()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the relay returned %v, want it stopped on its context", err)
+	}
+	st, err := js.Stream(context.Background(), "SECKILL_OPERATED")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := st.CachedInfo().Config
+	if got.MaxAge != cfg.MaxAge || got.Metadata[relay.MetadataProgress] != "" {
+		t.Fatalf("after %d changes of max_age the stream has max_age %v and metadata %v; want the operator's last, %v, and no progress of the relay",
+			changes, got.MaxAge, got.Metadata, cfg.MaxAge)
+	}
 }

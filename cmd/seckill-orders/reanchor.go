@@ -7,17 +7,21 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/nats-io/nats.go"
 	"github.com/peterbourgon/ff/v3"
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/orders"
+	"github.com/seckill/seckill/relay"
 )
 
 // reanchor is "seckill-orders reanchor": after seckilld was restored to an
 // earlier point (the service stopped on 409 CURSOR_DIVERGED), it keeps the
 // orders the abandoned records touched apart, prints each, and moves the
-// service's cursor onto the restored feed (orders.FeedSource.Reanchor).
+// service's cursor onto the restored feed (orders.FeedSource.Reanchor); with
+// --nats and --stream, a consumer of a relay's stream past the relay's
+// seckill.relay.reanchored messages (orders.JetStreamSource.Reanchor).
 // Run it with the service stopped, then start the service again.
 func reanchor(ctx context.Context, args []string, usageOut, stdout io.Writer) error {
 	fs := flag.NewFlagSet("seckill-orders reanchor", flag.ContinueOnError)
@@ -27,6 +31,8 @@ func reanchor(ctx context.Context, args []string, usageOut, stdout io.Writer) er
 	token := fs.String("admin-token", "", "seckilld's admin bearer token (required)")
 	campaign := fs.String("campaign", "", "the service's campaign (required)")
 	cell := fs.String("cell", "", "for a cell of a cluster (--etcd), the cell whose feed diverged")
+	natsURL := fs.String("nats", "", "for a consumer of a relay's stream: the NATS server URL (with --stream)")
+	stream := fs.String("stream", "", "for a consumer of a relay's stream: the stream the service stopped on (as its message names it, a cell's <stream>_<cell>)")
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL_ORDERS")); errors.Is(err, flag.ErrHelp) {
 		return nil
 	} else if err != nil {
@@ -39,6 +45,12 @@ func reanchor(ctx context.Context, args []string, usageOut, stdout io.Writer) er
 		return fmt.Errorf("%w: --campaign %q: %s", errUsage, *campaign, sku.IDRule)
 	case *cell != "" && !sku.ValidID(*cell):
 		return fmt.Errorf("%w: --cell %q: %s", errUsage, *cell, sku.IDRule)
+	case (*natsURL == "") != (*stream == ""):
+		return fmt.Errorf("%w: --nats and --stream go together", errUsage)
+	case *stream != "" && *cell != "":
+		return fmt.Errorf("%w: --stream names a cell's stream itself (<stream>_<cell>): no --cell with it", errUsage)
+	case *stream != "" && relay.CheckStreamName(*stream) != nil:
+		return fmt.Errorf("%w: --stream: %v", errUsage, relay.CheckStreamName(*stream))
 	}
 	c, err := client.New(client.Options{BaseURL: *feed, AdminToken: *token})
 	if err != nil {
@@ -53,12 +65,25 @@ func reanchor(ctx context.Context, args []string, usageOut, stdout io.Writer) er
 		return err
 	}
 	src := &orders.FeedSource{Client: c, CampaignID: *campaign, Cell: *cell}
-	done, err := src.Reanchor(ctx, orders.NewStore(pool), src.Name())
+	consumer := src.Name()
+	var done []orders.Reanchored
+	if *stream == "" {
+		done, err = src.Reanchor(ctx, orders.NewStore(pool), consumer)
+	} else {
+		nc, cerr := nats.Connect(*natsURL, nats.Name("seckill-orders reanchor "+*stream))
+		if cerr != nil {
+			return fmt.Errorf("connecting to %s: %w", *natsURL, cerr)
+		}
+		defer nc.Close()
+		js := &orders.JetStreamSource{Conn: nc, Stream: *stream}
+		consumer = js.Name()
+		done, err = js.Reanchor(ctx, orders.NewStore(pool), consumer, src)
+	}
 	for _, r := range done {
 		printReanchored(stdout, r)
 	}
 	if err == nil && len(done) == 0 {
-		fmt.Fprintf(stdout, "nothing diverged: the feed takes the saved cursor of %s\n", src.Name())
+		fmt.Fprintf(stdout, "nothing diverged at the saved cursor of %s\n", consumer)
 	}
 	return err
 }

@@ -2,7 +2,8 @@
 // publishes every event to a NATS JetStream stream (package relay): at
 // least once, in log order per SKU, Nats-Msg-Id = the event id. It keeps
 // no state: on start it reads where it stopped from the stream's last
-// message. Run one relay per stream; in a cell cluster, one per cell
+// message, or from its progress past records it leaves out (key-value
+// bucket relay.ProgressBucket). Run one relay per stream; in a cell cluster, one per cell
 // (--cell, --feed the cell's address), each into a stream of its own. Every flag is also read from the
 // environment as SECKILL_RELAY_<NAME> (--admin-token:
 // SECKILL_RELAY_ADMIN_TOKEN); flags win. --version prints the build's
@@ -24,6 +25,12 @@
 // behind. SIGTERM or SIGINT stops it (exit 0) once the batch it is
 // publishing, if any, is acknowledged, logging the cursor the stream holds
 // and the events relayed.
+//
+// seckill-relay reanchor, with the same flags and the relay stopped, moves
+// a stream the feed refuses with 409 CURSOR_DIVERGED (seckilld restored to
+// an earlier point) onto the restored log (relay.Reanchor): one message of
+// type seckill.relay.reanchored per SKU restored, a line per SKU on
+// stdout; then start the relay again.
 package main
 
 import (
@@ -75,6 +82,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	usageOut, done := version.Preamble("seckill-relay", args, stdout, stderr)
 	if done {
 		return nil
+	}
+	reanchor := len(args) > 0 && args[0] == "reanchor"
+	if reanchor {
+		args = args[1:]
 	}
 	fs := flag.NewFlagSet("seckill-relay", flag.ContinueOnError)
 	fs.SetOutput(usageOut)
@@ -129,5 +140,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *types != "" {
 		cfg.Types = strings.Split(*types, ",")
 	}
-	return relay.Run(ctx, cfg, sink)
+	if !reanchor {
+		return relay.Run(ctx, cfg, sink)
+	}
+	reanchored, err := relay.Reanchor(ctx, cfg, sink)
+	for _, d := range reanchored {
+		fmt.Fprintf(stdout, "SKU %s: restored after record %d (history %s); its messages before the %s message stored now, with Seckill-Index past %d, are of abandoned records (the stream stood at %s)\n",
+			d.SKUID, d.ForkIndex, d.History, relay.TypeReanchored, d.ForkIndex, d.AbandonedAfter)
+	}
+	if err == nil && len(reanchored) == 0 {
+		fmt.Fprintln(stdout, "nothing diverged: the feed takes the stream's cursor")
+	}
+	return err
 }

@@ -1,0 +1,236 @@
+package relay_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/httpapi/httpapitest"
+	"github.com/seckill/seckill/internal/natstest"
+	"github.com/seckill/seckill/relay"
+)
+
+// stored is a message of the stream: its event id, type, SKU and log
+// index.
+type stored struct {
+	id, typ, sku string
+	index        uint64
+}
+
+// streamMessages reads the stream's messages in order.
+func streamMessages(t *testing.T, js jetstream.JetStream, name string) []stored {
+	t.Helper()
+	ctx := context.Background()
+	st, err := js.Stream(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []stored
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e client.Event
+		if err := json.Unmarshal(m.Data, &e); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, stored{id: e.ID, typ: e.Type, sku: m.Header.Get(relay.HeaderSKU), index: e.SeckillIndex})
+	}
+	return out
+}
+
+// feedEvents reads a SKU's whole retained feed.
+func feedEvents(t *testing.T, base, skuID string) []stored {
+	t.Helper()
+	var out []stored
+	for cursor := ""; ; {
+		page := do(t, http.MethodGet, base+"/admin/campaigns/rl/skus/"+skuID+"/events?limit=1000&after="+cursor, nil, true)
+		events, _ := page["events"].([]any)
+		if len(events) == 0 {
+			return out
+		}
+		for _, e := range events {
+			e := e.(map[string]any)
+			out = append(out, stored{id: e["id"].(string), typ: e["type"].(string), sku: skuID, index: uint64(e["seckillindex"].(float64))})
+		}
+		cursor = page["next_cursor"].(string)
+	}
+}
+
+// After seckilld was restored to an earlier point, the relay stops on the
+// feed's 409. Reanchor stores one seckill.relay.reanchored message for
+// the SKU restored; the relay started again goes on with the restored
+// log's records after the fork, and a consumer of the stream tells the
+// abandoned messages (the SKU's before the marker, past its fork index)
+// from the new ones (the SKU's after it).
+func TestReanchorAfterARestoreGoesOnWithTheRestoredLog(t *testing.T) {
+	seckillctl := filepath.Join(t.TempDir(), "seckillctl")
+	if out, err := exec.Command("go", "build", "-o", seckillctl, "github.com/seckill/seckill/cmd/seckillctl").CombinedOutput(); err != nil {
+		t.Fatalf("go build seckillctl: %v\n%s", err, out)
+	}
+	nc := natstest.Start(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := func(dir string) (*actors.Engine, string) {
+		e, err := actors.Open(actors.Config{DataDir: dir, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e, httpapitest.Serve(t, httpapi.Config{Engine: e, Feed: feed.New(e), AdminToken: token, Logger: quiet})
+	}
+	sink, err := relay.NewNATSSink(nc, "SECKILL_RESTORED", "rl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgOf := func(base string) relay.Config {
+		return relay.Config{FeedURL: base, AdminToken: token, CampaignID: "rl", Wait: time.Second, RetryAfter: 10 * time.Millisecond, Logger: quiet}
+	}
+	// relayed runs the relay until the stream holds the feed's last event
+	// of each SKU, then stops it.
+	relayed := func(base string) {
+		t.Helper()
+		want := map[string]string{}
+		for _, s := range []string{"a.1", "b"} {
+			events := feedEvents(t, base, s)
+			want[s] = events[len(events)-1].id
+		}
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- relay.Run(ctx, cfgOf(base), sink) }()
+		for deadline := time.Now().Add(time.Minute); ; {
+			got := 0
+			if st, err := js.Stream(context.Background(), "SECKILL_RESTORED"); err == nil {
+				for s, id := range want {
+					m, err := st.GetLastMsgForSubject(context.Background(), "seckill.rl."+strings.ReplaceAll(s, ".", "%2E")+".>")
+					if err == nil && m.Header.Get(jetstream.MsgIDHeader) == id {
+						got++
+					}
+				}
+			}
+			if got == len(want) {
+				break
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("the relay stopped before it stored %v: %v", want, err)
+			case <-time.After(20 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the stream does not hold %v within a minute", want)
+			}
+		}
+		if stop(); !errors.Is(<-done, context.Canceled) {
+			t.Fatal("the relay did not stop on its context")
+		}
+	}
+
+	source, restored := t.TempDir(), t.TempDir()
+	e, base := serve(source)
+	load(t, base, 0, 20)
+	relayed(base)
+	fork := uint64(do(t, http.MethodGet, base+"/admin/campaigns/rl/skus/a.1/events?limit=1", nil, true)["durable_index"].(float64))
+	load(t, base, 20, 40) // records of a.1 the restore abandons
+	relayed(base)
+	var abandoned []string
+	for _, ev := range feedEvents(t, base, "a.1") {
+		if ev.index > fork {
+			abandoned = append(abandoned, ev.id)
+		}
+	}
+	e.Close()
+	for _, args := range [][]string{
+		{"restore", "--from", filepath.Join(source, "rl", "a.1"), "--to", restored, "--until-index", strconv.FormatUint(fork, 10)},
+		{"restore", "--from", filepath.Join(source, "rl", "b"), "--to", restored},
+	} {
+		if out, err := exec.Command(seckillctl, args...).CombinedOutput(); err != nil {
+			t.Fatalf("seckillctl %v: %v\n%s", args, err, out)
+		}
+	}
+	_, base = serve(restored)
+	load(t, base, 40, 60) // new sales, re-using the abandoned indexes and reservation ids
+
+	err = relay.Run(context.Background(), cfgOf(base), sink)
+	if !errors.Is(err, client.ErrCursorDiverged) || !strings.Contains(err.Error(), "seckill-relay reanchor") {
+		t.Fatalf("the relay on the restored seckilld returned %v, want the feed's 409 naming seckill-relay reanchor", err)
+	}
+	done, err := relay.Reanchor(context.Background(), cfgOf(base), sink)
+	if err != nil || len(done) != 1 || done[0].SKUID != "a.1" || done[0].ForkIndex != fork || done[0].History == "" {
+		t.Fatalf("Reanchor = %+v, %v; want SKU a.1 at %d", done, err, fork)
+	}
+	relayed(base)
+	if again, err := relay.Reanchor(context.Background(), cfgOf(base), sink); err != nil || len(again) != 0 {
+		t.Fatalf("Reanchor of a stream that follows the restored log = %+v, %v; want nothing", again, err)
+	}
+
+	// A consumer's view: the SKU's messages before the marker past its
+	// fork index are the abandoned records, those after it the restored
+	// log's after the fork; the other SKU's are its log, once each.
+	msgs := streamMessages(t, js, "SECKILL_RESTORED")
+	marker := -1
+	for i, m := range msgs {
+		if m.typ == relay.TypeReanchored {
+			if marker >= 0 || m.sku != "a.1" || m.index != fork {
+				t.Fatalf("message %d is %+v: want one marker, of a.1 at %d", i, m, fork)
+			}
+			marker = i
+		}
+	}
+	if marker < 0 {
+		t.Fatal("the stream holds no seckill.relay.reanchored message")
+	}
+	var before, after []string
+	for i, m := range msgs {
+		switch {
+		case m.sku != "a.1" || m.typ == relay.TypeReanchored:
+		case i < marker && m.index > fork:
+			before = append(before, m.id)
+		case i > marker:
+			after = append(after, m.id)
+		}
+	}
+	var restoredIDs []string
+	for _, ev := range feedEvents(t, base, "a.1") {
+		if ev.index > fork {
+			restoredIDs = append(restoredIDs, ev.id)
+		}
+	}
+	if fmt.Sprint(before) != fmt.Sprint(abandoned) || len(abandoned) == 0 {
+		t.Fatalf("a.1's messages before the marker past %d: %v; want the abandoned records' events %v", fork, before, abandoned)
+	}
+	if fmt.Sprint(after) != fmt.Sprint(restoredIDs) || len(after) == 0 {
+		t.Fatalf("a.1's messages after the marker: %v; want the restored log's events after %d: %v", after, fork, restoredIDs)
+	}
+	var bStored, bFeed []string
+	for _, m := range msgs {
+		if m.sku == "b" {
+			bStored = append(bStored, m.id)
+		}
+	}
+	for _, ev := range feedEvents(t, base, "b") {
+		bFeed = append(bFeed, ev.id)
+	}
+	if fmt.Sprint(bStored) != fmt.Sprint(bFeed) {
+		t.Fatalf("b's messages %v, want its feed %v", bStored, bFeed)
+	}
+}
