@@ -40,33 +40,15 @@ func TestRouterWaitsOutAFailover(t *testing.T) {
 	}
 
 	held := s.acquire("gone")
-	type answer struct {
-		status int
-		body   map[string]any
-	}
-	first := make(chan answer, 1)
-	go func() {
-		status, body := send()
-		first <- answer{status, body}
-	}()
+	first := s.reserveLater()
 	waiting(1)
 	// The bound is reached: a second request is not held.
 	if status, body := send(); status != http.StatusServiceUnavailable || body["error"] != "CELL_UNAVAILABLE" {
 		t.Fatalf("beyond the bound of waiting requests: %d %v, want 503 CELL_UNAVAILABLE", status, body)
 	}
 	// The failover: the gone primary's key goes, the next one takes it.
-	if err := s.coords["gone"].Release(s.ctx, held, []string{"next"}); err != nil {
-		t.Fatal(err)
-	}
-	s.acquire("next")
-	select {
-	case a := <-first:
-		if a.status != http.StatusCreated || a.body["served_by"] != "next" {
-			t.Fatalf("the request that waited out the failover: %d %v, want 201 from the next primary", a.status, a.body)
-		}
-	case <-s.ctx.Done():
-		t.Fatal("the request that waited for the next primary never answered")
-	}
+	s.handOver("gone", held, "next")
+	s.servedByNext(first, "the request that waited out the failover")
 	waiting(0)
 }
 
@@ -100,31 +82,13 @@ func TestRouterWaitsOutAPrimaryThatNoLongerLeads(t *testing.T) {
 
 	// A long timeout: the request waits while the key is handed over.
 	s.r.timeout = 20 * time.Second
-	type answer struct {
-		status int
-		body   map[string]any
-	}
-	first := make(chan answer, 1)
-	go func() {
-		status, _, body := reserveThrough(t, s.r, "sku-1")
-		first <- answer{status, body}
-	}()
+	first := s.reserveLater()
 	for len(s.r.failoverWaits) != 1 {
 		if s.ctx.Err() != nil {
 			t.Fatal("the request answered NOT_PRIMARY without a primary never waited for the next one")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := s.coords["demoted"].Release(s.ctx, held, []string{"next"}); err != nil {
-		t.Fatal(err)
-	}
-	s.acquire("next")
-	select {
-	case a := <-first:
-		if a.status != http.StatusCreated || a.body["served_by"] != "next" {
-			t.Fatalf("the request that waited: %d %v, want 201 from the next primary", a.status, a.body)
-		}
-	case <-s.ctx.Done():
-		t.Fatal("the request that waited for the next primary never answered")
-	}
+	s.handOver("demoted", held, "next")
+	s.servedByNext(first, "the request that waited")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"testing"
 	"time"
 
@@ -95,5 +96,47 @@ func (s *setRouter) acquire(name string) replica.Holding {
 			s.t.Fatalf("the router never saw primary %q", name)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// answer is a reserve's answer through the router.
+type answer struct {
+	status int
+	body   map[string]any
+}
+
+// reserveLater sends a reserve (reserveThrough) in the background; its
+// answer comes on the channel.
+func (s *setRouter) reserveLater() <-chan answer {
+	ch := make(chan answer, 1)
+	go func() {
+		status, _, body := reserveThrough(s.t, s.r, "sku-1")
+		ch <- answer{status, body}
+	}()
+	return ch
+}
+
+// handOver has member from give rs1's leader key (held) to member to, and
+// waits until the router's table names to.
+func (s *setRouter) handOver(from string, held replica.Holding, to string) {
+	s.t.Helper()
+	if err := s.coords[from].Release(s.ctx, held, []string{to}); err != nil {
+		s.t.Fatal(err)
+	}
+	s.acquire(to)
+}
+
+// servedByNext fails the test unless the answer on ch, of the request
+// what names, is a 201 from the member whose server answers
+// {"served_by":"next"}.
+func (s *setRouter) servedByNext(ch <-chan answer, what string) {
+	s.t.Helper()
+	select {
+	case a := <-ch:
+		if a.status != http.StatusCreated || a.body["served_by"] != "next" {
+			s.t.Fatalf("%s: %d %v, want 201 from the next primary", what, a.status, a.body)
+		}
+	case <-s.ctx.Done():
+		s.t.Fatalf("%s: never answered", what)
 	}
 }

@@ -87,32 +87,14 @@ func TestRouterRepeatsAReserveCutOff(t *testing.T) {
 	// A long timeout: the reserve cut off is sent again once the set has
 	// its next primary.
 	s.r.timeout = 20 * time.Second
-	type answer struct {
-		status int
-		body   map[string]any
-	}
-	first := make(chan answer, 1)
-	go func() {
-		status, _, body := reserveThrough(t, s.r, "sku-1")
-		first <- answer{status, body}
-	}()
+	first := s.reserveLater()
 	select {
 	case <-cut:
 	case <-s.ctx.Done():
 		t.Fatal("the reserve never reached the primary that cuts it off")
 	}
-	if err := s.coords["cut"].Release(s.ctx, held, []string{"next"}); err != nil {
-		t.Fatal(err)
-	}
-	s.acquire("next")
-	select {
-	case a := <-first:
-		if a.status != http.StatusCreated || a.body["served_by"] != "next" {
-			t.Fatalf("the reserve cut off, then repeated: %d %v, want 201 from the next primary", a.status, a.body)
-		}
-	case <-s.ctx.Done():
-		t.Fatal("the reserve cut off was never answered")
-	}
+	s.handOver("cut", held, "next")
+	s.servedByNext(first, "the reserve cut off, then repeated")
 	if b := <-bodies; b != `{"user_id":"u1","request_id":"r1"}` {
 		t.Fatalf("the next primary got %q, want the reserve's own body", b)
 	}
