@@ -28,10 +28,6 @@ import (
 // follows it, the new sales re-using the abandoned reservation ids get
 // their orders, and the orders reconcile clean with the restored seckill.
 func TestReanchorAfterARestore(t *testing.T) {
-	seckillctl := filepath.Join(t.TempDir(), "seckillctl")
-	if out, err := exec.Command("go", "build", "-o", seckillctl, "github.com/seckill/seckill/cmd/seckillctl").CombinedOutput(); err != nil {
-		t.Fatalf("go build seckillctl: %v\n%s", err, out)
-	}
 	ctx := context.Background()
 	db := orderstest.Database(t)
 	source, restored := t.TempDir(), t.TempDir()
@@ -40,34 +36,10 @@ func TestReanchorAfterARestore(t *testing.T) {
 	orderstest.Sale(t, c, "rs", 0, 30)
 	_, stop := orderstest.Consume(t, db, &orders.FeedSource{Client: c, CampaignID: "rs", Limit: 7, Wait: time.Second})
 	orderstest.WaitClean(t, c, db, "rs")
-	page, err := c.Feed(ctx, client.FeedRequest{CampaignID: "rs", SKUID: "red.1", Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fork := page.DurableIndex
-	// After the fork point: a payment of an order made before it, and more
-	// sales.
-	var pending string
-	if err := pgxQueryRow(t, db, `SELECT reservation_id FROM orders WHERE sku_id = 'red.1' AND state = 'PENDING_PAYMENT' ORDER BY reservation_id LIMIT 1`, &pending); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Pay(ctx, pending, client.Payment{PaymentID: "abandoned-payment", Amount: 500}); err != nil {
-		t.Fatal(err)
-	}
-	orderstest.Sale(t, c, "rs", 30, 60)
-	orderstest.WaitClean(t, c, db, "rs")
+	fork, pending := pastTheFork(t, c, db)
 	stop()
 	e.Close()
-
-	// seckillctl restore of red.1 to the fork point, and of blue as it is.
-	for _, args := range [][]string{
-		{"restore", "--from", filepath.Join(source, "rs", "red.1"), "--to", restored, "--until-index", itoa(fork)},
-		{"restore", "--from", filepath.Join(source, "rs", "blue"), "--to", restored},
-	} {
-		if out, err := exec.Command(seckillctl, args...).CombinedOutput(); err != nil {
-			t.Fatalf("seckillctl %v: %v\n%s", args, err, out)
-		}
-	}
+	restoreToFork(t, source, restored, fork)
 	c2, _ := orderstest.SeckillOn(t, actors.Config{DataDir: restored})
 	orderstest.Sale(t, c2, "rs", 60, 80) // new sales, on ids the abandoned records used too
 
@@ -146,4 +118,44 @@ func pgxQueryRow(t *testing.T, dbURL, query string, dst ...any) error {
 	}
 	defer conn.Close(context.Background())
 	return conn.QueryRow(context.Background(), query).Scan(dst...)
+}
+
+// pastTheFork returns red.1's durable index in campaign rs (the fork point
+// of a restore) and then records past it what a restore abandons: the
+// payment of paid, an order made before it, and the sales of users 30 to
+// 59, waiting until the consumer of db holds them all.
+func pastTheFork(t *testing.T, c *client.Client, db string) (fork uint64, paid string) {
+	t.Helper()
+	ctx := context.Background()
+	page, err := c.Feed(ctx, client.FeedRequest{CampaignID: "rs", SKUID: "red.1", Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pgxQueryRow(t, db, `SELECT reservation_id FROM orders WHERE sku_id = 'red.1' AND state = 'PENDING_PAYMENT' ORDER BY reservation_id LIMIT 1`, &paid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pay(ctx, paid, client.Payment{PaymentID: "abandoned-payment", Amount: 500}); err != nil {
+		t.Fatal(err)
+	}
+	orderstest.Sale(t, c, "rs", 30, 60)
+	orderstest.WaitClean(t, c, db, "rs")
+	return page.DurableIndex, paid
+}
+
+// restoreToFork runs seckillctl restore of campaign rs from source into
+// restored: red.1 to the fork point, blue as it is.
+func restoreToFork(t *testing.T, source, restored string, fork uint64) {
+	t.Helper()
+	seckillctl := filepath.Join(t.TempDir(), "seckillctl")
+	if out, err := exec.Command("go", "build", "-o", seckillctl, "github.com/seckill/seckill/cmd/seckillctl").CombinedOutput(); err != nil {
+		t.Fatalf("go build seckillctl: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{
+		{"restore", "--from", filepath.Join(source, "rs", "red.1"), "--to", restored, "--until-index", itoa(fork)},
+		{"restore", "--from", filepath.Join(source, "rs", "blue"), "--to", restored},
+	} {
+		if out, err := exec.Command(seckillctl, args...).CombinedOutput(); err != nil {
+			t.Fatalf("seckillctl %v: %v\n%s", args, err, out)
+		}
+	}
 }

@@ -3,8 +3,6 @@ package orders_test
 import (
 	"context"
 	"errors"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -30,10 +28,6 @@ import (
 // export and goes on after the message, skipping the SKU's messages the
 // export covers: the orders then reconcile clean with the restored seckill.
 func TestReanchorAJetStreamConsumerAfterARestore(t *testing.T) {
-	seckillctl := filepath.Join(t.TempDir(), "seckillctl")
-	if out, err := exec.Command("go", "build", "-o", seckillctl, "github.com/seckill/seckill/cmd/seckillctl").CombinedOutput(); err != nil {
-		t.Fatalf("go build seckillctl: %v\n%s", err, out)
-	}
 	ctx := context.Background()
 	db := orderstest.Database(t)
 	nc := natstest.Start(t)
@@ -77,32 +71,11 @@ func TestReanchorAJetStreamConsumerAfterARestore(t *testing.T) {
 	src := &orders.JetStreamSource{Conn: nc, Stream: "SECKILL_RS", Limit: 7, Wait: time.Second}
 	_, stop := orderstest.Consume(t, db, src)
 	orderstest.WaitClean(t, c, db, "rs")
-	page, err := c.Feed(ctx, client.FeedRequest{CampaignID: "rs", SKUID: "red.1", Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fork := page.DurableIndex
-	var pending string
-	if err := pgxQueryRow(t, db, `SELECT reservation_id FROM orders WHERE sku_id = 'red.1' AND state = 'PENDING_PAYMENT' ORDER BY reservation_id LIMIT 1`, &pending); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Pay(ctx, pending, client.Payment{PaymentID: "abandoned-payment", Amount: 500}); err != nil {
-		t.Fatal(err)
-	}
-	orderstest.Sale(t, c, "rs", 30, 60)
-	orderstest.WaitClean(t, c, db, "rs")
+	fork, _ := pastTheFork(t, c, db)
 	stop()
 	stopRelay()
 	e.Close()
-
-	for _, args := range [][]string{
-		{"restore", "--from", filepath.Join(source, "rs", "red.1"), "--to", restored, "--until-index", itoa(fork)},
-		{"restore", "--from", filepath.Join(source, "rs", "blue"), "--to", restored},
-	} {
-		if out, err := exec.Command(seckillctl, args...).CombinedOutput(); err != nil {
-			t.Fatalf("seckillctl %v: %v\n%s", args, err, out)
-		}
-	}
+	restoreToFork(t, source, restored, fork)
 	c2, base2, _ := serve(restored)
 	orderstest.Sale(t, c2, "rs", 60, 80) // new sales, on ids the abandoned records used too
 
