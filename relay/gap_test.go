@@ -8,10 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/seckill/seckill/actors"
-	"github.com/seckill/seckill/feed"
-	"github.com/seckill/seckill/httpapi"
-	"github.com/seckill/seckill/httpapi/httpapitest"
 	"github.com/seckill/seckill/internal/natstest"
 	"github.com/seckill/seckill/relay"
 )
@@ -22,14 +18,7 @@ import (
 // instead, before it creates its stream.
 func TestRelayRefusesASKUWhoseFirstRecordsAreGone(t *testing.T) {
 	nc := natstest.Start(t)
-	cfg := actors.Config{DataDir: t.TempDir(), Logger: quiet, SnapshotEvery: 10, SnapshotKeep: 1}
-	cfg.WAL.SegmentSize = 512 // truncation removes whole segments
-	e, err := actors.Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	base := httpapitest.Serve(t, httpapi.Config{Engine: e, Feed: feed.New(e), AdminToken: token, Logger: quiet})
+	base := startTruncating(t)
 	deadline := time.Now().Add(time.Minute)
 	sold := 0
 	for ; ; sold += 20 {

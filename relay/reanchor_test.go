@@ -118,28 +118,11 @@ func TestReanchorAfterARestoreGoesOnWithTheRestoredLog(t *testing.T) {
 		ctx, stop := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- relay.Run(ctx, cfgOf(base), sink) }()
-		for deadline := time.Now().Add(time.Minute); ; {
-			got := 0
-			if st, err := js.Stream(context.Background(), "SECKILL_RESTORED"); err == nil {
-				for s, id := range want {
-					m, err := st.GetLastMsgForSubject(context.Background(), "seckill.rl."+strings.ReplaceAll(s, ".", "%2E")+".>")
-					if err == nil && m.Header.Get(jetstream.MsgIDHeader) == id {
-						got++
-					}
-				}
-			}
-			if got == len(want) {
-				break
-			}
-			select {
-			case err := <-done:
-				t.Fatalf("the relay stopped before it stored %v: %v", want, err)
-			case <-time.After(20 * time.Millisecond):
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the stream does not hold %v within a minute", want)
-			}
+		subjects := map[string]string{}
+		for s, id := range want {
+			subjects["seckill.rl."+strings.ReplaceAll(s, ".", "%2E")+".>"] = id
 		}
+		waitStored(t, js, "SECKILL_RESTORED", subjects, done)
 		if stop(); !errors.Is(<-done, context.Canceled) {
 			t.Fatal("the relay did not stop on its context")
 		}

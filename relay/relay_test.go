@@ -34,7 +34,25 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // returns its base URL.
 func startSeckill(t *testing.T) string {
 	t.Helper()
-	e, err := actors.Open(actors.Config{DataDir: t.TempDir(), Logger: quiet})
+	return startSeckillWith(t, actors.Config{DataDir: t.TempDir()})
+}
+
+// startTruncating is startSeckill with a snapshot every 10 records, one
+// kept, and log segments of 512 bytes: snapshots soon truncate whole
+// segments, as a long sale's do.
+func startTruncating(t *testing.T) string {
+	t.Helper()
+	cfg := actors.Config{DataDir: t.TempDir(), SnapshotEvery: 10, SnapshotKeep: 1}
+	cfg.WAL.SegmentSize = 512
+	return startSeckillWith(t, cfg)
+}
+
+// startSeckillWith is startSeckill with cfg's engine settings (its logger
+// is the tests').
+func startSeckillWith(t *testing.T, cfg actors.Config) string {
+	t.Helper()
+	cfg.Logger = quiet
+	e, err := actors.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,4 +360,34 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(filepath.Dir(builtRelay.path))
 	}
 	os.Exit(code)
+}
+
+// waitStored waits until stream holds, as the last message of each
+// subject of want (wildcards allowed), the event id want gives it; it
+// fails the test when the relay's Run returns on done first, or after a
+// minute.
+func waitStored(t *testing.T, js jetstream.JetStream, stream string, want map[string]string, done <-chan error) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; {
+		stored := 0
+		if st, err := js.Stream(context.Background(), stream); err == nil {
+			for subject, id := range want {
+				m, err := st.GetLastMsgForSubject(context.Background(), subject)
+				if err == nil && m.Header.Get(jetstream.MsgIDHeader) == id {
+					stored++
+				}
+			}
+		}
+		if stored == len(want) {
+			return
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the relay stopped before %s held %v: %v", stream, want, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not hold %v within a minute", stream, want)
+		}
+	}
 }

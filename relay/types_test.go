@@ -12,11 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/feed"
-	"github.com/seckill/seckill/httpapi"
-	"github.com/seckill/seckill/httpapi/httpapitest"
 	"github.com/seckill/seckill/internal/natstest"
 	"github.com/seckill/seckill/relay"
 )
@@ -135,14 +132,7 @@ func truncatedPast(t *testing.T, base string, last map[string]map[string]any, fr
 // relays was truncated before it read it.
 func TestRelayOfChosenTypesGoesOnPastTruncatedRecordsItLeavesOut(t *testing.T) {
 	nc := natstest.Start(t)
-	cfg := actors.Config{DataDir: t.TempDir(), Logger: quiet, SnapshotEvery: 10, SnapshotKeep: 1}
-	cfg.WAL.SegmentSize = 512 // truncation removes whole segments
-	e, err := actors.Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	base := httpapitest.Serve(t, httpapi.Config{Engine: e, Feed: feed.New(e), AdminToken: token, Logger: quiet})
+	base := startTruncating(t)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -171,28 +161,11 @@ func TestRelayOfChosenTypesGoesOnPastTruncatedRecordsItLeavesOut(t *testing.T) {
 		if len(last) == 0 {
 			t.Fatal("the feed holds no payment any more")
 		}
-		for deadline := time.Now().Add(time.Minute); ; {
-			stored := 0
-			if st, err := js.Stream(context.Background(), "SECKILL_PAID"); err == nil {
-				for source, e := range last {
-					m, err := st.GetLastMsgForSubject(context.Background(), sink.Subject(strings.TrimPrefix(source, "/seckill/rl/"), "seckill.reservation.paid"))
-					if err == nil && m.Header.Get(jetstream.MsgIDHeader) == e["id"] {
-						stored++
-					}
-				}
-			}
-			if stored == len(last) {
-				return
-			}
-			select {
-			case err := <-done:
-				t.Fatalf("the relay stopped before it stored the last payments %v: %v", last, err)
-			case <-time.After(20 * time.Millisecond):
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the stream does not hold the last payments %v within a minute", last)
-			}
+		want := map[string]string{}
+		for source, e := range last {
+			want[sink.Subject(strings.TrimPrefix(source, "/seckill/rl/"), "seckill.reservation.paid")] = e["id"].(string)
 		}
+		waitStored(t, js, "SECKILL_PAID", want, done)
 	}
 
 	load(t, base, 0, 10) // a payment on each SKU among other records
