@@ -111,6 +111,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fs := flag.NewFlagSet("seckill-orders", flag.ContinueOnError)
 	fs.SetOutput(usageOut)
+	fs.Usage = func() {
+		fmt.Fprint(usageOut, `Usage: seckill-orders [flags]             consume a campaign's sales into PostgreSQL
+       seckill-orders redeliver [flags]   apply events again, as seckillctl reconcile prints (redeliver --help)
+       seckill-orders reanchor [flags]    after a restore of seckilld, with the service stopped (reanchor --help; docs/feed.md)
+Flags:
+`)
+		fs.PrintDefaults()
+	}
 	database := fs.String("database", "", "PostgreSQL URL, e.g. postgres://user@127.0.0.1:5432/orders (required)")
 	campaign := fs.String("campaign", "", "the campaign whose events are consumed (required with --feed and --etcd)")
 	feed := fs.String("feed", "", "seckilld's base URL: consume its campaign feed (give one of --feed, --etcd, --nats)")

@@ -89,6 +89,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fs := flag.NewFlagSet("seckill-relay", flag.ContinueOnError)
 	fs.SetOutput(usageOut)
+	fs.Usage = func() {
+		fmt.Fprint(usageOut, `Usage: seckill-relay [flags]            relay a campaign's feed to a JetStream stream
+       seckill-relay reanchor [flags]   after a restore of seckilld, with the relay stopped: the same flags (docs/feed.md)
+Flags:
+`)
+		fs.PrintDefaults()
+	}
 	feed := fs.String("feed", "http://127.0.0.1:8080", "base URL of seckilld")
 	token := fs.String("admin-token", "", "seckilld's admin bearer token (required)")
 	natsURL := fs.String("nats", nats.DefaultURL, "NATS server URL")
