@@ -47,7 +47,10 @@ func (e *CompactedError) Error() string {
 // (ForkIndex, History: the history after it), or the cursor is beyond the
 // log's durable index (BeyondDurable; ForkIndex is the durable index),
 // this log being an older copy. The consumer resynchronises from the
-// export and continues after ForkIndex.
+// export and continues after ForkIndex. An older copy keeps the history of
+// the cursors it refuses, so only while its log is behind them can they be
+// told apart: its message asks for the new history that tells them apart
+// for good.
 type DivergedError struct {
 	SKUID         string
 	ForkIndex     uint64
@@ -57,7 +60,9 @@ type DivergedError struct {
 
 func (e *DivergedError) Error() string {
 	if e.BeyondDurable {
-		return fmt.Sprintf("the cursor is beyond the log's durable index %d: this log is an older copy", e.ForkIndex)
+		return fmt.Sprintf("the cursor is beyond the log's durable index %d: this log is an older copy; "+
+			"pause its SKU and give it a new history (seckillctl restore --until-index %d) before it records "+
+			"past the cursor: from there its feed can no longer tell its new records from those the cursor saw", e.ForkIndex, e.ForkIndex)
 	}
 	return fmt.Sprintf("the log was restored to an earlier point: the cursor's history left it after %d", e.ForkIndex)
 }

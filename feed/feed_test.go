@@ -244,6 +244,11 @@ func TestOpenErrors(t *testing.T) {
 	if !errors.As(err, &diverged) || !diverged.BeyondDurable || diverged.ForkIndex != 1 || diverged.SKUID != "s" || !errors.Is(err, ErrDiverged) {
 		t.Errorf("beyond durable: %v", err)
 	}
+	// Its message asks for the new history before the copy records past
+	// the cursor (the same history then holds other records there).
+	if err == nil || !strings.Contains(err.Error(), "seckillctl restore --until-index 1") {
+		t.Errorf("beyond durable: the message names no new history: %v", err)
+	}
 }
 
 // A restored log (a fork in its history file) refuses the cursors of the

@@ -36,12 +36,12 @@ func (c *Core) decideItems(now int64, call *Call, out []sku.Record) []sku.Record
 }
 
 // settleItems gives each item of a batch call the Err that Settle gives a
-// call: ErrResultUnknown for one that wrote records, ErrUnavailable for
-// one that did not.
-func settleItems(c *Call, err error) {
+// call: unknown (its ErrResultUnknown) for one that wrote records,
+// ErrUnavailable for one that did not.
+func settleItems(c *Call, unknown error) {
 	for i := range c.Items {
 		if c.Items[i].Wrote {
-			c.Items[i].Err = ErrResultUnknown
+			c.Items[i].Err = unknown
 		} else {
 			c.Items[i].Err = ErrUnavailable
 		}

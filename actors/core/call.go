@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/seckill/seckill/actors/sku"
 )
@@ -121,15 +122,19 @@ type Report struct {
 // (err == nil: Err is left as Decide set it) or the log failed (err !=
 // nil): a call that wrote records gets ErrResultUnknown (they may have
 // reached the disk), one that wrote nothing ErrUnavailable (nothing was
-// done).
+// done). ErrResultUnknown carries the log's error as text (a full disk),
+// for the operator who reads it (a campaign PUT's detail, seckilld's
+// refusal to start), and not wrapped: that error may wrap ErrUnavailable,
+// which would say that nothing was done.
 func Settle(calls []*Call, err error) {
 	if err == nil {
 		return
 	}
+	unknown := fmt.Errorf("%w (%v)", ErrResultUnknown, err)
 	for _, c := range calls {
-		settleItems(c, err)
+		settleItems(c, unknown)
 		if c.Wrote {
-			c.Err = ErrResultUnknown
+			c.Err = unknown
 		} else {
 			c.Err = ErrUnavailable
 		}

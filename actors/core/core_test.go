@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,6 +115,10 @@ func TestFailedAppendAnswersTheRound(t *testing.T) {
 		if !errors.Is(call.Err, want) {
 			t.Errorf("%s %s: %v, want %v", call.Kind, call.RequestID, call.Err, want)
 		}
+	}
+	// The operator reading a result unknown learns why the log failed.
+	if !strings.Contains(w1.Err.Error(), errDisk.Error()) {
+		t.Errorf("result unknown %q, want the log's error %q in it", w1.Err, errDisk)
 	}
 	if !errors.Is(c.Failed(), ErrUnavailable) || !errors.Is(c.Failed(), errDisk) || c.LastIndex() != 2 {
 		t.Fatalf("Failed() %v, LastIndex %d", c.Failed(), c.LastIndex())
