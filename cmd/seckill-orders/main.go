@@ -131,10 +131,8 @@ Flags:
 	wait := fs.Duration("wait", 30*time.Second, "how long one read waits for events (the feed's long poll; at most 60s)")
 	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9465", "address of /metrics and /healthz (empty: none)")
 	level := fs.String("log-level", "info", "debug | info | warn | error")
-	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL_ORDERS")); errors.Is(err, flag.ErrHelp) {
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 	var logLevel slog.Level
 	if err := logLevel.UnmarshalText([]byte(*level)); err != nil {
@@ -264,10 +262,8 @@ func redeliver(ctx context.Context, args []string, usageOut, stdout io.Writer) e
 	source := fs.String("source", "", "the events' CloudEvents source, /seckill/<campaign>/<sku> (with --event)")
 	events := fs.String("event", "", "comma-separated event ids of --source, applied in this order")
 	ids := fs.String("reservation", "", "comma-separated reservation ids: every event of each, in log order (instead of --source and --event)")
-	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL_ORDERS")); errors.Is(err, flag.ErrHelp) {
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 	byEvent := *source != "" || *events != ""
 	switch {
@@ -375,4 +371,16 @@ func redeliver(ctx context.Context, args []string, usageOut, stdout io.Writer) e
 		}
 	}
 	return nil
+}
+
+// parseFlags parses args, and the SECKILL_ORDERS_* variables, into fs:
+// help after --help (the usage was printed), a usage error (exit 2) for a
+// bad command line.
+func parseFlags(fs *flag.FlagSet, args []string) (help bool, err error) {
+	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL_ORDERS")); errors.Is(err, flag.ErrHelp) {
+		return true, nil
+	} else if err != nil {
+		return false, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return false, nil
 }

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 
 	"github.com/nats-io/nats.go"
-	"github.com/peterbourgon/ff/v3"
 
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/client"
@@ -33,10 +31,8 @@ func reanchor(ctx context.Context, args []string, usageOut, stdout io.Writer) er
 	cell := fs.String("cell", "", "for a cell of a cluster (--etcd), the cell whose feed diverged")
 	natsURL := fs.String("nats", "", "for a consumer of a relay's stream: the NATS server URL (with --stream)")
 	stream := fs.String("stream", "", "for a consumer of a relay's stream: the stream the service stopped on (as its message names it, a cell's <stream>_<cell>)")
-	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL_ORDERS")); errors.Is(err, flag.ErrHelp) {
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 	switch {
 	case *database == "" || *feed == "" || *token == "" || *campaign == "" || fs.NArg() > 0:
