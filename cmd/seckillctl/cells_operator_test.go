@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/seckill/seckill/internal/etcdtest"
 	"github.com/seckill/seckill/ledger"
@@ -53,14 +51,7 @@ func TestCellsReturnAsksOnlyACellOfThePublishedSKU(t *testing.T) {
 		t.Fatalf("a return of c2: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 
-	client, err := ledger.Dial([]string{etcd.Endpoint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	l := ledger.New(client, "")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	l, ctx := testLedger(t, etcd.Endpoint)
 	for _, c := range []struct {
 		s    ledger.SKU
 		cell string

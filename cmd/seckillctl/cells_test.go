@@ -82,14 +82,7 @@ func TestCellsWriteOff(t *testing.T) {
 // cell; nothing is published.
 func TestCellsPublishOverLocal(t *testing.T) {
 	etcd := etcdtest.Start(t)
-	client, err := ledger.Dial([]string{etcd.Endpoint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	l := ledger.New(client, "")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	l, ctx := testLedger(t, etcd.Endpoint)
 	if err := l.ClaimLocal(ctx, "dd", "c1"); err != nil {
 		t.Fatal(err)
 	}
@@ -158,4 +151,18 @@ func TestCellsPublishPaymentWindowBound(t *testing.T) {
 	if code != exitUsage || out != "" || !strings.Contains(errOut, "payment_window must be at most 24h") {
 		t.Fatalf("publish --payment-window 25h: exit %d\nstdout: %q\nstderr: %s", code, out, errOut)
 	}
+}
+
+// testLedger dials the etcd at endpoint and returns its ledger (the
+// default prefix) and a context of 10 s, both ended with the test.
+func testLedger(t *testing.T, endpoint string) (*ledger.Ledger, context.Context) {
+	t.Helper()
+	client, err := ledger.Dial([]string{endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ledger.New(client, ""), ctx
 }
