@@ -3,13 +3,9 @@ package main
 import (
 	"errors"
 	"io"
-	"strings"
 	"syscall"
 
 	"github.com/valyala/fasthttp"
-	"github.com/valyala/fastjson"
-
-	"github.com/seckill/seckill/actors/sku"
 )
 
 // A reserve names its request_id, and seckill gives one request_id one
@@ -32,11 +28,8 @@ func repeatable(req *fasthttp.Request, err error) bool {
 	if !cutOff(err) || !req.Header.IsPost() {
 		return false
 	}
-	parts := strings.Split(strings.Trim(string(req.URI().Path()), "/"), "/")
-	if len(parts) != 6 || parts[0] != "v1" || parts[1] != "campaigns" || parts[3] != "skus" || parts[5] != "reservations" {
-		return false
-	}
-	return sku.ValidID(fastjson.GetString(req.Body(), "request_id"))
+	_, _, _, ok := reserveOf(string(req.URI().Path()), req.Body())
+	return ok
 }
 
 // cutOff reports whether err is a connection closed or reset by the other

@@ -65,16 +65,27 @@ func unanswered(ctx *fasthttp.RequestCtx, cell string, err error) {
 // for other commands (and a reserve whose request_id its entry pass
 // gives).
 func statusURL(path string, body []byte) string {
+	if campaignID, skuID, requestID, ok := reserveOf(path, body); ok {
+		return httpapi.LookupURL(campaignID, skuID, requestID)
+	}
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	switch {
-	case len(parts) == 6 && parts[0] == "v1" && parts[1] == "campaigns" && parts[3] == "skus" && parts[5] == "reservations":
-		if id := fastjson.GetString(body, "request_id"); sku.ValidID(id) {
-			return httpapi.LookupURL(parts[2], parts[4], id)
-		}
 	case len(parts) >= 3 && parts[1] == "reservations" && (parts[0] == "v1" || parts[0] == "admin"):
 		if _, _, _, _, err := sku.ParseReservationID(parts[2]); err == nil {
 			return httpapi.ReservationURL(parts[2])
 		}
 	}
 	return ""
+}
+
+// reserveOf reads a reserve sent to path with body: its campaign, SKU and
+// request_id; ok is false for any other route, and for a reserve whose
+// request_id its entry pass gives.
+func reserveOf(path string, body []byte) (campaignID, skuID, requestID string, ok bool) {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if len(parts) != 6 || parts[0] != "v1" || parts[1] != "campaigns" || parts[3] != "skus" || parts[5] != "reservations" {
+		return "", "", "", false
+	}
+	requestID = fastjson.GetString(body, "request_id")
+	return parts[2], parts[4], requestID, sku.ValidID(requestID)
 }
