@@ -154,7 +154,11 @@ func (f *FeedSource) Reanchor(ctx context.Context, store *Store, consumer string
 			if err != nil && !errors.Is(err, client.ErrCursorCompacted) { // a 410 is the service's to resynchronise
 				return done, fmt.Errorf("reading the feed after the saved cursor: %w", err)
 			}
-			return done, nil
+			// An older copy that recorded past the cursor takes it: the
+			// events applied tell.
+			if err := f.Check(ctx, store, cursor); !errors.As(err, &d) {
+				return done, err
+			}
 		}
 		r, err := f.reanchorSKU(ctx, store, consumer, cursor, d)
 		if err != nil {
