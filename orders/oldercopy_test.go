@@ -15,6 +15,7 @@ import (
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/orders/orderstest"
+	"github.com/seckill/seckill/reconcile"
 )
 
 // A seckilld started on an older copy of its data dir keeps the log's
@@ -91,6 +92,23 @@ func TestAnOlderCopyThatSoldPastTheCursorIsCaught(t *testing.T) {
 		}
 		if n := count(t, db, `SELECT count(*) FROM diverged_orders WHERE reanchor_id = $1`, r.ID); n != len(r.Orders) {
 			t.Errorf("diverged_orders holds %d rows of SKU %s, the report %d", n, r.SKUID, len(r.Orders))
+		}
+	}
+
+	// seckillctl reconcile reports what was set apart.
+	setApart, err := reconcile.LoadSetApart(ctx, db, "rs", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := map[string]int{}
+	for _, s := range setApart {
+		if s.Reason != orders.RefundNotInSeckill {
+			counted[s.SKUID] += int(s.Rows)
+		}
+	}
+	for _, r := range done {
+		if counted[r.SKUID] != len(r.Orders) {
+			t.Errorf("reconcile counts %d orders of %s set apart, the re-anchoring %d", counted[r.SKUID], r.SKUID, len(r.Orders))
 		}
 	}
 
