@@ -73,12 +73,9 @@ func (s *NATSSink) Applied(ctx context.Context) ([]client.Applied, error) {
 		if err != nil {
 			return nil, fmt.Errorf("the last message of %s: %w", filter, err)
 		}
-		last, err := storedEvent(m)
-		if err != nil {
-			return nil, err
-		}
-		if last.Type == TypeReanchored {
-			continue
+		last, ok := storedEvent(m)
+		if !ok || last.Type == TypeReanchored {
+			continue // nothing of the feed's to check
 		}
 		out = append(out, client.Applied{CampaignID: s.campaign, SKUID: m.Header.Get(HeaderSKU), Last: last, LastAt: m.Sequence,
 			From: func(ctx context.Context, p uint64) (client.Event, uint64, bool, error) {
@@ -89,18 +86,18 @@ func (s *NATSSink) Applied(ctx context.Context) ([]client.Applied, error) {
 				if err != nil {
 					return client.Event{}, 0, false, fmt.Errorf("the message of %s at or after %d: %w", filter, p, err)
 				}
-				e, err := storedEvent(m)
-				return e, m.Sequence, err == nil, err
+				e, _ := storedEvent(m) // a message that is none of the feed's counts as shared (CheckApplied)
+				return e, m.Sequence, true, nil
 			}})
 	}
 	return out, nil
 }
 
-// storedEvent decodes a message's event.
-func storedEvent(m *jetstream.RawStreamMsg) (client.Event, error) {
-	var e client.Event
-	if err := json.Unmarshal(m.Data, &e); err != nil || m.Header.Get(HeaderSKU) == "" {
-		return e, fmt.Errorf("%w: message %d of the stream is not a relayed event (%v)", ErrSinkRefused, m.Sequence, err)
+// storedEvent decodes a message's event; ok is false for a message that
+// is no relayed event (none a relay stores).
+func storedEvent(m *jetstream.RawStreamMsg) (e client.Event, ok bool) {
+	if json.Unmarshal(m.Data, &e) != nil || e.ID == "" || m.Header.Get(HeaderSKU) == "" {
+		return client.Event{}, false
 	}
-	return e, nil
+	return e, true
 }
