@@ -20,8 +20,10 @@
 // the feed after it (resync.go), as the feed's documentation asks.
 //
 // When seckilld was restored to an earlier point (the feed's 409
-// CURSOR_DIVERGED), Run stops, and an operator's Reanchor keeps what the
-// abandoned records did apart and follows the restored feed (reanchor.go).
+// CURSOR_DIVERGED), or serves an older copy of its log that recorded past
+// the cursor (the last event applied is not the feed's: applied.go), Run
+// stops, and an operator's Reanchor keeps what the abandoned records did
+// apart and follows the restored feed (reanchor.go).
 //
 // The tables (migrations/, applied with goose at start): orders (the
 // order's state follows its reservation: PENDING_PAYMENT → PAID, or →

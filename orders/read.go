@@ -76,3 +76,48 @@ WHERE o.campaign_id = $1 AND ($2 = '' OR o.sku_id = $2) ORDER BY r.required_at, 
 	}
 	return byID, rows.Err()
 }
+
+// RefundNotInSeckill is SetApart's reason for refund rows a re-anchoring
+// moved to diverged_refunds (the restored seckill no longer lists them).
+const RefundNotInSeckill = "REFUND_NOT_IN_SECKILL"
+
+// SetApart counts the rows re-anchorings (Reanchor) set apart of one SKU
+// for one reason: sales and money the restored seckill no longer knows
+// of, which no comparison with seckill shows, for the payment team to
+// settle.
+type SetApart struct {
+	SKUID string `json:"sku_id"`
+	// Reason is a reason of diverged_orders (DivergedNotInSeckill,
+	// DivergedOtherSale, DivergedRewound), or RefundNotInSeckill for rows
+	// of diverged_refunds.
+	Reason string `json:"reason"`
+	// Rows counts them; WithMoney those that held money: orders with a
+	// payment, refund rows not refunded.
+	Rows      int64 `json:"rows"`
+	WithMoney int64 `json:"with_money"`
+}
+
+// LoadSetApart counts what re-anchorings set apart of a campaign (of one
+// SKU when skuID is set), by SKU and reason.
+func LoadSetApart(ctx context.Context, q Querier, campaignID, skuID string) ([]SetApart, error) {
+	rows, err := q.Query(ctx, `SELECT r.sku_id, d.reason, count(*), count(d.payment_id)
+FROM diverged_orders d JOIN order_reanchors r ON r.id = d.reanchor_id
+WHERE r.campaign_id = $1 AND ($2 = '' OR r.sku_id = $2) GROUP BY 1, 2
+UNION ALL SELECT r.sku_id, $3, count(*), count(*) FILTER (WHERE f.refunded_at IS NULL)
+FROM diverged_refunds f JOIN order_reanchors r ON r.id = f.reanchor_id
+WHERE r.campaign_id = $1 AND ($2 = '' OR r.sku_id = $2) GROUP BY 1
+ORDER BY 1, 2`, campaignID, skuID, RefundNotInSeckill)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []SetApart{}
+	for rows.Next() {
+		var s SetApart
+		if err := rows.Scan(&s.SKUID, &s.Reason, &s.Rows, &s.WithMoney); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}

@@ -41,7 +41,8 @@ const (
 	DivergedRewound = "REWOUND"
 )
 
-// Diverged is the feed's 409 CURSOR_DIVERGED for a SKU, or a relay's
+// Diverged is the feed's 409 CURSOR_DIVERGED for a SKU (or Check's: the
+// last event applied is not the feed's), or a relay's
 // relay.TypeReanchored message in its stream: Run stops on it (errors.Is
 // ErrPosition), and its message names the way forward.
 type Diverged struct {
@@ -136,7 +137,8 @@ type DivergedRefund struct {
 const reanchorRounds = feed.CampaignFeedMaxSKUs + 1
 
 // Reanchor re-anchors consumer on the restored feed: while the feed
-// answers its saved cursor 409 CURSOR_DIVERGED for a SKU, it takes that
+// answers its saved cursor 409 CURSOR_DIVERGED for a SKU, or does not hold
+// the last event applied of one of its positions (Check), it takes that
 // SKU as a restore left it, in one transaction per SKU (reanchorSKU), and
 // returns what it did, SKU by SKU (none: nothing diverged). Run the
 // service again afterwards. It refuses to work beside a running consumer
@@ -154,7 +156,11 @@ func (f *FeedSource) Reanchor(ctx context.Context, store *Store, consumer string
 			if err != nil && !errors.Is(err, client.ErrCursorCompacted) { // a 410 is the service's to resynchronise
 				return done, fmt.Errorf("reading the feed after the saved cursor: %w", err)
 			}
-			return done, nil
+			// An older copy that recorded past the cursor takes it: the
+			// events applied tell.
+			if err := f.Check(ctx, store, cursor); !errors.As(err, &d) {
+				return done, err
+			}
 		}
 		r, err := f.reanchorSKU(ctx, store, consumer, cursor, d)
 		if err != nil {

@@ -46,6 +46,11 @@ func Run(ctx context.Context, src Source, store *Store, m *Metrics, log *slog.Lo
 // consume applies batch after batch until an error; it returns the
 // cursor saved last.
 func consume(ctx context.Context, src Source, store *Store, m *Metrics, log *slog.Logger, consumer, cursor string) (string, error) {
+	if c, ok := src.(checker); ok {
+		if err := c.Check(ctx, store, cursor); err != nil {
+			return cursor, err
+		}
+	}
 	waiting := false // for a campaign not defined yet, logged once
 	for {
 		events, next, err := src.Next(ctx, cursor)
@@ -94,6 +99,13 @@ func consume(ctx context.Context, src Source, store *Store, m *Metrics, log *slo
 			return cursor, ctx.Err()
 		}
 	}
+}
+
+// checker is a source that checks, before it goes on from a saved
+// cursor, that the events applied up to it are still the source's
+// (FeedSource.Check).
+type checker interface {
+	Check(ctx context.Context, store *Store, cursor string) error
 }
 
 // resyncer is a source that can resynchronise a SKU whose events it no

@@ -110,6 +110,11 @@ type Report struct {
 	Differences []Difference `json:"differences"`
 	Totals      []Totals     `json:"totals"`
 	Clean       bool         `json:"clean"`
+	// SetApart is what re-anchorings set apart (diverged_orders,
+	// diverged_refunds: LoadSetApart), by SKU and reason: not a
+	// difference (the orders left match seckill), but sales and money
+	// for the payment team to settle. Compare leaves it to its caller.
+	SetApart []orders.SetApart `json:"set_apart"`
 }
 
 // Compare lists the differences between seckill's reservations and skus

@@ -25,6 +25,18 @@ func LoadOrders(ctx context.Context, url, campaignID, skuID string) (map[string]
 	return orders.Load(ctx, tx, campaignID, skuID)
 }
 
+// LoadSetApart counts what re-anchorings of the order service set apart
+// of the campaign (orders.LoadSetApart): no comparison with seckill shows
+// it, so the report carries it (Report.SetApart).
+func LoadSetApart(ctx context.Context, url, campaignID, skuID string) ([]orders.SetApart, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	return orders.LoadSetApart(ctx, conn, campaignID, skuID)
+}
+
 // FromServer reads each SKU's audit, export and refund list from a
 // running seckilld.
 func FromServer(ctx context.Context, c *client.Client, campaignID, skuID string) ([]Reservation, []SKU, error) {

@@ -62,6 +62,11 @@ func Reanchor(ctx context.Context, cfg Config, sink Sink) ([]ReanchoredData, err
 			return done, fmt.Errorf("resume: %w", err)
 		}
 		_, err = c.Feed(ctx, client.FeedRequest{CampaignID: cfg.CampaignID, After: cursor, Limit: 1, Types: cfg.Types})
+		if err == nil {
+			// An older copy that recorded past the cursor takes it: the
+			// messages the sink holds tell.
+			err = checkHeld(ctx, c, sink)
+		}
 		var refusal *client.Error
 		if !errors.Is(err, client.ErrCursorDiverged) || !errors.As(err, &refusal) || refusal.SKUID == "" {
 			if refused := feedRefusal(ctx, err, &cfg); refused != nil {
@@ -93,6 +98,7 @@ func reanchored(ctx context.Context, c *client.Client, cfg *Config, cursor strin
 	if err != nil {
 		return d, Message{}, fmt.Errorf("%w: the sink's cursor %q: %v", ErrSinkRefused, cursor, err)
 	}
+	accepted := "" // the SKU's position the SKU's own feed takes
 	for h, id := range positions {
 		_, err := c.Feed(ctx, client.FeedRequest{CampaignID: cfg.CampaignID, SKUID: d.SKUID, After: id, Limit: 1})
 		var e *client.Error
@@ -101,10 +107,17 @@ func reanchored(ctx context.Context, c *client.Client, cfg *Config, cursor strin
 			continue
 		case errors.Is(err, client.ErrCursorDiverged):
 			d.AbandonedAfter = id
+		case err == nil:
+			accepted = id
 		case err != nil && !(errors.As(err, &e) && e.Status < http.StatusInternalServerError && e.Status != http.StatusTooManyRequests):
 			return d, Message{}, fmt.Errorf("reading SKU %s's feed after %s: %w", d.SKUID, id, err)
 		}
 		delete(positions, h)
+	}
+	if d.AbandonedAfter == "" && refusal.History == "" {
+		// An older copy that recorded past the cursor (client.CheckApplied)
+		// takes the SKU's position: that position is the abandoned one.
+		d.AbandonedAfter = accepted
 	}
 	if d.AbandonedAfter == "" {
 		return d, Message{}, fmt.Errorf("relay: the feed refused SKU %s's position, and none of the cursor's positions is refused by the SKU's own feed: try again", d.SKUID)

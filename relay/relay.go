@@ -159,6 +159,8 @@ func (e *FeedError) Error() string {
 	switch {
 	case r.FirstIndex > 0:
 		s += fmt.Sprintf(" (first_index %d)", r.FirstIndex)
+	case r.ForkIndex > 0 && r.History == "": // a log that kept the stream's history (an older copy)
+		s += fmt.Sprintf(" (fork_index %d)", r.ForkIndex)
 	case r.ForkIndex > 0:
 		s += fmt.Sprintf(" (fork_index %d, history %s)", r.ForkIndex, r.History)
 	}
@@ -304,6 +306,13 @@ func relayOnce(ctx context.Context, c *client.Client, cfg *Config, sink Sink, p 
 		return fmt.Errorf("resume: %w", err)
 	}
 	p.cursor = cursor
+	err = checkHeld(ctx, c, sink)
+	if refused := feedRefusal(ctx, err, cfg); refused != nil {
+		return refused
+	}
+	if err != nil {
+		return fmt.Errorf("checking the sink against the feed: %w", err)
+	}
 	cfg.Logger.Info("relay: resuming", "campaign", cfg.CampaignID, "cursor", cursor)
 	starts := newStartChecker(cfg.Types)
 	// unsaid is the feed's cursor past the last message stored, over

@@ -101,6 +101,6 @@ func printReanchored(w io.Writer, r orders.Reanchored) {
 		if rf.Refunded {
 			refunded = "refunded"
 		}
-		fmt.Fprintf(w, "  REFUND_NOT_IN_SECKILL %s payment %s amount %d (%s)\n", rf.ReservationID, rf.PaymentID, rf.Amount, refunded)
+		fmt.Fprintf(w, "  %s %s payment %s amount %d (%s)\n", orders.RefundNotInSeckill, rf.ReservationID, rf.PaymentID, rf.Amount, refunded)
 	}
 }

@@ -99,6 +99,9 @@ func runReconcile(args []string, stdout io.Writer) error {
 		return fmt.Errorf("reconcile: %w", err) // a client error names seckill itself; an offline one its data dir
 	}
 	r := reconcile.Compare(*campaign, *skuID, reservations, skus, byID, *lag, now)
+	if r.SetApart, err = reconcile.LoadSetApart(ctx, *ordersURL, *campaign, *skuID); err != nil {
+		return fmt.Errorf("reconcile: orders set apart: %w", err)
+	}
 	if feeds != nil { // online: each repair by the ids of the events it re-delivers
 		err := reconcile.NameEvents(ctx, &r, func(cell string) (*client.Client, error) {
 			if c := feeds[cell]; c != nil {
@@ -194,9 +197,18 @@ func writeReconcile(w io.Writer, r reconcile.Report) error {
 			t.SKUID, t.SaleLimit, t.Available, t.Reserved, t.Confirmed, map[bool]string{true: "holds", false: "DOES NOT HOLD"}[t.Balanced],
 			counts(t.Seckill), counts(t.Orders))
 	}
+	var setApart, withMoney int64
+	for _, s := range r.SetApart {
+		fmt.Fprintf(&b, "set apart sku %s: %s %d (%d with money to settle)\n", s.SKUID, s.Reason, s.Rows, s.WithMoney)
+		setApart, withMoney = setApart+s.Rows, withMoney+s.WithMoney
+	}
 	verdict := "clean"
 	if !r.Clean {
 		verdict = fmt.Sprintf("%d difference(s)", len(r.Differences))
+	}
+	if setApart > 0 {
+		verdict += fmt.Sprintf("; %d rows set apart by re-anchorings after restores (diverged_orders, diverged_refunds), %d with money for the payment team to settle",
+			setApart, withMoney)
 	}
 	fmt.Fprintf(&b, "campaign %s: %d reservations compared, %d in flight (changed within %s), %s\n", r.CampaignID, r.Compared, r.InFlight, r.Lag, verdict)
 	_, err := io.WriteString(w, b.String())
