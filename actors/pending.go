@@ -71,11 +71,14 @@ func (e *Engine) stillCut(key string) bool {
 
 // finishedCut forgets the list key and removes it from the store,
 // unless a later definition superseded it (dropSuperseded removed it).
+// The store is called outside cutMu: a replica set's is an etcd round
+// trip, which no read of PartlyDefined should wait for.
 func (e *Engine) finishedCut(key string) {
 	e.cutMu.Lock()
-	defer e.cutMu.Unlock()
-	if _, ok := e.cut[key]; ok {
-		delete(e.cut, key)
+	_, ok := e.cut[key]
+	delete(e.cut, key)
+	e.cutMu.Unlock()
+	if ok {
 		e.removePending(key)
 	}
 }
@@ -108,17 +111,20 @@ func (e *Engine) PartlyDefined(campaignID string) bool {
 // those campaigns since, and a SKU that statement left out must not come
 // back at the next start.
 func (e *Engine) dropSuperseded(defs []sku.Definition) {
+	var dropped []string
 	e.cutMu.Lock()
-	defer e.cutMu.Unlock()
-	if len(e.cut) == 0 {
-		return
-	}
-	stated := campaignsOf(defs)
-	for key, campaigns := range e.cut {
-		if allIn(campaigns, stated) {
-			e.removePending(key)
-			delete(e.cut, key)
+	if len(e.cut) > 0 {
+		stated := campaignsOf(defs)
+		for key, campaigns := range e.cut {
+			if allIn(campaigns, stated) {
+				dropped = append(dropped, key)
+				delete(e.cut, key)
+			}
 		}
+	}
+	e.cutMu.Unlock()
+	for _, key := range dropped { // outside cutMu, as in finishedCut
+		e.removePending(key)
 	}
 }
 
