@@ -179,6 +179,11 @@ type Config struct {
 	// standbys it waits for hold, and its truncation is held back for
 	// them. Nil: no replication.
 	Replication Replication
+	// Pending keeps the definitions of many SKUs durable while they are
+	// defined (pending.go): nil, the data dir's pending-define-* files; a
+	// replica set's primary gives the set's own store, so that the next
+	// primary finishes them.
+	Pending PendingStore
 
 	metrics *engineMetrics
 	// recoveries, snapshotWriters and truncations are semaphores
@@ -216,6 +221,9 @@ func (c *Config) fill() {
 	}
 	if c.InboxMax <= 0 {
 		c.InboxMax = DefaultInboxMax
+	}
+	if c.Pending == nil {
+		c.Pending = dirPending{dir: c.DataDir}
 	}
 	c.metrics = newEngineMetrics(c.Registerer)
 	c.recoveries = make(slots, RecoveriesMax)
@@ -307,10 +315,14 @@ type Engine struct {
 	// defineMu serialises Define's check that a campaign's SKUs agree on
 	// purchase_limit with the definition itself.
 	defineMu sync.Mutex
-	// cut holds the pending files a definition cut short by an error
-	// left (pending.go: keepCut), each with the campaigns it defines.
-	cutMu sync.Mutex
-	cut   map[string][]string
+	// cut holds the pending lists of definitions begun and unfinished
+	// (pending.go: keepCut), each with the campaigns it defines; loaded
+	// are those found at start that FinishPending has yet to finish, and
+	// didLoad says LoadPending read them.
+	cutMu   sync.Mutex
+	cut     map[string][]string
+	loaded  []PendingList
+	didLoad bool
 }
 
 // Open recovers every SKU found under cfg.DataDir, RecoveriesMax at a

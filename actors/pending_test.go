@@ -2,9 +2,15 @@ package actors
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/seckill/seckill/actors/sku"
 )
@@ -157,5 +163,137 @@ func TestCutDefinitionIsFinishedAtTheNextStart(t *testing.T) {
 	}
 	if p := pendingFiles(t, dir); len(p) != 0 {
 		t.Fatalf("FinishPending left %v", p)
+	}
+}
+
+// memPending is a PendingStore outside any data dir, shared by engines
+// (as a replica set's list in etcd is by its primaries).
+type memPending struct {
+	mu     sync.Mutex
+	seq    int
+	lists  map[string][]sku.Definition
+	putErr error
+}
+
+func (m *memPending) Put(defs []sku.Definition) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.putErr != nil {
+		return "", m.putErr
+	}
+	m.seq++
+	key := fmt.Sprintf("%04d", m.seq)
+	m.lists[key] = defs
+	return key, nil
+}
+
+func (m *memPending) Remove(key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.lists, key)
+	return nil
+}
+
+func (m *memPending) List(context.Context) ([]PendingList, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []PendingList
+	for k, d := range m.lists {
+		out = append(out, PendingList{Key: k, Defs: d})
+	}
+	slices.SortFunc(out, func(a, b PendingList) int { return strings.Compare(a.Key, b.Key) })
+	return out, nil
+}
+
+func (m *memPending) len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.lists)
+}
+
+// An engine given a PendingStore (Config.Pending) keeps its lists there,
+// not in its data dir, and finishes those another engine left: loaded
+// (LoadPending), their campaigns are PartlyDefined until FinishPending
+// defines the rest; a list superseded by a definition that completed
+// after it was loaded is not finished over it. A store that cannot keep
+// the list fails MakeRoom, holding nothing.
+func TestAnotherEnginesPendingListIsFinished(t *testing.T) {
+	ctx := context.Background()
+	store := &memPending{lists: map[string][]sku.Definition{}}
+	open := func(dir string) *Engine {
+		t.Helper()
+		e, err := Open(Config{DataDir: dir, MaxSKUs: 100, ExpiryInterval: time.Hour, Logger: quiet, Pending: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e
+	}
+	cutOn := func(e *Engine, defs []sku.Definition) {
+		t.Helper()
+		if _, err := e.MakeRoom(defs); err != nil { // never released: the crash
+			t.Fatal(err)
+		}
+		if err := e.Define(ctx, defs[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	firstDir := t.TempDir()
+	first := open(firstDir)
+	cutOn(first, []sku.Definition{defOf("a"), defOf("b"), defOf("c")})
+	if store.len() != 1 || len(pendingFiles(t, firstDir)) != 0 {
+		t.Fatalf("the list: %d in the store, files %v", store.len(), pendingFiles(t, firstDir))
+	}
+	first.Close()
+
+	next := open(t.TempDir())
+	if next.PartlyDefined("c1") {
+		t.Fatal("partly defined before the lists were read")
+	}
+	if err := next.LoadPending(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !next.PartlyDefined("c1") || next.PartlyDefined("c2") {
+		t.Fatalf("after LoadPending: c1 partly defined %v, c2 %v", next.PartlyDefined("c1"), next.PartlyDefined("c2"))
+	}
+	finished, err := next.FinishPending(ctx)
+	if err != nil || len(finished) != 3 {
+		t.Fatalf("FinishPending: %v, %v", finished, err)
+	}
+	if next.PartlyDefined("c1") || store.len() != 0 {
+		t.Fatalf("after FinishPending: partly defined %v, %d lists left", next.PartlyDefined("c1"), store.len())
+	}
+
+	// Superseded once loaded: the operator's PUT of a and b completes.
+	cutOn(next, []sku.Definition{defOf("d"), defOf("e"), defOf("f")})
+	next.Close()
+	third := open(t.TempDir())
+	if err := third.LoadPending(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stated := []sku.Definition{defOf("d"), defOf("e")}
+	release, err := third.MakeRoom(stated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range stated {
+		if err := third.Define(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release(false)
+	if finished, err := third.FinishPending(ctx); err != nil || len(finished) != 0 || third.SKU("c1", "f") != nil {
+		t.Fatalf("FinishPending of a superseded list: %v, %v, f defined %v", finished, err, third.SKU("c1", "f") != nil)
+	}
+	if third.PartlyDefined("c1") || store.len() != 0 {
+		t.Fatalf("after the superseding PUT: partly defined %v, %d lists left", third.PartlyDefined("c1"), store.len())
+	}
+
+	store.putErr = errors.New("the store is gone")
+	if _, err := third.MakeRoom([]sku.Definition{defOf("g"), defOf("h")}); err == nil {
+		t.Fatal("MakeRoom without its list kept succeeded")
+	}
+	if n := third.SKUCount(); n != 2 {
+		t.Fatalf("a failed MakeRoom holds places: %d SKUs counted, want 2", n)
 	}
 }

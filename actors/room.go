@@ -54,13 +54,13 @@ func (e *Engine) roomForLocked(k skuKey) error {
 // its Define needs room again.
 //
 // Defs of more than one SKU are also made durable as pending until
-// release (pending.go): a crash before release leaves them to
-// FinishPending, which the next start runs, so the definition is whole
-// after it. release(true) says an error cut the definition short after
-// it began (a Define failed after another was applied, or with its result
-// unknown): the file is kept as a crash would leave it, for the next
-// start to finish. release(false) says the definitions are all done, or
-// none was applied: the file is removed, and with it the files kept for
+// release (pending.go: Config.Pending): a crash before release leaves
+// them to FinishPending, which the next start runs, so the definition is
+// whole after it. release(true) says an error cut the definition short
+// after it began (a Define failed after another was applied, or with its
+// result unknown): the list is kept as a crash would leave it, for the
+// next start to finish. release(false) says the definitions are all done,
+// or none was applied: the list is removed, and with it the lists kept for
 // the same campaigns (their definition is superseded by this one). An
 // error making them durable holds nothing.
 func (e *Engine) MakeRoom(defs []sku.Definition) (release func(cut bool), err error) {
@@ -68,21 +68,21 @@ func (e *Engine) MakeRoom(defs []sku.Definition) (release func(cut bool), err er
 	if err != nil {
 		return nil, err
 	}
-	path := ""
+	key := ""
 	if len(defs) > 1 {
-		if path, err = e.writePending(defs); err != nil {
+		if key, err = e.cfg.Pending.Put(defs); err != nil {
 			free()
 			return nil, err
 		}
 	}
 	return func(cut bool) {
 		defer free()
-		if cut && path != "" {
-			e.keepCut(path, defs)
+		if cut && key != "" {
+			e.keepCut(key, defs)
 			return
 		}
-		if path != "" {
-			e.removePending(path)
+		if key != "" {
+			e.removePending(key)
 		}
 		if !cut {
 			e.dropSuperseded(defs)

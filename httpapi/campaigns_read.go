@@ -18,9 +18,10 @@ type campaignBody struct {
 	// PurchaseLimit is "sku" or "campaign", the same for every SKU.
 	PurchaseLimit string `json:"purchase_limit"`
 	// PartlyDefined is set while a definition of the campaign that an
-	// error cut short after it began is kept for the next start: SKUs
-	// holds only what was defined before the error; a repeat of the PUT
-	// (or the next start) finishes it.
+	// error cut short after it began is kept for the next start, or one a
+	// crash (a replica set's failover) cut short is being finished: SKUs
+	// holds only what was defined so far; a repeat of the PUT (or the
+	// next start, or FinishPending) finishes it.
 	PartlyDefined bool          `json:"partly_defined,omitempty"`
 	SKUs          []campaignSKU `json:"skus"`
 }

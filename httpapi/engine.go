@@ -79,9 +79,10 @@ type Admin interface {
 	// then the next start finishes it.
 	MakeRoom(defs []sku.Definition) (release func(cut bool), err error)
 	// PartlyDefined reports whether a definition of many SKUs naming the
-	// campaign was cut short by an error after it began and is kept for
-	// the next start to finish (MakeRoom's release(true)); GET of the
-	// campaign says so.
+	// campaign began and is unfinished: cut short by an error and kept
+	// for the next start to finish (MakeRoom's release(true)), or cut by
+	// a crash and not finished yet (a replica set's new primary finishes
+	// it while it serves); GET of the campaign says so.
 	PartlyDefined(campaignID string) bool
 	// Pause stops admission on a SKU.
 	Pause(ctx context.Context, campaignID, skuID string) error

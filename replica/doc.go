@@ -11,6 +11,9 @@
 // and each replica registers <prefix>/replicasets/<set>/members/<name>
 // = {"http", "replication"} on its own lease (Coordinator.Register), so
 // standbys, routers and seckillctl find the primary's addresses.
+// The primary also keeps the campaign definitions of many SKUs it has
+// begun under <prefix>/replicasets/<set>/pending/ (pending.go), for the
+// next primary to finish.
 //
 // The sync key names the standbys that may be promoted (the sync set) and
 // the epoch; only the primary changes it, in a transaction that compares

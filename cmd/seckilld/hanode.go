@@ -177,9 +177,11 @@ type haNode struct {
 	campaigns atomic.Pointer[chan struct{}]
 }
 
-// haCoordinator is the Coordinator with the Close of its lease.
+// haCoordinator is the Coordinator with the set's pending definitions
+// (hapending.go) and the Close of its lease.
 type haCoordinator interface {
 	replica.Coordinator
+	pendingKeys
 	Close() error
 }
 
@@ -495,12 +497,13 @@ func (n *haNode) follow(primary string) error {
 		}
 		t.stream = nil
 	}
-	// A campaign PUT this replica's crash cut short while it led is the
-	// primary's to repeat now: its SKUs come from the primary's logs.
+	// A replica's lists are the set's (hapending.go); a file in its data
+	// dir is a single node's, and the SKUs now come from the primary's
+	// logs.
 	if dropped, err := actors.DropPending(n.opts.dataDir); err != nil {
 		return fmt.Errorf("dropping the definitions a crash cut short: %w", err)
 	} else if dropped > 0 {
-		n.log.Warn("dropped the definitions a crash cut short while this replica led: the primary holds the SKUs; repeat the campaign's PUT there", "files", dropped)
+		n.log.Warn("dropped the definitions a crash of a single node on this data dir cut short: the primary holds the SKUs; repeat the campaign's PUT there", "files", dropped)
 	}
 	s, err := n.repl.NewStandby(standbyConfig{set: n.opts.replica.set, name: n.opts.replica.name, dataDir: n.opts.dataDir,
 		primary: m.Replication, reg: t.reg, log: n.deps.log}) // the stream adds the set and replica labels
@@ -596,14 +599,19 @@ func (n *haNode) demote() error {
 	return err
 }
 
-// openTenure opens t's engine and HTTP service over its stream, and
-// defines the campaigns in the background (retried until they commit or
-// the tenure ends: with --sync-strict nothing commits before a standby
-// is waited for, and the promotion must not wait for that); /readyz
-// answers 503 "starting" until they are defined.
+// openTenure opens t's engine and HTTP service over its stream, with
+// the set's pending definitions in etcd, and finishes those and defines
+// the campaigns in the background (retried until they commit or the
+// tenure ends: with --sync-strict nothing commits before a standby is
+// waited for, and the promotion must not wait for that); /readyz answers
+// 503 "starting" until they are defined. The pending definitions are read
+// before it serves, so that a campaign a failover cut short shows
+// partly_defined until finished; a read that fails is left to the
+// background's, which retries.
 func (n *haNode) openTenure(t *primaryTenure) error {
 	deps := n.deps
 	deps.reg, deps.replicate, deps.front, deps.deferCampaigns = t.reg, t.stream.Replicate, n.front, true
+	deps.pending = setPending{keys: n.coord, h: t.holding, timeout: n.opts.replica.leaseTTL}
 	deps.replicaSet = func() any { return n.state.Load() }
 	t.campaigns = make(chan struct{})
 	n.campaigns.Store(&t.campaigns)
@@ -612,6 +620,11 @@ func (n *haNode) openTenure(t *primaryTenure) error {
 	if err != nil {
 		return err
 	}
+	lctx, lcancel := n.call()
+	if err := svc.engine.LoadPending(lctx); err != nil {
+		n.log.Warn("reading the replica set's pending definitions failed; retrying while serving", "err", err)
+	}
+	lcancel()
 	t.svc, t.served = svc, make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.stopCampaigns = cancel

@@ -200,6 +200,9 @@ type svcDeps struct {
 	// replicate, when set, makes the engine's logs replicated (a
 	// primary's stream sets actors.Config's replication).
 	replicate func(*actors.Config)
+	// pending is actors.Config.Pending: a replica set's list in etcd
+	// while primary (hapending.go); nil, the data dir's files.
+	pending actors.PendingStore
 	// front is httpapi.Config.Front; replicaSet, httpapi.Config.ReplicaSet.
 	front      func(next fasthttp.RequestHandler) fasthttp.RequestHandler
 	replicaSet func() any
@@ -228,7 +231,7 @@ func openService(d svcDeps) (_ *service, err error) {
 	cfg := actors.Config{Clock: d.clock, DataDir: opts.dataDir, Fsync: opts.fsync, Logger: log, Registerer: d.reg,
 		SnapshotEvery: opts.snapshotEvery, SnapshotInterval: opts.snapshotInterval, SnapshotKeep: opts.snapshotKeep,
 		MaxSKUs: d.budget.MaxSKUs, FeedRetainRecords: opts.feedRetainRecords, FeedRetainAge: opts.feedRetainAge,
-		DrawBatch: opts.lotteryDrawBatch, DrawPause: opts.lotteryDrawPause}
+		DrawBatch: opts.lotteryDrawBatch, DrawPause: opts.lotteryDrawPause, Pending: d.pending}
 	if d.replicate != nil {
 		d.replicate(&cfg)
 	}

@@ -451,7 +451,7 @@ type CampaignAuditPurchaseLimit string
 type CampaignView struct {
 	CampaignId string `json:"campaign_id"`
 
-	// PartlyDefined Present (true) while a PUT of many SKUs of the campaign that an error cut short after it began is unfinished: skus lists only the SKUs defined before the error; repeating the PUT, or the next start, finishes it.
+	// PartlyDefined Present (true) while a PUT of many SKUs of the campaign that an error cut short after it began is unfinished: skus lists only the SKUs defined before the error; repeating the PUT, or the next start, finishes it. On a replica set, also while a new primary finishes such a PUT that a failover cut short.
 	PartlyDefined *bool `json:"partly_defined,omitempty"`
 
 	// PurchaseLimit The campaign's purchase scope (the same for every SKU).
