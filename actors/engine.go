@@ -315,6 +315,12 @@ type Engine struct {
 	// defineMu serialises Define's check that a campaign's SKUs agree on
 	// purchase_limit with the definition itself.
 	defineMu sync.Mutex
+	// stating is held shared by each definition from MakeRoom to its
+	// release and alone by FinishPending while it finishes a list, so
+	// that a definition an operator states is never interleaved with the
+	// finishing of a list it supersedes: one of the two runs whole first
+	// (a replica set's new primary finishes lists while it serves).
+	stating sync.RWMutex
 	// cut holds the pending lists of definitions begun and unfinished
 	// (pending.go: keepCut), each with the campaigns it defines; loaded
 	// are those found at start that FinishPending has yet to finish, and

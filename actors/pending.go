@@ -202,28 +202,41 @@ func (e *Engine) FinishPending(ctx context.Context) (finished []string, err erro
 		}
 		l := e.loaded[0]
 		e.cutMu.Unlock()
-		for _, d := range l.Defs {
-			if !e.stillCut(l.Key) {
-				break // superseded: the operator stated its campaigns since
-			}
-			before := e.SKU(d.CampaignID, d.SKUID)
-			var had sku.Definition
-			if before != nil {
-				had = *before.Stats().Definition
-			}
-			if err := e.Define(ctx, d); errors.Is(err, sku.ErrInvalidDefinition) {
-				e.cfg.Logger.Error("a definition a crash cut short no longer applies; the SKU is left as it is", "campaign_id", d.CampaignID, "sku_id", d.SKUID, "err", err)
-				continue
-			} else if err != nil {
-				return finished, fmt.Errorf("finishing the definitions of %s: %s/%s: %w", l.Key, d.CampaignID, d.SKUID, err)
-			}
-			if before == nil || !d.Repeats(had) {
-				finished = append(finished, d.CampaignID+"/"+d.SKUID)
-			}
+		if err := e.finishList(ctx, l, &finished); err != nil {
+			return finished, err
 		}
-		e.finishedCut(l.Key)
 		e.cutMu.Lock()
 		e.loaded = e.loaded[1:]
 		e.cutMu.Unlock()
 	}
+}
+
+// finishList defines the rest of l, unless a definition stated since
+// supersedes it, adding the SKUs it changed to finished. It holds
+// e.stating alone: a definition stated meanwhile waits in MakeRoom, and
+// then supersedes what it finished.
+func (e *Engine) finishList(ctx context.Context, l PendingList, finished *[]string) error {
+	e.stating.Lock()
+	defer e.stating.Unlock()
+	for _, d := range l.Defs {
+		if !e.stillCut(l.Key) {
+			break // superseded: the operator stated its campaigns since
+		}
+		before := e.SKU(d.CampaignID, d.SKUID)
+		var had sku.Definition
+		if before != nil {
+			had = *before.Stats().Definition
+		}
+		if err := e.Define(ctx, d); errors.Is(err, sku.ErrInvalidDefinition) {
+			e.cfg.Logger.Error("a definition a crash cut short no longer applies; the SKU is left as it is", "campaign_id", d.CampaignID, "sku_id", d.SKUID, "err", err)
+			continue
+		} else if err != nil {
+			return fmt.Errorf("finishing the definitions of %s: %s/%s: %w", l.Key, d.CampaignID, d.SKUID, err)
+		}
+		if before == nil || !d.Repeats(had) {
+			*finished = append(*finished, d.CampaignID+"/"+d.SKUID)
+		}
+	}
+	e.finishedCut(l.Key)
+	return nil
 }

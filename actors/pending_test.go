@@ -297,3 +297,72 @@ func TestAnotherEnginesPendingListIsFinished(t *testing.T) {
 		t.Fatalf("a failed MakeRoom holds places: %d SKUs counted, want 2", n)
 	}
 }
+
+// blockingRemove is a memPending whose Remove, once entered (removing),
+// waits until release is closed.
+type blockingRemove struct {
+	*memPending
+	once              sync.Once
+	removing, release chan struct{}
+}
+
+func (b *blockingRemove) Remove(key string) error {
+	b.once.Do(func() { close(b.removing) })
+	<-b.release
+	return b.memPending.Remove(key)
+}
+
+// A definition an operator states while a list is being finished (a
+// replica set's new primary finishes lists while it serves) waits for it
+// in MakeRoom, so that no finishing step defines a SKU over what the
+// operator stated: the finishing holds Engine.stating alone until its
+// list is removed, and a definition holds it shared until its release.
+func TestFinishingAListExcludesStatedDefinitions(t *testing.T) {
+	ctx := context.Background()
+	store := &blockingRemove{memPending: &memPending{lists: map[string][]sku.Definition{}}, removing: make(chan struct{}), release: make(chan struct{})}
+	open := func() *Engine {
+		t.Helper()
+		e, err := Open(Config{DataDir: t.TempDir(), MaxSKUs: 100, ExpiryInterval: time.Hour, Logger: quiet, Pending: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e
+	}
+	first := open()
+	if _, err := first.MakeRoom([]sku.Definition{defOf("a"), defOf("b")}); err != nil { // never released: the crash
+		t.Fatal(err)
+	}
+	if first.stating.TryLock() {
+		t.Fatal("an unreleased definition does not hold stating: a finishing could interleave with it")
+	}
+	first.Close()
+
+	next := open()
+	finished := make(chan error, 1)
+	go func() {
+		_, err := next.FinishPending(ctx)
+		finished <- err
+	}()
+	select {
+	case <-store.removing:
+	case err := <-finished:
+		t.Fatalf("FinishPending ended before it removed its list: %v", err)
+	}
+	if next.stating.TryRLock() {
+		t.Fatal("a definition could begin while a list is being finished")
+	}
+	close(store.release)
+	if err := <-finished; err != nil {
+		t.Fatal(err)
+	}
+	release, err := next.MakeRoom([]sku.Definition{defOf("a"), defOf("b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release(false)
+	if !next.stating.TryLock() {
+		t.Fatal("a released definition still holds stating")
+	}
+	next.stating.Unlock()
+}

@@ -62,20 +62,25 @@ func (e *Engine) roomForLocked(k skuKey) error {
 // next start to finish. release(false) says the definitions are all done,
 // or none was applied: the list is removed, and with it the lists kept for
 // the same campaigns (their definition is superseded by this one). An
-// error making them durable holds nothing.
+// error making them durable holds nothing. While FinishPending finishes a
+// list, MakeRoom waits for it (Engine.stating).
 func (e *Engine) MakeRoom(defs []sku.Definition) (release func(cut bool), err error) {
+	e.stating.RLock()
 	free, err := e.holdRoom(defs)
 	if err != nil {
+		e.stating.RUnlock()
 		return nil, err
 	}
 	key := ""
 	if len(defs) > 1 {
 		if key, err = e.cfg.Pending.Put(defs); err != nil {
 			free()
+			e.stating.RUnlock()
 			return nil, err
 		}
 	}
 	return func(cut bool) {
+		defer e.stating.RUnlock()
 		defer free()
 		if cut && key != "" {
 			e.keepCut(key, defs)
