@@ -18,7 +18,7 @@ import (
 // instead, before it creates its stream.
 func TestRelayRefusesASKUWhoseFirstRecordsAreGone(t *testing.T) {
 	nc := natstest.Start(t)
-	base := startTruncating(t)
+	base := startTruncating(t, 0)
 	deadline := time.Now().Add(time.Minute)
 	sold := 0
 	for ; ; sold += 20 {

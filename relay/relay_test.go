@@ -39,10 +39,11 @@ func startSeckill(t *testing.T) string {
 
 // startTruncating is startSeckill with a snapshot every 10 records, one
 // kept, and log segments of 512 bytes: snapshots soon truncate whole
-// segments, as a long sale's do.
-func startTruncating(t *testing.T) string {
+// segments, as a long sale's do, all but the newest retain records
+// (feed retention, 0: none).
+func startTruncating(t *testing.T, retain uint64) string {
 	t.Helper()
-	cfg := actors.Config{DataDir: t.TempDir(), SnapshotEvery: 10, SnapshotKeep: 1}
+	cfg := actors.Config{DataDir: t.TempDir(), SnapshotEvery: 10, SnapshotKeep: 1, FeedRetainRecords: retain}
 	cfg.WAL.SegmentSize = 512
 	return startSeckillWith(t, cfg)
 }
