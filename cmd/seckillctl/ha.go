@@ -150,7 +150,12 @@ func runHAStatus(args []string, stdout io.Writer) error {
 		if r.Error != "" {
 			role += " (" + r.Error + ")"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%v\t%s\t%s\t%s\n", r.Name, role, r.Epoch, r.InSync, lagR, lagMs, r.HTTP)
+		// A replica that did not answer told no epoch: "-", not 0.
+		epoch := "-"
+		if r.Error == "" && r.Role != "not registered" {
+			epoch = fmt.Sprint(r.Epoch)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", r.Name, role, epoch, r.InSync, lagR, lagMs, r.HTTP)
 	}
 	return w.Flush()
 }

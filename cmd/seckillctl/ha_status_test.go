@@ -159,7 +159,7 @@ func TestHAStatusListsAStandbyDroppedFromTheSyncSet(t *testing.T) {
 		t.Fatalf("ha status: %+v", st.Replicas)
 	}
 	table := wantCode(t, 0, "ha", "status", "--etcd", etcd.Endpoint, "--replica-set", "rs1", "--admin-token", haToken)
-	if !strings.Contains(table, "c        not registered (disconnected from the primary)  0      false    42           1500") {
+	if !strings.Contains(table, "c        not registered (disconnected from the primary)  -      false    42           1500") {
 		t.Fatalf("ha status:\n%s", table)
 	}
 }
