@@ -289,7 +289,9 @@ func runClusterAudit(args []string, stdout io.Writer) error {
 		out.OK = out.OK && a.OK
 	}
 	if len(out.SKUs) == 0 {
-		return fmt.Errorf("no celled SKU of campaign %q in etcd", *lf.campaign)
+		return fmt.Errorf("no celled SKU of campaign %q in etcd: seckillctl audit checks a campaign split over cells; "+
+			"a campaign of one seckilld or of a replica set is audited by its primary: GET /admin/campaigns/%s/audit",
+			*lf.campaign, *lf.campaign)
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")

@@ -125,8 +125,14 @@ func TestCellsPublishRefusalsExitOne(t *testing.T) {
 
 // TestCellsAuditRefusesWhatItCannotUse: a --cells entry that is no
 // cell=URL is a usage error quoting it, before etcd is asked; an etcd that
-// does not answer is said as such, naming its address.
+// does not answer is said as such, naming its address; a campaign no cell
+// holds (one seckilld's, a replica set's) names the audit that applies.
 func TestCellsAuditRefusesWhatItCannotUse(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	if code, _, stderr := ctl(t, "audit", "--etcd", etcd.Endpoint, "--campaign", "sale", "--admin-token", "t"); code != exitUsage ||
+		!strings.Contains(stderr, `no celled SKU of campaign "sale" in etcd`) || !strings.Contains(stderr, "GET /admin/campaigns/sale/audit") {
+		t.Fatalf("a campaign no cell holds: exit %d, stderr %q", code, stderr)
+	}
 	if code, _, stderr := ctl(t, "audit", "--etcd", "127.0.0.1:1", "--campaign", "demo", "--cells", "c1=http://127.0.0.1:1,c2"); code != exitUsage ||
 		!strings.Contains(stderr, `"c2" is not cell=address`) {
 		t.Fatalf("a --cells entry without '=': exit %d, stderr %q", code, stderr)

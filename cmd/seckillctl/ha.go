@@ -92,7 +92,7 @@ type haReplica struct {
 	Replication string `json:"replication,omitempty"`
 	// Role is what the replica says, or "unreachable" (registered, its
 	// admin route did not answer) or "not registered" (named in the sync
-	// key, no member key: its lease ended).
+	// key or reported by the primary, no member key: its lease ended).
 	Role       string  `json:"role"`
 	Epoch      uint64  `json:"epoch"`
 	InSync     bool    `json:"in_sync"`
@@ -144,10 +144,18 @@ func runHAStatus(args []string, stdout io.Writer) error {
 			lagR, lagMs = fmt.Sprint(*r.LagRecords), fmt.Sprint(*r.LagMillis)
 		}
 		role := r.Role
+		if r.Connected != nil && !*r.Connected {
+			role += " (disconnected from the primary)"
+		}
 		if r.Error != "" {
 			role += " (" + r.Error + ")"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%v\t%s\t%s\t%s\n", r.Name, role, r.Epoch, r.InSync, lagR, lagMs, r.HTTP)
+		// A replica that did not answer told no epoch: "-", not 0.
+		epoch := "-"
+		if r.Error == "" && r.Role != "not registered" {
+			epoch = fmt.Sprint(r.Epoch)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", r.Name, role, epoch, r.InSync, lagR, lagMs, r.HTTP)
 	}
 	return w.Flush()
 }
@@ -196,6 +204,17 @@ func readHAStatus(f haFlags) (haStatus, error) {
 		st.Replicas = append(st.Replicas, r)
 	}
 	if p, ok := states[v.Leader]; ok {
+		// A standby the primary still reports but etcd no longer holds
+		// (dropped from the sync set, its member key gone with its lease: the
+		// process is down or cut from etcd) is a row too, with the lag its
+		// primary last saw: otherwise the replica an operator must bring back
+		// is missing from the list.
+		for _, s := range p.Standbys {
+			if !slices.Contains(names, s.Name) {
+				st.Replicas = append(st.Replicas, haReplica{Name: s.Name, Role: "not registered"})
+			}
+		}
+		slices.SortFunc(st.Replicas, func(a, b haReplica) int { return strings.Compare(a.Name, b.Name) })
 		for i := range st.Replicas {
 			for _, s := range p.Standbys {
 				if s.Name == st.Replicas[i].Name {

@@ -95,3 +95,71 @@ func refusedEtcd(t *testing.T) string {
 	ln.Close()
 	return addr
 }
+
+// TestHAStatusListsAStandbyDroppedFromTheSyncSet: a standby the primary
+// dropped from the sync set, whose member key is gone (its process down:
+// its lease ended), is still a row of ha status, marked not registered
+// and disconnected, with the lag its primary reports; before, only the
+// replicas etcd held were listed and it vanished from the status.
+func TestHAStatusListsAStandbyDroppedFromTheSyncSet(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	admin := func(body string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/admin/replica" || r.Header.Get("Authorization") != "Bearer "+haToken {
+				w.WriteHeader(http.StatusNotFound)
+				return
+			}
+			w.Write([]byte(body))
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	primary := admin(`{"role":"primary","epoch":2,"primary":"a","sync":["b"],"waited":["b"],"standbys":[` +
+		`{"name":"b","connected":true,"caught_up":true,"lag_records":0,"lag_ms":0},` +
+		`{"name":"c","connected":false,"caught_up":false,"lag_records":42,"lag_ms":1500}]}`)
+	standby := admin(`{"role":"standby","epoch":2,"primary":"a","copy":{"epoch":2,"connected":true}}`)
+	c, err := ledger.Dial([]string{etcd.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, m := range []struct{ name, url string }{{"a", primary}, {"b", standby}} {
+		e, err := replica.NewEtcd(c, ledger.DefaultPrefix, "rs1", m.name, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		if _, err := e.Register(ctx, replica.Member{HTTP: m.url, Replication: "127.0.0.1:1"}); err != nil {
+			t.Fatal(err)
+		}
+		if m.name == "a" {
+			h, err := e.Acquire(ctx, replica.View{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.SetSync(ctx, h, []string{"b"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	st := haStatusJSON(t, etcd.Endpoint)
+	if len(st.Replicas) != 3 {
+		t.Fatalf("ha status lists %d replicas, want a, b and the dropped c: %+v", len(st.Replicas), st.Replicas)
+	}
+	dropped := st.Replicas[2]
+	if dropped.Name != "c" || dropped.Role != "not registered" || dropped.InSync ||
+		dropped.Connected == nil || *dropped.Connected || dropped.LagRecords == nil || *dropped.LagRecords != 42 ||
+		dropped.LagMillis == nil || *dropped.LagMillis != 1500 {
+		t.Fatalf("the dropped standby's row: %+v", dropped)
+	}
+	if st.Replicas[0].Name != "a" || st.Replicas[0].Role != "primary" || st.Replicas[1].Name != "b" || !st.Replicas[1].InSync {
+		t.Fatalf("ha status: %+v", st.Replicas)
+	}
+	table := wantCode(t, 0, "ha", "status", "--etcd", etcd.Endpoint, "--replica-set", "rs1", "--admin-token", haToken)
+	if !strings.Contains(table, "c        not registered (disconnected from the primary)  -      false    42           1500") {
+		t.Fatalf("ha status:\n%s", table)
+	}
+}

@@ -225,6 +225,17 @@ func (p *Primary) serve(nc net.Conn) {
 		log.Warn("replica: refused a standby without a name of its own")
 		return
 	}
+	// A standby sends nothing after its hello until the primary's first
+	// message, so one whose peer already ended it is no standby's now: it
+	// waited in the listener's queue while this replica did not lead (the
+	// replication address stays bound for the process's life), dialed by a
+	// standby that has since moved to another primary or died. Taken, it
+	// would be logged as that standby connected, with the epoch it had
+	// then, and close the live connection of the same name.
+	if err := ended(nc); err != nil {
+		log.Info("replica: ignored a standby's connection that ended before this primary took it", "its_epoch", m.epoch, "err", err)
+		return
+	}
 	nc.SetReadDeadline(time.Time{})
 	c := &primaryConn{p: p, name: h.name, nc: nc, hello: make(map[skuKey]helloSKU, len(h.skus)),
 		skus: make(map[skuKey]*connSKU), queue: newSendQueue(), wake: make(chan struct{}, 1), closed: make(chan struct{})}
