@@ -1,9 +1,13 @@
 package relay
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/seckill/seckill/client"
 )
 
 // Snapshots truncate a SKU's log, so the feed may no longer hold the first
@@ -38,7 +42,9 @@ func (e *GapError) Is(target error) bool { return target == ErrCompacted }
 
 // startChecker tells, event by event, whether a SKU's events start where
 // its log did. Its positions are the cursor's (history -> the id of its
-// last event); owner maps the histories met to their SKUs.
+// last event); owner maps the histories met to their SKUs, and owns asks
+// the feed whether a position is a SKU's, for a position of the cursor the
+// relay resumed from, which names no SKU until its next event.
 type startChecker struct {
 	// off: Config.Types chose the types relayed, so a SKU's first event
 	// relayed may rightly be past its first record, whatever that record
@@ -46,10 +52,15 @@ type startChecker struct {
 	// comes first: a SKU's log starts with its definition).
 	off   bool
 	owner map[string]string
+	owns  ownsFunc
 }
 
-func newStartChecker(types []string) *startChecker {
-	return &startChecker{off: len(types) > 0, owner: map[string]string{}}
+// ownsFunc reports whether position (an event id) is one of skuID's
+// histories.
+type ownsFunc func(ctx context.Context, skuID, position string) (bool, error)
+
+func newStartChecker(types []string, owns ownsFunc) *startChecker {
+	return &startChecker{off: len(types) > 0, owner: map[string]string{}, owns: owns}
 }
 
 // check is called for each event before it enters positions. A SKU the
@@ -58,22 +69,66 @@ func newStartChecker(types []string) *startChecker {
 // its SKU: a restore starts a new history after its fork index
 // (seckillctl restore --until-*), and the SKU's position in the old one
 // stands at or before it (records the types leave out pass unseen). So an
-// event past record 1 is a gap only when every position's SKU is known
-// (a position of the cursor the relay resumed from names no SKU until its
-// next event) and none is its SKU.
-func (c *startChecker) check(positions map[string]string, skuID, id string, index uint64) error {
+// event past record 1 is a gap unless a position is of its SKU: a
+// position whose SKU the relay has not met (one of the cursor it resumed
+// from) is asked of the feed (owns), so that a SKU added to the campaign
+// while the relay was stopped, and truncated meanwhile, is a gap too.
+func (c *startChecker) check(ctx context.Context, positions map[string]string, skuID, id string, index uint64) error {
 	history, _, _ := strings.Cut(id, "-")
-	defer func() { c.owner[history] = skuID }()
 	if c.off || index == 1 {
+		c.owner[history] = skuID
 		return nil
 	}
-	if _, known := positions[history]; known {
-		return nil
+	if _, known := positions[history]; !known {
+		if err := c.continues(ctx, positions, skuID, index); err != nil {
+			return err
+		}
 	}
-	for h := range positions {
-		if sku, ok := c.owner[h]; !ok || sku == skuID {
+	c.owner[history] = skuID
+	return nil
+}
+
+// continues returns nil when a position is skuID's, else a *GapError (or
+// the error that kept the feed from telling).
+func (c *startChecker) continues(ctx context.Context, positions map[string]string, skuID string, index uint64) error {
+	var unknown []string
+	for h, id := range positions {
+		sku, met := c.owner[h]
+		if sku == skuID {
+			return nil
+		}
+		if !met {
+			unknown = append(unknown, id)
+		}
+	}
+	slices.Sort(unknown)
+	for _, id := range unknown {
+		owned, err := c.owns(ctx, skuID, id)
+		if err != nil {
+			return err
+		}
+		if owned {
+			history, _, _ := strings.Cut(id, "-")
+			c.owner[history] = skuID
 			return nil
 		}
 	}
 	return &GapError{SKUID: skuID, FirstIndex: index}
+}
+
+// feedOwns asks the SKU's own feed for one page after position: it
+// refuses another SKU's position with 400 BAD_CURSOR, and takes (or
+// refuses with 409 or 410) one of the SKU's histories.
+func feedOwns(c *client.Client, campaignID string) ownsFunc {
+	return func(ctx context.Context, skuID, position string) (bool, error) {
+		_, err := c.Feed(ctx, client.FeedRequest{CampaignID: campaignID, SKUID: skuID, After: position, Limit: 1})
+		var e *client.Error
+		switch {
+		case err == nil, errors.Is(err, client.ErrCursorDiverged), errors.Is(err, client.ErrCursorCompacted):
+			return true, nil
+		case errors.As(err, &e) && e.Code == "BAD_CURSOR":
+			return false, nil
+		}
+		return false, fmt.Errorf("asking SKU %s's feed whether the cursor's position %s is its: %w", skuID, position, err)
+	}
 }

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,7 +32,8 @@ const (
 // (Nats-Expected-Last-Sequence), so a message can be stored only right
 // after its predecessor; Nats-Msg-Id is the event id (unique across cells
 // too: a cell's log histories are its own), so a publish stored whose ack
-// was lost is not stored twice within the stream's duplicate window.
+// was lost is not stored twice within the stream's duplicate window (but
+// for an older copy's event re-using an abandoned one's id: Publish).
 type NATSSink struct {
 	js       jetstream.JetStream
 	name     string
@@ -194,8 +196,44 @@ func (s *NATSSink) Resume(ctx context.Context) (string, error) {
 }
 
 // Publish sends msgs asynchronously, each expecting the sequence of the
-// one before, and waits for every ack.
+// one before, and waits for every ack. A message JetStream takes for a
+// duplicate of a stored message that is another record (a seckilld on an
+// older copy of its data dir re-uses the ids of the abandoned events the
+// stream holds, within the stream's duplicate window) is sent again
+// without Nats-Msg-Id: the expected last sequence alone keeps it from
+// being stored twice, and waiting out the window would hold the relay
+// back for minutes after a re-anchoring.
 func (s *NATSSink) Publish(ctx context.Context, msgs []Message) error {
+	bare := false // msgs[0] goes without Nats-Msg-Id
+	for len(msgs) > 0 {
+		stored, dup, err := s.publish(ctx, msgs, bare)
+		msgs = msgs[stored:]
+		if err != nil || dup == nil {
+			return err
+		}
+		if bare && stored == 0 {
+			return fmt.Errorf("message %s sent without %s was taken for a duplicate", msgs[0].ID, jetstream.MsgIDHeader)
+		}
+		if err := s.find(ctx); err != nil || s.stream == nil {
+			return fmt.Errorf("finding the message %d that message %s duplicates: stream %s: %v", dup.Sequence, msgs[0].ID, s.name, err)
+		}
+		original, err := s.stream.GetMsg(ctx, dup.Sequence)
+		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return fmt.Errorf("the message %d that message %s duplicates: %w", dup.Sequence, msgs[0].ID, err)
+		}
+		if err == nil && bytes.Equal(original.Data, msgs[0].Event) {
+			return fmt.Errorf("message %s was already stored (sequence %d): the stream moved under the relay", msgs[0].ID, dup.Sequence)
+		}
+		bare = true
+	}
+	return nil
+}
+
+// publish sends msgs (msgs[0] without Nats-Msg-Id when bare) and returns
+// how many were stored, in order, before the first one that was not: dup
+// is its ack when JetStream took it for a duplicate (the later ones, which
+// expected it stored, have all been answered), else err says why.
+func (s *NATSSink) publish(ctx context.Context, msgs []Message, bare bool) (stored int, dup *jetstream.PubAck, err error) {
 	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
 	for i, m := range msgs {
 		msg := nats.NewMsg(s.Subject(m.SKUID, m.Type))
@@ -203,24 +241,39 @@ func (s *NATSSink) Publish(ctx context.Context, msgs []Message) error {
 		msg.Header.Set(HeaderCursor, m.Cursor)
 		msg.Header.Set(HeaderIndex, strconv.FormatUint(m.Index, 10))
 		msg.Header.Set(HeaderSKU, m.SKUID)
-		f, err := s.js.PublishMsgAsync(msg, jetstream.WithMsgID(m.ID), jetstream.WithExpectLastSequence(s.lastSeq+uint64(i)))
+		opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequence(s.lastSeq + uint64(i))}
+		if i > 0 || !bare {
+			opts = append(opts, jetstream.WithMsgID(m.ID))
+		}
+		f, err := s.js.PublishMsgAsync(msg, opts...)
 		if err != nil {
-			return err
+			return stored, nil, err
 		}
 		futures = append(futures, f)
 	}
-	for _, f := range futures {
+	for i, f := range futures {
 		select {
 		case ack := <-f.Ok():
-			if ack.Duplicate {
-				return fmt.Errorf("message %s was already stored: the stream moved under the relay", f.Msg().Header.Get(jetstream.MsgIDHeader))
+			if !ack.Duplicate {
+				s.lastSeq = ack.Sequence
+				stored++
+				continue
 			}
-			s.lastSeq = ack.Sequence
+			for _, later := range futures[i+1:] {
+				select {
+				case <-later.Ok():
+					return stored, nil, fmt.Errorf("message %s was stored after one taken for a duplicate", later.Msg().Header.Get(jetstream.MsgIDHeader))
+				case <-later.Err():
+				case <-ctx.Done():
+					return stored, nil, ctx.Err()
+				}
+			}
+			return stored, ack, nil
 		case err := <-f.Err():
-			return err
+			return stored, nil, err
 		case <-ctx.Done():
-			return ctx.Err()
+			return stored, nil, ctx.Err()
 		}
 	}
-	return nil
+	return stored, nil, nil
 }

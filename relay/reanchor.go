@@ -35,6 +35,11 @@ type ReanchoredData struct {
 	AbandonedAfter string `json:"abandoned_after"`
 }
 
+// OlderCopy reports whether the restored log kept the history the sink
+// stood in: a seckilld started on an older copy of its data dir, whose
+// events after ForkIndex re-use the abandoned events' ids.
+func (d ReanchoredData) OlderCopy() bool { return strings.HasPrefix(d.AbandonedAfter, d.History+"-") }
+
 // reanchorRounds bounds Reanchor's rounds: one per diverged SKU, of at
 // most feed.CampaignFeedMaxSKUs.
 const reanchorRounds = feed.CampaignFeedMaxSKUs + 1

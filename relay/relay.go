@@ -314,7 +314,7 @@ func relayOnce(ctx context.Context, c *client.Client, cfg *Config, sink Sink, p 
 		return fmt.Errorf("checking the sink against the feed: %w", err)
 	}
 	cfg.Logger.Info("relay: resuming", "campaign", cfg.CampaignID, "cursor", cursor)
-	starts := newStartChecker(cfg.Types)
+	starts := newStartChecker(cfg.Types, feedOwns(c, cfg.CampaignID))
 	// unsaid is the feed's cursor past the last message stored, over
 	// pages without a message, that the sink was not given yet: given at
 	// most every advanceEvery, and when the relay stops (a stop loses
@@ -338,7 +338,7 @@ func relayOnce(ctx context.Context, c *client.Client, cfg *Config, sink Sink, p 
 		if err != nil {
 			return fmt.Errorf("feed: %w", err)
 		}
-		msgs, err := messages(page, cursor, starts)
+		msgs, err := messages(ctx, page, cursor, starts)
 		if err != nil {
 			return err
 		}
@@ -395,11 +395,11 @@ func relayOnce(ctx context.Context, c *client.Client, cfg *Config, sink Sink, p 
 // The feed's cursor holds one position per SKU, and so does a page's
 // last message. The others hold the positions of the cursor before the
 // page, and of a SKU whose history forked (a restore) in the page, its
-// new history's too: its position before the fork is dropped when the
-// relay met an event of that history (starts knows its SKU), else it
-// stays until the page's last message. A SKU whose first records the
+// new history's too: its position before the fork is dropped when starts
+// knows its SKU (it met an event of that history, or asked the feed whose
+// the position is), else it stays until the page's last message. A SKU whose first records the
 // feed no longer holds is a *GapError (starts).
-func messages(page *client.FeedPage, cursor string, starts *startChecker) ([]Message, error) {
+func messages(ctx context.Context, page *client.FeedPage, cursor string, starts *startChecker) ([]Message, error) {
 	positions, err := feed.ParseCampaignCursor(cursor)
 	if err != nil {
 		return nil, err
@@ -411,7 +411,7 @@ func messages(page *client.FeedPage, cursor string, starts *startChecker) ([]Mes
 			return nil, fmt.Errorf("feed: event without id, type or source /seckill/{campaign}/{sku}: %s", h.Raw)
 		}
 		skuID := parts[3]
-		if err := starts.check(positions, skuID, h.ID, h.SeckillIndex); err != nil {
+		if err := starts.check(ctx, positions, skuID, h.ID, h.SeckillIndex); err != nil {
 			return nil, err
 		}
 		history, _, _ := strings.Cut(h.ID, "-")

@@ -1,6 +1,7 @@
 // Command seckill-relay tails the event feed of one seckilld campaign and
 // publishes every event to a NATS JetStream stream (package relay): at
-// least once, in log order per SKU, Nats-Msg-Id = the event id. It keeps
+// least once, in log order per SKU, Nats-Msg-Id = the event id (none for
+// an event of an older copy re-using an abandoned id: NATSSink.Publish). It keeps
 // no state: on start it reads where it stopped from the stream's last
 // message, or from its progress past records it leaves out (key-value
 // bucket relay.ProgressBucket). Run one relay per stream; in a cell cluster, one per cell
@@ -30,7 +31,9 @@
 // a stream the feed refuses with 409 CURSOR_DIVERGED (seckilld restored to
 // an earlier point) onto the restored log (relay.Reanchor): one message of
 // type seckill.relay.reanchored per SKU restored, a line per SKU on
-// stdout; then start the relay again.
+// stdout naming the records whose messages it set apart (and an older
+// copy of the log, for a seckilld started on one); then start the relay
+// again.
 package main
 
 import (
@@ -152,11 +155,24 @@ Flags:
 	}
 	reanchored, err := relay.Reanchor(ctx, cfg, sink)
 	for _, d := range reanchored {
-		fmt.Fprintf(stdout, "SKU %s: restored after record %d (history %s); its messages before the %s message stored now, with Seckill-Index past %d, are of abandoned records (the stream stood at %s)\n",
-			d.SKUID, d.ForkIndex, d.History, relay.TypeReanchored, d.ForkIndex, d.AbandonedAfter)
+		printReanchored(stdout, d)
 	}
 	if err == nil && len(reanchored) == 0 {
 		fmt.Fprintln(stdout, "nothing diverged: the feed takes the stream's cursor")
 	}
 	return err
+}
+
+// printReanchored prints the line of a SKU Reanchor moved: what the
+// marker sets apart, the SKU's messages before it of the abandoned
+// records (Seckill-Index past the fork index, up to the record the stream
+// stood at).
+func printReanchored(w io.Writer, d relay.ReanchoredData) {
+	history := "history " + d.History
+	if d.OlderCopy() {
+		history = "an older copy of the log, history " + d.History
+	}
+	_, at, _ := strings.Cut(d.AbandonedAfter, "-")
+	fmt.Fprintf(w, "SKU %s: restored after record %d (%s); its messages before the %s message stored now with Seckill-Index %d to %s are of abandoned records "+
+		"(the stream stood at %s)\n", d.SKUID, d.ForkIndex, history, relay.TypeReanchored, d.ForkIndex+1, at, d.AbandonedAfter)
 }
