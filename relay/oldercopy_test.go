@@ -19,6 +19,7 @@ import (
 	"github.com/seckill/seckill/httpapi/httpapitest"
 	"github.com/seckill/seckill/internal/natstest"
 	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/relay/relaytest"
 )
 
 // A seckilld started on an older copy of its data dir keeps the log's
@@ -126,27 +127,13 @@ func TestAnOlderCopyThatSoldPastTheStreamIsCaught(t *testing.T) {
 		t.Fatalf("Reanchor of a stream that follows the copy = %+v, %v; want nothing", again, err)
 	}
 
-	msgs := streamMessages(t, js, "SECKILL_COPY")
+	msgs := relaytest.StreamMessages(t, js, "SECKILL_COPY")
 	for _, s := range skus {
-		marker := -1
-		for i, m := range msgs {
-			if m.sku == s && m.typ == relay.TypeReanchored {
-				marker = i
-			}
-		}
+		before, after, marker := relaytest.AroundMarker(msgs, s, copied[s])
 		if marker < 0 {
 			t.Fatalf("no marker of %s", s)
 		}
-		var before, after, fromCopy []string
-		for i, m := range msgs {
-			switch {
-			case m.sku != s || m.typ == relay.TypeReanchored:
-			case i < marker && m.index > copied[s]:
-				before = append(before, m.id)
-			case i > marker:
-				after = append(after, m.id)
-			}
-		}
+		var fromCopy []string
 		for _, ev := range feedEvents(t, base, s) {
 			if ev.index > copied[s] {
 				fromCopy = append(fromCopy, ev.id)

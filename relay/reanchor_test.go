@@ -2,7 +2,6 @@ package relay_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,40 +20,13 @@ import (
 	"github.com/seckill/seckill/httpapi/httpapitest"
 	"github.com/seckill/seckill/internal/natstest"
 	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/relay/relaytest"
 )
 
-// stored is a message of the stream: its event id, type, SKU and log
-// index.
+// stored is an event of the feed: its id, type, SKU and log index.
 type stored struct {
 	id, typ, sku string
 	index        uint64
-}
-
-// streamMessages reads the stream's messages in order.
-func streamMessages(t *testing.T, js jetstream.JetStream, name string) []stored {
-	t.Helper()
-	ctx := context.Background()
-	st, err := js.Stream(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []stored
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-		m, err := st.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var e client.Event
-		if err := json.Unmarshal(m.Data, &e); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, stored{id: e.ID, typ: e.Type, sku: m.Header.Get(relay.HeaderSKU), index: e.SeckillIndex})
-	}
-	return out
 }
 
 // feedEvents reads a SKU's whole retained feed.
@@ -169,27 +141,19 @@ func TestReanchorAfterARestoreGoesOnWithTheRestoredLog(t *testing.T) {
 	// A consumer's view: the SKU's messages before the marker past its
 	// fork index are the abandoned records, those after it the restored
 	// log's after the fork; the other SKU's are its log, once each.
-	msgs := streamMessages(t, js, "SECKILL_RESTORED")
-	marker := -1
+	msgs := relaytest.StreamMessages(t, js, "SECKILL_RESTORED")
 	for i, m := range msgs {
-		if m.typ == relay.TypeReanchored {
-			if marker >= 0 || m.sku != "a.1" || m.index != fork {
-				t.Fatalf("message %d is %+v: want one marker, of a.1 at %d", i, m, fork)
-			}
-			marker = i
+		if m.Type == relay.TypeReanchored && (m.SKU != "a.1" || m.SeckillIndex != fork) {
+			t.Fatalf("message %d is %+v: want one marker, of a.1 at %d", i, m, fork)
 		}
 	}
+	before, after, marker := relaytest.AroundMarker(msgs, "a.1", fork)
 	if marker < 0 {
 		t.Fatal("the stream holds no seckill.relay.reanchored message")
 	}
-	var before, after []string
-	for i, m := range msgs {
-		switch {
-		case m.sku != "a.1" || m.typ == relay.TypeReanchored:
-		case i < marker && m.index > fork:
-			before = append(before, m.id)
-		case i > marker:
-			after = append(after, m.id)
+	for _, m := range msgs[:marker] {
+		if m.Type == relay.TypeReanchored {
+			t.Fatalf("two markers of a.1: %+v and %+v", m, msgs[marker])
 		}
 	}
 	var restoredIDs []string
@@ -206,8 +170,8 @@ func TestReanchorAfterARestoreGoesOnWithTheRestoredLog(t *testing.T) {
 	}
 	var bStored, bFeed []string
 	for _, m := range msgs {
-		if m.sku == "b" {
-			bStored = append(bStored, m.id)
+		if m.SKU == "b" {
+			bStored = append(bStored, m.ID)
 		}
 	}
 	for _, ev := range feedEvents(t, base, "b") {

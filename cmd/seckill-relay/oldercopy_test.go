@@ -18,7 +18,7 @@ import (
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/natstest"
 	"github.com/seckill/seckill/orders/orderstest"
-	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/relay/relaytest"
 )
 
 // seckilld started on an older copy of its data dir, which sold past the
@@ -136,27 +136,13 @@ func TestReanchorCommandAfterAnOlderCopy(t *testing.T) {
 		t.Fatalf("reanchor again: %v, %q", err, out.String())
 	}
 
-	msgs := streamEvents(t, js, "SECKILL_RC")
+	msgs := relaytest.StreamMessages(t, js, "SECKILL_RC")
 	for _, s := range orderstest.SKUs {
-		marker := -1
-		for i, m := range msgs {
-			if m.sku == s && m.Type == relay.TypeReanchored {
-				marker = i
-			}
-		}
+		before, after, marker := relaytest.AroundMarker(msgs, s, copied[s])
 		if marker < 0 {
 			t.Fatalf("no marker of %s", s)
 		}
-		var before, after, fromCopy []string
-		for i, m := range msgs {
-			switch {
-			case m.sku != s || m.Type == relay.TypeReanchored:
-			case i < marker && m.SeckillIndex > copied[s]:
-				before = append(before, m.ID)
-			case i > marker:
-				after = append(after, m.ID)
-			}
-		}
+		var fromCopy []string
 		for _, ev := range skuEvents(t, c, s) {
 			if ev.SeckillIndex > copied[s] {
 				fromCopy = append(fromCopy, ev.ID)
@@ -200,37 +186,4 @@ func skuEvents(t *testing.T, c *client.Client, skuID string) []client.Event {
 		out = append(out, page.Events...)
 		cursor = page.NextCursor
 	}
-}
-
-// streamEvent is a message of the stream: its event and SKU.
-type streamEvent struct {
-	client.Event
-	sku string
-}
-
-// streamEvents reads the stream's messages in order.
-func streamEvents(t *testing.T, js jetstream.JetStream, name string) []streamEvent {
-	t.Helper()
-	ctx := context.Background()
-	st, err := js.Stream(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []streamEvent
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-		m, err := st.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var e client.Event
-		if err := json.Unmarshal(m.Data, &e); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, streamEvent{Event: e, sku: m.Header.Get(relay.HeaderSKU)})
-	}
-	return out
 }
