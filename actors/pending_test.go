@@ -366,3 +366,22 @@ func TestFinishingAListExcludesStatedDefinitions(t *testing.T) {
 	}
 	next.stating.Unlock()
 }
+
+// A pending file that cannot be written (a full disk, a data dir gone)
+// fails the definition before its first SKU: the error is ErrUnavailable,
+// which the API answers 503 with nothing defined, not an internal error.
+func TestPendingFileNotWrittenIsUnavailable(t *testing.T) {
+	t.Parallel()
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defs := []sku.Definition{{CampaignID: "c", SKUID: "a", SaleLimit: 1}, {CampaignID: "c", SKUID: "b", SaleLimit: 1}}
+	_, err := dirPending{dir: notDir}.Put(defs)
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "recording the pending definitions") {
+		t.Fatalf("Put in a folder that cannot hold it: %v, want ErrUnavailable recording the pending definitions", err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(filepath.Dir(notDir), "*")); len(m) != 1 {
+		t.Fatalf("files left beside it: %v", m)
+	}
+}

@@ -44,7 +44,8 @@ func (s dirPending) Put(defs []sku.Definition) (string, error) {
 	name := fmt.Sprintf("%s%020d-%d", pendingPrefix, time.Now().UnixNano(), pendingSeq.Add(1))
 	if err := wal.WriteFile(s.dir, name, EncodePending(defs), 0o640); err != nil {
 		os.Remove(filepath.Join(s.dir, name)) // renamed, but its folder's fsync failed: the PUT fails, so no file may finish it
-		return "", fmt.Errorf("recording the pending definitions: %w", err)
+		// Nothing was defined: the definition may be sent again (503).
+		return "", fmt.Errorf("%w: recording the pending definitions: %w", ErrUnavailable, err)
 	}
 	return name, nil
 }

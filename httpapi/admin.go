@@ -131,8 +131,8 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 	}
 	release, err := s.engine.MakeRoom(defs)
 	if err != nil {
-		if errors.Is(err, actors.ErrTooManySKUs) {
-			return write(ctx, errorReply(reasonTooManySKUs, err.Error()))
+		if r, ok := notBegunReply(err); ok {
+			return write(ctx, r)
 		}
 		return write(ctx, s.engineError("admin_define", err, "/admin/campaigns/"+campaignID))
 	}

@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
 )
 
@@ -16,7 +18,28 @@ import (
 // was done": 504 RESULT_UNKNOWN (the PUT's result is not settled) with the
 // campaign's URL, and a detail naming what was defined and how to finish:
 // repeat the PUT (a SKU already defined as stated is left as it is), or
-// let the next start finish it.
+// let the next start finish it. A definition refused before its first
+// SKU (MakeRoom: no room for its SKUs, or its list could not be kept, as
+// when a replica set's etcd does not answer or the list is too large for
+// it) defined nothing, and its answer says why: the operator acts on that
+// reason, which a bare 400 or 503 would hide.
+
+// notBegunReply answers a definition that MakeRoom refused with err, when
+// err is one of its refusals.
+func notBegunReply(err error) (reply, bool) {
+	switch {
+	case errors.Is(err, actors.ErrTooManySKUs):
+		return errorReply(reasonTooManySKUs, err.Error()), true
+	case errors.Is(err, actors.ErrInvalidArgument):
+		return errorReply(reasonBadRequest, strings.TrimPrefix(err.Error(), actors.ErrInvalidArgument.Error()+": ")), true
+	case errors.Is(err, actors.ErrUnavailable):
+		r := errorReply(ReasonUnavailable, "nothing was defined: "+
+			strings.TrimPrefix(err.Error(), actors.ErrUnavailable.Error()+": ")+"; repeat the PUT")
+		r.retryAfter = "1"
+		return r, true
+	}
+	return reply{}, false
+}
 
 // cutShort reports whether a Define that failed with err, the i-th of
 // defs, leaves a definition of many SKUs begun and unfinished: one before

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/sku"
 )
 
 // TestCampaignPUTCutShort: a campaign PUT whose disk fills after one of
@@ -63,5 +64,50 @@ func TestCampaignPUTCutShort(t *testing.T) {
 	}
 	if n := pending(); n != 0 {
 		t.Fatalf("%d pending files once the repeated PUT finished the campaign, want 0", n)
+	}
+}
+
+// refusingPending is a PendingStore whose Put fails with err, as a
+// replica set's does when etcd does not answer or the list is too large
+// for it.
+type refusingPending struct {
+	actors.PendingStore
+	err error
+}
+
+func (p refusingPending) Put([]sku.Definition) (string, error) { return "", p.err }
+
+// TestCampaignPUTRefusedBeforeItsFirstSKUSaysWhy: a campaign PUT whose
+// list of SKUs could not be kept (a replica set's etcd that did not
+// answer, a list too large for it) defines nothing, and its answer says
+// so and why, with Retry-After for the 503, instead of a bare reason the
+// operator cannot act on.
+func TestCampaignPUTRefusedBeforeItsFirstSKUSaysWhy(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, reason string
+		status       int
+		err          error
+		detail       string
+		retryAfter   string
+	}{
+		{"etcd does not answer", "UNAVAILABLE", http.StatusServiceUnavailable,
+			fmt.Errorf("%w: recording the pending definitions in etcd: context deadline exceeded", actors.ErrUnavailable),
+			"nothing was defined: recording the pending definitions in etcd: context deadline exceeded; repeat the PUT", "1"},
+		{"list too large", "BAD_REQUEST", http.StatusBadRequest,
+			fmt.Errorf("%w: the definitions of 3 SKUs take 2000000 bytes compressed, more than the 1048576 a replica set keeps in etcd: define the campaign in several PUTs", actors.ErrInvalidArgument),
+			"define the campaign in several PUTs", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ts := startServer(t, serverOptions{engine: func(cfg *actors.Config) { cfg.Pending = refusingPending{err: c.err} }})
+			r := ts.admin(http.MethodPut, "/admin/campaigns/nb", campaign("nb", "15m", map[string]int{"a": 5, "b": 5, "c": 5}))
+			want(t, r, c.status, c.reason)
+			if !strings.Contains(r.str("detail"), c.detail) || r.header.Get("Retry-After") != c.retryAfter {
+				t.Fatalf("a PUT refused before its first SKU: %v (Retry-After %q), want a detail with %q and Retry-After %q",
+					r, r.header.Get("Retry-After"), c.detail, c.retryAfter)
+			}
+			want(t, ts.admin(http.MethodGet, "/admin/campaigns/nb", nil), http.StatusNotFound, "NOT_FOUND")
+		})
 	}
 }
