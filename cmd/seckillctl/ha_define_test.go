@@ -188,7 +188,11 @@ func TestReplicaSetFinishesACampaignPutCutByAFailover(t *testing.T) {
 			a = startReplica(t, bin, p.aDir, etcd.Endpoint, "a", extra...)
 			p.a = a
 		}
-		for deadline := time.Now().Add(2 * time.Minute); !ready(b.Base); time.Sleep(20 * time.Millisecond) {
+		// Each SKU's definition is one commit (Engine.Define is serial);
+		// strict, each waits for the standby's acknowledgement too. Under
+		// make test's parallel packages, whose fsyncs share the disk, that
+		// has taken 0.4 s a SKU: two minutes and more for the 270 left.
+		for deadline := time.Now().Add(5 * time.Minute); !ready(b.Base); time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("the new primary never got ready:\n%s", b.Stderr())
 			}
