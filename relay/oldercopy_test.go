@@ -14,9 +14,6 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/client"
-	"github.com/seckill/seckill/feed"
-	"github.com/seckill/seckill/httpapi"
-	"github.com/seckill/seckill/httpapi/httpapitest"
 	"github.com/seckill/seckill/internal/natstest"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/relay/relaytest"
@@ -37,20 +34,9 @@ func TestAnOlderCopyThatSoldPastTheStreamIsCaught(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serve := func(dir string) (*actors.Engine, string) {
-		e, err := actors.Open(actors.Config{DataDir: dir, Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		return e, httpapitest.Serve(t, httpapi.Config{Engine: e, Feed: feed.New(e), AdminToken: token, Logger: quiet})
-	}
 	sink, err := relay.NewNATSSink(nc, "SECKILL_COPY", "rl")
 	if err != nil {
 		t.Fatal(err)
-	}
-	cfgOf := func(base string) relay.Config {
-		return relay.Config{FeedURL: base, AdminToken: token, CampaignID: "rl", Wait: time.Second, RetryAfter: 10 * time.Millisecond, Logger: quiet}
 	}
 	skus := []string{"a.1", "b"}
 	relayed := func(base string) {
@@ -62,7 +48,7 @@ func TestAnOlderCopyThatSoldPastTheStreamIsCaught(t *testing.T) {
 		}
 		ctx, stop := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- relay.Run(ctx, cfgOf(base), sink) }()
+		go func() { done <- relay.Run(ctx, relayConfig(base), sink) }()
 		waitStored(t, js, "SECKILL_COPY", subjects, done)
 		if stop(); !errors.Is(<-done, context.Canceled) {
 			t.Fatal("the relay did not stop on its context")
@@ -77,7 +63,7 @@ func TestAnOlderCopyThatSoldPastTheStreamIsCaught(t *testing.T) {
 	}
 
 	source, older := t.TempDir(), t.TempDir()
-	e, base := serve(source)
+	e, base := serveEngine(t, actors.Config{DataDir: source})
 	load(t, base, 0, 20)
 	relayed(base)
 	copied := durable(base)
@@ -85,7 +71,7 @@ func TestAnOlderCopyThatSoldPastTheStreamIsCaught(t *testing.T) {
 	if out, err := exec.Command("cp", "-a", source+"/.", older).CombinedOutput(); err != nil {
 		t.Fatalf("copying the data dir: %v\n%s", err, out)
 	}
-	e, base = serve(source)
+	e, base = serveEngine(t, actors.Config{DataDir: source})
 	load(t, base, 20, 40) // records the copy lacks
 	relayed(base)
 	abandoned := map[string][]string{}
@@ -99,7 +85,7 @@ func TestAnOlderCopyThatSoldPastTheStreamIsCaught(t *testing.T) {
 	reached := durable(base)
 	e.Close()
 
-	_, base = serve(older)
+	_, base = serveEngine(t, actors.Config{DataDir: older})
 	for from := 100; ; from += 10 {
 		if now := durable(base); now["a.1"] > reached["a.1"] && now["b"] > reached["b"] {
 			break
@@ -107,13 +93,13 @@ func TestAnOlderCopyThatSoldPastTheStreamIsCaught(t *testing.T) {
 		load(t, base, from, from+10)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	err = relay.Run(ctx, cfgOf(base), sink)
+	err = relay.Run(ctx, relayConfig(base), sink)
 	cancel()
 	if !errors.Is(err, client.ErrCursorDiverged) || !strings.Contains(err.Error(), "seckill-relay reanchor") {
 		t.Fatalf("the relay on the older copy returned %v, want a 409 naming seckill-relay reanchor", err)
 	}
 	t.Logf("%v", err)
-	done, err := relay.Reanchor(context.Background(), cfgOf(base), sink)
+	done, err := relay.Reanchor(context.Background(), relayConfig(base), sink)
 	if err != nil || len(done) != 2 {
 		t.Fatalf("Reanchor = %+v, %v; want both SKUs", done, err)
 	}
@@ -123,7 +109,7 @@ func TestAnOlderCopyThatSoldPastTheStreamIsCaught(t *testing.T) {
 		}
 	}
 	relayed(base)
-	if again, err := relay.Reanchor(context.Background(), cfgOf(base), sink); err != nil || len(again) != 0 {
+	if again, err := relay.Reanchor(context.Background(), relayConfig(base), sink); err != nil || len(again) != 0 {
 		t.Fatalf("Reanchor of a stream that follows the copy = %+v, %v; want nothing", again, err)
 	}
 

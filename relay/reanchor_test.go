@@ -10,14 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/client"
-	"github.com/seckill/seckill/feed"
-	"github.com/seckill/seckill/httpapi"
-	"github.com/seckill/seckill/httpapi/httpapitest"
 	"github.com/seckill/seckill/internal/natstest"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/relay/relaytest"
@@ -63,20 +59,9 @@ func TestReanchorAfterARestoreGoesOnWithTheRestoredLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serve := func(dir string) (*actors.Engine, string) {
-		e, err := actors.Open(actors.Config{DataDir: dir, Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		return e, httpapitest.Serve(t, httpapi.Config{Engine: e, Feed: feed.New(e), AdminToken: token, Logger: quiet})
-	}
 	sink, err := relay.NewNATSSink(nc, "SECKILL_RESTORED", "rl")
 	if err != nil {
 		t.Fatal(err)
-	}
-	cfgOf := func(base string) relay.Config {
-		return relay.Config{FeedURL: base, AdminToken: token, CampaignID: "rl", Wait: time.Second, RetryAfter: 10 * time.Millisecond, Logger: quiet}
 	}
 	// relayed runs the relay until the stream holds the feed's last event
 	// of each SKU, then stops it.
@@ -89,7 +74,7 @@ func TestReanchorAfterARestoreGoesOnWithTheRestoredLog(t *testing.T) {
 		}
 		ctx, stop := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- relay.Run(ctx, cfgOf(base), sink) }()
+		go func() { done <- relay.Run(ctx, relayConfig(base), sink) }()
 		subjects := map[string]string{}
 		for s, id := range want {
 			subjects["seckill.rl."+strings.ReplaceAll(s, ".", "%2E")+".>"] = id
@@ -101,7 +86,7 @@ func TestReanchorAfterARestoreGoesOnWithTheRestoredLog(t *testing.T) {
 	}
 
 	source, restored := t.TempDir(), t.TempDir()
-	e, base := serve(source)
+	e, base := serveEngine(t, actors.Config{DataDir: source})
 	load(t, base, 0, 20)
 	relayed(base)
 	fork := uint64(do(t, http.MethodGet, base+"/admin/campaigns/rl/skus/a.1/events?limit=1", nil, true)["durable_index"].(float64))
@@ -122,19 +107,19 @@ func TestReanchorAfterARestoreGoesOnWithTheRestoredLog(t *testing.T) {
 			t.Fatalf("seckillctl %v: %v\n%s", args, err, out)
 		}
 	}
-	_, base = serve(restored)
+	_, base = serveEngine(t, actors.Config{DataDir: restored})
 	load(t, base, 40, 60) // new sales, re-using the abandoned indexes and reservation ids
 
-	err = relay.Run(context.Background(), cfgOf(base), sink)
+	err = relay.Run(context.Background(), relayConfig(base), sink)
 	if !errors.Is(err, client.ErrCursorDiverged) || !strings.Contains(err.Error(), "seckill-relay reanchor") {
 		t.Fatalf("the relay on the restored seckilld returned %v, want the feed's 409 naming seckill-relay reanchor", err)
 	}
-	done, err := relay.Reanchor(context.Background(), cfgOf(base), sink)
+	done, err := relay.Reanchor(context.Background(), relayConfig(base), sink)
 	if err != nil || len(done) != 1 || done[0].SKUID != "a.1" || done[0].ForkIndex != fork || done[0].History == "" {
 		t.Fatalf("Reanchor = %+v, %v; want SKU a.1 at %d", done, err, fork)
 	}
 	relayed(base)
-	if again, err := relay.Reanchor(context.Background(), cfgOf(base), sink); err != nil || len(again) != 0 {
+	if again, err := relay.Reanchor(context.Background(), relayConfig(base), sink); err != nil || len(again) != 0 {
 		t.Fatalf("Reanchor of a stream that follows the restored log = %+v, %v; want nothing", again, err)
 	}
 

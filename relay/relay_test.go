@@ -52,13 +52,27 @@ func startTruncating(t *testing.T, retain uint64) string {
 // is the tests').
 func startSeckillWith(t *testing.T, cfg actors.Config) string {
 	t.Helper()
+	_, base := serveEngine(t, cfg)
+	return base
+}
+
+// serveEngine opens an engine with cfg (its logger is the tests') and
+// serves it with its feed; it returns the engine and the server's base
+// URL, both closed when the test ends.
+func serveEngine(t *testing.T, cfg actors.Config) (*actors.Engine, string) {
+	t.Helper()
 	cfg.Logger = quiet
 	e, err := actors.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	return httpapitest.Serve(t, httpapi.Config{Engine: e, Feed: feed.New(e), AdminToken: token, Logger: quiet})
+	return e, httpapitest.Serve(t, httpapi.Config{Engine: e, Feed: feed.New(e), AdminToken: token, Logger: quiet})
+}
+
+// relayConfig is the tests' relay of campaign rl from the feed at base.
+func relayConfig(base string) relay.Config {
+	return relay.Config{FeedURL: base, AdminToken: token, CampaignID: "rl", Wait: time.Second, RetryAfter: 10 * time.Millisecond, Logger: quiet}
 }
 
 func do(t *testing.T, method, url string, body any, admin bool) map[string]any {
