@@ -53,8 +53,9 @@ ha-demo: build
 	$(GO) run ./replica/hademo --bin $(BIN) $(if $(HADEMO_DATA),--data $(HADEMO_DATA))
 
 ## test: vet + race-enabled tests of every package, bounded for CI (fuzz targets run their seed corpus),
-## then every benchmark once at tiny sizes (SECKILL_BENCH_TINY=1, internal/benchsize): a change that breaks a
-## benchmark fails here, not at the next measurement. The two are separate go test runs because go test runs
+## and beside them every benchmark once at tiny sizes (SECKILL_BENCH_TINY=1, internal/benchsize): a change that
+## breaks a benchmark fails here, not at the next measurement. The two are separate go test runs, side by side
+## (one after the other they took over 10 minutes on a quiet machine), because go test runs
 ## packages one at a time whenever -bench is given; the tests run TEST_PACKAGES packages at once (go test -p;
 ## its default is the number of CPUs): most of their time is spent waiting on child processes (seckilld, etcd,
 ## PostgreSQL, leases running out), not computing. The benchmarks' run takes only the packages that have a
@@ -65,8 +66,9 @@ BENCH_PKGS = $(shell $(GO) list -f '{{$$d := .Dir}}{{range .TestGoFiles}}{{$$d}}
 	| xargs -r grep -l '^func Benchmark' | xargs -r -n1 dirname | sort -u)
 test:
 	$(GO) vet $(PKGS)
-	SECKILL_BENCH_TINY=1 $(GO) test -race -count=1 -p $(TEST_PACKAGES) -timeout 12m $(PKGS)
-	SECKILL_BENCH_TINY=1 $(GO) test -race -count=1 -run '^$$' -bench . -benchtime 1x -timeout 12m $(BENCH_PKGS)
+	SECKILL_BENCH_TINY=1 $(GO) test -race -count=1 -run '^$$' -bench . -benchtime 1x -timeout 12m $(BENCH_PKGS) & benches=$$!; \
+	SECKILL_BENCH_TINY=1 $(GO) test -race -count=1 -p $(TEST_PACKAGES) -timeout 12m $(PKGS); tests=$$?; \
+	wait $$benches && [ $$tests -eq 0 ]
 
 ## docs: regenerate what the docs take from the code: docs/reference/ (every command's --help, the
 ## metrics) and the API client generated from httpapi/openapi.json; the docs tests check them in make test.
