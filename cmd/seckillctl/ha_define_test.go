@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -33,28 +30,7 @@ func bigCampaign(campaignID string, n int) map[string]any {
 // adminCall sends method to url with the admin token and body (nil:
 // none), and returns the status and the decoded answer.
 func adminCall(method, url string, body any) (int, map[string]any, error) {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+haToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	var m map[string]any
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, nil, err
-	}
-	json.Unmarshal(raw, &m)
-	return resp.StatusCode, m, nil
+	return sendJSON(method, url, haToken, body)
 }
 
 // campaignView is GET /admin/campaigns/{c} on base as far as the test

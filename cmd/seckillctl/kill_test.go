@@ -40,12 +40,29 @@ type ack struct {
 }
 
 func post(url string, body any) (int, map[string]any, error) {
+	return sendJSON(http.MethodPost, url, "", body)
+}
+
+// sendJSON sends method to url with body as JSON (nil: none) and, unless
+// token is empty, the bearer token, and returns the status and the
+// decoded answer (nil when it is not a JSON object).
+func sendJSON(method, url, token string, body any) (int, map[string]any, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	resp, err := http.Post(url, "application/json", rd)
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}
