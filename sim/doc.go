@@ -51,7 +51,15 @@
 //	cells_ledger.go     the ledger as the agent reaches it: failing calls, lost answers, outages
 //	replicas_mode.go    the replica-set mode: three replicas' real role loops (replica.Node) over the
 //	                    coordinator in memory, each primary the engine's shell over a replicated wal,
-//	                    each standby's copy applied by the stream's own steps, over a simulated network
+//	                    each standby's copy applied by the stream's own steps, over a simulated network;
+//	                    its steps and each replica's turn of the role loop
+//	replicas_roles.go   promotion, demotion, a crash or power loss and its restart, a switchover
+//	replicas_commit.go  a replica's group commit, the primary's commit index over the acknowledgements
+//	replicas_stream.go  the stream message by message (hello, begin, catch-up, records, snapshots) and
+//	                    the standby's copy over the simulated disk (simCopy)
+//	replicas_net.go     the network: connections, messages in flight, their faults and stale replays
+//	replicas_check.go   the checks after every step and at the end
+//	replicas_state.go   the state check once logs are truncated behind snapshots
 //	replicas_disk.go    a replica's disk and process there: its wal over the simulated directory, the
 //	                    shell's host and executor, the segment files a rejoin cuts
 //
