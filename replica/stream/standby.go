@@ -2,14 +2,12 @@ package stream
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -18,9 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
-	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/internal/skudir"
-	"github.com/seckill/seckill/replica"
 	"github.com/seckill/seckill/snapshot"
 	"github.com/seckill/seckill/wal"
 )
@@ -91,15 +87,6 @@ type standbySKU struct {
 	install *install
 	// reads is the copy applied up to the commit index (reads.go).
 	reads committedState
-}
-
-// install is a snapshot being received: a base copy's (the copy's log
-// is closed meanwhile), or a new one of the primary's, beside the log.
-type install struct {
-	index, size, written uint64
-	file                 *os.File
-	base                 bool
-	keepFrom             uint64 // a new snapshot: the primary's first record
 }
 
 // standbySnapshotKeep is how many snapshots a standby keeps of each SKU
@@ -240,22 +227,6 @@ func (s *Standby) closeLogs() error {
 		}
 	}
 	return first
-}
-
-// dropInstall removes a snapshot being received that will not be
-// finished (its connection ended).
-func (s *Standby) dropInstall(x *standbySKU) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	dropInstallLocked(x)
-}
-
-func dropInstallLocked(x *standbySKU) {
-	if x.install != nil {
-		x.install.file.Close()
-		os.Remove(x.install.file.Name())
-		x.install = nil
-	}
 }
 
 // openAll opens the log of every SKU folder not open yet, and opens again
@@ -471,16 +442,6 @@ func (s *Standby) hello() (hello, error) {
 	return h, nil
 }
 
-// awaitDurable waits until log holds index durably.
-func awaitDurable(log *wal.Log, index uint64) error {
-	if index == 0 {
-		return nil
-	}
-	done := make(chan error, 1)
-	log.Await(index, wal.WaiterFunc(func(err error) { done <- err }))
-	return <-done
-}
-
 // sku returns the copy of k, creating its folder (fsynced) for a SKU new
 // to this standby.
 func (s *Standby) sku(k skuKey) (*standbySKU, error) {
@@ -542,67 +503,6 @@ func (s *Standby) begin(d *decoder, acks *acker) error {
 	return s.startInstall(x, b.index, b.snapshotSize, acks)
 }
 
-// standbyCopy is a copy's SKU folder as BeginCopy, a base copy
-// (BeginBase, FinishBase) and a new snapshot (InstallSnapshot) change it;
-// the begin's feed history is written with the epoch history, and
-// received is the file a snapshot was received into.
-type standbyCopy struct {
-	s           *Standby
-	x           *standbySKU
-	feedHistory []byte
-	received    string
-}
-
-func (c standbyCopy) Log() *wal.Log { return c.x.log }
-
-func (c standbyCopy) Cut(index uint64) error { return c.s.cut(c.x, index) }
-
-func (c standbyCopy) WriteHistory(h replica.History) error {
-	if err := syncFile(c.x.dir, feed.HistoryFile, c.feedHistory); err != nil {
-		return err
-	}
-	return WriteHistory(c.x.dir, h)
-}
-
-func (c standbyCopy) Drop() error { return c.s.dropCopy(c.x) }
-
-func (c standbyCopy) Install(index uint64) error { return placeSnapshot(c.received, index) }
-
-func (c standbyCopy) Snapshots() ([]uint64, error) {
-	files, err := snapshot.List(skudir.Dir(c.x.dir).Snapshots())
-	if err != nil {
-		return nil, err
-	}
-	indexes := make([]uint64, len(files))
-	for i, f := range files {
-		indexes[i] = f.Index
-	}
-	return indexes, nil
-}
-
-func (c standbyCopy) RemoveSnapshots(indexes []uint64) error {
-	return removeSnapshots(c.x.dir, func(i uint64) bool { return slices.Contains(indexes, i) })
-}
-
-func (c standbyCopy) AwaitDurable(index uint64) error { return awaitDurable(c.x.log, index) }
-
-// Start writes an empty log that goes on at index+1 and opens it.
-func (c standbyCopy) Start(index uint64) error {
-	if _, _, err := wal.CopyRange(skudir.Dir(c.x.dir).WAL(), nil, 0, index); err != nil {
-		return err
-	}
-	return c.s.reopen(c.x)
-}
-
-// placeSnapshot renames a snapshot received (written and fsynced) to its
-// name, durably.
-func placeSnapshot(path string, index uint64) error {
-	if err := os.Rename(path, filepath.Join(filepath.Dir(path), snapshot.Name(index))); err != nil {
-		return err
-	}
-	return wal.SyncDir(filepath.Dir(path))
-}
-
 // commits takes the primary's commit indexes: a read brings a copy's
 // committed state up to them, the applier once a chunk waits.
 func (s *Standby) commits(d *decoder) error {
@@ -615,156 +515,6 @@ func (s *Standby) commits(d *decoder) error {
 			s.wakeApplier(x)
 		}
 	}
-	return nil
-}
-
-// cut removes the records after index (never committed: the primary does
-// not hold them) and the snapshots beyond them.
-func (s *Standby) cut(x *standbySKU, index uint64) error {
-	s.closeLog(x)
-	removed, err := wal.CutAfter(skudir.Dir(x.dir).WAL(), index, s.logger.With("sku", x.key.String()))
-	if err != nil {
-		return err
-	}
-	s.metrics.cuts.Add(float64(removed))
-	x.reads.cutAfter(index)
-	if err := removeSnapshots(x.dir, func(i uint64) bool { return i > index }); err != nil {
-		return err
-	}
-	return s.reopen(x)
-}
-
-// dropCopy removes a copy's log and snapshots before a base copy.
-func (s *Standby) dropCopy(x *standbySKU) error {
-	s.closeLog(x)
-	x.reads.reset()
-	if err := os.RemoveAll(skudir.Dir(x.dir).WAL()); err != nil {
-		return err
-	}
-	if err := removeSnapshots(x.dir, func(uint64) bool { return true }); err != nil {
-		return err
-	}
-	return wal.SyncDir(x.dir)
-}
-
-// removeSnapshots removes the snapshot files whose index drop selects.
-func removeSnapshots(dir string, drop func(index uint64) bool) error {
-	snaps := skudir.Dir(dir).Snapshots()
-	files, err := snapshot.List(snaps)
-	if err != nil {
-		return err
-	}
-	removed := false
-	for _, f := range files {
-		if drop(f.Index) {
-			if err := os.Remove(f.Path); err != nil {
-				return err
-			}
-			removed = true
-		}
-	}
-	if removed {
-		return wal.SyncDir(snaps)
-	}
-	return nil
-}
-
-// startInstall begins a base copy: its snapshot follows in chunks (none
-// for a copy from record 1).
-func (s *Standby) startInstall(x *standbySKU, index, size uint64, acks *acker) error {
-	if size == 0 {
-		return s.finishInstall(x, index, "", nil, acks)
-	}
-	return s.receive(x, &install{index: index, size: size, base: true})
-}
-
-// receive starts receiving a snapshot into a temporary file of the SKU's
-// snapshots folder (removed by the next recovery if a crash leaves it).
-func (s *Standby) receive(x *standbySKU, in *install) error {
-	snaps := skudir.Dir(x.dir).Snapshots()
-	if err := os.MkdirAll(snaps, 0o750); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(snaps, snapshot.Name(in.index)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	in.file = f
-	x.install = in
-	return nil
-}
-
-// offer starts receiving a snapshot the primary wrote, of records this
-// copy holds.
-func (s *Standby) offer(d *decoder) error {
-	o, err := decodeInstall(d)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	x := s.skus[o.key]
-	s.mu.Unlock()
-	if x == nil || x.log == nil || x.install != nil || o.index > x.log.LastIndex() {
-		return fmt.Errorf("%w: a snapshot of %s at %d out of place", errProtocol, o.key, o.index)
-	}
-	return s.receive(x, &install{index: o.index, size: o.size, keepFrom: o.keepFrom})
-}
-
-// snapshotChunk writes a chunk of a base copy's snapshot; the last one
-// installs it.
-func (s *Standby) snapshotChunk(d *decoder, acks *acker) error {
-	k, offset, chunk, err := decodeSnapshotChunk(d)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	x := s.skus[k]
-	s.mu.Unlock()
-	if x == nil || x.install == nil || offset != x.install.written || offset+uint64(len(chunk)) > x.install.size {
-		return fmt.Errorf("%w: a snapshot chunk of %s at %d out of place", errProtocol, k, offset)
-	}
-	in := x.install
-	if _, err := in.file.Write(chunk); err != nil {
-		return err
-	}
-	in.written += uint64(len(chunk))
-	if in.written < in.size {
-		return nil
-	}
-	x.install = nil
-	path := in.file.Name()
-	err = in.file.Sync()
-	if cerr := in.file.Close(); err == nil {
-		err = cerr
-	}
-	var b []byte
-	if err == nil {
-		b, err = os.ReadFile(path)
-	}
-	switch {
-	case err != nil:
-	case in.base:
-		err = s.finishInstall(x, in.index, path, b, acks)
-	default:
-		err = InstallSnapshot(standbyCopy{s: s, x: x, received: path}, in.index, in.keepFrom, b)
-	}
-	if err != nil {
-		os.Remove(path) // gone already once installed
-		return err
-	}
-	return nil
-}
-
-// finishInstall ends a base copy (FinishBase: the snapshot received at
-// path, snap its bytes, put in place; the copy's log started after it)
-// and acknowledges it.
-func (s *Standby) finishInstall(x *standbySKU, index uint64, path string, snap []byte, acks *acker) error {
-	if err := FinishBase(standbyCopy{s: s, x: x, received: path}, index, snap); err != nil {
-		return err
-	}
-	s.metrics.bases.Inc()
-	s.logger.Info("replica: base copy installed", "sku", x.key.String(), "snapshot_index", index)
-	acks.note(x.key, index)
 	return nil
 }
 
@@ -800,87 +550,4 @@ func (s *Standby) append(k skuKey, first uint64, frames [][]byte, acks *acker) e
 	s.records.Add(uint64(len(frames)))
 	s.metrics.records.Add(float64(len(frames)))
 	return nil
-}
-
-// syncFile makes dir/name hold b (absent when b is empty), durably.
-func syncFile(dir, name string, b []byte) error {
-	old, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	exists := err == nil
-	switch {
-	case len(b) == 0 && !exists:
-		return nil
-	case len(b) == 0:
-		if err := os.Remove(filepath.Join(dir, name)); err != nil {
-			return err
-		}
-		return wal.SyncDir(dir)
-	case exists && bytes.Equal(old, b):
-		return nil
-	}
-	return writeFile(dir, name, b)
-}
-
-// acker sends a session's acknowledgements: the newest durable index of
-// each SKU, coalesced (one entry per SKU at most pending: bounded by the
-// SKUs). The goroutine that notes one writes it, unless another is
-// writing, which then writes it too before it returns: no goroutine of
-// its own to wake per batch. The log's goroutine that releases its
-// waiters thus writes to the socket: a write that blocks (a primary that
-// reads nothing) blocks that log's flushes, which wait for the same
-// primary anyway, for at most writeTimeout, after which the connection
-// is closed.
-type acker struct {
-	s       *Standby
-	nc      net.Conn
-	mu      sync.Mutex
-	pending map[skuKey]uint64
-	list    []ack
-	writing bool
-	stopped bool
-}
-
-func newAcker(s *Standby, nc net.Conn) *acker {
-	return &acker{s: s, nc: nc, pending: make(map[skuKey]uint64)}
-}
-
-// note acknowledges k up to index. It is called on the goroutine that
-// releases a log's waiters and waits for nothing but its own write.
-func (a *acker) note(k skuKey, index uint64) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if index > a.pending[k] {
-		a.pending[k] = index
-	}
-	if a.writing {
-		return
-	}
-	a.writing = true
-	for len(a.pending) > 0 && !a.stopped {
-		a.list = a.list[:0]
-		for k, i := range a.pending {
-			a.list = append(a.list, ack{key: k, index: i})
-		}
-		clear(a.pending)
-		m := encodeAcks(a.s.epoch.Load(), a.list)
-		a.mu.Unlock()
-		a.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		_, err := a.nc.Write(m)
-		a.mu.Lock()
-		if err != nil {
-			a.stopped = true
-			a.nc.Close()
-		}
-	}
-	a.writing = false
-}
-
-// stop ends the acknowledgements of a session: nothing more is written.
-func (a *acker) stop() {
-	a.mu.Lock()
-	a.stopped = true
-	a.mu.Unlock()
-	a.nc.Close()
 }
