@@ -75,7 +75,7 @@ func (c *Campaign) UnmarshalJSON(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
-		return skuTypeError(data, err)
+		return skuTypeError(data, locateKey(data, &doc, err))
 	}
 	start, err := parseCampaignTime("start_at", doc.StartAt)
 	if err != nil {
@@ -118,11 +118,12 @@ func (c *Campaign) UnmarshalJSON(data []byte) error {
 // (encoding/json names the field "skus.sale_limit", not which SKU): a
 // *fieldError with the SKU's index in the path and its sku_id when that
 // is a string ("skus[2].sale_limit (sku_id \"c3\"): must be an integer
-// from 1 to 1073741824"), wrapping the SKU's own type error. Any other
-// error is returned as it is.
+// from 1 to 1073741824"), wrapping the SKU's own type error; a SKU that is
+// no object is "skus[2]: must be an object". Any other error is returned
+// as it is.
 func skuTypeError(data []byte, err error) error {
 	var typeErr *json.UnmarshalTypeError
-	if !errors.As(err, &typeErr) || !strings.HasPrefix(typeErr.Field, "skus.") {
+	if !errors.As(err, &typeErr) || (typeErr.Field != "skus" && !strings.HasPrefix(typeErr.Field, "skus.")) {
 		return err
 	}
 	var doc struct {
@@ -136,6 +137,9 @@ func skuTypeError(data []byte, err error) error {
 		var inner *json.UnmarshalTypeError
 		if !errors.As(json.Unmarshal(raw, &s), &inner) {
 			continue
+		}
+		if inner.Field == "" { // the SKU itself: not an object
+			return &fieldError{field: fmt.Sprintf("skus[%d]", i), want: jsonKind(inner), cause: inner}
 		}
 		f := &fieldError{field: fmt.Sprintf("skus[%d].%s", i, inner.Field), want: typeRule("skus."+inner.Field, inner), cause: inner}
 		var id struct {

@@ -174,12 +174,31 @@ func decodeJSON(body []byte, v any) error {
 		return bad
 	}
 	if err != nil {
-		return errors.New(describeDecodeError(err))
+		return errors.New(describeDecodeError(locateKey(body, v, err)))
 	}
 	if err := jsonkeys.Check(body, v); err != nil {
 		return errors.New(describeDecodeError(err))
 	}
 	return nil
+}
+
+// unknownFieldPrefix starts the error of a decoder with
+// DisallowUnknownFields for a key its struct does not have.
+const unknownFieldPrefix = "json: unknown field "
+
+// locateKey returns, for err, a decoder's error of body into v, that is an
+// unknown field, the key error jsonkeys.Check finds, which says where the
+// key's object is (encoding/json names only the key: in a campaign of
+// thousands of SKUs, not which one). Any other error as it is.
+func locateKey(body []byte, v any, err error) error {
+	if !strings.HasPrefix(err.Error(), unknownFieldPrefix) {
+		return err
+	}
+	var keyErr *jsonkeys.Error
+	if errors.As(jsonkeys.Check(body, v), &keyErr) {
+		return keyErr
+	}
+	return err
 }
 
 // keyDetail is the detail of a key refused by its spelling, its repetition
@@ -236,7 +255,7 @@ func describeDecodeError(err error) string {
 		return boundDetail((&fieldError{field: typeErr.Field, want: typeRule(typeErr.Field, typeErr)}).Error())
 	}
 	// DisallowUnknownFields reports an unknown field as a plain error.
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+	if name, ok := strings.CutPrefix(err.Error(), unknownFieldPrefix); ok {
 		return boundDetail("unknown field " + name)
 	}
 	return "the body is not what this route takes"

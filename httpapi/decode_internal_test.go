@@ -56,7 +56,10 @@ func TestDecodeErrorDetails(t *testing.T) {
 		{`{"end_at":"9999-12-31T23:00:00-01:00"}`, func() any { return &Campaign{} },
 			"end_at: must be a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)"},
 		{`{"start_at":"2030-01-01T00:00:00Z","end_at":1}`, func() any { return &Campaign{} }, "end_at: must be a string"},
-		{`{"skus":[{"bogus":1}]}`, func() any { return &Campaign{} }, `unknown field "bogus"`},
+		{`{"skus":[{"bogus":1}]}`, func() any { return &Campaign{} }, `skus[0]: unknown field "bogus"`},
+		{`{"skus":[{"sku_id":"a","sale_limit":1},{"sku_id":"b","sale_limit":1,"start_at":"x"}]}`, func() any { return &Campaign{} }, `skus[1]: unknown field "start_at"`},
+		{`{"skus":[{"sku_id":"a","sale_limit":1},5]}`, func() any { return &Campaign{} }, "skus[1]: must be an object"},
+		{`{"beacon":{"round":1,"x":2}}`, func() any { return &drawRequest{} }, `beacon: unknown field "x"`},
 		{`{"reason":"x"}`, func() any { return &struct{}{} }, `unknown field "reason"`},
 		// Required fields are named when left out, below the top too.
 		{`{"end_at":"2030-01-01T00:00:00Z","skus":[]}`, func() any { return &Campaign{} }, "start_at is missing"},
@@ -76,8 +79,8 @@ func TestDecodeErrorDetails(t *testing.T) {
 		// Keys are exact and unique at every level, as in the reserve body.
 		{`{"Payment_Id":"z1","AMOUNT":777}`, func() any { return &paymentRequest{} }, `unknown field "Payment_Id"`},
 		{`{"payment_id":"p1","payment_id":"p2"}`, func() any { return &paymentRequest{} }, `field "payment_id" repeated`},
-		{`{"skus":[{"SKU_ID":"a","Sale_Limit":5}]}`, func() any { return &Campaign{} }, `unknown field "SKU_ID"`},
-		{`{"skus":[{"sku_id":"a","sku_id":"b"}]}`, func() any { return &Campaign{} }, `field "sku_id" repeated`},
+		{`{"skus":[{"SKU_ID":"a","Sale_Limit":5}]}`, func() any { return &Campaign{} }, `skus[0]: unknown field "SKU_ID"`},
+		{`{"skus":[{"sku_id":"a","sku_id":"b"}]}`, func() any { return &Campaign{} }, `skus[0]: field "sku_id" repeated`},
 		{`{"skus":[],"skus":[{"sku_id":"a","sale_limit":5}]}`, func() any { return &Campaign{} }, `field "skus" repeated`},
 		{`{"Campaign_ID":"c"}`, func() any { return &Campaign{} }, `unknown field "Campaign_ID"`},
 		{`{"` + long + `":1}`, func() any { return &struct{}{} }, `unknown field "` + long[:maxDetail-len(`unknown field "`)] + "..."},

@@ -113,8 +113,8 @@ func TestBodiesTakeExactKeys(t *testing.T) {
 
 	window := `"start_at":"2030-01-01T00:00:00Z","end_at":"2030-01-02T00:00:00Z"`
 	for body, detail := range map[string]string{
-		`{"campaign_id":"ek2",` + window + `,"skus":[{"SKU_ID":"a","Sale_Limit":5}]}`:                                        `unknown field "SKU_ID"`,
-		`{"campaign_id":"ek2",` + window + `,"skus":[{"sku_id":"a","sale_limit":5,"sale_limit":9}]}`:                         `field "sale_limit" repeated`,
+		`{"campaign_id":"ek2",` + window + `,"skus":[{"SKU_ID":"a","Sale_Limit":5}]}`:                                        `skus[0]: unknown field "SKU_ID"`,
+		`{"campaign_id":"ek2",` + window + `,"skus":[{"sku_id":"a","sale_limit":5,"sale_limit":9}]}`:                         `skus[0]: field "sale_limit" repeated`,
 		`{"campaign_id":"ek2",` + window + `,"skus":[{"sku_id":"a","sale_limit":5}],"skus":[{"sku_id":"b","sale_limit":5}]}`: `field "skus" repeated`,
 		`{"Campaign_Id":"ek2",` + window + `,"skus":[{"sku_id":"a","sale_limit":5}]}`:                                        `unknown field "Campaign_Id"`,
 	} {

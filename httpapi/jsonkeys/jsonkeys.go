@@ -30,31 +30,40 @@ type Error struct {
 	Key string
 	// Repeated is true for a key that appears twice in one object.
 	Repeated bool
-	// Missing is true for a required field the object leaves out; Path
-	// is then where the object is, "" at the top ("skus[2]").
+	// Missing is true for a required field the object leaves out.
 	Missing bool
-	Path    string
+	// Path is where the object holding the key is, "" at the top
+	// ("skus[2]", "beacon").
+	Path string
 }
 
 // Error renders the refusal as `unknown field "x"`, `field "x" repeated`
-// or `x is missing` (`skus[2].x is missing` below the top).
+// or `x is missing`; below the top with where the object is:
+// `skus[2]: unknown field "x"`, `skus[2]: field "x" repeated`,
+// `skus[2].x is missing`.
 func (e *Error) Error() string {
+	var msg string
 	switch {
 	case e.Missing && e.Path != "":
 		return e.Path + "." + e.Key + " is missing"
 	case e.Missing:
 		return e.Key + " is missing"
 	case e.Repeated:
-		return fmt.Sprintf("field %q repeated", e.Key)
+		msg = fmt.Sprintf("field %q repeated", e.Key)
+	default:
+		msg = fmt.Sprintf("unknown field %q", e.Key)
 	}
-	return fmt.Sprintf("unknown field %q", e.Key)
+	if e.Path != "" {
+		return e.Path + ": " + msg
+	}
+	return msg
 }
 
-// within returns err with its missing field's path below step (a key, or
-// an index "[2]"); other errors as they are.
+// within returns err with its path below step (a key, or an index "[2]");
+// other errors as they are.
 func within(err error, step string) error {
 	e, ok := err.(*Error)
-	if !ok || !e.Missing {
+	if !ok {
 		return err
 	}
 	switch {

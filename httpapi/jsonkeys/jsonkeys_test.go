@@ -44,15 +44,15 @@ func TestCheckRefuses(t *testing.T) {
 		`{"NAME":"n"}`:                              {Key: "NAME"},
 		`{"name":"a","name":"b"}`:                   {Key: "name", Repeated: true},
 		`{"name":"a","na\u006de":"b"}`:              {Key: "name", Repeated: true},
-		`{"items":[{"sku_id":"a"},{"SKU_ID":"b"}]}`: {Key: "SKU_ID"},
-		`{"items":[{"sku_id":"a","sku_id":"b"}]}`:   {Key: "sku_id", Repeated: true},
+		`{"items":[{"sku_id":"a"},{"SKU_ID":"b"}]}`: {Key: "SKU_ID", Path: "items[1]"},
+		`{"items":[{"sku_id":"a","sku_id":"b"}]}`:   {Key: "sku_id", Repeated: true, Path: "items[0]"},
 		`{"items":[],"items":[{"sku_id":"a"}]}`:     {Key: "items", Repeated: true},
-		`{"items":[{"Skip":"x"}]}`:                  {Key: "Skip"},
-		`{"items":[{"plain":"x"}]}`:                 {Key: "plain"},
-		`{"items":[{"quiet":"x"}]}`:                 {Key: "quiet"},
-		`{"extra":{"x":{"sku_id":"a"},"x":{}}}`:     {Key: "x", Repeated: true},
-		`{"extra":{"x":{"Sale_Limit":1}}}`:          {Key: "Sale_Limit"},
-		`{"any":[{"a":{"b":1,"b":2}}]}`:             {Key: "b", Repeated: true},
+		`{"items":[{"Skip":"x"}]}`:                  {Key: "Skip", Path: "items[0]"},
+		`{"items":[{"plain":"x"}]}`:                 {Key: "plain", Path: "items[0]"},
+		`{"items":[{"quiet":"x"}]}`:                 {Key: "quiet", Path: "items[0]"},
+		`{"extra":{"x":{"sku_id":"a"},"x":{}}}`:     {Key: "x", Repeated: true, Path: "extra"},
+		`{"extra":{"x":{"Sale_Limit":1}}}`:          {Key: "Sale_Limit", Path: "extra.x"},
+		`{"any":[{"a":{"b":1,"b":2}}]}`:             {Key: "b", Repeated: true, Path: "any[0].a"},
 		`{"unknown":1,"unknown":2}`:                 {Key: "unknown"},
 	} {
 		err := Check([]byte(body), &doc{})
@@ -71,6 +71,15 @@ func TestErrorMessages(t *testing.T) {
 		t.Error(got)
 	}
 	if got := (&Error{Key: "x", Repeated: true}).Error(); got != `field "x" repeated` {
+		t.Error(got)
+	}
+	// Below the top, an unknown or repeated key says where its object is,
+	// as a missing one does: in a list of thousands, "unknown field" alone
+	// does not say which element to fix.
+	if got := (&Error{Key: "x", Path: "skus[2]"}).Error(); got != `skus[2]: unknown field "x"` {
+		t.Error(got)
+	}
+	if got := (&Error{Key: "x", Repeated: true, Path: "beacon"}).Error(); got != `beacon: field "x" repeated` {
 		t.Error(got)
 	}
 }
