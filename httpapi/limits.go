@@ -47,8 +47,25 @@ func (l BodyLimits) RequestConfig(h *fasthttp.RequestHeader, admin func(*fasthtt
 	return fasthttp.RequestConfig{}
 }
 
+// ExpectContinue is the answer to "Expect: 100-continue" of a front (the
+// server's and seckill-router's fasthttp ExpectHandler) whose body limit
+// for the request is limit: a body whose Content-Length exceeds it is
+// refused with 413 BODY_TOO_LARGE from the header alone, without inviting
+// the body (RFC 9110, section 10.1.1); fasthttp then closes the
+// connection. Anything else gets its 100 Continue. It returns the status.
+func ExpectContinue(ctx *fasthttp.RequestCtx, limit int) int {
+	if n := ctx.Request.Header.ContentLength(); n > limit {
+		write(ctx, errorReply(reasonBodyTooLarge, fmt.Sprintf("request body larger than %d bytes", limit)))
+		lingerAfterAnswer(ctx) // a client that did not wait for 100 Continue is sending the body
+		return StatusOf(reasonBodyTooLarge)
+	}
+	return fasthttp.StatusContinue
+}
+
 // ParseError is the JSON answer to a request fasthttp could not read, as
-// fasthttp's ErrorHandler (the server's and seckill-router's): a body
+// fasthttp's ErrorHandler (the server's and seckill-router's, each with
+// fasthttp's SecureErrorLogMessage, which keeps the errors matched here
+// unwrapped as well as the request's bytes out of the log): a body
 // beyond limit (413 BODY_TOO_LARGE), a transfer coding other than chunked
 // (501), an oversized header (431), a timeout (408), anything else (400).
 // It returns the reason answered.

@@ -537,21 +537,14 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 	s.metrics.requests.WithLabelValues("unparsed", outcome).Inc()
 }
 
-// expectContinue is fasthttp's ExpectHandler for "Expect: 100-continue":
-// a body whose Content-Length exceeds the request's limit is refused with
-// 413 from the header alone, without inviting the body (RFC 9110,
-// section 10.1.1); fasthttp then closes the connection. Anything else gets its
-// 100 Continue.
+// expectContinue is fasthttp's ExpectHandler (ExpectContinue), counting a
+// refusal as an unparsed request.
 func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
-	limit := s.bodyLimit(&ctx.Request.Header)
-	if n := ctx.Request.Header.ContentLength(); n > limit {
-		outcome := write(ctx, errorReply(reasonBodyTooLarge,
-			fmt.Sprintf("request body larger than %d bytes", limit)))
-		s.metrics.requests.WithLabelValues("unparsed", outcome).Inc()
-		lingerAfterAnswer(ctx) // a client that did not wait for 100 Continue is sending the body
-		return StatusOf(reasonBodyTooLarge)
+	status := ExpectContinue(ctx, s.bodyLimit(&ctx.Request.Header))
+	if status != fasthttp.StatusContinue {
+		s.metrics.requests.WithLabelValues("unparsed", reasonBodyTooLarge).Inc()
 	}
-	return fasthttp.StatusContinue
+	return status
 }
 
 // Serve accepts connections on ln until Shutdown. It returns nil after

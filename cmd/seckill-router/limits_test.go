@@ -69,3 +69,45 @@ func TestRouterLimitsAnswerJSON(t *testing.T) {
 		t.Fatalf("a 100 KiB batch: %d %v, want it forwarded (503 CELL_UNAVAILABLE from a refused cell)", code, m)
 	}
 }
+
+// TestRouterRawRefusals: what a cell answers before reading a body, the
+// router answers the same: a body announced beyond the limit with
+// "Expect: 100-continue" is 413 from its header alone, with no 100
+// Continue inviting the body first, and a transfer coding other than
+// chunked is 501 NOT_IMPLEMENTED, not a malformed request.
+func TestRouterRawRefusals(t *testing.T) {
+	r, err := newRouter(options{cells: "c1=" + refusedAddr(t), timeout: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := r.server()
+	go srv.Serve(httpapi.LingeringListener(ln, srv.ReadTimeout))
+	t.Cleanup(func() { srv.Shutdown() })
+	raw := func(request string) string {
+		t.Helper()
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, request); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(c)
+		return string(b)
+	}
+	const path = "/v1/campaigns/demo/skus/s/reservations"
+	got := raw("POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n")
+	if !strings.HasPrefix(got, "HTTP/1.1 413 ") || !strings.Contains(got, `"error":"BODY_TOO_LARGE"`) {
+		t.Errorf("a body of 100000 bytes announced with Expect: 100-continue: %q, want 413 BODY_TOO_LARGE first", got)
+	}
+	got = raw("POST " + path + " HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+	if !strings.HasPrefix(got, "HTTP/1.1 501 ") || !strings.Contains(got, `"error":"NOT_IMPLEMENTED"`) {
+		t.Errorf("Transfer-Encoding: gzip, chunked: %q, want 501 NOT_IMPLEMENTED", got)
+	}
+}

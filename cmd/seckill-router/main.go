@@ -244,17 +244,22 @@ func serve(o options, stdout io.Writer, log *slog.Logger) error {
 // server is the router's HTTP server. Its body limits are the cells'
 // (httpapi.DefaultBodyLimits: seckilld's are not configurable), a campaign
 // PUT of any token getting the large one (the cell checks the token and
-// applies its own), and a request it cannot read is answered as a cell
-// answers it, in JSON (httpapi.ParseError).
+// applies its own), and a request it cannot read, or announces a body
+// beyond them with "Expect: 100-continue", is answered as a cell answers
+// it, in JSON (httpapi.ParseError, httpapi.ExpectContinue).
 func (r *router) server() *fasthttp.Server {
 	limits := httpapi.DefaultBodyLimits
 	anyToken := func(*fasthttp.RequestHeader) bool { return true }
 	return &fasthttp.Server{Handler: r.recovered, Name: "seckill-router", ReadTimeout: 30 * time.Second, IdleTimeout: time.Minute,
 		MaxRequestBodySize: limits.Request,
 		HeaderReceived:     func(h *fasthttp.RequestHeader) fasthttp.RequestConfig { return limits.RequestConfig(h, anyToken) },
+		ExpectHandler: func(ctx *fasthttp.RequestCtx) int {
+			return httpapi.ExpectContinue(ctx, limits.Of(&ctx.Request.Header, anyToken))
+		},
 		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
 			httpapi.ParseError(ctx, err, limits.Of(&ctx.Request.Header, anyToken))
 		},
+		SecureErrorLogMessage: true,
 	}
 }
 
