@@ -33,10 +33,8 @@ func notBegunReply(err error) (reply, bool) {
 	case errors.Is(err, actors.ErrInvalidArgument):
 		return errorReply(reasonBadRequest, strings.TrimPrefix(err.Error(), actors.ErrInvalidArgument.Error()+": ")), true
 	case errors.Is(err, actors.ErrUnavailable):
-		r := errorReply(ReasonUnavailable, "nothing was defined: "+
-			strings.TrimPrefix(err.Error(), actors.ErrUnavailable.Error()+": ")+"; repeat the PUT")
-		r.retryAfter = "1"
-		return r, true
+		return errorReply(ReasonUnavailable, "nothing was defined: "+
+			strings.TrimPrefix(err.Error(), actors.ErrUnavailable.Error()+": ")+"; repeat the PUT"), true
 	}
 	return reply{}, false
 }
