@@ -148,7 +148,7 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 			cut := cutShort(defs, i, err)
 			release(cut)
 			if cut {
-				return write(ctx, cutShortReply(campaignID, defs, i, err))
+				return write(ctx, cutShortReply(campaignID, defs, i, err, s.engine.PendingFinisher()))
 			}
 			if r, ok := claimReply(err); ok {
 				return write(ctx, r)
