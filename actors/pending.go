@@ -38,6 +38,29 @@ type PendingStore interface {
 	// List returns the lists kept, oldest first; one that cannot be read
 	// back carries its error (Err) and no definitions.
 	List(ctx context.Context) ([]PendingList, error)
+	// Finisher says who finishes a list kept here whose definition an
+	// error cut short: where the list lives decides who reads it next.
+	Finisher() Finisher
+}
+
+// Finisher is who finishes a definition of many SKUs left unfinished,
+// for the operator told that it was cut short (httpapi's 504).
+type Finisher uint8
+
+const (
+	// FinishedAtStart: the list is in this node's data dir, and its next
+	// start finishes it (a single node).
+	FinishedAtStart Finisher = iota
+	// FinishedByNextPrimary: the list is the replica set's, and the
+	// set's next primary finishes it as it takes the lead; this node's
+	// next start does not, unless it leads then.
+	FinishedByNextPrimary
+)
+
+// PendingFinisher is who finishes the definitions this engine keeps
+// pending (Config.Pending's Finisher).
+func (e *Engine) PendingFinisher() Finisher {
+	return e.cfg.Pending.Finisher()
 }
 
 // PendingList is one definition of many SKUs kept by a PendingStore.

@@ -205,6 +205,8 @@ func (m *memPending) List(context.Context) ([]PendingList, error) {
 	return out, nil
 }
 
+func (m *memPending) Finisher() Finisher { return FinishedByNextPrimary }
+
 func (m *memPending) len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()

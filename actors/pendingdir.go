@@ -64,6 +64,9 @@ func (s dirPending) Remove(key string) error {
 	return nil
 }
 
+// Finisher: the data dir's files are read by the next start.
+func (dirPending) Finisher() Finisher { return FinishedAtStart }
+
 // List reads the files, by the time they were written; a temp file (cut
 // before its rename: no Define had begun) is removed.
 func (s dirPending) List(context.Context) ([]PendingList, error) {

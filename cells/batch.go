@@ -131,7 +131,7 @@ func JoinBatch(split BatchSplit, answers []PartAnswer) []byte {
 			case a.Err != nil:
 				detail := strconv.Quote(fmt.Sprintf("cell %s: %v", part.Cell, a.Err))
 				results[at] = []byte(`{"status":` + strconv.Itoa(httpapi.StatusOf(httpapi.ReasonCellUnavailable)) +
-					`,"retry_after":1,"body":{"error":"` + httpapi.ReasonCellUnavailable + `","detail":` + detail + `}}`)
+					`,"retry_after":` + httpapi.RetryAfterOf(httpapi.ReasonCellUnavailable) + `,"body":{"error":"` + httpapi.ReasonCellUnavailable + `","detail":` + detail + `}}`)
 			default:
 				results[at] = partResult(part.Cell, a)
 			}

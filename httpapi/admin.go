@@ -148,7 +148,7 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 			cut := cutShort(defs, i, err)
 			release(cut)
 			if cut {
-				return write(ctx, cutShortReply(campaignID, defs, i, err))
+				return write(ctx, cutShortReply(campaignID, defs, i, err, s.engine.PendingFinisher()))
 			}
 			if r, ok := claimReply(err); ok {
 				return write(ctx, r)
@@ -389,9 +389,7 @@ func (s *Server) handleSnapshot(ctx *fasthttp.RequestCtx) string {
 		// disk's, not a bug: nothing was replaced, the SKU goes on from
 		// its log and older snapshots.
 		s.log.Warn("snapshot not written", "campaign", campaignID, "sku", skuID, "err", err)
-		rep := errorReply(ReasonUnavailable, "the snapshot was not written: "+err.Error()+"; the SKU goes on from its log and older snapshots")
-		rep.retryAfter = "1"
-		return write(ctx, rep)
+		return write(ctx, errorReply(ReasonUnavailable, "the snapshot was not written: "+err.Error()+"; the SKU goes on from its log and older snapshots"))
 	}
 	if err != nil {
 		return write(ctx, s.engineError("admin_snapshot", err, ""))

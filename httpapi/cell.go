@@ -117,9 +117,7 @@ func claimReply(err error) (r reply, ok bool) {
 	case errors.Is(err, ErrCampaignOnOtherCell):
 		return errorReply(reasonCampaignOnOtherCell, err.Error()), true
 	case errors.Is(err, ErrLedgerUnreachable):
-		r = errorReply(reasonLedgerUnreachable, err.Error())
-		r.retryAfter = "1"
-		return r, true
+		return errorReply(reasonLedgerUnreachable, err.Error()), true
 	}
 	return reply{}, false
 }

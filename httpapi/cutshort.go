@@ -11,18 +11,19 @@ import (
 
 // A definition of many SKUs (a campaign PUT, a campaign file) is one
 // Define per SKU. An error after one of them was applied (a full disk
-// after some SKUs were defined) leaves the campaign partly defined; the
-// engine keeps the whole definition pending, as a crash would leave it
-// (actors.Engine.MakeRoom), so that the next start makes it whole. The
-// PUT's answer says so instead of an error that would read as "nothing
-// was done": 504 RESULT_UNKNOWN (the PUT's result is not settled) with the
-// campaign's URL, and a detail naming what was defined and how to finish:
-// repeat the PUT (a SKU already defined as stated is left as it is), or
-// let the next start finish it. A definition refused before its first
-// SKU (MakeRoom: no room for its SKUs, or its list could not be kept, as
-// when a replica set's etcd does not answer or the list is too large for
-// it) defined nothing, and its answer says why: the operator acts on that
-// reason, which a bare 400 or 503 would hide.
+// after some SKUs were defined, a replica set's primary deposed) leaves
+// the campaign partly defined; the engine keeps the whole definition
+// pending, as a crash would leave it (actors.Engine.MakeRoom), so that it
+// is made whole later: by a single node's next start, by a replica set's
+// next primary (actors.Engine.PendingFinisher). The PUT's answer says so
+// instead of an error that would read as "nothing was done": 504
+// RESULT_UNKNOWN (the PUT's result is not settled) with the campaign's
+// URL, and a detail naming what was defined and how it is finished
+// (finishDetail). A definition refused before its first SKU (MakeRoom: no
+// room for its SKUs, or its list could not be kept, as when a replica
+// set's etcd does not answer or the list is too large for it) defined
+// nothing, and its answer says why: the operator acts on that reason,
+// which a bare 400 or 503 would hide.
 
 // notBegunReply answers a definition that MakeRoom refused with err, when
 // err is one of its refusals.
@@ -33,10 +34,8 @@ func notBegunReply(err error) (reply, bool) {
 	case errors.Is(err, actors.ErrInvalidArgument):
 		return errorReply(reasonBadRequest, strings.TrimPrefix(err.Error(), actors.ErrInvalidArgument.Error()+": ")), true
 	case errors.Is(err, actors.ErrUnavailable):
-		r := errorReply(ReasonUnavailable, "nothing was defined: "+
-			strings.TrimPrefix(err.Error(), actors.ErrUnavailable.Error()+": ")+"; repeat the PUT")
-		r.retryAfter = "1"
-		return r, true
+		return errorReply(ReasonUnavailable, "nothing was defined: "+
+			strings.TrimPrefix(err.Error(), actors.ErrUnavailable.Error()+": ")+"; repeat the PUT"), true
 	}
 	return reply{}, false
 }
@@ -49,9 +48,9 @@ func cutShort(defs []sku.Definition, i int, err error) bool {
 }
 
 // cutShortReply answers a campaign PUT whose i-th definition failed with
-// err after it began.
-func cutShortReply(campaignID string, defs []sku.Definition, i int, err error) reply {
-	const finish = "repeat this PUT to finish it (SKUs already defined as stated are left as they are), or the next start will"
+// err after it began, kept for finisher to finish.
+func cutShortReply(campaignID string, defs []sku.Definition, i int, err error, finisher actors.Finisher) reply {
+	finish := finishDetail(finisher)
 	detail := fmt.Sprintf("the campaign may be partly defined: the definition of %s may or may not stand (%v); %s", defs[0].SKUID, err, finish)
 	if i > 0 {
 		detail = fmt.Sprintf("the campaign is partly defined: %d of %d SKUs (%s), then %s failed (%v); %s",
@@ -59,6 +58,21 @@ func cutShortReply(campaignID string, defs []sku.Definition, i int, err error) r
 	}
 	return reply{status: StatusOf(ReasonResultUnknown), outcome: ReasonResultUnknown,
 		body: ResultUnknownBody("/admin/campaigns/"+campaignID, detail)}
+}
+
+// finishDetail tells the operator of a PUT cut short how it is finished,
+// as true of the node that answers: a single node keeps the list in its
+// data dir for its next start; a replica set keeps it in etcd, where the
+// set's next primary finishes it (the answering node may be a primary
+// deposed in the middle of the PUT, whose next start, as standby,
+// finishes nothing), and a repeat of the PUT does so at once only on the
+// primary (a standby answers 421 NOT_PRIMARY, naming it).
+func finishDetail(f actors.Finisher) string {
+	const asStated = "(SKUs already defined as stated are left as they are)"
+	if f == actors.FinishedByNextPrimary {
+		return "the replica set's next primary finishes it as it takes the lead, or this PUT repeated to the set's primary does " + asStated
+	}
+	return "repeat this PUT to finish it " + asStated + ", or the next start will"
 }
 
 // listSKUs names the first few SKUs of defs, and how many more there are.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -108,6 +109,83 @@ func TestCampaignPUTRefusedBeforeItsFirstSKUSaysWhy(t *testing.T) {
 					r, r.header.Get("Retry-After"), c.detail, c.retryAfter)
 			}
 			want(t, ts.admin(http.MethodGet, "/admin/campaigns/nb", nil), http.StatusNotFound, "NOT_FOUND")
+		})
+	}
+}
+
+// setListPending keeps its lists in memory and says what a replica set's
+// store says (cmd/seckilld's setPending, in etcd): the set's next
+// primary finishes a list left unfinished, not this node's next start.
+type setListPending struct {
+	mu    sync.Mutex
+	seq   int
+	lists map[string][]sku.Definition
+}
+
+func (p *setListPending) Put(defs []sku.Definition) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seq++
+	key := fmt.Sprint(p.seq)
+	p.lists[key] = defs
+	return key, nil
+}
+
+func (p *setListPending) Remove(key string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.lists, key)
+	return nil
+}
+
+func (p *setListPending) List(context.Context) ([]actors.PendingList, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []actors.PendingList
+	for k, d := range p.lists {
+		out = append(out, actors.PendingList{Key: k, Defs: d})
+	}
+	return out, nil
+}
+
+func (p *setListPending) Finisher() actors.Finisher { return actors.FinishedByNextPrimary }
+
+// TestCampaignPUTCutShortSaysWhoFinishesIt: the 504 of a campaign PUT cut
+// short says what is true of the node that answers it: a single node's
+// next start finishes the definition (its list is in the data dir); a
+// replica set's primary, deposed in the middle of the PUT (its commit
+// unacknowledged) or failing otherwise, leaves the list in etcd, where
+// the set's next primary finishes it, as does the PUT repeated to the
+// primary; never "the next start", which on a replica finishes nothing.
+// The reason and status_url stay as they are.
+func TestCampaignPUTCutShortSaysWhoFinishesIt(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name      string
+		pending   func() actors.PendingStore
+		want, not string
+	}{
+		{"single node", func() actors.PendingStore { return nil },
+			"repeat this PUT to finish it (SKUs already defined as stated are left as they are), or the next start will", "primary"},
+		{"replica set", func() actors.PendingStore { return &setListPending{lists: map[string][]sku.Definition{}} },
+			"the replica set's next primary finishes it as it takes the lead, or this PUT repeated to the set's primary does (SKUs already defined as stated are left as they are)", "next start"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			faults := &faultEngine{}
+			ts := startServer(t, serverOptions{faults: faults, engine: func(cfg *actors.Config) { cfg.Pending = c.pending() }})
+			var defines atomic.Int64
+			faults.setHooks(hooks{before: func(ctx context.Context, d engineCall) error {
+				if d.kind == kindDefine && defines.Add(1) == 2 {
+					return fmt.Errorf("%w: the replica's lead ended", actors.ErrResultUnknown)
+				}
+				return nil
+			}})
+			r := ts.admin(http.MethodPut, "/admin/campaigns/who", campaign("who", "15m", map[string]int{"a": 5, "b": 5, "c": 5}))
+			want(t, r, http.StatusGatewayTimeout, "RESULT_UNKNOWN")
+			if d := r.str("detail"); r.str("status_url") != "/admin/campaigns/who" || !strings.Contains(d, c.want) || strings.Contains(d, c.not) {
+				t.Fatalf("a PUT cut short: %v, want the campaign's URL and a detail saying %q, without %q", r, c.want, c.not)
+			}
 		})
 	}
 }

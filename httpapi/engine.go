@@ -76,8 +76,11 @@ type Admin interface {
 	// that do not exist yet, or refuses them all with an error wrapping
 	// actors.ErrTooManySKUs; release frees the places not used, and says
 	// whether an error cut the definition short after it began (cutShort):
-	// then the next start finishes it.
+	// then PendingFinisher finishes it.
 	MakeRoom(defs []sku.Definition) (release func(cut bool), err error)
+	// PendingFinisher is who finishes a definition MakeRoom's release(true)
+	// kept: a single node's next start, a replica set's next primary.
+	PendingFinisher() actors.Finisher
 	// PartlyDefined reports whether a definition of many SKUs naming the
 	// campaign began and is unfinished: cut short by an error and kept
 	// for the next start to finish (MakeRoom's release(true)), or cut by

@@ -361,6 +361,28 @@ func TestUnavailableSKU(t *testing.T) {
 	}
 	want(t, ts2.reserve("down", "bad", "r-new", "u-new"), http.StatusServiceUnavailable, "UNAVAILABLE")
 	want(t, ts2.get("/v1/reservations/"+id), http.StatusServiceUnavailable, "UNAVAILABLE")
+	// Every route that asks the SKU, the operator's too, says when to try
+	// again (Retry-After), as a reserve's 503 does.
+	for _, r := range []struct{ method, path string }{
+		{http.MethodPost, "/v1/campaigns/down/skus/bad/reservations"},
+		{http.MethodGet, "/v1/reservations/" + id},
+		{http.MethodGet, "/admin/campaigns/down/skus/bad/audit"},
+		{http.MethodGet, "/admin/campaigns/down/skus/bad/refunds"},
+		{http.MethodPost, "/admin/campaigns/down/skus/bad/snapshot"},
+		{http.MethodPost, "/admin/campaigns/down/skus/bad/pause"},
+		{http.MethodPost, "/admin/campaigns/down/skus/bad/resume"},
+		{http.MethodGet, "/admin/campaigns/down/skus/bad/events"},
+		{http.MethodGet, "/admin/campaigns/down/skus/bad/reservations"},
+	} {
+		var body any
+		if r.path == "/v1/campaigns/down/skus/bad/reservations" {
+			body = map[string]string{"request_id": "r-again", "user_id": "u-again"}
+		}
+		got := ts2.admin(r.method, r.path, body)
+		if got.status != http.StatusServiceUnavailable || got.header.Get("Retry-After") != "1" {
+			t.Errorf("%s %s on an unavailable SKU: %v, Retry-After %q, want 503 with Retry-After 1", r.method, r.path, got, got.header.Get("Retry-After"))
+		}
+	}
 	// The node stays in rotation (the good SKU lives only here), degraded.
 	ready := ts2.get("/readyz")
 	want(t, ready, http.StatusOK, "")

@@ -78,24 +78,20 @@ func (s *Server) engineError(route string, err error, statusURL string) reply {
 	if f.reason == reasonInternal {
 		s.log.Error("engine call failed", "route", route, "err", err)
 	}
-	return errorReply(f.reason, "")
+	return f.reply(err)
 }
 
 // readError answers the error of a read: like engineError, except that a
 // read that did not get its answer in time changed nothing, so it is a 503
 // READ_TIMEOUT (or AUDIT_PENDING) with Retry-After, never RESULT_UNKNOWN.
 func (s *Server) readError(route string, err error) reply {
-	var r reply
 	switch {
 	case errors.Is(err, actors.ErrAuditPending):
-		r = errorReply(reasonAuditPending, "the recount goes on; retry to get its result")
+		return errorReply(reasonAuditPending, "the recount goes on; retry to get its result")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		r = errorReply(reasonReadTimeout, "the SKU did not answer in time; nothing was changed")
-	default:
-		return s.engineError(route, err, "")
+		return errorReply(reasonReadTimeout, "the SKU did not answer in time; nothing was changed")
 	}
-	r.retryAfter = "1"
-	return r
+	return s.engineError(route, err, "")
 }
 
 // handleGet is GET /v1/reservations/{id}.

@@ -348,9 +348,9 @@ func alreadyPurchasedReply(reservationID string) reply {
 // The fixed answers of the ingress fast paths, encoded once: the sold-out
 // flood costs no JSON encoding.
 var (
-	replyUnavailable     = withRetryAfter(errorReply(ReasonUnavailable, ""), unavailableRetryAfter)
+	replyUnavailable     = errorReply(ReasonUnavailable, "")
 	replyEnded           = errorReply(reasonEnded, "")
-	replyPaused          = withRetryAfter(errorReply(reasonPaused, ""), pausedRetryAfter)
+	replyPaused          = errorReply(reasonPaused, "")
 	replySoldOut         = errorReply(reasonSoldOut, "")
 	replyRequestIDReused = errorReply(sku.OutcomeRequestIDReused.String(),
 		"this request_id was used by another user or with other parameters: a new request needs a new request_id")
@@ -361,20 +361,6 @@ var (
 	replySubjectLimit = errorReply(sku.OutcomeSubjectLimit.String(),
 		"a subject of the entry pass has the most unpaid reservations this SKU allows")
 )
-
-// Retry-After of the 503s whose end the server cannot know: a pause lasts
-// until an operator resumes (5 s spreads the retries of a crowd), a SKU
-// recovers from a log failure after a backoff that starts at 1 s.
-const (
-	pausedRetryAfter      = "5"
-	unavailableRetryAfter = "1"
-)
-
-// withRetryAfter returns r with a Retry-After of seconds.
-func withRetryAfter(r reply, seconds string) reply {
-	r.retryAfter = seconds
-	return r
-}
 
 // notStarted is the 403 NOT_STARTED answer at now of a SKU that opens at
 // startAt (Unix ms): the body gives start_at, Retry-After the seconds

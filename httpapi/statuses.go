@@ -108,13 +108,40 @@ func StatusOf(reason string) int {
 	return fasthttp.StatusInternalServerError
 }
 
+// retryAfters is the one table of the Retry-After of each 503 reason:
+// every one of them means "nothing was done, try again later", so its
+// error answer says when, on every route, the admin routes' included
+// (errorReply). A pause lasts until an operator resumes (5 s spreads the
+// retries of a crowd); the others end within about a second: a SKU
+// recovers its log after a backoff that starts at 1 s, a read or a recount
+// goes on, a replica set's primary or a cell's ledger answers again.
+// TestEvery503CarriesRetryAfter holds it to the status table.
+var retryAfters = map[string]string{
+	reasonPaused:            "5",
+	ReasonUnavailable:       "1",
+	reasonReadTimeout:       "1",
+	reasonAuditPending:      "1",
+	reasonLedgerUnreachable: "1",
+	ReasonCellUnavailable:   "1",
+}
+
+// RetryAfterOf is the Retry-After (seconds) of reason's answers, "" for a
+// reason that sets none of its own: for this package and for the other
+// answerers of the API's 503s (seckill-router, the cells' batch split).
+func RetryAfterOf(reason string) string {
+	return retryAfters[reason]
+}
+
 // reasonReply encodes v as the answer of reason, with its status.
 func reasonReply(reason string, v any) reply {
 	return jsonReply(StatusOf(reason), reason, v)
 }
 
-// errorReply is the error answer of reason: its status, and a body with
-// the reason and detail (omitted when "").
+// errorReply is the error answer of reason: its status, its Retry-After
+// (RetryAfterOf), and a body with the reason and detail (omitted when
+// "").
 func errorReply(reason, detail string) reply {
-	return reasonReply(reason, errorBody{Error: reason, Detail: detail})
+	r := reasonReply(reason, errorBody{Error: reason, Detail: detail})
+	r.retryAfter = RetryAfterOf(reason)
+	return r
 }

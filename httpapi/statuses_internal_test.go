@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,7 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/valyala/fasthttp"
 )
 
 // notAnswered are the engine's outcomes no route answers as themselves:
@@ -121,5 +125,27 @@ func TestStatusTable(t *testing.T) {
 	}
 	if len(documented) < 40 {
 		t.Fatalf("read %d reasons from docs/api.md's Errors table: the walk no longer reads it", len(documented))
+	}
+}
+
+// Every 503 of the table tells when to try again: its error answer
+// carries Retry-After, whoever builds it (errorReply), and so does every
+// engine error an admin or buyer route maps to 503 (engineError, the one
+// mapping of the routes that answer an engine's error).
+func TestEvery503CarriesRetryAfter(t *testing.T) {
+	for reason, status := range statuses {
+		if status != fasthttp.StatusServiceUnavailable {
+			continue
+		}
+		if s, err := strconv.Atoi(errorReply(reason, "").retryAfter); err != nil || s < 1 {
+			t.Errorf("503 %s: Retry-After %q, want whole seconds", reason, errorReply(reason, "").retryAfter)
+		}
+	}
+	s := &Server{log: slog.New(slog.DiscardHandler)}
+	for _, err := range []error{actors.ErrUnavailable, fmt.Errorf("%w: a/b: recovering", actors.ErrUnavailable), actors.ErrClosed} {
+		r := s.engineError("admin_pause", err, "")
+		if r.status != fasthttp.StatusServiceUnavailable || r.retryAfter != "1" {
+			t.Errorf("engineError(%v): status %d, Retry-After %q, want 503 and 1", err, r.status, r.retryAfter)
+		}
 	}
 }

@@ -13,7 +13,10 @@
 // standbys, routers and seckillctl find the primary's addresses.
 // The primary also keeps the campaign definitions of many SKUs it has
 // begun under <prefix>/replicasets/<set>/pending/ (pending.go), for the
-// next primary to finish.
+// next primary to finish, and each replica its record, its last role and
+// epoch, under <prefix>/replicasets/<set>/seen/<name> on no lease
+// (seen.go), so that a replica whose member key went with its lease is
+// still known, as down.
 //
 // The sync key names the standbys that may be promoted (the sync set) and
 // the epoch; only the primary changes it, in a transaction that compares

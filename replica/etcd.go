@@ -24,6 +24,7 @@ type Etcd struct {
 	syncKey   string
 	members   string // the members' key prefix, ending in "/"
 	pending   string // the pending definitions' key prefix, ending in "/" (pending.go)
+	seen      string // the replicas' records' key prefix, ending in "/" (seen.go)
 	ttl       int    // seconds
 
 	mu       sync.Mutex
@@ -43,7 +44,7 @@ func NewEtcd(c *clientv3.Client, prefix, set, name string, ttl time.Duration) (*
 		secs = 1
 	}
 	base := setKey(prefix, set)
-	return &Etcd{c: c, set: set, name: name, leaderKey: base + "/leader", syncKey: base + "/sync", members: base + "/members/", pending: base + "/pending/", ttl: secs,
+	return &Etcd{c: c, set: set, name: name, leaderKey: base + "/leader", syncKey: base + "/sync", members: base + "/members/", pending: base + "/pending/", seen: base + "/seen/", ttl: secs,
 		sessions: map[int64]*concurrency.Session{}}, nil
 }
 

@@ -52,7 +52,7 @@ func unanswered(ctx *fasthttp.RequestCtx, cell string, err error) {
 	ctx.SetContentType("application/json")
 	if isRead(&ctx.Request.Header) || !delivered(err) {
 		ctx.SetStatusCode(httpapi.StatusOf(httpapi.ReasonCellUnavailable))
-		ctx.Response.Header.Set("Retry-After", "1")
+		ctx.Response.Header.Set("Retry-After", httpapi.RetryAfterOf(httpapi.ReasonCellUnavailable))
 		ctx.SetBodyString(fmt.Sprintf(`{"error":%q,"detail":"cell %s: %s"}`, httpapi.ReasonCellUnavailable, cell, strings.ReplaceAll(err.Error(), `"`, `'`)))
 		return
 	}

@@ -22,15 +22,17 @@ import (
 // runHA is seckillctl ha: the replica sets of seckilld (package replica).
 func runHA(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageError("ha: status or switchover")
+		return usageError("ha: status, switchover or forget")
 	}
 	switch args[0] {
 	case "status":
 		return runHAStatus(args[1:], stdout)
 	case "switchover":
 		return runHASwitchover(args[1:], stdout)
+	case "forget":
+		return runHAForget(args[1:], stdout)
 	}
-	return usageError("ha: unknown %q (status or switchover)", args[0])
+	return usageError("ha: unknown %q (status, switchover or forget)", args[0])
 }
 
 // haFlags are the flags of every ha command.
@@ -55,6 +57,11 @@ func (f haFlags) check(cmd string) error {
 		flagGiven{tokenFlag, *f.token != ""}); err != nil {
 		return err
 	}
+	return f.checkSet(cmd)
+}
+
+// checkSet checks --replica-set's name.
+func (f haFlags) checkSet(cmd string) error {
 	if !replica.ValidName(*f.set) {
 		return usageError("ha %s: --replica-set %q is not a replica set's name (1-64 of [A-Za-z0-9._-], not . or ..)", cmd, *f.set)
 	}
@@ -91,8 +98,10 @@ type haReplica struct {
 	HTTP        string `json:"http,omitempty"`
 	Replication string `json:"replication,omitempty"`
 	// Role is what the replica says, or "unreachable" (registered, its
-	// admin route did not answer) or "not registered" (named in the sync
-	// key or reported by the primary, no member key: its lease ended).
+	// admin route did not answer), "down" (its record in etcd outlived
+	// its member key: the lease ended, the process is gone or cut from
+	// etcd) or "not registered" (named in the sync key or reported by
+	// the primary, with neither a member key nor a record).
 	Role       string  `json:"role"`
 	Epoch      uint64  `json:"epoch"`
 	InSync     bool    `json:"in_sync"`
@@ -100,6 +109,12 @@ type haReplica struct {
 	LagRecords *uint64 `json:"lag_records,omitempty"`
 	LagMillis  *int64  `json:"lag_ms,omitempty"`
 	Error      string  `json:"error,omitempty"`
+	// LastRole, LastEpoch and LastSeen are, for a replica down, the role
+	// and epoch its record holds and when it wrote it (by its clock; it
+	// rewrites it every 10 s while live).
+	LastRole  string     `json:"last_role,omitempty"`
+	LastEpoch uint64     `json:"last_epoch,omitempty"`
+	LastSeen  *time.Time `json:"last_seen,omitempty"`
 }
 
 // haStatus is ha status's document.
@@ -150,9 +165,13 @@ func runHAStatus(args []string, stdout io.Writer) error {
 		if r.Error != "" {
 			role += " (" + r.Error + ")"
 		}
+		if r.LastSeen != nil {
+			role += fmt.Sprintf(" (was %s in epoch %d, last seen %s, %s ago)", r.LastRole, r.LastEpoch,
+				r.LastSeen.Format(time.RFC3339), time.Since(*r.LastSeen).Round(time.Second))
+		}
 		// A replica that did not answer told no epoch: "-", not 0.
 		epoch := "-"
-		if r.Error == "" && r.Role != "not registered" {
+		if r.Error == "" && r.Role != "not registered" && r.Role != "down" {
 			epoch = fmt.Sprint(r.Epoch)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", r.Name, role, epoch, r.InSync, lagR, lagMs, r.HTTP)
@@ -174,6 +193,12 @@ func readHAStatus(f haFlags) (haStatus, error) {
 	if err != nil {
 		return haStatus{}, err
 	}
+	// A member killed is named by no leased key any more; its record says
+	// it was there.
+	seen, err := replica.ReadSeen(ctx, c, *f.prefix, *f.set)
+	if err != nil {
+		return haStatus{}, fmt.Errorf("reading the records of replica set %s in etcd at %s: %w", *f.set, *f.etcd, err)
+	}
 	st := haStatus{Set: *f.set, Leader: v.Leader, Epoch: v.Sync.Epoch, Sync: v.Sync.Standbys}
 	if st.Sync == nil {
 		st.Sync = []string{}
@@ -181,6 +206,11 @@ func readHAStatus(f haFlags) (haStatus, error) {
 	names := make([]string, 0, len(members))
 	for name := range members {
 		names = append(names, name)
+	}
+	for name := range seen {
+		if _, ok := members[name]; !ok {
+			names = append(names, name)
+		}
 	}
 	for _, name := range v.Sync.Standbys {
 		if !slices.Contains(names, name) {
@@ -192,7 +222,10 @@ func readHAStatus(f haFlags) (haStatus, error) {
 	for _, name := range names {
 		m, ok := members[name]
 		r := haReplica{Name: name, HTTP: m.HTTP, Replication: m.Replication, InSync: slices.Contains(v.Sync.Standbys, name)}
-		if !ok {
+		if rec, had := seen[name]; !ok && had {
+			r.Role, r.HTTP, r.Replication = "down", rec.HTTP, rec.Replication
+			r.LastRole, r.LastEpoch, r.LastSeen = rec.Role, rec.Epoch, &rec.At
+		} else if !ok {
 			r.Role = "not registered"
 		} else if ms, err := getMemberState(m.HTTP, *f.token); errors.Is(err, errTokenRefused) {
 			return haStatus{}, fmt.Errorf("%s (%s): %w", name, m.HTTP, err)
@@ -357,4 +390,49 @@ func runHASwitchover(args []string, stdout io.Writer) error {
 			return &checkFailed{msg: fmt.Sprintf("%s did not become primary within %s; the switchover was asked and may still complete: see seckillctl ha status", *to, *wait)}
 		}
 	}
+}
+
+// runHAForget removes the record of a replica that will never return
+// (replica.Forget), so that ha status no longer lists it as down; a
+// replica still registered (live) is refused, exit 1. Only etcd is asked:
+// no admin token.
+func runHAForget(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("ha forget", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := addHAFlags(fs)
+	name := fs.String("replica", "", "the replica to forget")
+	if err := fs.Parse(args); err != nil {
+		return usageError("ha forget: %v", err)
+	}
+	if err := required("ha forget", flagGiven{"--etcd", *f.etcd != ""}, flagGiven{"--replica-set", *f.set != ""},
+		flagGiven{"--replica", *name != ""}); err != nil {
+		return err
+	}
+	if err := f.checkSet("forget"); err != nil {
+		return err
+	}
+	if !replica.ValidName(*name) {
+		return usageError("ha forget: --replica %q is not a replica's name (1-64 of [A-Za-z0-9._-], not . or ..)", *name)
+	}
+	c, err := ledger.Dial(strings.Split(*f.etcd, ","))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	had, err := replica.Forget(ctx, c, *f.prefix, *f.set, *name)
+	switch {
+	case errors.Is(err, replica.ErrRegistered):
+		return &checkFailed{msg: fmt.Sprintf("%s of replica set %s is registered (live): stop it for good first, then forget it", *name, *f.set)}
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("etcd at %s did not answer forgetting %s of replica set %s: %w", *f.etcd, *name, *f.set, err)
+	case err != nil:
+		return err
+	case !had:
+		fmt.Fprintf(stdout, "replica set %s holds no record of %s: nothing to forget\n", *f.set, *name)
+	default:
+		fmt.Fprintf(stdout, "replica set %s: %s forgotten (its record removed from etcd)\n", *f.set, *name)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -237,6 +238,20 @@ func TestReplicaSetSurvivesKillOfThePrimary(t *testing.T) {
 	if h.Epoch <= first.Epoch {
 		t.Fatalf("b leads epoch %d after a's %d", h.Epoch, first.Epoch)
 	}
+	// No leased key names the killed a any more (its member key went with
+	// its lease, and the new primary's sync set is empty); ha status still
+	// lists it, down, with its last role and epoch and when it was seen.
+	killedBase := a.Base
+	down := haStatusJSON(t, etcd.Endpoint)
+	if len(down.Replicas) != 2 || down.Replicas[0].Name != "a" || down.Replicas[0].Role != "down" ||
+		down.Replicas[0].LastRole != "primary" || down.Replicas[0].LastEpoch != first.Epoch || down.Replicas[0].LastSeen == nil ||
+		down.Replicas[0].HTTP != killedBase || down.Replicas[1].Name != "b" || down.Replicas[1].Role != "primary" {
+		t.Fatalf("ha status after the kill of a: %+v", down.Replicas)
+	}
+	if table := wantCode(t, 0, "ha", "status", "--etcd", etcd.Endpoint, "--replica-set", "rs1", "--admin-token", haToken); !strings.Contains(table,
+		fmt.Sprintf("a        down (was primary in epoch %d, last seen ", first.Epoch)) {
+		t.Fatalf("ha status after the kill of a:\n%s", table)
+	}
 	checkAcks(t, b.Base, acked)
 	// The new primary sells on.
 	if code, body, err := post(b.Base+"/v1/campaigns/demo/skus/sku-1/reservations", map[string]string{"request_id": "after-1", "user_id": "after-u1"}); err != nil ||
@@ -271,8 +286,13 @@ func TestReplicaSetSurvivesKillOfThePrimary(t *testing.T) {
 	}
 	if st.Leader != "b" || st.Epoch != h.Epoch || !slices.Equal(st.Sync, []string{"a"}) || len(st.Replicas) != 2 ||
 		st.Replicas[0].Name != "a" || st.Replicas[0].Role != "standby" || !st.Replicas[0].InSync || st.Replicas[0].LagRecords == nil ||
+		st.Replicas[0].LastSeen != nil || st.Replicas[0].HTTP != a.Base ||
 		st.Replicas[1].Name != "b" || st.Replicas[1].Role != "primary" {
-		t.Fatalf("ha status:\n%s", out)
+		t.Fatalf("ha status:\n%s", out) // a is live again: not down, at its new address
+	}
+	// A live replica is not forgotten.
+	if out := wantCode(t, 1, "ha", "forget", "--etcd", etcd.Endpoint, "--replica-set", "rs1", "--replica", "a"); out != "" {
+		t.Fatalf("ha forget of a live replica printed %q", out)
 	}
 	if table := wantCode(t, 0, "ha", "status", "--etcd", etcd.Endpoint, "--replica-set", "rs1", "--admin-token", haToken); !strings.Contains(table, "leader b") {
 		t.Fatalf("ha status:\n%s", table)
@@ -295,6 +315,16 @@ func TestReplicaSetSurvivesKillOfThePrimary(t *testing.T) {
 
 	p.stopAndVerify(t, len(acked))
 	t.Logf("%d acknowledged reservations survived the kill of the primary", len(acked))
+
+	// Both stopped: both down. A replica that will never return is
+	// forgotten, and listed no more.
+	if st := haStatusJSON(t, etcd.Endpoint); len(st.Replicas) != 2 || st.Replicas[0].Role != "down" || st.Replicas[1].Role != "down" {
+		t.Fatalf("ha status once both replicas stopped: %+v", st.Replicas)
+	}
+	wantCode(t, 0, "ha", "forget", "--etcd", etcd.Endpoint, "--replica-set", "rs1", "--replica", "a")
+	if st := haStatusJSON(t, etcd.Endpoint); len(st.Replicas) != 1 || st.Replicas[0].Name != "b" || st.Replicas[0].Role != "down" {
+		t.Fatalf("ha status once a was forgotten: %+v", st.Replicas)
+	}
 }
 
 // TestReplicaSetSurvivesAPausedPrimary pauses the primary (SIGSTOP) under

@@ -13,6 +13,7 @@
 //	seckillctl reconcile --orders URL --campaign C [--sku S] [--lag D] [--json] (--server URL | --etcd E | --data-dir DIR)
 //	seckillctl dashboard-link --server URL --admin-token T
 //	seckillctl ha status|switchover --etcd E --replica-set S --admin-token T [--to B]
+//	seckillctl ha forget --etcd E --replica-set S --replica R
 //
 // DIR is a SKU directory (<data-dir>/<campaign>/<sku>) or its wal
 // directory; verify also takes a whole data dir. The log is read with
@@ -98,10 +99,14 @@ const usage = `seckillctl: operate on seckill data directories (read-only unless
   seckillctl ha status --etcd E --replica-set S --admin-token T [--json]
         each replica of a replica set: its role, epoch, whether it is in the sync
         set, its lag behind the primary (records, ms); from etcd and each
-        replica's GET /admin/replica
+        replica's GET /admin/replica; a replica gone (its lease ended) is down,
+        with the role and epoch it last recorded and when
   seckillctl ha switchover --etcd E --replica-set S --to B --admin-token T [--timeout 30s]
         hand the lead to standby B: the primary stops admitting, waits until B
         holds every record, releases the leader key to B alone; prints the pause
+  seckillctl ha forget --etcd E --replica-set S --replica R
+        remove the record of replica R, down for good, from etcd: ha status no
+        longer lists it as down (refused while R is registered)
   seckillctl dashboard-link --server URL --admin-token T
         print a one-time login link to the server's dashboard (works once, within a
         minute; sets an HttpOnly session cookie for 12 h): for a browser the token

@@ -77,8 +77,8 @@ func (n *haNode) front(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			return
 		}
 		if n.paused.Load() {
-			ctx.Response.Header.Set("Retry-After", "1")
-			writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"error": "UNAVAILABLE",
+			ctx.Response.Header.Set("Retry-After", httpapi.RetryAfterOf(httpapi.ReasonUnavailable))
+			writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"error": httpapi.ReasonUnavailable,
 				"detail": "a switchover hands the lead to another replica of " + s.Set + ": retry in a moment"})
 			return
 		}
@@ -96,8 +96,8 @@ func (n *haNode) front(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 		if !n.campaignsDefined() && bytes.HasPrefix(ctx.Path(), []byte("/v1/")) {
 			// A buyer told 404 for a SKU of the sale would give up; the
 			// sale's SKUs are being defined (/readyz says "starting").
-			ctx.Response.Header.Set("Retry-After", "1")
-			writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"error": "UNAVAILABLE",
+			ctx.Response.Header.Set("Retry-After", httpapi.RetryAfterOf(httpapi.ReasonUnavailable))
+			writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"error": httpapi.ReasonUnavailable,
 				"detail": "the primary of " + s.Set + " is defining its campaigns: retry in a moment"})
 			return
 		}

@@ -178,10 +178,12 @@ type haNode struct {
 }
 
 // haCoordinator is the Coordinator with the set's pending definitions
-// (hapending.go) and the Close of its lease.
+// (hapending.go), the replica's record (haseen.go) and the Close of its
+// lease.
 type haCoordinator interface {
 	replica.Coordinator
 	pendingKeys
+	seenKeys
 	Close() error
 }
 
@@ -298,6 +300,16 @@ func (n *haNode) run(ctx context.Context) (err error) {
 	defer n.http.Close()
 	defer n.replLn.Close()
 	defer n.coord.Close()
+	seenCtx, stopSeen := context.WithCancel(context.Background())
+	seenDone := make(chan struct{})
+	go func() {
+		defer close(seenDone)
+		n.keepSeen(seenCtx)
+	}()
+	defer func() { // before the lease closes: no write on a closed one
+		stopSeen()
+		<-seenDone
+	}()
 	if err := n.startStandbyHTTP(); err != nil {
 		return err
 	}

@@ -89,6 +89,10 @@ func (s setPending) Remove(key string) error {
 	return s.keys.DeletePending(ctx, s.h, key)
 }
 
+// Finisher: the set's lists are read by each primary as it takes the
+// lead, not by this replica's next start.
+func (setPending) Finisher() actors.Finisher { return actors.FinishedByNextPrimary }
+
 func (s setPending) List(ctx context.Context) ([]actors.PendingList, error) {
 	entries, err := s.keys.Pending(ctx)
 	if err != nil {

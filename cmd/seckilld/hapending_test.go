@@ -66,6 +66,9 @@ func pendingDefs(n, idLen int) []sku.Definition {
 func TestSetPendingKeepsTheListInTheSetsKeys(t *testing.T) {
 	keys := &fakeKeys{kept: map[string][]byte{}}
 	s := setPending{keys: keys, h: replica.Holding{Name: "a", Epoch: 7}, timeout: time.Second}
+	if s.Finisher() != actors.FinishedByNextPrimary {
+		t.Fatal("a replica set's list would be said to be finished by this replica's next start")
+	}
 	defs := pendingDefs(25_000, 0) // the most SKUs a campaign PUT's body holds
 	key, err := s.Put(defs)
 	if err != nil {
