@@ -49,6 +49,11 @@ func main() {
 	}
 	cfg.LogLevel = "error"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
+	// etcd keeps every revision of every key until compacted, and the
+	// ledger's grants and each replica's seen/<name> record (rewritten
+	// every few seconds) add revisions for as long as a cluster runs:
+	// compact what is older than an hour, as a production etcd is run.
+	cfg.AutoCompactionMode, cfg.AutoCompactionRetention = embed.CompactorModePeriodic, "1h"
 	cfg.TickMs = *tickMs
 	cfg.ElectionMs = 10 * *tickMs
 	client := url.URL{Scheme: "http", Host: *clientAddr}
