@@ -159,17 +159,35 @@ func StartIn(dataDir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	client, err := FreePort()
-	if err != nil {
-		return nil, err
+	// FreePort's ports are free when it returns, not when etcd binds them:
+	// another process of a parallel test may take one in between, and etcd
+	// then exits at once. A first start takes other ports then.
+	for attempt := 1; ; attempt++ {
+		client, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		peer, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		s := &Server{Endpoint: client, dataDir: dataDir, peer: peer, bin: bin}
+		err = s.start()
+		if err == nil || attempt == startAttempts || !strings.Contains(err.Error(), "address already in use") {
+			return s, err
+		}
+		if err := os.RemoveAll(dataDir); err != nil { // whatever the failed start made: a first start begins empty
+			return nil, err
+		}
 	}
-	peer, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{Endpoint: client, dataDir: dataDir, peer: peer, bin: bin}
-	return s, s.start()
 }
+
+// freePort is FreePort, replaced by a test that hands out a taken port.
+var freePort = FreePort
+
+// startAttempts bounds the first starts of a member whose ports were
+// taken before it bound them.
+const startAttempts = 5
 
 func (s *Server) start() error {
 	cmd := exec.Command(s.bin, "--data-dir", s.dataDir, "--client-addr", s.Endpoint, "--peer-addr", s.peer)
@@ -195,7 +213,7 @@ func (s *Server) start() error {
 				ready <- nil
 			}
 		}
-		ready <- errors.New("etcdtest: etcd exited before it was ready")
+		ready <- fmt.Errorf("etcdtest: etcd exited before it was ready; its log ends: %s", logTail(s.dataDir+".log"))
 	}()
 	go func() { cmd.Wait(); close(s.done) }()
 	select {
@@ -255,3 +273,13 @@ func (s *Server) Terminate() {
 
 // Pid returns the process id.
 func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
+// logTail is the last lines of the member's log, for an error.
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(lines[max(0, len(lines)-5):], " | ")
+}
