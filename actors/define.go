@@ -80,11 +80,15 @@ func (e *Engine) DefineAll(ctx context.Context, defs []sku.Definition, each time
 			if each > 0 {
 				dctx, cancel = context.WithTimeout(ctx, each)
 			}
-			errs[i] = e.define(dctx, defs[i])
+			h, err := e.define(dctx, defs[i])
 			cancel()
-			if errs[i] != nil {
-				failed.Store(true)
+			if err != nil {
+				failed.Store(true) // before the discard: none begins meanwhile
 			}
+			if h != nil {
+				e.discard(h)
+			}
+			errs[i] = err
 			return nil
 		})
 	}
@@ -135,26 +139,24 @@ func (e *Engine) checkList(defs []sku.Definition) (int, error) {
 	return len(defs), nil
 }
 
-// define defines one SKU of a list DefineAll checked.
-func (e *Engine) define(ctx context.Context, d sku.Definition) error {
+// define defines one SKU of a list DefineAll checked. A SKU it created
+// whose first definition failed is returned for the caller to discard.
+func (e *Engine) define(ctx context.Context, d sku.Definition) (discard *SKU, err error) {
 	h, err := e.handleFor(d.CampaignID, d.SKUID)
 	if err != nil {
-		if h != nil { // its new log failed to open
-			e.discard(h)
-		}
-		return err
+		return h, err // h: its new folder or log failed
 	}
 	c := newCall(core.KindDefine)
 	c.Def = &d
 	if err := h.do(ctx, c); err != nil {
-		return err // not answered in time: the actor still decides it
+		return nil, err // not answered in time: the actor still decides it
 	}
 	err = c.Err
 	c.free()
 	if err != nil && h.Stats().Definition.CampaignID == "" {
-		e.discard(h)
+		return h, err
 	}
-	return err
+	return nil, err
 }
 
 // discard drops a SKU whose first definition failed (refused, or its log
