@@ -71,7 +71,7 @@ func (e *Engine) DefineAll(ctx context.Context, defs []sku.Definition, each time
 	var g errgroup.Group
 	g.SetLimit(skudir.AtOnce)
 	for i := range defs[:n] {
-		g.Go(func() error { // Go waits for a free slot: the list's order
+		g.Go(func() error { // Go waits for a free slot: they begin in the list's order
 			if failed.Load() {
 				errs[i] = ErrNotBegun
 				return nil
