@@ -153,10 +153,17 @@ func TestDefineAllStopsAtABadDefinition(t *testing.T) {
 	}
 }
 
-// failingStore is a log store whose writes fail (a full disk).
-type failingStore struct{ wal.Store }
+// failingStore is a log store whose writes fail (a full disk); failed
+// says one did.
+type failingStore struct {
+	wal.Store
+	failed *atomic.Bool
+}
 
-func (failingStore) WriteBatch(*wal.Batch) (int, error) { return 0, errInjected }
+func (s failingStore) WriteBatch(*wal.Batch) (int, error) {
+	s.failed.Store(true)
+	return 0, errInjected
+}
 
 // TestDefineAllStopsAtAFailedCommit: a list whose one SKU's log fails to
 // write its definition, while others are committed beside it, answers
@@ -167,25 +174,25 @@ func TestDefineAllStopsAtAFailedCommit(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	var fail sync.Map // SKU folders whose log fails
-	var holding atomic.Bool
+	var holding, failed atomic.Bool
 	cfg := Config{DataDir: dir, Clock: (&fakeClock{}).Now, ExpiryInterval: time.Hour, Logger: quiet, LogFailureRetry: -1}
 	var e *Engine
 	defs := listDefs("c1", "s", 40, sku.PurchaseLimitSKU)
 	const at = 10
-	held := make(map[string]bool, len(defs)) // the logs after the failing one: opened once it failed
+	held := make(map[string]bool, len(defs)) // the logs after the failing one: opened once it failed and was discarded
 	for _, d := range defs[at+1:] {
 		held[skudir.Of(dir, "c1", d.SKUID).WAL()] = true
 	}
 	cfg.WAL.OpenStore = func(d string, o wal.StoreOptions) (wal.Store, error) {
 		// On the SKU's actor: no t.Fatal here, an error fails its log.
-		for deadline := time.Now().Add(time.Minute); holding.Load() && held[d] && e.handle("c1", defs[at].SKUID) != nil; time.Sleep(time.Millisecond) {
+		for deadline := time.Now().Add(time.Minute); holding.Load() && held[d] && (!failed.Load() || e.handle("c1", defs[at].SKUID) != nil); time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
 				return nil, errors.New("the failing SKU was not discarded in a minute")
 			}
 		}
 		st, err := wal.OpenTidwallStore(d, o)
 		if _, ok := fail.Load(d); ok && err == nil {
-			return failingStore{st}, nil
+			return failingStore{st, &failed}, nil
 		}
 		return st, err
 	}
