@@ -13,7 +13,6 @@
 package actors
 
 import (
-	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -28,7 +27,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors/core"
-	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/wal"
 )
@@ -88,7 +86,7 @@ const (
 	// opening, repairing and fsyncing its log, reading a snapshot): at
 	// Open, and later after their logs failed (a full disk fails every log
 	// at once). The two never overlap: no log fails before Open returns.
-	RecoveriesMax = 16
+	RecoveriesMax = skudir.AtOnce
 	// SnapshotWritersMax bounds the snapshot files written at once, over
 	// every SKU of the engine (SKUs defined together snapshot together);
 	// a snapshot waits for a writer.
@@ -97,9 +95,10 @@ const (
 	// truncation that finds none free is left to the SKU's next snapshot.
 	TruncationsMax = 4
 	// FileOperationsMax is the most file operations an engine runs at once
-	// beyond its SKUs' logs: the above, plus one SKU created (Define, one at
-	// a time) and one SKU restarted after a panic.
-	FileOperationsMax = RecoveriesMax + SnapshotWritersMax + TruncationsMax + 2
+	// beyond its SKUs' logs: the above, plus the SKUs created at once (one
+	// list of definitions at a time, skudir.AtOnce of its SKUs: DefineAll)
+	// and one SKU restarted after a panic.
+	FileOperationsMax = RecoveriesMax + SnapshotWritersMax + TruncationsMax + skudir.AtOnce + 1
 )
 
 // Config configures an Engine. Zero fields take the defaults named.
@@ -312,8 +311,8 @@ type Engine struct {
 	// purchase_limit is "campaign" (purchases.go), created on first use.
 	purchasesMu sync.RWMutex
 	purchases   map[string]*purchases
-	// defineMu serialises Define's check that a campaign's SKUs agree on
-	// purchase_limit with the definition itself.
+	// defineMu is held by DefineAll for a whole list: its checks (that a
+	// campaign's SKUs agree on purchase_limit) hold until it is defined.
 	defineMu sync.Mutex
 	// stating is held shared by each definition from MakeRoom to its
 	// release and alone by FinishPending while it finishes a list, so
@@ -592,123 +591,6 @@ func (e *Engine) SKUs() []*SKU {
 	return out
 }
 
-// Define creates a SKU, or applies an allowed redefinition (end_at later,
-// sale_limit higher). A change that is not allowed returns an error
-// wrapping sku.ErrInvalidDefinition; a new SKU beyond Config.MaxSKUs one
-// wrapping ErrTooManySKUs, before its folder is made (unless MakeRoom holds
-// a place for it). The definition is durable when Define returns nil.
-func (e *Engine) Define(ctx context.Context, d sku.Definition) error {
-	if err := d.Validate(); err != nil {
-		return err
-	}
-	e.defineMu.Lock()
-	defer e.defineMu.Unlock()
-	if err := e.checkPurchaseLimit(d); err != nil {
-		return err
-	}
-	h, err := e.handleFor(d.CampaignID, d.SKUID)
-	if err != nil {
-		if h != nil { // its new log failed to open
-			e.discard(h)
-		}
-		return err
-	}
-	c := newCall(core.KindDefine)
-	c.Def = &d
-	if err := h.do(ctx, c); err != nil {
-		return err // not answered in time: the actor still decides it
-	}
-	err = c.Err
-	c.free()
-	if err != nil && h.Stats().Definition.CampaignID == "" {
-		e.discard(h)
-	}
-	return err
-}
-
-// discard drops a SKU whose first definition failed (refused, or its log
-// failed: on a full disk, a write or fsync): its actor, its handle and its
-// folder, so nothing of a definition that did not become durable is seen
-// (a SKU whose log failed would otherwise list as defined, with empty
-// figures) and its retry creates it anew. Bytes of the definition a failed
-// fsync left in the folder go with it. A folder that cannot be removed is
-// kept as a leftover (a later Define appends to it, as after Open).
-func (e *Engine) discard(h *SKU) {
-	_ = e.system.Root.StopFuture(h.pid).Wait() // the actor closes its log first
-	k := skuKey{h.campaignID, h.skuID}
-	e.create.Lock()
-	e.skusMu.Lock()
-	e.forgetLocked(k)
-	e.skusMu.Unlock()
-	if err := os.RemoveAll(h.dir.String()); err != nil {
-		e.leftover[k] = struct{}{}
-	} else {
-		_ = wal.SyncDir(skudir.Campaign(e.cfg.DataDir, h.campaignID))
-	}
-	e.create.Unlock()
-	e.tickMu.Lock()
-	delete(e.ticked, h)
-	delete(e.rates, h)
-	e.tickMu.Unlock()
-}
-
-// checkPurchaseLimit refuses a definition whose purchase_limit differs
-// from that of the campaign's defined SKUs
-// (sku.CheckCampaignPurchaseLimit).
-func (e *Engine) checkPurchaseLimit(d sku.Definition) error {
-	for _, h := range e.SKUs() {
-		if h.campaignID != d.CampaignID {
-			continue
-		}
-		if v := h.durable.Load(); v != nil {
-			if err := sku.CheckCampaignPurchaseLimit(v.Definition, &d); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// handleFor returns the SKU, creating its folder and actor if needed.
-func (e *Engine) handleFor(campaignID, skuID string) (*SKU, error) {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return nil, ErrClosed
-	}
-	e.mu.Unlock()
-	if h := e.handle(campaignID, skuID); h != nil {
-		return h, nil
-	}
-	e.create.Lock()
-	defer e.create.Unlock()
-	if h := e.handle(campaignID, skuID); h != nil { // created while we waited
-		return h, nil
-	}
-	if e.isClosed() { // Close takes e.create after closing: no SKU is born after its sweep
-		return nil, ErrClosed
-	}
-	k := skuKey{campaignID, skuID}
-	if err := e.roomForLocked(k); err != nil {
-		return nil, err
-	}
-	delete(e.held, k)
-	delete(e.leftover, k)
-	dir := skudir.Of(e.cfg.DataDir, campaignID, skuID)
-	if err := os.MkdirAll(dir.String(), 0o750); err != nil {
-		return nil, err
-	}
-	if err := wal.SyncDir(skudir.Campaign(e.cfg.DataDir, campaignID)); err != nil {
-		return nil, err
-	}
-	if err := wal.SyncDir(e.cfg.DataDir); err != nil {
-		return nil, err
-	}
-	h := e.spawn(skuKey{campaignID, skuID})
-	<-h.ready
-	return h, h.readyErr
-}
-
 // Close stops every actor after it has handled what is in its mailbox,
 // flushes and fsyncs every log, and stops the actor system.
 func (e *Engine) Close() error {
@@ -719,8 +601,8 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	e.mu.Unlock()
-	// A SKU being created finishes before the sweep below lists the SKUs;
-	// one not started yet sees closed (handleFor).
+	// A SKU being created is spawned before the sweep below lists the
+	// SKUs; one not spawned yet sees closed (spawnNew).
 	e.create.Lock()
 	e.create.Unlock() // an empty critical section: a barrier
 	close(e.stop)

@@ -11,9 +11,9 @@ import (
 )
 
 // Pending definitions. A definition of many SKUs (a campaign PUT, a
-// campaign file) is one Define per SKU, each durable in its own log: a
-// crash between two would leave the campaign partly defined. MakeRoom,
-// which such a definition calls before its first Define, first makes the
+// campaign file) is one DefineAll, each SKU durable in its own log: a
+// crash while it runs would leave the campaign partly defined. MakeRoom,
+// which such a definition calls before its DefineAll, first makes the
 // whole list durable in the engine's PendingStore (Config.Pending: the
 // data dir's pending-define-* files, pendingdir.go, or a replica set's
 // list in etcd), and its release removes it. A list found at start is a
@@ -237,28 +237,42 @@ func (e *Engine) FinishPending(ctx context.Context) (finished []string, err erro
 // finishList defines the rest of l, unless a definition stated since
 // supersedes it, adding the SKUs it changed to finished. It holds
 // e.stating alone: a definition stated meanwhile waits in MakeRoom, and
-// then supersedes what it finished.
+// then supersedes what it finished. A definition that no longer applies
+// is dropped and the rest defined: each round defines the list up to such
+// a one (DefineAll stops there), the next round what it left.
 func (e *Engine) finishList(ctx context.Context, l PendingList, finished *[]string) error {
 	e.stating.Lock()
 	defer e.stating.Unlock()
-	for _, d := range l.Defs {
-		if !e.stillCut(l.Key) {
-			break // superseded: the operator stated its campaigns since
+	rest := l.Defs
+	for len(rest) > 0 && e.stillCut(l.Key) { // else superseded: the operator stated its campaigns since
+		had := make([]*sku.Definition, len(rest))
+		for i, d := range rest {
+			if h := e.SKU(d.CampaignID, d.SKUID); h != nil {
+				def := *h.Stats().Definition
+				had[i] = &def
+			}
 		}
-		before := e.SKU(d.CampaignID, d.SKUID)
-		var had sku.Definition
-		if before != nil {
-			had = *before.Stats().Definition
+		var next []sku.Definition
+		var failed error
+		for i, err := range e.DefineAll(ctx, rest, 0) {
+			d := rest[i]
+			switch {
+			case err == nil:
+				if had[i] == nil || !d.Repeats(*had[i]) {
+					*finished = append(*finished, d.CampaignID+"/"+d.SKUID)
+				}
+			case errors.Is(err, ErrNotBegun):
+				next = append(next, d)
+			case errors.Is(err, sku.ErrInvalidDefinition):
+				e.cfg.Logger.Error("a definition a crash cut short no longer applies; the SKU is left as it is", "campaign_id", d.CampaignID, "sku_id", d.SKUID, "err", err)
+			case failed == nil:
+				failed = fmt.Errorf("finishing the definitions of %s: %s/%s: %w", l.Key, d.CampaignID, d.SKUID, err)
+			}
 		}
-		if err := e.Define(ctx, d); errors.Is(err, sku.ErrInvalidDefinition) {
-			e.cfg.Logger.Error("a definition a crash cut short no longer applies; the SKU is left as it is", "campaign_id", d.CampaignID, "sku_id", d.SKUID, "err", err)
-			continue
-		} else if err != nil {
-			return fmt.Errorf("finishing the definitions of %s: %s/%s: %w", l.Key, d.CampaignID, d.SKUID, err)
+		if failed != nil {
+			return failed
 		}
-		if before == nil || !d.Repeats(had) {
-			*finished = append(*finished, d.CampaignID+"/"+d.SKUID)
-		}
+		rest = next
 	}
 	e.finishedCut(l.Key)
 	return nil

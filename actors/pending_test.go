@@ -387,3 +387,43 @@ func TestPendingFileNotWrittenIsUnavailable(t *testing.T) {
 		t.Fatalf("files left beside it: %v", m)
 	}
 }
+
+// A cut list whose middle definition no longer applies (a sale_limit
+// lowered below the SKU's since) is finished around it: FinishPending
+// defines the SKUs before and after it, leaves that SKU as it is, and
+// removes the list. DefineAll stops at the refused definition; the
+// next round defines the rest.
+func TestFinishPendingDefinesAroundADefinitionThatNoLongerApplies(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	e, err := openMax(t, dir, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := defOf("b")
+	if err := e.Define(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	lowered := b
+	lowered.SaleLimit = b.SaleLimit - 1
+	defs := []sku.Definition{defOf("a"), lowered, defOf("c"), defOf("d")}
+	if _, err := e.MakeRoom(defs); err != nil { // never released: the crash
+		t.Fatal(err)
+	}
+	e.Close()
+
+	e, err = openMax(t, dir, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finished, err := e.FinishPending(ctx)
+	if err != nil || !slices.Equal(finished, []string{"c1/a", "c1/c", "c1/d"}) {
+		t.Fatalf("FinishPending: %v, %v; want a, c and d defined around b", finished, err)
+	}
+	if got := e.SKU("c1", "b").Stats().Definition.SaleLimit; got != b.SaleLimit {
+		t.Fatalf("b's sale_limit %d after FinishPending, want %d as it was", got, b.SaleLimit)
+	}
+	if p := pendingFiles(t, dir); len(p) != 0 || e.PartlyDefined("c1") {
+		t.Fatalf("FinishPending left %v (partly defined: %v)", p, e.PartlyDefined("c1"))
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/ledger"
@@ -50,14 +52,22 @@ func (g *Guard) ClaimCampaign(ctx context.Context, campaignID string) error {
 	return fmt.Errorf("%w: %v", httpapi.ErrLedgerUnreachable, err)
 }
 
-// Define defines d locally once ClaimCampaign allowed its campaign (the
-// admin API's path; the cell defines its published SKUs on the engine
-// itself).
-func (g *Guard) Define(ctx context.Context, d sku.Definition) error {
-	if err := g.ClaimCampaign(ctx, d.CampaignID); err != nil {
-		return err
+// DefineAll defines defs locally once ClaimCampaign allowed their
+// campaigns (the admin API's path; the cell defines its published SKUs on
+// the engine itself): those before the first whose campaign is refused,
+// which gets the refusal, as actors.Engine.DefineAll answers a list
+// stopped at a definition.
+func (g *Guard) DefineAll(ctx context.Context, defs []sku.Definition, each time.Duration) []error {
+	for i, d := range defs {
+		if err := g.ClaimCampaign(ctx, d.CampaignID); err != nil {
+			errs := append(g.Engine.DefineAll(ctx, defs[:i], each), err)
+			for range defs[i+1:] {
+				errs = append(errs, actors.ErrNotBegun)
+			}
+			return errs
+		}
 	}
-	return g.Engine.Define(ctx, d)
+	return g.Engine.DefineAll(ctx, defs, each)
 }
 
 var _ httpapi.CampaignClaimer = (*Guard)(nil)

@@ -171,8 +171,8 @@ func TestLocalOrPublished(t *testing.T) {
 	if err := c1.guard.ClaimCampaign(ctx, "ff"); !errors.Is(err, httpapi.ErrCampaignPublished) {
 		t.Fatalf("claim of a campaign the guard holds: %v", err)
 	}
-	if err := c1.guard.Define(ctx, publishDef("ff", "b", sku.PurchaseLimitSKU, 5)); !errors.Is(err, httpapi.ErrCampaignPublished) || c1.has("ff") {
-		t.Fatalf("Define through the guard of a published campaign: %v", err)
+	if errs := c1.guard.DefineAll(ctx, []sku.Definition{publishDef("ff", "b", sku.PurchaseLimitSKU, 5)}, 0); !errors.Is(errs[0], httpapi.ErrCampaignPublished) || c1.has("ff") {
+		t.Fatalf("DefineAll through the guard of a published campaign: %v", errs)
 	}
 
 	// A second cell.

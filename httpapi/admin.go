@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -140,25 +141,25 @@ func (s *Server) handleDefine(ctx *fasthttp.RequestCtx) string {
 	if s.feed != nil {
 		defer s.feed.SKUDefined() // campaign feeds list the campaign's SKUs again
 	}
+	errs := s.engine.DefineAll(context.Background(), defs, s.cfg.RequestTimeout)
 	for i, d := range defs {
-		ectx, cancel := s.engineContext()
-		err := s.engine.Define(ectx, d)
-		cancel()
-		if err != nil {
-			cut := cutShort(defs, i, err)
-			release(cut)
-			if cut {
-				return write(ctx, cutShortReply(campaignID, defs, i, err, s.engine.PendingFinisher()))
-			}
-			if r, ok := claimReply(err); ok {
-				return write(ctx, r)
-			}
-			if errors.Is(err, sku.ErrInvalidDefinition) {
-				return write(ctx, errorReply(reasonDefinitionConflict, err.Error()))
-			}
-			return write(ctx, s.engineError("admin_define", err, "/admin/campaigns/"+campaignID))
+		if errs[i] == nil {
+			s.gates.get(d.CampaignID, d.SKUID) // its series exist from its definition
 		}
-		s.gates.get(d.CampaignID, d.SKUID) // its series exist from its definition
+	}
+	if _, err := firstFailure(errs); err != nil {
+		cut := cutShort(defs, errs)
+		release(cut)
+		if cut {
+			return write(ctx, cutShortReply(campaignID, defs, errs, s.engine.PendingFinisher()))
+		}
+		if r, ok := claimReply(err); ok {
+			return write(ctx, r)
+		}
+		if errors.Is(err, sku.ErrInvalidDefinition) {
+			return write(ctx, errorReply(reasonDefinitionConflict, err.Error()))
+		}
+		return write(ctx, s.engineError("admin_define", err, "/admin/campaigns/"+campaignID))
 	}
 	release(false)
 	// The answer is the campaign as GET shows it, from the durable

@@ -353,11 +353,10 @@ func DefineCampaigns(ctx context.Context, e Engine, cs []Campaign, now time.Time
 	if err != nil {
 		return err
 	}
-	for i, d := range all {
-		if err := e.Define(ctx, d); err != nil {
-			release(cutShort(all, i, err))
-			return fmt.Errorf("defining %s/%s: %w", d.CampaignID, d.SKUID, err)
-		}
+	errs := e.DefineAll(ctx, all, 0)
+	if i, err := firstFailure(errs); err != nil {
+		release(cutShort(all, errs))
+		return fmt.Errorf("defining %s/%s: %w", all[i].CampaignID, all[i].SKUID, err)
 	}
 	release(false)
 	return nil

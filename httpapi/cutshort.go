@@ -10,11 +10,11 @@ import (
 )
 
 // A definition of many SKUs (a campaign PUT, a campaign file) is one
-// Define per SKU. An error after one of them was applied (a full disk
-// after some SKUs were defined, a replica set's primary deposed) leaves
-// the campaign partly defined; the engine keeps the whole definition
-// pending, as a crash would leave it (actors.Engine.MakeRoom), so that it
-// is made whole later: by a single node's next start, by a replica set's
+// DefineAll, each SKU in its own log. An error after one of them was
+// applied (a full disk after some SKUs were defined, a replica set's
+// primary deposed) leaves the campaign partly defined; the engine keeps
+// the whole definition pending, as a crash would leave it
+// (actors.Engine.MakeRoom), so that it is made whole later: by a single node's next start, by a replica set's
 // next primary (actors.Engine.PendingFinisher). The PUT's answer says so
 // instead of an error that would read as "nothing was done": 504
 // RESULT_UNKNOWN (the PUT's result is not settled) with the campaign's
@@ -40,21 +40,48 @@ func notBegunReply(err error) (reply, bool) {
 	return reply{}, false
 }
 
-// cutShort reports whether a Define that failed with err, the i-th of
-// defs, leaves a definition of many SKUs begun and unfinished: one before
-// it was applied, or its own result is unknown.
-func cutShort(defs []sku.Definition, i int, err error) bool {
-	return len(defs) > 1 && (i > 0 || classify(err).unknown)
+// firstFailure returns the first definition of a list that failed, in the
+// list's order, and its error: every one before it is durable
+// (actors.Engine.DefineAll). -1 and nil when none failed.
+func firstFailure(errs []error) (int, error) {
+	for i, err := range errs {
+		if err != nil {
+			return i, err
+		}
+	}
+	return -1, nil
 }
 
-// cutShortReply answers a campaign PUT whose i-th definition failed with
-// err after it began, kept for finisher to finish.
-func cutShortReply(campaignID string, defs []sku.Definition, i int, err error, finisher actors.Finisher) reply {
+// cutShort reports whether a definition of defs that failed (errs, one
+// per definition: actors.Engine.DefineAll) was left begun and unfinished:
+// one of them was applied, or one's result is unknown.
+func cutShort(defs []sku.Definition, errs []error) bool {
+	if len(defs) < 2 {
+		return false
+	}
+	for _, err := range errs {
+		if err == nil || classify(err).unknown {
+			return true
+		}
+	}
+	return false
+}
+
+// cutShortReply answers a campaign PUT whose definitions failed (errs)
+// after they began, kept for finisher to finish.
+func cutShortReply(campaignID string, defs []sku.Definition, errs []error, finisher actors.Finisher) reply {
 	finish := finishDetail(finisher)
-	detail := fmt.Sprintf("the campaign may be partly defined: the definition of %s may or may not stand (%v); %s", defs[0].SKUID, err, finish)
-	if i > 0 {
+	i, err := firstFailure(errs)
+	var defined []sku.Definition
+	for j, err := range errs {
+		if err == nil {
+			defined = append(defined, defs[j])
+		}
+	}
+	detail := fmt.Sprintf("the campaign may be partly defined: the definition of %s may or may not stand (%v); %s", defs[i].SKUID, err, finish)
+	if len(defined) > 0 {
 		detail = fmt.Sprintf("the campaign is partly defined: %d of %d SKUs (%s), then %s failed (%v); %s",
-			i, len(defs), listSKUs(defs[:i]), defs[i].SKUID, err, finish)
+			len(defined), len(defs), listSKUs(defined), defs[i].SKUID, err, finish)
 	}
 	return reply{status: StatusOf(ReasonResultUnknown), outcome: ReasonResultUnknown,
 		body: ResultUnknownBody("/admin/campaigns/"+campaignID, detail)}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/actors/sku"
@@ -68,10 +69,14 @@ type StatsReader interface {
 
 // Admin runs the operator's commands.
 type Admin interface {
-	// Define creates or redefines one SKU; a change that is not allowed
-	// returns an error wrapping sku.ErrInvalidDefinition, a new SKU beyond
-	// the engine's limit one wrapping actors.ErrTooManySKUs.
-	Define(ctx context.Context, d sku.Definition) error
+	// DefineAll creates or redefines the SKUs of defs, side by side, as
+	// one after another stopping at the first error would
+	// (actors.Engine.DefineAll): one error per definition, nil once it is
+	// durable, actors.ErrNotBegun for one not begun; a change that is not
+	// allowed is an error wrapping sku.ErrInvalidDefinition, a new SKU
+	// beyond the engine's limit one wrapping actors.ErrTooManySKUs. each
+	// bounds the wait for each definition's answer.
+	DefineAll(ctx context.Context, defs []sku.Definition, each time.Duration) []error
 	// MakeRoom holds, before any is defined, the places of the SKUs of defs
 	// that do not exist yet, or refuses them all with an error wrapping
 	// actors.ErrTooManySKUs; release frees the places not used, and says

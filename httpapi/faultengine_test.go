@@ -164,11 +164,20 @@ func (f *faultEngine) Snapshot(ctx context.Context, campaignID, skuID string) (a
 	return f.Engine.Snapshot(ctx, campaignID, skuID)
 }
 
-func (f *faultEngine) Define(ctx context.Context, d sku.Definition) error {
-	if err := f.before(ctx, engineCall{kind: kindDefine, campaignID: d.CampaignID, skuID: d.SKUID}); err != nil {
-		return err
+// DefineAll runs the hook of each definition in order: the list up to
+// the first the hook fails is defined, and that one gets the hook's
+// error, as the engine answers a list stopped at a definition.
+func (f *faultEngine) DefineAll(ctx context.Context, defs []sku.Definition, each time.Duration) []error {
+	for i, d := range defs {
+		if err := f.before(ctx, engineCall{kind: kindDefine, campaignID: d.CampaignID, skuID: d.SKUID}); err != nil {
+			errs := append(f.Engine.DefineAll(ctx, defs[:i], each), err)
+			for range defs[i+1:] {
+				errs = append(errs, actors.ErrNotBegun)
+			}
+			return errs
+		}
 	}
-	return f.Engine.Define(ctx, d)
+	return f.Engine.DefineAll(ctx, defs, each)
 }
 
 func (f *faultEngine) SKUStats(campaignID, skuID string) (actors.Stats, bool) {

@@ -153,3 +153,52 @@ func TestOneUserSixtyFourClicksOverHTTP(t *testing.T) {
 		t.Fatalf("audit: %v", a)
 	}
 }
+
+// TestConcurrentPUTsKeepOnePurchaseLimit: two PUTs of one new campaign,
+// one with purchase_limit "campaign" and one without (each naming SKUs
+// of its own), sent at once: exactly one is defined (201), the other is
+// 409 DEFINITION_CONFLICT on purchase_limit with nothing of it defined,
+// and the campaign shows the winner's purchase_limit on all its SKUs.
+func TestConcurrentPUTsKeepOnePurchaseLimit(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{})
+	for round := range 4 {
+		id := fmt.Sprintf("race%d", round)
+		bodies := [2]map[string]any{
+			scopedCampaign(id, 8, 5), // s1..s8
+			campaign(id, "15m", map[string]int{"b1": 5, "b2": 5, "b3": 5, "b4": 5, "b5": 5, "b6": 5, "b7": 5, "b8": 5}),
+		}
+		var rs [2]response
+		var errs [2]error
+		parallel(2, func(i int) {
+			rs[i], errs[i] = try(http.MethodPut, ts.base+"/admin/campaigns/"+id, bodies[i], map[string]string{"Authorization": "Bearer " + testToken})
+		})
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		won := -1
+		for i, r := range rs {
+			if r.status == http.StatusCreated {
+				if won >= 0 {
+					t.Fatalf("%s: both PUTs defined: %v / %v", id, rs[0], rs[1])
+				}
+				won = i
+			}
+		}
+		if won < 0 {
+			t.Fatalf("%s: neither PUT defined: %v / %v", id, rs[0], rs[1])
+		}
+		lost := rs[1-won]
+		want(t, lost, http.StatusConflict, "DEFINITION_CONFLICT")
+		if !strings.Contains(lost.str("detail"), "purchase_limit") {
+			t.Fatalf("%s: the losing PUT: %v, want the purchase_limit conflict", id, lost)
+		}
+		got := ts.admin(http.MethodGet, "/admin/campaigns/"+id, nil)
+		scope := map[int]string{0: "campaign", 1: "sku"}[won]
+		if got.str("purchase_limit") != scope || len(got.body["skus"].([]any)) != 8 || got.body["partly_defined"] != nil {
+			t.Fatalf("%s: %v, want the winning PUT's 8 SKUs with purchase_limit %q", id, got, scope)
+		}
+	}
+}

@@ -164,10 +164,11 @@ func TestReplicaSetFinishesACampaignPutCutByAFailover(t *testing.T) {
 			a = startReplica(t, bin, p.aDir, etcd.Endpoint, "a", extra...)
 			p.a = a
 		}
-		// Each SKU's definition is one commit (Engine.Define is serial);
-		// strict, each waits for the standby's acknowledgement too. Under
-		// make test's parallel packages, whose fsyncs share the disk, that
-		// has taken 0.4 s a SKU: two minutes and more for the 270 left.
+		// Each SKU's definition is one commit, 16 SKUs at once
+		// (Engine.DefineAll); strict, each waits for the standby's
+		// acknowledgement too, and the standby makes each new SKU's folder
+		// and log one after another. Under make test's parallel packages,
+		// whose fsyncs share the disk, one commit has taken 0.4 s.
 		for deadline := time.Now().Add(5 * time.Minute); !ready(b.Base); time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("the new primary never got ready:\n%s", b.Stderr())

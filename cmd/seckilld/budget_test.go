@@ -24,7 +24,7 @@ func TestPlanBudget(t *testing.T) {
 		{reserved + connectionsMin, 0, 0, 0, "cannot hold"},
 		{20_000, 12_000, 12_000, 20_000 - reserved - 12_000, ""},
 		{20_000, 20_000 - reserved - connectionsMin, 20_000 - reserved - connectionsMin, connectionsMin, ""},
-		{20_000, 20_000 - reserved - connectionsMin + 1, 0, 0, "at most 19820 here"},
+		{20_000, 20_000 - reserved - connectionsMin + 1, 0, 0, "at most 19790 here"},
 	} {
 		b, err := planBudget(c.openFiles, c.maxSKUs)
 		if c.wantErr != "" {

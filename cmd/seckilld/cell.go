@@ -18,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/seckill/seckill/actors"
+	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/cells"
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/ledger"
@@ -116,9 +117,9 @@ func startCell(engine *actors.Engine, o cellOptions, dataDir string, reg prometh
 	rt := &cellRuntime{guard: cells.NewGuard(engine, o.id, pubs, l), engine: engine, epoch: cells.NewCellEpoch(l, o.id),
 		client: client, ledger: l, id: o.id, reg: reg, log: log, cache: cache, pubs: pubs, ctx: runCtx, cancel: stop}
 	rt.agents.Store(&map[string]*cells.Agent{})
-	for _, p := range pubs {
-		if err := rt.add(p); errors.Is(err, errLocalCampaign) {
-			rt.refuse(p, err) // a data dir from before the claim: serve the rest
+	for i, err := range rt.addAll(pubs) {
+		if errors.Is(err, errLocalCampaign) {
+			rt.refuse(pubs[i], err) // a data dir from before the claim: serve the rest
 		} else if err != nil {
 			rt.stop()
 			return nil, err
@@ -157,24 +158,53 @@ func checkCellOf(engine *actors.Engine, cell, dataDir string) error {
 // from before it may hold one.
 var errLocalCampaign = errors.New("the campaign is defined locally (uncelled) on this cell")
 
-// add guards, defines and starts the agent of one published SKU: the
-// guard first, so that no reserve of a user of another cell is ever
-// taken between the definition and the guard. errLocalCampaign, with
-// nothing done, when the engine holds a SKU of the campaign uncelled.
-func (rt *cellRuntime) add(p cells.Published) error {
+// add guards, defines and starts the agent of one published SKU (addAll).
+func (rt *cellRuntime) add(p cells.Published) error { return rt.addAll([]cells.Published{p})[0] }
+
+// addAll guards, defines and starts the agents of published SKUs: the
+// guards first, so that no reserve of a user of another cell is ever
+// taken between a definition and its guard; then their definitions as
+// one list (those a cell starts with are defined side by side:
+// actors.Engine.DefineAll); then each defined SKU's agent. It returns one
+// error per SKU: errLocalCampaign, with nothing done, when the engine
+// holds a SKU of its campaign uncelled.
+func (rt *cellRuntime) addAll(pubs []cells.Published) []error {
+	errs := make([]error, len(pubs))
+	var defs []sku.Definition
+	var listed []int // the index in pubs of each of defs
+	for i, p := range pubs {
+		if errs[i] = rt.checkCelled(p); errs[i] != nil {
+			continue
+		}
+		rt.guard.Add(p)
+		defs = append(defs, p.ForCell(rt.id))
+		listed = append(listed, i)
+	}
+	for j, err := range rt.engine.DefineAll(rt.ctx, defs, time.Minute) {
+		p := pubs[listed[j]]
+		if err != nil {
+			errs[listed[j]] = fmt.Errorf("defining %s/%s for cell %s: %w", p.Definition.CampaignID, p.Definition.SKUID, rt.id, err)
+			continue
+		}
+		errs[listed[j]] = rt.startAgent(p)
+	}
+	return errs
+}
+
+// checkCelled returns errLocalCampaign when the engine holds a SKU of
+// p's campaign uncelled.
+func (rt *cellRuntime) checkCelled(p cells.Published) error {
 	for _, st := range rt.engine.AllStats() {
 		if st.CampaignID == p.Definition.CampaignID && st.Definition.Cell == "" {
 			return fmt.Errorf("%w: SKU %s/%s is defined here uncelled, so the published %s/%s cannot be taken: a campaign is local to one cell or published across cells, never both (write off this cell's quota of it: seckillctl cells write-off)",
 				errLocalCampaign, st.CampaignID, st.SKUID, p.Definition.CampaignID, p.Definition.SKUID)
 		}
 	}
-	rt.guard.Add(p)
-	ctx, cancel := context.WithTimeout(rt.ctx, time.Minute)
-	err := rt.engine.Define(ctx, p.ForCell(rt.id))
-	cancel()
-	if err != nil {
-		return fmt.Errorf("defining %s/%s for cell %s: %w", p.Definition.CampaignID, p.Definition.SKUID, rt.id, err)
-	}
+	return nil
+}
+
+// startAgent starts the agent of a published SKU once it is defined.
+func (rt *cellRuntime) startAgent(p cells.Published) error {
 	s := ledger.SKU{Campaign: p.Definition.CampaignID, SKU: p.Definition.SKUID}
 	a, err := cells.NewAgent(cells.AgentConfig{Engine: rt.engine, Ledger: rt.ledger, SKU: s, Cell: rt.id, Epoch: rt.epoch, Logger: rt.log})
 	if err != nil {

@@ -21,6 +21,15 @@ const (
 	SnapshotsName = "snapshots"
 )
 
+// AtOnce bounds the SKUs one pass over many of them works on at once:
+// the engine's recoveries at Open, the definitions of a list
+// (actors.Engine.DefineAll), a promotion's epoch histories. Each SKU's
+// work is a few fsyncs of its own files (and, replicated, a standby's
+// acknowledgement), which the disk takes side by side where one after
+// another they cost a round trip each; more at once only queue longer
+// and hold more file descriptors.
+const AtOnce = 16
+
 // Dir is the folder of one SKU.
 type Dir string
 

@@ -16,9 +16,6 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// beginEpochWorkers bounds the SKUs BeginEpoch works on at once.
-const beginEpochWorkers = 16
-
 // Files of a replica, beside the engine's SKU folders.
 const (
 	// EpochFile, in the data dir, holds the highest epoch the replica has
@@ -69,7 +66,7 @@ func raiseEpoch(dataDir string, e uint64) error {
 // SKUs defined later start their history at (e, 1) (Primary does it as
 // their log opens).
 func BeginEpoch(dataDir string, e uint64, logger *slog.Logger) error {
-	return beginEpoch(dataDir, e, logger, beginEpochWorkers)
+	return beginEpoch(dataDir, e, logger, skudir.AtOnce)
 }
 
 // beginEpoch is BeginEpoch with at most workers SKUs at once.

@@ -42,12 +42,12 @@ func BenchmarkBeginEpoch(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		// One at a time before and after: the machine's drift falls on both.
 		one := begin(1)
-		many := begin(beginEpochWorkers)
+		many := begin(skudir.AtOnce)
 		one = (one + begin(1)) / 2
 		b.ReportMetric(float64(one.Milliseconds()), "one_at_a_time_ms")
 		b.ReportMetric(float64(many.Milliseconds()), "begin_epoch_ms")
 		b.ReportMetric(one.Seconds()/many.Seconds(), "speedup")
 		fmt.Printf("begin epoch over %d SKUs: one at a time %v, %d at once %v, %.1fx\n",
-			skus, one.Round(time.Millisecond), beginEpochWorkers, many.Round(time.Millisecond), one.Seconds()/many.Seconds())
+			skus, one.Round(time.Millisecond), skudir.AtOnce, many.Round(time.Millisecond), one.Seconds()/many.Seconds())
 	}
 }

@@ -1,0 +1,241 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/skudir"
+	"github.com/seckill/seckill/wal"
+)
+
+// listDefs is a campaign's list of n new SKUs, prefix0..prefix<n-1>.
+func listDefs(campaignID, prefix string, n int, scope sku.PurchaseLimit) []sku.Definition {
+	defs := make([]sku.Definition, n)
+	for i := range defs {
+		d := testDef(5)
+		d.CampaignID, d.SKUID, d.PurchaseLimit = campaignID, fmt.Sprintf("%s%d", prefix, i), scope
+		defs[i] = d
+	}
+	return defs
+}
+
+// TestDefineAllPurchaseLimitRace: two lists of one new campaign, one with
+// purchase_limit "campaign" and one with "sku", sent at once: exactly one
+// is defined whole; the other is refused at its first definition with the
+// purchase_limit error, and defines nothing. The campaign's SKUs all have
+// the winner's purchase_limit. Each list's SKUs are its own: a check that
+// let both through before either was defined would define both.
+func TestDefineAllPurchaseLimitRace(t *testing.T) {
+	t.Parallel()
+	e := openTest(t, t.TempDir(), &fakeClock{}, nil)
+	const rounds, skus = 6, 12
+	for r := range rounds {
+		campaign := fmt.Sprintf("race%d", r)
+		lists := [2][]sku.Definition{
+			listDefs(campaign, "a", skus, sku.PurchaseLimitCampaign),
+			listDefs(campaign, "b", skus, sku.PurchaseLimitSKU),
+		}
+		var errs [2][]error
+		var start, done sync.WaitGroup
+		start.Add(1)
+		for i := range lists {
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				start.Wait()
+				errs[i] = e.DefineAll(ctxT(t), lists[i], 0)
+			}()
+		}
+		start.Done()
+		done.Wait()
+		won := -1
+		for i := range lists {
+			if _, err := firstError(errs[i]); err == nil {
+				if won >= 0 {
+					t.Fatalf("%s: both lists defined, with purchase_limits %s and %s", campaign, lists[0][0].PurchaseLimit, lists[1][0].PurchaseLimit)
+				}
+				won = i
+			}
+		}
+		if won < 0 {
+			t.Fatalf("%s: neither list defined: %v / %v", campaign, errs[0], errs[1])
+		}
+		lost := 1 - won
+		if at, err := firstError(errs[lost]); at != 0 || !errors.Is(err, sku.ErrInvalidDefinition) || !strings.Contains(err.Error(), "purchase_limit") {
+			t.Fatalf("%s: the losing list's first error %v at %d, want the purchase_limit refusal at 0", campaign, err, at)
+		}
+		for _, err := range errs[lost][1:] {
+			if !errors.Is(err, ErrNotBegun) {
+				t.Fatalf("%s: the losing list: %v, want the rest not begun", campaign, errs[lost])
+			}
+		}
+		n := 0
+		for _, st := range e.AllStats() {
+			if st.CampaignID != campaign {
+				continue
+			}
+			n++
+			if st.Definition.PurchaseLimit != lists[won][0].PurchaseLimit {
+				t.Fatalf("%s: SKU %s has purchase_limit %s, the winning list %s", campaign, st.SKUID, st.Definition.PurchaseLimit, lists[won][0].PurchaseLimit)
+			}
+		}
+		if n != skus {
+			t.Fatalf("%s: %d SKUs defined, want the winning list's %d", campaign, n, skus)
+		}
+	}
+}
+
+// firstError is the first error of a DefineAll answer and its index; -1
+// and nil when every definition is durable.
+func firstError(errs []error) (int, error) {
+	for i, err := range errs {
+		if err != nil {
+			return i, err
+		}
+	}
+	return -1, nil
+}
+
+// TestDefineAllStopsAtABadDefinition: a list with a definition the engine
+// refuses in its middle is answered as one Define after another would
+// answer it: those before it are defined, it gets its refusal, and those
+// after it are not begun (no SKU, no folder), however many run at once.
+func TestDefineAllStopsAtABadDefinition(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		bad  func(d *sku.Definition)
+	}{
+		{"invalid", func(d *sku.Definition) { d.SaleLimit = 0 }},
+		{"a redefinition not allowed", func(d *sku.Definition) { d.SKUID, d.SaleLimit = "old", 3 }},
+		{"the list disagrees on purchase_limit", func(d *sku.Definition) { d.PurchaseLimit = sku.PurchaseLimitCampaign }},
+		{"a SKU named twice", func(d *sku.Definition) { d.SKUID = "s0" }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			old := testDef(5)
+			old.SKUID = "old"
+			e := openTest(t, dir, &fakeClock{}, &old)
+			defs := listDefs("c1", "s", 40, sku.PurchaseLimitSKU)
+			const at = 20
+			c.bad(&defs[at])
+			errs := e.DefineAll(ctxT(t), defs, 0)
+			if i, err := firstError(errs); i != at || !errors.Is(err, sku.ErrInvalidDefinition) {
+				t.Fatalf("first error %v at %d, want the refusal of definition %d", err, i, at)
+			}
+			for i, d := range defs {
+				switch {
+				case i < at:
+					if errs[i] != nil || e.SKU(d.CampaignID, d.SKUID) == nil {
+						t.Fatalf("definition %d before the refused one: %v", i, errs[i])
+					}
+				case i > at:
+					if !errors.Is(errs[i], ErrNotBegun) || e.handle(d.CampaignID, d.SKUID) != nil {
+						t.Fatalf("definition %d after the refused one: %v, want it not begun", i, errs[i])
+					}
+					if _, err := os.Stat(skudir.Of(dir, d.CampaignID, d.SKUID).String()); !os.IsNotExist(err) {
+						t.Fatalf("definition %d after the refused one has a folder: %v", i, err)
+					}
+				}
+			}
+			if got := e.SKU("c1", "old").Stats().Definition.SaleLimit; got != 5 {
+				t.Fatalf("the SKU of the refused redefinition has sale_limit %d, want 5", got)
+			}
+		})
+	}
+}
+
+// failingStore is a log store whose writes fail (a full disk); failed
+// says one did.
+type failingStore struct {
+	wal.Store
+	failed *atomic.Bool
+}
+
+func (s failingStore) WriteBatch(*wal.Batch) (int, error) {
+	s.failed.Store(true)
+	return 0, errInjected
+}
+
+// TestDefineAllStopsAtAFailedCommit: a list whose one SKU's log fails to
+// write its definition, while others are committed beside it, answers
+// that SKU's failure first and every definition before it durable; none
+// after it is begun once it failed, and the failed new SKU leaves nothing
+// behind. The list repeated on a working log defines the rest.
+func TestDefineAllStopsAtAFailedCommit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var fail sync.Map // SKU folders whose log fails
+	var holding, failed atomic.Bool
+	cfg := Config{DataDir: dir, Clock: (&fakeClock{}).Now, ExpiryInterval: time.Hour, Logger: quiet, LogFailureRetry: -1}
+	var e *Engine
+	defs := listDefs("c1", "s", 40, sku.PurchaseLimitSKU)
+	const at = 10
+	held := make(map[string]bool, len(defs)) // the logs after the failing one: opened once it failed and was discarded
+	for _, d := range defs[at+1:] {
+		held[skudir.Of(dir, "c1", d.SKUID).WAL()] = true
+	}
+	cfg.WAL.OpenStore = func(d string, o wal.StoreOptions) (wal.Store, error) {
+		// On the SKU's actor: no t.Fatal here, an error fails its log.
+		for deadline := time.Now().Add(time.Minute); holding.Load() && held[d] && (!failed.Load() || e.handle("c1", defs[at].SKUID) != nil); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				return nil, errors.New("the failing SKU was not discarded in a minute")
+			}
+		}
+		st, err := wal.OpenTidwallStore(d, o)
+		if _, ok := fail.Load(d); ok && err == nil {
+			return failingStore{st, &failed}, nil
+		}
+		return st, err
+	}
+	e, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	fail.Store(skudir.Of(dir, "c1", defs[at].SKUID).WAL(), true)
+	holding.Store(true)
+	errs := e.DefineAll(ctxT(t), defs, 0)
+	i, err := firstError(errs)
+	if i != at || err == nil || errors.Is(err, ErrNotBegun) {
+		t.Fatalf("first error %v at %d, want the failed log's at %d", err, i, at)
+	}
+	for i, d := range defs {
+		h := e.SKU(d.CampaignID, d.SKUID)
+		switch {
+		case i >= at+skudir.AtOnce && !errors.Is(errs[i], ErrNotBegun):
+			// At most skudir.AtOnce-1 SKUs after the failing one were in
+			// flight when it failed (their logs held until then).
+			t.Fatalf("definition %d: %v, want it not begun after %d failed", i, errs[i], at)
+		case errs[i] == nil:
+			if h == nil {
+				t.Fatalf("definition %d answered durable, not defined", i)
+			}
+		case errors.Is(errs[i], ErrNotBegun):
+			if e.handle(d.CampaignID, d.SKUID) != nil {
+				t.Fatalf("definition %d not begun has a SKU", i)
+			}
+		case i == at:
+			if h != nil {
+				t.Fatalf("the failed definition left a SKU: %+v", h.Stats().Definition)
+			}
+		default:
+			t.Fatalf("definition %d: %v, want durable or not begun", i, errs[i])
+		}
+	}
+	fail.Clear()
+	holding.Store(false)
+	for i, err := range e.DefineAll(ctxT(t), defs, 0) {
+		if err != nil {
+			t.Fatalf("the list repeated: definition %d: %v", i, err)
+		}
+	}
+}
