@@ -8,9 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/seckill/seckill/internal/etcdtest"
-	"github.com/seckill/seckill/ledger"
 )
 
 var (
@@ -29,12 +26,7 @@ type replicaUnderTest interface {
 // rules of the package documentation, step by step, with three replicas.
 func TestCoordinatorContract(t *testing.T) {
 	t.Run("etcd", func(t *testing.T) {
-		srv := etcdtest.Start(t)
-		c, err := ledger.Dial([]string{srv.Endpoint})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
+		c := startEtcd(t)
 		replicas := map[string]replicaUnderTest{}
 		for _, name := range []string{"a", "b", "c"} {
 			e, err := NewEtcd(c, "/test", "rs1", name, 2*time.Second)

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/seckill/seckill/internal/etcdtest"
-	"github.com/seckill/seckill/ledger"
 )
 
 // The set's pending lists are written only under the leader key: the
@@ -16,12 +13,7 @@ import (
 // nothing written), and the new primary lists the one its predecessor
 // kept and removes it.
 func TestPendingListsAreFencedByTheLeaderKey(t *testing.T) {
-	srv := etcdtest.Start(t)
-	c, err := ledger.Dial([]string{srv.Endpoint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := startEtcd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r := map[string]*Etcd{}

@@ -6,21 +6,13 @@ import (
 	"log/slog"
 	"testing"
 	"time"
-
-	"github.com/seckill/seckill/internal/etcdtest"
-	"github.com/seckill/seckill/ledger"
 )
 
 // A router's table follows the leader key and the member keys: the
 // primary's addresses while it leads, nothing once its lease ended, the
 // next primary's after the failover; ReadSet sees the same.
 func TestPrimariesFollowTheLeaderKey(t *testing.T) {
-	srv := etcdtest.Start(t)
-	c, err := ledger.Dial([]string{srv.Endpoint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := startEtcd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	p := NewPrimaries("/test")

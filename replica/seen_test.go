@@ -5,9 +5,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/seckill/seckill/internal/etcdtest"
-	"github.com/seckill/seckill/ledger"
 )
 
 // A replica's record is written only by the live holder of its name (its
@@ -16,12 +13,7 @@ import (
 // outlives the member key, and is removed by Forget only once the
 // replica holds no member key.
 func TestSeenIsFencedByTheMemberKey(t *testing.T) {
-	srv := etcdtest.Start(t)
-	c, err := ledger.Dial([]string{srv.Endpoint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := startEtcd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	replica := func(name string) *Etcd {
