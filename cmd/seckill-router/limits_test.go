@@ -31,14 +31,7 @@ func TestRouterLimitsAnswerJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.routes.Store(cells.NewRoutes([]cells.Published{{Definition: sku.Definition{CampaignID: "demo", SKUID: "s"}, Map: m}}))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := r.server()
-	go srv.Serve(httpapi.LingeringListener(ln, srv.ReadTimeout))
-	t.Cleanup(func() { srv.Shutdown() })
-	base := "http://" + ln.Addr().String()
+	base := "http://" + serveRouter(t, r)
 	send := func(method, path string, header http.Header, body string) (int, string, map[string]any) {
 		t.Helper()
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
@@ -80,16 +73,10 @@ func TestRouterRawRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := r.server()
-	go srv.Serve(httpapi.LingeringListener(ln, srv.ReadTimeout))
-	t.Cleanup(func() { srv.Shutdown() })
+	addr := serveRouter(t, r)
 	raw := func(request string) string {
 		t.Helper()
-		c, err := net.Dial("tcp", ln.Addr().String())
+		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,4 +97,18 @@ func TestRouterRawRefusals(t *testing.T) {
 	if !strings.HasPrefix(got, "HTTP/1.1 501 ") || !strings.Contains(got, `"error":"NOT_IMPLEMENTED"`) {
 		t.Errorf("Transfer-Encoding: gzip, chunked: %q, want 501 NOT_IMPLEMENTED", got)
 	}
+}
+
+// serveRouter serves r as main does, on a loopback port, until the test
+// ends, and returns its address.
+func serveRouter(t *testing.T, r *router) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := r.server()
+	go srv.Serve(httpapi.LingeringListener(ln, srv.ReadTimeout))
+	t.Cleanup(func() { srv.Shutdown() })
+	return ln.Addr().String()
 }
