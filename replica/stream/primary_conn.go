@@ -301,14 +301,21 @@ func (p *Primary) readAcks(c *primaryConn, br *bufio.Reader, buf []byte) error {
 			p.mu.Unlock()
 			return ErrClosed
 		}
-		for _, a := range acks {
-			cs := c.skus[a.key]
-			if cs == nil || cs.mode == modeStart || a.index >= cs.next {
-				continue // from before this copy began, or beyond what was sent: not this copy's
-			}
-			p.ackLocked(c.name, a.key, a.index)
-		}
+		p.takeAcksLocked(c, acks)
 		p.mu.Unlock()
+	}
+}
+
+// takeAcksLocked takes the acknowledgements of c's standby that are of
+// its copies: below each copy's next record (cs.next, set before the
+// records go out, so that an acknowledgement never overtakes it).
+func (p *Primary) takeAcksLocked(c *primaryConn, acks []ack) {
+	for _, a := range acks {
+		cs := c.skus[a.key]
+		if cs == nil || cs.mode == modeStart || a.index >= cs.next {
+			continue // from before this copy began, or beyond what was sent: not this copy's
+		}
+		p.ackLocked(c.name, a.key, a.index)
 	}
 }
 
@@ -515,6 +522,11 @@ func (p *Primary) drop(c *primaryConn, k skuKey, msg string, err error) {
 	p.mu.Unlock()
 }
 
+// catchUpQueued, when set (by a test), runs after catchUp queued records
+// and before it takes the primary's lock again: where a standby's
+// acknowledgement of them may come in.
+var catchUpQueued func()
+
 // catchUp sends the next records of a copy from the log's files, and makes
 // the copy live once it reaches what the flusher ships.
 func (p *Primary) catchUp(c *primaryConn, s *primarySKU, cs *connSKU) (worked, stalled bool) {
@@ -543,17 +555,34 @@ func (p *Primary) catchUp(c *primaryConn, s *primarySKU, cs *connSKU) (worked, s
 		p.drop(c, s.key, "replica: catch-up read failed; the standby reconnects", err)
 		return false, false
 	}
-	if enc.count > 0 && !c.queue.push(enc.done()) {
-		return false, false
-	}
+	// The copy's next record moves before the records are queued: the
+	// standby may write them, fsync and acknowledge them before this
+	// goroutine runs again, and an acknowledgement at or beyond cs.next is
+	// dropped as not this copy's. It acknowledges each index once, so a
+	// SKU with no later record (a new SKU's definition) would wait for its
+	// commit until the standby reconnected.
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if c.skus[s.key] != cs || s.log != log {
+		p.mu.Unlock()
 		return true, false
 	}
 	cs.next = next
 	if enc.count > 0 {
 		cs.sent.sent(next-1, time.Now())
+	}
+	p.mu.Unlock()
+	if enc.count > 0 {
+		if !c.queue.push(enc.done()) {
+			return false, false
+		}
+		if catchUpQueued != nil {
+			catchUpQueued()
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c.skus[s.key] != cs || s.log != log {
+		return true, false
 	}
 	switch {
 	case cs.next == s.shipped+1:

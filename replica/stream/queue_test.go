@@ -94,3 +94,48 @@ func TestSendQueueCoalescesCommits(t *testing.T) {
 		t.Fatalf("popAll gave %d messages, commits %v; want 0 and [c/s 11]", len(msgs), commits)
 	}
 }
+
+// An acknowledgement that comes in as soon as catch-up records are
+// queued, before catchUp runs again, is taken: the copy's next record
+// moved before they went out. Dropped, it would never come again (the
+// standby acknowledges an index once), and a SKU with no later record
+// would wait for its commit until the standby reconnected.
+func TestAckOfCatchUpRecordsAsSoonAsQueued(t *testing.T) {
+	n := startPrimary(t, t.TempDir(), 1, nodeOptions{})
+	define(t, n.engine, "c1", "s1")
+	reserve(t, n.engine, "c1", "s1", 0, 1)
+	p := n.primary
+	local, remote := net.Pipe()
+	defer remote.Close()
+	c := &primaryConn{p: p, name: "late", nc: local, hello: map[skuKey]helloSKU{}, skus: map[skuKey]*connSKU{},
+		queue: newSendQueue(), wake: make(chan struct{}, 1), closed: make(chan struct{})}
+	k := skuKey{"c1", "s1"}
+	p.mu.Lock()
+	s := p.skus[k]
+	last := s.log.DurableIndex()
+	cs := &connSKU{mode: modeCatchUp, next: 1}
+	c.skus[k] = cs
+	p.conns[c.name] = c
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.conns, c.name)
+		c.closeLocked()
+		p.mu.Unlock()
+	}()
+
+	catchUpQueued = func() { // the standby's acknowledgement of everything queued
+		p.mu.Lock()
+		p.takeAcksLocked(c, []ack{{key: k, index: last}})
+		p.mu.Unlock()
+	}
+	defer func() { catchUpQueued = nil }()
+	p.catchUp(c, s, cs)
+
+	p.mu.Lock()
+	acked := p.acked[c.name][k]
+	p.mu.Unlock()
+	if acked != last {
+		t.Fatalf("acknowledged through %d, want %d: the acknowledgement of the queued records was dropped", acked, last)
+	}
+}
