@@ -279,6 +279,22 @@ func readSet(ctx context.Context, c *clientv3.Client, f haFlags) (replica.View, 
 	return v, members, nil
 }
 
+// knownSet returns readSet's error for a set of which etcd holds nothing,
+// not even a record of a replica gone: a forget that finds no record
+// there had its --replica-set or --etcd-prefix mistyped, and answering
+// "nothing to forget", exit 0, would let the record it meant stay listed.
+func knownSet(ctx context.Context, c *clientv3.Client, f haFlags) error {
+	seen, err := replica.ReadSeen(ctx, c, *f.prefix, *f.set)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("etcd at %s did not answer reading replica set %s: %w", *f.etcd, *f.set, err)
+	}
+	if err != nil || len(seen) > 0 {
+		return err
+	}
+	_, _, err = readSet(ctx, c, f)
+	return err
+}
+
 // errTokenRefused is a replica's 401 to --admin-token: every replica of a
 // set takes the same token, so the command cannot go on with it.
 var errTokenRefused = errors.New("the admin token was refused: check --admin-token or SECKILL_ADMIN_TOKEN (every replica of a set takes the same one)")
@@ -394,8 +410,9 @@ func runHASwitchover(args []string, stdout io.Writer) error {
 
 // runHAForget removes the record of a replica that will never return
 // (replica.Forget), so that ha status no longer lists it as down; a
-// replica still registered (live) is refused, exit 1. Only etcd is asked:
-// no admin token.
+// replica still registered (live) is refused, exit 1, and a set etcd
+// holds nothing of is exit 2 (knownSet). Only etcd is asked: no admin
+// token.
 func runHAForget(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("ha forget", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -430,6 +447,9 @@ func runHAForget(args []string, stdout io.Writer) error {
 	case err != nil:
 		return err
 	case !had:
+		if err := knownSet(ctx, c, f); err != nil {
+			return err
+		}
 		fmt.Fprintf(stdout, "replica set %s holds no record of %s: nothing to forget\n", *f.set, *name)
 	default:
 		fmt.Fprintf(stdout, "replica set %s: %s forgotten (its record removed from etcd)\n", *f.set, *name)

@@ -18,7 +18,9 @@ import (
 // with the reason, printing nothing, when the replicas refuse the admin
 // token (rather than a table calling every replica unreachable, exit 0)
 // and when etcd holds nothing of the replica set named (rather than "no
-// leader: a failover is in progress" for a mistyped name).
+// leader: a failover is in progress" for a mistyped name); so does ha
+// forget of a set etcd holds nothing of (rather than "nothing to forget",
+// exit 0, the record it meant left listed).
 func TestHARefusesWhatItCannotReport(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	// Two replicas, a leading, whose admin routes refuse every token.
@@ -60,6 +62,8 @@ func TestHARefusesWhatItCannotReport(t *testing.T) {
 		{[]string{"ha", "status", "--replica-set", "rs2"}, "replica set rs2: etcd holds nothing under /seckill/v1/replicasets/rs2/"},
 		{[]string{"ha", "switchover", "--replica-set", "rs2", "--to", "b"}, "check --replica-set and --etcd-prefix"},
 		{[]string{"ha", "status", "--replica-set", "rs1", "--etcd-prefix", "/other"}, "etcd holds nothing under /other/replicasets/rs1/"},
+		{[]string{"ha", "forget", "--replica-set", "rs2", "--replica", "a"}, "replica set rs2: etcd holds nothing under /seckill/v1/replicasets/rs2/"},
+		{[]string{"ha", "forget", "--replica-set", "rs1", "--etcd-prefix", "/other", "--replica", "c"}, "etcd holds nothing under /other/replicasets/rs1/"},
 	} {
 		args := append(c.args, "--etcd", etcd.Endpoint, "--admin-token", "wrong")
 		code, out, errOut := ctl(t, args...)
