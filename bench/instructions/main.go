@@ -59,12 +59,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	requests := flags.Int("requests", 2000, "iterations of a single-request path (a batch or feed path runs 1/20 of them)")
 	out := flags.String("out", "", "directory for the test binary and callgrind's files (default: a temporary one, removed)")
 	pkg := flags.String("pkg", "./httpapi/", "the package of BenchmarkInstructions")
+	only := flags.String("paths", "", "comma-separated paths to measure, in the table's order (default: all of "+pathNames()+")")
 	gogc := flags.String("gogc", "off", "GOGC of the measured processes: off leaves the collector out (its share moves with timing by tens of percent on the batch path); allocations per item show what each item asks of it")
 	if err := flags.Parse(args); err != nil {
 		return 2
 	}
 	if *rounds < 1 || *requests < 20 {
 		fmt.Fprintln(stderr, "instructions: -rounds must be >= 1 and -requests >= 20")
+		return 2
+	}
+	chosen, err := choosePaths(*only)
+	if err != nil {
+		fmt.Fprintln(stderr, "instructions:", err)
 		return 2
 	}
 	dir := *out
@@ -77,7 +83,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	t, err := measure(dir, *pkg, *gogc, *rounds, *requests, stderr)
+	t, err := measure(dir, *pkg, *gogc, chosen, *rounds, *requests, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "instructions:", err)
 		return 1
@@ -101,7 +107,39 @@ type table struct {
 	when                   time.Time
 }
 
-func measure(dir, pkg, gogc string, rounds, requests int, progress io.Writer) (*table, error) {
+// pathNames lists the paths, comma-separated.
+func pathNames() string {
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = p.name
+	}
+	return strings.Join(names, ",")
+}
+
+// choosePaths returns the paths named in list (comma-separated), in the
+// table's order; all of them for an empty list.
+func choosePaths(list string) ([]int, error) {
+	named := map[string]bool{}
+	for _, n := range strings.Split(list, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			named[n] = true
+		}
+	}
+	all := len(named) == 0
+	var chosen []int
+	for i, p := range paths {
+		if all || named[p.name] {
+			chosen = append(chosen, i)
+			delete(named, p.name)
+		}
+	}
+	for n := range named {
+		return nil, fmt.Errorf("-paths: no path %q (the paths: %s)", n, pathNames())
+	}
+	return chosen, nil
+}
+
+func measure(dir, pkg, gogc string, chosen []int, rounds, requests int, progress io.Writer) (*table, error) {
 	bin, err := filepath.Abs(filepath.Join(dir, "httpapi.test"))
 	if err != nil {
 		return nil, err
@@ -116,7 +154,8 @@ func measure(dir, pkg, gogc string, rounds, requests int, progress io.Writer) (*
 		return nil, fmt.Errorf("valgrind (apt-get install valgrind): %w", err)
 	}
 	t := &table{valgrind: strings.TrimSpace(string(version)), commit: commit(), when: time.Now().UTC(), gogc: gogc}
-	for _, p := range paths {
+	for _, i := range chosen {
+		p := paths[i]
 		t.rows = append(t.rows, row{name: p.name, iters: max(requests/p.divisor, 2)}) // 1 would be the testing package's first round alone
 	}
 	for r := 1; r <= rounds; r++ {
@@ -254,9 +293,17 @@ func (t *table) print(w io.Writer) {
 			counts[i] = group(c)
 			lo, hi = min(lo, c), max(hi, c)
 		}
-		fmt.Fprintf(w, "| %s | %d × %d | %s | %.1f%% | %.2f | %.2f | %.1f |\n", r.name, r.iters, r.items,
-			strings.Join(counts, " / "), 100*(hi-lo)/lo, r.counts[0]/base["null-http"], r.counts[0]/base["null-fsync"], r.allocs)
+		fmt.Fprintf(w, "| %s | %d × %d | %s | %.1f%% | %s | %s | %.1f |\n", r.name, r.iters, r.items,
+			strings.Join(counts, " / "), 100*(hi-lo)/lo, ratio(r.counts[0], base["null-http"]), ratio(r.counts[0], base["null-fsync"]), r.allocs)
 	}
+}
+
+// ratio formats n/base, or "-" when the base path was not measured.
+func ratio(n, base float64) string {
+	if base == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", n/base)
 }
 
 // group formats n rounded with thousands separators.
