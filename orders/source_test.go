@@ -21,11 +21,7 @@ import (
 // before it: the source refuses the position, as it does for a saved
 // cursor whose next message is gone.
 func TestJetStreamSourceRefusesAStreamMissingItsStart(t *testing.T) {
-	nc := natstest.Start(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := natstest.StartJetStream(t)
 	ctx := context.Background()
 	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "CUT", Subjects: []string{"cut.>"}})
 	if err != nil {
@@ -68,11 +64,7 @@ func TestJetStreamSourceRefusesAStreamMissingItsStart(t *testing.T) {
 // skipping the messages before it. A bare sequence (a cursor saved
 // without the stream's creation) is still read as of the stream there is.
 func TestJetStreamSourceRefusesARecreatedStream(t *testing.T) {
-	nc := natstest.Start(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := natstest.StartJetStream(t)
 	ctx := context.Background()
 	fill := func(n int) {
 		t.Helper()
@@ -120,11 +112,7 @@ func TestJetStreamSourceRefusesARecreatedStream(t *testing.T) {
 // after skipped messages is met with the cursor moved past them (so that
 // Reanchor finds it next), then stops the consumer with a *Diverged.
 func TestJetStreamSourceSkipsUpToItsFloorsAndStopsAtAMarker(t *testing.T) {
-	nc := natstest.Start(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := natstest.StartJetStream(t)
 	ctx := context.Background()
 	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "FLOORS", Subjects: []string{"floors.>"}})
 	if err != nil {

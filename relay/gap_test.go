@@ -90,11 +90,7 @@ func TestRelayRefusesASKUWhoseFirstRecordsAreGone(t *testing.T) {
 // whose that position is, and stops with a *GapError naming b instead of
 // relaying b from the middle of its log.
 func TestRelayRefusesASKUAddedAndTruncatedWhileItWasStopped(t *testing.T) {
-	nc := natstest.Start(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := natstest.StartJetStream(t)
 	base := startTruncating(t, 0)
 	define := func(skus ...string) {
 		var defs []map[string]any

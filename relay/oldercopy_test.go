@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/natstest"
@@ -29,11 +27,7 @@ import (
 // consumer tells the abandoned messages (before the marker, past its fork
 // index) from the copy's (after it).
 func TestAnOlderCopyThatSoldPastTheStreamIsCaught(t *testing.T) {
-	nc := natstest.Start(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := natstest.StartJetStream(t)
 	sink, err := relay.NewNATSSink(nc, "SECKILL_COPY", "rl")
 	if err != nil {
 		t.Fatal(err)

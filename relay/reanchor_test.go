@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/natstest"
@@ -54,11 +53,7 @@ func TestReanchorAfterARestoreGoesOnWithTheRestoredLog(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", seckillctl, "github.com/seckill/seckill/cmd/seckillctl").CombinedOutput(); err != nil {
 		t.Fatalf("go build seckillctl: %v\n%s", err, out)
 	}
-	nc := natstest.Start(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := natstest.StartJetStream(t)
 	sink, err := relay.NewNATSSink(nc, "SECKILL_RESTORED", "rl")
 	if err != nil {
 		t.Fatal(err)

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/natstest"
@@ -29,11 +27,7 @@ import (
 // then follows the copy, each of the copy's events after the fork stored
 // once after the SKU's marker; and reanchor run again finds nothing.
 func TestReanchorCommandAfterAnOlderCopy(t *testing.T) {
-	nc := natstest.Start(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := natstest.StartJetStream(t)
 	source, older := t.TempDir(), t.TempDir()
 	c, e := orderstest.SeckillOn(t, actors.Config{DataDir: source})
 	orderstest.Define(t, c, "rc", 30)

@@ -27,11 +27,7 @@ import (
 // per SKU it moved onto the restored log, and the relay then goes on. A
 // run with nothing diverged says so.
 func TestReanchorCommand(t *testing.T) {
-	nc := natstest.Start(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := natstest.StartJetStream(t)
 	dir := t.TempDir()
 	serve := func() (*client.Client, *actors.Engine) {
 		e, err := actors.Open(actors.Config{DataDir: dir, Logger: orderstest.Quiet})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Start runs a NATS server with JetStream until the test ends and returns
@@ -36,4 +37,15 @@ func StartOn(t testing.TB, port int) *nats.Conn {
 	}
 	t.Cleanup(nc.Close)
 	return nc
+}
+
+// StartJetStream is Start with a JetStream context of the connection.
+func StartJetStream(t testing.TB) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc := Start(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
 }
