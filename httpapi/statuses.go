@@ -110,8 +110,8 @@ func StatusOf(reason string) int {
 
 // retryAfters is the one table of the Retry-After of each 503 reason:
 // every one of them means "nothing was done, try again later", so its
-// error answer says when, on every route, the admin routes' included
-// (errorReply). A pause lasts until an operator resumes (5 s spreads the
+// answer says when, on every route, the admin routes' and /readyz's
+// included (reasonReply). A pause lasts until an operator resumes (5 s spreads the
 // retries of a crowd); the others end within about a second: a SKU
 // recovers its log after a backoff that starts at 1 s, a read or a recount
 // goes on, a replica set's primary or a cell's ledger answers again.
@@ -132,16 +132,17 @@ func RetryAfterOf(reason string) string {
 	return retryAfters[reason]
 }
 
-// reasonReply encodes v as the answer of reason, with its status.
+// reasonReply encodes v as the answer of reason, with its status and its
+// Retry-After (RetryAfterOf): a 503 says when to come back whatever its
+// body, /readyz's "starting" and "draining" included.
 func reasonReply(reason string, v any) reply {
-	return jsonReply(StatusOf(reason), reason, v)
-}
-
-// errorReply is the error answer of reason: its status, its Retry-After
-// (RetryAfterOf), and a body with the reason and detail (omitted when
-// "").
-func errorReply(reason, detail string) reply {
-	r := reasonReply(reason, errorBody{Error: reason, Detail: detail})
+	r := jsonReply(StatusOf(reason), reason, v)
 	r.retryAfter = RetryAfterOf(reason)
 	return r
+}
+
+// errorReply is the error answer of reason: reasonReply with a body of the
+// reason and detail (omitted when "").
+func errorReply(reason, detail string) reply {
+	return reasonReply(reason, errorBody{Error: reason, Detail: detail})
 }

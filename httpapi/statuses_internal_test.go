@@ -140,6 +140,10 @@ func TestEvery503CarriesRetryAfter(t *testing.T) {
 		if s, err := strconv.Atoi(errorReply(reason, "").retryAfter); err != nil || s < 1 {
 			t.Errorf("503 %s: Retry-After %q, want whole seconds", reason, errorReply(reason, "").retryAfter)
 		}
+		// The answers with a body of their own (/readyz's) say it too.
+		if r := reasonReply(reason, healthBody{Status: "draining"}); r.retryAfter != errorReply(reason, "").retryAfter {
+			t.Errorf("503 %s with a body of its own: Retry-After %q", reason, r.retryAfter)
+		}
 	}
 	s := &Server{log: slog.New(slog.DiscardHandler)}
 	for _, err := range []error{actors.ErrUnavailable, fmt.Errorf("%w: a/b: recovering", actors.ErrUnavailable), actors.ErrClosed} {

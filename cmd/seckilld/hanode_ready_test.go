@@ -85,6 +85,11 @@ func TestPrimaryNotReadyUntilItsCampaignsAreDefined(t *testing.T) {
 	if code := getJSON(t, a.url+"/readyz", "", &ready); code != http.StatusServiceUnavailable || ready.Status != "starting" {
 		t.Fatalf("/readyz of a primary whose campaigns are not defined: %d %+v", code, ready)
 	}
+	if r, err := http.Get(a.url + "/readyz"); err != nil {
+		t.Fatal(err)
+	} else if r.Body.Close(); r.Header.Get("Retry-After") != "1" {
+		t.Fatalf("/readyz 503 starting: Retry-After %q, want 1", r.Header.Get("Retry-After"))
+	}
 	// A buyer who did not ask /readyz is told to retry, not that the
 	// sale's SKU does not exist.
 	early, err := http.Post(a.url+"/v1/campaigns/demo/skus/sku-1/reservations", "application/json",
