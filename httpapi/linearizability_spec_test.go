@@ -278,12 +278,6 @@ func (s specState) tokenHeld(token int) bool {
 	return false
 }
 
-// hasRefund reports whether paymentID is recorded for refund on reservation id.
-func (s specState) hasRefund(id, paymentID string) bool {
-	_, found := slices.BinarySearchFunc(s.refunds, linRefund{ReservationID: id, PaymentID: paymentID}, compareRefunds)
-	return found
-}
-
 // compareRefunds orders refunds by reservation id, then payment id.
 func compareRefunds(a, b linRefund) int {
 	if c := strings.Compare(a.ReservationID, b.ReservationID); c != 0 {
