@@ -43,19 +43,21 @@ func TestReplicaSetPrimaryPartitionedInANetns(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(fwd.Close)
+		// Each reserve is answered within about 5 s (504 RESULT_UNKNOWN at
+		// worst); a host's request to a that the cut left without an answer
+		// fails at its client's timeout, which ends that client's worker.
 		host := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{}}
-		inside := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: ns.DialContext}}
-		t.Cleanup(host.CloseIdleConnections)
-		t.Cleanup(inside.CloseIdleConnections)
+		toB := &http.Client{Timeout: time.Minute, Transport: &http.Transport{}}
+		inside := &http.Client{Timeout: time.Minute, Transport: &http.Transport{DialContext: ns.DialContext}}
+		for _, c := range []*http.Client{host, toB, inside} {
+			t.Cleanup(c.CloseIdleConnections)
+		}
 
 		dir := t.TempDir()
 		p := &replicaPair{aDir: dir + "/a", bDir: dir + "/b"}
-		startA := func() *seckilldtest.Daemon {
-			return seckilldtest.StartReplicaWith(t, ns.Command, bin, p.aDir, []string{"SECKILL_ADMIN_TOKEN=" + haToken},
-				append([]string{"--replica", "a", "--replica-set", "rs1", "--etcd", fwd.Addr, "--lease-ttl", "2s",
-					"--addr", net.JoinHostPort(ns.InnerIP, "0"), "--replication-addr", net.JoinHostPort(ns.InnerIP, "0")}, extra...)...)
-		}
-		p.a = startA()
+		p.a = seckilldtest.StartReplicaWith(t, ns.Command, bin, p.aDir, []string{"SECKILL_ADMIN_TOKEN=" + haToken},
+			append([]string{"--replica", "a", "--replica-set", "rs1", "--etcd", fwd.Addr, "--lease-ttl", "2s",
+				"--addr", net.JoinHostPort(ns.InnerIP, "0"), "--replication-addr", net.JoinHostPort(ns.InnerIP, "0")}, extra...)...)
 		p.first = waitHealth(t, p.a, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })
 		// b's replication address is on the host's end of the link: a, on
 		// its rejoin, dials it from its namespace.
@@ -93,7 +95,7 @@ func TestReplicaSetPrimaryPartitionedInANetns(t *testing.T) {
 		}
 		acked := append(fromHost.end(), fromInside.end()...)
 		insideAfterCut := fromInside.progress.accepted.Load() - insideAtCut
-		// Demoted, a tells its client where the primary is not: here.
+		// Demoted, a answers its own side 421 NOT_PRIMARY: it applies nothing.
 		if code, body, err := sendJSONVia(inside, http.MethodPost, a.Base+"/v1/campaigns/demo/skus/sku-1/reservations", "",
 			map[string]string{"request_id": "to-a-demoted", "user_id": "u-to-a-demoted"}); err != nil || code != http.StatusMisdirectedRequest || body["error"] != "NOT_PRIMARY" {
 			t.Fatalf("a reserve on the demoted a, from its own side: %d %v %v", code, body, err)
@@ -103,7 +105,7 @@ func TestReplicaSetPrimaryPartitionedInANetns(t *testing.T) {
 		// nothing before a standby joins, so its reserves wait): its records
 		// take the indexes of whatever a wrote after the cut, the tail a
 		// must cut when it rejoins.
-		onB := startLoadVia(host, b.Base, "b")
+		onB := startLoadVia(toB, b.Base, "b")
 		if !strict {
 			waitLoad(t, &onB.progress, 50)
 			checkAcks(t, b.Base, acked)
