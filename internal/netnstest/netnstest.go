@@ -113,8 +113,9 @@ func ip(args ...string) error {
 // namespace and the host is dropped from now on, on connections already
 // open too, while the processes on either side run on. Inside the
 // namespace the link only loses its carrier, so its routes stay and its
-// packets are dropped without an error; on the host the route is gone,
-// so a new connection from there fails at once (no route to host).
+// packets are dropped without an error; on the host the route to the
+// /30 is gone, so a new connection from there never reaches the
+// namespace (it fails at once, or follows a default route elsewhere).
 func (ns *Netns) Cut(t testing.TB) {
 	t.Helper()
 	if err := ip("link", "set", ns.hostLink, "down"); err != nil {
