@@ -38,9 +38,12 @@ type replicaHealth struct {
 	Primary string `json:"primary"`
 }
 
-func health(base string) (replicaHealth, bool) {
+func health(base string) (replicaHealth, bool) { return healthVia(http.DefaultClient, base) }
+
+// healthVia is health asked through client c.
+func healthVia(c *http.Client, base string) (replicaHealth, bool) {
 	var h replicaHealth
-	resp, err := http.Get(base + "/healthz")
+	resp, err := c.Get(base + "/healthz")
 	if err != nil {
 		return h, false
 	}
@@ -53,12 +56,18 @@ func health(base string) (replicaHealth, bool) {
 // ok; then it stops d with SIGQUIT and fails with d's goroutines.
 func waitHealth(t testing.TB, d *seckilldtest.Daemon, what string, ok func(replicaHealth) bool) replicaHealth {
 	t.Helper()
+	return waitHealthVia(t, http.DefaultClient, d, what, ok)
+}
+
+// waitHealthVia is waitHealth asking through client c.
+func waitHealthVia(t testing.TB, c *http.Client, d *seckilldtest.Daemon, what string, ok func(replicaHealth) bool) replicaHealth {
+	t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		if h, answered := health(d.Base); answered && ok(h) {
+		if h, answered := healthVia(c, d.Base); answered && ok(h) {
 			return h
 		}
 		if time.Now().After(deadline) {
-			h, _ := health(d.Base)
+			h, _ := healthVia(c, d.Base)
 			d.Cmd.Process.Signal(syscall.SIGQUIT) // its goroutines, in its stderr
 			<-d.Exited
 			t.Fatalf("%s never happened: /healthz %+v; the replica's stderr:\n%s", what, h, d.Stderr())
@@ -154,18 +163,7 @@ func startPairIn(t *testing.T, bin, aDir, bDir, aEtcd, bEtcd string, extra ...st
 	// The primary defines the demo campaign once it serves, in the
 	// background: a test that kills b next must find the SKU defined, or
 	// its reserve is 404 (or, strict, a define waiting for b).
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		resp, err := http.Get(p.a.Base + "/v1/campaigns/demo/skus/sku-1")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the primary never served the demo SKU: %v", err)
-		}
-	}
+	waitServed(t, p.a.Base)
 	return p
 }
 
@@ -196,9 +194,16 @@ type saleLoad struct {
 // reservations accepted.
 func startLoad(t *testing.T, base, prefix string) *saleLoad {
 	t.Helper()
-	l := &saleLoad{stop: make(chan struct{}), acks: make(chan []ack)}
-	go func() { l.acks <- load(base, prefix, l.stop, &l.progress) }()
+	l := startLoadVia(http.DefaultClient, base, prefix)
 	waitLoad(t, &l.progress, 200)
+	return l
+}
+
+// startLoadVia starts the load on base through client c, and returns at
+// once.
+func startLoadVia(c *http.Client, base, prefix string) *saleLoad {
+	l := &saleLoad{stop: make(chan struct{}), acks: make(chan []ack)}
+	go func() { l.acks <- loadVia(c, base, prefix, l.stop, &l.progress) }()
 	return l
 }
 

@@ -47,6 +47,11 @@ func post(url string, body any) (int, map[string]any, error) {
 // token is empty, the bearer token, and returns the status and the
 // decoded answer (nil when it is not a JSON object).
 func sendJSON(method, url, token string, body any) (int, map[string]any, error) {
+	return sendJSONVia(http.DefaultClient, method, url, token, body)
+}
+
+// sendJSONVia is sendJSON through client c.
+func sendJSONVia(c *http.Client, method, url, token string, body any) (int, map[string]any, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -62,7 +67,7 @@ func sendJSON(method, url, token string, body any) (int, map[string]any, error) 
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -76,11 +81,13 @@ func sendJSON(method, url, token string, body any) (int, map[string]any, error) 
 	return resp.StatusCode, m, nil
 }
 
-// loadProgress is what the load has seen so far: reserves accepted, and
-// whether one answered SOLD_OUT (then the load is mostly such answers).
+// loadProgress is what the load has seen so far: reserves accepted,
+// whether one answered SOLD_OUT (then the load is mostly such answers),
+// and how many had no known result.
 type loadProgress struct {
 	accepted atomic.Int64
 	soldOut  atomic.Bool
+	unknown  atomic.Int64 // reserves answered 504 RESULT_UNKNOWN
 }
 
 // reached reports whether n reserves were accepted or the SKU sold out.
@@ -89,6 +96,12 @@ func (p *loadProgress) reached(n int64) bool { return p.accepted.Load() >= n || 
 // load reserves (and cancels one in two) on the demo SKU from 8 workers
 // with fresh ids until stop is closed or the server goes away.
 func load(base, prefix string, stop <-chan struct{}, progress *loadProgress) []ack {
+	return loadVia(http.DefaultClient, base, prefix, stop, progress)
+}
+
+// loadVia is load through client c: a worker whose request fails (no
+// answer within c's timeout, no route) stops.
+func loadVia(c *http.Client, base, prefix string, stop <-chan struct{}, progress *loadProgress) []ack {
 	var mu sync.Mutex
 	var acks []ack
 	var wg sync.WaitGroup
@@ -103,7 +116,7 @@ func load(base, prefix string, stop <-chan struct{}, progress *loadProgress) []a
 				default:
 				}
 				rid, uid := fmt.Sprintf("%s-w%d-r%d", prefix, w, i), fmt.Sprintf("%s-w%d-u%d", prefix, w, i)
-				code, body, err := post(base+"/v1/campaigns/demo/skus/sku-1/reservations", map[string]string{"request_id": rid, "user_id": uid})
+				code, body, err := sendJSONVia(c, http.MethodPost, base+"/v1/campaigns/demo/skus/sku-1/reservations", "", map[string]string{"request_id": rid, "user_id": uid})
 				if err != nil {
 					return
 				}
@@ -111,12 +124,15 @@ func load(base, prefix string, stop <-chan struct{}, progress *loadProgress) []a
 					if code == http.StatusConflict && body["error"] == "SOLD_OUT" {
 						progress.soldOut.Store(true)
 					}
+					if code == http.StatusGatewayTimeout {
+						progress.unknown.Add(1)
+					}
 					continue
 				}
 				a := ack{reservationID: body["reservation_id"].(string), requestID: rid, userID: uid, token: body["token_id"].(float64)}
 				progress.accepted.Add(1)
 				if i%2 == 0 {
-					code, _, err := post(base+"/v1/reservations/"+a.reservationID+"/cancel", nil)
+					code, _, err := sendJSONVia(c, http.MethodPost, base+"/v1/reservations/"+a.reservationID+"/cancel", "", nil)
 					a.cancelled = err == nil && code == http.StatusOK
 				}
 				mu.Lock()

@@ -250,6 +250,19 @@ func (n *haNode) run(ctx context.Context) (err error) {
 		return err
 	}
 	for {
+		// A lease that ended comes first: the select below picks at random
+		// among the cases ready, and a tick taken first would act as
+		// primary once more (its calls cut short by bounded, its
+		// decisions not).
+		select {
+		case <-n.lost:
+			if err := n.lose(); err != nil {
+				return err
+			}
+			n.publishState()
+			continue
+		default:
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -355,15 +368,34 @@ func (n *haNode) perform(actions []replica.Action) error {
 
 // call bounds one coordinator call.
 func (n *haNode) call() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), n.opts.replica.leaseTTL)
+	return n.bounded(n.opts.replica.leaseTTL)
+}
+
+// bounded is the context of a coordinator call of at most d that, while
+// this replica leads, also ends with its lease: a call blocked on an etcd
+// the primary cannot reach (a partition) would otherwise hold the runner,
+// and with it the demotion Lost asks for, up to d after the lease ended,
+// while the new primary may already serve.
+func (n *haNode) bounded(d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	if lost := n.lost; lost != nil {
+		go func() {
+			select {
+			case <-lost:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, cancel
 }
 
 func (n *haNode) do(a replica.Action) ([]replica.Action, error) {
 	switch a.Kind {
 	case replica.ActRead:
-		// A read is bounded by the tick: with etcd unreachable the loop
-		// still turns and sees Lost on time.
-		ctx, cancel := context.WithTimeout(context.Background(), n.tick)
+		// A read is bounded by the tick (and the lease): with etcd
+		// unreachable the loop still turns and sees Lost on time.
+		ctx, cancel := n.bounded(n.tick)
 		defer cancel()
 		v, err := n.coord.Read(ctx)
 		if err == nil {

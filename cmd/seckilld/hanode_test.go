@@ -151,6 +151,13 @@ func startTestReplica(t *testing.T, c *copyNet, client *ledger.Ledger, name, dat
 // coordinator is on client whatever --etcd says).
 func startTestReplicaOf(t *testing.T, c *copyNet, client *ledger.Ledger, set, name, dataDir string, extra ...string) *testReplica {
 	t.Helper()
+	return startTestReplicaOn(t, c, client, func(e *replica.Etcd) haCoordinator { return e }, set, name, dataDir, extra...)
+}
+
+// startTestReplicaOn is startTestReplicaOf with the node's coordinator
+// made by wrap from the etcd one (a test's faults in front of it).
+func startTestReplicaOn(t *testing.T, c *copyNet, client *ledger.Ledger, wrap func(*replica.Etcd) haCoordinator, set, name, dataDir string, extra ...string) *testReplica {
+	t.Helper()
 	opts, err := parseOptions(append([]string{"--data-dir", dataDir, "--admin-token", "tok",
 		"--replica", name, "--replica-set", set, "--replication-addr", "127.0.0.1:0", "--lease-ttl", "1s"}, extra...), io.Discard)
 	if err != nil {
@@ -176,7 +183,7 @@ func startTestReplicaOf(t *testing.T, c *copyNet, client *ledger.Ledger, set, na
 			t.Fatal(err)
 		}
 	}
-	n := newHANode(opts, deps, log, coord, c, ln, rln)
+	n := newHANode(opts, deps, log, wrap(coord), c, ln, rln)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &testReplica{name: name, logs: logs, node: n, coord: coord, url: "http://" + ln.Addr().String(), stop: cancel, done: make(chan error, 1)}
 	go func() { r.done <- n.run(ctx) }()

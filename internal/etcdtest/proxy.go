@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// Proxy forwards TCP connections from its own loopback address to a
+// Proxy forwards TCP connections from its own address (on loopback) to a
 // target, and can blackhole them: while cut, it keeps every socket open
 // but forwards no byte in either direction (and holds new connections
 // unanswered), which is how a network partition looks to both ends.
@@ -24,8 +24,13 @@ type Proxy struct {
 }
 
 // NewProxy listens on a free loopback port and forwards to target.
-func NewProxy(target string) (*Proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func NewProxy(target string) (*Proxy, error) { return NewProxyAt("127.0.0.1:0", target) }
+
+// NewProxyAt is NewProxy listening on addr (host:port; port 0: a free
+// one), for a client that cannot reach the host's loopback (one in a
+// network namespace of its own).
+func NewProxyAt(addr, target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}

@@ -107,7 +107,7 @@ type Daemon struct {
 // running is killed, and its stderr is logged if the test failed.
 func Start(t testing.TB, bin, dataDir string, env []string, args ...string) *Daemon {
 	t.Helper()
-	return start(t, bin, dataDir, env, "/readyz", args...)
+	return start(t, exec.Command, bin, dataDir, env, "/readyz", args...)
 }
 
 // StartReplica is Start for a member of a replica set (args carry
@@ -115,12 +115,21 @@ func Start(t testing.TB, bin, dataDir string, env []string, args ...string) *Dae
 // whichever role (a standby's /readyz is 503 NOT_PRIMARY).
 func StartReplica(t testing.TB, bin, dataDir string, env []string, args ...string) *Daemon {
 	t.Helper()
-	return start(t, bin, dataDir, env, "/healthz", args...)
+	return start(t, exec.Command, bin, dataDir, env, "/healthz", args...)
 }
 
-func start(t testing.TB, bin, dataDir string, env []string, ready string, args ...string) *Daemon {
+// StartReplicaWith is StartReplica with the process made by command (a
+// namespace's Command, say, to run it on a network of its own: args then
+// carry --addr and --replication-addr on that network, which override
+// the loopback default).
+func StartReplicaWith(t testing.TB, command func(name string, args ...string) *exec.Cmd, bin, dataDir string, env []string, args ...string) *Daemon {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"--addr", "127.0.0.1:0", "--data-dir", dataDir, "--log-level", "warn"}, args...)...)
+	return start(t, command, bin, dataDir, env, "/healthz", args...)
+}
+
+func start(t testing.TB, command func(string, ...string) *exec.Cmd, bin, dataDir string, env []string, ready string, args ...string) *Daemon {
+	t.Helper()
+	cmd := command(bin, append([]string{"--addr", "127.0.0.1:0", "--data-dir", dataDir, "--log-level", "warn"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	d := &Daemon{Cmd: cmd, Exited: make(chan error, 1)}
 	cmd.Stderr = &d.stderr
