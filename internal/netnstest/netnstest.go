@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -34,33 +33,45 @@ type Netns struct {
 	hostLink        string
 }
 
-// seq tells apart the namespaces of one test process.
-var seq atomic.Uint32
+// slots is the number of /30s in 10.231.0.0/16: a namespace's slot gives
+// its name, its links' names and its addresses.
+const slots = 1 << 14
 
 // New makes a namespace with its loopback up and a veth link to the
 // host's on a /30 of 10.231.0.0/16, and removes it (with its link) when
 // t ends: register it before the processes started in it, so that they
-// are stopped first.
+// are stopped first. The namespace's name is its claim on a slot: ip
+// netns add fails for a name that exists, so test processes running side
+// by side (or a namespace a killed test left) never share a subnet or a
+// link's name.
 func New(t testing.TB) *Netns {
 	t.Helper()
 	if ipPath() == "" {
 		t.Fatal("netnstest: ip(8) is needed to make a network namespace: install iproute2")
 	}
-	n := seq.Add(1)
-	pid := os.Getpid()
-	id := fmt.Sprintf("%d%d", pid%100000, n%1000)
-	ns := &Netns{
-		Name:     "seckill-test-" + id,
-		Path:     "/var/run/netns/seckill-test-" + id,
-		hostLink: "skh" + id, // interface names: at most 15 bytes
-		// A /30 per namespace: 10.231.<pid>.<4n>, host .1, namespace .2.
-		HostIP:  fmt.Sprintf("10.231.%d.%d", pid%256, (n*4)%256+1),
-		InnerIP: fmt.Sprintf("10.231.%d.%d", pid%256, (n*4)%256+2),
+	var ns *Netns
+	for k := range slots {
+		candidate := &Netns{
+			Name:     fmt.Sprintf("seckill-test-%d", k),
+			Path:     fmt.Sprintf("/var/run/netns/seckill-test-%d", k),
+			hostLink: fmt.Sprintf("skh%d", k), // interface names: at most 15 bytes
+			// Slot k's /30: host .1, namespace .2.
+			HostIP:  fmt.Sprintf("10.231.%d.%d", k/64, k%64*4+1),
+			InnerIP: fmt.Sprintf("10.231.%d.%d", k/64, k%64*4+2),
+		}
+		err := ip("netns", "add", candidate.Name)
+		if err == nil {
+			ns = candidate
+			break
+		}
+		if !strings.Contains(err.Error(), "exists") {
+			t.Fatalf("netnstest: cannot make a network namespace (the test needs root and a kernel with network namespaces): %v", err)
+		}
 	}
-	inner := "skn" + id
-	if err := ip("netns", "add", ns.Name); err != nil {
-		t.Fatalf("netnstest: cannot make a network namespace (the test needs root and a kernel with network namespaces): %v", err)
+	if ns == nil {
+		t.Fatalf("netnstest: all %d namespaces seckill-test-* exist: remove those left by killed tests (ip netns del)", slots)
 	}
+	inner := "skn" + strings.TrimPrefix(ns.hostLink, "skh")
 	t.Cleanup(func() {
 		// Deleting the namespace deletes the veth pair with it; the host's
 		// end alone is left when the move into it failed.

@@ -67,3 +67,16 @@ func TestCutAndHeal(t *testing.T) {
 		t.Fatalf("the host's dial into the namespace once healed: %v", err)
 	}
 }
+
+// A namespace that exists (another test's, or one a killed test left)
+// keeps its slot: the next New takes another name, subnet and link.
+func TestNewSkipsASlotTaken(t *testing.T) {
+	a := New(t)
+	b := New(t)
+	if a.Name == b.Name || a.HostIP == b.HostIP || a.InnerIP == b.InnerIP || a.hostLink == b.hostLink {
+		t.Fatalf("two namespaces share a slot: %+v and %+v", a, b)
+	}
+	if out, err := exec.Command(ipPath(), "-n", b.Name, "addr", "show").CombinedOutput(); err != nil || !strings.Contains(string(out), b.InnerIP+"/30") {
+		t.Fatalf("namespace %s lacks its address %s: %v\n%s", b.Name, b.InnerIP, err, out)
+	}
+}
