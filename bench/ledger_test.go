@@ -102,8 +102,11 @@ func TestLedgerMergesWorkersInArrivalOrder(t *testing.T) {
 func TestLedgerKeepsEveryAnswerOfConcurrentWorkers(t *testing.T) {
 	ledger := NewLedger(nil)
 	// More workers than shards, more answers than a chunk, more id bytes
-	// per shard than a text chunk.
-	const workers, each = 100, 3000
+	// per shard than a text chunk: 100 workers on 64 shards put two on
+	// shards 0-35, whose 4,000 answers' ids take about 70 KB (a text chunk
+	// is 64 KiB), and at least 2,000 answers on every shard (a chunk is
+	// 1,024).
+	const workers, each = 100, 2000
 	start := time.Unix(1_000_000, 0)
 	var wait sync.WaitGroup
 	for worker := range workers {

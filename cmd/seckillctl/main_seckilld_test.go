@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/seckill/seckill/cmd/seckilld/seckilldtest"
+	"github.com/seckill/seckill/orders/orderstest"
 )
 
 // childArgs names the environment variable that makes the test binary
@@ -16,7 +17,9 @@ import (
 const childArgs = "SECKILLCTL_TEST_CHILD_ARGS"
 
 // TestMain builds seckilld once for all the tests of the package that run
-// it, or, in a child process of ctlChild, runs seckillctl.
+// it and has the reconcile tests share one PostgreSQL
+// (orderstest.WithPostgres), or, in a child process of ctlChild, runs
+// seckillctl.
 func TestMain(m *testing.M) {
 	if raw := os.Getenv(childArgs); raw != "" {
 		var args []string
@@ -26,5 +29,5 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(run(args, os.Stdout, os.Stderr))
 	}
-	seckilldtest.Main(m)
+	seckilldtest.Main(orderstest.WithPostgres(m))
 }

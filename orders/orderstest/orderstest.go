@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,21 +114,92 @@ func Consume(t testing.TB, dbURL string, src orders.Source) (*prometheus.Registr
 	return reg, stop
 }
 
-// Database starts a private PostgreSQL for t and returns the URL of an
-// empty database "orders" on it.
+// Database returns the URL of an empty database of t's own on a private
+// PostgreSQL: in a package whose TestMain runs its tests through
+// WithPostgres, a database "orders_<n>" of the one server all its tests
+// share, dropped when t ends (initdb and the server's start cost more CPU
+// than most of these tests' sales, paid once instead of once per test);
+// otherwise a database "orders" of a server started for t alone.
 func Database(t testing.TB) string {
 	t.Helper()
-	s := pgserver.ForTest(t, nil)
+	ctx := context.Background()
+	if !sharedPostgres.enabled {
+		s := pgserver.ForTest(t, nil)
+		createDatabase(t, s, "orders")
+		return s.URL("orders")
+	}
+	sharedPostgres.once.Do(func() {
+		sharedPostgres.server, sharedPostgres.err = pgserver.Start(ctx, pgserver.Options{})
+	})
+	if sharedPostgres.err != nil {
+		t.Fatal(sharedPostgres.err)
+	}
+	s := sharedPostgres.server
+	name := fmt.Sprintf("orders_%d", sharedPostgres.databases.Add(1))
+	createDatabase(t, s, name)
+	t.Cleanup(func() {
+		// The test's consumers and services stopped in cleanups that ran
+		// before this one (registered after Database); FORCE ends any
+		// connection of theirs still open.
+		conn, err := pgx.Connect(ctx, s.URL("postgres"))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	return s.URL(name)
+}
+
+// createDatabase creates the empty database name on s.
+func createDatabase(t testing.TB, s *pgserver.Server, name string) {
+	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, s.URL("postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE orders"); err != nil {
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		t.Fatal(err)
 	}
-	return s.URL("orders")
+}
+
+// Runner is what TestMain runs: a *testing.M, or one WithPostgres wraps.
+type Runner interface{ Run() int }
+
+// WithPostgres returns m whose Run makes Database share one PostgreSQL
+// among the package's tests (started by the first of them) and stops
+// that server once they are done. Call it from TestMain:
+// os.Exit(orderstest.WithPostgres(m).Run()).
+func WithPostgres(m Runner) Runner { return postgresRunner{m} }
+
+type postgresRunner struct{ m Runner }
+
+func (r postgresRunner) Run() int {
+	sharedPostgres.enabled = true
+	code := r.m.Run()
+	if s := sharedPostgres.server; s != nil {
+		if err := s.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "orderstest: stop the shared PostgreSQL:", err)
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
+	return code
+}
+
+// sharedPostgres is the server Database shares under WithPostgres.
+var sharedPostgres struct {
+	enabled   bool
+	once      sync.Once
+	server    *pgserver.Server
+	err       error
+	databases atomic.Int64
 }
 
 // Relay runs seckill-relay's loop (package relay) from the campaign feed

@@ -75,10 +75,11 @@ var shared struct {
 	}
 }
 
-// Main runs the package's tests (call it from TestMain) with the seckilld
-// binary Build makes shared by all of them, removes that binary after,
-// and exits with the tests' status.
-func Main(m *testing.M) {
+// Main runs the package's tests (call it from TestMain with its
+// *testing.M, or with what wraps it, such as orderstest.WithPostgres) with
+// the seckilld binary Build makes shared by all of them, removes that
+// binary after, and exits with the tests' status.
+func Main(m interface{ Run() int }) {
 	dir, err := os.MkdirTemp("", "seckilldtest-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "seckilldtest:", err)
