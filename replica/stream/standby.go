@@ -374,7 +374,7 @@ func (s *Standby) session() error {
 			return err
 		}
 		if err := s.dispatch(m, begins, acks); err != nil {
-			return err
+			return begins.failure(err)
 		}
 	}
 }
@@ -390,7 +390,11 @@ func (s *Standby) dispatch(m message, begins *begins, acks *acker) error {
 			return err
 		}
 		for _, c := range list {
-			if begins.runs(c.key) {
+			busy, err := begins.runs(c.key)
+			if err != nil {
+				return err
+			}
+			if busy {
 				behind, err := begins.then(c.key, 0, func() error { s.noteCommit(c); return nil })
 				if err != nil {
 					return err
@@ -411,7 +415,11 @@ func (s *Standby) dispatch(m message, begins *begins, acks *acker) error {
 	if peek.err != nil {
 		return peek.err
 	}
-	if m.typ != msgBegin && !begins.runs(k) {
+	busy, err := begins.runs(k)
+	if err != nil {
+		return err
+	}
+	if m.typ != msgBegin && !busy {
 		return s.handle(m.typ, &m.body, acks)
 	}
 	// A message that waits is read after the next ones overwrote the

@@ -78,11 +78,13 @@ func (b *begins) start(k skuKey, size int, begin func() error) error {
 
 // runs reports whether a begin of k runs (or its messages behind it):
 // when not, none starts before the session's next start, and the
-// session acts on k's message itself.
-func (b *begins) runs(k skuKey) bool {
+// session acts on k's message itself. err is a begin's failure, seen
+// with the same lock its SKU stopped running under: the session ends
+// rather than act on a message of a copy whose begin failed.
+func (b *begins) runs(k skuKey) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.running[k] != nil
+	return b.running[k] != nil, b.err
 }
 
 // then queues f, a message of k's of size bytes, behind k's begin if one

@@ -2,8 +2,10 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -61,5 +63,27 @@ func TestStandbyBeginsNewCopiesSideBySide(t *testing.T) {
 	}
 	for _, d := range defs {
 		sameRecords(t, p.pdir, p.sdir, d.CampaignID, d.SKUID)
+	}
+}
+
+// A begin that fails on its goroutine (the new copy's log cannot open)
+// ends the session with its error, as one on the session goroutine did:
+// the standby reports it and connects again.
+func TestStandbyBeginFailureEndsTheSession(t *testing.T) {
+	refused := errors.New("no room for the log of c2")
+	p := startPair(t, nodeOptions{standbyWAL: wal.Options{OpenStore: func(dir string, o wal.StoreOptions) (wal.Store, error) {
+		if filepath.Base(filepath.Dir(filepath.Dir(dir))) == "c2" {
+			return nil, refused
+		}
+		return wal.OpenTidwallStore(dir, o)
+	}}})
+	connects := value(p.sb.metrics.connects)
+	define(t, p.n.engine, "c2", "s1")
+	eventually(t, "the session ended with the begin's failure, and another began", func() bool {
+		st := p.sb.Status()
+		return strings.Contains(st.LastError, refused.Error()) && value(p.sb.metrics.connects) > connects
+	})
+	if l, _ := copyLast(p.sb, "c2", "s1"); l != 0 {
+		t.Fatalf("a copy whose log never opened holds records to %d", l)
 	}
 }
