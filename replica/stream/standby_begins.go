@@ -28,7 +28,7 @@ const (
 )
 
 // begins runs a session's begins beside it. Only the session goroutine
-// calls start, then and wait.
+// calls its methods; run is each begin's own goroutine.
 type begins struct {
 	slots chan struct{}
 	// abort ends the session's connection, so that a session blocked on
