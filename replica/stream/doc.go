@@ -80,7 +80,11 @@
 // acknowledges each SKU's durable index, coalesced per SKU. Its hello
 // reports only durable records. It writes each SKU's epoch history
 // (HistoryFile) and the primary's feed history (feed.HistoryFile) before
-// the records they describe.
+// the records they describe. It begins its copies side by side
+// (standby_begins.go), beginsAtOnce at once as the primary defines a
+// list of SKUs: a begin is a few fsyncs (a new SKU's folder and log, its
+// epoch history), and a SKU's later messages wait behind its begin, so
+// each copy takes its messages in the primary's order.
 //
 // Each snapshot the primary writes (actors.Replication.SnapshotWritten)
 // is shipped too, once the records it covers are queued before it

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -355,6 +356,10 @@ func (s *Standby) session() error {
 	s.mu.Lock()
 	s.connected = true
 	s.mu.Unlock()
+	// Stopped in this order: the connection closed with the acknowledgements
+	// (nothing more sent), then the begins waited for.
+	begins := newBegins(func() { nc.Close() })
+	defer begins.wait()
 	acks := newAcker(s, nc)
 	defer acks.stop()
 	br := bufio.NewReaderSize(nc, 256<<10)
@@ -363,30 +368,87 @@ func (s *Standby) session() error {
 		var m message
 		m, buf, err = readMessage(br, buf)
 		if err != nil {
-			return err
+			return begins.failure(err)
 		}
 		if err := s.checkEpoch(m.epoch); err != nil {
 			return err
 		}
-		switch m.typ {
-		case msgBegin:
-			err = s.begin(&m.body, acks)
-		case msgInstall:
-			err = s.offer(&m.body)
-		case msgSnapshot:
-			err = s.snapshotChunk(&m.body, acks)
-		case msgRecords:
-			err = decodeRecords(&m.body, func(k skuKey, first uint64, frames [][]byte) error {
-				return s.append(k, first, frames, acks)
-			})
-		case msgCommit:
-			err = s.commits(&m.body)
-		default:
-			err = fmt.Errorf("%w: message %d from the primary", errProtocol, m.typ)
+		if err := s.dispatch(m, begins, acks); err != nil {
+			return begins.failure(err)
 		}
+	}
+}
+
+// dispatch acts on one of the primary's messages: a begin beside the
+// session (begins), a message of a SKU whose begin runs behind it, any
+// other at once.
+func (s *Standby) dispatch(m message, begins *begins, acks *acker) error {
+	switch m.typ {
+	case msgCommit:
+		list, err := decodeCommits(&m.body)
 		if err != nil {
 			return err
 		}
+		for _, c := range list {
+			busy, err := begins.runs(c.key)
+			if err != nil {
+				return err
+			}
+			if busy {
+				behind, err := begins.then(c.key, 0, func() error { s.noteCommit(c); return nil })
+				if err != nil {
+					return err
+				}
+				if behind {
+					continue
+				}
+			}
+			s.noteCommit(c)
+		}
+		return nil
+	case msgBegin, msgInstall, msgSnapshot, msgRecords:
+	default:
+		return fmt.Errorf("%w: message %d from the primary", errProtocol, m.typ)
+	}
+	peek := m.body
+	k := skuKey{peek.str(), peek.str()}
+	if peek.err != nil {
+		return peek.err
+	}
+	busy, err := begins.runs(k)
+	if err != nil {
+		return err
+	}
+	if m.typ != msgBegin && !busy {
+		return s.handle(m.typ, &m.body, acks)
+	}
+	// A message that waits is read after the next ones overwrote the
+	// session's buffer: it keeps a copy of its own.
+	body := slices.Clone(m.body.b)
+	later := func() error { return s.handle(m.typ, &decoder{b: body}, acks) }
+	if m.typ == msgBegin {
+		return begins.start(k, len(body), later)
+	}
+	if behind, err := begins.then(k, len(body), later); behind || err != nil {
+		return err
+	}
+	return later()
+}
+
+// handle acts on a message of one SKU's copy (its key first in body), in
+// the order of that SKU's messages.
+func (s *Standby) handle(typ byte, body *decoder, acks *acker) error {
+	switch typ {
+	case msgBegin:
+		return s.begin(body, acks)
+	case msgInstall:
+		return s.offer(body)
+	case msgSnapshot:
+		return s.snapshotChunk(body, acks)
+	default:
+		return decodeRecords(body, func(k skuKey, first uint64, frames [][]byte) error {
+			return s.append(k, first, frames, acks)
+		})
 	}
 }
 
@@ -503,19 +565,12 @@ func (s *Standby) begin(d *decoder, acks *acker) error {
 	return s.startInstall(x, b.index, b.snapshotSize, acks)
 }
 
-// commits takes the primary's commit indexes: a read brings a copy's
-// committed state up to them, the applier once a chunk waits.
-func (s *Standby) commits(d *decoder) error {
-	list, err := decodeCommits(d)
-	if err != nil {
-		return err
+// noteCommit takes the primary's commit index of a SKU: a read brings
+// its copy's committed state up to it, the applier once a chunk waits.
+func (s *Standby) noteCommit(c ack) {
+	if x := s.lookupSKU(c.key); x != nil && x.reads.noteCommit(c.index) {
+		s.wakeApplier(x)
 	}
-	for _, c := range list {
-		if x := s.lookupSKU(c.key); x != nil && x.reads.noteCommit(c.index) {
-			s.wakeApplier(x)
-		}
-	}
-	return nil
 }
 
 // append copies a batch of the primary's frames and acknowledges it once
