@@ -219,6 +219,12 @@ type sale struct {
 	wg   sync.WaitGroup
 }
 
+// loadPace is the least time between two requests of one load worker:
+// a kill or a fault needs a sale under way, not the most the machine can
+// sell, and unpaced workers take every core for as long as a test waits
+// for a lease or a schedule (and every other test of make test with them).
+const loadPace = 20 * time.Millisecond
+
 func startSale(router string) *sale {
 	s := &sale{quit: make(chan struct{})}
 	client := &http.Client{Timeout: 10 * time.Second}
@@ -226,13 +232,15 @@ func startSale(router string) *sale {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			pace := time.NewTicker(loadPace)
+			defer pace.Stop()
 			for i := 0; ; i++ {
 				body := fmt.Sprintf(`{"request_id":"kill-%d-%d","user_id":"kill-u%d-%d"}`, w, i, w, i)
 				for {
 					select {
 					case <-s.quit:
 						return
-					default:
+					case <-pace.C:
 					}
 					resp, err := client.Post(router+"/v1/campaigns/"+campaign+"/skus/"+skuID+"/reservations", "application/json", strings.NewReader(body))
 					if err != nil {

@@ -99,6 +99,13 @@ func load(base, prefix string, stop <-chan struct{}, progress *loadProgress) []a
 	return loadVia(http.DefaultClient, base, prefix, stop, progress)
 }
 
+// loadPace is the least time between two reserves of one load worker:
+// the tests need a sale under way when a process is killed or cut off,
+// not the most the machine can sell, and 8 unpaced workers take every
+// core for as long as a test waits for a lease to run out (and every
+// other test of make test with them). 8 workers: at most 400 reserves/s.
+const loadPace = 20 * time.Millisecond
+
 // loadVia is load through client c: a worker whose request fails (no
 // answer within c's timeout, no route) stops.
 func loadVia(c *http.Client, base, prefix string, stop <-chan struct{}, progress *loadProgress) []ack {
@@ -109,11 +116,13 @@ func loadVia(c *http.Client, base, prefix string, stop <-chan struct{}, progress
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			pace := time.NewTicker(loadPace)
+			defer pace.Stop()
 			for i := 0; ; i++ {
 				select {
 				case <-stop:
 					return
-				default:
+				case <-pace.C:
 				}
 				rid, uid := fmt.Sprintf("%s-w%d-r%d", prefix, w, i), fmt.Sprintf("%s-w%d-u%d", prefix, w, i)
 				code, body, err := sendJSONVia(c, http.MethodPost, base+"/v1/campaigns/demo/skus/sku-1/reservations", "", map[string]string{"request_id": rid, "user_id": uid})
