@@ -103,7 +103,7 @@ func (f *FeedSource) Next(ctx context.Context, cursor string) ([]client.Event, s
 type JetStreamSource struct {
 	Conn   *nats.Conn
 	Stream string
-	// Limit is the events per batch; Wait how long Next waits for the first.
+	// Limit is the events per batch; Wait how long Next waits for a message.
 	Limit int
 	Wait  time.Duration
 
@@ -115,8 +115,10 @@ type JetStreamSource struct {
 // Name is "jetstream:<stream>".
 func (s *JetStreamSource) Name() string { return "jetstream:" + s.Stream }
 
-// Next takes the messages after sequence cursor: the first waits up to
-// Wait, the rest only as long as they come at once, up to Limit.
+// Next takes the messages after sequence cursor, up to Limit: the first
+// waits up to Wait, and the rest are those the stream held beyond it when
+// it was delivered (its pending count), so that a batch does not end
+// wherever a loaded machine paused between two deliveries.
 func (s *JetStreamSource) Next(ctx context.Context, cursor string) ([]client.Event, string, error) {
 	after, created, floors, err := parseStreamCursor(cursor)
 	if err != nil {
@@ -128,12 +130,8 @@ func (s *JetStreamSource) Next(ctx context.Context, cursor string) ([]client.Eve
 		}
 	}
 	var events []client.Event
-	for len(events) < s.Limit {
-		wait := s.Wait
-		if s.seq != after {
-			wait = 5 * time.Millisecond // gather what has arrived, no more
-		}
-		wctx, cancel := context.WithTimeout(ctx, wait)
+	for pending := uint64(1); pending > 0 && len(events) < s.Limit; {
+		wctx, cancel := context.WithTimeout(ctx, s.Wait)
 		m, err := s.it.Next(jetstream.NextContext(wctx))
 		cancel()
 		if err != nil {
@@ -163,7 +161,7 @@ func (s *JetStreamSource) Next(ctx context.Context, cursor string) ([]client.Eve
 			}
 			return nil, cursor, s.diverged(e, meta.Sequence.Stream)
 		}
-		s.seq = meta.Sequence.Stream
+		s.seq, pending = meta.Sequence.Stream, meta.NumPending
 		if floors.covers(e.ID) {
 			continue
 		}

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -96,6 +97,8 @@ type proc struct {
 	log  *os.File
 	cmd  *exec.Cmd
 	done chan error
+	// addr is the host:port its "listening on http://" line named.
+	addr string
 }
 
 func startProc(t *testing.T, name, bin, logDir string, args ...string) *proc {
@@ -110,7 +113,11 @@ func startProc(t *testing.T, name, bin, logDir string, args ...string) *proc {
 	return p
 }
 
-// start runs the process and waits for its "listening on" line.
+// start runs the process and waits for its "listening on" line. Started
+// with --addr 127.0.0.1:0 (the kernel picks a port as it binds: a port
+// picked before, free when picked, may be taken by a parallel test's
+// process before the child binds it, and the child exits), its later
+// starts listen on the port it was given, as a restarted server would.
 func (p *proc) start(t *testing.T) {
 	t.Helper()
 	p.cmd = exec.Command(p.bin, p.args...)
@@ -124,19 +131,23 @@ func (p *proc) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.done = make(chan error, 1)
-	ready := make(chan struct{}, 1)
+	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			fmt.Fprintln(p.log, "stdout:", sc.Text())
-			if strings.Contains(sc.Text(), "listening on") {
-				ready <- struct{}{}
+			if _, rest, ok := strings.Cut(sc.Text(), " listening on http://"); ok {
+				addr, _, _ := strings.Cut(rest, " ")
+				ready <- addr
 			}
 		}
 	}()
 	go func(cmd *exec.Cmd, done chan error) { done <- cmd.Wait() }(p.cmd, p.done)
 	select {
-	case <-ready:
+	case p.addr = <-ready:
+		if i := slices.Index(p.args, "--addr"); i >= 0 && i+1 < len(p.args) {
+			p.args[i+1] = p.addr
+		}
 	case err := <-p.done:
 		t.Fatalf("%s exited at start: %v (log %s)", p.name, err, p.log.Name())
 	case <-time.After(60 * time.Second):
@@ -176,35 +187,26 @@ func (p *proc) term() {
 	}
 }
 
-// startCell starts seckilld as cell on a free port with data dir dir,
-// reaching etcd at etcdAddr (the log level is warn's unless given), and
-// returns its address and process.
+// startCell starts seckilld as cell on a port of its own with data dir
+// dir, reaching etcd at etcdAddr (the log level is warn's unless given),
+// and returns its address and process.
 func startCell(t *testing.T, bins map[string]string, logDir, cell, dir, etcdAddr string) (string, *proc) {
 	t.Helper()
-	addr, err := etcdtest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := startProc(t, cell, bins["seckilld"], logDir, "--addr", addr, "--data-dir", dir, "--cell", cell,
+	p := startProc(t, cell, bins["seckilld"], logDir, "--addr", "127.0.0.1:0", "--data-dir", dir, "--cell", cell,
 		"--etcd", etcdAddr, "--admin-token", token, "--log-level", "warn")
-	return addr, p
+	return p.addr, p
 }
 
 // startRouter starts seckill-router on a free port over the cells'
 // routes (cell=host:port), with extra flags, and returns its base URL.
 func startRouter(t *testing.T, bins map[string]string, logDir, etcdAddr string, routes []string, extra ...string) string {
 	t.Helper()
-	addr, err := etcdtest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	name := "router"
 	if len(extra) > 0 {
 		name = "router-" + strings.Join(extra, "")
 	}
-	args := append([]string{"--addr", addr, "--etcd", etcdAddr, "--cells", strings.Join(routes, ",")}, extra...)
-	startProc(t, name, bins["seckill-router"], logDir, args...)
-	return "http://" + addr
+	args := append([]string{"--addr", "127.0.0.1:0", "--etcd", etcdAddr, "--cells", strings.Join(routes, ",")}, extra...)
+	return "http://" + startProc(t, name, bins["seckill-router"], logDir, args...).addr
 }
 
 // metricValue reads one sample's value from a /metrics page (-1 when

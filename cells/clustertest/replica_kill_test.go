@@ -63,12 +63,8 @@ func TestCellPrimaryKilledUnderLoad(t *testing.T) {
 	for _, c := range cells {
 		for _, r := range []string{"a", "b"} {
 			name := c + "-" + r
-			addr, err := etcdtest.FreePort()
-			if err != nil {
-				t.Fatal(err)
-			}
-			dirs[name], bases[name] = filepath.Join(t.TempDir(), name), "http://"+addr
-			procs[name] = startProc(t, name, bins["seckilld"], logDir, "--addr", addr, "--data-dir", dirs[name], "--cell", c,
+			dirs[name] = filepath.Join(t.TempDir(), name)
+			procs[name] = startProc(t, name, bins["seckilld"], logDir, "--addr", "127.0.0.1:0", "--data-dir", dirs[name], "--cell", c,
 				"--etcd", etcd.Endpoint, "--replica", r, "--replication-addr", "127.0.0.1:0", "--lease-ttl", "2s",
 				// A standby whose acknowledgements lag (the race build on a
 				// loaded machine) stays in the sync set: dropped before the
@@ -76,6 +72,8 @@ func TestCellPrimaryKilledUnderLoad(t *testing.T) {
 				// records), and the test is of the promotion.
 				"--standby-timeout", "1m",
 				"--admin-token", token, "--log-level", "warn")
+			addr := procs[name].addr
+			bases[name] = "http://" + addr
 			if r == "a" {
 				awaitState(t, name+" leads", func() bool { return replicaRole(bases[name]) == "primary" })
 				routes = append(routes, c+"="+addr)
