@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"net"
 	"slices"
 	"syscall"
 	"testing"
@@ -11,17 +10,6 @@ import (
 	"github.com/seckill/seckill/cmd/seckilld/seckilldtest"
 	"github.com/seckill/seckill/internal/etcdtest"
 )
-
-// freeAddr returns a loopback address free at the time of the call.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // haStatusJSON is `seckillctl ha status --json` of rs1.
 func haStatusJSON(t *testing.T, etcd string) haStatus {
@@ -48,8 +36,7 @@ func TestReplicaSetPartitionBetweenPrimaryAndStandby(t *testing.T) {
 	t.Parallel()
 	etcd := etcdtest.Start(t)
 	bin := seckilldtest.Build(t, raceEnabled)
-	replAddr := freeAddr(t)
-	proxy, err := etcdtest.NewProxy(replAddr)
+	proxy, err := etcdtest.NewProxy("") // to a's replication address once it binds one
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +44,9 @@ func TestReplicaSetPartitionBetweenPrimaryAndStandby(t *testing.T) {
 	dir := t.TempDir()
 	p := &replicaPair{aDir: dir + "/a", bDir: dir + "/b"}
 	startA := func() *seckilldtest.Daemon {
-		return startReplica(t, bin, p.aDir, etcd.Endpoint, "a", "--replication-addr", replAddr, "--advertise-replication-addr", proxy.Addr)
+		d := startReplica(t, bin, p.aDir, etcd.Endpoint, "a", "--replication-addr", "127.0.0.1:0", "--advertise-replication-addr", proxy.Addr)
+		proxy.Retarget(d.Replication)
+		return d
 	}
 	p.a = startA()
 	p.first = waitHealth(t, p.a, "a leads", func(h replicaHealth) bool { return h.Role == "primary" })

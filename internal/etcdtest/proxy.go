@@ -12,11 +12,11 @@ import (
 // Resuming lets the held bytes through.
 type Proxy struct {
 	// Addr is the proxy's listening address, host:port.
-	Addr   string
-	target string
-	ln     net.Listener
+	Addr string
+	ln   net.Listener
 
 	mu     sync.Mutex
+	target string
 	cut    bool
 	only   direction     // the one direction a cut holds (0: both)
 	resume chan struct{} // closed when a cut ends
@@ -38,6 +38,14 @@ func NewProxyAt(addr, target string) (*Proxy, error) {
 	close(p.resume)
 	go p.accept()
 	return p, nil
+}
+
+// Retarget makes new connections go to target (a server restarted on a
+// port the OS gave it); connections open now keep theirs.
+func (p *Proxy) Retarget(target string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = target
 }
 
 // direction is which way bytes travel through the proxy.
@@ -129,7 +137,10 @@ func (p *Proxy) accept() {
 
 func (p *Proxy) serve(in net.Conn) {
 	p.gate(requests)
-	out, err := net.Dial("tcp", p.target)
+	p.mu.Lock()
+	target := p.target
+	p.mu.Unlock()
+	out, err := net.Dial("tcp", target)
 	if err != nil {
 		in.Close()
 		return

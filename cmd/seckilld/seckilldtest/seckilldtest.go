@@ -96,6 +96,9 @@ type Daemon struct {
 	Cmd *exec.Cmd
 	// Base is its URL, http://127.0.0.1:<port>.
 	Base string
+	// Replication is a replica's replication address, host:port, as
+	// bound (empty for a process that is no replica).
+	Replication string
 	// Exited receives the result of the process's Wait, once.
 	Exited chan error
 	stderr lockedbuf.Buffer
@@ -141,13 +144,15 @@ func start(t testing.TB, command func(string, ...string) *exec.Cmd, bin, dataDir
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	addr := make(chan string, 1)
+	addr := make(chan [2]string, 1)
 	go func() {
 		lines := bufio.NewScanner(out)
 		for lines.Scan() {
 			if a, ok := strings.CutPrefix(lines.Text(), "seckilld listening on "); ok {
-				a, _, _ = strings.Cut(a, " ") // a replica says more after its address
-				addr <- a
+				a, more, _ := strings.Cut(a, " ") // a replica says more after its address
+				_, repl, _ := strings.Cut(more, "replication on ")
+				repl, _, _ = strings.Cut(repl, ",")
+				addr <- [2]string{a, repl}
 			}
 		}
 	}()
@@ -162,7 +167,8 @@ func start(t testing.TB, command func(string, ...string) *exec.Cmd, bin, dataDir
 		}
 	})
 	select {
-	case d.Base = <-addr:
+	case a := <-addr:
+		d.Base, d.Replication = a[0], a[1]
 	case err := <-d.Exited:
 		t.Fatalf("seckilld exited at start: %v\n%s", err, d.Stderr())
 	case <-time.After(2 * time.Minute):
