@@ -53,22 +53,20 @@ ha-demo: build
 	$(GO) run ./replica/hademo --bin $(BIN) $(if $(HADEMO_DATA),--data $(HADEMO_DATA))
 
 ## test: vet + race-enabled tests of every package, bounded for CI (fuzz targets run their seed corpus),
-## and beside them every benchmark once at tiny sizes (SECKILL_BENCH_TINY=1, internal/benchsize): a change that
-## breaks a benchmark fails here, not at the next measurement. The two are separate go test runs, side by side
-## (one after the other they took over 10 minutes on a quiet machine), because go test runs
-## packages one at a time whenever -bench is given; the tests run TEST_PACKAGES packages at once (go test -p;
-## its default is the number of CPUs): most of their time is spent waiting on child processes (seckilld, etcd,
-## PostgreSQL, leases running out), not computing. The benchmarks' run takes only the packages that have a
-## benchmark (BENCH_PKGS): go test links a test binary for every package it is given, and the links of the
-## packages without one took most of that run's minutes.
+## and after each package's tests, in the same test binary, its benchmarks once at tiny sizes
+## (SECKILL_BENCH_TINY=1, internal/benchsize): a change that breaks a benchmark fails here, not at the next
+## measurement. The benchmark flags go to the test binaries (after -args), not to go test: given -bench, go test
+## runs packages one at a time (tests and benchmarks that way took over 10 minutes on a quiet machine), and a
+## run of its own for the benchmarks linked a second race-enabled binary of each package that has one. The
+## tests run TEST_PACKAGES packages at once (go test -p; its default is the number of CPUs): most of their time
+## is spent waiting on child processes (seckilld, etcd, PostgreSQL, leases running out), not computing.
+## -ldflags=-w (no DWARF; stack traces and race reports read the binary's own tables) takes about a sixth off
+## each link, of the test binaries and of the binaries the tests build with go build (they inherit GOFLAGS).
 TEST_PACKAGES ?= 4
-BENCH_PKGS = $(shell $(GO) list -f '{{$$d := .Dir}}{{range .TestGoFiles}}{{$$d}}/{{.}} {{end}}{{range .XTestGoFiles}}{{$$d}}/{{.}} {{end}}' $(PKGS) \
-	| xargs -r grep -l '^func Benchmark' | xargs -r -n1 dirname | sort -u)
 test:
 	$(GO) vet $(PKGS)
-	SECKILL_BENCH_TINY=1 $(GO) test -race -count=1 -run '^$$' -bench . -benchtime 1x -timeout 12m $(BENCH_PKGS) & benches=$$!; \
-	SECKILL_BENCH_TINY=1 $(GO) test -race -count=1 -p $(TEST_PACKAGES) -timeout 12m $(PKGS); tests=$$?; \
-	wait $$benches && [ $$tests -eq 0 ]
+	SECKILL_BENCH_TINY=1 GOFLAGS="$(GOFLAGS) -ldflags=-w" $(GO) test -race -count=1 -p $(TEST_PACKAGES) -timeout 12m $(PKGS) \
+		-args -test.bench=. -test.benchtime=1x
 
 ## docs: regenerate what the docs take from the code: docs/reference/ (every command's --help, the
 ## metrics) and the API client generated from httpapi/openapi.json; the docs tests check them in make test.
