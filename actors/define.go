@@ -43,9 +43,10 @@ func (e *Engine) Define(ctx context.Context, d sku.Definition) error {
 // skudir.AtOnce at a time. It returns one error per definition, in the
 // list's order: nil once it is durable, ErrNotBegun for one not begun.
 //
-// It holds defineMu for the whole list: two lists never interleave, so
-// the checks it runs first, once, over the list in order, hold until it
-// is defined: each definition valid, naming a SKU once, with the
+// It holds the locks of the list's campaigns for the whole list: two
+// lists of a campaign never interleave (those of other campaigns run
+// beside it), so the checks it runs first, once, over the list in order,
+// hold until it is defined: each definition valid, naming a SKU once, with the
 // purchase_limit of its campaign's defined SKUs and of the list's
 // definitions before it (sku.CheckCampaignPurchaseLimit: two lists of one
 // campaign cannot leave it with two), and a redefinition allowed
@@ -58,8 +59,7 @@ func (e *Engine) Define(ctx context.Context, d sku.Definition) error {
 // its error is ctx's: the actor still decides it).
 func (e *Engine) DefineAll(ctx context.Context, defs []sku.Definition, each time.Duration) []error {
 	errs := make([]error, len(defs))
-	e.defineMu.Lock()
-	defer e.defineMu.Unlock()
+	defer e.defining.lock(campaignsOf(defs))()
 	n, err := e.checkList(defs)
 	if n < len(defs) {
 		errs[n] = err

@@ -239,3 +239,52 @@ func TestDefineAllStopsAtAFailedCommit(t *testing.T) {
 		}
 	}
 }
+
+// A list holds its campaigns' locks only: while one campaign's list is
+// defining (its lock held here), a list of another campaign is defined;
+// a list of that campaign, or one naming it among others, waits for it
+// and is then defined.
+func TestDefineAllOfOtherCampaignsRunsBeside(t *testing.T) {
+	t.Parallel()
+	e := openTest(t, t.TempDir(), &fakeClock{}, nil)
+	unlock := e.defining.lock([]string{"busy"})
+	if _, err := firstError(e.DefineAll(ctxT(t), listDefs("other", "s", 3, sku.PurchaseLimitSKU), 0)); err != nil {
+		t.Fatalf("a list of another campaign while one is defining: %v", err)
+	}
+	waiting := make(chan []error, 2)
+	go func() { waiting <- e.DefineAll(ctxT(t), listDefs("busy", "s", 2, sku.PurchaseLimitSKU), 0) }()
+	go func() {
+		waiting <- e.DefineAll(ctxT(t), append(listDefs("a-first", "s", 1, sku.PurchaseLimitSKU), listDefs("busy", "t", 1, sku.PurchaseLimitSKU)...), 0)
+	}()
+	// Both wait for "busy"'s lock: each is counted on it before it waits.
+	for users := 0; users != 3; {
+		e.defining.mu.Lock()
+		if cl := e.defining.held["busy"]; cl != nil {
+			users = cl.users
+		}
+		e.defining.mu.Unlock()
+		select {
+		case errs := <-waiting:
+			t.Fatalf("a list naming a campaign whose lock is held went on: %v", errs)
+		default:
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := len(e.AllStats()); n != 3 {
+		t.Fatalf("%d SKUs defined while busy's lock is held, want other's 3", n)
+	}
+	unlock()
+	for range 2 {
+		if _, err := firstError(<-waiting); err != nil {
+			t.Fatalf("a list that waited for its campaign's lock: %v", err)
+		}
+	}
+	if n := len(e.AllStats()); n != 7 {
+		t.Fatalf("%d SKUs defined, want 7", n)
+	}
+	e.defining.mu.Lock()
+	defer e.defining.mu.Unlock()
+	if len(e.defining.held) != 0 {
+		t.Fatalf("locks left after every list ended: %v", e.defining.held)
+	}
+}

@@ -311,9 +311,10 @@ type Engine struct {
 	// purchase_limit is "campaign" (purchases.go), created on first use.
 	purchasesMu sync.RWMutex
 	purchases   map[string]*purchases
-	// defineMu is held by DefineAll for a whole list: its checks (that a
-	// campaign's SKUs agree on purchase_limit) hold until it is defined.
-	defineMu sync.Mutex
+	// defining holds DefineAll's campaign locks (definelocks.go): its
+	// checks (that a campaign's SKUs agree on purchase_limit) hold until
+	// its list is defined.
+	defining campaignLocks
 	// stating is held shared by each definition from MakeRoom to its
 	// release and alone by FinishPending while it finishes a list, so
 	// that a definition an operator states is never interleaved with the
