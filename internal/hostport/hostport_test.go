@@ -6,11 +6,12 @@ import (
 	"testing"
 )
 
-// Listen takes what net.Listen takes and refuses, before any bind, what
+// Listen takes what net.Listen takes (on loopback only: the tests bind
+// nothing else) and refuses, before any bind, what
 // net.Listen would refuse for its form; Dial also refuses port 0, which
 // only a listen can use.
 func TestListenAndDial(t *testing.T) {
-	for _, addr := range []string{"127.0.0.1:8080", "127.0.0.1:0", ":0", "[::1]:0", "127.0.0.1:", "localhost:0"} {
+	for _, addr := range []string{"127.0.0.1:8080", "127.0.0.1:0", "127.0.0.1:", "localhost:0"} {
 		if err := Listen(addr); err != nil {
 			t.Errorf("Listen(%q): %v", addr, err)
 		}
