@@ -31,6 +31,7 @@ func TestDocsUsageErrorsExitTwo(t *testing.T) {
 		"seckilld": {
 			{[]string{"--max-queue-wait", "5s"}, "--max-queue-wait must be 1ms..3s"},
 			{[]string{"--fsync", "sometimes"}, "--fsync"},
+			{[]string{"--addr", "127.0.0.1:99999"}, "--addr"},
 		},
 		"seckillctl": {
 			{[]string{"verify", "--no-such-flag"}, "no-such-flag"},
@@ -51,6 +52,7 @@ func TestDocsUsageErrorsExitTwo(t *testing.T) {
 		},
 		"seckill-router": {
 			{[]string{"--etcd", "127.0.0.1:1", "--cells", "c1=127.0.0.1:1", "--timeout", "-1s"}, "--timeout"},
+			{[]string{"--etcd", "127.0.0.1:1", "--cells", "c1=127.0.0.1:1", "--addr", "nonsense"}, "--addr"},
 		},
 		"seckill-bench": {
 			{[]string{"compare", "--no-such-flag"}, "no-such-flag"},

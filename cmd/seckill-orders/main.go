@@ -62,6 +62,7 @@ import (
 	"github.com/seckill/seckill/actors/sku"
 	"github.com/seckill/seckill/cells"
 	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/internal/hostport"
 	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/ledger"
 	"github.com/seckill/seckill/orders"
@@ -160,6 +161,20 @@ Flags:
 	case fs.NArg() > 0:
 		return fmt.Errorf("%w: unexpected arguments %v", errUsage, fs.Args())
 	}
+	// The addresses are checked before PostgreSQL is waited for: a
+	// mistyped one is the command line's error, said at once.
+	if *metricsAddr != "" {
+		if err := hostport.Listen(*metricsAddr); err != nil {
+			return fmt.Errorf("%w: --metrics-addr %v", errUsage, err)
+		}
+	}
+	var feedClient *client.Client
+	if *feed != "" {
+		var err error
+		if feedClient, err = client.New(client.Options{BaseURL: *feed, AdminToken: *token}); err != nil {
+			return fmt.Errorf("%w: --feed: %v", errUsage, err)
+		}
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
 
 	pool, err := newPool(ctx, *database)
@@ -186,11 +201,7 @@ Flags:
 	}
 	switch {
 	case *feed != "":
-		c, err := client.New(client.Options{BaseURL: *feed, AdminToken: *token})
-		if err != nil {
-			return fmt.Errorf("%w: --feed: %v", errUsage, err)
-		}
-		src = &orders.FeedSource{Client: c, CampaignID: *campaign, Limit: *limit, Wait: *wait}
+		src = &orders.FeedSource{Client: feedClient, CampaignID: *campaign, Limit: *limit, Wait: *wait}
 	case *etcd != "":
 		ec, err := ledger.Dial(strings.Split(*etcd, ","))
 		if err != nil {

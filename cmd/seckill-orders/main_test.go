@@ -68,6 +68,11 @@ func TestHelpAndUsage(t *testing.T) {
 		// waited for.
 		{"--database", "postgres://x/y", "--feed", "http://127.0.0.1:1", "--campaign", "bad~id", "--admin-token", "t"},
 		{"--database", "postgres://x/y", "--nats", "nats://127.0.0.1:1", "--stream", "bad stream"},
+		// A --feed or --metrics-addr that no client or listen could use:
+		// said before PostgreSQL is waited for (it is not up here).
+		{"--database", "postgres://127.0.0.1:1/x", "--feed", "nonsense", "--campaign", "c", "--admin-token", "t"},
+		{"--database", "postgres://127.0.0.1:1/x", "--feed", "http://127.0.0.1:1", "--campaign", "c", "--admin-token", "t", "--metrics-addr", "nonsense"},
+		{"--database", "postgres://127.0.0.1:1/x", "--feed", "http://127.0.0.1:1", "--campaign", "c", "--admin-token", "t", "--metrics-addr", "127.0.0.1:99999"},
 		// A --database that does not parse, an --event that is no event id.
 		{"--database", "not a url", "--feed", "http://127.0.0.1:1", "--campaign", "c", "--admin-token", "t"},
 		{"redeliver", "--database", "not a url", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--reservation", "c~s~1~0000000000000000"},
@@ -79,7 +84,12 @@ func TestHelpAndUsage(t *testing.T) {
 		{"redeliver", "--database", "postgres://x/y", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--source", "c/s", "--event", "h-1"},
 		{"redeliver", "--database", "postgres://x/y", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--etcd", "127.0.0.1:1", "--reservation", "c~s~1~0000000000000000"},
 	} {
-		if err := run(context.Background(), args, &out, &errb); !errors.Is(err, errUsage) {
+		// A usage error comes before anything is contacted: a run that
+		// waits for PostgreSQL instead ends with the context, not errUsage.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := run(ctx, args, &out, &errb)
+		cancel()
+		if !errors.Is(err, errUsage) {
 			t.Errorf("%v: %v, want a usage error", args, err)
 		}
 	}

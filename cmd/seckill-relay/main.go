@@ -52,6 +52,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/peterbourgon/ff/v3"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/relay"
 )
@@ -133,6 +134,11 @@ Flags:
 		return fmt.Errorf("%w: --wait must be in (0, 60s]", errUsage)
 	case fs.NArg() > 0:
 		return fmt.Errorf("%w: unexpected arguments: %v", errUsage, fs.Args())
+	}
+	// Checked as the relay's client will read it, before NATS is dialled:
+	// a mistyped --feed is the command line's error.
+	if _, err := client.New(client.Options{BaseURL: *feed}); err != nil {
+		return fmt.Errorf("%w: --feed: %v", errUsage, err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
 	// A NATS server not up yet is waited for (the relay's errors are

@@ -59,6 +59,8 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{append(required, "--log-level", "loud"), "--log-level"},
 		{append(required, "--stream", "a.b"), `--stream: relay: invalid stream name "a.b"`},
 		{append(required, "extra"), "unexpected arguments: [extra]"},
+		// Before NATS is dialled, as every usage error.
+		{append(required, "--feed", "nonsense"), `--feed: client: base URL "nonsense": give http://host:port`},
 	} {
 		var out, errOut bytes.Buffer
 		err := run(context.Background(), c.args, &out, &errOut)

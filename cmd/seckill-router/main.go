@@ -48,6 +48,7 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/cells"
 	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/internal/hostport"
 	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/ledger"
 	"github.com/seckill/seckill/replica"
@@ -83,12 +84,15 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	if err := hostport.Listen(o.addr); err != nil {
+		return o, fmt.Errorf("--addr %w", err)
+	}
 	order, addrs, err := cells.ParseAddrs(o.cells)
 	if err != nil {
 		return o, err
 	}
 	for _, cell := range order {
-		if _, _, err := net.SplitHostPort(hostPort(addrs[cell])); err != nil {
+		if err := hostport.Dial(hostPort(addrs[cell])); err != nil {
 			return o, fmt.Errorf("--cells: cell %s: %q is not host:port (or http://host:port)", cell, addrs[cell])
 		}
 	}

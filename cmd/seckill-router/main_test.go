@@ -46,6 +46,12 @@ func TestBadTimeoutAndArguments(t *testing.T) {
 		{[]string{"extra"}, "unexpected arguments: [extra]"},
 		{[]string{"--default-cell", "c2"}, "--default-cell c2 is not one of --cells (c1)"},
 		{[]string{"--cells", "c1=bad"}, `--cells: cell c1: "bad" is not host:port (or http://host:port)`},
+		// Addresses no listen or dial could use: refused before etcd is
+		// asked, not a listen failing after it (exit 1), nor a cell every
+		// request to which fails.
+		{[]string{"--cells", "c1=127.0.0.1:99999"}, `--cells: cell c1: "127.0.0.1:99999" is not host:port (or http://host:port)`},
+		{[]string{"--addr", "nonsense"}, `--addr "nonsense" is not host:port (missing port in address)`},
+		{[]string{"--addr", "127.0.0.1:99999"}, `--addr "127.0.0.1:99999": the port must be a number 0..65535`},
 	} {
 		var out, errOut bytes.Buffer
 		args := append([]string{"--etcd", "127.0.0.1:1", "--cells", "c1=127.0.0.1:1"}, c.args...)

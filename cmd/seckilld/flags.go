@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill/entrypass"
 	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/internal/hostport"
 	"github.com/seckill/seckill/wal"
 )
 
@@ -98,6 +99,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.Usage = func() { printUsage(fs) }
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SECKILL")); err != nil {
 		return o, err
+	}
+	if err := hostport.Listen(o.addr); err != nil {
+		return o, fmt.Errorf("--addr %w", err)
 	}
 	if err := o.cell.validate(o.replica.enabled()); err != nil {
 		return o, err

@@ -141,6 +141,34 @@ func TestEntryPassOptions(t *testing.T) {
 	}
 }
 
+// An address flag that no listen or dial could use is a usage error
+// (exit 2, naming the flag) found before anything is bound or written,
+// not a listen failing after the start (exit 1), nor, for an advertised
+// address, one published in etcd that no standby or router can dial.
+func TestAddressFlagsAreUsageErrors(t *testing.T) {
+	replica := []string{"--replica", "a", "--replica-set", "rs1", "--etcd", "127.0.0.1:2379", "--replication-addr", "127.0.0.1:0"}
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--addr", "nonsense"}, `--addr "nonsense" is not host:port (missing port in address)`},
+		{[]string{"--addr", "127.0.0.1:99999"}, `--addr "127.0.0.1:99999": the port must be a number 0..65535`},
+		{append(replica, "--replication-addr", "127.0.0.1:99999"), `--replication-addr "127.0.0.1:99999": the port must be a number 0..65535`},
+		{append(replica, "--advertise-addr", "10.0.0.1:99999"), `--advertise-addr "10.0.0.1:99999": the port must be a number 1..65535`},
+		{append(replica, "--advertise-replication-addr", "10.0.0.1:0"), `--advertise-replication-addr "10.0.0.1:0": the port must be a number 1..65535`},
+		{append(replica, "--advertise-addr", ":8080"), `--advertise-addr ":8080": the address others dial needs a host`},
+	} {
+		if _, err := parseOptions(c.args, io.Discard); err == nil || err.Error() != c.says {
+			t.Errorf("%v: %v, want %q", c.args, err, c.says)
+		}
+	}
+	for _, ok := range []string{"127.0.0.1:0", ":8080", "localhost:8080", "[::1]:8080"} {
+		if _, err := parseOptions([]string{"--addr", ok}, io.Discard); err != nil {
+			t.Errorf("--addr %s: %v", ok, err)
+		}
+	}
+}
+
 // The advertise addresses are what a replica publishes in etcd; without
 // them, the bound listen addresses.
 func TestAdvertiseAddresses(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/seckill/seckill/internal/hostport"
 	"github.com/seckill/seckill/replica"
 )
 
@@ -83,19 +84,19 @@ func (o *replicaOptions) validate(cell string, etcd bool) error {
 	case o.standbyTimeout < 0:
 		return errors.New("--standby-timeout must be positive")
 	}
-	if _, _, err := net.SplitHostPort(o.replicationAddr); err != nil {
-		return fmt.Errorf("--replication-addr: %w", err)
+	if err := hostport.Listen(o.replicationAddr); err != nil {
+		return fmt.Errorf("--replication-addr %w", err)
 	}
 	for flag, addr := range map[string]string{"--advertise-replication-addr": o.advertiseReplication, "--advertise-addr": o.advertiseHTTP} {
 		if addr == "" {
 			continue
 		}
-		host, port, err := net.SplitHostPort(addr)
-		if err != nil {
-			return fmt.Errorf("%s: %w", flag, err)
+		if err := hostport.Dial(addr); err != nil {
+			return fmt.Errorf("%s %w", flag, err)
 		}
-		if host == "" || port == "0" || port == "" {
-			return fmt.Errorf("%s %q: the address others dial needs a host and a port other than 0", flag, addr)
+		if host, _, _ := net.SplitHostPort(addr); host == "" {
+			// Another machine would dial its own.
+			return fmt.Errorf("%s %q: the address others dial needs a host", flag, addr)
 		}
 	}
 	if o.standbyTimeout == 0 {

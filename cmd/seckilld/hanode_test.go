@@ -18,6 +18,7 @@ import (
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/internal/etcdtest"
 	"github.com/seckill/seckill/internal/lockedbuf"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/ledger"
 	"github.com/seckill/seckill/replica"
 )
@@ -305,6 +306,20 @@ func TestReplicaRolesOnEtcd(t *testing.T) {
 	}
 	if code := getJSON(t, a.url+replicaStatusPath, "", nil); code != http.StatusUnauthorized {
 		t.Fatalf("/admin/replica without the token: %d", code)
+	}
+	// A standby's last acknowledgement is a time of an answer: RFC 3339 in
+	// UTC with milliseconds, as every answer's (timefmt).
+	var shown struct {
+		Standbys []struct {
+			LastAck string `json:"last_ack"`
+		} `json:"standbys"`
+	}
+	getJSON(t, a.url+replicaStatusPath, "tok", &shown)
+	if len(shown.Standbys) != 1 {
+		t.Fatalf("/admin/replica's standbys: %+v", shown)
+	}
+	if at, err := time.Parse(time.RFC3339, shown.Standbys[0].LastAck); err != nil || timefmt.Millis(at.UnixMilli()) != shown.Standbys[0].LastAck {
+		t.Errorf("/admin/replica's last_ack %q is not in the format of every answer (%v)", shown.Standbys[0].LastAck, err)
 	}
 
 	// The standby refuses the API, naming the primary.

@@ -3,9 +3,9 @@ package main
 import (
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/internal/timefmt"
 	"github.com/seckill/seckill/replica"
 )
 
@@ -51,12 +51,24 @@ type haState struct {
 }
 
 type standbyReport struct {
-	Name       string    `json:"name"`
-	Connected  bool      `json:"connected"`
-	CaughtUp   bool      `json:"caught_up"`
-	LagRecords uint64    `json:"lag_records"`
-	LagMillis  int64     `json:"lag_ms"`
-	LastAck    time.Time `json:"last_ack"`
+	Name       string `json:"name"`
+	Connected  bool   `json:"connected"`
+	CaughtUp   bool   `json:"caught_up"`
+	LagRecords uint64 `json:"lag_records"`
+	LagMillis  int64  `json:"lag_ms"`
+	// LastAck is in the one time format of every answer (timefmt), and
+	// absent until the standby acknowledged a record to this primary: the
+	// zero time.Time would read as year 1.
+	LastAck string `json:"last_ack,omitempty"`
+}
+
+// newStandbyReport is how /admin/replica shows a standby of the primary.
+func newStandbyReport(f follower) standbyReport {
+	r := standbyReport{Name: f.Name, Connected: f.Connected, CaughtUp: f.CaughtUp, LagRecords: f.LagRecords, LagMillis: f.LagMillis}
+	if !f.LastAck.IsZero() {
+		r.LastAck = timefmt.Millis(f.LastAck.UnixMilli())
+	}
+	return r
 }
 
 // publishState replaces the state the handlers show.
@@ -71,8 +83,7 @@ func (n *haNode) publishState() {
 		s.Role, s.Primary, s.Address, s.serving = replica.Primary.String(), s.Name, n.member.HTTP, true
 		s.Sync, s.Waited = n.node.SyncSet(), n.node.Waited()
 		for _, f := range n.primary.stream.Followers() {
-			s.Standbys = append(s.Standbys, standbyReport{Name: f.Name, Connected: f.Connected, CaughtUp: f.CaughtUp,
-				LagRecords: f.LagRecords, LagMillis: f.LagMillis, LastAck: f.LastAck})
+			s.Standbys = append(s.Standbys, newStandbyReport(f))
 		}
 		slices.SortFunc(s.Standbys, func(a, b standbyReport) int { return strings.Compare(a.Name, b.Name) })
 	case n.node.Role() == replica.Primary:
