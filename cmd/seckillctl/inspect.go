@@ -169,6 +169,13 @@ func inspectWAL(args []string, stdout io.Writer) error {
 	if *to != 0 && *from > *to {
 		return usageError("inspect wal: --from %d is after --to %d", *from, *to)
 	}
+	// An id no record can hold would match nothing, and an empty answer
+	// would read as "no such records" where the filter was mistyped.
+	for _, f := range []struct{ name, value string }{{"--user", *user}, {"--request", *request}} {
+		if f.value != "" && !sku.ValidID(f.value) {
+			return usageError("inspect wal: %s %q is not an id (%s)", f.name, f.value, sku.IDRule)
+		}
+	}
 	skuDir := skudir.FromPath(pos[0]).String()
 	log, err := readLog(skudir.LogOf(pos[0]))
 	if err != nil {

@@ -242,6 +242,9 @@ func TestInspectWAL(t *testing.T) {
 		t.Fatalf("request no-such-request: %+v", got)
 	}
 	wantCode(t, 2, "inspect", "wal", f.skuDir, "--reservation", "x~y")
+	// An id no record holds is a mistyped filter, not "no such records".
+	wantCode(t, 2, "inspect", "wal", f.skuDir, "--user", "user 1")
+	wantCode(t, 2, "inspect", "wal", f.skuDir, "--request", strings.Repeat("r", 65))
 	wantCode(t, 2, "inspect", "wal", filepath.Join(f.dataDir, "nope"))
 	wantCode(t, 2, "inspect", "wal")
 	wantCode(t, 2, "inspect", "log", f.skuDir)
