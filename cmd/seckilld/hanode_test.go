@@ -322,6 +322,17 @@ func TestReplicaRolesOnEtcd(t *testing.T) {
 		t.Errorf("/admin/replica's last_ack %q is not in the format of every answer (%v)", shown.Standbys[0].LastAck, err)
 	}
 
+	// The sync set and the waited standbys are the primary's to show: the
+	// standby shows neither (an empty list would read as "none").
+	var standbyShown map[string]any
+	getJSON(t, b.url+replicaStatusPath, "tok", &standbyShown)
+	if _, ok := standbyShown["sync"]; ok || standbyShown["role"] != "standby" {
+		t.Errorf("the standby's /admin/replica: %v", standbyShown)
+	}
+	if _, ok := standbyShown["waited"]; ok {
+		t.Errorf("the standby's /admin/replica: %v", standbyShown)
+	}
+
 	// The standby refuses the API, naming the primary.
 	resp, err := http.Post(b.url+"/v1/campaigns/demo/skus/sku-1/reservations", "application/json", strings.NewReader(`{"user_id":"u1"}`))
 	if err != nil {

@@ -33,14 +33,16 @@ type copiedSKU struct {
 // haState is what the HTTP handlers and metrics show of the replica,
 // replaced as a whole by the runner.
 type haState struct {
-	Set         string          `json:"replica_set"`
-	Name        string          `json:"replica"`
-	Role        string          `json:"role"`
-	Epoch       uint64          `json:"epoch"`
-	Primary     string          `json:"primary,omitempty"`
-	Address     string          `json:"address,omitempty"`
-	Sync        []string        `json:"sync"`
-	Waited      []string        `json:"waited"`
+	Set     string `json:"replica_set"`
+	Name    string `json:"replica"`
+	Role    string `json:"role"`
+	Epoch   uint64 `json:"epoch"`
+	Primary string `json:"primary,omitempty"`
+	Address string `json:"address,omitempty"`
+	// Sync and Waited are the primary's (empty: none); a replica in
+	// another role shows neither, as it decides neither.
+	Sync        []string        `json:"sync,omitzero"`
+	Waited      []string        `json:"waited,omitzero"`
 	Standbys    []standbyReport `json:"standbys,omitempty"`
 	Copy        *standbyStatus  `json:"copy,omitempty"`
 	Switchover  string          `json:"switchover,omitempty"`
@@ -81,7 +83,7 @@ func (n *haNode) publishState() {
 	switch {
 	case n.primary != nil:
 		s.Role, s.Primary, s.Address, s.serving = replica.Primary.String(), s.Name, n.member.HTTP, true
-		s.Sync, s.Waited = n.node.SyncSet(), n.node.Waited()
+		s.Sync, s.Waited = append([]string{}, n.node.SyncSet()...), append([]string{}, n.node.Waited()...)
 		for _, f := range n.primary.stream.Followers() {
 			s.Standbys = append(s.Standbys, newStandbyReport(f))
 		}
@@ -96,12 +98,6 @@ func (n *haNode) publishState() {
 			s.Copy = &st
 			s.reads = n.standby.stream.Reads()
 		}
-	}
-	if s.Sync == nil {
-		s.Sync = []string{}
-	}
-	if s.Waited == nil {
-		s.Waited = []string{}
 	}
 	s.primaryHTTP = s.Address
 	n.state.Store(s)

@@ -188,8 +188,10 @@ function drawReplica(r) {
   $('r-set').textContent = r.replica_set;
   const pairs = [
     ['replica', r.replica], ['role', r.role, 'r-role ' + (r.role === 'primary' ? '' : 'bad')], ['epoch', String(r.epoch), 'r-epoch'],
-    ['sync set', (r.sync || []).join(', ') || 'none', 'r-sync ' + ((r.sync || []).length ? '' : 'bad')],
   ];
+  if (r.sync) { // the primary's: a replica in another role shows none
+    pairs.push(['sync set', r.sync.join(', ') || 'none', 'r-sync ' + (r.sync.length ? '' : 'bad')]);
+  }
   for (const b of r.standbys || []) {
     let v = 'disconnected';
     if (b.connected) v = `${b.caught_up ? 'caught up' : 'catching up'} · lag ${int(b.lag_records)} rec · ${ms(b.lag_ms)}`;
