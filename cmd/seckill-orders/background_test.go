@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,12 +50,62 @@ func (b *background) waitFor(buf *lockedbuf.Buffer, marker, what string) {
 // serving is the line seckill-orders prints once past its start, consuming.
 const serving = "seckill-orders metrics on "
 
-// freeAddr is a loopback host:port nothing listened on a moment ago.
-func freeAddr(t *testing.T) string {
+// latePort holds a loopback port for a server that comes up later, as
+// the order service is told its address before it is up: until then
+// each connection is closed at once, as a server that is not up refuses
+// it, and no other process (a parallel test's) can take the port, as
+// it could one merely picked free.
+type latePort struct {
+	ln net.Listener
+	to atomic.Pointer[string] // where connections go once up; nil: down
+}
+
+func holdPort(t *testing.T) *latePort {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	p := &latePort{ln: ln}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if to := p.to.Load(); to != nil {
+				go forward(c, *to)
+			} else {
+				c.Close()
+			}
+		}
+	}()
+	return p
+}
+
+// addr is the port's host:port.
+func (p *latePort) addr() string { return p.ln.Addr().String() }
+
+// forwardTo brings the server up at the port: connections from now on go
+// to target.
+func (p *latePort) forwardTo(target string) { p.to.Store(&target) }
+
+// release gives the port up for a server that binds it itself (a moment
+// in which another process could take it, where picking it free left
+// the whole wait) and returns its number.
+func (p *latePort) release() int {
+	p.ln.Close()
+	return p.ln.Addr().(*net.TCPAddr).Port
+}
+
+// forward copies c to and from a connection to target.
+func forward(c net.Conn, target string) {
+	defer c.Close()
+	d, err := net.Dial("tcp", target)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	go io.Copy(d, c)
+	io.Copy(c, d)
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"net"
-	"strconv"
 	"testing"
 
 	"github.com/seckill/seckill/internal/natstest"
@@ -18,13 +16,11 @@ func TestWaitsForNATS(t *testing.T) {
 	db := orderstest.Database(t)
 	orderstest.Define(t, c, "late", 30)
 	orderstest.Sale(t, c, "late", 0, 10)
-	addr := freeAddr(t)
-	b := runInBackground(t, "--database", db, "--nats", "nats://"+addr, "--stream", "SECKILL_LATE",
+	port := holdPort(t)
+	b := runInBackground(t, "--database", db, "--nats", "nats://"+port.addr(), "--stream", "SECKILL_LATE",
 		"--metrics-addr", "127.0.0.1:0", "--wait", "1s")
 	b.waitFor(&b.out, serving, "without NATS")
-	_, port, _ := net.SplitHostPort(addr)
-	n, _ := strconv.Atoi(port)
-	nc := natstest.StartOn(t, n)
+	nc := natstest.StartOn(t, port.release())
 	orderstest.Relay(t, nc, c.BaseURL(), "late", "SECKILL_LATE")
 	orderstest.WaitClean(t, c, db, "late")
 }

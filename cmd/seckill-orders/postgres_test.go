@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -25,22 +24,17 @@ func TestWaitsForPostgreSQL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A port nothing listens on yet: the database's address, as the order
-	// service is told it before PostgreSQL is up.
-	addr := freeAddr(t)
+	// The database's address, as the order service is told it before
+	// PostgreSQL is up.
+	port := holdPort(t)
 	late := *target
-	late.Host = addr
+	late.Host = port.addr()
 	b := runInBackground(t, "--database", late.String(), "--feed", c.BaseURL(), "--admin-token", orderstest.Token,
 		"--campaign", "pglate", "--metrics-addr", "127.0.0.1:0", "--wait", "1s")
 	b.waitFor(&b.errOut, "PostgreSQL unreachable", "without PostgreSQL")
 	// PostgreSQL comes up at that address (a forwarder to the test's
 	// server).
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go forward(ln, target.Host)
+	port.forwardTo(target.Host)
 	b.waitFor(&b.out, serving, "once PostgreSQL was up")
 	orderstest.Sale(t, c, "pglate", 10, 20)
 	orderstest.WaitClean(t, c, db, "pglate")
@@ -54,25 +48,5 @@ func TestWaitsForPostgreSQL(t *testing.T) {
 		"--campaign", "pglate", "--metrics-addr", "127.0.0.1:0"}, io.Discard, io.Discard)
 	if err == nil || rctx.Err() != nil || !strings.Contains(err.Error(), "no_such_database") {
 		t.Fatalf("a database that does not exist: %v (context: %v), want its error at once", err, rctx.Err())
-	}
-}
-
-// forward copies each connection ln accepts to and from to.
-func forward(ln net.Listener, to string) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer c.Close()
-			d, err := net.Dial("tcp", to)
-			if err != nil {
-				return
-			}
-			defer d.Close()
-			go io.Copy(d, c)
-			io.Copy(c, d)
-		}()
 	}
 }
