@@ -8,14 +8,13 @@ package docs
 
 import (
 	"bufio"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/seckill/seckill/internal/testbin"
 )
 
 // root is the repository's root, seen from this package's folder.
@@ -138,45 +137,13 @@ func outsideCode(text string) string {
 
 var inlineCode = regexp.MustCompile("`[^`]*`")
 
-// binaries builds the project's commands (every main package under cmd/)
-// once per test binary, with -race
-// when the tests run with it (its packages are then compiled already), into
-// builtDir.
-var (
-	buildOnce sync.Once
-	builtDir  string
-	buildErr  error
-)
-
-// binDir returns the folder of the built commands, failing the test when
-// they do not build.
+// binDir returns the folder of the project's commands (every main package
+// under cmd/), built once for all the tests (testbin), with -race when the
+// tests run with it (its packages are then compiled already), failing the
+// test when they do not build.
 func binDir(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		if builtDir, buildErr = os.MkdirTemp("", "seckill-docs-bin-"); buildErr != nil {
-			return
-		}
-		args := []string{"build", "-o", builtDir}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		args = append(args, "./cmd/...")
-		cmd := exec.Command("go", args...)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtDir
+	return testbin.Dir(t, testbin.Race(), "github.com/seckill/seckill/cmd/...")
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if builtDir != "" {
-		os.RemoveAll(builtDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }

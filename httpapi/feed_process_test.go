@@ -16,16 +16,13 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/cmd/seckilld/seckilldtest"
+	"github.com/seckill/seckill/internal/testbin"
 )
 
-// buildConsumer compiles testdata/feedconsumer.
+// buildConsumer compiles testdata/feedconsumer (testbin).
 func buildConsumer(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "feedconsumer")
-	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/feedconsumer").CombinedOutput(); err != nil {
-		t.Fatalf("go build feedconsumer: %v\n%s", err, out)
-	}
-	return bin
+	return testbin.Build(t, "./testdata/feedconsumer")
 }
 
 // mix runs reserve, pay and cancel (and, with a short payment window,

@@ -3,8 +3,9 @@ package httpapi
 import (
 	"testing"
 
-	"github.com/seckill/seckill/cmd/seckilld/seckilldtest"
+	"github.com/seckill/seckill/internal/testbin"
 )
 
-// TestMain builds seckilld once for all the tests of the package that run it.
-func TestMain(m *testing.M) { seckilldtest.Main(m) }
+// TestMain builds each command once for all the tests of the package that
+// run it (seckilld, the feed consumer).
+func TestMain(m *testing.M) { testbin.Main(m) }

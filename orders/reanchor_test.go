@@ -15,6 +15,7 @@ import (
 
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/internal/testbin"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/orders/orderstest"
 )
@@ -146,10 +147,7 @@ func pastTheFork(t *testing.T, c *client.Client, db string) (fork uint64, paid s
 // restored: red.1 to the fork point, blue as it is.
 func restoreToFork(t *testing.T, source, restored string, fork uint64) {
 	t.Helper()
-	seckillctl := filepath.Join(t.TempDir(), "seckillctl")
-	if out, err := exec.Command("go", "build", "-o", seckillctl, "github.com/seckill/seckill/cmd/seckillctl").CombinedOutput(); err != nil {
-		t.Fatalf("go build seckillctl: %v\n%s", err, out)
-	}
+	seckillctl := testbin.Build(t, "github.com/seckill/seckill/cmd/seckillctl")
 	for _, args := range [][]string{
 		{"restore", "--from", filepath.Join(source, "rs", "red.1"), "--to", restored, "--until-index", itoa(fork)},
 		{"restore", "--from", filepath.Join(source, "rs", "blue"), "--to", restored},

@@ -14,6 +14,7 @@ import (
 	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/natstest"
+	"github.com/seckill/seckill/internal/testbin"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/relay/relaytest"
 )
@@ -49,10 +50,7 @@ func feedEvents(t *testing.T, base, skuID string) []stored {
 // abandoned messages (the SKU's before the marker, past its fork index)
 // from the new ones (the SKU's after it).
 func TestReanchorAfterARestoreGoesOnWithTheRestoredLog(t *testing.T) {
-	seckillctl := filepath.Join(t.TempDir(), "seckillctl")
-	if out, err := exec.Command("go", "build", "-o", seckillctl, "github.com/seckill/seckill/cmd/seckillctl").CombinedOutput(); err != nil {
-		t.Fatalf("go build seckillctl: %v\n%s", err, out)
-	}
+	seckillctl := testbin.Build(t, "github.com/seckill/seckill/cmd/seckillctl")
 	nc, js := natstest.StartJetStream(t)
 	sink, err := relay.NewNATSSink(nc, "SECKILL_RESTORED", "rl")
 	if err != nil {

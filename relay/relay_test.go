@@ -9,11 +9,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +20,7 @@ import (
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/httpapi/httpapitest"
 	"github.com/seckill/seckill/internal/natstest"
+	"github.com/seckill/seckill/internal/testbin"
 	"github.com/seckill/seckill/relay"
 )
 
@@ -235,30 +233,10 @@ func TestRelayKilledMidBatch(t *testing.T) {
 }
 
 // relayBinary builds the seckill-relay binary once for the package's
-// tests and returns its path.
+// tests (testbin) and returns its path.
 func relayBinary(t *testing.T) string {
 	t.Helper()
-	builtRelay.once.Do(func() {
-		dir, err := os.MkdirTemp("", "seckill-relay-test-")
-		if err != nil {
-			builtRelay.err = err
-			return
-		}
-		builtRelay.path = filepath.Join(dir, "seckill-relay")
-		if out, err := exec.Command("go", "build", "-o", builtRelay.path, "github.com/seckill/seckill/cmd/seckill-relay").CombinedOutput(); err != nil {
-			builtRelay.err = fmt.Errorf("go build seckill-relay: %v\n%s", err, out)
-		}
-	})
-	if builtRelay.err != nil {
-		t.Fatal(builtRelay.err)
-	}
-	return builtRelay.path
-}
-
-var builtRelay struct {
-	once sync.Once
-	path string
-	err  error
+	return testbin.Build(t, "github.com/seckill/seckill/cmd/seckill-relay")
 }
 
 // The relay binary killed with SIGKILL at random points (between and in
@@ -369,13 +347,7 @@ func checkStream(t *testing.T, st jetstream.Stream, want []string) {
 	}
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if builtRelay.path != "" {
-		os.RemoveAll(filepath.Dir(builtRelay.path))
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // waitStored waits until stream holds, as the last message of each
 // subject of want (wildcards allowed), the event id want gives it; it

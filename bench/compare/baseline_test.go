@@ -2,16 +2,12 @@ package compare
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime/debug"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/seckill/seckill/bench"
+	"github.com/seckill/seckill/internal/testbin"
 )
 
 // requireBaselinesVariable names the environment variable that, set to 1
@@ -129,9 +125,7 @@ func TestSeckilldTargetSellsExactlyTheStock(t *testing.T) {
 	sellOut(t, NewSeckilldTarget(SeckilldOptions{Binary: buildSeckilld(t), WorkDir: t.TempDir()}))
 }
 
-// buildSeckilld builds cmd/seckilld and returns its path. It builds with
-// -race when this test binary was, so that the packages compiled for the
-// test are reused.
+// buildSeckilld builds cmd/seckilld and returns its path (buildCommand).
 func buildSeckilld(t *testing.T) string {
 	t.Helper()
 	return buildCommand(t, "seckilld")
@@ -144,78 +138,16 @@ func nullCommand(t *testing.T) []string {
 	return []string{buildCommand(t, "seckill-bench"), "null-server"}
 }
 
-// buildCommand builds cmd/<name> (see buildSeckilld) once for all the
-// tests of the package, into a directory TestMain removes, and returns its
-// path: each test starts processes of its own from it, and a go build per
-// test cost a link's CPU each time.
+// buildCommand builds cmd/<name> once for all the tests of the package
+// (testbin), with -race when this test binary was built with it, so that
+// the packages compiled for the test are reused, and returns its path.
 func buildCommand(t *testing.T, name string) string {
 	t.Helper()
-	built.mu.Lock()
-	b := built.bins[name]
-	if b == nil {
-		b = &builtBinary{}
-		built.bins[name] = b
-	}
-	built.mu.Unlock()
-	b.once.Do(func() { b.path, b.err = build(name) })
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.path
+	return testbin.Build(t, "github.com/seckill/seckill/cmd/"+name, testbin.Race()...)
 }
 
-// build runs go build of cmd/<name> into built.dir.
-func build(name string) (string, error) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("building %s needs the go command: %v", name, err)
-	}
-	built.mu.Lock()
-	if built.dir == "" {
-		built.dir, err = os.MkdirTemp("", "seckill-compare-bin-")
-	}
-	dir := built.dir
-	built.mu.Unlock()
-	if err != nil {
-		return "", err
-	}
-	binary := filepath.Join(dir, name)
-	args := []string{"build", "-o", binary}
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, setting := range info.Settings {
-			if setting.Key == "-race" && setting.Value == "true" {
-				args = append(args, "-race")
-			}
-		}
-	}
-	build := exec.Command(goTool, append(args, "github.com/seckill/seckill/cmd/"+name)...)
-	if output, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go %v: %v\n%s", args, err, output)
-	}
-	return binary, nil
-}
-
-// built holds the binaries buildCommand made, by command name.
-var built = struct {
-	mu   sync.Mutex
-	dir  string
-	bins map[string]*builtBinary
-}{bins: map[string]*builtBinary{}}
-
-type builtBinary struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// TestMain removes the binaries the tests built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
-	os.Exit(code)
-}
+// TestMain builds each command once for all the tests (testbin).
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // Outside CI, compare skips a target whose program is missing and says so.
 func TestMissingSeckilldIsSkippedNotFailed(t *testing.T) {

@@ -3,26 +3,20 @@ package ordersbench_test
 import (
 	"bytes"
 	"context"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/seckill/seckill/bench/ordersbench"
+	"github.com/seckill/seckill/internal/testbin"
 )
 
 // make bench-orders, tiny, so that it cannot rot: a sale of 200 units to
 // 3,000 clicks through the real binaries, every order in PostgreSQL, a
 // clean reconciliation and the figures printed.
 func TestBenchOrdersTiny(t *testing.T) {
-	dir := t.TempDir()
-	bins := map[string]string{}
-	for _, name := range []string{"seckilld", "seckill-orders"} {
-		bins[name] = filepath.Join(dir, name)
-		if out, err := exec.Command("go", "build", "-o", bins[name], "github.com/seckill/seckill/cmd/"+name).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", name, err, out)
-		}
-	}
+	dir := testbin.Dir(t, nil, "github.com/seckill/seckill/cmd/seckilld", "github.com/seckill/seckill/cmd/seckill-orders")
+	bins := map[string]string{"seckilld": filepath.Join(dir, "seckilld"), "seckill-orders": filepath.Join(dir, "seckill-orders")}
 	var progress bytes.Buffer
 	r, err := ordersbench.Run(context.Background(), ordersbench.Options{Seckilld: bins["seckilld"], Orders: bins["seckill-orders"],
 		Stock: 200, Attempts: 3000, Concurrency: 32, Batch: 100, Progress: &progress})

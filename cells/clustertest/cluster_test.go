@@ -29,6 +29,7 @@ import (
 	cellmap "github.com/seckill/seckill/cells"
 	"github.com/seckill/seckill/internal/etcdtest"
 	"github.com/seckill/seckill/internal/proctest"
+	"github.com/seckill/seckill/internal/testbin"
 	"github.com/seckill/seckill/ledger"
 )
 
@@ -49,45 +50,24 @@ const (
 // fault points (tag faultinject: c1 loses the answer of its first top-up,
 // cells/fault_on.go) and the test's planted-bug tags (plantedTags, from
 // the build tags of the test), once for all the tests of the package
-// (TestMain removes them).
+// (testbin), and returns their paths by name.
 func buildAll(t *testing.T) map[string]string {
 	t.Helper()
-	built.once.Do(func() {
-		dir, err := os.MkdirTemp("", "seckill-clustertest-bin-")
-		if err != nil {
-			built.err = err
-			return
-		}
-		built.dir, built.bins = dir, map[string]string{}
-		for _, name := range []string{"seckilld", "seckill-router", "seckillctl"} {
-			built.bins[name] = filepath.Join(dir, name)
-			args := []string{"build", "-o", built.bins[name], "-tags", strings.Join(append([]string{"faultinject"}, plantedTags...), ",")}
-			if out, err := exec.Command("go", append(args, "github.com/seckill/seckill/cmd/"+name)...).CombinedOutput(); err != nil {
-				built.err = fmt.Errorf("go build %s: %v\n%s", name, err, out)
-				return
-			}
-		}
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
+	names := []string{"seckilld", "seckill-router", "seckillctl"}
+	pkgs := make([]string, len(names))
+	for i, name := range names {
+		pkgs[i] = "github.com/seckill/seckill/cmd/" + name
 	}
-	return built.bins
+	dir := testbin.Dir(t, []string{"-tags", strings.Join(append([]string{"faultinject"}, plantedTags...), ",")}, pkgs...)
+	bins := map[string]string{}
+	for _, name := range names {
+		bins[name] = filepath.Join(dir, name)
+	}
+	return bins
 }
 
-var built struct {
-	once sync.Once
-	dir  string
-	bins map[string]string
-	err  error
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
-	os.Exit(code)
-}
+// TestMain builds each set of commands once for all the tests (testbin).
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // proc is one child process, restartable on the same arguments.
 type proc struct {

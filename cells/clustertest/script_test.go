@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seckill/seckill/internal/testbin"
 )
 
 // freePortBase returns a port p with p..p+2, p+10..p+12, p+100..p+102 and
@@ -65,12 +67,8 @@ func freePortBase(t *testing.T, taken ...int) int {
 // reservations go through the router; then the script stops everything
 // and exits 0.
 func TestClusterScriptWithReplicas(t *testing.T) {
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+"/", "github.com/seckill/seckill/cmd/seckilld",
+	bin := testbin.Dir(t, nil, "github.com/seckill/seckill/cmd/seckilld",
 		"github.com/seckill/seckill/cmd/seckill-router", "github.com/seckill/seckill/cmd/seckillctl")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	data := t.TempDir()
 	ready := filepath.Join(t.TempDir(), "ready")
 	etcdPort := freePortBase(t)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/seckill/seckill/internal/lockedbuf"
 	"github.com/seckill/seckill/internal/natstest"
+	"github.com/seckill/seckill/internal/testbin"
 	"github.com/seckill/seckill/orders/orderstest"
 )
 
@@ -103,10 +103,7 @@ func TestKilledAndRestarted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the seckill-orders binary")
 	}
-	bin := filepath.Join(t.TempDir(), "seckill-orders")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/seckill/seckill/cmd/seckill-orders").CombinedOutput(); err != nil {
-		t.Fatalf("go build seckill-orders: %v\n%s", err, out)
-	}
+	bin := testbin.Build(t, "github.com/seckill/seckill/cmd/seckill-orders")
 	c := orderstest.Seckill(t)
 	db := orderstest.Database(t)
 	nc := natstest.Start(t)

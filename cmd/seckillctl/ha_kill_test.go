@@ -19,6 +19,7 @@ import (
 	"github.com/seckill/seckill/cmd/seckilld/seckilldtest"
 	"github.com/seckill/seckill/internal/etcdtest"
 	"github.com/seckill/seckill/internal/proctest"
+	"github.com/seckill/seckill/internal/testbin"
 )
 
 const haToken = "ha-token"
@@ -469,14 +470,7 @@ func waitCommitted(t *testing.T, base, requestID, after string) {
 // primary etcd names) and returns its base URL.
 func startRouterProc(t testing.TB, etcd string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "seckill-router")
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	if out, err := exec.Command("go", append(args, "github.com/seckill/seckill/cmd/seckill-router")...).CombinedOutput(); err != nil {
-		t.Fatalf("go build seckill-router: %v\n%s", err, out)
-	}
+	bin := testbin.Build(t, "github.com/seckill/seckill/cmd/seckill-router", testbin.Race()...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/seckill/seckill/cmd/seckilld/seckilldtest"
+	"github.com/seckill/seckill/internal/testbin"
 	"github.com/seckill/seckill/orders/orderstest"
 )
 
@@ -16,8 +16,8 @@ import (
 // child process this way (ctlChild).
 const childArgs = "SECKILLCTL_TEST_CHILD_ARGS"
 
-// TestMain builds seckilld once for all the tests of the package that run
-// it and has the reconcile tests share one PostgreSQL
+// TestMain builds each command once for all the tests of the package that
+// run it (testbin) and has the reconcile tests share one PostgreSQL
 // (orderstest.WithPostgres), or, in a child process of ctlChild, runs
 // seckillctl.
 func TestMain(m *testing.M) {
@@ -29,5 +29,5 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(run(args, os.Stdout, os.Stderr))
 	}
-	seckilldtest.Main(orderstest.WithPostgres(m))
+	testbin.Main(orderstest.WithPostgres(m))
 }

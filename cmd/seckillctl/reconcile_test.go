@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/internal/testbin"
 	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/orders/orderstest"
 	"github.com/seckill/seckill/reconcile"
@@ -50,14 +50,11 @@ func only(t *testing.T, r reconcile.Report, id string, kinds ...string) {
 	}
 }
 
-// ordersBinary builds seckill-orders into a temp dir of t.
+// ordersBinary builds seckill-orders once for the package's tests
+// (testbin) and returns its path.
 func ordersBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "seckill-orders")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/seckill/seckill/cmd/seckill-orders").CombinedOutput(); err != nil {
-		t.Fatalf("go build seckill-orders: %v\n%s", err, out)
-	}
-	return bin
+	return testbin.Build(t, "github.com/seckill/seckill/cmd/seckill-orders")
 }
 
 // runRepair runs the seckill-orders command that d's repair prints, as

@@ -1,20 +1,17 @@
 package main
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/seckill/seckill/internal/testbin"
 )
 
 // TestHADemo runs make ha-demo once, small: it must end with every
 // check held (run returns nil only then) and say so.
 func TestHADemo(t *testing.T) {
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+"/", "github.com/seckill/seckill/cmd/seckilld",
+	bin := testbin.Dir(t, nil, "github.com/seckill/seckill/cmd/seckilld",
 		"github.com/seckill/seckill/cmd/seckill-router", "github.com/seckill/seckill/cmd/seckillctl")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	var out strings.Builder
 	if err := run(config{bin: bin, data: t.TempDir(), before: 200, after: 50}, &out); err != nil {
 		t.Fatalf("ha-demo: %v\n%s", err, out.String())

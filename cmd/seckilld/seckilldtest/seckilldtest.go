@@ -5,90 +5,30 @@ package seckilldtest
 
 import (
 	"bufio"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/seckill/seckill/internal/lockedbuf"
+	"github.com/seckill/seckill/internal/testbin"
 )
 
 // Build compiles ./cmd/seckilld and returns its path; with race it is
 // built with -race (pass whether the calling test binary runs with it:
 // its packages are then already compiled, and races in the child are
-// caught too). In a package whose TestMain runs its tests through Main,
-// the binary is built once and shared by every test of the package (a
-// link of the race-enabled binary costs seconds of CPU, paid once instead
-// of once per test); otherwise each call builds it into a temp dir of t.
+// caught too). In a package whose TestMain runs its tests through
+// testbin.Main, the binary is built once and shared by every test of the
+// package; otherwise each call builds it into a temp dir of t.
 func Build(t testing.TB, race bool) string {
 	t.Helper()
-	if shared.dir == "" {
-		bin := filepath.Join(t.TempDir(), "seckilld")
-		if err := build(bin, race); err != nil {
-			t.Fatal(err)
-		}
-		return bin
-	}
-	b := &shared.builds[0]
+	var flags []string
 	if race {
-		b = &shared.builds[1]
+		flags = []string{"-race"}
 	}
-	b.once.Do(func() {
-		name := "seckilld"
-		if race {
-			name = "seckilld-race"
-		}
-		b.path = filepath.Join(shared.dir, name)
-		b.err = build(b.path, race)
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.path
-}
-
-func build(bin string, race bool) error {
-	args := []string{"build", "-o", bin}
-	if race {
-		args = append(args, "-race")
-	}
-	out, err := exec.Command("go", append(args, "github.com/seckill/seckill/cmd/seckilld")...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("go build seckilld: %v\n%s", err, out)
-	}
-	return nil
-}
-
-// shared holds the binaries Build made for the tests Main runs: one
-// without and one with -race.
-var shared struct {
-	dir    string
-	builds [2]struct {
-		once sync.Once
-		path string
-		err  error
-	}
-}
-
-// Main runs the package's tests (call it from TestMain with its
-// *testing.M, or with what wraps it, such as orderstest.WithPostgres) with
-// the seckilld binary Build makes shared by all of them, removes that
-// binary after, and exits with the tests' status.
-func Main(m interface{ Run() int }) {
-	dir, err := os.MkdirTemp("", "seckilldtest-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "seckilldtest:", err)
-		os.Exit(2)
-	}
-	shared.dir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	return testbin.Build(t, "github.com/seckill/seckill/cmd/seckilld", flags...)
 }
 
 // Daemon is a running seckilld child process.

@@ -1,0 +1,5 @@
+//go:build loud
+
+package main
+
+const flavour = "loud"

@@ -1,0 +1,7 @@
+// Command hello prints its build's flavour: what testbin's tests build and
+// run.
+package main
+
+import "fmt"
+
+func main() { fmt.Println("hello", flavour) }
