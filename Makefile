@@ -63,10 +63,13 @@ ha-demo: build
 ## -ldflags=-w (no DWARF; stack traces and race reports read the binary's own tables) takes about a sixth off
 ## each link, of the test binaries and of the binaries the tests build with go build (they inherit GOFLAGS).
 TEST_PACKAGES ?= 4
+## The alerting rules (deploy/prometheus, a module of its own: the Prometheus packages its tests evaluate the
+## rules with stay out of the engine's go.mod) are tested after, without -race (they run no seckill code).
 test:
 	$(GO) vet $(PKGS)
 	SECKILL_BENCH_TINY=1 GOFLAGS="$(GOFLAGS) -ldflags=-w" $(GO) test -race -count=1 -p $(TEST_PACKAGES) -timeout 12m $(PKGS) \
 		-args -test.bench=. -test.benchtime=1x
+	cd deploy/prometheus && $(GO) vet ./... && GOFLAGS="$(GOFLAGS) -ldflags=-w" $(GO) test -count=1 -timeout 5m ./...
 
 ## docs: regenerate what the docs take from the code: docs/reference/ (every command's --help, the
 ## metrics) and the API client generated from httpapi/openapi.json; the docs tests check them in make test.
