@@ -18,7 +18,9 @@ import (
 // (client.CheckApplied): a seckilld started on an older copy of its data
 // dir takes the cursor once the copy recorded past it, with other records
 // up to it. A mismatch is a *Diverged (Run stops on it, Reanchor settles
-// it), as the feed's own 409 is. A position of a history the service
+// it), as the feed's own 409 is; the feed's other refusals (refused: a
+// wrong admin token) wrap ErrPosition as Next's do, so that Run stops on
+// them rather than retrying for ever. A position of a history the service
 // applied no event of (taken from the export) has nothing to check.
 func (f *FeedSource) Check(ctx context.Context, store *Store, cursor string) error {
 	positions, err := feed.ParseCampaignCursor(cursor)
@@ -41,6 +43,9 @@ func (f *FeedSource) Check(ctx context.Context, store *Store, cursor string) err
 		err = f.Client.CheckApplied(ctx, a)
 		if d, diverged := f.asDiverged(err); diverged {
 			return d
+		}
+		if refused(err) {
+			return fmt.Errorf("%w: checking the events applied of SKU %s against the feed: %w", ErrPosition, a.SKUID, err)
 		}
 		if err != nil {
 			return fmt.Errorf("checking the events applied of SKU %s against the feed: %w", a.SKUID, err)

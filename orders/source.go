@@ -73,8 +73,7 @@ func (f *FeedSource) Next(ctx context.Context, cursor string) ([]client.Event, s
 	if d, ok := f.asDiverged(err); ok {
 		return nil, cursor, d
 	}
-	var e *client.Error
-	if errors.As(err, &e) && e.Status >= 400 && e.Status < 500 && e.Status != 429 {
+	if refused(err) {
 		return nil, cursor, fmt.Errorf("%w: %w", ErrPosition, err)
 	}
 	if err != nil {
@@ -84,6 +83,16 @@ func (f *FeedSource) Next(ctx context.Context, cursor string) ([]client.Event, s
 		return nil, cursor, err
 	}
 	return page.Events, page.NextCursor, nil
+}
+
+// refused reports whether err is the feed's answer that a retry cannot
+// get past, a 4xx but 429 QUEUE_FULL (401 a wrong token, 400 BAD_CURSOR,
+// 404 a campaign or SKU seckilld does not have): an operator acts. Every
+// read of the feed from a saved cursor (Next, and Check before it) judges
+// its refusals by this one rule.
+func refused(err error) bool {
+	var e *client.Error
+	return errors.As(err, &e) && e.Status >= 400 && e.Status < 500 && e.Status != 429
 }
 
 // JetStreamSource reads the stream seckill-relay fills with one

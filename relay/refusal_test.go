@@ -52,7 +52,8 @@ func TestRelayStopsOnRefusal(t *testing.T) {
 
 // A --feed whose path is wrong (a prefix seckilld does not serve) is not
 // "no campaign": the relay stops with an error that says the feed URL
-// answered 404 and the form it expects, while a campaign seckilld does
+// answered 404 for the URL it asked for (the campaign feed's route,
+// /admin/campaigns/{c}/events) and the form it expects, while a campaign seckilld does
 // not have is named as such.
 func TestRelayNamesAWrongFeedPath(t *testing.T) {
 	base := startSeckill(t)
@@ -64,7 +65,7 @@ func TestRelayNamesAWrongFeedPath(t *testing.T) {
 	err := run(base + "/seckill")
 	t.Logf("wrong path: %v", err)
 	if !errors.Is(err, relay.ErrFeed) || strings.Contains(err.Error(), "no campaign") ||
-		!strings.Contains(err.Error(), base+"/seckill/admin/campaigns/c/feed") || !strings.Contains(err.Error(), "wrong path") {
+		!strings.Contains(err.Error(), base+"/seckill/admin/campaigns/c/events") || !strings.Contains(err.Error(), "wrong path") {
 		t.Fatalf("a wrong --feed path: %v", err)
 	}
 	err = run(base)

@@ -188,9 +188,9 @@ func feedRefusal(ctx context.Context, err error, cfg *Config) error {
 		what = fmt.Sprintf("seckilld has no campaign %q (--campaign)", cfg.CampaignID)
 		if !servesSeckill(ctx, cfg) {
 			base := strings.TrimRight(cfg.FeedURL, "/")
-			what = fmt.Sprintf("the feed URL answered 404 for GET %s/admin/campaigns/%s/feed, and no seckilld answers %s/healthz: a wrong path? "+
+			what = fmt.Sprintf("the feed URL answered 404 for GET %s/admin/campaigns/%s/events, and no seckilld answers %s/healthz: a wrong path? "+
 				"--feed is the base URL of seckilld or seckill-router, such as http://127.0.0.1:8080 (behind a gateway, with its path prefix), "+
-				"under which the relay reads /admin/campaigns/<campaign>/feed", base, cfg.CampaignID, base)
+				"under which the relay reads /admin/campaigns/<campaign>/events", base, cfg.CampaignID, base)
 		}
 	case http.StatusGone:
 		// The relay reads past the records it leaves out and records that
