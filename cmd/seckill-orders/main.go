@@ -176,6 +176,17 @@ Flags:
 		}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
+	// The metrics port is bound before PostgreSQL is waited for: a port
+	// another process holds is said at once, not once the database is up
+	// (or never, while it is not). It serves once the service consumes.
+	var metricsLn net.Listener
+	if *metricsAddr != "" {
+		var err error
+		if metricsLn, err = net.Listen("tcp", *metricsAddr); err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		defer metricsLn.Close()
+	}
 
 	pool, err := newPool(ctx, *database)
 	if err != nil {
@@ -222,18 +233,14 @@ Flags:
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := orders.NewMetrics(reg)
-	if *metricsAddr != "" {
-		ln, err := net.Listen("tcp", *metricsAddr)
-		if err != nil {
-			return fmt.Errorf("--metrics-addr: %w", err)
-		}
+	if metricsLn != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go srv.Serve(ln)
+		go srv.Serve(metricsLn)
 		defer srv.Close()
-		fmt.Fprintf(stdout, "seckill-orders metrics on http://%s/metrics\n", ln.Addr())
+		fmt.Fprintf(stdout, "seckill-orders metrics on http://%s/metrics\n", metricsLn.Addr())
 	}
 	if cluster != nil {
 		err = cluster.Run(ctx, orders.NewStore(pool), metrics, log)

@@ -50,3 +50,18 @@ func TestWaitsForPostgreSQL(t *testing.T) {
 		t.Fatalf("a database that does not exist: %v (context: %v), want its error at once", err, rctx.Err())
 	}
 }
+
+// A metrics port another process holds is said at once, before
+// PostgreSQL is waited for: here PostgreSQL never comes up, and the
+// service must still stop with the port's error, not wait for it.
+func TestATakenMetricsPortIsSaidBeforePostgreSQL(t *testing.T) {
+	taken := holdPort(t) // the metrics port, held by "another process"
+	down := holdPort(t)  // a PostgreSQL that is not up
+	rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := run(rctx, []string{"--database", "postgres://orders@" + down.addr() + "/orders", "--feed", "http://127.0.0.1:1",
+		"--campaign", "c", "--admin-token", "t", "--metrics-addr", taken.addr()}, io.Discard, io.Discard)
+	if err == nil || rctx.Err() != nil || !strings.Contains(err.Error(), "--metrics-addr") {
+		t.Fatalf("a taken metrics port: %v (context: %v), want its error at once", err, rctx.Err())
+	}
+}
