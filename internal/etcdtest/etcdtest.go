@@ -126,6 +126,7 @@ type Server struct {
 	dataDir  string
 	peer     string
 	bin      string
+	noFsync  bool
 	cmd      *exec.Cmd
 	done     chan struct{}
 }
@@ -141,10 +142,15 @@ func FreePort() (string, error) {
 }
 
 // Start builds (once) and starts an etcd member with data in a temporary
-// directory and waits until it serves. It is killed when t ends.
+// directory and waits until it serves. It is killed when t ends. It never
+// fsyncs: what a test holds etcd to is its answers, and a kill -9 loses
+// nothing the page cache holds, while the fsyncs of a machine loaded by
+// other work (every seckilld of a parallel test fsyncs each commit) can
+// take seconds and end the leases of a test's replicas, a failover that
+// test did not ask for. StartIn's member fsyncs, as production's does.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s, err := StartIn(filepath.Join(t.TempDir(), "etcd"))
+	s, err := startIn(filepath.Join(t.TempDir(), "etcd"), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +160,10 @@ func Start(t testing.TB) *Server {
 
 // StartIn starts a member with its data in dataDir and its log (stderr)
 // in dataDir + ".log" (see Start). The caller must Kill or Terminate it.
-func StartIn(dataDir string) (*Server, error) {
+func StartIn(dataDir string) (*Server, error) { return startIn(dataDir, false) }
+
+// startIn is StartIn, with noFsync a member that never fsyncs (Start).
+func startIn(dataDir string, noFsync bool) (*Server, error) {
 	bin, err := Build()
 	if err != nil {
 		return nil, err
@@ -171,7 +180,7 @@ func StartIn(dataDir string) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		s := &Server{Endpoint: client, dataDir: dataDir, peer: peer, bin: bin}
+		s := &Server{Endpoint: client, dataDir: dataDir, peer: peer, bin: bin, noFsync: noFsync}
 		err = s.start()
 		if err == nil || attempt == startAttempts || !strings.Contains(err.Error(), "address already in use") {
 			return s, err
@@ -190,7 +199,11 @@ var freePort = FreePort
 const startAttempts = 5
 
 func (s *Server) start() error {
-	cmd := exec.Command(s.bin, "--data-dir", s.dataDir, "--client-addr", s.Endpoint, "--peer-addr", s.peer)
+	args := []string{"--data-dir", s.dataDir, "--client-addr", s.Endpoint, "--peer-addr", s.peer}
+	if s.noFsync {
+		args = append(args, "--unsafe-no-fsync")
+	}
+	cmd := exec.Command(s.bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return err

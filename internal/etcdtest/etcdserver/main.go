@@ -27,6 +27,7 @@ func main() {
 	clientAddr := flag.String("client-addr", "127.0.0.1:2379", "host:port for clients")
 	peerAddr := flag.String("peer-addr", "127.0.0.1:2380", "host:port for peers")
 	tickMs := flag.Uint("tick-ms", 50, "heartbeat interval, ms")
+	noFsync := flag.Bool("unsafe-no-fsync", false, "never fsync (a machine crash may lose acknowledged writes; a kill -9 does not)")
 	flag.Parse()
 	if *dataDir == "" {
 		fmt.Fprintln(os.Stderr, "etcdserver: --data-dir is required")
@@ -55,6 +56,7 @@ func main() {
 	// compact what is older than an hour, as a production etcd is run.
 	cfg.AutoCompactionMode, cfg.AutoCompactionRetention = embed.CompactorModePeriodic, "1h"
 	cfg.TickMs = *tickMs
+	cfg.UnsafeNoFsync = *noFsync
 	cfg.ElectionMs = 10 * *tickMs
 	client := url.URL{Scheme: "http", Host: *clientAddr}
 	peer := url.URL{Scheme: "http", Host: *peerAddr}
