@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -271,5 +272,28 @@ func TestLinearizabilityModel(t *testing.T) {
 		if got := porcupine.CheckOperationsTimeout(model, history, 10*time.Second); got != want {
 			t.Errorf("%s: %s, want %s\n%s", c.name, got, want, renderHistory(model, history))
 		}
+	}
+}
+
+// stuckAt names where the check of an illegal history got stuck: the
+// state after what it could place and the answer it could not.
+func TestStuckAtNamesTheAnswerNotAllowed(t *testing.T) {
+	history := []porcupine.Operation{
+		{ClientId: 0, Call: 0, Return: 1, Input: reserveIn("r1", "u1"), Output: acceptedOut(resA, "r1", 1)},
+		{ClientId: 1, Call: 2, Return: 3, Input: linInput{kind: linAudit}, Output: auditOut(2, 2, 0, 0, 0, 0)},
+	}
+	model := linModel(2, 1)
+	result, info := porcupine.CheckOperationsVerbose(model, history, 10*time.Second)
+	if result != porcupine.Illegal {
+		t.Fatalf("check: %s, want Illegal", result)
+	}
+	got := stuckAt(model, history, info)
+	for _, want := range []string{"stuck after 1 of 2 operations", "r1", "state then: ", "unplaced", "audit"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("stuckAt says no %q:\n%s", want, got)
+		}
+	}
+	if i, j := strings.Index(got, "unplaced"), strings.LastIndex(got, "audit"); j < i {
+		t.Fatalf("the audit is not among the unplaced:\n%s", got)
 	}
 }

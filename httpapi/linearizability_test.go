@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -155,11 +156,52 @@ func checkLinearizable(t *testing.T, model porcupine.Model, history []porcupine.
 		t.Errorf("writing the history: %v", err)
 	}
 	verdict := "is not linearizable"
+	if result == porcupine.Illegal {
+		// The files above go with the test's temp dir unless -artifacts
+		// keeps them: the log carries where the check got stuck.
+		t.Log(stuckAt(model, history, info))
+	}
 	if result == porcupine.Unknown {
 		verdict = fmt.Sprintf("could not be checked within %v (inconclusive, counted as a failure)", linCheckTimeout)
 	}
 	t.Fatalf("seed %d: the history of %d operations %s; visualization %s, history %s (kept with go test -artifacts)",
 		seed, len(history), verdict, html, text)
+}
+
+// stuckAt renders where the check of an illegal history got stuck: the
+// last operations of the longest partial linearization porcupine found,
+// the specification's state after it, and the operations left unplaced
+// (the earliest to return first: one of those is an answer the state
+// does not allow).
+func stuckAt(model porcupine.Model, history []porcupine.Operation, info porcupine.LinearizationInfo) string {
+	var longest []int
+	for _, partition := range info.PartialLinearizations() {
+		for _, lin := range partition {
+			if len(lin) > len(longest) {
+				longest = lin
+			}
+		}
+	}
+	state, placed := model.Init(), make([]bool, len(history))
+	for _, id := range longest {
+		_, state = model.Step(state, history[id].Input, history[id].Output)
+		placed[id] = true
+	}
+	var unplaced []porcupine.Operation
+	for id, op := range history {
+		if !placed[id] {
+			unplaced = append(unplaced, op)
+		}
+	}
+	sort.Slice(unplaced, func(i, j int) bool { return unplaced[i].Return < unplaced[j].Return })
+	var b strings.Builder
+	fmt.Fprintf(&b, "stuck after %d of %d operations; the last placed:\n", len(longest), len(history))
+	for _, id := range longest[max(0, len(longest)-8):] {
+		b.WriteString(renderHistory(model, history[id:id+1]))
+	}
+	fmt.Fprintf(&b, "state then: %s\nunplaced (the first to return):\n", model.DescribeState(state))
+	b.WriteString(renderHistory(model, unplaced[:min(len(unplaced), 12)]))
+	return b.String()
 }
 
 // linSeed returns the seed of this run: linSeedEnv's, or a fresh one.
