@@ -212,3 +212,21 @@ func TestRunMatrixProgressLineSaysItemsPerSecond(t *testing.T) {
 		t.Errorf("a progress line says req/s:\n%s", log.String())
 	}
 }
+
+// A comparison interrupted (Ctrl-C) prints the cells it ran and says,
+// after the tables, that the others did not run: exit 3, never a table
+// that looks whole.
+func TestInterruptedComparisonSaysSo(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr strings.Builder
+	status := Main(ctx, []string{"--targets", "engine", "--concurrency", "2", "--scenarios", "hot", "--hot-duration", "50ms",
+		"--batch", "0", "--wrk-concurrency", "", "--engine-concurrency", "", "--pause", "0s", "--progress", "off", "--work-dir", t.TempDir()},
+		&stdout, &stderr)
+	if status != exitRunProblem {
+		t.Errorf("exit %d, want %d\n%s%s", status, exitRunProblem, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "interrupted: ") {
+		t.Errorf("the output does not say the run was interrupted:\n%s", stdout.String())
+	}
+}
