@@ -93,6 +93,7 @@ func (r *loadRun) batch(ctx context.Context, worker, sku int, attempts []Attempt
 		}
 		now := r.clock.Now()
 		var again []int
+		var againLast []Outcome // the last outcome of each attempt in again
 		var wait time.Duration
 		for i := range mine {
 			reply := Reply{Outcome: OutcomeError}
@@ -104,17 +105,18 @@ func (r *loadRun) batch(ctx context.Context, worker, sku int, attempts []Attempt
 			r.tally.Record(worker, mine[i], reply, now, now.Sub(sentAt[i]))
 			if w, resend := r.resendWait(reply, resend); resend && ctx.Err() == nil {
 				again = append(again, i)
+				againLast = append(againLast, reply.Outcome)
 				wait = max(wait, w)
 			} else {
-				r.tally.FinishAttempt(worker)
+				r.tally.FinishAttempt(worker, reply.Outcome)
 			}
 		}
 		if len(again) == 0 {
 			return
 		}
 		if !r.clock.SleepUntil(ctx, now.Add(wait)) {
-			for range again {
-				r.tally.FinishAttempt(worker)
+			for _, last := range againLast {
+				r.tally.FinishAttempt(worker, last)
 			}
 			return
 		}

@@ -198,12 +198,14 @@ func (r *loadRun) attempt(ctx context.Context, worker int, attempt Attempt, inte
 	requestID := RequestID(r.spec.RequestIDPrefix, attempt.Request)
 	userID := UserID(attempt.User)
 	sentAt := intended
-	defer r.tally.FinishAttempt(worker)
+	last := OutcomeError
+	defer func() { r.tally.FinishAttempt(worker, last) }()
 	for resend := 0; ; resend++ {
 		reply, err := reserver.Reserve(ctx, requestID, userID)
 		if err != nil {
 			reply = Reply{Outcome: OutcomeError, Detail: errorDetail(err)}
 		}
+		last = reply.Outcome
 		now := r.clock.Now()
 		r.tally.Record(worker, attempt, reply, now, now.Sub(sentAt))
 		wait, again := r.resendWait(reply, resend)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -25,6 +26,10 @@ type misbehavingEngine struct {
 	// durable, only its answer is lost, and a resend of the request_id
 	// gets it.
 	unknownEvery int64
+	// failEvery > 0 answers every Nth reserve with an error the API does
+	// not know (500 INTERNAL) without asking the engine: no answer of the
+	// contract, nothing decided.
+	failEvery int64
 
 	calls   atomic.Int64 // reserves seen
 	creates atomic.Int64 // new reservations the engine made
@@ -37,6 +42,9 @@ type misbehavingEngine struct {
 // ReserveWith.
 func (m *misbehavingEngine) ReserveWith(ctx context.Context, campaignID, skuID, requestID, userID string, holder sku.Holder) (sku.Result, error) {
 	call := m.calls.Add(1)
+	if m.failEvery > 0 && call%m.failEvery == 0 {
+		return sku.Result{}, errors.New("misbehaving engine: planted failure")
+	}
 	if m.oversellEvery > 0 && call%m.oversellEvery == 0 {
 		if forged, ok := m.forgeAcceptance(campaignID, skuID, requestID, userID, call); ok {
 			return forged, nil

@@ -245,6 +245,7 @@ func summaryRows(r *Result) [][2]string {
 		{"already_purchased", groupDigits(r.AlreadyPurchased)},
 		{"queue_full", groupDigits(r.QueueFull)},
 		{"errors", groupDigits(r.Errors)},
+		{"unanswered attempts", groupDigits(r.Unanswered)},
 		{"oversold", groupDigits(r.Oversold)},
 		{"duplicate_winners", groupDigits(r.DuplicateWinners)},
 		{"token_reused", groupDigits(r.TokenReused)},

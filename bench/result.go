@@ -54,6 +54,10 @@ type Result struct {
 	QueueFull int64 `json:"queue_full"`
 	// Errors is the number of requests without a usable answer.
 	Errors int64 `json:"errors"`
+	// Unanswered is the number of attempts whose last request got no
+	// usable answer (an error not settled by a resend): what the server
+	// did with them is unknown, and the run fails.
+	Unanswered int64 `json:"unanswered"`
 	// Outcomes counts every answer by outcome.
 	Outcomes map[string]int64 `json:"outcomes"`
 	// ErrorKinds lists the causes of Errors.
@@ -150,6 +154,7 @@ func (r *Result) fillLoad(tally *Tally, stats LoadStats, timeline []TimelinePoin
 	r.AlreadyPurchased = counts[OutcomeAlreadyPurchased]
 	r.QueueFull = counts[OutcomeQueueFull]
 	r.Errors = counts[OutcomeError]
+	r.Unanswered = tally.Unanswered()
 	r.ErrorKinds = tally.ErrorKinds()
 	r.StartedAt = stats.Started
 	r.ElapsedS = stats.Elapsed.Seconds()

@@ -25,8 +25,11 @@ trap cleanup EXIT
 ready=0
 for _ in 1 2 3 4 5; do
 	port=$(( 20000 + RANDOM % 12000 ))
-	./bin/seckilld --addr 127.0.0.1:$port --data-dir "$data/data" --admin-token "$token" --fsync always >"$log" 2>&1 &
+	# In a session of its own: a Ctrl-C reaches every process of the
+	# terminal's foreground group, and seckilld must outlive it so that
+	# seckill-bench, interrupted, still reads its audit; cleanup stops it.
 	# (the flags recorded in the result below, as --server-flags, are these)
+	setsid ./bin/seckilld --addr 127.0.0.1:$port --data-dir "$data/data" --admin-token "$token" --fsync always >"$log" 2>&1 &
 	server=$!
 	for _ in $(seq 1 600); do
 		if curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then ready=1; break; fi

@@ -337,3 +337,43 @@ func TestIPv6LoopbackTarget(t *testing.T) {
 		t.Fatalf("hot against %s: exit %d\n%s", target, status, output)
 	}
 }
+
+// A reserve answered 500 (every tenth here) is no answer: the hot run,
+// which does not resend, fails and counts the attempts left unanswered,
+// though nothing was sold twice and the audit holds.
+func TestHotWithUnansweredAttemptsFails(t *testing.T) {
+	target := startSeckilld(t, serverOptions{wrap: func(e *actors.Engine) httpapi.Engine {
+		return &misbehavingEngine{Engine: e, failEvery: 10}
+	}})
+	status, result, output := runMain(t, "--target", target, "--admin-token", "admin",
+		"--scenario", "hot", "--requests", "200", "--concurrency", "4")
+	if status != ExitChecksFailed {
+		t.Fatalf("exit %d, want %d\n%s", status, ExitChecksFailed, output)
+	}
+	if got := number(t, result, "unanswered"); got != 20 {
+		t.Errorf("unanswered %v, want 20 (every tenth of 200)", got)
+	}
+	if got := number(t, result, "errors"); got != 20 {
+		t.Errorf("errors %v, want 20", got)
+	}
+	if !strings.Contains(output, "unanswered: 20 attempts") {
+		t.Errorf("the verdict does not name the unanswered attempts:\n%s", output)
+	}
+}
+
+// A seed sale resends an attempt answered 500 with its request_id; once
+// the resend is answered the attempt is settled: errors are counted, none
+// is left unanswered, and the run passes.
+func TestSeedSettlesErrorsByResending(t *testing.T) {
+	target := startSeckilld(t, serverOptions{wrap: func(e *actors.Engine) httpapi.Engine {
+		return &misbehavingEngine{Engine: e, failEvery: 7}
+	}})
+	status, result, output := runMain(t, "--target", target, "--admin-token", "admin",
+		"--scenario", "seed", "--stock", "100", "--requests", "2000", "--concurrency", "8")
+	if status != ExitPass {
+		t.Fatalf("exit %d, want %d\n%s", status, ExitPass, output)
+	}
+	if number(t, result, "errors") == 0 || number(t, result, "unanswered") != 0 {
+		t.Errorf("errors %v, unanswered %v: want some errors, each settled by a resend", result["errors"], result["unanswered"])
+	}
+}

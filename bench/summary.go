@@ -49,8 +49,8 @@ func WriteSummary(w io.Writer, r *Result) {
 	for _, name := range outcomes {
 		writeLatencyRow(w, name, r.LatencyByOutcomeMS[name])
 	}
-	fmt.Fprintf(w, "checks     oversold %d, duplicate_winners %d, token_reused %d, retry_mismatches %d, undersold %d\n",
-		r.Oversold, r.DuplicateWinners, r.TokenReused, r.RetryMismatches, r.Undersold)
+	fmt.Fprintf(w, "checks     oversold %d, duplicate_winners %d, token_reused %d, retry_mismatches %d, undersold %d, unanswered %d\n",
+		r.Oversold, r.DuplicateWinners, r.TokenReused, r.RetryMismatches, r.Undersold, r.Unanswered)
 	if a := r.Audit; a != nil {
 		status := "ok"
 		if !a.OK {

@@ -33,7 +33,10 @@ type Tally struct {
 type tallyStripe struct {
 	counts   [OutcomeCount]atomic.Int64
 	attempts atomic.Int64 // attempts whose last answer arrived
-	_        [cacheLine]byte
+	// unanswered counts the attempts whose last request got no answer of
+	// the API (OutcomeError): what the server did with them is unknown.
+	unanswered atomic.Int64
+	_          [cacheLine]byte
 }
 
 // cacheLine pads per-worker state apart (two lines: the CPU fetches pairs).
@@ -79,8 +82,15 @@ func (t *Tally) Record(worker int, attempt Attempt, reply Reply, at time.Time, l
 	}
 }
 
-// FinishAttempt counts one attempt of the worker as done (after its last resend).
-func (t *Tally) FinishAttempt(worker int) { t.stripes[worker%len(t.stripes)].attempts.Add(1) }
+// FinishAttempt counts one attempt of the worker as done (after its last
+// resend); last is the outcome of its last request.
+func (t *Tally) FinishAttempt(worker int, last Outcome) {
+	stripe := &t.stripes[worker%len(t.stripes)]
+	stripe.attempts.Add(1)
+	if last == OutcomeError {
+		stripe.unanswered.Add(1)
+	}
+}
 
 func (t *Tally) noteError(detail string) {
 	detail = strings.TrimSpace(detail)
@@ -138,6 +148,17 @@ func (t *Tally) Attempts() int64 {
 		attempts += t.stripes[i].attempts.Load()
 	}
 	return attempts
+}
+
+// Unanswered returns the number of finished attempts whose last request
+// got no answer of the API: a transport failure or an answer outside the
+// contract, not settled by a resend.
+func (t *Tally) Unanswered() int64 {
+	var unanswered int64
+	for i := range t.stripes {
+		unanswered += t.stripes[i].unanswered.Load()
+	}
+	return unanswered
 }
 
 // Latency returns the merged histograms.

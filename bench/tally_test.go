@@ -23,7 +23,7 @@ func TestTallyAddsUpTheStripes(t *testing.T) {
 					reply = Reply{Outcome: OutcomeAccepted, ReservationID: "r" + time.Duration(attempt.Request).String()}
 				}
 				tally.Record(worker, attempt, reply, at, time.Millisecond)
-				tally.FinishAttempt(worker)
+				tally.FinishAttempt(worker, reply.Outcome)
 			}
 			tally.Record(worker, Attempt{SKU: skus}, Reply{Outcome: OutcomeSoldOut}, at, time.Millisecond) // SKU out of range
 		}()

@@ -44,6 +44,9 @@ func judge(r *Result, expect expectations, acceptedBySKU []int64, skus []SKUSpec
 	if r.Attempts == 0 {
 		fail("no attempt finished")
 	}
+	if r.Unanswered > 0 {
+		fail("unanswered: %d attempts got no answer of the API (transport failures or answers outside the contract, listed under errors)", r.Unanswered)
+	}
 	if expect.sellOut {
 		want, wantTotal := make([]int64, len(skus)), int64(0)
 		for i, spec := range skus {

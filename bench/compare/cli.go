@@ -193,6 +193,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if ctx.Err() != nil {
+		// Said after the tables, where they are read: the cells missing
+		// from them were never run, not skipped for a reason of their own.
+		fmt.Fprintln(stdout, "interrupted: the tables hold the cells run before it (a cell cut short fails as incomplete or holds what it measured); the rest did not run")
 		return exitRunProblem
 	}
 	for _, row := range report.Rows {

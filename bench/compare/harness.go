@@ -76,11 +76,13 @@ type Row struct {
 	Batch int `json:"batch"`
 	// Skipped says why the cell did not run (empty when it ran).
 	Skipped string `json:"skipped,omitempty"`
-	// Requests is the number of answers (and errors).
+	// Requests is the number of answers (and errors), one per item: a
+	// batch of 64 counts 64.
 	Requests int64 `json:"requests"`
 	// ElapsedS is the cell's load time.
 	ElapsedS float64 `json:"elapsed_s"`
-	// ThroughputRPS is Requests per second.
+	// ThroughputRPS is Requests per second: items per second (the
+	// table's items/s).
 	ThroughputRPS float64 `json:"throughput_rps"`
 	// P50MS is the median latency over every answer.
 	P50MS float64 `json:"p50_ms"`
@@ -172,7 +174,7 @@ func RunMatrix(ctx context.Context, targets []Target, options MatrixOptions, log
 				if perItem, ok := row.serverCPUPerItem(); ok {
 					cpu = fmt.Sprintf(", server %.1f µs/item", perItem)
 				}
-				fmt.Fprintf(log, "%s%s %s c=%d batch %d: %s req/s, p50 %.2f ms, p99 %.2f ms%s, %s\n", roundLabel(round, count), row.Target, row.Scenario,
+				fmt.Fprintf(log, "%s%s %s c=%d batch %d: %s items/s, p50 %.2f ms, p99 %.2f ms%s, %s\n", roundLabel(round, count), row.Target, row.Scenario,
 					row.Concurrency, row.Batch, strconv.FormatFloat(row.ThroughputRPS, 'f', 0, 64), row.P50MS, row.P99MS, cpu, row.Verdict)
 				all = append(all, row)
 				bench.RealClock{}.SleepUntil(ctx, time.Now().Add(options.Pause))

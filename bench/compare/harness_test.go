@@ -162,3 +162,71 @@ func TestRunMatrixPrintsEachRoundsServerCPU(t *testing.T) {
 		}
 	}
 }
+
+// batchTurnTarget is a turnTarget whose reserver also takes batches,
+// accepting every item.
+type batchTurnTarget struct{ turnTarget }
+
+func (t *batchTurnTarget) takesBatches() bool { return true }
+
+func (t *batchTurnTarget) Prepare(ctx context.Context, sku SKURef) (bench.Reserver, error) {
+	single, err := t.turnTarget.Prepare(ctx, sku)
+	return batchAccepter{single}, err
+}
+
+type batchAccepter struct{ bench.Reserver }
+
+func (b batchAccepter) ReserveBatch(ctx context.Context, items []bench.BatchItem) ([]bench.Reply, error) {
+	replies := make([]bench.Reply, len(items))
+	for i, item := range items {
+		replies[i], _ = b.Reserve(ctx, item.RequestID, item.UserID)
+	}
+	return replies, nil
+}
+
+// A cell's rate counts items (a batch of 64 is 64 of them), as the
+// table's items/s column says: the progress line says so too, for batch
+// cells and single ones alike, never req/s.
+func TestRunMatrixProgressLineSaysItemsPerSecond(t *testing.T) {
+	var mu sync.Mutex
+	var cells []string
+	a := &batchTurnTarget{turnTarget{name: "a", mu: &mu, cells: &cells}}
+	var log strings.Builder
+	rows, _ := RunMatrix(context.Background(), []Target{a}, MatrixOptions{
+		Concurrencies: []int{2}, Scenarios: []string{scenarioSeed}, SeedRequests: 640, SeedStock: 1000,
+		Batch: 8, BatchConcurrencies: []int{2}, SeedTimeout: time.Minute, MaxResends: 1, Seed: 1,
+	}, &log)
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want a single and a batch cell\n%s", len(rows), log.String())
+	}
+	for _, row := range rows {
+		if row.Requests != 640 {
+			t.Errorf("batch %d: %d items counted, want the 640 attempts", row.Batch, row.Requests)
+		}
+		want := fmt.Sprintf("a seed c=2 batch %d: %.0f items/s, ", row.Batch, row.ThroughputRPS)
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("no progress line %q in\n%s", want, log.String())
+		}
+	}
+	if strings.Contains(log.String(), "req/s") {
+		t.Errorf("a progress line says req/s:\n%s", log.String())
+	}
+}
+
+// A comparison interrupted (Ctrl-C) prints the cells it ran and says,
+// after the tables, that the others did not run: exit 3, never a table
+// that looks whole.
+func TestInterruptedComparisonSaysSo(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr strings.Builder
+	status := Main(ctx, []string{"--targets", "engine", "--concurrency", "2", "--scenarios", "hot", "--hot-duration", "50ms",
+		"--batch", "0", "--wrk-concurrency", "", "--engine-concurrency", "", "--pause", "0s", "--progress", "off", "--work-dir", t.TempDir()},
+		&stdout, &stderr)
+	if status != exitRunProblem {
+		t.Errorf("exit %d, want %d\n%s%s", status, exitRunProblem, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "interrupted: ") {
+		t.Errorf("the output does not say the run was interrupted:\n%s", stdout.String())
+	}
+}

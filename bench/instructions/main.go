@@ -31,6 +31,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/seckill/seckill/internal/version"
 )
 
 // paths are BenchmarkInstructions' sub-benchmarks, in the table's order,
@@ -55,13 +57,18 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("instructions", flag.ContinueOnError)
 	flags.SetOutput(stderr)
+	if version.HelpRequested(args) {
+		flags.SetOutput(stdout) // the usage asked for is the answer
+	}
 	rounds := flags.Int("rounds", 2, "times each path runs (each in a process of its own)")
 	requests := flags.Int("requests", 2000, "iterations of a single-request path (a batch or feed path runs 1/20 of them)")
 	out := flags.String("out", "", "directory for the test binary and callgrind's files (default: a temporary one, removed)")
 	pkg := flags.String("pkg", "./httpapi/", "the package of BenchmarkInstructions")
 	only := flags.String("paths", "", "comma-separated paths to measure, in the table's order (default: all of "+pathNames()+")")
 	gogc := flags.String("gogc", "off", "GOGC of the measured processes: off leaves the collector out (its share moves with timing by tens of percent on the batch path); allocations per item show what each item asks of it")
-	if err := flags.Parse(args); err != nil {
+	if err := flags.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
 		return 2
 	}
 	if *rounds < 1 || *requests < 20 {

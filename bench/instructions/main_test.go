@@ -74,3 +74,14 @@ func TestChoosePaths(t *testing.T) {
 		t.Fatalf("an unknown path: %v", err)
 	}
 }
+
+// -h is answered, not refused: the usage on stdout, exit 0.
+func TestHelpIsTheAnswer(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-h"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "-rounds") || errOut.Len() != 0 {
+		t.Errorf("exit %d, stdout %q, stderr %q: want the usage on stdout, exit 0", code, out.String(), errOut.String())
+	}
+	if code := run([]string{"-no-such-flag"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "-no-such-flag") {
+		t.Errorf("a bad flag: exit %d, stderr %q: want exit 2 naming it", code, errOut.String())
+	}
+}

@@ -11,6 +11,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -67,12 +68,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return bench.ExitUsage
 		}
 	}
-	switch {
-	case version.Requested(args):
+	if version.Requested(args) {
 		fmt.Fprintln(stdout, version.String("seckill-bench"))
 		return bench.ExitPass
-	case len(args) > 0 && !strings.HasPrefix(args[0], "-"):
+	}
+	if version.HelpRequested(args) {
+		return answerHelp(ctx, args, stdout, stderr)
+	}
+	return dispatch(ctx, args, stdout, stderr)
+}
+
+// dispatch runs the command args name, or a load run.
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		return commands[args[0]](ctx, args[1:], stdout, stderr)
 	}
 	return bench.Main(ctx, args, stdout, stderr)
+}
+
+// answerHelp runs a command line that asks for help. Each command's flag
+// set prints its usage where it prints usage errors, on stderr; when it
+// answers the help (exit 0) that text is the answer and goes to stdout,
+// as every seckill command gives it. Anything else (an unknown argument
+// before the flag: exit 2) stays on stderr.
+func answerHelp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var usage bytes.Buffer
+	status := dispatch(ctx, args, stdout, &usage)
+	answer := stderr
+	if status == bench.ExitPass {
+		answer = stdout
+	}
+	_, _ = answer.Write(usage.Bytes())
+	return status
 }
