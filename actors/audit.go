@@ -11,8 +11,10 @@ import (
 
 // ErrAuditPending is returned by Audit when ctx is done before the SKU's
 // recount finished: the recount goes on off the actor, and a later Audit
-// waits for it, or gets its result once it is done (within AuditKeep),
-// instead of starting another. Nothing was changed: retry.
+// gets its result once it is done (within AuditKeep), instead of starting
+// another; one made while it still runs shares it if nothing was recorded
+// since its freeze, and otherwise waits for the next. Nothing was changed:
+// retry.
 var ErrAuditPending = errors.New("actors: the audit's recount has not finished yet")
 
 // AuditKeep is how long the result of a recount that every caller gave
@@ -24,7 +26,9 @@ const AuditKeep = shell.AuditKeep
 // O(reservations/4096)); the recount runs on a goroutine of its own, so
 // reserves go on meanwhile. The counts are those the actor keeps
 // incrementally, at the freeze. Callers that arrive while a recount runs
-// share it; a recount starts no sooner after the last one ended than that
+// share it if no record was appended since its freeze, and otherwise wait
+// for the next (a cancel answered before the audit was asked is in its
+// counts); a recount starts no sooner after the last one ended than that
 // one took (package actors/shell owns the rule). Errors: ErrUnknownSKU,
 // ErrUnavailable, ErrBusy (too many operators' requests wait for the SKU),
 // ErrClosed, and ErrAuditPending when ctx is done first.

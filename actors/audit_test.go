@@ -28,8 +28,9 @@ func holdRecount(t *testing.T) (started chan struct{}, release func()) {
 
 // TestAuditDoesNotStopTheSale: while a SKU's recount runs, reserves are
 // decided and answered; callers whose deadline passes first get
-// ErrAuditPending and share the one recount, whose result (the state at
-// its freeze) the next caller gets; the one after recounts afresh.
+// ErrAuditPending, and once the recount is done its result (the state at
+// its freeze) goes to the next caller instead of a recount of its own; the
+// one after recounts afresh, once the cool-down is over.
 func TestAuditDoesNotStopTheSale(t *testing.T) {
 	clock := &fakeClock{}
 	d := testDef(100)
@@ -59,16 +60,85 @@ func TestAuditDoesNotStopTheSale(t *testing.T) {
 	if _, err := e.Audit(gone, "c1", "s1"); !errors.Is(err, ErrAuditPending) {
 		t.Fatalf("second audit past its deadline: %v, want ErrAuditPending", err)
 	}
+	// The recount took an hour by the engine's clock: an hour of
+	// cool-down after it, so that a caller who asks while it still runs,
+	// and gives up, starts no recount when it ends.
+	clock.Set(t0 + time.Hour.Milliseconds())
 	release()
-	a := mustAudit(t, e) // the result the callers gave up on
-	if a.Counts.Reservations != 10 {
+	var a sku.Audit
+	eventually(t, func() bool { // until the recount is done
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		var err error
+		a, err = e.Audit(ctx, "c1", "s1")
+		return !errors.Is(err, ErrAuditPending)
+	})
+	if a.Counts.Reservations != 10 { // the result the callers gave up on
 		t.Fatalf("the abandoned recount: %d reservations; want the 10 of the freeze", a.Counts.Reservations)
 	}
 	if n := len(started); n != 0 {
 		t.Fatalf("%d more recounts started while one ran", n)
 	}
+	clock.Set(t0 + 2*time.Hour.Milliseconds()) // the cool-down is over
 	if got := mustAudit(t, e); got.Counts.Reservations != 15 {
 		t.Fatalf("next audit: %d reservations, want 15", got.Counts.Reservations)
+	}
+}
+
+// TestAuditAfterAChangeSeesIt: an audit asked after a cancel was answered
+// shows the cancel, even while a recount frozen before the cancel still
+// runs: it does not share that recount (whose state its caller could never
+// have read), it waits for the next one. An audit asked before the cancel
+// shares the recount (the state was still the one frozen), and gets the
+// state of the freeze, as the first audit does.
+func TestAuditAfterAChangeSeesIt(t *testing.T) {
+	clock := &fakeClock{}
+	d := testDef(10)
+	e := openTest(t, t.TempDir(), clock, &d)
+	res, err := e.Reserve(ctxT(t), "c1", "s1", "r1", "u1")
+	if err != nil || res.Outcome != sku.OutcomeAccepted {
+		t.Fatalf("reserve: %v %v", res.Outcome, err)
+	}
+	h := e.SKU("c1", "s1")
+	ask := func() *auditCaller { // Engine.Audit's request, posted before it returns
+		c := &auditCaller{reply: make(chan auditAnswer, 1)}
+		if err := h.requestAudit(c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	taken := func() { // the audits asked so far are with the shell
+		eventually(t, func() bool {
+			h.ops.mu.Lock()
+			defer h.ops.mu.Unlock()
+			return len(h.ops.audits) == 0 && !h.ops.posted
+		})
+		// A read through the actor after that finds the message handled.
+		if _, err := e.Get(ctxT(t), res.Reservation.ReservationID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	started, release := holdRecount(t)
+	first := ask()
+	<-started // frozen with the reservation pending; the recount is held
+	sharer := ask()
+	taken()
+	if got, err := e.Cancel(ctxT(t), res.Reservation.ReservationID); err != nil || got.Outcome != sku.OutcomeClosed {
+		t.Fatalf("cancel: %v %v", got.Outcome, err)
+	}
+	second := ask()
+	taken()
+	release()
+	for name, c := range map[string]*auditCaller{"the first audit": first, "the audit asked before the cancel": sharer} {
+		if a := <-c.reply; a.err != nil || a.audit.Counts.PendingPayment != 1 || a.audit.Counts.Closed != 0 {
+			t.Fatalf("%s: %+v %v, want the reservation pending as at the freeze", name, a.audit.Counts, a.err)
+		}
+	}
+	if a := <-second.reply; a.err != nil || a.audit.Counts.PendingPayment != 0 || a.audit.Counts.Closed != 1 || a.audit.Counts.Available != 10 {
+		t.Fatalf("the audit asked after the cancel: %+v %v, want it closed and 10 available", a.audit.Counts, a.err)
+	}
+	if n := len(started); n != 1 {
+		t.Fatalf("%d recounts after the first, want 1: the second audit's (the one asked before the cancel shares the first)", n)
 	}
 }
 

@@ -258,6 +258,28 @@ func TestLinearizabilityModel(t *testing.T) {
 			{1, 4, 5, lookupR2, failed(404, "NOT_FOUND")},
 			{1, 6, 7, linInput{kind: linAudit}, auditOut(1, 0, 1, 0, 0, 0)},
 		}, true},
+		{"THROTTLED (a slow disk) decides nothing, even for a request_id that made a reservation", 2, []modelOp{
+			{0, 0, 1, reserveIn("r1", "u1"), acceptedOut(resA, "r1", 1)},
+			{0, 2, 3, reserveIn("r1", "u1"), failed(429, "THROTTLED")},
+			{1, 4, 5, reserveIn("r2", "u2"), failed(429, "THROTTLED")},
+			{1, 6, 7, linInput{kind: linAudit}, auditOut(2, 1, 1, 0, 0, 0)},
+		}, true},
+		{"a THROTTLED reserve counted in the audit", 2, []modelOp{
+			{0, 0, 1, reserveIn("r1", "u1"), acceptedOut(resA, "r1", 1)},
+			{0, 2, 3, reserveIn("r1", "u1"), failed(429, "THROTTLED")},
+			{1, 4, 5, reserveIn("r2", "u2"), failed(429, "THROTTLED")},
+			{1, 6, 7, linInput{kind: linAudit}, auditOut(2, 0, 2, 0, 0, 0)},
+		}, false},
+		{"an audit asked after a cancel was answered counts it", 2, []modelOp{
+			{0, 0, 1, reserveIn("r1", "u1"), acceptedOut(resA, "r1", 1)},
+			{0, 2, 3, cancelA, closedOut(resA)},
+			{1, 4, 5, linInput{kind: linAudit}, auditOut(2, 2, 0, 0, 1, 0)},
+		}, true},
+		{"an audit asked after a cancel was answered shows the state before it", 2, []modelOp{
+			{0, 0, 1, reserveIn("r1", "u1"), acceptedOut(resA, "r1", 1)},
+			{0, 2, 3, cancelA, closedOut(resA)},
+			{1, 4, 5, linInput{kind: linAudit}, auditOut(2, 1, 1, 0, 0, 0)},
+		}, false},
 	}
 	for _, c := range cases {
 		history := make([]porcupine.Operation, len(c.ops))

@@ -43,7 +43,9 @@ import (
 //     of it (REQUEST_ID_REUSED from another user, or SOLD_OUT while stock is
 //     left, says recorded; any other answer says not), or its lookup. An
 //     audit's durable_rejections is checked as a range while some are open.
-//   - QUEUE_FULL decides nothing and may answer any reserve.
+//   - QUEUE_FULL and THROTTLED (429: the SKU's inbox, or its disk's
+//     commits, are too slow for max_queue_wait) decide nothing and may
+//     answer any reserve: a slow disk makes admission answer THROTTLED.
 //
 // Two things are deliberately left loose, because pinning them made the
 // checker's search explode (states that differ only by them multiply with
@@ -413,7 +415,7 @@ func (s specState) reserve(in linInput, out linOutput) (bool, specState) {
 	if in.pass == "" && strings.HasPrefix(in.requestID, "ep.") {
 		return isError(out, http.StatusBadRequest, "BAD_REQUEST"), s
 	}
-	if isError(out, http.StatusTooManyRequests, "QUEUE_FULL") {
+	if isError(out, http.StatusTooManyRequests, "QUEUE_FULL") || isError(out, http.StatusTooManyRequests, "THROTTLED") {
 		return true, s // busy: decides nothing
 	}
 	q, known := s.requests[in.requestID]

@@ -16,16 +16,22 @@ import (
 // the rule, not from its code:
 //   - a recount's result is healthy and counts what the model had at the
 //     recount's freeze;
+//   - a caller gets a recount frozen with every record appended when it
+//     asked: it shares one running only if nothing was recorded since its
+//     freeze (an audit never shows a state older than its request);
 //   - a recount starts (its freeze) no sooner after the last one ended
 //     than the last one took (the cool-down), by the simulated clock;
 //   - the result of a recount that no caller took is handed, at once, to
-//     the next caller within shell.AuditKeep.
+//     the next caller within shell.AuditKeep (the one exception to the
+//     rule above: the retry of a caller that gave up), unless a later
+//     recount's result was handed out since.
 
 // auditCaller is an operator waiting for an audit: the shell's
 // AuditWaiter.
 type auditCaller struct {
 	r        *run
-	gone     bool // it gave up
+	asked    uint64 // the model's last record when it asked (0: no bound)
+	gone     bool   // it gave up
 	answered bool
 }
 
@@ -51,6 +57,9 @@ func (c *auditCaller) Audited(a sku.Audit, err error) bool {
 	if !a.OK() {
 		r.fail(fmt.Errorf("audit: %v", a.Violations))
 	}
+	if r.auditExpect != nil && r.auditIndex < c.asked {
+		r.fail(fmt.Errorf("an audit asked at record %d got a recount frozen at record %d: a state older than its request", c.asked, r.auditIndex))
+	}
 	if m := r.auditExpect; m != nil {
 		if err := checkCounts(m, a.Counts); err != nil {
 			r.fail(fmt.Errorf("audit: %w", err))
@@ -63,7 +72,8 @@ func (c *auditCaller) Audited(a sku.Audit, err error) bool {
 // it at the recount's freeze.
 type keptAudit struct {
 	model *model
-	at    int64 // when the recount ended, ms
+	index uint64 // the log index of its freeze
+	at    int64  // when the recount ended, ms
 }
 
 // audit is an operator's audit. Before it, now and then, the earlier
@@ -86,12 +96,13 @@ func (r *run) audit() error {
 	if kept != nil && r.now-kept.at >= shell.AuditKeep.Milliseconds() {
 		kept = nil
 	}
-	c := &auditCaller{r: r}
+	c := &auditCaller{r: r, asked: r.modelIndex}
 	if kept != nil {
-		r.auditExpect = kept.model
+		r.auditExpect, r.auditIndex = kept.model, kept.index
+		c.asked = 0 // the kept result may be older than the request
 	}
 	r.sh.Audit(r.t(), c)
-	r.auditExpect = nil
+	r.auditExpect, r.auditIndex = nil, 0
 	switch {
 	case kept != nil && !c.answered:
 		return fmt.Errorf("a recount no caller took, %d ms ago, was not handed to the next caller", r.now-kept.at)
@@ -117,18 +128,22 @@ func (r *run) recountStarted(j *shell.Job) {
 func (r *run) recountEnds(p pendingJob) {
 	j := p.job
 	r.auditTaken = 0
-	r.auditExpect = p.model
+	r.auditExpect, r.auditIndex = p.model, j.Index
 	if j.Err() == nil {
 		r.auditNotBefore = r.now + max(r.now-j.At.UnixMilli(), 0)
 	}
 }
 
-// recountEnded keeps the result of a recount that no caller took.
+// recountEnded keeps the result of a recount that no caller took, and
+// drops the one kept before a recount a caller took.
 func (r *run) recountEnded(p pendingJob) {
-	if p.job.Err() == nil && r.auditTaken == 0 {
-		r.auditKept = &keptAudit{model: p.model, at: r.now}
+	switch {
+	case r.auditTaken > 0:
+		r.auditKept = nil
+	case p.job.Err() == nil:
+		r.auditKept = &keptAudit{model: p.model, index: p.job.Index, at: r.now}
 	}
-	r.auditExpect = nil
+	r.auditExpect, r.auditIndex = nil, 0
 	live := r.auditCallers[:0]
 	for _, c := range r.auditCallers {
 		if c.Waiting() {

@@ -137,12 +137,13 @@ type run struct {
 
 	// Audits (audit.go): the callers waiting, the result of a recount no
 	// caller took, the end of the cool-down (ms), and, while a recount's
-	// answers are handed out, the model at its freeze and how many callers
-	// took it.
+	// answers are handed out, the model at its freeze, the log index of
+	// the freeze and how many callers took it.
 	auditCallers   []*auditCaller
 	auditKept      *keptAudit
 	auditNotBefore int64
 	auditExpect    *model
+	auditIndex     uint64
 	auditTaken     int
 
 	// A lottery SKU's draw: whether the core knows a ranking it is still
@@ -325,6 +326,9 @@ func (r *run) recovered() error {
 	r.model = m.clone()
 	r.model.onEffect = r.saveModel
 	r.modelIndex = last
+	for _, c := range r.auditCallers { // the records after last went with the failure, unacknowledged
+		c.asked = min(c.asked, last)
+	}
 	for _, at := range []map[uint64]int64{r.recordAt, r.appendedAt} {
 		for index := range at {
 			if index > last {

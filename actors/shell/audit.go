@@ -16,13 +16,19 @@ import (
 // starts no sooner after the last one finished than the last one took
 // (from its freeze to its result, by the inputs' clock), so a SKU's
 // recounts use at most about half of one core however often operators
-// ask. Callers that ask while a recount runs share it; those that ask in
-// the cool-down wait for its end (a JobAuditDue timer, or a tick past it).
+// ask. A caller that asks while a recount runs shares it only if no record
+// was appended since its freeze: the frozen state is then the state as the
+// caller found it. Otherwise the recount's state is one the caller could
+// never have read (a cancel answered before it asked is missing from it),
+// and the caller waits for the next recount, as those that ask in the
+// cool-down do (a JobAuditDue timer, or a tick past it).
 
 // AuditKeep is how long the result of a recount that no caller took (they
 // all gave up) is kept for the next caller, who gets it instead of
 // starting another: at millions of reservations a recount can outlast a
-// caller's deadline, and the retry must get an answer.
+// caller's deadline, and the retry must get an answer. It is the one
+// answer that may be older than its request (its as_of dates it); once a
+// later recount's result was taken, it is dropped.
 const AuditKeep = time.Minute
 
 // AuditWaiter is a caller waiting for an audit.
@@ -53,6 +59,7 @@ type audits struct {
 type auditRun struct {
 	waiters  []AuditWaiter
 	frozenAt time.Time
+	index    uint64 // the last record of the state frozen
 }
 
 // auditResult is what a JobRecount did.
@@ -62,19 +69,22 @@ type auditResult struct {
 	err    error
 }
 
-// Audit asks at now for an audit of the SKU for w: it shares the recount
-// running, gets the result no caller took (within AuditKeep), waits for
-// the cool-down to end, or starts a recount. A failed SKU answers
+// Audit asks at now for an audit of the SKU for w: it gets the result no
+// caller took (within AuditKeep), shares the recount running if the state
+// is still the one it froze, waits for the recount running or the
+// cool-down to end, or starts a recount. A failed SKU answers
 // core.ErrUnavailable.
 func (s *Shell) Audit(now time.Time, w AuditWaiter) {
 	a := &s.audit
 	switch {
-	case a.run != nil:
-		a.run.waiters = append(a.run.waiters, w)
 	case a.kept != nil && now.Sub(a.keptAt) < AuditKeep:
 		if w.Audited(*a.kept, nil) {
 			a.kept = nil
 		}
+	case a.run != nil && a.run.index == s.core.LastIndex():
+		a.run.waiters = append(a.run.waiters, w)
+	case a.run != nil: // its end starts the next recount, or the cool-down (recounted)
+		a.queued = append(a.queued, w)
 	case now.Before(a.notBefore):
 		a.queued = append(a.queued, w)
 		s.armAuditTimer(now)
@@ -127,10 +137,10 @@ func (s *Shell) startAudit(now time.Time, waiters []AuditWaiter) {
 		}
 		return
 	}
-	run := &auditRun{waiters: waiting, frozenAt: now}
+	run := &auditRun{waiters: waiting, frozenAt: now, index: s.core.LastIndex()}
 	s.audit.run = run
 	j := s.job(JobRecount, now)
-	j.Index = s.core.LastIndex()
+	j.Index = run.index
 	j.audit.run = run
 	frozen, recount := s.core.Machine().Freeze(), s.cfg.Recount
 	if recount == nil {
@@ -153,7 +163,8 @@ func (s *Shell) startAudit(now time.Time, waiters []AuditWaiter) {
 
 // recounted hands a recount's result to its callers at now and starts the
 // cool-down: as long again as the recount took from its freeze. A result
-// no caller took is kept for the next (AuditKeep).
+// no caller took is kept for the next (AuditKeep); one a caller took drops
+// the result kept before it, which is older than an answer given.
 func (s *Shell) recounted(now time.Time, j *Job) {
 	a := &s.audit
 	r := &j.audit
@@ -168,7 +179,10 @@ func (s *Shell) recounted(now time.Time, j *Job) {
 	for _, w := range r.run.waiters {
 		taken = w.Audited(r.result, r.err) || taken
 	}
-	if !taken && r.err == nil {
+	switch {
+	case taken:
+		a.kept = nil
+	case r.err == nil:
 		result := r.result
 		a.kept, a.keptAt = &result, now
 	}

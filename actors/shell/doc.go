@@ -64,9 +64,10 @@
 //   - One job of each kind out at a time, across recoveries (Done says why
 //     a job made before a recovery still counts): a host's mailbox holds
 //     at most that many results.
-//   - One recount of a SKU at a time, shared by the callers meanwhile; the
-//     next starts no sooner after it ended than it took (from its freeze to
-//     its result); a result no caller took goes to the next caller within
-//     AuditKeep.
+//   - One recount of a SKU at a time, shared by the callers meanwhile while
+//     no record was appended since its freeze (the others wait for the
+//     next: an audit shows what its caller could read); the next starts no
+//     sooner after it ended than it took (from its freeze to its result); a
+//     result no caller took goes to the next caller within AuditKeep.
 //   - Jobs of another shell (an earlier incarnation) change nothing.
 package shell
