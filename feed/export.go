@@ -1,8 +1,6 @@
 package feed
 
 import (
-	"fmt"
-
 	"github.com/seckill/seckill/actors/sku"
 )
 
@@ -24,17 +22,9 @@ type Export struct {
 // Export rebuilds the SKU's state as of a durable index. Errors:
 // ErrUnknownSKU, ErrNotOpen, *StateError, and the server's.
 func (f *Feed) Export(campaignID, skuID string) (*Export, error) {
-	def, known := f.src.Definition(campaignID, skuID)
-	if !known {
-		return nil, ErrUnknownSKU
-	}
-	log, dir, ok := f.src.FeedLog(campaignID, skuID)
-	if !ok {
-		return nil, ErrNotOpen
-	}
-	chain, err := f.chains.load(dir, log, def.IDKey)
+	_, _, chain, err := f.sku(campaignID, skuID)
 	if err != nil {
-		return nil, fmt.Errorf("reading the history chain of %s: %w", dir, err)
+		return nil, err
 	}
 	m, asOf, err := f.src.DurableState(campaignID, skuID)
 	if err != nil {

@@ -145,17 +145,9 @@ type Reader struct {
 // "" for the start of its retained log). Errors: ErrUnknownSKU,
 // ErrNotOpen, *BadCursorError, *DivergedError.
 func (f *Feed) Open(campaignID, skuID, cursor string, p Params) (*Reader, error) {
-	def, known := f.src.Definition(campaignID, skuID)
-	if !known {
-		return nil, ErrUnknownSKU
-	}
-	log, dir, ok := f.src.FeedLog(campaignID, skuID)
-	if !ok {
-		return nil, ErrNotOpen
-	}
-	chain, err := f.chains.load(dir, log, def.IDKey)
+	def, log, chain, err := f.sku(campaignID, skuID)
 	if err != nil {
-		return nil, fmt.Errorf("reading the history chain of %s: %w", dir, err)
+		return nil, err
 	}
 	r := &Reader{f: f, campaignID: campaignID, skuID: skuID, log: log, def: def, chain: chain,
 		from: max(log.FirstIndex(), 1), fromStart: true, p: p.filled()}
@@ -166,6 +158,25 @@ func (f *Feed) Open(campaignID, skuID, cursor string, p Params) (*Reader, error)
 		return nil, err
 	}
 	return r, nil
+}
+
+// sku returns what reading one SKU's feed starts from: its definition, its
+// open log and that log's history chain. Errors: ErrUnknownSKU, ErrNotOpen,
+// and a chain that could not be read.
+func (f *Feed) sku(campaignID, skuID string) (sku.Definition, Log, Chain, error) {
+	def, known := f.src.Definition(campaignID, skuID)
+	if !known {
+		return sku.Definition{}, nil, Chain{}, ErrUnknownSKU
+	}
+	log, dir, ok := f.src.FeedLog(campaignID, skuID)
+	if !ok {
+		return sku.Definition{}, nil, Chain{}, ErrNotOpen
+	}
+	chain, err := f.chains.load(dir, log, def.IDKey)
+	if err != nil {
+		return sku.Definition{}, nil, Chain{}, fmt.Errorf("reading the history chain of %s: %w", dir, err)
+	}
+	return def, log, chain, nil
 }
 
 // seek moves an opened reader past cursor (an event id of its SKU).
