@@ -164,6 +164,13 @@ const (
 	maxCampaignYear = 9999
 )
 
+// campaignTimeRange is the detail of a campaign time outside those years.
+// It names the first and the last millisecond they hold: a definition keeps
+// a time to the millisecond, so 9999-12-31T23:59:59.999Z is accepted, and
+// a bound said to the second would refuse it in words only.
+var campaignTimeRange = fmt.Sprintf("a time from %d-01-01T00:00:00.000Z to %d-12-31T23:59:59.999Z (UTC)",
+	minCampaignYear, maxCampaignYear)
+
 // parseCampaignTime reads an RFC 3339 time whose UTC year is from
 // minCampaignYear to maxCampaignYear; "" is the zero time. Errors are a
 // *fieldError naming field.
@@ -176,7 +183,7 @@ func parseCampaignTime(field, text string) (time.Time, error) {
 		return time.Time{}, &fieldError{field: field, want: "an RFC 3339 time such as " + exampleTime}
 	}
 	if y := t.UTC().Year(); y < minCampaignYear || y > maxCampaignYear {
-		return time.Time{}, &fieldError{field: field, want: fmt.Sprintf("a time from %d-01-01T00:00:00Z to %d-12-31T23:59:59Z (UTC)", minCampaignYear, maxCampaignYear)}
+		return time.Time{}, &fieldError{field: field, want: campaignTimeRange}
 	}
 	return t, nil
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -50,11 +51,11 @@ func TestDecodeErrorDetails(t *testing.T) {
 		// The UTC year must be 1970..9999: "0000-01-01T00:00:00+01:00" is
 		// year -1 in UTC, which RFC 3339 cannot write back.
 		{`{"start_at":"0000-01-01T00:00:00+01:00"}`, func() any { return &Campaign{} },
-			"start_at: must be a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)"},
+			"start_at: must be a time from 1970-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z (UTC)"},
 		{`{"end_at":"1969-12-31T23:59:59.999Z"}`, func() any { return &Campaign{} },
-			"end_at: must be a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)"},
+			"end_at: must be a time from 1970-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z (UTC)"},
 		{`{"end_at":"9999-12-31T23:00:00-01:00"}`, func() any { return &Campaign{} },
-			"end_at: must be a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)"},
+			"end_at: must be a time from 1970-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z (UTC)"},
 		{`{"start_at":"2030-01-01T00:00:00Z","end_at":1}`, func() any { return &Campaign{} }, "end_at: must be a string"},
 		{`{"skus":[{"bogus":1}]}`, func() any { return &Campaign{} }, `skus[0]: unknown field "bogus"`},
 		{`{"skus":[{"sku_id":"a","sale_limit":1},{"sku_id":"b","sale_limit":1,"start_at":"x"}]}`, func() any { return &Campaign{} }, `skus[1]: unknown field "start_at"`},
@@ -183,6 +184,30 @@ func TestDefinitionsPaymentWindowDetail(t *testing.T) {
 	}
 }
 
+// The bounds the detail names are exact: each is accepted, and the
+// millisecond beyond it is refused with that detail (a definition keeps
+// milliseconds, so a bound said to the second would misstate the last one).
+func TestCampaignTimeRangeDetailIsExact(t *testing.T) {
+	bounds := regexp.MustCompile(`^a time from (\S+) to (\S+) \(UTC\)$`).FindStringSubmatch(campaignTimeRange)
+	if bounds == nil {
+		t.Fatalf("campaignTimeRange %q names no bounds", campaignTimeRange)
+	}
+	for i, step := range []time.Duration{-time.Millisecond, time.Millisecond} {
+		bound := bounds[1+i]
+		at, err := parseCampaignTime("end_at", bound)
+		if err != nil {
+			t.Fatalf("the bound %s the detail names is refused: %v", bound, err)
+		}
+		// Written at UTC-1: the millisecond after the last one of year
+		// 9999 has no four-digit year in UTC.
+		beyond := at.Add(step).In(time.FixedZone("", -3600)).Format("2006-01-02T15:04:05.000Z07:00")
+		_, err = parseCampaignTime("end_at", beyond)
+		if want := "end_at: must be " + campaignTimeRange; err == nil || err.Error() != want {
+			t.Errorf("%s, 1 ms beyond %s: %v, want %q", beyond, bound, err, want)
+		}
+	}
+}
+
 // A lottery SKU's entry window is held to the same years as start_at.
 func TestLotteryEntryTimeRange(t *testing.T) {
 	var c Campaign
@@ -192,7 +217,7 @@ func TestLotteryEntryTimeRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := c.Definitions()
-	if want := `skus[0].entries_open_at (sku_id "a"): must be a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)`; err == nil || err.Error() != want {
+	if want := `skus[0].entries_open_at (sku_id "a"): must be a time from 1970-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z (UTC)`; err == nil || err.Error() != want {
 		t.Fatalf("Definitions: %v, want %q", err, want)
 	}
 }

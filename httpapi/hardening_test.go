@@ -410,7 +410,7 @@ func TestBadInput(t *testing.T) {
 	// refused, not echoed as "-0001-12-31T23:00:00.000Z".
 	define["start_at"] = "0000-01-01T00:00:00+01:00"
 	if r := ts.admin(http.MethodPut, "/admin/campaigns/bad", define); r.status != http.StatusBadRequest || r.str("error") != "BAD_REQUEST" ||
-		r.str("detail") != "start_at: must be a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (UTC)" {
+		r.str("detail") != "start_at: must be a time from 1970-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z (UTC)" {
 		t.Errorf("define with a time before 1970: %v", r)
 	}
 
