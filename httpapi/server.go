@@ -53,8 +53,10 @@ const (
 	// can change any moment.
 	DefaultStatusMaxAge = time.Second
 	// DefaultFinalStatusMaxAge is the Cache-Control max-age of ENDED and
-	// FINAL_SOLD_OUT: a status that cannot change any more may be cached
-	// longer, which takes the refresh storm of a sold-out page off the server.
+	// FINAL_SOLD_OUT: a status the sale itself cannot change any more may
+	// be cached longer, which takes the refresh storm of a sold-out page
+	// off the server. Only a redefinition (a raised sale_limit or end_at)
+	// reopens the SKU, and clients behind a cache learn it this much later.
 	DefaultFinalStatusMaxAge = 30 * time.Second
 )
 
