@@ -115,12 +115,20 @@ func New(o Options) (*Client, error) {
 	return c, nil
 }
 
+// CheckBaseURL reports whether raw is a base URL a Client takes (its
+// error says what to give): a tool that calls seckilld without a Client
+// checks its flag by the same rule before it contacts anything.
+func CheckBaseURL(raw string) error {
+	_, err := parseBase(raw)
+	return err
+}
+
 // parseBase reads a base URL: http or https, a host, no query.
 func parseBase(raw string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimRight(raw, "/"))
 	switch {
-	case err != nil:
-		return nil, fmt.Errorf("client: base URL %q: %w", raw, err)
+	case err != nil: // "127.0.0.1:8080": a host and port without the scheme
+		return nil, fmt.Errorf("client: base URL %q: give http://host:port (%w)", raw, err)
 	case u.Scheme != "http" && u.Scheme != "https", u.Host == "":
 		return nil, fmt.Errorf("client: base URL %q: give http://host:port", raw)
 	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:

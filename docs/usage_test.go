@@ -36,6 +36,11 @@ func TestDocsUsageErrorsExitTwo(t *testing.T) {
 		"seckillctl": {
 			{[]string{"verify", "--no-such-flag"}, "no-such-flag"},
 			{[]string{"cells", "publish", "--no-such-flag"}, "no-such-flag"},
+			// A --server without its scheme ("localhost:8080" parses as a URL of
+			// scheme "localhost"), refused before seckilld or the orders are asked.
+			{[]string{"snapshot", "--server", "localhost:1", "--campaign", "c", "--sku", "s", "--admin-token", "t"}, "--server: client: base URL \"localhost:1\": give http://host:port"},
+			{[]string{"dashboard-link", "--server", "127.0.0.1:1", "--admin-token", "t"}, "--server: client: base URL \"127.0.0.1:1\": give http://host:port"},
+			{[]string{"reconcile", "--orders", "postgres://127.0.0.1:1/x", "--campaign", "c", "--server", "localhost:1", "--admin-token", "t"}, "--server: client: base URL"},
 		},
 		"seckill-relay": {
 			{append(relay, "--limit", "0"), "--limit"},

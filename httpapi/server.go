@@ -132,6 +132,10 @@ type Config struct {
 	// Registry receives the service's metrics and is served on /metrics
 	// (give the engine the same one). Default: a new registry.
 	Registry *prometheus.Registry
+	// Registerer, when set, receives the service's metrics in Registry's
+	// place (a registerer of Registry that can take them out again when
+	// the service closes); /metrics still serves Registry.
+	Registerer prometheus.Registerer
 	// TopUpPending, when set, tells whether a celled SKU's cell is waiting
 	// for a top-up from the quota ledger: its SOLD_OUT answers then carry
 	// Retry-After (cell.go). Nil: never.
@@ -225,6 +229,9 @@ func (c *Config) fill() error {
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()
 	}
+	if c.Registerer == nil {
+		c.Registerer = c.Registry
+	}
 	return nil
 }
 
@@ -280,17 +287,17 @@ type Server struct {
 	issuerID    [32]byte
 }
 
-// New checks cfg, registers the service's metrics on cfg.Registry and
+// New checks cfg, registers the service's metrics on cfg.Registerer and
 // returns a Server ready to Serve.
 func New(cfg Config) (*Server, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(cfg.Registry)
+	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
 	}
-	pm, err := newPassMetrics(cfg.Registry)
+	pm, err := newPassMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
 	}
@@ -316,14 +323,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.feed, s.lotteries, s.claimer, s.cellGuard = cfg.Feed, cfg.Lotteries, cfg.Claimer, cfg.CellGuard
 	s.feeds, s.stopFeeds = context.WithCancel(context.Background())
-	if err := s.registerFeedGauges(cfg.Registry); err != nil {
+	if err := s.registerFeedGauges(cfg.Registerer); err != nil {
 		return nil, fmt.Errorf("httpapi: registering metrics: %w", err)
 	}
 	s.passMetrics, s.issuerID = pm, digest(cfg.EntryPasses.IssuerToken)
 	for _, st := range cfg.Engine.AllStats() { // each SKU's series exist from the start
 		s.gates.get(st.CampaignID, st.SKUID)
 	}
-	if err := cfg.Registry.Register(newSKUCollector(cfg.Engine, s.gates, s.limits)); err != nil {
+	if err := cfg.Registerer.Register(newSKUCollector(cfg.Engine, s.gates, s.limits)); err != nil {
 		return nil, fmt.Errorf("httpapi: registering the SKU collector: %w", err)
 	}
 	handler := s.Handler()

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/seckill/seckill/client"
 )
 
 // runDashboardLink asks a running seckilld for a one-time login link to
@@ -31,6 +33,9 @@ func runDashboardLink(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := required("dashboard-link", flagGiven{"--server", *server != ""}, flagGiven{tokenFlag, *token != ""}); err != nil {
 		return err
+	}
+	if err := client.CheckBaseURL(*server); err != nil {
+		return usageError("dashboard-link: --server: %v", err)
 	}
 	base := strings.TrimRight(*server, "/")
 	u := base + "/admin/dashboard/login-links"

@@ -61,6 +61,11 @@ func runReconcile(args []string, stdout io.Writer) error {
 	case *lag < 0:
 		return usageError("reconcile: --lag must not be negative")
 	}
+	if *server != "" {
+		if err := client.CheckBaseURL(*server); err != nil { // before the orders are read
+			return usageError("reconcile: --server: %v", err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 

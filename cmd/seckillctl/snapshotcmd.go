@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/snapshot"
 )
@@ -50,6 +51,9 @@ func runSnapshot(args []string, stdout io.Writer) error {
 		if err := required("snapshot --server", flagGiven{"--campaign", *campaign != ""}, flagGiven{"--sku", *skuID != ""},
 			flagGiven{tokenFlag, *token != ""}); err != nil {
 			return err
+		}
+		if err := client.CheckBaseURL(*server); err != nil {
+			return usageError("snapshot: --server: %v", err)
 		}
 		return snapshotOnline(*server, *token, *campaign, *skuID, *timeout, stdout)
 	}

@@ -36,6 +36,9 @@ type copyNet struct {
 	// hold, when set, is every primary's replication: its commits wait
 	// for hold's release.
 	hold *heldReplication
+	// lag is the records each standby (by name) is reported behind: a
+	// standby connected and caught up that has yet to acknowledge them.
+	lag map[string]uint64
 }
 
 func newCopyNet() *copyNet {
@@ -102,7 +105,8 @@ func (p *fakePrimary) Followers() []follower {
 	defer p.net.mu.Unlock()
 	var out []follower
 	for name, on := range p.followers {
-		out = append(out, follower{Follower: replica.Follower{Name: name, Connected: on, CaughtUp: on, LastAck: time.Now()}})
+		out = append(out, follower{Follower: replica.Follower{Name: name, Connected: on, CaughtUp: on, LastAck: time.Now(),
+			LagRecords: p.net.lag[name]}})
 	}
 	return out
 }

@@ -239,8 +239,14 @@ func definitionRefused(err error) bool {
 	return errors.Is(err, sku.ErrInvalidDefinition) || errors.Is(err, actors.ErrTooManySKUs)
 }
 
-// closeService shuts t's HTTP service down and closes its engine.
+// closeService shuts t's HTTP service down and closes its engine. A
+// tenure whose service a switchover closed and could not open again has
+// none: the replica then stops (run returns the error), and its shutdown
+// must not wait for a server that never served.
 func (n *haNode) closeService(t *primaryTenure) error {
+	if t.svc == nil {
+		return nil
+	}
 	t.stopCampaigns()
 	<-t.campaigns
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
@@ -249,7 +255,9 @@ func (n *haNode) closeService(t *primaryTenure) error {
 		n.log.Warn("requests still in flight at the shutdown deadline", "err", err)
 	}
 	<-t.served
-	return t.svc.close()
+	svc := t.svc
+	t.svc = nil
+	return svc.close()
 }
 
 // startStandbyHTTP serves NOT_PRIMARY, /healthz, /metrics and the

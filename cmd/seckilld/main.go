@@ -216,11 +216,12 @@ type svcDeps struct {
 }
 
 // service is what serves the API: the engine, for a cell its runtime,
-// and the HTTP service over them.
+// and the HTTP service over them, and the metrics they registered.
 type service struct {
-	engine *actors.Engine
-	rt     *cellRuntime
-	srv    *httpapi.Server
+	engine  *actors.Engine
+	rt      *cellRuntime
+	srv     *httpapi.Server
+	metrics *serviceMetrics
 }
 
 // openService opens the engine of d's data dir, starts a cell's runtime
@@ -228,7 +229,8 @@ type service struct {
 // serve yet.
 func openService(d svcDeps) (_ *service, err error) {
 	opts, log := d.opts, d.log
-	cfg := actors.Config{Clock: d.clock, DataDir: opts.dataDir, Fsync: opts.fsync, Logger: log, Registerer: d.reg,
+	metrics := newServiceMetrics(d.reg)
+	cfg := actors.Config{Clock: d.clock, DataDir: opts.dataDir, Fsync: opts.fsync, Logger: log, Registerer: metrics,
 		SnapshotEvery: opts.snapshotEvery, SnapshotInterval: opts.snapshotInterval, SnapshotKeep: opts.snapshotKeep,
 		MaxSKUs: d.budget.MaxSKUs, FeedRetainRecords: opts.feedRetainRecords, FeedRetainAge: opts.feedRetainAge,
 		DrawBatch: opts.lotteryDrawBatch, DrawPause: opts.lotteryDrawPause, Pending: d.pending}
@@ -237,9 +239,10 @@ func openService(d svcDeps) (_ *service, err error) {
 	}
 	engine, err := actors.Open(cfg)
 	if err != nil {
+		metrics.unregisterAll()
 		return nil, fmt.Errorf("opening %s: %w%s", opts.dataDir, err, tooManyHint(err, d.budget))
 	}
-	svc := &service{engine: engine}
+	svc := &service{engine: engine, metrics: metrics}
 	defer func() {
 		if err != nil {
 			svc.close()
@@ -261,7 +264,7 @@ func openService(d svcDeps) (_ *service, err error) {
 				return nil, fmt.Errorf("%w%s", err, tooManyHint(err, d.budget))
 			}
 		}
-		if svc.rt, err = startCell(engine, opts.cell, opts.dataDir, d.reg, log); err != nil {
+		if svc.rt, err = startCell(engine, opts.cell, opts.dataDir, metrics, log); err != nil {
 			return nil, err
 		}
 		front, claimer, cellGuard, topUpPending = svc.rt.guard, svc.rt.guard, svc.rt.guard, svc.rt.topUpPending
@@ -289,6 +292,7 @@ func openService(d svcDeps) (_ *service, err error) {
 		MaxQueueWait:   opts.maxQueueWait,
 		Logger:         log,
 		Registry:       d.reg,
+		Registerer:     metrics,
 		EntryPasses:    opts.entryPasses,
 		FeedHeartbeat:  opts.feedHeartbeat,
 		Front:          d.front,
@@ -302,11 +306,13 @@ func openService(d svcDeps) (_ *service, err error) {
 }
 
 // close stops a cell's runtime and closes the engine (every log flushed
-// and fsynced); the HTTP service was shut down before.
+// and fsynced), and takes the service's metrics out of the registry; the
+// HTTP service was shut down before.
 func (s *service) close() error {
 	if s.rt != nil {
 		s.rt.stop()
 	}
+	defer s.metrics.unregisterAll()
 	if err := s.engine.Close(); err != nil {
 		return fmt.Errorf("closing the engine: %w", err)
 	}
