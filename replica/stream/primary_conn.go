@@ -67,6 +67,12 @@ type connSKU struct {
 	snapshot uint64
 	// sent times the records sent and not acknowledged: LagMillis.
 	sent sendTimes
+	// void, when voided: the Primary's voidAfter this copy's begin cut
+	// the standby's copy to, forgotten at the copy's first
+	// acknowledgement, which the standby sends only once it took the
+	// begin (takeAcksLocked).
+	void   uint64
+	voided bool
 }
 
 // sendTimesCount bounds the send times a copy keeps: when full, the
@@ -315,6 +321,12 @@ func (p *Primary) takeAcksLocked(c *primaryConn, acks []ack) {
 		if cs == nil || cs.mode == modeStart || a.index >= cs.next {
 			continue // from before this copy began, or beyond what was sent: not this copy's
 		}
+		if cs.voided {
+			if p.voidAfter[c.name][a.key] == cs.void {
+				delete(p.voidAfter[c.name], a.key)
+			}
+			cs.voided = false
+		}
 		p.ackLocked(c.name, a.key, a.index)
 	}
 }
@@ -490,7 +502,15 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 	}
 	cs.mode, cs.next, cs.forceBase, cs.heldBase = modeCatchUp, b.index+1, false, false
 	cs.sent = sendTimes{}
-	if voided && p.voidAfter[c.name][s.key] == void {
+	// The void is forgotten once the standby holds no record past it:
+	// now, if its hello says so; otherwise once it took this begin (its
+	// first acknowledgement of the copy). Forgotten as the begin is
+	// queued, a connection that ended before the standby cut its copy
+	// would leave it holding the records the primary never wrote, which
+	// its next hello would show as shared (the same epoch at the same
+	// indexes as the primary's records written since).
+	cs.void, cs.voided = void, voided && theirs.last > void
+	if voided && !cs.voided && p.voidAfter[c.name][s.key] == void {
 		delete(p.voidAfter[c.name], s.key)
 	}
 	switch b.mode {
@@ -650,4 +670,14 @@ func newestSnapshot(dir string, first uint64) (uint64, []byte, error) {
 		return 0, nil, err
 	}
 	return BaseSnapshot(files, first, func(f snapshot.File) ([]byte, error) { return os.ReadFile(f.Path) })
+}
+
+// isClosed reports whether closeLocked closed the connection.
+func (c *primaryConn) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
 }
