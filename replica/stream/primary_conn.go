@@ -303,7 +303,10 @@ func (p *Primary) readAcks(c *primaryConn, br *bufio.Reader, buf []byte) error {
 			return err
 		}
 		p.mu.Lock()
-		if p.conns[c.name] != c {
+		if p.conns[c.name] != c || c.isClosed() {
+			// A closed connection stays in conns until serve removes it;
+			// an acknowledgement read before the close may be of a
+			// record its SKU's log no longer holds (opened capped them).
 			p.mu.Unlock()
 			return ErrClosed
 		}
@@ -486,6 +489,9 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 	if !p.pushChunks(c, s.key, snap) {
 		return false, false
 	}
+	if beginQueued != nil {
+		beginQueued()
+	}
 	switch b.mode {
 	case beginBase:
 		p.metrics.baseCopies.WithLabelValues(c.name).Inc()
@@ -497,7 +503,9 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if c.skus[s.key] != cs {
+	if c.skus[s.key] != cs || c.isClosed() {
+		// Closed meanwhile (a log opened again caps what each standby
+		// holds): the begin's index is no longer what the standby holds.
 		return true, false
 	}
 	cs.mode, cs.next, cs.forceBase, cs.heldBase = modeCatchUp, b.index+1, false, false
@@ -541,6 +549,11 @@ func (p *Primary) drop(c *primaryConn, k skuKey, msg string, err error) {
 	c.closeLocked()
 	p.mu.Unlock()
 }
+
+// beginQueued, when set (by a test), runs after begin queued its
+// messages and before it takes the primary's lock again: where the
+// SKU's log may be opened again and the connection closed.
+var beginQueued func()
 
 // catchUpQueued, when set (by a test), runs after catchUp queued records
 // and before it takes the primary's lock again: where a standby's
