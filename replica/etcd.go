@@ -64,13 +64,20 @@ func (e *Etcd) Name() string { return e.name }
 // LeaderKey is the key a router watches to find the set's primary.
 func (e *Etcd) LeaderKey() string { return e.leaderKey }
 
-func (e *Etcd) Read(ctx context.Context) (View, error) {
+func (e *Etcd) Read(ctx context.Context) (View, error) { return e.read(ctx, true) }
+
+// read is Read; release: an orphan leader key is deleted and the set read
+// again, once.
+func (e *Etcd) read(ctx context.Context, release bool) (View, error) {
 	resp, err := e.c.Txn(ctx).Then(clientv3.OpGet(e.leaderKey), clientv3.OpGet(e.syncKey)).Commit()
 	if err != nil {
 		return View{}, err
 	}
 	var v View
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		if release && e.orphan(kvs[0]) {
+			return e.releaseOrphan(ctx, kvs[0].CreateRevision)
+		}
 		v.Leader, v.LeaderRevision = string(kvs[0].Value), kvs[0].CreateRevision
 	}
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
@@ -137,6 +144,38 @@ func (e *Etcd) Acquire(ctx context.Context, v View) (Holding, error) {
 	e.sessions[h.Revision] = s
 	e.mu.Unlock()
 	return h, nil
+}
+
+// orphan reports whether the leader key kv is on this replica's live
+// lease without being a tenure Acquire returned: an acquisition etcd
+// committed whose answer never came (the call timed out, the runner was
+// told it failed). This process keeps that lease alive for its member
+// key, so the key would never expire: this replica waits for the key of
+// "a former life" to go, the others follow it, and the set has no primary
+// until the process ends.
+func (e *Etcd) orphan(kv *mvccpb.KeyValue) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.session == nil || kv.Lease != int64(e.session.Lease()) || e.sessions[kv.CreateRevision] != nil {
+		return false
+	}
+	select {
+	case <-e.session.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+// releaseOrphan deletes an orphan leader key (of create revision rev) and
+// reads the set again: its epoch was never begun nor served, and the next
+// acquisition, this replica's or another's, takes a new one.
+func (e *Etcd) releaseOrphan(ctx context.Context, rev int64) (View, error) {
+	if _, err := e.c.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(e.leaderKey), "=", rev)).
+		Then(clientv3.OpDelete(e.leaderKey)).Commit(); err != nil {
+		return View{}, err
+	}
+	return e.read(ctx, false)
 }
 
 // held is the compare that guards every write of h's tenure.

@@ -214,7 +214,16 @@ func (n *Node) tickPrimary(now time.Time, followers []Follower) []Action {
 			}
 			continue // strict: the last one stays; commits wait for it
 		}
-		n.standbys.Forget(name) // added but never published
+		if !n.standbys.Forget(name) { // added but never published, unless unsure
+			if publish, ok := n.standbys.Settle(); ok {
+				// A publication answered with an error may have named
+				// it: the set without it is published before it is no
+				// longer waited for, as for a drop.
+				n.dropping, n.inFlight = name, true
+				return []Action{{Kind: ActSetSync, Holding: n.holding, Standbys: publish}}
+			}
+			continue
+		}
 		delete(n.down, name)
 		return []Action{{Kind: ActWait, Standbys: n.Waited()}}
 	}

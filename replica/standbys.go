@@ -24,6 +24,11 @@ type Standbys struct {
 	// pending is the set handed out to publish and not yet reported.
 	pending  []string
 	inFlight bool
+	// unsure are standbys the coordinator may hold beside published: a
+	// publication that failed may have been taken (etcd committed it and
+	// answered after the call's deadline). Each stays waited for until a
+	// publication succeeds, which settles what the coordinator holds.
+	unsure []string
 }
 
 // NewStandbys starts a tenure whose coordinator holds published (the
@@ -79,12 +84,24 @@ func (s *Standbys) drop(standby string, keepLast bool) (publish []string, ok boo
 }
 
 // Forget stops waiting for a standby that is not published (one that was
-// added but never published, or whose drop was published).
-func (s *Standbys) Forget(standby string) {
-	if slices.Contains(s.published, standby) || (s.inFlight && slices.Contains(s.pending, standby)) {
-		return
+// added but never published, or whose drop was published); false when it
+// may be (published, in flight, or unsure: Settle first).
+func (s *Standbys) Forget(standby string) bool {
+	if slices.Contains(s.published, standby) || (s.inFlight && slices.Contains(s.pending, standby)) || slices.Contains(s.unsure, standby) {
+		return false
 	}
 	s.waited = slices.DeleteFunc(s.waited, func(x string) bool { return x == standby })
+	return true
+}
+
+// Settle returns the sync set to publish again when a failed publication
+// may have been taken (unsure), so that the coordinator holds a known set
+// (ok false while another publication is in flight, or when sure).
+func (s *Standbys) Settle() (publish []string, ok bool) {
+	if s.inFlight || len(s.unsure) == 0 {
+		return nil, false
+	}
+	return s.propose(slices.Clone(s.published)), true
 }
 
 func (s *Standbys) propose(set []string) []string {
@@ -94,23 +111,30 @@ func (s *Standbys) propose(set []string) []string {
 
 // Done reports the publication handed out last: ok when the coordinator
 // holds it now. A dropped standby is no longer waited for from here on;
-// after a failure nothing changes (the caller retries or, if it lost the
-// leader key, stops acknowledging altogether).
+// after a failure the publication may still have been taken, so each
+// standby it added stays waited for until a later one succeeds (unsure;
+// the caller retries or, if it lost the leader key, stops acknowledging
+// altogether).
 func (s *Standbys) Done(ok bool) {
 	if !s.inFlight {
 		panic("replica: Standbys.Done without a publication in flight")
 	}
 	s.inFlight = false
 	if !ok {
+		for _, x := range s.pending {
+			if !slices.Contains(s.published, x) && !slices.Contains(s.unsure, x) {
+				s.unsure = append(s.unsure, x)
+			}
+		}
+		s.pending = nil
 		return
 	}
-	for _, x := range s.published {
+	for _, x := range append(slices.Clone(s.published), s.unsure...) {
 		if !slices.Contains(s.pending, x) {
 			s.waited = slices.DeleteFunc(s.waited, func(y string) bool { return y == x })
 		}
 	}
-	s.published = s.pending
-	s.pending = nil
+	s.published, s.pending, s.unsure = s.pending, nil, nil
 	s.check()
 }
 

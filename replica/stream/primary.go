@@ -75,7 +75,9 @@ type Primary struct {
 	// and SKU, the last record of a log opened again after a failure: the
 	// records shipped after it before the failure were never written here,
 	// and the log writes other records at their indexes in this same
-	// epoch, so the standby's next copy begins with a cut there.
+	// epoch, so the standby's next copy begins with a cut there, and so
+	// does each one after it until the standby took the cut (its hello
+	// ends there, or it acknowledged the copy begun with it).
 	seen      map[string]bool
 	voidAfter map[string]map[skuKey]uint64
 	standbys  *replica.Standbys // whom a commit waits for (Wait)

@@ -67,6 +67,12 @@ type connSKU struct {
 	snapshot uint64
 	// sent times the records sent and not acknowledged: LagMillis.
 	sent sendTimes
+	// void, when voided: the Primary's voidAfter this copy's begin cut
+	// the standby's copy to, forgotten at the copy's first
+	// acknowledgement, which the standby sends only once it took the
+	// begin (takeAcksLocked).
+	void   uint64
+	voided bool
 }
 
 // sendTimesCount bounds the send times a copy keeps: when full, the
@@ -297,7 +303,10 @@ func (p *Primary) readAcks(c *primaryConn, br *bufio.Reader, buf []byte) error {
 			return err
 		}
 		p.mu.Lock()
-		if p.conns[c.name] != c {
+		if p.conns[c.name] != c || c.isClosed() {
+			// A closed connection stays in conns until serve removes it;
+			// an acknowledgement read before the close may be of a
+			// record its SKU's log no longer holds (opened capped them).
 			p.mu.Unlock()
 			return ErrClosed
 		}
@@ -314,6 +323,12 @@ func (p *Primary) takeAcksLocked(c *primaryConn, acks []ack) {
 		cs := c.skus[a.key]
 		if cs == nil || cs.mode == modeStart || a.index >= cs.next {
 			continue // from before this copy began, or beyond what was sent: not this copy's
+		}
+		if cs.voided {
+			if p.voidAfter[c.name][a.key] == cs.void {
+				delete(p.voidAfter[c.name], a.key)
+			}
+			cs.voided = false
 		}
 		p.ackLocked(c.name, a.key, a.index)
 	}
@@ -474,6 +489,9 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 	if !p.pushChunks(c, s.key, snap) {
 		return false, false
 	}
+	if beginQueued != nil {
+		beginQueued()
+	}
 	switch b.mode {
 	case beginBase:
 		p.metrics.baseCopies.WithLabelValues(c.name).Inc()
@@ -485,12 +503,22 @@ func (p *Primary) begin(c *primaryConn, s *primarySKU, cs *connSKU) (worked, sta
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if c.skus[s.key] != cs {
+	if c.skus[s.key] != cs || c.isClosed() {
+		// Closed meanwhile (a log opened again caps what each standby
+		// holds): the begin's index is no longer what the standby holds.
 		return true, false
 	}
 	cs.mode, cs.next, cs.forceBase, cs.heldBase = modeCatchUp, b.index+1, false, false
 	cs.sent = sendTimes{}
-	if voided && p.voidAfter[c.name][s.key] == void {
+	// The void is forgotten once the standby holds no record past it:
+	// now, if its hello says so; otherwise once it took this begin (its
+	// first acknowledgement of the copy). Forgotten as the begin is
+	// queued, a connection that ended before the standby cut its copy
+	// would leave it holding the records the primary never wrote, which
+	// its next hello would show as shared (the same epoch at the same
+	// indexes as the primary's records written since).
+	cs.void, cs.voided = void, voided && theirs.last > void
+	if voided && !cs.voided && p.voidAfter[c.name][s.key] == void {
 		delete(p.voidAfter[c.name], s.key)
 	}
 	switch b.mode {
@@ -521,6 +549,11 @@ func (p *Primary) drop(c *primaryConn, k skuKey, msg string, err error) {
 	c.closeLocked()
 	p.mu.Unlock()
 }
+
+// beginQueued, when set (by a test), runs after begin queued its
+// messages and before it takes the primary's lock again: where the
+// SKU's log may be opened again and the connection closed.
+var beginQueued func()
 
 // catchUpQueued, when set (by a test), runs after catchUp queued records
 // and before it takes the primary's lock again: where a standby's
@@ -650,4 +683,14 @@ func newestSnapshot(dir string, first uint64) (uint64, []byte, error) {
 		return 0, nil, err
 	}
 	return BaseSnapshot(files, first, func(f snapshot.File) ([]byte, error) { return os.ReadFile(f.Path) })
+}
+
+// isClosed reports whether closeLocked closed the connection.
+func (c *primaryConn) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
 }
