@@ -56,7 +56,10 @@ func cutTornTail(path string, data []byte, firstIndex uint64, logger *slog.Logge
 	return nil
 }
 
-// truncateFile cuts the file at size and, if syncFiles, fsyncs it.
+// truncateFile cuts the file at size and, if syncFiles, fsyncs it. The
+// fsync writes back whatever of the file is still in the page cache (the
+// records a crashed process wrote): its failure wraps ErrSyncFailed, as
+// Open's own fsync of those records does.
 func truncateFile(path string, size int64, syncFiles bool) error {
 	file, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
@@ -64,7 +67,9 @@ func truncateFile(path string, size int64, syncFiles bool) error {
 	}
 	err = file.Truncate(size)
 	if err == nil && syncFiles {
-		err = file.Sync()
+		if err = file.Sync(); err != nil {
+			err = fmt.Errorf("%w: %w", ErrSyncFailed, err)
+		}
 	}
 	if closeErr := file.Close(); err == nil {
 		err = closeErr
@@ -102,7 +107,7 @@ func createDir(dir string, syncFiles bool) error {
 	}
 	for _, path := range missing {
 		if err := SyncDir(filepath.Dir(path)); err != nil {
-			return err
+			return fmt.Errorf("%w: fsync %s after creating %s: %w", ErrSyncFailed, filepath.Dir(path), path, err)
 		}
 	}
 	return nil
