@@ -103,7 +103,7 @@ func Open(dir string, opts Options) (l *Log, err error) {
 		return nil, err
 	}
 	syncFiles := o.Fsync == FsyncAlways
-	if err := createDir(dir, syncFiles); err != nil {
+	if err := CreateDir(dir, syncFiles); err != nil {
 		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
 	}
 	if err := repairTail(dir, o.Logger, syncFiles); err != nil {

@@ -1,11 +1,9 @@
 package wal
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 )
 
 // repairTail validates the segment that tidwall/wal will append to, before
@@ -75,40 +73,4 @@ func truncateFile(path string, size int64, syncFiles bool) error {
 		err = closeErr
 	}
 	return err
-}
-
-// createDir creates dir and its missing parents, and, if syncFiles, fsyncs
-// the parent of every directory it created so that the new entries survive
-// a crash. The new directory's own entries are synced later by the Store.
-func createDir(dir string, syncFiles bool) error {
-	dir = filepath.Clean(dir)
-	var missing []string // deepest first
-	for path := dir; ; {
-		if _, err := os.Stat(path); err == nil {
-			break
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		missing = append(missing, path)
-		parent := filepath.Dir(path)
-		if parent == path {
-			break
-		}
-		path = parent
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return err
-	}
-	if !syncFiles {
-		return nil
-	}
-	for _, path := range missing {
-		if err := SyncDir(filepath.Dir(path)); err != nil {
-			return fmt.Errorf("%w: fsync %s after creating %s: %w", ErrSyncFailed, filepath.Dir(path), path, err)
-		}
-	}
-	return nil
 }
