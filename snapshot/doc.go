@@ -6,7 +6,8 @@
 // verify on write and on load. Which snapshot a recovery starts from is
 // decided by package recovery alone, through the Snapshots interface that
 // Dir (files) and Memory (Marshal's bytes kept in memory, for tests and the
-// simulator) implement; directory fsyncs are wal.SyncDir.
+// simulator) implement; directory fsyncs are wal.SyncDir, and the folder
+// is made by wal.CreateDir (its parent fsynced).
 //
 // # Files
 //
@@ -16,7 +17,8 @@
 //	<data-dir>/<campaign>/<sku>/snapshots/<index>.snap    index in 20 decimal digits
 //
 // A snapshot is written as <index>.snap.<random>.tmp, fsynced, checked,
-// renamed to <index>.snap, and the directory is fsynced: a crash leaves
+// renamed to <index>.snap, and the directory is fsynced (the first one
+// makes snapshots/ and fsyncs the SKU's folder too): a crash leaves
 // either no file or a whole one (leftover .tmp files are removed at the next
 // start). A file whose checksum fails is reported and the previous snapshot
 // is used (recovery.Plan).

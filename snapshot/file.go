@@ -99,8 +99,8 @@ type Info struct {
 	Bytes int64 // file size
 }
 
-// Write stores a snapshot of f at log index in dir (created if needed):
-// it writes <name>.<random>.tmp, fsyncs it, reads it back and checks its
+// Write stores a snapshot of f at log index in dir (created if needed,
+// durably: its parent fsynced): it writes <name>.<random>.tmp, fsyncs it, reads it back and checks its
 // header and checksum, renames it to Name(index) (replacing a file of the
 // same index) and fsyncs dir. On error the temp file is removed and no
 // snapshot file has changed.
@@ -108,8 +108,10 @@ func Write(dir string, f *sku.Frozen, index uint64, o Options) (info Info, err e
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return Info{}, err
+	// The folder's entry, made by the first snapshot, is durable before the
+	// log is truncated up to it (wal.CreateDir fsyncs the parent).
+	if err := wal.CreateDir(dir, !o.NoSync); err != nil {
+		return Info{}, fmt.Errorf("snapshot: create %s: %w", dir, err)
 	}
 	tmp, err := os.CreateTemp(dir, Name(index)+".*"+tempSuffix)
 	if err != nil {

@@ -24,7 +24,7 @@ func CopyRange(dst string, src *Reader, from, to uint64) (first, last uint64, er
 	if src != nil && to > src.LastIndex() {
 		return 0, 0, fmt.Errorf("%w: copy records up to %d, %s ends at %d", ErrOutOfRange, to, src.Dir(), src.LastIndex())
 	}
-	if err := createDir(dst, true); err != nil {
+	if err := CreateDir(dst, true); err != nil {
 		return 0, 0, fmt.Errorf("wal: copy to %s: %w", dst, err)
 	}
 	w := segmentWriter{dir: dst}

@@ -17,7 +17,8 @@
 //     (seckillctl restore);
 //   - DecideTail: the torn-tail decision over a segment's bytes, for Open's
 //     repair, the Reader and a simulated store;
-//   - SyncDir: the one directory fsync of the module.
+//   - SyncDir: the one directory fsync of the module, and CreateDir, a
+//     folder made durably (its parent fsynced), for the log and snapshots.
 //
 // # Frame
 //

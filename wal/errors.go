@@ -29,13 +29,17 @@ var (
 	// (fail-stop; a failed fsync is never retried and then acknowledged).
 	ErrFailed = errors.New("wal: failed")
 
-	// ErrSyncFailed is wrapped, with ErrFailed, when an fsync of the log
-	// failed, and by Open when its fsync of the records it found failed.
-	// After a failed writeback Linux may mark the pages clean while
-	// keeping them in the page cache ("fsyncgate"): reading the file back
-	// can then show records that are not on disk, so the caller must not
-	// rebuild state from this log while the machine runs on (PostgreSQL
-	// panics; seckill's SKU stays down until the process restarts).
+	// ErrSyncFailed is wrapped, with ErrFailed, when any fsync of the log
+	// failed: the flusher's, tidwall's of a full segment inside WriteBatch,
+	// the directory's after a new segment or a truncation; and by Open when
+	// one of its fsyncs failed (the cut of a torn tail, the records found,
+	// the directory, the parent of a directory it created). After a failed
+	// writeback Linux may mark the pages (or directory entries) clean while
+	// keeping them in its cache ("fsyncgate"): reading the log back can
+	// then show records that are not on disk, and the next fsync succeeds,
+	// so the caller must not rebuild state from this log while the machine
+	// runs on (PostgreSQL panics; seckill's SKU stays down until the
+	// process restarts).
 	ErrSyncFailed = errors.New("wal: fsync failed")
 
 	// ErrClosed is returned by Append, Replay and TruncateFront after Close,

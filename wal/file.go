@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -52,4 +53,42 @@ func WriteFile(dir, name string, b []byte, perm os.FileMode) error {
 		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
 	}
 	return SyncDir(dir)
+}
+
+// CreateDir creates dir and its missing parents, and, if syncFiles, fsyncs
+// the parent of every directory it created so that the new entries survive
+// a crash (a failed fsync wraps ErrSyncFailed). The new directory's own
+// entries are the caller's to fsync once it has made them (SyncDir). The
+// log's Open and a snapshot's Write make their folders with it.
+func CreateDir(dir string, syncFiles bool) error {
+	dir = filepath.Clean(dir)
+	var missing []string // deepest first
+	for path := dir; ; {
+		if _, err := os.Stat(path); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, path)
+		parent := filepath.Dir(path)
+		if parent == path {
+			break
+		}
+		path = parent
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	if !syncFiles {
+		return nil
+	}
+	for _, path := range missing {
+		if err := SyncDir(filepath.Dir(path)); err != nil {
+			return fmt.Errorf("%w: fsync %s after creating %s: %w", ErrSyncFailed, filepath.Dir(path), path, err)
+		}
+	}
+	return nil
 }

@@ -103,7 +103,7 @@ func Open(dir string, opts Options) (l *Log, err error) {
 		return nil, err
 	}
 	syncFiles := o.Fsync == FsyncAlways
-	if err := createDir(dir, syncFiles); err != nil {
+	if err := CreateDir(dir, syncFiles); err != nil {
 		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
 	}
 	if err := repairTail(dir, o.Logger, syncFiles); err != nil {
@@ -179,7 +179,7 @@ func (l *Log) load(syncFiles bool) error {
 			return fmt.Errorf("%w: of the records found at open: %w", ErrSyncFailed, err)
 		}
 		if err := l.store.SyncDir(); err != nil {
-			return err
+			return fmt.Errorf("%w: fsync directory at open: %w", ErrSyncFailed, err)
 		}
 		l.counters.dirSyncs.Add(1)
 	}
@@ -301,7 +301,7 @@ func (l *Log) TruncateFront(index uint64) error {
 	l.firstIndex.Store(index)
 	if l.opts.Fsync == FsyncAlways {
 		if err := l.syncDir(); err != nil {
-			return l.fail(fmt.Errorf("%w: fsync directory after truncate front to %d: %w", ErrFailed, index, err))
+			return l.fail(fmt.Errorf("%w: %w: fsync directory after truncate front to %d: %w", ErrFailed, ErrSyncFailed, index, err))
 		}
 	}
 	return nil

@@ -1,11 +1,9 @@
 package wal
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 )
 
 // repairTail validates the segment that tidwall/wal will append to, before
@@ -56,7 +54,10 @@ func cutTornTail(path string, data []byte, firstIndex uint64, logger *slog.Logge
 	return nil
 }
 
-// truncateFile cuts the file at size and, if syncFiles, fsyncs it.
+// truncateFile cuts the file at size and, if syncFiles, fsyncs it. The
+// fsync writes back whatever of the file is still in the page cache (the
+// records a crashed process wrote): its failure wraps ErrSyncFailed, as
+// Open's own fsync of those records does.
 func truncateFile(path string, size int64, syncFiles bool) error {
 	file, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
@@ -64,46 +65,12 @@ func truncateFile(path string, size int64, syncFiles bool) error {
 	}
 	err = file.Truncate(size)
 	if err == nil && syncFiles {
-		err = file.Sync()
+		if err = file.Sync(); err != nil {
+			err = fmt.Errorf("%w: %w", ErrSyncFailed, err)
+		}
 	}
 	if closeErr := file.Close(); err == nil {
 		err = closeErr
 	}
 	return err
-}
-
-// createDir creates dir and its missing parents, and, if syncFiles, fsyncs
-// the parent of every directory it created so that the new entries survive
-// a crash. The new directory's own entries are synced later by the Store.
-func createDir(dir string, syncFiles bool) error {
-	dir = filepath.Clean(dir)
-	var missing []string // deepest first
-	for path := dir; ; {
-		if _, err := os.Stat(path); err == nil {
-			break
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		missing = append(missing, path)
-		parent := filepath.Dir(path)
-		if parent == path {
-			break
-		}
-		path = parent
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return err
-	}
-	if !syncFiles {
-		return nil
-	}
-	for _, path := range missing {
-		if err := SyncDir(filepath.Dir(path)); err != nil {
-			return err
-		}
-	}
-	return nil
 }

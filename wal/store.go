@@ -18,9 +18,12 @@ type StoreOptions struct {
 // be safe for that. After any error the Log calls nothing but Close.
 type Store interface {
 	// WriteBatch appends the frames of b at indexes b.FirstIndex()... (the
-	// first must be LastIndex()+1), without fsync. It returns how many new
-	// segment files it created; their directory entries are not durable until
-	// SyncDir. b is read-only and must not be kept.
+	// first must be LastIndex()+1), without fsync of what it appends. It
+	// returns how many new segment files it created; their directory
+	// entries are not durable until SyncDir. b is read-only and must not be
+	// kept. A store that fsyncs a segment it closes on the way (tidwall
+	// does, before it creates the next) returns an error wrapping
+	// ErrSyncFailed when that fsync fails.
 	WriteBatch(b *Batch) (segmentsCreated int, err error)
 	// Sync makes every entry written so far durable (fsync of the segment
 	// file being appended; older segments are synced when they fill).

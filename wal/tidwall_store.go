@@ -110,9 +110,21 @@ func (s *tidwallStore) WriteBatch(b *Batch) (segmentsCreated int, err error) {
 		}
 	}
 	if err := s.log.WriteBatch(&s.batch); err != nil {
-		return segmentsCreated, mapTidwallError(err)
+		return segmentsCreated, writeBatchError(err)
 	}
 	return segmentsCreated, nil
+}
+
+// writeBatchError is mapTidwallError for WriteBatch, which fsyncs too:
+// tidwall fsyncs a full segment before it creates the next one, so a
+// failure there is a failed fsync of records already written
+// (ErrSyncFailed), not a write that a reopened log may simply retry.
+func writeBatchError(err error) error {
+	var pathErr *os.PathError
+	if errors.As(err, &pathErr) && pathErr.Op == "sync" {
+		return fmt.Errorf("%w: of a full segment: %w", ErrSyncFailed, err)
+	}
+	return mapTidwallError(err)
 }
 
 func (s *tidwallStore) Sync() error { return mapTidwallError(s.log.Sync()) }

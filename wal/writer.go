@@ -290,7 +290,7 @@ func (l *Log) commit(b *Batch) error {
 	}
 	if segmentsCreated > 0 {
 		if err := l.syncDir(); err != nil {
-			return fmt.Errorf("%w: fsync directory after creating %d segment(s): %w", ErrFailed, segmentsCreated, err)
+			return fmt.Errorf("%w: %w: fsync directory after creating %d segment(s): %w", ErrFailed, ErrSyncFailed, segmentsCreated, err)
 		}
 	}
 	return nil
