@@ -64,6 +64,12 @@ type SKUAudit struct {
 // read, and an audit that read no cell vouches for nothing.
 var ErrTokenRefused = errors.New("the admin token was refused: check --admin-token or SECKILL_ADMIN_TOKEN (every cell is asked with the same one)")
 
+// ErrOtherCell: the server at a cell's address answered the audit as
+// another cell (or as a seckilld whose SKU is not celled). The cell counts
+// as not reached, and the audit is not ok: it was pointed at the wrong
+// server, so it cannot vouch for that cell.
+var ErrOtherCell = errors.New("the address answers for another cell")
+
 // AuditSKU audits one published SKU: the ledger in etcd, and each cell's
 // admin audit at urls[cell] (default: the address the cell announced in
 // etcd) with the admin token. A cell that cannot be read is listed with
@@ -96,11 +102,14 @@ func AuditSKU(ctx context.Context, l *ledger.Ledger, p Published, urls map[strin
 			}
 		}
 		c.LedgerReachable, c.TopUpPending = fetchAgentState(ctx, c.URL, s)
-		if err := FetchCellAudit(ctx, c.URL, s, token, &c); errors.Is(err, ErrTokenRefused) {
+		if err := FetchCellAudit(ctx, c.URL, s, cell, token, &c); errors.Is(err, ErrTokenRefused) {
 			return SKUAudit{}, fmt.Errorf("cell %s at %s: %w", cell, c.URL, err)
 		} else if err != nil {
 			c.Error = err.Error()
 			a.Unreached += c.LedgerHeld
+			if errors.Is(err, ErrOtherCell) {
+				a.Problems = append(a.Problems, fmt.Sprintf("cell %s: %v", cell, err))
+			}
 		} else {
 			c.Reachable = true
 			a.Sold += uint64(c.Confirmed)
@@ -122,8 +131,12 @@ func AuditSKU(ctx context.Context, l *ledger.Ledger, p Published, urls map[strin
 }
 
 // FetchCellAudit reads the admin audit of SKU s at the cell serving at
-// base (its HTTP base URL) into c's counts, within ctx.
-func FetchCellAudit(ctx context.Context, base string, s ledger.SKU, token string, c *CellAudit) error {
+// base (its HTTP base URL) into c's counts, within ctx. The answer must
+// name cell as the SKU's cell: an address given or announced wrongly (an
+// operator's typo, a port another cell's process took over) answers
+// another cell's counts, which would be added twice while this cell's
+// went unseen.
+func FetchCellAudit(ctx context.Context, base string, s ledger.SKU, cell, token string, c *CellAudit) error {
 	if base == "" {
 		return errors.New("no address (give --cells, or the cell never announced one)")
 	}
@@ -146,6 +159,7 @@ func FetchCellAudit(ctx context.Context, base string, s ledger.SKU, token string
 		return fmt.Errorf("%s: %s", resp.Status, b)
 	}
 	var body struct {
+		Cell        string            `json:"cell"`
 		Available   uint32            `json:"available"`
 		Reserved    uint32            `json:"reserved"`
 		Confirmed   uint32            `json:"confirmed"`
@@ -157,6 +171,9 @@ func FetchCellAudit(ctx context.Context, base string, s ledger.SKU, token string
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		return err
+	}
+	if body.Cell != cell {
+		return fmt.Errorf("%w: the server at %s answers as %s, not as cell %s", ErrOtherCell, base, cellName(body.Cell), cell)
 	}
 	c.Available, c.Reserved, c.Confirmed = body.Available, body.Reserved, body.Confirmed
 	c.Granted, c.Returned, c.InvariantOK, c.Violations = body.Granted, body.Returned, body.InvariantOK, body.Violations
@@ -196,4 +213,13 @@ func fetchAgentState(ctx context.Context, base string, s ledger.SKU) (reachable,
 		return nil
 	}
 	return gauge("seckill_cell_ledger_reachable"), gauge("seckill_cell_top_up_pending")
+}
+
+// cellName names the cell an audit answered for ("" : a SKU that is not
+// celled there).
+func cellName(cell string) string {
+	if cell == "" {
+		return "a seckilld whose SKU is not celled"
+	}
+	return "cell " + cell
 }

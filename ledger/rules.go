@@ -65,10 +65,17 @@ func (v cellRead) allocate(cell string, seq, epoch uint64, units uint32) (a Allo
 	return Allocation{Cell: cell, Seq: seq, Epoch: epoch, Ranges: rs}, next, true, nil
 }
 
-// checkCredit checks Credit's arguments.
+// checkCredit checks Credit's arguments. The ranges must be what a
+// RETURN record holds (sorted, disjoint, within 1..sku.MaxSaleLimit):
+// overlapping ones would credit their shared tokens twice and leave a
+// free list the pool's own validation refuses, and unsorted ones would be
+// stored as a return that decodeAllocation refuses at every later read.
 func checkCredit(cell string, ret Allocation) error {
 	if ret.Seq == 0 || len(ret.Ranges) == 0 || ret.Cell != cell {
 		return fmt.Errorf("ledger: credit: return %d of %q with %d ranges by %q", ret.Seq, ret.Cell, len(ret.Ranges), cell)
+	}
+	if err := sku.CheckRanges(ret.Ranges, sku.MaxSaleLimit); err != nil {
+		return fmt.Errorf("ledger: credit: return %d of %q: %v", ret.Seq, cell, err)
 	}
 	return nil
 }

@@ -221,13 +221,13 @@ func ownerOf(cellIDs []string, user string) string {
 	return p.CellOf(user)
 }
 
-// getAudit reads a cell's admin audit of the test's SKU, within the
+// getAudit reads cell's admin audit of the test's SKU at base, within the
 // client's timeout.
-func getAudit(client *http.Client, base string) (cellmap.CellAudit, error) {
+func getAudit(client *http.Client, base, cell string) (cellmap.CellAudit, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), client.Timeout)
 	defer cancel()
 	var a cellmap.CellAudit
-	return a, cellmap.FetchCellAudit(ctx, base, ledger.SKU{Campaign: campaign, SKU: skuID}, token, &a)
+	return a, cellmap.FetchCellAudit(ctx, base, ledger.SKU{Campaign: campaign, SKU: skuID}, cell, token, &a)
 }
 
 // TestCellsUnderFaults is the fault test. Four cells, sale_limit
@@ -318,7 +318,7 @@ func TestCellsUnderFaults(t *testing.T) {
 			}
 			var sum int64
 			for _, c := range cells {
-				if a, err := getAudit(sampler, "http://"+addrs[c]); err == nil {
+				if a, err := getAudit(sampler, "http://"+addrs[c], c); err == nil {
 					last[c] = a
 				}
 				sum += int64(last[c].Reserved) + int64(last[c].Confirmed)

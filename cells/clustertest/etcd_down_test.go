@@ -57,7 +57,7 @@ func TestCellStartsWithEtcdDown(t *testing.T) {
 	base := "http://" + addr
 	httpClient := &http.Client{Timeout: 5 * time.Second}
 	waitFor(t, "the initial grant logged", func() bool {
-		a, err := getAudit(httpClient, base)
+		a, err := getAudit(httpClient, base, "c1")
 		return err == nil && a.Granted == 100
 	})
 	cell.term()

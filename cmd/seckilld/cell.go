@@ -109,6 +109,10 @@ func startCell(engine *actors.Engine, o cellOptions, dataDir string, reg prometh
 			client.Close()
 			return nil, fmt.Errorf("etcd unreachable and no %s: %w", cache, err)
 		}
+		if err := checkMapped(engine, o.id, pubs); err != nil {
+			client.Close()
+			return nil, fmt.Errorf("etcd unreachable and %s: %w", cache, err)
+		}
 	} else if err := savePublished(cache, pubs); err != nil {
 		client.Close()
 		return nil, err
@@ -147,6 +151,25 @@ func checkCellOf(engine *actors.Engine, cell, dataDir string) error {
 				cells.ErrForeignDataDir, st.CampaignID, st.SKUID, dataDir, owner, owner)
 		default:
 			return fmt.Errorf("%w: %s/%s in %s is cell %s's, not %s", cells.ErrForeignDataDir, st.CampaignID, st.SKUID, dataDir, owner, cell)
+		}
+	}
+	return nil
+}
+
+// checkMapped refuses an engine holding a SKU celled for cell that pubs
+// has no map for: its guard could not tell another cell's user, who would
+// buy here as well as in their own cell. A replica of a cell's set copies
+// every SKU's log but writes cells.json only while it leads, so a standby
+// promoted while etcd does not answer may hold an older cache than its
+// logs.
+func checkMapped(engine *actors.Engine, cell string, pubs []cells.Published) error {
+	mapped := map[string]bool{}
+	for _, p := range pubs {
+		mapped[p.Definition.CampaignID+"/"+p.Definition.SKUID] = true
+	}
+	for _, st := range engine.AllStats() {
+		if key := st.CampaignID + "/" + st.SKUID; st.Definition.Cell == cell && !mapped[key] {
+			return fmt.Errorf("the celled SKU %s of the data dir has no cell map there: without it the cell cannot refuse the users of other cells; start it when etcd answers", key)
 		}
 	}
 	return nil
