@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -152,7 +153,11 @@ func (a *skuActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		a.ctx = ctx
 		a.shell = a.newShell(ctx)
-		a.shell.Recover(a.cfg.Clock())
+		if err := a.h.syncFailed.Load(); err != nil {
+			a.shell.FailStop(a.cfg.Clock(), *err)
+		} else {
+			a.shell.Recover(a.cfg.Clock())
+		}
 		a.h.incarnation.Store(a)
 	case *actor.Restarting:
 		a.h.incarnation.CompareAndSwap(a, nil)
@@ -323,7 +328,12 @@ func (a *skuActor) Recovered(r *shell.Recovery) {
 }
 
 // Failed implements shell.Host: the SKU answers ErrUnavailable.
-func (a *skuActor) Failed(error) { a.h.unavailable.Store(true) }
+func (a *skuActor) Failed(err error) {
+	a.h.unavailable.Store(true)
+	if errors.Is(err, wal.ErrSyncFailed) {
+		a.h.syncFailed.CompareAndSwap(nil, &err)
+	}
+}
 
 // SnapshotWritten implements shell.Host, on the snapshot's goroutine.
 func (a *skuActor) SnapshotWritten(info shell.SnapshotInfo) {

@@ -447,3 +447,51 @@ func TestFailedFirstRecoveryIsRetried(t *testing.T) {
 		t.Fatalf("reserve after the retried recovery: %v %v", res.Outcome, err)
 	}
 }
+
+// A supervisor restart (a panic in the actor) is no restart of the
+// engine: after a failed fsync the new incarnation stays unavailable too,
+// rather than rebuilding the SKU from a file the page cache may show
+// records of that the disk lost.
+func TestFsyncFailureSurvivesAnActorRestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg, fs, _ := faultyConfig(dir, 10*time.Millisecond)
+	e, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.Define(ctxT(t), testDef(100)); err != nil {
+		t.Fatal(err)
+	}
+	fs.failSyncAt.Store(fs.syncs.Load() + 1)
+	if _, err := e.Reserve(ctxT(t), "c1", "s1", "r0", "u0"); !errors.Is(err, ErrResultUnknown) {
+		t.Fatalf("reserve in the batch whose fsync failed: %v", err)
+	}
+	fs.failSyncAt.Store(0)
+	h := e.SKU("c1", "s1")
+	first, failedLog := h.incarnation.Load(), h.log.Load()
+	// A call of an unknown kind makes the actor panic (see
+	// TestActorRestartAfterPanicRecoversFromDisk); protoactor restarts it.
+	bad := &call{Call: core.Call{Kind: core.Kind(200)}, done: make(chan struct{}, 1)}
+	bad.Ref = bad
+	postBatch(e, h, bad)
+	<-bad.done
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if in := h.incarnation.Load(); in != nil && in != first {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the actor was not restarted after its panic")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := e.Reserve(ctxT(t), "c1", "s1", "r1", "u1"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("reserve after an fsync failure and an actor restart: %v", err)
+	}
+	if _, err := e.Snapshot(ctxT(t), "c1", "s1"); !errors.Is(err, ErrUnavailable) || !errors.Is(err, wal.ErrSyncFailed) {
+		t.Fatalf("snapshot after an fsync failure and an actor restart: %v", err)
+	}
+	if h.log.Load() != failedLog {
+		t.Fatal("the restarted actor opened the log again")
+	}
+}

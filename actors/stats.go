@@ -57,6 +57,12 @@ type SKU struct {
 	// activity counts what the SKU did, for the dashboard (stats_activity.go).
 	activity activity
 
+	// syncFailed is the SKU's failure once it wraps wal.ErrSyncFailed, kept
+	// across the actor's incarnations: a supervisor restart is no restart
+	// of the engine, and a new incarnation must not rebuild the SKU from a
+	// file the page cache may show records of that the disk lost.
+	syncFailed atomic.Pointer[error]
+
 	// incarnation is the SKU's actor from its Started until its Restarting
 	// or Stopping: a caller's run of the actor hands it its drain
 	// (pinnedMailbox.invoke).

@@ -25,11 +25,7 @@ func (s *Shell) Recover(now time.Time) error {
 		res, err = s.restore()
 	}
 	if err != nil {
-		s.core.RecoveryFailed(now, fmt.Errorf("%s/%s: %w", s.cfg.CampaignID, s.cfg.SKUID, err))
-		s.failed = s.core.Failed()
-		retry, armed := s.core.RetryAt()
-		s.logger.Error("SKU recovery failed; it answers UNAVAILABLE", "err", err, "retry", armed, "retry_at", retry)
-		s.cfg.Host.Recovered(&Recovery{Err: s.failed})
+		s.recoveryFailed(now, fmt.Errorf("%s/%s: %w", s.cfg.CampaignID, s.cfg.SKUID, err), "SKU recovery failed; it answers UNAVAILABLE")
 		return s.failed
 	}
 	s.core.Recovered(now, res.Machine, s.log.LastIndex(), res.Base.Index)
@@ -38,6 +34,25 @@ func (s *Shell) Recover(now time.Time) error {
 		"took", time.Duration(s.stopwatch()-start))
 	s.cfg.Host.Recovered(&Recovery{Machine: res.Machine, View: s.View(), Plan: res, Log: s.log})
 	return nil
+}
+
+// FailStop starts the shell failed with cause instead of recovering: the
+// SKU's host knows the disk lost records (cause wraps wal.ErrSyncFailed,
+// which the core never heals), so the SKU answers core.ErrUnavailable
+// until the process restarts, its log unopened.
+func (s *Shell) FailStop(now time.Time, cause error) {
+	s.recoverWaits = false
+	s.snap = snapshots{}
+	s.recoveryFailed(now, cause, "SKU not recovered after a failed fsync; it answers UNAVAILABLE until the process restarts (check the disk first)")
+}
+
+// recoveryFailed fails the SKU at now with err and tells the host.
+func (s *Shell) recoveryFailed(now time.Time, err error, msg string) {
+	s.core.RecoveryFailed(now, err)
+	s.failed = s.core.Failed()
+	retry, armed := s.core.RetryAt()
+	s.logger.Error(msg, "err", err, "retry", armed, "retry_at", retry)
+	s.cfg.Host.Recovered(&Recovery{Err: s.failed})
 }
 
 // recoverAgain rebuilds a failed SKU from disk when its core says a
