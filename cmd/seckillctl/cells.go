@@ -150,7 +150,13 @@ func runCellsPublish(args []string, stdout io.Writer) error {
 	case errors.As(err, &local):
 		return &checkFailed{msg: fmt.Sprintf("cells publish %s/%s refused: %v; nothing was published. Its SKUs are sold by cell %s alone: publish under another campaign id",
 			d.CampaignID, d.SKUID, err, local.Cell)}
-	case errors.Is(err, cells.ErrBadMap), errors.Is(err, sku.ErrInvalidDefinition), errors.Is(err, ledger.ErrExists):
+	case errors.Is(err, ledger.ErrExists):
+		// A repeat of a publish whose answer was lost lands here too: the
+		// first attempt may have been the one that published it.
+		return &checkFailed{msg: fmt.Sprintf("cells publish %s/%s refused: %v; this run published nothing (an earlier run did, "+
+			"perhaps this command's own first attempt whose answer was lost: seckillctl audit --etcd … --campaign %s shows what is published)",
+			d.CampaignID, d.SKUID, err, d.CampaignID)}
+	case errors.Is(err, cells.ErrBadMap), errors.Is(err, sku.ErrInvalidDefinition):
 		return &checkFailed{msg: fmt.Sprintf("cells publish %s/%s refused: %v; nothing was published", d.CampaignID, d.SKUID, err)}
 	}
 	if err != nil {
