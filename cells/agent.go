@@ -31,6 +31,8 @@ type AgentLedger interface {
 	Allocations(ctx context.Context, s ledger.SKU, cell string) ([]ledger.Allocation, error)
 	Returns(ctx context.Context, s ledger.SKU, cell string) ([]ledger.Allocation, error)
 	ReturnRequest(ctx context.Context, s ledger.SKU, cell string) (ledger.ReturnRequest, bool, error)
+	MarkLog(ctx context.Context, s ledger.SKU, cell string, epoch uint64) error
+	LogMarked(ctx context.Context, s ledger.SKU, cell string) (bool, error)
 }
 
 var _ AgentLedger = (*ledger.Ledger)(nil)
@@ -56,7 +58,8 @@ type AgentConfig struct {
 	// Interval is the period of the agent's loop (default 100 ms).
 	Interval time.Duration
 	// MaxBackoff bounds the wait between retries while etcd does not
-	// answer (default 2 s).
+	// answer (default 2 s), and is how often a cell whose log of the SKU
+	// was lost reads the ledger for its write-off.
 	MaxBackoff time.Duration
 	// ExhaustedRecheck is how long a cell that found the ledger
 	// exhausted waits before it asks again (default 1 s), doubled at each
@@ -108,7 +111,9 @@ var ErrForeignDataDir = errors.New("cells: the data dir belongs to another cell"
 // Agent keeps one cell's share of a celled SKU in step with the ledger,
 // off the request path: at start it takes the process's epoch of the cell
 // (CellEpoch: bumped once per process, fencing any earlier process out of
-// the ledger) and records it, then adds every
+// the ledger), records it and marks the log in the ledger (MarkLog; a
+// log without an EPOCH whose mark exists was lost, and is granted
+// nothing: see takeEpoch), then adds every
 // allocation the ledger has that the log lacks, credits every logged
 // return the ledger lacks, and from then on tops the pool up when it runs
 // low and answers return requests. A top-up whose outcome is unknown is
@@ -139,6 +144,13 @@ type Agent struct {
 	pending   atomic.Bool
 	reachable atomic.Bool
 	exhausted atomic.Bool
+	// logLost: the log of the SKU holds no EPOCH but the ledger marks it
+	// as having recorded one (the data dir that sold is lost); the agent
+	// grants nothing until the operator writes the cell's quota off.
+	logLost atomic.Bool
+	// writtenOff: the ledger answered that the cell's quota of the SKU
+	// was written off; no top-up will ever come.
+	writtenOff atomic.Bool
 
 	mu    sync.Mutex
 	stats AgentStats
@@ -173,7 +185,17 @@ func (a *Agent) TopUpPending() bool { return a.pending.Load() }
 // last top-up (an empty cell asks for one within an Interval). False only
 // once the ledger answered that nothing is left: the cell's SOLD_OUT then
 // holds until a return (still never final: another cell may return units).
-func (a *Agent) ExpectsTopUp() bool { return a.pending.Load() || !a.exhausted.Load() }
+// False too while the log is lost (LogLost) and once the cell's quota was
+// written off: no top-up will come.
+func (a *Agent) ExpectsTopUp() bool {
+	return !a.logLost.Load() && !a.writtenOff.Load() && (a.pending.Load() || !a.exhausted.Load())
+}
+
+// LogLost reports whether the agent refuses to grant the SKU because its
+// log was lost (the ledger marks the cell's log as having recorded an
+// EPOCH, and this log holds none) and the cell's quota of it is not
+// written off yet.
+func (a *Agent) LogLost() bool { return a.logLost.Load() }
 
 // LedgerReachable reports whether the last etcd operation answered.
 func (a *Agent) LedgerReachable() bool { return a.reachable.Load() }
@@ -213,7 +235,8 @@ var errLostAnswer = errors.New("cells: the top-up's answer was lost (fault injec
 // epoch (the caller stops topping up; the log still holds what it sold),
 // or ledger.ErrWrittenOff when the cell's quota of the SKU was written off
 // (a lost disk: a process started on a new data dir gets none of the old
-// allocations).
+// allocations). An agent whose log was lost (LogLost) runs on, granting
+// nothing, until that write-off.
 func (a *Agent) Run(ctx context.Context) error {
 	for {
 		wait, err := a.Step()
@@ -256,10 +279,17 @@ const (
 func (a *Agent) Step() (time.Duration, error) {
 	switch a.phase {
 	case phaseEpoch:
-		if err := a.takeEpoch(); err != nil {
-			if errors.Is(err, ledger.ErrFenced) {
-				return 0, err
-			}
+		err := a.takeEpoch()
+		switch {
+		case errors.Is(err, errLogLost):
+			return a.cfg.MaxBackoff, nil
+		case errors.Is(err, ledger.ErrWrittenOff):
+			a.logWrittenOff()
+			return 0, err
+		case errors.Is(err, ledger.ErrFenced):
+			a.logFenced(err)
+			return 0, err
+		case err != nil:
 			return a.failed(), nil
 		}
 		a.phase, a.backoff = phaseReconcile, a.cfg.Interval
@@ -278,7 +308,7 @@ func (a *Agent) Step() (time.Duration, error) {
 	err := a.step()
 	switch {
 	case errors.Is(err, ledger.ErrFenced):
-		a.cfg.Logger.Error("cell fenced: another process holds its epoch; no more top-ups", "cell", a.cfg.Cell, "err", err)
+		a.logFenced(err)
 		return 0, err
 	case errors.Is(err, ledger.ErrWrittenOff):
 		a.logWrittenOff()
@@ -303,13 +333,32 @@ func (a *Agent) failed() time.Duration {
 	return d
 }
 
+func (a *Agent) logFenced(err error) {
+	a.cfg.Logger.Error("cell fenced: another process holds its epoch; no more top-ups", "cell", a.cfg.Cell, "err", err)
+}
+
+// logWrittenOff notes that the cell's quota was written off.
 func (a *Agent) logWrittenOff() {
+	a.writtenOff.Store(true)
+	a.logLost.Store(false)
 	a.cfg.Logger.Error("the cell's quota of this SKU was written off (a lost disk): no more top-ups", "cell", a.cfg.Cell,
 		"campaign_id", a.cfg.SKU.Campaign, "sku_id", a.cfg.SKU.SKU)
 }
 
+// errLogLost: the SKU's log holds no EPOCH, and the ledger marks the
+// cell's log of it as having recorded one (takeEpoch).
+var errLogLost = errors.New("cells: the cell's log of the SKU was lost")
+
 // takeEpoch takes the process's epoch of the cell (bumped in the ledger
-// once per process) and records it.
+// once per process), records it, and marks the cell's log of the SKU in
+// the ledger, before any GRANT. A log that holds no EPOCH yet is first
+// checked against that mark: the mark there means a log of this cell
+// recorded an EPOCH, maybe sold, and is not this one (the data dir was
+// lost, or the cell started on a fresh volume). The allocations the
+// ledger lists for the cell were then sold in the lost log, and granting
+// them here would sell them twice: errLogLost, and nothing is recorded.
+// The check comes after the bump, so no earlier process of the cell can
+// create the mark after it was read (MarkLog is fenced by the epoch).
 func (a *Agent) takeEpoch() error {
 	ctx, cancel := a.op()
 	defer cancel()
@@ -319,13 +368,52 @@ func (a *Agent) takeEpoch() error {
 		return err
 	}
 	a.reachable.Store(true)
+	a.count(func(s *AgentStats) { s.Epoch = e })
+	rep, err := a.cfg.Engine.Cell(ctx, a.cfg.SKU.Campaign, a.cfg.SKU.SKU)
+	if err != nil {
+		return err
+	}
+	if rep.Epoch == 0 {
+		if err := a.checkLogMark(ctx); err != nil {
+			return err
+		}
+	}
 	if err := a.cfg.Engine.SetEpoch(ctx, a.cfg.SKU.Campaign, a.cfg.SKU.SKU, e); err != nil {
 		return err
 	}
+	if err := a.cfg.Ledger.MarkLog(ctx, a.cfg.SKU, a.cfg.Cell, e); err != nil {
+		if !errors.Is(err, ledger.ErrFenced) && !errors.Is(err, ledger.ErrWrittenOff) {
+			a.ledgerFailed("mark log", err)
+		}
+		return err
+	}
 	a.epoch = e
-	a.count(func(s *AgentStats) { s.Epoch = e })
 	a.cfg.Logger.Info("cell epoch taken", "cell", a.cfg.Cell, "epoch", e)
 	return nil
+}
+
+// checkLogMark answers errLogLost when the ledger marks the cell's log of
+// the SKU as having recorded an EPOCH (the caller's log holds none), and
+// logs that once, with what the operator does about it.
+func (a *Agent) checkLogMark(ctx context.Context) error {
+	marked, err := a.cfg.Ledger.LogMarked(ctx, a.cfg.SKU, a.cfg.Cell)
+	switch {
+	case errors.Is(err, ledger.ErrWrittenOff):
+		return err
+	case err != nil:
+		a.ledgerFailed("read log mark", err)
+		return err
+	case !marked:
+		return nil
+	}
+	if !a.logLost.Swap(true) {
+		a.cfg.Logger.Error("the cell's log of this SKU was lost: etcd marks it as having logged an EPOCH, and this data dir holds none "+
+			"(a lost disk, or the cell started on a fresh volume); the tokens granted to the cell were sold in that log, so it grants and sells nothing of this SKU. "+
+			"Write off the cell's quota of it (seckillctl cells write-off, docs/cells.md)",
+			"cell", a.cfg.Cell, "campaign_id", a.cfg.SKU.Campaign, "sku_id", a.cfg.SKU.SKU,
+			"command", fmt.Sprintf("seckillctl cells write-off --etcd E --campaign %s --sku %s --cell %s", a.cfg.SKU.Campaign, a.cfg.SKU.SKU, a.cfg.Cell))
+	}
+	return errLogLost
 }
 
 // step is one turn of the loop.

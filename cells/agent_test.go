@@ -381,3 +381,83 @@ func TestAgentOfWrittenOffCell(t *testing.T) {
 		t.Fatalf("c1 is not affected: %v %v", allocs, err)
 	}
 }
+
+// TestAgentOfLostLog: a cell that sold (its initial grant and a top-up)
+// and lost its data dir, started again on an empty one before any
+// write-off, is granted nothing: the ledger marks its log as having
+// recorded an EPOCH, the new log holds none. Its agent says so (LogLost,
+// no Retry-After for its buyers), records no EPOCH, and runs on until the
+// operator writes the cell's quota off, which ends it with
+// ledger.ErrWrittenOff and leaves the mark as it is.
+func TestAgentOfLostLog(t *testing.T) {
+	l := testLedger(t, etcdtest.Start(t).Endpoint)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	publishTest(t, l, demo)
+
+	first := openCell(t, t.TempDir(), "c2")
+	run := startAgent(t, first, l, "c2")
+	sold := 0
+	within(t, "c2 sold 50 units, its initial grant and a top-up", func() bool {
+		res, err := first.Reserve(ctx, demo.Campaign, demo.SKU, fmt.Sprintf("r%d", sold), fmt.Sprintf("u%d", sold))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Outcome == sku.OutcomeAccepted {
+			sold++
+		}
+		return sold == 50
+	})
+	if err := run.stop(); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	st, err := l.Read(ctx, demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Allocs["c2"]) < 2 || st.Logs["c2"].Epoch != 1 {
+		t.Fatalf("after the first life: allocations %v, marks %v; want two or more, and c2's mark at epoch 1", st.Allocs["c2"], st.Logs)
+	}
+
+	// The data dir is lost; c2 starts on an empty one.
+	second := openCell(t, t.TempDir(), "c2")
+	defer second.Close()
+	run = startAgent(t, second, l, "c2")
+	within(t, "the agent finds the log lost", run.agent.LogLost)
+	if run.agent.ExpectsTopUp() {
+		t.Fatal("a lost log's cell tells its buyers to retry")
+	}
+	res, err := second.Reserve(ctx, demo.Campaign, demo.SKU, "again", "u0")
+	if err != nil || res.Outcome != sku.OutcomeSoldOut {
+		t.Fatalf("a reserve on the lost log's cell: %v %v, want SOLD_OUT", res.Outcome, err)
+	}
+	rep, err := second.Cell(ctx, demo.Campaign, demo.SKU)
+	if err != nil || len(rep.Grants) != 0 || rep.Epoch != 0 {
+		t.Fatalf("the new log: grants %v, epoch %d, %v; want none (no EPOCH either: a restart must find it lost again)", rep.Grants, rep.Epoch, err)
+	}
+	select {
+	case err := <-run.done:
+		t.Fatalf("the agent of a lost log ended before the write-off: %v", err)
+	default:
+	}
+
+	if _, err := l.WriteOffCell(ctx, demo, "c2", time.Now().UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-run.done:
+		if !errors.Is(err, ledger.ErrWrittenOff) {
+			t.Fatalf("agent after the write-off: %v, want ErrWrittenOff", err)
+		}
+	case <-time.After(20 * time.Second):
+		run.cancel()
+		t.Fatal("the agent of a lost log is still running after the write-off")
+	}
+	if run.agent.LogLost() || run.agent.ExpectsTopUp() {
+		t.Fatalf("after the write-off: LogLost %v, ExpectsTopUp %v; want neither", run.agent.LogLost(), run.agent.ExpectsTopUp())
+	}
+	if st, err := l.Read(ctx, demo); err != nil || st.Logs["c2"].Epoch != 1 || len(st.Check()) != 0 {
+		t.Fatalf("after the write-off: marks %v %v, check %v", st.Logs, err, st.Check())
+	}
+}

@@ -38,6 +38,9 @@ type CellAudit struct {
 	// cell cut off from etcd goes on selling what it holds, and says so.
 	LedgerReachable *bool `json:"ledger_reachable,omitempty"`
 	TopUpPending    *bool `json:"top_up_pending,omitempty"`
+	// LogLost: the cell's log of the SKU was lost (Agent.LogLost); the
+	// cell sells nothing of it until its quota is written off.
+	LogLost *bool `json:"log_lost,omitempty"`
 }
 
 // SKUAudit is the cluster audit of one celled SKU: the ledger and its
@@ -101,7 +104,7 @@ func AuditSKU(ctx context.Context, l *ledger.Ledger, p Published, urls map[strin
 				c.URL = string(resp.Kvs[0].Value)
 			}
 		}
-		c.LedgerReachable, c.TopUpPending = fetchAgentState(ctx, c.URL, s)
+		c.LedgerReachable, c.TopUpPending, c.LogLost = fetchAgentState(ctx, c.URL, s)
 		if err := FetchCellAudit(ctx, c.URL, s, cell, token, &c); errors.Is(err, ErrTokenRefused) {
 			return SKUAudit{}, fmt.Errorf("cell %s at %s: %w", cell, c.URL, err)
 		} else if err != nil {
@@ -117,7 +120,10 @@ func AuditSKU(ctx context.Context, l *ledger.Ledger, p Published, urls map[strin
 			if !c.InvariantOK {
 				a.Problems = append(a.Problems, fmt.Sprintf("cell %s: invariants: %v", cell, c.Violations))
 			}
-			if c.Granted-c.Returned != c.LedgerHeld {
+			if c.LogLost != nil && *c.LogLost {
+				a.Problems = append(a.Problems, fmt.Sprintf("cell %s lost its log of the SKU (it held %d per the ledger, sold in that log): write off its quota (seckillctl cells write-off --campaign %s --sku %s --cell %s)",
+					cell, c.LedgerHeld, s.Campaign, s.SKU, cell))
+			} else if c.Granted-c.Returned != c.LedgerHeld {
 				a.Problems = append(a.Problems, fmt.Sprintf("cell %s holds %d per its log, %d per the ledger (not reconciled yet?)", cell, c.Granted-c.Returned, c.LedgerHeld))
 			}
 		}
@@ -182,25 +188,25 @@ func FetchCellAudit(ctx context.Context, base string, s ledger.SKU, cell, token 
 }
 
 // fetchAgentState reads the cell's agent gauges of SKU s from its
-// /metrics (seckill_cell_ledger_reachable, seckill_cell_top_up_pending);
-// nil for a gauge it cannot read.
-func fetchAgentState(ctx context.Context, base string, s ledger.SKU) (reachable, pending *bool) {
+// /metrics (seckill_cell_ledger_reachable, seckill_cell_top_up_pending,
+// seckill_cell_log_lost); nil for a gauge it cannot read.
+func fetchAgentState(ctx context.Context, base string, s ledger.SKU) (reachable, pending, lost *bool) {
 	if base == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/metrics", nil)
 	if err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	client := http.Client{Timeout: 5 * time.Second}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil || resp.StatusCode != http.StatusOK {
-		return nil, nil
+		return nil, nil, nil
 	}
 	labels := [2]string{`campaign_id="` + s.Campaign + `"`, `sku_id="` + s.SKU + `"`}
 	gauge := func(name string) *bool {
@@ -212,7 +218,7 @@ func fetchAgentState(ctx context.Context, base string, s ledger.SKU) (reachable,
 		}
 		return nil
 	}
-	return gauge("seckill_cell_ledger_reachable"), gauge("seckill_cell_top_up_pending")
+	return gauge("seckill_cell_ledger_reachable"), gauge("seckill_cell_top_up_pending"), gauge("seckill_cell_log_lost")
 }
 
 // cellName names the cell an audit answered for ("" : a SKU that is not

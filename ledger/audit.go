@@ -24,6 +24,8 @@ type State struct {
 	Returns  map[string][]Allocation `json:"returns"`     // by cell, seq order
 	// WrittenOff holds the write-offs of lost cells, by cell (writeoff.go).
 	WrittenOff map[string]WriteOff `json:"written_off"`
+	// Logs holds the cells' log marks, by cell (logmark.go).
+	Logs map[string]LogMark `json:"logs"`
 }
 
 // Read returns the SKU's ledger state, read in one etcd request (one
@@ -33,7 +35,7 @@ func (l *Ledger) Read(ctx context.Context, s SKU) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	st := State{Revision: resp.Header.Revision, Allocs: map[string][]Allocation{}, Returns: map[string][]Allocation{}, WrittenOff: map[string]WriteOff{}}
+	st := State{Revision: resp.Header.Revision, Allocs: map[string][]Allocation{}, Returns: map[string][]Allocation{}, WrittenOff: map[string]WriteOff{}, Logs: map[string]LogMark{}}
 	found := false
 	for _, kv := range resp.Kvs {
 		rest := strings.TrimPrefix(string(kv.Key), l.skuKey(s)+"/")
@@ -49,6 +51,12 @@ func (l *Ledger) Read(ctx context.Context, s SKU) (State, error) {
 				return State{}, err
 			}
 			st.WrittenOff[w.Cell] = w
+		case strings.HasPrefix(rest, "logs/"):
+			m, err := decodeLogMark(kv.Value)
+			if err != nil {
+				return State{}, err
+			}
+			st.Logs[m.Cell] = m
 		case strings.HasPrefix(rest, "allocs/") || strings.HasPrefix(rest, "returns/"):
 			a, err := decodeAllocation(kv.Value)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +23,8 @@ type contractLedger interface {
 	Allocations(ctx context.Context, s SKU, cell string) ([]Allocation, error)
 	Returns(ctx context.Context, s SKU, cell string) ([]Allocation, error)
 	WriteOffCell(ctx context.Context, s SKU, cell string, atMs int64) (WriteOff, error)
+	MarkLog(ctx context.Context, s SKU, cell string, epoch uint64) error
+	LogMarked(ctx context.Context, s SKU, cell string) (bool, error)
 	RequestReturn(ctx context.Context, s SKU, cell string, req ReturnRequest) error
 	ReturnRequest(ctx context.Context, s SKU, cell string) (ReturnRequest, bool, error)
 	Read(ctx context.Context, s SKU) (State, error)
@@ -70,7 +73,7 @@ func contractScript(t *testing.T, l contractLedger, publish func(context.Context
 	rets := map[string]uint64{}
 	for i := range 120 {
 		cell := cells[rng.IntN(len(cells))]
-		switch rng.IntN(10) {
+		switch rng.IntN(11) {
 		case 0:
 			e, err := l.BumpEpoch(ctx, cell)
 			note("%d bump %s: %d %s", i, cell, e, errKind(err))
@@ -132,6 +135,10 @@ func contractScript(t *testing.T, l contractLedger, publish func(context.Context
 				w, err := l.WriteOffCell(ctx, demo, cell, 1234)
 				note("%d write off %s: %+v %s", i, cell, w, errKind(err))
 			}
+		case 10:
+			err := l.MarkLog(ctx, demo, cell, max(epochs[cell], 1))
+			marked, err2 := l.LogMarked(ctx, demo, cell)
+			note("%d mark log %s at %d: %s; marked %v %s", i, cell, epochs[cell], errKind(err), marked, errKind(err2))
 		}
 	}
 	st, err := l.Read(ctx, demo)
@@ -147,7 +154,8 @@ func contractScript(t *testing.T, l contractLedger, publish func(context.Context
 
 // TestMemoryKeepsLedgersContract runs the same seeded scripts (publish,
 // epochs, stale processes, top-ups and their retries, exhaustion, credits
-// and their retries, tokens not owned, return requests, a write-off) on
+// and their retries, tokens not owned, return requests, log marks, a
+// write-off) on
 // the etcd ledger, against a real etcd, and on Memory: every answer and
 // the final state must be the same.
 func TestMemoryKeepsLedgersContract(t *testing.T) {
@@ -172,6 +180,118 @@ func TestMemoryKeepsLedgersContract(t *testing.T) {
 		if !reflect.DeepEqual(gotState, wantState) {
 			t.Fatalf("seed %d: final state differs:\netcd:   %+v\nmemory: %+v", seed, gotState, wantState)
 		}
+	}
+}
+
+// logMarkScript walks one cell's log mark through its life on l: absent
+// at first, refused under a stale epoch, created under the cell's epoch,
+// kept as it is by a repeat (under any epoch), kept by a write-off, which
+// then answers ErrWrittenOff to both reads and writes; another cell's
+// mark and a SKU without a ledger on the way. It returns every answer and
+// the marks at the end.
+func logMarkScript(t *testing.T, l contractLedger, publish func(context.Context, SKU, uint32, uint32, []InitialGrant) ([]Allocation, error)) ([]string, map[string]LogMark) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out []string
+	note := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	marked := func(what, cell string) {
+		ok, err := l.LogMarked(ctx, demo, cell)
+		note("%s: %s marked %v %s", what, cell, ok, errKind(err))
+	}
+	if _, err := publish(ctx, demo, 100, 10, []InitialGrant{{Cell: "c1", Units: 30}, {Cell: "c2", Units: 30}}); err != nil {
+		t.Fatal(err)
+	}
+	none := SKU{Campaign: "demo", SKU: "none"}
+	_, err := l.LogMarked(ctx, none, "c1")
+	note("marked without a ledger: %s", errKind(err))
+	note("mark without a ledger: %s", errKind(l.MarkLog(ctx, none, "c1", 1)))
+	note("mark at epoch 0: %s", errKind(l.MarkLog(ctx, demo, "c1", 0)))
+	marked("fresh", "c1")
+	stale, err := l.BumpEpoch(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch, err := l.BumpEpoch(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	note("mark under the stale epoch %d: %s", stale, errKind(l.MarkLog(ctx, demo, "c1", stale)))
+	marked("after the stale mark", "c1")
+	note("mark under epoch %d: %s", epoch, errKind(l.MarkLog(ctx, demo, "c1", epoch)))
+	marked("marked", "c1")
+	marked("another cell", "c2")
+	note("mark again: %s", errKind(l.MarkLog(ctx, demo, "c1", epoch)))
+	note("mark again under the stale epoch: %s", errKind(l.MarkLog(ctx, demo, "c1", stale)))
+	if _, err := l.Allocate(ctx, demo, "c1", 2, epoch, 0); err != nil {
+		t.Fatal(err)
+	}
+	w, err := l.WriteOffCell(ctx, demo, "c1", 1234)
+	note("write off: %+v %s", w, errKind(err))
+	marked("written off", "c1")
+	note("mark when written off: %s", errKind(l.MarkLog(ctx, demo, "c1", epoch)))
+	e2, err := l.BumpEpoch(ctx, "c2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	note("write off c2 unmarked: %s", errKind(func() error { _, err := l.WriteOffCell(ctx, demo, "c2", 1234); return err }()))
+	note("mark c2 when written off: %s", errKind(l.MarkLog(ctx, demo, "c2", e2)))
+	marked("written off unmarked", "c2")
+	st, err := l.Read(ctx, demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := st.Check(); len(bad) != 0 {
+		t.Fatalf("ledger check: %v", bad)
+	}
+	return out, st.Logs
+}
+
+// TestLogMarkContract: the log mark (logmark.go) answers alike on the
+// etcd ledger, against a real etcd, and on Memory, and each answer is the
+// mark's rule: created once, under the cell's epoch only; a repeat is
+// kept as it stands; a write-off keeps the mark and answers ErrWrittenOff
+// to both its read and its write.
+func TestLogMarkContract(t *testing.T) {
+	srv := etcdtest.Start(t)
+	client, err := Dial([]string{srv.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	etcd := New(client, "/logmark")
+	got, gotMarks := logMarkScript(t, etcd, func(ctx context.Context, s SKU, saleLimit, chunk uint32, initial []InitialGrant) ([]Allocation, error) {
+		return etcd.Publish(ctx, s, saleLimit, chunk, initial)
+	})
+	mem := NewMemory()
+	memGot, memMarks := logMarkScript(t, mem, mem.Publish)
+	want := []string{
+		"marked without a ledger: " + ErrNotFound.Error(),
+		"mark without a ledger: " + ErrNotFound.Error(),
+		`mark at epoch 0: other: ledger: mark log: epoch 0, cell "c1"`,
+		"fresh: c1 marked false ok",
+		"mark under the stale epoch 1: " + ErrFenced.Error(),
+		"after the stale mark: c1 marked false ok",
+		"mark under epoch 2: ok",
+		"marked: c1 marked true ok",
+		"another cell: c2 marked false ok",
+		"mark again: ok",
+		"mark again under the stale epoch: ok",
+		"write off: {Cell:c1 Units:40 Allocations:2 Returns:0 AtMs:1234} ok",
+		"written off: c1 marked false " + ErrWrittenOff.Error(),
+		"mark when written off: " + ErrWrittenOff.Error(),
+		"write off c2 unmarked: ok",
+		"mark c2 when written off: " + ErrWrittenOff.Error(),
+		"written off unmarked: c2 marked false " + ErrWrittenOff.Error(),
+	}
+	for name, lines := range map[string][]string{"etcd": got, "memory": memGot} {
+		if !reflect.DeepEqual(lines, want) {
+			t.Errorf("%s answered:\n%s\nwant:\n%s", name, strings.Join(lines, "\n"), strings.Join(want, "\n"))
+		}
+	}
+	wantMarks := map[string]LogMark{"c1": {Cell: "c1", Epoch: 2}}
+	if !reflect.DeepEqual(gotMarks, wantMarks) || !reflect.DeepEqual(memMarks, wantMarks) {
+		t.Errorf("marks at the end: etcd %v, memory %v, want %v (a write-off keeps the mark)", gotMarks, memMarks, wantMarks)
 	}
 }
 

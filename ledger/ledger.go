@@ -22,6 +22,7 @@
 //	<prefix>/campaigns/<c>/skus/<s>/definition               JSON SKU definition (package cells), created once
 //	<prefix>/campaigns/<c>/skus/<s>/return_requests/<cell>   JSON {"units": n}, written by seckillctl
 //	<prefix>/campaigns/<c>/skus/<s>/writeoffs/<cell>         JSON WriteOff (writeoff.go), created once
+//	<prefix>/campaigns/<c>/skus/<s>/logs/<cell>              JSON LogMark (logmark.go): the cell's log of the SKU recorded an EPOCH; created once
 //	<prefix>/campaigns/<c>/routing                           JSON campaign routing (package cells), created once
 //	<prefix>/campaigns/<c>/local                             the cell that defines the campaign locally (local.go), created once
 //

@@ -19,12 +19,13 @@ type Memory struct {
 }
 
 // memorySKU is one SKU's keys: allocations and returns by cell in seq
-// order, write-offs and return requests by cell.
+// order, write-offs, log marks and return requests by cell.
 type memorySKU struct {
 	pool      Pool
 	allocs    map[string][]Allocation
 	returns   map[string][]Allocation
 	writeOffs map[string]WriteOff
+	logs      map[string]LogMark
 	requests  map[string]ReturnRequest
 }
 
@@ -48,7 +49,7 @@ func (m *Memory) Publish(ctx context.Context, s SKU, saleLimit, chunk uint32, in
 		return nil, ErrExists
 	}
 	k := &memorySKU{pool: pool, allocs: map[string][]Allocation{}, returns: map[string][]Allocation{},
-		writeOffs: map[string]WriteOff{}, requests: map[string]ReturnRequest{}}
+		writeOffs: map[string]WriteOff{}, logs: map[string]LogMark{}, requests: map[string]ReturnRequest{}}
 	for _, a := range allocs {
 		k.allocs[a.Cell] = []Allocation{a}
 	}
@@ -89,6 +90,7 @@ func (m *Memory) read(s SKU, cell string, seq uint64, returns bool) (cellRead, *
 	}
 	v.pool, v.poolErr = k.pool, nil
 	_, v.writtenOff = k.writeOffs[cell]
+	_, v.marked = k.logs[cell]
 	v.grants, v.returns = k.allocs[cell], k.returns[cell]
 	stored := v.grants
 	if returns {
@@ -192,6 +194,37 @@ func (m *Memory) WriteOffCell(ctx context.Context, s SKU, cell string, atMs int6
 	return w, nil
 }
 
+// MarkLog is Ledger.MarkLog.
+func (m *Memory) MarkLog(ctx context.Context, s SKU, cell string, epoch uint64) error {
+	if err := checkMarkLog(cell, epoch); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, k := m.read(s, cell, 0, false)
+	write, err := v.markLog(epoch)
+	if !write {
+		return err
+	}
+	k.logs[cell] = LogMark{Cell: cell, Epoch: epoch}
+	m.revision++
+	return nil
+}
+
+// LogMarked is Ledger.LogMarked.
+func (m *Memory) LogMarked(ctx context.Context, s SKU, cell string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, _ := m.read(s, cell, 0, false)
+	return v.logMarked()
+}
+
 // RequestReturn is Ledger.RequestReturn.
 func (m *Memory) RequestReturn(ctx context.Context, s SKU, cell string, req ReturnRequest) error {
 	if err := ctx.Err(); err != nil {
@@ -234,7 +267,7 @@ func (m *Memory) Read(ctx context.Context, s SKU) (State, error) {
 	if k == nil {
 		return State{}, ErrNotFound
 	}
-	st := State{Revision: m.revision, Pool: k.pool, Allocs: map[string][]Allocation{}, Returns: map[string][]Allocation{}, WrittenOff: map[string]WriteOff{}}
+	st := State{Revision: m.revision, Pool: k.pool, Allocs: map[string][]Allocation{}, Returns: map[string][]Allocation{}, WrittenOff: map[string]WriteOff{}, Logs: map[string]LogMark{}}
 	st.Pool.Free = slices.Clone(k.pool.Free)
 	for cell, as := range k.allocs {
 		st.Allocs[cell] = cloneAllocations(as)
@@ -244,6 +277,9 @@ func (m *Memory) Read(ctx context.Context, s SKU) (State, error) {
 	}
 	for cell, w := range k.writeOffs {
 		st.WrittenOff[cell] = w
+	}
+	for cell, mark := range k.logs {
+		st.Logs[cell] = mark
 	}
 	return st, nil
 }

@@ -22,6 +22,9 @@ type cellRead struct {
 	epochErr error
 	// writtenOff: the cell's quota of the SKU was written off.
 	writtenOff bool
+	// marked: the cell's log mark of the SKU exists (logmark.go; read by
+	// MarkLog and LogMarked only).
+	marked bool
 	// stored: the allocation (Allocate) or the return (Credit) of the seq
 	// asked exists; existing is the allocation as stored.
 	stored   bool
@@ -63,6 +66,36 @@ func (v cellRead) allocate(cell string, seq, epoch uint64, units uint32) (a Allo
 		return Allocation{}, Pool{}, false, ErrExhausted
 	}
 	return Allocation{Cell: cell, Seq: seq, Epoch: epoch, Ranges: rs}, next, true, nil
+}
+
+// markLog decides a MarkLog: whether to create the mark (see
+// Ledger.MarkLog). A mark that exists answers as it stands, as a stored
+// allocation does, before the epoch is looked at.
+func (v cellRead) markLog(epoch uint64) (write bool, err error) {
+	switch {
+	case v.writtenOff:
+		return false, ErrWrittenOff
+	case v.marked:
+		return false, nil
+	case v.poolErr != nil:
+		return false, v.poolErr
+	case v.epochErr != nil:
+		return false, v.epochErr
+	case v.epoch != epoch:
+		return false, fmt.Errorf("%w: %d, not %d", ErrFenced, v.epoch, epoch)
+	}
+	return true, nil
+}
+
+// logMarked decides a LogMarked (see Ledger.LogMarked).
+func (v cellRead) logMarked() (bool, error) {
+	switch {
+	case v.writtenOff:
+		return false, ErrWrittenOff
+	case v.poolErr != nil:
+		return false, v.poolErr
+	}
+	return v.marked, nil
 }
 
 // checkCredit checks Credit's arguments. The ranges must be what a

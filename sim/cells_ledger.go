@@ -104,3 +104,17 @@ func (f *faultyLedger) ReturnRequest(ctx context.Context, s ledger.SKU, cell str
 	}
 	return f.mem.ReturnRequest(ctx, s, cell)
 }
+
+func (f *faultyLedger) MarkLog(ctx context.Context, s ledger.SKU, cell string, epoch uint64) error {
+	if err := f.reach(); err != nil {
+		return err
+	}
+	return f.answer(f.mem.MarkLog(ctx, s, cell, epoch))
+}
+
+func (f *faultyLedger) LogMarked(ctx context.Context, s ledger.SKU, cell string) (bool, error) {
+	if err := f.reach(); err != nil {
+		return false, err
+	}
+	return f.mem.LogMarked(ctx, s, cell)
+}

@@ -36,7 +36,8 @@ import (
 // its RETURNs) is the cell's per the ledger, so no token is sold beyond the
 // cell's grants; every GRANT in the log is an allocation the ledger made;
 // every return the ledger credited is a RETURN in the log; the cell's
-// allocations have seqs 1..n, none skipped; no allocation made after
+// allocations have seqs 1..n, none skipped; a log that holds a GRANT has
+// its mark in the ledger (ledger.LogMark, made before the first GRANT); no allocation made after
 // another process took the epoch carries an older epoch. At the end, with
 // the faults healed and the agent run until it settles: the ledger's
 // allocations of the cell are exactly the log's GRANTs, and its credited
@@ -324,6 +325,9 @@ func (c *cellsRun) check() error {
 		return nil // the Machine may hold decisions the log lost: checked after the recovery
 	}
 	m := c.r.sh.Core().Machine()
+	if _, ok := st.Logs[simCell]; len(m.Grants()) > 0 && !ok {
+		return fmt.Errorf("the cell's log holds a GRANT, and the ledger has no mark of it (were the log lost, its allocations would be granted again)")
+	}
 	for _, g := range asLedger(m.Grants()) {
 		if i := slices.IndexFunc(allocs, func(a ledger.Allocation) bool { return a.Seq == g.Seq }); i < 0 || fmt.Sprint(allocs[i]) != fmt.Sprint(g) {
 			return fmt.Errorf("the log's GRANT %v is not the ledger's allocation", g)

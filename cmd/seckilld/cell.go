@@ -430,6 +430,8 @@ func registerAgentMetrics(reg prometheus.Registerer, s ledger.SKU, cell string, 
 	gauge("seckill_cell_ledger_reachable", "1 while the last etcd operation of the cell's agent answered", func() float64 { return b(a.LedgerReachable()) })
 	gauge("seckill_cell_top_up_pending", "1 while the cell waits for a top-up from the ledger", func() float64 { return b(a.TopUpPending()) })
 	gauge("seckill_cell_epoch", "the cell's epoch in the ledger (0: not taken yet)", func() float64 { return float64(a.Stats().Epoch) })
+	gauge("seckill_cell_log_lost", "1 while the cell sells nothing of the SKU because its log of it was lost (etcd marks it as having logged an EPOCH, the data dir holds none): write off the cell's quota of it (seckillctl cells write-off)",
+		func() float64 { return b(a.LogLost()) })
 	gauge("seckill_cell_top_up_retries", "top-up attempts that ended without an answer", func() float64 { return float64(a.Stats().TopUpRetries) })
 }
 
