@@ -165,6 +165,8 @@ type AgentStats struct {
 	Credits       uint64 `json:"credits"`         // returns credited to the ledger
 	LedgerErrors  uint64 `json:"ledger_errors"`   // etcd operations that failed
 	LastLedgerErr string `json:"last_ledger_err"` // the latest of them
+	EngineErrors  uint64 `json:"engine_errors"`   // calls of the cell's engine that failed (reportingEngine)
+	LastEngineErr string `json:"last_engine_err"` // the latest of them
 }
 
 // NewAgent checks cfg and returns an agent; Run starts it.
@@ -173,7 +175,9 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	if cfg.Engine == nil || cfg.Ledger == nil || !sku.ValidID(cfg.Cell) {
 		return nil, fmt.Errorf("cells: agent needs an engine, a ledger and a valid cell (got %q)", cfg.Cell)
 	}
-	return &Agent{cfg: cfg, backoff: cfg.Interval}, nil
+	a := &Agent{cfg: cfg, backoff: cfg.Interval}
+	a.cfg.Engine = reportingEngine{Engine: cfg.Engine, a: a}
+	return a, nil
 }
 
 // TopUpPending reports whether a top-up is asked for and not yet granted:

@@ -1,9 +1,12 @@
 package cells
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +98,46 @@ func TestAgentStepsOverMemoryOnItsClock(t *testing.T) {
 	}
 	if !errors.Is(err, ledger.ErrFenced) {
 		t.Fatalf("after another process took the epoch: %v", err)
+	}
+}
+
+// grantRefusing is an engine that refuses every GRANT, as a SKU's log
+// refuses one past its limit of grants.
+type grantRefusing struct{ Engine }
+
+var errGrantRefused = errors.New("sku: too many grants")
+
+func (grantRefusing) Grant(context.Context, string, string, sku.Allocation) error {
+	return errGrantRefused
+}
+
+// A refusal of the engine that the agent retries for ever is said in the
+// cell's log and counted, not only retried: the cell's top-ups stop on it.
+func TestAgentReportsWhatTheEngineRefuses(t *testing.T) {
+	ctx := context.Background()
+	mem := ledger.NewMemory()
+	if _, err := mem.Publish(ctx, demo, 300, 20, []ledger.InitialGrant{{Cell: "c1", Units: 20}}); err != nil {
+		t.Fatal(err)
+	}
+	e := openCell(t, t.TempDir(), "c1")
+	defer e.Close()
+	var logged bytes.Buffer
+	a, err := NewAgent(AgentConfig{Engine: grantRefusing{e}, Ledger: mem, SKU: demo, Cell: "c1", Chunk: 20,
+		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // the epoch, then the reconciliation's GRANT of the initial grant, refused
+		if _, err := a.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := a.Stats()
+	if st.EngineErrors == 0 || !strings.Contains(st.LastEngineErr, "grant: sku: too many grants") {
+		t.Fatalf("stats after refused grants: %+v", st)
+	}
+	if line := logged.String(); !strings.Contains(line, "the cell's engine refused the agent; retrying") ||
+		!strings.Contains(line, "op=grant") || !strings.Contains(line, "too many grants") {
+		t.Fatalf("the cell's log says nothing of the refusal:\n%s", line)
 	}
 }
