@@ -250,7 +250,11 @@ func serve(o options, stdout io.Writer, log *slog.Logger) error {
 // PUT of any token getting the large one (the cell checks the token and
 // applies its own), and a request it cannot read, or announces a body
 // beyond them with "Expect: 100-continue", is answered as a cell answers
-// it, in JSON (httpapi.ParseError, httpapi.ExpectContinue).
+// it, in JSON (httpapi.ParseError, httpapi.ExpectContinue). Stopping
+// (SIGTERM), it answers the requests in flight with "Connection: close",
+// as seckilld does: it closes each connection once it has answered on it,
+// and a buyer not told so could write its next command on the closing
+// connection and not know whether it was delivered.
 func (r *router) server() *fasthttp.Server {
 	limits := httpapi.DefaultBodyLimits
 	anyToken := func(*fasthttp.RequestHeader) bool { return true }
@@ -264,6 +268,7 @@ func (r *router) server() *fasthttp.Server {
 			httpapi.ParseError(ctx, err, limits.Of(&ctx.Request.Header, anyToken))
 		},
 		SecureErrorLogMessage: true,
+		CloseOnShutdown:       true,
 	}
 }
 
