@@ -76,7 +76,7 @@ func (r *router) do(cell string, req *fasthttp.Request, resp *fasthttp.Response)
 	defer func() { r.releaseWait(held) }()
 	for {
 		changed := r.primaries.Changed()
-		if err := r.attempt(cell, req, resp, time.Until(deadline)); err != nil {
+		if err := r.attempt(cell, req, resp, deadline); err != nil {
 			if r.awaitPrimary(cell, req, err, changed, deadline, &held) {
 				resp.Reset()
 				continue
@@ -103,13 +103,14 @@ var errNotPrimary = errors.New("its replica answered 421 NOT_PRIMARY: the replic
 // attempt sends req to cell's primary once and reads its answer into
 // resp; a 421 NOT_PRIMARY that names another address is sent there once
 // more (a standby refused it: nothing was applied), and one that names
-// none is errNotPrimary.
-func (r *router) attempt(cell string, req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error {
+// none is errNotPrimary. Both sends end by the request's deadline: the
+// second gets what the first left, not a whole --timeout more.
+func (r *router) attempt(cell string, req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) error {
 	c := r.client(cell)
 	if c == nil {
 		return errNotDelivered
 	}
-	if err := c.DoTimeout(req, resp, timeout); err != nil {
+	if err := c.DoDeadline(req, resp, deadline); err != nil {
 		return err
 	}
 	np, ok := notPrimary(resp)
@@ -118,7 +119,7 @@ func (r *router) attempt(cell string, req *fasthttp.Request, resp *fasthttp.Resp
 	}
 	if np.Address != "" && hostPort(np.Address) != c.Addr {
 		resp.Reset()
-		if err := r.clientAt(hostPort(np.Address)).DoTimeout(req, resp, timeout); err != nil {
+		if err := r.clientAt(hostPort(np.Address)).DoDeadline(req, resp, deadline); err != nil {
 			return err
 		}
 		if np, ok = notPrimary(resp); !ok {

@@ -68,3 +68,36 @@ func TestRouterFollowsThePrimary(t *testing.T) {
 		t.Fatalf("a primary that never answered: %d %v", status, body)
 	}
 }
+
+// A 421 NOT_PRIMARY answered late sends the request on to the primary it
+// names within what is left of the request's --timeout, not within a
+// whole --timeout more: a replica that took most of the time to refuse,
+// and a primary that then does not answer, get the buyer its 504
+// RESULT_UNKNOWN at the router's timeout.
+func TestNotPrimaryIsFollowedWithinTheTimeout(t *testing.T) {
+	silent, got := silentCell(t)
+	const timeout = time.Second
+	late := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(timeout * 8 / 10) // a standby slow to refuse
+		w.WriteHeader(http.StatusMisdirectedRequest)
+		fmt.Fprintf(w, `{"error":"NOT_PRIMARY","replica_set":"rs1","primary":"p","address":"http://%s"}`, silent)
+	}))
+	t.Cleanup(late.Close)
+	r, err := newRouter(options{cells: "rs1=" + late.URL, timeout: timeout}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.local.known.Add("demo", localEntry{cell: "rs1"}) // no etcd: campaign demo is rs1's
+	start := time.Now()
+	status, _, body := reserveThrough(t, r, "sku-1")
+	took := time.Since(start)
+	if status != http.StatusGatewayTimeout || body["error"] != "RESULT_UNKNOWN" {
+		t.Fatalf("%d %v, want 504 RESULT_UNKNOWN (the primary read it and never answered)", status, body)
+	}
+	if first := <-got; !strings.HasPrefix(first, "POST /v1/campaigns/demo/skus/sku-1/reservations") {
+		t.Fatalf("the primary named read %q, want the reserve", first)
+	}
+	if took > timeout*14/10 {
+		t.Fatalf("answered after %v with --timeout %v: the 421 was followed with a whole timeout more", took, timeout)
+	}
+}
