@@ -21,14 +21,22 @@ type Primaries struct {
 	leaders map[string]string            // by set: the leader key's name
 	members map[string]map[string]Member // by set, by replica
 	changed chan struct{}                // closed (and replaced) when the table changes
+
+	loaded     chan struct{} // closed by the first read of every set's keys
+	loadedOnce sync.Once
 }
 
 // NewPrimaries returns an empty table for the sets under prefix; Follow
 // fills it.
 func NewPrimaries(prefix string) *Primaries {
 	return &Primaries{sets: SetsKey(prefix), leaders: map[string]string{}, members: map[string]map[string]Member{},
-		changed: make(chan struct{})}
+		changed: make(chan struct{}), loaded: make(chan struct{})}
 }
+
+// Loaded returns a channel closed once Follow has read every set's keys:
+// until then the table knows no set, and a client would send a replica
+// set's requests where it sends a cell that is no replica set.
+func (p *Primaries) Loaded() <-chan struct{} { return p.loaded }
 
 // Primary returns set's primary and its member key ("" and a zero
 // Member while the set has no leader, or its leader no member key).
@@ -96,6 +104,7 @@ func (p *Primaries) load(ctx context.Context, c *clientv3.Client) (int64, error)
 		p.applyLocked(kv, false)
 	}
 	p.changedLocked()
+	p.loadedOnce.Do(func() { close(p.loaded) })
 	return resp.Header.Revision, nil
 }
 

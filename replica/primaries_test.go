@@ -16,7 +16,17 @@ func TestPrimariesFollowTheLeaderKey(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	p := NewPrimaries("/test")
+	select {
+	case <-p.Loaded():
+		t.Fatal("Loaded before any read")
+	default:
+	}
 	go p.Follow(ctx, c, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	select {
+	case <-p.Loaded():
+	case <-ctx.Done():
+		t.Fatal("Follow's first read never ended Loaded")
+	}
 	coords := map[string]*Etcd{}
 	for _, name := range []string{"a", "b"} {
 		e, err := NewEtcd(c, "/test", "rs1", name, 2*time.Second)

@@ -117,7 +117,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	if err := serve(o, stdout, log); err != nil {
+	stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	if err := serve(stop, o, stdout, log); err != nil {
 		log.Error("seckill-router stopped", "err", err)
 		return 1
 	}
@@ -207,7 +209,8 @@ func newRouter(o options, l *ledger.Ledger) (*router, error) {
 	return r, nil
 }
 
-func serve(o options, stdout io.Writer, log *slog.Logger) error {
+// serve runs the router of o until stop ends.
+func serve(stop context.Context, o options, stdout io.Writer, log *slog.Logger) error {
 	client, err := ledger.Dial(strings.Split(o.etcd, ","))
 	if err != nil {
 		return err
@@ -224,17 +227,16 @@ func serve(o options, stdout io.Writer, log *slog.Logger) error {
 		return err
 	}
 	r.routes.Store(cells.NewRoutes(pubs))
+	go r.primaries.Follow(stop, client, log)
+	r.awaitPrimaries(stop, startMaps.timeout, log)
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "seckill-router listening on http://%s (%d celled SKUs, cells %v)\n", ln.Addr(), len(pubs), r.order)
 	srv := r.server()
-	stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer cancel()
 	go r.pollPublished(stop, l, log)
 	go r.probeCells(stop, log)
-	go r.primaries.Follow(stop, client, log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(httpapi.LingeringListener(ln, srv.ReadTimeout)) }()
 	select {
@@ -243,6 +245,24 @@ func serve(o options, stdout io.Writer, log *slog.Logger) error {
 	case <-stop.Done():
 	}
 	return srv.ShutdownWithContext(context.Background())
+}
+
+// awaitPrimaries waits, before the router listens, for the first read of
+// the replica sets' keys (replica.Primaries.Loaded), at most timeout:
+// until then the router knows no set and would send a set's requests to
+// its --cells address, which serves only a cell that is no replica set.
+// An etcd that answered the cell maps a moment ago answers this read too;
+// one that does not within timeout is logged, and the router listens
+// anyway (the table fills when etcd answers).
+func (r *router) awaitPrimaries(stop context.Context, timeout time.Duration, log *slog.Logger) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-r.primaries.Loaded():
+	case <-stop.Done():
+	case <-t.C:
+		log.Warn("the replica sets' keys are not read yet: a replica set's requests go to its --cells address until they are", "waited", timeout)
+	}
 }
 
 // server is the router's HTTP server. Its body limits are the cells'
