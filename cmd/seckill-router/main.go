@@ -332,6 +332,13 @@ func (r *router) recovered(ctx *fasthttp.RequestCtx) {
 }
 
 func (r *router) handle(ctx *fasthttp.RequestCtx) {
+	if len(ctx.Host()) == 0 {
+		// An HTTP/1.0 request may name no host, and fasthttp's client
+		// writes no request without one (it fails before sending a
+		// byte, an error the router would answer 504 RESULT_UNKNOWN):
+		// the host the buyer asked is the router's own address.
+		ctx.Request.SetHost(ctx.LocalAddr().String())
+	}
 	if string(ctx.Path()) == "/healthz" {
 		ctx.SetStatusCode(fasthttp.StatusOK)
 		ctx.SetBodyString(`{"status":"ok"}`)
