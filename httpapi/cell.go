@@ -23,7 +23,7 @@ const (
 	reasonWrongCell           = "WRONG_CELL"
 	reasonCampaignPublished   = "CAMPAIGN_PUBLISHED"
 	reasonCampaignOnOtherCell = "CAMPAIGN_ON_OTHER_CELL"
-	reasonLedgerUnreachable   = "LEDGER_UNREACHABLE"
+	reasonLedgerUnreachable   = ReasonLedgerUnreachable
 )
 
 // Reasons of seckill-router and of the cells' batch split (package cells),
@@ -33,6 +33,10 @@ const (
 const (
 	ReasonCellUnavailable = "CELL_UNAVAILABLE"
 	ReasonNotCelled       = "NOT_CELLED"
+	// ReasonLedgerUnreachable: etcd did not answer a question the answer
+	// depends on (a cell's claim of a campaign; the router's lookup of the
+	// cell that defines one); nothing was done.
+	ReasonLedgerUnreachable = "LEDGER_UNREACHABLE"
 	// ReasonInternal is seckilld's answer to a request whose handler
 	// panicked, which the router gives too.
 	ReasonInternal = reasonInternal

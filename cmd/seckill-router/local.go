@@ -28,10 +28,11 @@ const localLookupTimeout = time.Second
 
 // localEntry is what the router knows of one campaign's local key: the
 // cell that claimed it (kept for good: a claim is never undone), or ""
-// until notAfter.
+// until notAfter; unsure when "" is etcd's silence, not its answer.
 type localEntry struct {
 	cell     string
 	notAfter time.Time
+	unsure   bool
 }
 
 // localCells finds the cell that defines an uncelled campaign locally,
@@ -53,13 +54,13 @@ func newLocalCells(l *ledger.Ledger) *localCells {
 	return &localCells{ledger: l, known: known, now: time.Now, inFlight: map[string]chan struct{}{}}
 }
 
-// cellOf returns the cell that claimed campaign, "" when none did (or
-// etcd did not answer within localLookupTimeout: the caller uses its
-// default cell).
-func (c *localCells) cellOf(campaign string) string {
+// cellOf returns the cell that claimed campaign, "" when none did (the
+// caller uses its default cell); unsure when etcd did not answer within
+// localLookupTimeout, so that "" may hide another cell's claim.
+func (c *localCells) cellOf(campaign string) (cell string, unsure bool) {
 	for {
 		if e, ok := c.known.Get(campaign); ok && (e.cell != "" || c.now().Before(e.notAfter)) {
-			return e.cell
+			return e.cell, e.unsure
 		}
 		c.mu.Lock()
 		wait, reading := c.inFlight[campaign]
@@ -67,12 +68,12 @@ func (c *localCells) cellOf(campaign string) string {
 			done := make(chan struct{})
 			c.inFlight[campaign] = done
 			c.mu.Unlock()
-			cell := c.read(campaign)
+			e := c.read(campaign)
 			c.mu.Lock()
 			delete(c.inFlight, campaign)
 			c.mu.Unlock()
 			close(done)
-			return cell
+			return e.cell, e.unsure
 		}
 		c.mu.Unlock()
 		<-wait
@@ -80,16 +81,16 @@ func (c *localCells) cellOf(campaign string) string {
 }
 
 // read reads campaign's local key and remembers the answer.
-func (c *localCells) read(campaign string) string {
+func (c *localCells) read(campaign string) localEntry {
 	ctx, cancel := context.WithTimeout(context.Background(), localLookupTimeout)
 	defer cancel()
 	resp, err := c.ledger.Client().Get(ctx, c.ledger.LocalKey(campaign))
-	cell := ""
+	e := localEntry{notAfter: c.now().Add(localMissTTL), unsure: err != nil}
 	if err == nil && len(resp.Kvs) == 1 {
-		cell = string(resp.Kvs[0].Value)
+		e.cell = string(resp.Kvs[0].Value)
 	}
-	c.known.Add(campaign, localEntry{cell: cell, notAfter: c.now().Add(localMissTTL)})
-	return cell
+	c.known.Add(campaign, e)
+	return e
 }
 
 // campaignOfPath returns the campaign a seckilld route names

@@ -106,3 +106,64 @@ func TestUncelledCampaignGoesToItsLocalCell(t *testing.T) {
 		t.Fatalf("with etcd down: %s, want c2 (remembered)", got)
 	}
 }
+
+// A campaign the router sends to its default cell only because etcd did
+// not say which cell defines it: the default cell's 404 is not passed on
+// (another cell may define it: a pay of a reservation there is no "not
+// found"), the buyer gets 503 LEDGER_UNREACHABLE with Retry-After; what
+// the default cell knows it serves meanwhile; and a 404 for a campaign
+// etcd said no cell claimed stays a 404.
+func TestDefaultCellsNotFoundWithoutEtcdIsUnavailable(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	client, err := ledger.Dial([]string{etcd.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	l := ledger.New(client, "")
+	// c1 defines "mine" only; it answers 404 for any other campaign.
+	c1 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.Contains(req.URL.Path, "/mine/") || strings.Contains(req.URL.Path, "/mine~") {
+			_, _ = w.Write([]byte("c1"))
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"error":"NOT_FOUND"}`))
+	}))
+	t.Cleanup(c1.Close)
+	r, err := newRouter(options{cells: "c1=" + strings.TrimPrefix(c1.URL, "http://") + ",c2=" + fakeCell(t, "c2"),
+		defaultCell: "c1", timeout: 5 * time.Second}, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	r.local.now = func() time.Time { return now }
+	send := func(path string) *fasthttp.Response {
+		var c fasthttp.RequestCtx
+		c.Request.Header.SetMethod(fasthttp.MethodPost)
+		c.Request.SetRequestURI(path)
+		c.Request.SetHost("router")
+		c.Request.SetBodyString(`{"payment_id":"p1","amount":1}`)
+		r.handle(&c)
+		var resp fasthttp.Response
+		c.Response.CopyTo(&resp)
+		return &resp
+	}
+	pay := func(campaign string) string {
+		return "/v1/reservations/" + sku.FormatReservationID(campaign, "a", 7, [16]byte{1}) + "/payment"
+	}
+	// etcd answers: no cell claimed "gone", so its 404 is the answer.
+	if resp := send(pay("gone")); resp.StatusCode() != http.StatusNotFound {
+		t.Fatalf("etcd up, an unclaimed campaign: %d %s, want the default cell's 404", resp.StatusCode(), resp.Body())
+	}
+	etcd.Kill()
+	now = now.Add(localMissTTL)
+	resp := send(pay("theirs"))
+	if resp.StatusCode() != http.StatusServiceUnavailable || string(resp.Header.Peek("Retry-After")) != "1" ||
+		!strings.Contains(string(resp.Body()), `"error":"LEDGER_UNREACHABLE"`) {
+		t.Fatalf("etcd down, a campaign the default cell does not know: %d %q %s", resp.StatusCode(), resp.Header.Peek("Retry-After"), resp.Body())
+	}
+	if resp := send(pay("mine")); resp.StatusCode() != http.StatusOK || string(resp.Body()) != "c1" {
+		t.Fatalf("etcd down, the default cell's own campaign: %d %s", resp.StatusCode(), resp.Body())
+	}
+}

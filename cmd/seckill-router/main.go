@@ -354,11 +354,13 @@ func (r *router) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if !route.FanOut {
-		cell := route.Cell
+		cell, unsure := route.Cell, false
 		if cell == "" {
-			cell = r.uncelledCell(string(ctx.Path()))
+			cell, unsure = r.uncelledCell(string(ctx.Path()))
 		}
-		r.forward(ctx, cell)
+		if r.forward(ctx, cell) && unsure && ctx.Response.StatusCode() == fasthttp.StatusNotFound {
+			notKnownWithoutEtcd(ctx, cell)
+		}
 		return
 	}
 	r.lookup(ctx, route.SKU.Map.Cells)
@@ -366,14 +368,32 @@ func (r *router) handle(ctx *fasthttp.RequestCtx) {
 
 // uncelledCell is the cell of a request no published map routes: the cell
 // that defines its campaign locally, else the default cell (a campaign no
-// cell claimed yet: its PUT there claims it; a route naming no campaign).
-func (r *router) uncelledCell(path string) string {
+// cell claimed yet: its PUT there claims it; a route naming no campaign);
+// unsure when etcd did not say which cell claimed the campaign.
+func (r *router) uncelledCell(path string) (cell string, unsure bool) {
 	if campaign := campaignOfPath(path); campaign != "" {
-		if cell := r.local.cellOf(campaign); cell != "" {
-			return cell
+		if cell, unsure := r.local.cellOf(campaign); cell != "" {
+			return cell, false
+		} else if unsure {
+			return r.defaultCell, true
 		}
 	}
-	return r.defaultCell
+	return r.defaultCell, false
+}
+
+// notKnownWithoutEtcd replaces the default cell's 404 for a campaign the
+// router sent it only because etcd did not say which cell defines it:
+// another cell may (a pay of a reservation there is no "not found"), so
+// the answer is etcd's silence, 503 LEDGER_UNREACHABLE with Retry-After,
+// and the 404 decided nothing to undo. The default cell's own campaigns
+// are served meanwhile.
+func notKnownWithoutEtcd(ctx *fasthttp.RequestCtx, cell string) {
+	ctx.Response.Reset()
+	ctx.SetStatusCode(httpapi.StatusOf(httpapi.ReasonLedgerUnreachable))
+	ctx.SetContentType("application/json")
+	ctx.Response.Header.Set("Retry-After", httpapi.RetryAfterOf(httpapi.ReasonLedgerUnreachable))
+	ctx.SetBodyString(fmt.Sprintf(`{"error":%q,"detail":"etcd did not answer which cell defines this campaign, and the default cell %s does not know it: retry"}`,
+		httpapi.ReasonLedgerUnreachable, cell))
 }
 
 // forwardBatch splits a batch reserve of a celled SKU by cell, sends the
