@@ -152,7 +152,10 @@ func (c *Client) Feed(ctx context.Context, f FeedRequest) (*FeedPage, error) {
 // Stream reads the feed as Server-Sent Events from f.After and calls
 // handle for each event with the cursor as of it (save it once the event
 // is applied). A dropped stream is opened again after the last event
-// handled (Last-Event-ID). It returns handle's error, ctx's, or an answer
+// handled (Last-Event-ID), or after the id: the stream sent alone past
+// records the request's types leave out, if later (handle is not called
+// for it: a consumer resuming from its saved cursor reads those records
+// again). It returns handle's error, ctx's, or an answer
 // a retry cannot pass (ErrCursorCompacted, ErrCursorDiverged, 4xx).
 func (c *Client) Stream(ctx context.Context, f FeedRequest, handle func(e Event, cursor string) error) error {
 	cursor := f.After
@@ -168,6 +171,10 @@ func (c *Client) Stream(ctx context.Context, f FeedRequest, handle func(e Event,
 			extra: 365 * 24 * time.Hour, // a stream has no end: ctx bounds it
 			stream: func(resp *http.Response) error {
 				return readSSE(resp, func(id, typ string, data []byte) error {
+					if data == nil { // an id: alone
+						cursor = id
+						return nil
+					}
 					if typ == "error" {
 						e := decodeError(answer{status: statusOfStreamError(data), body: data})
 						stop = e
@@ -230,12 +237,14 @@ func statusOfStreamError(data []byte) int {
 	return http.StatusServiceUnavailable
 }
 
-// readSSE reads a text/event-stream body and calls event for each event
-// (comments and retry: lines are skipped).
+// readSSE reads a text/event-stream body and calls event for each event,
+// and with nil data for each message of an id: alone (comments and
+// retry: lines are skipped).
 func readSSE(resp *http.Response, event func(id, typ string, data []byte) error) error {
 	r := bufio.NewReaderSize(resp.Body, 64<<10)
 	var id, typ string
 	var data bytes.Buffer
+	sawID := false // in this message
 	for {
 		line, err := r.ReadBytes('\n')
 		if err != nil {
@@ -244,12 +253,17 @@ func readSSE(resp *http.Response, event func(id, typ string, data []byte) error)
 		line = bytes.TrimRight(line, "\r\n")
 		switch {
 		case len(line) == 0:
-			if data.Len() > 0 {
+			switch {
+			case data.Len() > 0:
 				if err := event(id, typ, data.Bytes()); err != nil {
 					return err
 				}
+			case sawID:
+				if err := event(id, "", nil); err != nil {
+					return err
+				}
 			}
-			typ = ""
+			typ, sawID = "", false
 			data.Reset()
 		case line[0] == ':':
 		default:
@@ -257,7 +271,7 @@ func readSSE(resp *http.Response, event func(id, typ string, data []byte) error)
 			value = bytes.TrimPrefix(value, []byte(" "))
 			switch string(field) {
 			case "id":
-				id = string(value)
+				id, sawID = string(value), true
 			case "event":
 				typ = string(value)
 			case "data":

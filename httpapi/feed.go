@@ -156,16 +156,16 @@ func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, s.feedReply("admin_feed", err))
 	}
 	if wantsStream(ctx) {
-		return s.streamEvents(ctx, func(deadline time.Time) ([]feed.StreamEvent, error) {
+		return s.streamEvents(ctx, r.Cursor(), func(deadline time.Time) ([]feed.StreamEvent, string, error) {
 			page, err := r.Wait(s.feeds, deadline)
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			events := make([]feed.StreamEvent, len(page.Events))
 			for i, e := range page.Events {
 				events[i] = feed.StreamEvent{Cursor: e.ID(), Event: e}
 			}
-			return events, nil
+			return events, page.NextCursor, nil
 		})
 	}
 	page, err := r.Wait(s.feeds, time.Now().Add(p.wait))
@@ -263,7 +263,15 @@ func parseWait(v string) (time.Duration, error) {
 // by the write timeout). The connection closes with the stream. An error
 // after the stream started (compaction, a closed log) is sent as an
 // "error" event with the JSON error body, and ends the stream.
-func (s *Server) streamEvents(ctx *fasthttp.RequestCtx, next func(deadline time.Time) ([]feed.StreamEvent, error)) string {
+//
+// next also returns the cursor after what it read, which moves past the
+// records the types leave out as a page's next_cursor does; when it is
+// past the last id sent (from: the cursor the stream started at), the
+// stream sends it as an id: alone. An EventSource takes that as its last
+// event id and dispatches no event (a message without data:), so a
+// reconnect resumes past those records rather than reading them again,
+// or meeting CURSOR_COMPACTED once snapshots truncated them.
+func (s *Server) streamEvents(ctx *fasthttp.RequestCtx, from string, next func(deadline time.Time) ([]feed.StreamEvent, string, error)) string {
 	conn := ctx.Conn()
 	route, _ := ctx.UserValue(routeKey).(string)
 	writeTimeout, heartbeat := s.cfg.WriteTimeout, s.cfg.FeedHeartbeat
@@ -281,8 +289,9 @@ func (s *Server) streamEvents(ctx *fasthttp.RequestCtx, next func(deadline time.
 		if !flush() {
 			return
 		}
+		lastID := from
 		for s.feeds.Err() == nil {
-			events, err := next(time.Now().Add(heartbeat))
+			events, cursor, err := next(time.Now().Add(heartbeat))
 			if err != nil {
 				fmt.Fprintf(w, "event: error\ndata: %s\n\n", s.feedReply(route, err).body)
 				flush()
@@ -290,11 +299,18 @@ func (s *Server) streamEvents(ctx *fasthttp.RequestCtx, next func(deadline time.
 			}
 			for _, e := range events {
 				writeSSEEvent(w, e.Cursor, e.Event.Type(), e.Event.JSON())
+				lastID = e.Cursor
 			}
-			if len(events) == 0 {
-				if clientClosed(conn) {
-					return
-				}
+			if len(events) == 0 && clientClosed(conn) {
+				return
+			}
+			switch {
+			case cursor != "" && cursor != lastID: // past records left out
+				w.WriteString("id: ")
+				w.WriteString(cursor)
+				w.WriteString("\n\n")
+				lastID = cursor
+			case len(events) == 0:
 				w.WriteString(": ping\n\n")
 			}
 			if !flush() {

@@ -53,13 +53,13 @@ func (s *Server) handleCampaignFeed(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, s.feedReply("admin_campaign_feed", err))
 	}
 	if wantsStream(ctx) {
-		return s.streamEvents(ctx, func(deadline time.Time) ([]feed.StreamEvent, error) {
+		return s.streamEvents(ctx, feed.CampaignCursor(c.Positions()), func(deadline time.Time) ([]feed.StreamEvent, string, error) {
 			before := c.Positions()
 			page, err := c.Wait(s.feeds, deadline)
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
-			return page.StreamEvents(before), nil
+			return page.StreamEvents(before), page.NextCursor, nil
 		})
 	}
 	page, err := c.Wait(s.feeds, time.Now().Add(p.wait))
