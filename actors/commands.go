@@ -49,12 +49,12 @@ func (e *Engine) run(ctx context.Context, campaignID, skuID string, c *call) (*c
 
 // runReservation routes a call by reservation id.
 func (e *Engine) runReservation(ctx context.Context, reservationID string, c *call) (*call, error) {
-	campaignID, skuID, seq, tag, err := sku.ParseReservationID(reservationID)
+	campaignID, skuID, cell, seq, tag, err := sku.ParseCellReservationID(reservationID)
 	if err != nil {
 		c.free()
 		return nil, err
 	}
-	c.Seq, c.Tag = seq, tag
+	c.IDCell, c.Seq, c.Tag = cell, seq, tag
 	return e.run(ctx, campaignID, skuID, c)
 }
 

@@ -293,7 +293,7 @@ func (s *Server) batchItemReply(campaignID, skuID string, st *actors.Stats, it *
 		if f.reason == reasonInternal {
 			s.log.Error("batch reserve failed", "campaign_id", campaignID, "sku_id", skuID, "err", r.Err)
 		}
-		return f.reply(r.Err)
+		return s.failureReply(f, r.Err)
 	}
 	rep, cache := s.reserveReply(&r.Result)
 	if r.Result.Outcome == sku.OutcomeSoldOut && st.Definition.Cell != "" {

@@ -116,11 +116,17 @@ type engineFailure struct {
 	unknown bool
 }
 
-// reply is the answer of failure f of the engine's err (not unknown):
-// its fixed error, or for WRONG_CELL the cell to go to (wrongCellReply).
-func (f engineFailure) reply(err error) reply {
-	if f.reason == reasonWrongCell {
+// failureReply is the answer of failure f of the engine's err (not
+// unknown): its fixed error; for WRONG_CELL the cell to go to
+// (wrongCellReply); for QUEUE_FULL (actors.ErrBusy) the answer of
+// admission's own refusal, with its Retry-After (queueFull): a busy
+// engine decided nothing either, and every 429 says when to retry.
+func (s *Server) failureReply(f engineFailure, err error) reply {
+	switch f.reason {
+	case reasonWrongCell:
 		return wrongCellReply(err)
+	case reasonQueueFull:
+		return s.queueFull()
 	}
 	return errorReply(f.reason, "")
 }

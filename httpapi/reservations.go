@@ -78,7 +78,7 @@ func (s *Server) engineError(route string, err error, statusURL string) reply {
 	if f.reason == reasonInternal {
 		s.log.Error("engine call failed", "route", route, "err", err)
 	}
-	return f.reply(err)
+	return s.failureReply(f, err)
 }
 
 // readError answers the error of a read: like engineError, except that a

@@ -267,7 +267,7 @@ func (s *Server) lead(rkey dedupKey, v verdict, st *actors.Stats, in *doorPassed
 		if f.reason == reasonInternal {
 			s.log.Error("reserve failed", "campaign_id", campaignID, "sku_id", skuID, "err", err)
 		}
-		return f.reply(err), false
+		return s.failureReply(f, err), false
 	}
 	rep, cache := s.reserveReply(&res)
 	if res.Outcome == sku.OutcomeSoldOut && st.Definition.Cell != "" {

@@ -72,8 +72,10 @@ type Call struct {
 
 	// Arguments.
 	RequestID, UserID, PaymentID string
-	// Seq and Tag name a reservation (from its reservation id): a Tag
-	// the SKU did not issue names none (NOT_FOUND). Empty Tag: not checked.
+	// IDCell, Seq and Tag name a reservation (from its reservation id):
+	// an id the SKU did not issue (sku.Machine.Issued) names none
+	// (NOT_FOUND). Empty Tag: not checked.
+	IDCell string
 	Seq    uint32
 	Tag    string
 	Amount int64 // KindPay, minor units

@@ -149,8 +149,8 @@ func (c *Core) Decide(now time.Time, call *Call) {
 func (c *Core) decide(now int64, call *Call, out []sku.Record) []sku.Record {
 	m := c.m
 	kind := call.Kind
-	if call.Tag != "" && !m.ValidTag(call.Seq, call.Tag) {
-		kind = 0 // a wrong tag names no reservation
+	if call.Tag != "" && !m.Issued(call.IDCell, call.Seq, call.Tag) {
+		kind = 0 // an id the SKU did not issue names no reservation
 		call.Result = sku.Result{Outcome: sku.OutcomeNotFound}
 	}
 	switch kind {

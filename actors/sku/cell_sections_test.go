@@ -192,8 +192,8 @@ func TestLotteryWinnerIDsNameNoCell(t *testing.T) {
 		}
 		won++
 		id := v.Reservation.ReservationID
-		_, _, seq, tag, err := ParseReservationID(id)
-		if got, ok := m.Get(seq); err != nil || !ok || !m.ValidTag(seq, tag) || got.ReservationID != id || got.UserID != v.Reservation.UserID {
+		_, _, cell, seq, tag, err := ParseCellReservationID(id)
+		if got, ok := m.Get(seq); err != nil || !ok || !m.Issued(cell, seq, tag) || got.ReservationID != id || got.UserID != v.Reservation.UserID {
 			t.Errorf("winner id %s: seq %d, %v", id, seq, err)
 		}
 		if c := ReservationCell(id); c != "" || strings.Count(id, reservationIDSep) != 3 {
@@ -228,6 +228,31 @@ func TestFrozenAuditCelled(t *testing.T) {
 		corrupt(f)
 		if a := f.Audit(); a.OK() {
 			t.Errorf("%s: the audit passed", name)
+		}
+	}
+}
+
+// TestIssuedNamesTheSKUsCell: a celled SKU issued its reservation ids
+// with its cell; the same sequence number and tag without a cell, or with
+// another cell, name none of its reservations (another cell's SKU has its
+// own key; an id must not have a second spelling), and a SKU that is not
+// celled issued none that names a cell.
+func TestIssuedNamesTheSKUsCell(t *testing.T) {
+	m, _ := celledWithPasses(t, false)
+	res, ok := m.Lookup("r1")
+	if !ok || res.Outcome != OutcomeAccepted {
+		t.Fatalf("r1: %+v %v", res, ok)
+	}
+	_, _, cell, seq, tag, err := ParseCellReservationID(res.Reservation.ReservationID)
+	if err != nil || cell != "c1" {
+		t.Fatalf("id %s: cell %q, %v", res.Reservation.ReservationID, cell, err)
+	}
+	for _, c := range []struct {
+		cell string
+		want bool
+	}{{"c1", true}, {"", false}, {"c2", false}} {
+		if got := m.Issued(c.cell, seq, tag); got != c.want {
+			t.Errorf("Issued(%q, %d, %s) = %v, want %v", c.cell, seq, tag, got, c.want)
 		}
 	}
 }

@@ -339,14 +339,8 @@ func (r *ReservationIDs) Format(seq uint32) string {
 // ReservationCell returns the cell named by a celled SKU's reservation
 // id, and "" for any other id (malformed ones included).
 func ReservationCell(id string) string {
-	parts := strings.Split(id, reservationIDSep)
-	if len(parts) != 5 || !ValidID(parts[2]) {
-		return ""
-	}
-	if _, _, _, _, err := ParseReservationID(id); err != nil {
-		return ""
-	}
-	return parts[2]
+	_, _, cell, _, _, _ := ParseCellReservationID(id)
+	return cell
 }
 
 // idTagger makes the tags of one SKU's reservation ids: hex of the first 8
@@ -399,25 +393,34 @@ var ErrBadReservationID = errors.New("malformed reservation_id")
 
 // ParseReservationID splits an id made by FormatReservationID or
 // FormatCellReservationID (whose cell it skips: see ReservationCell). It
-// checks the form only (ErrBadReservationID otherwise): whether the tag is
-// right is for the SKU to say (Machine.ValidTag).
+// checks the form only (ErrBadReservationID otherwise): whether the SKU
+// issued it is for the SKU to say (Machine.Issued, which needs the cell:
+// ParseCellReservationID).
 func ParseReservationID(id string) (campaignID, skuID string, seq uint32, tag string, err error) {
+	campaignID, skuID, _, seq, tag, err = ParseCellReservationID(id)
+	return campaignID, skuID, seq, tag, err
+}
+
+// ParseCellReservationID is ParseReservationID with the cell the id names:
+// a celled SKU's, "" for a four-part id.
+func ParseCellReservationID(id string) (campaignID, skuID, cell string, seq uint32, tag string, err error) {
 	parts := strings.Split(id, reservationIDSep)
 	if len(parts) == 5 && ValidID(parts[2]) {
-		parts = append(parts[:2], parts[3:]...) // a celled SKU's: the cell is the router's
+		cell = parts[2]
+		parts = append(parts[:2], parts[3:]...)
 	}
 	if len(parts) != 4 {
-		return "", "", 0, "", ErrBadReservationID
+		return "", "", "", 0, "", ErrBadReservationID
 	}
 	c, s, n, t := parts[0], parts[1], parts[2], parts[3]
 	if !ValidID(c) || !ValidID(s) || len(n) == 0 || len(n) > 10 || n[0] == '0' || !validTag(t) {
-		return "", "", 0, "", ErrBadReservationID
+		return "", "", "", 0, "", ErrBadReservationID
 	}
 	v, perr := strconv.ParseUint(n, 10, 32)
 	if perr != nil || v == 0 || v > MaxReservations {
-		return "", "", 0, "", ErrBadReservationID
+		return "", "", "", 0, "", ErrBadReservationID
 	}
-	return c, s, uint32(v), t, nil
+	return c, s, cell, uint32(v), t, nil
 }
 
 func validTag(t string) bool {

@@ -192,10 +192,13 @@ func (m *Machine) Refunds() []Refund {
 	return out
 }
 
-// ValidTag reports whether tag is the tag of reservation seq's id, in
-// constant time: an id with a wrong tag names no reservation.
-func (m *Machine) ValidTag(seq uint32, tag string) bool {
-	if m.idTags == nil {
+// Issued reports whether the SKU issued the reservation id of cell (""
+// for a four-part id), seq and tag, the tag compared in constant time: an
+// id with a wrong tag names no reservation, and neither does one that
+// names another cell than the SKU's (a reservation of another cell, which
+// has its own key, or the same reservation under a second id).
+func (m *Machine) Issued(cell string, seq uint32, tag string) bool {
+	if m.idTags == nil || cell != m.def.Cell {
 		return false
 	}
 	want := m.idTags.tag(seq)

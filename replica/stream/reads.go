@@ -193,14 +193,14 @@ func (s *Standby) Applied(campaignID, skuID string) uint64 {
 // Get returns reservation id as the committed records applied on this
 // standby show it, and the index they reach.
 func (s *Standby) Get(id string) (sku.View, uint64, error) {
-	campaignID, skuID, seq, tag, err := sku.ParseReservationID(id)
+	campaignID, skuID, cell, seq, tag, err := sku.ParseCellReservationID(id)
 	if err != nil {
 		return sku.View{}, 0, ErrNotApplied
 	}
 	var v sku.View
 	found := false
 	applied, err := s.read(skuKey{campaignID, skuID}, func(m *sku.Machine) {
-		if m.ValidTag(seq, tag) {
+		if m.Issued(cell, seq, tag) {
 			v, found = m.Get(seq)
 		}
 	})
