@@ -341,11 +341,13 @@ func (r *run) pickSeq(a uint32) uint32 {
 	return 1 + a%n
 }
 
-// tag gives the call, now and then, the tag of its reservation id: the
-// right one (drawn from the SKU's key, as an id handed to a buyer carries
-// it) or a forged one. It reports whether the tag is forged: the call then
+// tag gives the call, now and then, the tag and cell of its reservation
+// id: the right ones (the tag drawn from the SKU's key and the SKU's cell,
+// as an id handed to a buyer carries them), a forged tag, or the right tag
+// under another cell. It reports whether the id is forged: the call then
 // names no reservation (NOT_FOUND) and changes nothing.
 func (r *run) tag(c *core.Call, b uint32) (forged bool) {
+	c.IDCell = r.model.def.Cell
 	switch b % 16 {
 	case 1:
 		c.Tag = "0123456789abcdef"
@@ -353,6 +355,9 @@ func (r *run) tag(c *core.Call, b uint32) (forged bool) {
 	case 2:
 		c.Tag = r.rightTag(c.Seq)
 		return c.Tag == ""
+	case 3:
+		c.Tag, c.IDCell = r.rightTag(c.Seq), "c9" // no cell of the simulation
+		return c.Tag != ""
 	}
 	return false
 }
