@@ -28,20 +28,26 @@ func (s failingStore) WriteBatch(b *wal.Batch) (int, error) {
 	return s.Store.WriteBatch(b)
 }
 
+// failingLogs are the options of a node whose SKU logs fail every write
+// while fail is set, and open again a millisecond after a failure.
+func failingLogs(fail *atomic.Bool) nodeOptions {
+	return nodeOptions{engine: func(c *actors.Config) {
+		c.ExpiryInterval = 10 * time.Millisecond
+		c.LogFailureRetry = time.Millisecond
+		c.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
+			s, err := wal.OpenTidwallStore(dir, o)
+			return failingStore{s, fail}, err
+		}
+	}}
+}
+
 // A batch the primary shipped and then failed to write is on the standby
 // only; when the primary's log opens again, the standby reconnects, cuts
 // that record (it never committed) and copies what the primary writes in
 // its place.
 func TestPrimaryLogFailureCutsTheShippedTail(t *testing.T) {
 	var fail atomic.Bool
-	p := startPair(t, nodeOptions{engine: func(c *actors.Config) {
-		c.ExpiryInterval = 10 * time.Millisecond
-		c.LogFailureRetry = time.Millisecond
-		c.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
-			s, err := wal.OpenTidwallStore(dir, o)
-			return failingStore{s, &fail}, err
-		}
-	}})
+	p := startPair(t, failingLogs(&fail))
 	n, sb := p.n, p.sb
 	n.primary.Wait([]string{"b"})
 	ids := reserve(t, n.engine, "c1", "s1", 0, 5)
@@ -95,14 +101,7 @@ func began(p *Primary, name string, k skuKey) bool {
 // another record at that index in the same epoch.
 func TestTheCutOfAReopenedLogSurvivesALostBegin(t *testing.T) {
 	var fail atomic.Bool
-	p := startPair(t, nodeOptions{engine: func(c *actors.Config) {
-		c.ExpiryInterval = 10 * time.Millisecond
-		c.LogFailureRetry = time.Millisecond
-		c.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
-			s, err := wal.OpenTidwallStore(dir, o)
-			return failingStore{s, &fail}, err
-		}
-	}})
+	p := startPair(t, failingLogs(&fail))
 	n, px, sb := p.n, p.px, p.sb
 	n.primary.Wait([]string{"b"})
 	ids := reserve(t, n.engine, "c1", "s1", 0, 5)
@@ -172,14 +171,7 @@ func TestTheCutOfAReopenedLogSurvivesALostBegin(t *testing.T) {
 // would commit that next record on a standby that holds the other.
 func TestAnAckOfAClosedConnectionIsNotTaken(t *testing.T) {
 	var fail atomic.Bool
-	n := startPrimary(t, t.TempDir(), 1, nodeOptions{engine: func(c *actors.Config) {
-		c.ExpiryInterval = 10 * time.Millisecond
-		c.LogFailureRetry = time.Millisecond
-		c.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
-			s, err := wal.OpenTidwallStore(dir, o)
-			return failingStore{s, &fail}, err
-		}
-	}})
+	n := startPrimary(t, t.TempDir(), 1, failingLogs(&fail))
 	define(t, n.engine, "c1", "s1")
 	reserve(t, n.engine, "c1", "s1", 0, 1)
 	p := n.primary
@@ -247,14 +239,7 @@ func TestAnAckOfAClosedConnectionIsNotTaken(t *testing.T) {
 // record written takes its index in the same epoch.
 func TestABeginOfAClosedConnectionCountsNothing(t *testing.T) {
 	var fail atomic.Bool
-	n := startPrimary(t, t.TempDir(), 1, nodeOptions{engine: func(c *actors.Config) {
-		c.ExpiryInterval = 10 * time.Millisecond
-		c.LogFailureRetry = time.Millisecond
-		c.WAL.OpenStore = func(dir string, o wal.StoreOptions) (wal.Store, error) {
-			s, err := wal.OpenTidwallStore(dir, o)
-			return failingStore{s, &fail}, err
-		}
-	}})
+	n := startPrimary(t, t.TempDir(), 1, failingLogs(&fail))
 	define(t, n.engine, "c1", "s1")
 	reserve(t, n.engine, "c1", "s1", 0, 1)
 	p := n.primary
