@@ -1,6 +1,7 @@
 package cells
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/valyala/fastjson"
@@ -43,15 +44,13 @@ func NewRoutes(published []Published) *Routes {
 // and body: a reserve by its user's slot through the SKU's map
 // (Published.CellOf: hash(campaign, sku, user_id), or hash(campaign,
 // user_id) when the campaign's purchase limit is "campaign"), a batch reserve split by cell, a reservation by the cell its id
-// names, a request_id lookup to every cell of the SKU, anything else to
+// names (reservation), a request_id lookup to every cell of the SKU, anything else to
 // the default cell.
 func (r *Routes) Decide(method, path string, body []byte) Route {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	switch {
-	case len(parts) >= 3 && parts[0] == "v1" && parts[1] == "reservations":
-		return Route{Cell: sku.ReservationCell(parts[2])}
-	case len(parts) >= 3 && parts[0] == "admin" && parts[1] == "reservations":
-		return Route{Cell: sku.ReservationCell(parts[2])}
+	case len(parts) >= 3 && (parts[0] == "v1" || parts[0] == "admin") && parts[1] == "reservations":
+		return r.reservation(parts[2])
 	case len(parts) >= 5 && parts[0] == "v1" && parts[1] == "campaigns" && parts[3] == "skus":
 		p := r.skus[parts[2]+"/"+parts[4]]
 		if p == nil {
@@ -73,6 +72,21 @@ func (r *Routes) Decide(method, path string, body []byte) Route {
 		return Route{Cell: p.Map.Cells[0]}
 	}
 	return Route{}
+}
+
+// reservation routes a request about reservation id to the cell the id
+// names. A celled SKU's map is frozen, so an id naming a cell outside it
+// names no reservation (a reservation has one id): it goes to the map's
+// first cell, which answers 404 NOT_FOUND as any cell does, rather than to
+// a cell the router may have no address for (503 CELL_UNAVAILABLE, which
+// a client would retry in vain). An id of a SKU the routes do not hold
+// (not celled, or published since they were built) goes to its cell.
+func (r *Routes) reservation(id string) Route {
+	campaignID, skuID, cell, _, _, err := sku.ParseCellReservationID(id)
+	if p := r.skus[campaignID+"/"+skuID]; err == nil && p != nil && cell != "" && !slices.Contains(p.Map.Cells, cell) {
+		return Route{Cell: p.Map.Cells[0]}
+	}
+	return Route{Cell: cell}
 }
 
 // SKU returns a celled SKU as published (its frozen map and its

@@ -49,3 +49,28 @@ func TestRoutes(t *testing.T) {
 		t.Fatal("a repeated cell accepted")
 	}
 }
+
+// TestReservationOfACellOutsideTheMap: a celled SKU's reservation id that
+// names a cell outside the SKU's frozen map names no reservation (a
+// reservation has one id, docs/api.md), so it goes to a cell of the map,
+// which answers 404 NOT_FOUND, not to a cell the router may have no
+// address for (503 CELL_UNAVAILABLE with Retry-After, which a client
+// retries in vain). An id of a SKU the routes do not hold (not celled, or
+// published a moment ago) still goes to the cell it names.
+func TestReservationOfACellOutsideTheMap(t *testing.T) {
+	m, err := EvenMap(1, []string{"c1", "c2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRoutes([]Published{{Definition: sku.Definition{CampaignID: "demo", SKUID: "hot"}, Map: m}})
+	outside := sku.FormatCellReservationID("demo", "hot", "c9", 9, [16]byte{1})
+	for _, path := range []string{"/v1/reservations/" + outside, "/v1/reservations/" + outside + "/cancel", "/admin/reservations/" + outside + "/release"} {
+		if got := r.Decide("POST", path, nil); got.Cell != "c1" {
+			t.Fatalf("%s: %+v, want the map's first cell", path, got)
+		}
+	}
+	unknown := sku.FormatCellReservationID("demo", "new", "c9", 9, [16]byte{1})
+	if got := r.Decide("GET", "/v1/reservations/"+unknown, nil); got.Cell != "c9" {
+		t.Fatalf("a SKU the routes do not hold: %+v, want the cell its id names", got)
+	}
+}

@@ -217,12 +217,17 @@ func (c *Client) do(ctx context.Context, r request) (answer, error) {
 			return a, nil
 		case a.status == http.StatusMisdirectedRequest:
 			next := c.follow(base, a.location, e)
-			if next == nil || redirects == maxRedirects {
+			if next != nil && redirects < maxRedirects {
+				base, redirects = next, redirects+1
+				attempt-- // a redirect is not a failed attempt
+				continue
+			}
+			if next != nil || e.RetryAfter == 0 {
 				return answer{status: a.status}, e
 			}
-			base, redirects = next, redirects+1
-			attempt-- // a redirect is not a failed attempt
-			continue
+			// A replica that knows no primary yet (a failover in
+			// progress) applied nothing and asks to be asked again.
+			last, wait = e, e.RetryAfter
 		default:
 			if !e.retryable() {
 				return answer{status: a.status}, e

@@ -25,8 +25,10 @@
 //     reservation and sends again when it did not take effect.
 //   - 421 is followed: WRONG_CELL to the cell the answer names (Options.Cells
 //     maps cell ids to base URLs), and any 421 with a Location to that
-//     address (a replica set's NOT_PRIMARY). A reservation id that names a
-//     cell (campaign~sku~cell~seq~tag) is sent to that cell directly.
+//     address (a replica set's NOT_PRIMARY); a NOT_PRIMARY that names no
+//     primary (a failover in progress) carries Retry-After and is sent to
+//     the same address again after it, as a 503 is. A reservation id that
+//     names a cell (campaign~sku~cell~seq~tag) is sent to that cell directly.
 //   - Every call takes a context: its deadline bounds the whole call,
 //     retries included; Options.AttemptTimeout bounds each attempt.
 //   - Connections are kept alive and reused (one pool per Client; share a

@@ -214,7 +214,11 @@ type BatchResult struct {
 // gateway forwards its buyers. Items answered 429, 503 or 504 are settled
 // as Reserve settles them (504 by the lookup) and sent again, together,
 // after the longest Retry-After, within MaxAttempts and ctx; the others
-// keep their answer. An error is returned only for the request as a whole.
+// keep their answer. An error is returned only when the first request
+// fails as a whole (no item is known then). A resend that fails leaves
+// each of its items with that error and the answers of the first request
+// standing: a reservation made is never dropped, and an item's RequestID
+// (drawn when not given) resends it without a second reservation.
 func (c *Client) ReserveBatch(ctx context.Context, campaignID, skuID string, items []BatchItem) ([]BatchResult, error) {
 	results := make([]BatchResult, len(items))
 	bodies := make([]reserveBody, len(items))
@@ -236,10 +240,6 @@ func (c *Client) ReserveBatch(ctx context.Context, campaignID, skuID string, ite
 		if err != nil {
 			return nil, err
 		}
-		a, err := c.do(ctx, request{method: http.MethodPost, path: pathSKU(campaignID, skuID, "/reservations:batch"), body: body})
-		if err != nil {
-			return nil, err
-		}
 		var out struct {
 			Results []struct {
 				Status     int             `json:"status"`
@@ -247,11 +247,21 @@ func (c *Client) ReserveBatch(ctx context.Context, campaignID, skuID string, ite
 				RetryAfter float64         `json:"retry_after"`
 			} `json:"results"`
 		}
-		if err := decode(a, &out, "batch reserve"); err != nil {
+		a, err := c.do(ctx, request{method: http.MethodPost, path: pathSKU(campaignID, skuID, "/reservations:batch"), body: body})
+		if err == nil {
+			err = decode(a, &out, "batch reserve")
+		}
+		if err == nil && len(out.Results) != len(pending) {
+			err = fmt.Errorf("seckill: batch reserve: %d results for %d items", len(out.Results), len(pending))
+		}
+		if err != nil && attempt == 1 {
 			return nil, err
 		}
-		if len(out.Results) != len(pending) {
-			return nil, fmt.Errorf("seckill: batch reserve: %d results for %d items", len(out.Results), len(pending))
+		if err != nil { // a resend: what the earlier requests decided stands
+			for _, i := range pending {
+				results[i].Err = err
+			}
+			return results, nil
 		}
 		var again []int
 		var wait time.Duration

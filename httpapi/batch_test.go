@@ -256,3 +256,27 @@ func TestBatchTakesOnePermitPerItem(t *testing.T) {
 		t.Fatalf("after the batch: %+v", results)
 	}
 }
+
+// A batch body may be 512 KiB, as docs/api.md says: one of exactly
+// 524,288 bytes (a full batch padded with JSON whitespace) is served, one
+// byte more is 413 BODY_TOO_LARGE naming the limit.
+func TestBatchBodyLimitIs512KiB(t *testing.T) {
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("c", "15m", map[string]int{"s": 5}))
+	path := "/v1/campaigns/c/skus/s/reservations:batch"
+	items := make([]string, httpapi.MaxBatchItems)
+	for i := range items {
+		items[i] = fmt.Sprintf(`{"request_id":"r%d","user_id":"u%d"}`, i, i)
+	}
+	batch := `{"items":[` + strings.Join(items, ",") + `]}`
+	const limit = 512 << 10
+	full := batch + strings.Repeat(" ", limit-len(batch))
+	r := ts.post(path, full)
+	if r.status != http.StatusOK {
+		t.Fatalf("a batch body of %d bytes (512 KiB): %d %s", len(full), r.status, r.raw)
+	}
+	want(t, ts.post(path, full+" "), http.StatusRequestEntityTooLarge, "BODY_TOO_LARGE")
+	if d := ts.post(path, full+" ").str("detail"); d != "request body larger than 524288 bytes" {
+		t.Fatalf("detail %q", d)
+	}
+}

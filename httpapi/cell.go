@@ -40,6 +40,9 @@ const (
 	// ReasonInternal is seckilld's answer to a request whose handler
 	// panicked, which the router gives too.
 	ReasonInternal = reasonInternal
+	// ReasonMethodNotAllowed is seckilld's answer to a method a route does
+	// not serve, which the router's own routes give too.
+	ReasonMethodNotAllowed = reasonMethodNotAllowed
 )
 
 // CellGuard is the optional part of an Engine that serves one cell of

@@ -340,12 +340,16 @@ func (r *router) handle(ctx *fasthttp.RequestCtx) {
 		ctx.Request.SetHost(ctx.LocalAddr().String())
 	}
 	if string(ctx.Path()) == "/healthz" {
-		ctx.SetStatusCode(fasthttp.StatusOK)
-		ctx.SetBodyString(`{"status":"ok"}`)
+		if ownMethod(ctx) {
+			ctx.SetContentType("application/json")
+			ctx.SetBodyString(`{"status":"ok"}`)
+		}
 		return
 	}
 	if campaign, skuID, ok := routerMapPath(string(ctx.Path())); ok {
-		r.answerMap(ctx, campaign, skuID)
+		if ownMethod(ctx) {
+			r.answerMap(ctx, campaign, skuID)
+		}
 		return
 	}
 	route := r.routes.Load().Decide(string(ctx.Method()), string(ctx.Path()), ctx.PostBody())

@@ -7046,6 +7046,8 @@ type LookupRequestResponse struct {
 	JSON200 *RequestLookup
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *QueueFull
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -7068,6 +7070,11 @@ func (r LookupRequestResponse) GetJSON200() *RequestLookup {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r LookupRequestResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r LookupRequestResponse) GetJSON422() *Error {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -10669,6 +10676,13 @@ func ParseLookupRequestResponse(rsp *http.Response) (*LookupRequestResponse, err
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest QueueFull
