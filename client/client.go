@@ -251,7 +251,9 @@ func (c *Client) do(ctx context.Context, r request) (answer, error) {
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			return answer{}, last
+			// The caller gave up: the context's error, and the server's
+			// answer still readable with errors.As.
+			return answer{}, fmt.Errorf("%w (last: %w)", ctx.Err(), last)
 		}
 	}
 }

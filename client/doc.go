@@ -30,7 +30,9 @@
 //     the same address again after it, as a 503 is. A reservation id that
 //     names a cell (campaign~sku~cell~seq~tag) is sent to that cell directly.
 //   - Every call takes a context: its deadline bounds the whole call,
-//     retries included; Options.AttemptTimeout bounds each attempt.
+//     retries included; Options.AttemptTimeout bounds each attempt. A
+//     context cancelled during a wait ends the call with an error that is
+//     errors.Is the context's error and errors.As the last answer's *Error.
 //   - Connections are kept alive and reused (one pool per Client; share a
 //     Client between goroutines).
 //   - Options.FastHTTP sends the calls over fasthttp instead of net/http

@@ -394,3 +394,66 @@ func TestReservationTimeLayouts(t *testing.T) {
 		}
 	}
 }
+
+// A context cancelled while the call waits out a Retry-After ends the call
+// at once with the context's error, the server's answer still readable.
+// The wait is the same code over either transport; net/http lets the test
+// see the client close the answer's body, after which it only waits.
+func TestCancelDuringRetryAfter(t *testing.T) {
+	s := &script{answer: func(int, *http.Request) (int, map[string]string, string) {
+		return 503, map[string]string{"Retry-After": "60"}, `{"error":"UNAVAILABLE"}`
+	}}
+	ts := serve(t, s)
+	read := make(chan struct{}, 1)
+	hc := &http.Client{Transport: closeSignal{http.DefaultTransport, read}}
+	c, err := client.New(client.Options{BaseURL: ts.URL, HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Reserve(ctx, click)
+		done <- err
+	}()
+	<-read
+	cancel()
+	err = <-done
+	var e *client.Error
+	if !errors.Is(err, context.Canceled) || !errors.As(err, &e) || e.Code != "UNAVAILABLE" {
+		t.Fatalf("got %v, want context.Canceled carrying the 503 UNAVAILABLE", err)
+	}
+	if len(s.requests()) != 1 {
+		t.Fatalf("%d attempts", len(s.requests()))
+	}
+}
+
+// closeSignal is a transport whose answers' bodies signal closed when
+// the client closes them.
+type closeSignal struct {
+	http.RoundTripper
+	closed chan<- struct{}
+}
+
+func (c closeSignal) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.RoundTripper.RoundTrip(r)
+	if err == nil {
+		resp.Body = signalBody{resp.Body, c.closed}
+	}
+	return resp, err
+}
+
+type signalBody struct {
+	io.ReadCloser
+	closed chan<- struct{}
+}
+
+func (b signalBody) Close() error {
+	err := b.ReadCloser.Close()
+	select {
+	case b.closed <- struct{}{}:
+	default:
+	}
+	return err
+}
