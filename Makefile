@@ -183,7 +183,7 @@ sim:
 	$(if $(SEED),,./$(BIN)/seckill-sim -replicas -steps $(SIM_STEPS) -seeds $(SIM_SEEDS))
 
 ## sim-mutants: build the simulator with each planted bug and fail if one survives 2,000 seeds.
-SIM_MUTANTS := ackbeforefsync keeptorntail retryfsync replaytwice timerexpiry healfsync releaseunknown releasewaitlisted probeskip ignorecommitlatency feedretention drawtimers auditcooldown agentnoreadback creditbeforereturn \
+SIM_MUTANTS := ackbeforefsync keeptorntail retryfsync replaytwice timerexpiry healfsync backoffreset releaseunknown releasewaitlisted probeskip ignorecommitlatency feedretention drawtimers auditcooldown agentnoreadback creditbeforereturn \
 	ha_ackbeforestandby ha_promotenotsync ha_dropafterack ha_acceptlowerepoch ha_rejoinnocut ha_basecopynosnapshot ha_snapshotpastkept
 sim-mutants:
 	@survived=""; for m in $(SIM_MUTANTS); do \

@@ -73,7 +73,7 @@ func (a *skuActor) newShell(ctx actor.Context) *shell.Shell {
 		},
 		OpenLog: a.openLog,
 		Snapshots: skuSnapshots{
-			Files: snapshot.Files{Dir: snapshot.Dir(a.h.dir.Snapshots()),
+			Files: snapshot.Files{Dir: snapshot.Dir(a.h.dir.Snapshots()), CampaignID: a.h.campaignID, SKUID: a.h.skuID,
 				Options: snapshot.Options{NoSync: c.Fsync == wal.FsyncNeverBenchmarkOnly}},
 			writers: c.snapshotWriters,
 		},

@@ -328,3 +328,45 @@ func TestLostWALFolderIsNotForgotten(t *testing.T) {
 		t.Fatalf("redefining a SKU whose log is gone: %v", err)
 	}
 }
+
+// A snapshot of another SKU in a SKU's snapshots folder (a file copied
+// into the wrong folder) is not one of the SKU's snapshots: recovery
+// passes over it (recovery.OtherSKU), so pruning must not count it among
+// those kept, or the SKU's own snapshot is removed, the log truncated up
+// to the foreign file's index, and the next start finds no base for the
+// SKU's history.
+func TestForeignSnapshotIsNotKeptInsteadOfTheSKUs(t *testing.T) {
+	dir, clock := t.TempDir(), &fakeClock{}
+	cfg := snapConfig(dir, clock)
+	cfg.SnapshotEvery, cfg.SnapshotKeep = -1, 1
+	e := openWith(t, cfg)
+	other := testDef(10)
+	other.SKUID = "s2"
+	for _, d := range []sku.Definition{testDef(700), other} {
+		if err := e.Define(ctxT(t), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	foreign, err := e.Snapshot(ctxT(t), "c1", "s2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, m, err := snapshot.Read(foreign.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snapshot.Write(filepath.Join(dir, "c1", "s1", "snapshots"), m.Freeze(), 1_000_000, snapshot.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	history(t, e, clock, 0, 1000)
+	if _, err := e.Snapshot(ctxT(t), "c1", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	want := stateHash(t, e)
+	e.Close()
+
+	e = openWith(t, cfg)
+	if got, err := e.StateHash(ctxT(t), "c1", "s1"); err != nil || got != want {
+		t.Fatalf("after a restart beside a foreign snapshot: %v (state equal: %v)", err, got == want)
+	}
+}

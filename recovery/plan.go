@@ -148,7 +148,10 @@ func (p *planner) set(i int, v Verdict, err error) {
 	s := &p.res.Snapshots[i]
 	s.Verdict, s.Err = v, err
 	s.Status = statusText(v, err, p.first, p.last)
-	if v == Corrupt || v == Differs {
+	// In verify mode a snapshot of another SKU is a problem too: the
+	// engine passes over it, but a misplaced file in a SKU's folder is
+	// what the operator should hear of.
+	if v == Corrupt || v == Differs || (v == OtherSKU && p.o.Verify) {
 		p.res.Problems = append(p.res.Problems, fmt.Sprintf("snapshot %s: %s", s.Path, s.Status))
 	}
 }

@@ -11,8 +11,8 @@ import (
 type Verdict uint8
 
 // Verdicts. Usable, Base and Matches are good; Corrupt, Differs and
-// ProvesShortLog are problems; the others say why a sound snapshot was not
-// used.
+// ProvesShortLog are problems, and OtherSKU in verify mode; the others say
+// why a sound snapshot was not used.
 const (
 	// Usable: it could start the replay (another one did).
 	Usable Verdict = iota + 1

@@ -115,6 +115,8 @@ type run struct {
 	starting bool
 	// failure is the first check a host callback found failing.
 	failure error
+	// backoff is the model of the recoveries from disk (backoff.go).
+	backoff backoff
 	// round counts the records of the shell's last round (Host.Appending).
 	round int
 
@@ -298,6 +300,7 @@ func (r *run) setUp() error {
 // log and recovers with the recovery plan; then the checks of a recovery.
 func (r *run) start() error {
 	r.sh = shell.New(r.shellConfig())
+	r.backoff = backoff{}
 	r.starting = true
 	err := r.sh.Recover(r.t())
 	r.starting = false
@@ -477,6 +480,9 @@ func (r *run) afterInput() error {
 	}
 	if r.failure != nil {
 		return r.failure
+	}
+	if err := r.checkBackoff(r.recovery); err != nil {
+		return err
 	}
 	if rec := r.recovery; rec != nil {
 		r.recovery = nil

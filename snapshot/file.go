@@ -232,15 +232,26 @@ func ReadHeader(path string) (Header, error) {
 }
 
 // Prune removes every snapshot file of dir but the keep newest (keep >= 1)
-// and fsyncs dir if it removed any. It returns the index of the oldest
-// snapshot kept (0 when there is none) and the paths removed.
-func Prune(dir string, keep int, sync bool) (oldestKept uint64, removed []string, err error) {
+// of SKU campaignID/skuID and fsyncs dir if it removed any. It returns the
+// index of the oldest snapshot kept (0 when there is none) and the paths
+// removed. A file whose header does not name that SKU at the index its
+// name says (a snapshot of another SKU copied in, a damaged header) is
+// neither counted nor removed: recovery passes over it, so keeping it
+// instead of one of the SKU's own would leave the log truncated up to a
+// snapshot nothing can start from.
+func Prune(dir, campaignID, skuID string, keep int, sync bool) (oldestKept uint64, removed []string, err error) {
 	if keep < 1 {
 		return 0, nil, fmt.Errorf("snapshot: keep %d, want at least 1", keep)
 	}
-	files, err := List(dir)
+	listed, err := List(dir)
 	if err != nil {
 		return 0, nil, err
+	}
+	var files []File
+	for _, f := range listed {
+		if h, err := ReadHeader(f.Path); err == nil && h.Index == f.Index && h.CampaignID == campaignID && h.SKUID == skuID {
+			files = append(files, f)
+		}
 	}
 	if len(files) == 0 {
 		return 0, nil, nil

@@ -206,7 +206,7 @@ func TestLoadNewestFallsBack(t *testing.T) {
 	if got == nil || got.Index != 2 || len(refused) != 2 {
 		t.Fatalf("with accept: %+v %v", got, refused)
 	}
-	oldest, removed, err := Prune(dir, 2, true)
+	oldest, removed, err := Prune(dir, "c1", "s1", 2, true)
 	if err != nil || oldest != 3 || len(removed) != 1 || removed[0] != first.Path {
 		t.Fatalf("prune: %d %v %v", oldest, removed, err)
 	}
@@ -307,5 +307,32 @@ func TestReadRefusesAFileByItsHeader(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("Read of a file that is not a snapshot waited for the whole file")
+	}
+}
+
+// Prune counts and removes the snapshots of its SKU only: a snapshot of
+// another SKU (even the newest) and a file whose header does not read are
+// left in place and never stand for one of the SKU's own.
+func TestPruneKeepsTheSKUsOwn(t *testing.T) {
+	dir := t.TempDir()
+	h := newHistory(testDef)
+	own := []Info{writeAt(t, dir, h.m, 2)}
+	h.m.Reserve(h.now, "r1", "u1", nil)
+	own = append(own, writeAt(t, dir, h.m, 3))
+	otherDef := testDef
+	otherDef.SKUID = "s2"
+	other := newHistory(otherDef)
+	foreign := writeAt(t, dir, other.m, 9)
+	garbage := filepath.Join(dir, Name(8))
+	if err := os.WriteFile(garbage, []byte("not a snapshot"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	oldest, removed, err := Prune(dir, "c1", "s1", 1, true)
+	if err != nil || oldest != 3 || len(removed) != 1 || removed[0] != own[0].Path {
+		t.Fatalf("prune: oldest kept %d, removed %v, %v", oldest, removed, err)
+	}
+	files, _ := List(dir)
+	if len(files) != 3 || files[0].Path != own[1].Path || files[1].Path != garbage || files[2].Path != foreign.Path {
+		t.Fatalf("after prune: %+v", files)
 	}
 }

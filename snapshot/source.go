@@ -48,7 +48,10 @@ func (d Dir) Read(f File) (Header, *sku.Machine, error) { return Read(f.Path) }
 // actors/shell).
 type Files struct {
 	Dir
-	Options Options
+	// CampaignID and SKUID name the SKU: Prune keeps and removes its
+	// snapshots only.
+	CampaignID, SKUID string
+	Options           Options
 }
 
 // Write is Write in the folder.
@@ -56,9 +59,10 @@ func (f Files) Write(fr *sku.Frozen, index uint64) (Info, error) {
 	return Write(string(f.Dir), fr, index, f.Options)
 }
 
-// Prune is Prune in the folder, fsyncing it unless Options.NoSync.
+// Prune is Prune of the SKU's snapshots in the folder, fsyncing it unless
+// Options.NoSync.
 func (f Files) Prune(keep int) (oldestKept uint64, err error) {
-	oldestKept, _, err = Prune(string(f.Dir), keep, !f.Options.NoSync)
+	oldestKept, _, err = Prune(string(f.Dir), f.CampaignID, f.SKUID, keep, !f.Options.NoSync)
 	return oldestKept, err
 }
 

@@ -167,7 +167,11 @@ func (s *Shell) Commit(now time.Time) {
 // backoff after a recovery). One load and one comparison.
 func (s *Shell) noteDurable() {
 	if s.log != nil {
-		s.core.Durable(s.log.DurableIndex())
+		durable := s.log.DurableIndex()
+		if mutantBackoffReset {
+			durable = s.log.LastIndex()
+		}
+		s.core.Durable(durable)
 	}
 }
 

@@ -1109,3 +1109,33 @@ func TestHARefusesAnInvalidReplicaSetName(t *testing.T) {
 		}
 	}
 }
+
+// TestRestorePassesOverAForeignSnapshot: a snapshot of another SKU
+// put in a SKU's snapshots folder (a file copied into the wrong folder) is
+// passed over by seckillctl as by the engine, which judges a snapshot by
+// the SKU the folder's place names: a restore from the folder is of its
+// own SKU with the state the engine rebuilds, never of the foreign one
+// with this SKU's log copied beside it.
+func TestRestorePassesOverAForeignSnapshot(t *testing.T) {
+	f := newFixture(t)
+	other := smallSKU(t, t.TempDir(), "c1", "s2")
+	st, err := loadState(other, loadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Newer than the folder's own snapshot and within its log: the newest
+	// usable one, were it of this SKU.
+	if _, err := snapshot.Write(filepath.Join(f.skuDir, "snapshots"), st.m.Freeze(), f.lastIndex, snapshot.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	got, h, _ := restoreAndOpen(t, "--from", f.skuDir, "--to", t.TempDir())
+	if got.CampaignID != "c1" || got.SKUID != "s1" || h != f.hash || got.StateHash != hashHex(f.hash) {
+		t.Fatalf("restore beside a foreign snapshot: %+v, want c1/s1 with state %x", got, f.hash)
+	}
+	// verify names the misplaced file as a problem.
+	code, out, _ := ctl(t, "verify", f.skuDir)
+	if report := verifySKUReport(t, out); code != exitFailed || report.OK || len(report.Problems) != 1 ||
+		!strings.Contains(report.Problems[0], snapshot.Name(f.lastIndex)+": of another SKU: it is of c1/s2") {
+		t.Fatalf("verify beside a foreign snapshot: exit %d\n%s", code, out)
+	}
+}

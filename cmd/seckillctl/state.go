@@ -70,8 +70,16 @@ func loadStateOnce(skuDir string, o loadOptions) (st *state, short *recovery.Sho
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err := recovery.Plan(log, snapshot.Dir(skudir.Dir(skuDir).Snapshots()),
-		recovery.Options{UntilIndex: o.untilIndex, UntilTime: o.untilTime, Verify: o.verify})
+	dir := skudir.Dir(skuDir)
+	ro := recovery.Options{UntilIndex: o.untilIndex, UntilTime: o.untilTime, Verify: o.verify}
+	// The SKU is the one the folder's place names, as seckilld reads it:
+	// a snapshot of another SKU copied into its snapshots folder is passed
+	// over here as there, not restored or exported in its stead. A folder
+	// whose name is no id (a copy renamed by hand) takes any.
+	if c, s := dir.IDs(); sku.ValidID(c) && sku.ValidID(s) {
+		ro.CampaignID, ro.SKUID = c, s
+	}
+	res, err := recovery.Plan(log, snapshot.Dir(dir.Snapshots()), ro)
 	switch {
 	case errors.As(err, &short):
 		return nil, short, err
