@@ -57,6 +57,12 @@ const (
 	// RefundNotRecorded: a payment seckill recorded for refund that
 	// order_refunds lacks.
 	RefundNotRecorded = "REFUND_NOT_RECORDED"
+	// RefundNotInSeckill: a refund row of order_refunds for a payment
+	// seckill did not record for refund (the payment that paid the
+	// reservation, or one seckill does not know): the order service applied
+	// another history, as after a restore its orders were not re-anchored
+	// after. No re-delivery repairs it.
+	RefundNotInSeckill = "REFUND_NOT_IN_SECKILL"
 	// TokenNotInOrders: a unit sold (its reservation PAID) that no order
 	// holds: the order is missing, or names another token.
 	TokenNotInOrders = "TOKEN_NOT_IN_ORDERS"
@@ -228,7 +234,35 @@ func compareOne(res *Reservation, o *orders.Order) []Difference {
 			out = append(out, d(RefundNotRecorded, "refund required: payment "+p, "no refund row", redeliver(res.ReservationID)))
 		}
 	}
+	for _, p := range o.Refunds {
+		if !slices.Contains(res.Refunds, p) {
+			out = append(out, d(RefundNotInSeckill, seckillSideOf(res, p), "refund row: payment "+p, refundNotInSeckillRepair(res.ReservationID, p)))
+		}
+	}
 	return out
+}
+
+// seckillSideOf says what seckill holds of payment p of res, which it did
+// not record for refund.
+func seckillSideOf(res *Reservation, p string) string {
+	if res.State == orders.StatePaid && res.PaymentID == p {
+		return "payment " + p + " paid the reservation: no refund"
+	}
+	return "no payment " + p
+}
+
+// refundNotInSeckillRepair is the repair of a refund row seckill does not
+// list: the orders' history is not seckill's, so nothing is re-delivered.
+func refundNotInSeckillRepair(id, p string) string {
+	return "do not refund payment " + p + " of reservation " + id + " on this row alone: seckill recorded no refund for it. " +
+		"If the SKU was restored, run seckill-orders reanchor for the campaign (it sets such rows apart in diverged_refunds); " +
+		"otherwise check the payment by hand; seckill needs nothing"
+}
+
+// fromFeed reports whether d's repair re-delivers its reservation's events
+// (NameEvents reads them): not for an order or refund row seckill lacks.
+func fromFeed(d Difference) bool {
+	return d.ReservationID != "" && d.Kind != OrphanOrder && d.Kind != RefundNotInSeckill
 }
 
 func describe(res *Reservation) string {

@@ -63,3 +63,30 @@ func TestRefundsAndTotals(t *testing.T) {
 		t.Fatalf("%v", got)
 	}
 }
+
+// A refund row the order database holds for a payment seckill never
+// recorded for refund is a difference, whether the payment is the one that
+// paid the reservation (refunding it gives the money back for a sale) or
+// one seckill does not know: the order service applied a history seckill
+// no longer has (a restore its orders were not re-anchored after).
+func TestRefundRowSeckillNeverRecorded(t *testing.T) {
+	res := []reconcile.Reservation{
+		{ReservationID: "c~s~1~a", RequestID: "r1", UserID: "u1", SKUID: "s", TokenID: 1, State: "PAID", PaymentID: "p1", ChangedAt: now.Add(-time.Hour)},
+		{ReservationID: "c~s~2~b", RequestID: "r2", UserID: "u2", SKUID: "s", TokenID: 2, State: "CLOSED", Refunds: []string{"late"}, ChangedAt: now.Add(-time.Hour)},
+	}
+	byID := map[string]*orders.Order{
+		"c~s~1~a": {ReservationID: "c~s~1~a", RequestID: "r1", UserID: "u1", SKUID: "s", TokenID: 1, State: "PAID", PaymentID: "p1", Refunds: []string{"p1"}},
+		"c~s~2~b": {ReservationID: "c~s~2~b", RequestID: "r2", UserID: "u2", SKUID: "s", TokenID: 2, State: "REFUND_REQUIRED", Refunds: []string{"late", "other"}},
+	}
+	skus := []reconcile.SKU{{SKUID: "s", SaleLimit: 2, Available: 1, Confirmed: 1}}
+	r := reconcile.Compare("c", "", res, skus, byID, 30*time.Second, now)
+	want := []string{"REFUND_NOT_IN_SECKILL c~s~1~a", "REFUND_NOT_IN_SECKILL c~s~2~b"}
+	if got := kinds(r); len(got) != 2 || got[0] != want[0] || got[1] != want[1] || r.Clean {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for _, d := range r.Differences {
+		if d.Orders == "" || d.Repair == "" || d.Seckill == "" {
+			t.Fatalf("difference without its sides or repair: %+v", d)
+		}
+	}
+}
