@@ -188,11 +188,16 @@ func expected(res *Reservation) string {
 	return res.State
 }
 
-// behind reports whether order o has not yet caught up with res (an
-// earlier state on res's path): in flight, not a difference, within the lag.
+// behind reports whether order o has not yet caught up with res: in an
+// earlier state on res's path (PENDING_PAYMENT, then PAID, or CLOSED then
+// REFUND_REQUIRED), or in its state with fewer refunds. In flight, not a
+// difference, within the lag; an order in a state res never passes through
+// (CLOSED for PAID, PAID for CLOSED) is not behind.
 func behind(o *orders.Order, res *Reservation) bool {
-	rank := map[string]int{orders.StatePendingPayment: 0, orders.StatePaid: 1, orders.StateClosed: 1, orders.StateRefundRequired: 2}
-	return o.State != expected(res) && rank[o.State] <= rank[expected(res)] || len(o.Refunds) < len(res.Refunds)
+	want := expected(res)
+	earlier := o.State != want && (o.State == orders.StatePendingPayment ||
+		o.State == orders.StateClosed && want == orders.StateRefundRequired)
+	return earlier || o.State == want && len(o.Refunds) < len(res.Refunds)
 }
 
 // redeliver is the repair of an order that lacks some of its

@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -88,5 +89,29 @@ func TestRefundRowSeckillNeverRecorded(t *testing.T) {
 		if d.Orders == "" || d.Repair == "" || d.Seckill == "" {
 			t.Fatalf("difference without its sides or repair: %+v", d)
 		}
+	}
+}
+
+// Within the lag, an order in a state its reservation never passes
+// through (CLOSED for a PAID reservation, PAID for a CLOSED one) is not
+// behind: it is a difference at once, as an order ahead is.
+func TestDivergedStateIsNotInFlight(t *testing.T) {
+	recent := now.Add(-time.Second)
+	res := []reconcile.Reservation{
+		{ReservationID: "c~s~1~a", RequestID: "r1", UserID: "u1", SKUID: "s", TokenID: 1, State: "PAID", PaymentID: "p", ChangedAt: recent},
+		{ReservationID: "c~s~2~b", RequestID: "r2", UserID: "u2", SKUID: "s", TokenID: 2, State: "CLOSED", Refunds: []string{"late"}, ChangedAt: recent},
+		{ReservationID: "c~s~3~c", RequestID: "r3", UserID: "u3", SKUID: "s", TokenID: 3, State: "CLOSED", Refunds: []string{"late"}, ChangedAt: recent},
+	}
+	byID := map[string]*orders.Order{
+		"c~s~1~a": {ReservationID: "c~s~1~a", RequestID: "r1", UserID: "u1", SKUID: "s", TokenID: 1, State: "CLOSED"},
+		"c~s~2~b": {ReservationID: "c~s~2~b", RequestID: "r2", UserID: "u2", SKUID: "s", TokenID: 2, State: "PAID", PaymentID: "p"},
+		// behind: CLOSED, its refund not applied yet
+		"c~s~3~c": {ReservationID: "c~s~3~c", RequestID: "r3", UserID: "u3", SKUID: "s", TokenID: 3, State: "CLOSED"},
+	}
+	skus := []reconcile.SKU{{SKUID: "s", SaleLimit: 3, Available: 2, Confirmed: 1}}
+	r := reconcile.Compare("c", "", res, skus, byID, 30*time.Second, now)
+	want := []string{"STATE_MISMATCH c~s~1~a", "REFUND_NOT_RECORDED c~s~2~b", "STATE_MISMATCH c~s~2~b"}
+	if got := kinds(r); strings.Join(got, ",") != strings.Join(want, ",") || r.InFlight != 1 {
+		t.Fatalf("got %v with %d in flight, want %v with 1", got, r.InFlight, want)
 	}
 }
