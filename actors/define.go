@@ -67,12 +67,18 @@ func (e *Engine) DefineAll(ctx context.Context, defs []sku.Definition, each time
 			errs[i] = ErrNotBegun
 		}
 	}
-	var failed atomic.Bool
+	// failedAt is the least index whose definition failed (n: none). Go
+	// waits for a free slot, so the goroutines start in the list's order,
+	// but they run in any: one may fail before another started ahead of it
+	// has begun, which must still define (only those after a failure are
+	// not begun).
+	var failedAt atomic.Int64
+	failedAt.Store(int64(n))
 	var g errgroup.Group
 	g.SetLimit(skudir.AtOnce)
 	for i := range defs[:n] {
-		g.Go(func() error { // Go waits for a free slot: they begin in the list's order
-			if failed.Load() {
+		g.Go(func() error {
+			if failedAt.Load() < int64(i) {
 				errs[i] = ErrNotBegun
 				return nil
 			}
@@ -83,7 +89,7 @@ func (e *Engine) DefineAll(ctx context.Context, defs []sku.Definition, each time
 			h, err := e.define(dctx, defs[i])
 			cancel()
 			if err != nil {
-				failed.Store(true) // before the discard: none begins meanwhile
+				failedBefore(&failedAt, i) // before the discard: none after it begins meanwhile
 			}
 			if h != nil {
 				e.discard(h)
@@ -94,6 +100,12 @@ func (e *Engine) DefineAll(ctx context.Context, defs []sku.Definition, each time
 	}
 	_ = g.Wait() // each error is in errs
 	return errs
+}
+
+// failedBefore lowers at to i when i is less.
+func failedBefore(at *atomic.Int64, i int) {
+	for cur := at.Load(); int64(i) < cur && !at.CompareAndSwap(cur, int64(i)); cur = at.Load() {
+	}
 }
 
 // checkList runs DefineAll's checks over defs in order and returns how

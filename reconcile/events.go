@@ -20,7 +20,7 @@ func NameEvents(ctx context.Context, r *Report, feedOf func(cell string) (*clien
 	type feedKey struct{ cell, sku string }
 	wanted := map[feedKey]map[string]bool{}
 	for _, d := range r.Differences {
-		if d.ReservationID == "" || d.Kind == OrphanOrder {
+		if !fromFeed(d) {
 			continue
 		}
 		k := feedKey{sku.ReservationCell(d.ReservationID), d.SKUID}
@@ -45,7 +45,7 @@ func NameEvents(ctx context.Context, r *Report, feedOf func(cell string) (*clien
 	}
 	for i := range r.Differences {
 		d := &r.Differences[i]
-		if d.ReservationID == "" || d.Kind == OrphanOrder {
+		if !fromFeed(*d) {
 			continue
 		}
 		es := events[d.ReservationID]

@@ -57,6 +57,12 @@ const (
 	// RefundNotRecorded: a payment seckill recorded for refund that
 	// order_refunds lacks.
 	RefundNotRecorded = "REFUND_NOT_RECORDED"
+	// RefundNotInSeckill: a refund row of order_refunds for a payment
+	// seckill did not record for refund (the payment that paid the
+	// reservation, or one seckill does not know): the order service applied
+	// another history, as after a restore its orders were not re-anchored
+	// after. No re-delivery repairs it.
+	RefundNotInSeckill = "REFUND_NOT_IN_SECKILL"
 	// TokenNotInOrders: a unit sold (its reservation PAID) that no order
 	// holds: the order is missing, or names another token.
 	TokenNotInOrders = "TOKEN_NOT_IN_ORDERS"
@@ -182,11 +188,16 @@ func expected(res *Reservation) string {
 	return res.State
 }
 
-// behind reports whether order o has not yet caught up with res (an
-// earlier state on res's path): in flight, not a difference, within the lag.
+// behind reports whether order o has not yet caught up with res: in an
+// earlier state on res's path (PENDING_PAYMENT, then PAID, or CLOSED then
+// REFUND_REQUIRED), or in its state with fewer refunds. In flight, not a
+// difference, within the lag; an order in a state res never passes through
+// (CLOSED for PAID, PAID for CLOSED) is not behind.
 func behind(o *orders.Order, res *Reservation) bool {
-	rank := map[string]int{orders.StatePendingPayment: 0, orders.StatePaid: 1, orders.StateClosed: 1, orders.StateRefundRequired: 2}
-	return o.State != expected(res) && rank[o.State] <= rank[expected(res)] || len(o.Refunds) < len(res.Refunds)
+	want := expected(res)
+	earlier := o.State != want && (o.State == orders.StatePendingPayment ||
+		o.State == orders.StateClosed && want == orders.StateRefundRequired)
+	return earlier || o.State == want && len(o.Refunds) < len(res.Refunds)
 }
 
 // redeliver is the repair of an order that lacks some of its
@@ -228,7 +239,35 @@ func compareOne(res *Reservation, o *orders.Order) []Difference {
 			out = append(out, d(RefundNotRecorded, "refund required: payment "+p, "no refund row", redeliver(res.ReservationID)))
 		}
 	}
+	for _, p := range o.Refunds {
+		if !slices.Contains(res.Refunds, p) {
+			out = append(out, d(RefundNotInSeckill, seckillSideOf(res, p), "refund row: payment "+p, refundNotInSeckillRepair(res.ReservationID, p)))
+		}
+	}
 	return out
+}
+
+// seckillSideOf says what seckill holds of payment p of res, which it did
+// not record for refund.
+func seckillSideOf(res *Reservation, p string) string {
+	if res.State == orders.StatePaid && res.PaymentID == p {
+		return "payment " + p + " paid the reservation: no refund"
+	}
+	return "no payment " + p
+}
+
+// refundNotInSeckillRepair is the repair of a refund row seckill does not
+// list: the orders' history is not seckill's, so nothing is re-delivered.
+func refundNotInSeckillRepair(id, p string) string {
+	return "do not refund payment " + p + " of reservation " + id + " on this row alone: seckill recorded no refund for it. " +
+		"If the SKU was restored, run seckill-orders reanchor for the campaign (it sets such rows apart in diverged_refunds); " +
+		"otherwise check the payment by hand; seckill needs nothing"
+}
+
+// fromFeed reports whether d's repair re-delivers its reservation's events
+// (NameEvents reads them): not for an order or refund row seckill lacks.
+func fromFeed(d Difference) bool {
+	return d.ReservationID != "" && d.Kind != OrphanOrder && d.Kind != RefundNotInSeckill
 }
 
 func describe(res *Reservation) string {

@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -61,5 +62,56 @@ func TestRefundsAndTotals(t *testing.T) {
 	r := reconcile.Compare("c", "", res, skus, map[string]*orders.Order{"c~s~1~a": order}, 0, now)
 	if got := kinds(r); len(got) != 3 || got[0] != "REFUND_NOT_RECORDED c~s~1~a" || got[1] != "STATE_MISMATCH c~s~1~a" || got[2] != "UNBALANCED_SKU " {
 		t.Fatalf("%v", got)
+	}
+}
+
+// A refund row the order database holds for a payment seckill never
+// recorded for refund is a difference, whether the payment is the one that
+// paid the reservation (refunding it gives the money back for a sale) or
+// one seckill does not know: the order service applied a history seckill
+// no longer has (a restore its orders were not re-anchored after).
+func TestRefundRowSeckillNeverRecorded(t *testing.T) {
+	res := []reconcile.Reservation{
+		{ReservationID: "c~s~1~a", RequestID: "r1", UserID: "u1", SKUID: "s", TokenID: 1, State: "PAID", PaymentID: "p1", ChangedAt: now.Add(-time.Hour)},
+		{ReservationID: "c~s~2~b", RequestID: "r2", UserID: "u2", SKUID: "s", TokenID: 2, State: "CLOSED", Refunds: []string{"late"}, ChangedAt: now.Add(-time.Hour)},
+	}
+	byID := map[string]*orders.Order{
+		"c~s~1~a": {ReservationID: "c~s~1~a", RequestID: "r1", UserID: "u1", SKUID: "s", TokenID: 1, State: "PAID", PaymentID: "p1", Refunds: []string{"p1"}},
+		"c~s~2~b": {ReservationID: "c~s~2~b", RequestID: "r2", UserID: "u2", SKUID: "s", TokenID: 2, State: "REFUND_REQUIRED", Refunds: []string{"late", "other"}},
+	}
+	skus := []reconcile.SKU{{SKUID: "s", SaleLimit: 2, Available: 1, Confirmed: 1}}
+	r := reconcile.Compare("c", "", res, skus, byID, 30*time.Second, now)
+	want := []string{"REFUND_NOT_IN_SECKILL c~s~1~a", "REFUND_NOT_IN_SECKILL c~s~2~b"}
+	if got := kinds(r); len(got) != 2 || got[0] != want[0] || got[1] != want[1] || r.Clean {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for _, d := range r.Differences {
+		if d.Orders == "" || d.Repair == "" || d.Seckill == "" {
+			t.Fatalf("difference without its sides or repair: %+v", d)
+		}
+	}
+}
+
+// Within the lag, an order in a state its reservation never passes
+// through (CLOSED for a PAID reservation, PAID for a CLOSED one) is not
+// behind: it is a difference at once, as an order ahead is.
+func TestDivergedStateIsNotInFlight(t *testing.T) {
+	recent := now.Add(-time.Second)
+	res := []reconcile.Reservation{
+		{ReservationID: "c~s~1~a", RequestID: "r1", UserID: "u1", SKUID: "s", TokenID: 1, State: "PAID", PaymentID: "p", ChangedAt: recent},
+		{ReservationID: "c~s~2~b", RequestID: "r2", UserID: "u2", SKUID: "s", TokenID: 2, State: "CLOSED", Refunds: []string{"late"}, ChangedAt: recent},
+		{ReservationID: "c~s~3~c", RequestID: "r3", UserID: "u3", SKUID: "s", TokenID: 3, State: "CLOSED", Refunds: []string{"late"}, ChangedAt: recent},
+	}
+	byID := map[string]*orders.Order{
+		"c~s~1~a": {ReservationID: "c~s~1~a", RequestID: "r1", UserID: "u1", SKUID: "s", TokenID: 1, State: "CLOSED"},
+		"c~s~2~b": {ReservationID: "c~s~2~b", RequestID: "r2", UserID: "u2", SKUID: "s", TokenID: 2, State: "PAID", PaymentID: "p"},
+		// behind: CLOSED, its refund not applied yet
+		"c~s~3~c": {ReservationID: "c~s~3~c", RequestID: "r3", UserID: "u3", SKUID: "s", TokenID: 3, State: "CLOSED"},
+	}
+	skus := []reconcile.SKU{{SKUID: "s", SaleLimit: 3, Available: 2, Confirmed: 1}}
+	r := reconcile.Compare("c", "", res, skus, byID, 30*time.Second, now)
+	want := []string{"STATE_MISMATCH c~s~1~a", "REFUND_NOT_RECORDED c~s~2~b", "STATE_MISMATCH c~s~2~b"}
+	if got := kinds(r); strings.Join(got, ",") != strings.Join(want, ",") || r.InFlight != 1 {
+		t.Fatalf("got %v with %d in flight, want %v with 1", got, r.InFlight, want)
 	}
 }

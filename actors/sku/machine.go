@@ -273,7 +273,9 @@ func (m *Machine) view(seq uint32, r *reservation) View {
 	}
 	if x := m.table.extra(r); x != nil {
 		v.PaymentID, v.Amount, v.PaidAt, v.ClosedAt = x.paymentID, x.amount, x.paidAt, x.closedAt
-		v.RefundPayments = append([]string(nil), x.refundPayments...)
+		// Shared by length, as a frozen state shares it (editExtra): a
+		// view is read only, and an append to it copies.
+		v.RefundPayments = x.refundPayments[:len(x.refundPayments):len(x.refundPayments)]
 	}
 	return v
 }

@@ -60,7 +60,10 @@ func (r *reservation) refundRequired() bool {
 }
 
 // reservationExtra holds what only paid or closed reservations need. It is
-// immutable once installed in a row: a frozen state may be reading it.
+// immutable once installed in a row: a frozen state may be reading it. Its
+// refund slices are append-only and shared by length with the extras that
+// follow it (editExtra): a reader sees only the refunds up to its own
+// length, which nothing writes again.
 type reservationExtra struct {
 	paymentID      string
 	amount         int64
@@ -259,15 +262,18 @@ func (t *table) extra(r *reservation) *reservationExtra {
 
 // editExtra installs in r (a row got through mut) a fresh copy of its
 // extra (a new one if it has none) and returns it for the caller to change.
-// The refund slices are clipped, so an append never writes into an array a
-// frozen state shares. A superseded extra stays in the list: a row is
-// edited at most a few times (pay or close, refunds, release).
+// The copy shares the refund slices' arrays: a refund appends past the
+// length of every earlier extra of the row (a frozen state's included),
+// into spare capacity only the row's current extra reaches, so recording
+// the n-th refund copies nothing (clipping them copied the whole list for
+// each refund, and the superseded extras kept every copy: n² for n
+// refunds, which a payment system may send without bound). A superseded
+// extra stays in the list: a row is edited once per pay, close, refund or
+// release.
 func (t *table) editExtra(r *reservation) *reservationExtra {
 	x := &reservationExtra{}
 	if old := t.extra(r); old != nil {
 		*x = *old
-		x.refundPayments = x.refundPayments[:len(x.refundPayments):len(x.refundPayments)]
-		x.refundAmounts = x.refundAmounts[:len(x.refundAmounts):len(x.refundAmounts)]
 	}
 	t.extras = append(t.extras, x)
 	r.extra = uint32(len(t.extras))

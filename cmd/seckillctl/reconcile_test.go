@@ -187,6 +187,24 @@ func TestReconcile(t *testing.T) {
 		t.Fatalf("after the repair of %s with its events' records gone: exit %d, %+v", refunded, status, r.Differences)
 	}
 
+	// A refund row for the payment that paid an order, which seckill never
+	// recorded for refund: a difference (the payment team would give a
+	// sale's money back), whose repair re-delivers nothing.
+	paidTwice := pick(`state = 'PAID' AND reservation_id NOT IN (SELECT reservation_id FROM order_refunds)`)
+	exec(`INSERT INTO order_refunds (reservation_id, payment_id, amount, required_at)
+SELECT reservation_id, payment_id, amount, now() FROM orders WHERE reservation_id = $1`, paidTwice)
+	for _, args := range [][]string{online, offline} {
+		status, r, _ := reconcileRun(t, args...)
+		if status != exitFailed {
+			t.Fatalf("%v: a refund row seckill never recorded: exit %d", args, status)
+		}
+		only(t, r, paidTwice, reconcile.RefundNotInSeckill)
+		if d := r.Differences[0]; d.Source != "" || len(d.Events) > 0 || !strings.Contains(d.Repair, "seckill-orders reanchor") {
+			t.Fatalf("a refund row seckill never recorded: %+v", d)
+		}
+	}
+	exec(`DELETE FROM order_refunds WHERE reservation_id = $1`, paidTwice)
+
 	exec(`INSERT INTO orders (reservation_id, campaign_id, sku_id, request_id, user_id, token_id, state, created_at, expire_at, last_event_id)
 VALUES ('rc~blue~999~0000000000000000', 'rc', 'blue', 'ghost', 'ghost', 1, 'PAID', now(), now(), 'none')`)
 	status, r, _ := reconcileRun(t, online...)
