@@ -264,9 +264,19 @@ func TestInspectWALAfterTruncation(t *testing.T) {
 	if _, _, err := wal.CopyRange(walDir, log, f.snapIndex+1, f.lastIndex); err != nil {
 		t.Fatal(err)
 	}
+	// A snapshot of another SKU copied into the folder, newer than its
+	// own, names neither the SKU nor its users' reservations.
+	other := smallSKU(t, t.TempDir(), "c1", "s2")
+	st, err := loadState(other, loadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snapshot.Write(filepath.Join(f.skuDir, "snapshots"), st.m.Freeze(), f.lastIndex, snapshot.Options{}); err != nil {
+		t.Fatal(err)
+	}
 	doc := walDocument(t, wantCode(t, 0, "inspect", "wal", f.skuDir))
-	if all := doc.Records; all[0].Index != f.snapIndex+1 || doc.Log.FirstIndex != f.snapIndex+1 || doc.CampaignID != "c1" {
-		t.Fatalf("first record %+v, log %+v, want index %d", all[0], doc.Log, f.snapIndex+1)
+	if all := doc.Records; all[0].Index != f.snapIndex+1 || doc.Log.FirstIndex != f.snapIndex+1 || doc.CampaignID != "c1" || doc.SKUID != "s1" {
+		t.Fatalf("first record %+v, log %+v, %s/%s, want index %d of c1/s1", all[0], doc.Log, doc.CampaignID, doc.SKUID, f.snapIndex+1)
 	}
 	// Reservation 1 (req-0, user-0) was made before the snapshot and
 	// cancelled after it.
@@ -279,6 +289,7 @@ func TestInspectWALAfterTruncation(t *testing.T) {
 			t.Fatalf("inspect wal %v: the CLOSED record of c1~s1~1 is missing", filter)
 		}
 	}
+	os.Remove(filepath.Join(f.skuDir, "snapshots", snapshot.Name(f.lastIndex)))
 	wantCode(t, 0, "verify", f.skuDir)
 	// Without the snapshot the SKU cannot be rebuilt.
 	os.Remove(snapshotPath(f))
