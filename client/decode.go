@@ -102,6 +102,30 @@ func (r *Reservation) UnmarshalJSON(b []byte) error {
 	})
 }
 
+// UnmarshalJSON reads an export's row: the reservation (Reservation's
+// decoder), then its two fields of the export.
+func (r *ExportRow) UnmarshalJSON(b []byte) error {
+	if string(bytes.TrimSpace(b)) == "null" {
+		return nil
+	}
+	if err := r.Reservation.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	r.Amount, r.TokenReleased = nil, false
+	return visit(b, func(key []byte, v *fastjson.Value) (err error) {
+		switch {
+		case v.Type() == fastjson.TypeNull:
+		case string(key) == "amount":
+			var amount int64
+			amount, err = v.Int64()
+			r.Amount = &amount
+		case string(key) == "token_released":
+			r.TokenReleased, err = v.Bool()
+		}
+		return err
+	})
+}
+
 // visit parses body as one JSON object and calls field for each member,
 // stopping at its first error.
 func visit(body []byte, field func(key []byte, v *fastjson.Value) error) error {

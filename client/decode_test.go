@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,4 +103,39 @@ func times(p plainReservation) ([4]time.Time, error) {
 		out[i] = t
 	}
 	return out, nil
+}
+
+// An export's row reads its reservation as Reservation does, and the
+// amount (0 is an amount; absent or null is none) and token release the
+// export adds.
+func TestExportRowDecoding(t *testing.T) {
+	for _, c := range []struct {
+		line     string
+		amount   string // "none" or the amount
+		released bool
+	}{
+		{`{"reservation_id":"a","state":"PAID","token_id":3,"payment_id":"p","amount":0}`, "0", false},
+		{`{"reservation_id":"a","state":"PAID","token_id":3,"payment_id":"p","amount":-5,"token_released":null}`, "-5", false},
+		{`{"reservation_id":"a","state":"CLOSED","token_id":3,"token_released":true,"amount":null}`, "none", true},
+		{`{"reservation_id":"a","state":"PENDING_PAYMENT","token_id":3}`, "none", false},
+	} {
+		var r client.ExportRow
+		r.TokenReleased = true // a row read into is reset
+		if err := r.UnmarshalJSON([]byte(c.line)); err != nil {
+			t.Fatalf("%s: %v", c.line, err)
+		}
+		amount := "none"
+		if r.Amount != nil {
+			amount = strconv.FormatInt(*r.Amount, 10)
+		}
+		if r.ReservationID != "a" || r.TokenID != 3 || amount != c.amount || r.TokenReleased != c.released {
+			t.Errorf("%s: %+v amount %s, want amount %s token_released %t", c.line, r.Reservation, amount, c.amount, c.released)
+		}
+	}
+	for _, bad := range []string{`{"amount":"5"}`, `{"amount":1.5}`, `{"token_released":"yes"}`, `{"token_id":-1}`} {
+		var r client.ExportRow
+		if err := r.UnmarshalJSON([]byte(bad)); err == nil {
+			t.Errorf("%s: read as %+v, want an error", bad, r)
+		}
+	}
 }

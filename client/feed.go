@@ -291,11 +291,24 @@ type ExportEnd struct {
 	NextCursor string `json:"next_cursor"`
 }
 
+// ExportRow is one reservation of an export: its view, and what only its
+// events carry besides (the server's feed.ExportRow), so that a row taken
+// from the export is the row its events build.
+type ExportRow struct {
+	Reservation
+	// Amount is a PAID reservation's payment amount (minor units); nil
+	// for the others.
+	Amount *int64 `json:"amount,omitempty"`
+	// TokenReleased says that a CLOSED reservation's token went back on
+	// sale (with the close, or later by an operator's release).
+	TokenReleased bool `json:"token_released,omitempty"`
+}
+
 // Export reads every reservation of a SKU as of one durable log index
 // (GET .../reservations, admin) and calls row for each, in sequence
 // order. A consumer whose cursor was compacted replaces its rows of the
 // SKU with these and reads the SKU's feed after the end's NextCursor.
-func (c *Client) Export(ctx context.Context, campaignID, skuID string, row func(Reservation) error) (ExportEnd, error) {
+func (c *Client) Export(ctx context.Context, campaignID, skuID string, row func(ExportRow) error) (ExportEnd, error) {
 	var end ExportEnd
 	var complete bool
 	_, err := c.do(ctx, request{method: http.MethodGet, path: pathAdminSKU(campaignID, skuID) + "/reservations", admin: true,
@@ -309,8 +322,8 @@ func (c *Client) Export(ctx context.Context, campaignID, skuID string, row func(
 					complete = true
 					return json.Unmarshal(b, &end)
 				}
-				var r Reservation
-				if err := json.Unmarshal(b, &r); err != nil {
+				var r ExportRow
+				if err := r.UnmarshalJSON(b); err != nil {
 					return fmt.Errorf("seckill: export: %w", err)
 				}
 				if err := row(r); err != nil {

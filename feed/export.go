@@ -36,3 +36,28 @@ func (f *Feed) Export(campaignID, skuID string) (*Export, error) {
 	}
 	return e, nil
 }
+
+// ExportRow is one reservation of an export: its view (Reservation, the
+// shape of GET /v1/reservations/{id}), and what a consumer's row holds that
+// only events carry, so that a row taken from the export is the row the
+// events build: the amount of a paid reservation (its PAID event's, present
+// even when 0), and whether a closed reservation's token went back on sale
+// (its CLOSED event's token_released, or a later RELEASED).
+type ExportRow struct {
+	Reservation
+	Amount        *int64 `json:"amount,omitempty"`
+	TokenReleased bool   `json:"token_released,omitempty"`
+}
+
+// NewExportRow renders a reservation of an export from its durable view.
+func NewExportRow(v sku.View) ExportRow {
+	row := ExportRow{Reservation: NewReservation(v)}
+	switch v.State {
+	case sku.StatePaid:
+		amount := v.Amount
+		row.Amount = &amount
+	case sku.StateClosed:
+		row.TokenReleased = !v.HoldsToken
+	}
+	return row
+}

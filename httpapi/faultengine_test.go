@@ -38,6 +38,8 @@ const (
 	kindAudit
 	kindSnapshot
 	kindDefine
+	kindFeedLookup  // the feed's look-up of a page's reservations (feed.Source.Reservations)
+	kindExportState // the export's rebuilt state (feed.Source.DurableState)
 )
 
 // engineCall is one command as a hook sees it; fields that do not apply
@@ -148,6 +150,24 @@ func (f *faultEngine) Refunds(ctx context.Context, campaignID, skuID string) ([]
 		return nil, err
 	}
 	return f.Engine.Refunds(ctx, campaignID, skuID)
+}
+
+// Reservations and DurableState are what the event feed reads of the
+// engine (feed.Source): a server on a faultEngine serves its feed over it
+// (startServer), so that a test fails the feed's engine reads as it fails
+// the other routes'.
+func (f *faultEngine) Reservations(ctx context.Context, campaignID, skuID string, seqs []uint32) ([]sku.View, error) {
+	if err := f.before(ctx, engineCall{kind: kindFeedLookup, campaignID: campaignID, skuID: skuID}); err != nil {
+		return nil, err
+	}
+	return f.Engine.Reservations(ctx, campaignID, skuID, seqs)
+}
+
+func (f *faultEngine) DurableState(campaignID, skuID string) (*sku.Machine, uint64, error) {
+	if err := f.before(context.Background(), engineCall{kind: kindExportState, campaignID: campaignID, skuID: skuID}); err != nil {
+		return nil, 0, err
+	}
+	return f.Engine.DurableState(campaignID, skuID)
 }
 
 func (f *faultEngine) Audit(ctx context.Context, campaignID, skuID string) (sku.Audit, error) {

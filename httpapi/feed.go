@@ -43,7 +43,11 @@ type feedError struct {
 }
 
 // feedReply answers an error of the feed (route names the route in the
-// log of the server's own errors).
+// log of the server's own errors). The engine's errors behind it (a page's
+// reservation look-ups, an export's state) are a read's (readError): a
+// busy SKU is QUEUE_FULL with its Retry-After, as on every route, and a
+// look-up that outlasted its time READ_TIMEOUT, since a read changed
+// nothing.
 func (s *Server) feedReply(route string, err error) reply {
 	var (
 		bad       *feed.BadCursorError
@@ -80,14 +84,9 @@ func (s *Server) feedReply(route string, err error) reply {
 			"campaign %s has %d SKUs: its feed's cursor would exceed %d bytes, more than a request may carry (at most %d SKUs); read each SKU's feed, GET /admin/campaigns/%s/skus/{sku_id}/events",
 			tooWide.CampaignID, tooWide.SKUs, feed.CampaignCursorMaxBytes, feed.CampaignFeedMaxSKUs, tooWide.CampaignID))
 	case errors.As(err, &lookup):
-		f := classify(lookup.Err)
-		return errorReply(f.reason, "looking up the page's reservations")
+		return s.readError(route, lookup.Err)
 	case errors.As(err, &state):
-		f := classify(state.Err)
-		if f.reason == reasonInternal {
-			s.log.Error("feed: rebuilding the state", "route", route, "err", err)
-		}
-		return errorReply(f.reason, "rebuilding the SKU's state")
+		return s.readError(route, state.Err)
 	}
 	s.log.Error("feed", "route", route, "err", err)
 	return errorReply(reasonInternal, "")

@@ -18,7 +18,8 @@ type exportEnd struct {
 
 // handleExport is GET /admin/campaigns/{c}/skus/{s}/reservations: every
 // reservation of the SKU as JSON lines (the shape of GET
-// /v1/reservations/{id}), in sequence order, as of one durable log index,
+// /v1/reservations/{id} with what only events carry: feed.ExportRow), in
+// sequence order, as of one durable log index,
 // then a last line {"as_of_index","next_cursor"} (feed.Export). A feed
 // consumer whose cursor was compacted (410) replaces its table with these
 // rows and reads the feed after next_cursor: it then holds what a consumer
@@ -44,7 +45,7 @@ func (s *Server) handleExport(ctx *fasthttp.RequestCtx) string {
 			if !found {
 				continue
 			}
-			if enc.Encode(feed.NewReservation(v)) != nil {
+			if enc.Encode(feed.NewExportRow(v)) != nil {
 				return
 			}
 			if w.Buffered() > 32<<10 {

@@ -73,7 +73,7 @@ func startServer(t *testing.T, o serverOptions) *testServer {
 	cfg := httpapi.Config{Engine: eng, Lotteries: eng, Feed: feed.New(eng), AdminToken: testToken, Logger: log, Registry: reg}
 	if o.faults != nil {
 		o.faults.Engine = eng
-		cfg.Engine = o.faults
+		cfg.Engine, cfg.Feed = o.faults, feed.New(o.faults)
 	}
 	if o.config != nil {
 		o.config(&cfg)

@@ -18,6 +18,8 @@ type Order struct {
 	State         string
 	CreatedAt     time.Time
 	PaymentID     string
+	Amount        *int64   // the payment's, set by a PAID event (NULL: none)
+	TokenReleased bool     // a closed order's token went back on sale
 	Refunds       []string // payment ids in order_refunds
 	LastEventID   string
 }
@@ -41,7 +43,7 @@ type Querier interface {
 // transaction of that level (seckillctl reconcile's is).
 func Load(ctx context.Context, q Querier, campaignID, skuID string) (map[string]*Order, error) {
 	rows, err := q.Query(ctx, `SELECT reservation_id, campaign_id, sku_id, request_id, user_id, token_id, state, created_at,
-    coalesce(payment_id, ''), last_event_id
+    coalesce(payment_id, ''), amount, token_released, last_event_id
 FROM orders WHERE campaign_id = $1 AND ($2 = '' OR sku_id = $2)`, campaignID, skuID)
 	if err != nil {
 		return nil, err
@@ -51,7 +53,7 @@ FROM orders WHERE campaign_id = $1 AND ($2 = '' OR sku_id = $2)`, campaignID, sk
 		var o Order
 		var token int64
 		if err := rows.Scan(&o.ReservationID, &o.CampaignID, &o.SKUID, &o.RequestID, &o.UserID, &token, &o.State, &o.CreatedAt,
-			&o.PaymentID, &o.LastEventID); err != nil {
+			&o.PaymentID, &o.Amount, &o.TokenReleased, &o.LastEventID); err != nil {
 			rows.Close()
 			return nil, err
 		}

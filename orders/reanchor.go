@@ -301,8 +301,8 @@ UNION ALL SELECT false, reservation_id FROM orders WHERE campaign_id = $3 AND sk
 }
 
 // exportRows indexes the export's reservations by id.
-func exportRows(x *exported) map[string]client.Reservation {
-	rows := make(map[string]client.Reservation, len(x.rows))
+func exportRows(x *exported) map[string]client.ExportRow {
+	rows := make(map[string]client.ExportRow, len(x.rows))
 	for _, r := range x.rows {
 		rows[r.ReservationID] = r
 	}
@@ -331,9 +331,9 @@ FROM orders WHERE reservation_id = ANY($1) ORDER BY reservation_id`, touched)
 		case !ok:
 			o.Reason = DivergedNotInSeckill
 		case r.RequestID != request || r.UserID != user || !r.CreatedAt.Equal(created):
-			o.Reason, o.Seckill = DivergedOtherSale, orderState(r)
+			o.Reason, o.Seckill = DivergedOtherSale, orderState(r.Reservation)
 		default:
-			o.Reason, o.Seckill = DivergedRewound, orderState(r)
+			o.Reason, o.Seckill = DivergedRewound, orderState(r.Reservation)
 		}
 		out = append(out, o)
 	}

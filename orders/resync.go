@@ -85,7 +85,7 @@ func (f *FeedSource) Resync(ctx context.Context, store *Store, consumer, cursor,
 // payments to refund, as of one log index (end).
 type exported struct {
 	campaignID, skuID string
-	rows              []client.Reservation
+	rows              []client.ExportRow
 	refunds           []client.Refund
 	end               client.ExportEnd
 }
@@ -94,7 +94,7 @@ type exported struct {
 func (f *FeedSource) export(ctx context.Context, skuID string) (*exported, error) {
 	x := &exported{campaignID: f.CampaignID, skuID: skuID}
 	var err error
-	x.end, err = f.Client.Export(ctx, f.CampaignID, skuID, func(r client.Reservation) error {
+	x.end, err = f.Client.Export(ctx, f.CampaignID, skuID, func(r client.ExportRow) error {
 		x.rows = append(x.rows, r)
 		return nil
 	})
@@ -111,19 +111,19 @@ func (f *FeedSource) export(ctx context.Context, skuID string) (*exported, error
 }
 
 // queue queues the statements that set the SKU's orders and refunds to
-// the export's, and consumer's cursor to next.
+// the export's, and consumer's cursor to next. Every field of an order the
+// events set is set, the amount and token_released included, on a new row
+// and on one the consumer held before: the row is then the one the events
+// up to the export's index build, whichever way it came (a held row's
+// amount of a payment a restore abandoned is cleared too).
 func (x *exported) queue(batch *pgx.Batch, consumer, next string) {
 	for _, r := range x.rows {
-		state := r.State
-		if state == StateClosed && r.RefundRequired {
-			state = StateRefundRequired
-		}
-		batch.Queue(insertOrder+`state, paid_at, payment_id, closed_at, close_reason)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, nullif($12, ''), $13, nullif($14, ''))
-ON CONFLICT (reservation_id) DO UPDATE SET state = $10, paid_at = $11, payment_id = nullif($12, ''), closed_at = $13,
-    close_reason = nullif($14, ''), `+setOrder,
+		batch.Queue(insertOrder+`state, paid_at, payment_id, amount, closed_at, close_reason, token_released)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, nullif($12, ''), $13, $14, nullif($15, ''), $16)
+ON CONFLICT (reservation_id) DO UPDATE SET state = $10, paid_at = $11, payment_id = nullif($12, ''), amount = $13, closed_at = $14,
+    close_reason = nullif($15, ''), token_released = $16, `+setOrder,
 			r.ReservationID, x.campaignID, x.skuID, r.RequestID, r.UserID, int64(r.TokenID), r.CreatedAt, r.ExpireAt, x.end.NextCursor,
-			state, nullTime(r.PaidAt), r.PaymentID, nullTime(r.ClosedAt), r.ClosedReason)
+			orderState(r.Reservation), nullTime(r.PaidAt), r.PaymentID, r.Amount, nullTime(r.ClosedAt), r.ClosedReason, r.TokenReleased)
 	}
 	for _, r := range x.refunds {
 		batch.Queue(`INSERT INTO order_refunds (reservation_id, payment_id, amount, required_at) VALUES ($1, $2, $3, $4)

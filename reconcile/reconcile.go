@@ -27,6 +27,11 @@ type Reservation struct {
 	TokenID       uint32
 	State         string // PENDING_PAYMENT, PAID, CLOSED
 	PaymentID     string
+	// Amount is a PAID reservation's payment amount (nil for the others),
+	// TokenReleased whether a CLOSED one's token went back on sale: what
+	// an order holds of them (feed.NewExportRow is the rule).
+	Amount        *int64
+	TokenReleased bool
 	CreatedAt     time.Time
 	// ChangedAt is its last change (created, paid, closed, or a refund).
 	ChangedAt time.Time
@@ -66,8 +71,8 @@ const (
 	// TokenNotInOrders: a unit sold (its reservation PAID) that no order
 	// holds: the order is missing, or names another token.
 	TokenNotInOrders = "TOKEN_NOT_IN_ORDERS"
-	// FieldMismatch: the order's request, user, SKU, token or payment is
-	// not its reservation's.
+	// FieldMismatch: the order's request, user, SKU, token, payment (id
+	// or amount) or token release is not its reservation's.
 	FieldMismatch = "FIELD_MISMATCH"
 	// UnbalancedSKU: seckill's own counts do not add up
 	// (sale_limit = available + reserved + confirmed).
@@ -231,8 +236,17 @@ func compareOne(res *Reservation, o *orders.Order) []Difference {
 	}
 	if want := expected(res); o.State != want {
 		out = append(out, d(StateMismatch, want, o.State, redeliver(res.ReservationID)))
-	} else if res.State == orders.StatePaid && o.PaymentID != res.PaymentID {
-		out = append(out, d(FieldMismatch, "payment "+res.PaymentID, "payment "+o.PaymentID, redeliver(res.ReservationID)))
+	} else {
+		if res.State == orders.StatePaid && o.PaymentID != res.PaymentID {
+			out = append(out, d(FieldMismatch, "payment "+res.PaymentID, "payment "+o.PaymentID, redeliver(res.ReservationID)))
+		}
+		if !sameAmount(o.Amount, res.Amount) {
+			out = append(out, d(FieldMismatch, "amount "+describeAmount(res.Amount), "amount "+describeAmount(o.Amount), redeliver(res.ReservationID)))
+		}
+		if o.TokenReleased != res.TokenReleased {
+			out = append(out, d(FieldMismatch, fmt.Sprintf("token_released %t", res.TokenReleased), fmt.Sprintf("token_released %t", o.TokenReleased),
+				redeliver(res.ReservationID)))
+		}
 	}
 	for _, p := range res.Refunds {
 		if !slices.Contains(o.Refunds, p) {
@@ -268,6 +282,18 @@ func refundNotInSeckillRepair(id, p string) string {
 // (NameEvents reads them): not for an order or refund row seckill lacks.
 func fromFeed(d Difference) bool {
 	return d.ReservationID != "" && d.Kind != OrphanOrder && d.Kind != RefundNotInSeckill
+}
+
+// sameAmount reports whether two amounts are both absent or equal.
+func sameAmount(a, b *int64) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}
+
+func describeAmount(a *int64) string {
+	if a == nil {
+		return "none"
+	}
+	return fmt.Sprint(*a)
 }
 
 func describe(res *Reservation) string {

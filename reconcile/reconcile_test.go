@@ -115,3 +115,41 @@ func TestDivergedStateIsNotInFlight(t *testing.T) {
 		t.Fatalf("got %v with %d in flight, want %v with 1", got, r.InFlight, want)
 	}
 }
+
+// An order holds its payment's amount and whether its closed
+// reservation's token went back on sale, as its reservation does: an
+// amount missing (0 is an amount), another amount, or another token
+// release is a FIELD_MISMATCH, each named.
+func TestAmountAndTokenRelease(t *testing.T) {
+	zero, paid := int64(0), int64(1999)
+	res := []reconcile.Reservation{
+		{ReservationID: "c~s~1~a", RequestID: "r1", UserID: "u1", SKUID: "s", TokenID: 1, State: "PAID", PaymentID: "p1", Amount: &zero},
+		{ReservationID: "c~s~2~b", RequestID: "r2", UserID: "u2", SKUID: "s", TokenID: 2, State: "PAID", PaymentID: "p2", Amount: &paid},
+		{ReservationID: "c~s~3~c", RequestID: "r3", UserID: "u3", SKUID: "s", TokenID: 3, State: "CLOSED", TokenReleased: true},
+	}
+	order := func(i int) *orders.Order {
+		r := res[i]
+		return &orders.Order{ReservationID: r.ReservationID, RequestID: r.RequestID, UserID: r.UserID, SKUID: "s", TokenID: r.TokenID,
+			State: r.State, PaymentID: r.PaymentID, Amount: r.Amount, TokenReleased: r.TokenReleased}
+	}
+	byID := map[string]*orders.Order{}
+	for i := range res {
+		byID[res[i].ReservationID] = order(i)
+	}
+	skus := []reconcile.SKU{{SKUID: "s", SaleLimit: 3, Available: 1, Confirmed: 2}}
+	if r := reconcile.Compare("c", "", res, skus, byID, 0, now); !r.Clean {
+		t.Fatalf("the same orders: %v", kinds(r))
+	}
+	other := int64(1000)
+	byID["c~s~1~a"].Amount, byID["c~s~2~b"].Amount, byID["c~s~3~c"].TokenReleased = nil, &other, false
+	r := reconcile.Compare("c", "", res, skus, byID, 0, now)
+	want := []string{"FIELD_MISMATCH c~s~1~a", "FIELD_MISMATCH c~s~2~b", "FIELD_MISMATCH c~s~3~c"}
+	if got := kinds(r); len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i, seckill := range []string{"amount 0", "amount 1999", "token_released true"} {
+		if d := r.Differences[i]; d.Seckill != seckill {
+			t.Errorf("%s: seckill %q, want %q (orders %q)", d.ReservationID, d.Seckill, seckill, d.Orders)
+		}
+	}
+}

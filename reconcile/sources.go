@@ -71,9 +71,10 @@ func FromServer(ctx context.Context, c *client.Client, campaignID, skuID string)
 // refund list) to reservations.
 func readSKU(ctx context.Context, c *client.Client, campaignID, skuID string, reservations []Reservation) ([]Reservation, error) {
 	first := len(reservations)
-	if _, err := c.Export(ctx, campaignID, skuID, func(r client.Reservation) error {
+	if _, err := c.Export(ctx, campaignID, skuID, func(r client.ExportRow) error {
 		reservations = append(reservations, Reservation{ReservationID: r.ReservationID, RequestID: r.RequestID, UserID: r.UserID,
-			SKUID: skuID, TokenID: r.TokenID, State: r.State, PaymentID: r.PaymentID, CreatedAt: r.CreatedAt, ChangedAt: Latest(r.CreatedAt, r.PaidAt, r.ClosedAt)})
+			SKUID: skuID, TokenID: r.TokenID, State: r.State, PaymentID: r.PaymentID, Amount: r.Amount, TokenReleased: r.TokenReleased,
+			CreatedAt: r.CreatedAt, ChangedAt: Latest(r.CreatedAt, r.PaidAt, r.ClosedAt)})
 		return nil
 	}); err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/seckill/seckill/client"
+	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/internal/skudir"
 	"github.com/seckill/seckill/ledger"
 	"github.com/seckill/seckill/reconcile"
@@ -171,8 +172,10 @@ func seckillOffline(dataDir, campaignID, skuID string) ([]reconcile.Reservation,
 			if !ok {
 				continue
 			}
+			row := feed.NewExportRow(v) // what the export would say of v's amount and token
 			reservations = append(reservations, reconcile.Reservation{ReservationID: v.ReservationID, RequestID: v.RequestID, UserID: v.UserID,
-				SKUID: def.SKUID, TokenID: v.TokenID, State: v.State.String(), PaymentID: v.PaymentID, CreatedAt: millis(v.CreatedAt),
+				SKUID: def.SKUID, TokenID: v.TokenID, State: v.State.String(), PaymentID: v.PaymentID, Amount: row.Amount,
+				TokenReleased: row.TokenReleased, CreatedAt: millis(v.CreatedAt),
 				ChangedAt: reconcile.Latest(millis(v.CreatedAt), millis(v.PaidAt), millis(v.ClosedAt)), Refunds: slices.Clone(v.RefundPayments)})
 		}
 	}
