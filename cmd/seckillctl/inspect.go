@@ -188,16 +188,14 @@ func inspectWAL(args []string, stdout io.Writer) error {
 			return usageError("--reservation: %v", err)
 		}
 	}
-	// The newest whole snapshot of the SKU knows what the log may no
-	// longer hold. The reservation ids' key is in the SKU's definition:
-	// the snapshot's, or the log's first DEFINE record; so is a celled
-	// SKU's cell, which its ids name. The SKU is the one the folder's
-	// place names, as for seckilld: a snapshot of another SKU copied into
-	// its folder is passed over (a folder whose name is no id takes any).
+	// The newest whole snapshot of the SKU (folderSKU) knows what the log
+	// may no longer hold. The reservation ids' key is in the SKU's
+	// definition: the snapshot's, or the log's first DEFINE record; so is
+	// a celled SKU's cell, which its ids name.
 	var key [16]byte
 	var cell string
 	var ofSKU func(snapshot.Header) error
-	if sku.ValidID(campaignID) && sku.ValidID(skuID) {
+	if _, _, ok := folderSKU(skuDir); ok {
 		ofSKU = func(h snapshot.Header) error {
 			if h.CampaignID != campaignID || h.SKUID != skuID {
 				return fmt.Errorf("of another SKU: it is of %s/%s", h.CampaignID, h.SKUID)

@@ -62,6 +62,20 @@ func loadState(skuDir string, o loadOptions) (*state, error) {
 	}
 }
 
+// folderSKU returns the SKU a SKU folder's place names (<campaign>/<sku>),
+// as seckilld reads it: its snapshots are of that SKU, and one of another
+// SKU copied into its snapshots folder is passed over, never restored,
+// exported or inspected in its stead. ok is false, and the ids empty (any
+// snapshot is taken), for a folder whose name is no id (a copy renamed by
+// hand).
+func folderSKU(skuDir string) (campaignID, skuID string, ok bool) {
+	c, s := skudir.Dir(skuDir).IDs()
+	if !sku.ValidID(c) || !sku.ValidID(s) {
+		return "", "", false
+	}
+	return c, s, true
+}
+
 // loadStateOnce is one attempt of loadState. short is the proof of a short
 // log, if any: with verify it is among the problems of st, without it
 // refuses (err).
@@ -72,13 +86,7 @@ func loadStateOnce(skuDir string, o loadOptions) (st *state, short *recovery.Sho
 	}
 	dir := skudir.Dir(skuDir)
 	ro := recovery.Options{UntilIndex: o.untilIndex, UntilTime: o.untilTime, Verify: o.verify}
-	// The SKU is the one the folder's place names, as seckilld reads it:
-	// a snapshot of another SKU copied into its snapshots folder is passed
-	// over here as there, not restored or exported in its stead. A folder
-	// whose name is no id (a copy renamed by hand) takes any.
-	if c, s := dir.IDs(); sku.ValidID(c) && sku.ValidID(s) {
-		ro.CampaignID, ro.SKUID = c, s
-	}
+	ro.CampaignID, ro.SKUID, _ = folderSKU(skuDir)
 	res, err := recovery.Plan(log, snapshot.Dir(dir.Snapshots()), ro)
 	switch {
 	case errors.As(err, &short):
