@@ -234,14 +234,15 @@ func (m *Machine) applyRefund(r *Record) error {
 		return notApply(r, "invalid payment id")
 	case res.state == StatePaid && m.table.extra(res).paymentID == r.PaymentID:
 		return notApply(r, "payment %q paid reservation %d: not a refund", r.PaymentID, r.Seq)
-	case m.table.hasRefund(res, r.PaymentID):
+	}
+	if _, ok := m.refundRecorded(r.Seq, r.PaymentID); ok {
 		return notApply(r, "payment %q already recorded", r.PaymentID)
 	}
 	x := m.table.editExtra(res)
 	x.refundPayments = append(x.refundPayments, r.PaymentID)
 	x.refundAmounts = append(x.refundAmounts, r.Amount)
 	res.flags |= flagRefund
-	m.refunds = append(m.refunds, Refund{ReservationSeq: r.Seq, PaymentID: r.PaymentID, Amount: r.Amount, At: r.At})
+	m.addRefund(Refund{ReservationSeq: r.Seq, PaymentID: r.PaymentID, Amount: r.Amount, At: r.At})
 	return nil
 }
 

@@ -37,7 +37,8 @@ func (a *Audit) violation(format string, args ...any) {
 //     CONFIRMED); every PENDING_PAYMENT or PAID reservation holds a token;
 //   - each user has at most one live (PENDING_PAYMENT or PAID) reservation;
 //   - the counters agree with the recount;
-//   - the indexes and the token slots agree with the table;
+//   - the indexes and the token slots agree with the table, and the refund
+//     index with the refund list;
 //   - the lottery's state agrees with the table (auditLottery);
 //   - the unpaid counts per subject key agree with the holders of the
 //     PENDING_PAYMENT reservations, and holders are in seq order;
@@ -93,6 +94,7 @@ func (m *Machine) Audit() Audit {
 		a.violation("request index has %d entries for %d reservations", m.byRequest.len(), m.table.count)
 	}
 	m.auditUnpaid(a.violation)
+	m.auditRefundIndex(a.violation)
 	return a
 }
 

@@ -133,15 +133,12 @@ func (m *Machine) Pay(now int64, seq uint32, paymentID string, amount int64, out
 	// A payment_id is the payment's idempotency key: its repeat must be
 	// the same payment. Another amount is refused, recording nothing, so
 	// the amount recorded first is never silently kept over a new one.
-	if x := m.table.extra(r); x != nil {
-		if x.paymentID == paymentID && x.amount != amount {
-			return m.result(OutcomePaymentIDReused, seq), out
-		}
-		for i, p := range x.refundPayments {
-			if p == paymentID && x.refundAmounts[i] != amount {
-				return m.result(OutcomePaymentIDReused, seq), out
-			}
-		}
+	if x := m.table.extra(r); x != nil && x.paymentID == paymentID && x.amount != amount {
+		return m.result(OutcomePaymentIDReused, seq), out
+	}
+	refundAmount, refundRecorded := m.refundRecorded(seq, paymentID)
+	if refundRecorded && refundAmount != amount {
+		return m.result(OutcomePaymentIDReused, seq), out
 	}
 	at := m.decisionTime(now)
 	switch r.state {
@@ -151,7 +148,7 @@ func (m *Machine) Pay(now int64, seq uint32, paymentID string, amount int64, out
 		}
 		// A second payment for a paid order is money to give back: record
 		// it for refund (once per payment_id), answer PAYMENT_CONFLICT.
-		if !m.table.hasRefund(r, paymentID) {
+		if !refundRecorded {
 			out = m.emit(&Record{Type: RecordRefundRequired, At: at, Seq: seq, PaymentID: paymentID, Amount: amount}, out)
 		}
 		return m.result(OutcomePaymentConflict, seq), out
@@ -161,26 +158,13 @@ func (m *Machine) Pay(now int64, seq uint32, paymentID string, amount int64, out
 			return m.result(OutcomePaid, seq), out
 		}
 		out = m.closeExpired(at, seq, out)
-		r = m.table.get(seq) // closing may have copied the row's chunk (copy on write)
 	}
-	if !m.table.hasRefund(r, paymentID) {
+	// A PENDING_PAYMENT reservation has no refund recorded: refundRecorded
+	// still holds after the close.
+	if !refundRecorded {
 		out = m.emit(&Record{Type: RecordRefundRequired, At: at, Seq: seq, PaymentID: paymentID, Amount: amount}, out)
 	}
 	return m.result(OutcomeRefundRequired, seq), out
-}
-
-// hasRefund reports whether paymentID is already recorded for refund on r.
-func (t *table) hasRefund(r *reservation, paymentID string) bool {
-	x := t.extra(r)
-	if x == nil {
-		return false
-	}
-	for _, p := range x.refundPayments {
-		if p == paymentID {
-			return true
-		}
-	}
-	return false
 }
 
 // Close closes a PENDING_PAYMENT reservation. ReasonExpired before

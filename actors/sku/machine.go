@@ -56,6 +56,9 @@ type Machine struct {
 	reserving keyHashes
 	// refunds lists every payment that must be refunded, in log order.
 	refunds []Refund
+	// refundIndex finds a payment in refunds by reservation and
+	// payment_id (derived: rebuilt when a state is decoded).
+	refundIndex refundIndex
 
 	states [4]uint32 // reservations by State
 	// heldClosed counts CLOSED reservations that still hold their token.

@@ -558,13 +558,56 @@ func (s *stateDecoder) rejectionsAndRefunds() {
 		return
 	}
 	m.refunds = make([]Refund, n)
+	if n > 0 {
+		m.refundIndex = make(refundIndex, n)
+	}
 	for i := range m.refunds {
 		rf := &m.refunds[i]
 		rf.ReservationSeq = s.uint32()
 		rf.PaymentID = string(s.bytes())
 		rf.Amount, rf.At = s.varint(), s.varint()
-		if s.err == nil && (m.table.get(rf.ReservationSeq) == nil || !ValidID(rf.PaymentID)) {
+		if s.err != nil {
+			return
+		}
+		if m.table.get(rf.ReservationSeq) == nil || !ValidID(rf.PaymentID) {
 			s.fail("refund %d: reservation %d, payment %q", i+1, rf.ReservationSeq, rf.PaymentID)
+			return
+		}
+		if !m.indexRefund(*rf, uint32(i+1)) {
+			s.fail("refund %d: payment %q listed twice for reservation %d", i+1, rf.PaymentID, rf.ReservationSeq)
+			return
+		}
+	}
+	s.matchRefunds()
+}
+
+// matchRefunds checks that the refund list (indexed) holds the rows'
+// refund payments and nothing else: each row's payments are listed for
+// that row, with the same amount, in the same order. With as many listed
+// as the rows hold, each listed refund is then some row's, once, and the
+// index, which pay decides with, agrees with the rows, which are encoded.
+func (s *stateDecoder) matchRefunds() {
+	m := s.m
+	for seq := uint32(1); seq <= m.table.count; seq++ {
+		x := m.table.extra(m.table.get(seq))
+		if x == nil {
+			continue
+		}
+		var last uint32
+		for j, p := range x.refundPayments {
+			i, ok := m.refundIndex[refundKey{paymentID: p, seq: seq}]
+			switch {
+			case !ok:
+				s.fail("reservation %d: refund payment %q is not listed", seq, p)
+				return
+			case m.refunds[i-1].Amount != x.refundAmounts[j]:
+				s.fail("reservation %d: refund payment %q of %d is listed for %d", seq, p, x.refundAmounts[j], m.refunds[i-1].Amount)
+				return
+			case i <= last:
+				s.fail("reservation %d: refund payment %q is recorded twice or out of log order", seq, p)
+				return
+			}
+			last = i
 		}
 	}
 }
