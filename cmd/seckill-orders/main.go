@@ -176,23 +176,23 @@ Flags:
 		}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
-	// The metrics port is bound before PostgreSQL is waited for: a port
-	// another process holds is said at once, not once the database is up
-	// (or never, while it is not). It serves once the service consumes.
-	var metricsLn net.Listener
-	if *metricsAddr != "" {
-		var err error
-		if metricsLn, err = net.Listen("tcp", *metricsAddr); err != nil {
-			return fmt.Errorf("--metrics-addr: %w", err)
-		}
-		defer metricsLn.Close()
-	}
-
+	// A --database that does not parse is the command line's error, said
+	// before anything is bound (the pool connects on first use).
 	pool, err := newPool(ctx, *database)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	// The metrics port is bound before PostgreSQL is waited for: a port
+	// another process holds is said at once, not once the database is up
+	// (or never, while it is not). It serves once the service consumes.
+	var metricsLn net.Listener
+	if *metricsAddr != "" {
+		if metricsLn, err = net.Listen("tcp", *metricsAddr); err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		defer metricsLn.Close()
+	}
 	schema, err := migrateWhenUp(ctx, pool, log)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -54,6 +55,11 @@ func TestHelpAndUsage(t *testing.T) {
 			t.Errorf("reanchor --help lacks %s:\n%s", flag, out.String())
 		}
 	}
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
 	for _, args := range [][]string{
 		{},
 		{"--database", "postgres://x/y"},
@@ -73,8 +79,10 @@ func TestHelpAndUsage(t *testing.T) {
 		{"--database", "postgres://127.0.0.1:1/x", "--feed", "nonsense", "--campaign", "c", "--admin-token", "t"},
 		{"--database", "postgres://127.0.0.1:1/x", "--feed", "http://127.0.0.1:1", "--campaign", "c", "--admin-token", "t", "--metrics-addr", "nonsense"},
 		{"--database", "postgres://127.0.0.1:1/x", "--feed", "http://127.0.0.1:1", "--campaign", "c", "--admin-token", "t", "--metrics-addr", "127.0.0.1:99999"},
-		// A --database that does not parse, an --event that is no event id.
-		{"--database", "not a url", "--feed", "http://127.0.0.1:1", "--campaign", "c", "--admin-token", "t"},
+		// A --database that does not parse (said before the metrics port
+		// is bound: here one another process holds), an --event that is no
+		// event id.
+		{"--database", "not a url", "--feed", "http://127.0.0.1:1", "--campaign", "c", "--admin-token", "t", "--metrics-addr", held.Addr().String()},
 		{"redeliver", "--database", "not a url", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--reservation", "c~s~1~0000000000000000"},
 		{"redeliver", "--database", "postgres://x/y", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--source", "/seckill/c/s", "--event", "garbage"},
 		{"redeliver", "--database", "postgres://x/y", "--admin-token", "t", "--feed", "http://127.0.0.1:1", "--source", "/seckill/c/s", "--event", "h-1,h-0"},
