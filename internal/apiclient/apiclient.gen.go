@@ -1443,7 +1443,7 @@ type ClientInterface interface {
 
 	// ExportReservations The consistent export of a SKU's reservations
 	//
-	// Every reservation as JSON lines (the shape of GET /v1/reservations/{reservation_id}), as of one durable log index, then a last line {"as_of_index":N,"next_cursor":"..."}: a feed consumer continues after next_cursor.
+	// Every reservation as JSON lines (the shape of GET /v1/reservations/{reservation_id}, with amount on a PAID one and token_released on a CLOSED one whose token went back on sale), as of one durable log index, then a last line {"as_of_index":N,"next_cursor":"..."}: a feed consumer continues after next_cursor.
 	//
 	// Corresponds with GET /admin/campaigns/{campaign_id}/skus/{sku_id}/reservations (the `ExportReservations` operationId).
 	ExportReservations(ctx context.Context, campaignId CampaignId, skuId SkuId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1860,7 +1860,7 @@ func (c *Client) ListRefunds(ctx context.Context, campaignId CampaignId, skuId S
 
 // ExportReservations The consistent export of a SKU's reservations
 //
-// Every reservation as JSON lines (the shape of GET /v1/reservations/{reservation_id}), as of one durable log index, then a last line {"as_of_index":N,"next_cursor":"..."}: a feed consumer continues after next_cursor.
+// Every reservation as JSON lines (the shape of GET /v1/reservations/{reservation_id}, with amount on a PAID one and token_released on a CLOSED one whose token went back on sale), as of one durable log index, then a last line {"as_of_index":N,"next_cursor":"..."}: a feed consumer continues after next_cursor.
 //
 // Corresponds with GET /admin/campaigns/{campaign_id}/skus/{sku_id}/reservations (the `ExportReservations` operationId).
 func (c *Client) ExportReservations(ctx context.Context, campaignId CampaignId, skuId SkuId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4212,7 +4212,7 @@ type ClientWithResponsesInterface interface {
 
 	// ExportReservationsWithResponse The consistent export of a SKU's reservations
 	//
-	// Every reservation as JSON lines (the shape of GET /v1/reservations/{reservation_id}), as of one durable log index, then a last line {"as_of_index":N,"next_cursor":"..."}: a feed consumer continues after next_cursor.
+	// Every reservation as JSON lines (the shape of GET /v1/reservations/{reservation_id}, with amount on a PAID one and token_released on a CLOSED one whose token went back on sale), as of one durable log index, then a last line {"as_of_index":N,"next_cursor":"..."}: a feed consumer continues after next_cursor.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7857,7 +7857,7 @@ func (c *ClientWithResponses) ListRefundsWithResponse(ctx context.Context, campa
 
 // ExportReservationsWithResponse The consistent export of a SKU's reservations
 //
-// Every reservation as JSON lines (the shape of GET /v1/reservations/{reservation_id}), as of one durable log index, then a last line {"as_of_index":N,"next_cursor":"..."}: a feed consumer continues after next_cursor.
+// Every reservation as JSON lines (the shape of GET /v1/reservations/{reservation_id}, with amount on a PAID one and token_released on a CLOSED one whose token went back on sale), as of one durable log index, then a last line {"as_of_index":N,"next_cursor":"..."}: a feed consumer continues after next_cursor.
 //
 // Returns a wrapper object for the known response body format(s).
 //
