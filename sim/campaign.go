@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 
 	"github.com/seckill/seckill/actors/core"
@@ -35,10 +36,11 @@ import (
 //
 // Checked after every step, against the SKUs' models (model.go, not the
 // registry): no user holds live purchases or entries that may still win
-// (decided, durable or not) on two SKUs; a cross-SKU ALREADY_PURCHASED
-// names a reservation of that user on that SKU, an ALREADY_ENTERED an
-// entry of the user there. At the end, with every log durable: the
-// registry knows every live purchase and live entry (none lost).
+// (decided, durable or not; of a failed SKU, appended) on two SKUs; a
+// cross-SKU ALREADY_PURCHASED names a reservation of that user on that
+// SKU, an ALREADY_ENTERED an entry of the user there. At the end, with
+// every log durable: the registry knows every live purchase and live
+// entry (none lost).
 
 // campaignRun is one campaign-mode history in progress.
 type campaignRun struct {
@@ -47,18 +49,17 @@ type campaignRun struct {
 	skus  []*run
 	users int
 	reg   *purchase.Registry[int]
-	// pending are the purchase events of records appended and not yet
-	// durable, per SKU, with their log index.
-	pending  [][]indexedEvent
+	// pending are the purchase events of records appended that the
+	// registry has not learned, per SKU, in log order: a durable release
+	// applies its batch's. Those of a round the log failed under stay,
+	// durable or not, until the SKU's recovery resyncs the registry: a
+	// batch committed meanwhile may hold some of them durably, but their
+	// release failed.
+	pending  [][]purchase.Event
 	inFlight []claimedCall
 	nextReq  int
 	faults   map[string]int
 	replies  map[string]int
-}
-
-type indexedEvent struct {
-	index uint64
-	ev    purchase.Event
 }
 
 // claimedCall is a reserve or look-up the registry let through, until its
@@ -77,7 +78,7 @@ func RunCampaign(o Options) Result {
 	res := Result{Seed: o.Seed, Faults: cr.faults, Replies: cr.replies, Step: -1, Mode: ModeCampaign}
 	n := 2 + cr.rng.IntN(2)
 	cr.users = 2 + cr.rng.IntN(6)
-	cr.pending = make([][]indexedEvent, n)
+	cr.pending = make([][]purchase.Event, n)
 	for k := range n {
 		r := newRun(o.Seed*8 + uint64(k))
 		r.skuID = fmt.Sprintf("sku%d", k+1)
@@ -112,25 +113,18 @@ func (cr *campaignRun) hook(k int, r *run) {
 		purchaseLimit: sku.PurchaseLimitCampaign,
 		celled:        cr.seed%4 == 3,
 		lottery:       cr.seed%4 != 3 && cr.seed%3 == 0 && k == 0,
-		records: func(m *sku.Machine, first uint64, records []sku.Record) {
-			for i := range records {
-				for _, ev := range purchase.Events(m, records[i:i+1]) {
-					cr.pending[k] = append(cr.pending[k], indexedEvent{index: first + uint64(i), ev: ev})
-				}
-			}
+		records: func(m *sku.Machine, _ uint64, records []sku.Record) {
+			cr.pending[k] = append(cr.pending[k], purchase.Events(m, records)...)
 		},
 		release: func(rel *shell.Release) {
 			if !rel.Durable {
 				return
 			}
-			index := rel.Log.DurableIndex()
-			var left []indexedEvent
-			for _, p := range cr.pending[k] {
-				if p.index > index {
-					left = append(left, p)
+			for _, ev := range rel.Events { // releases come in log order: each is the first of its kind left
+				if i := slices.Index(cr.pending[k], ev); i >= 0 {
+					cr.pending[k] = slices.Delete(cr.pending[k], i, i+1)
 				}
 			}
-			cr.pending[k] = left
 			if _, conflicts := cr.reg.Apply(r.skuID, rel.Events); len(conflicts) > 0 {
 				panic(fmt.Sprintf("registry: users %v reserved on %s while claimed elsewhere", conflicts, r.skuID))
 			}
@@ -289,10 +283,11 @@ func (cr *campaignRun) probe(d purchase.Decision) (still []string, err error) {
 }
 
 // checkHeld checks a cross-SKU ALREADY_PURCHASED against the model: the
-// named SKU made that reservation for this user, and it is live or its
-// close is not durable yet; and an ALREADY_ENTERED: the named SKU holds
-// that entry of this user, and it may still win or its end (its loss, or
-// the reservation it won) is not durable yet.
+// named SKU made that reservation for this user, and it is live or the
+// registry has not learned its close (pending); and an ALREADY_ENTERED:
+// the named SKU holds that entry of this user, and it may still win or
+// the registry has not learned its end (its loss, or the reservation it
+// won).
 func (cr *campaignRun) checkHeld(user string, d purchase.Decision) error {
 	r := cr.skus[cr.skuIndex(d.SKU)]
 	if d.EntryRequestID != "" {
@@ -304,11 +299,11 @@ func (cr *campaignRun) checkHeld(user string, d purchase.Decision) error {
 			return nil
 		}
 		for _, p := range cr.pending[cr.skuIndex(d.SKU)] {
-			if p.ev.UserID == user {
+			if p.UserID == user {
 				return nil
 			}
 		}
-		return fmt.Errorf("Held names entry %s of %s, ended durably", d.EntryRequestID, user)
+		return fmt.Errorf("Held names entry %s of %s, whose end the registry learned", d.EntryRequestID, user)
 	}
 	_, skuID, seq, _, err := sku.ParseReservationID(d.ReservationID)
 	if err != nil || skuID != d.SKU {
@@ -321,12 +316,12 @@ func (cr *campaignRun) checkHeld(user string, d purchase.Decision) error {
 	if res.state == mPending || res.state == mPaid {
 		return nil
 	}
-	for _, p := range cr.pending[cr.skuIndex(d.SKU)] { // closed, but not durably yet
-		if p.ev.Kind == purchase.EventClosed && p.ev.ID == d.ReservationID {
+	for _, p := range cr.pending[cr.skuIndex(d.SKU)] { // closed, but the registry has not learned it
+		if p.Kind == purchase.EventClosed && p.ID == d.ReservationID {
 			return nil
 		}
 	}
-	return fmt.Errorf("Held names %s of %s, closed durably", d.ReservationID, user)
+	return fmt.Errorf("Held names %s of %s, whose close the registry learned", d.ReservationID, user)
 }
 
 // draw is the admin's draw on the campaign's lottery SKU, if any, with
@@ -463,7 +458,8 @@ func (cr *campaignRun) skuIndex(skuID string) int {
 }
 
 // check is the campaign's invariant on the models: no user has live
-// purchases or entries that may still win on two SKUs, decided or durable.
+// purchases or entries that may still win on two SKUs, decided or durable
+// (of a failed SKU, appended: appendedModel).
 func (cr *campaignRun) check() error {
 	on := map[string]string{}
 	for _, r := range cr.skus {
@@ -472,13 +468,14 @@ func (cr *campaignRun) check() error {
 				return fmt.Errorf("%s: %w", r.skuID, err)
 			}
 		}
-		for user := range r.model.live {
+		m := r.appendedModel()
+		for user := range m.live {
 			if other, ok := on[user]; ok {
 				return fmt.Errorf("user %s holds live purchases on %s and %s", user, other, r.skuID)
 			}
 			on[user] = r.skuID
 		}
-		for user := range liveEntries(r.model) {
+		for user := range liveEntries(m) {
 			if other, ok := on[user]; ok && other != r.skuID {
 				return fmt.Errorf("user %s holds an entry that may still win on %s and a purchase or entry on %s", user, r.skuID, other)
 			}
@@ -486,6 +483,20 @@ func (cr *campaignRun) check() error {
 		}
 	}
 	return nil
+}
+
+// appendedModel is the SKU's model as of the records its core appended,
+// durable or not. A healthy SKU's is the model; a failed SKU's may have
+// decided more: a round whose append failed (the log failed under it, a
+// batch committed meanwhile) answered the calls past the records appended
+// UNAVAILABLE, so they hold no user, and their claims end.
+func (r *run) appendedModel() *model {
+	if r.sh.Failed() != nil {
+		if m, ok := r.saved[r.sh.Core().LastIndex()]; ok {
+			return m
+		}
+	}
+	return r.model
 }
 
 // liveEntries lists a lottery model's entries that may still win (ENTERED,

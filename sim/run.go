@@ -99,6 +99,12 @@ type run struct {
 	walDir      *directory
 	snaps       *simSnapshots
 	storeFaults storeFaults
+	// storeClock is the log store's clock, ms: a slow fsync moves it on.
+	// The run's flush starts it at now and moves now to it; an input's
+	// append that commits a full batch (logBatchRecords) moves it alone,
+	// so the input keeps one time, as the flusher of a running log writes
+	// while the actor's round keeps its now.
+	storeClock int64
 
 	// The process: replaced at a crash. sh is the engine's own shell
 	// (package actors/shell) over the disk; the simulator is its host and
@@ -515,7 +521,9 @@ func (r *run) flush() error {
 	if log == nil {
 		return nil
 	}
+	r.storeClock = r.now
 	err := log.Flush() // a failure reaches the shell through the batches' releases
+	r.now = max(r.now, r.storeClock)
 	if err := r.afterInput(); err != nil {
 		return err
 	}

@@ -31,6 +31,13 @@ func (r *run) drawPause() time.Duration {
 	return []time.Duration{0, 0, 400 * time.Millisecond, 2 * time.Second}[r.seed/20%4]
 }
 
+// logBatchRecords bounds the records of one batch of the log (0: the
+// default): in some seeds one or two, so that a round's append commits
+// the batch before it (a full batch; the flusher of a running log commits
+// one while the next fills) and a log flushes in parts, one input
+// committing a batch and failing the next, queued one.
+func (r *run) logBatchRecords() int { return []int{0, 0, 1, 2}[r.seed/13%4] }
+
 // feedRetain is the feed retention: records kept, and the age of the
 // records kept, holding truncation back.
 func (r *run) feedRetain() (records uint64, age time.Duration) {
@@ -46,8 +53,9 @@ func (r *run) shellConfig() shell.Config {
 		SKUID:      r.skuID,
 		Core:       r.coreConfig(),
 		OpenLog: func() (*wal.Log, error) {
-			store := openLogStore(r.walDir, segmentSize, &r.storeFaults, &r.now)
-			return wal.OpenOver("sim/wal", store, wal.Options{Stepped: true, SegmentSize: segmentSize, Logger: quiet})
+			store := openLogStore(r.walDir, segmentSize, &r.storeFaults, &r.storeClock)
+			return wal.OpenOver("sim/wal", store, wal.Options{Stepped: true, SegmentSize: segmentSize, Logger: quiet,
+				MaxBatchRecords: r.logBatchRecords()})
 		},
 		Snapshots:         r.snaps,
 		Executor:          &r.exec,

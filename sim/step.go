@@ -67,7 +67,11 @@ func (r *run) act(s step) error {
 	case stepFault:
 		switch r.rng.IntN(5) {
 		case 0:
+			// Now and then a batch or two are written first: with small
+			// batches (logBatchRecords) one input then commits a batch
+			// and fails the next, queued one.
 			r.storeFaults.failWrite = true
+			r.storeFaults.writesOK = r.rng.IntN(3)
 			r.storeFaults.writeKeep = r.rng.IntN(1001)
 			r.faults["write_error"]++
 		case 1:

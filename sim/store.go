@@ -14,7 +14,8 @@ var errInjected = errors.New("sim: injected I/O error")
 
 // storeFaults are the faults the simulator arms for the log's next calls.
 type storeFaults struct {
-	failWrite bool  // the next WriteBatch writes a prefix of its bytes and fails
+	failWrite bool  // a WriteBatch writes a prefix of its bytes and fails
+	writesOK  int   // the WriteBatches that succeed before the one that fails
 	writeKeep int   // the prefix, in thousandths of the batch's bytes
 	failSync  bool  // the next Sync fails and loses the unsynced bytes
 	syncDelay int64 // ms the next Sync takes (slow fsync)
@@ -127,7 +128,9 @@ func (s *logStore) WriteBatch(b *wal.Batch) (created int, err error) {
 	if last, _ := s.LastIndex(); b.FirstIndex() != last+1 {
 		return 0, fmt.Errorf("sim: batch starts at %d, want %d", b.FirstIndex(), last+1)
 	}
-	if s.faults.failWrite {
+	if s.faults.failWrite && s.faults.writesOK > 0 {
+		s.faults.writesOK--
+	} else if s.faults.failWrite {
 		s.faults.failWrite = false
 		var buf []byte
 		for i := 0; i < b.Len(); i++ {

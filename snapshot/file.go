@@ -231,27 +231,39 @@ func ReadHeader(path string) (Header, error) {
 	return h, nil
 }
 
-// Prune removes every snapshot file of dir but the keep newest (keep >= 1)
-// of SKU campaignID/skuID and fsyncs dir if it removed any. It returns the
-// index of the oldest snapshot kept (0 when there is none) and the paths
-// removed. A file whose header does not name that SKU at the index its
-// name says (a snapshot of another SKU copied in, a damaged header) is
-// neither counted nor removed: recovery passes over it, so keeping it
-// instead of one of the SKU's own would leave the log truncated up to a
-// snapshot nothing can start from.
-func Prune(dir, campaignID, skuID string, keep int, sync bool) (oldestKept uint64, removed []string, err error) {
-	if keep < 1 {
-		return 0, nil, fmt.Errorf("snapshot: keep %d, want at least 1", keep)
-	}
+// ListOwn returns the snapshot files of dir that are SKU
+// campaignID/skuID's own, oldest first: those whose header names that SKU
+// at the index the file's name says. Another (a snapshot of another SKU
+// copied in, a damaged header) is none of its own: recovery passes over
+// it, so whoever keeps a SKU's newest snapshots and truncates its log up
+// to the oldest kept (Prune on a primary, a standby's copy) counts and
+// removes these only; keeping another instead of one of the SKU's own
+// would leave the log truncated up to a snapshot nothing can start from.
+func ListOwn(dir, campaignID, skuID string) ([]File, error) {
 	listed, err := List(dir)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	var files []File
 	for _, f := range listed {
 		if h, err := ReadHeader(f.Path); err == nil && h.Index == f.Index && h.CampaignID == campaignID && h.SKUID == skuID {
 			files = append(files, f)
 		}
+	}
+	return files, nil
+}
+
+// Prune removes every snapshot file of dir but the keep newest (keep >= 1)
+// of SKU campaignID/skuID's own (ListOwn: another file is neither counted
+// nor removed) and fsyncs dir if it removed any. It returns the index of
+// the oldest snapshot kept (0 when there is none) and the paths removed.
+func Prune(dir, campaignID, skuID string, keep int, sync bool) (oldestKept uint64, removed []string, err error) {
+	if keep < 1 {
+		return 0, nil, fmt.Errorf("snapshot: keep %d, want at least 1", keep)
+	}
+	files, err := ListOwn(dir, campaignID, skuID)
+	if err != nil {
+		return 0, nil, err
 	}
 	if len(files) == 0 {
 		return 0, nil, nil

@@ -164,7 +164,12 @@ func (s *Shell) Commit(now time.Time) {
 }
 
 // noteDurable tells the core how far the log is durable (the end of a
-// backoff after a recovery). One load and one comparison.
+// backoff after a recovery). One load and one comparison. Each input
+// calls it first, and so does each report of a log failure to the core
+// (a failed append, LogFailed): a record appended after a recovery that
+// became durable before the failure ends the backoff, so the failure is
+// a first one again, however the flushes and the inputs interleave (a
+// batch made durable and the next, queued, failing with no input between).
 func (s *Shell) noteDurable() {
 	if s.log != nil {
 		durable := s.log.DurableIndex()
@@ -182,6 +187,13 @@ func (s *Shell) commit(now time.Time) *core.Actions {
 		s.cfg.Host.Appending(s.core.Machine(), rd.FirstIndex, rd.Records)
 	}
 	appended, err := s.appendRecords(rd)
+	if err != nil {
+		// The log may have committed records since the round began (the
+		// flusher runs meanwhile; a stepped log's append commits a full
+		// batch) before it failed: the core hears how far it is durable
+		// before it hears of the failure (noteDurable).
+		s.noteDurable()
+	}
 	events := purchase.Events(s.core.Machine(), rd.Records[:appended])
 	// Advance freezes the state for a snapshot only on a round that
 	// ticked: the pause is timed then, not on every round.
@@ -265,6 +277,7 @@ func (s *Shell) failAt(now time.Time, err error) {
 	if s.failed != nil {
 		return
 	}
+	s.noteDurable()
 	s.core.LogFailed(now, err)
 	s.noteFailure(err)
 }

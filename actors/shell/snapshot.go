@@ -24,8 +24,8 @@ type Snapshots interface {
 	Write(f *sku.Frozen, index uint64) (snapshot.Info, error)
 	// Prune removes all but the newest keep snapshots of the SKU and
 	// returns the index of the oldest kept (0: none). A file of another
-	// SKU is neither counted nor removed (snapshot.Prune): recovery passes
-	// over it, so the log must not be truncated up to it.
+	// SKU is neither counted nor removed (snapshot.ListOwn): recovery
+	// passes over it, so the log must not be truncated up to it.
 	Prune(keep int) (oldestKept uint64, err error)
 	// String names where they are, for messages.
 	String() string

@@ -233,7 +233,9 @@ type SnapshotFiles interface {
 	// Install puts the snapshot received at index (checked) in place
 	// under its name, durably.
 	Install(index uint64) error
-	// Snapshots returns the indexes of the snapshots held, oldest first.
+	// Snapshots returns the indexes of the SKU's own snapshots held,
+	// oldest first (snapshot.ListOwn: a file of another SKU, or whose
+	// header does not read, is none of them).
 	Snapshots() ([]uint64, error)
 	// RemoveSnapshots removes the snapshots at indexes, durably.
 	RemoveSnapshots(indexes []uint64) error

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -187,5 +188,71 @@ func TestInstallSnapshot(t *testing.T) {
 	}
 	if !slices.Equal(f.held, []uint64{40, 50}) || l.FirstIndex() != 30 {
 		t.Fatalf("snapshots %v, log from %d; want [40 50] and the log from the primary's first record, 30", f.held, l.FirstIndex())
+	}
+}
+
+// snapshotOf is a snapshot at index of SKU campaignID/skuID.
+func snapshotOf(t *testing.T, campaignID, skuID string, index uint64) []byte {
+	m := sku.New()
+	m.Define(1_000, sku.Definition{CampaignID: campaignID, SKUID: skuID, StartAt: 1_000, EndAt: 2_000, PaymentWindowMs: 1_000, SaleLimit: 10}, nil)
+	b, _, err := snapshot.Marshal(m.Freeze(), index, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A standby counts and drops only its SKU's own snapshots, as the
+// primary's snapshot.Prune does: a file in its snapshots folder of
+// another SKU, or whose header does not read, is neither counted among
+// the kept nor removed, so the copy is truncated up to the oldest of its
+// own kept, from which a recovery can begin.
+func TestStandbyKeepsItsOwnSnapshots(t *testing.T) {
+	dir := t.TempDir()
+	snaps := filepath.Join(dir, "snapshots")
+	if err := os.MkdirAll(snaps, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	put := func(index uint64, b []byte) string {
+		path := filepath.Join(snaps, snapshot.Name(index))
+		if err := os.WriteFile(path, b, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	// One record a segment: the truncation cuts where it is asked.
+	l, err := wal.Open(filepath.Join(dir, "wal"), wal.Options{SegmentSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := 1; i <= 60; i++ {
+		if _, err := l.Append(1, []byte("r")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(10, snapshotOf(t, "c", "s", 10))
+	put(20, snapshotOf(t, "c", "s", 20))
+	put(30, snapshotOf(t, "c", "other", 30))
+	put(35, []byte("not a snapshot"))
+	b := snapshotOf(t, "c", "s", 40)
+	received := filepath.Join(snaps, snapshot.Name(40)+".received.tmp")
+	if err := os.WriteFile(received, b, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	c := standbyCopy{x: &standbySKU{key: skuKey{"c", "s"}, dir: dir, log: l}, received: received}
+	if err := InstallSnapshot(c, 40, 100, b); err != nil {
+		t.Fatal(err)
+	}
+	files, err := snapshot.List(snaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []uint64
+	for _, f := range files {
+		held = append(held, f.Index)
+	}
+	if !slices.Equal(held, []uint64{20, 30, 35, 40}) || l.FirstIndex() != 21 {
+		t.Fatalf("snapshots %v, log from %d; want [20 30 35 40] (its own 20 and 40 kept, the others untouched) and the log from 21", held, l.FirstIndex())
 	}
 }

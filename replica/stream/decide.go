@@ -99,8 +99,9 @@ func SnapshotDue(began bool, newest, held, next uint64) bool {
 }
 
 // KeepSnapshots is a standby's rule once a new snapshot of its primary's
-// is installed beside its copy. Of the snapshots it holds (held: their
-// indexes, oldest first, the new one among them) it keeps the newest
+// is installed beside its copy. Of the SKU's own snapshots it holds
+// (held: their indexes, oldest first, the new one among them; a file of
+// another SKU is none, snapshot.ListOwn) it keeps the newest
 // keep and drops the others (drop), and its copy's log is truncated
 // before record before (0: nothing to truncate): the record after the
 // oldest snapshot kept, so that each one kept can begin a recovery (one

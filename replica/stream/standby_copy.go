@@ -55,7 +55,7 @@ func (c standbyCopy) Drop() error { return c.s.dropCopy(c.x) }
 func (c standbyCopy) Install(index uint64) error { return placeSnapshot(c.received, index) }
 
 func (c standbyCopy) Snapshots() ([]uint64, error) {
-	files, err := snapshot.List(skudir.Dir(c.x.dir).Snapshots())
+	files, err := snapshot.ListOwn(skudir.Dir(c.x.dir).Snapshots(), c.x.key.campaignID, c.x.key.skuID)
 	if err != nil {
 		return nil, err
 	}
