@@ -216,6 +216,7 @@ func newRun(seed uint64) *run {
 		ackedEntries: map[string]string{},
 	}
 	r.snaps = &simSnapshots{r: r}
+	r.storeFaults.counts = r.faults
 	r.snaps.Now = r.t
 	r.exec.r = r
 	r.saved[0] = r.model.clone()
@@ -589,7 +590,7 @@ func (r *run) crash() error {
 	r.auditCallers, r.auditKept, r.auditNotBefore = nil, nil, 0 // the callers and the cool-down die with the process
 	r.slots = truncationSlots{}
 	clear(r.restsOn)
-	r.storeFaults = storeFaults{}
+	r.storeFaults = storeFaults{counts: r.faults}
 	r.snaps.failWrite = false
 	r.walDir.crash(r.rng, r.faults)
 	return r.start()

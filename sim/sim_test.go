@@ -24,7 +24,7 @@ func TestSeedSlice(t *testing.T) {
 	}
 	sum := RunSeeds(SeedsOptions{First: 1, Count: seeds, Steps: 200})
 	t.Logf("seeds %d, steps %d, faults and events %v", sum.Seeds, sum.Steps, sum.Faults)
-	for _, kind := range []string{"crash", "crash_in_fsync", "write_error", "fsync_error", "torn", "snapshot", "log_truncated", "restore", "recovery_in_place",
+	for _, kind := range []string{"crash", "crash_in_fsync", "write_error", "write_error_after_a_batch", "fsync_error", "torn", "snapshot", "log_truncated", "restore", "recovery_in_place",
 		"lottery_ranked", "lottery_promoted", "lottery_ended",
 		"snapshot_write_error", "truncation_slots_taken", "truncation_held_back", "recovery_waits_for_snapshot", "job_draw", "job_recount", "job_audit-due", "audit_kept"} {
 		if sum.Faults[kind] == 0 {

@@ -23,6 +23,12 @@ type storeFaults struct {
 	// error (nobody sees it: the simulator crashes the disk next) and the
 	// written bytes stay in the page cache only.
 	crashInSync bool
+	// wrote: a batch was written since failWrite was armed; counts, when
+	// set, takes "write_error_after_a_batch" for a failure that follows
+	// one (a flush or an append committing a batch and failing the next:
+	// the order the recovery backoff must hold under).
+	wrote  bool
+	counts map[string]int
 }
 
 // logStore is a wal.SegmentStore over a simulated directory, laid out as
@@ -130,8 +136,13 @@ func (s *logStore) WriteBatch(b *wal.Batch) (created int, err error) {
 	}
 	if s.faults.failWrite && s.faults.writesOK > 0 {
 		s.faults.writesOK--
+		s.faults.wrote = true
 	} else if s.faults.failWrite {
 		s.faults.failWrite = false
+		if s.faults.wrote && s.faults.counts != nil {
+			s.faults.counts["write_error_after_a_batch"]++
+		}
+		s.faults.wrote = false
 		var buf []byte
 		for i := 0; i < b.Len(); i++ {
 			buf = binary.AppendUvarint(buf, uint64(len(b.Frame(i))))
