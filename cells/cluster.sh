@@ -53,6 +53,20 @@ on_signal() {
 args=$#
 trap 'on_signal SIGINT $args 2' INT
 trap 'on_signal SIGTERM $args 15' TERM
+trap 'on_signal SIGHUP $args 1' HUP
+
+# spawn starts its command in the background in a process group of its
+# own (job control on for that one command). A Ctrl-C in the terminal
+# signals the foreground process group: make and this script, not etcd,
+# the cells or the router, which every binary here stops on SIGINT as on
+# SIGTERM. In the script's group they would all stop at once, etcd among
+# them, and a primary could not release its leader key or its agent reach
+# the ledger while it stopped; stop above stops them in order instead.
+spawn() {
+	set -m
+	"$@" &
+	set +m
+}
 
 # await waits until file holds pattern, while process pid runs (up to 2
 # minutes: a loaded machine starts slowly, a broken start must not hang).
@@ -67,7 +81,7 @@ await() {
 	exit 1
 }
 
-"$BIN/etcdserver" --data-dir "$DATA/etcd" --client-addr "$ETCD" --peer-addr 127.0.0.1:$((${ETCD##*:} + 10)) >"$DATA/etcd.out" 2>"$DATA/etcd.log" &
+spawn "$BIN/etcdserver" --data-dir "$DATA/etcd" --client-addr "$ETCD" --peer-addr 127.0.0.1:$((${ETCD##*:} + 10)) >"$DATA/etcd.out" 2>"$DATA/etcd.log"
 pids+=($!)
 await "$DATA/etcd.out" READY $! etcd
 
@@ -82,23 +96,23 @@ procs=() # the seckillds: "name pid"
 for i in "${!CELLS[@]}"; do
 	c=${CELLS[$i]}; addr=127.0.0.1:${PORTS[$i]}
 	if [ "$REPLICAS" = 1 ]; then
-		"$BIN/seckilld" --addr "$addr" --data-dir "$DATA/$c" --cell "$c" --etcd "$ETCD" \
-			--admin-token "$TOKEN" --log-level warn >"$DATA/$c.out" 2>"$DATA/$c.log" &
+		spawn "$BIN/seckilld" --addr "$addr" --data-dir "$DATA/$c" --cell "$c" --etcd "$ETCD" \
+			--admin-token "$TOKEN" --log-level warn >"$DATA/$c.out" 2>"$DATA/$c.log"
 		pids+=($!); procs+=("$c $!")
 	else
 		# Replica a on the cell's port, b 10 ports above; replication
 		# 100 ports above each. The router follows the primary in etcd.
 		for r in a b; do
 			off=0; [ "$r" = b ] && off=10
-			"$BIN/seckilld" --addr "127.0.0.1:$((PORTS[i] + off))" --data-dir "$DATA/$c-$r" --cell "$c" --etcd "$ETCD" \
+			spawn "$BIN/seckilld" --addr "127.0.0.1:$((PORTS[i] + off))" --data-dir "$DATA/$c-$r" --cell "$c" --etcd "$ETCD" \
 				--replica "$r" --replication-addr "127.0.0.1:$((PORTS[i] + off + 100))" \
-				--admin-token "$TOKEN" --log-level warn >"$DATA/$c-$r.out" 2>"$DATA/$c-$r.log" &
+				--admin-token "$TOKEN" --log-level warn >"$DATA/$c-$r.out" 2>"$DATA/$c-$r.log"
 			pids+=($!); procs+=("$c-$r $!")
 		done
 	fi
 	routes+=("$c=$addr")
 done
-"$BIN/seckill-router" --addr "$ROUTER" --etcd "$ETCD" --cells "$(IFS=,; echo "${routes[*]}")" >"$DATA/router.out" 2>"$DATA/router.log" &
+spawn "$BIN/seckill-router" --addr "$ROUTER" --etcd "$ETCD" --cells "$(IFS=,; echo "${routes[*]}")" >"$DATA/router.out" 2>"$DATA/router.log"
 pids+=($!)
 await "$DATA/router.out" listening $! seckill-router
 for p in "${procs[@]}"; do await "$DATA/${p% *}.out" listening "${p#* }" "seckilld ${p% *}"; done

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,8 +65,12 @@ func freePortBase(t *testing.T, taken ...int) int {
 // TestClusterScriptWithReplicas runs make cluster's script with
 // REPLICAS=2: three cells of two replicas each and the router. While it
 // runs, each cell has a primary and its standby in the sync set, and
-// reservations go through the router; then the script stops everything
-// and exits 0.
+// reservations go through the router. Then a Ctrl-C as a terminal sends
+// it, SIGINT to the script's whole process group: etcd, the cells and the
+// router are not in that group, so the script's trap stops them in order
+// (router, cells, etcd) and no primary logs that it could not release its
+// leader key; the script exits 130, its command cut short, nothing left
+// running.
 func TestClusterScriptWithReplicas(t *testing.T) {
 	bin := testbin.Dir(t, nil, "github.com/seckill/seckill/cmd/seckilld",
 		"github.com/seckill/seckill/cmd/seckill-router", "github.com/seckill/seckill/cmd/seckillctl")
@@ -83,6 +88,9 @@ func TestClusterScriptWithReplicas(t *testing.T) {
 		fmt.Sprintf("ROUTER_PORT=%d", routerPort), fmt.Sprintf("CELL_PORT_BASE=%d", cellPortBase))
 	var out lockedBuffer // written by the script's output copier, read by the test
 	cmd.Stdout, cmd.Stderr = &out, &out
+	// The script leads a process group, as make and the script do in a
+	// terminal's foreground group: the test's Ctrl-C signals that group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// The script's children inherit its output: without WaitDelay, Wait
 	// (and so the test's view of the script's exit) would wait for them.
 	cmd.WaitDelay = 5 * time.Second
@@ -142,15 +150,83 @@ func TestClusterScriptWithReplicas(t *testing.T) {
 	if accepted < 30 {
 		t.Fatalf("%d reservations accepted through the router\n%s", accepted, out.String())
 	}
-	os.Remove(ready)
+	started := childrenOf(t, cmd.Process.Pid)
+	if len(started) != 8 {
+		t.Fatalf("the script runs %v, want etcd, six seckillds and the router\n%s", started, out.String())
+	}
+	for pid, p := range started {
+		if p.pgrp == cmd.Process.Pid {
+			t.Errorf("%s (pid %d) is in the script's process group: a Ctrl-C stops it at once, not in the script's order", p.comm, pid)
+		}
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case err := <-exited:
-		if err != nil {
-			t.Fatalf("cells/cluster.sh: %v\n%s", err, out.String())
+		if code := cmd.ProcessState.ExitCode(); code != 130 {
+			t.Fatalf("cells/cluster.sh after a Ctrl-C: %v (exit %d), want exit 130 (its command cut short)\n%s", err, code, out.String())
 		}
 	case <-time.After(2 * time.Minute):
-		t.Fatalf("cells/cluster.sh still ran 2 minutes after its command ended\n%s", out.String())
+		t.Fatalf("cells/cluster.sh still ran 2 minutes after a Ctrl-C\n%s", out.String())
 	}
+	for pid, p := range started {
+		if syscall.Kill(pid, 0) == nil {
+			t.Errorf("%s (pid %d) still runs after the script exited", p.comm, pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	logs, _ := filepath.Glob(filepath.Join(data, "*.log"))
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "releasing the leader key failed") || strings.Contains(line, "ledger operation failed") {
+				t.Errorf("%s: etcd stopped before it: %s", filepath.Base(l), line)
+			}
+		}
+	}
+}
+
+// scriptChild is a process as /proc/PID/stat shows it: its command and process group.
+type scriptChild struct {
+	comm string
+	pgrp int
+}
+
+// childrenOf returns the processes whose parent is pid, by their pid.
+func childrenOf(t *testing.T, pid int) map[int]scriptChild {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	children := map[int]scriptChild{}
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // ended since the glob
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
+		s := string(b)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		fields := strings.Fields(s[end+1:])
+		if len(fields) < 3 {
+			continue
+		}
+		child, _ := strconv.Atoi(strings.TrimSpace(s[:open]))
+		ppid, _ := strconv.Atoi(fields[1])
+		pgrp, _ := strconv.Atoi(fields[2])
+		if ppid == pid && s[open+1:end] != "sh" {
+			children[child] = scriptChild{comm: s[open+1 : end], pgrp: pgrp}
+		}
+	}
+	return children
 }
 
 // lockedBuffer is a bytes.Buffer safe to read while a copier writes it.

@@ -15,12 +15,14 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -41,15 +43,28 @@ func main() {
 	fs.IntVar(&c.before, "before", 2000, "reservations accepted through the router before the kill")
 	fs.IntVar(&c.after, "after", 500, "reservations accepted through the router after the failover before the load stops")
 	fs.Parse(os.Args[1:])
+	// A Ctrl-C or SIGTERM ends the demo as a failed check does: every
+	// process it started stopped, the temporary folder removed.
+	interrupt := make(chan os.Signal, 1)
+	signal.Notify(interrupt, os.Interrupt, syscall.SIGTERM)
+	c.interrupt = interrupt
 	if err := run(c, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "ha-demo:", err)
+		if errors.Is(err, errInterrupted) {
+			os.Exit(130)
+		}
 		os.Exit(1)
 	}
 }
 
+// errInterrupted is run's error when a signal on config.interrupt cut
+// the demo short.
+var errInterrupted = errors.New("interrupted: stopped everything it started")
+
 type config struct {
 	bin, data     string
 	before, after int
+	interrupt     <-chan os.Signal // a signal here ends the demo (nil: never)
 }
 
 // proc is one child process and where its output went.
@@ -149,11 +164,17 @@ func getJSON(url string, v any) (int, error) {
 	return resp.StatusCode, nil
 }
 
-// await polls cond every 20 ms for up to 2 minutes.
-func await(what string, cond func() bool) error {
-	for deadline := time.Now().Add(2 * time.Minute); !cond(); time.Sleep(20 * time.Millisecond) {
+// await polls cond every 20 ms for up to 2 minutes, until a signal on
+// interrupt (errInterrupted).
+func await(interrupt <-chan os.Signal, what string, cond func() bool) error {
+	for deadline := time.Now().Add(2 * time.Minute); !cond(); {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s did not happen within 2 minutes", what)
+		}
+		select {
+		case <-interrupt:
+			return errInterrupted
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	return nil
@@ -280,14 +301,14 @@ func run(c config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := await("a leads", func() bool { return role(a).Role == "primary" }); err != nil {
+	if err := await(c.interrupt, "a leads", func() bool { return role(a).Role == "primary" }); err != nil {
 		return err
 	}
 	b, err := startReplica("b")
 	if err != nil {
 		return err
 	}
-	if err := await("b is published in the sync set", func() bool { return inSync(a, "b") }); err != nil {
+	if err := await(c.interrupt, "b is published in the sync set", func() bool { return inSync(a, "b") }); err != nil {
 		return err
 	}
 	router, err := start(dir, "router", filepath.Join(bin, "seckill-router"), "seckill-router",
@@ -302,7 +323,7 @@ func run(c config, out io.Writer) (err error) {
 	s := &sale{router: router.base}
 	s.start()
 	defer func() { s.stopped.Store(true); s.wg.Wait() }()
-	if err := await(fmt.Sprintf("%d reservations accepted", c.before), func() bool { return s.accepted.Load() >= int64(c.before) }); err != nil {
+	if err := await(c.interrupt, fmt.Sprintf("%d reservations accepted", c.before), func() bool { return s.accepted.Load() >= int64(c.before) }); err != nil {
 		return err
 	}
 	killed := time.Now()
@@ -314,7 +335,7 @@ func run(c config, out io.Writer) (err error) {
 	dead := time.Now()
 	say("kill -9 of the primary a after %d reservations accepted through the router", s.accepted.Load())
 	var took time.Duration
-	if err := await("a reservation accepted after the kill", func() bool {
+	if err := await(c.interrupt, "a reservation accepted after the kill", func() bool {
 		at, ok := s.firstAfter(dead)
 		took = at.Sub(killed)
 		return ok
@@ -327,7 +348,7 @@ func run(c config, out io.Writer) (err error) {
 	}
 	say("b took over in epoch %d: %s from the kill to the first reservation accepted through the router", h.Epoch, took.Round(time.Millisecond))
 	target := s.accepted.Load() + int64(c.after)
-	if err := await("the sale goes on", func() bool { return s.accepted.Load() >= target }); err != nil {
+	if err := await(c.interrupt, "the sale goes on", func() bool { return s.accepted.Load() >= target }); err != nil {
 		return err
 	}
 	s.stopped.Store(true)
@@ -349,7 +370,7 @@ func run(c config, out io.Writer) (err error) {
 	if a, err = startReplica("a"); err != nil {
 		return err
 	}
-	if err := await("a rejoins and is published in b's sync set", func() bool { return inSync(b, "a") }); err != nil {
+	if err := await(c.interrupt, "a rejoins and is published in b's sync set", func() bool { return inSync(b, "a") }); err != nil {
 		return err
 	}
 	say("a restarted: it rejoined as b's standby and is back in the sync set")

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"errors"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/seckill/seckill/internal/testbin"
@@ -23,4 +27,53 @@ func TestHADemo(t *testing.T) {
 		}
 	}
 	t.Log(out.String())
+}
+
+// TestHADemoInterrupted cuts make ha-demo short with SIGINT (a Ctrl-C) once
+// the replica set is up: run returns errInterrupted (main exits 130),
+// every process it started has ended, and its temporary folder is gone.
+func TestHADemoInterrupted(t *testing.T) {
+	bin := testbin.Dir(t, nil, "github.com/seckill/seckill/cmd/seckilld",
+		"github.com/seckill/seckill/cmd/seckill-router", "github.com/seckill/seckill/cmd/seckillctl")
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where run makes its temporary folder
+	interrupt := make(chan os.Signal, 1)
+	signal.Notify(interrupt, os.Interrupt)
+	defer signal.Stop(interrupt)
+	out := &interruptWhen{line: "leads epoch 1"}
+	err := run(config{bin: bin, before: 1 << 30, after: 50, interrupt: interrupt}, out)
+	if !errors.Is(err, errInterrupted) {
+		t.Fatalf("ha-demo after SIGINT: %v, want %v\n%s", err, errInterrupted, out.b.String())
+	}
+	if !out.sent {
+		t.Fatalf("ha-demo ended before the replica set was up:\n%s", out.b.String())
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		t.Errorf("left in the temporary folder: %s", e.Name())
+	}
+	// Every child was waited for: none is left for this process to reap.
+	if pid, err := syscall.Wait4(-1, nil, syscall.WNOHANG, nil); err != syscall.ECHILD {
+		t.Errorf("a child of the demo still runs or was not waited for: pid %d, %v", pid, err)
+	}
+}
+
+// interruptWhen is the demo's output; it sends this process SIGINT once
+// a line holding line was written.
+type interruptWhen struct {
+	b    strings.Builder
+	line string
+	sent bool
+}
+
+func (w *interruptWhen) Write(p []byte) (int, error) {
+	w.b.Write(p)
+	if !w.sent && strings.Contains(w.b.String(), w.line) {
+		w.sent = true
+		syscall.Kill(os.Getpid(), syscall.SIGINT)
+	}
+	return len(p), nil
 }
