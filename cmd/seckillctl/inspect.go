@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 
@@ -316,6 +317,9 @@ func inspectSnapshot(args []string, stdout io.Writer) error {
 	pos, err := parse(fs, args, 1)
 	if err != nil {
 		return err
+	}
+	if fi, err := os.Stat(pos[0]); err == nil && fi.IsDir() {
+		return usageError("inspect snapshot: %s is a folder: name one snapshot file in it (a SKU's are in <data-dir>/<campaign>/<sku>/snapshots)", pos[0])
 	}
 	b, err := snapshot.ReadBytes(pos[0])
 	if errors.Is(err, snapshot.ErrCorrupt) || errors.Is(err, snapshot.ErrVersion) {

@@ -342,6 +342,10 @@ func TestInspectSnapshot(t *testing.T) {
 		t.Fatalf("corrupt snapshot: %+v", got)
 	}
 	wantCode(t, 2, "inspect", "snapshot", filepath.Join(t.TempDir(), "missing.snap"))
+	// A folder, a SKU's included: said in the operator's terms.
+	if code, _, errOut := ctl(t, "inspect", "snapshot", f.skuDir); code != exitUsage || !strings.Contains(errOut, "is a folder: name one snapshot file in it") {
+		t.Fatalf("inspect snapshot of a folder: exit %d\n%s", code, errOut)
+	}
 	// A file that is not a snapshot (or whose header is gone): nothing on
 	// stdout, the reason on stderr.
 	for _, b := range [][]byte{[]byte("hello\n"), b[:20], append(make([]byte, 8), b[8:]...)} {
@@ -592,6 +596,15 @@ func TestVerifyDataDir(t *testing.T) {
 
 func TestSnapshotOffline(t *testing.T) {
 	f := newFixture(t)
+	// A SKU folder that does not exist (a mistyped campaign or SKU): said
+	// so, and nothing is created.
+	missing := filepath.Join(filepath.Dir(filepath.Dir(f.skuDir)), "c1", "no-such-sku")
+	if code, _, errOut := ctl(t, "snapshot", missing); code != exitUsage || !strings.Contains(errOut, missing+" holds no SKU (no wal folder)") {
+		t.Fatalf("snapshot of a missing SKU folder: exit %d\n%s", code, errOut)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Fatalf("snapshot of a missing SKU folder created it: %v", err)
+	}
 	var got snapshotWrittenJSON
 	json.Unmarshal([]byte(wantCode(t, 0, "snapshot", f.skuDir)), &got)
 	if got.Index != f.lastIndex || got.StateHash != hashHex(f.hash) || filepath.Base(got.Path) != snapshot.Name(f.lastIndex) {

@@ -65,6 +65,9 @@ func runSnapshot(args []string, stdout io.Writer) error {
 // after its next snapshot.
 func snapshotOffline(dir string, stdout io.Writer) (err error) {
 	start := time.Now()
+	if !skudir.Dir(dir).HasWAL() {
+		return fmt.Errorf("snapshot: %s holds no SKU (no wal folder): name <data-dir>/<campaign>/<sku> of a SKU the engine defined", dir)
+	}
 	release, err := lockSKUDir(dir)
 	if err != nil {
 		return err
