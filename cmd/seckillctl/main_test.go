@@ -266,14 +266,7 @@ func TestInspectWALAfterTruncation(t *testing.T) {
 	}
 	// A snapshot of another SKU copied into the folder, newer than its
 	// own, names neither the SKU nor its users' reservations.
-	other := smallSKU(t, t.TempDir(), "c1", "s2")
-	st, err := loadState(other, loadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := snapshot.Write(filepath.Join(f.skuDir, "snapshots"), st.m.Freeze(), f.lastIndex, snapshot.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	placeForeignSnapshot(t, f)
 	doc := walDocument(t, wantCode(t, 0, "inspect", "wal", f.skuDir))
 	if all := doc.Records; all[0].Index != f.snapIndex+1 || doc.Log.FirstIndex != f.snapIndex+1 || doc.CampaignID != "c1" || doc.SKUID != "s1" {
 		t.Fatalf("first record %+v, log %+v, %s/%s, want index %d of c1/s1", all[0], doc.Log, doc.CampaignID, doc.SKUID, f.snapIndex+1)
@@ -1140,18 +1133,23 @@ func TestHARefusesAnInvalidReplicaSetName(t *testing.T) {
 // the SKU the folder's place names: a restore from the folder is of its
 // own SKU with the state the engine rebuilds, never of the foreign one
 // with this SKU's log copied beside it.
-func TestRestorePassesOverAForeignSnapshot(t *testing.T) {
-	f := newFixture(t)
-	other := smallSKU(t, t.TempDir(), "c1", "s2")
-	st, err := loadState(other, loadOptions{})
+// placeForeignSnapshot writes into f's SKU folder (c1/s1) a snapshot of
+// another SKU (c1/s2) at f's last log index: newer than the folder's own
+// snapshot and within its log, the newest usable one were it of this SKU.
+func placeForeignSnapshot(t *testing.T, f *fixture) {
+	t.Helper()
+	st, err := loadState(smallSKU(t, t.TempDir(), "c1", "s2"), loadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Newer than the folder's own snapshot and within its log: the newest
-	// usable one, were it of this SKU.
 	if _, err := snapshot.Write(filepath.Join(f.skuDir, "snapshots"), st.m.Freeze(), f.lastIndex, snapshot.Options{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestRestorePassesOverAForeignSnapshot(t *testing.T) {
+	f := newFixture(t)
+	placeForeignSnapshot(t, f)
 	got, h, _ := restoreAndOpen(t, "--from", f.skuDir, "--to", t.TempDir())
 	if got.CampaignID != "c1" || got.SKUID != "s1" || h != f.hash || got.StateHash != hashHex(f.hash) {
 		t.Fatalf("restore beside a foreign snapshot: %+v, want c1/s1 with state %x", got, f.hash)
