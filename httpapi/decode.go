@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/seckill/seckill/actors/sku"
@@ -30,6 +31,10 @@ func boundDetail(msg string) string {
 	}
 	return msg[:maxDetail] + "..."
 }
+
+// quoteInput quotes a value the client sent (a query parameter's name or
+// value) for a detail, cut to maxDetail bytes as boundDetail cuts.
+func quoteInput(v string) string { return strconv.Quote(boundDetail(v)) }
 
 // jsonSpace is the whitespace JSON allows around a value (RFC 8259, section 2);
 // bytes.TrimSpace would also take Unicode spaces, which JSON does not.

@@ -63,7 +63,7 @@ func (s *Server) feedReply(route string, err error) reply {
 	case errors.Is(err, feed.ErrNotOpen), errors.Is(err, feed.ErrLogClosed):
 		return errorReply(ReasonUnavailable, err.Error())
 	case errors.As(err, &bad):
-		return errorReply(reasonBadCursor, bad.Detail)
+		return errorReply(reasonBadCursor, boundDetail(bad.Detail)) // it may quote the cursor sent
 	case errors.As(err, &compacted):
 		return reasonReply(reasonCursorCompacted, feedError{
 			Error: reasonCursorCompacted,
@@ -227,7 +227,7 @@ func (s *Server) parseFeedParams(ctx *fasthttp.RequestCtx) (feedParams, *reply) 
 		p.params.Types = map[string]bool{}
 		for _, t := range strings.Split(string(v), ",") {
 			if !feed.KnownEventType(t) {
-				return fail("unknown event type " + strconv.Quote(t))
+				return fail("unknown event type " + quoteInput(t))
 			}
 			p.params.Types[t] = true
 		}
@@ -241,7 +241,7 @@ func parseWait(v string) (time.Duration, error) {
 	if err != nil {
 		n, nerr := strconv.Atoi(v)
 		if nerr != nil {
-			return 0, fmt.Errorf("wait %q: want a duration such as 30s", v)
+			return 0, fmt.Errorf("wait %s: want a duration such as 30s", quoteInput(v))
 		}
 		d = time.Duration(n) * time.Second
 	}

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -58,12 +57,12 @@ func queryDetail(args *fasthttp.Args, accepted []string) string {
 		switch {
 		case detail != "":
 		case !slices.Contains(accepted, key):
-			detail = "query parameter " + strconv.Quote(key) + " is not accepted here"
+			detail = "query parameter " + quoteInput(key) + " is not accepted here"
 			if len(accepted) > 0 {
 				detail += " (accepted: " + strings.Join(accepted, ", ") + ")"
 			}
 		case seen[key]:
-			detail = "query parameter " + strconv.Quote(key) + " repeated"
+			detail = "query parameter " + quoteInput(key) + " repeated"
 		}
 		seen[key] = true
 	})

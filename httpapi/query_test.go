@@ -40,3 +40,27 @@ func TestQueryParameters(t *testing.T) {
 	// The reserve route (its fast path) ignores its query.
 	want(t, ts.post("/v1/campaigns/q/skus/s/reservations?x=1", `{"request_id":"r1","user_id":"u1"}`), http.StatusAccepted, "")
 }
+
+// TestQueryDetailsAreBounded: a detail quotes at most 160 bytes of what
+// the client sent, in a query as in a body (docs/api.md), so a long query
+// never gets a long answer.
+func TestQueryDetailsAreBounded(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, serverOptions{})
+	ts.define(campaign("q", "15m", map[string]int{"s": 5}))
+	long := strings.Repeat("x", 1000) // twice within the request line's 4 KiB
+	for _, tc := range []struct{ path, reason string }{
+		{"/admin/campaigns/q/skus/s/events?" + long + "=1", "BAD_REQUEST"},
+		{"/admin/campaigns/q/skus/s/events?" + long + "=1&" + long + "=2", "BAD_REQUEST"},
+		{"/admin/campaigns/q/skus/s/events?types=" + long, "BAD_REQUEST"},
+		{"/admin/campaigns/q/skus/s/events?wait=" + long, "BAD_REQUEST"},
+		{"/admin/campaigns/q/skus/s/events?after=" + long, "BAD_CURSOR"},
+		{"/admin/stats?skus=" + long, "BAD_REQUEST"},
+	} {
+		r := ts.admin(http.MethodGet, tc.path, nil)
+		want(t, r, http.StatusBadRequest, tc.reason)
+		if d := r.str("detail"); len(d) > 400 || !strings.Contains(d, "xxx...") {
+			t.Fatalf("%s...: a detail of %d bytes, want the input cut at 160 bytes: %.300s", tc.path[:50], len(d), d)
+		}
+	}
+}

@@ -55,7 +55,7 @@ func parseSelection(args *fasthttp.Args) (statsSelection, error) {
 		sel.skus = make(map[string]bool, len(ids))
 		for _, id := range ids {
 			if c, s, ok := strings.Cut(id, "/"); !ok || checkID("campaign_id", c) != "" || checkID("sku_id", s) != "" {
-				return sel, errors.New("skus: " + strconv.Quote(id) + " is not campaign_id/sku_id")
+				return sel, errors.New("skus: " + quoteInput(id) + " is not campaign_id/sku_id")
 			}
 			sel.skus[id] = true
 		}
