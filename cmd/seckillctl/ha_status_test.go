@@ -71,6 +71,18 @@ func TestHARefusesWhatItCannotReport(t *testing.T) {
 			t.Errorf("seckillctl %s: exit %d, want %d and %q\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, exitUsage, c.want, out, errOut)
 		}
 	}
+	// A switchover to the primary, or to a replica the set does not have,
+	// is exit 1 with its reason, asking no replica (docs/ha.md).
+	for _, c := range []struct{ to, want string }{
+		{"a", "a is the primary already"},
+		{"c", "c is not a registered replica of rs1"},
+	} {
+		args := []string{"ha", "switchover", "--replica-set", "rs1", "--to", c.to, "--etcd", etcd.Endpoint, "--admin-token", "wrong"}
+		code, out, errOut := ctl(t, args...)
+		if code != exitFailed || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("seckillctl %s: exit %d, want %d and %q\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, exitFailed, c.want, out, errOut)
+		}
+	}
 }
 
 // An etcd that does not answer is named in the error of ha status and ha
