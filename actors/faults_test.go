@@ -453,13 +453,8 @@ func TestFailedFirstRecoveryIsRetried(t *testing.T) {
 // rather than rebuilding the SKU from a file the page cache may show
 // records of that the disk lost.
 func TestFsyncFailureSurvivesAnActorRestart(t *testing.T) {
-	dir := t.TempDir()
-	cfg, fs, _ := faultyConfig(dir, 10*time.Millisecond)
-	e, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	cfg, fs, _ := faultyConfig(t.TempDir(), 10*time.Millisecond)
+	e := openWith(t, cfg)
 	if err := e.Define(ctxT(t), testDef(100)); err != nil {
 		t.Fatal(err)
 	}
