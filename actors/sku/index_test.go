@@ -2,6 +2,7 @@ package sku
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -180,4 +181,34 @@ func TestIndexGrowthAgainstMap(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A SKU's first sale_limit reserves move no index entry: both indexes are
+// sized for them when it is defined, so the sale's busiest seconds pay
+// no growth (Machine.sizeIndexes).
+func TestDefinedSKUsIndexesHoldItsSaleLimit(t *testing.T) {
+	const limit = 10_000
+	m := New()
+	d := Definition{CampaignID: "c", SKUID: "s", StartAt: 0, EndAt: 1 << 50,
+		PaymentWindowMs: 3_600_000, SaleLimit: limit}
+	if _, _, err := m.Define(1, d, nil); err != nil {
+		t.Fatal(err)
+	}
+	slots := [2]int{len(m.byRequest.cur.tags), len(m.live.cur.tags)}
+	var out []Record
+	for i := range limit {
+		var res Result
+		res, out = m.Reserve(2, "r"+strconv.Itoa(i), "u"+strconv.Itoa(i), out[:0])
+		if res.Outcome != OutcomeAccepted {
+			t.Fatalf("reserve %d: %v", i, res.Outcome)
+		}
+		for _, x := range []*index{&m.byRequest, &m.live} {
+			if len(x.old.tags) != 0 {
+				t.Fatalf("reserve %d: an index grew (from %d slots)", i, slots)
+			}
+		}
+	}
+	if got := [2]int{len(m.byRequest.cur.tags), len(m.live.cur.tags)}; got != slots {
+		t.Fatalf("slots %v after %d reserves, %v when defined", got, limit, slots)
+	}
 }

@@ -219,6 +219,29 @@ func (m *Machine) setDefinition(d Definition) {
 	m.pool.celled = d.Cell != ""
 	m.idTags = newIDTagger(d.IDKey)
 	m.table.windows = [2]int64{d.PaymentWindowMs, d.PaymentWindowFor(Holder{Risk: 1})}
+	m.sizeIndexes()
+}
+
+// presizedReservations bounds the reservations a SKU's indexes are sized
+// for when it is defined: about 125 KiB of slots per index, paid by every
+// SKU of a sale_limit at least this large.
+const presizedReservations = 1 << 14
+
+// sizeIndexes sizes the two reservation indexes for the sale_limit (at
+// most presizedReservations) before the first reserve. A flash sale makes
+// most of its reservations in its first seconds, the busiest of the sale:
+// an index growing then moves every key it holds, a hash and a row read
+// each, on the SKU's one actor that every buyer waits behind. The user
+// index never holds more than sale_limit live purchases (each holds a
+// token); the request_id index holds every reservation, sale_limit of
+// them when the SKU sells out. Later inserts grow the tables as before.
+func (m *Machine) sizeIndexes() {
+	if m.table.count != 0 {
+		return
+	}
+	n := int(min(uint64(m.def.SaleLimit), presizedReservations))
+	m.byRequest.reserve(n)
+	m.live.reserve(n)
 }
 
 // Get returns a copy of reservation seq.
