@@ -3,6 +3,7 @@ package httpapi
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/actors/sku"
+	"github.com/seckill/seckill/internal/promhist"
 )
 
 // ingressLayer is an ingress layer that can answer a reserve before the
@@ -49,7 +50,7 @@ var httpBuckets = []float64{1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3
 // knows, and no user or request id is ever a label.
 type metrics struct {
 	requests   *prometheus.CounterVec
-	duration   *prometheus.HistogramVec
+	duration   *promhist.Vec
 	rejections *prometheus.CounterVec
 	admissions *prometheus.CounterVec
 	// rejectedBy caches the children of rejections, one per layer; it is
@@ -63,13 +64,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "seckill_http_requests_total",
 			Help: "HTTP requests by route and outcome (the error reason or the resulting state).",
 		}, []string{"route", "outcome"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:                            "seckill_http_request_duration_seconds",
-			Help:                            "Time from routing to the answer being set, by route.",
-			Buckets:                         httpBuckets,
-			NativeHistogramBucketFactor:     1.1,
-			NativeHistogramMaxBucketNumber:  160,
-			NativeHistogramMinResetDuration: 0,
+		duration: promhist.NewVec(prometheus.HistogramOpts{
+			Name:    "seckill_http_request_duration_seconds",
+			Help:    "Time from routing to the answer being set, by route.",
+			Buckets: httpBuckets,
 		}, []string{"route"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_ingress_rejections_total",

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/feed"
+	"github.com/seckill/seckill/internal/promhist"
 	"github.com/valyala/fasthttp"
 )
 
@@ -447,7 +448,7 @@ const routeKey = "httpapi.route"
 type routeMetrics struct {
 	route    string
 	name     any // route, boxed once for the request's user values
-	duration prometheus.Observer
+	duration *promhist.Histogram
 	// known holds the counters of the outcomes known at start (a small,
 	// fixed set; read-only after newRouteMetrics, so a lookup takes no
 	// lock), in knownOutcomes' order, the route's commonest first: a scan
