@@ -196,6 +196,23 @@ func (x *index) insertHashed(h uint64, seq uint32) {
 	x.last = max(x.last, seq)
 }
 
+// presize sizes an empty table for n entries at one of the sizes a table
+// grown from empty passes through (indexMinSlots doubled), so its later
+// growths, and the bytes per entry at each size, are those of a table
+// that grew to it.
+func (x *index) presize(n int) {
+	if x.count != 0 {
+		return
+	}
+	slots := indexMinSlots
+	for slots*4/5 < n && slots < x.doublingSlots {
+		slots *= 2
+	}
+	if slots > len(x.cur.tags) {
+		x.grow(slots)
+	}
+}
+
 // reserve sizes the table for n entries before they are inserted (a state
 // being decoded knows its row count) as a growth would leave it: at load
 // 0.64, so the inserts that follow (a log's tail replayed) do not start

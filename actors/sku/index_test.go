@@ -185,7 +185,7 @@ func TestIndexGrowthAgainstMap(t *testing.T) {
 
 // A SKU's first sale_limit reserves move no index entry: both indexes are
 // sized for them when it is defined, so the sale's busiest seconds pay
-// no growth (Machine.sizeIndexes).
+// no growth (Machine.sizeIndexes, index.presize).
 func TestDefinedSKUsIndexesHoldItsSaleLimit(t *testing.T) {
 	const limit = 10_000
 	m := New()
@@ -195,6 +195,13 @@ func TestDefinedSKUsIndexesHoldItsSaleLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	slots := [2]int{len(m.byRequest.cur.tags), len(m.live.cur.tags)}
+	for _, n := range slots {
+		// A size a table grown from empty passes through, so its later
+		// growths (and bytes per entry) are those of one that grew.
+		if n < indexMinSlots || n%indexMinSlots != 0 || n&(n-1) != 0 {
+			t.Fatalf("slots %v: not indexMinSlots doubled", slots)
+		}
+	}
 	var out []Record
 	for i := range limit {
 		var res Result

@@ -223,7 +223,7 @@ func (m *Machine) setDefinition(d Definition) {
 }
 
 // presizedReservations bounds the reservations a SKU's indexes are sized
-// for when it is defined: about 125 KiB of slots per index, paid by every
+// for when it is defined: 32,768 slots, 160 KiB per index, paid by every
 // SKU of a sale_limit at least this large.
 const presizedReservations = 1 << 14
 
@@ -240,8 +240,8 @@ func (m *Machine) sizeIndexes() {
 		return
 	}
 	n := int(min(uint64(m.def.SaleLimit), presizedReservations))
-	m.byRequest.reserve(n)
-	m.live.reserve(n)
+	m.byRequest.presize(n)
+	m.live.presize(n)
 }
 
 // Get returns a copy of reservation seq.
