@@ -74,8 +74,7 @@ func (e *Engine) DefineAll(ctx context.Context, defs []sku.Definition, each time
 	// not begun).
 	var failedAt atomic.Int64
 	failedAt.Store(int64(n))
-	var g errgroup.Group
-	g.SetLimit(skudir.AtOnce)
+	g := e.definitionGroup(skudir.AtOnce)
 	for i := range defs[:n] {
 		g.Go(func() error {
 			if failedAt.Load() < int64(i) {
@@ -100,6 +99,23 @@ func (e *Engine) DefineAll(ctx context.Context, defs []sku.Definition, each time
 	}
 	_ = g.Wait() // each error is in errs
 	return errs
+}
+
+// definitionGroup runs the definitions of a list side by side, at most
+// limit at a time, each function's goroutine started in the order of its
+// Go, and waits for them: an errgroup.Group (newDefinitionGroup). A test's
+// twin starts them so, but runs them in an order it chooses.
+type definitionGroup interface {
+	Go(f func() error)
+	Wait() error
+}
+
+// newDefinitionGroup is the Engine's definitionGroup: an errgroup.Group
+// with limit.
+func newDefinitionGroup(limit int) definitionGroup {
+	g := &errgroup.Group{}
+	g.SetLimit(limit)
+	return g
 }
 
 // failedBefore lowers at to i when i is less.

@@ -240,6 +240,138 @@ func TestDefineAllStopsAtAFailedCommit(t *testing.T) {
 	}
 }
 
+// heldGroup is a definitionGroup twin that starts each definition's
+// goroutine at its Go, in the list's order, as errgroup does with a free
+// slot, but holds its first statement until the test lets it run (run),
+// which then waits until the definition returned: the order the scheduler
+// may pick between a goroutine's start and its first statement, reached
+// on purpose.
+type heldGroup struct {
+	wg        sync.WaitGroup
+	next      int
+	may, done []chan struct{}
+}
+
+func newHeldGroup(n int) *heldGroup {
+	g := &heldGroup{may: make([]chan struct{}, n), done: make([]chan struct{}, n)}
+	for i := range n {
+		g.may[i], g.done[i] = make(chan struct{}), make(chan struct{})
+	}
+	return g
+}
+
+func (g *heldGroup) Go(f func() error) {
+	i := g.next
+	g.next++
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		defer close(g.done[i])
+		<-g.may[i]
+		f()
+	}()
+}
+
+func (g *heldGroup) Wait() error {
+	g.wg.Wait()
+	return nil
+}
+
+// run lets definition i begin and waits until it returned.
+func (g *heldGroup) run(t *testing.T, i int) {
+	close(g.may[i])
+	select {
+	case <-g.done[i]:
+	case <-time.After(time.Minute):
+		t.Errorf("definition %d did not return within a minute", i)
+	}
+}
+
+// heldStore is a log whose first write waits until released, then fails.
+type heldStore struct {
+	wal.Store
+	writing, release chan struct{}
+}
+
+func (s heldStore) WriteBatch(*wal.Batch) (int, error) {
+	close(s.writing)
+	select {
+	case <-s.release:
+	case <-time.After(time.Minute):
+	}
+	return 0, errInjected
+}
+
+// TestDefineAllKeepsTheLeastFailure: the goroutines of a list start in
+// its order but run in any, so DefineAll decides whether a definition
+// begins from the least index that failed, whenever its goroutine runs.
+// Here definition 3 begins, 1 fails, then 3 fails: 2, run next, is after
+// the least failure (1), not begun, although the last to fail (3) is
+// after it; 0, run last, after two failures, is before both: defined, as
+// Define one after another would have. With a flag "a definition failed"
+// 0 was not begun; with the last failure kept rather than the least, 2
+// was begun after 1 failed.
+func TestDefineAllKeepsTheLeastFailure(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	defs := listDefs("c1", "s", 4, sku.PurchaseLimitSKU)
+	var failed atomic.Bool
+	held := heldStore{writing: make(chan struct{}), release: make(chan struct{})}
+	cfg := Config{DataDir: dir, Clock: (&fakeClock{}).Now, ExpiryInterval: time.Hour, Logger: quiet, LogFailureRetry: -1}
+	cfg.WAL.OpenStore = func(d string, o wal.StoreOptions) (wal.Store, error) {
+		st, err := wal.OpenTidwallStore(d, o)
+		switch {
+		case err != nil:
+			return st, err
+		case d == skudir.Of(dir, "c1", defs[1].SKUID).WAL():
+			return failingStore{st, &failed}, nil
+		case d == skudir.Of(dir, "c1", defs[3].SKUID).WAL():
+			held.Store = st
+			return held, nil
+		}
+		return st, nil
+	}
+	e, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	g := newHeldGroup(len(defs))
+	e.definitionGroup = func(int) definitionGroup { return g }
+	answered := make(chan []error, 1)
+	go func() { answered <- e.DefineAll(ctxT(t), defs, 0) }()
+
+	close(g.may[3]) // 3 begins: its log's write waits
+	select {
+	case <-held.writing:
+	case <-time.After(time.Minute):
+		t.Fatal("definition 3 did not write its log within a minute")
+	}
+	g.run(t, 1) // 1 fails
+	close(held.release)
+	<-g.done[3] // 3 fails
+	g.run(t, 2)
+	g.run(t, 0)
+	errs := <-answered
+	if !failed.Load() {
+		t.Fatal("definition 1's log was not written")
+	}
+	switch {
+	case errs[0] != nil:
+		t.Errorf("definition 0, before every failure: %v, want it defined", errs[0])
+	case errs[1] == nil || errors.Is(errs[1], ErrNotBegun):
+		t.Errorf("definition 1: %v, want its log's failure", errs[1])
+	case !errors.Is(errs[2], ErrNotBegun):
+		t.Errorf("definition 2, after the failure of 1: %v, want %v", errs[2], ErrNotBegun)
+	case errs[3] == nil || errors.Is(errs[3], ErrNotBegun):
+		t.Errorf("definition 3: %v, want its log's failure", errs[3])
+	}
+	if e.SKU("c1", defs[0].SKUID) == nil || e.handle("c1", defs[2].SKUID) != nil {
+		t.Errorf("SKU 0 defined %v, SKU 2 begun %v; want defined, not begun",
+			e.SKU("c1", defs[0].SKUID) != nil, e.handle("c1", defs[2].SKUID) != nil)
+	}
+}
+
 // A list holds its campaigns' locks only: while one campaign's list is
 // defining (its lock held here), a list of another campaign is defined;
 // a list of that campaign, or one naming it among others, waits for it

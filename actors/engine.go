@@ -315,6 +315,9 @@ type Engine struct {
 	// checks (that a campaign's SKUs agree on purchase_limit) hold until
 	// its list is defined.
 	defining campaignLocks
+	// definitionGroup makes the group DefineAll runs a list in:
+	// newDefinitionGroup, or a test's twin that orders the definitions.
+	definitionGroup func(limit int) definitionGroup
 	// stating is held shared by each definition from MakeRoom to its
 	// release and alone by FinishPending while it finishes a list, so
 	// that a definition an operator states is never interleaved with the
@@ -373,6 +376,8 @@ func Open(cfg Config) (*Engine, error) {
 		unlock:   unlock,
 
 		purchases: make(map[string]*purchases),
+
+		definitionGroup: newDefinitionGroup,
 	}
 	// A sliding window of RecoveriesMax: the oldest recovery is waited
 	// for before the next starts.

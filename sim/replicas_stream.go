@@ -323,6 +323,8 @@ type simCopy struct {
 
 func (c simCopy) Log() *wal.Log { return c.k.log }
 
+func (c simCopy) SKU() (string, string) { return campaignID, c.k.id }
+
 func (c simCopy) Cut(index uint64) error {
 	if err := c.k.log.Close(); err != nil {
 		return err

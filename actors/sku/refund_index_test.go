@@ -107,3 +107,38 @@ func TestDecodeRefusesARefundListTheRowsDoNotHold(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeRefusesARefundNoPaymentCouldHaveMade: a refund is recorded
+// only for a payment that cannot pay its reservation (applyRefund): one on
+// a reservation closed or expired, or another payment_id on a PAID one.
+// A state with a refund on a PENDING_PAYMENT reservation, or of the very
+// payment that paid its reservation, is one no log builds: decoding it
+// must fail, as applying such a record does.
+func TestDecodeRefusesARefundNoPaymentCouldHaveMade(t *testing.T) {
+	for name, tc := range map[string]struct {
+		seq     uint32
+		state   State
+		payment string
+	}{
+		"of the accepted payment":  {1, StatePaid, "p1"},
+		"on a pending reservation": {3, StatePendingPayment, "late"},
+	} {
+		m := refundedMachine(t)
+		if res, _ := m.Reserve(5, "r-u3", "u3", nil); res.Outcome != OutcomeAccepted {
+			t.Fatalf("reserve u3: %s", res.Outcome)
+		}
+		if got := m.table.get(tc.seq).state; got != tc.state {
+			t.Fatalf("%s: reservation %d is %s, want %s", name, tc.seq, got, tc.state)
+		}
+		// What applyRefund does, without its checks.
+		r := m.table.mut(tc.seq)
+		x := m.table.editExtra(r)
+		x.refundPayments = append(x.refundPayments, tc.payment)
+		x.refundAmounts = append(x.refundAmounts, 50)
+		r.flags |= flagRefund
+		m.addRefund(Refund{ReservationSeq: tc.seq, PaymentID: tc.payment, Amount: 50, At: 5})
+		if _, err := DecodeState(encodeFrozen(t, m.Freeze())); !errors.Is(err, ErrBadState) {
+			t.Errorf("%s: decoded (%v), want ErrBadState", name, err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"unsafe"
 )
 
@@ -491,6 +492,12 @@ func checkRow(r *reservation, requestID, userID string, x *reservationExtra, ver
 		return "paid without a payment"
 	case r.refundRequired() != (x != nil && len(x.refundPayments) > 0):
 		return "refund flag does not match the refund payments"
+	case r.state == StatePendingPayment && r.refundRequired():
+		// applyRefund: a refund is of a payment that came after the close,
+		// or of another payment_id on a PAID reservation.
+		return "PENDING_PAYMENT with a refund: nothing to refund"
+	case r.state == StatePaid && slices.Contains(x.refundPayments, x.paymentID):
+		return fmt.Sprintf("payment %q paid the reservation and is listed for refund", x.paymentID)
 	}
 	return ""
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/internal/proctest"
 	"github.com/seckill/seckill/internal/testbin"
 )
 
@@ -155,8 +156,8 @@ func TestClusterScriptWithReplicas(t *testing.T) {
 		t.Fatalf("the script runs %v, want etcd, six seckillds and the router\n%s", started, out.String())
 	}
 	for pid, p := range started {
-		if p.pgrp == cmd.Process.Pid {
-			t.Errorf("%s (pid %d) is in the script's process group: a Ctrl-C stops it at once, not in the script's order", p.comm, pid)
+		if p.Pgrp == cmd.Process.Pid {
+			t.Errorf("%s (pid %d) is in the script's process group: a Ctrl-C stops it at once, not in the script's order", p.Comm, pid)
 		}
 	}
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
@@ -172,7 +173,7 @@ func TestClusterScriptWithReplicas(t *testing.T) {
 	}
 	for pid, p := range started {
 		if syscall.Kill(pid, 0) == nil {
-			t.Errorf("%s (pid %d) still runs after the script exited", p.comm, pid)
+			t.Errorf("%s (pid %d) still runs after the script exited", p.Comm, pid)
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
@@ -190,40 +191,17 @@ func TestClusterScriptWithReplicas(t *testing.T) {
 	}
 }
 
-// scriptChild is a process as /proc/PID/stat shows it: its command and process group.
-type scriptChild struct {
-	comm string
-	pgrp int
-}
-
-// childrenOf returns the processes whose parent is pid, by their pid.
-func childrenOf(t *testing.T, pid int) map[int]scriptChild {
+// childrenOf returns the processes whose parent is pid, by their pid, but
+// the shell running the script's command.
+func childrenOf(t *testing.T, pid int) map[int]proctest.Child {
 	t.Helper()
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	children, err := proctest.Children(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	children := map[int]scriptChild{}
-	for _, f := range stats {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue // ended since the glob
-		}
-		// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
-		s := string(b)
-		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open {
-			continue
-		}
-		fields := strings.Fields(s[end+1:])
-		if len(fields) < 3 {
-			continue
-		}
-		child, _ := strconv.Atoi(strings.TrimSpace(s[:open]))
-		ppid, _ := strconv.Atoi(fields[1])
-		pgrp, _ := strconv.Atoi(fields[2])
-		if ppid == pid && s[open+1:end] != "sh" {
-			children[child] = scriptChild{comm: s[open+1 : end], pgrp: pgrp}
+	for child, p := range children {
+		if p.Comm == "sh" {
+			delete(children, child)
 		}
 	}
 	return children

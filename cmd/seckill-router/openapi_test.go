@@ -25,7 +25,9 @@ import (
 // from: a request_id lookup two cells hold (422 REQUEST_ID_REUSED), none
 // holds (404), one a cell could not be asked about (503
 // CELL_UNAVAILABLE), a reserve a cell received and never answered
-// (504 RESULT_UNKNOWN), and its own GET /healthz.
+// (504 RESULT_UNKNOWN), and its own routes: GET /healthz, and GET
+// /router/campaigns/{c}/skus/{s} for a SKU it routes (200, the map) and
+// one it does not (404 NOT_CELLED).
 func TestRouterAnswersAreDocumented(t *testing.T) {
 	spec, err := os.ReadFile("../../httpapi/openapi.json")
 	if err != nil {
@@ -89,6 +91,8 @@ func TestRouterAnswersAreDocumented(t *testing.T) {
 		{"a reserve a cell never answered", routerOf(silent, refusedAddr(t)), "POST", "/v1/campaigns/demo/skus/sku-1/reservations",
 			`{"request_id":"r1","user_id":"` + userOfC1 + `"}`, 504, "RESULT_UNKNOWN"},
 		{"the router's liveness", routerOf(refusedAddr(t), refusedAddr(t)), "GET", "/healthz", "", 200, ""},
+		{"the map of a SKU it routes", routerOf(refusedAddr(t), refusedAddr(t)), "GET", "/router/campaigns/demo/skus/sku-1", "", 200, ""},
+		{"the map of a SKU it does not route", routerOf(refusedAddr(t), refusedAddr(t)), "GET", "/router/campaigns/demo/skus/sku-2", "", 404, "NOT_CELLED"},
 	} {
 		var ctx fasthttp.RequestCtx
 		ctx.Request.Header.SetMethod(c.method)

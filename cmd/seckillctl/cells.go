@@ -56,6 +56,26 @@ func addLedgerFlags(fs *flag.FlagSet, withSKU bool) ledgerFlags {
 	return f
 }
 
+// namedID is an id flag's name, as the user types it, and its value.
+type namedID struct{ name, value string }
+
+// named returns --campaign, --sku and --cell (cell) with their values.
+func (f ledgerFlags) named(cell string) []namedID {
+	return []namedID{{"--campaign", *f.campaign}, {"--sku", *f.sku}, {"--cell", cell}}
+}
+
+// validIDs is the usage error of cmd for the first of ids that is not an
+// id (sku.ValidID: what the ledger's keys and the cells take), or nil, so
+// that it is refused before etcd is asked.
+func validIDs(cmd string, ids ...namedID) error {
+	for _, id := range ids {
+		if !sku.ValidID(id.value) {
+			return usageError("%s: %s %q is not an id", cmd, id.name, id.value)
+		}
+	}
+	return nil
+}
+
 // skuOf returns the SKU the flags name.
 func (f ledgerFlags) skuOf() ledger.SKU { return ledger.SKU{Campaign: *f.campaign, SKU: *f.sku} }
 
@@ -180,8 +200,12 @@ func runCellsReturn(args []string, stdout io.Writer) error {
 		flagGiven{"--cell", *cell != ""}, flagGiven{"--units", *units != 0}, flagGiven{"--id", *id != 0}); err != nil {
 		return err
 	}
-	if !sku.ValidID(*cell) {
-		return usageError("cells return: --cell %q is not an id", *cell)
+	if err := validIDs("cells return", lf.named(*cell)...); err != nil {
+		return err
+	}
+	// A return never exceeds what a cell was granted, at most a sale_limit.
+	if *units > sku.MaxSaleLimit {
+		return usageError("cells return: --units must be 1..%d", sku.MaxSaleLimit)
 	}
 	l, ctx, done, err := lf.open(10 * time.Second)
 	if err != nil {
@@ -214,10 +238,8 @@ func runCellsWriteOff(args []string, stdout io.Writer) error {
 		flagGiven{"--cell", *cell != ""}); err != nil {
 		return err
 	}
-	for _, f := range []struct{ name, value string }{{"--campaign", *lf.campaign}, {"--sku", *lf.sku}, {"--cell", *cell}} {
-		if !sku.ValidID(f.value) {
-			return usageError("cells write-off: %s %q is not an id", f.name, f.value)
-		}
+	if err := validIDs("cells write-off", lf.named(*cell)...); err != nil {
+		return err
 	}
 	l, ctx, done, err := lf.open(10 * time.Second)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,6 +28,31 @@ func TestCellsCommandsNameWhatIsMissing(t *testing.T) {
 		code, out, errOut := ctl(t, c.args...)
 		if code != exitUsage || out != "" || !strings.Contains(errOut, c.says) || !strings.Contains(errOut, "usage:") {
 			t.Errorf("seckillctl %s: exit %d, stdout %q, stderr %q, want 2 and %q", strings.Join(c.args, " "), code, out, errOut, c.says)
+		}
+	}
+}
+
+// "cells return" refuses an argument it cannot use as the other cells
+// commands do: a usage error naming the flag, with its usage (exit 2),
+// before etcd is asked. An --campaign or --sku that is not an id went to
+// etcd and came back as etcd's error, without the usage, while a --cell
+// that is not an id was a usage error; a --units beyond 32 bits was cut
+// to its low bits and asked for.
+func TestCellsReturnRefusesAnArgumentItCannotUse(t *testing.T) {
+	ret := []string{"cells", "return", "--etcd", "127.0.0.1:1", "--id", "1"}
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--campaign", "a/b", "--sku", "s", "--cell", "c1", "--units", "5"}, `cells return: --campaign "a/b" is not an id`},
+		{[]string{"--campaign", "c", "--sku", "s~1", "--cell", "c1", "--units", "5"}, `cells return: --sku "s~1" is not an id`},
+		{[]string{"--campaign", "c", "--sku", "s", "--cell", "c/1", "--units", "5"}, `cells return: --cell "c/1" is not an id`},
+		{[]string{"--campaign", "c", "--sku", "s", "--cell", "c1", "--units", "4294967301"}, "cells return: --units must be 1..1073741824"},
+	} {
+		args := append(slices.Clone(ret), c.args...)
+		code, out, errOut := ctl(t, args...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, c.says) || !strings.Contains(errOut, "usage:\n  seckillctl cells return ") {
+			t.Errorf("seckillctl %s: exit %d, stdout %q, stderr %q, want 2, %q and the usage", strings.Join(args, " "), code, out, errOut, c.says)
 		}
 	}
 }

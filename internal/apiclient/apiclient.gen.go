@@ -227,6 +227,24 @@ func (e ReservationState) Valid() bool {
 	}
 }
 
+// Defines values for RouterMapPurchaseLimit.
+const (
+	RouterMapPurchaseLimitCampaign RouterMapPurchaseLimit = "campaign"
+	RouterMapPurchaseLimitSku      RouterMapPurchaseLimit = "sku"
+)
+
+// Valid indicates whether the value is a known member of the RouterMapPurchaseLimit enum.
+func (e RouterMapPurchaseLimit) Valid() bool {
+	switch e {
+	case RouterMapPurchaseLimitCampaign:
+		return true
+	case RouterMapPurchaseLimitSku:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SKUStatusStatus.
 const (
 	ENDED        SKUStatusStatus = "ENDED"
@@ -699,6 +717,21 @@ type ReserveRequest0 = interface{}
 
 // ReserveRequest1 defines model for ReserveRequest.1.
 type ReserveRequest1 = interface{}
+
+// RouterMap defines model for RouterMap.
+type RouterMap struct {
+	// CellMapVersion The version of the SKU's frozen cell map.
+	CellMapVersion int `json:"cell_map_version"`
+
+	// Cells The cells of the map, in its order.
+	Cells []string `json:"cells"`
+
+	// PurchaseLimit The campaign's purchase limit: with "campaign" a user is routed by campaign and user, to the same cell on every SKU of the campaign.
+	PurchaseLimit RouterMapPurchaseLimit `json:"purchase_limit"`
+}
+
+// RouterMapPurchaseLimit The campaign's purchase limit: with "campaign" a user is routed by campaign and user, to the same cell on every SKU of the campaign.
+type RouterMapPurchaseLimit string
 
 // SKUStatus defines model for SKUStatus.
 type SKUStatus struct {
@@ -1530,6 +1563,13 @@ type ClientInterface interface {
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetRouterMap The cell map seckill-router routes a SKU by
+	//
+	// Served by seckill-router alone (x-served-by), in front of the cells; seckilld and a cell do not serve it. A tool that publishes a SKU polls it until the router knows the SKU.
+	//
+	// Corresponds with GET /router/campaigns/{campaign_id}/skus/{sku_id} (the `GetRouterMap` operationId).
+	GetRouterMap(ctx context.Context, campaignId CampaignId, skuId SkuId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetSKUStatus A SKU's coarse status
 	//
 	// Corresponds with GET /v1/campaigns/{campaign_id}/skus/{sku_id} (the `GetSKUStatus` operationId).
@@ -2087,6 +2127,23 @@ func (c *Client) Openapi(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReadyzRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRouterMap The cell map seckill-router routes a SKU by
+//
+// Served by seckill-router alone (x-served-by), in front of the cells; seckilld and a cell do not serve it. A tool that publishes a SKU polls it until the router knows the SKU.
+//
+// Corresponds with GET /router/campaigns/{campaign_id}/skus/{sku_id} (the `GetRouterMap` operationId).
+func (c *Client) GetRouterMap(ctx context.Context, campaignId CampaignId, skuId SkuId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRouterMapRequest(c.Server, campaignId, skuId)
 	if err != nil {
 		return nil, err
 	}
@@ -3541,6 +3598,47 @@ func NewReadyzRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetRouterMapRequest constructs an http.Request for the GetRouterMap method
+func NewGetRouterMapRequest(server string, campaignId CampaignId, skuId SkuId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "campaign_id", campaignId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "sku_id", skuId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/router/campaigns/%s/skus/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetSKUStatusRequest constructs an http.Request for the GetSKUStatus method
 func NewGetSKUStatusRequest(server string, campaignId CampaignId, skuId SkuId) (*http.Request, error) {
 	var err error
@@ -4328,6 +4426,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	ReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzResponse, error)
+
+	// GetRouterMapWithResponse The cell map seckill-router routes a SKU by
+	//
+	// Served by seckill-router alone (x-served-by), in front of the cells; seckilld and a cell do not serve it. A tool that publishes a SKU polls it until the router knows the SKU.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /router/campaigns/{campaign_id}/skus/{sku_id} (the `GetRouterMap` operationId).
+	GetRouterMapWithResponse(ctx context.Context, campaignId CampaignId, skuId SkuId, reqEditors ...RequestEditorFn) (*GetRouterMapResponse, error)
 
 	// GetSKUStatusWithResponse A SKU's coarse status
 	//
@@ -6587,6 +6694,54 @@ func (r ReadyzResponse) ContentType() string {
 	return ""
 }
 
+type GetRouterMapResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RouterMap
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRouterMapResponse) GetJSON200() *RouterMap {
+	return r.JSON200
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetRouterMapResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRouterMapResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRouterMapResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRouterMapResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRouterMapResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetSKUStatusResponse200Headers the declared response headers of an HTTP 200 response for GetSKUStatus
 type GetSKUStatusResponse200Headers struct {
 	CacheControl *string
@@ -8062,6 +8217,21 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 		return nil, err
 	}
 	return ParseReadyzResponse(rsp)
+}
+
+// GetRouterMapWithResponse The cell map seckill-router routes a SKU by
+//
+// Served by seckill-router alone (x-served-by), in front of the cells; seckilld and a cell do not serve it. A tool that publishes a SKU polls it until the router knows the SKU.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /router/campaigns/{campaign_id}/skus/{sku_id} (the `GetRouterMap` operationId).
+func (c *ClientWithResponses) GetRouterMapWithResponse(ctx context.Context, campaignId CampaignId, skuId SkuId, reqEditors ...RequestEditorFn) (*GetRouterMapResponse, error) {
+	rsp, err := c.GetRouterMap(ctx, campaignId, skuId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRouterMapResponse(rsp)
 }
 
 // GetSKUStatusWithResponse A SKU's coarse status
@@ -10246,6 +10416,39 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetRouterMapResponse parses an HTTP response from a GetRouterMapWithResponse call
+func ParseGetRouterMapResponse(rsp *http.Response) (*GetRouterMapResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRouterMapResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RouterMap
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	}
 

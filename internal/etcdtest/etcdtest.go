@@ -127,6 +127,7 @@ type Server struct {
 	peer     string
 	bin      string
 	noFsync  bool
+	ownGroup bool
 	cmd      *exec.Cmd
 	done     chan struct{}
 }
@@ -150,7 +151,7 @@ func FreePort() (string, error) {
 // test did not ask for. StartIn's member fsyncs, as production's does.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s, err := startIn(filepath.Join(t.TempDir(), "etcd"), true)
+	s, err := startIn(filepath.Join(t.TempDir(), "etcd"), true, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,11 +160,18 @@ func Start(t testing.TB) *Server {
 }
 
 // StartIn starts a member with its data in dataDir and its log (stderr)
-// in dataDir + ".log" (see Start). The caller must Kill or Terminate it.
-func StartIn(dataDir string) (*Server, error) { return startIn(dataDir, false) }
+// in dataDir + ".log" (see Start), for a command (make ha-demo, a
+// benchmark) that stops it: the caller must Kill or Terminate it. The
+// member runs in a process group of its own: a Ctrl-C in a terminal
+// signals the command's group, not the member, which the command then
+// stops after the processes that need it (a replica releasing its leader
+// key), as cells/cluster.sh does for make cluster.
+func StartIn(dataDir string) (*Server, error) { return startIn(dataDir, false, true) }
 
-// startIn is StartIn, with noFsync a member that never fsyncs (Start).
-func startIn(dataDir string, noFsync bool) (*Server, error) {
+// startIn is StartIn, with noFsync a member that never fsyncs (Start) and
+// ownGroup one in a process group of its own (StartIn; Start's stays in
+// the test's group, so a Ctrl-C of go test ends it with the test).
+func startIn(dataDir string, noFsync, ownGroup bool) (*Server, error) {
 	bin, err := Build()
 	if err != nil {
 		return nil, err
@@ -180,7 +188,7 @@ func startIn(dataDir string, noFsync bool) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		s := &Server{Endpoint: client, dataDir: dataDir, peer: peer, bin: bin, noFsync: noFsync}
+		s := &Server{Endpoint: client, dataDir: dataDir, peer: peer, bin: bin, noFsync: noFsync, ownGroup: ownGroup}
 		err = s.start()
 		if err == nil || attempt == startAttempts || !strings.Contains(err.Error(), "address already in use") {
 			return s, err
@@ -204,6 +212,9 @@ func (s *Server) start() error {
 		args = append(args, "--unsafe-no-fsync")
 	}
 	cmd := exec.Command(s.bin, args...)
+	if s.ownGroup {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return err

@@ -1,5 +1,6 @@
 // Package proctest pauses the processes that tests start (etcd, cells,
-// replicas) and says when a pause has taken hold.
+// replicas) and says when a pause has taken hold, and lists a process's
+// children with their process groups.
 package proctest
 
 import (

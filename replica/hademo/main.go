@@ -79,9 +79,14 @@ type proc struct {
 }
 
 // start runs bin with args, stderr to dir/name.log, and waits for the
-// "<banner> listening on http://..." line on its stdout.
+// "<banner> listening on http://..." line on its stdout. The process runs
+// in a process group of its own, as etcd does (etcdtest.StartIn): a
+// Ctrl-C in a terminal signals the demo's group (make, go run, the demo)
+// alone, and the demo stops its processes in order (the router, the
+// replicas, then etcd), so a replica can still release its leader key.
 func start(dir, name, bin, banner string, args ...string) (*proc, error) {
 	p := &proc{name: name, cmd: exec.Command(bin, args...), log: filepath.Join(dir, name+".log"), done: make(chan error, 1)}
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	logf, err := os.Create(p.log)
 	if err != nil {
 		return nil, err

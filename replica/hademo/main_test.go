@@ -3,11 +3,16 @@ package main
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/seckill/seckill/internal/lockedbuf"
+	"github.com/seckill/seckill/internal/proctest"
 	"github.com/seckill/seckill/internal/testbin"
 )
 
@@ -76,4 +81,86 @@ func (w *interruptWhen) Write(p []byte) (int, error) {
 		syscall.Kill(os.Getpid(), syscall.SIGINT)
 	}
 	return len(p), nil
+}
+
+// TestHADemoCtrlC runs make ha-demo's command as a terminal runs it, in
+// the foreground process group, and once the replica set is up sends
+// SIGINT to that whole group, as a Ctrl-C does (cells/cluster.sh's
+// TestClusterScriptWithReplicas, for make cluster): etcd, the replicas
+// and the router are not in that group, so the demo stops them in its
+// order (router, replicas, then etcd) and no replica logs that it could
+// not release its leader key; the demo exits 130 and nothing it started
+// runs any more.
+func TestHADemoCtrlC(t *testing.T) {
+	bin := testbin.Dir(t, nil, "github.com/seckill/seckill/cmd/seckilld", "github.com/seckill/seckill/cmd/seckill-router",
+		"github.com/seckill/seckill/cmd/seckillctl", "github.com/seckill/seckill/replica/hademo")
+	data := t.TempDir()
+	cmd := exec.Command(filepath.Join(bin, "hademo"), "--bin", bin, "--data", data, "--before", "1000000000")
+	var out lockedbuf.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	// The demo leads a process group, as make and go run do in a
+	// terminal's foreground group: the test's Ctrl-C signals that group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	})
+	for deadline := time.Now().Add(3 * time.Minute); !strings.Contains(out.String(), "leads epoch 1"); time.Sleep(50 * time.Millisecond) {
+		select {
+		case err := <-exited:
+			t.Fatalf("ha-demo exited before the replica set was up: %v\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica set never came up:\n%s", out.String())
+		}
+	}
+	started, err := proctest.Children(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(started) != 4 {
+		t.Fatalf("the demo runs %v, want etcd, two seckillds and the router\n%s", started, out.String())
+	}
+	for pid, p := range started {
+		if p.Pgrp == cmd.Process.Pid {
+			t.Errorf("%s (pid %d) is in the demo's process group: a Ctrl-C stops it at once, not in the demo's order", p.Comm, pid)
+		}
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if code := cmd.ProcessState.ExitCode(); code != 130 {
+			t.Fatalf("ha-demo after a Ctrl-C: %v (exit %d), want exit 130\n%s", err, code, out.String())
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("ha-demo still ran 2 minutes after a Ctrl-C\n%s", out.String())
+	}
+	for pid, p := range started {
+		if syscall.Kill(pid, 0) == nil {
+			t.Errorf("%s (pid %d) still runs after the demo exited", p.Comm, pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	logs, _ := filepath.Glob(filepath.Join(data, "*.log"))
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "releasing the leader key failed") {
+				t.Errorf("%s: etcd stopped before it: %s", filepath.Base(l), line)
+			}
+		}
+	}
 }

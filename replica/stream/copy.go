@@ -60,6 +60,9 @@ func ApplyRecords(log *wal.Log, first uint64, frames [][]byte, durable func(last
 type CopyFiles interface {
 	// Log is the copy's log, open.
 	Log() *wal.Log
+	// SKU names the SKU whose log this is: a snapshot received for it
+	// must be of it (CheckSnapshot).
+	SKU() (campaignID, skuID string)
 	// Cut removes the records after index: the log closed, cut
 	// (wal.CutSegments), opened again; the snapshots beyond index go.
 	Cut(index uint64) error
@@ -164,7 +167,8 @@ func BeginBase(f BaseFiles, history replica.History) error {
 // records follow from index+1.
 func FinishBase(f BaseFiles, index uint64, snap []byte) error {
 	if index > 0 && !mutantHABaseCopyNoSnapshot {
-		if err := CheckSnapshot(snap, index); err != nil {
+		campaignID, skuID := f.SKU()
+		if err := CheckSnapshot(snap, index, campaignID, skuID); err != nil {
 			return err
 		}
 		if err := f.Install(index); err != nil {
@@ -181,14 +185,20 @@ func FinishBase(f BaseFiles, index uint64, snap []byte) error {
 }
 
 // CheckSnapshot verifies a snapshot received from the primary (its
-// checksum, snapshot.Check) and that it is the one announced, at index.
-func CheckSnapshot(b []byte, index uint64) error {
+// checksum, snapshot.Check) and that it is the one announced: at index,
+// of SKU campaignID/skuID, the copy's. One of another SKU would stand for
+// the copy's records: a promotion would recover that SKU's state as this
+// one's (recovery refuses it, and the copy's log before it is gone).
+func CheckSnapshot(b []byte, index uint64, campaignID, skuID string) error {
 	h, err := snapshot.Check(b)
 	if err != nil {
 		return fmt.Errorf("stream: the snapshot received: %w", err)
 	}
 	if h.Index != index {
 		return fmt.Errorf("%w: the snapshot received is at %d, announced at %d", errProtocol, h.Index, index)
+	}
+	if h.CampaignID != campaignID || h.SKUID != skuID {
+		return fmt.Errorf("%w: the snapshot received for %s/%s is of %s/%s", errProtocol, campaignID, skuID, h.CampaignID, h.SKUID)
 	}
 	return nil
 }
@@ -230,6 +240,9 @@ func KeepFrom(log *wal.Log) uint64 { return max(log.FirstIndex(), 1) }
 type SnapshotFiles interface {
 	// Log is the copy's log, open.
 	Log() *wal.Log
+	// SKU names the SKU whose log this is: a snapshot received for it
+	// must be of it (CheckSnapshot).
+	SKU() (campaignID, skuID string)
 	// Install puts the snapshot received at index (checked) in place
 	// under its name, durably.
 	Install(index uint64) error
@@ -254,7 +267,8 @@ func InstallSnapshot(f SnapshotFiles, index, keepFrom uint64, snap []byte) error
 	if last := f.Log().LastIndex(); index > last {
 		return fmt.Errorf("%w: a snapshot at %d, this copy ends at %d", errProtocol, index, last)
 	}
-	if err := CheckSnapshot(snap, index); err != nil {
+	campaignID, skuID := f.SKU()
+	if err := CheckSnapshot(snap, index, campaignID, skuID); err != nil {
 		return err
 	}
 	// Installed only over durable records: a power loss must not leave

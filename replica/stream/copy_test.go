@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/seckill/seckill/actors/sku"
@@ -24,6 +25,8 @@ type baseFiles struct {
 }
 
 func (f *baseFiles) Log() *wal.Log { return f.log }
+
+func (f *baseFiles) SKU() (campaignID, skuID string) { return "c", "s" }
 
 func (f *baseFiles) Cut(uint64) error { panic("a base copy cuts nothing") }
 
@@ -106,6 +109,42 @@ func TestBaseCopyRefusesAnotherSnapshot(t *testing.T) {
 	}
 }
 
+// A snapshot of another SKU, whole and at the index announced, is refused
+// before anything is installed: installed, it would stand for the copy's
+// records, and a promotion would recover another SKU's state from it. A
+// new snapshot refused leaves the copy as it was: its log and snapshots.
+func TestCopyRefusesASnapshotOfAnotherSKU(t *testing.T) {
+	for _, foreign := range [][2]string{{"c", "other"}, {"other", "s"}} {
+		b := snapshotOf(t, foreign[0], foreign[1], 40)
+		f := &baseFiles{t: t, dir: t.TempDir()}
+		if err := FinishBase(f, 40, b); !errors.Is(err, errProtocol) || !strings.Contains(err.Error(), foreign[0]+"/"+foreign[1]) {
+			t.Errorf("a base copy of c/s with a snapshot of %s/%s: %v, want a protocol error naming it", foreign[0], foreign[1], err)
+		}
+		if len(f.steps) != 0 {
+			t.Errorf("steps %q after a snapshot of %s/%s, want none", f.steps, foreign[0], foreign[1])
+		}
+
+		l, err := wal.Open(filepath.Join(t.TempDir(), "wal"), wal.Options{SegmentSize: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		for i := 1; i <= 60; i++ {
+			if _, err := l.Append(1, []byte("r")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := &snapshotFiles{log: l, held: []uint64{10, 20}}
+		if err := InstallSnapshot(s, 40, 100, b); !errors.Is(err, errProtocol) || !strings.Contains(err.Error(), foreign[0]+"/"+foreign[1]) {
+			t.Errorf("a new snapshot of %s/%s for c/s: %v, want a protocol error naming it", foreign[0], foreign[1], err)
+		}
+		if !slices.Equal(s.held, []uint64{10, 20}) || l.FirstIndex() != 1 || l.LastIndex() != 60 {
+			t.Errorf("snapshots %v, log %d..%d after a snapshot of %s/%s; want [10 20] and 1..60, as before",
+				s.held, l.FirstIndex(), l.LastIndex(), foreign[0], foreign[1])
+		}
+	}
+}
+
 // A standby keeps the newest snapshots and truncates its copy up to the
 // oldest kept, never beyond the primary's first record.
 func TestKeepSnapshots(t *testing.T) {
@@ -137,6 +176,8 @@ type snapshotFiles struct {
 }
 
 func (f *snapshotFiles) Log() *wal.Log { return f.log }
+
+func (f *snapshotFiles) SKU() (campaignID, skuID string) { return "c", "s" }
 
 func (f *snapshotFiles) Install(index uint64) error {
 	f.held = append(f.held, index)

@@ -41,6 +41,8 @@ type standbyCopy struct {
 
 func (c standbyCopy) Log() *wal.Log { return c.x.log }
 
+func (c standbyCopy) SKU() (campaignID, skuID string) { return c.x.key.campaignID, c.x.key.skuID }
+
 func (c standbyCopy) Cut(index uint64) error { return c.s.cut(c.x, index) }
 
 func (c standbyCopy) WriteHistory(h replica.History) error {
