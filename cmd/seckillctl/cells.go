@@ -126,6 +126,11 @@ func runCellsPublish(args []string, stdout io.Writer) error {
 		flagGiven{"--sale-limit", *saleLimit != 0}, flagGiven{"--cells", *cellList != ""}); err != nil {
 		return err
 	}
+	// The ledger and the definition hold units in 32 bits: a larger figure
+	// must be refused, not cut (4294967306 would publish 10).
+	if *saleLimit > sku.MaxSaleLimit || *chunk > sku.MaxSaleLimit {
+		return usageError("cells publish: --sale-limit and --chunk must be at most %d", sku.MaxSaleLimit)
+	}
 	limit, ok := sku.ParsePurchaseLimit(*scope)
 	if !ok {
 		return usageError(`--purchase-limit must be "sku" or "campaign"`)

@@ -57,6 +57,20 @@ func TestCellsReturnRefusesAnArgumentItCannotUse(t *testing.T) {
 	}
 }
 
+// cells publish refuses a --sale-limit or --chunk beyond what a SKU holds
+// before etcd is asked: cut to 32 bits, 4294967306 published 10.
+func TestCellsPublishRefusesUnitsItCannotHold(t *testing.T) {
+	pub := []string{"cells", "publish", "--etcd", "127.0.0.1:1", "--campaign", "c", "--sku", "s", "--cells", "c1,c2"}
+	for _, extra := range [][]string{{"--sale-limit", "4294967306"}, {"--sale-limit", "1073741825"},
+		{"--sale-limit", "100", "--chunk", "4294967297"}} {
+		args := append(slices.Clone(pub), extra...)
+		code, out, errOut := ctl(t, args...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, "cells publish: --sale-limit and --chunk must be at most 1073741824") {
+			t.Errorf("seckillctl %s: exit %d, stdout %q, stderr %q, want 2 and the bound", strings.Join(args, " "), code, out, errOut)
+		}
+	}
+}
+
 // "cells return" asks only a cell of the SKU's map, of a SKU published:
 // a request to another cell, or of a SKU etcd does not hold, would be
 // written where no cell ever reads it while the command said it asked.
