@@ -55,7 +55,7 @@ func TestLotteryThroughTheEngine(t *testing.T) {
 	e := openTest(t, dir, clock, &d)
 	clock.Set(lotOpen)
 	for i := 1; i <= 300; i++ {
-		res, err := e.Enter(ctxT(t), "c1", "s1", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i), 0)
+		res, err := e.Enter(ctxT(t), "c1", "s1", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i), sku.Holder{})
 		if err != nil || res.Outcome != sku.OutcomeEntered || res.Entry.EntrySeq != uint32(i) {
 			t.Fatalf("entry %d: %+v %v", i, res, err)
 		}
@@ -65,7 +65,7 @@ func TestLotteryThroughTheEngine(t *testing.T) {
 	}
 	clock.Set(lotClose)
 	e.SKU("c1", "s1").expireNow(t) // the timer closes the entries
-	if res, _ := e.Enter(ctxT(t), "c1", "s1", "late", "late", 0); res.Outcome != sku.OutcomeEntriesClosed {
+	if res, _ := e.Enter(ctxT(t), "c1", "s1", "late", "late", sku.Holder{}); res.Outcome != sku.OutcomeEntriesClosed {
 		t.Fatalf("late entry: %s", res.Outcome)
 	}
 	randomness := sha256.Sum256([]byte("round 31"))
