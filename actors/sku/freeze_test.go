@@ -224,6 +224,7 @@ func sampleState(t testing.TB) []byte {
 // same bytes: a varint may be written longer than needed).
 func FuzzDecodeState(f *testing.F) {
 	f.Add(sampleState(f))
+	f.Add(lotteryPassesState(f))
 	f.Add(encodeFrozen(f, New().Freeze()))
 	f.Add([]byte{StateFormatVersion})
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -276,3 +276,15 @@ func TestLotteryBeforeEntryPassesLoads(t *testing.T) {
 		}
 	}
 }
+
+// lotteryPassesState is the encoded state of a drawn lottery whose
+// entries carried passes (a high-risk one, one with two kinds of key, one
+// of tier alone): a seed of FuzzDecodeState.
+func lotteryPassesState(t testing.TB) []byte {
+	r := newLottery(t, lotteryCapDefinition())
+	r.enterWith(lotOpen+1, "ep.a", "a", device(7, 1))
+	r.enterWith(lotOpen+2, "ep.b", "b", Holder{Tier: 1, Subjects: 0b1001, Keys: [SubjectKindCount]SubjectKey{{8}, {}, {}, {9}}})
+	r.enter(lotOpen+3, "c", "c", 2)
+	r.draw(lotRoundT)
+	return encodeFrozen(t, r.m.Freeze())
+}
