@@ -126,7 +126,11 @@ func (d *decoder) decodeLottery(r *Record) {
 	case RecordDrawStarted:
 		l.Round, l.Randomness = d.uvarint(), d.hash()
 		if d.err == nil && len(d.b) > 0 {
-			l.Signature = bytes.Clone(d.bytes())
+			// The encoder writes the group only for a signature: an empty
+			// one is not canonical (it would decode again as none).
+			if l.Signature = bytes.Clone(d.bytes()); d.err == nil && len(l.Signature) == 0 {
+				d.fail(errors.New("an empty beacon signature"))
+			}
 		}
 	case RecordWon:
 		r.Seq, r.Token, r.ExpireAt = d.uint32(), d.uint32(), d.varint()
