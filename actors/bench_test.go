@@ -195,7 +195,7 @@ func BenchmarkHeapPerReservation(b *testing.B) {
 			var out []sku.Record
 			for j := 1; j <= n; j++ {
 				var res sku.EntryResult
-				res, out = m.Enter(open+int64(j), "request-"+id(j), "user-"+id(j), 0, out[:0])
+				res, out = m.Enter(open+int64(j), "request-"+id(j), "user-"+id(j), sku.Holder{}, out[:0])
 				if res.Outcome != sku.OutcomeEntered {
 					b.Fatalf("entry %d: %v", j, res.Outcome)
 				}

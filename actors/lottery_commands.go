@@ -9,10 +9,11 @@ import (
 )
 
 // Enter records userID's entry in a lottery SKU, once per user, with the
-// tier its entry pass grants (0 without passes). The result's Outcome is
+// holder its entry pass vouched for (tier, risk, subject keys; the zero
+// Holder without a pass: sku.Machine.Enter). The result's Outcome is
 // ENTERED (Duplicate for a repeat, with the original entry),
-// REQUEST_ID_REUSED, ENTRIES_NOT_OPEN, ENTRIES_CLOSED, PAUSED or
-// NOT_LOTTERY; durable when it returns. Errors: ErrUnknownSKU,
+// REQUEST_ID_REUSED, ENTRIES_NOT_OPEN, ENTRIES_CLOSED, PAUSED,
+// SUBJECT_LIMIT or NOT_LOTTERY; durable when it returns. Errors: ErrUnknownSKU,
 // ErrUnavailable, ErrInvalidArgument, ctx.Err() (result unknown).
 //
 // In a campaign whose purchase_limit is "campaign" the entry claims its
@@ -20,18 +21,18 @@ import (
 // SKU gets ALREADY_PURCHASED (Purchase), one whose entry on another
 // lottery SKU may still win ALREADY_ENTERED (Entered), neither recorded;
 // ErrBusy and ErrUnavailable as Reserve's.
-func (e *Engine) Enter(ctx context.Context, campaignID, skuID, requestID, userID string, tier uint8) (sku.EntryResult, error) {
+func (e *Engine) Enter(ctx context.Context, campaignID, skuID, requestID, userID string, holder sku.Holder) (sku.EntryResult, error) {
 	h := e.SKU(campaignID, skuID)
 	if h == nil {
 		return sku.EntryResult{}, ErrUnknownSKU
 	}
 	if !h.claimsFor(true) || h.entriesClosedAt(e.cfg.Clock().UnixMilli()) {
-		return e.enterOn(ctx, h, requestID, userID, tier)
+		return e.enterOn(ctx, h, requestID, userID, holder)
 	}
 	var res sku.EntryResult
 	d, err := e.admit(ctx, h, userID, requestID, func() error {
 		var err error
-		res, err = e.enterOn(ctx, h, requestID, userID, tier)
+		res, err = e.enterOn(ctx, h, requestID, userID, holder)
 		return err
 	})
 	if d.Verdict == purchase.Proceed || err != nil {
@@ -41,9 +42,9 @@ func (e *Engine) Enter(ctx context.Context, campaignID, skuID, requestID, userID
 }
 
 // enterOn runs an entry on h.
-func (e *Engine) enterOn(ctx context.Context, h *SKU, requestID, userID string, tier uint8) (sku.EntryResult, error) {
+func (e *Engine) enterOn(ctx context.Context, h *SKU, requestID, userID string, holder sku.Holder) (sku.EntryResult, error) {
 	c := newCall(core.KindEnter)
-	c.RequestID, c.UserID, c.Tier = requestID, userID, tier
+	c.RequestID, c.UserID, c.Holder = requestID, userID, holder
 	c, err := e.runOn(ctx, h, c)
 	if err != nil {
 		return sku.EntryResult{}, err

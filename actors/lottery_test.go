@@ -55,7 +55,7 @@ func TestLotteryThroughTheEngine(t *testing.T) {
 	e := openTest(t, dir, clock, &d)
 	clock.Set(lotOpen)
 	for i := 1; i <= 300; i++ {
-		res, err := e.Enter(ctxT(t), "c1", "s1", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i), 0)
+		res, err := e.Enter(ctxT(t), "c1", "s1", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i), sku.Holder{})
 		if err != nil || res.Outcome != sku.OutcomeEntered || res.Entry.EntrySeq != uint32(i) {
 			t.Fatalf("entry %d: %+v %v", i, res, err)
 		}
@@ -65,7 +65,7 @@ func TestLotteryThroughTheEngine(t *testing.T) {
 	}
 	clock.Set(lotClose)
 	e.SKU("c1", "s1").expireNow(t) // the timer closes the entries
-	if res, _ := e.Enter(ctxT(t), "c1", "s1", "late", "late", 0); res.Outcome != sku.OutcomeEntriesClosed {
+	if res, _ := e.Enter(ctxT(t), "c1", "s1", "late", "late", sku.Holder{}); res.Outcome != sku.OutcomeEntriesClosed {
 		t.Fatalf("late entry: %s", res.Outcome)
 	}
 	randomness := sha256.Sum256([]byte("round 31"))
@@ -105,4 +105,60 @@ func TestLotteryThroughTheEngine(t *testing.T) {
 		t.Fatal("another state after the restart")
 	}
 	mustAudit(t, e2)
+}
+
+// TestLotteryPassesAcrossARestart: the entry cap per subject key and a
+// high-risk winner's payment window hold through the engine, and after a
+// restart from a snapshot plus the log written after it.
+func TestLotteryPassesAcrossARestart(t *testing.T) {
+	dir := t.TempDir()
+	clock := &fakeClock{}
+	clock.Set(lotOpen - 1000)
+	d := lotteryTestDef(5, 0)
+	d.MaxUnpaidPerSubject, d.PaymentWindowHighRiskMs = 1, 20_000
+	e := openTest(t, dir, clock, &d)
+	clock.Set(lotOpen)
+	device := func(key byte, risk uint8) sku.Holder {
+		return sku.Holder{Risk: risk, Subjects: 1, Keys: [sku.SubjectKindCount]sku.SubjectKey{{key}}}
+	}
+	enter := func(e *Engine, user string, h sku.Holder) sku.Outcome {
+		t.Helper()
+		res, err := e.Enter(ctxT(t), "c1", "s1", "ep."+user, user, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Outcome
+	}
+	if o := enter(e, "u1", device(1, 1)); o != sku.OutcomeEntered {
+		t.Fatalf("u1: %s", o)
+	}
+	if _, err := e.Snapshot(ctxT(t), "c1", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if o := enter(e, "u2", device(2, 0)); o != sku.OutcomeEntered { // in the log after the snapshot
+		t.Fatalf("u2: %s", o)
+	}
+	e.Close()
+	e = openTest(t, dir, clock, nil)
+	for user, key := range map[string]byte{"u3": 1, "u4": 2} {
+		if o := enter(e, user, device(key, 0)); o != sku.OutcomeSubjectLimit {
+			t.Fatalf("%s on device %d after the restart: %s, want SUBJECT_LIMIT", user, key, o)
+		}
+	}
+	clock.Set(lotOpen + 90_000)
+	randomness := sha256.Sum256([]byte("round 31"))
+	if o, err := e.Draw(ctxT(t), "c1", "s1", lotRound, randomness[:], nil); err != nil || o != sku.OutcomeDrawStarted {
+		t.Fatalf("draw: %s %v", o, err)
+	}
+	waitDrawn(t, e)
+	for user, window := range map[string]int64{"u1": 20_000, "u2": 60_000} {
+		v, err := e.Entry(ctxT(t), "c1", "s1", "ep."+user)
+		if err != nil || v.Status != sku.EntryWon {
+			t.Fatalf("%s: %s %v", user, v.Status, err)
+		}
+		if got := v.Reservation.ExpireAt - v.Reservation.CreatedAt; got != window {
+			t.Errorf("%s won a window of %d ms, want %d", user, got, window)
+		}
+	}
+	mustAudit(t, e)
 }

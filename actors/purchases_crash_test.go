@@ -25,7 +25,7 @@ func TestScopedCrashChild(t *testing.T) {
 		user := fmt.Sprintf("u%d", rand.IntN(1000))
 		if rand.IntN(8) == 0 {
 			request := fmt.Sprintf("e%s-%d-%d", round, g, i)
-			res, err := e.Enter(context.Background(), "c5", "lot", request, user, 0)
+			res, err := e.Enter(context.Background(), "c5", "lot", request, user, sku.Holder{})
 			if err != nil || res.Outcome != sku.OutcomeEntered || res.Duplicate {
 				return ""
 			}

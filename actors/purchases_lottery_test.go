@@ -34,7 +34,7 @@ func TestLotteryInACampaignScopeCampaign(t *testing.T) {
 	clock.Set(lotOpen)
 
 	for i := 1; i <= 7; i++ {
-		res, err := e.Enter(ctxT(t), "c5", "lot", fmt.Sprintf("e%d", i), fmt.Sprintf("u%d", i), 0)
+		res, err := e.Enter(ctxT(t), "c5", "lot", fmt.Sprintf("e%d", i), fmt.Sprintf("u%d", i), sku.Holder{})
 		if err != nil || res.Outcome != sku.OutcomeEntered {
 			t.Fatalf("entry %d: %+v %v", i, res, err)
 		}
@@ -55,19 +55,19 @@ func TestLotteryInACampaignScopeCampaign(t *testing.T) {
 	if bought.Outcome != sku.OutcomeAccepted {
 		t.Fatalf("u9: %+v", bought)
 	}
-	if res, err := e.Enter(ctxT(t), "c5", "lot", "e9", "u9", 0); err != nil || res.Outcome != sku.OutcomeAlreadyPurchased ||
+	if res, err := e.Enter(ctxT(t), "c5", "lot", "e9", "u9", sku.Holder{}); err != nil || res.Outcome != sku.OutcomeAlreadyPurchased ||
 		res.Purchase.ReservationID != bought.Reservation.ReservationID {
 		t.Fatalf("entry of a buyer: %+v %v", res, err)
 	}
 	// A repeat of an entry made before is that entry, whatever holds now.
-	if res, _ := e.Enter(ctxT(t), "c5", "lot", "e1", "u1", 0); res.Outcome != sku.OutcomeEntered || !res.Duplicate {
+	if res, _ := e.Enter(ctxT(t), "c5", "lot", "e1", "u1", sku.Holder{}); res.Outcome != sku.OutcomeEntered || !res.Duplicate {
 		t.Fatalf("repeat entry: %+v", res)
 	}
 
 	clock.Set(lotClose)
 	e.SKU("c5", "lot").expireNow(t)
 	// Closed entries answer so whatever the user holds elsewhere.
-	if res, err := e.Enter(ctxT(t), "c5", "lot", "e10", "u9", 0); err != nil || res.Outcome != sku.OutcomeEntriesClosed {
+	if res, err := e.Enter(ctxT(t), "c5", "lot", "e10", "u9", sku.Holder{}); err != nil || res.Outcome != sku.OutcomeEntriesClosed {
 		t.Fatalf("a buyer's entry after the close: %+v %v", res, err)
 	}
 	clock.Set(lotOpen + 90_000)
@@ -177,7 +177,7 @@ func TestCampaignAuditSeesAnEntryAndAPurchase(t *testing.T) {
 		own := t.TempDir()
 		e := openTest(t, own, clock, &d)
 		if d.Lottery != nil {
-			if res, err := e.Enter(ctxT(t), "c5", "lot", "e1", "u1", 0); err != nil || res.Outcome != sku.OutcomeEntered {
+			if res, err := e.Enter(ctxT(t), "c5", "lot", "e1", "u1", sku.Holder{}); err != nil || res.Outcome != sku.OutcomeEntered {
 				t.Fatalf("enter: %+v %v", res, err)
 			}
 		} else if res, err := e.Reserve(ctxT(t), "c5", "a", "r1", "u1"); err != nil || res.Outcome != sku.OutcomeAccepted {

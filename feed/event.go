@@ -133,9 +133,10 @@ type EventData struct {
 	TokenReleased *bool           `json:"token_released,omitempty"`
 	Outcome       string          `json:"outcome,omitempty"`
 	Definition    *DefinitionData `json:"definition,omitempty"`
-	// Tier and Risk are what the reserve's entry pass said (created
-	// events of reserves made with a pass only; the pass's subject keys
-	// are not sent).
+	// Tier and Risk are what the reserve's or entry's pass said (created
+	// events of reserves made with a pass; entered events: the tier, and
+	// the risk when the pass carried a risk level or subject keys; the
+	// pass's subject keys are not sent).
 	Tier *uint8 `json:"tier,omitempty"`
 	Risk *uint8 `json:"risk,omitempty"`
 	// Lottery holds the lottery records' fields (and a winner's
@@ -268,8 +269,12 @@ func (d *EventData) setLottery(r sku.Record, ids *sku.ReservationIDs, res sku.Vi
 			*l = *rules
 		}
 	case sku.RecordEntered:
-		tier := lot.Tier
+		tier := r.Holder.Tier
 		d.RequestID, d.UserID, d.Tier, l.EntrySeq = r.RequestID, r.UserID, &tier, r.Seq
+		if h := r.Holder; h.Risk != 0 || h.Subjects != 0 { // the pass's group of ENTERED
+			risk := h.Risk
+			d.Risk = &risk
+		}
 	case sku.RecordEntriesClosed:
 		count := lot.Count
 		l.Entries, l.EntriesRoot = &count, hex.EncodeToString(lot.Root[:])

@@ -58,7 +58,7 @@ func goldenRecords() map[sku.RecordType]sku.Record {
 		sku.RecordResumed:        {Type: sku.RecordResumed, At: at + 8},
 		sku.RecordLotteryCommitted: {Type: sku.RecordLotteryCommitted, At: at + 9, Def: sku.Definition{Lottery: &sku.LotteryRules{
 			EntriesOpenAt: at, EntriesCloseAt: at + 60_000, Waitlist: 5, ServerSeed: lottery.Hash{0xee}, PseudonymKey: lottery.Hash{0xdd}}}},
-		sku.RecordEntered:       {Type: sku.RecordEntered, At: at + 10, Seq: 4, RequestID: "r-4", UserID: "u-4", Lot: &sku.LotteryFields{Tier: 1}},
+		sku.RecordEntered:       {Type: sku.RecordEntered, At: at + 10, Seq: 4, RequestID: "r-4", UserID: "u-4", Holder: sku.Holder{Tier: 1}, Lot: &sku.LotteryFields{}},
 		sku.RecordEntriesClosed: {Type: sku.RecordEntriesClosed, At: at + 11, Lot: &sku.LotteryFields{Count: 40, Root: lottery.Hash{1}}},
 		sku.RecordDrawStarted:   {Type: sku.RecordDrawStarted, At: at + 12, Lot: &sku.LotteryFields{Round: 777, Randomness: lottery.Hash{2}}},
 		sku.RecordWon: {Type: sku.RecordWon, At: at + 13, Seq: 7, Token: 3, ExpireAt: at + 900_001,
@@ -178,4 +178,22 @@ func TestEventJSONMatchesMarshal(t *testing.T) {
 		d.CampaignID, d.SKUID = text.Draw(rt, "campaign"), text.Draw(rt, "sku")
 		check(rt, NewEvent(r, rapid.Uint64().Draw(rt, "index"), text.Draw(rt, "id"), d, sku.NewReservationIDs(d), view))
 	})
+}
+
+// An entered event carries the risk of an entry pass that gave a risk
+// level or subject keys, beside the tier every entry has; never the keys.
+func TestEnteredEventRisk(t *testing.T) {
+	def := sku.Definition{CampaignID: "c1", SKUID: "s1", IDKey: [16]byte{1, 2, 3}}
+	for _, h := range []sku.Holder{{Tier: 1}, {Tier: 1, Risk: 2}, {Subjects: 1, Keys: [sku.SubjectKindCount]sku.SubjectKey{{9}}}} {
+		r := sku.Record{Type: sku.RecordEntered, At: 5, Seq: 1, RequestID: "r", UserID: "u", Holder: h, Lot: &sku.LotteryFields{}}
+		back, err := sku.DecodeRecord(r.Type, r.AppendPayload(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := NewEvent(back, 1, "", def, sku.NewReservationIDs(def), sku.View{})
+		hasPass := h.Risk != 0 || h.Subjects != 0
+		if e.Data.Tier == nil || *e.Data.Tier != h.Tier || (e.Data.Risk != nil) != hasPass || hasPass && *e.Data.Risk != h.Risk {
+			t.Errorf("holder %+v: tier %v, risk %v", h, e.Data.Tier, e.Data.Risk)
+		}
+	}
 }

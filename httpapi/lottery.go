@@ -19,8 +19,9 @@ import (
 // Lotteries runs the commands of lottery sales (Config.Lotteries).
 // *actors.Engine satisfies it; without it the lottery routes answer 404.
 type Lotteries interface {
-	// Enter records a user's entry, once per user (actors.Engine.Enter).
-	Enter(ctx context.Context, campaignID, skuID, requestID, userID string, tier uint8) (sku.EntryResult, error)
+	// Enter records a user's entry, once per user, with its entry pass's
+	// holder (actors.Engine.Enter).
+	Enter(ctx context.Context, campaignID, skuID, requestID, userID string, holder sku.Holder) (sku.EntryResult, error)
 	// Draw records the draw's beacon round, randomness and optional
 	// signature (actors.Engine.Draw).
 	Draw(ctx context.Context, campaignID, skuID string, round uint64, randomness, signature []byte) (sku.Outcome, error)
@@ -108,7 +109,7 @@ func (s *Server) handleEnter(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, rep)
 	}
 	ectx, cancel := s.engineContext()
-	res, err := lots.Enter(ectx, campaignID, skuID, p.requestID, req.UserID, p.holder.Tier)
+	res, err := lots.Enter(ectx, campaignID, skuID, p.requestID, req.UserID, p.holder)
 	cancel()
 	if err != nil {
 		return write(ctx, s.engineError("enter", err, entryURL(campaignID, skuID, p.requestID)))
@@ -134,6 +135,8 @@ func (s *Server) handleEnter(ctx *fasthttp.RequestCtx) string {
 		return write(ctx, replyRequestIDReused)
 	case sku.OutcomePaused:
 		return write(ctx, replyPaused)
+	case sku.OutcomeSubjectLimit:
+		return write(ctx, replyEntrySubjectLimit)
 	case sku.OutcomeNotFound:
 		return write(ctx, errorReply(reasonNotFound, ""))
 	}

@@ -270,3 +270,70 @@ func TestLotteryEntryPass(t *testing.T) {
 		t.Fatalf("a tier-0 pass: %v", r)
 	}
 }
+
+// TestLotteryEntrySubjectLimit: on a lottery SKU with
+// max_unpaid_per_subject 1, a second entry whose pass carries the same
+// device key is 409 SUBJECT_LIMIT and not recorded; at the draw, the
+// winner whose pass had risk 1 gets payment_window_high_risk, the other
+// payment_window.
+func TestLotteryEntrySubjectLimit(t *testing.T) {
+	t.Parallel()
+	clock := newStepClock()
+	ts := startServer(t, serverOptions{
+		engine: func(c *actors.Config) { c.Clock = clock.now },
+		config: func(c *httpapi.Config) { passConfig(t)(c); c.Clock = clock.now },
+	})
+	body, round := lotteryCampaign(clock.now(), 5, 0)
+	body["max_unpaid_per_subject"] = 1
+	body["payment_window_high_risk"] = "2m"
+	ts.define(body)
+	const entries = "/v1/campaigns/lc/skus/ls/entries"
+	ring, err := entrypass.ParseKeyRing(testPassKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mint := func(user string, risk uint8, device byte) (string, string) {
+		c := entrypass.Claims{CampaignID: "lc", SKUID: "ls", UserID: user, Risk: risk,
+			NotBeforeMs: clock.now().UnixMilli(), ExpiresAtMs: clock.now().Add(10 * time.Minute).UnixMilli()}
+		c.Subjects.Set(entrypass.SubjectDevice, entrypass.SubjectKey{device})
+		text, pass, err := entrypass.Mint(ring.Signer(), c, rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return text, pass.RequestID()
+	}
+	passes := map[string]string{} // user -> request_id
+	for _, e := range []struct {
+		user   string
+		risk   uint8
+		device byte
+	}{{"u1", 1, 'a'}, {"u3", 0, 'b'}} {
+		text, requestID := mint(e.user, e.risk, e.device)
+		want(t, ts.post(entries, map[string]string{"user_id": e.user, "entry_pass": text}), http.StatusAccepted, "")
+		passes[e.user] = requestID
+	}
+	text, requestID := mint("u2", 0, 'a')
+	want(t, ts.post(entries, map[string]string{"user_id": "u2", "entry_pass": text}), http.StatusConflict, "SUBJECT_LIMIT")
+	want(t, ts.get(entries+"/"+requestID), http.StatusNotFound, "NOT_FOUND")
+	if info := ts.get("/v1/campaigns/lc/skus/ls/lottery"); num(info, "entry_count") != 2 {
+		t.Fatalf("entry_count after a SUBJECT_LIMIT: %v", info)
+	}
+	clock.step(76 * time.Second)
+	rnd := sha256.Sum256([]byte("beacon"))
+	want(t, ts.admin(http.MethodPost, "/admin/campaigns/lc/skus/ls/lottery/draw",
+		map[string]any{"beacon": map[string]any{"round": round, "randomness": hex.EncodeToString(rnd[:])}}), http.StatusAccepted, "")
+	eventually(t, 30*time.Second, "the draw is recorded", func() bool {
+		return ts.get("/v1/campaigns/lc/skus/ls/lottery").str("phase") == "DRAWN"
+	})
+	for user, window := range map[string]time.Duration{"u1": 2 * time.Minute, "u3": 10 * time.Minute} {
+		r := ts.get(entries + "/" + passes[user])
+		expireAt, err := time.Parse(time.RFC3339Nano, r.str("expire_at"))
+		if r.str("status") != "WON" || err != nil {
+			t.Fatalf("%s: %v (%v)", user, r, err)
+		}
+		if got := expireAt.Sub(clock.now()); got != window {
+			t.Errorf("%s won a payment window of %s, want %s", user, got, window)
+		}
+	}
+	ts.audit("lc", "ls")
+}

@@ -360,6 +360,10 @@ var (
 	replyLotterySale  = errorReply(reasonLotterySale, "this SKU is sold by lottery: POST an entry instead")
 	replySubjectLimit = errorReply(sku.OutcomeSubjectLimit.String(),
 		"a subject of the entry pass has the most unpaid reservations this SKU allows")
+	// replyEntrySubjectLimit is a lottery entry's SUBJECT_LIMIT: every
+	// entry may win an unpaid reservation, so the cap counts entries.
+	replyEntrySubjectLimit = errorReply(sku.OutcomeSubjectLimit.String(),
+		"a subject of the entry pass has as many entries as this lottery allows unpaid reservations")
 )
 
 // notStarted is the 403 NOT_STARTED answer at now of a SKU that opens at

@@ -217,7 +217,7 @@ func (cr *campaignRun) reserve() error {
 		if r.lottery { // an entry, behind the claim as a reserve
 			c = &core.Call{Kind: core.KindEnter, RequestID: request, UserID: user}
 			decide = func() modelReply {
-				e := m.enter(now, request, user, 0)
+				e := m.enter(now, request, user, sku.Holder{})
 				return modelReply{outcome: e.outcome, seq: e.seq, duplicate: e.duplicate}
 			}
 		}

@@ -237,6 +237,15 @@ func (m *model) overCap(subjects []modelSubject) bool {
 	return false
 }
 
+// window is the payment window of a reservation whose entry pass gave
+// risk: risk >= 1 gets the high-risk window, when the definition sets one.
+func (m *model) window(risk uint8) int64 {
+	if risk >= 1 && m.def.PaymentWindowHighRiskMs > 0 {
+		return m.def.PaymentWindowHighRiskMs
+	}
+	return m.def.PaymentWindowMs
+}
+
 // reserve is a reserve by user, with the holder of its entry pass (zero:
 // none).
 func (m *model) reserve(now int64, request, user string, holder sku.Holder) modelReply {
@@ -303,12 +312,8 @@ func (m *model) reserve(now int64, request, user string, holder sku.Holder) mode
 		default:
 			m.fresh++
 		}
-		window := m.def.PaymentWindowMs
-		if holder.Risk >= 1 && m.def.PaymentWindowHighRiskMs > 0 {
-			window = m.def.PaymentWindowHighRiskMs // risk >= 1: the high-risk window
-		}
 		m.res = append(m.res, modelReservation{request: request, user: user, token: token, subjects: subjects,
-			state: mPending, expireAt: at + window, holds: true})
+			state: mPending, expireAt: at + m.window(holder.Risk), holds: true})
 		m.requests[request] = modelRequest{user: user, seq: seq}
 		m.live[user] = seq
 	})

@@ -16,10 +16,11 @@ import (
 // reference in another language); what the model decides itself is when
 // each record is due and what every answer is.
 
-// modelEntry is one entry.
+// modelEntry is one entry, with what its entry pass said.
 type modelEntry struct {
 	request, user string
-	tier          uint8
+	tier, risk    uint8
+	subjects      []modelSubject
 	won           uint32 // the reservation it won, 0: none
 }
 
@@ -87,7 +88,30 @@ type entryReply struct {
 	duplicate bool
 }
 
-func (m *model) enter(now int64, request, user string, tier uint8) entryReply {
+// entryCapped is the documented cap of a lottery (docs/lottery.md): one of
+// the subjects already has max_unpaid_per_subject entries (0: no cap),
+// since every entry may win an unpaid reservation.
+func (l *modelLottery) entryCapped(limit uint32, subjects []modelSubject) bool {
+	if limit == 0 {
+		return false
+	}
+	for _, s := range subjects {
+		n := uint32(0)
+		for i := range l.entries {
+			if slices.Contains(l.entries[i].subjects, s) {
+				n++
+			}
+		}
+		if n >= limit {
+			return true
+		}
+	}
+	return false
+}
+
+// enter is an entry by user, with the holder of its entry pass (zero:
+// none).
+func (m *model) enter(now int64, request, user string, holder sku.Holder) entryReply {
 	switch {
 	case !m.defined:
 		return entryReply{outcome: sku.OutcomeNotFound}
@@ -117,9 +141,13 @@ func (m *model) enter(now int64, request, user string, tier uint8) entryReply {
 	case m.paused:
 		return entryReply{outcome: sku.OutcomePaused}
 	}
+	subjects := subjectsOf(holder)
+	if l.entryCapped(m.def.MaxUnpaidPerSubject, subjects) {
+		return entryReply{outcome: sku.OutcomeSubjectLimit} // not recorded
+	}
 	seq := uint32(len(l.entries)) + 1
 	m.effect(at, func() {
-		l.entries = append(l.entries, modelEntry{request: request, user: user, tier: tier})
+		l.entries = append(l.entries, modelEntry{request: request, user: user, tier: holder.Tier, risk: holder.Risk, subjects: subjects})
 		l.byUser[user], l.byRequest[request] = seq, seq
 	})
 	return entryReply{outcome: sku.OutcomeEntered, seq: seq}
@@ -222,7 +250,8 @@ func (m *model) recordDraw(now int64, batch int) (done bool) {
 	return true
 }
 
-// win makes the reservation an entry won, with a fresh payment window.
+// win makes the reservation an entry won, with a fresh payment window:
+// its pass's, as a reserve's with that pass.
 func (m *model) win(at int64, entry uint32, then func()) {
 	l := m.lot
 	e := &l.entries[entry-1]
@@ -234,8 +263,8 @@ func (m *model) win(at int64, entry uint32, then func()) {
 		} else {
 			m.fresh++
 		}
-		m.res = append(m.res, modelReservation{request: e.request, user: e.user, token: token,
-			state: mPending, expireAt: at + m.def.PaymentWindowMs, holds: true})
+		m.res = append(m.res, modelReservation{request: e.request, user: e.user, token: token, subjects: e.subjects,
+			state: mPending, expireAt: at + m.window(e.risk), holds: true})
 		m.requests[e.request] = modelRequest{user: e.user, seq: seq}
 		m.live[e.user] = seq
 		e.won = seq

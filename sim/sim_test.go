@@ -36,7 +36,7 @@ func TestSeedSlice(t *testing.T) {
 		"pay PAID", "pay ALREADY_PAID", "pay PAYMENT_CONFLICT", "pay REFUND_REQUIRED", "pay NOT_FOUND",
 		"close CLOSED", "close ALREADY_CLOSED", "close NOT_EXPIRED", "close NOT_CLOSABLE",
 		"release RELEASED", "release ALREADY_RELEASED", "release NOT_CLOSED", "define OK", "define INVALID",
-		"enter ENTERED", "enter ENTERED (duplicate)", "enter ENTRIES_CLOSED", "enter REQUEST_ID_REUSED", "reserve LOTTERY_SALE",
+		"enter ENTERED", "enter ENTERED (duplicate)", "enter ENTRIES_CLOSED", "enter REQUEST_ID_REUSED", "enter SUBJECT_LIMIT", "reserve LOTTERY_SALE",
 		"draw DRAW_STARTED", "draw ALREADY_DRAWN", "draw ENTRIES_OPEN", "entry found",
 		"grant OK", "return OK", "epoch OK", "epoch INVALID"} { // the last four: celled SKUs (model_cells.go)
 		if sum.Replies[reply] == 0 {

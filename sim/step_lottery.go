@@ -11,7 +11,8 @@ import (
 
 // The lottery workload: one seed in five defines its SKU as a lottery.
 // Its calls reuse the plan's kinds, so the plain histories stay as they
-// were: a new reserve is a new entry (tier 0-2), a repeat is an entry
+// were: a new reserve is a new entry (the holder of its entry pass, as a
+// reserve's: a tier, subject keys, a risk level), a repeat is an entry
 // repeated (by request_id, or by user under a new one) or now and then a
 // plain reserve (LOTTERY_SALE), a lookup reads an entry's status, and one
 // redefinition in two is the admin's draw (now and then with the wrong
@@ -62,10 +63,9 @@ func (r *run) lotteryCall(spec callSpec) (handled bool, err error) {
 		if spec.kind == callReserveRepeat && spec.b%5 == 1 {
 			request = fmt.Sprintf("q%d-again", len(r.reqIDs)) // the same user, another request_id
 		}
-		tier := holder.Tier // the entry pass's tier, as the entries route takes it
-		c := &core.Call{Kind: core.KindEnter, RequestID: request, UserID: user, Tier: tier}
+		c := &core.Call{Kind: core.KindEnter, RequestID: request, UserID: user, Holder: holder}
 		return true, r.decide(c, func() modelReply {
-			e := m.enter(now, request, user, tier)
+			e := m.enter(now, request, user, holder)
 			return modelReply{outcome: e.outcome, seq: e.seq, duplicate: e.duplicate}
 		})
 	case callLookup:

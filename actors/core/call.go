@@ -37,7 +37,7 @@ const (
 	KindAudit
 	KindRefunds
 	KindHash
-	KindEnter  // a lottery entry (Tier from the entry pass)
+	KindEnter  // a lottery entry (Holder from the entry pass)
 	KindDraw   // a lottery draw (Round, Randomness)
 	KindEntry  // an entry's status by request_id
 	KindFreeze // a frozen copy of the state (Report.Frozen)
@@ -82,11 +82,10 @@ type Call struct {
 	Reason sku.CloseReason
 	Def    *sku.Definition // KindDefine only; its IDKey is filled by the core
 	Cell   *CellCall       // KindGrant, KindReturn, KindEpoch only (cells.go)
-	// Holder is KindReserve's entry-pass holder (tier, risk, subject
-	// keys); zero for a reserve without a pass.
+	// Holder is KindReserve's and KindEnter's entry-pass holder (tier,
+	// risk, subject keys); zero for a reserve or an entry without a pass.
 	Holder sku.Holder
 	// Lottery arguments.
-	Tier       uint8  // KindEnter: the entry pass's tier (0 without one)
 	Round      uint64 // KindDraw: the beacon round
 	Randomness []byte // KindDraw: its randomness, 32 bytes
 	Signature  []byte // KindDraw: the beacon's signature of the round (optional)

@@ -38,7 +38,7 @@ func (c *Core) decideLottery(now int64, call *Call, out []sku.Record) []sku.Reco
 	m := c.m
 	switch call.Kind {
 	case KindEnter:
-		call.Entry, out = m.Enter(now, call.RequestID, call.UserID, call.Tier, out)
+		call.Entry, out = m.Enter(now, call.RequestID, call.UserID, call.Holder, out)
 		call.Result.Outcome = call.Entry.Outcome
 	case KindDraw:
 		call.Outcome, out = m.StartDraw(now, call.Round, call.Randomness, call.Signature, out)

@@ -281,7 +281,7 @@ func checkOneLivePerUser(a *Audit, t *table, live []liveRow) int {
 
 // auditUnpaid recounts the unpaid reservations per subject key.
 func (m *Machine) auditUnpaid(bad func(format string, args ...any)) {
-	recount := newUnpaidCounts()
+	recount := newSubjectCounts()
 	var prev uint32
 	for _, row := range m.holders.rows {
 		if row.seq <= prev || row.seq > m.table.count {
@@ -289,23 +289,11 @@ func (m *Machine) auditUnpaid(bad func(format string, args ...any)) {
 			continue
 		}
 		prev = row.seq
-		if m.table.get(row.seq).state != StatePendingPayment {
-			continue
-		}
-		for k := 0; k < SubjectKindCount; k++ {
-			if row.h.Subjects&(1<<k) != 0 {
-				recount[k][slot(&row.h.Keys[k])]++
-			}
+		if m.table.get(row.seq).state == StatePendingPayment {
+			recount.add(&row.h)
 		}
 	}
-	if recount.size() != m.unpaid.size() {
-		bad("unpaid counts hold %d subject keys, recount %d", m.unpaid.size(), recount.size())
-	}
-	for k, counts := range recount {
-		for s, n := range counts {
-			if m.unpaid[k][s] != n {
-				bad("unpaid count of a %d-kind subject key is %d, recount %d", k, m.unpaid[k][s], n)
-			}
-		}
+	if diff, ok := m.unpaid.equal(&recount); !ok {
+		bad("unpaid counts: %s", diff)
 	}
 }

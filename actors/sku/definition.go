@@ -71,7 +71,9 @@ type Definition struct {
 	// MaxUnpaidPerSubject caps the PENDING_PAYMENT reservations that carry
 	// the same subject key (a device, payment account, address or network
 	// hash from an entry pass); a reserve over it answers SUBJECT_LIMIT and
-	// is not recorded. 0: no cap. The cap is per SKU.
+	// is not recorded. On a lottery it caps the entries per subject key
+	// instead (each may win an unpaid reservation: overEntryCap). 0: no
+	// cap. The cap is per SKU.
 	MaxUnpaidPerSubject uint32
 	// PaymentWindowHighRiskMs is the payment window of a reservation whose
 	// pass has risk >= 1; 0: PaymentWindowMs. At most PaymentWindowMs.

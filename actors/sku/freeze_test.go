@@ -224,6 +224,7 @@ func sampleState(t testing.TB) []byte {
 // same bytes: a varint may be written longer than needed).
 func FuzzDecodeState(f *testing.F) {
 	f.Add(sampleState(f))
+	f.Add(lotteryPassesState(f))
 	f.Add(encodeFrozen(f, New().Freeze()))
 	f.Add([]byte{StateFormatVersion})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -257,7 +258,9 @@ func FuzzDecodeRecord(f *testing.F) {
 		{Type: RecordLotteryCommitted, At: 13, Def: Definition{Lottery: &LotteryRules{EntriesOpenAt: 1, EntriesCloseAt: 2,
 			Beacon: lottery.Beacon{Source: lottery.SourceDrandQuicknet, Round: 9}, Waitlist: 3,
 			Tiers: []lottery.Quota{{Tier: 2, Count: 5}, {Tier: 0, Rest: true}}, ServerSeed: lottery.Hash{1}, PseudonymKey: lottery.Hash{2}}}},
-		{Type: RecordEntered, At: 14, Seq: 1, RequestID: "r1", UserID: "u1", Lot: &LotteryFields{Tier: 2}},
+		{Type: RecordEntered, At: 14, Seq: 1, RequestID: "r1", UserID: "u1", Holder: Holder{Tier: 2}, Lot: &LotteryFields{}},
+		{Type: RecordEntered, At: 14, Seq: 2, RequestID: "ep.r2", UserID: "u2", Lot: &LotteryFields{},
+			Holder: Holder{Tier: 1, Risk: 1, Subjects: 0b0011, Keys: [4]SubjectKey{{1}, {2}}}},
 		{Type: RecordEntriesClosed, At: 15, Lot: &LotteryFields{Count: 1, Root: lottery.Hash{3}}},
 		{Type: RecordDrawStarted, At: 16, Lot: &LotteryFields{Round: 9, Randomness: lottery.Hash{4}}},
 		{Type: RecordWon, At: 17, Seq: 1, Token: 1, ExpireAt: 20, Lot: &LotteryFields{EntrySeq: 1, FromWaitlist: true}},

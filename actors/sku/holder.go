@@ -67,7 +67,18 @@ func (h Holder) Key(k int) (SubjectKey, bool) {
 // 3 to 35 bytes, the layout of the RESERVED record's trailing field and of
 // the state's holder rows.
 func appendHolder(b []byte, h *Holder) []byte {
-	b = append(b, h.Tier, h.Risk, h.Subjects)
+	return appendPassSubjects(append(b, h.Tier), h)
+}
+
+// passSubjects reports whether h carries more than a tier: a risk level or
+// a subject key. Only then does an ENTERED record (whose tier is a field of
+// its own) write appendPassSubjects's group.
+func (h *Holder) passSubjects() bool { return h.Risk != 0 || h.Subjects != 0 }
+
+// appendPassSubjects appends risk, flags and the present keys in bit order:
+// appendHolder's layout after the tier, 2 to 34 bytes.
+func appendPassSubjects(b []byte, h *Holder) []byte {
+	b = append(b, h.Risk, h.Subjects)
 	for k := 0; k < SubjectKindCount; k++ {
 		if h.Subjects&(1<<k) != 0 {
 			b = append(b, h.Keys[k][:]...)
@@ -78,8 +89,13 @@ func appendHolder(b []byte, h *Holder) []byte {
 
 // holder reads what appendHolder wrote.
 func (d *decoder) holder() Holder {
-	var h Holder
-	h.Tier, h.Risk, h.Subjects = d.byte(), d.byte(), d.byte()
+	return d.passSubjects(d.byte())
+}
+
+// passSubjects reads what appendPassSubjects wrote, into a Holder of tier.
+func (d *decoder) passSubjects(tier uint8) Holder {
+	h := Holder{Tier: tier}
+	h.Risk, h.Subjects = d.byte(), d.byte()
 	if d.err != nil {
 		return Holder{}
 	}

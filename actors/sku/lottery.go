@@ -17,7 +17,8 @@ import (
 //	                   seed (its SHA-256 is the published commit; the seed
 //	                   itself is shown only after the draw) and the
 //	                   pseudonym key
-//	ENTERED            one per user: entry_seq, request_id, user_id, tier
+//	ENTERED            one per user: entry_seq, request_id, user_id, tier,
+//	                   and the entry pass's risk and subject keys if any
 //	ENTRIES_CLOSED     the entry count and entries_root, at or after
 //	                   entries_close_at (a tick, an entry or the draw makes it)
 //	DRAW_STARTED       the beacon round and its randomness: the seed follows

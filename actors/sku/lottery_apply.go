@@ -112,6 +112,10 @@ func (m *Machine) applyEntered(r *Record) error {
 		return notApply(r, "entry_seq %d, want %d", r.Seq, l.entries.count+1)
 	case !ValidID(r.RequestID) || !ValidID(r.UserID):
 		return notApply(r, "invalid request or user id")
+	case r.Holder.Validate() != nil:
+		return notApply(r, "%v", r.Holder.Validate())
+	case m.overEntryCap(&r.Holder):
+		return notApply(r, "a subject key has max_unpaid_per_subject %d entries", m.def.MaxUnpaidPerSubject)
 	}
 	if _, ok := l.byUser.get(r.UserID); ok {
 		return notApply(r, "user %q entered already", r.UserID)
@@ -119,7 +123,7 @@ func (m *Machine) applyEntered(r *Record) error {
 	if _, ok := l.byRequest.get(r.RequestID); ok {
 		return notApply(r, "request_id %q entered already", r.RequestID)
 	}
-	l.addEntry(r.RequestID, r.UserID, r.Lot.Tier)
+	l.addEntry(r.RequestID, r.UserID, r.Holder)
 	return nil
 }
 
@@ -141,8 +145,8 @@ func (m *Machine) applyWon(r *Record) error {
 		return notApply(r, "seq %d, want %d", r.Seq, m.table.count+1)
 	case r.Token == 0 || r.Token != m.pool.next():
 		return notApply(r, "token %d, want %d", r.Token, m.pool.next())
-	case r.ExpireAt != r.At+m.def.PaymentWindowMs:
-		return notApply(r, "expire_at %d does not follow the payment window", r.ExpireAt)
+	case r.ExpireAt != r.At+m.wonWindow(r.Lot.EntrySeq):
+		return notApply(r, "expire_at %d does not follow the payment window of entry %d's pass", r.ExpireAt, r.Lot.EntrySeq)
 	}
 	if _, ok := l.wonBy[r.Lot.EntrySeq]; ok {
 		return notApply(r, "entry %d won before", r.Lot.EntrySeq)
@@ -154,12 +158,23 @@ func (m *Machine) applyWon(r *Record) error {
 	if _, ok := m.byRequest.get(requestID); ok {
 		return notApply(r, "request_id %q already decided", requestID)
 	}
-	seq := m.table.add(reservation{token: r.Token, state: StatePendingPayment, flags: flagHoldsToken},
-		requestID, userID, r.At)
+	h := l.passHolder(r.Lot.EntrySeq)
+	row := reservation{token: r.Token, state: StatePendingPayment, flags: flagHoldsToken}
+	if m.shortWindow(&h) {
+		row.flags |= flagShortWindow
+	}
+	seq := m.table.add(row, requestID, userID, r.At)
 	m.pool.take(r.Token, seq)
 	m.byRequest.insert(requestID, seq)
 	m.live.insert(userID, seq)
 	m.states[StatePendingPayment]++
+	if !h.empty() { // the entry's pass, as a reserve's (applyReserved)
+		m.holders.add(seq, h)
+		m.countUnpaid(&h)
+		if m.shortWindow(&h) {
+			m.queueHighRisk(seq)
+		}
+	}
 	l.addWon(r.Lot.EntrySeq, seq)
 	if r.Lot.FromWaitlist {
 		l.waitNext++

@@ -21,7 +21,9 @@ import (
 //	uvarint wait_next, bool draw_done
 //
 // The indexes, the running pool hash and the seed are derived, and rebuilt
-// by the decoder, which checks the section against the reservations.
+// by the decoder, which checks the section against the reservations. The
+// entries' passes beyond their tier are in a section of their own (tag 7,
+// lotteryEntryPassesTag).
 const lotterySectionTag = 2
 
 // lotterySignatureTag tags the state's section of a lottery draw's beacon
@@ -64,6 +66,85 @@ func (s *stateDecoder) decodeEnded() {
 		return
 	}
 	l.ended, l.endedAt = true, at
+}
+
+// lotteryEntryPassesTag tags the state's section of the entries whose pass
+// carried a risk level or subject keys:
+//
+//	u8 7 | uvarint n, n × (uvarint entry_seq - previous entry_seq,
+//	                       u8 risk, u8 subject flags, 8 bytes per set flag)
+//
+// in entry_seq order (the tier is the entry's, in the lottery section).
+// Written after the lottery ended section, if any, only when an entry has
+// one, so a state without it is what older versions wrote, its entries
+// holding their tier alone.
+const lotteryEntryPassesTag = 7
+
+// minEntryPassSize is the smallest encoded row of the section: a one-byte
+// seq delta, risk and flags.
+const minEntryPassSize = 3
+
+// encodeEntryPasses appends the entry passes section, if any.
+func (e *stateEncoder) encodeEntryPasses(f *Frozen) {
+	if f.lot == nil || len(f.lot.holders.rows) == 0 {
+		return
+	}
+	rows := f.lot.holders.rows
+	e.b = binary.AppendUvarint(append(e.b, lotteryEntryPassesTag), uint64(len(rows)))
+	var prev uint32
+	for i := range rows {
+		e.b = binary.AppendUvarint(e.b, uint64(rows[i].seq-prev))
+		e.b = appendPassSubjects(e.b, &rows[i].h)
+		prev = rows[i].seq
+		e.maybeFlush()
+	}
+}
+
+// decodeEntryPasses reads the entry passes section when the next byte is
+// its tag, rebuilding the entries per subject key, then checks every won
+// entry's reservation against it: a winner whose pass carried a risk level
+// or subject keys holds that pass's holder (the passes section, tag 1,
+// gave it and checked its payment window), any other winner none.
+func (s *stateDecoder) decodeEntryPasses() {
+	l := s.m.lot
+	if s.err == nil && len(s.b) != 0 && s.b[0] == lotteryEntryPassesTag {
+		s.byte() // the tag
+		if l == nil {
+			s.fail("entry passes on a SKU that is not a lottery")
+			return
+		}
+		n := s.count("entry pass", minEntryPassSize)
+		var seq uint32
+		for i := uint32(0); i < n && s.err == nil; i++ {
+			delta := s.uint32()
+			if s.err != nil {
+				return
+			}
+			if delta == 0 || uint64(seq)+uint64(delta) > uint64(l.entries.count) {
+				s.fail("entry pass %d: entry %d+%d out of order or unknown", i+1, seq, delta)
+				return
+			}
+			seq += delta
+			h := s.passSubjects(l.entries.get(seq).tier)
+			if s.err == nil && !h.passSubjects() {
+				s.fail("entry pass %d: no risk and no subject key", i+1)
+			}
+			if s.err != nil {
+				return
+			}
+			l.holders.add(seq, h)
+			l.subjects.add(&h)
+		}
+	}
+	if s.err != nil || l == nil {
+		return
+	}
+	for _, w := range l.won {
+		if s.m.holders.get(w.reservation) != l.passHolder(w.entry) {
+			s.fail("reservation %d: its holder is not entry %d's pass", w.reservation, w.entry)
+			return
+		}
+	}
 }
 
 // encodeBeaconSignature appends the beacon signature section, if any.
@@ -175,7 +256,7 @@ func (s *stateDecoder) decodeLottery() {
 			s.fail("entry %d: invalid or repeated ids", i+1)
 			return
 		}
-		l.addEntry(req, user, tier)
+		l.addEntry(req, user, Holder{Tier: tier}) // the entry passes section (tag 7) adds the rest
 	}
 	l.closed, l.closedAt, l.entriesRoot = s.bool(), s.varint(), s.hash()
 	l.drawStarted, l.drawAt, l.round, l.randomness = s.bool(), s.varint(), s.uvarint(), s.hash()

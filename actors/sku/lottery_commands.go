@@ -76,19 +76,25 @@ func CheckLotteryDefine(cur Definition, drawing bool, at int64, next Definition)
 // Lottery reports whether the SKU is a lottery sale.
 func (m *Machine) Lottery() bool { return m.lot != nil }
 
-// Enter records userID's entry, once per user, with the tier of its entry
-// pass (0 without passes). A repeat, by request_id or by user, answers the
-// original entry with Duplicate set; a request_id used by another user
-// answers REQUEST_ID_REUSED. Refusals, not recorded: NOT_LOTTERY,
-// INVALID, ENTRIES_NOT_OPEN, ENTRIES_CLOSED (closing the entries first
-// when entries_close_at has passed), PAUSED.
-func (m *Machine) Enter(now int64, requestID, userID string, tier uint8, out []Record) (EntryResult, []Record) {
+// Enter records userID's entry, once per user, with h, the holder of its
+// entry pass (the zero Holder without one): the tier, which the draw's
+// quotas read, and the risk level and subject keys, which the winner's
+// reservation gets (its payment window, the unpaid counts). A repeat, by
+// request_id or by user, answers the original entry with Duplicate set; a
+// request_id used by another user answers REQUEST_ID_REUSED. Refusals, not
+// recorded: NOT_LOTTERY, INVALID (an id or a malformed h),
+// ENTRIES_NOT_OPEN, ENTRIES_CLOSED (closing the entries first when
+// entries_close_at has passed), PAUSED, and SUBJECT_LIMIT when
+// max_unpaid_per_subject is set and one of h's subject keys already has
+// that many entries (overEntryCap): reserve's order, the user's own entry
+// answered first.
+func (m *Machine) Enter(now int64, requestID, userID string, h Holder, out []Record) (EntryResult, []Record) {
 	switch {
 	case !m.defined:
 		return EntryResult{Outcome: OutcomeNotFound}, out
 	case m.lot == nil:
 		return EntryResult{Outcome: OutcomeNotLottery}, out
-	case !ValidID(requestID) || !ValidID(userID):
+	case !ValidID(requestID) || !ValidID(userID) || h.Validate() != nil:
 		return EntryResult{Outcome: OutcomeInvalid}, out
 	}
 	l := m.lot
@@ -111,9 +117,11 @@ func (m *Machine) Enter(now int64, requestID, userID string, tier uint8, out []R
 		return EntryResult{Outcome: OutcomeEntriesClosed}, out
 	case m.paused:
 		return EntryResult{Outcome: OutcomePaused}, out
+	case m.overEntryCap(&h):
+		return EntryResult{Outcome: OutcomeSubjectLimit}, out
 	}
 	seq := l.entries.count + 1
-	out = m.emit(&Record{Type: RecordEntered, At: at, Seq: seq, RequestID: requestID, UserID: userID, Lot: &LotteryFields{Tier: tier}}, out)
+	out = m.emit(&Record{Type: RecordEntered, At: at, Seq: seq, RequestID: requestID, UserID: userID, Holder: h, Lot: &LotteryFields{}}, out)
 	return EntryResult{Outcome: OutcomeEntered, Entry: m.entryView(seq)}, out
 }
 
@@ -244,8 +252,9 @@ func (m *Machine) RecordDraw(now int64, rk *DrawRanking, batch int, out []Record
 		if token == 0 {
 			break // a token bound elsewhere: the units run out here
 		}
+		entry := rk.Winners[l.drawWinners]
 		out = m.emit(&Record{Type: RecordWon, At: at, Seq: m.table.count + 1, Token: token,
-			ExpireAt: at + m.def.PaymentWindowMs, Lot: &LotteryFields{EntrySeq: rk.Winners[l.drawWinners]}}, out)
+			ExpireAt: at + m.wonWindow(entry), Lot: &LotteryFields{EntrySeq: entry}}, out)
 		n++
 	}
 	if int(l.drawWinners) < len(rk.Winners) && m.pool.next() != 0 {
@@ -275,6 +284,13 @@ func (l *lotteryState) drawLists() (winners, waitlist []uint32) {
 	return winners, l.waitlist
 }
 
+// wonWindow is the payment window of the reservation entry seq wins: its
+// pass's (payment_window_high_risk for risk >= 1, when set), as a
+// reserve's with that pass.
+func (m *Machine) wonWindow(seq uint32) int64 {
+	return m.def.PaymentWindowFor(m.lot.passHolder(seq))
+}
+
 // promoteWaitlist gives each available token, once the draw is done and
 // before end_at, to the next waitlisted entrant, with a fresh payment
 // window (WON with FromWaitlist); at or after end_at it closes the
@@ -284,8 +300,9 @@ func (m *Machine) promoteWaitlist(at int64, out []Record) []Record {
 	l := m.lot
 	out = m.endIfDue(at, out)
 	for l.drawDone && !l.ended && int(l.waitNext) < len(l.waitlist) && m.pool.next() != 0 {
+		entry := l.waitlist[l.waitNext]
 		out = m.emit(&Record{Type: RecordWon, At: at, Seq: m.table.count + 1, Token: m.pool.next(),
-			ExpireAt: at + m.def.PaymentWindowMs, Lot: &LotteryFields{EntrySeq: l.waitlist[l.waitNext], FromWaitlist: true}}, out)
+			ExpireAt: at + m.wonWindow(entry), Lot: &LotteryFields{EntrySeq: entry, FromWaitlist: true}}, out)
 	}
 	return out
 }

@@ -12,7 +12,6 @@ import (
 // RecordLotteryCommitted..RecordDrawDone and RecordLotteryEnded; see lottery.go). A Record of
 // another type has none (Record.Lot is nil).
 type LotteryFields struct {
-	Tier         uint8        // ENTERED: from the entry pass; 0 without one
 	Count        uint32       // ENTRIES_CLOSED: the entries; DRAW_DONE: the draw's winners; LOTTERY_ENDED: the entries that lose by it
 	Root         lottery.Hash // ENTRIES_CLOSED: entries_root; DRAW_DONE: winners_root
 	WaitlistRoot lottery.Hash // DRAW_DONE: waitlist_root
@@ -42,6 +41,7 @@ func (t RecordType) isLottery() bool {
 //	                   n × (u8 tier, bool rest, count), hash server_seed,
 //	                   hash pseudonym_key
 //	ENTERED            entry_seq, u8 tier, str request_id, str user_id
+//	                   [, u8 risk, u8 subject flags, 8 bytes per set flag]
 //	ENTRIES_CLOSED     count, hash entries_root
 //	DRAW_STARTED       round, hash randomness [, str signature]
 //	WON                reservation seq, token, varint expire_at, entry_seq,
@@ -52,7 +52,10 @@ func (t RecordType) isLottery() bool {
 //
 // DRAW_STARTED's signature is an optional trailing field, written only when
 // the draw was given one: a draw without it is byte for byte what older
-// versions wrote.
+// versions wrote. So is ENTERED's pass group (Record.Holder after its tier:
+// appendPassSubjects), written only when the entry pass carried a risk
+// level or subject keys; an entry without it has its tier alone, as every
+// entry older versions wrote.
 func (r *Record) appendLotteryPayload(dst []byte) []byte {
 	l := r.Lot
 	if l == nil && r.Type != RecordLotteryCommitted {
@@ -63,9 +66,12 @@ func (r *Record) appendLotteryPayload(dst []byte) []byte {
 		dst = appendRules(dst, r.Def.Lottery)
 	case RecordEntered:
 		dst = binary.AppendUvarint(dst, uint64(r.Seq))
-		dst = append(dst, l.Tier)
+		dst = append(dst, r.Holder.Tier)
 		dst = appendString(dst, r.RequestID)
 		dst = appendString(dst, r.UserID)
+		if r.Holder.passSubjects() {
+			dst = appendPassSubjects(dst, &r.Holder)
+		}
 	case RecordEntriesClosed:
 		dst = binary.AppendUvarint(dst, uint64(l.Count))
 		dst = append(dst, l.Root[:]...)
@@ -107,14 +113,24 @@ func (d *decoder) decodeLottery(r *Record) {
 	switch r.Type {
 	case RecordEntered:
 		r.Seq = d.uint32()
-		l.Tier = d.byte()
+		tier := d.byte()
 		r.RequestID, r.UserID = d.stringPair()
+		r.Holder.Tier = tier
+		if d.err == nil && len(d.b) > 0 {
+			if r.Holder = d.passSubjects(tier); d.err == nil && !r.Holder.passSubjects() {
+				d.fail(errors.New("an entry's pass group with no risk and no subject key"))
+			}
+		}
 	case RecordEntriesClosed:
 		l.Count, l.Root = d.uint32(), d.hash()
 	case RecordDrawStarted:
 		l.Round, l.Randomness = d.uvarint(), d.hash()
 		if d.err == nil && len(d.b) > 0 {
-			l.Signature = bytes.Clone(d.bytes())
+			// The encoder writes the group only for a signature: an empty
+			// one is not canonical (it would decode again as none).
+			if l.Signature = bytes.Clone(d.bytes()); d.err == nil && len(l.Signature) == 0 {
+				d.fail(errors.New("an empty beacon signature"))
+			}
 		}
 	case RecordWon:
 		r.Seq, r.Token, r.ExpireAt = d.uint32(), d.uint32(), d.varint()

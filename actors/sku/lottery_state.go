@@ -21,6 +21,14 @@ type lotteryState struct {
 	// rooter hashes the pool lines as entries are recorded, so closing
 	// costs O(1) (derived).
 	rooter *lottery.Rooter
+	// holders keeps the entry pass's holder of every entry whose pass
+	// carried a risk level or subject keys (Holder.passSubjects), in
+	// entry_seq order; the tier of every entry is in its row. subjects
+	// counts the entries per subject key (derived), which
+	// max_unpaid_per_subject caps: each entry may become an unpaid
+	// reservation at the draw.
+	holders  holderList
+	subjects subjectCounts
 
 	closed      bool
 	closedAt    int64 // ms
@@ -111,22 +119,28 @@ func (l *entryLog) freeze() entryLog {
 
 func newLotteryState(rules LotteryRules) *lotteryState {
 	l := &lotteryState{
-		rules:   rules,
-		rooter:  lottery.NewRooter(),
-		wonBy:   make(map[uint32]uint32),
-		waitPos: make(map[uint32]uint32),
+		rules:    rules,
+		rooter:   lottery.NewRooter(),
+		subjects: newSubjectCounts(),
+		wonBy:    make(map[uint32]uint32),
+		waitPos:  make(map[uint32]uint32),
 	}
 	l.byUser, l.byRequest = newIndex(&l.entries, keyUserID), newIndex(&l.entries, keyRequestID)
 	return l
 }
 
-// addEntry records an entry and its pool line.
-func (l *lotteryState) addEntry(requestID, userID string, tier uint8) uint32 {
-	seq := l.entries.add(requestID, userID, tier)
+// addEntry records an entry by the holder of its entry pass (the zero
+// Holder without one) and its pool line.
+func (l *lotteryState) addEntry(requestID, userID string, h Holder) uint32 {
+	seq := l.entries.add(requestID, userID, h.Tier)
 	r := l.entries.get(seq)
 	l.byUser.insert(l.entries.userID(r), seq)
 	l.byRequest.insert(l.entries.requestID(r), seq)
-	l.rooter.Add(lottery.Entry{Seq: seq, Pseudonym: lottery.Pseudonym(l.rules.PseudonymKey, userID), Tier: tier})
+	l.rooter.Add(lottery.Entry{Seq: seq, Pseudonym: lottery.Pseudonym(l.rules.PseudonymKey, userID), Tier: h.Tier})
+	if h.passSubjects() {
+		l.holders.add(seq, h)
+		l.subjects.add(&h)
+	}
 	return seq
 }
 
@@ -190,7 +204,8 @@ func (l *lotteryState) freeze() *lotteryState {
 	c.won = l.won[:len(l.won):len(l.won)]
 	c.waitlist = l.waitlist[:len(l.waitlist):len(l.waitlist)]
 	c.byUser, c.byRequest = index{}, index{} // derived: not read from a frozen copy
-	c.wonBy, c.waitPos, c.rooter = nil, nil, nil
+	c.holders = l.holders.freeze()
+	c.wonBy, c.waitPos, c.rooter, c.subjects = nil, nil, nil, subjectCounts{}
 	return &c
 }
 
@@ -201,6 +216,13 @@ func (l *lotteryState) addWaitlisted(seqs []uint32) {
 		l.waitPos[s] = uint32(len(l.waitlist))
 	}
 }
+
+// passHolder returns the holder of entry seq's pass when it carried a risk
+// level or subject keys, the zero Holder otherwise: what the reservation
+// the entry wins carries (so it counts among the unpaid per subject key and
+// gets its pass's payment window), none for an entry of tier alone, as
+// before entries kept more than their tier.
+func (l *lotteryState) passHolder(seq uint32) Holder { return l.holders.get(seq) }
 
 // freezeLottery returns a frozen copy of the lottery state, nil for a SKU
 // sold first come, first served.
@@ -239,6 +261,9 @@ func (m *Machine) auditLottery(bad func(format string, args ...any)) {
 		case m.table.userID(w.reservation) != l.entries.userID(e) || m.table.requestID(w.reservation) != l.entries.requestID(e):
 			bad("lottery: reservation %d is not entry %d's", w.reservation, w.entry)
 		}
+		if want, got := l.passHolder(w.entry), m.holders.get(w.reservation); got != want {
+			bad("lottery: reservation %d holds %+v, entry %d's pass %+v", w.reservation, got, w.entry, want)
+		}
 		seen[w.entry] = true
 		if pos, ok := l.waitPos[w.entry]; ok && (i < int(l.drawWinners) || pos > l.waitNext) {
 			bad("lottery: entry %d is both a winner and waitlisted", w.entry)
@@ -246,6 +271,17 @@ func (m *Machine) auditLottery(bad func(format string, args ...any)) {
 	}
 	if l.byUser.len() != int(l.entries.count) || l.byRequest.len() != int(l.entries.count) {
 		bad("lottery: indexes hold %d users and %d request_ids for %d entries", l.byUser.len(), l.byRequest.len(), l.entries.count)
+	}
+	recount := newSubjectCounts()
+	for i := range l.holders.rows {
+		row := &l.holders.rows[i]
+		if e := l.entries.get(row.seq); e == nil || row.h.Tier != e.tier || !row.h.passSubjects() || i > 0 && row.seq <= l.holders.rows[i-1].seq {
+			bad("lottery: the holder of entry %d is out of order, empty or not the entry's tier", row.seq)
+		}
+		recount.add(&row.h)
+	}
+	if diff, ok := l.subjects.equal(&recount); !ok {
+		bad("lottery: entries per subject key: %s", diff)
 	}
 	if l.closed && l.rooter.Root() != l.entriesRoot {
 		bad("lottery: entries_root does not match the entries")

@@ -53,8 +53,13 @@ func newLottery(t testing.TB, d Definition) *lotteryRun {
 }
 
 func (r *lotteryRun) enter(now int64, req, user string, tier uint8) EntryResult {
+	return r.enterWith(now, req, user, Holder{Tier: tier})
+}
+
+// enterWith enters with the holder of an entry pass.
+func (r *lotteryRun) enterWith(now int64, req, user string, h Holder) EntryResult {
 	var res EntryResult
-	res, r.log = r.m.Enter(now, req, user, tier, r.log)
+	res, r.log = r.m.Enter(now, req, user, h, r.log)
 	return res
 }
 

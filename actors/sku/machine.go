@@ -71,7 +71,7 @@ type Machine struct {
 	// order (caps.go).
 	holders holderList
 	// unpaid counts PENDING_PAYMENT reservations per subject key (derived).
-	unpaid unpaidCounts
+	unpaid subjectCounts
 	// highRisk lists, in seq order, the reservations with the high-risk
 	// payment window (derived), and riskCursor is the first of them the
 	// high-risk expiry walk has not passed.
@@ -97,7 +97,7 @@ func New() *Machine {
 	m := &Machine{
 		rejected:     make(map[string]uint32),
 		expireCursor: 1,
-		unpaid:       newUnpaidCounts(),
+		unpaid:       newSubjectCounts(),
 	}
 	m.byRequest = newIndex(&m.table, keyRequestID)
 	m.live = newIndex(&m.table, keyUserID)

@@ -67,8 +67,10 @@ type Record struct {
 	Def       Definition     // DEFINE; LOTTERY_COMMITTED: Def.Lottery only
 	Lot       *LotteryFields // the lottery records but LOTTERY_COMMITTED
 	Cell      *Allocation    // GRANT, RETURN: the allocation or return; EPOCH: Epoch only
-	// Holder is RESERVED's optional trailing field: what the entry pass of
-	// the reserve said (tier, risk, subject keys); zero without a pass.
+	// Holder is what the entry pass of a RESERVED's reserve or an
+	// ENTERED's entry said (tier, risk, subject keys); zero without a pass.
+	// RESERVED writes it as an optional trailing field; ENTERED writes the
+	// tier always and the rest as an optional trailing group.
 	Holder Holder
 }
 
@@ -92,6 +94,8 @@ var ErrBadRecord = errors.New("malformed record")
 //	          is written only for campaign scope)
 //	RESERVED  ... user_id | u8 tier, u8 risk, u8 subject flags,
 //	          8 bytes per set flag (bit order)
+//	ENTERED   ... user_id | u8 risk, u8 subject flags, 8 bytes per set
+//	          flag (lottery_record.go)
 //
 // DEFINE's groups are positional: a later group is written only after the
 // earlier ones, so a celled definition writes the passes group even when

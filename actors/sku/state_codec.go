@@ -57,12 +57,16 @@ import (
 //	       when the draw recorded one: str signature
 //	tag 6: a lottery that ended at end_at (lottery_codec.go), written once
 //	       LOTTERY_ENDED is recorded: varint ended_at
+//	tag 7: a lottery's entries whose pass carried a risk level or subject
+//	       keys (lottery_codec.go), written when there is one:
+//	       uvarint n, n × (uvarint entry_seq - previous entry_seq,
+//	       u8 risk, u8 subject flags, 8 bytes per set flag)
 //	tag 5: purchase, written for a campaign whose purchase_limit is
 //	       "campaign" only, always last (after tag 3 for a celled SKU, after
-//	       tags 2, 4 and 6 for a lottery SKU):
+//	       tags 2, 4, 6 and 7 for a lottery SKU):
 //	       u8 purchase_limit (1)
 //
-// The sections are written in the order above (1, 2, 3, 4, 6, 5) and only
+// The sections are written in the order above (1, 2, 3, 4, 6, 7, 5) and only
 // when used; the decoder accepts any subset of them in that order and
 // refuses another order, a repeated tag or an unknown one. docs/formats.md
 // states the same layout for readers of the files. For a celled SKU tokens_handed_out is the
@@ -135,6 +139,7 @@ func (f *Frozen) Encode(w io.Writer) (int64, error) {
 	e.encodeCell(f)
 	e.encodeBeaconSignature(f)
 	e.encodeEnded(f)
+	e.encodeEntryPasses(f)
 	e.encodePurchase(f)
 	e.flush()
 	return e.n, e.err
@@ -344,6 +349,7 @@ func (s *stateDecoder) decode() {
 	}
 	s.decodeBeaconSignature()
 	s.decodeEnded()
+	s.decodeEntryPasses()
 	s.lastSection()
 	if s.err == nil {
 		if held := m.pool.reserved + m.pool.confirmed; uint64(held)+uint64(released) != uint64(handedOut) {

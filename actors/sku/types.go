@@ -82,7 +82,7 @@ const (
 	OutcomeNotClosed        Outcome = 19 // release: the reservation is still PENDING_PAYMENT
 	OutcomeOK               Outcome = 20 // pause, resume, define: applied or already so
 	OutcomeInvalid          Outcome = 21 // a malformed id, or a definition change that is not allowed
-	OutcomeSubjectLimit     Outcome = 22 // reserve: a subject key of the pass is at max_unpaid_per_subject; not recorded
+	OutcomeSubjectLimit     Outcome = 22 // reserve, enter: a subject key of the pass is at max_unpaid_per_subject (on a lottery: entries); not recorded
 	// Lottery outcomes (lottery_commands.go).
 	OutcomeLotterySale    Outcome = 23 // reserve on a lottery SKU: enter instead
 	OutcomeEntered        Outcome = 24 // enter: the entry is recorded

@@ -56,7 +56,7 @@ type recordJSON struct {
 	feed.EventData
 	Definition *definitionJSON   `json:"definition,omitempty"` // DEFINE
 	Lottery    *lotteryJSON      `json:"lottery,omitempty"`    // the lottery records, WON
-	Subjects   map[string]string `json:"subjects,omitempty"`   // RESERVED with an entry pass
+	Subjects   map[string]string `json:"subjects,omitempty"`   // RESERVED, ENTERED with an entry pass
 }
 
 // recordOf renders the record at index of the SKU def (its campaign, SKU,
@@ -76,7 +76,7 @@ func recordOf(index uint64, r *sku.Record, def sku.Definition) recordJSON {
 		j.Definition = definitionOf(r.Def)
 	case sku.RecordLotteryCommitted:
 		j.Lottery = lotteryRulesOf(r.Def.Lottery)
-	case sku.RecordReserved:
+	case sku.RecordReserved, sku.RecordEntered:
 		j.Subjects = subjectsOf(r.Holder)
 	}
 	return j

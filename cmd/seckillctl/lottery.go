@@ -153,7 +153,7 @@ func (l *lotteryLog) add(index uint64, r *sku.Record) {
 		if l.closed || r.At >= l.rules.EntriesCloseAt || r.At < l.rules.EntriesOpenAt {
 			l.late = append(l.late, fmt.Sprintf("record %d: entry %d at %d ms", index, r.Seq, r.At))
 		}
-		e := lottery.Entry{Seq: r.Seq, Pseudonym: lottery.Pseudonym(l.rules.PseudonymKey, r.UserID), Tier: r.Lot.Tier}
+		e := lottery.Entry{Seq: r.Seq, Pseudonym: lottery.Pseudonym(l.rules.PseudonymKey, r.UserID), Tier: r.Holder.Tier}
 		l.entries = append(l.entries, e)
 		if !l.closed {
 			l.pool = lottery.AppendLine(l.pool, e)

@@ -72,7 +72,7 @@ func newLotteryFixtureOf(t *testing.T, round uint64, rnd, signature []byte) *lot
 	now.Store(lotOpen)
 	for i := 1; i <= 60; i++ {
 		now.Add(100)
-		_, err := e.Enter(ctx, "c1", "lot", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i), 0)
+		_, err := e.Enter(ctx, "c1", "lot", fmt.Sprintf("r%d", i), fmt.Sprintf("u%d", i), sku.Holder{})
 		must(err)
 	}
 	now.Store(roundT)
@@ -411,7 +411,7 @@ func TestLotteryVerifyEndedUndrawn(t *testing.T) {
 	if err := e.Define(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := e.Enter(ctx, "c1", "lot", "r1", "u1", 0); err != nil || res.Outcome != sku.OutcomeEntered {
+	if res, err := e.Enter(ctx, "c1", "lot", "r1", "u1", sku.Holder{}); err != nil || res.Outcome != sku.OutcomeEntered {
 		t.Fatalf("enter: %+v %v", res, err)
 	}
 	now.Store(d.EndAt)

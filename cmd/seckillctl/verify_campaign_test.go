@@ -45,7 +45,7 @@ func scopedSKUOf(t *testing.T, dataDir, campaignID, skuID string, lotterySKU boo
 	}
 	for _, u := range users {
 		if lotterySKU {
-			if res, err := e.Enter(ctx, campaignID, skuID, "e-"+u, u, 0); err != nil || res.Outcome != sku.OutcomeEntered {
+			if res, err := e.Enter(ctx, campaignID, skuID, "e-"+u, u, sku.Holder{}); err != nil || res.Outcome != sku.OutcomeEntered {
 				t.Fatalf("enter %s: %v %v", u, res.Outcome, err)
 			}
 			continue
