@@ -382,7 +382,7 @@ type Campaign struct {
 		Ttl      *string `json:"ttl,omitempty"`
 	} `json:"entry_pass,omitempty"`
 
-	// MaxUnpaidPerSubject Per SKU, the most unpaid reservations whose entry passes carry the same subject key (409 SUBJECT_LIMIT beyond); 0 or absent: no cap.
+	// MaxUnpaidPerSubject Per SKU, the most unpaid reservations whose entry passes carry the same subject key (409 SUBJECT_LIMIT beyond); on a lottery SKU, the most entries whose passes carry the same subject key (every entry may win an unpaid reservation). 0 or absent: no cap.
 	MaxUnpaidPerSubject *int `json:"max_unpaid_per_subject,omitempty"`
 
 	// PaymentWindow Go duration a reservation waits for its payment, from 1ms to 24h (an unpaid reservation holds its unit out of the sale that long). Default 15m.
