@@ -46,9 +46,15 @@ type Applied struct {
 // event's index as ForkIndex (the index before the first event that
 // differs when none is held) and no History (the copy kept the history
 // the consumer read): the consumer takes the path of the feed's own 409
-// (a re-anchoring sets apart what it applied after ForkIndex).
+// (a re-anchoring sets apart what it applied after ForkIndex). When the
+// SKU was restored to an earlier point instead, the feed's own 409 of the
+// last event's position is returned, with the restore's fork index and
+// the new history (restored).
 func (c *Client) CheckApplied(ctx context.Context, a Applied) error {
 	if held, err := c.holds(ctx, a, a.Last); held || err != nil {
+		return err
+	}
+	if err := c.restored(ctx, a); err != nil {
 		return err
 	}
 	fork := a.Last.SeckillIndex - 1 // before the first event that differs
@@ -82,6 +88,25 @@ func (c *Client) CheckApplied(ctx context.Context, a Applied) error {
 	return &Error{Status: 409, Code: ErrCursorDiverged.Code, SKUID: a.SKUID, ForkIndex: fork,
 		Detail: fmt.Sprintf("the feed of SKU %s holds another record at log index %d than event %s (%s) this consumer applied: "+
 			"seckilld serves an older copy of its log that recorded past the consumer's cursor", a.SKUID, a.Last.SeckillIndex, a.Last.ID, a.Last.Type)}
+}
+
+// restored returns the feed's 409 CURSOR_DIVERGED of the position of
+// a.Last when it names a history: a restore to an earlier point gave the
+// SKU a new history after its fork index, and the feed knows that fork
+// exactly, where a bisection of the events applied would name it an older
+// copy without the history the operator's reanchor follows. An older copy
+// keeps the history the consumer read: its feed takes the position, or
+// refuses it without a history while its log is behind it; nil then.
+func (c *Client) restored(ctx context.Context, a Applied) error {
+	_, err := c.Feed(ctx, FeedRequest{CampaignID: a.CampaignID, SKUID: a.SKUID, After: a.Last.ID, Limit: 1})
+	var e *Error
+	switch {
+	case errors.Is(err, ErrCursorDiverged) && errors.As(err, &e) && e.History != "":
+		return err
+	case err == nil, errors.Is(err, ErrCursorDiverged), errors.Is(err, ErrCursorCompacted):
+		return nil
+	}
+	return fmt.Errorf("reading the feed of SKU %s after %s: %w", a.SKUID, a.Last.ID, err)
 }
 
 // holds reports whether the feed of a's SKU holds e: the record at e's

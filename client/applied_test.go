@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +71,58 @@ func TestCheckApplied(t *testing.T) {
 		var e *client.Error
 		if !errors.Is(err, client.ErrCursorDiverged) || !errors.As(err, &e) || e.SKUID != "phone" || e.ForkIndex != fork || e.History != "" {
 			t.Fatalf("events from the %dth on decided later: %v (%+v), want a 409 of phone at %d", from, err, e, fork)
+		}
+	}
+}
+
+// After a restore to an earlier point the feed refuses a position past
+// the fork with a 409 naming the fork and the restored log's history, and
+// serves the restored log's records after the fork under that history.
+// CheckApplied returns that 409, whether the last event applied is well
+// past the fork (its position refused) or just after it (the feed holds
+// the restored log's record at its index); a bisection would name an
+// older copy, without the history the reanchor follows.
+func TestCheckAppliedAfterARestore(t *testing.T) {
+	const before, after, fork = "00000000000000aa", "00000000000000bb", 4
+	event := func(history string, index uint64) client.Event {
+		return client.Event{SpecVersion: "1.0", ID: fmt.Sprintf("%s-%d", history, index), Source: "/seckill/c/phone",
+			Type: client.TypeReservationCreated, Subject: fmt.Sprint("c~phone~", index), Time: time.UnixMilli(int64(index)).UTC(),
+			SeckillIndex: index, Data: json.RawMessage(fmt.Sprintf(`{"reservation_id":"c~phone~%d"}`, index))}
+	}
+	s := &script{answer: func(_ int, r *http.Request) (int, map[string]string, string) {
+		var index uint64
+		if _, err := fmt.Sscanf(strings.TrimPrefix(r.URL.Query().Get("after"), before+"-"), "%d", &index); err != nil {
+			return http.StatusBadRequest, nil, `{"error":"BAD_CURSOR","detail":"not this SKU's"}`
+		}
+		if index > fork {
+			return http.StatusConflict, nil, fmt.Sprintf(`{"error":"CURSOR_DIVERGED","detail":"restored","fork_index":%d,"history":%q,"sku_id":"phone"}`, fork, after)
+		}
+		next := event(before, index+1)
+		if next.SeckillIndex > fork {
+			next = event(after, index+1)
+		}
+		page, _ := json.Marshal(client.FeedPage{Events: []client.Event{next}, NextCursor: next.ID, FirstIndex: 1, DurableIndex: 9})
+		return http.StatusOK, nil, string(page)
+	}}
+	c, err := client.New(client.Options{BaseURL: serve(t, s).URL, AdminToken: adminToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, last := range []uint64{fork + 3, fork + 1} {
+		var events []client.Event
+		for i := uint64(1); i <= last; i++ {
+			events = append(events, event(before, i))
+		}
+		err := c.CheckApplied(context.Background(), client.Applied{CampaignID: "c", SKUID: "phone", Last: events[last-1], LastAt: last,
+			From: func(_ context.Context, p uint64) (client.Event, uint64, bool, error) {
+				if p < 1 || p > last {
+					return client.Event{}, 0, false, nil
+				}
+				return events[p-1], p, true, nil
+			}})
+		var e *client.Error
+		if !errors.Is(err, client.ErrCursorDiverged) || !errors.As(err, &e) || e.SKUID != "phone" || e.ForkIndex != fork || e.History != after {
+			t.Fatalf("events applied up to %d, the SKU restored after %d: %v (%+v), want the feed's 409 with history %s", last, fork, err, e, after)
 		}
 	}
 }

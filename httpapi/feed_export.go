@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bufio"
 	"encoding/json"
-	"time"
 
 	"github.com/seckill/seckill/feed"
 	"github.com/valyala/fasthttp"
@@ -38,7 +37,8 @@ func (s *Server) handleExport(ctx *fasthttp.RequestCtx) string {
 	conn, writeTimeout := ctx.Conn(), s.cfg.WriteTimeout
 	ctx.SetContentType("application/x-ndjson")
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
-		enc := json.NewEncoder(w)
+		out := newStreamWriter(conn, w, writeTimeout)
+		enc := json.NewEncoder(out)
 		n := m.Counts().Reservations
 		for seq := uint32(1); seq <= n; seq++ {
 			v, found := m.Get(seq)
@@ -48,16 +48,10 @@ func (s *Server) handleExport(ctx *fasthttp.RequestCtx) string {
 			if enc.Encode(feed.NewExportRow(v)) != nil {
 				return
 			}
-			if w.Buffered() > 32<<10 {
-				conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-				if w.Flush() != nil {
-					return
-				}
-			}
 		}
-		conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-		enc.Encode(end)
-		w.Flush()
+		if enc.Encode(end) == nil {
+			out.Flush()
+		}
 	})
 	return outcomeOK
 }

@@ -45,6 +45,9 @@ type serverOptions struct {
 	// faults, when set, stands between the server and the engine: its
 	// hooks inject faults and orderings (faultengine_test.go).
 	faults *faultEngine
+	// listen, when set, wraps the server's listener (socket options of
+	// the connections it accepts).
+	listen func(net.Listener) net.Listener
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -87,6 +90,9 @@ func startServer(t *testing.T, o serverOptions) *testServer {
 	if err != nil {
 		eng.Close()
 		t.Fatal(err)
+	}
+	if o.listen != nil {
+		ln = o.listen(ln)
 	}
 	ts := &testServer{t: t, base: "http://" + ln.Addr().String(), dir: o.dir, engine: eng, srv: srv, served: make(chan error, 1)}
 	go func() { ts.served <- srv.Serve(ln) }()

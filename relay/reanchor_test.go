@@ -104,8 +104,10 @@ func TestReanchorAfterARestoreGoesOnWithTheRestoredLog(t *testing.T) {
 	load(t, base, 40, 60) // new sales, re-using the abandoned indexes and reservation ids
 
 	err = relay.Run(context.Background(), relayConfig(base), sink)
-	if !errors.Is(err, client.ErrCursorDiverged) || !strings.Contains(err.Error(), "seckill-relay reanchor") {
-		t.Fatalf("the relay on the restored seckilld returned %v, want the feed's 409 naming seckill-relay reanchor", err)
+	var refused *relay.FeedError
+	if !errors.Is(err, client.ErrCursorDiverged) || !strings.Contains(err.Error(), "seckill-relay reanchor") ||
+		!errors.As(err, &refused) || refused.Refusal.ForkIndex != fork || refused.Refusal.History == "" {
+		t.Fatalf("the relay on the restored seckilld returned %v, want the feed's 409 naming seckill-relay reanchor, the fork index %d and the restored history", err, fork)
 	}
 	done, err := relay.Reanchor(context.Background(), relayConfig(base), sink)
 	if err != nil || len(done) != 1 || done[0].SKUID != "a.1" || done[0].ForkIndex != fork || done[0].History == "" {
