@@ -201,3 +201,38 @@ func TestCampaignAuditSeesAnEntryAndAPurchase(t *testing.T) {
 		t.Fatalf("campaign audit: %+v", a)
 	}
 }
+
+// TestEntrySubjectLimitHoldsNoClaim: in a campaign whose purchase_limit is
+// "campaign", an entry refused SUBJECT_LIMIT is not recorded, so its user
+// holds nothing: the user may buy on another SKU of the campaign, and a
+// user who entered with the key still holds its claim.
+func TestEntrySubjectLimitHoldsNoClaim(t *testing.T) {
+	clock := &fakeClock{}
+	clock.Set(lotOpen - 1000)
+	e := openTest(t, t.TempDir(), clock, nil)
+	lot := lotteryTestDef(2, 3)
+	lot.CampaignID, lot.SKUID, lot.PurchaseLimit = "c5", "lot", sku.PurchaseLimitCampaign
+	lot.MaxUnpaidPerSubject = 1
+	plain := testDef(100)
+	plain.CampaignID, plain.SKUID, plain.PurchaseLimit = "c5", "a", sku.PurchaseLimitCampaign
+	plain.StartAt, plain.EndAt = lotOpen-1000, lotOpen+86_400_000
+	defineAll(t, e, []sku.Definition{lot, plain})
+	clock.Set(lotOpen)
+
+	device := sku.Holder{Subjects: 1, Keys: [sku.SubjectKindCount]sku.SubjectKey{{7}}}
+	if res, err := e.Enter(ctxT(t), "c5", "lot", "ep.u1", "u1", device); err != nil || res.Outcome != sku.OutcomeEntered {
+		t.Fatalf("u1: %+v %v", res, err)
+	}
+	if res, err := e.Enter(ctxT(t), "c5", "lot", "ep.u2", "u2", device); err != nil || res.Outcome != sku.OutcomeSubjectLimit {
+		t.Fatalf("u2 on u1's device: %+v %v, want SUBJECT_LIMIT", res, err)
+	}
+	if res, err := e.Reserve(ctxT(t), "c5", "a", "a-u2", "u2"); err != nil || res.Outcome != sku.OutcomeAccepted {
+		t.Fatalf("u2 after its refused entry: %+v %v, want ACCEPTED", res, err)
+	}
+	if res, err := e.Reserve(ctxT(t), "c5", "a", "a-u1", "u1"); err != nil || res.Outcome != sku.OutcomeAlreadyEntered {
+		t.Fatalf("u1, entered: %+v %v, want ALREADY_ENTERED", res, err)
+	}
+	if a, err := e.CampaignAudit(ctxT(t), "c5"); err != nil || !a.OK() {
+		t.Fatalf("campaign audit: %+v %v", a, err)
+	}
+}

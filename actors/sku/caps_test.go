@@ -181,6 +181,45 @@ func TestPassFieldsAreTrailing(t *testing.T) {
 	}
 }
 
+// The optional pass groups are written only when they hold something: an
+// all-zero one would decode to the record written without it, so one
+// record would have two encodings (the version rules: decoders refuse what
+// encoders never write). A zero pass group before a cell group is what a
+// celled or campaign-scope definition writes, and decodes.
+func TestEmptyPassGroupsAreRefused(t *testing.T) {
+	reserved := Record{Type: RecordReserved, At: 5, Seq: 1, Token: 1, ExpireAt: 8, RequestID: "r1", UserID: "u1"}
+	a := reserved.AppendPayload(nil)
+	if _, err := DecodeRecord(RecordReserved, append(bytes.Clone(a), 0, 0, 0)); !errors.Is(err, ErrBadRecord) {
+		t.Errorf("RESERVED with an all-zero holder: %v", err)
+	}
+	define := Record{Type: RecordDefine, At: 1, Def: Definition{CampaignID: "c", SKUID: "s", StartAt: 1, EndAt: 2, PaymentWindowMs: 3, SaleLimit: 4}}
+	a = define.AppendPayload(nil)
+	zeroPasses := appendPassFields(nil, &define.Def)
+	if _, err := DecodeRecord(RecordDefine, append(bytes.Clone(a), zeroPasses...)); !errors.Is(err, ErrBadRecord) {
+		t.Errorf("DEFINE with an all-zero pass group and nothing after: %v", err)
+	}
+	celled := define
+	celled.Def.Cell, celled.Def.CellMapVersion = "c1", 1
+	if got, err := DecodeRecord(RecordDefine, celled.AppendPayload(nil)); err != nil || got != celled {
+		t.Fatalf("a celled DEFINE (a zero pass group, then the cell): %+v %v", got, err)
+	}
+}
+
+// The state's passes section is written only when the definition sets a
+// pass field or a reservation has a holder: one with neither would decode
+// to the state written without it, one state with two encodings.
+func TestEmptyPassesSectionIsRefused(t *testing.T) {
+	b := sampleState(t)
+	m, err := DecodeState(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := appendPassFields([]byte{stateSectionPasses}, &m.def)
+	if _, err := DecodeState(append(append(bytes.Clone(b), empty...), 0)); err == nil {
+		t.Fatal("a passes section with no pass field and no holder decoded")
+	}
+}
+
 func TestPassFieldsRedefinition(t *testing.T) {
 	d := capDefinition()
 	next := d

@@ -288,3 +288,18 @@ func lotteryPassesState(t testing.TB) []byte {
 	r.draw(lotRoundT)
 	return encodeFrozen(t, r.m.Freeze())
 }
+
+// The entry passes section is written only when an entry has a pass group:
+// a section listing no entry would decode to the state written without it,
+// one state with two encodings (and two hashes of the same state).
+func TestEmptyEntryPassesSectionIsRefused(t *testing.T) {
+	r := newLottery(t, lotteryDef(10, 0))
+	r.enter(lotOpen+1, "a", "a", 1)
+	b := encodeFrozen(t, r.m.Freeze())
+	if _, err := DecodeState(b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeState(append(b, lotteryEntryPassesTag, 0)); err == nil {
+		t.Fatal("an entry passes section of no entry decoded")
+	}
+}

@@ -114,6 +114,10 @@ func (s *stateDecoder) decodeEntryPasses() {
 			return
 		}
 		n := s.count("entry pass", minEntryPassSize)
+		if s.err == nil && n == 0 {
+			s.fail("an entry passes section of no entry") // never written: not canonical
+			return
+		}
 		var seq uint32
 		for i := uint32(0); i < n && s.err == nil; i++ {
 			delta := s.uint32()

@@ -179,7 +179,11 @@ func DecodeRecord(typ RecordType, payload []byte) (Record, error) {
 		r.Def.ReleaseOnClose = d.bool()
 		r.Def.IDKey = d.key()
 		if d.err == nil && len(d.b) > 0 {
-			d.passFields(&r.Def)
+			// Written when a field is set or a later group follows: an
+			// all-zero group alone is not canonical.
+			if d.passFields(&r.Def); d.err == nil && !r.Def.hasPassFields() && len(d.b) == 0 {
+				d.fail(errors.New("an all-zero pass group with no group after it"))
+			}
 		}
 		if d.err == nil && len(d.b) > 0 {
 			d.cellFields(&r.Def)
@@ -193,7 +197,11 @@ func DecodeRecord(typ RecordType, payload []byte) (Record, error) {
 		r.ExpireAt = d.varint()
 		r.RequestID, r.UserID = d.stringPair()
 		if d.err == nil && len(d.b) > 0 {
-			r.Holder = d.holder()
+			// Written only for a reserve with a pass: an empty holder is
+			// not canonical (it would decode again as none).
+			if r.Holder = d.holder(); d.err == nil && r.Holder.empty() {
+				d.fail(errors.New("an empty holder"))
+			}
 		}
 	case RecordRejected:
 		r.Outcome = Outcome(d.byte())

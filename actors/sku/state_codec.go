@@ -653,6 +653,10 @@ func (s *stateDecoder) passes() {
 		return
 	}
 	n := s.count("holder", minHolderRowSize)
+	if s.err == nil && n == 0 && !d.hasPassFields() {
+		s.fail("a passes section with no pass field and no holder") // never written: not canonical
+		return
+	}
 	var seq uint32
 	for i := uint32(0); i < n && s.err == nil; i++ {
 		delta := s.uint32()
