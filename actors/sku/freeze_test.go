@@ -220,8 +220,8 @@ func sampleState(t testing.TB) []byte {
 }
 
 // FuzzDecodeState: DecodeState never panics, and what it accepts passes
-// the audit and re-encodes to a state with the same hash (not always the
-// same bytes: a varint may be written longer than needed).
+// the audit and is what the encoder writes for it, byte for byte (a state
+// has one encoding, docs/formats.md).
 func FuzzDecodeState(f *testing.F) {
 	f.Add(sampleState(f))
 	f.Add(lotteryPassesState(f))
@@ -235,7 +235,11 @@ func FuzzDecodeState(f *testing.F) {
 		if a := m.Audit(); !a.OK() {
 			t.Fatalf("accepted state fails the audit: %v", a.Violations)
 		}
-		again, err := DecodeState(encodeFrozen(t, m.Freeze()))
+		enc := encodeFrozen(t, m.Freeze())
+		if !bytes.Equal(enc, b) {
+			t.Fatalf("decoded from % x, which the encoder writes as % x", b, enc)
+		}
+		again, err := DecodeState(enc)
 		if err != nil || again.Hash() != m.Hash() {
 			t.Fatalf("re-encoding: %v", err)
 		}
@@ -281,9 +285,44 @@ func FuzzDecodeRecord(f *testing.F) {
 		if err != nil {
 			return
 		}
+		// A record has one encoding: what decodes is what the encoder
+		// writes, byte for byte (docs/formats.md).
+		if enc := r.AppendPayload(nil); !bytes.Equal(enc, payload) {
+			t.Fatalf("%s: decoded from % x, which the encoder writes as % x", r.Type, payload, enc)
+		}
 		again, err := DecodeRecord(r.Type, r.AppendPayload(nil))
 		if err != nil || !reflect.DeepEqual(again, r) {
 			t.Fatalf("%s: re-encoding gives %+v, %v; first %+v", r.Type, again, err, r)
 		}
 	})
+}
+
+// A varint written longer than its value needs is refused, in a record
+// and in a state: the encoder never writes one, so accepting it would give
+// a record or a state a second encoding (and a state a second hash's bytes).
+func TestOverlongVarintsAreRefused(t *testing.T) {
+	released := (&Record{Type: RecordReleased, At: 64, Seq: 1}).AppendPayload(nil) // 80 01 01
+	overlong := append([]byte{released[0] | 0x80, released[1] | 0x80, 0x00}, released[2:]...)
+	if _, err := DecodeRecord(RecordReleased, released); err != nil {
+		t.Fatalf("the encoder's own payload % x: %v", released, err)
+	}
+	if r, err := DecodeRecord(RecordReleased, overlong); err == nil {
+		t.Fatalf("% x (at written in three bytes) decoded as %+v", overlong, r)
+	}
+	for _, c := range []struct {
+		b    []byte
+		want error
+	}{{[]byte{0x81, 0x00}, errOverlong}, {[]byte{0x80, 0x80, 0x00}, errOverlong}, {[]byte{0x00}, nil},
+		{[]byte{0x80, 0x01}, nil}, {[]byte{0x80}, errShort}} {
+		d := decoder{b: c.b}
+		d.uvarint()
+		if d.err != c.want {
+			t.Errorf("uvarint % x: %v, want %v", c.b, d.err, c.want)
+		}
+		d = decoder{b: c.b}
+		d.varint()
+		if d.err != c.want {
+			t.Errorf("varint % x: %v, want %v", c.b, d.err, c.want)
+		}
+	}
 }

@@ -309,15 +309,31 @@ type decoder struct {
 	err error
 }
 
-var errShort = errors.New("short payload")
+var (
+	errShort    = errors.New("short payload")
+	errOverlong = errors.New("a varint longer than its value needs")
+)
+
+// varintLen checks a varint of n bytes at the start of b (n as
+// binary.Uvarint returns it): errShort for none, errOverlong for one that
+// ends in a zero byte after others (0x81 0x00 is 1, written 0x01), which
+// the encoder never writes, so a record or state has one encoding.
+func varintLen(b []byte, n int) error {
+	switch {
+	case n <= 0:
+		return errShort
+	case n > 1 && b[n-1] == 0:
+		return errOverlong
+	}
+	return nil
+}
 
 func (d *decoder) varint() int64 {
 	if d.err != nil {
 		return 0
 	}
 	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.err = errShort
+	if d.err = varintLen(d.b, n); d.err != nil {
 		return 0
 	}
 	d.b = d.b[n:]
@@ -329,8 +345,7 @@ func (d *decoder) uvarint() uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = errShort
+	if d.err = varintLen(d.b, n); d.err != nil {
 		return 0
 	}
 	d.b = d.b[n:]
