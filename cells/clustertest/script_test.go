@@ -155,40 +155,8 @@ func TestClusterScriptWithReplicas(t *testing.T) {
 	if len(started) != 8 {
 		t.Fatalf("the script runs %v, want etcd, six seckillds and the router\n%s", started, out.String())
 	}
-	for pid, p := range started {
-		if p.Pgrp == cmd.Process.Pid {
-			t.Errorf("%s (pid %d) is in the script's process group: a Ctrl-C stops it at once, not in the script's order", p.Comm, pid)
-		}
-	}
-	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if code := cmd.ProcessState.ExitCode(); code != 130 {
-			t.Fatalf("cells/cluster.sh after a Ctrl-C: %v (exit %d), want exit 130 (its command cut short)\n%s", err, code, out.String())
-		}
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("cells/cluster.sh still ran 2 minutes after a Ctrl-C\n%s", out.String())
-	}
-	for pid, p := range started {
-		if syscall.Kill(pid, 0) == nil {
-			t.Errorf("%s (pid %d) still runs after the script exited", p.Comm, pid)
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-	logs, _ := filepath.Glob(filepath.Join(data, "*.log"))
-	for _, l := range logs {
-		b, err := os.ReadFile(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if strings.Contains(line, "releasing the leader key failed") || strings.Contains(line, "ledger operation failed") {
-				t.Errorf("%s: etcd stopped before it: %s", filepath.Base(l), line)
-			}
-		}
-	}
+	proctest.Interrupt(t, "cells/cluster.sh", cmd.Process.Pid, started, exited, func() int { return cmd.ProcessState.ExitCode() }, &out, data,
+		"releasing the leader key failed", "ledger operation failed")
 }
 
 // childrenOf returns the processes whose parent is pid, by their pid, but

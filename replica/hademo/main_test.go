@@ -129,38 +129,6 @@ func TestHADemoCtrlC(t *testing.T) {
 	if len(started) != 4 {
 		t.Fatalf("the demo runs %v, want etcd, two seckillds and the router\n%s", started, out.String())
 	}
-	for pid, p := range started {
-		if p.Pgrp == cmd.Process.Pid {
-			t.Errorf("%s (pid %d) is in the demo's process group: a Ctrl-C stops it at once, not in the demo's order", p.Comm, pid)
-		}
-	}
-	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if code := cmd.ProcessState.ExitCode(); code != 130 {
-			t.Fatalf("ha-demo after a Ctrl-C: %v (exit %d), want exit 130\n%s", err, code, out.String())
-		}
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("ha-demo still ran 2 minutes after a Ctrl-C\n%s", out.String())
-	}
-	for pid, p := range started {
-		if syscall.Kill(pid, 0) == nil {
-			t.Errorf("%s (pid %d) still runs after the demo exited", p.Comm, pid)
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-	logs, _ := filepath.Glob(filepath.Join(data, "*.log"))
-	for _, l := range logs {
-		b, err := os.ReadFile(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if strings.Contains(line, "releasing the leader key failed") {
-				t.Errorf("%s: etcd stopped before it: %s", filepath.Base(l), line)
-			}
-		}
-	}
+	proctest.Interrupt(t, "ha-demo", cmd.Process.Pid, started, exited, func() int { return cmd.ProcessState.ExitCode() }, &out, data,
+		"releasing the leader key failed")
 }
