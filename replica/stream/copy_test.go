@@ -124,16 +124,7 @@ func TestCopyRefusesASnapshotOfAnotherSKU(t *testing.T) {
 			t.Errorf("steps %q after a snapshot of %s/%s, want none", f.steps, foreign[0], foreign[1])
 		}
 
-		l, err := wal.Open(filepath.Join(t.TempDir(), "wal"), wal.Options{SegmentSize: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		for i := 1; i <= 60; i++ {
-			if _, err := l.Append(1, []byte("r")); err != nil {
-				t.Fatal(err)
-			}
-		}
+		l := sixtyRecords(t)
 		s := &snapshotFiles{log: l, held: []uint64{10, 20}}
 		if err := InstallSnapshot(s, 40, 100, b); !errors.Is(err, errProtocol) || !strings.Contains(err.Error(), foreign[0]+"/"+foreign[1]) {
 			t.Errorf("a new snapshot of %s/%s for c/s: %v, want a protocol error naming it", foreign[0], foreign[1], err)
@@ -198,17 +189,7 @@ func (f *snapshotFiles) AwaitDurable(index uint64) error { return awaitDurable(f
 // dropped, and the copy's log truncated up to the oldest kept; one
 // beyond the copy's last record, or damaged, is refused.
 func TestInstallSnapshot(t *testing.T) {
-	// One record a segment: the truncation cuts where it is asked.
-	l, err := wal.Open(filepath.Join(t.TempDir(), "wal"), wal.Options{SegmentSize: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	for i := 1; i <= 60; i++ {
-		if _, err := l.Append(1, []byte("r")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	l := sixtyRecords(t)
 	f := &snapshotFiles{log: l, held: []uint64{10, 20}}
 	if err := InstallSnapshot(f, 61, 1, snapshotAt(t, 61)); !errors.Is(err, errProtocol) {
 		t.Fatalf("a snapshot beyond the copy's last record: %v, want a protocol error", err)
@@ -296,4 +277,21 @@ func TestStandbyKeepsItsOwnSnapshots(t *testing.T) {
 	if !slices.Equal(held, []uint64{20, 30, 35, 40}) || l.FirstIndex() != 21 {
 		t.Fatalf("snapshots %v, log from %d; want [20 30 35 40] (its own 20 and 40 kept, the others untouched) and the log from 21", held, l.FirstIndex())
 	}
+}
+
+// sixtyRecords returns a log of 60 records, one a segment, so a
+// truncation cuts where it is asked; closed when the test ends.
+func sixtyRecords(t *testing.T) *wal.Log {
+	t.Helper()
+	l, err := wal.Open(filepath.Join(t.TempDir(), "wal"), wal.Options{SegmentSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	for i := 1; i <= 60; i++ {
+		if _, err := l.Append(1, []byte("r")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return l
 }
