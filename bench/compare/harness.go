@@ -410,13 +410,23 @@ func serverCPUParts(target Target) ([]time.Duration, bool) {
 }
 
 // judgeCell decides whether a cell sold correctly: in seed, exactly the
-// sale limit, once per user, with the target's own state agreeing; in hot,
-// the target's state agreeing with what the clients were told.
+// sale limit, once per user, every attempt answered by the API, with the
+// target's own state agreeing; in hot, every answer a reservation (the
+// cell's items/s counts answers, so a 429 or an error would pass for a
+// sale) and the target's state agreeing with what the clients were told.
 func judgeCell(scenario string, sku SKURef, plan *bench.Plan, tally *bench.Tally, report bench.LedgerReport, audit Audit) (bool, string) {
 	if !audit.Checked {
 		return true, "n/a: " + audit.Detail
 	}
 	var problems []string
+	if scenario == scenarioHot {
+		if refusals := refusedAnswers(tally.Counts()); refusals != "" {
+			problems = append(problems, "answers that are no reservation: "+refusals)
+		}
+	}
+	if unanswered := tally.Unanswered(); unanswered > 0 {
+		problems = append(problems, fmt.Sprintf("unanswered %d (attempts whose last request got no answer of the API)", unanswered))
+	}
 	if !audit.Consistent {
 		problems = append(problems, "inconsistent: "+audit.Detail)
 	}
@@ -447,4 +457,16 @@ func judgeCell(scenario string, sku SKURef, plan *bench.Plan, tally *bench.Tally
 		return true, fmt.Sprintf("ok: sold %d/%d, one per user", audit.Sold, sku.SaleLimit)
 	}
 	return true, fmt.Sprintf("ok: %d reserved, state agrees", audit.Sold)
+}
+
+// refusedAnswers lists the answers other than a reservation by outcome
+// ("queue_full 6206, error 3"); empty when every answer was one.
+func refusedAnswers(counts [bench.OutcomeCount]int64) string {
+	var parts []string
+	for outcome, count := range counts {
+		if bench.Outcome(outcome) != bench.OutcomeAccepted && count > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", bench.Outcome(outcome), count))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

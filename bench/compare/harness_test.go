@@ -230,3 +230,62 @@ func TestInterruptedComparisonSaysSo(t *testing.T) {
 		t.Errorf("the output does not say the run was interrupted:\n%s", stdout.String())
 	}
 }
+
+// A server whose state agrees with every reservation it gave but that
+// answered some reserves with something else does not pass: a hot cell's
+// items/s counts answers, so its 429s would pass for sales, and a seed
+// cell's attempt left without an answer of the API is one the sale never
+// settled (the load tool's own verdict fails both the same way).
+func TestJudgeCellFailsAnswersThatAreNoReservation(t *testing.T) {
+	sku := SKURef{CampaignID: "cmp", SKUID: "sku-1", SaleLimit: bench.HotSaleLimit}
+	hot := func(refused bench.Outcome) (bool, string) {
+		tally := bench.NewTally(1, nil, 1)
+		for i := range 5 {
+			reply := bench.Reply{Outcome: bench.OutcomeAccepted}
+			if i%2 == 1 && refused != bench.OutcomeAccepted {
+				reply = bench.Reply{Outcome: refused}
+			}
+			tally.Record(0, bench.Attempt{Index: int64(i)}, reply, time.Now(), time.Millisecond)
+			tally.FinishAttempt(0, reply.Outcome)
+		}
+		accepted := tally.Counts()[bench.OutcomeAccepted]
+		return judgeCell(scenarioHot, sku, nil, tally, bench.LedgerReport{Accepted: accepted},
+			Audit{Checked: true, Consistent: true, Sold: accepted, Available: sku.SaleLimit - accepted})
+	}
+	if ok, verdict := hot(bench.OutcomeAccepted); !ok {
+		t.Fatalf("a hot cell of reservations only: %s, want ok", verdict)
+	}
+	for outcome, want := range map[bench.Outcome]string{bench.OutcomeQueueFull: "queue_full 2", bench.OutcomeError: "error 2"} {
+		if ok, verdict := hot(outcome); ok || !strings.Contains(verdict, want) {
+			t.Errorf("a hot cell with two answers %s: correct %t, %q; want a failure naming %q", outcome, ok, verdict, want)
+		}
+	}
+
+	seed := func(lastOfFirst bench.Outcome) (bool, string) {
+		plan, err := bench.NewPlan(bench.PlanSpec{Attempts: 4, Users: 4, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seedSKU := SKURef{CampaignID: "cmp", SKUID: "sku-1", SaleLimit: 2}
+		tally := bench.NewTally(1, nil, 1)
+		for i := range plan.Len() {
+			last := bench.OutcomeSoldOut
+			switch {
+			case i == 0:
+				last = lastOfFirst
+			case i < 3:
+				last = bench.OutcomeAccepted
+			}
+			tally.Record(0, bench.Attempt{Index: i}, bench.Reply{Outcome: last}, time.Now(), time.Millisecond)
+			tally.FinishAttempt(0, last)
+		}
+		return judgeCell(scenarioSeed, seedSKU, plan, tally, bench.LedgerReport{Accepted: 2},
+			Audit{Checked: true, Consistent: true, Sold: 2})
+	}
+	if ok, verdict := seed(bench.OutcomeSoldOut); !ok {
+		t.Fatalf("a seed cell that sold out with every attempt answered: %s, want ok", verdict)
+	}
+	if ok, verdict := seed(bench.OutcomeError); ok || !strings.Contains(verdict, "unanswered 1") {
+		t.Errorf("a seed cell with an attempt left unanswered: correct %t, %q; want a failure naming unanswered 1", ok, verdict)
+	}
+}
