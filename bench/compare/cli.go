@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/bench"
+	"github.com/seckill/seckill/internal/version"
 )
 
 // Exit statuses of Main.
@@ -36,6 +37,14 @@ type Report struct {
 	StartedAt time.Time `json:"started_at"`
 	// Machine describes where it ran.
 	Machine string `json:"machine"`
+	// Commit is the commit this program was built from (version.Commit),
+	// the one that built seckilld too when make bench-compare built both.
+	Commit string `json:"commit"`
+	// LoadAverageBefore and LoadAverageAfter are /proc/loadavg's first
+	// figure around the run (-1: unreadable): other work competing with
+	// the cells shows here.
+	LoadAverageBefore float64 `json:"load_average_before"`
+	LoadAverageAfter  float64 `json:"load_average_after"`
 	// Fsync is the disk probe taken before the run.
 	Fsync *FsyncProbe `json:"fsync_probe,omitempty"`
 	// Options are the sizes used.
@@ -148,8 +157,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer stop()
 	}
 	report := Report{
-		StartedAt: time.Now(),
-		Machine:   fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
+		StartedAt:         time.Now(),
+		Machine:           describeMachine(),
+		Commit:            version.Commit(),
+		LoadAverageBefore: loadAverage(),
 		Options: map[string]string{
 			"concurrency": *concurrencies, "engine_concurrency": *engineConcurrencies, "scenarios": *scenarios, "hot_duration": hotDuration.String(),
 			"seed_requests": strconv.FormatInt(*seedRequests, 10), "seed_stock": strconv.FormatInt(*seedStock, 10),
@@ -158,7 +169,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"wrk_concurrency": *wrkConcurrencies,
 		},
 	}
-	fmt.Fprintf(stdout, "seckill compare: %s\n", report.Machine)
+	fmt.Fprintf(stdout, "seckill compare: %s; commit %s; load average %.2f\n", report.Machine, report.Commit, report.LoadAverageBefore)
 	fmt.Fprintf(stdout, "hot %s per cell; seed %d attempts for %d units (repeat %.0f%%, retry %.0f%%); postgres pool %d\n",
 		*hotDuration, *seedRequests, *seedStock, *repeatShare*100, *retryShare*100, *pgPool)
 	if *rounds > 1 {
@@ -182,7 +193,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		RepeatShare: *repeatShare, RetryShare: *retryShare, MaxResends: 20, Seed: *seed, Pause: *pause, Rounds: *rounds,
 		Progress: progressOut, Terminal: terminal,
 	}, stderr)
+	report.LoadAverageAfter = loadAverage()
 	WriteTables(stdout, report.Rows, tableLevels(levels, slices.Concat(engineLevels, batchLevels, wrkLevels)))
+	fmt.Fprintf(stdout, "load average %.2f before, %.2f after\n", report.LoadAverageBefore, report.LoadAverageAfter)
 	for path, v := range map[string]any{*jsonPath: Cells(report.Rows), *reportPath: report} {
 		if path == "" {
 			continue
@@ -290,4 +303,10 @@ func parseInts(text string) ([]int, error) {
 		values = append(values, value)
 	}
 	return values, nil
+}
+
+// describeMachine says where a comparison runs: OS, architecture, CPUs
+// and the Go that built this program.
+func describeMachine() string {
+	return fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 }

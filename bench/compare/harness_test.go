@@ -2,8 +2,10 @@ package compare
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/bench"
+	"github.com/seckill/seckill/internal/version"
 )
 
 // turnTarget is a stand-in target that says yes to every reservation and
@@ -287,5 +290,37 @@ func TestJudgeCellFailsAnswersThatAreNoReservation(t *testing.T) {
 	}
 	if ok, verdict := seed(bench.OutcomeError); ok || !strings.Contains(verdict, "unanswered 1") {
 		t.Errorf("a seed cell with an attempt left unanswered: correct %t, %q; want a failure naming unanswered 1", ok, verdict)
+	}
+}
+
+// The report says where and when it was measured: the commit the figures
+// belong to and the load average around the run (other work competing
+// with the cells), in the JSON and on the page.
+func TestReportRecordsCommitAndLoadAverage(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	path := t.TempDir() + "/report.json"
+	var stdout, stderr strings.Builder
+	Main(ctx, []string{"--targets", "engine", "--concurrency", "2", "--scenarios", "hot", "--hot-duration", "50ms",
+		"--batch", "0", "--wrk-concurrency", "", "--engine-concurrency", "", "--pause", "0s", "--progress", "off",
+		"--work-dir", t.TempDir(), "--report-json", path}, &stdout, &stderr)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	var report Report
+	if err := json.Unmarshal(data, &report); err != nil {
+		t.Fatal(err)
+	}
+	if report.Commit == "" || report.Commit != version.Commit() {
+		t.Errorf("report commit %q, want %q", report.Commit, version.Commit())
+	}
+	if report.LoadAverageBefore < 0 || report.LoadAverageAfter < 0 {
+		t.Errorf("load average %v before, %v after: /proc/loadavg unread", report.LoadAverageBefore, report.LoadAverageAfter)
+	}
+	for _, want := range []string{"commit " + version.Commit(), "load average "} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the output does not say %q:\n%s", want, stdout.String())
+		}
 	}
 }
