@@ -205,7 +205,15 @@ func parseFlags(args []string, stderr io.Writer) (Config, outputPaths, error) {
 	flags.StringVar(&parsed.ServerFlags, "server-flags", "", "the server's flags, recorded in the result and the report (bench/run-seed.sh passes seckilld's)")
 	flags.IntVar(&parsed.ServerPID, "server-pid", 0, "the server's process id, when it runs on this machine: its CPU time is told apart from other processes'")
 	flags.Usage = func() {
-		fmt.Fprintf(stderr, "usage: seckill-bench [flags]\n       seckill-bench compare [flags]   (baselines side by side; see -h there)\n\nflags:\n")
+		fmt.Fprint(stderr, `usage: seckill-bench [flags]                       a load run against seckilld (the flags below)
+       seckill-bench compare [flags]               baselines side by side: Redis, PostgreSQL, seckilld, ... (-h there)
+       seckill-bench compare passes [flags]        reserves with and without entry passes through one seckilld (-h there)
+       seckill-bench orders [flags]                the seed sale through seckilld, its feed and seckill-orders into PostgreSQL (-h there)
+       seckill-bench report RESULT.json OUT.html   the HTML report of a saved result (--json) again
+       seckill-bench null-server [flags]           the null server compare starts (-h there)
+
+flags:
+`)
 		flags.PrintDefaults()
 		fmt.Fprintf(stderr, "\nexit status: %d pass, %d a check failed, %d bad flags, %d the run could not be carried out\n",
 			ExitPass, ExitChecksFailed, ExitUsage, ExitRunError)

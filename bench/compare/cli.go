@@ -65,6 +65,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	flags := flag.NewFlagSet("seckill-bench compare", flag.ContinueOnError)
 	flags.SetOutput(stderr)
+	flags.Usage = func() {
+		fmt.Fprint(stderr, "usage: seckill-bench compare [flags]\n       seckill-bench compare passes [flags]   (reserves with and without entry passes; -h there)\n\nflags:\n")
+		flags.PrintDefaults()
+	}
 	concurrencies := flags.String("concurrency", "16,64,1024", "comma-separated closed-loop concurrencies, one table each")
 	engineConcurrencies := flags.String("engine-concurrency", "4096", "more concurrencies at which the in-process engine runs hot (its best lies beyond what sockets hold; empty: none)")
 	targetNames := flags.String("targets", "redis,postgres,seckilld,engine,null,null-fsync", "comma-separated targets: redis, postgres, seckilld, seckilld-rs (a replica set of two seckillds on a private etcd, the load sent to the primary; not in the default list), engine, null (the HTTP ceiling), null-fsync (the durable ceiling)")
