@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
 
 	"golang.org/x/term"
@@ -113,9 +115,18 @@ type outputPaths struct {
 }
 
 // check refuses, before the run, an output file whose directory does not
-// exist: the result would be lost after the whole load.
+// exist (CheckOutputPaths).
 func (p outputPaths) check() error {
-	for flag, path := range map[string]string{"json": p.json, "report": p.report, "cpuprofile": p.cpuProfile} {
+	return CheckOutputPaths(map[string]string{"json": p.json, "report": p.report, "cpuprofile": p.cpuProfile})
+}
+
+// CheckOutputPaths refuses, before a run, an output file (by flag name;
+// an empty path is none) whose directory does not exist: its result would
+// be lost after the whole run. Every command of seckill-bench that writes
+// files checks them with it before it starts a server.
+func CheckOutputPaths(paths map[string]string) error {
+	for _, flag := range slices.Sorted(maps.Keys(paths)) {
+		path := paths[flag]
 		if path == "" {
 			continue
 		}

@@ -135,6 +135,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "compare: durations must be in (0, 1h], requests, stock and pool > 0")
 		return exitUsage
 	}
+	if info, err := os.Stat(*workDir); err != nil || !info.IsDir() {
+		// Every target would fail to start in it, and the run, having
+		// measured nothing, would still exit 0.
+		fmt.Fprintf(stderr, "compare: --work-dir %s: not a directory\n", *workDir)
+		return exitUsage
+	}
+	if err := bench.CheckOutputPaths(map[string]string{"json": *jsonPath, "report-json": *reportPath}); err != nil {
+		fmt.Fprintf(stderr, "compare: %v\n", err)
+		return exitUsage
+	}
 	maxLevel := 0
 	for _, level := range slices.Concat(levels, batchLevels) {
 		maxLevel = max(maxLevel, level)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -112,13 +113,30 @@ func TestMedianRowsPicksTheMiddleRoundWhole(t *testing.T) {
 }
 
 func TestMainRefusesBadRoundsAndProgress(t *testing.T) {
-	for _, args := range [][]string{{"--rounds", "0"}, {"--rounds", "10"}, {"--progress", "weird"}, {"--concurrency", "x"}} {
+	// A work dir or an output's directory that does not exist is refused
+	// before any server starts: the run would measure nothing and exit 0,
+	// or lose its result after the whole matrix.
+	// The matrix around them is tiny: were they not refused, the run would
+	// be over in a second (and exit 0 or 3).
+	missing := filepath.Join(t.TempDir(), "missing")
+	tiny := []string{"--targets", "engine", "--concurrency", "2", "--scenarios", "hot", "--hot-duration", "50ms", "--batch", "0",
+		"--wrk-concurrency", "", "--engine-concurrency", "", "--pause", "0s", "--progress", "off"}
+	for _, args := range [][]string{{"--rounds", "0"}, {"--rounds", "10"}, {"--progress", "weird"}, {"--concurrency", "x"},
+		append([]string{"--work-dir", missing}, tiny...), append([]string{"--json", filepath.Join(missing, "cells.json")}, tiny...),
+		append([]string{"--report-json", filepath.Join(missing, "report.json")}, tiny...)} {
 		var stdout, stderr strings.Builder
 		if status := Main(context.Background(), args, &stdout, &stderr); status != exitUsage {
 			t.Errorf("%q: exit %d, want %d\n%s", args, status, exitUsage, stderr.String())
 		}
 		if stdout.Len() != 0 {
 			t.Errorf("%q: printed %q before refusing", args, stdout.String())
+		}
+	}
+	for _, args := range [][]string{{"--json", filepath.Join(missing, "passes.json")}, {"--server-cpuprofile", filepath.Join(missing, "seckilld.prof")}} {
+		var stdout, stderr strings.Builder
+		if status := PassesMain(context.Background(), append(args, "--seckilld", "/nonexistent/seckilld"), &stdout, &stderr); status != exitUsage ||
+			!strings.Contains(stderr.String(), "its directory does not exist") {
+			t.Errorf("compare passes %q: exit %d, stderr %q; want %d naming the missing directory", args, status, stderr.String(), exitUsage)
 		}
 	}
 }

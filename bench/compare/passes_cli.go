@@ -55,6 +55,10 @@ func PassesMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 
 		return exitUsage
 	}
+	if err := bench.CheckOutputPaths(map[string]string{"json": *jsonPath, "server-cpuprofile": *serverProfile}); err != nil {
+		fmt.Fprintf(stderr, "compare passes: %v\n", err)
+		return exitUsage
+	}
 	if !isExecutable(*seckilldBinary) {
 		fmt.Fprintf(stderr, "compare passes: %s not found: build it with go build -o bin/seckilld ./cmd/seckilld\n", *seckilldBinary)
 		return exitUsage

@@ -338,6 +338,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "seckill-bench orders: bad flags (stock >= 1, attempts >= stock, batch 1..1000)")
 		return 2
 	}
+	if err := bench.CheckOutputPaths(map[string]string{"json": *jsonPath}); err != nil {
+		fmt.Fprintf(stderr, "seckill-bench orders: %v\n", err)
+		return 2
+	}
 	r, err := Run(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "seckill-bench orders: %v\n", err)

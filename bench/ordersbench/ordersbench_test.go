@@ -33,3 +33,14 @@ func TestBenchOrdersTiny(t *testing.T) {
 		t.Fatalf("report:\n%s", out.String())
 	}
 }
+
+// A --json whose directory does not exist is a usage error before any
+// server starts, not a lost report after the whole sale.
+func TestMainRefusesAJSONPathItCannotWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing", "orders.json")
+	var stdout, stderr bytes.Buffer
+	status := ordersbench.Main(context.Background(), []string{"--json", path, "--seckilld", "/nonexistent/seckilld"}, &stdout, &stderr)
+	if status != 2 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "its directory does not exist") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 2 naming the missing directory, nothing run", status, stdout.String(), stderr.String())
+	}
+}
