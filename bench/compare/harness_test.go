@@ -311,6 +311,36 @@ func TestJudgeCellFailsAnswersThatAreNoReservation(t *testing.T) {
 	}
 }
 
+// A seed cell whose plan has fewer users than units (--seed-stock above
+// --seed-requests) sells one unit to each user: a server that did so
+// passes, one that sold fewer does not.
+func TestJudgeCellSeedWithFewerUsersThanUnits(t *testing.T) {
+	plan, err := bench.NewPlan(bench.PlanSpec{Attempts: 4, Users: 4, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sku := SKURef{CampaignID: "cmp", SKUID: "sku-1", SaleLimit: 10}
+	judge := func(sold int64) (bool, string) {
+		tally := bench.NewTally(1, nil, 1)
+		for i := range plan.Len() {
+			last := bench.OutcomeAccepted
+			if i >= sold {
+				last = bench.OutcomeSoldOut
+			}
+			tally.Record(0, bench.Attempt{Index: i}, bench.Reply{Outcome: last}, time.Now(), time.Millisecond)
+			tally.FinishAttempt(0, last)
+		}
+		return judgeCell(scenarioSeed, sku, plan, tally, bench.LedgerReport{Accepted: sold},
+			Audit{Checked: true, Consistent: true, Sold: sold, Available: sku.SaleLimit - sold})
+	}
+	if ok, verdict := judge(4); !ok {
+		t.Errorf("one unit to each of the plan's 4 users, stock 10: %s, want ok", verdict)
+	}
+	if ok, verdict := judge(3); ok {
+		t.Errorf("3 units to the plan's 4 users, stock 10: %s, want a failure", verdict)
+	}
+}
+
 // The report says where and when it was measured: the commit the figures
 // belong to and the load average around the run (other work competing
 // with the cells), in the JSON and on the page.
