@@ -120,6 +120,17 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	scenarioList := splitList(*scenarios)
+	if len(scenarioList) == 0 || len(splitList(*targetNames)) == 0 {
+		// Nothing would run, and the run would exit 0.
+		fmt.Fprintln(stderr, "compare: --scenarios and --targets must name at least one")
+		return exitUsage
+	}
+	if *repeatShare < 0 || *retryShare < 0 || *repeatShare+*retryShare > 1 || *timeout <= 0 {
+		// The plan's own rule: refused here, not as every seed cell
+		// skipped with the exit status of a run that passed.
+		fmt.Fprintln(stderr, "compare: --repeat-share and --retry-share must be >= 0 and add up to at most 1, --timeout > 0")
+		return exitUsage
+	}
 	for _, scenario := range scenarioList {
 		if scenario != scenarioHot && scenario != scenarioSeed {
 			fmt.Fprintf(stderr, "compare: unknown scenario %q\n", scenario)

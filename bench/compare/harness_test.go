@@ -113,9 +113,10 @@ func TestMedianRowsPicksTheMiddleRoundWhole(t *testing.T) {
 }
 
 func TestMainRefusesBadRoundsAndProgress(t *testing.T) {
-	// A work dir or an output's directory that does not exist is refused
-	// before any server starts: the run would measure nothing and exit 0,
-	// or lose its result after the whole matrix.
+	// A work dir or an output's directory that does not exist, shares no
+	// plan takes, or no scenario or target is refused before any server
+	// starts: the run would measure nothing and exit 0, or lose its
+	// result after the whole matrix.
 	// The matrix around them is tiny: were they not refused, the run would
 	// be over in a second (and exit 0 or 3).
 	missing := filepath.Join(t.TempDir(), "missing")
@@ -123,7 +124,9 @@ func TestMainRefusesBadRoundsAndProgress(t *testing.T) {
 		"--wrk-concurrency", "", "--engine-concurrency", "", "--pause", "0s", "--progress", "off"}
 	for _, args := range [][]string{{"--rounds", "0"}, {"--rounds", "10"}, {"--progress", "weird"}, {"--concurrency", "x"},
 		append([]string{"--work-dir", missing}, tiny...), append([]string{"--json", filepath.Join(missing, "cells.json")}, tiny...),
-		append([]string{"--report-json", filepath.Join(missing, "report.json")}, tiny...)} {
+		append([]string{"--report-json", filepath.Join(missing, "report.json")}, tiny...),
+		append(tiny, "--repeat-share", "2"), append(tiny, "--retry-share", "-0.1"), append(tiny, "--repeat-share", "0.6", "--retry-share", "0.6"),
+		append(tiny, "--timeout", "0s"), append(tiny, "--scenarios", ""), append(tiny, "--targets", "")} {
 		var stdout, stderr strings.Builder
 		if status := Main(context.Background(), args, &stdout, &stderr); status != exitUsage {
 			t.Errorf("%q: exit %d, want %d\n%s", args, status, exitUsage, stderr.String())
