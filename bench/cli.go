@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
 
 	"golang.org/x/term"
@@ -113,9 +115,18 @@ type outputPaths struct {
 }
 
 // check refuses, before the run, an output file whose directory does not
-// exist: the result would be lost after the whole load.
+// exist (CheckOutputPaths).
 func (p outputPaths) check() error {
-	for flag, path := range map[string]string{"json": p.json, "report": p.report, "cpuprofile": p.cpuProfile} {
+	return CheckOutputPaths(map[string]string{"json": p.json, "report": p.report, "cpuprofile": p.cpuProfile})
+}
+
+// CheckOutputPaths refuses, before a run, an output file (by flag name;
+// an empty path is none) whose directory does not exist: its result would
+// be lost after the whole run. Every command of seckill-bench that writes
+// files checks them with it before it starts a server.
+func CheckOutputPaths(paths map[string]string) error {
+	for _, flag := range slices.Sorted(maps.Keys(paths)) {
+		path := paths[flag]
 		if path == "" {
 			continue
 		}
@@ -205,7 +216,15 @@ func parseFlags(args []string, stderr io.Writer) (Config, outputPaths, error) {
 	flags.StringVar(&parsed.ServerFlags, "server-flags", "", "the server's flags, recorded in the result and the report (bench/run-seed.sh passes seckilld's)")
 	flags.IntVar(&parsed.ServerPID, "server-pid", 0, "the server's process id, when it runs on this machine: its CPU time is told apart from other processes'")
 	flags.Usage = func() {
-		fmt.Fprintf(stderr, "usage: seckill-bench [flags]\n       seckill-bench compare [flags]   (baselines side by side; see -h there)\n\nflags:\n")
+		fmt.Fprint(stderr, `usage: seckill-bench [flags]                       a load run against seckilld (the flags below)
+       seckill-bench compare [flags]               baselines side by side: Redis, PostgreSQL, seckilld, ... (-h there)
+       seckill-bench compare passes [flags]        reserves with and without entry passes through one seckilld (-h there)
+       seckill-bench orders [flags]                the seed sale through seckilld, its feed and seckill-orders into PostgreSQL (-h there)
+       seckill-bench report RESULT.json OUT.html   the HTML report of a saved result (--json) again
+       seckill-bench null-server [flags]           the null server compare starts (-h there)
+
+flags:
+`)
 		flags.PrintDefaults()
 		fmt.Fprintf(stderr, "\nexit status: %d pass, %d a check failed, %d bad flags, %d the run could not be carried out\n",
 			ExitPass, ExitChecksFailed, ExitUsage, ExitRunError)

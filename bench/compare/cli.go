@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/bench"
+	"github.com/seckill/seckill/internal/version"
 )
 
 // Exit statuses of Main.
@@ -36,6 +37,14 @@ type Report struct {
 	StartedAt time.Time `json:"started_at"`
 	// Machine describes where it ran.
 	Machine string `json:"machine"`
+	// Commit is the commit this program was built from (version.Commit),
+	// the one that built seckilld too when make bench-compare built both.
+	Commit string `json:"commit"`
+	// LoadAverageBefore and LoadAverageAfter are /proc/loadavg's first
+	// figure around the run (-1: unreadable): other work competing with
+	// the cells shows here.
+	LoadAverageBefore float64 `json:"load_average_before"`
+	LoadAverageAfter  float64 `json:"load_average_after"`
 	// Fsync is the disk probe taken before the run.
 	Fsync *FsyncProbe `json:"fsync_probe,omitempty"`
 	// Options are the sizes used.
@@ -56,6 +65,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	flags := flag.NewFlagSet("seckill-bench compare", flag.ContinueOnError)
 	flags.SetOutput(stderr)
+	flags.Usage = func() {
+		fmt.Fprint(stderr, "usage: seckill-bench compare [flags]\n       seckill-bench compare passes [flags]   (reserves with and without entry passes; -h there)\n\nflags:\n")
+		flags.PrintDefaults()
+	}
 	concurrencies := flags.String("concurrency", "16,64,1024", "comma-separated closed-loop concurrencies, one table each")
 	engineConcurrencies := flags.String("engine-concurrency", "4096", "more concurrencies at which the in-process engine runs hot (its best lies beyond what sockets hold; empty: none)")
 	targetNames := flags.String("targets", "redis,postgres,seckilld,engine,null,null-fsync", "comma-separated targets: redis, postgres, seckilld, seckilld-rs (a replica set of two seckillds on a private etcd, the load sent to the primary; not in the default list), engine, null (the HTTP ceiling), null-fsync (the durable ceiling)")
@@ -107,6 +120,17 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	scenarioList := splitList(*scenarios)
+	if len(scenarioList) == 0 || len(splitList(*targetNames)) == 0 {
+		// Nothing would run, and the run would exit 0.
+		fmt.Fprintln(stderr, "compare: --scenarios and --targets must name at least one")
+		return exitUsage
+	}
+	if *repeatShare < 0 || *retryShare < 0 || *repeatShare+*retryShare > 1 || *timeout <= 0 {
+		// The plan's own rule: refused here, not as every seed cell
+		// skipped with the exit status of a run that passed.
+		fmt.Fprintln(stderr, "compare: --repeat-share and --retry-share must be >= 0 and add up to at most 1, --timeout > 0")
+		return exitUsage
+	}
 	for _, scenario := range scenarioList {
 		if scenario != scenarioHot && scenario != scenarioSeed {
 			fmt.Fprintf(stderr, "compare: unknown scenario %q\n", scenario)
@@ -120,6 +144,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *hotDuration <= 0 || *hotDuration > maxCellDuration || *seedTimeout <= 0 || *seedTimeout > maxCellDuration ||
 		*seedRequests <= 0 || *seedRequests > bench.MaxPlanAttempts || *seedStock <= 0 || *pgPool < 1 {
 		fmt.Fprintln(stderr, "compare: durations must be in (0, 1h], requests, stock and pool > 0")
+		return exitUsage
+	}
+	if info, err := os.Stat(*workDir); err != nil || !info.IsDir() {
+		// Every target would fail to start in it, and the run, having
+		// measured nothing, would still exit 0.
+		fmt.Fprintf(stderr, "compare: --work-dir %s: not a directory\n", *workDir)
+		return exitUsage
+	}
+	if err := bench.CheckOutputPaths(map[string]string{"json": *jsonPath, "report-json": *reportPath}); err != nil {
+		fmt.Fprintf(stderr, "compare: %v\n", err)
 		return exitUsage
 	}
 	maxLevel := 0
@@ -148,8 +182,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer stop()
 	}
 	report := Report{
-		StartedAt: time.Now(),
-		Machine:   fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
+		StartedAt:         time.Now(),
+		Machine:           describeMachine(),
+		Commit:            version.Commit(),
+		LoadAverageBefore: loadAverage(),
 		Options: map[string]string{
 			"concurrency": *concurrencies, "engine_concurrency": *engineConcurrencies, "scenarios": *scenarios, "hot_duration": hotDuration.String(),
 			"seed_requests": strconv.FormatInt(*seedRequests, 10), "seed_stock": strconv.FormatInt(*seedStock, 10),
@@ -158,7 +194,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"wrk_concurrency": *wrkConcurrencies,
 		},
 	}
-	fmt.Fprintf(stdout, "seckill compare: %s\n", report.Machine)
+	fmt.Fprintf(stdout, "seckill compare: %s; commit %s; load average %.2f\n", report.Machine, report.Commit, report.LoadAverageBefore)
 	fmt.Fprintf(stdout, "hot %s per cell; seed %d attempts for %d units (repeat %.0f%%, retry %.0f%%); postgres pool %d\n",
 		*hotDuration, *seedRequests, *seedStock, *repeatShare*100, *retryShare*100, *pgPool)
 	if *rounds > 1 {
@@ -182,7 +218,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		RepeatShare: *repeatShare, RetryShare: *retryShare, MaxResends: 20, Seed: *seed, Pause: *pause, Rounds: *rounds,
 		Progress: progressOut, Terminal: terminal,
 	}, stderr)
+	report.LoadAverageAfter = loadAverage()
 	WriteTables(stdout, report.Rows, tableLevels(levels, slices.Concat(engineLevels, batchLevels, wrkLevels)))
+	fmt.Fprintf(stdout, "load average %.2f before, %.2f after\n", report.LoadAverageBefore, report.LoadAverageAfter)
 	for path, v := range map[string]any{*jsonPath: Cells(report.Rows), *reportPath: report} {
 		if path == "" {
 			continue
@@ -290,4 +328,10 @@ func parseInts(text string) ([]int, error) {
 		values = append(values, value)
 	}
 	return values, nil
+}
+
+// describeMachine says where a comparison runs: OS, architecture, CPUs
+// and the Go that built this program.
+func describeMachine() string {
+	return fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 }

@@ -410,13 +410,24 @@ func serverCPUParts(target Target) ([]time.Duration, bool) {
 }
 
 // judgeCell decides whether a cell sold correctly: in seed, exactly the
-// sale limit, once per user, with the target's own state agreeing; in hot,
-// the target's state agreeing with what the clients were told.
+// sale limit (or one unit to each user, when the plan has fewer users than
+// units), once per user, every attempt answered by the API, with the
+// target's own state agreeing; in hot, every answer a reservation (the
+// cell's items/s counts answers, so a 429 or an error would pass for a
+// sale) and the target's state agreeing with what the clients were told.
 func judgeCell(scenario string, sku SKURef, plan *bench.Plan, tally *bench.Tally, report bench.LedgerReport, audit Audit) (bool, string) {
 	if !audit.Checked {
 		return true, "n/a: " + audit.Detail
 	}
 	var problems []string
+	if scenario == scenarioHot {
+		if refusals := refusedAnswers(tally.Counts()); refusals != "" {
+			problems = append(problems, "answers that are no reservation: "+refusals)
+		}
+	}
+	if unanswered := tally.Unanswered(); unanswered > 0 {
+		problems = append(problems, fmt.Sprintf("unanswered %d (attempts whose last request got no answer of the API)", unanswered))
+	}
 	if !audit.Consistent {
 		problems = append(problems, "inconsistent: "+audit.Detail)
 	}
@@ -436,8 +447,14 @@ func judgeCell(scenario string, sku SKURef, plan *bench.Plan, tally *bench.Tally
 		if plan.Len() > 0 && tally.Attempts() < plan.Len() {
 			problems = append(problems, fmt.Sprintf("incomplete: %d of %d attempts", tally.Attempts(), plan.Len()))
 		}
-		if audit.Sold != sku.SaleLimit || audit.Available != 0 {
-			problems = append(problems, fmt.Sprintf("sold %d/%d, %d left", audit.Sold, sku.SaleLimit, audit.Available))
+		// A plan with fewer distinct users than units can sell one unit
+		// to each of them and no more (as the load tool judges it).
+		want := sku.SaleLimit
+		if users := plan.UsersBySKU(); len(users) > 0 {
+			want = min(want, users[0])
+		}
+		if audit.Sold != want || audit.Available != sku.SaleLimit-want {
+			problems = append(problems, fmt.Sprintf("sold %d/%d, %d left (want %d sold)", audit.Sold, sku.SaleLimit, audit.Available, want))
 		}
 	}
 	if len(problems) > 0 {
@@ -447,4 +464,16 @@ func judgeCell(scenario string, sku SKURef, plan *bench.Plan, tally *bench.Tally
 		return true, fmt.Sprintf("ok: sold %d/%d, one per user", audit.Sold, sku.SaleLimit)
 	}
 	return true, fmt.Sprintf("ok: %d reserved, state agrees", audit.Sold)
+}
+
+// refusedAnswers lists the answers other than a reservation by outcome
+// ("queue_full 6206, error 3"); empty when every answer was one.
+func refusedAnswers(counts [bench.OutcomeCount]int64) string {
+	var parts []string
+	for outcome, count := range counts {
+		if bench.Outcome(outcome) != bench.OutcomeAccepted && count > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", bench.Outcome(outcome), count))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -2,8 +2,11 @@ package compare
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/bench"
+	"github.com/seckill/seckill/internal/version"
 )
 
 // turnTarget is a stand-in target that says yes to every reservation and
@@ -109,13 +113,33 @@ func TestMedianRowsPicksTheMiddleRoundWhole(t *testing.T) {
 }
 
 func TestMainRefusesBadRoundsAndProgress(t *testing.T) {
-	for _, args := range [][]string{{"--rounds", "0"}, {"--rounds", "10"}, {"--progress", "weird"}, {"--concurrency", "x"}} {
+	// A work dir or an output's directory that does not exist, shares no
+	// plan takes, or no scenario or target is refused before any server
+	// starts: the run would measure nothing and exit 0, or lose its
+	// result after the whole matrix.
+	// The matrix around them is tiny: were they not refused, the run would
+	// be over in a second (and exit 0 or 3).
+	missing := filepath.Join(t.TempDir(), "missing")
+	tiny := []string{"--targets", "engine", "--concurrency", "2", "--scenarios", "hot", "--hot-duration", "50ms", "--batch", "0",
+		"--wrk-concurrency", "", "--engine-concurrency", "", "--pause", "0s", "--progress", "off"}
+	for _, args := range [][]string{{"--rounds", "0"}, {"--rounds", "10"}, {"--progress", "weird"}, {"--concurrency", "x"},
+		append([]string{"--work-dir", missing}, tiny...), append([]string{"--json", filepath.Join(missing, "cells.json")}, tiny...),
+		append([]string{"--report-json", filepath.Join(missing, "report.json")}, tiny...),
+		append(tiny, "--repeat-share", "2"), append(tiny, "--retry-share", "-0.1"), append(tiny, "--repeat-share", "0.6", "--retry-share", "0.6"),
+		append(tiny, "--timeout", "0s"), append(tiny, "--scenarios", ""), append(tiny, "--targets", "")} {
 		var stdout, stderr strings.Builder
 		if status := Main(context.Background(), args, &stdout, &stderr); status != exitUsage {
 			t.Errorf("%q: exit %d, want %d\n%s", args, status, exitUsage, stderr.String())
 		}
 		if stdout.Len() != 0 {
 			t.Errorf("%q: printed %q before refusing", args, stdout.String())
+		}
+	}
+	for _, args := range [][]string{{"--json", filepath.Join(missing, "passes.json")}, {"--server-cpuprofile", filepath.Join(missing, "seckilld.prof")}} {
+		var stdout, stderr strings.Builder
+		if status := PassesMain(context.Background(), append(args, "--seckilld", "/nonexistent/seckilld"), &stdout, &stderr); status != exitUsage ||
+			!strings.Contains(stderr.String(), "its directory does not exist") {
+			t.Errorf("compare passes %q: exit %d, stderr %q; want %d naming the missing directory", args, status, stderr.String(), exitUsage)
 		}
 	}
 }
@@ -228,5 +252,126 @@ func TestInterruptedComparisonSaysSo(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "interrupted: ") {
 		t.Errorf("the output does not say the run was interrupted:\n%s", stdout.String())
+	}
+}
+
+// A server whose state agrees with every reservation it gave but that
+// answered some reserves with something else does not pass: a hot cell's
+// items/s counts answers, so its 429s would pass for sales, and a seed
+// cell's attempt left without an answer of the API is one the sale never
+// settled (the load tool's own verdict fails both the same way).
+func TestJudgeCellFailsAnswersThatAreNoReservation(t *testing.T) {
+	sku := SKURef{CampaignID: "cmp", SKUID: "sku-1", SaleLimit: bench.HotSaleLimit}
+	hot := func(refused bench.Outcome) (bool, string) {
+		tally := bench.NewTally(1, nil, 1)
+		for i := range 5 {
+			reply := bench.Reply{Outcome: bench.OutcomeAccepted}
+			if i%2 == 1 && refused != bench.OutcomeAccepted {
+				reply = bench.Reply{Outcome: refused}
+			}
+			tally.Record(0, bench.Attempt{Index: int64(i)}, reply, time.Now(), time.Millisecond)
+			tally.FinishAttempt(0, reply.Outcome)
+		}
+		accepted := tally.Counts()[bench.OutcomeAccepted]
+		return judgeCell(scenarioHot, sku, nil, tally, bench.LedgerReport{Accepted: accepted},
+			Audit{Checked: true, Consistent: true, Sold: accepted, Available: sku.SaleLimit - accepted})
+	}
+	if ok, verdict := hot(bench.OutcomeAccepted); !ok {
+		t.Fatalf("a hot cell of reservations only: %s, want ok", verdict)
+	}
+	for outcome, want := range map[bench.Outcome]string{bench.OutcomeQueueFull: "queue_full 2", bench.OutcomeError: "error 2"} {
+		if ok, verdict := hot(outcome); ok || !strings.Contains(verdict, want) {
+			t.Errorf("a hot cell with two answers %s: correct %t, %q; want a failure naming %q", outcome, ok, verdict, want)
+		}
+	}
+
+	seed := func(lastOfFirst bench.Outcome) (bool, string) {
+		plan, err := bench.NewPlan(bench.PlanSpec{Attempts: 4, Users: 4, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seedSKU := SKURef{CampaignID: "cmp", SKUID: "sku-1", SaleLimit: 2}
+		tally := bench.NewTally(1, nil, 1)
+		for i := range plan.Len() {
+			last := bench.OutcomeSoldOut
+			switch {
+			case i == 0:
+				last = lastOfFirst
+			case i < 3:
+				last = bench.OutcomeAccepted
+			}
+			tally.Record(0, bench.Attempt{Index: i}, bench.Reply{Outcome: last}, time.Now(), time.Millisecond)
+			tally.FinishAttempt(0, last)
+		}
+		return judgeCell(scenarioSeed, seedSKU, plan, tally, bench.LedgerReport{Accepted: 2},
+			Audit{Checked: true, Consistent: true, Sold: 2})
+	}
+	if ok, verdict := seed(bench.OutcomeSoldOut); !ok {
+		t.Fatalf("a seed cell that sold out with every attempt answered: %s, want ok", verdict)
+	}
+	if ok, verdict := seed(bench.OutcomeError); ok || !strings.Contains(verdict, "unanswered 1") {
+		t.Errorf("a seed cell with an attempt left unanswered: correct %t, %q; want a failure naming unanswered 1", ok, verdict)
+	}
+}
+
+// A seed cell whose plan has fewer users than units (--seed-stock above
+// --seed-requests) sells one unit to each user: a server that did so
+// passes, one that sold fewer does not.
+func TestJudgeCellSeedWithFewerUsersThanUnits(t *testing.T) {
+	plan, err := bench.NewPlan(bench.PlanSpec{Attempts: 4, Users: 4, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sku := SKURef{CampaignID: "cmp", SKUID: "sku-1", SaleLimit: 10}
+	judge := func(sold int64) (bool, string) {
+		tally := bench.NewTally(1, nil, 1)
+		for i := range plan.Len() {
+			last := bench.OutcomeAccepted
+			if i >= sold {
+				last = bench.OutcomeSoldOut
+			}
+			tally.Record(0, bench.Attempt{Index: i}, bench.Reply{Outcome: last}, time.Now(), time.Millisecond)
+			tally.FinishAttempt(0, last)
+		}
+		return judgeCell(scenarioSeed, sku, plan, tally, bench.LedgerReport{Accepted: sold},
+			Audit{Checked: true, Consistent: true, Sold: sold, Available: sku.SaleLimit - sold})
+	}
+	if ok, verdict := judge(4); !ok {
+		t.Errorf("one unit to each of the plan's 4 users, stock 10: %s, want ok", verdict)
+	}
+	if ok, verdict := judge(3); ok {
+		t.Errorf("3 units to the plan's 4 users, stock 10: %s, want a failure", verdict)
+	}
+}
+
+// The report says where and when it was measured: the commit the figures
+// belong to and the load average around the run (other work competing
+// with the cells), in the JSON and on the page.
+func TestReportRecordsCommitAndLoadAverage(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	path := t.TempDir() + "/report.json"
+	var stdout, stderr strings.Builder
+	Main(ctx, []string{"--targets", "engine", "--concurrency", "2", "--scenarios", "hot", "--hot-duration", "50ms",
+		"--batch", "0", "--wrk-concurrency", "", "--engine-concurrency", "", "--pause", "0s", "--progress", "off",
+		"--work-dir", t.TempDir(), "--report-json", path}, &stdout, &stderr)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	var report Report
+	if err := json.Unmarshal(data, &report); err != nil {
+		t.Fatal(err)
+	}
+	if report.Commit == "" || report.Commit != version.Commit() {
+		t.Errorf("report commit %q, want %q", report.Commit, version.Commit())
+	}
+	if report.LoadAverageBefore < 0 || report.LoadAverageAfter < 0 {
+		t.Errorf("load average %v before, %v after: /proc/loadavg unread", report.LoadAverageBefore, report.LoadAverageAfter)
+	}
+	for _, want := range []string{"commit " + version.Commit(), "load average "} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the output does not say %q:\n%s", want, stdout.String())
+		}
 	}
 }

@@ -130,6 +130,8 @@ type PassReport struct {
 	StartedAt time.Time `json:"started_at"`
 	// Machine describes where it ran.
 	Machine string `json:"machine"`
+	// Commit is the commit this program was built from (version.Commit).
+	Commit string `json:"commit"`
 	// LoadAverageBefore and LoadAverageAfter are /proc/loadavg's first
 	// figure around the run (-1: unreadable).
 	LoadAverageBefore float64 `json:"load_average_before"`

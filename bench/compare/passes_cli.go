@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strconv"
 	"text/tabwriter"
 	"time"
 
 	"github.com/seckill/seckill/bench"
+	"github.com/seckill/seckill/internal/version"
 )
 
 // The speed target for reserves with entry passes, read against
@@ -55,6 +55,10 @@ func PassesMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 
 		return exitUsage
 	}
+	if err := bench.CheckOutputPaths(map[string]string{"json": *jsonPath, "server-cpuprofile": *serverProfile}); err != nil {
+		fmt.Fprintf(stderr, "compare passes: %v\n", err)
+		return exitUsage
+	}
 	if !isExecutable(*seckilldBinary) {
 		fmt.Fprintf(stderr, "compare passes: %s not found: build it with go build -o bin/seckilld ./cmd/seckilld\n", *seckilldBinary)
 		return exitUsage
@@ -65,14 +69,15 @@ func PassesMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "compare passes: %v\n", err)
 		return exitUsage
 	}
-	machine := fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	fmt.Fprintf(stdout, "seckill compare passes: %s\n", machine)
+	machine, commit := describeMachine(), version.Commit()
+	fmt.Fprintf(stdout, "seckill compare passes: %s; commit %s\n", machine, commit)
 	fmt.Fprintf(stdout, "%d pairs (+%d warm-up) of %d reserves per round, %d workers, one seckilld (--fsync always) over loopback\n",
 		*pairs, *warmup, *attempts, *concurrency)
 	startedAt, loadBefore := time.Now(), loadAverage()
 	report, runErr := RunPasses(ctx, SeckilldOptions{Binary: *seckilldBinary, WorkDir: *workDir, MaxConns: *concurrency + 16,
 		Timeout: *timeout, CPUProfile: *serverProfile}, options, stderr)
-	report.StartedAt, report.Machine, report.LoadAverageBefore, report.LoadAverageAfter = startedAt, machine, loadBefore, loadAverage()
+	report.StartedAt, report.Machine, report.Commit = startedAt, machine, commit
+	report.LoadAverageBefore, report.LoadAverageAfter = loadBefore, loadAverage()
 	report.Options = map[string]string{"pairs": strconv.Itoa(*pairs), "warmup": strconv.Itoa(*warmup),
 		"attempts": strconv.FormatInt(*attempts, 10), "concurrency": strconv.Itoa(*concurrency), "quiet_cores": fmt.Sprint(*quietCores)}
 	WritePassReport(stdout, report)

@@ -338,6 +338,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "seckill-bench orders: bad flags (stock >= 1, attempts >= stock, batch 1..1000)")
 		return 2
 	}
+	if err := bench.CheckOutputPaths(map[string]string{"json": *jsonPath}); err != nil {
+		fmt.Fprintf(stderr, "seckill-bench orders: %v\n", err)
+		return 2
+	}
 	r, err := Run(ctx, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "seckill-bench orders: %v\n", err)
@@ -357,15 +361,26 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// commitRate says how fast events were committed. The span runs from the
+// first commit to the last, so events that all committed at one instant
+// (one transaction: a sale smaller than seckill-orders --batch) have no
+// rate to give, rather than one of 0 events/s.
+func commitRate(events int64, spanS, perSecond float64) string {
+	if spanS <= 0 {
+		return fmt.Sprintf("%d events committed at one instant: too few transactions for a rate", events)
+	}
+	return fmt.Sprintf("%d events committed over %.2f s: %.0f events/s", events, spanS, perSecond)
+}
+
 // WriteReport prints the figures and the verdict.
 func WriteReport(w io.Writer, r Report) {
 	fmt.Fprintf(w, "seed sale: %d of %d units sold in %.1f s over %d attempts (load tool's checks: %s)\n",
 		r.Sold, r.Stock, r.SaleS, r.Attempts, passFail(r.SalePassed))
-	fmt.Fprintf(w, "into PostgreSQL: %d events committed over %.2f s: %.0f events/s\n", r.Events, r.SpanS, r.EventsPerSec)
+	fmt.Fprintf(w, "into PostgreSQL: %s\n", commitRate(r.Events, r.SpanS, r.EventsPerSec))
 	fmt.Fprintf(w, "lag from decision in seckill to commit in PostgreSQL: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
 		r.LagP50MS, r.LagP99MS, r.LagMaxMS)
-	fmt.Fprintf(w, "replay of the whole feed into an empty database after the sale: %d events over %.2f s: %.0f events/s\n",
-		r.ReplayEvents, r.ReplaySpanS, r.ReplayEventsPerSec)
+	fmt.Fprintf(w, "replay of the whole feed into an empty database after the sale: %s\n",
+		commitRate(r.ReplayEvents, r.ReplaySpanS, r.ReplayEventsPerSec))
 	fmt.Fprintf(w, "reconcile: %d reservations compared, %d differences: %s\n", r.Reconcile.Compared, len(r.Reconcile.Differences),
 		map[bool]string{true: "clean", false: "NOT clean"}[r.Reconcile.Clean])
 	for i, d := range r.Reconcile.Differences {

@@ -33,3 +33,31 @@ func TestBenchOrdersTiny(t *testing.T) {
 		t.Fatalf("report:\n%s", out.String())
 	}
 }
+
+// A --json whose directory does not exist is a usage error before any
+// server starts, not a lost report after the whole sale.
+func TestMainRefusesAJSONPathItCannotWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing", "orders.json")
+	var stdout, stderr bytes.Buffer
+	status := ordersbench.Main(context.Background(), []string{"--json", path, "--seckilld", "/nonexistent/seckilld"}, &stdout, &stderr)
+	if status != 2 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "its directory does not exist") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 2 naming the missing directory, nothing run", status, stdout.String(), stderr.String())
+	}
+}
+
+// Events that all committed at one instant (one transaction) have no rate:
+// the report says so instead of printing 0 events/s.
+func TestWriteReportGivesNoRateWithoutASpan(t *testing.T) {
+	var out bytes.Buffer
+	ordersbench.WriteReport(&out, ordersbench.Report{Events: 201, ReplayEvents: 201, Passed: true})
+	if strings.Contains(out.String(), "0 events/s") || strings.Count(out.String(), "too few transactions for a rate") != 2 {
+		t.Errorf("report of events without a span:\n%s", out.String())
+	}
+	out.Reset()
+	ordersbench.WriteReport(&out, ordersbench.Report{Events: 201, SpanS: 0.5, EventsPerSec: 402, ReplayEvents: 201, ReplaySpanS: 0.25, ReplayEventsPerSec: 804})
+	for _, want := range []string{"201 events committed over 0.50 s: 402 events/s", "201 events committed over 0.25 s: 804 events/s"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report does not say %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -48,6 +48,21 @@ func TestCommands(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q: want the usage on stdout", args, code, out, errOut)
 		}
 	}
+	// The load run's usage lists every command, so that --help finds them
+	// all (the README and the Makefile send users to compare passes,
+	// orders and report).
+	_, usage, _ := run1("--help")
+	for name := range commands {
+		if !strings.Contains(usage, "seckill-bench "+name+" ") {
+			t.Errorf("seckill-bench --help does not list the command %q:\n%s", name, usage)
+		}
+	}
+	_, compareUsage, _ := run1("compare", "--help")
+	for what, text := range map[string]string{"seckill-bench --help": usage, "seckill-bench compare --help": compareUsage} {
+		if !strings.Contains(text, "seckill-bench compare passes ") {
+			t.Errorf("%s does not list compare passes:\n%s", what, text)
+		}
+	}
 	if code, out, _ := run1("compare", "--version"); code != 0 || !strings.HasPrefix(out, "seckill-bench ") {
 		t.Errorf("compare --version: exit %d, %q", code, out)
 	}
