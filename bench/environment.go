@@ -135,6 +135,22 @@ func (e *Environment) warnings(elapsedS float64, serverKnown bool) []string {
 	return out
 }
 
+// LoadAverage returns the machine's one-minute load average from
+// /proc/loadavg, -1 when unreadable: what a figure measured beside other
+// work records of it (a result's environment, compare's report, the
+// instructions table).
+func LoadAverage() float64 {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return -1
+	}
+	avg, err := fs.LoadAvg()
+	if err != nil {
+		return -1
+	}
+	return avg.Load1
+}
+
 // loadAverage reads the 1, 5 and 15 minute load averages.
 func (p *environmentProbe) loadAverage() [3]float64 {
 	avg, err := p.fs.LoadAvg()

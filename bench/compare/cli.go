@@ -185,7 +185,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		StartedAt:         time.Now(),
 		Machine:           describeMachine(),
 		Commit:            version.Commit(),
-		LoadAverageBefore: loadAverage(),
+		LoadAverageBefore: bench.LoadAverage(),
 		Options: map[string]string{
 			"concurrency": *concurrencies, "engine_concurrency": *engineConcurrencies, "scenarios": *scenarios, "hot_duration": hotDuration.String(),
 			"seed_requests": strconv.FormatInt(*seedRequests, 10), "seed_stock": strconv.FormatInt(*seedStock, 10),
@@ -218,7 +218,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		RepeatShare: *repeatShare, RetryShare: *retryShare, MaxResends: 20, Seed: *seed, Pause: *pause, Rounds: *rounds,
 		Progress: progressOut, Terminal: terminal,
 	}, stderr)
-	report.LoadAverageAfter = loadAverage()
+	report.LoadAverageAfter = bench.LoadAverage()
 	WriteTables(stdout, report.Rows, tableLevels(levels, slices.Concat(engineLevels, batchLevels, wrkLevels)))
 	fmt.Fprintf(stdout, "load average %.2f before, %.2f after\n", report.LoadAverageBefore, report.LoadAverageAfter)
 	for path, v := range map[string]any{*jsonPath: Cells(report.Rows), *reportPath: report} {

@@ -74,20 +74,6 @@ func selfCPU() time.Duration {
 	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
 }
 
-// loadAverage returns the machine's one-minute load average from
-// /proc/loadavg, -1 when unreadable.
-func loadAverage() float64 {
-	fs, err := procfs.NewDefaultFS()
-	if err != nil {
-		return -1
-	}
-	avg, err := fs.LoadAvg()
-	if err != nil {
-		return -1
-	}
-	return avg.Load1
-}
-
 // machineBusyCPU returns the CPU time the whole machine has been busy
 // (user, nice, system, interrupts, steal: every state but idle and iowait)
 // from /proc/stat; false when unreadable.

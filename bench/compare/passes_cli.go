@@ -73,11 +73,11 @@ func PassesMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fmt.Fprintf(stdout, "seckill compare passes: %s; commit %s\n", machine, commit)
 	fmt.Fprintf(stdout, "%d pairs (+%d warm-up) of %d reserves per round, %d workers, one seckilld (--fsync always) over loopback\n",
 		*pairs, *warmup, *attempts, *concurrency)
-	startedAt, loadBefore := time.Now(), loadAverage()
+	startedAt, loadBefore := time.Now(), bench.LoadAverage()
 	report, runErr := RunPasses(ctx, SeckilldOptions{Binary: *seckilldBinary, WorkDir: *workDir, MaxConns: *concurrency + 16,
 		Timeout: *timeout, CPUProfile: *serverProfile}, options, stderr)
 	report.StartedAt, report.Machine, report.Commit = startedAt, machine, commit
-	report.LoadAverageBefore, report.LoadAverageAfter = loadBefore, loadAverage()
+	report.LoadAverageBefore, report.LoadAverageAfter = loadBefore, bench.LoadAverage()
 	report.Options = map[string]string{"pairs": strconv.Itoa(*pairs), "warmup": strconv.Itoa(*warmup),
 		"attempts": strconv.FormatInt(*attempts, 10), "concurrency": strconv.Itoa(*concurrency), "quiet_cores": fmt.Sprint(*quietCores)}
 	WritePassReport(stdout, report)

@@ -32,6 +32,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seckill/seckill/bench"
 	"github.com/seckill/seckill/internal/version"
 )
 
@@ -112,6 +113,10 @@ type table struct {
 	rows                   []row
 	commit, valgrind, gogc string
 	when                   time.Time
+	// loadBefore and loadAfter are the one-minute load averages when the
+	// measuring began and ended (bench.LoadAverage): the runtime's share
+	// of a request's count moves with the machine's load.
+	loadBefore, loadAfter float64
 }
 
 // pathNames lists the paths, comma-separated.
@@ -160,7 +165,8 @@ func measure(dir, pkg, gogc string, chosen []int, rounds, requests int, progress
 	if err != nil {
 		return nil, fmt.Errorf("valgrind (apt-get install valgrind): %w", err)
 	}
-	t := &table{valgrind: strings.TrimSpace(string(version)), commit: commit(), when: time.Now().UTC(), gogc: gogc}
+	t := &table{valgrind: strings.TrimSpace(string(version)), commit: commit(), when: time.Now().UTC(), gogc: gogc,
+		loadBefore: bench.LoadAverage()}
 	for _, i := range chosen {
 		p := paths[i]
 		t.rows = append(t.rows, row{name: p.name, iters: max(requests/p.divisor, 2)}) // 1 would be the testing package's first round alone
@@ -177,6 +183,7 @@ func measure(dir, pkg, gogc string, chosen []int, rounds, requests int, progress
 			row.counts = append(row.counts, float64(ir)/float64(row.iters*items))
 		}
 	}
+	t.loadAfter = bench.LoadAverage()
 	return t, nil
 }
 
@@ -286,8 +293,8 @@ func parseBenchLine(out []byte, name string) (iters, items, allocs int, err erro
 }
 
 func (t *table) print(w io.Writer) {
-	fmt.Fprintf(w, "Instructions per item (callgrind Ir, GOMAXPROCS 1, GOGC %s), %s, commit %s, %s, %s\n\n",
-		t.gogc, t.when.Format("2006-01-02"), t.commit, runtime.Version(), t.valgrind)
+	fmt.Fprintf(w, "Instructions per item (callgrind Ir, GOMAXPROCS 1, GOGC %s), %s, commit %s, %s, %s, load average %.1f before, %.1f after\n\n",
+		t.gogc, t.when.Format("2006-01-02"), t.commit, runtime.Version(), t.valgrind, t.loadBefore, t.loadAfter)
 	fmt.Fprint(w, "| path | iterations × items | instructions per item, each round | spread | × null-http | × null-fsync | allocations per item |\n|---|---|---|---|---|---|---|\n")
 	base := map[string]float64{}
 	for _, r := range t.rows {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -33,6 +34,11 @@ func TestInstructionsTiny(t *testing.T) {
 	}
 	if rows != 1 {
 		t.Errorf("%d rows, want 1:\n%s", rows, out.String())
+	}
+	// The runtime's share of a count moves with the machine's load: the
+	// table says what the load was.
+	if !regexp.MustCompile(`load average \d+\.\d before, \d+\.\d after`).MatchString(out.String()) {
+		t.Errorf("the table's header does not give the load average:\n%s", out.String())
 	}
 }
 
