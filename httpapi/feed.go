@@ -280,7 +280,7 @@ func (s *Server) streamEvents(ctx *fasthttp.RequestCtx, from string, next func(d
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 		s.feedStreams.Add(1)
 		defer s.feedStreams.Add(-1)
-		w = newStreamWriter(conn, w, writeTimeout)
+		w = StreamWriter(conn, w, writeTimeout)
 		flush := func() bool { return w.Flush() == nil }
 		w.WriteString("retry: 1000\n\n")
 		if !flush() {

@@ -37,7 +37,7 @@ func (s *Server) handleExport(ctx *fasthttp.RequestCtx) string {
 	conn, writeTimeout := ctx.Conn(), s.cfg.WriteTimeout
 	ctx.SetContentType("application/x-ndjson")
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
-		out := newStreamWriter(conn, w, writeTimeout)
+		out := StreamWriter(conn, w, writeTimeout)
 		enc := json.NewEncoder(out)
 		n := m.Counts().Reservations
 		for seq := uint32(1); seq <= n; seq++ {

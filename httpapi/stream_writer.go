@@ -11,8 +11,9 @@ import (
 // gets the write timeout to reach the connection.
 const streamChunkSize = 32 << 10
 
-// newStreamWriter returns the writer a streamed answer writes through, in
-// place of the one fasthttp hands its body stream writer. That one holds
+// StreamWriter returns the writer a streamed answer writes through, in
+// place of the one fasthttp hands its body stream writer (seckilld's
+// export and SSE streams, and seckill-router's copy of them). That one holds
 // 4 KiB and writes when full under whatever write deadline the connection
 // has: the one fasthttp set before the answer, or the one set at the
 // stream's last flush, both long past in an export that takes longer than
@@ -20,7 +21,7 @@ const streamChunkSize = 32 << 10
 // client still reading was then cut mid-answer. Through this writer every
 // write to the connection, when full or flushed, gets a fresh deadline:
 // only a client that stops reading is let go by the write timeout.
-func newStreamWriter(conn net.Conn, w *bufio.Writer, writeTimeout time.Duration) *bufio.Writer {
+func StreamWriter(conn net.Conn, w *bufio.Writer, writeTimeout time.Duration) *bufio.Writer {
 	return bufio.NewWriterSize(deadlineWriter{conn: conn, w: w, timeout: writeTimeout}, streamChunkSize)
 }
 

@@ -177,6 +177,9 @@ type router struct {
 	static    map[string]*fasthttp.HostClient
 	primaries *replica.Primaries
 	byAddr    sync.Map // host:port → *fasthttp.HostClient, of the primaries
+	streams   sync.Map // host:port → *fasthttp.HostClient of streamed answers (stream.go)
+	// streamConns are the streams' connections, closed on a stop.
+	streamConns *streamConns
 	// failoverWaits holds a token per request waiting for its set's next
 	// primary (failover.go).
 	failoverWaits chan struct{}
@@ -192,7 +195,7 @@ type router struct {
 func newRouter(o options, l *ledger.Ledger) (*router, error) {
 	r := &router{static: map[string]*fasthttp.HostClient{}, timeout: o.timeout, local: newLocalCells(l),
 		primaries: replica.NewPrimaries(o.prefix), failoverWaits: make(chan struct{}, maxFailoverWaits),
-		log: slog.New(slog.DiscardHandler)}
+		log: slog.New(slog.DiscardHandler), streamConns: &streamConns{timeout: o.timeout, open: map[*streamConn]struct{}{}}}
 	order, addrs, err := cells.ParseAddrs(o.cells)
 	if err != nil {
 		return nil, err
@@ -244,6 +247,14 @@ func serve(stop context.Context, o options, stdout io.Writer, log *slog.Logger) 
 		return err
 	case <-stop.Done():
 	}
+	return r.shutdown(srv)
+}
+
+// shutdown stops srv: the streams copied from cells end (they would hold
+// it for as long as their cells write), the requests in flight are
+// answered.
+func (r *router) shutdown(srv *fasthttp.Server) error {
+	r.streamConns.endAll()
 	return srv.ShutdownWithContext(context.Background())
 }
 
@@ -362,7 +373,11 @@ func (r *router) handle(ctx *fasthttp.RequestCtx) {
 		if cell == "" {
 			cell, unsure = r.uncelledCell(string(ctx.Path()))
 		}
-		if r.forward(ctx, cell) && unsure && ctx.Response.StatusCode() == fasthttp.StatusNotFound {
+		forward := r.forward
+		if streamed(string(ctx.Method()), string(ctx.Path())) {
+			forward = r.forwardStream
+		}
+		if forward(ctx, cell) && unsure && ctx.Response.StatusCode() == fasthttp.StatusNotFound {
 			notKnownWithoutEtcd(ctx, cell)
 		}
 		return
