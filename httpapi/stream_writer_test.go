@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/httpapi"
+	"github.com/seckill/seckill/internal/pacedread"
 )
 
 // A streamed answer's writes each get the write timeout: a client that
@@ -48,27 +49,12 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// pacedReader pauses 10 ms after each 32 KiB it reads: a client that
-// reads steadily, at some 3 MB/s.
-type pacedReader struct {
-	r    io.Reader
-	read int
-}
-
-func (p *pacedReader) Read(b []byte) (int, error) {
-	n, err := p.r.Read(b[:min(len(b), 32<<10-p.read)])
-	if p.read += n; p.read == 32<<10 {
-		p.read = 0
-		time.Sleep(10 * time.Millisecond)
-	}
-	return n, err
-}
-
 // An export that takes several write timeouts to read (some 5 MB, read at
-// 3 MB/s at most, with 500 ms of write timeout; the kernel holds some
-// 0.3 MB of it) arrives whole.
+// 0.8 MB/s at most, with 2 s of write timeout, long beside a stall of the
+// reader on a loaded machine; the kernel holds some 0.3 MB of it) arrives
+// whole.
 func TestExportLongerThanTheWriteTimeout(t *testing.T) {
-	const writeTimeout = 500 * time.Millisecond
+	const writeTimeout = 2 * time.Second
 	ts := startServer(t, serverOptions{
 		config: func(c *httpapi.Config) { c.WriteTimeout = writeTimeout },
 		listen: func(l net.Listener) net.Listener { return smallBuffers{l} },
@@ -84,7 +70,7 @@ func TestExportLongerThanTheWriteTimeout(t *testing.T) {
 	conn.(*net.TCPConn).SetReadBuffer(64 << 10)
 	fmt.Fprintf(conn, "GET /admin/campaigns/ex/skus/s/reservations HTTP/1.1\r\nHost: seckill\r\nAuthorization: Bearer %s\r\n\r\n", testToken)
 	started := time.Now()
-	resp, err := http.ReadResponse(bufio.NewReader(&pacedReader{r: conn}), nil)
+	resp, err := http.ReadResponse(bufio.NewReader(pacedread.Steady(conn)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +89,9 @@ func TestExportLongerThanTheWriteTimeout(t *testing.T) {
 // A stream that waited for events longer than the write timeout writes
 // the next ones, more than fasthttp's 4 KiB buffer at once, whole.
 func TestStreamWritesEventsAfterAWaitLongerThanTheWriteTimeout(t *testing.T) {
-	const writeTimeout = 100 * time.Millisecond
+	// Long beside a stall of the server between a write's deadline and
+	// the write on a loaded machine.
+	const writeTimeout = time.Second
 	ts := startServer(t, serverOptions{config: func(c *httpapi.Config) {
 		c.WriteTimeout = writeTimeout
 		c.FeedHeartbeat = time.Hour // no write between the events

@@ -20,6 +20,7 @@ import (
 	"github.com/seckill/seckill/httpapi"
 	"github.com/seckill/seckill/httpapi/httpapitest"
 	"github.com/seckill/seckill/internal/etcdtest"
+	"github.com/seckill/seckill/internal/pacedread"
 	"github.com/seckill/seckill/ledger"
 )
 
@@ -107,27 +108,11 @@ func reserveStreamed(t *testing.T, c *client.Client, campaignID string, from, n 
 	}
 }
 
-// pacedReader pauses 10 ms after each 32 KiB it reads: a client that
-// reads steadily, at some 3 MB/s.
-type pacedReader struct {
-	r    io.Reader
-	read int
-}
-
-func (p *pacedReader) Read(b []byte) (int, error) {
-	n, err := p.r.Read(b[:min(len(b), 32<<10-p.read)])
-	if p.read += n; p.read == 32<<10 {
-		p.read = 0
-		time.Sleep(10 * time.Millisecond)
-	}
-	return n, err
-}
-
 // An export that takes several --timeout to read through the router (some
-// 5 MB at 3 MB/s at most through small socket buffers, --timeout 500 ms)
-// arrives whole.
+// 5 MB at 0.8 MB/s at most through small socket buffers, --timeout 2 s,
+// long beside a stall of the reader on a loaded machine) arrives whole.
 func TestExportLongerThanTheTimeoutThroughTheRouter(t *testing.T) {
-	const timeout = 500 * time.Millisecond
+	const timeout = 2 * time.Second
 	c, base := streamCell(t, timeout)
 	defineStreamed(t, c, "ex", 15000)
 	reserveStreamed(t, c, "ex", 0, 15000)
@@ -140,7 +125,7 @@ func TestExportLongerThanTheTimeoutThroughTheRouter(t *testing.T) {
 	conn.(*net.TCPConn).SetReadBuffer(64 << 10)
 	fmt.Fprintf(conn, "GET /admin/campaigns/ex/skus/s/reservations HTTP/1.1\r\nHost: router\r\nAuthorization: Bearer %s\r\n\r\n", streamToken)
 	started := time.Now()
-	resp, err := http.ReadResponse(bufio.NewReader(&pacedReader{r: conn}), nil)
+	resp, err := http.ReadResponse(bufio.NewReader(pacedread.Steady(conn)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +154,7 @@ func TestExportLongerThanTheTimeoutThroughTheRouter(t *testing.T) {
 // after a wait for events longer than --timeout, the next ones, more than
 // a 4 KiB buffer at once, whole.
 func TestStreamThroughTheRouterWaitsLongerThanTheTimeout(t *testing.T) {
-	const timeout = 200 * time.Millisecond
+	const timeout = time.Second // long beside a stall of a loaded machine
 	c, base := streamCell(t, timeout)
 	defineStreamed(t, c, "st", 5000)
 	req, _ := http.NewRequest(http.MethodGet, base+"/admin/campaigns/st/skus/s/events", nil)
