@@ -13,9 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/client"
-	"github.com/seckill/seckill/orders"
 	"github.com/seckill/seckill/orders/orderstest"
 )
 
@@ -29,39 +27,10 @@ import (
 // new consumer resynchronise (refunds whose events follow the export's
 // index arrive again from the feed); all three reconcile clean.
 func TestResyncedRefundsAreTheEventsRefunds(t *testing.T) {
-	cfg := actors.Config{DataDir: t.TempDir(), SnapshotEvery: 10, SnapshotKeep: 1, FeedRetainRecords: 120}
-	cfg.WAL.SegmentSize = 512 // truncation removes whole segments
-	c, _ := orderstest.SeckillOn(t, cfg)
-	ctx := context.Background()
-	start := time.Now().Add(-time.Minute).Truncate(time.Second)
-	skus := make([]client.CampaignSKU, len(orderstest.SKUs))
-	for i, s := range orderstest.SKUs {
-		skus[i] = client.CampaignSKU{SKUID: s, SaleLimit: 20000}
-	}
-	if err := c.PutCampaign(ctx, client.Campaign{CampaignID: "refunds", StartAt: start, EndAt: start.Add(time.Hour),
-		PaymentWindow: 15 * time.Minute, ReleaseOnClose: true, SKUs: skus}); err != nil {
-		t.Fatal(err)
-	}
-	src := func(limit int) *orders.FeedSource {
-		return &orders.FeedSource{Client: c, CampaignID: "refunds", Limit: limit, Wait: time.Second}
-	}
-	followed, returned, fresh := orderstest.Database(t), orderstest.Database(t), orderstest.Database(t)
-	follower, _ := orderstest.Consume(t, followed, src(1000))
-	_, stop := orderstest.Consume(t, returned, src(50))
-
-	reserve := func(from, to int) []string {
-		t.Helper()
-		ids := make([]string, 0, to-from)
-		for i := from; i < to; i++ {
-			r, err := c.Reserve(ctx, client.ReserveRequest{CampaignID: "refunds", SKUID: orderstest.SKUs[i%len(orderstest.SKUs)],
-				UserID: fmt.Sprint("u", i), RequestID: fmt.Sprint("r", i)})
-			if err != nil {
-				t.Fatalf("buyer %d: reserve: %v", i, err)
-			}
-			ids = append(ids, r.ReservationID)
-		}
-		return ids
-	}
+	s := newResyncScene(t, "refunds", true)
+	c, ctx, src := s.c, context.Background(), s.src
+	followed, returned, fresh, follower, stop := s.followed, s.returned, s.fresh, s.follower, s.stopReturned
+	reserve := func(from, to int) []string { return s.reserve(t, from, to) }
 	pay := func(id, paymentID string, amount int64, want error) error {
 		_, err := c.Pay(ctx, id, client.Payment{PaymentID: paymentID, Amount: amount})
 		if want != nil && errors.Is(err, want) {

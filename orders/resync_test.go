@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/seckill/seckill/actors"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/feed"
 	"github.com/seckill/seckill/orders"
@@ -34,45 +33,12 @@ import (
 // token went back on sale included; all reconcile clean, which compares
 // those too.
 func TestResyncedOrdersAreTheEventsOrders(t *testing.T) {
-	cfg := actors.Config{DataDir: t.TempDir(), SnapshotEvery: 10, SnapshotKeep: 1,
-		// The follower is kept within this many records of the sale
-		// (caught), so that it never needs the export: its rows are the
-		// events'. The others need it.
-		FeedRetainRecords: 120}
-	cfg.WAL.SegmentSize = 512 // truncation removes whole segments
-	c, engine := orderstest.SeckillOn(t, cfg)
-	ctx := context.Background()
-	start := time.Now().Add(-time.Minute).Truncate(time.Second)
-	skus := make([]client.CampaignSKU, len(orderstest.SKUs))
-	for i, s := range orderstest.SKUs {
-		skus[i] = client.CampaignSKU{SKUID: s, SaleLimit: 20000}
-	}
 	// release_on_close false: a close keeps the token (token_released
 	// false) until an operator releases it (RELEASED: true).
-	if err := c.PutCampaign(ctx, client.Campaign{CampaignID: "same", StartAt: start, EndAt: start.Add(time.Hour),
-		PaymentWindow: 15 * time.Minute, SKUs: skus}); err != nil {
-		t.Fatal(err)
-	}
-	src := func(limit int) *orders.FeedSource {
-		return &orders.FeedSource{Client: c, CampaignID: "same", Limit: limit, Wait: time.Second}
-	}
-	followed, returned, fresh := orderstest.Database(t), orderstest.Database(t), orderstest.Database(t)
-	follower, _ := orderstest.Consume(t, followed, src(1000))
-	_, stop := orderstest.Consume(t, returned, src(50))
-
-	reserve := func(from, to int) []string {
-		t.Helper()
-		ids := make([]string, 0, to-from)
-		for i := from; i < to; i++ {
-			r, err := c.Reserve(ctx, client.ReserveRequest{CampaignID: "same", SKUID: orderstest.SKUs[i%len(orderstest.SKUs)],
-				UserID: fmt.Sprint("u", i), RequestID: fmt.Sprint("r", i)})
-			if err != nil {
-				t.Fatalf("buyer %d: reserve: %v", i, err)
-			}
-			ids = append(ids, r.ReservationID)
-		}
-		return ids
-	}
+	s := newResyncScene(t, "same", false)
+	c, engine, ctx, src := s.c, s.engine, context.Background(), s.src
+	followed, returned, fresh, follower, stop := s.followed, s.returned, s.fresh, s.follower, s.stopReturned
+	reserve := func(from, to int) []string { return s.reserve(t, from, to) }
 	// act pays (an amount of its own, 0 now and then), cancels, cancels
 	// and releases the token, or leaves the reservation pending.
 	act := func(i int, id string) error {
