@@ -33,6 +33,7 @@ import (
 	"github.com/seckill/seckill/bench"
 	"github.com/seckill/seckill/client"
 	"github.com/seckill/seckill/internal/pgserver"
+	"github.com/seckill/seckill/internal/version"
 	"github.com/seckill/seckill/reconcile"
 )
 
@@ -54,12 +55,19 @@ type Options struct {
 
 // Report is the run's outcome.
 type Report struct {
-	CampaignID string  `json:"campaign_id"`
-	Stock      int64   `json:"stock"`
-	Attempts   int64   `json:"attempts"`
-	Sold       int64   `json:"sold"`
-	SaleS      float64 `json:"sale_s"`
-	SalePassed bool    `json:"sale_passed"` // the load tool's own checks
+	// Commit is the commit this program was built from (version.Commit);
+	// LoadAverageBefore and LoadAverageAfter the one-minute load averages
+	// when the run began and ended (bench.LoadAverage): where the figures
+	// were measured, as compare's report says.
+	Commit            string  `json:"commit"`
+	LoadAverageBefore float64 `json:"load_average_before"`
+	LoadAverageAfter  float64 `json:"load_average_after"`
+	CampaignID        string  `json:"campaign_id"`
+	Stock             int64   `json:"stock"`
+	Attempts          int64   `json:"attempts"`
+	Sold              int64   `json:"sold"`
+	SaleS             float64 `json:"sale_s"`
+	SalePassed        bool    `json:"sale_passed"` // the load tool's own checks
 	// Events committed into PostgreSQL, over the span from the first
 	// commit to the last.
 	Events       int64   `json:"events"`
@@ -107,7 +115,8 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	defer stopSeckilld()
 	progress("seckilld on %s, PostgreSQL %s", base, dbURL)
 
-	r := Report{CampaignID: "orders-" + strconv.FormatInt(time.Now().Unix(), 36), Stock: o.Stock, Attempts: o.Attempts}
+	r := Report{CampaignID: "orders-" + strconv.FormatInt(time.Now().Unix(), 36), Stock: o.Stock, Attempts: o.Attempts,
+		Commit: version.Commit(), LoadAverageBefore: bench.LoadAverage()}
 	c, err := client.New(client.Options{BaseURL: base, AdminToken: token})
 	if err != nil {
 		return r, err
@@ -178,6 +187,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	r.ReplayEvents, r.ReplaySpanS, r.ReplayEventsPerSec = again.Events, again.SpanS, again.EventsPerSec
 	r.Passed = r.SalePassed && r.Reconcile.Clean && replayed.Clean && r.Sold == o.Stock
+	r.LoadAverageAfter = bench.LoadAverage()
 	return r, nil
 }
 
@@ -374,6 +384,7 @@ func commitRate(events int64, spanS, perSecond float64) string {
 
 // WriteReport prints the figures and the verdict.
 func WriteReport(w io.Writer, r Report) {
+	fmt.Fprintf(w, "commit %s; load average %.2f before, %.2f after\n", r.Commit, r.LoadAverageBefore, r.LoadAverageAfter)
 	fmt.Fprintf(w, "seed sale: %d of %d units sold in %.1f s over %d attempts (load tool's checks: %s)\n",
 		r.Sold, r.Stock, r.SaleS, r.Attempts, passFail(r.SalePassed))
 	fmt.Fprintf(w, "into PostgreSQL: %s\n", commitRate(r.Events, r.SpanS, r.EventsPerSec))

@@ -29,6 +29,11 @@ func TestBenchOrdersTiny(t *testing.T) {
 	if !r.Passed || r.Sold != 200 || r.Events < 201 || r.EventsPerSec <= 0 || r.LagP99MS <= 0 {
 		t.Fatalf("%+v", r)
 	}
+	// Where it was measured (a test binary records no commit: "unknown";
+	// a load average is -1 when /proc/loadavg is unread).
+	if r.Commit == "" || r.LoadAverageBefore < 0 || r.LoadAverageAfter < 0 {
+		t.Errorf("commit %q, load average %v before, %v after: not recorded", r.Commit, r.LoadAverageBefore, r.LoadAverageAfter)
+	}
 	if !strings.Contains(out.String(), "events/s") || !strings.Contains(out.String(), "p99") || !strings.Contains(out.String(), "bench-orders: PASS") {
 		t.Fatalf("report:\n%s", out.String())
 	}
@@ -59,5 +64,15 @@ func TestWriteReportGivesNoRateWithoutASpan(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report does not say %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// The report says where its figures were measured: the commit and the
+// load average before and after, as compare's does.
+func TestWriteReportSaysWhereItWasMeasured(t *testing.T) {
+	var out bytes.Buffer
+	ordersbench.WriteReport(&out, ordersbench.Report{Commit: "abc1234", LoadAverageBefore: 1.5, LoadAverageAfter: 2.25})
+	if want := "commit abc1234; load average 1.50 before, 2.25 after"; !strings.Contains(out.String(), want) {
+		t.Errorf("report does not say %q:\n%s", want, out.String())
 	}
 }
