@@ -157,13 +157,7 @@ func TestStreamThroughTheRouterWaitsLongerThanTheTimeout(t *testing.T) {
 	const timeout = time.Second // long beside a stall of a loaded machine
 	c, base := streamCell(t, timeout)
 	defineStreamed(t, c, "st", 5000)
-	req, _ := http.NewRequest(http.MethodGet, base+"/admin/campaigns/st/skus/s/events", nil)
-	req.Header.Set("Authorization", "Bearer "+streamToken)
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := openStream(t, base, "st")
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		body, _ := io.ReadAll(resp.Body)
@@ -240,13 +234,7 @@ func lastID(t *testing.T, c *client.Client, campaignID string) string {
 func TestStopEndsTheStreamsThroughTheRouter(t *testing.T) {
 	c, base, r, srv := streamRouter(t, 200*time.Millisecond)
 	defineStreamed(t, c, "stop", 10)
-	req, _ := http.NewRequest(http.MethodGet, base+"/admin/campaigns/stop/skus/s/events", nil)
-	req.Header.Set("Authorization", "Bearer "+streamToken)
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := openStream(t, base, "stop")
 	defer resp.Body.Close()
 	lines := bufio.NewScanner(resp.Body)
 	for lines.Scan() && !strings.HasPrefix(lines.Text(), "event: ") {
@@ -266,4 +254,18 @@ func TestStopEndsTheStreamsThroughTheRouter(t *testing.T) {
 	}
 	for lines.Scan() {
 	}
+}
+
+// openStream opens the SSE stream of campaignID's SKU "s" through the
+// router at base.
+func openStream(t *testing.T, base, campaignID string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+"/admin/campaigns/"+campaignID+"/skus/s/events", nil)
+	req.Header.Set("Authorization", "Bearer "+streamToken)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }
